@@ -1,0 +1,200 @@
+/**
+ * Every error a user can cause or meet is an {@link IdGenError} with a stable `code`.
+ * Messages say what happened, with the numbers, and what to do.
+ */
+
+import type { StoreLevel } from './store/port.js';
+
+/** Stable error codes; part of the public API. */
+export type IdGenErrorCode =
+  | 'IDGEN_INVALID_OPTION'
+  | 'IDGEN_INVALID_NAME'
+  | 'IDGEN_INVALID_COUNT'
+  | 'IDGEN_SEQUENCE_NOT_FOUND'
+  | 'IDGEN_SEQUENCE_EXISTS'
+  | 'IDGEN_SEQUENCE_EXHAUSTED'
+  | 'IDGEN_DOMAIN_NEEDS_BIGINT'
+  | 'IDGEN_SERIAL_UNAVAILABLE'
+  | 'IDGEN_STORE_UNAVAILABLE'
+  | 'IDGEN_INVARIANT_BROKEN'
+  | 'IDGEN_CONTENTION'
+  | 'IDGEN_CLOSED';
+
+/** Base class: `code` is stable, `message` is for people. */
+export class IdGenError extends Error {
+  readonly code: IdGenErrorCode;
+  constructor(code: IdGenErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** An option or setting is out of range. */
+export class InvalidOptionError extends IdGenError {
+  constructor(
+    readonly option: string,
+    readonly received: unknown,
+    readonly allowed: string,
+  ) {
+    super(
+      'IDGEN_INVALID_OPTION',
+      `Invalid option "${option}": received ${describe(received)}; allowed: ${allowed}.`,
+    );
+  }
+}
+
+/** A sequence or keyspace name breaks the naming rule. */
+export class InvalidNameError extends IdGenError {
+  constructor(
+    readonly kind: 'sequence' | 'keyspace' | 'datacenter',
+    readonly received: unknown,
+  ) {
+    super(
+      'IDGEN_INVALID_NAME',
+      `Invalid ${kind} name ${describe(received)}: use 1 to 48 letters, digits or "_", starting with a letter.`,
+    );
+  }
+}
+
+/** `take(n)` with a count that is not a positive integer within the block size. */
+export class InvalidCountError extends IdGenError {
+  constructor(
+    readonly received: unknown,
+    readonly maxCount: number,
+  ) {
+    super(
+      'IDGEN_INVALID_COUNT',
+      `Invalid count ${describe(received)}: take() needs an integer from 1 to ${maxCount} (the sequence's block size; raise it with "idgen-cass alter --block").`,
+    );
+  }
+}
+
+export class SequenceNotFoundError extends IdGenError {
+  constructor(
+    readonly sequence: string,
+    readonly keyspace: string,
+  ) {
+    super(
+      'IDGEN_SEQUENCE_NOT_FOUND',
+      `Sequence "${sequence}" not found in keyspace "${keyspace}". Create it with: idgen-cass seed ${sequence}`,
+    );
+  }
+}
+
+export class SequenceExistsError extends IdGenError {
+  constructor(
+    readonly sequence: string,
+    readonly keyspace: string,
+  ) {
+    super(
+      'IDGEN_SEQUENCE_EXISTS',
+      `Sequence "${sequence}" already exists in keyspace "${keyspace}"; nothing was changed. Use "idgen-cass alter ${sequence}" to change its sizes.`,
+    );
+  }
+}
+
+/** The domain is used up: no ID above `max` exists. */
+export class SequenceExhaustedError extends IdGenError {
+  constructor(
+    readonly sequence: string,
+    readonly max: bigint,
+    readonly globalLast: bigint,
+  ) {
+    super(
+      'IDGEN_SEQUENCE_EXHAUSTED',
+      `Sequence "${sequence}" is exhausted: every ID up to its maximum ${max} has been granted (GLOBAL last_integer ${globalLast}). Create a sequence with a larger domain.`,
+    );
+  }
+}
+
+/** A sequence whose IDs may exceed 2^53-1 was opened for JavaScript numbers. */
+export class DomainNeedsBigIntError extends IdGenError {
+  constructor(
+    readonly sequence: string,
+    readonly max: bigint,
+  ) {
+    super(
+      'IDGEN_DOMAIN_NEEDS_BIGINT',
+      `Sequence "${sequence}" has IDs up to ${max}, beyond Number.MAX_SAFE_INTEGER. Open it with ids.sequence("${sequence}", { bigint: true }).`,
+    );
+  }
+}
+
+/**
+ * Every local range of the DC is spent and no new DC range can be granted because SERIAL
+ * (Paxos over all DCs) cannot be reached, e.g. during a DC partition.
+ */
+export class SerialUnavailableError extends IdGenError {
+  constructor(
+    readonly sequence: string,
+    readonly dc: string,
+    readonly dcRemaining: bigint,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      'IDGEN_SERIAL_UNAVAILABLE',
+      `Sequence "${sequence}": SERIAL consistency is unreachable from DC "${dc}", so no new DC range can be granted, and the DC has ${dcRemaining} IDs left in its ranges. Restore connectivity between datacenters, or size --dc-range for longer partitions.`,
+      options,
+    );
+  }
+}
+
+/** Cassandra could not be reached at the consistency an operation needs. */
+export class StoreUnavailableError extends IdGenError {
+  constructor(
+    readonly level: StoreLevel,
+    readonly operation: string,
+    detail: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      'IDGEN_STORE_UNAVAILABLE',
+      `Cassandra is unavailable at ${levelName(level)} for ${operation}: ${detail}. Check that the contact points are reachable and the nodes of the DC are up.`,
+      options,
+    );
+  }
+}
+
+/** Stored rows break an invariant; nothing is allocated from them. */
+export class InvariantError extends IdGenError {
+  constructor(
+    readonly sequence: string,
+    readonly detail: string,
+  ) {
+    super(
+      'IDGEN_INVARIANT_BROKEN',
+      `Sequence "${sequence}": stored state breaks an invariant (${detail}); refusing to allocate. Run "idgen-cass check ${sequence}" and repair the rows before retrying.`,
+    );
+  }
+}
+
+/** Too many processes raced for the same row; the bounded retries ran out. */
+export class ContentionError extends IdGenError {
+  constructor(
+    readonly sequence: string,
+    readonly operation: string,
+    readonly attempts: number,
+  ) {
+    super(
+      'IDGEN_CONTENTION',
+      `Sequence "${sequence}": ${operation} lost ${attempts} compare-and-set races in a row. Raise the block size so processes claim less often.`,
+    );
+  }
+}
+
+export class ClosedError extends IdGenError {
+  constructor() {
+    super('IDGEN_CLOSED', 'The allocator is closed; create a new one with connect().');
+  }
+}
+
+function levelName(level: StoreLevel): string {
+  return level === 'serial' ? 'SERIAL' : level === 'local_serial' ? 'LOCAL_SERIAL' : 'LOCAL_QUORUM';
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'bigint') return `${value}n`;
+  return String(value);
+}

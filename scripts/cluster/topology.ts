@@ -1,0 +1,97 @@
+/**
+ * Where the local cluster lives and how its nodes are laid out.
+ *
+ * Node j (1-based) of datacenter k listens on 127.0.(j-1).k, so the default 3 DCs × 1 node
+ * puts dc1 on 127.0.0.1, dc2 on 127.0.0.2 and dc3 on 127.0.0.3, all on port 9042.
+ */
+import os from 'node:os';
+import path from 'node:path';
+
+/** Cassandra release the cluster runs; pinned so every machine tests against the same one. */
+export const CASSANDRA_VERSION = '5.0.8';
+export const CQL_PORT = 9042;
+export const STORAGE_PORT = 7000;
+
+export interface NodeSpec {
+  /** e.g. `dc2-1`. */
+  readonly name: string;
+  readonly dc: string;
+  readonly address: string;
+  readonly jmxPort: number;
+  readonly token: string;
+  /** OS user that runs the node's JVM when we are root (so partitions can match its packets). */
+  readonly osUser: string;
+  readonly dir: string;
+}
+
+export interface Topology {
+  readonly dcs: number;
+  readonly nodesPerDc: number;
+}
+
+export const DEFAULT_TOPOLOGY: Readonly<Topology> = Object.freeze({ dcs: 3, nodesPerDc: 1 });
+
+/**
+ * The cache holding the Cassandra jars and the cluster's data, outside the repository.
+ * As root the jars must be readable by the per-DC users, so the cache leaves /root.
+ */
+export function cacheDir(): string {
+  const override = process.env['IDGEN_CACHE_DIR'];
+  if (override) return path.resolve(override);
+  if (process.getuid?.() === 0) return '/var/cache/idgen-cass';
+  const xdg = process.env['XDG_CACHE_HOME'];
+  return path.join(xdg ? xdg : path.join(os.homedir(), '.cache'), 'idgen-cass');
+}
+
+export function clusterDir(): string {
+  return path.join(cacheDir(), 'cluster');
+}
+
+export function nodeSpecs(topology: Topology): NodeSpec[] {
+  const total = topology.dcs * topology.nodesPerDc;
+  const specs: NodeSpec[] = [];
+  let index = 0;
+  for (let k = 1; k <= topology.dcs; k++) {
+    for (let j = 1; j <= topology.nodesPerDc; j++) {
+      const name = `dc${k}-${j}`;
+      specs.push({
+        name,
+        dc: `dc${k}`,
+        address: `127.0.${j - 1}.${k}`,
+        jmxPort: 7100 + 100 * index,
+        token: spreadToken(index, total),
+        osUser: `idgen-dc${k}`,
+        dir: path.join(clusterDir(), name),
+      });
+      index++;
+    }
+  }
+  return specs;
+}
+
+/** Evenly spaced Murmur3 tokens, so fresh nodes can start together without bootstrapping. */
+function spreadToken(index: number, total: number): string {
+  const min = -(2n ** 63n);
+  const span = 2n ** 64n;
+  return (min + (span * BigInt(index)) / BigInt(total)).toString();
+}
+
+/** Resolves `dc2` (its first node) or `dc2-1` to a node; throws with the valid names. */
+export function findNode(specs: readonly NodeSpec[], name: string): NodeSpec {
+  const wanted = /^dc\d+$/.test(name) ? `${name}-1` : name;
+  const node = specs.find((s) => s.name === wanted);
+  if (!node) {
+    throw new ClusterError(
+      `Unknown node "${name}". Nodes: ${specs.map((s) => s.name).join(', ')} (a DC name means its first node).`,
+    );
+  }
+  return node;
+}
+
+/** An error of the cluster manager: printed as one line by the CLI. */
+export class ClusterError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ClusterError';
+  }
+}

@@ -1,0 +1,110 @@
+/**
+ * Proves the test cluster is a real multi-DC Cassandra whose LWTs behave as the allocator
+ * needs, including during a DC partition.
+ */
+import cassandra from 'cassandra-driver';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clusterInfo, createTestKeyspace, faults, newClient } from '../support/cluster.js';
+import type { TestKeyspace } from '../support/cluster.js';
+
+const { consistencies } = cassandra.types;
+let ks: TestKeyspace;
+
+beforeAll(async () => {
+  ks = await createTestKeyspace('smoke');
+  const c = await ks.client('dc1');
+  await c.execute(
+    `CREATE TABLE ${ks.name}.kv (p text, r text, v int, PRIMARY KEY ((p), r))`,
+  );
+});
+
+afterAll(async () => {
+  await ks?.drop();
+});
+
+/** A conditional write at the given serial level; true if applied. */
+async function cas(dc: string, p: string, expected: number | null, next: number, serial: 'serial' | 'localSerial') {
+  const client = await ks.client(dc);
+  const query =
+    expected === null
+      ? `INSERT INTO ${ks.name}.kv (p, r, v) VALUES (?, 'x', ?) IF NOT EXISTS`
+      : `UPDATE ${ks.name}.kv SET v = ? WHERE p = ? AND r = 'x' IF v = ?`;
+  const params = expected === null ? [p, next] : [next, p, expected];
+  const result = await client.execute(query, params, {
+    prepare: true,
+    consistency: serial === 'serial' ? consistencies.quorum : consistencies.localQuorum,
+    serialConsistency: consistencies[serial],
+  });
+  return result.wasApplied();
+}
+
+describe('the test cluster', () => {
+  it('has three DCs, all of whose nodes are up', async () => {
+    expect(ks.dcs.length).toBeGreaterThanOrEqual(3);
+    for (const dc of ks.dcs) {
+      const client = newClient(dc);
+      try {
+        await client.connect();
+        const hosts = client.hosts.values();
+        expect(new Set(hosts.map((h) => h.datacenter))).toEqual(new Set(ks.dcs));
+        expect(hosts.every((h) => h.isUp())).toBe(true);
+        // A write at ALL needs every replica (one per DC) to be seen up by this coordinator.
+        await client.execute(`INSERT INTO ${ks.name}.kv (p, r, v) VALUES ('all', ?, 1)`, [dc], {
+          prepare: true,
+          consistency: consistencies.all,
+        });
+      } finally {
+        await client.shutdown();
+      }
+    }
+  });
+
+  it('applies a conditional batch over two rows of one partition at SERIAL once', async () => {
+    const client = await ks.client('dc1');
+    await client.execute(`INSERT INTO ${ks.name}.kv (p, r, v) VALUES ('seq', 'GLOBAL', 100) IF NOT EXISTS`, [], {
+      prepare: true,
+      consistency: consistencies.quorum,
+      serialConsistency: consistencies.serial,
+    });
+    const batch = [
+      { query: `UPDATE ${ks.name}.kv SET v = 200 WHERE p = 'seq' AND r = 'GLOBAL' IF v = 100`, params: [] },
+      { query: `INSERT INTO ${ks.name}.kv (p, r, v) VALUES ('seq', 'dc1', 200) IF NOT EXISTS`, params: [] },
+    ];
+    const options = { prepare: true, consistency: consistencies.quorum, serialConsistency: consistencies.serial };
+    const first = await client.batch(batch, options);
+    expect(first.wasApplied()).toBe(true);
+    const second = await client.batch(batch, options);
+    expect(second.wasApplied()).toBe(false);
+    const current = new Map(second.rows.map((row) => [String(row['r']), row['v'] as number | null]));
+    expect(current.get('GLOBAL')).toBe(200);
+  });
+
+  it('runs a compare-and-set at LOCAL_SERIAL from each DC', async () => {
+    for (const dc of ks.dcs) {
+      const p = `local-${dc}`;
+      expect(await cas(dc, p, null, 1, 'localSerial')).toBe(true);
+      expect(await cas(dc, p, 1, 2, 'localSerial')).toBe(true);
+      expect(await cas(dc, p, 1, 3, 'localSerial')).toBe(false);
+    }
+  });
+});
+
+describe.runIf(clusterInfo().faults)('a partitioned DC', () => {
+  afterAll(async () => {
+    await faults.heal();
+  });
+
+  it('loses SERIAL, keeps LOCAL_SERIAL, and gets SERIAL back after heal', async () => {
+    expect(await cas('dc1', 'serial-p', null, 1, 'serial')).toBe(true);
+    expect(await cas('dc3', 'local-p3', null, 1, 'localSerial')).toBe(true);
+
+    await faults.partition('dc3');
+    await expect(cas('dc3', 'serial-p', 1, 2, 'serial')).rejects.toThrow();
+    expect(await cas('dc3', 'local-p3', 1, 2, 'localSerial')).toBe(true);
+    // The majority side (dc1 + dc2) still has a SERIAL quorum.
+    expect(await cas('dc1', 'serial-p', 1, 2, 'serial')).toBe(true);
+
+    await faults.heal();
+    expect(await cas('dc3', 'serial-p', 2, 3, 'serial')).toBe(true);
+  });
+});

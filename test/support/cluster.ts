@@ -1,0 +1,119 @@
+/**
+ * What integration tests use of the cluster the global setup found: contact points per DC,
+ * a fresh keyspace per test file, and faults (local cluster manager only).
+ */
+import { randomBytes } from 'node:crypto';
+import cassandra from 'cassandra-driver';
+import { inject } from 'vitest';
+import * as manager from '../../scripts/cluster/manager.js';
+
+export interface ClusterInfo {
+  readonly source: 'env' | 'testcontainers' | 'local';
+  /** Contact points per DC. */
+  readonly dcs: Readonly<Record<string, readonly string[]>>;
+  /** Whether partition/pause/kill can be injected (the local cluster manager, as root). */
+  readonly faults: boolean;
+}
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    cassandra: ClusterInfo;
+  }
+}
+
+export function clusterInfo(): ClusterInfo {
+  return inject('cassandra');
+}
+
+export function dcNames(): string[] {
+  return Object.keys(clusterInfo().dcs).sort();
+}
+
+export function contactPoints(dc: string): string[] {
+  const points = clusterInfo().dcs[dc];
+  if (!points) throw new Error(`No DC "${dc}" in the test cluster (${dcNames().join(', ')}).`);
+  return [...points];
+}
+
+/** A DC-local driver client, as a service in that DC would have. */
+export function newClient(dc: string, keyspace?: string): cassandra.Client {
+  return new cassandra.Client({
+    contactPoints: contactPoints(dc),
+    localDataCenter: dc,
+    ...(keyspace ? { keyspace } : {}),
+    socketOptions: { connectTimeout: 5000, readTimeout: 15000 },
+  });
+}
+
+export interface TestKeyspace {
+  readonly name: string;
+  readonly dcs: string[];
+  readonly replication: Readonly<Record<string, number>>;
+  contactPoints(dc: string): string[];
+  /** Cached, DC-local; closed by drop(). */
+  client(dc: string): Promise<cassandra.Client>;
+  drop(): Promise<void>;
+}
+
+/**
+ * Creates an empty keyspace (NetworkTopologyStrategy, RF 1 in every DC; no tables) named
+ * `<prefix>_<random>` and waits until every node has it.
+ */
+export async function createTestKeyspace(prefix: string): Promise<TestKeyspace> {
+  if (!/^[a-z][a-z0-9_]{0,30}$/.test(prefix)) throw new Error(`Bad keyspace prefix "${prefix}".`);
+  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
+  const dcs = dcNames();
+  const replication = Object.fromEntries(dcs.map((dc) => [dc, 1]));
+  const clients = new Map<string, Promise<cassandra.Client>>();
+  const client = (dc: string) => {
+    let c = clients.get(dc);
+    if (!c) {
+      const created = newClient(dc);
+      c = created.connect().then(() => created);
+      clients.set(dc, c);
+    }
+    return c;
+  };
+  const admin = await client(dcs[0]!);
+  const factors = dcs.map((dc) => `'${dc}': 1`).join(', ');
+  await admin.execute(
+    `CREATE KEYSPACE ${name} WITH replication = {'class': 'NetworkTopologyStrategy', ${factors}}`,
+  );
+  await waitForSchemaAgreement(admin);
+  return {
+    name,
+    dcs,
+    replication,
+    contactPoints,
+    client,
+    drop: async () => {
+      try {
+        await (await client(dcs[0]!)).execute(`DROP KEYSPACE IF EXISTS ${name}`);
+      } finally {
+        await Promise.all([...clients.values()].map(async (c) => (await c).shutdown()));
+      }
+    },
+  };
+}
+
+export async function waitForSchemaAgreement(client: cassandra.Client): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const local = await client.execute('SELECT schema_version FROM system.local');
+    const peers = await client.execute('SELECT schema_version FROM system.peers');
+    const versions = new Set([...local.rows, ...peers.rows].map((r) => String(r['schema_version'])));
+    if (versions.size === 1) return;
+    if (Date.now() > deadline) throw new Error('Schema did not reach agreement within 60 s.');
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** Fault injection through the local cluster manager; tests that need it run only there. */
+export const faults = {
+  partition: (dc: string) => manager.partition(dc),
+  heal: () => manager.heal(),
+  pause: (node: string) => manager.pause(node),
+  resume: (node: string) => manager.resume(node),
+  kill: (node: string) => manager.kill(node),
+  start: (node: string) => manager.start(node),
+};

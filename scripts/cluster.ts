@@ -9,7 +9,8 @@ import { ClusterError, cacheDir } from './cluster/topology.js';
 
 function positiveInt(value: string): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 9) throw new InvalidArgumentError('an integer from 1 to 9');
+  if (!Number.isInteger(n) || n < 1 || n > 9)
+    throw new InvalidArgumentError('an integer from 1 to 9');
   return n;
 }
 
@@ -17,7 +18,13 @@ function printNodes(nodes: readonly NodeStatus[]): void {
   for (const { node, state, cql, partitioned } of nodes) {
     const health = state === 'running' ? (cql ? 'UP' : 'STARTING') : state.toUpperCase();
     console.log(
-      [node.name.padEnd(7), node.address.padEnd(11), node.dc.padEnd(5), health, partitioned ? '(partitioned)' : '']
+      [
+        node.name.padEnd(7),
+        node.address.padEnd(11),
+        node.dc.padEnd(5),
+        health,
+        partitioned ? '(partitioned)' : '',
+      ]
         .join(' ')
         .trimEnd(),
     );
@@ -91,7 +98,8 @@ for (const [name, description, fn] of [
 try {
   await program.parseAsync();
 } catch (err) {
-  const message = err instanceof ClusterError ? err.message : err instanceof Error ? err.message : String(err);
+  const message =
+    err instanceof ClusterError ? err.message : err instanceof Error ? err.message : String(err);
   console.error(`cluster: ${message}`);
   if (process.argv.includes('--verbose') && err instanceof Error) console.error(err.stack);
   process.exitCode = 1;

@@ -150,10 +150,7 @@ paxos_variant: v2
 paxos_on_linearizability_violations: log
 `,
   );
-  fs.writeFileSync(
-    path.join(conf, 'cassandra-rackdc.properties'),
-    `dc=${node.dc}\nrack=rack1\n`,
-  );
+  fs.writeFileSync(path.join(conf, 'cassandra-rackdc.properties'), `dc=${node.dc}\nrack=rack1\n`);
   fs.writeFileSync(
     path.join(conf, 'logback.xml'),
     `<configuration scan="false">

@@ -43,7 +43,9 @@ export function currentTopology(): Topology {
 }
 
 /** Contact points per DC, e.g. `{ dc1: ['127.0.0.1'], … }`. */
-export function contactPointsByDc(topology: Topology = currentTopology()): Record<string, string[]> {
+export function contactPointsByDc(
+  topology: Topology = currentTopology(),
+): Record<string, string[]> {
   const byDc: Record<string, string[]> = {};
   for (const node of nodeSpecs(topology)) (byDc[node.dc] ??= []).push(node.address);
   return byDc;
@@ -70,7 +72,9 @@ export async function up(topology: Topology, log: Log): Promise<NodeStatus[]> {
 
   const specs = nodeSpecs(topology);
   const seeds = specs.filter((s) => s.name.endsWith('-1')).map((s) => s.address);
-  const toStart = specs.filter((s) => processState(s) === 'stopped' || processState(s) === 'absent');
+  const toStart = specs.filter(
+    (s) => processState(s) === 'stopped' || processState(s) === 'absent',
+  );
   for (const node of specs) if (processState(node) === 'paused') await signal(node, 'SIGCONT');
   for (const node of toStart) await assertPortsFree(node);
   for (const node of toStart) {
@@ -284,7 +288,13 @@ async function osIdentity(node: NodeSpec): Promise<{ uid: number; gid: number } 
   try {
     return await lookup();
   } catch {
-    await run('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', node.osUser]);
+    await run('useradd', [
+      '--system',
+      '--no-create-home',
+      '--shell',
+      '/usr/sbin/nologin',
+      node.osUser,
+    ]);
     return lookup();
   }
 }
@@ -315,7 +325,10 @@ async function waitForCql(node: NodeSpec): Promise<void> {
       );
     }
     const log = fs.existsSync(logFile(node)) ? fs.readFileSync(logFile(node), 'utf8') : '';
-    if (log.includes('Starting listening for CQL clients') && (await portOpen(node.address, CQL_PORT))) {
+    if (
+      log.includes('Starting listening for CQL clients') &&
+      (await portOpen(node.address, CQL_PORT))
+    ) {
       return;
     }
     if (Date.now() > deadline) {
@@ -358,7 +371,10 @@ function portOpen(host: string, port: number): Promise<boolean> {
   });
 }
 
-async function withClient<T>(node: NodeSpec, fn: (client: cassandra.Client) => Promise<T>): Promise<T> {
+async function withClient<T>(
+  node: NodeSpec,
+  fn: (client: cassandra.Client) => Promise<T>,
+): Promise<T> {
   const client = new cassandra.Client({
     contactPoints: [node.address],
     localDataCenter: node.dc,
@@ -417,7 +433,10 @@ async function schemaAgreed(client: cassandra.Client): Promise<boolean> {
 }
 
 /** Whether a serial read coordinated by `node` succeeds right now at the given level. */
-export async function serialWorks(node: NodeSpec, level: 'serial' | 'localSerial'): Promise<boolean> {
+export async function serialWorks(
+  node: NodeSpec,
+  level: 'serial' | 'localSerial',
+): Promise<boolean> {
   try {
     return await withClient(node, async (client) => {
       await client.execute(`SELECT v FROM ${PROBE_KEYSPACE}.probe WHERE k = 1`, [], {
@@ -447,7 +466,9 @@ async function requirePartitionSupport(specs: readonly NodeSpec[]): Promise<void
     );
   }
   if (!(await hasIptables())) {
-    throw new ClusterError('iptables was not found; install it (apt-get install iptables) to partition DCs.');
+    throw new ClusterError(
+      'iptables was not found; install it (apt-get install iptables) to partition DCs.',
+    );
   }
   for (const node of specs) {
     const pid = readPid(node);

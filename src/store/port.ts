@@ -117,7 +117,12 @@ export interface IdStore {
    * is still `expectedGlobalLast` and the DC's latest grant number is still
    * `grant.number - 1` (0: no grant row yet). Moves GLOBAL.last_integer to `grant.max`.
    */
-  grantRange(sequence: string, dc: string, expectedGlobalLast: bigint, grant: Grant): Promise<CasOutcome>;
+  grantRange(
+    sequence: string,
+    dc: string,
+    expectedGlobalLast: bigint,
+    grant: Grant,
+  ): Promise<CasOutcome>;
   /** The grant level of every DC, read without Paxos at the local DC (may lag). */
   readGrantsOverview(sequence: string): Promise<GrantsOverview | undefined>;
 
@@ -127,7 +132,12 @@ export interface IdStore {
    * Replaces `dc`'s state with `next` at LOCAL_SERIAL, applied only if the stored version is
    * `expectedVersion` (0: the row must not exist yet). `next.version` must be `expectedVersion + 1`.
    */
-  writeDcState(sequence: string, dc: string, expectedVersion: number, next: DcState): Promise<CasOutcome>;
+  writeDcState(
+    sequence: string,
+    dc: string,
+    expectedVersion: number,
+    next: DcState,
+  ): Promise<CasOutcome>;
   /** Every DC's allocation state as the local DC's replicas see it, without Paxos (may lag). */
   readDcStatesOverview(sequence: string): Promise<ReadonlyMap<string, DcState>>;
 

@@ -13,9 +13,7 @@ let ks: TestKeyspace;
 beforeAll(async () => {
   ks = await createTestKeyspace('smoke');
   const c = await ks.client('dc1');
-  await c.execute(
-    `CREATE TABLE ${ks.name}.kv (p text, r text, v int, PRIMARY KEY ((p), r))`,
-  );
+  await c.execute(`CREATE TABLE ${ks.name}.kv (p text, r text, v int, PRIMARY KEY ((p), r))`);
 });
 
 afterAll(async () => {
@@ -23,7 +21,13 @@ afterAll(async () => {
 });
 
 /** A conditional write at the given serial level; true if applied. */
-async function cas(dc: string, p: string, expected: number | null, next: number, serial: 'serial' | 'localSerial') {
+async function cas(
+  dc: string,
+  p: string,
+  expected: number | null,
+  next: number,
+  serial: 'serial' | 'localSerial',
+) {
   const client = await ks.client(dc);
   const query =
     expected === null
@@ -61,21 +65,37 @@ describe('the test cluster', () => {
 
   it('applies a conditional batch over two rows of one partition at SERIAL once', async () => {
     const client = await ks.client('dc1');
-    await client.execute(`INSERT INTO ${ks.name}.kv (p, r, v) VALUES ('seq', 'GLOBAL', 100) IF NOT EXISTS`, [], {
+    await client.execute(
+      `INSERT INTO ${ks.name}.kv (p, r, v) VALUES ('seq', 'GLOBAL', 100) IF NOT EXISTS`,
+      [],
+      {
+        prepare: true,
+        consistency: consistencies.quorum,
+        serialConsistency: consistencies.serial,
+      },
+    );
+    const batch = [
+      {
+        query: `UPDATE ${ks.name}.kv SET v = 200 WHERE p = 'seq' AND r = 'GLOBAL' IF v = 100`,
+        params: [],
+      },
+      {
+        query: `INSERT INTO ${ks.name}.kv (p, r, v) VALUES ('seq', 'dc1', 200) IF NOT EXISTS`,
+        params: [],
+      },
+    ];
+    const options = {
       prepare: true,
       consistency: consistencies.quorum,
       serialConsistency: consistencies.serial,
-    });
-    const batch = [
-      { query: `UPDATE ${ks.name}.kv SET v = 200 WHERE p = 'seq' AND r = 'GLOBAL' IF v = 100`, params: [] },
-      { query: `INSERT INTO ${ks.name}.kv (p, r, v) VALUES ('seq', 'dc1', 200) IF NOT EXISTS`, params: [] },
-    ];
-    const options = { prepare: true, consistency: consistencies.quorum, serialConsistency: consistencies.serial };
+    };
     const first = await client.batch(batch, options);
     expect(first.wasApplied()).toBe(true);
     const second = await client.batch(batch, options);
     expect(second.wasApplied()).toBe(false);
-    const current = new Map(second.rows.map((row) => [String(row['r']), row['v'] as number | null]));
+    const current = new Map(
+      second.rows.map((row) => [String(row['r']), row['v'] as number | null]),
+    );
     expect(current.get('GLOBAL')).toBe(200);
   });
 

@@ -101,7 +101,9 @@ export async function waitForSchemaAgreement(client: cassandra.Client): Promise<
   for (;;) {
     const local = await client.execute('SELECT schema_version FROM system.local');
     const peers = await client.execute('SELECT schema_version FROM system.peers');
-    const versions = new Set([...local.rows, ...peers.rows].map((r) => String(r['schema_version'])));
+    const versions = new Set(
+      [...local.rows, ...peers.rows].map((r) => String(r['schema_version'])),
+    );
     if (versions.size === 1) return;
     if (Date.now() > deadline) throw new Error('Schema did not reach agreement within 60 s.');
     await new Promise((r) => setTimeout(r, 250));

@@ -8,7 +8,10 @@ import type { StartedTestContainer } from 'testcontainers';
 /** `dc1=10.0.0.5,dc2=10.1.0.5;10.1.0.6` → `{ dc1: ['10.0.0.5'], dc2: ['10.1.0.5', '10.1.0.6'] }`. */
 export function parseClusterSpec(spec: string): Record<string, string[]> {
   const dcs: Record<string, string[]> = {};
-  for (const part of spec.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const part of spec
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const [dc, hosts] = part.split('=');
     if (!dc || !hosts || !/^[A-Za-z0-9_.-]+$/.test(dc)) {
       throw new Error(
@@ -43,7 +46,7 @@ export async function startContainerCluster(
   const network = await new Network().start();
   const containers: StartedTestContainer[] = [];
   const tokens = Array.from({ length: dcCount }, (_, i) =>
-    (-(2n ** 63n) + ((2n ** 64n) * BigInt(i)) / BigInt(dcCount)).toString(),
+    (-(2n ** 63n) + (2n ** 64n * BigInt(i)) / BigInt(dcCount)).toString(),
   );
   const create = (i: number) =>
     new GenericContainer('cassandra:5.0')
@@ -64,7 +67,9 @@ export async function startContainerCluster(
       .withStartupTimeout(300_000)
       .start();
   containers.push(await create(0));
-  containers.push(...(await Promise.all(Array.from({ length: dcCount - 1 }, (_, i) => create(i + 1)))));
+  containers.push(
+    ...(await Promise.all(Array.from({ length: dcCount - 1 }, (_, i) => create(i + 1)))),
+  );
   const dcs: Record<string, string[]> = {};
   containers.forEach((c, i) => (dcs[`dc${i + 1}`] = [c.getIpAddress(network.getName())]));
   return {

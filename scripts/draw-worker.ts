@@ -1,0 +1,102 @@
+/**
+ * One allocator process, as a service in one DC would run it: draws IDs from a sequence and
+ * appends every ID it hands out to a file, so that tests and the demo can check uniqueness
+ * across processes and DCs. Prints one JSON summary line on stdout when done.
+ *
+ *   node --import tsx scripts/draw-worker.ts --dc dc1 --contact-points 127.0.0.1 \
+ *     --keyspace idgen --sequence orders --duration-ms 10000 --out /tmp/dc1-1.ids
+ *
+ * It stops after --count IDs or --duration-ms, or on SIGTERM (then closes cleanly, returning its
+ * unused block). A SIGKILL loses at most the last unflushed IDs of the file, never uniqueness.
+ */
+import fs from 'node:fs';
+import { parseArgs } from 'node:util';
+import { connect } from '../src/index.js';
+import type { IdGenError } from '../src/index.js';
+
+const { values } = parseArgs({
+  options: {
+    dc: { type: 'string' },
+    'contact-points': { type: 'string' },
+    keyspace: { type: 'string' },
+    sequence: { type: 'string' },
+    count: { type: 'string' },
+    'duration-ms': { type: 'string' },
+    rate: { type: 'string' },
+    out: { type: 'string' },
+  },
+});
+
+function required(name: keyof typeof values): string {
+  const v = values[name];
+  if (typeof v !== 'string' || v === '') {
+    console.error(`draw-worker: --${name} is required`);
+    process.exit(1);
+  }
+  return v;
+}
+
+const dc = required('dc');
+const out = required('out');
+const maxCount = values.count ? Number(values.count) : Infinity;
+const deadline = values['duration-ms'] ? Date.now() + Number(values['duration-ms']) : Infinity;
+/** IDs per second; unlimited when absent. Paced in slices so a DC's ranges last a known time. */
+const rate = values.rate ? Number(values.rate) : Infinity;
+
+const fd = fs.openSync(out, 'a');
+let pending: string[] = [];
+const flush = () => {
+  if (pending.length > 0) {
+    fs.writeSync(fd, pending.join('\n') + '\n');
+    pending = [];
+  }
+};
+
+let stopping = false;
+process.on('SIGTERM', () => (stopping = true));
+
+const errors: Record<string, number> = {};
+let drawn = 0;
+let lastError: string | undefined;
+const started = Date.now();
+
+const ids = await connect({
+  contactPoints: required('contact-points').split(','),
+  localDataCenter: dc,
+  keyspace: required('keyspace'),
+});
+const sequence = ids.sequence(required('sequence'), { bigint: true });
+process.stdout.write(JSON.stringify({ event: 'ready', pid: process.pid }) + '\n');
+
+while (!stopping && drawn < maxCount && Date.now() < deadline) {
+  try {
+    const id = await sequence.next();
+    pending.push(id.toString());
+    drawn++;
+    if (pending.length >= 500) flush();
+  } catch (err) {
+    const code = (err as Partial<IdGenError>).code ?? 'UNKNOWN';
+    errors[code] = (errors[code] ?? 0) + 1;
+    lastError = err instanceof Error ? err.message : String(err);
+    flush();
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  if (rate !== Infinity && drawn % 10 === 0) {
+    const due = started + (drawn / rate) * 1000;
+    const wait = due - Date.now();
+    if (wait > 0) {
+      flush();
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+}
+flush();
+fs.closeSync(fd);
+const stats = sequence.stats();
+await ids.close();
+process.stdout.write(
+  JSON.stringify(
+    { event: 'done', pid: process.pid, dc, drawn, errors, lastError, stats },
+    (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v),
+  ) + '\n',
+);

@@ -1,0 +1,114 @@
+/**
+ * A block of IDs this process claimed from its DC, handed out in order.
+ *
+ * The block keeps its first ID as a bigint and counts the IDs taken as a JavaScript number
+ * (a block holds at most 10,000,000 IDs). For number-typed sequences the first ID is also kept
+ * as a number, so taking an ID is one addition on doubles with no bigint arithmetic.
+ */
+
+import assert from 'node:assert/strict';
+
+import { MAX_BLOCK_SIZE, MAX_SAFE_ID } from '../options.js';
+
+/** A contiguous run of IDs, both ends inclusive. */
+export interface IdRange<T extends number | bigint> {
+  readonly first: T;
+  readonly last: T;
+}
+
+/** An in-memory block `[first, last]`; IDs are taken from the front. */
+export abstract class Block<T extends number | bigint> {
+  /** How many IDs the block holds. */
+  readonly size: number;
+  protected taken = 0;
+
+  constructor(
+    readonly first: bigint,
+    readonly last: bigint,
+  ) {
+    assert(first <= last, `block [${first}, ${last}] is empty`);
+    assert(last - first < BigInt(MAX_BLOCK_SIZE), `block [${first}, ${last}] is too large`);
+    this.size = Number(last - first) + 1;
+  }
+
+  /** IDs already handed out. */
+  get used(): number {
+    return this.taken;
+  }
+
+  /** IDs not handed out yet. */
+  get remaining(): number {
+    return this.size - this.taken;
+  }
+
+  /** The first ID not handed out yet (`last + 1` once the block is spent). */
+  get nextUnused(): bigint {
+    return this.first + BigInt(this.taken);
+  }
+
+  /** The next ID, or undefined if the block is spent. */
+  abstract takeOne(): T | undefined;
+
+  /** The next `count` IDs as one run, or undefined (nothing taken) if fewer remain. */
+  takeRange(count: number): IdRange<T> | undefined {
+    if (count < 1 || count > this.remaining) return undefined;
+    const range = { first: this.at(this.taken), last: this.at(this.taken + count - 1) };
+    this.taken += count;
+    return range;
+  }
+
+  /** Gives up the IDs not handed out yet; returns how many there were. */
+  abandon(): number {
+    const left = this.remaining;
+    this.taken = this.size;
+    return left;
+  }
+
+  protected abstract at(offset: number): T;
+}
+
+class NumberBlock extends Block<number> {
+  private readonly base: number;
+
+  constructor(first: bigint, last: bigint) {
+    super(first, last);
+    assert(first >= 0n && last <= MAX_SAFE_ID, `block [${first}, ${last}] exceeds 2^53-1`);
+    this.base = Number(first);
+  }
+
+  takeOne(): number | undefined {
+    return this.taken < this.size ? this.base + this.taken++ : undefined;
+  }
+
+  protected at(offset: number): number {
+    return this.base + offset;
+  }
+}
+
+class BigIntBlock extends Block<bigint> {
+  takeOne(): bigint | undefined {
+    return this.taken < this.size ? this.first + BigInt(this.taken++) : undefined;
+  }
+
+  protected at(offset: number): bigint {
+    return this.first + BigInt(offset);
+  }
+}
+
+/** How a sequence represents its IDs; chosen once per handle. */
+export interface IdKind<T extends number | bigint> {
+  readonly bigint: boolean;
+  block(first: bigint, last: bigint): Block<T>;
+}
+
+/** IDs as JavaScript numbers (domains up to 2^53-1). */
+export const NUMBER_IDS: IdKind<number> = Object.freeze({
+  bigint: false,
+  block: (first: bigint, last: bigint) => new NumberBlock(first, last),
+});
+
+/** IDs as bigints (any domain). */
+export const BIGINT_IDS: IdKind<bigint> = Object.freeze({
+  bigint: true,
+  block: (first: bigint, last: bigint) => new BigIntBlock(first, last),
+});

@@ -1,0 +1,216 @@
+/**
+ * The allocator a process holds: sequence handles plus sequence management, over one store.
+ */
+
+import type { Logger } from 'pino';
+
+import { ClosedError, SequenceExistsError, SequenceNotFoundError } from '../errors.js';
+import {
+  resolveSequenceSettings,
+  validateChanges,
+  validateSequenceName,
+  type AlterSequenceOptions,
+  type CreateSequenceOptions,
+} from '../options.js';
+import type { IdStore, SequenceSettings } from '../store/port.js';
+import { BIGINT_IDS, NUMBER_IDS } from './block.js';
+import { Sequence } from './sequence.js';
+
+/** What `connect()` gives {@link IdGen}. */
+export interface IdGenOptions {
+  /** The storage; closed by {@link IdGen.close}. */
+  readonly store: IdStore;
+  /** This process's datacenter: the DC whose state its sequences claim blocks from. */
+  readonly dc: string;
+  /** The keyspace holding the tables, for messages. */
+  readonly keyspace: string;
+  /**
+   * Receives warnings about failed refills (once per failure episode) as
+   * `logger.child({ sequence })`. Without it the library is silent.
+   * @default undefined
+   */
+  readonly logger?: Logger | undefined;
+}
+
+/** How a handle represents IDs. */
+export interface SequenceHandleOptions {
+  /**
+   * Hand out bigints: needed for domains beyond 2^53-1 (`int63`, large `custom` ones).
+   * @default false
+   */
+  readonly bigint?: boolean | undefined;
+}
+
+/**
+ * Unique integer IDs for this process, from sequences shared by every DC.
+ *
+ * @example
+ * ```ts
+ * const ids = await connect({ contactPoints: ['10.0.0.1'], localDataCenter: 'dc1' });
+ * await ids.createSequence('orders', { domain: 'int32' });
+ * const orders = ids.sequence('orders');
+ * const id = await orders.next();
+ * await ids.close();
+ * ```
+ */
+export class IdGen {
+  /** This process's datacenter. */
+  readonly dc: string;
+  /** The keyspace holding the tables. */
+  readonly keyspace: string;
+
+  readonly #store: IdStore;
+  readonly #logger: Logger | undefined;
+  readonly #sequences = new Map<string, Sequence<number> | Sequence<bigint>>();
+  #closing: Promise<void> | undefined;
+
+  constructor(options: IdGenOptions) {
+    this.#store = options.store;
+    this.dc = options.dc;
+    this.keyspace = options.keyspace;
+    this.#logger = options.logger;
+  }
+
+  /**
+   * The handle of sequence `name` in this process; the same handle for the same name and type.
+   * Nothing is read until the first ID is asked for.
+   * @example
+   * ```ts
+   * const orders = ids.sequence('orders');                     // Sequence<number>
+   * const events = ids.sequence('events', { bigint: true });   // Sequence<bigint>
+   * ```
+   * @throws {InvalidNameError} if `name` is not 1 to 48 letters, digits or `_` starting with a
+   * letter.
+   * @throws {ClosedError} after `close()`.
+   */
+  sequence(name: string, options?: { readonly bigint?: false | undefined }): Sequence<number>;
+  sequence(name: string, options: { readonly bigint: true }): Sequence<bigint>;
+  sequence(name: string, options?: SequenceHandleOptions): Sequence<number> | Sequence<bigint>;
+  sequence(name: string, options: SequenceHandleOptions = {}): Sequence<number> | Sequence<bigint> {
+    this.#assertOpen();
+    validateSequenceName(name);
+    const bigint = options.bigint === true;
+    const key = `${name}/${bigint ? 'bigint' : 'number'}`;
+    const existing = this.#sequences.get(key);
+    // A handle closed on its own is replaced: a closed handle can never serve again.
+    if (existing !== undefined && existing.state !== 'closing' && existing.state !== 'closed') {
+      return existing;
+    }
+    const context = {
+      name,
+      store: this.#store,
+      dc: this.dc,
+      keyspace: this.keyspace,
+      logger: this.#logger,
+    };
+    const handle = bigint
+      ? new Sequence({ ...context, ids: BIGINT_IDS })
+      : new Sequence({ ...context, ids: NUMBER_IDS });
+    this.#sequences.set(key, handle);
+    return handle;
+  }
+
+  /**
+   * Creates sequence `name` in every DC (needs every DC reachable).
+   * @example
+   * ```ts
+   * await ids.createSequence('orders', { domain: 'int32', dcRangeSize: 1_000_000 });
+   * ```
+   * @returns the settings stored.
+   * @throws {InvalidNameError} for a bad name; {@link InvalidOptionError} for a bad option.
+   * @throws {SequenceExistsError} if it exists; nothing is changed.
+   * @throws {StoreUnavailableError} if some DC cannot be reached.
+   */
+  async createSequence(
+    name: string,
+    options: CreateSequenceOptions = {},
+  ): Promise<SequenceSettings> {
+    this.#assertOpen();
+    const settings = resolveSequenceSettings(name, options);
+    if (!(await this.#store.createSequence(settings))) {
+      throw new SequenceExistsError(name, this.keyspace);
+    }
+    return settings;
+  }
+
+  /**
+   * Changes the DC range size, block size or threshold of sequence `name`. Handles already
+   * loaded keep the settings they read; new handles and processes use the new ones.
+   * @example
+   * ```ts
+   * await ids.alterSequence('orders', { blockSize: 5_000 });
+   * ```
+   * @returns the settings after the change.
+   * @throws {InvalidNameError} for a bad name; {@link InvalidOptionError} for a bad change.
+   * @throws {SequenceNotFoundError} if it does not exist.
+   * @throws {StoreUnavailableError} if some DC cannot be reached.
+   */
+  async alterSequence(name: string, changes: AlterSequenceOptions): Promise<SequenceSettings> {
+    this.#assertOpen();
+    validateSequenceName(name);
+    const current = await this.#store.readSequence(name);
+    if (current === undefined) throw new SequenceNotFoundError(name, this.keyspace);
+    const normalized = validateChanges(changes, current);
+    if (!(await this.#store.alterSequence(name, normalized))) {
+      throw new SequenceNotFoundError(name, this.keyspace);
+    }
+    return Object.freeze({ ...current, ...normalized });
+  }
+
+  /**
+   * Every sequence's settings, sorted by name.
+   * @example
+   * ```ts
+   * for (const s of await ids.listSequences()) console.log(s.name, s.max);
+   * ```
+   * @throws {StoreUnavailableError} if the local DC cannot be reached.
+   */
+  async listSequences(): Promise<readonly SequenceSettings[]> {
+    this.#assertOpen();
+    return this.#store.listSequences();
+  }
+
+  /**
+   * The settings of sequence `name`.
+   * @example
+   * ```ts
+   * const { blockSize } = await ids.readSequence('orders');
+   * ```
+   * @throws {InvalidNameError} for a bad name.
+   * @throws {SequenceNotFoundError} if it does not exist.
+   * @throws {StoreUnavailableError} if the local DC cannot be reached.
+   */
+  async readSequence(name: string): Promise<SequenceSettings> {
+    this.#assertOpen();
+    validateSequenceName(name);
+    const settings = await this.#store.readSequence(name);
+    if (settings === undefined) throw new SequenceNotFoundError(name, this.keyspace);
+    return settings;
+  }
+
+  /**
+   * Closes every handle (returning unused IDs where possible), then the store. Idempotent;
+   * later calls on this object throw {@link ClosedError}.
+   * @example
+   * ```ts
+   * process.on('SIGTERM', () => void ids.close());
+   * ```
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#shutdown();
+    return this.#closing;
+  }
+
+  async #shutdown(): Promise<void> {
+    try {
+      await Promise.allSettled([...this.#sequences.values()].map((s) => s.close()));
+    } finally {
+      this.#sequences.clear();
+      await this.#store.close();
+    }
+  }
+
+  #assertOpen(): void {
+    if (this.#closing !== undefined) throw new ClosedError();
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * `connect()`: the one way to get an {@link IdGen} backed by Cassandra.
+ */
+import type { Logger } from 'pino';
+import { openClient } from './connection.js';
+import type { ConnectionOptions } from './connection.js';
+import { IdGen } from './allocator/id-gen.js';
+import { CassandraStore } from './store/cassandra.js';
+
+/** Options of {@link connect}. */
+export type ConnectOptions = ConnectionOptions & {
+  /**
+   * Receives warnings about failed refills, once per failure episode. Without it the library
+   * is silent.
+   * @default undefined
+   */
+  logger?: Logger;
+};
+
+/**
+ * Connects to Cassandra in this process's datacenter and returns the allocator.
+ *
+ * @example
+ * ```ts
+ * const ids = await connect({ contactPoints: ['127.0.0.1'], localDataCenter: 'dc1', keyspace: 'idgen' });
+ * const id = await ids.sequence('productID').next();
+ * await ids.close();
+ * ```
+ * @throws {InvalidOptionError} for missing or bad options, or an unknown `localDataCenter`.
+ * @throws {InvalidNameError} for a bad keyspace name.
+ * @throws {StoreUnavailableError} when no contact point can be reached.
+ */
+export async function connect(options: ConnectOptions): Promise<IdGen> {
+  const opened = await openClient(options);
+  try {
+    const store = new CassandraStore(opened.client, options.keyspace, {
+      ownsClient: opened.ownsClient,
+    });
+    return new IdGen({
+      store,
+      dc: opened.localDataCenter,
+      keyspace: options.keyspace,
+      logger: options.logger,
+    });
+  } catch (err) {
+    if (opened.ownsClient) await opened.client.shutdown().catch(() => undefined);
+    throw err;
+  }
+}

@@ -1,0 +1,33 @@
+/**
+ * idgen-cass: unique integer IDs for services in several datacenters, coordinated only through
+ * Cassandra lightweight transactions. This file names every public export.
+ */
+export { connect } from './client.js';
+export type { ConnectOptions } from './client.js';
+export type { ConnectionOptions } from './connection.js';
+export { initSchema } from './schema.js';
+export type { InitSchemaOptions } from './schema.js';
+export { IdGen } from './allocator/id-gen.js';
+export type { SequenceHandleOptions } from './allocator/id-gen.js';
+export { Sequence } from './allocator/sequence.js';
+export type { SequenceState, SequenceStats } from './allocator/sequence.js';
+export type { IdRange } from './allocator/block.js';
+export { DOMAIN_MAX, SEQUENCE_DEFAULTS } from './options.js';
+export type { AlterSequenceOptions, CreateSequenceOptions, DomainPreset } from './options.js';
+export type { DomainName, SequenceSettings } from './store/port.js';
+export {
+  ClosedError,
+  ContentionError,
+  DomainNeedsBigIntError,
+  IdGenError,
+  InvalidCountError,
+  InvalidNameError,
+  InvalidOptionError,
+  InvariantError,
+  SequenceExhaustedError,
+  SequenceExistsError,
+  SequenceNotFoundError,
+  SerialUnavailableError,
+  StoreUnavailableError,
+} from './errors.js';
+export type { IdGenErrorCode } from './errors.js';

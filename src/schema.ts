@@ -1,0 +1,187 @@
+/**
+ * Creating the keyspace and the tables of schema.cql. Idempotent: running it again changes nothing.
+ */
+
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import cassandra from 'cassandra-driver';
+import type { Logger } from 'pino';
+
+import { describeDriverError, openClient, type ConnectionOptions } from './connection.js';
+import { InvalidNameError, InvalidOptionError, StoreUnavailableError } from './errors.js';
+
+/** Options of {@link initSchema}. */
+export type InitSchemaOptions = ConnectionOptions & {
+  /**
+   * Replication factor per datacenter, for `NetworkTopologyStrategy`, e.g. `{ dc1: 3, dc2: 3 }`.
+   * Every DC that runs idgen-cass needs replicas. Used only when the keyspace is created; an
+   * existing keyspace keeps its replication.
+   */
+  replication: Readonly<Record<string, number>>;
+  /** Receives what was created. @default silent */
+  logger?: Logger;
+};
+
+const KEYSPACE_NAME = /^[A-Za-z][A-Za-z0-9_]{0,47}$/;
+/** Cassandra DC names as the snitches accept them; excludes quotes, so they embed safely in CQL. */
+const DC_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+const MAX_REPLICATION_FACTOR = 10;
+const SCHEMA_AGREEMENT_TIMEOUT_MS = 60_000;
+const SCHEMA_AGREEMENT_POLL_MS = 500;
+
+/**
+ * Creates the keyspace (NetworkTopologyStrategy) and the idgen tables if they do not exist, then
+ * waits until every node agrees on the schema.
+ *
+ * @example
+ * await initSchema({
+ *   contactPoints: ['10.0.0.1'],
+ *   localDataCenter: 'dc1',
+ *   keyspace: 'idgen',
+ *   replication: { dc1: 3, dc2: 3, dc3: 3 },
+ * });
+ * @throws {@link InvalidNameError} for a bad keyspace name.
+ * @throws {@link InvalidOptionError} for a bad replication map (nothing is created) or bad
+ *   connection options.
+ * @throws {@link StoreUnavailableError} when Cassandra cannot be reached or the nodes do not
+ *   agree on the schema within 60 s.
+ */
+export async function initSchema(options: InitSchemaOptions): Promise<void> {
+  const { keyspace } = options;
+  if (typeof keyspace !== 'string' || !KEYSPACE_NAME.test(keyspace)) {
+    throw new InvalidNameError('keyspace', keyspace);
+  }
+  const replication = validateReplication(options.replication);
+  const statements = tableStatements(await readFile(schemaFile(), 'utf8'), keyspace);
+  const logger = options.logger?.child({ keyspace });
+
+  const { client, ownsClient } = await openClient(options);
+  try {
+    const known = new Set(client.hosts.values().map((host) => host.datacenter));
+    const unknown = Object.keys(replication).filter((dc) => !known.has(dc));
+    if (unknown.length > 0) {
+      throw new InvalidOptionError(
+        'replication',
+        options.replication,
+        `datacenters of this cluster only: ${[...known].sort().join(', ')} (unknown: ${unknown.join(', ')})`,
+      );
+    }
+
+    const existing = client.metadata.keyspaces[keyspace] as
+      { strategy?: string; strategyOptions?: Record<string, string> } | undefined;
+    if (existing !== undefined) {
+      const current = JSON.stringify(existing.strategyOptions ?? {});
+      logger?.info(
+        { strategy: existing.strategy, replication: current },
+        'keyspace exists; replication left unchanged',
+      );
+    }
+
+    const factors = Object.entries(replication)
+      .map(([dc, factor]) => `'${dc}': ${factor}`)
+      .join(', ');
+    await ddl(
+      client,
+      `CREATE KEYSPACE IF NOT EXISTS "${keyspace}" WITH replication = {'class': 'NetworkTopologyStrategy', ${factors}}`,
+    );
+    for (const statement of statements) await ddl(client, statement);
+    await waitForSchemaAgreement(client);
+    logger?.info({ tables: statements.length }, 'schema ready');
+  } finally {
+    if (ownsClient) await client.shutdown().catch(() => undefined);
+  }
+}
+
+function validateReplication(value: unknown): Readonly<Record<string, number>> {
+  const allowed = `a non-empty map of datacenter name to an integer replication factor from 1 to ${MAX_REPLICATION_FACTOR}, e.g. { dc1: 3, dc2: 3 }`;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new InvalidOptionError('replication', value, allowed);
+  }
+  const entries = Object.entries(value as Record<string, unknown>);
+  const valid =
+    entries.length > 0 &&
+    entries.every(
+      ([dc, factor]) =>
+        DC_NAME.test(dc) &&
+        typeof factor === 'number' &&
+        Number.isInteger(factor) &&
+        factor >= 1 &&
+        factor <= MAX_REPLICATION_FACTOR,
+    );
+  if (!valid) throw new InvalidOptionError('replication', JSON.stringify(value), allowed);
+  return value as Readonly<Record<string, number>>;
+}
+
+/** schema.cql at the package root: src/schema.ts and dist/src/schema.js both walk up to it. */
+function schemaFile(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const candidate = join(dir, 'schema.cql');
+    if (existsSync(candidate)) return candidate;
+    const parent = dirname(dir);
+    if (parent === dir)
+      throw new Error('schema.cql not found above ' + fileURLToPath(import.meta.url));
+    dir = parent;
+  }
+}
+
+/** The `CREATE TABLE` statements of schema.cql, comments stripped, qualified with the keyspace. */
+function tableStatements(cql: string, keyspace: string): string[] {
+  const withoutComments = cql.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(--|\/\/).*$/gm, '');
+  return withoutComments
+    .split(';')
+    .map((statement) => statement.replace(/\s+/g, ' ').trim())
+    .filter((statement) => statement !== '')
+    .map((statement) => {
+      const qualified = statement.replace(
+        /^CREATE TABLE IF NOT EXISTS ([A-Za-z_][A-Za-z0-9_]*) /i,
+        (_match, table: string) => `CREATE TABLE IF NOT EXISTS "${keyspace}".${table} `,
+      );
+      if (qualified === statement) {
+        throw new Error(
+          `schema.cql: expected only "CREATE TABLE IF NOT EXISTS <table> (…)", got: ${statement}`,
+        );
+      }
+      return qualified;
+    });
+}
+
+async function ddl(client: cassandra.Client, statement: string): Promise<void> {
+  try {
+    await client.execute(statement);
+  } catch (error) {
+    const { errors } = cassandra;
+    if (
+      error instanceof errors.NoHostAvailableError ||
+      error instanceof errors.OperationTimedOutError
+    ) {
+      throw new StoreUnavailableError('local', 'init schema', describeDriverError(error), {
+        cause: error,
+      });
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    throw new Error(`Cassandra refused a schema statement (${statement}): ${message}`, {
+      cause: error,
+    });
+  }
+}
+
+async function waitForSchemaAgreement(client: cassandra.Client): Promise<void> {
+  // checkSchemaAgreement() exists at runtime (driver 4.x) but is missing from its typings.
+  const metadata = client.metadata as unknown as { checkSchemaAgreement(): Promise<boolean> };
+  const deadline = Date.now() + SCHEMA_AGREEMENT_TIMEOUT_MS;
+  for (;;) {
+    if (await metadata.checkSchemaAgreement()) return;
+    if (Date.now() >= deadline) {
+      throw new StoreUnavailableError(
+        'local',
+        'init schema',
+        `the nodes did not agree on the schema within ${SCHEMA_AGREEMENT_TIMEOUT_MS / 1000} s (a node may be down)`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, SCHEMA_AGREEMENT_POLL_MS));
+  }
+}

@@ -1,0 +1,309 @@
+/**
+ * An in-memory {@link IdStore} with the Cassandra adapter's semantics, for tests and benchmarks.
+ *
+ * Every call is atomic, as a Paxos round is. Several allocators ("processes", in any DCs) may
+ * share one store: `dc` is an argument of every DC-level call, and {@link MemoryStore.close}
+ * keeps the data.
+ *
+ * Fault injection: push a {@link Fault} onto {@link MemoryStore.faults}; the first fault that
+ * matches a call's method (and `sequence`/`dc`, if given) fires and is used up after `times`
+ * calls.
+ */
+
+import assert from 'node:assert/strict';
+
+import { SequenceNotFoundError, StoreUnavailableError } from '../errors.js';
+import type {
+  CasOutcome,
+  DcState,
+  Grant,
+  GrantView,
+  GrantsOverview,
+  IdStore,
+  SequenceChanges,
+  SequenceSettings,
+  StoreLevel,
+} from './port.js';
+
+/** The methods of the port. */
+export type StoreMethod = keyof IdStore;
+
+/** The conditional writes whose outcome may be `rejected` or `unknown`. */
+export type ConditionalMethod = 'grantRange' | 'writeDcState';
+
+interface FaultScope {
+  /** Only calls for this sequence. @default any */
+  readonly sequence?: string | undefined;
+  /** Only calls for this DC. @default any */
+  readonly dc?: string | undefined;
+  /** How many matching calls the fault affects before it is removed; `Infinity` keeps it. @default 1 */
+  times?: number | undefined;
+  /**
+   * Runs when the fault fires, after a write it let through was applied and before the call
+   * returns or throws; lets a test slip another process's write in between.
+   */
+  readonly onHit?: (() => void | Promise<void>) | undefined;
+}
+
+/**
+ * A fault for the next matching call(s):
+ * - `unavailable`: throws {@link StoreUnavailableError} at the method's level (or `level`);
+ *   nothing is read or written.
+ * - `rejected`: the write is not applied and reports `rejected`.
+ * - `unknown-applied`: the write is applied if its condition holds, and reports `unknown`.
+ * - `unknown-not-applied`: the write is not applied, and reports `unknown`.
+ * - `delay`: the call waits for `until`, then runs (other faults may still match it).
+ */
+export type Fault = FaultScope &
+  (
+    | { readonly op: StoreMethod; readonly effect: 'unavailable'; readonly level?: StoreLevel }
+    | {
+        readonly op: ConditionalMethod;
+        readonly effect: 'rejected' | 'unknown-applied' | 'unknown-not-applied';
+      }
+    | { readonly op: StoreMethod; readonly effect: 'delay'; readonly until: Promise<unknown> }
+  );
+
+/** A grant as applied, in order: the history {@link GrantsOverview} does not keep. */
+export interface GrantRecord {
+  readonly sequence: string;
+  readonly dc: string;
+  readonly grant: Grant;
+}
+
+export interface MemoryStoreOptions {
+  /**
+   * Keyspace named in errors.
+   * @default 'memory'
+   */
+  readonly keyspace?: string | undefined;
+  /**
+   * Delay of every call in milliseconds, as a network round trip would add.
+   * @default 0 (calls still yield to other tasks once, as real I/O does)
+   */
+  readonly latencyMs?: number | undefined;
+}
+
+/** The level each method needs, as the Cassandra adapter reports it when unreachable. */
+const LEVELS: Readonly<Record<StoreMethod, StoreLevel>> = {
+  createSequence: 'serial',
+  alterSequence: 'serial',
+  readSequence: 'local',
+  listSequences: 'local',
+  readGrants: 'serial',
+  grantRange: 'serial',
+  readGrantsOverview: 'local',
+  readDcState: 'local_serial',
+  writeDcState: 'local_serial',
+  readDcStatesOverview: 'local',
+  close: 'local',
+};
+
+interface SequenceRecord {
+  settings: SequenceSettings;
+  globalLast: bigint;
+  readonly grants: Map<string, Grant>;
+  readonly dcStates: Map<string, DcState>;
+}
+
+type CasFault = Extract<Fault, { effect: 'rejected' | 'unknown-applied' | 'unknown-not-applied' }>;
+
+export class MemoryStore implements IdStore {
+  /** Faults waiting for their calls; tests push, splice or empty it at will. */
+  readonly faults: Fault[] = [];
+  /** Calls per method since creation or {@link MemoryStore.resetCalls}, counted on entry. */
+  readonly calls: Record<StoreMethod, number> = zeroCalls();
+  /** Every grant applied, in order. */
+  readonly grantLog: GrantRecord[] = [];
+
+  private readonly sequences = new Map<string, SequenceRecord>();
+  private readonly latencyMs: number;
+  private readonly keyspace: string;
+
+  constructor(options: MemoryStoreOptions = {}) {
+    this.latencyMs = options.latencyMs ?? 0;
+    this.keyspace = options.keyspace ?? 'memory';
+  }
+
+  resetCalls(): void {
+    Object.assign(this.calls, zeroCalls());
+  }
+
+  async createSequence(settings: SequenceSettings): Promise<boolean> {
+    await this.enter('createSequence', settings.name);
+    if (this.sequences.has(settings.name)) return false;
+    this.sequences.set(settings.name, {
+      settings: Object.freeze({ ...settings }),
+      globalLast: settings.start - 1n,
+      grants: new Map(),
+      dcStates: new Map(),
+    });
+    return true;
+  }
+
+  async readSequence(name: string): Promise<SequenceSettings | undefined> {
+    await this.enter('readSequence', name);
+    return this.sequences.get(name)?.settings;
+  }
+
+  async listSequences(): Promise<readonly SequenceSettings[]> {
+    await this.enter('listSequences');
+    return [...this.sequences.values()]
+      .map((record) => record.settings)
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  async alterSequence(name: string, changes: SequenceChanges): Promise<boolean> {
+    await this.enter('alterSequence', name);
+    const record = this.sequences.get(name);
+    if (record === undefined) return false;
+    record.settings = Object.freeze({ ...record.settings, ...definedOnly(changes) });
+    return true;
+  }
+
+  async readGrants(sequence: string, dc: string): Promise<GrantView> {
+    await this.enter('readGrants', sequence, dc);
+    const record = this.sequences.get(sequence);
+    if (record === undefined) throw new SequenceNotFoundError(sequence, this.keyspace);
+    return { globalLast: record.globalLast, latest: record.grants.get(dc) };
+  }
+
+  async grantRange(
+    sequence: string,
+    dc: string,
+    expectedGlobalLast: bigint,
+    grant: Grant,
+  ): Promise<CasOutcome> {
+    const fault = await this.enter('grantRange', sequence, dc);
+    return this.conditional(fault, () => {
+      const record = this.sequences.get(sequence);
+      if (record === undefined || record.globalLast !== expectedGlobalLast) return false;
+      if ((record.grants.get(dc)?.number ?? 0) !== grant.number - 1) return false;
+      record.globalLast = grant.max;
+      const stored = Object.freeze({ ...grant });
+      record.grants.set(dc, stored);
+      this.grantLog.push({ sequence, dc, grant: stored });
+      return true;
+    });
+  }
+
+  async readGrantsOverview(sequence: string): Promise<GrantsOverview | undefined> {
+    await this.enter('readGrantsOverview', sequence);
+    const record = this.sequences.get(sequence);
+    if (record === undefined) return undefined;
+    return { globalLast: record.globalLast, grants: new Map(record.grants) };
+  }
+
+  async readDcState(sequence: string, dc: string): Promise<DcState | undefined> {
+    await this.enter('readDcState', sequence, dc);
+    return this.sequences.get(sequence)?.dcStates.get(dc);
+  }
+
+  async writeDcState(
+    sequence: string,
+    dc: string,
+    expectedVersion: number,
+    next: DcState,
+  ): Promise<CasOutcome> {
+    assert.equal(next.version, expectedVersion + 1, 'next.version must be expectedVersion + 1');
+    const fault = await this.enter('writeDcState', sequence, dc);
+    return this.conditional(fault, () => {
+      const record = this.sequences.get(sequence);
+      if (record === undefined) return false;
+      const stored = record.dcStates.get(dc);
+      const holds =
+        expectedVersion === 0 ? stored === undefined : stored?.version === expectedVersion;
+      if (holds) record.dcStates.set(dc, Object.freeze({ ...next }));
+      return holds;
+    });
+  }
+
+  async readDcStatesOverview(sequence: string): Promise<ReadonlyMap<string, DcState>> {
+    await this.enter('readDcStatesOverview', sequence);
+    return new Map(this.sequences.get(sequence)?.dcStates);
+  }
+
+  /** Counts the call; the data stays, so other "processes" sharing the store go on working. */
+  async close(): Promise<void> {
+    await this.enter('close');
+  }
+
+  /** Counts the call, waits its latency, runs `unavailable` and `delay` faults; returns a CAS fault. */
+  private async enter(
+    op: StoreMethod,
+    sequence?: string,
+    dc?: string,
+  ): Promise<CasFault | undefined> {
+    this.calls[op]++;
+    if (this.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.latencyMs));
+    else await Promise.resolve();
+    let delayed = false;
+    for (;;) {
+      const fault = this.takeFault(op, sequence, dc, delayed);
+      if (fault === undefined) return undefined;
+      if (fault.effect === 'delay') {
+        delayed = true;
+        await fault.onHit?.();
+        await fault.until;
+        continue;
+      }
+      if (fault.effect === 'unavailable') {
+        await fault.onHit?.();
+        throw new StoreUnavailableError(fault.level ?? LEVELS[op], op, 'injected fault');
+      }
+      return fault;
+    }
+  }
+
+  private takeFault(
+    op: StoreMethod,
+    sequence: string | undefined,
+    dc: string | undefined,
+    skipDelays: boolean,
+  ): Fault | undefined {
+    const index = this.faults.findIndex(
+      (f) =>
+        f.op === op &&
+        (f.sequence === undefined || f.sequence === sequence) &&
+        (f.dc === undefined || f.dc === dc) &&
+        !(skipDelays && f.effect === 'delay'),
+    );
+    const fault = this.faults[index];
+    if (fault === undefined) return undefined;
+    fault.times = (fault.times ?? 1) - 1;
+    if (fault.times <= 0) this.faults.splice(index, 1);
+    return fault;
+  }
+
+  private async conditional(
+    fault: CasFault | undefined,
+    write: () => boolean,
+  ): Promise<CasOutcome> {
+    if (fault === undefined) return { kind: write() ? 'applied' : 'rejected' };
+    if (fault.effect === 'unknown-applied') write();
+    await fault.onHit?.();
+    return { kind: fault.effect === 'rejected' ? 'rejected' : 'unknown' };
+  }
+}
+
+function zeroCalls(): Record<StoreMethod, number> {
+  return {
+    createSequence: 0,
+    readSequence: 0,
+    listSequences: 0,
+    alterSequence: 0,
+    readGrants: 0,
+    grantRange: 0,
+    readGrantsOverview: 0,
+    readDcState: 0,
+    writeDcState: 0,
+    readDcStatesOverview: 0,
+    close: 0,
+  };
+}
+
+function definedOnly(changes: SequenceChanges): SequenceChanges {
+  return Object.fromEntries(
+    Object.entries(changes).filter(([, value]) => value !== undefined),
+  ) as SequenceChanges;
+}

@@ -1,0 +1,298 @@
+/**
+ * The semantics every {@link IdStore} must have, asserted through the port alone, so that one
+ * suite runs against the in-memory store and the Cassandra adapter.
+ *
+ * Each test uses sequences of its own, so the suite may share a keyspace with other tests. DC
+ * states are written only for `dc` (the store's local DC); `otherDc` only receives grants,
+ * which any DC may make at SERIAL. Overviews are plain reads that may lag, so they are polled.
+ */
+import { randomUUID } from 'node:crypto';
+
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+import type { DcState, Grant, IdStore, SequenceSettings } from '../../src/store/port.js';
+
+export interface StoreContext {
+  readonly store: IdStore;
+  /** The DC the store's client is local to. */
+  readonly dc: string;
+  /** Another DC of the cluster. */
+  readonly otherDc: string;
+  cleanup(): Promise<void>;
+}
+
+const POLL = { timeout: 10_000, interval: 50 } as const;
+
+export function describeStoreContract(name: string, factory: () => Promise<StoreContext>): void {
+  describe(`${name} store contract`, () => {
+    let ctx: StoreContext;
+    let store: IdStore;
+
+    beforeEach(async () => {
+      ctx = await factory();
+      store = ctx.store;
+    });
+
+    afterEach(async () => {
+      await ctx.cleanup();
+    });
+
+    describe('sequences', () => {
+      it('creates a sequence once: the second create returns false and changes nothing', async () => {
+        const settings = sequenceSettings();
+        expect(await store.createSequence(settings)).toBe(true);
+        expect(await store.createSequence({ ...settings, blockSize: 7, start: 50n })).toBe(false);
+        expect(await store.readSequence(settings.name)).toEqual(settings);
+        expect(await store.readGrants(settings.name, ctx.dc)).toEqual({
+          globalLast: settings.start - 1n,
+          latest: undefined,
+        });
+      });
+
+      it('reads back settings exactly, including bigints near 2^63-1 and min 0', async () => {
+        const max = 2n ** 63n - 1n;
+        const large = sequenceSettings({ domain: 'int63', max, start: max - 5n, min: 0n });
+        expect(await store.createSequence(large)).toBe(true);
+        expect(await store.readSequence(large.name)).toEqual(large);
+        expect((await store.readGrants(large.name, ctx.dc)).globalLast).toBe(max - 6n);
+      });
+
+      it('returns undefined for a sequence that does not exist', async () => {
+        expect(await store.readSequence(uniqueName('missing'))).toBeUndefined();
+        expect(await store.readGrantsOverview(uniqueName('missing'))).toBeUndefined();
+      });
+
+      it('lists sequences sorted by name, with their settings', async () => {
+        const prefix = uniqueName('list');
+        const b = sequenceSettings({ name: `${prefix}_b`, blockSize: 20 });
+        const a = sequenceSettings({ name: `${prefix}_a`, blockSize: 10 });
+        await store.createSequence(b);
+        await store.createSequence(a);
+        const listed = await store.listSequences();
+        const names = listed.map((s) => s.name);
+        expect(names).toEqual([...names].sort());
+        expect(listed.filter((s) => s.name.startsWith(prefix))).toEqual([a, b]);
+      });
+
+      it('alters only the fields given, and reports a missing sequence', async () => {
+        const settings = sequenceSettings();
+        await store.createSequence(settings);
+        expect(await store.alterSequence(settings.name, { blockSize: 25, threshold: 0.75 })).toBe(
+          true,
+        );
+        expect(await store.readSequence(settings.name)).toEqual({
+          ...settings,
+          blockSize: 25,
+          threshold: 0.75,
+        });
+        expect(await store.alterSequence(settings.name, { dcRangeSize: 500n })).toBe(true);
+        expect(await store.readSequence(settings.name)).toEqual({
+          ...settings,
+          blockSize: 25,
+          threshold: 0.75,
+          dcRangeSize: 500n,
+        });
+        expect(await store.alterSequence(uniqueName('missing'), { blockSize: 5 })).toBe(false);
+      });
+
+      it('rejects reading the grants of a sequence that does not exist', async () => {
+        await expect(store.readGrants(uniqueName('missing'), ctx.dc)).rejects.toMatchObject({
+          code: 'IDGEN_SEQUENCE_NOT_FOUND',
+        });
+      });
+    });
+
+    describe('grants (SERIAL)', () => {
+      it('applies the first grant, number 1, only with the right GLOBAL value', async () => {
+        const s = await created({ start: 100n });
+        const grant = { number: 1, min: 100n, max: 199n };
+        expect(await store.grantRange(s.name, ctx.dc, 98n, grant)).toEqual({ kind: 'rejected' });
+        expect(await store.grantRange(s.name, ctx.dc, 99n, { ...grant, number: 2 })).toEqual({
+          kind: 'rejected',
+        });
+        expect(await store.readGrants(s.name, ctx.dc)).toEqual({
+          globalLast: 99n,
+          latest: undefined,
+        });
+        expect(await store.grantRange(s.name, ctx.dc, 99n, grant)).toEqual({ kind: 'applied' });
+        expect(await store.readGrants(s.name, ctx.dc)).toEqual({ globalLast: 199n, latest: grant });
+      });
+
+      it('chains grants: n+1 applies only after n, and a replayed grant is rejected', async () => {
+        const s = await created();
+        const first = { number: 1, min: 1n, max: 100n };
+        const second = { number: 2, min: 101n, max: 200n };
+        expect(await store.grantRange(s.name, ctx.dc, 0n, first)).toEqual({ kind: 'applied' });
+        expect(await store.grantRange(s.name, ctx.dc, 100n, first)).toEqual({ kind: 'rejected' });
+        expect(await store.grantRange(s.name, ctx.dc, 100n, { ...second, number: 3 })).toEqual({
+          kind: 'rejected',
+        });
+        expect(await store.grantRange(s.name, ctx.dc, 100n, second)).toEqual({ kind: 'applied' });
+        expect(await store.readGrants(s.name, ctx.dc)).toEqual({
+          globalLast: 200n,
+          latest: second,
+        });
+      });
+
+      it('moves GLOBAL for every DC: a stale expectation from another DC is rejected', async () => {
+        const s = await created();
+        const mine = { number: 1, min: 1n, max: 100n };
+        const theirs = { number: 1, min: 101n, max: 300n };
+        expect(await store.grantRange(s.name, ctx.dc, 0n, mine)).toEqual({ kind: 'applied' });
+        expect(
+          await store.grantRange(s.name, ctx.otherDc, 0n, { number: 1, min: 1n, max: 100n }),
+        ).toEqual({ kind: 'rejected' });
+        expect(await store.grantRange(s.name, ctx.otherDc, 100n, theirs)).toEqual({
+          kind: 'applied',
+        });
+        expect(await store.readGrants(s.name, ctx.dc)).toEqual({ globalLast: 300n, latest: mine });
+        expect(await store.readGrants(s.name, ctx.otherDc)).toEqual({
+          globalLast: 300n,
+          latest: theirs,
+        });
+        // ctx.dc's next grant must expect the GLOBAL value other DCs left.
+        const next = { number: 2, min: 301n, max: 400n };
+        expect(await store.grantRange(s.name, ctx.dc, 100n, next)).toEqual({ kind: 'rejected' });
+        expect(await store.grantRange(s.name, ctx.dc, 300n, next)).toEqual({ kind: 'applied' });
+      });
+
+      it('shows every DC latest grant and GLOBAL in the overview', async () => {
+        const s = await created();
+        await store.grantRange(s.name, ctx.dc, 0n, { number: 1, min: 1n, max: 100n });
+        await store.grantRange(s.name, ctx.otherDc, 100n, { number: 1, min: 101n, max: 200n });
+        await store.grantRange(s.name, ctx.dc, 200n, { number: 2, min: 201n, max: 300n });
+        await expect
+          .poll(async () => overviewOf(await store.readGrantsOverview(s.name)), POLL)
+          .toEqual({
+            globalLast: 300n,
+            grants: {
+              [ctx.dc]: { number: 2, min: 201n, max: 300n },
+              [ctx.otherDc]: { number: 1, min: 101n, max: 200n },
+            },
+          });
+      });
+
+      it('grants up to the largest bigint', async () => {
+        const max = 2n ** 63n - 1n;
+        const s = await created({ domain: 'int63', max, start: max - 9n });
+        const grant = { number: 1, min: max - 9n, max };
+        expect(await store.grantRange(s.name, ctx.dc, max - 10n, grant)).toEqual({
+          kind: 'applied',
+        });
+        expect(await store.readGrants(s.name, ctx.dc)).toEqual({ globalLast: max, latest: grant });
+      });
+    });
+
+    describe('DC state (LOCAL_SERIAL)', () => {
+      it('creates with expected version 0 once; later writes need the stored version', async () => {
+        const s = await created();
+        const first = dcState({ min: 1n, max: 100n }, 1);
+        expect(await store.readDcState(s.name, ctx.dc)).toBeUndefined();
+        expect(await store.writeDcState(s.name, ctx.dc, 0, first)).toEqual({ kind: 'applied' });
+        expect(await store.writeDcState(s.name, ctx.dc, 0, { ...first, op: randomUUID() })).toEqual(
+          { kind: 'rejected' },
+        );
+        expect(await store.readDcState(s.name, ctx.dc)).toEqual(first);
+
+        const claim = { ...first, lastInteger: 10n, version: 2, op: randomUUID() };
+        const wrongVersion = { ...claim, version: 3, op: randomUUID() };
+        expect(await store.writeDcState(s.name, ctx.dc, 2, wrongVersion)).toEqual({
+          kind: 'rejected',
+        });
+        expect(await store.readDcState(s.name, ctx.dc)).toEqual(first);
+        expect(await store.writeDcState(s.name, ctx.dc, 1, claim)).toEqual({ kind: 'applied' });
+        expect(await store.writeDcState(s.name, ctx.dc, 1, { ...claim, op: randomUUID() })).toEqual(
+          { kind: 'rejected' },
+        );
+        expect(await store.readDcState(s.name, ctx.dc)).toEqual(claim);
+      });
+
+      it('stores every column, with a preloaded range and bigints near 2^63-1', async () => {
+        const max = 2n ** 63n - 1n;
+        const s = await created({ domain: 'int63', max, start: max - 999n });
+        const first = dcState({ min: max - 999n, max: max - 500n }, 1);
+        await store.writeDcState(s.name, ctx.dc, 0, first);
+        const preloaded: DcState = {
+          lastInteger: max - 600n,
+          reservedMin: max - 999n,
+          reservedMax: max - 500n,
+          reservedGrant: 1,
+          preloadedMin: max - 499n,
+          preloadedMax: max,
+          installedGrant: 2,
+          version: 2,
+          op: randomUUID(),
+        };
+        expect(await store.writeDcState(s.name, ctx.dc, 1, preloaded)).toEqual({
+          kind: 'applied',
+        });
+        expect(await store.readDcState(s.name, ctx.dc)).toEqual(preloaded);
+      });
+
+      it('keeps DC states apart and shows them in the overview', async () => {
+        const s = await created();
+        const state = dcState({ min: 1n, max: 100n }, 1);
+        await store.writeDcState(s.name, ctx.dc, 0, state);
+        await expect
+          .poll(async () => Object.fromEntries(await store.readDcStatesOverview(s.name)), POLL)
+          .toEqual({ [ctx.dc]: state });
+        expect((await store.readDcStatesOverview(uniqueName('missing'))).size).toBe(0);
+      });
+
+      it('is independent of the grant level', async () => {
+        const s = await created();
+        await store.writeDcState(s.name, ctx.dc, 0, dcState({ min: 1n, max: 100n }, 1));
+        expect(await store.readGrants(s.name, ctx.dc)).toEqual({
+          globalLast: 0n,
+          latest: undefined,
+        });
+      });
+    });
+
+    async function created(overrides: Partial<SequenceSettings> = {}): Promise<SequenceSettings> {
+      const settings = sequenceSettings(overrides);
+      expect(await store.createSequence(settings)).toBe(true);
+      return settings;
+    }
+  });
+}
+
+function uniqueName(prefix: string): string {
+  return `${prefix}_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+}
+
+function sequenceSettings(overrides: Partial<SequenceSettings> = {}): SequenceSettings {
+  return {
+    name: uniqueName('contract'),
+    domain: 'safe53',
+    min: 1n,
+    max: 2n ** 53n - 1n,
+    start: 1n,
+    dcRangeSize: 100n,
+    blockSize: 10,
+    threshold: 0.5,
+    ...overrides,
+  };
+}
+
+function dcState(grant: Omit<Grant, 'number'>, version: number): DcState {
+  return {
+    lastInteger: grant.min - 1n,
+    reservedMin: grant.min,
+    reservedMax: grant.max,
+    reservedGrant: 1,
+    preloadedMin: grant.min,
+    preloadedMax: grant.max,
+    installedGrant: 1,
+    version,
+    op: randomUUID(),
+  };
+}
+
+function overviewOf(
+  overview: Awaited<ReturnType<IdStore['readGrantsOverview']>>,
+): { globalLast: bigint; grants: Record<string, Grant> } | undefined {
+  return (
+    overview && { globalLast: overview.globalLast, grants: Object.fromEntries(overview.grants) }
+  );
+}

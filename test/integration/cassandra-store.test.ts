@@ -1,0 +1,367 @@
+/**
+ * CassandraStore against the real multi-DC cluster: the store contract, then what only Cassandra
+ * can show (schema creation, SERIAL visibility across DCs, DC-local state, error mapping).
+ */
+import cassandra from 'cassandra-driver';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { openClient } from '../../src/connection.js';
+import { IdGenError, StoreUnavailableError } from '../../src/errors.js';
+import { initSchema } from '../../src/schema.js';
+import { CassandraStore } from '../../src/store/cassandra.js';
+import type { DcState, SequenceSettings } from '../../src/store/port.js';
+import { describeStoreContract } from '../contract/store-contract.js';
+import { clusterInfo, createTestKeyspace, faults, newClient } from '../support/cluster.js';
+import type { TestKeyspace } from '../support/cluster.js';
+
+let ks: TestKeyspace;
+let sequenceCount = 0;
+
+beforeAll(async () => {
+  ks = await createTestKeyspace('store');
+  await initSchema({
+    contactPoints: ks.contactPoints('dc1'),
+    localDataCenter: 'dc1',
+    keyspace: ks.name,
+    replication: ks.replication,
+  });
+});
+
+afterAll(async () => {
+  await ks?.drop();
+});
+
+/** A store over the keyspace's cached DC-local client (shared, so the store does not own it). */
+async function storeIn(dc: string): Promise<CassandraStore> {
+  return new CassandraStore(await ks.client(dc), ks.name, { ownsClient: false });
+}
+
+function settings(overrides: Partial<SequenceSettings> = {}): SequenceSettings {
+  sequenceCount += 1;
+  return {
+    name: `seq_${sequenceCount}`,
+    domain: 'int63',
+    min: 1n,
+    max: 2n ** 63n - 1n,
+    start: 1n,
+    dcRangeSize: 1_000n,
+    blockSize: 100,
+    threshold: 0.5,
+    ...overrides,
+  };
+}
+
+function firstState(min: bigint, max: bigint, op: string): DcState {
+  return {
+    lastInteger: min - 1n,
+    reservedMin: min,
+    reservedMax: max,
+    reservedGrant: 1,
+    preloadedMin: min,
+    preloadedMax: max,
+    installedGrant: 1,
+    version: 1,
+    op,
+  };
+}
+
+async function keyspaceExists(name: string): Promise<boolean> {
+  const client = await ks.client('dc1');
+  const result = await client.execute(
+    'SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?',
+    [name],
+    { prepare: true },
+  );
+  return result.rowLength > 0;
+}
+
+describeStoreContract('CassandraStore', async () => {
+  const store = await storeIn('dc1');
+  return { store, dc: 'dc1', otherDc: 'dc2', cleanup: async () => store.close() };
+});
+
+describe('initSchema', () => {
+  it('creates both tables with the settings as static columns, and a second run is a no-op', async () => {
+    const client = await ks.client('dc1');
+    const columns = await client.execute(
+      'SELECT table_name, column_name, kind, type FROM system_schema.columns WHERE keyspace_name = ?',
+      [ks.name],
+      { prepare: true },
+    );
+    const kinds = new Map(
+      columns.rows.map((row) => [
+        `${row['table_name']}.${row['column_name']}`,
+        `${row['kind']} ${row['type']}`,
+      ]),
+    );
+    expect(kinds.get('idgen_grants.sequence')).toBe('partition_key text');
+    expect(kinds.get('idgen_grants.dc')).toBe('clustering text');
+    expect(kinds.get('idgen_grants.max_id')).toBe('static bigint');
+    expect(kinds.get('idgen_grants.threshold')).toBe('static double');
+    expect(kinds.get('idgen_grants.last_integer')).toBe('regular bigint');
+    expect(kinds.get('idgen_dc_state.dc')).toBe('partition_key text');
+    expect(kinds.get('idgen_dc_state.installed_grant')).toBe('regular int');
+    expect(kinds.get('idgen_dc_state.op')).toBe('regular text');
+
+    const store = await storeIn('dc1');
+    const seq = settings();
+    expect(await store.createSequence(seq)).toBe(true);
+    await initSchema({
+      contactPoints: ks.contactPoints('dc2'),
+      localDataCenter: 'dc2',
+      keyspace: ks.name,
+      replication: ks.replication,
+    });
+    expect(await store.readSequence(seq.name)).toEqual(seq);
+  });
+
+  it.each([
+    ['an empty map', {}],
+    ['a factor of 0', { dc1: 0 }],
+    ['a fractional factor', { dc1: 1.5 }],
+    ['a factor above 10', { dc1: 11 }],
+    ['a quote in a DC name', { "dc1'": 1 }],
+    ['a DC the cluster does not have', { dc1: 1, dc9: 1 }],
+  ])('refuses %s with IDGEN_INVALID_OPTION and creates nothing', async (_label, replication) => {
+    const keyspace = `${ks.name}_bad`;
+    await expect(
+      initSchema({
+        contactPoints: ks.contactPoints('dc1'),
+        localDataCenter: 'dc1',
+        keyspace,
+        replication: replication as Record<string, number>,
+      }),
+    ).rejects.toMatchObject({ code: 'IDGEN_INVALID_OPTION', option: 'replication' });
+    expect(await keyspaceExists(keyspace)).toBe(false);
+  });
+
+  it('refuses a bad keyspace name before connecting', async () => {
+    await expect(
+      initSchema({
+        contactPoints: ['127.0.0.1'],
+        localDataCenter: 'dc1',
+        keyspace: 'bad-name',
+        replication: { dc1: 1 },
+      }),
+    ).rejects.toMatchObject({ code: 'IDGEN_INVALID_NAME' });
+  });
+});
+
+describe('CassandraStore on the cluster', () => {
+  it('reads at SERIAL, from dc1, a grant just made from dc2 and dc3', async () => {
+    const [dc1, dc2, dc3] = await Promise.all([storeIn('dc1'), storeIn('dc2'), storeIn('dc3')]);
+    const seq = settings({ start: 1_000n });
+    expect(await dc1.createSequence(seq)).toBe(true);
+
+    expect(
+      await dc2.grantRange(seq.name, 'dc2', 999n, { number: 1, min: 1_000n, max: 1_999n }),
+    ).toEqual({
+      kind: 'applied',
+    });
+    expect(await dc1.readGrants(seq.name, 'dc2')).toEqual({
+      globalLast: 1_999n,
+      latest: { number: 1, min: 1_000n, max: 1_999n },
+    });
+
+    expect(
+      await dc3.grantRange(seq.name, 'dc3', 1_999n, { number: 1, min: 2_000n, max: 2_999n }),
+    ).toEqual({
+      kind: 'applied',
+    });
+    // The stale expectation loses: GLOBAL moved on.
+    expect(
+      await dc2.grantRange(seq.name, 'dc2', 1_999n, { number: 2, min: 2_000n, max: 2_999n }),
+    ).toEqual({
+      kind: 'rejected',
+    });
+    expect(await dc1.readGrants(seq.name, 'dc3')).toEqual({
+      globalLast: 2_999n,
+      latest: { number: 1, min: 2_000n, max: 2_999n },
+    });
+    expect(await dc1.readGrants(seq.name, 'dc1')).toEqual({
+      globalLast: 2_999n,
+      latest: undefined,
+    });
+  });
+
+  it('writes each DC state from its own DC, and refuses another DC at LOCAL_SERIAL', async () => {
+    const [dc1, dc2, dc3] = await Promise.all([storeIn('dc1'), storeIn('dc2'), storeIn('dc3')]);
+    const seq = settings();
+    await dc1.createSequence(seq);
+    await dc1.grantRange(seq.name, 'dc1', 0n, { number: 1, min: 1n, max: 1_000n });
+    await dc2.grantRange(seq.name, 'dc2', 1_000n, { number: 1, min: 1_001n, max: 2_000n });
+
+    const state1 = firstState(1n, 1_000n, 'op-dc1');
+    const state2 = firstState(1_001n, 2_000n, 'op-dc2');
+    expect(await dc1.writeDcState(seq.name, 'dc1', 0, state1)).toEqual({ kind: 'applied' });
+    expect(await dc2.writeDcState(seq.name, 'dc2', 0, state2)).toEqual({ kind: 'applied' });
+    expect(await dc1.writeDcState(seq.name, 'dc1', 0, state1)).toEqual({ kind: 'rejected' });
+
+    const claimed = { ...state1, lastInteger: 100n, version: 2, op: 'claim-1' };
+    expect(await dc1.writeDcState(seq.name, 'dc1', 1, claimed)).toEqual({ kind: 'applied' });
+    expect(await dc1.writeDcState(seq.name, 'dc1', 1, { ...claimed, op: 'late' })).toEqual({
+      kind: 'rejected',
+    });
+    expect(await dc1.readDcState(seq.name, 'dc1')).toEqual(claimed);
+    expect(await dc2.readDcState(seq.name, 'dc2')).toEqual(state2);
+    expect(await dc3.readDcState(seq.name, 'dc3')).toBeUndefined();
+
+    await expect(dc1.readDcState(seq.name, 'dc2')).rejects.toMatchObject({
+      code: 'IDGEN_INVALID_OPTION',
+      option: 'dc',
+    });
+    await expect(
+      dc1.writeDcState(seq.name, 'dc2', 1, { ...state2, version: 2 }),
+    ).rejects.toMatchObject({
+      code: 'IDGEN_INVALID_OPTION',
+    });
+    await expect(dc1.readGrants(seq.name, 'GLOBAL')).rejects.toMatchObject({
+      code: 'IDGEN_INVALID_NAME',
+    });
+
+    // The overview is a plain read; the LOCAL_QUORUM commits in dc1 and dc2 reach dc3 eventually.
+    await expect
+      .poll(async () => (await dc3.readDcStatesOverview(seq.name)).size, { timeout: 10_000 })
+      .toBe(2);
+    const overview = await dc1.readGrantsOverview(seq.name);
+    expect(overview?.globalLast).toBe(2_000n);
+    expect([...(overview?.grants.keys() ?? [])].sort()).toEqual(['dc1', 'dc2']);
+  });
+
+  it('works on a shared client that decodes bigint natively', async () => {
+    const client = new cassandra.Client({
+      contactPoints: ks.contactPoints('dc1'),
+      localDataCenter: 'dc1',
+      encoding: { useBigIntAsLong: true },
+    });
+    const store = new CassandraStore(client, ks.name, { ownsClient: true });
+    try {
+      await client.connect();
+      const seq = settings({ start: 2n ** 62n, domain: 'custom', max: 2n ** 62n + 10_000n });
+      expect(await store.createSequence(seq)).toBe(true);
+      expect(await store.readSequence(seq.name)).toEqual(seq);
+      const grant = { number: 1, min: 2n ** 62n, max: 2n ** 62n + 999n };
+      expect(await store.grantRange(seq.name, 'dc1', 2n ** 62n - 1n, grant)).toEqual({
+        kind: 'applied',
+      });
+      expect(await store.readGrants(seq.name, 'dc1')).toEqual({
+        globalLast: grant.max,
+        latest: grant,
+      });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('reports a missing sequence and missing tables as typed errors', async () => {
+    const store = await storeIn('dc1');
+    await expect(store.readGrants('never_created', 'dc1')).rejects.toMatchObject({
+      code: 'IDGEN_SEQUENCE_NOT_FOUND',
+    });
+    expect(await store.readSequence('never_created')).toBeUndefined();
+    expect(await store.readGrantsOverview('never_created')).toBeUndefined();
+    expect(await store.alterSequence('never_created', { blockSize: 10 })).toBe(false);
+
+    const elsewhere = new CassandraStore(await ks.client('dc1'), 'system_auth', {
+      ownsClient: false,
+    });
+    await expect(elsewhere.readSequence('x')).rejects.toMatchObject({
+      code: 'IDGEN_INVALID_OPTION',
+      option: 'keyspace',
+    });
+  });
+});
+
+describe('openClient', () => {
+  it('names the datacenters when localDataCenter is unknown', async () => {
+    await expect(
+      openClient({ contactPoints: ks.contactPoints('dc1'), localDataCenter: 'dc9' }),
+    ).rejects.toMatchObject({
+      code: 'IDGEN_INVALID_OPTION',
+      option: 'localDataCenter',
+      allowed: `one of: ${ks.dcs.join(', ')}`,
+    });
+  });
+
+  it('requires contact points and a local datacenter', async () => {
+    await expect(openClient({ contactPoints: [], localDataCenter: 'dc1' })).rejects.toMatchObject({
+      option: 'contactPoints',
+    });
+    await expect(openClient({ contactPoints: ks.contactPoints('dc1') })).rejects.toMatchObject({
+      option: 'localDataCenter',
+    });
+  });
+
+  it('maps unreachable contact points to IDGEN_STORE_UNAVAILABLE naming them', async () => {
+    const error: unknown = await openClient({
+      contactPoints: ['127.0.0.1:1'],
+      localDataCenter: 'dc1',
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreUnavailableError);
+    expect(error).toMatchObject({ level: 'local', code: 'IDGEN_STORE_UNAVAILABLE' });
+    expect((error as Error).message).toContain('127.0.0.1:1');
+  });
+
+  it('adopts a DC-aware client without owning it, and refuses one that uses other DCs', async () => {
+    const shared = await ks.client('dc2');
+    const opened = await openClient({ client: shared });
+    expect(opened).toMatchObject({ ownsClient: false, localDataCenter: 'dc2' });
+
+    const roundRobin = new cassandra.Client({
+      contactPoints: ks.contactPoints('dc1'),
+      localDataCenter: 'dc1',
+      policies: { loadBalancing: new cassandra.policies.loadBalancing.RoundRobinPolicy() },
+    });
+    try {
+      await expect(openClient({ client: roundRobin })).rejects.toMatchObject({
+        code: 'IDGEN_INVALID_OPTION',
+        option: 'client',
+      });
+    } finally {
+      await roundRobin.shutdown();
+    }
+  });
+});
+
+describe.runIf(clusterInfo().faults)('CassandraStore in a partitioned DC', () => {
+  afterAll(async () => {
+    await faults.heal();
+  });
+
+  it('fails SERIAL with StoreUnavailableError(serial) in dc3 and keeps its LOCAL_SERIAL state', async () => {
+    const dc3Client = newClient('dc3');
+    const dc3 = new CassandraStore(dc3Client, ks.name, { ownsClient: true });
+    try {
+      const dc1 = await storeIn('dc1');
+      const seq = settings();
+      await dc1.createSequence(seq);
+      await dc3.grantRange(seq.name, 'dc3', 0n, { number: 1, min: 1n, max: 1_000n });
+      await dc3.writeDcState(seq.name, 'dc3', 0, firstState(1n, 1_000n, 'before'));
+
+      await faults.partition('dc3');
+
+      const serialRead = await dc3.readGrants(seq.name, 'dc3').catch((e: unknown) => e);
+      expect(serialRead).toBeInstanceOf(StoreUnavailableError);
+      expect(serialRead).toMatchObject({ level: 'serial' });
+      // A grant either fails outright or times out with an unknown outcome; never "applied".
+      const grant = await dc3
+        .grantRange(seq.name, 'dc3', 1_000n, { number: 2, min: 1_001n, max: 2_000n })
+        .catch((e: unknown) => e);
+      if (grant instanceof IdGenError) expect(grant).toMatchObject({ level: 'serial' });
+      else expect(grant).toEqual({ kind: 'unknown' });
+
+      // LOCAL_SERIAL in dc3 goes on.
+      const next = { ...firstState(1n, 1_000n, 'during'), lastInteger: 100n, version: 2 };
+      expect(await dc3.writeDcState(seq.name, 'dc3', 1, next)).toEqual({ kind: 'applied' });
+      expect(await dc3.readDcState(seq.name, 'dc3')).toEqual(next);
+      // The majority side keeps SERIAL.
+      expect((await dc1.readGrants(seq.name, 'dc3')).latest?.number).toBeGreaterThanOrEqual(1);
+
+      await faults.heal();
+      const healed = await dc1.readGrants(seq.name, 'dc3');
+      expect(healed.globalLast === 1_000n || healed.globalLast === 2_000n).toBe(true);
+    } finally {
+      await dc3.close();
+    }
+  });
+});

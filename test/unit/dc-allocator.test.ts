@@ -1,0 +1,157 @@
+/** DcAllocator on its own, from crafted rows: the grant chain and returns. */
+import { describe, expect, it } from 'vitest';
+
+import { DcAllocator, type AllocatorCounters } from '../../src/allocator/dc-allocator.js';
+import { resolveSequenceSettings } from '../../src/options.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import type { SequenceSettings } from '../../src/store/port.js';
+import { dcState, writes } from './fixtures.js';
+
+const settings: SequenceSettings = resolveSequenceSettings('orders', {
+  max: 10_000,
+  dcRangeSize: 100,
+  blockSize: 10,
+  threshold: 0.5,
+});
+
+function counters(): AllocatorCounters {
+  return {
+    blocksClaimed: 0,
+    rangesGranted: 0,
+    casRejections: 0,
+    casUnknown: 0,
+    wasted: 0,
+    lwtWrites: 0,
+    serialReads: 0,
+    localSerialReads: 0,
+  };
+}
+
+/** A store whose dc1 holds grants 1..3 ([1, 100], [101, 200], [201, 300]) with 2 installed. */
+async function pendingGrantStore(lastInteger: bigint): Promise<MemoryStore> {
+  const store = new MemoryStore();
+  await store.createSequence(settings);
+  for (const [n, min] of [
+    [1, 1n],
+    [2, 101n],
+    [3, 201n],
+  ] as const) {
+    await store.grantRange('orders', 'dc1', min - 1n, { number: n, min, max: min + 99n });
+  }
+  await store.writeDcState(
+    'orders',
+    'dc1',
+    0,
+    dcState({ lastInteger, preloadedMin: 101n, preloadedMax: 200n, installedGrant: 2 }),
+  );
+  return store;
+}
+
+function allocatorOn(store: MemoryStore, c = counters()): DcAllocator {
+  return new DcAllocator({ store, dc: 'dc1', settings, counters: c });
+}
+
+describe('DcAllocator', () => {
+  it('leaves a pending grant alone while a preloaded range exists', async () => {
+    const store = await pendingGrantStore(60n);
+    const before = writes(store);
+    await allocatorOn(store).ensureRange();
+    expect(writes(store)).toEqual(before);
+    expect(await store.readDcState('orders', 'dc1')).toMatchObject({
+      preloadedMin: 101n,
+      installedGrant: 2,
+    });
+  });
+
+  it('asks for no grant while a preloaded range exists', async () => {
+    const store = new MemoryStore();
+    await store.createSequence(settings);
+    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
+    await store.grantRange('orders', 'dc1', 100n, { number: 2, min: 101n, max: 200n });
+    await store.writeDcState(
+      'orders',
+      'dc1',
+      0,
+      dcState({ lastInteger: 90n, preloadedMin: 101n, preloadedMax: 200n, installedGrant: 2 }),
+    );
+    const before = writes(store);
+    await allocatorOn(store).ensureRange();
+    expect(writes(store)).toEqual(before);
+    expect(store.grantLog).toHaveLength(2);
+  });
+
+  it('installs the pending grant once the preloaded range became reserved, granting nothing new', async () => {
+    const store = await pendingGrantStore(100n);
+    const c = counters();
+    const allocator = allocatorOn(store, c);
+    // Reserved [1, 100] is spent: the claim switches to [101, 200].
+    expect(await allocator.claimBlock()).toEqual({ first: 101n, last: 110n, rangeLow: false });
+    await allocator.ensureRange();
+    expect(store.grantLog).toHaveLength(3);
+    expect(c.rangesGranted).toBe(0);
+    expect(await store.readDcState('orders', 'dc1')).toMatchObject({
+      reservedMin: 101n,
+      reservedMax: 200n,
+      reservedGrant: 2,
+      preloadedMin: 201n,
+      preloadedMax: 300n,
+      installedGrant: 3,
+    });
+  });
+
+  it('reports when the reserved range is used past the threshold with nothing preloaded', async () => {
+    const store = new MemoryStore();
+    await store.createSequence(settings);
+    const allocator = allocatorOn(store);
+    const low: boolean[] = [];
+    for (let i = 0; i < 6; i++) low.push((await allocator.claimBlock()).rangeLow);
+    expect(low).toEqual([false, false, false, false, true, true]);
+    await allocator.ensureRange();
+    expect((await allocator.claimBlock()).rangeLow).toBe(false); // now a range is preloaded
+  });
+
+  it('shares one range request between concurrent callers', async () => {
+    const store = new MemoryStore();
+    await store.createSequence(settings);
+    const allocator = allocatorOn(store);
+    const requests = [allocator.ensureRange(), allocator.ensureRange(), allocator.ensureRange()];
+    expect(requests[1]).toBe(requests[0]);
+    await Promise.all(requests);
+    expect(store.calls.grantRange).toBe(1);
+  });
+
+  it('returns only the part of a run that lies in the reserved range', async () => {
+    const store = new MemoryStore();
+    await store.createSequence(settings);
+    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
+    await store.writeDcState(
+      'orders',
+      'dc1',
+      0,
+      dcState({ lastInteger: 15n, reservedMin: 11n, reservedMax: 100n, preloadedMin: 11n }),
+    );
+    // The process holds 8..15, of which 8..10 lie before the reserved range.
+    expect(await allocatorOn(store).returnBlock(8n, 15n)).toBe(5n);
+    expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(10n);
+  });
+
+  it('returns nothing once another process claimed after the run', async () => {
+    const store = new MemoryStore();
+    await store.createSequence(settings);
+    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
+    await store.writeDcState('orders', 'dc1', 0, dcState({ lastInteger: 30n }));
+    const before = writes(store);
+    expect(await allocatorOn(store).returnBlock(15n, 20n)).toBe(0n);
+    expect(writes(store)).toEqual(before);
+  });
+
+  it('recognises its own return after a CAS timeout', async () => {
+    const store = new MemoryStore();
+    await store.createSequence(settings);
+    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
+    await store.writeDcState('orders', 'dc1', 0, dcState({ lastInteger: 20n }));
+    store.faults.push({ op: 'writeDcState', effect: 'unknown-applied' });
+    expect(await allocatorOn(store).returnBlock(15n, 20n)).toBe(6n);
+    expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(14n);
+  });
+});

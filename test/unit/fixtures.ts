@@ -1,0 +1,127 @@
+/** Shared helpers of the unit tests: processes over one MemoryStore, logs, settling. */
+import { pino, type Logger } from 'pino';
+import { expect } from 'vitest';
+
+import { IdGen } from '../../src/allocator/id-gen.js';
+import type { Sequence } from '../../src/allocator/sequence.js';
+import type { CreateSequenceOptions } from '../../src/options.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import type { DcState, SequenceSettings } from '../../src/store/port.js';
+
+export const KEYSPACE = 'unit';
+
+/** One allocator process in `dc`. */
+export function processIn(store: MemoryStore, dc = 'dc1', logger?: Logger): IdGen {
+  return new IdGen({ store, dc, keyspace: KEYSPACE, logger });
+}
+
+/** A store with sequence `name` created, and a first process in dc1. */
+export async function withSequence(
+  options: CreateSequenceOptions,
+  name = 'orders',
+): Promise<{ store: MemoryStore; ids: IdGen; settings: SequenceSettings }> {
+  const store = new MemoryStore({ keyspace: KEYSPACE });
+  const ids = processIn(store);
+  const settings = await ids.createSequence(name, options);
+  return { store, ids, settings };
+}
+
+/**
+ * Lets every pending promise chain run (MemoryStore calls only yield to microtasks), so
+ * background refills finish. Works with fake timers as it schedules no timer.
+ */
+export async function settle(): Promise<void> {
+  for (let i = 0; i < 2_000; i++) await Promise.resolve();
+}
+
+/** `count` IDs from `next()`, one after another. */
+export async function draw<T extends number | bigint>(
+  seq: Sequence<T>,
+  count: number,
+): Promise<T[]> {
+  const out: T[] = [];
+  for (let i = 0; i < count; i++) out.push(await seq.next());
+  return out;
+}
+
+/** IDs from `next()` until it rejects; returns them and the error. */
+export async function drawUntilError<T extends number | bigint>(
+  seq: Sequence<T>,
+  limit = 100_000,
+): Promise<{ ids: T[]; error: unknown }> {
+  const ids: T[] = [];
+  for (let i = 0; i < limit; i++) {
+    try {
+      ids.push(await seq.next());
+    } catch (error) {
+      return { ids, error };
+    }
+  }
+  throw new Error(`next() did not fail within ${limit} IDs`);
+}
+
+export function expectStrictlyIncreasing(ids: readonly (number | bigint)[]): void {
+  for (let i = 1; i < ids.length; i++) {
+    if (!(ids[i]! > ids[i - 1]!)) {
+      expect.fail(`IDs not strictly increasing at ${i}: ${ids[i - 1]} then ${ids[i]}`);
+    }
+  }
+}
+
+export function expectUnique(ids: readonly (number | bigint)[]): void {
+  const seen = new Set<string>();
+  for (const id of ids) {
+    const key = String(id);
+    if (seen.has(key)) expect.fail(`ID ${key} handed out twice`);
+    seen.add(key);
+  }
+}
+
+export function range(first: number, last: number): number[] {
+  return Array.from({ length: last - first + 1 }, (_, i) => first + i);
+}
+
+export interface LogRecord {
+  readonly level: number;
+  readonly msg: string;
+  readonly sequence?: string;
+  readonly [key: string]: unknown;
+}
+
+/** A pino logger that keeps its records in memory. */
+export function capturingLogger(): { logger: Logger; records: LogRecord[] } {
+  const records: LogRecord[] = [];
+  const logger = pino(
+    { level: 'debug' },
+    {
+      write(line: string) {
+        records.push(JSON.parse(line) as LogRecord);
+      },
+    },
+  );
+  return { logger, records };
+}
+
+export const WARN = 40;
+export const INFO = 30;
+
+/** A DC state row with sensible defaults: one grant [1, 100] installed, nothing claimed. */
+export function dcState(overrides: Partial<DcState> = {}): DcState {
+  return {
+    lastInteger: 0n,
+    reservedMin: 1n,
+    reservedMax: 100n,
+    reservedGrant: 1,
+    preloadedMin: 1n,
+    preloadedMax: 100n,
+    installedGrant: 1,
+    version: 1,
+    op: 'crafted',
+    ...overrides,
+  };
+}
+
+/** Counts of the store's conditional writes, to show an operation wrote nothing. */
+export function writes(store: MemoryStore): { grantRange: number; writeDcState: number } {
+  return { grantRange: store.calls.grantRange, writeDcState: store.calls.writeDcState };
+}

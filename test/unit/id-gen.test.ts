@@ -1,0 +1,130 @@
+import { describe, expect, it } from 'vitest';
+
+import { IdGen } from '../../src/allocator/id-gen.js';
+import {
+  ClosedError,
+  InvalidNameError,
+  InvalidOptionError,
+  SequenceExistsError,
+  SequenceNotFoundError,
+} from '../../src/errors.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { KEYSPACE, processIn } from './fixtures.js';
+
+function fresh(): { store: MemoryStore; ids: IdGen } {
+  const store = new MemoryStore();
+  return { store, ids: processIn(store, 'eu_west1') };
+}
+
+describe('IdGen', () => {
+  it('exposes its DC and keyspace, not its store', () => {
+    const { ids } = fresh();
+    expect(ids.dc).toBe('eu_west1');
+    expect(ids.keyspace).toBe(KEYSPACE);
+    expect(Object.keys(ids)).toEqual(['dc', 'keyspace']);
+    expect((ids as unknown as Record<string, unknown>)['store']).toBeUndefined();
+  });
+
+  it('creates a sequence with validated settings, once', async () => {
+    const { store, ids } = fresh();
+    const settings = await ids.createSequence('orders', { domain: 'int32', blockSize: 500 });
+    expect(settings).toMatchObject({
+      name: 'orders',
+      domain: 'int32',
+      max: 2n ** 31n - 1n,
+      blockSize: 500,
+    });
+    expect(await store.readSequence('orders')).toEqual(settings);
+    const error = await ids.createSequence('orders').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SequenceExistsError);
+    expect(error).toMatchObject({ sequence: 'orders', keyspace: KEYSPACE });
+    expect(await store.readSequence('orders')).toEqual(settings);
+  });
+
+  it('refuses bad names and options before touching the store', async () => {
+    const { store, ids } = fresh();
+    await expect(ids.createSequence('bad name')).rejects.toBeInstanceOf(InvalidNameError);
+    await expect(ids.createSequence('orders', { threshold: 2 })).rejects.toMatchObject({
+      code: 'IDGEN_INVALID_OPTION',
+      option: 'threshold',
+    });
+    expect(store.calls.createSequence).toBe(0);
+  });
+
+  it('reads and lists sequences, and names a missing one', async () => {
+    const { ids } = fresh();
+    const b = await ids.createSequence('b_seq');
+    const a = await ids.createSequence('a_seq', { domain: 'int63' });
+    expect(await ids.readSequence('a_seq')).toEqual(a);
+    expect(await ids.listSequences()).toEqual([a, b]);
+    const error = await ids.readSequence('nope').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SequenceNotFoundError);
+    expect((error as Error).message).toBe(
+      `Sequence "nope" not found in keyspace "${KEYSPACE}". Create it with: idgen-cass seed nope`,
+    );
+  });
+
+  it('alters sizes after validating them against the stored settings', async () => {
+    const { store, ids } = fresh();
+    const created = await ids.createSequence('orders', { dcRangeSize: 1_000, blockSize: 100 });
+    const altered = await ids.alterSequence('orders', { dcRangeSize: 5_000, threshold: 0.8 });
+    expect(altered).toEqual({ ...created, dcRangeSize: 5_000n, threshold: 0.8 });
+    expect(await store.readSequence('orders')).toEqual(altered);
+
+    await expect(ids.alterSequence('orders', { blockSize: 5_001 })).rejects.toBeInstanceOf(
+      InvalidOptionError,
+    );
+    await expect(ids.alterSequence('missing', { blockSize: 5 })).rejects.toBeInstanceOf(
+      SequenceNotFoundError,
+    );
+    expect(store.calls.alterSequence).toBe(1);
+  });
+
+  it('returns the same handle per name and type, and a new one once it was closed', async () => {
+    const { ids } = fresh();
+    const orders = ids.sequence('orders');
+    expect(ids.sequence('orders')).toBe(orders);
+    expect(ids.sequence('orders', { bigint: false })).toBe(orders);
+    const wide = ids.sequence('orders', { bigint: true });
+    expect(wide).not.toBe(orders);
+    expect(ids.sequence('orders', { bigint: true })).toBe(wide);
+    await orders.close();
+    const reopened = ids.sequence('orders');
+    expect(reopened).not.toBe(orders);
+    expect(reopened.state).toBe('idle');
+  });
+
+  it('closes every handle and then the store, once', async () => {
+    const { store, ids } = fresh();
+    await ids.createSequence('orders', { dcRangeSize: 100, blockSize: 10 });
+    const orders = ids.sequence('orders');
+    expect(await orders.next()).toBe(1);
+    const closing = ids.close();
+    expect(ids.close()).toBe(closing);
+    await closing;
+    expect(orders.state).toBe('closed');
+    expect(store.calls.close).toBe(1);
+    expect((await store.readDcState('orders', 'eu_west1'))?.lastInteger).toBe(1n);
+
+    expect(() => ids.sequence('orders')).toThrow(ClosedError);
+    await expect(ids.createSequence('other')).rejects.toBeInstanceOf(ClosedError);
+    await expect(ids.listSequences()).rejects.toBeInstanceOf(ClosedError);
+    await expect(orders.next()).rejects.toMatchObject({ code: 'IDGEN_CLOSED' });
+  });
+
+  it('logs through the given logger only, bound to the sequence', async () => {
+    const store = new MemoryStore();
+    const lines: string[] = [];
+    const { pino } = await import('pino');
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+    const ids = new IdGen({ store, dc: 'dc1', keyspace: KEYSPACE, logger });
+    await ids.createSequence('orders', { dcRangeSize: 100, blockSize: 10, threshold: 0.5 });
+    const seq = ids.sequence('orders');
+    await seq.next();
+    store.faults.push({ op: 'readDcState', effect: 'unavailable', times: 3 });
+    for (let i = 0; i < 9; i++) await seq.next(); // the background claim at 5 fails
+    await expect(seq.next()).rejects.toMatchObject({ code: 'IDGEN_STORE_UNAVAILABLE' });
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ sequence: 'orders', dc: 'dc1', level: 40 });
+  });
+});

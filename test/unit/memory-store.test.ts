@@ -1,0 +1,120 @@
+import { describe, expect, it } from 'vitest';
+
+import { StoreUnavailableError } from '../../src/errors.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import type { SequenceSettings } from '../../src/store/port.js';
+import { describeStoreContract } from '../contract/store-contract.js';
+import { dcState } from './fixtures.js';
+
+describeStoreContract('MemoryStore', async () => ({
+  store: new MemoryStore(),
+  dc: 'dc1',
+  otherDc: 'dc2',
+  cleanup: async () => undefined,
+}));
+
+const settings: SequenceSettings = {
+  name: 'faulty',
+  domain: 'custom',
+  min: 1n,
+  max: 1_000n,
+  start: 1n,
+  dcRangeSize: 100n,
+  blockSize: 10,
+  threshold: 0.5,
+};
+
+async function storeWithSequence(): Promise<MemoryStore> {
+  const store = new MemoryStore();
+  await store.createSequence(settings);
+  return store;
+}
+
+describe('MemoryStore fault injection', () => {
+  it('throws StoreUnavailableError at the level of the method, once by default', async () => {
+    const store = await storeWithSequence();
+    store.faults.push({ op: 'readGrants', effect: 'unavailable' });
+    store.faults.push({ op: 'readDcState', effect: 'unavailable' });
+    await expect(store.readGrants('faulty', 'dc1')).rejects.toMatchObject({
+      code: 'IDGEN_STORE_UNAVAILABLE',
+      level: 'serial',
+      operation: 'readGrants',
+    });
+    await expect(store.readDcState('faulty', 'dc1')).rejects.toMatchObject({
+      level: 'local_serial',
+    });
+    expect(store.faults).toEqual([]);
+    expect((await store.readGrants('faulty', 'dc1')).globalLast).toBe(0n);
+    expect(store.calls.readGrants).toBe(2);
+  });
+
+  it('keeps a fault for `times` calls, and scopes it to a DC', async () => {
+    const store = await storeWithSequence();
+    store.faults.push({ op: 'readGrants', effect: 'unavailable', dc: 'dc3', times: Infinity });
+    await expect(store.readGrants('faulty', 'dc3')).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(store.readGrants('faulty', 'dc3')).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect((await store.readGrants('faulty', 'dc1')).latest).toBeUndefined();
+    expect(store.faults).toHaveLength(1);
+  });
+
+  it('unknown-applied applies the write and reports unknown', async () => {
+    const store = await storeWithSequence();
+    store.faults.push({ op: 'grantRange', effect: 'unknown-applied' });
+    const grant = { number: 1, min: 1n, max: 100n };
+    expect(await store.grantRange('faulty', 'dc1', 0n, grant)).toEqual({ kind: 'unknown' });
+    expect(await store.readGrants('faulty', 'dc1')).toEqual({ globalLast: 100n, latest: grant });
+    expect(store.grantLog).toEqual([{ sequence: 'faulty', dc: 'dc1', grant }]);
+  });
+
+  it('unknown-not-applied and rejected write nothing', async () => {
+    const store = await storeWithSequence();
+    store.faults.push({ op: 'writeDcState', effect: 'unknown-not-applied' });
+    store.faults.push({ op: 'writeDcState', effect: 'rejected' });
+    expect(await store.writeDcState('faulty', 'dc1', 0, dcState())).toEqual({ kind: 'unknown' });
+    expect(await store.writeDcState('faulty', 'dc1', 0, dcState())).toEqual({ kind: 'rejected' });
+    expect(await store.readDcState('faulty', 'dc1')).toBeUndefined();
+    expect(await store.writeDcState('faulty', 'dc1', 0, dcState())).toEqual({ kind: 'applied' });
+  });
+
+  it('delays a call until the test releases it, and runs onHit after an applied write', async () => {
+    const store = await storeWithSequence();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    store.faults.push({ op: 'writeDcState', effect: 'delay', until: gate });
+    const order: string[] = [];
+    const delayed = store.writeDcState('faulty', 'dc1', 0, dcState()).then((outcome) => {
+      order.push(`delayed ${outcome.kind}`);
+    });
+    store.faults.push({
+      op: 'writeDcState',
+      effect: 'unknown-applied',
+      onHit: async () => {
+        order.push(`onHit sees version ${(await store.readDcState('faulty', 'dc1'))?.version}`);
+      },
+    });
+    expect(await store.writeDcState('faulty', 'dc1', 0, dcState({ op: 'second' }))).toEqual({
+      kind: 'unknown',
+    });
+    release();
+    await delayed;
+    expect(order).toEqual(['onHit sees version 1', 'delayed rejected']);
+    expect((await store.readDcState('faulty', 'dc1'))?.op).toBe('second');
+  });
+
+  it('counts calls per method until reset, and keeps its data when closed', async () => {
+    const store = await storeWithSequence();
+    await store.readSequence('faulty');
+    await store.close();
+    expect(store.calls).toMatchObject({ createSequence: 1, readSequence: 1, close: 1 });
+    expect(await store.readSequence('faulty')).toEqual(settings);
+    store.resetCalls();
+    expect(Object.values(store.calls).every((n) => n === 0)).toBe(true);
+  });
+
+  it('refuses a DC state whose version does not follow the expected one', async () => {
+    const store = await storeWithSequence();
+    await expect(store.writeDcState('faulty', 'dc1', 0, dcState({ version: 2 }))).rejects.toThrow(
+      /expectedVersion \+ 1/,
+    );
+  });
+});

@@ -1,0 +1,236 @@
+import { describe, expect, it } from 'vitest';
+
+import { InvalidNameError, InvalidOptionError, InvariantError } from '../../src/errors.js';
+import {
+  DOMAIN_MAX,
+  MAX_INT63,
+  SEQUENCE_DEFAULTS,
+  resolveSequenceSettings,
+  validateChanges,
+  validateSequenceName,
+  validateStoredSettings,
+  type AlterSequenceOptions,
+  type CreateSequenceOptions,
+} from '../../src/options.js';
+import type { SequenceSettings } from '../../src/store/port.js';
+
+describe('resolveSequenceSettings', () => {
+  it('fills in frozen defaults: safe53, min 1, start = min', () => {
+    const settings = resolveSequenceSettings('orders');
+    expect(settings).toEqual({
+      name: 'orders',
+      domain: 'safe53',
+      min: 1n,
+      max: 2n ** 53n - 1n,
+      start: 1n,
+      dcRangeSize: 100_000n,
+      blockSize: 1_000,
+      threshold: 0.5,
+    });
+    expect(Object.isFrozen(settings)).toBe(true);
+    expect(Object.isFrozen(SEQUENCE_DEFAULTS)).toBe(true);
+    expect(Object.isFrozen(DOMAIN_MAX)).toBe(true);
+  });
+
+  it.each([
+    ['int32', 2n ** 31n - 1n],
+    ['safe53', 2n ** 53n - 1n],
+    ['int63', 2n ** 63n - 1n],
+  ] as const)('preset %s spans [1, %s]', (domain, max) => {
+    expect(resolveSequenceSettings('s', { domain })).toMatchObject({ domain, min: 1n, max });
+  });
+
+  it('records a custom domain when max is given, and accepts numbers for bigint fields', () => {
+    expect(
+      resolveSequenceSettings('s', {
+        min: 0,
+        max: 999,
+        start: 10,
+        dcRangeSize: 100,
+        blockSize: 10,
+      }),
+    ).toEqual({
+      name: 's',
+      domain: 'custom',
+      min: 0n,
+      max: 999n,
+      start: 10n,
+      dcRangeSize: 100n,
+      blockSize: 10,
+      threshold: 0.5,
+    });
+    expect(resolveSequenceSettings('s', { domain: 'int32', max: 2n ** 31n - 1n })).toMatchObject({
+      domain: 'custom',
+      max: 2n ** 31n - 1n,
+    });
+  });
+
+  it('caps default sizes to a small domain, and start defaults to min', () => {
+    expect(resolveSequenceSettings('s', { min: 5, max: 24 })).toMatchObject({
+      start: 5n,
+      dcRangeSize: 20n,
+      blockSize: 20,
+    });
+  });
+
+  it('accepts the largest values', () => {
+    expect(
+      resolveSequenceSettings('s', {
+        domain: 'int63',
+        start: MAX_INT63,
+        dcRangeSize: MAX_INT63,
+        blockSize: 10_000_000,
+        threshold: 0.999,
+      }),
+    ).toMatchObject({ start: MAX_INT63, dcRangeSize: MAX_INT63, blockSize: 10_000_000 });
+  });
+
+  const bad: [string, CreateSequenceOptions | Record<string, unknown>, string][] = [
+    ['unknown domain', { domain: 'int16' }, 'domain'],
+    ['custom as a preset', { domain: 'custom' }, 'domain'],
+    ['negative min', { min: -1 }, 'min'],
+    ['fractional min', { min: 1.5 }, 'min'],
+    ['min as a string', { min: '1' }, 'min'],
+    ['min above the preset max', { domain: 'int32', min: 2 ** 31 }, 'min'],
+    ['max below min', { min: 10, max: 9 }, 'max'],
+    ['max above 2^63-1', { max: 2n ** 63n }, 'max'],
+    ['max as an unsafe number', { max: 2 ** 60 }, 'max'],
+    ['max above the given preset', { domain: 'int32', max: 2 ** 31 }, 'max'],
+    ['NaN max', { max: Number.NaN }, 'max'],
+    ['start below min', { min: 5, start: 4 }, 'start'],
+    ['start above max', { max: 100, start: 101 }, 'start'],
+    ['fractional start', { start: 2.5 }, 'start'],
+    ['zero dcRangeSize', { dcRangeSize: 0 }, 'dcRangeSize'],
+    ['negative dcRangeSize', { dcRangeSize: -5n }, 'dcRangeSize'],
+    ['dcRangeSize beyond the domain', { max: 10, dcRangeSize: 11 }, 'dcRangeSize'],
+    ['fractional dcRangeSize', { dcRangeSize: 1.2 }, 'dcRangeSize'],
+    ['zero blockSize', { blockSize: 0 }, 'blockSize'],
+    ['fractional blockSize', { blockSize: 1.5 }, 'blockSize'],
+    ['blockSize above 10,000,000', { dcRangeSize: 10n ** 9n, blockSize: 10_000_001 }, 'blockSize'],
+    ['blockSize above dcRangeSize', { dcRangeSize: 100, blockSize: 101 }, 'blockSize'],
+    ['blockSize as a string', { blockSize: '10' }, 'blockSize'],
+    ['blockSize as a bigint', { blockSize: 10n }, 'blockSize'],
+    ['zero threshold', { threshold: 0 }, 'threshold'],
+    ['threshold of 1', { threshold: 1 }, 'threshold'],
+    ['negative threshold', { threshold: -0.1 }, 'threshold'],
+    ['NaN threshold', { threshold: Number.NaN }, 'threshold'],
+    ['threshold as a string', { threshold: '0.5' }, 'threshold'],
+    ['a misspelt option', { blocksize: 10 }, 'blocksize'],
+  ];
+
+  it.each(bad)('refuses %s, naming the option', (_label, options, option) => {
+    const error = catchError(() => resolveSequenceSettings('s', options as CreateSequenceOptions));
+    expect(error).toBeInstanceOf(InvalidOptionError);
+    expect(error).toMatchObject({ code: 'IDGEN_INVALID_OPTION', option });
+    expect((error as Error).message).toContain(`"${option}"`);
+    expect((error as InvalidOptionError).allowed.length).toBeGreaterThan(0);
+  });
+
+  it('says what is allowed, with the numbers', () => {
+    const error = catchError(() => resolveSequenceSettings('s', { max: 100, start: 101 }));
+    expect((error as Error).message).toBe(
+      'Invalid option "start": received 101; allowed: an integer from 1 to 100 (a number up to 2^53-1, or a bigint).',
+    );
+  });
+
+  it('refuses a bad name before looking at the options', () => {
+    expect(() => resolveSequenceSettings('1abc', { blockSize: 0 })).toThrow(InvalidNameError);
+  });
+});
+
+describe('validateSequenceName', () => {
+  it.each(['a', 'orders', 'Orders_2024', 'x'.repeat(48)])('accepts %s', (name) => {
+    expect(() => validateSequenceName(name)).not.toThrow();
+  });
+
+  it.each(['', '1abc', '_x', 'a-b', 'a b', 'x'.repeat(49), 'é', 42, undefined])(
+    'refuses %s with IDGEN_INVALID_NAME',
+    (name) => {
+      const error = catchError(() => validateSequenceName(name));
+      expect(error).toBeInstanceOf(InvalidNameError);
+      expect(error).toMatchObject({ code: 'IDGEN_INVALID_NAME', kind: 'sequence', received: name });
+    },
+  );
+});
+
+describe('validateChanges', () => {
+  const current = resolveSequenceSettings('s', {
+    max: 1_000_000,
+    dcRangeSize: 1_000,
+    blockSize: 100,
+  });
+
+  it('normalises the changes given, and only those', () => {
+    const changes = validateChanges({ dcRangeSize: 5_000, threshold: 0.25 }, current);
+    expect(changes).toEqual({ dcRangeSize: 5_000n, threshold: 0.25 });
+    expect(Object.keys(changes)).toEqual(['dcRangeSize', 'threshold']);
+    expect(validateChanges({ blockSize: 1_000 }, current)).toEqual({ blockSize: 1_000 });
+    // Both together: the new block size is checked against the new DC range size.
+    expect(validateChanges({ dcRangeSize: 50, blockSize: 50 }, current)).toEqual({
+      dcRangeSize: 50n,
+      blockSize: 50,
+    });
+  });
+
+  const bad: [string, Record<string, unknown>, string][] = [
+    ['no change', {}, 'changes'],
+    ['only undefined values', { blockSize: undefined }, 'changes'],
+    ['an unchangeable setting', { max: 5 }, 'max'],
+    ['start', { start: 5 }, 'start'],
+    ['a block size above the DC range size', { blockSize: 1_001 }, 'blockSize'],
+    ['a DC range size below the block size', { dcRangeSize: 99 }, 'dcRangeSize'],
+    ['a DC range size beyond the domain', { dcRangeSize: 1_000_001 }, 'dcRangeSize'],
+    ['a threshold of 1', { threshold: 1 }, 'threshold'],
+  ];
+
+  it.each(bad)('refuses %s, naming the option', (_label, changes, option) => {
+    const error = catchError(() => validateChanges(changes as AlterSequenceOptions, current));
+    expect(error).toBeInstanceOf(InvalidOptionError);
+    expect(error).toMatchObject({ code: 'IDGEN_INVALID_OPTION', option });
+    expect((error as Error).message).toContain(`"${option}"`);
+  });
+});
+
+describe('validateStoredSettings', () => {
+  const good: SequenceSettings = resolveSequenceSettings('s', {
+    domain: 'int32',
+    dcRangeSize: 1_000,
+    blockSize: 100,
+  });
+
+  it('accepts settings created by resolveSequenceSettings', () => {
+    expect(() => validateStoredSettings(good)).not.toThrow();
+    expect(() =>
+      validateStoredSettings(resolveSequenceSettings('t', { min: 0, max: 0 })),
+    ).not.toThrow();
+  });
+
+  it.each<[string, Partial<SequenceSettings>]>([
+    ['min above max', { min: 10n, max: 5n, start: 10n }],
+    ['negative min', { min: -1n }],
+    ['start below min', { start: 0n }],
+    ['start above max', { start: 2n ** 31n }],
+    ['max beyond its domain', { max: 2n ** 31n }],
+    ['max beyond 2^63-1', { domain: 'custom', max: 2n ** 63n }],
+    ['zero dcRangeSize', { dcRangeSize: 0n }],
+    ['blockSize above dcRangeSize', { blockSize: 1_001 }],
+    ['fractional blockSize', { blockSize: 1.5 }],
+    ['threshold of 1', { threshold: 1 }],
+    ['threshold NaN', { threshold: Number.NaN }],
+    ['unknown domain', { domain: 'int16' as SequenceSettings['domain'] }],
+    ['bad name', { name: 'a-b' }],
+  ])('refuses %s with IDGEN_INVARIANT_BROKEN', (_label, broken) => {
+    const error = catchError(() => validateStoredSettings({ ...good, ...broken }));
+    expect(error).toBeInstanceOf(InvariantError);
+    expect(error).toMatchObject({ code: 'IDGEN_INVARIANT_BROKEN' });
+  });
+});
+
+function catchError(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected an error');
+}

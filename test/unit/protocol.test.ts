@@ -1,0 +1,465 @@
+/**
+ * The DC protocol through Sequence handles over one MemoryStore: CAS outcomes, races between
+ * processes and DCs, partitions, exhaustion and rows that break invariants.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+
+import { MAX_CAS_ATTEMPTS } from '../../src/allocator/dc-allocator.js';
+import {
+  ContentionError,
+  InvariantError,
+  SequenceExhaustedError,
+  SerialUnavailableError,
+  StoreUnavailableError,
+} from '../../src/errors.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import type { DcState } from '../../src/store/port.js';
+import {
+  INFO,
+  WARN,
+  capturingLogger,
+  dcState,
+  draw,
+  drawUntilError,
+  expectStrictlyIncreasing,
+  expectUnique,
+  processIn,
+  range,
+  settle,
+  withSequence,
+  writes,
+} from './fixtures.js';
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('CAS timeouts at LOCAL_SERIAL (block claims)', () => {
+  it('recognises its own applied claim by op and uses the block', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
+    const seq = ids.sequence('orders');
+    expect(await seq.next()).toBe(1);
+    store.faults.push({ op: 'writeDcState', effect: 'unknown-applied' });
+    expect(await draw(seq, 15)).toEqual(range(2, 16));
+    expect(seq.stats()).toMatchObject({ casUnknown: 1, blocksClaimed: 2, wasted: 0 });
+    expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(20n);
+  });
+
+  it('retries a claim that was not applied, without a gap', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
+    const seq = ids.sequence('orders');
+    expect(await seq.next()).toBe(1);
+    const before = store.calls.writeDcState;
+    store.faults.push({ op: 'writeDcState', effect: 'unknown-not-applied' });
+    expect(await draw(seq, 15)).toEqual(range(2, 16));
+    expect(store.calls.writeDcState).toBe(before + 2);
+    expect(seq.stats()).toMatchObject({ casUnknown: 1, blocksClaimed: 2, wasted: 0 });
+  });
+
+  it('abandons a claim it cannot confirm because another process wrote after it', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
+    const a = ids.sequence('orders');
+    const b = processIn(store).sequence('orders');
+    expect(await a.next()).toBe(1);
+    let bId: number | undefined;
+    // A's claim of [11, 20] applies, then B claims [21, 30] before A can re-read.
+    store.faults.push({
+      op: 'writeDcState',
+      effect: 'unknown-applied',
+      onHit: async () => {
+        bId = await b.next();
+      },
+    });
+    const aIds = await draw(a, 10);
+    expect(bId).toBe(21);
+    expect(aIds).toEqual([...range(2, 10), 31]);
+    expect(a.stats()).toMatchObject({ casUnknown: 1, wasted: 10, blocksClaimed: 2 });
+    expectUnique([...aIds, ...(await draw(b, 9))]);
+  });
+});
+
+describe('CAS timeouts at SERIAL (grants) and in installs', () => {
+  it('recognises its own applied grant by the grant row and installs it', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+    store.faults.push({ op: 'grantRange', effect: 'unknown-applied' });
+    const seq = ids.sequence('orders');
+    expect(await draw(seq, 3)).toEqual([1, 2, 3]);
+    expect(store.grantLog).toHaveLength(1);
+    expect(store.calls.grantRange).toBe(1);
+    expect(seq.stats()).toMatchObject({ casUnknown: 1, rangesGranted: 1 });
+    expect(await store.readDcState('orders', 'dc1')).toMatchObject({
+      reservedMin: 1n,
+      reservedMax: 100n,
+      installedGrant: 1,
+    });
+  });
+
+  it('retries a grant that was not applied, and never installs an unconfirmed one', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+    store.faults.push({ op: 'grantRange', effect: 'unknown-not-applied' });
+    const seq = ids.sequence('orders');
+    expect(await seq.next()).toBe(1);
+    expect(store.calls.grantRange).toBe(2);
+    expect(store.grantLog.map((g) => g.grant)).toEqual([{ number: 1, min: 1n, max: 100n }]);
+    expect(seq.stats()).toMatchObject({ casUnknown: 1, rangesGranted: 1 });
+  });
+
+  it.each(['unknown-applied', 'unknown-not-applied'] as const)(
+    'resolves an install with outcome %s by re-reading the DC state',
+    async (effect) => {
+      const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+      store.faults.push({ op: 'writeDcState', effect }); // the first write installs grant 1
+      const seq = ids.sequence('orders');
+      expect(await draw(seq, 2)).toEqual([1, 2]);
+      expect(store.grantLog).toHaveLength(1);
+      expect(await store.readDcState('orders', 'dc1')).toMatchObject({
+        installedGrant: 1,
+        lastInteger: 10n,
+        version: 2,
+      });
+    },
+  );
+
+  it('installs a confirmed grant whose requester died, instead of asking for another', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+    store.faults.push({ op: 'writeDcState', effect: 'unavailable' });
+    await expect(ids.sequence('orders').next()).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(store.grantLog).toHaveLength(1);
+    expect(await store.readDcState('orders', 'dc1')).toBeUndefined();
+
+    const other = processIn(store).sequence('orders');
+    expect(await other.next()).toBe(1);
+    expect(store.grantLog).toHaveLength(1);
+    expect(other.stats().rangesGranted).toBe(0);
+  });
+
+  it('reports SERIAL as unavailable when every grant attempt times out', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+    store.faults.push({ op: 'grantRange', effect: 'unknown-not-applied', times: Infinity });
+    const error = await ids
+      .sequence('orders')
+      .next()
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SerialUnavailableError);
+    expect(error).toMatchObject({ sequence: 'orders', dc: 'dc1', dcRemaining: 0n });
+    expect((error as Error).cause).toBeInstanceOf(StoreUnavailableError);
+    expect(store.calls.grantRange).toBe(MAX_CAS_ATTEMPTS);
+    expect(store.grantLog).toHaveLength(0);
+  });
+});
+
+describe('races', () => {
+  it('makes the loser of a claim race retry after the winner, with no duplicate', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
+    const a = ids.sequence('orders');
+    const b = processIn(store).sequence('orders');
+    expect(await a.next()).toBe(1);
+    let release!: () => void;
+    let bId: number | undefined;
+    store.faults.push({
+      op: 'writeDcState',
+      effect: 'delay',
+      until: new Promise<void>((resolve) => (release = resolve)),
+      // While A's claim (expecting the version it read) waits, B claims.
+      onHit: () => void b.next().then((id) => ((bId = id), release())),
+    });
+    const aIds = await draw(a, 10);
+    expect(bId).toBe(11);
+    expect(aIds).toEqual([...range(2, 10), 21]);
+    expect(a.stats()).toMatchObject({ casRejections: 1, wasted: 0 });
+  });
+
+  it('keeps IDs unique and increasing per process with two processes in one DC', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 50, blockSize: 5, threshold: 0.5 });
+    const handles = [ids.sequence('orders'), processIn(store).sequence('orders')];
+    const perProcess = await Promise.all(handles.map((h) => draw(h, 300)));
+    for (const got of perProcess) expectStrictlyIncreasing(got);
+    expectUnique(perProcess.flat());
+    const rejections = handles.reduce((sum, h) => sum + h.stats().casRejections, 0);
+    expect(rejections).toBeGreaterThan(0);
+  });
+
+  it('keeps IDs unique and inside their DC’s grants with many DCs sharing one store', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 30, blockSize: 4, threshold: 0.5 });
+    const dcs = ['dc1', 'dc2', 'dc3'];
+    const handles = dcs.flatMap((dc) => [
+      { dc, seq: (dc === 'dc1' ? ids : processIn(store, dc)).sequence('orders') },
+      { dc, seq: processIn(store, dc).sequence('orders') },
+    ]);
+    const results = await Promise.all(
+      handles.map(async ({ dc, seq }) => ({ dc, got: await draw(seq, 150) })),
+    );
+    expectUnique(results.flatMap((r) => r.got));
+    for (const { dc, got } of results) {
+      expectStrictlyIncreasing(got);
+      const grants = store.grantLog.filter((g) => g.dc === dc).map((g) => g.grant);
+      for (const id of got) {
+        const inGrant = grants.some((g) => BigInt(id) >= g.min && BigInt(id) <= g.max);
+        if (!inGrant) expect.fail(`${dc} handed out ${id}, outside its grants`);
+      }
+    }
+    // Grants are disjoint and end at GLOBAL.
+    const all = store.grantLog.map((g) => g.grant).sort((x, y) => (x.min < y.min ? -1 : 1));
+    for (let i = 1; i < all.length; i++) expect(all[i]!.min).toBeGreaterThan(all[i - 1]!.max);
+    expect((await store.readGrants('orders', 'dc1')).globalLast).toBe(all.at(-1)!.max);
+  });
+});
+
+describe('a DC cut off from SERIAL', () => {
+  it('serves its local ranges, logs once, fails with SerialUnavailableError, and recovers', async () => {
+    vi.useFakeTimers();
+    const { logger, records } = capturingLogger();
+    const { store } = await withSequence({ dcRangeSize: 20, blockSize: 5, threshold: 0.5 });
+    const seq = processIn(store, 'dc1', logger).sequence('orders');
+    expect(await seq.next()).toBe(1); // grant 1 = [1, 20]
+
+    store.faults.push({ op: 'readGrants', effect: 'unavailable', times: Infinity });
+    const got = [1];
+    for (let i = 0; i < 19; i++) {
+      got.push(await seq.next());
+      await vi.advanceTimersByTimeAsync(3_000); // background retries keep failing
+    }
+    expect(got).toEqual(range(1, 20));
+    const rangeWarnings = () =>
+      records.filter((r) => r.level === WARN && r.msg.startsWith('requesting a DC range failed'));
+    expect(rangeWarnings()).toHaveLength(1);
+    expect(rangeWarnings()[0]).toMatchObject({ sequence: 'orders', dc: 'dc1' });
+    expect(seq.stats().errors).toBeGreaterThan(3);
+    // The last failure is a background range retry, or the background claim at 18 that found
+    // the reserved range spent; either way SERIAL is what failed.
+    const last = seq.stats().lastError;
+    const serialFailure = last instanceof SerialUnavailableError ? last.cause : last;
+    expect(serialFailure).toBeInstanceOf(StoreUnavailableError);
+    expect(serialFailure).toMatchObject({ level: 'serial' });
+
+    const error = await seq.next().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SerialUnavailableError);
+    expect(error).toMatchObject({
+      code: 'IDGEN_SERIAL_UNAVAILABLE',
+      sequence: 'orders',
+      dc: 'dc1',
+      dcRemaining: 0n,
+    });
+    expect(seq.tryNext()).toBeUndefined();
+    expect(rangeWarnings()).toHaveLength(1);
+
+    store.faults.length = 0;
+    const waits = seq.stats().waits;
+    await vi.advanceTimersByTimeAsync(31_000); // the background retry gets grant 2
+    await settle();
+    expect(
+      records.some((r) => r.level === INFO && r.msg === 'requesting DC ranges works again'),
+    ).toBe(true);
+    // ...and the block claim that failed for want of it runs again at once: no wait.
+    expect(seq.stats().remaining).toBe(5);
+    expect(await seq.next()).toBe(21);
+    expect(seq.stats().waits).toBe(waits);
+  });
+});
+
+describe('exhaustion', () => {
+  it('ends exactly at the int32 maximum, then SequenceExhaustedError', async () => {
+    const max = 2 ** 31 - 1;
+    const { store, ids } = await withSequence({
+      domain: 'int32',
+      start: max - 24,
+      dcRangeSize: 10,
+      blockSize: 4,
+    });
+    const seq = ids.sequence('orders');
+    const { ids: got, error } = await drawUntilError(seq);
+    expect(got).toEqual(range(max - 24, max));
+    expect(error).toBeInstanceOf(SequenceExhaustedError);
+    expect(error).toMatchObject({
+      code: 'IDGEN_SEQUENCE_EXHAUSTED',
+      sequence: 'orders',
+      max: BigInt(max),
+      globalLast: BigInt(max),
+    });
+    expect(store.grantLog.map((g) => g.grant.max - g.grant.min + 1n)).toEqual([10n, 10n, 5n]);
+
+    // Exhaustion is final: no further SERIAL round trips.
+    const serialReads = store.calls.readGrants;
+    await expect(seq.next()).rejects.toBeInstanceOf(SequenceExhaustedError);
+    expect(seq.tryNext()).toBeUndefined();
+    await settle();
+    expect(store.calls.readGrants).toBe(serialReads);
+  });
+
+  it('shares a tiny domain between DCs without losing or repeating an ID', async () => {
+    const { store, ids } = await withSequence({ min: 1, max: 25, dcRangeSize: 4, blockSize: 2 });
+    const handles = [ids.sequence('orders'), processIn(store, 'dc2').sequence('orders')];
+    const results = await Promise.all(handles.map((h) => drawUntilError(h)));
+    const all = results.flatMap((r) => r.ids);
+    expect([...all].sort((a, b) => a - b)).toEqual(range(1, 25));
+    for (const r of results) expect(r.error).toBeInstanceOf(SequenceExhaustedError);
+  });
+
+  it('keeps serving the DC’s ranges after a background request found the domain spent', async () => {
+    const { logger, records } = capturingLogger();
+    const { store } = await withSequence({ min: 1, max: 30, dcRangeSize: 20, blockSize: 5 });
+    const seq = processIn(store, 'dc1', logger).sequence('orders');
+    expect(await seq.next()).toBe(1); // dc1 gets [1, 20]
+    expect(await processIn(store, 'dc2').sequence('orders').next()).toBe(21); // dc2 [21, 30]
+    const { ids: got, error } = await drawUntilError(seq);
+    expect(got).toEqual(range(2, 20));
+    expect(error).toBeInstanceOf(SequenceExhaustedError);
+    expect(records.filter((r) => r.msg.startsWith('the sequence is exhausted'))).toHaveLength(1);
+  });
+});
+
+describe('rows that break invariants', () => {
+  const cases: [string, Partial<DcState>][] = [
+    [
+      'reserved_min above reserved_max',
+      { reservedMin: 50n, reservedMax: 40n, preloadedMin: 50n, preloadedMax: 40n },
+    ],
+    ['last_integer below reserved_min - 1', { lastInteger: -1n }],
+    ['last_integer above reserved_max', { lastInteger: 101n }],
+    ['a reserved range outside the domain', { reservedMax: 2_000n, preloadedMax: 2_000n }],
+    ['installed grant two ahead of reserved', { installedGrant: 3 }],
+    ['no preloaded range, yet preloaded differs', { preloadedMin: 5n }],
+    [
+      'a preloaded range overlapping reserved',
+      { installedGrant: 2, preloadedMin: 50n, preloadedMax: 150n },
+    ],
+  ];
+
+  it.each(cases)('refuses a DC state with %s and writes nothing', async (_label, broken) => {
+    const { store, ids } = await withSequence({ max: 1_000, dcRangeSize: 100, blockSize: 10 });
+    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
+    const row = dcState(broken);
+    await store.writeDcState('orders', 'dc1', row.version - 1, row);
+    const before = writes(store);
+    const error = await ids
+      .sequence('orders')
+      .next()
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvariantError);
+    expect(error).toMatchObject({ code: 'IDGEN_INVARIANT_BROKEN', sequence: 'orders' });
+    expect(writes(store)).toEqual(before);
+  });
+
+  it('refuses a grant that ends above GLOBAL', async () => {
+    const { store, ids } = await withSequence({ max: 1_000, dcRangeSize: 100, blockSize: 10 });
+    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
+    // A grant for dc2 that moves GLOBAL backwards: only a broken writer could do this.
+    await store.grantRange('orders', 'dc2', 100n, { number: 1, min: 5n, max: 50n });
+    const before = writes(store);
+    await expect(ids.sequence('orders').next()).rejects.toThrow(/above GLOBAL last_integer 50/);
+    expect(writes(store)).toEqual(before);
+  });
+
+  it('refuses a latest grant older than the installed one', async () => {
+    const { store, ids } = await withSequence({ max: 1_000, dcRangeSize: 10, blockSize: 10 });
+    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 10n });
+    const spent = dcState({
+      lastInteger: 10n,
+      reservedMax: 10n,
+      preloadedMax: 10n,
+      reservedGrant: 2,
+      installedGrant: 2,
+    });
+    await store.writeDcState('orders', 'dc1', 0, spent);
+    const before = writes(store);
+    await expect(ids.sequence('orders').next()).rejects.toThrow(
+      /latest grant 1 is older than installed grant 2/,
+    );
+    expect(writes(store)).toEqual(before);
+  });
+
+  it('refuses a DC state holding IDs above GLOBAL', async () => {
+    const { store, ids } = await withSequence({ max: 1_000, dcRangeSize: 50, blockSize: 10 });
+    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 50n });
+    await store.writeDcState('orders', 'dc1', 0, dcState({ lastInteger: 100n }));
+    const before = writes(store);
+    await expect(ids.sequence('orders').next()).rejects.toBeInstanceOf(InvariantError);
+    expect(writes(store)).toEqual(before);
+  });
+
+  it('refuses stored settings that break the rules, before any write', async () => {
+    const store = new MemoryStore();
+    await store.createSequence({
+      name: 'orders',
+      domain: 'custom',
+      min: 1n,
+      max: 1_000n,
+      start: 1n,
+      dcRangeSize: 10n,
+      blockSize: 20,
+      threshold: 0.5,
+    });
+    await expect(processIn(store).sequence('orders').next()).rejects.toThrow(/blockSize 20/);
+    expect(writes(store)).toEqual({ grantRange: 0, writeDcState: 0 });
+  });
+
+  it('never hands out a block at or below its earlier IDs, even if the DC row moved back', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.5 });
+    const seq = ids.sequence('orders');
+    expect(await draw(seq, 6)).toEqual(range(1, 6)); // [1, 10] in use, [11, 20] preloaded
+    await settle();
+    const state = (await store.readDcState('orders', 'dc1'))!;
+    expect(state.lastInteger).toBe(20n);
+    // A broken writer moves last_integer back: the next claim gets [11, 20] a second time.
+    await store.writeDcState('orders', 'dc1', state.version, {
+      ...state,
+      lastInteger: 10n,
+      version: state.version + 1,
+      op: 'reset',
+    });
+    const got = await draw(seq, 9); // at 15 the background claim gets [11, 20] and refuses it
+    await settle();
+    got.push(...(await draw(seq, 11)));
+    expect(got).toEqual(range(7, 26));
+    expect(seq.stats().lastError).toBeInstanceOf(InvariantError);
+    expect(seq.stats().lastError?.message).toMatch(/not above its earlier IDs \(up to 20\)/);
+    expect(seq.stats().wasted).toBe(10);
+  });
+});
+
+describe('contention', () => {
+  it('gives up a claim after the bounded retries with ContentionError', async () => {
+    vi.useFakeTimers();
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
+    const seq = ids.sequence('orders');
+    expect(await seq.next()).toBe(1);
+    store.faults.push({ op: 'writeDcState', effect: 'rejected', times: Infinity });
+    const before = store.calls.writeDcState;
+    // The background claim at 90% of the block loses every race; next() then joins it.
+    expect(await draw(seq, 9)).toEqual(range(2, 10));
+    const pending = seq.next().catch((e: unknown) => e);
+    await vi.advanceTimersByTimeAsync(10_000);
+    const error = await pending;
+    expect(error).toBeInstanceOf(ContentionError);
+    expect(error).toMatchObject({
+      code: 'IDGEN_CONTENTION',
+      operation: 'claim a block',
+      attempts: MAX_CAS_ATTEMPTS,
+    });
+    expect(store.calls.writeDcState - before).toBe(MAX_CAS_ATTEMPTS);
+    expect(seq.stats().casRejections).toBe(MAX_CAS_ATTEMPTS);
+  });
+
+  it('gives up a grant after the bounded retries with ContentionError', async () => {
+    vi.useFakeTimers();
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+    store.faults.push({ op: 'grantRange', effect: 'rejected', times: Infinity });
+    let grantsAtFailure = 0;
+    const pending = ids
+      .sequence('orders')
+      .next()
+      .catch((e: unknown) => {
+        grantsAtFailure = store.calls.grantRange;
+        return e;
+      });
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(await pending).toMatchObject({
+      code: 'IDGEN_CONTENTION',
+      operation: 'grant a DC range',
+      attempts: MAX_CAS_ATTEMPTS,
+    });
+    expect(grantsAtFailure).toBe(MAX_CAS_ATTEMPTS);
+    // The range request goes on in the background, with backoff.
+    expect(store.calls.grantRange).toBeGreaterThan(MAX_CAS_ATTEMPTS);
+  });
+});

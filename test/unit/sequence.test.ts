@@ -1,0 +1,453 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+
+import { DcAllocator } from '../../src/allocator/dc-allocator.js';
+import {
+  ClosedError,
+  DomainNeedsBigIntError,
+  InvalidCountError,
+  InvalidNameError,
+  SequenceExhaustedError,
+  SequenceNotFoundError,
+} from '../../src/errors.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import {
+  KEYSPACE,
+  draw,
+  drawUntilError,
+  expectStrictlyIncreasing,
+  expectUnique,
+  processIn,
+  range,
+  settle,
+  withSequence,
+  writes,
+} from './fixtures.js';
+
+afterEach(() => {
+  vi.useRealTimers();
+  vi.restoreAllMocks();
+});
+
+describe('Sequence: loading', () => {
+  it('reads nothing until the first ID is asked for, then loads the settings once', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+    store.resetCalls();
+    const seq = ids.sequence('orders');
+    expect(seq.state).toBe('idle');
+    expect(store.calls.readSequence).toBe(0);
+    expect(await draw(seq, 3)).toEqual([1, 2, 3]);
+    expect(seq.state).toBe('ready');
+    expect(store.calls.readSequence).toBe(1);
+  });
+
+  it('rejects with SequenceNotFoundError, then works once the sequence exists', async () => {
+    const store = new MemoryStore();
+    const ids = processIn(store);
+    const seq = ids.sequence('later');
+    const error = await seq.next().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SequenceNotFoundError);
+    expect(error).toMatchObject({ sequence: 'later', keyspace: KEYSPACE });
+    expect(seq.state).toBe('idle');
+    await ids.createSequence('later', { dcRangeSize: 10, blockSize: 5 });
+    expect(await seq.next()).toBe(1);
+  });
+
+  it('refuses a domain beyond 2^53-1 for a number handle, and serves it as bigint', async () => {
+    const { store, ids } = await withSequence({ domain: 'int63', start: 2n ** 60n }, 'wide');
+    await ids.createSequence('custom_wide', { max: 2n ** 53n });
+    await ids.createSequence('custom_safe', { max: 2n ** 53n - 1n, start: 2n ** 53n - 3n });
+    const before = writes(store);
+    const error = await ids
+      .sequence('wide')
+      .next()
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DomainNeedsBigIntError);
+    expect(error).toMatchObject({ sequence: 'wide', max: 2n ** 63n - 1n });
+    await expect(ids.sequence('custom_wide').next()).rejects.toBeInstanceOf(DomainNeedsBigIntError);
+    expect(writes(store)).toEqual(before);
+    expect(await ids.sequence('wide', { bigint: true }).next()).toBe(2n ** 60n);
+    expect(await draw(ids.sequence('custom_safe'), 3)).toEqual([
+      Number.MAX_SAFE_INTEGER - 2,
+      Number.MAX_SAFE_INTEGER - 1,
+      Number.MAX_SAFE_INTEGER,
+    ]);
+  });
+
+  it('validates the name synchronously', async () => {
+    const { ids } = await withSequence({});
+    expect(() => ids.sequence('no-dashes')).toThrow(InvalidNameError);
+  });
+});
+
+describe('Sequence: process-level double buffering', () => {
+  it('claims the next block in the background once threshold·blockSize is used', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.5 });
+    const seq = ids.sequence('orders');
+    expect(await seq.next()).toBe(1);
+    await settle();
+    expect(seq.stats()).toMatchObject({ remaining: 9, blocksClaimed: 1 });
+    const claimsBefore = store.calls.writeDcState;
+
+    expect([seq.tryNext(), seq.tryNext(), seq.tryNext()]).toEqual([2, 3, 4]);
+    await settle();
+    expect(store.calls.writeDcState).toBe(claimsBefore);
+    expect(seq.stats().remaining).toBe(6);
+
+    expect(seq.tryNext()).toBe(5); // 5 of 10 used: the threshold
+    await settle();
+    expect(store.calls.writeDcState).toBe(claimsBefore + 1);
+    expect(seq.stats()).toMatchObject({ remaining: 15, blocksClaimed: 2 });
+
+    // Past the threshold with a block preloaded: no further claim.
+    expect([seq.tryNext(), seq.tryNext()]).toEqual([6, 7]);
+    await settle();
+    expect(seq.stats().blocksClaimed).toBe(2);
+  });
+
+  it('switches to the preloaded block without waiting', async () => {
+    const { ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.5 });
+    const seq = ids.sequence('orders');
+    const got = [await seq.next()];
+    for (let i = 0; i < 39; i++) {
+      const id = seq.tryNext();
+      expect(id).toBeDefined();
+      got.push(id!);
+      await settle();
+    }
+    expect(got).toEqual(range(1, 40));
+    expect(seq.stats()).toMatchObject({ waits: 1, blocksClaimed: 5 });
+  });
+
+  it('returns undefined from tryNext when nothing is held, and starts the refill', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+    const seq = ids.sequence('orders');
+    expect(seq.tryNext()).toBeUndefined();
+    await settle();
+    expect(store.calls.readSequence).toBe(1);
+    expect(seq.tryNext()).toBe(1);
+  });
+
+  it('ready() claims a block so tryNext succeeds at once', async () => {
+    const { ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+    const seq = ids.sequence('orders');
+    await seq.ready();
+    expect(seq.tryNext()).toBe(1);
+    expect(seq.stats().waits).toBe(0);
+  });
+});
+
+describe('Sequence: single flight', () => {
+  it('serves 100 concurrent next() calls from one load, one grant and one claim', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100_000, blockSize: 1_000 });
+    store.resetCalls();
+    const seq = ids.sequence('orders');
+    const got = await Promise.all(Array.from({ length: 100 }, () => seq.next()));
+    expect([...got].sort((a, b) => a - b)).toEqual(range(1, 100));
+    expect(store.calls).toMatchObject({
+      readSequence: 1,
+      readGrants: 1,
+      grantRange: 1,
+      writeDcState: 2, // install the grant, claim the block
+    });
+    expect(seq.stats()).toMatchObject({ waits: 100, casRejections: 0, blocksClaimed: 1 });
+  });
+
+  it('never has two claims or two range requests in flight in one process', async () => {
+    const claims = trackConcurrency(DcAllocator.prototype, 'claimBlock');
+    // grantAndInstall is the body of one DC range request (ensureRange shares it).
+    const ranges = trackConcurrency(DcAllocator.prototype, 'grantAndInstall');
+    const store = new MemoryStore({ latencyMs: 1 });
+    const ids = processIn(store);
+    await ids.createSequence('orders', { dcRangeSize: 50, blockSize: 5, threshold: 0.5 });
+    const seq = ids.sequence('orders');
+    const got = await Promise.all(Array.from({ length: 400 }, () => seq.next()));
+    expect([...got].sort((a, b) => a - b)).toEqual(range(1, 400));
+    expect(claims.calls).toBeGreaterThanOrEqual(80);
+    expect(claims.max).toBe(1);
+    expect(ranges.calls).toBeGreaterThanOrEqual(8);
+    expect(ranges.max).toBe(1);
+    // A claim and a range install may still race each other on the DC state's version.
+    expect(seq.stats().wasted).toBe(0);
+  });
+
+  it('hands out strictly increasing IDs in call order', async () => {
+    const { ids } = await withSequence({ dcRangeSize: 30, blockSize: 4, threshold: 0.5 });
+    const seq = ids.sequence('orders');
+    const order: number[] = [];
+    await Promise.all(
+      Array.from({ length: 200 }, () => seq.next().then((id) => void order.push(id))),
+    );
+    expectStrictlyIncreasing(order);
+    expect(order).toEqual(range(1, 200));
+  });
+});
+
+describe('Sequence: DC-level double buffering', () => {
+  it('grants the next DC range in the background once threshold of the reserved range is claimed', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 20, blockSize: 5, threshold: 0.5 });
+    const seq = ids.sequence('orders');
+    expect(await seq.next()).toBe(1); // grant 1 = [1, 20], block [1, 5]: 25% of the range
+    await settle();
+    expect(store.calls.grantRange).toBe(1);
+
+    expect([seq.tryNext(), seq.tryNext()]).toEqual([2, 3]); // preload block [6, 10]: 50%
+    await settle();
+    expect(store.calls.grantRange).toBe(2);
+    expect(await store.readDcState('orders', 'dc1')).toMatchObject({
+      lastInteger: 10n,
+      reservedMin: 1n,
+      reservedMax: 20n,
+      reservedGrant: 1,
+      preloadedMin: 21n,
+      preloadedMax: 40n,
+      installedGrant: 2,
+    });
+    expect(seq.stats().rangesGranted).toBe(2);
+  });
+
+  it('switches from the reserved to the preloaded DC range, skipping other DCs’ grants', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 20, blockSize: 5, threshold: 0.9 });
+    const seq = ids.sequence('orders');
+    expect(await draw(seq, 12)).toEqual(range(1, 12));
+    // dc2 takes the range right after dc1's first one.
+    const dc2 = processIn(store, 'dc2').sequence('orders');
+    expect(await dc2.next()).toBe(21);
+    const got = await draw(seq, 20);
+    expect(got).toEqual([...range(13, 20), ...range(41, 52)]);
+    const state = await store.readDcState('orders', 'dc1');
+    expect(state).toMatchObject({ reservedMin: 41n, reservedMax: 60n, reservedGrant: 2 });
+    expect(store.grantLog.map((g) => [g.dc, g.grant.min, g.grant.max])).toEqual([
+      ['dc1', 1n, 20n],
+      ['dc2', 21n, 40n],
+      ['dc1', 41n, 60n],
+    ]);
+  });
+});
+
+describe('Sequence: take()', () => {
+  it('returns contiguous runs', async () => {
+    const { ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+    const seq = ids.sequence('orders');
+    expect(await seq.take(4)).toEqual({ first: 1, last: 4 });
+    expect(await seq.next()).toBe(5);
+    expect(await seq.take(5)).toEqual({ first: 6, last: 10 });
+    expect(await seq.take(10)).toEqual({ first: 11, last: 20 });
+  });
+
+  it('skips a short remainder, counts it as wasted, and stays increasing', async () => {
+    const { ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
+    const seq = ids.sequence('orders');
+    expect(await draw(seq, 7)).toEqual(range(1, 7));
+    expect(await seq.take(5)).toEqual({ first: 11, last: 15 });
+    expect(seq.stats().wasted).toBe(3);
+    expect(await seq.next()).toBe(16);
+  });
+
+  it.each([0, -1, 11, 1.5, Number.NaN, '3' as unknown as number])(
+    'refuses a count of %s with InvalidCountError and writes nothing',
+    async (count) => {
+      const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+      const error = await ids
+        .sequence('orders')
+        .take(count)
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(InvalidCountError);
+      expect(error).toMatchObject({ code: 'IDGEN_INVALID_COUNT', maxCount: 10, received: count });
+      expect(writes(store)).toEqual({ grantRange: 0, writeDcState: 0 });
+    },
+  );
+
+  it('takes bigint runs', async () => {
+    const { ids } = await withSequence({ domain: 'int63', start: 2n ** 62n, blockSize: 100 });
+    expect(await ids.sequence('orders', { bigint: true }).take(100)).toEqual({
+      first: 2n ** 62n,
+      last: 2n ** 62n + 99n,
+    });
+  });
+});
+
+describe('Sequence: stats()', () => {
+  it('is a frozen snapshot with every counter', async () => {
+    const { ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+    const seq = ids.sequence('orders');
+    await seq.next();
+    const stats = seq.stats();
+    expect(Object.isFrozen(stats)).toBe(true);
+    expect(stats).toEqual({
+      remaining: 9,
+      blocksClaimed: 1,
+      rangesGranted: 1,
+      waits: 1,
+      errors: 0,
+      casRejections: 0,
+      casUnknown: 0,
+      wasted: 0,
+      lwtWrites: 3, // grant, install, claim
+      serialReads: 1,
+      localSerialReads: 3, // claim (no state), range request, claim
+      lastError: undefined,
+    });
+    await seq.next();
+    expect(stats.remaining).toBe(9);
+  });
+});
+
+describe('Sequence: close()', () => {
+  it('returns the unused tail, and the next process continues right after', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+    const seq = ids.sequence('orders');
+    expect(await draw(seq, 3)).toEqual([1, 2, 3]);
+    await seq.close();
+    expect(seq.state).toBe('closed');
+    expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(3n);
+    expect(seq.stats()).toMatchObject({ wasted: 0, remaining: 0 });
+    expect(await processIn(store).sequence('orders').next()).toBe(4);
+  });
+
+  it('returns the preloaded block together with the current tail', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.5 });
+    const seq = ids.sequence('orders');
+    expect(await draw(seq, 6)).toEqual(range(1, 6));
+    await settle();
+    expect(seq.stats().remaining).toBe(14);
+    await seq.close();
+    expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(6n);
+    expect(seq.stats().wasted).toBe(0);
+    expect(await processIn(store).sequence('orders').next()).toBe(7);
+  });
+
+  it('does not return IDs when another process claimed after them', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
+    const a = ids.sequence('orders');
+    const b = processIn(store).sequence('orders');
+    expect(await a.next()).toBe(1);
+    expect(await b.next()).toBe(11);
+    await a.close();
+    expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(20n);
+    expect(a.stats().wasted).toBe(9);
+    expect(await processIn(store).sequence('orders').next()).toBe(21);
+  });
+
+  it('returns only the preloaded block when another process claimed between the two', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.5 });
+    const a = ids.sequence('orders');
+    const b = processIn(store).sequence('orders');
+    expect(await a.next()).toBe(1);
+    expect(await b.next()).toBe(11);
+    expect(await draw(a, 4)).toEqual([2, 3, 4, 5]); // preloads [21, 30]
+    await settle();
+    await a.close();
+    expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(20n);
+    expect(a.stats().wasted).toBe(5); // [6, 10]
+    expect(await processIn(store).sequence('orders').next()).toBe(21);
+  });
+
+  it('waits for an in-flight refill and returns the block it brought', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+    const seq = ids.sequence('orders');
+    await seq.ready();
+    let release!: () => void;
+    store.faults.push({
+      op: 'writeDcState',
+      effect: 'delay',
+      until: new Promise<void>((resolve) => (release = resolve)),
+    });
+    const drained = await draw(seq, 10); // the threshold starts a claim, held by the fault
+    expect(drained).toEqual(range(1, 10));
+    const waiting = seq.next();
+    const closed = seq.close();
+    expect(seq.state).toBe('closing');
+    release();
+    await expect(waiting).rejects.toBeInstanceOf(ClosedError);
+    await closed;
+    expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(10n);
+    expect(seq.stats()).toMatchObject({ wasted: 0, blocksClaimed: 2 });
+  });
+
+  it('throws ClosedError on every call after close, and closes only once', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+    const seq = ids.sequence('orders');
+    await seq.next();
+    const first = seq.close();
+    expect(seq.close()).toBe(first);
+    await first;
+    expect(() => seq.tryNext()).toThrow(ClosedError);
+    await expect(seq.next()).rejects.toBeInstanceOf(ClosedError);
+    await expect(seq.take(1)).rejects.toBeInstanceOf(ClosedError);
+    await expect(seq.ready()).rejects.toBeInstanceOf(ClosedError);
+    expect(store.calls.writeDcState).toBe(3); // install, claim, return
+  });
+
+  it('closes a handle that was never used without touching the store', async () => {
+    const { store, ids } = await withSequence({});
+    store.resetCalls();
+    const seq = ids.sequence('orders');
+    await seq.close();
+    expect(seq.state).toBe('closed');
+    expect(Object.values(store.calls).every((n) => n === 0)).toBe(true);
+  });
+});
+
+describe('Sequence: bigint domains', () => {
+  it('hands out IDs up to 2^63-1 exactly, then SequenceExhaustedError', async () => {
+    const max = 2n ** 63n - 1n;
+    const { store, ids } = await withSequence({
+      domain: 'int63',
+      start: max - 99n,
+      dcRangeSize: 30,
+      blockSize: 7,
+    });
+    const seq = ids.sequence('orders', { bigint: true });
+    const { ids: got, error } = await drawUntilError(seq);
+    expect(got).toHaveLength(100);
+    expect(got[0]).toBe(max - 99n);
+    expect(got.at(-1)).toBe(max);
+    expect(got.every((id) => typeof id === 'bigint')).toBe(true);
+    expectStrictlyIncreasing(got);
+    expect(error).toBeInstanceOf(SequenceExhaustedError);
+    expect(error).toMatchObject({ max, globalLast: max });
+    expect(store.grantLog.at(-1)?.grant).toEqual({ number: 4, min: max - 9n, max });
+  });
+
+  it('keeps bigint IDs unique across processes near the top', async () => {
+    const max = 2n ** 63n - 1n;
+    const { store, ids } = await withSequence({
+      domain: 'int63',
+      start: max - 999n,
+      dcRangeSize: 50,
+      blockSize: 8,
+    });
+    const handles = [
+      ids.sequence('orders', { bigint: true }),
+      processIn(store, 'dc1').sequence('orders', { bigint: true }),
+      processIn(store, 'dc2').sequence('orders', { bigint: true }),
+    ];
+    const results = await Promise.all(handles.map((h) => drawUntilError(h)));
+    const all = results.flatMap((r) => r.ids);
+    expectUnique(all);
+    expect(all.every((id) => id >= max - 999n && id <= max)).toBe(true);
+    for (const r of results) {
+      expectStrictlyIncreasing(r.ids);
+      expect(r.error).toBeInstanceOf(SequenceExhaustedError);
+    }
+  });
+});
+
+/** Wraps `owner[method]` to count its calls and the most of them in flight at once. */
+function trackConcurrency(owner: object, method: string): { calls: number; max: number } {
+  const target = owner as Record<string, (...args: unknown[]) => Promise<unknown>>;
+  const original = target[method]!;
+  const seen = { calls: 0, max: 0 };
+  let inFlight = 0;
+  vi.spyOn(target, method).mockImplementation(async function (this: unknown, ...args: unknown[]) {
+    seen.calls++;
+    inFlight++;
+    seen.max = Math.max(seen.max, inFlight);
+    try {
+      return await original.apply(this, args);
+    } finally {
+      inFlight--;
+    }
+  });
+  return seen;
+}

@@ -454,6 +454,7 @@ export class DcAllocator {
         `DC "${this.dc}" grant ${g.number} [${g.min}, ${g.max}] is not within [${low}, ${high}]`,
       );
     }
+    // readGrants reads the latest grant before GLOBAL, so even a grant made in between is covered.
     if (g.max > view.globalLast) {
       throw this.broken(
         `DC "${this.dc}" grant ${g.number} ends at ${g.max}, above GLOBAL last_integer ${view.globalLast}`,

@@ -44,33 +44,34 @@ interface Statement {
 }
 
 const SETTINGS = 'sequence, domain, min_id, max_id, start_id, dc_range_size, block_size, threshold';
-const GRANT_ROW = 'dc, last_integer, grant_number, grant_min, grant_max';
+const GRANT = 'dc, grant_number, grant_min, grant_max';
+const GRANT_ROW = 'dc, grant_number, last_integer, grant_min, grant_max';
 const DC_STATE =
   'last_integer, reserved_min, reserved_max, reserved_grant, preloaded_min, preloaded_max, installed_grant, version, op';
 
 // prettier-ignore
 const STATEMENTS = {
-  // ── settings + GLOBAL row: one statement, so a sequence never exists without its high-water mark
-  createSequence: { cql: `INSERT INTO $grants (${SETTINGS}, dc, last_integer) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'GLOBAL', ?) IF NOT EXISTS`,
+  // ── settings + GLOBAL row (dc 'GLOBAL', grant_number 0): one statement, so a sequence never exists without its high-water mark
+  createSequence: { cql: `INSERT INTO $grants (${SETTINGS}, dc, grant_number, last_integer) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'GLOBAL', 0, ?) IF NOT EXISTS`,
                     consistency: CL.eachQuorum, serial: CL.serial, level: 'serial' },
-  // settings are static columns: Cassandra refuses `AND dc = 'GLOBAL'` here, so IF EXISTS tests the static row
+  // settings are static columns: Cassandra refuses an UPDATE of only static columns that names the clustering key, so IF EXISTS tests the static row
   alterSequence:  { cql: `UPDATE $grants SET dc_range_size = ?, block_size = ?, threshold = ? WHERE sequence = ? IF EXISTS`,
                     consistency: CL.eachQuorum, serial: CL.serial, level: 'serial' },
   readSequence:   { cql: `SELECT DISTINCT ${SETTINGS} FROM $grants WHERE sequence = ?`,
                     consistency: CL.localQuorum, level: 'local' },
   listSequences:  { cql: `SELECT DISTINCT ${SETTINGS} FROM $grants`,
                     consistency: CL.localQuorum, level: 'local' },
-  // ── grant level: SERIAL only
-  readGrants:     { cql: `SELECT ${GRANT_ROW} FROM $grants WHERE sequence = ? AND dc IN ('GLOBAL', ?)`,
+  // ── grant level: SERIAL only. readGrants = readLatestGrant, THEN readGlobal (design.md: this order matters)
+  readLatestGrant:{ cql: `SELECT ${GRANT} FROM $grants WHERE sequence = ? AND dc = ? LIMIT 1`,
                     consistency: CL.serial, level: 'serial' },
-  // grantRange = BEGIN BATCH grantGlobal; grantFirst (grant 1) | grantNext (grant n > 1) APPLY BATCH
-  grantRange:     { cql: '(conditional batch of grantGlobal with grantFirst or grantNext)',
+  readGlobal:     { cql: `SELECT last_integer FROM $grants WHERE sequence = ? AND dc = 'GLOBAL' AND grant_number = 0`,
+                    consistency: CL.serial, level: 'serial' },
+  // grantRange = BEGIN BATCH grantGlobal; grantInsert APPLY BATCH (one partition, both conditions must hold)
+  grantRange:     { cql: '(conditional batch of grantGlobal and grantInsert)',
                     consistency: CL.quorum, serial: CL.serial, level: 'serial' },
-  grantGlobal:    { cql: `UPDATE $grants SET last_integer = ? WHERE sequence = ? AND dc = 'GLOBAL' IF last_integer = ?`,
+  grantGlobal:    { cql: `UPDATE $grants SET last_integer = ? WHERE sequence = ? AND dc = 'GLOBAL' AND grant_number = 0 IF last_integer = ?`,
                     consistency: CL.quorum, serial: CL.serial, level: 'serial' },
-  grantFirst:     { cql: `INSERT INTO $grants (sequence, dc, grant_number, grant_min, grant_max) VALUES (?, ?, ?, ?, ?) IF NOT EXISTS`,
-                    consistency: CL.quorum, serial: CL.serial, level: 'serial' },
-  grantNext:      { cql: `UPDATE $grants SET grant_number = ?, grant_min = ?, grant_max = ? WHERE sequence = ? AND dc = ? IF grant_number = ?`,
+  grantInsert:    { cql: `INSERT INTO $grants (sequence, dc, grant_number, grant_min, grant_max) VALUES (?, ?, ?, ?, ?) IF NOT EXISTS`,
                     consistency: CL.quorum, serial: CL.serial, level: 'serial' },
   // ── DC level: LOCAL_SERIAL only, from the DC itself
   readDcState:    { cql: `SELECT ${DC_STATE} FROM $dc_state WHERE sequence = ? AND dc = ?`,
@@ -79,7 +80,7 @@ const STATEMENTS = {
                     consistency: CL.localQuorum, serial: CL.localSerial, level: 'local_serial' },
   updateDcState:  { cql: `UPDATE $dc_state SET last_integer = ?, reserved_min = ?, reserved_max = ?, reserved_grant = ?, preloaded_min = ?, preloaded_max = ?, installed_grant = ?, version = ?, op = ? WHERE sequence = ? AND dc = ? IF version = ?`,
                     consistency: CL.localQuorum, serial: CL.localSerial, level: 'local_serial' },
-  // ── status / check: plain reads, may lag
+  // ── status / check: plain reads, may lag. The whole partition: GLOBAL and every grant, newest first per DC
   grantsOverview: { cql: `SELECT ${GRANT_ROW} FROM $grants WHERE sequence = ?`,
                     consistency: CL.localOne, level: 'local' },
   dcStateOverview:{ cql: `SELECT ${DC_STATE} FROM $dc_state WHERE sequence = ? AND dc = ?`,
@@ -197,16 +198,20 @@ export class CassandraStore implements IdStore {
 
   async readGrants(sequence: string, dc: string): Promise<GrantView> {
     checkDc(dc);
-    const result = await this.read('readGrants', [sequence, dc], 'read grants');
-    let globalLast: bigint | undefined;
-    let latest: Grant | undefined;
-    for (const row of result.rows) {
-      const rowDc = row.get('dc') as unknown;
-      if (rowDc === GLOBAL) globalLast = required(sequence, row, 'last_integer', toBigInt);
-      else if (rowDc === dc) latest = parseGrant(sequence, row);
-    }
-    if (globalLast === undefined) throw new SequenceNotFoundError(sequence, this.keyspace);
-    return { globalLast, latest };
+    // The DC's latest grant first, GLOBAL second: GLOBAL only grows and every grant is at or below
+    // it, so GLOBAL read later covers the grant read earlier; a grant of this DC that slips in
+    // between makes our later insert of the same number fail (design.md, "Granting a DC range").
+    const latestRow = (
+      await this.read('readLatestGrant', [sequence, dc], 'read grants')
+    ).first() as cassandra.types.Row | null;
+    const globalRow = (
+      await this.read('readGlobal', [sequence], 'read grants')
+    ).first() as cassandra.types.Row | null;
+    if (globalRow === null) throw new SequenceNotFoundError(sequence, this.keyspace);
+    return {
+      globalLast: required(sequence, globalRow, 'last_integer', toBigInt),
+      latest: latestRow === null ? undefined : parseGrant(sequence, latestRow),
+    };
   }
 
   async grantRange(
@@ -225,23 +230,10 @@ export class CassandraStore implements IdStore {
       query: this.cql.grantGlobal,
       params: [this.long(grant.max), sequence, this.long(expectedGlobalLast)],
     };
-    const dcRow =
-      grant.number === 1
-        ? {
-            query: this.cql.grantFirst,
-            params: [sequence, dc, grant.number, this.long(grant.min), this.long(grant.max)],
-          }
-        : {
-            query: this.cql.grantNext,
-            params: [
-              grant.number,
-              this.long(grant.min),
-              this.long(grant.max),
-              sequence,
-              dc,
-              grant.number - 1,
-            ],
-          };
+    const dcRow = {
+      query: this.cql.grantInsert,
+      params: [sequence, dc, grant.number, this.long(grant.min), this.long(grant.max)],
+    };
     const statement = STATEMENTS.grantRange;
     try {
       const result = await this.client.batch([global, dcRow], {
@@ -258,13 +250,27 @@ export class CassandraStore implements IdStore {
   async readGrantsOverview(sequence: string): Promise<GrantsOverview | undefined> {
     const result = await this.read('grantsOverview', [sequence], 'read grants overview');
     let globalLast: bigint | undefined;
-    const grants = new Map<string, Grant>();
-    for (const row of result.rows) {
-      const rowDc = row.get('dc') as unknown;
-      if (rowDc === GLOBAL) globalLast = required(sequence, row, 'last_integer', toBigInt);
-      else if (typeof rowDc === 'string') grants.set(rowDc, parseGrant(sequence, row));
+    const grants = new Map<string, Grant[]>();
+    try {
+      for await (const row of result) {
+        // fetches every page: the history grows by one row per grant
+        const rowDc = row.get('dc') as unknown;
+        if (rowDc === GLOBAL) {
+          globalLast = required(sequence, row, 'last_integer', toBigInt);
+        } else if (typeof rowDc === 'string') {
+          const history = grants.get(rowDc) ?? [];
+          history.push(parseGrant(sequence, row));
+          grants.set(rowDc, history);
+        }
+      }
+    } catch (error) {
+      if (error instanceof IdGenError) throw error; // a malformed row
+      throw this.failure(error, 'grantsOverview', 'read grants overview'); // a later page failed
     }
-    return globalLast === undefined ? undefined : { globalLast, grants };
+    if (globalLast === undefined) return undefined;
+    // Rows come newest first within a DC (clustering order); the overview lists them ascending.
+    for (const history of grants.values()) history.sort((a, b) => a.number - b.number);
+    return { globalLast, grants };
   }
 
   async readDcState(sequence: string, dc: string): Promise<DcState | undefined> {

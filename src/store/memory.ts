@@ -64,7 +64,7 @@ export type Fault = FaultScope &
     | { readonly op: StoreMethod; readonly effect: 'delay'; readonly until: Promise<unknown> }
   );
 
-/** A grant as applied, in order: the history {@link GrantsOverview} does not keep. */
+/** A grant as applied; {@link MemoryStore.grantLog} keeps them in the order of all DCs. */
 export interface GrantRecord {
   readonly sequence: string;
   readonly dc: string;
@@ -102,7 +102,8 @@ const LEVELS: Readonly<Record<StoreMethod, StoreLevel>> = {
 interface SequenceRecord {
   settings: SequenceSettings;
   globalLast: bigint;
-  readonly grants: Map<string, Grant>;
+  /** Every grant of each DC, ascending by number. */
+  readonly grants: Map<string, Grant[]>;
   readonly dcStates: Map<string, DcState>;
 }
 
@@ -165,7 +166,7 @@ export class MemoryStore implements IdStore {
     await this.enter('readGrants', sequence, dc);
     const record = this.sequences.get(sequence);
     if (record === undefined) throw new SequenceNotFoundError(sequence, this.keyspace);
-    return { globalLast: record.globalLast, latest: record.grants.get(dc) };
+    return { globalLast: record.globalLast, latest: record.grants.get(dc)?.at(-1) };
   }
 
   async grantRange(
@@ -178,10 +179,16 @@ export class MemoryStore implements IdStore {
     return this.conditional(fault, () => {
       const record = this.sequences.get(sequence);
       if (record === undefined || record.globalLast !== expectedGlobalLast) return false;
-      if ((record.grants.get(dc)?.number ?? 0) !== grant.number - 1) return false;
+      const history = record.grants.get(dc) ?? [];
+      // The grant row is inserted IF NOT EXISTS: a number the DC already has is refused.
+      if (history.some((g) => g.number === grant.number)) return false;
       record.globalLast = grant.max;
       const stored = Object.freeze({ ...grant });
-      record.grants.set(dc, stored);
+      // Kept ascending by number, as the Cassandra table's clustering order gives them.
+      record.grants.set(
+        dc,
+        [...history, stored].sort((a, b) => a.number - b.number),
+      );
       this.grantLog.push({ sequence, dc, grant: stored });
       return true;
     });
@@ -191,7 +198,9 @@ export class MemoryStore implements IdStore {
     await this.enter('readGrantsOverview', sequence);
     const record = this.sequences.get(sequence);
     if (record === undefined) return undefined;
-    return { globalLast: record.globalLast, grants: new Map(record.grants) };
+    const grants = new Map<string, readonly Grant[]>();
+    for (const [dc, history] of record.grants) grants.set(dc, [...history]);
+    return { globalLast: record.globalLast, grants };
   }
 
   async readDcState(sequence: string, dc: string): Promise<DcState | undefined> {

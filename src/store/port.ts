@@ -2,9 +2,9 @@
  * The narrow port between the allocator and its storage, in the domain's words.
  *
  * Two levels, never mixed on one partition (docs/design.md):
- * - the **grant level** (GLOBAL row + one grant row per DC of a sequence): one partition per
- *   sequence, touched only at SERIAL. Granting a DC range moves GLOBAL's `last_integer` and the
- *   DC's grant row together in one conditional batch.
+ * - the **grant level** (GLOBAL row + every grant ever made to a DC, one immutable row each):
+ *   one partition per sequence, touched only at SERIAL. Granting a DC range moves GLOBAL's
+ *   `last_integer` and inserts the DC's numbered grant row together in one conditional batch.
  * - the **DC level** (a DC's process-allocation state): one partition per sequence and DC,
  *   touched only at LOCAL_SERIAL, and only by clients whose local DC is that DC.
  *
@@ -56,7 +56,8 @@ export interface GrantView {
 /** The grant level of a whole sequence (every DC), read without Paxos, for status and check. */
 export interface GrantsOverview {
   readonly globalLast: bigint;
-  readonly grants: ReadonlyMap<string, Grant>;
+  /** Every grant of each DC that has one, ascending by number (1, 2, …). */
+  readonly grants: ReadonlyMap<string, readonly Grant[]>;
 }
 
 /**
@@ -110,12 +111,16 @@ export interface IdStore {
   /** Changes sizes or threshold; false if the sequence does not exist. */
   alterSequence(name: string, changes: SequenceChanges): Promise<boolean>;
 
-  /** GLOBAL row and `dc`'s grant row, read at SERIAL. */
+  /**
+   * `dc`'s latest grant, then the GLOBAL row: two reads at SERIAL, in that order, so that
+   * `globalLast` is never older than `latest` (docs/design.md, "Granting a DC range").
+   */
   readGrants(sequence: string, dc: string): Promise<GrantView>;
   /**
    * Grants `grant` to `dc` in one conditional batch at SERIAL, applied only if GLOBAL.last_integer
-   * is still `expectedGlobalLast` and the DC's latest grant number is still
-   * `grant.number - 1` (0: no grant row yet). Moves GLOBAL.last_integer to `grant.max`.
+   * is still `expectedGlobalLast` and the DC has no grant numbered `grant.number` yet (the grant
+   * row is inserted IF NOT EXISTS and never changed). Moves GLOBAL.last_integer to `grant.max`.
+   * Callers number a DC's grants `installed + 1`, which keeps each DC's grants a chain 1, 2, 3….
    */
   grantRange(
     sequence: string,
@@ -123,7 +128,7 @@ export interface IdStore {
     expectedGlobalLast: bigint,
     grant: Grant,
   ): Promise<CasOutcome>;
-  /** The grant level of every DC, read without Paxos at the local DC (may lag). */
+  /** GLOBAL and every grant of every DC, read without Paxos at the local DC (may lag). */
   readGrantsOverview(sequence: string): Promise<GrantsOverview | undefined>;
 
   /** `dc`'s allocation state at LOCAL_SERIAL, or undefined before its first grant is installed. */

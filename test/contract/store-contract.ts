@@ -107,9 +107,7 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
         const s = await created({ start: 100n });
         const grant = { number: 1, min: 100n, max: 199n };
         expect(await store.grantRange(s.name, ctx.dc, 98n, grant)).toEqual({ kind: 'rejected' });
-        expect(await store.grantRange(s.name, ctx.dc, 99n, { ...grant, number: 2 })).toEqual({
-          kind: 'rejected',
-        });
+        expect(await store.grantRange(s.name, ctx.dc, 100n, grant)).toEqual({ kind: 'rejected' });
         expect(await store.readGrants(s.name, ctx.dc)).toEqual({
           globalLast: 99n,
           latest: undefined,
@@ -118,20 +116,52 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
         expect(await store.readGrants(s.name, ctx.dc)).toEqual({ globalLast: 199n, latest: grant });
       });
 
-      it('chains grants: n+1 applies only after n, and a replayed grant is rejected', async () => {
+      it('refuses a grant number the DC already has, even with the right GLOBAL value', async () => {
         const s = await created();
         const first = { number: 1, min: 1n, max: 100n };
         const second = { number: 2, min: 101n, max: 200n };
         expect(await store.grantRange(s.name, ctx.dc, 0n, first)).toEqual({ kind: 'applied' });
-        expect(await store.grantRange(s.name, ctx.dc, 100n, first)).toEqual({ kind: 'rejected' });
-        expect(await store.grantRange(s.name, ctx.dc, 100n, { ...second, number: 3 })).toEqual({
+        // GLOBAL is 100, as expected, but grant 1 of this DC exists: nothing is written.
+        expect(
+          await store.grantRange(s.name, ctx.dc, 100n, { ...first, min: 101n, max: 200n }),
+        ).toEqual({
           kind: 'rejected',
         });
+        expect(await store.readGrants(s.name, ctx.dc)).toEqual({ globalLast: 100n, latest: first });
         expect(await store.grantRange(s.name, ctx.dc, 100n, second)).toEqual({ kind: 'applied' });
+        expect(
+          await store.grantRange(s.name, ctx.dc, 200n, { number: 2, min: 201n, max: 300n }),
+        ).toEqual({
+          kind: 'rejected',
+        });
+        expect(
+          await store.grantRange(s.name, ctx.dc, 200n, { number: 1, min: 201n, max: 300n }),
+        ).toEqual({
+          kind: 'rejected',
+        });
         expect(await store.readGrants(s.name, ctx.dc)).toEqual({
           globalLast: 200n,
           latest: second,
         });
+        // The number is per DC: another DC's grant 1 is free.
+        expect(
+          await store.grantRange(s.name, ctx.otherDc, 200n, { number: 1, min: 201n, max: 300n }),
+        ).toEqual({
+          kind: 'applied',
+        });
+      });
+
+      it('refuses a new grant number when GLOBAL moved, and writes nothing', async () => {
+        const s = await created();
+        const first = { number: 1, min: 1n, max: 100n };
+        expect(await store.grantRange(s.name, ctx.dc, 0n, first)).toEqual({ kind: 'applied' });
+        const stale = { number: 2, min: 1n, max: 100n };
+        expect(await store.grantRange(s.name, ctx.dc, 0n, stale)).toEqual({ kind: 'rejected' });
+        expect(await store.grantRange(s.name, ctx.dc, 99n, stale)).toEqual({ kind: 'rejected' });
+        expect(await store.readGrants(s.name, ctx.dc)).toEqual({ globalLast: 100n, latest: first });
+        await expect
+          .poll(async () => overviewOf(await store.readGrantsOverview(s.name)), POLL)
+          .toEqual({ globalLast: 100n, grants: { [ctx.dc]: [first] } });
       });
 
       it('moves GLOBAL for every DC: a stale expectation from another DC is rejected', async () => {
@@ -156,20 +186,46 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
         expect(await store.grantRange(s.name, ctx.dc, 300n, next)).toEqual({ kind: 'applied' });
       });
 
-      it('shows every DC latest grant and GLOBAL in the overview', async () => {
+      it('keeps every grant: the overview lists each DC history in order, and GLOBAL', async () => {
         const s = await created();
-        await store.grantRange(s.name, ctx.dc, 0n, { number: 1, min: 1n, max: 100n });
-        await store.grantRange(s.name, ctx.otherDc, 100n, { number: 1, min: 101n, max: 200n });
-        await store.grantRange(s.name, ctx.dc, 200n, { number: 2, min: 201n, max: 300n });
+        const grants = [
+          [ctx.dc, 0n, { number: 1, min: 1n, max: 100n }],
+          [ctx.otherDc, 100n, { number: 1, min: 101n, max: 200n }],
+          [ctx.dc, 200n, { number: 2, min: 201n, max: 300n }],
+          [ctx.dc, 300n, { number: 3, min: 301n, max: 350n }],
+        ] as const;
+        for (const [dc, expected, grant] of grants) {
+          expect(await store.grantRange(s.name, dc, expected, grant)).toEqual({ kind: 'applied' });
+        }
         await expect
           .poll(async () => overviewOf(await store.readGrantsOverview(s.name)), POLL)
           .toEqual({
-            globalLast: 300n,
+            globalLast: 350n,
             grants: {
-              [ctx.dc]: { number: 2, min: 201n, max: 300n },
-              [ctx.otherDc]: { number: 1, min: 101n, max: 200n },
+              [ctx.dc]: [
+                { number: 1, min: 1n, max: 100n },
+                { number: 2, min: 201n, max: 300n },
+                { number: 3, min: 301n, max: 350n },
+              ],
+              [ctx.otherDc]: [{ number: 1, min: 101n, max: 200n }],
             },
           });
+        // readGrants shows the latest of each DC.
+        expect(await store.readGrants(s.name, ctx.dc)).toEqual({
+          globalLast: 350n,
+          latest: { number: 3, min: 301n, max: 350n },
+        });
+        expect(await store.readGrants(s.name, ctx.otherDc)).toEqual({
+          globalLast: 350n,
+          latest: { number: 1, min: 101n, max: 200n },
+        });
+      });
+
+      it('shows GLOBAL and no grants in the overview of a new sequence', async () => {
+        const s = await created({ start: 10n });
+        await expect
+          .poll(async () => overviewOf(await store.readGrantsOverview(s.name)), POLL)
+          .toEqual({ globalLast: 9n, grants: {} });
       });
 
       it('grants up to the largest bigint', async () => {
@@ -291,7 +347,7 @@ function dcState(grant: Omit<Grant, 'number'>, version: number): DcState {
 
 function overviewOf(
   overview: Awaited<ReturnType<IdStore['readGrantsOverview']>>,
-): { globalLast: bigint; grants: Record<string, Grant> } | undefined {
+): { globalLast: bigint; grants: Record<string, readonly Grant[]> } | undefined {
   return (
     overview && { globalLast: overview.globalLast, grants: Object.fromEntries(overview.grants) }
   );

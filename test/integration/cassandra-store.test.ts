@@ -84,7 +84,7 @@ describe('initSchema', () => {
   it('creates both tables with the settings as static columns, and a second run is a no-op', async () => {
     const client = await ks.client('dc1');
     const columns = await client.execute(
-      'SELECT table_name, column_name, kind, type FROM system_schema.columns WHERE keyspace_name = ?',
+      'SELECT table_name, column_name, kind, type, position, clustering_order FROM system_schema.columns WHERE keyspace_name = ?',
       [ks.name],
       { prepare: true },
     );
@@ -94,8 +94,22 @@ describe('initSchema', () => {
         `${row['kind']} ${row['type']}`,
       ]),
     );
+    const clustering = new Map(
+      columns.rows
+        .filter((row) => row['kind'] === 'clustering')
+        .map((row) => [
+          `${row['table_name']}.${row['column_name']}`,
+          `${row['position']} ${row['clustering_order']}`,
+        ]),
+    );
     expect(kinds.get('idgen_grants.sequence')).toBe('partition_key text');
     expect(kinds.get('idgen_grants.dc')).toBe('clustering text');
+    expect(kinds.get('idgen_grants.grant_number')).toBe('clustering int');
+    // A DC's grants newest first, so `dc = ? LIMIT 1` reads its latest.
+    expect(Object.fromEntries(clustering)).toEqual({
+      'idgen_grants.dc': '0 asc',
+      'idgen_grants.grant_number': '1 desc',
+    });
     expect(kinds.get('idgen_grants.max_id')).toBe('static bigint');
     expect(kinds.get('idgen_grants.threshold')).toBe('static double');
     expect(kinds.get('idgen_grants.last_integer')).toBe('regular bigint');
@@ -226,6 +240,7 @@ describe('CassandraStore on the cluster', () => {
     const overview = await dc1.readGrantsOverview(seq.name);
     expect(overview?.globalLast).toBe(2_000n);
     expect([...(overview?.grants.keys() ?? [])].sort()).toEqual(['dc1', 'dc2']);
+    expect(overview?.grants.get('dc2')).toEqual([{ number: 1, min: 1_001n, max: 2_000n }]);
   });
 
   it('works on a shared client that decodes bigint natively', async () => {

@@ -202,6 +202,13 @@ describe('races', () => {
     const all = store.grantLog.map((g) => g.grant).sort((x, y) => (x.min < y.min ? -1 : 1));
     for (let i = 1; i < all.length; i++) expect(all[i]!.min).toBeGreaterThan(all[i - 1]!.max);
     expect((await store.readGrants('orders', 'dc1')).globalLast).toBe(all.at(-1)!.max);
+    // The store keeps every DC's grants: a chain 1, 2, 3… per DC, in the order they were made.
+    const overview = await store.readGrantsOverview('orders');
+    for (const dc of dcs) {
+      const history = overview?.grants.get(dc) ?? [];
+      expect(history).toEqual(store.grantLog.filter((g) => g.dc === dc).map((g) => g.grant));
+      expect(history.map((g) => g.number)).toEqual(history.map((_, i) => i + 1));
+    }
   });
 });
 

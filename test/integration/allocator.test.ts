@@ -1,0 +1,259 @@
+/**
+ * The allocator against the real multi-DC cluster, with real allocator processes in every DC:
+ * uniqueness under concurrency, DC partitions, paused nodes, killed processes, close() and the
+ * 32-bit edge.
+ */
+import fs from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect, initSchema } from '../../src/index.js';
+import type { CreateSequenceOptions, IdGen } from '../../src/index.js';
+import { CassandraStore } from '../../src/store/cassandra.js';
+import type { Grant } from '../../src/store/port.js';
+import { currentTopology, logFile } from '../../scripts/cluster/manager.js';
+import { nodeSpecs } from '../../scripts/cluster/topology.js';
+import { clusterInfo, createTestKeyspace, faults } from '../support/cluster.js';
+import type { TestKeyspace } from '../support/cluster.js';
+import {
+  duplicatesAcross,
+  finishAll,
+  monotonic,
+  readIds,
+  startWorker,
+} from '../support/workers.js';
+import type { Worker, WorkerSpec } from '../support/workers.js';
+
+let ks: TestKeyspace;
+let admin: IdGen;
+
+beforeAll(async () => {
+  ks = await createTestKeyspace('alloc');
+  await initSchema({
+    contactPoints: ks.contactPoints('dc1'),
+    localDataCenter: 'dc1',
+    keyspace: ks.name,
+    replication: ks.replication,
+  });
+  admin = await connect({
+    contactPoints: ks.contactPoints('dc1'),
+    localDataCenter: 'dc1',
+    keyspace: ks.name,
+  });
+});
+
+afterAll(async () => {
+  await admin?.close();
+  await ks?.drop();
+});
+
+async function seed(name: string, options: CreateSequenceOptions): Promise<void> {
+  await admin.createSequence(name, options);
+}
+
+/** The grant level as the local DC's replicas see it: GLOBAL and every DC's grants. */
+async function grants(
+  sequence: string,
+): Promise<{ globalLast: bigint; byDc: ReadonlyMap<string, readonly Grant[]> }> {
+  const store = new CassandraStore(await ks.client('dc1'), ks.name, { ownsClient: false });
+  const overview = await store.readGrantsOverview(sequence);
+  if (!overview) throw new Error(`no grants for ${sequence}`);
+  return { globalLast: overview.globalLast, byDc: overview.grants };
+}
+
+function workers(sequence: string, perDc: number, spec: Partial<WorkerSpec>): Worker[] {
+  return ks.dcs.flatMap((dc) =>
+    Array.from({ length: perDc }, () =>
+      startWorker({
+        dc,
+        contactPoints: ks.contactPoints(dc),
+        keyspace: ks.name,
+        sequence,
+        ...spec,
+      }),
+    ),
+  );
+}
+
+/** Asserts the uniqueness and provenance of every ID the workers wrote; returns how many. */
+async function assertAllIdsSound(sequence: string, all: readonly Worker[]): Promise<number> {
+  expect(duplicatesAcross(all)).toEqual([]);
+  for (const w of all) expect(monotonic(w)).toBe(true);
+  const { globalLast, byDc } = await grants(sequence);
+  let checked = 0;
+  for (const w of all) {
+    const own = byDc.get(w.spec.dc) ?? [];
+    for (const id of readIds(w)) {
+      expect(own.some((g) => g.min <= id && id <= g.max)).toBe(true);
+      checked++;
+    }
+  }
+  // Grants are disjoint across DCs and all lie at or below GLOBAL's high-water mark.
+  const flat = [...byDc.values()].flat().sort((a, b) => (a.min < b.min ? -1 : 1));
+  for (let i = 0; i < flat.length; i++) {
+    expect(flat[i]!.max).toBeLessThanOrEqual(globalLast);
+    if (i > 0) expect(flat[i]!.min).toBeGreaterThan(flat[i - 1]!.max);
+  }
+  return checked;
+}
+
+describe('allocator processes in every DC', () => {
+  it('hand out unique IDs, each inside a range granted to its DC', async () => {
+    await seed('concurrent', { dcRangeSize: 1_000, blockSize: 50 });
+    const all = workers('concurrent', 4, { count: 1_500 });
+    const summaries = await finishAll(all);
+    for (const [i, s] of summaries.entries()) {
+      expect(s, all[i]!.stderr()).toBeDefined();
+      expect(s!.drawn).toBe(1_500);
+    }
+    const checked = await assertAllIdsSound('concurrent', all);
+    expect(checked).toBe(all.length * 1_500);
+    console.info(`concurrent: ${checked} IDs from ${all.length} processes checked`);
+  });
+
+  it('close() gives back the unused block and the next process continues from it', async () => {
+    await seed('giveback', { dcRangeSize: 10_000, blockSize: 100 });
+    const spec = {
+      dc: 'dc1',
+      contactPoints: ks.contactPoints('dc1'),
+      keyspace: ks.name,
+      sequence: 'giveback',
+    };
+    const first = startWorker({ ...spec, count: 10 });
+    await first.done;
+    const second = startWorker({ ...spec, count: 10 });
+    await second.done;
+    const a = readIds(first);
+    const b = readIds(second);
+    expect(a).toEqual(Array.from({ length: 10 }, (_, i) => BigInt(i + 1)));
+    expect(b).toEqual(Array.from({ length: 10 }, (_, i) => BigInt(i + 11)));
+  });
+
+  it('end exactly at 2^31-1 for an int32 sequence, then fail with SequenceExhausted', async () => {
+    const max = 2 ** 31 - 1;
+    await seed('edge32', {
+      domain: 'int32',
+      start: max - 2_499,
+      dcRangeSize: 1_000,
+      blockSize: 100,
+    });
+    const ids = await connect({
+      contactPoints: ks.contactPoints('dc2'),
+      localDataCenter: 'dc2',
+      keyspace: ks.name,
+    });
+    try {
+      const seq = ids.sequence('edge32');
+      const got: number[] = [];
+      let failure: unknown;
+      for (;;) {
+        try {
+          got.push(await seq.next());
+        } catch (err) {
+          failure = err;
+          break;
+        }
+      }
+      expect(got.length).toBe(2_500);
+      expect(got[0]).toBe(max - 2_499);
+      expect(got.at(-1)).toBe(max);
+      expect(new Set(got).size).toBe(got.length);
+      expect(failure).toMatchObject({ code: 'IDGEN_SEQUENCE_EXHAUSTED' });
+      expect(String((failure as Error).message)).toContain(String(max));
+    } finally {
+      await ids.close();
+    }
+  });
+});
+
+describe.runIf(clusterInfo().faults)('allocator processes under faults', () => {
+  afterAll(async () => {
+    await faults.heal();
+  });
+
+  it('keep serving in a partitioned DC and stay unique after heal', async () => {
+    // dc3's ranges (up to 2 × 5 000 IDs) outlast its 4 × 40 IDs/s over the 20 s partition.
+    await seed('partitioned', { dcRangeSize: 5_000, blockSize: 50 });
+    const all = workers('partitioned', 4, { durationMs: 40_000, rate: 40 });
+    await Promise.all(all.map((w) => w.ready));
+    await sleep(5_000);
+    await faults.partition('dc3');
+    const dc3Before = all
+      .filter((w) => w.spec.dc === 'dc3')
+      .reduce((n, w) => n + readIds(w).length, 0);
+    const grantsAtCut = (await grants('partitioned')).byDc.get('dc3')?.length ?? 0;
+    await sleep(20_000);
+    const dc3During =
+      all.filter((w) => w.spec.dc === 'dc3').reduce((n, w) => n + readIds(w).length, 0) - dc3Before;
+    await faults.heal();
+    const summaries = await finishAll(all);
+    for (const [i, s] of summaries.entries()) expect(s, all[i]!.stderr()).toBeDefined();
+
+    // dc3 kept issuing IDs while cut off (4 processes × 40/s × 20 s ≈ 3 200, minus flush lag).
+    expect(dc3During).toBeGreaterThan(1_500);
+    for (const s of summaries.filter((s) => s?.dc === 'dc3')) {
+      expect(s!.errors['IDGEN_SERIAL_UNAVAILABLE'] ?? 0).toBe(0);
+    }
+    const checked = await assertAllIdsSound('partitioned', all);
+
+    // After heal dc3 gets new ranges again: draw from dc3 until a new grant shows.
+    const ids = await connect({
+      contactPoints: ks.contactPoints('dc3'),
+      localDataCenter: 'dc3',
+      keyspace: ks.name,
+    });
+    try {
+      const seq = ids.sequence('partitioned');
+      for (
+        let i = 0;
+        i < 400 && ((await grants('partitioned')).byDc.get('dc3')?.length ?? 0) <= grantsAtCut;
+        i++
+      ) {
+        await seq.take(50);
+      }
+    } finally {
+      await ids.close();
+    }
+    expect((await grants('partitioned')).byDc.get('dc3')?.length ?? 0).toBeGreaterThan(grantsAtCut);
+    console.info(`partition: ${checked} IDs checked, ${dc3During} drawn in dc3 while cut off`);
+  });
+
+  it('stay unique when a node pauses mid-LWT and processes are SIGKILLed mid-refill', async () => {
+    // Tiny blocks and ranges: refills are nearly continuous, so pauses and kills land mid-LWT.
+    await seed('faulty', { dcRangeSize: 200, blockSize: 5 });
+    const first = workers('faulty', 3, { durationMs: 25_000 });
+    await Promise.all(first.map((w) => w.ready));
+    await sleep(3_000);
+    await faults.pause('dc2');
+    await sleep(6_000);
+    await faults.resume('dc2');
+    await sleep(2_000);
+    const victims = first.filter((_, i) => i % 3 === 0);
+    for (const v of victims) v.child.kill('SIGKILL');
+    // New processes take over where the killed ones stopped, possibly mid-grant.
+    const second = workers('faulty', 1, { durationMs: 8_000 });
+    const summaries = await finishAll([...first, ...second]);
+    for (const [i, w] of [...first, ...second].entries()) {
+      if (!victims.includes(w)) expect(summaries[i], w.stderr()).toBeDefined();
+    }
+    const checked = await assertAllIdsSound('faulty', [...first, ...second]);
+    expect(checked).toBeGreaterThan(1_000);
+    console.info(`pause+kill: ${checked} IDs checked`);
+  });
+
+  it('leave no linearizability violation in the Cassandra logs', () => {
+    // The local cluster runs with paxos_on_linearizability_violations: log.
+    const nodes = nodeSpecs(currentTopology());
+    expect(nodes.length).toBeGreaterThan(0);
+    for (const node of nodes) {
+      const log = fs.readFileSync(logFile(node), 'utf8');
+      expect(log.length).toBeGreaterThan(0);
+      const reports = (log.match(/.*linearizab.*/gi) ?? []).filter(
+        (line) => !line.includes('Node configuration:'),
+      );
+      expect(reports).toEqual([]);
+    }
+  });
+});
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

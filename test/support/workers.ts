@@ -1,0 +1,122 @@
+/**
+ * Allocator child processes (scripts/draw-worker.ts) for integration tests: real processes,
+ * each with its own client, drawing IDs and appending them to a file.
+ */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export interface WorkerSpec {
+  readonly dc: string;
+  readonly contactPoints: readonly string[];
+  readonly keyspace: string;
+  readonly sequence: string;
+  readonly count?: number;
+  readonly durationMs?: number;
+  /** IDs per second. */
+  readonly rate?: number;
+}
+
+export interface WorkerSummary {
+  readonly pid: number;
+  readonly dc: string;
+  readonly drawn: number;
+  readonly errors: Readonly<Record<string, number>>;
+  readonly lastError?: string;
+  readonly stats: Readonly<Record<string, unknown>>;
+}
+
+export interface Worker {
+  readonly spec: WorkerSpec;
+  readonly child: ChildProcess;
+  readonly idFile: string;
+  /** Resolves once the worker has connected and opened its sequence. */
+  readonly ready: Promise<void>;
+  /** Resolves with the summary, or undefined if the process was killed or failed. */
+  readonly done: Promise<WorkerSummary | undefined>;
+  /** stderr, for failure messages. */
+  stderr(): string;
+}
+
+const tempDir = fs.mkdtempSync(path.join(os.tmpdir(), 'idgen-workers-'));
+let counter = 0;
+
+export function startWorker(spec: WorkerSpec): Worker {
+  const idFile = path.join(tempDir, `${spec.dc}-${++counter}.ids`);
+  const args = [
+    '--import',
+    'tsx',
+    path.join(ROOT, 'scripts', 'draw-worker.ts'),
+    '--dc',
+    spec.dc,
+    '--contact-points',
+    spec.contactPoints.join(','),
+    '--keyspace',
+    spec.keyspace,
+    '--sequence',
+    spec.sequence,
+    '--out',
+    idFile,
+    ...(spec.count !== undefined ? ['--count', String(spec.count)] : []),
+    ...(spec.durationMs !== undefined ? ['--duration-ms', String(spec.durationMs)] : []),
+    ...(spec.rate !== undefined ? ['--rate', String(spec.rate)] : []),
+  ];
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  let markReady: () => void = () => undefined;
+  const ready = new Promise<void>((resolve) => (markReady = resolve));
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+    if (stdout.includes('"event":"ready"')) markReady();
+  });
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const done = new Promise<WorkerSummary | undefined>((resolve) => {
+    child.on('close', () => {
+      markReady();
+      const line = stdout.split('\n').find((l) => l.includes('"event":"done"'));
+      resolve(line ? (JSON.parse(line) as WorkerSummary) : undefined);
+    });
+  });
+  return { spec, child, idFile, ready, done, stderr: () => stderr };
+}
+
+/** Every ID a worker wrote, in order. */
+export function readIds(worker: Worker): bigint[] {
+  if (!fs.existsSync(worker.idFile)) return [];
+  return fs
+    .readFileSync(worker.idFile, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => BigInt(l));
+}
+
+/** The IDs that occur more than once across all workers' files. */
+export function duplicatesAcross(workers: readonly Worker[]): bigint[] {
+  const seen = new Set<bigint>();
+  const dups: bigint[] = [];
+  for (const w of workers) {
+    for (const id of readIds(w)) {
+      if (seen.has(id)) dups.push(id);
+      seen.add(id);
+    }
+  }
+  return dups;
+}
+
+/** Whether each worker's IDs strictly increase (monotonic per process). */
+export function monotonic(worker: Worker): boolean {
+  const ids = readIds(worker);
+  return ids.every((id, i) => i === 0 || id > ids[i - 1]!);
+}
+
+export async function finishAll(
+  workers: readonly Worker[],
+): Promise<(WorkerSummary | undefined)[]> {
+  return Promise.all(workers.map((w) => w.done));
+}

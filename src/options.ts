@@ -36,7 +36,7 @@ export interface CreateSequenceOptions {
    * (max 2^53-1, fits a JavaScript number) or `int63` (max 2^63-1; open the sequence with
    * `{ bigint: true }`). With an explicit `max` the stored domain is `custom`, and `max` must not
    * exceed this domain's maximum.
-   * @default 'safe53'
+   * @default 'int32' (the IDENTITY columns this replaces are usually 32-bit)
    */
   readonly domain?: DomainPreset | undefined;
   /**
@@ -86,7 +86,7 @@ export interface AlterSequenceOptions {
 
 /** Defaults of {@link CreateSequenceOptions}; `start` defaults to `min`, `max` to the domain's. */
 export const SEQUENCE_DEFAULTS = Object.freeze({
-  domain: 'safe53',
+  domain: 'int32',
   min: 1n,
   dcRangeSize: 100_000n,
   blockSize: 1_000,

@@ -15,13 +15,13 @@ import {
 import type { SequenceSettings } from '../../src/store/port.js';
 
 describe('resolveSequenceSettings', () => {
-  it('fills in frozen defaults: safe53, min 1, start = min', () => {
+  it('fills in frozen defaults: int32, min 1, start = min', () => {
     const settings = resolveSequenceSettings('orders');
     expect(settings).toEqual({
       name: 'orders',
-      domain: 'safe53',
+      domain: 'int32',
       min: 1n,
-      max: 2n ** 53n - 1n,
+      max: 2n ** 31n - 1n,
       start: 1n,
       dcRangeSize: 100_000n,
       blockSize: 1_000,

@@ -70,6 +70,8 @@ export async function up(topology: Topology, log: Log): Promise<NodeStatus[]> {
   fs.mkdirSync(clusterDir(), { recursive: true });
   fs.writeFileSync(recorded, JSON.stringify(topology));
 
+  // A run killed mid-test may have left a partition behind; a fresh `up` starts whole.
+  await heal(topology, { verify: false });
   const specs = nodeSpecs(topology);
   const seeds = specs.filter((s) => s.name.endsWith('-1')).map((s) => s.address);
   const toStart = specs.filter(

@@ -300,9 +300,13 @@ export class DcAllocator {
   /** Installs confirmed grant `grant` in the DC state, starting from `known` (possibly stale). */
   private async install(grant: Grant, known: DcState | undefined): Promise<void> {
     let state = known;
+    let lastOutcome: CasOutcome['kind'] = 'rejected';
     for (let attempt = 1; ; attempt++) {
       if (state !== undefined && (state.installedGrant >= grant.number || hasPreloaded(state))) {
         return; // installed by someone else, or it must wait for the preloaded range to be used
+      }
+      if (attempt > MAX_CAS_ATTEMPTS) {
+        throw this.outOfAttempts('install a DC range', attempt - 1, lastOutcome, 'local_serial');
       }
       if ((state?.installedGrant ?? 0) !== grant.number - 1) {
         throw this.broken(
@@ -337,20 +341,18 @@ export class DcAllocator {
               op,
             };
       const outcome = await this.writeState(state?.version ?? 0, next);
+      lastOutcome = outcome.kind;
       if (outcome.kind === 'applied') return;
       if (outcome.kind === 'unknown') {
         this.counters.casUnknown++;
-        const reread = await this.readState();
-        if (reread?.op === op) return;
-        state = reread;
       } else {
         this.counters.casRejections++;
-        state = await this.readState();
+        // Back off before the re-read: block claims keep moving the version, so a state read
+        // before the pause would be stale by the time it is written.
+        await this.backoff(attempt);
       }
-      if (attempt >= MAX_CAS_ATTEMPTS) {
-        throw this.outOfAttempts('install a DC range', attempt, outcome.kind, 'local_serial');
-      }
-      if (outcome.kind === 'rejected') await this.backoff(attempt);
+      state = await this.readState();
+      if (state?.op === op) return;
     }
   }
 

@@ -52,6 +52,35 @@ function allocatorOn(store: MemoryStore, c = counters()): DcAllocator {
 }
 
 describe('DcAllocator', () => {
+  it('installs a grant although block claims keep moving the version during its backoffs', async () => {
+    const store = new MemoryStore();
+    await store.createSequence(settings);
+    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
+    await store.writeDcState('orders', 'dc1', 0, dcState({ lastInteger: 50n }));
+    // Another process claims one ID whenever this one pauses between attempts.
+    const competingClaim = async () => {
+      const s = (await store.readDcState('orders', 'dc1'))!;
+      const next = { ...s, lastInteger: s.lastInteger + 1n, version: s.version + 1, op: 'other' };
+      expect((await store.writeDcState('orders', 'dc1', s.version, next)).kind).toBe('applied');
+    };
+    store.faults.push({ op: 'writeDcState', effect: 'rejected', times: 1 });
+    const c = counters();
+    const allocator = new DcAllocator({
+      store,
+      dc: 'dc1',
+      settings,
+      counters: c,
+      sleep: competingClaim,
+    });
+    await allocator.ensureRange();
+    expect(await store.readDcState('orders', 'dc1')).toMatchObject({
+      installedGrant: 2,
+      preloadedMin: 101n,
+      preloadedMax: 200n,
+      lastInteger: 51n,
+    });
+    expect(c.casRejections).toBe(1);
+  });
   it('leaves a pending grant alone while a preloaded range exists', async () => {
     const store = await pendingGrantStore(60n);
     const before = writes(store);

@@ -1,0 +1,107 @@
+/**
+ * `npm run bench [-- --quick] [options]`: the benchmark of idgen-cass.
+ *
+ * 1. In-process cost of one ID (no network): idgen-cass `tryNext()`/`next()` against a plain
+ *    counter, `crypto.randomUUID()`, uuid v7 and a Snowflake library, in the same run.
+ * 2. On the local 3-DC cluster: a naive one-LWT-per-ID baseline; allocator processes in every
+ *    DC drawing tight and paced over a block-size sweep (throughput, latency, waits, LWTs, CAS
+ *    retries, memory); cold start.
+ * 3. A burst of several blocks' worth of `next()` calls at once.
+ *
+ * Prints a table on stdout (progress on stderr) and writes results.json and REPORT.md into
+ * `--out` (default bench/). Uses the running cluster, or starts it; works in a fresh keyspace
+ * that it drops at the end. `--help` lists the options.
+ */
+import os from 'node:os';
+
+import { BenchCluster, ensureCluster, machineInfo } from './bench/cluster.js';
+import { Fleet } from './bench/fleet.js';
+import { measureInProcess } from './bench/in-process.js';
+import { parseBenchArgs } from './bench/options.js';
+import { measureCluster } from './bench/phases.js';
+import { buildReport, writeReport } from './bench/report.js';
+import type { BenchSettings, RawResults } from './bench/results.js';
+
+const started = Date.now();
+const log = (line: string): void => {
+  const seconds = ((Date.now() - started) / 1000).toFixed(0).padStart(4);
+  process.stderr.write(`[bench ${seconds} s] ${line}\n`);
+};
+
+/** A rough duration, so that whoever started a 20-minute run knows it. */
+function estimateMinutes(settings: BenchSettings): number {
+  const perRun =
+    2 * settings.durationSeconds +
+    settings.blockSizes.length * 2 * (settings.warmupSeconds + settings.durationSeconds + 2) +
+    8;
+  return (settings.runs * perRun + 20) / 60;
+}
+
+async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  const settings = await parseBenchArgs(argv);
+  const startedAt = new Date(started).toISOString();
+  const loadAverage = os.loadavg();
+  log(
+    `${settings.quick ? 'quick' : 'full'} run: ${settings.runs} runs, ${settings.durationSeconds} s measured per cluster phase, ` +
+      `${settings.processesPerDc} processes per DC, block sizes ${settings.blockSizes.join(', ')}; about ${estimateMinutes(settings).toFixed(0)} min`,
+  );
+
+  log('1. in-process cost of one ID');
+  const inProcess = await measureInProcess(settings, log);
+
+  const contactPoints = await ensureCluster(log);
+  const cluster = await BenchCluster.open(contactPoints, log);
+  let fleet: Fleet | undefined;
+  let cleaning: Promise<void> | undefined;
+  const cleanUp = (): Promise<void> =>
+    (cleaning ??= (async () => {
+      await fleet?.stop();
+      await cluster.close(log);
+    })());
+  const interrupted = (): void => {
+    log('interrupted: stopping the allocator processes and dropping the keyspace');
+    void cleanUp().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
+
+  let raw: RawResults;
+  try {
+    const machine = machineInfo(await cluster.cassandraVersions(), loadAverage);
+    fleet = await Fleet.start(
+      cluster.contactPoints,
+      cluster.keyspace,
+      settings.processesPerDc,
+      log,
+    );
+    log('2. cluster phases and 3. burst');
+    const clusterResult = await measureCluster(settings, cluster, fleet, log);
+    raw = {
+      startedAt,
+      finishedAt: new Date().toISOString(),
+      wallSeconds: (Date.now() - started) / 1000,
+      command: ['npm run bench', ...(argv.length > 0 ? ['--', ...argv] : [])].join(' '),
+      settings,
+      machine,
+      inProcess,
+      cluster: clusterResult,
+    };
+  } finally {
+    await cleanUp();
+    process.off('SIGINT', interrupted);
+    process.off('SIGTERM', interrupted);
+  }
+
+  const report = buildReport(raw);
+  const files = await writeReport(report, settings.out);
+  process.stdout.write(report.table);
+  log(
+    `wrote ${files.json} and ${files.markdown}; wall time ${((Date.now() - started) / 1000).toFixed(0)} s`,
+  );
+}
+
+main().catch((error: unknown) => {
+  log(`failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,164 @@
+/**
+ * The benchmark's view of the local multi-DC cluster: make sure it answers (starting it with
+ * the cluster manager only if it does not), a fresh keyspace per run, one DC-local driver
+ * client per DC, and an admin allocator to create the sequences.
+ */
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+
+import cassandra from 'cassandra-driver';
+
+import { connect, initSchema, type CreateSequenceOptions, type IdGen } from '../../src/index.js';
+import * as manager from '../cluster/manager.js';
+import type { MachineInfo } from './results.js';
+
+type Log = (line: string) => void;
+
+/**
+ * Uses the running cluster if every node answers CQL, else starts it with the manager's `up`
+ * (which never touches nodes already running).
+ * @returns contact points per DC.
+ */
+export async function ensureCluster(log: Log): Promise<Record<string, string[]>> {
+  const topology = manager.currentTopology();
+  const nodes = await manager.status(topology);
+  const down = nodes.filter((n) => n.state !== 'running' || !n.cql || n.partitioned);
+  if (down.length > 0) {
+    const partitioned = down.filter((n) => n.partitioned).map((n) => n.node.dc);
+    if (partitioned.length > 0) {
+      throw new Error(
+        `DC ${[...new Set(partitioned)].join(', ')} is partitioned; run "npm run cluster -- heal" first.`,
+      );
+    }
+    log(`cluster: ${down.map((n) => `${n.node.name} ${n.state}`).join(', ')}; starting it`);
+    await manager.up(topology, log);
+  }
+  return manager.contactPointsByDc(topology);
+}
+
+/** A benchmark keyspace on the cluster, with what the phases need; {@link close} drops it. */
+export class BenchCluster {
+  private constructor(
+    readonly keyspace: string,
+    readonly contactPoints: Readonly<Record<string, readonly string[]>>,
+    private readonly clients: ReadonlyMap<string, cassandra.Client>,
+    private readonly admin: IdGen,
+  ) {}
+
+  /** The DCs, sorted. */
+  get dcs(): string[] {
+    return Object.keys(this.contactPoints).sort();
+  }
+
+  /**
+   * Creates keyspace `bench_<random>` (RF 1 in every DC) with the idgen tables and the naive
+   * baseline's table.
+   */
+  static async open(contactPoints: Record<string, string[]>, log: Log): Promise<BenchCluster> {
+    const keyspace = `bench_${randomBytes(4).toString('hex')}`;
+    const dcs = Object.keys(contactPoints).sort();
+    const first = dcs[0]!;
+    const replication = Object.fromEntries(dcs.map((dc) => [dc, 1]));
+    log(`keyspace ${keyspace} (${dcs.map((dc) => `${dc}:1`).join(', ')})`);
+    await initSchema({
+      contactPoints: contactPoints[first]!,
+      localDataCenter: first,
+      keyspace,
+      replication,
+    });
+    const clients = new Map<string, cassandra.Client>();
+    let admin: IdGen | undefined;
+    try {
+      for (const dc of dcs) {
+        const client = new cassandra.Client({
+          contactPoints: contactPoints[dc]!,
+          localDataCenter: dc,
+          queryOptions: { prepare: true },
+          socketOptions: { connectTimeout: 5_000, readTimeout: 12_000 },
+        });
+        clients.set(dc, client);
+        await client.connect();
+      }
+      const client = clients.get(first)!;
+      await client.execute(
+        `CREATE TABLE IF NOT EXISTS "${keyspace}".naive_counter (k text PRIMARY KEY, v bigint)`,
+      );
+      await waitForSchemaAgreement(client);
+      admin = await connect({
+        contactPoints: contactPoints[first]!,
+        localDataCenter: first,
+        keyspace,
+      });
+      return new BenchCluster(keyspace, contactPoints, clients, admin);
+    } catch (error) {
+      await Promise.allSettled([...clients.values()].map((c) => c.shutdown()));
+      await admin?.close();
+      throw error;
+    }
+  }
+
+  /** The DC-local driver client of `dc`. */
+  client(dc: string): cassandra.Client {
+    const client = this.clients.get(dc);
+    if (client === undefined) throw new Error(`no DC "${dc}" (DCs: ${this.dcs.join(', ')})`);
+    return client;
+  }
+
+  async createSequence(name: string, options: CreateSequenceOptions): Promise<void> {
+    await this.admin.createSequence(name, options);
+  }
+
+  /** `release_version` of the node each DC's client is connected to. */
+  async cassandraVersions(): Promise<Record<string, string>> {
+    const versions: Record<string, string> = {};
+    for (const dc of this.dcs) {
+      const result = await this.client(dc).execute('SELECT release_version FROM system.local');
+      versions[dc] = String(result.first()?.get('release_version') ?? 'unknown');
+    }
+    return versions;
+  }
+
+  /** Drops the keyspace and shuts every client down. Never throws. */
+  async close(log: Log): Promise<void> {
+    await this.admin.close().catch(() => undefined);
+    try {
+      const client = this.client(this.dcs[0]!);
+      await client.execute(`DROP KEYSPACE IF EXISTS "${this.keyspace}"`, [], {
+        readTimeout: 60_000,
+      });
+      log(`keyspace ${this.keyspace} dropped`);
+    } catch (error) {
+      log(`could not drop keyspace ${this.keyspace}: ${String(error)}`);
+    }
+    await Promise.allSettled([...this.clients.values()].map((c) => c.shutdown()));
+  }
+}
+
+async function waitForSchemaAgreement(client: cassandra.Client): Promise<void> {
+  // checkSchemaAgreement() exists at runtime (driver 4.x) but is missing from its typings.
+  const metadata = client.metadata as unknown as { checkSchemaAgreement(): Promise<boolean> };
+  const deadline = Date.now() + 60_000;
+  while (!(await metadata.checkSchemaAgreement())) {
+    if (Date.now() > deadline) throw new Error('the nodes did not agree on the schema in 60 s');
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+/** The machine's description for the report header. */
+export function machineInfo(
+  cassandraVersions: Record<string, string>,
+  loadAverage: readonly number[],
+): MachineInfo {
+  const cpus = os.cpus();
+  const topology = manager.currentTopology();
+  return {
+    cpuModel: cpus[0]?.model.trim() ?? 'unknown',
+    cores: cpus.length,
+    memoryGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    node: process.version,
+    cassandra: cassandraVersions,
+    topology: `${topology.dcs} DCs × ${topology.nodesPerDc} node${topology.nodesPerDc === 1 ? '' : 's'}, all on this machine`,
+    loadAverage: loadAverage.map((l) => Math.round(l * 100) / 100),
+  };
+}

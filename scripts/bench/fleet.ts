@@ -1,0 +1,219 @@
+/**
+ * The benchmark's allocator processes: `processesPerDc` children per DC, started once and
+ * reused by every phase, each with its own connection to its own DC.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import type {
+  BurstCommand,
+  DrawCommand,
+  WorkerCommand,
+  WorkerDraw,
+  WorkerMessage,
+} from './protocol.js';
+import type { BurstRun } from './results.js';
+
+type Log = (line: string) => void;
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const START_TIMEOUT_MS = 120_000;
+const EXIT_TIMEOUT_MS = 20_000;
+
+/** How the allocator processes run: compiled JavaScript when possible, as a service would. */
+export interface WorkerRuntime {
+  readonly script: string;
+  readonly execArgv: readonly string[];
+  /** For the report. */
+  readonly description: string;
+}
+
+/** Newest modification time of the `.ts` files under `dir`. */
+function newestSource(dir: string): number {
+  let newest = 0;
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile() && entry.name.endsWith('.ts')) {
+      newest = Math.max(newest, fs.statSync(path.join(entry.parentPath, entry.name)).mtimeMs);
+    }
+  }
+  return newest;
+}
+
+/**
+ * The compiled worker (dist/scripts/bench/worker.js, which `npm run bench` builds first) if it
+ * is newer than every source file it is built from; else worker.ts under tsx, whose loader adds
+ * about 30 MiB to each process's resident memory.
+ */
+export function workerRuntime(): WorkerRuntime {
+  if (!import.meta.url.endsWith('.ts')) {
+    return { script: path.join(HERE, 'worker.js'), execArgv: [], description: 'node, compiled' };
+  }
+  const root = path.resolve(HERE, '../..');
+  const compiled = path.join(root, 'dist/scripts/bench/worker.js');
+  const built = fs.existsSync(compiled) ? fs.statSync(compiled).mtimeMs : 0;
+  const sources = Math.max(newestSource(path.join(root, 'src')), newestSource(HERE));
+  if (built >= sources) {
+    return { script: compiled, execArgv: [], description: 'node, compiled (dist/)' };
+  }
+  return {
+    script: path.join(HERE, 'worker.ts'),
+    execArgv: ['--import', 'tsx'],
+    description:
+      'node with tsx, from source (dist/ missing or stale): tsx adds about 30 MiB of RSS',
+  };
+}
+
+interface Worker {
+  readonly dc: string;
+  readonly index: number;
+  readonly child: ChildProcess;
+  /** The answer the worker owes, if a command is out. */
+  pending: ((message: WorkerMessage) => void) | undefined;
+  exited: boolean;
+}
+
+export class Fleet {
+  private constructor(
+    private readonly workers: readonly Worker[],
+    /** How the processes run. */
+    readonly runtime: WorkerRuntime,
+  ) {}
+
+  /** Each process's resident memory right after `connect()`, MiB. */
+  readonly rssAfterConnectMiB: number[] = [];
+
+  /** Starts the processes and waits until each has connected. */
+  static async start(
+    contactPoints: Readonly<Record<string, readonly string[]>>,
+    keyspace: string,
+    processesPerDc: number,
+    log: Log,
+  ): Promise<Fleet> {
+    const runtime = workerRuntime();
+    const workers: Worker[] = [];
+    for (const dc of Object.keys(contactPoints).sort()) {
+      for (let index = 0; index < processesPerDc; index++) {
+        const child = fork(
+          runtime.script,
+          ['--dc', dc, '--contact-points', contactPoints[dc]!.join(','), '--keyspace', keyspace],
+          {
+            execArgv: [...runtime.execArgv],
+            stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+          },
+        );
+        const worker: Worker = { dc, index, child, pending: undefined, exited: false };
+        child.on('message', (message: WorkerMessage) => {
+          const answer = worker.pending;
+          worker.pending = undefined;
+          answer?.(message);
+        });
+        child.on('exit', (code, signal) => {
+          worker.exited = true;
+          const answer = worker.pending;
+          worker.pending = undefined;
+          answer?.({
+            type: 'failed',
+            message: `exited (${signal ?? `code ${code}`}) with a command outstanding`,
+          });
+        });
+        workers.push(worker);
+      }
+    }
+    const fleet = new Fleet(workers, runtime);
+    try {
+      const ready = await Promise.all(
+        workers.map((w) => fleet.expect(w, 'ready', START_TIMEOUT_MS)),
+      );
+      let slowest = 0;
+      for (const message of ready) {
+        if (message.type !== 'ready') continue;
+        slowest = Math.max(slowest, message.connectMs);
+        fleet.rssAfterConnectMiB.push(Math.round(message.rssMiB * 10) / 10);
+      }
+      log(
+        `${workers.length} allocator processes connected (${runtime.description}; slowest connect ${slowest.toFixed(0)} ms)`,
+      );
+      return fleet;
+    } catch (error) {
+      await fleet.stop();
+      throw error;
+    }
+  }
+
+  /** Every process draws from `sequence`; resolves with each one's measurement. */
+  async drawAll(command: DrawCommand): Promise<WorkerDraw[]> {
+    const timeout = command.warmupMs + command.durationMs + 120_000;
+    const answers = await Promise.all(
+      this.workers.map((w) => this.command(w, command, 'drawn', timeout)),
+    );
+    return answers.map((message) => {
+      if (message.type !== 'drawn') throw new Error(`unexpected answer ${message.type}`);
+      return message.result;
+    });
+  }
+
+  /** The first process of `dc` takes a burst. */
+  async burst(dc: string, command: BurstCommand): Promise<BurstRun> {
+    const worker = this.workers.find((w) => w.dc === dc);
+    if (worker === undefined) throw new Error(`no allocator process in DC "${dc}"`);
+    const message = await this.command(worker, command, 'burst', 120_000);
+    if (message.type !== 'burst') throw new Error(`unexpected answer ${message.type}`);
+    return message.result;
+  }
+
+  /** Asks every process to close its allocator and exit; kills those that do not. Never throws. */
+  async stop(): Promise<void> {
+    await Promise.all(
+      this.workers.map(async (worker) => {
+        if (worker.exited) return;
+        const exited = new Promise<void>((resolve) => worker.child.once('exit', () => resolve()));
+        try {
+          if (worker.child.connected) worker.child.send({ type: 'exit' } satisfies WorkerCommand);
+        } catch {
+          // already gone
+        }
+        const timer = setTimeout(() => worker.child.kill('SIGKILL'), EXIT_TIMEOUT_MS);
+        await exited;
+        clearTimeout(timer);
+      }),
+    );
+  }
+
+  private command(
+    worker: Worker,
+    command: WorkerCommand,
+    answer: WorkerMessage['type'],
+    timeoutMs: number,
+  ): Promise<WorkerMessage> {
+    const expected = this.expect(worker, answer, timeoutMs);
+    worker.child.send(command);
+    return expected;
+  }
+
+  private expect(
+    worker: Worker,
+    type: WorkerMessage['type'],
+    timeoutMs: number,
+  ): Promise<WorkerMessage> {
+    const name = `allocator process ${worker.dc}#${worker.index} (pid ${worker.child.pid})`;
+    if (worker.exited) return Promise.reject(new Error(`${name} has exited`));
+    if (worker.pending !== undefined) {
+      return Promise.reject(new Error(`${name} already has a command outstanding`));
+    }
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        worker.pending = undefined;
+        reject(new Error(`${name} did not answer "${type}" within ${timeoutMs / 1000} s`));
+      }, timeoutMs);
+      worker.pending = (message) => {
+        clearTimeout(timer);
+        if (message.type === 'failed') reject(new Error(`${name}: ${message.message}`));
+        else if (message.type !== type)
+          reject(new Error(`${name}: expected "${type}", got "${message.type}"`));
+        else resolve(message);
+      };
+    });
+  }
+}

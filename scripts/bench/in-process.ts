@@ -1,0 +1,292 @@
+/**
+ * Section 1: the in-process cost of one ID, with no network in the loop. idgen-cass runs on the
+ * in-memory store with a block far larger than any timed loop, so every timed call is served
+ * from a loaded block; the other generators run in the same process and the same run.
+ */
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { Snowflake } from '@sapphire/snowflake';
+import { v7 as uuidV7 } from 'uuid';
+
+import { IdGen } from '../../src/allocator/id-gen.js';
+import type { Sequence } from '../../src/index.js';
+import { MAX_BLOCK_SIZE } from '../../src/options.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import type { BenchSettings, InProcessCandidate, InProcessResult } from './results.js';
+
+type Log = (line: string) => void;
+
+/** IDs of one idgen-cass block in this section: the largest block the library allows. */
+const IDGEN_BLOCK = MAX_BLOCK_SIZE;
+/** At most this many IDs per timed idgen-cass loop, so a loop never reaches the block's end. */
+const IDGEN_MAX_LOOP = 4_000_000;
+const SEQUENCE = 'in_process';
+
+/** Keeps results alive so the JIT cannot drop the work that made them. */
+const blackhole = { value: 0 };
+
+const now = (): number => Number(process.hrtime.bigint());
+
+/** A candidate: `run(n)` times `n` IDs and returns the nanoseconds they took. */
+interface Runner extends InProcessCandidate {
+  readonly maxLoop: number;
+  run(n: number): number | Promise<number>;
+}
+
+/** An idgen-cass handle on the in-memory store, replaced before its block could run out. */
+class IdgenHandle {
+  private ids: IdGen | undefined;
+  private handle: Sequence<number> | undefined;
+  private used = 0;
+  /** Calls that found no ID, and blocks claimed, inside timed loops. */
+  refills = 0;
+  misses = 0;
+
+  constructor(private readonly store: MemoryStore) {}
+
+  /** A handle whose loaded block has at least `n` IDs left before its preload point. */
+  async runway(n: number): Promise<Sequence<number>> {
+    if (this.handle === undefined || this.used + n > IDGEN_BLOCK * 0.99) {
+      await this.ids?.close();
+      this.ids = new IdGen({ store: this.store, dc: 'dc1', keyspace: 'memory' });
+      this.handle = this.ids.sequence(SEQUENCE);
+      await this.handle.ready();
+      this.used = 0;
+    }
+    this.used += n;
+    return this.handle;
+  }
+
+  /** Records what a timed loop did; `before` is the handle's stats before the loop. */
+  check(handle: Sequence<number>, before: { blocksClaimed: number; waits: number }): void {
+    const after = handle.stats();
+    this.refills += after.blocksClaimed - before.blocksClaimed + (after.waits - before.waits);
+  }
+
+  async close(): Promise<void> {
+    await this.ids?.close();
+  }
+}
+
+function packageVersion(name: string): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const file = path.join(dir, 'node_modules', name, 'package.json');
+    if (fs.existsSync(file))
+      return (JSON.parse(fs.readFileSync(file, 'utf8')) as { version: string }).version;
+    const parent = path.dirname(dir);
+    if (parent === dir) return '?';
+    dir = parent;
+  }
+}
+
+async function runners(store: MemoryStore): Promise<{ list: Runner[]; idgen: IdgenHandle[] }> {
+  await new IdGen({ store, dc: 'dc1', keyspace: 'memory' }).createSequence(SEQUENCE, {
+    domain: 'safe53',
+    blockSize: IDGEN_BLOCK,
+    dcRangeSize: IDGEN_BLOCK * 1_000,
+    // Preload only near the block's end: the timed loops stop well before it.
+    threshold: 0.999,
+  });
+  const syncHandle = new IdgenHandle(store);
+  const asyncHandle = new IdgenHandle(store);
+  const counter = { value: 0, next: () => ++counter.value };
+  const asyncCounter = async (): Promise<number> => ++counter.value;
+  const snowflake = new Snowflake(new Date('2020-01-01T00:00:00Z'));
+
+  const list: Runner[] = [
+    {
+      key: 'counter',
+      label: 'plain integer counter (the floor)',
+      maxLoop: Infinity,
+      run(n) {
+        let last = 0;
+        const t0 = now();
+        for (let i = 0; i < n; i++) last = counter.next();
+        const elapsed = now() - t0;
+        blackhole.value ^= last;
+        return elapsed;
+      },
+    },
+    {
+      key: 'tryNext',
+      label: 'idgen-cass `tryNext()` (sync fast path, block loaded)',
+      maxLoop: IDGEN_MAX_LOOP,
+      async run(n) {
+        const handle = await syncHandle.runway(n);
+        const before = handle.stats();
+        let last = 0;
+        let misses = 0;
+        const t0 = now();
+        for (let i = 0; i < n; i++) {
+          const id = handle.tryNext();
+          if (id === undefined) misses++;
+          else last = id;
+        }
+        const elapsed = now() - t0;
+        blackhole.value ^= last;
+        syncHandle.misses += misses;
+        syncHandle.check(handle, before);
+        return elapsed;
+      },
+    },
+    {
+      key: 'asyncCounter',
+      label: '`await` of an async counter (the async floor)',
+      maxLoop: Infinity,
+      async run(n) {
+        let last = 0;
+        const t0 = now();
+        for (let i = 0; i < n; i++) last = await asyncCounter();
+        const elapsed = now() - t0;
+        blackhole.value ^= last;
+        return elapsed;
+      },
+    },
+    {
+      key: 'next',
+      label: 'idgen-cass `await next()` (async, block loaded)',
+      maxLoop: IDGEN_MAX_LOOP,
+      async run(n) {
+        const handle = await asyncHandle.runway(n);
+        const before = handle.stats();
+        let last = 0;
+        const t0 = now();
+        for (let i = 0; i < n; i++) last = await handle.next();
+        const elapsed = now() - t0;
+        blackhole.value ^= last;
+        asyncHandle.check(handle, before);
+        return elapsed;
+      },
+    },
+    {
+      key: 'snowflake',
+      label: `@sapphire/snowflake ${packageVersion('@sapphire/snowflake')} \`generate()\` (bigint)`,
+      maxLoop: Infinity,
+      run(n) {
+        let last = 0n;
+        const t0 = now();
+        for (let i = 0; i < n; i++) last = snowflake.generate();
+        const elapsed = now() - t0;
+        blackhole.value ^= Number(last & 0xffffn);
+        return elapsed;
+      },
+    },
+    {
+      key: 'randomUUID',
+      label: '`crypto.randomUUID()` (v4 string)',
+      maxLoop: Infinity,
+      run(n) {
+        let last = '';
+        const t0 = now();
+        for (let i = 0; i < n; i++) last = randomUUID();
+        const elapsed = now() - t0;
+        blackhole.value ^= last.charCodeAt(0);
+        return elapsed;
+      },
+    },
+    {
+      key: 'uuidV7',
+      label: `uuid ${packageVersion('uuid')} \`v7()\` (string)`,
+      maxLoop: Infinity,
+      run(n) {
+        let last = '';
+        const t0 = now();
+        for (let i = 0; i < n; i++) last = uuidV7();
+        const elapsed = now() - t0;
+        blackhole.value ^= last.charCodeAt(0);
+        return elapsed;
+      },
+    },
+  ];
+  return { list, idgen: [syncHandle, asyncHandle] };
+}
+
+/** Nanoseconds of two `process.hrtime.bigint()` reads and their difference: a latency probe. */
+function timerPairNs(): number {
+  const n = 200_000;
+  let total = 0;
+  const t0 = now();
+  for (let i = 0; i < n; i++) {
+    const a = process.hrtime.bigint();
+    const b = process.hrtime.bigint();
+    total += Number(b - a);
+  }
+  const elapsed = now() - t0;
+  blackhole.value ^= total;
+  return elapsed / n;
+}
+
+/** Generates `n` Snowflakes back to back and counts the repeats. */
+function snowflakeRepeats(n: number): { generated: number; repeated: number } {
+  const snowflake = new Snowflake(new Date('2020-01-01T00:00:00Z'));
+  const seen = new Set<bigint>();
+  for (let i = 0; i < n; i++) seen.add(snowflake.generate());
+  return { generated: n, repeated: n - seen.size };
+}
+
+const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** Loop length that takes about `targetMs`: grows until a loop takes 10 ms, then scales. */
+async function calibrate(runner: Runner, targetMs: number): Promise<number> {
+  let n = 1_000;
+  for (;;) {
+    const elapsed = await runner.run(n);
+    await yieldToEventLoop();
+    if (elapsed >= 10e6 || n >= runner.maxLoop) {
+      const scaled = Math.ceil((n * targetMs * 1e6) / Math.max(elapsed, 1));
+      return Math.max(1_000, Math.min(scaled, runner.maxLoop));
+    }
+    n = Math.min(n * 4, runner.maxLoop);
+  }
+}
+
+/**
+ * Times every candidate `settings.runs` times, each run visiting the candidates in a rotated
+ * order so that drift of the machine spreads over all of them.
+ */
+export async function measureInProcess(
+  settings: BenchSettings,
+  log: Log,
+): Promise<InProcessResult> {
+  const store = new MemoryStore();
+  const { list, idgen } = await runners(store);
+  try {
+    const loops = new Map<string, number>();
+    for (const runner of list)
+      loops.set(runner.key, await calibrate(runner, settings.inProcessSampleMs));
+    // Calibration was the warm-up; its refills do not count.
+    for (const handle of idgen) handle.refills = handle.misses = 0;
+
+    const runs: Record<string, number>[] = [];
+    for (let r = 0; r < settings.runs; r++) {
+      const perId: Record<string, number> = {};
+      for (let i = 0; i < list.length; i++) {
+        const runner = list[(i + r) % list.length]!;
+        const n = loops.get(runner.key)!;
+        perId[runner.key] = (await runner.run(n)) / n;
+        await yieldToEventLoop();
+      }
+      runs.push(perId);
+      log(
+        `in-process run ${r + 1}/${settings.runs}: ` +
+          list.map((c) => `${c.key} ${perId[c.key]!.toFixed(1)} ns`).join(', '),
+      );
+    }
+    return {
+      idgenStore:
+        'the in-memory store (`MemoryStore` of src/store/memory.ts, through `new IdGen({ store, dc, keyspace })`)',
+      idgenBlockSize: IDGEN_BLOCK,
+      candidates: list.map(({ key, label }) => ({ key, label })),
+      runs,
+      refillsInLoops: idgen.reduce((total, h) => total + h.refills + h.misses, 0),
+      snowflakeRepeats: snowflakeRepeats(100_000),
+      timerPairNs: timerPairNs(),
+    };
+  } finally {
+    for (const handle of idgen) await handle.close();
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * The naive baseline: one compare-and-set per ID on a single row at LOCAL_SERIAL, the way a
+ * counter column is often moved to Cassandra. Unique only within one DC (LOCAL_SERIAL rounds of
+ * other DCs would not see each other); across DCs it would need SERIAL, slower still.
+ */
+import cassandra from 'cassandra-driver';
+
+import type { NaiveRun } from './results.js';
+import { Histogram, latencySummary } from './stats.js';
+
+const { consistencies } = cassandra.types;
+const Long = cassandra.types.Long;
+const hrNow = (): number => Number(process.hrtime.bigint());
+
+const CAS = {
+  prepare: true,
+  consistency: consistencies.localQuorum,
+  serialConsistency: consistencies.localSerial,
+};
+const SERIAL_READ = { prepare: true, consistency: consistencies.localSerial };
+
+/**
+ * `clients` concurrent loops (one driver connection pool, as in one service) each take IDs from
+ * row `key` for `durationMs`: read the value, `UPDATE … SET v = v+1 … IF v = ?`, and on
+ * rejection retry from the value the rejection returns. A timeout (unknown outcome) re-reads
+ * at LOCAL_SERIAL and retries, leaving a gap at worst.
+ */
+export async function runNaive(
+  client: cassandra.Client,
+  keyspace: string,
+  key: string,
+  clients: number,
+  durationMs: number,
+): Promise<NaiveRun> {
+  const table = `"${keyspace}".naive_counter`;
+  const update = `UPDATE ${table} SET v = ? WHERE k = ? IF v = ?`;
+  const read = `SELECT v FROM ${table} WHERE k = ?`;
+  await client.execute(
+    `INSERT INTO ${table} (k, v) VALUES (?, ?) IF NOT EXISTS`,
+    [key, Long.ZERO],
+    CAS,
+  );
+
+  const readValue = async (): Promise<InstanceType<typeof Long>> => {
+    const row = (await client.execute(read, [key], SERIAL_READ)).first();
+    return row.get('v') as InstanceType<typeof Long>;
+  };
+
+  const histogram = new Histogram();
+  let ids = 0;
+  let rejections = 0;
+  let errors = 0;
+  let measuring = false;
+
+  /** One ID: compare-and-set until it applies; returns the known value after it. */
+  const takeOne = async (known: InstanceType<typeof Long>): Promise<InstanceType<typeof Long>> => {
+    let value = known;
+    for (;;) {
+      try {
+        const row = (await client.execute(update, [value.add(1), key, value], CAS)).first();
+        if (row.get('[applied]') === true) return value.add(1);
+        if (measuring) rejections++;
+        value = row.get('v') as InstanceType<typeof Long>;
+      } catch {
+        if (measuring) errors++;
+        value = await readValue().catch(() => value);
+      }
+    }
+  };
+
+  // Every client takes one ID unmeasured first, so statements are prepared and pools open.
+  const known = await Promise.all(
+    Array.from({ length: clients }, async () => takeOne(await readValue())),
+  );
+  measuring = true;
+  const start = hrNow();
+  const end = start + durationMs * 1e6;
+  await Promise.all(
+    known.map(async (first) => {
+      let value = first;
+      for (let t0 = hrNow(); t0 < end; t0 = hrNow()) {
+        value = await takeOne(value);
+        histogram.record(hrNow() - t0);
+        ids++;
+      }
+    }),
+  );
+  const seconds = (hrNow() - start) / 1e9;
+  return { ids, seconds, rejections, errors, latency: latencySummary(histogram) };
+}

@@ -1,0 +1,192 @@
+/**
+ * The cluster phases of the benchmark: naive baseline, draws (block-size sweep, tight and
+ * paced), burst and cold start. Each run does every phase once, on fresh sequences.
+ */
+import { connect } from '../../src/index.js';
+import type { BenchCluster } from './cluster.js';
+import type { Fleet } from './fleet.js';
+import { runNaive } from './naive.js';
+import { addCounts, type WorkerDraw } from './protocol.js';
+import type {
+  BenchSettings,
+  BurstRun,
+  ClusterResult,
+  ColdStartSample,
+  DrawConfig,
+  DrawMode,
+  DrawRun,
+  NaiveRun,
+} from './results.js';
+import { Histogram, latencySummary, sum } from './stats.js';
+import { formatCount, formatNs, formatRate } from './report.js';
+
+type Log = (line: string) => void;
+
+const MODES: readonly DrawMode[] = ['tight', 'paced'];
+const hrNow = (): number => Number(process.hrtime.bigint());
+
+/** One run of every process, as one row: rates summed, latencies merged, counters added. */
+export function combineDraws(draws: readonly WorkerDraw[]): DrawRun {
+  const histogram = new Histogram();
+  for (const draw of draws) histogram.merge(draw.histogram);
+  const notIncreasing = sum(draws.map((d) => d.notIncreasing));
+  if (notIncreasing > 0) {
+    throw new Error(`${notIncreasing} IDs were not above the one before in their process: a bug`);
+  }
+  return {
+    processes: draws.length,
+    ids: sum(draws.map((d) => d.ids)),
+    seconds: sum(draws.map((d) => d.seconds)) / draws.length,
+    idsPerSecond: sum(draws.map((d) => d.ids / d.seconds)),
+    latency: latencySummary(histogram),
+    counts: addCounts(draws.map((d) => d.counts)),
+    warmupWaits: sum(draws.map((d) => d.warmupWaits)),
+    rssMiB: draws.map((d) => Math.round(d.rssMiB * 10) / 10),
+    failures: sum(draws.map((d) => d.failures)),
+    warmupFailures: sum(draws.map((d) => d.warmupFailures)),
+    failureMessages: [...new Set(draws.flatMap((d) => d.failureMessages))],
+  };
+}
+
+/** A fresh `connect()` in each DC and its first ID; then a second process of the same DC. */
+async function coldStart(cluster: BenchCluster, sequence: string): Promise<ColdStartSample[]> {
+  const samples: ColdStartSample[] = [];
+  for (const dc of cluster.dcs) {
+    const options = {
+      contactPoints: [...cluster.contactPoints[dc]!],
+      localDataCenter: dc,
+      keyspace: cluster.keyspace,
+    };
+    const t0 = hrNow();
+    const first = await connect(options);
+    const t1 = hrNow();
+    try {
+      await first.sequence(sequence).next();
+      const t2 = hrNow();
+      const second = await connect(options);
+      try {
+        await second.sequence(sequence).next();
+      } finally {
+        await second.close();
+      }
+      const t3 = hrNow();
+      samples.push({
+        dc,
+        connectMs: (t1 - t0) / 1e6,
+        firstIdMs: (t2 - t0) / 1e6,
+        firstIdWarmDcMs: (t3 - t2) / 1e6,
+      });
+    } finally {
+      await first.close();
+    }
+  }
+  return samples;
+}
+
+export async function measureCluster(
+  settings: BenchSettings,
+  cluster: BenchCluster,
+  fleet: Fleet,
+  log: Log,
+): Promise<ClusterResult> {
+  const firstDc = cluster.dcs[0]!;
+  const naiveClients = [1, settings.naiveClients];
+  const naive = new Map<number, NaiveRun[]>(naiveClients.map((c) => [c, []]));
+  const draws = new Map<string, { config: Omit<DrawConfig, 'runs'>; runs: DrawRun[] }>();
+  const bursts: BurstRun[] = [];
+  const coldStarts: ColdStartSample[][] = [];
+  const durationMs = settings.durationSeconds * 1000;
+  const sequenceOptions = (blockSize: number) => ({
+    blockSize,
+    dcRangeSize: blockSize * settings.dcRangeBlocks,
+  });
+
+  for (let r = 0; r < settings.runs; r++) {
+    const run = `run ${r + 1}/${settings.runs}`;
+    for (const clients of naiveClients) {
+      const result = await runNaive(
+        cluster.client(firstDc),
+        cluster.keyspace,
+        `r${r}_c${clients}`,
+        clients,
+        durationMs,
+      );
+      naive.get(clients)!.push(result);
+      log(
+        `${run} naive ${clients} client(s): ${formatRate(result.ids / result.seconds)}, p50 ${formatNs(result.latency.p50)}, ${result.rejections} rejections`,
+      );
+    }
+
+    for (const blockSize of settings.blockSizes) {
+      for (const mode of MODES) {
+        const sequence = `s_r${r}_b${blockSize}_${mode}`;
+        await cluster.createSequence(sequence, sequenceOptions(blockSize));
+        const ratePerProcess =
+          mode === 'paced' ? settings.pacedBlocksPerSecond * blockSize : undefined;
+        const result = combineDraws(
+          await fleet.drawAll({
+            type: 'draw',
+            sequence,
+            mode,
+            ratePerSecond: ratePerProcess ?? 0,
+            warmupMs: settings.warmupSeconds * 1000,
+            durationMs,
+          }),
+        );
+        const key = `${blockSize}/${mode}`;
+        if (!draws.has(key)) {
+          draws.set(key, {
+            config: {
+              blockSize,
+              dcRangeSize: blockSize * settings.dcRangeBlocks,
+              mode,
+              ratePerProcess,
+            },
+            runs: [],
+          });
+        }
+        draws.get(key)!.runs.push(result);
+        const lwt =
+          result.counts.lwtWrites + result.counts.serialReads + result.counts.localSerialReads;
+        log(
+          `${run} block ${formatCount(blockSize)} ${mode}: ${formatRate(result.idsPerSecond)}, p99 ${formatNs(result.latency.p99)}, ` +
+            `waits ${result.counts.waits}, ${formatCount(Math.round((lwt / Math.max(result.ids, 1)) * 1e6))} LWT/M IDs`,
+        );
+      }
+    }
+
+    const burstSequence = `burst_r${r}`;
+    await cluster.createSequence(burstSequence, sequenceOptions(settings.steadyBlockSize));
+    const burst = await fleet.burst(firstDc, {
+      type: 'burst',
+      sequence: burstSequence,
+      calls: settings.burstFactor * settings.steadyBlockSize,
+    });
+    bursts.push(burst);
+    log(
+      `${run} burst of ${formatCount(burst.calls)}: ${burst.totalMs.toFixed(1)} ms, ${burst.counts.waits} waits, ${burst.counts.blocksClaimed} blocks claimed`,
+    );
+
+    const coldSequence = `cold_r${r}`;
+    await cluster.createSequence(coldSequence, sequenceOptions(settings.steadyBlockSize));
+    const samples = await coldStart(cluster, coldSequence);
+    coldStarts.push(samples);
+    log(
+      `${run} cold start: ${samples.map((s) => `${s.dc} ${s.firstIdMs.toFixed(0)}/${s.firstIdWarmDcMs.toFixed(0)} ms`).join(', ')}`,
+    );
+  }
+
+  return {
+    keyspace: cluster.keyspace,
+    workerRuntime: fleet.runtime.description,
+    rssAfterConnectMiB: fleet.rssAfterConnectMiB,
+    naive: naiveClients.map((clients) => ({ clients, runs: naive.get(clients)! })),
+    draws: [...draws.values()].map(({ config, runs }) => ({ ...config, runs })),
+    burst: {
+      blockSize: settings.steadyBlockSize,
+      calls: settings.burstFactor * settings.steadyBlockSize,
+      runs: bursts,
+    },
+    coldStart: coldStarts,
+  };
+}

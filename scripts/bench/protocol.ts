@@ -1,0 +1,91 @@
+/**
+ * Messages between the benchmark and its allocator processes (scripts/bench/worker.ts), over
+ * the IPC channel of `child_process.fork`. Plain JSON: numbers and strings only.
+ */
+import type { SequenceStats } from '../../src/index.js';
+import type { AllocatorCounts, BurstRun, DrawMode } from './results.js';
+import type { SerializedHistogram } from './stats.js';
+
+/** Draw IDs of `sequence` for `warmupMs`, then for `durationMs` measured. */
+export interface DrawCommand {
+  readonly type: 'draw';
+  readonly sequence: string;
+  readonly mode: DrawMode;
+  /** Paced mode: IDs per second; ignored when tight. */
+  readonly ratePerSecond: number;
+  readonly warmupMs: number;
+  readonly durationMs: number;
+}
+
+/** Load one block of `sequence`, then ask for `calls` IDs at once. */
+export interface BurstCommand {
+  readonly type: 'burst';
+  readonly sequence: string;
+  readonly calls: number;
+}
+
+export type WorkerCommand = DrawCommand | BurstCommand | { readonly type: 'exit' };
+
+/** What one process measured in its window. */
+export interface WorkerDraw {
+  readonly ids: number;
+  readonly seconds: number;
+  readonly histogram: SerializedHistogram;
+  readonly counts: AllocatorCounts;
+  readonly warmupWaits: number;
+  readonly rssMiB: number;
+  /** `next()` calls of the measured window that threw; the process waited 100 ms and went on. */
+  readonly failures: number;
+  /** The same during the warm-up. */
+  readonly warmupFailures: number;
+  /** IDs not above the one before (must be 0: IDs of one handle strictly increase). */
+  readonly notIncreasing: number;
+  /** The distinct messages of the calls that threw, at most a few. */
+  readonly failureMessages: readonly string[];
+}
+
+export type WorkerMessage =
+  | {
+      readonly type: 'ready';
+      readonly pid: number;
+      readonly connectMs: number;
+      /** Resident memory after `connect()`, before any sequence, MiB. */
+      readonly rssMiB: number;
+    }
+  | { readonly type: 'drawn'; readonly result: WorkerDraw }
+  | { readonly type: 'burst'; readonly result: BurstRun }
+  | { readonly type: 'failed'; readonly message: string };
+
+/** The counters that moved between two stats snapshots of one handle. */
+export function countsBetween(before: SequenceStats, after: SequenceStats): AllocatorCounts {
+  return {
+    waits: after.waits - before.waits,
+    blocksClaimed: after.blocksClaimed - before.blocksClaimed,
+    rangesGranted: after.rangesGranted - before.rangesGranted,
+    lwtWrites: after.lwtWrites - before.lwtWrites,
+    serialReads: after.serialReads - before.serialReads,
+    localSerialReads: after.localSerialReads - before.localSerialReads,
+    casRejections: after.casRejections - before.casRejections,
+    casUnknown: after.casUnknown - before.casUnknown,
+    errors: after.errors - before.errors,
+  };
+}
+
+/** Sum of several processes' counters. */
+export function addCounts(all: readonly AllocatorCounts[]): AllocatorCounts {
+  const total = {
+    waits: 0,
+    blocksClaimed: 0,
+    rangesGranted: 0,
+    lwtWrites: 0,
+    serialReads: 0,
+    localSerialReads: 0,
+    casRejections: 0,
+    casUnknown: 0,
+    errors: 0,
+  };
+  for (const counts of all) {
+    for (const key of Object.keys(total) as (keyof AllocatorCounts)[]) total[key] += counts[key];
+  }
+  return total;
+}

@@ -1,0 +1,165 @@
+/**
+ * Statistics of the benchmark: a latency histogram cheap enough to record every `next()` call
+ * into, and the median-with-spread summary every reported figure uses.
+ */
+
+/** Sub-buckets per power of two: 2^6 = 64, so a recorded value is off by at most 1/64 (1.6 %). */
+const SUB_BUCKET_BITS = 6;
+const SUB_BUCKETS = 1 << SUB_BUCKET_BITS;
+/** Values up to 2^44 ns (about 4.9 hours) are kept apart; larger ones share the last bucket. */
+const MAX_EXPONENT = 44;
+const BUCKETS = SUB_BUCKETS + (MAX_EXPONENT - SUB_BUCKET_BITS + 1) * SUB_BUCKETS;
+
+/** A histogram as it crosses a process boundary: only its non-empty buckets. */
+export interface SerializedHistogram {
+  /** `[bucket index, count]` pairs of the non-empty buckets. */
+  readonly buckets: readonly (readonly [number, number])[];
+  readonly count: number;
+  readonly min: number;
+  readonly max: number;
+  readonly sum: number;
+}
+
+/**
+ * Log-linear histogram of non-negative integers (nanoseconds here), in the manner of
+ * HdrHistogram: exact below 64, then 64 buckets per power of two. Recording is a few integer
+ * operations, so timing every call of a tight loop stays affordable.
+ */
+export class Histogram {
+  private readonly counts = new Float64Array(BUCKETS);
+  /** How many values were recorded. */
+  count = 0;
+  /** Exact smallest value recorded (Infinity when empty). */
+  min = Infinity;
+  /** Exact largest value recorded (0 when empty). */
+  max = 0;
+  /** Sum of the values recorded, for the mean. */
+  sum = 0;
+
+  /** Records one value; negatives count as 0 and fractions are truncated. */
+  record(value: number): void {
+    const v = value > 0 ? Math.floor(value) : 0;
+    this.counts[bucketOf(v)]!++;
+    this.count++;
+    this.sum += v;
+    if (v < this.min) this.min = v;
+    if (v > this.max) this.max = v;
+  }
+
+  /** Adds every value of `other` to this histogram. */
+  merge(other: Histogram | SerializedHistogram): void {
+    const source = other instanceof Histogram ? other.toJSON() : other;
+    for (const [index, count] of source.buckets) this.counts[index]! += count;
+    this.count += source.count;
+    this.sum += source.sum;
+    if (source.count > 0) {
+      this.min = Math.min(this.min, source.min);
+      this.max = Math.max(this.max, source.max);
+    }
+  }
+
+  /**
+   * The value below or at which `percent` % of the recorded values lie, to the histogram's
+   * precision (the highest value of that bucket, never above the exact maximum).
+   * @returns NaN when nothing was recorded.
+   */
+  percentile(percent: number): number {
+    if (this.count === 0) return NaN;
+    if (percent >= 100) return this.max;
+    const rank = Math.max(1, Math.ceil((percent / 100) * this.count));
+    let seen = 0;
+    for (let index = 0; index < BUCKETS; index++) {
+      seen += this.counts[index]!;
+      if (seen >= rank) return Math.min(Math.max(highestInBucket(index), this.min), this.max);
+    }
+    return this.max;
+  }
+
+  /** Empties the histogram. */
+  reset(): void {
+    this.counts.fill(0);
+    this.count = 0;
+    this.min = Infinity;
+    this.max = 0;
+    this.sum = 0;
+  }
+
+  toJSON(): SerializedHistogram {
+    const buckets: [number, number][] = [];
+    for (let index = 0; index < BUCKETS; index++) {
+      const count = this.counts[index]!;
+      if (count > 0) buckets.push([index, count]);
+    }
+    return { buckets, count: this.count, min: this.min, max: this.max, sum: this.sum };
+  }
+
+  static from(serialized: SerializedHistogram): Histogram {
+    const histogram = new Histogram();
+    histogram.merge(serialized);
+    return histogram;
+  }
+}
+
+function bucketOf(v: number): number {
+  if (v < SUB_BUCKETS) return v;
+  const exponent = v < 2 ** 32 ? 31 - Math.clz32(v) : Math.floor(Math.log2(v));
+  if (exponent > MAX_EXPONENT) return BUCKETS - 1;
+  const shift = 2 ** (exponent - SUB_BUCKET_BITS);
+  const sub = Math.floor(v / shift) - SUB_BUCKETS;
+  return SUB_BUCKETS + (exponent - SUB_BUCKET_BITS) * SUB_BUCKETS + sub;
+}
+
+function highestInBucket(index: number): number {
+  if (index < SUB_BUCKETS) return index;
+  const exponent = Math.floor((index - SUB_BUCKETS) / SUB_BUCKETS) + SUB_BUCKET_BITS;
+  const sub = (index - SUB_BUCKETS) % SUB_BUCKETS;
+  const shift = 2 ** (exponent - SUB_BUCKET_BITS);
+  return (SUB_BUCKETS + sub + 1) * shift - 1;
+}
+
+/** Latency percentiles of one run, in nanoseconds. */
+export interface LatencySummary {
+  readonly count: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly p999: number;
+  readonly max: number;
+  readonly mean: number;
+}
+
+export function latencySummary(histogram: Histogram): LatencySummary {
+  return {
+    count: histogram.count,
+    p50: histogram.percentile(50),
+    p99: histogram.percentile(99),
+    p999: histogram.percentile(99.9),
+    max: histogram.count === 0 ? NaN : histogram.max,
+    mean: histogram.count === 0 ? NaN : histogram.sum / histogram.count,
+  };
+}
+
+/** One reported figure: the median of the runs, with the smallest and largest run as spread. */
+export interface Figure {
+  readonly median: number;
+  readonly min: number;
+  readonly max: number;
+  /** How many runs (samples) it summarises. */
+  readonly n: number;
+}
+
+/** Median and min–max of `samples`; NaN samples (nothing measured) are left out. */
+export function figure(samples: readonly number[]): Figure {
+  const sorted = samples.filter((s) => !Number.isNaN(s)).sort((a, b) => a - b);
+  const n = sorted.length;
+  if (n === 0) return { median: NaN, min: NaN, max: NaN, n: 0 };
+  const middle = Math.floor(n / 2);
+  const median = n % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+  return { median, min: sorted[0]!, max: sorted[n - 1]!, n };
+}
+
+/** Sum of `values`. */
+export function sum(values: readonly number[]): number {
+  let total = 0;
+  for (const v of values) total += v;
+  return total;
+}

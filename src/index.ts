@@ -6,7 +6,23 @@ export { connect } from './client.js';
 export type { ConnectOptions } from './client.js';
 export type { ConnectionOptions } from './connection.js';
 export { initSchema } from './schema.js';
-export type { InitSchemaOptions } from './schema.js';
+export type { InitSchemaOptions, InitSchemaResult } from './schema.js';
+export { Admin, ADMIN_DEFAULTS, checkSequence, openAdmin, sequenceStatus } from './admin.js';
+export type {
+  AdminOptions,
+  CheckOptions,
+  CheckResult,
+  DcStatus,
+  HeldRange,
+  HostStatus,
+  SequenceSnapshot,
+  SequenceStatus,
+  SerialProbe,
+  StatusOptions,
+  StatusReport,
+  Violation,
+  ViolationKind,
+} from './admin.js';
 export { IdGen } from './allocator/id-gen.js';
 export type { SequenceHandleOptions } from './allocator/id-gen.js';
 export { Sequence } from './allocator/sequence.js';
@@ -14,7 +30,7 @@ export type { SequenceState, SequenceStats } from './allocator/sequence.js';
 export type { IdRange } from './allocator/block.js';
 export { DOMAIN_MAX, SEQUENCE_DEFAULTS } from './options.js';
 export type { AlterSequenceOptions, CreateSequenceOptions, DomainPreset } from './options.js';
-export type { DomainName, SequenceSettings } from './store/port.js';
+export type { DcState, DomainName, Grant, SequenceSettings } from './store/port.js';
 export {
   ClosedError,
   ContentionError,

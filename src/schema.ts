@@ -25,6 +25,17 @@ export type InitSchemaOptions = ConnectionOptions & {
   logger?: Logger;
 };
 
+/** What {@link initSchema} found and did. */
+export interface InitSchemaResult {
+  readonly keyspace: string;
+  /** False when the keyspace existed already (its replication is left as it was). */
+  readonly keyspaceCreated: boolean;
+  /** Replication factor per datacenter of the keyspace as it now is. */
+  readonly replication: Readonly<Record<string, number>>;
+  /** The tables of schema.cql, each created unless it existed. */
+  readonly tables: readonly string[];
+}
+
 const KEYSPACE_NAME = /^[A-Za-z][A-Za-z0-9_]{0,47}$/;
 /** Cassandra DC names as the snitches accept them; excludes quotes, so they embed safely in CQL. */
 const DC_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
@@ -43,13 +54,14 @@ const SCHEMA_AGREEMENT_POLL_MS = 500;
  *   keyspace: 'idgen',
  *   replication: { dc1: 3, dc2: 3, dc3: 3 },
  * });
+ * @returns whether the keyspace was created, its replication and the tables.
  * @throws {@link InvalidNameError} for a bad keyspace name.
  * @throws {@link InvalidOptionError} for a bad replication map (nothing is created) or bad
  *   connection options.
  * @throws {@link StoreUnavailableError} when Cassandra cannot be reached or the nodes do not
  *   agree on the schema within 60 s.
  */
-export async function initSchema(options: InitSchemaOptions): Promise<void> {
+export async function initSchema(options: InitSchemaOptions): Promise<InitSchemaResult> {
   const { keyspace } = options;
   if (typeof keyspace !== 'string' || !KEYSPACE_NAME.test(keyspace)) {
     throw new InvalidNameError('keyspace', keyspace);
@@ -65,7 +77,7 @@ export async function initSchema(options: InitSchemaOptions): Promise<void> {
     if (unknown.length > 0) {
       throw new InvalidOptionError(
         'replication',
-        options.replication,
+        JSON.stringify(options.replication),
         `datacenters of this cluster only: ${[...known].sort().join(', ')} (unknown: ${unknown.join(', ')})`,
       );
     }
@@ -90,6 +102,13 @@ export async function initSchema(options: InitSchemaOptions): Promise<void> {
     for (const statement of statements) await ddl(client, statement);
     await waitForSchemaAgreement(client);
     logger?.info({ tables: statements.length }, 'schema ready');
+    return {
+      keyspace,
+      keyspaceCreated: existing === undefined,
+      replication:
+        existing === undefined ? { ...replication } : replicationOf(existing.strategyOptions),
+      tables: statements.map((statement) => /\.(\w+) \(/.exec(statement)?.[1] ?? statement),
+    };
   } finally {
     if (ownsClient) await client.shutdown().catch(() => undefined);
   }
@@ -113,6 +132,17 @@ function validateReplication(value: unknown): Readonly<Record<string, number>> {
     );
   if (!valid) throw new InvalidOptionError('replication', JSON.stringify(value), allowed);
   return value as Readonly<Record<string, number>>;
+}
+
+/** `{ dc1: '3', … }` from the driver's keyspace metadata as numbers; other entries dropped. */
+function replicationOf(
+  strategyOptions: Record<string, string> | undefined,
+): Record<string, number> {
+  const factors: Record<string, number> = {};
+  for (const [dc, factor] of Object.entries(strategyOptions ?? {})) {
+    if (/^\d+$/.test(factor)) factors[dc] = Number(factor);
+  }
+  return factors;
 }
 
 /** schema.cql at the package root: src/schema.ts and dist/src/schema.js both walk up to it. */

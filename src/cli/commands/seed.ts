@@ -1,0 +1,97 @@
+/** `idgen-cass seed`: create a sequence. */
+
+import { Option, type Command } from 'commander';
+
+import { IdGenError, SequenceExistsError } from '../../errors.js';
+import type { CreateSequenceOptions, DomainPreset } from '../../options.js';
+import type { CliContext } from '../context.js';
+import { settingsJson, settingsLines } from '../format.js';
+import { parseBigInt, parseDecimal, parseInteger } from '../parse.js';
+
+interface SeedOptions {
+  readonly domain?: DomainPreset;
+  readonly min?: bigint;
+  readonly max?: bigint;
+  readonly start?: bigint;
+  readonly dcRange?: bigint;
+  readonly block?: number;
+  readonly threshold?: number;
+  readonly ifNotExists?: boolean;
+}
+
+export function seedCommand(program: Command, ctx: CliContext): void {
+  program
+    .command('seed')
+    .description('create a sequence (needs every DC reachable); refuses an existing one')
+    .argument('<sequence>', 'name: letters, digits and _, starting with a letter (at most 48)')
+    .addOption(
+      new Option('--domain <domain>', 'bound of the IDs (default: safe53)').choices([
+        'int32',
+        'safe53',
+        'int63',
+      ]),
+    )
+    .option('--max <n>', 'largest ID (inclusive) instead of a domain', parseBigInt)
+    .option('--min <n>', 'smallest ID (default: 1)', parseBigInt)
+    .option(
+      '--start <n>',
+      'first ID handed out, e.g. above the current maximum of an IDENTITY column (default: --min)',
+      parseBigInt,
+    )
+    .option('--dc-range <n>', 'IDs one grant gives a DC (default: 100000)', parseBigInt)
+    .option('--block <n>', 'IDs one process claims at a time (default: 1000)', parseInteger)
+    .option(
+      '--threshold <share>',
+      'share of a block or DC range used before the next is loaded (default: 0.5)',
+      parseDecimal,
+    )
+    .option('--if-not-exists', 'if the sequence exists, leave it unchanged and exit 0')
+    .addHelpText(
+      'after',
+      `
+Example (a team moving off an IDENTITY column whose maximum is 48213577):
+  $ idgen-cass seed orders --domain int32 --start 48213578 --dc-range 1000000
+  Created sequence "orders".
+  sequence   orders
+  domain     int32 [1, 2147483647]
+  start      48213578
+  DC range   1,000,000 IDs
+  block      1,000 IDs
+  threshold  0.5`,
+    )
+    .action(async (sequence: string, options: SeedOptions) => {
+      const create: CreateSequenceOptions = {
+        domain: options.domain,
+        min: options.min,
+        max: options.max,
+        start: options.start,
+        dcRangeSize: options.dcRange,
+        blockSize: options.block,
+        threshold: options.threshold,
+      };
+      const ids = await ctx.idGen();
+      let created = true;
+      let settings;
+      try {
+        settings = await ids.createSequence(sequence, create);
+      } catch (error) {
+        if (!(error instanceof SequenceExistsError)) throw error;
+        if (options.ifNotExists !== true) {
+          throw new IdGenError(
+            error.code,
+            `${error.message} To accept an existing sequence as it is, seed with --if-not-exists.`,
+            { cause: error },
+          );
+        }
+        created = false;
+        settings = await ids.readSequence(sequence);
+      }
+      if (ctx.json) return ctx.printJson({ created, settings: settingsJson(settings) });
+      await ctx.print([
+        created
+          ? `Created sequence "${sequence}".`
+          : `Sequence "${sequence}" already exists in keyspace "${ids.keyspace}"; left unchanged (--if-not-exists).`,
+        ...settingsLines(settings),
+      ]);
+    });
+}

@@ -1,0 +1,107 @@
+/** `idgen-cass status`: how each sequence stands in every DC, as seen from the local DC. */
+
+import { setTimeout as delay } from 'node:timers/promises';
+
+import type { Command } from 'commander';
+
+import { ADMIN_DEFAULTS, type StatusReport } from '../../admin.js';
+import { InvalidOptionError } from '../../errors.js';
+import type { CliContext } from '../context.js';
+import { parseSeconds } from '../parse.js';
+import { renderStatus, statusJson } from '../status-view.js';
+
+interface StatusOptions {
+  /** `true` when given without seconds. */
+  readonly watch?: number | true;
+  readonly sample: number;
+  readonly serialTimeout: number;
+}
+
+const DEFAULT_WATCH_SECONDS = 2;
+
+export function statusCommand(program: Command, ctx: CliContext): void {
+  program
+    .command('status')
+    .description(
+      'GLOBAL high-water mark, domain used, and per DC ranges, IDs left, rate and runway; SERIAL and hosts as seen from here',
+    )
+    .argument('[sequence]', 'the sequence (default: every sequence)')
+    .option(
+      '--sample <seconds>',
+      'window over which rates are measured (two reads of the DC states); 0: no rates',
+      parseSeconds,
+      ADMIN_DEFAULTS.sampleMs / 1000,
+    )
+    .option(
+      '--watch [seconds]',
+      `refresh every so many seconds (default ${DEFAULT_WATCH_SECONDS}) until Ctrl-C; rates from refresh to refresh; with --json one document per line`,
+      parseSeconds,
+    )
+    .option(
+      '--serial-timeout <seconds>',
+      'how long the SERIAL probe may take before SERIAL counts as unreachable',
+      parseSeconds,
+      ADMIN_DEFAULTS.serialTimeoutMs / 1000,
+    )
+    .addHelpText(
+      'after',
+      `
+Reads only the local DC (LOCAL_ONE), so it works from inside a partitioned DC; the SERIAL probe
+says whether new DC ranges can be granted from here. Runway: how long the IDs a DC holds last at
+its current rate without a new grant. * marks the local DC.
+
+Example (processes in dc1 and dc2 drawing):
+  $ idgen-cass status orders
+  keyspace idgen · seen from dc1 · 2026-11-22T08:57:53.357Z · rates over 2.0 s
+  SERIAL   reachable from dc1 (41 ms): new DC ranges can be granted
+  hosts    dc1 127.0.0.1:9042 up · dc2 127.0.0.2:9042 up · dc3 127.0.0.3:9042 up (as this client sees them)
+
+  orders  int32 [1, 2147483647] · start 48213578 · DC range 1,000,000 · block 5,000 · threshold 0.5
+    GLOBAL last_integer 50213577  domain used [............]  2.3%  2,097,270,070 IDs left to grant
+    DC    reserved                 preloaded  last_integer  reserved used         IDs left      rate  runway
+    dc1*  #1 [48213578, 49213577]  –              48233582  [............]  2.0%   979,995   2,488/s  6m 33s
+    dc2   #1 [49213578, 50213577]  –              49294577  [#...........]  8.1%   919,000  12,438/s  1m 13s
+    dc3   none yet                 –                     –  –                            0         –       –`,
+    )
+    .action(async (sequence: string | undefined, options: StatusOptions) => {
+      const admin = await ctx.admin();
+      const base = {
+        sequences: sequence === undefined ? undefined : [sequence],
+        sampleMs: options.sample * 1000,
+        serialTimeoutMs: options.serialTimeout * 1000,
+      };
+      if (options.watch === undefined) {
+        return show(ctx, await admin.status(base), false);
+      }
+
+      const seconds = options.watch === true ? DEFAULT_WATCH_SECONDS : options.watch;
+      if (seconds <= 0) {
+        throw new InvalidOptionError('watch', seconds, 'a number of seconds above 0');
+      }
+      const stop = new AbortController();
+      const onSignal = () => stop.abort();
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+      try {
+        let last: StatusReport | undefined;
+        while (!stop.signal.aborted) {
+          last = await admin.status({ ...base, since: last, signal: stop.signal });
+          await show(ctx, last, true);
+          await delay(seconds * 1000, undefined, { signal: stop.signal });
+        }
+      } catch (error) {
+        if (!stop.signal.aborted) throw error; // Ctrl-C ends a watch normally
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      }
+    });
+}
+
+async function show(ctx: CliContext, report: StatusReport, watching: boolean): Promise<void> {
+  if (ctx.json) return ctx.printJson(statusJson(report), watching ? 0 : 2);
+  const clear = watching && ctx.interactive ? '\x1b[2J\x1b[H' : '';
+  const separator = watching && !ctx.interactive ? [''] : [];
+  const lines = renderStatus(report);
+  await ctx.print([...separator, `${clear}${lines[0] ?? ''}`, ...lines.slice(1)]);
+}

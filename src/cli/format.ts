@@ -1,0 +1,144 @@
+/**
+ * Text and JSON output of the CLI: aligned tables, usage bars, counts, durations, and a JSON
+ * writer that keeps 64-bit integers exact.
+ */
+
+import type { SequenceSettings } from '../store/port.js';
+
+/** Column alignment of {@link table}. */
+export type Align = 'left' | 'right';
+
+/**
+ * Rows as aligned columns separated by two spaces, trailing spaces trimmed.
+ * @param align one entry per column; missing entries are `left`.
+ */
+export function table(
+  rows: readonly (readonly string[])[],
+  align: readonly Align[] = [],
+): string[] {
+  const widths: number[] = [];
+  for (const row of rows) {
+    row.forEach((cell, i) => {
+      widths[i] = Math.max(widths[i] ?? 0, cell.length);
+    });
+  }
+  return rows.map((row) =>
+    row
+      .map((cell, i) => {
+        const width = widths[i] ?? 0;
+        return align[i] === 'right' ? cell.padStart(width) : cell.padEnd(width);
+      })
+      .join('  ')
+      .trimEnd(),
+  );
+}
+
+/** `[#######.....]  58%`: a share from 0 to 1 as a bar of `width` cells and a percentage. */
+export function bar(share: number, width = 12): string {
+  const bounded = Math.min(1, Math.max(0, share));
+  const filled = Math.round(bounded * width);
+  return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${percent(bounded).padStart(5)}`;
+}
+
+/** A share from 0 to 1 as a percentage with as many decimals as small shares need. */
+export function percent(share: number): string {
+  if (share <= 0) return '0%';
+  if (share >= 1) return '100%';
+  if (share < 0.0001) return '<0.01%';
+  if (share < 0.01) return `${(share * 100).toFixed(2)}%`;
+  if (share < 0.1) return `${(share * 100).toFixed(1)}%`;
+  // Floor, so that 99.97% never shows as 100%; rounded first against 0.58 * 100 = 57.999….
+  return `${Math.floor(Math.round(share * 1e6) / 1e4)}%`;
+}
+
+/** A count with thousands separators: `2,147,483,647`. */
+export function count(value: bigint | number): string {
+  return value.toLocaleString('en-US', { maximumFractionDigits: 0 });
+}
+
+/** IDs per second: `–` when not measured. */
+export function rate(perSecond: number | undefined): string {
+  if (perSecond === undefined) return '–';
+  if (perSecond > 0 && perSecond < 10) return `${perSecond.toFixed(1)}/s`;
+  return `${count(Math.round(perSecond))}/s`;
+}
+
+/** Seconds as `45s`, `4m 10s`, `2h 05m`, `3d 4h`; `∞` for Infinity, `–` for unknown. */
+export function duration(seconds: number | undefined): string {
+  if (seconds === undefined || Number.isNaN(seconds)) return '–';
+  if (seconds === Infinity) return '∞';
+  const s = Math.floor(seconds);
+  if (s < 60) return `${s}s`;
+  if (s < 3_600) return `${Math.floor(s / 60)}m ${pad2(s % 60)}s`;
+  if (s < 86_400) return `${Math.floor(s / 3_600)}h ${pad2(Math.floor(s / 60) % 60)}m`;
+  return `${count(Math.floor(s / 86_400))}d ${Math.floor(s / 3_600) % 24}h`;
+}
+
+/** `[min, max]` of IDs. */
+export function span(min: bigint, max: bigint): string {
+  return `[${min}, ${max}]`;
+}
+
+/** A sequence's settings as `label  value` lines. */
+export function settingsLines(settings: SequenceSettings): string[] {
+  return table([
+    ['sequence', settings.name],
+    ['domain', `${settings.domain} ${span(settings.min, settings.max)}`],
+    ['start', String(settings.start)],
+    ['DC range', `${count(settings.dcRangeSize)} IDs`],
+    ['block', `${count(settings.blockSize)} IDs`],
+    ['threshold', String(settings.threshold)],
+  ]);
+}
+
+/** A sequence's settings as a JSON-ready object. */
+export function settingsJson(settings: SequenceSettings): Record<string, unknown> {
+  return {
+    name: settings.name,
+    domain: settings.domain,
+    min: settings.min,
+    max: settings.max,
+    start: settings.start,
+    dcRangeSize: settings.dcRangeSize,
+    blockSize: settings.blockSize,
+    threshold: settings.threshold,
+  };
+}
+
+/**
+ * JSON text of `value`, like `JSON.stringify` with `indent`, except that bigints are written as
+ * exact JSON numbers (IDs may exceed 2^53-1), non-finite numbers as `null`, and Dates as ISO
+ * strings. Object keys whose value is undefined are left out.
+ */
+export function toJson(value: unknown, indent = 2): string {
+  return write(value, indent, '');
+}
+
+function write(value: unknown, indent: number, margin: string): string {
+  if (typeof value === 'bigint') return value.toString();
+  if (typeof value === 'number') return Number.isFinite(value) ? String(value) : 'null';
+  if (value === null || value === undefined) return 'null';
+  if (typeof value === 'string' || typeof value === 'boolean') return JSON.stringify(value);
+  if (value instanceof Date) return JSON.stringify(value.toISOString());
+  const inner = margin + ' '.repeat(indent);
+  const open = indent > 0 ? `\n${inner}` : '';
+  const close = indent > 0 ? `\n${margin}` : '';
+  const separator = indent > 0 ? `,\n${inner}` : ',';
+  if (Array.isArray(value)) {
+    if (value.length === 0) return '[]';
+    const items = value.map((item: unknown) => write(item, indent, inner));
+    return `[${open}${items.join(separator)}${close}]`;
+  }
+  if (typeof value === 'object') {
+    const entries = Object.entries(value).filter(([, v]) => v !== undefined);
+    if (entries.length === 0) return '{}';
+    const colon = indent > 0 ? ': ' : ':';
+    const items = entries.map(([k, v]) => `${JSON.stringify(k)}${colon}${write(v, indent, inner)}`);
+    return `{${open}${items.join(separator)}${close}}`;
+  }
+  throw new TypeError(`toJson: cannot write a ${typeof value}`);
+}
+
+function pad2(value: number): string {
+  return String(value).padStart(2, '0');
+}

@@ -1,0 +1,78 @@
+/**
+ * Parsers of the CLI's option values. Syntax errors are commander's `InvalidArgumentError`
+ * (reported as usage errors, exit code 1); ranges are checked by the library, whose errors name
+ * the setting.
+ */
+
+import { InvalidArgumentError } from 'commander';
+
+import { InvalidOptionError } from '../errors.js';
+
+const INTEGER = /^-?\d+(_\d+)*$/;
+
+/** An integer of any size; `_` may group digits (`1_000_000`). */
+export function parseBigInt(value: string): bigint {
+  const trimmed = value.trim();
+  if (!INTEGER.test(trimmed)) {
+    throw new InvalidArgumentError('Expected an integer, e.g. 1000000 or 1_000_000.');
+  }
+  return BigInt(trimmed.replace(/_/g, ''));
+}
+
+/** An integer that fits a JavaScript number (block sizes, counts). */
+export function parseInteger(value: string): number {
+  const parsed = parseBigInt(value);
+  if (parsed > BigInt(Number.MAX_SAFE_INTEGER) || parsed < BigInt(Number.MIN_SAFE_INTEGER)) {
+    throw new InvalidArgumentError(`Expected an integer of at most ${Number.MAX_SAFE_INTEGER}.`);
+  }
+  return Number(parsed);
+}
+
+/** A decimal number (`0.5`, `.75`). */
+export function parseDecimal(value: string): number {
+  const trimmed = value.trim();
+  const parsed = Number(trimmed);
+  if (trimmed === '' || !Number.isFinite(parsed)) {
+    throw new InvalidArgumentError('Expected a number, e.g. 0.5.');
+  }
+  return parsed;
+}
+
+/** A duration in seconds, at least 0 (`2`, `0.5`). */
+export function parseSeconds(value: string): number {
+  const parsed = parseDecimal(value);
+  if (parsed < 0) throw new InvalidArgumentError('Expected a number of seconds, at least 0.');
+  return parsed;
+}
+
+/**
+ * A replication map `dc1:3,dc2:3` as `{ dc1: 3, dc2: 3 }`. Factors must be integers; their
+ * range and the DC names are checked against the cluster by `initSchema`.
+ * @throws {InvalidOptionError} (option `replication`) for anything else, or a map naming no DC.
+ */
+export function parseReplication(value: string): Record<string, number> {
+  const allowed =
+    'one or more DC:factor pairs separated by commas, each DC once, e.g. dc1:3,dc2:3,dc3:3';
+  const map: Record<string, number> = {};
+  const pairs = value
+    .split(',')
+    .map((pair) => pair.trim())
+    .filter((pair) => pair !== '');
+  if (pairs.length === 0) throw new InvalidOptionError('replication', value, allowed);
+  for (const pair of pairs) {
+    const match = /^([^:\s]+):(\d+)$/.exec(pair);
+    if (match === null || Object.hasOwn(map, match[1]!)) {
+      throw new InvalidOptionError('replication', value, allowed);
+    }
+    map[match[1]!] = Number(match[2]);
+  }
+  return map;
+}
+
+/** A comma-separated list, entries trimmed, empty ones dropped. */
+export function parseList(value: string): string[] {
+  return value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+}

@@ -1,0 +1,127 @@
+/**
+ * The `idgen-cass` program: global options, one command per file, and the one place errors
+ * become exit codes and the Cassandra connections are closed.
+ */
+
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { Command, Option } from 'commander';
+
+import { alterCommand } from './commands/alter.js';
+import { checkCommand } from './commands/check.js';
+import { initCommand } from './commands/init.js';
+import { listCommand } from './commands/list.js';
+import { nextCommand } from './commands/next.js';
+import { seedCommand } from './commands/seed.js';
+import { statusCommand } from './commands/status.js';
+import { CliContext, type Streams } from './context.js';
+import { commanderErrorLine, EXIT_CODES, handleError } from './exit-codes.js';
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** The program with every command registered on `ctx`. */
+export function createProgram(streams: Streams): { program: Command; ctx: CliContext } {
+  const program = new Command('idgen-cass');
+  const ctx = new CliContext(program, streams);
+  // Settings first: `.command()` copies them into every subcommand.
+  program
+    .description(
+      'Unique integer IDs for services in several datacenters, coordinated only through Cassandra lightweight transactions.',
+    )
+    .version(packageVersion(), '-V, --version')
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => streams.stdout.write(text),
+      writeErr: (text) => streams.stderr.write(text),
+      outputError: (text, write) => write(commanderErrorLine(text)),
+    })
+    .configureHelp({ showGlobalOptions: true, sortSubcommands: false })
+    .showSuggestionAfterError(true)
+    .addOption(
+      new Option(
+        '--contact-points <hosts>',
+        'comma-separated addresses (host or host:port) of nodes in the local DC',
+      ).env('IDGEN_CONTACT_POINTS'),
+    )
+    .addOption(
+      new Option('--dc <name>', 'the local datacenter, as Cassandra names it').env('IDGEN_DC'),
+    )
+    .addOption(
+      new Option('--keyspace <name>', 'keyspace holding the idgen tables')
+        .env('IDGEN_KEYSPACE')
+        .default('idgen'),
+    )
+    .addOption(new Option('--username <name>', 'Cassandra user').env('IDGEN_USERNAME'))
+    .addOption(
+      new Option('--password <password>', 'password of --username (prefer the variable)').env(
+        'IDGEN_PASSWORD',
+      ),
+    )
+    .addOption(
+      new Option('--log-level <level>', 'pino log level of the logs on stderr')
+        .choices(LOG_LEVELS)
+        .env('IDGEN_LOG_LEVEL')
+        .default('warn'),
+    )
+    .option('--json', 'results as JSON on stdout (64-bit integers as exact JSON numbers)')
+    .option('--verbose', 'errors with their stack and causes')
+    .addHelpText(
+      'after',
+      `
+Exit codes: 0 ok, 1 usage or bad input, 2 sequence not found, 3 Cassandra unreachable,
+4 invariant broken, 5 sequence already exists, 6 sequence exhausted, 7 contention, 10 unexpected.
+
+Example:
+  $ export IDGEN_CONTACT_POINTS=10.0.1.5 IDGEN_DC=dc1
+  $ idgen-cass init --replication dc1:3,dc2:3,dc3:3
+  $ idgen-cass seed orders --domain int32
+  $ idgen-cass next orders -n 3
+  $ idgen-cass status orders`,
+    );
+
+  initCommand(program, ctx);
+  seedCommand(program, ctx);
+  listCommand(program, ctx);
+  nextCommand(program, ctx);
+  alterCommand(program, ctx);
+  statusCommand(program, ctx);
+  checkCommand(program, ctx);
+  return { program, ctx };
+}
+
+/**
+ * Runs `idgen-cass` with `argv` (as `process.argv`: node and script first) and returns the exit
+ * code. Every error is reported here, once; the Cassandra connections are always closed.
+ */
+export async function runCli(
+  argv: readonly string[],
+  streams: Streams = { stdout: process.stdout, stderr: process.stderr },
+): Promise<number> {
+  const { program, ctx } = createProgram(streams);
+  try {
+    await program.parseAsync([...argv]);
+    return EXIT_CODES.ok;
+  } catch (error) {
+    const verbose = program.opts()['verbose'] === true || argv.includes('--verbose');
+    return handleError(error, (text) => ctx.writeErr(text), verbose);
+  } finally {
+    await ctx.close();
+  }
+}
+
+/** The version in package.json, found above this file in src/ and in dist/src/ alike. */
+function packageVersion(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const candidate = join(dir, 'package.json');
+    if (existsSync(candidate)) {
+      const pkg = JSON.parse(readFileSync(candidate, 'utf8')) as { version?: unknown };
+      return typeof pkg.version === 'string' ? pkg.version : 'unknown';
+    }
+    const parent = dirname(dir);
+    if (parent === dir) return 'unknown';
+    dir = parent;
+  }
+}

@@ -1,0 +1,155 @@
+/**
+ * `idgen-cass status` as text (read at a glance) and as JSON (for machines).
+ */
+
+import type { DcStatus, HeldRange, SequenceStatus, StatusReport } from '../admin.js';
+import { bar, count, duration, percent, rate, span, table } from './format.js';
+
+/** The human view of `report`, one string per line. */
+export function renderStatus(report: StatusReport): string[] {
+  const sampled = report.sequences.find((s) => s.sampledOverMs !== undefined)?.sampledOverMs;
+  const lines = [
+    `keyspace ${report.keyspace} · seen from ${report.dc} · ${report.at.toISOString()}` +
+      (sampled === undefined ? '' : ` · rates over ${(sampled / 1000).toFixed(1)} s`),
+    ...serialLines(report),
+    `hosts    ${hostsLine(report)} (as this client sees them)`,
+  ];
+  if (report.sequences.length === 0) {
+    lines.push('', `No sequences. Create one with: idgen-cass seed <sequence>`);
+  }
+  for (const sequence of report.sequences) lines.push('', ...sequenceLines(sequence, report.dc));
+  return lines;
+}
+
+function serialLines(report: StatusReport): string[] {
+  const { serial } = report;
+  if (serial.reachable) {
+    return [
+      `SERIAL   reachable from ${serial.dc} (${serial.tookMs} ms): new DC ranges can be granted`,
+    ];
+  }
+  return [
+    `SERIAL   UNREACHABLE from ${serial.dc}: new DC ranges cannot be granted; each DC serves only the IDs it holds (see runway)`,
+    `         cause (after ${serial.tookMs} ms): ${serial.error ?? 'unknown'}`,
+  ];
+}
+
+function hostsLine(report: StatusReport): string {
+  if (report.hosts.length === 0) return 'none known';
+  return report.hosts
+    .map((host) => `${host.dc} ${host.address} ${host.up ? 'up' : 'DOWN'}`)
+    .join(' · ');
+}
+
+function sequenceLines(status: SequenceStatus, localDc: string): string[] {
+  const s = status.settings;
+  const header =
+    `${s.name}  ${s.domain} ${span(s.min, s.max)} · start ${s.start} · DC range ${count(s.dcRangeSize)}` +
+    ` · block ${count(s.blockSize)} · threshold ${s.threshold}`;
+  const global =
+    `  GLOBAL last_integer ${status.globalLast}  domain used ${bar(status.domainUsedShare)}` +
+    `  ${count(status.domainLeft)} IDs left to grant`;
+  const rows = [
+    [
+      'DC',
+      'reserved',
+      'preloaded',
+      'last_integer',
+      'reserved used',
+      'IDs left',
+      'rate',
+      'runway',
+      '',
+    ],
+    ...status.dcs.map((dc) => dcRow(dc, localDc)),
+  ];
+  const columns = table(rows, [
+    'left',
+    'left',
+    'left',
+    'right',
+    'left',
+    'right',
+    'right',
+    'right',
+    'left',
+  ]);
+  return [header, global, ...columns.map((line) => `  ${line}`)];
+}
+
+function dcRow(dc: DcStatus, localDc: string): string[] {
+  const name = dc.dc === localDc ? `${dc.dc}*` : dc.dc;
+  const note =
+    dc.pendingGrant === undefined
+      ? ''
+      : `grant #${dc.pendingGrant.number} ${span(dc.pendingGrant.min, dc.pendingGrant.max)} not installed yet`;
+  if (dc.reserved === undefined) {
+    return [name, 'none yet', '–', '–', '–', '0', '–', '–', note];
+  }
+  return [
+    name,
+    held(dc.reserved),
+    dc.preloaded === undefined ? '–' : held(dc.preloaded),
+    String(dc.lastInteger),
+    bar(dc.reservedUsedShare),
+    count(dc.left),
+    rate(dc.rate),
+    duration(dc.runway),
+    note,
+  ];
+}
+
+function held(range: HeldRange): string {
+  return `#${range.grant} ${span(range.min, range.max)}`;
+}
+
+/** `report` as a JSON-ready object (see README.md, "Command line"). */
+export function statusJson(report: StatusReport): Record<string, unknown> {
+  return {
+    keyspace: report.keyspace,
+    dc: report.dc,
+    at: report.at,
+    serial: {
+      reachable: report.serial.reachable,
+      dc: report.serial.dc,
+      tookMs: report.serial.tookMs,
+      error: report.serial.error ?? null,
+    },
+    hosts: report.hosts.map((host) => ({ address: host.address, dc: host.dc, up: host.up })),
+    sequences: report.sequences.map((s) => ({
+      name: s.settings.name,
+      settings: {
+        domain: s.settings.domain,
+        min: s.settings.min,
+        max: s.settings.max,
+        start: s.settings.start,
+        dcRangeSize: s.settings.dcRangeSize,
+        blockSize: s.settings.blockSize,
+        threshold: s.settings.threshold,
+      },
+      globalLast: s.globalLast,
+      granted: s.granted,
+      domainSize: s.domainSize,
+      domainUsedShare: s.domainUsedShare,
+      domainUsed: percent(s.domainUsedShare),
+      domainLeft: s.domainLeft,
+      sampledOverMs: s.sampledOverMs ?? null,
+      dcs: s.dcs.map((dc) => ({
+        dc: dc.dc,
+        grants: dc.grants.map((g) => ({ number: g.number, min: g.min, max: g.max })),
+        reserved: dc.reserved ?? null,
+        preloaded: dc.preloaded ?? null,
+        pendingGrant: dc.pendingGrant ?? null,
+        lastInteger: dc.lastInteger ?? null,
+        reservedUsed: dc.reservedUsed,
+        reservedUsedShare: dc.reservedUsedShare,
+        left: dc.left,
+        consumed: dc.consumed,
+        ratePerSecond: dc.rate ?? null,
+        // null: not measured, or no range held; Infinity (rate 0) is written as null too, so
+        // "unbounded" is ratePerSecond 0 with IDs left.
+        runwaySeconds: dc.runway === undefined || dc.runway === Infinity ? null : dc.runway,
+      })),
+    })),
+  };
+}

@@ -1,0 +1,534 @@
+/**
+ * The built `idgen-cass` CLI as a real process against the real multi-DC cluster: every command,
+ * its output and exit codes, `status` from inside a partitioned DC, and bad input that must be
+ * refused with one line on stderr and nothing written.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, statSync } from 'node:fs';
+import { readdir, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+import cassandra from 'cassandra-driver';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { clusterInfo, contactPoints, dcNames, faults, newClient } from '../support/cluster.js';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const MAIN = join(ROOT, 'dist/src/cli/main.js');
+const KEYSPACE = `cli_${randomBytes(4).toString('hex')}`;
+const { consistencies } = cassandra.types;
+
+interface Run {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+interface RunOptions {
+  /** The DC the CLI runs in: its contact points and IDGEN_DC. @default 'dc1' */
+  readonly dc?: string;
+  readonly keyspace?: string;
+}
+
+/** Starts `idgen-cass <args>` configured through its environment variables. */
+function start(args: readonly string[], options: RunOptions = {}): ChildProcess {
+  const dc = options.dc ?? 'dc1';
+  return spawn(process.execPath, [MAIN, ...args], {
+    cwd: ROOT,
+    env: {
+      ...withoutIdgenVariables(process.env),
+      IDGEN_CONTACT_POINTS: contactPoints(dc).join(','),
+      IDGEN_DC: dc,
+      IDGEN_KEYSPACE: options.keyspace ?? KEYSPACE,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+function finished(child: ChildProcess): Promise<Run> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+function idgen(args: readonly string[], options: RunOptions = {}): Promise<Run> {
+  return finished(start(args, options));
+}
+
+function withoutIdgenVariables(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([key]) => !key.startsWith('IDGEN_')));
+}
+
+/** `run` succeeded, with nothing on stderr. */
+function expectOk(run: Run): void {
+  expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+}
+
+/** `run` failed with `code`, exactly one line on stderr containing `message`, nothing on stdout. */
+function expectRefused(run: Run, code: number, message: string): void {
+  expect(run.code).toBe(code);
+  expect(run.stdout).toBe('');
+  expect(run.stderr).toMatch(/^idgen-cass: [^\n]+\n$/);
+  expect(run.stderr).toContain(message);
+}
+
+/** Builds dist/ unless it is newer than every source file (so `npm test`'s build is reused). */
+async function ensureBuilt(): Promise<void> {
+  const newestSource = async (dir: string): Promise<number> => {
+    let newest = 0;
+    for (const entry of await readdir(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      const mtime = entry.isDirectory() ? await newestSource(path) : statSync(path).mtimeMs;
+      newest = Math.max(newest, mtime);
+    }
+    return newest;
+  };
+  if (existsSync(MAIN) && statSync(MAIN).mtimeMs >= (await newestSource(join(ROOT, 'src')))) {
+    return;
+  }
+  await promisify(execFile)('npm', ['run', 'build'], { cwd: ROOT });
+}
+
+let admin: cassandra.Client;
+
+/** Rows read straight from Cassandra at ALL, to compare the CLI's output with. */
+async function rows(table: 'idgen_grants' | 'idgen_dc_state', sequence: string) {
+  const result = await admin.execute(
+    `SELECT * FROM "${KEYSPACE}".${table} WHERE sequence = ? ALLOW FILTERING`,
+    [sequence],
+    { prepare: true, consistency: consistencies.all },
+  );
+  return result.rows;
+}
+
+async function keyspaceExists(name: string): Promise<boolean> {
+  const result = await admin.execute(
+    'SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?',
+    [name],
+    { prepare: true },
+  );
+  return result.rowLength > 0;
+}
+
+async function sequenceNames(): Promise<string[]> {
+  const run = await idgen(['list', '--json']);
+  expectOk(run);
+  return (JSON.parse(run.stdout) as { name: string }[]).map((s) => s.name);
+}
+
+function big(value: unknown): bigint {
+  return BigInt(String(value));
+}
+
+beforeAll(async () => {
+  await ensureBuilt();
+  admin = newClient('dc1');
+  await admin.connect();
+}, 300_000);
+
+afterAll(async () => {
+  try {
+    await admin?.execute(`DROP KEYSPACE IF EXISTS "${KEYSPACE}"`);
+  } finally {
+    await admin?.shutdown();
+  }
+});
+
+describe('idgen-cass', () => {
+  const replication = dcNames()
+    .map((dc) => `${dc}:1`)
+    .join(',');
+
+  it('init creates the keyspace and tables, and is safe to re-run', async () => {
+    const first = await idgen(['init', '--replication', replication]);
+    expectOk(first);
+    expect(first.stdout).toContain(`Created keyspace "${KEYSPACE}"`);
+    const second = await idgen(['init', '--replication', replication]);
+    expectOk(second);
+    expect(second.stdout).toContain(`Keyspace "${KEYSPACE}" exists`);
+    const tables = await admin.execute(
+      'SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?',
+      [KEYSPACE],
+      { prepare: true },
+    );
+    expect(tables.rows.map((row) => String(row['table_name'])).sort()).toEqual([
+      'idgen_dc_state',
+      'idgen_grants',
+    ]);
+  });
+
+  it('seed creates a sequence once; again it is refused (exit 5) or, with --if-not-exists, left alone', async () => {
+    const created = await idgen(['seed', 'orders', '--domain', 'int32', '--block', '100']);
+    expectOk(created);
+    expect(created.stdout).toContain('Created sequence "orders".');
+    expect(created.stdout).toMatch(/domain\s+int32 \[1, 2147483647\]/);
+
+    expectRefused(
+      await idgen(['seed', 'orders', '--block', '5']),
+      5,
+      'Sequence "orders" already exists',
+    );
+    const again = await idgen(['seed', 'orders', '--block', '5', '--if-not-exists', '--json']);
+    expectOk(again);
+    expect(JSON.parse(again.stdout)).toMatchObject({
+      created: false,
+      settings: { name: 'orders', blockSize: 100 },
+    });
+  });
+
+  it('seed --start begins above an IDENTITY column maximum', async () => {
+    expectOk(await idgen(['seed', 'legacy', '--domain', 'int32', '--start', '48213578']));
+    const run = await idgen(['next', 'legacy', '-n', '2']);
+    expectOk(run);
+    expect(run.stdout).toBe('48213578\n48213579\n');
+  });
+
+  it('next -n 1000 prints 1000 unique integers; --json prints an array', async () => {
+    const run = await idgen(['next', 'orders', '-n', '1000']);
+    expectOk(run);
+    const lines = run.stdout.trimEnd().split('\n');
+    expect(lines).toHaveLength(1000);
+    expect(lines.every((line) => /^\d+$/.test(line))).toBe(true);
+    const ids = lines.map(BigInt);
+    expect(new Set(ids).size).toBe(1000);
+
+    const json = await idgen(['next', 'orders', '-n', '3', '--json'], { dc: 'dc2' });
+    expectOk(json);
+    const more = (JSON.parse(json.stdout) as number[]).map(BigInt);
+    expect(more).toHaveLength(3);
+    expect(more.every((id) => !ids.includes(id))).toBe(true);
+  });
+
+  it('alter changes the sizes; list shows them', async () => {
+    const run = await idgen(['alter', 'orders', '--block', '50', '--json']);
+    expectOk(run);
+    expect(JSON.parse(run.stdout)).toMatchObject({ name: 'orders', blockSize: 50 });
+    const list = await idgen(['list']);
+    expectOk(list);
+    expect(list.stdout).toMatch(/^orders\s+int32\s+\[1, 2147483647\]\s+1\s+100,000\s+50\s+0\.5$/m);
+  });
+
+  it('status --json matches the rows before and after draws in two DCs', async () => {
+    expectOk(await idgen(['seed', 'stat', '--dc-range', '10000', '--block', '100']));
+    const before = await idgen(['status', 'stat', '--json', '--sample', '0']);
+    expectOk(before);
+    const empty = JSON.parse(before.stdout) as StatusJson;
+    expect(empty.sequences).toHaveLength(1);
+    expect(empty.sequences[0]).toMatchObject({ name: 'stat', globalLast: 0, granted: 0 });
+    expect(empty.sequences[0]?.dcs.map((dc) => [dc.dc, dc.reserved, dc.left])).toEqual(
+      dcNames().map((dc) => [dc, null, 0]),
+    );
+
+    expectOk(await idgen(['next', 'stat', '-n', '250'], { dc: 'dc2' }));
+    expectOk(await idgen(['next', 'stat', '-n', '30']));
+    const grantRows = await rows('idgen_grants', 'stat');
+    const stateRows = await rows('idgen_dc_state', 'stat');
+
+    const after = await idgen(['status', 'stat', '--json', '--sample', '0.5']);
+    expectOk(after);
+    const report = JSON.parse(after.stdout) as StatusJson;
+    expect(report).toMatchObject({ keyspace: KEYSPACE, dc: 'dc1', serial: { reachable: true } });
+    const status = report.sequences[0]!;
+    const global = grantRows.find((row) => row['dc'] === 'GLOBAL')!;
+    expect(big(status.globalLast)).toBe(big(global['last_integer']));
+    expect(status.globalLast).toBe(20_000); // two grants of 10,000
+    expect(status.domainUsedShare).toBeCloseTo(20_000 / status.settings.max, 9);
+    expect(status.sampledOverMs).toBeGreaterThanOrEqual(500);
+
+    for (const dc of status.dcs) {
+      const grants = grantRows
+        .filter((row) => row['dc'] === dc.dc)
+        .map((row) => ({
+          number: row['grant_number'] as number,
+          min: Number(row['grant_min']),
+          max: Number(row['grant_max']),
+        }))
+        .sort((a, b) => a.number - b.number);
+      expect(dc.grants).toEqual(grants);
+      const state = stateRows.find((row) => row['dc'] === dc.dc);
+      if (state === undefined) {
+        expect(dc).toMatchObject({ reserved: null, lastInteger: null, left: 0 });
+        continue;
+      }
+      const lastInteger = Number(state['last_integer']);
+      const reservedMax = Number(state['reserved_max']);
+      expect(dc).toMatchObject({
+        reserved: {
+          grant: state['reserved_grant'],
+          min: Number(state['reserved_min']),
+          max: reservedMax,
+        },
+        preloaded: null,
+        lastInteger,
+        left: reservedMax - lastInteger,
+        ratePerSecond: 0,
+        runwaySeconds: null,
+      });
+    }
+    // Each process returned its unused IDs on exit: last_integer is exactly what was drawn.
+    const byDc = new Map(status.dcs.map((dc) => [dc.dc, dc]));
+    expect(byDc.get('dc2')?.consumed).toBe(250);
+    expect(byDc.get('dc1')?.consumed).toBe(30);
+  });
+
+  it('status shows every sequence at a glance', async () => {
+    const run = await idgen(['status', '--sample', '0.3']);
+    expectOk(run);
+    expect(run.stdout).toContain('SERIAL   reachable from dc1');
+    expect(run.stdout).toMatch(/^hosts {4}dc1 \S+ up · .* \(as this client sees them\)$/m);
+    expect(run.stdout).not.toContain('DOWN');
+    for (const name of ['legacy', 'orders', 'stat']) {
+      expect(run.stdout).toMatch(new RegExp(`^${name}  `, 'm'));
+    }
+    // In "stat", dc2 drew first: grant 1 is [1, 10000], of which it used 250.
+    expect(run.stdout).toMatch(
+      /^ {2}dc2 +#1 \[1, 10000\] +– +250 +\[\.{12}\] +2\.5% +9,750 +0\/s +∞$/m,
+    );
+  });
+
+  it('status --watch refreshes with rates from refresh to refresh until Ctrl-C', async () => {
+    const child = start(['status', 'stat', '--watch', '0.5', '--json', '--sample', '0']);
+    const run = finished(child);
+    let documents = 0;
+    const threeDocuments = new Promise<void>((resolve) => {
+      child.stdout?.on('data', (chunk: Buffer) => {
+        documents += chunk.toString().split('\n').length - 1;
+        if (documents >= 3) resolve();
+      });
+    });
+    await Promise.race([threeDocuments, run]); // an early exit fails below, without hanging
+    child.kill('SIGINT');
+    const { code, stdout, stderr } = await run;
+    expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+    const reports = stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as StatusJson);
+    expect(reports.length).toBeGreaterThanOrEqual(3);
+    expect(reports[0]?.sequences[0]?.sampledOverMs).toBeNull(); // --sample 0: nothing to compare
+    for (const report of reports.slice(1)) {
+      expect(report.sequences[0]?.sampledOverMs).toBeGreaterThanOrEqual(500);
+    }
+  });
+
+  it('check passes on rows the allocator wrote', async () => {
+    const run = await idgen(['check']);
+    expectOk(run);
+    expect(run.stdout).toContain('every invariant holds in 3 sequences');
+    expect(run.stdout).toMatch(/^stat +ok +\(grants: dc1 #1, dc2 #1\)$/m);
+  });
+
+  it('check exits 4 and lists every violation', async () => {
+    expectOk(await idgen(['seed', 'broken', '--dc-range', '100', '--block', '10']));
+    expectOk(await idgen(['next', 'broken', '-n', '5']));
+    // Corrupt dc1's state behind the allocator's back (at LOCAL_SERIAL from dc1, as the
+    // protocol touches it): last_integer beyond its reserved range.
+    const [state] = await rows('idgen_dc_state', 'broken');
+    const setLastInteger = (value: unknown) =>
+      admin.execute(
+        `UPDATE "${KEYSPACE}".idgen_dc_state SET last_integer = ? WHERE sequence = 'broken' AND dc = 'dc1' IF version = ?`,
+        [value, state!['version']],
+        {
+          prepare: true,
+          consistency: consistencies.localQuorum,
+          serialConsistency: consistencies.localSerial,
+        },
+      );
+    await setLastInteger(cassandra.types.Long.fromNumber(500));
+    const run = await idgen(['check', 'broken']);
+    expect(run.code).toBe(4);
+    expect(run.stdout).toContain('broken  1 VIOLATED');
+    expect(run.stdout).toContain(
+      "  last-integer-outside-reserved: dc1's last_integer 500 is outside [reserved_min - 1, reserved_max] = [0, 100]",
+    );
+    expect(run.stderr).toBe(
+      'idgen-cass: check found 1 violation in "broken" (listed on stdout); read docs/design.md ("Why no ID is handed out twice") before allocating from these rows again.\n',
+    );
+    const json = await idgen(['check', 'broken', '--json']);
+    expect(json.code).toBe(4);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      ok: false,
+      sequences: [
+        {
+          name: 'broken',
+          ok: false,
+          violations: [{ kind: 'last-integer-outside-reserved', dc: 'dc1' }],
+        },
+      ],
+    });
+    await setLastInteger(state!['last_integer']); // repaired
+    expectOk(await idgen(['check', 'broken']));
+  });
+});
+
+describe('idgen-cass refuses bad input: exit code, one line on stderr, nothing written', () => {
+  it('an unknown sequence: exit 2', async () => {
+    for (const args of [
+      ['next', 'nosuch'],
+      ['status', 'nosuch'],
+      ['check', 'nosuch'],
+      ['alter', 'nosuch', '--block', '5'],
+    ]) {
+      expectRefused(await idgen(args), 2, 'Sequence "nosuch" not found');
+    }
+    expect(await sequenceNames()).not.toContain('nosuch');
+  });
+
+  it('a malformed or unknown replication map: exit 1', async () => {
+    const fresh = `${KEYSPACE}_x`;
+    expectRefused(
+      await idgen(['init', '--replication', 'dc1=3'], { keyspace: fresh }),
+      1,
+      'Invalid --replication: received "dc1=3"',
+    );
+    expectRefused(
+      await idgen(['init', '--replication', ','], { keyspace: fresh }),
+      1,
+      'Invalid --replication',
+    );
+    expectRefused(
+      await idgen(['init', '--replication', 'dc1:1,dc9:1'], { keyspace: fresh }),
+      1,
+      'datacenters of this cluster only: dc1, dc2, dc3 (unknown: dc9)',
+    );
+    expect(await keyspaceExists(fresh)).toBe(false);
+  });
+
+  it('--block 0 and a --start outside the domain: exit 1', async () => {
+    expectRefused(
+      await idgen(['seed', 'bad1', '--block', '0']),
+      1,
+      'Invalid --block: received 0; allowed: an integer from 1 to 100000',
+    );
+    expectRefused(
+      await idgen(['seed', 'bad2', '--domain', 'int32', '--start', '3000000000']),
+      1,
+      'Invalid --start: received 3000000000n; allowed: an integer from 1 to 2147483647',
+    );
+    expectRefused(await idgen(['alter', 'orders', '--block', '0']), 1, 'Invalid --block');
+    const names = await sequenceNames();
+    expect(names).not.toContain('bad1');
+    expect(names).not.toContain('bad2');
+    expect(
+      JSON.parse((await idgen(['status', 'orders', '--json', '--sample', '0'])).stdout),
+    ).toMatchObject({
+      sequences: [{ settings: { blockSize: 50 } }],
+    });
+  });
+
+  it('an unreachable contact point: exit 3', async () => {
+    const unreachable = ['--contact-points', '127.0.0.99'];
+    expectRefused(
+      await idgen([...unreachable, 'seed', 'ghost']),
+      3,
+      'could not connect to contact points 127.0.0.99',
+    );
+    expectRefused(await idgen([...unreachable, 'status']), 3, 'Cassandra is unavailable');
+    expect(await sequenceNames()).not.toContain('ghost');
+  });
+});
+
+describe.runIf(clusterInfo().faults)('idgen-cass during a partition of dc3', () => {
+  afterAll(async () => {
+    await faults.heal();
+  });
+
+  /** Runs `next` in dc3 again and again until `stop` resolves. */
+  async function drawInDc3(stop: Promise<unknown>): Promise<number> {
+    let done = false;
+    void stop.finally(() => (done = true));
+    let draws = 0;
+    while (!done) {
+      expectOk(await idgen(['next', 'part', '-n', '100'], { dc: 'dc3' }));
+      draws++;
+    }
+    return draws;
+  }
+
+  it('status from dc3 exits 0, says SERIAL is unreachable and shows dc3 runway', async () => {
+    expectOk(await idgen(['seed', 'part', '--dc-range', '100000', '--block', '10']));
+    expectOk(await idgen(['next', 'part', '-n', '10'], { dc: 'dc3' })); // dc3 gets its range
+    expectOk(await idgen(['next', 'part', '-n', '10'])); // and dc1 its own
+
+    await faults.partition('dc3');
+    try {
+      // JSON: rates measured over 4 s while processes in dc3 keep drawing.
+      const json = finished(start(['status', 'part', '--json', '--sample', '4'], { dc: 'dc3' }));
+      expect(await drawInDc3(json)).toBeGreaterThanOrEqual(2);
+      const run = await json;
+      expectOk(run);
+      const report = JSON.parse(run.stdout) as StatusJson;
+      expect(report.dc).toBe('dc3');
+      expect(report.serial.reachable).toBe(false);
+      expect(report.serial.error).toMatch(/SERIAL|no answer/);
+      const dc3 = report.sequences[0]!.dcs.find((dc) => dc.dc === 'dc3')!;
+      expect(dc3.left).toBeGreaterThan(90_000);
+      expect(dc3.ratePerSecond).toBeGreaterThan(0);
+      expect(dc3.runwaySeconds).toBeCloseTo(dc3.left / dc3.ratePerSecond!, 3);
+
+      // The human view, captured for README.md when IDGEN_CLI_CAPTURE names a file.
+      const human = finished(start(['status', 'part', '--sample', '4'], { dc: 'dc3' }));
+      await drawInDc3(human);
+      const view = await human;
+      expectOk(view);
+      expect(view.stdout).toContain(
+        'SERIAL   UNREACHABLE from dc3: new DC ranges cannot be granted; each DC serves only the IDs it holds (see runway)',
+      );
+      expect(view.stdout).toMatch(
+        /^ {2}dc3\* +#1 \[\d+, \d+\] .* \d[\d,.]*\/s +\d+[dhms]( \d+[hms])?$/m,
+      );
+      if (process.env['IDGEN_CLI_CAPTURE']) {
+        await writeFile(process.env['IDGEN_CLI_CAPTURE'], view.stdout);
+      }
+
+      // Commands that need SERIAL or every DC fail with exit code 3, one line.
+      expectRefused(
+        await idgen(['seed', 'cut', '--dc-range', '100'], { dc: 'dc3' }),
+        3,
+        'Cassandra is unavailable at SERIAL for create sequence',
+      );
+    } finally {
+      await faults.heal();
+    }
+
+    const check = await idgen(['check']);
+    expectOk(check);
+    expect(check.stdout).toMatch(/^part +ok /m);
+    const fromDc3 = await idgen(['check', 'part'], { dc: 'dc3' });
+    expectOk(fromDc3);
+  });
+});
+
+/** The parts of `status --json` the tests read. */
+interface StatusJson {
+  keyspace: string;
+  dc: string;
+  serial: { reachable: boolean; error: string | null };
+  sequences: {
+    name: string;
+    settings: { domain: string; min: number; max: number; start: number; blockSize: number };
+    globalLast: number;
+    granted: number;
+    domainUsedShare: number;
+    sampledOverMs: number | null;
+    dcs: {
+      dc: string;
+      grants: { number: number; min: number; max: number }[];
+      reserved: { grant: number; min: number; max: number } | null;
+      preloaded: { grant: number; min: number; max: number } | null;
+      lastInteger: number | null;
+      left: number;
+      consumed: number;
+      ratePerSecond: number | null;
+      runwaySeconds: number | null;
+    }[];
+  }[];
+}

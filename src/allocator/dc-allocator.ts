@@ -35,6 +35,12 @@ import type {
 export const MAX_CAS_ATTEMPTS = 12;
 const BACKOFF_MIN_MS = 2;
 const BACKOFF_MAX_MS = 200;
+/**
+ * How often a claim that needs a DC range tries to get one while SERIAL fails. A SERIAL
+ * timeout on a loaded cluster is often transient; a real partition fails every attempt.
+ */
+export const SERIAL_ATTEMPTS = 3;
+const SERIAL_RETRY_MS = 250;
 
 /** Counters the allocator bumps; the sequence reports them in its stats. */
 export interface AllocatorCounters {
@@ -115,6 +121,7 @@ export class DcAllocator {
   async claimBlock(): Promise<ClaimedBlock> {
     const blockSize = BigInt(this.settings.blockSize);
     let lastOutcome: CasOutcome['kind'] = 'rejected';
+    let serialFailures = 0;
     for (let attempt = 1; ; attempt++) {
       const state = await this.readState();
       let next: DcState;
@@ -140,7 +147,13 @@ export class DcAllocator {
         try {
           await this.ensureRange();
         } catch (error) {
-          throw this.explainRangeFailure(error, state);
+          const serial = error instanceof StoreUnavailableError && error.level === 'serial';
+          if (!serial || ++serialFailures >= SERIAL_ATTEMPTS) {
+            throw this.explainRangeFailure(error, state);
+          }
+          await this.sleep(SERIAL_RETRY_MS * serialFailures * (0.5 + Math.random()));
+          attempt--; // a SERIAL failure is not a lost race
+          continue;
         }
         if (attempt >= MAX_CAS_ATTEMPTS) {
           throw new ContentionError(this.sequence, 'claim a block', attempt);

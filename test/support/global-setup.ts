@@ -33,6 +33,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
       if (!wasUp && !process.env['IDGEN_KEEP_CLUSTER']) await manager.down();
     };
   }
+  if (process.env['IDGEN_REQUIRE_FAULTS'] && !info.faults) {
+    await teardown();
+    throw new Error(
+      `IDGEN_REQUIRE_FAULTS is set but the ${info.source} cluster cannot inject faults; the partition, pause and kill tests need the local cluster manager running as root.`,
+    );
+  }
   console.error(
     `[cluster] ${info.source} cluster with DCs ${Object.keys(info.dcs).join(', ')} ready in ${((Date.now() - started) / 1000).toFixed(1)} s`,
   );

@@ -103,7 +103,9 @@ if (process.env['IDGEN_CASSANDRA']) {
   for (const { node, cql } of nodes)
     console.log(`${node.name}  ${node.address}  ${node.dc}  ${cql ? 'UP' : 'DOWN'}`);
   dcs = cluster.contactPointsByDc();
-  canPartition = process.getuid?.() === 0;
+  const unsupported = await cluster.partitionUnsupported();
+  if (unsupported) console.log(`(the partition step will be skipped: ${unsupported})`);
+  canPartition = unsupported === undefined;
 }
 const dcNames = Object.keys(dcs).sort();
 const first = dcNames[0]!;
@@ -158,7 +160,7 @@ if (canPartition) {
   say('Healing the partition');
   await cluster.heal();
 } else {
-  say('Skipping the partition: it needs the local cluster manager running as root');
+  say('Skipping the partition: it needs the local cluster manager, as root, with iptables');
 }
 
 await Promise.all(processes.map((p) => p.done));

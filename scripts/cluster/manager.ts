@@ -461,17 +461,20 @@ async function hasIptables(): Promise<boolean> {
   }
 }
 
-async function requirePartitionSupport(specs: readonly NodeSpec[]): Promise<void> {
+/** Why DCs cannot be partitioned here, or undefined when they can. */
+export async function partitionUnsupported(): Promise<string | undefined> {
   if (process.getuid?.() !== 0) {
-    throw new ClusterError(
-      'Partitions need root: each DC runs as its own OS user and iptables drops its node-to-node packets. Run the cluster manager as root.',
-    );
+    return 'Partitions need root: each DC runs as its own OS user and iptables drops its node-to-node packets. Run the cluster manager as root.';
   }
   if (!(await hasIptables())) {
-    throw new ClusterError(
-      'iptables was not found; install it (apt-get install iptables) to partition DCs.',
-    );
+    return 'iptables was not found; install it (apt-get install iptables) to partition DCs.';
   }
+  return undefined;
+}
+
+async function requirePartitionSupport(specs: readonly NodeSpec[]): Promise<void> {
+  const reason = await partitionUnsupported();
+  if (reason !== undefined) throw new ClusterError(reason);
   for (const node of specs) {
     const pid = readPid(node);
     if (processState(node) !== 'running' || pid === undefined) continue;

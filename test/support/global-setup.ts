@@ -27,7 +27,11 @@ export default async function setup(project: TestProject): Promise<() => Promise
     // Judged by the processes, not a CQL probe that a loaded machine can time out.
     const wasUp = (await manager.status()).every((s) => s.state === 'running');
     await manager.up(DEFAULT_TOPOLOGY, (line) => console.error(`[cluster] ${line}`));
-    info = { source: 'local', dcs: manager.contactPointsByDc(), faults: process.getuid?.() === 0 };
+    info = {
+      source: 'local',
+      dcs: manager.contactPointsByDc(),
+      faults: (await manager.partitionUnsupported()) === undefined,
+    };
     teardown = async () => {
       await manager.heal(manager.currentTopology(), { verify: false });
       if (!wasUp && !process.env['IDGEN_KEEP_CLUSTER']) await manager.down();

@@ -3,7 +3,12 @@
 import { Option, type Command } from 'commander';
 
 import { IdGenError, SequenceExistsError } from '../../errors.js';
-import type { CreateSequenceOptions, DomainPreset } from '../../options.js';
+import {
+  DOMAIN_MAX,
+  SEQUENCE_DEFAULTS,
+  type CreateSequenceOptions,
+  type DomainPreset,
+} from '../../options.js';
 import type { CliContext } from '../context.js';
 import { settingsJson, settingsLines } from '../format.js';
 import { parseBigInt, parseDecimal, parseInteger } from '../parse.js';
@@ -25,24 +30,31 @@ export function seedCommand(program: Command, ctx: CliContext): void {
     .description('create a sequence (needs every DC reachable); refuses an existing one')
     .argument('<sequence>', 'name: letters, digits and _, starting with a letter (at most 48)')
     .addOption(
-      new Option('--domain <domain>', 'bound of the IDs (default: safe53)').choices([
-        'int32',
-        'safe53',
-        'int63',
-      ]),
+      new Option(
+        '--domain <domain>',
+        `bound of the IDs (default: ${SEQUENCE_DEFAULTS.domain})`,
+      ).choices(Object.keys(DOMAIN_MAX)),
     )
     .option('--max <n>', 'largest ID (inclusive) instead of a domain', parseBigInt)
-    .option('--min <n>', 'smallest ID (default: 1)', parseBigInt)
+    .option('--min <n>', `smallest ID (default: ${SEQUENCE_DEFAULTS.min})`, parseBigInt)
     .option(
       '--start <n>',
       'first ID handed out, e.g. above the current maximum of an IDENTITY column (default: --min)',
       parseBigInt,
     )
-    .option('--dc-range <n>', 'IDs one grant gives a DC (default: 100000)', parseBigInt)
-    .option('--block <n>', 'IDs one process claims at a time (default: 1000)', parseInteger)
+    .option(
+      '--dc-range <n>',
+      `IDs one grant gives a DC (default: ${SEQUENCE_DEFAULTS.dcRangeSize}, or the domain's size if smaller)`,
+      parseBigInt,
+    )
+    .option(
+      '--block <n>',
+      `IDs one process claims at a time (default: ${SEQUENCE_DEFAULTS.blockSize}, or --dc-range if smaller)`,
+      parseInteger,
+    )
     .option(
       '--threshold <share>',
-      'share of a block or DC range used before the next is loaded (default: 0.5)',
+      `share of a block or DC range used before the next is loaded (default: ${SEQUENCE_DEFAULTS.threshold})`,
       parseDecimal,
     )
     .option('--if-not-exists', 'if the sequence exists, leave it unchanged and exit 0')

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import cassandra from 'cassandra-driver';
 import * as cluster from './cluster/manager.js';
-import { DEFAULT_TOPOLOGY } from './cluster/topology.js';
+import { DEFAULT_TOPOLOGY, parseClusterSpec } from './cluster/topology.js';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -27,15 +27,6 @@ const PARTITION_FOR_S = 25;
 
 function say(line: string): void {
   console.log(`\n\x1b[1m== ${line}\x1b[0m`);
-}
-
-function parseSpec(spec: string): Record<string, string[]> {
-  const dcs: Record<string, string[]> = {};
-  for (const part of spec.split(',')) {
-    const [dc, hosts] = part.split('=');
-    if (dc && hosts) dcs[dc.trim()] = hosts.split(';').map((h) => h.trim());
-  }
-  return dcs;
 }
 
 /** Runs the built CLI against one DC and prints what it prints (unless `--json`). */
@@ -95,7 +86,7 @@ const started = Date.now();
 let dcs: Record<string, string[]>;
 let canPartition = false;
 if (process.env['IDGEN_CASSANDRA']) {
-  dcs = parseSpec(process.env['IDGEN_CASSANDRA']);
+  dcs = parseClusterSpec(process.env['IDGEN_CASSANDRA']);
   say(`Using the cluster in IDGEN_CASSANDRA: ${Object.keys(dcs).join(', ')}`);
 } else {
   say('Starting the local 3-DC Cassandra (npm run cluster -- up)');

@@ -199,7 +199,8 @@ async function ddl(client: cassandra.Client, statement: string): Promise<void> {
   }
 }
 
-async function waitForSchemaAgreement(client: cassandra.Client): Promise<void> {
+/** Waits until every node reports the same schema version; used by scripts and tests too. */
+export async function waitForSchemaAgreement(client: cassandra.Client): Promise<void> {
   // checkSchemaAgreement() exists at runtime (driver 4.x) but is missing from its typings.
   const metadata = client.metadata as unknown as { checkSchemaAgreement(): Promise<boolean> };
   const deadline = Date.now() + SCHEMA_AGREEMENT_TIMEOUT_MS;

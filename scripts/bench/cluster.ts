@@ -11,6 +11,7 @@ import cassandra from 'cassandra-driver';
 import { connect, initSchema, type CreateSequenceOptions, type IdGen } from '../../src/index.js';
 import * as manager from '../cluster/manager.js';
 import type { MachineInfo } from './results.js';
+import { waitForSchemaAgreement } from '../../src/schema.js';
 
 type Log = (line: string) => void;
 
@@ -131,16 +132,6 @@ export class BenchCluster {
       log(`could not drop keyspace ${this.keyspace}: ${String(error)}`);
     }
     await Promise.allSettled([...this.clients.values()].map((c) => c.shutdown()));
-  }
-}
-
-async function waitForSchemaAgreement(client: cassandra.Client): Promise<void> {
-  // checkSchemaAgreement() exists at runtime (driver 4.x) but is missing from its typings.
-  const metadata = client.metadata as unknown as { checkSchemaAgreement(): Promise<boolean> };
-  const deadline = Date.now() + 60_000;
-  while (!(await metadata.checkSchemaAgreement())) {
-    if (Date.now() > deadline) throw new Error('the nodes did not agree on the schema in 60 s');
-    await new Promise((resolve) => setTimeout(resolve, 250));
   }
 }
 

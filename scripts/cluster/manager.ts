@@ -8,6 +8,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import cassandra from 'cassandra-driver';
+import { waitForSchemaAgreement } from '../../src/schema.js';
 import { checkPrerequisites, installCassandra, writeNodeConfig } from './install.js';
 import {
   CQL_PORT,
@@ -406,7 +407,8 @@ async function waitForClusterUp(topology: Topology): Promise<void> {
         await client.execute(
           `CREATE TABLE IF NOT EXISTS ${PROBE_KEYSPACE}.probe (k int PRIMARY KEY, v int)`,
         );
-        return schemaAgreed(client);
+        await waitForSchemaAgreement(client);
+        return true;
       }).catch(() => false),
     180_000,
     'the probe keyspace to reach every node',
@@ -424,14 +426,6 @@ async function waitForClusterUp(topology: Topology): Promise<void> {
       `${node.name} to see every node up`,
     );
   }
-}
-
-/** Every node the coordinator knows reports the same schema version. */
-async function schemaAgreed(client: cassandra.Client): Promise<boolean> {
-  const local = await client.execute('SELECT schema_version FROM system.local');
-  const peers = await client.execute('SELECT schema_version FROM system.peers');
-  const versions = new Set([...local.rows, ...peers.rows].map((r) => String(r['schema_version'])));
-  return versions.size === 1;
 }
 
 /** Whether a serial read coordinated by `node` succeeds right now at the given level. */

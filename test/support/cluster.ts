@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import cassandra from 'cassandra-driver';
 import { inject } from 'vitest';
 import * as manager from '../../scripts/cluster/manager.js';
+import { waitForSchemaAgreement } from '../../src/schema.js';
 
 export interface ClusterInfo {
   readonly source: 'env' | 'testcontainers' | 'local';
@@ -94,20 +95,6 @@ export async function createTestKeyspace(prefix: string): Promise<TestKeyspace> 
       }
     },
   };
-}
-
-export async function waitForSchemaAgreement(client: cassandra.Client): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const local = await client.execute('SELECT schema_version FROM system.local');
-    const peers = await client.execute('SELECT schema_version FROM system.peers');
-    const versions = new Set(
-      [...local.rows, ...peers.rows].map((r) => String(r['schema_version'])),
-    );
-    if (versions.size === 1) return;
-    if (Date.now() > deadline) throw new Error('Schema did not reach agreement within 60 s.');
-    await new Promise((r) => setTimeout(r, 250));
-  }
 }
 
 /** Fault injection through the local cluster manager; tests that need it run only there. */

@@ -1,30 +1,6 @@
-/**
- * A multi-DC Cassandra of `cassandra:5.0` containers, for machines with a Docker engine, and
- * the parser of IDGEN_CASSANDRA for clusters the user runs.
- */
+/** A multi-DC Cassandra of `cassandra:5.0` containers, for machines with a Docker engine. */
 import { GenericContainer, Network, Wait, getContainerRuntimeClient } from 'testcontainers';
 import type { StartedTestContainer } from 'testcontainers';
-
-/** `dc1=10.0.0.5,dc2=10.1.0.5;10.1.0.6` → `{ dc1: ['10.0.0.5'], dc2: ['10.1.0.5', '10.1.0.6'] }`. */
-export function parseClusterSpec(spec: string): Record<string, string[]> {
-  const dcs: Record<string, string[]> = {};
-  for (const part of spec
-    .split(',')
-    .map((p) => p.trim())
-    .filter(Boolean)) {
-    const [dc, hosts] = part.split('=');
-    if (!dc || !hosts || !/^[A-Za-z0-9_.-]+$/.test(dc)) {
-      throw new Error(
-        `IDGEN_CASSANDRA must look like "dc1=10.0.0.5,dc2=10.1.0.5" (hosts of one DC separated by ";"); got "${spec}".`,
-      );
-    }
-    (dcs[dc] ??= []).push(...hosts.split(';').filter(Boolean));
-  }
-  if (Object.keys(dcs).length < 2) {
-    throw new Error(`IDGEN_CASSANDRA must name at least two datacenters; got "${spec}".`);
-  }
-  return dcs;
-}
 
 export async function dockerAnswers(): Promise<boolean> {
   try {

@@ -7,8 +7,8 @@
  */
 import type { TestProject } from 'vitest/node';
 import * as manager from '../../scripts/cluster/manager.js';
-import { DEFAULT_TOPOLOGY } from '../../scripts/cluster/topology.js';
-import { parseClusterSpec, startContainerCluster, dockerAnswers } from './containers.js';
+import { DEFAULT_TOPOLOGY, parseClusterSpec } from '../../scripts/cluster/topology.js';
+import { startContainerCluster, dockerAnswers } from './containers.js';
 import type { ClusterInfo } from './cluster.js';
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {

@@ -14,6 +14,7 @@ import {
 } from '../options.js';
 import type { IdStore, SequenceSettings } from '../store/port.js';
 import { BIGINT_IDS, NUMBER_IDS } from './block.js';
+import type { Clock } from './clock.js';
 import { Sequence } from './sequence.js';
 
 /** What `connect()` gives {@link IdGen}. */
@@ -30,6 +31,8 @@ export interface IdGenOptions {
    * @default undefined
    */
   readonly logger?: Logger | undefined;
+  /** @internal Timers for backoffs and retries; the simulation replaces them. @default real timers */
+  readonly clock?: Clock | undefined;
 }
 
 /** How a handle represents IDs. */
@@ -61,6 +64,7 @@ export class IdGen {
 
   readonly #store: IdStore;
   readonly #logger: Logger | undefined;
+  readonly #clock: Clock | undefined;
   readonly #sequences = new Map<string, Sequence<number> | Sequence<bigint>>();
   #closing: Promise<void> | undefined;
 
@@ -69,6 +73,7 @@ export class IdGen {
     this.dc = options.dc;
     this.keyspace = options.keyspace;
     this.#logger = options.logger;
+    this.#clock = options.clock;
   }
 
   /**
@@ -102,6 +107,7 @@ export class IdGen {
       dc: this.dc,
       keyspace: this.keyspace,
       logger: this.#logger,
+      clock: this.#clock,
     };
     const handle = bigint
       ? new Sequence({ ...context, ids: BIGINT_IDS })

@@ -18,6 +18,7 @@ import {
 import { MAX_SAFE_ID, validateStoredSettings } from '../options.js';
 import type { IdStore, SequenceSettings } from '../store/port.js';
 import type { Block, IdKind, IdRange } from './block.js';
+import { SYSTEM_CLOCK, type Clock } from './clock.js';
 import {
   DcAllocator,
   type AllocatorCounters,
@@ -88,6 +89,8 @@ export interface SequenceContext<T extends number | bigint> {
   readonly keyspace: string;
   readonly ids: IdKind<T>;
   readonly logger?: Logger | undefined;
+  /** @internal Timers; the simulation replaces them. @default real timers */
+  readonly clock?: Clock | undefined;
 }
 
 /** Retries of a failed DC range request: the first after about 1 s, doubling up to 30 s. */
@@ -139,6 +142,7 @@ export class Sequence<T extends number | bigint> {
   private readonly keyspace: string;
   private readonly ids: IdKind<T>;
   private readonly log: Logger | undefined;
+  private readonly clock: Clock;
 
   private lifecycle: SequenceState = 'idle';
   private loaded: Loaded | undefined;
@@ -155,7 +159,8 @@ export class Sequence<T extends number | bigint> {
   private loading: Promise<Loaded> | undefined;
   private claiming: Promise<void> | undefined;
   private backgroundRange: Promise<void> | undefined;
-  private rangeRetryTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Cancels the pending retry of a failed DC range request. */
+  private rangeRetryTimer: (() => void) | undefined;
   private rangeRetries = 0;
   private exhausted: SequenceExhaustedError | undefined;
   private closing: Promise<void> | undefined;
@@ -222,6 +227,7 @@ export class Sequence<T extends number | bigint> {
     this.keyspace = context.keyspace;
     this.ids = context.ids;
     this.log = context.logger?.child({ sequence: context.name });
+    this.clock = context.clock ?? SYSTEM_CLOCK;
   }
 
   /** Where the handle is in its lifecycle; see {@link SequenceState}. */
@@ -483,6 +489,7 @@ export class Sequence<T extends number | bigint> {
         settings,
         counters: this.counters,
         rangeListener: this.rangeListener,
+        sleep: (ms) => this.clock.sleep(ms),
       });
       loaded = { settings, allocator };
     } catch (error) {
@@ -519,17 +526,15 @@ export class Sequence<T extends number | bigint> {
     const base = RANGE_RETRY_FIRST_MS * 2 ** this.rangeRetries;
     this.rangeRetries++;
     const delay = Math.min(RANGE_RETRY_MAX_MS, base * (0.5 + Math.random()));
-    this.rangeRetryTimer = setTimeout(() => {
+    this.rangeRetryTimer = this.clock.after(delay, () => {
       this.rangeRetryTimer = undefined;
       this.requestRangeInBackground();
-    }, delay);
-    // A retry must never keep the process alive on its own.
-    this.rangeRetryTimer.unref();
+    });
   }
 
   private clearRangeRetry(): void {
     if (this.rangeRetryTimer === undefined) return;
-    clearTimeout(this.rangeRetryTimer);
+    this.rangeRetryTimer();
     this.rangeRetryTimer = undefined;
   }
 

@@ -46,12 +46,38 @@ interface FaultScope {
 }
 
 /**
+ * The outcomes a conditional write can have on a real cluster besides the plain ones, each an
+ * effect a {@link Fault} can inject:
+ * - `rejected`: the write is not applied and reports `rejected`.
+ * - `unknown-applied`: the write is applied if its condition holds, and reports `unknown` (a CAS
+ *   timeout after the commit).
+ * - `unknown-not-applied`: the write is not applied, and reports `unknown` (a CAS timeout before
+ *   any replica accepted it).
+ * - `applied-reported-rejected`: the write is applied if its condition holds, and reports
+ *   `rejected` (a second Paxos round, by the coordinator's own contention loop or a driver retry,
+ *   finished our proposal and then evaluated our condition against it).
+ * - `applied-then-unavailable`: the write is applied if its condition holds, then the call throws
+ *   {@link StoreUnavailableError} (Paxos v1: the commit failed with Unavailable after the
+ *   proposal was accepted).
+ * - `in-flight`: the write is not applied now and reports `unknown`; it stays accepted by a
+ *   minority of replicas, and a later Paxos round on the partition commits it before doing its
+ *   own work: the next read or write with `completesOn: 'read'` (the default: the re-read
+ *   finishes it), only the next conditional write with `'write'` (the re-read's quorum missed
+ *   the replica that accepted it, a later round's did not).
+ */
+export type ConditionalEffect =
+  | 'rejected'
+  | 'unknown-applied'
+  | 'unknown-not-applied'
+  | 'applied-reported-rejected'
+  | 'applied-then-unavailable'
+  | 'in-flight';
+
+/**
  * A fault for the next matching call(s):
  * - `unavailable`: throws {@link StoreUnavailableError} at the method's level (or `level`);
  *   nothing is read or written.
- * - `rejected`: the write is not applied and reports `rejected`.
- * - `unknown-applied`: the write is applied if its condition holds, and reports `unknown`.
- * - `unknown-not-applied`: the write is not applied, and reports `unknown`.
+ * - a {@link ConditionalEffect}, for conditional writes.
  * - `delay`: the call waits for `until`, then runs (other faults may still match it).
  */
 export type Fault = FaultScope &
@@ -59,7 +85,12 @@ export type Fault = FaultScope &
     | { readonly op: StoreMethod; readonly effect: 'unavailable'; readonly level?: StoreLevel }
     | {
         readonly op: ConditionalMethod;
-        readonly effect: 'rejected' | 'unknown-applied' | 'unknown-not-applied';
+        readonly effect: Exclude<ConditionalEffect, 'in-flight'>;
+      }
+    | {
+        readonly op: ConditionalMethod;
+        readonly effect: 'in-flight';
+        readonly completesOn?: 'read' | 'write' | undefined;
       }
     | { readonly op: StoreMethod; readonly effect: 'delay'; readonly until: Promise<unknown> }
   );
@@ -107,7 +138,14 @@ interface SequenceRecord {
   readonly dcStates: Map<string, DcState>;
 }
 
-type CasFault = Extract<Fault, { effect: 'rejected' | 'unknown-applied' | 'unknown-not-applied' }>;
+type CasFault = Extract<Fault, { effect: ConditionalEffect }>;
+
+/** A write accepted by a minority of replicas, which a later round commits (see `in-flight`). */
+interface InFlightWrite {
+  readonly completesOn: 'read' | 'write';
+  /** Applies the write if its condition holds. */
+  readonly apply: () => boolean;
+}
 
 export class MemoryStore implements IdStore {
   /** Faults waiting for their calls; tests push, splice or empty it at will. */
@@ -118,6 +156,8 @@ export class MemoryStore implements IdStore {
   readonly grantLog: GrantRecord[] = [];
 
   private readonly sequences = new Map<string, SequenceRecord>();
+  /** In-flight writes by partition (`sequence` for grants, `sequence/dc` for DC states). */
+  private readonly inFlight = new Map<string, InFlightWrite>();
   private readonly latencyMs: number;
   private readonly keyspace: string;
 
@@ -164,6 +204,7 @@ export class MemoryStore implements IdStore {
 
   async readGrants(sequence: string, dc: string): Promise<GrantView> {
     await this.enter('readGrants', sequence, dc);
+    this.settleInFlight(sequence, 'read');
     const record = this.sequences.get(sequence);
     if (record === undefined) throw new SequenceNotFoundError(sequence, this.keyspace);
     return { globalLast: record.globalLast, latest: record.grants.get(dc)?.at(-1) };
@@ -176,7 +217,7 @@ export class MemoryStore implements IdStore {
     grant: Grant,
   ): Promise<CasOutcome> {
     const fault = await this.enter('grantRange', sequence, dc);
-    return this.conditional(fault, () => {
+    return this.conditional(fault, sequence, () => {
       const record = this.sequences.get(sequence);
       if (record === undefined || record.globalLast !== expectedGlobalLast) return false;
       const history = record.grants.get(dc) ?? [];
@@ -205,6 +246,7 @@ export class MemoryStore implements IdStore {
 
   async readDcState(sequence: string, dc: string): Promise<DcState | undefined> {
     await this.enter('readDcState', sequence, dc);
+    this.settleInFlight(`${sequence}/${dc}`, 'read');
     return this.sequences.get(sequence)?.dcStates.get(dc);
   }
 
@@ -216,7 +258,7 @@ export class MemoryStore implements IdStore {
   ): Promise<CasOutcome> {
     assert.equal(next.version, expectedVersion + 1, 'next.version must be expectedVersion + 1');
     const fault = await this.enter('writeDcState', sequence, dc);
-    return this.conditional(fault, () => {
+    return this.conditional(fault, `${sequence}/${dc}`, () => {
       const record = this.sequences.get(sequence);
       if (record === undefined) return false;
       const stored = record.dcStates.get(dc);
@@ -284,14 +326,49 @@ export class MemoryStore implements IdStore {
     return fault;
   }
 
+  /**
+   * Runs one Paxos round of a conditional write on `partition`: first any write in flight there
+   * is committed or superseded, then `write` (which applies itself iff its condition holds) runs
+   * as the fault says.
+   */
   private async conditional(
     fault: CasFault | undefined,
+    partition: string,
     write: () => boolean,
   ): Promise<CasOutcome> {
+    this.settleInFlight(partition, 'write');
     if (fault === undefined) return { kind: write() ? 'applied' : 'rejected' };
-    if (fault.effect === 'unknown-applied') write();
+    switch (fault.effect) {
+      case 'unknown-applied':
+      case 'applied-reported-rejected':
+      case 'applied-then-unavailable':
+        write();
+        break;
+      case 'in-flight':
+        this.inFlight.set(partition, { completesOn: fault.completesOn ?? 'read', apply: write });
+        break;
+      case 'rejected':
+      case 'unknown-not-applied':
+        break;
+    }
     await fault.onHit?.();
-    return { kind: fault.effect === 'rejected' ? 'rejected' : 'unknown' };
+    if (fault.effect === 'applied-then-unavailable') {
+      throw new StoreUnavailableError(
+        LEVELS[fault.op],
+        fault.op,
+        'injected fault: applied, then Unavailable',
+      );
+    }
+    const rejected = fault.effect === 'rejected' || fault.effect === 'applied-reported-rejected';
+    return { kind: rejected ? 'rejected' : 'unknown' };
+  }
+
+  /** A Paxos round on `partition` commits the write in flight there, if the round sees it. */
+  private settleInFlight(partition: string, round: 'read' | 'write'): void {
+    const pending = this.inFlight.get(partition);
+    if (pending === undefined || (round === 'read' && pending.completesOn === 'write')) return;
+    this.inFlight.delete(partition);
+    pending.apply();
   }
 }
 

@@ -76,6 +76,41 @@ describe('MemoryStore fault injection', () => {
     expect(await store.writeDcState('faulty', 'dc1', 0, dcState())).toEqual({ kind: 'applied' });
   });
 
+  it('applied-reported-rejected applies the write and reports rejected', async () => {
+    const store = await storeWithSequence();
+    store.faults.push({ op: 'writeDcState', effect: 'applied-reported-rejected' });
+    expect(await store.writeDcState('faulty', 'dc1', 0, dcState())).toEqual({ kind: 'rejected' });
+    expect((await store.readDcState('faulty', 'dc1'))?.version).toBe(1);
+  });
+
+  it('applied-then-unavailable applies the write and throws', async () => {
+    const store = await storeWithSequence();
+    store.faults.push({ op: 'grantRange', effect: 'applied-then-unavailable' });
+    const grant = { number: 1, min: 1n, max: 100n };
+    await expect(store.grantRange('faulty', 'dc1', 0n, grant)).rejects.toBeInstanceOf(
+      StoreUnavailableError,
+    );
+    expect((await store.readGrants('faulty', 'dc1')).latest).toEqual(grant);
+  });
+
+  it('in-flight writes are committed by the next round that sees them', async () => {
+    const store = await storeWithSequence();
+    store.faults.push({ op: 'writeDcState', effect: 'in-flight' });
+    expect(await store.writeDcState('faulty', 'dc1', 0, dcState())).toEqual({ kind: 'unknown' });
+    // The re-read's round finishes it.
+    expect((await store.readDcState('faulty', 'dc1'))?.version).toBe(1);
+
+    store.faults.push({ op: 'writeDcState', effect: 'in-flight', completesOn: 'write' });
+    const second = dcState({ version: 2, op: 'second' });
+    expect(await store.writeDcState('faulty', 'dc1', 1, second)).toEqual({ kind: 'unknown' });
+    // This re-read misses it: the version looks unchanged...
+    expect((await store.readDcState('faulty', 'dc1'))?.version).toBe(1);
+    // ...yet the next write's round commits it first, and then finds its own condition false.
+    const third = dcState({ version: 2, op: 'third' });
+    expect(await store.writeDcState('faulty', 'dc1', 1, third)).toEqual({ kind: 'rejected' });
+    expect((await store.readDcState('faulty', 'dc1'))?.op).toBe('second');
+  });
+
   it('delays a call until the test releases it, and runs onHit after an applied write', async () => {
     const store = await storeWithSequence();
     let release!: () => void;

@@ -553,9 +553,9 @@ export class Admin {
    */
   async readSequence(name: string): Promise<SequenceSettings> {
     validateSequenceName(name);
-    const settings = await this.#store.readSequence(name);
-    if (settings === undefined) throw new SequenceNotFoundError(name, this.keyspace);
-    return settings;
+    const stored = await this.#store.readSequence(name);
+    if (stored === undefined) throw new SequenceNotFoundError(name, this.keyspace);
+    return stored.settings;
   }
 
   /**

@@ -10,6 +10,7 @@
 import cassandra from 'cassandra-driver';
 
 import { InvalidOptionError, StoreUnavailableError } from './errors.js';
+import { describeDriverError, innerErrors } from './store/cassandra-errors.js';
 
 /** Where and how to reach Cassandra. */
 export interface ConnectionOptions {
@@ -121,21 +122,40 @@ export async function openClient(
 }
 
 /**
- * The local datacenter of a client, read from its load-balancing policy, or undefined when the
- * policy is not DC-aware.
+ * The load-balancing policy the driver routes our statements with: that of the client's
+ * `default` execution profile (we never name another), which overrides the client-level
+ * `policies.loadBalancing` when the profile sets its own.
+ */
+export function routingPolicyOf(
+  client: cassandra.Client,
+): cassandra.policies.loadBalancing.LoadBalancingPolicy | undefined {
+  const runtime = client as unknown as DriverClientInternals;
+  return (
+    runtime.profileManager?.getDefaultLoadBalancing?.() ?? runtime.options?.policies?.loadBalancing
+  );
+}
+
+/**
+ * The local datacenter of a client: the one its routing policy ({@link routingPolicyOf}) is
+ * local to, or undefined when that policy is not DC-aware.
  */
 export function localDataCenterOf(client: cassandra.Client): string | undefined {
-  const clientOptions = (client as unknown as { options?: DriverClientOptions }).options;
-  const fromPolicy = clientOptions?.policies?.loadBalancing?.getOptions().get('localDataCenter');
-  if (typeof fromPolicy === 'string' && fromPolicy !== '') return fromPolicy;
-  const fromOptions = clientOptions?.localDataCenter;
-  return typeof fromOptions === 'string' && fromOptions !== '' ? fromOptions : undefined;
+  const fromPolicy = routingPolicyOf(client)?.getOptions().get('localDataCenter');
+  return typeof fromPolicy === 'string' && fromPolicy !== '' ? fromPolicy : undefined;
 }
 
 /** Whether the client decodes and encodes CQL bigint as JS bigint instead of a driver `Long`. */
 export function encodesBigIntAsLong(client: cassandra.Client): boolean {
   const clientOptions = (client as unknown as { options?: DriverClientOptions }).options;
   return clientOptions?.encoding?.useBigIntAsLong === true;
+}
+
+/** The parts of a driver client at runtime that its typings leave out. */
+interface DriverClientInternals {
+  readonly options?: DriverClientOptions;
+  readonly profileManager?: {
+    getDefaultLoadBalancing?: () => cassandra.policies.loadBalancing.LoadBalancingPolicy;
+  };
 }
 
 /** The runtime `client.options` the driver's typings leave out. */
@@ -160,12 +180,22 @@ async function adoptClient(
     throw connectError(error, contactPoints, requestedDc);
   }
 
+  const policy = routingPolicyOf(client);
+  const policyName = policy?.constructor.name ?? 'none';
   const localDataCenter = localDataCenterOf(client);
   if (localDataCenter === undefined) {
     throw new InvalidOptionError(
       'client',
-      'a Client without a local datacenter',
-      'a Client with a DC-aware load-balancing policy (set its "localDataCenter" option)',
+      `a Client whose default execution profile routes with ${policyName}, which is not local to one datacenter`,
+      'a Client whose "default" execution profile (or, without one, its policies.loadBalancing) is DC-aware, e.g. new DCAwareRoundRobinPolicy("dc1") or the driver default with "localDataCenter" set',
+    );
+  }
+  const declared = (client as unknown as DriverClientInternals).options?.localDataCenter;
+  if (typeof declared === 'string' && declared !== '' && declared !== localDataCenter) {
+    throw new InvalidOptionError(
+      'client',
+      `a Client whose localDataCenter is "${declared}" but whose default execution profile routes with ${policyName} to "${localDataCenter}"`,
+      'a Client whose "default" execution profile routes to its own localDataCenter (or leave the profile\'s loadBalancing unset)',
     );
   }
   if (requestedDc !== undefined && requestedDc !== localDataCenter) {
@@ -178,9 +208,8 @@ async function adoptClient(
   const dcs = datacentersOf(client);
   if (!dcs.includes(localDataCenter)) throw unknownDataCenter(localDataCenter, dcs);
 
-  // LOCAL_SERIAL is only safe when coordinated in the local DC: refuse remote-DC hosts.
-  const policy = (client as unknown as { options?: DriverClientOptions }).options?.policies
-    ?.loadBalancing;
+  // LOCAL_SERIAL is only safe when coordinated in the local DC: the policy that routes our
+  // statements must ignore every host of another DC.
   const ignored = cassandra.types.distance.ignored;
   const remoteInUse = client.hosts
     .values()
@@ -189,8 +218,8 @@ async function adoptClient(
   if (remoteInUse.length > 0) {
     throw new InvalidOptionError(
       'client',
-      `a Client that uses hosts of other datacenters: ${remoteInUse.join(', ')}`,
-      `a Client whose load balancing uses only hosts of its local datacenter "${localDataCenter}" (e.g. DCAwareRoundRobinPolicy)`,
+      `a Client whose default execution profile routes with ${policyName}, which uses hosts of other datacenters: ${remoteInUse.join(', ')}`,
+      `a Client whose "default" execution profile (or, without one, its policies.loadBalancing) uses only hosts of its local datacenter "${localDataCenter}", e.g. DCAwareRoundRobinPolicy`,
     );
   }
   return { client, ownsClient: false, localDataCenter };
@@ -233,9 +262,9 @@ function connectError(
   // "… but only found hosts in data centers: [dc1, dc2]" or "… Available DCs are: [dc1,dc2]".
   if (localDataCenter !== undefined) {
     for (const candidate of [error, ...innerErrors(error)]) {
-      if (!(candidate instanceof cassandra.errors.ArgumentError)) continue;
+      if ((candidate as { name?: unknown } | null)?.name !== 'ArgumentError') continue;
       const known = /(?:Available DCs are|found hosts in data centers): \[([^\]]*)\]/.exec(
-        candidate.message,
+        (candidate as Error).message,
       )?.[1];
       if (known === undefined) continue;
       const dcs = known
@@ -254,22 +283,4 @@ function connectError(
     `could not connect to contact points ${points}: ${describeDriverError(error)}`,
     { cause: error },
   );
-}
-
-/** A short, credential-free description of a driver error, inner host errors included. */
-export function describeDriverError(error: unknown): string {
-  if (error instanceof cassandra.errors.NoHostAvailableError) {
-    const inner = error.innerErrors as Record<string, unknown> | null | undefined;
-    const perHost = Object.entries(inner ?? {}).map(
-      ([host, innerError]) =>
-        `${host}: ${innerError instanceof Error ? innerError.message : String(innerError)}`,
-    );
-    return perHost.length > 0 ? perHost.join('; ') : error.message;
-  }
-  return error instanceof Error ? error.message : String(error);
-}
-
-function innerErrors(error: unknown): unknown[] {
-  if (!(error instanceof cassandra.errors.NoHostAvailableError)) return [];
-  return Object.values((error.innerErrors as Record<string, unknown> | null | undefined) ?? {});
 }

@@ -18,6 +18,8 @@ export type IdGenErrorCode =
   | 'IDGEN_STORE_UNAVAILABLE'
   | 'IDGEN_INVARIANT_BROKEN'
   | 'IDGEN_CONTENTION'
+  | 'IDGEN_STATE_ROLLED_BACK'
+  | 'IDGEN_UNSAFE_CLUSTER'
   | 'IDGEN_CLOSED';
 
 /** Base class: `code` is stable, `message` is for people. */
@@ -57,15 +59,21 @@ export class InvalidNameError extends IdGenError {
   }
 }
 
-/** `take(n)` with a count that is not a positive integer within the block size. */
+/**
+ * `take(n)` with a count that is not a positive integer within the block size, or larger than
+ * the DC ranges the sequence now grants (`dcRangeSize` was lowered below it).
+ */
 export class InvalidCountError extends IdGenError {
   constructor(
     readonly received: unknown,
     readonly maxCount: number,
+    readonly limitedBy: 'block' | 'range' = 'block',
   ) {
     super(
       'IDGEN_INVALID_COUNT',
-      `Invalid count ${describe(received)}: take() needs an integer from 1 to ${maxCount} (the sequence's block size; raise it with "idgen-cass alter --block").`,
+      limitedBy === 'block'
+        ? `Invalid count ${describe(received)}: take() needs an integer from 1 to ${maxCount} (the sequence's block size; raise it with "idgen-cass alter --block").`
+        : `Invalid count ${describe(received)}: the DC now holds ranges of only ${maxCount} IDs, so take() cannot get ${describe(received)} contiguous IDs; ask for at most ${maxCount}, or raise the range size with "idgen-cass alter --dc-range". Nothing was skipped.`,
     );
   }
 }
@@ -179,6 +187,41 @@ export class ContentionError extends IdGenError {
     super(
       'IDGEN_CONTENTION',
       `Sequence "${sequence}": ${operation} lost ${attempts} compare-and-set races in a row. Raise the block size so processes claim less often.`,
+    );
+  }
+}
+
+/**
+ * Stored rows went backwards: a version, grant number or high-water mark lower than one this
+ * process already read or wrote. Acknowledged writes were lost (e.g. the replicas crashed with
+ * `commitlog_sync: periodic`), so IDs this process claimed may be claimed again: it stops
+ * allocating from the sequence and drops the IDs it holds.
+ */
+export class StateRolledBackError extends IdGenError {
+  constructor(
+    readonly sequence: string,
+    readonly dc: string,
+    readonly detail: string,
+  ) {
+    super(
+      'IDGEN_STATE_ROLLED_BACK',
+      `Sequence "${sequence}": the rows DC "${dc}" allocates from went back (${detail}); acknowledged writes were lost, as when replicas crash with commitlog_sync: periodic. Refusing to allocate, since IDs could be handed out twice. Stop this sequence's processes in the DC, run "idgen-cass preflight", and follow docs/design.md ("Rows that went back") before allocating again.`,
+    );
+  }
+}
+
+/**
+ * A node runs a setting under which acknowledged writes can be lost or Paxos is not safe (see
+ * `idgen-cass preflight`); `init` and `seed` refuse unless explicitly overridden.
+ */
+export class UnsafeClusterError extends IdGenError {
+  constructor(
+    readonly problems: readonly string[],
+    readonly override: string,
+  ) {
+    super(
+      'IDGEN_UNSAFE_CLUSTER',
+      `The cluster is not safe for idgen-cass: ${problems.join('; ')}. Fix the nodes' settings (docs/design.md, "What the cluster must guarantee"), or pass ${override} if you accept that a crash can hand out IDs twice.`,
     );
   }
 }

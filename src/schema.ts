@@ -10,7 +10,8 @@ import { fileURLToPath } from 'node:url';
 import cassandra from 'cassandra-driver';
 import type { Logger } from 'pino';
 
-import { describeDriverError, openClient, type ConnectionOptions } from './connection.js';
+import { openClient, type ConnectionOptions } from './connection.js';
+import { describeDriverError } from './store/cassandra-errors.js';
 import { InvalidNameError, InvalidOptionError, StoreUnavailableError } from './errors.js';
 
 /** Options of {@link initSchema}. */

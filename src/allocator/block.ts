@@ -22,9 +22,14 @@ export abstract class Block<T extends number | bigint> {
   readonly size: number;
   protected taken = 0;
 
+  /**
+   * @param rangeSize size of the DC range the block was cut from: a block is never larger, so
+   * `take(n)` knows when no block can hold `n` IDs.
+   */
   constructor(
     readonly first: bigint,
     readonly last: bigint,
+    readonly rangeSize: bigint = last - first + 1n,
   ) {
     assert(first <= last, `block [${first}, ${last}] is empty`);
     assert(last - first < BigInt(MAX_BLOCK_SIZE), `block [${first}, ${last}] is too large`);
@@ -70,8 +75,8 @@ export abstract class Block<T extends number | bigint> {
 class NumberBlock extends Block<number> {
   private readonly base: number;
 
-  constructor(first: bigint, last: bigint) {
-    super(first, last);
+  constructor(first: bigint, last: bigint, rangeSize?: bigint) {
+    super(first, last, rangeSize);
     assert(first >= 0n && last <= MAX_SAFE_ID, `block [${first}, ${last}] exceeds 2^53-1`);
     this.base = Number(first);
   }
@@ -98,17 +103,19 @@ class BigIntBlock extends Block<bigint> {
 /** How a sequence represents its IDs; chosen once per handle. */
 export interface IdKind<T extends number | bigint> {
   readonly bigint: boolean;
-  block(first: bigint, last: bigint): Block<T>;
+  block(first: bigint, last: bigint, rangeSize?: bigint): Block<T>;
 }
 
 /** IDs as JavaScript numbers (domains up to 2^53-1). */
 export const NUMBER_IDS: IdKind<number> = Object.freeze({
   bigint: false,
-  block: (first: bigint, last: bigint) => new NumberBlock(first, last),
+  block: (first: bigint, last: bigint, rangeSize?: bigint) =>
+    new NumberBlock(first, last, rangeSize),
 });
 
 /** IDs as bigints (any domain). */
 export const BIGINT_IDS: IdKind<bigint> = Object.freeze({
   bigint: true,
-  block: (first: bigint, last: bigint) => new BigIntBlock(first, last),
+  block: (first: bigint, last: bigint, rangeSize?: bigint) =>
+    new BigIntBlock(first, last, rangeSize),
 });

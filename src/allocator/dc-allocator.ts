@@ -6,11 +6,10 @@
  *   DC state (LOCAL_SERIAL). Single-flight: concurrent callers share one request.
  * - {@link DcAllocator.returnBlock}: gives the unused tail of a block back on close.
  *
- * Every DC-state write is conditional on the version read and carries a fresh operation id, so
- * after a CAS timeout a re-read at the same level shows whether the write was ours. Nothing
- * unconfirmed is ever used: an unknown claim that cannot be shown is abandoned (a gap).
- * Every row read is checked first; a row that breaks an invariant stops the operation before
- * any write.
+ * Every write goes through {@link runConditionalWrite}, which says whether it is shown to be
+ * ours; nothing else is ever used. Every row read is checked first (dc-state.ts lists the
+ * invariants), and compared with what this process saw before: rows that went backwards mean
+ * lost writes, and the process stops allocating rather than hand out IDs again.
  */
 
 import { randomUUID } from 'node:crypto';
@@ -20,18 +19,29 @@ import {
   InvariantError,
   SequenceExhaustedError,
   SerialUnavailableError,
+  StateRolledBackError,
   StoreUnavailableError,
 } from '../errors.js';
 import type {
-  CasOutcome,
+  DcStamp,
   DcState,
   Grant,
+  GrantFound,
   GrantView,
   IdStore,
   SequenceSettings,
 } from '../store/port.js';
+import { isOurs, runConditionalWrite, type CasResult, type Judgement } from './cas.js';
+import {
+  claim,
+  dcStateViolations,
+  giveBack,
+  hasPreloaded,
+  installGrant,
+  remainingIn,
+} from './dc-state.js';
 
-/** How many conditional writes in a row may lose their race before {@link ContentionError}. */
+/** How many conditional writes in a row may fail to be ours before an operation gives up. */
 export const MAX_CAS_ATTEMPTS = 12;
 const BACKOFF_MIN_MS = 2;
 const BACKOFF_MAX_MS = 200;
@@ -48,7 +58,7 @@ export interface AllocatorCounters {
   rangesGranted: number;
   casRejections: number;
   casUnknown: number;
-  /** IDs of claims abandoned after a CAS timeout that could not be resolved. */
+  /** IDs of claims that may have been applied but could not be shown to be ours (gaps). */
   wasted: number;
   lwtWrites: number;
   serialReads: number;
@@ -75,6 +85,8 @@ export interface DcAllocatorOptions {
 export interface ClaimedBlock {
   readonly first: bigint;
   readonly last: bigint;
+  /** Size of the DC range the block was cut from. */
+  readonly rangeSize: bigint;
   /**
    * The DC has no preloaded range and `threshold` of its reserved range is claimed: the caller
    * should start a background {@link DcAllocator.ensureRange}.
@@ -82,7 +94,20 @@ export interface ClaimedBlock {
   readonly rangeLow: boolean;
 }
 
-type Confirmation = 'mine' | 'not-written' | 'cannot-tell';
+/**
+ * The newest rows this process has seen or written. Rows are only ever moved forward, so a read
+ * below any of these marks shows lost writes.
+ */
+interface Watermarks {
+  version: number;
+  reservedGrant: number;
+  installedGrant: number;
+  /** The reserved grant of this process's last claimed block, and that block's last ID. */
+  claimGrant: number;
+  claimedUpTo: bigint;
+  globalLast: bigint;
+  latestGrant: number;
+}
 
 /** One sequence in one DC; one instance per sequence handle. */
 export class DcAllocator {
@@ -95,6 +120,7 @@ export class DcAllocator {
   private rangeRequest: Promise<void> | undefined;
   /** Set once GLOBAL reached `max` with no grant pending for this DC; it can never change. */
   private exhausted: SequenceExhaustedError | undefined;
+  private readonly seen: Watermarks;
 
   constructor(options: DcAllocatorOptions) {
     this.store = options.store;
@@ -103,6 +129,15 @@ export class DcAllocator {
     this.counters = options.counters;
     this.rangeListener = options.rangeListener;
     this.sleep = options.sleep ?? defaultSleep;
+    this.seen = {
+      version: 0,
+      reservedGrant: 0,
+      installedGrant: 0,
+      claimGrant: 0,
+      claimedUpTo: 0n,
+      globalLast: options.settings.start - 1n,
+      latestGrant: 0,
+    };
   }
 
   private get sequence(): string {
@@ -114,36 +149,20 @@ export class DcAllocator {
    * none left.
    * @throws {SerialUnavailableError} if a DC range was needed and SERIAL could not be reached.
    * @throws {SequenceExhaustedError} if the DC has no IDs left and the domain is spent.
-   * @throws {ContentionError} after {@link MAX_CAS_ATTEMPTS} lost races.
+   * @throws {ContentionError} after {@link MAX_CAS_ATTEMPTS} writes that were not ours.
    * @throws {InvariantError} if a row read breaks an invariant (nothing is written).
+   * @throws {StateRolledBackError} if a row read is older than one seen before.
    * @throws {StoreUnavailableError} if LOCAL_SERIAL cannot be reached.
    */
   async claimBlock(): Promise<ClaimedBlock> {
     const blockSize = BigInt(this.settings.blockSize);
-    let lastOutcome: CasOutcome['kind'] = 'rejected';
+    let last: CasResult<DcStamp> | undefined;
     let serialFailures = 0;
     for (let attempt = 1; ; attempt++) {
       const state = await this.readState();
-      let next: DcState;
-      let first: bigint;
-      if (state !== undefined && state.lastInteger < state.reservedMax) {
-        first = state.lastInteger + 1n;
-        const last = min(state.lastInteger + blockSize, state.reservedMax);
-        next = { ...state, lastInteger: last, version: state.version + 1, op: randomUUID() };
-      } else if (state !== undefined && hasPreloaded(state)) {
-        // The reserved range is spent: switch to the preloaded one and claim from its start.
-        first = state.preloadedMin;
-        const last = min(first + blockSize - 1n, state.preloadedMax);
-        next = {
-          ...state,
-          reservedMin: state.preloadedMin,
-          reservedMax: state.preloadedMax,
-          reservedGrant: state.installedGrant,
-          lastInteger: last,
-          version: state.version + 1,
-          op: randomUUID(),
-        };
-      } else {
+      const op = randomUUID();
+      const claimed = state === undefined ? undefined : claim(state, blockSize, op);
+      if (state === undefined || claimed === undefined) {
         try {
           await this.ensureRange();
         } catch (error) {
@@ -161,20 +180,30 @@ export class DcAllocator {
         continue;
       }
 
-      const outcome = await this.writeState(state.version, next);
-      lastOutcome = outcome.kind;
-      const confirmed =
-        outcome.kind === 'applied' ? 'mine' : await this.resolveStateWrite(outcome, state, next);
-      if (confirmed === 'mine') {
+      const { next, block } = claimed;
+      last = await this.writeState(state, next);
+      if (isOurs(last.verdict)) {
         this.counters.blocksClaimed++;
-        return { first, last: next.lastInteger, rangeLow: this.rangeLow(next) };
+        this.seen.claimGrant = next.reservedGrant;
+        this.seen.claimedUpTo = block.last;
+        return {
+          first: block.first,
+          last: block.last,
+          rangeSize: block.rangeMax - block.rangeMin + 1n,
+          rangeLow: this.rangeLow(next),
+        };
       }
-      if (confirmed === 'cannot-tell')
-        this.counters.wasted += Number(next.lastInteger - first + 1n);
+      // An unknown claim may have been applied and overwritten since: its block is a gap. If the
+      // state had not moved when read back, ours was not committed then: a later round may
+      // still commit it, and the next claim would then lose to it and move on, but usually
+      // nothing is lost.
+      if (last.verdict === 'unknown' && last.found?.version !== state.version) {
+        this.counters.wasted += Number(block.last - block.first + 1n);
+      }
       if (attempt >= MAX_CAS_ATTEMPTS) {
-        throw this.outOfAttempts('claim a block', attempt, lastOutcome, 'local_serial');
+        throw this.outOfAttempts('claim a block', attempt, last, 'local_serial');
       }
-      if (outcome.kind === 'rejected') await this.backoff(attempt);
+      if (last.reported === 'rejected') await this.backoff(attempt);
     }
   }
 
@@ -184,8 +213,9 @@ export class DcAllocator {
    * exists. Concurrent callers share one request.
    * @throws {StoreUnavailableError} `level: 'serial'` if SERIAL cannot be reached.
    * @throws {SequenceExhaustedError} if GLOBAL is at `max` and no grant is pending.
-   * @throws {ContentionError} after {@link MAX_CAS_ATTEMPTS} lost races.
+   * @throws {ContentionError} after {@link MAX_CAS_ATTEMPTS} writes that were not ours.
    * @throws {InvariantError} if a row read breaks an invariant (nothing is written).
+   * @throws {StateRolledBackError} if a row read is older than one seen before.
    */
   ensureRange(): Promise<void> {
     this.rangeRequest ??= this.requestRange().finally(() => {
@@ -196,29 +226,22 @@ export class DcAllocator {
 
   /**
    * Gives back `[first, last]`, unused IDs this process holds, by moving the DC's `lastInteger`
-   * back to `first - 1` — only if nobody claimed after them: `lastInteger` must still be `last`.
-   * If the run starts before the reserved range (it spans a switch), only the part within the
-   * reserved range goes back.
-   * @returns how many IDs were returned (0 if the DC moved on; they stay a gap).
+   * back to `first - 1`, only if nobody claimed after them (`lastInteger` must still be `last`).
+   * Retried only after a write shown to be lost: a give-back that might have been applied is
+   * never repeated, since another process may have claimed the same IDs in between.
+   * @returns how many IDs were returned (0 if they stay a gap).
    */
   async returnBlock(first: bigint, last: bigint): Promise<bigint> {
     for (let attempt = 1; attempt <= MAX_CAS_ATTEMPTS; attempt++) {
       const state = await this.readState();
-      if (state === undefined || state.lastInteger !== last) return 0n;
-      const from = first > state.reservedMin ? first : state.reservedMin;
-      if (from > last) return 0n;
-      const next = {
-        ...state,
-        lastInteger: from - 1n,
-        version: state.version + 1,
-        op: randomUUID(),
-      };
-      const outcome = await this.writeState(state.version, next);
-      const confirmed =
-        outcome.kind === 'applied' ? 'mine' : await this.resolveStateWrite(outcome, state, next);
-      if (confirmed === 'mine') return last - from + 1n;
-      if (confirmed === 'cannot-tell') return 0n;
-      if (outcome.kind === 'rejected') await this.backoff(attempt);
+      const back = state === undefined ? undefined : giveBack(state, first, last, randomUUID());
+      if (state === undefined || back === undefined) return 0n;
+      // From here this process's own write may move last_integer below its blocks.
+      this.seen.claimedUpTo = back.next.lastInteger;
+      const result = await this.writeState(state, back.next);
+      if (isOurs(result.verdict)) return back.returned;
+      if (result.verdict !== 'lost') return 0n;
+      await this.backoff(attempt);
     }
     return 0n;
   }
@@ -235,7 +258,7 @@ export class DcAllocator {
 
   private async grantAndInstall(): Promise<void> {
     if (this.exhausted !== undefined) throw this.exhausted;
-    let lastOutcome: CasOutcome['kind'] = 'rejected';
+    let last: CasResult | undefined;
     for (let attempt = 1; ; attempt++) {
       // The DC state is read before the grants: installed grants never outrun the latest grant,
       // so with this order `latest < installed` can only mean broken rows, never a race.
@@ -249,7 +272,9 @@ export class DcAllocator {
           `latest grant ${latestNumber} is older than installed grant ${installed}`,
         );
       }
-      if (state !== undefined) this.checkStateAgainstGrants(state, view);
+      if (state !== undefined) {
+        this.checkState(state, { grants: latest && [latest], globalLast: view.globalLast });
+      }
       // A pending grant waits until the preloaded range becomes the reserved one.
       if (state !== undefined && hasPreloaded(state)) return;
       if (latest !== undefined && latestNumber > installed) {
@@ -283,113 +308,105 @@ export class DcAllocator {
         min: view.globalLast + 1n,
         max: min(view.globalLast + this.settings.dcRangeSize, this.settings.max),
       };
-      this.counters.lwtWrites++;
-      const outcome = await this.store.grantRange(this.sequence, this.dc, view.globalLast, grant);
-      lastOutcome = outcome.kind;
-      let confirmed = outcome.kind === 'applied';
-      if (outcome.kind === 'unknown') {
-        this.counters.casUnknown++;
-        // The SERIAL read finishes any round in flight, so it shows whether the batch applied.
-        const reread = await this.readGrants();
-        confirmed =
-          reread.latest?.number === grant.number &&
-          reread.latest.min === grant.min &&
-          reread.latest.max === grant.max;
-      } else if (outcome.kind === 'rejected') {
-        this.counters.casRejections++;
-      }
-      if (confirmed) {
+      last = await this.writeGrant(view.globalLast, grant);
+      if (isOurs(last.verdict)) {
         this.counters.rangesGranted++;
         await this.install(grant, state);
         return;
       }
+      // Not shown to be ours: the next round re-reads, and installs grant `n` if it exists.
       if (attempt >= MAX_CAS_ATTEMPTS) {
-        throw this.outOfAttempts('grant a DC range', attempt, lastOutcome, 'serial');
+        throw this.outOfAttempts('grant a DC range', attempt, last, 'serial');
       }
-      if (outcome.kind === 'rejected') await this.backoff(attempt);
+      if (last.reported === 'rejected') await this.backoff(attempt);
     }
   }
 
   /** Installs confirmed grant `grant` in the DC state, starting from `known` (possibly stale). */
   private async install(grant: Grant, known: DcState | undefined): Promise<void> {
     let state = known;
-    let lastOutcome: CasOutcome['kind'] = 'rejected';
+    let last: CasResult | undefined;
     for (let attempt = 1; ; attempt++) {
-      if (state !== undefined && (state.installedGrant >= grant.number || hasPreloaded(state))) {
-        return; // installed by someone else, or it must wait for the preloaded range to be used
+      let next: DcState | undefined;
+      try {
+        next = installGrant(state, grant, randomUUID());
+      } catch (error) {
+        if (error instanceof RangeError) throw this.broken(error.message);
+        throw error;
       }
-      if (attempt > MAX_CAS_ATTEMPTS) {
-        throw this.outOfAttempts('install a DC range', attempt - 1, lastOutcome, 'local_serial');
+      // Installed by someone else, or it must wait for the preloaded range to be used.
+      if (next === undefined) return;
+      if (last !== undefined && attempt > MAX_CAS_ATTEMPTS) {
+        throw this.outOfAttempts('install a DC range', attempt - 1, last, 'local_serial');
       }
-      if ((state?.installedGrant ?? 0) !== grant.number - 1) {
-        throw this.broken(
-          `grant ${grant.number} cannot follow installed grant ${state?.installedGrant ?? 0}`,
-        );
-      }
-      if (state !== undefined && grant.min <= state.reservedMax) {
-        throw this.broken(
-          `grant ${grant.number} [${grant.min}, ${grant.max}] does not lie above the reserved range ending at ${state.reservedMax}`,
-        );
-      }
-      const op = randomUUID();
-      const next: DcState =
-        state === undefined
-          ? {
-              lastInteger: grant.min - 1n,
-              reservedMin: grant.min,
-              reservedMax: grant.max,
-              reservedGrant: grant.number,
-              preloadedMin: grant.min,
-              preloadedMax: grant.max,
-              installedGrant: grant.number,
-              version: 1,
-              op,
-            }
-          : {
-              ...state,
-              preloadedMin: grant.min,
-              preloadedMax: grant.max,
-              installedGrant: grant.number,
-              version: state.version + 1,
-              op,
-            };
-      const outcome = await this.writeState(state?.version ?? 0, next);
-      lastOutcome = outcome.kind;
-      if (outcome.kind === 'applied') return;
-      if (outcome.kind === 'unknown') {
-        this.counters.casUnknown++;
-      } else {
-        this.counters.casRejections++;
-        // Back off before the re-read: block claims keep moving the version, so a state read
-        // before the pause would be stale by the time it is written.
-        await this.backoff(attempt);
-      }
+      last = await this.writeState(state, next);
+      if (isOurs(last.verdict)) return;
+      // Back off before the re-read: block claims keep moving the version, so a state read
+      // before the pause would be stale by the time it is written.
+      if (last.reported === 'rejected') await this.backoff(attempt);
       state = await this.readState();
-      if (state?.op === op) return;
     }
   }
 
-  /** After a state write that was not applied: was it ours after all? */
-  private async resolveStateWrite(
-    outcome: CasOutcome,
-    before: DcState,
+  /** A DC-state write conditional on `current`'s stamp, classified. */
+  private async writeState(
+    current: DcState | undefined,
     next: DcState,
-  ): Promise<Confirmation> {
-    if (outcome.kind === 'rejected') {
-      this.counters.casRejections++;
-      return 'not-written';
-    }
-    this.counters.casUnknown++;
-    const reread = await this.readState();
-    if (reread?.op === next.op) return 'mine';
-    if (reread?.version === before.version) return 'not-written';
-    return 'cannot-tell';
+  ): Promise<CasResult<DcStamp>> {
+    this.counters.lwtWrites++;
+    const expected: DcStamp | undefined = current && { version: current.version, op: current.op };
+    const result = await runConditionalWrite<DcStamp>({
+      write: () => this.store.writeDcState(this.sequence, this.dc, expected, next),
+      judge: (found) => judgeStateWrite(found, next),
+      reread: async () => {
+        const state = await this.readState();
+        return state && { version: state.version, op: state.op };
+      },
+    });
+    this.count(result);
+    if (isOurs(result.verdict)) this.observeState(next);
+    return result;
+  }
+
+  /** The grant batch at SERIAL, classified. */
+  private async writeGrant(expectedGlobalLast: bigint, grant: Grant): Promise<CasResult> {
+    this.counters.lwtWrites++;
+    const result = await runConditionalWrite<GrantFound>({
+      write: () => this.store.grantRange(this.sequence, this.dc, expectedGlobalLast, grant),
+      judge: (found) => judgeGrant(found, expectedGlobalLast, grant),
+      reread: async () => {
+        const view = await this.readGrants();
+        const latest = view.latest;
+        if (latest !== undefined && latest.number > grant.number) {
+          // Grant `n` exists and the DC moved past it; whose it was cannot be read back.
+          return { globalLast: undefined, grant: undefined };
+        }
+        return {
+          globalLast: view.globalLast,
+          grant: latest?.number === grant.number ? latest : undefined,
+        };
+      },
+    });
+    this.count(result);
+    return result;
+  }
+
+  private count(result: CasResult): void {
+    if (result.reported === 'rejected' && result.verdict !== 'ours') this.counters.casRejections++;
+    if (result.reported === 'unknown') this.counters.casUnknown++;
   }
 
   private async readState(): Promise<DcState | undefined> {
     this.counters.localSerialReads++;
     const state = await this.store.readDcState(this.sequence, this.dc);
-    if (state !== undefined) this.checkState(state);
+    if (state === undefined) {
+      if (this.seen.version > 0) {
+        throw this.rolledBack(`the DC state is gone; version ${this.seen.version} was seen`);
+      }
+      return undefined;
+    }
+    this.checkState(state, {});
+    this.observeState(state);
     return state;
   }
 
@@ -397,12 +414,45 @@ export class DcAllocator {
     this.counters.serialReads++;
     const view = await this.store.readGrants(this.sequence, this.dc);
     this.checkGrants(view);
+    const seen = this.seen;
+    if (view.globalLast < seen.globalLast) {
+      throw this.rolledBack(
+        `GLOBAL last_integer ${view.globalLast}, after ${seen.globalLast} was read`,
+      );
+    }
+    const latest = view.latest?.number ?? 0;
+    if (latest < seen.latestGrant) {
+      throw this.rolledBack(`latest grant #${latest}, after grant #${seen.latestGrant} was read`);
+    }
+    seen.globalLast = view.globalLast;
+    seen.latestGrant = latest;
     return view;
   }
 
-  private writeState(expectedVersion: number, next: DcState): Promise<CasOutcome> {
-    this.counters.lwtWrites++;
-    return this.store.writeDcState(this.sequence, this.dc, expectedVersion, next);
+  /** Compares a state read or written with the newest seen, and moves the marks forward. */
+  private observeState(state: DcState): void {
+    const seen = this.seen;
+    const back = (detail: string) => {
+      throw this.rolledBack(detail);
+    };
+    if (state.version < seen.version) {
+      back(`version ${state.version}, after version ${seen.version} was seen`);
+    }
+    if (state.reservedGrant < seen.reservedGrant || state.installedGrant < seen.installedGrant) {
+      back(
+        `grants reserved #${state.reservedGrant} / installed #${state.installedGrant}, after #${seen.reservedGrant} / #${seen.installedGrant} were seen`,
+      );
+    }
+    // Only this process's own give-back moves last_integer below its blocks, and it does not
+    // read again afterwards.
+    if (state.reservedGrant === seen.claimGrant && state.lastInteger < seen.claimedUpTo) {
+      back(
+        `last_integer ${state.lastInteger}, below ${seen.claimedUpTo} which this process claimed`,
+      );
+    }
+    seen.version = state.version;
+    seen.reservedGrant = state.reservedGrant;
+    seen.installedGrant = state.installedGrant;
   }
 
   private rangeLow(state: DcState): boolean {
@@ -412,44 +462,12 @@ export class DcAllocator {
     return used >= this.settings.threshold * size;
   }
 
-  private checkState(s: DcState): void {
-    const { min: low, max: high } = this.settings;
-    const where = `DC "${this.dc}" state version ${s.version}`;
-    if (!Number.isSafeInteger(s.version) || s.version < 1) {
-      throw this.broken(`${where}: version is not a positive integer`);
-    }
-    if (s.reservedMin > s.reservedMax || s.reservedMin < low || s.reservedMax > high) {
-      throw this.broken(
-        `${where}: reserved range [${s.reservedMin}, ${s.reservedMax}] is not within [${low}, ${high}]`,
-      );
-    }
-    if (s.preloadedMin > s.preloadedMax || s.preloadedMin < low || s.preloadedMax > high) {
-      throw this.broken(
-        `${where}: preloaded range [${s.preloadedMin}, ${s.preloadedMax}] is not within [${low}, ${high}]`,
-      );
-    }
-    if (s.lastInteger < s.reservedMin - 1n || s.lastInteger > s.reservedMax) {
-      throw this.broken(
-        `${where}: last_integer ${s.lastInteger} is outside [${s.reservedMin - 1n}, ${s.reservedMax}]`,
-      );
-    }
-    if (!Number.isSafeInteger(s.reservedGrant) || s.reservedGrant < 1) {
-      throw this.broken(`${where}: reserved grant ${s.reservedGrant} is not a positive integer`);
-    }
-    if (s.installedGrant !== s.reservedGrant && s.installedGrant !== s.reservedGrant + 1) {
-      throw this.broken(
-        `${where}: installed grant ${s.installedGrant} is neither reserved grant ${s.reservedGrant} nor the one after it`,
-      );
-    }
-    if (hasPreloaded(s) && s.preloadedMin <= s.reservedMax) {
-      throw this.broken(`${where}: preloaded range starts at or before the reserved range's end`);
-    }
-    if (
-      !hasPreloaded(s) &&
-      (s.preloadedMin !== s.reservedMin || s.preloadedMax !== s.reservedMax)
-    ) {
-      throw this.broken(`${where}: no preloaded range, yet preloaded differs from reserved`);
-    }
+  private checkState(
+    state: DcState,
+    context: { grants?: readonly Grant[] | undefined; globalLast?: bigint | undefined },
+  ): void {
+    const first = dcStateViolations(this.dc, state, { settings: this.settings, ...context })[0];
+    if (first !== undefined) throw this.broken(`${first.message} (version ${state.version})`);
   }
 
   private checkGrants(view: GrantView): void {
@@ -477,24 +495,6 @@ export class DcAllocator {
     }
   }
 
-  private checkStateAgainstGrants(s: DcState, view: GrantView): void {
-    const top = hasPreloaded(s) ? s.preloadedMax : s.reservedMax;
-    if (top > view.globalLast) {
-      throw this.broken(
-        `DC "${this.dc}" holds IDs up to ${top}, above GLOBAL last_integer ${view.globalLast}`,
-      );
-    }
-    const g = view.latest;
-    // The installed grant's range is the preloaded one (equal to reserved when none is preloaded).
-    if (g !== undefined && g.number === s.installedGrant) {
-      if (g.min !== s.preloadedMin || g.max !== s.preloadedMax) {
-        throw this.broken(
-          `DC "${this.dc}" installed grant ${g.number} as [${s.preloadedMin}, ${s.preloadedMax}] but it is [${g.min}, ${g.max}]`,
-        );
-      }
-    }
-  }
-
   private explainRangeFailure(error: unknown, state: DcState | undefined): unknown {
     if (error instanceof StoreUnavailableError && error.level === 'serial') {
       return new SerialUnavailableError(this.sequence, this.dc, remainingIn(state), {
@@ -504,18 +504,23 @@ export class DcAllocator {
     return error;
   }
 
-  /** Lost races are contention; writes that only ever timed out mean the level is unreachable. */
+  /**
+   * Writes that were rejected mean contention; writes whose outcome stayed unknown mean the
+   * level is unreachable (the error behind them, if any, is the cause).
+   */
   private outOfAttempts(
     operation: string,
     attempts: number,
-    lastOutcome: CasOutcome['kind'],
+    last: CasResult,
     level: 'serial' | 'local_serial',
   ): Error {
-    if (lastOutcome === 'unknown') {
+    if (last.reported === 'unknown') {
+      if (last.cause instanceof StoreUnavailableError) return last.cause;
       return new StoreUnavailableError(
         level,
         operation,
-        `the last of ${attempts} conditional writes timed out with an unknown outcome`,
+        `the last of ${attempts} conditional writes had an unknown outcome`,
+        { cause: last.cause },
       );
     }
     return new ContentionError(this.sequence, operation, attempts);
@@ -525,22 +530,44 @@ export class DcAllocator {
     return new InvariantError(this.sequence, detail);
   }
 
+  private rolledBack(detail: string): StateRolledBackError {
+    return new StateRolledBackError(this.sequence, this.dc, detail);
+  }
+
   private backoff(attempt: number): Promise<void> {
     const cap = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** (attempt - 1));
     return this.sleep(cap / 2 + (Math.random() * cap) / 2);
   }
 }
 
-/** A preloaded range exists iff the newest installed grant is the one after the reserved one. */
-export function hasPreloaded(state: DcState): boolean {
-  return state.installedGrant === state.reservedGrant + 1;
+/**
+ * Whose write a DC-state stamp shows: ours if it carries our op; lost if another write took the
+ * version ours was going to write (both were conditional on the same stamp, so ours can never
+ * apply); otherwise unknown (ours may have been applied and overwritten since, or still be in
+ * flight).
+ */
+export function judgeStateWrite(found: DcStamp | undefined, next: DcStamp): Judgement {
+  if (found === undefined) return 'unknown';
+  if (found.op === next.op) return 'ours';
+  return found.version === next.version ? 'lost' : 'unknown';
 }
 
-/** IDs the DC still holds: the rest of its reserved range plus any preloaded range. */
-export function remainingIn(state: DcState | undefined): bigint {
-  if (state === undefined) return 0n;
-  const reserved = state.reservedMax - state.lastInteger;
-  return hasPreloaded(state) ? reserved + state.preloadedMax - state.preloadedMin + 1n : reserved;
+/**
+ * Whose grant the DC's grant `n` is: ours if it has our bounds (grants belong to the DC, so an
+ * identical grant by another process of the DC serves as well); lost if it has other bounds (the
+ * number is taken for ever), or if it does not exist and GLOBAL has moved past the value ours
+ * was conditional on (GLOBAL only grows); otherwise unknown (ours may still be in flight).
+ */
+export function judgeGrant(
+  found: GrantFound | undefined,
+  expectedGlobalLast: bigint,
+  grant: Grant,
+): Judgement {
+  if (found?.grant !== undefined) {
+    return found.grant.min === grant.min && found.grant.max === grant.max ? 'ours' : 'lost';
+  }
+  if (found?.globalLast !== undefined && found.globalLast !== expectedGlobalLast) return 'lost';
+  return 'unknown';
 }
 
 function min(a: bigint, b: bigint): bigint {

@@ -4,10 +4,9 @@
 
 import type { Logger } from 'pino';
 
-import { ClosedError, SequenceExistsError, SequenceNotFoundError } from '../errors.js';
+import { ClosedError, SequenceNotFoundError } from '../errors.js';
 import {
   resolveSequenceSettings,
-  validateChanges,
   validateSequenceName,
   type AlterSequenceOptions,
   type CreateSequenceOptions,
@@ -15,6 +14,7 @@ import {
 import type { IdStore, SequenceSettings } from '../store/port.js';
 import { BIGINT_IDS, NUMBER_IDS } from './block.js';
 import type { Clock } from './clock.js';
+import { alterSettings, createSettings } from './settings-writes.js';
 import { Sequence } from './sequence.js';
 
 /** What `connect()` gives {@link IdGen}. */
@@ -132,16 +132,14 @@ export class IdGen {
     options: CreateSequenceOptions = {},
   ): Promise<SequenceSettings> {
     this.#assertOpen();
-    const settings = resolveSequenceSettings(name, options);
-    if (!(await this.#store.createSequence(settings))) {
-      throw new SequenceExistsError(name, this.keyspace);
-    }
-    return settings;
+    return createSettings(this.#store, resolveSequenceSettings(name, options), this.keyspace);
   }
 
   /**
-   * Changes the DC range size, block size or threshold of sequence `name`. Handles already
-   * loaded keep the settings they read; new handles and processes use the new ones.
+   * Changes the DC range size, block size or threshold of sequence `name`. The changes are
+   * checked against the settings as stored, and written only if nobody changed them meanwhile
+   * (otherwise read and checked again). Handles already loaded keep the settings they read; new
+   * handles and processes use the new ones.
    * @example
    * ```ts
    * await ids.alterSequence('orders', { blockSize: 5_000 });
@@ -149,18 +147,13 @@ export class IdGen {
    * @returns the settings after the change.
    * @throws {InvalidNameError} for a bad name; {@link InvalidOptionError} for a bad change.
    * @throws {SequenceNotFoundError} if it does not exist.
+   * @throws {ContentionError} if concurrent alters kept changing the settings first.
    * @throws {StoreUnavailableError} if some DC cannot be reached.
    */
   async alterSequence(name: string, changes: AlterSequenceOptions): Promise<SequenceSettings> {
     this.#assertOpen();
     validateSequenceName(name);
-    const current = await this.#store.readSequence(name);
-    if (current === undefined) throw new SequenceNotFoundError(name, this.keyspace);
-    const normalized = validateChanges(changes, current);
-    if (!(await this.#store.alterSequence(name, normalized))) {
-      throw new SequenceNotFoundError(name, this.keyspace);
-    }
-    return Object.freeze({ ...current, ...normalized });
+    return alterSettings(this.#store, name, changes, this.keyspace);
   }
 
   /**
@@ -189,9 +182,9 @@ export class IdGen {
   async readSequence(name: string): Promise<SequenceSettings> {
     this.#assertOpen();
     validateSequenceName(name);
-    const settings = await this.#store.readSequence(name);
-    if (settings === undefined) throw new SequenceNotFoundError(name, this.keyspace);
-    return settings;
+    const stored = await this.#store.readSequence(name);
+    if (stored === undefined) throw new SequenceNotFoundError(name, this.keyspace);
+    return stored.settings;
   }
 
   /**

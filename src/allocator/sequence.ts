@@ -14,6 +14,7 @@ import {
   InvariantError,
   SequenceExhaustedError,
   SequenceNotFoundError,
+  StateRolledBackError,
 } from '../errors.js';
 import { MAX_SAFE_ID, validateStoredSettings } from '../options.js';
 import type { IdStore, SequenceSettings } from '../store/port.js';
@@ -34,7 +35,7 @@ import {
  * | `idle` | settings not loaded (never used, or the last load failed) | `loading`, `closing` |
  * | `loading` | reading the settings from the store | `ready`, `idle` (load failed), `closing` |
  * | `ready` | settings loaded; IDs are served and blocks refilled | `closing` |
- * | `closing` | `close()` called: new calls fail, in-flight refills finish, the tail goes back | `closed` |
+ * | `closing` | `close()` called: from that moment no ID is handed out; in-flight refills finish, the unused IDs go back | `closed` |
  * | `closed` | nothing held; every call throws {@link ClosedError} | – |
  */
 export type SequenceState = 'idle' | 'loading' | 'ready' | 'closing' | 'closed';
@@ -151,6 +152,13 @@ export class Sequence<T extends number | bigint> {
   private current: Block<T> | undefined;
   /** The next block, claimed ahead of need; taken into use once `current` is spent. */
   private preloaded: Block<T> | undefined;
+  /**
+   * Blocks set aside by `close()`, in the order they were claimed (including any that arrive
+   * while closing): never served again, only given back.
+   */
+  private retired: Block<T>[] = [];
+  /** Set when the DC's rows went back: nothing is served or claimed any more. */
+  private rolledBack: StateRolledBackError | undefined;
   /** `current.used` at which the next block is claimed in the background; Infinity: not now. */
   private preloadAt = Infinity;
   /** Highest ID of any block this process claimed: every new block must lie above it. */
@@ -203,6 +211,10 @@ export class Sequence<T extends number | bigint> {
       }
     },
     failed: (error) => {
+      if (error instanceof StateRolledBackError) {
+        this.forfeit(error);
+        return;
+      }
       if (error instanceof SequenceExhaustedError) {
         this.record(error);
         if (this.exhausted === undefined) {
@@ -355,6 +367,7 @@ export class Sequence<T extends number | bigint> {
 
   private assertOpen(): void {
     if (this.lifecycle === 'closing' || this.lifecycle === 'closed') throw new ClosedError();
+    if (this.rolledBack !== undefined) throw this.rolledBack;
   }
 
   private localRemaining(): number {
@@ -384,7 +397,14 @@ export class Sequence<T extends number | bigint> {
         return range;
       }
       // Skip the short remainder only once the next block is here, so next() can still use it.
-      if (this.preloaded === undefined) break;
+      const next = this.preloaded;
+      if (next === undefined) break;
+      // A block cut from a range smaller than `count` cannot hold the run, nor can any block after
+      // it while the DC's ranges stay that small (`dcRangeSize` was lowered): skipping blocks
+      // would only burn them.
+      if (next.size < count && next.rangeSize < BigInt(count)) {
+        throw new InvalidCountError(count, Number(next.rangeSize), 'range');
+      }
       this.counters.wasted += block.abandon();
       block = this.switchToPreloaded();
     }
@@ -411,9 +431,11 @@ export class Sequence<T extends number | bigint> {
     return Math.max(1, Math.ceil(this.threshold * block.size));
   }
 
-  /** The only place `preloaded` is filled: a claimed block, which must lie above all before. */
+  /**
+   * The only place `preloaded` is filled: a claimed block, which must lie above all before. A
+   * block that arrives once `close()` was called is set aside for the give-back instead.
+   */
   private acceptBlock(claimed: ClaimedBlock): void {
-    assert(this.preloaded === undefined, 'a block arrived while another one is preloaded');
     if (claimed.first <= this.highestClaimed) {
       this.counters.wasted += Number(claimed.last - claimed.first + 1n);
       throw new InvariantError(
@@ -422,7 +444,29 @@ export class Sequence<T extends number | bigint> {
       );
     }
     this.highestClaimed = claimed.last;
-    this.preloaded = this.ids.block(claimed.first, claimed.last);
+    const block = this.ids.block(claimed.first, claimed.last, claimed.rangeSize);
+    if (this.lifecycle === 'closing' || this.lifecycle === 'closed') {
+      this.retired.push(block);
+      return;
+    }
+    assert(this.preloaded === undefined, 'a block arrived while another one is preloaded');
+    this.preloaded = block;
+  }
+
+  /**
+   * The rows went back: the blocks this process holds may be claimed again by others, so none
+   * of them is served or given back any more.
+   */
+  private forfeit(error: StateRolledBackError): void {
+    this.record(error);
+    if (this.rolledBack !== undefined) return;
+    this.rolledBack = error;
+    this.counters.wasted += this.localRemaining();
+    this.current = undefined;
+    this.preloaded = undefined;
+    this.preloadAt = Infinity;
+    this.clearRangeRetry();
+    this.log?.error({ err: error, dc: this.dc }, error.message);
   }
 
   private preloadNextBlock(): void {
@@ -441,6 +485,7 @@ export class Sequence<T extends number | bigint> {
     if (this.lifecycle === 'closing' || this.lifecycle === 'closed') {
       return Promise.reject(new ClosedError());
     }
+    if (this.rolledBack !== undefined) return Promise.reject(this.rolledBack);
     this.claiming ??= this.claim().finally(() => {
       this.claiming = undefined;
     });
@@ -456,7 +501,8 @@ export class Sequence<T extends number | bigint> {
       this.recovered('claim');
       if (claimed.rangeLow) this.requestRangeInBackground();
     } catch (error) {
-      if (!(error instanceof ClosedError)) this.failed('claim', error);
+      if (error instanceof StateRolledBackError) this.forfeit(error);
+      else if (!(error instanceof ClosedError)) this.failed('claim', error);
       throw error;
     }
   }
@@ -474,7 +520,7 @@ export class Sequence<T extends number | bigint> {
     this.transition('loading');
     let loaded: Loaded;
     try {
-      const settings = await this.store.readSequence(this.name);
+      const settings = (await this.store.readSequence(this.name))?.settings;
       if (settings === undefined) throw new SequenceNotFoundError(this.name, this.keyspace);
       validateStoredSettings(settings);
       if (settings.name !== this.name) {
@@ -505,6 +551,7 @@ export class Sequence<T extends number | bigint> {
   private requestRangeInBackground(): void {
     if (
       this.lifecycle !== 'ready' ||
+      this.rolledBack !== undefined ||
       this.loaded === undefined ||
       this.exhausted !== undefined ||
       this.backgroundRange !== undefined ||
@@ -561,15 +608,22 @@ export class Sequence<T extends number | bigint> {
 
   private async shutdown(): Promise<void> {
     this.transition('closing');
+    // From here on no ID leaves the process: the blocks held are set aside before the first
+    // await, so neither tryNext()'s fast path nor a waiting next() can take from them, and the
+    // run given back starts after the last ID handed out.
+    this.retired = [this.current, this.preloaded].filter(
+      (block): block is Block<T> => block !== undefined,
+    );
+    this.current = undefined;
+    this.preloaded = undefined;
     this.preloadAt = Infinity;
     this.clearRangeRetry();
     // Refills started before close() finish first, so the blocks they bring can go back too.
     await Promise.allSettled([this.loading, this.claiming, this.backgroundRange]);
     try {
-      await this.returnUnused();
+      if (this.rolledBack === undefined) await this.returnUnused();
     } finally {
-      this.current = undefined;
-      this.preloaded = undefined;
+      this.retired = [];
       this.clearRangeRetry();
       this.transition('closed');
     }
@@ -577,8 +631,8 @@ export class Sequence<T extends number | bigint> {
 
   private async returnUnused(): Promise<void> {
     const allocator = this.loaded?.allocator;
-    const held = this.localRemaining();
-    const run = this.unusedRun();
+    const held = this.retired.reduce((sum, block) => sum + block.remaining, 0);
+    const run = unusedRun(this.retired);
     if (allocator === undefined || run === undefined) return;
     let returned = 0n;
     try {
@@ -592,20 +646,28 @@ export class Sequence<T extends number | bigint> {
       'closed',
     );
   }
+}
 
-  /** The unused IDs this process holds that end at its highest claimed ID, as one run. */
-  private unusedRun(): { first: bigint; last: bigint } | undefined {
-    const current =
-      this.current !== undefined && this.current.remaining > 0 ? this.current : undefined;
-    const preloaded = this.preloaded;
-    if (preloaded === undefined) {
-      return current && { first: current.nextUnused, last: current.last };
-    }
-    if (current !== undefined && current.last + 1n === preloaded.first) {
-      return { first: current.nextUnused, last: preloaded.last };
-    }
-    return { first: preloaded.nextUnused, last: preloaded.last };
+/**
+ * The unused IDs of `blocks` (in claim order) that end at the highest one claimed, as one run:
+ * the last block's unused IDs, extended backwards over earlier blocks while they are contiguous
+ * and the later block is wholly unused. Only such a run can be given back, since the DC's
+ * `last_integer` must still be its end.
+ */
+function unusedRun(
+  blocks: readonly Block<number | bigint>[],
+): { first: bigint; last: bigint } | undefined {
+  let index = blocks.length - 1;
+  const top = blocks[index];
+  if (top === undefined || top.remaining === 0) return undefined;
+  let first = top.nextUnused;
+  for (index--; index >= 0; index--) {
+    const block = blocks[index]!;
+    const after = blocks[index + 1]!;
+    if (after.used > 0 || block.last + 1n !== after.first || block.remaining === 0) break;
+    first = block.nextUnused;
   }
+  return { first, last: top.last };
 }
 
 function ignore(): void {

@@ -25,6 +25,12 @@ export const EXIT_CODES = Object.freeze({
   exhausted: 6,
   /** Too many processes raced for the same row; retrying later may succeed. */
   contention: 7,
+  /** The rows a DC allocates from went back (acknowledged writes were lost); allocation stopped. */
+  rolledBack: 8,
+  /** A node runs settings under which IDs can be handed out twice (preflight; init/seed refuse). */
+  unsafe: 9,
+  /** `check` found no violation, but some facts could not be read consistently (e.g. a DC cut off). */
+  incomplete: 11,
   /** An unexpected error: a bug, or a Cassandra error idgen-cass does not know. */
   internal: 10,
 });
@@ -42,6 +48,8 @@ const BY_ERROR_CODE: Readonly<Record<IdGenErrorCode, number>> = Object.freeze({
   IDGEN_SERIAL_UNAVAILABLE: EXIT_CODES.unavailable,
   IDGEN_INVARIANT_BROKEN: EXIT_CODES.invariant,
   IDGEN_CONTENTION: EXIT_CODES.contention,
+  IDGEN_STATE_ROLLED_BACK: EXIT_CODES.rolledBack,
+  IDGEN_UNSAFE_CLUSTER: EXIT_CODES.unsafe,
   IDGEN_CLOSED: EXIT_CODES.internal,
 });
 

@@ -1,98 +1,80 @@
 /**
- * The Cassandra adapter of the storage port: every CQL statement of the protocol, with its
- * consistency, in one table (docs/design.md, "Statements and their consistency").
+ * The Cassandra adapter of the storage port. The statements and their consistency live in
+ * cassandra-statements.ts, row parsing in cassandra-rows.ts, error mapping in
+ * cassandra-errors.ts; this file executes them.
  *
- * `idgen_grants` partitions are touched only at SERIAL, `idgen_dc_state` partitions only at
- * LOCAL_SERIAL and only from their own DC; the rest are plain reads for settings and status.
+ * Every statement is sent with its own execution options, so that nothing of a client the user
+ * passes in (its execution profiles' retry policy, speculative execution, idempotence default,
+ * read timeout, default consistency) reaches the protocol: conditional writes are never resent
+ * by the driver, and every DC-state statement is checked to have been coordinated in the DC.
  */
 
 import cassandra from 'cassandra-driver';
 
-import { describeDriverError, encodesBigIntAsLong, localDataCenterOf } from '../connection.js';
+import { encodesBigIntAsLong, localDataCenterOf } from '../connection.js';
 import {
   IdGenError,
   InvalidNameError,
   InvalidOptionError,
   InvariantError,
   SequenceNotFoundError,
-  StoreUnavailableError,
 } from '../errors.js';
+import { mapFailure } from './cassandra-errors.js';
+import {
+  GLOBAL,
+  parseDcState,
+  parseFoundGrant,
+  parseFoundSettings,
+  parseFoundStamp,
+  parseGrant,
+  parseSettings,
+  required,
+  toBigInt,
+  toText,
+} from './cassandra-rows.js';
+import {
+  GRANT_BATCH,
+  STATEMENTS,
+  type Statement,
+  type StatementName,
+} from './cassandra-statements.js';
 import type {
   CasOutcome,
+  DcStamp,
   DcState,
-  DomainName,
   Grant,
+  GrantFound,
   GrantsOverview,
   GrantView,
   IdStore,
-  SequenceChanges,
+  NodeSettings,
+  OverviewReading,
   SequenceSettings,
-  StoreLevel,
+  SizeSettings,
+  StoredSettings,
 } from './port.js';
 
-const CL = cassandra.types.consistencies;
-
-/** One statement of the protocol. `$grants` and `$dc_state` become keyspace-qualified tables. */
-interface Statement {
-  readonly cql: string;
-  /** Regular consistency: the read's level, or the Paxos commit level of a conditional write. */
-  readonly consistency: cassandra.types.consistencies;
-  /** Serial consistency of a conditional write (its Paxos level); absent for reads. */
-  readonly serial?: cassandra.types.consistencies;
-  /** The level a failure of this statement is reported at. */
-  readonly level: StoreLevel;
-}
-
-const SETTINGS = 'sequence, domain, min_id, max_id, start_id, dc_range_size, block_size, threshold';
-const GRANT = 'dc, grant_number, grant_min, grant_max';
-const GRANT_ROW = 'dc, grant_number, last_integer, grant_min, grant_max';
-const DC_STATE =
-  'last_integer, reserved_min, reserved_max, reserved_grant, preloaded_min, preloaded_max, installed_grant, version, op';
-
-// prettier-ignore
-const STATEMENTS = {
-  // ── settings + GLOBAL row (dc 'GLOBAL', grant_number 0): one statement, so a sequence never exists without its high-water mark
-  createSequence: { cql: `INSERT INTO $grants (${SETTINGS}, dc, grant_number, last_integer) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'GLOBAL', 0, ?) IF NOT EXISTS`,
-                    consistency: CL.eachQuorum, serial: CL.serial, level: 'serial' },
-  // settings are static columns: Cassandra refuses an UPDATE of only static columns that names the clustering key, so IF EXISTS tests the static row
-  alterSequence:  { cql: `UPDATE $grants SET dc_range_size = ?, block_size = ?, threshold = ? WHERE sequence = ? IF EXISTS`,
-                    consistency: CL.eachQuorum, serial: CL.serial, level: 'serial' },
-  readSequence:   { cql: `SELECT DISTINCT ${SETTINGS} FROM $grants WHERE sequence = ?`,
-                    consistency: CL.localQuorum, level: 'local' },
-  listSequences:  { cql: `SELECT DISTINCT ${SETTINGS} FROM $grants`,
-                    consistency: CL.localQuorum, level: 'local' },
-  // ── grant level: SERIAL only. readGrants = readLatestGrant, THEN readGlobal (design.md: this order matters)
-  readLatestGrant:{ cql: `SELECT ${GRANT} FROM $grants WHERE sequence = ? AND dc = ? LIMIT 1`,
-                    consistency: CL.serial, level: 'serial' },
-  readGlobal:     { cql: `SELECT last_integer FROM $grants WHERE sequence = ? AND dc = 'GLOBAL' AND grant_number = 0`,
-                    consistency: CL.serial, level: 'serial' },
-  // grantRange = BEGIN BATCH grantGlobal; grantInsert APPLY BATCH (one partition, both conditions must hold)
-  grantRange:     { cql: '(conditional batch of grantGlobal and grantInsert)',
-                    consistency: CL.quorum, serial: CL.serial, level: 'serial' },
-  grantGlobal:    { cql: `UPDATE $grants SET last_integer = ? WHERE sequence = ? AND dc = 'GLOBAL' AND grant_number = 0 IF last_integer = ?`,
-                    consistency: CL.quorum, serial: CL.serial, level: 'serial' },
-  grantInsert:    { cql: `INSERT INTO $grants (sequence, dc, grant_number, grant_min, grant_max) VALUES (?, ?, ?, ?, ?) IF NOT EXISTS`,
-                    consistency: CL.quorum, serial: CL.serial, level: 'serial' },
-  // ── DC level: LOCAL_SERIAL only, from the DC itself
-  readDcState:    { cql: `SELECT ${DC_STATE} FROM $dc_state WHERE sequence = ? AND dc = ?`,
-                    consistency: CL.localSerial, level: 'local_serial' },
-  createDcState:  { cql: `INSERT INTO $dc_state (sequence, dc, ${DC_STATE}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`,
-                    consistency: CL.localQuorum, serial: CL.localSerial, level: 'local_serial' },
-  updateDcState:  { cql: `UPDATE $dc_state SET last_integer = ?, reserved_min = ?, reserved_max = ?, reserved_grant = ?, preloaded_min = ?, preloaded_max = ?, installed_grant = ?, version = ?, op = ? WHERE sequence = ? AND dc = ? IF version = ?`,
-                    consistency: CL.localQuorum, serial: CL.localSerial, level: 'local_serial' },
-  // ── status / check: plain reads, may lag. The whole partition: GLOBAL and every grant, newest first per DC
-  grantsOverview: { cql: `SELECT ${GRANT_ROW} FROM $grants WHERE sequence = ?`,
-                    consistency: CL.localOne, level: 'local' },
-  dcStateOverview:{ cql: `SELECT ${DC_STATE} FROM $dc_state WHERE sequence = ? AND dc = ?`,
-                    consistency: CL.localOne, level: 'local' },
-} as const satisfies Record<string, Statement>;
-
-type StatementName = keyof typeof STATEMENTS;
-
-/** The clustering key of the GLOBAL row; no DC may be named like it. */
-const GLOBAL = 'GLOBAL';
 const KEYSPACE_NAME = /^[A-Za-z][A-Za-z0-9_]{0,47}$/;
-const DOMAINS: readonly DomainName[] = ['int32', 'safe53', 'int63', 'custom'];
+
+/**
+ * Per-request timeout (ms) unless the store is told otherwise: above Cassandra's
+ * cas_contention_timeout + write_request_timeout (1 s + 2 s by default), so that the server's
+ * own answer (even a timeout) normally arrives before the client gives up.
+ */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 12_000;
+
+/** Conditional writes: the driver never resends them (a resend can report our own write as rejected). */
+const NEVER_RETRY = new cassandra.policies.retry.FallthroughRetryPolicy();
+/** Reads, serial ones included, may be retried once on another coordinator: a read changes nothing. */
+const RETRY_READS = new cassandra.policies.retry.RetryPolicy();
+
+/** Options of {@link CassandraStore}. */
+export interface CassandraStoreOptions {
+  /** `close()` shuts the client down. */
+  readonly ownsClient: boolean;
+  /** Timeout of each request, in ms. @default 12000 */
+  readonly requestTimeoutMs?: number | undefined;
+}
 
 /**
  * {@link IdStore} on Cassandra. Statements name their keyspace, so the client may be shared.
@@ -103,18 +85,19 @@ export class CassandraStore implements IdStore {
   private readonly cql: Readonly<Record<StatementName, string>>;
   private readonly localDc: string;
   private readonly long: (value: bigint) => bigint | cassandra.types.Long;
+  private readonly requestTimeoutMs: number;
 
   /**
    * @param client a client whose load balancing is DC-aware (see `openClient`).
    * @param keyspace the keyspace holding `idgen_grants` and `idgen_dc_state` (case-sensitive).
-   * @param options `ownsClient`: `close()` shuts the client down.
+   * @param options `ownsClient`: `close()` shuts the client down; `requestTimeoutMs`.
    * @throws {@link InvalidNameError} for a bad keyspace name.
    * @throws {@link InvalidOptionError} when the client has no local datacenter.
    */
   constructor(
     private readonly client: cassandra.Client,
     private readonly keyspace: string,
-    private readonly options: { readonly ownsClient: boolean },
+    private readonly options: CassandraStoreOptions,
   ) {
     if (typeof keyspace !== 'string' || !KEYSPACE_NAME.test(keyspace)) {
       throw new InvalidNameError('keyspace', keyspace);
@@ -129,6 +112,7 @@ export class CassandraStore implements IdStore {
     }
     this.localDc = localDc;
     this.long = bigintEncoder(client);
+    this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     const tables: Record<string, string> = {
       $grants: `"${keyspace}".idgen_grants`,
       $dc_state: `"${keyspace}".idgen_dc_state`,
@@ -140,27 +124,33 @@ export class CassandraStore implements IdStore {
     this.cql = Object.freeze(Object.fromEntries(entries) as Record<StatementName, string>);
   }
 
-  async createSequence(settings: SequenceSettings): Promise<boolean> {
-    const outcome = await this.cas(
-      'createSequence',
-      [
-        settings.name,
-        settings.domain,
-        this.long(settings.min),
-        this.long(settings.max),
-        this.long(settings.start),
-        this.long(settings.dcRangeSize),
-        settings.blockSize,
-        settings.threshold,
-        this.long(settings.start - 1n),
-      ],
-      'create sequence',
-    );
-    return this.settle(outcome, 'create sequence');
+  async createSequence(
+    settings: SequenceSettings,
+    op: string,
+  ): Promise<CasOutcome<StoredSettings>> {
+    const outcome = await this.cas('createSequence', 'create sequence', [
+      settings.name,
+      settings.domain,
+      this.long(settings.min),
+      this.long(settings.max),
+      this.long(settings.start),
+      this.long(settings.dcRangeSize),
+      settings.blockSize,
+      settings.threshold,
+      op,
+      this.long(settings.start - 1n),
+    ]);
+    return outcome.kind === 'rejected'
+      ? { kind: 'rejected', found: parseFoundSettings(outcome.rows) }
+      : outcome;
   }
 
-  async readSequence(name: string): Promise<SequenceSettings | undefined> {
-    const result = await this.read('readSequence', [name], 'read sequence');
+  async readSequence(
+    name: string,
+    reading: 'local' | 'serial' = 'local',
+  ): Promise<StoredSettings | undefined> {
+    const statement = reading === 'serial' ? 'readSequenceSerial' : 'readSequence';
+    const result = await this.read(statement, [name], 'read sequence');
     const row = result.first() as cassandra.types.Row | null;
     return row === null ? undefined : parseSettings(row);
   }
@@ -169,31 +159,33 @@ export class CassandraStore implements IdStore {
     const result = await this.read('listSequences', [], 'list sequences');
     const sequences: SequenceSettings[] = [];
     try {
-      for await (const row of result) sequences.push(parseSettings(row)); // fetches every page
+      for await (const row of result) sequences.push(parseSettings(row).settings); // every page
     } catch (error) {
-      if (error instanceof IdGenError) throw error; // a malformed row
       throw this.failure(error, 'listSequences', 'list sequences'); // a later page failed
     }
     return sequences.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
-  async alterSequence(name: string, changes: SequenceChanges): Promise<boolean> {
-    const { dcRangeSize, blockSize, threshold } = changes;
-    if (dcRangeSize === undefined && blockSize === undefined && threshold === undefined) {
-      return (await this.readSequence(name)) !== undefined; // nothing to write
-    }
-    const unset = cassandra.types.unset;
-    const outcome = await this.cas(
-      'alterSequence',
-      [
-        dcRangeSize === undefined ? unset : this.long(dcRangeSize),
-        blockSize ?? unset,
-        threshold ?? unset,
-        name,
-      ],
-      'alter sequence',
-    );
-    return this.settle(outcome, 'alter sequence');
+  async alterSequence(
+    name: string,
+    expectedOp: string,
+    sizes: SizeSettings,
+    op: string,
+  ): Promise<CasOutcome<StoredSettings>> {
+    const outcome = await this.cas('alterSequence', 'alter sequence', [
+      this.long(sizes.dcRangeSize),
+      sizes.blockSize,
+      sizes.threshold,
+      op,
+      name,
+      expectedOp,
+    ]);
+    if (outcome.kind !== 'rejected') return outcome;
+    // An UPDATE's rejection returns only the columns of its condition: read the rest at SERIAL.
+    const found = outcome.rows[0]?.get('settings_op') as unknown;
+    if (typeof found !== 'string') return { kind: 'rejected', found: undefined };
+    const stored = await this.readSequence(name, 'serial');
+    return { kind: 'rejected', found: stored && { settings: stored.settings, op: found } };
   }
 
   async readGrants(sequence: string, dc: string): Promise<GrantView> {
@@ -219,36 +211,43 @@ export class CassandraStore implements IdStore {
     dc: string,
     expectedGlobalLast: bigint,
     grant: Grant,
-  ): Promise<CasOutcome> {
+  ): Promise<CasOutcome<GrantFound>> {
     checkDc(dc);
     if (!Number.isInteger(grant.number) || grant.number < 1 || grant.max < grant.min) {
       throw new RangeError(
         `grantRange: grant ${grant.number} [${grant.min}, ${grant.max}] must be numbered 1, 2, … with min <= max`,
       );
     }
-    const global = {
-      query: this.cql.grantGlobal,
-      params: [this.long(grant.max), sequence, this.long(expectedGlobalLast)],
-    };
-    const dcRow = {
-      query: this.cql.grantInsert,
-      params: [sequence, dc, grant.number, this.long(grant.min), this.long(grant.max)],
-    };
-    const statement = STATEMENTS.grantRange;
+    const [global, insert] = GRANT_BATCH.statements;
+    const queries = [
+      {
+        query: this.cql[global],
+        params: [this.long(grant.max), sequence, this.long(expectedGlobalLast)],
+      },
+      {
+        query: this.cql[insert],
+        params: [sequence, dc, grant.number, this.long(grant.min), this.long(grant.max)],
+      },
+    ];
+    let result: cassandra.types.ResultSet;
     try {
-      const result = await this.client.batch([global, dcRow], {
-        prepare: true,
-        consistency: statement.consistency,
-        serialConsistency: statement.serial,
+      result = await this.client.batch(queries, {
+        ...this.requestOptions(GRANT_BATCH, true),
+        logged: true,
       });
-      return result.wasApplied() ? APPLIED : REJECTED;
     } catch (error) {
-      return this.casFailure(error, 'grantRange', 'grant a DC range');
+      return this.casFailure(error, STATEMENTS[global], 'grant a DC range');
     }
+    if (result.wasApplied()) return APPLIED;
+    return { kind: 'rejected', found: parseFoundGrant(sequence, dc, grant.number, result.rows) };
   }
 
-  async readGrantsOverview(sequence: string): Promise<GrantsOverview | undefined> {
-    const result = await this.read('grantsOverview', [sequence], 'read grants overview');
+  async readGrantsOverview(
+    sequence: string,
+    reading: OverviewReading = 'local',
+  ): Promise<GrantsOverview | undefined> {
+    const statement = reading === 'consistent' ? 'grantsConsistent' : 'grantsOverview';
+    const result = await this.read(statement, [sequence], 'read grants overview');
     let globalLast: bigint | undefined;
     const grants = new Map<string, Grant[]>();
     try {
@@ -264,8 +263,7 @@ export class CassandraStore implements IdStore {
         }
       }
     } catch (error) {
-      if (error instanceof IdGenError) throw error; // a malformed row
-      throw this.failure(error, 'grantsOverview', 'read grants overview'); // a later page failed
+      throw this.failure(error, statement, 'read grants overview'); // a malformed row, or a later page failed
     }
     if (globalLast === undefined) return undefined;
     // Rows come newest first within a DC (clustering order); the overview lists them ascending.
@@ -280,20 +278,20 @@ export class CassandraStore implements IdStore {
     return row === null ? undefined : parseDcState(sequence, row);
   }
 
+  async probeSerial(): Promise<void> {
+    await this.read('probeSerial', [], 'probe SERIAL');
+  }
+
   async writeDcState(
     sequence: string,
     dc: string,
-    expectedVersion: number,
+    expected: DcStamp | undefined,
     next: DcState,
-  ): Promise<CasOutcome> {
+  ): Promise<CasOutcome<DcStamp>> {
     this.checkLocalDc(dc);
-    if (
-      !Number.isInteger(expectedVersion) ||
-      expectedVersion < 0 ||
-      next.version !== expectedVersion + 1
-    ) {
+    if (next.version !== (expected?.version ?? 0) + 1) {
       throw new RangeError(
-        `writeDcState: version must grow by one (expected ${expectedVersion}, next ${next.version})`,
+        `writeDcState: version must grow by one (expected ${expected?.version ?? 0}, next ${next.version})`,
       );
     }
     const columns = [
@@ -304,15 +302,29 @@ export class CassandraStore implements IdStore {
       this.long(next.preloadedMin),
       this.long(next.preloadedMax),
       next.installedGrant,
-      next.version,
+      this.long(BigInt(next.version)),
       next.op,
     ];
-    return expectedVersion === 0
-      ? this.cas('createDcState', [sequence, dc, ...columns], 'write DC state')
-      : this.cas('updateDcState', [...columns, sequence, dc, expectedVersion], 'write DC state');
+    const outcome =
+      expected === undefined
+        ? await this.cas('createDcState', 'write DC state', [sequence, dc, ...columns])
+        : await this.cas('updateDcState', 'write DC state', [
+            ...columns,
+            sequence,
+            dc,
+            this.long(BigInt(expected.version)),
+            expected.op,
+          ]);
+    return outcome.kind === 'rejected'
+      ? { kind: 'rejected', found: parseFoundStamp(sequence, outcome.rows) }
+      : outcome;
   }
 
-  async readDcStatesOverview(sequence: string): Promise<ReadonlyMap<string, DcState>> {
+  async readDcStatesOverview(
+    sequence: string,
+    reading: OverviewReading = 'local',
+  ): Promise<ReadonlyMap<string, DcState>> {
+    const statement = reading === 'consistent' ? 'dcStateConsistent' : 'dcStateOverview';
     const overview = await this.readGrantsOverview(sequence);
     const states = new Map<string, DcState>();
     if (overview === undefined) return states;
@@ -324,11 +336,7 @@ export class CassandraStore implements IdStore {
       .sort();
     const rows = await Promise.all(
       dcs.map(async (dc) => {
-        const result = await this.read(
-          'dcStateOverview',
-          [sequence, dc],
-          'read DC states overview',
-        );
+        const result = await this.read(statement, [sequence, dc], 'read DC states overview');
         return [dc, result.first() as cassandra.types.Row | null] as const;
       }),
     );
@@ -338,106 +346,140 @@ export class CassandraStore implements IdStore {
     return states;
   }
 
+  async readNodeSettings(): Promise<readonly NodeSettings[]> {
+    const hosts = this.client.hosts.values().filter((host) => host.datacenter === this.localDc);
+    return Promise.all(
+      hosts.map(async (host) => {
+        const statement = STATEMENTS.nodeSettings;
+        let result: cassandra.types.ResultSet;
+        try {
+          // A virtual table answers for its coordinator only: pin each node.
+          result = await this.client.execute(statement.cql, [], {
+            ...this.requestOptions(statement, false),
+            host,
+          });
+        } catch (error) {
+          throw this.failure(error, 'nodeSettings', `read the settings of ${host.address}`);
+        }
+        const values = new Map<string, string>();
+        for (const row of result.rows) {
+          const name = toText(row.get('name'));
+          const value = toText(row.get('value'));
+          if (name !== undefined && value !== undefined) values.set(name, value);
+        }
+        return {
+          host: host.address,
+          dc: host.datacenter,
+          commitlogSync: values.get('commitlog_sync'),
+          paxosVariant: values.get('paxos_variant'),
+          other: values,
+        };
+      }),
+    );
+  }
+
   async close(): Promise<void> {
     if (this.options.ownsClient) await this.client.shutdown();
   }
 
   // ── execution ──────────────────────────────────────────────────────────────────────────
 
+  /**
+   * The options every request is sent with, whatever the client's defaults and profiles say.
+   * Nothing is idempotent to the driver: no speculative execution, no resend after a timeout.
+   */
+  private requestOptions(
+    statement: { readonly consistency: number; readonly serial?: number },
+    conditional: boolean,
+  ): cassandra.QueryOptions {
+    return {
+      prepare: true,
+      consistency: statement.consistency,
+      ...(statement.serial === undefined ? {} : { serialConsistency: statement.serial }),
+      isIdempotent: false,
+      retry: conditional ? NEVER_RETRY : RETRY_READS,
+      readTimeout: this.requestTimeoutMs,
+      traceQuery: false,
+    };
+  }
+
   private async read(name: StatementName, params: unknown[], operation: string) {
     const statement: Statement = STATEMENTS[name];
+    let result: cassandra.types.ResultSet;
     try {
-      return await this.client.execute(this.cql[name], params, {
-        prepare: true,
-        consistency: statement.consistency,
-      });
+      result = await this.client.execute(
+        this.cql[name],
+        params,
+        this.requestOptions(statement, false),
+      );
     } catch (error) {
       throw this.failure(error, name, operation);
     }
+    if (statement.level === 'local_serial') this.checkCoordinator(result, operation);
+    return result;
   }
 
+  /** Runs a conditional statement once; rejected outcomes keep the rows the round returned. */
   private async cas(
     name: StatementName,
-    params: unknown[],
     operation: string,
-  ): Promise<CasOutcome> {
+    params: unknown[],
+  ): Promise<
+    | { readonly kind: 'applied' }
+    | { readonly kind: 'rejected'; readonly rows: readonly cassandra.types.Row[] }
+    | { readonly kind: 'unknown'; readonly cause: unknown }
+  > {
     const statement: Statement = STATEMENTS[name];
+    let result: cassandra.types.ResultSet;
     try {
-      const result = await this.client.execute(this.cql[name], params, {
-        prepare: true,
-        consistency: statement.consistency,
-        ...(statement.serial === undefined ? {} : { serialConsistency: statement.serial }),
-      });
-      return result.wasApplied() ? APPLIED : REJECTED;
-    } catch (error) {
-      return this.casFailure(error, name, operation);
-    }
-  }
-
-  private casFailure(error: unknown, name: StatementName, operation: string): CasOutcome {
-    const failure = this.failure(error, name, operation);
-    if (failure === UNKNOWN) return UNKNOWN;
-    throw failure;
-  }
-
-  /** The yes/no of a settings write; its unknown outcome cannot be expressed as a boolean. */
-  private settle(outcome: CasOutcome, operation: string): boolean {
-    if (outcome.kind === 'unknown') {
-      throw new StoreUnavailableError(
-        'serial',
-        operation,
-        'the conditional write timed out (CAS timeout) and may or may not have been applied; read the sequence to see which before trying again',
+      result = await this.client.execute(
+        this.cql[name],
+        params,
+        this.requestOptions(statement, true),
       );
+    } catch (error) {
+      return this.casFailure(error, statement, operation);
     }
-    return outcome.kind === 'applied';
+    if (statement.level === 'local_serial') this.checkCoordinator(result, operation);
+    return result.wasApplied() ? APPLIED : { kind: 'rejected', rows: result.rows };
+  }
+
+  private casFailure(
+    error: unknown,
+    statement: Statement,
+    operation: string,
+  ): { readonly kind: 'unknown'; readonly cause: unknown } {
+    const mapped = mapFailure(error, statement, operation, this.context());
+    if (mapped instanceof Error) throw mapped;
+    return mapped;
+  }
+
+  private failure(error: unknown, name: StatementName, operation: string): Error {
+    if (error instanceof IdGenError) return error; // e.g. a malformed row
+    const mapped = mapFailure(error, STATEMENTS[name], operation, this.context());
+    return mapped instanceof Error
+      ? mapped
+      : new Error(`Cassandra failed ${operation}`, { cause: error });
+  }
+
+  private context() {
+    return { keyspace: this.keyspace, localDc: this.localDc };
   }
 
   /**
-   * The one place driver errors are mapped. Returns {@link UNKNOWN} for a timed-out conditional
-   * write, whose outcome only a re-read at the same serial level can tell, and otherwise the
-   * error to throw.
-   *
-   * An `Unavailable` answer is reported as {@link StoreUnavailableError}; callers never assume
-   * from it that nothing was written, they re-read before using anything (design.md, rule 4).
+   * A LOCAL_SERIAL statement coordinated outside the local DC ran its Paxos round on another
+   * DC's replicas: refuse its result. connect() refuses clients that could do this; this catches
+   * a load-balancing policy that misreports its distances.
    */
-  private failure(error: unknown, name: StatementName, operation: string): Error | typeof UNKNOWN {
-    const statement: Statement = STATEMENTS[name];
-    const conditional = statement.serial !== undefined;
-    const { errors, types } = cassandra;
-    const codes = types.responseErrorCodes;
-    const unavailable = (detail: string) =>
-      new StoreUnavailableError(statement.level, operation, detail, { cause: error });
-
-    if (error instanceof errors.ResponseError) {
-      const timeout = error.code === codes.writeTimeout || error.code === codes.readTimeout;
-      // A write failure during Paxos may follow an accepted proposal: as unknown as a timeout.
-      if (conditional && (timeout || error.code === codes.writeFailure)) return UNKNOWN;
-      if (timeout) return unavailable(`${levelOf(statement)} read timed out: ${error.message}`);
-      if (error.code === codes.unavailableException) {
-        return unavailable(`not enough replicas alive: ${error.message}`);
-      }
-      if (
-        error.code === codes.invalid &&
-        /unconfigured table|does not exist/i.test(error.message)
-      ) {
-        return new InvalidOptionError(
-          'keyspace',
-          this.keyspace,
-          'a keyspace that holds the idgen tables (create them with initSchema or "idgen-cass init")',
-        );
-      }
-    }
-    if (error instanceof errors.OperationTimedOutError) {
-      if (conditional) return UNKNOWN;
-      return unavailable(`no answer within the client's read timeout: ${error.message}`);
-    }
-    if (error instanceof errors.NoHostAvailableError) {
-      return unavailable(
-        `no host of DC "${this.localDc}" could run it (${describeDriverError(error)})`,
+  private checkCoordinator(result: cassandra.types.ResultSet, operation: string): void {
+    const queried = result.info.queriedHost as unknown;
+    const host = typeof queried === 'string' ? this.client.hosts.get(queried) : undefined;
+    if (host !== undefined && host.datacenter !== this.localDc) {
+      throw new InvariantError(
+        '(all)',
+        `${operation} at LOCAL_SERIAL was coordinated by ${host.address} in DC "${host.datacenter}", not in the local DC "${this.localDc}"; the client's load balancing sends statements outside its DC`,
       );
     }
-    const message = error instanceof Error ? error.message : String(error);
-    return new Error(`Cassandra failed ${operation} (${name}): ${message}`, { cause: error });
   }
 
   /** LOCAL_SERIAL on a DC's state partition is only linearizable from that DC's own coordinators. */
@@ -453,96 +495,11 @@ export class CassandraStore implements IdStore {
   }
 }
 
-const APPLIED: CasOutcome = Object.freeze({ kind: 'applied' });
-const REJECTED: CasOutcome = Object.freeze({ kind: 'rejected' });
-const UNKNOWN = Object.freeze({ kind: 'unknown' }) satisfies CasOutcome;
-
-function levelOf(statement: Statement): string {
-  // The driver's consistencies object has no reverse mapping at runtime.
-  const names: Partial<Record<number, string>> = {
-    [CL.serial]: 'SERIAL',
-    [CL.localSerial]: 'LOCAL_SERIAL',
-    [CL.localQuorum]: 'LOCAL_QUORUM',
-    [CL.localOne]: 'LOCAL_ONE',
-  };
-  return names[statement.consistency] ?? `consistency ${statement.consistency}`;
-}
+const APPLIED = Object.freeze({ kind: 'applied' as const });
 
 function checkDc(dc: string): void {
   if (typeof dc !== 'string' || dc === '' || dc === GLOBAL)
     throw new InvalidNameError('datacenter', dc);
-}
-
-// ── row parsing: Long → bigint, missing columns → InvariantError ─────────────────────────
-
-function parseSettings(row: cassandra.types.Row): SequenceSettings {
-  const name = toText(row.get('sequence'));
-  if (name === undefined)
-    throw new InvariantError('(unnamed)', 'settings row without a sequence name');
-  const domain = required(name, row, 'domain', toText);
-  if (!(DOMAINS as readonly string[]).includes(domain)) {
-    throw new InvariantError(name, `unknown domain ${JSON.stringify(domain)}`);
-  }
-  return {
-    name,
-    domain: domain as DomainName,
-    min: required(name, row, 'min_id', toBigInt),
-    max: required(name, row, 'max_id', toBigInt),
-    start: required(name, row, 'start_id', toBigInt),
-    dcRangeSize: required(name, row, 'dc_range_size', toBigInt),
-    blockSize: required(name, row, 'block_size', toNumber),
-    threshold: required(name, row, 'threshold', toNumber),
-  };
-}
-
-function parseGrant(sequence: string, row: cassandra.types.Row): Grant {
-  return {
-    number: required(sequence, row, 'grant_number', toNumber),
-    min: required(sequence, row, 'grant_min', toBigInt),
-    max: required(sequence, row, 'grant_max', toBigInt),
-  };
-}
-
-function parseDcState(sequence: string, row: cassandra.types.Row): DcState {
-  return {
-    lastInteger: required(sequence, row, 'last_integer', toBigInt),
-    reservedMin: required(sequence, row, 'reserved_min', toBigInt),
-    reservedMax: required(sequence, row, 'reserved_max', toBigInt),
-    reservedGrant: required(sequence, row, 'reserved_grant', toNumber),
-    preloadedMin: required(sequence, row, 'preloaded_min', toBigInt),
-    preloadedMax: required(sequence, row, 'preloaded_max', toBigInt),
-    installedGrant: required(sequence, row, 'installed_grant', toNumber),
-    version: required(sequence, row, 'version', toNumber),
-    op: required(sequence, row, 'op', toText),
-  };
-}
-
-function required<T>(
-  sequence: string,
-  row: cassandra.types.Row,
-  column: string,
-  convert: (value: unknown) => T | undefined,
-): T {
-  const value = convert(row.get(column));
-  if (value === undefined) {
-    throw new InvariantError(sequence, `column ${column} is missing or malformed in a stored row`);
-  }
-  return value;
-}
-
-function toBigInt(value: unknown): bigint | undefined {
-  if (typeof value === 'bigint') return value; // a client with encoding.useBigIntAsLong
-  if (cassandra.types.Long.isLong(value)) return BigInt(value.toString());
-  if (typeof value === 'number' && Number.isSafeInteger(value)) return BigInt(value);
-  return undefined;
-}
-
-function toNumber(value: unknown): number | undefined {
-  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
-}
-
-function toText(value: unknown): string | undefined {
-  return typeof value === 'string' ? value : undefined;
 }
 
 /**

@@ -15,21 +15,25 @@ import assert from 'node:assert/strict';
 import { SequenceNotFoundError, StoreUnavailableError } from '../errors.js';
 import type {
   CasOutcome,
+  DcStamp,
   DcState,
   Grant,
+  GrantFound,
   GrantView,
   GrantsOverview,
   IdStore,
-  SequenceChanges,
+  NodeSettings,
   SequenceSettings,
+  SizeSettings,
   StoreLevel,
+  StoredSettings,
 } from './port.js';
 
 /** The methods of the port. */
 export type StoreMethod = keyof IdStore;
 
 /** The conditional writes whose outcome may be `rejected` or `unknown`. */
-export type ConditionalMethod = 'grantRange' | 'writeDcState';
+export type ConditionalMethod = 'grantRange' | 'writeDcState' | 'createSequence' | 'alterSequence';
 
 interface FaultScope {
   /** Only calls for this sequence. @default any */
@@ -113,6 +117,11 @@ export interface MemoryStoreOptions {
    * @default 0 (calls still yield to other tasks once, as real I/O does)
    */
   readonly latencyMs?: number | undefined;
+  /**
+   * What {@link MemoryStore.readNodeSettings} reports.
+   * @default one node in dc1 with `commitlog_sync: batch` and `paxos_variant: v2`
+   */
+  readonly nodeSettings?: readonly NodeSettings[] | undefined;
 }
 
 /** The level each method needs, as the Cassandra adapter reports it when unreachable. */
@@ -127,15 +136,21 @@ const LEVELS: Readonly<Record<StoreMethod, StoreLevel>> = {
   readDcState: 'local_serial',
   writeDcState: 'local_serial',
   readDcStatesOverview: 'local',
+  probeSerial: 'serial',
+  readNodeSettings: 'local',
   close: 'local',
 };
 
 interface SequenceRecord {
   settings: SequenceSettings;
+  /** The op of the settings write (create or alter) that set `settings`. */
+  settingsOp: string;
   globalLast: bigint;
   /** Every grant of each DC, ascending by number. */
   readonly grants: Map<string, Grant[]>;
   readonly dcStates: Map<string, DcState>;
+  /** Every DC state version ever written, per DC, so that a test can roll a DC back. */
+  readonly dcHistory: Map<string, DcState[]>;
 }
 
 type CasFault = Extract<Fault, { effect: ConditionalEffect }>;
@@ -160,31 +175,54 @@ export class MemoryStore implements IdStore {
   private readonly inFlight = new Map<string, InFlightWrite>();
   private readonly latencyMs: number;
   private readonly keyspace: string;
+  private readonly nodeSettings: readonly NodeSettings[];
 
   constructor(options: MemoryStoreOptions = {}) {
     this.latencyMs = options.latencyMs ?? 0;
     this.keyspace = options.keyspace ?? 'memory';
+    this.nodeSettings = options.nodeSettings ?? [
+      {
+        host: 'memory:9042',
+        dc: 'dc1',
+        commitlogSync: 'batch',
+        paxosVariant: 'v2',
+        other: new Map(),
+      },
+    ];
   }
 
   resetCalls(): void {
     Object.assign(this.calls, zeroCalls());
   }
 
-  async createSequence(settings: SequenceSettings): Promise<boolean> {
-    await this.enter('createSequence', settings.name);
-    if (this.sequences.has(settings.name)) return false;
-    this.sequences.set(settings.name, {
-      settings: Object.freeze({ ...settings }),
-      globalLast: settings.start - 1n,
-      grants: new Map(),
-      dcStates: new Map(),
-    });
-    return true;
+  async createSequence(
+    settings: SequenceSettings,
+    op: string,
+  ): Promise<CasOutcome<StoredSettings>> {
+    const fault = await this.enter('createSequence', settings.name);
+    return this.conditional(
+      fault,
+      `settings/${settings.name}`,
+      () => {
+        if (this.sequences.has(settings.name)) return false;
+        this.sequences.set(settings.name, {
+          settings: Object.freeze({ ...settings }),
+          settingsOp: op,
+          globalLast: settings.start - 1n,
+          grants: new Map(),
+          dcStates: new Map(),
+          dcHistory: new Map(),
+        });
+        return true;
+      },
+      () => this.storedSettings(settings.name),
+    );
   }
 
-  async readSequence(name: string): Promise<SequenceSettings | undefined> {
+  async readSequence(name: string): Promise<StoredSettings | undefined> {
     await this.enter('readSequence', name);
-    return this.sequences.get(name)?.settings;
+    this.settleInFlight(`settings/${name}`, 'read');
+    return this.storedSettings(name);
   }
 
   async listSequences(): Promise<readonly SequenceSettings[]> {
@@ -194,17 +232,54 @@ export class MemoryStore implements IdStore {
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
-  async alterSequence(name: string, changes: SequenceChanges): Promise<boolean> {
-    await this.enter('alterSequence', name);
-    const record = this.sequences.get(name);
-    if (record === undefined) return false;
-    record.settings = Object.freeze({ ...record.settings, ...definedOnly(changes) });
-    return true;
+  async alterSequence(
+    name: string,
+    expectedOp: string,
+    sizes: SizeSettings,
+    op: string,
+  ): Promise<CasOutcome<StoredSettings>> {
+    const fault = await this.enter('alterSequence', name);
+    return this.conditional(
+      fault,
+      `settings/${name}`,
+      () => {
+        const record = this.sequences.get(name);
+        if (record === undefined || record.settingsOp !== expectedOp) return false;
+        record.settings = Object.freeze({ ...record.settings, ...sizes });
+        record.settingsOp = op;
+        return true;
+      },
+      () => this.storedSettings(name),
+    );
+  }
+
+  /** Test hook: stores `state` as `dc`'s state as it is, bypassing the protocol. */
+  seedDcState(sequence: string, dc: string, state: DcState): void {
+    const record = this.sequences.get(sequence);
+    assert(record !== undefined, `no sequence ${sequence}`);
+    const row = Object.freeze({ ...state });
+    record.dcStates.set(dc, row);
+    record.dcHistory.set(dc, [...(record.dcHistory.get(dc) ?? []), row]);
+  }
+
+  /**
+   * Test hook: loses the last `writes` writes of `dc`'s state, as replicas that crash with
+   * `commitlog_sync: periodic` lose what they acknowledged but had not synced. Removes the row
+   * if no earlier version remains.
+   */
+  rollBackDcState(sequence: string, dc: string, writes = 1): void {
+    const record = this.sequences.get(sequence);
+    const history = record?.dcHistory.get(dc);
+    assert(record !== undefined && history !== undefined, `no state of ${dc} to roll back`);
+    history.splice(Math.max(0, history.length - writes));
+    const previous = history.at(-1);
+    if (previous === undefined) record.dcStates.delete(dc);
+    else record.dcStates.set(dc, previous);
   }
 
   async readGrants(sequence: string, dc: string): Promise<GrantView> {
     await this.enter('readGrants', sequence, dc);
-    this.settleInFlight(sequence, 'read');
+    this.settleInFlight(`grants/${sequence}`, 'read');
     const record = this.sequences.get(sequence);
     if (record === undefined) throw new SequenceNotFoundError(sequence, this.keyspace);
     return { globalLast: record.globalLast, latest: record.grants.get(dc)?.at(-1) };
@@ -215,26 +290,39 @@ export class MemoryStore implements IdStore {
     dc: string,
     expectedGlobalLast: bigint,
     grant: Grant,
-  ): Promise<CasOutcome> {
+  ): Promise<CasOutcome<GrantFound>> {
     const fault = await this.enter('grantRange', sequence, dc);
-    return this.conditional(fault, sequence, () => {
+    const found = (): GrantFound => {
       const record = this.sequences.get(sequence);
-      if (record === undefined || record.globalLast !== expectedGlobalLast) return false;
-      const history = record.grants.get(dc) ?? [];
-      // The grant row is inserted IF NOT EXISTS: a number the DC already has is refused.
-      if (history.some((g) => g.number === grant.number)) return false;
-      record.globalLast = grant.max;
-      const stored = Object.freeze({ ...grant });
-      // Kept ascending by number, as the Cassandra table's clustering order gives them.
-      record.grants.set(
-        dc,
-        [...history, stored].sort((a, b) => a.number - b.number),
-      );
-      this.grantLog.push({ sequence, dc, grant: stored });
-      return true;
-    });
+      return {
+        globalLast: record?.globalLast,
+        grant: record?.grants.get(dc)?.find((g) => g.number === grant.number),
+      };
+    };
+    return this.conditional(
+      fault,
+      `grants/${sequence}`,
+      () => {
+        const record = this.sequences.get(sequence);
+        if (record === undefined || record.globalLast !== expectedGlobalLast) return false;
+        const history = record.grants.get(dc) ?? [];
+        // The grant row is inserted IF NOT EXISTS: a number the DC already has is refused.
+        if (history.some((g) => g.number === grant.number)) return false;
+        record.globalLast = grant.max;
+        const stored = Object.freeze({ ...grant });
+        // Kept ascending by number, as the Cassandra table's clustering order gives them.
+        record.grants.set(
+          dc,
+          [...history, stored].sort((a, b) => a.number - b.number),
+        );
+        this.grantLog.push({ sequence, dc, grant: stored });
+        return true;
+      },
+      found,
+    );
   }
 
+  /** Every read here is current, so both readings are the same. */
   async readGrantsOverview(sequence: string): Promise<GrantsOverview | undefined> {
     await this.enter('readGrantsOverview', sequence);
     const record = this.sequences.get(sequence);
@@ -244,34 +332,65 @@ export class MemoryStore implements IdStore {
     return { globalLast: record.globalLast, grants };
   }
 
+  async probeSerial(): Promise<void> {
+    await this.enter('probeSerial');
+  }
+
   async readDcState(sequence: string, dc: string): Promise<DcState | undefined> {
     await this.enter('readDcState', sequence, dc);
-    this.settleInFlight(`${sequence}/${dc}`, 'read');
+    this.settleInFlight(`state/${sequence}/${dc}`, 'read');
     return this.sequences.get(sequence)?.dcStates.get(dc);
   }
 
   async writeDcState(
     sequence: string,
     dc: string,
-    expectedVersion: number,
+    expected: DcStamp | undefined,
     next: DcState,
-  ): Promise<CasOutcome> {
-    assert.equal(next.version, expectedVersion + 1, 'next.version must be expectedVersion + 1');
+  ): Promise<CasOutcome<DcStamp>> {
+    assert.equal(next.version, (expected?.version ?? 0) + 1, 'next.version must be expected + 1');
     const fault = await this.enter('writeDcState', sequence, dc);
-    return this.conditional(fault, `${sequence}/${dc}`, () => {
-      const record = this.sequences.get(sequence);
-      if (record === undefined) return false;
-      const stored = record.dcStates.get(dc);
-      const holds =
-        expectedVersion === 0 ? stored === undefined : stored?.version === expectedVersion;
-      if (holds) record.dcStates.set(dc, Object.freeze({ ...next }));
-      return holds;
-    });
+    const found = (): DcStamp | undefined => {
+      const stored = this.sequences.get(sequence)?.dcStates.get(dc);
+      return stored && { version: stored.version, op: stored.op };
+    };
+    return this.conditional(
+      fault,
+      `state/${sequence}/${dc}`,
+      () => {
+        const record = this.sequences.get(sequence);
+        if (record === undefined) return false;
+        const stored = record.dcStates.get(dc);
+        const holds =
+          expected === undefined
+            ? stored === undefined
+            : stored?.version === expected.version && stored.op === expected.op;
+        if (holds) {
+          const row = Object.freeze({ ...next });
+          record.dcStates.set(dc, row);
+          const history = record.dcHistory.get(dc) ?? [];
+          history.push(row);
+          record.dcHistory.set(dc, history);
+        }
+        return holds;
+      },
+      found,
+    );
   }
 
   async readDcStatesOverview(sequence: string): Promise<ReadonlyMap<string, DcState>> {
     await this.enter('readDcStatesOverview', sequence);
     return new Map(this.sequences.get(sequence)?.dcStates);
+  }
+
+  async readNodeSettings(): Promise<readonly NodeSettings[]> {
+    await this.enter('readNodeSettings');
+    return this.nodeSettings;
+  }
+
+  private storedSettings(name: string): StoredSettings | undefined {
+    const record = this.sequences.get(name);
+    return record && { settings: record.settings, op: record.settingsOp };
   }
 
   /** Counts the call; the data stays, so other "processes" sharing the store go on working. */
@@ -331,13 +450,16 @@ export class MemoryStore implements IdStore {
    * is committed or superseded, then `write` (which applies itself iff its condition holds) runs
    * as the fault says.
    */
-  private async conditional(
+  private async conditional<Found>(
     fault: CasFault | undefined,
     partition: string,
     write: () => boolean,
-  ): Promise<CasOutcome> {
+    found: () => Found | undefined,
+  ): Promise<CasOutcome<Found>> {
     this.settleInFlight(partition, 'write');
-    if (fault === undefined) return { kind: write() ? 'applied' : 'rejected' };
+    if (fault === undefined) {
+      return write() ? { kind: 'applied' } : { kind: 'rejected', found: found() };
+    }
     switch (fault.effect) {
       case 'unknown-applied':
       case 'applied-reported-rejected':
@@ -352,15 +474,19 @@ export class MemoryStore implements IdStore {
         break;
     }
     await fault.onHit?.();
-    if (fault.effect === 'applied-then-unavailable') {
-      throw new StoreUnavailableError(
-        LEVELS[fault.op],
-        fault.op,
-        'injected fault: applied, then Unavailable',
-      );
+    switch (fault.effect) {
+      case 'applied-then-unavailable':
+        throw new StoreUnavailableError(
+          LEVELS[fault.op],
+          fault.op,
+          'injected fault: applied, then Unavailable',
+        );
+      case 'rejected':
+      case 'applied-reported-rejected':
+        return { kind: 'rejected', found: found() };
+      default:
+        return { kind: 'unknown', cause: new Error(`injected fault: ${fault.effect}`) };
     }
-    const rejected = fault.effect === 'rejected' || fault.effect === 'applied-reported-rejected';
-    return { kind: rejected ? 'rejected' : 'unknown' };
   }
 
   /** A Paxos round on `partition` commits the write in flight there, if the round sees it. */
@@ -384,12 +510,8 @@ function zeroCalls(): Record<StoreMethod, number> {
     readDcState: 0,
     writeDcState: 0,
     readDcStatesOverview: 0,
+    probeSerial: 0,
+    readNodeSettings: 0,
     close: 0,
   };
-}
-
-function definedOnly(changes: SequenceChanges): SequenceChanges {
-  return Object.fromEntries(
-    Object.entries(changes).filter(([, value]) => value !== undefined),
-  ) as SequenceChanges;
 }

@@ -8,8 +8,10 @@
  * - the **DC level** (a DC's process-allocation state): one partition per sequence and DC,
  *   touched only at LOCAL_SERIAL, and only by clients whose local DC is that DC.
  *
- * Every conditional write reports {@link CasOutcome}: `unknown` means a CAS timeout; the
- * allocator must re-read at the same level before it may use anything that write would give.
+ * Every conditional write reports a {@link CasOutcome}. Neither `rejected` nor `unknown` proves
+ * that nothing was written: a Paxos round can finish our proposal and then report our condition
+ * false against it, and a timed-out or failed round can still be committed by a later one. The
+ * allocator classifies outcomes in one place (allocator/cas.ts) before it uses anything.
  */
 
 /** How the IDs of a sequence are bounded. `custom` means an explicit maximum was given. */
@@ -33,10 +35,32 @@ export interface SequenceSettings {
   readonly threshold: number;
 }
 
+/**
+ * The settings as stored, with the id of the write (create or alter) that last set them: a
+ * writer recognises its own write by it, and an alter is conditional on it.
+ */
+export interface StoredSettings {
+  readonly settings: SequenceSettings;
+  readonly op: string;
+}
+
 /** The changeable part of {@link SequenceSettings}. */
 export type SequenceChanges = Partial<
   Pick<SequenceSettings, 'dcRangeSize' | 'blockSize' | 'threshold'>
 >;
+
+/** A node's settings that the safety argument depends on, read from the node itself. */
+export interface NodeSettings {
+  /** `address:port` of the node. */
+  readonly host: string;
+  readonly dc: string;
+  /** `commitlog_sync`: `batch` or `group` sync before acknowledging; `periodic` does not. */
+  readonly commitlogSync: string | undefined;
+  /** `paxos_variant`: `v1` or `v2`. */
+  readonly paxosVariant: string | undefined;
+  /** Every other setting read, by name. */
+  readonly other: ReadonlyMap<string, string>;
+}
 
 /** A range of IDs granted to one DC at SERIAL: `[min, max]`, grant number `number` (1, 2, …). */
 export interface Grant {
@@ -61,6 +85,15 @@ export interface GrantsOverview {
 }
 
 /**
+ * What identifies one write of a DC state: its version and the operation id written with it. A
+ * rejected DC-state write returns the stamp the round found.
+ */
+export interface DcStamp {
+  readonly version: number;
+  readonly op: string;
+}
+
+/**
  * A DC's process-allocation state (the scheme's DC row), read and written at LOCAL_SERIAL.
  *
  * - `lastInteger`: highest ID handed to a process of this DC, in the reserved range
@@ -69,11 +102,11 @@ export interface GrantsOverview {
  * - preloaded: the next range. `installedGrant` is the newest grant installed here; a preloaded
  *   range exists iff `installedGrant === reservedGrant + 1`. Without one, preloaded equals
  *   reserved, as in the published scheme.
- * - `version` grows by one with every write: each write is conditional on it.
+ * - `version` grows by one with every write: each write is conditional on it (and on `op`).
  * - `op`: id of the operation that wrote this version, so a writer can recognise its own write
- *   after a CAS timeout.
+ *   after a CAS timeout or a rejection.
  */
-export interface DcState {
+export interface DcState extends DcStamp {
   readonly lastInteger: bigint;
   readonly reservedMin: bigint;
   readonly reservedMax: bigint;
@@ -81,35 +114,76 @@ export interface DcState {
   readonly preloadedMin: bigint;
   readonly preloadedMax: bigint;
   readonly installedGrant: number;
-  readonly version: number;
-  readonly op: string;
 }
 
-/** Result of a conditional write. */
-export type CasOutcome =
+/**
+ * Result of a conditional write, as the store saw it. `Found` is what the round read when it
+ * evaluated the condition and found it false.
+ */
+export type CasOutcome<Found> =
   | { readonly kind: 'applied' }
-  /** The condition did not hold; nothing was written. */
-  | { readonly kind: 'rejected' }
-  /** CAS timeout: the write may or may not have been applied. Re-read at the same level. */
-  | { readonly kind: 'unknown' };
+  /**
+   * The condition was false when the round evaluated it, against `found` (undefined: no row).
+   * Our own write may still be what made it false: compare `found` with what we wrote.
+   */
+  | { readonly kind: 'rejected'; readonly found: Found | undefined }
+  /**
+   * The store cannot say (CAS timeout, Unavailable after the proposal, a lost connection): the
+   * write may be applied now or later. Re-read at the same level before using anything.
+   */
+  | { readonly kind: 'unknown'; readonly cause?: unknown };
+
+/** What a rejected grant batch found: GLOBAL's value, and the DC's grant of the number asked. */
+export interface GrantFound {
+  readonly globalLast: bigint | undefined;
+  readonly grant: Grant | undefined;
+}
+
+/** The changeable settings as they are stored; an alter is conditional on all of them. */
+export type SizeSettings = Pick<SequenceSettings, 'dcRangeSize' | 'blockSize' | 'threshold'>;
+
+/** How fresh an overview read must be. */
+export type OverviewReading =
+  /** Plain reads at the local DC (LOCAL_ONE): work inside a partition, may lag. */
+  | 'local'
+  /**
+   * Reads that cannot be stale: grants at SERIAL, DC states at EACH_QUORUM (a quorum in every
+   * DC, so the DC's own LOCAL_QUORUM commits are seen). Fail when a DC is unreachable.
+   */
+  | 'consistent';
 
 /** Which consistency level a store failure happened at; SERIAL failures mean no new grants. */
 export type StoreLevel = 'serial' | 'local_serial' | 'local';
 
 /**
  * The storage port. Implementations: the Cassandra adapter and an in-memory store for tests.
- * Methods throw {@link StoreUnavailableError} (from errors.ts) when the level they need cannot be
- * reached; they never retry conditional writes themselves.
+ * Reads throw {@link StoreUnavailableError} (from errors.ts) when the level they need cannot be
+ * reached. Conditional writes report failures as `unknown` (they may still have been applied),
+ * may also throw, and are never retried by the store.
  */
 export interface IdStore {
-  /** Creates the sequence's settings and GLOBAL row; false if it already exists (nothing written). */
-  createSequence(settings: SequenceSettings): Promise<boolean>;
-  /** The sequence's settings, or undefined. Needs only the local DC. */
-  readSequence(name: string): Promise<SequenceSettings | undefined>;
+  /**
+   * Creates the sequence's settings (written with `op`) and GLOBAL row if no sequence of that
+   * name exists; rejected with the stored settings otherwise.
+   */
+  createSequence(settings: SequenceSettings, op: string): Promise<CasOutcome<StoredSettings>>;
+  /**
+   * The sequence's settings, or undefined. `local` reads (the default) need only the local DC;
+   * `serial` reads finish any settings write in flight (they need SERIAL).
+   */
+  readSequence(name: string, reading?: 'local' | 'serial'): Promise<StoredSettings | undefined>;
   /** Every sequence's settings, sorted by name. Needs only the local DC. */
   listSequences(): Promise<readonly SequenceSettings[]>;
-  /** Changes sizes or threshold; false if the sequence does not exist. */
-  alterSequence(name: string, changes: SequenceChanges): Promise<boolean>;
+  /**
+   * Writes `sizes` (with a fresh `op`) if the settings were last written by `expectedOp`;
+   * rejected with the stored settings (undefined if the sequence does not exist).
+   */
+  alterSequence(
+    name: string,
+    expectedOp: string,
+    sizes: SizeSettings,
+    op: string,
+  ): Promise<CasOutcome<StoredSettings>>;
 
   /**
    * `dc`'s latest grant, then the GLOBAL row: two reads at SERIAL, in that order, so that
@@ -127,24 +201,39 @@ export interface IdStore {
     dc: string,
     expectedGlobalLast: bigint,
     grant: Grant,
-  ): Promise<CasOutcome>;
-  /** GLOBAL and every grant of every DC, read without Paxos at the local DC (may lag). */
-  readGrantsOverview(sequence: string): Promise<GrantsOverview | undefined>;
+  ): Promise<CasOutcome<GrantFound>>;
+  /** GLOBAL and every grant of every DC, read as `reading` says (default `local`). */
+  readGrantsOverview(
+    sequence: string,
+    reading?: OverviewReading,
+  ): Promise<GrantsOverview | undefined>;
+  /**
+   * Resolves if a SERIAL round (Paxos over every DC) completes from the local DC, on a partition
+   * no sequence uses, so that probing never contends with grants.
+   */
+  probeSerial(): Promise<void>;
 
   /** `dc`'s allocation state at LOCAL_SERIAL, or undefined before its first grant is installed. */
   readDcState(sequence: string, dc: string): Promise<DcState | undefined>;
   /**
-   * Replaces `dc`'s state with `next` at LOCAL_SERIAL, applied only if the stored version is
-   * `expectedVersion` (0: the row must not exist yet). `next.version` must be `expectedVersion + 1`.
+   * Replaces `dc`'s state with `next` at LOCAL_SERIAL, applied only if the stored version and op
+   * are `expected` (undefined: the row must not exist yet). `next.version` must be
+   * `expected.version + 1` (1 for the first write). Rejected with the stamp found.
    */
   writeDcState(
     sequence: string,
     dc: string,
-    expectedVersion: number,
+    expected: DcStamp | undefined,
     next: DcState,
-  ): Promise<CasOutcome>;
-  /** Every DC's allocation state as the local DC's replicas see it, without Paxos (may lag). */
-  readDcStatesOverview(sequence: string): Promise<ReadonlyMap<string, DcState>>;
+  ): Promise<CasOutcome<DcStamp>>;
+  /** Every DC's allocation state, read as `reading` says (default `local`). */
+  readDcStatesOverview(
+    sequence: string,
+    reading?: OverviewReading,
+  ): Promise<ReadonlyMap<string, DcState>>;
+
+  /** The durability and Paxos settings of every node of the local DC, asked of each node. */
+  readNodeSettings(): Promise<readonly NodeSettings[]>;
 
   /** Releases connections the store owns. */
   close(): Promise<void>;

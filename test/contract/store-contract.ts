@@ -2,6 +2,16 @@
  * The semantics every {@link IdStore} must have, asserted through the port alone, so that one
  * suite runs against the in-memory store and the Cassandra adapter.
  *
+ * What a store promises for each outcome of a conditional write:
+ * - `applied`: the write is committed.
+ * - `rejected`: the condition was false when the round evaluated it, and `found` is what the
+ *   round read: the stored settings (create, alter), GLOBAL's value and the DC's grant of the
+ *   number asked (grant), the stored version and op (DC state). It does not promise that our own
+ *   write is not what made the condition false: the allocator compares `found` with its write.
+ * - `unknown`: anything else, including every failure after the request may have reached a
+ *   replica; the write may be applied now or later. A store may also throw from a conditional
+ *   write; callers treat a throw like `unknown`. Stores never retry a conditional write.
+ *
  * Each test uses sequences of its own, so the suite may share a keyspace with other tests. DC
  * states are written only for `dc` (the store's local DC); `otherDc` only receives grants,
  * which any DC may make at SERIAL. Overviews are plain reads that may lag, so they are polled.
@@ -18,6 +28,8 @@ export interface StoreContext {
   readonly dc: string;
   /** Another DC of the cluster. */
   readonly otherDc: string;
+  /** Writes a DC state row as it is, bypassing the protocol (e.g. a very high version). */
+  seedDcState(sequence: string, dc: string, state: DcState): Promise<void>;
   cleanup(): Promise<void>;
 }
 
@@ -38,11 +50,15 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
     });
 
     describe('sequences', () => {
-      it('creates a sequence once: the second create returns false and changes nothing', async () => {
+      it('creates a sequence once: the second create is rejected with what is stored', async () => {
         const settings = sequenceSettings();
-        expect(await store.createSequence(settings)).toBe(true);
-        expect(await store.createSequence({ ...settings, blockSize: 7, start: 50n })).toBe(false);
-        expect(await store.readSequence(settings.name)).toEqual(settings);
+        const op = randomUUID();
+        expect(await store.createSequence(settings, op)).toEqual({ kind: 'applied' });
+        expect(
+          await store.createSequence({ ...settings, blockSize: 7, start: 50n }, randomUUID()),
+        ).toEqual({ kind: 'rejected', found: { settings, op } });
+        expect(await store.readSequence(settings.name)).toEqual({ settings, op });
+        expect(await store.readSequence(settings.name, 'serial')).toEqual({ settings, op });
         expect(await store.readGrants(settings.name, ctx.dc)).toEqual({
           globalLast: settings.start - 1n,
           latest: undefined,
@@ -52,8 +68,8 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
       it('reads back settings exactly, including bigints near 2^63-1 and min 0', async () => {
         const max = 2n ** 63n - 1n;
         const large = sequenceSettings({ domain: 'int63', max, start: max - 5n, min: 0n });
-        expect(await store.createSequence(large)).toBe(true);
-        expect(await store.readSequence(large.name)).toEqual(large);
+        expect(await store.createSequence(large, 'op')).toEqual({ kind: 'applied' });
+        expect((await store.readSequence(large.name))?.settings).toEqual(large);
         expect((await store.readGrants(large.name, ctx.dc)).globalLast).toBe(max - 6n);
       });
 
@@ -66,33 +82,38 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
         const prefix = uniqueName('list');
         const b = sequenceSettings({ name: `${prefix}_b`, blockSize: 20 });
         const a = sequenceSettings({ name: `${prefix}_a`, blockSize: 10 });
-        await store.createSequence(b);
-        await store.createSequence(a);
+        await store.createSequence(b, randomUUID());
+        await store.createSequence(a, randomUUID());
         const listed = await store.listSequences();
         const names = listed.map((s) => s.name);
         expect(names).toEqual([...names].sort());
         expect(listed.filter((s) => s.name.startsWith(prefix))).toEqual([a, b]);
       });
 
-      it('alters only the fields given, and reports a missing sequence', async () => {
+      it('alters the sizes only if the settings were last written by the op given', async () => {
         const settings = sequenceSettings();
-        await store.createSequence(settings);
-        expect(await store.alterSequence(settings.name, { blockSize: 25, threshold: 0.75 })).toBe(
-          true,
-        );
-        expect(await store.readSequence(settings.name)).toEqual({
-          ...settings,
-          blockSize: 25,
-          threshold: 0.75,
+        await store.createSequence(settings, 'created');
+        const sizes = { dcRangeSize: 500n, blockSize: 25, threshold: 0.75 };
+        // A stale op: rejected with what is stored.
+        expect(await store.alterSequence(settings.name, 'stale', sizes, 'alter1')).toEqual({
+          kind: 'rejected',
+          found: { settings, op: 'created' },
         });
-        expect(await store.alterSequence(settings.name, { dcRangeSize: 500n })).toBe(true);
-        expect(await store.readSequence(settings.name)).toEqual({
-          ...settings,
-          blockSize: 25,
-          threshold: 0.75,
-          dcRangeSize: 500n,
+        expect(await store.alterSequence(settings.name, 'created', sizes, 'alter1')).toEqual({
+          kind: 'applied',
         });
-        expect(await store.alterSequence(uniqueName('missing'), { blockSize: 5 })).toBe(false);
+        const altered = { ...settings, ...sizes };
+        expect(await store.readSequence(settings.name)).toEqual({
+          settings: altered,
+          op: 'alter1',
+        });
+        // The same expectation again loses to the write that moved the op on.
+        expect(
+          await store.alterSequence(settings.name, 'created', { ...sizes, blockSize: 5 }, 'alter2'),
+        ).toEqual({ kind: 'rejected', found: { settings: altered, op: 'alter1' } });
+        expect(
+          await store.alterSequence(uniqueName('missing'), 'created', sizes, 'alter3'),
+        ).toEqual({ kind: 'rejected', found: undefined });
       });
 
       it('rejects reading the grants of a sequence that does not exist', async () => {
@@ -106,8 +127,9 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
       it('applies the first grant, number 1, only with the right GLOBAL value', async () => {
         const s = await created({ start: 100n });
         const grant = { number: 1, min: 100n, max: 199n };
-        expect(await store.grantRange(s.name, ctx.dc, 98n, grant)).toEqual({ kind: 'rejected' });
-        expect(await store.grantRange(s.name, ctx.dc, 100n, grant)).toEqual({ kind: 'rejected' });
+        const nothing = { kind: 'rejected', found: { globalLast: 99n, grant: undefined } };
+        expect(await store.grantRange(s.name, ctx.dc, 98n, grant)).toEqual(nothing);
+        expect(await store.grantRange(s.name, ctx.dc, 100n, grant)).toEqual(nothing);
         expect(await store.readGrants(s.name, ctx.dc)).toEqual({
           globalLast: 99n,
           latest: undefined,
@@ -124,21 +146,15 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
         // GLOBAL is 100, as expected, but grant 1 of this DC exists: nothing is written.
         expect(
           await store.grantRange(s.name, ctx.dc, 100n, { ...first, min: 101n, max: 200n }),
-        ).toEqual({
-          kind: 'rejected',
-        });
+        ).toEqual({ kind: 'rejected', found: { globalLast: 100n, grant: first } });
         expect(await store.readGrants(s.name, ctx.dc)).toEqual({ globalLast: 100n, latest: first });
         expect(await store.grantRange(s.name, ctx.dc, 100n, second)).toEqual({ kind: 'applied' });
         expect(
           await store.grantRange(s.name, ctx.dc, 200n, { number: 2, min: 201n, max: 300n }),
-        ).toEqual({
-          kind: 'rejected',
-        });
+        ).toEqual({ kind: 'rejected', found: { globalLast: 200n, grant: second } });
         expect(
           await store.grantRange(s.name, ctx.dc, 200n, { number: 1, min: 201n, max: 300n }),
-        ).toEqual({
-          kind: 'rejected',
-        });
+        ).toEqual({ kind: 'rejected', found: { globalLast: 200n, grant: first } });
         expect(await store.readGrants(s.name, ctx.dc)).toEqual({
           globalLast: 200n,
           latest: second,
@@ -156,8 +172,9 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
         const first = { number: 1, min: 1n, max: 100n };
         expect(await store.grantRange(s.name, ctx.dc, 0n, first)).toEqual({ kind: 'applied' });
         const stale = { number: 2, min: 1n, max: 100n };
-        expect(await store.grantRange(s.name, ctx.dc, 0n, stale)).toEqual({ kind: 'rejected' });
-        expect(await store.grantRange(s.name, ctx.dc, 99n, stale)).toEqual({ kind: 'rejected' });
+        const moved = { kind: 'rejected', found: { globalLast: 100n, grant: undefined } };
+        expect(await store.grantRange(s.name, ctx.dc, 0n, stale)).toEqual(moved);
+        expect(await store.grantRange(s.name, ctx.dc, 99n, stale)).toEqual(moved);
         expect(await store.readGrants(s.name, ctx.dc)).toEqual({ globalLast: 100n, latest: first });
         await expect
           .poll(async () => overviewOf(await store.readGrantsOverview(s.name)), POLL)
@@ -171,7 +188,7 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
         expect(await store.grantRange(s.name, ctx.dc, 0n, mine)).toEqual({ kind: 'applied' });
         expect(
           await store.grantRange(s.name, ctx.otherDc, 0n, { number: 1, min: 1n, max: 100n }),
-        ).toEqual({ kind: 'rejected' });
+        ).toEqual({ kind: 'rejected', found: { globalLast: 100n, grant: undefined } });
         expect(await store.grantRange(s.name, ctx.otherDc, 100n, theirs)).toEqual({
           kind: 'applied',
         });
@@ -182,7 +199,10 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
         });
         // ctx.dc's next grant must expect the GLOBAL value other DCs left.
         const next = { number: 2, min: 301n, max: 400n };
-        expect(await store.grantRange(s.name, ctx.dc, 100n, next)).toEqual({ kind: 'rejected' });
+        expect(await store.grantRange(s.name, ctx.dc, 100n, next)).toEqual({
+          kind: 'rejected',
+          found: { globalLast: 300n, grant: undefined },
+        });
         expect(await store.grantRange(s.name, ctx.dc, 300n, next)).toEqual({ kind: 'applied' });
       });
 
@@ -240,34 +260,69 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
     });
 
     describe('DC state (LOCAL_SERIAL)', () => {
-      it('creates with expected version 0 once; later writes need the stored version', async () => {
+      it('creates the state once; later writes need the stored version and op', async () => {
         const s = await created();
         const first = dcState({ min: 1n, max: 100n }, 1);
         expect(await store.readDcState(s.name, ctx.dc)).toBeUndefined();
-        expect(await store.writeDcState(s.name, ctx.dc, 0, first)).toEqual({ kind: 'applied' });
-        expect(await store.writeDcState(s.name, ctx.dc, 0, { ...first, op: randomUUID() })).toEqual(
-          { kind: 'rejected' },
-        );
+        expect(await store.writeDcState(s.name, ctx.dc, undefined, first)).toEqual({
+          kind: 'applied',
+        });
+        const stamp = (state: DcState) => ({ version: state.version, op: state.op });
+        expect(
+          await store.writeDcState(s.name, ctx.dc, undefined, { ...first, op: randomUUID() }),
+        ).toEqual({ kind: 'rejected', found: stamp(first) });
         expect(await store.readDcState(s.name, ctx.dc)).toEqual(first);
 
         const claim = { ...first, lastInteger: 10n, version: 2, op: randomUUID() };
-        const wrongVersion = { ...claim, version: 3, op: randomUUID() };
-        expect(await store.writeDcState(s.name, ctx.dc, 2, wrongVersion)).toEqual({
-          kind: 'rejected',
-        });
+        // The right version with another op is not the stored state.
+        expect(
+          await store.writeDcState(s.name, ctx.dc, { version: 1, op: 'other' }, claim),
+        ).toEqual({ kind: 'rejected', found: stamp(first) });
         expect(await store.readDcState(s.name, ctx.dc)).toEqual(first);
-        expect(await store.writeDcState(s.name, ctx.dc, 1, claim)).toEqual({ kind: 'applied' });
-        expect(await store.writeDcState(s.name, ctx.dc, 1, { ...claim, op: randomUUID() })).toEqual(
-          { kind: 'rejected' },
-        );
+        expect(await store.writeDcState(s.name, ctx.dc, stamp(first), claim)).toEqual({
+          kind: 'applied',
+        });
+        // Our own write, if it came back through a second round, shows our op in `found`.
+        expect(
+          await store.writeDcState(s.name, ctx.dc, stamp(first), { ...claim, op: randomUUID() }),
+        ).toEqual({ kind: 'rejected', found: stamp(claim) });
         expect(await store.readDcState(s.name, ctx.dc)).toEqual(claim);
+      });
+
+      it('keeps versions beyond 2^31 exact: a long-lived DC never stops on its version', async () => {
+        const s = await created();
+        const old = { ...dcState({ min: 1n, max: 100n }, 2 ** 31 - 1) };
+        await ctx.seedDcState(s.name, ctx.dc, old);
+        expect(await store.readDcState(s.name, ctx.dc)).toEqual(old);
+        let current: DcState = old;
+        for (let i = 0; i < 2; i++) {
+          const next = {
+            ...current,
+            lastInteger: current.lastInteger + 1n,
+            version: current.version + 1,
+            op: randomUUID(),
+          };
+          expect(
+            await store.writeDcState(
+              s.name,
+              ctx.dc,
+              { version: current.version, op: current.op },
+              next,
+            ),
+          ).toEqual({ kind: 'applied' });
+          current = next;
+        }
+        expect(await store.readDcState(s.name, ctx.dc)).toEqual({
+          ...current,
+          version: 2 ** 31 + 1,
+        });
       });
 
       it('stores every column, with a preloaded range and bigints near 2^63-1', async () => {
         const max = 2n ** 63n - 1n;
         const s = await created({ domain: 'int63', max, start: max - 999n });
         const first = dcState({ min: max - 999n, max: max - 500n }, 1);
-        await store.writeDcState(s.name, ctx.dc, 0, first);
+        await store.writeDcState(s.name, ctx.dc, undefined, first);
         const preloaded: DcState = {
           lastInteger: max - 600n,
           reservedMin: max - 999n,
@@ -279,7 +334,9 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
           version: 2,
           op: randomUUID(),
         };
-        expect(await store.writeDcState(s.name, ctx.dc, 1, preloaded)).toEqual({
+        expect(
+          await store.writeDcState(s.name, ctx.dc, { version: 1, op: first.op }, preloaded),
+        ).toEqual({
           kind: 'applied',
         });
         expect(await store.readDcState(s.name, ctx.dc)).toEqual(preloaded);
@@ -288,7 +345,7 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
       it('keeps DC states apart and shows them in the overview', async () => {
         const s = await created();
         const state = dcState({ min: 1n, max: 100n }, 1);
-        await store.writeDcState(s.name, ctx.dc, 0, state);
+        await store.writeDcState(s.name, ctx.dc, undefined, state);
         await expect
           .poll(async () => Object.fromEntries(await store.readDcStatesOverview(s.name)), POLL)
           .toEqual({ [ctx.dc]: state });
@@ -297,7 +354,7 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
 
       it('is independent of the grant level', async () => {
         const s = await created();
-        await store.writeDcState(s.name, ctx.dc, 0, dcState({ min: 1n, max: 100n }, 1));
+        await store.writeDcState(s.name, ctx.dc, undefined, dcState({ min: 1n, max: 100n }, 1));
         expect(await store.readGrants(s.name, ctx.dc)).toEqual({
           globalLast: 0n,
           latest: undefined,
@@ -307,7 +364,7 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
 
     async function created(overrides: Partial<SequenceSettings> = {}): Promise<SequenceSettings> {
       const settings = sequenceSettings(overrides);
-      expect(await store.createSequence(settings)).toBe(true);
+      expect(await store.createSequence(settings, randomUUID())).toEqual({ kind: 'applied' });
       return settings;
     }
   });

@@ -77,8 +77,41 @@ async function keyspaceExists(name: string): Promise<boolean> {
 
 describeStoreContract('CassandraStore', async () => {
   const store = await storeIn('dc1');
-  return { store, dc: 'dc1', otherDc: 'dc2', cleanup: async () => store.close() };
+  return {
+    store,
+    dc: 'dc1',
+    otherDc: 'dc2',
+    seedDcState: async (sequence, dc, state) => {
+      const client = await ks.client(dc);
+      await client.execute(
+        `INSERT INTO "${ks.name}".idgen_dc_state (sequence, dc, last_integer, reserved_min, reserved_max, reserved_grant, preloaded_min, preloaded_max, installed_grant, version, op) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`,
+        [
+          sequence,
+          dc,
+          long(state.lastInteger),
+          long(state.reservedMin),
+          long(state.reservedMax),
+          state.reservedGrant,
+          long(state.preloadedMin),
+          long(state.preloadedMax),
+          state.installedGrant,
+          long(BigInt(state.version)),
+          state.op,
+        ],
+        {
+          prepare: true,
+          consistency: cassandra.types.consistencies.localQuorum,
+          serialConsistency: cassandra.types.consistencies.localSerial,
+        },
+      );
+    },
+    cleanup: async () => store.close(),
+  };
 });
+
+function long(value: bigint): cassandra.types.Long {
+  return cassandra.types.Long.fromString(value.toString());
+}
 
 describe('initSchema', () => {
   it('creates both tables with the settings as static columns, and a second run is a no-op', async () => {
@@ -116,17 +149,20 @@ describe('initSchema', () => {
     expect(kinds.get('idgen_dc_state.dc')).toBe('partition_key text');
     expect(kinds.get('idgen_dc_state.installed_grant')).toBe('regular int');
     expect(kinds.get('idgen_dc_state.op')).toBe('regular text');
+    // A bigint, so that a DC's writes never overflow the version.
+    expect(kinds.get('idgen_dc_state.version')).toBe('regular bigint');
+    expect(kinds.get('idgen_grants.settings_op')).toBe('static text');
 
     const store = await storeIn('dc1');
     const seq = settings();
-    expect(await store.createSequence(seq)).toBe(true);
+    expect(await store.createSequence(seq, 'op')).toEqual({ kind: 'applied' });
     await initSchema({
       contactPoints: ks.contactPoints('dc2'),
       localDataCenter: 'dc2',
       keyspace: ks.name,
       replication: ks.replication,
     });
-    expect(await store.readSequence(seq.name)).toEqual(seq);
+    expect((await store.readSequence(seq.name))?.settings).toEqual(seq);
   });
 
   it.each([
@@ -165,7 +201,7 @@ describe('CassandraStore on the cluster', () => {
   it('reads at SERIAL, from dc1, a grant just made from dc2 and dc3', async () => {
     const [dc1, dc2, dc3] = await Promise.all([storeIn('dc1'), storeIn('dc2'), storeIn('dc3')]);
     const seq = settings({ start: 1_000n });
-    expect(await dc1.createSequence(seq)).toBe(true);
+    expect(await dc1.createSequence(seq, 'op')).toEqual({ kind: 'applied' });
 
     expect(
       await dc2.grantRange(seq.name, 'dc2', 999n, { number: 1, min: 1_000n, max: 1_999n }),
@@ -185,9 +221,7 @@ describe('CassandraStore on the cluster', () => {
     // The stale expectation loses: GLOBAL moved on.
     expect(
       await dc2.grantRange(seq.name, 'dc2', 1_999n, { number: 2, min: 2_000n, max: 2_999n }),
-    ).toEqual({
-      kind: 'rejected',
-    });
+    ).toEqual({ kind: 'rejected', found: { globalLast: 2_999n, grant: undefined } });
     expect(await dc1.readGrants(seq.name, 'dc3')).toEqual({
       globalLast: 2_999n,
       latest: { number: 1, min: 2_000n, max: 2_999n },
@@ -201,20 +235,29 @@ describe('CassandraStore on the cluster', () => {
   it('writes each DC state from its own DC, and refuses another DC at LOCAL_SERIAL', async () => {
     const [dc1, dc2, dc3] = await Promise.all([storeIn('dc1'), storeIn('dc2'), storeIn('dc3')]);
     const seq = settings();
-    await dc1.createSequence(seq);
+    await dc1.createSequence(seq, 'op');
     await dc1.grantRange(seq.name, 'dc1', 0n, { number: 1, min: 1n, max: 1_000n });
     await dc2.grantRange(seq.name, 'dc2', 1_000n, { number: 1, min: 1_001n, max: 2_000n });
 
     const state1 = firstState(1n, 1_000n, 'op-dc1');
     const state2 = firstState(1_001n, 2_000n, 'op-dc2');
-    expect(await dc1.writeDcState(seq.name, 'dc1', 0, state1)).toEqual({ kind: 'applied' });
-    expect(await dc2.writeDcState(seq.name, 'dc2', 0, state2)).toEqual({ kind: 'applied' });
-    expect(await dc1.writeDcState(seq.name, 'dc1', 0, state1)).toEqual({ kind: 'rejected' });
+    expect(await dc1.writeDcState(seq.name, 'dc1', undefined, state1)).toEqual({
+      kind: 'applied',
+    });
+    expect(await dc2.writeDcState(seq.name, 'dc2', undefined, state2)).toEqual({
+      kind: 'applied',
+    });
+    expect(await dc1.writeDcState(seq.name, 'dc1', undefined, state1)).toEqual({
+      kind: 'rejected',
+      found: { version: 1, op: 'op-dc1' },
+    });
 
     const claimed = { ...state1, lastInteger: 100n, version: 2, op: 'claim-1' };
-    expect(await dc1.writeDcState(seq.name, 'dc1', 1, claimed)).toEqual({ kind: 'applied' });
-    expect(await dc1.writeDcState(seq.name, 'dc1', 1, { ...claimed, op: 'late' })).toEqual({
+    const stamp1 = { version: 1, op: 'op-dc1' };
+    expect(await dc1.writeDcState(seq.name, 'dc1', stamp1, claimed)).toEqual({ kind: 'applied' });
+    expect(await dc1.writeDcState(seq.name, 'dc1', stamp1, { ...claimed, op: 'late' })).toEqual({
       kind: 'rejected',
+      found: { version: 2, op: 'claim-1' },
     });
     expect(await dc1.readDcState(seq.name, 'dc1')).toEqual(claimed);
     expect(await dc2.readDcState(seq.name, 'dc2')).toEqual(state2);
@@ -225,7 +268,7 @@ describe('CassandraStore on the cluster', () => {
       option: 'dc',
     });
     await expect(
-      dc1.writeDcState(seq.name, 'dc2', 1, { ...state2, version: 2 }),
+      dc1.writeDcState(seq.name, 'dc2', { version: 1, op: 'op-dc2' }, { ...state2, version: 2 }),
     ).rejects.toMatchObject({
       code: 'IDGEN_INVALID_OPTION',
     });
@@ -253,8 +296,8 @@ describe('CassandraStore on the cluster', () => {
     try {
       await client.connect();
       const seq = settings({ start: 2n ** 62n, domain: 'custom', max: 2n ** 62n + 10_000n });
-      expect(await store.createSequence(seq)).toBe(true);
-      expect(await store.readSequence(seq.name)).toEqual(seq);
+      expect(await store.createSequence(seq, 'op')).toEqual({ kind: 'applied' });
+      expect(await store.readSequence(seq.name)).toEqual({ settings: seq, op: 'op' });
       const grant = { number: 1, min: 2n ** 62n, max: 2n ** 62n + 999n };
       expect(await store.grantRange(seq.name, 'dc1', 2n ** 62n - 1n, grant)).toEqual({
         kind: 'applied',
@@ -275,7 +318,14 @@ describe('CassandraStore on the cluster', () => {
     });
     expect(await store.readSequence('never_created')).toBeUndefined();
     expect(await store.readGrantsOverview('never_created')).toBeUndefined();
-    expect(await store.alterSequence('never_created', { blockSize: 10 })).toBe(false);
+    expect(
+      await store.alterSequence(
+        'never_created',
+        'op',
+        { dcRangeSize: 10n, blockSize: 10, threshold: 0.5 },
+        'op2',
+      ),
+    ).toEqual({ kind: 'rejected', found: undefined });
 
     const elsewhere = new CassandraStore(await ks.client('dc1'), 'system_auth', {
       ownsClient: false,
@@ -338,6 +388,93 @@ describe('openClient', () => {
   });
 });
 
+describe('clients passed in by the user', () => {
+  const { ExecutionProfile, policies } = cassandra;
+  const foreignClients: [string, () => cassandra.Client, RegExp][] = [
+    [
+      'a default execution profile that routes to another DC',
+      () =>
+        new cassandra.Client({
+          contactPoints: ks.contactPoints('dc1'),
+          localDataCenter: 'dc1',
+          profiles: [
+            new ExecutionProfile('default', {
+              loadBalancing: new policies.loadBalancing.DCAwareRoundRobinPolicy('dc2'),
+            }),
+          ],
+        }),
+      /localDataCenter is "dc1" but whose default execution profile routes with DCAwareRoundRobinPolicy to "dc2"/,
+    ],
+    [
+      'a default execution profile with a round-robin policy over every DC',
+      () =>
+        new cassandra.Client({
+          contactPoints: ks.contactPoints('dc1'),
+          localDataCenter: 'dc1',
+          profiles: [
+            new ExecutionProfile('default', {
+              loadBalancing: new policies.loadBalancing.RoundRobinPolicy(),
+            }),
+          ],
+        }),
+      /default execution profile routes with RoundRobinPolicy, which is not local to one datacenter/,
+    ],
+  ];
+
+  it.each(foreignClients)(
+    'refuses %s, naming the profile and the policy',
+    async (_label, make, message) => {
+      const client = make();
+      try {
+        const error: unknown = await openClient({ client }).catch((e: unknown) => e);
+        expect(error).toMatchObject({ code: 'IDGEN_INVALID_OPTION', option: 'client' });
+        expect((error as Error).message).toMatch(message);
+      } finally {
+        await client.shutdown();
+      }
+    },
+  );
+
+  it('sends every statement with its own options, whatever the client defaults to', async () => {
+    // A client whose defaults would resend, speculate and time out early.
+    const client = new cassandra.Client({
+      contactPoints: ks.contactPoints('dc1'),
+      localDataCenter: 'dc1',
+      queryOptions: { isIdempotent: true, consistency: cassandra.types.consistencies.one },
+      socketOptions: { readTimeout: 1 },
+      policies: {
+        speculativeExecution: new policies.speculativeExecution.ConstantSpeculativeExecutionPolicy(
+          1,
+          3,
+        ),
+      },
+    });
+    const sent: cassandra.QueryOptions[] = [];
+    const execute = client.execute.bind(client);
+    client.execute = ((query: string, params: unknown, options: cassandra.QueryOptions) => {
+      sent.push(options);
+      return execute(query, params as never, options);
+    }) as typeof client.execute;
+    try {
+      await client.connect();
+      const store = new CassandraStore(client, ks.name, { ownsClient: false });
+      const seq = settings();
+      expect(await store.createSequence(seq, 'op')).toEqual({ kind: 'applied' });
+      await store.readDcState(seq.name, 'dc1');
+      expect(sent.length).toBeGreaterThanOrEqual(2);
+      for (const options of sent) {
+        expect(options).toMatchObject({ isIdempotent: false, prepare: true });
+        expect(options.readTimeout).toBeGreaterThan(1_000);
+        expect(typeof options.consistency).toBe('number');
+      }
+      // The conditional write is never resent by the driver.
+      expect(sent[0]?.retry).toBeInstanceOf(policies.retry.FallthroughRetryPolicy);
+    } finally {
+      await client.shutdown();
+    }
+  });
+});
+
 describe.runIf(clusterInfo().faults)('CassandraStore in a partitioned DC', () => {
   afterAll(async () => {
     await faults.heal();
@@ -349,9 +486,9 @@ describe.runIf(clusterInfo().faults)('CassandraStore in a partitioned DC', () =>
     try {
       const dc1 = await storeIn('dc1');
       const seq = settings();
-      await dc1.createSequence(seq);
+      await dc1.createSequence(seq, 'op');
       await dc3.grantRange(seq.name, 'dc3', 0n, { number: 1, min: 1n, max: 1_000n });
-      await dc3.writeDcState(seq.name, 'dc3', 0, firstState(1n, 1_000n, 'before'));
+      await dc3.writeDcState(seq.name, 'dc3', undefined, firstState(1n, 1_000n, 'before'));
 
       await faults.partition('dc3');
 
@@ -363,11 +500,13 @@ describe.runIf(clusterInfo().faults)('CassandraStore in a partitioned DC', () =>
         .grantRange(seq.name, 'dc3', 1_000n, { number: 2, min: 1_001n, max: 2_000n })
         .catch((e: unknown) => e);
       if (grant instanceof IdGenError) expect(grant).toMatchObject({ level: 'serial' });
-      else expect(grant).toEqual({ kind: 'unknown' });
+      else expect(grant).toMatchObject({ kind: 'unknown' });
 
       // LOCAL_SERIAL in dc3 goes on.
       const next = { ...firstState(1n, 1_000n, 'during'), lastInteger: 100n, version: 2 };
-      expect(await dc3.writeDcState(seq.name, 'dc3', 1, next)).toEqual({ kind: 'applied' });
+      expect(await dc3.writeDcState(seq.name, 'dc3', { version: 1, op: 'before' }, next)).toEqual({
+        kind: 'applied',
+      });
       expect(await dc3.readDcState(seq.name, 'dc3')).toEqual(next);
       // The majority side keeps SERIAL.
       expect((await dc1.readGrants(seq.name, 'dc3')).latest?.number).toBeGreaterThanOrEqual(1);

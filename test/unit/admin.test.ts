@@ -472,7 +472,7 @@ describe('Admin over a MemoryStore', () => {
 
     const state = (await store.readDcState('orders', 'dc1'))!;
     const broken = { ...state, lastInteger: 150n, version: state.version + 1 };
-    await store.writeDcState('orders', 'dc1', state.version, broken);
+    await store.writeDcState('orders', 'dc1', { version: state.version, op: state.op }, broken);
     const { violations, snapshot: read } = await admin.check('orders', { confirmAfterMs: 1 });
     expect(violations.map((v) => v.kind)).toEqual(['last-integer-outside-reserved']);
     expect(read.states.get('dc1')?.lastInteger).toBe(150n);

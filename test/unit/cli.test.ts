@@ -112,6 +112,8 @@ describe('exit codes', () => {
       IDGEN_SEQUENCE_EXISTS: 5,
       IDGEN_SEQUENCE_EXHAUSTED: 6,
       IDGEN_CONTENTION: 7,
+      IDGEN_STATE_ROLLED_BACK: 8,
+      IDGEN_UNSAFE_CLUSTER: 9,
       IDGEN_CLOSED: 10,
     };
     for (const [code, exit] of Object.entries(expected)) {

@@ -30,7 +30,7 @@ function counters(): AllocatorCounters {
 /** A store whose dc1 holds grants 1..3 ([1, 100], [101, 200], [201, 300]) with 2 installed. */
 async function pendingGrantStore(lastInteger: bigint): Promise<MemoryStore> {
   const store = new MemoryStore();
-  await store.createSequence(settings);
+  await store.createSequence(settings, 'created');
   for (const [n, min] of [
     [1, 1n],
     [2, 101n],
@@ -41,7 +41,7 @@ async function pendingGrantStore(lastInteger: bigint): Promise<MemoryStore> {
   await store.writeDcState(
     'orders',
     'dc1',
-    0,
+    undefined,
     dcState({ lastInteger, preloadedMin: 101n, preloadedMax: 200n, installedGrant: 2 }),
   );
   return store;
@@ -54,14 +54,16 @@ function allocatorOn(store: MemoryStore, c = counters()): DcAllocator {
 describe('DcAllocator', () => {
   it('installs a grant although block claims keep moving the version during its backoffs', async () => {
     const store = new MemoryStore();
-    await store.createSequence(settings);
+    await store.createSequence(settings, 'created');
     await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
-    await store.writeDcState('orders', 'dc1', 0, dcState({ lastInteger: 50n }));
+    await store.writeDcState('orders', 'dc1', undefined, dcState({ lastInteger: 50n }));
     // Another process claims one ID whenever this one pauses between attempts.
     const competingClaim = async () => {
       const s = (await store.readDcState('orders', 'dc1'))!;
       const next = { ...s, lastInteger: s.lastInteger + 1n, version: s.version + 1, op: 'other' };
-      expect((await store.writeDcState('orders', 'dc1', s.version, next)).kind).toBe('applied');
+      expect(
+        (await store.writeDcState('orders', 'dc1', { version: s.version, op: s.op }, next)).kind,
+      ).toBe('applied');
     };
     store.faults.push({ op: 'writeDcState', effect: 'rejected', times: 1 });
     const c = counters();
@@ -94,13 +96,13 @@ describe('DcAllocator', () => {
 
   it('asks for no grant while a preloaded range exists', async () => {
     const store = new MemoryStore();
-    await store.createSequence(settings);
+    await store.createSequence(settings, 'created');
     await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
     await store.grantRange('orders', 'dc1', 100n, { number: 2, min: 101n, max: 200n });
     await store.writeDcState(
       'orders',
       'dc1',
-      0,
+      undefined,
       dcState({ lastInteger: 90n, preloadedMin: 101n, preloadedMax: 200n, installedGrant: 2 }),
     );
     const before = writes(store);
@@ -114,7 +116,12 @@ describe('DcAllocator', () => {
     const c = counters();
     const allocator = allocatorOn(store, c);
     // Reserved [1, 100] is spent: the claim switches to [101, 200].
-    expect(await allocator.claimBlock()).toEqual({ first: 101n, last: 110n, rangeLow: false });
+    expect(await allocator.claimBlock()).toEqual({
+      first: 101n,
+      last: 110n,
+      rangeSize: 100n,
+      rangeLow: false,
+    });
     await allocator.ensureRange();
     expect(store.grantLog).toHaveLength(3);
     expect(c.rangesGranted).toBe(0);
@@ -130,7 +137,7 @@ describe('DcAllocator', () => {
 
   it('reports when the reserved range is used past the threshold with nothing preloaded', async () => {
     const store = new MemoryStore();
-    await store.createSequence(settings);
+    await store.createSequence(settings, 'created');
     const allocator = allocatorOn(store);
     const low: boolean[] = [];
     for (let i = 0; i < 6; i++) low.push((await allocator.claimBlock()).rangeLow);
@@ -141,7 +148,7 @@ describe('DcAllocator', () => {
 
   it('shares one range request between concurrent callers', async () => {
     const store = new MemoryStore();
-    await store.createSequence(settings);
+    await store.createSequence(settings, 'created');
     const allocator = allocatorOn(store);
     const requests = [allocator.ensureRange(), allocator.ensureRange(), allocator.ensureRange()];
     expect(requests[1]).toBe(requests[0]);
@@ -151,12 +158,12 @@ describe('DcAllocator', () => {
 
   it('returns only the part of a run that lies in the reserved range', async () => {
     const store = new MemoryStore();
-    await store.createSequence(settings);
+    await store.createSequence(settings, 'created');
     await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
     await store.writeDcState(
       'orders',
       'dc1',
-      0,
+      undefined,
       dcState({ lastInteger: 15n, reservedMin: 11n, reservedMax: 100n, preloadedMin: 11n }),
     );
     // The process holds 8..15, of which 8..10 lie before the reserved range.
@@ -166,9 +173,9 @@ describe('DcAllocator', () => {
 
   it('returns nothing once another process claimed after the run', async () => {
     const store = new MemoryStore();
-    await store.createSequence(settings);
+    await store.createSequence(settings, 'created');
     await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
-    await store.writeDcState('orders', 'dc1', 0, dcState({ lastInteger: 30n }));
+    await store.writeDcState('orders', 'dc1', undefined, dcState({ lastInteger: 30n }));
     const before = writes(store);
     expect(await allocatorOn(store).returnBlock(15n, 20n)).toBe(0n);
     expect(writes(store)).toEqual(before);
@@ -176,9 +183,9 @@ describe('DcAllocator', () => {
 
   it('recognises its own return after a CAS timeout', async () => {
     const store = new MemoryStore();
-    await store.createSequence(settings);
+    await store.createSequence(settings, 'created');
     await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
-    await store.writeDcState('orders', 'dc1', 0, dcState({ lastInteger: 20n }));
+    await store.writeDcState('orders', 'dc1', undefined, dcState({ lastInteger: 20n }));
     store.faults.push({ op: 'writeDcState', effect: 'unknown-applied' });
     expect(await allocatorOn(store).returnBlock(15n, 20n)).toBe(6n);
     expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(14n);

@@ -6,12 +6,16 @@ import type { SequenceSettings } from '../../src/store/port.js';
 import { describeStoreContract } from '../contract/store-contract.js';
 import { dcState } from './fixtures.js';
 
-describeStoreContract('MemoryStore', async () => ({
-  store: new MemoryStore(),
-  dc: 'dc1',
-  otherDc: 'dc2',
-  cleanup: async () => undefined,
-}));
+describeStoreContract('MemoryStore', async () => {
+  const store = new MemoryStore();
+  return {
+    store,
+    dc: 'dc1',
+    otherDc: 'dc2',
+    seedDcState: async (sequence, dc, state) => store.seedDcState(sequence, dc, state),
+    cleanup: async () => undefined,
+  };
+});
 
 const settings: SequenceSettings = {
   name: 'faulty',
@@ -26,7 +30,7 @@ const settings: SequenceSettings = {
 
 async function storeWithSequence(): Promise<MemoryStore> {
   const store = new MemoryStore();
-  await store.createSequence(settings);
+  await store.createSequence(settings, 'created');
   return store;
 }
 
@@ -61,7 +65,7 @@ describe('MemoryStore fault injection', () => {
     const store = await storeWithSequence();
     store.faults.push({ op: 'grantRange', effect: 'unknown-applied' });
     const grant = { number: 1, min: 1n, max: 100n };
-    expect(await store.grantRange('faulty', 'dc1', 0n, grant)).toEqual({ kind: 'unknown' });
+    expect(await store.grantRange('faulty', 'dc1', 0n, grant)).toMatchObject({ kind: 'unknown' });
     expect(await store.readGrants('faulty', 'dc1')).toEqual({ globalLast: 100n, latest: grant });
     expect(store.grantLog).toEqual([{ sequence: 'faulty', dc: 'dc1', grant }]);
   });
@@ -70,16 +74,24 @@ describe('MemoryStore fault injection', () => {
     const store = await storeWithSequence();
     store.faults.push({ op: 'writeDcState', effect: 'unknown-not-applied' });
     store.faults.push({ op: 'writeDcState', effect: 'rejected' });
-    expect(await store.writeDcState('faulty', 'dc1', 0, dcState())).toEqual({ kind: 'unknown' });
-    expect(await store.writeDcState('faulty', 'dc1', 0, dcState())).toEqual({ kind: 'rejected' });
+    expect(await store.writeDcState('faulty', 'dc1', undefined, dcState())).toMatchObject({
+      kind: 'unknown',
+    });
+    expect(await store.writeDcState('faulty', 'dc1', undefined, dcState())).toMatchObject({
+      kind: 'rejected',
+    });
     expect(await store.readDcState('faulty', 'dc1')).toBeUndefined();
-    expect(await store.writeDcState('faulty', 'dc1', 0, dcState())).toEqual({ kind: 'applied' });
+    expect(await store.writeDcState('faulty', 'dc1', undefined, dcState())).toEqual({
+      kind: 'applied',
+    });
   });
 
   it('applied-reported-rejected applies the write and reports rejected', async () => {
     const store = await storeWithSequence();
     store.faults.push({ op: 'writeDcState', effect: 'applied-reported-rejected' });
-    expect(await store.writeDcState('faulty', 'dc1', 0, dcState())).toEqual({ kind: 'rejected' });
+    expect(await store.writeDcState('faulty', 'dc1', undefined, dcState())).toMatchObject({
+      kind: 'rejected',
+    });
     expect((await store.readDcState('faulty', 'dc1'))?.version).toBe(1);
   });
 
@@ -96,18 +108,24 @@ describe('MemoryStore fault injection', () => {
   it('in-flight writes are committed by the next round that sees them', async () => {
     const store = await storeWithSequence();
     store.faults.push({ op: 'writeDcState', effect: 'in-flight' });
-    expect(await store.writeDcState('faulty', 'dc1', 0, dcState())).toEqual({ kind: 'unknown' });
+    expect(await store.writeDcState('faulty', 'dc1', undefined, dcState())).toMatchObject({
+      kind: 'unknown',
+    });
     // The re-read's round finishes it.
     expect((await store.readDcState('faulty', 'dc1'))?.version).toBe(1);
 
     store.faults.push({ op: 'writeDcState', effect: 'in-flight', completesOn: 'write' });
     const second = dcState({ version: 2, op: 'second' });
-    expect(await store.writeDcState('faulty', 'dc1', 1, second)).toEqual({ kind: 'unknown' });
+    expect(
+      await store.writeDcState('faulty', 'dc1', { version: 1, op: 'crafted' }, second),
+    ).toMatchObject({ kind: 'unknown' });
     // This re-read misses it: the version looks unchanged...
     expect((await store.readDcState('faulty', 'dc1'))?.version).toBe(1);
     // ...yet the next write's round commits it first, and then finds its own condition false.
     const third = dcState({ version: 2, op: 'third' });
-    expect(await store.writeDcState('faulty', 'dc1', 1, third)).toEqual({ kind: 'rejected' });
+    expect(
+      await store.writeDcState('faulty', 'dc1', { version: 1, op: 'crafted' }, third),
+    ).toMatchObject({ kind: 'rejected' });
     expect((await store.readDcState('faulty', 'dc1'))?.op).toBe('second');
   });
 
@@ -117,7 +135,7 @@ describe('MemoryStore fault injection', () => {
     const gate = new Promise<void>((resolve) => (release = resolve));
     store.faults.push({ op: 'writeDcState', effect: 'delay', until: gate });
     const order: string[] = [];
-    const delayed = store.writeDcState('faulty', 'dc1', 0, dcState()).then((outcome) => {
+    const delayed = store.writeDcState('faulty', 'dc1', undefined, dcState()).then((outcome) => {
       order.push(`delayed ${outcome.kind}`);
     });
     store.faults.push({
@@ -127,9 +145,9 @@ describe('MemoryStore fault injection', () => {
         order.push(`onHit sees version ${(await store.readDcState('faulty', 'dc1'))?.version}`);
       },
     });
-    expect(await store.writeDcState('faulty', 'dc1', 0, dcState({ op: 'second' }))).toEqual({
-      kind: 'unknown',
-    });
+    expect(
+      await store.writeDcState('faulty', 'dc1', undefined, dcState({ op: 'second' })),
+    ).toMatchObject({ kind: 'unknown' });
     release();
     await delayed;
     expect(order).toEqual(['onHit sees version 1', 'delayed rejected']);
@@ -141,15 +159,15 @@ describe('MemoryStore fault injection', () => {
     await store.readSequence('faulty');
     await store.close();
     expect(store.calls).toMatchObject({ createSequence: 1, readSequence: 1, close: 1 });
-    expect(await store.readSequence('faulty')).toEqual(settings);
+    expect((await store.readSequence('faulty'))?.settings).toEqual(settings);
     store.resetCalls();
     expect(Object.values(store.calls).every((n) => n === 0)).toBe(true);
   });
 
   it('refuses a DC state whose version does not follow the expected one', async () => {
     const store = await storeWithSequence();
-    await expect(store.writeDcState('faulty', 'dc1', 0, dcState({ version: 2 }))).rejects.toThrow(
-      /expectedVersion \+ 1/,
-    );
+    await expect(
+      store.writeDcState('faulty', 'dc1', undefined, dcState({ version: 2 })),
+    ).rejects.toThrow(/next.version must be expected \+ 1/);
   });
 });

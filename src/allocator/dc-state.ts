@@ -1,0 +1,290 @@
+/**
+ * The DC state (the scheme's DC row) as a model: derived views, the pure transitions the
+ * protocol makes (docs/design.md, "Claiming a process block", "Installing a grant", "Returning
+ * a block"), and the one list of its invariants, which the allocator enforces before every
+ * write and `check` reports on stored rows.
+ *
+ * Every transition returns the next state with the version one higher and the operation id
+ * given; it never decides whether the write may happen (the allocator does, through the
+ * conditional write), only what it writes.
+ */
+
+import type { DcState, Grant, SequenceSettings } from '../store/port.js';
+
+/** Largest version a DC state may reach: versions are compared as JavaScript numbers. */
+export const MAX_VERSION = Number.MAX_SAFE_INTEGER;
+
+/** A block claimed from the DC state: `[first, last]`, cut from the range `[rangeMin, rangeMax]`. */
+export interface BlockClaim {
+  readonly first: bigint;
+  readonly last: bigint;
+  readonly rangeMin: bigint;
+  readonly rangeMax: bigint;
+}
+
+/** A preloaded range exists iff the newest installed grant is the one after the reserved one. */
+export function hasPreloaded(state: DcState): boolean {
+  return state.installedGrant === state.reservedGrant + 1;
+}
+
+/** IDs the DC still holds: the rest of its reserved range plus any preloaded range. */
+export function remainingIn(state: DcState | undefined): bigint {
+  if (state === undefined) return 0n;
+  const reserved = state.reservedMax - state.lastInteger;
+  return hasPreloaded(state) ? reserved + state.preloadedMax - state.preloadedMin + 1n : reserved;
+}
+
+/** Share of the reserved range handed to processes, 0 to 1. */
+export function usedShare(state: DcState): number {
+  const size = state.reservedMax - state.reservedMin + 1n;
+  const used = state.lastInteger - state.reservedMin + 1n;
+  return Number((used * 1_000_000n) / size) / 1_000_000;
+}
+
+/**
+ * Claims up to `blockSize` IDs: from the reserved range while it lasts, else from the start of
+ * the preloaded range, which becomes the reserved one in the same write. Undefined when the DC
+ * holds no ID (a DC range must be granted first).
+ */
+export function claim(
+  state: DcState,
+  blockSize: bigint,
+  op: string,
+): { readonly next: DcState; readonly block: BlockClaim } | undefined {
+  if (state.lastInteger < state.reservedMax) {
+    const first = state.lastInteger + 1n;
+    const last = min(state.lastInteger + blockSize, state.reservedMax);
+    return {
+      next: { ...state, lastInteger: last, version: state.version + 1, op },
+      block: { first, last, rangeMin: state.reservedMin, rangeMax: state.reservedMax },
+    };
+  }
+  if (!hasPreloaded(state)) return undefined;
+  const first = state.preloadedMin;
+  const last = min(first + blockSize - 1n, state.preloadedMax);
+  return {
+    next: {
+      ...state,
+      reservedMin: state.preloadedMin,
+      reservedMax: state.preloadedMax,
+      reservedGrant: state.installedGrant,
+      lastInteger: last,
+      version: state.version + 1,
+      op,
+    },
+    block: { first, last, rangeMin: state.preloadedMin, rangeMax: state.preloadedMax },
+  };
+}
+
+/**
+ * Installs confirmed grant `grant` (numbered `installedGrant + 1`): as the preloaded range, or,
+ * for the DC's first grant, as a new state whose reserved and preloaded ranges both equal it.
+ * Undefined when `state` cannot take it now (it still has a preloaded range, or already has the
+ * grant); throws {@link RangeError} naming the broken rule when the grant does not follow.
+ */
+export function installGrant(
+  state: DcState | undefined,
+  grant: Grant,
+  op: string,
+): DcState | undefined {
+  if (state === undefined) {
+    if (grant.number !== 1) {
+      throw new RangeError(`grant ${grant.number} cannot be the first one installed`);
+    }
+    return {
+      lastInteger: grant.min - 1n,
+      reservedMin: grant.min,
+      reservedMax: grant.max,
+      reservedGrant: grant.number,
+      preloadedMin: grant.min,
+      preloadedMax: grant.max,
+      installedGrant: grant.number,
+      version: 1,
+      op,
+    };
+  }
+  if (state.installedGrant >= grant.number || hasPreloaded(state)) return undefined;
+  if (state.installedGrant !== grant.number - 1) {
+    throw new RangeError(
+      `grant ${grant.number} cannot follow installed grant ${state.installedGrant}`,
+    );
+  }
+  if (grant.min <= state.reservedMax) {
+    throw new RangeError(
+      `grant ${grant.number} [${grant.min}, ${grant.max}] does not lie above the reserved range ending at ${state.reservedMax}`,
+    );
+  }
+  return {
+    ...state,
+    preloadedMin: grant.min,
+    preloadedMax: grant.max,
+    installedGrant: grant.number,
+    version: state.version + 1,
+    op,
+  };
+}
+
+/**
+ * Gives `[first, last]` back: moves `lastInteger` to `first - 1`, only if `last` is still the
+ * DC's `lastInteger` (nobody claimed after it). A run that starts before the reserved range
+ * (it spans a switch) gives back only its part within the reserved range. Undefined when
+ * nothing can be given back.
+ */
+export function giveBack(
+  state: DcState,
+  first: bigint,
+  last: bigint,
+  op: string,
+): { readonly next: DcState; readonly returned: bigint } | undefined {
+  if (state.lastInteger !== last) return undefined;
+  const from = first > state.reservedMin ? first : state.reservedMin;
+  if (from > last) return undefined;
+  return {
+    next: { ...state, lastInteger: from - 1n, version: state.version + 1, op },
+    returned: last - from + 1n,
+  };
+}
+
+/** The invariants a DC state breaks, each kind with its own message. */
+export type DcStateViolationKind =
+  /** version is not a positive safe integer. */
+  | 'version-invalid'
+  /** A range reaches outside the domain or has min above max. */
+  | 'range-outside-domain'
+  /** last_integer is outside `[reserved_min - 1, reserved_max]`. */
+  | 'last-integer-outside-reserved'
+  /** A grant number is not a positive integer, or installed_grant is neither reserved_grant nor one more. */
+  | 'grant-numbers-invalid'
+  /** The preloaded range does not lie above the reserved one, or differs from it when nothing is preloaded. */
+  | 'preloaded-mismatch'
+  /** The reserved range differs from the grant it names. */
+  | 'reserved-mismatch'
+  /** A range names a grant the DC does not have. */
+  | 'state-without-grant'
+  /** installed_grant is above the DC's latest grant number. */
+  | 'installed-grant-ahead'
+  /** The DC holds IDs above GLOBAL's last_integer. */
+  | 'state-above-global';
+
+export interface DcStateViolation {
+  readonly kind: DcStateViolationKind;
+  readonly message: string;
+}
+
+/** What the DC state is checked against besides itself. */
+export interface DcStateContext {
+  readonly settings: Pick<SequenceSettings, 'min' | 'max'>;
+  /**
+   * The DC's grants known to the checker (ascending, or only the latest). Grants never change,
+   * so a grant named by the state must be among grants read after the state.
+   */
+  readonly grants?: readonly Grant[] | undefined;
+  /** Whether `grants` holds every grant of the DC (then a named grant that is missing is a violation). */
+  readonly allGrants?: boolean | undefined;
+  /** GLOBAL's `last_integer`, read after the state. */
+  readonly globalLast?: bigint | undefined;
+}
+
+/**
+ * Every invariant `s` breaks, in a fixed order; empty when it is sound. The allocator throws the
+ * first before it writes anything; `check` reports them all.
+ */
+export function dcStateViolations(
+  dc: string,
+  s: DcState,
+  context: DcStateContext,
+): DcStateViolation[] {
+  const out: DcStateViolation[] = [];
+  const report = (kind: DcStateViolationKind, message: string) => out.push({ kind, message });
+  const { min: low, max: high } = context.settings;
+  const range = (a: bigint, b: bigint) => `[${a}, ${b}]`;
+
+  if (!Number.isSafeInteger(s.version) || s.version < 1 || s.version > MAX_VERSION) {
+    report('version-invalid', `${dc}'s state version ${s.version} is not a positive integer`);
+  }
+  if (s.reservedMin > s.reservedMax || s.reservedMin < low || s.reservedMax > high) {
+    report(
+      'range-outside-domain',
+      `${dc}'s reserved range ${range(s.reservedMin, s.reservedMax)} is not within ${range(low, high)}`,
+    );
+  }
+  if (s.preloadedMin > s.preloadedMax || s.preloadedMin < low || s.preloadedMax > high) {
+    report(
+      'range-outside-domain',
+      `${dc}'s preloaded range ${range(s.preloadedMin, s.preloadedMax)} is not within ${range(low, high)}`,
+    );
+  }
+  if (s.lastInteger < s.reservedMin - 1n || s.lastInteger > s.reservedMax) {
+    report(
+      'last-integer-outside-reserved',
+      `${dc}'s last_integer ${s.lastInteger} is outside [reserved_min - 1, reserved_max] = ${range(s.reservedMin - 1n, s.reservedMax)}`,
+    );
+  }
+  if (!Number.isSafeInteger(s.reservedGrant) || s.reservedGrant < 1) {
+    report(
+      'grant-numbers-invalid',
+      `${dc}'s reserved grant ${s.reservedGrant} is not a positive integer`,
+    );
+  } else if (s.installedGrant !== s.reservedGrant && s.installedGrant !== s.reservedGrant + 1) {
+    report(
+      'grant-numbers-invalid',
+      `${dc}'s installed_grant ${s.installedGrant} must be its reserved_grant ${s.reservedGrant} or one more`,
+    );
+  }
+  if (hasPreloaded(s)) {
+    if (s.preloadedMin <= s.reservedMax) {
+      report(
+        'preloaded-mismatch',
+        `${dc}'s preloaded range ${range(s.preloadedMin, s.preloadedMax)} does not lie above its reserved range ${range(s.reservedMin, s.reservedMax)}`,
+      );
+    }
+  } else if (s.preloadedMin !== s.reservedMin || s.preloadedMax !== s.reservedMax) {
+    report(
+      'preloaded-mismatch',
+      `${dc} has nothing preloaded (installed_grant = reserved_grant = ${s.installedGrant}) but its preloaded range ${range(s.preloadedMin, s.preloadedMax)} differs from its reserved range ${range(s.reservedMin, s.reservedMax)}`,
+    );
+  }
+
+  const top = hasPreloaded(s) ? s.preloadedMax : s.reservedMax;
+  if (context.globalLast !== undefined && top > context.globalLast) {
+    report(
+      'state-above-global',
+      `${dc} holds IDs up to ${top}, above GLOBAL last_integer ${context.globalLast}`,
+    );
+  }
+
+  const grants = context.grants;
+  if (grants === undefined) return out;
+  const latest = grants.reduce((highest, g) => Math.max(highest, g.number), 0);
+  if (context.allGrants === true && s.installedGrant > latest) {
+    report(
+      'installed-grant-ahead',
+      `${dc}'s state has installed_grant ${s.installedGrant} but its latest grant is #${latest}`,
+    );
+  }
+  const named = (number: number, what: 'reserved' | 'preloaded', min: bigint, max: bigint) => {
+    const grant = grants.find((g) => g.number === number);
+    if (grant === undefined) {
+      if (context.allGrants === true) {
+        report(
+          'state-without-grant',
+          `${dc}'s ${what} range ${range(min, max)} names grant #${number}, which ${dc} does not have`,
+        );
+      }
+      return;
+    }
+    if (grant.min !== min || grant.max !== max) {
+      report(
+        what === 'reserved' ? 'reserved-mismatch' : 'preloaded-mismatch',
+        `${dc}'s ${what} range ${range(min, max)} differs from its grant #${number} ${range(grant.min, grant.max)}`,
+      );
+    }
+  };
+  named(s.reservedGrant, 'reserved', s.reservedMin, s.reservedMax);
+  if (hasPreloaded(s)) named(s.installedGrant, 'preloaded', s.preloadedMin, s.preloadedMax);
+  return out;
+}
+
+function min(a: bigint, b: bigint): bigint {
+  return a < b ? a : b;
+}

@@ -1,0 +1,101 @@
+/**
+ * Creating and altering a sequence's settings: conditional writes at SERIAL, classified like
+ * every other write (cas.ts), so that a write applied but reported rejected or unknown is
+ * still recognised as ours by the op it carries.
+ */
+
+import { randomUUID } from 'node:crypto';
+
+import {
+  ContentionError,
+  SequenceExistsError,
+  SequenceNotFoundError,
+  StoreUnavailableError,
+} from '../errors.js';
+import { validateChanges, type AlterSequenceOptions } from '../options.js';
+import type { IdStore, SequenceSettings, StoredSettings } from '../store/port.js';
+import { isOurs, runConditionalWrite, type Judgement } from './cas.js';
+
+/** How often an alter re-reads and retries when another alter changed the settings first. */
+export const MAX_ALTER_ATTEMPTS = 5;
+
+/**
+ * Creates the sequence with `settings`.
+ * @throws {SequenceExistsError} if it exists (created by another write).
+ * @throws {StoreUnavailableError} if SERIAL cannot be reached, or the write's outcome stayed
+ * unknown (read the sequence to see whether it exists).
+ */
+export async function createSettings(
+  store: IdStore,
+  settings: SequenceSettings,
+  keyspace: string,
+): Promise<SequenceSettings> {
+  const op = randomUUID();
+  const result = await runConditionalWrite<StoredSettings>({
+    write: () => store.createSequence(settings, op),
+    judge: (found) => judgeSettingsWrite(found, op),
+    reread: () => store.readSequence(settings.name, 'serial'),
+  });
+  if (isOurs(result.verdict)) return settings;
+  if (result.verdict === 'lost') throw new SequenceExistsError(settings.name, keyspace);
+  throw unknownOutcome('create sequence', result.cause);
+}
+
+/**
+ * Changes the sizes of sequence `name`. Each attempt validates the changes against the settings
+ * it read and writes only if they are still the ones read (their op), so two concurrent alters
+ * can never combine into settings neither validated (e.g. a block larger than the DC range).
+ * @returns the settings after the change.
+ * @throws {InvalidOptionError} if the changes do not fit the current settings.
+ * @throws {SequenceNotFoundError} if it does not exist.
+ * @throws {ContentionError} if other alters kept changing the settings first.
+ * @throws {StoreUnavailableError} if SERIAL cannot be reached, or the write's outcome stayed unknown.
+ */
+export async function alterSettings(
+  store: IdStore,
+  name: string,
+  changes: AlterSequenceOptions,
+  keyspace: string,
+): Promise<SequenceSettings> {
+  for (let attempt = 1; attempt <= MAX_ALTER_ATTEMPTS; attempt++) {
+    // At SERIAL after a lost race: a LOCAL_QUORUM read could still show the settings it lost to.
+    const current = await store.readSequence(name, attempt === 1 ? 'local' : 'serial');
+    if (current === undefined) throw new SequenceNotFoundError(name, keyspace);
+    const normalized = validateChanges(changes, current.settings);
+    const next = Object.freeze({ ...current.settings, ...normalized });
+    const sizes = {
+      dcRangeSize: next.dcRangeSize,
+      blockSize: next.blockSize,
+      threshold: next.threshold,
+    };
+    const op = randomUUID();
+    const result = await runConditionalWrite<StoredSettings>({
+      write: () => store.alterSequence(name, current.op, sizes, op),
+      judge: (found) => judgeSettingsWrite(found, op),
+      reread: () => store.readSequence(name, 'serial'),
+    });
+    if (isOurs(result.verdict)) return next;
+    if (result.verdict === 'unknown') throw unknownOutcome('alter sequence', result.cause);
+  }
+  throw new ContentionError(name, 'alter the sequence', MAX_ALTER_ATTEMPTS);
+}
+
+/**
+ * Ours if the settings found carry our op; lost if they carry another (a settings write is
+ * conditional on the op before it, so ours can no longer apply); unknown if none were found
+ * after a create (ours may still be in flight).
+ */
+function judgeSettingsWrite(found: StoredSettings | undefined, op: string): Judgement {
+  if (found === undefined) return 'unknown';
+  return found.op === op ? 'ours' : 'lost';
+}
+
+function unknownOutcome(operation: string, cause: unknown): StoreUnavailableError {
+  if (cause instanceof StoreUnavailableError) return cause;
+  return new StoreUnavailableError(
+    'serial',
+    operation,
+    'the conditional write may or may not have been applied (its outcome could not be read back); read the sequence to see which before trying again',
+    { cause },
+  );
+}

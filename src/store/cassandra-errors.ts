@@ -1,0 +1,124 @@
+/**
+ * The one place driver errors are mapped to idgen-cass errors.
+ *
+ * Errors are recognised by their names and codes rather than by `instanceof`, so that a client
+ * built with another copy of cassandra-driver (a service's own) still maps to typed errors.
+ */
+
+import cassandra from 'cassandra-driver';
+
+import { IdGenError, InvalidOptionError, StoreUnavailableError } from '../errors.js';
+import { levelOf, type Statement } from './cassandra-statements.js';
+
+const codes = cassandra.types.responseErrorCodes;
+
+/** Response codes under which Cassandra refused the request before executing anything. */
+const NOT_EXECUTED: ReadonlySet<number> = new Set([
+  codes.syntaxError,
+  codes.invalid,
+  codes.unauthorized,
+  codes.configError,
+  codes.badCredentials,
+  codes.protocolError,
+]);
+
+/** The outcome of a failed conditional write that only a re-read can settle. */
+export interface UnknownOutcome {
+  readonly kind: 'unknown';
+  readonly cause: unknown;
+}
+
+interface DriverErrorShape {
+  readonly name?: unknown;
+  readonly code?: unknown;
+  readonly message?: unknown;
+  readonly innerErrors?: unknown;
+}
+
+function shape(error: unknown): DriverErrorShape {
+  return typeof error === 'object' && error !== null ? (error as DriverErrorShape) : {};
+}
+
+/** The response code of a Cassandra error response, or undefined for other errors. */
+function responseCode(error: unknown): number | undefined {
+  const { name, code } = shape(error);
+  return name === 'ResponseError' && typeof code === 'number' ? code : undefined;
+}
+
+export function isNoHostAvailable(error: unknown): boolean {
+  return shape(error).name === 'NoHostAvailableError';
+}
+
+/**
+ * Maps a failed statement. A conditional write's failure is an {@link UnknownOutcome} unless
+ * Cassandra refused it before executing (a timeout, an Unavailable during the commit of Paxos v1,
+ * a dropped connection: each may follow an accepted proposal). Reads throw the returned error.
+ */
+export function mapFailure(
+  error: unknown,
+  statement: Statement,
+  operation: string,
+  context: { readonly keyspace: string; readonly localDc: string },
+): Error | UnknownOutcome {
+  if (error instanceof IdGenError) return error;
+  const conditional = statement.serial !== undefined;
+  const code = responseCode(error);
+  const message = describeDriverError(error);
+  const unavailable = (detail: string) =>
+    new StoreUnavailableError(statement.level, operation, detail, { cause: error });
+
+  if (code === codes.invalid && /unconfigured table|does not exist/i.test(message)) {
+    return new InvalidOptionError(
+      'keyspace',
+      context.keyspace,
+      'a keyspace that holds the idgen tables (create them with initSchema or "idgen-cass init")',
+    );
+  }
+  if (code === codes.invalid && /undefined column name|type .* is not compatible/i.test(message)) {
+    return new InvalidOptionError(
+      'keyspace',
+      context.keyspace,
+      `a keyspace whose idgen tables match this version's schema.cql (these tables were created by another version: ${message})`,
+    );
+  }
+  if (conditional && !(code !== undefined && NOT_EXECUTED.has(code)) && !isNoHostAvailable(error)) {
+    return { kind: 'unknown', cause: error };
+  }
+  if (code === codes.readTimeout || code === codes.writeTimeout) {
+    return unavailable(`${levelOf(statement.consistency)} read timed out: ${message}`);
+  }
+  if (code === codes.unavailableException) {
+    return unavailable(`not enough replicas alive: ${message}`);
+  }
+  if (code === codes.readFailure || code === codes.writeFailure) {
+    return unavailable(`replicas failed the request: ${message}`);
+  }
+  if (shape(error).name === 'OperationTimedOutError') {
+    return unavailable(`no answer within the client's read timeout: ${message}`);
+  }
+  if (isNoHostAvailable(error)) {
+    return unavailable(`no host of DC "${context.localDc}" could run it (${message})`);
+  }
+  return new Error(`Cassandra failed ${operation}: ${message}`, { cause: error });
+}
+
+/** A short, credential-free description of a driver error, inner host errors included. */
+export function describeDriverError(error: unknown): string {
+  const { innerErrors, message } = shape(error);
+  if (isNoHostAvailable(error)) {
+    const inner = (innerErrors ?? {}) as Record<string, unknown>;
+    const perHost = Object.entries(inner).map(
+      ([host, innerError]) =>
+        `${host}: ${innerError instanceof Error ? innerError.message : String(innerError)}`,
+    );
+    if (perHost.length > 0) return perHost.join('; ');
+  }
+  if (typeof message === 'string') return message;
+  return String(error);
+}
+
+/** The errors inside a NoHostAvailableError, one per host tried. */
+export function innerErrors(error: unknown): unknown[] {
+  if (!isNoHostAvailable(error)) return [];
+  return Object.values((shape(error).innerErrors as Record<string, unknown> | null) ?? {});
+}

@@ -1,0 +1,147 @@
+/**
+ * Rows of the idgen tables as the driver returns them, parsed into the port's types: `Long`
+ * becomes bigint, and a missing or malformed column is an {@link InvariantError}, since nothing
+ * may be allocated from such a row.
+ */
+
+import cassandra from 'cassandra-driver';
+
+import { InvariantError } from '../errors.js';
+import type { DcStamp, DcState, DomainName, Grant, GrantFound, StoredSettings } from './port.js';
+
+/** The clustering key of the GLOBAL row; no DC may be named like it. */
+export const GLOBAL = 'GLOBAL';
+const DOMAINS: readonly DomainName[] = ['int32', 'safe53', 'int63', 'custom'];
+
+type Row = cassandra.types.Row;
+
+export function parseSettings(row: Row): StoredSettings {
+  const name = toText(row.get('sequence'));
+  if (name === undefined) {
+    throw new InvariantError('(unnamed)', 'settings row without a sequence name');
+  }
+  const domain = required(name, row, 'domain', toText);
+  if (!(DOMAINS as readonly string[]).includes(domain)) {
+    throw new InvariantError(name, `unknown domain ${JSON.stringify(domain)}`);
+  }
+  return {
+    settings: {
+      name,
+      domain: domain as DomainName,
+      min: required(name, row, 'min_id', toBigInt),
+      max: required(name, row, 'max_id', toBigInt),
+      start: required(name, row, 'start_id', toBigInt),
+      dcRangeSize: required(name, row, 'dc_range_size', toBigInt),
+      blockSize: required(name, row, 'block_size', toNumber),
+      threshold: required(name, row, 'threshold', toNumber),
+    },
+    op: required(name, row, 'settings_op', toText),
+  };
+}
+
+export function parseGrant(sequence: string, row: Row): Grant {
+  return {
+    number: required(sequence, row, 'grant_number', toNumber),
+    min: required(sequence, row, 'grant_min', toBigInt),
+    max: required(sequence, row, 'grant_max', toBigInt),
+  };
+}
+
+export function parseDcState(sequence: string, row: Row): DcState {
+  return {
+    lastInteger: required(sequence, row, 'last_integer', toBigInt),
+    reservedMin: required(sequence, row, 'reserved_min', toBigInt),
+    reservedMax: required(sequence, row, 'reserved_max', toBigInt),
+    reservedGrant: required(sequence, row, 'reserved_grant', toNumber),
+    preloadedMin: required(sequence, row, 'preloaded_min', toBigInt),
+    preloadedMax: required(sequence, row, 'preloaded_max', toBigInt),
+    installedGrant: required(sequence, row, 'installed_grant', toNumber),
+    version: required(sequence, row, 'version', toVersion),
+    op: required(sequence, row, 'op', toText),
+  };
+}
+
+/**
+ * The stamp a rejected DC-state write returns: the conditions' columns (`version`, `op`) of the
+ * row the round found, or of the whole row after `IF NOT EXISTS`. Undefined if no row was found.
+ */
+export function parseFoundStamp(sequence: string, rows: readonly Row[]): DcStamp | undefined {
+  const row = rows[0];
+  if (row === undefined || row.get('version') === null || row.get('version') === undefined) {
+    return undefined;
+  }
+  return {
+    version: required(sequence, row, 'version', toVersion),
+    op: required(sequence, row, 'op', toText),
+  };
+}
+
+/**
+ * What a rejected grant batch found: Cassandra returns, for a failed conditional batch, the
+ * current rows its conditions read (GLOBAL's `last_integer`, and the grant row if it exists).
+ */
+export function parseFoundGrant(
+  sequence: string,
+  dc: string,
+  number: number,
+  rows: readonly Row[],
+): GrantFound {
+  let globalLast: bigint | undefined;
+  let grant: Grant | undefined;
+  for (const row of rows) {
+    const rowDc = row.get('dc') as unknown;
+    if (rowDc === GLOBAL) {
+      globalLast = toBigInt(row.get('last_integer'));
+    } else if (rowDc === dc && toNumber(row.get('grant_number')) === number) {
+      const min = toBigInt(row.get('grant_min'));
+      const max = toBigInt(row.get('grant_max'));
+      if (min !== undefined && max !== undefined) grant = { number, min, max };
+      else throw new InvariantError(sequence, `grant #${number} of ${dc} has no bounds`);
+    }
+  }
+  return { globalLast, grant };
+}
+
+/** What a rejected settings write found: the stored settings, if the sequence exists. */
+export function parseFoundSettings(rows: readonly Row[]): StoredSettings | undefined {
+  const row = rows[0];
+  if (row === undefined || toText(row.get('settings_op')) === undefined) return undefined;
+  return parseSettings(row);
+}
+
+export function required<T>(
+  sequence: string,
+  row: Row,
+  column: string,
+  convert: (value: unknown) => T | undefined,
+): T {
+  const value = convert(row.get(column));
+  if (value === undefined) {
+    throw new InvariantError(sequence, `column ${column} is missing or malformed in a stored row`);
+  }
+  return value;
+}
+
+export function toBigInt(value: unknown): bigint | undefined {
+  if (typeof value === 'bigint') return value; // a client with encoding.useBigIntAsLong
+  if (cassandra.types.Long.isLong(value)) return BigInt(value.toString());
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return BigInt(value);
+  return undefined;
+}
+
+/** A version is a CQL bigint kept as a JavaScript number: exact up to 2^53 - 1 writes. */
+function toVersion(value: unknown): number | undefined {
+  const version = toBigInt(value);
+  if (version === undefined || version < 0n || version > BigInt(Number.MAX_SAFE_INTEGER)) {
+    return undefined;
+  }
+  return Number(version);
+}
+
+export function toNumber(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
+}
+
+export function toText(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}

@@ -1,0 +1,111 @@
+/**
+ * The protocol's CQL: every statement with its consistency, on one screen (docs/design.md,
+ * "Statements and their consistency").
+ *
+ * `idgen_grants` partitions are touched only at SERIAL, `idgen_dc_state` partitions only at
+ * LOCAL_SERIAL and only from their own DC; the rest are plain reads for settings and status.
+ * `$grants` and `$dc_state` become the keyspace-qualified tables.
+ */
+
+import cassandra from 'cassandra-driver';
+
+import type { StoreLevel } from './port.js';
+
+const CL = cassandra.types.consistencies;
+
+/** One statement of the protocol. */
+export interface Statement {
+  readonly cql: string;
+  /** Regular consistency: the read's level, or the Paxos commit level of a conditional write. */
+  readonly consistency: cassandra.types.consistencies;
+  /** Serial consistency of a conditional write (its Paxos level); absent for reads. */
+  readonly serial?: cassandra.types.consistencies;
+  /** The level a failure of this statement is reported at. */
+  readonly level: StoreLevel;
+}
+
+export const SETTINGS =
+  'sequence, domain, min_id, max_id, start_id, dc_range_size, block_size, threshold, settings_op';
+const GRANT = 'dc, grant_number, grant_min, grant_max';
+const GRANT_ROW = 'dc, grant_number, last_integer, grant_min, grant_max';
+export const DC_STATE =
+  'last_integer, reserved_min, reserved_max, reserved_grant, preloaded_min, preloaded_max, installed_grant, version, op';
+
+/** The partition `probeSerial` reads: no sequence can have this name (names are `[A-Za-z0-9_]`). */
+export const SERIAL_PROBE_PARTITION = '~serial-probe';
+
+// prettier-ignore
+export const STATEMENTS = {
+  // ── settings + GLOBAL row (dc 'GLOBAL', grant_number 0): one statement, so a sequence never exists without its high-water mark
+  createSequence: { cql: `INSERT INTO $grants (${SETTINGS}, dc, grant_number, last_integer) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'GLOBAL', 0, ?) IF NOT EXISTS`,
+                    consistency: CL.eachQuorum, serial: CL.serial, level: 'serial' },
+  // conditional on the op of the settings read, so two alters never combine unchecked; the settings are static columns
+  alterSequence:  { cql: `UPDATE $grants SET dc_range_size = ?, block_size = ?, threshold = ?, settings_op = ? WHERE sequence = ? IF settings_op = ?`,
+                    consistency: CL.eachQuorum, serial: CL.serial, level: 'serial' },
+  readSequence:   { cql: `SELECT ${SETTINGS} FROM $grants WHERE sequence = ? AND dc = 'GLOBAL' AND grant_number = 0`,
+                    consistency: CL.localQuorum, level: 'local' },
+  readSequenceSerial: { cql: `SELECT ${SETTINGS} FROM $grants WHERE sequence = ? AND dc = 'GLOBAL' AND grant_number = 0`,
+                    consistency: CL.serial, level: 'serial' },
+  listSequences:  { cql: `SELECT DISTINCT ${SETTINGS} FROM $grants`,
+                    consistency: CL.localQuorum, level: 'local' },
+  // ── grant level: SERIAL only. readGrants = readLatestGrant, THEN readGlobal (design.md: this order matters)
+  readLatestGrant:{ cql: `SELECT ${GRANT} FROM $grants WHERE sequence = ? AND dc = ? LIMIT 1`,
+                    consistency: CL.serial, level: 'serial' },
+  readGlobal:     { cql: `SELECT last_integer FROM $grants WHERE sequence = ? AND dc = 'GLOBAL' AND grant_number = 0`,
+                    consistency: CL.serial, level: 'serial' },
+  // grantRange is the conditional batch of these two statements: one partition, both conditions must hold
+  grantGlobal:    { cql: `UPDATE $grants SET last_integer = ? WHERE sequence = ? AND dc = 'GLOBAL' AND grant_number = 0 IF last_integer = ?`,
+                    consistency: CL.quorum, serial: CL.serial, level: 'serial' },
+  grantInsert:    { cql: `INSERT INTO $grants (sequence, dc, grant_number, grant_min, grant_max) VALUES (?, ?, ?, ?, ?) IF NOT EXISTS`,
+                    consistency: CL.quorum, serial: CL.serial, level: 'serial' },
+  probeSerial:    { cql: `SELECT last_integer FROM $grants WHERE sequence = '${SERIAL_PROBE_PARTITION}'`,
+                    consistency: CL.serial, level: 'serial' },
+  // ── DC level: LOCAL_SERIAL only, from the DC itself. Conditional on version AND op, so a rejection returns both
+  readDcState:    { cql: `SELECT ${DC_STATE} FROM $dc_state WHERE sequence = ? AND dc = ?`,
+                    consistency: CL.localSerial, level: 'local_serial' },
+  createDcState:  { cql: `INSERT INTO $dc_state (sequence, dc, ${DC_STATE}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`,
+                    consistency: CL.localQuorum, serial: CL.localSerial, level: 'local_serial' },
+  updateDcState:  { cql: `UPDATE $dc_state SET last_integer = ?, reserved_min = ?, reserved_max = ?, reserved_grant = ?, preloaded_min = ?, preloaded_max = ?, installed_grant = ?, version = ?, op = ? WHERE sequence = ? AND dc = ? IF version = ? AND op = ?`,
+                    consistency: CL.localQuorum, serial: CL.localSerial, level: 'local_serial' },
+  // ── status / check. Local: plain reads that work inside a partition and may lag.
+  //    Consistent (check): grants at SERIAL; a DC's state at EACH_QUORUM, which includes that DC's own quorum
+  grantsOverview: { cql: `SELECT ${GRANT_ROW} FROM $grants WHERE sequence = ?`,
+                    consistency: CL.localOne, level: 'local' },
+  grantsConsistent: { cql: `SELECT ${GRANT_ROW} FROM $grants WHERE sequence = ?`,
+                    consistency: CL.serial, level: 'serial' },
+  dcStateOverview:{ cql: `SELECT ${DC_STATE} FROM $dc_state WHERE sequence = ? AND dc = ?`,
+                    consistency: CL.localOne, level: 'local' },
+  dcStateConsistent: { cql: `SELECT ${DC_STATE} FROM $dc_state WHERE sequence = ? AND dc = ?`,
+                    consistency: CL.eachQuorum, level: 'local' },
+  // ── a node's own settings (virtual table, local to the coordinator: asked of each node)
+  nodeSettings:   { cql: `SELECT name, value FROM system_views.settings WHERE name IN ('commitlog_sync', 'commitlog_sync_period', 'commitlog_sync_group_window', 'paxos_variant', 'paxos_state_purging', 'paxos_on_linearizability_violations')`,
+                    consistency: CL.localOne, level: 'local' },
+} as const satisfies Record<string, Statement>;
+
+export type StatementName = keyof typeof STATEMENTS;
+
+/** The conditional batch of a grant: GLOBAL moves from G to G' and the grant row is inserted. */
+export const GRANT_BATCH = {
+  statements: ['grantGlobal', 'grantInsert'],
+  consistency: CL.quorum,
+  serial: CL.serial,
+  level: 'serial',
+} as const satisfies {
+  readonly statements: readonly StatementName[];
+  readonly consistency: cassandra.types.consistencies;
+  readonly serial: cassandra.types.consistencies;
+  readonly level: StoreLevel;
+};
+
+/** The consistency's CQL name, for messages (the driver's enum has no reverse mapping). */
+export function levelOf(consistency: cassandra.types.consistencies): string {
+  const names: Partial<Record<number, string>> = {
+    [CL.serial]: 'SERIAL',
+    [CL.localSerial]: 'LOCAL_SERIAL',
+    [CL.localQuorum]: 'LOCAL_QUORUM',
+    [CL.localOne]: 'LOCAL_ONE',
+    [CL.eachQuorum]: 'EACH_QUORUM',
+    [CL.quorum]: 'QUORUM',
+  };
+  return names[consistency] ?? `consistency ${consistency}`;
+}

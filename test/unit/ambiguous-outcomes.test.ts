@@ -1,0 +1,173 @@
+/**
+ * The interleavings that handed out one ID twice, or burnt IDs, before the outcome of every
+ * conditional write was classified in one place: each test drives processes over one
+ * MemoryStore through the public API, with a fault the real cluster produces.
+ */
+import { describe, expect, it } from 'vitest';
+
+import { ClosedError } from '../../src/errors.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import {
+  KEYSPACE,
+  draw,
+  expectUnique,
+  processIn,
+  range,
+  settle,
+  withSequence,
+} from './fixtures.js';
+
+describe('close() while IDs are still being drawn', () => {
+  it('hands out no ID from the moment close() is called: tryNext and next throw ClosedError', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
+    const a = ids.sequence('orders');
+    expect(await a.next()).toBe(1); // A holds [1, 10]
+
+    // Hold the give-back's write, so that the close is in progress while A is still called.
+    let release!: () => void;
+    store.faults.push({
+      op: 'writeDcState',
+      effect: 'delay',
+      until: new Promise<void>((resolve) => (release = resolve)),
+    });
+    const closing = a.close();
+    const duringClose: number[] = [];
+    await settle(); // close() is now waiting inside the give-back
+    for (let i = 0; i < 3; i++) {
+      try {
+        const id = a.tryNext();
+        if (id !== undefined) duringClose.push(id);
+      } catch (error) {
+        expect(error).toBeInstanceOf(ClosedError);
+      }
+      await a.next().then(
+        (id) => duringClose.push(id),
+        (error: unknown) => expect(error).toBeInstanceOf(ClosedError),
+      );
+    }
+    release();
+    await closing;
+
+    // The next process of the DC starts where A's last handed-out ID ends.
+    const b = processIn(store).sequence('orders');
+    const fromB = await draw(b, 20);
+    expectUnique([1, ...duringClose, ...fromB]);
+    expect(duringClose).toEqual([]);
+    expect(fromB[0]).toBe(2);
+  });
+
+  it('gives back blocks that arrive while closing, and serves none of them', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
+    const a = ids.sequence('orders');
+    expect(await draw(a, 10)).toEqual(range(1, 10)); // the claim of [11, 20] is in flight now
+    const closing = a.close();
+    await expect(a.next()).rejects.toBeInstanceOf(ClosedError);
+    expect(() => a.tryNext()).toThrow(ClosedError);
+    await closing;
+    const b = processIn(store).sequence('orders');
+    expect(await b.next()).toBe(11);
+  });
+});
+
+describe('a write applied but reported rejected (a second Paxos round finished it)', () => {
+  it('never gives back a block twice: another process may have claimed it in between', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
+    const a = ids.sequence('orders');
+    expect(await draw(a, 10)).toEqual(range(1, 10));
+    await settle(); // [11, 20] preloaded: A's unused run is exactly one block
+    const b = processIn(store).sequence('orders');
+    const c = processIn(store).sequence('orders');
+    let fromB: number[] = [];
+    // A's give-back applies (last_integer 20 -> 10) but comes back "rejected"; before A reads
+    // again, B claims [11, 20], which puts last_integer back at 20.
+    store.faults.push({
+      op: 'writeDcState',
+      effect: 'applied-reported-rejected',
+      onHit: async () => {
+        fromB = await draw(b, 5); // below B's preload point: last_integer stays 20
+      },
+    });
+    await a.close();
+    expect(fromB).toEqual(range(11, 15));
+    const fromC = await draw(c, 10);
+    expectUnique([...range(1, 10), ...fromB, ...fromC]);
+  });
+
+  it('recognises its own block claim by the op the round returns, leaving no gap', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
+    const a = ids.sequence('orders');
+    expect(await a.next()).toBe(1);
+    store.faults.push({ op: 'writeDcState', effect: 'applied-reported-rejected' });
+    expect(await draw(a, 15)).toEqual(range(2, 16));
+    expect(a.stats()).toMatchObject({ wasted: 0, blocksClaimed: 2 });
+  });
+
+  it('reports a sequence it created as created, not as existing', async () => {
+    const store = new MemoryStore({ keyspace: KEYSPACE });
+    store.faults.push({ op: 'createSequence', effect: 'applied-reported-rejected' });
+    const settings = await processIn(store).createSequence('orders', { dcRangeSize: 100 });
+    expect(settings.dcRangeSize).toBe(100n);
+  });
+
+  it('reports an alter it applied as applied', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+    store.faults.push({ op: 'alterSequence', effect: 'applied-reported-rejected' });
+    expect(await ids.alterSequence('orders', { blockSize: 20 })).toMatchObject({ blockSize: 20 });
+  });
+});
+
+describe('a write applied, then the call failed (Unavailable after the Paxos proposal)', () => {
+  it('uses nothing it cannot show to be its own, and hands out no ID twice', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
+    const a = ids.sequence('orders');
+    const b = processIn(store).sequence('orders');
+    expect(await a.next()).toBe(1);
+    store.faults.push({ op: 'writeDcState', effect: 'applied-then-unavailable' });
+    const fromA = await draw(a, 15);
+    const fromB = await draw(b, 15);
+    expectUnique([1, ...fromA, ...fromB]);
+  });
+});
+
+describe('concurrent alters', () => {
+  it('never store settings that neither alter validated (block above the DC range)', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 1_000, blockSize: 100 });
+    const other = processIn(store);
+    const results = await Promise.allSettled([
+      ids.alterSequence('orders', { blockSize: 900 }),
+      other.alterSequence('orders', { dcRangeSize: 500 }),
+    ]);
+    const stored = await ids.readSequence('orders');
+    expect(stored.blockSize).toBeLessThanOrEqual(Number(stored.dcRangeSize));
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    expect(results.find((r) => r.status === 'rejected')).toMatchObject({
+      reason: { code: 'IDGEN_INVALID_OPTION' },
+    });
+    // A process started now accepts the stored settings.
+    expect(await processIn(store).sequence('orders').next()).toBe(1);
+  });
+});
+
+describe('take(count) after the DC range size was lowered below count', () => {
+  it('refuses with IDGEN_INVALID_COUNT instead of skipping block after block', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 100, threshold: 0.9 });
+    const a = ids.sequence('orders');
+    expect(await a.take(80)).toEqual({ first: 1, last: 80 }); // A loaded block size 100
+    // Processes started after this alter grant the DC ranges of 50.
+    await ids.alterSequence('orders', { dcRangeSize: 50, blockSize: 50 });
+    const b = processIn(store).sequence('orders');
+    // B uses up [101, 200], granted before the alter; the grants B then asks for have 50 IDs.
+    expect(await draw(b, 100)).toEqual(range(101, 200));
+    await settle();
+    expect(store.grantLog.slice(2).map((g) => g.grant)).toEqual([
+      { number: 3, min: 201n, max: 250n },
+      { number: 4, min: 251n, max: 300n },
+    ]);
+    const error = await a.take(80).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'IDGEN_INVALID_COUNT', maxCount: 50 });
+    expect((error as Error).message).toMatch(/ranges of only 50 IDs/);
+    expect(a.stats().wasted).toBe(0);
+    // The IDs A holds are still served.
+    expect(await a.next()).toBe(81);
+  });
+});

@@ -1,0 +1,103 @@
+/** The one classification of conditional-write outcomes, and the judgements of each write. */
+import { describe, expect, it } from 'vitest';
+
+import { runConditionalWrite, type Judgement } from '../../src/allocator/cas.js';
+import { judgeGrant, judgeStateWrite } from '../../src/allocator/dc-allocator.js';
+import { StoreUnavailableError } from '../../src/errors.js';
+import type { CasOutcome } from '../../src/store/port.js';
+
+const ours = { version: 8, op: 'mine' };
+
+describe('judgeStateWrite', () => {
+  it.each<[string, { version: number; op: string } | undefined, Judgement]>([
+    ['our op is there', { version: 8, op: 'mine' }, 'ours'],
+    ['another write took the version ours was to write', { version: 8, op: 'theirs' }, 'lost'],
+    ['the state moved further: ours may be under it', { version: 9, op: 'theirs' }, 'unknown'],
+    [
+      'the state has not moved: ours may still be in flight',
+      { version: 7, op: 'before' },
+      'unknown',
+    ],
+    ['no row', undefined, 'unknown'],
+  ])('%s', (_label, found, judgement) => {
+    expect(judgeStateWrite(found, ours)).toBe(judgement);
+  });
+});
+
+describe('judgeGrant', () => {
+  const grant = { number: 3, min: 201n, max: 300n };
+  it.each<[string, Parameters<typeof judgeGrant>[0], Judgement]>([
+    ['grant n with our bounds', { globalLast: 300n, grant }, 'ours'],
+    [
+      'grant n with other bounds',
+      { globalLast: 400n, grant: { ...grant, min: 301n, max: 400n } },
+      'lost',
+    ],
+    [
+      'no grant n and GLOBAL moved past our expectation',
+      { globalLast: 250n, grant: undefined },
+      'lost',
+    ],
+    [
+      'no grant n and GLOBAL unchanged: ours may be in flight',
+      { globalLast: 200n, grant: undefined },
+      'unknown',
+    ],
+    ['nothing known', undefined, 'unknown'],
+  ])('%s', (_label, found, judgement) => {
+    expect(judgeGrant(found, 200n, grant)).toBe(judgement);
+  });
+});
+
+describe('runConditionalWrite', () => {
+  const step = (
+    outcome: CasOutcome<string> | Error,
+    reread: () => Promise<string | undefined> = async () => 'mine',
+  ) => ({
+    write: async () => {
+      if (outcome instanceof Error) throw outcome;
+      return outcome;
+    },
+    judge: (found: string | undefined): Judgement =>
+      found === 'mine' ? 'ours' : found === 'taken' ? 'lost' : 'unknown',
+    reread,
+  });
+
+  it('takes applied as applied, without reading', async () => {
+    const result = await runConditionalWrite(
+      step({ kind: 'applied' }, () => Promise.reject(new Error('no read expected'))),
+    );
+    expect(result).toMatchObject({ verdict: 'applied', reported: 'applied' });
+  });
+
+  it('judges a rejection by the row the round found, not by the report', async () => {
+    expect(await runConditionalWrite(step({ kind: 'rejected', found: 'mine' }))).toMatchObject({
+      verdict: 'ours',
+      reported: 'rejected',
+    });
+    expect(await runConditionalWrite(step({ kind: 'rejected', found: 'taken' }))).toMatchObject({
+      verdict: 'lost',
+    });
+  });
+
+  it('re-reads after an unknown outcome, and after a throw, which is never "not written"', async () => {
+    expect(await runConditionalWrite(step({ kind: 'unknown' }))).toMatchObject({
+      verdict: 'ours',
+      reported: 'unknown',
+    });
+    const failure = new StoreUnavailableError('local_serial', 'write', 'Unavailable');
+    expect(await runConditionalWrite(step(failure, async () => 'other'))).toMatchObject({
+      verdict: 'unknown',
+      reported: 'unknown',
+      cause: failure,
+    });
+  });
+
+  it('stays unknown, with the read error as cause, when the re-read fails', async () => {
+    const readError = new StoreUnavailableError('local_serial', 'read', 'timeout');
+    const result = await runConditionalWrite(
+      step({ kind: 'unknown' }, () => Promise.reject(readError)),
+    );
+    expect(result).toMatchObject({ verdict: 'unknown', cause: readError, found: undefined });
+  });
+});

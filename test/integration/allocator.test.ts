@@ -127,6 +127,46 @@ describe('allocator processes in every DC', () => {
     expect(b).toEqual(Array.from({ length: 10 }, (_, i) => BigInt(i + 11)));
   });
 
+  it('close() while calls still draw hands out no ID twice (5 rounds, two processes of a DC)', async () => {
+    await seed('closerace', { dcRangeSize: 10_000, blockSize: 50, threshold: 0.5 });
+    const open = () =>
+      connect({
+        contactPoints: ks.contactPoints('dc1'),
+        localDataCenter: 'dc1',
+        keyspace: ks.name,
+      });
+    const handedOut: number[] = [];
+    let afterClose = 0;
+    for (let round = 0; round < 5; round++) {
+      const a = await open();
+      const seq = a.sequence('closerace');
+      for (let i = 0; i < 20; i++) handedOut.push(await seq.next());
+      // A SIGTERM handler closes while requests keep calling next() and tryNext().
+      let closed = false;
+      const closing = a.close().then(() => (closed = true));
+      while (!closed) {
+        try {
+          const id = seq.tryNext() ?? (await seq.next());
+          handedOut.push(id);
+          afterClose++;
+        } catch (error) {
+          expect(error).toMatchObject({ code: 'IDGEN_CLOSED' });
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+      }
+      await closing;
+      const b = await open();
+      try {
+        const other = b.sequence('closerace');
+        for (let i = 0; i < 60; i++) handedOut.push(await other.next());
+      } finally {
+        await b.close();
+      }
+    }
+    expect(afterClose).toBe(0);
+    expect(handedOut.length - new Set(handedOut).size).toBe(0);
+  });
+
   it('end exactly at 2^31-1 for an int32 sequence, then fail with SequenceExhausted', async () => {
     const max = 2 ** 31 - 1;
     await seed('edge32', {

@@ -15,6 +15,12 @@ export type ConnectOptions = ConnectionOptions & {
    * @default undefined
    */
   logger?: Logger;
+  /**
+   * How long `next()`, `take()` and `ready()` wait for IDs by default while a refill is
+   * retried, in ms; each call can pass its own `timeoutMs`.
+   * @default 10000
+   */
+  callTimeoutMs?: number;
 };
 
 /**
@@ -41,6 +47,7 @@ export async function connect(options: ConnectOptions): Promise<IdGen> {
       dc: opened.localDataCenter,
       keyspace: options.keyspace,
       logger: options.logger,
+      callTimeoutMs: options.callTimeoutMs,
     });
   } catch (err) {
     if (opened.ownsClient) await opened.client.shutdown().catch(() => undefined);

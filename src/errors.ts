@@ -20,6 +20,8 @@ export type IdGenErrorCode =
   | 'IDGEN_CONTENTION'
   | 'IDGEN_STATE_ROLLED_BACK'
   | 'IDGEN_UNSAFE_CLUSTER'
+  | 'IDGEN_DEADLINE_EXCEEDED'
+  | 'IDGEN_ABORTED'
   | 'IDGEN_CLOSED';
 
 /** Base class: `code` is stable, `message` is for people. */
@@ -222,6 +224,36 @@ export class UnsafeClusterError extends IdGenError {
     super(
       'IDGEN_UNSAFE_CLUSTER',
       `The cluster is not safe for idgen-cass: ${problems.join('; ')}. Fix the nodes' settings (docs/design.md, "What the cluster must guarantee"), or pass ${override} if you accept that a crash can hand out IDs twice.`,
+    );
+  }
+}
+
+/**
+ * A call waited for IDs until its deadline without a refill failing in a way that says why
+ * (a failing refill's own error is thrown instead). The refill carries on in the background.
+ */
+export class DeadlineError extends IdGenError {
+  constructor(
+    readonly sequence: string,
+    readonly timeoutMs: number,
+  ) {
+    super(
+      'IDGEN_DEADLINE_EXCEEDED',
+      `Sequence "${sequence}": no ID within ${timeoutMs} ms; the refill is still in flight. Raise the call's timeoutMs (or the "callTimeoutMs" option of connect()) if Cassandra is slow, or check the cluster with "idgen-cass status".`,
+    );
+  }
+}
+
+/** A call's AbortSignal fired before it got its IDs; `cause` is the signal's reason. */
+export class AbortedError extends IdGenError {
+  constructor(
+    readonly sequence: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      'IDGEN_ABORTED',
+      `Sequence "${sequence}": the call was aborted before it got its IDs; nothing was taken.`,
+      options,
     );
   }
 }

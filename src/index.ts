@@ -23,17 +23,19 @@ export type {
   Violation,
   ViolationKind,
 } from './admin.js';
-export { IdGen } from './allocator/id-gen.js';
+export { IdGen, ID_GEN_DEFAULTS } from './allocator/id-gen.js';
 export type { SequenceHandleOptions } from './allocator/id-gen.js';
 export { Sequence } from './allocator/sequence.js';
-export type { SequenceState, SequenceStats } from './allocator/sequence.js';
+export type { CallOptions, SequenceState, SequenceStats } from './allocator/sequence.js';
 export type { IdRange } from './allocator/block.js';
 export { DOMAIN_MAX, SEQUENCE_DEFAULTS } from './options.js';
 export type { AlterSequenceOptions, CreateSequenceOptions, DomainPreset } from './options.js';
 export type { DcState, DomainName, Grant, SequenceSettings } from './store/port.js';
 export {
+  AbortedError,
   ClosedError,
   ContentionError,
+  DeadlineError,
   DomainNeedsBigIntError,
   IdGenError,
   InvalidCountError,
@@ -44,6 +46,8 @@ export {
   SequenceExistsError,
   SequenceNotFoundError,
   SerialUnavailableError,
+  StateRolledBackError,
   StoreUnavailableError,
+  UnsafeClusterError,
 } from './errors.js';
 export type { IdGenErrorCode } from './errors.js';

@@ -4,7 +4,7 @@
 
 import type { Logger } from 'pino';
 
-import { ClosedError, SequenceNotFoundError } from '../errors.js';
+import { ClosedError, InvalidOptionError, SequenceNotFoundError } from '../errors.js';
 import {
   resolveSequenceSettings,
   validateSequenceName,
@@ -33,7 +33,16 @@ export interface IdGenOptions {
   readonly logger?: Logger | undefined;
   /** @internal Timers for backoffs and retries; the simulation replaces them. @default real timers */
   readonly clock?: Clock | undefined;
+  /**
+   * How long `next()`, `take()` and `ready()` wait for IDs by default, in ms, while a refill
+   * is retried (a call can pass its own `timeoutMs`).
+   * @default 10000
+   */
+  readonly callTimeoutMs?: number | undefined;
 }
+
+/** Defaults of {@link IdGenOptions}. */
+export const ID_GEN_DEFAULTS = Object.freeze({ callTimeoutMs: 10_000 });
 
 /** How a handle represents IDs. */
 export interface SequenceHandleOptions {
@@ -65,6 +74,7 @@ export class IdGen {
   readonly #store: IdStore;
   readonly #logger: Logger | undefined;
   readonly #clock: Clock | undefined;
+  readonly #callTimeoutMs: number;
   readonly #sequences = new Map<string, Sequence<number> | Sequence<bigint>>();
   #closing: Promise<void> | undefined;
 
@@ -74,6 +84,15 @@ export class IdGen {
     this.keyspace = options.keyspace;
     this.#logger = options.logger;
     this.#clock = options.clock;
+    const callTimeoutMs = options.callTimeoutMs ?? ID_GEN_DEFAULTS.callTimeoutMs;
+    if (typeof callTimeoutMs !== 'number' || !(callTimeoutMs >= 0) || callTimeoutMs === Infinity) {
+      throw new InvalidOptionError(
+        'callTimeoutMs',
+        callTimeoutMs,
+        'a finite number of milliseconds, at least 0',
+      );
+    }
+    this.#callTimeoutMs = callTimeoutMs;
   }
 
   /**
@@ -108,6 +127,7 @@ export class IdGen {
       keyspace: this.keyspace,
       logger: this.#logger,
       clock: this.#clock,
+      callTimeoutMs: this.#callTimeoutMs,
     };
     const handle = bigint
       ? new Sequence({ ...context, ids: BIGINT_IDS })

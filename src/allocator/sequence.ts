@@ -8,13 +8,19 @@ import assert from 'node:assert/strict';
 import type { Logger } from 'pino';
 
 import {
+  AbortedError,
   ClosedError,
+  ContentionError,
+  DeadlineError,
   DomainNeedsBigIntError,
   InvalidCountError,
+  InvalidOptionError,
   InvariantError,
   SequenceExhaustedError,
   SequenceNotFoundError,
+  SerialUnavailableError,
   StateRolledBackError,
+  StoreUnavailableError,
 } from '../errors.js';
 import { MAX_SAFE_ID, validateStoredSettings } from '../options.js';
 import type { IdStore, SequenceSettings } from '../store/port.js';
@@ -92,11 +98,32 @@ export interface SequenceContext<T extends number | bigint> {
   readonly logger?: Logger | undefined;
   /** @internal Timers; the simulation replaces them. @default real timers */
   readonly clock?: Clock | undefined;
+  /** Default deadline of a call that waits for IDs, in ms. */
+  readonly callTimeoutMs: number;
+}
+
+/** How long a call may wait for IDs, and how it can be cancelled. */
+export interface CallOptions {
+  /**
+   * Milliseconds the call may wait for a refill before it rejects (with the refill's last
+   * error, or {@link DeadlineError}); the refill itself carries on.
+   * @default the `callTimeoutMs` option of `connect()` (10 000)
+   */
+  readonly timeoutMs?: number | undefined;
+  /** Rejects the call with {@link AbortedError} when it fires; the refill carries on. */
+  readonly signal?: AbortSignal | undefined;
 }
 
 /** Retries of a failed DC range request: the first after about 1 s, doubling up to 30 s. */
 const RANGE_RETRY_FIRST_MS = 1_000;
 const RANGE_RETRY_MAX_MS = 30_000;
+/**
+ * Retries of a block claim that failed for a reason that passes (a replica paused or down,
+ * lost races, SERIAL unreachable while the DC needs a range): the first after about 50 ms,
+ * doubling up to 2 s, for as long as the handle is open. Callers wait up to their deadline.
+ */
+const CLAIM_RETRY_FIRST_MS = 50;
+const CLAIM_RETRY_MAX_MS = 2_000;
 
 type FailureKind = 'claim' | 'range' | 'return';
 
@@ -144,6 +171,11 @@ export class Sequence<T extends number | bigint> {
   private readonly ids: IdKind<T>;
   private readonly log: Logger | undefined;
   private readonly clock: Clock;
+  private readonly callTimeoutMs: number;
+  /** The error of the claim attempt that failed last, while the claim retries; cleared on success. */
+  private claimFailure: Error | undefined;
+  /** Ends the claim's retry pause at once (close() calls it). */
+  private wakeClaim: (() => void) | undefined;
 
   private lifecycle: SequenceState = 'idle';
   private loaded: Loaded | undefined;
@@ -240,6 +272,7 @@ export class Sequence<T extends number | bigint> {
     this.ids = context.ids;
     this.log = context.logger?.child({ sequence: context.name });
     this.clock = context.clock ?? SYSTEM_CLOCK;
+    this.callTimeoutMs = context.callTimeoutMs;
   }
 
   /** Where the handle is in its lifecycle; see {@link SequenceState}. */
@@ -270,12 +303,17 @@ export class Sequence<T extends number | bigint> {
 
   /**
    * The next ID. Resolves at once while this process holds IDs; otherwise waits for the one
-   * refill in flight (loading the settings first on the first call).
+   * refill in flight (loading the settings first on the first call). A refill that fails for a
+   * reason that passes (a replica paused, lost races, SERIAL unreachable) is retried; the call
+   * waits up to its deadline, then rejects with the refill's last error.
    * @example
    * ```ts
    * const id = await ids.sequence('orders').next();
+   * const soon = await orders.next({ timeoutMs: 200, signal: request.signal });
    * ```
    * @throws {ClosedError} after `close()`.
+   * @throws {DeadlineError} if no ID came within the deadline and no refill failed.
+   * @throws {AbortedError} if `signal` fired first.
    * @throws {SequenceNotFoundError} if the sequence does not exist.
    * @throws {DomainNeedsBigIntError} if IDs may exceed 2^53-1 and the handle is number-typed.
    * @throws {SerialUnavailableError} if the DC's ranges are spent and SERIAL is unreachable.
@@ -283,12 +321,13 @@ export class Sequence<T extends number | bigint> {
    * @throws {IdGenError} other typed failures of the refill (store unavailable, contention,
    * broken invariants).
    */
-  async next(): Promise<T> {
+  async next(options?: CallOptions): Promise<T> {
     let id = this.tryNext();
     if (id !== undefined) return id;
     this.counters.waits++;
+    const deadline = this.deadlineOf(options);
     for (;;) {
-      await this.refill();
+      await this.waitForRefill(deadline, options?.signal);
       id = this.tryNext();
       if (id !== undefined) return id;
     }
@@ -305,8 +344,9 @@ export class Sequence<T extends number | bigint> {
    * is written.
    * @throws {ClosedError} after `close()`; and everything {@link Sequence.next} throws.
    */
-  async take(count: number): Promise<IdRange<T>> {
+  async take(count: number, options?: CallOptions): Promise<IdRange<T>> {
     this.assertOpen();
+    const deadline = this.deadlineOf(options);
     const { settings } = await this.ensureLoaded();
     if (!Number.isInteger(count) || count < 1 || count > settings.blockSize) {
       throw new InvalidCountError(count, settings.blockSize);
@@ -320,7 +360,7 @@ export class Sequence<T extends number | bigint> {
         this.counters.waits++;
         waited = true;
       }
-      await this.refill();
+      await this.waitForRefill(deadline, options?.signal);
     }
   }
 
@@ -333,9 +373,11 @@ export class Sequence<T extends number | bigint> {
    * ```
    * @throws everything {@link Sequence.next} throws.
    */
-  async ready(): Promise<void> {
+  async ready(options?: CallOptions): Promise<void> {
     this.assertOpen();
-    if (this.localRemaining() === 0) await this.refill();
+    if (this.localRemaining() === 0) {
+      await this.waitForRefill(this.deadlineOf(options), options?.signal);
+    }
   }
 
   /** A frozen snapshot of this handle's counters; see {@link SequenceStats}. */
@@ -492,19 +534,94 @@ export class Sequence<T extends number | bigint> {
     return this.claiming;
   }
 
+  /**
+   * Claims one block, retrying failures that pass (see {@link isTransient}) with a growing pause
+   * for as long as the handle is open. Rejects on any other failure, which every waiting caller
+   * then gets.
+   */
   private async claim(): Promise<void> {
-    try {
-      const { allocator } = await this.ensureLoaded();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const { allocator } = await this.ensureLoaded();
+        this.assertOpen();
+        const claimed = await allocator.claimBlock();
+        this.acceptBlock(claimed);
+        this.claimFailure = undefined;
+        this.recovered('claim');
+        if (claimed.rangeLow) this.requestRangeInBackground();
+        return;
+      } catch (error) {
+        if (error instanceof StateRolledBackError) this.forfeit(error);
+        else if (!(error instanceof ClosedError)) this.failed('claim', error);
+        if (!isTransient(error) || this.lifecycle === 'closing' || this.lifecycle === 'closed') {
+          throw error;
+        }
+        this.claimFailure = error;
+      }
+      const cap = Math.min(CLAIM_RETRY_MAX_MS, CLAIM_RETRY_FIRST_MS * 2 ** (attempt - 1));
+      await this.pauseClaim(cap * (0.5 + Math.random() / 2));
       this.assertOpen();
-      const claimed = await allocator.claimBlock();
-      this.acceptBlock(claimed);
-      this.recovered('claim');
-      if (claimed.rangeLow) this.requestRangeInBackground();
-    } catch (error) {
-      if (error instanceof StateRolledBackError) this.forfeit(error);
-      else if (!(error instanceof ClosedError)) this.failed('claim', error);
-      throw error;
     }
+  }
+
+  /** Sleeps `ms` unless close() wakes it first. */
+  private pauseClaim(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const cancel = this.clock.after(ms, () => {
+        this.wakeClaim = undefined;
+        resolve();
+      });
+      this.wakeClaim = () => {
+        cancel();
+        this.wakeClaim = undefined;
+        resolve();
+      };
+    });
+  }
+
+  private deadlineOf(options: CallOptions | undefined): number {
+    const timeoutMs = options?.timeoutMs ?? this.callTimeoutMs;
+    if (typeof timeoutMs !== 'number' || !(timeoutMs >= 0)) {
+      throw new InvalidOptionError('timeoutMs', timeoutMs, 'a number of milliseconds, at least 0');
+    }
+    return timeoutMs;
+  }
+
+  /**
+   * Waits for the refill in flight (starting one if needed), at most `timeoutMs` and until
+   * `signal` fires. At the deadline it rejects with the error the refill keeps failing with, if
+   * any, else with {@link DeadlineError}; the refill carries on either way.
+   */
+  private waitForRefill(timeoutMs: number, signal: AbortSignal | undefined): Promise<void> {
+    const refill = this.refill();
+    if (signal?.aborted === true) {
+      return Promise.reject(new AbortedError(this.name, { cause: signal.reason }));
+    }
+    return new Promise<void>((resolve, reject) => {
+      const cancelTimer = this.clock.after(timeoutMs, () => {
+        done();
+        reject(this.claimFailure ?? new DeadlineError(this.name, timeoutMs));
+      });
+      const onAbort = () => {
+        done();
+        reject(new AbortedError(this.name, { cause: signal?.reason }));
+      };
+      const done = () => {
+        cancelTimer();
+        signal?.removeEventListener('abort', onAbort);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      refill.then(
+        () => {
+          done();
+          resolve();
+        },
+        (error: unknown) => {
+          done();
+          reject(error);
+        },
+      );
+    });
   }
 
   private ensureLoaded(): Promise<Loaded> {
@@ -618,6 +735,7 @@ export class Sequence<T extends number | bigint> {
     this.preloaded = undefined;
     this.preloadAt = Infinity;
     this.clearRangeRetry();
+    this.wakeClaim?.();
     // Refills started before close() finish first, so the blocks they bring can go back too.
     await Promise.allSettled([this.loading, this.claiming, this.backgroundRange]);
     try {
@@ -668,6 +786,22 @@ function unusedRun(
     first = block.nextUnused;
   }
   return { first, last: top.last };
+}
+
+/**
+ * Failures that pass without anyone acting: the store unreachable at the level needed (a replica
+ * paused, a node restarting, SERIAL cut off while the DC needs a range) and lost races. Every
+ * other failure (broken rows, a missing sequence, a spent domain, rows that went back) is final
+ * for the calls waiting on it.
+ */
+function isTransient(
+  error: unknown,
+): error is StoreUnavailableError | SerialUnavailableError | ContentionError {
+  return (
+    error instanceof StoreUnavailableError ||
+    error instanceof SerialUnavailableError ||
+    error instanceof ContentionError
+  );
 }
 
 function ignore(): void {

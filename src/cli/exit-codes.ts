@@ -50,6 +50,8 @@ const BY_ERROR_CODE: Readonly<Record<IdGenErrorCode, number>> = Object.freeze({
   IDGEN_CONTENTION: EXIT_CODES.contention,
   IDGEN_STATE_ROLLED_BACK: EXIT_CODES.rolledBack,
   IDGEN_UNSAFE_CLUSTER: EXIT_CODES.unsafe,
+  IDGEN_DEADLINE_EXCEEDED: EXIT_CODES.unavailable,
+  IDGEN_ABORTED: EXIT_CODES.internal,
   IDGEN_CLOSED: EXIT_CODES.internal,
 });
 

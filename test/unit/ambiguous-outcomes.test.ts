@@ -171,3 +171,62 @@ describe('take(count) after the DC range size was lowered below count', () => {
     expect(await a.next()).toBe(81);
   });
 });
+
+describe('calls that wait for a refill', () => {
+  it('ride out a replica that does not answer for a while: the claim is retried', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
+    const seq = ids.sequence('orders');
+    store.faults.push({ op: 'readDcState', effect: 'unavailable', times: 5 });
+    expect(await seq.next()).toBe(1);
+    expect(seq.stats().errors).toBe(5);
+  });
+
+  it('reject at their deadline, while the refill carries on', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+    let release!: () => void;
+    store.faults.push({
+      op: 'readDcState',
+      effect: 'delay',
+      until: new Promise<void>((resolve) => (release = resolve)),
+    });
+    const seq = ids.sequence('orders');
+    await expect(seq.next({ timeoutMs: 20 })).rejects.toMatchObject({
+      code: 'IDGEN_DEADLINE_EXCEEDED',
+      timeoutMs: 20,
+    });
+    release();
+    expect(await seq.next()).toBe(1);
+    expect(seq.stats().blocksClaimed).toBe(1);
+  });
+
+  it('reject with AbortedError when their signal fires, while the refill carries on', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+    let release!: () => void;
+    store.faults.push({
+      op: 'readDcState',
+      effect: 'delay',
+      until: new Promise<void>((resolve) => (release = resolve)),
+    });
+    const seq = ids.sequence('orders');
+    const controller = new AbortController();
+    const pending = seq.take(5, { signal: controller.signal });
+    await settle();
+    controller.abort(new Error('client went away'));
+    const error = await pending.catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'IDGEN_ABORTED' });
+    expect((error as Error).cause).toMatchObject({ message: 'client went away' });
+    await expect(seq.next({ signal: controller.signal })).rejects.toMatchObject({
+      code: 'IDGEN_ABORTED',
+    });
+    release();
+    expect(await seq.take(5)).toEqual({ first: 1, last: 5 });
+  });
+
+  it('refuse a bad timeout with IDGEN_INVALID_OPTION', async () => {
+    const { ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+    await expect(ids.sequence('orders').next({ timeoutMs: -1 })).rejects.toMatchObject({
+      code: 'IDGEN_INVALID_OPTION',
+      option: 'timeoutMs',
+    });
+  });
+});

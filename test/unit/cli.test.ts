@@ -114,6 +114,8 @@ describe('exit codes', () => {
       IDGEN_CONTENTION: 7,
       IDGEN_STATE_ROLLED_BACK: 8,
       IDGEN_UNSAFE_CLUSTER: 9,
+      IDGEN_DEADLINE_EXCEEDED: 3,
+      IDGEN_ABORTED: 10,
       IDGEN_CLOSED: 10,
     };
     for (const [code, exit] of Object.entries(expected)) {

@@ -125,9 +125,12 @@ describe('CAS timeouts at SERIAL (grants) and in installs', () => {
     const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
     // Every install attempt fails (a failed write is an unknown outcome: re-read, then retry).
     store.faults.push({ op: 'writeDcState', effect: 'unavailable', times: Infinity });
-    await expect(ids.sequence('orders').next()).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(ids.sequence('orders').next({ timeoutMs: 100 })).rejects.toBeInstanceOf(
+      StoreUnavailableError,
+    );
     expect(store.grantLog).toHaveLength(1);
     expect(await store.readDcState('orders', 'dc1')).toBeUndefined();
+    await ids.close(); // the requester dies: its claim stops retrying
     store.faults.length = 0;
 
     const other = processIn(store).sequence('orders');
@@ -154,20 +157,25 @@ describe('CAS timeouts at SERIAL (grants) and in installs', () => {
     expect(seq.stats().lastError).toBeInstanceOf(StoreUnavailableError);
   });
 
-  it('reports SERIAL as unavailable when every grant attempt times out', async () => {
+  it('reports SERIAL as unavailable when every grant attempt times out until the deadline', async () => {
+    vi.useFakeTimers();
     const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
     store.faults.push({ op: 'grantRange', effect: 'unknown-not-applied', times: Infinity });
-    const error = await ids
+    const pending = ids
       .sequence('orders')
       .next()
       .catch((e: unknown) => e);
+    await vi.advanceTimersByTimeAsync(9_000);
+    expect(store.calls.grantRange).toBeGreaterThan(MAX_CAS_ATTEMPTS * SERIAL_ATTEMPTS);
+    await vi.advanceTimersByTimeAsync(1_001); // the call's 10 s deadline
+    const error = await pending;
     expect(error).toBeInstanceOf(SerialUnavailableError);
     expect(error).toMatchObject({ sequence: 'orders', dc: 'dc1', dcRemaining: 0n });
     expect((error as Error).cause).toBeInstanceOf(StoreUnavailableError);
-    // Each range request makes MAX_CAS_ATTEMPTS grant attempts; the claim makes SERIAL_ATTEMPTS
-    // (a background range retry may add more).
-    expect(store.calls.grantRange).toBeGreaterThanOrEqual(MAX_CAS_ATTEMPTS * SERIAL_ATTEMPTS);
     expect(store.grantLog).toHaveLength(0);
+    const closing = ids.close();
+    await vi.advanceTimersByTimeAsync(5_000);
+    await closing;
   });
 });
 
@@ -262,9 +270,9 @@ describe('a DC cut off from SERIAL', () => {
     expect(serialFailure).toBeInstanceOf(StoreUnavailableError);
     expect(serialFailure).toMatchObject({ level: 'serial' });
 
-    // The claim tries SERIAL a few times, pausing in between, before it gives up.
+    // The claim keeps trying SERIAL, pausing in between; the call waits up to its deadline.
     const pending = seq.next().catch((e: unknown) => e);
-    await vi.advanceTimersByTimeAsync(5_000);
+    await vi.advanceTimersByTimeAsync(10_001);
     const error = await pending;
     expect(error).toBeInstanceOf(SerialUnavailableError);
     expect(error).toMatchObject({
@@ -470,7 +478,7 @@ describe('rows that break invariants', () => {
 });
 
 describe('contention', () => {
-  it('gives up a claim after the bounded retries with ContentionError', async () => {
+  it('retries lost claim races until the call’s deadline, then rejects with ContentionError', async () => {
     vi.useFakeTimers();
     const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
     const seq = ids.sequence('orders');
@@ -480,7 +488,7 @@ describe('contention', () => {
     // The background claim at 90% of the block loses every race; next() then joins it.
     expect(await draw(seq, 9)).toEqual(range(2, 10));
     const pending = seq.next().catch((e: unknown) => e);
-    await vi.advanceTimersByTimeAsync(10_000);
+    await vi.advanceTimersByTimeAsync(10_001);
     const error = await pending;
     expect(error).toBeInstanceOf(ContentionError);
     expect(error).toMatchObject({
@@ -488,11 +496,14 @@ describe('contention', () => {
       operation: 'claim a block',
       attempts: MAX_CAS_ATTEMPTS,
     });
-    expect(store.calls.writeDcState - before).toBe(MAX_CAS_ATTEMPTS);
-    expect(seq.stats().casRejections).toBe(MAX_CAS_ATTEMPTS);
+    // Rounds of MAX_CAS_ATTEMPTS writes, retried with pauses for as long as the call waited.
+    expect(store.calls.writeDcState - before).toBeGreaterThan(2 * MAX_CAS_ATTEMPTS);
+    const closing = ids.close(); // waits for the claim attempt in flight, backoffs included
+    await vi.advanceTimersByTimeAsync(5_000);
+    await closing;
   });
 
-  it('gives up a grant after the bounded retries with ContentionError', async () => {
+  it('retries lost grant races until the call’s deadline, then rejects with ContentionError', async () => {
     vi.useFakeTimers();
     const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
     store.faults.push({ op: 'grantRange', effect: 'rejected', times: Infinity });
@@ -504,14 +515,15 @@ describe('contention', () => {
         grantsAtFailure = store.calls.grantRange;
         return e;
       });
-    await vi.advanceTimersByTimeAsync(10_000);
+    await vi.advanceTimersByTimeAsync(10_001);
     expect(await pending).toMatchObject({
       code: 'IDGEN_CONTENTION',
       operation: 'grant a DC range',
       attempts: MAX_CAS_ATTEMPTS,
     });
-    expect(grantsAtFailure).toBe(MAX_CAS_ATTEMPTS);
-    // The range request goes on in the background, with backoff.
-    expect(store.calls.grantRange).toBeGreaterThan(MAX_CAS_ATTEMPTS);
+    expect(grantsAtFailure).toBeGreaterThan(MAX_CAS_ATTEMPTS);
+    const closing = ids.close();
+    await vi.advanceTimersByTimeAsync(5_000);
+    await closing;
   });
 });

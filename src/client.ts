@@ -1,7 +1,7 @@
 /**
  * `connect()`: the one way to get an {@link IdGen} backed by Cassandra.
  */
-import type { Logger } from 'pino';
+import type { Logger } from './logger.js';
 import { openClient } from './connection.js';
 import type { ConnectionOptions } from './connection.js';
 import { IdGen } from './allocator/id-gen.js';

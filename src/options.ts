@@ -72,6 +72,12 @@ export interface CreateSequenceOptions {
    * @default 0.5
    */
   readonly threshold?: number | undefined;
+  /**
+   * If a sequence of that name exists, return its stored settings instead of throwing
+   * `SequenceExistsError` (its settings are left as they are, even if they differ).
+   * @default false
+   */
+  readonly ifNotExists?: boolean | undefined;
 }
 
 /** The changeable settings of an existing sequence, as given by a user. */
@@ -100,6 +106,7 @@ export const SEQUENCE_DEFAULTS = Object.freeze({
 });
 
 const CREATE_KEYS: readonly string[] = [
+  'ifNotExists',
   'domain',
   'min',
   'max',

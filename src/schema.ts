@@ -4,11 +4,10 @@
 
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import cassandra from 'cassandra-driver';
-import type { Logger } from 'pino';
+import type { Logger } from './logger.js';
 
 import { openClient, type ConnectionOptions } from './connection.js';
 import { describeDriverError } from './store/cassandra-errors.js';
@@ -147,16 +146,18 @@ function replicationOf(
 }
 
 /** schema.cql at the package root: src/schema.ts and dist/src/schema.js both walk up to it. */
-function schemaFile(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const candidate = join(dir, 'schema.cql');
+/**
+ * schema.cql of this package: next to the package root, one level above `src/` when run from
+ * source and two above `dist/src/` when built. Never searched for in the user's directories.
+ */
+export function schemaFile(): string {
+  for (const relative of ['../schema.cql', '../../schema.cql']) {
+    const candidate = fileURLToPath(new URL(relative, import.meta.url));
     if (existsSync(candidate)) return candidate;
-    const parent = dirname(dir);
-    if (parent === dir)
-      throw new Error('schema.cql not found above ' + fileURLToPath(import.meta.url));
-    dir = parent;
   }
+  throw new Error(
+    `schema.cql is missing from the idgen-cass package (looked next to ${fileURLToPath(import.meta.url)}); reinstall the package.`,
+  );
 }
 
 /** The `CREATE TABLE` statements of schema.cql, comments stripped, qualified with the keyspace. */

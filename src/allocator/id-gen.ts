@@ -2,7 +2,7 @@
  * The allocator a process holds: sequence handles plus sequence management, over one store.
  */
 
-import type { Logger } from 'pino';
+import type { Logger } from '../logger.js';
 
 import { ClosedError, InvalidOptionError, SequenceNotFoundError } from '../errors.js';
 import {
@@ -15,7 +15,7 @@ import type { IdStore, SequenceSettings } from '../store/port.js';
 import { BIGINT_IDS, NUMBER_IDS } from './block.js';
 import type { Clock } from './clock.js';
 import { alterSettings, createSettings } from './settings-writes.js';
-import { Sequence } from './sequence.js';
+import { Sequence, type SequenceStats } from './sequence.js';
 
 /** What `connect()` gives {@link IdGen}. */
 export interface IdGenOptions {
@@ -43,6 +43,19 @@ export interface IdGenOptions {
 
 /** Defaults of {@link IdGenOptions}. */
 export const ID_GEN_DEFAULTS = Object.freeze({ callTimeoutMs: 10_000 });
+
+/** What {@link IdGen.stats} returns. */
+export interface IdGenStats {
+  readonly dc: string;
+  /** One entry per open handle. */
+  readonly sequences: readonly {
+    readonly name: string;
+    readonly bigint: boolean;
+    readonly stats: SequenceStats;
+  }[];
+  /** The numeric counters of every handle, summed. */
+  readonly totals: Readonly<Omit<SequenceStats, 'lastError'>>;
+}
 
 /** How a handle represents IDs. */
 export interface SequenceHandleOptions {
@@ -142,9 +155,9 @@ export class IdGen {
    * ```ts
    * await ids.createSequence('orders', { domain: 'int32', dcRangeSize: 1_000_000 });
    * ```
-   * @returns the settings stored.
+   * @returns the settings stored (with `ifNotExists`, those of the existing sequence).
    * @throws {InvalidNameError} for a bad name; {@link InvalidOptionError} for a bad option.
-   * @throws {SequenceExistsError} if it exists; nothing is changed.
+   * @throws {SequenceExistsError} if it exists and `ifNotExists` is not set; nothing is changed.
    * @throws {StoreUnavailableError} if some DC cannot be reached.
    */
   async createSequence(
@@ -152,7 +165,8 @@ export class IdGen {
     options: CreateSequenceOptions = {},
   ): Promise<SequenceSettings> {
     this.#assertOpen();
-    return createSettings(this.#store, resolveSequenceSettings(name, options), this.keyspace);
+    const settings = resolveSequenceSettings(name, options);
+    return createSettings(this.#store, settings, this.keyspace, options.ifNotExists === true);
   }
 
   /**
@@ -205,6 +219,33 @@ export class IdGen {
     const stored = await this.#store.readSequence(name);
     if (stored === undefined) throw new SequenceNotFoundError(name, this.keyspace);
     return stored.settings;
+  }
+
+  /**
+   * A snapshot of every open handle's counters, and their totals.
+   * @example
+   * ```ts
+   * const { totals, sequences } = ids.stats();
+   * console.log(totals.remaining, sequences.map((s) => s.name));
+   * ```
+   */
+  stats(): IdGenStats {
+    const sequences = [...this.#sequences.values()].map((handle) => ({
+      name: handle.name,
+      bigint: handle.bigint,
+      stats: handle.stats(),
+    }));
+    const totals: Record<string, number> = {};
+    for (const { stats } of sequences) {
+      for (const [key, value] of Object.entries(stats)) {
+        if (typeof value === 'number') totals[key] = (totals[key] ?? 0) + value;
+      }
+    }
+    return Object.freeze({
+      dc: this.dc,
+      sequences,
+      totals: Object.freeze(totals) as IdGenStats['totals'],
+    });
   }
 
   /**

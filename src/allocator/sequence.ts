@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 
-import type { Logger } from 'pino';
+import type { Logger } from '../logger.js';
 
 import {
   AbortedError,
@@ -165,6 +165,8 @@ export class Sequence<T extends number | bigint> {
   readonly name: string;
   /** This process's datacenter. */
   readonly dc: string;
+  /** Whether IDs are bigints (else JavaScript numbers). */
+  readonly bigint: boolean;
 
   private readonly store: IdStore;
   private readonly keyspace: string;
@@ -270,6 +272,7 @@ export class Sequence<T extends number | bigint> {
     this.store = context.store;
     this.keyspace = context.keyspace;
     this.ids = context.ids;
+    this.bigint = context.ids.bigint;
     this.log = context.logger?.child({ sequence: context.name });
     this.clock = context.clock ?? SYSTEM_CLOCK;
     this.callTimeoutMs = context.callTimeoutMs;

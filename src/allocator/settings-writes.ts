@@ -20,8 +20,9 @@ import { isOurs, runConditionalWrite, type Judgement } from './cas.js';
 export const MAX_ALTER_ATTEMPTS = 5;
 
 /**
- * Creates the sequence with `settings`.
- * @throws {SequenceExistsError} if it exists (created by another write).
+ * Creates the sequence with `settings`; with `ifNotExists`, an existing sequence's stored
+ * settings are returned instead.
+ * @throws {SequenceExistsError} if it exists (created by another write) and not `ifNotExists`.
  * @throws {StoreUnavailableError} if SERIAL cannot be reached, or the write's outcome stayed
  * unknown (read the sequence to see whether it exists).
  */
@@ -29,6 +30,7 @@ export async function createSettings(
   store: IdStore,
   settings: SequenceSettings,
   keyspace: string,
+  ifNotExists = false,
 ): Promise<SequenceSettings> {
   const op = randomUUID();
   const result = await runConditionalWrite<StoredSettings>({
@@ -37,7 +39,10 @@ export async function createSettings(
     reread: () => store.readSequence(settings.name, 'serial'),
   });
   if (isOurs(result.verdict)) return settings;
-  if (result.verdict === 'lost') throw new SequenceExistsError(settings.name, keyspace);
+  if (result.verdict === 'lost') {
+    if (ifNotExists && result.found !== undefined) return result.found.settings;
+    throw new SequenceExistsError(settings.name, keyspace);
+  }
   throw unknownOutcome('create sequence', result.cause);
 }
 

@@ -41,6 +41,7 @@ export async function connect(options: ConnectOptions): Promise<IdGen> {
   try {
     const store = new CassandraStore(opened.client, options.keyspace, {
       ownsClient: opened.ownsClient,
+      requestTimeoutMs: options.requestTimeoutMs,
     });
     return new IdGen({
       store,

@@ -9,7 +9,7 @@
 
 import cassandra from 'cassandra-driver';
 
-import { InvalidOptionError, StoreUnavailableError } from './errors.js';
+import { AuthenticationError, InvalidOptionError, StoreUnavailableError } from './errors.js';
 import { describeDriverError, innerErrors } from './store/cassandra-errors.js';
 
 /** Where and how to reach Cassandra. */
@@ -33,6 +33,36 @@ export interface ConnectionOptions {
   username?: string;
   /** Password for `username`. Never logged. @default no authentication */
   password?: string;
+  /**
+   * Any other authentication (Kerberos, LDAP, a custom provider): the driver's `authProvider`.
+   * Cannot be combined with `username`.
+   * @default no authentication
+   */
+  authProvider?: cassandra.auth.AuthProvider;
+  /**
+   * TLS options for every connection, as Node's `tls.connect()` takes them (`ca`, `cert`, `key`,
+   * `rejectUnauthorized`, `servername`, …). `{}` enables TLS with the system's CAs.
+   * @default plain TCP
+   */
+  sslOptions?: import('node:tls').ConnectionOptions;
+  /**
+   * Milliseconds one request may take before the client gives up on it (its outcome is then
+   * unknown and resolved by a re-read). Keep it above Cassandra's own CAS timeout
+   * (`cas_contention_timeout` + `write_request_timeout`).
+   * @default 12000
+   */
+  requestTimeoutMs?: number;
+  /**
+   * Any other option of the driver's `Client` (pooling, socket options, encoding, …), passed
+   * through. What the protocol depends on is not: the contact points, `localDataCenter`, the
+   * load-balancing policy (DC-aware, local DC only) and execution profiles are set by
+   * idgen-cass, and every statement carries its own consistency, timeout and retry policy.
+   * @default the driver's defaults
+   */
+  driverOptions?: Omit<
+    cassandra.ClientOptions,
+    'contactPoints' | 'localDataCenter' | 'keyspace' | 'profiles' | 'authProvider' | 'sslOptions'
+  >;
   /**
    * A client of your own to share. Its load balancing must be DC-aware with a local DC and no
    * remote-DC hosts (the driver's default policy is). idgen-cass never shuts it down.
@@ -72,38 +102,8 @@ export async function openClient(
 ): Promise<OpenedClient> {
   if (options.client !== undefined) return adoptClient(options.client, options.localDataCenter);
 
-  const contactPoints = validateContactPoints(options.contactPoints);
-  const localDataCenter = options.localDataCenter;
-  if (typeof localDataCenter !== 'string' || localDataCenter.trim() === '') {
-    throw new InvalidOptionError(
-      'localDataCenter',
-      localDataCenter,
-      'the name of the datacenter this process runs in, e.g. "dc1"',
-    );
-  }
-  if (options.password !== undefined && options.username === undefined) {
-    throw new InvalidOptionError('username', undefined, 'a user name whenever a password is given');
-  }
-
-  const { policies, auth } = cassandra;
-  const client = new cassandra.Client({
-    contactPoints: [...contactPoints],
-    localDataCenter,
-    policies: {
-      // DC-aware: only local-DC hosts are ever used (the 4.x driver has no remote fallback).
-      loadBalancing: new policies.loadBalancing.TokenAwarePolicy(
-        new policies.loadBalancing.DCAwareRoundRobinPolicy(localDataCenter),
-      ),
-    },
-    ...(options.username !== undefined
-      ? { authProvider: new auth.PlainTextAuthProvider(options.username, options.password ?? '') }
-      : {}),
-    queryOptions: { consistency: CLIENT_DEFAULTS.consistency, prepare: true },
-    socketOptions: {
-      readTimeout: CLIENT_DEFAULTS.readTimeout,
-      connectTimeout: CLIENT_DEFAULTS.connectTimeout,
-    },
-  });
+  const { clientOptions, contactPoints, localDataCenter } = buildClientOptions(options);
+  const client = new cassandra.Client(clientOptions);
 
   try {
     await client.connect();
@@ -119,6 +119,82 @@ export async function openClient(
     throw unknownDataCenter(localDataCenter, dcs);
   }
   return { client, ownsClient: true, localDataCenter };
+}
+
+/**
+ * The driver options of a client built for idgen-cass, after validating the connection options:
+ * the user's `driverOptions`, TLS and authentication, with what the protocol depends on (contact
+ * points, local DC, DC-aware load balancing, timeouts) set on top.
+ * @throws {@link InvalidOptionError} naming the first bad option.
+ */
+export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' | 'client'>): {
+  readonly clientOptions: cassandra.ClientOptions;
+  readonly contactPoints: readonly string[];
+  readonly localDataCenter: string;
+} {
+  const contactPoints = validateContactPoints(options.contactPoints);
+  const localDataCenter = options.localDataCenter;
+  if (typeof localDataCenter !== 'string' || localDataCenter.trim() === '') {
+    throw new InvalidOptionError(
+      'localDataCenter',
+      localDataCenter,
+      'the name of the datacenter this process runs in, e.g. "dc1"',
+    );
+  }
+  if (options.password !== undefined && options.username === undefined) {
+    throw new InvalidOptionError('username', undefined, 'a user name whenever a password is given');
+  }
+  if (options.username !== undefined && options.authProvider !== undefined) {
+    throw new InvalidOptionError(
+      'authProvider',
+      'an authProvider together with username',
+      'either username (and password) or authProvider',
+    );
+  }
+  const requestTimeoutMs = options.requestTimeoutMs ?? CLIENT_DEFAULTS.readTimeout;
+  if (
+    typeof requestTimeoutMs !== 'number' ||
+    !(requestTimeoutMs > 0) ||
+    requestTimeoutMs === Infinity
+  ) {
+    throw new InvalidOptionError(
+      'requestTimeoutMs',
+      requestTimeoutMs,
+      "a positive number of milliseconds (above Cassandra's CAS timeout, e.g. 12000)",
+    );
+  }
+
+  const { policies, auth } = cassandra;
+  const driver = options.driverOptions ?? {};
+  const authProvider =
+    options.username !== undefined
+      ? new auth.PlainTextAuthProvider(options.username, options.password ?? '')
+      : options.authProvider;
+  const clientOptions: cassandra.ClientOptions = {
+    ...driver,
+    contactPoints: [...contactPoints],
+    localDataCenter,
+    policies: {
+      ...driver.policies,
+      // DC-aware: only local-DC hosts are ever used (the 4.x driver has no remote fallback).
+      loadBalancing: new policies.loadBalancing.TokenAwarePolicy(
+        new policies.loadBalancing.DCAwareRoundRobinPolicy(localDataCenter),
+      ),
+    },
+    ...(authProvider !== undefined ? { authProvider } : {}),
+    ...(options.sslOptions !== undefined ? { sslOptions: options.sslOptions } : {}),
+    queryOptions: {
+      ...driver.queryOptions,
+      consistency: CLIENT_DEFAULTS.consistency,
+      prepare: true,
+    },
+    socketOptions: {
+      connectTimeout: CLIENT_DEFAULTS.connectTimeout,
+      ...driver.socketOptions,
+      readTimeout: requestTimeoutMs,
+    },
+  };
+  return { clientOptions, contactPoints, localDataCenter };
 }
 
 /**
@@ -277,6 +353,18 @@ function connectError(
   }
   const points =
     contactPoints.length > 0 ? contactPoints.join(', ') : "(the client's contact points)";
+  // Refused credentials: the driver's AuthenticationError, or a server error response with code
+  // 0x0100 (bad credentials), possibly inside a NoHostAvailableError. Its message never holds
+  // the password.
+  const refused = [error, ...innerErrors(error)].find((candidate) => {
+    const { name, code } = (candidate ?? {}) as { name?: unknown; code?: unknown };
+    return (
+      name === 'AuthenticationError' || code === cassandra.types.responseErrorCodes.badCredentials
+    );
+  });
+  if (refused !== undefined) {
+    return new AuthenticationError(points, describeDriverError(refused), { cause: error });
+  }
   return new StoreUnavailableError(
     'local',
     'connect',

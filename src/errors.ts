@@ -22,6 +22,7 @@ export type IdGenErrorCode =
   | 'IDGEN_UNSAFE_CLUSTER'
   | 'IDGEN_DEADLINE_EXCEEDED'
   | 'IDGEN_ABORTED'
+  | 'IDGEN_AUTH_FAILED'
   | 'IDGEN_CLOSED';
 
 /** Base class: `code` is stable, `message` is for people. */
@@ -161,6 +162,21 @@ export class StoreUnavailableError extends IdGenError {
     super(
       'IDGEN_STORE_UNAVAILABLE',
       `Cassandra is unavailable at ${levelName(level)} for ${operation}: ${detail}. Check that the contact points are reachable and the nodes of the DC are up.`,
+      options,
+    );
+  }
+}
+
+/** Cassandra refused the credentials (or the authentication scheme) given. */
+export class AuthenticationError extends IdGenError {
+  constructor(
+    readonly contactPoints: string,
+    detail: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      'IDGEN_AUTH_FAILED',
+      `Cassandra at ${contactPoints} refused to authenticate: ${detail}. Check the user name and password (or the authProvider) and that the role may log in.`,
       options,
     );
   }

@@ -33,6 +33,7 @@ export type { AlterSequenceOptions, CreateSequenceOptions, DomainPreset } from '
 export type { DcState, DomainName, Grant, SequenceSettings } from './store/port.js';
 export {
   AbortedError,
+  AuthenticationError,
   ClosedError,
   ContentionError,
   DeadlineError,

@@ -31,6 +31,8 @@ export const EXIT_CODES = Object.freeze({
   unsafe: 9,
   /** `check` found no violation, but some facts could not be read consistently (e.g. a DC cut off). */
   incomplete: 11,
+  /** Cassandra refused the credentials. */
+  auth: 12,
   /** An unexpected error: a bug, or a Cassandra error idgen-cass does not know. */
   internal: 10,
 });
@@ -52,6 +54,7 @@ const BY_ERROR_CODE: Readonly<Record<IdGenErrorCode, number>> = Object.freeze({
   IDGEN_UNSAFE_CLUSTER: EXIT_CODES.unsafe,
   IDGEN_DEADLINE_EXCEEDED: EXIT_CODES.unavailable,
   IDGEN_ABORTED: EXIT_CODES.internal,
+  IDGEN_AUTH_FAILED: EXIT_CODES.auth,
   IDGEN_CLOSED: EXIT_CODES.internal,
 });
 

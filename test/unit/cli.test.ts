@@ -116,6 +116,7 @@ describe('exit codes', () => {
       IDGEN_UNSAFE_CLUSTER: 9,
       IDGEN_DEADLINE_EXCEEDED: 3,
       IDGEN_ABORTED: 10,
+      IDGEN_AUTH_FAILED: 12,
       IDGEN_CLOSED: 10,
     };
     for (const [code, exit] of Object.entries(expected)) {

@@ -1,0 +1,71 @@
+/** The driver options connect() builds: what passes through, and what idgen-cass sets itself. */
+import cassandra from 'cassandra-driver';
+import { describe, expect, it } from 'vitest';
+
+import { buildClientOptions } from '../../src/connection.js';
+
+const base = { contactPoints: ['10.0.0.1'], localDataCenter: 'dc1' };
+
+describe('buildClientOptions', () => {
+  it('passes TLS, an auth provider and other driver options through to the driver', () => {
+    const authProvider = new cassandra.auth.PlainTextAuthProvider('svc', 'secret');
+    const sslOptions = { ca: ['-----BEGIN CERTIFICATE-----'], rejectUnauthorized: true };
+    const { clientOptions } = buildClientOptions({
+      ...base,
+      sslOptions,
+      authProvider,
+      requestTimeoutMs: 20_000,
+      driverOptions: {
+        pooling: { coreConnectionsPerHost: { [cassandra.types.distance.local]: 2 } },
+        socketOptions: { connectTimeout: 9_000, readTimeout: 1 },
+        encoding: { useBigIntAsLong: true },
+      },
+    });
+    expect(clientOptions.sslOptions).toBe(sslOptions);
+    expect(clientOptions.authProvider).toBe(authProvider);
+    expect(clientOptions.pooling?.coreConnectionsPerHost).toEqual({ 0: 2 });
+    expect(clientOptions.encoding?.useBigIntAsLong).toBe(true);
+    // The request timeout is idgen-cass's, whatever the driver options say.
+    expect(clientOptions.socketOptions).toMatchObject({
+      connectTimeout: 9_000,
+      readTimeout: 20_000,
+    });
+  });
+
+  it('keeps load balancing DC-aware and local, whatever policies are passed', () => {
+    const { clientOptions } = buildClientOptions({
+      ...base,
+      driverOptions: {
+        policies: {
+          loadBalancing: new cassandra.policies.loadBalancing.RoundRobinPolicy(),
+          retry: new cassandra.policies.retry.RetryPolicy(),
+        },
+      },
+    });
+    const policy = clientOptions.policies?.loadBalancing;
+    expect(policy).toBeInstanceOf(cassandra.policies.loadBalancing.TokenAwarePolicy);
+    expect(policy?.getOptions().get('localDataCenter')).toBe('dc1');
+    expect(clientOptions.policies?.retry).toBeInstanceOf(cassandra.policies.retry.RetryPolicy);
+    expect(clientOptions).toMatchObject({ contactPoints: ['10.0.0.1'], localDataCenter: 'dc1' });
+  });
+
+  it('builds a PlainTextAuthProvider from username and password', () => {
+    const { clientOptions } = buildClientOptions({ ...base, username: 'svc', password: 'pw' });
+    expect(clientOptions.authProvider).toBeInstanceOf(cassandra.auth.PlainTextAuthProvider);
+  });
+
+  it.each([
+    [
+      { username: 'svc', authProvider: new cassandra.auth.PlainTextAuthProvider('a', 'b') },
+      'authProvider',
+    ],
+    [{ password: 'pw' }, 'username'],
+    [{ requestTimeoutMs: 0 }, 'requestTimeoutMs'],
+    [{ contactPoints: [] }, 'contactPoints'],
+    [{ localDataCenter: ' ' }, 'localDataCenter'],
+  ])('refuses %o naming the option', (bad, option) => {
+    expect(() => buildClientOptions({ ...base, ...bad })).toThrow(
+      expect.objectContaining({ code: 'IDGEN_INVALID_OPTION', option }),
+    );
+  });
+});

@@ -216,8 +216,13 @@ export function routingPolicyOf(
  * local to, or undefined when that policy is not DC-aware.
  */
 export function localDataCenterOf(client: cassandra.Client): string | undefined {
-  const fromPolicy = routingPolicyOf(client)?.getOptions().get('localDataCenter');
-  return typeof fromPolicy === 'string' && fromPolicy !== '' ? fromPolicy : undefined;
+  const options = routingPolicyOf(client)?.getOptions();
+  if (options === undefined || !options.has('localDataCenter')) return undefined;
+  const fromPolicy = options.get('localDataCenter');
+  if (typeof fromPolicy === 'string' && fromPolicy !== '') return fromPolicy;
+  // A DC-aware policy without its own DC takes the client's when it is initialised (connect()).
+  const fromClient = (client as unknown as DriverClientInternals).options?.localDataCenter;
+  return typeof fromClient === 'string' && fromClient !== '' ? fromClient : undefined;
 }
 
 /** Whether the client decodes and encodes CQL bigint as JS bigint instead of a driver `Long`. */

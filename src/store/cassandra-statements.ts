@@ -42,9 +42,10 @@ export const STATEMENTS = {
   // conditional on the op of the settings read, so two alters never combine unchecked; the settings are static columns
   alterSequence:  { cql: `UPDATE $grants SET dc_range_size = ?, block_size = ?, threshold = ?, settings_op = ? WHERE sequence = ? IF settings_op = ?`,
                     consistency: CL.eachQuorum, serial: CL.serial, level: 'serial' },
-  readSequence:   { cql: `SELECT ${SETTINGS} FROM $grants WHERE sequence = ? AND dc = 'GLOBAL' AND grant_number = 0`,
+  // the GLOBAL row's last_integer is selected too: Cassandra refuses a clustering restriction with only static columns
+  readSequence:   { cql: `SELECT ${SETTINGS}, last_integer FROM $grants WHERE sequence = ? AND dc = 'GLOBAL' AND grant_number = 0`,
                     consistency: CL.localQuorum, level: 'local' },
-  readSequenceSerial: { cql: `SELECT ${SETTINGS} FROM $grants WHERE sequence = ? AND dc = 'GLOBAL' AND grant_number = 0`,
+  readSequenceSerial: { cql: `SELECT ${SETTINGS}, last_integer FROM $grants WHERE sequence = ? AND dc = 'GLOBAL' AND grant_number = 0`,
                     consistency: CL.serial, level: 'serial' },
   listSequences:  { cql: `SELECT DISTINCT ${SETTINGS} FROM $grants`,
                     consistency: CL.localQuorum, level: 'local' },

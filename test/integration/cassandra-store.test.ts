@@ -403,7 +403,7 @@ describe('clients passed in by the user', () => {
             }),
           ],
         }),
-      /localDataCenter is "dc1" but whose default execution profile routes with DCAwareRoundRobinPolicy to "dc2"/,
+      /localDataCenter is .+dc1.+ but whose default execution profile routes with DCAwareRoundRobinPolicy to .+dc2/,
     ],
     [
       'a default execution profile with a round-robin policy over every DC',
@@ -441,7 +441,7 @@ describe('clients passed in by the user', () => {
       contactPoints: ks.contactPoints('dc1'),
       localDataCenter: 'dc1',
       queryOptions: { isIdempotent: true, consistency: cassandra.types.consistencies.one },
-      socketOptions: { readTimeout: 1 },
+      socketOptions: { readTimeout: 500 },
       policies: {
         speculativeExecution: new policies.speculativeExecution.ConstantSpeculativeExecutionPolicy(
           1,

@@ -76,6 +76,12 @@ while (!stopping && drawn < maxCount && Date.now() < deadline) {
     if (pending.length >= 500) flush();
   } catch (err) {
     const code = (err as Partial<IdGenError>).code ?? 'UNKNOWN';
+    // The first error of each code goes to stderr, so a stuck worker says why.
+    if (errors[code] === undefined) {
+      process.stderr.write(
+        `draw-worker ${dc}: ${code}: ${err instanceof Error ? err.message : String(err)}\n`,
+      );
+    }
     errors[code] = (errors[code] ?? 0) + 1;
     lastError = err instanceof Error ? err.message : String(err);
     flush();

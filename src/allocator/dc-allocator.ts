@@ -96,7 +96,8 @@ export interface ClaimedBlock {
 
 /**
  * The newest rows this process has seen or written. Rows are only ever moved forward, so a read
- * below any of these marks shows lost writes.
+ * below any mark that was already set when the read was sent shows lost writes. (A mark set
+ * while the read was in flight proves nothing: the read may have been served before it.)
  */
 interface Watermarks {
   version: number;
@@ -184,8 +185,7 @@ export class DcAllocator {
       last = await this.writeState(state, next);
       if (isOurs(last.verdict)) {
         this.counters.blocksClaimed++;
-        this.seen.claimGrant = next.reservedGrant;
-        this.seen.claimedUpTo = block.last;
+        this.raiseClaimMark(next.reservedGrant, block.last);
         return {
           first: block.first,
           last: block.last,
@@ -193,11 +193,15 @@ export class DcAllocator {
           rangeLow: this.rangeLow(next),
         };
       }
-      // An unknown claim may have been applied and overwritten since: its block is a gap. If the
-      // state had not moved when read back, ours was not committed then: a later round may
-      // still commit it, and the next claim would then lose to it and move on, but usually
-      // nothing is lost.
-      if (last.verdict === 'unknown' && last.found?.version !== state.version) {
+      // A claim that timed out and was overwritten before the re-read may have been applied:
+      // its block is a gap. (A state not yet moved when read back means ours was not committed
+      // then; a rejection that found a later version is, but for the rarest interleaving, a
+      // lost race. Neither is counted.)
+      if (
+        last.verdict === 'unknown' &&
+        last.reported === 'unknown' &&
+        last.found?.version !== state.version
+      ) {
         this.counters.wasted += Number(block.last - block.first + 1n);
       }
       if (attempt >= MAX_CAS_ATTEMPTS) {
@@ -237,7 +241,8 @@ export class DcAllocator {
       const back = state === undefined ? undefined : giveBack(state, first, last, randomUUID());
       if (state === undefined || back === undefined) return 0n;
       // From here this process's own write may move last_integer below its blocks.
-      this.seen.claimedUpTo = back.next.lastInteger;
+      this.seen.claimGrant = 0;
+      this.seen.claimedUpTo = 0n;
       const result = await this.writeState(state, back.next);
       if (isOurs(result.verdict)) return back.returned;
       if (result.verdict !== 'lost') return 0n;
@@ -364,7 +369,7 @@ export class DcAllocator {
       },
     });
     this.count(result);
-    if (isOurs(result.verdict)) this.observeState(next);
+    if (isOurs(result.verdict)) this.raiseStateMarks(next);
     return result;
   }
 
@@ -398,61 +403,74 @@ export class DcAllocator {
 
   private async readState(): Promise<DcState | undefined> {
     this.counters.localSerialReads++;
+    const floor: Readonly<Watermarks> = { ...this.seen };
     const state = await this.store.readDcState(this.sequence, this.dc);
     if (state === undefined) {
-      if (this.seen.version > 0) {
-        throw this.rolledBack(`the DC state is gone; version ${this.seen.version} was seen`);
+      if (floor.version > 0) {
+        throw this.rolledBack(`the DC state is gone; version ${floor.version} was seen`);
       }
       return undefined;
     }
     this.checkState(state, {});
-    this.observeState(state);
+    this.checkStateAgainst(floor, state);
+    this.raiseStateMarks(state);
     return state;
   }
 
   private async readGrants(): Promise<GrantView> {
     this.counters.serialReads++;
+    const floor: Readonly<Watermarks> = { ...this.seen };
     const view = await this.store.readGrants(this.sequence, this.dc);
     this.checkGrants(view);
-    const seen = this.seen;
-    if (view.globalLast < seen.globalLast) {
+    if (view.globalLast < floor.globalLast) {
       throw this.rolledBack(
-        `GLOBAL last_integer ${view.globalLast}, after ${seen.globalLast} was read`,
+        `GLOBAL last_integer ${view.globalLast}, after ${floor.globalLast} was read`,
       );
     }
     const latest = view.latest?.number ?? 0;
-    if (latest < seen.latestGrant) {
-      throw this.rolledBack(`latest grant #${latest}, after grant #${seen.latestGrant} was read`);
+    if (latest < floor.latestGrant) {
+      throw this.rolledBack(`latest grant #${latest}, after grant #${floor.latestGrant} was read`);
     }
-    seen.globalLast = view.globalLast;
-    seen.latestGrant = latest;
+    this.seen.globalLast = max(this.seen.globalLast, view.globalLast);
+    this.seen.latestGrant = Math.max(this.seen.latestGrant, latest);
     return view;
   }
 
-  /** Compares a state read or written with the newest seen, and moves the marks forward. */
-  private observeState(state: DcState): void {
-    const seen = this.seen;
-    const back = (detail: string) => {
-      throw this.rolledBack(detail);
-    };
-    if (state.version < seen.version) {
-      back(`version ${state.version}, after version ${seen.version} was seen`);
+  /** A state read must not be older than what was seen before the read was sent. */
+  private checkStateAgainst(floor: Readonly<Watermarks>, state: DcState): void {
+    if (state.version < floor.version) {
+      throw this.rolledBack(`version ${state.version}, after version ${floor.version} was seen`);
     }
-    if (state.reservedGrant < seen.reservedGrant || state.installedGrant < seen.installedGrant) {
-      back(
-        `grants reserved #${state.reservedGrant} / installed #${state.installedGrant}, after #${seen.reservedGrant} / #${seen.installedGrant} were seen`,
+    if (state.reservedGrant < floor.reservedGrant || state.installedGrant < floor.installedGrant) {
+      throw this.rolledBack(
+        `grants reserved #${state.reservedGrant} / installed #${state.installedGrant}, after #${floor.reservedGrant} / #${floor.installedGrant} were seen`,
       );
     }
     // Only this process's own give-back moves last_integer below its blocks, and it does not
     // read again afterwards.
-    if (state.reservedGrant === seen.claimGrant && state.lastInteger < seen.claimedUpTo) {
-      back(
-        `last_integer ${state.lastInteger}, below ${seen.claimedUpTo} which this process claimed`,
+    if (state.reservedGrant === floor.claimGrant && state.lastInteger < floor.claimedUpTo) {
+      throw this.rolledBack(
+        `last_integer ${state.lastInteger}, below ${floor.claimedUpTo} which this process claimed`,
       );
     }
-    seen.version = state.version;
-    seen.reservedGrant = state.reservedGrant;
-    seen.installedGrant = state.installedGrant;
+  }
+
+  /** Moves the marks up to `state` (never down: replies of concurrent calls arrive in any order). */
+  private raiseStateMarks(state: DcState): void {
+    const seen = this.seen;
+    seen.version = Math.max(seen.version, state.version);
+    seen.reservedGrant = Math.max(seen.reservedGrant, state.reservedGrant);
+    seen.installedGrant = Math.max(seen.installedGrant, state.installedGrant);
+  }
+
+  private raiseClaimMark(reservedGrant: number, last: bigint): void {
+    const seen = this.seen;
+    if (reservedGrant > seen.claimGrant) {
+      seen.claimGrant = reservedGrant;
+      seen.claimedUpTo = last;
+    } else if (reservedGrant === seen.claimGrant) {
+      seen.claimedUpTo = max(seen.claimedUpTo, last);
+    }
   }
 
   private rangeLow(state: DcState): boolean {
@@ -572,6 +590,10 @@ export function judgeGrant(
 
 function min(a: bigint, b: bigint): bigint {
   return a < b ? a : b;
+}
+
+function max(a: bigint, b: bigint): bigint {
+  return a > b ? a : b;
 }
 
 function defaultSleep(ms: number): Promise<void> {

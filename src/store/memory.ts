@@ -83,6 +83,9 @@ export type ConditionalEffect =
  *   nothing is read or written.
  * - a {@link ConditionalEffect}, for conditional writes.
  * - `delay`: the call waits for `until`, then runs (other faults may still match it).
+ * - `slow-reply`: the call runs at once, and its reply waits for `until`: what it read or did
+ *   reaches the caller after later calls may have changed the rows (replies of concurrent
+ *   calls arrive in any order, as over a network).
  */
 export type Fault = FaultScope &
   (
@@ -97,6 +100,7 @@ export type Fault = FaultScope &
         readonly completesOn?: 'read' | 'write' | undefined;
       }
     | { readonly op: StoreMethod; readonly effect: 'delay'; readonly until: Promise<unknown> }
+    | { readonly op: StoreMethod; readonly effect: 'slow-reply'; readonly until: Promise<unknown> }
   );
 
 /** A grant as applied; {@link MemoryStore.grantLog} keeps them in the order of all DCs. */
@@ -199,30 +203,33 @@ export class MemoryStore implements IdStore {
     settings: SequenceSettings,
     op: string,
   ): Promise<CasOutcome<StoredSettings>> {
-    const fault = await this.enter('createSequence', settings.name);
-    return this.conditional(
-      fault,
-      `settings/${settings.name}`,
-      () => {
-        if (this.sequences.has(settings.name)) return false;
-        this.sequences.set(settings.name, {
-          settings: Object.freeze({ ...settings }),
-          settingsOp: op,
-          globalLast: settings.start - 1n,
-          grants: new Map(),
-          dcStates: new Map(),
-          dcHistory: new Map(),
-        });
-        return true;
-      },
-      () => this.storedSettings(settings.name),
+    const { fault, reply } = await this.enter('createSequence', settings.name);
+    return this.replied(
+      reply,
+      this.conditional(
+        fault,
+        `settings/${settings.name}`,
+        () => {
+          if (this.sequences.has(settings.name)) return false;
+          this.sequences.set(settings.name, {
+            settings: Object.freeze({ ...settings }),
+            settingsOp: op,
+            globalLast: settings.start - 1n,
+            grants: new Map(),
+            dcStates: new Map(),
+            dcHistory: new Map(),
+          });
+          return true;
+        },
+        () => this.storedSettings(settings.name),
+      ),
     );
   }
 
   async readSequence(name: string): Promise<StoredSettings | undefined> {
-    await this.enter('readSequence', name);
+    const { reply } = await this.enter('readSequence', name);
     this.settleInFlight(`settings/${name}`, 'read');
-    return this.storedSettings(name);
+    return this.replied(reply, this.storedSettings(name));
   }
 
   async listSequences(): Promise<readonly SequenceSettings[]> {
@@ -238,18 +245,21 @@ export class MemoryStore implements IdStore {
     sizes: SizeSettings,
     op: string,
   ): Promise<CasOutcome<StoredSettings>> {
-    const fault = await this.enter('alterSequence', name);
-    return this.conditional(
-      fault,
-      `settings/${name}`,
-      () => {
-        const record = this.sequences.get(name);
-        if (record === undefined || record.settingsOp !== expectedOp) return false;
-        record.settings = Object.freeze({ ...record.settings, ...sizes });
-        record.settingsOp = op;
-        return true;
-      },
-      () => this.storedSettings(name),
+    const { fault, reply } = await this.enter('alterSequence', name);
+    return this.replied(
+      reply,
+      this.conditional(
+        fault,
+        `settings/${name}`,
+        () => {
+          const record = this.sequences.get(name);
+          if (record === undefined || record.settingsOp !== expectedOp) return false;
+          record.settings = Object.freeze({ ...record.settings, ...sizes });
+          record.settingsOp = op;
+          return true;
+        },
+        () => this.storedSettings(name),
+      ),
     );
   }
 
@@ -278,11 +288,14 @@ export class MemoryStore implements IdStore {
   }
 
   async readGrants(sequence: string, dc: string): Promise<GrantView> {
-    await this.enter('readGrants', sequence, dc);
+    const { reply } = await this.enter('readGrants', sequence, dc);
     this.settleInFlight(`grants/${sequence}`, 'read');
     const record = this.sequences.get(sequence);
     if (record === undefined) throw new SequenceNotFoundError(sequence, this.keyspace);
-    return { globalLast: record.globalLast, latest: record.grants.get(dc)?.at(-1) };
+    return this.replied(reply, {
+      globalLast: record.globalLast,
+      latest: record.grants.get(dc)?.at(-1),
+    });
   }
 
   async grantRange(
@@ -291,7 +304,7 @@ export class MemoryStore implements IdStore {
     expectedGlobalLast: bigint,
     grant: Grant,
   ): Promise<CasOutcome<GrantFound>> {
-    const fault = await this.enter('grantRange', sequence, dc);
+    const { fault, reply } = await this.enter('grantRange', sequence, dc);
     const found = (): GrantFound => {
       const record = this.sequences.get(sequence);
       return {
@@ -299,26 +312,29 @@ export class MemoryStore implements IdStore {
         grant: record?.grants.get(dc)?.find((g) => g.number === grant.number),
       };
     };
-    return this.conditional(
-      fault,
-      `grants/${sequence}`,
-      () => {
-        const record = this.sequences.get(sequence);
-        if (record === undefined || record.globalLast !== expectedGlobalLast) return false;
-        const history = record.grants.get(dc) ?? [];
-        // The grant row is inserted IF NOT EXISTS: a number the DC already has is refused.
-        if (history.some((g) => g.number === grant.number)) return false;
-        record.globalLast = grant.max;
-        const stored = Object.freeze({ ...grant });
-        // Kept ascending by number, as the Cassandra table's clustering order gives them.
-        record.grants.set(
-          dc,
-          [...history, stored].sort((a, b) => a.number - b.number),
-        );
-        this.grantLog.push({ sequence, dc, grant: stored });
-        return true;
-      },
-      found,
+    return this.replied(
+      reply,
+      this.conditional(
+        fault,
+        `grants/${sequence}`,
+        () => {
+          const record = this.sequences.get(sequence);
+          if (record === undefined || record.globalLast !== expectedGlobalLast) return false;
+          const history = record.grants.get(dc) ?? [];
+          // The grant row is inserted IF NOT EXISTS: a number the DC already has is refused.
+          if (history.some((g) => g.number === grant.number)) return false;
+          record.globalLast = grant.max;
+          const stored = Object.freeze({ ...grant });
+          // Kept ascending by number, as the Cassandra table's clustering order gives them.
+          record.grants.set(
+            dc,
+            [...history, stored].sort((a, b) => a.number - b.number),
+          );
+          this.grantLog.push({ sequence, dc, grant: stored });
+          return true;
+        },
+        found,
+      ),
     );
   }
 
@@ -337,9 +353,9 @@ export class MemoryStore implements IdStore {
   }
 
   async readDcState(sequence: string, dc: string): Promise<DcState | undefined> {
-    await this.enter('readDcState', sequence, dc);
+    const { reply } = await this.enter('readDcState', sequence, dc);
     this.settleInFlight(`state/${sequence}/${dc}`, 'read');
-    return this.sequences.get(sequence)?.dcStates.get(dc);
+    return this.replied(reply, this.sequences.get(sequence)?.dcStates.get(dc));
   }
 
   async writeDcState(
@@ -349,32 +365,35 @@ export class MemoryStore implements IdStore {
     next: DcState,
   ): Promise<CasOutcome<DcStamp>> {
     assert.equal(next.version, (expected?.version ?? 0) + 1, 'next.version must be expected + 1');
-    const fault = await this.enter('writeDcState', sequence, dc);
+    const { fault, reply } = await this.enter('writeDcState', sequence, dc);
     const found = (): DcStamp | undefined => {
       const stored = this.sequences.get(sequence)?.dcStates.get(dc);
       return stored && { version: stored.version, op: stored.op };
     };
-    return this.conditional(
-      fault,
-      `state/${sequence}/${dc}`,
-      () => {
-        const record = this.sequences.get(sequence);
-        if (record === undefined) return false;
-        const stored = record.dcStates.get(dc);
-        const holds =
-          expected === undefined
-            ? stored === undefined
-            : stored?.version === expected.version && stored.op === expected.op;
-        if (holds) {
-          const row = Object.freeze({ ...next });
-          record.dcStates.set(dc, row);
-          const history = record.dcHistory.get(dc) ?? [];
-          history.push(row);
-          record.dcHistory.set(dc, history);
-        }
-        return holds;
-      },
-      found,
+    return this.replied(
+      reply,
+      this.conditional(
+        fault,
+        `state/${sequence}/${dc}`,
+        () => {
+          const record = this.sequences.get(sequence);
+          if (record === undefined) return false;
+          const stored = record.dcStates.get(dc);
+          const holds =
+            expected === undefined
+              ? stored === undefined
+              : stored?.version === expected.version && stored.op === expected.op;
+          if (holds) {
+            const row = Object.freeze({ ...next });
+            record.dcStates.set(dc, row);
+            const history = record.dcHistory.get(dc) ?? [];
+            history.push(row);
+            record.dcHistory.set(dc, history);
+          }
+          return holds;
+        },
+        found,
+      ),
     );
   }
 
@@ -398,30 +417,41 @@ export class MemoryStore implements IdStore {
     await this.enter('close');
   }
 
-  /** Counts the call, waits its latency, runs `unavailable` and `delay` faults; returns a CAS fault. */
+  /**
+   * Counts the call, waits its latency, runs `unavailable` and `delay` faults, arms a
+   * `slow-reply` (whose gate the call's result then waits for); returns a CAS fault.
+   */
   private async enter(
     op: StoreMethod,
     sequence?: string,
     dc?: string,
-  ): Promise<CasFault | undefined> {
+  ): Promise<{
+    readonly fault: CasFault | undefined;
+    readonly reply: Promise<unknown> | undefined;
+  }> {
     this.calls[op]++;
+    let reply: Promise<unknown> | undefined;
     if (this.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.latencyMs));
     else await Promise.resolve();
     let delayed = false;
     for (;;) {
       const fault = this.takeFault(op, sequence, dc, delayed);
-      if (fault === undefined) return undefined;
-      if (fault.effect === 'delay') {
+      if (fault === undefined) return { fault: undefined, reply };
+      if (fault.effect === 'delay' || fault.effect === 'slow-reply') {
         delayed = true;
-        await fault.onHit?.();
-        await fault.until;
+        if (fault.effect === 'slow-reply') {
+          reply = fault.until;
+        } else {
+          await fault.onHit?.();
+          await fault.until;
+        }
         continue;
       }
       if (fault.effect === 'unavailable') {
         await fault.onHit?.();
         throw new StoreUnavailableError(fault.level ?? LEVELS[op], op, 'injected fault');
       }
-      return fault;
+      return { fault, reply };
     }
   }
 
@@ -436,7 +466,7 @@ export class MemoryStore implements IdStore {
         f.op === op &&
         (f.sequence === undefined || f.sequence === sequence) &&
         (f.dc === undefined || f.dc === dc) &&
-        !(skipDelays && f.effect === 'delay'),
+        !(skipDelays && (f.effect === 'delay' || f.effect === 'slow-reply')),
     );
     const fault = this.faults[index];
     if (fault === undefined) return undefined;
@@ -487,6 +517,16 @@ export class MemoryStore implements IdStore {
       default:
         return { kind: 'unknown', cause: new Error(`injected fault: ${fault.effect}`) };
     }
+  }
+
+  /** Holds a result until the call's `slow-reply` gate opens, if it has one. */
+  private async replied<R>(
+    reply: Promise<unknown> | undefined,
+    result: R | Promise<R>,
+  ): Promise<R> {
+    const value = await result;
+    if (reply !== undefined) await reply;
+    return value;
   }
 
   /** A Paxos round on `partition` commits the write in flight there, if the round sees it. */

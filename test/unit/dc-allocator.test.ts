@@ -5,7 +5,7 @@ import { DcAllocator, type AllocatorCounters } from '../../src/allocator/dc-allo
 import { resolveSequenceSettings } from '../../src/options.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { SequenceSettings } from '../../src/store/port.js';
-import { dcState, writes } from './fixtures.js';
+import { dcState, settle, writes } from './fixtures.js';
 
 const settings: SequenceSettings = resolveSequenceSettings('orders', {
   max: 10_000,
@@ -189,5 +189,42 @@ describe('DcAllocator', () => {
     store.faults.push({ op: 'writeDcState', effect: 'unknown-applied' });
     expect(await allocatorOn(store).returnBlock(15n, 20n)).toBe(6n);
     expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(14n);
+  });
+});
+
+describe('DcAllocator: rows that went back', () => {
+  it('takes a reply that left before its own write for old news, not for lost writes', async () => {
+    const store = new MemoryStore();
+    await store.createSequence(settings, 'created');
+    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
+    await store.writeDcState('orders', 'dc1', undefined, dcState({ lastInteger: 60n }));
+    const allocator = allocatorOn(store);
+    let release!: () => void;
+    // The range request's state read is served now (version 1), its reply arrives late.
+    store.faults.push({
+      op: 'readDcState',
+      effect: 'slow-reply',
+      until: new Promise<void>((resolve) => (release = resolve)),
+    });
+    const range = allocator.ensureRange();
+    await settle();
+    // Meanwhile this process claims a block: version 2 is its own write.
+    expect(await allocator.claimBlock()).toMatchObject({ first: 61n, last: 70n });
+    release();
+    await range; // the old reply (version 1) is no rollback
+    expect(await store.readDcState('orders', 'dc1')).toMatchObject({ installedGrant: 2 });
+  });
+
+  it('stops when a read sent after its own write shows an older version', async () => {
+    const store = new MemoryStore();
+    await store.createSequence(settings, 'created');
+    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
+    await store.writeDcState('orders', 'dc1', undefined, dcState({ lastInteger: 0n }));
+    const allocator = allocatorOn(store);
+    expect(await allocator.claimBlock()).toMatchObject({ first: 1n, last: 10n });
+    store.rollBackDcState('orders', 'dc1', 1);
+    await expect(allocator.claimBlock()).rejects.toMatchObject({
+      code: 'IDGEN_STATE_ROLLED_BACK',
+    });
   });
 });

@@ -1,0 +1,437 @@
+/**
+ * `npm run torture [-- options]`: a seeded, randomized fault campaign against the running local
+ * cluster, in the manner of Jepsen. Allocator processes in every DC draw IDs and record each one;
+ * a nemesis partitions DCs and nodes, pauses and kills Cassandra nodes, kills, stops and closes
+ * allocator processes and alters the sequence; then everything is healed, every DC must draw
+ * again, and the checker judges the whole history against the rows. Writes report.md and
+ * report.json into --out; exits 1 if any property failed. `--help` lists the options.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import cassandra from 'cassandra-driver';
+import { Command, InvalidArgumentError } from 'commander';
+
+import * as manager from './cluster/manager.js';
+import { nodeSpecs } from './cluster/topology.js';
+import { connect, initSchema, openAdmin } from '../src/index.js';
+import { CassandraStore } from '../src/store/cassandra.js';
+import type { DcState } from '../src/index.js';
+import { checkHistory, type RecordedIncarnation } from './torture/checker.js';
+import { Fleet, type Incarnation } from './torture/fleet.js';
+import {
+  DEFAULT_MIX,
+  FAULT_KINDS,
+  Nemesis,
+  WORKER_MODES,
+  type FaultKind,
+  type FaultMix,
+} from './torture/nemesis.js';
+import { freshSeed, Random } from './torture/random.js';
+import { renderMarkdown, type CampaignReport } from './torture/report.js';
+
+interface Options {
+  readonly minutes: number;
+  readonly seed: number;
+  readonly processesPerDc: number;
+  readonly rate: number;
+  readonly mix: FaultMix;
+  readonly interval: readonly [number, number];
+  readonly out: string;
+  readonly keepHistory: boolean;
+  readonly livenessIds: number;
+}
+
+function positive(name: string, integer: boolean) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) {
+      throw new InvalidArgumentError(
+        `${name} must be a positive ${integer ? 'integer' : 'number'}`,
+      );
+    }
+    return n;
+  };
+}
+
+function parseMix(value: string): FaultMix {
+  const mix: Record<string, number> = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0]));
+  for (const part of value.split(',').filter(Boolean)) {
+    const [kind, weight] = part.split('=');
+    if (!FAULT_KINDS.includes(kind as FaultKind) || !(Number(weight) >= 0)) {
+      throw new InvalidArgumentError(
+        `"${part}": give kind=weight pairs, kinds: ${FAULT_KINDS.join(', ')}`,
+      );
+    }
+    mix[kind!] = Number(weight);
+  }
+  return mix as FaultMix;
+}
+
+function parseInterval(value: string): [number, number] {
+  const match = /^(\d+(?:\.\d+)?)-(\d+(?:\.\d+)?)$/.exec(value);
+  if (match === null || Number(match[1]) > Number(match[2]) || Number(match[2]) <= 0) {
+    throw new InvalidArgumentError('give seconds as min-max, e.g. 3-12');
+  }
+  return [Number(match[1]), Number(match[2])];
+}
+
+function parseOptions(argv: readonly string[]): Options {
+  const program = new Command('torture')
+    .description('a seeded, randomized fault campaign against the running local cluster')
+    .option('--minutes <n>', 'how long the nemesis acts', positive('--minutes', false), 5)
+    .option(
+      '--seed <n>',
+      'the seed of every random choice (printed; a fresh one by default)',
+      positive('--seed', true),
+    )
+    .option(
+      '--processes-per-dc <n>',
+      'allocator processes kept running per DC',
+      positive('--processes-per-dc', true),
+      3,
+    )
+    .option('--rate <n>', 'IDs per second of each paced process', positive('--rate', false), 2_000)
+    .option('--mix <kind=weight,...>', `fault mix (kinds: ${FAULT_KINDS.join(', ')})`, parseMix)
+    .option('--interval <min-max>', 'seconds between nemesis actions', parseInterval, [3, 12])
+    .option(
+      '--out <dir>',
+      'where report.md and report.json go (default torture/runs/<time>-<seed>)',
+    )
+    .option('--keep-history', 'keep the binary history files next to the report', false)
+    .option(
+      '--liveness-ids <n>',
+      'IDs each DC must draw after healing',
+      positive('--liveness-ids', true),
+      1_000,
+    )
+    .exitOverride()
+    .parse(['node', 'torture', ...argv]);
+  const o = program.opts<{
+    minutes: number;
+    seed?: number;
+    processesPerDc: number;
+    rate: number;
+    mix?: FaultMix;
+    interval: [number, number];
+    out?: string;
+    keepHistory: boolean;
+    livenessIds: number;
+  }>();
+  const seed = o.seed ?? freshSeed();
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19);
+  return {
+    minutes: o.minutes,
+    seed,
+    processesPerDc: o.processesPerDc,
+    rate: o.rate,
+    mix: o.mix ?? DEFAULT_MIX,
+    interval: o.interval,
+    out: path.resolve(o.out ?? path.join('torture', 'runs', `${stamp}-seed-${seed}`)),
+    keepHistory: o.keepHistory,
+    livenessIds: o.livenessIds,
+  };
+}
+
+const started = Date.now();
+const log = (line: string): void => {
+  process.stderr.write(
+    `[torture ${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${line}\n`,
+  );
+};
+
+async function nodeSetting(contactPoint: string, dc: string, name: string): Promise<string> {
+  const client = new cassandra.Client({ contactPoints: [contactPoint], localDataCenter: dc });
+  try {
+    await client.connect();
+    const result = await client.execute(
+      'SELECT value FROM system_views.settings WHERE name = ?',
+      [name],
+      { prepare: true },
+    );
+    return String(result.first()?.['value'] ?? 'unknown');
+  } finally {
+    await client.shutdown();
+  }
+}
+
+async function main(): Promise<void> {
+  const options = parseOptions(process.argv.slice(2));
+  log(
+    `seed ${options.seed}: ${options.minutes} min, ${options.processesPerDc} processes per DC; report in ${options.out}`,
+  );
+  const random = new Random(options.seed);
+
+  const statuses = await manager.status();
+  const down = statuses.filter((s) => s.state !== 'running' || !s.cql);
+  if (statuses.length === 0 || down.length > 0) {
+    throw new Error(
+      `the local cluster is not up (${down.map((s) => `${s.node.name}: ${s.state}`).join(', ') || 'no nodes'}); start it with "npm run cluster -- up".`,
+    );
+  }
+  const unsupported = await manager.partitionUnsupported();
+  if (unsupported !== undefined) throw new Error(unsupported);
+  const topology = manager.currentTopology();
+  const contactPoints = manager.contactPointsByDc(topology);
+  const dcs = Object.keys(contactPoints).sort();
+  const firstDc = dcs[0]!;
+  const replication = Object.fromEntries(dcs.map((dc) => [dc, Math.min(3, topology.nodesPerDc)]));
+  const paxos = await nodeSetting(contactPoints[firstDc]![0]!, firstDc, 'paxos_variant');
+  const commitlogSync = await nodeSetting(contactPoints[firstDc]![0]!, firstDc, 'commitlog_sync');
+
+  fs.mkdirSync(options.out, { recursive: true });
+  const historyDir = fs.mkdtempSync(path.join(os.tmpdir(), 'idgen-torture-'));
+  const keyspace = `torture_${options.seed}_${Date.now().toString(36)}`;
+  const sequence = 'torture';
+  await initSchema({
+    contactPoints: contactPoints[firstDc]!,
+    localDataCenter: firstDc,
+    keyspace,
+    replication,
+  });
+  const admin = await connect({
+    contactPoints: contactPoints[firstDc]!,
+    localDataCenter: firstDc,
+    keyspace,
+  });
+  const initial = {
+    domain: 'int32' as const,
+    dcRangeSize: random.pick([50_000, 100_000, 200_000]),
+    blockSize: random.pick([100, 200, 500, 1_000]),
+    threshold: random.pick([0.3, 0.5, 0.7]),
+  };
+  await admin.createSequence(sequence, initial);
+  log(`keyspace ${keyspace}, sequence ${JSON.stringify(initial)}`);
+
+  const fleet = new Fleet({ keyspace, sequence, contactPoints, historyDir });
+  const processRandom = random.fork();
+  const startProcess = (dc: string): Incarnation =>
+    fleet.start(dc, processRandom.pick(WORKER_MODES), {
+      rate: options.rate,
+      maxTake: processRandom.pick([1, 10, 50]),
+    });
+  for (const dc of dcs) for (let i = 0; i < options.processesPerDc; i++) startProcess(dc);
+  await Promise.all(fleet.incarnations.map((i) => i.ready));
+  log(`${fleet.incarnations.length} processes drawing`);
+
+  const nemesis = new Nemesis({
+    random: random.fork(),
+    fleet,
+    admin,
+    sequence,
+    mix: options.mix,
+    intervalS: options.interval,
+    processesPerDc: options.processesPerDc,
+    startProcess: (dc) => void startProcess(dc),
+    canPartitionNodes: topology.nodesPerDc > 1,
+    startedAt: started,
+    log,
+  });
+  nemesis.start();
+  const progress = setInterval(
+    () => log(`${recordedSoFar(fleet).toLocaleString('en-US')} IDs recorded`),
+    15_000,
+  );
+  await new Promise((resolve) => setTimeout(resolve, options.minutes * 60_000));
+  clearInterval(progress);
+
+  log('healing: the nemesis stops and undoes its faults');
+  await nemesis.stop();
+  await manager.heal();
+  for (const node of nodeSpecs(topology)) {
+    const state = manager.processState(node);
+    if (state === 'paused') await manager.resume(node.name);
+    if (state === 'stopped') await manager.start(node.name);
+  }
+  for (const incarnation of fleet.incarnations) fleet.resume(incarnation);
+
+  log('liveness: every DC must draw again');
+  const liveness = await Promise.all(
+    dcs.map(async (dc) => {
+      const t0 = Date.now();
+      const check = fleet.start(dc, 'tight', {
+        rate: options.rate,
+        maxTake: 1,
+        count: options.livenessIds,
+      });
+      const timer = setTimeout(() => fleet.kill(check), 180_000);
+      await check.exited;
+      clearTimeout(timer);
+      const drawn = check.summary?.drawn ?? 0;
+      return { dc, drawn, seconds: (Date.now() - t0) / 1000, ok: drawn >= options.livenessIds };
+    }),
+  );
+  log(
+    `liveness: ${liveness.map((l) => `${l.dc} ${l.ok ? 'ok' : 'FAILED'} (${l.drawn} IDs, ${l.seconds.toFixed(1)} s)`).join(', ')}`,
+  );
+  await fleet.stopAll();
+
+  log('reading the rows back and checking');
+  const grantsStore = new CassandraStore(
+    await openClientFor(contactPoints[firstDc]!, firstDc),
+    keyspace,
+    { ownsClient: true },
+  );
+  const overview = await grantsStore.readGrantsOverview(sequence, 'consistent');
+  await grantsStore.close();
+  if (overview === undefined) throw new Error(`sequence ${sequence} vanished from ${keyspace}`);
+  const states = new Map<string, DcState>();
+  for (const dc of dcs) {
+    const store = new CassandraStore(await openClientFor(contactPoints[dc]!, dc), keyspace, {
+      ownsClient: true,
+    });
+    const state = await store.readDcState(sequence, dc);
+    if (state !== undefined) states.set(dc, state);
+    await store.close();
+  }
+  const history: RecordedIncarnation[] = fleet.incarnations.map((i) => ({
+    id: i.id,
+    dc: i.dc,
+    ending: i.liveness ? 'terminated' : i.ending,
+    ids: readHistory(i.historyFile),
+  }));
+  const verdict = checkHistory(history, {
+    globalLast: overview.globalLast,
+    grants: overview.grants,
+    states,
+  });
+
+  const adminView = await openAdmin({
+    contactPoints: contactPoints[firstDc]!,
+    localDataCenter: firstDc,
+    keyspace,
+  });
+  const checked = await adminView.check(sequence);
+  await adminView.close();
+  const violations = checked.violations.map((v) => v.message);
+  const linearizabilityLines = nodeSpecs(topology).flatMap((node) =>
+    (fs.readFileSync(manager.logFile(node), 'utf8').match(/.*linearizab.*/gi) ?? [])
+      .filter((line) => !line.includes('Node configuration:'))
+      .map((line) => `${node.name}: ${line}`),
+  );
+  const final = await admin.readSequence(sequence);
+  await admin.close();
+
+  const errorsByCode: Record<string, number> = {};
+  const errorExamples: Record<string, string> = {};
+  for (const incarnation of fleet.incarnations) {
+    for (const [code, count] of Object.entries(incarnation.summary?.errors ?? {})) {
+      errorsByCode[code] = (errorsByCode[code] ?? 0) + count;
+      errorExamples[code] ??= incarnation.summary?.firstErrors[code] ?? '';
+    }
+  }
+  const count = (values: readonly string[]) =>
+    values.reduce<Record<string, number>>((acc, v) => ({ ...acc, [v]: (acc[v] ?? 0) + 1 }), {});
+  const report: CampaignReport = {
+    seed: options.seed,
+    startedAt: new Date(started).toISOString(),
+    durationS: options.minutes * 60,
+    machine: `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.versions.node}`,
+    cluster: {
+      dcs: topology.dcs,
+      nodesPerDc: topology.nodesPerDc,
+      paxos,
+      commitlogSync,
+      replication,
+    },
+    sequence: {
+      name: sequence,
+      keyspace,
+      initial: { ...initial },
+      final: {
+        dcRangeSize: String(final.dcRangeSize),
+        blockSize: final.blockSize,
+        threshold: final.threshold,
+      },
+    },
+    fleet: {
+      processesPerDc: options.processesPerDc,
+      incarnations: fleet.incarnations.length,
+      byEnding: count(history.map((h) => h.ending)),
+      byMode: count(fleet.incarnations.map((i) => i.mode)),
+    },
+    mix: options.mix,
+    mutation: undefined,
+    timeline: nemesis.timeline,
+    faultsDone: count(
+      nemesis.timeline.filter((e) => e.result.startsWith('ok')).map((e) => e.action),
+    ),
+    errorsByCode,
+    errorExamples,
+    incarnations: fleet.incarnations.map((i, index) => ({
+      id: i.id,
+      dc: i.dc,
+      mode: i.mode,
+      ending: history[index]!.ending,
+      recorded: history[index]!.ids.length,
+      errors: i.summary?.errors ?? {},
+    })),
+    liveness,
+    check: { violations },
+    linearizabilityLines,
+    verdict,
+    passed:
+      verdict.valid &&
+      liveness.every((l) => l.ok) &&
+      violations.length === 0 &&
+      linearizabilityLines.length === 0,
+  };
+  fs.writeFileSync(path.join(options.out, 'report.json'), JSON.stringify(report, null, 2) + '\n');
+  fs.writeFileSync(path.join(options.out, 'report.md'), renderMarkdown(report));
+  if (options.keepHistory)
+    fs.cpSync(historyDir, path.join(options.out, 'history'), { recursive: true });
+  fs.rmSync(historyDir, { recursive: true, force: true });
+  await dropKeyspace(contactPoints[firstDc]![0]!, firstDc, keyspace);
+
+  const r = verdict.reconciliation;
+  log(
+    `${report.passed ? 'PASSED' : 'FAILED'}: ${verdict.drawn.toLocaleString('en-US')} IDs, ${verdict.duplicateCount} duplicates, ` +
+      `granted ${r.granted} = drawn ${r.drawn} + held ${r.held} + lost ${r.lost} (${r.balanced ? 'balanced' : 'NOT balanced'}); seed ${options.seed}`,
+  );
+  process.stdout.write(`${path.join(options.out, 'report.md')}\n`);
+  process.exitCode = report.passed ? 0 : 1;
+}
+
+async function openClientFor(points: readonly string[], dc: string): Promise<cassandra.Client> {
+  const client = new cassandra.Client({
+    contactPoints: [...points],
+    localDataCenter: dc,
+    socketOptions: { readTimeout: 30_000 },
+  });
+  await client.connect();
+  return client;
+}
+
+async function dropKeyspace(point: string, dc: string, keyspace: string): Promise<void> {
+  const client = await openClientFor([point], dc);
+  try {
+    await client.execute(`DROP KEYSPACE IF EXISTS "${keyspace}"`);
+  } finally {
+    await client.shutdown();
+  }
+}
+
+function readHistory(file: string): Float64Array {
+  if (!fs.existsSync(file)) return new Float64Array(0);
+  const bytes = fs.readFileSync(file);
+  // A SIGKILL can cut the last write short: only whole records count.
+  const whole = bytes.length - (bytes.length % 8);
+  return new Float64Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + whole));
+}
+
+function recordedSoFar(fleet: Fleet): number {
+  return fleet.incarnations.reduce((sum, i) => {
+    try {
+      return sum + Math.floor(fs.statSync(i.historyFile).size / 8);
+    } catch {
+      return sum;
+    }
+  }, 0);
+}
+
+main().catch((error: unknown) => {
+  log(`failed: ${error instanceof Error ? error.message : String(error)}`);
+  if (process.env['IDGEN_VERBOSE']) console.error(error);
+  process.exitCode = 2;
+});

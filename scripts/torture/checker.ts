@@ -1,0 +1,302 @@
+/**
+ * The campaign's checker. It trusts nothing but the recorded history (every ID each process
+ * incarnation recorded, in order) and the rows read back after healing; it never asks the
+ * allocator what it did. Pure: the campaign reads the files and rows, this judges them.
+ */
+import type { DcState, Grant } from '../../src/index.js';
+
+export interface RecordedIncarnation {
+  readonly id: number;
+  readonly dc: string;
+  /** How it ended (see fleet.ts). */
+  readonly ending: string;
+  /** The IDs it recorded, in the order it handed them out. */
+  readonly ids: Float64Array;
+}
+
+export interface RowsAfter {
+  readonly globalLast: bigint;
+  /** Every grant of each DC (read at SERIAL). */
+  readonly grants: ReadonlyMap<string, readonly Grant[]>;
+  /** Each DC's state (read at LOCAL_SERIAL from the DC). */
+  readonly states: ReadonlyMap<string, DcState>;
+}
+
+export interface Duplicate {
+  readonly id: number;
+  /** Incarnations that recorded it (an incarnation twice if it recorded it twice). */
+  readonly by: readonly number[];
+}
+
+export interface GapCause {
+  readonly cause: string;
+  readonly ids: number;
+  readonly intervals: number;
+}
+
+export interface Verdict {
+  readonly valid: boolean;
+  readonly drawn: number;
+  readonly duplicates: readonly Duplicate[];
+  readonly duplicateCount: number;
+  /** Incarnations whose IDs did not strictly increase, with the first offending position. */
+  readonly nonMonotonic: readonly { readonly incarnation: number; readonly at: number }[];
+  /** IDs recorded by a process of a DC outside every grant of that DC. */
+  readonly outsideGrants: readonly { readonly incarnation: number; readonly id: number }[];
+  readonly outsideGrantsCount: number;
+  /** Grants of all DCs overlapping each other, or above GLOBAL. */
+  readonly grantProblems: readonly string[];
+  /** IDs granted / drawn / still held by the DCs / lost to gaps; granted = drawn + held + lost. */
+  readonly reconciliation: {
+    readonly granted: number;
+    readonly drawn: number;
+    readonly held: number;
+    readonly lost: number;
+    readonly balanced: boolean;
+  };
+  readonly gapsByCause: readonly GapCause[];
+}
+
+const MAX_LISTED = 20;
+
+/** Judges a campaign's history against the rows; see {@link Verdict}. */
+export function checkHistory(
+  incarnations: readonly RecordedIncarnation[],
+  rows: RowsAfter,
+): Verdict {
+  const drawn = incarnations.reduce((sum, i) => sum + i.ids.length, 0);
+
+  // 1. No ID recorded twice, across every incarnation of every DC.
+  const all = new Float64Array(drawn);
+  let offset = 0;
+  for (const incarnation of incarnations) {
+    all.set(incarnation.ids, offset);
+    offset += incarnation.ids.length;
+  }
+  all.sort();
+  const duplicateValues: number[] = [];
+  let duplicateCount = 0;
+  for (let i = 1; i < all.length; i++) {
+    if (all[i] === all[i - 1]) {
+      duplicateCount++;
+      if (duplicateValues.at(-1) !== all[i]) duplicateValues.push(all[i]!);
+    }
+  }
+  const listed = new Set(duplicateValues.slice(0, MAX_LISTED));
+  const owners = new Map<number, number[]>();
+  if (listed.size > 0) {
+    for (const incarnation of incarnations) {
+      for (const id of incarnation.ids) {
+        if (listed.has(id)) owners.set(id, [...(owners.get(id) ?? []), incarnation.id]);
+      }
+    }
+  }
+  const duplicates = [...listed].map((id) => ({ id, by: owners.get(id) ?? [] }));
+
+  // 2. Strictly increasing within each incarnation.
+  const nonMonotonic: { incarnation: number; at: number }[] = [];
+  for (const incarnation of incarnations) {
+    const ids = incarnation.ids;
+    for (let i = 1; i < ids.length; i++) {
+      if (!(ids[i]! > ids[i - 1]!)) {
+        nonMonotonic.push({ incarnation: incarnation.id, at: i });
+        break;
+      }
+    }
+  }
+
+  // 3. Every ID inside a grant of its own DC.
+  const outsideGrants: { incarnation: number; id: number }[] = [];
+  let outsideGrantsCount = 0;
+  const sortedGrants = new Map<string, Grant[]>();
+  for (const [dc, grants] of rows.grants) {
+    sortedGrants.set(
+      dc,
+      [...grants].sort((a, b) => (a.min < b.min ? -1 : 1)),
+    );
+  }
+  for (const incarnation of incarnations) {
+    const grants = sortedGrants.get(incarnation.dc) ?? [];
+    for (const id of incarnation.ids) {
+      if (findGrant(grants, id) === undefined) {
+        outsideGrantsCount++;
+        if (outsideGrants.length < MAX_LISTED)
+          outsideGrants.push({ incarnation: incarnation.id, id });
+      }
+    }
+  }
+
+  // 4. Grants disjoint across DCs and at or below GLOBAL.
+  const grantProblems: string[] = [];
+  const every = [...rows.grants].flatMap(([dc, grants]) => grants.map((grant) => ({ dc, grant })));
+  every.sort((a, b) => (a.grant.min < b.grant.min ? -1 : 1));
+  for (let i = 0; i < every.length; i++) {
+    const { dc, grant } = every[i]!;
+    if (grant.max > rows.globalLast) {
+      grantProblems.push(
+        `grant #${grant.number} of ${dc} ends at ${grant.max}, above GLOBAL ${rows.globalLast}`,
+      );
+    }
+    const before = every[i - 1];
+    if (before !== undefined && grant.min <= before.grant.max) {
+      grantProblems.push(
+        `grant #${grant.number} of ${dc} [${grant.min}, ${grant.max}] overlaps grant #${before.grant.number} of ${before.dc} [${before.grant.min}, ${before.grant.max}]`,
+      );
+    }
+  }
+
+  // 5. Reconciliation: every granted ID is drawn, still held by its DC, or lost to a gap.
+  const { gapsByCause, held, lost } = reconcile(incarnations, sortedGrants, rows.states);
+  const granted = every.reduce((sum, { grant }) => sum + Number(grant.max - grant.min + 1n), 0);
+  const distinctDrawn = drawn - duplicateCount;
+  const balanced = granted === distinctDrawn - outsideGrantsCount + held + lost;
+
+  return {
+    valid:
+      duplicateCount === 0 &&
+      nonMonotonic.length === 0 &&
+      outsideGrantsCount === 0 &&
+      grantProblems.length === 0 &&
+      balanced,
+    drawn,
+    duplicates,
+    duplicateCount,
+    nonMonotonic,
+    outsideGrants,
+    outsideGrantsCount,
+    grantProblems,
+    reconciliation: { granted, drawn: distinctDrawn, held, lost, balanced },
+    gapsByCause,
+  };
+}
+
+function findGrant(grants: readonly Grant[], id: number): Grant | undefined {
+  let low = 0;
+  let high = grants.length - 1;
+  while (low <= high) {
+    const mid = (low + high) >> 1;
+    const grant = grants[mid]!;
+    if (id < Number(grant.min)) high = mid - 1;
+    else if (id > Number(grant.max)) low = mid + 1;
+    else return grant;
+  }
+  return undefined;
+}
+
+/**
+ * The IDs of each DC's grants that are neither recorded nor still held by the DC's state, as
+ * gap intervals, each attributed by the history around it: who recorded the ID just below it,
+ * and how that incarnation ended.
+ */
+function reconcile(
+  incarnations: readonly RecordedIncarnation[],
+  grantsByDc: ReadonlyMap<string, readonly Grant[]>,
+  states: ReadonlyMap<string, DcState>,
+): { gapsByCause: GapCause[]; held: number; lost: number } {
+  const causes = new Map<string, { ids: number; intervals: number }>();
+  const blame = (cause: string, ids: number) => {
+    const entry = causes.get(cause) ?? { ids: 0, intervals: 0 };
+    entry.ids += ids;
+    entry.intervals++;
+    causes.set(cause, entry);
+  };
+  const endings = new Map(incarnations.map((i) => [i.id, i.ending]));
+  let held = 0;
+  let lost = 0;
+
+  for (const [dc, grants] of grantsByDc) {
+    // Every ID recorded in this DC with who recorded it, ascending.
+    const mine = incarnations.filter((i) => i.dc === dc);
+    const count = mine.reduce((sum, i) => sum + i.ids.length, 0);
+    const ids = new Float64Array(count);
+    const owners = new Uint32Array(count);
+    let k = 0;
+    for (const incarnation of mine) {
+      for (const id of incarnation.ids) {
+        ids[k] = id;
+        owners[k++] = incarnation.id;
+      }
+    }
+    const order = Uint32Array.from({ length: count }, (_, i) => i).sort(
+      (a, b) => ids[a]! - ids[b]!,
+    );
+
+    // What the DC still holds: the rest of its reserved range and its preloaded range.
+    const heldRanges: [number, number][] = [];
+    const state = states.get(dc);
+    if (state !== undefined) {
+      if (state.lastInteger < state.reservedMax) {
+        heldRanges.push([Number(state.lastInteger + 1n), Number(state.reservedMax)]);
+      }
+      if (state.installedGrant === state.reservedGrant + 1) {
+        heldRanges.push([Number(state.preloadedMin), Number(state.preloadedMax)]);
+      }
+    }
+    for (const [a, b] of heldRanges) held += b - a + 1;
+
+    let cursor = 0; // index into `order`
+    for (const grant of grants) {
+      const min = Number(grant.min);
+      const max = Number(grant.max);
+      while (cursor < count && ids[order[cursor]!]! < min) cursor++;
+      let next = min; // first ID of the grant not yet accounted for
+      let previousOwner: number | undefined;
+      const gapUntil = (end: number, followingOwner: number | undefined) => {
+        // IDs next..end are unrecorded; take out what the DC still holds.
+        let from = next;
+        for (const [a, b] of heldRanges) {
+          if (b < from || a > end) continue;
+          if (a > from) {
+            attribute(from, a - 1, previousOwner, followingOwner);
+          }
+          from = Math.max(from, b + 1);
+        }
+        if (from <= end) attribute(from, end, previousOwner, followingOwner);
+      };
+      const attribute = (
+        a: number,
+        b: number,
+        before: number | undefined,
+        after: number | undefined,
+      ) => {
+        const size = b - a + 1;
+        lost += size;
+        if (before !== undefined && before === after) {
+          blame(
+            'skipped inside one process (a take() remainder, or a claim whose outcome stayed unknown)',
+            size,
+          );
+        } else if (before === undefined) {
+          blame(
+            'start of a grant (a claim whose outcome stayed unknown, or a process gone before recording)',
+            size,
+          );
+        } else {
+          const ending = endings.get(before);
+          blame(
+            ending === 'killed'
+              ? 'process killed: its unused IDs'
+              : ending === 'terminated' || ending === 'closed-while-drawing'
+                ? 'closed: unused IDs not given back (claimed after, or the give-back stayed unknown)'
+                : `process ${ending ?? 'unknown'}: its unused IDs`,
+            size,
+          );
+        }
+      };
+      while (cursor < count) {
+        const index = order[cursor]!;
+        const id = ids[index]!;
+        if (id > max) break;
+        if (id > next) gapUntil(id - 1, owners[index]);
+        if (id >= next) next = id + 1;
+        previousOwner = owners[index];
+        cursor++;
+      }
+      if (next <= max) gapUntil(max, undefined);
+    }
+  }
+  const gapsByCause = [...causes]
+    .map(([cause, { ids, intervals }]) => ({ cause, ids, intervals }))
+    .sort((a, b) => b.ids - a.ids);
+  return { gapsByCause, held, lost };
+}

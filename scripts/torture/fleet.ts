@@ -1,0 +1,171 @@
+/**
+ * The campaign's allocator processes: every incarnation is a real child process with its own
+ * history file; the fleet starts them, signals them and remembers how each one ended.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import type { WorkerMode, WorkerSpec, WorkerSummary } from './worker.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const WORKER = path.join(ROOT, 'scripts', 'torture', 'worker.ts');
+
+/** How an incarnation ended (`running` until it has). */
+export type Ending =
+  | 'running'
+  /** SIGTERM: stopped drawing, then closed (gave its unused IDs back if it could). */
+  | 'terminated'
+  /** SIGUSR2: closed while still drawing. */
+  | 'closed-while-drawing'
+  /** SIGKILL: a crash, nothing given back. */
+  | 'killed'
+  /** Exited on its own with an error. */
+  | 'failed';
+
+export interface Incarnation {
+  readonly id: number;
+  readonly dc: string;
+  readonly mode: WorkerMode;
+  readonly historyFile: string;
+  readonly startedAt: number;
+  /** Whether it is a liveness check's worker (draws a fixed count after healing). */
+  readonly liveness: boolean;
+  ending: Ending;
+  endedAt: number | undefined;
+  /** SIGSTOPped and not resumed yet. */
+  stopped: boolean;
+  summary: WorkerSummary | undefined;
+  stderr: string;
+  readonly child: ChildProcess;
+  /** Resolves when the process has exited. */
+  readonly exited: Promise<void>;
+  /** Resolves when the worker is connected (or has exited). */
+  readonly ready: Promise<void>;
+}
+
+export interface FleetOptions {
+  readonly keyspace: string;
+  readonly sequence: string;
+  readonly contactPoints: Readonly<Record<string, readonly string[]>>;
+  readonly historyDir: string;
+}
+
+export class Fleet {
+  readonly incarnations: Incarnation[] = [];
+
+  constructor(private readonly options: FleetOptions) {}
+
+  start(
+    dc: string,
+    mode: WorkerMode,
+    extra: { rate: number; maxTake: number; count?: number | undefined },
+  ): Incarnation {
+    const id = this.incarnations.length + 1;
+    const historyFile = path.join(
+      this.options.historyDir,
+      `${String(id).padStart(4, '0')}-${dc}-${mode}.f64`,
+    );
+    const spec: WorkerSpec = {
+      dc,
+      contactPoints: this.options.contactPoints[dc] ?? [],
+      keyspace: this.options.keyspace,
+      sequence: this.options.sequence,
+      mode,
+      rate: extra.rate,
+      maxTake: extra.maxTake,
+      historyFile,
+      count: extra.count,
+    };
+    const child = spawn(process.execPath, ['--import', 'tsx', WORKER, JSON.stringify(spec)], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let markReady: () => void = () => undefined;
+    const ready = new Promise<void>((resolve) => (markReady = resolve));
+    const incarnation: Incarnation = {
+      id,
+      dc,
+      mode,
+      historyFile,
+      startedAt: Date.now(),
+      liveness: extra.count !== undefined,
+      ending: 'running',
+      endedAt: undefined,
+      stopped: false,
+      summary: undefined,
+      stderr: '',
+      child,
+      ready,
+      exited: new Promise<void>((resolve) => {
+        child.on('close', (code) => {
+          if (incarnation.ending === 'running')
+            incarnation.ending = code === 0 ? 'terminated' : 'failed';
+          incarnation.endedAt ??= Date.now();
+          const line = stdout.split('\n').find((l) => l.startsWith('{"event":"done"'));
+          if (line !== undefined) incarnation.summary = JSON.parse(line) as WorkerSummary;
+          markReady();
+          resolve();
+        });
+      }),
+    };
+    child.stdout!.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      if (stdout.includes('"event":"ready"')) markReady();
+    });
+    child.stderr!.on('data', (chunk: Buffer) => {
+      incarnation.stderr = (incarnation.stderr + chunk.toString()).slice(-20_000);
+    });
+    this.incarnations.push(incarnation);
+    return incarnation;
+  }
+
+  running(dc?: string): Incarnation[] {
+    return this.incarnations.filter(
+      (i) => i.ending === 'running' && !i.liveness && (dc === undefined || i.dc === dc),
+    );
+  }
+
+  kill(incarnation: Incarnation): void {
+    incarnation.ending = 'killed';
+    incarnation.endedAt = Date.now();
+    incarnation.child.kill('SIGKILL');
+  }
+
+  pause(incarnation: Incarnation): void {
+    incarnation.stopped = true;
+    incarnation.child.kill('SIGSTOP');
+  }
+
+  resume(incarnation: Incarnation): void {
+    if (!incarnation.stopped) return;
+    incarnation.stopped = false;
+    incarnation.child.kill('SIGCONT');
+  }
+
+  closeWhileDrawing(incarnation: Incarnation): void {
+    incarnation.ending = 'closed-while-drawing';
+    incarnation.child.kill('SIGUSR2');
+  }
+
+  terminate(incarnation: Incarnation): void {
+    this.resume(incarnation);
+    if (incarnation.ending === 'running') incarnation.ending = 'terminated';
+    incarnation.child.kill('SIGTERM');
+  }
+
+  /** Stops every worker gracefully and waits for them, SIGKILLing any that hang. */
+  async stopAll(timeoutMs = 60_000): Promise<void> {
+    for (const incarnation of this.incarnations) {
+      if (incarnation.endedAt === undefined) this.terminate(incarnation);
+    }
+    const deadline = setTimeout(() => {
+      for (const incarnation of this.incarnations) {
+        if (incarnation.endedAt === undefined) this.kill(incarnation);
+      }
+    }, timeoutMs);
+    await Promise.all(this.incarnations.map((i) => i.exited));
+    clearTimeout(deadline);
+  }
+}

@@ -1,0 +1,279 @@
+/**
+ * The nemesis: on a schedule drawn from the campaign's seed, it hurts the cluster (partitions of
+ * a DC or a node, paused and killed Cassandra nodes) and the allocator processes (SIGKILL,
+ * SIGSTOP, close while drawing, new processes) and alters the sequence's sizes. Every action is
+ * recorded in the timeline, with what was done and what was undone.
+ */
+import * as manager from '../cluster/manager.js';
+import { nodeSpecs, type NodeSpec } from '../cluster/topology.js';
+import type { IdGen } from '../../src/index.js';
+import type { Fleet } from './fleet.js';
+import type { Random } from './random.js';
+import type { WorkerMode } from './worker.js';
+
+/** What the nemesis can do, with its weight in the fault mix. */
+export type FaultKind =
+  | 'partition-dc'
+  | 'partition-node'
+  | 'pause-node'
+  | 'kill-node'
+  | 'kill-process'
+  | 'stop-process'
+  | 'close-process'
+  | 'start-process'
+  | 'alter';
+
+export const FAULT_KINDS: readonly FaultKind[] = [
+  'partition-dc',
+  'partition-node',
+  'pause-node',
+  'kill-node',
+  'kill-process',
+  'stop-process',
+  'close-process',
+  'start-process',
+  'alter',
+];
+
+export type FaultMix = Readonly<Record<FaultKind, number>>;
+
+export const DEFAULT_MIX: FaultMix = Object.freeze({
+  'partition-dc': 2,
+  'partition-node': 2,
+  'pause-node': 3,
+  'kill-node': 2,
+  'kill-process': 3,
+  'stop-process': 2,
+  'close-process': 3,
+  'start-process': 3,
+  alter: 1,
+});
+
+export interface TimelineEntry {
+  /** Seconds since the campaign started. */
+  readonly at: number;
+  readonly action: string;
+  readonly target: string;
+  /** What happened when it was tried: `ok`, or why it could not be done. */
+  readonly result: string;
+}
+
+export interface NemesisOptions {
+  readonly random: Random;
+  readonly fleet: Fleet;
+  readonly admin: IdGen;
+  readonly sequence: string;
+  readonly mix: FaultMix;
+  /** Seconds between actions: drawn in [min, max]. */
+  readonly intervalS: readonly [number, number];
+  /** Processes per DC the fleet is kept near. */
+  readonly processesPerDc: number;
+  readonly startProcess: (dc: string) => void;
+  /** Whether node partitions exist in this cluster manager and topology. */
+  readonly canPartitionNodes: boolean;
+  readonly startedAt: number;
+  readonly log: (line: string) => void;
+}
+
+/** Undo actions of cluster faults still in force, so the campaign can heal everything. */
+interface Active {
+  readonly until: number;
+  readonly undo: () => Promise<void>;
+  readonly describe: string;
+}
+
+export class Nemesis {
+  readonly timeline: TimelineEntry[] = [];
+  private stopped = false;
+  private loop: Promise<void> | undefined;
+  private clusterFault: Active | undefined;
+  private readonly nodes: NodeSpec[];
+  private readonly dcs: string[];
+  private undoing: Promise<void> | undefined;
+
+  constructor(private readonly options: NemesisOptions) {
+    this.nodes = nodeSpecs(manager.currentTopology());
+    this.dcs = [...new Set(this.nodes.map((n) => n.dc))];
+  }
+
+  start(): void {
+    this.loop = this.run();
+  }
+
+  /** Stops acting, and undoes the fault in force (waiting for a node being restarted). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.loop;
+    await this.undoClusterFault();
+  }
+
+  private async run(): Promise<void> {
+    const { random, intervalS } = this.options;
+    while (!this.stopped) {
+      await sleep(random.int(intervalS[0] * 1000, intervalS[1] * 1000), () => this.stopped);
+      if (this.stopped) break;
+      if (this.clusterFault !== undefined && Date.now() >= this.clusterFault.until) {
+        void this.undoClusterFault();
+      }
+      const kind = random.weighted(this.options.mix);
+      try {
+        await this.act(kind);
+      } catch (error) {
+        this.record(kind, '-', `failed: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+  }
+
+  private async act(kind: FaultKind): Promise<void> {
+    const { random, fleet } = this.options;
+    const clusterKinds: FaultKind[] = ['partition-dc', 'partition-node', 'pause-node', 'kill-node'];
+    if (clusterKinds.includes(kind) && this.clusterFault !== undefined) {
+      // One cluster fault at a time: a cluster with two DCs cut off serves nobody.
+      this.record(kind, '-', `skipped: ${this.clusterFault.describe} still in force`);
+      return;
+    }
+    const holdMs = random.int(3_000, 20_000);
+    switch (kind) {
+      case 'partition-dc': {
+        const dc = random.pick(this.dcs);
+        await manager.partition(dc);
+        this.hold(`partition of ${dc}`, holdMs, () => manager.heal());
+        this.record(kind, dc, `ok, for ${holdMs} ms`);
+        return;
+      }
+      case 'partition-node': {
+        if (!this.options.canPartitionNodes) {
+          this.record(kind, '-', 'skipped: node partitions need 2+ nodes per DC');
+          return;
+        }
+        const node = random.pick(this.nodes);
+        await manager.partition(node.name);
+        this.hold(`partition of ${node.name}`, holdMs, () => manager.heal());
+        this.record(kind, node.name, `ok, for ${holdMs} ms`);
+        return;
+      }
+      case 'pause-node': {
+        const node = random.pick(this.nodes);
+        const pauseMs = random.int(1_000, 8_000);
+        await manager.pause(node.name);
+        this.hold(`pause of ${node.name}`, pauseMs, () => manager.resume(node.name));
+        this.record(kind, node.name, `ok, for ${pauseMs} ms`);
+        return;
+      }
+      case 'kill-node': {
+        const node = random.pick(this.nodes);
+        await manager.kill(node.name);
+        const downMs = random.int(1_000, 10_000);
+        this.record(kind, node.name, `ok, restart after ${downMs} ms`);
+        // The restart waits for the node to be up (tens of seconds): no other cluster fault meanwhile.
+        this.hold(`restart of ${node.name}`, downMs, async () => {
+          await manager.start(node.name);
+          this.record('kill-node', node.name, 'restarted');
+        });
+        return;
+      }
+      case 'kill-process':
+      case 'stop-process':
+      case 'close-process': {
+        const running = fleet.running().filter((i) => !i.stopped);
+        if (running.length === 0) {
+          this.record(kind, '-', 'skipped: no process running');
+          return;
+        }
+        const victim = random.pick(running);
+        const target = `process ${victim.id} (${victim.dc}, ${victim.mode})`;
+        if (kind === 'kill-process') {
+          fleet.kill(victim);
+        } else if (kind === 'close-process') {
+          fleet.closeWhileDrawing(victim);
+        } else {
+          fleet.pause(victim);
+          const stoppedMs = random.int(500, 15_000);
+          setTimeout(() => fleet.resume(victim), stoppedMs).unref();
+          this.record(kind, target, `ok, SIGCONT after ${stoppedMs} ms`);
+          return;
+        }
+        this.record(kind, target, 'ok');
+        // Keep the fleet near its size: a new process replaces the one gone.
+        this.options.startProcess(victim.dc);
+        return;
+      }
+      case 'start-process': {
+        const dc = random.pick(this.dcs);
+        if (fleet.running(dc).length >= this.options.processesPerDc + 2) {
+          this.record(kind, dc, 'skipped: the DC has enough processes');
+          return;
+        }
+        this.options.startProcess(dc);
+        this.record(kind, dc, 'ok');
+        return;
+      }
+      case 'alter': {
+        const current = await this.options.admin.readSequence(this.options.sequence);
+        const dcRangeSize = random.pick([20_000, 50_000, 100_000, 200_000]);
+        const blockSize = random.pick([50, 100, 200, 500, 1_000]);
+        const threshold = random.pick([0.3, 0.5, 0.7]);
+        await this.options.admin.alterSequence(this.options.sequence, {
+          dcRangeSize,
+          blockSize,
+          threshold,
+        });
+        this.record(
+          kind,
+          this.options.sequence,
+          `ok: dcRange ${current.dcRangeSize} -> ${dcRangeSize}, block ${current.blockSize} -> ${blockSize}, threshold ${threshold}`,
+        );
+        return;
+      }
+    }
+  }
+
+  private hold(describe: string, ms: number, undo: () => Promise<void>): void {
+    this.clusterFault = { until: Date.now() + ms, undo, describe };
+  }
+
+  /**
+   * Undoes the cluster fault in force. A restarted node takes tens of seconds to come up, so the
+   * undo runs in the background: process faults go on meanwhile, and the next cluster fault
+   * waits for it.
+   */
+  private undoClusterFault(): Promise<void> {
+    const active = this.clusterFault;
+    if (this.undoing !== undefined) return this.undoing;
+    if (active === undefined) return Promise.resolve();
+    this.clusterFault = { ...active, until: Infinity, describe: `undo of ${active.describe}` };
+    this.undoing = active
+      .undo()
+      .then(
+        () => this.record('undo', active.describe, 'ok'),
+        (error: unknown) =>
+          this.record(
+            'undo',
+            active.describe,
+            `failed: ${error instanceof Error ? error.message : String(error)}`,
+          ),
+      )
+      .finally(() => {
+        this.undoing = undefined;
+        this.clusterFault = undefined;
+      });
+    return this.undoing;
+  }
+
+  private record(action: string, target: string, result: string): void {
+    const at = Math.round((Date.now() - this.options.startedAt) / 100) / 10;
+    this.timeline.push({ at, action, target, result });
+    this.options.log(`[${at.toFixed(1)} s] ${action} ${target}: ${result}`);
+  }
+}
+
+/** Sleeps `ms`, waking early once `stop()` says so. */
+async function sleep(ms: number, stop: () => boolean): Promise<void> {
+  const until = Date.now() + ms;
+  while (Date.now() < until && !stop()) {
+    await new Promise((resolve) => setTimeout(resolve, Math.min(250, until - Date.now())));
+  }
+}
+
+/** The worker modes, for the campaign to pick from. */
+export const WORKER_MODES: readonly WorkerMode[] = ['tight', 'paced', 'take'];

@@ -1,0 +1,53 @@
+/**
+ * A seeded random source (mulberry32), so that a campaign's choices (sizes, modes, the fault
+ * schedule) are the same for the same seed. Timing on a real cluster is not: a seed fixes what
+ * the nemesis does and when it tries, not how Cassandra answers.
+ */
+export class Random {
+  private state: number;
+
+  constructor(readonly seed: number) {
+    this.state = seed >>> 0;
+  }
+
+  /** Uniform in [0, 1). */
+  next(): number {
+    this.state = (this.state + 0x6d2b79f5) >>> 0;
+    let t = this.state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  }
+
+  /** An integer in [min, max]. */
+  int(min: number, max: number): number {
+    return min + Math.floor(this.next() * (max - min + 1));
+  }
+
+  pick<T>(items: readonly T[]): T {
+    if (items.length === 0) throw new Error('pick from an empty list');
+    return items[this.int(0, items.length - 1)]!;
+  }
+
+  /** One of `weights`' keys, each with its weight's share of the chances. */
+  weighted<K extends string>(weights: Readonly<Record<K, number>>): K {
+    const entries = Object.entries(weights) as [K, number][];
+    const total = entries.reduce((sum, [, w]) => sum + w, 0);
+    let roll = this.next() * total;
+    for (const [key, weight] of entries) {
+      roll -= weight;
+      if (roll < 0) return key;
+    }
+    return entries.at(-1)![0];
+  }
+
+  /** A seed for a child random source, so that sub-schedules do not shift each other. */
+  fork(): Random {
+    return new Random(this.int(1, 2 ** 31 - 1));
+  }
+}
+
+/** A fresh seed from the clock and the process, printed so a run can be repeated. */
+export function freshSeed(): number {
+  return (Date.now() ^ (process.pid << 16)) >>> 0 || 1;
+}

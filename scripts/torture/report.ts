@@ -1,0 +1,156 @@
+/**
+ * A campaign's report: one JSON document with everything, and a markdown page for people.
+ */
+import type { Verdict } from './checker.js';
+import type { FaultMix, TimelineEntry } from './nemesis.js';
+
+export interface CampaignReport {
+  readonly seed: number;
+  readonly startedAt: string;
+  readonly durationS: number;
+  readonly machine: string;
+  readonly cluster: {
+    readonly dcs: number;
+    readonly nodesPerDc: number;
+    readonly paxos: string;
+    readonly commitlogSync: string;
+    readonly replication: Readonly<Record<string, number>>;
+  };
+  readonly sequence: {
+    readonly name: string;
+    readonly keyspace: string;
+    readonly initial: Readonly<Record<string, string | number>>;
+    readonly final: Readonly<Record<string, string | number>>;
+  };
+  readonly fleet: {
+    readonly processesPerDc: number;
+    readonly incarnations: number;
+    readonly byEnding: Readonly<Record<string, number>>;
+    readonly byMode: Readonly<Record<string, number>>;
+  };
+  readonly mix: FaultMix;
+  readonly mutation: string | undefined;
+  readonly timeline: readonly TimelineEntry[];
+  readonly faultsDone: Readonly<Record<string, number>>;
+  readonly errorsByCode: Readonly<Record<string, number>>;
+  /** One message per error code, as a process first saw it. */
+  readonly errorExamples: Readonly<Record<string, string>>;
+  readonly incarnations: readonly {
+    readonly id: number;
+    readonly dc: string;
+    readonly mode: string;
+    readonly ending: string;
+    readonly recorded: number;
+    readonly errors: Readonly<Record<string, number>>;
+  }[];
+  readonly liveness: readonly {
+    readonly dc: string;
+    readonly drawn: number;
+    readonly seconds: number;
+    readonly ok: boolean;
+  }[];
+  readonly check: { readonly violations: readonly string[] };
+  readonly linearizabilityLines: readonly string[];
+  readonly verdict: Verdict;
+  /** True when every property held: the history is valid, every DC drew again, check is clean, no violation logged. */
+  readonly passed: boolean;
+}
+
+export function renderMarkdown(report: CampaignReport): string {
+  const v = report.verdict;
+  const r = v.reconciliation;
+  const n = (x: number) => x.toLocaleString('en-US');
+  const lines: string[] = [];
+  lines.push(`# Torture campaign, seed ${report.seed}: ${report.passed ? 'PASSED' : 'FAILED'}`);
+  lines.push('');
+  lines.push(
+    `${report.startedAt}, ${Math.round(report.durationS)} s of faults on ${report.machine}. ` +
+      `Cluster: ${report.cluster.dcs} DCs × ${report.cluster.nodesPerDc} node(s), Paxos ${report.cluster.paxos}, ` +
+      `commitlog_sync ${report.cluster.commitlogSync}, replication ${JSON.stringify(report.cluster.replication)}. ` +
+      `Reproduce the schedule with \`npm run torture -- --seed ${report.seed}\` and the same options.`,
+  );
+  if (report.mutation !== undefined) {
+    lines.push('');
+    lines.push(
+      `**Negative control:** the protocol ran with the deliberate defect \`${report.mutation}\`.`,
+    );
+  }
+  lines.push('');
+  lines.push('| property | result |');
+  lines.push('| --- | --- |');
+  lines.push(
+    `| IDs recorded | ${n(v.drawn)} by ${n(report.fleet.incarnations)} process incarnations |`,
+  );
+  lines.push(
+    `| duplicates | ${n(v.duplicateCount)}${
+      v.duplicates.length > 0
+        ? ` (e.g. ${v.duplicates
+            .slice(0, 3)
+            .map((d) => `${d.id} by ${d.by.join(' and ')}`)
+            .join('; ')})`
+        : ''
+    } |`,
+  );
+  lines.push(`| non-monotonic incarnations | ${v.nonMonotonic.length} |`);
+  lines.push(`| IDs outside their DC's grants | ${n(v.outsideGrantsCount)} |`);
+  lines.push(`| grant problems (overlap, above GLOBAL) | ${v.grantProblems.length} |`);
+  lines.push(`| \`check\` violations | ${report.check.violations.length} |`);
+  lines.push(`| linearizability lines in node logs | ${report.linearizabilityLines.length} |`);
+  lines.push(
+    `| every DC drew again after healing | ${report.liveness.every((l) => l.ok) ? 'yes' : 'NO'} (${report.liveness.map((l) => `${l.dc}: ${l.drawn} IDs in ${l.seconds.toFixed(1)} s`).join(', ')}) |`,
+  );
+  lines.push(
+    `| granted = drawn + held + lost | ${n(r.granted)} = ${n(r.drawn)} + ${n(r.held)} + ${n(r.lost)}: ${r.balanced ? 'balanced' : 'NOT BALANCED'} |`,
+  );
+  lines.push('');
+  lines.push('## Gaps by cause');
+  lines.push('');
+  lines.push(
+    'Attributed by the history around each gap: who recorded the ID just below it, and how that process ended.',
+  );
+  lines.push('');
+  lines.push('| cause | IDs | intervals |');
+  lines.push('| --- | ---: | ---: |');
+  for (const gap of v.gapsByCause)
+    lines.push(`| ${gap.cause} | ${n(gap.ids)} | ${n(gap.intervals)} |`);
+  if (v.gapsByCause.length === 0) lines.push('| none | 0 | 0 |');
+  lines.push('');
+  lines.push('## Errors seen by the processes');
+  lines.push('');
+  lines.push('| code | calls | first message |');
+  lines.push('| --- | ---: | --- |');
+  for (const [code, count] of Object.entries(report.errorsByCode).sort((a, b) => b[1] - a[1])) {
+    const example = (report.errorExamples[code] ?? '').replaceAll('|', '/').slice(0, 300);
+    lines.push(`| ${code} | ${n(count)} | ${example} |`);
+  }
+  if (Object.keys(report.errorsByCode).length === 0) lines.push('| none | 0 | |');
+  lines.push('');
+  lines.push('## Fleet');
+  lines.push('');
+  lines.push(
+    `${report.fleet.processesPerDc} processes per DC kept running; incarnations by ending: ${JSON.stringify(report.fleet.byEnding)}; by mode: ${JSON.stringify(report.fleet.byMode)}. ` +
+      `Sequence \`${report.sequence.name}\`: ${JSON.stringify(report.sequence.initial)} at the start, ${JSON.stringify(report.sequence.final)} at the end.`,
+  );
+  lines.push('');
+  lines.push('## Faults');
+  lines.push('');
+  lines.push(
+    `Mix (weights): ${JSON.stringify(report.mix)}. Done: ${JSON.stringify(report.faultsDone)}.`,
+  );
+  lines.push('');
+  lines.push('| at (s) | action | target | result |');
+  lines.push('| ---: | --- | --- | --- |');
+  for (const entry of report.timeline) {
+    lines.push(
+      `| ${entry.at.toFixed(1)} | ${entry.action} | ${entry.target} | ${entry.result.replaceAll('|', '/')} |`,
+    );
+  }
+  if (report.check.violations.length > 0 || report.linearizabilityLines.length > 0) {
+    lines.push('');
+    lines.push('## Violations');
+    lines.push('');
+    for (const line of [...report.check.violations, ...report.linearizabilityLines])
+      lines.push(`- ${line}`);
+  }
+  return lines.join('\n') + '\n';
+}

@@ -1,0 +1,142 @@
+/**
+ * One allocator process of a torture campaign, as a service would run one: it draws IDs in its
+ * mode and records every ID it hands out in a binary history file (8 bytes each, little-endian
+ * float64: IDs of the campaign's domain are exact there). An ID counts as used only once the
+ * write of it returned, so a SIGKILL can lose IDs handed out but not recorded (a gap), never
+ * hide a duplicate.
+ *
+ * Modes: `tight` awaits next() back to back; `paced` takes tryNext() ?? next() at a rate, with an
+ * I/O turn between calls; `take` asks for runs of 1..maxTake IDs.
+ *
+ * Signals: SIGTERM stops drawing, then closes (unused IDs go back); SIGUSR2 closes while the
+ * loop keeps calling (the close-while-drawing race), then exits.
+ *
+ *   node --import tsx scripts/torture/worker.ts '<json WorkerSpec>'
+ */
+import fs from 'node:fs';
+import { setImmediate as turn } from 'node:timers/promises';
+
+import { connect } from '../../src/index.js';
+import type { IdGenError } from '../../src/index.js';
+
+export type WorkerMode = 'tight' | 'paced' | 'take';
+
+export interface WorkerSpec {
+  readonly dc: string;
+  readonly contactPoints: readonly string[];
+  readonly keyspace: string;
+  readonly sequence: string;
+  readonly mode: WorkerMode;
+  /** IDs per second for `paced`. */
+  readonly rate: number;
+  /** Largest run for `take`. */
+  readonly maxTake: number;
+  readonly historyFile: string;
+  /** Stop after this many IDs (liveness checks); unlimited when absent. */
+  readonly count?: number | undefined;
+}
+
+/** The last line a worker prints. */
+export interface WorkerSummary {
+  readonly event: 'done';
+  readonly drawn: number;
+  readonly errors: Readonly<Record<string, number>>;
+  readonly firstErrors: Readonly<Record<string, string>>;
+  readonly stats: Readonly<Record<string, unknown>>;
+  readonly closedEarly: boolean;
+}
+
+const FLUSH_EVERY = 4096;
+const FLUSH_MS = 20;
+
+async function main(spec: WorkerSpec): Promise<void> {
+  const fd = fs.openSync(spec.historyFile, 'a');
+  const buffer = new Float64Array(FLUSH_EVERY);
+  let buffered = 0;
+  let lastFlush = Date.now();
+  const flush = () => {
+    if (buffered === 0) return;
+    fs.writeSync(fd, new Uint8Array(buffer.buffer, 0, buffered * 8));
+    buffered = 0;
+    lastFlush = Date.now();
+  };
+  const record = (id: number) => {
+    buffer[buffered++] = id;
+    if (buffered === FLUSH_EVERY || Date.now() - lastFlush >= FLUSH_MS) flush();
+  };
+
+  const ids = await connect({
+    contactPoints: [...spec.contactPoints],
+    localDataCenter: spec.dc,
+    keyspace: spec.keyspace,
+  });
+  const seq = ids.sequence(spec.sequence);
+  let stopping = false;
+  let closedEarly = false;
+  process.on('SIGTERM', () => (stopping = true));
+  process.on('SIGUSR2', () => {
+    closedEarly = true;
+    // Close while the loop below keeps calling: no ID may come back after this point.
+    void ids.close().finally(() => (stopping = true));
+  });
+  process.stdout.write(JSON.stringify({ event: 'ready', pid: process.pid }) + '\n');
+
+  const errors: Record<string, number> = {};
+  const firstErrors: Record<string, string> = {};
+  let drawn = 0;
+  const started = Date.now();
+  const limit = spec.count ?? Infinity;
+  while (!stopping && drawn < limit) {
+    try {
+      if (spec.mode === 'take') {
+        const count = 1 + Math.floor(Math.random() * spec.maxTake);
+        const { first, last } = await seq.take(count);
+        for (let id = first; id <= last; id++) record(id);
+        drawn += last - first + 1;
+      } else if (spec.mode === 'paced') {
+        record(seq.tryNext() ?? (await seq.next()));
+        drawn++;
+        const due = started + (drawn / spec.rate) * 1000;
+        if (due > Date.now()) {
+          flush();
+          await new Promise((resolve) => setTimeout(resolve, due - Date.now()));
+        } else {
+          await turn();
+        }
+      } else {
+        record(await seq.next());
+        drawn++;
+      }
+    } catch (error) {
+      const code = (error as Partial<IdGenError>).code ?? 'UNKNOWN';
+      errors[code] = (errors[code] ?? 0) + 1;
+      firstErrors[code] ??= error instanceof Error ? error.message : String(error);
+      flush();
+      if (code === 'IDGEN_CLOSED') break;
+      await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 150));
+    }
+  }
+  flush();
+  fs.closeSync(fd);
+  const stats = seq.stats();
+  await ids.close();
+  const summary: WorkerSummary = {
+    event: 'done',
+    drawn,
+    errors,
+    firstErrors,
+    stats: { ...stats, lastError: stats.lastError?.message },
+    closedEarly,
+  };
+  process.stdout.write(JSON.stringify(summary) + '\n');
+}
+
+main(JSON.parse(process.argv[2] ?? '{}') as WorkerSpec).then(
+  () => process.exit(0),
+  (error: unknown) => {
+    process.stderr.write(
+      `torture worker: ${error instanceof Error ? error.stack : String(error)}\n`,
+    );
+    process.exit(1);
+  },
+);

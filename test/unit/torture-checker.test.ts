@@ -1,0 +1,136 @@
+/** The torture campaign's checker, on histories made up to break each property. */
+import { describe, expect, it } from 'vitest';
+
+import {
+  checkHistory,
+  type RecordedIncarnation,
+  type RowsAfter,
+} from '../../scripts/torture/checker.js';
+import { dcState } from './fixtures.js';
+
+const ids = (...values: number[]) => Float64Array.from(values);
+const range = (a: number, b: number) => Float64Array.from({ length: b - a + 1 }, (_, i) => a + i);
+
+/** dc1 got [1, 100] and [201, 300]; dc2 got [101, 200]. dc1 has 271..300 still unclaimed. */
+const rows: RowsAfter = {
+  globalLast: 300n,
+  grants: new Map([
+    [
+      'dc1',
+      [
+        { number: 1, min: 1n, max: 100n },
+        { number: 2, min: 201n, max: 300n },
+      ],
+    ],
+    ['dc2', [{ number: 1, min: 101n, max: 200n }]],
+  ]),
+  states: new Map([
+    [
+      'dc1',
+      dcState({
+        lastInteger: 270n,
+        reservedMin: 201n,
+        reservedMax: 300n,
+        reservedGrant: 2,
+        preloadedMin: 201n,
+        preloadedMax: 300n,
+        installedGrant: 2,
+      }),
+    ],
+    [
+      'dc2',
+      dcState({
+        lastInteger: 200n,
+        reservedMin: 101n,
+        reservedMax: 200n,
+        preloadedMin: 101n,
+        preloadedMax: 200n,
+      }),
+    ],
+  ]),
+};
+
+function incarnation(
+  id: number,
+  dc: string,
+  recorded: Float64Array,
+  ending = 'terminated',
+): RecordedIncarnation {
+  return { id, dc, ending, ids: recorded };
+}
+
+describe('checkHistory', () => {
+  it('accepts a sound history and accounts for every granted ID', () => {
+    const verdict = checkHistory(
+      [
+        incarnation(1, 'dc1', range(1, 100)),
+        incarnation(2, 'dc1', range(201, 250), 'killed'), // 251..270 lost with it
+        incarnation(3, 'dc2', range(101, 180)),
+        incarnation(4, 'dc2', range(191, 200)), // 181..190: closed, not given back
+      ],
+      rows,
+    );
+    expect(verdict.valid).toBe(true);
+    expect(verdict.reconciliation).toEqual({
+      granted: 300,
+      drawn: 240,
+      held: 30,
+      lost: 30,
+      balanced: true,
+    });
+    expect(verdict.gapsByCause).toEqual([
+      { cause: 'process killed: its unused IDs', ids: 20, intervals: 1 },
+      {
+        cause: 'closed: unused IDs not given back (claimed after, or the give-back stayed unknown)',
+        ids: 10,
+        intervals: 1,
+      },
+    ]);
+  });
+
+  it('finds duplicates across processes and DCs, naming who recorded them', () => {
+    const verdict = checkHistory(
+      [
+        incarnation(1, 'dc1', ids(1, 2, 3)),
+        incarnation(2, 'dc1', ids(3, 4)),
+        incarnation(3, 'dc2', ids(101)),
+      ],
+      rows,
+    );
+    expect(verdict.valid).toBe(false);
+    expect(verdict.duplicateCount).toBe(1);
+    expect(verdict.duplicates).toEqual([{ id: 3, by: [1, 2] }]);
+  });
+
+  it('finds an incarnation whose IDs went backwards', () => {
+    const verdict = checkHistory([incarnation(7, 'dc1', ids(5, 6, 4))], rows);
+    expect(verdict.nonMonotonic).toEqual([{ incarnation: 7, at: 2 }]);
+    expect(verdict.valid).toBe(false);
+  });
+
+  it('finds IDs outside the grants of the DC that handed them out', () => {
+    const verdict = checkHistory([incarnation(1, 'dc2', ids(150, 250))], rows);
+    expect(verdict.outsideGrants).toEqual([{ incarnation: 1, id: 250 }]);
+    expect(verdict.valid).toBe(false);
+  });
+
+  it('finds an ID recorded although the DC state says it was never claimed (rows went back)', () => {
+    const verdict = checkHistory([incarnation(1, 'dc1', ids(275))], rows);
+    expect(verdict.reconciliation.balanced).toBe(false);
+    expect(verdict.valid).toBe(false);
+  });
+
+  it('finds overlapping grants and grants above GLOBAL', () => {
+    const broken: RowsAfter = {
+      ...rows,
+      globalLast: 250n,
+      grants: new Map([
+        ['dc1', [{ number: 1, min: 1n, max: 120n }]],
+        ['dc2', [{ number: 1, min: 101n, max: 260n }]],
+      ]),
+    };
+    const verdict = checkHistory([], broken);
+    expect(verdict.grantProblems).toHaveLength(2);
+    expect(verdict.valid).toBe(false);
+  });
+});

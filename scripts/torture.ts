@@ -16,6 +16,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import * as manager from './cluster/manager.js';
 import { nodeSpecs } from './cluster/topology.js';
 import { connect, initSchema, openAdmin } from '../src/index.js';
+import { MUTATIONS, type Mutation } from '../src/allocator/mutations.js';
 import { CassandraStore } from '../src/store/cassandra.js';
 import type { DcState } from '../src/index.js';
 import { checkHistory, type RecordedIncarnation } from './torture/checker.js';
@@ -41,6 +42,7 @@ interface Options {
   readonly out: string;
   readonly keepHistory: boolean;
   readonly livenessIds: number;
+  readonly mutation: Mutation | undefined;
 }
 
 function positive(name: string, integer: boolean) {
@@ -106,6 +108,16 @@ function parseOptions(argv: readonly string[]): Options {
       positive('--liveness-ids', true),
       1_000,
     )
+    .option(
+      '--mutation <name>',
+      `negative control: run a deliberately broken protocol (${MUTATIONS.join(', ')}); the checks must then fail`,
+      (value: string) => {
+        if (!MUTATIONS.includes(value as Mutation)) {
+          throw new InvalidArgumentError(`one of ${MUTATIONS.join(', ')}`);
+        }
+        return value as Mutation;
+      },
+    )
     .exitOverride()
     .parse(['node', 'torture', ...argv]);
   const o = program.opts<{
@@ -118,6 +130,7 @@ function parseOptions(argv: readonly string[]): Options {
     out?: string;
     keepHistory: boolean;
     livenessIds: number;
+    mutation?: Mutation;
   }>();
   const seed = o.seed ?? freshSeed();
   const stamp = new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19);
@@ -131,6 +144,7 @@ function parseOptions(argv: readonly string[]): Options {
     out: path.resolve(o.out ?? path.join('torture', 'runs', `${stamp}-seed-${seed}`)),
     keepHistory: o.keepHistory,
     livenessIds: o.livenessIds,
+    mutation: o.mutation,
   };
 }
 
@@ -204,7 +218,13 @@ async function main(): Promise<void> {
   await admin.createSequence(sequence, initial);
   log(`keyspace ${keyspace}, sequence ${JSON.stringify(initial)}`);
 
-  const fleet = new Fleet({ keyspace, sequence, contactPoints, historyDir });
+  const fleet = new Fleet({
+    keyspace,
+    sequence,
+    contactPoints,
+    historyDir,
+    mutation: options.mutation,
+  });
   const processRandom = random.fork();
   const startProcess = (dc: string): Incarnation =>
     fleet.start(dc, processRandom.pick(WORKER_MODES), {
@@ -352,7 +372,7 @@ async function main(): Promise<void> {
       byMode: count(fleet.incarnations.map((i) => i.mode)),
     },
     mix: options.mix,
-    mutation: undefined,
+    mutation: options.mutation,
     timeline: nemesis.timeline,
     faultsDone: count(
       nemesis.timeline.filter((e) => e.result.startsWith('ok')).map((e) => e.action),

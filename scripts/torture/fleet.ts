@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import type { Mutation } from '../../src/allocator/mutations.js';
 import type { WorkerMode, WorkerSpec, WorkerSummary } from './worker.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -49,6 +50,8 @@ export interface FleetOptions {
   readonly sequence: string;
   readonly contactPoints: Readonly<Record<string, readonly string[]>>;
   readonly historyDir: string;
+  /** A deliberately broken protocol variant every worker runs, for a negative control. */
+  readonly mutation?: Mutation | undefined;
 }
 
 export class Fleet {
@@ -76,6 +79,7 @@ export class Fleet {
       maxTake: extra.maxTake,
       historyFile,
       count: extra.count,
+      mutation: this.options.mutation,
     };
     const child = spawn(process.execPath, ['--import', 'tsx', WORKER, JSON.stringify(spec)], {
       cwd: ROOT,

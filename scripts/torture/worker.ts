@@ -16,6 +16,7 @@
 import fs from 'node:fs';
 import { setImmediate as turn } from 'node:timers/promises';
 
+import { setMutationsForTests, type Mutation } from '../../src/allocator/mutations.js';
 import { connect } from '../../src/index.js';
 import type { IdGenError } from '../../src/index.js';
 
@@ -34,6 +35,8 @@ export interface WorkerSpec {
   readonly historyFile: string;
   /** Stop after this many IDs (liveness checks); unlimited when absent. */
   readonly count?: number | undefined;
+  /** A deliberately broken protocol variant, for a negative control run. */
+  readonly mutation?: Mutation | undefined;
 }
 
 /** The last line a worker prints. */
@@ -50,6 +53,7 @@ const FLUSH_EVERY = 4096;
 const FLUSH_MS = 20;
 
 async function main(spec: WorkerSpec): Promise<void> {
+  if (spec.mutation !== undefined) setMutationsForTests([spec.mutation]);
   const fd = fs.openSync(spec.historyFile, 'a');
   const buffer = new Float64Array(FLUSH_EVERY);
   let buffered = 0;

@@ -13,6 +13,7 @@
  */
 
 import type { CasOutcome } from '../store/port.js';
+import { mutated } from './mutations.js';
 
 /**
  * What a conditional write did, as far as it can be shown:
@@ -58,6 +59,18 @@ export interface CasResult<Found = unknown> {
 export async function runConditionalWrite<Found>(
   step: ConditionalWrite<Found>,
 ): Promise<CasResult<Found>> {
+  const result = await classify(step);
+  // Negative controls only (mutations.ts): the two ways of trusting what was not shown.
+  if (result.verdict === 'unknown' && mutated('unknown-as-not-written')) {
+    return { ...result, verdict: 'lost' };
+  }
+  if (result.verdict === 'unknown' && result.reported === 'unknown' && mutated('unknown-as-ours')) {
+    return { ...result, verdict: 'ours' };
+  }
+  return result;
+}
+
+async function classify<Found>(step: ConditionalWrite<Found>): Promise<CasResult<Found>> {
   let outcome: CasOutcome<Found>;
   try {
     outcome = await step.write();

@@ -26,6 +26,7 @@ import { MAX_SAFE_ID, validateStoredSettings } from '../options.js';
 import type { IdStore, SequenceSettings } from '../store/port.js';
 import type { Block, IdKind, IdRange } from './block.js';
 import { SYSTEM_CLOCK, type Clock } from './clock.js';
+import { mutated } from './mutations.js';
 import {
   DcAllocator,
   type AllocatorCounters,
@@ -734,8 +735,10 @@ export class Sequence<T extends number | bigint> {
     this.retired = [this.current, this.preloaded].filter(
       (block): block is Block<T> => block !== undefined,
     );
-    this.current = undefined;
-    this.preloaded = undefined;
+    if (!mutated('serve-while-closing')) {
+      this.current = undefined;
+      this.preloaded = undefined;
+    }
     this.preloadAt = Infinity;
     this.clearRangeRetry();
     this.wakeClaim?.();
@@ -745,6 +748,8 @@ export class Sequence<T extends number | bigint> {
       if (this.rolledBack === undefined) await this.returnUnused();
     } finally {
       this.retired = [];
+      this.current = undefined;
+      this.preloaded = undefined;
       this.clearRangeRetry();
       this.transition('closed');
     }

@@ -19,6 +19,7 @@ import {
   InvariantError,
   SequenceNotFoundError,
 } from '../errors.js';
+import { mutated } from '../allocator/mutations.js';
 import { mapFailure } from './cassandra-errors.js';
 import {
   GLOBAL,
@@ -54,6 +55,7 @@ import type {
   StoredSettings,
 } from './port.js';
 
+const CL = cassandra.types.consistencies;
 const KEYSPACE_NAME = /^[A-Za-z][A-Za-z0-9_]{0,47}$/;
 
 /**
@@ -404,7 +406,7 @@ export class CassandraStore implements IdStore {
   }
 
   private async read(name: StatementName, params: unknown[], operation: string) {
-    const statement: Statement = STATEMENTS[name];
+    const statement = mutatedStatement(name, STATEMENTS[name]);
     let result: cassandra.types.ResultSet;
     try {
       result = await this.client.execute(
@@ -429,7 +431,7 @@ export class CassandraStore implements IdStore {
     | { readonly kind: 'rejected'; readonly rows: readonly cassandra.types.Row[] }
     | { readonly kind: 'unknown'; readonly cause: unknown }
   > {
-    const statement: Statement = STATEMENTS[name];
+    const statement = mutatedStatement(name, STATEMENTS[name]);
     let result: cassandra.types.ResultSet;
     try {
       result = await this.client.execute(
@@ -496,6 +498,22 @@ export class CassandraStore implements IdStore {
 }
 
 const APPLIED = Object.freeze({ kind: 'applied' as const });
+
+let dcStateWrites = 0;
+
+/**
+ * A statement as a negative control changes it (mutations.ts); the statement itself otherwise.
+ * Never active outside tests.
+ */
+function mutatedStatement(name: StatementName, statement: Statement): Statement {
+  if ((name === 'updateDcState' || name === 'createDcState') && mutated('dc-state-at-serial-too')) {
+    return ++dcStateWrites % 2 === 0 ? { ...statement, serial: CL.serial } : statement;
+  }
+  if ((name === 'readLatestGrant' || name === 'readGlobal') && mutated('grants-read-at-quorum')) {
+    return { ...statement, consistency: CL.quorum };
+  }
+  return statement;
+}
 
 function checkDc(dc: string): void {
   if (typeof dc !== 'string' || dc === '' || dc === GLOBAL)

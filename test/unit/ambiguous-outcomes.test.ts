@@ -3,7 +3,9 @@
  * conditional write was classified in one place: each test drives processes over one
  * MemoryStore through the public API, with a fault the real cluster produces.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+
+import { setMutationsForTests } from '../../src/allocator/mutations.js';
 
 import { ClosedError } from '../../src/errors.js';
 import { MemoryStore } from '../../src/store/memory.js';
@@ -19,40 +21,10 @@ import {
 
 describe('close() while IDs are still being drawn', () => {
   it('hands out no ID from the moment close() is called: tryNext and next throw ClosedError', async () => {
-    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
-    const a = ids.sequence('orders');
-    expect(await a.next()).toBe(1); // A holds [1, 10]
-
-    // Hold the give-back's write, so that the close is in progress while A is still called.
-    let release!: () => void;
-    store.faults.push({
-      op: 'writeDcState',
-      effect: 'delay',
-      until: new Promise<void>((resolve) => (release = resolve)),
-    });
-    const closing = a.close();
-    const duringClose: number[] = [];
-    await settle(); // close() is now waiting inside the give-back
-    for (let i = 0; i < 3; i++) {
-      try {
-        const id = a.tryNext();
-        if (id !== undefined) duringClose.push(id);
-      } catch (error) {
-        expect(error).toBeInstanceOf(ClosedError);
-      }
-      await a.next().then(
-        (id) => duringClose.push(id),
-        (error: unknown) => expect(error).toBeInstanceOf(ClosedError),
-      );
-    }
-    release();
-    await closing;
-
-    // The next process of the DC starts where A's last handed-out ID ends.
-    const b = processIn(store).sequence('orders');
-    const fromB = await draw(b, 20);
-    expectUnique([1, ...duringClose, ...fromB]);
+    const { duringClose, fromB, all } = await closeWhileDrawing();
+    expectUnique(all);
     expect(duringClose).toEqual([]);
+    // The next process of the DC starts where A's last handed-out ID ends.
     expect(fromB[0]).toBe(2);
   });
 
@@ -71,26 +43,9 @@ describe('close() while IDs are still being drawn', () => {
 
 describe('a write applied but reported rejected (a second Paxos round finished it)', () => {
   it('never gives back a block twice: another process may have claimed it in between', async () => {
-    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
-    const a = ids.sequence('orders');
-    expect(await draw(a, 10)).toEqual(range(1, 10));
-    await settle(); // [11, 20] preloaded: A's unused run is exactly one block
-    const b = processIn(store).sequence('orders');
-    const c = processIn(store).sequence('orders');
-    let fromB: number[] = [];
-    // A's give-back applies (last_integer 20 -> 10) but comes back "rejected"; before A reads
-    // again, B claims [11, 20], which puts last_integer back at 20.
-    store.faults.push({
-      op: 'writeDcState',
-      effect: 'applied-reported-rejected',
-      onHit: async () => {
-        fromB = await draw(b, 5); // below B's preload point: last_integer stays 20
-      },
-    });
-    await a.close();
+    const { fromB, all } = await giveBackReportedRejected();
     expect(fromB).toEqual(range(11, 15));
-    const fromC = await draw(c, 10);
-    expectUnique([...range(1, 10), ...fromB, ...fromC]);
+    expectUnique(all);
   });
 
   it('recognises its own block claim by the op the round returns, leaving no gap', async () => {
@@ -176,9 +131,9 @@ describe('calls that wait for a refill', () => {
   it('ride out a replica that does not answer for a while: the claim is retried', async () => {
     const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
     const seq = ids.sequence('orders');
-    store.faults.push({ op: 'readDcState', effect: 'unavailable', times: 5 });
+    store.faults.push({ op: 'readDcState', effect: 'unavailable', times: 3 });
     expect(await seq.next()).toBe(1);
-    expect(seq.stats().errors).toBe(5);
+    expect(seq.stats().errors).toBe(3);
   });
 
   it('reject at their deadline, while the refill carries on', async () => {
@@ -230,3 +185,88 @@ describe('calls that wait for a refill', () => {
     });
   });
 });
+
+describe('negative controls: with the fix switched off, the same scenarios hand out IDs twice', () => {
+  afterEach(() => setMutationsForTests([]));
+
+  it('close() serving from the run it gives back (defect 1)', async () => {
+    setMutationsForTests(['serve-while-closing']);
+    const { duringClose, all } = await closeWhileDrawing();
+    expect(duringClose.length).toBeGreaterThan(0);
+    expect(duplicatesIn(all).length).toBeGreaterThan(0);
+  });
+
+  it('a rejected give-back taken as not written, and repeated (defect 3)', async () => {
+    setMutationsForTests(['unknown-as-not-written']);
+    const { all } = await giveBackReportedRejected();
+    expect(duplicatesIn(all).length).toBeGreaterThan(0);
+  });
+});
+
+/**
+ * Process A holds [1, 10]; while its close() waits inside the give-back's write, A is called
+ * three times with tryNext() and next(); then process B draws 20.
+ */
+async function closeWhileDrawing(): Promise<{
+  duringClose: number[];
+  fromB: number[];
+  all: number[];
+}> {
+  const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
+  const a = ids.sequence('orders');
+  expect(await a.next()).toBe(1);
+  let release!: () => void;
+  store.faults.push({
+    op: 'writeDcState',
+    effect: 'delay',
+    until: new Promise<void>((resolve) => (release = resolve)),
+  });
+  const closing = a.close();
+  const duringClose: number[] = [];
+  await settle(); // close() is now waiting inside the give-back
+  for (let i = 0; i < 3; i++) {
+    try {
+      const id = a.tryNext();
+      if (id !== undefined) duringClose.push(id);
+    } catch (error) {
+      expect(error).toBeInstanceOf(ClosedError);
+    }
+    await a.next().then(
+      (id) => duringClose.push(id),
+      (error: unknown) => expect(error).toBeInstanceOf(ClosedError),
+    );
+  }
+  release();
+  await closing;
+  const fromB = await draw(processIn(store).sequence('orders'), 20);
+  return { duringClose, fromB, all: [1, ...duringClose, ...fromB] };
+}
+
+/**
+ * A draws [1, 10] with [11, 20] preloaded and closes; its give-back applies but comes back
+ * "rejected", and before A reads again B claims [11, 20] and draws 5; then C draws 10.
+ */
+async function giveBackReportedRejected(): Promise<{ fromB: number[]; all: number[] }> {
+  const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
+  const a = ids.sequence('orders');
+  expect(await draw(a, 10)).toEqual(range(1, 10));
+  await settle();
+  const b = processIn(store).sequence('orders');
+  const c = processIn(store).sequence('orders');
+  let fromB: number[] = [];
+  store.faults.push({
+    op: 'writeDcState',
+    effect: 'applied-reported-rejected',
+    onHit: async () => {
+      fromB = await draw(b, 5); // below B's preload point: last_integer stays 20
+    },
+  });
+  await a.close();
+  const fromC = await draw(c, 10);
+  return { fromB, all: [...range(1, 10), ...fromB, ...fromC] };
+}
+
+function duplicatesIn(values: readonly number[]): number[] {
+  const seen = new Set<number>();
+  return values.filter((v) => (seen.has(v) ? true : (seen.add(v), false)));
+}

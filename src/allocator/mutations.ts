@@ -1,0 +1,42 @@
+/**
+ * Deliberately broken variants of the protocol, for negative controls only: the simulation and
+ * the torture campaign switch one on to show that their checks catch what each breaks. The
+ * package does not export this module (its `exports` map hides it), and nothing in the library
+ * switches one on: only test code calls {@link setMutationsForTests}.
+ */
+
+export type Mutation =
+  /** Every outcome not shown to be ours is taken as "not written" (give-backs are repeated). */
+  | 'unknown-as-not-written'
+  /** A block claim whose outcome stayed unknown is used as if it had been applied. */
+  | 'unknown-as-ours'
+  /** close() keeps serving from the blocks it is giving back, as before the fix. */
+  | 'serve-while-closing'
+  /** DC-state writes alternate between LOCAL_SERIAL and SERIAL (the mixing the layout forbids). */
+  | 'dc-state-at-serial-too'
+  /** The grant level is read at QUORUM instead of SERIAL. */
+  | 'grants-read-at-quorum';
+
+export const MUTATIONS: readonly Mutation[] = [
+  'unknown-as-not-written',
+  'unknown-as-ours',
+  'serve-while-closing',
+  'dc-state-at-serial-too',
+  'grants-read-at-quorum',
+];
+
+let active: ReadonlySet<Mutation> = new Set();
+
+/** Switches the given mutations on (and every other one off). Test code only. */
+export function setMutationsForTests(mutations: readonly Mutation[]): void {
+  for (const m of mutations) {
+    if (!MUTATIONS.includes(m))
+      throw new Error(`unknown mutation "${m}"; known: ${MUTATIONS.join(', ')}`);
+  }
+  active = new Set(mutations);
+}
+
+/** Whether mutation `m` is on. */
+export function mutated(m: Mutation): boolean {
+  return active.size > 0 && active.has(m);
+}

@@ -1,9 +1,12 @@
 /**
- * The protocol of docs/design.md for one sequence in one DC, against the {@link IdStore} port.
+ * The DC level of docs/design.md for one sequence in one DC, against the {@link IdStore} port.
+ * The DC state's transitions and invariants are in dc-state.ts; this file runs them.
  *
  * - {@link DcAllocator.claimBlock}: claims a process block from the DC state (LOCAL_SERIAL).
  * - {@link DcAllocator.ensureRange}: grants the DC a new range at SERIAL and installs it in the
  *   DC state (LOCAL_SERIAL). Single-flight: concurrent callers share one request.
+ * - {@link DcAllocator.requestRangeInBackground}: the DC level's double buffering: one
+ *   background range request, retried with backoff while it fails, until the domain is spent.
  * - {@link DcAllocator.returnBlock}: gives the unused tail of a block back on close.
  *
  * Every write goes through {@link runConditionalWrite}, which says whether it is shown to be
@@ -31,7 +34,9 @@ import type {
   IdStore,
   SequenceSettings,
 } from '../store/port.js';
+import type { Logger } from '../logger.js';
 import { isOurs, runConditionalWrite, type CasResult, type Judgement } from './cas.js';
+import { SYSTEM_CLOCK, type Clock } from './clock.js';
 import {
   claim,
   dcStateViolations,
@@ -40,6 +45,7 @@ import {
   installGrant,
   remainingIn,
 } from './dc-state.js';
+import { FailureLog } from './failures.js';
 
 /** How many conditional writes in a row may fail to be ours before an operation gives up. */
 export const MAX_CAS_ATTEMPTS = 12;
@@ -52,33 +58,44 @@ const BACKOFF_MAX_MS = 200;
 export const SERIAL_ATTEMPTS = 3;
 const SERIAL_RETRY_MS = 250;
 
-/** Counters the allocator bumps; the sequence reports them in its stats. */
-export interface AllocatorCounters {
+/** Retries of a failed background range request: the first after about 1 s, doubling up to 30 s. */
+const RANGE_RETRY_FIRST_MS = 1_000;
+const RANGE_RETRY_MAX_MS = 30_000;
+
+/** What the DC level counts, since the allocator was created. */
+export interface DcCounters {
+  /** Blocks claimed from the DC (confirmed claims only). */
   blocksClaimed: number;
+  /** DC ranges this process got granted at SERIAL. */
   rangesGranted: number;
+  /** Conditional writes whose condition did not hold (lost races). */
   casRejections: number;
+  /** Conditional writes whose outcome stayed unknown until re-read. */
   casUnknown: number;
   /** IDs of claims that may have been applied but could not be shown to be ours (gaps). */
   wasted: number;
+  /** Conditional writes sent (SERIAL and LOCAL_SERIAL). */
   lwtWrites: number;
+  /** Reads of the grant level at SERIAL. */
   serialReads: number;
+  /** Reads of the DC state at LOCAL_SERIAL. */
   localSerialReads: number;
-}
-
-/** Told about the end of every DC range request (not about each caller that joined it). */
-export interface RangeListener {
-  succeeded(): void;
-  failed(error: unknown): void;
 }
 
 export interface DcAllocatorOptions {
   readonly store: IdStore;
   readonly dc: string;
   readonly settings: SequenceSettings;
-  readonly counters: AllocatorCounters;
-  readonly rangeListener?: RangeListener | undefined;
-  /** Waits between lost CAS races; tests may replace it. */
+  /** Timers for backoffs and retries. @default real timers */
+  readonly clock?: Clock | undefined;
+  /** Waits between lost CAS races; tests may replace it. @default `clock.sleep` */
   readonly sleep?: ((ms: number) => Promise<void>) | undefined;
+  /** Receives range failures, once per episode. */
+  readonly log?: Logger | undefined;
+  /** Called when a range request installed a range (a preload that waited for it may go now). */
+  readonly onRangeInstalled?: (() => void) | undefined;
+  /** Called when the rows went back; the process level drops what it holds. */
+  readonly onRolledBack?: ((error: StateRolledBackError) => void) | undefined;
 }
 
 /** A block confirmed as this process's, with what the DC level needs to know after it. */
@@ -112,24 +129,55 @@ interface Watermarks {
 
 /** One sequence in one DC; one instance per sequence handle. */
 export class DcAllocator {
+  /** What this DC level did; see {@link DcCounters}. */
+  readonly counters: DcCounters = {
+    blocksClaimed: 0,
+    rangesGranted: 0,
+    casRejections: 0,
+    casUnknown: 0,
+    wasted: 0,
+    lwtWrites: 0,
+    serialReads: 0,
+    localSerialReads: 0,
+  };
+  /** Range requests that failed; logged once per episode. */
+  readonly failures: FailureLog<'range'>;
   private readonly store: IdStore;
   private readonly dc: string;
   private readonly settings: SequenceSettings;
-  private readonly counters: AllocatorCounters;
-  private readonly rangeListener: RangeListener | undefined;
+  private readonly clock: Clock;
   private readonly sleep: (ms: number) => Promise<void>;
+  private readonly log: Logger | undefined;
+  private readonly onRangeInstalled: (() => void) | undefined;
+  private readonly onRolledBack: ((error: StateRolledBackError) => void) | undefined;
   private rangeRequest: Promise<void> | undefined;
+  /** The background range request in flight, if any. */
+  private background: Promise<void> | undefined;
+  /** Cancels the pending retry of a failed background range request. */
+  private cancelRangeRetry: (() => void) | undefined;
+  private rangeRetries = 0;
+  private closed = false;
+  private exhaustionLogged = false;
   /** Set once GLOBAL reached `max` with no grant pending for this DC; it can never change. */
-  private exhausted: SequenceExhaustedError | undefined;
+  private exhaustedError: SequenceExhaustedError | undefined;
   private readonly seen: Watermarks;
 
   constructor(options: DcAllocatorOptions) {
     this.store = options.store;
     this.dc = options.dc;
     this.settings = options.settings;
-    this.counters = options.counters;
-    this.rangeListener = options.rangeListener;
-    this.sleep = options.sleep ?? defaultSleep;
+    this.clock = options.clock ?? SYSTEM_CLOCK;
+    this.sleep = options.sleep ?? ((ms) => this.clock.sleep(ms));
+    this.log = options.log;
+    this.onRangeInstalled = options.onRangeInstalled;
+    this.onRolledBack = options.onRolledBack;
+    this.failures = new FailureLog(options.log, {
+      range: {
+        failed:
+          'requesting a DC range failed; the DC still serves its ranges, retrying in the background',
+        recovered: 'requesting DC ranges works again',
+      },
+    });
     this.seen = {
       version: 0,
       reservedGrant: 0,
@@ -251,18 +299,86 @@ export class DcAllocator {
     return 0n;
   }
 
+  /**
+   * Starts one background range request unless one is in flight or waiting to be retried, the
+   * domain is spent, or the allocator is closed. A failed request is retried after about 1 s,
+   * doubling up to 30 s, until one succeeds.
+   */
+  requestRangeInBackground(): void {
+    if (
+      this.closed ||
+      this.exhaustedError !== undefined ||
+      this.background !== undefined ||
+      this.cancelRangeRetry !== undefined
+    ) {
+      return;
+    }
+    // Failures are recorded (and the retry scheduled) where every range request ends.
+    this.background = this.ensureRange()
+      .catch(() => undefined)
+      .finally(() => {
+        this.background = undefined;
+      });
+  }
+
+  /** The domain is spent and this DC holds no grant not yet installed; never changes again. */
+  get exhausted(): SequenceExhaustedError | undefined {
+    return this.exhaustedError;
+  }
+
+  /** Stops background range requests and their retries; waits for the one in flight. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.cancelRangeRetry?.();
+    this.cancelRangeRetry = undefined;
+    await this.background;
+  }
+
+  /** Runs one range request and records how it ended (every caller joins the same one). */
   private async requestRange(): Promise<void> {
     try {
       await this.grantAndInstall();
     } catch (error) {
-      this.rangeListener?.failed(error);
+      this.rangeFailed(error);
       throw error;
     }
-    this.rangeListener?.succeeded();
+    this.rangeRetries = 0;
+    this.cancelRangeRetry?.();
+    this.cancelRangeRetry = undefined;
+    this.failures.recovered('range', { dc: this.dc });
+    this.onRangeInstalled?.();
+  }
+
+  private rangeFailed(error: unknown): void {
+    if (error instanceof StateRolledBackError) {
+      this.failures.record(error);
+      this.onRolledBack?.(error);
+      return;
+    }
+    if (error instanceof SequenceExhaustedError) {
+      this.failures.record(error);
+      if (!this.exhaustionLogged) {
+        this.exhaustionLogged = true;
+        this.log?.warn(
+          { dc: this.dc, globalLast: error.globalLast },
+          'the sequence is exhausted; the IDs left in this DC are still served',
+        );
+      }
+      return;
+    }
+    this.failures.failed('range', error, { dc: this.dc });
+    if (this.closed || this.cancelRangeRetry !== undefined) return;
+    const base = RANGE_RETRY_FIRST_MS * 2 ** this.rangeRetries;
+    this.rangeRetries++;
+    const delay = Math.min(RANGE_RETRY_MAX_MS, base * (0.5 + Math.random()));
+    this.cancelRangeRetry = this.clock.after(delay, () => {
+      this.cancelRangeRetry = undefined;
+      this.requestRangeInBackground();
+    });
   }
 
   private async grantAndInstall(): Promise<void> {
-    if (this.exhausted !== undefined) throw this.exhausted;
+    if (this.exhaustedError !== undefined) throw this.exhaustedError;
     let last: CasResult | undefined;
     for (let attempt = 1; ; attempt++) {
       // The DC state is read before the grants: installed grants never outrun the latest grant,
@@ -301,12 +417,12 @@ export class DcAllocator {
         return;
       }
       if (view.globalLast >= this.settings.max) {
-        this.exhausted = new SequenceExhaustedError(
+        this.exhaustedError = new SequenceExhaustedError(
           this.sequence,
           this.settings.max,
           view.globalLast,
         );
-        throw this.exhausted;
+        throw this.exhaustedError;
       }
       const grant: Grant = {
         number: installed + 1,
@@ -594,8 +710,4 @@ function min(a: bigint, b: bigint): bigint {
 
 function max(a: bigint, b: bigint): bigint {
   return a > b ? a : b;
-}
-
-function defaultSleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

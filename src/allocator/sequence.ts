@@ -1,6 +1,8 @@
 /**
- * The per-process handle of one sequence: a double buffer of blocks in front of the DC
- * protocol ({@link DcAllocator}).
+ * The process level of one sequence: its lifecycle, a double buffer of blocks
+ * (block-buffer.ts), single-flight refills that retry failures that pass, callers waiting up to
+ * their deadline, and close(). The DC level (grants, the DC state, its background range
+ * requests) is {@link DcAllocator}'s.
  */
 
 import assert from 'node:assert/strict';
@@ -16,7 +18,6 @@ import {
   InvalidCountError,
   InvalidOptionError,
   InvariantError,
-  SequenceExhaustedError,
   SequenceNotFoundError,
   SerialUnavailableError,
   StateRolledBackError,
@@ -24,15 +25,12 @@ import {
 } from '../errors.js';
 import { MAX_SAFE_ID, validateStoredSettings } from '../options.js';
 import type { IdStore, SequenceSettings } from '../store/port.js';
-import type { Block, IdKind, IdRange } from './block.js';
+import type { IdKind, IdRange } from './block.js';
 import { SYSTEM_CLOCK, type Clock } from './clock.js';
 import { mutated } from './mutations.js';
-import {
-  DcAllocator,
-  type AllocatorCounters,
-  type ClaimedBlock,
-  type RangeListener,
-} from './dc-allocator.js';
+import { BlockBuffer } from './block-buffer.js';
+import { DcAllocator, type ClaimedBlock } from './dc-allocator.js';
+import { FailureLog } from './failures.js';
 
 /**
  * Lifecycle of a {@link Sequence}:
@@ -115,9 +113,6 @@ export interface CallOptions {
   readonly signal?: AbortSignal | undefined;
 }
 
-/** Retries of a failed DC range request: the first after about 1 s, doubling up to 30 s. */
-const RANGE_RETRY_FIRST_MS = 1_000;
-const RANGE_RETRY_MAX_MS = 30_000;
 /**
  * Retries of a block claim that failed for a reason that passes (a replica paused or down,
  * lost races, SERIAL unreachable while the DC needs a range): the first after about 50 ms,
@@ -126,19 +121,16 @@ const RANGE_RETRY_MAX_MS = 30_000;
 const CLAIM_RETRY_FIRST_MS = 50;
 const CLAIM_RETRY_MAX_MS = 2_000;
 
-type FailureKind = 'claim' | 'range' | 'return';
-
-const FAILURE_MESSAGES: Readonly<Record<FailureKind, string>> = {
-  claim: 'claiming a block failed; the IDs this process holds are still served',
-  range: 'requesting a DC range failed; the DC still serves its ranges, retrying in the background',
-  return: 'returning unused IDs on close failed; they stay a gap',
-};
-
-const RECOVERY_MESSAGES: Readonly<Record<FailureKind, string>> = {
-  claim: 'claiming blocks works again',
-  range: 'requesting DC ranges works again',
-  return: 'returning unused IDs works again',
-};
+const PROCESS_FAILURES = {
+  claim: {
+    failed: 'claiming a block failed; the IDs this process holds are still served',
+    recovered: 'claiming blocks works again',
+  },
+  return: {
+    failed: 'returning unused IDs on close failed; they stay a gap',
+    recovered: 'returning unused IDs works again',
+  },
+} as const;
 
 interface Loaded {
   readonly settings: SequenceSettings;
@@ -175,95 +167,27 @@ export class Sequence<T extends number | bigint> {
   private readonly log: Logger | undefined;
   private readonly clock: Clock;
   private readonly callTimeoutMs: number;
-  /** The error of the claim attempt that failed last, while the claim retries; cleared on success. */
-  private claimFailure: Error | undefined;
-  /** Ends the claim's retry pause at once (close() calls it). */
-  private wakeClaim: (() => void) | undefined;
 
   private lifecycle: SequenceState = 'idle';
   private loaded: Loaded | undefined;
   private threshold = 0;
-  /** The block IDs are taken from. */
-  private current: Block<T> | undefined;
-  /** The next block, claimed ahead of need; taken into use once `current` is spent. */
-  private preloaded: Block<T> | undefined;
-  /**
-   * Blocks set aside by `close()`, in the order they were claimed (including any that arrive
-   * while closing): never served again, only given back.
-   */
-  private retired: Block<T>[] = [];
+  private readonly buffer = new BlockBuffer<T>(() => this.threshold);
   /** Set when the DC's rows went back: nothing is served or claimed any more. */
   private rolledBack: StateRolledBackError | undefined;
-  /** `current.used` at which the next block is claimed in the background; Infinity: not now. */
-  private preloadAt = Infinity;
-  /** Highest ID of any block this process claimed: every new block must lie above it. */
-  private highestClaimed = -1n;
 
   private loading: Promise<Loaded> | undefined;
   private claiming: Promise<void> | undefined;
-  private backgroundRange: Promise<void> | undefined;
-  /** Cancels the pending retry of a failed DC range request. */
-  private rangeRetryTimer: (() => void) | undefined;
-  private rangeRetries = 0;
-  private exhausted: SequenceExhaustedError | undefined;
+  /** The error of the claim attempt that failed last, while the claim retries; cleared on success. */
+  private claimFailure: Error | undefined;
+  /** Ends the claim's retry pause at once (close() calls it). */
+  private wakeClaim: (() => void) | undefined;
   private closing: Promise<void> | undefined;
-  /** Which kinds of failure are ongoing: each is logged when it starts and when it ends. */
-  private readonly failing: Record<FailureKind, boolean> = {
-    claim: false,
-    range: false,
-    return: false,
-  };
-  private readonly counters: AllocatorCounters & {
-    waits: number;
-    errors: number;
-    lastError: Error | undefined;
-  } = {
-    blocksClaimed: 0,
-    rangesGranted: 0,
+  private readonly failures: FailureLog<'claim' | 'return'>;
+  private readonly counters = {
+    /** Calls that found no ID in the process and waited for a refill. */
     waits: 0,
-    errors: 0,
-    casRejections: 0,
-    casUnknown: 0,
+    /** IDs skipped by take(), not given back on close, or dropped when the rows went back. */
     wasted: 0,
-    lwtWrites: 0,
-    serialReads: 0,
-    localSerialReads: 0,
-    lastError: undefined,
-  };
-  private readonly rangeListener: RangeListener = {
-    succeeded: () => {
-      this.rangeRetries = 0;
-      this.clearRangeRetry();
-      this.recovered('range');
-      // A preload that failed for want of a range gets its chance now, not when the block is spent.
-      const block = this.current;
-      if (
-        this.preloaded === undefined &&
-        block !== undefined &&
-        block.used >= this.preloadPoint(block)
-      ) {
-        this.refillInBackground();
-      }
-    },
-    failed: (error) => {
-      if (error instanceof StateRolledBackError) {
-        this.forfeit(error);
-        return;
-      }
-      if (error instanceof SequenceExhaustedError) {
-        this.record(error);
-        if (this.exhausted === undefined) {
-          this.exhausted = error;
-          this.log?.warn(
-            { dc: this.dc, localIds: this.localRemaining(), globalLast: error.globalLast },
-            'the sequence is exhausted; the IDs left in this DC are still served',
-          );
-        }
-        return;
-      }
-      this.failed('range', error);
-      this.scheduleRangeRetry();
-    },
   };
 
   /** @internal Use {@link IdGen.sequence}. */
@@ -277,6 +201,7 @@ export class Sequence<T extends number | bigint> {
     this.log = context.logger?.child({ sequence: context.name });
     this.clock = context.clock ?? SYSTEM_CLOCK;
     this.callTimeoutMs = context.callTimeoutMs;
+    this.failures = new FailureLog(this.log, PROCESS_FAILURES);
   }
 
   /** Where the handle is in its lifecycle; see {@link SequenceState}. */
@@ -294,11 +219,12 @@ export class Sequence<T extends number | bigint> {
    * @throws {ClosedError} after `close()`.
    */
   tryNext(): T | undefined {
-    const block = this.current;
+    const buffer = this.buffer;
+    const block = buffer.current;
     if (block !== undefined) {
       const id = block.takeOne();
       if (id !== undefined) {
-        if (block.used >= this.preloadAt) this.preloadNextBlock();
+        if (block.used >= buffer.preloadAt) this.preloadNextBlock();
         return id;
       }
     }
@@ -323,7 +249,7 @@ export class Sequence<T extends number | bigint> {
    * @throws {SerialUnavailableError} if the DC's ranges are spent and SERIAL is unreachable.
    * @throws {SequenceExhaustedError} if every ID of the domain has been handed out.
    * @throws {IdGenError} other typed failures of the refill (store unavailable, contention,
-   * broken invariants).
+   * broken invariants, rows that went back).
    */
   async next(options?: CallOptions): Promise<T> {
     let id = this.tryNext();
@@ -344,8 +270,8 @@ export class Sequence<T extends number | bigint> {
    * ```ts
    * const { first, last } = await orders.take(100); // last - first === 99
    * ```
-   * @throws {InvalidCountError} unless `count` is an integer from 1 to the block size; nothing
-   * is written.
+   * @throws {InvalidCountError} unless `count` is an integer from 1 to the block size, or when
+   * the DC's ranges are now smaller than `count`; nothing is skipped.
    * @throws {ClosedError} after `close()`; and everything {@link Sequence.next} throws.
    */
   async take(count: number, options?: CallOptions): Promise<IdRange<T>> {
@@ -379,20 +305,42 @@ export class Sequence<T extends number | bigint> {
    */
   async ready(options?: CallOptions): Promise<void> {
     this.assertOpen();
-    if (this.localRemaining() === 0) {
+    if (this.buffer.remaining === 0) {
       await this.waitForRefill(this.deadlineOf(options), options?.signal);
     }
   }
 
-  /** A frozen snapshot of this handle's counters; see {@link SequenceStats}. */
+  /** A frozen snapshot of this handle's counters, process and DC level merged; see {@link SequenceStats}. */
   stats(): SequenceStats {
-    return Object.freeze({ remaining: this.localRemaining(), ...this.counters });
+    const dc = this.loaded?.allocator;
+    const dcCounters = dc?.counters;
+    const rangeFailures = dc?.failures;
+    const failures = this.failures;
+    const lastError =
+      rangeFailures !== undefined && rangeFailures.lastErrorAt > failures.lastErrorAt
+        ? rangeFailures.lastError
+        : (failures.lastError ?? rangeFailures?.lastError);
+    return Object.freeze({
+      remaining: this.buffer.remaining,
+      blocksClaimed: dcCounters?.blocksClaimed ?? 0,
+      rangesGranted: dcCounters?.rangesGranted ?? 0,
+      waits: this.counters.waits,
+      errors: failures.errors + (rangeFailures?.errors ?? 0),
+      casRejections: dcCounters?.casRejections ?? 0,
+      casUnknown: dcCounters?.casUnknown ?? 0,
+      wasted: this.counters.wasted + (dcCounters?.wasted ?? 0),
+      lwtWrites: dcCounters?.lwtWrites ?? 0,
+      serialReads: dcCounters?.serialReads ?? 0,
+      localSerialReads: dcCounters?.localSerialReads ?? 0,
+      lastError,
+    });
   }
 
   /**
-   * Stops the handle: new calls throw {@link ClosedError}, calls waiting for a refill reject
-   * with it, in-flight refills finish, and the unused IDs go back to the DC if nobody claimed
-   * after them (docs/design.md, "Returning a block"). Never rejects; idempotent.
+   * Stops the handle: from this moment no ID is handed out (new calls and calls waiting for a
+   * refill throw {@link ClosedError}); in-flight refills finish, and the unused IDs go back to
+   * the DC if nobody claimed after them (docs/design.md, "Returning a block"). Never rejects;
+   * idempotent.
    * @example
    * ```ts
    * await orders.close();
@@ -416,34 +364,31 @@ export class Sequence<T extends number | bigint> {
     if (this.rolledBack !== undefined) throw this.rolledBack;
   }
 
-  private localRemaining(): number {
-    return (this.current?.remaining ?? 0) + (this.preloaded?.remaining ?? 0);
-  }
-
   /** The slow half of `tryNext()`: switch to the preloaded block, or start a refill. */
   private takeFromPreloaded(): T | undefined {
     this.assertOpen();
-    const block = this.switchToPreloaded();
+    const block = this.buffer.switchToPreloaded();
     const id = block?.takeOne();
     if (block === undefined || id === undefined) {
       this.refillInBackground();
       return undefined;
     }
-    if (block.used >= this.preloadAt) this.preloadNextBlock();
+    if (block.used >= this.buffer.preloadAt) this.preloadNextBlock();
     return id;
   }
 
   private takeRun(count: number): IdRange<T> | undefined {
-    let block = this.current;
-    if (block === undefined || block.remaining === 0) block = this.switchToPreloaded();
+    const buffer = this.buffer;
+    let block = buffer.current;
+    if (block === undefined || block.remaining === 0) block = buffer.switchToPreloaded();
     while (block !== undefined) {
       const range = block.takeRange(count);
       if (range !== undefined) {
-        if (block.used >= this.preloadAt) this.preloadNextBlock();
+        if (block.used >= buffer.preloadAt) this.preloadNextBlock();
         return range;
       }
       // Skip the short remainder only once the next block is here, so next() can still use it.
-      const next = this.preloaded;
+      const next = buffer.preloaded;
       if (next === undefined) break;
       // A block cut from a range smaller than `count` cannot hold the run, nor can any block after
       // it while the DC's ranges stay that small (`dcRangeSize` was lowered): skipping blocks
@@ -452,51 +397,26 @@ export class Sequence<T extends number | bigint> {
         throw new InvalidCountError(count, Number(next.rangeSize), 'range');
       }
       this.counters.wasted += block.abandon();
-      block = this.switchToPreloaded();
+      block = buffer.switchToPreloaded();
     }
     this.refillInBackground();
     return undefined;
   }
 
-  /** The only place `current` changes while open: the preloaded block takes over. */
-  private switchToPreloaded(): Block<T> | undefined {
-    const next = this.preloaded;
-    if (next === undefined) return undefined;
-    assert(
-      this.current === undefined || this.current.remaining === 0,
-      'switching blocks while the current one has IDs left',
-    );
-    this.current = next;
-    this.preloaded = undefined;
-    this.preloadAt = this.preloadPoint(next);
-    return next;
-  }
-
-  /** How many IDs of `block` are used when the next block is claimed: `threshold` of it. */
-  private preloadPoint(block: Block<T>): number {
-    return Math.max(1, Math.ceil(this.threshold * block.size));
-  }
-
   /**
-   * The only place `preloaded` is filled: a claimed block, which must lie above all before. A
-   * block that arrives once `close()` was called is set aside for the give-back instead.
+   * The only place a claimed block enters the buffer: it must lie above every block before it.
+   * A block that arrives once close() was called is set aside for the give-back.
    */
   private acceptBlock(claimed: ClaimedBlock): void {
-    if (claimed.first <= this.highestClaimed) {
+    const block = this.ids.block(claimed.first, claimed.last, claimed.rangeSize);
+    const highest = this.buffer.highestAccepted;
+    if (!this.buffer.accept(block)) {
       this.counters.wasted += Number(claimed.last - claimed.first + 1n);
       throw new InvariantError(
         this.name,
-        `DC "${this.dc}" gave this process block [${claimed.first}, ${claimed.last}], not above its earlier IDs (up to ${this.highestClaimed})`,
+        `DC "${this.dc}" gave this process block [${claimed.first}, ${claimed.last}], not above its earlier IDs (up to ${highest})`,
       );
     }
-    this.highestClaimed = claimed.last;
-    const block = this.ids.block(claimed.first, claimed.last, claimed.rangeSize);
-    if (this.lifecycle === 'closing' || this.lifecycle === 'closed') {
-      this.retired.push(block);
-      return;
-    }
-    assert(this.preloaded === undefined, 'a block arrived while another one is preloaded');
-    this.preloaded = block;
   }
 
   /**
@@ -504,25 +424,20 @@ export class Sequence<T extends number | bigint> {
    * of them is served or given back any more.
    */
   private forfeit(error: StateRolledBackError): void {
-    this.record(error);
     if (this.rolledBack !== undefined) return;
     this.rolledBack = error;
-    this.counters.wasted += this.localRemaining();
-    this.current = undefined;
-    this.preloaded = undefined;
-    this.preloadAt = Infinity;
-    this.clearRangeRetry();
+    if (this.buffer.serving) this.counters.wasted += this.buffer.changeMode('dropped');
     this.log?.error({ err: error, dc: this.dc }, error.message);
   }
 
   private preloadNextBlock(): void {
-    this.preloadAt = Infinity;
-    if (this.preloaded === undefined) this.refillInBackground();
+    this.buffer.preloadAt = Infinity;
+    if (this.buffer.preloaded === undefined) this.refillInBackground();
   }
 
   private refillInBackground(): void {
     if (this.lifecycle === 'closing' || this.lifecycle === 'closed') return;
-    // claim() records, counts and logs failures; whoever needs the IDs awaits refill() itself.
+    // claim() records, counts and logs failures; whoever needs the IDs awaits the refill itself.
     this.refill().catch(ignore);
   }
 
@@ -551,12 +466,16 @@ export class Sequence<T extends number | bigint> {
         const claimed = await allocator.claimBlock();
         this.acceptBlock(claimed);
         this.claimFailure = undefined;
-        this.recovered('claim');
-        if (claimed.rangeLow) this.requestRangeInBackground();
+        this.failures.recovered('claim', { dc: this.dc });
+        if (claimed.rangeLow) allocator.requestRangeInBackground();
         return;
       } catch (error) {
-        if (error instanceof StateRolledBackError) this.forfeit(error);
-        else if (!(error instanceof ClosedError)) this.failed('claim', error);
+        if (error instanceof StateRolledBackError) {
+          this.failures.record(error);
+          this.forfeit(error);
+        } else if (!(error instanceof ClosedError)) {
+          this.failures.failed('claim', error, { dc: this.dc, localIds: this.buffer.remaining });
+        }
         if (!isTransient(error) || this.lifecycle === 'closing' || this.lifecycle === 'closed') {
           throw error;
         }
@@ -599,6 +518,7 @@ export class Sequence<T extends number | bigint> {
   private waitForRefill(timeoutMs: number, signal: AbortSignal | undefined): Promise<void> {
     const refill = this.refill();
     if (signal?.aborted === true) {
+      refill.catch(ignore);
       return Promise.reject(new AbortedError(this.name, { cause: signal.reason }));
     }
     return new Promise<void>((resolve, reject) => {
@@ -654,9 +574,13 @@ export class Sequence<T extends number | bigint> {
         store: this.store,
         dc: this.dc,
         settings,
-        counters: this.counters,
-        rangeListener: this.rangeListener,
-        sleep: (ms) => this.clock.sleep(ms),
+        clock: this.clock,
+        log: this.log,
+        // A preload that failed for want of a range gets its chance now, not when the block is spent.
+        onRangeInstalled: () => {
+          if (this.lifecycle === 'ready' && this.buffer.wantsPreload) this.refillInBackground();
+        },
+        onRolledBack: (error) => this.forfeit(error),
       });
       loaded = { settings, allocator };
     } catch (error) {
@@ -669,102 +593,35 @@ export class Sequence<T extends number | bigint> {
     return loaded;
   }
 
-  private requestRangeInBackground(): void {
-    if (
-      this.lifecycle !== 'ready' ||
-      this.rolledBack !== undefined ||
-      this.loaded === undefined ||
-      this.exhausted !== undefined ||
-      this.backgroundRange !== undefined ||
-      this.rangeRetryTimer !== undefined
-    ) {
-      return;
-    }
-    // Failures arrive through rangeListener, which records them and schedules the retry.
-    this.backgroundRange = this.loaded.allocator
-      .ensureRange()
-      .catch(ignore)
-      .finally(() => {
-        this.backgroundRange = undefined;
-      });
-  }
-
-  private scheduleRangeRetry(): void {
-    if (this.lifecycle !== 'ready' || this.rangeRetryTimer !== undefined) return;
-    const base = RANGE_RETRY_FIRST_MS * 2 ** this.rangeRetries;
-    this.rangeRetries++;
-    const delay = Math.min(RANGE_RETRY_MAX_MS, base * (0.5 + Math.random()));
-    this.rangeRetryTimer = this.clock.after(delay, () => {
-      this.rangeRetryTimer = undefined;
-      this.requestRangeInBackground();
-    });
-  }
-
-  private clearRangeRetry(): void {
-    if (this.rangeRetryTimer === undefined) return;
-    this.rangeRetryTimer();
-    this.rangeRetryTimer = undefined;
-  }
-
-  private record(error: unknown): void {
-    this.counters.errors++;
-    this.counters.lastError = error instanceof Error ? error : new Error(String(error));
-  }
-
-  private failed(kind: FailureKind, error: unknown): void {
-    this.record(error);
-    if (this.failing[kind]) return;
-    this.failing[kind] = true;
-    this.log?.warn(
-      { err: error, dc: this.dc, localIds: this.localRemaining() },
-      FAILURE_MESSAGES[kind],
-    );
-  }
-
-  private recovered(kind: FailureKind): void {
-    if (!this.failing[kind]) return;
-    this.failing[kind] = false;
-    this.log?.info({ dc: this.dc }, RECOVERY_MESSAGES[kind]);
-  }
-
   private async shutdown(): Promise<void> {
     this.transition('closing');
     // From here on no ID leaves the process: the blocks held are set aside before the first
     // await, so neither tryNext()'s fast path nor a waiting next() can take from them, and the
     // run given back starts after the last ID handed out.
-    this.retired = [this.current, this.preloaded].filter(
-      (block): block is Block<T> => block !== undefined,
-    );
-    if (!mutated('serve-while-closing')) {
-      this.current = undefined;
-      this.preloaded = undefined;
-    }
-    this.preloadAt = Infinity;
-    this.clearRangeRetry();
+    if (this.buffer.serving) this.buffer.changeMode('retired', mutated('serve-while-closing'));
     this.wakeClaim?.();
     // Refills started before close() finish first, so the blocks they bring can go back too.
-    await Promise.allSettled([this.loading, this.claiming, this.backgroundRange]);
+    await Promise.allSettled([this.loading, this.claiming]);
+    // Loaded by now if it ever will be: its background range requests stop here.
+    await this.loaded?.allocator.close();
     try {
       if (this.rolledBack === undefined) await this.returnUnused();
     } finally {
-      this.retired = [];
-      this.current = undefined;
-      this.preloaded = undefined;
-      this.clearRangeRetry();
+      this.buffer.clear();
       this.transition('closed');
     }
   }
 
   private async returnUnused(): Promise<void> {
     const allocator = this.loaded?.allocator;
-    const held = this.retired.reduce((sum, block) => sum + block.remaining, 0);
-    const run = unusedRun(this.retired);
+    const held = this.buffer.remaining;
+    const run = this.buffer.unusedRun();
     if (allocator === undefined || run === undefined) return;
     let returned = 0n;
     try {
       returned = await allocator.returnBlock(run.first, run.last);
     } catch (error) {
-      this.failed('return', error);
+      this.failures.failed('return', error, { dc: this.dc });
     }
     this.counters.wasted += held - Number(returned);
     this.log?.debug(
@@ -772,28 +629,6 @@ export class Sequence<T extends number | bigint> {
       'closed',
     );
   }
-}
-
-/**
- * The unused IDs of `blocks` (in claim order) that end at the highest one claimed, as one run:
- * the last block's unused IDs, extended backwards over earlier blocks while they are contiguous
- * and the later block is wholly unused. Only such a run can be given back, since the DC's
- * `last_integer` must still be its end.
- */
-function unusedRun(
-  blocks: readonly Block<number | bigint>[],
-): { first: bigint; last: bigint } | undefined {
-  let index = blocks.length - 1;
-  const top = blocks[index];
-  if (top === undefined || top.remaining === 0) return undefined;
-  let first = top.nextUnused;
-  for (index--; index >= 0; index--) {
-    const block = blocks[index]!;
-    const after = blocks[index + 1]!;
-    if (after.used > 0 || block.last + 1n !== after.first || block.remaining === 0) break;
-    first = block.nextUnused;
-  }
-  return { first, last: top.last };
 }
 
 /**

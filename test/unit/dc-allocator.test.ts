@@ -1,7 +1,7 @@
 /** DcAllocator on its own, from crafted rows: the grant chain and returns. */
 import { describe, expect, it } from 'vitest';
 
-import { DcAllocator, type AllocatorCounters } from '../../src/allocator/dc-allocator.js';
+import { DcAllocator } from '../../src/allocator/dc-allocator.js';
 import { resolveSequenceSettings } from '../../src/options.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { SequenceSettings } from '../../src/store/port.js';
@@ -13,19 +13,6 @@ const settings: SequenceSettings = resolveSequenceSettings('orders', {
   blockSize: 10,
   threshold: 0.5,
 });
-
-function counters(): AllocatorCounters {
-  return {
-    blocksClaimed: 0,
-    rangesGranted: 0,
-    casRejections: 0,
-    casUnknown: 0,
-    wasted: 0,
-    lwtWrites: 0,
-    serialReads: 0,
-    localSerialReads: 0,
-  };
-}
 
 /** A store whose dc1 holds grants 1..3 ([1, 100], [101, 200], [201, 300]) with 2 installed. */
 async function pendingGrantStore(lastInteger: bigint): Promise<MemoryStore> {
@@ -47,8 +34,8 @@ async function pendingGrantStore(lastInteger: bigint): Promise<MemoryStore> {
   return store;
 }
 
-function allocatorOn(store: MemoryStore, c = counters()): DcAllocator {
-  return new DcAllocator({ store, dc: 'dc1', settings, counters: c });
+function allocatorOn(store: MemoryStore): DcAllocator {
+  return new DcAllocator({ store, dc: 'dc1', settings });
 }
 
 describe('DcAllocator', () => {
@@ -66,14 +53,8 @@ describe('DcAllocator', () => {
       ).toBe('applied');
     };
     store.faults.push({ op: 'writeDcState', effect: 'rejected', times: 1 });
-    const c = counters();
-    const allocator = new DcAllocator({
-      store,
-      dc: 'dc1',
-      settings,
-      counters: c,
-      sleep: competingClaim,
-    });
+    const allocator = new DcAllocator({ store, dc: 'dc1', settings, sleep: competingClaim });
+    const c = allocator.counters;
     await allocator.ensureRange();
     expect(await store.readDcState('orders', 'dc1')).toMatchObject({
       installedGrant: 2,
@@ -113,8 +94,8 @@ describe('DcAllocator', () => {
 
   it('installs the pending grant once the preloaded range became reserved, granting nothing new', async () => {
     const store = await pendingGrantStore(100n);
-    const c = counters();
-    const allocator = allocatorOn(store, c);
+    const allocator = allocatorOn(store);
+    const c = allocator.counters;
     // Reserved [1, 100] is spent: the claim switches to [101, 200].
     expect(await allocator.claimBlock()).toEqual({
       first: 101n,

@@ -1,0 +1,152 @@
+/**
+ * The process level's blocks: the one IDs are taken from, the one preloaded behind it, and, once
+ * the handle closes, the ones set aside to be given back.
+ *
+ * | mode      | what it holds                                              | IDs served | next modes          |
+ * | --------- | ---------------------------------------------------------- | ---------- | ------------------- |
+ * | `serving` | `current` (maybe spent) and at most one `preloaded` block  | yes        | `retired`, `dropped` |
+ * | `retired` | only `retired`: every block held when close() was called, and any that arrived after | no | – |
+ * | `dropped` | nothing: the rows went back, so the blocks may be claimed again by others | no | – |
+ *
+ * Every mode change goes through {@link BlockBuffer.changeMode}. While `serving`, a block
+ * arrives only when nothing is preloaded, and lies above every block before it.
+ */
+import assert from 'node:assert/strict';
+
+import type { Block } from './block.js';
+
+export type BufferMode = 'serving' | 'retired' | 'dropped';
+
+const MODE_CHANGES: Readonly<Record<BufferMode, readonly BufferMode[]>> = {
+  serving: ['retired', 'dropped'],
+  retired: [],
+  dropped: [],
+};
+
+export class BlockBuffer<T extends number | bigint> {
+  /** The block IDs are taken from (read directly by the allocator's fast path). */
+  current: Block<T> | undefined;
+  /** The next block, claimed ahead of need; taken into use once `current` is spent. */
+  preloaded: Block<T> | undefined;
+  /** `current.used` at which the next block is to be claimed; Infinity: not now. */
+  preloadAt = Infinity;
+  private retired: Block<T>[] = [];
+  private mode: BufferMode = 'serving';
+  /** Highest ID of any block accepted: every new block must lie above it. */
+  private highest = -1n;
+
+  /** @param threshold share of a block used before the next one is claimed. */
+  constructor(private readonly threshold: () => number) {}
+
+  get serving(): boolean {
+    return this.mode === 'serving';
+  }
+
+  /** IDs held and not handed out: current plus preloaded (retired blocks too, until given back). */
+  get remaining(): number {
+    const held = this.mode === 'retired' ? this.retired : [this.current, this.preloaded];
+    return held.reduce((sum, block) => sum + (block?.remaining ?? 0), 0);
+  }
+
+  /**
+   * Takes a claimed block: preloaded while serving, set aside while retired. Returns false, and
+   * takes nothing, when the block does not lie above every earlier one.
+   */
+  accept(block: Block<T>): boolean {
+    if (block.first <= this.highest) return false;
+    this.highest = block.last;
+    if (this.mode === 'retired') {
+      this.retired.push(block);
+      return true;
+    }
+    assert(this.mode === 'serving', `a block arrived in mode ${this.mode}`);
+    assert(this.preloaded === undefined, 'a block arrived while another one is preloaded');
+    this.preloaded = block;
+    return true;
+  }
+
+  /** The highest ID accepted so far (-1 before the first block). */
+  get highestAccepted(): bigint {
+    return this.highest;
+  }
+
+  /** The preloaded block becomes the current one; undefined when none is preloaded. */
+  switchToPreloaded(): Block<T> | undefined {
+    const next = this.preloaded;
+    if (next === undefined || this.mode !== 'serving') return undefined;
+    assert(
+      this.current === undefined || this.current.remaining === 0,
+      'switching blocks while the current one has IDs left',
+    );
+    this.current = next;
+    this.preloaded = undefined;
+    this.preloadAt = this.preloadPoint(next);
+    return next;
+  }
+
+  /** How many IDs of `block` are used when the next block is claimed: `threshold` of it. */
+  preloadPoint(block: Block<T>): number {
+    return Math.max(1, Math.ceil(this.threshold() * block.size));
+  }
+
+  /** Whether the current block is past its preload point with nothing preloaded. */
+  get wantsPreload(): boolean {
+    const block = this.current;
+    return (
+      this.mode === 'serving' &&
+      this.preloaded === undefined &&
+      block !== undefined &&
+      block.used >= this.preloadPoint(block)
+    );
+  }
+
+  /**
+   * The one place the mode changes. `retired` sets aside every block held, so that nothing can
+   * be served from them any more; `dropped` forgets them and returns how many IDs were held.
+   */
+  changeMode(to: Exclude<BufferMode, 'serving'>, keepServing = false): number {
+    assert(MODE_CHANGES[this.mode].includes(to), `block buffer: ${this.mode} -> ${to}`);
+    const held = this.remaining;
+    if (to === 'retired') {
+      this.retired = [this.current, this.preloaded].filter(
+        (block): block is Block<T> => block !== undefined,
+      );
+    }
+    this.mode = to;
+    this.preloadAt = Infinity;
+    // A negative control (mutations.ts) keeps serving from the blocks being given back.
+    if (!keepServing) {
+      this.current = undefined;
+      this.preloaded = undefined;
+    }
+    return held;
+  }
+
+  /** Forgets everything after the give-back. */
+  clear(): void {
+    this.current = undefined;
+    this.preloaded = undefined;
+    this.retired = [];
+  }
+
+  /**
+   * The unused IDs of the retired blocks (in claim order) that end at the highest one claimed,
+   * as one run: the last block's unused IDs, extended backwards over earlier blocks while they
+   * are contiguous and the later block is wholly unused. Only such a run can be given back,
+   * since the DC's `last_integer` must still be its end.
+   */
+  unusedRun(): { first: bigint; last: bigint } | undefined {
+    const blocks = this.retired;
+    let index = blocks.length - 1;
+    const top = blocks[index];
+    if (top === undefined || top.remaining === 0) return undefined;
+    let first = top.nextUnused;
+    for (index--; index >= 0; index--) {
+      const block = blocks[index]!;
+      const after = blocks[index + 1]!;
+      if (after.used > 0 || block.last + 1n !== after.first || block.remaining === 0) break;
+      first = block.nextUnused;
+    }
+    return { first, last: top.last };
+  }
+}

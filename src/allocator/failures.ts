@@ -1,0 +1,41 @@
+/**
+ * Failures of one level of the allocator, counted and logged once per episode: a warning when a
+ * kind of operation starts failing, an info line when it works again, nothing in between.
+ */
+import type { Logger } from '../logger.js';
+
+export class FailureLog<Kind extends string> {
+  /** Failed operations. */
+  errors = 0;
+  /** The most recent failure. */
+  lastError: Error | undefined;
+  /** When `lastError` happened (ms since the epoch), to pick the latest of several levels. */
+  lastErrorAt = 0;
+  private readonly failing = new Set<Kind>();
+
+  constructor(
+    private readonly log: Logger | undefined,
+    private readonly messages: Readonly<Record<Kind, { failed: string; recovered: string }>>,
+  ) {}
+
+  /** Counts a failure without logging it. */
+  record(error: unknown): void {
+    this.errors++;
+    this.lastError = error instanceof Error ? error : new Error(String(error));
+    this.lastErrorAt = Date.now();
+  }
+
+  /** Counts a failure of `kind`, and logs it if `kind` was working until now. */
+  failed(kind: Kind, error: unknown, fields: Record<string, unknown>): void {
+    this.record(error);
+    if (this.failing.has(kind)) return;
+    this.failing.add(kind);
+    this.log?.warn({ err: error, ...fields }, this.messages[kind].failed);
+  }
+
+  /** Logs that `kind` works again, if it was failing. */
+  recovered(kind: Kind, fields: Record<string, unknown>): void {
+    if (!this.failing.delete(kind)) return;
+    this.log?.info(fields, this.messages[kind].recovered);
+  }
+}

@@ -47,14 +47,16 @@ export interface CasResult<Found = unknown> {
   readonly found: Found | undefined;
   /** What the store reported (a throw counts as `unknown`). */
   readonly reported: CasOutcome<unknown>['kind'];
-  /** The error behind an unknown outcome or a failed re-read, if any. */
+  /** The error behind an unknown outcome, if any. */
   readonly cause: unknown;
+  /** The error of the re-read after an unknown outcome, if it failed. */
+  readonly rereadError?: unknown;
 }
 
 /**
  * Runs `step.write` once and classifies its outcome. A rejection is judged by the row the round
  * found; an unknown outcome by a re-read at the same level (a re-read that fails leaves the
- * verdict `unknown`, with its error as the cause).
+ * verdict `unknown`).
  */
 export async function runConditionalWrite<Found>(
   step: ConditionalWrite<Found>,
@@ -88,8 +90,14 @@ async function classify<Found>(step: ConditionalWrite<Found>): Promise<CasResult
       let found: Found | undefined;
       try {
         found = await step.reread();
-      } catch (cause) {
-        return { verdict: 'unknown', found: undefined, reported: 'unknown', cause };
+      } catch (rereadError) {
+        return {
+          verdict: 'unknown',
+          found: undefined,
+          reported: 'unknown',
+          cause: outcome.cause ?? rereadError,
+          rereadError,
+        };
       }
       return { verdict: step.judge(found), found, reported: 'unknown', cause: outcome.cause };
     }

@@ -649,7 +649,8 @@ export class DcAllocator {
     level: 'serial' | 'local_serial',
   ): Error {
     if (last.reported === 'unknown') {
-      if (last.cause instanceof StoreUnavailableError) return last.cause;
+      const failure = last.rereadError ?? last.cause;
+      if (failure instanceof StoreUnavailableError) return failure;
       return new StoreUnavailableError(
         level,
         operation,

@@ -14,7 +14,7 @@ import {
 } from '../errors.js';
 import { validateChanges, type AlterSequenceOptions } from '../options.js';
 import type { IdStore, SequenceSettings, StoredSettings } from '../store/port.js';
-import { isOurs, runConditionalWrite, type Judgement } from './cas.js';
+import { isOurs, runConditionalWrite, type CasResult, type Judgement } from './cas.js';
 
 /** How often an alter re-reads and retries when another alter changed the settings first. */
 export const MAX_ALTER_ATTEMPTS = 5;
@@ -43,7 +43,7 @@ export async function createSettings(
     if (ifNotExists && result.found !== undefined) return result.found.settings;
     throw new SequenceExistsError(settings.name, keyspace);
   }
-  throw unknownOutcome('create sequence', result.cause);
+  throw unknownOutcome('create sequence', result);
 }
 
 /**
@@ -80,7 +80,7 @@ export async function alterSettings(
       reread: () => store.readSequence(name, 'serial'),
     });
     if (isOurs(result.verdict)) return next;
-    if (result.verdict === 'unknown') throw unknownOutcome('alter sequence', result.cause);
+    if (result.verdict === 'unknown') throw unknownOutcome('alter sequence', result);
   }
   throw new ContentionError(name, 'alter the sequence', MAX_ALTER_ATTEMPTS);
 }
@@ -95,12 +95,17 @@ function judgeSettingsWrite(found: StoredSettings | undefined, op: string): Judg
   return found.op === op ? 'ours' : 'lost';
 }
 
-function unknownOutcome(operation: string, cause: unknown): StoreUnavailableError {
-  if (cause instanceof StoreUnavailableError) return cause;
+/** The error of a settings write whose outcome stayed unknown, naming the write. */
+function unknownOutcome(operation: string, result: CasResult): StoreUnavailableError {
+  const failure = result.rereadError ?? result.cause;
+  const why =
+    failure === undefined
+      ? ''
+      : `${failure instanceof Error ? failure.message : String(failure)}; `;
   return new StoreUnavailableError(
     'serial',
     operation,
-    'the conditional write may or may not have been applied (its outcome could not be read back); read the sequence to see which before trying again',
-    { cause },
+    `${why}the conditional write may or may not have been applied, and its outcome could not be read back; read the sequence to see which before trying again`,
+    { cause: result.cause },
   );
 }

@@ -67,8 +67,42 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 12_000;
 
 /** Conditional writes: the driver never resends them (a resend can report our own write as rejected). */
 const NEVER_RETRY = new cassandra.policies.retry.FallthroughRetryPolicy();
-/** Reads, serial ones included, may be retried once on another coordinator: a read changes nothing. */
-const RETRY_READS = new cassandra.policies.retry.RetryPolicy();
+/**
+ * Reads, serial ones included, are retried once on another coordinator after any timeout or
+ * Unavailable: a read changes nothing (a serial read's Paxos round only finishes rounds already
+ * accepted), and a paused or overloaded coordinator should not fail the call. A serial read's
+ * own Paxos round that times out on contention is reported as a CAS write timeout.
+ */
+class ReadRetryPolicy extends cassandra.policies.retry.RetryPolicy {
+  private once(
+    info: cassandra.policies.retry.OperationInfo,
+  ): cassandra.policies.retry.DecisionInfo {
+    // The same consistency, on the next host of the query plan.
+    const consistency = info.executionOptions.getConsistency();
+    return info.nbRetry < 1 ? this.retryResult(consistency, false) : this.rethrowResult();
+  }
+  override onReadTimeout(
+    info: cassandra.policies.retry.OperationInfo,
+  ): cassandra.policies.retry.DecisionInfo {
+    return this.once(info);
+  }
+  override onWriteTimeout(
+    info: cassandra.policies.retry.OperationInfo,
+  ): cassandra.policies.retry.DecisionInfo {
+    return this.once(info);
+  }
+  override onUnavailable(
+    info: cassandra.policies.retry.OperationInfo,
+  ): cassandra.policies.retry.DecisionInfo {
+    return this.once(info);
+  }
+  override onRequestError(
+    info: cassandra.policies.retry.OperationInfo,
+  ): cassandra.policies.retry.DecisionInfo {
+    return this.once(info);
+  }
+}
+const RETRY_READS = new ReadRetryPolicy();
 
 /** Options of {@link CassandraStore}. */
 export interface CassandraStoreOptions {
@@ -388,7 +422,8 @@ export class CassandraStore implements IdStore {
 
   /**
    * The options every request is sent with, whatever the client's defaults and profiles say.
-   * Nothing is idempotent to the driver: no speculative execution, no resend after a timeout.
+   * Conditional writes are not idempotent to the driver (no speculative execution, no resend
+   * after a timeout) and never retried; reads are idempotent and retried once elsewhere.
    */
   private requestOptions(
     statement: { readonly consistency: number; readonly serial?: number },
@@ -398,7 +433,7 @@ export class CassandraStore implements IdStore {
       prepare: true,
       consistency: statement.consistency,
       ...(statement.serial === undefined ? {} : { serialConsistency: statement.serial }),
-      isIdempotent: false,
+      isIdempotent: !conditional,
       retry: conditional ? NEVER_RETRY : RETRY_READS,
       readTimeout: this.requestTimeoutMs,
       traceQuery: false,

@@ -3,6 +3,7 @@
  * Messages say what happened, with the numbers, and what to do.
  */
 
+import { NAME_RULES, type NameKind } from './names.js';
 import type { StoreLevel } from './store/port.js';
 
 /** Stable error codes; part of the public API. */
@@ -49,15 +50,15 @@ export class InvalidOptionError extends IdGenError {
   }
 }
 
-/** A sequence or keyspace name breaks the naming rule. */
+/** A sequence, keyspace or datacenter name breaks its naming rule (names.ts). */
 export class InvalidNameError extends IdGenError {
   constructor(
-    readonly kind: 'sequence' | 'keyspace' | 'datacenter',
+    readonly kind: NameKind,
     readonly received: unknown,
   ) {
     super(
       'IDGEN_INVALID_NAME',
-      `Invalid ${kind} name ${describe(received)}: use 1 to 48 letters, digits or "_", starting with a letter.`,
+      `Invalid ${kind} name ${describe(received)}: ${NAME_RULES[kind].rule}.`,
     );
   }
 }

@@ -8,6 +8,7 @@
  */
 
 import { InvalidNameError, InvalidOptionError, InvariantError } from './errors.js';
+import { isValidName } from './names.js';
 import type { DomainName, SequenceChanges, SequenceSettings } from './store/port.js';
 
 /** The named domains; `custom` is recorded instead when an explicit `max` is given. */
@@ -116,7 +117,6 @@ const CREATE_KEYS: readonly string[] = [
   'threshold',
 ];
 const ALTER_KEYS: readonly string[] = ['dcRangeSize', 'blockSize', 'threshold'];
-const NAME_PATTERN = /^[A-Za-z][A-Za-z0-9_]{0,47}$/;
 
 /**
  * Checks a sequence name: 1 to 48 letters, digits or `_`, starting with a letter (it becomes a
@@ -124,9 +124,7 @@ const NAME_PATTERN = /^[A-Za-z][A-Za-z0-9_]{0,47}$/;
  * @throws {InvalidNameError} if the name breaks the rule.
  */
 export function validateSequenceName(name: unknown): asserts name is string {
-  if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
-    throw new InvalidNameError('sequence', name);
-  }
+  if (!isValidName('sequence', name)) throw new InvalidNameError('sequence', name);
 }
 
 /**
@@ -232,7 +230,8 @@ export function validateStoredSettings(s: SequenceSettings): void {
   const broken = (detail: string): never => {
     throw new InvariantError(s.name, `settings: ${detail}`);
   };
-  if (!NAME_PATTERN.test(s.name)) broken(`name ${JSON.stringify(s.name)} breaks the naming rule`);
+  if (!isValidName('sequence', s.name))
+    broken(`name ${JSON.stringify(s.name)} breaks the naming rule`);
   if (s.domain !== 'custom' && !Object.hasOwn(DOMAIN_MAX, s.domain)) {
     broken(`unknown domain ${JSON.stringify(s.domain)}`);
   }

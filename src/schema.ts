@@ -12,6 +12,7 @@ import type { Logger } from './logger.js';
 import { openClient, type ConnectionOptions } from './connection.js';
 import { describeDriverError } from './store/cassandra-errors.js';
 import { InvalidNameError, InvalidOptionError, StoreUnavailableError } from './errors.js';
+import { isValidName } from './names.js';
 
 /** Options of {@link initSchema}. */
 export type InitSchemaOptions = ConnectionOptions & {
@@ -36,9 +37,6 @@ export interface InitSchemaResult {
   readonly tables: readonly string[];
 }
 
-const KEYSPACE_NAME = /^[A-Za-z][A-Za-z0-9_]{0,47}$/;
-/** Cassandra DC names as the snitches accept them; excludes quotes, so they embed safely in CQL. */
-const DC_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const MAX_REPLICATION_FACTOR = 10;
 const SCHEMA_AGREEMENT_TIMEOUT_MS = 60_000;
 const SCHEMA_AGREEMENT_POLL_MS = 500;
@@ -63,9 +61,7 @@ const SCHEMA_AGREEMENT_POLL_MS = 500;
  */
 export async function initSchema(options: InitSchemaOptions): Promise<InitSchemaResult> {
   const { keyspace } = options;
-  if (typeof keyspace !== 'string' || !KEYSPACE_NAME.test(keyspace)) {
-    throw new InvalidNameError('keyspace', keyspace);
-  }
+  if (!isValidName('keyspace', keyspace)) throw new InvalidNameError('keyspace', keyspace);
   const replication = validateReplication(options.replication);
   const statements = tableStatements(await readFile(schemaFile(), 'utf8'), keyspace);
   const logger = options.logger?.child({ keyspace });
@@ -124,7 +120,7 @@ function validateReplication(value: unknown): Readonly<Record<string, number>> {
     entries.length > 0 &&
     entries.every(
       ([dc, factor]) =>
-        DC_NAME.test(dc) &&
+        isValidName('datacenter', dc) &&
         typeof factor === 'number' &&
         Number.isInteger(factor) &&
         factor >= 1 &&

@@ -20,6 +20,7 @@ import {
   SequenceNotFoundError,
 } from '../errors.js';
 import { mutated } from '../allocator/mutations.js';
+import { isValidName } from '../names.js';
 import { mapFailure } from './cassandra-errors.js';
 import {
   GLOBAL,
@@ -56,7 +57,6 @@ import type {
 } from './port.js';
 
 const CL = cassandra.types.consistencies;
-const KEYSPACE_NAME = /^[A-Za-z][A-Za-z0-9_]{0,47}$/;
 
 /**
  * Per-request timeout (ms) unless the store is told otherwise: above Cassandra's
@@ -135,9 +135,7 @@ export class CassandraStore implements IdStore {
     private readonly keyspace: string,
     private readonly options: CassandraStoreOptions,
   ) {
-    if (typeof keyspace !== 'string' || !KEYSPACE_NAME.test(keyspace)) {
-      throw new InvalidNameError('keyspace', keyspace);
-    }
+    if (!isValidName('keyspace', keyspace)) throw new InvalidNameError('keyspace', keyspace);
     const localDc = localDataCenterOf(client);
     if (localDc === undefined) {
       throw new InvalidOptionError(
@@ -551,8 +549,7 @@ function mutatedStatement(name: StatementName, statement: Statement): Statement 
 }
 
 function checkDc(dc: string): void {
-  if (typeof dc !== 'string' || dc === '' || dc === GLOBAL)
-    throw new InvalidNameError('datacenter', dc);
+  if (!isValidName('datacenter', dc)) throw new InvalidNameError('datacenter', dc);
 }
 
 /**

@@ -5,7 +5,16 @@
 import { Command, InvalidArgumentError } from 'commander';
 import * as cluster from './cluster/manager.js';
 import type { NodeStatus } from './cluster/manager.js';
-import { ClusterError, cacheDir } from './cluster/topology.js';
+import {
+  ClusterError,
+  PAXOS_VARIANTS,
+  cacheDir,
+  defaultTopology,
+  describeTopology,
+  type CommitlogSync,
+  type PaxosVariant,
+  type Topology,
+} from './cluster/topology.js';
 
 function positiveInt(value: string): number {
   const n = Number(value);
@@ -14,15 +23,18 @@ function positiveInt(value: string): number {
   return n;
 }
 
-function printNodes(nodes: readonly NodeStatus[]): void {
-  for (const { node, state, cql, partitioned } of nodes) {
+function printNodes(topology: Topology, nodes: readonly NodeStatus[]): void {
+  const rss = nodes.reduce((sum, n) => sum + (n.rssMiB ?? 0), 0);
+  console.log(`${describeTopology(topology)}; ${rss.toFixed(0)} MiB resident in all`);
+  for (const { node, state, cql, partitioned, rssMiB } of nodes) {
     const health = state === 'running' ? (cql ? 'UP' : 'STARTING') : state.toUpperCase();
     console.log(
       [
         node.name.padEnd(7),
         node.address.padEnd(11),
         node.dc.padEnd(5),
-        health,
+        health.padEnd(8),
+        rssMiB === undefined ? ''.padEnd(8) : `${rssMiB.toFixed(0)} MiB`.padEnd(8),
         partitioned ? '(partitioned)' : '',
       ]
         .join(' ')
@@ -38,21 +50,58 @@ const program = new Command('cluster')
 program
   .command('up')
   .description('install Cassandra if needed, start every node, wait until all are up')
-  .option('--dcs <n>', 'number of datacenters', positiveInt, 3)
-  .option('--nodes-per-dc <n>', 'nodes per datacenter', positiveInt, 1)
-  .action(async (opts: { dcs: number; nodesPerDc: number }) => {
-    const started = Date.now();
-    const nodes = await cluster.up({ dcs: opts.dcs, nodesPerDc: opts.nodesPerDc }, (line) =>
-      console.error(line),
-    );
-    printNodes(nodes);
-    console.error(`cluster up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  });
+  .option('--dcs <n>', 'number of datacenters', positiveInt)
+  .option(
+    '--nodes-per-dc <n>',
+    "nodes per datacenter (default: the existing cluster's, else IDGEN_NODES_PER_DC, else 1)",
+    positiveInt,
+  )
+  .option(
+    '--paxos <variant>',
+    "paxos_variant of every node, v1 or v2 (default: the existing cluster's, else IDGEN_PAXOS, else v2); a running cluster is restarted node by node",
+    (value: string) => {
+      if (!PAXOS_VARIANTS.includes(value as PaxosVariant)) {
+        throw new InvalidArgumentError('v1 or v2');
+      }
+      return value as PaxosVariant;
+    },
+  )
+  .option(
+    '--commitlog <sync>',
+    'commitlog_sync: batch (default: a write is synced before it is acknowledged) or periodic (loses up to 10 s of acknowledged writes on a crash; for negative controls only)',
+    (value: string) => {
+      if (value !== 'batch' && value !== 'periodic') {
+        throw new InvalidArgumentError('batch or periodic');
+      }
+      return value;
+    },
+    'batch',
+  )
+  .action(
+    async (opts: {
+      dcs?: number;
+      nodesPerDc?: number;
+      paxos?: PaxosVariant;
+      commitlog: CommitlogSync;
+    }) => {
+      const started = Date.now();
+      const fallback = cluster.hasCluster() ? cluster.currentTopology() : defaultTopology();
+      const topology = {
+        dcs: opts.dcs ?? fallback.dcs,
+        nodesPerDc: opts.nodesPerDc ?? fallback.nodesPerDc,
+        paxos: opts.paxos ?? fallback.paxos,
+        commitlog: opts.commitlog,
+      };
+      const nodes = await cluster.up(topology, (line) => console.error(line));
+      printNodes(topology, nodes);
+      console.error(`cluster up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    },
+  );
 
 program
   .command('status')
-  .description('one line per node: name, address, DC, state')
-  .action(async () => printNodes(await cluster.status()));
+  .description('the topology, then one line per node: name, address, DC, state, memory')
+  .action(async () => printNodes(cluster.currentTopology(), await cluster.status()));
 
 program
   .command('down')
@@ -65,11 +114,17 @@ program
   .action(async () => cluster.destroy());
 
 program
-  .command('partition <dc>')
-  .description('cut a DC off from all others (its clients still reach it); verified by its effect')
-  .action(async (dc: string) => {
-    await cluster.partition(dc, (line) => console.error(line));
-    console.log(`${dc} partitioned: SERIAL fails there, LOCAL_SERIAL works`);
+  .command('partition <dc-or-node>')
+  .description(
+    'cut a DC (dc3) or a node (dc1-2) off from every other node (clients still reach it); verified by its effect',
+  )
+  .action(async (target: string) => {
+    await cluster.partition(target, (line) => console.error(line));
+    console.log(
+      /^dc\d+$/.test(target)
+        ? `${target} partitioned: SERIAL fails there, LOCAL_SERIAL works`
+        : `${target} partitioned: LOCAL_SERIAL fails through it, its DC keeps the rest`,
+    );
   });
 
 program

@@ -386,6 +386,8 @@ async function main(): Promise<void> {
       ending: history[index]!.ending,
       recorded: history[index]!.ids.length,
       errors: i.summary?.errors ?? {},
+      failure:
+        i.ending === 'failed' ? i.stderr.trim().split('\n').at(-1)?.slice(0, 500) : undefined,
     })),
     liveness,
     check: { violations },

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { CASSANDRA_VERSION, CQL_PORT, STORAGE_PORT, cacheDir, ClusterError } from './topology.js';
-import type { NodeSpec } from './topology.js';
+import type { NodeSpec, Topology } from './topology.js';
 
 const run = promisify(execFile);
 
@@ -108,8 +108,36 @@ const JAVA17_FLAGS = [
   ].map((m) => `--add-opens ${m}=ALL-UNNAMED`),
 ];
 
+/**
+ * Sizes for a small shared machine (2 cores): a 3 × 3 cluster runs nine JVMs next to the tests,
+ * so each gets a smaller heap, fewer threads, and the C1 compiler only (the C2 compiler's
+ * warm-up is what kept cores busy long after start).
+ */
+function sizesFor(topology: Topology) {
+  const crowded = topology.dcs * topology.nodesPerDc > 3;
+  return {
+    heap: crowded ? '320m' : '512m',
+    jit: crowded ? ['-XX:TieredStopAtLevel=1'] : [],
+    threads: crowded ? 4 : 8,
+    memtableMiB: crowded ? 32 : 64,
+  };
+}
+
 /** Writes cassandra.yaml, rackdc properties, logback.xml and the JVM argfile of one node. */
-export function writeNodeConfig(node: NodeSpec, seeds: readonly string[]): void {
+export function writeNodeConfig(
+  node: NodeSpec,
+  seeds: readonly string[],
+  topology: Topology,
+): void {
+  const sizes = sizesFor(topology);
+  // batch: a write is acknowledged only once its commitlog segment is synced, so a crash loses
+  // nothing acknowledged. periodic (Cassandra's default, for negative controls only) syncs every
+  // 10 s and a crash loses what was acknowledged since: Paxos state too, which rolls a DC's
+  // allocation state back and hands out IDs twice (docs/design.md).
+  const commitlog =
+    topology.commitlog === 'batch'
+      ? 'commitlog_sync: batch'
+      : 'commitlog_sync: periodic\ncommitlog_sync_period: 10000ms';
   const conf = path.join(node.dir, 'conf');
   for (const d of ['conf', 'data', 'commitlog', 'saved_caches', 'hints', 'cdc_raw', 'logs']) {
     fs.mkdirSync(path.join(node.dir, d), { recursive: true });
@@ -139,14 +167,20 @@ commitlog_directory: ${dir('commitlog')}
 saved_caches_directory: ${dir('saved_caches')}
 hints_directory: ${dir('hints')}
 cdc_raw_directory: ${dir('cdc_raw')}
-commitlog_sync: periodic
-commitlog_sync_period: 10000ms
+${commitlog}
 block_for_peers_timeout_in_secs: 0
 auto_snapshot: false
 concurrent_compactors: 1
-concurrent_reads: 8
-concurrent_writes: 8
-paxos_variant: v2
+compaction_throughput: 16MiB/s
+concurrent_reads: ${sizes.threads}
+concurrent_writes: ${sizes.threads}
+concurrent_counter_writes: 2
+native_transport_max_threads: 32
+memtable_heap_space: ${sizes.memtableMiB}MiB
+memtable_offheap_space: ${sizes.memtableMiB}MiB
+key_cache_size: 8MiB
+prepared_statements_cache_size: 8MiB
+paxos_variant: ${topology.paxos}
 paxos_on_linearizability_violations: log
 `,
   );
@@ -166,8 +200,9 @@ paxos_on_linearizability_violations: log
   const lib = libDir();
   const jamm = fs.readdirSync(lib).find((f) => /^jamm-.*\.jar$/.test(f));
   const args = [
-    '-Xms512m',
-    '-Xmx512m',
+    `-Xms${sizes.heap}`,
+    `-Xmx${sizes.heap}`,
+    ...sizes.jit,
     '-XX:+UseG1GC',
     '-XX:ParallelGCThreads=1',
     '-XX:ConcGCThreads=1',

@@ -1,46 +1,47 @@
 /**
- * The local multi-DC Cassandra cluster: start, stop, status and faults (partition, pause, kill).
- * Used by the `npm run cluster` CLI, the test harness, the demo and the benchmarks.
+ * The local multi-DC Cassandra cluster: start, stop, status and node faults (pause, kill).
+ * Partitions live in partitions.ts, a node's process in nodes.ts. Used by the `npm run cluster`
+ * CLI, the test harness, the demo, the benchmarks and the torture campaign.
  */
-import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import cassandra from 'cassandra-driver';
 import { waitForSchemaAgreement } from '../../src/schema.js';
 import { checkPrerequisites, installCassandra, writeNodeConfig } from './install.js';
 import {
-  CQL_PORT,
-  ClusterError,
-  DEFAULT_TOPOLOGY,
-  STORAGE_PORT,
-  clusterDir,
-  findNode,
-  nodeSpecs,
-} from './topology.js';
+  assertPortsFree,
+  currentTopology,
+  launch,
+  logFile,
+  portOpen,
+  processState,
+  PROBE_KEYSPACE,
+  readPid,
+  requireRunning,
+  run,
+  signal,
+  stopNode,
+  waitFor,
+  waitForCql,
+  withClient,
+} from './nodes.js';
+import type { Log, NodeState } from './nodes.js';
+import { heal, isCut, partitionedTargets } from './partitions.js';
+import { CQL_PORT, ClusterError, clusterDir, findNode, nodeSpecs } from './topology.js';
 import type { NodeSpec, Topology } from './topology.js';
 
-const run = promisify(execFile);
-const PROBE_KEYSPACE = 'idgen_cluster_probe';
-const PARTITION_TAG = 'idgen-cass-partition';
-
-export type NodeState = 'running' | 'paused' | 'stopped' | 'absent';
+export { currentTopology, logFile, processState, serialWorks } from './nodes.js';
+export type { NodeState } from './nodes.js';
+export { heal, isCut, partition, partitionedTargets, partitionUnsupported } from './partitions.js';
 
 export interface NodeStatus {
   readonly node: NodeSpec;
   readonly state: NodeState;
   readonly cql: boolean;
+  /** Cut off by a partition of its DC or of itself. */
   readonly partitioned: boolean;
-}
-
-type Log = (line: string) => void;
-
-/** The topology recorded by `up`, or the default before the first `up`. */
-export function currentTopology(): Topology {
-  const file = path.join(clusterDir(), 'topology.json');
-  if (!fs.existsSync(file)) return DEFAULT_TOPOLOGY;
-  return JSON.parse(fs.readFileSync(file, 'utf8')) as Topology;
+  /** Resident memory of its JVM, in MiB; undefined when it does not run. */
+  readonly rssMiB: number | undefined;
 }
 
 /** Contact points per DC, e.g. `{ dc1: ['127.0.0.1'], … }`. */
@@ -54,7 +55,13 @@ export function contactPointsByDc(
 
 /**
  * Installs Cassandra if needed, starts every node that is not running, and returns once every
- * node accepts CQL and every node sees every other node up. Safe to run twice.
+ * node accepts CQL and every node sees every other node up. Safe to run twice. A running node
+ * whose Paxos variant, commitlog setting or OS user differs from `topology` is restarted with
+ * it, one node at a time (data kept).
+ *
+ * Start order matters on a small machine: the seeds (the first node of each DC) start together,
+ * then every other node alone, each waited for until it accepts CQL. Nine JVMs started at once
+ * overload two cores until gossip times out ("Unable to gossip with any peers").
  */
 export async function up(topology: Topology, log: Log): Promise<NodeStatus[]> {
   const recorded = path.join(clusterDir(), 'topology.json');
@@ -74,31 +81,94 @@ export async function up(topology: Topology, log: Log): Promise<NodeStatus[]> {
   // A run killed mid-test may have left a partition behind; a fresh `up` starts whole.
   await heal(topology, { verify: false });
   const specs = nodeSpecs(topology);
-  const seeds = specs.filter((s) => s.name.endsWith('-1')).map((s) => s.address);
+  const seeds = seedsOf(specs);
+  for (const node of specs) if (processState(node) === 'paused') await signal(node, 'SIGCONT');
+
+  // Running nodes with another configuration: a rolling restart, one node at a time.
+  for (const node of specs) {
+    if (processState(node) !== 'running') continue;
+    const why = await restartReason(node, topology);
+    if (why === undefined) continue;
+    log(`restarting ${node.name}: ${why}`);
+    await stopNode(node);
+    writeNodeConfig(node, seeds, topology);
+    await launch(node);
+    await waitForCql(node);
+  }
+
   const toStart = specs.filter(
     (s) => processState(s) === 'stopped' || processState(s) === 'absent',
   );
-  for (const node of specs) if (processState(node) === 'paused') await signal(node, 'SIGCONT');
   for (const node of toStart) await assertPortsFree(node);
-  for (const node of toStart) {
-    writeNodeConfig(node, seeds);
+  const seedsFirst = toStart.filter((s) => seeds.includes(s.address));
+  const others = toStart.filter((s) => !seeds.includes(s.address));
+  for (const node of seedsFirst) {
+    writeNodeConfig(node, seeds, topology);
     await launch(node);
   }
-  await Promise.all(toStart.map((node) => waitForCql(node)));
+  await Promise.all(seedsFirst.map((node) => waitForCql(node)));
+  for (const node of others) {
+    log(`starting ${node.name}`);
+    writeNodeConfig(node, seeds, topology);
+    await launch(node);
+    await waitForCql(node);
+  }
   await waitForClusterUp(topology);
   return status(topology);
 }
 
+/** The first node of each DC: the seeds every node gossips with first. */
+function seedsOf(specs: readonly NodeSpec[]): string[] {
+  return specs.filter((s) => s.name.endsWith('-1')).map((s) => s.address);
+}
+
+/** Why a running node must restart to run `topology`, or undefined if it runs it already. */
+async function restartReason(node: NodeSpec, topology: Topology): Promise<string | undefined> {
+  const yaml = path.join(node.dir, 'conf', 'cassandra.yaml');
+  const config = fs.existsSync(yaml) ? fs.readFileSync(yaml, 'utf8') : '';
+  if (!config.includes(`paxos_variant: ${topology.paxos}\n`)) {
+    return `Paxos ${topology.paxos} requested`;
+  }
+  if (!config.includes(`commitlog_sync: ${topology.commitlog}\n`)) {
+    return `commitlog_sync ${topology.commitlog} requested`;
+  }
+  const pid = readPid(node);
+  if (process.getuid?.() === 0 && pid !== undefined) {
+    const owner = fs.statSync(`/proc/${pid}`).uid;
+    const { stdout } = await run('id', ['-u', node.osUser]).catch(() => ({ stdout: '' }));
+    if (String(owner) !== stdout.trim()) return `it must run as OS user ${node.osUser}`;
+  }
+  return undefined;
+}
+
 export async function status(topology: Topology = currentTopology()): Promise<NodeStatus[]> {
-  const cut = await partitionedDcs();
+  const cut = await partitionedTargets();
   return Promise.all(
     nodeSpecs(topology).map(async (node) => ({
       node,
       state: processState(node),
       cql: await portOpen(node.address, CQL_PORT),
-      partitioned: cut.has(node.dc),
+      partitioned: isCut(node, cut),
+      rssMiB: residentMiB(node),
     })),
   );
+}
+
+/** Whether a cluster was ever set up here (its topology is recorded). */
+export function hasCluster(): boolean {
+  return fs.existsSync(path.join(clusterDir(), 'topology.json'));
+}
+
+/** The node JVM's resident memory, from /proc; undefined when it does not run. */
+function residentMiB(node: NodeSpec): number | undefined {
+  const pid = readPid(node);
+  if (pid === undefined || processState(node) === 'stopped') return undefined;
+  try {
+    const kb = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb === undefined ? undefined : Number(kb) / 1024;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Stops every node (SIGTERM, then SIGKILL after a minute); data is kept. */
@@ -144,251 +214,26 @@ export async function start(name: string): Promise<void> {
   }
   if (processState(node) !== 'stopped') return;
   await assertPortsFree(node);
-  writeNodeConfig(
-    node,
-    specs.filter((s) => s.name.endsWith('-1')).map((s) => s.address),
-  );
+  writeNodeConfig(node, seedsOf(specs), topology);
   await launch(node);
   await waitForCql(node);
   await waitForClusterUp(topology);
 }
 
 /**
- * Cuts `dc` off from every other DC in both directions (node-to-node traffic only: clients
- * still reach every node), then waits until the cut shows: SERIAL fails from `dc` while
- * LOCAL_SERIAL works there, and SERIAL works from another DC when a majority remains.
+ * The lines every node's system.log holds about linearizability violations. The nodes run with
+ * `paxos_on_linearizability_violations: log`, under which Cassandra 5.0 logs "Linearizability
+ * violation…" (PaxosPrepare.checkForLinearizabilityViolation). It checks only with Paxos v2, and
+ * only for keys a Paxos repair has covered: an empty list is weaker evidence under Paxos v1.
  */
-export async function partition(dc: string, log: Log = () => undefined): Promise<void> {
-  const topology = currentTopology();
-  const specs = nodeSpecs(topology);
-  const inside = specs.filter((s) => s.dc === dc);
-  if (inside.length === 0) {
-    throw new ClusterError(
-      `Unknown DC "${dc}". DCs: ${[...new Set(specs.map((s) => s.dc))].join(', ')}.`,
+export function linearizabilityViolations(topology: Topology = currentTopology()): string[] {
+  return nodeSpecs(topology).flatMap((node) => {
+    const file = logFile(node);
+    if (!fs.existsSync(file)) return [];
+    return (fs.readFileSync(file, 'utf8').match(/^.*Linearizability violation.*$/gm) ?? []).map(
+      (line) => `${node.name}: ${line}`,
     );
-  }
-  await requirePartitionSupport(specs);
-  const outside = specs.filter((s) => s.dc !== dc);
-  const rules: string[][] = [];
-  for (const a of inside) for (const b of outside) rules.push(dropRule(dc, a.osUser, b.address));
-  for (const b of outside) for (const a of inside) rules.push(dropRule(dc, b.osUser, a.address));
-  for (const rule of rules) await iptables(['-A', ...rule]);
-  log(`partition ${dc}: ${rules.length} iptables rules; waiting for the cut to show`);
-
-  const other = outside[0]!;
-  const majority = topology.dcs >= 3;
-  await waitFor(
-    async () =>
-      !(await serialWorks(inside[0]!, 'serial')) &&
-      (await serialWorks(inside[0]!, 'localSerial')) &&
-      (!majority || (await serialWorks(other, 'serial'))),
-    120_000,
-    `SERIAL to fail and LOCAL_SERIAL to work from ${dc}`,
-  );
-}
-
-/** Removes every partition and, unless told otherwise, waits until SERIAL works everywhere. */
-export async function heal(
-  topology: Topology = currentTopology(),
-  options: { verify: boolean } = { verify: true },
-): Promise<void> {
-  const cut = await partitionedDcs();
-  if (cut.size === 0) return;
-  const listing = await iptables(['-S', 'OUTPUT']);
-  for (const line of listing.split('\n')) {
-    if (line.startsWith('-A OUTPUT') && line.includes(PARTITION_TAG)) {
-      await iptables(['-D', ...splitRule(line.slice('-A '.length))]);
-    }
-  }
-  if (!options.verify) return;
-  const specs = nodeSpecs(topology);
-  for (const dc of cut) {
-    const node = specs.find((s) => s.dc === dc);
-    if (node && processState(node) === 'running') {
-      await waitFor(() => serialWorks(node, 'serial'), 180_000, `SERIAL to work from ${dc}`);
-    }
-  }
-}
-
-/** The DCs currently cut off by `partition`. */
-export async function partitionedDcs(): Promise<Set<string>> {
-  const cut = new Set<string>();
-  if (!(await hasIptables())) return cut;
-  const listing = await iptables(['-S', 'OUTPUT']).catch(() => '');
-  for (const m of listing.matchAll(new RegExp(`${PARTITION_TAG}:([A-Za-z0-9_]+)`, 'g'))) {
-    cut.add(m[1]!);
-  }
-  return cut;
-}
-
-// ---------------------------------------------------------------------------------------------
-
-function pidFile(node: NodeSpec): string {
-  return path.join(node.dir, 'cassandra.pid');
-}
-
-export function logFile(node: NodeSpec): string {
-  return path.join(node.dir, 'logs', 'system.log');
-}
-
-function readPid(node: NodeSpec): number | undefined {
-  try {
-    const pid = Number(fs.readFileSync(pidFile(node), 'utf8').trim());
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Our JVM for this node, checked by its command line so a recycled pid is not mistaken for it. */
-export function processState(node: NodeSpec): NodeState {
-  if (!fs.existsSync(node.dir)) return 'absent';
-  const pid = readPid(node);
-  if (pid === undefined) return 'stopped';
-  try {
-    const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    if (!cmdline.includes(path.join(node.dir, 'conf'))) return 'stopped';
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const state = stat.slice(stat.lastIndexOf(')') + 2).charAt(0);
-    if (state === 'Z' || state === 'X') return 'stopped';
-    return state === 'T' ? 'paused' : 'running';
-  } catch {
-    return 'stopped';
-  }
-}
-
-function requireRunning(node: NodeSpec): void {
-  const state = processState(node);
-  if (state !== 'running') throw new ClusterError(`Node ${node.name} is ${state}, not running.`);
-}
-
-async function signal(node: NodeSpec, sig: NodeJS.Signals): Promise<void> {
-  const pid = readPid(node);
-  if (pid !== undefined) process.kill(pid, sig);
-}
-
-async function stopNode(node: NodeSpec): Promise<void> {
-  const state = processState(node);
-  if (state === 'absent' || state === 'stopped') return;
-  if (state === 'paused') await signal(node, 'SIGCONT');
-  await signal(node, 'SIGTERM');
-  try {
-    await waitFor(() => processState(node) === 'stopped', 60_000, `${node.name} to stop`);
-  } catch {
-    await signal(node, 'SIGKILL');
-    await waitFor(() => processState(node) === 'stopped', 15_000, `${node.name} to die`);
-  }
-}
-
-/** As root each DC runs as its own OS user, so that partitions can match its packets. */
-async function osIdentity(node: NodeSpec): Promise<{ uid: number; gid: number } | undefined> {
-  if (process.getuid?.() !== 0) return undefined;
-  const lookup = async () => {
-    const { stdout: uid } = await run('id', ['-u', node.osUser]);
-    const { stdout: gid } = await run('id', ['-g', node.osUser]);
-    return { uid: Number(uid.trim()), gid: Number(gid.trim()) };
-  };
-  try {
-    return await lookup();
-  } catch {
-    await run('useradd', [
-      '--system',
-      '--no-create-home',
-      '--shell',
-      '/usr/sbin/nologin',
-      node.osUser,
-    ]);
-    return lookup();
-  }
-}
-
-async function launch(node: NodeSpec): Promise<void> {
-  const id = await osIdentity(node);
-  if (id) await run('chown', ['-R', `${id.uid}:${id.gid}`, node.dir]);
-  fs.rmSync(logFile(node), { force: true });
-  const out = fs.openSync(path.join(node.dir, 'logs', 'stdout.log'), 'a');
-  const child = spawn('java', [`@${path.join(node.dir, 'conf', 'jvm.args')}`], {
-    cwd: node.dir,
-    detached: true,
-    stdio: ['ignore', out, out],
-    ...(id ?? {}),
   });
-  fs.closeSync(out);
-  if (child.pid === undefined) throw new ClusterError(`Could not start java for ${node.name}.`);
-  child.unref();
-  fs.writeFileSync(pidFile(node), String(child.pid));
-}
-
-async function waitForCql(node: NodeSpec): Promise<void> {
-  const deadline = Date.now() + 300_000;
-  for (;;) {
-    if (processState(node) === 'stopped') {
-      throw new ClusterError(
-        `Node ${node.name} (${node.address}) exited while starting; see ${logFile(node)} and ${path.join(node.dir, 'logs', 'stdout.log')}.`,
-      );
-    }
-    const log = fs.existsSync(logFile(node)) ? fs.readFileSync(logFile(node), 'utf8') : '';
-    if (
-      log.includes('Starting listening for CQL clients') &&
-      (await portOpen(node.address, CQL_PORT))
-    ) {
-      return;
-    }
-    if (Date.now() > deadline) {
-      throw new ClusterError(
-        `Node ${node.name} (${node.address}) did not accept CQL within 300 s; see ${logFile(node)}.`,
-      );
-    }
-    await sleep(500);
-  }
-}
-
-async function assertPortsFree(node: NodeSpec): Promise<void> {
-  for (const port of [CQL_PORT, STORAGE_PORT]) {
-    const free = await new Promise<boolean>((resolve) => {
-      const server = net.createServer();
-      server.once('error', () => resolve(false));
-      server.listen(port, node.address, () => server.close(() => resolve(true)));
-    });
-    if (!free) {
-      throw new ClusterError(
-        `Port ${port} on ${node.address} is taken by another process, so node ${node.name} cannot start; stop that process (e.g. another Cassandra) and retry.`,
-      );
-    }
-  }
-}
-
-function portOpen(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host, port });
-    socket.setTimeout(1000);
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('timeout', () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
-
-async function withClient<T>(
-  node: NodeSpec,
-  fn: (client: cassandra.Client) => Promise<T>,
-): Promise<T> {
-  const client = new cassandra.Client({
-    contactPoints: [node.address],
-    localDataCenter: node.dc,
-    socketOptions: { connectTimeout: 3000, readTimeout: 8000 },
-  });
-  try {
-    await client.connect();
-    return await fn(client);
-  } finally {
-    await client.shutdown().catch(() => undefined);
-  }
 }
 
 /** Every node, as coordinator, writes at ALL to a keyspace replicated on every node. */
@@ -426,110 +271,4 @@ async function waitForClusterUp(topology: Topology): Promise<void> {
       `${node.name} to see every node up`,
     );
   }
-}
-
-/** Whether a serial read coordinated by `node` succeeds right now at the given level. */
-export async function serialWorks(
-  node: NodeSpec,
-  level: 'serial' | 'localSerial',
-): Promise<boolean> {
-  try {
-    return await withClient(node, async (client) => {
-      await client.execute(`SELECT v FROM ${PROBE_KEYSPACE}.probe WHERE k = 1`, [], {
-        consistency: cassandra.types.consistencies[level],
-        prepare: true,
-      });
-      return true;
-    });
-  } catch {
-    return false;
-  }
-}
-
-async function hasIptables(): Promise<boolean> {
-  try {
-    await run('iptables', ['--version']);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Why DCs cannot be partitioned here, or undefined when they can. */
-export async function partitionUnsupported(): Promise<string | undefined> {
-  if (process.getuid?.() !== 0) {
-    return 'Partitions need root: each DC runs as its own OS user and iptables drops its node-to-node packets. Run the cluster manager as root.';
-  }
-  if (!(await hasIptables())) {
-    return 'iptables was not found; install it (apt-get install iptables) to partition DCs.';
-  }
-  return undefined;
-}
-
-async function requirePartitionSupport(specs: readonly NodeSpec[]): Promise<void> {
-  const reason = await partitionUnsupported();
-  if (reason !== undefined) throw new ClusterError(reason);
-  for (const node of specs) {
-    const pid = readPid(node);
-    if (processState(node) !== 'running' || pid === undefined) continue;
-    const owner = fs.statSync(`/proc/${pid}`).uid;
-    const { stdout } = await run('id', ['-u', node.osUser]).catch(() => ({ stdout: '' }));
-    if (String(owner) !== stdout.trim()) {
-      throw new ClusterError(
-        `Node ${node.name} does not run as OS user ${node.osUser}, so its packets cannot be matched; restart the cluster as root ("npm run cluster -- down" then "up").`,
-      );
-    }
-  }
-}
-
-function dropRule(dc: string, owner: string, destination: string): string[] {
-  return [
-    'OUTPUT',
-    '-o',
-    'lo',
-    '-p',
-    'tcp',
-    '-d',
-    destination,
-    '--dport',
-    String(STORAGE_PORT),
-    '-m',
-    'owner',
-    '--uid-owner',
-    owner,
-    '-m',
-    'comment',
-    '--comment',
-    `${PARTITION_TAG}:${dc}`,
-    '-j',
-    'DROP',
-  ];
-}
-
-function splitRule(rule: string): string[] {
-  return (rule.match(/"[^"]*"|\S+/g) ?? []).map((t) => t.replace(/^"|"$/g, ''));
-}
-
-async function iptables(args: string[]): Promise<string> {
-  const { stdout } = await run('iptables', ['-w', ...args]);
-  return stdout;
-}
-
-async function waitFor(
-  check: () => boolean | Promise<boolean>,
-  timeoutMs: number,
-  what: string,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) {
-      throw new ClusterError(`Timed out after ${timeoutMs / 1000} s waiting for ${what}.`);
-    }
-    await sleep(1000);
-  }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -19,17 +19,61 @@ export interface NodeSpec {
   readonly address: string;
   readonly jmxPort: number;
   readonly token: string;
-  /** OS user that runs the node's JVM when we are root (so partitions can match its packets). */
+  /**
+   * OS user that runs the node's JVM when we are root: every node's outgoing storage traffic
+   * leaves from 127.0.0.1, so only the sending process's owner tells nodes apart in iptables.
+   */
   readonly osUser: string;
   readonly dir: string;
 }
 
+/** The Paxos implementations of Cassandra 5.0 (`paxos_variant`). */
+export type PaxosVariant = 'v1' | 'v2';
+export const PAXOS_VARIANTS: readonly PaxosVariant[] = ['v1', 'v2'];
+
+/**
+ * `commitlog_sync`: `batch` syncs before acknowledging, so a crash loses nothing acknowledged;
+ * `periodic` (Cassandra's default) is only for negative controls: a crash loses up to 10 s of
+ * acknowledged writes.
+ */
+export type CommitlogSync = 'batch' | 'periodic';
+
 export interface Topology {
   readonly dcs: number;
   readonly nodesPerDc: number;
+  readonly paxos: PaxosVariant;
+  readonly commitlog: CommitlogSync;
 }
 
-export const DEFAULT_TOPOLOGY: Readonly<Topology> = Object.freeze({ dcs: 3, nodesPerDc: 1 });
+/**
+ * The topology `up` starts when given no flags: 3 DCs of `IDGEN_NODES_PER_DC` nodes (1 by
+ * default) running Paxos `IDGEN_PAXOS` (v2 by default), durable commitlog.
+ */
+export function defaultTopology(env: NodeJS.ProcessEnv = process.env): Topology {
+  const nodesPerDc = Number(env['IDGEN_NODES_PER_DC'] ?? 1);
+  if (!Number.isInteger(nodesPerDc) || nodesPerDc < 1 || nodesPerDc > 9) {
+    throw new ClusterError(
+      `IDGEN_NODES_PER_DC must be an integer from 1 to 9; got "${env['IDGEN_NODES_PER_DC']}".`,
+    );
+  }
+  const paxos = env['IDGEN_PAXOS'] ?? 'v2';
+  if (!PAXOS_VARIANTS.includes(paxos as PaxosVariant)) {
+    throw new ClusterError(`IDGEN_PAXOS must be v1 or v2; got "${paxos}".`);
+  }
+  return Object.freeze({ dcs: 3, nodesPerDc, paxos: paxos as PaxosVariant, commitlog: 'batch' });
+}
+
+export const DEFAULT_TOPOLOGY: Readonly<Topology> = Object.freeze({
+  dcs: 3,
+  nodesPerDc: 1,
+  paxos: 'v2',
+  commitlog: 'batch',
+});
+
+/** `3 DCs × 3 nodes, Paxos v2, commitlog batch`. */
+export function describeTopology(t: Topology): string {
+  return `${t.dcs} DCs × ${t.nodesPerDc} node${t.nodesPerDc === 1 ? '' : 's'}, Paxos ${t.paxos}, commitlog_sync ${t.commitlog}`;
+}
 
 /**
  * The cache holding the Cassandra jars and the cluster's data, outside the repository.
@@ -60,7 +104,7 @@ export function nodeSpecs(topology: Topology): NodeSpec[] {
         address: `127.0.${j - 1}.${k}`,
         jmxPort: 7100 + 100 * index,
         token: spreadToken(index, total),
-        osUser: `idgen-dc${k}`,
+        osUser: `idgen-${name}`,
         dir: path.join(clusterDir(), name),
       });
       index++;
@@ -74,6 +118,11 @@ function spreadToken(index: number, total: number): string {
   const min = -(2n ** 63n);
   const span = 2n ** 64n;
   return (min + (span * BigInt(index)) / BigInt(total)).toString();
+}
+
+/** Whether `name` names a DC (`dc2`) rather than a node (`dc2-1`). */
+export function isDcName(specs: readonly NodeSpec[], name: string): boolean {
+  return specs.some((s) => s.dc === name);
 }
 
 /** Resolves `dc2` (its first node) or `dc2-1` to a node; throws with the valid names. */

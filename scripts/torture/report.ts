@@ -42,6 +42,8 @@ export interface CampaignReport {
     readonly ending: string;
     readonly recorded: number;
     readonly errors: Readonly<Record<string, number>>;
+    /** The last line it wrote to stderr, for processes that failed. */
+    readonly failure?: string | undefined;
   }[];
   readonly liveness: readonly {
     readonly dc: string;

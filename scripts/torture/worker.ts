@@ -18,7 +18,7 @@ import { setImmediate as turn } from 'node:timers/promises';
 
 import { setMutationsForTests, type Mutation } from '../../src/allocator/mutations.js';
 import { connect } from '../../src/index.js';
-import type { IdGenError } from '../../src/index.js';
+import type { IdGen, IdGenError } from '../../src/index.js';
 
 export type WorkerMode = 'tight' | 'paced' | 'take';
 
@@ -69,11 +69,8 @@ async function main(spec: WorkerSpec): Promise<void> {
     if (buffered === FLUSH_EVERY || Date.now() - lastFlush >= FLUSH_MS) flush();
   };
 
-  const ids = await connect({
-    contactPoints: [...spec.contactPoints],
-    localDataCenter: spec.dc,
-    keyspace: spec.keyspace,
-  });
+  // A service started while its DC's nodes are down keeps trying, as an orchestrator would.
+  const ids = await connectWithin(spec, 120_000);
   const seq = ids.sequence(spec.sequence);
   let stopping = false;
   let closedEarly = false;
@@ -133,6 +130,22 @@ async function main(spec: WorkerSpec): Promise<void> {
     closedEarly,
   };
   process.stdout.write(JSON.stringify(summary) + '\n');
+}
+
+async function connectWithin(spec: WorkerSpec, ms: number): Promise<IdGen> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    try {
+      return await connect({
+        contactPoints: [...spec.contactPoints],
+        localDataCenter: spec.dc,
+        keyspace: spec.keyspace,
+      });
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+  }
 }
 
 main(JSON.parse(process.argv[2] ?? '{}') as WorkerSpec).then(

@@ -14,6 +14,15 @@ export interface ClusterInfo {
   readonly dcs: Readonly<Record<string, readonly string[]>>;
   /** Whether partition/pause/kill can be injected (the local cluster manager, as root). */
   readonly faults: boolean;
+  /** Nodes per DC (the fewest, for a cluster named in IDGEN_CASSANDRA). */
+  readonly nodesPerDc: number;
+  /** The Paxos variant the nodes run; unknown for clusters the tests did not start. */
+  readonly paxos: 'v1' | 'v2' | 'unknown';
+  readonly nodes: readonly {
+    readonly name: string;
+    readonly dc: string;
+    readonly address: string;
+  }[];
 }
 
 declare module 'vitest' {
@@ -57,14 +66,15 @@ export interface TestKeyspace {
 }
 
 /**
- * Creates an empty keyspace (NetworkTopologyStrategy, RF 1 in every DC; no tables) named
- * `<prefix>_<random>` and waits until every node has it.
+ * Creates an empty keyspace (NetworkTopologyStrategy with as many replicas per DC as the DC has
+ * nodes, at most 3; no tables) named `<prefix>_<random>` and waits until every node has it.
  */
 export async function createTestKeyspace(prefix: string): Promise<TestKeyspace> {
   if (!/^[a-z][a-z0-9_]{0,30}$/.test(prefix)) throw new Error(`Bad keyspace prefix "${prefix}".`);
   const name = `${prefix}_${randomBytes(4).toString('hex')}`;
   const dcs = dcNames();
-  const replication = Object.fromEntries(dcs.map((dc) => [dc, 1]));
+  const factor = Math.min(3, clusterInfo().nodesPerDc);
+  const replication = Object.fromEntries(dcs.map((dc) => [dc, factor]));
   const clients = new Map<string, Promise<cassandra.Client>>();
   const client = (dc: string) => {
     let c = clients.get(dc);
@@ -76,7 +86,7 @@ export async function createTestKeyspace(prefix: string): Promise<TestKeyspace> 
     return c;
   };
   const admin = await client(dcs[0]!);
-  const factors = dcs.map((dc) => `'${dc}': 1`).join(', ');
+  const factors = dcs.map((dc) => `'${dc}': ${factor}`).join(', ');
   await admin.execute(
     `CREATE KEYSPACE ${name} WITH replication = {'class': 'NetworkTopologyStrategy', ${factors}}`,
   );
@@ -100,6 +110,9 @@ export async function createTestKeyspace(prefix: string): Promise<TestKeyspace> 
 /** Fault injection through the local cluster manager; tests that need it run only there. */
 export const faults = {
   partition: (dc: string) => manager.partition(dc),
+  /** Cuts one node (e.g. `dc1-2`) off from every other node. */
+  partitionNode: (node: string) => manager.partition(node),
+  linearizabilityViolations: () => manager.linearizabilityViolations(),
   heal: () => manager.heal(),
   pause: (node: string) => manager.pause(node),
   resume: (node: string) => manager.resume(node),

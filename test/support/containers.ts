@@ -1,6 +1,25 @@
-/** A multi-DC Cassandra of `cassandra:5.0` containers, for machines with a Docker engine. */
+/**
+ * A multi-DC Cassandra of containers, for machines with a Docker engine: the image pinned to the
+ * version the local manager runs, one node per DC, started one at a time, with the durable
+ * commitlog the allocator's safety argument needs.
+ */
 import { GenericContainer, Network, Wait, getContainerRuntimeClient } from 'testcontainers';
 import type { StartedTestContainer } from 'testcontainers';
+import { CASSANDRA_VERSION } from '../../scripts/cluster/topology.js';
+
+export const CASSANDRA_IMAGE = `cassandra:${CASSANDRA_VERSION}`;
+
+/**
+ * The image's entrypoint configures cassandra.yaml from the environment only when its first
+ * argument is `cassandra`: edit the commitlog setting first, then hand over to it. `batch`
+ * syncs before acknowledging (the image's default, periodic, loses acknowledged writes on a
+ * crash), and `commitlog_sync_period` must then be absent.
+ */
+export const DURABLE_COMMITLOG_COMMAND = [
+  'bash',
+  '-c',
+  "sed -i -e 's/^commitlog_sync: .*/commitlog_sync: batch/' -e '/^commitlog_sync_period:/d' /etc/cassandra/cassandra.yaml && exec docker-entrypoint.sh cassandra -f",
+];
 
 export async function dockerAnswers(): Promise<boolean> {
   try {
@@ -12,9 +31,10 @@ export async function dockerAnswers(): Promise<boolean> {
 }
 
 /**
- * One container per DC on a shared network. The seed starts first; the others join with
- * distinct tokens. Contact points are the containers' network addresses, which the host
- * reaches directly on Linux.
+ * One container per DC on a shared network. The seed starts first, then each other node alone
+ * (two nodes bootstrapping at once can fail to join), each with its own token; the cluster is
+ * ready when every node is Up and Normal. Contact points are the containers' network addresses,
+ * which the host reaches directly on Linux.
  */
 export async function startContainerCluster(
   dcCount: number,
@@ -25,7 +45,7 @@ export async function startContainerCluster(
     (-(2n ** 63n) + (2n ** 64n * BigInt(i)) / BigInt(dcCount)).toString(),
   );
   const create = (i: number) =>
-    new GenericContainer('cassandra:5.0')
+    new GenericContainer(CASSANDRA_IMAGE)
       .withNetwork(network)
       .withNetworkAliases(`cassandra-dc${i + 1}`)
       .withEnvironment({
@@ -39,13 +59,12 @@ export async function startContainerCluster(
         HEAP_NEWSIZE: '128M',
         JVM_EXTRA_OPTS: `-Dcassandra.initial_token=${tokens[i]} -Dcassandra.skip_wait_for_gossip_to_settle=0 -Dcassandra.ring_delay_ms=1000`,
       })
+      .withCommand(DURABLE_COMMITLOG_COMMAND)
       .withWaitStrategy(Wait.forLogMessage(/Starting listening for CQL clients/))
       .withStartupTimeout(300_000)
       .start();
-  containers.push(await create(0));
-  containers.push(
-    ...(await Promise.all(Array.from({ length: dcCount - 1 }, (_, i) => create(i + 1)))),
-  );
+  for (let i = 0; i < dcCount; i++) containers.push(await create(i));
+  await waitUntilNormal(containers[0]!, dcCount);
   const dcs: Record<string, string[]> = {};
   containers.forEach((c, i) => (dcs[`dc${i + 1}`] = [c.getIpAddress(network.getName())]));
   return {
@@ -55,4 +74,20 @@ export async function startContainerCluster(
       await network.stop();
     },
   };
+}
+
+/** Polls `nodetool status` on `seed` until `count` nodes are Up and Normal (UN). */
+async function waitUntilNormal(seed: StartedTestContainer, count: number): Promise<void> {
+  const deadline = Date.now() + 300_000;
+  for (;;) {
+    const { output } = await seed.exec(['nodetool', 'status']);
+    const normal = output.split('\n').filter((line) => line.startsWith('UN ')).length;
+    if (normal >= count) return;
+    if (Date.now() > deadline) {
+      throw new Error(
+        `only ${normal} of ${count} Cassandra containers are Up and Normal after 300 s:\n${output}`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+  }
 }

@@ -2,12 +2,19 @@
  * Vitest global setup of the integration tests: finds or starts a real multi-DC Cassandra.
  *
  * Order: a cluster named in IDGEN_CASSANDRA (`dc1=10.0.0.5,dc2=10.1.0.5`); else a cluster of
- * `cassandra:5.0` containers when a Docker engine answers; else the local cluster manager
- * (Maven Central jars). Only the local manager supports faults (partition, pause, kill).
+ * containers when a Docker engine answers; else the local cluster manager (Maven Central jars),
+ * shaped by IDGEN_NODES_PER_DC and IDGEN_PAXOS. Only the local manager supports faults
+ * (partition, pause, kill).
  */
 import type { TestProject } from 'vitest/node';
 import * as manager from '../../scripts/cluster/manager.js';
-import { DEFAULT_TOPOLOGY, parseClusterSpec } from '../../scripts/cluster/topology.js';
+import {
+  DEFAULT_TOPOLOGY,
+  defaultTopology,
+  describeTopology,
+  nodeSpecs,
+  parseClusterSpec,
+} from '../../scripts/cluster/topology.js';
 import { startContainerCluster, dockerAnswers } from './containers.js';
 import type { ClusterInfo } from './cluster.js';
 
@@ -17,21 +24,54 @@ export default async function setup(project: TestProject): Promise<() => Promise
   let info: ClusterInfo;
   let teardown: () => Promise<void> = async () => undefined;
 
+  const withNodes = (dcs: Record<string, string[]>) =>
+    Object.entries(dcs).flatMap(([dc, hosts]) =>
+      hosts.map((address, i) => ({ name: `${dc}-${i + 1}`, dc, address })),
+    );
   if (spec) {
-    info = { source: 'env', dcs: parseClusterSpec(spec), faults: false };
+    const dcs = parseClusterSpec(spec);
+    const nodesPerDc = Math.min(...Object.values(dcs).map((hosts) => hosts.length));
+    info = {
+      source: 'env',
+      dcs,
+      faults: false,
+      nodesPerDc,
+      paxos: 'unknown',
+      nodes: withNodes(dcs),
+    };
   } else if (await dockerAnswers()) {
     const containers = await startContainerCluster(DEFAULT_TOPOLOGY.dcs);
-    info = { source: 'testcontainers', dcs: containers.dcs, faults: false };
+    info = {
+      source: 'testcontainers',
+      dcs: containers.dcs,
+      faults: false,
+      nodesPerDc: 1,
+      paxos: 'unknown',
+      nodes: withNodes(containers.dcs),
+    };
     teardown = containers.stop;
   } else {
+    const topology = defaultTopology();
     // Judged by the processes, not a CQL probe that a loaded machine can time out.
     const wasUp = (await manager.status()).every((s) => s.state === 'running');
-    await manager.up(DEFAULT_TOPOLOGY, (line) => console.error(`[cluster] ${line}`));
+    if (manager.hasCluster()) {
+      const existing = manager.currentTopology();
+      if (existing.nodesPerDc !== topology.nodesPerDc || existing.dcs !== topology.dcs) {
+        throw new Error(
+          `The local cluster has ${existing.nodesPerDc} node(s) per DC but the tests ask for ${topology.nodesPerDc} (IDGEN_NODES_PER_DC); run "npm run cluster -- destroy" first, or set IDGEN_NODES_PER_DC=${existing.nodesPerDc}.`,
+        );
+      }
+    }
+    await manager.up(topology, (line) => console.error(`[cluster] ${line}`));
     info = {
       source: 'local',
       dcs: manager.contactPointsByDc(),
       faults: (await manager.partitionUnsupported()) === undefined,
+      nodesPerDc: topology.nodesPerDc,
+      paxos: topology.paxos,
+      nodes: nodeSpecs(topology).map(({ name, dc, address }) => ({ name, dc, address })),
     };
+    console.error(`[cluster] ${describeTopology(topology)}`);
     teardown = async () => {
       await manager.heal(manager.currentTopology(), { verify: false });
       if (!wasUp && !process.env['IDGEN_KEEP_CLUSTER']) await manager.down();

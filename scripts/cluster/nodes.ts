@@ -1,0 +1,251 @@
+/**
+ * One node of the local cluster as a process: its pid, state, start and stop, and the probes
+ * that tell when it (or a serial level through it) works. Shared by the manager and partitions.
+ */
+import { execFile, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import cassandra from 'cassandra-driver';
+import { CQL_PORT, ClusterError, DEFAULT_TOPOLOGY, STORAGE_PORT, clusterDir } from './topology.js';
+import type { NodeSpec, Topology } from './topology.js';
+
+export const run = promisify(execFile);
+
+export const PROBE_KEYSPACE = 'idgen_cluster_probe';
+
+export type NodeState = 'running' | 'paused' | 'stopped' | 'absent';
+
+export type Log = (line: string) => void;
+
+/** The topology recorded by `up`, or the default before the first `up`. */
+export function currentTopology(): Topology {
+  const file = path.join(clusterDir(), 'topology.json');
+  if (!fs.existsSync(file)) return DEFAULT_TOPOLOGY;
+  const recorded = JSON.parse(fs.readFileSync(file, 'utf8')) as Partial<Topology>;
+  // Recorded before Paxos and commitlog were chosen: v2, and Cassandra's periodic default.
+  return {
+    dcs: recorded.dcs ?? DEFAULT_TOPOLOGY.dcs,
+    nodesPerDc: recorded.nodesPerDc ?? DEFAULT_TOPOLOGY.nodesPerDc,
+    paxos: recorded.paxos ?? 'v2',
+    commitlog: recorded.commitlog ?? 'periodic',
+  };
+}
+
+export function pidFile(node: NodeSpec): string {
+  return path.join(node.dir, 'cassandra.pid');
+}
+
+export function logFile(node: NodeSpec): string {
+  return path.join(node.dir, 'logs', 'system.log');
+}
+
+export function readPid(node: NodeSpec): number | undefined {
+  try {
+    const pid = Number(fs.readFileSync(pidFile(node), 'utf8').trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Our JVM for this node, checked by its command line so a recycled pid is not mistaken for it. */
+export function processState(node: NodeSpec): NodeState {
+  if (!fs.existsSync(node.dir)) return 'absent';
+  const pid = readPid(node);
+  if (pid === undefined) return 'stopped';
+  try {
+    const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    if (!cmdline.includes(path.join(node.dir, 'conf'))) return 'stopped';
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2).charAt(0);
+    if (state === 'Z' || state === 'X') return 'stopped';
+    return state === 'T' ? 'paused' : 'running';
+  } catch {
+    return 'stopped';
+  }
+}
+
+export function requireRunning(node: NodeSpec): void {
+  const state = processState(node);
+  if (state !== 'running') throw new ClusterError(`Node ${node.name} is ${state}, not running.`);
+}
+
+export async function signal(node: NodeSpec, sig: NodeJS.Signals): Promise<void> {
+  const pid = readPid(node);
+  if (pid !== undefined) process.kill(pid, sig);
+}
+
+export async function stopNode(node: NodeSpec): Promise<void> {
+  const state = processState(node);
+  if (state === 'absent' || state === 'stopped') return;
+  if (state === 'paused') await signal(node, 'SIGCONT');
+  await signal(node, 'SIGTERM');
+  try {
+    await waitFor(() => processState(node) === 'stopped', 60_000, `${node.name} to stop`);
+  } catch {
+    await signal(node, 'SIGKILL');
+    await waitFor(() => processState(node) === 'stopped', 15_000, `${node.name} to die`);
+  }
+}
+
+/** As root each DC runs as its own OS user, so that partitions can match its packets. */
+export async function osIdentity(
+  node: NodeSpec,
+): Promise<{ uid: number; gid: number } | undefined> {
+  if (process.getuid?.() !== 0) return undefined;
+  const lookup = async () => {
+    const { stdout: uid } = await run('id', ['-u', node.osUser]);
+    const { stdout: gid } = await run('id', ['-g', node.osUser]);
+    return { uid: Number(uid.trim()), gid: Number(gid.trim()) };
+  };
+  try {
+    return await lookup();
+  } catch {
+    await run('useradd', [
+      '--system',
+      '--no-create-home',
+      '--shell',
+      '/usr/sbin/nologin',
+      node.osUser,
+    ]);
+    return lookup();
+  }
+}
+
+/** Where each node's system.log stood when it was last launched by this process. */
+const startOffsets = new Map<string, number>();
+
+export async function launch(node: NodeSpec): Promise<void> {
+  const id = await osIdentity(node);
+  if (id) await run('chown', ['-R', `${id.uid}:${id.gid}`, node.dir]);
+  // The log is kept across restarts (a linearizability violation before a kill must stay
+  // visible); this start's lines begin at the current end.
+  startOffsets.set(node.name, fs.existsSync(logFile(node)) ? fs.statSync(logFile(node)).size : 0);
+  const out = fs.openSync(path.join(node.dir, 'logs', 'stdout.log'), 'a');
+  const child = spawn('java', [`@${path.join(node.dir, 'conf', 'jvm.args')}`], {
+    cwd: node.dir,
+    detached: true,
+    stdio: ['ignore', out, out],
+    ...(id ?? {}),
+  });
+  fs.closeSync(out);
+  if (child.pid === undefined) throw new ClusterError(`Could not start java for ${node.name}.`);
+  child.unref();
+  fs.writeFileSync(pidFile(node), String(child.pid));
+}
+
+export async function waitForCql(node: NodeSpec): Promise<void> {
+  const deadline = Date.now() + 300_000;
+  for (;;) {
+    if (processState(node) === 'stopped') {
+      throw new ClusterError(
+        `Node ${node.name} (${node.address}) exited while starting; see ${logFile(node)} and ${path.join(node.dir, 'logs', 'stdout.log')}.`,
+      );
+    }
+    const log = fs.existsSync(logFile(node))
+      ? fs
+          .readFileSync(logFile(node))
+          .subarray(startOffsets.get(node.name) ?? 0)
+          .toString('utf8')
+      : '';
+    if (
+      log.includes('Starting listening for CQL clients') &&
+      (await portOpen(node.address, CQL_PORT))
+    ) {
+      return;
+    }
+    if (Date.now() > deadline) {
+      throw new ClusterError(
+        `Node ${node.name} (${node.address}) did not accept CQL within 300 s; see ${logFile(node)}.`,
+      );
+    }
+    await sleep(500);
+  }
+}
+
+export async function assertPortsFree(node: NodeSpec): Promise<void> {
+  for (const port of [CQL_PORT, STORAGE_PORT]) {
+    const free = await new Promise<boolean>((resolve) => {
+      const server = net.createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, node.address, () => server.close(() => resolve(true)));
+    });
+    if (!free) {
+      throw new ClusterError(
+        `Port ${port} on ${node.address} is taken by another process, so node ${node.name} cannot start; stop that process (e.g. another Cassandra) and retry.`,
+      );
+    }
+  }
+}
+
+export function portOpen(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port });
+    socket.setTimeout(1000);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('timeout', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+export async function withClient<T>(
+  node: NodeSpec,
+  fn: (client: cassandra.Client) => Promise<T>,
+): Promise<T> {
+  const client = new cassandra.Client({
+    contactPoints: [node.address],
+    localDataCenter: node.dc,
+    socketOptions: { connectTimeout: 3000, readTimeout: 8000 },
+  });
+  try {
+    await client.connect();
+    return await fn(client);
+  } finally {
+    await client.shutdown().catch(() => undefined);
+  }
+}
+
+/** Whether a serial read coordinated by `node` succeeds right now at the given level. */
+export async function serialWorks(
+  node: NodeSpec,
+  level: 'serial' | 'localSerial',
+): Promise<boolean> {
+  try {
+    return await withClient(node, async (client) => {
+      await client.execute(`SELECT v FROM ${PROBE_KEYSPACE}.probe WHERE k = 1`, [], {
+        consistency: cassandra.types.consistencies[level],
+        prepare: true,
+      });
+      return true;
+    });
+  } catch {
+    return false;
+  }
+}
+
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) {
+      throw new ClusterError(`Timed out after ${timeoutMs / 1000} s waiting for ${what}.`);
+    }
+    await sleep(1000);
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,172 @@
+/**
+ * Partitions on one machine: iptables rules that drop node-to-node packets by the sending
+ * process's OS user (every node's outbound traffic leaves from 127.0.0.1, so addresses cannot
+ * tell nodes apart). A partition cuts a DC, or a single node, off from every other node in both
+ * directions; clients still reach every node. Each cut is verified by its effect.
+ */
+import fs from 'node:fs';
+import { STORAGE_PORT, ClusterError, findNode, isDcName, nodeSpecs } from './topology.js';
+import type { NodeSpec, Topology } from './topology.js';
+import { currentTopology, processState, readPid, run, serialWorks, waitFor } from './nodes.js';
+import type { Log } from './nodes.js';
+
+const PARTITION_TAG = 'idgen-cass-partition';
+
+/**
+ * Cuts `target` (a DC such as `dc3`, or a node such as `dc1-2`) off from every other node in
+ * both directions: node-to-node traffic only, clients still reach every node. Then waits until
+ * the cut shows:
+ * - a DC: SERIAL fails from it while LOCAL_SERIAL works there, and SERIAL works from another DC
+ *   when a majority of DCs remains;
+ * - a node: LOCAL_SERIAL fails with it as coordinator, and works from another node of its DC
+ *   when that DC keeps a quorum of its replicas.
+ */
+export async function partition(target: string, log: Log = () => undefined): Promise<void> {
+  const topology = currentTopology();
+  const specs = nodeSpecs(topology);
+  const dcCut = isDcName(specs, target);
+  const inside = dcCut ? specs.filter((s) => s.dc === target) : [findNode(specs, target)];
+  await requirePartitionSupport(specs);
+  const outside = specs.filter((s) => !inside.includes(s));
+  const rules: string[][] = [];
+  for (const a of inside)
+    for (const b of outside) rules.push(dropRule(target, a.osUser, b.address));
+  for (const b of outside)
+    for (const a of inside) rules.push(dropRule(target, b.osUser, a.address));
+  for (const rule of rules) await iptables(['-A', ...rule]);
+  log(`partition ${target}: ${rules.length} iptables rules; waiting for the cut to show`);
+
+  const cut = inside[0]!;
+  if (dcCut) {
+    const other = outside[0]!;
+    const majority = topology.dcs >= 3;
+    await waitFor(
+      async () =>
+        !(await serialWorks(cut, 'serial')) &&
+        (await serialWorks(cut, 'localSerial')) &&
+        (!majority || (await serialWorks(other, 'serial'))),
+      120_000,
+      `SERIAL to fail and LOCAL_SERIAL to work from ${target}`,
+    );
+    return;
+  }
+  const sibling = outside.find((s) => s.dc === cut.dc);
+  const quorumLeft = topology.nodesPerDc >= 3;
+  await waitFor(
+    async () =>
+      !(await serialWorks(cut, 'localSerial')) &&
+      (!quorumLeft || sibling === undefined || (await serialWorks(sibling, 'localSerial'))),
+    120_000,
+    `LOCAL_SERIAL to fail from ${cut.name}${quorumLeft ? ` and to work from the rest of ${cut.dc}` : ''}`,
+  );
+}
+
+/** Removes every partition and, unless told otherwise, waits until the cut targets work again. */
+export async function heal(
+  topology: Topology = currentTopology(),
+  options: { verify: boolean } = { verify: true },
+): Promise<void> {
+  const cut = await partitionedTargets();
+  if (cut.size === 0) return;
+  const listing = await iptables(['-S', 'OUTPUT']);
+  for (const line of listing.split('\n')) {
+    if (line.startsWith('-A OUTPUT') && line.includes(PARTITION_TAG)) {
+      await iptables(['-D', ...splitRule(line.slice('-A '.length))]);
+    }
+  }
+  if (!options.verify) return;
+  const specs = nodeSpecs(topology);
+  for (const target of cut) {
+    const node = isDcName(specs, target)
+      ? specs.find((s) => s.dc === target)
+      : specs.find((s) => s.name === target);
+    if (node && processState(node) === 'running') {
+      await waitFor(() => serialWorks(node, 'serial'), 180_000, `SERIAL to work from ${target}`);
+    }
+  }
+}
+
+/** The DCs and nodes currently cut off by `partition`. */
+export async function partitionedTargets(): Promise<Set<string>> {
+  const cut = new Set<string>();
+  if (!(await hasIptables())) return cut;
+  const listing = await iptables(['-S', 'OUTPUT']).catch(() => '');
+  for (const m of listing.matchAll(new RegExp(`${PARTITION_TAG}:([A-Za-z0-9_-]+)`, 'g'))) {
+    cut.add(m[1]!);
+  }
+  return cut;
+}
+
+/** Whether `node` is cut off, alone or with its DC. */
+export function isCut(node: NodeSpec, cut: ReadonlySet<string>): boolean {
+  return cut.has(node.dc) || cut.has(node.name);
+}
+
+async function hasIptables(): Promise<boolean> {
+  try {
+    await run('iptables', ['--version']);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Why DCs cannot be partitioned here, or undefined when they can. */
+export async function partitionUnsupported(): Promise<string | undefined> {
+  if (process.getuid?.() !== 0) {
+    return 'Partitions need root: each DC runs as its own OS user and iptables drops its node-to-node packets. Run the cluster manager as root.';
+  }
+  if (!(await hasIptables())) {
+    return 'iptables was not found; install it (apt-get install iptables) to partition DCs.';
+  }
+  return undefined;
+}
+
+async function requirePartitionSupport(specs: readonly NodeSpec[]): Promise<void> {
+  const reason = await partitionUnsupported();
+  if (reason !== undefined) throw new ClusterError(reason);
+  for (const node of specs) {
+    const pid = readPid(node);
+    if (processState(node) !== 'running' || pid === undefined) continue;
+    const owner = fs.statSync(`/proc/${pid}`).uid;
+    const { stdout } = await run('id', ['-u', node.osUser]).catch(() => ({ stdout: '' }));
+    if (String(owner) !== stdout.trim()) {
+      throw new ClusterError(
+        `Node ${node.name} does not run as OS user ${node.osUser}, so its packets cannot be matched; restart the cluster as root ("npm run cluster -- down" then "up").`,
+      );
+    }
+  }
+}
+
+function dropRule(target: string, owner: string, destination: string): string[] {
+  return [
+    'OUTPUT',
+    '-o',
+    'lo',
+    '-p',
+    'tcp',
+    '-d',
+    destination,
+    '--dport',
+    String(STORAGE_PORT),
+    '-m',
+    'owner',
+    '--uid-owner',
+    owner,
+    '-m',
+    'comment',
+    '--comment',
+    `${PARTITION_TAG}:${target}`,
+    '-j',
+    'DROP',
+  ];
+}
+
+function splitRule(rule: string): string[] {
+  return (rule.match(/"[^"]*"|\S+/g) ?? []).map((t) => t.replace(/^"|"$/g, ''));
+}
+
+async function iptables(args: string[]): Promise<string> {
+  const { stdout } = await run('iptables', ['-w', ...args]);
+  return stdout;
+}

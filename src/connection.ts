@@ -241,12 +241,73 @@ interface DriverClientInternals {
 
 /** The runtime `client.options` the driver's typings leave out. */
 interface DriverClientOptions {
+  readonly authProvider?: cassandra.auth.AuthProvider;
+  readonly sslOptions?: import('node:tls').ConnectionOptions;
+  readonly protocolOptions?: cassandra.ClientOptions['protocolOptions'];
   readonly localDataCenter?: string;
   readonly encoding?: { readonly useBigIntAsLong?: boolean };
   readonly contactPoints?: readonly string[];
   readonly policies?: {
     readonly loadBalancing?: cassandra.policies.loadBalancing.LoadBalancingPolicy;
   };
+}
+
+/** Options of {@link openClientInDc}. */
+export interface OtherDcClientOptions {
+  /** Milliseconds to connect, and to wait for each request. @default 5000 */
+  readonly timeoutMs?: number | undefined;
+}
+
+/**
+ * Opens a short-lived client whose local DC is `dc`, for statements that only `dc`'s own nodes can
+ * answer (virtual tables answer for their coordinator, and `client` has no connections to other
+ * DCs' hosts). Its contact points are `dc`'s hosts as `client` knows them; authentication, TLS and
+ * the protocol options (port) are `client`'s own. The caller shuts it down.
+ *
+ * @example
+ * ```ts
+ * const remote = await openClientInDc(client, 'dc3');
+ * try {
+ *   await remote.execute('SELECT name, value FROM system_views.settings', [], { host: remote.hosts.values()[0] });
+ * } finally {
+ *   await remote.shutdown();
+ * }
+ * ```
+ * @throws {@link InvalidOptionError} when `client` knows no host of `dc`.
+ * @throws {@link StoreUnavailableError} when no host of `dc` can be reached.
+ * @throws {@link AuthenticationError} when `dc`'s nodes refuse the credentials.
+ */
+export async function openClientInDc(
+  client: cassandra.Client,
+  dc: string,
+  options: OtherDcClientOptions = {},
+): Promise<cassandra.Client> {
+  const contactPoints = client.hosts
+    .values()
+    .filter((host) => host.datacenter === dc)
+    .map((host) => host.address);
+  if (contactPoints.length === 0) throw unknownDataCenter(dc, datacentersOf(client));
+  const timeoutMs = options.timeoutMs ?? 5_000;
+  const runtime = (client as unknown as { options?: DriverClientOptions }).options ?? {};
+  const other = new cassandra.Client({
+    contactPoints,
+    localDataCenter: dc,
+    policies: {
+      loadBalancing: new cassandra.policies.loadBalancing.DCAwareRoundRobinPolicy(dc),
+    },
+    ...(runtime.authProvider !== undefined ? { authProvider: runtime.authProvider } : {}),
+    ...(runtime.sslOptions !== undefined ? { sslOptions: runtime.sslOptions } : {}),
+    ...(runtime.protocolOptions !== undefined ? { protocolOptions: runtime.protocolOptions } : {}),
+    socketOptions: { connectTimeout: timeoutMs, readTimeout: timeoutMs },
+    queryOptions: { consistency: cassandra.types.consistencies.localOne, prepare: true },
+  });
+  try {
+    await other.connect();
+  } catch (error) {
+    await other.shutdown().catch(() => undefined);
+    throw connectError(error, contactPoints, dc);
+  }
+  return other;
 }
 
 async function adoptClient(

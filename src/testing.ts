@@ -19,7 +19,8 @@ export type {
   ConditionalMethod,
   Fault,
   GrantRecord,
+  MemoryNode,
   MemoryStoreOptions,
   StoreMethod,
 } from './store/memory.js';
-export type { IdStore } from './store/port.js';
+export type { IdStore, NodeSettings, TableSettings } from './store/port.js';

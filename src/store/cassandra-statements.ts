@@ -78,8 +78,12 @@ export const STATEMENTS = {
                     consistency: CL.localOne, level: 'local' },
   dcStateConsistent: { cql: `SELECT ${DC_STATE} FROM $dc_state WHERE sequence = ? AND dc = ?`,
                     consistency: CL.eachQuorum, level: 'local' },
-  // ── a node's own settings (virtual table, local to the coordinator: asked of each node)
-  nodeSettings:   { cql: `SELECT name, value FROM system_views.settings WHERE name IN ('commitlog_sync', 'commitlog_sync_period', 'commitlog_sync_group_window', 'paxos_variant', 'paxos_state_purging', 'paxos_on_linearizability_violations')`,
+  // ── a node's own settings, asked of each node (virtual and schema tables answer for their coordinator only); admin/preflight.ts says why each matters
+  nodeSettings:   { cql: `SELECT name, value FROM system_views.settings WHERE name IN ('commitlog_sync', 'commitlog_sync_period', 'commitlog_sync_group_window', 'commit_failure_policy', 'paxos_variant', 'paxos_state_purging', 'paxos_on_linearizability_violations', 'paxos_repair_enabled', 'skip_paxos_repair_on_topology_change')`,
+                    consistency: CL.localOne, level: 'local' },
+  nodeProperties: { cql: `SELECT name, value FROM system_views.system_properties WHERE name IN ('cassandra.unsafe.disable-serial-reads-linearizability', 'cassandra.commitlog.ignorereplayerrors')`,
+                    consistency: CL.localOne, level: 'local' },
+  nodeTables:     { cql: `SELECT table_name, gc_grace_seconds FROM system_schema.tables WHERE keyspace_name = ? AND table_name IN ('idgen_grants', 'idgen_dc_state')`,
                     consistency: CL.localOne, level: 'local' },
 } as const satisfies Record<string, Statement>;
 

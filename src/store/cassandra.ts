@@ -21,7 +21,7 @@ import {
 } from '../errors.js';
 import { mutated } from '../allocator/mutations.js';
 import { isValidName } from '../names.js';
-import { mapFailure } from './cassandra-errors.js';
+import { describeDriverError, mapFailure } from './cassandra-errors.js';
 import {
   GLOBAL,
   parseDcState,
@@ -54,6 +54,7 @@ import type {
   SequenceSettings,
   SizeSettings,
   StoredSettings,
+  TableSettings,
 } from './port.js';
 
 const CL = cassandra.types.consistencies;
@@ -382,34 +383,61 @@ export class CassandraStore implements IdStore {
 
   async readNodeSettings(): Promise<readonly NodeSettings[]> {
     const hosts = this.client.hosts.values().filter((host) => host.datacenter === this.localDc);
-    return Promise.all(
-      hosts.map(async (host) => {
-        const statement = STATEMENTS.nodeSettings;
-        let result: cassandra.types.ResultSet;
-        try {
-          // A virtual table answers for its coordinator only: pin each node.
-          result = await this.client.execute(statement.cql, [], {
-            ...this.requestOptions(statement, false),
-            host,
-          });
-        } catch (error) {
-          throw this.failure(error, 'nodeSettings', `read the settings of ${host.address}`);
+    return Promise.all(hosts.map((host) => this.readNodeSettingsOf(host)));
+  }
+
+  /** One node's settings, each table asked of the node itself; a failure is kept, not thrown. */
+  private async readNodeSettingsOf(host: cassandra.Host): Promise<NodeSettings> {
+    const ask = async (
+      name: 'nodeSettings' | 'nodeProperties' | 'nodeTables',
+      params: unknown[],
+    ) => {
+      // Virtual tables and the schema tables answer for their coordinator: pin the node.
+      const statement = STATEMENTS[name];
+      return this.client.execute(statement.cql, params, {
+        ...this.requestOptions(statement, false),
+        host,
+        retry: NEVER_RETRY, // a retry would go to another node and answer for that one
+      });
+    };
+    const base = {
+      host: host.address,
+      dc: host.datacenter,
+      version: typeof host.cassandraVersion === 'string' ? host.cassandraVersion : undefined,
+    };
+    try {
+      const [settings, properties, tables] = await Promise.all([
+        ask('nodeSettings', []).then(nameValues),
+        ask('nodeProperties', []).then(nameValues),
+        ask('nodeTables', [this.keyspace]),
+      ]);
+      const tableSettings = new Map<string, TableSettings>();
+      for (const row of tables.rows) {
+        const table = toText(row.get('table_name'));
+        const gcGrace = row.get('gc_grace_seconds') as unknown;
+        if (table !== undefined && typeof gcGrace === 'number') {
+          tableSettings.set(table, { gcGraceSeconds: gcGrace });
         }
-        const values = new Map<string, string>();
-        for (const row of result.rows) {
-          const name = toText(row.get('name'));
-          const value = toText(row.get('value'));
-          if (name !== undefined && value !== undefined) values.set(name, value);
-        }
-        return {
-          host: host.address,
-          dc: host.datacenter,
-          commitlogSync: values.get('commitlog_sync'),
-          paxosVariant: values.get('paxos_variant'),
-          other: values,
-        };
-      }),
-    );
+      }
+      return {
+        ...base,
+        commitlogSync: settings.get('commitlog_sync'),
+        paxosVariant: settings.get('paxos_variant'),
+        settings,
+        properties,
+        tables: tableSettings,
+      };
+    } catch (error) {
+      return {
+        ...base,
+        commitlogSync: undefined,
+        paxosVariant: undefined,
+        settings: new Map(),
+        properties: new Map(),
+        tables: new Map(),
+        error: describeDriverError(error),
+      };
+    }
   }
 
   async close(): Promise<void> {
@@ -560,4 +588,15 @@ function bigintEncoder(client: cassandra.Client): (value: bigint) => bigint | ca
   return encodesBigIntAsLong(client)
     ? (value) => value
     : (value) => cassandra.types.Long.fromString(value.toString());
+}
+
+/** `name`/`value` rows of a virtual table as a map. */
+function nameValues(result: cassandra.types.ResultSet): Map<string, string> {
+  const values = new Map<string, string>();
+  for (const row of result.rows) {
+    const name = toText(row.get('name'));
+    const value = toText(row.get('value'));
+    if (name !== undefined && value !== undefined) values.set(name, value);
+  }
+  return values;
 }

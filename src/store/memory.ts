@@ -122,11 +122,20 @@ export interface MemoryStoreOptions {
    */
   readonly latencyMs?: number | undefined;
   /**
-   * What {@link MemoryStore.readNodeSettings} reports.
+   * The nodes {@link MemoryStore.readNodeSettings} reports, in any DCs (the store stands for the
+   * whole cluster); what a node leaves out takes the default of {@link MemoryNode}.
    * @default one node in dc1 with `commitlog_sync: batch` and `paxos_variant: v2`
    */
-  readonly nodeSettings?: readonly NodeSettings[] | undefined;
+  readonly nodeSettings?: readonly MemoryNode[] | undefined;
 }
+
+/**
+ * A node as {@link MemoryStore.readNodeSettings} reports it: `host` and `dc`, and whatever a test
+ * sets of the rest. Defaults: Cassandra 5.0.8, `commitlog_sync: batch`, `paxos_variant: v2`, no
+ * other setting or JVM property, no idgen tables.
+ */
+export type MemoryNode = Pick<NodeSettings, 'host' | 'dc'> &
+  Partial<Omit<NodeSettings, 'host' | 'dc'>>;
 
 /** The level each method needs, as the Cassandra adapter reports it when unreachable. */
 const LEVELS: Readonly<Record<StoreMethod, StoreLevel>> = {
@@ -179,20 +188,13 @@ export class MemoryStore implements IdStore {
   private readonly inFlight = new Map<string, InFlightWrite>();
   private readonly latencyMs: number;
   private readonly keyspace: string;
-  private readonly nodeSettings: readonly NodeSettings[];
+  /** The nodes {@link MemoryStore.readNodeSettings} reports; tests may change them at will. */
+  readonly nodes: MemoryNode[];
 
   constructor(options: MemoryStoreOptions = {}) {
     this.latencyMs = options.latencyMs ?? 0;
     this.keyspace = options.keyspace ?? 'memory';
-    this.nodeSettings = options.nodeSettings ?? [
-      {
-        host: 'memory:9042',
-        dc: 'dc1',
-        commitlogSync: 'batch',
-        paxosVariant: 'v2',
-        other: new Map(),
-      },
-    ];
+    this.nodes = [...(options.nodeSettings ?? [{ host: 'memory:9042', dc: 'dc1' }])];
   }
 
   resetCalls(): void {
@@ -404,7 +406,23 @@ export class MemoryStore implements IdStore {
 
   async readNodeSettings(): Promise<readonly NodeSettings[]> {
     await this.enter('readNodeSettings');
-    return this.nodeSettings;
+    return this.nodes.map((node) => {
+      const commitlogSync = 'commitlogSync' in node ? node.commitlogSync : 'batch';
+      const paxosVariant = 'paxosVariant' in node ? node.paxosVariant : 'v2';
+      // The settings map holds the two named fields too, as the Cassandra store's does.
+      const settings = new Map(node.settings);
+      if (commitlogSync !== undefined) settings.set('commitlog_sync', commitlogSync);
+      if (paxosVariant !== undefined) settings.set('paxos_variant', paxosVariant);
+      return {
+        version: '5.0.8',
+        properties: new Map(),
+        tables: new Map(),
+        ...node,
+        commitlogSync,
+        paxosVariant,
+        settings,
+      };
+    });
   }
 
   private storedSettings(name: string): StoredSettings | undefined {

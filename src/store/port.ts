@@ -49,17 +49,35 @@ export type SequenceChanges = Partial<
   Pick<SequenceSettings, 'dcRangeSize' | 'blockSize' | 'threshold'>
 >;
 
-/** A node's settings that the safety argument depends on, read from the node itself. */
+/** A table's settings that Paxos depends on, as one node's schema holds them. */
+export interface TableSettings {
+  /** `gc_grace_seconds`: with `paxos_state_purging: gc_grace` also how long Paxos state is kept. */
+  readonly gcGraceSeconds: number;
+}
+
+/**
+ * A node's settings that the safety argument depends on, read from the node itself (virtual
+ * tables answer for their coordinator only). A node that could not be read has `error` set and
+ * empty maps.
+ */
 export interface NodeSettings {
   /** `address:port` of the node. */
   readonly host: string;
   readonly dc: string;
+  /** Cassandra's release, as the node announces it (e.g. `5.0.8`); undefined if unknown. */
+  readonly version: string | undefined;
   /** `commitlog_sync`: `batch` or `group` sync before acknowledging; `periodic` does not. */
   readonly commitlogSync: string | undefined;
-  /** `paxos_variant`: `v1` or `v2`. */
+  /** `paxos_variant`: `v1` or `v2` (or a `*_without_linearizable_*` variant). */
   readonly paxosVariant: string | undefined;
-  /** Every other setting read, by name. */
-  readonly other: ReadonlyMap<string, string>;
+  /** Every setting read from `system_views.settings`, by name (the two above included). */
+  readonly settings: ReadonlyMap<string, string>;
+  /** JVM system properties read from `system_views.system_properties`, by name; unset ones are absent. */
+  readonly properties: ReadonlyMap<string, string>;
+  /** The keyspace's idgen tables as the node's schema has them, by table name; empty before `init`. */
+  readonly tables: ReadonlyMap<string, TableSettings>;
+  /** Why the node could not be read; undefined when it was. */
+  readonly error?: string | undefined;
 }
 
 /** A range of IDs granted to one DC at SERIAL: `[min, max]`, grant number `number` (1, 2, …). */
@@ -232,7 +250,11 @@ export interface IdStore {
     reading?: OverviewReading,
   ): Promise<ReadonlyMap<string, DcState>>;
 
-  /** The durability and Paxos settings of every node of the local DC, asked of each node. */
+  /**
+   * The durability and Paxos settings of every node the store's client reaches (the Cassandra
+   * store: the local DC's; the in-memory store: every node it was given), asked of each node. A
+   * node that cannot be read is returned with its `error`; this never throws for one node.
+   */
   readNodeSettings(): Promise<readonly NodeSettings[]>;
 
   /** Releases connections the store owns. */

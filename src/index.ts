@@ -7,22 +7,43 @@ export type { ConnectOptions } from './client.js';
 export type { ConnectionOptions } from './connection.js';
 export { initSchema } from './schema.js';
 export type { InitSchemaOptions, InitSchemaResult } from './schema.js';
-export { Admin, ADMIN_DEFAULTS, checkSequence, openAdmin, sequenceStatus } from './admin.js';
+export { Admin, ADMIN_DEFAULTS } from './admin/admin.js';
 export type {
   AdminOptions,
+  AdminParts,
   CheckOptions,
   CheckResult,
+  StatusOptions,
+} from './admin/admin.js';
+export { openAdmin, preflight } from './admin/open.js';
+export { sequenceStatus } from './admin/status.js';
+export type {
   DcStatus,
   HeldRange,
   HostStatus,
+  LocalNodeSafety,
   SequenceSnapshot,
   SequenceStatus,
   SerialProbe,
-  StatusOptions,
   StatusReport,
+} from './admin/status.js';
+export { checkSequence, checkVerdict } from './admin/check.js';
+export type {
+  CheckSnapshot,
+  CheckVerdict,
+  UnverifiedFact,
   Violation,
   ViolationKind,
-} from './admin.js';
+} from './admin/check.js';
+export { checkNode, MIN_PAXOS_STATE_SECONDS } from './admin/preflight.js';
+export type {
+  CheckStatus,
+  NodeCheck,
+  NodePreflight,
+  PreflightCheckName,
+  PreflightReport,
+  PreflightVerdict,
+} from './admin/preflight.js';
 export { IdGen, ID_GEN_DEFAULTS } from './allocator/id-gen.js';
 export type { SequenceHandleOptions } from './allocator/id-gen.js';
 export { Sequence } from './allocator/sequence.js';
@@ -30,7 +51,14 @@ export type { CallOptions, SequenceState, SequenceStats } from './allocator/sequ
 export type { IdRange } from './allocator/block.js';
 export { DOMAIN_MAX, SEQUENCE_DEFAULTS } from './options.js';
 export type { AlterSequenceOptions, CreateSequenceOptions, DomainPreset } from './options.js';
-export type { DcState, DomainName, Grant, SequenceSettings } from './store/port.js';
+export type {
+  DcState,
+  DomainName,
+  Grant,
+  NodeSettings,
+  SequenceSettings,
+  TableSettings,
+} from './store/port.js';
 export {
   AbortedError,
   AuthenticationError,

@@ -11,7 +11,14 @@ import type { Logger } from './logger.js';
 
 import { openClient, type ConnectionOptions } from './connection.js';
 import { describeDriverError } from './store/cassandra-errors.js';
-import { InvalidNameError, InvalidOptionError, StoreUnavailableError } from './errors.js';
+import {
+  InvalidNameError,
+  InvalidOptionError,
+  StoreUnavailableError,
+  UnsafeClusterError,
+} from './errors.js';
+import { adminOver } from './admin/open.js';
+import type { PreflightReport } from './admin/preflight.js';
 import { isValidName } from './names.js';
 
 /** Options of {@link initSchema}. */
@@ -24,6 +31,13 @@ export type InitSchemaOptions = ConnectionOptions & {
   replication: Readonly<Record<string, number>>;
   /** Receives what was created. @default silent */
   logger?: Logger;
+  /**
+   * Skip the preflight: create the tables even if a node runs settings under which IDs can be
+   * handed out twice (e.g. `commitlog_sync: periodic`). Only for test clusters and negative
+   * controls.
+   * @default false: every node of every DC is checked first, and an unsafe one refuses
+   */
+  allowUnsafeCluster?: boolean;
 };
 
 /** What {@link initSchema} found and did. */
@@ -35,6 +49,11 @@ export interface InitSchemaResult {
   readonly replication: Readonly<Record<string, number>>;
   /** The tables of schema.cql, each created unless it existed. */
   readonly tables: readonly string[];
+  /**
+   * The preflight made before anything was created (`safe`, or `incomplete` when some DC or node
+   * could not be read); undefined with `allowUnsafeCluster`.
+   */
+  readonly preflight: PreflightReport | undefined;
 }
 
 const MAX_REPLICATION_FACTOR = 10;
@@ -43,7 +62,9 @@ const SCHEMA_AGREEMENT_POLL_MS = 500;
 
 /**
  * Creates the keyspace (NetworkTopologyStrategy) and the idgen tables if they do not exist, then
- * waits until every node agrees on the schema.
+ * waits until every node agrees on the schema. First it checks every node of every DC (see
+ * `preflight`) and refuses a cluster under whose settings IDs could be handed out twice, unless
+ * `allowUnsafeCluster` is set.
  *
  * @example
  * await initSchema({
@@ -58,6 +79,7 @@ const SCHEMA_AGREEMENT_POLL_MS = 500;
  *   connection options.
  * @throws {@link StoreUnavailableError} when Cassandra cannot be reached or the nodes do not
  *   agree on the schema within 60 s.
+ * @throws {@link UnsafeClusterError} when a node runs an unsafe setting (nothing is created).
  */
 export async function initSchema(options: InitSchemaOptions): Promise<InitSchemaResult> {
   const { keyspace } = options;
@@ -66,7 +88,8 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
   const statements = tableStatements(await readFile(schemaFile(), 'utf8'), keyspace);
   const logger = options.logger?.child({ keyspace });
 
-  const { client, ownsClient } = await openClient(options);
+  const opened = await openClient(options);
+  const { client, ownsClient } = opened;
   try {
     const known = new Set(client.hosts.values().map((host) => host.datacenter));
     const unknown = Object.keys(replication).filter((dc) => !known.has(dc));
@@ -78,6 +101,17 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
       );
     }
 
+    // Before anything is created: tables on an unsafe cluster are what hands out IDs twice.
+    let report: PreflightReport | undefined;
+    if (options.allowUnsafeCluster !== true) {
+      report = await adminOver({ ...opened, ownsClient: false }, keyspace).preflight();
+      if (report.verdict === 'unsafe') {
+        throw new UnsafeClusterError(report.problems, '{ allowUnsafeCluster: true }');
+      }
+      if (report.verdict === 'incomplete') {
+        logger?.warn({ unchecked: report.unchecked }, 'preflight could not check every node');
+      }
+    }
     const existing = client.metadata.keyspaces[keyspace] as
       { strategy?: string; strategyOptions?: Record<string, string> } | undefined;
     if (existing !== undefined) {
@@ -104,6 +138,7 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
       replication:
         existing === undefined ? { ...replication } : replicationOf(existing.strategyOptions),
       tables: statements.map((statement) => /\.(\w+) \(/.exec(statement)?.[1] ?? statement),
+      preflight: report,
     };
   } finally {
     if (ownsClient) await client.shutdown().catch(() => undefined);

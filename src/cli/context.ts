@@ -6,7 +6,8 @@
 import type { Command } from 'commander';
 import { pino, type Logger } from 'pino';
 
-import { openAdmin, type Admin } from '../admin.js';
+import type { Admin } from '../admin/admin.js';
+import { openAdmin } from '../admin/open.js';
 import type { IdGen } from '../allocator/id-gen.js';
 import { connect } from '../client.js';
 import type { ConnectionOptions } from '../connection.js';
@@ -124,6 +125,11 @@ export class CliContext {
   /** Writes to stderr (errors; results never go there). */
   writeErr(text: string): void {
     this.#streams.stderr.write(text);
+  }
+
+  /** One warning line on stderr: `idgen-cass: warning: <text>`. */
+  warn(text: string): void {
+    this.writeErr(`idgen-cass: warning: ${text}\n`);
   }
 
   /** Closes everything opened, newest first; a failure to close is logged, not thrown. */

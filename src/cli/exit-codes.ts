@@ -5,7 +5,12 @@
 
 import { CommanderError } from 'commander';
 
-import { IdGenError, InvalidOptionError, type IdGenErrorCode } from '../errors.js';
+import {
+  IdGenError,
+  InvalidOptionError,
+  UnsafeClusterError,
+  type IdGenErrorCode,
+} from '../errors.js';
 
 /** Exit codes of `idgen-cass`; documented in README.md ("Command line"). */
 export const EXIT_CODES = Object.freeze({
@@ -58,6 +63,24 @@ const BY_ERROR_CODE: Readonly<Record<IdGenErrorCode, number>> = Object.freeze({
   IDGEN_CLOSED: EXIT_CODES.internal,
 });
 
+/**
+ * A command's outcome that is no library error yet ends the command with its own exit code
+ * (`check` incomplete: 11; `preflight` unable to read every node: 3). Its message is the line
+ * on stderr.
+ */
+export class CommandOutcome extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number,
+  ) {
+    super(message);
+    this.name = 'CommandOutcome';
+  }
+}
+
+/** The CLI flag that lets `init` and `seed` go ahead on an unsafe cluster. */
+export const ALLOW_UNSAFE_FLAG = '--allow-unsafe-cluster';
+
 /** Library option names and the CLI flags (and environment variables) that set them. */
 const FLAGS: Readonly<Record<string, string>> = Object.freeze({
   contactPoints: '--contact-points (IDGEN_CONTACT_POINTS)',
@@ -87,7 +110,11 @@ export function errorMessage(error: unknown): string {
       return `Invalid ${flag}${error.message.slice(prefix.length)}`;
     }
   }
-  if (error instanceof IdGenError) return error.message;
+  if (error instanceof UnsafeClusterError && error.override.includes('allowUnsafeCluster')) {
+    // initSchema names its option; a CLI user sets it with the flag.
+    return new UnsafeClusterError(error.problems, ALLOW_UNSAFE_FLAG).message;
+  }
+  if (error instanceof IdGenError || error instanceof CommandOutcome) return error.message;
   const message = error instanceof Error ? error.message : String(error);
   return `unexpected error: ${message} (run with --verbose for the stack)`;
 }
@@ -99,6 +126,7 @@ export function exitCodeOf(error: unknown): number {
     return error.exitCode === 0 ? EXIT_CODES.ok : EXIT_CODES.usage;
   }
   if (error instanceof IdGenError) return BY_ERROR_CODE[error.code];
+  if (error instanceof CommandOutcome) return error.exitCode;
   return EXIT_CODES.internal;
 }
 

@@ -14,6 +14,7 @@ import { checkCommand } from './commands/check.js';
 import { initCommand } from './commands/init.js';
 import { listCommand } from './commands/list.js';
 import { nextCommand } from './commands/next.js';
+import { preflightCommand } from './commands/preflight.js';
 import { seedCommand } from './commands/seed.js';
 import { statusCommand } from './commands/status.js';
 import { CliContext, type Streams } from './context.js';
@@ -71,10 +72,12 @@ export function createProgram(streams: Streams): { program: Command; ctx: CliCon
       'after',
       `
 Exit codes: 0 ok, 1 usage or bad input, 2 sequence not found, 3 Cassandra unreachable,
-4 invariant broken, 5 sequence already exists, 6 sequence exhausted, 7 contention, 10 unexpected.
+4 invariant broken, 5 sequence already exists, 6 sequence exhausted, 7 contention, 8 rows went
+back, 9 unsafe cluster settings, 10 unexpected, 11 check incomplete, 12 credentials refused.
 
 Example:
   $ export IDGEN_CONTACT_POINTS=10.0.1.5 IDGEN_DC=dc1
+  $ idgen-cass preflight
   $ idgen-cass init --replication dc1:3,dc2:3,dc3:3
   $ idgen-cass seed orders --domain int32
   $ idgen-cass next orders -n 3
@@ -88,6 +91,7 @@ Example:
   alterCommand(program, ctx);
   statusCommand(program, ctx);
   checkCommand(program, ctx);
+  preflightCommand(program, ctx);
   return { program, ctx };
 }
 

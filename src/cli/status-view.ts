@@ -2,7 +2,7 @@
  * `idgen-cass status` as text (read at a glance) and as JSON (for machines).
  */
 
-import type { DcStatus, HeldRange, SequenceStatus, StatusReport } from '../admin.js';
+import type { DcStatus, HeldRange, SequenceStatus, StatusReport } from '../admin/status.js';
 import { bar, count, duration, percent, rate, span, table } from './format.js';
 
 /** The human view of `report`, one string per line. */
@@ -116,6 +116,13 @@ export function statusJson(report: StatusReport): Record<string, unknown> {
       error: report.serial.error ?? null,
     },
     hosts: report.hosts.map((host) => ({ address: host.address, dc: host.dc, up: host.up })),
+    // Only the local DC's nodes are asked (status must work inside a partition); preflight asks all.
+    nodeSafety: {
+      dc: report.nodeSafety.dc,
+      safe: report.nodeSafety.problems.length === 0 && report.nodeSafety.error === undefined,
+      problems: report.nodeSafety.problems,
+      error: report.nodeSafety.error ?? null,
+    },
     sequences: report.sequences.map((s) => ({
       name: s.settings.name,
       settings: {
@@ -152,4 +159,22 @@ export function statusJson(report: StatusReport): Record<string, unknown> {
       })),
     })),
   };
+}
+
+/**
+ * The warnings status writes on stderr when the local DC's nodes run unsafe settings (or could
+ * not be asked); empty when there is nothing to say.
+ */
+export function nodeSafetyWarnings(report: StatusReport): string[] {
+  const { dc, problems, error } = report.nodeSafety;
+  const lines = problems.map(
+    (problem) =>
+      `${problem}. Run "idgen-cass preflight" to check every DC (status asks ${dc}'s nodes only).`,
+  );
+  if (error !== undefined) {
+    lines.push(
+      `could not read the settings of ${dc}'s nodes (${error}); run "idgen-cass preflight".`,
+    );
+  }
+  return lines;
 }

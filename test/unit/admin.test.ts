@@ -4,13 +4,9 @@
  */
 import { describe, expect, it } from 'vitest';
 
-import {
-  Admin,
-  checkSequence,
-  sequenceStatus,
-  type SequenceSnapshot,
-  type ViolationKind,
-} from '../../src/admin.js';
+import { Admin } from '../../src/admin/admin.js';
+import { checkSequence, type ViolationKind } from '../../src/admin/check.js';
+import { sequenceStatus, type SequenceSnapshot } from '../../src/admin/status.js';
 import { SequenceNotFoundError } from '../../src/errors.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { DcState, Grant, SequenceSettings } from '../../src/store/port.js';
@@ -149,7 +145,8 @@ describe('checkSequence', () => {
 
   it('reports a grant ending above GLOBAL last_integer', () => {
     const violations = checkSequence(snapshot({ globalLast: 250n }));
-    expect(violations.map((v) => v.kind)).toEqual(['grant-above-global']);
+    // dc1's state preloads that grant: it holds IDs above GLOBAL too (the DC-state list's rule).
+    expect(violations.map((v) => v.kind)).toEqual(['grant-above-global', 'state-above-global']);
     expect(violations[0]?.message).toContain('grant #2 of dc1 [201, 300]');
     expect(violations[0]?.message).toContain('250');
   });
@@ -186,6 +183,7 @@ describe('checkSequence', () => {
     expect(violations.map((v) => `${v.kind} ${v.dc}`)).toEqual([
       'grants-overlap dc1',
       'grants-overlap dc2',
+      'preloaded-mismatch dc1', // its preloaded [50, 300] does not lie above its reserved [1, 100]
     ]);
   });
 
@@ -209,6 +207,7 @@ describe('checkSequence', () => {
     );
     const violations = checkSequence({ ...base, states });
     expect(violations.map((v) => `${v.kind} ${v.dc}`)).toEqual([
+      'state-above-global dc3', // [301, 400] above GLOBAL 300
       'installed-grant-ahead dc3',
       'state-without-grant dc3',
     ]);
@@ -239,7 +238,7 @@ describe('checkSequence', () => {
           installedGrant: 1,
         }),
       ),
-    ).toEqual(['preloaded-mismatch']);
+    ).toEqual(['grant-numbers-invalid']);
   });
 
   it('reports last_integer outside [reserved_min - 1, reserved_max]', () => {
@@ -256,8 +255,12 @@ describe('checkSequence', () => {
     const violations = checkSequence(
       withState('dc2', { installedGrant: 2, preloadedMin: 301n, preloadedMax: 400n }),
     );
-    expect(violations.map((v) => v.kind)).toEqual(['installed-grant-ahead', 'state-without-grant']);
-    expect(violations[0]?.message).toBe(
+    expect(violations.map((v) => v.kind)).toEqual([
+      'state-above-global', // the preloaded [301, 400] lies above GLOBAL 300
+      'installed-grant-ahead',
+      'state-without-grant',
+    ]);
+    expect(violations[1]?.message).toBe(
       "orders: dc2's state has installed_grant 2 but its latest grant is #1",
     );
   });
@@ -280,10 +283,12 @@ describe('checkSequence', () => {
 
   it('reports every violation, not just the first', () => {
     const s = withState('dc2', { lastInteger: 500n, reservedMax: 199n, preloadedMax: 199n });
+    // Sequence-wide first, then the DC state's in the order of allocator/dc-state.ts.
     expect(kinds({ ...s, globalLast: 250n })).toEqual([
       'grant-above-global',
-      'reserved-mismatch',
+      'state-above-global',
       'last-integer-outside-reserved',
+      'reserved-mismatch',
     ]);
   });
 });
@@ -443,7 +448,7 @@ describe('Admin over a MemoryStore', () => {
   it('reports SERIAL unreachable, and still reads the overview', async () => {
     const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
     await ids.sequence('orders').next();
-    store.faults.push({ op: 'readGrants', effect: 'unavailable', times: Infinity });
+    store.faults.push({ op: 'probeSerial', effect: 'unavailable', times: Infinity });
     const report = await adminOf(store).status({ sampleMs: 0 });
     expect(report.serial.reachable).toBe(false);
     expect(report.serial.error).toContain('SERIAL');
@@ -451,31 +456,54 @@ describe('Admin over a MemoryStore', () => {
     await ids.close();
   });
 
+  it("probes SERIAL on a partition of its own, never on a sequence's grants", async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+    await ids.sequence('orders').next();
+    await ids.close();
+    store.resetCalls();
+    const report = await adminOf(store).status({ sampleMs: 0 });
+    expect(report.serial.reachable).toBe(true);
+    expect(store.calls.probeSerial).toBe(1);
+    // No Paxos round on a sequence's partition: no SERIAL read, no write.
+    expect(store.calls).toMatchObject({ readGrants: 0, grantRange: 0, readDcState: 0 });
+    expect(store.calls).toMatchObject({ writeDcState: 0, createSequence: 0, alterSequence: 0 });
+  });
+
   it('counts a SERIAL probe without answer as unreachable', async () => {
     const store = new MemoryStore();
-    store.faults.push({ op: 'readGrants', effect: 'delay', until: new Promise(() => undefined) });
+    store.faults.push({ op: 'probeSerial', effect: 'delay', until: new Promise(() => undefined) });
     const probe = await adminOf(store).probeSerial({ timeoutMs: 20 });
     expect(probe).toMatchObject({ reachable: false, error: 'no answer within 20 ms' });
   });
 
-  it('counts a SERIAL read that finds no sequence as reachable', async () => {
+  it('counts a probe that gets through Paxos as reachable, on an empty keyspace too', async () => {
     const probe = await adminOf(new MemoryStore()).probeSerial();
-    expect(probe.reachable).toBe(true);
+    expect(probe).toMatchObject({ reachable: true, dc: 'dc1', error: undefined });
   });
 
-  it('checks stored rows, confirming violations with a second read', async () => {
+  it('checks stored rows on consistent reads: a broken row is a confirmed violation', async () => {
     const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
     await ids.sequence('orders').next();
     await ids.close();
     const admin = adminOf(store);
-    expect((await admin.check('orders')).violations).toEqual([]);
+    expect(await admin.check('orders')).toMatchObject({
+      verdict: 'ok',
+      violations: [],
+      unverified: [],
+    });
 
     const state = (await store.readDcState('orders', 'dc1'))!;
     const broken = { ...state, lastInteger: 150n, version: state.version + 1 };
     await store.writeDcState('orders', 'dc1', { version: state.version, op: state.op }, broken);
-    const { violations, snapshot: read } = await admin.check('orders', { confirmAfterMs: 1 });
-    expect(violations.map((v) => v.kind)).toEqual(['last-integer-outside-reserved']);
-    expect(read.states.get('dc1')?.lastInteger).toBe(150n);
+    store.resetCalls();
+    const result = await admin.check('orders', { confirmAfterMs: 1 });
+    expect(result.verdict).toBe('violated');
+    expect(result.violations.map((v) => [v.kind, v.confirmed])).toEqual([
+      ['last-integer-outside-reserved', true],
+    ]);
+    expect(result.snapshot.states.get('dc1')?.lastInteger).toBe(150n);
+    // States, grants, states again; confirmed at once, so no second reading.
+    expect(store.calls).toMatchObject({ readDcStatesOverview: 2, readGrantsOverview: 1 });
   });
 
   it('throws SequenceNotFoundError for an unknown sequence', async () => {

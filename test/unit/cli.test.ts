@@ -6,6 +6,11 @@ import { Writable } from 'node:stream';
 
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
+import type { CheckResult } from '../../src/admin/admin.js';
+import type { UnverifiedFact, Violation } from '../../src/admin/check.js';
+import { preflightReport } from '../../src/admin/preflight.js';
+import type { StatusReport } from '../../src/admin/status.js';
+import { checkJson, renderCheck } from '../../src/cli/check-view.js';
 import {
   ContentionError,
   IdGenError,
@@ -13,9 +18,19 @@ import {
   SequenceExistsError,
   SequenceNotFoundError,
   StoreUnavailableError,
+  UnsafeClusterError,
   type IdGenErrorCode,
 } from '../../src/errors.js';
-import { EXIT_CODES, errorMessage, exitCodeOf, handleError } from '../../src/cli/exit-codes.js';
+import {
+  CommandOutcome,
+  EXIT_CODES,
+  errorMessage,
+  exitCodeOf,
+  handleError,
+} from '../../src/cli/exit-codes.js';
+import { incompleteWarning, preflightJson, renderPreflight } from '../../src/cli/preflight-view.js';
+import { nodeSafetyWarnings, statusJson } from '../../src/cli/status-view.js';
+import type { NodeSettings } from '../../src/store/port.js';
 import { bar, count, duration, percent, rate, table, toJson } from '../../src/cli/format.js';
 import { parseBigInt, parseInteger, parseReplication, parseSeconds } from '../../src/cli/parse.js';
 import { runCli } from '../../src/cli/program.js';
@@ -128,6 +143,26 @@ describe('exit codes', () => {
     expect(exitCodeOf(new Error('boom'))).toBe(EXIT_CODES.internal);
   });
 
+  it('ends check incomplete with 11 and an unreachable preflight with 3, each one line', () => {
+    const incomplete = new CommandOutcome('check could not read every fact', EXIT_CODES.incomplete);
+    expect(exitCodeOf(incomplete)).toBe(11);
+    const lines: string[] = [];
+    expect(handleError(incomplete, (t) => lines.push(t), false)).toBe(11);
+    expect(lines).toEqual(['idgen-cass: check could not read every fact\n']);
+    expect(exitCodeOf(new CommandOutcome('x', EXIT_CODES.unavailable))).toBe(3);
+  });
+
+  it('names the CLI flag, not the library option, when a cluster is refused as unsafe (exit 9)', () => {
+    const error = new UnsafeClusterError(
+      ['commitlog_sync periodic on a (dc1)'],
+      '{ allowUnsafeCluster: true }',
+    );
+    expect(exitCodeOf(error)).toBe(9);
+    expect(errorMessage(error)).toBe(
+      'The cluster is not safe for idgen-cass: commitlog_sync periodic on a (dc1). Fix the nodes\' settings (docs/design.md, "What the cluster must guarantee"), or pass --allow-unsafe-cluster if you accept that a crash can hand out IDs twice.',
+    );
+  });
+
   it('names options as the CLI spells them', () => {
     expect(errorMessage(new InvalidOptionError('blockSize', 0, 'an integer from 1 to 100'))).toBe(
       'Invalid --block: received 0; allowed: an integer from 1 to 100.',
@@ -177,6 +212,9 @@ describe('usage errors, reported before connecting', () => {
     [['init'], "required option '--replication <map>' not specified"],
     [['init', '--replication', 'dc1=3'], 'Invalid --replication: received "dc1=3"'],
     [['next', 'orders', '-n', '0'], 'Invalid -n/--count: received 0'],
+    // Refused before the preflight, which needs a connection.
+    [['seed', 'orders', '--block', '0'], 'Invalid --block: received 0'],
+    [['preflight', 'extra'], 'too many arguments'],
     [['alter', 'orders'], 'at least one of --dc-range, --block, --threshold'],
     [['list'], 'Invalid --contact-points (IDGEN_CONTACT_POINTS): received undefined'],
   ])('idgen-cass %j: exit 1, one line', async (args, message) => {
@@ -197,12 +235,224 @@ describe('usage errors, reported before connecting', () => {
   });
 
   it('shows an example in the help of every command, exit 0', async () => {
-    for (const command of ['init', 'seed', 'list', 'next', 'alter', 'status', 'check']) {
+    for (const command of [
+      'init',
+      'seed',
+      'list',
+      'next',
+      'alter',
+      'status',
+      'check',
+      'preflight',
+    ]) {
       const { code, stdout } = await cli(command, '--help');
       expect(code).toBe(0);
       expect(stdout).toContain('Example');
       expect(stdout).toContain(`$ idgen-cass ${command}`);
       expect(stdout).toContain('IDGEN_CONTACT_POINTS'); // global options shown too
     }
+  });
+});
+
+describe('--allow-unsafe-cluster', () => {
+  it('is offered by init and seed, and explained', async () => {
+    for (const command of ['init', 'seed']) {
+      const { code, stdout } = await cli(command, '--help');
+      expect(code).toBe(0);
+      expect(stdout).toContain('--allow-unsafe-cluster');
+      expect(stdout).toContain('refuses (exit 9)');
+    }
+    const { stdout } = await cli('--help');
+    expect(stdout).toContain('9 unsafe cluster settings');
+    expect(stdout).toContain('11 check incomplete');
+  });
+});
+
+/** A node's settings as read, safe unless overridden. */
+function node(overrides: Partial<NodeSettings> = {}): NodeSettings {
+  return {
+    host: '10.0.0.1:9042',
+    dc: 'dc1',
+    version: '5.0.8',
+    commitlogSync: 'batch',
+    paxosVariant: 'v2',
+    settings: new Map(),
+    properties: new Map(),
+    tables: new Map(),
+    ...overrides,
+  };
+}
+
+describe('preflight output', () => {
+  const at = new Date(0);
+  const hosts = [
+    { address: '10.0.0.1:9042', dc: 'dc1' },
+    { address: '10.0.1.1:9042', dc: 'dc2' },
+  ];
+
+  it('prints one line per node and check, then the verdict', () => {
+    const report = preflightReport({
+      keyspace: 'idgen',
+      dc: 'dc1',
+      at,
+      hosts,
+      reads: [
+        { dc: 'dc1', nodes: [node()] },
+        {
+          dc: 'dc2',
+          nodes: [node({ host: '10.0.1.1:9042', dc: 'dc2', commitlogSync: 'periodic' })],
+        },
+      ],
+    });
+    const lines = renderPreflight(report);
+    expect(lines[0]).toBe('keyspace idgen · checked from dc1 · 1970-01-01T00:00:00.000Z');
+    const rows = lines.filter((line) => /^dc\d /.test(line));
+    expect(rows).toHaveLength(14); // 2 nodes × 7 checks
+    expect(rows.find((l) => l.includes('10.0.1.1:9042') && l.includes('commitlog-sync'))).toMatch(
+      /^dc2 +10\.0\.1\.1:9042 +5\.0\.8 +commitlog-sync +UNSAFE +periodic \(every 10000ms\): /,
+    );
+    expect(lines.at(-2)).toBe('UNSAFE: 1 problem (2 nodes in dc1, dc2):');
+    expect(lines.at(-1)).toMatch(/^ {2}commitlog_sync periodic on 10\.0\.1\.1:9042 \(dc2\): /);
+    const json = preflightJson(report) as {
+      verdict: string;
+      nodes: { host: string; checked: boolean; error: null; checks: unknown[] }[];
+    };
+    expect(json.verdict).toBe('unsafe');
+    expect(json.nodes.map((n) => [n.host, n.checked, n.error])).toEqual([
+      ['10.0.0.1:9042', true, null],
+      ['10.0.1.1:9042', true, null],
+    ]);
+    expect(json.nodes[1]?.checks[0]).toMatchObject({
+      check: 'commitlog-sync',
+      status: 'unsafe',
+      value: 'periodic',
+    });
+  });
+
+  it('says which nodes it could not read, never calling them safe', () => {
+    const report = preflightReport({
+      keyspace: 'idgen',
+      dc: 'dc1',
+      at,
+      hosts,
+      reads: [
+        { dc: 'dc1', nodes: [node()] },
+        { dc: 'dc2', error: 'connect ECONNREFUSED' },
+      ],
+    });
+    const lines = renderPreflight(report);
+    expect(lines).toContain(
+      'INCOMPLETE: nothing unsafe on the nodes read, but not every node could be read:',
+    );
+    expect(lines.at(-1)).toBe('  dc2 could not be reached: connect ECONNREFUSED');
+    expect(lines.find((line) => line.startsWith('dc2'))).toMatch(
+      /^dc2 +10\.0\.1\.1:9042 +– +\(not checked\) +UNKNOWN +connect ECONNREFUSED$/,
+    );
+    expect(incompleteWarning(report)).toBe(
+      'preflight could not read every node (dc2 could not be reached: connect ECONNREFUSED); nothing unsafe was seen on the others. Run "idgen-cass preflight" once every DC is reachable.',
+    );
+  });
+
+  it('ends a safe report with one line', () => {
+    const report = preflightReport({
+      keyspace: 'idgen',
+      dc: 'dc1',
+      at,
+      hosts: hosts.slice(0, 1),
+      reads: [{ dc: 'dc1', nodes: [node()] }],
+    });
+    expect(renderPreflight(report).at(-1)).toBe(
+      'safe: 1 node in dc1; no setting under which an ID could be handed out twice',
+    );
+  });
+});
+
+describe('check output', () => {
+  const unverified: UnverifiedFact[] = [
+    { fact: 'dc-state', dc: 'dc3', read: 'first', reason: 'EACH_QUORUM read failed: cut off' },
+    { fact: 'dc-state', dc: 'dc3', read: 'second', reason: 'EACH_QUORUM read failed: cut off' },
+  ];
+  const violation = (confirmed: boolean): Violation => ({
+    kind: 'last-integer-outside-reserved',
+    sequence: 'part',
+    dc: confirmed ? 'dc1' : 'dc3',
+    message: `part: ${confirmed ? 'dc1' : 'dc3'}'s last_integer 500 is outside [0, 100]`,
+    confirmed,
+    unverified: confirmed ? [] : unverified.slice(0, 1),
+  });
+  const result = (
+    verdict: CheckResult['verdict'],
+    violations: Violation[],
+    facts: UnverifiedFact[],
+  ) => ({
+    name: 'part',
+    grantsLine: 'dc1 #1, dc3 #1',
+    verdict,
+    violations,
+    unverified: facts,
+    snapshot: {} as CheckResult['snapshot'],
+  });
+
+  it('names the unverified facts and the unconfirmed violations of an incomplete check', () => {
+    const lines = renderCheck([result('incomplete', [violation(false)], unverified)], 'idgen');
+    expect(lines).toEqual([
+      'part  INCOMPLETE  (grants: dc1 #1, dc3 #1)',
+      "  unconfirmed last-integer-outside-reserved: dc3's last_integer 500 is outside [0, 100] (rests on dc3's state (read before the grants), read locally)",
+      "  unverified: dc3's state (read before and after the grants): EACH_QUORUM read failed: cut off",
+      'no violation confirmed; 1 of 1 sequence could not be read consistently',
+    ]);
+    expect(checkJson([result('incomplete', [violation(false)], unverified)])).toMatchObject({
+      ok: false,
+      verdict: 'incomplete',
+      sequences: [
+        {
+          verdict: 'incomplete',
+          violations: [{ confirmed: false, dc: 'dc3' }],
+          unverified: [{ fact: 'dc-state', dc: 'dc3', read: 'first' }, { read: 'second' }],
+        },
+      ],
+    });
+  });
+
+  it('counts only confirmed violations as VIOLATED', () => {
+    const lines = renderCheck(
+      [result('violated', [violation(true), violation(false)], unverified)],
+      'idgen',
+    );
+    expect(lines[0]).toBe('part  1 VIOLATED');
+    expect(lines[1]).toBe(
+      "  last-integer-outside-reserved: dc1's last_integer 500 is outside [0, 100]",
+    );
+    expect(lines.at(-1)).toBe('1 violation in 1 of 1 sequence');
+  });
+});
+
+describe('status and unsafe nodes', () => {
+  it('warns on stderr and reports nodeSafety in --json', () => {
+    const report = {
+      keyspace: 'idgen',
+      dc: 'dc1',
+      at: new Date(0),
+      serial: { reachable: true, dc: 'dc1', tookMs: 1, error: undefined },
+      hosts: [],
+      nodeSafety: {
+        dc: 'dc1',
+        problems: ['commitlog_sync periodic on a (dc1): …'],
+        error: undefined,
+      },
+      sequences: [],
+    } satisfies StatusReport;
+    expect(nodeSafetyWarnings(report)).toEqual([
+      'commitlog_sync periodic on a (dc1): …. Run "idgen-cass preflight" to check every DC (status asks dc1\'s nodes only).',
+    ]);
+    expect(statusJson(report)['nodeSafety']).toEqual({
+      dc: 'dc1',
+      safe: false,
+      problems: ['commitlog_sync periodic on a (dc1): …'],
+      error: null,
+    });
+    expect(
+      nodeSafetyWarnings({ ...report, nodeSafety: { dc: 'dc1', problems: [], error: undefined } }),
+    ).toEqual([]);
   });
 });

@@ -2,25 +2,31 @@
 
 import type { Command } from 'commander';
 
-import type { Violation } from '../../admin.js';
+import { describeUnverified } from '../../admin/check.js';
 import { IdGenError } from '../../errors.js';
 import type { CliContext } from '../context.js';
+import { checkJson, renderCheck, type SequenceCheck } from '../check-view.js';
+import { CommandOutcome, EXIT_CODES } from '../exit-codes.js';
 
 export function checkCommand(program: Command, ctx: CliContext): void {
   program
     .command('check')
     .description(
-      "verify a sequence's rows (every sequence's without an argument); exit code 4 on violations",
+      "verify a sequence's rows (every sequence's without an argument); exit 4 on violations, 11 if some rows could not be read consistently",
     )
     .argument('[sequence]', 'the sequence (default: every sequence)')
     .addHelpText(
       'after',
       `
 Checked: grants disjoint across all DCs, inside [start, max] and at or below GLOBAL last_integer;
-each DC's grants numbered 1, 2, 3…; each DC state's reserved and preloaded ranges equal to the
-grants they name, last_integer within the reserved range, installed_grant at most the latest
-grant and at most one grant waiting to be installed. Reads only the local DC (LOCAL_ONE); a read
-that shows violations is confirmed by a second one.
+each DC's grants numbered 1, 2, 3…; each DC state's own invariants (the allocator's list), its
+reserved and preloaded ranges equal to the grants they name, installed_grant at most the latest
+grant and at most one grant waiting to be installed.
+
+Reads what cannot be stale: the DC states at EACH_QUORUM, the grants at SERIAL, the DC states
+again. When one of these fails (a DC cut off, SERIAL unreachable) the rows are read locally
+instead and named unverified; a violation resting on them is "unconfirmed". Exit 4 (VIOLATED)
+rests only on consistent reads; with nothing confirmed but facts unverified, exit 11.
 
 Example:
   $ idgen-cass check
@@ -33,60 +39,44 @@ Example:
         sequence === undefined
           ? (await admin.listSequences()).map((s) => s.name)
           : [(await admin.readSequence(sequence)).name];
-      const results: { name: string; grants: string; violations: readonly Violation[] }[] = [];
+      const results: SequenceCheck[] = [];
       for (const name of names) {
-        const { violations, snapshot } = await admin.check(name);
-        const grants = [...snapshot.grants]
+        const result = await admin.check(name);
+        const grants = [...result.snapshot.grants]
           .map(([dc, list]) =>
             list.length === 1 ? `${dc} #1` : `${dc} #1-#${list.at(-1)?.number ?? 0}`,
           )
           .join(', ');
-        results.push({ name, grants: grants === '' ? 'none yet' : grants, violations });
+        results.push({ ...result, name, grantsLine: grants === '' ? 'none yet' : grants });
       }
-      const broken = results.filter((r) => r.violations.length > 0);
-      const total = broken.reduce((sum, r) => sum + r.violations.length, 0);
+      const violated = results.filter((r) => r.verdict === 'violated');
+      const incomplete = results.filter((r) => r.verdict === 'incomplete');
+      const confirmed = violated.reduce(
+        (sum, r) => sum + r.violations.filter((v) => v.confirmed).length,
+        0,
+      );
 
-      if (ctx.json) {
-        await ctx.printJson({
-          ok: total === 0,
-          sequences: results.map((r) => ({
-            name: r.name,
-            ok: r.violations.length === 0,
-            violations: r.violations.map(({ kind, dc, message }) => ({ kind, dc, message })),
-          })),
-        });
-      } else {
-        const width = Math.max(0, ...results.map((r) => r.name.length));
-        const lines: string[] = [];
-        for (const r of results) {
-          if (r.violations.length === 0) {
-            lines.push(`${r.name.padEnd(width)}  ok  (grants: ${r.grants})`);
-            continue;
-          }
-          lines.push(`${r.name.padEnd(width)}  ${r.violations.length} VIOLATED`);
-          const prefix = `${r.name}: `; // already in the line above
-          for (const v of r.violations) {
-            const detail = v.message.startsWith(prefix)
-              ? v.message.slice(prefix.length)
-              : v.message;
-            lines.push(`  ${v.kind}: ${detail}`);
-          }
-        }
-        const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
-        lines.push(
-          names.length === 0
-            ? `no sequences in keyspace "${admin.keyspace}"`
-            : total === 0
-              ? `every invariant holds in ${plural(names.length, 'sequence')}`
-              : `${plural(total, 'violation')} in ${broken.length} of ${plural(names.length, 'sequence')}`,
-        );
-        await ctx.print(lines);
-      }
-      if (total > 0) {
+      if (ctx.json) await ctx.printJson(checkJson(results));
+      else await ctx.print(renderCheck(results, admin.keyspace));
+
+      if (violated.length > 0) {
         throw new IdGenError(
           'IDGEN_INVARIANT_BROKEN',
-          `check found ${total} violation${total === 1 ? '' : 's'} in ${broken.map((r) => `"${r.name}"`).join(', ')} (listed on stdout); read docs/design.md ("Why no ID is handed out twice") before allocating from these rows again.`,
+          `check found ${plural(confirmed, 'violation')} in ${violated.map((r) => `"${r.name}"`).join(', ')} (listed on stdout); read docs/design.md ("Why no ID is handed out twice") before allocating from these rows again.`,
+        );
+      }
+      if (incomplete.length > 0) {
+        const why = incomplete.flatMap((r) =>
+          describeUnverified(r.unverified).map((line) => `"${r.name}": ${line}`),
+        );
+        throw new CommandOutcome(
+          `check could not read every fact consistently, so it confirms no violation: ${why.join('; ')}. Run it again once every DC is reachable (or from a DC that reaches SERIAL).`,
+          EXIT_CODES.incomplete,
         );
       }
     });
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }

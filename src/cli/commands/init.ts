@@ -4,7 +4,9 @@ import type { Command } from 'commander';
 
 import { initSchema } from '../../schema.js';
 import type { CliContext } from '../context.js';
+import { ALLOW_UNSAFE_FLAG } from '../exit-codes.js';
 import { parseReplication } from '../parse.js';
+import { incompleteWarning } from '../preflight-view.js';
 
 export function initCommand(program: Command, ctx: CliContext): void {
   program
@@ -16,18 +18,34 @@ export function initCommand(program: Command, ctx: CliContext): void {
       '--replication <map>',
       'replication factor per DC, e.g. dc1:3,dc2:3,dc3:3 (an existing keyspace keeps its own)',
     )
+    .option(
+      ALLOW_UNSAFE_FLAG,
+      'create the tables even if a node runs settings under which IDs could be handed out twice (test clusters only)',
+    )
     .addHelpText(
       'after',
       `
+First checks every node of every DC as "idgen-cass preflight" does, and refuses (exit 9) when
+one runs an unsafe setting such as commitlog_sync: periodic, unless ${ALLOW_UNSAFE_FLAG} is given.
+
 Example:
   $ idgen-cass init --replication dc1:3,dc2:3,dc3:3
   Created keyspace "idgen" with replication dc1:3, dc2:3, dc3:3.
   Tables ready: idgen_grants, idgen_dc_state.`,
     )
-    .action(async (options: { replication: string }) => {
+    .action(async (options: { replication: string; allowUnsafeCluster?: boolean }) => {
       const replication = parseReplication(options.replication);
-      const result = await initSchema({ ...ctx.connection(), replication, logger: ctx.logger });
-      if (ctx.json) return ctx.printJson(result);
+      const result = await initSchema({
+        ...ctx.connection(),
+        replication,
+        allowUnsafeCluster: options.allowUnsafeCluster === true,
+      });
+      if (result.preflight?.verdict === 'incomplete') {
+        ctx.warn(incompleteWarning(result.preflight));
+      }
+      if (ctx.json) {
+        return ctx.printJson({ ...result, preflight: result.preflight?.verdict ?? 'skipped' });
+      }
       const factors = Object.entries(result.replication)
         .map(([dc, factor]) => `${dc}:${factor}`)
         .join(', ');

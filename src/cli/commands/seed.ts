@@ -2,16 +2,19 @@
 
 import { Option, type Command } from 'commander';
 
-import { IdGenError, SequenceExistsError } from '../../errors.js';
+import { IdGenError, SequenceExistsError, UnsafeClusterError } from '../../errors.js';
 import {
   DOMAIN_MAX,
+  resolveSequenceSettings,
   SEQUENCE_DEFAULTS,
   type CreateSequenceOptions,
   type DomainPreset,
 } from '../../options.js';
 import type { CliContext } from '../context.js';
+import { ALLOW_UNSAFE_FLAG } from '../exit-codes.js';
 import { settingsJson, settingsLines } from '../format.js';
 import { parseBigInt, parseDecimal, parseInteger } from '../parse.js';
+import { incompleteWarning } from '../preflight-view.js';
 
 interface SeedOptions {
   readonly domain?: DomainPreset;
@@ -22,6 +25,7 @@ interface SeedOptions {
   readonly block?: number;
   readonly threshold?: number;
   readonly ifNotExists?: boolean;
+  readonly allowUnsafeCluster?: boolean;
 }
 
 export function seedCommand(program: Command, ctx: CliContext): void {
@@ -58,9 +62,16 @@ export function seedCommand(program: Command, ctx: CliContext): void {
       parseDecimal,
     )
     .option('--if-not-exists', 'if the sequence exists, leave it unchanged and exit 0')
+    .option(
+      ALLOW_UNSAFE_FLAG,
+      'create it even if a node runs settings under which IDs could be handed out twice (test clusters only)',
+    )
     .addHelpText(
       'after',
       `
+First checks every node of every DC as "idgen-cass preflight" does, and refuses (exit 9) when
+one runs an unsafe setting such as commitlog_sync: periodic, unless ${ALLOW_UNSAFE_FLAG} is given.
+
 Example (a team moving off an IDENTITY column whose maximum is 48213577):
   $ idgen-cass seed orders --domain int32 --start 48213578 --dc-range 1000000
   Created sequence "orders".
@@ -81,6 +92,14 @@ Example (a team moving off an IDENTITY column whose maximum is 48213577):
         blockSize: options.block,
         threshold: options.threshold,
       };
+      resolveSequenceSettings(sequence, create); // bad input is refused before any connection
+      if (options.allowUnsafeCluster !== true) {
+        const report = await (await ctx.admin()).preflight();
+        if (report.verdict === 'unsafe') {
+          throw new UnsafeClusterError(report.problems, ALLOW_UNSAFE_FLAG);
+        }
+        if (report.verdict === 'incomplete') ctx.warn(incompleteWarning(report));
+      }
       const ids = await ctx.idGen();
       let created = true;
       let settings;

@@ -4,11 +4,12 @@ import { setTimeout as delay } from 'node:timers/promises';
 
 import type { Command } from 'commander';
 
-import { ADMIN_DEFAULTS, type StatusReport } from '../../admin.js';
+import { ADMIN_DEFAULTS } from '../../admin/admin.js';
+import type { StatusReport } from '../../admin/status.js';
 import { InvalidOptionError } from '../../errors.js';
 import type { CliContext } from '../context.js';
 import { parseSeconds } from '../parse.js';
-import { renderStatus, statusJson } from '../status-view.js';
+import { nodeSafetyWarnings, renderStatus, statusJson } from '../status-view.js';
 
 interface StatusOptions {
   /** `true` when given without seconds. */
@@ -47,8 +48,11 @@ export function statusCommand(program: Command, ctx: CliContext): void {
       'after',
       `
 Reads only the local DC (LOCAL_ONE), so it works from inside a partitioned DC; the SERIAL probe
-says whether new DC ranges can be granted from here. Runway: how long the IDs a DC holds last at
-its current rate without a new grant. * marks the local DC.
+says whether new DC ranges can be granted from here (on a partition no sequence uses). The local
+DC's nodes are asked for their settings: an unsafe one (e.g. commitlog_sync: periodic) is a
+warning on stderr and in "nodeSafety" (--json); "idgen-cass preflight" checks every DC.
+Runway: how long the IDs a DC holds last at its current rate without a new grant. * marks the
+local DC.
 
 Example (processes in dc1 and dc2 drawing):
   $ idgen-cass status orders
@@ -71,7 +75,9 @@ Example (processes in dc1 and dc2 drawing):
         serialTimeoutMs: options.serialTimeout * 1000,
       };
       if (options.watch === undefined) {
-        return show(ctx, await admin.status(base), false);
+        const report = await admin.status(base);
+        warn(ctx, report);
+        return show(ctx, report, false);
       }
 
       const seconds = options.watch === true ? DEFAULT_WATCH_SECONDS : options.watch;
@@ -85,7 +91,9 @@ Example (processes in dc1 and dc2 drawing):
       try {
         let last: StatusReport | undefined;
         while (!stop.signal.aborted) {
-          last = await admin.status({ ...base, since: last, signal: stop.signal });
+          const previous = last;
+          last = await admin.status({ ...base, since: previous, signal: stop.signal });
+          if (previous === undefined) warn(ctx, last); // once, not at every refresh
           await show(ctx, last, true);
           await delay(seconds * 1000, undefined, { signal: stop.signal });
         }
@@ -96,6 +104,11 @@ Example (processes in dc1 and dc2 drawing):
         process.off('SIGTERM', onSignal);
       }
     });
+}
+
+/** Unsafe settings on the local DC's nodes: a warning on stderr (and `nodeSafety` in --json). */
+function warn(ctx: CliContext, report: StatusReport): void {
+  for (const line of nodeSafetyWarnings(report)) ctx.warn(line);
 }
 
 async function show(ctx: CliContext, report: StatusReport, watching: boolean): Promise<void> {

@@ -1,0 +1,403 @@
+/**
+ * The read side for operators: {@link Admin} reads a keyspace's sequences for status and check,
+ * and every node's settings for preflight; the maths are pure functions beside it (status.ts,
+ * check.ts, preflight.ts). `idgen-cass status`, `check` and `preflight` are thin layers over it.
+ *
+ * Status reads the overview of the store (plain LOCAL_ONE reads), so it works from inside a
+ * partitioned DC; check reads what cannot be stale (SERIAL, EACH_QUORUM) and says which facts
+ * it had to read locally instead; only {@link Admin.probeSerial} needs SERIAL to succeed, and it
+ * reports failure instead of throwing.
+ */
+
+import { setTimeout as delay } from 'node:timers/promises';
+
+import type { ConnectionOptions } from '../connection.js';
+import { InvalidOptionError, SequenceNotFoundError } from '../errors.js';
+import { validateSequenceName } from '../options.js';
+import type { IdStore, NodeSettings, SequenceSettings } from '../store/port.js';
+import {
+  checkSequence,
+  checkVerdict,
+  type CheckSnapshot,
+  type CheckVerdict,
+  type UnverifiedFact,
+  type Violation,
+} from './check.js';
+import { readForCheck, reasonOf } from './check-reads.js';
+import { checkNode, preflightReport, problemLines, type PreflightReport } from './preflight.js';
+import {
+  sequenceStatus,
+  type HostStatus,
+  type LocalNodeSafety,
+  type SequenceSnapshot,
+  type SerialProbe,
+  type StatusReport,
+} from './status.js';
+
+/** Options of {@link Admin.status}. */
+export interface StatusOptions {
+  /** Sequences to report. @default every sequence */
+  readonly sequences?: readonly string[] | undefined;
+  /**
+   * Milliseconds between the two reads of the DC states that rates are measured over; 0 reads
+   * once and reports no rates. Ignored when `since` is given.
+   * @default 2000
+   */
+  readonly sampleMs?: number | undefined;
+  /** Measure rates since this earlier report instead of sampling (for refreshing views). */
+  readonly since?: StatusReport | undefined;
+  /** Milliseconds the SERIAL probe may take before it counts as unreachable. @default 3000 */
+  readonly serialTimeoutMs?: number | undefined;
+  /** Aborts the sampling wait. */
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** Options of {@link Admin.check}. */
+export interface CheckOptions {
+  /**
+   * When violations rest on facts that had to be read locally (a consistent read failed), read
+   * everything again after this many ms and report what the second reading shows (a lagging
+   * replica may have caught up); 0 reports the first.
+   * @default 1000
+   */
+  readonly confirmAfterMs?: number | undefined;
+}
+
+/** Defaults of {@link StatusOptions} and {@link CheckOptions}. */
+export const ADMIN_DEFAULTS = Object.freeze({
+  sampleMs: 2_000,
+  serialTimeoutMs: 3_000,
+  confirmAfterMs: 1_000,
+});
+
+/** What {@link Admin.check} returns. */
+export interface CheckResult {
+  /** `violated` only on confirmed violations; `incomplete` when facts could not be verified. */
+  readonly verdict: CheckVerdict;
+  /** The invariants broken, each confirmed or not; empty when all hold. */
+  readonly violations: readonly Violation[];
+  /** The facts that could not be read consistently (read locally instead), and why. */
+  readonly unverified: readonly UnverifiedFact[];
+  /** The reads the violations were found in. */
+  readonly snapshot: CheckSnapshot;
+}
+
+/** What {@link Admin} is built from; {@link openAdmin} builds it over Cassandra. */
+export interface AdminParts {
+  readonly store: IdStore;
+  /** The local DC: where every read is coordinated. */
+  readonly dc: string;
+  readonly keyspace: string;
+  /** The nodes of the cluster as the client sees them. @default none known */
+  readonly hosts?: (() => readonly HostStatus[]) | undefined;
+  /**
+   * Reads the settings of every node of `dc`; throws when the DC cannot be reached.
+   * @default the store's `readNodeSettings()`, those of its nodes in `dc`
+   */
+  readonly nodeSettings?: ((dc: string) => Promise<readonly NodeSettings[]>) | undefined;
+}
+
+/** Options of `openAdmin`: where and how to reach Cassandra. */
+export type AdminOptions = ConnectionOptions;
+
+/**
+ * Status, checks and preflight of the sequences of one keyspace, read from the local DC. Reads
+ * only: it writes nothing (SERIAL reads may finish a Paxos round already under way, as any
+ * serial read does). Get one with {@link openAdmin}.
+ *
+ * @example
+ * ```ts
+ * const admin = await openAdmin({ contactPoints: ['127.0.0.1'], localDataCenter: 'dc1', keyspace: 'idgen' });
+ * try {
+ *   const report = await admin.status({ sequences: ['orders'] });
+ *   console.log(report.serial.reachable, report.sequences[0]?.domainUsedShare);
+ *   console.log((await admin.check('orders')).verdict);
+ *   console.log((await admin.preflight()).verdict);
+ * } finally {
+ *   await admin.close();
+ * }
+ * ```
+ */
+export class Admin {
+  /** The local DC. */
+  readonly dc: string;
+  readonly keyspace: string;
+
+  readonly #store: IdStore;
+  readonly #hosts: () => readonly HostStatus[];
+  readonly #nodeSettings: (dc: string) => Promise<readonly NodeSettings[]>;
+
+  constructor(parts: AdminParts) {
+    this.#store = parts.store;
+    this.dc = parts.dc;
+    this.keyspace = parts.keyspace;
+    this.#hosts = parts.hosts ?? (() => []);
+    this.#nodeSettings =
+      parts.nodeSettings ??
+      (async (dc) => (await this.#store.readNodeSettings()).filter((node) => node.dc === dc));
+  }
+
+  /**
+   * Every sequence's settings, sorted by name.
+   * @throws {StoreUnavailableError} if the local DC cannot be reached.
+   */
+  listSequences(): Promise<readonly SequenceSettings[]> {
+    return this.#store.listSequences();
+  }
+
+  /**
+   * The settings of sequence `name`.
+   * @throws {InvalidNameError} for a bad name; {@link SequenceNotFoundError} if it does not exist.
+   * @throws {StoreUnavailableError} if the local DC cannot be reached.
+   */
+  async readSequence(name: string): Promise<SequenceSettings> {
+    validateSequenceName(name);
+    const stored = await this.#store.readSequence(name);
+    if (stored === undefined) throw new SequenceNotFoundError(name, this.keyspace);
+    return stored.settings;
+  }
+
+  /**
+   * Reads sequence `name`'s settings, grants and DC states from the local DC (LOCAL_ONE for the
+   * overview: may lag).
+   * @example
+   * ```ts
+   * const status = sequenceStatus(await admin.snapshot('orders'));
+   * ```
+   * @throws {InvalidNameError}, {@link SequenceNotFoundError}, {@link StoreUnavailableError}.
+   */
+  async snapshot(name: string): Promise<SequenceSnapshot> {
+    const settings = await this.readSequence(name);
+    // States first: a grant a state refers to was made before the state was written, so the
+    // grants read after it include it (unless a replica lags).
+    const states = await this.#store.readDcStatesOverview(name);
+    const overview = await this.#store.readGrantsOverview(name);
+    if (overview === undefined) throw new SequenceNotFoundError(name, this.keyspace);
+    return {
+      settings,
+      globalLast: overview.globalLast,
+      grants: overview.grants,
+      states,
+      readAt: Date.now(),
+    };
+  }
+
+  /**
+   * Status of the keyspace's sequences as seen from the local DC: whether SERIAL is reachable,
+   * the hosts, unsafe settings on the local DC's nodes, and per sequence its domain usage and per
+   * DC its ranges, IDs left, rate and runway (see `sequenceStatus`). Rates come from two reads
+   * `sampleMs` apart, or since `since`.
+   * @example
+   * ```ts
+   * const report = await admin.status({ sampleMs: 1_000 });
+   * if (!report.serial.reachable) console.warn('no new DC ranges can be granted from', report.dc);
+   * if (report.nodeSafety.problems.length > 0) console.warn(report.nodeSafety.problems.join('\n'));
+   * ```
+   * @throws {InvalidOptionError} for a bad option; {@link SequenceNotFoundError} for an unknown
+   * sequence; {@link StoreUnavailableError} if the local DC cannot be reached. An unreachable
+   * SERIAL, or nodes whose settings cannot be read, are reported, not thrown.
+   */
+  async status(options: StatusOptions = {}): Promise<StatusReport> {
+    const sampleMs = nonNegative('sampleMs', options.sampleMs, ADMIN_DEFAULTS.sampleMs);
+    const serialTimeoutMs = nonNegative(
+      'serialTimeoutMs',
+      options.serialTimeoutMs,
+      ADMIN_DEFAULTS.serialTimeoutMs,
+    );
+    const names =
+      options.sequences ?? (await this.listSequences()).map((settings) => settings.name);
+    const readAll = () => Promise.all(names.map((name) => this.snapshot(name)));
+
+    // Both never reject; awaited in `finally` so that nothing runs on past close().
+    const probing = this.probeSerial({ timeoutMs: serialTimeoutMs });
+    const safety = this.#localNodeSafety();
+    try {
+      let previous: readonly (SequenceSnapshot | undefined)[];
+      if (options.since !== undefined) {
+        const earlier = new Map(options.since.sequences.map((s) => [s.settings.name, s.snapshot]));
+        previous = names.map((name) => earlier.get(name));
+      } else if (sampleMs > 0) {
+        previous = await readAll();
+        await delay(sampleMs, undefined, { signal: options.signal });
+      } else {
+        previous = [];
+      }
+      const current = await readAll();
+      const hosts = this.hosts();
+      const clusterDcs = [...new Set(hosts.map((host) => host.dc))];
+      return {
+        keyspace: this.keyspace,
+        dc: this.dc,
+        at: new Date(),
+        serial: await probing,
+        hosts,
+        nodeSafety: await safety,
+        sequences: current.map((snapshot, i) => sequenceStatus(snapshot, previous[i], clusterDcs)),
+      };
+    } finally {
+      await Promise.all([probing, safety]);
+    }
+  }
+
+  /**
+   * Checks sequence `name`'s stored rows against every invariant (see `checkSequence`), on reads
+   * that cannot be stale: the DC states at EACH_QUORUM (each DC's own quorum, which its
+   * LOCAL_QUORUM commits reach), then the grants at SERIAL, then the DC states again. A consistent
+   * read that fails (a DC cut off, SERIAL unreachable) is replaced by a local read, the fact is
+   * reported unverified and the violations resting on it unconfirmed; the local DC's own state is
+   * then read at LOCAL_SERIAL, which is consistent for it. Only confirmed violations make the
+   * verdict `violated`.
+   * @example
+   * ```ts
+   * const { verdict, violations, unverified } = await admin.check('orders');
+   * if (verdict === 'violated') process.exitCode = 4;
+   * ```
+   * @throws {InvalidOptionError} for a bad option; {@link InvalidNameError},
+   * {@link SequenceNotFoundError}; {@link StoreUnavailableError} when even the local reads fail.
+   */
+  async check(name: string, options: CheckOptions = {}): Promise<CheckResult> {
+    const confirmAfterMs = nonNegative(
+      'confirmAfterMs',
+      options.confirmAfterMs,
+      ADMIN_DEFAULTS.confirmAfterMs,
+    );
+    const first = await this.#checkOnce(name);
+    if (first.violations.every((v) => v.confirmed) || confirmAfterMs === 0) return first;
+    await delay(confirmAfterMs);
+    return this.#checkOnce(name);
+  }
+
+  async #checkOnce(name: string): Promise<CheckResult> {
+    const settings = await this.readSequence(name);
+    const snapshot = await readForCheck(
+      {
+        store: this.#store,
+        dc: this.dc,
+        clusterDcs: this.hosts().map((host) => host.dc),
+        keyspace: this.keyspace,
+      },
+      settings,
+    );
+    const violations = checkSequence(snapshot);
+    const unverified = snapshot.unverified ?? [];
+    return { verdict: checkVerdict(violations, unverified), violations, unverified, snapshot };
+  }
+
+  /**
+   * Whether SERIAL (Paxos over every DC) can be reached from the local DC right now: a SERIAL
+   * read of a partition no sequence can have (so it never contends with grants), bounded by
+   * `timeoutMs`. Without SERIAL no DC range can be granted; each DC serves only the IDs it holds.
+   * Never throws.
+   * @example
+   * ```ts
+   * const { reachable, error } = await admin.probeSerial({ timeoutMs: 2_000 });
+   * ```
+   */
+  async probeSerial(
+    options: { readonly timeoutMs?: number | undefined } = {},
+  ): Promise<SerialProbe> {
+    const timeoutMs = options.timeoutMs ?? ADMIN_DEFAULTS.serialTimeoutMs;
+    const started = Date.now();
+    const result = (error: string | undefined): SerialProbe => ({
+      reachable: error === undefined,
+      dc: this.dc,
+      tookMs: Date.now() - started,
+      error,
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), timeoutMs);
+    });
+    const read = this.#store.probeSerial().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    try {
+      const outcome = await Promise.race([read, timeout]);
+      if (outcome === 'timeout') return result(`no answer within ${timeoutMs} ms`);
+      if (outcome === undefined) return result(undefined);
+      return result(outcome instanceof Error ? outcome.message : String(outcome));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Checks every node of every DC for settings under which IDs could be handed out twice (see
+   * preflight.ts for each rule and its source in Cassandra): `commitlog_sync` must be `batch` or
+   * `group`, the Paxos variant must keep SERIAL reads linearizable, Paxos state must outlive its
+   * rounds. Each DC is asked through its own nodes (virtual tables answer for their coordinator);
+   * a DC that cannot be reached is reported as not checked, never as safe.
+   * @example
+   * ```ts
+   * const report = await admin.preflight();
+   * if (report.verdict === 'unsafe') throw new UnsafeClusterError(report.problems, '{ allowUnsafeCluster: true }');
+   * ```
+   * @returns the report; its `verdict` is `safe`, `unsafe` or `incomplete`. Never throws for an
+   * unreachable DC or node.
+   */
+  async preflight(): Promise<PreflightReport> {
+    const hosts = this.hosts();
+    const dcs = [...new Set([this.dc, ...hosts.map((host) => host.dc)])].sort();
+    const reads = await Promise.all(
+      dcs.map(async (dc) => {
+        try {
+          return { dc, nodes: await this.#nodeSettings(dc) };
+        } catch (error) {
+          return { dc, error: reasonOf(error) };
+        }
+      }),
+    );
+    return preflightReport({ keyspace: this.keyspace, dc: this.dc, at: new Date(), hosts, reads });
+  }
+
+  /** Unsafe settings on the local DC's nodes; never throws. */
+  async #localNodeSafety(): Promise<LocalNodeSafety> {
+    try {
+      const nodes = await this.#nodeSettings(this.dc);
+      const read = nodes.filter((node) => node.error === undefined);
+      const failed = nodes.filter((node) => node.error !== undefined);
+      return {
+        dc: this.dc,
+        problems: problemLines(
+          read.map((node) => ({
+            host: node.host,
+            dc: node.dc,
+            version: node.version,
+            checked: true,
+            error: undefined,
+            checks: checkNode(node),
+          })),
+        ),
+        error:
+          failed.length === 0
+            ? undefined
+            : failed.map((node) => `${node.host}: ${node.error ?? ''}`).join('; '),
+      };
+    } catch (error) {
+      return { dc: this.dc, problems: [], error: reasonOf(error) };
+    }
+  }
+
+  /** The cluster's nodes as this client sees them, sorted by DC and address. */
+  hosts(): HostStatus[] {
+    return [...this.#hosts()].sort((a, b) => compare(a.dc, b.dc) || compare(a.address, b.address));
+  }
+
+  /** Closes the store (and the client, if {@link openAdmin} built it). */
+  close(): Promise<void> {
+    return this.#store.close();
+  }
+}
+
+function nonNegative(option: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new InvalidOptionError(option, value, 'a finite number of milliseconds, at least 0');
+  }
+  return value;
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

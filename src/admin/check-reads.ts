@@ -1,0 +1,131 @@
+/**
+ * The reads `check` rests on, in the order its rules need (check.ts): the DC states, then the
+ * grants, then the DC states again, each as consistently as the cluster allows right now.
+ *
+ * - DC states at EACH_QUORUM: a quorum in every DC, so each DC's own quorum, which its
+ *   LOCAL_QUORUM commits reach; a DC state read so cannot be older than the DC's last write.
+ * - Grants and GLOBAL at SERIAL: a Paxos read over every DC, which also finishes a grant in
+ *   flight.
+ *
+ * When a consistent read fails (a DC cut off: EACH_QUORUM fails for every DC's state, since each
+ * is replicated everywhere; SERIAL unreachable from a minority), the same rows are read locally
+ * (LOCAL_ONE, may lag) and the fact is marked unverified. The local DC's own state is then read
+ * at LOCAL_SERIAL, the level it is written at, from its own DC: still consistent.
+ */
+
+import { SequenceNotFoundError, StoreUnavailableError } from '../errors.js';
+import { describeDriverError } from '../store/cassandra-errors.js';
+import type { DcState, IdStore, SequenceSettings } from '../store/port.js';
+import type { CheckSnapshot, UnverifiedFact } from './check.js';
+
+/** Where the reads run from. */
+export interface CheckReadContext {
+  readonly store: IdStore;
+  /** The local DC, whose state can be read at LOCAL_SERIAL. */
+  readonly dc: string;
+  /** Every DC of the cluster: a DC's missing state is a fact as well. */
+  readonly clusterDcs: readonly string[];
+  /** Keyspace, for errors. */
+  readonly keyspace: string;
+}
+
+/** A consistent read of the DC states that failed, and whether the local DC's was read anyway. */
+interface StateReadFailure {
+  readonly read: 'first' | 'second';
+  readonly localVerified: boolean;
+  readonly reason: string;
+}
+
+/**
+ * Reads `settings.name`'s DC states, grants and DC states again for `checkSequence`.
+ * @throws {SequenceNotFoundError} if the grants partition is gone; {@link StoreUnavailableError}
+ *   when even a local read fails.
+ */
+export async function readForCheck(
+  context: CheckReadContext,
+  settings: SequenceSettings,
+): Promise<CheckSnapshot> {
+  const { store } = context;
+  const name = settings.name;
+  const failures: StateReadFailure[] = [];
+  const unverified: UnverifiedFact[] = [];
+  const before = await statesForCheck(context, name, 'first', failures);
+  let overview;
+  try {
+    overview = await store.readGrantsOverview(name, 'consistent');
+  } catch (error) {
+    if (!(error instanceof StoreUnavailableError)) throw error;
+    overview = await store.readGrantsOverview(name, 'local');
+    unverified.push({
+      fact: 'grants',
+      dc: undefined,
+      read: undefined,
+      reason: `SERIAL read failed: ${reasonOf(error)}`,
+    });
+  }
+  if (overview === undefined) throw new SequenceNotFoundError(name, context.keyspace);
+  const after = await statesForCheck(context, name, 'second', failures);
+
+  // A failed consistent read leaves every DC's state unverified (the local DC's excepted when
+  // its LOCAL_SERIAL read worked), whether or not a row was found: its absence is a fact too.
+  const dcs = [
+    ...new Set([
+      ...before.keys(),
+      ...after.keys(),
+      ...overview.grants.keys(),
+      ...context.clusterDcs,
+      context.dc,
+    ]),
+  ].sort();
+  for (const failure of failures) {
+    for (const dc of dcs.filter((dc) => !(dc === context.dc && failure.localVerified))) {
+      unverified.push({ fact: 'dc-state', dc, read: failure.read, reason: failure.reason });
+    }
+  }
+  return {
+    settings,
+    globalLast: overview.globalLast,
+    grants: overview.grants,
+    states: before,
+    statesAfter: after,
+    unverified,
+    readAt: Date.now(),
+  };
+}
+
+/** The DC states at EACH_QUORUM, or locally (and the local DC's at LOCAL_SERIAL) if that fails. */
+async function statesForCheck(
+  context: CheckReadContext,
+  name: string,
+  read: 'first' | 'second',
+  failures: StateReadFailure[],
+): Promise<ReadonlyMap<string, DcState>> {
+  const { store } = context;
+  try {
+    return await store.readDcStatesOverview(name, 'consistent');
+  } catch (error) {
+    if (!(error instanceof StoreUnavailableError)) throw error;
+    const states = new Map(await store.readDcStatesOverview(name, 'local'));
+    let localVerified = false;
+    try {
+      const own = await store.readDcState(name, context.dc);
+      if (own === undefined) states.delete(context.dc);
+      else states.set(context.dc, own);
+      localVerified = true;
+    } catch (localError) {
+      if (!(localError instanceof StoreUnavailableError)) throw localError;
+    }
+    failures.push({ read, localVerified, reason: `EACH_QUORUM read failed: ${reasonOf(error)}` });
+    return states;
+  }
+}
+
+/**
+ * The cause of a failed read in a few words: the driver's own message when there is one (not
+ * the advice our error wraps it in), else the error's message.
+ */
+export function reasonOf(error: unknown): string {
+  const cause = error instanceof StoreUnavailableError ? error.cause : undefined;
+  if (cause !== undefined) return describeDriverError(cause);
+  return error instanceof Error ? error.message : String(error);
+}

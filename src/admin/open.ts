@@ -1,0 +1,91 @@
+/**
+ * An {@link Admin} over Cassandra: the client, and the way to every DC's nodes for preflight
+ * (the local DC's through the client, each other DC's through a short-lived client of its own,
+ * since a client has connections to its local DC only and virtual tables answer for their
+ * coordinator).
+ */
+
+import type cassandra from 'cassandra-driver';
+
+import { openClient, openClientInDc, type OpenedClient } from '../connection.js';
+import { CassandraStore } from '../store/cassandra.js';
+import type { NodeSettings } from '../store/port.js';
+import { Admin, type AdminOptions } from './admin.js';
+import type { PreflightReport } from './preflight.js';
+
+/**
+ * Connects to Cassandra in the local DC for status, checks and preflight.
+ * @example
+ * ```ts
+ * const admin = await openAdmin({ contactPoints: ['127.0.0.3'], localDataCenter: 'dc3', keyspace: 'idgen' });
+ * ```
+ * @throws {InvalidOptionError} for missing or bad options, or an unknown `localDataCenter`.
+ * @throws {InvalidNameError} for a bad keyspace name.
+ * @throws {StoreUnavailableError} when no contact point can be reached.
+ */
+export async function openAdmin(options: AdminOptions): Promise<Admin> {
+  const opened = await openClient(options);
+  try {
+    return adminOver(opened, options.keyspace);
+  } catch (error) {
+    if (opened.ownsClient) await opened.client.shutdown().catch(() => undefined);
+    throw error;
+  }
+}
+
+/**
+ * Checks every node of every DC of the cluster (see {@link Admin.preflight}), over a client of its
+ * own that it closes.
+ * @example
+ * ```ts
+ * const report = await preflight({ contactPoints: ['10.0.1.5'], localDataCenter: 'dc1', keyspace: 'idgen' });
+ * if (report.verdict !== 'safe') console.error([...report.problems, ...report.unchecked].join('\n'));
+ * ```
+ * @throws {InvalidOptionError}, {@link InvalidNameError}, {@link StoreUnavailableError} (the
+ *   local DC cannot be reached), as {@link openAdmin}. Other DCs' failures are in the report.
+ */
+export async function preflight(options: AdminOptions): Promise<PreflightReport> {
+  const admin = await openAdmin(options);
+  try {
+    return await admin.preflight();
+  } finally {
+    await admin.close();
+  }
+}
+
+/**
+ * An {@link Admin} over an open client: the local DC's nodes are asked through it, every other
+ * DC's through a short-lived client of that DC with the same credentials and TLS.
+ * @throws {InvalidNameError} for a bad keyspace name.
+ */
+export function adminOver(opened: OpenedClient, keyspace: string): Admin {
+  const { client } = opened;
+  const store = new CassandraStore(client, keyspace, { ownsClient: opened.ownsClient });
+  return new Admin({
+    store,
+    dc: opened.localDataCenter,
+    keyspace,
+    hosts: () =>
+      client.hosts
+        .values()
+        .map((host) => ({ address: host.address, dc: host.datacenter, up: host.isUp() })),
+    nodeSettings: (dc) =>
+      dc === opened.localDataCenter
+        ? store.readNodeSettings()
+        : nodeSettingsInDc(client, dc, keyspace),
+  });
+}
+
+/** Every node of `dc`, asked through a short-lived client of that DC. */
+async function nodeSettingsInDc(
+  client: cassandra.Client,
+  dc: string,
+  keyspace: string,
+): Promise<readonly NodeSettings[]> {
+  const other = await openClientInDc(client, dc);
+  try {
+    return await new CassandraStore(other, keyspace, { ownsClient: false }).readNodeSettings();
+  } finally {
+    await other.shutdown().catch(() => undefined);
+  }
+}

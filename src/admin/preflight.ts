@@ -1,0 +1,435 @@
+/**
+ * Preflight, pure: what the cluster must guarantee for no ID to be handed out twice, checked on
+ * every node's own settings (docs/design.md, "What the cluster must guarantee"). `Admin.preflight`
+ * reads the nodes of every DC; this module judges what it read.
+ *
+ * Each rule names the Cassandra 5.0 source it comes from:
+ * - **commitlog-sync** (unsafe unless `batch` or `group`). `Config.CommitLogSync` has `periodic`,
+ *   `batch` and `group`; with `periodic` (the default, `commitlog_sync_period` 10 s) a write is
+ *   acknowledged before its commitlog segment is synced, and replay after a crash stops at the
+ *   last sync marker, so acknowledged writes, Paxos state included, are lost. `batch` and `group`
+ *   sync before acknowledging.
+ * - **commit-failure-policy** (unsafe when `ignore`). `Config.CommitFailurePolicy`: with `ignore`
+ *   a failed commitlog sync is ignored and the node keeps acknowledging writes it did not persist.
+ * - **paxos-variant** (informational `v1`/`v2`; unsafe for the `*_without_linearizable_*`
+ *   variants). `Config.PaxosVariant`: `v1_without_linearizable_reads_or_rejected_writes`,
+ *   `v2_without_linearizable_reads` and `v2_without_linearizable_reads_or_rejected_writes` give
+ *   up linearizable SERIAL/LOCAL_SERIAL reads (StorageProxy logs "will not offer linearizability
+ *   (see CASSANDRA-12126)"), and the `_or_rejected_writes` ones also the values a rejected
+ *   conditional write returns. Both are what the allocator decides on.
+ * - **serial-reads-linearizability** (unsafe when true on Cassandra before 5.0). The JVM property
+ *   `cassandra.unsafe.disable-serial-reads-linearizability` was CASSANDRA-12126's opt-out
+ *   (StorageProxy, 3.0.24/3.11.10/4.0). Cassandra 5.0 no longer reads it (cassandra-all-5.0.8.jar
+ *   holds no reference to it; the Paxos variants above replaced it), so on 5.0 it is a warning.
+ * - **paxos-state-lifetime** (unsafe when Paxos state can be forgotten within 3 h). How long a
+ *   replica remembers a promise or an accepted proposal depends on `paxos_state_purging`
+ *   (`Config.PaxosStatePurging`, default `legacy` in `DatabaseDescriptor`):
+ *   - `legacy`: system.paxos rows are written with TTL `max(3 h, gc_grace_seconds)` of the base
+ *     table (`SystemKeyspace.legacyPaxosTtlSec`): never less than 3 h, whatever the table says.
+ *   - `gc_grace`: state older than the table's `gc_grace_seconds` is dropped at read and
+ *     compaction time (`PaxosState.Snapshot.removeExpired`), with no floor. A low
+ *     `gc_grace_seconds` on an idgen table lets a replica forget a proposal a quorum accepted but
+ *     nobody committed yet, and a later round then commits a different value over it.
+ *   - `repaired`: state is purged only once paxos repair has persisted it to a quorum: no expiry.
+ *   The rule: the state's lifetime on both idgen tables must be at least 3 h, the floor
+ *   Cassandra itself keeps in `legacy` mode ("keep paxos state around for at least 3h"); so with
+ *   `gc_grace`, `gc_grace_seconds` >= 10800 (the table default is 864000).
+ * - **paxos-repair** (warning). With Paxos v2, linearizability across topology changes
+ *   (bootstrap, decommission, move) rests on paxos repair (`Config.paxos_repair_enabled`,
+ *   `skip_paxos_repair_on_topology_change`: "an unsafe topology change"); with it off, do not
+ *   change the topology while allocating.
+ * - **commitlog-replay** (warning). The JVM property `cassandra.commitlog.ignorereplayerrors`
+ *   (`CassandraRelevantProperties.COMMITLOG_IGNORE_REPLAY_ERRORS`) skips damaged commitlog
+ *   segments at replay instead of stopping the node: acknowledged writes can go missing.
+ */
+
+import type { NodeSettings } from '../store/port.js';
+
+/** Cassandra's own floor for how long Paxos state is kept (`SystemKeyspace.legacyPaxosTtlSec`). */
+export const MIN_PAXOS_STATE_SECONDS = 3 * 3600;
+
+/** The checks made on each node. */
+export type PreflightCheckName =
+  | 'commitlog-sync'
+  | 'commit-failure-policy'
+  | 'paxos-variant'
+  | 'serial-reads-linearizability'
+  | 'paxos-state-lifetime'
+  | 'paxos-repair'
+  | 'commitlog-replay';
+
+/**
+ * How a check came out: `unsafe` fails the preflight; `unknown` (the setting could not be read)
+ * leaves it incomplete; `warning` and `info` are reported only.
+ */
+export type CheckStatus = 'ok' | 'info' | 'warning' | 'unsafe' | 'unknown';
+
+/** One check on one node. */
+export interface NodeCheck {
+  readonly check: PreflightCheckName;
+  readonly status: CheckStatus;
+  /** The value found, as the node reports it (e.g. `periodic`); undefined if not reported. */
+  readonly value: string | undefined;
+  /** What was found and, unless ok, why it matters and what to set. */
+  readonly message: string;
+}
+
+/** One node's checks. */
+export interface NodePreflight {
+  /** `address:port`. */
+  readonly host: string;
+  readonly dc: string;
+  readonly version: string | undefined;
+  /** Whether the node's settings were read; if not, `error` says why and `checks` is empty. */
+  readonly checked: boolean;
+  readonly error: string | undefined;
+  readonly checks: readonly NodeCheck[];
+}
+
+/**
+ * `safe`: every node of every DC was read and nothing is unsafe; `unsafe`: some node runs a
+ * setting under which IDs can be handed out twice; `incomplete`: nothing unsafe was seen, but
+ * some nodes (or settings) could not be read.
+ */
+export type PreflightVerdict = 'safe' | 'unsafe' | 'incomplete';
+
+/** What `Admin.preflight` found. */
+export interface PreflightReport {
+  readonly keyspace: string;
+  /** The DC the preflight ran from. */
+  readonly dc: string;
+  readonly at: Date;
+  /** Every node of every DC, sorted by DC and address. */
+  readonly nodes: readonly NodePreflight[];
+  readonly verdict: PreflightVerdict;
+  /** What is unsafe, one line per check and value, naming the nodes. */
+  readonly problems: readonly string[];
+  /** What could not be checked, one line per cause. */
+  readonly unchecked: readonly string[];
+}
+
+/** What was read of one DC: its nodes, or why the DC could not be reached. */
+export type DcRead =
+  | { readonly dc: string; readonly nodes: readonly NodeSettings[] }
+  | { readonly dc: string; readonly error: string };
+
+/** What a short problem line says after the value, per check: the risk and the fix. */
+const WHY: Readonly<Record<PreflightCheckName, string>> = {
+  'commitlog-sync':
+    'acknowledges writes before syncing them, so a crash loses acknowledged writes and Paxos state; set commitlog_sync: batch (or group)',
+  'commit-failure-policy':
+    'keeps acknowledging writes after a failed commitlog sync; set commit_failure_policy: stop',
+  'paxos-variant':
+    'SERIAL reads are not linearizable (CASSANDRA-12126); set paxos_variant: v2 (or v1)',
+  'serial-reads-linearizability':
+    'SERIAL reads are not linearizable (CASSANDRA-12126); remove the JVM property',
+  'paxos-state-lifetime': `Paxos state can be forgotten before its round is committed; keep gc_grace_seconds of the idgen tables at ${MIN_PAXOS_STATE_SECONDS} or more`,
+  'paxos-repair':
+    'Paxos v2 is not linearizable across topology changes without paxos repair; do not add, remove or move nodes while it is off',
+  'commitlog-replay':
+    'damaged commitlog segments are skipped at replay, losing acknowledged writes; remove the JVM property',
+};
+
+/** What each check reads, as an operator would look it up. */
+const SETTING: Readonly<Record<PreflightCheckName, string>> = {
+  'commitlog-sync': 'commitlog_sync',
+  'commit-failure-policy': 'commit_failure_policy',
+  'paxos-variant': 'paxos_variant',
+  'serial-reads-linearizability': '-Dcassandra.unsafe.disable-serial-reads-linearizability',
+  'paxos-state-lifetime': 'paxos_state_purging',
+  'paxos-repair': 'paxos_repair_enabled / skip_paxos_repair_on_topology_change',
+  'commitlog-replay': '-Dcassandra.commitlog.ignorereplayerrors',
+};
+
+const SERIAL_READS_PROPERTY = 'cassandra.unsafe.disable-serial-reads-linearizability';
+const IGNORE_REPLAY_ERRORS_PROPERTY = 'cassandra.commitlog.ignorereplayerrors';
+const IDGEN_TABLES = ['idgen_grants', 'idgen_dc_state'] as const;
+
+/**
+ * Every check on one node's settings, in a fixed order. Pure.
+ * @example
+ * ```ts
+ * const unsafe = checkNode(node).filter((c) => c.status === 'unsafe');
+ * ```
+ */
+export function checkNode(node: NodeSettings): NodeCheck[] {
+  return [
+    commitlogSync(node),
+    commitFailurePolicy(node),
+    paxosVariant(node),
+    serialReads(node),
+    paxosStateLifetime(node),
+    paxosRepair(node),
+    commitlogReplay(node),
+  ];
+}
+
+function commitlogSync(node: NodeSettings): NodeCheck {
+  const value = node.commitlogSync;
+  const check = (status: CheckStatus, message: string): NodeCheck => ({
+    check: 'commitlog-sync',
+    status,
+    value,
+    message,
+  });
+  switch (value) {
+    case 'batch':
+      return check('ok', 'batch: every write is synced before it is acknowledged');
+    case 'group': {
+      const window = node.settings.get('commitlog_sync_group_window');
+      return check(
+        'ok',
+        `group${window === undefined ? '' : ` (window ${window})`}: writes are synced in groups before they are acknowledged`,
+      );
+    }
+    case 'periodic': {
+      const period = node.settings.get('commitlog_sync_period') ?? '10000ms';
+      return check(
+        'unsafe',
+        `periodic (every ${period}): ${WHY['commitlog-sync']}, up to ${period} of them`,
+      );
+    }
+    case undefined:
+      return check('unknown', 'not reported by system_views.settings');
+    default:
+      return check('unknown', `unknown value "${value}"; expected batch, group or periodic`);
+  }
+}
+
+function commitFailurePolicy(node: NodeSettings): NodeCheck {
+  const value = node.settings.get('commit_failure_policy');
+  if (value === 'ignore') {
+    return {
+      check: 'commit-failure-policy',
+      status: 'unsafe',
+      value,
+      message: `ignore: ${WHY['commit-failure-policy']}`,
+    };
+  }
+  return {
+    check: 'commit-failure-policy',
+    status: value === undefined ? 'info' : 'ok',
+    value,
+    message: value === undefined ? 'not reported (Cassandra defaults to stop)' : value,
+  };
+}
+
+function paxosVariant(node: NodeSettings): NodeCheck {
+  const value = node.paxosVariant;
+  if (value?.includes('without_linearizable') === true) {
+    return {
+      check: 'paxos-variant',
+      status: 'unsafe',
+      value,
+      message: `${value}: ${WHY['paxos-variant']}`,
+    };
+  }
+  return {
+    check: 'paxos-variant',
+    status: 'info',
+    value,
+    message:
+      value === undefined
+        ? 'not reported (Cassandra before 4.1 has only v1)'
+        : value === 'v1'
+          ? 'v1 (about 4 round trips per conditional write; v2 needs 2)'
+          : value,
+  };
+}
+
+function serialReads(node: NodeSettings): NodeCheck {
+  const value = node.properties.get(SERIAL_READS_PROPERTY);
+  // Java's Boolean.parseBoolean: "true" in any case is true, anything else false.
+  if (value?.toLowerCase() !== 'true') {
+    return {
+      check: 'serial-reads-linearizability',
+      status: 'ok',
+      value,
+      message: `-D${SERIAL_READS_PROPERTY} not set`,
+    };
+  }
+  const major = Number.parseInt(node.version ?? '', 10);
+  if (major >= 5) {
+    return {
+      check: 'serial-reads-linearizability',
+      status: 'warning',
+      value,
+      message: `-D${SERIAL_READS_PROPERTY}=true is set but ignored by Cassandra ${node.version} (the paxos_variant setting replaced it); remove it`,
+    };
+  }
+  return {
+    check: 'serial-reads-linearizability',
+    status: 'unsafe',
+    value,
+    message: `-D${SERIAL_READS_PROPERTY}=true: ${WHY['serial-reads-linearizability']}`,
+  };
+}
+
+function paxosStateLifetime(node: NodeSettings): NodeCheck {
+  // Cassandra before 4.1 has no paxos_state_purging and always purges as `legacy` does now.
+  const purging = node.settings.get('paxos_state_purging') ?? 'legacy';
+  const check = (status: CheckStatus, message: string): NodeCheck => ({
+    check: 'paxos-state-lifetime',
+    status,
+    value: purging,
+    message,
+  });
+  if (purging === 'repaired') {
+    return check('ok', 'repaired: Paxos state is purged only after paxos repair');
+  }
+  if (purging !== 'legacy' && purging !== 'gc_grace') {
+    return check('unknown', `unknown paxos_state_purging "${purging}"`);
+  }
+  const tables = IDGEN_TABLES.filter((table) => node.tables.has(table)).map((table) => ({
+    table,
+    gcGrace: node.tables.get(table)!.gcGraceSeconds,
+  }));
+  if (tables.length === 0) {
+    return check(
+      'info',
+      `${purging}; the idgen tables do not exist yet (created with gc_grace_seconds 864000)`,
+    );
+  }
+  const lifetime = (gcGrace: number) =>
+    purging === 'legacy' ? Math.max(MIN_PAXOS_STATE_SECONDS, gcGrace) : gcGrace;
+  const short = tables.filter(({ gcGrace }) => lifetime(gcGrace) < MIN_PAXOS_STATE_SECONDS);
+  const kept = tables.map(({ table, gcGrace }) => `${table} ${lifetime(gcGrace)} s`).join(', ');
+  if (short.length === 0) return check('ok', `${purging}: Paxos state kept ${kept}`);
+  const low = short.map(({ table, gcGrace }) => `${table} ${gcGrace}`).join(', ');
+  return {
+    check: 'paxos-state-lifetime',
+    status: 'unsafe',
+    value: `gc_grace (gc_grace_seconds: ${low})`,
+    message: `gc_grace with gc_grace_seconds ${low}: ${WHY['paxos-state-lifetime']} (ALTER TABLE … WITH gc_grace_seconds = 864000)`,
+  };
+}
+
+function paxosRepair(node: NodeSettings): NodeCheck {
+  const enabled = node.settings.get('paxos_repair_enabled');
+  const skipped = node.settings.get('skip_paxos_repair_on_topology_change');
+  const value = `${enabled ?? '?'}/${skipped ?? '?'}`;
+  if (node.paxosVariant !== 'v2') {
+    return { check: 'paxos-repair', status: 'ok', value, message: 'not used by Paxos v1' };
+  }
+  const off = enabled === 'false' || skipped === 'true';
+  return {
+    check: 'paxos-repair',
+    status: off ? 'warning' : 'ok',
+    value,
+    message: off
+      ? `paxos_repair_enabled ${enabled ?? '?'}, skip_paxos_repair_on_topology_change ${skipped ?? '?'}: ${WHY['paxos-repair']}`
+      : 'on topology changes',
+  };
+}
+
+function commitlogReplay(node: NodeSettings): NodeCheck {
+  const value = node.properties.get(IGNORE_REPLAY_ERRORS_PROPERTY);
+  const set = value?.toLowerCase() === 'true';
+  return {
+    check: 'commitlog-replay',
+    status: set ? 'warning' : 'ok',
+    value,
+    message: set
+      ? `-D${IGNORE_REPLAY_ERRORS_PROPERTY}=true: ${WHY['commitlog-replay']}`
+      : 'replay stops on errors',
+  };
+}
+
+/**
+ * The report of a preflight from what was read of each DC (pure): every node's checks, the
+ * verdict, and the problems and unchecked nodes as lines for people.
+ *
+ * @param hosts every node of the cluster as the client knows it (a node missing from the reads
+ *   counts as not checked).
+ */
+export function preflightReport(input: {
+  readonly keyspace: string;
+  readonly dc: string;
+  readonly at: Date;
+  readonly hosts: readonly { readonly address: string; readonly dc: string }[];
+  readonly reads: readonly DcRead[];
+}): PreflightReport {
+  const nodes = new Map<string, NodePreflight>();
+  const unchecked: string[] = [];
+  for (const read of input.reads) {
+    if ('error' in read) {
+      const known = input.hosts.filter((host) => host.dc === read.dc);
+      for (const host of known.length > 0 ? known : [{ address: `(${read.dc})`, dc: read.dc }]) {
+        nodes.set(host.address, {
+          host: host.address,
+          dc: read.dc,
+          version: undefined,
+          checked: false,
+          error: read.error,
+          checks: [],
+        });
+      }
+      unchecked.push(`${read.dc} could not be reached: ${read.error}`);
+      continue;
+    }
+    for (const node of read.nodes) {
+      nodes.set(node.host, {
+        host: node.host,
+        dc: node.dc,
+        version: node.version,
+        checked: node.error === undefined,
+        error: node.error,
+        checks: node.error === undefined ? checkNode(node) : [],
+      });
+      if (node.error !== undefined) {
+        unchecked.push(`${node.host} (${node.dc}) could not be read: ${node.error}`);
+      }
+    }
+    for (const host of input.hosts.filter((h) => h.dc === read.dc && !nodes.has(h.address))) {
+      const error = 'did not answer';
+      nodes.set(host.address, {
+        host: host.address,
+        dc: host.dc,
+        version: undefined,
+        checked: false,
+        error,
+        checks: [],
+      });
+      unchecked.push(`${host.address} (${host.dc}) ${error}`);
+    }
+  }
+  const sorted = [...nodes.values()].sort((a, b) => compare(a.dc, b.dc) || compare(a.host, b.host));
+  for (const node of sorted) {
+    for (const check of node.checks.filter((c) => c.status === 'unknown')) {
+      unchecked.push(`${node.host} (${node.dc}) ${check.check}: ${check.message}`);
+    }
+  }
+  const problems = problemLines(sorted);
+  const verdict: PreflightVerdict =
+    problems.length > 0 ? 'unsafe' : unchecked.length > 0 ? 'incomplete' : 'safe';
+  return {
+    keyspace: input.keyspace,
+    dc: input.dc,
+    at: input.at,
+    nodes: sorted,
+    verdict,
+    problems,
+    unchecked,
+  };
+}
+
+/** The unsafe checks, one line per check and value, naming the nodes: short enough for an error. */
+export function problemLines(nodes: readonly NodePreflight[]): string[] {
+  const groups = new Map<string, { check: PreflightCheckName; value: string; hosts: string[] }>();
+  for (const node of nodes) {
+    for (const check of node.checks.filter((c) => c.status === 'unsafe')) {
+      const value = check.value ?? '?';
+      const key = `${check.check}\u0000${value}`;
+      const group = groups.get(key) ?? { check: check.check, value, hosts: [] };
+      group.hosts.push(`${node.host} (${node.dc})`);
+      groups.set(key, group);
+    }
+  }
+  return [...groups.values()].map(
+    ({ check, value, hosts }) => `${SETTING[check]} ${value} on ${hosts.join(', ')}: ${WHY[check]}`,
+  );
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

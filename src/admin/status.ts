@@ -1,0 +1,253 @@
+/**
+ * Status maths, pure: from what the overview reads show of a sequence (a
+ * {@link SequenceSnapshot}), its domain usage and, per DC, its ranges, IDs left, rate and runway.
+ * `idgen-cass status` and {@link Admin.status} are built on it.
+ */
+
+import type { DcState, Grant, SequenceSettings } from '../store/port.js';
+
+/** Everything the overview reads show of one sequence at one moment (may lag a little). */
+export interface SequenceSnapshot {
+  readonly settings: SequenceSettings;
+  /** GLOBAL.last_integer: the highest ID granted to any DC. */
+  readonly globalLast: bigint;
+  /** Every grant of each DC, ascending by number. */
+  readonly grants: ReadonlyMap<string, readonly Grant[]>;
+  /** Each DC's allocation state; DCs that never installed a grant have none. */
+  readonly states: ReadonlyMap<string, DcState>;
+  /** When the reads finished, in ms since the epoch. */
+  readonly readAt: number;
+}
+
+/** A DC's range as its state holds it, with the number of the grant it came from. */
+export interface HeldRange {
+  readonly grant: number;
+  readonly min: bigint;
+  readonly max: bigint;
+}
+
+/** One DC of a sequence, as {@link sequenceStatus} computes it. */
+export interface DcStatus {
+  readonly dc: string;
+  /** Every grant the DC got, ascending by number. */
+  readonly grants: readonly Grant[];
+  /** The range blocks are claimed from; undefined before the DC's first grant is installed. */
+  readonly reserved: HeldRange | undefined;
+  /** The next range, loaded once `threshold` of the reserved one is used; undefined if none. */
+  readonly preloaded: HeldRange | undefined;
+  /** A grant confirmed at SERIAL that the DC has not installed yet (its requester may have died). */
+  readonly pendingGrant: Grant | undefined;
+  /** Highest ID handed to a process of the DC; undefined without a state. */
+  readonly lastInteger: bigint | undefined;
+  /** IDs of the reserved range handed to processes. */
+  readonly reservedUsed: bigint;
+  /** `reservedUsed` as a share of the reserved range, 0 to 1. */
+  readonly reservedUsedShare: number;
+  /** IDs the DC holds and has not handed out: rest of the reserved range plus the preloaded one. */
+  readonly left: bigint;
+  /** IDs handed to the DC's processes since its first grant (gaps included). */
+  readonly consumed: bigint;
+  /** IDs per second handed to the DC's processes over the sample; undefined if not measured. */
+  readonly rate: number | undefined;
+  /**
+   * Seconds `left` lasts at `rate` without a new grant (what matters while SERIAL is unreachable):
+   * `Infinity` when the rate is 0 and IDs are left; undefined when the rate was not measured or
+   * the DC holds no range yet.
+   */
+  readonly runway: number | undefined;
+}
+
+/** One sequence, as {@link sequenceStatus} computes it. */
+export interface SequenceStatus {
+  readonly settings: SequenceSettings;
+  readonly globalLast: bigint;
+  /** IDs granted to DCs so far: `globalLast - start + 1`. */
+  readonly granted: bigint;
+  /** IDs in the domain: `max - min + 1`. */
+  readonly domainSize: bigint;
+  /** IDs of the domain at or below `globalLast` (those below `start` count as used), 0 to 1. */
+  readonly domainUsedShare: number;
+  /** IDs never granted yet: `max - globalLast`. */
+  readonly domainLeft: bigint;
+  /** Every DC with a grant, a state or a host, sorted by name. */
+  readonly dcs: readonly DcStatus[];
+  /** Milliseconds between the two reads the rates come from; undefined if not measured. */
+  readonly sampledOverMs: number | undefined;
+  /** The reads this status was computed from (a later status can measure rates since them). */
+  readonly snapshot: SequenceSnapshot;
+}
+
+/**
+ * The status of one sequence from its overview data: domain usage, and per DC its ranges, IDs
+ * left, rate and runway. Rates compare `current` with `previous` (the same sequence read
+ * earlier); without `previous` they are undefined. Pure.
+ *
+ * @example
+ * ```ts
+ * const before = await admin.snapshot('orders');
+ * await new Promise((resolve) => setTimeout(resolve, 2_000));
+ * const status = sequenceStatus(await admin.snapshot('orders'), before);
+ * for (const dc of status.dcs) console.log(dc.dc, dc.left, dc.rate, dc.runway);
+ * ```
+ * @param dcs DCs to include even if they have no grant or state yet (e.g. every DC of the cluster).
+ */
+export function sequenceStatus(
+  current: SequenceSnapshot,
+  previous?: SequenceSnapshot,
+  dcs: readonly string[] = [],
+): SequenceStatus {
+  const { settings, globalLast } = current;
+  const elapsedMs = previous === undefined ? undefined : current.readAt - previous.readAt;
+  const measured = elapsedMs !== undefined && elapsedMs > 0 ? elapsedMs : undefined;
+  const names = [...new Set([...current.grants.keys(), ...current.states.keys(), ...dcs])].sort();
+  const domainSize = settings.max - settings.min + 1n;
+  return {
+    settings,
+    globalLast,
+    granted: globalLast - settings.start + 1n,
+    domainSize,
+    domainUsedShare: share(clamp(globalLast - settings.min + 1n, 0n, domainSize), domainSize),
+    domainLeft: settings.max - globalLast,
+    dcs: names.map((dc) => dcStatus(dc, current, measured === undefined ? undefined : previous)),
+    sampledOverMs: measured,
+    snapshot: current,
+  };
+}
+
+function dcStatus(
+  dc: string,
+  current: SequenceSnapshot,
+  previous: SequenceSnapshot | undefined,
+): DcStatus {
+  const grants = current.grants.get(dc) ?? [];
+  const state = current.states.get(dc);
+  const latest = grants.at(-1);
+  const pendingGrant =
+    latest !== undefined && latest.number > (state?.installedGrant ?? 0) ? latest : undefined;
+  const consumed = consumedBy(state, grants);
+
+  let rate: number | undefined;
+  if (previous !== undefined) {
+    const before = consumedBy(previous.states.get(dc), previous.grants.get(dc) ?? []);
+    const seconds = (current.readAt - previous.readAt) / 1000;
+    // A process returning its unused block on close moves last_integer back: never below 0.
+    rate = Math.max(0, Number(consumed - before)) / seconds;
+  }
+
+  if (state === undefined) {
+    return {
+      dc,
+      grants,
+      reserved: undefined,
+      preloaded: undefined,
+      pendingGrant,
+      lastInteger: undefined,
+      reservedUsed: 0n,
+      reservedUsedShare: 0,
+      left: 0n,
+      consumed,
+      rate,
+      runway: undefined, // nothing held yet: no range to last
+    };
+  }
+
+  const reservedSize = state.reservedMax - state.reservedMin + 1n;
+  const reservedUsed = clamp(state.lastInteger - state.reservedMin + 1n, 0n, reservedSize);
+  const hasPreloaded = state.installedGrant === state.reservedGrant + 1;
+  const preloadedSize = hasPreloaded ? state.preloadedMax - state.preloadedMin + 1n : 0n;
+  const left = reservedSize - reservedUsed + preloadedSize;
+  return {
+    dc,
+    grants,
+    reserved: { grant: state.reservedGrant, min: state.reservedMin, max: state.reservedMax },
+    preloaded: hasPreloaded
+      ? { grant: state.installedGrant, min: state.preloadedMin, max: state.preloadedMax }
+      : undefined,
+    pendingGrant,
+    lastInteger: state.lastInteger,
+    reservedUsed,
+    reservedUsedShare: share(reservedUsed, reservedSize),
+    left,
+    consumed,
+    rate,
+    runway: runwayOf(left, rate),
+  };
+}
+
+function runwayOf(left: bigint, rate: number | undefined): number | undefined {
+  if (rate === undefined) return undefined;
+  if (left === 0n) return 0;
+  return rate > 0 ? Number(left) / rate : Infinity;
+}
+
+/** IDs a DC has handed out since its first grant: its earlier grants plus the used reserved part. */
+function consumedBy(state: DcState | undefined, grants: readonly Grant[]): bigint {
+  if (state === undefined) return 0n;
+  let consumed = clamp(
+    state.lastInteger - state.reservedMin + 1n,
+    0n,
+    state.reservedMax - state.reservedMin + 1n,
+  );
+  for (const grant of grants) {
+    if (grant.number < state.reservedGrant) consumed += grant.max - grant.min + 1n;
+  }
+  return consumed;
+}
+
+/** `part / whole` as a number, exact enough for display at any bigint size. */
+function share(part: bigint, whole: bigint): number {
+  if (whole <= 0n) return 0;
+  return Number((part * 10n ** 18n) / whole) / 1e18;
+}
+
+function clamp(value: bigint, low: bigint, high: bigint): bigint {
+  return value < low ? low : value > high ? high : value;
+}
+
+/** A Cassandra node as this client sees it. */
+export interface HostStatus {
+  /** `address:port`. */
+  readonly address: string;
+  readonly dc: string;
+  /** Whether the driver considers the host up. */
+  readonly up: boolean;
+}
+
+/** Result of {@link Admin.probeSerial}. */
+export interface SerialProbe {
+  /** Whether a SERIAL read (Paxos over every DC) succeeded from the local DC. */
+  readonly reachable: boolean;
+  /** The DC the probe was coordinated from. */
+  readonly dc: string;
+  /** How long the probe took, in ms. */
+  readonly tookMs: number;
+  /** Why it failed; undefined when reachable. */
+  readonly error: string | undefined;
+}
+
+/**
+ * Unsafe settings on the local DC's nodes, as {@link Admin.status} reports them. Only the local
+ * DC is asked (status must work inside a partition, and a client reaches only its own DC's
+ * nodes); `Admin.preflight` / `idgen-cass preflight` check every DC.
+ */
+export interface LocalNodeSafety {
+  /** The DC whose nodes were asked. */
+  readonly dc: string;
+  /** What is unsafe, one line per setting and value, naming the nodes; empty when nothing is. */
+  readonly problems: readonly string[];
+  /** Why the nodes' settings could not be read; undefined when they were. */
+  readonly error: string | undefined;
+}
+
+/** What {@link Admin.status} returns. */
+export interface StatusReport {
+  readonly keyspace: string;
+  /** The local DC every read was coordinated from. */
+  readonly dc: string;
+  readonly at: Date;
+  readonly serial: SerialProbe;
+  readonly hosts: readonly HostStatus[];
+  /** Unsafe settings (e.g. `commitlog_sync: periodic`) on the local DC's nodes. */
+  readonly nodeSafety: LocalNodeSafety;
+  readonly sequences: readonly SequenceStatus[];
+}

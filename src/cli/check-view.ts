@@ -1,0 +1,94 @@
+/**
+ * `idgen-cass check` as text (a line per sequence, then its violations and unverified facts) and
+ * as JSON.
+ */
+
+import type { CheckResult } from '../admin/admin.js';
+import { describeFacts, describeUnverified, type Violation } from '../admin/check.js';
+
+/** One sequence's check, as the command collects it. */
+export interface SequenceCheck extends CheckResult {
+  readonly name: string;
+  /** `dc1 #1-#3, dc2 #1`, or `none yet`. */
+  readonly grantsLine: string;
+}
+
+/** The human view of the checks, one string per line, ending with a summary. */
+export function renderCheck(results: readonly SequenceCheck[], keyspace: string): string[] {
+  const width = Math.max(0, ...results.map((r) => r.name.length));
+  const lines: string[] = [];
+  for (const r of results) {
+    const name = r.name.padEnd(width);
+    const confirmed = r.violations.filter((v) => v.confirmed);
+    if (r.verdict === 'ok') {
+      lines.push(`${name}  ok  (grants: ${r.grantsLine})`);
+      continue;
+    }
+    lines.push(
+      r.verdict === 'violated'
+        ? `${name}  ${confirmed.length} VIOLATED`
+        : `${name}  INCOMPLETE  (grants: ${r.grantsLine})`,
+    );
+    for (const v of r.violations) lines.push(`  ${violationLine(r.name, v)}`);
+    for (const line of describeUnverified(r.unverified)) lines.push(`  unverified: ${line}`);
+  }
+  const count = results.length;
+  const violated = results.filter((r) => r.verdict === 'violated');
+  const incomplete = results.filter((r) => r.verdict === 'incomplete').length;
+  const confirmed = violated.reduce(
+    (sum, r) => sum + r.violations.filter((v) => v.confirmed).length,
+    0,
+  );
+  lines.push(
+    count === 0
+      ? `no sequences in keyspace "${keyspace}"`
+      : violated.length > 0
+        ? `${plural(confirmed, 'violation')} in ${violated.length} of ${plural(count, 'sequence')}`
+        : incomplete > 0
+          ? `no violation confirmed; ${incomplete} of ${plural(count, 'sequence')} could not be read consistently`
+          : `every invariant holds in ${plural(count, 'sequence')}`,
+  );
+  return lines;
+}
+
+/** `kind: detail`, the sequence's name left out (the line above names it). */
+function violationLine(sequence: string, v: Violation): string {
+  const prefix = `${sequence}: `;
+  const detail = v.message.startsWith(prefix) ? v.message.slice(prefix.length) : v.message;
+  if (v.confirmed) return `${v.kind}: ${detail}`;
+  return `unconfirmed ${v.kind}: ${detail} (rests on ${describeFacts(v.unverified)}, read locally)`;
+}
+
+/** The checks as a JSON-ready object. */
+export function checkJson(results: readonly SequenceCheck[]): Record<string, unknown> {
+  const verdicts = results.map((r) => r.verdict);
+  return {
+    ok: verdicts.every((v) => v === 'ok'),
+    verdict: verdicts.includes('violated')
+      ? 'violated'
+      : verdicts.includes('incomplete')
+        ? 'incomplete'
+        : 'ok',
+    sequences: results.map((r) => ({
+      name: r.name,
+      ok: r.verdict === 'ok',
+      verdict: r.verdict,
+      violations: r.violations.map((v) => ({
+        kind: v.kind,
+        dc: v.dc,
+        message: v.message,
+        confirmed: v.confirmed,
+      })),
+      unverified: r.unverified.map((fact) => ({
+        fact: fact.fact,
+        dc: fact.dc ?? null,
+        read: fact.read ?? null,
+        reason: fact.reason,
+      })),
+    })),
+  };
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}

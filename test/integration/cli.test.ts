@@ -1,7 +1,8 @@
 /**
  * The built `idgen-cass` CLI as a real process against the real multi-DC cluster: every command,
- * its output and exit codes, `status` from inside a partitioned DC, and bad input that must be
- * refused with one line on stderr and nothing written.
+ * its output and exit codes, `preflight` against what each node reports of itself, `status` and
+ * `check` from inside and outside a partitioned DC, and bad input that must be refused with one
+ * line on stderr and nothing written.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -67,9 +68,63 @@ function withoutIdgenVariables(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(env).filter(([key]) => !key.startsWith('IDGEN_')));
 }
 
-/** `run` succeeded, with nothing on stderr. */
+/**
+ * `run` succeeded, with nothing on stderr but, on a cluster whose nodes run periodic commitlog
+ * sync, the warning status gives about them.
+ */
 function expectOk(run: Run): void {
-  expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+  const stderr = oracle.unsafe
+    ? run.stderr.replace(/^idgen-cass: warning: commitlog_sync periodic [^\n]*\n/gm, '')
+    : run.stderr;
+  expect({ code: run.code, stderr }).toEqual({ code: 0, stderr: '' });
+}
+
+/** What every node reports of itself, read straight from its virtual table: the test's oracle. */
+interface NodeOracle {
+  readonly dc: string;
+  readonly commitlogSync: string | undefined;
+  readonly paxosVariant: string | undefined;
+}
+
+let oracle: { nodes: Map<string, NodeOracle>; unsafe: boolean } = {
+  nodes: new Map(),
+  unsafe: false,
+};
+
+/** Asks each node of each DC (pinned, through a client of its DC) for its own settings. */
+async function readOracle(): Promise<typeof oracle> {
+  const nodes = new Map<string, NodeOracle>();
+  for (const dc of dcNames()) {
+    const client = newClient(dc);
+    await client.connect();
+    try {
+      for (const host of client.hosts.values().filter((h) => h.datacenter === dc)) {
+        const result = await client.execute(
+          "SELECT name, value FROM system_views.settings WHERE name IN ('commitlog_sync', 'paxos_variant')",
+          [],
+          { host },
+        );
+        const value = (name: string) =>
+          result.rows.find((row) => row['name'] === name)?.['value'] as string | undefined;
+        nodes.set(host.address, {
+          dc,
+          commitlogSync: value('commitlog_sync'),
+          paxosVariant: value('paxos_variant'),
+        });
+      }
+    } finally {
+      await client.shutdown();
+    }
+  }
+  const unsafe = [...nodes.values()].some(
+    (node) => node.commitlogSync !== 'batch' && node.commitlogSync !== 'group',
+  );
+  return { nodes, unsafe };
+}
+
+/** `--allow-unsafe-cluster` where the cluster needs it to let init and seed go ahead. */
+function unsafeOk(): string[] {
+  return oracle.unsafe ? ['--allow-unsafe-cluster'] : [];
 }
 
 /** `run` failed with `code`, exactly one line on stderr containing `message`, nothing on stdout. */
@@ -132,6 +187,7 @@ beforeAll(async () => {
   await ensureBuilt();
   admin = newClient('dc1');
   await admin.connect();
+  oracle = await readOracle();
 }, 300_000);
 
 afterAll(async () => {
@@ -142,16 +198,83 @@ afterAll(async () => {
   }
 });
 
+describe('idgen-cass preflight', () => {
+  it('reports every node of every DC, each as the node reports itself', async () => {
+    const run = await idgen(['preflight', '--json']);
+    const report = JSON.parse(run.stdout) as PreflightJson;
+    // Every node the oracle asked, in every DC, and no other.
+    expect(report.nodes.map((node) => node.host).sort()).toEqual([...oracle.nodes.keys()].sort());
+    expect(new Set(report.nodes.map((node) => node.dc))).toEqual(new Set(dcNames()));
+    for (const node of report.nodes) {
+      const truth = oracle.nodes.get(node.host)!;
+      expect(node).toMatchObject({ dc: truth.dc, checked: true, error: null });
+      const check = (name: string) => node.checks.find((c) => c.check === name);
+      expect(check('commitlog-sync')).toMatchObject({
+        value: truth.commitlogSync ?? null,
+        status: truth.commitlogSync === 'periodic' ? 'unsafe' : 'ok',
+      });
+      expect(check('paxos-variant')?.value).toBe(truth.paxosVariant ?? null);
+      expect(node.checks).toHaveLength(7);
+    }
+    if (oracle.unsafe) {
+      expect(run.code).toBe(9);
+      expect(report.verdict).toBe('unsafe');
+      expect(run.stderr).toMatch(
+        /^idgen-cass: The cluster is not safe for idgen-cass: commitlog_sync periodic on /,
+      );
+    } else {
+      expect({ code: run.code, stderr: run.stderr, verdict: report.verdict }).toEqual({
+        code: 0,
+        stderr: '',
+        verdict: 'safe',
+      });
+    }
+
+    // The text view: one line per node and check, then the verdict.
+    const text = await idgen(['preflight']);
+    expect(text.code).toBe(run.code);
+    const rows = text.stdout.split('\n').filter((line) => /^dc\d+ /.test(line));
+    expect(rows).toHaveLength(oracle.nodes.size * 7);
+    expect(text.stdout).toContain(oracle.unsafe ? '\nUNSAFE: ' : '\nsafe: ');
+  });
+
+  it('init and seed refuse an unsafe cluster (exit 9) unless --allow-unsafe-cluster, and check a safe one', async () => {
+    const fresh = `${KEYSPACE}_p`;
+    const init = await idgen(['init', '--replication', 'dc1:1'], { keyspace: fresh });
+    try {
+      if (oracle.unsafe) {
+        expectRefused(init, 9, 'pass --allow-unsafe-cluster if you accept');
+        expect(await keyspaceExists(fresh)).toBe(false);
+        expectOk(
+          await idgen(['init', '--replication', 'dc1:1', '--allow-unsafe-cluster'], {
+            keyspace: fresh,
+          }),
+        );
+        expectRefused(
+          await idgen(['seed', 'refused'], { keyspace: fresh }),
+          9,
+          'The cluster is not safe for idgen-cass',
+        );
+      } else {
+        expectOk(init);
+        expectOk(await idgen(['seed', 'accepted'], { keyspace: fresh }));
+      }
+    } finally {
+      await admin.execute(`DROP KEYSPACE IF EXISTS "${fresh}"`);
+    }
+  });
+});
+
 describe('idgen-cass', () => {
   const replication = dcNames()
     .map((dc) => `${dc}:1`)
     .join(',');
 
   it('init creates the keyspace and tables, and is safe to re-run', async () => {
-    const first = await idgen(['init', '--replication', replication]);
+    const first = await idgen(['init', '--replication', replication, ...unsafeOk()]);
     expectOk(first);
     expect(first.stdout).toContain(`Created keyspace "${KEYSPACE}"`);
-    const second = await idgen(['init', '--replication', replication]);
+    const second = await idgen(['init', '--replication', replication, ...unsafeOk()]);
     expectOk(second);
     expect(second.stdout).toContain(`Keyspace "${KEYSPACE}" exists`);
     const tables = await admin.execute(
@@ -166,17 +289,33 @@ describe('idgen-cass', () => {
   });
 
   it('seed creates a sequence once; again it is refused (exit 5) or, with --if-not-exists, left alone', async () => {
-    const created = await idgen(['seed', 'orders', '--domain', 'int32', '--block', '100']);
+    const created = await idgen([
+      'seed',
+      'orders',
+      '--domain',
+      'int32',
+      '--block',
+      '100',
+      ...unsafeOk(),
+    ]);
     expectOk(created);
     expect(created.stdout).toContain('Created sequence "orders".');
     expect(created.stdout).toMatch(/domain\s+int32 \[1, 2147483647\]/);
 
     expectRefused(
-      await idgen(['seed', 'orders', '--block', '5']),
+      await idgen(['seed', 'orders', '--block', '5', ...unsafeOk()]),
       5,
       'Sequence "orders" already exists',
     );
-    const again = await idgen(['seed', 'orders', '--block', '5', '--if-not-exists', '--json']);
+    const again = await idgen([
+      'seed',
+      'orders',
+      '--block',
+      '5',
+      '--if-not-exists',
+      '--json',
+      ...unsafeOk(),
+    ]);
     expectOk(again);
     expect(JSON.parse(again.stdout)).toMatchObject({
       created: false,
@@ -185,7 +324,9 @@ describe('idgen-cass', () => {
   });
 
   it('seed --start begins above an IDENTITY column maximum', async () => {
-    expectOk(await idgen(['seed', 'legacy', '--domain', 'int32', '--start', '48213578']));
+    expectOk(
+      await idgen(['seed', 'legacy', '--domain', 'int32', '--start', '48213578', ...unsafeOk()]),
+    );
     const run = await idgen(['next', 'legacy', '-n', '2']);
     expectOk(run);
     expect(run.stdout).toBe('48213578\n48213579\n');
@@ -217,7 +358,7 @@ describe('idgen-cass', () => {
   });
 
   it('status --json matches the rows before and after draws in two DCs', async () => {
-    expectOk(await idgen(['seed', 'stat', '--dc-range', '10000', '--block', '100']));
+    expectOk(await idgen(['seed', 'stat', '--dc-range', '10000', '--block', '100', ...unsafeOk()]));
     const before = await idgen(['status', 'stat', '--json', '--sample', '0']);
     expectOk(before);
     const empty = JSON.parse(before.stdout) as StatusJson;
@@ -236,6 +377,12 @@ describe('idgen-cass', () => {
     expectOk(after);
     const report = JSON.parse(after.stdout) as StatusJson;
     expect(report).toMatchObject({ keyspace: KEYSPACE, dc: 'dc1', serial: { reachable: true } });
+    // Only dc1's nodes are asked; they are unsafe exactly when one of them says periodic.
+    const dc1Unsafe = [...oracle.nodes.values()].some(
+      (node) => node.dc === 'dc1' && node.commitlogSync === 'periodic',
+    );
+    expect(report.nodeSafety).toMatchObject({ dc: 'dc1', safe: !dc1Unsafe, error: null });
+    expect(after.stderr === '').toBe(!dc1Unsafe);
     const status = report.sequences[0]!;
     const global = grantRows.find((row) => row['dc'] === 'GLOBAL')!;
     expect(big(status.globalLast)).toBe(big(global['last_integer']));
@@ -327,7 +474,7 @@ describe('idgen-cass', () => {
   });
 
   it('check exits 4 and lists every violation', async () => {
-    expectOk(await idgen(['seed', 'broken', '--dc-range', '100', '--block', '10']));
+    expectOk(await idgen(['seed', 'broken', '--dc-range', '100', '--block', '10', ...unsafeOk()]));
     expectOk(await idgen(['next', 'broken', '-n', '5']));
     // Corrupt dc1's state behind the allocator's back (at LOCAL_SERIAL from dc1, as the
     // protocol touches it): last_integer beyond its reserved range.
@@ -441,6 +588,16 @@ describe.runIf(clusterInfo().faults)('idgen-cass during a partition of dc3', () 
     await faults.heal();
   });
 
+  /** `check` again every 2 s while it exits 11 (nodes not yet seen up again), for up to 60 s. */
+  async function settledCheck(args: readonly string[], options: RunOptions = {}): Promise<Run> {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const run = await idgen(args, options);
+      if (run.code !== 11 || Date.now() > deadline) return run;
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+    }
+  }
+
   /** Runs `next` in dc3 again and again until `stop` resolves. */
   async function drawInDc3(stop: Promise<unknown>): Promise<number> {
     let done = false;
@@ -454,7 +611,7 @@ describe.runIf(clusterInfo().faults)('idgen-cass during a partition of dc3', () 
   }
 
   it('status from dc3 exits 0, says SERIAL is unreachable and shows dc3 runway', async () => {
-    expectOk(await idgen(['seed', 'part', '--dc-range', '100000', '--block', '10']));
+    expectOk(await idgen(['seed', 'part', '--dc-range', '100000', '--block', '10', ...unsafeOk()]));
     expectOk(await idgen(['next', 'part', '-n', '10'], { dc: 'dc3' })); // dc3 gets its range
     expectOk(await idgen(['next', 'part', '-n', '10'])); // and dc1 its own
 
@@ -491,18 +648,54 @@ describe.runIf(clusterInfo().faults)('idgen-cass during a partition of dc3', () 
 
       // Commands that need SERIAL or every DC fail with exit code 3, one line.
       expectRefused(
-        await idgen(['seed', 'cut', '--dc-range', '100'], { dc: 'dc3' }),
+        await idgen(['seed', 'cut', '--dc-range', '100', ...unsafeOk()], { dc: 'dc3' }),
         3,
         'Cassandra is unavailable at SERIAL for create sequence',
       );
+
+      // From dc1, dc3's state cannot be read at EACH_QUORUM (nor any DC's: each is replicated
+      // in dc3 too); check reads it locally, names it unverified and exits 11, never 4.
+      const cut = await idgen(['check', 'part', '--json']);
+      expect({ code: cut.code, stdout: cut.stdout.slice(0, 1) }).toEqual({ code: 11, stdout: '{' });
+      const checked = JSON.parse(cut.stdout) as CheckJson;
+      expect(checked.verdict).toBe('incomplete');
+      const [part] = checked.sequences;
+      expect(part?.violations.filter((v) => v.confirmed)).toEqual([]);
+      const states = part!.unverified.filter((fact) => fact.fact === 'dc-state');
+      expect(states.map((fact) => fact.dc)).toContain('dc3');
+      expect(states.every((fact) => fact.reason.startsWith('EACH_QUORUM read failed: '))).toBe(
+        true,
+      );
+      // dc1's own state was read at LOCAL_SERIAL; the grants at SERIAL, which the majority has.
+      expect(
+        part!.unverified.filter((fact) => fact.dc === 'dc1' || fact.fact === 'grants'),
+      ).toEqual([]);
+      expect(cut.stderr).toMatch(
+        /^idgen-cass: check could not read every fact consistently, so it confirms no violation: "part": [^\n]*dc3's [^\n]*state[^\n]*\n$/,
+      );
+      const text = await idgen(['check', 'part']);
+      expect(text.code).toBe(11);
+      expect(text.stdout).toMatch(/^part +INCOMPLETE +\(grants: /m);
+      expect(text.stdout).toMatch(
+        /^ {2}unverified: .*dc3's .*\(read before and after the grants\): EACH_QUORUM read failed: /m,
+      );
+
+      // From dc3 SERIAL is cut off as well: the grants are unverified too.
+      const inside = JSON.parse(
+        (await idgen(['check', 'part', '--json'], { dc: 'dc3' })).stdout,
+      ) as CheckJson;
+      expect(inside.verdict).toBe('incomplete');
+      expect(inside.sequences[0]?.unverified.some((fact) => fact.fact === 'grants')).toBe(true);
     } finally {
       await faults.heal();
     }
 
-    const check = await idgen(['check']);
+    // Healed: every consistent read works again and the rows pass. Exit 11 while the nodes
+    // still see each other down after the heal (gossip), so wait for that to pass.
+    const check = await settledCheck(['check']);
     expectOk(check);
     expect(check.stdout).toMatch(/^part +ok /m);
-    const fromDc3 = await idgen(['check', 'part'], { dc: 'dc3' });
+    const fromDc3 = await settledCheck(['check', 'part'], { dc: 'dc3' });
     expectOk(fromDc3);
   });
 });
@@ -512,6 +705,7 @@ interface StatusJson {
   keyspace: string;
   dc: string;
   serial: { reachable: boolean; error: string | null };
+  nodeSafety: { dc: string; safe: boolean; problems: string[]; error: string | null };
   sequences: {
     name: string;
     settings: { domain: string; min: number; max: number; start: number; blockSize: number };
@@ -530,5 +724,28 @@ interface StatusJson {
       ratePerSecond: number | null;
       runwaySeconds: number | null;
     }[];
+  }[];
+}
+
+/** The parts of `preflight --json` the tests read. */
+interface PreflightJson {
+  verdict: 'safe' | 'unsafe' | 'incomplete';
+  nodes: {
+    host: string;
+    dc: string;
+    checked: boolean;
+    error: string | null;
+    checks: { check: string; status: string; value: string | null }[];
+  }[];
+}
+
+/** The parts of `check --json` the tests read. */
+interface CheckJson {
+  verdict: 'ok' | 'violated' | 'incomplete';
+  sequences: {
+    name: string;
+    verdict: 'ok' | 'violated' | 'incomplete';
+    violations: { kind: string; confirmed: boolean }[];
+    unverified: { fact: string; dc: string | null; read: string | null; reason: string }[];
   }[];
 }

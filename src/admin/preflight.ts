@@ -318,7 +318,7 @@ function paxosRepair(node: NodeSettings): NodeCheck {
     value,
     message: off
       ? `paxos_repair_enabled ${enabled ?? '?'}, skip_paxos_repair_on_topology_change ${skipped ?? '?'}: ${WHY['paxos-repair']}`
-      : 'on topology changes',
+      : 'paxos repair runs on topology changes, which keeps Paxos v2 linearizable across them',
   };
 }
 

@@ -15,7 +15,7 @@ const MARK: Readonly<Record<CheckStatus, string>> = {
 
 /** The human view of `report`, one string per line. */
 export function renderPreflight(report: PreflightReport): string[] {
-  const rows: string[][] = [['DC', 'node', 'version', 'check', '', 'found']];
+  const rows: string[][] = [['DC', 'node', 'version', 'check', 'result', 'found']];
   for (const node of report.nodes) {
     const version = node.version ?? '–';
     if (!node.checked) {

@@ -675,6 +675,9 @@ describe.runIf(clusterInfo().faults)('idgen-cass during a partition of dc3', () 
       );
       const text = await idgen(['check', 'part']);
       expect(text.code).toBe(11);
+      if (process.env['IDGEN_CLI_CAPTURE']) {
+        await writeFile(`${process.env['IDGEN_CLI_CAPTURE']}.check`, text.stdout + text.stderr);
+      }
       expect(text.stdout).toMatch(/^part +INCOMPLETE +\(grants: /m);
       expect(text.stdout).toMatch(
         /^ {2}unverified: .*dc3's .*\(read before and after the grants\): EACH_QUORUM read failed: /m,

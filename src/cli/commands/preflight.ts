@@ -29,13 +29,14 @@ same checks and refuse an unsafe cluster unless ${ALLOW_UNSAFE_FLAG} is given.
 
 Example:
   $ idgen-cass preflight
-  keyspace idgen · checked from dc1 · 2026-11-22T09:02:11.120Z
+  keyspace idgen · checked from dc1 · 2026-11-22T16:05:06.126Z
 
-  DC   node            version  check                         found
-  dc1  127.0.0.1:9042  5.0.8    commitlog-sync                ok    batch: every write is synced before it is acknowledged
-  dc1  127.0.0.1:9042  5.0.8    paxos-variant                 info  v2
+  DC   node            version  check                         result  found
+  dc1  127.0.0.1:9042  5.0.8    commitlog-sync                ok      batch: every write is synced before it is acknowledged
+  dc1  127.0.0.1:9042  5.0.8    commit-failure-policy         ok      stop
+  dc1  127.0.0.1:9042  5.0.8    paxos-variant                 info    v2
   …
-  safe: 3 nodes in dc1, dc2, dc3; no setting under which an ID could be handed out twice`,
+  safe: 9 nodes in dc1, dc2, dc3; no setting under which an ID could be handed out twice`,
     )
     .action(async () => {
       const admin = await ctx.admin();

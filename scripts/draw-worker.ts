@@ -45,7 +45,9 @@ const rate = values.rate ? Number(values.rate) : Infinity;
 
 const fd = fs.openSync(out, 'a');
 let pending: string[] = [];
+let lastFlush = Date.now();
 const flush = () => {
+  lastFlush = Date.now();
   if (pending.length > 0) {
     fs.writeSync(fd, pending.join('\n') + '\n');
     pending = [];
@@ -73,7 +75,8 @@ while (!stopping && drawn < maxCount && Date.now() < deadline) {
     const id = await sequence.next();
     pending.push(id.toString());
     drawn++;
-    if (pending.length >= 500) flush();
+    // Flushed often, so that tests can watch a worker's progress while it draws.
+    if (pending.length >= 500 || Date.now() - lastFlush >= 100) flush();
   } catch (err) {
     const code = (err as Partial<IdGenError>).code ?? 'UNKNOWN';
     // The first error of each code goes to stderr, so a stuck worker says why.

@@ -113,7 +113,7 @@ export async function up(topology: Topology, log: Log): Promise<NodeStatus[]> {
     await launch(node);
     await waitForCql(node);
   }
-  await waitForClusterUp(topology);
+  await waitForClusterUp(topology, log);
   return status(topology);
 }
 
@@ -236,9 +236,36 @@ export function linearizabilityViolations(topology: Topology = currentTopology()
   });
 }
 
+/**
+ * Nodes whose schema version differs from most nodes'. Cassandra 5.0.8 can lose a node's schema
+ * thread ("Unknown CF" in MigrationStage) when a keyspace is dropped while its mutations still
+ * arrive; such a node never agrees again until it restarts.
+ */
+async function schemaStragglers(specs: readonly NodeSpec[]): Promise<NodeSpec[]> {
+  const versions = await Promise.all(
+    specs.map(async (node) =>
+      withClient(node, async (client) => {
+        const row = (await client.execute('SELECT schema_version FROM system.local')).first();
+        return String(row?.['schema_version'] ?? '');
+      }).catch(() => ''),
+    ),
+  );
+  const counts = new Map<string, number>();
+  for (const v of versions) if (v !== '') counts.set(v, (counts.get(v) ?? 0) + 1);
+  const majority = [...counts].sort((a, b) => b[1] - a[1])[0]?.[0];
+  return specs.filter((_, i) => versions[i] !== '' && versions[i] !== majority);
+}
+
 /** Every node, as coordinator, writes at ALL to a keyspace replicated on every node. */
-async function waitForClusterUp(topology: Topology): Promise<void> {
+async function waitForClusterUp(topology: Topology, log: Log = () => undefined): Promise<void> {
   const specs = nodeSpecs(topology);
+  for (const node of await schemaStragglers(specs)) {
+    log(`restarting ${node.name}: its schema disagrees with the other nodes'`);
+    await stopNode(node);
+    writeNodeConfig(node, seedsOf(specs), topology);
+    await launch(node);
+    await waitForCql(node);
+  }
   const first = specs[0]!;
   const replication = [...new Set(specs.map((s) => s.dc))]
     .map((dc) => `'${dc}': ${topology.nodesPerDc}`)

@@ -209,23 +209,31 @@ describe.runIf(clusterInfo().faults)('allocator processes under faults', () => {
   it('keep serving in a partitioned DC and stay unique after heal', async () => {
     // dc3's ranges (up to 2 × 5 000 IDs) outlast its 4 × 40 IDs/s over the 20 s partition.
     await seed('partitioned', { dcRangeSize: 5_000, blockSize: 50 });
-    const all = workers('partitioned', 4, { durationMs: 40_000, rate: 40 });
+    const all = workers('partitioned', 4, { durationMs: 50_000, rate: 40 });
     await Promise.all(all.map((w) => w.ready));
+    const dc3Drawn = () =>
+      all.filter((w) => w.spec.dc === 'dc3').reduce((n, w) => n + readIds(w).length, 0);
     await sleep(5_000);
+    const dc3Start = dc3Drawn();
+    await sleep(10_000);
+    // dc3's own pace before the cut, on this machine under this load.
+    const dc3RateBefore = (dc3Drawn() - dc3Start) / 10;
     await faults.partition('dc3');
-    const dc3Before = all
-      .filter((w) => w.spec.dc === 'dc3')
-      .reduce((n, w) => n + readIds(w).length, 0);
+    const dc3Before = dc3Drawn();
     const grantsAtCut = (await grants('partitioned')).byDc.get('dc3')?.length ?? 0;
     await sleep(20_000);
-    const dc3During =
-      all.filter((w) => w.spec.dc === 'dc3').reduce((n, w) => n + readIds(w).length, 0) - dc3Before;
+    const dc3During = dc3Drawn() - dc3Before;
     await faults.heal();
     const summaries = await finishAll(all);
     for (const [i, s] of summaries.entries()) expect(s, all[i]!.stderr()).toBeDefined();
 
-    // dc3 kept issuing IDs while cut off (4 processes × 40/s × 20 s ≈ 3 200, minus flush lag).
-    expect(dc3During).toBeGreaterThan(1_500);
+    // dc3 kept issuing IDs while cut off, at least at half its pace before the cut (nominally
+    // 4 processes × 40/s; the machine's load sets the real pace).
+    console.info(
+      `partition: dc3 drew ${dc3RateBefore.toFixed(0)}/s before the cut, ${(dc3During / 20).toFixed(0)}/s during it`,
+    );
+    expect(dc3RateBefore).toBeGreaterThan(0);
+    expect(dc3During / 20).toBeGreaterThan(dc3RateBefore / 2);
     for (const s of summaries.filter((s) => s?.dc === 'dc3')) {
       expect(s!.errors['IDGEN_SERIAL_UNAVAILABLE'] ?? 0).toBe(0);
     }

@@ -191,11 +191,10 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  try {
+  // The keyspace stays on the local cluster (see TestKeyspace.drop in test/support/cluster.ts).
+  if (clusterInfo().source !== 'local')
     await admin?.execute(`DROP KEYSPACE IF EXISTS "${KEYSPACE}"`);
-  } finally {
-    await admin?.shutdown();
-  }
+  await admin?.shutdown();
 });
 
 describe('idgen-cass preflight', () => {
@@ -260,7 +259,8 @@ describe('idgen-cass preflight', () => {
         expectOk(await idgen(['seed', 'accepted'], { keyspace: fresh }));
       }
     } finally {
-      await admin.execute(`DROP KEYSPACE IF EXISTS "${fresh}"`);
+      if (clusterInfo().source !== 'local')
+        await admin.execute(`DROP KEYSPACE IF EXISTS "${fresh}"`);
     }
   });
 });

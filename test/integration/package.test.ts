@@ -71,7 +71,7 @@ describe('the npm package', () => {
         !/^dist\/src\/.+\.(js|d\.ts)$/.test(f),
     );
     expect(unexpected).toEqual([]);
-    expect(files.some((f) => /test|scripts\/|\.map$/.test(f))).toBe(false);
+    expect(files.some((f) => /(^|\/)test\/|^scripts\/|\.map$/.test(f))).toBe(false);
   });
 
   it('type-checks a user program against the shipped declarations', async () => {

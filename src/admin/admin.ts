@@ -14,6 +14,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { ConnectionOptions } from '../connection.js';
 import { InvalidOptionError, SequenceNotFoundError } from '../errors.js';
 import { validateSequenceName } from '../options.js';
+import { ascending } from '../order.js';
 import type { IdStore, NodeSettings, SequenceSettings } from '../store/port.js';
 import {
   checkSequence,
@@ -381,7 +382,9 @@ export class Admin {
 
   /** The cluster's nodes as this client sees them, sorted by DC and address. */
   hosts(): HostStatus[] {
-    return [...this.#hosts()].sort((a, b) => compare(a.dc, b.dc) || compare(a.address, b.address));
+    return [...this.#hosts()].sort(
+      (a, b) => ascending(a.dc, b.dc) || ascending(a.address, b.address),
+    );
   }
 
   /** Closes the store (and the client, if {@link openAdmin} built it). */
@@ -396,8 +399,4 @@ function nonNegative(option: string, value: number | undefined, fallback: number
     throw new InvalidOptionError(option, value, 'a finite number of milliseconds, at least 0');
   }
   return value;
-}
-
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -21,6 +21,7 @@
 import { dcStateViolations, type DcStateViolationKind } from '../allocator/dc-state.js';
 import { InvariantError } from '../errors.js';
 import { validateStoredSettings } from '../options.js';
+import { ascending } from '../order.js';
 import type { DcState, Grant } from '../store/port.js';
 import type { SequenceSnapshot } from './status.js';
 
@@ -203,7 +204,7 @@ function checkGrants(
 ): void {
   const { settings, globalLast } = snapshot;
   const all: { readonly dc: string; readonly grant: Grant }[] = [];
-  for (const [dc, grants] of [...snapshot.grants].sort(([a], [b]) => compare(a, b))) {
+  for (const [dc, grants] of [...snapshot.grants].sort(([a], [b]) => ascending(a, b))) {
     grants.forEach((grant, index) => {
       const name = `grant #${grant.number} of ${dc} [${grant.min}, ${grant.max}]`;
       if (grant.number !== index + 1) {
@@ -232,7 +233,7 @@ function checkGrants(
   }
 
   // Sorted by first ID, grants are disjoint iff each starts above the highest ID seen before it.
-  all.sort((a, b) => compare(a.grant.min, b.grant.min));
+  all.sort((a, b) => ascending(a.grant.min, b.grant.min));
   let highest: (typeof all)[number] | undefined;
   for (const entry of all) {
     if (highest !== undefined && entry.grant.min <= highest.grant.max) {
@@ -290,8 +291,4 @@ export function describeFacts(facts: readonly UnverifiedFact[]): string {
     parts.push(`${list} state${dcs.length === 1 ? '' : 's'} (${when})`);
   }
   return parts.join(' and ');
-}
-
-function compare<T extends string | bigint>(a: T, b: T): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -43,6 +43,7 @@
  *   segments at replay instead of stopping the node: acknowledged writes can go missing.
  */
 
+import { ascending } from '../order.js';
 import type { NodeSettings } from '../store/port.js';
 
 /** Cassandra's own floor for how long Paxos state is kept (`SystemKeyspace.legacyPaxosTtlSec`). */
@@ -393,7 +394,9 @@ export function preflightReport(input: {
       unchecked.push(`${host.address} (${host.dc}) ${error}`);
     }
   }
-  const sorted = [...nodes.values()].sort((a, b) => compare(a.dc, b.dc) || compare(a.host, b.host));
+  const sorted = [...nodes.values()].sort(
+    (a, b) => ascending(a.dc, b.dc) || ascending(a.host, b.host),
+  );
   for (const node of sorted) {
     for (const check of node.checks.filter((c) => c.status === 'unknown')) {
       unchecked.push(`${node.host} (${node.dc}) ${check.check}: ${check.message}`);
@@ -428,8 +431,4 @@ export function problemLines(nodes: readonly NodePreflight[]): string[] {
   return [...groups.values()].map(
     ({ check, value, hosts }) => `${SETTING[check]} ${value} on ${hosts.join(', ')}: ${WHY[check]}`,
   );
-}
-
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -21,6 +21,7 @@ import {
 } from '../errors.js';
 import { mutated } from '../allocator/mutations.js';
 import { isValidName } from '../names.js';
+import { ascending } from '../order.js';
 import { describeDriverError, mapFailure } from './cassandra-errors.js';
 import {
   GLOBAL,
@@ -198,7 +199,7 @@ export class CassandraStore implements IdStore {
     } catch (error) {
       throw this.failure(error, 'listSequences', 'list sequences'); // a later page failed
     }
-    return sequences.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return sequences.sort((a, b) => ascending(a.name, b.name));
   }
 
   async alterSequence(
@@ -468,18 +469,11 @@ export class CassandraStore implements IdStore {
 
   private async read(name: StatementName, params: unknown[], operation: string) {
     const statement = mutatedStatement(name, STATEMENTS[name]);
-    let result: cassandra.types.ResultSet;
     try {
-      result = await this.client.execute(
-        this.cql[name],
-        params,
-        this.requestOptions(statement, false),
-      );
+      return await this.execute(name, statement, params, operation, false);
     } catch (error) {
       throw this.failure(error, name, operation);
     }
-    if (statement.level === 'local_serial') this.checkCoordinator(result, operation);
-    return result;
   }
 
   /** Runs a conditional statement once; rejected outcomes keep the rows the round returned. */
@@ -495,16 +489,33 @@ export class CassandraStore implements IdStore {
     const statement = mutatedStatement(name, STATEMENTS[name]);
     let result: cassandra.types.ResultSet;
     try {
-      result = await this.client.execute(
-        this.cql[name],
-        params,
-        this.requestOptions(statement, true),
-      );
+      result = await this.execute(name, statement, params, operation, true);
     } catch (error) {
       return this.casFailure(error, statement, operation);
     }
-    if (statement.level === 'local_serial') this.checkCoordinator(result, operation);
     return result.wasApplied() ? APPLIED : { kind: 'rejected', rows: result.rows };
+  }
+
+  /**
+   * Sends statement `name` once, with the consistency of `statement` (the statement itself, or
+   * what a negative control made of it), and refuses a LOCAL_SERIAL result coordinated outside
+   * the local DC. Driver failures and that refusal are thrown for the caller to map: a read
+   * throws them, a conditional write's failure is an unknown outcome.
+   */
+  private async execute(
+    name: StatementName,
+    statement: Statement,
+    params: unknown[],
+    operation: string,
+    conditional: boolean,
+  ): Promise<cassandra.types.ResultSet> {
+    const result = await this.client.execute(
+      this.cql[name],
+      params,
+      this.requestOptions(statement, conditional),
+    );
+    if (statement.level === 'local_serial') this.checkCoordinator(result, operation);
+    return result;
   }
 
   private casFailure(

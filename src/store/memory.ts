@@ -13,6 +13,7 @@
 import assert from 'node:assert/strict';
 
 import { SequenceNotFoundError, StoreUnavailableError } from '../errors.js';
+import { ascending } from '../order.js';
 import type {
   CasOutcome,
   DcStamp,
@@ -238,7 +239,7 @@ export class MemoryStore implements IdStore {
     await this.enter('listSequences');
     return [...this.sequences.values()]
       .map((record) => record.settings)
-      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      .sort((a, b) => ascending(a.name, b.name));
   }
 
   async alterSequence(

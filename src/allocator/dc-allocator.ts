@@ -11,8 +11,8 @@
  *
  * Every write goes through {@link runConditionalWrite}, which says whether it is shown to be
  * ours; nothing else is ever used. Every row read is checked first (dc-state.ts lists the
- * invariants), and compared with what this process saw before: rows that went backwards mean
- * lost writes, and the process stops allocating rather than hand out IDs again.
+ * invariants), and compared with what this process saw before (watermarks.ts): rows that went
+ * backwards mean lost writes, and the process stops allocating rather than hand out IDs again.
  */
 
 import { randomUUID } from 'node:crypto';
@@ -46,6 +46,7 @@ import {
   remainingIn,
 } from './dc-state.js';
 import { FailureLog } from './failures.js';
+import { grantsWentBack, stateWentBack, Watermarks } from './watermarks.js';
 
 /** How many conditional writes in a row may fail to be ours before an operation gives up. */
 export const MAX_CAS_ATTEMPTS = 12;
@@ -111,22 +112,6 @@ export interface ClaimedBlock {
   readonly rangeLow: boolean;
 }
 
-/**
- * The newest rows this process has seen or written. Rows are only ever moved forward, so a read
- * below any mark that was already set when the read was sent shows lost writes. (A mark set
- * while the read was in flight proves nothing: the read may have been served before it.)
- */
-interface Watermarks {
-  version: number;
-  reservedGrant: number;
-  installedGrant: number;
-  /** The reserved grant of this process's last claimed block, and that block's last ID. */
-  claimGrant: number;
-  claimedUpTo: bigint;
-  globalLast: bigint;
-  latestGrant: number;
-}
-
 /** One sequence in one DC; one instance per sequence handle. */
 export class DcAllocator {
   /** What this DC level did; see {@link DcCounters}. */
@@ -160,6 +145,7 @@ export class DcAllocator {
   private exhaustionLogged = false;
   /** Set once GLOBAL reached `max` with no grant pending for this DC; it can never change. */
   private exhaustedError: SequenceExhaustedError | undefined;
+  /** What this process saw of the rows, to tell rows that went back (watermarks.ts). */
   private readonly seen: Watermarks;
 
   constructor(options: DcAllocatorOptions) {
@@ -178,15 +164,7 @@ export class DcAllocator {
         recovered: 'requesting DC ranges works again',
       },
     });
-    this.seen = {
-      version: 0,
-      reservedGrant: 0,
-      installedGrant: 0,
-      claimGrant: 0,
-      claimedUpTo: 0n,
-      globalLast: options.settings.start - 1n,
-      latestGrant: 0,
-    };
+    this.seen = new Watermarks(options.settings.start - 1n);
   }
 
   private get sequence(): string {
@@ -233,7 +211,7 @@ export class DcAllocator {
       last = await this.writeState(state, next);
       if (isOurs(last.verdict)) {
         this.counters.blocksClaimed++;
-        this.raiseClaimMark(next.reservedGrant, block.last);
+        this.seen.raiseClaim(next.reservedGrant, block.last);
         return {
           first: block.first,
           last: block.last,
@@ -289,8 +267,7 @@ export class DcAllocator {
       const back = state === undefined ? undefined : giveBack(state, first, last, randomUUID());
       if (state === undefined || back === undefined) return 0n;
       // From here this process's own write may move last_integer below its blocks.
-      this.seen.claimGrant = 0;
-      this.seen.claimedUpTo = 0n;
+      this.seen.forgetClaims();
       const result = await this.writeState(state, back.next);
       if (isOurs(result.verdict)) return back.returned;
       if (result.verdict !== 'lost') return 0n;
@@ -485,7 +462,7 @@ export class DcAllocator {
       },
     });
     this.count(result);
-    if (isOurs(result.verdict)) this.raiseStateMarks(next);
+    if (isOurs(result.verdict)) this.seen.raiseState(next);
     return result;
   }
 
@@ -519,74 +496,24 @@ export class DcAllocator {
 
   private async readState(): Promise<DcState | undefined> {
     this.counters.localSerialReads++;
-    const floor: Readonly<Watermarks> = { ...this.seen };
+    const floor = this.seen.floor();
     const state = await this.store.readDcState(this.sequence, this.dc);
-    if (state === undefined) {
-      if (floor.version > 0) {
-        throw this.rolledBack(`the DC state is gone; version ${floor.version} was seen`);
-      }
-      return undefined;
-    }
-    this.checkState(state, {});
-    this.checkStateAgainst(floor, state);
-    this.raiseStateMarks(state);
+    if (state !== undefined) this.checkState(state, {});
+    const wentBack = stateWentBack(floor, state);
+    if (wentBack !== undefined) throw this.rolledBack(wentBack);
+    if (state !== undefined) this.seen.raiseState(state);
     return state;
   }
 
   private async readGrants(): Promise<GrantView> {
     this.counters.serialReads++;
-    const floor: Readonly<Watermarks> = { ...this.seen };
+    const floor = this.seen.floor();
     const view = await this.store.readGrants(this.sequence, this.dc);
     this.checkGrants(view);
-    if (view.globalLast < floor.globalLast) {
-      throw this.rolledBack(
-        `GLOBAL last_integer ${view.globalLast}, after ${floor.globalLast} was read`,
-      );
-    }
-    const latest = view.latest?.number ?? 0;
-    if (latest < floor.latestGrant) {
-      throw this.rolledBack(`latest grant #${latest}, after grant #${floor.latestGrant} was read`);
-    }
-    this.seen.globalLast = max(this.seen.globalLast, view.globalLast);
-    this.seen.latestGrant = Math.max(this.seen.latestGrant, latest);
+    const wentBack = grantsWentBack(floor, view);
+    if (wentBack !== undefined) throw this.rolledBack(wentBack);
+    this.seen.raiseGrants(view);
     return view;
-  }
-
-  /** A state read must not be older than what was seen before the read was sent. */
-  private checkStateAgainst(floor: Readonly<Watermarks>, state: DcState): void {
-    if (state.version < floor.version) {
-      throw this.rolledBack(`version ${state.version}, after version ${floor.version} was seen`);
-    }
-    if (state.reservedGrant < floor.reservedGrant || state.installedGrant < floor.installedGrant) {
-      throw this.rolledBack(
-        `grants reserved #${state.reservedGrant} / installed #${state.installedGrant}, after #${floor.reservedGrant} / #${floor.installedGrant} were seen`,
-      );
-    }
-    // Only this process's own give-back moves last_integer below its blocks, and it does not
-    // read again afterwards.
-    if (state.reservedGrant === floor.claimGrant && state.lastInteger < floor.claimedUpTo) {
-      throw this.rolledBack(
-        `last_integer ${state.lastInteger}, below ${floor.claimedUpTo} which this process claimed`,
-      );
-    }
-  }
-
-  /** Moves the marks up to `state` (never down: replies of concurrent calls arrive in any order). */
-  private raiseStateMarks(state: DcState): void {
-    const seen = this.seen;
-    seen.version = Math.max(seen.version, state.version);
-    seen.reservedGrant = Math.max(seen.reservedGrant, state.reservedGrant);
-    seen.installedGrant = Math.max(seen.installedGrant, state.installedGrant);
-  }
-
-  private raiseClaimMark(reservedGrant: number, last: bigint): void {
-    const seen = this.seen;
-    if (reservedGrant > seen.claimGrant) {
-      seen.claimGrant = reservedGrant;
-      seen.claimedUpTo = last;
-    } else if (reservedGrant === seen.claimGrant) {
-      seen.claimedUpTo = max(seen.claimedUpTo, last);
-    }
   }
 
   private rangeLow(state: DcState): boolean {
@@ -707,8 +634,4 @@ export function judgeGrant(
 
 function min(a: bigint, b: bigint): bigint {
   return a < b ? a : b;
-}
-
-function max(a: bigint, b: bigint): bigint {
-  return a > b ? a : b;
 }

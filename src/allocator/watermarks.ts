@@ -1,0 +1,117 @@
+/**
+ * Rollback detection (docs/design.md, "What the cluster must guarantee"): the newest rows this
+ * process has seen or written. Rows only ever move forward, so a read below a mark that was
+ * already set when the read was sent shows lost writes (a mark set while the read was in flight
+ * proves nothing: the read may have been served before it). The DC level takes a
+ * {@link Watermarks.floor} before each read and asks it about what came back.
+ */
+
+import type { DcState, GrantView } from '../store/port.js';
+
+/** The marks as they stood when a read was sent: what the read must not be below. */
+export interface Floor {
+  readonly version: number;
+  readonly reservedGrant: number;
+  readonly installedGrant: number;
+  /** The reserved grant of this process's last claimed block, and that block's last ID. */
+  readonly claimGrant: number;
+  readonly claimedUpTo: bigint;
+  readonly globalLast: bigint;
+  readonly latestGrant: number;
+}
+
+/** The marks of one sequence in one DC, as this process saw its rows. */
+export class Watermarks {
+  private marks: { -readonly [K in keyof Floor]: Floor[K] };
+
+  /** @param globalLast GLOBAL's `last_integer` before any grant: the sequence's `start - 1`. */
+  constructor(globalLast: bigint) {
+    this.marks = {
+      version: 0,
+      reservedGrant: 0,
+      installedGrant: 0,
+      claimGrant: 0,
+      claimedUpTo: 0n,
+      globalLast,
+      latestGrant: 0,
+    };
+  }
+
+  /** A copy of the marks now; take it before sending the read it will judge. */
+  floor(): Floor {
+    return { ...this.marks };
+  }
+
+  /** Moves the marks up to `state` (never down: replies of concurrent calls arrive in any order). */
+  raiseState(state: DcState): void {
+    const marks = this.marks;
+    marks.version = Math.max(marks.version, state.version);
+    marks.reservedGrant = Math.max(marks.reservedGrant, state.reservedGrant);
+    marks.installedGrant = Math.max(marks.installedGrant, state.installedGrant);
+  }
+
+  /** Moves the grant-level marks up to what `view` shows. */
+  raiseGrants(view: GrantView): void {
+    this.marks.globalLast = max(this.marks.globalLast, view.globalLast);
+    this.marks.latestGrant = Math.max(this.marks.latestGrant, view.latest?.number ?? 0);
+  }
+
+  /** Marks block `[…, last]`, claimed from the reserved range of grant `reservedGrant`. */
+  raiseClaim(reservedGrant: number, last: bigint): void {
+    const marks = this.marks;
+    if (reservedGrant > marks.claimGrant) {
+      marks.claimGrant = reservedGrant;
+      marks.claimedUpTo = last;
+    } else if (reservedGrant === marks.claimGrant) {
+      marks.claimedUpTo = max(marks.claimedUpTo, last);
+    }
+  }
+
+  /**
+   * Forgets the claimed blocks: from a give-back on, this process's own write may move
+   * `last_integer` below them.
+   */
+  forgetClaims(): void {
+    this.marks.claimGrant = 0;
+    this.marks.claimedUpTo = 0n;
+  }
+}
+
+/**
+ * How a DC state read (undefined: no row) is older than `floor`, or undefined if it is not.
+ */
+export function stateWentBack(floor: Floor, state: DcState | undefined): string | undefined {
+  if (state === undefined) {
+    return floor.version > 0
+      ? `the DC state is gone; version ${floor.version} was seen`
+      : undefined;
+  }
+  if (state.version < floor.version) {
+    return `version ${state.version}, after version ${floor.version} was seen`;
+  }
+  if (state.reservedGrant < floor.reservedGrant || state.installedGrant < floor.installedGrant) {
+    return `grants reserved #${state.reservedGrant} / installed #${state.installedGrant}, after #${floor.reservedGrant} / #${floor.installedGrant} were seen`;
+  }
+  // Only this process's own give-back moves last_integer below its blocks, and it does not
+  // read again afterwards.
+  if (state.reservedGrant === floor.claimGrant && state.lastInteger < floor.claimedUpTo) {
+    return `last_integer ${state.lastInteger}, below ${floor.claimedUpTo} which this process claimed`;
+  }
+  return undefined;
+}
+
+/** How a read of the grant level is older than `floor`, or undefined if it is not. */
+export function grantsWentBack(floor: Floor, view: GrantView): string | undefined {
+  if (view.globalLast < floor.globalLast) {
+    return `GLOBAL last_integer ${view.globalLast}, after ${floor.globalLast} was read`;
+  }
+  const latest = view.latest?.number ?? 0;
+  if (latest < floor.latestGrant) {
+    return `latest grant #${latest}, after grant #${floor.latestGrant} was read`;
+  }
+  return undefined;
+}
+
+function max(a: bigint, b: bigint): bigint {
+  return a > b ? a : b;
+}

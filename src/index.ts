@@ -47,7 +47,9 @@ export type {
 export { IdGen, ID_GEN_DEFAULTS } from './allocator/id-gen.js';
 export type { SequenceHandleOptions } from './allocator/id-gen.js';
 export { Sequence } from './allocator/sequence.js';
-export type { CallOptions, SequenceState, SequenceStats } from './allocator/sequence.js';
+export type { SequenceState } from './allocator/sequence.js';
+export type { CallOptions } from './allocator/call-deadline.js';
+export type { SequenceStats } from './allocator/sequence-stats.js';
 export type { IdRange } from './allocator/block.js';
 export { DOMAIN_MAX, SEQUENCE_DEFAULTS } from './options.js';
 export type { AlterSequenceOptions, CreateSequenceOptions, DomainPreset } from './options.js';

@@ -15,7 +15,8 @@ import type { IdStore, SequenceSettings } from '../store/port.js';
 import { BIGINT_IDS, NUMBER_IDS } from './block.js';
 import type { Clock } from './clock.js';
 import { alterSettings, createSettings } from './settings-writes.js';
-import { Sequence, type SequenceStats } from './sequence.js';
+import { Sequence } from './sequence.js';
+import type { SequenceStats } from './sequence-stats.js';
 
 /** What `connect()` gives {@link IdGen}. */
 export interface IdGenOptions {

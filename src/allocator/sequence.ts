@@ -1,8 +1,9 @@
 /**
  * The process level of one sequence: its lifecycle, a double buffer of blocks
  * (block-buffer.ts), single-flight refills that retry failures that pass, callers waiting up to
- * their deadline, and close(). The DC level (grants, the DC state, its background range
- * requests) is {@link DcAllocator}'s.
+ * their deadline (call-deadline.ts), and close(). The DC level (grants, the DC state, its
+ * background range requests) is {@link DcAllocator}'s; stats() merges the two levels' counters
+ * (sequence-stats.ts).
  */
 
 import assert from 'node:assert/strict';
@@ -10,13 +11,10 @@ import assert from 'node:assert/strict';
 import type { Logger } from '../logger.js';
 
 import {
-  AbortedError,
   ClosedError,
   ContentionError,
-  DeadlineError,
   DomainNeedsBigIntError,
   InvalidCountError,
-  InvalidOptionError,
   InvariantError,
   SequenceNotFoundError,
   SerialUnavailableError,
@@ -29,8 +27,10 @@ import type { IdKind, IdRange } from './block.js';
 import { SYSTEM_CLOCK, type Clock } from './clock.js';
 import { mutated } from './mutations.js';
 import { BlockBuffer } from './block-buffer.js';
+import { callTimeoutOf, waitWithinDeadline, type CallOptions } from './call-deadline.js';
 import { DcAllocator, type ClaimedBlock } from './dc-allocator.js';
 import { FailureLog } from './failures.js';
+import { sequenceStats, type SequenceStats } from './sequence-stats.js';
 
 /**
  * Lifecycle of a {@link Sequence}:
@@ -53,40 +53,6 @@ const TRANSITIONS: Readonly<Record<SequenceState, readonly SequenceState[]>> = {
   closed: [],
 };
 
-/** A snapshot of one handle's counters, since it was created. */
-export interface SequenceStats {
-  /** IDs this process holds and has not handed out: current block plus preloaded block. */
-  readonly remaining: number;
-  /** Blocks claimed from the DC (confirmed claims only). */
-  readonly blocksClaimed: number;
-  /** DC ranges this process got granted at SERIAL. */
-  readonly rangesGranted: number;
-  /** `next()`/`take()` calls that found no local ID and had to wait for a refill. */
-  readonly waits: number;
-  /**
-   * Failed operations: block claims, DC range requests and block returns (a claim that failed
-   * because its range request failed counts twice).
-   */
-  readonly errors: number;
-  /** Conditional writes whose condition did not hold (lost races). */
-  readonly casRejections: number;
-  /** Conditional writes that timed out with an unknown outcome. */
-  readonly casUnknown: number;
-  /**
-   * IDs this process claimed (or may have claimed) and will never hand out: unresolved CAS
-   * timeouts, block remainders skipped by `take()`, and unused IDs not returned on close.
-   */
-  readonly wasted: number;
-  /** Conditional writes sent (SERIAL and LOCAL_SERIAL). */
-  readonly lwtWrites: number;
-  /** Reads of the grant level at SERIAL. */
-  readonly serialReads: number;
-  /** Reads of the DC state at LOCAL_SERIAL. */
-  readonly localSerialReads: number;
-  /** The most recent failure, if any. */
-  readonly lastError: Error | undefined;
-}
-
 /** What {@link IdGen} gives a handle. */
 export interface SequenceContext<T extends number | bigint> {
   readonly name: string;
@@ -99,18 +65,6 @@ export interface SequenceContext<T extends number | bigint> {
   readonly clock?: Clock | undefined;
   /** Default deadline of a call that waits for IDs, in ms. */
   readonly callTimeoutMs: number;
-}
-
-/** How long a call may wait for IDs, and how it can be cancelled. */
-export interface CallOptions {
-  /**
-   * Milliseconds the call may wait for a refill before it rejects (with the refill's last
-   * error, or {@link DeadlineError}); the refill itself carries on.
-   * @default the `callTimeoutMs` option of `connect()` (10 000)
-   */
-  readonly timeoutMs?: number | undefined;
-  /** Rejects the call with {@link AbortedError} when it fires; the refill carries on. */
-  readonly signal?: AbortSignal | undefined;
 }
 
 /**
@@ -312,28 +266,15 @@ export class Sequence<T extends number | bigint> {
 
   /** A frozen snapshot of this handle's counters, process and DC level merged; see {@link SequenceStats}. */
   stats(): SequenceStats {
-    const dc = this.loaded?.allocator;
-    const dcCounters = dc?.counters;
-    const rangeFailures = dc?.failures;
-    const failures = this.failures;
-    const lastError =
-      rangeFailures !== undefined && rangeFailures.lastErrorAt > failures.lastErrorAt
-        ? rangeFailures.lastError
-        : (failures.lastError ?? rangeFailures?.lastError);
-    return Object.freeze({
-      remaining: this.buffer.remaining,
-      blocksClaimed: dcCounters?.blocksClaimed ?? 0,
-      rangesGranted: dcCounters?.rangesGranted ?? 0,
-      waits: this.counters.waits,
-      errors: failures.errors + (rangeFailures?.errors ?? 0),
-      casRejections: dcCounters?.casRejections ?? 0,
-      casUnknown: dcCounters?.casUnknown ?? 0,
-      wasted: this.counters.wasted + (dcCounters?.wasted ?? 0),
-      lwtWrites: dcCounters?.lwtWrites ?? 0,
-      serialReads: dcCounters?.serialReads ?? 0,
-      localSerialReads: dcCounters?.localSerialReads ?? 0,
-      lastError,
-    });
+    return sequenceStats(
+      {
+        remaining: this.buffer.remaining,
+        waits: this.counters.waits,
+        wasted: this.counters.wasted,
+        failures: this.failures,
+      },
+      this.loaded?.allocator,
+    );
   }
 
   /**
@@ -503,48 +444,20 @@ export class Sequence<T extends number | bigint> {
   }
 
   private deadlineOf(options: CallOptions | undefined): number {
-    const timeoutMs = options?.timeoutMs ?? this.callTimeoutMs;
-    if (typeof timeoutMs !== 'number' || !(timeoutMs >= 0)) {
-      throw new InvalidOptionError('timeoutMs', timeoutMs, 'a number of milliseconds, at least 0');
-    }
-    return timeoutMs;
+    return callTimeoutOf(options, this.callTimeoutMs);
   }
 
   /**
-   * Waits for the refill in flight (starting one if needed), at most `timeoutMs` and until
-   * `signal` fires. At the deadline it rejects with the error the refill keeps failing with, if
-   * any, else with {@link DeadlineError}; the refill carries on either way.
+   * Waits for the refill in flight (starting one if needed) within the call's deadline
+   * (call-deadline.ts); the refill carries on either way.
    */
   private waitForRefill(timeoutMs: number, signal: AbortSignal | undefined): Promise<void> {
-    const refill = this.refill();
-    if (signal?.aborted === true) {
-      refill.catch(ignore);
-      return Promise.reject(new AbortedError(this.name, { cause: signal.reason }));
-    }
-    return new Promise<void>((resolve, reject) => {
-      const cancelTimer = this.clock.after(timeoutMs, () => {
-        done();
-        reject(this.claimFailure ?? new DeadlineError(this.name, timeoutMs));
-      });
-      const onAbort = () => {
-        done();
-        reject(new AbortedError(this.name, { cause: signal?.reason }));
-      };
-      const done = () => {
-        cancelTimer();
-        signal?.removeEventListener('abort', onAbort);
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      refill.then(
-        () => {
-          done();
-          resolve();
-        },
-        (error: unknown) => {
-          done();
-          reject(error);
-        },
-      );
+    return waitWithinDeadline(this.refill(), {
+      sequence: this.name,
+      timeoutMs,
+      signal,
+      clock: this.clock,
+      lastFailure: () => this.claimFailure,
     });
   }
 

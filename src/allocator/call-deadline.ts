@@ -1,0 +1,87 @@
+/**
+ * A caller's wait for IDs: how long it may wait and how it can be cancelled. The refill it
+ * waits for is not the caller's: it carries on after the caller gives up, for the callers
+ * still waiting and the calls to come.
+ */
+
+import { AbortedError, DeadlineError, InvalidOptionError } from '../errors.js';
+import type { Clock } from './clock.js';
+
+/** How long a call may wait for IDs, and how it can be cancelled. */
+export interface CallOptions {
+  /**
+   * Milliseconds the call may wait for a refill before it rejects (with the refill's last
+   * error, or {@link DeadlineError}); the refill itself carries on.
+   * @default the `callTimeoutMs` option of `connect()` (10 000)
+   */
+  readonly timeoutMs?: number | undefined;
+  /** Rejects the call with {@link AbortedError} when it fires; the refill carries on. */
+  readonly signal?: AbortSignal | undefined;
+}
+
+/**
+ * The milliseconds a call may wait: its own `timeoutMs`, else the handle's `fallback`.
+ * @throws {InvalidOptionError} naming `timeoutMs` unless it is a number, at least 0.
+ */
+export function callTimeoutOf(options: CallOptions | undefined, fallback: number): number {
+  const timeoutMs = options?.timeoutMs ?? fallback;
+  if (typeof timeoutMs !== 'number' || !(timeoutMs >= 0)) {
+    throw new InvalidOptionError('timeoutMs', timeoutMs, 'a number of milliseconds, at least 0');
+  }
+  return timeoutMs;
+}
+
+/** One call's wait for the refill of sequence `sequence`. */
+export interface Wait {
+  readonly sequence: string;
+  readonly timeoutMs: number;
+  readonly signal: AbortSignal | undefined;
+  readonly clock: Clock;
+  /**
+   * The error the refill keeps failing with while it retries, if any: asked at the deadline, so
+   * that a caller who gives up learns why rather than only that time ran out.
+   */
+  readonly lastFailure: () => Error | undefined;
+}
+
+/**
+ * Waits for `refill`, at most `wait.timeoutMs` and until `wait.signal` fires. At the deadline
+ * it rejects with `wait.lastFailure()`, if any, else with {@link DeadlineError}; when the signal
+ * fires, with {@link AbortedError}. `refill` carries on either way.
+ */
+export function waitWithinDeadline(refill: Promise<void>, wait: Wait): Promise<void> {
+  const { sequence, timeoutMs, signal, clock } = wait;
+  if (signal?.aborted === true) {
+    refill.catch(ignore);
+    return Promise.reject(new AbortedError(sequence, { cause: signal.reason }));
+  }
+  return new Promise<void>((resolve, reject) => {
+    const cancelTimer = clock.after(timeoutMs, () => {
+      done();
+      reject(wait.lastFailure() ?? new DeadlineError(sequence, timeoutMs));
+    });
+    const onAbort = () => {
+      done();
+      reject(new AbortedError(sequence, { cause: signal?.reason }));
+    };
+    const done = () => {
+      cancelTimer();
+      signal?.removeEventListener('abort', onAbort);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    refill.then(
+      () => {
+        done();
+        resolve();
+      },
+      (error: unknown) => {
+        done();
+        reject(error);
+      },
+    );
+  });
+}
+
+function ignore(): void {
+  // The refill records its own failure; the caller that gave up has no use for it.
+}

@@ -1,7 +1,7 @@
 /**
  * The Cassandra adapter of the storage port. The statements and their consistency live in
- * cassandra-statements.ts, row parsing in cassandra-rows.ts, error mapping in
- * cassandra-errors.ts; this file executes them.
+ * cassandra-statements.ts, the options each request carries in cassandra-request-options.ts, row
+ * parsing in cassandra-rows.ts, error mapping in cassandra-errors.ts; this file executes them.
  *
  * Every statement is sent with its own execution options, so that nothing of a client the user
  * passes in (its execution profiles' retry policy, speculative execution, idempotence default,
@@ -22,7 +22,9 @@ import {
 import { mutated } from '../allocator/mutations.js';
 import { isValidName } from '../names.js';
 import { ascending } from '../order.js';
-import { describeDriverError, mapFailure } from './cassandra-errors.js';
+import { mapFailure } from './cassandra-errors.js';
+import { readNodeSettingsOf } from './cassandra-node-settings.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS, requestOptions } from './cassandra-request-options.js';
 import {
   GLOBAL,
   parseDcState,
@@ -33,7 +35,6 @@ import {
   parseSettings,
   required,
   toBigInt,
-  toText,
 } from './cassandra-rows.js';
 import {
   GRANT_BATCH,
@@ -55,56 +56,9 @@ import type {
   SequenceSettings,
   SizeSettings,
   StoredSettings,
-  TableSettings,
 } from './port.js';
 
 const CL = cassandra.types.consistencies;
-
-/**
- * Per-request timeout (ms) unless the store is told otherwise: above Cassandra's
- * cas_contention_timeout + write_request_timeout (1 s + 2 s by default), so that the server's
- * own answer (even a timeout) normally arrives before the client gives up.
- */
-export const DEFAULT_REQUEST_TIMEOUT_MS = 12_000;
-
-/** Conditional writes: the driver never resends them (a resend can report our own write as rejected). */
-const NEVER_RETRY = new cassandra.policies.retry.FallthroughRetryPolicy();
-/**
- * Reads, serial ones included, are retried once on another coordinator after any timeout or
- * Unavailable: a read changes nothing (a serial read's Paxos round only finishes rounds already
- * accepted), and a paused or overloaded coordinator should not fail the call. A serial read's
- * own Paxos round that times out on contention is reported as a CAS write timeout.
- */
-class ReadRetryPolicy extends cassandra.policies.retry.RetryPolicy {
-  private once(
-    info: cassandra.policies.retry.OperationInfo,
-  ): cassandra.policies.retry.DecisionInfo {
-    // The same consistency, on the next host of the query plan.
-    const consistency = info.executionOptions.getConsistency();
-    return info.nbRetry < 1 ? this.retryResult(consistency, false) : this.rethrowResult();
-  }
-  override onReadTimeout(
-    info: cassandra.policies.retry.OperationInfo,
-  ): cassandra.policies.retry.DecisionInfo {
-    return this.once(info);
-  }
-  override onWriteTimeout(
-    info: cassandra.policies.retry.OperationInfo,
-  ): cassandra.policies.retry.DecisionInfo {
-    return this.once(info);
-  }
-  override onUnavailable(
-    info: cassandra.policies.retry.OperationInfo,
-  ): cassandra.policies.retry.DecisionInfo {
-    return this.once(info);
-  }
-  override onRequestError(
-    info: cassandra.policies.retry.OperationInfo,
-  ): cassandra.policies.retry.DecisionInfo {
-    return this.once(info);
-  }
-}
-const RETRY_READS = new ReadRetryPolicy();
 
 /** Options of {@link CassandraStore}. */
 export interface CassandraStoreOptions {
@@ -268,7 +222,7 @@ export class CassandraStore implements IdStore {
     let result: cassandra.types.ResultSet;
     try {
       result = await this.client.batch(queries, {
-        ...this.requestOptions(GRANT_BATCH, true),
+        ...requestOptions(GRANT_BATCH, true, this.requestTimeoutMs),
         logged: true,
       });
     } catch (error) {
@@ -384,61 +338,11 @@ export class CassandraStore implements IdStore {
 
   async readNodeSettings(): Promise<readonly NodeSettings[]> {
     const hosts = this.client.hosts.values().filter((host) => host.datacenter === this.localDc);
-    return Promise.all(hosts.map((host) => this.readNodeSettingsOf(host)));
-  }
-
-  /** One node's settings, each table asked of the node itself; a failure is kept, not thrown. */
-  private async readNodeSettingsOf(host: cassandra.Host): Promise<NodeSettings> {
-    const ask = async (
-      name: 'nodeSettings' | 'nodeProperties' | 'nodeTables',
-      params: unknown[],
-    ) => {
-      // Virtual tables and the schema tables answer for their coordinator: pin the node.
-      const statement = STATEMENTS[name];
-      return this.client.execute(statement.cql, params, {
-        ...this.requestOptions(statement, false),
-        host,
-        retry: NEVER_RETRY, // a retry would go to another node and answer for that one
-      });
-    };
-    const base = {
-      host: host.address,
-      dc: host.datacenter,
-      version: typeof host.cassandraVersion === 'string' ? host.cassandraVersion : undefined,
-    };
-    try {
-      const [settings, properties, tables] = await Promise.all([
-        ask('nodeSettings', []).then(nameValues),
-        ask('nodeProperties', []).then(nameValues),
-        ask('nodeTables', [this.keyspace]),
-      ]);
-      const tableSettings = new Map<string, TableSettings>();
-      for (const row of tables.rows) {
-        const table = toText(row.get('table_name'));
-        const gcGrace = row.get('gc_grace_seconds') as unknown;
-        if (table !== undefined && typeof gcGrace === 'number') {
-          tableSettings.set(table, { gcGraceSeconds: gcGrace });
-        }
-      }
-      return {
-        ...base,
-        commitlogSync: settings.get('commitlog_sync'),
-        paxosVariant: settings.get('paxos_variant'),
-        settings,
-        properties,
-        tables: tableSettings,
-      };
-    } catch (error) {
-      return {
-        ...base,
-        commitlogSync: undefined,
-        paxosVariant: undefined,
-        settings: new Map(),
-        properties: new Map(),
-        tables: new Map(),
-        error: describeDriverError(error),
-      };
-    }
+    return Promise.all(
+      hosts.map((host) =>
+        readNodeSettingsOf(this.client, host, this.keyspace, this.requestTimeoutMs),
+      ),
+    );
   }
 
   async close(): Promise<void> {
@@ -446,26 +350,6 @@ export class CassandraStore implements IdStore {
   }
 
   // ── execution ──────────────────────────────────────────────────────────────────────────
-
-  /**
-   * The options every request is sent with, whatever the client's defaults and profiles say.
-   * Conditional writes are not idempotent to the driver (no speculative execution, no resend
-   * after a timeout) and never retried; reads are idempotent and retried once elsewhere.
-   */
-  private requestOptions(
-    statement: { readonly consistency: number; readonly serial?: number },
-    conditional: boolean,
-  ): cassandra.QueryOptions {
-    return {
-      prepare: true,
-      consistency: statement.consistency,
-      ...(statement.serial === undefined ? {} : { serialConsistency: statement.serial }),
-      isIdempotent: !conditional,
-      retry: conditional ? NEVER_RETRY : RETRY_READS,
-      readTimeout: this.requestTimeoutMs,
-      traceQuery: false,
-    };
-  }
 
   private async read(name: StatementName, params: unknown[], operation: string) {
     const statement = mutatedStatement(name, STATEMENTS[name]);
@@ -512,7 +396,7 @@ export class CassandraStore implements IdStore {
     const result = await this.client.execute(
       this.cql[name],
       params,
-      this.requestOptions(statement, conditional),
+      requestOptions(statement, conditional, this.requestTimeoutMs),
     );
     if (statement.level === 'local_serial') this.checkCoordinator(result, operation);
     return result;
@@ -599,15 +483,4 @@ function bigintEncoder(client: cassandra.Client): (value: bigint) => bigint | ca
   return encodesBigIntAsLong(client)
     ? (value) => value
     : (value) => cassandra.types.Long.fromString(value.toString());
-}
-
-/** `name`/`value` rows of a virtual table as a map. */
-function nameValues(result: cassandra.types.ResultSet): Map<string, string> {
-  const values = new Map<string, string>();
-  for (const row of result.rows) {
-    const name = toText(row.get('name'));
-    const value = toText(row.get('value'));
-    if (name !== undefined && value !== undefined) values.set(name, value);
-  }
-  return values;
 }

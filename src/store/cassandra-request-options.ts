@@ -1,0 +1,66 @@
+/**
+ * The execution options every statement is sent with, whatever the client's defaults, execution
+ * profiles or policies say (docs/design.md, "The client"): its own consistency levels, its
+ * idempotence, a retry policy and a timeout. A client the user passes in so brings nothing of its
+ * own to the protocol.
+ */
+
+import cassandra from 'cassandra-driver';
+
+type OperationInfo = cassandra.policies.retry.OperationInfo;
+type DecisionInfo = cassandra.policies.retry.DecisionInfo;
+
+/**
+ * Per-request timeout (ms) unless the store is told otherwise: above Cassandra's
+ * cas_contention_timeout + write_request_timeout (1 s + 2 s by default), so that the server's
+ * own answer (even a timeout) normally arrives before the client gives up.
+ */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 12_000;
+
+/** Conditional writes: the driver never resends them (a resend can report our own write as rejected). */
+export const NEVER_RETRY = new cassandra.policies.retry.FallthroughRetryPolicy();
+
+/**
+ * Reads, serial ones included, are retried once on another coordinator after any timeout or
+ * Unavailable: a read changes nothing (a serial read's Paxos round only finishes rounds already
+ * accepted), and a paused or overloaded coordinator should not fail the call. A serial read's
+ * own Paxos round that times out on contention is reported as a CAS write timeout.
+ */
+export const RETRY_READS: cassandra.policies.retry.RetryPolicy = retryOnceElsewhere();
+
+function retryOnceElsewhere(): cassandra.policies.retry.RetryPolicy {
+  const policy = new cassandra.policies.retry.RetryPolicy();
+  // Whatever failed (read or write timeout, Unavailable, a request error), the same answer: the
+  // same consistency, on the next host of the query plan, once.
+  const once = (info: OperationInfo): DecisionInfo =>
+    info.nbRetry < 1
+      ? policy.retryResult(info.executionOptions.getConsistency(), false)
+      : policy.rethrowResult();
+  return Object.assign(policy, {
+    onReadTimeout: once,
+    onWriteTimeout: once,
+    onUnavailable: once,
+    onRequestError: once,
+  });
+}
+
+/**
+ * The options of one request. Conditional writes are not idempotent to the driver (no
+ * speculative execution, no resend after a timeout) and never retried; reads are idempotent
+ * and retried once elsewhere.
+ */
+export function requestOptions(
+  statement: { readonly consistency: number; readonly serial?: number },
+  conditional: boolean,
+  timeoutMs: number,
+): cassandra.QueryOptions {
+  return {
+    prepare: true,
+    consistency: statement.consistency,
+    ...(statement.serial === undefined ? {} : { serialConsistency: statement.serial }),
+    isIdempotent: !conditional,
+    retry: conditional ? NEVER_RETRY : RETRY_READS,
+    readTimeout: timeoutMs,
+    traceQuery: false,
+  };
+}

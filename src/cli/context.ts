@@ -11,17 +11,12 @@ import { openAdmin } from '../admin/open.js';
 import type { IdGen } from '../allocator/id-gen.js';
 import { connect } from '../client.js';
 import type { ConnectionOptions } from '../connection.js';
-import { InvalidOptionError } from '../errors.js';
-import { parseList } from './parse.js';
+import { connectionOptions, type ConnectionFlags } from './connection-options.js';
 import { toJson } from './format.js';
+import { parseSwitch } from './parse.js';
 
 /** The global options, as commander hands them over. */
-export interface GlobalOptions {
-  readonly contactPoints?: string | undefined;
-  readonly dc?: string | undefined;
-  readonly keyspace: string;
-  readonly username?: string | undefined;
-  readonly password?: string | undefined;
+export interface GlobalOptions extends ConnectionFlags {
   readonly logLevel: string;
   readonly json?: boolean | undefined;
   readonly verbose?: boolean | undefined;
@@ -36,12 +31,15 @@ export interface Streams {
 export class CliContext {
   readonly #program: Command;
   readonly #streams: Streams;
+  readonly #argv: readonly string[];
   readonly #closers: (() => Promise<void>)[] = [];
   #logger: Logger | undefined;
 
-  constructor(program: Command, streams: Streams) {
+  /** @param argv the command line, as `process.argv`: read for --json before commander has. */
+  constructor(program: Command, streams: Streams, argv: readonly string[] = []) {
     this.#program = program;
     this.#streams = streams;
+    this.#argv = argv;
   }
 
   /** The global options (valid once commander has parsed them). */
@@ -52,6 +50,14 @@ export class CliContext {
   /** Whether results go out as JSON. */
   get json(): boolean {
     return this.options.json === true;
+  }
+
+  /**
+   * Whether errors go out as JSON: --json, also when commander fails before it has parsed it
+   * (`idgen-cass --blok --json`).
+   */
+  get jsonErrors(): boolean {
+    return this.json || this.#argv.slice(2).includes('--json');
   }
 
   /** Whether stdout is a terminal (a watch then redraws the screen). */
@@ -68,31 +74,17 @@ export class CliContext {
     return this.#logger;
   }
 
-  /** Connection options from the global options. */
+  /**
+   * Connection options from the global options, TLS files read.
+   * @throws {InvalidOptionError} for a missing or bad option (`IDGEN_SSL=maybe` included).
+   * @throws {OptionFileError} for a TLS file that cannot be read.
+   */
   connection(): ConnectionOptions {
-    const { contactPoints, dc, keyspace, username, password } = this.options;
-    const points = contactPoints === undefined ? [] : parseList(contactPoints);
-    if (points.length === 0) {
-      throw new InvalidOptionError(
-        'contactPoints',
-        contactPoints,
-        'a comma-separated list of node addresses of the local datacenter, e.g. 10.0.0.1,10.0.0.2:9042',
-      );
-    }
-    if (dc === undefined || dc.trim() === '') {
-      throw new InvalidOptionError(
-        'localDataCenter',
-        dc,
-        'the name of the datacenter this process runs in, as Cassandra names it, e.g. dc1',
-      );
-    }
-    return {
-      contactPoints: points,
-      localDataCenter: dc.trim(),
-      keyspace,
-      ...(username === undefined ? {} : { username }),
-      ...(password === undefined ? {} : { password }),
-    };
+    const options = this.options;
+    // Commander sets a boolean flag from its variable whatever the value: read it ourselves.
+    const fromEnv = this.#program.getOptionValueSource('ssl') === 'env';
+    const ssl = fromEnv ? parseSwitch(process.env['IDGEN_SSL'] ?? '', 'ssl') : options.ssl;
+    return connectionOptions({ ...options, ssl });
   }
 
   /** An allocator over Cassandra; closed (returning unused IDs) by {@link close}. */

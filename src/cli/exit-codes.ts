@@ -1,6 +1,7 @@
 /**
  * The CLI's exit codes and its one error handler: every failure becomes one line on stderr
- * (`idgen-cass: <message>`; the stack too with --verbose) and a documented exit code.
+ * (`idgen-cass: <message>`, the stack too with --verbose; with --json, one JSON object
+ * `{ "code", "message" }`) and a documented exit code.
  */
 
 import { CommanderError } from 'commander';
@@ -11,6 +12,7 @@ import {
   UnsafeClusterError,
   type IdGenErrorCode,
 } from '../errors.js';
+import { TLS_FILE_FLAGS } from './connection-options.js';
 
 /** Exit codes of `idgen-cass`; documented in README.md ("Command line"). */
 export const EXIT_CODES = Object.freeze({
@@ -38,6 +40,13 @@ export const EXIT_CODES = Object.freeze({
   incomplete: 11,
   /** Cassandra refused the credentials. */
   auth: 12,
+  /** `status`: SERIAL is unreachable from here, so no DC range can be granted (status printed). */
+  serialUnreachable: 13,
+  /**
+   * `status --fail-if-runway-below`: a DC's runway is below the threshold (status printed). Wins
+   * over {@link EXIT_CODES.serialUnreachable} when both hold.
+   */
+  runwayLow: 14,
   /** An unexpected error: a bug, or a Cassandra error idgen-cass does not know. */
   internal: 10,
 });
@@ -63,20 +72,43 @@ const BY_ERROR_CODE: Readonly<Record<IdGenErrorCode, number>> = Object.freeze({
   IDGEN_CLOSED: EXIT_CODES.internal,
 });
 
+/** Stable codes of the outcomes a command ends with that are no library error. */
+export type OutcomeCode =
+  | 'IDGEN_CHECK_INCOMPLETE'
+  | 'IDGEN_PREFLIGHT_INCOMPLETE'
+  | 'IDGEN_STATUS_SERIAL_UNREACHABLE'
+  | 'IDGEN_STATUS_RUNWAY_LOW';
+
+const OUTCOME_EXIT_CODES: Readonly<Record<OutcomeCode, number>> = Object.freeze({
+  IDGEN_CHECK_INCOMPLETE: EXIT_CODES.incomplete,
+  IDGEN_PREFLIGHT_INCOMPLETE: EXIT_CODES.unavailable,
+  IDGEN_STATUS_SERIAL_UNREACHABLE: EXIT_CODES.serialUnreachable,
+  IDGEN_STATUS_RUNWAY_LOW: EXIT_CODES.runwayLow,
+});
+
 /**
  * A command's outcome that is no library error yet ends the command with its own exit code
- * (`check` incomplete: 11; `preflight` unable to read every node: 3). Its message is the line
- * on stderr.
+ * (`check` incomplete: 11; `preflight` unable to read every node: 3; `status` with SERIAL
+ * unreachable: 13, a runway below `--fail-if-runway-below`: 14). Its message is the line on
+ * stderr.
  */
 export class CommandOutcome extends Error {
+  readonly exitCode: number;
   constructor(
+    readonly code: OutcomeCode,
     message: string,
-    readonly exitCode: number,
   ) {
     super(message);
     this.name = 'CommandOutcome';
+    this.exitCode = OUTCOME_EXIT_CODES[code];
   }
 }
+
+/**
+ * The `code` of an error as `--json` writes it: the library's code, an outcome's, `IDGEN_USAGE`
+ * for commander's usage errors, `IDGEN_INTERNAL` for anything unexpected.
+ */
+export type CliErrorCode = IdGenErrorCode | OutcomeCode | 'IDGEN_USAGE' | 'IDGEN_INTERNAL';
 
 /** The CLI flag that lets `init` and `seed` go ahead on an unsafe cluster. */
 export const ALLOW_UNSAFE_FLAG = '--allow-unsafe-cluster';
@@ -88,6 +120,9 @@ const FLAGS: Readonly<Record<string, string>> = Object.freeze({
   keyspace: '--keyspace (IDGEN_KEYSPACE)',
   username: '--username (IDGEN_USERNAME)',
   password: '--password (IDGEN_PASSWORD)',
+  ssl: '--ssl (IDGEN_SSL)',
+  ...TLS_FILE_FLAGS,
+  requestTimeoutMs: '--request-timeout (IDGEN_REQUEST_TIMEOUT)',
   replication: '--replication',
   domain: '--domain',
   min: '--min',
@@ -99,10 +134,18 @@ const FLAGS: Readonly<Record<string, string>> = Object.freeze({
   count: '-n/--count',
   sample: '--sample',
   watch: '--watch',
+  failIfRunwayBelow: '--fail-if-runway-below',
 });
 
 /** The one line a user sees for `error`, flags named as the CLI spells them. */
 export function errorMessage(error: unknown): string {
+  if (error instanceof CommanderError) {
+    // help({ error: true }) (no command given) has printed the help; its message is a placeholder.
+    if (error.code === 'commander.help') {
+      return 'a command is required; "idgen-cass --help" lists them';
+    }
+    return oneLine(error.message.replace(/^error:\s*/, ''));
+  }
   if (error instanceof InvalidOptionError) {
     const flag = FLAGS[error.option];
     const prefix = `Invalid option "${error.option}"`;
@@ -119,6 +162,13 @@ export function errorMessage(error: unknown): string {
   return `unexpected error: ${message} (run with --verbose for the stack)`;
 }
 
+/** The code `--json` writes for `error`. */
+export function errorCodeOf(error: unknown): CliErrorCode {
+  if (error instanceof CommanderError) return 'IDGEN_USAGE';
+  if (error instanceof IdGenError || error instanceof CommandOutcome) return error.code;
+  return 'IDGEN_INTERNAL';
+}
+
 /** The exit code for `error`. */
 export function exitCodeOf(error: unknown): number {
   if (error instanceof CommanderError) {
@@ -130,27 +180,52 @@ export function exitCodeOf(error: unknown): number {
   return EXIT_CODES.internal;
 }
 
+/** How {@link handleError} reports. */
+export interface ErrorReporting {
+  /** The stack and causes too. */
+  readonly verbose: boolean;
+  /**
+   * One JSON object per line, `{ "code", "message" }` (and `"stack"` with `verbose`), for every
+   * error, commander's included: commander prints nothing of its own then (see createProgram).
+   */
+  readonly json: boolean;
+}
+
 /**
- * Reports `error` on `writeErr` and returns its exit code. Commander has already printed its own
- * errors (through {@link commanderErrorLine}); everything else gets one line, plus its stack and
- * causes with `verbose`.
+ * Reports `error` on `writeErr` and returns its exit code. Without `json`, commander has already
+ * printed its own errors (through {@link commanderErrorLine}); everything else gets one line,
+ * plus its stack and causes with `verbose`.
  */
 export function handleError(
   error: unknown,
   writeErr: (text: string) => void,
-  verbose: boolean,
+  { verbose, json }: ErrorReporting,
 ): number {
   if (isClosedPipe(error)) return EXIT_CODES.ok; // the reader of stdout has had enough
-  if (!(error instanceof CommanderError)) {
+  const exitCode = exitCodeOf(error);
+  if (error instanceof CommanderError && exitCode === EXIT_CODES.ok) return exitCode; // --help
+  if (json) {
+    const line = {
+      code: errorCodeOf(error),
+      message: oneLine(errorMessage(error)),
+      ...(verbose ? { stack: stackOf(error) } : {}),
+    };
+    writeErr(`${JSON.stringify(line)}\n`);
+  } else if (!(error instanceof CommanderError)) {
     writeErr(`idgen-cass: ${oneLine(errorMessage(error))}\n`);
-    if (verbose) {
-      for (let e: unknown = error; e !== undefined; e = e instanceof Error ? e.cause : undefined) {
-        writeErr(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-        if (e instanceof Error && e.cause !== undefined) writeErr('caused by: ');
-      }
-    }
+    if (verbose) writeErr(stackOf(error));
   }
-  return exitCodeOf(error);
+  return exitCode;
+}
+
+/** `error`'s stack, then each cause's, one after the other. */
+function stackOf(error: unknown): string {
+  let text = '';
+  for (let e: unknown = error; e !== undefined; e = e instanceof Error ? e.cause : undefined) {
+    text += `${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`;
+    if (e instanceof Error && e.cause !== undefined) text += 'caused by: ';
+  }
+  return text;
 }
 
 /** Commander's error text (`error: unknown option '--blok'\n(Did you mean --block?)`) as one line. */

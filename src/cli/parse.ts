@@ -1,7 +1,7 @@
 /**
- * Parsers of the CLI's option values. Syntax errors are commander's `InvalidArgumentError`
- * (reported as usage errors, exit code 1); ranges are checked by the library, whose errors name
- * the setting.
+ * Parsers of the CLI's option values. Syntax errors are commander's `InvalidArgumentError` or an
+ * {@link InvalidOptionError} naming the option (both usage errors, exit code 1); ranges are
+ * checked by the library, whose errors name the setting.
  */
 
 import { InvalidArgumentError } from 'commander';
@@ -43,6 +43,44 @@ export function parseSeconds(value: string): number {
   const parsed = parseDecimal(value);
   if (parsed < 0) throw new InvalidArgumentError('Expected a number of seconds, at least 0.');
   return parsed;
+}
+
+const DURATION = /^(\d+(?:\.\d+)?|\.\d+)(s|m|h|d)$/;
+const SECONDS_PER_UNIT: Readonly<Record<string, number>> = Object.freeze({
+  s: 1,
+  m: 60,
+  h: 3_600,
+  d: 86_400,
+});
+
+/**
+ * A duration above 0 with its unit (`90s`, `30m`, `1.5h`, `1d`), in seconds.
+ * @throws {InvalidOptionError} (option `option`) for anything else, a bare number included: is
+ *   `30` seconds or minutes?
+ */
+export function parseDuration(value: string, option: string): number {
+  const match = DURATION.exec(value.trim());
+  const seconds = match === null ? NaN : Number(match[1]) * SECONDS_PER_UNIT[match[2]!]!;
+  if (!(seconds > 0)) {
+    throw new InvalidOptionError(
+      option,
+      value,
+      'a duration above 0: a number followed by s, m, h or d, e.g. 90s, 30m, 2h, 1d',
+    );
+  }
+  return seconds;
+}
+
+/**
+ * The value of a yes/no environment variable (`IDGEN_SSL=true`); commander only sees whether a
+ * boolean flag's variable is set, so `IDGEN_SSL=false` would otherwise turn TLS on. Empty is no.
+ * @throws {InvalidOptionError} (option `option`) for any other value.
+ */
+export function parseSwitch(value: string, option: string): boolean {
+  const normalized = value.trim().toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(normalized)) return true;
+  if (['false', '0', 'no', 'off', ''].includes(normalized)) return false;
+  throw new InvalidOptionError(option, value, 'true or false (or 1/0, yes/no, on/off)');
 }
 
 /**

@@ -19,13 +19,21 @@ import { seedCommand } from './commands/seed.js';
 import { statusCommand } from './commands/status.js';
 import { CliContext, type Streams } from './context.js';
 import { commanderErrorLine, EXIT_CODES, handleError } from './exit-codes.js';
+import { parseInteger } from './parse.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
-/** The program with every command registered on `ctx`. */
-export function createProgram(streams: Streams): { program: Command; ctx: CliContext } {
+/**
+ * The program with every command registered on `ctx`.
+ * @param argv the command line to be parsed (as `process.argv`), for --json on errors commander
+ *   reports before it has parsed the options.
+ */
+export function createProgram(
+  streams: Streams,
+  argv: readonly string[] = [],
+): { program: Command; ctx: CliContext } {
   const program = new Command('idgen-cass');
-  const ctx = new CliContext(program, streams);
+  const ctx = new CliContext(program, streams, argv);
   // Settings first: `.command()` copies them into every subcommand.
   program
     .description(
@@ -36,7 +44,10 @@ export function createProgram(streams: Streams): { program: Command; ctx: CliCon
     .configureOutput({
       writeOut: (text) => streams.stdout.write(text),
       writeErr: (text) => streams.stderr.write(text),
-      outputError: (text, write) => write(commanderErrorLine(text)),
+      // With --json, handleError writes commander's errors as JSON instead.
+      outputError: (text, write) => {
+        if (!ctx.jsonErrors) write(commanderErrorLine(text));
+      },
     })
     .configureHelp({ showGlobalOptions: true, sortSubcommands: false })
     .showSuggestionAfterError(true)
@@ -61,6 +72,37 @@ export function createProgram(streams: Streams): { program: Command; ctx: CliCon
       ),
     )
     .addOption(
+      new Option(
+        '--ssl',
+        "TLS, verifying each node's certificate (chain and host name) against the system's CAs or --ssl-ca; IDGEN_SSL takes true or false",
+      ).env('IDGEN_SSL'),
+    )
+    .addOption(
+      new Option(
+        '--ssl-ca <file>',
+        "PEM file of the CAs the nodes' certificates must chain to (implies --ssl)",
+      ).env('IDGEN_SSL_CA'),
+    )
+    .addOption(
+      new Option(
+        '--ssl-cert <file>',
+        'PEM file of the client certificate, for nodes that require one (with --ssl-key; implies --ssl)',
+      ).env('IDGEN_SSL_CERT'),
+    )
+    .addOption(
+      new Option('--ssl-key <file>', 'PEM file of the private key of --ssl-cert').env(
+        'IDGEN_SSL_KEY',
+      ),
+    )
+    .addOption(
+      new Option(
+        '--request-timeout <ms>',
+        "how long one request to Cassandra may take (default 12000); keep it above Cassandra's CAS timeout",
+      )
+        .env('IDGEN_REQUEST_TIMEOUT')
+        .argParser(parseInteger),
+    )
+    .addOption(
       new Option('--log-level <level>', 'pino log level of the logs on stderr')
         .choices(LOG_LEVELS)
         .env('IDGEN_LOG_LEVEL')
@@ -73,7 +115,9 @@ export function createProgram(streams: Streams): { program: Command; ctx: CliCon
       `
 Exit codes: 0 ok, 1 usage or bad input, 2 sequence not found, 3 Cassandra unreachable,
 4 invariant broken, 5 sequence already exists, 6 sequence exhausted, 7 contention, 8 rows went
-back, 9 unsafe cluster settings, 10 unexpected, 11 check incomplete, 12 credentials refused.
+back, 9 unsafe cluster settings, 10 unexpected, 11 check incomplete, 12 credentials refused,
+13 status: SERIAL unreachable, 14 status: runway below --fail-if-runway-below. With --json,
+errors are one JSON line on stderr: {"code": "...", "message": "..."}.
 
 Example:
   $ export IDGEN_CONTACT_POINTS=10.0.1.5 IDGEN_DC=dc1
@@ -103,13 +147,13 @@ export async function runCli(
   argv: readonly string[],
   streams: Streams = { stdout: process.stdout, stderr: process.stderr },
 ): Promise<number> {
-  const { program, ctx } = createProgram(streams);
+  const { program, ctx } = createProgram(streams, argv);
   try {
     await program.parseAsync([...argv]);
     return EXIT_CODES.ok;
   } catch (error) {
     const verbose = program.opts()['verbose'] === true || argv.includes('--verbose');
-    return handleError(error, (text) => ctx.writeErr(text), verbose);
+    return handleError(error, (text) => ctx.writeErr(text), { verbose, json: ctx.jsonErrors });
   } finally {
     await ctx.close();
   }

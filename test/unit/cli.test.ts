@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { CheckResult } from '../../src/admin/admin.js';
 import type { UnverifiedFact, Violation } from '../../src/admin/check.js';
 import { preflightReport } from '../../src/admin/preflight.js';
-import type { StatusReport } from '../../src/admin/status.js';
+import { sequenceStatus, type StatusReport } from '../../src/admin/status.js';
 import { checkJson, renderCheck } from '../../src/cli/check-view.js';
 import {
   ContentionError,
@@ -24,20 +24,32 @@ import {
 import {
   CommandOutcome,
   EXIT_CODES,
+  errorCodeOf,
   errorMessage,
   exitCodeOf,
   handleError,
 } from '../../src/cli/exit-codes.js';
 import { incompleteWarning, preflightJson, renderPreflight } from '../../src/cli/preflight-view.js';
 import { nodeSafetyWarnings, statusJson } from '../../src/cli/status-view.js';
-import type { NodeSettings } from '../../src/store/port.js';
+import { runwaysBelow, statusOutcome } from '../../src/cli/status-outcome.js';
+import type { DcState, NodeSettings, SequenceSettings } from '../../src/store/port.js';
 import { bar, count, duration, percent, rate, table, toJson } from '../../src/cli/format.js';
-import { parseBigInt, parseInteger, parseReplication, parseSeconds } from '../../src/cli/parse.js';
+import {
+  parseBigInt,
+  parseDuration,
+  parseInteger,
+  parseReplication,
+  parseSeconds,
+  parseSwitch,
+} from '../../src/cli/parse.js';
 import { runCli } from '../../src/cli/program.js';
 
 afterEach(() => {
   vi.unstubAllEnvs();
 });
+
+/** Errors as one text line, no stack. */
+const TEXT = { verbose: false, json: false } as const;
 
 describe('parsers', () => {
   it('reads integers of any size, with _ between digit groups', () => {
@@ -54,6 +66,31 @@ describe('parsers', () => {
     expect(parseSeconds('0.5')).toBe(0.5);
     expect(() => parseSeconds('-1')).toThrow('at least 0');
     expect(() => parseSeconds('soon')).toThrow('Expected a number');
+  });
+
+  it('reads durations with their unit, and refuses a bare number or anything not above 0', () => {
+    expect(parseDuration('90s', 'failIfRunwayBelow')).toBe(90);
+    expect(parseDuration('30m', 'failIfRunwayBelow')).toBe(1_800);
+    expect(parseDuration(' 2h ', 'failIfRunwayBelow')).toBe(7_200);
+    expect(parseDuration('1d', 'failIfRunwayBelow')).toBe(86_400);
+    expect(parseDuration('1.5h', 'failIfRunwayBelow')).toBe(5_400);
+    expect(parseDuration('.5m', 'failIfRunwayBelow')).toBe(30);
+    for (const bad of ['', '30', '0s', '0.0h', '-5m', '5 m', '1w', 'm', '1e3s', '30M', 'soon']) {
+      expect(() => parseDuration(bad, 'failIfRunwayBelow')).toThrow(InvalidOptionError);
+    }
+    const error = catchError(() => parseDuration('30', 'failIfRunwayBelow'));
+    expect(errorMessage(error)).toBe(
+      'Invalid --fail-if-runway-below: received "30"; allowed: a duration above 0: a number followed by s, m, h or d, e.g. 90s, 30m, 2h, 1d.',
+    );
+    expect(exitCodeOf(error)).toBe(EXIT_CODES.usage);
+  });
+
+  it('reads a yes/no variable, refusing anything else', () => {
+    for (const yes of ['true', '1', 'YES', ' on ']) expect(parseSwitch(yes, 'ssl')).toBe(true);
+    for (const no of ['false', '0', 'no', 'Off', '']) expect(parseSwitch(no, 'ssl')).toBe(false);
+    expect(errorMessage(catchError(() => parseSwitch('maybe', 'ssl')))).toBe(
+      'Invalid --ssl (IDGEN_SSL): received "maybe"; allowed: true or false (or 1/0, yes/no, on/off).',
+    );
   });
 
   it('reads a replication map and refuses one that names no DC', () => {
@@ -134,6 +171,25 @@ describe('exit codes', () => {
       IDGEN_AUTH_FAILED: 12,
       IDGEN_CLOSED: 10,
     };
+    // The exit codes of the table in README.md ("Exit codes"), none used twice.
+    expect(EXIT_CODES).toEqual({
+      ok: 0,
+      usage: 1,
+      notFound: 2,
+      unavailable: 3,
+      invariant: 4,
+      exists: 5,
+      exhausted: 6,
+      contention: 7,
+      rolledBack: 8,
+      unsafe: 9,
+      incomplete: 11,
+      auth: 12,
+      serialUnreachable: 13,
+      runwayLow: 14,
+      internal: 10,
+    });
+    expect(new Set(Object.values(EXIT_CODES)).size).toBe(Object.keys(EXIT_CODES).length);
     for (const [code, exit] of Object.entries(expected)) {
       expect(exitCodeOf(new IdGenError(code as IdGenErrorCode, 'x'))).toBe(exit);
     }
@@ -144,12 +200,17 @@ describe('exit codes', () => {
   });
 
   it('ends check incomplete with 11 and an unreachable preflight with 3, each one line', () => {
-    const incomplete = new CommandOutcome('check could not read every fact', EXIT_CODES.incomplete);
+    const incomplete = new CommandOutcome(
+      'IDGEN_CHECK_INCOMPLETE',
+      'check could not read every fact',
+    );
     expect(exitCodeOf(incomplete)).toBe(11);
     const lines: string[] = [];
-    expect(handleError(incomplete, (t) => lines.push(t), false)).toBe(11);
+    expect(handleError(incomplete, (t) => lines.push(t), TEXT)).toBe(11);
     expect(lines).toEqual(['idgen-cass: check could not read every fact\n']);
-    expect(exitCodeOf(new CommandOutcome('x', EXIT_CODES.unavailable))).toBe(3);
+    expect(exitCodeOf(new CommandOutcome('IDGEN_PREFLIGHT_INCOMPLETE', 'x'))).toBe(3);
+    expect(exitCodeOf(new CommandOutcome('IDGEN_STATUS_SERIAL_UNREACHABLE', 'x'))).toBe(13);
+    expect(exitCodeOf(new CommandOutcome('IDGEN_STATUS_RUNWAY_LOW', 'x'))).toBe(14);
   });
 
   it('names the CLI flag, not the library option, when a cluster is refused as unsafe (exit 9)', () => {
@@ -176,10 +237,10 @@ describe('exit codes', () => {
     const cause = new Error('ECONNREFUSED');
     const error = new StoreUnavailableError('local', 'connect', 'no host', { cause });
     const quiet: string[] = [];
-    expect(handleError(error, (t) => quiet.push(t), false)).toBe(3);
+    expect(handleError(error, (t) => quiet.push(t), TEXT)).toBe(3);
     expect(quiet).toEqual([`idgen-cass: ${error.message}\n`]);
     const loud: string[] = [];
-    handleError(error, (t) => loud.push(t), true);
+    handleError(error, (t) => loud.push(t), { verbose: true, json: false });
     expect(loud.join('')).toContain('caused by: Error: ECONNREFUSED');
   });
 });
@@ -454,5 +515,247 @@ describe('status and unsafe nodes', () => {
     expect(
       nodeSafetyWarnings({ ...report, nodeSafety: { dc: 'dc1', problems: [], error: undefined } }),
     ).toEqual([]);
+  });
+});
+
+/** The error `run` throws. */
+function catchError(run: () => unknown): unknown {
+  try {
+    run();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected an error');
+}
+
+describe('errors under --json: one JSON line on stderr, stdout clean', () => {
+  const JSON_ERRORS = { verbose: false, json: true } as const;
+
+  it('writes { code, message } for library errors, outcomes and anything unexpected', () => {
+    const cases: [unknown, string, string, number][] = [
+      [
+        new SequenceNotFoundError('orders', 'idgen'),
+        'IDGEN_SEQUENCE_NOT_FOUND',
+        'Sequence "orders" not found in keyspace "idgen". Create it with: idgen-cass seed orders',
+        2,
+      ],
+      [
+        new InvalidOptionError('blockSize', 0, 'an integer from 1 to 100'),
+        'IDGEN_INVALID_OPTION',
+        'Invalid --block: received 0; allowed: an integer from 1 to 100.',
+        1,
+      ],
+      [
+        new CommandOutcome('IDGEN_STATUS_SERIAL_UNREACHABLE', 'SERIAL is unreachable from dc3'),
+        'IDGEN_STATUS_SERIAL_UNREACHABLE',
+        'SERIAL is unreachable from dc3',
+        13,
+      ],
+      [
+        new Error('boom'),
+        'IDGEN_INTERNAL',
+        'unexpected error: boom (run with --verbose for the stack)',
+        10,
+      ],
+    ];
+    for (const [error, code, message, exit] of cases) {
+      const lines: string[] = [];
+      expect(handleError(error, (t) => lines.push(t), JSON_ERRORS)).toBe(exit);
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(/^\{[^\n]*\}\n$/);
+      expect(JSON.parse(lines[0]!)).toEqual({ code, message });
+      expect(errorCodeOf(error)).toBe(code);
+    }
+  });
+
+  it('adds the stack and causes with --verbose, still one line', () => {
+    const error = new StoreUnavailableError('local', 'connect', 'no host', {
+      cause: new Error('ECONNREFUSED'),
+    });
+    const lines: string[] = [];
+    expect(handleError(error, (t) => lines.push(t), { verbose: true, json: true })).toBe(3);
+    expect(lines).toHaveLength(1);
+    const line = JSON.parse(lines[0]!) as { code: string; message: string; stack: string };
+    expect(line.code).toBe('IDGEN_STORE_UNAVAILABLE');
+    expect(line.message).toBe(error.message);
+    expect(line.stack).toContain('caused by: Error: ECONNREFUSED');
+  });
+
+  it.each([
+    [['--json', 'seed'], 'IDGEN_USAGE', "missing required argument 'sequence'"],
+    [['seed', 'orders', '--blok', '5', '--json'], 'IDGEN_USAGE', "unknown option '--blok'"],
+    [['next', 'orders', '-n', '0', '--json'], 'IDGEN_INVALID_OPTION', 'Invalid -n/--count'],
+    [
+      ['status', '--json', '--fail-if-runway-below', '30'],
+      'IDGEN_INVALID_OPTION',
+      'Invalid --fail-if-runway-below: received "30"',
+    ],
+    [
+      ['--json', 'list'],
+      'IDGEN_INVALID_OPTION',
+      'Invalid --contact-points (IDGEN_CONTACT_POINTS): received undefined',
+    ],
+  ])('idgen-cass %j: exit 1, %s as JSON', async (args, code, message) => {
+    vi.stubEnv('IDGEN_CONTACT_POINTS', undefined);
+    vi.stubEnv('IDGEN_DC', undefined);
+    const run = await cli(...args);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/^\{[^\n]*\}\n$/);
+    const line = JSON.parse(run.stderr) as { code: string; message: string };
+    expect(line.code).toBe(code);
+    expect(line.message).toContain(message);
+    expect(line.message).not.toMatch(/^error:/);
+  });
+
+  it('ends with JSON when no command is given, and --help stays help', async () => {
+    const none = await cli('--json');
+    expect(none.code).toBe(1);
+    expect(none.stdout).toBe('');
+    expect(JSON.parse(none.stderr.trimEnd().split('\n').at(-1)!)).toEqual({
+      code: 'IDGEN_USAGE',
+      message: 'a command is required; "idgen-cass --help" lists them',
+    });
+    const help = await cli('--json', '--help');
+    expect(help.code).toBe(0);
+    expect(help.stderr).toBe('');
+    expect(help.stdout).toContain('Exit codes');
+  });
+});
+
+describe('status for scripts', () => {
+  const settings: SequenceSettings = {
+    name: 'orders',
+    domain: 'int32',
+    min: 1n,
+    max: 2_147_483_647n,
+    start: 1n,
+    dcRangeSize: 100_000n,
+    blockSize: 100,
+    threshold: 0.5,
+  };
+
+  /** A DC holding grant #n, [n·100000 + 1, (n+1)·100000], with `lastInteger` in it. */
+  function state(n: number, lastInteger: bigint): DcState {
+    const min = BigInt(n) * 100_000n + 1n;
+    return {
+      version: 1,
+      op: 'op',
+      lastInteger,
+      reservedMin: min,
+      reservedMax: min + 99_999n,
+      reservedGrant: 1,
+      preloadedMin: min,
+      preloadedMax: min + 99_999n,
+      installedGrant: 1,
+    };
+  }
+
+  /**
+   * A status from dc3: dc1 has 10,000 IDs left and draws 100/s (runway 100 s), dc2 draws
+   * nothing (runway ∞), dc3 holds no range yet. Rates over 10 s unless `measured` is false.
+   */
+  function report(serialReachable: boolean, measured = true): StatusReport {
+    const grants = new Map([
+      ['dc1', [{ number: 1, min: 1n, max: 100_000n }]],
+      ['dc2', [{ number: 1, min: 100_001n, max: 200_000n }]],
+    ]);
+    const at = (dc1Last: bigint, readAt: number) => ({
+      settings,
+      globalLast: 200_000n,
+      grants,
+      states: new Map([
+        ['dc1', state(0, dc1Last)],
+        ['dc2', state(1, 101_000n)],
+      ]),
+      readAt,
+    });
+    const sequence = sequenceStatus(at(90_000n, 10_000), measured ? at(89_000n, 0) : undefined, [
+      'dc3',
+    ]);
+    return {
+      keyspace: 'idgen',
+      dc: 'dc3',
+      at: new Date(10_000),
+      serial: serialReachable
+        ? { reachable: true, dc: 'dc3', tookMs: 12, error: undefined }
+        : { reachable: false, dc: 'dc3', tookMs: 3_000, error: 'SERIAL read timed out' },
+      hosts: [],
+      nodeSafety: { dc: 'dc3', problems: [], error: undefined },
+      sequences: [sequence],
+    };
+  }
+
+  it('exits 0 with SERIAL reachable and every runway at or above the threshold', () => {
+    expect(report(true).sequences[0]!.dcs.map((dc) => [dc.dc, dc.runway])).toEqual([
+      ['dc1', 100],
+      ['dc2', Infinity],
+      ['dc3', undefined],
+    ]);
+    expect(statusOutcome(report(true))).toBeUndefined();
+    expect(statusOutcome(report(true), 100)).toBeUndefined(); // below, not at
+    expect(runwaysBelow(report(true), 100)).toEqual([]);
+  });
+
+  it('exits 14 when a DC runs out of IDs sooner than the threshold', () => {
+    expect(runwaysBelow(report(true), 101)).toEqual([
+      { sequence: 'orders', dc: 'dc1', runway: 100, left: 10_000n, rate: 100 },
+    ]);
+    const outcome = statusOutcome(report(true), 30 * 60);
+    expect(outcome?.exitCode).toBe(14);
+    expect(outcome?.code).toBe('IDGEN_STATUS_RUNWAY_LOW');
+    expect(outcome?.message).toBe(
+      'runway below 30m 00s: "orders" in dc1 1m 40s (10,000 IDs left at 100/s). A DC lives on its runway while it cannot reach SERIAL; to ride out longer partitions, raise the DC range size ("idgen-cass alter orders --dc-range N").',
+    );
+  });
+
+  it('exits 13 when SERIAL is unreachable from here', () => {
+    for (const threshold of [undefined, 60]) {
+      const outcome = statusOutcome(report(false), threshold);
+      expect(outcome?.exitCode).toBe(13);
+      expect(outcome?.code).toBe('IDGEN_STATUS_SERIAL_UNREACHABLE');
+      expect(outcome?.message).toBe(
+        'SERIAL is unreachable from dc3: dc3 gets no new DC range until the links between datacenters return, and each DC serves only the IDs it holds (runways on stdout).',
+      );
+    }
+  });
+
+  it('exits 14, naming SERIAL too, when both hold', () => {
+    const outcome = statusOutcome(report(false), 3_600);
+    expect(outcome?.exitCode).toBe(14);
+    expect(outcome?.message).toBe(
+      'runway below 1h 00m: "orders" in dc1 1m 40s (10,000 IDs left at 100/s); and SERIAL is unreachable from dc3, so dc3 gets no new DC range until the links between datacenters return.',
+    );
+  });
+
+  it('judges no runway that was not measured, nor a DC holding no range', () => {
+    expect(runwaysBelow(report(true, false), 1e9)).toEqual([]);
+    expect(statusOutcome(report(true, false), 1e9)).toBeUndefined();
+    expect(statusOutcome(report(false, false), 1e9)?.exitCode).toBe(13);
+  });
+
+  it('refuses --fail-if-runway-below with --watch or --sample 0, before connecting', async () => {
+    vi.stubEnv('IDGEN_CONTACT_POINTS', '192.0.2.1'); // TEST-NET-1: never reached
+    vi.stubEnv('IDGEN_DC', 'dc1');
+    for (const [args, message] of [
+      [
+        ['--watch'],
+        'Invalid --watch: received true; allowed: no --watch with --fail-if-runway-below',
+      ],
+      [['--sample', '0'], 'Invalid --sample: received 0; allowed: a number of seconds above 0'],
+    ] as const) {
+      const run = await cli('status', '--fail-if-runway-below', '30m', ...args);
+      expect(run.code).toBe(1);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toMatch(/^idgen-cass: [^\n]+\n$/);
+      expect(run.stderr).toContain(message);
+    }
+  });
+
+  it('documents the flag and its exit codes in --help', async () => {
+    const { stdout } = await cli('status', '--help');
+    expect(stdout).toContain('--fail-if-runway-below <duration>');
+    expect(stdout).toContain('exits 13 when SERIAL is');
+    expect(stdout).toContain('$ idgen-cass status --fail-if-runway-below 30m');
   });
 });

@@ -6,7 +6,7 @@ import { describeUnverified } from '../../admin/check.js';
 import { IdGenError } from '../../errors.js';
 import type { CliContext } from '../context.js';
 import { checkJson, renderCheck, type SequenceCheck } from '../check-view.js';
-import { CommandOutcome, EXIT_CODES } from '../exit-codes.js';
+import { CommandOutcome } from '../exit-codes.js';
 
 export function checkCommand(program: Command, ctx: CliContext): void {
   program
@@ -70,8 +70,8 @@ Example:
           describeUnverified(r.unverified).map((line) => `"${r.name}": ${line}`),
         );
         throw new CommandOutcome(
+          'IDGEN_CHECK_INCOMPLETE',
           `check could not read every fact consistently, so it confirms no violation: ${why.join('; ')}. Run it again once every DC is reachable (or from a DC that reaches SERIAL).`,
-          EXIT_CODES.incomplete,
         );
       }
     });

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 
 import { UnsafeClusterError } from '../../errors.js';
 import type { CliContext } from '../context.js';
-import { ALLOW_UNSAFE_FLAG, CommandOutcome, EXIT_CODES } from '../exit-codes.js';
+import { ALLOW_UNSAFE_FLAG, CommandOutcome } from '../exit-codes.js';
 import { preflightJson, renderPreflight } from '../preflight-view.js';
 
 export function preflightCommand(program: Command, ctx: CliContext): void {
@@ -48,8 +48,8 @@ Example:
       }
       if (report.verdict === 'incomplete') {
         throw new CommandOutcome(
+          'IDGEN_PREFLIGHT_INCOMPLETE',
           `preflight could not read every node (listed on stdout): ${report.unchecked.join('; ')}. Nothing unsafe was seen on the nodes it read; run it again once every DC is reachable from here.`,
-          EXIT_CODES.unavailable,
         );
       }
     });

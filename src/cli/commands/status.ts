@@ -8,7 +8,8 @@ import { ADMIN_DEFAULTS } from '../../admin/admin.js';
 import type { StatusReport } from '../../admin/status.js';
 import { InvalidOptionError } from '../../errors.js';
 import type { CliContext } from '../context.js';
-import { parseSeconds } from '../parse.js';
+import { parseDuration, parseSeconds } from '../parse.js';
+import { statusOutcome } from '../status-outcome.js';
 import { nodeSafetyWarnings, renderStatus, statusJson } from '../status-view.js';
 
 interface StatusOptions {
@@ -16,6 +17,8 @@ interface StatusOptions {
   readonly watch?: number | true;
   readonly sample: number;
   readonly serialTimeout: number;
+  /** Seconds. */
+  readonly failIfRunwayBelow?: number;
 }
 
 const DEFAULT_WATCH_SECONDS = 2;
@@ -44,6 +47,11 @@ export function statusCommand(program: Command, ctx: CliContext): void {
       parseSeconds,
       ADMIN_DEFAULTS.serialTimeoutMs / 1000,
     )
+    .option(
+      '--fail-if-runway-below <duration>',
+      'exit 14 when a DC holds IDs for less than this at its rate (90s, 30m, 2h, 1d)',
+      (value: string) => parseDuration(value, 'failIfRunwayBelow'),
+    )
     .addHelpText(
       'after',
       `
@@ -53,6 +61,10 @@ DC's nodes are asked for their settings: an unsafe one (e.g. commitlog_sync: per
 warning on stderr and in "nodeSafety" (--json); "idgen-cass preflight" checks every DC.
 Runway: how long the IDs a DC holds last at its current rate without a new grant. * marks the
 local DC.
+
+For scripts (cron, monitoring), status prints everything, then exits 13 when SERIAL is
+unreachable from here, and 14 when --fail-if-runway-below is given and a DC's runway is below it
+(14 when both hold). A DC that holds no range yet is not judged. --watch ends with 0 on Ctrl-C.
 
 Example (processes in dc1 and dc2 drawing):
   $ idgen-cass status orders
@@ -65,9 +77,28 @@ Example (processes in dc1 and dc2 drawing):
     DC    reserved                 preloaded  last_integer  reserved used         IDs left      rate  runway
     dc1*  #1 [48213578, 49213577]  –              48233582  [............]  2.0%   979,995   2,488/s  6m 33s
     dc2   #1 [49213578, 50213577]  –              49294577  [#...........]  8.1%   919,000  12,438/s  1m 13s
-    dc3   none yet                 –                     –  –                            0         –       –`,
+    dc3   none yet                 –                     –  –                            0         –       –
+
+  $ idgen-cass status --fail-if-runway-below 30m > /dev/null || alert "status exited $?"`,
     )
     .action(async (sequence: string | undefined, options: StatusOptions) => {
+      if (options.failIfRunwayBelow !== undefined) {
+        // Refused before connecting: runways need rates, and a watch never ends on its own.
+        if (options.watch !== undefined) {
+          throw new InvalidOptionError(
+            'watch',
+            options.watch,
+            'no --watch with --fail-if-runway-below, which judges one status and exits',
+          );
+        }
+        if (options.sample <= 0) {
+          throw new InvalidOptionError(
+            'sample',
+            options.sample,
+            'a number of seconds above 0 with --fail-if-runway-below, whose runways need rates measured over it',
+          );
+        }
+      }
       const admin = await ctx.admin();
       const base = {
         sequences: sequence === undefined ? undefined : [sequence],
@@ -77,7 +108,10 @@ Example (processes in dc1 and dc2 drawing):
       if (options.watch === undefined) {
         const report = await admin.status(base);
         warn(ctx, report);
-        return show(ctx, report, false);
+        await show(ctx, report, false);
+        const outcome = statusOutcome(report, options.failIfRunwayBelow);
+        if (outcome !== undefined) throw outcome;
+        return;
       }
 
       const seconds = options.watch === true ? DEFAULT_WATCH_SECONDS : options.watch;

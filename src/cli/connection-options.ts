@@ -1,0 +1,148 @@
+/**
+ * The library's connection options from the CLI's global flags: contact points, DC, credentials,
+ * TLS and the request timeout, validated, with the TLS files read. Passwords and key material go
+ * to the driver only: nothing here logs them or puts them in an error message (paths only).
+ */
+
+import { readFileSync } from 'node:fs';
+import type { ConnectionOptions as TlsOptions } from 'node:tls';
+
+import type { ConnectionOptions } from '../connection.js';
+import { IdGenError, InvalidOptionError } from '../errors.js';
+import { parseList } from './parse.js';
+
+/** The global flags that say how to reach Cassandra, as commander hands them over. */
+export interface ConnectionFlags {
+  readonly contactPoints?: string | undefined;
+  readonly dc?: string | undefined;
+  readonly keyspace: string;
+  readonly username?: string | undefined;
+  readonly password?: string | undefined;
+  /** TLS with the system's CAs (the file flags below turn TLS on too). */
+  readonly ssl?: boolean | undefined;
+  /** PEM file of the CAs the nodes' certificates are verified against. */
+  readonly sslCa?: string | undefined;
+  /** PEM file of this client's certificate (with {@link sslKey}). */
+  readonly sslCert?: string | undefined;
+  /** PEM file of this client's private key (with {@link sslCert}). */
+  readonly sslKey?: string | undefined;
+  /** Milliseconds one request may take. */
+  readonly requestTimeout?: number | undefined;
+}
+
+/** The flags naming a TLS file, as the CLI spells them. */
+export const TLS_FILE_FLAGS = Object.freeze({
+  sslCa: '--ssl-ca (IDGEN_SSL_CA)',
+  sslCert: '--ssl-cert (IDGEN_SSL_CERT)',
+  sslKey: '--ssl-key (IDGEN_SSL_KEY)',
+});
+
+export type TlsFileOption = keyof typeof TLS_FILE_FLAGS;
+
+/** A TLS file given on the command line cannot be read, or holds no PEM. Exit code 1. */
+export class OptionFileError extends IdGenError {
+  constructor(
+    readonly option: TlsFileOption,
+    readonly file: string,
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      'IDGEN_INVALID_OPTION',
+      `Cannot use the file of ${TLS_FILE_FLAGS[option]}, "${file}": ${reason}. Give the path of a readable PEM file.`,
+      options,
+    );
+  }
+}
+
+/** Reads a file (tests pass their own). */
+export type ReadFile = (path: string) => Buffer;
+
+/**
+ * The connection options `flags` describe, TLS files read.
+ *
+ * @throws {InvalidOptionError} for missing contact points or DC, `--ssl-cert` without
+ *   `--ssl-key` (or the reverse), or a request timeout that is not above 0.
+ * @throws {OptionFileError} for a TLS file that cannot be read or holds no PEM.
+ */
+export function connectionOptions(
+  flags: ConnectionFlags,
+  readFile: ReadFile = readFileSync,
+): ConnectionOptions {
+  const { contactPoints, dc, keyspace, username, password, requestTimeout } = flags;
+  const points = contactPoints === undefined ? [] : parseList(contactPoints);
+  if (points.length === 0) {
+    throw new InvalidOptionError(
+      'contactPoints',
+      contactPoints,
+      'a comma-separated list of node addresses of the local datacenter, e.g. 10.0.0.1,10.0.0.2:9042',
+    );
+  }
+  if (dc === undefined || dc.trim() === '') {
+    throw new InvalidOptionError(
+      'localDataCenter',
+      dc,
+      'the name of the datacenter this process runs in, as Cassandra names it, e.g. dc1',
+    );
+  }
+  if (requestTimeout !== undefined && !(requestTimeout > 0)) {
+    throw new InvalidOptionError(
+      'requestTimeoutMs',
+      requestTimeout,
+      "a number of milliseconds above 0 (above Cassandra's CAS timeout, e.g. 12000)",
+    );
+  }
+  const sslOptions = tlsOptions(flags, readFile);
+  return {
+    contactPoints: points,
+    localDataCenter: dc.trim(),
+    keyspace,
+    ...(username === undefined ? {} : { username }),
+    ...(password === undefined ? {} : { password }),
+    ...(sslOptions === undefined ? {} : { sslOptions }),
+    ...(requestTimeout === undefined ? {} : { requestTimeoutMs: requestTimeout }),
+  };
+}
+
+/**
+ * TLS options for `tls.connect()`, or undefined for plain TCP. The driver does not verify the
+ * nodes' certificates unless told to (it defaults `rejectUnauthorized` to false), so the CLI
+ * asks for it: each node's certificate must chain to `--ssl-ca` (or a system CA) and name the
+ * address the client connects to.
+ */
+function tlsOptions(flags: ConnectionFlags, readFile: ReadFile): TlsOptions | undefined {
+  const { ssl, sslCa, sslCert, sslKey } = flags;
+  if (ssl !== true && sslCa === undefined && sslCert === undefined && sslKey === undefined) {
+    return undefined;
+  }
+  if ((sslCert === undefined) !== (sslKey === undefined)) {
+    const [missing, given]: [TlsFileOption, TlsFileOption] =
+      sslCert === undefined ? ['sslCert', 'sslKey'] : ['sslKey', 'sslCert'];
+    throw new InvalidOptionError(
+      missing,
+      undefined,
+      `a PEM file whenever ${TLS_FILE_FLAGS[given]} is given: a client certificate goes with its private key`,
+    );
+  }
+  return {
+    rejectUnauthorized: true,
+    ...(sslCa === undefined ? {} : { ca: pemFile('sslCa', sslCa, readFile) }),
+    ...(sslCert === undefined ? {} : { cert: pemFile('sslCert', sslCert, readFile) }),
+    ...(sslKey === undefined ? {} : { key: pemFile('sslKey', sslKey, readFile) }),
+  };
+}
+
+/** The contents of a PEM file; its path, never its contents, in any error. */
+function pemFile(option: TlsFileOption, path: string, readFile: ReadFile): Buffer {
+  let contents: Buffer;
+  try {
+    contents = readFile(path);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new OptionFileError(option, path, reason, { cause: error });
+  }
+  if (!contents.includes('-----BEGIN ')) {
+    throw new OptionFileError(option, path, 'it holds no PEM block (no "-----BEGIN " line)');
+  }
+  return contents;
+}

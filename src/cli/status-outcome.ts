@@ -1,0 +1,84 @@
+/**
+ * How `status` ends, for cron and monitoring: once the full status is printed (the operator still
+ * needs the runways), exit 13 when SERIAL is unreachable from here and 14 when a DC's runway is
+ * below `--fail-if-runway-below`. When both hold, 14 wins: IDs are running out, and the message
+ * says SERIAL is unreachable too. Pure, over a {@link StatusReport}.
+ */
+
+import type { StatusReport } from '../admin/status.js';
+import { CommandOutcome } from './exit-codes.js';
+import { count, duration, rate } from './format.js';
+
+/** A DC of a sequence whose runway is below the threshold. */
+export interface RunwayBelow {
+  readonly sequence: string;
+  readonly dc: string;
+  /** Seconds. */
+  readonly runway: number;
+  readonly left: bigint;
+  /** IDs per second. */
+  readonly rate: number;
+}
+
+/**
+ * Every DC of every sequence in `report` whose runway is below `seconds`, in the report's order.
+ * A DC without a runway is not judged: it holds no range yet (it has never drawn), or rates were
+ * not measured. An unbounded runway (rate 0) is never below.
+ */
+export function runwaysBelow(report: StatusReport, seconds: number): RunwayBelow[] {
+  const below: RunwayBelow[] = [];
+  for (const sequence of report.sequences) {
+    for (const dc of sequence.dcs) {
+      if (dc.runway === undefined || dc.rate === undefined || !(dc.runway < seconds)) continue;
+      below.push({
+        sequence: sequence.settings.name,
+        dc: dc.dc,
+        runway: dc.runway,
+        left: dc.left,
+        rate: dc.rate,
+      });
+    }
+  }
+  return below;
+}
+
+/**
+ * The outcome `status` ends with after printing `report`, or undefined for exit 0.
+ * @param failIfRunwayBelow seconds (`--fail-if-runway-below`); undefined: runways are not judged.
+ * @example
+ * ```ts
+ * const outcome = statusOutcome(report, 30 * 60);
+ * if (outcome !== undefined) throw outcome; // exit 14 (a runway under 30 min) or 13 (SERIAL)
+ * ```
+ */
+export function statusOutcome(
+  report: StatusReport,
+  failIfRunwayBelow?: number,
+): CommandOutcome | undefined {
+  const { serial } = report;
+  const below = failIfRunwayBelow === undefined ? [] : runwaysBelow(report, failIfRunwayBelow);
+  if (below.length > 0) {
+    const list = below
+      .map(
+        (b) =>
+          `"${b.sequence}" in ${b.dc} ${duration(b.runway)} (${count(b.left)} IDs left at ${rate(b.rate)})`,
+      )
+      .join(', ');
+    const names = [...new Set(below.map((b) => b.sequence))];
+    const sequence = names.length === 1 ? names[0]! : '<sequence>';
+    const why = serial.reachable
+      ? `. A DC lives on its runway while it cannot reach SERIAL; to ride out longer partitions, raise the DC range size ("idgen-cass alter ${sequence} --dc-range N")`
+      : `; and SERIAL is unreachable from ${serial.dc}, so ${serial.dc} gets no new DC range until the links between datacenters return`;
+    return new CommandOutcome(
+      'IDGEN_STATUS_RUNWAY_LOW',
+      `runway below ${duration(failIfRunwayBelow)}: ${list}${why}.`,
+    );
+  }
+  if (!serial.reachable) {
+    return new CommandOutcome(
+      'IDGEN_STATUS_SERIAL_UNREACHABLE',
+      `SERIAL is unreachable from ${serial.dc}: ${serial.dc} gets no new DC range until the links between datacenters return, and each DC serves only the IDs it holds (runways on stdout).`,
+    );
+  }
+  return undefined;
+}

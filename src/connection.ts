@@ -4,12 +4,18 @@
  * The protocol's LOCAL_SERIAL statements must be coordinated in the client's own DC (that DC's
  * replicas are the Paxos quorum of its `idgen_dc_state` partitions), so the client's load
  * balancing must be DC-aware with no remote-DC hosts. A client we build guarantees that; a
- * client the user passes in is checked for it.
+ * client the user passes in is checked for it (client-routing.ts).
  */
 
 import cassandra from 'cassandra-driver';
 
 import { AuthenticationError, InvalidOptionError, StoreUnavailableError } from './errors.js';
+import {
+  checkClientRouting,
+  datacentersOf,
+  runtimeOptionsOf,
+  unknownDataCenter,
+} from './client-routing.js';
 import { describeDriverError, innerErrors } from './store/cassandra-errors.js';
 
 /** Where and how to reach Cassandra. */
@@ -197,59 +203,9 @@ export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' |
   return { clientOptions, contactPoints, localDataCenter };
 }
 
-/**
- * The load-balancing policy the driver routes our statements with: that of the client's
- * `default` execution profile (we never name another), which overrides the client-level
- * `policies.loadBalancing` when the profile sets its own.
- */
-export function routingPolicyOf(
-  client: cassandra.Client,
-): cassandra.policies.loadBalancing.LoadBalancingPolicy | undefined {
-  const runtime = client as unknown as DriverClientInternals;
-  return (
-    runtime.profileManager?.getDefaultLoadBalancing?.() ?? runtime.options?.policies?.loadBalancing
-  );
-}
-
-/**
- * The local datacenter of a client: the one its routing policy ({@link routingPolicyOf}) is
- * local to, or undefined when that policy is not DC-aware.
- */
-export function localDataCenterOf(client: cassandra.Client): string | undefined {
-  const options = routingPolicyOf(client)?.getOptions();
-  if (options === undefined || !options.has('localDataCenter')) return undefined;
-  const fromPolicy = options.get('localDataCenter');
-  if (typeof fromPolicy === 'string' && fromPolicy !== '') return fromPolicy;
-  // A DC-aware policy without its own DC takes the client's when it is initialised (connect()).
-  const fromClient = (client as unknown as DriverClientInternals).options?.localDataCenter;
-  return typeof fromClient === 'string' && fromClient !== '' ? fromClient : undefined;
-}
-
 /** Whether the client decodes and encodes CQL bigint as JS bigint instead of a driver `Long`. */
 export function encodesBigIntAsLong(client: cassandra.Client): boolean {
-  const clientOptions = (client as unknown as { options?: DriverClientOptions }).options;
-  return clientOptions?.encoding?.useBigIntAsLong === true;
-}
-
-/** The parts of a driver client at runtime that its typings leave out. */
-interface DriverClientInternals {
-  readonly options?: DriverClientOptions;
-  readonly profileManager?: {
-    getDefaultLoadBalancing?: () => cassandra.policies.loadBalancing.LoadBalancingPolicy;
-  };
-}
-
-/** The runtime `client.options` the driver's typings leave out. */
-interface DriverClientOptions {
-  readonly authProvider?: cassandra.auth.AuthProvider;
-  readonly sslOptions?: import('node:tls').ConnectionOptions;
-  readonly protocolOptions?: cassandra.ClientOptions['protocolOptions'];
-  readonly localDataCenter?: string;
-  readonly encoding?: { readonly useBigIntAsLong?: boolean };
-  readonly contactPoints?: readonly string[];
-  readonly policies?: {
-    readonly loadBalancing?: cassandra.policies.loadBalancing.LoadBalancingPolicy;
-  };
+  return runtimeOptionsOf(client)?.encoding?.useBigIntAsLong === true;
 }
 
 /** Options of {@link openClientInDc}. */
@@ -288,7 +244,7 @@ export async function openClientInDc(
     .map((host) => host.address);
   if (contactPoints.length === 0) throw unknownDataCenter(dc, datacentersOf(client));
   const timeoutMs = options.timeoutMs ?? 5_000;
-  const runtime = (client as unknown as { options?: DriverClientOptions }).options ?? {};
+  const runtime = runtimeOptionsOf(client) ?? {};
   const other = new cassandra.Client({
     contactPoints,
     localDataCenter: dc,
@@ -310,61 +266,18 @@ export async function openClientInDc(
   return other;
 }
 
+/** Connects a client the user passes in (a no-op when already connected) and checks its routing. */
 async function adoptClient(
   client: cassandra.Client,
   requestedDc: string | undefined,
 ): Promise<OpenedClient> {
-  const contactPoints =
-    (client as unknown as { options?: DriverClientOptions }).options?.contactPoints ?? [];
+  const contactPoints = runtimeOptionsOf(client)?.contactPoints ?? [];
   try {
     await client.connect(); // a no-op when already connected
   } catch (error) {
     throw connectError(error, contactPoints, requestedDc);
   }
-
-  const policy = routingPolicyOf(client);
-  const policyName = policy?.constructor.name ?? 'none';
-  const localDataCenter = localDataCenterOf(client);
-  if (localDataCenter === undefined) {
-    throw new InvalidOptionError(
-      'client',
-      `a Client whose default execution profile routes with ${policyName}, which is not local to one datacenter`,
-      'a Client whose "default" execution profile (or, without one, its policies.loadBalancing) is DC-aware, e.g. new DCAwareRoundRobinPolicy("dc1") or the driver default with "localDataCenter" set',
-    );
-  }
-  const declared = (client as unknown as DriverClientInternals).options?.localDataCenter;
-  if (typeof declared === 'string' && declared !== '' && declared !== localDataCenter) {
-    throw new InvalidOptionError(
-      'client',
-      `a Client whose localDataCenter is "${declared}" but whose default execution profile routes with ${policyName} to "${localDataCenter}"`,
-      'a Client whose "default" execution profile routes to its own localDataCenter (or leave the profile\'s loadBalancing unset)',
-    );
-  }
-  if (requestedDc !== undefined && requestedDc !== localDataCenter) {
-    throw new InvalidOptionError(
-      'localDataCenter',
-      requestedDc,
-      `the given client's own local datacenter "${localDataCenter}" (or leave it out)`,
-    );
-  }
-  const dcs = datacentersOf(client);
-  if (!dcs.includes(localDataCenter)) throw unknownDataCenter(localDataCenter, dcs);
-
-  // LOCAL_SERIAL is only safe when coordinated in the local DC: the policy that routes our
-  // statements must ignore every host of another DC.
-  const ignored = cassandra.types.distance.ignored;
-  const remoteInUse = client.hosts
-    .values()
-    .filter((host) => host.datacenter !== localDataCenter && policy?.getDistance(host) !== ignored)
-    .map((host) => `${host.address} (${host.datacenter})`);
-  if (remoteInUse.length > 0) {
-    throw new InvalidOptionError(
-      'client',
-      `a Client whose default execution profile routes with ${policyName}, which uses hosts of other datacenters: ${remoteInUse.join(', ')}`,
-      `a Client whose "default" execution profile (or, without one, its policies.loadBalancing) uses only hosts of its local datacenter "${localDataCenter}", e.g. DCAwareRoundRobinPolicy`,
-    );
-  }
-  return { client, ownsClient: false, localDataCenter };
+  return { client, ownsClient: false, localDataCenter: checkClientRouting(client, requestedDc) };
 }
 
 function validateContactPoints(value: unknown): readonly string[] {
@@ -380,18 +293,6 @@ function validateContactPoints(value: unknown): readonly string[] {
     );
   }
   return value;
-}
-
-function datacentersOf(client: cassandra.Client): string[] {
-  return [...new Set(client.hosts.values().map((host) => host.datacenter))].sort();
-}
-
-function unknownDataCenter(dc: string, known: readonly string[]): InvalidOptionError {
-  return new InvalidOptionError(
-    'localDataCenter',
-    dc,
-    known.length > 0 ? `one of: ${known.join(', ')}` : 'a datacenter of the cluster',
-  );
 }
 
 /** Maps a failed `client.connect()` to an error that names what to fix. */

@@ -11,7 +11,8 @@
 
 import cassandra from 'cassandra-driver';
 
-import { encodesBigIntAsLong, localDataCenterOf } from '../connection.js';
+import { localDataCenterOf } from '../client-routing.js';
+import { encodesBigIntAsLong } from '../connection.js';
 import {
   IdGenError,
   InvalidNameError,

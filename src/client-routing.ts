@@ -1,0 +1,140 @@
+/**
+ * Where a driver client sends our statements, and the check of a client the user passes in.
+ *
+ * The protocol's LOCAL_SERIAL statements must be coordinated in the client's own DC (that DC's
+ * replicas are the Paxos quorum of its `idgen_dc_state` partitions). A client we build routes
+ * with a DC-aware policy of our own; a client the user passes in must route the same way, and
+ * {@link checkClientRouting} refuses it otherwise: LOCAL_SERIAL rounds for one DC's state
+ * coordinated in two DCs would use two disjoint quorums, and two processes could claim the same
+ * block (docs/design.md, "The client").
+ */
+
+import cassandra from 'cassandra-driver';
+
+import { InvalidOptionError } from './errors.js';
+
+/** The runtime `client.options` the driver's typings leave out. */
+export interface DriverClientOptions {
+  readonly authProvider?: cassandra.auth.AuthProvider;
+  readonly sslOptions?: import('node:tls').ConnectionOptions;
+  readonly protocolOptions?: cassandra.ClientOptions['protocolOptions'];
+  readonly localDataCenter?: string;
+  readonly encoding?: { readonly useBigIntAsLong?: boolean };
+  readonly contactPoints?: readonly string[];
+  readonly policies?: {
+    readonly loadBalancing?: cassandra.policies.loadBalancing.LoadBalancingPolicy;
+  };
+}
+
+/** The parts of a driver client at runtime that its typings leave out. */
+interface DriverClientInternals {
+  readonly options?: DriverClientOptions;
+  readonly profileManager?: {
+    getDefaultLoadBalancing?: () => cassandra.policies.loadBalancing.LoadBalancingPolicy;
+  };
+}
+
+/** The options a client was built with, as the driver keeps them at runtime. */
+export function runtimeOptionsOf(client: cassandra.Client): DriverClientOptions | undefined {
+  return (client as unknown as DriverClientInternals).options;
+}
+
+/**
+ * The load-balancing policy the driver routes our statements with: that of the client's
+ * `default` execution profile (we never name another), which overrides the client-level
+ * `policies.loadBalancing` when the profile sets its own.
+ */
+export function routingPolicyOf(
+  client: cassandra.Client,
+): cassandra.policies.loadBalancing.LoadBalancingPolicy | undefined {
+  const runtime = client as unknown as DriverClientInternals;
+  return (
+    runtime.profileManager?.getDefaultLoadBalancing?.() ?? runtime.options?.policies?.loadBalancing
+  );
+}
+
+/**
+ * The local datacenter of a client: the one its routing policy ({@link routingPolicyOf}) is
+ * local to, or undefined when that policy is not DC-aware.
+ */
+export function localDataCenterOf(client: cassandra.Client): string | undefined {
+  const options = routingPolicyOf(client)?.getOptions();
+  if (options === undefined || !options.has('localDataCenter')) return undefined;
+  const fromPolicy = options.get('localDataCenter');
+  if (typeof fromPolicy === 'string' && fromPolicy !== '') return fromPolicy;
+  // A DC-aware policy without its own DC takes the client's when it is initialised (connect()).
+  const fromClient = runtimeOptionsOf(client)?.localDataCenter;
+  return typeof fromClient === 'string' && fromClient !== '' ? fromClient : undefined;
+}
+
+/**
+ * Checks that a connected client the user passes in routes every statement within one DC, and
+ * returns that DC.
+ *
+ * @param requestedDc the `localDataCenter` option given beside the client, if any.
+ * @throws {@link InvalidOptionError} naming the profile and the policy when the client's routing
+ *   is not local to one DC, routes elsewhere than its own `localDataCenter`, or uses hosts of
+ *   other DCs; naming `localDataCenter` when it differs from the client's or is not in the cluster.
+ */
+export function checkClientRouting(
+  client: cassandra.Client,
+  requestedDc: string | undefined,
+): string {
+  const policy = routingPolicyOf(client);
+  const policyName = policy?.constructor.name ?? 'none';
+  const localDataCenter = localDataCenterOf(client);
+  if (localDataCenter === undefined) {
+    throw new InvalidOptionError(
+      'client',
+      `a Client whose default execution profile routes with ${policyName}, which is not local to one datacenter`,
+      'a Client whose "default" execution profile (or, without one, its policies.loadBalancing) is DC-aware, e.g. new DCAwareRoundRobinPolicy("dc1") or the driver default with "localDataCenter" set',
+    );
+  }
+  const declared = runtimeOptionsOf(client)?.localDataCenter;
+  if (typeof declared === 'string' && declared !== '' && declared !== localDataCenter) {
+    throw new InvalidOptionError(
+      'client',
+      `a Client whose localDataCenter is "${declared}" but whose default execution profile routes with ${policyName} to "${localDataCenter}"`,
+      'a Client whose "default" execution profile routes to its own localDataCenter (or leave the profile\'s loadBalancing unset)',
+    );
+  }
+  if (requestedDc !== undefined && requestedDc !== localDataCenter) {
+    throw new InvalidOptionError(
+      'localDataCenter',
+      requestedDc,
+      `the given client's own local datacenter "${localDataCenter}" (or leave it out)`,
+    );
+  }
+  const dcs = datacentersOf(client);
+  if (!dcs.includes(localDataCenter)) throw unknownDataCenter(localDataCenter, dcs);
+
+  // LOCAL_SERIAL is only safe when coordinated in the local DC: the policy that routes our
+  // statements must ignore every host of another DC.
+  const ignored = cassandra.types.distance.ignored;
+  const remoteInUse = client.hosts
+    .values()
+    .filter((host) => host.datacenter !== localDataCenter && policy?.getDistance(host) !== ignored)
+    .map((host) => `${host.address} (${host.datacenter})`);
+  if (remoteInUse.length > 0) {
+    throw new InvalidOptionError(
+      'client',
+      `a Client whose default execution profile routes with ${policyName}, which uses hosts of other datacenters: ${remoteInUse.join(', ')}`,
+      `a Client whose "default" execution profile (or, without one, its policies.loadBalancing) uses only hosts of its local datacenter "${localDataCenter}", e.g. DCAwareRoundRobinPolicy`,
+    );
+  }
+  return localDataCenter;
+}
+
+/** The datacenters of the hosts a connected client knows, sorted. */
+export function datacentersOf(client: cassandra.Client): string[] {
+  return [...new Set(client.hosts.values().map((host) => host.datacenter))].sort();
+}
+
+/** The error for a local datacenter the cluster does not have, listing those it has. */
+export function unknownDataCenter(dc: string, known: readonly string[]): InvalidOptionError {
+  return new InvalidOptionError(
+    'localDataCenter',
+    dc,
+    known.length > 0 ? `one of: ${known.join(', ')}` : 'a datacenter of the cluster',
+  );
+}

@@ -71,7 +71,7 @@ export function statusOutcome(
       : `; and SERIAL is unreachable from ${serial.dc}, so ${serial.dc} gets no new DC range until the links between datacenters return`;
     return new CommandOutcome(
       'IDGEN_STATUS_RUNWAY_LOW',
-      `runway below ${duration(failIfRunwayBelow)}: ${list}${why}.`,
+      `runway below ${thresholdText(failIfRunwayBelow)}: ${list}${why}.`,
     );
   }
   if (!serial.reachable) {
@@ -81,4 +81,16 @@ export function statusOutcome(
     );
   }
   return undefined;
+}
+
+/** A threshold in seconds as it was likely typed: in its largest whole unit (`30m`, `1000d`). */
+function thresholdText(seconds: number): string {
+  for (const [unit, size] of [
+    ['d', 86_400],
+    ['h', 3_600],
+    ['m', 60],
+  ] as const) {
+    if (seconds % size === 0) return `${seconds / size}${unit}`;
+  }
+  return `${seconds}s`;
 }

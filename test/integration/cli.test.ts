@@ -73,10 +73,42 @@ function withoutIdgenVariables(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
  * sync, the warning status gives about them.
  */
 function expectOk(run: Run): void {
-  const stderr = oracle.unsafe
-    ? run.stderr.replace(/^idgen-cass: warning: commitlog_sync periodic [^\n]*\n/gm, '')
-    : run.stderr;
-  expect({ code: run.code, stderr }).toEqual({ code: 0, stderr: '' });
+  expect({ code: run.code, stderr: withoutUnsafeWarnings(run.stderr) }).toEqual({
+    code: 0,
+    stderr: '',
+  });
+}
+
+/** `stderr` without the warning status gives about nodes running periodic commitlog sync. */
+function withoutUnsafeWarnings(stderr: string): string {
+  return oracle.unsafe
+    ? stderr.replace(/^idgen-cass: warning: commitlog_sync periodic [^\n]*\n/gm, '')
+    : stderr;
+}
+
+/**
+ * `status` printed its report and then ended with `exitCode`: one error line on stderr (besides
+ * the warnings about unsafe nodes), as JSON `{ code, message }` with `json`. Returns the message.
+ */
+function expectStatusOutcome(
+  run: Run,
+  exitCode: number,
+  errorCode: string,
+  { json }: { json: boolean },
+): string {
+  const stderr = withoutUnsafeWarnings(run.stderr);
+  expect({ code: run.code, stdoutEmpty: run.stdout === '' }).toEqual({
+    code: exitCode,
+    stdoutEmpty: false,
+  });
+  expect(stderr).toMatch(/^[^\n]+\n$/);
+  if (!json) {
+    expect(stderr).toMatch(/^idgen-cass: /);
+    return stderr.slice('idgen-cass: '.length).trimEnd();
+  }
+  const line = JSON.parse(stderr) as { code: string; message: string };
+  expect(line.code).toBe(errorCode);
+  return line.message;
 }
 
 /** What every node reports of itself, read straight from its virtual table: the test's oracle. */
@@ -441,6 +473,30 @@ describe('idgen-cass', () => {
     );
   });
 
+  it('status --fail-if-runway-below exits 0 while the DCs are idle, 14 while one draws faster than its IDs last', async () => {
+    // Idle: every rate is 0, so every runway is unbounded.
+    expectOk(await idgen(['status', 'stat', '--fail-if-runway-below', '1d', '--sample', '0.3']));
+
+    // dc2 draws during the sample: its 9,750 IDs last minutes at that rate, far below 1000 days.
+    // (At most ~2,000 IDs more: dc2 stays below its threshold, on grant #1.)
+    const run = finished(
+      start(['status', 'stat', '--json', '--fail-if-runway-below', '1000d', '--sample', '4']),
+    );
+    let done = false;
+    void run.finally(() => (done = true));
+    for (let draws = 0; !done && draws < 20; draws++) {
+      expectOk(await idgen(['next', 'stat', '-n', '100'], { dc: 'dc2' }));
+    }
+    const result = await run;
+    const message = expectStatusOutcome(result, 14, 'IDGEN_STATUS_RUNWAY_LOW', { json: true });
+    expect(message).toMatch(/^runway below 1000d: "stat" in dc2 /);
+    const report = JSON.parse(result.stdout) as StatusJson;
+    expect(report.serial.reachable).toBe(true);
+    const dc2 = report.sequences[0]!.dcs.find((dc) => dc.dc === 'dc2')!;
+    expect(dc2.ratePerSecond).toBeGreaterThan(0);
+    expect(dc2.runwaySeconds).toBeLessThan(1_000 * 86_400);
+  });
+
   it('status --watch refreshes with rates from refresh to refresh until Ctrl-C', async () => {
     const child = start(['status', 'stat', '--watch', '0.5', '--json', '--sample', '0']);
     const run = finished(child);
@@ -610,7 +666,7 @@ describe.runIf(clusterInfo().faults)('idgen-cass during a partition of dc3', () 
     return draws;
   }
 
-  it('status from dc3 exits 0, says SERIAL is unreachable and shows dc3 runway', async () => {
+  it('status from dc3 exits 13 after showing that SERIAL is unreachable and dc3 runway, 14 with a runway below --fail-if-runway-below', async () => {
     expectOk(await idgen(['seed', 'part', '--dc-range', '100000', '--block', '10', ...unsafeOk()]));
     expectOk(await idgen(['next', 'part', '-n', '10'], { dc: 'dc3' })); // dc3 gets its range
     expectOk(await idgen(['next', 'part', '-n', '10'])); // and dc1 its own
@@ -621,7 +677,10 @@ describe.runIf(clusterInfo().faults)('idgen-cass during a partition of dc3', () 
       const json = finished(start(['status', 'part', '--json', '--sample', '4'], { dc: 'dc3' }));
       expect(await drawInDc3(json)).toBeGreaterThanOrEqual(2);
       const run = await json;
-      expectOk(run);
+      // The whole status on stdout, then exit 13 with one JSON line on stderr.
+      expect(
+        expectStatusOutcome(run, 13, 'IDGEN_STATUS_SERIAL_UNREACHABLE', { json: true }),
+      ).toMatch(/^SERIAL is unreachable from dc3: /);
       const report = JSON.parse(run.stdout) as StatusJson;
       expect(report.dc).toBe('dc3');
       expect(report.serial.reachable).toBe(false);
@@ -635,7 +694,11 @@ describe.runIf(clusterInfo().faults)('idgen-cass during a partition of dc3', () 
       const human = finished(start(['status', 'part', '--sample', '4'], { dc: 'dc3' }));
       await drawInDc3(human);
       const view = await human;
-      expectOk(view);
+      expect(
+        expectStatusOutcome(view, 13, 'IDGEN_STATUS_SERIAL_UNREACHABLE', { json: false }),
+      ).toBe(
+        'SERIAL is unreachable from dc3: dc3 gets no new DC range until the links between datacenters return, and each DC serves only the IDs it holds (runways on stdout).',
+      );
       expect(view.stdout).toContain(
         'SERIAL   UNREACHABLE from dc3: new DC ranges cannot be granted; each DC serves only the IDs it holds (see runway)',
       );
@@ -645,6 +708,21 @@ describe.runIf(clusterInfo().faults)('idgen-cass during a partition of dc3', () 
       if (process.env['IDGEN_CLI_CAPTURE']) {
         await writeFile(process.env['IDGEN_CLI_CAPTURE'], view.stdout);
       }
+
+      // A runway below the threshold wins over SERIAL: exit 14, naming both.
+      const low = finished(
+        start(['status', 'part', '--fail-if-runway-below', '1000d', '--sample', '4'], {
+          dc: 'dc3',
+        }),
+      );
+      await drawInDc3(low);
+      const lowRun = await low;
+      const lowMessage = expectStatusOutcome(lowRun, 14, 'IDGEN_STATUS_RUNWAY_LOW', {
+        json: false,
+      });
+      expect(lowMessage).toMatch(/^runway below 1000d: "part" in dc3 /);
+      expect(lowMessage).toContain('SERIAL is unreachable from dc3');
+      expect(lowRun.stdout).toContain('SERIAL   UNREACHABLE from dc3');
 
       // Commands that need SERIAL or every DC fail with exit code 3, one line.
       expectRefused(

@@ -701,11 +701,15 @@ describe('status for scripts', () => {
     expect(runwaysBelow(report(true), 101)).toEqual([
       { sequence: 'orders', dc: 'dc1', runway: 100, left: 10_000n, rate: 100 },
     ]);
+    expect(statusOutcome(report(true), 101)?.message).toMatch(
+      /^runway below 101s: "orders" in dc1/,
+    );
+    expect(statusOutcome(report(true), 5_400)?.message).toMatch(/^runway below 90m: /);
     const outcome = statusOutcome(report(true), 30 * 60);
     expect(outcome?.exitCode).toBe(14);
     expect(outcome?.code).toBe('IDGEN_STATUS_RUNWAY_LOW');
     expect(outcome?.message).toBe(
-      'runway below 30m 00s: "orders" in dc1 1m 40s (10,000 IDs left at 100/s). A DC lives on its runway while it cannot reach SERIAL; to ride out longer partitions, raise the DC range size ("idgen-cass alter orders --dc-range N").',
+      'runway below 30m: "orders" in dc1 1m 40s (10,000 IDs left at 100/s). A DC lives on its runway while it cannot reach SERIAL; to ride out longer partitions, raise the DC range size ("idgen-cass alter orders --dc-range N").',
     );
   });
 
@@ -724,7 +728,7 @@ describe('status for scripts', () => {
     const outcome = statusOutcome(report(false), 3_600);
     expect(outcome?.exitCode).toBe(14);
     expect(outcome?.message).toBe(
-      'runway below 1h 00m: "orders" in dc1 1m 40s (10,000 IDs left at 100/s); and SERIAL is unreachable from dc3, so dc3 gets no new DC range until the links between datacenters return.',
+      'runway below 1h: "orders" in dc1 1m 40s (10,000 IDs left at 100/s); and SERIAL is unreachable from dc3, so dc3 gets no new DC range until the links between datacenters return.',
     );
   });
 

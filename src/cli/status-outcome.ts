@@ -57,22 +57,8 @@ export function statusOutcome(
 ): CommandOutcome | undefined {
   const { serial } = report;
   const below = failIfRunwayBelow === undefined ? [] : runwaysBelow(report, failIfRunwayBelow);
-  if (below.length > 0) {
-    const list = below
-      .map(
-        (b) =>
-          `"${b.sequence}" in ${b.dc} ${duration(b.runway)} (${count(b.left)} IDs left at ${rate(b.rate)})`,
-      )
-      .join(', ');
-    const names = [...new Set(below.map((b) => b.sequence))];
-    const sequence = names.length === 1 ? names[0]! : '<sequence>';
-    const why = serial.reachable
-      ? `. A DC lives on its runway while it cannot reach SERIAL; to ride out longer partitions, raise the DC range size ("idgen-cass alter ${sequence} --dc-range N")`
-      : `; and SERIAL is unreachable from ${serial.dc}, so ${serial.dc} gets no new DC range until the links between datacenters return`;
-    return new CommandOutcome(
-      'IDGEN_STATUS_RUNWAY_LOW',
-      `runway below ${thresholdText(failIfRunwayBelow)}: ${list}${why}.`,
-    );
+  if (failIfRunwayBelow !== undefined && below.length > 0) {
+    return runwayLow(failIfRunwayBelow, below, report);
   }
   if (!serial.reachable) {
     return new CommandOutcome(
@@ -81,6 +67,28 @@ export function statusOutcome(
     );
   }
   return undefined;
+}
+
+function runwayLow(
+  threshold: number,
+  below: readonly RunwayBelow[],
+  { serial }: StatusReport,
+): CommandOutcome {
+  const list = below
+    .map(
+      (b) =>
+        `"${b.sequence}" in ${b.dc} ${duration(b.runway)} (${count(b.left)} IDs left at ${rate(b.rate)})`,
+    )
+    .join(', ');
+  const names = [...new Set(below.map((b) => b.sequence))];
+  const sequence = names.length === 1 ? names[0]! : '<sequence>';
+  const why = serial.reachable
+    ? `. A DC lives on its runway while it cannot reach SERIAL; to ride out longer partitions, raise the DC range size ("idgen-cass alter ${sequence} --dc-range N")`
+    : `; and SERIAL is unreachable from ${serial.dc}, so ${serial.dc} gets no new DC range until the links between datacenters return`;
+  return new CommandOutcome(
+    'IDGEN_STATUS_RUNWAY_LOW',
+    `runway below ${thresholdText(threshold)}: ${list}${why}.`,
+  );
 }
 
 /** A threshold in seconds as it was likely typed: in its largest whole unit (`30m`, `1000d`). */

@@ -3,7 +3,6 @@
  * reused by every phase, each with its own connection to its own DC.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -22,7 +21,7 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const START_TIMEOUT_MS = 120_000;
 const EXIT_TIMEOUT_MS = 20_000;
 
-/** How the allocator processes run: compiled JavaScript when possible, as a service would. */
+/** How the allocator processes run. */
 export interface WorkerRuntime {
   readonly script: string;
   readonly execArgv: readonly string[];
@@ -30,40 +29,16 @@ export interface WorkerRuntime {
   readonly description: string;
 }
 
-/** Newest modification time of the `.ts` files under `dir`. */
-function newestSource(dir: string): number {
-  let newest = 0;
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) {
-    if (entry.isFile() && entry.name.endsWith('.ts')) {
-      newest = Math.max(newest, fs.statSync(path.join(entry.parentPath, entry.name)).mtimeMs);
-    }
-  }
-  return newest;
-}
-
 /**
- * The compiled worker (dist/scripts/bench/worker.js, which `npm run bench` builds first) if it
- * is newer than every source file it is built from; else worker.ts under tsx, whose loader adds
- * about 30 MiB to each process's resident memory.
+ * worker.ts under tsx, as test/support/workers.ts starts its workers: scripts are not compiled
+ * (the build holds the library only). tsx's loader adds about 30 MiB to each process's resident
+ * memory, which the report's RSS figures include; the description says so.
  */
-export function workerRuntime(): WorkerRuntime {
-  if (!import.meta.url.endsWith('.ts')) {
-    return { script: path.join(HERE, 'worker.js'), execArgv: [], description: 'node, compiled' };
-  }
-  const root = path.resolve(HERE, '../..');
-  const compiled = path.join(root, 'dist/scripts/bench/worker.js');
-  const built = fs.existsSync(compiled) ? fs.statSync(compiled).mtimeMs : 0;
-  const sources = Math.max(newestSource(path.join(root, 'src')), newestSource(HERE));
-  if (built >= sources) {
-    return { script: compiled, execArgv: [], description: 'node, compiled (dist/)' };
-  }
-  return {
-    script: path.join(HERE, 'worker.ts'),
-    execArgv: ['--import', 'tsx'],
-    description:
-      'node with tsx, from source (dist/ missing or stale): tsx adds about 30 MiB of RSS',
-  };
-}
+export const WORKER_RUNTIME: WorkerRuntime = Object.freeze({
+  script: path.join(HERE, 'worker.ts'),
+  execArgv: ['--import', 'tsx'],
+  description: 'node with tsx, from source: tsx adds about 30 MiB of RSS',
+});
 
 interface Worker {
   readonly dc: string;
@@ -91,7 +66,7 @@ export class Fleet {
     processesPerDc: number,
     log: Log,
   ): Promise<Fleet> {
-    const runtime = workerRuntime();
+    const runtime = WORKER_RUNTIME;
     const workers: Worker[] = [];
     for (const dc of Object.keys(contactPoints).sort()) {
       for (let index = 0; index < processesPerDc; index++) {

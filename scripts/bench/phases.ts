@@ -18,7 +18,7 @@ import type {
   NaiveRun,
 } from './results.js';
 import { Histogram, latencySummary, sum } from './stats.js';
-import { formatCount, formatNs, formatRate } from './report.js';
+import { formatCount, formatNs, formatRate } from './report/format.js';
 
 type Log = (line: string) => void;
 

@@ -1,13 +1,9 @@
 import * as prettier from 'prettier';
 import { describe, expect, it } from 'vitest';
 
-import {
-  buildReport,
-  formatMarkdown,
-  formatNs,
-  summarize,
-  withSpread,
-} from '../../scripts/bench/report.js';
+import { buildReport, formatMarkdown } from '../../scripts/bench/report.js';
+import { formatNs, withSpread } from '../../scripts/bench/report/format.js';
+import { summarize } from '../../scripts/bench/report/summary.js';
 import {
   RESULTS_SCHEMA,
   type AllocatorCounts,

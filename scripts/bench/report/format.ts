@@ -1,0 +1,82 @@
+/**
+ * How the report writes figures (numbers with their units, a median with its spread) and
+ * markdown tables; shared by every section and by the table printed on stdout.
+ */
+import type { Figure } from '../stats.js';
+import type { DrawRow } from './summary.js';
+
+const integer = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+
+export function significant(value: number, digits = 3): string {
+  if (!Number.isFinite(value)) return '–';
+  if (Math.abs(value) >= 10 ** digits) return integer.format(value);
+  return Number(value.toPrecision(digits)).toString();
+}
+
+/** Nanoseconds, in the unit that keeps 3 significant digits readable. */
+export function formatNs(ns: number): string {
+  if (!Number.isFinite(ns)) return '–';
+  if (ns < 1e3) return `${significant(ns)} ns`;
+  if (ns < 1e6) return `${significant(ns / 1e3)} µs`;
+  if (ns < 1e9) return `${significant(ns / 1e6)} ms`;
+  return `${significant(ns / 1e9)} s`;
+}
+
+export function formatRate(perSecond: number): string {
+  if (!Number.isFinite(perSecond)) return '–';
+  if (perSecond >= 1e6) return `${significant(perSecond / 1e6)} M/s`;
+  if (perSecond >= 1e3) return `${significant(perSecond / 1e3)} k/s`;
+  return `${significant(perSecond)}/s`;
+}
+
+export function formatCount(value: number): string {
+  if (!Number.isFinite(value)) return '–';
+  return Number.isInteger(value) ? integer.format(value) : significant(value);
+}
+
+export const formatTimes = (value: number): string =>
+  Number.isFinite(value) ? `${significant(value)}×` : '–';
+export const formatMs = (ms: number): string => formatNs(ms * 1e6);
+export const formatMiB = (mib: number): string =>
+  Number.isFinite(mib) ? `${significant(mib)} MiB` : '–';
+
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${formatCount(n)} ${n === 1 ? one : many}`;
+}
+
+/** A formatted value split into its number and its unit (`12.3 ms` → `12.3`, ` ms`). */
+function splitUnit(text: string): [string, string] {
+  const match = /^([\d.,]+)(.*)$/.exec(text);
+  return match === null ? [text, ''] : [match[1]!, match[2]!];
+}
+
+/**
+ * `median (min–max)`, the unit written once when all three share it; just the median when all
+ * runs agree or there was one.
+ */
+export function withSpread(f: Figure, format: (value: number) => string): string {
+  if (f.n === 0) return '–';
+  const median = format(f.median);
+  if (f.n === 1 || f.min === f.max) return median;
+  if (format(f.min) === median && format(f.max) === median) return median;
+  const [low, lowUnit] = splitUnit(format(f.min));
+  const [high, highUnit] = splitUnit(format(f.max));
+  const unit = splitUnit(median)[1];
+  if (lowUnit === unit && highUnit === unit) return `${median} (${low}–${high})`;
+  return `${median} (${format(f.min)}–${format(f.max)})`;
+}
+
+export function markdownTable(
+  header: readonly string[],
+  rows: readonly (readonly string[])[],
+): string {
+  const line = (cells: readonly string[]) =>
+    `| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`;
+  return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+export function modeLabel(row: DrawRow): string {
+  return row.mode === 'tight'
+    ? 'tight (`await next()` in a loop)'
+    : `paced (${formatRate(row.ratePerProcess ?? NaN)} per process)`;
+}

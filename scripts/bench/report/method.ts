@@ -1,0 +1,19 @@
+/** "## Method": the options of the run and how each figure is measured. */
+import type { RawResults } from '../results.js';
+import { plural } from './format.js';
+
+export function renderMethod(raw: RawResults): string[] {
+  const { settings } = raw;
+  const out: string[] = [];
+  out.push('## Method', '');
+  out.push(
+    `- Options: ${plural(settings.runs, 'run')}, measured ${settings.durationSeconds} s and warm-up ${settings.warmupSeconds} s per cluster run, ${plural(settings.processesPerDc, 'process', 'processes')} per DC, ` +
+      `block sizes ${settings.blockSizes.join(', ')}, naive clients 1 and ${settings.naiveClients}, burst ${settings.burstFactor} blocks.`,
+    '- Each run of the cluster phases does them all in turn (naive, each block size tight then paced, burst, cold start), on fresh sequences, so the ratios pair measurements taken minutes apart at most.',
+    '- LWTs are counted by the allocator: conditional writes (`lwtWrites`) plus reads at SERIAL and LOCAL_SERIAL; the naive baseline counts its conditional updates.',
+    '- Waits are `stats().waits` diffed over the measured window, i.e. after warm-up; CAS retries are `casRejections` (lost races, each retried).',
+    '- Latency percentiles come from a log-linear histogram (1.6 % precision) merged over the processes of a run.',
+    '',
+  );
+  return out;
+}

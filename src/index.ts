@@ -2,9 +2,9 @@
  * idgen-cass: unique integer IDs for services in several datacenters, coordinated only through
  * Cassandra lightweight transactions. This file names every public export.
  */
-export { connect } from './client.js';
-export type { ConnectOptions } from './client.js';
-export type { ConnectionOptions } from './connection.js';
+export { connect } from './connect.js';
+export type { ConnectOptions } from './connect.js';
+export type { ConnectionOptions } from './driver-client.js';
 export { initSchema } from './schema.js';
 export type { InitSchemaOptions, InitSchemaResult } from './schema.js';
 export { Admin, ADMIN_DEFAULTS } from './admin/admin.js';

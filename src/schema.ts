@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import cassandra from 'cassandra-driver';
 import type { Logger } from './logger.js';
 
-import { openClient, type ConnectionOptions } from './connection.js';
+import { openClient, type ConnectionOptions } from './driver-client.js';
 import { describeDriverError } from './store/cassandra-errors.js';
 import {
   InvalidNameError,

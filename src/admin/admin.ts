@@ -11,7 +11,7 @@
 
 import { setTimeout as delay } from 'node:timers/promises';
 
-import type { ConnectionOptions } from '../connection.js';
+import type { ConnectionOptions } from '../driver-client.js';
 import { InvalidOptionError, SequenceNotFoundError } from '../errors.js';
 import { validateSequenceName } from '../options.js';
 import { ascending } from '../order.js';

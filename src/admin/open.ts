@@ -7,7 +7,7 @@
 
 import type cassandra from 'cassandra-driver';
 
-import { openClient, openClientInDc, type OpenedClient } from '../connection.js';
+import { openClient, openClientInDc, type OpenedClient } from '../driver-client.js';
 import { CassandraStore } from '../store/cassandra.js';
 import type { NodeSettings } from '../store/port.js';
 import { Admin, type AdminOptions } from './admin.js';

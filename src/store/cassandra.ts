@@ -12,7 +12,7 @@
 import cassandra from 'cassandra-driver';
 
 import { localDataCenterOf } from '../client-routing.js';
-import { encodesBigIntAsLong } from '../connection.js';
+import { encodesBigIntAsLong } from '../driver-client.js';
 import {
   IdGenError,
   InvalidNameError,

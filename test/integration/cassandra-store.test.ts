@@ -5,7 +5,7 @@
 import cassandra from 'cassandra-driver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { openClient } from '../../src/connection.js';
+import { openClient } from '../../src/driver-client.js';
 import { IdGenError, StoreUnavailableError } from '../../src/errors.js';
 import { initSchema } from '../../src/schema.js';
 import { CassandraStore } from '../../src/store/cassandra.js';

@@ -20,7 +20,7 @@ import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { connectionOptions, OptionFileError } from '../../src/cli/connection-options.js';
 import { errorMessage, exitCodeOf } from '../../src/cli/exit-codes.js';
 import { createProgram, runCli } from '../../src/cli/program.js';
-import { buildClientOptions, type ConnectionOptions } from '../../src/connection.js';
+import { buildClientOptions, type ConnectionOptions } from '../../src/driver-client.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'idgen-cli-tls-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -2,7 +2,7 @@
 import cassandra from 'cassandra-driver';
 import { describe, expect, it } from 'vitest';
 
-import { buildClientOptions } from '../../src/connection.js';
+import { buildClientOptions } from '../../src/driver-client.js';
 
 const base = { contactPoints: ['10.0.0.1'], localDataCenter: 'dc1' };
 

@@ -2,8 +2,8 @@
  * `connect()`: the one way to get an {@link IdGen} backed by Cassandra.
  */
 import type { Logger } from './logger.js';
-import { openClient } from './connection.js';
-import type { ConnectionOptions } from './connection.js';
+import { openClient } from './driver-client.js';
+import type { ConnectionOptions } from './driver-client.js';
 import { IdGen } from './allocator/id-gen.js';
 import { CassandraStore } from './store/cassandra.js';
 

@@ -47,7 +47,9 @@ export interface ConnectionOptions {
   authProvider?: cassandra.auth.AuthProvider;
   /**
    * TLS options for every connection, as Node's `tls.connect()` takes them (`ca`, `cert`, `key`,
-   * `rejectUnauthorized`, `servername`, …). `{}` enables TLS with the system's CAs.
+   * `rejectUnauthorized`, `servername`, …). `{}` enables TLS with the system's CAs. Each node's
+   * certificate is verified (`rejectUnauthorized: true`, as in `tls.connect()`, where the driver
+   * alone would not verify it) unless you set `rejectUnauthorized: false` yourself.
    * @default plain TCP
    */
   sslOptions?: import('node:tls').ConnectionOptions;
@@ -188,7 +190,10 @@ export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' |
       ),
     },
     ...(authProvider !== undefined ? { authProvider } : {}),
-    ...(options.sslOptions !== undefined ? { sslOptions: options.sslOptions } : {}),
+    // The driver turns certificate checks off unless told otherwise; a client of ours verifies.
+    ...(options.sslOptions !== undefined
+      ? { sslOptions: { rejectUnauthorized: true, ...options.sslOptions } }
+      : {}),
     queryOptions: {
       ...driver.queryOptions,
       consistency: CLIENT_DEFAULTS.consistency,

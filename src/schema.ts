@@ -104,7 +104,11 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
     // Before anything is created: tables on an unsafe cluster are what hands out IDs twice.
     let report: PreflightReport | undefined;
     if (options.allowUnsafeCluster !== true) {
-      report = await adminOver({ ...opened, ownsClient: false }, keyspace).preflight();
+      report = await adminOver(
+        { ...opened, ownsClient: false },
+        keyspace,
+        options.requestTimeoutMs,
+      ).preflight();
       if (report.verdict === 'unsafe') {
         throw new UnsafeClusterError(report.problems, '{ allowUnsafeCluster: true }');
       }

@@ -26,7 +26,7 @@ import type { PreflightReport } from './preflight.js';
 export async function openAdmin(options: AdminOptions): Promise<Admin> {
   const opened = await openClient(options);
   try {
-    return adminOver(opened, options.keyspace);
+    return adminOver(opened, options.keyspace, options.requestTimeoutMs);
   } catch (error) {
     if (opened.ownsClient) await opened.client.shutdown().catch(() => undefined);
     throw error;
@@ -56,11 +56,20 @@ export async function preflight(options: AdminOptions): Promise<PreflightReport>
 /**
  * An {@link Admin} over an open client: the local DC's nodes are asked through it, every other
  * DC's through a short-lived client of that DC with the same credentials and TLS.
+ * `requestTimeoutMs` bounds each request (every request sets its own timeout, which overrides
+ * the client's socket setting, so it must be passed here too).
  * @throws {InvalidNameError} for a bad keyspace name.
  */
-export function adminOver(opened: OpenedClient, keyspace: string): Admin {
+export function adminOver(
+  opened: OpenedClient,
+  keyspace: string,
+  requestTimeoutMs?: number,
+): Admin {
   const { client } = opened;
-  const store = new CassandraStore(client, keyspace, { ownsClient: opened.ownsClient });
+  const store = new CassandraStore(client, keyspace, {
+    ownsClient: opened.ownsClient,
+    requestTimeoutMs,
+  });
   return new Admin({
     store,
     dc: opened.localDataCenter,

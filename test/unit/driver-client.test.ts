@@ -21,7 +21,7 @@ describe('buildClientOptions', () => {
         encoding: { useBigIntAsLong: true },
       },
     });
-    expect(clientOptions.sslOptions).toBe(sslOptions);
+    expect(clientOptions.sslOptions).toEqual(sslOptions);
     expect(clientOptions.authProvider).toBe(authProvider);
     expect(clientOptions.pooling?.coreConnectionsPerHost).toEqual({ 0: 2 });
     expect(clientOptions.encoding?.useBigIntAsLong).toBe(true);
@@ -30,6 +30,15 @@ describe('buildClientOptions', () => {
       connectTimeout: 9_000,
       readTimeout: 20_000,
     });
+  });
+
+  it('verifies node certificates unless the caller turns it off', () => {
+    // The driver alone connects with rejectUnauthorized: false, i.e. TLS that checks nothing.
+    const verified = buildClientOptions({ ...base, sslOptions: {} }).clientOptions;
+    expect(verified.sslOptions).toEqual({ rejectUnauthorized: true });
+    const unverified = buildClientOptions({ ...base, sslOptions: { rejectUnauthorized: false } });
+    expect(unverified.clientOptions.sslOptions).toEqual({ rejectUnauthorized: false });
+    expect(buildClientOptions(base).clientOptions.sslOptions).toBeUndefined();
   });
 
   it('keeps load balancing DC-aware and local, whatever policies are passed', () => {

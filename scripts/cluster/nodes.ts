@@ -231,6 +231,28 @@ export async function serialWorks(
   }
 }
 
+/**
+ * Whether `node`, as coordinator, holds every node of the cluster for up: a write at ALL to the
+ * probe table (replicated to every node) succeeds. A node that still holds another for down
+ * after a heal answers Unavailable at once.
+ */
+export async function seesEveryNodeUp(node: NodeSpec): Promise<boolean> {
+  try {
+    return await withClient(node, async (client) => {
+      const host = client.hosts.values().find((h) => h.address.startsWith(`${node.address}:`));
+      if (host === undefined) return false;
+      await client.execute(`INSERT INTO ${PROBE_KEYSPACE}.probe (k, v) VALUES (2, 2)`, [], {
+        consistency: cassandra.types.consistencies.all,
+        host,
+        prepare: true,
+      });
+      return true;
+    });
+  } catch {
+    return false;
+  }
+}
+
 export async function waitFor(
   check: () => boolean | Promise<boolean>,
   timeoutMs: number,

@@ -7,7 +7,15 @@
 import fs from 'node:fs';
 import { STORAGE_PORT, ClusterError, findNode, isDcName, nodeSpecs } from './topology.js';
 import type { NodeSpec, Topology } from './topology.js';
-import { currentTopology, processState, readPid, run, serialWorks, waitFor } from './nodes.js';
+import {
+  currentTopology,
+  processState,
+  readPid,
+  run,
+  seesEveryNodeUp,
+  serialWorks,
+  waitFor,
+} from './nodes.js';
 import type { Log } from './nodes.js';
 
 const PARTITION_TAG = 'idgen-cass-partition';
@@ -82,6 +90,15 @@ export async function heal(
       : specs.find((s) => s.name === target);
     if (node && processState(node) === 'running') {
       await waitFor(() => serialWorks(node, 'serial'), 180_000, `SERIAL to work from ${target}`);
+    }
+  }
+  // SERIAL from the cut side needs only a majority; a healed cluster also needs every node to
+  // hold every other for up again. Cassandra before 5.0.9 could keep a node it had sent a gossip
+  // echo during the cut for down indefinitely (the echo's failure left it "in flight"): the
+  // tests after a heal then failed on schema agreement and hints instead of here.
+  if (specs.every((node) => processState(node) === 'running')) {
+    for (const node of specs) {
+      await waitFor(() => seesEveryNodeUp(node), 180_000, `${node.name} to see every node up`);
     }
   }
 }

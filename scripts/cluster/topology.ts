@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 /** Cassandra release the cluster runs; pinned so every machine tests against the same one. */
-export const CASSANDRA_VERSION = '5.0.8';
+export const CASSANDRA_VERSION = '5.0.9';
 export const CQL_PORT = 9042;
 export const STORAGE_PORT = 7000;
 

@@ -132,7 +132,7 @@ export interface MemoryStoreOptions {
 
 /**
  * A node as {@link MemoryStore.readNodeSettings} reports it: `host` and `dc`, and whatever a test
- * sets of the rest. Defaults: Cassandra 5.0.8, `commitlog_sync: batch`, `paxos_variant: v2`, no
+ * sets of the rest. Defaults: Cassandra 5.0.9, `commitlog_sync: batch`, `paxos_variant: v2`, no
  * other setting or JVM property, no idgen tables.
  */
 export type MemoryNode = Pick<NodeSettings, 'host' | 'dc'> &
@@ -415,7 +415,7 @@ export class MemoryStore implements IdStore {
       if (commitlogSync !== undefined) settings.set('commitlog_sync', commitlogSync);
       if (paxosVariant !== undefined) settings.set('paxos_variant', paxosVariant);
       return {
-        version: '5.0.8',
+        version: '5.0.9',
         properties: new Map(),
         tables: new Map(),
         ...node,

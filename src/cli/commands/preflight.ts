@@ -32,9 +32,9 @@ Example:
   keyspace idgen · checked from dc1 · 2026-11-22T16:05:06.126Z
 
   DC   node            version  check                         result  found
-  dc1  127.0.0.1:9042  5.0.8    commitlog-sync                ok      batch: every write is synced before it is acknowledged
-  dc1  127.0.0.1:9042  5.0.8    commit-failure-policy         ok      stop
-  dc1  127.0.0.1:9042  5.0.8    paxos-variant                 info    v2
+  dc1  127.0.0.1:9042  5.0.9    commitlog-sync                ok      batch: every write is synced before it is acknowledged
+  dc1  127.0.0.1:9042  5.0.9    commit-failure-policy         ok      stop
+  dc1  127.0.0.1:9042  5.0.9    paxos-variant                 info    v2
   …
   safe: 9 nodes in dc1, dc2, dc3; no setting under which an ID could be handed out twice`,
     )

@@ -213,6 +213,15 @@ export async function withClient<T>(
   }
 }
 
+/**
+ * The driver's host for `node`: statements pinned to it are coordinated by that node (the
+ * driver's load balancing would otherwise pick any node of the DC, and a check of what one node
+ * sees would ask its siblings).
+ */
+function hostOf(client: cassandra.Client, node: NodeSpec): cassandra.Host | undefined {
+  return client.hosts.values().find((h) => h.address.startsWith(`${node.address}:`));
+}
+
 /** Whether a serial read coordinated by `node` succeeds right now at the given level. */
 export async function serialWorks(
   node: NodeSpec,
@@ -220,8 +229,11 @@ export async function serialWorks(
 ): Promise<boolean> {
   try {
     return await withClient(node, async (client) => {
+      const host = hostOf(client, node);
+      if (host === undefined) return false;
       await client.execute(`SELECT v FROM ${PROBE_KEYSPACE}.probe WHERE k = 1`, [], {
         consistency: cassandra.types.consistencies[level],
+        host,
         prepare: true,
       });
       return true;
@@ -239,7 +251,7 @@ export async function serialWorks(
 export async function seesEveryNodeUp(node: NodeSpec): Promise<boolean> {
   try {
     return await withClient(node, async (client) => {
-      const host = client.hosts.values().find((h) => h.address.startsWith(`${node.address}:`));
+      const host = hostOf(client, node);
       if (host === undefined) return false;
       await client.execute(`INSERT INTO ${PROBE_KEYSPACE}.probe (k, v) VALUES (2, 2)`, [], {
         consistency: cassandra.types.consistencies.all,

@@ -4,6 +4,8 @@
  */
 import cassandra from 'cassandra-driver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { currentTopology } from '../../scripts/cluster/nodes.js';
+import { findNode, nodeSpecs } from '../../scripts/cluster/topology.js';
 import { clusterInfo, createTestKeyspace, faults, newClient } from '../support/cluster.js';
 import type { TestKeyspace } from '../support/cluster.js';
 
@@ -27,6 +29,7 @@ async function cas(
   expected: number | null,
   next: number,
   serial: 'serial' | 'localSerial',
+  host?: cassandra.Host,
 ) {
   const client = await ks.client(dc);
   const query =
@@ -38,6 +41,7 @@ async function cas(
     prepare: true,
     consistency: serial === 'serial' ? consistencies.quorum : consistencies.localQuorum,
     serialConsistency: consistencies[serial],
+    ...(host === undefined ? {} : { host }),
   });
   return result.wasApplied();
 }
@@ -126,5 +130,35 @@ describe.runIf(clusterInfo().faults)('a partitioned DC', () => {
 
     await faults.heal();
     expect(await cas('dc3', 'serial-p', 2, 3, 'serial')).toBe(true);
+  });
+});
+
+describe.runIf(clusterInfo().faults && clusterInfo().nodesPerDc >= 3)('a partitioned node', () => {
+  afterAll(async () => {
+    await faults.heal();
+  });
+
+  it('loses LOCAL_SERIAL as coordinator while the rest of its DC keeps a quorum, and rejoins', async () => {
+    const specs = nodeSpecs(currentTopology());
+    const client = await ks.client('dc1');
+    const hostOf = (name: string) => {
+      const { address } = findNode(specs, name);
+      const host = client.hosts.values().find((h) => h.address.startsWith(`${address}:`));
+      if (host === undefined) throw new Error(`the dc1 client does not know ${name}`);
+      return host;
+    };
+    const cut = hostOf('dc1-3');
+    const sibling = hostOf('dc1-1');
+    expect(await cas('dc1', 'node-p', null, 1, 'localSerial', cut)).toBe(true);
+
+    // The cut is verified by its effect on the node itself, not on whichever node of its DC a
+    // client would pick as coordinator.
+    await faults.partitionNode('dc1-3');
+    await expect(cas('dc1', 'node-p', 1, 2, 'localSerial', cut)).rejects.toThrow();
+    expect(await cas('dc1', 'node-p', 1, 2, 'localSerial', sibling)).toBe(true);
+
+    // After heal every node holds every other for up again, and the node coordinates again.
+    await faults.heal();
+    expect(await cas('dc1', 'node-p', 2, 3, 'localSerial', cut)).toBe(true);
   });
 });

@@ -46,15 +46,20 @@ export async function partition(target: string, log: Log = () => undefined): Pro
 
   const cut = inside[0]!;
   if (dcCut) {
-    const other = outside[0]!;
     const majority = topology.dcs >= 3;
+    // Every node of the majority, not just one: a node that has not yet held the cut DC for
+    // down still sends it its share of a round and times out.
+    const serialOutside = async () => {
+      for (const node of outside) if (!(await serialWorks(node, 'serial'))) return false;
+      return true;
+    };
     await waitFor(
       async () =>
         !(await serialWorks(cut, 'serial')) &&
         (await serialWorks(cut, 'localSerial')) &&
-        (!majority || (await serialWorks(other, 'serial'))),
+        (!majority || (await serialOutside())),
       120_000,
-      `SERIAL to fail and LOCAL_SERIAL to work from ${target}`,
+      `SERIAL to fail and LOCAL_SERIAL to work from ${target}${majority ? ', and SERIAL to work from every other node' : ''}`,
     );
     return;
   }

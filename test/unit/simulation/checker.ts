@@ -1,0 +1,237 @@
+/**
+ * Judges a simulated run from its recorded history alone (history.ts): the IDs each handle's
+ * callers were given, the errors they got, and the rows after every step. It never asks the
+ * allocator what it did. The rows are judged by the project's own `check` (checkSequence, which
+ * runs the one list of DC-state invariants, dcStateViolations, against every DC's state).
+ *
+ * The property: no ID handed out twice; each handle's IDs increasing; every ID inside a grant of
+ * its handle's DC; the rows passing `check` after every step. Two checks go further, to catch
+ * a defect before a later claim turns it into a duplicate: an ID handed out stays claimed in the
+ * rows, and no call fails because the allocator found its rows broken or gone back.
+ */
+import { checkSequence, type Violation } from '../../../src/admin/check.js';
+import { IdGenError, InvariantError, StateRolledBackError } from '../../../src/errors.js';
+import type { Grant } from '../../../src/store/port.js';
+import type { CallRecord, HandleHistory, History } from './history.js';
+
+export type FindingKind =
+  /** One ID given to callers twice (by two handles, or by one). */
+  | 'duplicate'
+  /** A handle gave an ID not above the one it gave before. */
+  | 'not-increasing'
+  /** A handle gave an ID outside every grant of its DC. */
+  | 'outside-grants'
+  /** The rows broke an invariant of `check`, after some step or at the end. */
+  | 'rows-broken'
+  /**
+   * The rows no longer count an ID handed out as claimed (above its DC's last_integer in the
+   * reserved range, or in the preloaded range): the next claim hands it out again.
+   */
+  | 'unclaimed'
+  /** A call failed because the allocator found the rows broken or gone back. */
+  | 'allocator-saw-broken-rows'
+  /** A call failed with an error the allocator does not define: a crash, not a verdict. */
+  | 'unexpected-error'
+  /** A call of a live process never settled though nothing was left to run. */
+  | 'stuck';
+
+/** The kinds that say the protocol handed out IDs wrongly or broke its rows. */
+export const SAFETY_KINDS: readonly FindingKind[] = [
+  'duplicate',
+  'not-increasing',
+  'outside-grants',
+  'rows-broken',
+  'unclaimed',
+  'allocator-saw-broken-rows',
+];
+
+export interface Finding {
+  readonly kind: FindingKind;
+  readonly message: string;
+}
+
+const LISTED = 5;
+
+export function checkHistory(history: History): Finding[] {
+  const findings: Finding[] = [];
+  const report = (kind: FindingKind, message: string) => findings.push({ kind, message });
+
+  // No ID twice, across every handle of every process of every DC.
+  const owners = new Map<number, string[]>();
+  for (const handle of history.handles) {
+    handle.calls.forEach((call, index) => {
+      for (const id of call.ids) {
+        const seen = owners.get(id);
+        const at = `${handle.name} ${call.call} (call #${index + 1})`;
+        if (seen === undefined) owners.set(id, [at]);
+        else seen.push(at);
+      }
+    });
+  }
+  const duplicates = [...owners].filter(([, by]) => by.length > 1);
+  for (const [id, by] of duplicates.slice(0, LISTED)) {
+    report('duplicate', `ID ${id} handed out ${by.length} times: by ${by.join(', ')}`);
+  }
+  if (duplicates.length > LISTED) {
+    report('duplicate', `… and ${duplicates.length - LISTED} more IDs handed out twice`);
+  }
+
+  const finalRows = history.rowLog.at(-1)?.rows;
+  for (const handle of history.handles) {
+    checkIncreasing(handle, report);
+    checkInsideGrants(handle, finalRows?.grants.get(handle.dc) ?? [], report);
+    checkErrors(handle.name, handle.calls, report);
+    const pending = handle.calls.filter((c) => c.returned === undefined);
+    if (pending.length > 0 && !handle.crashed && history.settled) {
+      report('stuck', `${handle.name}: ${pending.map((c) => c.call).join(', ')} never settled`);
+    }
+  }
+  checkErrors('other calls', history.otherErrors, report);
+
+  // The rows pass `check` after every step that changed them (the first failure is enough).
+  for (const { step, rows } of history.rowLog) {
+    const violations = checkSequence(rows);
+    if (violations.length > 0) {
+      report('rows-broken', `after step ${step}: ${describeViolations(violations)}`);
+      break;
+    }
+  }
+  checkClaimed(history, report);
+  return findings;
+}
+
+/** Thrown by the property: what broke, and the run's trace to read it by. */
+export class SimulationViolation extends Error {
+  constructor(
+    readonly findings: readonly Finding[],
+    trace: readonly string[],
+  ) {
+    super(
+      [
+        `${findings.length} finding(s):`,
+        ...findings.map((f) => `  [${f.kind}] ${f.message}`),
+        `trace (${trace.length} lines, each after the step it happened in):`,
+        ...trace.map((line) => `  ${line}`),
+      ].join('\n'),
+    );
+    this.name = 'SimulationViolation';
+  }
+}
+
+/**
+ * IDs increase in real time: every ID of a call is above every ID of each call of the same
+ * handle that returned before it was issued. Calls in flight together are not ordered (their
+ * callers cannot tell which was served first), but a take's run is increasing in itself.
+ */
+function checkIncreasing(
+  handle: HandleHistory,
+  report: (kind: FindingKind, message: string) => void,
+): void {
+  const done = handle.calls.filter((c) => c.returned !== undefined && c.ids.length > 0);
+  const byReturn = [...done].sort((a, b) => a.returned! - b.returned!);
+  const byIssue = [...done].sort((a, b) => a.issued - b.issued);
+  let highest: CallRecord | undefined;
+  let next = 0;
+  for (const call of byIssue) {
+    for (; next < byReturn.length && byReturn[next]!.returned! < call.issued; next++) {
+      const before = byReturn[next]!;
+      if (highest === undefined || before.ids.at(-1)! > highest.ids.at(-1)!) highest = before;
+    }
+    const first = call.ids[0]!;
+    if (highest !== undefined && !(first > highest.ids.at(-1)!)) {
+      report(
+        'not-increasing',
+        `${handle.name} ${call.call} gave ${first} after ${highest.call} had given ${highest.ids.at(-1)}`,
+      );
+      return;
+    }
+    if (call.ids.some((id, i) => i > 0 && !(id > call.ids[i - 1]!))) {
+      report('not-increasing', `${handle.name} ${call.call} gave ${call.ids.join(', ')}`);
+      return;
+    }
+  }
+}
+
+function checkInsideGrants(
+  handle: HandleHistory,
+  grants: readonly Grant[],
+  report: (kind: FindingKind, message: string) => void,
+): void {
+  const outside = handle.calls
+    .flatMap((c) => c.ids)
+    .filter((id) => !grants.some((g) => BigInt(id) >= g.min && BigInt(id) <= g.max));
+  if (outside.length === 0) return;
+  const shown = grants.map((g) => `#${g.number} [${g.min}, ${g.max}]`).join(', ') || 'none';
+  report(
+    'outside-grants',
+    `${handle.name} (${handle.dc}) gave ${outside.slice(0, LISTED).join(', ')}, outside ${handle.dc}'s grants (${shown})`,
+  );
+}
+
+/**
+ * Every ID handed out stays claimed: once a caller has it, each later version of its DC's state
+ * has it at or below last_integer if it lies in the reserved range, and not in the preloaded
+ * range. A claim moves last_integer up before its IDs are handed out, and a give-back returns
+ * only IDs never handed out, so rows that break this will hand the ID out again.
+ */
+function checkClaimed(
+  history: History,
+  report: (kind: FindingKind, message: string) => void,
+): void {
+  const given = history.handles
+    .flatMap((handle) =>
+      handle.calls
+        .filter((call) => call.returned !== undefined)
+        .flatMap((call) =>
+          call.ids.map((id) => ({ id, dc: handle.dc, at: call.returned!, by: handle.name })),
+        ),
+    )
+    .sort((a, b) => a.at - b.at);
+  const byDc = new Map<string, { id: number; by: string }[]>();
+  let next = 0;
+  for (const { step, event, rows } of history.rowLog) {
+    for (; next < given.length && given[next]!.at < event; next++) {
+      const { dc, id, by } = given[next]!;
+      const ofDc = byDc.get(dc) ?? [];
+      ofDc.push({ id, by });
+      byDc.set(dc, ofDc);
+    }
+    for (const [dc, state] of rows.states) {
+      const preloaded = state.installedGrant === state.reservedGrant + 1;
+      const lost = (byDc.get(dc) ?? []).find(({ id }) => {
+        const n = BigInt(id);
+        const inReserved = n >= state.reservedMin && n <= state.reservedMax;
+        const inPreloaded = preloaded && n >= state.preloadedMin && n <= state.preloadedMax;
+        return (inReserved && n > state.lastInteger) || inPreloaded;
+      });
+      if (lost !== undefined) {
+        report(
+          'unclaimed',
+          `after step ${step}, ${dc}'s state (v${state.version}, last_integer ${state.lastInteger}, reserved [${state.reservedMin}, ${state.reservedMax}]${preloaded ? `, preloaded [${state.preloadedMin}, ${state.preloadedMax}]` : ''}) no longer counts ID ${lost.id} as claimed, which ${lost.by} handed out before`,
+        );
+        return;
+      }
+    }
+  }
+}
+
+function checkErrors(
+  who: string,
+  calls: readonly { readonly call: string; readonly error?: unknown }[],
+  report: (kind: FindingKind, message: string) => void,
+): void {
+  for (const { call, error } of calls) {
+    if (error === undefined) continue;
+    if (error instanceof InvariantError || error instanceof StateRolledBackError) {
+      report('allocator-saw-broken-rows', `${who} ${call}: ${error.message}`);
+    } else if (!(error instanceof IdGenError)) {
+      // A failed assert, a TypeError, or an injected fault the allocator let through unclassified.
+      const shown = error instanceof Error ? (error.stack ?? error.message) : String(error);
+      report('unexpected-error', `${who} ${call}: ${shown}`);
+    }
+  }
+}
+
+function describeViolations(violations: readonly Violation[]): string {
+  return violations.map((v) => `[${v.kind}] ${v.message}`).join('; ');
+}

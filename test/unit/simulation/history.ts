@@ -1,0 +1,55 @@
+/**
+ * What a simulated run leaves behind for the checker: what each handle's callers were given,
+ * and the rows after every step that changed them. Nothing in it comes from asking the
+ * allocator what it did.
+ */
+import type { CheckSnapshot } from '../../../src/admin/check.js';
+
+/**
+ * One call of a handle as its caller saw it. `issued` and `returned` are positions in one count
+ * of events over the whole run, so calls can be ordered in real time: a call that returned
+ * before another was issued happened before it.
+ */
+export interface CallRecord {
+  readonly call: string;
+  readonly issued: number;
+  /** Undefined while the call is pending. */
+  returned: number | undefined;
+  /** The IDs it returned, in order (a take's whole run). */
+  ids: readonly number[];
+  /** The error it rejected (or threw) with. */
+  error?: unknown;
+}
+
+/** What callers of one handle (an instance: one Sequence handle of one process) were given. */
+export interface HandleHistory {
+  /** `p<slot>.<incarnation>/h<n>`, or `final-<dc>/h1` for the draws after the commands. */
+  readonly name: string;
+  readonly dc: string;
+  readonly calls: CallRecord[];
+  /** Its process died: calls still pending stay so for ever. */
+  crashed: boolean;
+}
+
+/** The rows as they were after `step`, at position `event` of the calls' count of events. */
+export interface RowsAt {
+  readonly step: number;
+  readonly event: number;
+  readonly rows: CheckSnapshot;
+}
+
+export interface History {
+  readonly handles: readonly HandleHistory[];
+  /** Errors of calls that belong to no handle (alters, shutdowns). */
+  readonly otherErrors: readonly { readonly call: string; readonly error: unknown }[];
+  /**
+   * The rows after every step that changed them, in order; the last entry is the rows at the
+   * end, read after the last call returned.
+   */
+  readonly rowLog: readonly RowsAt[];
+  /** False if the step limit stopped the run before everything settled. */
+  readonly settled: boolean;
+  readonly steps: number;
+  /** What ran at each step and what it gave, prefixed by the step. */
+  readonly trace: readonly string[];
+}

@@ -1,0 +1,275 @@
+/**
+ * What one simulated run is made of, as fast-check arbitraries: the sequence's settings, the
+ * processes and their DCs, the commands callers issue, the faults the store injects, and the
+ * seed of the allocator's jitter. Everything a run does follows from these values and the
+ * scheduler's choices, so a failing run is replayed from its seed alone, and shrinking acts on
+ * these values (the scheduler itself does not shrink; it replays its choices on what is left).
+ */
+import fc from 'fast-check';
+
+import type { ConditionalEffect } from '../../../src/store/memory.js';
+
+export const SEQUENCE = 'sim';
+export const DCS = ['dc1', 'dc2', 'dc3'] as const;
+
+/**
+ * Small sizes on purpose: blocks and ranges run out every few calls, so grants, switches to the
+ * preloaded range, give-backs and exhaustion happen in nearly every run.
+ */
+export interface SimSettings {
+  readonly dcRangeSize: number;
+  readonly blockSize: number;
+  readonly threshold: number;
+  /** A custom domain's last ID, so that some runs spend the whole domain; else int32. */
+  readonly max: number | undefined;
+}
+
+export interface SimProcess {
+  readonly dc: (typeof DCS)[number];
+  /** Bigint handles take the other block type (BigIntBlock). */
+  readonly bigint: boolean;
+}
+
+/** Which of a slot's handles a call goes to: the open one, or the one closed last. */
+export type Target = 'current' | 'previous';
+
+/**
+ * What a slot's client does. Each slot runs its commands in order; `wait: false` goes on to the
+ * next command without waiting for this one, so calls of one handle overlap.
+ */
+export type Command =
+  | {
+      readonly kind: 'next';
+      readonly slot: number;
+      readonly target: Target;
+      readonly wait: boolean;
+    }
+  | { readonly kind: 'tryNext'; readonly slot: number; readonly target: Target }
+  /**
+   * `count` calls of next(), each after the one before resolved: in a burst, or `paced`, each
+   * at a step the scheduler picks.
+   */
+  | {
+      readonly kind: 'draw';
+      readonly slot: number;
+      readonly count: number;
+      readonly paced: boolean;
+      readonly wait: boolean;
+    }
+  | {
+      readonly kind: 'take';
+      readonly slot: number;
+      /**
+       * `block`: the sequence's block size as created, which spends a whole block per call, so a
+       * handle closes holding exactly its preloaded block (the run the protocol gives back).
+       */
+      readonly count: number | 'block';
+      readonly target: Target;
+      readonly wait: boolean;
+    }
+  /**
+   * Closes the slot's open handle (later calls open a new one) while its callers go on calling
+   * it: each of `callsDuring` is issued on the closing handle at a step the scheduler picks.
+   */
+  | {
+      readonly kind: 'close';
+      readonly slot: number;
+      readonly callsDuring: readonly ('next' | 'tryNext')[];
+    }
+  /** The process dies: nothing it sent is answered, no timer of it fires; a new one starts. */
+  | { readonly kind: 'restart'; readonly slot: number }
+  /** IdGen.close(), then a new process in the slot. */
+  | { readonly kind: 'shutdown'; readonly slot: number }
+  | {
+      readonly kind: 'alter';
+      readonly slot: number;
+      readonly changes: {
+        readonly dcRangeSize?: number;
+        readonly blockSize?: number;
+        readonly threshold?: number;
+      };
+    };
+
+/**
+ * A fault of a conditional write: the MemoryStore's own outcomes (its `in-flight` split by the
+ * round that finishes the write: the writer's re-read, or only a later write), plus one the
+ * simulation adds: the write applied (if its condition held), then the call throws a plain
+ * error, as a lost connection does.
+ */
+export type WriteFault =
+  | Exclude<ConditionalEffect, 'in-flight'>
+  | 'applied-then-error'
+  | 'in-flight-until-read'
+  | 'in-flight-until-write';
+
+export const WRITE_FAULTS: readonly WriteFault[] = [
+  'rejected',
+  'unknown-applied',
+  'unknown-not-applied',
+  'applied-reported-rejected',
+  'applied-then-unavailable',
+  'applied-then-error',
+  'in-flight-until-read',
+  'in-flight-until-write',
+];
+
+/**
+ * What a conditional write is for. A DC-state write is told from the rows it is about to change
+ * (claim, give-back or install), so that faults can aim at the rare writes as well as at claims.
+ */
+export type WriteKind = 'claim' | 'give-back' | 'install' | 'grant' | 'alter';
+
+/** The `at`-th write of that kind (or read) in the run, counted over every process, fails. */
+export type PlannedFault =
+  | { readonly on: WriteKind; readonly at: number; readonly fault: WriteFault }
+  | { readonly on: 'read'; readonly at: number; readonly fault: 'unavailable' };
+
+/** Where a planned fault lands: a kind of write, or any read of the rows. */
+export type FaultSite = PlannedFault['on'];
+
+/** How many writes of each kind (and reads) a run has, about: where planned faults may land. */
+const FAULT_REACH: Readonly<Record<FaultSite, number>> = {
+  claim: 30,
+  'give-back': 4,
+  install: 8,
+  grant: 8,
+  alter: 1,
+  read: 100,
+};
+
+export interface Scenario {
+  readonly settings: SimSettings;
+  /** One slot each: a client and the process it calls (a new one after a restart). */
+  readonly processes: readonly SimProcess[];
+  readonly commands: readonly Command[];
+  readonly faults: readonly PlannedFault[];
+  /** Seeds the allocator's backoff jitter (Math.random) for this run. */
+  readonly jitterSeed: number;
+}
+
+const settingsArb: fc.Arbitrary<SimSettings> = fc
+  .record({
+    dcRangeSize: fc.integer({ min: 4, max: 40 }),
+    // Blocks of one or two IDs often: every claim then ends where a give-back's run ends.
+    blockSize: fc.oneof(fc.integer({ min: 1, max: 2 }), fc.integer({ min: 1, max: 10 })),
+    threshold: fc.constantFrom(0.25, 0.5, 0.75, 0.9),
+    max: fc.option(fc.integer({ min: 40, max: 300 }), { nil: undefined, freq: 3 }),
+  })
+  .map((s) => ({ ...s, blockSize: Math.min(s.blockSize, s.dcRangeSize) }));
+
+const processArb: fc.Arbitrary<SimProcess> = fc.record({
+  // dc1 twice as often: processes of one DC racing for its state is where the protocol is subtle.
+  dc: fc.constantFrom('dc1', ...DCS),
+  bigint: fc.boolean(),
+});
+
+export interface ScenarioBounds {
+  /** Most processes at once. */
+  readonly processes: number;
+  /** Most commands in a run. */
+  readonly commands: number;
+  /** Most faults in a run. */
+  readonly faults: number;
+}
+
+export const DEFAULT_BOUNDS: ScenarioBounds = { processes: 5, commands: 30, faults: 12 };
+
+function commandArb(bounds: ScenarioBounds): fc.Arbitrary<Command> {
+  const slot = fc.nat({ max: bounds.processes - 1 });
+  // Mostly the open handle; sometimes the one just closed, to call it while it closes.
+  const target = fc.constantFrom<Target>('current', 'current', 'current', 'previous');
+  const wait = fc.boolean();
+  return fc.oneof(
+    { weight: 5, arbitrary: fc.record({ kind: fc.constant('next'), slot, target, wait }) },
+    { weight: 3, arbitrary: fc.record({ kind: fc.constant('tryNext'), slot, target }) },
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        kind: fc.constant('draw'),
+        slot,
+        count: fc.integer({ min: 2, max: 12 }),
+        paced: fc.boolean(),
+        wait,
+      }),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        kind: fc.constant('take'),
+        slot,
+        count: fc.oneof(fc.constant<'block'>('block'), fc.integer({ min: 1, max: 10 })),
+        target,
+        wait,
+      }),
+    },
+    {
+      weight: 5,
+      arbitrary: fc.record({
+        kind: fc.constant('close'),
+        slot,
+        callsDuring: fc.array(fc.constantFrom('next', 'tryNext'), { maxLength: 3 }),
+      }),
+    },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('restart'), slot }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('shutdown'), slot }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        kind: fc.constant('alter'),
+        slot,
+        changes: fc.record(
+          {
+            dcRangeSize: fc.integer({ min: 4, max: 40 }),
+            blockSize: fc.integer({ min: 1, max: 10 }),
+            threshold: fc.constantFrom(0.25, 0.5, 0.75, 0.9),
+          },
+          { requiredKeys: [] },
+        ),
+      }),
+    },
+  ) as fc.Arbitrary<Command>;
+}
+
+/** Faults land on claims and give-backs most: the writes whose outcome decides who holds IDs. */
+const FAULT_WEIGHT: Readonly<Record<FaultSite, number>> = {
+  claim: 3,
+  'give-back': 5,
+  install: 1,
+  grant: 1,
+  alter: 1,
+  read: 1,
+};
+
+const faultArb: fc.Arbitrary<PlannedFault> = fc.oneof(
+  ...(['claim', 'give-back', 'install', 'grant', 'alter'] as const).map((on) => ({
+    weight: FAULT_WEIGHT[on],
+    arbitrary: fc.record({
+      on: fc.constant(on),
+      at: fc.nat({ max: FAULT_REACH[on] }),
+      fault: fc.constantFrom(...WRITE_FAULTS),
+    }),
+  })),
+  {
+    weight: FAULT_WEIGHT.read,
+    arbitrary: fc.record({
+      on: fc.constant('read'),
+      at: fc.nat({ max: FAULT_REACH.read }),
+      fault: fc.constant('unavailable'),
+    }),
+  },
+) as fc.Arbitrary<PlannedFault>;
+
+export function scenarioArb(bounds: ScenarioBounds = DEFAULT_BOUNDS): fc.Arbitrary<Scenario> {
+  return fc.record({
+    settings: settingsArb,
+    processes: fc.array(processArb, { minLength: 2, maxLength: bounds.processes }),
+    // 'medium': fast-check's default size would keep arrays to about ten elements.
+    commands: fc.array(commandArb(bounds), {
+      minLength: 1,
+      maxLength: bounds.commands,
+      size: 'medium',
+    }),
+    faults: fc.array(faultArb, { maxLength: bounds.faults, size: 'medium' }),
+    jitterSeed: fc.integer(),
+  });
+}

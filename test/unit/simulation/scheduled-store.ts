@@ -1,0 +1,317 @@
+/**
+ * One process's view of the shared MemoryStore, with fast-check's scheduler on the wire.
+ *
+ * Every call is two scheduled steps: its request (when the store runs it, atomically, as one
+ * Paxos round) and its reply (when the caller sees the outcome). Between them any other process
+ * may act, so replies reach callers late and in any order, as over a network. A dead process's
+ * requests still reach the store if they were sent, but their replies never arrive.
+ *
+ * The fault planned for a call (model.ts) is armed on the MemoryStore in the step the call runs,
+ * so no other call can take it.
+ */
+import type fc from 'fast-check';
+
+import { IdGenError } from '../../../src/errors.js';
+import type { Fault, MemoryStore } from '../../../src/store/memory.js';
+import type {
+  CasOutcome,
+  DcStamp,
+  DcState,
+  Grant,
+  GrantFound,
+  GrantView,
+  GrantsOverview,
+  IdStore,
+  NodeSettings,
+  OverviewReading,
+  SequenceSettings,
+  SizeSettings,
+  StoredSettings,
+} from '../../../src/store/port.js';
+import { TICK_MS, type SimClock, type TimerOwner } from './clock.js';
+import type { FaultSite, PlannedFault, WriteKind } from './model.js';
+
+/** What the store's view needs of the simulated world around it. */
+export interface Network {
+  readonly scheduler: fc.Scheduler;
+  readonly store: MemoryStore;
+  readonly clock: SimClock;
+  /** The fault planned for the call of `site` being sent now, if any. */
+  nextFault(site: FaultSite): PlannedFault['fault'] | undefined;
+  /** The step running now. */
+  readonly step: number;
+  /** A store call ran in this step: the rows may have changed. */
+  touched(): void;
+  log(line: string): void;
+}
+
+/** An error the simulation injects itself: the connection lost after a write was sent. */
+export class InjectedFault extends Error {
+  override readonly name = 'InjectedFault';
+}
+
+type Planned = PlannedFault['fault'] | undefined;
+
+export class ScheduledStore implements IdStore {
+  constructor(
+    private readonly network: Network,
+    private readonly process: TimerOwner,
+  ) {}
+
+  createSequence(settings: SequenceSettings, op: string): Promise<CasOutcome<StoredSettings>> {
+    return this.call('createSequence', 'alter', (fault) =>
+      this.conditional('createSequence', fault, () => this.store.createSequence(settings, op)),
+    );
+  }
+
+  readSequence(name: string, reading?: 'local' | 'serial'): Promise<StoredSettings | undefined> {
+    return this.call(`readSequence ${reading ?? 'local'}`, 'read', (fault) =>
+      this.read('readSequence', fault, () => this.store.readSequence(name, reading)),
+    );
+  }
+
+  listSequences(): Promise<readonly SequenceSettings[]> {
+    return this.call('listSequences', undefined, () => this.store.listSequences());
+  }
+
+  alterSequence(
+    name: string,
+    expectedOp: string,
+    sizes: SizeSettings,
+    op: string,
+  ): Promise<CasOutcome<StoredSettings>> {
+    return this.call(`alterSequence ${describeSizes(sizes)}`, 'alter', (fault) =>
+      this.conditional('alterSequence', fault, () =>
+        this.store.alterSequence(name, expectedOp, sizes, op),
+      ),
+    );
+  }
+
+  readGrants(sequence: string, dc: string): Promise<GrantView> {
+    return this.call(`readGrants ${dc}`, 'read', (fault) =>
+      this.read('readGrants', fault, () => this.store.readGrants(sequence, dc)),
+    );
+  }
+
+  grantRange(
+    sequence: string,
+    dc: string,
+    expectedGlobalLast: bigint,
+    grant: Grant,
+  ): Promise<CasOutcome<GrantFound>> {
+    return this.call(
+      `grantRange ${dc} #${grant.number} [${grant.min}, ${grant.max}] if GLOBAL=${expectedGlobalLast}`,
+      'grant',
+      (fault) =>
+        this.conditional('grantRange', fault, () =>
+          this.store.grantRange(sequence, dc, expectedGlobalLast, grant),
+        ),
+    );
+  }
+
+  readGrantsOverview(
+    sequence: string,
+    reading?: OverviewReading,
+  ): Promise<GrantsOverview | undefined> {
+    return this.call('readGrantsOverview', undefined, () =>
+      this.store.readGrantsOverview(sequence, reading),
+    );
+  }
+
+  probeSerial(): Promise<void> {
+    return this.call('probeSerial', undefined, () => this.store.probeSerial());
+  }
+
+  readDcState(sequence: string, dc: string): Promise<DcState | undefined> {
+    return this.call(`readDcState ${dc}`, 'read', (fault) =>
+      this.read('readDcState', fault, () => this.store.readDcState(sequence, dc)),
+    );
+  }
+
+  writeDcState(
+    sequence: string,
+    dc: string,
+    expected: DcStamp | undefined,
+    next: DcState,
+  ): Promise<CasOutcome<DcStamp>> {
+    const kind = async () =>
+      writeKind((await this.network.store.readDcStatesOverview(sequence)).get(dc), next);
+    return this.call(
+      `writeDcState ${dc} v${expected?.version ?? 0}→${next.version} ${describeState(next)}`,
+      kind,
+      (fault) =>
+        this.conditional('writeDcState', fault, () =>
+          this.store.writeDcState(sequence, dc, expected, next),
+        ),
+    );
+  }
+
+  readDcStatesOverview(
+    sequence: string,
+    reading?: OverviewReading,
+  ): Promise<ReadonlyMap<string, DcState>> {
+    return this.call('readDcStatesOverview', undefined, () =>
+      this.store.readDcStatesOverview(sequence, reading),
+    );
+  }
+
+  readNodeSettings(): Promise<readonly NodeSettings[]> {
+    return this.call('readNodeSettings', undefined, () => this.store.readNodeSettings());
+  }
+
+  close(): Promise<void> {
+    return this.call('close', undefined, () => this.store.close());
+  }
+
+  /** Typed as the port: the MemoryStore ignores the readings it has no use for. */
+  private get store(): IdStore {
+    return this.network.store;
+  }
+
+  /**
+   * One call: sent when the scheduler says, run on the store with the fault planned for it,
+   * answered when the scheduler says. `site` names the planned faults it counts for; for a
+   * DC-state write it is found from the rows the write is about to change.
+   */
+  private async call<R>(
+    what: string,
+    site: FaultSite | (() => Promise<FaultSite>) | undefined,
+    run: (fault: Planned) => Promise<R>,
+  ): Promise<R> {
+    const network = this.network;
+    const scheduler = network.scheduler;
+    const label = `${this.process.name} ${what}`;
+    await scheduler.schedule(Promise.resolve(), `send: ${label}`);
+    const at = typeof site === 'function' ? await site() : site;
+    const fault = at === undefined ? undefined : network.nextFault(at);
+    const sentAt = network.step;
+    const shownSite = at === undefined || at === 'read' ? '' : ` (${at})`;
+    const shownFault = fault === undefined ? '' : ` [${fault}]`;
+    if (fault !== undefined) network.log(`${label}${shownSite}${shownFault} sent`);
+    let outcome: { readonly value: R } | { readonly error: unknown };
+    try {
+      outcome = { value: await run(fault) };
+    } catch (error) {
+      outcome = { error };
+    }
+    network.touched();
+    const shown = 'error' in outcome ? describeError(outcome.error) : describeValue(outcome.value);
+    const late = network.step === sentAt ? '' : ` (sent at step ${sentAt})`;
+    network.log(`${label}${shownSite}${shownFault}${late} → ${shown}`);
+    await scheduler.schedule(Promise.resolve(), `reply: ${label} → ${shown}`);
+    if (this.process.crashed) return new Promise<R>(() => undefined);
+    if ('error' in outcome) throw outcome.error;
+    return outcome.value;
+  }
+
+  private read<R>(
+    op: 'readSequence' | 'readGrants' | 'readDcState',
+    fault: Planned,
+    invoke: () => Promise<R>,
+  ): Promise<R> {
+    if (fault === 'unavailable') this.arm({ op, effect: 'unavailable' });
+    return invoke();
+  }
+
+  /**
+   * Runs a conditional write with its fault. A fault stands for a round that timed out, failed
+   * late or was retried, so its outcome reaches the writer only after a timeout of virtual time
+   * while the other processes go on; a retried round that reports a rejection reads the row it
+   * reports only then, when other writes may have landed on it.
+   */
+  private async conditional<R>(
+    op: 'createSequence' | 'alterSequence' | 'grantRange' | 'writeDcState',
+    fault: Planned,
+    invoke: () => Promise<R>,
+  ): Promise<R> {
+    if (fault === undefined || fault === 'unavailable') return invoke();
+    const timeout = () => this.network.clock.sleep(this.process, timeoutMs());
+    switch (fault) {
+      case 'applied-reported-rejected':
+      case 'rejected':
+        this.arm({ op, effect: fault, onHit: timeout });
+        return invoke();
+      case 'applied-then-error':
+        await invoke();
+        await timeout();
+        throw new InjectedFault('injected: the connection was lost after the write was sent');
+      case 'in-flight-until-read':
+      case 'in-flight-until-write':
+        this.arm({
+          op,
+          effect: 'in-flight',
+          completesOn: fault === 'in-flight-until-read' ? 'read' : 'write',
+        });
+        break;
+      default:
+        this.arm({ op, effect: fault });
+    }
+    try {
+      return await invoke();
+    } finally {
+      await timeout();
+    }
+  }
+
+  private arm(fault: Fault): void {
+    this.network.store.faults.push(fault);
+  }
+}
+
+/**
+ * How long a round that failed keeps its writer waiting: mostly a tick or two, sometimes up to
+ * 40. Short waits let exactly one other write land before the writer looks again, which is
+ * when misreading the outcome does harm; long ones let whole claims and grants pass.
+ */
+function timeoutMs(): number {
+  return TICK_MS * (1 + Math.floor(Math.random() ** 3 * 40));
+}
+
+/**
+ * What a DC-state write does to `current`: a give-back moves last_integer down within the same
+ * reserved range; an install adds a grant; anything else claims a block.
+ */
+function writeKind(current: DcState | undefined, next: DcState): WriteKind {
+  if (current === undefined || next.installedGrant > current.installedGrant) return 'install';
+  if (next.reservedGrant === current.reservedGrant && next.lastInteger < current.lastInteger) {
+    return 'give-back';
+  }
+  return 'claim';
+}
+
+export function describeSizes(s: SizeSettings): string {
+  return `range ${s.dcRangeSize} block ${s.blockSize} threshold ${s.threshold}`;
+}
+
+export function describeError(error: unknown): string {
+  if (error instanceof IdGenError) return error.code;
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
+function describeState(s: DcState): string {
+  const preloaded =
+    s.installedGrant === s.reservedGrant + 1
+      ? ` preloaded #${s.installedGrant} [${s.preloadedMin}, ${s.preloadedMax}]`
+      : '';
+  return `last=${s.lastInteger} reserved #${s.reservedGrant} [${s.reservedMin}, ${s.reservedMax}]${preloaded}`;
+}
+
+function describeValue(value: unknown): string {
+  if (value === undefined) return 'none';
+  if (typeof value !== 'object' || value === null) return String(value);
+  if ('kind' in value) {
+    const outcome = value as CasOutcome<unknown>;
+    if (outcome.kind !== 'rejected') return outcome.kind;
+    return `rejected, found ${describeValue(outcome.found)}`;
+  }
+  if ('lastInteger' in value) return describeState(value as DcState);
+  if ('version' in value && 'op' in value) return `v${(value as DcStamp).version}`;
+  if ('globalLast' in value) {
+    const view = value as Partial<GrantFound & GrantView>;
+    const grant = view.grant ?? view.latest;
+    const shown = grant === undefined ? '' : ` #${grant.number} [${grant.min}, ${grant.max}]`;
+    return `GLOBAL=${view.globalLast}${shown}`;
+  }
+  if ('settings' in value) return describeSizes((value as StoredSettings).settings);
+  return 'ok';
+}

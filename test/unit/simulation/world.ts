@@ -1,0 +1,453 @@
+/**
+ * Runs one {@link Scenario}: processes in several DCs, each an IdGen over its own scheduled view
+ * of one MemoryStore (scheduled-store.ts) and the virtual clock (clock.ts), driven by clients
+ * that issue the scenario's commands. fast-check's scheduler releases every step: each client's
+ * next command, each store request and reply, each clock tick.
+ *
+ * After each step the microtask queue is drained, so a step runs the released code up to its
+ * next scheduled point and nothing else: the steps are the whole interleaving, and a run replays
+ * exactly from its seed (the allocator's jitter is seeded too).
+ *
+ * Once the commands are done, every open handle closes while a new process in each DC draws, so
+ * each run ends with give-backs racing claims.
+ *
+ * Nothing here judges the run: it records what callers were given and the rows after each step
+ * (history.ts) for checker.ts.
+ */
+import type fc from 'fast-check';
+
+import type { CheckSnapshot } from '../../../src/admin/check.js';
+import { IdGen } from '../../../src/allocator/id-gen.js';
+import type { Sequence } from '../../../src/allocator/sequence.js';
+import { MemoryStore } from '../../../src/store/memory.js';
+import { SimClock } from './clock.js';
+import type { CallRecord, HandleHistory, History, RowsAt } from './history.js';
+import {
+  DCS,
+  SEQUENCE,
+  type Command,
+  type FaultSite,
+  type PlannedFault,
+  type Scenario,
+} from './model.js';
+import { ScheduledStore, describeError, describeSizes, type Network } from './scheduled-store.js';
+
+const KEYSPACE = 'sim';
+
+export interface SimulationOptions {
+  /** Steps after which the run stops, settled or not. */
+  readonly maxSteps: number;
+}
+
+export async function simulate(
+  scheduler: fc.Scheduler,
+  scenario: Scenario,
+  options: SimulationOptions,
+): Promise<History> {
+  const store = await storeWithSequence(scenario);
+  const restoreRandom = seedJitter(scenario.jitterSeed);
+  try {
+    const world = new World(scheduler, store, scenario, options);
+    world.issue(scenario.commands);
+    await world.drive();
+    world.closeAllWhileDrawing();
+    await world.drive();
+    return await world.history();
+  } finally {
+    restoreRandom();
+  }
+}
+
+async function storeWithSequence(scenario: Scenario): Promise<MemoryStore> {
+  const store = new MemoryStore({ keyspace: KEYSPACE });
+  const { dcRangeSize, blockSize, threshold, max } = scenario.settings;
+  await new IdGen({ store, dc: DCS[0], keyspace: KEYSPACE }).createSequence(SEQUENCE, {
+    dcRangeSize,
+    blockSize,
+    threshold,
+    ...(max === undefined ? {} : { max }),
+  });
+  return store;
+}
+
+/**
+ * The allocator's jitter (backoffs, retry pauses) comes from Math.random: seeded per run, so the
+ * virtual timers, and with them the whole run, replay exactly.
+ */
+function seedJitter(seed: number): () => void {
+  const original = Math.random;
+  let state = seed >>> 0;
+  Math.random = () => {
+    // mulberry32
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+  return () => {
+    Math.random = original;
+  };
+}
+
+interface Handle {
+  readonly sequence: Sequence<number> | Sequence<bigint>;
+  readonly history: HandleHistory;
+}
+
+/** One incarnation of a process: an IdGen, until it is shut down or dies. */
+class Process {
+  crashed = false;
+  readonly ids: IdGen;
+  private readonly handles: HandleHistory[] = [];
+
+  constructor(
+    private readonly world: World,
+    readonly name: string,
+    readonly dc: string,
+    readonly bigint: boolean,
+  ) {
+    this.ids = new IdGen({
+      store: new ScheduledStore(world, this),
+      dc,
+      keyspace: KEYSPACE,
+      clock: world.clock.for(this),
+    });
+  }
+
+  open(): Handle {
+    const sequence = this.ids.sequence(SEQUENCE, { bigint: this.bigint });
+    const history: HandleHistory = {
+      name: `${this.name}/h${this.handles.length + 1}`,
+      dc: this.dc,
+      calls: [],
+      crashed: false,
+    };
+    this.handles.push(history);
+    this.world.handles.push(history);
+    return { sequence, history };
+  }
+
+  crash(): void {
+    this.crashed = true;
+    for (const history of this.handles) history.crashed = true;
+  }
+}
+
+/** A client's place: the process it talks to, and that process's handles it calls. */
+interface Slot {
+  readonly index: number;
+  process: Process;
+  restarts: number;
+  current: Handle | undefined;
+  /** The handle closed last, still callable: calls made while it closes must get nothing. */
+  previous: Handle | undefined;
+}
+
+class World implements Network {
+  readonly handles: HandleHistory[] = [];
+  readonly clock: SimClock;
+  private readonly otherErrors: { call: string; error: unknown }[] = [];
+  private readonly slots: Slot[];
+  private readonly trace: string[] = [];
+  /** Planned faults by `<site>/<at>`; the first planned for a call wins. */
+  private readonly faults = new Map<string, PlannedFault['fault']>();
+  /** Calls sent so far, per fault site. */
+  private readonly sent = new Map<FaultSite, number>();
+  private steps = 0;
+  private events = 0;
+  private settled = true;
+  /** Set when a store call ran in the current step: the rows may have changed. */
+  private rowsTouched = false;
+  private readonly rowLog: RowsAt[] = [];
+  private lastRowsKey = '';
+
+  constructor(
+    readonly scheduler: fc.Scheduler,
+    readonly store: MemoryStore,
+    private readonly scenario: Scenario,
+    private readonly options: SimulationOptions,
+  ) {
+    this.clock = new SimClock(scheduler, (line) => this.log(line));
+    for (const { on, at, fault } of scenario.faults) {
+      const key = `${on}/${at}`;
+      if (!this.faults.has(key)) this.faults.set(key, fault);
+    }
+    this.slots = scenario.processes.map((p, index) => ({
+      index,
+      process: new Process(this, `p${index}.0`, p.dc, p.bigint),
+      restarts: 0,
+      current: undefined,
+      previous: undefined,
+    }));
+  }
+
+  get step(): number {
+    return this.steps;
+  }
+
+  log(line: string): void {
+    this.trace.push(`${String(this.steps).padStart(4)} ${line}`);
+  }
+
+  touched(): void {
+    this.rowsTouched = true;
+  }
+
+  nextFault(site: FaultSite): PlannedFault['fault'] | undefined {
+    const index = this.sent.get(site) ?? 0;
+    this.sent.set(site, index + 1);
+    return this.faults.get(`${site}/${index}`);
+  }
+
+  /**
+   * Each slot is a client issuing its commands in order, each when the scheduler releases it,
+   * and when the one before is done (unless that one said `wait: false`).
+   */
+  issue(commands: readonly Command[]): void {
+    for (const slot of this.slots) {
+      const own = commands.filter((c) => c.slot % this.slots.length === slot.index);
+      const client = async () => {
+        for (const command of own) {
+          const shown = describeCommand(slot, command);
+          await this.scheduler.schedule(Promise.resolve(), `command: ${shown}`);
+          this.log(`command: ${shown}`);
+          await this.run(slot, command);
+        }
+      };
+      void client();
+    }
+  }
+
+  /** Releases scheduled steps until none is left (or the step limit is reached). */
+  async drive(): Promise<void> {
+    while (this.scheduler.count() > 0) {
+      if (this.steps >= this.options.maxSteps) {
+        this.settled = false;
+        return;
+      }
+      this.steps++;
+      this.rowsTouched = false;
+      await this.scheduler.waitNext(1);
+      await drainMicrotasks();
+      if (this.rowsTouched) await this.recordRows();
+    }
+  }
+
+  /**
+   * After the commands: every open handle closes (giving back what it can) while a new process
+   * in each DC draws at its own pace, so that give-backs race claims one at a time.
+   */
+  closeAllWhileDrawing(): void {
+    this.log('every handle closes while a new process in each DC draws');
+    for (const slot of this.slots) {
+      for (const handle of [slot.current, slot.previous]) {
+        if (handle !== undefined) void handle.sequence.close();
+      }
+    }
+    const count = 2 * this.scenario.settings.blockSize + 1;
+    for (const dc of DCS) {
+      void this.draw(new Process(this, `final-${dc}`, dc, false).open(), count, true);
+    }
+  }
+
+  async history(): Promise<History> {
+    // The rows once more, after the last call returned, whether or not they changed.
+    await this.recordRows(true);
+    return {
+      handles: this.handles,
+      otherErrors: this.otherErrors,
+      rowLog: this.rowLog,
+      settled: this.settled,
+      steps: this.steps,
+      trace: this.trace,
+    };
+  }
+
+  private async recordRows(always = false): Promise<void> {
+    const rows = await readRows(this.store);
+    const key = rowsKey(rows);
+    if (key === this.lastRowsKey && !always) return;
+    this.lastRowsKey = key;
+    this.rowLog.push({ step: this.steps, event: this.event(), rows });
+  }
+
+  /** Runs `command`; resolves when its client would go on (at once if it does not wait). */
+  private run(slot: Slot, command: Command): Promise<unknown> | undefined {
+    switch (command.kind) {
+      case 'next': {
+        const handle = this.target(slot, command.target);
+        if (handle === undefined) return undefined;
+        const call = this.call(handle, 'next', () => handle.sequence.next());
+        return command.wait ? call : undefined;
+      }
+      case 'tryNext': {
+        const handle = this.target(slot, command.target);
+        if (handle !== undefined) this.tryNext(handle);
+        return undefined;
+      }
+      case 'draw': {
+        const call = this.draw(this.open(slot), command.count, command.paced);
+        return command.wait ? call : undefined;
+      }
+      case 'take': {
+        const handle = this.target(slot, command.target);
+        if (handle === undefined) return undefined;
+        const count = command.count === 'block' ? this.scenario.settings.blockSize : command.count;
+        const call = this.call(handle, `take(${count})`, async () => {
+          const range = await handle.sequence.take(count);
+          const ids: number[] = [];
+          for (let id = Number(range.first); id <= Number(range.last); id++) ids.push(id);
+          return ids;
+        });
+        return command.wait ? call : undefined;
+      }
+      case 'close': {
+        const handle = slot.current;
+        if (handle === undefined) return undefined;
+        void handle.sequence.close();
+        slot.previous = handle;
+        slot.current = undefined;
+        this.callWhileClosing(handle, command.callsDuring);
+        return undefined;
+      }
+      case 'restart':
+        slot.process.crash();
+        slot.current = undefined;
+        slot.previous = undefined;
+        this.replace(slot);
+        return undefined;
+      case 'shutdown': {
+        const name = `${slot.process.name} shutdown`;
+        slot.process.ids.close().catch((error: unknown) => {
+          this.otherErrors.push({ call: name, error });
+        });
+        slot.previous = slot.current;
+        slot.current = undefined;
+        this.replace(slot);
+        return undefined;
+      }
+      case 'alter': {
+        const name = `${slot.process.name} alter`;
+        slot.process.ids.alterSequence(SEQUENCE, command.changes).then(
+          (settings) => this.log(`${name}: now ${describeSizes(settings)}`),
+          (error: unknown) => {
+            this.log(`${name}: ${describeError(error)}`);
+            this.otherErrors.push({ call: name, error });
+          },
+        );
+        return undefined;
+      }
+    }
+  }
+
+  /** Callers that go on calling a closing handle, each at a step the scheduler picks. */
+  private callWhileClosing(handle: Handle, calls: readonly ('next' | 'tryNext')[]): void {
+    for (const call of calls) {
+      const label = `${handle.history.name} ${call} while closing`;
+      void this.scheduler.schedule(Promise.resolve(), label).then(() => {
+        if (handle.history.crashed) return;
+        if (call === 'next') void this.call(handle, 'next', () => handle.sequence.next());
+        else this.tryNext(handle);
+      });
+    }
+  }
+
+  private replace(slot: Slot): void {
+    const { dc, bigint } = slot.process;
+    slot.process = new Process(this, `p${slot.index}.${++slot.restarts}`, dc, bigint);
+  }
+
+  private open(slot: Slot): Handle {
+    slot.current ??= slot.process.open();
+    return slot.current;
+  }
+
+  private target(slot: Slot, target: 'current' | 'previous'): Handle | undefined {
+    return target === 'current' ? this.open(slot) : slot.previous;
+  }
+
+  private tryNext(handle: Handle): void {
+    const at = this.event();
+    const record: CallRecord = { call: 'tryNext', issued: at, returned: at, ids: [] };
+    try {
+      const id = handle.sequence.tryNext();
+      if (id !== undefined) record.ids = [Number(id)];
+    } catch (error) {
+      record.error = error;
+    }
+    handle.history.calls.push(record);
+    this.log(`${handle.history.name} tryNext → ${describeCall(record)}`);
+  }
+
+  /** Runs a call of `handle`, recording the IDs it returns or the error it rejects with. */
+  private async call(
+    handle: Handle,
+    name: string,
+    call: () => Promise<number | bigint | number[]>,
+  ): Promise<boolean> {
+    const history = handle.history;
+    const record: CallRecord = { call: name, issued: this.event(), returned: undefined, ids: [] };
+    history.calls.push(record);
+    try {
+      const result = await call();
+      record.ids = Array.isArray(result) ? result : [Number(result)];
+    } catch (error) {
+      record.error = error;
+    }
+    record.returned = this.event();
+    this.log(`${history.name} ${name} → ${describeCall(record)}`);
+    return record.error === undefined;
+  }
+
+  /** `count` calls of next(), one after the other; `paced`: each at a step the scheduler picks. */
+  private async draw(handle: Handle, count: number, paced: boolean): Promise<void> {
+    for (let i = 0; i < count; i++) {
+      if (paced) await this.scheduler.schedule(Promise.resolve(), `${handle.history.name} next`);
+      // A dead process makes no more calls.
+      if (handle.history.crashed) return;
+      if (!(await this.call(handle, 'next', () => handle.sequence.next()))) return;
+    }
+  }
+
+  private event(): number {
+    return ++this.events;
+  }
+}
+
+async function readRows(store: MemoryStore): Promise<CheckSnapshot> {
+  // listSequences and the overviews finish no write in flight: reading changes nothing.
+  const settings = (await store.listSequences()).find((s) => s.name === SEQUENCE);
+  const overview = await store.readGrantsOverview(SEQUENCE);
+  if (settings === undefined || overview === undefined) throw new Error('the sequence is gone');
+  return {
+    settings,
+    globalLast: overview.globalLast,
+    grants: overview.grants,
+    states: await store.readDcStatesOverview(SEQUENCE),
+    readAt: 0,
+  };
+}
+
+/** What tells versions of the rows apart: every write moves a version, GLOBAL or the settings. */
+function rowsKey(rows: CheckSnapshot): string {
+  const states = [...rows.states].map(([dc, s]) => `${dc}:${s.version}:${s.op}`);
+  const grants = [...rows.grants].map(([dc, g]) => `${dc}:${g.length}`);
+  return [rows.globalLast, describeSizes(rows.settings), ...states, ...grants].join(' ');
+}
+
+function drainMicrotasks(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+function describeCall(record: CallRecord): string {
+  if (record.error !== undefined) return describeError(record.error);
+  return record.ids.length === 0 ? 'none' : record.ids.join(', ');
+}
+
+function describeCommand(slot: Slot, command: Command): string {
+  const args = Object.entries(command)
+    .filter(([key]) => key !== 'kind' && key !== 'slot')
+    .map(([key, value]) => ` ${key}=${JSON.stringify(value)}`);
+  return `${slot.process.name} ${command.kind}${args.join('')}`;
+}

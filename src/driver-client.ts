@@ -300,8 +300,11 @@ function validateContactPoints(value: unknown): readonly string[] {
   return value;
 }
 
-/** Maps a failed `client.connect()` to an error that names what to fix. */
-function connectError(
+/**
+ * Maps a failed `client.connect()` to an error that names what to fix. Exported for its tests.
+ * @internal
+ */
+export function connectError(
   error: unknown,
   contactPoints: readonly string[],
   localDataCenter: string | undefined,

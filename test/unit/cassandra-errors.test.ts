@@ -1,0 +1,108 @@
+/**
+ * Driver errors are recognised by name and code, not by class: a service's client built with its
+ * own copy of cassandra-driver throws errors of other classes, which must still map to our typed
+ * errors and, for a conditional write, to an unknown outcome rather than to "not written".
+ */
+import cassandra from 'cassandra-driver';
+import { describe, expect, it } from 'vitest';
+
+import { connectError } from '../../src/driver-client.js';
+import { AuthenticationError, StoreUnavailableError } from '../../src/errors.js';
+import { mapFailure } from '../../src/store/cassandra-errors.js';
+import { STATEMENTS } from '../../src/store/cassandra-statements.js';
+
+const codes = cassandra.types.responseErrorCodes;
+const context = { keyspace: 'idgen', localDc: 'dc1' };
+
+/** An error as another copy of the driver builds it: same name and fields, another class. */
+function foreign(name: string, message: string, fields: Record<string, unknown> = {}): Error {
+  class ForeignDriverError extends Error {}
+  const error = new ForeignDriverError(message);
+  error.name = name;
+  Object.assign(error, fields);
+  return error;
+}
+
+const claim = STATEMENTS.updateDcState; // a conditional write at LOCAL_SERIAL
+const read = STATEMENTS.readDcState; // a read at LOCAL_SERIAL
+
+describe('errors of another copy of the driver', () => {
+  it('are not the driver classes this package imports', () => {
+    const error = foreign('ResponseError', 'timeout', { code: codes.writeTimeout });
+    expect(error).not.toBeInstanceOf(cassandra.errors.ResponseError);
+  });
+
+  it('leave a conditional write whose round may have gone on with an unknown outcome', () => {
+    for (const error of [
+      foreign('ResponseError', 'Server timeout during write query', { code: codes.writeTimeout }),
+      foreign('ResponseError', 'Not enough replicas', { code: codes.unavailableException }),
+      foreign('OperationTimedOutError', 'The host did not reply before timeout 12000 ms'),
+    ]) {
+      expect(mapFailure(error, claim, 'claim a block', context)).toEqual({
+        kind: 'unknown',
+        cause: error,
+      });
+    }
+  });
+
+  it('map a refused or never-sent conditional write to a typed error, not to an unknown outcome', () => {
+    const noHost = foreign('NoHostAvailableError', 'All host(s) tried for query failed', {
+      innerErrors: { '10.0.0.1:9042': new Error('connection refused') },
+    });
+    const mapped = mapFailure(noHost, claim, 'claim a block', context);
+    expect(mapped).toBeInstanceOf(StoreUnavailableError);
+    expect((mapped as Error).message).toContain('10.0.0.1:9042: connection refused');
+    const syntax = foreign('ResponseError', 'line 1: no viable alternative', {
+      code: codes.syntaxError,
+    });
+    expect(mapFailure(syntax, claim, 'claim a block', context)).toBeInstanceOf(Error);
+    expect(mapFailure(syntax, claim, 'claim a block', context)).not.toHaveProperty('kind');
+  });
+
+  it('map failed reads to StoreUnavailableError naming the cause', () => {
+    const cases: [Error, string][] = [
+      [
+        foreign('ResponseError', 'Server timeout during read query', { code: codes.readTimeout }),
+        'read timed out',
+      ],
+      [
+        foreign('ResponseError', 'Not enough replicas', { code: codes.unavailableException }),
+        'not enough replicas alive',
+      ],
+      [foreign('OperationTimedOutError', 'no reply'), "no answer within the client's read timeout"],
+    ];
+    for (const [error, says] of cases) {
+      const mapped = mapFailure(error, read, 'read DC state', context);
+      expect(mapped).toBeInstanceOf(StoreUnavailableError);
+      expect((mapped as Error).message).toContain(says);
+      expect((mapped as StoreUnavailableError).code).toBe('IDGEN_STORE_UNAVAILABLE');
+    }
+  });
+
+  it('map refused credentials at connect to IDGEN_AUTH_FAILED, also inside a NoHostAvailableError', () => {
+    const refused = foreign('AuthenticationError', 'Authentication failed: bad username/password');
+    const inside = foreign('NoHostAvailableError', 'All host(s) tried for query failed', {
+      innerErrors: {
+        '10.0.0.1:9042': foreign(
+          'ResponseError',
+          'Provided username svc and/or password are incorrect',
+          {
+            code: codes.badCredentials,
+          },
+        ),
+      },
+    });
+    for (const error of [refused, inside]) {
+      const mapped = connectError(error, ['10.0.0.1'], 'dc1');
+      expect(mapped).toBeInstanceOf(AuthenticationError);
+      expect((mapped as AuthenticationError).code).toBe('IDGEN_AUTH_FAILED');
+      expect(mapped.message).toContain('10.0.0.1');
+    }
+    const down = connectError(
+      foreign('NoHostAvailableError', 'All host(s) tried'),
+      ['10.0.0.1'],
+      'dc1',
+    );
+    expect(down).toBeInstanceOf(StoreUnavailableError);
+  });
+});

@@ -11,7 +11,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
 
 import cassandra from 'cassandra-driver';
@@ -19,8 +18,9 @@ import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 
 import { connectionOptions, OptionFileError } from '../../src/cli/connection-options.js';
 import { errorMessage, exitCodeOf } from '../../src/cli/exit-codes.js';
-import { createProgram, runCli } from '../../src/cli/program.js';
+import { createProgram } from '../../src/cli/program.js';
 import { buildClientOptions, type ConnectionOptions } from '../../src/driver-client.js';
+import { capture, cli } from './run-cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'idgen-cli-tls-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -40,12 +40,7 @@ function file(name: string, contents: string): string {
   return path;
 }
 
-const sink = () =>
-  new Writable({
-    write(_chunk, _encoding, done) {
-      done();
-    },
-  });
+const sink = () => capture(() => undefined);
 
 /** Every IDGEN_ variable of the connection unset, so the developer's shell does not leak in. */
 function clearVariables(): void {
@@ -194,20 +189,8 @@ describe('TLS and the request timeout, from the command line to the driver', () 
 
   it('reports an unreadable file as one line, exit 1, before connecting', async () => {
     clearVariables();
-    let stdout = '';
-    let stderr = '';
-    const capture = (append: (text: string) => void) =>
-      new Writable({
-        write(chunk: Buffer, _encoding, done) {
-          append(chunk.toString());
-          done();
-        },
-      });
     const missing = join(dir, 'nowhere', 'ca.pem');
-    const code = await runCli(['node', 'idgen-cass', ...LOCAL, '--ssl-ca', missing, 'list'], {
-      stdout: capture((t) => (stdout += t)),
-      stderr: capture((t) => (stderr += t)),
-    });
+    const { code, stdout, stderr } = await cli(...LOCAL, '--ssl-ca', missing, 'list');
     expect({ code, stdout }).toEqual({ code: 1, stdout: '' });
     expect(stderr).toBe(
       `idgen-cass: Cannot use the file of --ssl-ca (IDGEN_SSL_CA), "${missing}": ENOENT: no such file or directory, open '${missing}'. Give the path of a readable PEM file.\n`,
@@ -215,16 +198,7 @@ describe('TLS and the request timeout, from the command line to the driver', () 
   });
 
   it('lists the options and their variables in --help', async () => {
-    let help = '';
-    const code = await runCli(['node', 'idgen-cass', '--help'], {
-      stdout: new Writable({
-        write(chunk: Buffer, _encoding, done) {
-          help += chunk.toString();
-          done();
-        },
-      }),
-      stderr: sink(),
-    });
+    const { code, stdout: help } = await cli('--help');
     expect(code).toBe(0);
     for (const [flag, variable] of [
       ['--ssl ', 'IDGEN_SSL'],

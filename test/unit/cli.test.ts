@@ -2,7 +2,6 @@
  * The CLI without Cassandra: value parsers, output formatting, the error-to-exit-code mapping,
  * and usage errors that must be reported before anything is connected.
  */
-import { Writable } from 'node:stream';
 
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
@@ -42,7 +41,7 @@ import {
   parseSeconds,
   parseSwitch,
 } from '../../src/cli/parse.js';
-import { runCli } from '../../src/cli/program.js';
+import { cli } from './run-cli.js';
 
 afterEach(() => {
   vi.unstubAllEnvs();
@@ -244,24 +243,6 @@ describe('exit codes', () => {
     expect(loud.join('')).toContain('caused by: Error: ECONNREFUSED');
   });
 });
-
-/** Runs the CLI in-process with captured output. */
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const sink = (append: (text: string) => void) =>
-    new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        append(chunk.toString());
-        done();
-      },
-    });
-  const code = await runCli(['node', 'idgen-cass', ...args], {
-    stdout: sink((t) => (stdout += t)),
-    stderr: sink((t) => (stderr += t)),
-  });
-  return { code, stdout, stderr };
-}
 
 describe('usage errors, reported before connecting', () => {
   it.each([

@@ -198,25 +198,49 @@ export async function resume(name: string): Promise<void> {
 
 /** SIGKILL: a crash, no drain. */
 export async function kill(name: string): Promise<void> {
-  const node = findNode(nodeSpecs(currentTopology()), name);
-  requireRunning(node);
-  await signal(node, 'SIGKILL');
-  await waitFor(() => processState(node) === 'stopped', 30_000, `${node.name} to exit`);
+  await killNodes([name]);
+}
+
+/**
+ * SIGKILLs several nodes at the same instant, as a power loss of a rack or a DC would: none of
+ * them gets to sync anything the others did not.
+ */
+export async function killNodes(names: readonly string[]): Promise<void> {
+  const specs = nodeSpecs(currentTopology());
+  const nodes = names.map((name) => findNode(specs, name));
+  for (const node of nodes) requireRunning(node);
+  await Promise.all(nodes.map((node) => signal(node, 'SIGKILL')));
+  for (const node of nodes) {
+    await waitFor(() => processState(node) === 'stopped', 30_000, `${node.name} to exit`);
+  }
 }
 
 /** Starts one stopped node and waits until the cluster sees it up again. */
 export async function start(name: string): Promise<void> {
+  await startNodes([name]);
+}
+
+/**
+ * Starts stopped nodes one after another (two bootstrapping at once overload a small machine),
+ * then waits until every node sees every other up. Waiting for the whole cluster after each
+ * node would never end while the others are still down.
+ */
+export async function startNodes(names: readonly string[]): Promise<void> {
   const topology = currentTopology();
   const specs = nodeSpecs(topology);
-  const node = findNode(specs, name);
-  if (processState(node) === 'absent') {
-    throw new ClusterError(`Node ${node.name} was never created; run "npm run cluster -- up".`);
+  const nodes = names.map((name) => findNode(specs, name));
+  for (const node of nodes) {
+    if (processState(node) === 'absent') {
+      throw new ClusterError(`Node ${node.name} was never created; run "npm run cluster -- up".`);
+    }
   }
-  if (processState(node) !== 'stopped') return;
-  await assertPortsFree(node);
-  writeNodeConfig(node, seedsOf(specs), topology);
-  await launch(node);
-  await waitForCql(node);
+  for (const node of nodes) {
+    if (processState(node) !== 'stopped') continue;
+    await assertPortsFree(node);
+    writeNodeConfig(node, seedsOf(specs), topology);
+    await launch(node);
+    await waitForCql(node);
+  }
   await waitForClusterUp(topology);
 }
 

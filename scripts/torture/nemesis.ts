@@ -1,6 +1,6 @@
 /**
  * The nemesis: on a schedule drawn from the campaign's seed, it hurts the cluster (partitions of
- * a DC or a node, paused and killed Cassandra nodes) and the allocator processes (SIGKILL,
+ * a DC or a node, paused and killed Cassandra nodes, every node of a DC killed at once) and the allocator processes (SIGKILL,
  * SIGSTOP, close while drawing, new processes) and alters the sequence's sizes. Every action is
  * recorded in the timeline, with what was done and what was undone.
  */
@@ -17,6 +17,7 @@ export type FaultKind =
   | 'partition-node'
   | 'pause-node'
   | 'kill-node'
+  | 'kill-dc'
   | 'kill-process'
   | 'stop-process'
   | 'close-process'
@@ -28,6 +29,7 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'partition-node',
   'pause-node',
   'kill-node',
+  'kill-dc',
   'kill-process',
   'stop-process',
   'close-process',
@@ -42,6 +44,7 @@ export const DEFAULT_MIX: FaultMix = Object.freeze({
   'partition-node': 2,
   'pause-node': 3,
   'kill-node': 2,
+  'kill-dc': 1,
   'kill-process': 3,
   'stop-process': 2,
   'close-process': 3,
@@ -126,7 +129,13 @@ export class Nemesis {
 
   private async act(kind: FaultKind): Promise<void> {
     const { random, fleet } = this.options;
-    const clusterKinds: FaultKind[] = ['partition-dc', 'partition-node', 'pause-node', 'kill-node'];
+    const clusterKinds: FaultKind[] = [
+      'partition-dc',
+      'partition-node',
+      'pause-node',
+      'kill-node',
+      'kill-dc',
+    ];
     if (clusterKinds.includes(kind) && this.clusterFault !== undefined) {
       // One cluster fault at a time: a cluster with two DCs cut off serves nobody.
       this.record(kind, '-', `skipped: ${this.clusterFault.describe} still in force`);
@@ -169,6 +178,21 @@ export class Nemesis {
         this.hold(`restart of ${node.name}`, downMs, async () => {
           await manager.start(node.name);
           this.record('kill-node', node.name, 'restarted');
+        });
+        return;
+      }
+      case 'kill-dc': {
+        // A DC's power loss: its replicas crash together, so what one of them did not sync no
+        // other replica of the DC holds either. Durable only with commitlog_sync: batch; with
+        // periodic, the DC's last seconds of LOCAL_SERIAL state go back (a negative control).
+        const dc = random.pick(this.dcs);
+        const names = this.nodes.filter((n) => n.dc === dc).map((n) => n.name);
+        await manager.killNodes(names);
+        const downMs = random.int(1_000, 10_000);
+        this.record(kind, dc, `ok: ${names.join(', ')} killed at once, restart after ${downMs} ms`);
+        this.hold(`restart of ${dc}`, downMs, async () => {
+          await manager.startNodes(names);
+          this.record('kill-dc', dc, 'restarted');
         });
         return;
       }

@@ -223,7 +223,7 @@ export class CassandraStore implements IdStore {
     let result: cassandra.types.ResultSet;
     try {
       result = await this.client.batch(queries, {
-        ...requestOptions(GRANT_BATCH, true, this.requestTimeoutMs),
+        ...requestOptions(mutatedGrantBatch(), true, this.requestTimeoutMs),
         logged: true,
       });
     } catch (error) {
@@ -469,7 +469,18 @@ function mutatedStatement(name: StatementName, statement: Statement): Statement 
   if ((name === 'readLatestGrant' || name === 'readGlobal') && mutated('grants-read-at-quorum')) {
     return { ...statement, consistency: CL.quorum };
   }
+  if ((name === 'readLatestGrant' || name === 'readGlobal') && mutated('grants-at-local-serial')) {
+    return { ...statement, consistency: CL.localSerial };
+  }
   return statement;
+}
+
+/** The grant batch as a negative control changes it; GRANT_BATCH itself otherwise. */
+function mutatedGrantBatch(): { readonly consistency: number; readonly serial: number } {
+  if (mutated('grants-at-local-serial')) {
+    return { ...GRANT_BATCH, consistency: CL.localQuorum, serial: CL.localSerial };
+  }
+  return GRANT_BATCH;
 }
 
 function checkDc(dc: string): void {

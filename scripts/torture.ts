@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import cassandra from 'cassandra-driver';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
 
 import * as manager from './cluster/manager.js';
 import { nodeSpecs } from './cluster/topology.js';
@@ -445,6 +445,12 @@ function recordedSoFar(fleet: Fleet): number {
 }
 
 main().catch((error: unknown) => {
+  // --help and --version end the parse with a CommanderError whose exit code is 0: not a failure.
+  if (error instanceof CommanderError && error.exitCode === 0) return;
+  if (error instanceof CommanderError) {
+    process.exitCode = 2;
+    return; // commander has printed its one line already
+  }
   log(`failed: ${error instanceof Error ? error.message : String(error)}`);
   if (process.env['IDGEN_VERBOSE']) console.error(error);
   process.exitCode = 2;

@@ -123,6 +123,12 @@ function sizesFor(topology: Topology) {
   };
 }
 
+/** The commitlog compression every node runs with (writeNodeConfig says why). */
+export const COMMITLOG_COMPRESSION = `commitlog_compression:
+  - class_name: LZ4Compressor
+    parameters:
+      -`;
+
 /** Writes cassandra.yaml, rackdc properties, logback.xml and the JVM argfile of one node. */
 export function writeNodeConfig(
   node: NodeSpec,
@@ -134,10 +140,16 @@ export function writeNodeConfig(
   // nothing acknowledged. periodic (Cassandra's default, for negative controls only) syncs every
   // 10 s and a crash loses what was acknowledged since: Paxos state too, which rolls a DC's
   // allocation state back and hands out IDs twice (docs/design.md).
-  const commitlog =
+  //
+  // Compressed segments in both modes, so that a SIGKILL loses what a power loss would: the
+  // default memory-mapped segments put every write in the OS page cache at once, where it
+  // survives a killed JVM, and a node kill would test nothing about durability. A compressed
+  // segment keeps writes in the JVM's heap until it syncs (Cassandra's CompressedSegment).
+  const sync =
     topology.commitlog === 'batch'
       ? 'commitlog_sync: batch'
       : 'commitlog_sync: periodic\ncommitlog_sync_period: 10000ms';
+  const commitlog = `${sync}\n${COMMITLOG_COMPRESSION}`;
   const conf = path.join(node.dir, 'conf');
   for (const d of ['conf', 'data', 'commitlog', 'saved_caches', 'hints', 'cdc_raw', 'logs']) {
     fs.mkdirSync(path.join(node.dir, d), { recursive: true });

@@ -7,7 +7,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import cassandra from 'cassandra-driver';
 import { waitForSchemaAgreement } from '../../src/schema.js';
-import { checkPrerequisites, installCassandra, writeNodeConfig } from './install.js';
+import {
+  checkPrerequisites,
+  COMMITLOG_COMPRESSION,
+  installCassandra,
+  writeNodeConfig,
+} from './install.js';
 import {
   assertPortsFree,
   currentTopology,
@@ -132,6 +137,7 @@ async function restartReason(node: NodeSpec, topology: Topology): Promise<string
   if (!config.includes(`commitlog_sync: ${topology.commitlog}\n`)) {
     return `commitlog_sync ${topology.commitlog} requested`;
   }
+  if (!config.includes(COMMITLOG_COMPRESSION)) return 'compressed commitlog segments requested';
   const pid = readPid(node);
   if (process.getuid?.() === 0 && pid !== undefined) {
     const owner = fs.statSync(`/proc/${pid}`).uid;

@@ -71,6 +71,13 @@ export function renderMarkdown(report: CampaignReport): string {
       `commitlog_sync ${report.cluster.commitlogSync}, replication ${JSON.stringify(report.cluster.replication)}. ` +
       `Reproduce the schedule with \`npm run torture -- --seed ${report.seed}\` and the same options.`,
   );
+  if (report.cluster.commitlogSync === 'periodic') {
+    lines.push('');
+    lines.push(
+      '**Negative control:** the nodes ran `commitlog_sync: periodic`, which acknowledges writes ' +
+        'before syncing them; a node crash loses them.',
+    );
+  }
   if (report.mutation !== undefined) {
     lines.push('');
     lines.push(

@@ -33,6 +33,7 @@ interface DriverErrorShape {
   readonly code?: unknown;
   readonly message?: unknown;
   readonly innerErrors?: unknown;
+  readonly isSocketError?: unknown;
 }
 
 function shape(error: unknown): DriverErrorShape {
@@ -98,6 +99,11 @@ export function mapFailure(
   }
   if (isNoHostAvailable(error)) {
     return unavailable(`no host of DC "${context.localDc}" could run it (${message})`);
+  }
+  // The connection to the coordinator broke mid-request (the node crashed or was cut off), on
+  // the retry too: nothing says the cluster is wrong, only that it could not answer.
+  if (shape(error).isSocketError === true) {
+    return unavailable(`the connection to the coordinator broke: ${message}`);
   }
   return new Error(`Cassandra failed ${operation}: ${message}`, { cause: error });
 }

@@ -70,6 +70,12 @@ describe('errors of another copy of the driver', () => {
         'not enough replicas alive',
       ],
       [foreign('OperationTimedOutError', 'no reply'), "no answer within the client's read timeout"],
+      // seen in a campaign when every node of the DC was killed at once: the driver's read retry
+      // broke too, and the call got a plain Error with no code
+      [
+        foreign('DriverError', 'Socket was closed', { isSocketError: true }),
+        'the connection to the coordinator broke: Socket was closed',
+      ],
     ];
     for (const [error, says] of cases) {
       const mapped = mapFailure(error, read, 'read DC state', context);

@@ -73,6 +73,13 @@ const SAMPLE: RawResults = {
     naiveClients: 8,
     burstFactor: 5,
     inProcessSampleMs: 100,
+    scale: false,
+    scaleOnly: false,
+    scaleInstances: [1, 4, 16],
+    scaleSeconds: 3,
+    scaleWarmupSeconds: 2,
+    scaleRuns: 1,
+    scaleRatePerDc: 10_000,
     out: 'bench',
   },
   machine: {

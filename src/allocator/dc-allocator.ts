@@ -42,16 +42,23 @@ import {
   dcStateViolations,
   giveBack,
   hasPreloaded,
+  installAndClaim,
   installGrant,
   remainingIn,
 } from './dc-state.js';
 import { FailureLog } from './failures.js';
 import { grantsWentBack, stateWentBack, Watermarks } from './watermarks.js';
 
-/** How many conditional writes in a row may fail to be ours before an operation gives up. */
+/**
+ * How many conditional writes in a row may fail to be ours before an operation gives up: every
+ * operation but a block claim, and a block claim whose outcomes stay unknown (the level is
+ * unreachable). A block claim that loses races retries for as long as its caller's `keepTrying`
+ * says (the process level: while a call waits, up to its deadline).
+ */
 export const MAX_CAS_ATTEMPTS = 12;
+/** Backoff after a lost race: full jitter, up to a cap doubling from 2 ms to 100 ms. */
 const BACKOFF_MIN_MS = 2;
-const BACKOFF_MAX_MS = 200;
+const BACKOFF_MAX_MS = 100;
 /**
  * How often a claim that needs a DC range tries to get one while SERIAL fails. A SERIAL
  * timeout on a loaded cluster is often transient; a real partition fails every attempt.
@@ -112,6 +119,15 @@ export interface ClaimedBlock {
   readonly rangeLow: boolean;
 }
 
+/** How long {@link DcAllocator.claimBlock} goes on. */
+export interface ClaimOptions {
+  /**
+   * Asked after each lost race (and after each range installed by someone else): false ends the
+   * claim with a {@link ContentionError}. @default true for {@link MAX_CAS_ATTEMPTS} attempts
+   */
+  readonly keepTrying?: (() => boolean) | undefined;
+}
+
 /** One sequence in one DC; one instance per sequence handle. */
 export class DcAllocator {
   /** What this DC level did; see {@link DcCounters}. */
@@ -147,6 +163,11 @@ export class DcAllocator {
   private exhaustedError: SequenceExhaustedError | undefined;
   /** What this process saw of the rows, to tell rows that went back (watermarks.ts). */
   private readonly seen: Watermarks;
+  /**
+   * A grant shown at SERIAL (ours, or read there) that may not be installed yet: block claims
+   * install it in the same write while the install of the range request still races them.
+   */
+  private confirmed: Grant | undefined;
 
   constructor(options: DcAllocatorOptions) {
     this.store = options.store;
@@ -173,22 +194,31 @@ export class DcAllocator {
 
   /**
    * Claims the next process block from the DC state, getting a DC range first if the DC has
-   * none left.
+   * none left. Lost races back off (full jitter, growing to {@link BACKOFF_MAX_MS}) and retry
+   * while `options.keepTrying()` holds; unknown outcomes are retried from a fresh read, up to
+   * {@link MAX_CAS_ATTEMPTS} in a row.
    * @throws {SerialUnavailableError} if a DC range was needed and SERIAL could not be reached.
    * @throws {SequenceExhaustedError} if the DC has no IDs left and the domain is spent.
-   * @throws {ContentionError} after {@link MAX_CAS_ATTEMPTS} writes that were not ours.
+   * @throws {ContentionError} once `keepTrying()` says no after a lost race.
    * @throws {InvariantError} if a row read breaks an invariant (nothing is written).
    * @throws {StateRolledBackError} if a row read is older than one seen before.
    * @throws {StoreUnavailableError} if LOCAL_SERIAL cannot be reached.
    */
-  async claimBlock(): Promise<ClaimedBlock> {
+  async claimBlock(options: ClaimOptions = {}): Promise<ClaimedBlock> {
     const blockSize = BigInt(this.settings.blockSize);
-    let last: CasResult<DcStamp> | undefined;
+    let attempts = 0;
+    const keepTrying =
+      options.keepTrying === undefined
+        ? () => attempts < MAX_CAS_ATTEMPTS
+        : () => options.keepTrying!();
+    let unknowns = 0;
     let serialFailures = 0;
-    for (let attempt = 1; ; attempt++) {
+    let rangeWaits = 0;
+    for (;;) {
+      attempts++;
       const state = await this.readState();
       const op = randomUUID();
-      const claimed = state === undefined ? undefined : claim(state, blockSize, op);
+      const claimed = state === undefined ? undefined : this.claimFrom(state, blockSize, op);
       if (state === undefined || claimed === undefined) {
         try {
           await this.ensureRange();
@@ -198,17 +228,18 @@ export class DcAllocator {
             throw this.explainRangeFailure(error, state);
           }
           await this.sleep(SERIAL_RETRY_MS * serialFailures * (0.5 + Math.random()));
-          attempt--; // a SERIAL failure is not a lost race
+          attempts--; // a SERIAL failure is not a lost race
           continue;
         }
-        if (attempt >= MAX_CAS_ATTEMPTS) {
-          throw new ContentionError(this.sequence, 'claim a block', attempt);
+        // A range came: claim from it. Others drained the one that came before: a lost race.
+        if (++rangeWaits > 1 && !keepTrying()) {
+          throw new ContentionError(this.sequence, 'claim a block', attempts);
         }
         continue;
       }
 
       const { next, block } = claimed;
-      last = await this.writeState(state, next);
+      const last = await this.writeState(state, next);
       if (isOurs(last.verdict)) {
         this.counters.blocksClaimed++;
         this.seen.raiseClaim(next.reservedGrant, block.last);
@@ -230,10 +261,31 @@ export class DcAllocator {
       ) {
         this.counters.wasted += Number(block.last - block.first + 1n);
       }
-      if (attempt >= MAX_CAS_ATTEMPTS) {
-        throw this.outOfAttempts('claim a block', attempt, last, 'local_serial');
+      if (last.reported === 'rejected') {
+        unknowns = 0;
+        if (!keepTrying()) throw new ContentionError(this.sequence, 'claim a block', attempts);
+        await this.backoff(attempts);
+      } else if (++unknowns >= MAX_CAS_ATTEMPTS) {
+        throw this.outOfAttempts('claim a block', unknowns, last, 'local_serial');
       }
-      if (last.reported === 'rejected') await this.backoff(attempt);
+    }
+  }
+
+  /**
+   * The claim transition on `state`, installing {@link confirmed} in the same write when the
+   * state is ready for it (dc-state.ts, `installAndClaim`).
+   */
+  private claimFrom(state: DcState, blockSize: bigint, op: string): ReturnType<typeof claim> {
+    const grant = this.confirmed;
+    if (grant !== undefined && state.installedGrant >= grant.number) this.confirmed = undefined;
+    if (grant === undefined || state.installedGrant !== grant.number - 1 || hasPreloaded(state)) {
+      return claim(state, blockSize, op);
+    }
+    try {
+      return installAndClaim(state, grant, blockSize, op);
+    } catch (error) {
+      if (error instanceof RangeError) throw this.broken(error.message);
+      throw error;
     }
   }
 
@@ -390,6 +442,7 @@ export class DcAllocator {
           continue;
         }
         // Confirmed at SERIAL but not installed: its requester crashed or is slow.
+        this.confirmed = latest;
         await this.install(latest, state);
         return;
       }
@@ -409,6 +462,7 @@ export class DcAllocator {
       last = await this.writeGrant(view.globalLast, grant);
       if (isOurs(last.verdict)) {
         this.counters.rangesGranted++;
+        this.confirmed = grant;
         await this.install(grant, state);
         return;
       }
@@ -439,9 +493,11 @@ export class DcAllocator {
       }
       last = await this.writeState(state, next);
       if (isOurs(last.verdict)) return;
-      // Back off before the re-read: block claims keep moving the version, so a state read
-      // before the pause would be stale by the time it is written.
-      if (last.reported === 'rejected') await this.backoff(attempt);
+      // No backoff: the races an install loses are to block claims (progress, not a crowd of
+      // installers: a second installer finds the grant installed). Backing off let a tight
+      // loop's claims drain the reserved range meanwhile, and every claim then waited for this
+      // install. This process's own claims also carry the grant (claimFrom), so the install
+      // lands with whichever write wins first.
       state = await this.readState();
     }
   }
@@ -596,9 +652,10 @@ export class DcAllocator {
     return new StateRolledBackError(this.sequence, this.dc, detail);
   }
 
+  /** Full jitter: anywhere from 0 to a cap that doubles per lost race up to {@link BACKOFF_MAX_MS}. */
   private backoff(attempt: number): Promise<void> {
-    const cap = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** (attempt - 1));
-    return this.sleep(cap / 2 + (Math.random() * cap) / 2);
+    const cap = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.min(attempt - 1, 30));
+    return this.sleep(Math.random() * cap);
   }
 }
 

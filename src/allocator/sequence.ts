@@ -69,8 +69,11 @@ export interface SequenceContext<T extends number | bigint> {
 
 /**
  * Retries of a block claim that failed for a reason that passes (a replica paused or down,
- * lost races, SERIAL unreachable while the DC needs a range): the first after about 50 ms,
- * doubling up to 2 s, for as long as the handle is open. Callers wait up to their deadline.
+ * SERIAL unreachable while the DC needs a range): the first after about 50 ms, doubling up to
+ * 2 s. Lost races are retried inside the DC level with a shorter backoff (dc-allocator.ts).
+ * A claim retries while a caller waits for it or, for a claim nobody waits for (a preload), for
+ * up to `callTimeoutMs` after it started: a preload never spins against a dead store, and the
+ * next call that needs IDs starts a new claim.
  */
 const CLAIM_RETRY_FIRST_MS = 50;
 const CLAIM_RETRY_MAX_MS = 2_000;
@@ -85,6 +88,12 @@ const PROCESS_FAILURES = {
     recovered: 'returning unused IDs works again',
   },
 } as const;
+
+interface CallDeadline {
+  readonly timeoutMs: number;
+  /** `clock.now()` at which the call gives up. */
+  readonly deadline: number;
+}
 
 interface Loaded {
   readonly settings: SequenceSettings;
@@ -133,10 +142,14 @@ export class Sequence<T extends number | bigint> {
   private claiming: Promise<void> | undefined;
   /** The error of the claim attempt that failed last, while the claim retries; cleared on success. */
   private claimFailure: Error | undefined;
+  /** Races the claim in flight lost in a row (it retries them); the cause a late caller is given. */
+  private lostRaces = 0;
   /** Ends the claim's retry pause at once (close() calls it). */
   private wakeClaim: (() => void) | undefined;
   private closing: Promise<void> | undefined;
   private readonly failures: FailureLog<'claim' | 'return'>;
+  /** Calls waiting for the refill in flight: while there are any, it keeps retrying. */
+  private waiters = 0;
   private readonly counters = {
     /** Calls that found no ID in the process and waited for a refill. */
     waits: 0,
@@ -189,29 +202,32 @@ export class Sequence<T extends number | bigint> {
    * The next ID. Resolves at once while this process holds IDs; otherwise waits for the one
    * refill in flight (loading the settings first on the first call). A refill that fails for a
    * reason that passes (a replica paused, lost races, SERIAL unreachable) is retried; the call
-   * waits up to its deadline, then rejects with the refill's last error.
+   * waits up to its deadline (one deadline for the whole call), then rejects with the refill's
+   * last error, or {@link DeadlineError} if that was only lost races.
    * @example
    * ```ts
    * const id = await ids.sequence('orders').next();
    * const soon = await orders.next({ timeoutMs: 200, signal: request.signal });
    * ```
    * @throws {ClosedError} after `close()`.
-   * @throws {DeadlineError} if no ID came within the deadline and no refill failed.
+   * @throws {DeadlineError} if no ID came within the deadline and no refill failed; its `cause`
+   * is a {@link ContentionError} if the claim kept losing races (they are retried until then,
+   * never thrown by themselves).
    * @throws {AbortedError} if `signal` fired first.
    * @throws {SequenceNotFoundError} if the sequence does not exist.
    * @throws {DomainNeedsBigIntError} if IDs may exceed 2^53-1 and the handle is number-typed.
    * @throws {SerialUnavailableError} if the DC's ranges are spent and SERIAL is unreachable.
    * @throws {SequenceExhaustedError} if every ID of the domain has been handed out.
-   * @throws {IdGenError} other typed failures of the refill (store unavailable, contention,
-   * broken invariants, rows that went back).
+   * @throws {IdGenError} other typed failures of the refill (store unavailable, broken
+   * invariants, rows that went back).
    */
   async next(options?: CallOptions): Promise<T> {
     let id = this.tryNext();
     if (id !== undefined) return id;
     this.counters.waits++;
-    const deadline = this.deadlineOf(options);
+    const call = this.callOf(options);
     for (;;) {
-      await this.waitForRefill(deadline, options?.signal);
+      await this.waitForRefill(call, options?.signal);
       id = this.tryNext();
       if (id !== undefined) return id;
     }
@@ -230,7 +246,7 @@ export class Sequence<T extends number | bigint> {
    */
   async take(count: number, options?: CallOptions): Promise<IdRange<T>> {
     this.assertOpen();
-    const deadline = this.deadlineOf(options);
+    const call = this.callOf(options);
     const { settings } = await this.ensureLoaded();
     if (!Number.isInteger(count) || count < 1 || count > settings.blockSize) {
       throw new InvalidCountError(count, settings.blockSize);
@@ -244,7 +260,7 @@ export class Sequence<T extends number | bigint> {
         this.counters.waits++;
         waited = true;
       }
-      await this.waitForRefill(deadline, options?.signal);
+      await this.waitForRefill(call, options?.signal);
     }
   }
 
@@ -260,7 +276,7 @@ export class Sequence<T extends number | bigint> {
   async ready(options?: CallOptions): Promise<void> {
     this.assertOpen();
     if (this.buffer.remaining === 0) {
-      await this.waitForRefill(this.deadlineOf(options), options?.signal);
+      await this.waitForRefill(this.callOf(options), options?.signal);
     }
   }
 
@@ -396,17 +412,25 @@ export class Sequence<T extends number | bigint> {
 
   /**
    * Claims one block, retrying failures that pass (see {@link isTransient}) with a growing pause
-   * for as long as the handle is open. Rejects on any other failure, which every waiting caller
-   * then gets.
+   * while {@link keepTrying} says so. Rejects on any other failure, which every waiting caller
+   * then gets; a lost-race {@link ContentionError} only when nobody waits any more.
    */
   private async claim(): Promise<void> {
+    const started = this.clock.now();
+    this.lostRaces = 0;
+    // The DC level asks after each lost race.
+    const keepTrying = () => {
+      this.lostRaces++;
+      return this.keepTrying(started);
+    };
     for (let attempt = 1; ; attempt++) {
       try {
         const { allocator } = await this.ensureLoaded();
         this.assertOpen();
-        const claimed = await allocator.claimBlock();
+        const claimed = await allocator.claimBlock({ keepTrying });
         this.acceptBlock(claimed);
         this.claimFailure = undefined;
+        this.lostRaces = 0;
         this.failures.recovered('claim', { dc: this.dc });
         if (claimed.rangeLow) allocator.requestRangeInBackground();
         return;
@@ -417,15 +441,29 @@ export class Sequence<T extends number | bigint> {
         } else if (!(error instanceof ClosedError)) {
           this.failures.failed('claim', error, { dc: this.dc, localIds: this.buffer.remaining });
         }
-        if (!isTransient(error) || this.lifecycle === 'closing' || this.lifecycle === 'closed') {
-          throw error;
-        }
+        if (!isTransient(error) || !this.keepTrying(started)) throw error;
         this.claimFailure = error;
       }
       const cap = Math.min(CLAIM_RETRY_MAX_MS, CLAIM_RETRY_FIRST_MS * 2 ** (attempt - 1));
       await this.pauseClaim(cap * (0.5 + Math.random() / 2));
       this.assertOpen();
     }
+  }
+
+  /**
+   * Whether a claim started at `started` goes on after a failure that passes: while the handle
+   * is open and a caller waits for it, or, with nobody waiting (a preload), for `callTimeoutMs`.
+   */
+  private keepTrying(started: number): boolean {
+    if (this.lifecycle === 'closing' || this.lifecycle === 'closed') return false;
+    if (this.rolledBack !== undefined) return false;
+    return this.waiters > 0 || this.clock.now() - started < this.callTimeoutMs;
+  }
+
+  /** Why the claim in flight has not brought IDs yet, if it failed or keeps losing races. */
+  private lastClaimFailure(): Error | undefined {
+    if (this.claimFailure !== undefined || this.lostRaces === 0) return this.claimFailure;
+    return new ContentionError(this.name, 'claim a block', this.lostRaces);
   }
 
   /** Sleeps `ms` unless close() wakes it first. */
@@ -443,22 +481,29 @@ export class Sequence<T extends number | bigint> {
     });
   }
 
-  private deadlineOf(options: CallOptions | undefined): number {
-    return callTimeoutOf(options, this.callTimeoutMs);
+  /** The call's timeout and its deadline on the clock: one deadline however often it waits. */
+  private callOf(options: CallOptions | undefined): CallDeadline {
+    const timeoutMs = callTimeoutOf(options, this.callTimeoutMs);
+    return { timeoutMs, deadline: this.clock.now() + timeoutMs };
   }
 
   /**
-   * Waits for the refill in flight (starting one if needed) within the call's deadline
-   * (call-deadline.ts); the refill carries on either way.
+   * Waits for the refill in flight (starting one if needed) until the call's deadline
+   * (call-deadline.ts); the refill carries on either way, and retries while anyone waits.
    */
-  private waitForRefill(timeoutMs: number, signal: AbortSignal | undefined): Promise<void> {
-    return waitWithinDeadline(this.refill(), {
-      sequence: this.name,
-      timeoutMs,
-      signal,
-      clock: this.clock,
-      lastFailure: () => this.claimFailure,
-    });
+  private async waitForRefill(call: CallDeadline, signal: AbortSignal | undefined): Promise<void> {
+    this.waiters++;
+    try {
+      await waitWithinDeadline(this.refill(), {
+        sequence: this.name,
+        ...call,
+        signal,
+        clock: this.clock,
+        lastFailure: () => this.lastClaimFailure(),
+      });
+    } finally {
+      this.waiters--;
+    }
   }
 
   private ensureLoaded(): Promise<Loaded> {

@@ -613,6 +613,10 @@ describe('status for scripts', () => {
     start: 1n,
     dcRangeSize: 100_000n,
     blockSize: 100,
+    maxBlockSize: 100,
+    claimIntervalMs: 2_000,
+    maxDcRangeSize: 100_000n,
+    autonomySeconds: 0,
     threshold: 0.5,
   };
 

@@ -431,6 +431,10 @@ describe('rows that break invariants', () => {
         dcRangeSize: 10n,
         blockSize: 20,
         threshold: 0.5,
+        maxBlockSize: 20,
+        claimIntervalMs: 2_000,
+        maxDcRangeSize: 10n,
+        autonomySeconds: 0,
       },
       'created',
     );

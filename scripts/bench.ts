@@ -23,7 +23,7 @@ import { parseBenchArgs } from './bench/options.js';
 import { measureCluster, skippedCluster } from './bench/phases.js';
 import { buildReport, writeReport } from './bench/report.js';
 import type { BenchSettings, RawResults } from './bench/results.js';
-import { measureScale, SCALE_MODES, SCALE_VARIANTS } from './bench/scale.js';
+import { measureScale, SCALE_MODES } from './bench/scale.js';
 
 const started = Date.now();
 const log = (line: string): void => {
@@ -40,7 +40,7 @@ function estimateMinutes(settings: BenchSettings): number {
   const scalePerRun =
     settings.scaleInstances.length *
     SCALE_MODES.length *
-    SCALE_VARIANTS.length *
+    settings.scaleVariants.length *
     (settings.scaleWarmupSeconds + settings.scaleSeconds + 2);
   return (
     ((settings.scaleOnly ? 0 : settings.runs * perRun) +

@@ -7,6 +7,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { SEQUENCE_DEFAULTS } from '../../src/index.js';
 import { MAX_BLOCK_SIZE } from '../../src/options.js';
 import type { BenchSettings } from './results.js';
+import { DEFAULT_SCALE_VARIANTS, SCALE_VARIANTS } from './scale-variants.js';
 
 /** A full run: about 15–25 minutes for the first three phases, about 13 more for the scale phase on a 2-core machine that also runs the 3 Cassandra nodes. */
 export const FULL_PRESET: Readonly<Omit<BenchSettings, 'out'>> = Object.freeze({
@@ -29,6 +30,7 @@ export const FULL_PRESET: Readonly<Omit<BenchSettings, 'out'>> = Object.freeze({
   scaleWarmupSeconds: 4,
   scaleRuns: 2,
   scaleRatePerDc: 10_000,
+  scaleVariants: DEFAULT_SCALE_VARIANTS,
 });
 
 /** `--quick`: the same phases, shorter and with fewer processes; about 3–5 minutes, 2–3 more for scale. */
@@ -88,6 +90,17 @@ function instanceList(value: string): number[] {
   return parsed.sort((a, b) => a - b);
 }
 
+function variantList(value: string): string[] {
+  const keys = value.split(',').map((part) => part.trim());
+  const known = SCALE_VARIANTS.map((v) => v.key);
+  if (keys.some((k) => !known.includes(k)) || new Set(keys).size !== keys.length) {
+    throw new InvalidArgumentError(
+      `expected distinct block policies from ${known.join(', ')} separated by commas; got "${value}"`,
+    );
+  }
+  return known.filter((k) => keys.includes(k));
+}
+
 /** Instances per DC the scale phase accepts: all of them share this machine's cores. */
 export const MAX_SCALE_INSTANCES = 256;
 
@@ -109,6 +122,7 @@ interface Flags {
   scaleWarmup?: number;
   scaleRuns?: number;
   scaleRate?: number;
+  scaleVariants?: string[];
   out: string;
 }
 
@@ -192,6 +206,11 @@ function program(): Command {
       `fixed-rate mode: IDs per second of each DC, split evenly over its instances (default ${FULL_PRESET.scaleRatePerDc})`,
       number(1, 10_000_000, false),
     )
+    .option(
+      '--scale-variants <list>',
+      `block policies the scale phase compares, comma separated, from ${SCALE_VARIANTS.map((v) => v.key).join(', ')} (default ${DEFAULT_SCALE_VARIANTS.join(',')})`,
+      variantList,
+    )
     .option('--out <dir>', 'directory for results.json and REPORT.md (default bench)', DEFAULT_OUT)
     .showHelpAfterError();
 }
@@ -232,6 +251,7 @@ export function resolveSettings(flags: Flags): BenchSettings {
     scaleWarmupSeconds: flags.scaleWarmup ?? preset.scaleWarmupSeconds,
     scaleRuns: flags.scaleRuns ?? preset.scaleRuns,
     scaleRatePerDc: flags.scaleRate ?? preset.scaleRatePerDc,
+    scaleVariants: Object.freeze(flags.scaleVariants ?? [...preset.scaleVariants]),
     out: flags.out,
   });
 }

@@ -42,6 +42,8 @@ export interface BenchSettings {
   readonly scaleRuns: number;
   /** Fixed-rate mode: IDs per second of each DC, shared evenly by its instances. */
   readonly scaleRatePerDc: number;
+  /** Keys of the block policies compared (scale-variants.ts). */
+  readonly scaleVariants: readonly string[];
   readonly out: string;
 }
 
@@ -226,6 +228,8 @@ export interface ScaleVariantInfo {
   readonly adaptive: boolean;
   /** The options given to `createSequence` (adaptive ones only where this build has them). */
   readonly options: Readonly<Record<string, number>>;
+  /** The numeric settings the sequence got, defaults filled in (`claimIntervalMs`, …). */
+  readonly settings: Readonly<Record<string, number>>;
 }
 
 /** One DC of one scale run: its instances summed. */

@@ -4,11 +4,10 @@
  * process's one driver client, as several services on one host would share nothing but the
  * network. Each instance's DC-state calls are timed at its store.
  */
-import type cassandra from 'cassandra-driver';
-
 import { IdGen } from '../../src/index.js';
 import { openClient } from '../../src/driver-client.js';
 import { CassandraStore } from '../../src/store/cassandra.js';
+import type { IdStore } from '../../src/store/port.js';
 import { drawLoop } from './draw-loop.js';
 import { addCounts, type ScaleCommand, type WorkerScaleDraw } from './protocol.js';
 import { Histogram, sum } from './stats.js';
@@ -31,12 +30,42 @@ export interface ScaleTarget {
   readonly keyspace: string;
 }
 
+/** Where the instances' stores come from: one each, over something the process shares. */
+export interface StoreSource {
+  /** A new store for one more instance; closing it leaves the shared part open. */
+  store(): IdStore;
+  /** Closes the shared part, after every instance. */
+  close(): Promise<void>;
+}
+
+/**
+ * Stores on Cassandra sharing one driver client: the driver keeps one connection per local
+ * node (protocol v3+), however many instances share it.
+ */
+export async function cassandraStores(target: ScaleTarget): Promise<StoreSource> {
+  const { client } = await openClient({
+    contactPoints: target.contactPoints,
+    localDataCenter: target.dc,
+  });
+  return {
+    store: () => new CassandraStore(client, target.keyspace, { ownsClient: false }),
+    close: () => client.shutdown(),
+  };
+}
+
 /** The instances of one process, opened as commands first need them and kept until {@link close}. */
 export class ScaleInstances {
-  private client: cassandra.Client | undefined;
+  private source: StoreSource | undefined;
   private readonly instances: Instance[] = [];
 
-  constructor(private readonly target: ScaleTarget) {}
+  /**
+   * @param target the process's DC and keyspace.
+   * @param openSource opens the stores' shared part, at the first command (default: Cassandra).
+   */
+  constructor(
+    private readonly target: ScaleTarget,
+    private readonly openSource: (target: ScaleTarget) => Promise<StoreSource> = cassandraStores,
+  ) {}
 
   /** Every instance draws from `command.sequence`; resolves with their sum. */
   async draw(command: ScaleCommand): Promise<WorkerScaleDraw> {
@@ -92,29 +121,20 @@ export class ScaleInstances {
     };
   }
 
-  /** Closes every instance, then the shared client. Never throws. */
+  /** Closes every instance, then the shared part of their stores. Never throws. */
   async close(): Promise<void> {
     await Promise.allSettled(this.instances.map((i) => i.ids.close()));
     this.instances.length = 0;
-    await this.client?.shutdown().catch(() => undefined);
-    this.client = undefined;
+    await this.source?.close().catch(() => undefined);
+    this.source = undefined;
   }
 
   /** The first `count` instances, opening those missing (and the shared client first). */
   private async open(count: number): Promise<Instance[]> {
-    // The driver keeps one connection per local node (protocol v3+), however many instances
-    // share the client.
-    this.client ??= (
-      await openClient({
-        contactPoints: this.target.contactPoints,
-        localDataCenter: this.target.dc,
-      })
-    ).client;
-    const client = this.client;
+    this.source ??= await this.openSource(this.target);
+    const source = this.source;
     while (this.instances.length < count) {
-      const timed = new TimedStore(
-        new CassandraStore(client, this.target.keyspace, { ownsClient: false }),
-      );
+      const timed = new TimedStore(source.store());
       const ids = new IdGen({
         store: timed.store,
         dc: this.target.dc,

@@ -5,11 +5,6 @@
  */
 import os from 'node:os';
 
-import {
-  InvalidOptionError,
-  SEQUENCE_DEFAULTS,
-  type CreateSequenceOptions,
-} from '../../src/index.js';
 import { resolveSequenceSettings } from '../../src/options.js';
 import type { BenchCluster } from './cluster.js';
 import type { Fleet } from './fleet.js';
@@ -25,87 +20,26 @@ import type {
 } from './results.js';
 import { Histogram, latencySummary, sum } from './stats.js';
 import { addTimings } from './timings.js';
+import {
+  SCALE_VARIANTS,
+  scaleSequenceOptions,
+  supportedAdaptiveOptions,
+  type ScaleSequenceOptions,
+  type ScaleVariant,
+} from './scale-variants.js';
 import { formatCount, formatNs, formatRate } from './report/format.js';
 
 type Log = (line: string) => void;
 
 export const SCALE_MODES: readonly ScaleMode[] = ['tight', 'rate'];
 
-/** The options of the adaptive block and DC-range policy, where this build has them. */
-export const ADAPTIVE_OPTIONS = [
-  'maxBlockSize',
-  'claimIntervalMs',
-  'maxDcRangeSize',
-  'autonomySeconds',
-] as const;
-export type AdaptiveOption = (typeof ADAPTIVE_OPTIONS)[number];
-
-/** A block policy of the comparison. */
-export interface ScaleVariant {
-  readonly key: string;
-  readonly label: string;
-  /** Undefined: the adaptive policy with its defaults. */
-  readonly fixedBlockSize: number | undefined;
-}
-
-export const SCALE_VARIANTS: readonly ScaleVariant[] = Object.freeze([
-  { key: 'fixed100', label: 'fixed 100', fixedBlockSize: 100 },
-  { key: 'fixed1000', label: 'fixed 1,000', fixedBlockSize: 1_000 },
-  { key: 'adaptive', label: 'adaptive (defaults)', fixedBlockSize: undefined },
-]);
-
-/** Sequence options with the adaptive ones this build may not know yet. */
-export type ScaleSequenceOptions = CreateSequenceOptions & Partial<Record<AdaptiveOption, number>>;
-
-/**
- * The sequence options of `variant`, given the adaptive options this build accepts: a fixed
- * variant pins its block (`maxBlockSize = blockSize`) and its DC range (`maxDcRangeSize =
- * dcRangeSize`, `autonomySeconds: 0`) at the default DC range size; the adaptive one takes
- * every default. Undefined when the variant cannot run here (no adaptive sizing).
- */
-export function scaleSequenceOptions(
-  variant: ScaleVariant,
-  supported: ReadonlySet<AdaptiveOption>,
-): ScaleSequenceOptions | undefined {
-  const blockSize = variant.fixedBlockSize;
-  if (blockSize === undefined) return supported.has('maxBlockSize') ? {} : undefined;
-  const dcRangeSize = Number(SEQUENCE_DEFAULTS.dcRangeSize);
-  return {
-    blockSize,
-    dcRangeSize,
-    ...(supported.has('maxBlockSize') ? { maxBlockSize: blockSize } : {}),
-    ...(supported.has('maxDcRangeSize') ? { maxDcRangeSize: dcRangeSize } : {}),
-    ...(supported.has('autonomySeconds') ? { autonomySeconds: 0 } : {}),
-  };
-}
-
-/** Values `createSequence` accepts for each adaptive option whenever it knows the option. */
-const PROBE: Readonly<Record<AdaptiveOption, number>> = {
-  maxBlockSize: 10_000,
-  claimIntervalMs: 10_000,
-  maxDcRangeSize: 10_000_000,
-  autonomySeconds: 0,
-};
-
-/**
- * The adaptive options this build's `createSequence` knows: an unknown key is refused with
- * "one of the options …" naming the key (options.ts, checkKeys); any other answer means known.
- */
-export function supportedAdaptiveOptions(): Set<AdaptiveOption> {
-  const supported = new Set<AdaptiveOption>();
-  for (const option of ADAPTIVE_OPTIONS) {
-    try {
-      resolveSequenceSettings('probe', { [option]: PROBE[option] } as ScaleSequenceOptions);
-      supported.add(option);
-    } catch (error) {
-      const unknown =
-        error instanceof InvalidOptionError &&
-        error.option === option &&
-        error.allowed.startsWith('one of the options');
-      if (!unknown) supported.add(option);
-    }
-  }
-  return supported;
+/** The number and bigint fields of `object`, as numbers (for results.json). */
+function numericEntries(object: object): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(object).flatMap(([key, value]: [string, unknown]) =>
+      typeof value === 'number' || typeof value === 'bigint' ? [[key, Number(value)]] : [],
+    ),
+  );
 }
 
 /** One run of one configuration, from every process's answer: DCs apart, latencies merged. */
@@ -186,11 +120,11 @@ export async function measureScale(
   const supported = supportedAdaptiveOptions();
   const runnable: { variant: ScaleVariant; options: ScaleSequenceOptions }[] = [];
   const skipped: string[] = [];
-  for (const variant of SCALE_VARIANTS) {
+  for (const variant of SCALE_VARIANTS.filter((v) => settings.scaleVariants.includes(v.key))) {
     const options = scaleSequenceOptions(variant, supported);
     if (options === undefined) {
       skipped.push(
-        `${variant.label}: this build's \`createSequence\` has no \`maxBlockSize\` (adaptive block sizing)`,
+        `${variant.label}: this build's \`createSequence\` lacks the adaptive options it needs (\`maxBlockSize\`${variant.autonomySeconds === undefined ? '' : ', `autonomySeconds`'})`,
       );
     } else runnable.push({ variant, options });
   }
@@ -240,9 +174,8 @@ export async function measureScale(
     key: variant.key,
     label: variant.label,
     adaptive: variant.fixedBlockSize === undefined,
-    options: Object.fromEntries(
-      Object.entries(options).filter((e): e is [string, number] => typeof e[1] === 'number'),
-    ),
+    options: numericEntries(options),
+    settings: numericEntries(resolveSequenceSettings(`scale_${variant.key}`, options)),
   }));
   return {
     variants,

@@ -80,6 +80,7 @@ const SAMPLE: RawResults = {
     scaleWarmupSeconds: 2,
     scaleRuns: 1,
     scaleRatePerDc: 10_000,
+    scaleVariants: ['fixed100', 'fixed1000', 'adaptive'],
     out: 'bench',
   },
   machine: {

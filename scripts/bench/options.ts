@@ -9,7 +9,11 @@ import { MAX_BLOCK_SIZE } from '../../src/options.js';
 import type { BenchSettings } from './results.js';
 import { DEFAULT_SCALE_VARIANTS, SCALE_VARIANTS } from './scale-variants.js';
 
-/** A full run: about 15–25 minutes for the first three phases, about 13 more for the scale phase on a 2-core machine that also runs the 3 Cassandra nodes. */
+/**
+ * A full run: about 15–25 minutes for sections 1–3 on a 2-core machine that also runs the
+ * Cassandra nodes, and about 12 more for the scale phase (estimated: 24 configurations × 14 s
+ * × 2 runs).
+ */
 export const FULL_PRESET: Readonly<Omit<BenchSettings, 'out'>> = Object.freeze({
   quick: false,
   durationSeconds: 20,
@@ -33,7 +37,10 @@ export const FULL_PRESET: Readonly<Omit<BenchSettings, 'out'>> = Object.freeze({
   scaleVariants: DEFAULT_SCALE_VARIANTS,
 });
 
-/** `--quick`: the same phases, shorter and with fewer processes; about 3–5 minutes, 2–3 more for scale. */
+/**
+ * `--quick`: the same phases, shorter and with fewer processes; about 3–5 minutes, and about 2
+ * more for the scale phase (estimated: 18 configurations × 7 s).
+ */
 export const QUICK_PRESET: Readonly<Omit<BenchSettings, 'out'>> = Object.freeze({
   ...FULL_PRESET,
   quick: true,
@@ -49,6 +56,8 @@ export const QUICK_PRESET: Readonly<Omit<BenchSettings, 'out'>> = Object.freeze(
 });
 
 export const DEFAULT_OUT = 'bench';
+/** Where `--scale-only` writes unless told: not over the committed full report (git ignores it). */
+export const SCALE_ONLY_OUT = 'bench/tmp/scale-only';
 
 function number(min: number, max: number, integer: boolean) {
   return (value: string): number => {
@@ -123,7 +132,7 @@ interface Flags {
   scaleRuns?: number;
   scaleRate?: number;
   scaleVariants?: string[];
-  out: string;
+  out?: string;
 }
 
 /** The command line parser; `parseBenchArgs` is the one way to use it. */
@@ -211,7 +220,10 @@ function program(): Command {
       `block policies the scale phase compares, comma separated, from ${SCALE_VARIANTS.map((v) => v.key).join(', ')} (default ${DEFAULT_SCALE_VARIANTS.join(',')})`,
       variantList,
     )
-    .option('--out <dir>', 'directory for results.json and REPORT.md (default bench)', DEFAULT_OUT)
+    .option(
+      '--out <dir>',
+      `directory for results.json and REPORT.md (default ${DEFAULT_OUT}; with --scale-only ${SCALE_ONLY_OUT})`,
+    )
     .showHelpAfterError();
 }
 
@@ -252,6 +264,6 @@ export function resolveSettings(flags: Flags): BenchSettings {
     scaleRuns: flags.scaleRuns ?? preset.scaleRuns,
     scaleRatePerDc: flags.scaleRate ?? preset.scaleRatePerDc,
     scaleVariants: Object.freeze(flags.scaleVariants ?? [...preset.scaleVariants]),
-    out: flags.out,
+    out: flags.out ?? (flags.scaleOnly === true ? SCALE_ONLY_OUT : DEFAULT_OUT),
   });
 }

@@ -4,7 +4,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import type { Sequence } from '../../src/index.js';
+import type { Sequence, SequenceStats } from '../../src/index.js';
 import { countsBetween, type WorkerDraw } from './protocol.js';
 import { Histogram } from './stats.js';
 
@@ -32,6 +32,17 @@ export interface LoopResult {
   readonly histogram: Histogram;
   readonly heldBefore: number;
   readonly heldAfter: number;
+  /** IDs in the last block the handle claimed by the window's end, where `stats()` says. */
+  readonly lastBlockSize: number | undefined;
+}
+
+/**
+ * `stats().blockSize` (the last block's size, which adaptive blocks choose) on builds that
+ * report it; undefined on those that do not.
+ */
+export function lastBlockSize(stats: SequenceStats): number | undefined {
+  const size: unknown = (stats as { readonly blockSize?: unknown }).blockSize;
+  return typeof size === 'number' && size > 0 ? size : undefined;
 }
 
 /**
@@ -122,5 +133,6 @@ export async function drawLoop(
     histogram,
     heldBefore: before.remaining,
     heldAfter: after.remaining,
+    lastBlockSize: lastBlockSize(after),
   };
 }

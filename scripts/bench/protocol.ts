@@ -68,6 +68,8 @@ export interface WorkerScaleDraw {
   readonly instanceSeconds: number;
   /** Drawn plus the change in IDs held, summed over instances. */
   readonly claimedIds: number;
+  /** Each instance's last block size at the window's end, where `stats()` reports it. */
+  readonly lastBlockSizes: readonly number[];
   readonly histogram: SerializedHistogram;
   readonly counts: AllocatorCounts;
   readonly warmupWaits: number;

@@ -243,6 +243,8 @@ export interface ScaleDcRun {
   readonly seconds: number;
   /** IDs that came into the instances during the window: drawn plus the change in IDs held. */
   readonly claimedIds: number;
+  /** Each instance's last block size at the window's end (empty where `stats()` lacks it). */
+  readonly lastBlockSizes: readonly number[];
   readonly counts: AllocatorCounts;
   readonly warmupWaits: number;
   readonly failures: number;

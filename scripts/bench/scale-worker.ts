@@ -106,6 +106,9 @@ export class ScaleInstances {
       idsPerSecond: sum(draws.map((d) => (d.seconds > 0 ? d.ids / d.seconds : 0))),
       instanceSeconds: sum(draws.map((d) => d.seconds)),
       claimedIds: sum(loops.map((l) => l.draw.ids + l.heldAfter - l.heldBefore)),
+      lastBlockSizes: loops.flatMap((l) =>
+        l.lastBlockSize === undefined ? [] : [l.lastBlockSize],
+      ),
       histogram: histogram.toJSON(),
       counts: addCounts(draws.map((d) => d.counts)),
       warmupWaits: sum(draws.map((d) => d.warmupWaits)),

@@ -64,6 +64,7 @@ export function combineScale(
       idsPerSecond: sum(mine.map((r) => r.idsPerSecond)),
       seconds: instances > 0 ? sum(mine.map((r) => r.instanceSeconds)) / instances : NaN,
       claimedIds: sum(mine.map((r) => r.claimedIds)),
+      lastBlockSizes: mine.flatMap((r) => r.lastBlockSizes),
       counts: addCounts(mine.map((r) => r.counts)),
       warmupWaits: sum(mine.map((r) => r.warmupWaits)),
       failures: sum(mine.map((r) => r.failures)),

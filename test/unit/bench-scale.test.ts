@@ -66,6 +66,8 @@ interface Shape {
   readonly retriesPerClaim?: number;
   readonly busy?: number;
   readonly failures?: number;
+  /** The instances' last block sizes in each DC. */
+  readonly last?: readonly number[];
 }
 
 /** One run: every DC alike, 10 s windows, blocks of rate ÷ claims IDs. */
@@ -82,6 +84,7 @@ function run(n: number, shape: Shape): ScaleRun {
       idsPerSecond: shape.rate,
       seconds,
       claimedIds: shape.rate * seconds,
+      lastBlockSizes: shape.last ?? [],
       counts: counts(claims, lost),
       warmupWaits: 0,
       failures: dc === 'dc1' ? (shape.failures ?? 0) : 0,
@@ -141,7 +144,9 @@ const SCALE: ScaleResult = {
       run(16, { rate: 20_000, claims: 200, retriesPerClaim: 3, failures: 4 }),
     ]),
     config('tight', 'adaptive', 1, [run(1, { rate: 60_000, claims: 1 })]),
-    config('tight', 'adaptive', 4, [run(4, { rate: 100_000, claims: 4, busy: 0.9 })]),
+    config('tight', 'adaptive', 4, [
+      run(4, { rate: 100_000, claims: 4, busy: 0.9, last: [20_000, 30_000, 25_000, 24_000] }),
+    ]),
     config('tight', 'adaptive', 16, [run(16, { rate: 101_000, claims: 16, busy: 0.95 })]),
     config('rate', 'fixed100', 1, [run(1, { rate: 10_000, claims: 100 })]),
     config('rate', 'fixed100', 4, [run(4, { rate: 10_000, claims: 100, retriesPerClaim: 0.2 })]),
@@ -328,6 +333,7 @@ describe('scale report section', () => {
       '### Fixed total rate: 10 k/s per DC, split evenly over its instances',
       '| instances per DC | blocks | IDs/s (all DCs) | claims/s per DC partition | CAS retries per claim |',
       '| 16 | fixed 100 | 60 k/s | 200 | 3 |',
+      '| 4 | adaptive (defaults) | 300 k/s | 4 | 0 | 100 ns | 10 µs | 1 ms | 20 ms | 0 | 0 / 0 | 25,000 (last 20,000–30,000) |',
       'share of target',
       '70 %',
       'it stops growing after N = 4',
@@ -406,6 +412,7 @@ describe('scale phase parts', () => {
       idsPerSecond: ids / 2,
       instanceSeconds: 2 * instances,
       claimedIds: ids + 100,
+      lastBlockSizes: [],
       histogram: histogram.toJSON(),
       counts: counts(instances, 1),
       warmupWaits: 1,
@@ -508,6 +515,8 @@ describe('scale phase parts', () => {
     expect(result.ids).toBeGreaterThan(4 * 100);
     expect(result.histogram.count).toBe(result.ids);
     expect(result.claimedIds).toBe(result.counts.blocksClaimed * 10);
+    // Where stats() reports the last block's size, it is the fixed 10.
+    expect(result.lastBlockSizes.every((size) => size === 10)).toBe(true);
     expect(result.dcState.appliedWrites.count).toBeGreaterThanOrEqual(result.counts.blocksClaimed);
     expect(result.cpuSeconds).toBeGreaterThan(0);
     // A second command reuses the instances (two of them) and the shared part.

@@ -48,6 +48,9 @@ export interface ScaleRow {
   readonly casUnknown: number;
   /** IDs claimed ÷ blocks claimed: the block size the policy chose, on average. */
   readonly meanBlockSize: Figure;
+  /** Smallest and largest last block of any instance at the window's end (NaN if not reported). */
+  readonly lastBlockMin: Figure;
+  readonly lastBlockMax: Figure;
   /** One claim's DC-state read plus its applied write, mean. */
   readonly claimNs: Figure;
   /** One lost race: a read, the rejected write and the backoff before the next read, mean. */
@@ -136,6 +139,12 @@ export function lostRaceCostNs(t: DcStateTimings): number {
   return meanNs(t.reads) + meanNs(t.rejectedWrites) + backoff;
 }
 
+/** `pick` (min or max) of every instance's last block in `run`; NaN when none was reported. */
+function extreme(run: ScaleRun, pick: (...values: number[]) => number): number {
+  const sizes = run.dcs.flatMap((d) => d.lastBlockSizes);
+  return sizes.length === 0 ? NaN : pick(...sizes);
+}
+
 function summarizeRow(config: ScaleConfig, scale: ScaleResult): ScaleRow {
   const { runs } = config;
   const variant = scale.variants.find((v) => v.key === config.variant);
@@ -181,6 +190,8 @@ function summarizeRow(config: ScaleConfig, scale: ScaleResult): ScaleRow {
         return claims > 0 ? all(r, (d) => d.claimedIds) / claims : NaN;
       }),
     ),
+    lastBlockMin: figure(runs.map((r) => extreme(r, Math.min))),
+    lastBlockMax: figure(runs.map((r) => extreme(r, Math.max))),
     claimNs: figure(runs.map((r) => claimCostNs(pooled([r])))),
     lostRaceNs: figure(runs.map((r) => lostRaceCostNs(pooled([r])))),
     machineBusy: figure(runs.map((r) => r.machineBusy)),

@@ -56,10 +56,29 @@ function table(rows: readonly ScaleRow[], mode: ScaleMode): string {
       withSpread(row.latency.p999, formatNs),
       withSpread(row.latency.max, formatNs),
       withSpread(row.waits, formatCount),
-      `${row.warmupFailures} / ${row.failures}`,
-      withSpread(row.meanBlockSize, (v) => formatCount(Math.round(v))),
+      errors(row),
+      blockSizes(row),
     ]),
   );
+}
+
+/** Calls that threw (warm-up / measured), then failed store operations and unknown outcomes if any. */
+function errors(row: ScaleRow): string {
+  const extra = [
+    ...(row.storeErrors > 0 ? [`${formatCount(row.storeErrors)} failed store operations`] : []),
+    ...(row.casUnknown > 0 ? [`${formatCount(row.casUnknown)} unknown CAS outcomes`] : []),
+  ];
+  return `${row.warmupFailures} / ${row.failures}${extra.length > 0 ? `; ${extra.join(', ')}` : ''}`;
+}
+
+/** Mean block size, then the range of the instances' last blocks where `stats()` gave them. */
+function blockSizes(row: ScaleRow): string {
+  const mean = withSpread(row.meanBlockSize, (v) => formatCount(Math.round(v)));
+  const low = row.lastBlockMin.median;
+  const high = row.lastBlockMax.median;
+  if (!Number.isFinite(low) || !Number.isFinite(high)) return mean;
+  const last = low === high ? formatCount(low) : `${formatCount(low)}–${formatCount(high)}`;
+  return `${mean} (last ${last})`;
 }
 
 /** "×2.1 from N = 1 to 4, ×1.02 to 16". */
@@ -219,7 +238,7 @@ export function renderScale(raw: RawResults, summary: Summary): string[] {
     );
   }
   out.push(
-    `Mean block size is the IDs that came into the instances in the window (IDs drawn plus the change in IDs held) ÷ the blocks they claimed: the size the policy chose, on average. ` +
+    `Mean block size is the IDs that came into the instances in the window (IDs drawn plus the change in IDs held) ÷ the blocks they claimed: the size the policy chose, on average; "last" is the range of the instances' last blocks at the window's end (\`stats().blockSize\`). ` +
       `The limit is read at the first step that gains less than ${significant(GROWTH)}×: the partition if \`next()\` threw, a claim lost one race or more on average, or its busiest partition reached ${formatPercent(PARTITION_SATURATED)} of the most claims/s measured; else the CPU if the machine was ${formatPercent(CPU_SATURATED)} busy or more.`,
     '',
   );

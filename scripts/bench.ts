@@ -93,17 +93,12 @@ async function main(): Promise<void> {
       settings.processesPerDc,
       log,
     );
-    let clusterResult;
-    if (settings.scaleOnly) clusterResult = skippedCluster(settings, cluster, fleet);
-    else {
-      log('2. cluster phases and 3. burst');
-      clusterResult = await measureCluster(settings, cluster, fleet, log);
-    }
-    let scale;
-    if (settings.scale) {
-      log('4. scale: N allocator instances per DC');
-      scale = await measureScale(settings, cluster, fleet, log);
-    }
+    if (!settings.scaleOnly) log('2. cluster phases and 3. burst');
+    const clusterResult = settings.scaleOnly
+      ? skippedCluster(settings, cluster, fleet)
+      : await measureCluster(settings, cluster, fleet, log);
+    if (settings.scale) log('4. scale: N allocator instances per DC');
+    const scale = settings.scale ? await measureScale(settings, cluster, fleet, log) : undefined;
     raw = {
       startedAt,
       finishedAt: new Date().toISOString(),

@@ -182,7 +182,7 @@ export async function measureScale(
     variants,
     skipped,
     layout:
-      `instances spread evenly over the ${settings.processesPerDc} allocator processes of each DC; ` +
+      `instances spread evenly over the ${settings.processesPerDc} allocator processes of each DC (fewer processes when N is smaller); ` +
       'each instance has its own IdGen, store and sequence handle, and the instances of one process share its one driver client (one connection per local node)',
     configs: [...configs.values()].map(({ config, runs }) => ({ ...config, runs })),
   };

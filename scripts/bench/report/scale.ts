@@ -26,6 +26,23 @@ function modeTitle(mode: ScaleMode, raw: RawResults): string {
     : `Fixed total rate: ${formatRate(raw.settings.scaleRatePerDc)} per DC, split evenly over its instances`;
 }
 
+function modeNote(mode: ScaleMode, raw: RawResults): string {
+  if (mode === 'tight') {
+    return (
+      'Instances of one process share its event loop: a tight loop resumes as microtasks while its block lasts, ' +
+      "so it holds up the replies to every refill of that process, the other instances' included, until its block is spent. " +
+      'IDs/s is all instances of all DCs together.'
+    );
+  }
+  const perInstance = raw.settings.scaleInstances
+    .map((n) => `${formatRate(raw.settings.scaleRatePerDc / n)} at N = ${n}`)
+    .join(', ');
+  return (
+    `Each instance draws at the DC's rate ÷ N (${perInstance}), sleeping on a timer whenever it is 1 ms ahead and giving up what it missed beyond 100 ms; ` +
+    'share of target is IDs/s ÷ the rate of all DCs.'
+  );
+}
+
 function table(rows: readonly ScaleRow[], mode: ScaleMode): string {
   const header = [
     'instances per DC',
@@ -223,7 +240,7 @@ export function renderScale(raw: RawResults, summary: Summary): string[] {
   for (const mode of ['tight', 'rate'] as const) {
     const rows = scale.rows.filter((r) => r.mode === mode);
     if (rows.length === 0) continue;
-    out.push(`### ${modeTitle(mode, raw)}`, '', table(rows, mode), '');
+    out.push(`### ${modeTitle(mode, raw)}`, '', modeNote(mode, raw), '', table(rows, mode), '');
   }
   out.push('### What it shows', '');
   out.push(...limitsText(scale, raw), ...costText(scale, raw), '');

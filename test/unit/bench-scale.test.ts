@@ -8,6 +8,7 @@ import { drawLoop } from '../../scripts/bench/draw-loop.js';
 import type { WorkerScaleDraw } from '../../scripts/bench/protocol.js';
 import { buildReport, formatMarkdown } from '../../scripts/bench/report.js';
 import {
+  claimsPerSecondFromCosts,
   limitCause,
   partitionEstimates,
   stopsScalingAt,
@@ -207,13 +208,22 @@ describe('scale summary', () => {
   });
 
   it('estimates processes per partition as capacity × claim interval', () => {
-    expect(partitionEstimates(200, [10, 1, 60, 2, 1])).toEqual([
-      { claimIntervalSeconds: 1, processes: 200 },
-      { claimIntervalSeconds: 2, processes: 400 },
-      { claimIntervalSeconds: 10, processes: 2_000 },
-      { claimIntervalSeconds: 60, processes: 12_000 },
+    expect(partitionEstimates(200, 100, [10, 1, 60, 2, 1])).toEqual([
+      { claimIntervalSeconds: 1, processes: 200, processesFromCosts: 100 },
+      { claimIntervalSeconds: 2, processes: 400, processesFromCosts: 200 },
+      { claimIntervalSeconds: 10, processes: 2_000, processesFromCosts: 1_000 },
+      { claimIntervalSeconds: 60, processes: 12_000, processesFromCosts: 6_000 },
     ]);
-    expect(partitionEstimates(12.5, [1])).toEqual([{ claimIntervalSeconds: 1, processes: 12 }]);
+    expect(partitionEstimates(12.5, 3.3, [1])).toEqual([
+      { claimIntervalSeconds: 1, processes: 12, processesFromCosts: 3 },
+    ]);
+  });
+
+  it('derives a partition capacity from the cost of a claim and of a lost race', () => {
+    // 5 ms per claim, 2 retries per claim of 6 ms each: 17 ms of partition per claim.
+    expect(claimsPerSecondFromCosts(5e6, 2, 6e6)).toBeCloseTo(1e3 / 17);
+    expect(claimsPerSecondFromCosts(5e6, 0, NaN)).toBe(200);
+    expect(claimsPerSecondFromCosts(5e6, NaN, NaN)).toBe(200);
   });
 
   it('sums each DC partition: claims/s, CAS retries per claim, mean block size', () => {
@@ -256,11 +266,16 @@ describe('scale summary', () => {
     expect(summary.uncontendedAt).toBe(1);
     expect(summary.uncontendedClaimNs).toBe(5e6);
     expect(summary.lostRaceNs).toBe(7e6);
-    expect(summary.estimates).toEqual([
-      { claimIntervalSeconds: 1, processes: 200 },
-      { claimIntervalSeconds: 2, processes: 400 },
-      { claimIntervalSeconds: 10, processes: 2_000 },
-      { claimIntervalSeconds: 60, processes: 12_000 },
+    expect(summary.lostRaceRoundNs).toBe(6e6);
+    // 5 ms + 3 retries × 6 ms = 23 ms per claim.
+    expect(summary.claimsPerSecondFromCosts).toBeCloseTo(1e3 / 23);
+    expect(
+      summary.estimates.map((e) => [e.claimIntervalSeconds, e.processes, e.processesFromCosts]),
+    ).toEqual([
+      [1, 200, 43],
+      [2, 400, 86],
+      [10, 2_000, 434],
+      [60, 12_000, 2_608],
     ]);
   });
 
@@ -343,7 +358,8 @@ describe('scale report section', () => {
       'at N = 16: 70 % of the rate',
       'C = 200 claims/s',
       'K = C × I',
-      '| 2 s (adaptive default `claimIntervalMs`) | 400 | 200 |',
+      '| 2 s (adaptive default `claimIntervalMs`) | 400 | 86 |',
+      "C' = 1 ÷ (t_claim + r × t_race) = 1 ÷ (5 ms + 3 × 6 ms) = 43.5 claims/s",
       '5 ms with 1 instance per DC',
       '7 ms, over',
       'adaptive (defaults) 0.3 %',

@@ -78,10 +78,13 @@ export interface ScalingLimit {
 
 export type LimitCause = 'partition' | 'cpu' | 'neither';
 
-/** One "processes per partition" estimate: capacity × claim interval. */
+/** One "processes per partition" estimate at one claim interval. */
 export interface PartitionEstimate {
   readonly claimIntervalSeconds: number;
+  /** The most claims/s measured on one partition × the interval. */
   readonly processes: number;
+  /** The claims/s the measured costs allow one partition × the interval. */
+  readonly processesFromCosts: number;
 }
 
 export interface ScaleSummary {
@@ -97,7 +100,14 @@ export interface ScaleSummary {
   readonly uncontendedClaimNs: number;
   /** Lost-race cost, every run that lost one pooled. */
   readonly lostRaceNs: number;
+  /** The part of it that occupies the partition: the read and the rejected write. */
+  readonly lostRaceRoundNs: number;
   readonly lostRaces: number;
+  /**
+   * Claims/s one partition allows if its rounds run one at a time: 1 ÷ (claim cost + r × the
+   * partition's part of a lost race), r the CAS retries per claim where the most were measured.
+   */
+  readonly claimsPerSecondFromCosts: number;
   readonly estimates: readonly PartitionEstimate[];
   /** Per policy: tight IDs/s of one instance at N = 1 ÷ in-process `await next()` IDs/s, per run. */
   readonly tightVsInProcess: readonly {
@@ -235,9 +245,26 @@ export function limitCause(row: ScaleRow, partitionMaxClaimsPerSecond: number): 
   return 'neither';
 }
 
-/** Processes one partition serves at each claim interval: its measured capacity × the interval. */
+/**
+ * Claims/s of a partition whose rounds run one at a time, each claim taking `claimNs` and each
+ * of its `retriesPerClaim` lost races another `lostRoundNs`.
+ */
+export function claimsPerSecondFromCosts(
+  claimNs: number,
+  retriesPerClaim: number,
+  lostRoundNs: number,
+): number {
+  const races = Number.isFinite(retriesPerClaim) && retriesPerClaim > 0 ? retriesPerClaim : 0;
+  return 1e9 / (claimNs + (races > 0 ? races * lostRoundNs : 0));
+}
+
+/**
+ * Processes one partition serves at each claim interval: claims/s it completed at most (and
+ * claims/s its costs allow) × the interval.
+ */
 export function partitionEstimates(
   claimsPerSecond: number,
+  fromCosts: number,
   intervalsSeconds: readonly number[],
 ): PartitionEstimate[] {
   return [...new Set(intervalsSeconds)]
@@ -245,6 +272,7 @@ export function partitionEstimates(
     .map((claimIntervalSeconds) => ({
       claimIntervalSeconds,
       processes: Math.floor(claimsPerSecond * claimIntervalSeconds),
+      processesFromCosts: Math.floor(fromCosts * claimIntervalSeconds),
     }));
 }
 
@@ -316,16 +344,27 @@ export function summarizeScale(scale: ScaleResult, inProcess: InProcessResult): 
       },
     ];
   });
+  const uncontendedClaimNs = claimCostNs(pooled(leastContended.flatMap((c) => c.runs)));
+  const lostRaceRoundNs = meanNs(lost.reads) + meanNs(lost.rejectedWrites);
+  const fromCosts = claimsPerSecondFromCosts(
+    uncontendedClaimNs,
+    partitionMax?.retriesPerClaim ?? 0,
+    lostRaceRoundNs,
+  );
   return {
     rows,
     limits,
     partitionMax,
     uncontendedAt,
-    uncontendedClaimNs: claimCostNs(pooled(leastContended.flatMap((c) => c.runs))),
+    uncontendedClaimNs,
     lostRaceNs: lostRaceCostNs(lost),
+    lostRaceRoundNs,
     lostRaces: lost.rejectedWrites.count,
+    claimsPerSecondFromCosts: fromCosts,
     estimates:
-      partitionMax === undefined ? [] : partitionEstimates(partitionMax.claimsPerSecond, intervals),
+      partitionMax === undefined
+        ? []
+        : partitionEstimates(partitionMax.claimsPerSecond, fromCosts, intervals),
     tightVsInProcess,
   };
 }

@@ -183,21 +183,28 @@ function costText(summary: ScaleSummary, raw: RawResults): string[] {
       (busy <= 1.5
         ? `about one claim's own latency there (${ms(claimNs)}): the partition completed claims back to back, so C is close to what it can do on this machine. `
         : `${significant(busy)}× one claim's own latency there (${ms(claimNs)}): the partition was not kept busy (its claimers were held back elsewhere), so C is a lower bound of what it can do. `) +
-      'Processes that each claim once every I seconds then number at most K = C × I per DC:',
+      'Processes that each claim once every I seconds then number at most K = C × I per DC. ' +
+      `From the costs alone, a partition running its rounds one at a time allows C' = 1 ÷ (t_claim + r × t_race) = 1 ÷ (${ms(summary.uncontendedClaimNs)} + ${significant(Number.isFinite(max.retriesPerClaim) ? max.retriesPerClaim : 0)} × ${ms(summary.lostRaceRoundNs)}) = ${significant(summary.claimsPerSecondFromCosts)} claims/s, ` +
+      `with t_claim the uncontended claim, r the CAS retries per claim where C was measured and t_race a lost race's read and rejected write (its backoff leaves the partition to others); K' = C' × I:`,
   );
   const adaptiveMs = raw.scale?.variants.find((v) => v.adaptive)?.settings['claimIntervalMs'];
   out.push(
     '',
     markdownTable(
-      ['claim interval I', 'processes per DC, K = C × I', 'at half the capacity, for headroom'],
+      [
+        'claim interval I',
+        'processes per DC, measured: K = C × I',
+        "processes per DC, from costs: K' = C' × I",
+      ],
       summary.estimates.map((e) => [
         `${significant(e.claimIntervalSeconds)} s${adaptiveMs !== undefined && e.claimIntervalSeconds === adaptiveMs / 1000 ? ' (adaptive default `claimIntervalMs`)' : ''}`,
         formatCount(e.processes),
-        formatCount(Math.floor(e.processes / 2)),
+        formatCount(e.processesFromCosts),
       ]),
     ),
     '',
-    `This counts claims only; a DC range install is one more write on the same partition per range. C comes from a machine whose ${raw.machine.cores} cores also run every Cassandra node, so on real hardware it is a floor.`,
+    'K is the ceiling at full load: the closer a DC runs to it, the more races its claims lose, so half of it leaves headroom. ' +
+      `This counts claims only; a DC range install is one more write on the same partition per range. C comes from a machine whose ${raw.machine.cores} cores also run every Cassandra node, so on real hardware it is a floor.`,
   );
   return out;
 }

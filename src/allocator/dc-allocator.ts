@@ -126,6 +126,11 @@ export interface ClaimOptions {
    * claim with a {@link ContentionError}. @default true for {@link MAX_CAS_ATTEMPTS} attempts
    */
   readonly keepTrying?: (() => boolean) | undefined;
+  /**
+   * The block size to ask for, asked before each attempt (sizing.ts); clamped to the stored
+   * `[blockSize, maxBlockSize]`, and cut to what the DC range has left. @default `blockSize`
+   */
+  readonly size?: (() => number) | undefined;
 }
 
 /** One sequence in one DC; one instance per sequence handle. */
@@ -205,7 +210,8 @@ export class DcAllocator {
    * @throws {StoreUnavailableError} if LOCAL_SERIAL cannot be reached.
    */
   async claimBlock(options: ClaimOptions = {}): Promise<ClaimedBlock> {
-    const blockSize = BigInt(this.settings.blockSize);
+    const { blockSize: least, maxBlockSize: most } = this.settings;
+    const sizeOf = () => BigInt(Math.min(most, Math.max(least, options.size?.() ?? least)));
     let attempts = 0;
     const keepTrying =
       options.keepTrying === undefined
@@ -218,7 +224,7 @@ export class DcAllocator {
       attempts++;
       const state = await this.readState();
       const op = randomUUID();
-      const claimed = state === undefined ? undefined : this.claimFrom(state, blockSize, op);
+      const claimed = state === undefined ? undefined : this.claimFrom(state, sizeOf(), op);
       if (state === undefined || claimed === undefined) {
         try {
           await this.ensureRange();

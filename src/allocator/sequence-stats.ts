@@ -12,6 +12,13 @@ export interface SequenceStats {
   readonly remaining: number;
   /** Blocks claimed from the DC (confirmed claims only). */
   readonly blocksClaimed: number;
+  /**
+   * IDs in the last block claimed: with adaptive blocks, what this process's rate asked for
+   * (sizing.ts); 0 before the first.
+   */
+  readonly blockSize: number;
+  /** This process's draw rate in IDs/s, as measured when it last claimed; undefined before. */
+  readonly drawRate: number | undefined;
   /** DC ranges this process got granted at SERIAL. */
   readonly rangesGranted: number;
   /** `next()`/`take()` calls that found no local ID and had to wait for a refill. */
@@ -51,6 +58,8 @@ export interface ProcessLevel {
   readonly waits: number;
   /** IDs skipped by take(), not given back on close, or dropped when the rows went back. */
   readonly wasted: number;
+  readonly blockSize: number;
+  readonly drawRate: number | undefined;
   readonly failures: Failures;
 }
 
@@ -74,6 +83,8 @@ export function sequenceStats(process: ProcessLevel, dc: DcLevel | undefined): S
   return Object.freeze({
     remaining: process.remaining,
     blocksClaimed: dcCounters?.blocksClaimed ?? 0,
+    blockSize: process.blockSize,
+    drawRate: process.drawRate,
     rangesGranted: dcCounters?.rangesGranted ?? 0,
     waits: process.waits,
     errors: failures.errors + (rangeFailures?.errors ?? 0),

@@ -31,6 +31,7 @@ import { callTimeoutOf, waitWithinDeadline, type CallOptions } from './call-dead
 import { DcAllocator, type ClaimedBlock } from './dc-allocator.js';
 import { FailureLog } from './failures.js';
 import { sequenceStats, type SequenceStats } from './sequence-stats.js';
+import { Rate, blockSizeFor } from './sizing.js';
 
 /**
  * Lifecycle of a {@link Sequence}:
@@ -150,6 +151,13 @@ export class Sequence<T extends number | bigint> {
   private readonly failures: FailureLog<'claim' | 'return'>;
   /** Calls waiting for the refill in flight: while there are any, it keeps retrying. */
   private waiters = 0;
+  /** The runs waiting take() calls want, each from one block: the next block holds the longest. */
+  private readonly runsWanted = new Set<{ readonly count: number }>();
+  /** IDs of every block accepted; minus those held, the IDs used so far (the rate's count). */
+  private acceptedIds = 0;
+  /** This process's draw rate, sampled when a claim starts: sizes adaptive blocks. */
+  private readonly drawRate = new Rate();
+  private lastBlockSize = 0;
   private readonly counters = {
     /** Calls that found no ID in the process and waited for a refill. */
     waits: 0,
@@ -240,16 +248,16 @@ export class Sequence<T extends number | bigint> {
    * ```ts
    * const { first, last } = await orders.take(100); // last - first === 99
    * ```
-   * @throws {InvalidCountError} unless `count` is an integer from 1 to the block size, or when
-   * the DC's ranges are now smaller than `count`; nothing is skipped.
+   * @throws {InvalidCountError} unless `count` is an integer from 1 to the largest block size
+   * (`maxBlockSize`), or when the DC's ranges are now smaller than `count`; nothing is skipped.
    * @throws {ClosedError} after `close()`; and everything {@link Sequence.next} throws.
    */
   async take(count: number, options?: CallOptions): Promise<IdRange<T>> {
     this.assertOpen();
     const call = this.callOf(options);
     const { settings } = await this.ensureLoaded();
-    if (!Number.isInteger(count) || count < 1 || count > settings.blockSize) {
-      throw new InvalidCountError(count, settings.blockSize);
+    if (!Number.isInteger(count) || count < 1 || count > settings.maxBlockSize) {
+      throw new InvalidCountError(count, settings.maxBlockSize);
     }
     let waited = false;
     for (;;) {
@@ -260,7 +268,7 @@ export class Sequence<T extends number | bigint> {
         this.counters.waits++;
         waited = true;
       }
-      await this.waitForRefill(call, options?.signal);
+      await this.waitForRefill(call, options?.signal, { count });
     }
   }
 
@@ -287,6 +295,8 @@ export class Sequence<T extends number | bigint> {
         remaining: this.buffer.remaining,
         waits: this.counters.waits,
         wasted: this.counters.wasted,
+        blockSize: this.lastBlockSize,
+        drawRate: this.drawRate.perSecond,
         failures: this.failures,
       },
       this.loaded?.allocator,
@@ -367,6 +377,8 @@ export class Sequence<T extends number | bigint> {
   private acceptBlock(claimed: ClaimedBlock): void {
     const block = this.ids.block(claimed.first, claimed.last, claimed.rangeSize);
     const highest = this.buffer.highestAccepted;
+    this.acceptedIds += block.size;
+    this.lastBlockSize = block.size;
     if (!this.buffer.accept(block)) {
       this.counters.wasted += Number(claimed.last - claimed.first + 1n);
       throw new InvariantError(
@@ -418,6 +430,7 @@ export class Sequence<T extends number | bigint> {
   private async claim(): Promise<void> {
     const started = this.clock.now();
     this.lostRaces = 0;
+    this.drawRate.sample(this.acceptedIds - this.buffer.remaining, started);
     // The DC level asks after each lost race.
     const keepTrying = () => {
       this.lostRaces++;
@@ -425,9 +438,17 @@ export class Sequence<T extends number | bigint> {
     };
     for (let attempt = 1; ; attempt++) {
       try {
-        const { allocator } = await this.ensureLoaded();
+        const { allocator, settings } = await this.ensureLoaded();
         this.assertOpen();
-        const claimed = await allocator.claimBlock({ keepTrying });
+        const size = () =>
+          blockSizeFor({
+            rate: this.drawRate.perSecond,
+            claimIntervalMs: settings.claimIntervalMs,
+            waiting: this.idsWanted(),
+            min: settings.blockSize,
+            max: settings.maxBlockSize,
+          });
+        const claimed = await allocator.claimBlock({ keepTrying, size });
         this.acceptBlock(claimed);
         this.claimFailure = undefined;
         this.lostRaces = 0;
@@ -458,6 +479,17 @@ export class Sequence<T extends number | bigint> {
     if (this.lifecycle === 'closing' || this.lifecycle === 'closed') return false;
     if (this.rolledBack !== undefined) return false;
     return this.waiters > 0 || this.clock.now() - started < this.callTimeoutMs;
+  }
+
+  /**
+   * How large a block the calls waiting now need: the longest run a take() waits for, and one ID
+   * for every other waiting call beyond the IDs held.
+   */
+  private idsWanted(): number {
+    let longest = 0;
+    for (const run of this.runsWanted) longest = Math.max(longest, run.count);
+    const single = this.waiters - this.runsWanted.size;
+    return Math.max(longest, single - this.buffer.remaining);
   }
 
   /** Why the claim in flight has not brought IDs yet, if it failed or keeps losing races. */
@@ -491,8 +523,13 @@ export class Sequence<T extends number | bigint> {
    * Waits for the refill in flight (starting one if needed) until the call's deadline
    * (call-deadline.ts); the refill carries on either way, and retries while anyone waits.
    */
-  private async waitForRefill(call: CallDeadline, signal: AbortSignal | undefined): Promise<void> {
+  private async waitForRefill(
+    call: CallDeadline,
+    signal: AbortSignal | undefined,
+    run?: { readonly count: number },
+  ): Promise<void> {
     this.waiters++;
+    if (run !== undefined) this.runsWanted.add(run);
     try {
       await waitWithinDeadline(this.refill(), {
         sequence: this.name,
@@ -503,6 +540,7 @@ export class Sequence<T extends number | bigint> {
       });
     } finally {
       this.waiters--;
+      if (run !== undefined) this.runsWanted.delete(run);
     }
   }
 

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import { DcAllocator } from '../../src/allocator/dc-allocator.js';
+import type { Sequence } from '../../src/allocator/sequence.js';
 import {
   ClosedError,
   DomainNeedsBigIntError,
@@ -276,6 +277,8 @@ describe('Sequence: stats()', () => {
     expect(stats).toEqual({
       remaining: 9,
       blocksClaimed: 1,
+      blockSize: 10,
+      drawRate: undefined, // one claim: no interval to measure yet
       rangesGranted: 1,
       waits: 1,
       errors: 0,
@@ -289,6 +292,83 @@ describe('Sequence: stats()', () => {
     });
     await seq.next();
     expect(stats.remaining).toBe(9);
+  });
+});
+
+describe('Sequence: adaptive blocks', () => {
+  /** Draws `perTick` IDs every 100 ms of fake time for `ms`; returns the block sizes claimed. */
+  async function drawAtRate(seq: Sequence<number>, perTick: number, ms: number): Promise<number[]> {
+    const sizes: number[] = [];
+    let claimed = seq.stats().blocksClaimed;
+    for (let t = 0; t < ms; t += 100) {
+      await draw(seq, perTick);
+      await vi.advanceTimersByTimeAsync(100);
+      const stats = seq.stats();
+      if (stats.blocksClaimed !== claimed) sizes.push(stats.blockSize);
+      claimed = stats.blocksClaimed;
+    }
+    return sizes;
+  }
+
+  it('sizes blocks from the draw rate for one claim per interval, within [blockSize, maxBlockSize]', async () => {
+    vi.useFakeTimers();
+    const { ids } = await withSequence({
+      dcRangeSize: 10_000_000,
+      blockSize: 100,
+      maxBlockSize: 20_000,
+      claimIntervalMs: 1_000,
+    });
+    const seq = ids.sequence('orders');
+    // 1,000 IDs/s: blocks of about 1,000, one claim a second.
+    const slow = await drawAtRate(seq, 100, 10_000);
+    expect(slow.at(-1)).toBeGreaterThanOrEqual(700);
+    expect(slow.at(-1)).toBeLessThanOrEqual(1_500);
+    expect(slow.length).toBeLessThanOrEqual(20);
+    // 10 times faster: blocks grow about tenfold.
+    const fast = await drawAtRate(seq, 1_000, 10_000);
+    expect(fast.at(-1)).toBeGreaterThanOrEqual(7_000);
+    expect(fast.at(-1)).toBeLessThanOrEqual(15_000);
+    expect(seq.stats().drawRate).toBeGreaterThan(5_000);
+    // Faster than maxBlockSize per interval: bounded.
+    const faster = await drawAtRate(seq, 5_000, 5_000);
+    expect(Math.max(...faster)).toBe(20_000);
+    // Slow again (1,000 IDs/s): back down within a few claims.
+    const slower = await drawAtRate(seq, 100, 150_000);
+    expect(Math.min(...slower)).toBeGreaterThanOrEqual(100);
+    expect(slower.at(-1)).toBeLessThanOrEqual(2_000);
+    await ids.close();
+  });
+
+  it('keeps fixed blocks when maxBlockSize equals blockSize, whatever the rate', async () => {
+    vi.useFakeTimers();
+    const { ids } = await withSequence({ dcRangeSize: 1_000_000, blockSize: 100 });
+    const seq = ids.sequence('orders');
+    const sizes = await drawAtRate(seq, 1_000, 3_000);
+    expect(new Set(sizes)).toEqual(new Set([100]));
+    await ids.close();
+  });
+
+  it('serves a burst larger than the IDs held with one larger block, not a queue of small claims', async () => {
+    const { store, ids } = await withSequence({
+      dcRangeSize: 1_000_000,
+      blockSize: 100,
+      maxBlockSize: 50_000,
+    });
+    const seq = ids.sequence('orders');
+    await seq.ready();
+    store.resetCalls();
+    const run = await seq.take(30_000);
+    expect(run.last - run.first).toBe(29_999);
+    expect(seq.stats().blockSize).toBeGreaterThanOrEqual(30_000);
+    expect(store.calls.writeDcState).toBe(1);
+    // 5,000 next() calls at once: one claim covers them all.
+    store.resetCalls();
+    const held = seq.stats().remaining;
+    const burst = await Promise.all(range(1, held + 5_000).map(() => seq.next()));
+    expectUnique(burst);
+    expect(store.calls.writeDcState).toBeLessThanOrEqual(2);
+    await expect(seq.take(50_001)).rejects.toBeInstanceOf(InvalidCountError);
+    await ids.close();
   });
 });
 

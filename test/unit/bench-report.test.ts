@@ -292,7 +292,7 @@ describe('bench report builder', () => {
     const formatted = await formatMarkdown(report.markdown, 'bench/REPORT.md');
     const config = (await prettier.resolveConfig('bench/REPORT.md')) ?? {};
     expect(await prettier.check(formatted, { ...config, parser: 'markdown' })).toBe(true);
-  });
+  }, 30_000);
 
   it('prints a plain-text table with the key ratios', () => {
     expect(report.table).toContain('1. In-process, per ID (no network)');

@@ -51,10 +51,12 @@ interface Worker {
   exited: boolean;
 }
 
-/** `worker`'s share of `perDc` instances: its DC's processes take them in turn. */
-function instancesOf(worker: Worker, perDc: number, all: readonly Worker[]): number {
-  const processes = all.filter((w) => w.dc === worker.dc).length;
-  return Math.floor(perDc / processes) + (worker.index < perDc % processes ? 1 : 0);
+/**
+ * The share of `perDc` instances of the process numbered `index` of `processes` in its DC: they
+ * take them in turn, so shares differ by one at most and the first processes get the extra ones.
+ */
+export function instanceShare(index: number, processes: number, perDc: number): number {
+  return Math.floor(perDc / processes) + (index < perDc % processes ? 1 : 0);
 }
 
 export class Fleet {
@@ -148,7 +150,14 @@ export class Fleet {
   ): Promise<{ dc: string; result: WorkerScaleDraw }[]> {
     const timeout = command.warmupMs + command.durationMs + 120_000;
     const assigned = this.workers
-      .map((worker) => ({ worker, instances: instancesOf(worker, instancesPerDc, this.workers) }))
+      .map((worker) => ({
+        worker,
+        instances: instanceShare(
+          worker.index,
+          this.workers.filter((w) => w.dc === worker.dc).length,
+          instancesPerDc,
+        ),
+      }))
       .filter((a) => a.instances > 0);
     const answers = await Promise.all(
       assigned.map(({ worker, instances }) =>

@@ -25,6 +25,7 @@ import type {
   ScaleResult,
   ScaleRun,
 } from '../../scripts/bench/results.js';
+import { instanceShare } from '../../scripts/bench/fleet.js';
 import { combineScale } from '../../scripts/bench/scale.js';
 import { ScaleInstances } from '../../scripts/bench/scale-worker.js';
 import {
@@ -417,6 +418,15 @@ describe('scale phase parts', () => {
       const options = scaleSequenceOptions(variant, supported);
       if (options !== undefined) expect(() => resolveSequenceSettings('s', options)).not.toThrow();
     }
+  });
+
+  it("spreads a DC's instances over its processes in turn", () => {
+    const shares = (processes: number, perDc: number) =>
+      Array.from({ length: processes }, (_, i) => instanceShare(i, processes, perDc));
+    expect(shares(3, 64)).toEqual([22, 21, 21]);
+    expect(shares(3, 1)).toEqual([1, 0, 0]);
+    expect(shares(3, 4)).toEqual([2, 1, 1]);
+    expect(shares(2, 16)).toEqual([8, 8]);
   });
 
   it('combines processes per DC and merges latencies', () => {

@@ -47,6 +47,7 @@ import {
   remainingIn,
 } from './dc-state.js';
 import { FailureLog } from './failures.js';
+import { DcUsage, Rate, grantSizeFor } from './sizing.js';
 import { grantsWentBack, stateWentBack, Watermarks } from './watermarks.js';
 
 /**
@@ -69,6 +70,9 @@ const SERIAL_RETRY_MS = 250;
 /** Retries of a failed background range request: the first after about 1 s, doubling up to 30 s. */
 const RANGE_RETRY_FIRST_MS = 1_000;
 const RANGE_RETRY_MAX_MS = 30_000;
+
+/** The DC's rate is sampled over at least this long: reads come many a second. */
+const DC_RATE_SAMPLE_MS = 1_000;
 
 /** What the DC level counts, since the allocator was created. */
 export interface DcCounters {
@@ -173,6 +177,9 @@ export class DcAllocator {
    * install it in the same write while the install of the range request still races them.
    */
   private confirmed: Grant | undefined;
+  /** The DC's claims as this process sees them in the states it reads, and their rate. */
+  private readonly usage = new DcUsage();
+  private readonly rate = new Rate(DC_RATE_SAMPLE_MS);
 
   constructor(options: DcAllocatorOptions) {
     this.store = options.store;
@@ -356,6 +363,14 @@ export class DcAllocator {
       });
   }
 
+  /**
+   * The DC's claim rate in IDs/s, measured from the DC states this process read (sizing.ts);
+   * undefined until two reads lay a second apart.
+   */
+  get dcRate(): number | undefined {
+    return this.rate.perSecond;
+  }
+
   /** The domain is spent and this DC holds no grant not yet installed; never changes again. */
   get exhausted(): SequenceExhaustedError | undefined {
     return this.exhaustedError;
@@ -460,10 +475,20 @@ export class DcAllocator {
         );
         throw this.exhaustedError;
       }
+      // Sized by the DC's rate for the autonomy target (sizing.ts); only a size: the batch below
+      // is conditional on GLOBAL as for any grant, and the grant ends at `max` at the latest.
+      const size = grantSizeFor({
+        rate: this.rate.perSecond,
+        autonomySeconds: this.settings.autonomySeconds,
+        threshold: this.settings.threshold,
+        min: this.settings.dcRangeSize,
+        max: this.settings.maxDcRangeSize,
+        unGranted: this.settings.max - view.globalLast,
+      });
       const grant: Grant = {
         number: installed + 1,
         min: view.globalLast + 1n,
-        max: min(view.globalLast + this.settings.dcRangeSize, this.settings.max),
+        max: min(view.globalLast + size, this.settings.max),
       };
       last = await this.writeGrant(view.globalLast, grant);
       if (isOurs(last.verdict)) {
@@ -563,7 +588,11 @@ export class DcAllocator {
     if (state !== undefined) this.checkState(state, {});
     const wentBack = stateWentBack(floor, state);
     if (wentBack !== undefined) throw this.rolledBack(wentBack);
-    if (state !== undefined) this.seen.raiseState(state);
+    if (state !== undefined) {
+      this.seen.raiseState(state);
+      this.usage.observe(state);
+      this.rate.sample(this.usage.total, this.clock.now());
+    }
     return state;
   }
 

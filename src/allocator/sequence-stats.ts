@@ -19,6 +19,11 @@ export interface SequenceStats {
   readonly blockSize: number;
   /** This process's draw rate in IDs/s, as measured when it last claimed; undefined before. */
   readonly drawRate: number | undefined;
+  /**
+   * The rate at which the DC's processes claim IDs, as this process measured it from the DC
+   * states it read (it sizes grants with an autonomy target); undefined before.
+   */
+  readonly dcRate: number | undefined;
   /** DC ranges this process got granted at SERIAL. */
   readonly rangesGranted: number;
   /** `next()`/`take()` calls that found no local ID and had to wait for a refill. */
@@ -66,6 +71,7 @@ export interface ProcessLevel {
 /** What the DC level counts; undefined before the settings are loaded. */
 export interface DcLevel {
   readonly counters: Readonly<DcCounters>;
+  readonly dcRate: number | undefined;
   readonly failures: Failures;
 }
 
@@ -85,6 +91,7 @@ export function sequenceStats(process: ProcessLevel, dc: DcLevel | undefined): S
     blocksClaimed: dcCounters?.blocksClaimed ?? 0,
     blockSize: process.blockSize,
     drawRate: process.drawRate,
+    dcRate: dc?.dcRate,
     rangesGranted: dcCounters?.rangesGranted ?? 0,
     waits: process.waits,
     errors: failures.errors + (rangeFailures?.errors ?? 0),

@@ -279,6 +279,7 @@ describe('Sequence: stats()', () => {
       blocksClaimed: 1,
       blockSize: 10,
       drawRate: undefined, // one claim: no interval to measure yet
+      dcRate: undefined, // DC states read within a second: not measured yet
       rangesGranted: 1,
       waits: 1,
       errors: 0,
@@ -368,6 +369,73 @@ describe('Sequence: adaptive blocks', () => {
     expectUnique(burst);
     expect(store.calls.writeDcState).toBeLessThanOrEqual(2);
     await expect(seq.take(50_001)).rejects.toBeInstanceOf(InvalidCountError);
+    await ids.close();
+  });
+});
+
+describe('Sequence: DC ranges sized by autonomy', () => {
+  /** Draws `perTick` IDs every 100 ms of fake time for `ms`. */
+  async function drawFor(seq: Sequence<number>, perTick: number, ms: number): Promise<void> {
+    for (let t = 0; t < ms; t += 100) {
+      await draw(seq, perTick);
+      await vi.advanceTimersByTimeAsync(100);
+    }
+  }
+  const grantSizes = (store: MemoryStore) =>
+    store.grantLog.map(({ grant: g }) => Number(g.max - g.min + 1n));
+
+  it('grows grants with the DC rate so that the DC holds its autonomy target, within the bounds', async () => {
+    vi.useFakeTimers();
+    const { store, ids } = await withSequence({
+      dcRangeSize: 1_000,
+      maxDcRangeSize: 150_000,
+      blockSize: 100,
+      autonomySeconds: 10,
+    });
+    const seq = ids.sequence('orders');
+    await drawFor(seq, 100, 20_000); // 1,000 IDs/s: 10 s of it held at the low point is 10,000
+    const slow = grantSizes(store);
+    expect(slow[0]).toBe(1_000); // no rate measured yet
+    // rate x autonomy / (1 - threshold) = 1,000 x 10 / 0.5
+    expect(slow.at(-1)).toBeGreaterThanOrEqual(15_000);
+    expect(slow.at(-1)).toBeLessThanOrEqual(25_000);
+    expect(seq.stats().dcRate).toBeGreaterThan(800);
+    await drawFor(seq, 500, 30_000); // 5,000 IDs/s: 100,000
+    const fast = grantSizes(store).at(-1)!;
+    expect(fast).toBeGreaterThanOrEqual(75_000);
+    expect(fast).toBeLessThanOrEqual(125_000);
+    await drawFor(seq, 2_000, 30_000); // 20,000 IDs/s would want 400,000: bounded
+    expect(Math.max(...grantSizes(store))).toBe(150_000);
+    await ids.close();
+  });
+
+  it('takes at most an eighth of the IDs not granted yet, and never less than dcRangeSize', async () => {
+    vi.useFakeTimers();
+    const { store, ids } = await withSequence({
+      max: 200_000,
+      dcRangeSize: 1_000,
+      maxDcRangeSize: 100_000,
+      blockSize: 100,
+      autonomySeconds: 3_600,
+    });
+    const seq = ids.sequence('orders');
+    await drawFor(seq, 100, 30_000);
+    let granted = 0n;
+    for (const { grant } of store.grantLog) {
+      const size = grant.max - grant.min + 1n;
+      const unGranted = 200_000n - granted;
+      expect(size <= (unGranted / 8n > 1_000n ? unGranted / 8n : 1_000n)).toBe(true);
+      granted = grant.max;
+    }
+    expect(Math.max(...grantSizes(store))).toBeGreaterThan(1_000);
+    await ids.close();
+  });
+
+  it('grants dcRangeSize exactly, whatever the rate, without an autonomy target', async () => {
+    vi.useFakeTimers();
+    const { store, ids } = await withSequence({ dcRangeSize: 1_000, blockSize: 100 });
+    await drawFor(ids.sequence('orders'), 500, 10_000);
+    expect(new Set(grantSizes(store))).toEqual(new Set([1_000]));
     await ids.close();
   });
 });

@@ -154,7 +154,7 @@ export class DcAllocator {
   readonly failures: FailureLog<'range'>;
   private readonly store: IdStore;
   private readonly dc: string;
-  private readonly settings: SequenceSettings;
+  private settings: SequenceSettings;
   private readonly clock: Clock;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly log: Logger | undefined;
@@ -202,6 +202,15 @@ export class DcAllocator {
 
   private get sequence(): string {
     return this.settings.name;
+  }
+
+  /**
+   * Takes the sizes of settings re-read after an alter (the process level re-reads them, see
+   * sequence.ts); claims and range requests from now on use them. The domain (`min`, `max`,
+   * `start`) never changes: settings that move it are refused before they get here.
+   */
+  updateSettings(settings: SequenceSettings): void {
+    this.settings = settings;
   }
 
   /**

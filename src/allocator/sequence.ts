@@ -79,6 +79,12 @@ export interface SequenceContext<T extends number | bigint> {
 const CLAIM_RETRY_FIRST_MS = 50;
 const CLAIM_RETRY_MAX_MS = 2_000;
 
+/**
+ * A claim re-reads the settings (one LOCAL_QUORUM read) when they were read longer ago than
+ * this, so an alter reaches a process that draws IDs within this long plus one claim interval.
+ */
+export const SETTINGS_REFRESH_MS = 10_000;
+
 const PROCESS_FAILURES = {
   claim: {
     failed: 'claiming a block failed; the IDs this process holds are still served',
@@ -158,6 +164,8 @@ export class Sequence<T extends number | bigint> {
   /** This process's draw rate, sampled when a claim starts: sizes adaptive blocks. */
   private readonly drawRate = new Rate();
   private lastBlockSize = 0;
+  /** `clock.now()` when the settings were last read. */
+  private settingsReadAt = 0;
   private readonly counters = {
     /** Calls that found no ID in the process and waited for a refill. */
     waits: 0,
@@ -438,8 +446,10 @@ export class Sequence<T extends number | bigint> {
     };
     for (let attempt = 1; ; attempt++) {
       try {
-        const { allocator, settings } = await this.ensureLoaded();
+        const first = await this.ensureLoaded();
+        await this.refreshSettings();
         this.assertOpen();
+        const { allocator, settings } = this.loaded ?? first;
         const size = () =>
           blockSizeFor({
             rate: this.drawRate.perSecond,
@@ -496,6 +506,40 @@ export class Sequence<T extends number | bigint> {
   private lastClaimFailure(): Error | undefined {
     if (this.claimFailure !== undefined || this.lostRaces === 0) return this.claimFailure;
     return new ContentionError(this.name, 'claim a block', this.lostRaces);
+  }
+
+  /**
+   * Re-reads the settings if they are older than {@link SETTINGS_REFRESH_MS}, so that an alter
+   * reaches running processes. Only sizes may change; settings that break the rules or move the
+   * domain are refused as at load ({@link InvariantError}). A failed read keeps the settings
+   * held (they are only sizes) and is tried again at the next claim.
+   */
+  private async refreshSettings(): Promise<void> {
+    const now = this.clock.now();
+    const held = this.loaded;
+    if (held === undefined || now - this.settingsReadAt < SETTINGS_REFRESH_MS) return;
+    let settings: SequenceSettings | undefined;
+    try {
+      settings = (await this.store.readSequence(this.name))?.settings;
+    } catch (error) {
+      this.log?.debug({ err: error }, 'could not re-read the settings; keeping the ones held');
+      return;
+    }
+    if (settings === undefined) throw new SequenceNotFoundError(this.name, this.keyspace);
+    this.checkSettings(settings);
+    const before = held.settings;
+    for (const key of ['domain', 'min', 'max', 'start'] as const) {
+      if (settings[key] !== before[key]) {
+        throw new InvariantError(
+          this.name,
+          `settings: ${key} changed from ${String(before[key])} to ${String(settings[key])} while in use`,
+        );
+      }
+    }
+    this.settingsReadAt = now;
+    this.loaded = { settings, allocator: held.allocator };
+    held.allocator.updateSettings(settings);
+    this.threshold = settings.threshold;
   }
 
   /** Sleeps `ms` unless close() wakes it first. */
@@ -559,13 +603,8 @@ export class Sequence<T extends number | bigint> {
     try {
       const settings = (await this.store.readSequence(this.name))?.settings;
       if (settings === undefined) throw new SequenceNotFoundError(this.name, this.keyspace);
-      validateStoredSettings(settings);
-      if (settings.name !== this.name) {
-        throw new InvariantError(this.name, `settings name is ${JSON.stringify(settings.name)}`);
-      }
-      if (!this.ids.bigint && settings.max > MAX_SAFE_ID) {
-        throw new DomainNeedsBigIntError(this.name, settings.max);
-      }
+      this.checkSettings(settings);
+      this.settingsReadAt = this.clock.now();
       const allocator = new DcAllocator({
         store: this.store,
         dc: this.dc,
@@ -587,6 +626,17 @@ export class Sequence<T extends number | bigint> {
     this.threshold = loaded.settings.threshold;
     if (this.lifecycle === 'loading') this.transition('ready');
     return loaded;
+  }
+
+  /** The rules stored settings must keep before anything is allocated from them. */
+  private checkSettings(settings: SequenceSettings): void {
+    validateStoredSettings(settings);
+    if (settings.name !== this.name) {
+      throw new InvariantError(this.name, `settings name is ${JSON.stringify(settings.name)}`);
+    }
+    if (!this.ids.bigint && settings.max > MAX_SAFE_ID) {
+      throw new DomainNeedsBigIntError(this.name, settings.max);
+    }
   }
 
   private async shutdown(): Promise<void> {

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import { DcAllocator } from '../../src/allocator/dc-allocator.js';
-import type { Sequence } from '../../src/allocator/sequence.js';
+import { SETTINGS_REFRESH_MS, type Sequence } from '../../src/allocator/sequence.js';
 import {
   ClosedError,
   DomainNeedsBigIntError,
@@ -599,3 +599,31 @@ function trackConcurrency(owner: object, method: string): { calls: number; max: 
   });
   return seen;
 }
+
+describe('Sequence: settings that change while it runs', () => {
+  it('takes an alter at its first claim once the settings it holds are 10 s old', async () => {
+    vi.useFakeTimers();
+    const { store, ids } = await withSequence({ dcRangeSize: 1_000, blockSize: 10 });
+    const seq = ids.sequence('orders');
+    await draw(seq, 10);
+    await processIn(store, 'dc2').alterSequence('orders', { blockSize: 40 });
+    await draw(seq, 20); // the settings are fresh: still blocks of 10
+    expect(seq.stats().blockSize).toBe(10);
+    await vi.advanceTimersByTimeAsync(SETTINGS_REFRESH_MS);
+    await draw(seq, 20);
+    expect(seq.stats().blockSize).toBe(40);
+    await ids.close();
+  });
+
+  it('keeps serving with the settings it holds when the re-read fails', async () => {
+    vi.useFakeTimers();
+    const { store, ids } = await withSequence({ dcRangeSize: 1_000, blockSize: 10 });
+    const seq = ids.sequence('orders');
+    await draw(seq, 10);
+    await vi.advanceTimersByTimeAsync(SETTINGS_REFRESH_MS);
+    store.faults.push({ op: 'readSequence', effect: 'unavailable', times: 1 });
+    expect(await draw(seq, 20)).toEqual(range(11, 30));
+    expect(seq.stats().errors).toBe(0);
+    await ids.close();
+  });
+});

@@ -57,7 +57,8 @@ export function alterCommand(program: Command, ctx: CliContext): void {
     .addHelpText(
       'after',
       `
-Processes already running keep the settings they read; new ones use the new settings.
+Running processes re-read the settings at their first block claim 10 s or more after they last
+read them: a process drawing IDs takes an alter within about 10 s plus one claim interval.
 
 Example:
   $ idgen-cass alter orders --block 5000

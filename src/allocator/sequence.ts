@@ -172,6 +172,8 @@ export class Sequence<T extends number | bigint> {
     /** IDs skipped by take(), not given back on close, or dropped when the rows went back. */
     wasted: 0,
   };
+  /** {@link counters}.wasted by cause. */
+  private readonly waste = { takeSkipped: 0, notReturned: 0, dropped: 0, refused: 0 };
 
   /** @internal Use {@link IdGen.sequence}. */
   constructor(context: SequenceContext<T>) {
@@ -303,6 +305,7 @@ export class Sequence<T extends number | bigint> {
         remaining: this.buffer.remaining,
         waits: this.counters.waits,
         wasted: this.counters.wasted,
+        waste: this.waste,
         blockSize: this.lastBlockSize,
         drawRate: this.drawRate.perSecond,
         failures: this.failures,
@@ -371,7 +374,9 @@ export class Sequence<T extends number | bigint> {
       if (next.size < count && next.rangeSize < BigInt(count)) {
         throw new InvalidCountError(count, Number(next.rangeSize), 'range');
       }
-      this.counters.wasted += block.abandon();
+      const skipped = block.abandon();
+      this.counters.wasted += skipped;
+      this.waste.takeSkipped += skipped;
       block = buffer.switchToPreloaded();
     }
     this.refillInBackground();
@@ -389,6 +394,7 @@ export class Sequence<T extends number | bigint> {
     this.lastBlockSize = block.size;
     if (!this.buffer.accept(block)) {
       this.counters.wasted += Number(claimed.last - claimed.first + 1n);
+      this.waste.refused += Number(claimed.last - claimed.first + 1n);
       throw new InvariantError(
         this.name,
         `DC "${this.dc}" gave this process block [${claimed.first}, ${claimed.last}], not above its earlier IDs (up to ${highest})`,
@@ -403,7 +409,11 @@ export class Sequence<T extends number | bigint> {
   private forfeit(error: StateRolledBackError): void {
     if (this.rolledBack !== undefined) return;
     this.rolledBack = error;
-    if (this.buffer.serving) this.counters.wasted += this.buffer.changeMode('dropped');
+    if (this.buffer.serving) {
+      const dropped = this.buffer.changeMode('dropped');
+      this.counters.wasted += dropped;
+      this.waste.dropped += dropped;
+    }
     this.log?.error({ err: error, dc: this.dc }, error.message);
   }
 
@@ -670,6 +680,7 @@ export class Sequence<T extends number | bigint> {
       this.failures.failed('return', error, { dc: this.dc });
     }
     this.counters.wasted += held - Number(returned);
+    this.waste.notReturned += held - Number(returned);
     this.log?.debug(
       { dc: this.dc, first: String(run.first), last: String(run.last), returned: String(returned) },
       'closed',

@@ -55,7 +55,10 @@ function sequenceLines(status: SequenceStatus, localDc: string): string[] {
     ` · threshold ${s.threshold}`;
   const global =
     `  GLOBAL last_integer ${status.globalLast}  domain used ${bar(status.domainUsedShare)}` +
-    `  ${count(status.domainLeft)} IDs left to grant`;
+    `  ${count(status.domainLeft)} IDs left to grant` +
+    (status.exhaustsIn === undefined
+      ? ''
+      : `  domain lasts ${duration(status.exhaustsIn)} at the current rate`);
   const rows = [
     [
       'DC',
@@ -167,6 +170,9 @@ export function statusJson(report: StatusReport): Record<string, unknown> {
       domainUsed: percent(s.domainUsedShare),
       domainLeft: s.domainLeft,
       sampledOverMs: s.sampledOverMs ?? null,
+      // null when not measured or nothing is drawn.
+      exhaustsInSeconds:
+        s.exhaustsIn === undefined || s.exhaustsIn === Infinity ? null : s.exhaustsIn,
       dcs: s.dcs.map((dc) => ({
         dc: dc.dc,
         grants: dc.grants.map((g) => ({ number: g.number, min: g.min, max: g.max })),

@@ -695,6 +695,16 @@ describe('status for scripts', () => {
     expect(renderStatus(base).join('\n')).not.toContain('autonomy');
   });
 
+  it('says when the domain is spent at the current rate', () => {
+    const status = report(true).sequences[0]!;
+    // 2,147,283,647 never granted + 10,000 and 99,000 held, at 100/s in all.
+    expect(status.exhaustsIn).toBe((2_147_283_647 + 10_000 + 99_000) / 100);
+    expect(renderStatus(report(true)).join('\n')).toMatch(/domain lasts \S+.* at the current rate/);
+    const json = statusJson(report(true))['sequences'] as Record<string, unknown>[];
+    expect(json[0]!['exhaustsInSeconds']).toBe(status.exhaustsIn);
+    expect(report(true, false).sequences[0]!.exhaustsIn).toBeUndefined();
+  });
+
   it('exits 0 with SERIAL reachable and every runway at or above the threshold', () => {
     expect(report(true).sequences[0]!.dcs.map((dc) => [dc.dc, dc.runway])).toEqual([
       ['dc1', 100],

@@ -1,8 +1,9 @@
 /**
  * The nemesis: on a schedule drawn from the campaign's seed, it hurts the cluster (partitions of
- * a DC or a node, paused and killed Cassandra nodes, every node of a DC killed at once) and the allocator processes (SIGKILL,
- * SIGSTOP, close while drawing, new processes) and alters the sequence's sizes. Every action is
- * recorded in the timeline, with what was done and what was undone.
+ * a DC or a node, paused and killed Cassandra nodes, every node of a DC killed at once) and the
+ * allocator processes (SIGKILL, SIGSTOP, close while drawing, new processes) and alters the
+ * sequence's sizes. Every action is recorded in the timeline, with what was done and what was
+ * undone.
  */
 import * as manager from '../cluster/manager.js';
 import { nodeSpecs, type NodeSpec } from '../cluster/topology.js';

@@ -217,7 +217,7 @@ function reconcile(
     const count = mine.reduce((sum, i) => sum + i.ids.length, 0);
     // Each ID and its owner packed into one double, `id · OWNER_SPAN + owner`, and sorted as
     // numbers: V8 refuses a comparator sort of a typed array this large (hundreds of millions
-    // of IDs once blocks follow the rate), and a plain numeric sort is also much faster.
+    // of IDs when tight loops draw from large blocks), and a plain numeric sort is also much faster.
     const keys = new Float64Array(count);
     let k = 0;
     for (const incarnation of mine) {

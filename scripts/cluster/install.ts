@@ -141,7 +141,8 @@ export function writeNodeConfig(
   // 10 s and a crash loses what was acknowledged since: Paxos state too, which rolls a DC's
   // allocation state back and hands out IDs twice (docs/design.md).
   //
-  // Compressed segments in both modes, so that a SIGKILL loses what a power loss would: the
+  // Compressed segments with periodic (the negative control), so that a SIGKILL loses what a
+  // power loss would: the
   // default memory-mapped segments put every write in the OS page cache at once, where it
   // survives a killed JVM, and a node kill would test nothing about durability. A compressed
   // segment keeps writes in the JVM's heap until it syncs (Cassandra's CompressedSegment).
@@ -149,7 +150,7 @@ export function writeNodeConfig(
     topology.commitlog === 'batch'
       ? 'commitlog_sync: batch'
       : 'commitlog_sync: periodic\ncommitlog_sync_period: 10000ms';
-  const commitlog = `${sync}\n${COMMITLOG_COMPRESSION}`;
+  const commitlog = topology.commitlog === 'batch' ? sync : `${sync}\n${COMMITLOG_COMPRESSION}`;
   const conf = path.join(node.dir, 'conf');
   for (const d of ['conf', 'data', 'commitlog', 'saved_caches', 'hints', 'cdc_raw', 'logs']) {
     fs.mkdirSync(path.join(node.dir, d), { recursive: true });

@@ -137,7 +137,9 @@ async function restartReason(node: NodeSpec, topology: Topology): Promise<string
   if (!config.includes(`commitlog_sync: ${topology.commitlog}\n`)) {
     return `commitlog_sync ${topology.commitlog} requested`;
   }
-  if (!config.includes(COMMITLOG_COMPRESSION)) return 'compressed commitlog segments requested';
+  if (config.includes(COMMITLOG_COMPRESSION) !== (topology.commitlog === 'periodic')) {
+    return 'commitlog compression to match commitlog_sync';
+  }
   const pid = readPid(node);
   if (process.getuid?.() === 0 && pid !== undefined) {
     const owner = fs.statSync(`/proc/${pid}`).uid;

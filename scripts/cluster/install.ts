@@ -123,7 +123,10 @@ function sizesFor(topology: Topology) {
   };
 }
 
-/** The commitlog compression every node runs with (writeNodeConfig says why). */
+/**
+ * The commitlog compression of nodes that run `commitlog_sync: periodic` (writeNodeConfig says
+ * why).
+ */
 export const COMMITLOG_COMPRESSION = `commitlog_compression:
   - class_name: LZ4Compressor
     parameters:
@@ -145,11 +148,10 @@ export function writeNodeConfig(
   // power loss would: the default memory-mapped segments put every write in the OS page cache
   // at once, where it survives a killed JVM. A compressed segment keeps writes in the JVM's heap
   // until it syncs (Cassandra's CompressedSegment). Not with batch: it slowed LOCAL_SERIAL.
-  const sync =
+  const commitlog =
     topology.commitlog === 'batch'
       ? 'commitlog_sync: batch'
-      : 'commitlog_sync: periodic\ncommitlog_sync_period: 10000ms';
-  const commitlog = topology.commitlog === 'batch' ? sync : `${sync}\n${COMMITLOG_COMPRESSION}`;
+      : `commitlog_sync: periodic\ncommitlog_sync_period: 10000ms\n${COMMITLOG_COMPRESSION}`;
   const conf = path.join(node.dir, 'conf');
   for (const d of ['conf', 'data', 'commitlog', 'saved_caches', 'hints', 'cdc_raw', 'logs']) {
     fs.mkdirSync(path.join(node.dir, d), { recursive: true });

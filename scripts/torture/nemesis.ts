@@ -172,14 +172,7 @@ export class Nemesis {
       }
       case 'kill-node': {
         const node = random.pick(this.nodes);
-        await manager.kill(node.name);
-        const downMs = random.int(1_000, 10_000);
-        this.record(kind, node.name, `ok, restart after ${downMs} ms`);
-        // The restart waits for the node to be up (tens of seconds): no other cluster fault meanwhile.
-        this.hold(`restart of ${node.name}`, downMs, async () => {
-          await manager.start(node.name);
-          this.record('kill-node', node.name, 'restarted');
-        });
+        await this.crash(kind, node.name, [node.name], '');
         return;
       }
       case 'kill-dc': {
@@ -188,13 +181,7 @@ export class Nemesis {
         // periodic, the DC's last seconds of LOCAL_SERIAL state go back (a negative control).
         const dc = random.pick(this.dcs);
         const names = this.nodes.filter((n) => n.dc === dc).map((n) => n.name);
-        await manager.killNodes(names);
-        const downMs = random.int(1_000, 10_000);
-        this.record(kind, dc, `ok: ${names.join(', ')} killed at once, restart after ${downMs} ms`);
-        this.hold(`restart of ${dc}`, downMs, async () => {
-          await manager.startNodes(names);
-          this.record('kill-dc', dc, 'restarted');
-        });
+        await this.crash(kind, dc, names, `: ${names.join(', ')} killed at once`);
         return;
       }
       case 'kill-process':
@@ -251,6 +238,23 @@ export class Nemesis {
         return;
       }
     }
+  }
+
+  /** SIGKILLs `names` at once and holds the fault until they are restarted after a random time. */
+  private async crash(
+    kind: FaultKind,
+    target: string,
+    names: readonly string[],
+    detail: string,
+  ): Promise<void> {
+    await manager.killNodes(names);
+    const downMs = this.options.random.int(1_000, 10_000);
+    this.record(kind, target, `ok${detail}, restart after ${downMs} ms`);
+    // The restart waits for the nodes to be up (tens of seconds): no other cluster fault meanwhile.
+    this.hold(`restart of ${target}`, downMs, async () => {
+      await manager.startNodes(names);
+      this.record(kind, target, 'restarted');
+    });
   }
 
   private hold(describe: string, ms: number, undo: () => Promise<void>): void {

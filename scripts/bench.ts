@@ -7,6 +7,8 @@
  *    DC drawing tight and paced over a block-size sweep (throughput, latency, waits, LWTs, CAS
  *    retries, memory); cold start.
  * 3. A burst of several blocks' worth of `next()` calls at once.
+ * 4. Scale: N allocator instances per DC, tight and at a fixed total rate, fixed blocks against
+ *    adaptive ones (`--scale-only` runs just this and the in-process phase; `--no-scale` skips it).
  *
  * Prints a table on stdout (progress on stderr) and writes results.json and REPORT.md into
  * `--out` (default bench/). Uses the running cluster, or starts it; works in a fresh keyspace
@@ -18,9 +20,10 @@ import { BenchCluster, ensureCluster, machineInfo } from './bench/cluster.js';
 import { Fleet } from './bench/fleet.js';
 import { measureInProcess } from './bench/in-process.js';
 import { parseBenchArgs } from './bench/options.js';
-import { measureCluster } from './bench/phases.js';
+import { measureCluster, skippedCluster } from './bench/phases.js';
 import { buildReport, writeReport } from './bench/report.js';
 import type { BenchSettings, RawResults } from './bench/results.js';
+import { measureScale, SCALE_MODES } from './bench/scale.js';
 
 const started = Date.now();
 const log = (line: string): void => {
@@ -34,7 +37,17 @@ function estimateMinutes(settings: BenchSettings): number {
     2 * settings.durationSeconds +
     settings.blockSizes.length * 2 * (settings.warmupSeconds + settings.durationSeconds + 2) +
     8;
-  return (settings.runs * perRun + 20) / 60;
+  const scalePerRun =
+    settings.scaleInstances.length *
+    SCALE_MODES.length *
+    settings.scaleVariants.length *
+    (settings.scaleWarmupSeconds + settings.scaleSeconds + 2);
+  return (
+    ((settings.scaleOnly ? 0 : settings.runs * perRun) +
+      (settings.scale ? settings.scaleRuns * scalePerRun : 0) +
+      20) /
+    60
+  );
 }
 
 async function main(): Promise<void> {
@@ -44,7 +57,12 @@ async function main(): Promise<void> {
   const loadAverage = os.loadavg();
   log(
     `${settings.quick ? 'quick' : 'full'} run: ${settings.runs} runs, ${settings.durationSeconds} s measured per cluster phase, ` +
-      `${settings.processesPerDc} processes per DC, block sizes ${settings.blockSizes.join(', ')}; about ${estimateMinutes(settings).toFixed(0)} min`,
+      `${settings.processesPerDc} processes per DC, block sizes ${settings.blockSizes.join(', ')}` +
+      (settings.scale
+        ? `; scale: ${settings.scaleRuns} runs, ${settings.scaleInstances.join(', ')} instances per DC, ${settings.scaleSeconds} s measured`
+        : '') +
+      (settings.scaleOnly ? ' (scale phase only)' : '') +
+      `; about ${estimateMinutes(settings).toFixed(0)} min`,
   );
 
   log('1. in-process cost of one ID');
@@ -75,8 +93,12 @@ async function main(): Promise<void> {
       settings.processesPerDc,
       log,
     );
-    log('2. cluster phases and 3. burst');
-    const clusterResult = await measureCluster(settings, cluster, fleet, log);
+    if (!settings.scaleOnly) log('2. cluster phases and 3. burst');
+    const clusterResult = settings.scaleOnly
+      ? skippedCluster(settings, cluster, fleet)
+      : await measureCluster(settings, cluster, fleet, log);
+    if (settings.scale) log('4. scale: N allocator instances per DC');
+    const scale = settings.scale ? await measureScale(settings, cluster, fleet, log) : undefined;
     raw = {
       startedAt,
       finishedAt: new Date().toISOString(),
@@ -86,6 +108,7 @@ async function main(): Promise<void> {
       machine,
       inProcess,
       cluster: clusterResult,
+      ...(scale === undefined ? {} : { scale }),
     };
   } finally {
     await cleanUp();

@@ -248,15 +248,23 @@ export class UnsafeClusterError extends IdGenError {
 /**
  * A call waited for IDs until its deadline without a refill failing in a way that says why
  * (a failing refill's own error is thrown instead). The refill carries on in the background.
+ * When the refill kept losing compare-and-set races to other processes, `cause` is the
+ * {@link ContentionError} of its last round: contention is never a call's error by itself.
  */
 export class DeadlineError extends IdGenError {
   constructor(
     readonly sequence: string,
     readonly timeoutMs: number,
+    options?: { cause?: unknown },
   ) {
+    const contention =
+      options?.cause instanceof ContentionError
+        ? ` The refill kept losing compare-and-set races to other processes (${options.cause.operation}); raise the block size, or let it adapt (maxBlockSize), so that they claim less often.`
+        : '';
     super(
       'IDGEN_DEADLINE_EXCEEDED',
-      `Sequence "${sequence}": no ID within ${timeoutMs} ms; the refill is still in flight. Raise the call's timeoutMs (or the "callTimeoutMs" option of connect()) if Cassandra is slow, or check the cluster with "idgen-cass status".`,
+      `Sequence "${sequence}": no ID within ${timeoutMs} ms; the refill is still in flight.${contention} Raise the call's timeoutMs (or the "callTimeoutMs" option of connect()) if Cassandra is slow, or check the cluster with "idgen-cass status".`,
+      options,
     );
   }
 }

@@ -9,7 +9,7 @@
 
 import { InvalidNameError, InvalidOptionError, InvariantError } from './errors.js';
 import { isValidName } from './names.js';
-import type { DomainName, SequenceChanges, SequenceSettings } from './store/port.js';
+import type { DomainName, SequenceChanges, SequenceSettings, SizeSettings } from './store/port.js';
 
 /** The named domains; `custom` is recorded instead when an explicit `max` is given. */
 export type DomainPreset = Exclude<DomainName, 'custom'>;
@@ -62,11 +62,45 @@ export interface CreateSequenceOptions {
    */
   readonly dcRangeSize?: bigint | number | undefined;
   /**
-   * IDs one process claims from its DC at a time (`B`); at most `dcRangeSize` and 10,000,000.
-   * Also the largest count `take()` accepts.
-   * @default 1_000, or `dcRangeSize` if smaller
+   * IDs one process claims from its DC at a time (`B`): the least, when blocks are adaptive. At
+   * most `dcRangeSize` and 10,000,000. Given without `maxBlockSize`, blocks have this fixed size
+   * (as before blocks could adapt).
+   * @default 1_000 (or `maxBlockSize`, or `dcRangeSize`, if smaller): what a process that draws
+   * slowly claims, and loses if it crashes
    */
   readonly blockSize?: number | undefined;
+  /**
+   * The most IDs one block may hold. Above `blockSize`, each process sizes its next block from
+   * its own recent draw rate so that it claims about once every `claimIntervalMs`, and a burst
+   * larger than the IDs it holds gets a block that covers it at once. Also the largest count
+   * `take()` accepts. At most `dcRangeSize` and 10,000,000.
+   * @default 100_000 (or `dcRangeSize` if smaller; a block is cut from one DC range): enough for
+   * 50,000 IDs/s per process at the default claim interval; unless `blockSize` alone is given:
+   * then `blockSize` (fixed blocks)
+   */
+  readonly maxBlockSize?: number | undefined;
+  /**
+   * How often a process should claim a block when its blocks are adaptive, in ms: each claim is
+   * one LOCAL_SERIAL compare-and-set on the DC's one state partition, which every process of the
+   * DC shares. From 10 ms to 1 h.
+   * @default 2_000: 50 processes of a DC then make 25 claims/s in all, well below what one Paxos
+   * partition sustains, and a block still outlasts a claim's round trip many times over
+   */
+  readonly claimIntervalMs?: number | undefined;
+  /**
+   * Seconds a DC cut off from the other DCs must keep serving at its current rate. Each grant is
+   * then sized from the DC's measured rate so that what the DC holds when it asks for a range
+   * lasts that long: `rate × autonomySeconds / (1 - threshold)`, within `[dcRangeSize,
+   * maxDcRangeSize]` and at most an eighth of the IDs not granted yet. 0: fixed grants of
+   * `dcRangeSize`. At most a year.
+   * @default 0 (fixed DC ranges, as before)
+   */
+  readonly autonomySeconds?: number | undefined;
+  /**
+   * The most IDs one grant may give a DC when grants follow the DC's rate.
+   * @default 1000 × dcRangeSize, at most an eighth of the domain (but at least dcRangeSize)
+   */
+  readonly maxDcRangeSize?: bigint | number | undefined;
   /**
    * Share of a block (process level) or DC range (DC level) used before the next one is loaded
    * in the background; strictly between 0 and 1.
@@ -85,10 +119,21 @@ export interface CreateSequenceOptions {
 export interface AlterSequenceOptions {
   /** See {@link CreateSequenceOptions.dcRangeSize}. @default unchanged */
   readonly dcRangeSize?: bigint | number | undefined;
-  /** See {@link CreateSequenceOptions.blockSize}. @default unchanged */
+  /**
+   * See {@link CreateSequenceOptions.blockSize}. On a sequence with fixed blocks, the new fixed
+   * size. @default unchanged
+   */
   readonly blockSize?: number | undefined;
   /** See {@link CreateSequenceOptions.threshold}. @default unchanged */
   readonly threshold?: number | undefined;
+  /** See {@link CreateSequenceOptions.maxBlockSize}. @default unchanged */
+  readonly maxBlockSize?: number | undefined;
+  /** See {@link CreateSequenceOptions.claimIntervalMs}. @default unchanged */
+  readonly claimIntervalMs?: number | undefined;
+  /** See {@link CreateSequenceOptions.autonomySeconds}. @default unchanged */
+  readonly autonomySeconds?: number | undefined;
+  /** See {@link CreateSequenceOptions.maxDcRangeSize}. @default unchanged */
+  readonly maxDcRangeSize?: bigint | number | undefined;
 }
 
 /** Defaults of {@link CreateSequenceOptions}; `start` defaults to `min`, `max` to the domain's. */
@@ -97,14 +142,44 @@ export const SEQUENCE_DEFAULTS = Object.freeze({
   min: 1n,
   dcRangeSize: 100_000n,
   blockSize: 1_000,
+  maxBlockSize: 100_000,
   threshold: 0.5,
+  claimIntervalMs: 2_000,
+  autonomySeconds: 0,
+  /** maxDcRangeSize defaults to this many DC ranges (at most an eighth of the domain). */
+  maxDcRanges: 1_000n,
 } as const satisfies {
   domain: DomainPreset;
   min: bigint;
   dcRangeSize: bigint;
   blockSize: number;
+  maxBlockSize: number;
   threshold: number;
+  claimIntervalMs: number;
+  autonomySeconds: number;
+  maxDcRanges: bigint;
 });
+
+/** Bounds of the interval adaptive blocks aim for between claims, in ms. */
+export const CLAIM_INTERVAL_RANGE = Object.freeze({ min: 10, max: 3_600_000 });
+/** The longest autonomy target: a year, in seconds. */
+export const MAX_AUTONOMY_SECONDS = 365 * 24 * 3600;
+
+const SIZE_KEYS = [
+  'dcRangeSize',
+  'blockSize',
+  'threshold',
+  'maxBlockSize',
+  'claimIntervalMs',
+  'autonomySeconds',
+  'maxDcRangeSize',
+] as const satisfies readonly (keyof SizeSettings)[];
+/** The size settings of `settings`, the only ones `alter` can change. */
+export function pickSizes(settings: SizeSettings): SizeSettings {
+  return Object.fromEntries(
+    SIZE_KEYS.map((key) => [key, settings[key]]),
+  ) as unknown as SizeSettings;
+}
 
 const CREATE_KEYS: readonly string[] = [
   'ifNotExists',
@@ -112,11 +187,9 @@ const CREATE_KEYS: readonly string[] = [
   'min',
   'max',
   'start',
-  'dcRangeSize',
-  'blockSize',
-  'threshold',
+  ...SIZE_KEYS,
 ];
-const ALTER_KEYS: readonly string[] = ['dcRangeSize', 'blockSize', 'threshold'];
+const ALTER_KEYS: readonly string[] = SIZE_KEYS;
 
 /**
  * Checks a sequence name: 1 to 48 letters, digits or `_`, starting with a letter (it becomes a
@@ -154,18 +227,57 @@ export function resolveSequenceSettings(
   const max =
     options.max === undefined ? presetMax : integerOption('max', options.max, min, maxCap);
   const start = options.start === undefined ? min : integerOption('start', options.start, min, max);
+  const domainSize = max - min + 1n;
   const dcRangeSize =
     options.dcRangeSize === undefined
-      ? minBigInt(SEQUENCE_DEFAULTS.dcRangeSize, max - min + 1n)
-      : integerOption('dcRangeSize', options.dcRangeSize, 1n, max - min + 1n);
+      ? minBigInt(SEQUENCE_DEFAULTS.dcRangeSize, domainSize)
+      : integerOption('dcRangeSize', options.dcRangeSize, 1n, domainSize);
+  const cap = blockSizeCap(dcRangeSize);
+  // blockSize alone means fixed blocks; neither means adaptive blocks within the defaults.
+  const maxBlockSize =
+    options.maxBlockSize !== undefined
+      ? intOption(
+          'maxBlockSize',
+          options.maxBlockSize,
+          1,
+          cap,
+          `at most dcRangeSize and ${MAX_BLOCK_SIZE}`,
+        )
+      : options.blockSize !== undefined
+        ? intOption(
+            'blockSize',
+            options.blockSize,
+            1,
+            cap,
+            `at most dcRangeSize and ${MAX_BLOCK_SIZE}`,
+          )
+        : Math.min(SEQUENCE_DEFAULTS.maxBlockSize, cap);
   const blockSize =
     options.blockSize === undefined
-      ? Math.min(SEQUENCE_DEFAULTS.blockSize, blockSizeCap(dcRangeSize))
-      : blockSizeOption(options.blockSize, dcRangeSize);
+      ? Math.min(SEQUENCE_DEFAULTS.blockSize, maxBlockSize)
+      : intOption(
+          'blockSize',
+          options.blockSize,
+          1,
+          maxBlockSize,
+          'at most maxBlockSize, dcRangeSize and 10000000',
+        );
   const threshold =
     options.threshold === undefined
       ? SEQUENCE_DEFAULTS.threshold
       : thresholdOption(options.threshold);
+  const claimIntervalMs =
+    options.claimIntervalMs === undefined
+      ? SEQUENCE_DEFAULTS.claimIntervalMs
+      : claimIntervalOption(options.claimIntervalMs);
+  const autonomySeconds =
+    options.autonomySeconds === undefined
+      ? SEQUENCE_DEFAULTS.autonomySeconds
+      : autonomyOption(options.autonomySeconds);
+  const maxDcRangeSize =
+    options.maxDcRangeSize !== undefined
+      ? integerOption('maxDcRangeSize', options.maxDcRangeSize, dcRangeSize, domainSize)
+      : defaultMaxDcRange(dcRangeSize, domainSize, autonomySeconds);
 
   return Object.freeze({
     name,
@@ -176,12 +288,18 @@ export function resolveSequenceSettings(
     dcRangeSize,
     blockSize,
     threshold,
+    maxBlockSize,
+    claimIntervalMs,
+    autonomySeconds,
+    maxDcRangeSize,
   });
 }
 
 /**
  * Validates the changes of `alter` against the sequence's current settings and normalises them
- * (bigint DC range size, only the keys given).
+ * (bigint DC range sizes; the keys given, and the ones that change with them: on fixed blocks a
+ * new `blockSize` is the new `maxBlockSize` too, on fixed DC ranges a new `dcRangeSize` the new
+ * `maxDcRangeSize`).
  * @throws {InvalidOptionError} naming the first option that is unknown, unchangeable or out of
  * range, or `changes` if nothing would change.
  */
@@ -192,34 +310,81 @@ export function validateChanges(
   checkKeys(changes, ALTER_KEYS);
   const given = ALTER_KEYS.filter((key) => (changes as Record<string, unknown>)[key] !== undefined);
   if (given.length === 0) {
-    throw new InvalidOptionError(
-      'changes',
-      'nothing',
-      'at least one of dcRangeSize, blockSize, threshold',
-    );
+    throw new InvalidOptionError('changes', 'nothing', `at least one of ${ALTER_KEYS.join(', ')}`);
   }
+  const domainSize = current.max - current.min + 1n;
   const dcRangeSize =
     changes.dcRangeSize === undefined
-      ? undefined
-      : integerOption('dcRangeSize', changes.dcRangeSize, 1n, current.max - current.min + 1n);
-  const blockSize =
-    changes.blockSize === undefined
-      ? undefined
-      : blockSizeOption(changes.blockSize, dcRangeSize ?? current.dcRangeSize);
-  if (blockSize === undefined && dcRangeSize !== undefined && current.blockSize > dcRangeSize) {
+      ? current.dcRangeSize
+      : integerOption('dcRangeSize', changes.dcRangeSize, 1n, domainSize);
+  const cap = blockSizeCap(dcRangeSize);
+  const fixed = current.maxBlockSize === current.blockSize;
+  // A fixed-size sequence stays fixed when only its block size changes.
+  const maxBlockSize =
+    changes.maxBlockSize !== undefined
+      ? intOption(
+          'maxBlockSize',
+          changes.maxBlockSize,
+          1,
+          cap,
+          `at most dcRangeSize (${dcRangeSize}) and ${MAX_BLOCK_SIZE}`,
+        )
+      : fixed && changes.blockSize !== undefined
+        ? intOption(
+            'blockSize',
+            changes.blockSize,
+            1,
+            cap,
+            `at most dcRangeSize (${dcRangeSize}) and ${MAX_BLOCK_SIZE}`,
+          )
+        : current.maxBlockSize;
+  if (maxBlockSize > cap) {
     throw new InvalidOptionError(
       'dcRangeSize',
-      dcRangeSize,
-      `an integer from ${current.blockSize} (the block size) to ${current.max - current.min + 1n}, or lower blockSize too`,
+      changes.dcRangeSize,
+      `at least the largest block (maxBlockSize ${maxBlockSize}), or lower maxBlockSize too`,
     );
   }
+  const blockSize =
+    changes.blockSize === undefined
+      ? Math.min(current.blockSize, maxBlockSize)
+      : intOption(
+          'blockSize',
+          changes.blockSize,
+          1,
+          maxBlockSize,
+          `at most maxBlockSize (${maxBlockSize})`,
+        );
   const threshold =
-    changes.threshold === undefined ? undefined : thresholdOption(changes.threshold);
-  return Object.freeze({
-    ...(dcRangeSize === undefined ? {} : { dcRangeSize }),
-    ...(blockSize === undefined ? {} : { blockSize }),
-    ...(threshold === undefined ? {} : { threshold }),
-  });
+    changes.threshold === undefined ? current.threshold : thresholdOption(changes.threshold);
+  const claimIntervalMs =
+    changes.claimIntervalMs === undefined
+      ? current.claimIntervalMs
+      : claimIntervalOption(changes.claimIntervalMs);
+  const autonomySeconds =
+    changes.autonomySeconds === undefined
+      ? current.autonomySeconds
+      : autonomyOption(changes.autonomySeconds);
+  const maxDcRangeSize =
+    changes.maxDcRangeSize !== undefined
+      ? integerOption('maxDcRangeSize', changes.maxDcRangeSize, dcRangeSize, domainSize)
+      : current.autonomySeconds === 0 && autonomySeconds > 0
+        ? defaultMaxDcRange(dcRangeSize, domainSize, autonomySeconds)
+        : current.maxDcRangeSize === current.dcRangeSize
+          ? dcRangeSize // fixed DC ranges stay fixed
+          : maxBigInt(current.maxDcRangeSize, dcRangeSize);
+  const next: SizeSettings = {
+    dcRangeSize,
+    blockSize,
+    threshold,
+    maxBlockSize,
+    claimIntervalMs,
+    autonomySeconds,
+    maxDcRangeSize,
+  };
+  // Only what changes: a key not given may still change with one that is (fixed sizes move together).
+  const changed = SIZE_KEYS.filter((key) => given.includes(key) || next[key] !== current[key]);
+  return Object.freeze(Object.fromEntries(changed.map((key) => [key, next[key]])));
 }
 
 /**
@@ -236,23 +401,51 @@ export function validateStoredSettings(s: SequenceSettings): void {
     broken(`unknown domain ${JSON.stringify(s.domain)}`);
   }
   if (s.min < 0n || s.min > s.max) broken(`min ${s.min} is not within [0, max ${s.max}]`);
-  const cap = s.domain === 'custom' ? MAX_INT63 : DOMAIN_MAX[s.domain];
-  if (s.max > cap) broken(`max ${s.max} exceeds ${cap} (domain ${s.domain})`);
+  const domainCap = s.domain === 'custom' ? MAX_INT63 : DOMAIN_MAX[s.domain];
+  if (s.max > domainCap) broken(`max ${s.max} exceeds ${domainCap} (domain ${s.domain})`);
   if (s.start < s.min || s.start > s.max) {
     broken(`start ${s.start} is not within [${s.min}, ${s.max}]`);
   }
   if (s.dcRangeSize < 1n || s.dcRangeSize > s.max - s.min + 1n) {
     broken(`dcRangeSize ${s.dcRangeSize} is not within [1, ${s.max - s.min + 1n}]`);
   }
+  const cap = blockSizeCap(s.dcRangeSize);
+  if (!Number.isSafeInteger(s.blockSize) || s.blockSize < 1 || s.blockSize > cap) {
+    broken(`blockSize ${s.blockSize} is not an integer within [1, ${cap}]`);
+  }
   if (
-    !Number.isSafeInteger(s.blockSize) ||
-    s.blockSize < 1 ||
-    s.blockSize > blockSizeCap(s.dcRangeSize)
+    !Number.isSafeInteger(s.maxBlockSize) ||
+    s.maxBlockSize < s.blockSize ||
+    s.maxBlockSize > cap
   ) {
-    broken(`blockSize ${s.blockSize} is not an integer within [1, ${blockSizeCap(s.dcRangeSize)}]`);
+    broken(
+      `maxBlockSize ${s.maxBlockSize} is not an integer within [blockSize ${s.blockSize}, ${cap}]`,
+    );
   }
   if (!(s.threshold > 0 && s.threshold < 1)) {
     broken(`threshold ${s.threshold} is not strictly between 0 and 1`);
+  }
+  const { min: low, max: high } = CLAIM_INTERVAL_RANGE;
+  if (
+    !Number.isSafeInteger(s.claimIntervalMs) ||
+    s.claimIntervalMs < low ||
+    s.claimIntervalMs > high
+  ) {
+    broken(`claimIntervalMs ${s.claimIntervalMs} is not an integer within [${low}, ${high}]`);
+  }
+  if (
+    !Number.isSafeInteger(s.autonomySeconds) ||
+    s.autonomySeconds < 0 ||
+    s.autonomySeconds > MAX_AUTONOMY_SECONDS
+  ) {
+    broken(
+      `autonomySeconds ${s.autonomySeconds} is not an integer within [0, ${MAX_AUTONOMY_SECONDS}]`,
+    );
+  }
+  if (s.maxDcRangeSize < s.dcRangeSize || s.maxDcRangeSize > s.max - s.min + 1n) {
+    broken(
+      `maxDcRangeSize ${s.maxDcRangeSize} is not within [dcRangeSize ${s.dcRangeSize}, ${s.max - s.min + 1n}]`,
+    );
   }
 }
 
@@ -281,16 +474,41 @@ function integerOption(option: string, value: unknown, low: bigint, high: bigint
   return result;
 }
 
-function blockSizeOption(value: unknown, dcRangeSize: bigint): number {
-  const cap = blockSizeCap(dcRangeSize);
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > cap) {
-    throw new InvalidOptionError(
-      'blockSize',
-      value,
-      `an integer from 1 to ${cap} (at most dcRangeSize and ${MAX_BLOCK_SIZE})`,
-    );
+function intOption(option: string, value: unknown, low: number, high: number, why: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < low || value > high) {
+    throw new InvalidOptionError(option, value, `an integer from ${low} to ${high} (${why})`);
   }
   return value;
+}
+
+function claimIntervalOption(value: unknown): number {
+  const { min: low, max: high } = CLAIM_INTERVAL_RANGE;
+  return intOption('claimIntervalMs', value, low, high, "milliseconds between a process's claims");
+}
+
+function autonomyOption(value: unknown): number {
+  return intOption(
+    'autonomySeconds',
+    value,
+    0,
+    MAX_AUTONOMY_SECONDS,
+    'seconds; 0 for fixed DC ranges',
+  );
+}
+
+/** Grants follow the DC's rate up to 1000 DC ranges, at most an eighth of the domain. */
+function defaultMaxDcRange(
+  dcRangeSize: bigint,
+  domainSize: bigint,
+  autonomySeconds: number,
+): bigint {
+  if (autonomySeconds === 0) return dcRangeSize;
+  const wanted = minBigInt(dcRangeSize * SEQUENCE_DEFAULTS.maxDcRanges, domainSize / 8n);
+  return maxBigInt(wanted, dcRangeSize);
+}
+
+function maxBigInt(a: bigint, b: bigint): bigint {
+  return a > b ? a : b;
 }
 
 function thresholdOption(value: unknown): number {

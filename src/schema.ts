@@ -134,14 +134,29 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
       `CREATE KEYSPACE IF NOT EXISTS "${keyspace}" WITH replication = {'class': 'NetworkTopologyStrategy', ${factors}}`,
     );
     for (const statement of statements) await ddl(client, statement);
+    // Tables created by an older release lack the columns added since: add them (idempotent).
     await waitForSchemaAgreement(client);
+    let added = 0;
+    for (const statement of statements) {
+      const table = tableOf(statement);
+      const metadata = await client.metadata.getTable(keyspace, table);
+      const existing = new Set((metadata?.columns ?? []).map((column) => column.name));
+      for (const alter of missingColumns(statement, keyspace, existing)) {
+        await ddl(client, alter);
+        added++;
+      }
+    }
+    if (added > 0) {
+      await waitForSchemaAgreement(client);
+      logger?.info({ columns: added }, 'columns added to existing tables');
+    }
     logger?.info({ tables: statements.length }, 'schema ready');
     return {
       keyspace,
       keyspaceCreated: existing === undefined,
       replication:
         existing === undefined ? { ...replication } : replicationOf(existing.strategyOptions),
-      tables: statements.map((statement) => /\.(\w+) \(/.exec(statement)?.[1] ?? statement),
+      tables: statements.map(tableOf),
       preflight: report,
     };
   } finally {
@@ -214,6 +229,51 @@ function tableStatements(cql: string, keyspace: string): string[] {
       }
       return qualified;
     });
+}
+
+/** The table a qualified `CREATE TABLE` statement of {@link tableStatements} creates. */
+function tableOf(statement: string): string {
+  return /\.(\w+) \(/.exec(statement)?.[1] ?? statement;
+}
+
+/**
+ * `ALTER TABLE … ADD` statements for the columns a qualified `CREATE TABLE` statement defines
+ * that the table, holding the columns `existing`, lacks. Only plain `name type [static]` column
+ * definitions are considered (the primary key never changes). Rows written before a column
+ * existed read it as null; the code reading them gives null the meaning the row had then.
+ */
+export function missingColumns(
+  statement: string,
+  keyspace: string,
+  existing: ReadonlySet<string>,
+): string[] {
+  const table = tableOf(statement);
+  // The column definitions: the top-level, comma-separated parts of the first parentheses.
+  const definitions: string[] = [];
+  let depth = 0;
+  let part = '';
+  for (const char of statement.slice(statement.indexOf('('))) {
+    if (char === '(' && depth++ === 0) continue;
+    if (char === ')' && --depth === 0) break;
+    if (char === ',' && depth === 1) {
+      definitions.push(part);
+      part = '';
+    } else {
+      part += char;
+    }
+  }
+  definitions.push(part);
+  const alters: string[] = [];
+  for (const definition of definitions) {
+    const match = /^\s*([a-z_][a-z0-9_]*)\s+([a-z]+)(\s+static)?\s*$/i.exec(definition);
+    if (match === null) continue; // PRIMARY KEY (...) and its parts
+    const [, column, type, isStatic] = match;
+    if (existing.has(column!)) continue;
+    alters.push(
+      `ALTER TABLE "${keyspace}".${table} ADD ${column} ${type}${isStatic === undefined ? '' : ' static'}`,
+    );
+  }
+  return alters;
 }
 
 async function ddl(client: cassandra.Client, statement: string): Promise<void> {

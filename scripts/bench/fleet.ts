@@ -9,9 +9,11 @@ import { fileURLToPath } from 'node:url';
 import type {
   BurstCommand,
   DrawCommand,
+  ScaleCommand,
   WorkerCommand,
   WorkerDraw,
   WorkerMessage,
+  WorkerScaleDraw,
 } from './protocol.js';
 import type { BurstRun } from './results.js';
 
@@ -47,6 +49,14 @@ interface Worker {
   /** The answer the worker owes, if a command is out. */
   pending: ((message: WorkerMessage) => void) | undefined;
   exited: boolean;
+}
+
+/**
+ * The share of `perDc` instances of the process numbered `index` of `processes` in its DC: they
+ * take them in turn, so shares differ by one at most and the first processes get the extra ones.
+ */
+export function instanceShare(index: number, processes: number, perDc: number): number {
+  return Math.floor(perDc / processes) + (index < perDc % processes ? 1 : 0);
 }
 
 export class Fleet {
@@ -126,6 +136,37 @@ export class Fleet {
     return answers.map((message) => {
       if (message.type !== 'drawn') throw new Error(`unexpected answer ${message.type}`);
       return message.result;
+    });
+  }
+
+  /**
+   * Spreads `instancesPerDc` allocator instances over each DC's processes (as evenly as they
+   * go; processes left without one sit out) and has them all draw.
+   * @returns each process's sum, with its DC.
+   */
+  async scaleAll(
+    instancesPerDc: number,
+    command: Omit<ScaleCommand, 'instances'>,
+  ): Promise<{ dc: string; result: WorkerScaleDraw }[]> {
+    const timeout = command.warmupMs + command.durationMs + 120_000;
+    const assigned = this.workers
+      .map((worker) => ({
+        worker,
+        instances: instanceShare(
+          worker.index,
+          this.workers.filter((w) => w.dc === worker.dc).length,
+          instancesPerDc,
+        ),
+      }))
+      .filter((a) => a.instances > 0);
+    const answers = await Promise.all(
+      assigned.map(({ worker, instances }) =>
+        this.command(worker, { ...command, instances }, 'scaled', timeout),
+      ),
+    );
+    return answers.map((message, i) => {
+      if (message.type !== 'scaled') throw new Error(`unexpected answer ${message.type}`);
+      return { dc: assigned[i]!.worker.dc, result: message.result };
     });
   }
 

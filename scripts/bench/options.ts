@@ -7,8 +7,13 @@ import { Command, InvalidArgumentError } from 'commander';
 import { SEQUENCE_DEFAULTS } from '../../src/index.js';
 import { MAX_BLOCK_SIZE } from '../../src/options.js';
 import type { BenchSettings } from './results.js';
+import { DEFAULT_SCALE_VARIANTS, SCALE_VARIANTS } from './scale-variants.js';
 
-/** A full run: about 15–25 minutes on a 2-core machine that also runs the 3 Cassandra nodes. */
+/**
+ * A full run: about 15–25 minutes for sections 1–3 on a 2-core machine that also runs the
+ * Cassandra nodes, and about 12 more for the scale phase (estimated: 24 configurations × 14 s
+ * × 2 runs).
+ */
 export const FULL_PRESET: Readonly<Omit<BenchSettings, 'out'>> = Object.freeze({
   quick: false,
   durationSeconds: 20,
@@ -22,9 +27,20 @@ export const FULL_PRESET: Readonly<Omit<BenchSettings, 'out'>> = Object.freeze({
   naiveClients: 8,
   burstFactor: 5,
   inProcessSampleMs: 300,
+  scale: true,
+  scaleOnly: false,
+  scaleInstances: Object.freeze([1, 4, 16, 64]),
+  scaleSeconds: 8,
+  scaleWarmupSeconds: 4,
+  scaleRuns: 2,
+  scaleRatePerDc: 10_000,
+  scaleVariants: DEFAULT_SCALE_VARIANTS,
 });
 
-/** `--quick`: the same phases, shorter and with fewer processes; about 3–5 minutes. */
+/**
+ * `--quick`: the same phases, shorter and with fewer processes; about 3–5 minutes, and about 2
+ * more for the scale phase (estimated: 18 configurations × 7 s).
+ */
 export const QUICK_PRESET: Readonly<Omit<BenchSettings, 'out'>> = Object.freeze({
   ...FULL_PRESET,
   quick: true,
@@ -33,9 +49,15 @@ export const QUICK_PRESET: Readonly<Omit<BenchSettings, 'out'>> = Object.freeze(
   runs: 3,
   processesPerDc: 2,
   inProcessSampleMs: 100,
+  scaleInstances: Object.freeze([1, 4, 16]),
+  scaleSeconds: 3,
+  scaleWarmupSeconds: 2,
+  scaleRuns: 1,
 });
 
 export const DEFAULT_OUT = 'bench';
+/** Where `--scale-only` writes unless told: not over the committed full report (git ignores it). */
+export const SCALE_ONLY_OUT = 'bench/tmp/scale-only';
 
 function number(min: number, max: number, integer: boolean) {
   return (value: string): number => {
@@ -64,6 +86,33 @@ function blockSizeList(value: string): number[] {
   return parsed.sort((a, b) => a - b);
 }
 
+function instanceList(value: string): number[] {
+  const parsed = value.split(',').map((part) => Number(part.trim()));
+  if (
+    parsed.some((n) => !Number.isInteger(n) || n < 1 || n > MAX_SCALE_INSTANCES) ||
+    new Set(parsed).size !== parsed.length
+  ) {
+    throw new InvalidArgumentError(
+      `expected distinct integers from 1 to ${MAX_SCALE_INSTANCES} separated by commas, e.g. 1,4,16,64; got "${value}"`,
+    );
+  }
+  return parsed.sort((a, b) => a - b);
+}
+
+function variantList(value: string): string[] {
+  const keys = value.split(',').map((part) => part.trim());
+  const known = SCALE_VARIANTS.map((v) => v.key);
+  if (keys.some((k) => !known.includes(k)) || new Set(keys).size !== keys.length) {
+    throw new InvalidArgumentError(
+      `expected distinct block policies from ${known.join(', ')} separated by commas; got "${value}"`,
+    );
+  }
+  return known.filter((k) => keys.includes(k));
+}
+
+/** Instances per DC the scale phase accepts: all of them share this machine's cores. */
+export const MAX_SCALE_INSTANCES = 256;
+
 interface Flags {
   quick?: boolean;
   duration?: number;
@@ -74,7 +123,16 @@ interface Flags {
   pacedBlocksPerSecond?: number;
   naiveClients?: number;
   burstFactor?: number;
-  out: string;
+  /** commander's negated `--no-scale`: false when given. */
+  scale: boolean;
+  scaleOnly?: boolean;
+  scaleInstances?: number[];
+  scaleSeconds?: number;
+  scaleWarmup?: number;
+  scaleRuns?: number;
+  scaleRate?: number;
+  scaleVariants?: string[];
+  out?: string;
 }
 
 /** The command line parser; `parseBenchArgs` is the one way to use it. */
@@ -124,7 +182,48 @@ function program(): Command {
       `burst size in blocks (default ${FULL_PRESET.burstFactor})`,
       number(1, 100, true),
     )
-    .option('--out <dir>', 'directory for results.json and REPORT.md (default bench)', DEFAULT_OUT)
+    .option(
+      '--no-scale',
+      'skip the scale phase (N allocator instances per DC, fixed against adaptive blocks)',
+    )
+    .option(
+      '--scale-only',
+      'run only the in-process phase (for the ratio) and the scale phase; skip naive, sweep, burst and cold start',
+    )
+    .option(
+      '--scale-instances <list>',
+      `allocator instances per DC the scale phase tries, comma separated (full ${FULL_PRESET.scaleInstances.join(',')}, quick ${QUICK_PRESET.scaleInstances.join(',')})`,
+      instanceList,
+    )
+    .option(
+      '--scale-seconds <s>',
+      `measured seconds of each scale configuration (full ${FULL_PRESET.scaleSeconds}, quick ${QUICK_PRESET.scaleSeconds})`,
+      number(0.5, 3_600, false),
+    )
+    .option(
+      '--scale-warmup <s>',
+      `seconds each instance draws before measuring, for adaptive blocks to settle (full ${FULL_PRESET.scaleWarmupSeconds}, quick ${QUICK_PRESET.scaleWarmupSeconds})`,
+      number(0, 600, false),
+    )
+    .option(
+      '--scale-runs <n>',
+      `runs of the scale phase (full ${FULL_PRESET.scaleRuns}, quick ${QUICK_PRESET.scaleRuns})`,
+      number(1, 100, true),
+    )
+    .option(
+      '--scale-rate <ids/s>',
+      `fixed-rate mode: IDs per second of each DC, split evenly over its instances (default ${FULL_PRESET.scaleRatePerDc})`,
+      number(1, 10_000_000, false),
+    )
+    .option(
+      '--scale-variants <list>',
+      `block policies the scale phase compares, comma separated, from ${SCALE_VARIANTS.map((v) => v.key).join(', ')} (default ${DEFAULT_SCALE_VARIANTS.join(',')})`,
+      variantList,
+    )
+    .option(
+      '--out <dir>',
+      `directory for results.json and REPORT.md (default ${DEFAULT_OUT}; with --scale-only ${SCALE_ONLY_OUT})`,
+    )
     .showHelpAfterError();
 }
 
@@ -157,6 +256,14 @@ export function resolveSettings(flags: Flags): BenchSettings {
     pacedBlocksPerSecond: flags.pacedBlocksPerSecond ?? preset.pacedBlocksPerSecond,
     naiveClients: flags.naiveClients ?? preset.naiveClients,
     burstFactor: flags.burstFactor ?? preset.burstFactor,
-    out: flags.out,
+    scale: flags.scale || flags.scaleOnly === true,
+    scaleOnly: flags.scaleOnly === true,
+    scaleInstances: Object.freeze(flags.scaleInstances ?? [...preset.scaleInstances]),
+    scaleSeconds: flags.scaleSeconds ?? preset.scaleSeconds,
+    scaleWarmupSeconds: flags.scaleWarmup ?? preset.scaleWarmupSeconds,
+    scaleRuns: flags.scaleRuns ?? preset.scaleRuns,
+    scaleRatePerDc: flags.scaleRate ?? preset.scaleRatePerDc,
+    scaleVariants: Object.freeze(flags.scaleVariants ?? [...preset.scaleVariants]),
+    out: flags.out ?? (flags.scaleOnly === true ? SCALE_ONLY_OUT : DEFAULT_OUT),
   });
 }

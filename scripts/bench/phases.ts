@@ -83,6 +83,23 @@ async function coldStart(cluster: BenchCluster, sequence: string): Promise<ColdS
   return samples;
 }
 
+/** What `--scale-only` reports for the cluster phases it skips: nothing measured. */
+export function skippedCluster(
+  settings: BenchSettings,
+  cluster: BenchCluster,
+  fleet: Fleet,
+): ClusterResult {
+  return {
+    keyspace: cluster.keyspace,
+    workerRuntime: fleet.runtime.description,
+    rssAfterConnectMiB: fleet.rssAfterConnectMiB,
+    naive: [],
+    draws: [],
+    burst: { blockSize: settings.steadyBlockSize, calls: 0, runs: [] },
+    coldStart: [],
+  };
+}
+
 export async function measureCluster(
   settings: BenchSettings,
   cluster: BenchCluster,

@@ -3,7 +3,7 @@
  * the IPC channel of `child_process.fork`. Plain JSON: numbers and strings only.
  */
 import type { SequenceStats } from '../../src/index.js';
-import type { AllocatorCounts, BurstRun, DrawMode } from './results.js';
+import type { AllocatorCounts, BurstRun, DcStateTimings, DrawMode } from './results.js';
 import type { SerializedHistogram } from './stats.js';
 
 /** Draw IDs of `sequence` for `warmupMs`, then for `durationMs` measured. */
@@ -24,7 +24,21 @@ export interface BurstCommand {
   readonly calls: number;
 }
 
-export type WorkerCommand = DrawCommand | BurstCommand | { readonly type: 'exit' };
+/**
+ * Open `instances` allocator instances (each its own IdGen and store, sharing the process's one
+ * driver client) on `sequence`, and have each draw for `warmupMs`, then `durationMs` measured.
+ */
+export interface ScaleCommand {
+  readonly type: 'scale';
+  readonly sequence: string;
+  readonly instances: number;
+  /** IDs per second of each instance; 0 draws tight. */
+  readonly ratePerInstance: number;
+  readonly warmupMs: number;
+  readonly durationMs: number;
+}
+
+export type WorkerCommand = DrawCommand | BurstCommand | ScaleCommand | { readonly type: 'exit' };
 
 /** What one process measured in its window. */
 export interface WorkerDraw {
@@ -44,6 +58,30 @@ export interface WorkerDraw {
   readonly failureMessages: readonly string[];
 }
 
+/** What one process's instances measured in a scale command, summed over them. */
+export interface WorkerScaleDraw {
+  readonly instances: number;
+  readonly ids: number;
+  /** Sum over instances of IDs ÷ that instance's window. */
+  readonly idsPerSecond: number;
+  /** Sum over instances of their windows, seconds. */
+  readonly instanceSeconds: number;
+  /** Drawn plus the change in IDs held, summed over instances. */
+  readonly claimedIds: number;
+  /** Each instance's last block size at the window's end, where `stats()` reports it. */
+  readonly lastBlockSizes: readonly number[];
+  readonly histogram: SerializedHistogram;
+  readonly counts: AllocatorCounts;
+  readonly warmupWaits: number;
+  readonly failures: number;
+  readonly warmupFailures: number;
+  readonly notIncreasing: number;
+  readonly failureMessages: readonly string[];
+  readonly dcState: DcStateTimings;
+  /** CPU seconds (user + system) this process used from the first window's opening to the end. */
+  readonly cpuSeconds: number;
+}
+
 export type WorkerMessage =
   | {
       readonly type: 'ready';
@@ -54,6 +92,7 @@ export type WorkerMessage =
     }
   | { readonly type: 'drawn'; readonly result: WorkerDraw }
   | { readonly type: 'burst'; readonly result: BurstRun }
+  | { readonly type: 'scaled'; readonly result: WorkerScaleDraw }
   | { readonly type: 'failed'; readonly message: string };
 
 /** The counters that moved between two stats snapshots of one handle. */

@@ -28,6 +28,22 @@ export interface BenchSettings {
   readonly burstFactor: number;
   /** Target milliseconds of one in-process sample. */
   readonly inProcessSampleMs: number;
+  /** Run the scale phase (`--no-scale` turns it off). */
+  readonly scale: boolean;
+  /** Run only the in-process and scale phases (`--scale-only`). */
+  readonly scaleOnly: boolean;
+  /** Allocator instances per DC the scale phase tries, ascending. */
+  readonly scaleInstances: readonly number[];
+  /** Measured seconds of each scale configuration. */
+  readonly scaleSeconds: number;
+  /** Seconds each instance draws before its measured window (adaptive blocks grow here). */
+  readonly scaleWarmupSeconds: number;
+  /** Runs of the scale phase. */
+  readonly scaleRuns: number;
+  /** Fixed-rate mode: IDs per second of each DC, shared evenly by its instances. */
+  readonly scaleRatePerDc: number;
+  /** Keys of the block policies compared (scale-variants.ts). */
+  readonly scaleVariants: readonly string[];
   readonly out: string;
 }
 
@@ -177,4 +193,93 @@ export interface RawResults {
   readonly machine: MachineInfo;
   readonly inProcess: InProcessResult;
   readonly cluster: ClusterResult;
+  /** The scale phase; absent when it did not run. */
+  readonly scale?: ScaleResult | undefined;
+}
+
+/** A count of store calls and the nanoseconds they took, summed. */
+export interface Timing {
+  readonly count: number;
+  readonly totalNs: number;
+}
+
+/**
+ * The DC-state calls of allocator instances, timed at the store: each block claim is a
+ * LOCAL_SERIAL read and a LOCAL_SERIAL conditional write; a lost race is a read, a rejected
+ * write and the backoff before the next read.
+ */
+export interface DcStateTimings {
+  readonly reads: Timing;
+  readonly appliedWrites: Timing;
+  readonly rejectedWrites: Timing;
+  /** Writes whose outcome the store could not tell (timeouts). */
+  readonly unknownWrites: Timing;
+  /** From a rejected write's answer to the same instance's next DC-state read. */
+  readonly backoffs: Timing;
+}
+
+/** `tight`: `await next()` in a loop per instance; `rate`: a fixed total rate per DC, split evenly. */
+export type ScaleMode = 'tight' | 'rate';
+
+/** One block policy of the scale phase, with the sequence options it was created with. */
+export interface ScaleVariantInfo {
+  readonly key: string;
+  readonly label: string;
+  readonly adaptive: boolean;
+  /** The options given to `createSequence` (adaptive ones only where this build has them). */
+  readonly options: Readonly<Record<string, number>>;
+  /** The numeric settings the sequence got, defaults filled in (`claimIntervalMs`, …). */
+  readonly settings: Readonly<Record<string, number>>;
+}
+
+/** One DC of one scale run: its instances summed. */
+export interface ScaleDcRun {
+  readonly dc: string;
+  readonly instances: number;
+  readonly ids: number;
+  /** Sum over instances of IDs ÷ that instance's window. */
+  readonly idsPerSecond: number;
+  /** Measured window, mean over instances. */
+  readonly seconds: number;
+  /** IDs that came into the instances during the window: drawn plus the change in IDs held. */
+  readonly claimedIds: number;
+  /** Each instance's last block size at the window's end (empty where `stats()` lacks it). */
+  readonly lastBlockSizes: readonly number[];
+  readonly counts: AllocatorCounts;
+  readonly warmupWaits: number;
+  readonly failures: number;
+  readonly warmupFailures: number;
+  readonly dcState: DcStateTimings;
+}
+
+/** One run of one scale configuration. */
+export interface ScaleRun {
+  /** Worker processes that held instances. */
+  readonly processes: number;
+  readonly dcs: readonly ScaleDcRun[];
+  /** `next()` latency, every instance of every DC merged. */
+  readonly latency: LatencySummary;
+  readonly failureMessages: readonly string[];
+  /** CPU seconds the worker processes used in the window, summed. */
+  readonly workerCpuSeconds: number;
+  /** Share of the machine's cores busy during the window (0–1), from `os.cpus()`. */
+  readonly machineBusy: number;
+}
+
+export interface ScaleConfig {
+  readonly mode: ScaleMode;
+  readonly variant: string;
+  readonly instancesPerDc: number;
+  /** Rate mode: IDs per second of each instance. */
+  readonly ratePerInstance: number | undefined;
+  readonly runs: readonly ScaleRun[];
+}
+
+export interface ScaleResult {
+  readonly variants: readonly ScaleVariantInfo[];
+  /** Variants this build could not run (adaptive sizing not there yet), with why. */
+  readonly skipped: readonly string[];
+  /** How instances share processes and driver connections, for the report. */
+  readonly layout: string;
+  readonly configs: readonly ScaleConfig[];
 }

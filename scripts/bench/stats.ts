@@ -157,6 +157,24 @@ export function figure(samples: readonly number[]): Figure {
   return { median, min: sorted[0]!, max: sorted[n - 1]!, n };
 }
 
+/** Latency percentiles, each a figure over the runs (nanoseconds). */
+export interface LatencyFigures {
+  readonly p50: Figure;
+  readonly p99: Figure;
+  readonly p999: Figure;
+  readonly max: Figure;
+}
+
+/** Each percentile of `runs`' latencies as a figure over the runs. */
+export function latencyFigures(runs: readonly { latency: LatencySummary }[]): LatencyFigures {
+  return {
+    p50: figure(runs.map((r) => r.latency.p50)),
+    p99: figure(runs.map((r) => r.latency.p99)),
+    p999: figure(runs.map((r) => r.latency.p999)),
+    max: figure(runs.map((r) => r.latency.max)),
+  };
+}
+
 /** Sum of `values`. */
 export function sum(values: readonly number[]): number {
   let total = 0;

@@ -5,10 +5,10 @@
  *
  *   --dc dc1 --contact-points 127.0.0.1 --keyspace bench_1a2b3c4d
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 
 import { connect, type IdGen } from '../../src/index.js';
+import { drawLoop } from './draw-loop.js';
 import type {
   BurstCommand,
   DrawCommand,
@@ -18,6 +18,7 @@ import type {
 } from './protocol.js';
 import { countsBetween } from './protocol.js';
 import type { BurstRun } from './results.js';
+import { ScaleInstances } from './scale-worker.js';
 import { Histogram, latencySummary } from './stats.js';
 
 const hrNow = (): number => Number(process.hrtime.bigint());
@@ -26,13 +27,6 @@ function send(message: WorkerMessage): void {
   process.send?.(message);
 }
 
-/** After a failed `next()` the loop pauses this long, as a caller backing off would. */
-const FAILURE_PAUSE_MS = 100;
-/** Paced mode: a process that fell further behind than this gives up the missed IDs. */
-const MAX_LAG_NS = 100e6;
-/** Distinct failure messages a process reports. */
-const MAX_FAILURE_MESSAGES = 3;
-
 /**
  * Draws as fast as it can (`tight`: `await next()` in a loop, which never yields to I/O while
  * the block lasts) or at `ratePerSecond` (`paced`: sleeps whenever it is 1 ms ahead), timing
@@ -40,76 +34,15 @@ const MAX_FAILURE_MESSAGES = 3;
  */
 async function draw(ids: IdGen, command: DrawCommand): Promise<WorkerDraw> {
   const handle = ids.sequence(command.sequence);
-  const histogram = new Histogram();
-  const initial = handle.stats();
-  const start = hrNow();
-  const warmupEnd = start + command.warmupMs * 1e6;
-  const end = warmupEnd + command.durationMs * 1e6;
-  const paced = command.mode === 'paced';
-  const interval = paced ? 1e9 / command.ratePerSecond : 0;
-  let due = start;
-  let measuring = false;
-  let before = initial;
-  let measureStart = start;
-  let measureEnd = start;
-  let drawn = 0;
-  let failures = 0;
-  let warmupFailures = 0;
-  const failureMessages = new Set<string>();
-  let notIncreasing = 0;
-  let last = -1;
-
-  for (;;) {
-    const t0 = hrNow();
-    let id: number;
-    try {
-      id = await handle.next();
-    } catch (error) {
-      if (measuring) failures++;
-      else warmupFailures++;
-      const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-      if (failureMessages.size < MAX_FAILURE_MESSAGES) failureMessages.add(message);
-      await sleep(FAILURE_PAUSE_MS);
-      if (hrNow() < end) continue;
-      measureEnd = hrNow();
-      break;
-    }
-    const t1 = hrNow();
-    if (id <= last) notIncreasing++;
-    last = id;
-    if (measuring) {
-      histogram.record(t1 - t0);
-      drawn++;
-      if (t1 >= end) {
-        measureEnd = t1;
-        break;
-      }
-    } else if (t1 >= warmupEnd) {
-      measuring = true;
-      before = handle.stats();
-      measureStart = t1;
-    }
-    if (paced) {
-      due += interval;
-      if (t1 - due > MAX_LAG_NS) due = t1;
-      else if (due - t1 > 1e6) await sleep((due - t1) / 1e6);
-    }
-  }
-  const after = handle.stats();
+  const { draw: drawn, histogram } = await drawLoop(handle, {
+    ratePerSecond: command.mode === 'paced' ? command.ratePerSecond : 0,
+    warmupMs: command.warmupMs,
+    durationMs: command.durationMs,
+    start: hrNow(),
+  });
   const rssMiB = process.memoryUsage().rss / 2 ** 20;
   await handle.close();
-  return {
-    ids: drawn,
-    seconds: (measureEnd - measureStart) / 1e9,
-    histogram: histogram.toJSON(),
-    counts: countsBetween(before, after),
-    warmupWaits: before.waits - initial.waits,
-    rssMiB,
-    failures,
-    warmupFailures,
-    notIncreasing,
-    failureMessages: [...failureMessages],
-  };
+  return { ...drawn, histogram: histogram.toJSON(), rssMiB };
 }
 
 /** Loads one block, then asks for `calls` IDs in one synchronous loop (a `Promise.all`). */
@@ -162,6 +95,9 @@ async function main(): Promise<void> {
     rssMiB: process.memoryUsage().rss / 2 ** 20,
   });
 
+  const scale = new ScaleInstances({ dc, contactPoints: contactPoints.split(','), keyspace });
+  const closeAll = () => Promise.allSettled([ids.close(), scale.close()]);
+
   // Commands arrive one at a time: the benchmark waits for each answer before the next.
   let queue = Promise.resolve();
   process.on('message', (message: WorkerCommand) => {
@@ -170,8 +106,10 @@ async function main(): Promise<void> {
         if (message.type === 'draw') send({ type: 'drawn', result: await draw(ids, message) });
         else if (message.type === 'burst') {
           send({ type: 'burst', result: await burst(ids, message) });
+        } else if (message.type === 'scale') {
+          send({ type: 'scaled', result: await scale.draw(message) });
         } else {
-          await ids.close();
+          await closeAll();
           process.disconnect();
         }
       } catch (error) {
@@ -184,7 +122,7 @@ async function main(): Promise<void> {
   });
   // The benchmark went away: nothing more to do.
   process.on('disconnect', () => {
-    void ids.close().finally(() => process.exit(0));
+    void closeAll().finally(() => process.exit(0));
   });
 }
 

@@ -73,6 +73,12 @@ export interface SequenceStatus {
   readonly dcs: readonly DcStatus[];
   /** Milliseconds between the two reads the rates come from; undefined if not measured. */
   readonly sampledOverMs: number | undefined;
+  /**
+   * Seconds until the whole domain is handed out at the DCs' current rates: the IDs never
+   * granted plus those the DCs still hold, over the sum of their rates. `Infinity` when nothing
+   * is drawn; undefined when the rates were not measured.
+   */
+  readonly exhaustsIn: number | undefined;
   /** The reads this status was computed from (a later status can measure rates since them). */
   readonly snapshot: SequenceSnapshot;
 }
@@ -101,15 +107,26 @@ export function sequenceStatus(
   const measured = elapsedMs !== undefined && elapsedMs > 0 ? elapsedMs : undefined;
   const names = [...new Set([...current.grants.keys(), ...current.states.keys(), ...dcs])].sort();
   const domainSize = settings.max - settings.min + 1n;
+  const statuses = names.map((dc) =>
+    dcStatus(dc, current, measured === undefined ? undefined : previous),
+  );
+  const domainLeft = settings.max - globalLast;
+  let exhaustsIn: number | undefined;
+  if (measured !== undefined) {
+    const rate = statuses.reduce((sum, dc) => sum + (dc.rate ?? 0), 0);
+    const left = statuses.reduce((sum, dc) => sum + dc.left, domainLeft);
+    exhaustsIn = rate > 0 ? Number(left) / rate : Infinity;
+  }
   return {
     settings,
     globalLast,
     granted: globalLast - settings.start + 1n,
     domainSize,
     domainUsedShare: share(clamp(globalLast - settings.min + 1n, 0n, domainSize), domainSize),
-    domainLeft: settings.max - globalLast,
-    dcs: names.map((dc) => dcStatus(dc, current, measured === undefined ? undefined : previous)),
+    domainLeft,
+    dcs: statuses,
     sampledOverMs: measured,
+    exhaustsIn,
     snapshot: current,
   };
 }

@@ -4,7 +4,7 @@
  * still waiting and the calls to come.
  */
 
-import { AbortedError, DeadlineError, InvalidOptionError } from '../errors.js';
+import { AbortedError, ContentionError, DeadlineError, InvalidOptionError } from '../errors.js';
 import type { Clock } from './clock.js';
 
 /** How long a call may wait for IDs, and how it can be cancelled. */
@@ -34,7 +34,10 @@ export function callTimeoutOf(options: CallOptions | undefined, fallback: number
 /** One call's wait for the refill of sequence `sequence`. */
 export interface Wait {
   readonly sequence: string;
+  /** The call's whole timeout, for the error's message. */
   readonly timeoutMs: number;
+  /** When the call's deadline passes, on `clock`'s time (`clock.now() + timeoutMs` at the call). */
+  readonly deadline: number;
   readonly signal: AbortSignal | undefined;
   readonly clock: Clock;
   /**
@@ -45,9 +48,14 @@ export interface Wait {
 }
 
 /**
- * Waits for `refill`, at most `wait.timeoutMs` and until `wait.signal` fires. At the deadline
- * it rejects with `wait.lastFailure()`, if any, else with {@link DeadlineError}; when the signal
- * fires, with {@link AbortedError}. `refill` carries on either way.
+ * Waits for `refill` until `wait.deadline` and until `wait.signal` fires. At the deadline it
+ * rejects with `wait.lastFailure()` if that says the store is unreachable or the domain spent,
+ * else with {@link DeadlineError} (whose `cause` is a lost-race {@link ContentionError}, if that
+ * was the refill's last failure: contention alone never fails a call that still has time). When
+ * the signal fires, with {@link AbortedError}. `refill` carries on either way.
+ *
+ * A refill that ends with a {@link ContentionError} (it stopped retrying because, for a moment,
+ * nobody waited) resolves the wait, so the caller looks again and starts a new refill.
  */
 export function waitWithinDeadline(refill: Promise<void>, wait: Wait): Promise<void> {
   const { sequence, timeoutMs, signal, clock } = wait;
@@ -56,9 +64,14 @@ export function waitWithinDeadline(refill: Promise<void>, wait: Wait): Promise<v
     return Promise.reject(new AbortedError(sequence, { cause: signal.reason }));
   }
   return new Promise<void>((resolve, reject) => {
-    const cancelTimer = clock.after(timeoutMs, () => {
+    const cancelTimer = clock.after(Math.max(0, wait.deadline - clock.now()), () => {
       done();
-      reject(wait.lastFailure() ?? new DeadlineError(sequence, timeoutMs));
+      const failure = wait.lastFailure();
+      reject(
+        failure === undefined || failure instanceof ContentionError
+          ? new DeadlineError(sequence, timeoutMs, { cause: failure })
+          : failure,
+      );
     });
     const onAbort = () => {
       done();
@@ -76,7 +89,9 @@ export function waitWithinDeadline(refill: Promise<void>, wait: Wait): Promise<v
       },
       (error: unknown) => {
         done();
-        reject(error);
+        if (!(error instanceof ContentionError)) reject(error);
+        else if (clock.now() < wait.deadline) resolve();
+        else reject(new DeadlineError(sequence, timeoutMs, { cause: error }));
       },
     );
   });

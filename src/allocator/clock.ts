@@ -1,9 +1,13 @@
 /**
- * Time as the allocator sees it: backoffs and retry timers. Real timers by default; the
- * deterministic simulation replaces them so that it decides when each wait ends.
+ * Time as the allocator sees it: backoffs, retry timers, call deadlines and the draw rates that
+ * size blocks and grants. Real timers by default; the deterministic simulation replaces them so
+ * that it decides when each wait ends. Nothing in the safety argument reads it: it only decides
+ * when to try and how much to ask for.
  */
 
 export interface Clock {
+  /** Milliseconds on a local monotonic clock (only differences mean anything). */
+  now(): number;
   /** Resolves after about `ms` milliseconds. */
   sleep(ms: number): Promise<void>;
   /**
@@ -14,6 +18,7 @@ export interface Clock {
 }
 
 export const SYSTEM_CLOCK: Clock = Object.freeze({
+  now: () => performance.now(),
   sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
   after: (ms: number, fn: () => void) => {
     const timer = setTimeout(fn, ms);

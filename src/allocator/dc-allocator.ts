@@ -42,16 +42,24 @@ import {
   dcStateViolations,
   giveBack,
   hasPreloaded,
+  installAndClaim,
   installGrant,
   remainingIn,
 } from './dc-state.js';
 import { FailureLog } from './failures.js';
+import { DcUsage, Rate, grantSizeFor } from './sizing.js';
 import { grantsWentBack, stateWentBack, Watermarks } from './watermarks.js';
 
-/** How many conditional writes in a row may fail to be ours before an operation gives up. */
+/**
+ * How many conditional writes in a row may fail to be ours before an operation gives up: every
+ * operation but a block claim, and a block claim whose outcomes stay unknown (the level is
+ * unreachable). A block claim that loses races retries for as long as its caller's `keepTrying`
+ * says (the process level: while a call waits, up to its deadline).
+ */
 export const MAX_CAS_ATTEMPTS = 12;
+/** Backoff after a lost race: full jitter, up to a cap doubling from 2 ms to 100 ms. */
 const BACKOFF_MIN_MS = 2;
-const BACKOFF_MAX_MS = 200;
+const BACKOFF_MAX_MS = 100;
 /**
  * How often a claim that needs a DC range tries to get one while SERIAL fails. A SERIAL
  * timeout on a loaded cluster is often transient; a real partition fails every attempt.
@@ -62,6 +70,9 @@ const SERIAL_RETRY_MS = 250;
 /** Retries of a failed background range request: the first after about 1 s, doubling up to 30 s. */
 const RANGE_RETRY_FIRST_MS = 1_000;
 const RANGE_RETRY_MAX_MS = 30_000;
+
+/** The DC's rate is sampled over at least this long: reads come many a second. */
+const DC_RATE_SAMPLE_MS = 1_000;
 
 /** What the DC level counts, since the allocator was created. */
 export interface DcCounters {
@@ -112,6 +123,20 @@ export interface ClaimedBlock {
   readonly rangeLow: boolean;
 }
 
+/** How long {@link DcAllocator.claimBlock} goes on. */
+export interface ClaimOptions {
+  /**
+   * Asked after each lost race (and after each range installed by someone else): false ends the
+   * claim with a {@link ContentionError}. @default true for {@link MAX_CAS_ATTEMPTS} attempts
+   */
+  readonly keepTrying?: (() => boolean) | undefined;
+  /**
+   * The block size to ask for, asked before each attempt (sizing.ts); clamped to the stored
+   * `[blockSize, maxBlockSize]`, and cut to what the DC range has left. @default `blockSize`
+   */
+  readonly size?: (() => number) | undefined;
+}
+
 /** One sequence in one DC; one instance per sequence handle. */
 export class DcAllocator {
   /** What this DC level did; see {@link DcCounters}. */
@@ -129,7 +154,7 @@ export class DcAllocator {
   readonly failures: FailureLog<'range'>;
   private readonly store: IdStore;
   private readonly dc: string;
-  private readonly settings: SequenceSettings;
+  private settings: SequenceSettings;
   private readonly clock: Clock;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly log: Logger | undefined;
@@ -147,6 +172,14 @@ export class DcAllocator {
   private exhaustedError: SequenceExhaustedError | undefined;
   /** What this process saw of the rows, to tell rows that went back (watermarks.ts). */
   private readonly seen: Watermarks;
+  /**
+   * A grant shown at SERIAL (ours, or read there) that may not be installed yet: block claims
+   * install it in the same write while the install of the range request still races them.
+   */
+  private confirmed: Grant | undefined;
+  /** The DC's claims as this process sees them in the states it reads, and their rate. */
+  private readonly usage = new DcUsage();
+  private readonly rate = new Rate(DC_RATE_SAMPLE_MS);
 
   constructor(options: DcAllocatorOptions) {
     this.store = options.store;
@@ -172,23 +205,42 @@ export class DcAllocator {
   }
 
   /**
+   * Takes the sizes of settings re-read after an alter (the process level re-reads them, see
+   * sequence.ts); claims and range requests from now on use them. The domain (`min`, `max`,
+   * `start`) never changes: settings that move it are refused before they get here.
+   */
+  updateSettings(settings: SequenceSettings): void {
+    this.settings = settings;
+  }
+
+  /**
    * Claims the next process block from the DC state, getting a DC range first if the DC has
-   * none left.
+   * none left. Lost races back off (full jitter, growing to {@link BACKOFF_MAX_MS}) and retry
+   * while `options.keepTrying()` holds; unknown outcomes are retried from a fresh read, up to
+   * {@link MAX_CAS_ATTEMPTS} in a row.
    * @throws {SerialUnavailableError} if a DC range was needed and SERIAL could not be reached.
    * @throws {SequenceExhaustedError} if the DC has no IDs left and the domain is spent.
-   * @throws {ContentionError} after {@link MAX_CAS_ATTEMPTS} writes that were not ours.
+   * @throws {ContentionError} once `keepTrying()` says no after a lost race.
    * @throws {InvariantError} if a row read breaks an invariant (nothing is written).
    * @throws {StateRolledBackError} if a row read is older than one seen before.
    * @throws {StoreUnavailableError} if LOCAL_SERIAL cannot be reached.
    */
-  async claimBlock(): Promise<ClaimedBlock> {
-    const blockSize = BigInt(this.settings.blockSize);
-    let last: CasResult<DcStamp> | undefined;
+  async claimBlock(options: ClaimOptions = {}): Promise<ClaimedBlock> {
+    const { blockSize: least, maxBlockSize: most } = this.settings;
+    const sizeOf = () => BigInt(Math.min(most, Math.max(least, options.size?.() ?? least)));
+    let attempts = 0;
+    const keepTrying =
+      options.keepTrying === undefined
+        ? () => attempts < MAX_CAS_ATTEMPTS
+        : () => options.keepTrying!();
+    let unknowns = 0;
     let serialFailures = 0;
-    for (let attempt = 1; ; attempt++) {
+    let rangeWaits = 0;
+    for (;;) {
+      attempts++;
       const state = await this.readState();
       const op = randomUUID();
-      const claimed = state === undefined ? undefined : claim(state, blockSize, op);
+      const claimed = state === undefined ? undefined : this.claimFrom(state, sizeOf(), op);
       if (state === undefined || claimed === undefined) {
         try {
           await this.ensureRange();
@@ -198,17 +250,18 @@ export class DcAllocator {
             throw this.explainRangeFailure(error, state);
           }
           await this.sleep(SERIAL_RETRY_MS * serialFailures * (0.5 + Math.random()));
-          attempt--; // a SERIAL failure is not a lost race
+          attempts--; // a SERIAL failure is not a lost race
           continue;
         }
-        if (attempt >= MAX_CAS_ATTEMPTS) {
-          throw new ContentionError(this.sequence, 'claim a block', attempt);
+        // A range came: claim from it. Others drained the one that came before: a lost race.
+        if (++rangeWaits > 1 && !keepTrying()) {
+          throw new ContentionError(this.sequence, 'claim a block', attempts);
         }
         continue;
       }
 
       const { next, block } = claimed;
-      last = await this.writeState(state, next);
+      const last = await this.writeState(state, next);
       if (isOurs(last.verdict)) {
         this.counters.blocksClaimed++;
         this.seen.raiseClaim(next.reservedGrant, block.last);
@@ -230,10 +283,31 @@ export class DcAllocator {
       ) {
         this.counters.wasted += Number(block.last - block.first + 1n);
       }
-      if (attempt >= MAX_CAS_ATTEMPTS) {
-        throw this.outOfAttempts('claim a block', attempt, last, 'local_serial');
+      if (last.reported === 'rejected') {
+        unknowns = 0;
+        if (!keepTrying()) throw new ContentionError(this.sequence, 'claim a block', attempts);
+        await this.backoff(attempts);
+      } else if (++unknowns >= MAX_CAS_ATTEMPTS) {
+        throw this.outOfAttempts('claim a block', unknowns, last, 'local_serial');
       }
-      if (last.reported === 'rejected') await this.backoff(attempt);
+    }
+  }
+
+  /**
+   * The claim transition on `state`, installing {@link confirmed} in the same write when the
+   * state is ready for it (dc-state.ts, `installAndClaim`).
+   */
+  private claimFrom(state: DcState, blockSize: bigint, op: string): ReturnType<typeof claim> {
+    const grant = this.confirmed;
+    if (grant !== undefined && state.installedGrant >= grant.number) this.confirmed = undefined;
+    if (grant === undefined || state.installedGrant !== grant.number - 1 || hasPreloaded(state)) {
+      return claim(state, blockSize, op);
+    }
+    try {
+      return installAndClaim(state, grant, blockSize, op);
+    } catch (error) {
+      if (error instanceof RangeError) throw this.broken(error.message);
+      throw error;
     }
   }
 
@@ -296,6 +370,14 @@ export class DcAllocator {
       .finally(() => {
         this.background = undefined;
       });
+  }
+
+  /**
+   * The DC's claim rate in IDs/s, measured from the DC states this process read (sizing.ts);
+   * undefined until two reads lay a second apart.
+   */
+  get dcRate(): number | undefined {
+    return this.rate.perSecond;
   }
 
   /** The domain is spent and this DC holds no grant not yet installed; never changes again. */
@@ -390,6 +472,7 @@ export class DcAllocator {
           continue;
         }
         // Confirmed at SERIAL but not installed: its requester crashed or is slow.
+        this.confirmed = latest;
         await this.install(latest, state);
         return;
       }
@@ -401,14 +484,25 @@ export class DcAllocator {
         );
         throw this.exhaustedError;
       }
+      // Sized by the DC's rate for the autonomy target (sizing.ts); only a size: the batch below
+      // is conditional on GLOBAL as for any grant, and the grant ends at `max` at the latest.
+      const size = grantSizeFor({
+        rate: this.rate.perSecond,
+        autonomySeconds: this.settings.autonomySeconds,
+        threshold: this.settings.threshold,
+        min: this.settings.dcRangeSize,
+        max: this.settings.maxDcRangeSize,
+        unGranted: this.settings.max - view.globalLast,
+      });
       const grant: Grant = {
         number: installed + 1,
         min: view.globalLast + 1n,
-        max: min(view.globalLast + this.settings.dcRangeSize, this.settings.max),
+        max: min(view.globalLast + size, this.settings.max),
       };
       last = await this.writeGrant(view.globalLast, grant);
       if (isOurs(last.verdict)) {
         this.counters.rangesGranted++;
+        this.confirmed = grant;
         await this.install(grant, state);
         return;
       }
@@ -439,9 +533,11 @@ export class DcAllocator {
       }
       last = await this.writeState(state, next);
       if (isOurs(last.verdict)) return;
-      // Back off before the re-read: block claims keep moving the version, so a state read
-      // before the pause would be stale by the time it is written.
-      if (last.reported === 'rejected') await this.backoff(attempt);
+      // No backoff: the races an install loses are to block claims (progress, not a crowd of
+      // installers: a second installer finds the grant installed). Backing off let a tight
+      // loop's claims drain the reserved range meanwhile, and every claim then waited for this
+      // install. This process's own claims also carry the grant (claimFrom), so the install
+      // lands with whichever write wins first.
       state = await this.readState();
     }
   }
@@ -501,7 +597,11 @@ export class DcAllocator {
     if (state !== undefined) this.checkState(state, {});
     const wentBack = stateWentBack(floor, state);
     if (wentBack !== undefined) throw this.rolledBack(wentBack);
-    if (state !== undefined) this.seen.raiseState(state);
+    if (state !== undefined) {
+      this.seen.raiseState(state);
+      this.usage.observe(state);
+      this.rate.sample(this.usage.total, this.clock.now());
+    }
     return state;
   }
 
@@ -596,9 +696,10 @@ export class DcAllocator {
     return new StateRolledBackError(this.sequence, this.dc, detail);
   }
 
+  /** Full jitter: anywhere from 0 to a cap that doubles per lost race up to {@link BACKOFF_MAX_MS}. */
   private backoff(attempt: number): Promise<void> {
-    const cap = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** (attempt - 1));
-    return this.sleep(cap / 2 + (Math.random() * cap) / 2);
+    const cap = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.min(attempt - 1, 30));
+    return this.sleep(Math.random() * cap);
   }
 }
 

@@ -125,6 +125,24 @@ export function installGrant(
 }
 
 /**
+ * Installs confirmed grant `grant` and claims a block in one write: {@link installGrant}, then
+ * {@link claim} from the result (which switches to the grant if the reserved range is spent),
+ * as one transition: the version moves by one. Undefined when `state` cannot take the grant now;
+ * throws {@link RangeError} like {@link installGrant}.
+ */
+export function installAndClaim(
+  state: DcState,
+  grant: Grant,
+  blockSize: bigint,
+  op: string,
+): { readonly next: DcState; readonly block: BlockClaim } | undefined {
+  const installed = installGrant(state, grant, op);
+  const claimed = installed === undefined ? undefined : claim(installed, blockSize, op);
+  if (claimed === undefined) return undefined;
+  return { next: { ...claimed.next, version: state.version + 1 }, block: claimed.block };
+}
+
+/**
  * Gives `[first, last]` back: moves `lastInteger` to `first - 1`, only if `last` is still the
  * DC's `lastInteger` (nobody claimed after it). A run that starts before the reserved range
  * (it spans a switch) gives back only its part within the reserved range. Undefined when

@@ -54,8 +54,15 @@ export interface IdGenStats {
     readonly bigint: boolean;
     readonly stats: SequenceStats;
   }[];
-  /** The numeric counters of every handle, summed. */
-  readonly totals: Readonly<Omit<SequenceStats, 'lastError'>>;
+  /**
+   * The counters of every handle, summed (rates and block sizes are per handle and left out;
+   * `waste` is summed cause by cause).
+   */
+  readonly totals: Readonly<
+    Omit<SequenceStats, 'lastError' | 'blockSize' | 'drawRate' | 'dcRate' | 'waste'> & {
+      readonly waste: SequenceStats['waste'];
+    }
+  >;
 }
 
 /** How a handle represents IDs. */
@@ -237,15 +244,24 @@ export class IdGen {
       stats: handle.stats(),
     }));
     const totals: Record<string, number> = {};
-    for (const { stats } of sequences) {
-      for (const [key, value] of Object.entries(stats)) {
-        if (typeof value === 'number') totals[key] = (totals[key] ?? 0) + value;
+    const waste: Record<string, number> = {};
+    const add = (into: Record<string, number>, counters: object) => {
+      for (const [key, value] of Object.entries(counters)) {
+        if (typeof value === 'number') into[key] = (into[key] ?? 0) + value;
       }
+    };
+    const perHandle = new Set(['blockSize', 'drawRate', 'dcRate']);
+    for (const { stats } of sequences) {
+      add(totals, Object.fromEntries(Object.entries(stats).filter(([key]) => !perHandle.has(key))));
+      add(waste, stats.waste);
     }
     return Object.freeze({
       dc: this.dc,
       sequences,
-      totals: Object.freeze(totals) as IdGenStats['totals'],
+      totals: Object.freeze({
+        ...totals,
+        waste: Object.freeze(waste),
+      }) as unknown as IdGenStats['totals'],
     });
   }
 

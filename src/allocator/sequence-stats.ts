@@ -12,6 +12,18 @@ export interface SequenceStats {
   readonly remaining: number;
   /** Blocks claimed from the DC (confirmed claims only). */
   readonly blocksClaimed: number;
+  /**
+   * IDs in the last block claimed: with adaptive blocks, what this process's rate asked for
+   * (sizing.ts); 0 before the first.
+   */
+  readonly blockSize: number;
+  /** This process's draw rate in IDs/s, as measured when it last claimed; undefined before. */
+  readonly drawRate: number | undefined;
+  /**
+   * The rate at which the DC's processes claim IDs, as this process measured it from the DC
+   * states it read (it sizes grants with an autonomy target); undefined before.
+   */
+  readonly dcRate: number | undefined;
   /** DC ranges this process got granted at SERIAL. */
   readonly rangesGranted: number;
   /** `next()`/`take()` calls that found no local ID and had to wait for a refill. */
@@ -30,6 +42,8 @@ export interface SequenceStats {
    * timeouts, block remainders skipped by `take()`, and unused IDs not returned on close.
    */
   readonly wasted: number;
+  /** {@link SequenceStats.wasted} by cause; they add up to it. */
+  readonly waste: WasteByCause;
   /** Conditional writes sent (SERIAL and LOCAL_SERIAL). */
   readonly lwtWrites: number;
   /** Reads of the grant level at SERIAL. */
@@ -38,6 +52,24 @@ export interface SequenceStats {
   readonly localSerialReads: number;
   /** The most recent failure, if any. */
   readonly lastError: Error | undefined;
+}
+
+/**
+ * IDs this process will never hand out, by why. A crash of the process itself leaves its held
+ * blocks (at most two) unused too; a process cannot count its own crash, so those gaps show only
+ * as IDs claimed and never used (docs/design.md, "Failures and what they cost").
+ */
+export interface WasteByCause {
+  /** Claims whose outcome stayed unknown and that were overwritten before a re-read: maybe applied. */
+  readonly unknownOutcome: number;
+  /** Remainders of blocks skipped by `take()` for a run that did not fit. */
+  readonly takeSkipped: number;
+  /** Unused IDs close() could not give back (someone claimed after them, or the give-back failed). */
+  readonly notReturned: number;
+  /** IDs held when the rows went back (IDGEN_STATE_ROLLED_BACK): never served again. */
+  readonly dropped: number;
+  /** Blocks refused because they did not lie above the process's earlier IDs (broken rows). */
+  readonly refused: number;
 }
 
 /** What one level's {@link FailureLog} contributes. */
@@ -51,12 +83,16 @@ export interface ProcessLevel {
   readonly waits: number;
   /** IDs skipped by take(), not given back on close, or dropped when the rows went back. */
   readonly wasted: number;
+  readonly waste: Omit<WasteByCause, 'unknownOutcome'>;
+  readonly blockSize: number;
+  readonly drawRate: number | undefined;
   readonly failures: Failures;
 }
 
 /** What the DC level counts; undefined before the settings are loaded. */
 export interface DcLevel {
   readonly counters: Readonly<DcCounters>;
+  readonly dcRate: number | undefined;
   readonly failures: Failures;
 }
 
@@ -74,12 +110,16 @@ export function sequenceStats(process: ProcessLevel, dc: DcLevel | undefined): S
   return Object.freeze({
     remaining: process.remaining,
     blocksClaimed: dcCounters?.blocksClaimed ?? 0,
+    blockSize: process.blockSize,
+    drawRate: process.drawRate,
+    dcRate: dc?.dcRate,
     rangesGranted: dcCounters?.rangesGranted ?? 0,
     waits: process.waits,
     errors: failures.errors + (rangeFailures?.errors ?? 0),
     casRejections: dcCounters?.casRejections ?? 0,
     casUnknown: dcCounters?.casUnknown ?? 0,
     wasted: process.wasted + (dcCounters?.wasted ?? 0),
+    waste: Object.freeze({ unknownOutcome: dcCounters?.wasted ?? 0, ...process.waste }),
     lwtWrites: dcCounters?.lwtWrites ?? 0,
     serialReads: dcCounters?.serialReads ?? 0,
     localSerialReads: dcCounters?.localSerialReads ?? 0,

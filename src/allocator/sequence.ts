@@ -31,6 +31,7 @@ import { callTimeoutOf, waitWithinDeadline, type CallOptions } from './call-dead
 import { DcAllocator, type ClaimedBlock } from './dc-allocator.js';
 import { FailureLog } from './failures.js';
 import { sequenceStats, type SequenceStats } from './sequence-stats.js';
+import { Rate, blockSizeFor } from './sizing.js';
 
 /**
  * Lifecycle of a {@link Sequence}:
@@ -69,11 +70,20 @@ export interface SequenceContext<T extends number | bigint> {
 
 /**
  * Retries of a block claim that failed for a reason that passes (a replica paused or down,
- * lost races, SERIAL unreachable while the DC needs a range): the first after about 50 ms,
- * doubling up to 2 s, for as long as the handle is open. Callers wait up to their deadline.
+ * SERIAL unreachable while the DC needs a range): the first after about 50 ms, doubling up to
+ * 2 s. Lost races are retried inside the DC level with a shorter backoff (dc-allocator.ts).
+ * A claim retries while a caller waits for it or, for a claim nobody waits for (a preload), for
+ * up to `callTimeoutMs` after it started: a preload never spins against a dead store, and the
+ * next call that needs IDs starts a new claim.
  */
 const CLAIM_RETRY_FIRST_MS = 50;
 const CLAIM_RETRY_MAX_MS = 2_000;
+
+/**
+ * A claim re-reads the settings (one LOCAL_QUORUM read) when they were read longer ago than
+ * this, so an alter reaches a process that draws IDs within this long plus one claim interval.
+ */
+export const SETTINGS_REFRESH_MS = 10_000;
 
 const PROCESS_FAILURES = {
   claim: {
@@ -85,6 +95,12 @@ const PROCESS_FAILURES = {
     recovered: 'returning unused IDs works again',
   },
 } as const;
+
+interface CallDeadline {
+  readonly timeoutMs: number;
+  /** `clock.now()` at which the call gives up. */
+  readonly deadline: number;
+}
 
 interface Loaded {
   readonly settings: SequenceSettings;
@@ -133,16 +149,31 @@ export class Sequence<T extends number | bigint> {
   private claiming: Promise<void> | undefined;
   /** The error of the claim attempt that failed last, while the claim retries; cleared on success. */
   private claimFailure: Error | undefined;
+  /** Races the claim in flight lost in a row (it retries them); the cause a late caller is given. */
+  private lostRaces = 0;
   /** Ends the claim's retry pause at once (close() calls it). */
   private wakeClaim: (() => void) | undefined;
   private closing: Promise<void> | undefined;
   private readonly failures: FailureLog<'claim' | 'return'>;
+  /** Calls waiting for the refill in flight: while there are any, it keeps retrying. */
+  private waiters = 0;
+  /** The runs waiting take() calls want, each from one block: the next block holds the longest. */
+  private readonly runsWanted = new Set<{ readonly count: number }>();
+  /** IDs of every block accepted; minus those held, the IDs used so far (the rate's count). */
+  private acceptedIds = 0;
+  /** This process's draw rate, sampled when a claim starts: sizes adaptive blocks. */
+  private readonly drawRate = new Rate();
+  private lastBlockSize = 0;
+  /** `clock.now()` when the settings were last read. */
+  private settingsReadAt = 0;
   private readonly counters = {
     /** Calls that found no ID in the process and waited for a refill. */
     waits: 0,
     /** IDs skipped by take(), not given back on close, or dropped when the rows went back. */
     wasted: 0,
   };
+  /** {@link counters}.wasted by cause. */
+  private readonly waste = { takeSkipped: 0, notReturned: 0, dropped: 0, refused: 0 };
 
   /** @internal Use {@link IdGen.sequence}. */
   constructor(context: SequenceContext<T>) {
@@ -189,29 +220,32 @@ export class Sequence<T extends number | bigint> {
    * The next ID. Resolves at once while this process holds IDs; otherwise waits for the one
    * refill in flight (loading the settings first on the first call). A refill that fails for a
    * reason that passes (a replica paused, lost races, SERIAL unreachable) is retried; the call
-   * waits up to its deadline, then rejects with the refill's last error.
+   * waits up to its deadline (one deadline for the whole call), then rejects with the refill's
+   * last error, or {@link DeadlineError} if that was only lost races.
    * @example
    * ```ts
    * const id = await ids.sequence('orders').next();
    * const soon = await orders.next({ timeoutMs: 200, signal: request.signal });
    * ```
    * @throws {ClosedError} after `close()`.
-   * @throws {DeadlineError} if no ID came within the deadline and no refill failed.
+   * @throws {DeadlineError} if no ID came within the deadline and no refill failed; its `cause`
+   * is a {@link ContentionError} if the claim kept losing races (they are retried until then,
+   * never thrown by themselves).
    * @throws {AbortedError} if `signal` fired first.
    * @throws {SequenceNotFoundError} if the sequence does not exist.
    * @throws {DomainNeedsBigIntError} if IDs may exceed 2^53-1 and the handle is number-typed.
    * @throws {SerialUnavailableError} if the DC's ranges are spent and SERIAL is unreachable.
    * @throws {SequenceExhaustedError} if every ID of the domain has been handed out.
-   * @throws {IdGenError} other typed failures of the refill (store unavailable, contention,
-   * broken invariants, rows that went back).
+   * @throws {IdGenError} other typed failures of the refill (store unavailable, broken
+   * invariants, rows that went back).
    */
   async next(options?: CallOptions): Promise<T> {
     let id = this.tryNext();
     if (id !== undefined) return id;
     this.counters.waits++;
-    const deadline = this.deadlineOf(options);
+    const call = this.callOf(options);
     for (;;) {
-      await this.waitForRefill(deadline, options?.signal);
+      await this.waitForRefill(call, options?.signal);
       id = this.tryNext();
       if (id !== undefined) return id;
     }
@@ -224,16 +258,16 @@ export class Sequence<T extends number | bigint> {
    * ```ts
    * const { first, last } = await orders.take(100); // last - first === 99
    * ```
-   * @throws {InvalidCountError} unless `count` is an integer from 1 to the block size, or when
-   * the DC's ranges are now smaller than `count`; nothing is skipped.
+   * @throws {InvalidCountError} unless `count` is an integer from 1 to the largest block size
+   * (`maxBlockSize`), or when the DC's ranges are now smaller than `count`; nothing is skipped.
    * @throws {ClosedError} after `close()`; and everything {@link Sequence.next} throws.
    */
   async take(count: number, options?: CallOptions): Promise<IdRange<T>> {
     this.assertOpen();
-    const deadline = this.deadlineOf(options);
+    const call = this.callOf(options);
     const { settings } = await this.ensureLoaded();
-    if (!Number.isInteger(count) || count < 1 || count > settings.blockSize) {
-      throw new InvalidCountError(count, settings.blockSize);
+    if (!Number.isInteger(count) || count < 1 || count > settings.maxBlockSize) {
+      throw new InvalidCountError(count, settings.maxBlockSize);
     }
     let waited = false;
     for (;;) {
@@ -244,7 +278,7 @@ export class Sequence<T extends number | bigint> {
         this.counters.waits++;
         waited = true;
       }
-      await this.waitForRefill(deadline, options?.signal);
+      await this.waitForRefill(call, options?.signal, { count });
     }
   }
 
@@ -260,7 +294,7 @@ export class Sequence<T extends number | bigint> {
   async ready(options?: CallOptions): Promise<void> {
     this.assertOpen();
     if (this.buffer.remaining === 0) {
-      await this.waitForRefill(this.deadlineOf(options), options?.signal);
+      await this.waitForRefill(this.callOf(options), options?.signal);
     }
   }
 
@@ -271,6 +305,9 @@ export class Sequence<T extends number | bigint> {
         remaining: this.buffer.remaining,
         waits: this.counters.waits,
         wasted: this.counters.wasted,
+        waste: this.waste,
+        blockSize: this.lastBlockSize,
+        drawRate: this.drawRate.perSecond,
         failures: this.failures,
       },
       this.loaded?.allocator,
@@ -337,7 +374,9 @@ export class Sequence<T extends number | bigint> {
       if (next.size < count && next.rangeSize < BigInt(count)) {
         throw new InvalidCountError(count, Number(next.rangeSize), 'range');
       }
-      this.counters.wasted += block.abandon();
+      const skipped = block.abandon();
+      this.counters.wasted += skipped;
+      this.waste.takeSkipped += skipped;
       block = buffer.switchToPreloaded();
     }
     this.refillInBackground();
@@ -351,8 +390,11 @@ export class Sequence<T extends number | bigint> {
   private acceptBlock(claimed: ClaimedBlock): void {
     const block = this.ids.block(claimed.first, claimed.last, claimed.rangeSize);
     const highest = this.buffer.highestAccepted;
+    this.acceptedIds += block.size;
+    this.lastBlockSize = block.size;
     if (!this.buffer.accept(block)) {
       this.counters.wasted += Number(claimed.last - claimed.first + 1n);
+      this.waste.refused += Number(claimed.last - claimed.first + 1n);
       throw new InvariantError(
         this.name,
         `DC "${this.dc}" gave this process block [${claimed.first}, ${claimed.last}], not above its earlier IDs (up to ${highest})`,
@@ -367,7 +409,11 @@ export class Sequence<T extends number | bigint> {
   private forfeit(error: StateRolledBackError): void {
     if (this.rolledBack !== undefined) return;
     this.rolledBack = error;
-    if (this.buffer.serving) this.counters.wasted += this.buffer.changeMode('dropped');
+    if (this.buffer.serving) {
+      const dropped = this.buffer.changeMode('dropped');
+      this.counters.wasted += dropped;
+      this.waste.dropped += dropped;
+    }
     this.log?.error({ err: error, dc: this.dc }, error.message);
   }
 
@@ -396,17 +442,36 @@ export class Sequence<T extends number | bigint> {
 
   /**
    * Claims one block, retrying failures that pass (see {@link isTransient}) with a growing pause
-   * for as long as the handle is open. Rejects on any other failure, which every waiting caller
-   * then gets.
+   * while {@link keepTrying} says so. Rejects on any other failure, which every waiting caller
+   * then gets; a lost-race {@link ContentionError} only when nobody waits any more.
    */
   private async claim(): Promise<void> {
+    const started = this.clock.now();
+    this.lostRaces = 0;
+    this.drawRate.sample(this.acceptedIds - this.buffer.remaining, started);
+    // The DC level asks after each lost race.
+    const keepTrying = () => {
+      this.lostRaces++;
+      return this.keepTrying(started);
+    };
     for (let attempt = 1; ; attempt++) {
       try {
-        const { allocator } = await this.ensureLoaded();
+        const first = await this.ensureLoaded();
+        await this.refreshSettings();
         this.assertOpen();
-        const claimed = await allocator.claimBlock();
+        const { allocator, settings } = this.loaded ?? first;
+        const size = () =>
+          blockSizeFor({
+            rate: this.drawRate.perSecond,
+            claimIntervalMs: settings.claimIntervalMs,
+            waiting: this.idsWanted(),
+            min: settings.blockSize,
+            max: settings.maxBlockSize,
+          });
+        const claimed = await allocator.claimBlock({ keepTrying, size });
         this.acceptBlock(claimed);
         this.claimFailure = undefined;
+        this.lostRaces = 0;
         this.failures.recovered('claim', { dc: this.dc });
         if (claimed.rangeLow) allocator.requestRangeInBackground();
         return;
@@ -417,15 +482,74 @@ export class Sequence<T extends number | bigint> {
         } else if (!(error instanceof ClosedError)) {
           this.failures.failed('claim', error, { dc: this.dc, localIds: this.buffer.remaining });
         }
-        if (!isTransient(error) || this.lifecycle === 'closing' || this.lifecycle === 'closed') {
-          throw error;
-        }
+        if (!isTransient(error) || !this.keepTrying(started)) throw error;
         this.claimFailure = error;
       }
       const cap = Math.min(CLAIM_RETRY_MAX_MS, CLAIM_RETRY_FIRST_MS * 2 ** (attempt - 1));
       await this.pauseClaim(cap * (0.5 + Math.random() / 2));
       this.assertOpen();
     }
+  }
+
+  /**
+   * Whether a claim started at `started` goes on after a failure that passes: while the handle
+   * is open and a caller waits for it, or, with nobody waiting (a preload), for `callTimeoutMs`.
+   */
+  private keepTrying(started: number): boolean {
+    if (this.lifecycle === 'closing' || this.lifecycle === 'closed') return false;
+    if (this.rolledBack !== undefined) return false;
+    return this.waiters > 0 || this.clock.now() - started < this.callTimeoutMs;
+  }
+
+  /**
+   * How large a block the calls waiting now need: the longest run a take() waits for, and one ID
+   * for every other waiting call beyond the IDs held.
+   */
+  private idsWanted(): number {
+    let longest = 0;
+    for (const run of this.runsWanted) longest = Math.max(longest, run.count);
+    const single = this.waiters - this.runsWanted.size;
+    return Math.max(longest, single - this.buffer.remaining);
+  }
+
+  /** Why the claim in flight has not brought IDs yet, if it failed or keeps losing races. */
+  private lastClaimFailure(): Error | undefined {
+    if (this.claimFailure !== undefined || this.lostRaces === 0) return this.claimFailure;
+    return new ContentionError(this.name, 'claim a block', this.lostRaces);
+  }
+
+  /**
+   * Re-reads the settings if they are older than {@link SETTINGS_REFRESH_MS}, so that an alter
+   * reaches running processes. Only sizes may change; settings that break the rules or move the
+   * domain are refused as at load ({@link InvariantError}). A failed read keeps the settings
+   * held (they are only sizes) and is tried again at the next claim.
+   */
+  private async refreshSettings(): Promise<void> {
+    const now = this.clock.now();
+    const held = this.loaded;
+    if (held === undefined || now - this.settingsReadAt < SETTINGS_REFRESH_MS) return;
+    let settings: SequenceSettings | undefined;
+    try {
+      settings = (await this.store.readSequence(this.name))?.settings;
+    } catch (error) {
+      this.log?.debug({ err: error }, 'could not re-read the settings; keeping the ones held');
+      return;
+    }
+    if (settings === undefined) throw new SequenceNotFoundError(this.name, this.keyspace);
+    this.checkSettings(settings);
+    const before = held.settings;
+    for (const key of ['domain', 'min', 'max', 'start'] as const) {
+      if (settings[key] !== before[key]) {
+        throw new InvariantError(
+          this.name,
+          `settings: ${key} changed from ${String(before[key])} to ${String(settings[key])} while in use`,
+        );
+      }
+    }
+    this.settingsReadAt = now;
+    this.loaded = { settings, allocator: held.allocator };
+    held.allocator.updateSettings(settings);
+    this.threshold = settings.threshold;
   }
 
   /** Sleeps `ms` unless close() wakes it first. */
@@ -443,22 +567,35 @@ export class Sequence<T extends number | bigint> {
     });
   }
 
-  private deadlineOf(options: CallOptions | undefined): number {
-    return callTimeoutOf(options, this.callTimeoutMs);
+  /** The call's timeout and its deadline on the clock: one deadline however often it waits. */
+  private callOf(options: CallOptions | undefined): CallDeadline {
+    const timeoutMs = callTimeoutOf(options, this.callTimeoutMs);
+    return { timeoutMs, deadline: this.clock.now() + timeoutMs };
   }
 
   /**
-   * Waits for the refill in flight (starting one if needed) within the call's deadline
-   * (call-deadline.ts); the refill carries on either way.
+   * Waits for the refill in flight (starting one if needed) until the call's deadline
+   * (call-deadline.ts); the refill carries on either way, and retries while anyone waits.
    */
-  private waitForRefill(timeoutMs: number, signal: AbortSignal | undefined): Promise<void> {
-    return waitWithinDeadline(this.refill(), {
-      sequence: this.name,
-      timeoutMs,
-      signal,
-      clock: this.clock,
-      lastFailure: () => this.claimFailure,
-    });
+  private async waitForRefill(
+    call: CallDeadline,
+    signal: AbortSignal | undefined,
+    run?: { readonly count: number },
+  ): Promise<void> {
+    this.waiters++;
+    if (run !== undefined) this.runsWanted.add(run);
+    try {
+      await waitWithinDeadline(this.refill(), {
+        sequence: this.name,
+        ...call,
+        signal,
+        clock: this.clock,
+        lastFailure: () => this.lastClaimFailure(),
+      });
+    } finally {
+      this.waiters--;
+      if (run !== undefined) this.runsWanted.delete(run);
+    }
   }
 
   private ensureLoaded(): Promise<Loaded> {
@@ -476,13 +613,8 @@ export class Sequence<T extends number | bigint> {
     try {
       const settings = (await this.store.readSequence(this.name))?.settings;
       if (settings === undefined) throw new SequenceNotFoundError(this.name, this.keyspace);
-      validateStoredSettings(settings);
-      if (settings.name !== this.name) {
-        throw new InvariantError(this.name, `settings name is ${JSON.stringify(settings.name)}`);
-      }
-      if (!this.ids.bigint && settings.max > MAX_SAFE_ID) {
-        throw new DomainNeedsBigIntError(this.name, settings.max);
-      }
+      this.checkSettings(settings);
+      this.settingsReadAt = this.clock.now();
       const allocator = new DcAllocator({
         store: this.store,
         dc: this.dc,
@@ -504,6 +636,17 @@ export class Sequence<T extends number | bigint> {
     this.threshold = loaded.settings.threshold;
     if (this.lifecycle === 'loading') this.transition('ready');
     return loaded;
+  }
+
+  /** The rules stored settings must keep before anything is allocated from them. */
+  private checkSettings(settings: SequenceSettings): void {
+    validateStoredSettings(settings);
+    if (settings.name !== this.name) {
+      throw new InvariantError(this.name, `settings name is ${JSON.stringify(settings.name)}`);
+    }
+    if (!this.ids.bigint && settings.max > MAX_SAFE_ID) {
+      throw new DomainNeedsBigIntError(this.name, settings.max);
+    }
   }
 
   private async shutdown(): Promise<void> {
@@ -537,6 +680,7 @@ export class Sequence<T extends number | bigint> {
       this.failures.failed('return', error, { dc: this.dc });
     }
     this.counters.wasted += held - Number(returned);
+    this.waste.notReturned += held - Number(returned);
     this.log?.debug(
       { dc: this.dc, first: String(run.first), last: String(run.last), returned: String(returned) },
       'closed',

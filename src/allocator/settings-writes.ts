@@ -12,7 +12,7 @@ import {
   SequenceNotFoundError,
   StoreUnavailableError,
 } from '../errors.js';
-import { validateChanges, type AlterSequenceOptions } from '../options.js';
+import { pickSizes, validateChanges, type AlterSequenceOptions } from '../options.js';
 import type { IdStore, SequenceSettings, StoredSettings } from '../store/port.js';
 import { isOurs, runConditionalWrite, type CasResult, type Judgement } from './cas.js';
 
@@ -68,11 +68,7 @@ export async function alterSettings(
     if (current === undefined) throw new SequenceNotFoundError(name, keyspace);
     const normalized = validateChanges(changes, current.settings);
     const next = Object.freeze({ ...current.settings, ...normalized });
-    const sizes = {
-      dcRangeSize: next.dcRangeSize,
-      blockSize: next.blockSize,
-      threshold: next.threshold,
-    };
+    const sizes = pickSizes(next);
     const op = randomUUID();
     const result = await runConditionalWrite<StoredSettings>({
       write: () => store.alterSequence(name, current.op, sizes, op),

@@ -85,10 +85,31 @@ export function settingsLines(settings: SequenceSettings): string[] {
     ['sequence', settings.name],
     ['domain', `${settings.domain} ${span(settings.min, settings.max)}`],
     ['start', String(settings.start)],
-    ['DC range', `${count(settings.dcRangeSize)} IDs`],
-    ['block', `${count(settings.blockSize)} IDs`],
+    ['DC range', dcRangeText(settings)],
+    ['block', blockText(settings)],
     ['threshold', String(settings.threshold)],
   ]);
+}
+
+/** Fixed blocks as their size; adaptive ones as their bounds and the claim interval aimed at. */
+function blockText(s: SequenceSettings): string {
+  if (s.maxBlockSize === s.blockSize) return `${count(s.blockSize)} IDs`;
+  return `${count(s.blockSize)} to ${count(s.maxBlockSize)} IDs, sized for a claim every ${seconds(s.claimIntervalMs / 1_000)}`;
+}
+
+/** Fixed DC ranges as their size; with an autonomy target, its bounds and the target. */
+function dcRangeText(s: SequenceSettings): string {
+  if (s.autonomySeconds === 0 || s.maxDcRangeSize === s.dcRangeSize) {
+    return `${count(s.dcRangeSize)} IDs`;
+  }
+  return `${count(s.dcRangeSize)} to ${count(s.maxDcRangeSize)} IDs, sized for ${seconds(s.autonomySeconds)} of autonomy`;
+}
+
+/** Seconds in their largest whole unit: `2 s`, `30 min`, `24 h`, `1.5 s`. */
+function seconds(value: number): string {
+  if (value >= 3_600 && value % 3_600 === 0) return `${value / 3_600} h`;
+  if (value >= 60 && value % 60 === 0) return `${value / 60} min`;
+  return `${value} s`;
 }
 
 /** A sequence's settings as a JSON-ready object. */
@@ -102,6 +123,10 @@ export function settingsJson(settings: SequenceSettings): Record<string, unknown
     dcRangeSize: settings.dcRangeSize,
     blockSize: settings.blockSize,
     threshold: settings.threshold,
+    maxBlockSize: settings.maxBlockSize,
+    claimIntervalMs: settings.claimIntervalMs,
+    maxDcRangeSize: settings.maxDcRangeSize,
+    autonomySeconds: settings.autonomySeconds,
   };
 }
 

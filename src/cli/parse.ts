@@ -71,6 +71,17 @@ export function parseDuration(value: string, option: string): number {
   return seconds;
 }
 
+/** `--claim-interval`: a duration (`2s`, `500ms` is written `0.5s`) in whole milliseconds. */
+export function parseClaimInterval(value: string): number {
+  return Math.round(parseDuration(value, 'claimIntervalMs') * 1_000);
+}
+
+/** `--autonomy`: a duration (`24h`, `90m`) in whole seconds, or `0` for fixed DC ranges. */
+export function parseAutonomy(value: string): number {
+  if (value.trim() === '0') return 0;
+  return Math.round(parseDuration(value, 'autonomySeconds'));
+}
+
 /**
  * The value of a yes/no environment variable (`IDGEN_SSL=true`); commander only sees whether a
  * boolean flag's variable is set, so `IDGEN_SSL=false` would otherwise turn TLS on. Empty is no.

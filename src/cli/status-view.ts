@@ -45,10 +45,20 @@ function sequenceLines(status: SequenceStatus, localDc: string): string[] {
   const s = status.settings;
   const header =
     `${s.name}  ${s.domain} ${span(s.min, s.max)} · start ${s.start} · DC range ${count(s.dcRangeSize)}` +
-    ` · block ${count(s.blockSize)} · threshold ${s.threshold}`;
+    (s.autonomySeconds > 0
+      ? ` to ${count(s.maxDcRangeSize)}, sized for ${duration(s.autonomySeconds)} of autonomy`
+      : '') +
+    ` · block ${count(s.blockSize)}` +
+    (s.maxBlockSize > s.blockSize
+      ? ` to ${count(s.maxBlockSize)} (a claim per ${duration(s.claimIntervalMs / 1_000)})`
+      : '') +
+    ` · threshold ${s.threshold}`;
   const global =
     `  GLOBAL last_integer ${status.globalLast}  domain used ${bar(status.domainUsedShare)}` +
-    `  ${count(status.domainLeft)} IDs left to grant`;
+    `  ${count(status.domainLeft)} IDs left to grant` +
+    (status.exhaustsIn === undefined
+      ? ''
+      : `  domain lasts ${duration(status.exhaustsIn)} at the current rate`);
   const rows = [
     [
       'DC',
@@ -61,7 +71,7 @@ function sequenceLines(status: SequenceStatus, localDc: string): string[] {
       'runway',
       '',
     ],
-    ...status.dcs.map((dc) => dcRow(dc, localDc)),
+    ...status.dcs.map((dc) => dcRow(dc, localDc, s.autonomySeconds)),
   ];
   const columns = table(rows, [
     'left',
@@ -77,12 +87,18 @@ function sequenceLines(status: SequenceStatus, localDc: string): string[] {
   return [header, global, ...columns.map((line) => `  ${line}`)];
 }
 
-function dcRow(dc: DcStatus, localDc: string): string[] {
+function dcRow(dc: DcStatus, localDc: string, autonomySeconds: number): string[] {
   const name = dc.dc === localDc ? `${dc.dc}*` : dc.dc;
-  const note =
-    dc.pendingGrant === undefined
-      ? ''
-      : `grant #${dc.pendingGrant.number} ${span(dc.pendingGrant.min, dc.pendingGrant.max)} not installed yet`;
+  const notes = [];
+  if (dc.pendingGrant !== undefined) {
+    notes.push(
+      `grant #${dc.pendingGrant.number} ${span(dc.pendingGrant.min, dc.pendingGrant.max)} not installed yet`,
+    );
+  }
+  if (belowTarget(dc, autonomySeconds) === true) {
+    notes.push(`runway below the autonomy target of ${duration(autonomySeconds)}`);
+  }
+  const note = notes.join('; ');
   if (dc.reserved === undefined) {
     return [name, 'none yet', '–', '–', '–', '0', '–', '–', note];
   }
@@ -97,6 +113,15 @@ function dcRow(dc: DcStatus, localDc: string): string[] {
     duration(dc.runway),
     note,
   ];
+}
+
+/**
+ * Whether the DC's runway is below the sequence's autonomy target; undefined without a target or
+ * a measured runway.
+ */
+function belowTarget(dc: DcStatus, autonomySeconds: number): boolean | undefined {
+  if (autonomySeconds === 0 || dc.runway === undefined) return undefined;
+  return dc.runway < autonomySeconds;
 }
 
 function held(range: HeldRange): string {
@@ -133,6 +158,10 @@ export function statusJson(report: StatusReport): Record<string, unknown> {
         dcRangeSize: s.settings.dcRangeSize,
         blockSize: s.settings.blockSize,
         threshold: s.settings.threshold,
+        maxBlockSize: s.settings.maxBlockSize,
+        claimIntervalMs: s.settings.claimIntervalMs,
+        maxDcRangeSize: s.settings.maxDcRangeSize,
+        autonomySeconds: s.settings.autonomySeconds,
       },
       globalLast: s.globalLast,
       granted: s.granted,
@@ -141,6 +170,9 @@ export function statusJson(report: StatusReport): Record<string, unknown> {
       domainUsed: percent(s.domainUsedShare),
       domainLeft: s.domainLeft,
       sampledOverMs: s.sampledOverMs ?? null,
+      // null when not measured or nothing is drawn.
+      exhaustsInSeconds:
+        s.exhaustsIn === undefined || s.exhaustsIn === Infinity ? null : s.exhaustsIn,
       dcs: s.dcs.map((dc) => ({
         dc: dc.dc,
         grants: dc.grants.map((g) => ({ number: g.number, min: g.min, max: g.max })),
@@ -156,6 +188,8 @@ export function statusJson(report: StatusReport): Record<string, unknown> {
         // null: not measured, or no range held; Infinity (rate 0) is written as null too, so
         // "unbounded" is ratePerSecond 0 with IDs left.
         runwaySeconds: dc.runway === undefined || dc.runway === Infinity ? null : dc.runway,
+        // null without an autonomy target or a measured runway.
+        runwayBelowTarget: belowTarget(dc, s.settings.autonomySeconds) ?? null,
       })),
     })),
   };

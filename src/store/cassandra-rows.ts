@@ -7,6 +7,7 @@
 import cassandra from 'cassandra-driver';
 
 import { InvariantError } from '../errors.js';
+import { SEQUENCE_DEFAULTS } from '../options.js';
 import type { DcStamp, DcState, DomainName, Grant, GrantFound, StoredSettings } from './port.js';
 
 /** The clustering key of the GLOBAL row; no DC may be named like it. */
@@ -21,6 +22,8 @@ export function parseSettings(row: Row): StoredSettings {
     throw new InvariantError('(unnamed)', 'settings row without a sequence name');
   }
   const domain = required(name, row, 'domain', toText);
+  const dcRangeSize = required(name, row, 'dc_range_size', toBigInt);
+  const blockSize = required(name, row, 'block_size', toNumber);
   if (!(DOMAINS as readonly string[]).includes(domain)) {
     throw new InvariantError(name, `unknown domain ${JSON.stringify(domain)}`);
   }
@@ -31,9 +34,14 @@ export function parseSettings(row: Row): StoredSettings {
       min: required(name, row, 'min_id', toBigInt),
       max: required(name, row, 'max_id', toBigInt),
       start: required(name, row, 'start_id', toBigInt),
-      dcRangeSize: required(name, row, 'dc_range_size', toBigInt),
-      blockSize: required(name, row, 'block_size', toNumber),
+      dcRangeSize,
+      blockSize,
       threshold: required(name, row, 'threshold', toNumber),
+      // Absent in rows written before sizes could follow the load: fixed sizes, as they were.
+      maxBlockSize: toNumber(row.get('max_block_size')) ?? blockSize,
+      claimIntervalMs: toNumber(row.get('claim_interval_ms')) ?? SEQUENCE_DEFAULTS.claimIntervalMs,
+      maxDcRangeSize: toBigInt(row.get('max_dc_range_size')) ?? dcRangeSize,
+      autonomySeconds: autonomyOf(name, row.get('autonomy_seconds')),
     },
     op: required(name, row, 'settings_op', toText),
   };
@@ -127,6 +135,16 @@ export function toBigInt(value: unknown): bigint | undefined {
   if (cassandra.types.Long.isLong(value)) return BigInt(value.toString());
   if (typeof value === 'number' && Number.isSafeInteger(value)) return BigInt(value);
   return undefined;
+}
+
+/** `autonomy_seconds` (a CQL bigint) as a number; 0 when absent (rows from before it existed). */
+function autonomyOf(sequence: string, value: unknown): number {
+  const seconds = toBigInt(value);
+  if (seconds === undefined) return 0;
+  if (seconds < 0n || seconds > BigInt(Number.MAX_SAFE_INTEGER)) {
+    throw new InvariantError(sequence, `settings: autonomy_seconds ${seconds} is out of range`);
+  }
+  return Number(seconds);
 }
 
 /** A version is a CQL bigint kept as a JavaScript number: exact up to 2^53 - 1 writes. */

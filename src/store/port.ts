@@ -27,12 +27,31 @@ export interface SequenceSettings {
   readonly max: bigint;
   /** First ID handed out; `min <= start <= max`. */
   readonly start: bigint;
-  /** How many IDs one grant gives a DC. */
+  /** How many IDs one grant gives a DC (the least, when grants follow the DC's rate). */
   readonly dcRangeSize: bigint;
-  /** How many IDs one process claims from its DC at a time. */
+  /** How many IDs one process claims from its DC at a time (the least, when blocks adapt). */
   readonly blockSize: number;
   /** Share of a range or block used before the next one is loaded, in (0, 1). */
   readonly threshold: number;
+  /**
+   * The most IDs one block may hold. Above `blockSize`, each process sizes its blocks from its
+   * own draw rate so that it claims about once every `claimIntervalMs`; equal to it, blocks have
+   * the fixed size `blockSize`.
+   */
+  readonly maxBlockSize: number;
+  /** The time between one process's claims that adaptive blocks aim for, in ms. */
+  readonly claimIntervalMs: number;
+  /**
+   * The most IDs one grant may give a DC; above `dcRangeSize` (with `autonomySeconds > 0`),
+   * grants follow the DC's rate.
+   */
+  readonly maxDcRangeSize: bigint;
+  /**
+   * Seconds a DC cut off from the others must keep serving at its measured rate: each grant is
+   * sized so that the IDs the DC holds last that long, within `[dcRangeSize, maxDcRangeSize]`.
+   * 0: every grant has `dcRangeSize` IDs.
+   */
+  readonly autonomySeconds: number;
 }
 
 /**
@@ -45,9 +64,7 @@ export interface StoredSettings {
 }
 
 /** The changeable part of {@link SequenceSettings}. */
-export type SequenceChanges = Partial<
-  Pick<SequenceSettings, 'dcRangeSize' | 'blockSize' | 'threshold'>
->;
+export type SequenceChanges = Partial<SizeSettings>;
 
 /** A table's settings that Paxos depends on, as one node's schema holds them. */
 export interface TableSettings {
@@ -158,7 +175,16 @@ export interface GrantFound {
 }
 
 /** The changeable settings as they are stored; an alter is conditional on all of them. */
-export type SizeSettings = Pick<SequenceSettings, 'dcRangeSize' | 'blockSize' | 'threshold'>;
+export type SizeSettings = Pick<
+  SequenceSettings,
+  | 'dcRangeSize'
+  | 'blockSize'
+  | 'threshold'
+  | 'maxBlockSize'
+  | 'claimIntervalMs'
+  | 'maxDcRangeSize'
+  | 'autonomySeconds'
+>;
 
 /** How fresh an overview read must be. */
 export type OverviewReading =

@@ -93,7 +93,15 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
       it('alters the sizes only if the settings were last written by the op given', async () => {
         const settings = sequenceSettings();
         await store.createSequence(settings, 'created');
-        const sizes = { dcRangeSize: 500n, blockSize: 25, threshold: 0.75 };
+        const sizes = {
+          dcRangeSize: 500n,
+          blockSize: 25,
+          threshold: 0.75,
+          maxBlockSize: 400,
+          claimIntervalMs: 5_000,
+          maxDcRangeSize: 50_000n,
+          autonomySeconds: 3_600,
+        };
         // A stale op: rejected with what is stored.
         expect(await store.alterSequence(settings.name, 'stale', sizes, 'alter1')).toEqual({
           kind: 'rejected',
@@ -384,6 +392,10 @@ function sequenceSettings(overrides: Partial<SequenceSettings> = {}): SequenceSe
     dcRangeSize: 100n,
     blockSize: 10,
     threshold: 0.5,
+    maxBlockSize: 10,
+    claimIntervalMs: 2_000,
+    maxDcRangeSize: 100n,
+    autonomySeconds: 0,
     ...overrides,
   };
 }

@@ -47,6 +47,10 @@ function settings(overrides: Partial<SequenceSettings> = {}): SequenceSettings {
     dcRangeSize: 1_000n,
     blockSize: 100,
     threshold: 0.5,
+    maxBlockSize: 100,
+    claimIntervalMs: 2_000,
+    maxDcRangeSize: 1_000n,
+    autonomySeconds: 0,
     ...overrides,
   };
 }
@@ -322,7 +326,15 @@ describe('CassandraStore on the cluster', () => {
       await store.alterSequence(
         'never_created',
         'op',
-        { dcRangeSize: 10n, blockSize: 10, threshold: 0.5 },
+        {
+          dcRangeSize: 10n,
+          blockSize: 10,
+          threshold: 0.5,
+          maxBlockSize: 10,
+          claimIntervalMs: 2_000,
+          maxDcRangeSize: 10n,
+          autonomySeconds: 0,
+        },
         'op2',
       ),
     ).toEqual({ kind: 'rejected', found: undefined });

@@ -21,6 +21,10 @@ const SETTINGS: SequenceSettings = Object.freeze({
   dcRangeSize: 100n,
   blockSize: 10,
   threshold: 0.5,
+  maxBlockSize: 10,
+  claimIntervalMs: 2_000,
+  maxDcRangeSize: 100n,
+  autonomySeconds: 0,
 });
 
 function grant(number: number, min: bigint, max: bigint): Grant {

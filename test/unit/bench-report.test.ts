@@ -73,6 +73,14 @@ const SAMPLE: RawResults = {
     naiveClients: 8,
     burstFactor: 5,
     inProcessSampleMs: 100,
+    scale: false,
+    scaleOnly: false,
+    scaleInstances: [1, 4, 16],
+    scaleSeconds: 3,
+    scaleWarmupSeconds: 2,
+    scaleRuns: 1,
+    scaleRatePerDc: 10_000,
+    scaleVariants: ['fixed100', 'fixed1000', 'adaptive'],
     out: 'bench',
   },
   machine: {
@@ -284,7 +292,7 @@ describe('bench report builder', () => {
     const formatted = await formatMarkdown(report.markdown, 'bench/REPORT.md');
     const config = (await prettier.resolveConfig('bench/REPORT.md')) ?? {};
     expect(await prettier.check(formatted, { ...config, parser: 'markdown' })).toBe(true);
-  });
+  }, 30_000);
 
   it('prints a plain-text table with the key ratios', () => {
     expect(report.table).toContain('1. In-process, per ID (no network)');

@@ -29,7 +29,7 @@ import {
   handleError,
 } from '../../src/cli/exit-codes.js';
 import { incompleteWarning, preflightJson, renderPreflight } from '../../src/cli/preflight-view.js';
-import { nodeSafetyWarnings, statusJson } from '../../src/cli/status-view.js';
+import { nodeSafetyWarnings, renderStatus, statusJson } from '../../src/cli/status-view.js';
 import { runwaysBelow, statusOutcome } from '../../src/cli/status-outcome.js';
 import type { DcState, NodeSettings, SequenceSettings } from '../../src/store/port.js';
 import { bar, count, duration, percent, rate, table, toJson } from '../../src/cli/format.js';
@@ -613,6 +613,10 @@ describe('status for scripts', () => {
     start: 1n,
     dcRangeSize: 100_000n,
     blockSize: 100,
+    maxBlockSize: 100,
+    claimIntervalMs: 2_000,
+    maxDcRangeSize: 100_000n,
+    autonomySeconds: 0,
     threshold: 0.5,
   };
 
@@ -666,6 +670,40 @@ describe('status for scripts', () => {
       sequences: [sequence],
     };
   }
+
+  it('shows each DC runway against the autonomy target, in text and JSON', () => {
+    const base = report(true);
+    const withTarget: StatusReport = {
+      ...base,
+      sequences: base.sequences.map((s) => ({
+        ...s,
+        settings: { ...s.settings, autonomySeconds: 3_600, maxDcRangeSize: 10_000_000n },
+      })),
+    };
+    const text = renderStatus(withTarget).join('\n');
+    expect(text).toContain('to 10,000,000, sized for 1h 00m of autonomy');
+    expect(text).toMatch(/dc1 .*runway below the autonomy target of 1h 00m/);
+    expect(text).not.toMatch(/dc2 .*runway below/);
+    const dcs = (statusJson(withTarget)['sequences'] as { dcs: Record<string, unknown>[] }[])[0]!
+      .dcs;
+    expect(dcs.map((dc) => [dc['dc'], dc['runwayBelowTarget']])).toEqual([
+      ['dc1', true],
+      ['dc2', false],
+      ['dc3', null],
+    ]);
+    // No target: nothing said, null in JSON.
+    expect(renderStatus(base).join('\n')).not.toContain('autonomy');
+  });
+
+  it('says when the domain is spent at the current rate', () => {
+    const status = report(true).sequences[0]!;
+    // 2,147,283,647 never granted + 10,000 and 99,000 held, at 100/s in all.
+    expect(status.exhaustsIn).toBe((2_147_283_647 + 10_000 + 99_000) / 100);
+    expect(renderStatus(report(true)).join('\n')).toMatch(/domain lasts \S+.* at the current rate/);
+    const json = statusJson(report(true))['sequences'] as Record<string, unknown>[];
+    expect(json[0]!['exhaustsInSeconds']).toBe(status.exhaustsIn);
+    expect(report(true, false).sequences[0]!.exhaustsIn).toBeUndefined();
+  });
 
   it('exits 0 with SERIAL reachable and every runway at or above the threshold', () => {
     expect(report(true).sequences[0]!.dcs.map((dc) => [dc.dc, dc.runway])).toEqual([

@@ -14,6 +14,25 @@ const settings: SequenceSettings = resolveSequenceSettings('orders', {
   threshold: 0.5,
 });
 
+/**
+ * Another process of dc1 claiming one ID right after each of the next `times` reads of dc1's
+ * state, so that a write conditional on what was read loses its race.
+ */
+function competingClaims(store: MemoryStore, times: number): { claims: number; stop(): void } {
+  const read = store.readDcState.bind(store);
+  const competing = { claims: 0, stop: () => (store.readDcState = read) };
+  store.readDcState = async (sequence, dc) => {
+    const state = await read(sequence, dc);
+    if (state === undefined || competing.claims >= times) return state;
+    competing.claims++;
+    const next = { ...state, lastInteger: state.lastInteger + 1n, version: state.version + 1 };
+    const expected = { version: state.version, op: state.op };
+    await store.writeDcState(sequence, dc, expected, { ...next, op: `other-${competing.claims}` });
+    return state;
+  };
+  return competing;
+}
+
 /** A store whose dc1 holds grants 1..3 ([1, 100], [101, 200], [201, 300]) with 2 installed. */
 async function pendingGrantStore(lastInteger: bigint): Promise<MemoryStore> {
   const store = new MemoryStore();
@@ -39,31 +58,55 @@ function allocatorOn(store: MemoryStore): DcAllocator {
 }
 
 describe('DcAllocator', () => {
-  it('installs a grant although block claims keep moving the version during its backoffs', async () => {
+  it('installs a grant without backing off while block claims keep moving the version', async () => {
     const store = new MemoryStore();
     await store.createSequence(settings, 'created');
     await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
     await store.writeDcState('orders', 'dc1', undefined, dcState({ lastInteger: 50n }));
-    // Another process claims one ID whenever this one pauses between attempts.
-    const competingClaim = async () => {
-      const s = (await store.readDcState('orders', 'dc1'))!;
-      const next = { ...s, lastInteger: s.lastInteger + 1n, version: s.version + 1, op: 'other' };
-      expect(
-        (await store.writeDcState('orders', 'dc1', { version: s.version, op: s.op }, next)).kind,
-      ).toBe('applied');
-    };
-    store.faults.push({ op: 'writeDcState', effect: 'rejected', times: 1 });
-    const allocator = new DcAllocator({ store, dc: 'dc1', settings, sleep: competingClaim });
-    const c = allocator.counters;
+    // Another process claims one ID right after each of this one's first 5 reads, so its writes
+    // conditional on what it read lose 5 races in a row.
+    const competing = competingClaims(store, 5);
+    const sleeps: number[] = [];
+    const allocator = new DcAllocator({
+      store,
+      dc: 'dc1',
+      settings,
+      sleep: async (ms) => void sleeps.push(ms),
+    });
     await allocator.ensureRange();
     expect(await store.readDcState('orders', 'dc1')).toMatchObject({
       installedGrant: 2,
       preloadedMin: 101n,
       preloadedMax: 200n,
-      lastInteger: 51n,
+      lastInteger: 55n,
     });
-    expect(c.casRejections).toBe(1);
+    expect(competing.claims).toBe(5);
+    // Behaviour changed: an install lost to block claims retries at once. Backing off let a
+    // tight loop's claims drain the reserved range meanwhile, and every claim then waited.
+    expect(sleeps).toEqual([]);
   });
+
+  it('installs a confirmed grant in its next block claim when its own install lost', async () => {
+    const store = new MemoryStore();
+    await store.createSequence(settings, 'created');
+    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
+    await store.writeDcState('orders', 'dc1', undefined, dcState({ lastInteger: 50n }));
+    const competing = competingClaims(store, Infinity);
+    const allocator = new DcAllocator({ store, dc: 'dc1', settings, sleep: async () => {} });
+    // Grant 2 is made at SERIAL, but every install write loses to the other process's claims.
+    await expect(allocator.ensureRange()).rejects.toMatchObject({ code: 'IDGEN_CONTENTION' });
+    expect(await store.readDcState('orders', 'dc1')).toMatchObject({ installedGrant: 1 });
+    competing.stop();
+    const before = writes(store);
+    const block = await allocator.claimBlock();
+    expect(writes(store).writeDcState - before.writeDcState).toBe(1);
+    expect(writes(store).grantRange).toBe(before.grantRange);
+    const state = await store.readDcState('orders', 'dc1');
+    expect(state).toMatchObject({ installedGrant: 2, preloadedMin: 101n, preloadedMax: 200n });
+    expect(block.first).toBe(state!.lastInteger - 9n);
+    expect(block.last).toBe(state!.lastInteger);
+  });
+
   it('leaves a pending grant alone while a preloaded range exists', async () => {
     const store = await pendingGrantStore(60n);
     const before = writes(store);

@@ -9,6 +9,7 @@ import {
   dcStateViolations,
   giveBack,
   hasPreloaded,
+  installAndClaim,
   installGrant,
   remainingIn,
   usedShare,
@@ -163,6 +164,50 @@ describe('installGrant', () => {
     expect(() => installGrant(dcState(), { number: 2, min: 50n, max: 150n }, 'op')).toThrow(
       new RangeError('grant 2 [50, 150] does not lie above the reserved range ending at 100'),
     );
+  });
+});
+
+describe('installAndClaim', () => {
+  it('installs the grant and claims from the reserved range in one write: the version moves by one', () => {
+    const state = dcState({ lastInteger: 60n, version: 5 });
+    const claimed = installAndClaim(state, grant2, 10n, 'op-6');
+    expect(claimed?.next).toEqual({
+      ...state,
+      preloadedMin: 201n,
+      preloadedMax: 300n,
+      installedGrant: 2,
+      lastInteger: 70n,
+      version: 6,
+      op: 'op-6',
+    });
+    expect(claimed?.block).toEqual({ first: 61n, last: 70n, rangeMin: 1n, rangeMax: 100n });
+    expect(dcStateViolations('dc1', claimed!.next, { settings: { min: 1n, max: 1_000n } })).toEqual(
+      [],
+    );
+  });
+
+  it('switches to the grant when the reserved range is spent', () => {
+    const state = dcState({ lastInteger: 100n, version: 5 });
+    const claimed = installAndClaim(state, grant2, 10n, 'op-6');
+    expect(claimed?.next).toMatchObject({
+      reservedMin: 201n,
+      reservedMax: 300n,
+      reservedGrant: 2,
+      installedGrant: 2,
+      lastInteger: 210n,
+      version: 6,
+    });
+    expect(claimed?.block).toEqual({ first: 201n, last: 210n, rangeMin: 201n, rangeMax: 300n });
+  });
+
+  it('takes nothing while a preloaded range exists, and refuses a grant that does not follow', () => {
+    const preloaded = dcState({ preloadedMin: 201n, preloadedMax: 300n, installedGrant: 2 });
+    expect(installAndClaim(preloaded, { number: 3, min: 301n, max: 400n }, 10n, 'op')).toBe(
+      undefined,
+    );
+    expect(() =>
+      installAndClaim(dcState(), { number: 3, min: 301n, max: 400n }, 10n, 'op'),
+    ).toThrow(RangeError);
   });
 });
 

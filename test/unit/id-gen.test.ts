@@ -68,7 +68,13 @@ describe('IdGen', () => {
     const { store, ids } = fresh();
     const created = await ids.createSequence('orders', { dcRangeSize: 1_000, blockSize: 100 });
     const altered = await ids.alterSequence('orders', { dcRangeSize: 5_000, threshold: 0.8 });
-    expect(altered).toEqual({ ...created, dcRangeSize: 5_000n, threshold: 0.8 });
+    // Fixed DC ranges stay fixed: the largest DC range moves with dcRangeSize.
+    expect(altered).toEqual({
+      ...created,
+      dcRangeSize: 5_000n,
+      threshold: 0.8,
+      maxDcRangeSize: 5_000n,
+    });
     expect((await store.readSequence('orders'))?.settings).toEqual(altered);
 
     await expect(ids.alterSequence('orders', { blockSize: 5_001 })).rejects.toBeInstanceOf(

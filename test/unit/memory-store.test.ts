@@ -26,6 +26,10 @@ const settings: SequenceSettings = {
   dcRangeSize: 100n,
   blockSize: 10,
   threshold: 0.5,
+  maxBlockSize: 10,
+  claimIntervalMs: 2_000,
+  maxDcRangeSize: 100n,
+  autonomySeconds: 0,
 };
 
 async function storeWithSequence(): Promise<MemoryStore> {

@@ -26,6 +26,11 @@ describe('resolveSequenceSettings', () => {
       dcRangeSize: 100_000n,
       blockSize: 1_000,
       threshold: 0.5,
+      // New sequences adapt their blocks (within [blockSize, maxBlockSize]); fixed DC ranges.
+      maxBlockSize: 100_000,
+      claimIntervalMs: 2_000,
+      maxDcRangeSize: 100_000n,
+      autonomySeconds: 0,
     });
     expect(Object.isFrozen(settings)).toBe(true);
     expect(Object.isFrozen(SEQUENCE_DEFAULTS)).toBe(true);
@@ -58,6 +63,11 @@ describe('resolveSequenceSettings', () => {
       dcRangeSize: 100n,
       blockSize: 10,
       threshold: 0.5,
+      // blockSize alone: fixed blocks, as before blocks could adapt.
+      maxBlockSize: 10,
+      claimIntervalMs: 2_000,
+      maxDcRangeSize: 100n,
+      autonomySeconds: 0,
     });
     expect(resolveSequenceSettings('s', { domain: 'int32', max: 2n ** 31n - 1n })).toMatchObject({
       domain: 'custom',
@@ -160,15 +170,36 @@ describe('validateChanges', () => {
     blockSize: 100,
   });
 
-  it('normalises the changes given, and only those', () => {
+  // Behaviour changed: fixed sizes move with their bound, so a change may name one more key.
+  it('normalises the changes given, and those that change with them', () => {
     const changes = validateChanges({ dcRangeSize: 5_000, threshold: 0.25 }, current);
-    expect(changes).toEqual({ dcRangeSize: 5_000n, threshold: 0.25 });
-    expect(Object.keys(changes)).toEqual(['dcRangeSize', 'threshold']);
-    expect(validateChanges({ blockSize: 1_000 }, current)).toEqual({ blockSize: 1_000 });
+    expect(changes).toEqual({ dcRangeSize: 5_000n, threshold: 0.25, maxDcRangeSize: 5_000n });
+    expect(Object.keys(changes)).toEqual(['dcRangeSize', 'threshold', 'maxDcRangeSize']);
+    expect(validateChanges({ blockSize: 1_000 }, current)).toEqual({
+      blockSize: 1_000,
+      maxBlockSize: 1_000,
+    });
     // Both together: the new block size is checked against the new DC range size.
     expect(validateChanges({ dcRangeSize: 50, blockSize: 50 }, current)).toEqual({
       dcRangeSize: 50n,
       blockSize: 50,
+      maxBlockSize: 50,
+      maxDcRangeSize: 50n,
+    });
+  });
+
+  it('turns fixed blocks adaptive with maxBlockSize, and an autonomy target on with autonomySeconds', () => {
+    expect(validateChanges({ maxBlockSize: 1_000, claimIntervalMs: 5_000 }, current)).toEqual({
+      maxBlockSize: 1_000,
+      claimIntervalMs: 5_000,
+    });
+    expect(validateChanges({ autonomySeconds: 86_400 }, current)).toEqual({
+      autonomySeconds: 86_400,
+      maxDcRangeSize: 125_000n, // an eighth of the domain (1000 DC ranges would be more)
+    });
+    expect(validateChanges({ autonomySeconds: 3_600, maxDcRangeSize: 20_000 }, current)).toEqual({
+      autonomySeconds: 3_600,
+      maxDcRangeSize: 20_000n,
     });
   });
 
@@ -181,6 +212,11 @@ describe('validateChanges', () => {
     ['a DC range size below the block size', { dcRangeSize: 99 }, 'dcRangeSize'],
     ['a DC range size beyond the domain', { dcRangeSize: 1_000_001 }, 'dcRangeSize'],
     ['a threshold of 1', { threshold: 1 }, 'threshold'],
+    ['a largest block above the DC range size', { maxBlockSize: 1_001 }, 'maxBlockSize'],
+    ['a block size above the largest block', { maxBlockSize: 500, blockSize: 600 }, 'blockSize'],
+    ['a claim interval under 10 ms', { claimIntervalMs: 5 }, 'claimIntervalMs'],
+    ['a negative autonomy target', { autonomySeconds: -1 }, 'autonomySeconds'],
+    ['a largest DC range below the DC range size', { maxDcRangeSize: 999 }, 'maxDcRangeSize'],
   ];
 
   it.each(bad)('refuses %s, naming the option', (_label, changes, option) => {
@@ -215,6 +251,11 @@ describe('validateStoredSettings', () => {
     ['zero dcRangeSize', { dcRangeSize: 0n }],
     ['blockSize above dcRangeSize', { blockSize: 1_001 }],
     ['fractional blockSize', { blockSize: 1.5 }],
+    ['maxBlockSize below blockSize', { maxBlockSize: 99 }],
+    ['maxBlockSize above dcRangeSize', { maxBlockSize: 1_001 }],
+    ['claimIntervalMs of 0', { claimIntervalMs: 0 }],
+    ['fractional autonomySeconds', { autonomySeconds: 1.5 }],
+    ['maxDcRangeSize below dcRangeSize', { maxDcRangeSize: 999n }],
     ['threshold of 1', { threshold: 1 }],
     ['threshold NaN', { threshold: Number.NaN }],
     ['unknown domain', { domain: 'int16' as SequenceSettings['domain'] }],

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MAX_CAS_ATTEMPTS, SERIAL_ATTEMPTS } from '../../src/allocator/dc-allocator.js';
 import {
   ContentionError,
+  DeadlineError,
   InvariantError,
   SequenceExhaustedError,
   SerialUnavailableError,
@@ -430,6 +431,10 @@ describe('rows that break invariants', () => {
         dcRangeSize: 10n,
         blockSize: 20,
         threshold: 0.5,
+        maxBlockSize: 20,
+        claimIntervalMs: 2_000,
+        maxDcRangeSize: 10n,
+        autonomySeconds: 0,
       },
       'created',
     );
@@ -478,7 +483,9 @@ describe('rows that break invariants', () => {
 });
 
 describe('contention', () => {
-  it('retries lost claim races until the call’s deadline, then rejects with ContentionError', async () => {
+  // Behaviour changed: lost races are retried for as long as the call waits, not a fixed 12
+  // times, and the call that runs out of time gets DeadlineError (cause: the contention).
+  it('retries lost claim races until the call’s deadline, then rejects with DeadlineError', async () => {
     vi.useFakeTimers();
     const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
     const seq = ids.sequence('orders');
@@ -487,23 +494,29 @@ describe('contention', () => {
     const before = store.calls.writeDcState;
     // The background claim at 90% of the block loses every race; next() then joins it.
     expect(await draw(seq, 9)).toEqual(range(2, 10));
-    const pending = seq.next().catch((e: unknown) => e);
-    await vi.advanceTimersByTimeAsync(10_001);
+    let settled = false;
+    const pending = seq
+      .next()
+      .catch((e: unknown) => e)
+      .finally(() => (settled = true));
+    await vi.advanceTimersByTimeAsync(9_900);
+    expect(settled).toBe(false);
+    await vi.advanceTimersByTimeAsync(101);
     const error = await pending;
-    expect(error).toBeInstanceOf(ContentionError);
-    expect(error).toMatchObject({
-      code: 'IDGEN_CONTENTION',
-      operation: 'claim a block',
-      attempts: MAX_CAS_ATTEMPTS,
-    });
-    // Rounds of MAX_CAS_ATTEMPTS writes, retried with pauses for as long as the call waited.
-    expect(store.calls.writeDcState - before).toBeGreaterThan(2 * MAX_CAS_ATTEMPTS);
-    const closing = ids.close(); // waits for the claim attempt in flight, backoffs included
-    await vi.advanceTimersByTimeAsync(5_000);
-    await closing;
+    expect(error).toBeInstanceOf(DeadlineError);
+    expect(error).toMatchObject({ code: 'IDGEN_DEADLINE_EXCEEDED', timeoutMs: 10_000 });
+    expect((error as DeadlineError).cause).toBeInstanceOf(ContentionError);
+    expect((error as DeadlineError).cause).toMatchObject({ operation: 'claim a block' });
+    // Far more than a fixed count of attempts: one claim, backing off up to 100 ms.
+    expect(store.calls.writeDcState - before).toBeGreaterThan(8 * MAX_CAS_ATTEMPTS);
+    store.faults.length = 0;
+    const after = seq.next();
+    await vi.advanceTimersByTimeAsync(200); // the claim's backoff, at most 100 ms
+    expect(await after).toBe(11);
+    await ids.close();
   });
 
-  it('retries lost grant races until the call’s deadline, then rejects with ContentionError', async () => {
+  it('retries lost grant races until the call’s deadline, then rejects with DeadlineError', async () => {
     vi.useFakeTimers();
     const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
     store.faults.push({ op: 'grantRange', effect: 'rejected', times: Infinity });
@@ -516,14 +529,54 @@ describe('contention', () => {
         return e;
       });
     await vi.advanceTimersByTimeAsync(10_001);
-    expect(await pending).toMatchObject({
+    const error = await pending;
+    expect(error).toMatchObject({ code: 'IDGEN_DEADLINE_EXCEEDED' });
+    expect((error as DeadlineError).cause).toMatchObject({
       code: 'IDGEN_CONTENTION',
       operation: 'grant a DC range',
-      attempts: MAX_CAS_ATTEMPTS,
     });
     expect(grantsAtFailure).toBeGreaterThan(MAX_CAS_ATTEMPTS);
     const closing = ids.close();
     await vi.advanceTimersByTimeAsync(5_000);
     await closing;
+  });
+
+  it('serves 16 processes of one DC drawing at once with no error, unique IDs', async () => {
+    vi.useFakeTimers();
+    const { store } = await withSequence({ dcRangeSize: 1_000, blockSize: 1, threshold: 0.5 });
+    const processes = Array.from({ length: 16 }, () => processIn(store, 'dc1'));
+    const drawing = Promise.all(processes.map((p) => draw(p.sequence('orders'), 40)));
+    const errors: unknown[] = [];
+    drawing.catch((e: unknown) => errors.push(e));
+    await vi.advanceTimersByTimeAsync(9_000);
+    expect(errors).toEqual([]);
+    const all = (await drawing).flat();
+    expect(all).toHaveLength(640);
+    expectUnique(all);
+    const rejections = processes.reduce(
+      (sum, p) => sum + p.sequence('orders').stats().casRejections,
+      0,
+    );
+    expect(rejections).toBeGreaterThan(MAX_CAS_ATTEMPTS);
+    await Promise.all(processes.map((p) => p.close()));
+  });
+
+  it('stops a preload nobody waits for after callTimeoutMs against a store that keeps failing', async () => {
+    vi.useFakeTimers();
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.5 });
+    const seq = ids.sequence('orders');
+    expect(await draw(seq, 5)).toEqual(range(1, 5)); // the preload starts at 5
+    store.faults.push({ op: 'writeDcState', effect: 'unavailable', times: Infinity });
+    await vi.advanceTimersByTimeAsync(12_000);
+    const tried = store.calls.writeDcState;
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(store.calls.writeDcState).toBe(tried);
+    // The IDs held are still served; the call that needs more starts a new claim.
+    expect(await draw(seq, 5)).toEqual(range(6, 10));
+    store.faults.length = 0;
+    const next = seq.next();
+    await vi.advanceTimersByTimeAsync(100);
+    expect(await next).toBe(11);
+    await ids.close();
   });
 });

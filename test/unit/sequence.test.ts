@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import { DcAllocator } from '../../src/allocator/dc-allocator.js';
+import { SETTINGS_REFRESH_MS, type Sequence } from '../../src/allocator/sequence.js';
 import {
   ClosedError,
   DomainNeedsBigIntError,
@@ -276,12 +277,16 @@ describe('Sequence: stats()', () => {
     expect(stats).toEqual({
       remaining: 9,
       blocksClaimed: 1,
+      blockSize: 10,
+      drawRate: undefined, // one claim: no interval to measure yet
+      dcRate: undefined, // DC states read within a second: not measured yet
       rangesGranted: 1,
       waits: 1,
       errors: 0,
       casRejections: 0,
       casUnknown: 0,
       wasted: 0,
+      waste: { unknownOutcome: 0, takeSkipped: 0, notReturned: 0, dropped: 0, refused: 0 },
       lwtWrites: 3, // grant, install, claim
       serialReads: 1,
       localSerialReads: 3, // claim (no state), range request, claim
@@ -289,6 +294,151 @@ describe('Sequence: stats()', () => {
     });
     await seq.next();
     expect(stats.remaining).toBe(9);
+  });
+});
+
+describe('Sequence: adaptive blocks', () => {
+  /** Draws `perTick` IDs every 100 ms of fake time for `ms`; returns the block sizes claimed. */
+  async function drawAtRate(seq: Sequence<number>, perTick: number, ms: number): Promise<number[]> {
+    const sizes: number[] = [];
+    let claimed = seq.stats().blocksClaimed;
+    for (let t = 0; t < ms; t += 100) {
+      await draw(seq, perTick);
+      await vi.advanceTimersByTimeAsync(100);
+      const stats = seq.stats();
+      if (stats.blocksClaimed !== claimed) sizes.push(stats.blockSize);
+      claimed = stats.blocksClaimed;
+    }
+    return sizes;
+  }
+
+  it('sizes blocks from the draw rate for one claim per interval, within [blockSize, maxBlockSize]', async () => {
+    vi.useFakeTimers();
+    const { ids } = await withSequence({
+      dcRangeSize: 10_000_000,
+      blockSize: 100,
+      maxBlockSize: 20_000,
+      claimIntervalMs: 1_000,
+    });
+    const seq = ids.sequence('orders');
+    // 1,000 IDs/s: blocks of about 1,000, one claim a second.
+    const slow = await drawAtRate(seq, 100, 10_000);
+    expect(slow.at(-1)).toBeGreaterThanOrEqual(700);
+    expect(slow.at(-1)).toBeLessThanOrEqual(1_500);
+    expect(slow.length).toBeLessThanOrEqual(20);
+    // 10 times faster: blocks grow about tenfold.
+    const fast = await drawAtRate(seq, 1_000, 10_000);
+    expect(fast.at(-1)).toBeGreaterThanOrEqual(7_000);
+    expect(fast.at(-1)).toBeLessThanOrEqual(15_000);
+    expect(seq.stats().drawRate).toBeGreaterThan(5_000);
+    // Faster than maxBlockSize per interval: bounded.
+    const faster = await drawAtRate(seq, 5_000, 5_000);
+    expect(Math.max(...faster)).toBe(20_000);
+    // Slow again (1,000 IDs/s): back down within a few claims.
+    const slower = await drawAtRate(seq, 100, 150_000);
+    expect(Math.min(...slower)).toBeGreaterThanOrEqual(100);
+    expect(slower.at(-1)).toBeLessThanOrEqual(2_000);
+    await ids.close();
+  });
+
+  it('keeps fixed blocks when maxBlockSize equals blockSize, whatever the rate', async () => {
+    vi.useFakeTimers();
+    const { ids } = await withSequence({ dcRangeSize: 1_000_000, blockSize: 100 });
+    const seq = ids.sequence('orders');
+    const sizes = await drawAtRate(seq, 1_000, 3_000);
+    expect(new Set(sizes)).toEqual(new Set([100]));
+    await ids.close();
+  });
+
+  it('serves a burst larger than the IDs held with one larger block, not a queue of small claims', async () => {
+    const { store, ids } = await withSequence({
+      dcRangeSize: 1_000_000,
+      blockSize: 100,
+      maxBlockSize: 50_000,
+    });
+    const seq = ids.sequence('orders');
+    await seq.ready();
+    store.resetCalls();
+    const run = await seq.take(30_000);
+    expect(run.last - run.first).toBe(29_999);
+    expect(seq.stats().blockSize).toBeGreaterThanOrEqual(30_000);
+    expect(store.calls.writeDcState).toBe(1);
+    // 5,000 next() calls at once: one claim covers them all.
+    store.resetCalls();
+    const held = seq.stats().remaining;
+    const burst = await Promise.all(range(1, held + 5_000).map(() => seq.next()));
+    expectUnique(burst);
+    expect(store.calls.writeDcState).toBeLessThanOrEqual(2);
+    await expect(seq.take(50_001)).rejects.toBeInstanceOf(InvalidCountError);
+    await ids.close();
+  });
+});
+
+describe('Sequence: DC ranges sized by autonomy', () => {
+  /** Draws `perTick` IDs every 100 ms of fake time for `ms`. */
+  async function drawFor(seq: Sequence<number>, perTick: number, ms: number): Promise<void> {
+    for (let t = 0; t < ms; t += 100) {
+      await draw(seq, perTick);
+      await vi.advanceTimersByTimeAsync(100);
+    }
+  }
+  const grantSizes = (store: MemoryStore) =>
+    store.grantLog.map(({ grant: g }) => Number(g.max - g.min + 1n));
+
+  it('grows grants with the DC rate so that the DC holds its autonomy target, within the bounds', async () => {
+    vi.useFakeTimers();
+    const { store, ids } = await withSequence({
+      dcRangeSize: 1_000,
+      maxDcRangeSize: 150_000,
+      blockSize: 100,
+      maxBlockSize: 1_000, // at most dcRangeSize
+      autonomySeconds: 10,
+    });
+    const seq = ids.sequence('orders');
+    await drawFor(seq, 100, 20_000); // 1,000 IDs/s: 10 s of it held at the low point is 10,000
+    const slow = grantSizes(store);
+    expect(slow[0]).toBe(1_000); // no rate measured yet
+    // rate x autonomy / (1 - threshold) = 1,000 x 10 / 0.5
+    expect(slow.at(-1)).toBeGreaterThanOrEqual(15_000);
+    expect(slow.at(-1)).toBeLessThanOrEqual(25_000);
+    expect(seq.stats().dcRate).toBeGreaterThan(800);
+    await drawFor(seq, 500, 20_000); // 5,000 IDs/s: 100,000
+    const fast = grantSizes(store).at(-1)!;
+    expect(fast).toBeGreaterThanOrEqual(75_000);
+    expect(fast).toBeLessThanOrEqual(125_000);
+    await drawFor(seq, 2_000, 10_000); // 20,000 IDs/s would want 400,000: bounded
+    expect(Math.max(...grantSizes(store))).toBe(150_000);
+    await ids.close();
+  }, 20_000);
+
+  it('takes at most an eighth of the IDs not granted yet, and never less than dcRangeSize', async () => {
+    vi.useFakeTimers();
+    const { store, ids } = await withSequence({
+      max: 200_000,
+      dcRangeSize: 1_000,
+      maxDcRangeSize: 100_000,
+      blockSize: 100,
+      autonomySeconds: 3_600,
+    });
+    const seq = ids.sequence('orders');
+    await drawFor(seq, 100, 30_000);
+    let granted = 0n;
+    for (const { grant } of store.grantLog) {
+      const size = grant.max - grant.min + 1n;
+      const unGranted = 200_000n - granted;
+      expect(size <= (unGranted / 8n > 1_000n ? unGranted / 8n : 1_000n)).toBe(true);
+      granted = grant.max;
+    }
+    expect(Math.max(...grantSizes(store))).toBeGreaterThan(1_000);
+    await ids.close();
+  });
+
+  it('grants dcRangeSize exactly, whatever the rate, without an autonomy target', async () => {
+    vi.useFakeTimers();
+    const { store, ids } = await withSequence({ dcRangeSize: 1_000, blockSize: 100 });
+    await drawFor(ids.sequence('orders'), 500, 10_000);
+    expect(new Set(grantSizes(store))).toEqual(new Set([1_000]));
+    await ids.close();
   });
 });
 
@@ -451,3 +601,48 @@ function trackConcurrency(owner: object, method: string): { calls: number; max: 
   });
   return seen;
 }
+
+describe('Sequence: settings that change while it runs', () => {
+  it('takes an alter at its first claim once the settings it holds are 10 s old', async () => {
+    vi.useFakeTimers();
+    const { store, ids } = await withSequence({ dcRangeSize: 1_000, blockSize: 10 });
+    const seq = ids.sequence('orders');
+    await draw(seq, 10);
+    await processIn(store, 'dc2').alterSequence('orders', { blockSize: 40 });
+    await draw(seq, 20); // the settings are fresh: still blocks of 10
+    expect(seq.stats().blockSize).toBe(10);
+    await vi.advanceTimersByTimeAsync(SETTINGS_REFRESH_MS);
+    await draw(seq, 20);
+    expect(seq.stats().blockSize).toBe(40);
+    await ids.close();
+  });
+
+  it('keeps serving with the settings it holds when the re-read fails', async () => {
+    vi.useFakeTimers();
+    const { store, ids } = await withSequence({ dcRangeSize: 1_000, blockSize: 10 });
+    const seq = ids.sequence('orders');
+    await draw(seq, 10);
+    await vi.advanceTimersByTimeAsync(SETTINGS_REFRESH_MS);
+    store.faults.push({ op: 'readSequence', effect: 'unavailable', times: 1 });
+    expect(await draw(seq, 20)).toEqual(range(11, 30));
+    expect(seq.stats().errors).toBe(0);
+    await ids.close();
+  });
+});
+
+describe('Sequence: waste by cause', () => {
+  it('counts take() remainders and IDs close() could not give back, apart', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+    const seq = ids.sequence('orders');
+    expect(await draw(seq, 4)).toEqual(range(1, 4));
+    await seq.take(10); // 6 left in [1, 10] do not hold the run: skipped
+    expect(seq.stats().waste).toMatchObject({ takeSkipped: 6, notReturned: 0 });
+    const other = processIn(store).sequence('orders');
+    await other.next(); // claims after this process's blocks: no give-back possible
+    const held = seq.stats().remaining;
+    await seq.close();
+    expect(seq.stats().waste).toMatchObject({ takeSkipped: 6, notReturned: held });
+    expect(seq.stats().wasted).toBe(6 + held);
+    expect(ids.stats().totals.waste).toMatchObject({ takeSkipped: 6, notReturned: held });
+  });
+});

@@ -36,6 +36,8 @@ export function formatCount(value: number): string {
 
 export const formatTimes = (value: number): string =>
   Number.isFinite(value) ? `${significant(value)}×` : '–';
+export const formatPercent = (share: number): string =>
+  Number.isFinite(share) ? `${significant(share * 100, 2)} %` : '–';
 export const formatMs = (ms: number): string => formatNs(ms * 1e6);
 export const formatMiB = (mib: number): string =>
   Number.isFinite(mib) ? `${significant(mib)} MiB` : '–';
@@ -73,6 +75,11 @@ export function markdownTable(
   const line = (cells: readonly string[]) =>
     `| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`;
   return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+/** A ratio as its `unit` says. */
+export function formatRatio(unit: 'times' | 'percent' | undefined): (value: number) => string {
+  return unit === 'percent' ? formatPercent : formatTimes;
 }
 
 export function modeLabel(row: DrawRow): string {

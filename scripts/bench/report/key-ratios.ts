@@ -1,5 +1,5 @@
 /** "## Key ratios": each comparison computed within every run, then its median. */
-import { formatTimes, markdownTable, withSpread } from './format.js';
+import { formatRatio, markdownTable, withSpread } from './format.js';
 import type { Summary } from './summary.js';
 
 export function renderKeyRatios(summary: Summary): string[] {
@@ -8,7 +8,7 @@ export function renderKeyRatios(summary: Summary): string[] {
   out.push(
     markdownTable(
       ['comparison', 'how many times'],
-      summary.ratios.map((r) => [r.label, withSpread(r.value, formatTimes)]),
+      summary.ratios.map((r) => [r.label, withSpread(r.value, formatRatio(r.unit))]),
     ),
     '',
   );

@@ -11,23 +11,34 @@ import { renderKeyRatios } from './key-ratios.js';
 import { renderMachine } from './machine.js';
 import { renderMethod } from './method.js';
 import { renderNaive } from './naive.js';
+import { renderScale } from './scale.js';
 import { renderSteadyState } from './steady-state.js';
 import type { Summary } from './summary.js';
 import { renderSweep } from './sweep.js';
 
 /** The report, not yet formatted (prettier prints it as the repository's settings say). */
 export function renderMarkdown(raw: RawResults, summary: Summary): string {
+  // `--scale-only` skips the cluster phases of sections 2 and 3.
+  const clusterPhases = raw.cluster.naive.length > 0 || raw.cluster.draws.length > 0;
   return [
     ...renderIntro(raw),
     ...renderMachine(raw),
     ...renderKeyRatios(summary),
     ...renderInProcess(raw, summary),
     ...renderClusterIntro(raw),
-    ...renderNaive(summary),
-    ...renderSteadyState(raw, summary),
-    ...renderSweep(raw, summary),
-    ...renderColdStart(summary),
-    ...renderBurst(summary),
+    ...(clusterPhases
+      ? [
+          ...renderNaive(summary),
+          ...renderSteadyState(raw, summary),
+          ...renderSweep(raw, summary),
+          ...renderColdStart(summary),
+          ...renderBurst(summary),
+        ]
+      : [
+          'Sections 2 (naive, steady state, sweep, cold start) and 3 (burst) did not run (`--scale-only`).',
+          '',
+        ]),
+    ...renderScale(raw, summary),
     ...renderMethod(raw),
   ].join('\n');
 }

@@ -13,7 +13,14 @@ export function renderMethod(raw: RawResults): string[] {
     '- LWTs are counted by the allocator: conditional writes (`lwtWrites`) plus reads at SERIAL and LOCAL_SERIAL; the naive baseline counts its conditional updates.',
     '- Waits are `stats().waits` diffed over the measured window, i.e. after warm-up; CAS retries are `casRejections` (lost races, each retried).',
     '- Latency percentiles come from a log-linear histogram (1.6 % precision) merged over the processes of a run.',
-    '',
   );
+  if (raw.scale !== undefined) {
+    out.push(
+      `- Scale: ${plural(settings.scaleRuns, 'run')}, instances per DC ${settings.scaleInstances.join(', ')}, warm-up ${settings.scaleWarmupSeconds} s and measured ${settings.scaleSeconds} s per configuration, fixed rate ${settings.scaleRatePerDc} IDs/s per DC; ` +
+        'each run visits every N, then within it tight and fixed rate, then every block policy, on a fresh sequence each. ' +
+        "Claim and lost-race costs are the DC-state reads and writes timed at each instance's store; the machine's busy share is read from `os.cpus()` over the measured window.",
+    );
+  }
+  out.push('');
   return out;
 }

@@ -11,15 +11,8 @@ import type {
   NaiveRun,
   RawResults,
 } from '../results.js';
-import { figure, sum, type Figure, type LatencySummary } from '../stats.js';
-
-/** Latency percentiles, each a figure over the runs (nanoseconds). */
-export interface LatencyFigures {
-  readonly p50: Figure;
-  readonly p99: Figure;
-  readonly p999: Figure;
-  readonly max: Figure;
-}
+import { figure, latencyFigures, sum, type Figure, type LatencyFigures } from '../stats.js';
+import { summarizeScale, type ScaleSummary } from './scale-summary.js';
 
 export interface InProcessRow {
   readonly key: string;
@@ -92,6 +85,8 @@ export interface Ratio {
   readonly key: string;
   readonly label: string;
   readonly value: Figure;
+  /** How to write it: `1.5×` (default) or, for small shares, `0.3 %`. */
+  readonly unit?: 'times' | 'percent';
 }
 
 export interface Summary {
@@ -101,15 +96,8 @@ export interface Summary {
   readonly burst: BurstSummary;
   readonly coldStart: ColdStartSummary;
   readonly ratios: readonly Ratio[];
-}
-
-function latencyFigures(runs: readonly { latency: LatencySummary }[]): LatencyFigures {
-  return {
-    p50: figure(runs.map((r) => r.latency.p50)),
-    p99: figure(runs.map((r) => r.latency.p99)),
-    p999: figure(runs.map((r) => r.latency.p999)),
-    max: figure(runs.map((r) => r.latency.max)),
-  };
+  /** The scale phase, when it ran. */
+  readonly scale: ScaleSummary | undefined;
 }
 
 function lwtCount(counts: AllocatorCounts): number {
@@ -177,7 +165,7 @@ export function steadyDraw(raw: RawResults, mode: DrawMode): DrawConfig | undefi
   );
 }
 
-function ratios(raw: RawResults): Ratio[] {
+function ratios(raw: RawResults, scale: ScaleSummary | undefined): Ratio[] {
   const list: Ratio[] = [];
   const inRuns = raw.inProcess.runs;
   const has = (key: string) => inRuns.every((run) => run[key] !== undefined);
@@ -252,6 +240,15 @@ function ratios(raw: RawResults): Ratio[] {
       ),
     });
   }
+  const adaptive = scale?.tightVsInProcess.find((r) => r.adaptive);
+  if (adaptive !== undefined) {
+    list.push({
+      key: 'tightAdaptiveVsInProcessNext',
+      label: `cluster tight IDs/s of one instance, ${adaptive.label} blocks, N = 1 ÷ in-process \`await next()\` IDs/s`,
+      value: adaptive.value,
+      unit: 'percent',
+    });
+  }
   return list;
 }
 
@@ -266,6 +263,7 @@ export function summarize(raw: RawResults): Summary {
   }));
   const { burst } = raw.cluster;
   const samples = raw.cluster.coldStart.flat();
+  const scale = raw.scale === undefined ? undefined : summarizeScale(raw.scale, raw.inProcess);
   return {
     inProcess,
     naive: raw.cluster.naive.map(summarizeNaive),
@@ -288,6 +286,7 @@ export function summarize(raw: RawResults): Summary {
       firstIdMs: figure(samples.map((s) => s.firstIdMs)),
       firstIdWarmDcMs: figure(samples.map((s) => s.firstIdWarmDcMs)),
     },
-    ratios: ratios(raw),
+    ratios: ratios(raw, scale),
+    scale,
   };
 }

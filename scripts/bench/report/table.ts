@@ -8,6 +8,7 @@ import {
   formatMs,
   formatNs,
   formatRate,
+  formatRatio,
   formatTimes,
   plural,
   significant,
@@ -52,6 +53,54 @@ export function renderTable(raw: RawResults, summary: Summary): string {
       ]),
     ),
   );
+  // `--scale-only` skips the cluster phases of sections 2 and 3.
+  if (raw.cluster.naive.length > 0 || raw.cluster.draws.length > 0)
+    clusterSections(raw, summary, sections);
+  if (summary.scale !== undefined) {
+    sections.push(
+      textTable(
+        `4. Scale: N instances per DC, after warm-up (rate mode: ${formatRate(raw.settings.scaleRatePerDc)} per DC)`,
+        [
+          'mode',
+          'N',
+          'blocks',
+          'IDs/s (all)',
+          'claims/s/DC',
+          'retries/claim',
+          'p99',
+          'max',
+          'waits',
+          'failed*',
+          'mean block',
+        ],
+        summary.scale.rows.map((row) => [
+          row.mode,
+          String(row.instancesPerDc),
+          row.label,
+          withSpread(row.idsPerSecond, formatRate),
+          withSpread(row.claimsPerSecondPerDc, significant),
+          withSpread(row.retriesPerClaim, significant),
+          withSpread(row.latency.p99, formatNs),
+          withSpread(row.latency.max, formatNs),
+          withSpread(row.waits, formatCount),
+          `${row.warmupFailures}/${row.failures}`,
+          withSpread(row.meanBlockSize, (v) => formatCount(Math.round(v))),
+        ]),
+      ) + '\n* next() calls that threw, all runs: warm-up/measured',
+    );
+  }
+  sections.push(
+    textTable(
+      'Key ratios (per run, then median)',
+      ['comparison', '×'],
+      summary.ratios.map((r) => [plain(r.label), withSpread(r.value, formatRatio(r.unit))]),
+    ),
+  );
+  return sections.join('\n\n') + '\n';
+}
+
+/** Sections 2 and 3 of the table: naive baseline, draws, cold start and burst. */
+function clusterSections(raw: RawResults, summary: Summary, sections: string[]): void {
   sections.push(
     textTable(
       '2a. Naive: one LWT (LOCAL_SERIAL CAS) per ID, dc1',
@@ -120,12 +169,4 @@ export function renderTable(raw: RawResults, summary: Summary): string {
       ],
     ),
   );
-  sections.push(
-    textTable(
-      'Key ratios (per run, then median)',
-      ['comparison', '×'],
-      summary.ratios.map((r) => [plain(r.label), withSpread(r.value, formatTimes)]),
-    ),
-  );
-  return sections.join('\n\n') + '\n';
 }

@@ -4,32 +4,61 @@ import type { Command } from 'commander';
 
 import type { CliContext } from '../context.js';
 import { settingsJson, settingsLines } from '../format.js';
-import { parseBigInt, parseDecimal, parseInteger } from '../parse.js';
+import {
+  parseAutonomy,
+  parseBigInt,
+  parseClaimInterval,
+  parseDecimal,
+  parseInteger,
+} from '../parse.js';
 
 interface AlterOptions {
   readonly dcRange?: bigint;
   readonly block?: number;
   readonly threshold?: number;
+  readonly maxBlockSize?: number;
+  readonly claimInterval?: number;
+  readonly maxDcRange?: bigint;
+  readonly autonomy?: number;
 }
 
 export function alterCommand(program: Command, ctx: CliContext): void {
   program
     .command('alter')
-    .description(
-      "change a sequence's DC range size, block size or threshold (needs every DC reachable)",
-    )
+    .description("change a sequence's sizes or threshold (needs every DC reachable)")
     .argument('<sequence>', 'the sequence')
     .option('--dc-range <n>', 'IDs one grant gives a DC', parseBigInt)
-    .option('--block <n>', 'IDs one process claims at a time', parseInteger)
+    .option(
+      '--block <n>',
+      'IDs one process claims at a time (the least, if adaptive)',
+      parseInteger,
+    )
     .option(
       '--threshold <share>',
       'share of a block or DC range used before the next is loaded',
       parseDecimal,
     )
+    .option(
+      '--max-block-size <n>',
+      'the largest block; above --block, blocks follow each process rate (= --block: fixed)',
+      parseInteger,
+    )
+    .option(
+      '--claim-interval <duration>',
+      'time between one process claims that adaptive blocks aim for, e.g. 2s',
+      parseClaimInterval,
+    )
+    .option('--max-dc-range <n>', 'the largest grant, when grants follow the DC rate', parseBigInt)
+    .option(
+      '--autonomy <duration>',
+      'how long a cut-off DC must keep serving at its rate, e.g. 24h; 0: fixed DC ranges',
+      parseAutonomy,
+    )
     .addHelpText(
       'after',
       `
-Processes already running keep the settings they read; new ones use the new settings.
+Running processes re-read the settings at their first block claim 10 s or more after they last
+read them: a process drawing IDs takes an alter within about 10 s plus one claim interval.
 
 Example:
   $ idgen-cass alter orders --block 5000
@@ -42,16 +71,22 @@ Example:
   threshold  0.5`,
     )
     .action(async (sequence: string, options: AlterOptions, command: Command) => {
-      const { dcRange, block, threshold } = options;
-      if (dcRange === undefined && block === undefined && threshold === undefined) {
-        command.error('alter needs at least one of --dc-range, --block, --threshold');
+      const changes = {
+        dcRangeSize: options.dcRange,
+        blockSize: options.block,
+        threshold: options.threshold,
+        maxBlockSize: options.maxBlockSize,
+        claimIntervalMs: options.claimInterval,
+        maxDcRangeSize: options.maxDcRange,
+        autonomySeconds: options.autonomy,
+      };
+      if (Object.values(changes).every((value) => value === undefined)) {
+        command.error(
+          'alter needs at least one of --dc-range, --block, --threshold, --max-block-size, --claim-interval, --max-dc-range, --autonomy',
+        );
       }
       const ids = await ctx.idGen();
-      const settings = await ids.alterSequence(sequence, {
-        dcRangeSize: dcRange,
-        blockSize: block,
-        threshold,
-      });
+      const settings = await ids.alterSequence(sequence, changes);
       if (ctx.json) return ctx.printJson(settingsJson(settings));
       await ctx.print([`Altered sequence "${sequence}".`, ...settingsLines(settings)]);
     });

@@ -13,7 +13,13 @@ import {
 import type { CliContext } from '../context.js';
 import { ALLOW_UNSAFE_FLAG } from '../exit-codes.js';
 import { settingsJson, settingsLines } from '../format.js';
-import { parseBigInt, parseDecimal, parseInteger } from '../parse.js';
+import {
+  parseAutonomy,
+  parseBigInt,
+  parseClaimInterval,
+  parseDecimal,
+  parseInteger,
+} from '../parse.js';
 import { incompleteWarning } from '../preflight-view.js';
 
 interface SeedOptions {
@@ -24,6 +30,10 @@ interface SeedOptions {
   readonly dcRange?: bigint;
   readonly block?: number;
   readonly threshold?: number;
+  readonly maxBlockSize?: number;
+  readonly claimInterval?: number;
+  readonly maxDcRange?: bigint;
+  readonly autonomy?: number;
   readonly ifNotExists?: boolean;
   readonly allowUnsafeCluster?: boolean;
 }
@@ -53,8 +63,28 @@ export function seedCommand(program: Command, ctx: CliContext): void {
     )
     .option(
       '--block <n>',
-      `IDs one process claims at a time (default: ${SEQUENCE_DEFAULTS.blockSize}, or --dc-range if smaller)`,
+      `the least IDs one process claims at a time (default: ${SEQUENCE_DEFAULTS.blockSize}, or --dc-range if smaller); alone: fixed blocks of this size`,
       parseInteger,
+    )
+    .option(
+      '--max-block-size <n>',
+      `the largest block; between --block and it, each process sizes its blocks from its own rate (default: ${SEQUENCE_DEFAULTS.maxBlockSize}, or --dc-range if smaller; --block if only --block is given)`,
+      parseInteger,
+    )
+    .option(
+      '--claim-interval <duration>',
+      `time between one process claims that adaptive blocks aim for, e.g. 2s (default: ${SEQUENCE_DEFAULTS.claimIntervalMs / 1_000}s)`,
+      parseClaimInterval,
+    )
+    .option(
+      '--autonomy <duration>',
+      'size each grant from the DC rate so that the DC holds this long a partition, e.g. 24h (default: 0, fixed DC ranges of --dc-range)',
+      parseAutonomy,
+    )
+    .option(
+      '--max-dc-range <n>',
+      'the largest grant with --autonomy (default: 1000 x --dc-range, at most an eighth of the domain)',
+      parseBigInt,
     )
     .option(
       '--threshold <share>',
@@ -79,8 +109,11 @@ Example (a team moving off an IDENTITY column whose maximum is 48213577):
   domain     int32 [1, 2147483647]
   start      48213578
   DC range   1,000,000 IDs
-  block      1,000 IDs
-  threshold  0.5`,
+  block      1,000 to 100,000 IDs, sized for a claim every 2 s
+  threshold  0.5
+
+With an autonomy target, grants follow the DC's measured rate:
+  $ idgen-cass seed events --domain int63 --autonomy 24h`,
     )
     .action(async (sequence: string, options: SeedOptions) => {
       const create: CreateSequenceOptions = {
@@ -91,6 +124,10 @@ Example (a team moving off an IDENTITY column whose maximum is 48213577):
         dcRangeSize: options.dcRange,
         blockSize: options.block,
         threshold: options.threshold,
+        maxBlockSize: options.maxBlockSize,
+        claimIntervalMs: options.claimInterval,
+        maxDcRangeSize: options.maxDcRange,
+        autonomySeconds: options.autonomy,
       };
       resolveSequenceSettings(sequence, create); // bad input is refused before any connection
       if (options.allowUnsafeCluster !== true) {

@@ -43,6 +43,7 @@ export class SimClock {
   /** The clock as `owner`'s allocator sees it. */
   for(owner: TimerOwner): Clock {
     return {
+      now: () => this.now,
       sleep: (ms) => this.sleep(owner, ms),
       after: (ms, fn) => this.add(owner, ms, fn),
     };

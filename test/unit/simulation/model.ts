@@ -20,6 +20,13 @@ export interface SimSettings {
   readonly dcRangeSize: number;
   readonly blockSize: number;
   readonly threshold: number;
+  /** Above blockSize: blocks sized from each process's rate (sizing.ts); equal: fixed. */
+  readonly maxBlockSize: number;
+  /** Short, against the 25 ms tick, so that measured rates move block sizes within a run. */
+  readonly claimIntervalMs: number;
+  /** 0: fixed DC ranges; else grants sized from the DC's rate, up to maxDcRangeSize. */
+  readonly autonomySeconds: number;
+  readonly maxDcRangeSize: number;
   /** A custom domain's last ID, so that some runs spend the whole domain; else int32. */
   readonly max: number | undefined;
 }
@@ -87,6 +94,10 @@ export type Command =
         readonly dcRangeSize?: number;
         readonly blockSize?: number;
         readonly threshold?: number;
+        readonly maxBlockSize?: number;
+        readonly claimIntervalMs?: number;
+        readonly autonomySeconds?: number;
+        readonly maxDcRangeSize?: number;
       };
     };
 
@@ -153,9 +164,24 @@ const settingsArb: fc.Arbitrary<SimSettings> = fc
     // Blocks of one or two IDs often: every claim then ends where a give-back's run ends.
     blockSize: fc.oneof(fc.integer({ min: 1, max: 2 }), fc.integer({ min: 1, max: 10 })),
     threshold: fc.constantFrom(0.25, 0.5, 0.75, 0.9),
+    // Fixed blocks in a third of the runs; else up to 12 IDs, sized from the rate.
+    maxBlockSize: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 12 })),
+    claimIntervalMs: fc.constantFrom(10, 50, 200, 1_000),
+    // Virtual seconds pass in ticks of 25 ms: short targets make grants grow within a run.
+    autonomySeconds: fc.constantFrom(0, 0, 1, 5),
+    maxDcRangeSize: fc.integer({ min: 4, max: 120 }),
     max: fc.option(fc.integer({ min: 40, max: 300 }), { nil: undefined, freq: 3 }),
   })
-  .map((s) => ({ ...s, blockSize: Math.min(s.blockSize, s.dcRangeSize) }));
+  .map((s) => {
+    const blockSize = Math.min(s.blockSize, s.dcRangeSize);
+    const maxBlockSize = Math.min(Math.max(s.maxBlockSize, blockSize), s.dcRangeSize);
+    const domainSize = s.max ?? 2 ** 31 - 1;
+    const maxDcRangeSize =
+      s.autonomySeconds === 0
+        ? s.dcRangeSize
+        : Math.min(Math.max(s.maxDcRangeSize, s.dcRangeSize), domainSize);
+    return { ...s, blockSize, maxBlockSize, maxDcRangeSize };
+  });
 
 const processArb: fc.Arbitrary<SimProcess> = fc.record({
   // dc1 twice as often: processes of one DC racing for its state is where the protocol is subtle.
@@ -222,6 +248,10 @@ function commandArb(bounds: ScenarioBounds): fc.Arbitrary<Command> {
             dcRangeSize: fc.integer({ min: 4, max: 40 }),
             blockSize: fc.integer({ min: 1, max: 10 }),
             threshold: fc.constantFrom(0.25, 0.5, 0.75, 0.9),
+            maxBlockSize: fc.integer({ min: 1, max: 12 }),
+            claimIntervalMs: fc.constantFrom(10, 50, 200, 1_000),
+            autonomySeconds: fc.constantFrom(0, 1, 5),
+            maxDcRangeSize: fc.integer({ min: 4, max: 120 }),
           },
           { requiredKeys: [] },
         ),

@@ -280,7 +280,7 @@ function writeKind(current: DcState | undefined, next: DcState): WriteKind {
 }
 
 export function describeSizes(s: SizeSettings): string {
-  return `range ${s.dcRangeSize} block ${s.blockSize} threshold ${s.threshold}`;
+  return `range ${s.dcRangeSize} (max ${s.maxDcRangeSize}, autonomy ${s.autonomySeconds} s) block ${s.blockSize} (max ${s.maxBlockSize}, every ${s.claimIntervalMs} ms) threshold ${s.threshold}`;
 }
 
 export function describeError(error: unknown): string {

@@ -60,11 +60,24 @@ export async function simulate(
 
 async function storeWithSequence(scenario: Scenario): Promise<MemoryStore> {
   const store = new MemoryStore({ keyspace: KEYSPACE });
-  const { dcRangeSize, blockSize, threshold, max } = scenario.settings;
+  const {
+    dcRangeSize,
+    blockSize,
+    threshold,
+    maxBlockSize,
+    claimIntervalMs,
+    autonomySeconds,
+    maxDcRangeSize,
+    max,
+  } = scenario.settings;
   await new IdGen({ store, dc: DCS[0], keyspace: KEYSPACE }).createSequence(SEQUENCE, {
     dcRangeSize,
     blockSize,
     threshold,
+    maxBlockSize,
+    claimIntervalMs,
+    autonomySeconds,
+    maxDcRangeSize,
     ...(max === undefined ? {} : { max }),
   });
   return store;

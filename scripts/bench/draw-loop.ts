@@ -1,0 +1,138 @@
+/**
+ * The measured draw loop every allocator process and instance of the benchmark runs: `await
+ * next()` as fast as it can, or at a set rate, timing every call after the warm-up.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import type { Sequence, SequenceStats } from '../../src/index.js';
+import { countsBetween, type WorkerDraw } from './protocol.js';
+import { Histogram } from './stats.js';
+
+const hrNow = (): number => Number(process.hrtime.bigint());
+
+/** After a failed `next()` the loop pauses this long, as a caller backing off would. */
+const FAILURE_PAUSE_MS = 100;
+/** Paced mode: a loop that fell further behind than this gives up the missed IDs. */
+const MAX_LAG_NS = 100e6;
+/** Distinct failure messages a loop reports. */
+const MAX_FAILURE_MESSAGES = 3;
+
+export interface DrawPlan {
+  /** 0: tight (`await next()` in a loop); else IDs per second. */
+  readonly ratePerSecond: number;
+  readonly warmupMs: number;
+  readonly durationMs: number;
+  /** `process.hrtime` nanoseconds the warm-up started at (loops of one command share it). */
+  readonly start: number;
+}
+
+/** A draw with the IDs the handle held when its window opened and closed. */
+export interface LoopResult {
+  readonly draw: Omit<WorkerDraw, 'histogram' | 'rssMiB'>;
+  readonly histogram: Histogram;
+  readonly heldBefore: number;
+  readonly heldAfter: number;
+  /** IDs in the last block the handle claimed by the window's end, where `stats()` says. */
+  readonly lastBlockSize: number | undefined;
+}
+
+/**
+ * `stats().blockSize` (the last block's size, which adaptive blocks choose) on builds that
+ * report it; undefined on those that do not.
+ */
+export function lastBlockSize(stats: SequenceStats): number | undefined {
+  const size: unknown = (stats as { readonly blockSize?: unknown }).blockSize;
+  return typeof size === 'number' && size > 0 ? size : undefined;
+}
+
+/**
+ * Draws from `handle` until the plan's window ends; `onMeasuring` runs once, when this loop's
+ * window opens. Tight: `await next()` of an ID the handle holds resumes as a microtask, so the
+ * loop never yields to I/O while its block lasts. Paced: sleeps whenever it is 1 ms ahead (a
+ * timer, never a busy wait). Does not close the handle.
+ */
+export async function drawLoop(
+  handle: Sequence<number>,
+  plan: DrawPlan,
+  onMeasuring?: () => void,
+): Promise<LoopResult> {
+  const histogram = new Histogram();
+  const initial = handle.stats();
+  const { start } = plan;
+  const warmupEnd = start + plan.warmupMs * 1e6;
+  const end = warmupEnd + plan.durationMs * 1e6;
+  const paced = plan.ratePerSecond > 0;
+  const interval = paced ? 1e9 / plan.ratePerSecond : 0;
+  let due = hrNow();
+  let measuring = false;
+  let before = initial;
+  let measureStart = start;
+  let measureEnd = start;
+  let drawn = 0;
+  let failures = 0;
+  let warmupFailures = 0;
+  const failureMessages = new Set<string>();
+  let notIncreasing = 0;
+  let last = -1;
+
+  for (;;) {
+    const t0 = hrNow();
+    let id: number;
+    try {
+      id = await handle.next();
+    } catch (error) {
+      if (measuring) failures++;
+      else warmupFailures++;
+      const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      if (failureMessages.size < MAX_FAILURE_MESSAGES) failureMessages.add(message);
+      await sleep(FAILURE_PAUSE_MS);
+      if (hrNow() < end) continue;
+      measureEnd = hrNow();
+      break;
+    }
+    const t1 = hrNow();
+    if (id <= last) notIncreasing++;
+    last = id;
+    if (measuring) {
+      histogram.record(t1 - t0);
+      drawn++;
+      if (t1 >= end) {
+        measureEnd = t1;
+        break;
+      }
+    } else if (t1 >= warmupEnd) {
+      measuring = true;
+      before = handle.stats();
+      measureStart = t1;
+      onMeasuring?.();
+    }
+    if (paced) {
+      due += interval;
+      if (t1 - due > MAX_LAG_NS) due = t1;
+      else if (due - t1 > 1e6) await sleep((due - t1) / 1e6);
+    }
+  }
+  if (!measuring) {
+    // The whole window failed: count it from the warm-up's end.
+    before = handle.stats();
+    measureStart = warmupEnd;
+    onMeasuring?.();
+  }
+  const after = handle.stats();
+  return {
+    draw: {
+      ids: drawn,
+      seconds: (measureEnd - measureStart) / 1e9,
+      counts: countsBetween(before, after),
+      warmupWaits: before.waits - initial.waits,
+      failures,
+      warmupFailures,
+      notIncreasing,
+      failureMessages: [...failureMessages],
+    },
+    histogram,
+    heldBefore: before.remaining,
+    heldAfter: after.remaining,
+    lastBlockSize: lastBlockSize(after),
+  };
+}

@@ -1,0 +1,274 @@
+/**
+ * "## 4. Scale": N allocator instances per DC, tight and at a fixed total rate, fixed blocks
+ * against adaptive ones; where throughput stops growing and why, the cost of a claim and of a
+ * lost race, and how many processes one DC-state partition serves. Every sentence is computed
+ * from the run's numbers.
+ */
+import type { RawResults, ScaleMode } from '../results.js';
+import {
+  formatCount,
+  formatNs,
+  formatPercent,
+  formatRate,
+  markdownTable,
+  significant,
+  withSpread,
+} from './format.js';
+import type { ScaleRow, ScaleSummary, ScalingLimit } from './scale-summary.js';
+import { CPU_SATURATED, GROWTH, PARTITION_SATURATED } from './scale-summary.js';
+import type { Summary } from './summary.js';
+
+const ms = (ns: number): string => formatNs(ns);
+
+function modeTitle(mode: ScaleMode, raw: RawResults): string {
+  return mode === 'tight'
+    ? 'Tight: every instance `await next()` in a loop'
+    : `Fixed total rate: ${formatRate(raw.settings.scaleRatePerDc)} per DC, split evenly over its instances`;
+}
+
+function modeNote(mode: ScaleMode, raw: RawResults): string {
+  if (mode === 'tight') {
+    return (
+      'Instances of one process share its event loop: a tight loop resumes as microtasks while its block lasts, ' +
+      "so it holds up the replies to every refill of that process, the other instances' included, until its block is spent. " +
+      'IDs/s is all instances of all DCs together.'
+    );
+  }
+  const perInstance = raw.settings.scaleInstances
+    .map((n) => `${formatRate(raw.settings.scaleRatePerDc / n)} at N = ${n}`)
+    .join(', ');
+  return (
+    `Each instance draws at the DC's rate ÷ N (${perInstance}), sleeping on a timer whenever it is 1 ms ahead and giving up what it missed beyond 100 ms; ` +
+    'share of target is IDs/s ÷ the rate of all DCs.'
+  );
+}
+
+function table(rows: readonly ScaleRow[], mode: ScaleMode): string {
+  const header = [
+    'instances per DC',
+    'blocks',
+    'IDs/s (all DCs)',
+    ...(mode === 'rate' ? ['share of target'] : []),
+    'claims/s per DC partition',
+    'CAS retries per claim',
+    'p50',
+    'p99',
+    'p99.9',
+    'max',
+    'waits after warm-up',
+    'errors: `next()` threw (warm-up / measured)',
+    'mean block size',
+  ];
+  return markdownTable(
+    header,
+    rows.map((row) => [
+      formatCount(row.instancesPerDc),
+      row.label,
+      withSpread(row.idsPerSecond, formatRate),
+      ...(mode === 'rate' ? [withSpread(row.shareOfTarget, formatPercent)] : []),
+      withSpread(row.claimsPerSecondPerDc, significant),
+      withSpread(row.retriesPerClaim, significant),
+      withSpread(row.latency.p50, formatNs),
+      withSpread(row.latency.p99, formatNs),
+      withSpread(row.latency.p999, formatNs),
+      withSpread(row.latency.max, formatNs),
+      withSpread(row.waits, formatCount),
+      errors(row),
+      blockSizes(row),
+    ]),
+  );
+}
+
+/** Calls that threw (warm-up / measured), then failed store operations and unknown outcomes if any. */
+function errors(row: ScaleRow): string {
+  const extra = [
+    ...(row.storeErrors > 0 ? [`${formatCount(row.storeErrors)} failed store operations`] : []),
+    ...(row.casUnknown > 0 ? [`${formatCount(row.casUnknown)} unknown CAS outcomes`] : []),
+  ];
+  return `${row.warmupFailures} / ${row.failures}${extra.length > 0 ? `; ${extra.join(', ')}` : ''}`;
+}
+
+/** Mean block size, then the range of the instances' last blocks where `stats()` gave them. */
+function blockSizes(row: ScaleRow): string {
+  const mean = withSpread(row.meanBlockSize, (v) => formatCount(Math.round(v)));
+  const low = row.lastBlockMin.median;
+  const high = row.lastBlockMax.median;
+  if (!Number.isFinite(low) || !Number.isFinite(high)) return mean;
+  const last = low === high ? formatCount(low) : `${formatCount(low)}–${formatCount(high)}`;
+  return `${mean} (last ${last})`;
+}
+
+/** "×2.1 from N = 1 to 4, ×1.02 to 16". */
+function growth(limit: ScalingLimit): string {
+  const steps: string[] = [];
+  for (let i = 1; i < limit.points.length; i++) {
+    const from = limit.points[i - 1]!;
+    const to = limit.points[i]!;
+    const factor = `×${significant(to.idsPerSecond / from.idsPerSecond)}`;
+    steps.push(i === 1 ? `${factor} from N = ${from.n} to ${to.n}` : `${factor} to ${to.n}`);
+  }
+  return steps.length === 0
+    ? `${formatRate(limit.points[0]?.idsPerSecond ?? NaN)} at one N only`
+    : steps.join(', ');
+}
+
+function why(row: ScaleRow, limit: ScalingLimit, scale: ScaleSummary, cores: number): string {
+  const partition = `the busiest DC-state partition completed ${significant(row.busiestClaimsPerSecond.median)} claims/s (the most any configuration reached: ${significant(scale.partitionMax?.claimsPerSecond ?? NaN)}), with ${significant(row.retriesPerClaim.median)} CAS retries per claim and ${formatCount(row.warmupFailures + row.failures)} \`next()\` calls that threw`;
+  const cpu = `the machine's ${cores} cores were ${formatPercent(row.machineBusy.median)} busy (the allocator processes used ${significant(row.workerCores.median)} of them)`;
+  const at = `at N = ${limit.next}`;
+  if (limit.cause === 'partition') {
+    return `the DC-state partition: ${at} ${partition}. Claims of one DC are Paxos rounds on one partition, so more claimers only lose more races.`;
+  }
+  if (limit.cause === 'cpu') {
+    return `the CPU: ${at} ${cpu}, so more instances share the same cores (the Cassandra nodes run on them too) and each gets less; the partition was not the limit (${partition}).`;
+  }
+  return `neither the partition nor the CPU by these measures: ${at} ${partition}; ${cpu}.`;
+}
+
+function limitsText(summary: ScaleSummary, raw: RawResults): string[] {
+  const out: string[] = [];
+  for (const limit of summary.limits.filter((l) => l.mode === 'tight')) {
+    const row = summary.rows.find(
+      (r) => r.mode === 'tight' && r.variant === limit.variant && r.instancesPerDc === limit.next,
+    );
+    const head = `- **${limit.label}, tight**: IDs/s ${growth(limit)}`;
+    if (limit.stopsAt === undefined || row === undefined) {
+      out.push(`${head}; it still grew by ${significant(GROWTH)}× or more at every step.`);
+    } else {
+      out.push(
+        `${head}; it stops growing after N = ${limit.stopsAt} (the next step gained less than ${significant(GROWTH)}×). The limit is ${why(row, limit, summary, raw.machine.cores)}`,
+      );
+    }
+  }
+  for (const limit of summary.limits.filter((l) => l.mode === 'rate')) {
+    const rows = summary.rows.filter((r) => r.mode === 'rate' && r.variant === limit.variant);
+    const short = rows.filter(
+      (r) => r.failures + r.warmupFailures > 0 || r.waitsTotal > 0 || r.shareOfTarget.median < 0.99,
+    );
+    const head = `- **${limit.label}, fixed rate**:`;
+    if (short.length === 0) {
+      out.push(
+        `${head} the full rate at every N, no \`next()\` call waited after warm-up or threw; max latency ${rows.map((r) => `${ms(r.latency.max.median)} at N = ${r.instancesPerDc}`).join(', ')}.`,
+      );
+    } else {
+      out.push(
+        `${head} ` +
+          short
+            .map(
+              (r) =>
+                `at N = ${r.instancesPerDc}: ${formatPercent(r.shareOfTarget.median)} of the rate, ${formatCount(r.waitsTotal)} waits after warm-up, ${formatCount(r.warmupFailures + r.failures)} calls threw, max ${ms(r.latency.max.median)}`,
+            )
+            .join('; ') +
+          '.',
+      );
+    }
+  }
+  return out;
+}
+
+function costText(summary: ScaleSummary, raw: RawResults): string[] {
+  const out: string[] = [];
+  const max = summary.partitionMax;
+  out.push(
+    `- **Cost of a claim**: a LOCAL_SERIAL read of the DC state and a LOCAL_SERIAL conditional write, timed at each instance's store: ${ms(summary.uncontendedClaimNs)} with ${summary.uncontendedAt} instance${summary.uncontendedAt === 1 ? '' : 's'} per DC` +
+      (max === undefined ? '.' : `, ${ms(max.row.claimNs.median)} on the busiest partition.`),
+    `- **Cost of a lost race**: the read, the rejected write and the backoff before the next read: ${ms(summary.lostRaceNs)}, over ${formatCount(summary.lostRaces)} lost races in all runs.`,
+  );
+  if (max === undefined) return out;
+  const perClaimNs = 1e9 / max.claimsPerSecond;
+  const claimNs = max.row.claimNs.median;
+  const busy = perClaimNs / claimNs;
+  out.push(
+    `- **What one DC-state partition serves**: at most C = ${significant(max.claimsPerSecond)} claims/s were measured on one partition (${max.row.label}, ${max.row.mode === 'tight' ? 'tight' : 'fixed rate'}, N = ${max.row.instancesPerDc}, ${significant(max.retriesPerClaim)} CAS retries per claim): one claim every ${ms(perClaimNs)}, ` +
+      (busy <= 1.5
+        ? `about one claim's own latency there (${ms(claimNs)}): the partition completed claims back to back, so C is close to what it can do on this machine. `
+        : `${significant(busy)}× one claim's own latency there (${ms(claimNs)}): the partition was not kept busy (its claimers were held back elsewhere), so C is a lower bound of what it can do. `) +
+      'Processes that each claim once every I seconds then number at most K = C × I per DC. ' +
+      `From the costs alone, a partition running its rounds one at a time allows C' = 1 ÷ (t_claim + r × t_race) = 1 ÷ (${ms(summary.uncontendedClaimNs)} + ${significant(Number.isFinite(max.retriesPerClaim) ? max.retriesPerClaim : 0)} × ${ms(summary.lostRaceRoundNs)}) = ${significant(summary.claimsPerSecondFromCosts)} claims/s, ` +
+      `with t_claim the uncontended claim, r the CAS retries per claim where C was measured and t_race a lost race's read and rejected write (its backoff leaves the partition to others); K' = C' × I:`,
+  );
+  const adaptiveMs = raw.scale?.variants.find((v) => v.adaptive)?.settings['claimIntervalMs'];
+  out.push(
+    '',
+    markdownTable(
+      [
+        'claim interval I',
+        'processes per DC, measured: K = C × I',
+        "processes per DC, from costs: K' = C' × I",
+      ],
+      summary.estimates.map((e) => [
+        `${significant(e.claimIntervalSeconds)} s${adaptiveMs !== undefined && e.claimIntervalSeconds === adaptiveMs / 1000 ? ' (adaptive default `claimIntervalMs`)' : ''}`,
+        formatCount(e.processes),
+        formatCount(e.processesFromCosts),
+      ]),
+    ),
+    '',
+    'K is the ceiling at full load: the closer a DC runs to it, the more races its claims lose, so half of it leaves headroom. ' +
+      `This counts claims only; a DC range install is one more write on the same partition per range. C comes from a machine whose ${raw.machine.cores} cores also run every Cassandra node, so on real hardware it is a floor.`,
+  );
+  return out;
+}
+
+export function renderScale(raw: RawResults, summary: Summary): string[] {
+  const scale = summary.scale;
+  const result = raw.scale;
+  if (scale === undefined || result === undefined) return [];
+  const { settings } = raw;
+  const out: string[] = [];
+  out.push('## 4. Scale', '');
+  out.push(
+    `N allocator instances per DC (N = ${settings.scaleInstances.join(', ')}; ${result.layout}) draw from a fresh sequence per configuration, ` +
+      `tight and at a fixed total rate, ${settings.scaleWarmupSeconds} s of warm-up (adaptive blocks grow there), then ${settings.scaleSeconds} s measured; ` +
+      `${settings.scaleRuns} run${settings.scaleRuns === 1 ? '' : 's'}, every block policy in each. ` +
+      "Claims/s and CAS retries are counted per DC partition from `stats()` (`blocksClaimed`, `casRejections`, summed over the DC's instances); waits and errors are after warm-up unless said.",
+    '',
+  );
+  out.push(
+    markdownTable(
+      ['blocks', 'options given to `createSequence`', 'settings stored'],
+      result.variants.map((v) => [
+        v.label,
+        Object.keys(v.options).length === 0
+          ? 'none (defaults)'
+          : Object.entries(v.options)
+              .map(([k, n]) => `\`${k}: ${n}\``)
+              .join(', '),
+        Object.entries(v.settings)
+          .filter(([k]) => k !== 'min' && k !== 'max' && k !== 'start')
+          .map(([k, n]) => `${k} ${formatCount(n)}`)
+          .join(', '),
+      ]),
+    ),
+    '',
+  );
+  if (result.skipped.length > 0) {
+    out.push(`Not run: ${result.skipped.join('; ')}.`, '');
+  }
+  for (const mode of ['tight', 'rate'] as const) {
+    const rows = scale.rows.filter((r) => r.mode === mode);
+    if (rows.length === 0) continue;
+    out.push(`### ${modeTitle(mode, raw)}`, '', modeNote(mode, raw), '', table(rows, mode), '');
+  }
+  out.push('### What it shows', '');
+  out.push(...limitsText(scale, raw), ...costText(scale, raw), '');
+  if (scale.tightVsInProcess.length > 0) {
+    out.push(
+      '- **A tight loop on the cluster against the in-process `await next()`** (one instance per DC, per-instance IDs/s ÷ the in-process rate of the same run, per run): ' +
+        scale.tightVsInProcess
+          .map((r) => `${r.label} ${withSpread(r.value, formatPercent)}`)
+          .join(', ') +
+        '. The goal is 25 % or more with adaptive blocks.',
+      '',
+    );
+  }
+  out.push(
+    `Mean block size is the IDs that came into the instances in the window (IDs drawn plus the change in IDs held) ÷ the blocks they claimed: the size the policy chose, on average; "last" is the range of the instances' last blocks at the window's end (\`stats().blockSize\`). ` +
+      `The limit is read at the first step that gains less than ${significant(GROWTH)}×: the partition if \`next()\` threw, a claim lost one race or more on average, or its busiest partition reached ${formatPercent(PARTITION_SATURATED)} of the most claims/s measured; else the CPU if the machine was ${formatPercent(CPU_SATURATED)} busy or more.`,
+    '',
+  );
+  const messages = [...new Set(scale.rows.flatMap((r) => r.failureMessages))];
+  if (messages.length > 0) {
+    out.push(`Messages of the calls that threw: ${messages.map((m) => `"${m}"`).join(', ')}.`, '');
+  }
+  return out;
+}

@@ -1,0 +1,114 @@
+/**
+ * The block policies the scale phase compares, and the sequence options of each, written for
+ * whichever adaptive options this build's `createSequence` knows.
+ */
+import {
+  InvalidOptionError,
+  SEQUENCE_DEFAULTS,
+  type CreateSequenceOptions,
+} from '../../src/index.js';
+import { resolveSequenceSettings } from '../../src/options.js';
+
+/** The options of the adaptive block and DC-range policy, where this build has them. */
+export const ADAPTIVE_OPTIONS = [
+  'maxBlockSize',
+  'claimIntervalMs',
+  'maxDcRangeSize',
+  'autonomySeconds',
+] as const;
+export type AdaptiveOption = (typeof ADAPTIVE_OPTIONS)[number];
+
+/** A block policy of the comparison. */
+export interface ScaleVariant {
+  readonly key: string;
+  readonly label: string;
+  /** Undefined: adaptive blocks, every size option at its default. */
+  readonly fixedBlockSize: number | undefined;
+  /** Adaptive only: DC ranges sized to last this long (`autonomySeconds`); undefined: default. */
+  readonly autonomySeconds: number | undefined;
+}
+
+/** Every policy the phase knows; `--scale-variants` picks (default: {@link DEFAULT_SCALE_VARIANTS}). */
+export const SCALE_VARIANTS: readonly ScaleVariant[] = Object.freeze([
+  { key: 'fixed100', label: 'fixed 100', fixedBlockSize: 100, autonomySeconds: undefined },
+  { key: 'fixed1000', label: 'fixed 1,000', fixedBlockSize: 1_000, autonomySeconds: undefined },
+  {
+    key: 'adaptive',
+    label: 'adaptive (defaults)',
+    fixedBlockSize: undefined,
+    autonomySeconds: undefined,
+  },
+  {
+    key: 'adaptive60',
+    label: 'adaptive, DC ranges for 60 s',
+    fixedBlockSize: undefined,
+    autonomySeconds: 60,
+  },
+]);
+
+export const DEFAULT_SCALE_VARIANTS: readonly string[] = Object.freeze([
+  'fixed100',
+  'fixed1000',
+  'adaptive',
+]);
+
+/** Sequence options with the adaptive ones this build may not know yet. */
+export type ScaleSequenceOptions = CreateSequenceOptions & Partial<Record<AdaptiveOption, number>>;
+
+/**
+ * The sequence options of `variant`, given the adaptive options this build accepts: a fixed
+ * variant pins its block (`maxBlockSize = blockSize`) and its DC range (`maxDcRangeSize =
+ * dcRangeSize`, `autonomySeconds: 0`) at the default DC range size; the adaptive one takes
+ * every default but `autonomySeconds` where it sets one. Undefined when the variant cannot run
+ * here (no adaptive sizing).
+ */
+export function scaleSequenceOptions(
+  variant: ScaleVariant,
+  supported: ReadonlySet<AdaptiveOption>,
+): ScaleSequenceOptions | undefined {
+  const blockSize = variant.fixedBlockSize;
+  if (blockSize === undefined) {
+    if (!supported.has('maxBlockSize')) return undefined;
+    if (variant.autonomySeconds === undefined) return {};
+    return supported.has('autonomySeconds')
+      ? { autonomySeconds: variant.autonomySeconds }
+      : undefined;
+  }
+  const dcRangeSize = Number(SEQUENCE_DEFAULTS.dcRangeSize);
+  return {
+    blockSize,
+    dcRangeSize,
+    ...(supported.has('maxBlockSize') ? { maxBlockSize: blockSize } : {}),
+    ...(supported.has('maxDcRangeSize') ? { maxDcRangeSize: dcRangeSize } : {}),
+    ...(supported.has('autonomySeconds') ? { autonomySeconds: 0 } : {}),
+  };
+}
+
+/** Values `createSequence` accepts for each adaptive option whenever it knows the option. */
+const PROBE: Readonly<Record<AdaptiveOption, number>> = {
+  maxBlockSize: 10_000,
+  claimIntervalMs: 10_000,
+  maxDcRangeSize: 10_000_000,
+  autonomySeconds: 0,
+};
+
+/**
+ * The adaptive options this build's `createSequence` knows: an unknown key is refused with
+ * "one of the options …" naming the key (options.ts, checkKeys); any other answer means known.
+ */
+export function supportedAdaptiveOptions(): Set<AdaptiveOption> {
+  const supported = new Set<AdaptiveOption>();
+  for (const option of ADAPTIVE_OPTIONS) {
+    try {
+      resolveSequenceSettings('probe', { [option]: PROBE[option] } as ScaleSequenceOptions);
+      supported.add(option);
+    } catch (error) {
+      const unknown =
+        error instanceof InvalidOptionError &&
+        error.option === option &&
+        error.allowed.startsWith('one of the options');
+      if (!unknown) supported.add(option);
+    }
+  }
+  return supported;
+}

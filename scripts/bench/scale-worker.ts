@@ -1,0 +1,150 @@
+/**
+ * The scale phase inside one allocator process: several allocator instances, each with its own
+ * IdGen, store and sequence handle (so its own blocks and DC-level state), all sharing the
+ * process's one driver client, as several services on one host would share nothing but the
+ * network. Each instance's DC-state calls are timed at its store.
+ */
+import { IdGen } from '../../src/index.js';
+import { openClient } from '../../src/driver-client.js';
+import { CassandraStore } from '../../src/store/cassandra.js';
+import type { IdStore } from '../../src/store/port.js';
+import { drawLoop } from './draw-loop.js';
+import { addCounts, type ScaleCommand, type WorkerScaleDraw } from './protocol.js';
+import { Histogram, sum } from './stats.js';
+import { addTimings, TimedStore, timingsBetween } from './timings.js';
+
+const hrNow = (): number => Number(process.hrtime.bigint());
+
+/** Distinct failure messages a process reports. */
+const MAX_FAILURE_MESSAGES = 3;
+
+interface Instance {
+  readonly ids: IdGen;
+  readonly timed: TimedStore;
+}
+
+/** Where the process's Cassandra is. */
+export interface ScaleTarget {
+  readonly dc: string;
+  readonly contactPoints: readonly string[];
+  readonly keyspace: string;
+}
+
+/** Where the instances' stores come from: one each, over something the process shares. */
+export interface StoreSource {
+  /** A new store for one more instance; closing it leaves the shared part open. */
+  store(): IdStore;
+  /** Closes the shared part, after every instance. */
+  close(): Promise<void>;
+}
+
+/**
+ * Stores on Cassandra sharing one driver client: the driver keeps one connection per local
+ * node (protocol v3+), however many instances share it.
+ */
+export async function cassandraStores(target: ScaleTarget): Promise<StoreSource> {
+  const { client } = await openClient({
+    contactPoints: target.contactPoints,
+    localDataCenter: target.dc,
+  });
+  return {
+    store: () => new CassandraStore(client, target.keyspace, { ownsClient: false }),
+    close: () => client.shutdown(),
+  };
+}
+
+/** The instances of one process, opened as commands first need them and kept until {@link close}. */
+export class ScaleInstances {
+  private source: StoreSource | undefined;
+  private readonly instances: Instance[] = [];
+
+  /**
+   * @param target the process's DC and keyspace.
+   * @param openSource opens the stores' shared part, at the first command (default: Cassandra).
+   */
+  constructor(
+    private readonly target: ScaleTarget,
+    private readonly openSource: (target: ScaleTarget) => Promise<StoreSource> = cassandraStores,
+  ) {}
+
+  /** Every instance draws from `command.sequence`; resolves with their sum. */
+  async draw(command: ScaleCommand): Promise<WorkerScaleDraw> {
+    const instances = await this.open(command.instances);
+    const start = hrNow();
+    let cpuAtOpen: NodeJS.CpuUsage | undefined;
+    const loops = await Promise.all(
+      instances.map(async ({ ids, timed }) => {
+        const handle = ids.sequence(command.sequence);
+        let before = timed.snapshot();
+        try {
+          const loop = await drawLoop(
+            handle,
+            {
+              ratePerSecond: command.ratePerInstance,
+              warmupMs: command.warmupMs,
+              durationMs: command.durationMs,
+              start,
+            },
+            () => {
+              before = timed.snapshot();
+              cpuAtOpen ??= process.cpuUsage();
+            },
+          );
+          return { ...loop, dcState: timingsBetween(before, timed.snapshot()) };
+        } finally {
+          await handle.close();
+        }
+      }),
+    );
+    const cpu = process.cpuUsage(cpuAtOpen);
+    const histogram = new Histogram();
+    for (const loop of loops) histogram.merge(loop.histogram);
+    const draws = loops.map((l) => l.draw);
+    return {
+      instances: instances.length,
+      ids: sum(draws.map((d) => d.ids)),
+      idsPerSecond: sum(draws.map((d) => (d.seconds > 0 ? d.ids / d.seconds : 0))),
+      instanceSeconds: sum(draws.map((d) => d.seconds)),
+      claimedIds: sum(loops.map((l) => l.draw.ids + l.heldAfter - l.heldBefore)),
+      lastBlockSizes: loops.flatMap((l) =>
+        l.lastBlockSize === undefined ? [] : [l.lastBlockSize],
+      ),
+      histogram: histogram.toJSON(),
+      counts: addCounts(draws.map((d) => d.counts)),
+      warmupWaits: sum(draws.map((d) => d.warmupWaits)),
+      failures: sum(draws.map((d) => d.failures)),
+      warmupFailures: sum(draws.map((d) => d.warmupFailures)),
+      notIncreasing: sum(draws.map((d) => d.notIncreasing)),
+      failureMessages: [...new Set(draws.flatMap((d) => d.failureMessages))].slice(
+        0,
+        MAX_FAILURE_MESSAGES,
+      ),
+      dcState: addTimings(loops.map((l) => l.dcState)),
+      cpuSeconds: (cpu.user + cpu.system) / 1e6,
+    };
+  }
+
+  /** Closes every instance, then the shared part of their stores. Never throws. */
+  async close(): Promise<void> {
+    await Promise.allSettled(this.instances.map((i) => i.ids.close()));
+    this.instances.length = 0;
+    await this.source?.close().catch(() => undefined);
+    this.source = undefined;
+  }
+
+  /** The first `count` instances, opening those missing (and the shared client first). */
+  private async open(count: number): Promise<Instance[]> {
+    this.source ??= await this.openSource(this.target);
+    const source = this.source;
+    while (this.instances.length < count) {
+      const timed = new TimedStore(source.store());
+      const ids = new IdGen({
+        store: timed.store,
+        dc: this.target.dc,
+        keyspace: this.target.keyspace,
+      });
+      this.instances.push({ ids, timed });
+    }
+    return this.instances.slice(0, count);
+  }
+}

@@ -1,0 +1,189 @@
+/**
+ * The scale phase: N allocator instances per DC (each with its own allocator state), drawing
+ * tight and at a fixed total rate, for every N and every block policy (fixed sizes against
+ * adaptive sizes) in the same run, on fresh sequences.
+ */
+import os from 'node:os';
+
+import { resolveSequenceSettings } from '../../src/options.js';
+import type { BenchCluster } from './cluster.js';
+import type { Fleet } from './fleet.js';
+import { addCounts, type WorkerScaleDraw } from './protocol.js';
+import type {
+  BenchSettings,
+  ScaleConfig,
+  ScaleDcRun,
+  ScaleMode,
+  ScaleResult,
+  ScaleRun,
+  ScaleVariantInfo,
+} from './results.js';
+import { Histogram, latencySummary, sum } from './stats.js';
+import { addTimings } from './timings.js';
+import {
+  SCALE_VARIANTS,
+  scaleSequenceOptions,
+  supportedAdaptiveOptions,
+  type ScaleSequenceOptions,
+  type ScaleVariant,
+} from './scale-variants.js';
+import { formatCount, formatNs, formatRate } from './report/format.js';
+
+type Log = (line: string) => void;
+
+export const SCALE_MODES: readonly ScaleMode[] = ['tight', 'rate'];
+
+/** The number and bigint fields of `object`, as numbers (for results.json). */
+function numericEntries(object: object): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(object).flatMap(([key, value]: [string, unknown]) =>
+      typeof value === 'number' || typeof value === 'bigint' ? [[key, Number(value)]] : [],
+    ),
+  );
+}
+
+/** One run of one configuration, from every process's answer: DCs apart, latencies merged. */
+export function combineScale(
+  answers: readonly { dc: string; result: WorkerScaleDraw }[],
+  dcs: readonly string[],
+  machineBusy: number,
+): ScaleRun {
+  const notIncreasing = sum(answers.map((a) => a.result.notIncreasing));
+  if (notIncreasing > 0) {
+    throw new Error(`${notIncreasing} IDs were not above the one before in their instance: a bug`);
+  }
+  const histogram = new Histogram();
+  for (const { result } of answers) histogram.merge(result.histogram);
+  const perDc = dcs.map((dc): ScaleDcRun => {
+    const mine = answers.filter((a) => a.dc === dc).map((a) => a.result);
+    const instances = sum(mine.map((r) => r.instances));
+    return {
+      dc,
+      instances,
+      ids: sum(mine.map((r) => r.ids)),
+      idsPerSecond: sum(mine.map((r) => r.idsPerSecond)),
+      seconds: instances > 0 ? sum(mine.map((r) => r.instanceSeconds)) / instances : NaN,
+      claimedIds: sum(mine.map((r) => r.claimedIds)),
+      lastBlockSizes: mine.flatMap((r) => r.lastBlockSizes),
+      counts: addCounts(mine.map((r) => r.counts)),
+      warmupWaits: sum(mine.map((r) => r.warmupWaits)),
+      failures: sum(mine.map((r) => r.failures)),
+      warmupFailures: sum(mine.map((r) => r.warmupFailures)),
+      dcState: addTimings(mine.map((r) => r.dcState)),
+    };
+  });
+  return {
+    processes: answers.length,
+    dcs: perDc,
+    latency: latencySummary(histogram),
+    failureMessages: [...new Set(answers.flatMap((a) => a.result.failureMessages))],
+    workerCpuSeconds: sum(answers.map((a) => a.result.cpuSeconds)),
+    machineBusy,
+  };
+}
+
+/** Busy and total CPU time of every core so far, ms. */
+function cpuTimes(): { busy: number; total: number } {
+  let busy = 0;
+  let total = 0;
+  for (const { times } of os.cpus()) {
+    const all = times.user + times.nice + times.sys + times.irq + times.idle;
+    total += all;
+    busy += all - times.idle;
+  }
+  return { busy, total };
+}
+
+/**
+ * Share of the machine's cores busy from `fromMs` to `toMs` after now (measured by timers in
+ * this process, which is idle meanwhile).
+ */
+function machineBusyBetween(fromMs: number, toMs: number): Promise<number> {
+  return new Promise((resolve) => {
+    let first: { busy: number; total: number } | undefined;
+    setTimeout(() => {
+      first = cpuTimes();
+    }, fromMs).unref();
+    setTimeout(() => {
+      const last = cpuTimes();
+      const total = last.total - (first?.total ?? 0);
+      resolve(first === undefined || total <= 0 ? NaN : (last.busy - first.busy) / total);
+    }, toMs).unref();
+  });
+}
+
+export async function measureScale(
+  settings: BenchSettings,
+  cluster: BenchCluster,
+  fleet: Fleet,
+  log: Log,
+): Promise<ScaleResult> {
+  const supported = supportedAdaptiveOptions();
+  const runnable: { variant: ScaleVariant; options: ScaleSequenceOptions }[] = [];
+  const skipped: string[] = [];
+  for (const variant of SCALE_VARIANTS.filter((v) => settings.scaleVariants.includes(v.key))) {
+    const options = scaleSequenceOptions(variant, supported);
+    if (options === undefined) {
+      skipped.push(
+        `${variant.label}: this build's \`createSequence\` lacks the adaptive options it needs (\`maxBlockSize\`${variant.autonomySeconds === undefined ? '' : ', `autonomySeconds`'})`,
+      );
+    } else runnable.push({ variant, options });
+  }
+  for (const line of skipped) log(`scale: skipped ${line}`);
+
+  const warmupMs = settings.scaleWarmupSeconds * 1000;
+  const durationMs = settings.scaleSeconds * 1000;
+  const configs = new Map<string, { config: Omit<ScaleConfig, 'runs'>; runs: ScaleRun[] }>();
+  for (let r = 0; r < settings.scaleRuns; r++) {
+    const run = `scale run ${r + 1}/${settings.scaleRuns}`;
+    for (const instancesPerDc of settings.scaleInstances) {
+      for (const mode of SCALE_MODES) {
+        for (const { variant, options } of runnable) {
+          const sequence = `scale_r${r}_n${instancesPerDc}_${mode}_${variant.key}`;
+          await cluster.createSequence(sequence, options);
+          const ratePerInstance =
+            mode === 'rate' ? settings.scaleRatePerDc / instancesPerDc : undefined;
+          const busy = machineBusyBetween(warmupMs, warmupMs + durationMs);
+          const answers = await fleet.scaleAll(instancesPerDc, {
+            type: 'scale',
+            sequence,
+            ratePerInstance: ratePerInstance ?? 0,
+            warmupMs,
+            durationMs,
+          });
+          const result = combineScale(answers, cluster.dcs, await busy);
+          const key = `${instancesPerDc}/${mode}/${variant.key}`;
+          if (!configs.has(key)) {
+            configs.set(key, {
+              config: { mode, variant: variant.key, instancesPerDc, ratePerInstance },
+              runs: [],
+            });
+          }
+          configs.get(key)!.runs.push(result);
+          const counts = addCounts(result.dcs.map((d) => d.counts));
+          const failures = sum(result.dcs.map((d) => d.failures));
+          log(
+            `${run} N=${instancesPerDc} ${mode} ${variant.label}: ${formatRate(sum(result.dcs.map((d) => d.idsPerSecond)))}, ` +
+              `p99 ${formatNs(result.latency.p99)}, max ${formatNs(result.latency.max)}, ${formatCount(counts.blocksClaimed)} claims, ` +
+              `${formatCount(counts.casRejections)} CAS retries, ${formatCount(counts.waits)} waits, ${failures} failed`,
+          );
+        }
+      }
+    }
+  }
+  const variants: ScaleVariantInfo[] = runnable.map(({ variant, options }) => ({
+    key: variant.key,
+    label: variant.label,
+    adaptive: variant.fixedBlockSize === undefined,
+    options: numericEntries(options),
+    settings: numericEntries(resolveSequenceSettings(`scale_${variant.key}`, options)),
+  }));
+  return {
+    variants,
+    skipped,
+    layout:
+      `instances spread evenly over the ${settings.processesPerDc} allocator processes of each DC (fewer processes when N is smaller); ` +
+      'each instance has its own IdGen, store and sequence handle, and the instances of one process share its one driver client (one connection per local node)',
+    configs: [...configs.values()].map(({ config, runs }) => ({ ...config, runs })),
+  };
+}

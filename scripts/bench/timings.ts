@@ -1,0 +1,120 @@
+/**
+ * Timing of the DC-state calls an allocator instance makes, taken at its store: what one block
+ * claim costs and what one lost race costs, as the instance's store saw them.
+ */
+import type { IdStore } from '../../src/store/port.js';
+import type { DcStateTimings, Timing } from './results.js';
+
+const hrNow = (): number => Number(process.hrtime.bigint());
+
+type Key = keyof DcStateTimings;
+const KEYS: readonly Key[] = [
+  'reads',
+  'appliedWrites',
+  'rejectedWrites',
+  'unknownWrites',
+  'backoffs',
+];
+
+export function emptyTimings(): DcStateTimings {
+  const zero: Timing = { count: 0, totalNs: 0 };
+  return {
+    reads: zero,
+    appliedWrites: zero,
+    rejectedWrites: zero,
+    unknownWrites: zero,
+    backoffs: zero,
+  };
+}
+
+/** Sum of several timings. */
+export function addTimings(all: readonly DcStateTimings[]): DcStateTimings {
+  const total: Record<Key, { count: number; totalNs: number }> = {
+    reads: { count: 0, totalNs: 0 },
+    appliedWrites: { count: 0, totalNs: 0 },
+    rejectedWrites: { count: 0, totalNs: 0 },
+    unknownWrites: { count: 0, totalNs: 0 },
+    backoffs: { count: 0, totalNs: 0 },
+  };
+  for (const timings of all) {
+    for (const key of KEYS) {
+      total[key].count += timings[key].count;
+      total[key].totalNs += timings[key].totalNs;
+    }
+  }
+  return total;
+}
+
+/** `after − before`, key by key. */
+export function timingsBetween(before: DcStateTimings, after: DcStateTimings): DcStateTimings {
+  const diff = (key: Key): Timing => ({
+    count: after[key].count - before[key].count,
+    totalNs: after[key].totalNs - before[key].totalNs,
+  });
+  return {
+    reads: diff('reads'),
+    appliedWrites: diff('appliedWrites'),
+    rejectedWrites: diff('rejectedWrites'),
+    unknownWrites: diff('unknownWrites'),
+    backoffs: diff('backoffs'),
+  };
+}
+
+/** Mean nanoseconds of one call; NaN when none was made. */
+export const meanNs = (timing: Timing): number =>
+  timing.count > 0 ? timing.totalNs / timing.count : NaN;
+
+/**
+ * `store` with its DC-state reads and writes timed into a running total; every other call goes
+ * straight through. A Proxy, so the port may grow without this file knowing.
+ */
+export class TimedStore {
+  private readonly totals = addTimings([]);
+  /** When the last rejected write answered, until the next read (the backoff between them). */
+  private rejectedAt: number | undefined;
+  readonly store: IdStore;
+
+  constructor(inner: IdStore) {
+    const record = (key: Key, ns: number): void => {
+      const timing = this.totals[key] as { count: number; totalNs: number };
+      timing.count++;
+      timing.totalNs += ns;
+    };
+    const readDcState: IdStore['readDcState'] = async (sequence, dc) => {
+      const t0 = hrNow();
+      if (this.rejectedAt !== undefined) record('backoffs', t0 - this.rejectedAt);
+      this.rejectedAt = undefined;
+      try {
+        return await inner.readDcState(sequence, dc);
+      } finally {
+        record('reads', hrNow() - t0);
+      }
+    };
+    const writeDcState: IdStore['writeDcState'] = async (sequence, dc, expected, next) => {
+      const t0 = hrNow();
+      let key: Key = 'unknownWrites';
+      try {
+        const outcome = await inner.writeDcState(sequence, dc, expected, next);
+        key = outcome.kind === 'applied' ? 'appliedWrites' : `${outcome.kind}Writes`;
+        return outcome;
+      } finally {
+        const t1 = hrNow();
+        record(key, t1 - t0);
+        if (key === 'rejectedWrites') this.rejectedAt = t1;
+      }
+    };
+    this.store = new Proxy(inner, {
+      get(target, property, receiver) {
+        if (property === 'readDcState') return readDcState;
+        if (property === 'writeDcState') return writeDcState;
+        const value: unknown = Reflect.get(target, property, receiver);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+  }
+
+  /** A copy of the totals so far. */
+  snapshot(): DcStateTimings {
+    return addTimings([this.totals]);
+  }
+}

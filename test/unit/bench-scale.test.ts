@@ -1,0 +1,581 @@
+import * as prettier from 'prettier';
+import { describe, expect, it } from 'vitest';
+
+import { IdGen } from '../../src/index.js';
+import { resolveSequenceSettings } from '../../src/options.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { drawLoop } from '../../scripts/bench/draw-loop.js';
+import type { WorkerScaleDraw } from '../../scripts/bench/protocol.js';
+import { buildReport, formatMarkdown } from '../../scripts/bench/report.js';
+import {
+  claimsPerSecondFromCosts,
+  limitCause,
+  partitionEstimates,
+  stopsScalingAt,
+  summarizeScale,
+  type ScaleRow,
+} from '../../scripts/bench/report/scale-summary.js';
+import type {
+  AllocatorCounts,
+  DcStateTimings,
+  InProcessResult,
+  RawResults,
+  ScaleConfig,
+  ScaleMode,
+  ScaleResult,
+  ScaleRun,
+} from '../../scripts/bench/results.js';
+import { instanceShare } from '../../scripts/bench/fleet.js';
+import { combineScale } from '../../scripts/bench/scale.js';
+import { ScaleInstances } from '../../scripts/bench/scale-worker.js';
+import {
+  ADAPTIVE_OPTIONS,
+  SCALE_VARIANTS,
+  scaleSequenceOptions,
+  supportedAdaptiveOptions,
+} from '../../scripts/bench/scale-variants.js';
+import { figure, Histogram } from '../../scripts/bench/stats.js';
+import { emptyTimings, TimedStore } from '../../scripts/bench/timings.js';
+
+const DCS = ['dc1', 'dc2', 'dc3'];
+
+const counts = (blocksClaimed: number, casRejections = 0, waits = 0): AllocatorCounts => ({
+  waits,
+  blocksClaimed,
+  rangesGranted: 0,
+  lwtWrites: blocksClaimed + casRejections,
+  serialReads: 0,
+  localSerialReads: blocksClaimed + casRejections,
+  casRejections,
+  casUnknown: 0,
+  errors: 0,
+});
+
+/** Per claim: a 2 ms read and a 3 ms applied write; per lost race: a 4 ms rejected write, 1 ms backoff. */
+const timings = (claims: number, lost: number): DcStateTimings => ({
+  reads: { count: claims + lost, totalNs: (claims + lost) * 2e6 },
+  appliedWrites: { count: claims, totalNs: claims * 3e6 },
+  rejectedWrites: { count: lost, totalNs: lost * 4e6 },
+  unknownWrites: { count: 0, totalNs: 0 },
+  backoffs: { count: lost, totalNs: lost * 1e6 },
+});
+
+interface Shape {
+  /** IDs/s of each DC. */
+  readonly rate: number;
+  /** Claims/s of each DC. */
+  readonly claims: number;
+  readonly retriesPerClaim?: number;
+  readonly busy?: number;
+  readonly failures?: number;
+  /** The instances' last block sizes in each DC. */
+  readonly last?: readonly number[];
+}
+
+/** One run: every DC alike, 10 s windows, blocks of rate ÷ claims IDs. */
+function run(n: number, shape: Shape): ScaleRun {
+  const seconds = 10;
+  const claims = shape.claims * seconds;
+  const lost = Math.round(claims * (shape.retriesPerClaim ?? 0));
+  return {
+    processes: Math.min(n, 2) * DCS.length,
+    dcs: DCS.map((dc) => ({
+      dc,
+      instances: n,
+      ids: shape.rate * seconds,
+      idsPerSecond: shape.rate,
+      seconds,
+      claimedIds: shape.rate * seconds,
+      lastBlockSizes: shape.last ?? [],
+      counts: counts(claims, lost),
+      warmupWaits: 0,
+      failures: dc === 'dc1' ? (shape.failures ?? 0) : 0,
+      warmupFailures: 0,
+      dcState: timings(claims, lost),
+    })),
+    latency: { count: 100, p50: 100, p99: 1e4, p999: 1e6, max: 2e7, mean: 500 },
+    failureMessages: (shape.failures ?? 0) > 0 ? ['ContentionError: lost races'] : [],
+    workerCpuSeconds: 15,
+    machineBusy: shape.busy ?? 0.5,
+  };
+}
+
+function config(
+  mode: ScaleMode,
+  variant: string,
+  n: number,
+  runs: readonly ScaleRun[],
+  ratePerDc = 10_000,
+): ScaleConfig {
+  return {
+    mode,
+    variant,
+    instancesPerDc: n,
+    ratePerInstance: mode === 'rate' ? ratePerDc / n : undefined,
+    runs,
+  };
+}
+
+/**
+ * Fixed 100 is bound by its partition (200 claims/s at most, retries and errors at N = 16);
+ * adaptive by the CPU (flat from N = 4 with the machine 95 % busy).
+ */
+const SCALE: ScaleResult = {
+  variants: [
+    {
+      key: 'fixed100',
+      label: 'fixed 100',
+      adaptive: false,
+      options: { blockSize: 100, maxBlockSize: 100 },
+      settings: { blockSize: 100, maxBlockSize: 100, dcRangeSize: 100_000, threshold: 0.5 },
+    },
+    {
+      key: 'adaptive',
+      label: 'adaptive (defaults)',
+      adaptive: true,
+      options: {},
+      settings: { blockSize: 1_000, maxBlockSize: 100_000, claimIntervalMs: 2_000 },
+    },
+  ],
+  skipped: [],
+  layout: 'instances spread evenly over 2 processes per DC',
+  configs: [
+    config('tight', 'fixed100', 1, [run(1, { rate: 10_000, claims: 100 })]),
+    config('tight', 'fixed100', 4, [run(4, { rate: 19_000, claims: 190, retriesPerClaim: 0.5 })]),
+    config('tight', 'fixed100', 16, [
+      run(16, { rate: 20_000, claims: 200, retriesPerClaim: 3, failures: 4 }),
+    ]),
+    config('tight', 'adaptive', 1, [run(1, { rate: 60_000, claims: 1 })]),
+    config('tight', 'adaptive', 4, [
+      run(4, { rate: 100_000, claims: 4, busy: 0.9, last: [20_000, 30_000, 25_000, 24_000] }),
+    ]),
+    config('tight', 'adaptive', 16, [run(16, { rate: 101_000, claims: 16, busy: 0.95 })]),
+    config('rate', 'fixed100', 1, [run(1, { rate: 10_000, claims: 100 })]),
+    config('rate', 'fixed100', 4, [run(4, { rate: 10_000, claims: 100, retriesPerClaim: 0.2 })]),
+    config('rate', 'fixed100', 16, [
+      run(16, { rate: 7_000, claims: 70, retriesPerClaim: 2, failures: 2 }),
+    ]),
+    config('rate', 'adaptive', 1, [run(1, { rate: 10_000, claims: 0.5 })]),
+    config('rate', 'adaptive', 4, [run(4, { rate: 10_000, claims: 2 })]),
+    config('rate', 'adaptive', 16, [run(16, { rate: 10_000, claims: 8 })]),
+  ],
+};
+
+/** `await next()` at 60 ns per ID: 16.7 M/s. */
+const IN_PROCESS: InProcessResult = {
+  idgenStore: 'memory',
+  idgenBlockSize: 10_000_000,
+  candidates: [{ key: 'next', label: 'next' }],
+  runs: [{ next: 50 }],
+  refillsInLoops: 0,
+  snowflakeRepeats: { generated: 1, repeated: 0 },
+  timerPairNs: 100,
+};
+
+describe('scale summary', () => {
+  const summary = summarizeScale(SCALE, IN_PROCESS);
+  const row = (mode: ScaleMode, variant: string, n: number): ScaleRow =>
+    summary.rows.find((r) => r.mode === mode && r.variant === variant && r.instancesPerDc === n)!;
+
+  it('finds where throughput stops growing by 10 % a step', () => {
+    expect(stopsScalingAt([{ n: 1, idsPerSecond: 100 }])).toBeUndefined();
+    expect(
+      stopsScalingAt([
+        { n: 4, idsPerSecond: 380 },
+        { n: 1, idsPerSecond: 100 },
+        { n: 16, idsPerSecond: 400 },
+        { n: 64, idsPerSecond: 900 },
+      ]),
+    ).toEqual({ stopsAt: 4, next: 16 });
+    expect(
+      stopsScalingAt([
+        { n: 1, idsPerSecond: 100 },
+        { n: 4, idsPerSecond: 109 },
+      ]),
+    ).toEqual({ stopsAt: 1, next: 4 });
+    expect(
+      stopsScalingAt([
+        { n: 1, idsPerSecond: 100 },
+        { n: 4, idsPerSecond: 111 },
+      ]),
+    ).toBeUndefined();
+    // Nothing measured at the next N is not growth.
+    expect(
+      stopsScalingAt([
+        { n: 1, idsPerSecond: 100 },
+        { n: 4, idsPerSecond: NaN },
+      ]),
+    ).toEqual({ stopsAt: 1, next: 4 });
+  });
+
+  it('estimates processes per partition as capacity × claim interval', () => {
+    expect(partitionEstimates(200, 100, [10, 1, 60, 2, 1])).toEqual([
+      { claimIntervalSeconds: 1, processes: 200, processesFromCosts: 100 },
+      { claimIntervalSeconds: 2, processes: 400, processesFromCosts: 200 },
+      { claimIntervalSeconds: 10, processes: 2_000, processesFromCosts: 1_000 },
+      { claimIntervalSeconds: 60, processes: 12_000, processesFromCosts: 6_000 },
+    ]);
+    expect(partitionEstimates(12.5, 3.3, [1])).toEqual([
+      { claimIntervalSeconds: 1, processes: 12, processesFromCosts: 3 },
+    ]);
+  });
+
+  it('derives a partition capacity from the cost of a claim and of a lost race', () => {
+    // 5 ms per claim, 2 retries per claim of 6 ms each: 17 ms of partition per claim.
+    expect(claimsPerSecondFromCosts(5e6, 2, 6e6)).toBeCloseTo(1e3 / 17);
+    expect(claimsPerSecondFromCosts(5e6, 0, NaN)).toBe(200);
+    expect(claimsPerSecondFromCosts(5e6, NaN, NaN)).toBe(200);
+  });
+
+  it('sums each DC partition: claims/s, CAS retries per claim, mean block size', () => {
+    const fixed16 = row('tight', 'fixed100', 16);
+    expect(fixed16.idsPerSecond.median).toBe(60_000);
+    expect(fixed16.idsPerSecondPerInstance.median).toBe(20_000 / 16);
+    expect(fixed16.claimsPerSecondPerDc.median).toBe(200);
+    expect(fixed16.busiestClaimsPerSecond.median).toBe(200);
+    expect(fixed16.retriesPerClaim.median).toBe(3);
+    expect(fixed16.meanBlockSize.median).toBe(100);
+    expect(fixed16.failures).toBe(4);
+    // A claim: 2 ms read + 3 ms write; a lost race: 2 ms read + 4 ms write + 1 ms backoff.
+    expect(fixed16.claimNs.median).toBe(5e6);
+    expect(fixed16.lostRaceNs.median).toBe(7e6);
+    expect(row('rate', 'fixed100', 16).shareOfTarget.median).toBeCloseTo(0.7);
+    expect(row('rate', 'adaptive', 1).meanBlockSize.median).toBe(20_000);
+    expect(row('tight', 'fixed100', 1).retriesPerClaim.median).toBe(0);
+  });
+
+  it('says where each policy stops scaling and what was saturated', () => {
+    const tight = summary.limits.filter((l) => l.mode === 'tight');
+    expect(tight.map((l) => [l.variant, l.stopsAt, l.next, l.cause])).toEqual([
+      ['fixed100', 4, 16, 'partition'],
+      ['adaptive', 4, 16, 'cpu'],
+    ]);
+    expect(summary.partitionMax).toMatchObject({ claimsPerSecond: 200, retriesPerClaim: 3 });
+    expect(summary.partitionMax?.row).toMatchObject({ variant: 'fixed100', instancesPerDc: 16 });
+  });
+
+  it('classifies a limit: partition, then CPU, then neither', () => {
+    const base = row('tight', 'adaptive', 16);
+    expect(limitCause(base, 200)).toBe('cpu');
+    expect(limitCause({ ...base, machineBusy: figure([0.5]) }, 200)).toBe('neither');
+    expect(limitCause({ ...base, busiestClaimsPerSecond: figure([170]) }, 200)).toBe('partition');
+    expect(limitCause({ ...base, retriesPerClaim: figure([1]) }, 200)).toBe('partition');
+    expect(limitCause({ ...base, warmupFailures: 1 }, 200)).toBe('partition');
+  });
+
+  it('measures claim and lost-race costs, and the estimate at the adaptive claim interval', () => {
+    expect(summary.uncontendedAt).toBe(1);
+    expect(summary.uncontendedClaimNs).toBe(5e6);
+    expect(summary.lostRaceNs).toBe(7e6);
+    expect(summary.lostRaceRoundNs).toBe(6e6);
+    // 5 ms + 3 retries × 6 ms = 23 ms per claim.
+    expect(summary.claimsPerSecondFromCosts).toBeCloseTo(1e3 / 23);
+    expect(
+      summary.estimates.map((e) => [e.claimIntervalSeconds, e.processes, e.processesFromCosts]),
+    ).toEqual([
+      [1, 200, 43],
+      [2, 400, 86],
+      [10, 2_000, 434],
+      [60, 12_000, 2_608],
+    ]);
+  });
+
+  it('puts a tight instance on the cluster against the in-process await next(), per run', () => {
+    // Adaptive, N = 1: 60,000 IDs/s per instance against 1e9 / 50 ns = 20 M/s.
+    const adaptive = summary.tightVsInProcess.find((r) => r.variant === 'adaptive')!;
+    expect(adaptive.value.median).toBeCloseTo(0.003);
+    expect(summary.tightVsInProcess.map((r) => r.variant)).toEqual(['fixed100', 'adaptive']);
+  });
+});
+
+describe('scale report section', () => {
+  const raw = {
+    startedAt: '2025-01-02T03:04:05.000Z',
+    finishedAt: '2025-01-02T03:08:05.000Z',
+    wallSeconds: 240,
+    command: 'npm run bench -- --scale-only',
+    settings: {
+      quick: true,
+      durationSeconds: 3,
+      warmupSeconds: 1.5,
+      runs: 1,
+      processesPerDc: 2,
+      blockSizes: [1_000],
+      steadyBlockSize: 1_000,
+      dcRangeBlocks: 100,
+      pacedBlocksPerSecond: 2,
+      naiveClients: 8,
+      burstFactor: 5,
+      inProcessSampleMs: 100,
+      scale: true,
+      scaleOnly: true,
+      scaleInstances: [1, 4, 16],
+      scaleSeconds: 10,
+      scaleWarmupSeconds: 2,
+      scaleRuns: 1,
+      scaleRatePerDc: 10_000,
+      scaleVariants: ['fixed100', 'adaptive'],
+      out: 'bench',
+    },
+    machine: {
+      cpuModel: 'Test CPU',
+      cores: 2,
+      memoryGiB: 8,
+      os: 'Linux',
+      node: 'v20.20.2',
+      cassandra: { dc1: '5.0.9', dc2: '5.0.9', dc3: '5.0.9' },
+      topology: '3 DCs × 3 nodes, all on this machine',
+      loadAverage: [1, 1, 1],
+    },
+    inProcess: IN_PROCESS,
+    cluster: {
+      keyspace: 'bench_0123abcd',
+      workerRuntime: 'node with tsx',
+      rssAfterConnectMiB: [60],
+      naive: [],
+      draws: [],
+      burst: { blockSize: 1_000, calls: 0, runs: [] },
+      coldStart: [],
+    },
+    scale: SCALE,
+  } satisfies RawResults;
+  const report = buildReport(raw);
+
+  it('writes the Scale section from the numbers', () => {
+    const md = report.markdown;
+    for (const text of [
+      '## 4. Scale',
+      '### Tight: every instance `await next()` in a loop',
+      '### Fixed total rate: 10 k/s per DC, split evenly over its instances',
+      '| instances per DC | blocks | IDs/s (all DCs) | claims/s per DC partition | CAS retries per claim |',
+      '| 16 | fixed 100 | 60 k/s | 200 | 3 |',
+      '| 4 | adaptive (defaults) | 300 k/s | 4 | 0 | 100 ns | 10 µs | 1 ms | 20 ms | 0 | 0 / 0 | 25,000 (last 20,000–30,000) |',
+      'share of target',
+      '70 %',
+      'it stops growing after N = 4',
+      'The limit is the DC-state partition: at N = 16 the busiest DC-state partition completed 200 claims/s',
+      "The limit is the CPU: at N = 16 the machine's 2 cores were 95 % busy",
+      '**adaptive (defaults), fixed rate**: the full rate at every N',
+      'at N = 16: 70 % of the rate',
+      'C = 200 claims/s',
+      'K = C × I',
+      '| 2 s (adaptive default `claimIntervalMs`) | 400 | 86 |',
+      "C' = 1 ÷ (t_claim + r × t_race) = 1 ÷ (5 ms + 3 × 6 ms) = 43.5 claims/s",
+      '5 ms with 1 instance per DC',
+      '7 ms, over',
+      'adaptive (defaults) 0.3 %',
+      '"ContentionError: lost races"',
+      '`--scale-only`',
+    ]) {
+      expect(md).toContain(text);
+    }
+    expect(md).not.toContain('### Naive baseline');
+    expect(
+      report.json.summary.ratios.find((r) => r.key === 'tightAdaptiveVsInProcessNext'),
+    ).toMatchObject({
+      unit: 'percent',
+      value: { n: 1 },
+    });
+    expect(md).toMatch(/in-process `await next\(\)` IDs\/s \| 0\.3 % \|/);
+  });
+
+  it('formats so that prettier --check passes', async () => {
+    const formatted = await formatMarkdown(report.markdown, 'bench/REPORT.md');
+    const config = (await prettier.resolveConfig('bench/REPORT.md')) ?? {};
+    expect(await prettier.check(formatted, { ...config, parser: 'markdown' })).toBe(true);
+  }, 30_000);
+
+  it('prints the scale rows on stdout', () => {
+    expect(report.table).toContain('4. Scale');
+    expect(report.table).toMatch(/^tight +16 +fixed 100 +60 k\/s +200 +3 /m);
+  });
+});
+
+describe('scale phase parts', () => {
+  it('pins fixed variants and leaves the adaptive one to its defaults', () => {
+    const all = new Set(ADAPTIVE_OPTIONS);
+    const [fixed100, , adaptive, adaptive60] = SCALE_VARIANTS;
+    expect(scaleSequenceOptions(fixed100!, all)).toEqual({
+      blockSize: 100,
+      dcRangeSize: 100_000,
+      maxBlockSize: 100,
+      maxDcRangeSize: 100_000,
+      autonomySeconds: 0,
+    });
+    expect(scaleSequenceOptions(adaptive!, all)).toEqual({});
+    expect(scaleSequenceOptions(adaptive60!, all)).toEqual({ autonomySeconds: 60 });
+    // A build without adaptive sizing: fixed blocks as before, no adaptive variant.
+    expect(scaleSequenceOptions(fixed100!, new Set())).toEqual({
+      blockSize: 100,
+      dcRangeSize: 100_000,
+    });
+    expect(scaleSequenceOptions(adaptive!, new Set())).toBeUndefined();
+  });
+
+  it("writes options this build's createSequence accepts", () => {
+    const supported = supportedAdaptiveOptions();
+    for (const variant of SCALE_VARIANTS) {
+      const options = scaleSequenceOptions(variant, supported);
+      if (options !== undefined) expect(() => resolveSequenceSettings('s', options)).not.toThrow();
+    }
+  });
+
+  it("spreads a DC's instances over its processes in turn", () => {
+    const shares = (processes: number, perDc: number) =>
+      Array.from({ length: processes }, (_, i) => instanceShare(i, processes, perDc));
+    expect(shares(3, 64)).toEqual([22, 21, 21]);
+    expect(shares(3, 1)).toEqual([1, 0, 0]);
+    expect(shares(3, 4)).toEqual([2, 1, 1]);
+    expect(shares(2, 16)).toEqual([8, 8]);
+  });
+
+  it('combines processes per DC and merges latencies', () => {
+    const histogram = new Histogram();
+    histogram.record(1_000);
+    const draw = (instances: number, ids: number, cpuSeconds: number): WorkerScaleDraw => ({
+      instances,
+      ids,
+      idsPerSecond: ids / 2,
+      instanceSeconds: 2 * instances,
+      claimedIds: ids + 100,
+      lastBlockSizes: [],
+      histogram: histogram.toJSON(),
+      counts: counts(instances, 1),
+      warmupWaits: 1,
+      failures: 0,
+      warmupFailures: 0,
+      notIncreasing: 0,
+      failureMessages: [],
+      dcState: timings(instances, 1),
+      cpuSeconds,
+    });
+    const run = combineScale(
+      [
+        { dc: 'dc1', result: draw(3, 600, 1) },
+        { dc: 'dc1', result: draw(2, 400, 1) },
+        { dc: 'dc2', result: draw(5, 1_000, 2) },
+      ],
+      ['dc1', 'dc2'],
+      0.75,
+    );
+    expect(run.processes).toBe(3);
+    expect(
+      run.dcs.map((d) => [d.dc, d.instances, d.idsPerSecond, d.seconds, d.claimedIds]),
+    ).toEqual([
+      ['dc1', 5, 500, 2, 1_200],
+      ['dc2', 5, 500, 2, 1_100],
+    ]);
+    expect(run.dcs[0]!.counts.casRejections).toBe(2);
+    expect(run.dcs[0]!.dcState.appliedWrites.count).toBe(5);
+    expect(run.latency.count).toBe(3);
+    expect(run.workerCpuSeconds).toBe(4);
+    expect(() =>
+      combineScale([{ dc: 'dc1', result: { ...draw(1, 1, 1), notIncreasing: 1 } }], ['dc1'], 0),
+    ).toThrow(/not above/);
+  });
+
+  it('times DC-state reads and writes at the store, by outcome, with the backoff after a lost race', async () => {
+    const timed = new TimedStore(new MemoryStore());
+    const ids = new IdGen({ store: timed.store, dc: 'dc1', keyspace: 'memory' });
+    await ids.createSequence('s', { blockSize: 10, dcRangeSize: 1_000 });
+    const handle = ids.sequence('s');
+    for (let i = 0; i < 25; i++) await handle.next();
+    const afterClaims = timed.snapshot();
+    expect(afterClaims.appliedWrites.count).toBeGreaterThanOrEqual(3);
+    expect(afterClaims.reads.count).toBeGreaterThanOrEqual(afterClaims.appliedWrites.count - 1);
+    expect(afterClaims.rejectedWrites.count).toBe(0);
+
+    const state = (await timed.store.readDcState('s', 'dc1'))!;
+    const stale = { version: state.version - 1, op: 'stale' };
+    const outcome = await timed.store.writeDcState('s', 'dc1', stale, {
+      ...state,
+      version: state.version,
+      op: 'x',
+    });
+    expect(outcome.kind).toBe('rejected');
+    await timed.store.readDcState('s', 'dc1');
+    const after = timed.snapshot();
+    expect(after.rejectedWrites.count).toBe(1);
+    expect(after.backoffs.count).toBe(1);
+    expect(emptyTimings().reads).toEqual({ count: 0, totalNs: 0 });
+    // Every other call goes straight through.
+    expect((await ids.listSequences()).map((s) => s.name)).toEqual(['s']);
+    await ids.close();
+  });
+
+  it('runs several instances in one process, each with its own blocks, over one shared store', async () => {
+    const shared = new MemoryStore();
+    await new IdGen({ store: shared, dc: 'dc1', keyspace: 'memory' }).createSequence('s', {
+      blockSize: 10,
+      dcRangeSize: 1_000,
+    });
+    let opened = 0;
+    const instances = new ScaleInstances(
+      { dc: 'dc1', contactPoints: [], keyspace: 'memory' },
+      () => {
+        opened++;
+        return Promise.resolve({
+          // Each instance closes its own view; the shared store stays open.
+          store: () =>
+            new Proxy(shared, {
+              get: (target, property) =>
+                property === 'close'
+                  ? () => Promise.resolve()
+                  : (Reflect.get(target, property) as unknown),
+            }),
+          close: () => shared.close(),
+        });
+      },
+    );
+    const command = {
+      type: 'scale',
+      sequence: 's',
+      instances: 4,
+      ratePerInstance: 2_000,
+      warmupMs: 20,
+      durationMs: 150,
+    } as const;
+    const result = await instances.draw(command);
+    expect(result.instances).toBe(4);
+    expect(result.failures + result.warmupFailures + result.notIncreasing).toBe(0);
+    // At most the rate (4 × 2,000/s for 150 ms); on a loaded machine far fewer.
+    expect(result.ids).toBeGreaterThan(0);
+    expect(result.ids).toBeLessThanOrEqual(4 * 2_000 * 0.2);
+    expect(result.histogram.count).toBe(result.ids);
+    expect(result.claimedIds).toBe(result.counts.blocksClaimed * 10);
+    // Where stats() reports the last block's size, it is the fixed 10.
+    expect(result.lastBlockSizes.every((size) => size === 10)).toBe(true);
+    expect(result.dcState.appliedWrites.count).toBeGreaterThanOrEqual(result.counts.blocksClaimed);
+    expect(result.cpuSeconds).toBeGreaterThan(0);
+    // A second command reuses the instances (two of them) and the shared part.
+    const again = await instances.draw({ ...command, instances: 2 });
+    expect(again.instances).toBe(2);
+    expect(opened).toBe(1);
+    await instances.close();
+  });
+
+  it('draws paced without a busy wait and reports the IDs held at both ends', async () => {
+    const ids = new IdGen({ store: new MemoryStore(), dc: 'dc1', keyspace: 'memory' });
+    await ids.createSequence('s', { blockSize: 100, dcRangeSize: 10_000 });
+    const handle = ids.sequence('s');
+    const cpu = process.cpuUsage();
+    const result = await drawLoop(handle, {
+      ratePerSecond: 1_000,
+      warmupMs: 20,
+      durationMs: 200,
+      start: Number(process.hrtime.bigint()),
+    });
+    const used = process.cpuUsage(cpu);
+    expect(result.draw.failures + result.draw.notIncreasing).toBe(0);
+    // At most the rate (1,000/s for 200 ms, with the 1 ms lead); fewer on a loaded machine.
+    expect(result.draw.ids).toBeGreaterThan(0);
+    expect(result.draw.ids).toBeLessThanOrEqual(230);
+    expect(result.histogram.count).toBe(result.draw.ids);
+    // Claimed in the window = drawn + change in IDs held, a whole number of blocks.
+    const claimed = result.draw.ids + result.heldAfter - result.heldBefore;
+    expect(claimed).toBe(result.draw.counts.blocksClaimed * 100);
+    // Sleeping, not spinning: far less CPU than the 220 ms of wall time.
+    expect((used.user + used.system) / 1e3).toBeLessThan(150);
+    await ids.close();
+  });
+});

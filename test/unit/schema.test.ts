@@ -1,0 +1,66 @@
+/** Upgrading tables created by an older release: the columns added since, added once. */
+import { readFileSync } from 'node:fs';
+
+import { describe, expect, it } from 'vitest';
+
+import { missingColumns, schemaFile } from '../../src/schema.js';
+
+const GRANTS =
+  'CREATE TABLE IF NOT EXISTS "ks".idgen_grants ( sequence text, dc text, grant_number int, ' +
+  'block_size int static, max_block_size int static, max_dc_range_size bigint static, ' +
+  'last_integer bigint, PRIMARY KEY ((sequence), dc, grant_number) ) ' +
+  'WITH CLUSTERING ORDER BY (dc ASC, grant_number DESC)';
+
+describe('missingColumns', () => {
+  it('adds the columns an existing table lacks, static ones as static, and nothing else', () => {
+    const existing = new Set(['sequence', 'dc', 'grant_number', 'block_size', 'last_integer']);
+    expect(missingColumns(GRANTS, 'ks', existing)).toEqual([
+      'ALTER TABLE "ks".idgen_grants ADD max_block_size int static',
+      'ALTER TABLE "ks".idgen_grants ADD max_dc_range_size bigint static',
+    ]);
+  });
+
+  it('adds nothing to a table that has every column (running init again changes nothing)', () => {
+    const all = new Set([
+      'sequence',
+      'dc',
+      'grant_number',
+      'block_size',
+      'max_block_size',
+      'max_dc_range_size',
+      'last_integer',
+    ]);
+    expect(missingColumns(GRANTS, 'ks', all)).toEqual([]);
+  });
+
+  it('knows the settings columns of schema.cql added for sizes that follow the load', () => {
+    const cql = readFileSync(schemaFile(), 'utf8').replace(/--.*$/gm, '');
+    const grants = cql
+      .split(';')
+      .map((statement) => statement.replace(/\s+/g, ' ').trim())
+      .find((statement) => statement.includes('idgen_grants ('))!
+      .replace('EXISTS idgen_grants', 'EXISTS "ks".idgen_grants');
+    const before = new Set([
+      'sequence',
+      'dc',
+      'grant_number',
+      'domain',
+      'min_id',
+      'max_id',
+      'start_id',
+      'dc_range_size',
+      'block_size',
+      'threshold',
+      'settings_op',
+      'last_integer',
+      'grant_min',
+      'grant_max',
+    ]);
+    expect(missingColumns(grants, 'ks', before)).toEqual([
+      'ALTER TABLE "ks".idgen_grants ADD max_block_size int static',
+      'ALTER TABLE "ks".idgen_grants ADD claim_interval_ms int static',
+      'ALTER TABLE "ks".idgen_grants ADD max_dc_range_size bigint static',
+      'ALTER TABLE "ks".idgen_grants ADD autonomy_seconds bigint static',
+    ]);
+  });
+});

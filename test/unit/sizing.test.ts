@@ -1,0 +1,99 @@
+/** The sizes that follow the load, apart from the allocator: rates and block sizes. */
+import { describe, expect, it } from 'vitest';
+
+import { DcUsage, Rate, blockSizeFor, grantSizeFor } from '../../src/allocator/sizing.js';
+
+describe('Rate', () => {
+  it('is unknown until two samples lie apart, then smooths the increase per second', () => {
+    const rate = new Rate();
+    rate.sample(0, 1_000);
+    expect(rate.perSecond).toBeUndefined();
+    rate.sample(5, 1_000.5); // under 1 ms: added to the next sample
+    expect(rate.perSecond).toBeUndefined();
+    rate.sample(1_000, 2_000);
+    expect(rate.perSecond).toBe(1_000);
+    rate.sample(4_000, 3_000); // 3,000/s: halfway there
+    expect(rate.perSecond).toBe(2_000);
+    rate.sample(3_000, 4_000); // a count that went down counts as no draws
+    expect(rate.perSecond).toBe(1_000);
+  });
+});
+
+describe('blockSizeFor', () => {
+  const bounds = { claimIntervalMs: 2_000, min: 100, max: 50_000 };
+
+  it('asks for the rate times the claim interval, within [min, max]', () => {
+    expect(blockSizeFor({ ...bounds, rate: undefined, waiting: 0 })).toBe(100);
+    expect(blockSizeFor({ ...bounds, rate: 10, waiting: 0 })).toBe(100);
+    expect(blockSizeFor({ ...bounds, rate: 1_234, waiting: 0 })).toBe(2_468);
+    expect(blockSizeFor({ ...bounds, rate: 1e9, waiting: 0 })).toBe(50_000);
+    expect(blockSizeFor({ ...bounds, rate: Infinity, waiting: 0 })).toBe(50_000);
+  });
+
+  it('covers the calls waiting now in one block, up to max', () => {
+    expect(blockSizeFor({ ...bounds, rate: 10, waiting: 7_000 })).toBe(7_000);
+    expect(blockSizeFor({ ...bounds, rate: 10, waiting: 70_000 })).toBe(50_000);
+  });
+
+  it('keeps fixed blocks fixed', () => {
+    expect(blockSizeFor({ ...bounds, min: 500, max: 500, rate: 1e6, waiting: 9_999 })).toBe(500);
+  });
+});
+
+describe('DcUsage', () => {
+  const state = (
+    lastInteger: bigint,
+    reservedGrant: number,
+    reservedMin: bigint,
+    reservedMax: bigint,
+  ) => ({
+    lastInteger,
+    reservedGrant,
+    reservedMin,
+    reservedMax,
+  });
+
+  it('counts claims within a range and across a switch to the next grant; give-backs count nothing', () => {
+    const usage = new DcUsage();
+    usage.observe(state(10n, 1, 1n, 100n));
+    expect(usage.total).toBe(0);
+    usage.observe(state(60n, 1, 1n, 100n));
+    expect(usage.total).toBe(50);
+    usage.observe(state(55n, 1, 1n, 100n)); // a give-back
+    expect(usage.total).toBe(50);
+    usage.observe(state(1_009n, 2, 1_000n, 1_999n)); // 45 left of grant 1, then 10 of grant 2
+    expect(usage.total).toBe(105);
+    usage.observe(state(3_000n, 4, 2_900n, 3_999n)); // skipped a grant: starts afresh
+    expect(usage.total).toBe(105);
+    usage.observe(state(3_100n, 4, 2_900n, 3_999n));
+    expect(usage.total).toBe(205);
+  });
+});
+
+describe('grantSizeFor', () => {
+  const demand = {
+    autonomySeconds: 3_600,
+    threshold: 0.5,
+    min: 1_000n,
+    max: 10_000_000n,
+    unGranted: 2n ** 31n,
+  };
+
+  it('keeps rate x autonomy in the DC at its low point: rate x T / (1 - threshold)', () => {
+    expect(grantSizeFor({ ...demand, rate: 100 })).toBe(720_000n);
+    expect(grantSizeFor({ ...demand, rate: 100, threshold: 0.75 })).toBe(1_440_000n);
+  });
+
+  it('stays within [dcRangeSize, maxDcRangeSize] and an eighth of what is not granted', () => {
+    expect(grantSizeFor({ ...demand, rate: 0.01 })).toBe(1_000n);
+    expect(grantSizeFor({ ...demand, rate: 1e6 })).toBe(10_000_000n);
+    expect(grantSizeFor({ ...demand, rate: Infinity })).toBe(10_000_000n);
+    expect(grantSizeFor({ ...demand, rate: 100, unGranted: 800_000n })).toBe(100_000n);
+    expect(grantSizeFor({ ...demand, rate: 100, unGranted: 4_000n })).toBe(1_000n);
+  });
+
+  it('is dcRangeSize with no target or no rate yet', () => {
+    expect(grantSizeFor({ ...demand, autonomySeconds: 0, rate: 1e6 })).toBe(1_000n);
+    expect(grantSizeFor({ ...demand, rate: undefined })).toBe(1_000n);
+  });
+});

@@ -213,11 +213,16 @@ async function main(): Promise<void> {
     localDataCenter: firstDc,
     keyspace,
   });
+  const dcRangeSize = random.pick([50_000, 100_000, 200_000]);
   const initial = {
     domain: 'int32' as const,
-    dcRangeSize: random.pick([50_000, 100_000, 200_000]),
+    dcRangeSize,
     blockSize: random.pick([100, 200, 500, 1_000]),
     threshold: random.pick([0.3, 0.5, 0.7]),
+    // Fixed blocks, or blocks sized by each process's rate; DC ranges fixed, or sized by rate
+    // for an autonomy target: every sizing policy meets the nemesis.
+    ...random.pick([{}, { maxBlockSize: dcRangeSize, claimIntervalMs: random.pick([500, 2_000]) }]),
+    ...random.pick([{}, { autonomySeconds: random.pick([5, 30]), maxDcRangeSize: 2_000_000 }]),
   };
   await admin.createSequence(sequence, initial);
   log(`keyspace ${keyspace}, sequence ${JSON.stringify(initial)}`);

@@ -225,15 +225,22 @@ export class Nemesis {
         const dcRangeSize = random.pick([20_000, 50_000, 100_000, 200_000]);
         const blockSize = random.pick([50, 100, 200, 500, 1_000]);
         const threshold = random.pick([0.3, 0.5, 0.7]);
+        // Fixed or adaptive blocks, fixed or autonomy-sized DC ranges: running processes pick
+        // the change up at their next settings re-read.
+        const maxBlockSize = random.pick([blockSize, dcRangeSize]);
+        const autonomySeconds = random.pick([0, 5, 30]);
         await this.options.admin.alterSequence(this.options.sequence, {
           dcRangeSize,
           blockSize,
+          maxBlockSize,
           threshold,
+          autonomySeconds,
+          maxDcRangeSize: Math.max(dcRangeSize, 2_000_000),
         });
         this.record(
           kind,
           this.options.sequence,
-          `ok: dcRange ${current.dcRangeSize} -> ${dcRangeSize}, block ${current.blockSize} -> ${blockSize}, threshold ${threshold}`,
+          `ok: dcRange ${current.dcRangeSize} -> ${dcRangeSize}, block ${current.blockSize} -> ${blockSize}..${maxBlockSize}, threshold ${threshold}, autonomy ${autonomySeconds} s`,
         );
         return;
       }

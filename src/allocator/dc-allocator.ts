@@ -283,13 +283,18 @@ export class DcAllocator {
       ) {
         this.counters.wasted += Number(block.last - block.first + 1n);
       }
-      if (last.reported === 'rejected') {
+      // A write shown to be lost is a lost race however it was reported: on Paxos v1 most
+      // timeouts under contention are races that the re-read then shows lost. Only a write
+      // whose fate stays unknown counts toward the bound on unknown outcomes in a row.
+      if (last.reported === 'rejected' || last.verdict === 'lost') {
         unknowns = 0;
         if (!keepTrying()) throw new ContentionError(this.sequence, 'claim a block', attempts);
-        await this.backoff(attempts);
       } else if (++unknowns >= MAX_CAS_ATTEMPTS) {
         throw this.outOfAttempts('claim a block', unknowns, last, 'local_serial');
       }
+      // Backing off after a timeout too: retrying at once only adds a proposer to the round
+      // that timed out, which on Paxos v1 prolongs the contention.
+      await this.backoff(attempts);
     }
   }
 

@@ -17,6 +17,7 @@ import {
   unknownDataCenter,
 } from './client-routing.js';
 import { describeDriverError, innerErrors } from './store/cassandra-errors.js';
+import { AvoidStalledCoordinatorsPolicy, StalledCoordinators } from './stalled-coordinators.js';
 
 /** Where and how to reach Cassandra. */
 export interface ConnectionOptions {
@@ -56,8 +57,10 @@ export interface ConnectionOptions {
   /**
    * Milliseconds one request may take before the client gives up on it (its outcome is then
    * unknown and resolved by a re-read). Keep it above Cassandra's own CAS timeout
-   * (`cas_contention_timeout` + `write_request_timeout`).
-   * @default 12000
+   * (`cas_contention_timeout` + `write_request_timeout`) and below the calls' deadline
+   * (`callTimeoutMs`): a coordinator that lets a request time out is tried last for 30 s, so a
+   * paused node costs a call one such timeout.
+   * @default 5000 for the protocol's statements; 12000 for the client's others (schema changes)
    */
   requestTimeoutMs?: number;
   /**
@@ -159,6 +162,8 @@ export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' |
       'either username (and password) or authProvider',
     );
   }
+  // The protocol's statements set their own timeout (the store's default); this one is for the
+  // client's other statements, schema changes among them, which may take longer.
   const requestTimeoutMs = options.requestTimeoutMs ?? CLIENT_DEFAULTS.readTimeout;
   if (
     typeof requestTimeoutMs !== 'number' ||
@@ -168,7 +173,7 @@ export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' |
     throw new InvalidOptionError(
       'requestTimeoutMs',
       requestTimeoutMs,
-      "a positive number of milliseconds (above Cassandra's CAS timeout, e.g. 12000)",
+      "a positive number of milliseconds (above Cassandra's CAS timeout, e.g. 5000)",
     );
   }
 
@@ -185,8 +190,12 @@ export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' |
     policies: {
       ...driver.policies,
       // DC-aware: only local-DC hosts are ever used (the 4.x driver has no remote fallback).
-      loadBalancing: new policies.loadBalancing.TokenAwarePolicy(
-        new policies.loadBalancing.DCAwareRoundRobinPolicy(localDataCenter),
+      // Coordinators that stalled a request are tried last (stalled-coordinators.ts).
+      loadBalancing: new AvoidStalledCoordinatorsPolicy(
+        new policies.loadBalancing.TokenAwarePolicy(
+          new policies.loadBalancing.DCAwareRoundRobinPolicy(localDataCenter),
+        ),
+        new StalledCoordinators(),
       ),
     },
     ...(authProvider !== undefined ? { authProvider } : {}),

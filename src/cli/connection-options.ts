@@ -89,7 +89,7 @@ export function connectionOptions(
     throw new InvalidOptionError(
       'requestTimeoutMs',
       requestTimeout,
-      "a number of milliseconds above 0 (above Cassandra's CAS timeout, e.g. 12000)",
+      "a number of milliseconds above 0 (above Cassandra's CAS timeout, e.g. 5000)",
     );
   }
   const sslOptions = tlsOptions(flags, readFile);

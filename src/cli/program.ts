@@ -97,7 +97,7 @@ export function createProgram(
     .addOption(
       new Option(
         '--request-timeout <ms>',
-        "how long one request to Cassandra may take (default 12000); keep it above Cassandra's CAS timeout",
+        "how long one request to Cassandra may take (default 5000); keep it above Cassandra's CAS timeout",
       )
         .env('IDGEN_REQUEST_TIMEOUT')
         .argParser(parseInteger),

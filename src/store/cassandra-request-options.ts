@@ -11,11 +11,14 @@ type OperationInfo = cassandra.policies.retry.OperationInfo;
 type DecisionInfo = cassandra.policies.retry.DecisionInfo;
 
 /**
- * Per-request timeout (ms) unless the store is told otherwise: above Cassandra's
- * cas_contention_timeout + write_request_timeout (1 s + 2 s by default), so that the server's
- * own answer (even a timeout) normally arrives before the client gives up.
+ * Per-request timeout (ms) of the protocol's statements unless the store is told otherwise:
+ * above Cassandra's cas_contention_timeout + write_request_timeout (1 s + 2 s by default), so
+ * that the server's own answer (even a timeout) normally arrives first, and well below a call's
+ * deadline (10 s by default), so that a coordinator that stalls (a paused node) costs a call
+ * one timeout and is then tried last (stalled-coordinators.ts) instead of holding the call
+ * until its deadline.
  */
-export const DEFAULT_REQUEST_TIMEOUT_MS = 12_000;
+export const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
 
 /** Conditional writes: the driver never resends them (a resend can report our own write as rejected). */
 export const NEVER_RETRY = new cassandra.policies.retry.FallthroughRetryPolicy();
@@ -25,10 +28,12 @@ export const NEVER_RETRY = new cassandra.policies.retry.FallthroughRetryPolicy()
  * Unavailable: a read changes nothing (a serial read's Paxos round only finishes rounds already
  * accepted), and a paused or overloaded coordinator should not fail the call. A serial read's
  * own Paxos round that times out on contention is reported as a CAS write timeout.
+ * `onRequestError` sees the client-side timeouts the retry hides from the caller (to mark the
+ * coordinator stalled).
  */
-export const RETRY_READS: cassandra.policies.retry.RetryPolicy = retryOnceElsewhere();
-
-function retryOnceElsewhere(): cassandra.policies.retry.RetryPolicy {
+export function retryReadsOnceElsewhere(
+  onRequestError: (error: unknown) => void = () => undefined,
+): cassandra.policies.retry.RetryPolicy {
   const policy = new cassandra.policies.retry.RetryPolicy();
   // Whatever failed (read or write timeout, Unavailable, a request error), the same answer: the
   // same consistency, on the next host of the query plan, once.
@@ -40,9 +45,15 @@ function retryOnceElsewhere(): cassandra.policies.retry.RetryPolicy {
     onReadTimeout: once,
     onWriteTimeout: once,
     onUnavailable: once,
-    onRequestError: once,
+    onRequestError: (info: OperationInfo, _consistency: unknown, error: unknown): DecisionInfo => {
+      onRequestError(error);
+      return once(info);
+    },
   });
 }
+
+/** {@link retryReadsOnceElsewhere} without a listener. */
+export const RETRY_READS: cassandra.policies.retry.RetryPolicy = retryReadsOnceElsewhere();
 
 /**
  * The options of one request. Conditional writes are not idempotent to the driver (no
@@ -53,13 +64,14 @@ export function requestOptions(
   statement: { readonly consistency: number; readonly serial?: number },
   conditional: boolean,
   timeoutMs: number,
+  retryReads: cassandra.policies.retry.RetryPolicy = RETRY_READS,
 ): cassandra.QueryOptions {
   return {
     prepare: true,
     consistency: statement.consistency,
     ...(statement.serial === undefined ? {} : { serialConsistency: statement.serial }),
     isIdempotent: !conditional,
-    retry: conditional ? NEVER_RETRY : RETRY_READS,
+    retry: conditional ? NEVER_RETRY : retryReads,
     readTimeout: timeoutMs,
     traceQuery: false,
   };

@@ -11,7 +11,7 @@
 
 import cassandra from 'cassandra-driver';
 
-import { localDataCenterOf } from '../client-routing.js';
+import { localDataCenterOf, routingPolicyOf } from '../client-routing.js';
 import { encodesBigIntAsLong } from '../driver-client.js';
 import {
   IdGenError,
@@ -22,10 +22,15 @@ import {
 } from '../errors.js';
 import { mutated } from '../allocator/mutations.js';
 import { isValidName } from '../names.js';
+import { AvoidStalledCoordinatorsPolicy, StalledCoordinators } from '../stalled-coordinators.js';
 import { ascending } from '../order.js';
 import { mapFailure } from './cassandra-errors.js';
 import { readNodeSettingsOf } from './cassandra-node-settings.js';
-import { DEFAULT_REQUEST_TIMEOUT_MS, requestOptions } from './cassandra-request-options.js';
+import {
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  requestOptions,
+  retryReadsOnceElsewhere,
+} from './cassandra-request-options.js';
 import {
   GLOBAL,
   parseDcState,
@@ -65,7 +70,7 @@ const CL = cassandra.types.consistencies;
 export interface CassandraStoreOptions {
   /** `close()` shuts the client down. */
   readonly ownsClient: boolean;
-  /** Timeout of each request, in ms. @default 12000 */
+  /** Timeout of each request, in ms. @default 5000 */
   readonly requestTimeoutMs?: number | undefined;
 }
 
@@ -79,6 +84,9 @@ export class CassandraStore implements IdStore {
   private readonly localDc: string;
   private readonly long: (value: bigint) => bigint | cassandra.types.Long;
   private readonly requestTimeoutMs: number;
+  /** Coordinators that let a request time out: tried last when the client routes with them. */
+  private readonly stalled: StalledCoordinators;
+  private readonly retryReads: cassandra.policies.retry.RetryPolicy;
 
   /**
    * @param client a client whose load balancing is DC-aware (see `openClient`).
@@ -104,6 +112,12 @@ export class CassandraStore implements IdStore {
     this.localDc = localDc;
     this.long = bigintEncoder(client);
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    // A client we built routes around stalled coordinators; a client of the user's keeps its own
+    // routing, and the marks then only go unused.
+    const policy = routingPolicyOf(client);
+    this.stalled =
+      policy instanceof AvoidStalledCoordinatorsPolicy ? policy.stalled : new StalledCoordinators();
+    this.retryReads = retryReadsOnceElsewhere((error) => this.stalled.markTimedOut(error));
     const tables: Record<string, string> = {
       $grants: `"${keyspace}".idgen_grants`,
       $dc_state: `"${keyspace}".idgen_dc_state`,
@@ -235,6 +249,7 @@ export class CassandraStore implements IdStore {
         logged: true,
       });
     } catch (error) {
+      this.stalled.markTimedOut(error);
       return this.casFailure(error, STATEMENTS[global], 'grant a DC range');
     }
     if (result.wasApplied()) return APPLIED;
@@ -402,11 +417,17 @@ export class CassandraStore implements IdStore {
     operation: string,
     conditional: boolean,
   ): Promise<cassandra.types.ResultSet> {
-    const result = await this.client.execute(
-      this.cql[name],
-      params,
-      requestOptions(statement, conditional, this.requestTimeoutMs),
-    );
+    let result: cassandra.types.ResultSet;
+    try {
+      result = await this.client.execute(
+        this.cql[name],
+        params,
+        requestOptions(statement, conditional, this.requestTimeoutMs, this.retryReads),
+      );
+    } catch (error) {
+      this.stalled.markTimedOut(error);
+      throw error;
+    }
     if (statement.level === 'local_serial') this.checkCoordinator(result, operation);
     return result;
   }

@@ -157,7 +157,7 @@ describe('TLS and the request timeout, from the command line to the driver', () 
     expect(errorMessage(noCert)).toContain('Invalid --ssl-cert (IDGEN_SSL_CERT)');
     const zero = catchError(() => connectionOptions({ ...base, requestTimeout: 0 }));
     expect(errorMessage(zero)).toBe(
-      "Invalid --request-timeout (IDGEN_REQUEST_TIMEOUT): received 0; allowed: a number of milliseconds above 0 (above Cassandra's CAS timeout, e.g. 12000).",
+      "Invalid --request-timeout (IDGEN_REQUEST_TIMEOUT): received 0; allowed: a number of milliseconds above 0 (above Cassandra's CAS timeout, e.g. 5000).",
     );
     expect(exitCodeOf(zero)).toBe(1);
   });

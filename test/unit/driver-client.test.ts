@@ -3,6 +3,7 @@ import cassandra from 'cassandra-driver';
 import { describe, expect, it } from 'vitest';
 
 import { buildClientOptions } from '../../src/driver-client.js';
+import { AvoidStalledCoordinatorsPolicy } from '../../src/stalled-coordinators.js';
 
 const base = { contactPoints: ['10.0.0.1'], localDataCenter: 'dc1' };
 
@@ -52,7 +53,10 @@ describe('buildClientOptions', () => {
       },
     });
     const policy = clientOptions.policies?.loadBalancing;
-    expect(policy).toBeInstanceOf(cassandra.policies.loadBalancing.TokenAwarePolicy);
+    expect(policy).toBeInstanceOf(AvoidStalledCoordinatorsPolicy);
+    expect((policy as AvoidStalledCoordinatorsPolicy).child).toBeInstanceOf(
+      cassandra.policies.loadBalancing.TokenAwarePolicy,
+    );
     expect(policy?.getOptions().get('localDataCenter')).toBe('dc1');
     expect(clientOptions.policies?.retry).toBeInstanceOf(cassandra.policies.retry.RetryPolicy);
     expect(clientOptions).toMatchObject({ contactPoints: ['10.0.0.1'], localDataCenter: 'dc1' });

@@ -1,0 +1,129 @@
+/**
+ * Coordinators that left a request unanswered, and the routing that tries them last.
+ *
+ * A paused or stalled Cassandra node keeps its connections open, so the driver still counts it
+ * up and its token-aware plan starts at it for about one request in three (RF 3): each such
+ * request waits out the whole request timeout. With one of three replicas stalled, the DC still
+ * has its LOCAL_SERIAL quorum; what it must not have is a caller whose every call waits on the
+ * stalled node until the call's deadline passes. So a coordinator that let a request time out
+ * client-side is tried last for {@link STALL_QUARANTINE_MS}: only reordered, never left out, so
+ * that a wrong guess costs nothing but the order of a plan whose hosts are all local replicas.
+ */
+
+import cassandra from 'cassandra-driver';
+
+type Host = cassandra.Host;
+type LoadBalancingPolicy = cassandra.policies.loadBalancing.LoadBalancingPolicy;
+type ExecutionOptions = cassandra.ExecutionOptions;
+
+/** How long a coordinator that let a request time out is tried last, in ms. */
+export const STALL_QUARANTINE_MS = 30_000;
+
+/** Coordinators that let a request time out client-side, each until its quarantine ends. */
+export class StalledCoordinators {
+  readonly #until = new Map<string, number>();
+
+  constructor(
+    private readonly quarantineMs: number = STALL_QUARANTINE_MS,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Records that `address` (as the driver names a host, `ip:port`) let a request time out. */
+  mark(address: string): void {
+    this.#until.set(address, this.now() + this.quarantineMs);
+  }
+
+  /** Whether `address` let a request time out within the quarantine. */
+  isStalled(address: string): boolean {
+    const until = this.#until.get(address);
+    if (until === undefined) return false;
+    if (until > this.now()) return true;
+    this.#until.delete(address);
+    return false;
+  }
+
+  /**
+   * Marks the coordinator(s) of a failed request that timed out client-side: the driver names
+   * the host on the error (`coordinator`, or `host`), and a NoHostAvailableError lists each
+   * host's error.
+   */
+  markTimedOut(error: unknown): void {
+    for (const [address, cause] of timeoutsOf(error)) {
+      if (isClientTimeout(cause)) this.mark(address);
+    }
+  }
+}
+
+/** The host each part of a driver error came from. */
+function timeoutsOf(error: unknown): [string, unknown][] {
+  if (typeof error !== 'object' || error === null) return [];
+  const e = error as { coordinator?: unknown; host?: unknown; innerErrors?: unknown };
+  const found: [string, unknown][] = [];
+  const address = typeof e.coordinator === 'string' ? e.coordinator : e.host;
+  if (typeof address === 'string') found.push([address, error]);
+  if (typeof e.innerErrors === 'object' && e.innerErrors !== null) {
+    for (const [host, inner] of Object.entries(e.innerErrors)) found.push([host, inner]);
+  }
+  return found;
+}
+
+/** By name, so that errors of another copy of the driver count too. */
+function isClientTimeout(error: unknown): boolean {
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    (error as { name?: unknown }).name === 'OperationTimedOutError'
+  );
+}
+
+/**
+ * Wraps a load-balancing policy: the same hosts in the same order, except that stalled
+ * coordinators come last. Distances and options are the wrapped policy's, so the routing checks
+ * (client-routing.ts) see its local datacenter.
+ */
+export class AvoidStalledCoordinatorsPolicy
+  extends cassandra.policies.loadBalancing.LoadBalancingPolicy
+{
+  constructor(
+    readonly child: LoadBalancingPolicy,
+    readonly stalled: StalledCoordinators,
+  ) {
+    super();
+  }
+
+  override init(
+    client: cassandra.Client,
+    hosts: cassandra.HostMap,
+    callback: cassandra.EmptyCallback,
+  ): void {
+    this.child.init(client, hosts, callback);
+  }
+
+  override getDistance(host: Host): cassandra.types.distance {
+    return this.child.getDistance(host);
+  }
+
+  override getOptions(): Map<string, object> {
+    return this.child.getOptions();
+  }
+
+  override newQueryPlan(
+    keyspace: string,
+    executionOptions: ExecutionOptions,
+    callback: (error: Error, iterator: Iterator<Host>) => void,
+  ): void {
+    this.child.newQueryPlan(keyspace, executionOptions, (error, iterator) => {
+      if (error) {
+        callback(error, iterator);
+        return;
+      }
+      // The child's plans are finite (local hosts only), so they can be read whole.
+      const first: Host[] = [];
+      const last: Host[] = [];
+      for (let item = iterator.next(); item.done !== true; item = iterator.next()) {
+        (this.stalled.isStalled(item.value.address) ? last : first).push(item.value);
+      }
+      callback(error, [...first, ...last][Symbol.iterator]());
+    });
+  }
+}

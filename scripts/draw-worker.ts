@@ -6,6 +6,7 @@
  *   node --import tsx scripts/draw-worker.ts --dc dc1 --contact-points 127.0.0.1 \
  *     --keyspace idgen --sequence orders --duration-ms 10000 --out /tmp/dc1-1.ids
  *
+ * --call-timeout-ms sets the calls' deadline (connect()'s callTimeoutMs).
  * It stops after --count IDs or --duration-ms, or on SIGTERM (then closes cleanly, returning its
  * unused block). A SIGKILL loses at most the last unflushed IDs of the file, never uniqueness.
  */
@@ -23,6 +24,7 @@ const { values } = parseArgs({
     count: { type: 'string' },
     'duration-ms': { type: 'string' },
     rate: { type: 'string' },
+    'call-timeout-ms': { type: 'string' },
     out: { type: 'string' },
   },
 });
@@ -66,6 +68,7 @@ const ids = await connect({
   contactPoints: required('contact-points').split(','),
   localDataCenter: dc,
   keyspace: required('keyspace'),
+  ...(values['call-timeout-ms'] ? { callTimeoutMs: Number(values['call-timeout-ms']) } : {}),
 });
 const sequence = ids.sequence(required('sequence'), { bigint: true });
 process.stdout.write(JSON.stringify({ event: 'ready', pid: process.pid }) + '\n');

@@ -20,6 +20,8 @@ export interface WorkerSpec {
   readonly durationMs?: number;
   /** IDs per second. */
   readonly rate?: number;
+  /** The deadline of each call (connect()'s `callTimeoutMs`). */
+  readonly callTimeoutMs?: number;
 }
 
 export interface WorkerSummary {
@@ -65,6 +67,7 @@ export function startWorker(spec: WorkerSpec): Worker {
     ...(spec.count !== undefined ? ['--count', String(spec.count)] : []),
     ...(spec.durationMs !== undefined ? ['--duration-ms', String(spec.durationMs)] : []),
     ...(spec.rate !== undefined ? ['--rate', String(spec.rate)] : []),
+    ...(spec.callTimeoutMs !== undefined ? ['--call-timeout-ms', String(spec.callTimeoutMs)] : []),
   ];
   const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';

@@ -60,21 +60,25 @@ export class RegistryMetrics {
   readonly #sequences = new Set<string>();
 
   private constructor(registry: AnyRegistry) {
-    const refresh = () => this.refresh();
-    for (const description of METRICS) {
-      const existing = registry.getSingleMetric(description.name);
-      const metric =
-        existing ??
-        create(description, registry, FROM_STATS.has(description.name) ? refresh : undefined);
-      if (!(metric instanceof classOf(description))) {
+    // Every name is checked before anything is registered: a refused registry is left as it was.
+    const existing = METRICS.map((description) => {
+      const metric = registry.getSingleMetric(description.name);
+      if (metric !== undefined && !fits(metric, description)) {
         throw new InvalidOptionError(
           'metrics.registry',
-          `a registry holding a metric "${description.name}" of another kind`,
-          `a registry where "${description.name}" is a ${description.type} or not registered`,
+          `a registry holding another metric named "${description.name}"`,
+          `a registry where "${description.name}" is a ${description.type} labelled [${description.labels.join(', ')}], or is not registered`,
         );
       }
+      return metric;
+    });
+    const refresh = () => this.refresh();
+    METRICS.forEach((description, i) => {
+      const collect = FROM_STATS.has(description.name) ? refresh : undefined;
+      const metric =
+        (existing[i] as AnyMetric | undefined) ?? create(description, registry, collect);
       this.#metrics.set(description.name, metric);
-    }
+    });
   }
 
   /**
@@ -170,15 +174,17 @@ export class RegistryMetrics {
   }
 }
 
-function classOf(description: MetricDescription): typeof Counter | typeof Gauge | typeof Histogram {
-  switch (description.type) {
-    case 'counter':
-      return Counter;
-    case 'gauge':
-      return Gauge;
-    case 'histogram':
-      return Histogram;
-  }
+/**
+ * Whether a metric found on the registry can be used as `description`: same kind, same labels
+ * (prom-client refuses label names it was not created with).
+ */
+function fits(metric: unknown, description: MetricDescription): boolean {
+  const kind = { counter: Counter, gauge: Gauge, histogram: Histogram }[description.type];
+  if (!(metric instanceof kind)) return false;
+  const labels = (metric as unknown as { readonly labelNames?: readonly string[] }).labelNames;
+  return (
+    labels !== undefined && [...labels].sort().join() === [...description.labels].sort().join()
+  );
 }
 
 function create(

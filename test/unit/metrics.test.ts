@@ -1,5 +1,5 @@
 /** Prometheus metrics of an allocator over the in-memory store (src/metrics/). */
-import { Counter, Registry, register } from 'prom-client';
+import { Counter, Gauge, Registry, register } from 'prom-client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import { IdGen } from '../../src/allocator/id-gen.js';
@@ -301,12 +301,23 @@ describe('metrics: registries', () => {
     }
   });
 
-  it('refuses a registry where one of the names is another kind of metric', () => {
+  it('refuses a registry where one of the names is another kind of metric, or has other labels', () => {
     const registry = new Registry();
     new Counter({ name: 'idgen_ids_held', help: 'not a gauge', registers: [registry] });
     const store = new MemoryStore({ keyspace: KEYSPACE });
     expect(() => metered(store, registry)).toThrow(InvalidOptionError);
     expect(() => metered(store, registry)).toThrow(/metrics\.registry/);
+    const other = new Registry();
+    new Gauge({
+      name: 'idgen_ids_held',
+      help: 'other labels',
+      labelNames: ['dc'],
+      registers: [other],
+    });
+    expect(() => metered(store, other)).toThrow(/labelled \[sequence\]/);
+    // Refused before anything was registered.
+    expect(registry.getMetricsAsArray()).toHaveLength(1);
+    expect(other.getMetricsAsArray()).toHaveLength(1);
   });
 
   it('refuses bad options, naming them', () => {

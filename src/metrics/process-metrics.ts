@@ -120,7 +120,7 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
   }
 
   /** One poll now (or the one in flight); resolves when its gauges are set. Never rejects. */
-  poll(): Promise<void> {
+  #poll(): Promise<void> {
     this.#polling ??= this.#readRows()
       .catch((error: unknown) => this.#pollFailed(error))
       .finally(() => {
@@ -133,17 +133,14 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
     if (this.#closed || this.#intervalMs === 0) return;
     this.#cancelPoll = this.#clock.after(this.#intervalMs, () => {
       this.#cancelPoll = undefined;
-      void this.poll().finally(() => this.#schedule());
+      void this.#poll().finally(() => this.#schedule());
     });
   }
 
   async #readRows(): Promise<void> {
-    // A probe that fails or times out is reported, never thrown.
-    const probe = await probeSerial(
-      this.#store,
-      this.#dc,
-      Math.min(SERIAL_PROBE_TIMEOUT_MS, this.#intervalMs || Infinity),
-    );
+    // A probe that fails or times out is reported, never thrown; it ends before the next poll.
+    const timeoutMs = Math.min(SERIAL_PROBE_TIMEOUT_MS, this.#intervalMs);
+    const probe = await probeSerial(this.#store, this.#dc, timeoutMs);
     this.#metrics.gauge('idgen_serial_reachable').set({ dc: this.#dc }, probe.reachable ? 1 : 0);
     let failed: { readonly error: unknown; readonly sequence: string } | undefined;
     for (const sequence of this.#polledSequences()) {

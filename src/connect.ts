@@ -2,6 +2,7 @@
  * `connect()`: the one way to get an {@link IdGen} backed by Cassandra.
  */
 import type { Logger } from './logger.js';
+import type { MetricsOptions } from './metrics/options.js';
 import { openClient } from './driver-client.js';
 import type { ConnectionOptions } from './driver-client.js';
 import { IdGen } from './allocator/id-gen.js';
@@ -21,6 +22,14 @@ export type ConnectOptions = ConnectionOptions & {
    * @default 10000
    */
   callTimeoutMs?: number;
+  /**
+   * Prometheus metrics (prom-client): registered on `metrics.registry` (default: prom-client's
+   * `register`) when connecting, never on import, with the rows of the opened sequences read
+   * every `metrics.runwayIntervalMs` (default 15000; 0: never) for the per-DC runway gauges.
+   * Without it nothing is registered and nothing is polled. README's "Metrics" lists them.
+   * @default undefined
+   */
+  metrics?: MetricsOptions;
 };
 
 /**
@@ -32,7 +41,8 @@ export type ConnectOptions = ConnectionOptions & {
  * const id = await ids.sequence('productID').next();
  * await ids.close();
  * ```
- * @throws {InvalidOptionError} for missing or bad options, or an unknown `localDataCenter`.
+ * @throws {InvalidOptionError} for missing or bad options, or an unknown `localDataCenter`; for
+ * a `metrics.registry` that holds one of idgen-cass's metric names as another kind of metric.
  * @throws {InvalidNameError} for a bad keyspace name.
  * @throws {StoreUnavailableError} when no contact point can be reached.
  */
@@ -49,6 +59,7 @@ export async function connect(options: ConnectOptions): Promise<IdGen> {
       keyspace: options.keyspace,
       logger: options.logger,
       callTimeoutMs: options.callTimeoutMs,
+      metrics: options.metrics,
     });
   } catch (err) {
     if (opened.ownsClient) await opened.client.shutdown().catch(() => undefined);

@@ -46,6 +46,10 @@ export type {
 } from './admin/preflight.js';
 export { IdGen, ID_GEN_DEFAULTS } from './allocator/id-gen.js';
 export type { SequenceHandleOptions } from './allocator/id-gen.js';
+export { metricsTable } from './metrics/table.js';
+export type { MetricDescription } from './metrics/table.js';
+export { METRICS_DEFAULTS } from './metrics/options.js';
+export type { MetricsOptions } from './metrics/options.js';
 export { Sequence } from './allocator/sequence.js';
 export type { SequenceState } from './allocator/sequence.js';
 export type { CallOptions } from './allocator/call-deadline.js';

@@ -25,6 +25,7 @@ import {
   type Violation,
 } from './check.js';
 import { readForCheck, reasonOf } from './check-reads.js';
+import { probeSerial, readSnapshot } from './overview-reads.js';
 import { checkNode, preflightReport, problemLines, type PreflightReport } from './preflight.js';
 import {
   sequenceStatus,
@@ -168,19 +169,8 @@ export class Admin {
    * @throws {InvalidNameError}, {@link SequenceNotFoundError}, {@link StoreUnavailableError}.
    */
   async snapshot(name: string): Promise<SequenceSnapshot> {
-    const settings = await this.readSequence(name);
-    // States first: a grant a state refers to was made before the state was written, so the
-    // grants read after it include it (unless a replica lags).
-    const states = await this.#store.readDcStatesOverview(name);
-    const overview = await this.#store.readGrantsOverview(name);
-    if (overview === undefined) throw new SequenceNotFoundError(name, this.keyspace);
-    return {
-      settings,
-      globalLast: overview.globalLast,
-      grants: overview.grants,
-      states,
-      readAt: Date.now(),
-    };
+    validateSequenceName(name);
+    return readSnapshot(this.#store, this.keyspace, name);
   }
 
   /**
@@ -297,30 +287,7 @@ export class Admin {
   async probeSerial(
     options: { readonly timeoutMs?: number | undefined } = {},
   ): Promise<SerialProbe> {
-    const timeoutMs = options.timeoutMs ?? ADMIN_DEFAULTS.serialTimeoutMs;
-    const started = Date.now();
-    const result = (error: string | undefined): SerialProbe => ({
-      reachable: error === undefined,
-      dc: this.dc,
-      tookMs: Date.now() - started,
-      error,
-    });
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<'timeout'>((resolve) => {
-      timer = setTimeout(() => resolve('timeout'), timeoutMs);
-    });
-    const read = this.#store.probeSerial().then(
-      () => undefined,
-      (error: unknown) => error,
-    );
-    try {
-      const outcome = await Promise.race([read, timeout]);
-      if (outcome === 'timeout') return result(`no answer within ${timeoutMs} ms`);
-      if (outcome === undefined) return result(undefined);
-      return result(outcome instanceof Error ? outcome.message : String(outcome));
-    } finally {
-      clearTimeout(timer);
-    }
+    return probeSerial(this.#store, this.dc, options.timeoutMs ?? ADMIN_DEFAULTS.serialTimeoutMs);
   }
 
   /**

@@ -34,6 +34,11 @@ export class BlockBuffer<T extends number | bigint> {
   private mode: BufferMode = 'serving';
   /** Highest ID of any block accepted: every new block must lie above it. */
   private highest = -1n;
+  /**
+   * IDs taken from blocks no longer held (switched out, dropped, given back). Counted when a
+   * block leaves, so that taking an ID stays one increment inside the block.
+   */
+  private takenFromFormer = 0;
 
   /** @param threshold share of a block used before the next one is claimed. */
   constructor(private readonly threshold: () => number) {}
@@ -44,8 +49,21 @@ export class BlockBuffer<T extends number | bigint> {
 
   /** IDs held and not handed out: current plus preloaded (retired blocks too, until given back). */
   get remaining(): number {
+    return this.held().reduce((sum, block) => sum + block.remaining, 0);
+  }
+
+  /** The blocks held now: current and preloaded, or, once retired, the retired ones. */
+  private held(): Block<T>[] {
     const held = this.mode === 'retired' ? this.retired : [this.current, this.preloaded];
-    return held.reduce((sum, block) => sum + (block?.remaining ?? 0), 0);
+    return held.filter((block): block is Block<T> => block !== undefined);
+  }
+
+  /**
+   * IDs taken from every block this buffer held, spent ones included: handed out, or skipped by
+   * `abandon()`.
+   */
+  get taken(): number {
+    return this.held().reduce((sum, block) => sum + block.used, this.takenFromFormer);
   }
 
   /**
@@ -78,6 +96,7 @@ export class BlockBuffer<T extends number | bigint> {
       this.current === undefined || this.current.remaining === 0,
       'switching blocks while the current one has IDs left',
     );
+    this.takenFromFormer += this.current?.used ?? 0;
     this.current = next;
     this.preloaded = undefined;
     this.preloadAt = this.preloadPoint(next);
@@ -107,6 +126,7 @@ export class BlockBuffer<T extends number | bigint> {
   changeMode(to: Exclude<BufferMode, 'serving'>, keepServing = false): number {
     assert(MODE_CHANGES[this.mode].includes(to), `block buffer: ${this.mode} -> ${to}`);
     const held = this.remaining;
+    if (to === 'dropped') this.takenFromFormer = this.taken;
     if (to === 'retired') {
       this.retired = [this.current, this.preloaded].filter(
         (block): block is Block<T> => block !== undefined,
@@ -124,6 +144,7 @@ export class BlockBuffer<T extends number | bigint> {
 
   /** Forgets everything after the give-back. */
   clear(): void {
+    this.takenFromFormer = this.taken;
     this.current = undefined;
     this.preloaded = undefined;
     this.retired = [];

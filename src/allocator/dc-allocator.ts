@@ -47,6 +47,7 @@ import {
   remainingIn,
 } from './dc-state.js';
 import { FailureLog } from './failures.js';
+import type { AllocatorObserver } from './observer.js';
 import { DcUsage, Rate, grantSizeFor } from './sizing.js';
 import { grantsWentBack, stateWentBack, Watermarks } from './watermarks.js';
 
@@ -108,6 +109,8 @@ export interface DcAllocatorOptions {
   readonly onRangeInstalled?: (() => void) | undefined;
   /** Called when the rows went back; the process level drops what it holds. */
   readonly onRolledBack?: ((error: StateRolledBackError) => void) | undefined;
+  /** Told how long claims and range requests take, and of every failure. @default none */
+  readonly observer?: AllocatorObserver | undefined;
 }
 
 /** A block confirmed as this process's, with what the DC level needs to know after it. */
@@ -160,6 +163,7 @@ export class DcAllocator {
   private readonly log: Logger | undefined;
   private readonly onRangeInstalled: (() => void) | undefined;
   private readonly onRolledBack: ((error: StateRolledBackError) => void) | undefined;
+  private readonly observer: AllocatorObserver | undefined;
   private rangeRequest: Promise<void> | undefined;
   /** The background range request in flight, if any. */
   private background: Promise<void> | undefined;
@@ -190,13 +194,19 @@ export class DcAllocator {
     this.log = options.log;
     this.onRangeInstalled = options.onRangeInstalled;
     this.onRolledBack = options.onRolledBack;
-    this.failures = new FailureLog(options.log, {
-      range: {
-        failed:
-          'requesting a DC range failed; the DC still serves its ranges, retrying in the background',
-        recovered: 'requesting DC ranges works again',
+    const observer = options.observer;
+    this.observer = observer;
+    this.failures = new FailureLog(
+      options.log,
+      {
+        range: {
+          failed:
+            'requesting a DC range failed; the DC still serves its ranges, retrying in the background',
+          recovered: 'requesting DC ranges works again',
+        },
       },
-    });
+      observer && ((error) => observer.failed(options.settings.name, error)),
+    );
     this.seen = new Watermarks(options.settings.start - 1n);
   }
 
@@ -226,6 +236,17 @@ export class DcAllocator {
    * @throws {StoreUnavailableError} if LOCAL_SERIAL cannot be reached.
    */
   async claimBlock(options: ClaimOptions = {}): Promise<ClaimedBlock> {
+    const observer = this.observer;
+    if (observer === undefined) return this.claimFromDc(options);
+    const started = this.clock.now();
+    try {
+      return await this.claimFromDc(options);
+    } finally {
+      observer.blockClaimed(this.sequence, this.clock.now() - started);
+    }
+  }
+
+  private async claimFromDc(options: ClaimOptions): Promise<ClaimedBlock> {
     const { blockSize: least, maxBlockSize: most } = this.settings;
     const sizeOf = () => BigInt(Math.min(most, Math.max(least, options.size?.() ?? least)));
     let attempts = 0;
@@ -400,11 +421,14 @@ export class DcAllocator {
 
   /** Runs one range request and records how it ended (every caller joins the same one). */
   private async requestRange(): Promise<void> {
+    const started = this.clock.now();
     try {
       await this.grantAndInstall();
     } catch (error) {
       this.rangeFailed(error);
       throw error;
+    } finally {
+      this.observer?.rangeRequested(this.sequence, this.clock.now() - started);
     }
     this.rangeRetries = 0;
     this.cancelRangeRetry?.();

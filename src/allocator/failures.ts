@@ -13,14 +13,17 @@ export class FailureLog<Kind extends string> {
   lastErrorAt = 0;
   private readonly failing = new Set<Kind>();
 
+  /** @param onFailure told of every failure counted (metrics count them by code). */
   constructor(
     private readonly log: Logger | undefined,
     private readonly messages: Readonly<Record<Kind, { failed: string; recovered: string }>>,
+    private readonly onFailure?: ((error: unknown) => void) | undefined,
   ) {}
 
   /** Counts a failure without logging it. */
   record(error: unknown): void {
     this.errors++;
+    this.onFailure?.(error);
     this.lastError = error instanceof Error ? error : new Error(String(error));
     this.lastErrorAt = Date.now();
   }

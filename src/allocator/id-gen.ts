@@ -11,9 +11,11 @@ import {
   type AlterSequenceOptions,
   type CreateSequenceOptions,
 } from '../options.js';
+import { resolveMetricsOptions, type MetricsOptions } from '../metrics/options.js';
+import { ProcessMetrics } from '../metrics/process-metrics.js';
 import type { IdStore, SequenceSettings } from '../store/port.js';
 import { BIGINT_IDS, NUMBER_IDS } from './block.js';
-import type { Clock } from './clock.js';
+import { SYSTEM_CLOCK, type Clock } from './clock.js';
 import { alterSettings, createSettings } from './settings-writes.js';
 import { Sequence } from './sequence.js';
 import type { SequenceStats } from './sequence-stats.js';
@@ -40,6 +42,13 @@ export interface IdGenOptions {
    * @default 10000
    */
   readonly callTimeoutMs?: number | undefined;
+  /**
+   * Prometheus metrics (prom-client) on a registry, and a periodic read of the rows for the
+   * per-DC runway gauges; see {@link MetricsOptions}. Without it nothing is registered and
+   * nothing is polled.
+   * @default undefined
+   */
+  readonly metrics?: MetricsOptions | undefined;
 }
 
 /** Defaults of {@link IdGenOptions}. */
@@ -97,6 +106,7 @@ export class IdGen {
   readonly #clock: Clock | undefined;
   readonly #callTimeoutMs: number;
   readonly #sequences = new Map<string, Sequence<number> | Sequence<bigint>>();
+  readonly #metrics: ProcessMetrics | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(options: IdGenOptions) {
@@ -114,6 +124,17 @@ export class IdGen {
       );
     }
     this.#callTimeoutMs = callTimeoutMs;
+    // Last: nothing is registered on the user's registry when another option is refused.
+    if (options.metrics !== undefined) {
+      this.#metrics = new ProcessMetrics({
+        options: resolveMetricsOptions(options.metrics),
+        store: this.#store,
+        dc: this.dc,
+        keyspace: this.keyspace,
+        clock: this.#clock ?? SYSTEM_CLOCK,
+        logger: this.#logger,
+      });
+    }
   }
 
   /**
@@ -149,11 +170,13 @@ export class IdGen {
       logger: this.#logger,
       clock: this.#clock,
       callTimeoutMs: this.#callTimeoutMs,
+      observer: this.#metrics,
     };
     const handle = bigint
       ? new Sequence({ ...context, ids: BIGINT_IDS })
       : new Sequence({ ...context, ids: NUMBER_IDS });
     this.#sequences.set(key, handle);
+    this.#metrics?.track(handle);
     return handle;
   }
 
@@ -266,7 +289,9 @@ export class IdGen {
   }
 
   /**
-   * Closes every handle (returning unused IDs where possible), then the store. Idempotent;
+   * Closes every handle (returning unused IDs where possible), stops the runway polls of
+   * `metrics` (the metrics stay registered, with their last values), then closes the store.
+   * Idempotent;
    * later calls on this object throw {@link ClosedError}.
    * @example
    * ```ts
@@ -281,6 +306,7 @@ export class IdGen {
   async #shutdown(): Promise<void> {
     try {
       await Promise.allSettled([...this.#sequences.values()].map((s) => s.close()));
+      await this.#metrics?.close();
     } finally {
       this.#sequences.clear();
       await this.#store.close();

@@ -8,6 +8,8 @@ import type { FailureLog } from './failures.js';
 
 /** A snapshot of one handle's counters, since it was created. */
 export interface SequenceStats {
+  /** IDs handed out by `next()`, `tryNext()` and `take()`. */
+  readonly issued: number;
   /** IDs this process holds and has not handed out: current block plus preloaded block. */
   readonly remaining: number;
   /** Blocks claimed from the DC (confirmed claims only). */
@@ -77,6 +79,8 @@ type Failures = Pick<FailureLog<string>, 'errors' | 'lastError' | 'lastErrorAt'>
 
 /** What the process level counts. */
 export interface ProcessLevel {
+  /** IDs handed out. */
+  readonly issued: number;
   /** IDs held and not handed out. */
   readonly remaining: number;
   /** Calls that found no ID in the process and waited for a refill. */
@@ -108,6 +112,7 @@ export function sequenceStats(process: ProcessLevel, dc: DcLevel | undefined): S
       ? rangeFailures.lastError
       : (failures.lastError ?? rangeFailures?.lastError);
   return Object.freeze({
+    issued: process.issued,
     remaining: process.remaining,
     blocksClaimed: dcCounters?.blocksClaimed ?? 0,
     blockSize: process.blockSize,

@@ -30,6 +30,7 @@ import { BlockBuffer } from './block-buffer.js';
 import { callTimeoutOf, waitWithinDeadline, type CallOptions } from './call-deadline.js';
 import { DcAllocator, type ClaimedBlock } from './dc-allocator.js';
 import { FailureLog } from './failures.js';
+import type { AllocatorObserver } from './observer.js';
 import { sequenceStats, type SequenceStats } from './sequence-stats.js';
 import { Rate, blockSizeFor } from './sizing.js';
 
@@ -66,6 +67,8 @@ export interface SequenceContext<T extends number | bigint> {
   readonly clock?: Clock | undefined;
   /** Default deadline of a call that waits for IDs, in ms. */
   readonly callTimeoutMs: number;
+  /** Told of waits, claim and range-request durations, and failures (metrics). @default none */
+  readonly observer?: AllocatorObserver | undefined;
 }
 
 /**
@@ -137,6 +140,7 @@ export class Sequence<T extends number | bigint> {
   private readonly log: Logger | undefined;
   private readonly clock: Clock;
   private readonly callTimeoutMs: number;
+  private readonly observer: AllocatorObserver | undefined;
 
   private lifecycle: SequenceState = 'idle';
   private loaded: Loaded | undefined;
@@ -186,7 +190,13 @@ export class Sequence<T extends number | bigint> {
     this.log = context.logger?.child({ sequence: context.name });
     this.clock = context.clock ?? SYSTEM_CLOCK;
     this.callTimeoutMs = context.callTimeoutMs;
-    this.failures = new FailureLog(this.log, PROCESS_FAILURES);
+    const observer = context.observer;
+    this.observer = observer;
+    this.failures = new FailureLog(
+      this.log,
+      PROCESS_FAILURES,
+      observer && ((error) => observer.failed(context.name, error)),
+    );
   }
 
   /** Where the handle is in its lifecycle; see {@link SequenceState}. */
@@ -240,15 +250,17 @@ export class Sequence<T extends number | bigint> {
    * invariants, rows that went back).
    */
   async next(options?: CallOptions): Promise<T> {
-    let id = this.tryNext();
+    const id = this.tryNext();
     if (id !== undefined) return id;
     this.counters.waits++;
     const call = this.callOf(options);
-    for (;;) {
-      await this.waitForRefill(call, options?.signal);
-      id = this.tryNext();
-      if (id !== undefined) return id;
-    }
+    return this.timedWait(async () => {
+      for (;;) {
+        await this.waitForRefill(call, options?.signal);
+        const next = this.tryNext();
+        if (next !== undefined) return next;
+      }
+    });
   }
 
   /**
@@ -269,17 +281,18 @@ export class Sequence<T extends number | bigint> {
     if (!Number.isInteger(count) || count < 1 || count > settings.maxBlockSize) {
       throw new InvalidCountError(count, settings.maxBlockSize);
     }
-    let waited = false;
-    for (;;) {
-      this.assertOpen();
-      const range = this.takeRun(count);
-      if (range !== undefined) return range;
-      if (!waited) {
-        this.counters.waits++;
-        waited = true;
+    this.assertOpen();
+    const range = this.takeRun(count);
+    if (range !== undefined) return range;
+    this.counters.waits++;
+    return this.timedWait(async () => {
+      for (;;) {
+        await this.waitForRefill(call, options?.signal, { count });
+        this.assertOpen();
+        const run = this.takeRun(count);
+        if (run !== undefined) return run;
       }
-      await this.waitForRefill(call, options?.signal, { count });
-    }
+    });
   }
 
   /**
@@ -302,6 +315,8 @@ export class Sequence<T extends number | bigint> {
   stats(): SequenceStats {
     return sequenceStats(
       {
+        // Every ID taken from a block was handed out, except the remainders take() skipped.
+        issued: this.buffer.taken - this.waste.takeSkipped,
         remaining: this.buffer.remaining,
         waits: this.counters.waits,
         wasted: this.counters.wasted,
@@ -567,6 +582,25 @@ export class Sequence<T extends number | bigint> {
     });
   }
 
+  /**
+   * Runs the waiting part of a call and tells the observer how long it took and how it ended;
+   * without an observer, only runs it.
+   */
+  private async timedWait<R>(wait: () => Promise<R>): Promise<R> {
+    const observer = this.observer;
+    if (observer === undefined) return wait();
+    const started = this.clock.now();
+    let failure: unknown;
+    try {
+      return await wait();
+    } catch (error) {
+      failure = error;
+      throw error;
+    } finally {
+      observer.waited(this.name, this.clock.now() - started, failure);
+    }
+  }
+
   /** The call's timeout and its deadline on the clock: one deadline however often it waits. */
   private callOf(options: CallOptions | undefined): CallDeadline {
     const timeoutMs = callTimeoutOf(options, this.callTimeoutMs);
@@ -626,6 +660,7 @@ export class Sequence<T extends number | bigint> {
           if (this.lifecycle === 'ready' && this.buffer.wantsPreload) this.refillInBackground();
         },
         onRolledBack: (error) => this.forfeit(error),
+        observer: this.observer,
       });
       loaded = { settings, allocator };
     } catch (error) {

@@ -275,6 +275,7 @@ describe('Sequence: stats()', () => {
     const stats = seq.stats();
     expect(Object.isFrozen(stats)).toBe(true);
     expect(stats).toEqual({
+      issued: 1,
       remaining: 9,
       blocksClaimed: 1,
       blockSize: 10,
@@ -294,6 +295,18 @@ describe('Sequence: stats()', () => {
     });
     await seq.next();
     expect(stats.remaining).toBe(9);
+  });
+
+  it('counts IDs handed out, not those take() skipped or close() gave back', async () => {
+    const { ids } = await withSequence({ dcRangeSize: 1_000, blockSize: 10 });
+    const seq = ids.sequence('orders');
+    await draw(seq, 7);
+    expect(seq.tryNext()).toBe(8);
+    await seq.take(5); // IDs 9 and 10 are skipped: the run comes from the next block
+    await draw(seq, 3);
+    expect(seq.stats()).toMatchObject({ issued: 16, waste: { takeSkipped: 2 } });
+    await seq.close();
+    expect(seq.stats()).toMatchObject({ issued: 16, remaining: 0 });
   });
 });
 

@@ -1,0 +1,68 @@
+/**
+ * The reads behind status, over the store port alone: a sequence's overview (settings, grants,
+ * DC states) and the SERIAL probe. {@link Admin.status} and the runway metrics both use them, so
+ * the gauges show what `idgen-cass status` shows.
+ */
+import { SequenceNotFoundError } from '../errors.js';
+import type { IdStore } from '../store/port.js';
+import type { SequenceSnapshot, SerialProbe } from './status.js';
+
+/**
+ * Reads sequence `name`'s settings, grants and DC states from the local DC (LOCAL_ONE for the
+ * overview: may lag). The name must be valid.
+ * @throws {SequenceNotFoundError}, {@link StoreUnavailableError}.
+ */
+export async function readSnapshot(
+  store: IdStore,
+  keyspace: string,
+  name: string,
+): Promise<SequenceSnapshot> {
+  const stored = await store.readSequence(name);
+  if (stored === undefined) throw new SequenceNotFoundError(name, keyspace);
+  // States first: a grant a state refers to was made before the state was written, so the
+  // grants read after it include it (unless a replica lags).
+  const states = await store.readDcStatesOverview(name);
+  const overview = await store.readGrantsOverview(name);
+  if (overview === undefined) throw new SequenceNotFoundError(name, keyspace);
+  return {
+    settings: stored.settings,
+    globalLast: overview.globalLast,
+    grants: overview.grants,
+    states,
+    readAt: Date.now(),
+  };
+}
+
+/**
+ * Whether a SERIAL round completes from `dc` within `timeoutMs` (the store's probe, on a
+ * partition no sequence uses). Never throws.
+ */
+export async function probeSerial(
+  store: IdStore,
+  dc: string,
+  timeoutMs: number,
+): Promise<SerialProbe> {
+  const started = Date.now();
+  const result = (error: string | undefined): SerialProbe => ({
+    reachable: error === undefined,
+    dc,
+    tookMs: Date.now() - started,
+    error,
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), timeoutMs);
+  });
+  const read = store.probeSerial().then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  try {
+    const outcome = await Promise.race([read, timeout]);
+    if (outcome === 'timeout') return result(`no answer within ${timeoutMs} ms`);
+    if (outcome === undefined) return result(undefined);
+    return result(outcome instanceof Error ? outcome.message : String(outcome));
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,210 @@
+/**
+ * The metric objects of one prom-client registry, shared by every allocator that reports to it,
+ * and the scrape-time reading of their handles' counters.
+ *
+ * Counters a handle already keeps (`stats()`) are not counted twice on the paths that hand out
+ * IDs: when the registry is scraped, each counter's `collect()` reads every handle's stats and
+ * adds what grew since the last scrape. Durations and failures by code cannot be read back, so
+ * the allocator reports them as they happen (observer.ts), and they are recorded at once.
+ */
+import {
+  Counter,
+  Gauge,
+  Histogram,
+  register,
+  type Registry,
+  type RegistryContentType,
+} from 'prom-client';
+
+import type { SequenceStats } from '../allocator/sequence-stats.js';
+import { InvalidOptionError } from '../errors.js';
+import { DURATION_BUCKETS, METRICS, type MetricDescription } from './table.js';
+
+/** A sequence handle as the metrics read it. */
+export interface StatsHandle {
+  readonly name: string;
+  stats(): SequenceStats;
+}
+
+/** One allocator's handles, read at every scrape while it is attached. */
+export interface StatsSource {
+  handles(): Iterable<StatsHandle>;
+}
+
+/** The counters read from `stats()`, and how. */
+const COUNTED_FROM_STATS: Readonly<Record<string, (stats: SequenceStats) => number>> = {
+  idgen_ids_issued_total: (stats) => stats.issued,
+  idgen_waits_total: (stats) => stats.waits,
+  idgen_block_claims_total: (stats) => stats.blocksClaimed,
+  idgen_dc_grants_total: (stats) => stats.rangesGranted,
+  idgen_cas_rejections_total: (stats) => stats.casRejections,
+  idgen_cas_unknown_outcomes_total: (stats) => stats.casUnknown,
+};
+const WASTED = 'idgen_ids_wasted_total';
+const HELD = 'idgen_ids_held';
+/** Metrics whose values come from `stats()`: each refreshes them all when scraped. */
+const FROM_STATS = new Set([...Object.keys(COUNTED_FROM_STATS), WASTED, HELD]);
+
+type AnyMetric = Counter<string> | Gauge<string> | Histogram<string>;
+type AnyRegistry = Registry<RegistryContentType>;
+
+/** Registries and their metrics; weak, so that a registry dropped by its user is not kept. */
+const byRegistry = new WeakMap<AnyRegistry, RegistryMetrics>();
+
+export class RegistryMetrics {
+  readonly #metrics = new Map<string, AnyMetric>();
+  readonly #sources = new Set<StatsSource>();
+  /** What each handle's counters were at the last scrape, by metric (and cause). */
+  readonly #lastSeen = new WeakMap<StatsHandle, Map<string, number>>();
+  /** Every sequence a handle was seen for: its held gauge goes to 0, not away, once closed. */
+  readonly #sequences = new Set<string>();
+
+  private constructor(registry: AnyRegistry) {
+    // Every name is checked before anything is registered: a refused registry is left as it was.
+    const existing = METRICS.map((description) => {
+      const metric = registry.getSingleMetric(description.name);
+      if (metric !== undefined && !fits(metric, description)) {
+        throw new InvalidOptionError(
+          'metrics.registry',
+          `a registry holding another metric named "${description.name}"`,
+          `a registry where "${description.name}" is a ${description.type} labelled [${description.labels.join(', ')}], or is not registered`,
+        );
+      }
+      return metric;
+    });
+    const refresh = () => this.refresh();
+    METRICS.forEach((description, i) => {
+      const collect = FROM_STATS.has(description.name) ? refresh : undefined;
+      const metric =
+        (existing[i] as AnyMetric | undefined) ?? create(description, registry, collect);
+      this.#metrics.set(description.name, metric);
+    });
+  }
+
+  /**
+   * The metrics of `registry` (default: prom-client's `register`), registered on first use;
+   * metrics already registered under the same names are reused.
+   * @throws {InvalidOptionError} if the registry holds a metric of one of these names but of
+   * another kind.
+   */
+  static of(registry: AnyRegistry = register): RegistryMetrics {
+    const known = byRegistry.get(registry);
+    // A registry cleared by its user (`registry.clear()`) gets its metrics registered again.
+    const first = METRICS[0]!.name;
+    if (known !== undefined && registry.getSingleMetric(first) === known.#metrics.get(first)) {
+      return known;
+    }
+    const metrics = new RegistryMetrics(registry);
+    byRegistry.set(registry, metrics);
+    return metrics;
+  }
+
+  counter(name: string): Counter<string> {
+    return this.#typed(name, Counter);
+  }
+
+  gauge(name: string): Gauge<string> {
+    return this.#typed(name, Gauge);
+  }
+
+  histogram(name: string): Histogram<string> {
+    return this.#typed(name, Histogram);
+  }
+
+  /** Reads `source`'s handles at every scrape from now on. */
+  attach(source: StatsSource): void {
+    this.#sources.add(source);
+  }
+
+  /** Adds what `source`'s handles counted since the last scrape, then stops reading them. */
+  detach(source: StatsSource): void {
+    this.#fold(source);
+    this.#sources.delete(source);
+  }
+
+  /** Brings the metrics read from `stats()` up to date; the `collect()` of each of them. */
+  refresh(): void {
+    const held = new Map<string, number>();
+    for (const source of this.#sources) {
+      for (const handle of this.#fold(source)) {
+        held.set(handle.name, (held.get(handle.name) ?? 0) + handle.held);
+      }
+    }
+    const gauge = this.gauge(HELD);
+    for (const sequence of this.#sequences) gauge.set({ sequence }, held.get(sequence) ?? 0);
+  }
+
+  /** Adds each handle's growth since the last scrape to the counters; returns what each holds. */
+  #fold(source: StatsSource): { name: string; held: number }[] {
+    const held: { name: string; held: number }[] = [];
+    for (const handle of source.handles()) {
+      const stats = handle.stats();
+      const sequence = handle.name;
+      this.#sequences.add(sequence);
+      let seen = this.#lastSeen.get(handle);
+      if (seen === undefined) {
+        seen = new Map();
+        this.#lastSeen.set(handle, seen);
+      }
+      const add = (key: string, value: number, inc: (delta: number) => void) => {
+        const delta = value - (seen.get(key) ?? 0);
+        // Counters only grow: a value read between two steps of a close is caught up later.
+        if (delta > 0) {
+          inc(delta);
+          seen.set(key, value);
+        }
+      };
+      for (const [name, read] of Object.entries(COUNTED_FROM_STATS)) {
+        add(name, read(stats), (delta) => this.counter(name).inc({ sequence }, delta));
+      }
+      for (const [cause, ids] of Object.entries(stats.waste)) {
+        add(`${WASTED}/${cause}`, ids, (delta) =>
+          this.counter(WASTED).inc({ sequence, cause }, delta),
+        );
+      }
+      held.push({ name: sequence, held: stats.remaining });
+    }
+    return held;
+  }
+
+  #typed<M extends AnyMetric>(name: string, kind: abstract new (...args: never[]) => M): M {
+    const metric = this.#metrics.get(name);
+    if (!(metric instanceof kind)) throw new Error(`metric ${name} is not a ${kind.name}`);
+    return metric;
+  }
+}
+
+/**
+ * Whether a metric found on the registry can be used as `description`: same kind, same labels
+ * (prom-client refuses label names it was not created with).
+ */
+function fits(metric: unknown, description: MetricDescription): boolean {
+  const kind = { counter: Counter, gauge: Gauge, histogram: Histogram }[description.type];
+  if (!(metric instanceof kind)) return false;
+  const labels = (metric as unknown as { readonly labelNames?: readonly string[] }).labelNames;
+  return (
+    labels !== undefined && [...labels].sort().join() === [...description.labels].sort().join()
+  );
+}
+
+function create(
+  { name, help, labels, type }: MetricDescription,
+  registry: AnyRegistry,
+  collect: (() => void) | undefined,
+): AnyMetric {
+  const configuration = {
+    name,
+    help,
+    labelNames: [...labels],
+    registers: [registry],
+    ...(collect === undefined ? {} : { collect }),
+  };
+  switch (type) {
+    case 'counter':
+      return new Counter(configuration);
+    case 'gauge':
+      return new Gauge(configuration);
+    case 'histogram':
+      return new Histogram({ ...configuration, buckets: [...DURATION_BUCKETS] });
+  }
+}

@@ -1,0 +1,156 @@
+/**
+ * Every metric idgen-cass exposes, in one table: the metrics are registered from it, README's
+ * table is checked against it, and the alert rules and dashboard may only name what it names.
+ * Pure data; nothing here touches a registry.
+ */
+
+/** One metric as {@link metricsTable} describes it. */
+export interface MetricDescription {
+  /** The Prometheus name, e.g. `idgen_ids_issued_total`. */
+  readonly name: string;
+  readonly type: 'counter' | 'gauge' | 'histogram';
+  /** Label names, in the order they are documented. */
+  readonly labels: readonly string[];
+  /** What it measures (also the `# HELP` line). */
+  readonly help: string;
+}
+
+/**
+ * Bucket bounds of every duration histogram, in seconds: from a LOCAL_SERIAL round trip inside
+ * one DC (about a millisecond) to a refill retried up to the default call deadline (10 s) and
+ * beyond.
+ */
+export const DURATION_BUCKETS: readonly number[] = Object.freeze([
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+]);
+
+const SEQUENCE = ['sequence'] as const;
+
+/** The metrics, in the order README lists them. */
+export const METRICS: readonly MetricDescription[] = Object.freeze([
+  {
+    name: 'idgen_ids_issued_total',
+    type: 'counter',
+    labels: SEQUENCE,
+    help: 'IDs handed out by next(), tryNext() and take() in this process.',
+  },
+  {
+    name: 'idgen_ids_held',
+    type: 'gauge',
+    labels: SEQUENCE,
+    help: 'IDs this process holds and has not handed out (current and preloaded block).',
+  },
+  {
+    name: 'idgen_waits_total',
+    type: 'counter',
+    labels: SEQUENCE,
+    help: 'next() and take() calls that found no ID in the process and waited for a refill.',
+  },
+  {
+    name: 'idgen_wait_duration_seconds',
+    type: 'histogram',
+    labels: SEQUENCE,
+    help: 'How long the calls that waited for a refill waited, whether they got IDs or failed.',
+  },
+  {
+    name: 'idgen_call_errors_total',
+    type: 'counter',
+    labels: ['sequence', 'code'],
+    help: 'Calls that waited for a refill and rejected, by error code (e.g. IDGEN_DEADLINE_EXCEEDED).',
+  },
+  {
+    name: 'idgen_block_claims_total',
+    type: 'counter',
+    labels: SEQUENCE,
+    help: 'Blocks this process claimed from its DC at LOCAL_SERIAL (confirmed claims).',
+  },
+  {
+    name: 'idgen_block_claim_duration_seconds',
+    type: 'histogram',
+    labels: SEQUENCE,
+    help: 'How long block claims took, lost races and waits for a DC range included, whether they succeeded or failed.',
+  },
+  {
+    name: 'idgen_dc_grants_total',
+    type: 'counter',
+    labels: SEQUENCE,
+    help: 'DC ranges this process got granted at SERIAL.',
+  },
+  {
+    name: 'idgen_dc_grant_duration_seconds',
+    type: 'histogram',
+    labels: SEQUENCE,
+    help: 'How long DC range requests took (reads, the grant at SERIAL, the install at LOCAL_SERIAL), whether they succeeded or failed.',
+  },
+  {
+    name: 'idgen_cas_rejections_total',
+    type: 'counter',
+    labels: SEQUENCE,
+    help: 'Conditional writes whose condition did not hold (races lost to other processes).',
+  },
+  {
+    name: 'idgen_cas_unknown_outcomes_total',
+    type: 'counter',
+    labels: SEQUENCE,
+    help: 'Conditional writes that timed out with an unknown outcome (resolved by a re-read).',
+  },
+  {
+    name: 'idgen_errors_total',
+    type: 'counter',
+    labels: ['sequence', 'code'],
+    help: 'Failed block claims, DC range requests and give-backs, by error code.',
+  },
+  {
+    name: 'idgen_ids_wasted_total',
+    type: 'counter',
+    labels: ['sequence', 'cause'],
+    help: 'IDs this process will never hand out, by cause (unknownOutcome, takeSkipped, notReturned, dropped, refused).',
+  },
+  {
+    name: 'idgen_dc_ids_left',
+    type: 'gauge',
+    labels: ['sequence', 'dc'],
+    help: 'IDs a DC holds and has not handed out: the rest of its reserved range plus its preloaded range, as of the last poll.',
+  },
+  {
+    name: 'idgen_dc_rate_ids_per_second',
+    type: 'gauge',
+    labels: ['sequence', 'dc'],
+    help: "IDs per second handed to a DC's processes between the last two polls.",
+  },
+  {
+    name: 'idgen_dc_runway_seconds',
+    type: 'gauge',
+    labels: ['sequence', 'dc'],
+    help: "Seconds a DC's IDs left last at its rate without a new grant (+Inf at rate 0).",
+  },
+  {
+    name: 'idgen_serial_reachable',
+    type: 'gauge',
+    labels: ['dc'],
+    help: 'Whether SERIAL (Paxos over every DC) answered from this DC at the last poll: 1 yes, 0 no.',
+  },
+  {
+    name: 'idgen_runway_poll_failures_total',
+    type: 'counter',
+    labels: [],
+    help: 'Polls whose reads of the rows failed (a failed SERIAL probe shows in idgen_serial_reachable).',
+  },
+] satisfies MetricDescription[]);
+
+/**
+ * Every metric idgen-cass registers when given `metrics`: name, type, labels and meaning. The
+ * same table as in README's "Metrics" section.
+ *
+ * @example
+ * ```ts
+ * for (const m of metricsTable()) console.log(m.name, m.type, m.labels.join(','));
+ * ```
+ */
+export function metricsTable(): readonly MetricDescription[] {
+  return Object.freeze(
+    METRICS.map(({ name, type, labels, help }) =>
+      Object.freeze({ name, type, labels: Object.freeze([...labels]), help }),
+    ),
+  );
+}

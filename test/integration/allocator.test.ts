@@ -207,8 +207,10 @@ describe.runIf(clusterInfo().faults)('allocator processes under faults', () => {
   });
 
   it('keep serving in a partitioned DC and stay unique after heal', async () => {
-    // dc3's ranges (up to 2 × 5 000 IDs) outlast its 4 × 40 IDs/s over the 20 s partition.
-    await seed('partitioned', { dcRangeSize: 5_000, blockSize: 50 });
+    // A DC holds at least R × (1 - threshold) IDs of its ranges (10 000 × 0.5 here, 5 000), which
+    // outlast dc3's 4 × 40 IDs/s over the 20 s partition (3 200 IDs). With R = 5 000, a cut that
+    // came just before dc3's next grant left it 2 500 IDs, 16 s at that pace.
+    await seed('partitioned', { dcRangeSize: 10_000, blockSize: 50 });
     const all = workers('partitioned', 4, { durationMs: 50_000, rate: 40 });
     await Promise.all(all.map((w) => w.ready));
     const dc3Drawn = () =>

@@ -89,7 +89,11 @@ Example:
       const ids = await ctx.idGen({
         callTimeoutMs: flags.timeout,
       });
-      const server = createServer(ids, { ...options, registry, logger: ctx.logger });
+      // fastify logs each address it listens on at info; the line below says it once, with the
+      // DC and keyspace. Its other lines (requests) are at debug, its failures at error.
+      const serverLogger =
+        ctx.logger.level === 'info' ? ctx.logger.child({}, { level: 'warn' }) : ctx.logger;
+      const server = createServer(ids, { ...options, registry, logger: serverLogger });
       const address = await listen(server, flags);
       ctx.logger.info(
         {

@@ -521,7 +521,7 @@ describe('the OpenAPI document', () => {
   });
 });
 
-describe('shutdown', () => {
+describe('over a socket: shutdown and callers that hang up', () => {
   it('close() waits for the request in flight, then ids.close() gives the unused IDs back', async () => {
     const { app, ids, store } = await service();
     let release = () => {};
@@ -553,5 +553,36 @@ describe('shutdown', () => {
     await ids.close();
     // The block's 97 unused IDs went back: the DC's next claim starts at 4.
     expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(3n);
+  });
+
+  it('stops waiting for IDs when the caller hangs up (IDGEN_ABORTED), the refill carrying on', async () => {
+    const { logger, records } = capturingLogger();
+    const { app, store, ids } = await service({ logger });
+    let release = () => {};
+    store.faults.push({
+      op: 'writeDcState',
+      effect: 'delay',
+      until: new Promise<void>((resolve) => (release = resolve)),
+    });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = app.server.address() as AddressInfo;
+    const caller = new AbortController();
+    const request = fetch(`http://127.0.0.1:${port}/v1/sequences/orders/ids`, {
+      method: 'POST',
+      signal: caller.signal,
+    }).catch((error: unknown) => error);
+    while (store.calls.writeDcState === 0) await new Promise((r) => setTimeout(r, 5));
+    caller.abort();
+    expect(await request).toBeInstanceOf(Error);
+    const aborted = () => records.find((r) => r.code === 'IDGEN_ABORTED');
+    while (aborted() === undefined) await new Promise((r) => setTimeout(r, 5));
+    expect(aborted()).toMatchObject({ level: 20, statusCode: 499 });
+    release();
+    // The claim the call waited for went on: its block serves the next caller from ID 1.
+    expect((await post(app, '/v1/sequences/orders/ids')).body).toEqual({
+      sequence: 'orders',
+      ids: [1],
+    });
+    expect(ids.stats().totals.blocksClaimed).toBe(1);
   });
 });

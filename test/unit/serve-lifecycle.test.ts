@@ -71,9 +71,13 @@ describe('idgen-cass serve, start to SIGTERM', () => {
     const inFlight = fetch(`${url}/v1/sequences/orders/ids?count=150`, { method: 'POST' });
     await until(() => store.calls.writeDcState > writes);
     process.emit('SIGTERM', 'SIGTERM');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    // No new connection is accepted meanwhile.
-    await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+    // No new connection is accepted, while the request in flight still waits.
+    await until(() =>
+      fetch(`${url}/healthz`).then(
+        () => false,
+        () => true,
+      ),
+    );
     release();
     const response = await inFlight;
     expect(response.status).toBe(200);

@@ -55,6 +55,9 @@ export type { SequenceState } from './allocator/sequence.js';
 export type { CallOptions } from './allocator/call-deadline.js';
 export type { SequenceStats } from './allocator/sequence-stats.js';
 export type { IdRange } from './allocator/block.js';
+export { createServer, SERVE_DEFAULTS } from './serve/server.js';
+export type { MetricsRegistry, ServeOptions } from './serve/server.js';
+export type { ServeErrorBody, ServeErrorCode, ServeRefusalCode } from './serve/http-errors.js';
 export { DOMAIN_MAX, SEQUENCE_DEFAULTS } from './options.js';
 export type { AlterSequenceOptions, CreateSequenceOptions, DomainPreset } from './options.js';
 export type {

@@ -9,7 +9,7 @@ import { pino, type Logger } from 'pino';
 import type { Admin } from '../admin/admin.js';
 import { openAdmin } from '../admin/open.js';
 import type { IdGen } from '../allocator/id-gen.js';
-import { connect } from '../connect.js';
+import { connect, type ConnectOptions } from '../connect.js';
 import type { ConnectionOptions } from '../driver-client.js';
 import { connectionOptions, type ConnectionFlags } from './connection-options.js';
 import { toJson } from './format.js';
@@ -21,6 +21,9 @@ export interface GlobalOptions extends ConnectionFlags {
   readonly json?: boolean | undefined;
   readonly verbose?: boolean | undefined;
 }
+
+/** What a command may pass to `connect()` besides the connection options and the logger. */
+export type AllocatorOptions = Omit<ConnectOptions, keyof ConnectionOptions | 'logger'>;
 
 /** Where the CLI writes; tests may replace it. */
 export interface Streams {
@@ -65,6 +68,11 @@ export class CliContext {
     return (this.#streams.stdout as { isTTY?: boolean }).isTTY === true;
   }
 
+  /** Whether --log-level (or IDGEN_LOG_LEVEL) was given, rather than left at its default. */
+  get logLevelGiven(): boolean {
+    return this.#program.getOptionValueSource('logLevel') !== 'default';
+  }
+
   /** pino on stderr at --log-level; the library logs through it as well. */
   get logger(): Logger {
     this.#logger ??= pino(
@@ -87,9 +95,12 @@ export class CliContext {
     return connectionOptions({ ...options, ssl });
   }
 
-  /** An allocator over Cassandra; closed (returning unused IDs) by {@link close}. */
-  async idGen(): Promise<IdGen> {
-    const ids = await connect({ ...this.connection(), logger: this.logger });
+  /**
+   * An allocator over Cassandra; closed (returning unused IDs) by {@link close}.
+   * @param options what `connect()` takes besides the connection and the logger.
+   */
+  async idGen(options: AllocatorOptions = {}): Promise<IdGen> {
+    const ids = await connect({ ...this.connection(), ...options, logger: this.logger });
     this.#closers.push(() => ids.close());
     this.logger.debug({ dc: ids.dc, keyspace: ids.keyspace }, 'connected');
     return ids;

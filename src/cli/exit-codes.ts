@@ -139,6 +139,12 @@ const FLAGS: Readonly<Record<string, string>> = Object.freeze({
   sample: '--sample',
   watch: '--watch',
   failIfRunwayBelow: '--fail-if-runway-below',
+  port: '--port (IDGEN_SERVE_PORT)',
+  host: '--host (IDGEN_SERVE_HOST)',
+  sequences: '--sequence (IDGEN_SERVE_SEQUENCES)',
+  token: 'token (--token-file or IDGEN_SERVE_TOKEN)',
+  tokenFile: '--token-file (IDGEN_SERVE_TOKEN_FILE)',
+  timeoutMs: '--timeout (IDGEN_SERVE_TIMEOUT)',
 });
 
 /** The one line a user sees for `error`, flags named as the CLI spells them. */

@@ -16,6 +16,7 @@ import { listCommand } from './commands/list.js';
 import { nextCommand } from './commands/next.js';
 import { preflightCommand } from './commands/preflight.js';
 import { seedCommand } from './commands/seed.js';
+import { serveCommand } from './commands/serve.js';
 import { statusCommand } from './commands/status.js';
 import { CliContext, type Streams } from './context.js';
 import { commanderErrorLine, EXIT_CODES, handleError } from './exit-codes.js';
@@ -136,6 +137,7 @@ Example:
   statusCommand(program, ctx);
   checkCommand(program, ctx);
   preflightCommand(program, ctx);
+  serveCommand(program, ctx);
   return { program, ctx };
 }
 

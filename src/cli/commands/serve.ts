@@ -1,0 +1,199 @@
+/** `idgen-cass serve`: the HTTP service of the local DC's allocator (src/serve/). */
+
+import { readFileSync } from 'node:fs';
+
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+
+import { InvalidOptionError } from '../../errors.js';
+import { checkServeOptions, createServer, SERVE_DEFAULTS } from '../../serve/server.js';
+import type { CliContext } from '../context.js';
+import { parseInteger, parseList } from '../parse.js';
+
+interface ServeFlags {
+  readonly port: number;
+  readonly host: string;
+  readonly sequence?: readonly string[] | undefined;
+  readonly tokenFile?: string | undefined;
+  readonly timeout: number;
+}
+
+/** The variable holding the token itself (a file is safer: variables show up in more places). */
+const TOKEN_VARIABLE = 'IDGEN_SERVE_TOKEN';
+
+export function serveCommand(program: Command, ctx: CliContext): void {
+  program
+    .command('serve')
+    .description(
+      "HTTP service handing out the local DC's IDs (POST /v1/sequences/{name}/ids and /ranges), with health, readiness, Prometheus metrics and an OpenAPI document",
+    )
+    .addOption(
+      new Option('--port <port>', 'TCP port to listen on (0: any free port)')
+        .env('IDGEN_SERVE_PORT')
+        .argParser(parsePort)
+        .default(8080),
+    )
+    .addOption(
+      new Option('--host <address>', 'address to listen on')
+        .env('IDGEN_SERVE_HOST')
+        .default('0.0.0.0'),
+    )
+    .addOption(
+      new Option(
+        '--sequence <names...>',
+        'serve only these sequences (several, or comma-separated); default: every sequence of the keyspace',
+      )
+        .env('IDGEN_SERVE_SEQUENCES')
+        .argParser(collectNames),
+    )
+    .addOption(
+      new Option(
+        '--token-file <file>',
+        `file holding the bearer token the ID endpoints then require (or the token itself in ${TOKEN_VARIABLE})`,
+      ).env('IDGEN_SERVE_TOKEN_FILE'),
+    )
+    .addOption(
+      new Option('--timeout <ms>', 'how long one ID request may wait for IDs before it gets a 503')
+        .env('IDGEN_SERVE_TIMEOUT')
+        .argParser(parseInteger)
+        .default(SERVE_DEFAULTS.timeoutMs),
+    )
+    .addHelpText(
+      'after',
+      `
+Endpoints: POST /v1/sequences/{name}/ids?count=N, POST /v1/sequences/{name}/ranges?count=N,
+GET /healthz, /readyz, /metrics, /openapi.json. Logs (pino, info by default) go to stderr.
+SIGTERM or SIGINT: stops accepting connections, lets the requests in flight finish, gives the
+unused IDs back to the DC, exits 0; a second signal ends the process at once.
+
+Exit codes: 0 stopped by a signal, 1 bad option (port in use included), 3 Cassandra unreachable
+at start, 12 credentials refused.
+
+Example:
+  $ idgen-cass --contact-points 10.0.1.5 --dc dc1 serve --port 8080 --sequence orders
+  $ curl -s -X POST 'http://localhost:8080/v1/sequences/orders/ids?count=3'
+  {"sequence":"orders","ids":[1001,1002,1003]}`,
+    )
+    .action(async (flags: ServeFlags) => {
+      const token = readToken(flags.tokenFile, process.env[TOKEN_VARIABLE]);
+      const options = {
+        sequences: flags.sequence,
+        token,
+        timeoutMs: flags.timeout,
+      };
+      // Bad options are refused before anything is connected.
+      checkServeOptions(options);
+      if (!ctx.logLevelGiven) ctx.logger.level = 'info';
+      const registry = new Registry();
+      collectDefaultMetrics({ register: registry });
+      // The allocator's metrics go on the registry /metrics serves.
+      const ids = await ctx.idGen({
+        callTimeoutMs: flags.timeout,
+        metrics: { registry },
+      });
+      // fastify logs each address it listens on at info; the line below says it once, with the
+      // DC and keyspace. Its other lines (requests) are at debug, its failures at error.
+      const serverLogger =
+        ctx.logger.level === 'info' ? ctx.logger.child({}, { level: 'warn' }) : ctx.logger;
+      const server = createServer(ids, { ...options, registry, logger: serverLogger });
+      const address = await listen(server, flags);
+      ctx.logger.info(
+        {
+          address,
+          dc: ids.dc,
+          keyspace: ids.keyspace,
+          sequences: flags.sequence ?? 'all',
+          token: token !== undefined,
+        },
+        'listening',
+      );
+      const signal = await stopSignal();
+      ctx.logger.info(
+        { signal },
+        'stopping: no new connections; waiting for the requests in flight',
+      );
+      await server.close();
+      await ids.close();
+      ctx.logger.info({ signal }, 'stopped; the unused IDs went back to the DC where they could');
+    });
+}
+
+/** Listens; a port or address that cannot be used is a bad option (exit code 1). */
+async function listen(server: ReturnType<typeof createServer>, flags: ServeFlags): Promise<string> {
+  try {
+    return await server.listen({ host: flags.host, port: flags.port });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE' || code === 'EACCES') {
+      throw new InvalidOptionError(
+        'port',
+        flags.port,
+        `a port this process may listen on (${code}: ${(error as Error).message})`,
+      );
+    }
+    if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') {
+      throw new InvalidOptionError(
+        'host',
+        flags.host,
+        `an address of this machine, or 0.0.0.0 for all (${code})`,
+      );
+    }
+    throw error;
+  }
+}
+
+/** Resolves with the first SIGTERM or SIGINT; a second one gets Node's default (the end). */
+function stopSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const stop = (signal: NodeJS.Signals) => {
+      process.off('SIGTERM', stop);
+      process.off('SIGINT', stop);
+      resolve(signal);
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  });
+}
+
+/**
+ * The token from `--token-file` or {@link TOKEN_VARIABLE}, surrounding whitespace (the file's
+ * last newline) removed. Neither the token nor the file's contents ever reach a message.
+ * @throws {InvalidOptionError} when both are given, or the file cannot be read.
+ */
+export function readToken(
+  tokenFile: string | undefined,
+  fromVariable: string | undefined,
+  readFile: (path: string) => string = (path) => readFileSync(path, 'utf8'),
+): string | undefined {
+  if (tokenFile !== undefined && fromVariable !== undefined) {
+    throw new InvalidOptionError(
+      'token',
+      `both --token-file and ${TOKEN_VARIABLE}`,
+      'one of them: the token in a file, or in the variable',
+    );
+  }
+  if (fromVariable !== undefined) return fromVariable.trim();
+  if (tokenFile === undefined) return undefined;
+  try {
+    return readFile(tokenFile).trim();
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new InvalidOptionError(
+      'tokenFile',
+      tokenFile,
+      `a readable file holding the token (${reason})`,
+    );
+  }
+}
+
+/** `--port`: an integer from 0 (any free port) to 65535. */
+function parsePort(value: string): number {
+  const port = parseInteger(value);
+  if (port < 0 || port > 65_535) throw new InvalidArgumentError('Expected a port from 0 to 65535.');
+  return port;
+}
+
+/** `--sequence a b`, `--sequence a,b` and `IDGEN_SERVE_SEQUENCES=a,b` alike. */
+function collectNames(value: string, previous: readonly string[] | undefined): string[] {
+  return [...(previous ?? []), ...parseList(value)];
+}

@@ -1,0 +1,46 @@
+/**
+ * The optional bearer token of the ID endpoints (RFC 6750). The token is kept only as its
+ * SHA-256 digest, and a presented token is compared digest to digest in constant time, so
+ * neither its contents nor its length show in response times. It is never logged, and no
+ * message names it.
+ */
+
+import { createHash, timingSafeEqual } from 'node:crypto';
+
+import { InvalidOptionError } from '../errors.js';
+
+/** RFC 6750's `b64token`: what a bearer token may hold. */
+const B64_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+
+/** What a request's `Authorization` header says about the token. */
+export type TokenCheck = 'ok' | 'missing' | 'invalid';
+
+export class BearerToken {
+  readonly #digest: Buffer;
+
+  /**
+   * @throws {InvalidOptionError} (option `token`) unless `token` is a non-empty RFC 6750 token;
+   * the message gives its length, never its contents.
+   */
+  constructor(token: string) {
+    if (typeof token !== 'string' || !B64_TOKEN.test(token)) {
+      throw new InvalidOptionError(
+        'token',
+        typeof token === 'string' ? `(${token.length} characters, not shown)` : token,
+        'a bearer token: letters, digits and - . _ ~ + / (then = padding only), at least one character',
+      );
+    }
+    this.#digest = digest(token);
+  }
+
+  /** Whether `authorization` (the header's value, if any) carries this token. */
+  check(authorization: string | undefined): TokenCheck {
+    const match = authorization === undefined ? null : /^Bearer +(\S+) *$/i.exec(authorization);
+    if (match === null) return 'missing';
+    return timingSafeEqual(digest(match[1]!), this.#digest) ? 'ok' : 'invalid';
+  }
+}
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text, 'utf8').digest();
+}

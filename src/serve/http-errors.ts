@@ -1,0 +1,117 @@
+/**
+ * How the service answers a failure: every error becomes a JSON body `{ "code", "message" }`
+ * with a stable code, an HTTP status chosen per code, and `Retry-After` where a caller that
+ * waits a moment can expect IDs. Library errors keep their own codes; the refusals that only
+ * the HTTP layer makes have the codes of {@link ServeRefusalCode}.
+ */
+
+import { IdGenError, type IdGenErrorCode } from '../errors.js';
+
+/** The codes of refusals made by the HTTP layer itself, not by the allocator. */
+export type ServeRefusalCode =
+  /** The ID endpoints need a bearer token, and none or another was given. */
+  | 'IDGEN_UNAUTHORIZED'
+  /** The sequence is not in the service's allowlist (`sequences`, `--sequence`). */
+  | 'IDGEN_SEQUENCE_NOT_SERVED'
+  /** No such route, or `/metrics` without a registry. */
+  | 'IDGEN_NOT_FOUND'
+  /** A request the API cannot read: a bad query parameter, a body that cannot be read. */
+  | 'IDGEN_BAD_REQUEST'
+  /** Anything unexpected (a bug); the body says no more, the service's log does. */
+  | 'IDGEN_INTERNAL';
+
+/** Every `code` an error body of the service can carry; part of the public API. */
+export type ServeErrorCode = IdGenErrorCode | ServeRefusalCode;
+
+/** The JSON body of every error response. */
+export interface ServeErrorBody {
+  readonly code: ServeErrorCode;
+  readonly message: string;
+}
+
+/** How one code is answered. */
+export interface HttpAnswer {
+  readonly status: number;
+  /**
+   * Seconds sent as `Retry-After`: only where the same request can succeed without anyone
+   * acting, because the store comes back, a partition heals or another instance takes over.
+   */
+  readonly retryAfterSeconds?: number;
+}
+
+/**
+ * The answer to each library error code. A new code must be added here to compile, so every code
+ * is mapped deliberately:
+ * - 400 for input the caller can fix (a bad name, a count the sequence's blocks cannot hold);
+ * - 404 for a sequence that does not exist;
+ * - 410 for a spent domain: no request will ever get an ID from it again;
+ * - 503 with `Retry-After` where waiting helps: Cassandra unreachable at the level needed,
+ *   SERIAL cut off while the DC's ranges are spent, a deadline passed while a refill is retried,
+ *   the allocator closing during shutdown, lost races (these reach no ID call by themselves, see
+ *   {@link DeadlineError}; were they to, waiting would help as well);
+ * - 499 (nginx's "client closed request") for a call the caller abandoned: nobody reads it;
+ * - 500 for what an operator must repair (rows breaking an invariant or gone back) and for codes
+ *   no request can cause (options and credentials are the service's own, not the caller's).
+ */
+const ANSWERS: Readonly<Record<IdGenErrorCode, HttpAnswer>> = Object.freeze({
+  IDGEN_INVALID_NAME: { status: 400 },
+  IDGEN_INVALID_COUNT: { status: 400 },
+  IDGEN_SEQUENCE_NOT_FOUND: { status: 404 },
+  IDGEN_SEQUENCE_EXHAUSTED: { status: 410 },
+  IDGEN_SEQUENCE_EXISTS: { status: 409 },
+  IDGEN_STORE_UNAVAILABLE: { status: 503, retryAfterSeconds: 1 },
+  IDGEN_SERIAL_UNAVAILABLE: { status: 503, retryAfterSeconds: 5 },
+  IDGEN_DEADLINE_EXCEEDED: { status: 503, retryAfterSeconds: 1 },
+  IDGEN_CONTENTION: { status: 503, retryAfterSeconds: 1 },
+  IDGEN_CLOSED: { status: 503, retryAfterSeconds: 1 },
+  IDGEN_ABORTED: { status: 499 },
+  IDGEN_INVARIANT_BROKEN: { status: 500 },
+  IDGEN_STATE_ROLLED_BACK: { status: 500 },
+  IDGEN_UNSAFE_CLUSTER: { status: 500 },
+  IDGEN_DOMAIN_NEEDS_BIGINT: { status: 500 },
+  IDGEN_INVALID_OPTION: { status: 500 },
+  IDGEN_AUTH_FAILED: { status: 500 },
+});
+
+const REFUSALS: Readonly<Record<ServeRefusalCode, HttpAnswer>> = Object.freeze({
+  IDGEN_UNAUTHORIZED: { status: 401 },
+  IDGEN_SEQUENCE_NOT_SERVED: { status: 404 },
+  IDGEN_NOT_FOUND: { status: 404 },
+  IDGEN_BAD_REQUEST: { status: 400 },
+  IDGEN_INTERNAL: { status: 500 },
+});
+
+/** The answer to every code, refusals included. */
+export const HTTP_ANSWERS: Readonly<Record<ServeErrorCode, HttpAnswer>> = Object.freeze({
+  ...ANSWERS,
+  ...REFUSALS,
+});
+
+/**
+ * A request the HTTP layer refuses before asking the allocator: its own refusals, and input its
+ * schemas reject, which keeps the library's code (`IDGEN_INVALID_COUNT`, `IDGEN_INVALID_NAME`).
+ */
+export class ServeRefusal extends Error {
+  constructor(
+    readonly code: ServeErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ServeRefusal';
+  }
+}
+
+/** The message of a 500 that is no library error: a stack or driver detail stays in the log. */
+const INTERNAL_MESSAGE =
+  "Internal error of the idgen-cass service; the request got no IDs. The service's log has the details.";
+
+/** What the service answers for `error`: status, `Retry-After`, and the body. */
+export function httpErrorOf(error: unknown): HttpAnswer & { readonly body: ServeErrorBody } {
+  if (error instanceof IdGenError || error instanceof ServeRefusal) {
+    return { ...HTTP_ANSWERS[error.code], body: { code: error.code, message: error.message } };
+  }
+  return {
+    ...REFUSALS.IDGEN_INTERNAL,
+    body: { code: 'IDGEN_INTERNAL', message: INTERNAL_MESSAGE },
+  };
+}

@@ -1,0 +1,356 @@
+/**
+ * The service's API as an OpenAPI 3.1 document, and the request schemas the routes validate
+ * with: both are built here from the same pieces, so the document cannot describe other limits
+ * than the service enforces. `GET /openapi.json` serves it; a unit test checks that it lists
+ * exactly the routes the service registers.
+ */
+
+import { MAX_BLOCK_SIZE } from '../options.js';
+import { NAME_RULES } from '../names.js';
+import { HTTP_ANSWERS, type ServeErrorCode } from './http-errors.js';
+
+/** The limits a service enforces that its document states. */
+export interface ApiLimits {
+  /** The most IDs one `POST …/ids` returns. */
+  readonly maxIdsPerRequest: number;
+}
+
+/** A JSON value, as the document is made of. */
+export type Json =
+  string | number | boolean | null | readonly Json[] | { readonly [key: string]: Json };
+
+/** One operation of the document, as far as tests and the routes read it. */
+export interface OpenApiOperation {
+  readonly operationId: string;
+  readonly [key: string]: Json;
+}
+
+/** The OpenAPI document of the service. */
+export interface OpenApiDocument {
+  readonly openapi: string;
+  readonly info: { readonly [key: string]: Json };
+  readonly paths: { readonly [path: string]: { readonly [method: string]: OpenApiOperation } };
+  readonly components: { readonly [key: string]: Json };
+  readonly [key: string]: Json;
+}
+
+/** How the ID endpoints write IDs: `auto` (exact JSON numbers where they can be) or `string`. */
+export type IdFormat = 'auto' | 'string';
+
+const NAME_SCHEMA = {
+  type: 'string',
+  pattern: NAME_RULES.sequence.pattern.source,
+  description: `The sequence's name: ${NAME_RULES.sequence.rule}.`,
+} as const;
+
+const FORMAT_SCHEMA = {
+  type: 'string',
+  enum: ['auto', 'string'],
+  default: 'auto',
+  description:
+    'auto: IDs as JSON numbers when the sequence\'s domain ends at or below 2^53-1 (they are exact in every JSON parser), else as decimal strings; string: always strings. The header "Accept: application/json; ids=string" asks for strings as well.',
+} as const;
+
+/** The path parameters of the ID endpoints. */
+export const SEQUENCE_PARAMS = {
+  type: 'object',
+  required: ['name'],
+  properties: { name: NAME_SCHEMA },
+} as const;
+
+/** The query of `POST /v1/sequences/{name}/ids`. */
+export function idsQuery(limits: ApiLimits) {
+  return {
+    type: 'object',
+    properties: {
+      count: {
+        type: 'integer',
+        minimum: 1,
+        maximum: limits.maxIdsPerRequest,
+        default: 1,
+        description: `How many IDs: 1 to ${limits.maxIdsPerRequest}.`,
+      },
+      format: FORMAT_SCHEMA,
+    },
+  } as const;
+}
+
+/** The query of `POST /v1/sequences/{name}/ranges`. */
+export const RANGES_QUERY = {
+  type: 'object',
+  required: ['count'],
+  properties: {
+    count: {
+      type: 'integer',
+      minimum: 1,
+      maximum: MAX_BLOCK_SIZE,
+      description:
+        "How many contiguous IDs: 1 to the sequence's largest block size (maxBlockSize, at most 10,000,000).",
+    },
+    format: FORMAT_SCHEMA,
+  },
+} as const;
+
+/** The version of the API the document describes (the `/v1` of its paths). */
+export const API_VERSION = '1.0.0';
+
+const ID_ENDPOINT_ERRORS: readonly ServeErrorCode[] = [
+  'IDGEN_INVALID_COUNT',
+  'IDGEN_INVALID_NAME',
+  'IDGEN_BAD_REQUEST',
+  'IDGEN_UNAUTHORIZED',
+  'IDGEN_SEQUENCE_NOT_FOUND',
+  'IDGEN_SEQUENCE_NOT_SERVED',
+  'IDGEN_SEQUENCE_EXHAUSTED',
+  'IDGEN_SERIAL_UNAVAILABLE',
+  'IDGEN_STORE_UNAVAILABLE',
+  'IDGEN_DEADLINE_EXCEEDED',
+  'IDGEN_CLOSED',
+  'IDGEN_INVARIANT_BROKEN',
+  'IDGEN_STATE_ROLLED_BACK',
+  'IDGEN_INTERNAL',
+];
+
+/**
+ * The error responses of the ID endpoints, one per status, each listing its codes; a status
+ * whose codes tell the caller to retry documents `Retry-After`.
+ */
+function errorResponses(): { [status: string]: Json } {
+  const byStatus = new Map<number, ServeErrorCode[]>();
+  for (const code of ID_ENDPOINT_ERRORS) {
+    const { status } = HTTP_ANSWERS[code];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  const responses: { [status: string]: Json } = {};
+  for (const [status, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
+    const retry = codes.some((code) => HTTP_ANSWERS[code].retryAfterSeconds !== undefined);
+    responses[String(status)] = {
+      description: `Codes: ${codes.join(', ')}.${retry ? ' Retry after the seconds of Retry-After.' : ''}${status === 401 ? ' Sent with WWW-Authenticate: Bearer.' : ''}`,
+      ...(retry ? { headers: { 'Retry-After': { $ref: '#/components/headers/RetryAfter' } } } : {}),
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+    };
+  }
+  return responses;
+}
+
+const ID_ENDPOINT_SECURITY: Json = [{ bearerAuth: [] }, {}];
+
+function idOperation(
+  operationId: string,
+  summary: string,
+  description: string,
+  query: {
+    readonly properties: { readonly [name: string]: Json };
+    readonly required?: readonly string[];
+  },
+  okSchema: string,
+): OpenApiOperation {
+  const required = new Set<string>(query.required ?? []);
+  return {
+    operationId,
+    summary,
+    description,
+    security: ID_ENDPOINT_SECURITY,
+    parameters: [
+      { name: 'name', in: 'path', required: true, schema: NAME_SCHEMA },
+      ...Object.entries(query.properties).map(([name, schema]) => ({
+        name,
+        in: 'query',
+        required: required.has(name),
+        schema,
+      })),
+    ],
+    responses: {
+      '200': {
+        description: 'The IDs, handed out to this caller only.',
+        content: { 'application/json': { schema: { $ref: `#/components/schemas/${okSchema}` } } },
+      },
+      ...errorResponses(),
+    },
+  };
+}
+
+const ID_VALUE: Json = {
+  oneOf: [
+    { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+    { type: 'string', pattern: '^[0-9]+$' },
+  ],
+  description: 'An ID: a JSON number, or a decimal string (see the format parameter).',
+};
+
+/** The OpenAPI document of a service with `limits`. */
+export function openApiDocument(limits: ApiLimits): OpenApiDocument {
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'idgen-cass',
+      version: API_VERSION,
+      description:
+        "Unique integer IDs from sequences shared by every datacenter, handed out by the allocator of this service's DC. Every ID is handed out once, to one caller; IDs of a failed request are never handed out (they stay a gap). Errors are JSON { code, message } with the stable codes of idgen-cass.",
+      license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
+    },
+    paths: {
+      '/v1/sequences/{name}/ids': {
+        post: idOperation(
+          'drawIds',
+          'Draw IDs',
+          "count IDs of the sequence, strictly increasing, not necessarily contiguous. Served from the blocks this process holds; when they run out, waits for the next block up to the service's timeout.",
+          idsQuery(limits),
+          'Ids',
+        ),
+      },
+      '/v1/sequences/{name}/ranges': {
+        post: idOperation(
+          'takeRange',
+          'Take a contiguous range',
+          'count contiguous IDs of the sequence: first, first + 1, …, last. If the current block holds fewer, its rest is skipped and the range comes from the next block.',
+          RANGES_QUERY,
+          'Range',
+        ),
+      },
+      '/healthz': {
+        get: {
+          operationId: 'health',
+          summary: 'Liveness',
+          description: 'Answers 200 while the process runs; asks nothing of Cassandra.',
+          responses: {
+            '200': {
+              description: 'The process runs.',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/Health' } } },
+            },
+          },
+        },
+      },
+      '/readyz': {
+        get: {
+          operationId: 'readiness',
+          summary: 'Readiness',
+          description:
+            'Ready when Cassandra answers in the local DC and every sequence served (the allowlist, or every sequence of the keyspace) is loaded and this process holds IDs of it (claiming a block if it holds none).',
+          responses: {
+            '200': {
+              description: 'Ready.',
+              content: {
+                'application/json': { schema: { $ref: '#/components/schemas/Readiness' } },
+              },
+            },
+            '503': {
+              description: 'Not ready; the body says why, per sequence.',
+              content: {
+                'application/json': { schema: { $ref: '#/components/schemas/Readiness' } },
+              },
+            },
+          },
+        },
+      },
+      '/metrics': {
+        get: {
+          operationId: 'metrics',
+          summary: 'Prometheus metrics',
+          description: 'The metrics of the registry the service was given, in its text format.',
+          responses: {
+            '200': {
+              description: 'The Prometheus text exposition format.',
+              content: { 'text/plain': { schema: { type: 'string' } } },
+            },
+            '404': {
+              description: 'Code IDGEN_NOT_FOUND: the service has no metrics registry.',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+            },
+          },
+        },
+      },
+      '/openapi.json': {
+        get: {
+          operationId: 'openapi',
+          summary: 'This document',
+          responses: {
+            '200': {
+              description: 'The OpenAPI document of the service.',
+              content: { 'application/json': { schema: { type: 'object' } } },
+            },
+          },
+        },
+      },
+    },
+    components: {
+      securitySchemes: {
+        bearerAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'Needed by the ID endpoints when the service was given a token (--token-file, IDGEN_SERVE_TOKEN); the other endpoints never need it.',
+        },
+      },
+      headers: {
+        RetryAfter: {
+          description: 'Seconds to wait before retrying the same request.',
+          schema: { type: 'integer', minimum: 1 },
+        },
+      },
+      schemas: {
+        Ids: {
+          type: 'object',
+          required: ['sequence', 'ids'],
+          properties: {
+            sequence: { type: 'string' },
+            ids: { type: 'array', items: ID_VALUE },
+          },
+          examples: [{ sequence: 'orders', ids: [1001, 1002, 1003] }],
+        },
+        Range: {
+          type: 'object',
+          required: ['sequence', 'first', 'last', 'count'],
+          properties: {
+            sequence: { type: 'string' },
+            first: ID_VALUE,
+            last: ID_VALUE,
+            count: { type: 'integer', minimum: 1 },
+          },
+          examples: [{ sequence: 'orders', first: 2001, last: 2100, count: 100 }],
+        },
+        Error: {
+          type: 'object',
+          required: ['code', 'message'],
+          properties: {
+            code: { type: 'string', enum: Object.keys(HTTP_ANSWERS).sort() },
+            message: { type: 'string' },
+          },
+        },
+        Health: {
+          type: 'object',
+          required: ['status'],
+          properties: { status: { const: 'ok' } },
+        },
+        Readiness: {
+          type: 'object',
+          required: ['status', 'dc', 'keyspace', 'sequences'],
+          properties: {
+            status: { enum: ['ready', 'not_ready'] },
+            dc: { type: 'string' },
+            keyspace: { type: 'string' },
+            sequences: {
+              type: 'array',
+              items: {
+                type: 'object',
+                required: ['sequence', 'ready'],
+                properties: {
+                  sequence: { type: 'string' },
+                  ready: { type: 'boolean' },
+                  held: { type: 'integer', description: 'IDs this process holds.' },
+                  code: { type: 'string' },
+                  message: { type: 'string' },
+                },
+              },
+            },
+            code: {
+              type: 'string',
+              description: 'Why, when the sequences could not even be listed.',
+            },
+            message: { type: 'string' },
+          },
+        },
+      },
+    },
+  };
+}

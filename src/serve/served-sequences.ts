@@ -1,0 +1,171 @@
+/**
+ * The sequences a service hands out, over one {@link IdGen}: the allowlist, which handle type
+ * each sequence needs, and one deadline per request however many IDs it draws.
+ */
+
+import type { IdGen } from '../allocator/id-gen.js';
+import type { IdRange } from '../allocator/block.js';
+import type { Sequence } from '../allocator/sequence.js';
+import { DeadlineError } from '../errors.js';
+import { MAX_SAFE_ID, validateSequenceName } from '../options.js';
+import { ServeRefusal } from './http-errors.js';
+
+/** One request's budget: the moment it gives up (`Date.now()` time) and its cancellation. */
+export interface RequestCall {
+  /** The request's whole timeout, for messages. */
+  readonly timeoutMs: number;
+  readonly deadline: number;
+  readonly signal: AbortSignal;
+}
+
+/**
+ * IDs of one request. `wide` says the sequence's domain reaches beyond 2^53-1: its IDs are
+ * bigints, and the service writes them as strings whatever their size.
+ */
+export type Drawn =
+  | { readonly wide: false; readonly ids: readonly number[] }
+  | { readonly wide: true; readonly ids: readonly bigint[] };
+
+/** A contiguous run of one request; `wide` as in {@link Drawn}. */
+export type DrawnRange =
+  | { readonly wide: false; readonly range: IdRange<number> }
+  | { readonly wide: true; readonly range: IdRange<bigint> };
+
+type Handle =
+  | { readonly wide: false; readonly sequence: Sequence<number> }
+  | { readonly wide: true; readonly sequence: Sequence<bigint> };
+
+export class ServedSequences {
+  readonly #ids: IdGen;
+  readonly #allowlist: ReadonlySet<string> | undefined;
+  /**
+   * Whether each sequence's domain reaches beyond 2^53-1, read once: a domain never changes (a
+   * handle refuses settings whose domain moved). A failed read is not kept, so it is tried again.
+   * Only names that exist get here, so unknown names cannot grow it (nor the IdGen's handles).
+   */
+  readonly #wide = new Map<string, Promise<boolean>>();
+
+  /** @param allowlist the only sequences served; undefined serves every one in the keyspace. */
+  constructor(ids: IdGen, allowlist: readonly string[] | undefined) {
+    this.#ids = ids;
+    this.#allowlist = allowlist === undefined ? undefined : new Set(allowlist);
+  }
+
+  /** The allowlist, if the service has one. */
+  get allowlist(): readonly string[] | undefined {
+    return this.#allowlist === undefined ? undefined : [...this.#allowlist];
+  }
+
+  /**
+   * `count` IDs of sequence `name`, strictly increasing, not necessarily contiguous. IDs drawn
+   * for a request that then fails are never handed out to anyone: they stay a gap.
+   * @throws everything {@link Sequence.next} throws, {@link DeadlineError} with the request's own
+   * timeout, and the refusals of {@link ServedSequences.handle}.
+   */
+  async draw(name: string, count: number, call: RequestCall): Promise<Drawn> {
+    const handle = await this.handle(name);
+    if (handle.wide) return { wide: true, ids: await drawFrom(handle.sequence, count, call) };
+    return { wide: false, ids: await drawFrom(handle.sequence, count, call) };
+  }
+
+  /**
+   * `count` contiguous IDs of sequence `name`.
+   * @throws everything {@link Sequence.take} throws, and the refusals of
+   * {@link ServedSequences.handle}.
+   */
+  async take(name: string, count: number, call: RequestCall): Promise<DrawnRange> {
+    const handle = await this.handle(name);
+    const options = { signal: call.signal, timeoutMs: remaining(call) };
+    return withRequestTimeout(name, call, async () =>
+      handle.wide
+        ? { wide: true, range: await handle.sequence.take(count, options) }
+        : { wide: false, range: await handle.sequence.take(count, options) },
+    );
+  }
+
+  /**
+   * Loads sequence `name` and makes sure this process holds IDs of it (claiming a block if it
+   * holds none); returns how many it holds.
+   * @throws everything {@link Sequence.ready} throws.
+   */
+  async ready(name: string, timeoutMs: number): Promise<number> {
+    const handle = await this.handle(name);
+    await handle.sequence.ready({ timeoutMs });
+    return handle.sequence.stats().remaining;
+  }
+
+  /**
+   * The handle of sequence `name`, of the type its domain needs.
+   * @throws {ServeRefusal} `IDGEN_SEQUENCE_NOT_SERVED` for a name outside the allowlist.
+   * @throws {InvalidNameError} for a bad name; {@link SequenceNotFoundError} if it does not
+   * exist; {@link StoreUnavailableError} if its settings cannot be read.
+   */
+  async handle(name: string): Promise<Handle> {
+    validateSequenceName(name);
+    if (this.#allowlist !== undefined && !this.#allowlist.has(name)) {
+      throw new ServeRefusal(
+        'IDGEN_SEQUENCE_NOT_SERVED',
+        `Sequence "${name}" is not served here; this service serves only: ${[...this.#allowlist].join(', ')}.`,
+      );
+    }
+    const wide = await this.#isWide(name);
+    return wide
+      ? { wide: true, sequence: this.#ids.sequence(name, { bigint: true }) }
+      : { wide: false, sequence: this.#ids.sequence(name) };
+  }
+
+  #isWide(name: string): Promise<boolean> {
+    let known = this.#wide.get(name);
+    if (known === undefined) {
+      known = this.#ids.readSequence(name).then((settings) => settings.max > MAX_SAFE_ID);
+      this.#wide.set(name, known);
+      known.catch(() => this.#wide.delete(name));
+    }
+    return known;
+  }
+}
+
+/**
+ * IDs from the process's blocks while it holds them (no promise per ID), else from `next()`
+ * with what is left of the request's deadline.
+ */
+async function drawFrom<T extends number | bigint>(
+  sequence: Sequence<T>,
+  count: number,
+  call: RequestCall,
+): Promise<T[]> {
+  const ids: T[] = [];
+  await withRequestTimeout(sequence.name, call, async () => {
+    while (ids.length < count) {
+      const id =
+        sequence.tryNext() ??
+        (await sequence.next({ signal: call.signal, timeoutMs: remaining(call) }));
+      ids.push(id);
+    }
+  });
+  return ids;
+}
+
+/** Milliseconds left before the request's deadline. */
+function remaining(call: RequestCall): number {
+  return Math.max(0, call.deadline - Date.now());
+}
+
+/**
+ * Runs `work`; a {@link DeadlineError} it throws is thrown again with the request's whole
+ * timeout, since each call inside it only had what was left.
+ */
+async function withRequestTimeout<R>(
+  sequence: string,
+  call: RequestCall,
+  work: () => Promise<R>,
+): Promise<R> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof DeadlineError && error.timeoutMs !== call.timeoutMs) {
+      throw new DeadlineError(sequence, call.timeoutMs, { cause: error.cause });
+    }
+    throw error;
+  }
+}

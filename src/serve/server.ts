@@ -1,0 +1,468 @@
+/**
+ * `createServer()`: the HTTP service around one connected {@link IdGen}: the ID endpoints,
+ * health, readiness, metrics and the OpenAPI document (openapi.ts), errors as JSON with stable
+ * codes (http-errors.ts), an optional bearer token (auth.ts).
+ */
+
+import {
+  fastify,
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  LogController,
+} from 'fastify';
+import type { Logger as PinoLogger } from 'pino';
+
+import type { IdGen } from '../allocator/id-gen.js';
+import { InvalidNameError, InvalidOptionError, StoreUnavailableError } from '../errors.js';
+import { validateSequenceName } from '../options.js';
+import { BearerToken } from './auth.js';
+import { httpErrorOf, ServeRefusal, type ServeErrorBody } from './http-errors.js';
+import {
+  idsQuery,
+  openApiDocument,
+  RANGES_QUERY,
+  SEQUENCE_PARAMS,
+  type IdFormat,
+} from './openapi.js';
+import { ServedSequences, type RequestCall } from './served-sequences.js';
+
+/** What `/metrics` serves: a prom-client `Registry` fits as it is. */
+export interface MetricsRegistry {
+  /** The metrics in the Prometheus text format. */
+  metrics(): Promise<string>;
+  /** The `Content-Type` of {@link MetricsRegistry.metrics}'s text. */
+  readonly contentType: string;
+}
+
+/** Options of {@link createServer}. */
+export interface ServeOptions {
+  /**
+   * The only sequences served; requests for others get 404 `IDGEN_SEQUENCE_NOT_SERVED`, and
+   * `/readyz` checks these. Without it, every sequence of the keyspace is served and checked.
+   * @default undefined (every sequence)
+   */
+  readonly sequences?: readonly string[] | undefined;
+  /**
+   * The bearer token the ID endpoints require (`Authorization: Bearer <token>`); health,
+   * readiness, metrics and the OpenAPI document never require it. It is never logged.
+   * @default undefined (no token required)
+   */
+  readonly token?: string | undefined;
+  /** What `/metrics` serves; without it `/metrics` answers 404. @default undefined */
+  readonly registry?: MetricsRegistry | undefined;
+  /**
+   * Logs failed requests (5xx at `error`), and every request at `debug`; the `authorization`
+   * header is redacted. Without it the service is silent.
+   * @default undefined
+   */
+  readonly logger?: PinoLogger | undefined;
+  /**
+   * How long one request to an ID endpoint may wait for IDs, in ms, before it is answered 503
+   * (`IDGEN_DEADLINE_EXCEEDED`, or the refill's last error) with `Retry-After`. Below the usual
+   * 10 s of proxies and clients, so that callers get the code rather than a gateway timeout.
+   * @default 5000
+   */
+  readonly timeoutMs?: number | undefined;
+  /**
+   * The most IDs one `POST /v1/sequences/{name}/ids` returns.
+   * @default 10000
+   */
+  readonly maxIdsPerRequest?: number | undefined;
+  /**
+   * How long `/readyz` waits for each check (listing the sequences, loading one and claiming its
+   * first block), in ms.
+   * @default 2000
+   */
+  readonly readyTimeoutMs?: number | undefined;
+}
+
+/** Defaults of {@link ServeOptions}. */
+export const SERVE_DEFAULTS = Object.freeze({
+  timeoutMs: 5_000,
+  maxIdsPerRequest: 10_000,
+  readyTimeoutMs: 2_000,
+});
+
+/** The largest `maxIdsPerRequest`: a response of more IDs is better a range. */
+const MAX_IDS_PER_REQUEST = 1_000_000;
+
+interface Settings {
+  readonly sequences: readonly string[] | undefined;
+  readonly token: BearerToken | undefined;
+  readonly registry: MetricsRegistry | undefined;
+  readonly logger: PinoLogger | undefined;
+  readonly timeoutMs: number;
+  readonly maxIdsPerRequest: number;
+  readonly readyTimeoutMs: number;
+}
+
+/** One entry of `/readyz`'s `sequences`. */
+type SequenceReadiness =
+  | { readonly sequence: string; readonly ready: true; readonly held: number }
+  | ({ readonly sequence: string; readonly ready: false } & ServeErrorBody);
+
+/** The body of `/readyz`. */
+interface Readiness {
+  readonly status: 'ready' | 'not_ready';
+  readonly dc: string;
+  readonly keyspace: string;
+  readonly sequences: readonly SequenceReadiness[];
+  readonly code?: string;
+  readonly message?: string;
+}
+
+/** The query of the ID endpoints once the schema has validated it (defaults filled in). */
+interface IdQuery {
+  readonly count: number;
+  readonly format: IdFormat;
+}
+
+const ID_ROUTES = {
+  ids: '/v1/sequences/:name/ids',
+  ranges: '/v1/sequences/:name/ranges',
+} as const;
+
+/** Paths of log fields that could hold the token. */
+const REDACTED = ['req.headers.authorization', '*.headers.authorization', 'headers.authorization'];
+
+/**
+ * The HTTP service of `idgen-cass serve` over `ids`, an allocator already connected to its DC:
+ *
+ * | route | answers |
+ * |---|---|
+ * | `POST /v1/sequences/{name}/ids?count=N` | `{ "sequence", "ids": [...] }` |
+ * | `POST /v1/sequences/{name}/ranges?count=N` | `{ "sequence", "first", "last", "count" }` |
+ * | `GET /healthz` | 200 while the process runs |
+ * | `GET /readyz` | 200 when Cassandra answers and every sequence served holds IDs, else 503 |
+ * | `GET /metrics` | `registry.metrics()` |
+ * | `GET /openapi.json` | the OpenAPI 3.1 document |
+ *
+ * IDs are JSON numbers for sequences whose domain ends at or below 2^53-1, strings for wider
+ * ones, and strings on request (`?format=string`, `Accept: application/json; ids=string`).
+ * Errors are `{ "code", "message" }` with the library's stable codes. The server does not own
+ * `ids`: `await server.close()` stops listening and waits for the requests in flight; then
+ * `await ids.close()` gives the unused IDs back.
+ *
+ * @example
+ * ```ts
+ * const ids = await connect({ contactPoints: ['10.0.0.1'], localDataCenter: 'dc1' });
+ * const server = createServer(ids, { sequences: ['orders'], token: process.env.IDGEN_SERVE_TOKEN });
+ * await server.listen({ host: '0.0.0.0', port: 8080 });
+ * process.once('SIGTERM', async () => {
+ *   await server.close(); // in-flight requests finish
+ *   await ids.close(); // unused IDs go back to the DC
+ * });
+ * ```
+ * @throws {InvalidOptionError} for a bad option (the token's contents are never in the message).
+ * @throws {InvalidNameError} for a bad name in `sequences`.
+ */
+export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyInstance {
+  const settings = resolveOptions(options);
+  const served = new ServedSequences(ids, settings.sequences);
+  const document = openApiDocument(settings);
+  // Typed as fastify's logger, so that the instance is a plain FastifyInstance.
+  const loggerInstance: FastifyBaseLogger | undefined = settings.logger?.child(
+    { component: 'serve' },
+    { redact: { paths: REDACTED, censor: '[redacted]' } },
+  );
+  const app = fastify({
+    ...(loggerInstance === undefined ? { logger: false } : { loggerInstance }),
+    // Two info lines per ID request would drown everything else: requests go to debug.
+    logController: new DebugRequestLogs(),
+    // Requests that still arrive on open connections once close() began are served while the
+    // allocator is open (fastify adds Connection: close to them).
+    return503OnClosing: false,
+    forceCloseConnections: 'idle',
+    // The endpoints take no body; a client that sends one anyway is not refused for it.
+    bodyLimit: 1024,
+  });
+
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  // A response to a request that was in flight when close() began ends its connection: a client
+  // would otherwise keep it open for its keep-alive time, and close() would wait for that.
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('connection', 'close');
+  });
+
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, _body, done) => {
+    done(null, undefined);
+  });
+
+  const authenticate = async (
+    request: { readonly headers: { readonly authorization?: string | undefined } },
+    reply: FastifyReply,
+  ): Promise<void> => {
+    const token = settings.token;
+    if (token === undefined) return;
+    const check = token.check(request.headers.authorization);
+    if (check === 'ok') return;
+    reply.header(
+      'WWW-Authenticate',
+      check === 'missing'
+        ? 'Bearer realm="idgen-cass"'
+        : 'Bearer realm="idgen-cass", error="invalid_token"',
+    );
+    throw new ServeRefusal(
+      'IDGEN_UNAUTHORIZED',
+      check === 'missing'
+        ? 'This endpoint needs the service\'s bearer token: send "Authorization: Bearer <token>".'
+        : "The bearer token sent is not this service's token.",
+    );
+  };
+
+  const callOf = (reply: FastifyReply): RequestCall => {
+    const controller = new AbortController();
+    // A caller that hangs up stops waiting for IDs nobody would read.
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished)
+        controller.abort(new Error('the client closed the connection'));
+    });
+    return {
+      timeoutMs: settings.timeoutMs,
+      deadline: Date.now() + settings.timeoutMs,
+      signal: controller.signal,
+    };
+  };
+
+  app.post<{ Params: { name: string }; Querystring: IdQuery }>(
+    ID_ROUTES.ids,
+    {
+      schema: { params: SEQUENCE_PARAMS, querystring: idsQuery(settings) },
+      onRequest: authenticate,
+    },
+    async (request, reply) => {
+      const { name } = request.params;
+      const strings = wantsStrings(request.query.format, request.headers.accept);
+      const drawn = await served.draw(name, request.query.count, callOf(reply));
+      return {
+        sequence: name,
+        ids: drawn.wide || strings ? drawn.ids.map(String) : drawn.ids,
+      };
+    },
+  );
+
+  app.post<{ Params: { name: string }; Querystring: IdQuery }>(
+    ID_ROUTES.ranges,
+    { schema: { params: SEQUENCE_PARAMS, querystring: RANGES_QUERY }, onRequest: authenticate },
+    async (request, reply) => {
+      const { name } = request.params;
+      const { count } = request.query;
+      const strings = wantsStrings(request.query.format, request.headers.accept);
+      const { wide, range } = await served.take(name, count, callOf(reply));
+      const id = (value: number | bigint) => (wide || strings ? String(value) : value);
+      return { sequence: name, first: id(range.first), last: id(range.last), count };
+    },
+  );
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+
+  app.get('/readyz', async (_request, reply) => {
+    const report = await readiness(ids, served, settings.readyTimeoutMs);
+    return reply.code(report.status === 'ready' ? 200 : 503).send(report);
+  });
+
+  app.get('/metrics', async (_request, reply) => {
+    const registry = settings.registry;
+    if (registry === undefined) {
+      throw new ServeRefusal(
+        'IDGEN_NOT_FOUND',
+        'This service was started without a metrics registry (the "registry" option of createServer()).',
+      );
+    }
+    const text = await registry.metrics();
+    return reply.type(registry.contentType).send(text);
+  });
+
+  app.get('/openapi.json', async () => document);
+
+  app.setNotFoundHandler(async (request) => {
+    throw new ServeRefusal(
+      'IDGEN_NOT_FOUND',
+      `No route ${request.method} ${request.url.split('?')[0]}; GET /openapi.json describes the API.`,
+    );
+  });
+
+  app.setErrorHandler(async (error: FastifyError, request, reply) => {
+    const refusal = requestRefusal(error, request.routeOptions.url, request.params, settings);
+    const { status, retryAfterSeconds, body } = httpErrorOf(refusal ?? error);
+    if (status === 500) request.log.error({ err: error }, 'request failed');
+    else request.log.debug({ code: body.code, statusCode: status }, body.message);
+    if (retryAfterSeconds !== undefined) reply.header('Retry-After', String(retryAfterSeconds));
+    return reply.code(status).send(body);
+  });
+
+  return app;
+}
+
+/** fastify's request log lines at debug rather than info; errors are the error handler's. */
+class DebugRequestLogs extends LogController {
+  override incomingRequest(request: FastifyRequest): void {
+    request.log.debug({ req: request }, 'incoming request');
+  }
+
+  override requestCompleted(_error: unknown, _request: FastifyRequest, reply: FastifyReply): void {
+    reply.log.debug(
+      { statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      'request completed',
+    );
+  }
+}
+
+/**
+ * Whether IDs go out as strings: on request (`format=string`, or the media type parameter
+ * `ids=string` of `application/json` in `Accept`).
+ */
+function wantsStrings(format: IdFormat, accept: string | undefined): boolean {
+  if (format === 'string') return true;
+  return (
+    accept !== undefined &&
+    /(?:^|,)\s*application\/json\s*;[^,]*\bids\s*=\s*"?string"?/i.test(accept)
+  );
+}
+
+/**
+ * The refusal for a request fastify rejected before the handler: a schema violation, keeping the
+ * library's code where there is one (a bad count or name), or a body it could not read.
+ */
+function requestRefusal(
+  error: FastifyError,
+  route: string | undefined,
+  params: unknown,
+  settings: Settings,
+): ServeRefusal | undefined {
+  const failed = error.validation?.[0];
+  if (failed !== undefined) {
+    const field =
+      failed.instancePath.replace(/^\//, '') ||
+      String((failed.params as { missingProperty?: unknown }).missingProperty ?? '');
+    if (error.validationContext === 'params' && field === 'name') {
+      const name = (params as { name?: unknown } | undefined)?.name;
+      return new ServeRefusal('IDGEN_INVALID_NAME', new InvalidNameError('sequence', name).message);
+    }
+    if (field === 'count') {
+      const allowed =
+        route === ID_ROUTES.ids
+          ? `an integer from 1 to ${settings.maxIdsPerRequest}`
+          : "an integer from 1 to the sequence's largest block size (maxBlockSize)";
+      return new ServeRefusal(
+        'IDGEN_INVALID_COUNT',
+        failed.keyword === 'required'
+          ? `Missing count: add ?count=N, ${allowed}.`
+          : `Invalid count: ${allowed}.`,
+      );
+    }
+    return new ServeRefusal(
+      'IDGEN_BAD_REQUEST',
+      `Invalid ${field || error.validationContext || 'request'}: ${failed.message ?? 'not allowed'}.`,
+    );
+  }
+  if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+    return new ServeRefusal('IDGEN_BAD_REQUEST', error.message);
+  }
+  return undefined;
+}
+
+/** What `/readyz` answers: Cassandra answers here, and every sequence served holds IDs. */
+async function readiness(
+  ids: IdGen,
+  served: ServedSequences,
+  timeoutMs: number,
+): Promise<Readiness> {
+  const base = { dc: ids.dc, keyspace: ids.keyspace };
+  let names: readonly string[];
+  try {
+    // One read at LOCAL_QUORUM even with an allowlist: readiness means Cassandra answers here.
+    const listed = await within(timeoutMs, ids.listSequences(), 'listing the sequences');
+    names = served.allowlist ?? listed.map((settings) => settings.name);
+  } catch (error) {
+    return { status: 'not_ready', ...base, sequences: [], ...httpErrorOf(error).body };
+  }
+  const sequences = await Promise.all(
+    names.map(async (sequence): Promise<SequenceReadiness> => {
+      try {
+        return { sequence, ready: true, held: await served.ready(sequence, timeoutMs) };
+      } catch (error) {
+        return { sequence, ready: false, ...httpErrorOf(error).body };
+      }
+    }),
+  );
+  return { status: sequences.every((s) => s.ready) ? 'ready' : 'not_ready', ...base, sequences };
+}
+
+/** `promise`, or {@link StoreUnavailableError} once `timeoutMs` pass first. */
+async function within<T>(timeoutMs: number, promise: Promise<T>, operation: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(new StoreUnavailableError('local', operation, `no answer within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+    promise.catch(() => undefined);
+  }
+}
+
+/**
+ * Checks `options` as {@link createServer} does, for callers that want bad options refused
+ * before they connect (the CLI).
+ * @throws what {@link createServer} throws for them.
+ */
+export function checkServeOptions(options: ServeOptions): void {
+  resolveOptions(options);
+}
+
+/** The options with their defaults, each checked once. */
+function resolveOptions(options: ServeOptions): Settings {
+  const sequences = options.sequences;
+  if (sequences !== undefined) {
+    if (!Array.isArray(sequences) || sequences.length === 0) {
+      throw new InvalidOptionError(
+        'sequences',
+        sequences,
+        'a non-empty list of sequence names, or no list to serve every sequence of the keyspace',
+      );
+    }
+    for (const name of sequences) validateSequenceName(name);
+  }
+  return {
+    sequences: sequences === undefined ? undefined : [...new Set(sequences)],
+    token: options.token === undefined ? undefined : new BearerToken(options.token),
+    registry: options.registry,
+    logger: options.logger,
+    timeoutMs: positive('timeoutMs', options.timeoutMs ?? SERVE_DEFAULTS.timeoutMs),
+    maxIdsPerRequest: countOption(
+      'maxIdsPerRequest',
+      options.maxIdsPerRequest ?? SERVE_DEFAULTS.maxIdsPerRequest,
+    ),
+    readyTimeoutMs: positive(
+      'readyTimeoutMs',
+      options.readyTimeoutMs ?? SERVE_DEFAULTS.readyTimeoutMs,
+    ),
+  };
+}
+
+function positive(option: string, value: number): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || !(value > 0)) {
+    throw new InvalidOptionError(option, value, 'a finite number of milliseconds above 0');
+  }
+  return value;
+}
+
+function countOption(option: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1 || value > MAX_IDS_PER_REQUEST) {
+    throw new InvalidOptionError(option, value, `an integer from 1 to ${MAX_IDS_PER_REQUEST}`);
+  }
+  return value;
+}

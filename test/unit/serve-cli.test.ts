@@ -1,0 +1,100 @@
+/**
+ * `idgen-cass serve` without Cassandra: its help, and bad options refused (exit code 1) before
+ * anything is connected; the token never reaches the output.
+ */
+
+import { afterEach, describe, expect, it, vi } from 'vitest';
+
+import { readToken } from '../../src/cli/commands/serve.js';
+import { EXIT_CODES } from '../../src/cli/exit-codes.js';
+import { cli } from './run-cli.js';
+
+afterEach(() => {
+  vi.unstubAllEnvs();
+});
+
+/** Options that would connect to a loopback address where nothing listens. */
+const NOWHERE = ['--contact-points', '127.0.0.99', '--dc', 'dc1'];
+
+describe('idgen-cass serve', () => {
+  it('explains its options, endpoints, signals and exit codes in --help', async () => {
+    const { code, stdout } = await cli('serve', '--help');
+    expect(code).toBe(EXIT_CODES.ok);
+    for (const text of [
+      '--port <port>',
+      '--host <address>',
+      '--sequence <names...>',
+      '--token-file <file>',
+      '--timeout <ms>',
+      'IDGEN_SERVE_PORT',
+      'IDGEN_SERVE_TOKEN',
+      'POST /v1/sequences/{name}/ids?count=N',
+      'SIGTERM',
+      '--contact-points',
+    ]) {
+      expect(stdout).toContain(text);
+    }
+  });
+
+  it.each([
+    [['serve', '--port', '70000'], /--port.*Expected a port from 0 to 65535/],
+    [['serve', '--port', 'http'], /--port.*Expected an integer/],
+    [['serve', '--timeout', '0'], /Invalid --timeout \(IDGEN_SERVE_TIMEOUT\): received 0/],
+    [['serve', '--sequence', 'orders', '9lives'], /Invalid sequence name "9lives"/],
+    [['serve', '--sequence', ''], /Invalid --sequence \(IDGEN_SERVE_SEQUENCES\)/],
+    [
+      ['serve', '--token-file', '/nonexistent/token'],
+      /--token-file.*"\/nonexistent\/token".*ENOENT/,
+    ],
+  ])('refuses %j with exit code 1 before connecting', async (args, message) => {
+    const { code, stdout, stderr } = await cli(...NOWHERE, ...args);
+    expect({ code, stdout }).toEqual({ code: EXIT_CODES.usage, stdout: '' });
+    expect(stderr).toMatch(message);
+    expect(stderr).toMatch(/^idgen-cass: [^\n]+\n$/);
+  });
+
+  it('refuses a token that is no bearer token, or two token sources, without showing it', async () => {
+    vi.stubEnv('IDGEN_SERVE_TOKEN', 'two words');
+    const bad = await cli(...NOWHERE, 'serve');
+    expect(bad.code).toBe(EXIT_CODES.usage);
+    expect(bad.stderr).toContain('Invalid token (--token-file or IDGEN_SERVE_TOKEN)');
+    expect(bad.stderr).not.toContain('two words');
+    vi.stubEnv('IDGEN_SERVE_TOKEN', 'abc');
+    const both = await cli(...NOWHERE, '--json', 'serve', '--token-file', '/etc/hostname');
+    expect(both.code).toBe(EXIT_CODES.usage);
+    expect(JSON.parse(both.stderr)).toMatchObject({
+      code: 'IDGEN_INVALID_OPTION',
+      message: expect.stringContaining('both --token-file and IDGEN_SERVE_TOKEN') as unknown,
+    });
+  });
+
+  it('reads the sequences from IDGEN_SERVE_SEQUENCES, comma-separated', async () => {
+    vi.stubEnv('IDGEN_SERVE_SEQUENCES', 'orders, 9lives');
+    const { code, stderr } = await cli(...NOWHERE, 'serve');
+    expect(code).toBe(EXIT_CODES.usage);
+    expect(stderr).toContain('Invalid sequence name "9lives"');
+  });
+
+  it('needs the contact points like every command that connects', async () => {
+    const { code, stderr } = await cli('--dc', 'dc1', 'serve');
+    expect(code).toBe(EXIT_CODES.usage);
+    expect(stderr).toContain('--contact-points (IDGEN_CONTACT_POINTS)');
+  });
+});
+
+describe('readToken', () => {
+  it('takes the file or the variable, surrounding whitespace removed', () => {
+    const files: Record<string, string> = { '/run/secrets/token': '  s3cr3t-token\n' };
+    const read = (path: string) => {
+      const text = files[path];
+      if (text === undefined) throw new Error(`ENOENT: ${path}`);
+      return text;
+    };
+    expect(readToken('/run/secrets/token', undefined, read)).toBe('s3cr3t-token');
+    expect(readToken(undefined, ' from-env\n', read)).toBe('from-env');
+    expect(readToken(undefined, undefined, read)).toBeUndefined();
+    expect(() => readToken('/missing', undefined, read)).toThrow(
+      expect.objectContaining({ code: 'IDGEN_INVALID_OPTION', option: 'tokenFile' }),
+    );
+  });
+});

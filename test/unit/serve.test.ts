@@ -1,0 +1,588 @@
+/**
+ * The HTTP service (src/serve/) over the in-memory store, called through fastify's inject() and,
+ * for shutdown, over a real socket: IDs and ranges, number and string formats, error bodies and
+ * statuses, the bearer token, health and readiness, and the OpenAPI document against the routes.
+ */
+
+import type { AddressInfo } from 'node:net';
+
+import type { FastifyInstance } from 'fastify';
+import { afterEach, describe, expect, it } from 'vitest';
+
+import type { IdGen } from '../../src/allocator/id-gen.js';
+import type { IdGenErrorCode } from '../../src/errors.js';
+import type { CreateSequenceOptions } from '../../src/options.js';
+import { HTTP_ANSWERS, httpErrorOf, ServeRefusal } from '../../src/serve/http-errors.js';
+import { openApiDocument } from '../../src/serve/openapi.js';
+import { createServer, SERVE_DEFAULTS, type ServeOptions } from '../../src/serve/server.js';
+import type { MemoryStore } from '../../src/store/memory.js';
+import { capturingLogger, KEYSPACE, withSequence } from './fixtures.js';
+import {
+  AbortedError,
+  ClosedError,
+  ContentionError,
+  DeadlineError,
+  InvalidCountError,
+  InvariantError,
+  SequenceExhaustedError,
+  SequenceNotFoundError,
+  SerialUnavailableError,
+  StateRolledBackError,
+  StoreUnavailableError,
+} from '../../src/errors.js';
+
+interface Service {
+  readonly store: MemoryStore;
+  readonly ids: IdGen;
+  readonly app: FastifyInstance;
+}
+
+const open: Service[] = [];
+
+afterEach(async () => {
+  for (const { app, ids } of open.splice(0)) {
+    await app.close();
+    await ids.close();
+  }
+});
+
+/** A service over a store holding sequence "orders" (blocks of 100 from DC ranges of 1,000). */
+async function service(
+  options: ServeOptions = {},
+  orders: CreateSequenceOptions = { dcRangeSize: 1_000, blockSize: 100 },
+): Promise<Service> {
+  const { store, ids } = await withSequence(orders);
+  const app = createServer(ids, options);
+  const created = { store, ids, app };
+  open.push(created);
+  return created;
+}
+
+async function post(app: FastifyInstance, url: string, headers: Record<string, string> = {}) {
+  const response = await app.inject({ method: 'POST', url, headers });
+  return { status: response.statusCode, headers: response.headers, body: response.json() };
+}
+
+describe('POST /v1/sequences/{name}/ids', () => {
+  it('hands out count IDs as JSON numbers, one by default', async () => {
+    const { app } = await service();
+    const three = await post(app, '/v1/sequences/orders/ids?count=3');
+    expect(three).toMatchObject({ status: 200, body: { sequence: 'orders', ids: [1, 2, 3] } });
+    expect(three.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect((await post(app, '/v1/sequences/orders/ids')).body).toEqual({
+      sequence: 'orders',
+      ids: [4],
+    });
+  });
+
+  it('spans blocks: IDs strictly increasing, each handed out once', async () => {
+    const { app } = await service();
+    const first = await post(app, '/v1/sequences/orders/ids?count=250');
+    const second = await post(app, '/v1/sequences/orders/ids?count=250');
+    const all = [
+      ...(first.body as { ids: number[] }).ids,
+      ...(second.body as { ids: number[] }).ids,
+    ];
+    expect(all).toEqual(Array.from({ length: 500 }, (_, i) => i + 1));
+  });
+
+  it('writes strings on request: ?format=string or Accept: application/json; ids=string', async () => {
+    const { app } = await service();
+    expect((await post(app, '/v1/sequences/orders/ids?count=2&format=string')).body).toEqual({
+      sequence: 'orders',
+      ids: ['1', '2'],
+    });
+    const accepted = await post(app, '/v1/sequences/orders/ids?count=2', {
+      accept: 'text/html, application/json; ids=string; q=0.9',
+    });
+    expect(accepted.body).toEqual({ sequence: 'orders', ids: ['3', '4'] });
+    const plain = await post(app, '/v1/sequences/orders/ids', { accept: 'application/json' });
+    expect(plain.body).toEqual({ sequence: 'orders', ids: [5] });
+  });
+
+  it('writes the IDs of a domain beyond 2^53-1 as exact strings, whatever their size', async () => {
+    const { app, ids } = await service();
+    await ids.createSequence('wide', { domain: 'int63', start: 2n ** 60n, blockSize: 10 });
+    await ids.createSequence('low_wide', { domain: 'int63', blockSize: 10 });
+    expect((await post(app, '/v1/sequences/wide/ids?count=2')).body).toEqual({
+      sequence: 'wide',
+      ids: [String(2n ** 60n), String(2n ** 60n + 1n)],
+    });
+    // Small IDs of a wide domain are strings too: a client sees one type per sequence.
+    expect((await post(app, '/v1/sequences/low_wide/ids?count=2')).body).toEqual({
+      sequence: 'low_wide',
+      ids: ['1', '2'],
+    });
+    const range = await post(app, '/v1/sequences/wide/ranges?count=5');
+    expect(range.body).toEqual({
+      sequence: 'wide',
+      first: String(2n ** 60n + 2n),
+      last: String(2n ** 60n + 6n),
+      count: 5,
+    });
+  });
+
+  it('writes IDs up to 2^53-1 of a safe53 domain as exact numbers', async () => {
+    const { app, ids } = await service();
+    const max = BigInt(Number.MAX_SAFE_INTEGER);
+    await ids.createSequence('top', { domain: 'safe53', start: max - 2n, blockSize: 3 });
+    expect((await post(app, '/v1/sequences/top/ids?count=3')).body).toEqual({
+      sequence: 'top',
+      ids: [Number.MAX_SAFE_INTEGER - 2, Number.MAX_SAFE_INTEGER - 1, Number.MAX_SAFE_INTEGER],
+    });
+    expect(await post(app, '/v1/sequences/top/ids')).toMatchObject({
+      status: 410,
+      body: { code: 'IDGEN_SEQUENCE_EXHAUSTED' },
+    });
+  });
+
+  it('refuses a count out of bounds with 400 IDGEN_INVALID_COUNT, asking nothing of the store', async () => {
+    const { app, store } = await service({ maxIdsPerRequest: 50 });
+    store.resetCalls();
+    for (const count of ['0', '-1', 'abc', '1.5', '51', '']) {
+      const response = await post(app, `/v1/sequences/orders/ids?count=${count}`);
+      expect(response, `count=${count}`).toEqual({
+        status: 400,
+        headers: expect.anything() as unknown,
+        body: { code: 'IDGEN_INVALID_COUNT', message: 'Invalid count: an integer from 1 to 50.' },
+      });
+    }
+    expect(store.calls.readSequence + store.calls.readDcState).toBe(0);
+    expect((await post(app, '/v1/sequences/orders/ids?count=50')).status).toBe(200);
+  });
+
+  it('refuses a bad name (400), an unknown sequence (404) and one outside the allowlist (404)', async () => {
+    const { app, ids } = await service({ sequences: ['orders'] });
+    await ids.createSequence('hidden', { dcRangeSize: 100, blockSize: 10 });
+    expect(await post(app, '/v1/sequences/9lives/ids')).toMatchObject({
+      status: 400,
+      body: { code: 'IDGEN_INVALID_NAME', message: expect.stringContaining('"9lives"') as unknown },
+    });
+    expect(await post(app, '/v1/sequences/hidden/ids')).toMatchObject({
+      status: 404,
+      body: {
+        code: 'IDGEN_SEQUENCE_NOT_SERVED',
+        message: 'Sequence "hidden" is not served here; this service serves only: orders.',
+      },
+    });
+    const open = await service();
+    expect(await post(open.app, '/v1/sequences/missing/ids')).toMatchObject({
+      status: 404,
+      body: {
+        code: 'IDGEN_SEQUENCE_NOT_FOUND',
+        message: `Sequence "missing" not found in keyspace "${KEYSPACE}". Create it with: idgen-cass seed missing`,
+      },
+    });
+    // Unknown names open no handle in the allocator.
+    expect(open.ids.stats().sequences).toEqual([]);
+    expect(await post(open.app, '/v1/nothing')).toMatchObject({
+      status: 404,
+      body: {
+        code: 'IDGEN_NOT_FOUND',
+        message: expect.stringContaining('POST /v1/nothing') as unknown,
+      },
+    });
+  });
+
+  it('answers 503 with Retry-After when the store cannot be reached within the timeout', async () => {
+    const { app, store } = await service({ timeoutMs: 300 });
+    store.faults.push({ op: 'readDcState', effect: 'unavailable', times: Infinity });
+    const response = await post(app, '/v1/sequences/orders/ids');
+    expect(response).toMatchObject({
+      status: 503,
+      headers: { 'retry-after': '1' },
+      body: { code: 'IDGEN_STORE_UNAVAILABLE' },
+    });
+  });
+
+  it('answers 503 IDGEN_SERIAL_UNAVAILABLE with Retry-After when the DC has no IDs and SERIAL is cut off', async () => {
+    const { app, store } = await service({ timeoutMs: 1_500 });
+    store.faults.push({ op: 'readGrants', effect: 'unavailable', times: Infinity });
+    const response = await post(app, '/v1/sequences/orders/ranges?count=10');
+    expect(response).toMatchObject({
+      status: 503,
+      headers: { 'retry-after': '5' },
+      body: { code: 'IDGEN_SERIAL_UNAVAILABLE' },
+    });
+  });
+
+  it('answers 503 IDGEN_DEADLINE_EXCEEDED naming the request timeout when a refill outlasts it', async () => {
+    const { app, store } = await service({ timeoutMs: 200 });
+    let release = () => {};
+    store.faults.push({
+      op: 'writeDcState',
+      effect: 'delay',
+      until: new Promise<void>((resolve) => (release = resolve)),
+    });
+    const response = await post(app, '/v1/sequences/orders/ids?count=2');
+    release();
+    expect(response).toMatchObject({
+      status: 503,
+      headers: { 'retry-after': '1' },
+      body: {
+        code: 'IDGEN_DEADLINE_EXCEEDED',
+        message: expect.stringContaining('no ID within 200 ms') as unknown,
+      },
+    });
+  });
+});
+
+describe('POST /v1/sequences/{name}/ranges', () => {
+  it('hands out a contiguous range; a count beyond the block size is the library 400', async () => {
+    const { app } = await service();
+    expect((await post(app, '/v1/sequences/orders/ids?count=4')).body).toEqual({
+      sequence: 'orders',
+      ids: [1, 2, 3, 4],
+    });
+    // 96 IDs are left in the block: the range comes from the next block.
+    expect(await post(app, '/v1/sequences/orders/ranges?count=100')).toMatchObject({
+      status: 200,
+      body: { sequence: 'orders', first: 101, last: 200, count: 100 },
+    });
+    expect((await post(app, '/v1/sequences/orders/ranges?count=3&format=string')).body).toEqual({
+      sequence: 'orders',
+      first: '201',
+      last: '203',
+      count: 3,
+    });
+    expect(await post(app, '/v1/sequences/orders/ranges?count=101')).toMatchObject({
+      status: 400,
+      body: {
+        code: 'IDGEN_INVALID_COUNT',
+        message: expect.stringContaining('from 1 to 100') as unknown,
+      },
+    });
+  });
+
+  it('needs a count, and refuses an unknown format', async () => {
+    const { app } = await service();
+    expect(await post(app, '/v1/sequences/orders/ranges')).toMatchObject({
+      status: 400,
+      body: {
+        code: 'IDGEN_INVALID_COUNT',
+        message:
+          "Missing count: add ?count=N, an integer from 1 to the sequence's largest block size (maxBlockSize).",
+      },
+    });
+    expect(await post(app, '/v1/sequences/orders/ranges?count=10000001')).toMatchObject({
+      status: 400,
+      body: { code: 'IDGEN_INVALID_COUNT' },
+    });
+    expect(await post(app, '/v1/sequences/orders/ids?format=xml')).toMatchObject({
+      status: 400,
+      body: { code: 'IDGEN_BAD_REQUEST', message: expect.stringContaining('format') as unknown },
+    });
+  });
+
+  it('ignores a request body, JSON or not', async () => {
+    const { app } = await service();
+    for (const payload of ['', '{"count": 7}', 'not json']) {
+      const response = await app.inject({
+        method: 'POST',
+        url: '/v1/sequences/orders/ranges?count=2',
+        headers: { 'content-type': 'application/json' },
+        payload,
+      });
+      expect(response.statusCode, payload).toBe(200);
+    }
+  });
+});
+
+describe('error mapping', () => {
+  it('maps every library code deliberately; Retry-After only where waiting helps', () => {
+    const cases: [Error, IdGenErrorCode, number, number | undefined][] = [
+      [new SequenceNotFoundError('orders', 'k'), 'IDGEN_SEQUENCE_NOT_FOUND', 404, undefined],
+      [new InvalidCountError(0, 100), 'IDGEN_INVALID_COUNT', 400, undefined],
+      [new SequenceExhaustedError('orders', 10n, 10n), 'IDGEN_SEQUENCE_EXHAUSTED', 410, undefined],
+      [new SerialUnavailableError('orders', 'dc3', 0n), 'IDGEN_SERIAL_UNAVAILABLE', 503, 5],
+      [new StoreUnavailableError('local', 'claim', 'x'), 'IDGEN_STORE_UNAVAILABLE', 503, 1],
+      [new DeadlineError('orders', 100), 'IDGEN_DEADLINE_EXCEEDED', 503, 1],
+      [new ContentionError('orders', 'claim', 9), 'IDGEN_CONTENTION', 503, 1],
+      [new ClosedError(), 'IDGEN_CLOSED', 503, 1],
+      [new AbortedError('orders'), 'IDGEN_ABORTED', 499, undefined],
+      [new InvariantError('orders', 'x'), 'IDGEN_INVARIANT_BROKEN', 500, undefined],
+      [new StateRolledBackError('orders', 'dc1', 'x'), 'IDGEN_STATE_ROLLED_BACK', 500, undefined],
+    ];
+    for (const [error, code, status, retryAfterSeconds] of cases) {
+      expect(httpErrorOf(error), code).toEqual({
+        status,
+        ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
+        body: { code, message: error.message },
+      });
+    }
+    expect(httpErrorOf(new ServeRefusal('IDGEN_UNAUTHORIZED', 'no'))).toMatchObject({
+      status: 401,
+    });
+    // Only 503s tell the caller to come back.
+    for (const [code, answer] of Object.entries(HTTP_ANSWERS)) {
+      expect(answer.retryAfterSeconds !== undefined, code).toBe(answer.status === 503);
+    }
+  });
+
+  it('answers an unexpected error 500 IDGEN_INTERNAL, its message and stack only in the log', async () => {
+    const { logger, records } = capturingLogger();
+    const registry = {
+      contentType: 'text/plain',
+      metrics: () => Promise.reject(new Error('secret detail of the failure')),
+    };
+    const { app } = await service({ registry, logger });
+    const response = await app.inject({ method: 'GET', url: '/metrics' });
+    expect(response.statusCode).toBe(500);
+    expect(response.json()).toEqual({
+      code: 'IDGEN_INTERNAL',
+      message:
+        "Internal error of the idgen-cass service; the request got no IDs. The service's log has the details.",
+    });
+    expect(response.body).not.toContain('secret');
+    expect(records.filter((r) => r.msg === 'request failed')).toMatchObject([
+      { level: 50, err: { message: 'secret detail of the failure' } },
+    ]);
+  });
+});
+
+describe('bearer token', () => {
+  const TOKEN = 'k7-Q2.x_t~8+z/Y=';
+
+  it('is required by the ID endpoints only, and compared exactly', async () => {
+    const { app } = await service({ token: TOKEN });
+    const missing = await post(app, '/v1/sequences/orders/ids');
+    expect(missing).toMatchObject({
+      status: 401,
+      headers: { 'www-authenticate': 'Bearer realm="idgen-cass"' },
+      body: { code: 'IDGEN_UNAUTHORIZED' },
+    });
+    for (const wrong of [`${TOKEN}x`, TOKEN.slice(1), 'k7', TOKEN.toLowerCase()]) {
+      const response = await post(app, '/v1/sequences/orders/ranges?count=1', {
+        authorization: `Bearer ${wrong}`,
+      });
+      expect(response, wrong).toMatchObject({
+        status: 401,
+        headers: { 'www-authenticate': 'Bearer realm="idgen-cass", error="invalid_token"' },
+        body: { code: 'IDGEN_UNAUTHORIZED' },
+      });
+    }
+    expect(
+      (await post(app, '/v1/sequences/orders/ids?count=0', { authorization: `Basic ${TOKEN}` }))
+        .status,
+    ).toBe(401);
+    const right = await post(app, '/v1/sequences/orders/ids?count=2', {
+      authorization: `Bearer ${TOKEN}`,
+    });
+    expect(right).toMatchObject({ status: 200, body: { ids: [1, 2] } });
+    for (const url of ['/healthz', '/readyz', '/openapi.json']) {
+      expect((await app.inject({ method: 'GET', url })).statusCode, url).toBe(200);
+    }
+  });
+
+  it('never reaches a log line or a message', async () => {
+    const { logger, records } = capturingLogger();
+    const { app } = await service({ token: TOKEN, logger });
+    await post(app, '/v1/sequences/orders/ids', { authorization: `Bearer ${TOKEN}` });
+    await post(app, '/v1/sequences/orders/ids', { authorization: `Bearer ${TOKEN}x` });
+    await post(app, '/v1/sequences/missing/ids', { authorization: `Bearer ${TOKEN}` });
+    expect(records.length).toBeGreaterThan(0);
+    expect(JSON.stringify(records)).not.toContain(TOKEN);
+    for (const bad of ['', 'two words', 'ünïcode']) {
+      const { ids } = await withSequence({});
+      expect(() => createServer(ids, { token: bad })).toThrow(
+        expect.objectContaining({
+          code: 'IDGEN_INVALID_OPTION',
+          message: expect.not.stringContaining(bad === '' ? '""' : bad) as unknown,
+        }),
+      );
+      await ids.close();
+    }
+  });
+});
+
+describe('health and readiness', () => {
+  it('/healthz answers 200 without asking the store', async () => {
+    const { app, store } = await service();
+    store.resetCalls();
+    const response = await app.inject({ method: 'GET', url: '/healthz' });
+    expect({ status: response.statusCode, body: response.json() }).toEqual({
+      status: 200,
+      body: { status: 'ok' },
+    });
+    expect(Object.values(store.calls).every((n) => n === 0)).toBe(true);
+  });
+
+  it('/readyz loads every sequence and holds IDs of each before it answers 200', async () => {
+    const { app, ids } = await service();
+    await ids.createSequence('events', { dcRangeSize: 100, blockSize: 10 });
+    const response = await app.inject({ method: 'GET', url: '/readyz' });
+    expect({ status: response.statusCode, body: response.json() }).toEqual({
+      status: 200,
+      body: {
+        status: 'ready',
+        dc: 'dc1',
+        keyspace: KEYSPACE,
+        sequences: [
+          { sequence: 'events', ready: true, held: 10 },
+          { sequence: 'orders', ready: true, held: 100 },
+        ],
+      },
+    });
+  });
+
+  it('/readyz answers 503 with the reasons: store unreachable, an allowlisted sequence missing', async () => {
+    const { app, store } = await service({ sequences: ['orders', 'missing'], readyTimeoutMs: 300 });
+    const missing = await app.inject({ method: 'GET', url: '/readyz' });
+    expect({ status: missing.statusCode, body: missing.json() }).toMatchObject({
+      status: 503,
+      body: {
+        status: 'not_ready',
+        sequences: [
+          { sequence: 'orders', ready: true, held: 100 },
+          { sequence: 'missing', ready: false, code: 'IDGEN_SEQUENCE_NOT_FOUND' },
+        ],
+      },
+    });
+    store.faults.push({ op: 'listSequences', effect: 'unavailable', times: Infinity });
+    const down = await app.inject({ method: 'GET', url: '/readyz' });
+    expect({ status: down.statusCode, body: down.json() }).toMatchObject({
+      status: 503,
+      body: { status: 'not_ready', sequences: [], code: 'IDGEN_STORE_UNAVAILABLE' },
+    });
+  });
+
+  it('/metrics serves the registry, or 404 without one', async () => {
+    const registry = { contentType: 'text/plain; version=0.0.4', metrics: async () => 'up 1\n' };
+    const { app } = await service({ registry });
+    const response = await app.inject({ method: 'GET', url: '/metrics' });
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-type']).toBe('text/plain; version=0.0.4');
+    expect(response.body).toBe('up 1\n');
+    const bare = await service();
+    expect((await bare.app.inject({ method: 'GET', url: '/metrics' })).json()).toMatchObject({
+      code: 'IDGEN_NOT_FOUND',
+    });
+  });
+});
+
+describe('the OpenAPI document', () => {
+  /** `METHOD /path` of every route the app registered (HEAD routes aside: fastify adds them). */
+  async function routesOf(app: FastifyInstance): Promise<string[]> {
+    await app.ready();
+    const routes: string[] = [];
+    let path = '';
+    for (const line of app.printRoutes({ commonPrefix: false }).split('\n')) {
+      const match = /[─└├│\s]*(\S+) \(([A-Z, ]+)\)/.exec(line);
+      if (match === null) continue;
+      path = match[1]!;
+      for (const method of match[2]!.split(', ')) {
+        if (method !== 'HEAD') routes.push(`${method} ${path}`);
+      }
+    }
+    return routes.sort();
+  }
+
+  it('lists exactly the routes the service registers, and is what /openapi.json serves', async () => {
+    const { app } = await service({ maxIdsPerRequest: 77 });
+    const document = openApiDocument({ maxIdsPerRequest: 77 });
+    const documented = Object.entries(document.paths)
+      .flatMap(([path, operations]) =>
+        Object.keys(operations).map(
+          (method) => `${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`,
+        ),
+      )
+      .sort();
+    expect(await routesOf(app)).toEqual(documented);
+    const served = await app.inject({ method: 'GET', url: '/openapi.json' });
+    expect(served.json()).toEqual(JSON.parse(JSON.stringify(document)));
+  });
+
+  it('states the limits the service enforces, and every error code with its status', async () => {
+    const document = openApiDocument({ maxIdsPerRequest: SERVE_DEFAULTS.maxIdsPerRequest });
+    const ids = document.paths['/v1/sequences/{name}/ids']!['post']!;
+    expect(ids['parameters']).toContainEqual(
+      expect.objectContaining({
+        name: 'count',
+        in: 'query',
+        schema: expect.objectContaining({ minimum: 1, maximum: 10_000 }) as unknown,
+      }),
+    );
+    const responses = ids['responses'] as Record<string, { description: string }>;
+    for (const [status, { description }] of Object.entries(responses)) {
+      if (status === '200') continue;
+      for (const code of description.match(/IDGEN_\w+/g) ?? []) {
+        expect(HTTP_ANSWERS[code as keyof typeof HTTP_ANSWERS].status, code).toBe(Number(status));
+      }
+    }
+    expect(Object.keys(responses).sort()).toEqual([
+      '200',
+      '400',
+      '401',
+      '404',
+      '410',
+      '500',
+      '503',
+    ]);
+  });
+});
+
+describe('over a socket: shutdown and callers that hang up', () => {
+  it('close() waits for the request in flight, then ids.close() gives the unused IDs back', async () => {
+    const { app, ids, store } = await service();
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    // The first claim (a write of the DC state) waits: the request is in flight meanwhile.
+    store.faults.push({ op: 'writeDcState', effect: 'delay', until: held });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = app.server.address() as AddressInfo;
+    const inFlight = fetch(`http://127.0.0.1:${port}/v1/sequences/orders/ids?count=3`, {
+      method: 'POST',
+    });
+    while (store.calls.writeDcState === 0) await new Promise((r) => setTimeout(r, 5));
+
+    let closed = false;
+    const closing = app.close().then(() => (closed = true));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(closed).toBe(false);
+    release();
+    const response = await inFlight;
+    expect(response.status).toBe(200);
+    // The client does not keep the connection, so close() need not wait out its keep-alive.
+    expect(response.headers.get('connection')).toBe('close');
+    expect(await response.json()).toEqual({ sequence: 'orders', ids: [1, 2, 3] });
+    const started = Date.now();
+    await closing;
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(100n);
+
+    await ids.close();
+    // The block's 97 unused IDs went back: the DC's next claim starts at 4.
+    expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(3n);
+  });
+
+  it('stops waiting for IDs when the caller hangs up (IDGEN_ABORTED), the refill carrying on', async () => {
+    const { logger, records } = capturingLogger();
+    const { app, store, ids } = await service({ logger });
+    let release = () => {};
+    store.faults.push({
+      op: 'writeDcState',
+      effect: 'delay',
+      until: new Promise<void>((resolve) => (release = resolve)),
+    });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = app.server.address() as AddressInfo;
+    const caller = new AbortController();
+    const request = fetch(`http://127.0.0.1:${port}/v1/sequences/orders/ids`, {
+      method: 'POST',
+      signal: caller.signal,
+    }).catch((error: unknown) => error);
+    while (store.calls.writeDcState === 0) await new Promise((r) => setTimeout(r, 5));
+    caller.abort();
+    expect(await request).toBeInstanceOf(Error);
+    const aborted = () => records.find((r) => r.code === 'IDGEN_ABORTED');
+    while (aborted() === undefined) await new Promise((r) => setTimeout(r, 5));
+    expect(aborted()).toMatchObject({ level: 20, statusCode: 499 });
+    release();
+    // The claim the call waited for went on: its block serves the next caller from ID 1.
+    expect((await post(app, '/v1/sequences/orders/ids')).body).toEqual({
+      sequence: 'orders',
+      ids: [1],
+    });
+    expect(ids.stats().totals.blocksClaimed).toBe(1);
+  });
+});

@@ -9,6 +9,9 @@
  * 3. A burst of several blocks' worth of `next()` calls at once.
  * 4. Scale: N allocator instances per DC, tight and at a fixed total rate, fixed blocks against
  *    adaptive ones (`--scale-only` runs just this and the in-process phase; `--no-scale` skips it).
+ * 5. HTTP service: one `idgen-cass serve` per DC under autocannon, `?count=1` and `?count=100`,
+ *    beside the library in this process on the same cluster (`--http-only` runs just this and the
+ *    in-process phase; `--no-http` skips it).
  *
  * Prints a table on stdout (progress on stderr) and writes results.json and REPORT.md into
  * `--out` (default bench/). Uses the running cluster, or starts it; works in a fresh keyspace
@@ -18,6 +21,7 @@ import os from 'node:os';
 
 import { BenchCluster, ensureCluster, machineInfo } from './bench/cluster.js';
 import { Fleet } from './bench/fleet.js';
+import { HTTP_COUNTS, HttpPhase } from './bench/http.js';
 import { measureInProcess } from './bench/in-process.js';
 import { parseBenchArgs } from './bench/options.js';
 import { measureCluster, skippedCluster } from './bench/phases.js';
@@ -42,9 +46,14 @@ function estimateMinutes(settings: BenchSettings): number {
     SCALE_MODES.length *
     settings.scaleVariants.length *
     (settings.scaleWarmupSeconds + settings.scaleSeconds + 2);
+  // Each count: the service and the library, each a warm-up, the measured window and a second
+  // of setting up; and about 20 s for the services to start.
+  const httpPerRun =
+    HTTP_COUNTS.length * 2 * (settings.httpWarmupSeconds + settings.httpSeconds + 1);
   return (
-    ((settings.scaleOnly ? 0 : settings.runs * perRun) +
+    ((settings.scaleOnly || settings.httpOnly ? 0 : settings.runs * perRun) +
       (settings.scale ? settings.scaleRuns * scalePerRun : 0) +
+      (settings.http ? settings.runs * httpPerRun + 20 : 0) +
       20) /
     60
   );
@@ -61,7 +70,11 @@ async function main(): Promise<void> {
       (settings.scale
         ? `; scale: ${settings.scaleRuns} runs, ${settings.scaleInstances.join(', ')} instances per DC, ${settings.scaleSeconds} s measured`
         : '') +
+      (settings.http
+        ? `; http: ${settings.httpSeconds} s measured per load, ${settings.httpConnections} connections per service`
+        : '') +
       (settings.scaleOnly ? ' (scale phase only)' : '') +
+      (settings.httpOnly ? ' (HTTP phase only)' : '') +
       `; about ${estimateMinutes(settings).toFixed(0)} min`,
   );
 
@@ -71,14 +84,16 @@ async function main(): Promise<void> {
   const contactPoints = await ensureCluster(log);
   const cluster = await BenchCluster.open(contactPoints, log);
   let fleet: Fleet | undefined;
+  const httpPhase = settings.http ? new HttpPhase(settings, cluster, log) : undefined;
   let cleaning: Promise<void> | undefined;
   const cleanUp = (): Promise<void> =>
     (cleaning ??= (async () => {
       await fleet?.stop();
+      await httpPhase?.stop();
       await cluster.close(log);
     })());
   const interrupted = (): void => {
-    log('interrupted: stopping the allocator processes and dropping the keyspace');
+    log('interrupted: stopping the allocator processes and services, dropping the keyspace');
     void cleanUp().finally(() => process.exit(130));
   };
   process.once('SIGINT', interrupted);
@@ -87,18 +102,29 @@ async function main(): Promise<void> {
   let raw: RawResults;
   try {
     const machine = machineInfo(await cluster.cassandraVersions(), loadAverage);
-    fleet = await Fleet.start(
-      cluster.contactPoints,
-      cluster.keyspace,
-      settings.processesPerDc,
-      log,
-    );
-    if (!settings.scaleOnly) log('2. cluster phases and 3. burst');
-    const clusterResult = settings.scaleOnly
-      ? skippedCluster(settings, cluster, fleet)
-      : await measureCluster(settings, cluster, fleet, log);
+    // The allocator processes serve sections 2 to 4; the HTTP phase starts its own services.
+    if (!settings.httpOnly) {
+      fleet = await Fleet.start(
+        cluster.contactPoints,
+        cluster.keyspace,
+        settings.processesPerDc,
+        log,
+      );
+    }
+    const clusterPhases = !settings.scaleOnly && !settings.httpOnly;
+    if (clusterPhases) log('2. cluster phases and 3. burst');
+    const clusterResult =
+      fleet === undefined || !clusterPhases
+        ? skippedCluster(settings, cluster, fleet)
+        : await measureCluster(settings, cluster, fleet, log);
     if (settings.scale) log('4. scale: N allocator instances per DC');
-    const scale = settings.scale ? await measureScale(settings, cluster, fleet, log) : undefined;
+    const scale =
+      settings.scale && fleet !== undefined
+        ? await measureScale(settings, cluster, fleet, log)
+        : undefined;
+    if (httpPhase !== undefined)
+      log('5. HTTP service: one idgen-cass serve per DC under autocannon');
+    const http = await httpPhase?.run();
     raw = {
       startedAt,
       finishedAt: new Date().toISOString(),
@@ -109,6 +135,7 @@ async function main(): Promise<void> {
       inProcess,
       cluster: clusterResult,
       ...(scale === undefined ? {} : { scale }),
+      ...(http === undefined ? {} : { http }),
     };
   } finally {
     await cleanUp();

@@ -2,7 +2,7 @@
  * The options of `npm run bench`: two presets (full and `--quick`), each option overriding its
  * preset, validated once.
  */
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 
 import { SEQUENCE_DEFAULTS } from '../../src/index.js';
 import { MAX_BLOCK_SIZE } from '../../src/options.js';
@@ -35,6 +35,11 @@ export const FULL_PRESET: Readonly<Omit<BenchSettings, 'out'>> = Object.freeze({
   scaleRuns: 2,
   scaleRatePerDc: 10_000,
   scaleVariants: DEFAULT_SCALE_VARIANTS,
+  http: true,
+  httpOnly: false,
+  httpSeconds: 10,
+  httpWarmupSeconds: 2,
+  httpConnections: 10,
 });
 
 /**
@@ -53,11 +58,15 @@ export const QUICK_PRESET: Readonly<Omit<BenchSettings, 'out'>> = Object.freeze(
   scaleSeconds: 3,
   scaleWarmupSeconds: 2,
   scaleRuns: 1,
+  httpSeconds: 3,
+  httpWarmupSeconds: 1,
 });
 
 export const DEFAULT_OUT = 'bench';
 /** Where `--scale-only` writes unless told: not over the committed full report (git ignores it). */
 export const SCALE_ONLY_OUT = 'bench/tmp/scale-only';
+/** Where `--http-only` writes unless told, for the same reason. */
+export const HTTP_ONLY_OUT = 'bench/tmp/http-only';
 
 function number(min: number, max: number, integer: boolean) {
   return (value: string): number => {
@@ -132,11 +141,16 @@ interface Flags {
   scaleRuns?: number;
   scaleRate?: number;
   scaleVariants?: string[];
+  /** commander's negated `--no-http`: false when given. */
+  http: boolean;
+  httpOnly?: boolean;
+  httpSeconds?: number;
+  httpConnections?: number;
   out?: string;
 }
 
-/** The command line parser; `parseBenchArgs` is the one way to use it. */
-function program(): Command {
+/** The command line parser; `parseBenchArgs` is the way to use it (exported for tests). */
+export function program(): Command {
   return new Command('bench')
     .description(
       'Benchmark idgen-cass: in-process cost of an ID against other generators, then throughput, latency, LWTs and waits on the local 3-DC cluster. Prints a table and writes results.json and REPORT.md.',
@@ -220,9 +234,32 @@ function program(): Command {
       `block policies the scale phase compares, comma separated, from ${SCALE_VARIANTS.map((v) => v.key).join(', ')} (default ${DEFAULT_SCALE_VARIANTS.join(',')})`,
       variantList,
     )
+    .addOption(
+      new Option(
+        '--no-http',
+        'skip the HTTP phase (one idgen-cass serve per DC under autocannon, beside the library in this process)',
+      ),
+    )
+    .addOption(
+      new Option(
+        '--http-only',
+        'run only the in-process phase and the HTTP phase; skip naive, sweep, burst, cold start and scale',
+      ).conflicts(['scaleOnly', 'http']),
+    )
+    .option(
+      // Whole seconds: autocannon stops at the first whole second past its duration.
+      '--http-seconds <s>',
+      `measured seconds of each load of the HTTP phase, per count and side (full ${FULL_PRESET.httpSeconds}, quick ${QUICK_PRESET.httpSeconds}; each after ${FULL_PRESET.httpWarmupSeconds} s, quick ${QUICK_PRESET.httpWarmupSeconds} s, of warm-up)`,
+      number(1, 3_600, true),
+    )
+    .option(
+      '--http-connections <n>',
+      `autocannon connections per service, and concurrent library callers per DC (default ${FULL_PRESET.httpConnections})`,
+      number(1, 1_000, true),
+    )
     .option(
       '--out <dir>',
-      `directory for results.json and REPORT.md (default ${DEFAULT_OUT}; with --scale-only ${SCALE_ONLY_OUT})`,
+      `directory for results.json and REPORT.md (default ${DEFAULT_OUT}; with --scale-only ${SCALE_ONLY_OUT}, with --http-only ${HTTP_ONLY_OUT})`,
     )
     .showHelpAfterError();
 }
@@ -256,7 +293,7 @@ export function resolveSettings(flags: Flags): BenchSettings {
     pacedBlocksPerSecond: flags.pacedBlocksPerSecond ?? preset.pacedBlocksPerSecond,
     naiveClients: flags.naiveClients ?? preset.naiveClients,
     burstFactor: flags.burstFactor ?? preset.burstFactor,
-    scale: flags.scale || flags.scaleOnly === true,
+    scale: (flags.scale || flags.scaleOnly === true) && flags.httpOnly !== true,
     scaleOnly: flags.scaleOnly === true,
     scaleInstances: Object.freeze(flags.scaleInstances ?? [...preset.scaleInstances]),
     scaleSeconds: flags.scaleSeconds ?? preset.scaleSeconds,
@@ -264,6 +301,16 @@ export function resolveSettings(flags: Flags): BenchSettings {
     scaleRuns: flags.scaleRuns ?? preset.scaleRuns,
     scaleRatePerDc: flags.scaleRate ?? preset.scaleRatePerDc,
     scaleVariants: Object.freeze(flags.scaleVariants ?? [...preset.scaleVariants]),
-    out: flags.out ?? (flags.scaleOnly === true ? SCALE_ONLY_OUT : DEFAULT_OUT),
+    http: (flags.http || flags.httpOnly === true) && flags.scaleOnly !== true,
+    httpOnly: flags.httpOnly === true,
+    httpSeconds: flags.httpSeconds ?? preset.httpSeconds,
+    httpConnections: flags.httpConnections ?? preset.httpConnections,
+    out:
+      flags.out ??
+      (flags.scaleOnly === true
+        ? SCALE_ONLY_OUT
+        : flags.httpOnly === true
+          ? HTTP_ONLY_OUT
+          : DEFAULT_OUT),
   });
 }

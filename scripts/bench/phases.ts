@@ -4,7 +4,7 @@
  */
 import { connect } from '../../src/index.js';
 import type { BenchCluster } from './cluster.js';
-import type { Fleet } from './fleet.js';
+import { WORKER_RUNTIME, type Fleet } from './fleet.js';
 import { runNaive } from './naive.js';
 import { addCounts, type WorkerDraw } from './protocol.js';
 import type {
@@ -83,16 +83,19 @@ async function coldStart(cluster: BenchCluster, sequence: string): Promise<ColdS
   return samples;
 }
 
-/** What `--scale-only` reports for the cluster phases it skips: nothing measured. */
+/**
+ * What `--scale-only` and `--http-only` report for the cluster phases they skip: nothing
+ * measured (`--http-only` starts no allocator processes either).
+ */
 export function skippedCluster(
   settings: BenchSettings,
   cluster: BenchCluster,
-  fleet: Fleet,
+  fleet: Fleet | undefined,
 ): ClusterResult {
   return {
     keyspace: cluster.keyspace,
-    workerRuntime: fleet.runtime.description,
-    rssAfterConnectMiB: fleet.rssAfterConnectMiB,
+    workerRuntime: (fleet?.runtime ?? WORKER_RUNTIME).description,
+    rssAfterConnectMiB: fleet?.rssAfterConnectMiB ?? [],
     naive: [],
     draws: [],
     burst: { blockSize: settings.steadyBlockSize, calls: 0, runs: [] },

@@ -44,6 +44,16 @@ export interface BenchSettings {
   readonly scaleRatePerDc: number;
   /** Keys of the block policies compared (scale-variants.ts). */
   readonly scaleVariants: readonly string[];
+  /** Run the HTTP phase (`--no-http` turns it off). */
+  readonly http: boolean;
+  /** Run only the in-process and HTTP phases (`--http-only`). */
+  readonly httpOnly: boolean;
+  /** Measured seconds of each load of the HTTP phase (service or library, one count). */
+  readonly httpSeconds: number;
+  /** Seconds each load runs unmeasured first (JIT, adaptive blocks). */
+  readonly httpWarmupSeconds: number;
+  /** autocannon connections per service; the library gets as many concurrent loops per DC. */
+  readonly httpConnections: number;
   readonly out: string;
 }
 
@@ -195,6 +205,8 @@ export interface RawResults {
   readonly cluster: ClusterResult;
   /** The scale phase; absent when it did not run. */
   readonly scale?: ScaleResult | undefined;
+  /** The HTTP phase; absent when it did not run. */
+  readonly http?: HttpResult | undefined;
 }
 
 /** A count of store calls and the nanoseconds they took, summed. */
@@ -282,4 +294,72 @@ export interface ScaleResult {
   /** How instances share processes and driver connections, for the report. */
   readonly layout: string;
   readonly configs: readonly ScaleConfig[];
+}
+
+/**
+ * One DC's share of one load of the HTTP phase: its `idgen-cass serve` under autocannon, or the
+ * library called in the benchmark's process.
+ */
+export interface HttpDcLoad {
+  readonly dc: string;
+  /** Requests answered 2xx (library: calls that returned IDs), measured window only. */
+  readonly ok: number;
+  /** IDs those answers held. */
+  readonly ids: number;
+  /** Measured window, s. */
+  readonly seconds: number;
+  /** Requests answered with another status (library: calls that threw). */
+  readonly non2xx: number;
+  /** Connection errors and timeouts (autocannon's `errors`); 0 for the library. */
+  readonly errors: number;
+  /** Latency of the 2xx answers (library: of the calls that returned), ns. */
+  readonly latency: LatencySummary;
+  /** A few distinct error codes or messages of the failed requests or calls. */
+  readonly failureMessages: readonly string[];
+}
+
+/** One load, every DC at once. */
+export interface HttpLoad {
+  readonly dcs: readonly HttpDcLoad[];
+  /** Latency of every DC merged, ns. */
+  readonly latency: LatencySummary;
+}
+
+/** One run of one count: the service and the library, measured one after the other. */
+export interface HttpRun {
+  readonly service: HttpLoad;
+  readonly library: HttpLoad;
+}
+
+export interface HttpCountResult {
+  /** IDs per request (`?count=`) and per library call (`next()` for 1, `take(n)` above). */
+  readonly count: number;
+  readonly runs: readonly HttpRun[];
+}
+
+/** One `idgen-cass serve` process of the phase. */
+export interface HttpServiceInfo {
+  readonly dc: string;
+  /** From spawning it to its first `/readyz` 200, ms. */
+  readonly readyMs: number;
+  /** Its exit code after SIGTERM (0 expected); null when it had to be killed or never ran. */
+  readonly exitCode: number | null;
+}
+
+export interface HttpResult {
+  /** The sequence options both sides' sequences were created with. */
+  readonly sequenceOptions: Readonly<Record<string, string | number>>;
+  /** How the services ran, for the report. */
+  readonly serviceRuntime: string;
+  /** The autocannon version that drove them. */
+  readonly autocannon: string;
+  readonly services: readonly HttpServiceInfo[];
+  readonly counts: readonly HttpCountResult[];
+  /**
+   * The IDs the services handed out in the warm-ups (every DC, count and run; the measured
+   * windows read no body), and how many of them repeated.
+   */
+  readonly uniqueness: { readonly ids: number; readonly duplicates: number };
+  /** Why the phase stopped early, when it did; what it measured before is kept. */
+  readonly failure?: string | undefined;
 }

@@ -81,6 +81,11 @@ const SAMPLE: RawResults = {
     scaleRuns: 1,
     scaleRatePerDc: 10_000,
     scaleVariants: ['fixed100', 'fixed1000', 'adaptive'],
+    http: false,
+    httpOnly: false,
+    httpSeconds: 3,
+    httpWarmupSeconds: 1,
+    httpConnections: 10,
     out: 'bench',
   },
   machine: {

@@ -315,6 +315,11 @@ describe('scale report section', () => {
       scaleRuns: 1,
       scaleRatePerDc: 10_000,
       scaleVariants: ['fixed100', 'adaptive'],
+      http: false,
+      httpOnly: false,
+      httpSeconds: 3,
+      httpWarmupSeconds: 1,
+      httpConnections: 10,
       out: 'bench',
     },
     machine: {

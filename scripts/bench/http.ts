@@ -1,0 +1,502 @@
+/**
+ * The HTTP phase: one `idgen-cass serve` per DC of the bench cluster, started as the integration
+ * test starts it, loaded by autocannon (`POST /v1/sequences/{name}/ids?count=N`, every DC at
+ * once), beside the library called in this process on the same cluster with as many concurrent
+ * callers per DC. Every ID the services hand out in the warm-ups is checked for repeats.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+
+import autocannon from 'autocannon';
+
+import { connect, type IdGen, type Sequence } from '../../src/index.js';
+import type { BenchCluster } from './cluster.js';
+import { IdLedger } from './id-ledger.js';
+import type {
+  BenchSettings,
+  HttpCountResult,
+  HttpDcLoad,
+  HttpLoad,
+  HttpResult,
+  HttpRun,
+  HttpServiceInfo,
+} from './results.js';
+import { Histogram, latencySummary, sum } from './stats.js';
+import { formatNs, formatRate } from './report/format.js';
+
+type Log = (line: string) => void;
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(HERE, '../..');
+const MAIN = path.join(ROOT, 'src/cli/main.ts');
+
+/** IDs per request of the phase: one, as most callers ask, and a batch. */
+export const HTTP_COUNTS: readonly number[] = Object.freeze([1, 100]);
+/** The services' sequence and the library's: apart, so that each side starts from the same state. */
+const SERVICE_SEQUENCE = 'http_service';
+const LIBRARY_SEQUENCE = 'http_library';
+/**
+ * Adaptive blocks and DC ranges (the defaults, as a service would run), in the 53-bit domain so
+ * that the library's tight loops cannot exhaust it; IDs stay JSON numbers.
+ */
+const SEQUENCE_OPTIONS = Object.freeze({ domain: 'safe53' as const });
+const START_TIMEOUT_MS = 120_000;
+const STOP_TIMEOUT_MS = 20_000;
+/** After a failed library call the caller pauses this long, as one backing off would. */
+const FAILURE_PAUSE_MS = 100;
+const MAX_FAILURE_MESSAGES = 3;
+
+const hrNow = (): number => Number(process.hrtime.bigint());
+
+export const AUTOCANNON_VERSION = (
+  createRequire(import.meta.url)('autocannon/package.json') as { version: string }
+).version;
+
+/** One service to load: its DC and base URL (`http://127.0.0.1:<port>`). */
+export interface ServiceTarget {
+  readonly dc: string;
+  readonly url: string;
+}
+
+/** How long each load runs and how hard. */
+export interface LoadPlan {
+  readonly sequence: string;
+  readonly count: number;
+  readonly connections: number;
+  readonly warmupSeconds: number;
+  readonly seconds: number;
+}
+
+/** One DC's measured load with its histogram, before the DCs are merged. */
+interface DcMeasure {
+  readonly load: HttpDcLoad;
+  readonly histogram: Histogram;
+}
+
+function combine(measures: readonly DcMeasure[]): HttpLoad {
+  const histogram = new Histogram();
+  for (const m of measures) histogram.merge(m.histogram);
+  return { dcs: measures.map((m) => m.load), latency: latencySummary(histogram) };
+}
+
+/** The IDs of a 2xx body of the ids endpoint. */
+function idsOf(body: string): number[] {
+  const parsed = JSON.parse(body) as { ids?: unknown };
+  const ids = parsed.ids;
+  if (!Array.isArray(ids) || !ids.every((id): id is number => typeof id === 'number')) {
+    throw new Error(`not an answer of the ids endpoint: ${body.slice(0, 200)}`);
+  }
+  return ids;
+}
+
+/** The error code of a non-2xx body, or its start. */
+function failureOf(status: number, body: string): string {
+  try {
+    const code = (JSON.parse(body) as { code?: unknown }).code;
+    if (typeof code === 'string') return `${status} ${code}`;
+  } catch {
+    // Not JSON: the body's start says what it is.
+  }
+  return `${status} ${body.slice(0, 100)}`;
+}
+
+/**
+ * One autocannon run against `target` for `seconds` (autocannon stops at the first whole second
+ * past it). With `collect`, the bodies of 2xx answers are kept as strings, to be parsed after
+ * the run, and the codes of the others; without, the load generator does nothing per response
+ * but record its time.
+ */
+function cannon(
+  target: ServiceTarget,
+  plan: LoadPlan,
+  seconds: number,
+  collect: boolean,
+): Promise<{
+  result: autocannon.Result;
+  bodies: string[];
+  histogram: Histogram;
+  failures: Set<string>;
+}> {
+  const bodies: string[] = [];
+  const histogram = new Histogram();
+  const failures = new Set<string>();
+  const collecting: autocannon.Request = {
+    onResponse(status, body) {
+      if (status >= 200 && status < 300) bodies.push(body);
+      else if (failures.size < MAX_FAILURE_MESSAGES) failures.add(failureOf(status, body));
+    },
+  };
+  return new Promise((resolve, reject) => {
+    const instance = autocannon(
+      {
+        url: `${target.url}/v1/sequences/${plan.sequence}/ids?count=${plan.count}`,
+        method: 'POST',
+        connections: plan.connections,
+        duration: seconds,
+        ...(collect ? { requests: [collecting] } : {}),
+      },
+      (error: unknown, result: autocannon.Result) => {
+        if (error !== null && error !== undefined)
+          reject(error instanceof Error ? error : new Error(String(error)));
+        else resolve({ result, bodies, histogram, failures });
+      },
+    );
+    // autocannon's own latency histogram keeps whole milliseconds, too coarse for answers that
+    // take a fraction of one; its response time (hrtime, ms) goes into the bench's histogram.
+    instance.on('response', (_client, statusCode, _bytes, responseTimeMs) => {
+      if (statusCode >= 200 && statusCode < 300) histogram.record(responseTimeMs * 1e6);
+    });
+  });
+}
+
+/**
+ * Loads one service: a warm-up run whose IDs all go to `ledger`, then the measured run. The
+ * measured run keeps no body, so that it measures autocannon as it runs by itself (keeping them
+ * cost it a few per cent of its rate in a probe on this machine, within its noise); its IDs are
+ * its 2xx answers × the count, which the warm-up checks every answer holds.
+ * @throws when a 2xx answer of the warm-up is not a list of `count` IDs.
+ */
+export async function loadService(
+  target: ServiceTarget,
+  plan: LoadPlan,
+  ledger: IdLedger,
+): Promise<DcMeasure> {
+  const failures = new Set<string>();
+  if (plan.warmupSeconds > 0) {
+    const warm = await cannon(target, plan, plan.warmupSeconds, true);
+    for (const body of warm.bodies) {
+      const drawn = idsOf(body);
+      if (drawn.length !== plan.count) {
+        throw new Error(`${target.dc} answered ${drawn.length} IDs to ?count=${plan.count}`);
+      }
+      ledger.add(drawn);
+    }
+    ledger.compact();
+    for (const failure of warm.failures) failures.add(`warm-up: ${failure}`);
+  }
+  const { result, histogram } = await cannon(target, plan, plan.seconds, false);
+  for (const [status, { count }] of Object.entries(result.statusCodeStats ?? {})) {
+    if (!status.startsWith('2')) failures.add(`${status} × ${count ?? 0}`);
+  }
+  if (result.errors > 0) {
+    failures.add(`${result.errors} connection errors (${result.timeouts} timeouts)`);
+  }
+  return {
+    load: {
+      dc: target.dc,
+      ok: result['2xx'],
+      ids: result['2xx'] * plan.count,
+      seconds: result.duration,
+      non2xx: result.non2xx,
+      errors: result.errors,
+      latency: latencySummary(histogram),
+      failureMessages: [...failures],
+    },
+    histogram,
+  };
+}
+
+/** Every service at once. */
+export async function loadServices(
+  targets: readonly ServiceTarget[],
+  plan: LoadPlan,
+  ledger: IdLedger,
+): Promise<HttpLoad> {
+  return combine(await Promise.all(targets.map((t) => loadService(t, plan, ledger))));
+}
+
+/** One DC's library handle. */
+export interface LibraryTarget {
+  readonly dc: string;
+  readonly sequence: Sequence<number>;
+}
+
+/**
+ * The library doing what the endpoint does, in this process: `plan.connections` callers per DC,
+ * each calling `await next()` (count 1) or `await take(count)` in a loop, every DC at once, for
+ * the warm-up and then the measured seconds. The loops resume as microtasks while blocks last,
+ * as the tight draws of the cluster phases do.
+ */
+export async function loadLibrary(
+  targets: readonly LibraryTarget[],
+  plan: LoadPlan,
+): Promise<HttpLoad> {
+  const start = hrNow();
+  const measureFrom = start + plan.warmupSeconds * 1e9;
+  const end = measureFrom + plan.seconds * 1e9;
+  const measures = await Promise.all(
+    targets.map(async ({ dc, sequence }): Promise<DcMeasure> => {
+      const histogram = new Histogram();
+      const failures = new Set<string>();
+      let ok = 0;
+      let ids = 0;
+      let failed = 0;
+      const call =
+        plan.count === 1
+          ? async () => (await sequence.next(), 1)
+          : async () => {
+              const range = await sequence.take(plan.count);
+              return range.last - range.first + 1;
+            };
+      const caller = async (): Promise<void> => {
+        while (hrNow() < end) {
+          const t0 = hrNow();
+          try {
+            const drawn = await call();
+            if (t0 >= measureFrom) {
+              histogram.record(hrNow() - t0);
+              ok++;
+              ids += drawn;
+            }
+          } catch (error) {
+            if (t0 >= measureFrom) failed++;
+            if (failures.size < MAX_FAILURE_MESSAGES) {
+              failures.add(
+                error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+              );
+            }
+            await sleep(FAILURE_PAUSE_MS);
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: plan.connections }, caller));
+      return {
+        load: {
+          dc,
+          ok,
+          ids,
+          seconds: (hrNow() - measureFrom) / 1e9,
+          non2xx: failed,
+          errors: 0,
+          latency: latencySummary(histogram),
+          failureMessages: [...failures],
+        },
+        histogram,
+      };
+    }),
+  );
+  return combine(measures);
+}
+
+/** An `idgen-cass serve` child process of one DC. */
+class ServiceProcess {
+  private stderr = '';
+  private readonly exited: Promise<number | null>;
+
+  private constructor(
+    readonly dc: string,
+    private readonly child: ChildProcess,
+  ) {
+    // Only the tail is kept: enough to say why a service failed.
+    child.stderr!.on('data', (chunk: Buffer) => {
+      this.stderr = (this.stderr + chunk.toString()).slice(-20_000);
+    });
+    this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+  }
+
+  /** Spawns the service of `dc` on a free port of 127.0.0.1. */
+  static spawn(
+    dc: string,
+    contactPoints: readonly string[],
+    keyspace: string,
+    sequence: string,
+  ): ServiceProcess {
+    const env = Object.fromEntries(
+      Object.entries(process.env).filter(([name]) => !name.startsWith('IDGEN_')),
+    );
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        MAIN,
+        '--contact-points',
+        contactPoints.join(','),
+        '--dc',
+        dc,
+        '--keyspace',
+        keyspace,
+        'serve',
+        '--host',
+        '127.0.0.1',
+        '--port',
+        '0',
+        '--sequence',
+        sequence,
+      ],
+      { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    return new ServiceProcess(dc, child);
+  }
+
+  /**
+   * Resolves with the service's URL (from its "listening" log line) once `/readyz` answers 200.
+   * @throws when it exits or is not ready within {@link START_TIMEOUT_MS}.
+   */
+  async ready(): Promise<string> {
+    const deadline = Date.now() + START_TIMEOUT_MS;
+    let url: string | undefined;
+    while (Date.now() < deadline) {
+      if (this.child.exitCode !== null) break;
+      url ??= this.listeningUrl();
+      if (url !== undefined) {
+        const status = await fetch(`${url}/readyz`)
+          .then((response) => response.status)
+          .catch(() => 0);
+        if (status === 200) return url;
+      }
+      await sleep(200);
+    }
+    throw new Error(
+      `idgen-cass serve in ${this.dc} was not ready within ${START_TIMEOUT_MS / 1000} s (exit code ${this.child.exitCode ?? 'none yet'}); the end of its stderr:\n${this.stderr}`,
+    );
+  }
+
+  private listeningUrl(): string | undefined {
+    for (const line of this.stderr.split('\n')) {
+      if (!line.startsWith('{')) continue;
+      try {
+        const entry = JSON.parse(line) as { msg?: unknown; address?: unknown };
+        if (entry.msg === 'listening' && typeof entry.address === 'string') return entry.address;
+      } catch {
+        // A line cut by the tail: the next poll reads it whole.
+      }
+    }
+    return undefined;
+  }
+
+  /** SIGTERM, then its exit code; killed (null) if it has not exited within {@link STOP_TIMEOUT_MS}. */
+  async stop(): Promise<number | null> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return this.exited;
+    this.child.kill('SIGTERM');
+    const late = sleep(STOP_TIMEOUT_MS).then(() => 'late' as const);
+    const outcome = await Promise.race([this.exited, late]);
+    if (outcome !== 'late') return outcome;
+    this.child.kill('SIGKILL');
+    await this.exited;
+    return null;
+  }
+}
+
+/**
+ * The phase on the bench cluster. {@link run} never throws: a failure ends the phase early and
+ * is reported with what was measured before it. {@link stop} ends the services (for an
+ * interrupted benchmark); `run` does so itself when it ends.
+ */
+export class HttpPhase {
+  private services: ServiceProcess[] = [];
+  private stopping: Promise<HttpServiceInfo[]> | undefined;
+  private readonly readyMs = new Map<string, number>();
+
+  constructor(
+    private readonly settings: BenchSettings,
+    private readonly cluster: BenchCluster,
+    private readonly log: Log,
+  ) {}
+
+  async run(): Promise<HttpResult> {
+    const { settings, cluster, log } = this;
+    const ledger = new IdLedger();
+    const counts = HTTP_COUNTS.map((count) => ({ count, runs: [] as HttpRun[] }));
+    const libraries: IdGen[] = [];
+    let failure: string | undefined;
+    try {
+      await cluster.createSequence(SERVICE_SEQUENCE, SEQUENCE_OPTIONS);
+      await cluster.createSequence(LIBRARY_SEQUENCE, SEQUENCE_OPTIONS);
+      const t0 = Date.now();
+      this.services = cluster.dcs.map((dc) =>
+        ServiceProcess.spawn(dc, cluster.contactPoints[dc]!, cluster.keyspace, SERVICE_SEQUENCE),
+      );
+      const targets = await Promise.all(
+        this.services.map(async (service): Promise<ServiceTarget> => {
+          const url = await service.ready();
+          this.readyMs.set(service.dc, Date.now() - t0);
+          return { dc: service.dc, url };
+        }),
+      );
+      log(`http: ${targets.map((t) => `${t.dc} ${t.url}`).join(', ')} ready`);
+      for (const dc of cluster.dcs) {
+        libraries.push(
+          await connect({
+            contactPoints: [...cluster.contactPoints[dc]!],
+            localDataCenter: dc,
+            keyspace: cluster.keyspace,
+          }),
+        );
+      }
+      const library = libraries.map((ids) => ({
+        dc: ids.dc,
+        sequence: ids.sequence(LIBRARY_SEQUENCE),
+      }));
+      for (let r = 0; r < settings.runs; r++) {
+        for (const entry of counts) {
+          const plan = (sequence: string): LoadPlan => ({
+            sequence,
+            count: entry.count,
+            connections: settings.httpConnections,
+            warmupSeconds: settings.httpWarmupSeconds,
+            seconds: settings.httpSeconds,
+          });
+          const measureService = () => loadServices(targets, plan(SERVICE_SEQUENCE), ledger);
+          const measureLibrary = () => loadLibrary(library, plan(LIBRARY_SEQUENCE));
+          // Odd runs measure the service first, so that drift of the machine spreads over both.
+          let run: HttpRun;
+          if (r % 2 === 1) {
+            const service = await measureService();
+            run = { service, library: await measureLibrary() };
+          } else {
+            const libraryLoad = await measureLibrary();
+            run = { service: await measureService(), library: libraryLoad };
+          }
+          entry.runs.push(run);
+          log(
+            `http run ${r + 1}/${settings.runs} count=${entry.count}: service ${formatRate(totalRate(run.service))} requests, ` +
+              `p99.9 ${formatNs(run.service.latency.p999)}, ${sum(run.service.dcs.map((d) => d.non2xx + d.errors))} failed; ` +
+              `library ${formatRate(totalRate(run.library))} calls, p99.9 ${formatNs(run.library.latency.p999)}`,
+          );
+        }
+      }
+    } catch (error) {
+      failure = error instanceof Error ? error.message : String(error);
+      log(`http: phase stopped early: ${failure}`);
+    } finally {
+      await Promise.allSettled(libraries.map((ids) => ids.close()));
+    }
+    const services = await this.stop();
+    for (const s of services) {
+      if (s.exitCode !== 0)
+        log(`http: the service in ${s.dc} exited with ${s.exitCode ?? 'a kill'} after SIGTERM`);
+    }
+    ledger.compact();
+    if (ledger.duplicates > 0) log(`http: ${ledger.duplicates} IDs were handed out twice: a bug`);
+    return {
+      sequenceOptions: { ...SEQUENCE_OPTIONS },
+      serviceRuntime:
+        'node --import tsx src/cli/main.ts serve (from source, as the integration test runs it), log level info',
+      autocannon: AUTOCANNON_VERSION,
+      services,
+      counts: counts satisfies readonly HttpCountResult[],
+      uniqueness: { ids: ledger.added, duplicates: ledger.duplicates },
+      ...(failure === undefined ? {} : { failure }),
+    };
+  }
+
+  /** Stops every service (SIGTERM) and says how each exited. Safe to call more than once. */
+  stop(): Promise<HttpServiceInfo[]> {
+    return (this.stopping ??= Promise.all(
+      this.services.map(async (service) => ({
+        dc: service.dc,
+        readyMs: this.readyMs.get(service.dc) ?? NaN,
+        exitCode: await service.stop(),
+      })),
+    ));
+  }
+}
+
+/** Requests (or calls) per second answered 2xx, every DC together. */
+export function totalRate(load: HttpLoad): number {
+  return sum(load.dcs.map((d) => d.ok / d.seconds));
+}

@@ -1,0 +1,68 @@
+/**
+ * Every ID a phase handed out, checked for repeats. IDs come in as numbers (a sequence whose
+ * domain ends at or below 2^53-1), are sorted in batches and kept as disjoint intervals, so that
+ * the millions of mostly consecutive IDs of a run fit in little memory.
+ */
+export class IdLedger {
+  /** IDs added since the last {@link compact}. */
+  private pending: number[] = [];
+  /** Disjoint intervals `[first, last]` of the IDs compacted so far, sorted: first at 2i, last at 2i+1. */
+  private intervals = new Float64Array(0);
+  private intervalCount = 0;
+  /** IDs added, repeats included. */
+  added = 0;
+  /** IDs added that an earlier one already was. */
+  duplicates = 0;
+
+  add(ids: readonly number[]): void {
+    for (const id of ids) this.pending.push(id);
+    this.added += ids.length;
+  }
+
+  /** Folds the pending IDs into the intervals, counting repeats among them and against the rest. */
+  compact(): void {
+    if (this.pending.length === 0) return;
+    const sorted = Float64Array.from(this.pending).sort();
+    this.pending = [];
+    const fresh: number[] = [];
+    for (let i = 0; i < sorted.length; i++) {
+      const id = sorted[i]!;
+      if (i > 0 && id === sorted[i - 1]) {
+        this.duplicates++;
+        continue;
+      }
+      const last = fresh.length - 1;
+      if (last > 0 && fresh[last] === id - 1) fresh[last] = id;
+      else fresh.push(id, id);
+    }
+    this.merge(fresh);
+  }
+
+  /** Merges sorted disjoint intervals into the ledger's, counting the IDs both hold. */
+  private merge(other: readonly number[]): void {
+    const merged: number[] = [];
+    const push = (first: number, last: number): void => {
+      const end = merged.length - 1;
+      if (end > 0 && merged[end]! >= first - 1) {
+        this.duplicates += Math.max(0, Math.min(merged[end]!, last) - first + 1);
+        merged[end] = Math.max(merged[end]!, last);
+      } else merged.push(first, last);
+    };
+    let i = 0;
+    let j = 0;
+    const mine = this.intervals;
+    while (i < this.intervalCount || j < other.length / 2) {
+      const takeMine =
+        j >= other.length / 2 || (i < this.intervalCount && mine[2 * i]! <= other[2 * j]!);
+      if (takeMine) {
+        push(mine[2 * i]!, mine[2 * i + 1]!);
+        i++;
+      } else {
+        push(other[2 * j]!, other[2 * j + 1]!);
+        j++;
+      }
+    }
+    this.intervals = Float64Array.from(merged);
+    this.intervalCount = merged.length / 2;
+  }
+}

@@ -6,6 +6,7 @@ import type { RawResults } from '../results.js';
 import { renderBurst } from './burst.js';
 import { renderColdStart } from './cold-start.js';
 import { formatMs, plural } from './format.js';
+import { renderHttp } from './http.js';
 import { renderInProcess } from './in-process.js';
 import { renderKeyRatios } from './key-ratios.js';
 import { renderMachine } from './machine.js';
@@ -18,7 +19,7 @@ import { renderSweep } from './sweep.js';
 
 /** The report, not yet formatted (prettier prints it as the repository's settings say). */
 export function renderMarkdown(raw: RawResults, summary: Summary): string {
-  // `--scale-only` skips the cluster phases of sections 2 and 3.
+  // `--scale-only` and `--http-only` skip the cluster phases of sections 2 and 3.
   const clusterPhases = raw.cluster.naive.length > 0 || raw.cluster.draws.length > 0;
   return [
     ...renderIntro(raw),
@@ -35,10 +36,11 @@ export function renderMarkdown(raw: RawResults, summary: Summary): string {
           ...renderBurst(summary),
         ]
       : [
-          'Sections 2 (naive, steady state, sweep, cold start) and 3 (burst) did not run (`--scale-only`).',
+          `Sections 2 (naive, steady state, sweep, cold start) and 3 (burst) did not run (\`${raw.settings.httpOnly ? '--http-only' : '--scale-only'}\`).`,
           '',
         ]),
     ...renderScale(raw, summary),
+    ...renderHttp(raw, summary),
     ...renderMethod(raw),
   ].join('\n');
 }

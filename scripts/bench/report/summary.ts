@@ -12,6 +12,7 @@ import type {
   RawResults,
 } from '../results.js';
 import { figure, latencyFigures, sum, type Figure, type LatencyFigures } from '../stats.js';
+import { summarizeHttp, type HttpSummary } from './http.js';
 import { summarizeScale, type ScaleSummary } from './scale-summary.js';
 
 export interface InProcessRow {
@@ -98,6 +99,8 @@ export interface Summary {
   readonly ratios: readonly Ratio[];
   /** The scale phase, when it ran. */
   readonly scale: ScaleSummary | undefined;
+  /** The HTTP phase, when it ran. */
+  readonly http: HttpSummary | undefined;
 }
 
 function lwtCount(counts: AllocatorCounts): number {
@@ -165,7 +168,11 @@ export function steadyDraw(raw: RawResults, mode: DrawMode): DrawConfig | undefi
   );
 }
 
-function ratios(raw: RawResults, scale: ScaleSummary | undefined): Ratio[] {
+function ratios(
+  raw: RawResults,
+  scale: ScaleSummary | undefined,
+  http: HttpSummary | undefined,
+): Ratio[] {
   const list: Ratio[] = [];
   const inRuns = raw.inProcess.runs;
   const has = (key: string) => inRuns.every((run) => run[key] !== undefined);
@@ -249,6 +256,15 @@ function ratios(raw: RawResults, scale: ScaleSummary | undefined): Ratio[] {
       unit: 'percent',
     });
   }
+  for (const entry of http?.counts ?? []) {
+    if (entry.runs === 0) continue;
+    list.push({
+      key: `httpVsLibrary${entry.count}`,
+      label: `IDs/s, ${entry.count === 1 ? '1 ID' : `${entry.count} IDs`} per request: HTTP service ÷ library in one process (${entry.count === 1 ? '`next()`' : `\`take(${entry.count})\``}), every DC`,
+      value: entry.throughputRatio,
+      unit: 'percent',
+    });
+  }
   return list;
 }
 
@@ -264,6 +280,7 @@ export function summarize(raw: RawResults): Summary {
   const { burst } = raw.cluster;
   const samples = raw.cluster.coldStart.flat();
   const scale = raw.scale === undefined ? undefined : summarizeScale(raw.scale, raw.inProcess);
+  const http = raw.http === undefined ? undefined : summarizeHttp(raw.http);
   return {
     inProcess,
     naive: raw.cluster.naive.map(summarizeNaive),
@@ -286,7 +303,8 @@ export function summarize(raw: RawResults): Summary {
       firstIdMs: figure(samples.map((s) => s.firstIdMs)),
       firstIdWarmDcMs: figure(samples.map((s) => s.firstIdWarmDcMs)),
     },
-    ratios: ratios(raw, scale),
+    ratios: ratios(raw, scale, http),
     scale,
+    http,
   };
 }

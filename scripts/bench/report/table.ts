@@ -14,6 +14,7 @@ import {
   significant,
   withSpread,
 } from './format.js';
+import { firstLine, sideLabel, type HttpSummary } from './http.js';
 import type { DrawRow, Summary } from './summary.js';
 
 function textTable(
@@ -89,6 +90,7 @@ export function renderTable(raw: RawResults, summary: Summary): string {
       ) + '\n* next() calls that threw, all runs: warm-up/measured',
     );
   }
+  if (summary.http !== undefined) httpSection(raw, summary.http, sections);
   sections.push(
     textTable(
       'Key ratios (per run, then median)',
@@ -168,5 +170,32 @@ function clusterSections(raw: RawResults, summary: Summary, sections: string[]):
         ['burst: blocks claimed', withSpread(burst.blocksClaimed, formatCount)],
       ],
     ),
+  );
+}
+
+/** Section 5 of the table: every DC together, service beside library, per count. */
+function httpSection(raw: RawResults, http: HttpSummary, sections: string[]): void {
+  const rows = http.counts.flatMap((entry) =>
+    entry.rows
+      .filter((row) => row.dc === undefined)
+      .map((row) => [
+        plain(sideLabel(row.side, entry.count)),
+        withSpread(row.requestsPerSecond, formatRate),
+        withSpread(row.idsPerSecond, formatRate),
+        withSpread(row.latency.p50, formatNs),
+        withSpread(row.latency.p99, formatNs),
+        withSpread(row.latency.p999, formatNs),
+        withSpread(row.latency.max, formatNs),
+        formatCount(row.non2xx + row.errors),
+      ]),
+  );
+  const failure =
+    raw.http?.failure === undefined ? '' : `\n* stopped early: ${firstLine(raw.http.failure)}`;
+  sections.push(
+    textTable(
+      `5. HTTP service per DC (${raw.settings.httpConnections} connections each) beside the library, every DC together`,
+      ['side', 'req/s', 'IDs/s', 'p50', 'p99', 'p99.9', 'max', 'failed'],
+      rows,
+    ) + failure,
   );
 }

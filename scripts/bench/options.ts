@@ -11,8 +11,9 @@ import { DEFAULT_SCALE_VARIANTS, SCALE_VARIANTS } from './scale-variants.js';
 
 /**
  * A full run: about 15–25 minutes for sections 1–3 on a 2-core machine that also runs the
- * Cassandra nodes, and about 12 more for the scale phase (estimated: 24 configurations × 14 s
- * × 2 runs).
+ * Cassandra nodes, about 12 more for the scale phase (estimated: 24 configurations × 14 s
+ * × 2 runs), and about 5 more for the HTTP phase (5 runs × 2 counts × 2 sides × 13 s, and the
+ * services' start).
  */
 export const FULL_PRESET: Readonly<Omit<BenchSettings, 'out'>> = Object.freeze({
   quick: false,
@@ -43,8 +44,9 @@ export const FULL_PRESET: Readonly<Omit<BenchSettings, 'out'>> = Object.freeze({
 });
 
 /**
- * `--quick`: the same phases, shorter and with fewer processes; about 3–5 minutes, and about 2
- * more for the scale phase (estimated: 18 configurations × 7 s).
+ * `--quick`: the same phases, shorter and with fewer processes; about 3–5 minutes, about 2 more
+ * for the scale phase (estimated: 18 configurations × 7 s) and about 1.5 more for the HTTP phase
+ * (3 runs × 2 counts × 2 sides × 5 s, and the services' start).
  */
 export const QUICK_PRESET: Readonly<Omit<BenchSettings, 'out'>> = Object.freeze({
   ...FULL_PRESET,
@@ -153,7 +155,7 @@ interface Flags {
 export function program(): Command {
   return new Command('bench')
     .description(
-      'Benchmark idgen-cass: in-process cost of an ID against other generators, then throughput, latency, LWTs and waits on the local 3-DC cluster. Prints a table and writes results.json and REPORT.md.',
+      'Benchmark idgen-cass: in-process cost of an ID against other generators, then throughput, latency, LWTs and waits on the local 3-DC cluster, and the HTTP service (one per DC) under load beside the library. Prints a table and writes results.json and REPORT.md.',
     )
     .option('--quick', 'short runs with fewer processes (about 3–5 minutes)')
     .option(

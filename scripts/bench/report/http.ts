@@ -247,7 +247,7 @@ export function renderHttp(raw: RawResults, summary: Summary): string[] {
       (all === undefined
         ? 'This run measured no single-ID requests to set beside it.'
         : `Here, one ID per request, every DC together: ${withSpread(all.requestsPerSecond, formatRate)} requests with p99.9 ${withSpread(all.latency.p999, formatNs)}, ` +
-          `on ${machine.cores} cores shared with Cassandra (${formatRate(perCore)} per core); the machines and the clients differ too much for more than an order of magnitude.`),
+          `on ${machine.cores} cores shared with Cassandra (${formatRate(perCore)} per core); the machines and the clients differ too much to compare closer than an order of magnitude.`),
     '',
   );
   return out;

@@ -130,6 +130,18 @@ export function sideLabel(side: HttpSide, count: number): string {
   return count === 1 ? 'library `await next()`' : `library \`await take(${count})\``;
 }
 
+/** A row's measured figures, as both the report and the stdout table show them: req/s, IDs/s, p50, p99, p99.9, max. */
+export function measuredCells(row: HttpRow): string[] {
+  return [
+    withSpread(row.requestsPerSecond, formatRate),
+    withSpread(row.idsPerSecond, formatRate),
+    withSpread(row.latency.p50, formatNs),
+    withSpread(row.latency.p99, formatNs),
+    withSpread(row.latency.p999, formatNs),
+    withSpread(row.latency.max, formatNs),
+  ];
+}
+
 /** The figure, or "–" when nothing was measured. */
 const ratioText = (f: Figure): string => withSpread(f, formatPercent);
 
@@ -184,12 +196,7 @@ export function renderHttp(raw: RawResults, summary: Summary): string[] {
         entry.rows.map((row) => [
           sideLabel(row.side, entry.count),
           row.dc ?? '**all**',
-          withSpread(row.requestsPerSecond, formatRate),
-          withSpread(row.idsPerSecond, formatRate),
-          withSpread(row.latency.p50, formatNs),
-          withSpread(row.latency.p99, formatNs),
-          withSpread(row.latency.p999, formatNs),
-          withSpread(row.latency.max, formatNs),
+          ...measuredCells(row),
           formatCount(row.non2xx),
           formatCount(row.errors),
         ]),

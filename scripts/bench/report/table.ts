@@ -14,7 +14,7 @@ import {
   significant,
   withSpread,
 } from './format.js';
-import { firstLine, sideLabel, type HttpSummary } from './http.js';
+import { firstLine, measuredCells, sideLabel, type HttpSummary } from './http.js';
 import type { DrawRow, Summary } from './summary.js';
 
 function textTable(
@@ -180,12 +180,7 @@ function httpSection(raw: RawResults, http: HttpSummary, sections: string[]): vo
       .filter((row) => row.dc === undefined)
       .map((row) => [
         plain(sideLabel(row.side, entry.count)),
-        withSpread(row.requestsPerSecond, formatRate),
-        withSpread(row.idsPerSecond, formatRate),
-        withSpread(row.latency.p50, formatNs),
-        withSpread(row.latency.p99, formatNs),
-        withSpread(row.latency.p999, formatNs),
-        withSpread(row.latency.max, formatNs),
+        ...measuredCells(row),
         formatCount(row.non2xx + row.errors),
       ]),
   );

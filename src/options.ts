@@ -7,6 +7,7 @@
  * allocated from rows that break the rules.
  */
 
+import { GRANT_BLOCKS } from './allocator/sizing.js';
 import { InvalidNameError, InvalidOptionError, InvariantError } from './errors.js';
 import { isValidName } from './names.js';
 import type { DomainName, SequenceChanges, SequenceSettings, SizeSettings } from './store/port.js';
@@ -91,14 +92,17 @@ export interface CreateSequenceOptions {
    * Seconds a DC cut off from the other DCs must keep serving at its current rate. Each grant is
    * then sized from the DC's measured rate so that what the DC holds when it asks for a range
    * lasts that long: `rate × autonomySeconds / (1 - threshold)`, within `[dcRangeSize,
-   * maxDcRangeSize]` and at most an eighth of the IDs not granted yet. 0: fixed grants of
-   * `dcRangeSize`. At most a year.
+   * maxDcRangeSize]` and at most an eighth of the IDs not granted yet. 0: grants of
+   * `dcRangeSize`, or of 8 blocks where adaptive blocks grew that large. At most a year.
    * @default 0 (fixed DC ranges, as before)
    */
   readonly autonomySeconds?: number | undefined;
   /**
-   * The most IDs one grant may give a DC when grants follow the DC's rate.
-   * @default 1000 × dcRangeSize, at most an eighth of the domain (but at least dcRangeSize)
+   * The most IDs one grant may give a DC when grants follow the DC's rate, or hold several of
+   * the adaptive blocks its processes ask for (a grant holds at least 8 of them).
+   * @default with an autonomy target 1000 × dcRangeSize; without one, 8 × maxBlockSize for
+   * adaptive blocks and dcRangeSize for fixed ones; at most an eighth of the domain, never
+   * below dcRangeSize
    */
   readonly maxDcRangeSize?: bigint | number | undefined;
   /**
@@ -277,7 +281,7 @@ export function resolveSequenceSettings(
   const maxDcRangeSize =
     options.maxDcRangeSize !== undefined
       ? integerOption('maxDcRangeSize', options.maxDcRangeSize, dcRangeSize, domainSize)
-      : defaultMaxDcRange(dcRangeSize, domainSize, autonomySeconds);
+      : defaultMaxDcRange(dcRangeSize, domainSize, autonomySeconds, blockSize, maxBlockSize);
 
   return Object.freeze({
     name,
@@ -369,7 +373,7 @@ export function validateChanges(
     changes.maxDcRangeSize !== undefined
       ? integerOption('maxDcRangeSize', changes.maxDcRangeSize, dcRangeSize, domainSize)
       : current.autonomySeconds === 0 && autonomySeconds > 0
-        ? defaultMaxDcRange(dcRangeSize, domainSize, autonomySeconds)
+        ? defaultMaxDcRange(dcRangeSize, domainSize, autonomySeconds, blockSize, maxBlockSize)
         : current.maxDcRangeSize === current.dcRangeSize
           ? dcRangeSize // fixed DC ranges stay fixed
           : maxBigInt(current.maxDcRangeSize, dcRangeSize);
@@ -497,14 +501,26 @@ function autonomyOption(value: unknown): number {
 }
 
 /** Grants follow the DC's rate up to 1000 DC ranges, at most an eighth of the domain. */
+/**
+ * `maxDcRangeSize` when not given. With an autonomy target: room for grants to grow. Without
+ * one: `dcRangeSize` (fixed DC ranges), but adaptive blocks get room for {@link GRANT_BLOCKS} of
+ * their largest block per grant, so that a block as large as the DC range does not cost a
+ * SERIAL grant per claim. Both at most an eighth of the domain, never below `dcRangeSize`.
+ */
 function defaultMaxDcRange(
   dcRangeSize: bigint,
   domainSize: bigint,
   autonomySeconds: number,
+  blockSize: number,
+  maxBlockSize: number,
 ): bigint {
-  if (autonomySeconds === 0) return dcRangeSize;
-  const wanted = minBigInt(dcRangeSize * SEQUENCE_DEFAULTS.maxDcRanges, domainSize / 8n);
-  return maxBigInt(wanted, dcRangeSize);
+  const wanted =
+    autonomySeconds > 0
+      ? dcRangeSize * SEQUENCE_DEFAULTS.maxDcRanges
+      : maxBlockSize > blockSize
+        ? BigInt(maxBlockSize) * GRANT_BLOCKS
+        : dcRangeSize;
+  return maxBigInt(minBigInt(wanted, domainSize / 8n), dcRangeSize);
 }
 
 function maxBigInt(a: bigint, b: bigint): bigint {

@@ -184,6 +184,8 @@ export class DcAllocator {
   /** The DC's claims as this process sees them in the states it reads, and their rate. */
   private readonly usage = new DcUsage();
   private readonly rate = new Rate(DC_RATE_SAMPLE_MS);
+  /** The size of this process's latest block request: a grant holds several such blocks. */
+  private blockAsk = 0n;
 
   constructor(options: DcAllocatorOptions) {
     this.store = options.store;
@@ -261,7 +263,9 @@ export class DcAllocator {
       attempts++;
       const state = await this.readState();
       const op = randomUUID();
-      const claimed = state === undefined ? undefined : this.claimFrom(state, sizeOf(), op);
+      const size = sizeOf();
+      this.blockAsk = size;
+      const claimed = state === undefined ? undefined : this.claimFrom(state, size, op);
       if (state === undefined || claimed === undefined) {
         try {
           await this.ensureRange();
@@ -522,6 +526,7 @@ export class DcAllocator {
         min: this.settings.dcRangeSize,
         max: this.settings.maxDcRangeSize,
         unGranted: this.settings.max - view.globalLast,
+        block: this.blockAsk,
       });
       const grant: Grant = {
         number: installed + 1,

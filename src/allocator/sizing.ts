@@ -120,6 +120,13 @@ export class DcUsage {
 
 /** A grant may take at most this share of the IDs not granted yet (but never less than `dcRangeSize`). */
 export const GRANT_DOMAIN_SHARE = 8n;
+/**
+ * A grant holds at least this many of the blocks its requester asks for (within the stored
+ * bounds). Adaptive blocks may grow to `dcRangeSize`; a range of one block would make every
+ * claim wait for a SERIAL grant, the slowest write of the scheme. With the default threshold
+ * the next grant is requested with half of these blocks still left.
+ */
+export const GRANT_BLOCKS = 8n;
 
 /** What {@link grantSizeFor} sizes a DC's next grant from. */
 export interface GrantDemand {
@@ -134,6 +141,8 @@ export interface GrantDemand {
   readonly max: bigint;
   /** IDs of the domain not granted to any DC yet (`max - GLOBAL.last_integer`). */
   readonly unGranted: bigint;
+  /** The block size the requesting process last asked for; 0 if none yet. */
+  readonly block: bigint;
 }
 
 /**
@@ -142,13 +151,20 @@ export interface GrantDemand {
  * grant arrives, `(1 - threshold)` of its reserved range; so a grant of `r·T / (1 - threshold)`
  * keeps `r·T` IDs in the DC at all times, enough to serve a partition of `T` alone. Clamped to
  * `[min, max]` and to an eighth of the IDs not granted yet (never below `min`, so a small domain
- * is shared as with fixed sizes). `min` with no target or no rate yet.
+ * is shared as with fixed sizes). With or without a target, at least {@link GRANT_BLOCKS} of the
+ * requester's blocks, within the same bounds. `min` with no target or no rate yet, and blocks
+ * small against `min` (fixed DC ranges, `max = min`, always get `min`).
  */
 export function grantSizeFor(demand: GrantDemand): bigint {
-  const { rate, autonomySeconds, threshold, min, max, unGranted } = demand;
-  if (autonomySeconds === 0 || rate === undefined || !(rate > 0)) return min;
-  const wanted = Math.ceil((rate * autonomySeconds) / (1 - threshold));
-  let size = Number.isFinite(wanted) && wanted < Number(max) ? BigInt(wanted) : max;
+  const { rate, autonomySeconds, threshold, min, max, unGranted, block } = demand;
+  const forAutonomy =
+    autonomySeconds === 0 || rate === undefined || !(rate > 0)
+      ? 0
+      : Math.ceil((rate * autonomySeconds) / (1 - threshold));
+  const forBlocks = block * GRANT_BLOCKS;
+  let size = Number.isFinite(forAutonomy) && forAutonomy < Number(max) ? BigInt(forAutonomy) : max;
+  if (size < forBlocks) size = forBlocks;
+  if (size > max) size = max;
   const share = unGranted / GRANT_DOMAIN_SHARE;
   if (size > share) size = share;
   if (size < min) size = min;

@@ -26,10 +26,11 @@ describe('resolveSequenceSettings', () => {
       dcRangeSize: 100_000n,
       blockSize: 1_000,
       threshold: 0.5,
-      // New sequences adapt their blocks (within [blockSize, maxBlockSize]); fixed DC ranges.
+      // New sequences adapt their blocks (within [blockSize, maxBlockSize]); no autonomy target.
       maxBlockSize: 100_000,
       claimIntervalMs: 2_000,
-      maxDcRangeSize: 100_000n,
+      // Adaptive blocks up to 100,000 without a target: room for 8 of them per grant.
+      maxDcRangeSize: 800_000n,
       autonomySeconds: 0,
     });
     expect(Object.isFrozen(settings)).toBe(true);

@@ -446,6 +446,23 @@ describe('Sequence: DC ranges sized by autonomy', () => {
     await ids.close();
   });
 
+  it('grants at least eight blocks when adaptive blocks grow to dcRangeSize, without a target', async () => {
+    vi.useFakeTimers();
+    const { store, ids } = await withSequence({
+      dcRangeSize: 10_000,
+      blockSize: 1_000,
+      maxBlockSize: 10_000,
+      claimIntervalMs: 1_000,
+    });
+    const seq = ids.sequence('orders');
+    await drawFor(seq, 5_000, 10_000); // 50,000 IDs/s: blocks at their 10,000 maximum
+    expect(seq.stats().blockSize).toBe(10_000);
+    // Without the floor every block would need a grant of its own (a SERIAL write).
+    expect(Math.max(...grantSizes(store))).toBe(80_000);
+    expect(seq.stats().rangesGranted * 4).toBeLessThan(seq.stats().blocksClaimed);
+    await ids.close();
+  });
+
   it('grants dcRangeSize exactly, whatever the rate, without an autonomy target', async () => {
     vi.useFakeTimers();
     const { store, ids } = await withSequence({ dcRangeSize: 1_000, blockSize: 100 });

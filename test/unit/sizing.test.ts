@@ -77,6 +77,7 @@ describe('grantSizeFor', () => {
     min: 1_000n,
     max: 10_000_000n,
     unGranted: 2n ** 31n,
+    block: 0n,
   };
 
   it('keeps rate x autonomy in the DC at its low point: rate x T / (1 - threshold)', () => {
@@ -90,6 +91,24 @@ describe('grantSizeFor', () => {
     expect(grantSizeFor({ ...demand, rate: Infinity })).toBe(10_000_000n);
     expect(grantSizeFor({ ...demand, rate: 100, unGranted: 800_000n })).toBe(100_000n);
     expect(grantSizeFor({ ...demand, rate: 100, unGranted: 4_000n })).toBe(1_000n);
+  });
+
+  it('holds at least eight of the blocks asked for, within the same bounds', () => {
+    // No target: a range of one 100,000-ID block would send every claim to SERIAL.
+    expect(grantSizeFor({ ...demand, autonomySeconds: 0, rate: 1e6, block: 100_000n })).toBe(
+      800_000n,
+    );
+    expect(grantSizeFor({ ...demand, rate: undefined, block: 100_000n })).toBe(800_000n);
+    // The target's size where it is larger; the stored maximum and the domain share still bound it.
+    expect(grantSizeFor({ ...demand, rate: 100, block: 1_000n })).toBe(720_000n);
+    expect(grantSizeFor({ ...demand, rate: undefined, block: 5_000_000n })).toBe(10_000_000n);
+    expect(
+      grantSizeFor({ ...demand, rate: undefined, block: 100_000n, unGranted: 1_600_000n }),
+    ).toBe(200_000n);
+    // Fixed DC ranges stay fixed however large the blocks.
+    expect(grantSizeFor({ ...demand, max: 1_000n, rate: 1e6, block: 1_000n })).toBe(1_000n);
+    // Small blocks leave dcRangeSize alone.
+    expect(grantSizeFor({ ...demand, autonomySeconds: 0, rate: 1e6, block: 100n })).toBe(1_000n);
   });
 
   it('is dcRangeSize with no target or no rate yet', () => {

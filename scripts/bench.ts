@@ -41,9 +41,9 @@ function estimateMinutes(settings: BenchSettings): number {
     2 * settings.durationSeconds +
     settings.blockSizes.length * 2 * (settings.warmupSeconds + settings.durationSeconds + 2) +
     8;
+  // Every N in both modes, then one untimed tight configuration at N = 1.
   const scalePerRun =
-    settings.scaleInstances.length *
-    SCALE_MODES.length *
+    (settings.scaleInstances.length * SCALE_MODES.length + 1) *
     settings.scaleVariants.length *
     (settings.scaleWarmupSeconds + settings.scaleSeconds + 2);
   // Each count: the service and the library, each a warm-up, the measured window and a second

@@ -15,6 +15,9 @@ import { waitForSchemaAgreement } from '../../src/schema.js';
 
 type Log = (line: string) => void;
 
+/** Replicas per DC of a production keyspace: a quorum survives one node down. */
+const PRODUCTION_RF = 3;
+
 /**
  * Uses the running cluster if every node answers CQL, else starts it with the manager's `up`
  * (which never touches nodes already running).
@@ -41,6 +44,8 @@ export async function ensureCluster(log: Log): Promise<Record<string, string[]>>
 export class BenchCluster {
   private constructor(
     readonly keyspace: string,
+    /** Replicas per DC of {@link keyspace}. */
+    readonly replication: Readonly<Record<string, number>>,
     readonly contactPoints: Readonly<Record<string, readonly string[]>>,
     private readonly clients: ReadonlyMap<string, cassandra.Client>,
     private readonly admin: IdGen,
@@ -52,15 +57,18 @@ export class BenchCluster {
   }
 
   /**
-   * Creates keyspace `bench_<random>` (RF 1 in every DC) with the idgen tables and the naive
-   * baseline's table.
+   * Creates keyspace `bench_<random>` with the idgen tables and the naive baseline's table, at
+   * the replication production runs where the DC has the nodes for it: 3 per DC, else one
+   * replica per node.
    */
   static async open(contactPoints: Record<string, string[]>, log: Log): Promise<BenchCluster> {
     const keyspace = `bench_${randomBytes(4).toString('hex')}`;
     const dcs = Object.keys(contactPoints).sort();
     const first = dcs[0]!;
-    const replication = Object.fromEntries(dcs.map((dc) => [dc, 1]));
-    log(`keyspace ${keyspace} (${dcs.map((dc) => `${dc}:1`).join(', ')})`);
+    const replication = Object.fromEntries(
+      dcs.map((dc) => [dc, Math.min(PRODUCTION_RF, contactPoints[dc]!.length)]),
+    );
+    log(`keyspace ${keyspace} (${dcs.map((dc) => `${dc}:${replication[dc]}`).join(', ')})`);
     await initSchema({
       contactPoints: contactPoints[first]!,
       localDataCenter: first,
@@ -90,7 +98,7 @@ export class BenchCluster {
         localDataCenter: first,
         keyspace,
       });
-      return new BenchCluster(keyspace, contactPoints, clients, admin);
+      return new BenchCluster(keyspace, replication, contactPoints, clients, admin);
     } catch (error) {
       await Promise.allSettled([...clients.values()].map((c) => c.shutdown()));
       await admin?.close();
@@ -149,7 +157,9 @@ export function machineInfo(
     os: `${os.type()} ${os.release()} ${os.arch()}`,
     node: process.version,
     cassandra: cassandraVersions,
-    topology: `${topology.dcs} DCs × ${topology.nodesPerDc} node${topology.nodesPerDc === 1 ? '' : 's'}, all on this machine`,
+    topology:
+      `${topology.dcs} DCs × ${topology.nodesPerDc} node${topology.nodesPerDc === 1 ? '' : 's'}, ` +
+      `Paxos ${topology.paxos}, commitlog_sync ${topology.commitlog}, all on this machine`,
     loadAverage: loadAverage.map((l) => Math.round(l * 100) / 100),
   };
 }

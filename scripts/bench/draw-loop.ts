@@ -1,6 +1,7 @@
 /**
  * The measured draw loop every allocator process and instance of the benchmark runs: `await
- * next()` as fast as it can, or at a set rate, timing every call after the warm-up.
+ * next()` as fast as it can, or at a set rate, timing every call after the warm-up; or, for
+ * throughput alone, tight and untimed.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -24,7 +25,18 @@ export interface DrawPlan {
   readonly durationMs: number;
   /** `process.hrtime` nanoseconds the warm-up started at (loops of one command share it). */
   readonly start: number;
+  /**
+   * False: tight only, no call timed and the clock read once per {@link COUNT_BATCH} calls, so
+   * the loop is `await next()` and a counter; its histogram stays empty. Default true.
+   */
+  readonly timed?: boolean;
 }
+
+/**
+ * Calls between clock reads of an untimed loop. Two clock reads (one call's timing) cost more
+ * than the `await next()` they time, so a timed loop measures its timer as much as the library.
+ */
+export const COUNT_BATCH = 1_024;
 
 /** A draw with the IDs the handle held when its window opened and closed. */
 export interface LoopResult {
@@ -56,6 +68,7 @@ export async function drawLoop(
   plan: DrawPlan,
   onMeasuring?: () => void,
 ): Promise<LoopResult> {
+  if (plan.timed === false) return countLoop(handle, plan, onMeasuring);
   const histogram = new Histogram();
   const initial = handle.stats();
   const { start } = plan;
@@ -131,6 +144,76 @@ export async function drawLoop(
       failureMessages: [...failureMessages],
     },
     histogram,
+    heldBefore: before.remaining,
+    heldAfter: after.remaining,
+    lastBlockSize: lastBlockSize(after),
+  };
+}
+
+/**
+ * The untimed tight loop: batches of {@link COUNT_BATCH} `await next()` with the clock read
+ * between batches, so the window closes at most one batch late. A failed call ends its batch
+ * and pauses as the timed loop does.
+ */
+async function countLoop(
+  handle: Sequence<number>,
+  plan: DrawPlan,
+  onMeasuring?: () => void,
+): Promise<LoopResult> {
+  const initial = handle.stats();
+  const warmupEnd = plan.start + plan.warmupMs * 1e6;
+  const end = warmupEnd + plan.durationMs * 1e6;
+  let measuring = false;
+  let before = initial;
+  let measureStart = warmupEnd;
+  let drawn = 0;
+  let failures = 0;
+  let warmupFailures = 0;
+  const failureMessages = new Set<string>();
+  let notIncreasing = 0;
+  let last = -1;
+  let now = hrNow();
+  while (now < end) {
+    let done = 0;
+    try {
+      for (; done < COUNT_BATCH; done++) {
+        const id = await handle.next();
+        if (id <= last) notIncreasing++;
+        last = id;
+      }
+    } catch (error) {
+      if (measuring) failures++;
+      else warmupFailures++;
+      const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      if (failureMessages.size < MAX_FAILURE_MESSAGES) failureMessages.add(message);
+      await sleep(FAILURE_PAUSE_MS);
+    }
+    if (measuring) drawn += done;
+    now = hrNow();
+    if (!measuring && now >= warmupEnd) {
+      measuring = true;
+      before = handle.stats();
+      measureStart = now;
+      onMeasuring?.();
+    }
+  }
+  if (!measuring) {
+    before = handle.stats();
+    onMeasuring?.();
+  }
+  const after = handle.stats();
+  return {
+    draw: {
+      ids: drawn,
+      seconds: Math.max(0, now - measureStart) / 1e9,
+      counts: countsBetween(before, after),
+      warmupWaits: before.waits - initial.waits,
+      failures,
+      warmupFailures,
+      notIncreasing,
+      failureMessages: [...failureMessages],
+    },
+    histogram: new Histogram(),
     heldBefore: before.remaining,
     heldAfter: after.remaining,
     lastBlockSize: lastBlockSize(after),

@@ -94,6 +94,7 @@ export function skippedCluster(
 ): ClusterResult {
   return {
     keyspace: cluster.keyspace,
+    replication: cluster.replication,
     workerRuntime: (fleet?.runtime ?? WORKER_RUNTIME).description,
     rssAfterConnectMiB: fleet?.rssAfterConnectMiB ?? [],
     naive: [],
@@ -198,6 +199,7 @@ export async function measureCluster(
 
   return {
     keyspace: cluster.keyspace,
+    replication: cluster.replication,
     workerRuntime: fleet.runtime.description,
     rssAfterConnectMiB: fleet.rssAfterConnectMiB,
     naive: naiveClients.map((clients) => ({ clients, runs: naive.get(clients)! })),

@@ -36,6 +36,8 @@ export interface ScaleCommand {
   readonly ratePerInstance: number;
   readonly warmupMs: number;
   readonly durationMs: number;
+  /** False: tight and untimed (IDs/s only); see `DrawPlan.timed`. Default true. */
+  readonly timed?: boolean;
 }
 
 export type WorkerCommand = DrawCommand | BurstCommand | ScaleCommand | { readonly type: 'exit' };

@@ -65,7 +65,7 @@ export interface MachineInfo {
   readonly node: string;
   /** `SELECT release_version FROM system.local`, per DC. */
   readonly cassandra: Readonly<Record<string, string>>;
-  /** e.g. "3 DCs × 1 node, on this machine". */
+  /** e.g. "3 DCs × 3 nodes, Paxos v2, commitlog_sync batch, all on this machine". */
   readonly topology: string;
   /** 1, 5 and 15 minute load averages when the run started. */
   readonly loadAverage: readonly number[];
@@ -183,6 +183,8 @@ export interface ColdStartSample {
 
 export interface ClusterResult {
   readonly keyspace: string;
+  /** Replicas per DC of the keyspace; absent in results of runs that used 1 everywhere. */
+  readonly replication?: Readonly<Record<string, number>> | undefined;
   /** How the allocator processes ran (compiled, or from source under tsx). */
   readonly workerRuntime: string;
   /** Resident memory of each allocator process right after `connect()`, MiB. */
@@ -231,7 +233,8 @@ export interface DcStateTimings {
 }
 
 /** `tight`: `await next()` in a loop per instance; `rate`: a fixed total rate per DC, split evenly. */
-export type ScaleMode = 'tight' | 'rate';
+/** `count`: tight and untimed, at N = 1 only, for the rate against the in-process loop. */
+export type ScaleMode = 'tight' | 'rate' | 'count';
 
 /** One block policy of the scale phase, with the sequence options it was created with. */
 export interface ScaleVariantInfo {

@@ -26,6 +26,11 @@ export interface ScaleVariant {
   readonly fixedBlockSize: number | undefined;
   /** Adaptive only: DC ranges sized to last this long (`autonomySeconds`); undefined: default. */
   readonly autonomySeconds: number | undefined;
+  /**
+   * Adaptive only: blocks up to this many IDs, in a 53-bit domain whose DC ranges are at least
+   * as large (a block never spans two ranges); undefined: the defaults.
+   */
+  readonly maxBlockSize?: number | undefined;
 }
 
 /** Every policy the phase knows; `--scale-variants` picks (default: {@link DEFAULT_SCALE_VARIANTS}). */
@@ -39,6 +44,13 @@ export const SCALE_VARIANTS: readonly ScaleVariant[] = Object.freeze([
     autonomySeconds: undefined,
   },
   {
+    key: 'adaptiveLarge',
+    label: 'adaptive, blocks up to 10,000,000, DC ranges for 60 s',
+    fixedBlockSize: undefined,
+    autonomySeconds: 60,
+    maxBlockSize: 10_000_000,
+  },
+  {
     key: 'adaptive60',
     label: 'adaptive, DC ranges for 60 s',
     fixedBlockSize: undefined,
@@ -50,6 +62,7 @@ export const DEFAULT_SCALE_VARIANTS: readonly string[] = Object.freeze([
   'fixed100',
   'fixed1000',
   'adaptive',
+  'adaptiveLarge',
 ]);
 
 /** Sequence options with the adaptive ones this build may not know yet. */
@@ -69,10 +82,20 @@ export function scaleSequenceOptions(
   const blockSize = variant.fixedBlockSize;
   if (blockSize === undefined) {
     if (!supported.has('maxBlockSize')) return undefined;
-    if (variant.autonomySeconds === undefined) return {};
-    return supported.has('autonomySeconds')
-      ? { autonomySeconds: variant.autonomySeconds }
-      : undefined;
+    if (variant.autonomySeconds !== undefined && !supported.has('autonomySeconds'))
+      return undefined;
+    return {
+      ...(variant.autonomySeconds === undefined
+        ? {}
+        : { autonomySeconds: variant.autonomySeconds }),
+      ...(variant.maxBlockSize === undefined
+        ? {}
+        : {
+            domain: 'safe53' as const,
+            dcRangeSize: variant.maxBlockSize,
+            maxBlockSize: variant.maxBlockSize,
+          }),
+    };
   }
   const dcRangeSize = Number(SEQUENCE_DEFAULTS.dcRangeSize);
   return {

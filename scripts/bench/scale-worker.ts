@@ -84,6 +84,7 @@ export class ScaleInstances {
               warmupMs: command.warmupMs,
               durationMs: command.durationMs,
               start,
+              timed: command.timed !== false,
             },
             () => {
               before = timed.snapshot();

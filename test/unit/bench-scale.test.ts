@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { IdGen } from '../../src/index.js';
 import { resolveSequenceSettings } from '../../src/options.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { drawLoop } from '../../scripts/bench/draw-loop.js';
+import { COUNT_BATCH, drawLoop } from '../../scripts/bench/draw-loop.js';
 import type { WorkerScaleDraw } from '../../scripts/bench/protocol.js';
 import { buildReport, formatMarkdown } from '../../scripts/bench/report.js';
 import {
@@ -150,6 +150,8 @@ const SCALE: ScaleResult = {
       run(4, { rate: 100_000, claims: 4, busy: 0.9, last: [20_000, 30_000, 25_000, 24_000] }),
     ]),
     config('tight', 'adaptive', 16, [run(16, { rate: 101_000, claims: 16, busy: 0.95 })]),
+    // The untimed loop of adaptive blocks: 6 M/s per instance.
+    config('count', 'adaptive', 1, [run(1, { rate: 6_000_000, claims: 1 })]),
     config('rate', 'fixed100', 1, [run(1, { rate: 10_000, claims: 100 })]),
     config('rate', 'fixed100', 4, [run(4, { rate: 10_000, claims: 100, retriesPerClaim: 0.2 })]),
     config('rate', 'fixed100', 16, [
@@ -281,10 +283,20 @@ describe('scale summary', () => {
   });
 
   it('puts a tight instance on the cluster against the in-process await next(), per run', () => {
-    // Adaptive, N = 1: 60,000 IDs/s per instance against 1e9 / 50 ns = 20 M/s.
+    // Fixed 100 has no untimed loop: its timed one, 10,000/s per instance against 1e9 / 50 ns.
+    const fixed = summary.tightVsInProcess.find((r) => r.variant === 'fixed100')!;
+    expect(fixed.untimed).toBe(false);
+    expect(fixed.value.median).toBeCloseTo(10_000 / 20e6);
+    // Adaptive: the untimed loop, not the timed 60,000/s; 6 M/s per instance ÷ 20 M/s.
     const adaptive = summary.tightVsInProcess.find((r) => r.variant === 'adaptive')!;
-    expect(adaptive.value.median).toBeCloseTo(0.003);
+    expect(adaptive.untimed).toBe(true);
+    expect(adaptive.idsPerSecondPerInstance.median).toBe(6_000_000);
+    expect(adaptive.value.median).toBeCloseTo(0.3);
     expect(summary.tightVsInProcess.map((r) => r.variant)).toEqual(['fixed100', 'adaptive']);
+  });
+
+  it('keeps the untimed loop out of the scaling limits', () => {
+    expect(summary.limits.every((l) => l.mode !== 'count')).toBe(true);
   });
 });
 
@@ -368,7 +380,8 @@ describe('scale report section', () => {
       "C' = 1 ÷ (t_claim + r × t_race) = 1 ÷ (5 ms + 3 × 6 ms) = 43.5 claims/s",
       '5 ms with 1 instance per DC',
       '7 ms, over',
-      'adaptive (defaults) 0.3 %',
+      'Both loops are untimed',
+      '| adaptive (defaults) | 6 M/s | 0 | 30 % |',
       '"ContentionError: lost races"',
       '`--scale-only`',
     ]) {
@@ -376,12 +389,14 @@ describe('scale report section', () => {
     }
     expect(md).not.toContain('### Naive baseline');
     expect(
-      report.json.summary.ratios.find((r) => r.key === 'tightAdaptiveVsInProcessNext'),
+      report.json.summary.ratios.find((r) => r.key === 'tightVsInProcessNext_adaptive'),
     ).toMatchObject({
       unit: 'percent',
       value: { n: 1 },
     });
-    expect(md).toMatch(/in-process `await next\(\)` IDs\/s \| 0\.3 % \|/);
+    expect(md).toMatch(
+      /\(untimed loop\), adaptive \(defaults\) blocks, N = 1 ÷ in-process `await next\(\)` IDs\/s \| 30 % \|/,
+    );
   });
 
   it('formats so that prettier --check passes', async () => {
@@ -399,7 +414,7 @@ describe('scale report section', () => {
 describe('scale phase parts', () => {
   it('pins fixed variants and leaves the adaptive one to its defaults', () => {
     const all = new Set(ADAPTIVE_OPTIONS);
-    const [fixed100, , adaptive, adaptive60] = SCALE_VARIANTS;
+    const [fixed100, , adaptive, adaptiveLarge, adaptive60] = SCALE_VARIANTS;
     expect(scaleSequenceOptions(fixed100!, all)).toEqual({
       blockSize: 100,
       dcRangeSize: 100_000,
@@ -409,6 +424,13 @@ describe('scale phase parts', () => {
     });
     expect(scaleSequenceOptions(adaptive!, all)).toEqual({});
     expect(scaleSequenceOptions(adaptive60!, all)).toEqual({ autonomySeconds: 60 });
+    // Large blocks: DC ranges at least a block, in a domain that holds many such ranges.
+    expect(scaleSequenceOptions(adaptiveLarge!, all)).toEqual({
+      autonomySeconds: 60,
+      domain: 'safe53',
+      dcRangeSize: 10_000_000,
+      maxBlockSize: 10_000_000,
+    });
     // A build without adaptive sizing: fixed blocks as before, no adaptive variant.
     expect(scaleSequenceOptions(fixed100!, new Set())).toEqual({
       blockSize: 100,
@@ -581,6 +603,31 @@ describe('scale phase parts', () => {
     expect(claimed).toBe(result.draw.counts.blocksClaimed * 100);
     // Sleeping, not spinning: far less CPU than the 220 ms of wall time.
     expect((used.user + used.system) / 1e3).toBeLessThan(150);
+    await ids.close();
+  });
+});
+
+describe('untimed draw loop', () => {
+  it('counts IDs in batches without timing a call, each above the one before', async () => {
+    const ids = new IdGen({ store: new MemoryStore(), dc: 'dc1', keyspace: 'memory' });
+    await ids.createSequence('s', { blockSize: 1_000, dcRangeSize: 100_000 });
+    const handle = ids.sequence('s');
+    const result = await drawLoop(handle, {
+      ratePerSecond: 0,
+      warmupMs: 20,
+      durationMs: 100,
+      start: Number(process.hrtime.bigint()),
+      timed: false,
+    });
+    expect(result.draw.failures + result.draw.warmupFailures + result.draw.notIncreasing).toBe(0);
+    // Whole batches only, and no call in the histogram.
+    expect(result.draw.ids).toBeGreaterThan(0);
+    expect(result.draw.ids % COUNT_BATCH).toBe(0);
+    expect(result.histogram.count).toBe(0);
+    // The window is measured from the warm-up's end, at most one batch late.
+    expect(result.draw.seconds).toBeGreaterThan(0.09);
+    const claimed = result.draw.ids + result.heldAfter - result.heldBefore;
+    expect(claimed).toBe(result.draw.counts.blocksClaimed * 1_000);
     await ids.close();
   });
 });

@@ -60,12 +60,21 @@ function renderIntro(raw: RawResults): string[] {
   return out;
 }
 
+/** "RF 3 in every DC", or each DC's RF where they differ; runs that did not say used RF 1. */
+function replicationText(replication: Readonly<Record<string, number>> | undefined): string {
+  const factors = Object.entries(replication ?? {});
+  if (factors.length === 0) return 'RF 1 in every DC';
+  const distinct = new Set(factors.map(([, rf]) => rf));
+  if (distinct.size === 1) return `RF ${factors[0]![1]} in every DC`;
+  return factors.map(([dc, rf]) => `RF ${rf} in ${dc}`).join(', ');
+}
+
 /** "## 2. On the 3-DC cluster": its keyspace; the subsections follow. */
 function renderClusterIntro(raw: RawResults): string[] {
   const out: string[] = [];
   out.push('## 2. On the 3-DC cluster', '');
   out.push(
-    `Fresh keyspace \`${raw.cluster.keyspace}\` (RF 1 in every DC), dropped at the end.`,
+    `Fresh keyspace \`${raw.cluster.keyspace}\` (${replicationText(raw.cluster.replication)}), dropped at the end.`,
     '',
   );
   return out;

@@ -114,6 +114,11 @@ export interface ScaleSummary {
     readonly variant: string;
     readonly label: string;
     readonly adaptive: boolean;
+    /** From the untimed loop (`count`); false: from the timed tight loop (older runs). */
+    readonly untimed: boolean;
+    readonly idsPerSecondPerInstance: Figure;
+    /** `next()` calls that waited in the window, all DCs. */
+    readonly waits: Figure;
     readonly value: Figure;
   }[];
 }
@@ -326,9 +331,12 @@ export function summarizeScale(scale: ScaleResult, inProcess: InProcessResult): 
   if (adaptiveClaimIntervalMs !== undefined) intervals.push(adaptiveClaimIntervalMs / 1000);
   const inProcessNext = inProcess.runs.map((run) => 1e9 / (run['next'] ?? NaN));
   const tightVsInProcess = scale.variants.flatMap((variant) => {
-    const config = scale.configs.find(
-      (c) => c.mode === 'tight' && c.variant === variant.key && c.instancesPerDc === 1,
-    );
+    // The untimed loop where the run has it: the in-process loop times its loops, not its calls.
+    const at1 = (mode: ScaleMode) =>
+      scale.configs.find(
+        (c) => c.mode === mode && c.variant === variant.key && c.instancesPerDc === 1,
+      );
+    const config = at1('count') ?? at1('tight');
     if (config === undefined) return [];
     const n = Math.min(config.runs.length, inProcessNext.length);
     const perInstance = (run: ScaleRun) =>
@@ -338,6 +346,9 @@ export function summarizeScale(scale: ScaleResult, inProcess: InProcessResult): 
         variant: variant.key,
         label: variant.label,
         adaptive: variant.adaptive,
+        untimed: config.mode === 'count',
+        idsPerSecondPerInstance: figure(config.runs.slice(0, n).map(perInstance)),
+        waits: figure(config.runs.slice(0, n).map((r) => sum(r.dcs.map((d) => d.counts.waits)))),
         value: figure(
           Array.from({ length: n }, (_, i) => perInstance(config.runs[i]!) / inProcessNext[i]!),
         ),

@@ -247,11 +247,10 @@ function ratios(
       ),
     });
   }
-  const adaptive = scale?.tightVsInProcess.find((r) => r.adaptive);
-  if (adaptive !== undefined) {
+  for (const adaptive of scale?.tightVsInProcess.filter((r) => r.adaptive) ?? []) {
     list.push({
-      key: 'tightAdaptiveVsInProcessNext',
-      label: `cluster tight IDs/s of one instance, ${adaptive.label} blocks, N = 1 ÷ in-process \`await next()\` IDs/s`,
+      key: `tightVsInProcessNext_${adaptive.variant}`,
+      label: `cluster tight IDs/s of one instance${adaptive.untimed ? ' (untimed loop)' : ''}, ${adaptive.label} blocks, N = 1 ÷ in-process \`await next()\` IDs/s`,
       value: adaptive.value,
       unit: 'percent',
     });

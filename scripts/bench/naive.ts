@@ -18,6 +18,8 @@ const CAS = {
   serialConsistency: consistencies.localSerial,
 };
 const SERIAL_READ = { prepare: true, consistency: consistencies.localSerial };
+/** Tries of each set-up step (creating the row, the first reads) before the phase fails. */
+const SETUP_ATTEMPTS = 10;
 
 /**
  * `clients` concurrent loops (one driver connection pool, as in one service) each take IDs from
@@ -35,16 +37,35 @@ export async function runNaive(
   const table = `"${keyspace}".naive_counter`;
   const update = `UPDATE ${table} SET v = ? WHERE k = ? IF v = ?`;
   const read = `SELECT v FROM ${table} WHERE k = ?`;
-  await client.execute(
-    `INSERT INTO ${table} (k, v) VALUES (?, ?) IF NOT EXISTS`,
-    [key, Long.ZERO],
-    CAS,
-  );
-
-  const readValue = async (): Promise<InstanceType<typeof Long>> => {
+  const readRow = async (): Promise<InstanceType<typeof Long> | undefined> => {
     const row = (await client.execute(read, [key], SERIAL_READ)).first();
-    return row.get('v') as InstanceType<typeof Long>;
+    return row === null ? undefined : (row.get('v') as InstanceType<typeof Long>);
   };
+  // Setting up may time out too (LWTs on a busy machine): a row read back is as good as applied.
+  const setUp = async <V>(step: () => Promise<V | undefined>): Promise<V> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const value = await step();
+        if (value !== undefined) return value;
+        if (attempt >= SETUP_ATTEMPTS) throw new Error(`row ${key} of ${table} was not created`);
+      } catch (error) {
+        if (attempt >= SETUP_ATTEMPTS) throw error;
+      }
+    }
+  };
+  await setUp(async () => {
+    try {
+      await client.execute(
+        `INSERT INTO ${table} (k, v) VALUES (?, ?) IF NOT EXISTS`,
+        [key, Long.ZERO],
+        CAS,
+      );
+    } catch {
+      // Unknown outcome: the read below tells.
+    }
+    return readRow();
+  });
+  const readValue = (): Promise<InstanceType<typeof Long>> => setUp(readRow);
 
   const histogram = new Histogram();
   let ids = 0;

@@ -15,7 +15,18 @@ export interface Clock {
    * pending timer never keeps the process alive on its own.
    */
   after(ms: number, fn: () => void): () => void;
+  /**
+   * Resolves once the event loop has handled the I/O that is ready (replies to our requests):
+   * a caller that never waits otherwise lets them in with it.
+   */
+  yieldToIo(): Promise<void>;
 }
+
+/**
+ * `setImmediate` as the process started with it: a yield to I/O must reach the real event loop,
+ * even where a test replaced the global timers with fake ones after this module loaded.
+ */
+const immediate = globalThis.setImmediate;
 
 export const SYSTEM_CLOCK: Clock = Object.freeze({
   now: () => performance.now(),
@@ -25,4 +36,6 @@ export const SYSTEM_CLOCK: Clock = Object.freeze({
     timer.unref();
     return () => clearTimeout(timer);
   },
+  // Callbacks of setImmediate run after the poll phase, where socket data is read.
+  yieldToIo: () => new Promise<void>((resolve) => immediate(resolve)),
 });

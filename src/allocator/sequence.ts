@@ -87,6 +87,11 @@ const CLAIM_RETRY_MAX_MS = 2_000;
  * this, so an alter reaches a process that draws IDs within this long plus one claim interval.
  */
 export const SETTINGS_REFRESH_MS = 10_000;
+/**
+ * While a claim is in flight, one `next()` in this many yields to I/O before it resolves: a
+ * yield costs a few microseconds, a few nanoseconds per ID spread over this many.
+ */
+export const YIELD_EVERY_IDS = 512;
 
 const PROCESS_FAILURES = {
   claim: {
@@ -151,6 +156,8 @@ export class Sequence<T extends number | bigint> {
 
   private loading: Promise<Loaded> | undefined;
   private claiming: Promise<void> | undefined;
+  /** IDs `next()` served without yielding since it last yielded to I/O during a claim. */
+  private servedWhileClaiming = 0;
   /** The error of the claim attempt that failed last, while the claim retries; cleared on success. */
   private claimFailure: Error | undefined;
   /** Races the claim in flight lost in a row (it retries them); the cause a late caller is given. */
@@ -251,7 +258,17 @@ export class Sequence<T extends number | bigint> {
    */
   async next(options?: CallOptions): Promise<T> {
     const id = this.tryNext();
-    if (id !== undefined) return id;
+    if (id !== undefined) {
+      // `await next()` of an ID held resumes its caller as a microtask, so a caller that loops on
+      // it never yields to I/O while IDs last, and the reply to the preload in flight would wait
+      // until the current block is spent: every block would cost a wait. Now and then, while a
+      // claim is in flight, one call yields to the event loop first.
+      if (this.claiming !== undefined && ++this.servedWhileClaiming >= YIELD_EVERY_IDS) {
+        this.servedWhileClaiming = 0;
+        await this.clock.yieldToIo();
+      }
+      return id;
+    }
     this.counters.waits++;
     const call = this.callOf(options);
     return this.timedWait(async () => {

@@ -46,6 +46,8 @@ export class SimClock {
       now: () => this.now,
       sleep: (ms) => this.sleep(owner, ms),
       after: (ms, fn) => this.add(owner, ms, fn),
+      // The simulated store answers through the scheduler, never through I/O.
+      yieldToIo: () => Promise.resolve(),
     };
   }
 

@@ -8,8 +8,8 @@ import type { IdStore } from '../store/port.js';
 import type { SequenceSnapshot, SerialProbe } from './status.js';
 
 /**
- * Reads sequence `name`'s settings, grants and DC states from the local DC (LOCAL_ONE for the
- * overview: may lag). The name must be valid.
+ * Reads sequence `name`'s settings, grants, DC states and usage counters from the local DC
+ * (LOCAL_ONE for the overview: may lag). The name must be valid.
  * @throws {SequenceNotFoundError}, {@link StoreUnavailableError}.
  */
 export async function readSnapshot(
@@ -24,12 +24,15 @@ export async function readSnapshot(
   const states = await store.readDcStatesOverview(name);
   const overview = await store.readGrantsOverview(name);
   if (overview === undefined) throw new SequenceNotFoundError(name, keyspace);
+  // Counters outside the protocol: status goes on without them.
+  const usage = await store.readDcUsage(name).catch(() => undefined);
   return {
     settings: stored.settings,
     globalLast: overview.globalLast,
     grants: overview.grants,
     states,
     readAt: Date.now(),
+    usage,
   };
 }
 

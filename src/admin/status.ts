@@ -4,7 +4,7 @@
  * `idgen-cass status` and {@link Admin.status} are built on it.
  */
 
-import type { DcState, Grant, SequenceSettings } from '../store/port.js';
+import type { DcState, DcUsageCounts, Grant, SequenceSettings, UsageCause } from '../store/port.js';
 
 /** Everything the overview reads show of one sequence at one moment (may lag a little). */
 export interface SequenceSnapshot {
@@ -17,6 +17,30 @@ export interface SequenceSnapshot {
   readonly states: ReadonlyMap<string, DcState>;
   /** When the reads finished, in ms since the epoch. */
   readonly readAt: number;
+  /**
+   * Each DC's usage counters as its processes reported them; undefined when they could not be
+   * read (a keyspace from before them, or the read failed).
+   */
+  readonly usage?: ReadonlyMap<string, DcUsageCounts> | undefined;
+}
+
+/** The causes a DC's processes report IDs wasted for. */
+export type WasteCause = Exclude<UsageCause, 'issued'>;
+
+/** What a DC's processes reported they did with the IDs they claimed. */
+export interface DcUsageStatus {
+  /** IDs handed to callers. */
+  readonly issued: bigint;
+  /** IDs they will never hand out, by cause (see `SequenceStats.waste`). */
+  readonly wasted: Readonly<Record<WasteCause, bigint>>;
+  readonly wastedTotal: bigint;
+  /**
+   * IDs the DC's processes claimed that no report accounts for: `consumed - issued -
+   * wastedTotal` (never below 0). Held by running processes, reported within about 10 s of a
+   * claim and at close; what remains after every process closed was lost with processes that
+   * died (crashes).
+   */
+  readonly unreported: bigint;
 }
 
 /** A DC's range as its state holds it, with the number of the grant it came from. */
@@ -55,6 +79,8 @@ export interface DcStatus {
    * the DC holds no range yet.
    */
   readonly runway: number | undefined;
+  /** The DC's usage counters; undefined when they could not be read. */
+  readonly usage: DcUsageStatus | undefined;
 }
 
 /** One sequence, as {@link sequenceStatus} computes it. */
@@ -142,6 +168,7 @@ function dcStatus(
   const pendingGrant =
     latest !== undefined && latest.number > (state?.installedGrant ?? 0) ? latest : undefined;
   const consumed = consumedBy(state, grants);
+  const usage = usageOf(current.usage, dc, consumed);
 
   let rate: number | undefined;
   if (previous !== undefined) {
@@ -165,6 +192,7 @@ function dcStatus(
       consumed,
       rate,
       runway: undefined, // nothing held yet: no range to last
+      usage,
     };
   }
 
@@ -188,6 +216,32 @@ function dcStatus(
     consumed,
     rate,
     runway: runwayOf(left, rate),
+    usage,
+  };
+}
+
+function usageOf(
+  usage: ReadonlyMap<string, DcUsageCounts> | undefined,
+  dc: string,
+  consumed: bigint,
+): DcUsageStatus | undefined {
+  if (usage === undefined) return undefined;
+  const counts = usage.get(dc);
+  const of = (cause: UsageCause): bigint => counts?.[cause] ?? 0n;
+  const wasted = {
+    unknownOutcome: of('unknownOutcome'),
+    takeSkipped: of('takeSkipped'),
+    notReturned: of('notReturned'),
+    dropped: of('dropped'),
+    refused: of('refused'),
+  };
+  const wastedTotal = Object.values(wasted).reduce((sum, n) => sum + n, 0n);
+  const unreported = consumed - of('issued') - wastedTotal;
+  return {
+    issued: of('issued'),
+    wasted,
+    wastedTotal,
+    unreported: unreported > 0n ? unreported : 0n,
   };
 }
 

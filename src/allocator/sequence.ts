@@ -22,7 +22,12 @@ import {
   StoreUnavailableError,
 } from '../errors.js';
 import { MAX_SAFE_ID, validateStoredSettings } from '../options.js';
-import type { IdStore, SequenceSettings } from '../store/port.js';
+import {
+  USAGE_CAUSES,
+  type IdStore,
+  type SequenceSettings,
+  type UsageCause,
+} from '../store/port.js';
 import type { IdKind, IdRange } from './block.js';
 import { SYSTEM_CLOCK, type Clock } from './clock.js';
 import { mutated } from './mutations.js';
@@ -88,10 +93,15 @@ const CLAIM_RETRY_MAX_MS = 2_000;
  */
 export const SETTINGS_REFRESH_MS = 10_000;
 /**
- * While a claim is in flight, one `next()` in this many yields to I/O before it resolves: a
- * yield costs a few microseconds, a few nanoseconds per ID spread over this many.
+ * One `next()` served from the IDs held in this many yields to I/O before it resolves: a yield
+ * costs about a microsecond, a few nanoseconds per ID spread over this many.
  */
 export const YIELD_EVERY_IDS = 512;
+/**
+ * A process reports what it issued and wasted to its DC's usage counters at most this often (at
+ * a block claim), and once more when it closes: `status` shows them per DC.
+ */
+export const USAGE_REPORT_MS = 10_000;
 
 const PROCESS_FAILURES = {
   claim: {
@@ -156,8 +166,8 @@ export class Sequence<T extends number | bigint> {
 
   private loading: Promise<Loaded> | undefined;
   private claiming: Promise<void> | undefined;
-  /** IDs `next()` served without yielding since it last yielded to I/O during a claim. */
-  private servedWhileClaiming = 0;
+  /** IDs `next()` served since it last yielded to I/O. */
+  private servedSinceYield = 0;
   /** The error of the claim attempt that failed last, while the claim retries; cleared on success. */
   private claimFailure: Error | undefined;
   /** Races the claim in flight lost in a row (it retries them); the cause a late caller is given. */
@@ -185,6 +195,10 @@ export class Sequence<T extends number | bigint> {
   };
   /** {@link counters}.wasted by cause. */
   private readonly waste = { takeSkipped: 0, notReturned: 0, dropped: 0, refused: 0 };
+  /** What the DC's usage counters were told so far, and when; the report in flight. */
+  private reportedUsage: Readonly<Record<UsageCause, number>> = zeroUsage();
+  private usageReportedAt: number | undefined;
+  private reportingUsage: Promise<void> | undefined;
 
   /** @internal Use {@link IdGen.sequence}. */
   constructor(context: SequenceContext<T>) {
@@ -260,11 +274,11 @@ export class Sequence<T extends number | bigint> {
     const id = this.tryNext();
     if (id !== undefined) {
       // `await next()` of an ID held resumes its caller as a microtask, so a caller that loops on
-      // it never yields to I/O while IDs last, and the reply to the preload in flight would wait
-      // until the current block is spent: every block would cost a wait. Now and then, while a
-      // claim is in flight, one call yields to the event loop first.
-      if (this.claiming !== undefined && ++this.servedWhileClaiming >= YIELD_EVERY_IDS) {
-        this.servedWhileClaiming = 0;
+      // it would never yield to I/O while IDs last: the replies to this handle's preload, to
+      // other handles' claims and to everything else the process does would wait until the
+      // block is spent. One call in YIELD_EVERY_IDS yields to the event loop first.
+      if (++this.servedSinceYield >= YIELD_EVERY_IDS) {
+        this.servedSinceYield = 0;
         await this.clock.yieldToIo();
       }
       return id;
@@ -502,6 +516,7 @@ export class Sequence<T extends number | bigint> {
           });
         const claimed = await allocator.claimBlock({ keepTrying, size });
         this.acceptBlock(claimed);
+        this.reportUsageNowAndThen();
         this.claimFailure = undefined;
         this.lostRaces = 0;
         this.failures.recovered('claim', { dc: this.dc });
@@ -714,10 +729,51 @@ export class Sequence<T extends number | bigint> {
     await this.loaded?.allocator.close();
     try {
       if (this.rolledBack === undefined) await this.returnUnused();
+      await this.reportingUsage;
+      await this.reportUsage();
     } finally {
       this.buffer.clear();
       this.transition('closed');
     }
+  }
+
+  /** At a claim: a usage report, unless one went out less than {@link USAGE_REPORT_MS} ago. */
+  private reportUsageNowAndThen(): void {
+    const now = this.clock.now();
+    if (this.usageReportedAt !== undefined && now - this.usageReportedAt < USAGE_REPORT_MS) return;
+    this.usageReportedAt = now;
+    void this.reportUsage();
+  }
+
+  /**
+   * Adds what this process issued and wasted since its last report to the DC's usage counters,
+   * one report at a time. Never throws: the counters are for `status`, and no ID depends on them.
+   * A report that failed is sent again with the next (after a timeout it may so count twice).
+   */
+  private reportUsage(): Promise<void> {
+    if (this.reportingUsage !== undefined) return this.reportingUsage;
+    const stats = this.stats();
+    const now: Record<UsageCause, number> = { issued: stats.issued, ...stats.waste };
+    const deltas: Partial<Record<UsageCause, number>> = {};
+    for (const cause of USAGE_CAUSES) {
+      const delta = now[cause] - this.reportedUsage[cause];
+      if (delta > 0) deltas[cause] = delta;
+    }
+    if (Object.keys(deltas).length === 0) return Promise.resolve();
+    this.reportingUsage = this.store
+      .addDcUsage(this.name, this.dc, deltas)
+      .then(
+        () => {
+          this.reportedUsage = now;
+        },
+        (error: unknown) => {
+          this.log?.debug({ err: error, dc: this.dc }, 'usage counters not updated');
+        },
+      )
+      .finally(() => {
+        this.reportingUsage = undefined;
+      });
+    return this.reportingUsage;
   }
 
   private async returnUnused(): Promise<void> {
@@ -754,6 +810,10 @@ function isTransient(
     error instanceof SerialUnavailableError ||
     error instanceof ContentionError
   );
+}
+
+function zeroUsage(): Record<UsageCause, number> {
+  return Object.fromEntries(USAGE_CAUSES.map((cause) => [cause, 0])) as Record<UsageCause, number>;
 }
 
 function ignore(): void {

@@ -84,7 +84,29 @@ function sequenceLines(status: SequenceStatus, localDc: string): string[] {
     'right',
     'left',
   ]);
-  return [header, global, ...columns.map((line) => `  ${line}`)];
+  return [
+    header,
+    global,
+    ...columns.map((line) => `  ${line}`),
+    ...status.dcs.flatMap((dc) => usageLine(dc)),
+  ];
+}
+
+/**
+ * What a DC's processes reported: issued, wasted by cause, and what no report covers yet (held
+ * by running processes, or lost with processes that died).
+ */
+function usageLine(dc: DcStatus): string[] {
+  const usage = dc.usage;
+  if (usage === undefined || (usage.issued === 0n && usage.wastedTotal === 0n)) return [];
+  const causes = Object.entries(usage.wasted)
+    .filter(([, n]) => n > 0n)
+    .map(([cause, n]) => `${cause} ${count(n)}`);
+  return [
+    `  ${dc.dc} reported: ${count(usage.issued)} issued · ${count(usage.wastedTotal)} wasted` +
+      (causes.length === 0 ? '' : ` (${causes.join(', ')})`) +
+      ` · ${count(usage.unreported)} held by processes or lost in crashes`,
+  ];
 }
 
 function dcRow(dc: DcStatus, localDc: string, autonomySeconds: number): string[] {
@@ -190,6 +212,16 @@ export function statusJson(report: StatusReport): Record<string, unknown> {
         runwaySeconds: dc.runway === undefined || dc.runway === Infinity ? null : dc.runway,
         // null without an autonomy target or a measured runway.
         runwayBelowTarget: belowTarget(dc, s.settings.autonomySeconds) ?? null,
+        // null when the usage counters could not be read.
+        usage:
+          dc.usage === undefined
+            ? null
+            : {
+                issued: dc.usage.issued,
+                wasted: dc.usage.wasted,
+                wastedTotal: dc.usage.wastedTotal,
+                unreported: dc.usage.unreported,
+              },
       })),
     })),
   };

@@ -3,8 +3,8 @@
  * "Statements and their consistency").
  *
  * `idgen_grants` partitions are touched only at SERIAL, `idgen_dc_state` partitions only at
- * LOCAL_SERIAL and only from their own DC; the rest are plain reads for settings and status.
- * `$grants` and `$dc_state` become the keyspace-qualified tables.
+ * LOCAL_SERIAL and only from their own DC; the rest are plain reads for settings and status, and
+ * the usage counters. `$grants`, `$dc_state` and `$dc_usage` become the keyspace-qualified tables.
  */
 
 import cassandra from 'cassandra-driver';
@@ -78,6 +78,12 @@ export const STATEMENTS = {
                     consistency: CL.localOne, level: 'local' },
   dcStateConsistent: { cql: `SELECT ${DC_STATE} FROM $dc_state WHERE sequence = ? AND dc = ?`,
                     consistency: CL.eachQuorum, level: 'local' },
+  // ── usage counters: plain counter writes and reads, outside the protocol (no ID depends on them);
+  //    a counter write is never resent (a resend after a timeout would count twice)
+  addDcUsage:     { cql: `UPDATE $dc_usage SET ids = ids + ? WHERE sequence = ? AND dc = ? AND cause = ?`,
+                    consistency: CL.localOne, level: 'local' },
+  readDcUsage:    { cql: `SELECT dc, cause, ids FROM $dc_usage WHERE sequence = ?`,
+                    consistency: CL.localOne, level: 'local' },
   // ── a node's own settings, asked of each node (virtual and schema tables answer for their coordinator only); admin/preflight.ts says why each matters
   nodeSettings:   { cql: `SELECT name, value FROM system_views.settings WHERE name IN ('commitlog_sync', 'commitlog_sync_period', 'commitlog_sync_group_window', 'commit_failure_policy', 'paxos_variant', 'paxos_state_purging', 'paxos_on_linearizability_violations', 'paxos_repair_enabled', 'skip_paxos_repair_on_topology_change')`,
                     consistency: CL.localOne, level: 'local' },

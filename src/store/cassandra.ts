@@ -62,7 +62,11 @@ import type {
   SequenceSettings,
   SizeSettings,
   StoredSettings,
+  DcUsageCounts,
+  UsageCause,
+  UsageDeltas,
 } from './port.js';
+import { USAGE_CAUSES } from './port.js';
 
 const CL = cassandra.types.consistencies;
 
@@ -121,10 +125,11 @@ export class CassandraStore implements IdStore {
     const tables: Record<string, string> = {
       $grants: `"${keyspace}".idgen_grants`,
       $dc_state: `"${keyspace}".idgen_dc_state`,
+      $dc_usage: `"${keyspace}".idgen_dc_usage`,
     };
     const entries = Object.entries(STATEMENTS).map(([name, statement]) => [
       name,
-      statement.cql.replace(/\$grants|\$dc_state/g, (table) => tables[table] ?? table),
+      statement.cql.replace(/\$grants|\$dc_state|\$dc_usage/g, (table) => tables[table] ?? table),
     ]);
     this.cql = Object.freeze(Object.fromEntries(entries) as Record<StatementName, string>);
   }
@@ -360,6 +365,57 @@ export class CassandraStore implements IdStore {
     return states;
   }
 
+  async addDcUsage(sequence: string, dc: string, deltas: UsageDeltas): Promise<void> {
+    const statement = STATEMENTS.addDcUsage;
+    const increments = USAGE_CAUSES.flatMap((cause) => {
+      const delta = deltas[cause] ?? 0;
+      return delta > 0 ? [[cause, delta] as const] : [];
+    });
+    await Promise.all(
+      increments.map(async ([cause, delta]) => {
+        try {
+          // Sent as not idempotent: never resent, so a timeout may lose a count, never double it.
+          await this.execute(
+            'addDcUsage',
+            statement,
+            [this.long(BigInt(delta)), sequence, dc, cause],
+            'add to usage counters',
+            true,
+          );
+        } catch (error) {
+          throw this.failure(error, 'addDcUsage', 'add to usage counters');
+        }
+      }),
+    );
+  }
+
+  async readDcUsage(sequence: string): Promise<ReadonlyMap<string, DcUsageCounts> | undefined> {
+    let result: cassandra.types.ResultSet;
+    try {
+      result = await this.execute(
+        'readDcUsage',
+        STATEMENTS.readDcUsage,
+        [sequence],
+        'read usage counters',
+        false,
+      );
+    } catch (error) {
+      // A keyspace set up before the counters existed: `idgen-cass init` adds the table.
+      if (isMissingTable(error)) return undefined;
+      throw this.failure(error, 'readDcUsage', 'read usage counters');
+    }
+    const usage = new Map<string, Record<UsageCause, bigint>>();
+    for (const row of result.rows) {
+      const dc = row.get('dc') as unknown;
+      const cause = USAGE_CAUSES.find((c) => c === row.get('cause'));
+      if (typeof dc !== 'string' || cause === undefined) continue;
+      const counts = usage.get(dc) ?? zeroUsage();
+      counts[cause] = toBigInt(row.get('ids')) ?? 0n;
+      usage.set(dc, counts);
+    }
+    return usage;
+  }
+
   async readNodeSettings(): Promise<readonly NodeSettings[]> {
     const hosts = this.client.hosts.values().filter((host) => host.datacenter === this.localDc);
     return Promise.all(
@@ -524,4 +580,17 @@ function bigintEncoder(client: cassandra.Client): (value: bigint) => bigint | ca
   return encodesBigIntAsLong(client)
     ? (value) => value
     : (value) => cassandra.types.Long.fromString(value.toString());
+}
+
+function zeroUsage(): Record<UsageCause, bigint> {
+  return Object.fromEntries(USAGE_CAUSES.map((cause) => [cause, 0n])) as Record<UsageCause, bigint>;
+}
+
+/** Cassandra's answer to a statement on a table the keyspace does not have. */
+function isMissingTable(error: unknown): boolean {
+  return (
+    error instanceof Error &&
+    (error as { code?: unknown }).code === cassandra.types.responseErrorCodes.invalid &&
+    /unconfigured table|table .* does not exist/i.test(error.message)
+  );
 }

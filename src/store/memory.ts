@@ -28,7 +28,11 @@ import type {
   SizeSettings,
   StoreLevel,
   StoredSettings,
+  DcUsageCounts,
+  UsageCause,
+  UsageDeltas,
 } from './port.js';
+import { USAGE_CAUSES } from './port.js';
 
 /** The methods of the port. */
 export type StoreMethod = keyof IdStore;
@@ -150,6 +154,8 @@ const LEVELS: Readonly<Record<StoreMethod, StoreLevel>> = {
   readDcState: 'local_serial',
   writeDcState: 'local_serial',
   readDcStatesOverview: 'local',
+  addDcUsage: 'local',
+  readDcUsage: 'local',
   probeSerial: 'serial',
   readNodeSettings: 'local',
   close: 'local',
@@ -189,6 +195,8 @@ export class MemoryStore implements IdStore {
   private readonly inFlight = new Map<string, InFlightWrite>();
   private readonly latencyMs: number;
   private readonly keyspace: string;
+  /** Usage counters by `sequence \0 dc`. */
+  private readonly usage = new Map<string, Record<UsageCause, bigint>>();
   /** The nodes {@link MemoryStore.readNodeSettings} reports; tests may change them at will. */
   readonly nodes: MemoryNode[];
 
@@ -405,6 +413,23 @@ export class MemoryStore implements IdStore {
     return new Map(this.sequences.get(sequence)?.dcStates);
   }
 
+  async addDcUsage(sequence: string, dc: string, deltas: UsageDeltas): Promise<void> {
+    await this.enter('addDcUsage', sequence, dc);
+    const counts = { ...(this.usage.get(`${sequence}\u0000${dc}`) ?? zeroUsage()) };
+    for (const cause of USAGE_CAUSES) counts[cause] += BigInt(deltas[cause] ?? 0);
+    this.usage.set(`${sequence}\u0000${dc}`, counts);
+  }
+
+  async readDcUsage(sequence: string): Promise<ReadonlyMap<string, DcUsageCounts>> {
+    await this.enter('readDcUsage', sequence);
+    const result = new Map<string, DcUsageCounts>();
+    for (const [key, counts] of [...this.usage].sort(([a], [b]) => ascending(a, b))) {
+      const [name, dc] = key.split('\u0000') as [string, string];
+      if (name === sequence) result.set(dc, { ...counts });
+    }
+    return result;
+  }
+
   async readNodeSettings(): Promise<readonly NodeSettings[]> {
     await this.enter('readNodeSettings');
     return this.nodes.map((node) => {
@@ -557,6 +582,10 @@ export class MemoryStore implements IdStore {
   }
 }
 
+function zeroUsage(): Record<UsageCause, bigint> {
+  return Object.fromEntries(USAGE_CAUSES.map((cause) => [cause, 0n])) as Record<UsageCause, bigint>;
+}
+
 function zeroCalls(): Record<StoreMethod, number> {
   return {
     createSequence: 0,
@@ -569,6 +598,8 @@ function zeroCalls(): Record<StoreMethod, number> {
     readDcState: 0,
     writeDcState: 0,
     readDcStatesOverview: 0,
+    addDcUsage: 0,
+    readDcUsage: 0,
     probeSerial: 0,
     readNodeSettings: 0,
     close: 0,

@@ -196,6 +196,21 @@ export type OverviewReading =
    */
   | 'consistent';
 
+/** What a process reports to its DC's usage counters: IDs issued, and IDs wasted by cause. */
+export const USAGE_CAUSES = [
+  'issued',
+  'unknownOutcome',
+  'takeSkipped',
+  'notReturned',
+  'dropped',
+  'refused',
+] as const;
+export type UsageCause = (typeof USAGE_CAUSES)[number];
+/** Non-negative increments; causes left out add nothing. */
+export type UsageDeltas = Readonly<Partial<Record<UsageCause, number>>>;
+/** A DC's counters: every cause, 0 where nothing was reported. */
+export type DcUsageCounts = Readonly<Record<UsageCause, bigint>>;
+
 /** Which consistency level a store failure happened at; SERIAL failures mean no new grants. */
 export type StoreLevel = 'serial' | 'local_serial' | 'local';
 
@@ -275,6 +290,18 @@ export interface IdStore {
     sequence: string,
     reading?: OverviewReading,
   ): Promise<ReadonlyMap<string, DcState>>;
+
+  /**
+   * Adds what a process of `dc` issued and wasted since its last report to the DC's usage
+   * counters: plain counter writes, outside every safety argument (no ID depends on them). A
+   * write that timed out may have been counted, so totals are close, not exact.
+   */
+  addDcUsage(sequence: string, dc: string, deltas: UsageDeltas): Promise<void>;
+  /**
+   * Every DC's usage counters, as its processes reported them, read in the local DC; undefined
+   * where the keyspace predates them (no table).
+   */
+  readDcUsage(sequence: string): Promise<ReadonlyMap<string, DcUsageCounts> | undefined>;
 
   /**
    * The durability and Paxos settings of every node the store's client reaches (the Cassandra

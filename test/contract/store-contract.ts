@@ -370,6 +370,35 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
       });
     });
 
+    describe('usage counters (plain counter writes)', () => {
+      it('adds what processes report, per DC and cause, and reads every DC of a sequence', async () => {
+        const s = await created();
+        const other = await created();
+        await store.addDcUsage(s.name, ctx.dc, { issued: 100, takeSkipped: 3 });
+        await store.addDcUsage(s.name, ctx.dc, { issued: 50, notReturned: 7, dropped: 0 });
+        await store.addDcUsage(s.name, ctx.otherDc, { unknownOutcome: 10 });
+        await store.addDcUsage(other.name, ctx.dc, { issued: 1 });
+        const zero = {
+          issued: 0n,
+          unknownOutcome: 0n,
+          takeSkipped: 0n,
+          notReturned: 0n,
+          dropped: 0n,
+          refused: 0n,
+        };
+        await expect
+          .poll(async () => {
+            const usage = await store.readDcUsage(s.name);
+            return usage && Object.fromEntries(usage);
+          }, POLL)
+          .toEqual({
+            [ctx.dc]: { ...zero, issued: 150n, takeSkipped: 3n, notReturned: 7n },
+            [ctx.otherDc]: { ...zero, unknownOutcome: 10n },
+          });
+        expect(Object.fromEntries((await store.readDcUsage(uniqueName('none'))) ?? [])).toEqual({});
+      });
+    });
+
     async function created(overrides: Partial<SequenceSettings> = {}): Promise<SequenceSettings> {
       const settings = sequenceSettings(overrides);
       expect(await store.createSequence(settings, randomUUID())).toEqual({ kind: 'applied' });

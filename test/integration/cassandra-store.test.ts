@@ -118,7 +118,7 @@ function long(value: bigint): cassandra.types.Long {
 }
 
 describe('initSchema', () => {
-  it('creates both tables with the settings as static columns, and a second run is a no-op', async () => {
+  it('creates the tables with the settings as static columns, and a second run is a no-op', async () => {
     const client = await ks.client('dc1');
     const columns = await client.execute(
       'SELECT table_name, column_name, kind, type, position, clustering_order FROM system_schema.columns WHERE keyspace_name = ?',
@@ -146,7 +146,12 @@ describe('initSchema', () => {
     expect(Object.fromEntries(clustering)).toEqual({
       'idgen_grants.dc': '0 asc',
       'idgen_grants.grant_number': '1 desc',
+      'idgen_dc_usage.dc': '0 asc',
+      'idgen_dc_usage.cause': '1 asc',
     });
+    // One partition per sequence, a counter per DC and cause.
+    expect(kinds.get('idgen_dc_usage.sequence')).toBe('partition_key text');
+    expect(kinds.get('idgen_dc_usage.ids')).toBe('regular counter');
     expect(kinds.get('idgen_grants.max_id')).toBe('static bigint');
     expect(kinds.get('idgen_grants.threshold')).toBe('static double');
     expect(kinds.get('idgen_grants.last_integer')).toBe('regular bigint');

@@ -316,6 +316,7 @@ describe('idgen-cass', () => {
     );
     expect(tables.rows.map((row) => String(row['table_name'])).sort()).toEqual([
       'idgen_dc_state',
+      'idgen_dc_usage',
       'idgen_grants',
     ]);
   });

@@ -1,7 +1,13 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import { DcAllocator } from '../../src/allocator/dc-allocator.js';
-import { SETTINGS_REFRESH_MS, type Sequence } from '../../src/allocator/sequence.js';
+import { readSnapshot } from '../../src/admin/overview-reads.js';
+import { sequenceStatus } from '../../src/admin/status.js';
+import {
+  SETTINGS_REFRESH_MS,
+  USAGE_REPORT_MS,
+  type Sequence,
+} from '../../src/allocator/sequence.js';
 import {
   ClosedError,
   DomainNeedsBigIntError,
@@ -677,6 +683,55 @@ describe('Sequence: waste by cause', () => {
   });
 });
 
+describe("Sequence: the DC's usage counters", () => {
+  it('reports issued and wasted IDs at close; status shows what a process that died left', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+    const seq = ids.sequence('orders');
+    await draw(seq, 4);
+    await seq.take(10); // 6 of [1, 10] skipped
+    // A second process claims a block, hands out one ID, and dies without closing.
+    const died = processIn(store).sequence('orders');
+    await died.next();
+    const held = seq.stats().remaining;
+    await seq.close();
+    const usage = (await store.readDcUsage('orders'))?.get('dc1');
+    expect(usage).toMatchObject({ issued: 14n, takeSkipped: 6n, notReturned: BigInt(held) });
+    const [dc1] = sequenceStatus(await readSnapshot(store, KEYSPACE, 'orders')).dcs;
+    expect(dc1?.usage).toMatchObject({ issued: 14n, wastedTotal: BigInt(6 + held) });
+    // Everything the closed process claimed is accounted for: the rest is the dead one's block.
+    expect(dc1?.usage?.unreported).toBe(10n);
+  });
+
+  it('reports at a claim at most every 10 s while it draws', async () => {
+    vi.useFakeTimers();
+    const { store, ids } = await withSequence({ dcRangeSize: 1_000, blockSize: 10 });
+    const seq = ids.sequence('orders');
+    await draw(seq, 35); // claims at 0 s: the first report has nothing to say yet
+    await settle();
+    expect(store.calls.addDcUsage).toBe(0);
+    await vi.advanceTimersByTimeAsync(USAGE_REPORT_MS);
+    await draw(seq, 10); // a claim 10 s on reports what was issued before it
+    await settle();
+    expect(store.calls.addDcUsage).toBe(1);
+    expect((await store.readDcUsage('orders'))?.get('dc1')?.issued).toBeGreaterThanOrEqual(35n);
+    await draw(seq, 30); // claims within 10 s of it: no report
+    await settle();
+    expect(store.calls.addDcUsage).toBe(1);
+    await ids.close();
+    expect((await store.readDcUsage('orders'))?.get('dc1')?.issued).toBe(75n);
+  });
+
+  it('serves IDs when the counters cannot be written, and reports the rest later', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+    store.faults.push({ op: 'addDcUsage', effect: 'unavailable', times: Infinity });
+    const seq = ids.sequence('orders');
+    expect(await draw(seq, 25)).toEqual(range(1, 25));
+    store.faults.length = 0;
+    await seq.close();
+    expect((await store.readDcUsage('orders'))?.get('dc1')?.issued).toBe(25n);
+  });
+});
+
 describe('Sequence: a caller that never yields', () => {
   /** DC-state answers come through the event loop (after I/O polling), as network replies do. */
   class ReplyOverIoStore extends MemoryStore {
@@ -690,6 +745,29 @@ describe('Sequence: a caller that never yields', () => {
       return this.reply(super.writeDcState(...args));
     }
   }
+
+  it("lets another handle's claim finish during a tight await next() loop that claims nothing", async () => {
+    const store = new ReplyOverIoStore({ keyspace: KEYSPACE });
+    const ids = processIn(store);
+    await ids.createSequence('hot', { dcRangeSize: 10_000_000, blockSize: 1_000_000 });
+    await ids.createSequence('cold', { dcRangeSize: 1_000, blockSize: 10 });
+    const hot = ids.sequence('hot');
+    await hot.ready(); // 1,000,000 held; the loop below stays short of the preload point
+    let drawn = 0;
+    let drawnWhenColdServed: number | undefined;
+    const cold = ids
+      .sequence('cold')
+      .next()
+      .then(() => {
+        drawnWhenColdServed = drawn;
+      });
+    for (; drawn < 300_000; drawn++) await hot.next();
+    await cold;
+    expect(hot.stats().blocksClaimed).toBe(1);
+    // Without the yield the cold handle's replies wait for the end of the loop.
+    expect(drawnWhenColdServed).toBeLessThan(100_000);
+    await ids.close();
+  });
 
   it('lets the preload reply in during a tight await next() loop, so blocks do not each wait', async () => {
     const store = new ReplyOverIoStore({ keyspace: KEYSPACE });

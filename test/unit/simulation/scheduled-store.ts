@@ -27,6 +27,8 @@ import type {
   SequenceSettings,
   SizeSettings,
   StoredSettings,
+  DcUsageCounts,
+  UsageDeltas,
 } from '../../../src/store/port.js';
 import { TICK_MS, type SimClock, type TimerOwner } from './clock.js';
 import type { FaultSite, PlannedFault, WriteKind } from './model.js';
@@ -153,6 +155,16 @@ export class ScheduledStore implements IdStore {
     return this.call('readDcStatesOverview', undefined, () =>
       this.store.readDcStatesOverview(sequence, reading),
     );
+  }
+
+  // Usage counters are outside the protocol: passed straight through, never scheduled or faulted,
+  // so they leave every interleaving the simulation explores as it was.
+  addDcUsage(sequence: string, dc: string, deltas: UsageDeltas): Promise<void> {
+    return this.store.addDcUsage(sequence, dc, deltas);
+  }
+
+  readDcUsage(sequence: string): Promise<ReadonlyMap<string, DcUsageCounts> | undefined> {
+    return this.store.readDcUsage(sequence);
   }
 
   readNodeSettings(): Promise<readonly NodeSettings[]> {

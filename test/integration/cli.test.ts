@@ -457,6 +457,14 @@ describe('idgen-cass', () => {
     const byDc = new Map(status.dcs.map((dc) => [dc.dc, dc]));
     expect(byDc.get('dc2')?.consumed).toBe(250);
     expect(byDc.get('dc1')?.consumed).toBe(30);
+    // What each process reported when it closed accounts for every ID its DC handed out.
+    expect(byDc.get('dc2')?.usage).toMatchObject({ issued: 250, wastedTotal: 0, unreported: 0 });
+    expect(byDc.get('dc1')?.usage).toMatchObject({ issued: 30, wastedTotal: 0, unreported: 0 });
+    const text = await idgen(['status', 'stat', '--sample', '0']);
+    expectOk(text);
+    expect(text.stdout).toContain(
+      '  dc2 reported: 250 issued · 0 wasted · 0 held by processes or lost in crashes',
+    );
   });
 
   it('status shows every sequence at a glance', async () => {
@@ -809,6 +817,12 @@ interface StatusJson {
       consumed: number;
       ratePerSecond: number | null;
       runwaySeconds: number | null;
+      usage: {
+        issued: number;
+        wasted: Record<string, number>;
+        wastedTotal: number;
+        unreported: number;
+      } | null;
     }[];
   }[];
 }

@@ -59,8 +59,8 @@ export function lastBlockSize(stats: SequenceStats): number | undefined {
 
 /**
  * Draws from `handle` until the plan's window ends; `onMeasuring` runs once, when this loop's
- * window opens. Tight: `await next()` of an ID the handle holds resumes as a microtask, so the
- * loop never yields to I/O while its block lasts. Paced: sleeps whenever it is 1 ms ahead (a
+ * window opens. Tight: `await next()` of an ID the handle holds resumes as a microtask (the
+ * library yields to I/O once per 512 of them). Paced: sleeps whenever it is 1 ms ahead (a
  * timer, never a busy wait). Does not close the handle.
  */
 export async function drawLoop(

@@ -30,8 +30,8 @@ function modeTitle(mode: ScaleMode, raw: RawResults): string {
 function modeNote(mode: ScaleMode, raw: RawResults): string {
   if (mode === 'tight') {
     return (
-      'Instances of one process share its event loop: a tight loop resumes as microtasks while its block lasts, ' +
-      "so it holds up the replies to every refill of that process, the other instances' included, until its block is spent. " +
+      'Instances of one process share its event loop: a tight loop resumes as microtasks while its block lasts and yields to I/O once per 512 IDs, ' +
+      "so the replies to the other instances' refills wait for that loop's turn on a crowded event loop. " +
       'IDs/s is all instances of all DCs together.'
     );
   }

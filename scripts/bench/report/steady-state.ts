@@ -58,8 +58,8 @@ export function renderSteadyState(raw: RawResults, summary: Summary): string[] {
     '',
   );
   out.push(
-    '- **tight**: `await next()` of an ID the process holds resumes as a microtask and never lets the event loop run, so the answer to the background refill started at the threshold is not read until the block is spent; ' +
-      'then one call waits for it. Each block therefore ends in about one wait (see waits per block below), and a process tops out near one block per refill round trip (a LOCAL_SERIAL read and a LOCAL_SERIAL write) plus the per-call cost, timing included. ' +
+    '- **tight**: `await next()` of an ID the process holds resumes as a microtask; one call in 512 yields to the event loop, so the answer to the background refill started at the threshold is read while the block lasts. ' +
+      'A block that is spent before that refill completes (small blocks, a tight loop on a busy machine) still ends in a wait (see waits per block below): a process then tops out near one block per refill round trip (a LOCAL_SERIAL read and a LOCAL_SERIAL write) plus the per-call cost, timing included. ' +
       'This is the ceiling of one process, not the zero-wait goal.',
     `- **paced**: each process draws ${settings.pacedBlocksPerSecond} blocks per second (${settings.pacedBlocksPerSecond} × block size IDs/s), sleeping whenever it is 1 ms ahead, so the event loop runs and the refill started at the threshold lands before the block is spent: ` +
       `it has ${formatMs((1000 * (1 - SEQUENCE_DEFAULTS.threshold)) / settings.pacedBlocksPerSecond)} of runway. Here waits after warm-up should be 0. ` +

@@ -94,7 +94,7 @@ export interface CreateSequenceOptions {
    * lasts that long: `rate × autonomySeconds / (1 - threshold)`, within `[dcRangeSize,
    * maxDcRangeSize]` and at most an eighth of the IDs not granted yet. 0: grants of
    * `dcRangeSize`, or of 8 blocks where adaptive blocks grew that large. At most a year.
-   * @default 0 (fixed DC ranges, as before)
+   * @default 0 (no target: grants of dcRangeSize, as before)
    */
   readonly autonomySeconds?: number | undefined;
   /**
@@ -500,7 +500,6 @@ function autonomyOption(value: unknown): number {
   );
 }
 
-/** Grants follow the DC's rate up to 1000 DC ranges, at most an eighth of the domain. */
 /**
  * `maxDcRangeSize` when not given. With an autonomy target: room for grants to grow. Without
  * one: `dcRangeSize` (fixed DC ranges), but adaptive blocks get room for {@link GRANT_BLOCKS} of

@@ -47,7 +47,7 @@ import { Rate, blockSizeFor } from './sizing.js';
  * | `idle` | settings not loaded (never used, or the last load failed) | `loading`, `closing` |
  * | `loading` | reading the settings from the store | `ready`, `idle` (load failed), `closing` |
  * | `ready` | settings loaded; IDs are served and blocks refilled | `closing` |
- * | `closing` | `close()` called: from that moment no ID is handed out; in-flight refills finish, the unused IDs go back | `closed` |
+ * | `closing` | `close()` called: from that moment no ID is handed out; in-flight refills finish, the unused IDs go back, the usage counters get a last report | `closed` |
  * | `closed` | nothing held; every call throws {@link ClosedError} | – |
  */
 export type SequenceState = 'idle' | 'loading' | 'ready' | 'closing' | 'closed';
@@ -748,7 +748,8 @@ export class Sequence<T extends number | bigint> {
   /**
    * Adds what this process issued and wasted since its last report to the DC's usage counters,
    * one report at a time. Never throws: the counters are for `status`, and no ID depends on them.
-   * A report that failed is sent again with the next (after a timeout it may so count twice).
+   * A report that failed is sent again with the next one, so a report that timed out but was
+   * applied counts twice.
    */
   private reportUsage(): Promise<void> {
     if (this.reportingUsage !== undefined) return this.reportingUsage;

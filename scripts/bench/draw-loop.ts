@@ -79,8 +79,17 @@ export async function drawLoop(
   let due = hrNow();
   let measuring = false;
   let before = initial;
-  let measureStart = start;
+  // The window opens at the warm-up's end, not at the first call after it: a call blocked
+  // across the whole window must not leave a window of nanoseconds behind.
+  const measureStart = warmupEnd;
   let measureEnd = start;
+  let openingId = 0;
+  const open = (): void => {
+    if (measuring) return;
+    measuring = true;
+    before = handle.stats();
+    onMeasuring?.();
+  };
   let drawn = 0;
   let failures = 0;
   let warmupFailures = 0;
@@ -94,6 +103,7 @@ export async function drawLoop(
     try {
       id = await handle.next();
     } catch (error) {
+      if (hrNow() >= warmupEnd) open();
       if (measuring) failures++;
       else warmupFailures++;
       const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
@@ -106,18 +116,20 @@ export async function drawLoop(
     const t1 = hrNow();
     if (id <= last) notIncreasing++;
     last = id;
+    if (t1 >= warmupEnd && !measuring) {
+      open();
+      // The snapshot comes after this call, which counts: its ID was held before it.
+      openingId = 1;
+    }
     if (measuring) {
+      // A call that ends in the window counts with its whole latency, the one that crossed the
+      // warm-up's end included: it may be the slowest.
       histogram.record(t1 - t0);
       drawn++;
       if (t1 >= end) {
         measureEnd = t1;
         break;
       }
-    } else if (t1 >= warmupEnd) {
-      measuring = true;
-      before = handle.stats();
-      measureStart = t1;
-      onMeasuring?.();
     }
     if (paced) {
       due += interval;
@@ -125,17 +137,12 @@ export async function drawLoop(
       else if (due - t1 > 1e6) await sleep((due - t1) / 1e6);
     }
   }
-  if (!measuring) {
-    // The whole window failed: count it from the warm-up's end.
-    before = handle.stats();
-    measureStart = warmupEnd;
-    onMeasuring?.();
-  }
+  open(); // the whole window failed: it still counts from the warm-up's end
   const after = handle.stats();
   return {
     draw: {
       ids: drawn,
-      seconds: (measureEnd - measureStart) / 1e9,
+      seconds: Math.max(0, measureEnd - measureStart) / 1e9,
       counts: countsBetween(before, after),
       warmupWaits: before.waits - initial.waits,
       failures,
@@ -144,7 +151,7 @@ export async function drawLoop(
       failureMessages: [...failureMessages],
     },
     histogram,
-    heldBefore: before.remaining,
+    heldBefore: before.remaining + openingId,
     heldAfter: after.remaining,
     lastBlockSize: lastBlockSize(after),
   };
@@ -165,7 +172,8 @@ async function countLoop(
   const end = warmupEnd + plan.durationMs * 1e6;
   let measuring = false;
   let before = initial;
-  let measureStart = warmupEnd;
+  // From the warm-up's end, as the timed loop: a batch that crossed it is not counted.
+  const measureStart = warmupEnd;
   let drawn = 0;
   let failures = 0;
   let warmupFailures = 0;
@@ -193,7 +201,6 @@ async function countLoop(
     if (!measuring && now >= warmupEnd) {
       measuring = true;
       before = handle.stats();
-      measureStart = now;
       onMeasuring?.();
     }
   }

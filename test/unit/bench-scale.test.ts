@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import * as prettier from 'prettier';
 import { describe, expect, it } from 'vitest';
 
@@ -603,6 +604,29 @@ describe('scale phase parts', () => {
     expect(claimed).toBe(result.draw.counts.blocksClaimed * 100);
     // Sleeping, not spinning: far less CPU than the 220 ms of wall time.
     expect((used.user + used.system) / 1e3).toBeLessThan(150);
+    await ids.close();
+  });
+});
+
+describe('draw loop window', () => {
+  it('opens at the warm-up end, so a call blocked across the window leaves no tiny window behind', async () => {
+    const store = new MemoryStore();
+    const ids = new IdGen({ store, dc: 'dc1', keyspace: 'memory' });
+    await ids.createSequence('s', { blockSize: 100, dcRangeSize: 10_000 });
+    // The first call (in the warm-up) waits 150 ms for its block: past the window's end.
+    store.faults.push({ op: 'readDcState', effect: 'delay', until: sleep(150) });
+    const result = await drawLoop(ids.sequence('s'), {
+      ratePerSecond: 0,
+      warmupMs: 20,
+      durationMs: 100,
+      start: Number(process.hrtime.bigint()),
+    });
+    // Counted from the warm-up's end: at least the 100 ms window, not the nanoseconds between
+    // the blocked call and the one after it.
+    expect(result.draw.seconds).toBeGreaterThanOrEqual(0.1);
+    expect(result.draw.ids / result.draw.seconds).toBeLessThan(1_000);
+    // The blocked call ended in the window: it counts, with its whole latency.
+    expect(result.histogram.max).toBeGreaterThanOrEqual(140e6);
     await ids.close();
   });
 });

@@ -84,8 +84,9 @@ export interface CreateSequenceOptions {
    * How often a process should claim a block when its blocks are adaptive, in ms: each claim is
    * one LOCAL_SERIAL compare-and-set on the DC's one state partition, which every process of the
    * DC shares. From 10 ms to 1 h.
-   * @default 2_000: 50 processes of a DC then make 25 claims/s in all, well below what one Paxos
-   * partition sustains, and a block still outlasts a claim's round trip many times over
+   * @default 2_000: 50 processes of a DC then make 25 claims/s in all (the benchmark's two shared
+   * cores completed at most 24 claims/s on one partition, a floor for real hardware), and a
+   * block still outlasts a claim's round trip many times over
    */
   readonly claimIntervalMs?: number | undefined;
   /**

@@ -374,7 +374,8 @@ export class CassandraStore implements IdStore {
     await Promise.all(
       increments.map(async ([cause, delta]) => {
         try {
-          // Sent as not idempotent: never resent, so a timeout may lose a count, never double it.
+          // Not idempotent to the driver, which so never resends it; whether a failed report is
+          // sent again is the caller's choice (Sequence reports it again with the next one).
           await this.execute(
             'addDcUsage',
             statement,

@@ -106,9 +106,7 @@ export async function drawLoop(
       if (hrNow() >= warmupEnd) open();
       if (measuring) failures++;
       else warmupFailures++;
-      const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-      if (failureMessages.size < MAX_FAILURE_MESSAGES) failureMessages.add(message);
-      await sleep(FAILURE_PAUSE_MS);
+      await afterFailure(error, failureMessages);
       if (hrNow() < end) continue;
       measureEnd = hrNow();
       break;
@@ -138,20 +136,58 @@ export async function drawLoop(
     }
   }
   open(); // the whole window failed: it still counts from the warm-up's end
+  return loopResult(handle, initial, before, histogram, {
+    ids: drawn,
+    seconds: Math.max(0, measureEnd - measureStart) / 1e9,
+    failures,
+    warmupFailures,
+    notIncreasing,
+    failureMessages,
+    heldBeforeExtra: openingId,
+  });
+}
+
+/** Keeps `error` among the loop's first distinct messages, then pauses as a caller backing off would. */
+async function afterFailure(error: unknown, messages: Set<string>): Promise<void> {
+  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  if (messages.size < MAX_FAILURE_MESSAGES) messages.add(message);
+  await sleep(FAILURE_PAUSE_MS);
+}
+
+/** What {@link loopResult} takes from a loop besides the stats it reads itself. */
+interface LoopTally {
+  readonly ids: number;
+  readonly seconds: number;
+  readonly failures: number;
+  readonly warmupFailures: number;
+  readonly notIncreasing: number;
+  readonly failureMessages: ReadonlySet<string>;
+  /** IDs to add to those held at the window's opening (an ID taken before the snapshot). */
+  readonly heldBeforeExtra: number;
+}
+
+/** A loop's result: its tally, and the counters between `before` and now. */
+function loopResult(
+  handle: Sequence<number>,
+  initial: SequenceStats,
+  before: SequenceStats,
+  histogram: Histogram,
+  tally: LoopTally,
+): LoopResult {
   const after = handle.stats();
   return {
     draw: {
-      ids: drawn,
-      seconds: Math.max(0, measureEnd - measureStart) / 1e9,
+      ids: tally.ids,
+      seconds: tally.seconds,
       counts: countsBetween(before, after),
       warmupWaits: before.waits - initial.waits,
-      failures,
-      warmupFailures,
-      notIncreasing,
-      failureMessages: [...failureMessages],
+      failures: tally.failures,
+      warmupFailures: tally.warmupFailures,
+      notIncreasing: tally.notIncreasing,
+      failureMessages: [...tally.failureMessages],
     },
     histogram,
-    heldBefore: before.remaining + openingId,
+    heldBefore: before.remaining + tally.heldBeforeExtra,
     heldAfter: after.remaining,
     lastBlockSize: lastBlockSize(after),
   };
@@ -192,9 +228,7 @@ async function countLoop(
     } catch (error) {
       if (measuring) failures++;
       else warmupFailures++;
-      const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-      if (failureMessages.size < MAX_FAILURE_MESSAGES) failureMessages.add(message);
-      await sleep(FAILURE_PAUSE_MS);
+      await afterFailure(error, failureMessages);
     }
     if (measuring) drawn += done;
     now = hrNow();
@@ -208,21 +242,13 @@ async function countLoop(
     before = handle.stats();
     onMeasuring?.();
   }
-  const after = handle.stats();
-  return {
-    draw: {
-      ids: drawn,
-      seconds: Math.max(0, now - measureStart) / 1e9,
-      counts: countsBetween(before, after),
-      warmupWaits: before.waits - initial.waits,
-      failures,
-      warmupFailures,
-      notIncreasing,
-      failureMessages: [...failureMessages],
-    },
-    histogram: new Histogram(),
-    heldBefore: before.remaining,
-    heldAfter: after.remaining,
-    lastBlockSize: lastBlockSize(after),
-  };
+  return loopResult(handle, initial, before, new Histogram(), {
+    ids: drawn,
+    seconds: Math.max(0, now - measureStart) / 1e9,
+    failures,
+    warmupFailures,
+    notIncreasing,
+    failureMessages,
+    heldBeforeExtra: 0,
+  });
 }

@@ -66,7 +66,7 @@ import type {
   UsageCause,
   UsageDeltas,
 } from './port.js';
-import { USAGE_CAUSES } from './port.js';
+import { USAGE_CAUSES, zeroUsageCounts } from './port.js';
 
 const CL = cassandra.types.consistencies;
 
@@ -410,7 +410,7 @@ export class CassandraStore implements IdStore {
       const dc = row.get('dc') as unknown;
       const cause = USAGE_CAUSES.find((c) => c === row.get('cause'));
       if (typeof dc !== 'string' || cause === undefined) continue;
-      const counts = usage.get(dc) ?? zeroUsage();
+      const counts = usage.get(dc) ?? zeroUsageCounts();
       counts[cause] = toBigInt(row.get('ids')) ?? 0n;
       usage.set(dc, counts);
     }
@@ -581,10 +581,6 @@ function bigintEncoder(client: cassandra.Client): (value: bigint) => bigint | ca
   return encodesBigIntAsLong(client)
     ? (value) => value
     : (value) => cassandra.types.Long.fromString(value.toString());
-}
-
-function zeroUsage(): Record<UsageCause, bigint> {
-  return Object.fromEntries(USAGE_CAUSES.map((cause) => [cause, 0n])) as Record<UsageCause, bigint>;
 }
 
 /** Cassandra's answer to a statement on a table the keyspace does not have. */

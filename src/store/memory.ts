@@ -32,7 +32,7 @@ import type {
   UsageCause,
   UsageDeltas,
 } from './port.js';
-import { USAGE_CAUSES } from './port.js';
+import { USAGE_CAUSES, zeroUsageCounts } from './port.js';
 
 /** The methods of the port. */
 export type StoreMethod = keyof IdStore;
@@ -415,7 +415,7 @@ export class MemoryStore implements IdStore {
 
   async addDcUsage(sequence: string, dc: string, deltas: UsageDeltas): Promise<void> {
     await this.enter('addDcUsage', sequence, dc);
-    const counts = { ...(this.usage.get(`${sequence}\u0000${dc}`) ?? zeroUsage()) };
+    const counts = { ...(this.usage.get(`${sequence}\u0000${dc}`) ?? zeroUsageCounts()) };
     for (const cause of USAGE_CAUSES) counts[cause] += BigInt(deltas[cause] ?? 0);
     this.usage.set(`${sequence}\u0000${dc}`, counts);
   }
@@ -580,10 +580,6 @@ export class MemoryStore implements IdStore {
     this.inFlight.delete(partition);
     pending.apply();
   }
-}
-
-function zeroUsage(): Record<UsageCause, bigint> {
-  return Object.fromEntries(USAGE_CAUSES.map((cause) => [cause, 0n])) as Record<UsageCause, bigint>;
 }
 
 function zeroCalls(): Record<StoreMethod, number> {

@@ -211,6 +211,11 @@ export type UsageDeltas = Readonly<Partial<Record<UsageCause, number>>>;
 /** A DC's counters: every cause, 0 where nothing was reported. */
 export type DcUsageCounts = Readonly<Record<UsageCause, bigint>>;
 
+/** Counters of every cause at 0, for a store to add to. */
+export function zeroUsageCounts(): Record<UsageCause, bigint> {
+  return Object.fromEntries(USAGE_CAUSES.map((cause) => [cause, 0n])) as Record<UsageCause, bigint>;
+}
+
 /** Which consistency level a store failure happened at; SERIAL failures mean no new grants. */
 export type StoreLevel = 'serial' | 'local_serial' | 'local';
 

@@ -501,6 +501,7 @@ export class Sequence<T extends number | bigint> {
       return this.keepTrying(started);
     };
     for (let attempt = 1; ; attempt++) {
+      let failure: Error;
       try {
         const first = await this.ensureLoaded();
         await this.refreshSettings();
@@ -530,11 +531,13 @@ export class Sequence<T extends number | bigint> {
           this.failures.failed('claim', error, { dc: this.dc, localIds: this.buffer.remaining });
         }
         if (!isTransient(error) || !this.keepTrying(started)) throw error;
-        this.claimFailure = error;
+        this.claimFailure = failure = error;
       }
       const cap = Math.min(CLAIM_RETRY_MAX_MS, CLAIM_RETRY_FIRST_MS * 2 ** (attempt - 1));
       await this.pauseClaim(cap * (0.5 + Math.random() / 2));
       this.assertOpen();
+      // A pause that began before the preload's time was up can end after it.
+      if (!this.keepTrying(started)) throw failure;
     }
   }
 

@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import { MAX_CAS_ATTEMPTS, SERIAL_ATTEMPTS } from '../../src/allocator/dc-allocator.js';
+import { IdGen } from '../../src/allocator/id-gen.js';
 import {
   ContentionError,
   DeadlineError,
@@ -18,6 +19,7 @@ import { MemoryStore } from '../../src/store/memory.js';
 import type { DcState } from '../../src/store/port.js';
 import {
   INFO,
+  KEYSPACE,
   WARN,
   capturingLogger,
   dcState,
@@ -34,6 +36,7 @@ import {
 
 afterEach(() => {
   vi.useRealTimers();
+  vi.restoreAllMocks();
 });
 
 describe('CAS timeouts at LOCAL_SERIAL (block claims)', () => {
@@ -561,13 +564,34 @@ describe('contention', () => {
     await Promise.all(processes.map((p) => p.close()));
   });
 
+  it('starts no claim retry after callTimeoutMs when a pause ends past it', async () => {
+    vi.useFakeTimers();
+    // The longest pauses: the 8th attempt's pause of 2 s starts at about 7.5 s and ends past
+    // the deadline of 9 s, with no attempt in flight at the deadline.
+    vi.spyOn(Math, 'random').mockReturnValue(0.999);
+    const store = new MemoryStore({ keyspace: KEYSPACE });
+    const ids = new IdGen({ store, dc: 'dc1', keyspace: KEYSPACE, callTimeoutMs: 9_000 });
+    await ids.createSequence('orders', { dcRangeSize: 100, blockSize: 10, threshold: 0.5 });
+    const seq = ids.sequence('orders');
+    expect(await draw(seq, 5)).toEqual(range(1, 5)); // the preload starts at 5
+    store.faults.push({ op: 'writeDcState', effect: 'unavailable', times: Infinity });
+    await vi.advanceTimersByTimeAsync(9_000);
+    const tried = store.calls.writeDcState;
+    expect(tried).toBeGreaterThan(MAX_CAS_ATTEMPTS);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(store.calls.writeDcState).toBe(tried);
+    await ids.close();
+  });
+
   it('stops a preload nobody waits for after callTimeoutMs against a store that keeps failing', async () => {
     vi.useFakeTimers();
     const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.5 });
     const seq = ids.sequence('orders');
     expect(await draw(seq, 5)).toEqual(range(1, 5)); // the preload starts at 5
     store.faults.push({ op: 'writeDcState', effect: 'unavailable', times: Infinity });
-    await vi.advanceTimersByTimeAsync(12_000);
+    // A claim attempt under way at the deadline may finish (its unknown outcomes are re-read,
+    // up to MAX_CAS_ATTEMPTS writes with backoffs of at most 100 ms each); none starts after it.
+    await vi.advanceTimersByTimeAsync(10_000 + MAX_CAS_ATTEMPTS * 100 + 100);
     const tried = store.calls.writeDcState;
     await vi.advanceTimersByTimeAsync(60_000);
     expect(store.calls.writeDcState).toBe(tried);

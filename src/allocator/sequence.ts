@@ -185,6 +185,8 @@ export class Sequence<T extends number | bigint> {
   /** This process's draw rate, sampled when a claim starts: sizes adaptive blocks. */
   private readonly drawRate = new Rate();
   private lastBlockSize = 0;
+  /** How long claims took, ms, smoothed as rates are (sizing.ts); undefined before the first. */
+  private claimMs: number | undefined;
   /** `clock.now()` when the settings were last read. */
   private settingsReadAt = 0;
   private readonly counters = {
@@ -514,9 +516,13 @@ export class Sequence<T extends number | bigint> {
             waiting: this.idsWanted(),
             min: settings.blockSize,
             max: settings.maxBlockSize,
+            dcRate: allocator.dcRate,
+            claimMs: this.claimMs,
+            threshold: settings.threshold,
           });
         const claimed = await allocator.claimBlock({ keepTrying, size });
         this.acceptBlock(claimed);
+        this.timeClaim(this.clock.now() - started);
         this.reportUsageNowAndThen();
         this.claimFailure = undefined;
         this.lostRaces = 0;
@@ -539,6 +545,11 @@ export class Sequence<T extends number | bigint> {
       // A pause that began before the preload's time was up can end after it.
       if (!this.keepTrying(started)) throw failure;
     }
+  }
+
+  /** Smooths the durations of claims as {@link Rate} smooths rates: half the newest. */
+  private timeClaim(ms: number): void {
+    this.claimMs = this.claimMs === undefined ? ms : (ms + this.claimMs) / 2;
   }
 
   /**

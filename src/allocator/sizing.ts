@@ -46,6 +46,16 @@ export class Rate {
   }
 }
 
+/**
+ * The claims per second all processes of one DC aim to stay under together: a process's block
+ * holds at least the DC's rate ÷ this. Claims of a DC are Paxos rounds on one partition: the
+ * benchmark measured at most 24 a second there on its 2 shared cores, and retries per claim grew
+ * with every claimer added (bench/REPORT.md, "Scale"). Sized by its own rate alone, each of N
+ * processes claims every `claimIntervalMs`, so the DC's claims grow with N; sized by the DC's
+ * rate too, they stay near this many whatever N is.
+ */
+export const DC_CLAIMS_PER_SECOND = 4;
+
 /** What {@link blockSizeFor} sizes a process's next block from. */
 export interface BlockDemand {
   /** The process's draw rate, IDs per second; undefined before it was measured. */
@@ -57,17 +67,47 @@ export interface BlockDemand {
   /** The stored bounds: `blockSize` and `maxBlockSize`. */
   readonly min: number;
   readonly max: number;
+  /**
+   * The rate at which the DC's processes claim IDs, as this process measured it from the DC
+   * states it read; undefined before it was measured.
+   */
+  readonly dcRate?: number | undefined;
+  /** How long this process's recent claims took, ms (smoothed); undefined before the first. */
+  readonly claimMs?: number | undefined;
+  /** The share of a block used before the next one is claimed (the stored `threshold`). */
+  readonly threshold?: number | undefined;
 }
 
 /**
- * The next block's size: enough for `claimIntervalMs` at the measured rate, and for every call
- * waiting now (a burst gets one larger block instead of queueing behind several small ones),
+ * How many times a claim's duration the part of a block left when the next claim starts should
+ * last: a claim is timed after it ends, and the next one may lose more races.
+ */
+export const CLAIM_MARGIN = 2;
+
+/**
+ * The next block's size, the largest of:
+ * - enough for `claimIntervalMs` at the process's measured rate;
+ * - enough for the next claim to arrive in time: the next block is claimed once `threshold` of
+ *   this one is used, so the rest, `(1 - threshold)` of it, must last {@link CLAIM_MARGIN}
+ *   claims at the measured rate. Under lost races or a slow cluster a claim can take longer than
+ *   a block lasts; calls then wait at every block, and the rate measured (what the claims let
+ *   through) shrinks with the blocks. Sized by the claim's duration, a block grows about
+ *   fourfold per claim while calls wait, until it outlasts its successor's claim;
+ * - the DC's rate ÷ {@link DC_CLAIMS_PER_SECOND}, so that many processes of one DC do not
+ *   crowd its state partition with claims;
+ * - every call waiting now (a burst gets one larger block instead of queueing behind several
+ *   small ones);
+ *
  * within `[min, max]`. `min` when nothing is known yet (and with fixed blocks, `min = max`).
  */
 export function blockSizeFor(demand: BlockDemand): number {
-  const { rate, claimIntervalMs, waiting, min, max } = demand;
-  const forInterval = rate === undefined ? 0 : Math.ceil((rate * claimIntervalMs) / 1_000);
-  const wanted = Math.max(forInterval, waiting);
+  const { rate, claimIntervalMs, waiting, min, max, dcRate, claimMs, threshold = 0.5 } = demand;
+  const perMs = rate === undefined ? 0 : rate / 1_000;
+  const forInterval = Math.ceil(perMs * claimIntervalMs);
+  const forClaim =
+    claimMs === undefined ? 0 : Math.ceil((perMs * claimMs * CLAIM_MARGIN) / (1 - threshold));
+  const forDc = dcRate === undefined ? 0 : Math.ceil(dcRate / DC_CLAIMS_PER_SECOND);
+  const wanted = Math.max(forInterval, forClaim, forDc, waiting);
   return Math.min(max, Math.max(min, Number.isFinite(wanted) ? wanted : max));
 }
 

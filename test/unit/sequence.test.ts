@@ -16,6 +16,7 @@ import {
   SequenceExhaustedError,
   SequenceNotFoundError,
 } from '../../src/errors.js';
+import { DC_CLAIMS_PER_SECOND } from '../../src/allocator/sizing.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import {
   KEYSPACE,
@@ -358,6 +359,64 @@ describe('Sequence: adaptive blocks', () => {
     expect(Math.min(...slower)).toBeGreaterThanOrEqual(100);
     expect(slower.at(-1)).toBeLessThanOrEqual(2_000);
     await ids.close();
+  });
+
+  it('grows its blocks while calls wait for claims slower than a block lasts, until blocks outlast a claim', async () => {
+    vi.useFakeTimers();
+    // Every store call takes 300 ms: a claim (a read and a write) takes 600 ms, and a caller
+    // that wants 1,000 IDs/s empties a block of 100 in 100 ms. Sized by the rate it gets (the
+    // blocks' own rate while it waits) for one claim per 100 ms, a block would stay about as
+    // small and every block would end in a wait.
+    const store = new MemoryStore({ keyspace: KEYSPACE, latencyMs: 300 });
+    const ids = processIn(store);
+    const created = ids.createSequence('orders', {
+      dcRangeSize: 10_000_000,
+      blockSize: 100,
+      maxBlockSize: 100_000,
+      claimIntervalMs: 100,
+    });
+    await vi.advanceTimersByTimeAsync(1_000);
+    await created;
+    const seq = ids.sequence('orders');
+    /** 100 IDs every 100 ms, or as soon after as they come. */
+    const drawFor = async (ms: number) => {
+      for (let t = 0; t < ms; t += 100) {
+        let done = false;
+        void draw(seq, 100).then(() => (done = true));
+        await vi.advanceTimersByTimeAsync(100);
+        while (!done) await vi.advanceTimersByTimeAsync(10);
+      }
+    };
+    await drawFor(10_000);
+    const waitsBefore = seq.stats().waits;
+    await drawFor(5_000);
+    expect(seq.stats().blockSize).toBeGreaterThanOrEqual(1_000);
+    expect(seq.stats().waits - waitsBefore).toBeLessThanOrEqual(1);
+    const closing = ids.close();
+    await vi.advanceTimersByTimeAsync(5_000);
+    await closing;
+  });
+
+  it('sizes a slow process’s blocks by its DC’s rate too, so a DC’s claims do not grow with its processes', async () => {
+    vi.useFakeTimers();
+    const { store, ids } = await withSequence({
+      dcRangeSize: 10_000_000,
+      blockSize: 100,
+      maxBlockSize: 100_000,
+      claimIntervalMs: 1_000,
+    });
+    const other = processIn(store);
+    const fast = ids.sequence('orders');
+    const slow = other.sequence('orders');
+    // 20,000 IDs/s and 100 IDs/s in one DC: by its own rate the slow one asks for 100 a block.
+    for (let t = 0; t < 20_000; t += 100) {
+      await draw(fast, 2_000);
+      await draw(slow, 10);
+      await vi.advanceTimersByTimeAsync(100);
+    }
+    expect(slow.stats().dcRate).toBeGreaterThan(15_000);
+    expect(slow.stats().blockSize).toBeGreaterThanOrEqual(15_000 / DC_CLAIMS_PER_SECOND);
+    await Promise.all([ids.close(), other.close()]);
   });
 
   it('keeps fixed blocks when maxBlockSize equals blockSize, whatever the rate', async () => {

@@ -1,7 +1,14 @@
 /** The sizes that follow the load, apart from the allocator: rates and block sizes. */
 import { describe, expect, it } from 'vitest';
 
-import { DcUsage, Rate, blockSizeFor, grantSizeFor } from '../../src/allocator/sizing.js';
+import {
+  CLAIM_MARGIN,
+  DC_CLAIMS_PER_SECOND,
+  DcUsage,
+  Rate,
+  blockSizeFor,
+  grantSizeFor,
+} from '../../src/allocator/sizing.js';
 
 describe('Rate', () => {
   it('is unknown until two samples lie apart, then smooths the increase per second', () => {
@@ -37,6 +44,50 @@ describe('blockSizeFor', () => {
 
   it('keeps fixed blocks fixed', () => {
     expect(blockSizeFor({ ...bounds, min: 500, max: 500, rate: 1e6, waiting: 9_999 })).toBe(500);
+    expect(blockSizeFor({ ...bounds, min: 500, max: 500, rate: 1, waiting: 0, dcRate: 1e6 })).toBe(
+      500,
+    );
+    expect(
+      blockSizeFor({
+        ...bounds,
+        min: 500,
+        max: 500,
+        rate: 1e3,
+        waiting: 1,
+        claimMs: 1e4,
+      }),
+    ).toBe(500);
+  });
+
+  it('holds at least the DC rate ÷ DC_CLAIMS_PER_SECOND, so the DC claims about that often whatever its processes number', () => {
+    // 64 processes at 156/s each: by its own rate a process asks for 312 a block (min 100), so
+    // the DC would claim 32 times a second; with the DC's 10,000/s each asks for 2,500.
+    const one = blockSizeFor({ ...bounds, rate: 156, waiting: 0, dcRate: 10_000 });
+    expect(one).toBe(10_000 / DC_CLAIMS_PER_SECOND);
+    expect((64 * 156) / one).toBeLessThanOrEqual(DC_CLAIMS_PER_SECOND);
+    // A process alone in its DC: its own rate decides.
+    expect(blockSizeFor({ ...bounds, rate: 1_234, waiting: 0, dcRate: 1_234 })).toBe(2_468);
+    expect(blockSizeFor({ ...bounds, rate: 1, waiting: 0, dcRate: 1e12 })).toBe(50_000);
+  });
+
+  it('lasts CLAIM_MARGIN claims after the next claim starts, at the measured rate', () => {
+    // 1,000 IDs/s and claims of 600 ms: the half left when the next claim starts must last
+    // 1.2 s, so 2,400 IDs.
+    const slow = { ...bounds, rate: 1_000, waiting: 0, threshold: 0.5 };
+    expect(blockSizeFor({ ...slow, claimMs: 600 })).toBe((1_000 * 0.6 * CLAIM_MARGIN) / 0.5);
+    expect(blockSizeFor({ ...slow, claimMs: 600, threshold: 0.75 })).toBe(
+      (1_000 * 0.6 * CLAIM_MARGIN) / 0.25,
+    );
+    // Fast claims: the claim interval decides.
+    expect(blockSizeFor({ ...slow, claimMs: 50 })).toBe(2_000);
+    expect(blockSizeFor({ ...slow, claimMs: 60_000 })).toBe(50_000);
+    // While calls wait the rate is what the blocks let through: a block of B every claim of L
+    // ms is B / L per ms, so the next block is 2 · CLAIM_MARGIN · B.
+    const B = 300;
+    const L = 600;
+    expect(blockSizeFor({ ...slow, claimIntervalMs: 100, rate: (B * 1_000) / L, claimMs: L })).toBe(
+      2 * CLAIM_MARGIN * B,
+    );
   });
 });
 

@@ -596,7 +596,9 @@ export class Sequence<T extends number | bigint> {
       this.log?.debug({ err: error }, 'could not re-read the settings; keeping the ones held');
       return;
     }
-    if (settings === undefined) throw new SequenceNotFoundError(this.name, this.keyspace);
+    // Sequences are never dropped: a loaded one missing from a local read is a read that
+    // missed it (see readSettingsToLoad), like a failed one.
+    if (settings === undefined) return;
     this.checkSettings(settings);
     const before = held.settings;
     for (const key of ['domain', 'min', 'max', 'start'] as const) {
@@ -687,11 +689,29 @@ export class Sequence<T extends number | bigint> {
     return this.loading;
   }
 
+  /**
+   * The settings read at LOCAL_QUORUM or, when none are found there, at SERIAL. A create that
+   * succeeds is committed at EACH_QUORUM; one that timed out may be committed in some DCs only
+   * (neither its own commit nor the repair by the SERIAL read that settled it need reach a
+   * quorum of every DC), and a local read here then finds nothing for a sequence that exists.
+   * Without SERIAL (a DC cut off) the local answer stands.
+   */
+  private async readSettingsToLoad(): Promise<SequenceSettings | undefined> {
+    const local = (await this.store.readSequence(this.name))?.settings;
+    if (local !== undefined) return local;
+    try {
+      return (await this.store.readSequence(this.name, 'serial'))?.settings;
+    } catch (error) {
+      if (error instanceof StoreUnavailableError) return undefined;
+      throw error;
+    }
+  }
+
   private async load(): Promise<Loaded> {
     this.transition('loading');
     let loaded: Loaded;
     try {
-      const settings = (await this.store.readSequence(this.name))?.settings;
+      const settings = await this.readSettingsToLoad();
       if (settings === undefined) throw new SequenceNotFoundError(this.name, this.keyspace);
       this.checkSettings(settings);
       this.settingsReadAt = this.clock.now();

@@ -91,6 +91,10 @@ export type ConditionalEffect =
  * - `slow-reply`: the call runs at once, and its reply waits for `until`: what it read or did
  *   reaches the caller after later calls may have changed the rows (replies of concurrent
  *   calls arrive in any order, as over a network).
+ * - `missed-locally` (readSequence): a local read finds no settings, as a LOCAL_QUORUM read
+ *   that reached none of the replicas of a create committed below a quorum of its DC (a create
+ *   whose outcome a SERIAL read settled, and whose repair reached other DCs). A SERIAL read
+ *   repairs it: it clears every such fault of the sequence.
  */
 export type Fault = FaultScope &
   (
@@ -106,6 +110,7 @@ export type Fault = FaultScope &
       }
     | { readonly op: StoreMethod; readonly effect: 'delay'; readonly until: Promise<unknown> }
     | { readonly op: StoreMethod; readonly effect: 'slow-reply'; readonly until: Promise<unknown> }
+    | { readonly op: 'readSequence'; readonly effect: 'missed-locally' }
   );
 
 /** A grant as applied; {@link MemoryStore.grantLog} keeps them in the order of all DCs. */
@@ -173,7 +178,7 @@ interface SequenceRecord {
   readonly dcHistory: Map<string, DcState[]>;
 }
 
-type CasFault = Extract<Fault, { effect: ConditionalEffect }>;
+type CasFault = Extract<Fault, { effect: ConditionalEffect | 'missed-locally' }>;
 
 /** A write accepted by a minority of replicas, which a later round commits (see `in-flight`). */
 interface InFlightWrite {
@@ -237,10 +242,22 @@ export class MemoryStore implements IdStore {
     );
   }
 
-  async readSequence(name: string): Promise<StoredSettings | undefined> {
-    const { reply } = await this.enter('readSequence', name);
+  async readSequence(
+    name: string,
+    reading: 'local' | 'serial' = 'local',
+  ): Promise<StoredSettings | undefined> {
+    if (reading === 'serial') {
+      for (let i = this.faults.length - 1; i >= 0; i--) {
+        const f = this.faults[i]!;
+        if (f.effect === 'missed-locally' && (f.sequence === undefined || f.sequence === name)) {
+          this.faults.splice(i, 1);
+        }
+      }
+    }
+    const { fault, reply } = await this.enter('readSequence', name);
     this.settleInFlight(`settings/${name}`, 'read');
-    return this.replied(reply, this.storedSettings(name));
+    const missed = fault?.effect === 'missed-locally';
+    return this.replied(reply, missed ? undefined : this.storedSettings(name));
   }
 
   async listSequences(): Promise<readonly SequenceSettings[]> {

@@ -60,6 +60,43 @@ describe('Sequence: loading', () => {
     expect(await seq.next()).toBe(1);
   });
 
+  it('asks SERIAL before calling a sequence missing that a local read did not find', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 10, blockSize: 5 });
+    // Every local read misses the create until a SERIAL read repairs it.
+    store.faults.push({ op: 'readSequence', effect: 'missed-locally', times: Infinity });
+    store.resetCalls();
+    expect(await ids.sequence('orders').next()).toBe(1);
+    expect(store.calls.readSequence).toBe(2);
+    await ids.close();
+  });
+
+  it('calls a sequence missing when a local read did not find it and SERIAL is out of reach', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 10, blockSize: 5 });
+    store.faults.push(
+      { op: 'readSequence', effect: 'missed-locally' },
+      { op: 'readSequence', effect: 'unavailable', level: 'serial' },
+    );
+    const error = await ids
+      .sequence('orders')
+      .next()
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SequenceNotFoundError);
+    await ids.close();
+  });
+
+  it('keeps the settings it holds when a re-read misses the sequence', async () => {
+    vi.useFakeTimers();
+    const { store, ids } = await withSequence({ dcRangeSize: 1_000, blockSize: 5 });
+    const seq = ids.sequence('orders');
+    expect(await draw(seq, 5)).toEqual(range(1, 5));
+    await vi.advanceTimersByTimeAsync(11_000);
+    store.faults.push({ op: 'readSequence', effect: 'missed-locally', times: Infinity });
+    const more = await draw(seq, 20);
+    expect(more).toEqual(range(6, 25));
+    expect(seq.stats().errors).toBe(0);
+    await ids.close();
+  });
+
   it('refuses a domain beyond 2^53-1 for a number handle, and serves it as bigint', async () => {
     const { store, ids } = await withSequence({ domain: 'int63', start: 2n ** 60n }, 'wide');
     await ids.createSequence('custom_wide', { max: 2n ** 53n });

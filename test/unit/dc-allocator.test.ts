@@ -37,6 +37,15 @@ function competingClaims(
   return competing;
 }
 
+/** A store whose dc1 holds grant 1 ([1, 100]), installed, with `lastInteger` claimed. */
+async function rangeOneStore(lastInteger: bigint): Promise<MemoryStore> {
+  const store = new MemoryStore();
+  await store.createSequence(settings, 'created');
+  await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
+  await store.writeDcState('orders', 'dc1', undefined, dcState({ lastInteger }));
+  return store;
+}
+
 /** A store whose dc1 holds grants 1..3 ([1, 100], [101, 200], [201, 300]) with 2 installed. */
 async function pendingGrantStore(lastInteger: bigint): Promise<MemoryStore> {
   const store = new MemoryStore();
@@ -63,10 +72,7 @@ function allocatorOn(store: MemoryStore): DcAllocator {
 
 describe('DcAllocator', () => {
   it('installs a grant without backing off while block claims keep moving the version', async () => {
-    const store = new MemoryStore();
-    await store.createSequence(settings, 'created');
-    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
-    await store.writeDcState('orders', 'dc1', undefined, dcState({ lastInteger: 50n }));
+    const store = await rangeOneStore(50n);
     // Another process claims one ID right after each of this one's first 5 reads, so its writes
     // conditional on what it read lose 5 races in a row.
     const competing = competingClaims(store, 5);
@@ -91,10 +97,7 @@ describe('DcAllocator', () => {
   });
 
   it('installs a confirmed grant in its next block claim when its own install lost', async () => {
-    const store = new MemoryStore();
-    await store.createSequence(settings, 'created');
-    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
-    await store.writeDcState('orders', 'dc1', undefined, dcState({ lastInteger: 50n }));
+    const store = await rangeOneStore(50n);
     const competing = competingClaims(store, Infinity);
     const allocator = new DcAllocator({ store, dc: 'dc1', settings, sleep: async () => {} });
     // Grant 2 is made at SERIAL, but every install write loses to the other process's claims.
@@ -200,30 +203,21 @@ describe('DcAllocator', () => {
   });
 
   it('returns nothing once another process claimed after the run', async () => {
-    const store = new MemoryStore();
-    await store.createSequence(settings, 'created');
-    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
-    await store.writeDcState('orders', 'dc1', undefined, dcState({ lastInteger: 30n }));
+    const store = await rangeOneStore(30n);
     const before = writes(store);
     expect(await allocatorOn(store).returnBlock(15n, 20n)).toBe(0n);
     expect(writes(store)).toEqual(before);
   });
 
   it('recognises its own return after a CAS timeout', async () => {
-    const store = new MemoryStore();
-    await store.createSequence(settings, 'created');
-    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
-    await store.writeDcState('orders', 'dc1', undefined, dcState({ lastInteger: 20n }));
+    const store = await rangeOneStore(20n);
     store.faults.push({ op: 'writeDcState', effect: 'unknown-applied' });
     expect(await allocatorOn(store).returnBlock(15n, 20n)).toBe(6n);
     expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(14n);
   });
 
   it('spreads a claim that keeps losing races over pauses longer than a contended Paxos round', async () => {
-    const store = new MemoryStore();
-    await store.createSequence(settings, 'created');
-    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
-    await store.writeDcState('orders', 'dc1', undefined, dcState({ lastInteger: 0n }));
+    const store = await rangeOneStore(0n);
     const competing = competingClaims(store, 14);
     const sleeps: number[] = [];
     const random = vi.spyOn(Math, 'random').mockReturnValue(0.999);
@@ -260,10 +254,7 @@ describe('DcAllocator', () => {
 
 describe('DcAllocator: rows that went back', () => {
   it('takes a reply that left before its own write for old news, not for lost writes', async () => {
-    const store = new MemoryStore();
-    await store.createSequence(settings, 'created');
-    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
-    await store.writeDcState('orders', 'dc1', undefined, dcState({ lastInteger: 60n }));
+    const store = await rangeOneStore(60n);
     const allocator = allocatorOn(store);
     let release!: () => void;
     // The range request's state read is served now (version 1), its reply arrives late.
@@ -282,10 +273,7 @@ describe('DcAllocator: rows that went back', () => {
   });
 
   it('stops when a read sent after its own write shows an older version', async () => {
-    const store = new MemoryStore();
-    await store.createSequence(settings, 'created');
-    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
-    await store.writeDcState('orders', 'dc1', undefined, dcState({ lastInteger: 0n }));
+    const store = await rangeOneStore(0n);
     const allocator = allocatorOn(store);
     expect(await allocator.claimBlock()).toMatchObject({ first: 1n, last: 10n });
     store.rollBackDcState('orders', 'dc1', 1);

@@ -67,10 +67,11 @@ const BACKOFF_MAX_MS = 100;
 /**
  * The cap for block claims, which crowd the DC's one state partition. Cassandra retries a
  * contended Paxos round for up to `cas_contention_timeout` (1 s by default) before it answers,
- * so under contention a lost race took about 1 s (bench/REPORT.md, "Scale"). A pause of at
- * most a tenth of that barely thins out the claimers of a crowded DC; a cap above the round's
- * length lets the claimers that keep losing spread out, so that fewer rounds preempt each other.
- * A claimer that loses once or twice still waits only milliseconds.
+ * so under contention a lost race took about 1 s (bench/REPORT.md, "Scale"). A cap far below
+ * that leaves every claimer in the next round: with 64 instances per DC all of them stayed in
+ * flight, rounds kept preempting each other and calls reached their deadline. A cap above the
+ * round's length lets the claimers that keep losing spread out until the partition serves them
+ * one after another; a claimer that loses once or twice still waits only milliseconds.
  */
 export const CLAIM_BACKOFF_MAX_MS = 2_000;
 /**

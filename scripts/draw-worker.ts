@@ -7,8 +7,9 @@
  *     --keyspace idgen --sequence orders --duration-ms 10000 --out /tmp/dc1-1.ids
  *
  * --call-timeout-ms sets the calls' deadline (connect()'s callTimeoutMs).
- * It stops after --count IDs or --duration-ms, or on SIGTERM (then closes cleanly, returning its
- * unused block). A SIGKILL loses at most the last unflushed IDs of the file, never uniqueness.
+ * It stops after --count IDs or --duration-ms of drawing (from when it is ready), or on SIGTERM
+ * (then closes cleanly, returning its unused block). A SIGKILL loses at most the last unflushed
+ * IDs of the file, never uniqueness.
  */
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -41,7 +42,6 @@ function required(name: keyof typeof values): string {
 const dc = required('dc');
 const out = required('out');
 const maxCount = values.count ? Number(values.count) : Infinity;
-const deadline = values['duration-ms'] ? Date.now() + Number(values['duration-ms']) : Infinity;
 /** IDs per second; unlimited when absent. Paced in slices so a DC's ranges last a known time. */
 const rate = values.rate ? Number(values.rate) : Infinity;
 
@@ -72,6 +72,8 @@ const ids = await connect({
 });
 const sequence = ids.sequence(required('sequence'), { bigint: true });
 process.stdout.write(JSON.stringify({ event: 'ready', pid: process.pid }) + '\n');
+// Counted from here: starting and connecting take as long as the machine's load makes them.
+const deadline = values['duration-ms'] ? Date.now() + Number(values['duration-ms']) : Infinity;
 
 while (!stopping && drawn < maxCount && Date.now() < deadline) {
   try {

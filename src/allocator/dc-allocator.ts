@@ -58,22 +58,9 @@ import { grantsWentBack, stateWentBack, Watermarks } from './watermarks.js';
  * says (the process level: while a call waits, up to its deadline).
  */
 export const MAX_CAS_ATTEMPTS = 12;
-/**
- * Backoff after a lost race: full jitter, up to a cap doubling from 2 ms, to 100 ms for grants,
- * installs and give-backs (rare, or run at close, which should not linger).
- */
+/** Backoff after a lost race: full jitter, up to a cap doubling from 2 ms to 100 ms. */
 const BACKOFF_MIN_MS = 2;
 const BACKOFF_MAX_MS = 100;
-/**
- * The cap for block claims, which crowd the DC's one state partition. Cassandra retries a
- * contended Paxos round for up to `cas_contention_timeout` (1 s by default) before it answers,
- * so under contention a lost race took about 1 s (bench/REPORT.md, "Scale"). A cap far below
- * that leaves every claimer in the next round: with 64 instances per DC all of them stayed in
- * flight, rounds kept preempting each other and calls reached their deadline. A cap above the
- * round's length lets the claimers that keep losing spread out until the partition serves them
- * one after another; a claimer that loses once or twice still waits only milliseconds.
- */
-export const CLAIM_BACKOFF_MAX_MS = 2_000;
 /**
  * How often a claim that needs a DC range tries to get one while SERIAL fails. A SERIAL
  * timeout on a loaded cluster is often transient; a real partition fails every attempt.
@@ -240,9 +227,9 @@ export class DcAllocator {
 
   /**
    * Claims the next process block from the DC state, getting a DC range first if the DC has
-   * none left. Lost races back off (full jitter, growing to {@link CLAIM_BACKOFF_MAX_MS}) and
-   * retry while `options.keepTrying()` holds; unknown outcomes are retried from a fresh read, up
-   * to {@link MAX_CAS_ATTEMPTS} in a row and while `keepTrying()` holds.
+   * none left. Lost races back off (full jitter, growing to {@link BACKOFF_MAX_MS}) and retry
+   * while `options.keepTrying()` holds; unknown outcomes are retried from a fresh read, up to
+   * {@link MAX_CAS_ATTEMPTS} in a row.
    * @throws {SerialUnavailableError} if a DC range was needed and SERIAL could not be reached.
    * @throws {SequenceExhaustedError} if the DC has no IDs left and the domain is spent.
    * @throws {ContentionError} once `keepTrying()` says no after a lost race.
@@ -324,23 +311,15 @@ export class DcAllocator {
       // A write shown to be lost is a lost race however it was reported: on Paxos v1 most
       // timeouts under contention are races that the re-read then shows lost. Only a write
       // whose fate stays unknown counts toward the bound on unknown outcomes in a row.
-      const lost = last.reported === 'rejected' || last.verdict === 'lost';
-      if (lost) {
+      if (last.reported === 'rejected' || last.verdict === 'lost') {
         unknowns = 0;
+        if (!keepTrying()) throw new ContentionError(this.sequence, 'claim a block', attempts);
       } else if (++unknowns >= MAX_CAS_ATTEMPTS) {
         throw this.outOfAttempts('claim a block', unknowns, last, 'local_serial');
       }
-      // Unknown outcomes stop too once nobody waits: giving up a claim that may have applied
-      // only leaves its block a gap. Asked again after the pause, which can end past a deadline.
-      const stop = () =>
-        lost
-          ? new ContentionError(this.sequence, 'claim a block', attempts)
-          : this.outOfAttempts('claim a block', unknowns, last, 'local_serial');
-      if (!keepTrying()) throw stop();
       // Backing off after a timeout too: retrying at once only adds a proposer to the round
       // that timed out, which on Paxos v1 prolongs the contention.
-      await this.backoff(attempts, CLAIM_BACKOFF_MAX_MS);
-      if (!keepTrying()) throw stop();
+      await this.backoff(attempts);
     }
   }
 
@@ -751,9 +730,9 @@ export class DcAllocator {
     return new StateRolledBackError(this.sequence, this.dc, detail);
   }
 
-  /** Full jitter: anywhere from 0 to a cap that doubles per lost race up to `maxMs`. */
-  private backoff(attempt: number, maxMs = BACKOFF_MAX_MS): Promise<void> {
-    const cap = Math.min(maxMs, BACKOFF_MIN_MS * 2 ** Math.min(attempt - 1, 30));
+  /** Full jitter: anywhere from 0 to a cap that doubles per lost race up to {@link BACKOFF_MAX_MS}. */
+  private backoff(attempt: number): Promise<void> {
+    const cap = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.min(attempt - 1, 30));
     return this.sleep(Math.random() * cap);
   }
 }

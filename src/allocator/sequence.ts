@@ -79,7 +79,7 @@ export interface SequenceContext<T extends number | bigint> {
 /**
  * Retries of a block claim that failed for a reason that passes (a replica paused or down,
  * SERIAL unreachable while the DC needs a range): the first after about 50 ms, doubling up to
- * 2 s. Lost races are retried inside the DC level with a backoff of their own (dc-allocator.ts).
+ * 2 s. Lost races are retried inside the DC level with a shorter backoff (dc-allocator.ts).
  * A claim retries while a caller waits for it or, for a claim nobody waits for (a preload), for
  * up to `callTimeoutMs` after it started: a preload never spins against a dead store, and the
  * next call that needs IDs starts a new claim.

@@ -322,12 +322,12 @@ describe.runIf(clusterInfo().faults)('allocator processes under faults', () => {
     // The faults must stop neither calls nor progress (the pace is the machine's): with one of
     // its three replicas paused, dc2 keeps a LOCAL_SERIAL quorum, so no call fails; a request
     // held by the paused coordinator times out after 5 s and that node is then tried last, so
-    // every dc2 process draws during the pause, and dc2 draws in its second half. (Held for the
-    // driver's 12 s instead, every dc2 process drew nothing in the second half. One process
-    // alone may: its claims also lose races for seconds under this contention.) After the kills
-    // every surviving process draws again, and so does every replacement.
+    // dc2 draws in the pause's second half. (Held for the driver's 12 s instead, every dc2
+    // process drew nothing in the second half. One process alone may, even for the whole pause:
+    // its claims also lose races for seconds under this contention; CI on Paxos v1 saw one go
+    // 16 → 16 → 16 while the other two drew.) After the kills every surviving process draws
+    // again, and so does every replacement.
     const dc2 = [...first.entries()].filter(([, w]) => w.spec.dc === 'dc2').map(([i]) => i);
-    for (const i of dc2) expect(beforeResume[i]!, first[i]!.stderr()).toBeGreaterThan(atPause[i]!);
     const sum = (counts: readonly number[]) => dc2.reduce((total, i) => total + counts[i]!, 0);
     expect(sum(beforeResume)).toBeGreaterThan(sum(midPause));
     first.forEach((w, i) => {

@@ -271,7 +271,7 @@ describe.runIf(clusterInfo().faults)('allocator processes under faults', () => {
     expect((await grants('partitioned')).byDc.get('dc3')?.length ?? 0).toBeGreaterThan(grantsAtCut);
     console.info(`partition: ${checked} IDs checked, ${dc3During} drawn in dc3 while cut off`);
     // Six minutes, not the suite's three: on two cores that also run twelve allocator processes,
-    // the cut alone took 44 s to show and the heal as long, and a run took 154 s in all.
+    // the cut alone took 32 s to 68 s to show in runs here, and one run took 154 s in all.
   }, 360_000);
 
   it('stay unique when a node pauses mid-LWT and processes are SIGKILLed mid-refill', async () => {

@@ -209,14 +209,16 @@ describe.runIf(clusterInfo().faults)('allocator processes under faults', () => {
   });
 
   it('keep serving in a partitioned DC and stay unique after heal', async () => {
-    // A DC holds at least R × (1 - threshold) IDs of its ranges (10 000 × 0.5 here, 5 000), which
-    // outlast dc3's 4 × 40 IDs/s over the 20 s partition (3 200 IDs). With R = 5 000, a cut that
-    // came just before dc3's next grant left it 2 500 IDs, 16 s at that pace.
-    await seed('partitioned', { dcRangeSize: 10_000, blockSize: 50 });
+    // A DC holds at least R × (1 - threshold) IDs of its ranges (20 000 × 0.5 here, 10 000): dc3
+    // is cut off from the moment the rules go in, through the wait for the cut to show (32 s to
+    // 68 s in runs here) and the 20 s window, at up to 4 × 20 IDs/s. With R = 10 000 and 40 IDs/s
+    // a process, a run whose cut took 50 s to show drew dc3 dry (one IDGEN_SERIAL_UNAVAILABLE).
+    const held = 10_000;
+    await seed('partitioned', { dcRangeSize: 2 * held, blockSize: 50 });
     // The workers draw until told to stop, after the cut's window: waiting for the cut to show
     // takes as long as the machine's load makes it (a fixed 50 s run once ended while dc3 was
     // still cut off, and the window counted 0 IDs). The duration is only a backstop.
-    const all = workers('partitioned', 4, { durationMs: 300_000, rate: 40 });
+    const all = workers('partitioned', 4, { durationMs: 300_000, rate: 20 });
     onTestFinished(() => void all.forEach((w) => w.child.kill('SIGKILL')));
     await Promise.all(all.map((w) => w.ready));
     const dc3Drawn = () =>
@@ -227,26 +229,38 @@ describe.runIf(clusterInfo().faults)('allocator processes under faults', () => {
     // dc3's own pace before the cut, on this machine under this load.
     const dc3RateBefore = (dc3Drawn() - dc3Start) / 10;
     const cutAt = Date.now();
+    const dc3AtCut = dc3Drawn();
     await faults.partition('dc3');
     const cutMs = Date.now() - cutAt;
     const dc3Before = dc3Drawn();
     const grantsAtCut = (await grants('partitioned')).byDc.get('dc3')?.length ?? 0;
     await sleep(20_000);
     const dc3During = dc3Drawn() - dc3Before;
+    const dc3WhileCut = dc3Drawn() - dc3AtCut;
     await faults.heal();
     for (const w of all) w.child.kill('SIGTERM');
     const summaries = await finishAll(all);
     for (const [i, s] of summaries.entries()) expect(s, all[i]!.stderr()).toBeDefined();
 
     // dc3 kept issuing IDs while cut off, at least at half its pace before the cut (nominally
-    // 4 processes × 40/s; the machine's load sets the real pace).
+    // 4 processes × 20/s; the machine's load sets the real pace).
     console.info(
       `partition: dc3 drew ${dc3RateBefore.toFixed(0)}/s before the cut, ${(dc3During / 20).toFixed(0)}/s during it (the cut took ${cutMs} ms to show)`,
     );
     expect(dc3RateBefore).toBeGreaterThan(0);
     expect(dc3During / 20).toBeGreaterThan(dc3RateBefore / 2);
-    for (const s of summaries.filter((s) => s?.dc === 'dc3')) {
-      expect(s!.errors['IDGEN_SERIAL_UNAVAILABLE'] ?? 0).toBe(0);
+    // Nothing needed SERIAL while dc3 drew no more than it surely held at the cut. (A cut that
+    // took longer to show than the IDs held last may end in SerialUnavailableError: that is the
+    // documented end of a partition longer than the DC's ranges cover, not a fault.)
+    console.info(`partition: dc3 drew ${dc3WhileCut} IDs while cut off, of at least ${held} held`);
+    if (dc3WhileCut <= held) {
+      for (const s of summaries.filter((s) => s?.dc === 'dc3')) {
+        expect(s!.errors['IDGEN_SERIAL_UNAVAILABLE'] ?? 0).toBe(0);
+      }
+    } else {
+      console.info(
+        'partition: the cut outlasted the IDs dc3 surely held; SERIAL errors not checked',
+      );
     }
     const checked = await assertAllIdsSound('partitioned', all);
 
@@ -260,7 +274,7 @@ describe.runIf(clusterInfo().faults)('allocator processes under faults', () => {
       const seq = ids.sequence('partitioned');
       for (
         let i = 0;
-        i < 400 && ((await grants('partitioned')).byDc.get('dc3')?.length ?? 0) <= grantsAtCut;
+        i < 600 && ((await grants('partitioned')).byDc.get('dc3')?.length ?? 0) <= grantsAtCut;
         i++
       ) {
         await seq.take(50);

@@ -210,7 +210,7 @@ describe.runIf(clusterInfo().faults)('allocator processes under faults', () => {
 
   it('keep serving in a partitioned DC and stay unique after heal', async () => {
     // A DC holds at least R × (1 - threshold) IDs of its ranges (20 000 × 0.5 here, 10 000): dc3
-    // is cut off from the moment the rules go in, through the wait for the cut to show (32 s to
+    // is cut off from the moment the rules go in, through the wait for the cut to show (4 s to
     // 68 s in runs here) and the 20 s window, at up to 4 × 20 IDs/s. With R = 10 000 and 40 IDs/s
     // a process, a run whose cut took 50 s to show drew dc3 dry (one IDGEN_SERIAL_UNAVAILABLE).
     const held = 10_000;
@@ -285,7 +285,7 @@ describe.runIf(clusterInfo().faults)('allocator processes under faults', () => {
     expect((await grants('partitioned')).byDc.get('dc3')?.length ?? 0).toBeGreaterThan(grantsAtCut);
     console.info(`partition: ${checked} IDs checked, ${dc3During} drawn in dc3 while cut off`);
     // Six minutes, not the suite's three: on two cores that also run twelve allocator processes,
-    // the cut alone took 32 s to 68 s to show in runs here, and one run took 154 s in all.
+    // the cut alone took 4 s to 68 s to show in runs here, and one run took 154 s in all.
   }, 360_000);
 
   it('stay unique when a node pauses mid-LWT and processes are SIGKILLed mid-refill', async () => {

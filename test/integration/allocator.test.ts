@@ -221,8 +221,8 @@ describe.runIf(clusterInfo().faults)('allocator processes under faults', () => {
     const all = workers('partitioned', 4, { durationMs: 300_000, rate: 20 });
     onTestFinished(() => void all.forEach((w) => w.child.kill('SIGKILL')));
     await Promise.all(all.map((w) => w.ready));
-    const dc3Drawn = () =>
-      all.filter((w) => w.spec.dc === 'dc3').reduce((n, w) => n + readIds(w).length, 0);
+    const dc3 = all.filter((w) => w.spec.dc === 'dc3');
+    const dc3Drawn = () => dc3.reduce((n, w) => n + readIds(w).length, 0);
     // The pace is measured once every process draws: twelve processes' first grants and claims
     // on a loaded machine took longer than a fixed 15 s once (CI on Paxos v1 counted dc3 at 0/s
     // before the cut). The assertions are about the cut, not about how long the start takes.
@@ -231,11 +231,8 @@ describe.runIf(clusterInfo().faults)('allocator processes under faults', () => {
       () => all.every((w) => readIds(w).length > 0),
       120_000,
       'every process to draw',
-    ).catch((error: Error) => {
-      const counts = all.map((w) => `${w.spec.dc} ${readIds(w).length}`).join(', ');
-      const said = all.map((w) => w.stderr()).join('');
-      throw new Error(`${error.message} (drawn: ${counts})\n${said}`);
-    });
+      all,
+    );
     const startMs = Date.now() - startedAt;
     await sleep(5_000);
     const dc3Start = dc3Drawn();
@@ -261,10 +258,7 @@ describe.runIf(clusterInfo().faults)('allocator processes under faults', () => {
     console.info(
       `partition: every process drew after ${startMs} ms; dc3 drew ${dc3RateBefore.toFixed(0)}/s before the cut, ${(dc3During / 20).toFixed(0)}/s during it (the cut took ${cutMs} ms to show)`,
     );
-    const dc3Said = all
-      .filter((w) => w.spec.dc === 'dc3')
-      .map((w) => w.stderr())
-      .join('');
+    const dc3Said = dc3.map((w) => w.stderr()).join('');
     expect(dc3RateBefore, dc3Said).toBeGreaterThan(0);
     expect(dc3During / 20, dc3Said).toBeGreaterThan(dc3RateBefore / 2);
     // Nothing needed SERIAL while dc3 drew no more than it surely held at the cut. (A cut that
@@ -320,7 +314,7 @@ describe.runIf(clusterInfo().faults)('allocator processes under faults', () => {
     const drawnBy = (ws: readonly Worker[]) => ws.map((w) => readIds(w).length);
     // Faults start once every process draws: the assertions below are about the pause and the
     // kills, not about how long nine processes take to start on a loaded machine.
-    await until(() => drawnBy(first).every((n) => n > 0), 60_000, 'every process to draw');
+    await until(() => drawnBy(first).every((n) => n > 0), 60_000, 'every process to draw', first);
     await sleep(3_000);
     await faults.pause('dc2');
     const atPause = drawnBy(first);
@@ -378,11 +372,25 @@ describe.runIf(clusterInfo().faults)('allocator processes under faults', () => {
   });
 });
 
-async function until(done: () => boolean, timeoutMs: number, what: string): Promise<void> {
+/**
+ * Waits for `done`, polling; on timeout the error says what was awaited, how many IDs each of
+ * `workers` drew and what they printed on stderr.
+ */
+async function until(
+  done: () => boolean,
+  timeoutMs: number,
+  what: string,
+  workers: readonly Worker[],
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!done()) {
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() > deadline) {
+      const counts = workers.map((w) => `${w.spec.dc} ${readIds(w).length}`).join(', ');
+      const said = workers.map((w) => w.stderr()).join('');
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what} (drawn: ${counts})\n${said}`,
+      );
+    }
     await sleep(200);
   }
 }

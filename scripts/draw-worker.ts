@@ -60,6 +60,11 @@ let stopping = false;
 process.on('SIGTERM', () => (stopping = true));
 
 const errors: Record<string, number> = {};
+/**
+ * When each error happened (ms since the epoch, the first 1,000 of each code): tests tell the
+ * errors of a slow start from those of the fault they inject.
+ */
+const errorsAt: Record<string, number[]> = {};
 let drawn = 0;
 let lastError: string | undefined;
 
@@ -92,6 +97,8 @@ while (!stopping && drawn < maxCount && Date.now() < deadline) {
       );
     }
     errors[code] = (errors[code] ?? 0) + 1;
+    const times = (errorsAt[code] ??= []);
+    if (times.length < 1_000) times.push(Date.now());
     lastError = err instanceof Error ? err.message : String(err);
     flush();
     await new Promise((r) => setTimeout(r, 200));
@@ -111,7 +118,7 @@ const stats = sequence.stats();
 await ids.close();
 process.stdout.write(
   JSON.stringify(
-    { event: 'done', pid: process.pid, dc, drawn, errors, lastError, stats },
+    { event: 'done', pid: process.pid, dc, drawn, errors, errorsAt, lastError, stats },
     (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v),
   ) + '\n',
 );

@@ -264,11 +264,20 @@ describe.runIf(clusterInfo().faults)('allocator processes under faults', () => {
     // Nothing needed SERIAL while dc3 drew no more than it surely held at the cut. (A cut that
     // took longer to show than the IDs held last may end in SerialUnavailableError: that is the
     // documented end of a partition longer than the DC's ranges cover, not a fault.)
-    console.info(`partition: dc3 drew ${dc3WhileCut} IDs while cut off, of at least ${held} held`);
+    // Only errors from the cut on count: twelve processes' first grants at SERIAL at once can
+    // time out on a loaded machine (CI on Paxos v1: a dc3 process's first calls failed with
+    // IDGEN_SERIAL_UNAVAILABLE during a 69 s start, long before the cut), and that is not what
+    // this test is about.
+    const dc3Serial = summaries
+      .filter((s) => s?.dc === 'dc3')
+      .map((s) => s!.errorsAt['IDGEN_SERIAL_UNAVAILABLE'] ?? []);
+    const serialBefore = dc3Serial.map((at) => at.filter((t) => t < cutAt).length);
+    const serialSince = dc3Serial.map((at) => at.filter((t) => t >= cutAt).length);
+    console.info(
+      `partition: dc3 drew ${dc3WhileCut} IDs while cut off, of at least ${held} held; its processes' IDGEN_SERIAL_UNAVAILABLE errors before the cut ${serialBefore.join(', ')}, since ${serialSince.join(', ')}`,
+    );
     if (dc3WhileCut <= held) {
-      for (const s of summaries.filter((s) => s?.dc === 'dc3')) {
-        expect(s!.errors['IDGEN_SERIAL_UNAVAILABLE'] ?? 0).toBe(0);
-      }
+      expect(serialSince, dc3Said).toEqual(serialSince.map(() => 0));
     } else {
       console.info(
         'partition: the cut outlasted the IDs dc3 surely held; SERIAL errors not checked',

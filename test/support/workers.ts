@@ -29,6 +29,8 @@ export interface WorkerSummary {
   readonly dc: string;
   readonly drawn: number;
   readonly errors: Readonly<Record<string, number>>;
+  /** When each error happened, ms since the epoch (the first 1,000 of each code). */
+  readonly errorsAt: Readonly<Record<string, readonly number[]>>;
   readonly lastError?: string;
   readonly stats: Readonly<Record<string, unknown>>;
 }

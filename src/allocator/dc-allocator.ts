@@ -268,7 +268,8 @@ export class DcAllocator {
       const claimed = state === undefined ? undefined : this.claimFrom(state, size, op);
       if (state === undefined || claimed === undefined) {
         try {
-          await this.ensureRange();
+          // The state just read starts the range request: no second LOCAL_SERIAL read of it.
+          await this.ensureRange({ state });
         } catch (error) {
           const serial = error instanceof StoreUnavailableError && error.level === 'serial';
           if (!serial || ++serialFailures >= SERIAL_ATTEMPTS) {
@@ -345,14 +346,16 @@ export class DcAllocator {
    * Makes sure the DC has a preloaded range: installs a confirmed grant that is not installed yet,
    * or grants the DC its next range at SERIAL and installs it. Does nothing if a preloaded range
    * exists. Concurrent callers share one request.
+   * @param known the DC state as the caller just read it, to start from instead of reading it
+   *   again (a caller that joins a request in flight shares that request's reads).
    * @throws {StoreUnavailableError} `level: 'serial'` if SERIAL cannot be reached.
    * @throws {SequenceExhaustedError} if GLOBAL is at `max` and no grant is pending.
    * @throws {ContentionError} after {@link MAX_CAS_ATTEMPTS} writes that were not ours.
    * @throws {InvariantError} if a row read breaks an invariant (nothing is written).
    * @throws {StateRolledBackError} if a row read is older than one seen before.
    */
-  ensureRange(): Promise<void> {
-    this.rangeRequest ??= this.requestRange().finally(() => {
+  ensureRange(known?: { readonly state: DcState | undefined }): Promise<void> {
+    this.rangeRequest ??= this.requestRange(known).finally(() => {
       this.rangeRequest = undefined;
     });
     return this.rangeRequest;
@@ -424,10 +427,10 @@ export class DcAllocator {
   }
 
   /** Runs one range request and records how it ended (every caller joins the same one). */
-  private async requestRange(): Promise<void> {
+  private async requestRange(known?: { readonly state: DcState | undefined }): Promise<void> {
     const started = this.clock.now();
     try {
-      await this.grantAndInstall();
+      await this.grantAndInstall(known);
     } catch (error) {
       this.rangeFailed(error);
       throw error;
@@ -469,13 +472,16 @@ export class DcAllocator {
     });
   }
 
-  private async grantAndInstall(): Promise<void> {
+  private async grantAndInstall(known?: { readonly state: DcState | undefined }): Promise<void> {
     if (this.exhaustedError !== undefined) throw this.exhaustedError;
     let last: CasResult | undefined;
+    let given = known;
     for (let attempt = 1; ; attempt++) {
       // The DC state is read before the grants: installed grants never outrun the latest grant,
-      // so with this order `latest < installed` can only mean broken rows, never a race.
-      const state = await this.readState();
+      // so with this order `latest < installed` can only mean broken rows, never a race. A state
+      // the caller read (checked, and raised in the watermarks, by readState) was read before too.
+      const state = given === undefined ? await this.readState() : given.state;
+      given = undefined;
       const view = await this.readGrants();
       const installed = state?.installedGrant ?? 0;
       const latest = view.latest;

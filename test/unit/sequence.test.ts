@@ -334,7 +334,7 @@ describe('Sequence: stats()', () => {
       waste: { unknownOutcome: 0, takeSkipped: 0, notReturned: 0, dropped: 0, refused: 0 },
       lwtWrites: 3, // grant, install, claim
       serialReads: 1,
-      localSerialReads: 3, // claim (no state), range request, claim
+      localSerialReads: 2, // claim (no state; the range request starts from it), claim
       lastError: undefined,
     });
     await seq.next();

@@ -335,7 +335,8 @@ async function main(): Promise<void> {
   await adminView.close();
   const violations = checked.violations.map((v) => v.message);
   const linearizabilityLines = nodeSpecs(topology).flatMap((node) =>
-    (fs.readFileSync(manager.logFile(node), 'utf8').match(/.*linearizab.*/gi) ?? [])
+    manager
+      .logLines(node, /linearizab/i)
       .filter((line) => !line.includes('Node configuration:'))
       .map((line) => `${node.name}: ${line}`),
   );

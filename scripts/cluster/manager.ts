@@ -17,7 +17,7 @@ import {
   assertPortsFree,
   currentTopology,
   launch,
-  logFile,
+  logLines,
   portOpen,
   processState,
   PROBE_KEYSPACE,
@@ -35,7 +35,7 @@ import { heal, isCut, partitionedTargets } from './partitions.js';
 import { CQL_PORT, ClusterError, clusterDir, findNode, nodeSpecs } from './topology.js';
 import type { NodeSpec, Topology } from './topology.js';
 
-export { currentTopology, logFile, processState, serialWorks } from './nodes.js';
+export { currentTopology, logFile, logLines, processState, serialWorks } from './nodes.js';
 export type { NodeState } from './nodes.js';
 export { heal, isCut, partition, partitionedTargets, partitionUnsupported } from './partitions.js';
 
@@ -259,13 +259,9 @@ export async function startNodes(names: readonly string[]): Promise<void> {
  * only for keys a Paxos repair has covered: an empty list is weaker evidence under Paxos v1.
  */
 export function linearizabilityViolations(topology: Topology = currentTopology()): string[] {
-  return nodeSpecs(topology).flatMap((node) => {
-    const file = logFile(node);
-    if (!fs.existsSync(file)) return [];
-    return (fs.readFileSync(file, 'utf8').match(/^.*Linearizability violation.*$/gm) ?? []).map(
-      (line) => `${node.name}: ${line}`,
-    );
-  });
+  return nodeSpecs(topology).flatMap((node) =>
+    logLines(node, /Linearizability violation/).map((line) => `${node.name}: ${line}`),
+  );
 }
 
 /**

@@ -6,6 +6,7 @@ import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
 import { promisify } from 'node:util';
 import cassandra from 'cassandra-driver';
 import { CQL_PORT, ClusterError, DEFAULT_TOPOLOGY, STORAGE_PORT, clusterDir } from './topology.js';
@@ -39,6 +40,43 @@ export function pidFile(node: NodeSpec): string {
 
 export function logFile(node: NodeSpec): string {
   return path.join(node.dir, 'logs', 'system.log');
+}
+
+/**
+ * The lines of `node`'s system.log from byte `from` on that `pattern` matches, read in chunks:
+ * the log is kept across restarts and can outgrow the longest string Node can make (a seed
+ * node's log reached 700 MB here, nearly all CassandraRoleManager retrying its setup while other
+ * nodes were down). `pattern` must not be global: a global test() moves on from its last match.
+ */
+export function logLines(node: NodeSpec, pattern: RegExp, from = 0): string[] {
+  if (pattern.global || pattern.sticky) throw new Error('logLines takes a non-global pattern');
+  let fd: number;
+  try {
+    fd = fs.openSync(logFile(node), 'r');
+  } catch {
+    return [];
+  }
+  try {
+    const found: string[] = [];
+    const chunk = Buffer.alloc(8 * 1024 * 1024);
+    // Decodes across chunk ends: a character split between two reads stays one character.
+    const decoder = new StringDecoder('utf8');
+    let position = from;
+    let partial = '';
+    for (;;) {
+      const read = fs.readSync(fd, chunk, 0, chunk.length, position);
+      if (read === 0) break;
+      position += read;
+      const lines = (partial + decoder.write(chunk.subarray(0, read))).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) if (pattern.test(line)) found.push(line);
+    }
+    partial += decoder.end();
+    if (partial !== '' && pattern.test(partial)) found.push(partial);
+    return found;
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 export function readPid(node: NodeSpec): number | undefined {
@@ -144,16 +182,12 @@ export async function waitForCql(node: NodeSpec): Promise<void> {
         `Node ${node.name} (${node.address}) exited while starting; see ${logFile(node)} and ${path.join(node.dir, 'logs', 'stdout.log')}.`,
       );
     }
-    const log = fs.existsSync(logFile(node))
-      ? fs
-          .readFileSync(logFile(node))
-          .subarray(startOffsets.get(node.name) ?? 0)
-          .toString('utf8')
-      : '';
-    if (
-      log.includes('Starting listening for CQL clients') &&
-      (await portOpen(node.address, CQL_PORT))
-    ) {
+    const listening = logLines(
+      node,
+      /Starting listening for CQL clients/,
+      startOffsets.get(node.name) ?? 0,
+    );
+    if (listening.length > 0 && (await portOpen(node.address, CQL_PORT))) {
       return;
     }
     if (Date.now() > deadline) {

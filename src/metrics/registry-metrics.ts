@@ -7,17 +7,11 @@
  * adds what grew since the last scrape. Durations and failures by code cannot be read back, so
  * the allocator reports them as they happen (observer.ts), and they are recorded at once.
  */
-import {
-  Counter,
-  Gauge,
-  Histogram,
-  register,
-  type Registry,
-  type RegistryContentType,
-} from 'prom-client';
+import type { Counter, Gauge, Histogram, Registry, RegistryContentType } from 'prom-client';
 
 import type { SequenceStats } from '../allocator/sequence-stats.js';
 import { InvalidOptionError } from '../errors.js';
+import { promClientModule } from '../lazy-modules.js';
 import { DURATION_BUCKETS, METRICS, type MetricDescription } from './table.js';
 
 /** A sequence handle as the metrics read it. */
@@ -87,7 +81,7 @@ export class RegistryMetrics {
    * @throws {InvalidOptionError} if the registry holds a metric of one of these names but of
    * another kind.
    */
-  static of(registry: AnyRegistry = register): RegistryMetrics {
+  static of(registry: AnyRegistry = promClientModule().register): RegistryMetrics {
     const known = byRegistry.get(registry);
     // A registry cleared by its user (`registry.clear()`) gets its metrics registered again.
     const first = METRICS[0]!.name;
@@ -100,15 +94,15 @@ export class RegistryMetrics {
   }
 
   counter(name: string): Counter<string> {
-    return this.#typed(name, Counter);
+    return this.#typed(name, promClientModule().Counter);
   }
 
   gauge(name: string): Gauge<string> {
-    return this.#typed(name, Gauge);
+    return this.#typed(name, promClientModule().Gauge);
   }
 
   histogram(name: string): Histogram<string> {
-    return this.#typed(name, Histogram);
+    return this.#typed(name, promClientModule().Histogram);
   }
 
   /** Reads `source`'s handles at every scrape from now on. */
@@ -179,6 +173,7 @@ export class RegistryMetrics {
  * (prom-client refuses label names it was not created with).
  */
 function fits(metric: unknown, description: MetricDescription): boolean {
+  const { Counter, Gauge, Histogram } = promClientModule();
   const kind = { counter: Counter, gauge: Gauge, histogram: Histogram }[description.type];
   if (!(metric instanceof kind)) return false;
   const labels = (metric as unknown as { readonly labelNames?: readonly string[] }).labelNames;
@@ -199,6 +194,7 @@ function create(
     registers: [registry],
     ...(collect === undefined ? {} : { collect }),
   };
+  const { Counter, Gauge, Histogram } = promClientModule();
   switch (type) {
     case 'counter':
       return new Counter(configuration);

@@ -4,19 +4,19 @@
  * codes (http-errors.ts), an optional bearer token (auth.ts).
  */
 
-import {
-  fastify,
-  type FastifyBaseLogger,
-  type FastifyError,
-  type FastifyInstance,
-  type FastifyReply,
-  type FastifyRequest,
-  LogController,
+import type {
+  FastifyBaseLogger,
+  FastifyError,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
 } from 'fastify';
+import type * as Fastify from 'fastify';
 import type { Logger as PinoLogger } from 'pino';
 
 import type { IdGen } from '../allocator/id-gen.js';
 import { InvalidNameError, InvalidOptionError, StoreUnavailableError } from '../errors.js';
+import { fastifyModule } from '../lazy-modules.js';
 import { validateSequenceName } from '../options.js';
 import { BearerToken } from './auth.js';
 import { httpErrorOf, ServeRefusal, type ServeErrorBody } from './http-errors.js';
@@ -168,10 +168,10 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
     { component: 'serve' },
     { redact: { paths: REDACTED, censor: '[redacted]' } },
   );
-  const app = fastify({
+  const app = fastifyModule().fastify({
     ...(loggerInstance === undefined ? { logger: false } : { loggerInstance }),
     // Two info lines per ID request would drown everything else: requests go to debug.
-    logController: new DebugRequestLogs(),
+    logController: debugRequestLogs(),
     // Requests that still arrive on open connections once close() began are served while the
     // allocator is open (fastify adds Connection: close to them).
     return503OnClosing: false,
@@ -301,18 +301,28 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
   return app;
 }
 
-/** fastify's request log lines at debug rather than info; errors are the error handler's. */
-class DebugRequestLogs extends LogController {
-  override incomingRequest(request: FastifyRequest): void {
-    request.log.debug({ req: request }, 'incoming request');
-  }
+/**
+ * fastify's request log lines at debug rather than info; errors are the error handler's. The
+ * class extends fastify's, so it is made once fastify is loaded (lazy-modules.ts).
+ */
+function debugRequestLogs(): InstanceType<typeof Fastify.LogController> {
+  class DebugRequestLogs extends fastifyModule().LogController {
+    override incomingRequest(request: FastifyRequest): void {
+      request.log.debug({ req: request }, 'incoming request');
+    }
 
-  override requestCompleted(_error: unknown, _request: FastifyRequest, reply: FastifyReply): void {
-    reply.log.debug(
-      { statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) },
-      'request completed',
-    );
+    override requestCompleted(
+      _error: unknown,
+      _request: FastifyRequest,
+      reply: FastifyReply,
+    ): void {
+      reply.log.debug(
+        { statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+        'request completed',
+      );
+    }
   }
+  return new DebugRequestLogs();
 }
 
 /**

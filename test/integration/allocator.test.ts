@@ -338,8 +338,11 @@ describe.runIf(clusterInfo().faults)('allocator processes under faults', () => {
     const victims = first.filter((_, i) => i % 3 === 0);
     const atKill = drawnBy(first);
     for (const v of victims) v.child.kill('SIGKILL');
-    // New processes take over where the killed ones stopped, possibly mid-grant.
-    const second = workers('faulty', 1, { durationMs: 8_000 });
+    // New processes take over where the killed ones stopped, possibly mid-grant. Like the first
+    // ones, they get 30 s calls, and draw until they have 20 IDs (the duration is a backstop):
+    // with 8 s and the default 10 s deadline, CI on Paxos v1 saw a dc2 replacement's first call
+    // lose races to the survivors' tight loops until IDGEN_DEADLINE_EXCEEDED, and draw nothing.
+    const second = workers('faulty', 1, { count: 20, durationMs: 120_000, callTimeoutMs: 30_000 });
     await finishAll(second);
     for (const w of first) if (!victims.includes(w)) w.child.kill('SIGTERM');
     const summaries = await finishAll([...first, ...second]);

@@ -114,7 +114,7 @@ const JAVA17_FLAGS = [
  * cores busy long after start). The heap stays at 512 MiB: every table costs heap (its metrics
  * alone are about 250 JMX beans), and tests keep their keyspaces on the local cluster
  * (test/support/cluster.ts says why); with 320 MiB a node spent its time in full GCs and stopped
- * answering once the cluster held 121 keyspaces (369 tables), about three test runs' worth.
+ * answering once the cluster held 121 keyspaces (369 tables), left by several test runs.
  */
 function sizesFor(topology: Topology) {
   const crowded = topology.dcs * topology.nodesPerDc > 3;

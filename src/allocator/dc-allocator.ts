@@ -346,8 +346,11 @@ export class DcAllocator {
    * Makes sure the DC has a preloaded range: installs a confirmed grant that is not installed yet,
    * or grants the DC its next range at SERIAL and installs it. Does nothing if a preloaded range
    * exists. Concurrent callers share one request.
-   * @param known the DC state as the caller just read it, to start from instead of reading it
-   *   again (a caller that joins a request in flight shares that request's reads).
+   * @param known the DC state as a claim just read it, holding no ID to claim: the request
+   *   starts from it instead of reading it again, and ends as soon as a later read shows the DC
+   *   holding IDs again (another process of the DC got the range first: the claim needs IDs,
+   *   not a preload, and a second grant request at SERIAL would only add to the crowd there).
+   *   A caller that joins a request in flight shares that request's reads and its end.
    * @throws {StoreUnavailableError} `level: 'serial'` if SERIAL cannot be reached.
    * @throws {SequenceExhaustedError} if GLOBAL is at `max` and no grant is pending.
    * @throws {ContentionError} after {@link MAX_CAS_ATTEMPTS} writes that were not ours.
@@ -481,6 +484,8 @@ export class DcAllocator {
       // so with this order `latest < installed` can only mean broken rows, never a race. A state
       // the caller read (checked, and raised in the watermarks, by readState) was read before too.
       const state = given === undefined ? await this.readState() : given.state;
+      // A claim's request ends once another process of the DC brought IDs (see ensureRange).
+      if (known !== undefined && given === undefined && remainingIn(state) > 0n) return;
       given = undefined;
       const view = await this.readGrants();
       const installed = state?.installedGrant ?? 0;

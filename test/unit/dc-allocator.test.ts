@@ -173,6 +173,31 @@ describe('DcAllocator', () => {
     expect((await allocator.claimBlock()).rangeLow).toBe(false); // now a range is preloaded
   });
 
+  it("ends a claim's range request once another process of the DC brought IDs, granting no preload", async () => {
+    const store = new MemoryStore();
+    await store.createSequence(settings, 'created');
+    const other = allocatorOn(store);
+    const mine = new DcAllocator({ store, dc: 'dc1', settings, sleep: async () => {} });
+    // Our first grant is lost in flight (a SERIAL timeout), while the other process of dc1 gets
+    // grant 1 installed and claims from it; then our re-read of the grants fails too, so our
+    // request cannot tell whose grant 1 is and goes round again.
+    store.faults.push({
+      op: 'grantRange',
+      effect: 'unknown-not-applied',
+      onHit: async () => {
+        await other.claimBlock();
+        store.faults.push({ op: 'readGrants', effect: 'unavailable' });
+      },
+    });
+    const block = await mine.claimBlock();
+    // Without the early end, the next round found grant 1 installed and nothing preloaded, and
+    // asked SERIAL for grant 2: a preload the DC did not need yet, from every process that
+    // joined the crowd at a cold start.
+    expect(store.grantLog.map((g) => g.grant.number)).toEqual([1]);
+    expect(store.calls.grantRange).toBe(2);
+    expect(block).toMatchObject({ first: 11n, last: 20n });
+  });
+
   it('shares one range request between concurrent callers', async () => {
     const store = new MemoryStore();
     await store.createSequence(settings, 'created');

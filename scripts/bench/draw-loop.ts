@@ -46,6 +46,14 @@ export interface LoopResult {
   readonly heldAfter: number;
   /** IDs in the last block the handle claimed by the window's end, where `stats()` says. */
   readonly lastBlockSize: number | undefined;
+  /**
+   * Nanoseconds from the plan's start to the loop's first ID; undefined if it drew none (or it
+   * is the untimed loop, which reads no clock per call). A cold start of many instances shows
+   * here: every one of them needs a claim, and a DC range first.
+   */
+  readonly firstIdNs: number | undefined;
+  /** Grant reads at SERIAL (`stats().serialReads`) of the whole loop, warm-up included. */
+  readonly serialReads: number;
 }
 
 /**
@@ -96,6 +104,7 @@ export async function drawLoop(
   const failureMessages = new Set<string>();
   let notIncreasing = 0;
   let last = -1;
+  let firstIdAt: number | undefined;
 
   for (;;) {
     const t0 = hrNow();
@@ -112,6 +121,7 @@ export async function drawLoop(
       break;
     }
     const t1 = hrNow();
+    firstIdAt ??= t1;
     if (id <= last) notIncreasing++;
     last = id;
     if (t1 >= warmupEnd && !measuring) {
@@ -144,6 +154,7 @@ export async function drawLoop(
     notIncreasing,
     failureMessages,
     heldBeforeExtra: openingId,
+    firstIdNs: firstIdAt === undefined ? undefined : firstIdAt - start,
   });
 }
 
@@ -164,6 +175,7 @@ interface LoopTally {
   readonly failureMessages: ReadonlySet<string>;
   /** IDs to add to those held at the window's opening (an ID taken before the snapshot). */
   readonly heldBeforeExtra: number;
+  readonly firstIdNs: number | undefined;
 }
 
 /** A loop's result: its tally, and the counters between `before` and now. */
@@ -190,6 +202,8 @@ function loopResult(
     heldBefore: before.remaining + tally.heldBeforeExtra,
     heldAfter: after.remaining,
     lastBlockSize: lastBlockSize(after),
+    firstIdNs: tally.firstIdNs,
+    serialReads: after.serialReads - initial.serialReads,
   };
 }
 
@@ -250,5 +264,6 @@ async function countLoop(
     notIncreasing,
     failureMessages,
     heldBeforeExtra: 0,
+    firstIdNs: undefined,
   });
 }

@@ -82,6 +82,12 @@ export interface WorkerScaleDraw {
   readonly dcState: DcStateTimings;
   /** CPU seconds (user + system) this process used from the first window's opening to the end. */
   readonly cpuSeconds: number;
+  /** The latest first ID of this process's instances that drew one, ms after the start; null: none drew. */
+  readonly slowestFirstIdMs: number | null;
+  /** Instances that drew no ID in the whole run, warm-up included. */
+  readonly withoutId: number;
+  /** Grant reads at SERIAL of the whole run, warm-up included, summed over instances. */
+  readonly serialReads: number;
 }
 
 export type WorkerMessage =

@@ -265,6 +265,15 @@ export interface ScaleDcRun {
   readonly failures: number;
   readonly warmupFailures: number;
   readonly dcState: DcStateTimings;
+  /**
+   * The latest first ID of the DC's instances that drew one, ms after they all started on the
+   * fresh sequence (null: none drew); absent in results of older builds, as the two below.
+   */
+  readonly slowestFirstIdMs?: number | null;
+  /** Instances of the DC that drew no ID in the whole run. */
+  readonly withoutId?: number;
+  /** Grant reads at SERIAL of the DC's instances in the whole run, warm-up included. */
+  readonly serialReads?: number;
 }
 
 /** One run of one scale configuration. */

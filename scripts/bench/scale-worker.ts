@@ -122,6 +122,8 @@ export class ScaleInstances {
       ),
       dcState: addTimings(loops.map((l) => l.dcState)),
       cpuSeconds: (cpu.user + cpu.system) / 1e6,
+      ...firstIds(loops.map((l) => l.firstIdNs)),
+      serialReads: sum(loops.map((l) => l.serialReads)),
     };
   }
 
@@ -148,4 +150,15 @@ export class ScaleInstances {
     }
     return this.instances.slice(0, count);
   }
+}
+
+/** The latest first ID among instances that drew one (ms), and how many drew none. */
+export function firstIds(
+  firstIdNs: readonly (number | undefined)[],
+): Pick<WorkerScaleDraw, 'slowestFirstIdMs' | 'withoutId'> {
+  const drew = firstIdNs.filter((ns): ns is number => ns !== undefined);
+  return {
+    slowestFirstIdMs: drew.length === 0 ? null : Math.max(...drew) / 1e6,
+    withoutId: firstIdNs.length - drew.length,
+  };
 }

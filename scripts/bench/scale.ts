@@ -70,6 +70,9 @@ export function combineScale(
       failures: sum(mine.map((r) => r.failures)),
       warmupFailures: sum(mine.map((r) => r.warmupFailures)),
       dcState: addTimings(mine.map((r) => r.dcState)),
+      ...slowestOf(mine),
+      withoutId: sum(mine.map((r) => r.withoutId)),
+      serialReads: sum(mine.map((r) => r.serialReads)),
     };
   });
   return {
@@ -80,6 +83,12 @@ export function combineScale(
     workerCpuSeconds: sum(answers.map((a) => a.result.cpuSeconds)),
     machineBusy,
   };
+}
+
+/** The DC's latest first ID over its processes (null if no instance drew one). */
+function slowestOf(results: readonly WorkerScaleDraw[]): { slowestFirstIdMs: number | null } {
+  const drew = results.flatMap((r) => (r.slowestFirstIdMs === null ? [] : [r.slowestFirstIdMs]));
+  return { slowestFirstIdMs: drew.length === 0 ? null : Math.max(...drew) };
 }
 
 /** Busy and total CPU time of every core so far, ms. */

@@ -28,7 +28,7 @@ import type {
 } from '../../scripts/bench/results.js';
 import { instanceShare } from '../../scripts/bench/fleet.js';
 import { combineScale } from '../../scripts/bench/scale.js';
-import { ScaleInstances } from '../../scripts/bench/scale-worker.js';
+import { firstIds, ScaleInstances } from '../../scripts/bench/scale-worker.js';
 import {
   ADAPTIVE_OPTIONS,
   SCALE_VARIANTS,
@@ -71,6 +71,12 @@ interface Shape {
   readonly failures?: number;
   /** The instances' last block sizes in each DC. */
   readonly last?: readonly number[];
+  /** The slowest first ID of each DC, ms; undefined: results of a build without it. */
+  readonly firstIdMs?: number;
+  /** Instances of dc1 that drew none. */
+  readonly withoutId?: number;
+  /** Grant reads at SERIAL per instance. */
+  readonly serialReads?: number;
 }
 
 /** One run: every DC alike, 10 s windows, blocks of rate ÷ claims IDs. */
@@ -93,6 +99,13 @@ function run(n: number, shape: Shape): ScaleRun {
       failures: dc === 'dc1' ? (shape.failures ?? 0) : 0,
       warmupFailures: 0,
       dcState: timings(claims, lost),
+      ...(shape.firstIdMs === undefined
+        ? {}
+        : {
+            slowestFirstIdMs: dc === 'dc2' ? shape.firstIdMs : shape.firstIdMs / 2,
+            withoutId: dc === 'dc1' ? (shape.withoutId ?? 0) : 0,
+            serialReads: (shape.serialReads ?? 0) * n,
+          }),
     })),
     latency: { count: 100, p50: 100, p99: 1e4, p999: 1e6, max: 2e7, mean: 500 },
     failureMessages: (shape.failures ?? 0) > 0 ? ['ContentionError: lost races'] : [],
@@ -148,9 +161,25 @@ const SCALE: ScaleResult = {
     ]),
     config('tight', 'adaptive', 1, [run(1, { rate: 60_000, claims: 1 })]),
     config('tight', 'adaptive', 4, [
-      run(4, { rate: 100_000, claims: 4, busy: 0.9, last: [20_000, 30_000, 25_000, 24_000] }),
+      run(4, {
+        rate: 100_000,
+        claims: 4,
+        busy: 0.9,
+        last: [20_000, 30_000, 25_000, 24_000],
+        firstIdMs: 900,
+        serialReads: 2,
+      }),
     ]),
-    config('tight', 'adaptive', 16, [run(16, { rate: 101_000, claims: 16, busy: 0.95 })]),
+    config('tight', 'adaptive', 16, [
+      run(16, {
+        rate: 101_000,
+        claims: 16,
+        busy: 0.95,
+        firstIdMs: 8_000,
+        withoutId: 3,
+        serialReads: 4.5,
+      }),
+    ]),
     // The untimed loop of adaptive blocks: 6 M/s per instance.
     config('count', 'adaptive', 1, [run(1, { rate: 6_000_000, claims: 1 })]),
     config('rate', 'fixed100', 1, [run(1, { rate: 10_000, claims: 100 })]),
@@ -367,7 +396,12 @@ describe('scale report section', () => {
       '### Fixed total rate: 10 k/s per DC, split evenly over its instances',
       '| instances per DC | blocks | IDs/s (all DCs) | claims/s per DC partition | CAS retries per claim |',
       '| 16 | fixed 100 | 60 k/s | 200 | 3 |',
-      '| 4 | adaptive (defaults) | 300 k/s | 4 | 0 | 100 ns | 10 µs | 1 ms | 20 ms | 0 | 0 / 0 | 25,000 (last 20,000–30,000) |',
+      '| 4 | adaptive (defaults) | 300 k/s | 4 | 0 | 100 ns | 10 µs | 1 ms | 20 ms | 0 | 0 / 0 | 900 ms | 2 | 25,000 (last 20,000–30,000) |',
+      // Results of a build that did not record the cold start show dashes.
+      '| 1 | fixed 100 | 30 k/s | 100 | 0 | 100 ns | 10 µs | 1 ms | 20 ms | 0 | 0 / 0 | – | – |',
+      // The slowest DC's first ID; instances that drew nothing are counted beside it.
+      '**Cold start, tight**',
+      'at N = 4: adaptive (defaults) 900 ms, 2. at N = 16: adaptive (defaults) 8 s (3 drew none), 4.5.',
       'share of target',
       '70 %',
       'it stops growing after N = 4',
@@ -460,7 +494,12 @@ describe('scale phase parts', () => {
   it('combines processes per DC and merges latencies', () => {
     const histogram = new Histogram();
     histogram.record(1_000);
-    const draw = (instances: number, ids: number, cpuSeconds: number): WorkerScaleDraw => ({
+    const draw = (
+      instances: number,
+      ids: number,
+      cpuSeconds: number,
+      slowestFirstIdMs: number | null = 100 * instances,
+    ): WorkerScaleDraw => ({
       instances,
       ids,
       idsPerSecond: ids / 2,
@@ -476,12 +515,15 @@ describe('scale phase parts', () => {
       failureMessages: [],
       dcState: timings(instances, 1),
       cpuSeconds,
+      slowestFirstIdMs,
+      withoutId: slowestFirstIdMs === null ? instances : 0,
+      serialReads: 2 * instances,
     });
     const run = combineScale(
       [
         { dc: 'dc1', result: draw(3, 600, 1) },
         { dc: 'dc1', result: draw(2, 400, 1) },
-        { dc: 'dc2', result: draw(5, 1_000, 2) },
+        { dc: 'dc2', result: draw(5, 1_000, 2, null) },
       ],
       ['dc1', 'dc2'],
       0.75,
@@ -497,6 +539,11 @@ describe('scale phase parts', () => {
     expect(run.dcs[0]!.dcState.appliedWrites.count).toBe(5);
     expect(run.latency.count).toBe(3);
     expect(run.workerCpuSeconds).toBe(4);
+    // The slowest first ID of a DC is its slowest process's; a DC where none drew has none.
+    expect(run.dcs.map((d) => [d.slowestFirstIdMs, d.withoutId, d.serialReads])).toEqual([
+      [300, 0, 10],
+      [null, 5, 10],
+    ]);
     expect(() =>
       combineScale([{ dc: 'dc1', result: { ...draw(1, 1, 1), notIncreasing: 1 } }], ['dc1'], 0),
     ).toThrow(/not above/);
@@ -575,11 +622,21 @@ describe('scale phase parts', () => {
     expect(result.lastBlockSizes.every((size) => size === 10)).toBe(true);
     expect(result.dcState.appliedWrites.count).toBeGreaterThanOrEqual(result.counts.blocksClaimed);
     expect(result.cpuSeconds).toBeGreaterThan(0);
+    // Every instance drew, the first within the run; the first grant needed grant reads at SERIAL.
+    expect(result.withoutId).toBe(0);
+    expect(result.slowestFirstIdMs).toBeGreaterThan(0);
+    expect(result.slowestFirstIdMs).toBeLessThan(170 + 1_000);
+    expect(result.serialReads).toBeGreaterThan(0);
     // A second command reuses the instances (two of them) and the shared part.
     const again = await instances.draw({ ...command, instances: 2 });
     expect(again.instances).toBe(2);
     expect(opened).toBe(1);
     await instances.close();
+  });
+
+  it("takes a process's slowest first ID among the instances that drew one, and counts the others", () => {
+    expect(firstIds([undefined, 5e6, 2e6])).toEqual({ slowestFirstIdMs: 5, withoutId: 1 });
+    expect(firstIds([undefined])).toEqual({ slowestFirstIdMs: null, withoutId: 1 });
   });
 
   it('draws paced without a busy wait and reports the IDs held at both ends', async () => {

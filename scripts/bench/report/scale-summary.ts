@@ -59,6 +59,15 @@ export interface ScaleRow {
   readonly machineBusy: Figure;
   /** Cores the allocator processes used in the window. */
   readonly workerCores: Figure;
+  /**
+   * The latest first ID of any instance that drew one, ms after they all started on the fresh
+   * sequence (NaN where the results lack it or none drew): how long the cold start took.
+   */
+  readonly slowestFirstIdMs: Figure;
+  /** Instances that drew no ID in a whole run, summed over runs. */
+  readonly withoutId: number;
+  /** Grant reads at SERIAL (`stats().serialReads`) per instance in the whole run, warm-up included. */
+  readonly serialReadsPerInstance: Figure;
   readonly failureMessages: readonly string[];
 }
 
@@ -213,8 +222,21 @@ function summarizeRow(config: ScaleConfig, scale: ScaleResult): ScaleRow {
     workerCores: figure(
       runs.map((r) => r.workerCpuSeconds / (sum(r.dcs.map((d) => d.seconds)) / r.dcs.length)),
     ),
+    slowestFirstIdMs: figure(runs.map(slowestFirstIdMs)),
+    withoutId: sum(runs.map((r) => all(r, (d) => d.withoutId ?? 0))),
+    serialReadsPerInstance: figure(
+      runs.map((r) => all(r, (d) => d.serialReads ?? NaN) / all(r, (d) => d.instances)),
+    ),
     failureMessages: [...new Set(runs.flatMap((r) => r.failureMessages))],
   };
+}
+
+/** A run's latest first ID over its DCs, ms; NaN if no DC reports one. */
+function slowestFirstIdMs(run: ScaleRun): number {
+  const known = run.dcs.flatMap((d) =>
+    d.slowestFirstIdMs === undefined || d.slowestFirstIdMs === null ? [] : [d.slowestFirstIdMs],
+  );
+  return known.length === 0 ? NaN : Math.max(...known);
 }
 
 /**

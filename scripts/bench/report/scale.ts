@@ -58,6 +58,8 @@ function table(rows: readonly ScaleRow[], mode: ScaleMode): string {
     'max',
     'waits after warm-up',
     'errors: `next()` threw (warm-up / measured)',
+    'slowest first ID (instances that drew none)',
+    'grant reads at SERIAL per instance',
     'mean block size',
   ];
   return markdownTable(
@@ -75,9 +77,19 @@ function table(rows: readonly ScaleRow[], mode: ScaleMode): string {
       withSpread(row.latency.max, formatNs),
       withSpread(row.waits, formatCount),
       errors(row),
+      firstIds(row),
+      withSpread(row.serialReadsPerInstance, significant),
       blockSizes(row),
     ]),
   );
+}
+
+/** The slowest first ID after the start, and how many instances drew none in the whole run. */
+function firstIds(row: ScaleRow): string {
+  const slowest = Number.isFinite(row.slowestFirstIdMs.median)
+    ? withSpread(row.slowestFirstIdMs, (v) => formatNs(v * 1e6))
+    : '–';
+  return row.withoutId > 0 ? `${slowest} (${formatCount(row.withoutId)} drew none)` : slowest;
 }
 
 /** Calls that threw (warm-up / measured), then failed store operations and unknown outcomes if any. */
@@ -167,6 +179,29 @@ function limitsText(summary: ScaleSummary, raw: RawResults): string[] {
   return out;
 }
 
+/**
+ * Every configuration starts its instances at once on a fresh sequence: how long until each had
+ * its first ID, and how many grant reads at SERIAL it took, for the tight rows (absent in older results).
+ */
+function coldStartText(summary: ScaleSummary): string[] {
+  const rows = summary.rows.filter(
+    (r) => r.mode === 'tight' && Number.isFinite(r.serialReadsPerInstance.median),
+  );
+  if (rows.length === 0) return [];
+  const byN = [...new Set(rows.map((r) => r.instancesPerDc))].sort((a, b) => a - b);
+  const at = (n: number) =>
+    rows
+      .filter((r) => r.instancesPerDc === n)
+      .map((r) => `${r.label} ${firstIds(r)}, ${significant(r.serialReadsPerInstance.median)}`)
+      .join('; ');
+  return [
+    "- **Cold start, tight**: each configuration starts all its instances at once on a fresh sequence, so each needs a block claim on its DC-state partition, and each that finds the DC without a range asks SERIAL for one (a grant read, which is two SERIAL statements: the DC's latest grant and GLOBAL; then the batch) on the sequence's one grants partition, which every DC shares. " +
+      'The slowest first ID after the start (instances that drew none in the whole run), then grant reads at SERIAL per instance: ' +
+      byN.map((n) => `at N = ${n}: ${at(n)}`).join('. ') +
+      '.',
+  ];
+}
+
 function costText(summary: ScaleSummary, raw: RawResults): string[] {
   const out: string[] = [];
   const max = summary.partitionMax;
@@ -251,7 +286,7 @@ export function renderScale(raw: RawResults, summary: Summary): string[] {
     out.push(`### ${modeTitle(mode, raw)}`, '', modeNote(mode, raw), '', table(rows, mode), '');
   }
   out.push('### What it shows', '');
-  out.push(...limitsText(scale, raw), ...costText(scale, raw), '');
+  out.push(...limitsText(scale, raw), ...coldStartText(scale), ...costText(scale, raw), '');
   if (scale.tightVsInProcess.length > 0) {
     const untimed = scale.tightVsInProcess.some((r) => r.untimed);
     out.push(

@@ -135,36 +135,55 @@ export class DomainNeedsBigIntError extends IdGenError {
 
 /**
  * Every local range of the DC is spent and no new DC range can be granted because SERIAL
- * (Paxos over all DCs) cannot be reached, e.g. during a DC partition.
+ * (Paxos over all DCs) cannot be reached, e.g. during a DC partition, or timed out.
  */
 export class SerialUnavailableError extends IdGenError {
+  /**
+   * The SERIAL failure behind it was a timeout, not a refusal (replicas known down, no host).
+   * A timeout also comes from Paxos contention on the sequence's grants partition, when many
+   * processes ask for DC ranges at once (a start on a fresh sequence), and from an overloaded
+   * cluster: the message then does not send the operator after a partition that may not exist.
+   */
+  readonly timedOut: boolean;
+
   constructor(
     readonly sequence: string,
     readonly dc: string,
     readonly dcRemaining: bigint,
     options?: { cause?: unknown },
   ) {
+    const timedOut = options?.cause instanceof StoreUnavailableError && options.cause.timedOut;
     super(
       'IDGEN_SERIAL_UNAVAILABLE',
-      `Sequence "${sequence}": SERIAL consistency is unreachable from DC "${dc}", so no new DC range can be granted, and the DC has ${dcRemaining} IDs left in its ranges. Restore connectivity between datacenters, or size --dc-range for longer partitions.`,
+      timedOut
+        ? `Sequence "${sequence}": SERIAL operations from DC "${dc}" timed out, so no new DC range could be granted, and the DC has ${dcRemaining} IDs left in its ranges. SERIAL times out when many processes ask for DC ranges at once (as when they all start on a fresh sequence), when the cluster is overloaded, or while datacenters are being cut off: check the nodes' load and "idgen-cass status"; larger DC ranges (--dc-range, --autonomy) make grants rarer.`
+        : `Sequence "${sequence}": SERIAL consistency is unreachable from DC "${dc}", so no new DC range can be granted, and the DC has ${dcRemaining} IDs left in its ranges. Restore connectivity between datacenters, or size --dc-range for longer partitions.`,
       options,
     );
+    this.timedOut = timedOut;
   }
 }
 
 /** Cassandra could not be reached at the consistency an operation needs. */
 export class StoreUnavailableError extends IdGenError {
+  /**
+   * Cassandra (or the client's own timer) gave up waiting for the replicas, rather than refusing
+   * at once: on a healthy cluster that is contention or overload as often as a node down.
+   */
+  readonly timedOut: boolean;
+
   constructor(
     readonly level: StoreLevel,
     readonly operation: string,
     detail: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; timedOut?: boolean },
   ) {
     super(
       'IDGEN_STORE_UNAVAILABLE',
-      `Cassandra is unavailable at ${levelName(level)} for ${operation}: ${detail}. Check that the contact points are reachable and the nodes of the DC are up.`,
+      `Cassandra is unavailable at ${levelName(level)} for ${operation}: ${detail}. Check that the contact points are reachable and the nodes of the DC are up${options?.timedOut === true ? ', and how busy they are: a timeout also comes from many processes contending for one partition, or from an overloaded cluster' : ''}.`,
       options,
     );
+    this.timedOut = options?.timedOut === true;
   }
 }
 

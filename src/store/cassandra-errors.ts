@@ -65,8 +65,8 @@ export function mapFailure(
   const conditional = statement.serial !== undefined;
   const code = responseCode(error);
   const message = describeDriverError(error);
-  const unavailable = (detail: string) =>
-    new StoreUnavailableError(statement.level, operation, detail, { cause: error });
+  const unavailable = (detail: string, timedOut = false) =>
+    new StoreUnavailableError(statement.level, operation, detail, { cause: error, timedOut });
 
   if (code === codes.invalid && /unconfigured table|does not exist/i.test(message)) {
     return new InvalidOptionError(
@@ -86,7 +86,7 @@ export function mapFailure(
     return { kind: 'unknown', cause: error };
   }
   if (code === codes.readTimeout || code === codes.writeTimeout) {
-    return unavailable(`${levelOf(statement.consistency)} read timed out: ${message}`);
+    return unavailable(`${levelOf(statement.consistency)} read timed out: ${message}`, true);
   }
   if (code === codes.unavailableException) {
     return unavailable(`not enough replicas alive: ${message}`);
@@ -95,7 +95,7 @@ export function mapFailure(
     return unavailable(`replicas failed the request: ${message}`);
   }
   if (shape(error).name === 'OperationTimedOutError') {
-    return unavailable(`no answer within the client's read timeout: ${message}`);
+    return unavailable(`no answer within the client's read timeout: ${message}`, true);
   }
   if (isNoHostAvailable(error)) {
     return unavailable(`no host of DC "${context.localDc}" could run it (${message})`);

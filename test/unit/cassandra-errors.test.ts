@@ -7,7 +7,11 @@ import cassandra from 'cassandra-driver';
 import { describe, expect, it } from 'vitest';
 
 import { connectError } from '../../src/driver-client.js';
-import { AuthenticationError, StoreUnavailableError } from '../../src/errors.js';
+import {
+  AuthenticationError,
+  SerialUnavailableError,
+  StoreUnavailableError,
+} from '../../src/errors.js';
 import { mapFailure } from '../../src/store/cassandra-errors.js';
 import { STATEMENTS } from '../../src/store/cassandra-statements.js';
 
@@ -83,6 +87,60 @@ describe('errors of another copy of the driver', () => {
       expect((mapped as Error).message).toContain(says);
       expect((mapped as StoreUnavailableError).code).toBe('IDGEN_STORE_UNAVAILABLE');
     }
+  });
+
+  it('say which failed reads were timeouts: contention or overload as often as a node down', () => {
+    const serialRead = STATEMENTS.readGlobal;
+    const cases: [Error, boolean][] = [
+      [
+        foreign('ResponseError', 'Server timeout during write query', { code: codes.writeTimeout }),
+        true,
+      ],
+      [
+        foreign('ResponseError', 'Server timeout during read query', { code: codes.readTimeout }),
+        true,
+      ],
+      [foreign('OperationTimedOutError', 'no reply'), true],
+      [
+        foreign('ResponseError', 'Not enough replicas', { code: codes.unavailableException }),
+        false,
+      ],
+      [foreign('NoHostAvailableError', 'All host(s) tried for query failed'), false],
+      [foreign('DriverError', 'Socket was closed', { isSocketError: true }), false],
+    ];
+    for (const [error, timedOut] of cases) {
+      const mapped = mapFailure(error, serialRead, 'read grants', context);
+      expect(mapped).toBeInstanceOf(StoreUnavailableError);
+      expect((mapped as StoreUnavailableError).timedOut).toBe(timedOut);
+      expect((mapped as Error).message.includes('contending for one partition')).toBe(timedOut);
+    }
+  });
+
+  it('word a SERIAL failure behind spent ranges by what it was: a timeout, or SERIAL unreachable', () => {
+    const timedOut = mapFailure(
+      foreign('ResponseError', 'Server timeout during write query at consistency SERIAL', {
+        code: codes.writeTimeout,
+      }),
+      STATEMENTS.readGlobal,
+      'read grants',
+      context,
+    );
+    const refused = mapFailure(
+      foreign('ResponseError', 'Not enough replicas', { code: codes.unavailableException }),
+      STATEMENTS.readGlobal,
+      'read grants',
+      context,
+    );
+    const afterTimeout = new SerialUnavailableError('orders', 'dc1', 0n, { cause: timedOut });
+    expect(afterTimeout.code).toBe('IDGEN_SERIAL_UNAVAILABLE');
+    expect(afterTimeout.timedOut).toBe(true);
+    expect(afterTimeout.message).toContain('SERIAL operations from DC "dc1" timed out');
+    expect(afterTimeout.message).toContain('many processes ask for DC ranges at once');
+    expect(afterTimeout.message).not.toContain('unreachable');
+    const afterRefusal = new SerialUnavailableError('orders', 'dc1', 0n, { cause: refused });
+    expect(afterRefusal.code).toBe('IDGEN_SERIAL_UNAVAILABLE');
+    expect(afterRefusal.timedOut).toBe(false);
+    expect(afterRefusal.message).toContain('SERIAL consistency is unreachable from DC "dc1"');
   });
 
   it('map refused credentials at connect to IDGEN_AUTH_FAILED, also inside a NoHostAvailableError', () => {

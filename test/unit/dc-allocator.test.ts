@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { DcAllocator } from '../../src/allocator/dc-allocator.js';
+import { SerialUnavailableError, StoreUnavailableError } from '../../src/errors.js';
 import { resolveSequenceSettings } from '../../src/options.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { SequenceSettings } from '../../src/store/port.js';
@@ -196,6 +197,23 @@ describe('DcAllocator', () => {
     expect(store.grantLog.map((g) => g.grant.number)).toEqual([1]);
     expect(store.calls.grantRange).toBe(2);
     expect(block).toMatchObject({ first: 11n, last: 20n });
+  });
+
+  it('says a claim that needed a range met SERIAL timeouts, not that SERIAL is unreachable', async () => {
+    const store = new MemoryStore();
+    await store.createSequence(settings, 'created');
+    // The grants partition contended (a cold start): Cassandra times the SERIAL reads out.
+    store.readGrants = () =>
+      Promise.reject(
+        new StoreUnavailableError('serial', 'read grants', 'SERIAL read timed out', {
+          timedOut: true,
+        }),
+      );
+    const allocator = new DcAllocator({ store, dc: 'dc1', settings, sleep: async () => {} });
+    const failure = await allocator.claimBlock().catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(SerialUnavailableError);
+    expect(failure).toMatchObject({ code: 'IDGEN_SERIAL_UNAVAILABLE', timedOut: true });
+    expect((failure as Error).message).toContain('SERIAL operations from DC "dc1" timed out');
   });
 
   it('shares one range request between concurrent callers', async () => {

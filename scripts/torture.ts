@@ -21,6 +21,7 @@ import { CassandraStore } from '../src/store/cassandra.js';
 import type { DcState } from '../src/index.js';
 import { checkHistory, type RecordedIncarnation } from './torture/checker.js';
 import { Fleet, type Incarnation } from './torture/fleet.js';
+import { checkLiveness } from './torture/liveness.js';
 import {
   DEFAULT_MIX,
   FAULT_KINDS,
@@ -277,22 +278,25 @@ async function main(): Promise<void> {
 
   log('liveness: every DC must draw again');
   const liveness = await Promise.all(
-    dcs.map(async (dc) => {
-      const t0 = Date.now();
-      const check = fleet.start(dc, 'tight', {
-        rate: options.rate,
-        maxTake: 1,
-        count: options.livenessIds,
-      });
-      const timer = setTimeout(() => fleet.kill(check), 180_000);
-      await check.exited;
-      clearTimeout(timer);
-      const drawn = check.summary?.drawn ?? 0;
-      return { dc, drawn, seconds: (Date.now() - t0) / 1000, ok: drawn >= options.livenessIds };
-    }),
+    dcs.map((dc) =>
+      checkLiveness(
+        {
+          start: (at) =>
+            fleet.start(at, 'tight', {
+              rate: options.rate,
+              maxTake: 1,
+              count: options.livenessIds,
+            }),
+          kill: (worker) => fleet.kill(worker),
+        },
+        dc,
+        options.livenessIds,
+        (file) => readHistory(file).length,
+      ),
+    ),
   );
   log(
-    `liveness: ${liveness.map((l) => `${l.dc} ${l.ok ? 'ok' : 'FAILED'} (${l.drawn} IDs, ${l.seconds.toFixed(1)} s)`).join(', ')}`,
+    `liveness: ${liveness.map((l) => `${l.dc} ${l.ok ? 'ok' : 'FAILED'} (${l.drawn} IDs, ${l.seconds.toFixed(1)} s, ready after ${l.readySeconds.toFixed(1)} s)`).join(', ')}`,
   );
   await fleet.stopAll();
 

@@ -54,6 +54,8 @@ export interface LoopResult {
   readonly firstIdNs: number | undefined;
   /** Grant reads at SERIAL (`stats().serialReads`) of the whole loop, warm-up included. */
   readonly serialReads: number;
+  /** IDs the handle handed out in the whole loop, warm-up included (`stats().issued`). */
+  readonly issued: number;
 }
 
 /**
@@ -204,6 +206,7 @@ function loopResult(
     lastBlockSize: lastBlockSize(after),
     firstIdNs: tally.firstIdNs,
     serialReads: after.serialReads - initial.serialReads,
+    issued: after.issued - initial.issued,
   };
 }
 

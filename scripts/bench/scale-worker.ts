@@ -122,7 +122,7 @@ export class ScaleInstances {
       ),
       dcState: addTimings(loops.map((l) => l.dcState)),
       cpuSeconds: (cpu.user + cpu.system) / 1e6,
-      ...firstIds(loops.map((l) => l.firstIdNs)),
+      ...firstIds(loops),
       serialReads: sum(loops.map((l) => l.serialReads)),
     };
   }
@@ -152,13 +152,16 @@ export class ScaleInstances {
   }
 }
 
-/** The latest first ID among instances that drew one (ms), and how many drew none. */
+/**
+ * The latest first ID among instances that timed one (ms; the untimed loop times none), and how
+ * many instances handed out no ID at all.
+ */
 export function firstIds(
-  firstIdNs: readonly (number | undefined)[],
+  loops: readonly { readonly firstIdNs: number | undefined; readonly issued: number }[],
 ): Pick<WorkerScaleDraw, 'slowestFirstIdMs' | 'withoutId'> {
-  const drew = firstIdNs.filter((ns): ns is number => ns !== undefined);
+  const timed = loops.flatMap((l) => (l.firstIdNs === undefined ? [] : [l.firstIdNs]));
   return {
-    slowestFirstIdMs: drew.length === 0 ? null : Math.max(...drew) / 1e6,
-    withoutId: firstIdNs.length - drew.length,
+    slowestFirstIdMs: timed.length === 0 ? null : Math.max(...timed) / 1e6,
+    withoutId: loops.filter((l) => l.issued === 0).length,
   };
 }

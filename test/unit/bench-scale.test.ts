@@ -635,8 +635,14 @@ describe('scale phase parts', () => {
   });
 
   it("takes a process's slowest first ID among the instances that drew one, and counts the others", () => {
-    expect(firstIds([undefined, 5e6, 2e6])).toEqual({ slowestFirstIdMs: 5, withoutId: 1 });
-    expect(firstIds([undefined])).toEqual({ slowestFirstIdMs: null, withoutId: 1 });
+    const loop = (firstIdNs: number | undefined, issued: number) => ({ firstIdNs, issued });
+    expect(firstIds([loop(undefined, 0), loop(5e6, 10), loop(2e6, 10)])).toEqual({
+      slowestFirstIdMs: 5,
+      withoutId: 1,
+    });
+    expect(firstIds([loop(undefined, 0)])).toEqual({ slowestFirstIdMs: null, withoutId: 1 });
+    // The untimed loop times no first ID, but one that handed out IDs drew.
+    expect(firstIds([loop(undefined, 1_024)])).toEqual({ slowestFirstIdMs: null, withoutId: 0 });
   });
 
   it('draws paced without a busy wait and reports the IDs held at both ends', async () => {

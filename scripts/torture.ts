@@ -296,7 +296,7 @@ async function main(): Promise<void> {
     ),
   );
   log(
-    `liveness: ${liveness.map((l) => `${l.dc} ${l.ok ? 'ok' : 'FAILED'} (${l.drawn} IDs, ${l.seconds.toFixed(1)} s, ready after ${l.readySeconds.toFixed(1)} s)`).join(', ')}`,
+    `liveness: ${liveness.map((l) => `${l.dc} ${l.ok ? 'ok' : 'FAILED'} (${l.drawn} IDs, ${l.seconds.toFixed(1)} s, connected after ${l.readySeconds.toFixed(1)} s)`).join(', ')}`,
   );
   await fleet.stopAll();
 

@@ -2,6 +2,7 @@
  * A campaign's report: one JSON document with everything, and a markdown page for people.
  */
 import type { Verdict } from './checker.js';
+import type { LivenessResult } from './liveness.js';
 import type { FaultMix, TimelineEntry } from './nemesis.js';
 
 export interface CampaignReport {
@@ -45,16 +46,7 @@ export interface CampaignReport {
     /** The last line it wrote to stderr, for processes that failed. */
     readonly failure?: string | undefined;
   }[];
-  readonly liveness: readonly {
-    readonly dc: string;
-    /** IDs in the worker's recorded history. */
-    readonly drawn: number;
-    /** From its start to its end. */
-    readonly seconds: number;
-    /** From its start to its first line after connecting (absent in older reports). */
-    readonly readySeconds?: number;
-    readonly ok: boolean;
-  }[];
+  readonly liveness: readonly LivenessResult[];
   readonly check: { readonly violations: readonly string[] };
   readonly linearizabilityLines: readonly string[];
   readonly verdict: Verdict;
@@ -110,7 +102,7 @@ export function renderMarkdown(report: CampaignReport): string {
   lines.push(`| \`check\` violations | ${report.check.violations.length} |`);
   lines.push(`| linearizability lines in node logs | ${report.linearizabilityLines.length} |`);
   lines.push(
-    `| every DC drew again after healing | ${report.liveness.every((l) => l.ok) ? 'yes' : 'NO'} (${report.liveness.map((l) => `${l.dc}: ${l.drawn} IDs in ${l.seconds.toFixed(1)} s${l.readySeconds === undefined ? '' : `, connected after ${l.readySeconds.toFixed(1)} s`}`).join(', ')}) |`,
+    `| every DC drew again after healing | ${report.liveness.every((l) => l.ok) ? 'yes' : 'NO'} (${report.liveness.map((l) => `${l.dc}: ${l.drawn} IDs in ${l.seconds.toFixed(1)} s, connected after ${l.readySeconds.toFixed(1)} s`).join(', ')}) |`,
   );
   lines.push(
     `| granted = drawn + held + lost | ${n(r.granted)} = ${n(r.drawn)} + ${n(r.held)} + ${n(r.lost)}: ${r.balanced ? 'balanced' : 'NOT BALANCED'} |`,

@@ -178,12 +178,13 @@ export class StoreUnavailableError extends IdGenError {
     detail: string,
     options?: { cause?: unknown; timedOut?: boolean },
   ) {
+    const timedOut = options?.timedOut === true;
     super(
       'IDGEN_STORE_UNAVAILABLE',
-      `Cassandra is unavailable at ${levelName(level)} for ${operation}: ${detail}. Check that the contact points are reachable and the nodes of the DC are up${options?.timedOut === true ? ', and how busy they are: a timeout also comes from many processes contending for one partition, or from an overloaded cluster' : ''}.`,
+      `Cassandra is unavailable at ${levelName(level)} for ${operation}: ${detail}. Check that the contact points are reachable and the nodes of the DC are up${timedOut ? ', and how busy they are: a timeout also comes from many processes contending for one partition, or from an overloaded cluster' : ''}.`,
       options,
     );
-    this.timedOut = options?.timedOut === true;
+    this.timedOut = timedOut;
   }
 }
 

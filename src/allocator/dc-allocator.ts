@@ -487,6 +487,11 @@ export class DcAllocator {
       // A claim's request ends once another process of the DC brought IDs (see ensureRange).
       if (known !== undefined && given === undefined && remainingIn(state) > 0n) return;
       given = undefined;
+      // The DC has its next range already (another process of the DC installed it, or a grant
+      // waits for the preloaded range to become the reserved one): nothing to ask SERIAL. Every
+      // process of the DC whose claim crosses the threshold starts a request; all but the first
+      // end here, not after two reads at SERIAL on the partition every DC shares.
+      if (state !== undefined && hasPreloaded(state)) return;
       const view = await this.readGrants();
       const installed = state?.installedGrant ?? 0;
       const latest = view.latest;
@@ -499,8 +504,6 @@ export class DcAllocator {
       if (state !== undefined) {
         this.checkState(state, { grants: latest && [latest], globalLast: view.globalLast });
       }
-      // A pending grant waits until the preloaded range becomes the reserved one.
-      if (state !== undefined && hasPreloaded(state)) return;
       if (latest !== undefined && latestNumber > installed) {
         if (latestNumber > installed + 1) {
           // Another process may have installed grants since our state read; a fresh read decides.

@@ -122,7 +122,7 @@ describe('DcAllocator', () => {
     });
   });
 
-  it('asks for no grant while a preloaded range exists', async () => {
+  it('asks SERIAL nothing, not even a read, while a preloaded range exists', async () => {
     const store = new MemoryStore();
     await store.createSequence(settings, 'created');
     await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
@@ -134,9 +134,14 @@ describe('DcAllocator', () => {
       dcState({ lastInteger: 90n, preloadedMin: 101n, preloadedMax: 200n, installedGrant: 2 }),
     );
     const before = writes(store);
-    await allocatorOn(store).ensureRange();
+    const allocator = allocatorOn(store);
+    await allocator.ensureRange();
     expect(writes(store)).toEqual(before);
     expect(store.grantLog).toHaveLength(2);
+    // Behaviour changed: the state read ends the request. It went on to read the grants at
+    // SERIAL (two statements on the partition every DC shares), for every process of the DC
+    // whose claim crossed the threshold after the first one had preloaded the range.
+    expect(allocator.counters).toMatchObject({ serialReads: 0, localSerialReads: 1 });
   });
 
   it('installs the pending grant once the preloaded range became reserved, granting nothing new', async () => {

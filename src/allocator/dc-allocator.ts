@@ -49,7 +49,13 @@ import {
 import { FailureLog } from './failures.js';
 import type { AllocatorObserver } from './observer.js';
 import { DcUsage, Rate, grantSizeFor } from './sizing.js';
-import { grantsWentBack, stateWentBack, Watermarks } from './watermarks.js';
+import {
+  globalWentBack,
+  grantsWentBack,
+  stateWentBack,
+  Watermarks,
+  type Floor,
+} from './watermarks.js';
 
 /**
  * How many conditional writes in a row may fail to be ours before an operation gives up: every
@@ -477,7 +483,6 @@ export class DcAllocator {
 
   private async grantAndInstall(known?: { readonly state: DcState | undefined }): Promise<void> {
     if (this.exhaustedError !== undefined) throw this.exhaustedError;
-    let last: CasResult | undefined;
     let given = known;
     for (let attempt = 1; ; attempt++) {
       // The DC state is read before the grants: installed grants never outrun the latest grant,
@@ -523,43 +528,73 @@ export class DcAllocator {
         await this.install(latest, state);
         return;
       }
-      if (view.globalLast >= this.settings.max) {
-        this.exhaustedError = new SequenceExhaustedError(
-          this.sequence,
-          this.settings.max,
-          view.globalLast,
-        );
-        throw this.exhaustedError;
+      // GLOBAL as read above; after a batch lost to another grant, as that batch's round found it.
+      let globalLast = view.globalLast;
+      for (;;) {
+        if (globalLast >= this.settings.max) {
+          this.exhaustedError = new SequenceExhaustedError(
+            this.sequence,
+            this.settings.max,
+            globalLast,
+          );
+          throw this.exhaustedError;
+        }
+        // Sized by the DC's rate for the autonomy target (sizing.ts); only a size: the batch
+        // below is conditional on GLOBAL as for any grant, and the grant ends at `max` at the latest.
+        const size = grantSizeFor({
+          rate: this.rate.perSecond,
+          autonomySeconds: this.settings.autonomySeconds,
+          threshold: this.settings.threshold,
+          min: this.settings.dcRangeSize,
+          max: this.settings.maxDcRangeSize,
+          unGranted: this.settings.max - globalLast,
+          block: this.blockAsk,
+        });
+        const grant: Grant = {
+          number: installed + 1,
+          min: globalLast + 1n,
+          max: min(globalLast + size, this.settings.max),
+        };
+        const floor = this.seen.floor();
+        const last = await this.writeGrant(globalLast, grant);
+        if (isOurs(last.verdict)) {
+          this.counters.rangesGranted++;
+          this.confirmed = grant;
+          await this.install(grant, state);
+          return;
+        }
+        if (attempt >= MAX_CAS_ATTEMPTS) {
+          throw this.outOfAttempts('grant a DC range', attempt, last, 'serial');
+        }
+        if (last.reported === 'rejected') await this.backoff(attempt);
+        const moved = this.globalAfterLoss(last, floor);
+        // Not shown to be ours, and not simply lost to another grant: the next round re-reads,
+        // and installs grant `n` if it exists.
+        if (moved === undefined) break;
+        globalLast = moved;
+        attempt++;
       }
-      // Sized by the DC's rate for the autonomy target (sizing.ts); only a size: the batch below
-      // is conditional on GLOBAL as for any grant, and the grant ends at `max` at the latest.
-      const size = grantSizeFor({
-        rate: this.rate.perSecond,
-        autonomySeconds: this.settings.autonomySeconds,
-        threshold: this.settings.threshold,
-        min: this.settings.dcRangeSize,
-        max: this.settings.maxDcRangeSize,
-        unGranted: this.settings.max - view.globalLast,
-        block: this.blockAsk,
-      });
-      const grant: Grant = {
-        number: installed + 1,
-        min: view.globalLast + 1n,
-        max: min(view.globalLast + size, this.settings.max),
-      };
-      last = await this.writeGrant(view.globalLast, grant);
-      if (isOurs(last.verdict)) {
-        this.counters.rangesGranted++;
-        this.confirmed = grant;
-        await this.install(grant, state);
-        return;
-      }
-      // Not shown to be ours: the next round re-reads, and installs grant `n` if it exists.
-      if (attempt >= MAX_CAS_ATTEMPTS) {
-        throw this.outOfAttempts('grant a DC range', attempt, last, 'serial');
-      }
-      if (last.reported === 'rejected') await this.backoff(attempt);
     }
+  }
+
+  /**
+   * GLOBAL as the round that decided our lost batch found it, if that round also found no grant
+   * `n` of this DC: another grant took the value ours was conditional on, and nobody of this DC
+   * holds the grant we asked for. The next batch may then be conditional on that GLOBAL without
+   * reading the grants again at SERIAL (the batch's own conditions decide, as for any value read;
+   * at a start on a fresh sequence every DC's processes race there, and each lost round cost
+   * every loser a DC-state read and two reads at SERIAL). Checked like any read of GLOBAL: one
+   * below what this process saw before the batch was sent means lost writes.
+   */
+  private globalAfterLoss(last: CasResult<GrantFound>, floor: Floor): bigint | undefined {
+    const globalLast = last.found?.globalLast;
+    if (last.verdict !== 'lost' || last.found?.grant !== undefined || globalLast === undefined) {
+      return undefined;
+    }
+    const wentBack = globalWentBack(floor, globalLast);
+    if (wentBack !== undefined) throw this.rolledBack(wentBack);
+    this.seen.raiseGrants({ globalLast, latest: undefined });
+    return globalLast;
   }
 
   /** Installs confirmed grant `grant` in the DC state, starting from `known` (possibly stale). */
@@ -611,7 +646,10 @@ export class DcAllocator {
   }
 
   /** The grant batch at SERIAL, classified. */
-  private async writeGrant(expectedGlobalLast: bigint, grant: Grant): Promise<CasResult> {
+  private async writeGrant(
+    expectedGlobalLast: bigint,
+    grant: Grant,
+  ): Promise<CasResult<GrantFound>> {
     this.counters.lwtWrites++;
     const result = await runConditionalWrite<GrantFound>({
       write: () => this.store.grantRange(this.sequence, this.dc, expectedGlobalLast, grant),

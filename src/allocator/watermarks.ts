@@ -100,11 +100,17 @@ export function stateWentBack(floor: Floor, state: DcState | undefined): string 
   return undefined;
 }
 
+/** How GLOBAL's `last_integer` as read is older than `floor`, or undefined if it is not. */
+export function globalWentBack(floor: Floor, globalLast: bigint): string | undefined {
+  return globalLast < floor.globalLast
+    ? `GLOBAL last_integer ${globalLast}, after ${floor.globalLast} was read`
+    : undefined;
+}
+
 /** How a read of the grant level is older than `floor`, or undefined if it is not. */
 export function grantsWentBack(floor: Floor, view: GrantView): string | undefined {
-  if (view.globalLast < floor.globalLast) {
-    return `GLOBAL last_integer ${view.globalLast}, after ${floor.globalLast} was read`;
-  }
+  const global = globalWentBack(floor, view.globalLast);
+  if (global !== undefined) return global;
   const latest = view.latest?.number ?? 0;
   if (latest < floor.latestGrant) {
     return `latest grant #${latest}, after grant #${floor.latestGrant} was read`;

@@ -204,6 +204,35 @@ describe('DcAllocator', () => {
     expect(block).toMatchObject({ first: 11n, last: 20n });
   });
 
+  it("asks again from the GLOBAL a batch lost to another DC's grant found, without reading the grants again", async () => {
+    const store = new MemoryStore();
+    await store.createSequence(settings, 'created');
+    // dc2 gets its first range right after dc1 read the grants: dc1's batch, conditional on
+    // GLOBAL 0, is rejected, and its round found GLOBAL at 100 and no grant 1 of dc1.
+    const read = store.readGrants.bind(store);
+    store.readGrants = async (sequence, dc) => {
+      const view = await read(sequence, dc);
+      if (store.grantLog.length === 0) {
+        await store.grantRange('orders', 'dc2', 0n, { number: 1, min: 1n, max: 100n });
+      }
+      return view;
+    };
+    const allocator = new DcAllocator({ store, dc: 'dc1', settings, sleep: async () => {} });
+    await allocator.ensureRange();
+    expect(store.grantLog.map((g) => [g.dc, g.grant.min, g.grant.max])).toEqual([
+      ['dc2', 1n, 100n],
+      ['dc1', 101n, 200n],
+    ]);
+    expect(await store.readDcState('orders', 'dc1')).toMatchObject({
+      installedGrant: 1,
+      reservedMin: 101n,
+      reservedMax: 200n,
+    });
+    // Behaviour changed: one read of the grants and one of the state. The lost round used to
+    // read both again (2 and 2) before the second batch.
+    expect(allocator.counters).toMatchObject({ serialReads: 1, localSerialReads: 1 });
+  });
+
   it('says a claim that needed a range met SERIAL timeouts, not that SERIAL is unreachable', async () => {
     const store = new MemoryStore();
     await store.createSequence(settings, 'created');
@@ -279,6 +308,23 @@ describe('DcAllocator: rows that went back', () => {
     release();
     await range; // the old reply (version 1) is no rollback
     expect(await store.readDcState('orders', 'dc1')).toMatchObject({ installedGrant: 2 });
+  });
+
+  it('stops when a lost batch found GLOBAL below what this process read before', async () => {
+    const store = new MemoryStore();
+    await store.createSequence(settings, 'created');
+    await store.grantRange('orders', 'dc2', 0n, { number: 1, min: 1n, max: 100n });
+    // The round that rejects dc1's batch (conditional on GLOBAL 100) finds GLOBAL at 50: rows
+    // that went back. A batch conditional on 50 could grant IDs of dc2's range again.
+    store.grantRange = async () => ({
+      kind: 'rejected',
+      found: { globalLast: 50n, grant: undefined },
+    });
+    const allocator = new DcAllocator({ store, dc: 'dc1', settings, sleep: async () => {} });
+    await expect(allocator.ensureRange()).rejects.toMatchObject({
+      code: 'IDGEN_STATE_ROLLED_BACK',
+    });
+    expect(allocator.counters.lwtWrites).toBe(1);
   });
 
   it('stops when a read sent after its own write shows an older version', async () => {

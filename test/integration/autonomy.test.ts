@@ -147,8 +147,9 @@ describe.runIf(clusterInfo().faults)('a DC cut off with grants sized by an auton
     // T = 60 s, not the 8–10 s one would like: faults.partition() returns only once the cut
     // shows (SERIAL failing from dc3 with its read timeout, working from each of the other
     // nodes, each probe a fresh driver client), which takes several seconds up to tens of
-    // seconds, and all of it counts as cut (CI on Paxos v1 took 28.2 s, past the 0.7 T = 28 s
-    // that T = 40 allowed). At 100 IDs/s a grant sized for T is 100 × 60 / 0.5 = 12,000.
+    // seconds, and all of it counts as cut (CI on Paxos v1 took 28.2 s to confirm a cut, which
+    // then lasted 29.4 s, past the 0.7 T = 28 s that T = 40 allowed). At 100 IDs/s a grant sized
+    // for T is 100 × 60 / 0.5 = 12,000.
     // dcRangeSize is small on purpose: with fixed ranges of 200 dc3 would hold at most 400 IDs,
     // 4 s of draws, and fail calls within the cut.
     const T = 60;

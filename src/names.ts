@@ -28,3 +28,33 @@ export const NAME_RULES: Readonly<
 export function isValidName(kind: NameKind, value: unknown): value is string {
   return typeof value === 'string' && NAME_RULES[kind].pattern.test(value);
 }
+
+/**
+ * The most shards a DC may be split into. Each shard holds a DC range of its own and costs a
+ * grant at SERIAL per range, so a few dozen cover any fleet; the cap keeps names short.
+ */
+export const MAX_SHARDS = 256;
+
+/**
+ * The protocol's name for shard `shard` of `dc`: the DC's own name for shard 0 (so a sequence
+ * that was never sharded, and shard 0 of one that is, use the same rows), `dc/shard` otherwise.
+ * DC names never contain "/", so no DC is named like another DC's shard.
+ */
+export function granteeName(dc: string, shard: number): string {
+  return shard === 0 ? dc : `${dc}/${shard}`;
+}
+
+/** The shard number of grantee names `dc/1` … `dc/255`, without leading zeros. */
+const SHARD_SUFFIX = /\/([1-9][0-9]{0,2})$/;
+
+/**
+ * The DC a grantee (a DC, or a shard `dc/k` of one) belongs to, or undefined if `name` is neither
+ * a DC name nor such a shard's name.
+ */
+export function dcOfGrantee(name: unknown): string | undefined {
+  if (typeof name !== 'string') return undefined;
+  const suffix = SHARD_SUFFIX.exec(name);
+  if (suffix !== null && Number(suffix[1]) >= MAX_SHARDS) return undefined;
+  const dc = suffix === null ? name : name.slice(0, suffix.index);
+  return isValidName('datacenter', dc) ? dc : undefined;
+}

@@ -9,7 +9,7 @@
 
 import { GRANT_BLOCKS } from './allocator/sizing.js';
 import { InvalidNameError, InvalidOptionError, InvariantError } from './errors.js';
-import { isValidName } from './names.js';
+import { isValidName, MAX_SHARDS } from './names.js';
 import type { DomainName, SequenceChanges, SequenceSettings, SizeSettings } from './store/port.js';
 
 /** The named domains; `custom` is recorded instead when an explicit `max` is given. */
@@ -107,6 +107,16 @@ export interface CreateSequenceOptions {
    */
   readonly maxDcRangeSize?: bigint | number | undefined;
   /**
+   * How many state partitions (shards) each DC's claims spread over, from 1 to 256. Every claim
+   * is a LOCAL_SERIAL compare-and-set on its shard's partition, and one partition completes only
+   * so many of them a second (docs/design.md, "Many processes per DC"): with S shards a DC makes
+   * S times the claims. Each process claims from one shard, picked at random when it opens the
+   * sequence, so its IDs still only grow. Each shard holds DC ranges of its own (S grants at
+   * SERIAL where one DC made one) and sizes its grants from its own rate. Only grows.
+   * @default 1 (one partition per DC)
+   */
+  readonly shards?: number | undefined;
+  /**
    * Share of a block (process level) or DC range (DC level) used before the next one is loaded
    * in the background; strictly between 0 and 1.
    * @default 0.5
@@ -139,6 +149,11 @@ export interface AlterSequenceOptions {
   readonly autonomySeconds?: number | undefined;
   /** See {@link CreateSequenceOptions.maxDcRangeSize}. @default unchanged */
   readonly maxDcRangeSize?: bigint | number | undefined;
+  /**
+   * See {@link CreateSequenceOptions.shards}. At least the current number: processes that run
+   * keep their shard, and a shard keeps its ranges. @default unchanged
+   */
+  readonly shards?: number | undefined;
 }
 
 /** Defaults of {@link CreateSequenceOptions}; `start` defaults to `min`, `max` to the domain's. */
@@ -151,6 +166,7 @@ export const SEQUENCE_DEFAULTS = Object.freeze({
   threshold: 0.5,
   claimIntervalMs: 2_000,
   autonomySeconds: 0,
+  shards: 1,
   /** maxDcRangeSize defaults to this many DC ranges (at most an eighth of the domain). */
   maxDcRanges: 1_000n,
 } as const satisfies {
@@ -162,6 +178,7 @@ export const SEQUENCE_DEFAULTS = Object.freeze({
   threshold: number;
   claimIntervalMs: number;
   autonomySeconds: number;
+  shards: number;
   maxDcRanges: bigint;
 });
 
@@ -178,6 +195,7 @@ const SIZE_KEYS = [
   'claimIntervalMs',
   'autonomySeconds',
   'maxDcRangeSize',
+  'shards',
 ] as const satisfies readonly (keyof SizeSettings)[];
 /** The size settings of `settings`, the only ones `alter` can change. */
 export function pickSizes(settings: SizeSettings): SizeSettings {
@@ -283,6 +301,8 @@ export function resolveSequenceSettings(
     options.maxDcRangeSize !== undefined
       ? integerOption('maxDcRangeSize', options.maxDcRangeSize, dcRangeSize, domainSize)
       : defaultMaxDcRange(dcRangeSize, domainSize, autonomySeconds, blockSize, maxBlockSize);
+  const shards =
+    options.shards === undefined ? SEQUENCE_DEFAULTS.shards : shardsOption(options.shards, 1);
 
   return Object.freeze({
     name,
@@ -297,6 +317,7 @@ export function resolveSequenceSettings(
     claimIntervalMs,
     autonomySeconds,
     maxDcRangeSize,
+    shards,
   });
 }
 
@@ -378,6 +399,8 @@ export function validateChanges(
         : current.maxDcRangeSize === current.dcRangeSize
           ? dcRangeSize // fixed DC ranges stay fixed
           : maxBigInt(current.maxDcRangeSize, dcRangeSize);
+  const shards =
+    changes.shards === undefined ? current.shards : shardsOption(changes.shards, current.shards);
   const next: SizeSettings = {
     dcRangeSize,
     blockSize,
@@ -386,6 +409,7 @@ export function validateChanges(
     claimIntervalMs,
     autonomySeconds,
     maxDcRangeSize,
+    shards,
   };
   // Only what changes: a key not given may still change with one that is (fixed sizes move together).
   const changed = SIZE_KEYS.filter((key) => given.includes(key) || next[key] !== current[key]);
@@ -452,6 +476,9 @@ export function validateStoredSettings(s: SequenceSettings): void {
       `maxDcRangeSize ${s.maxDcRangeSize} is not within [dcRangeSize ${s.dcRangeSize}, ${s.max - s.min + 1n}]`,
     );
   }
+  if (!Number.isSafeInteger(s.shards) || s.shards < 1 || s.shards > MAX_SHARDS) {
+    broken(`shards ${s.shards} is not an integer within [1, ${MAX_SHARDS}]`);
+  }
 }
 
 function checkKeys(options: object, allowed: readonly string[]): void {
@@ -489,6 +516,19 @@ function intOption(option: string, value: unknown, low: number, high: number, wh
 function claimIntervalOption(value: unknown): number {
   const { min: low, max: high } = CLAIM_INTERVAL_RANGE;
   return intOption('claimIntervalMs', value, low, high, "milliseconds between a process's claims");
+}
+
+/** `shards`, at least `low`: the current number on an alter, since shards are never drained. */
+function shardsOption(value: unknown, low: number): number {
+  return intOption(
+    'shards',
+    value,
+    low,
+    MAX_SHARDS,
+    low > 1
+      ? `the sequence has ${low} shards and their number only grows`
+      : 'state partitions per DC',
+  );
 }
 
 function autonomyOption(value: unknown): number {

@@ -21,6 +21,7 @@ import {
   StateRolledBackError,
   StoreUnavailableError,
 } from '../errors.js';
+import { granteeName } from '../names.js';
 import { MAX_SAFE_ID, validateStoredSettings } from '../options.js';
 import {
   USAGE_CAUSES,
@@ -148,8 +149,17 @@ export class Sequence<T extends number | bigint> {
   readonly dc: string;
   /** Whether IDs are bigints (else JavaScript numbers). */
   readonly bigint: boolean;
+  /**
+   * Where this handle claims from: its DC, or the shard of it (`dc1/3`) it picked when it loaded
+   * the settings (see {@link SequenceSettings.shards}). Its DC until then.
+   */
+  get grantee(): string {
+    return this.claimsFrom;
+  }
 
   private readonly store: IdStore;
+  /** See {@link grantee}. */
+  private claimsFrom: string;
   private readonly keyspace: string;
   private readonly ids: IdKind<T>;
   private readonly log: Logger | undefined;
@@ -206,6 +216,7 @@ export class Sequence<T extends number | bigint> {
   constructor(context: SequenceContext<T>) {
     this.name = context.name;
     this.dc = context.dc;
+    this.claimsFrom = context.dc;
     this.store = context.store;
     this.keyspace = context.keyspace;
     this.ids = context.ids;
@@ -445,7 +456,7 @@ export class Sequence<T extends number | bigint> {
       this.waste.refused += Number(claimed.last - claimed.first + 1n);
       throw new InvariantError(
         this.name,
-        `DC "${this.dc}" gave this process block [${claimed.first}, ${claimed.last}], not above its earlier IDs (up to ${highest})`,
+        `DC "${this.grantee}" gave this process block [${claimed.first}, ${claimed.last}], not above its earlier IDs (up to ${highest})`,
       );
     }
   }
@@ -462,7 +473,7 @@ export class Sequence<T extends number | bigint> {
       this.counters.wasted += dropped;
       this.waste.dropped += dropped;
     }
-    this.log?.error({ err: error, dc: this.dc }, error.message);
+    this.log?.error({ err: error, dc: this.grantee }, error.message);
   }
 
   private preloadNextBlock(): void {
@@ -526,7 +537,7 @@ export class Sequence<T extends number | bigint> {
         this.reportUsageNowAndThen();
         this.claimFailure = undefined;
         this.lostRaces = 0;
-        this.failures.recovered('claim', { dc: this.dc });
+        this.failures.recovered('claim', { dc: this.grantee });
         if (claimed.rangeLow) allocator.requestRangeInBackground();
         return;
       } catch (error) {
@@ -534,7 +545,10 @@ export class Sequence<T extends number | bigint> {
           this.failures.record(error);
           this.forfeit(error);
         } else if (!(error instanceof ClosedError)) {
-          this.failures.failed('claim', error, { dc: this.dc, localIds: this.buffer.remaining });
+          this.failures.failed('claim', error, {
+            dc: this.grantee,
+            localIds: this.buffer.remaining,
+          });
         }
         if (!isTransient(error) || !this.keepTrying(started)) throw error;
         this.claimFailure = failure = error;
@@ -715,9 +729,13 @@ export class Sequence<T extends number | bigint> {
       if (settings === undefined) throw new SequenceNotFoundError(this.name, this.keyspace);
       this.checkSettings(settings);
       this.settingsReadAt = this.clock.now();
+      // One shard for the handle's life: its blocks then come from one chain of grants, and each
+      // is above the one before (a block of another shard could be below). Random, so that the
+      // DC's processes spread evenly without knowing of each other.
+      this.claimsFrom = granteeName(this.dc, Math.floor(Math.random() * settings.shards));
       const allocator = new DcAllocator({
         store: this.store,
-        dc: this.dc,
+        dc: this.grantee,
         settings,
         clock: this.clock,
         log: this.log,
@@ -796,13 +814,13 @@ export class Sequence<T extends number | bigint> {
     }
     if (Object.keys(deltas).length === 0) return Promise.resolve();
     this.reportingUsage = this.store
-      .addDcUsage(this.name, this.dc, deltas)
+      .addDcUsage(this.name, this.grantee, deltas)
       .then(
         () => {
           this.reportedUsage = now;
         },
         (error: unknown) => {
-          this.log?.debug({ err: error, dc: this.dc }, 'usage counters not updated');
+          this.log?.debug({ err: error, dc: this.grantee }, 'usage counters not updated');
         },
       )
       .finally(() => {
@@ -820,12 +838,17 @@ export class Sequence<T extends number | bigint> {
     try {
       returned = await allocator.returnBlock(run.first, run.last);
     } catch (error) {
-      this.failures.failed('return', error, { dc: this.dc });
+      this.failures.failed('return', error, { dc: this.grantee });
     }
     this.counters.wasted += held - Number(returned);
     this.waste.notReturned += held - Number(returned);
     this.log?.debug(
-      { dc: this.dc, first: String(run.first), last: String(run.last), returned: String(returned) },
+      {
+        dc: this.grantee,
+        first: String(run.first),
+        last: String(run.last),
+        returned: String(returned),
+      },
       'closed',
     );
   }

@@ -135,6 +135,7 @@ const FLAGS: Readonly<Record<string, string>> = Object.freeze({
   claimIntervalMs: '--claim-interval',
   maxDcRangeSize: '--max-dc-range',
   autonomySeconds: '--autonomy',
+  shards: '--shards',
   count: '-n/--count',
   sample: '--sample',
   watch: '--watch',

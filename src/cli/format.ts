@@ -88,6 +88,7 @@ export function settingsLines(settings: SequenceSettings): string[] {
     ['DC range', dcRangeText(settings)],
     ['block', blockText(settings)],
     ['threshold', String(settings.threshold)],
+    ...(settings.shards > 1 ? [['shards', `${settings.shards} per DC`] as const] : []),
   ]);
 }
 
@@ -127,6 +128,7 @@ export function settingsJson(settings: SequenceSettings): Record<string, unknown
     claimIntervalMs: settings.claimIntervalMs,
     maxDcRangeSize: settings.maxDcRangeSize,
     autonomySeconds: settings.autonomySeconds,
+    shards: settings.shards,
   };
 }
 

@@ -52,7 +52,8 @@ function sequenceLines(status: SequenceStatus, localDc: string): string[] {
     (s.maxBlockSize > s.blockSize
       ? ` to ${count(s.maxBlockSize)} (a claim per ${duration(s.claimIntervalMs / 1_000)})`
       : '') +
-    ` · threshold ${s.threshold}`;
+    ` · threshold ${s.threshold}` +
+    (s.shards > 1 ? ` · ${s.shards} shards per DC` : '');
   const global =
     `  GLOBAL last_integer ${status.globalLast}  domain used ${bar(status.domainUsedShare)}` +
     `  ${count(status.domainLeft)} IDs left to grant` +
@@ -184,6 +185,7 @@ export function statusJson(report: StatusReport): Record<string, unknown> {
         claimIntervalMs: s.settings.claimIntervalMs,
         maxDcRangeSize: s.settings.maxDcRangeSize,
         autonomySeconds: s.settings.autonomySeconds,
+        shards: s.settings.shards,
       },
       globalLast: s.globalLast,
       granted: s.granted,

@@ -42,6 +42,8 @@ export function parseSettings(row: Row): StoredSettings {
       claimIntervalMs: toNumber(row.get('claim_interval_ms')) ?? SEQUENCE_DEFAULTS.claimIntervalMs,
       maxDcRangeSize: toBigInt(row.get('max_dc_range_size')) ?? dcRangeSize,
       autonomySeconds: autonomyOf(name, row.get('autonomy_seconds')),
+      // Absent in rows written before DCs could be sharded: one state partition per DC.
+      shards: toNumber(row.get('shards')) ?? 1,
     },
     op: required(name, row, 'settings_op', toText),
   };

@@ -25,7 +25,7 @@ export interface Statement {
 }
 
 export const SETTINGS =
-  'sequence, domain, min_id, max_id, start_id, dc_range_size, block_size, threshold, max_block_size, claim_interval_ms, max_dc_range_size, autonomy_seconds, settings_op';
+  'sequence, domain, min_id, max_id, start_id, dc_range_size, block_size, threshold, max_block_size, claim_interval_ms, max_dc_range_size, autonomy_seconds, shards, settings_op';
 const GRANT = 'dc, grant_number, grant_min, grant_max';
 const GRANT_ROW = 'dc, grant_number, last_integer, grant_min, grant_max';
 export const DC_STATE =
@@ -37,10 +37,10 @@ export const SERIAL_PROBE_PARTITION = '~serial-probe';
 // prettier-ignore
 export const STATEMENTS = {
   // ── settings + GLOBAL row (dc 'GLOBAL', grant_number 0): one statement, so a sequence never exists without its high-water mark
-  createSequence: { cql: `INSERT INTO $grants (${SETTINGS}, dc, grant_number, last_integer) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'GLOBAL', 0, ?) IF NOT EXISTS`,
+  createSequence: { cql: `INSERT INTO $grants (${SETTINGS}, dc, grant_number, last_integer) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'GLOBAL', 0, ?) IF NOT EXISTS`,
                     consistency: CL.eachQuorum, serial: CL.serial, level: 'serial' },
   // conditional on the op of the settings read, so two alters never combine unchecked; the settings are static columns
-  alterSequence:  { cql: `UPDATE $grants SET dc_range_size = ?, block_size = ?, threshold = ?, max_block_size = ?, claim_interval_ms = ?, max_dc_range_size = ?, autonomy_seconds = ?, settings_op = ? WHERE sequence = ? IF settings_op = ?`,
+  alterSequence:  { cql: `UPDATE $grants SET dc_range_size = ?, block_size = ?, threshold = ?, max_block_size = ?, claim_interval_ms = ?, max_dc_range_size = ?, autonomy_seconds = ?, shards = ?, settings_op = ? WHERE sequence = ? IF settings_op = ?`,
                     consistency: CL.eachQuorum, serial: CL.serial, level: 'serial' },
   // the GLOBAL row's last_integer is selected too: Cassandra refuses a clustering restriction with only static columns
   readSequence:   { cql: `SELECT ${SETTINGS}, last_integer FROM $grants WHERE sequence = ? AND dc = 'GLOBAL' AND grant_number = 0`,

@@ -21,7 +21,7 @@ import {
   SequenceNotFoundError,
 } from '../errors.js';
 import { mutated } from '../allocator/mutations.js';
-import { isValidName } from '../names.js';
+import { dcOfGrantee, isValidName } from '../names.js';
 import { AvoidStalledCoordinatorsPolicy, StalledCoordinators } from '../stalled-coordinators.js';
 import { ascending } from '../order.js';
 import { mapFailure } from './cassandra-errors.js';
@@ -151,6 +151,7 @@ export class CassandraStore implements IdStore {
       settings.claimIntervalMs,
       this.long(settings.maxDcRangeSize),
       this.long(BigInt(settings.autonomySeconds)),
+      settings.shards,
       op,
       this.long(settings.start - 1n),
     ]);
@@ -194,6 +195,7 @@ export class CassandraStore implements IdStore {
       sizes.claimIntervalMs,
       this.long(sizes.maxDcRangeSize),
       this.long(BigInt(sizes.autonomySeconds)),
+      sizes.shards,
       op,
       name,
       expectedOp,
@@ -530,11 +532,12 @@ export class CassandraStore implements IdStore {
   /** LOCAL_SERIAL on a DC's state partition is only linearizable from that DC's own coordinators. */
   private checkLocalDc(dc: string): void {
     checkDc(dc);
-    if (dc !== this.localDc) {
+    // A shard `dc1/3` is dc1's: its state partition, like dc1's own, takes LOCAL_SERIAL from dc1 only.
+    if (dcOfGrantee(dc) !== this.localDc) {
       throw new InvalidOptionError(
         'dc',
         dc,
-        `the client's local datacenter "${this.localDc}": a DC's state is read and written at LOCAL_SERIAL from that DC only`,
+        `the client's local datacenter "${this.localDc}" or a shard of it: a DC's state is read and written at LOCAL_SERIAL from that DC only`,
       );
     }
   }
@@ -569,8 +572,9 @@ function mutatedGrantBatch(): { readonly consistency: number; readonly serial: n
   return GRANT_BATCH;
 }
 
+/** A grantee: a DC's name, or a shard's (`dc1/3`). */
 function checkDc(dc: string): void {
-  if (!isValidName('datacenter', dc)) throw new InvalidNameError('datacenter', dc);
+  if (dcOfGrantee(dc) === undefined) throw new InvalidNameError('datacenter', dc);
 }
 
 /**

@@ -52,6 +52,13 @@ export interface SequenceSettings {
    * 0: every grant has `dcRangeSize` IDs.
    */
   readonly autonomySeconds: number;
+  /**
+   * How many state partitions (shards) each DC's claims spread over. Each process claims from
+   * one shard, picked at random when it opens the sequence and kept for its life; shard 0 is the
+   * DC itself, shard k > 0 the grantee `dc/k` (names.ts), which the protocol treats as a DC of
+   * its own: its own state partition and its own chain of grants. Only grows.
+   */
+  readonly shards: number;
 }
 
 /**
@@ -96,6 +103,12 @@ export interface NodeSettings {
   /** Why the node could not be read; undefined when it was. */
   readonly error?: string | undefined;
 }
+
+/*
+ * "DC" below, and every `dc` parameter, means a grantee: a DC or one of its shards (`dc1/3`,
+ * names.ts). The protocol treats each the same way; only the check that a state partition is
+ * written from its own DC looks at the DC part of the name.
+ */
 
 /** A range of IDs granted to one DC at SERIAL: `[min, max]`, grant number `number` (1, 2, …). */
 export interface Grant {
@@ -184,6 +197,7 @@ export type SizeSettings = Pick<
   | 'claimIntervalMs'
   | 'maxDcRangeSize'
   | 'autonomySeconds'
+  | 'shards'
 >;
 
 /** How fresh an overview read must be. */

@@ -101,6 +101,7 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
           claimIntervalMs: 5_000,
           maxDcRangeSize: 50_000n,
           autonomySeconds: 3_600,
+          shards: 4,
         };
         // A stale op: rejected with what is stored.
         expect(await store.alterSequence(settings.name, 'stale', sizes, 'alter1')).toEqual({
@@ -425,6 +426,7 @@ function sequenceSettings(overrides: Partial<SequenceSettings> = {}): SequenceSe
     claimIntervalMs: 2_000,
     maxDcRangeSize: 100n,
     autonomySeconds: 0,
+    shards: 1,
     ...overrides,
   };
 }

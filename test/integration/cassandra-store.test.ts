@@ -51,6 +51,7 @@ function settings(overrides: Partial<SequenceSettings> = {}): SequenceSettings {
     claimIntervalMs: 2_000,
     maxDcRangeSize: 1_000n,
     autonomySeconds: 0,
+    shards: 1,
     ...overrides,
   };
 }
@@ -339,6 +340,7 @@ describe('CassandraStore on the cluster', () => {
           claimIntervalMs: 2_000,
           maxDcRangeSize: 10n,
           autonomySeconds: 0,
+          shards: 1,
         },
         'op2',
       ),

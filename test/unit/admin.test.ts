@@ -25,6 +25,7 @@ const SETTINGS: SequenceSettings = Object.freeze({
   claimIntervalMs: 2_000,
   maxDcRangeSize: 100n,
   autonomySeconds: 0,
+  shards: 1,
 });
 
 function grant(number: number, min: bigint, max: bigint): Grant {

@@ -617,6 +617,7 @@ describe('status for scripts', () => {
     claimIntervalMs: 2_000,
     maxDcRangeSize: 100_000n,
     autonomySeconds: 0,
+    shards: 1,
     threshold: 0.5,
   };
 

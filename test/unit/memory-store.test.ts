@@ -30,6 +30,7 @@ const settings: SequenceSettings = {
   claimIntervalMs: 2_000,
   maxDcRangeSize: 100n,
   autonomySeconds: 0,
+  shards: 1,
 };
 
 async function storeWithSequence(): Promise<MemoryStore> {

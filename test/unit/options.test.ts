@@ -32,6 +32,7 @@ describe('resolveSequenceSettings', () => {
       // Adaptive blocks up to 100,000 without a target: room for 8 of them per grant.
       maxDcRangeSize: 800_000n,
       autonomySeconds: 0,
+      shards: 1,
     });
     expect(Object.isFrozen(settings)).toBe(true);
     expect(Object.isFrozen(SEQUENCE_DEFAULTS)).toBe(true);
@@ -69,6 +70,7 @@ describe('resolveSequenceSettings', () => {
       claimIntervalMs: 2_000,
       maxDcRangeSize: 100n,
       autonomySeconds: 0,
+      shards: 1,
     });
     expect(resolveSequenceSettings('s', { domain: 'int32', max: 2n ** 31n - 1n })).toMatchObject({
       domain: 'custom',
@@ -204,6 +206,17 @@ describe('validateChanges', () => {
     });
   });
 
+  it('raises the number of shards, and refuses to lower it: processes keep the shard they picked', () => {
+    expect(validateChanges({ shards: 4 }, current)).toEqual({ shards: 4 });
+    const sharded = { ...current, shards: 4 };
+    expect(validateChanges({ shards: 4 }, sharded)).toEqual({ shards: 4 });
+    const error = catchError(() => validateChanges({ shards: 2 }, sharded));
+    expect(error).toMatchObject({ code: 'IDGEN_INVALID_OPTION', option: 'shards' });
+    expect((error as Error).message).toContain(
+      'the sequence has 4 shards and their number only grows',
+    );
+  });
+
   const bad: [string, Record<string, unknown>, string][] = [
     ['no change', {}, 'changes'],
     ['only undefined values', { blockSize: undefined }, 'changes'],
@@ -218,6 +231,9 @@ describe('validateChanges', () => {
     ['a claim interval under 10 ms', { claimIntervalMs: 5 }, 'claimIntervalMs'],
     ['a negative autonomy target', { autonomySeconds: -1 }, 'autonomySeconds'],
     ['a largest DC range below the DC range size', { maxDcRangeSize: 999 }, 'maxDcRangeSize'],
+    ['no shards', { shards: 0 }, 'shards'],
+    ['more than 256 shards', { shards: 257 }, 'shards'],
+    ['a fraction of a shard', { shards: 1.5 }, 'shards'],
   ];
 
   it.each(bad)('refuses %s, naming the option', (_label, changes, option) => {
@@ -257,6 +273,8 @@ describe('validateStoredSettings', () => {
     ['claimIntervalMs of 0', { claimIntervalMs: 0 }],
     ['fractional autonomySeconds', { autonomySeconds: 1.5 }],
     ['maxDcRangeSize below dcRangeSize', { maxDcRangeSize: 999n }],
+    ['no shards', { shards: 0 }],
+    ['more shards than names allow', { shards: 257 }],
     ['threshold of 1', { threshold: 1 }],
     ['threshold NaN', { threshold: Number.NaN }],
     ['unknown domain', { domain: 'int16' as SequenceSettings['domain'] }],

@@ -438,6 +438,7 @@ describe('rows that break invariants', () => {
         claimIntervalMs: 2_000,
         maxDcRangeSize: 10n,
         autonomySeconds: 0,
+        shards: 1,
       },
       'created',
     );

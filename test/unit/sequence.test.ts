@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import { DcAllocator } from '../../src/allocator/dc-allocator.js';
+import { checkSequence } from '../../src/admin/check.js';
 import { readSnapshot } from '../../src/admin/overview-reads.js';
 import { sequenceStatus } from '../../src/admin/status.js';
 import {
@@ -224,6 +225,72 @@ describe('Sequence: single flight', () => {
     );
     expectStrictlyIncreasing(order);
     expect(order).toEqual(range(1, 200));
+  });
+});
+
+describe('Sequence: shards', () => {
+  it("spreads a DC's processes over its shards, each claiming from its own state and grants", async () => {
+    const { store } = await withSequence({ dcRangeSize: 100, blockSize: 10, shards: 4 });
+    const random = vi.spyOn(Math, 'random');
+    const handles: Sequence<number>[] = [];
+    for (const [dc, pick] of [
+      ['dc1', 0.1],
+      ['dc1', 0.3],
+      ['dc1', 0.6],
+      ['dc1', 0.9],
+      ['dc2', 0.6],
+    ] as const) {
+      random.mockReturnValueOnce(pick); // the shard is the first random number a handle draws
+      const seq = processIn(store, dc).sequence('orders');
+      expect(seq.grantee).toBe(dc); // its DC until it has loaded the settings
+      await seq.ready();
+      handles.push(seq);
+    }
+    random.mockRestore();
+    expect(handles.map((seq) => seq.grantee)).toEqual(['dc1', 'dc1/1', 'dc1/2', 'dc1/3', 'dc2/2']);
+
+    const drawn = await Promise.all(handles.map((seq) => draw(seq, 35)));
+    drawn.forEach(expectStrictlyIncreasing);
+    expectUnique(drawn.flat());
+    // Each handle's IDs lie in the grants of its own shard, which the protocol treats as a DC.
+    const grants = (await store.readGrantsOverview('orders'))!.grants;
+    handles.forEach((seq, i) => {
+      const own = grants.get(seq.grantee) ?? [];
+      for (const id of drawn[i]!) {
+        expect(own.some((g) => g.min <= BigInt(id) && BigInt(id) <= g.max)).toBe(true);
+      }
+    });
+    const states = await store.readDcStatesOverview('orders');
+    expect([...states.keys()].sort()).toEqual(['dc1', 'dc1/1', 'dc1/2', 'dc1/3', 'dc2/2']);
+    const snapshot = await readSnapshot(store, KEYSPACE, 'orders');
+    expect(checkSequence(snapshot)).toEqual([]);
+    expect(sequenceStatus(snapshot).dcs.map((dc) => dc.dc)).toEqual([
+      'dc1',
+      'dc1/1',
+      'dc1/2',
+      'dc1/3',
+      'dc2/2',
+    ]);
+  });
+
+  it('keeps a running handle on its shard after an alter adds shards', async () => {
+    vi.useFakeTimers();
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, shards: 2 });
+    const random = vi.spyOn(Math, 'random').mockReturnValueOnce(0.9);
+    const seq = ids.sequence('orders');
+    const before = await draw(seq, 10);
+    expect(seq.grantee).toBe('dc1/1');
+    await processIn(store, 'dc2').alterSequence('orders', { shards: 8 });
+    store.resetCalls();
+    await vi.advanceTimersByTimeAsync(SETTINGS_REFRESH_MS);
+    const later = await draw(seq, 40); // its claims re-read the settings
+    expect(store.calls.readSequence).toBeGreaterThan(0);
+    expect(seq.grantee).toBe('dc1/1');
+    expectStrictlyIncreasing([...before, ...later]);
+    random.mockReturnValueOnce(0.9);
+    const fresh = processIn(store).sequence('orders');
+    await fresh.ready();
+    expect(fresh.grantee).toBe('dc1/7'); // 0.9 of 8 shards
   });
 });
 

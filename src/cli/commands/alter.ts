@@ -20,6 +20,7 @@ interface AlterOptions {
   readonly claimInterval?: number;
   readonly maxDcRange?: bigint;
   readonly autonomy?: number;
+  readonly shards?: number;
 }
 
 export function alterCommand(program: Command, ctx: CliContext): void {
@@ -54,6 +55,11 @@ export function alterCommand(program: Command, ctx: CliContext): void {
       'how long a cut-off DC must keep serving at its rate, e.g. 24h; 0: fixed DC ranges',
       parseAutonomy,
     )
+    .option(
+      '--shards <n>',
+      'state partitions per DC, at least the current number (processes keep the shard they picked)',
+      parseInteger,
+    )
     .addHelpText(
       'after',
       `
@@ -79,10 +85,11 @@ Example:
         claimIntervalMs: options.claimInterval,
         maxDcRangeSize: options.maxDcRange,
         autonomySeconds: options.autonomy,
+        shards: options.shards,
       };
       if (Object.values(changes).every((value) => value === undefined)) {
         command.error(
-          'alter needs at least one of --dc-range, --block, --threshold, --max-block-size, --claim-interval, --max-dc-range, --autonomy',
+          'alter needs at least one of --dc-range, --block, --threshold, --max-block-size, --claim-interval, --max-dc-range, --autonomy, --shards',
         );
       }
       const ids = await ctx.idGen();

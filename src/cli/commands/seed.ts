@@ -34,6 +34,7 @@ interface SeedOptions {
   readonly claimInterval?: number;
   readonly maxDcRange?: bigint;
   readonly autonomy?: number;
+  readonly shards?: number;
   readonly ifNotExists?: boolean;
   readonly allowUnsafeCluster?: boolean;
 }
@@ -87,6 +88,11 @@ export function seedCommand(program: Command, ctx: CliContext): void {
       parseBigInt,
     )
     .option(
+      '--shards <n>',
+      `state partitions per DC that its processes' claims spread over, 1 to 256; each holds DC ranges of its own (default: ${SEQUENCE_DEFAULTS.shards})`,
+      parseInteger,
+    )
+    .option(
       '--threshold <share>',
       `share of a block or DC range used before the next is loaded (default: ${SEQUENCE_DEFAULTS.threshold})`,
       parseDecimal,
@@ -128,6 +134,7 @@ With an autonomy target, grants follow the DC's measured rate:
         claimIntervalMs: options.claimInterval,
         maxDcRangeSize: options.maxDcRange,
         autonomySeconds: options.autonomy,
+        shards: options.shards,
       };
       resolveSequenceSettings(sequence, create); // bad input is refused before any connection
       if (options.allowUnsafeCluster !== true) {

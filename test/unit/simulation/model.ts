@@ -27,6 +27,8 @@ export interface SimSettings {
   /** 0: fixed DC ranges; else grants sized from the DC's rate, up to maxDcRangeSize. */
   readonly autonomySeconds: number;
   readonly maxDcRangeSize: number;
+  /** State partitions per DC: handles of one DC claim from different shards, each its own grantee. */
+  readonly shards: number;
   /** A custom domain's last ID, so that some runs spend the whole domain; else int32. */
   readonly max: number | undefined;
 }
@@ -170,6 +172,8 @@ const settingsArb: fc.Arbitrary<SimSettings> = fc
     // Virtual seconds pass in ticks of 25 ms: short targets make grants grow within a run.
     autonomySeconds: fc.constantFrom(0, 0, 1, 5),
     maxDcRangeSize: fc.integer({ min: 4, max: 120 }),
+    // Sharded DCs in half the runs: more grantees racing for GLOBAL, fewer for each state.
+    shards: fc.constantFrom(1, 1, 2, 3),
     max: fc.option(fc.integer({ min: 40, max: 300 }), { nil: undefined, freq: 3 }),
   })
   .map((s) => {

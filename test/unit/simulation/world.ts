@@ -68,6 +68,7 @@ async function storeWithSequence(scenario: Scenario): Promise<MemoryStore> {
     claimIntervalMs,
     autonomySeconds,
     maxDcRangeSize,
+    shards,
     max,
   } = scenario.settings;
   await new IdGen({ store, dc: DCS[0], keyspace: KEYSPACE }).createSequence(SEQUENCE, {
@@ -78,6 +79,7 @@ async function storeWithSequence(scenario: Scenario): Promise<MemoryStore> {
     claimIntervalMs,
     autonomySeconds,
     maxDcRangeSize,
+    shards,
     ...(max === undefined ? {} : { max }),
   });
   return store;
@@ -132,7 +134,10 @@ class Process {
     const sequence = this.ids.sequence(SEQUENCE, { bigint: this.bigint });
     const history: HandleHistory = {
       name: `${this.name}/h${this.handles.length + 1}`,
-      dc: this.dc,
+      // The shard the handle picked when it loaded (its DC before): its IDs are that grantee's.
+      get dc() {
+        return sequence.grantee;
+      },
       calls: [],
       crashed: false,
     };

@@ -115,10 +115,11 @@ while (!stopping && drawn < maxCount && Date.now() < deadline) {
 flush();
 fs.closeSync(fd);
 const stats = sequence.stats();
+const grantee = sequence.grantee; // the shard its IDs came from (its DC on an unsharded sequence)
 await ids.close();
 process.stdout.write(
   JSON.stringify(
-    { event: 'done', pid: process.pid, dc, drawn, errors, errorsAt, lastError, stats },
+    { event: 'done', pid: process.pid, dc, grantee, drawn, errors, errorsAt, lastError, stats },
     (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v),
   ) + '\n',
 );

@@ -15,6 +15,7 @@ export const ADAPTIVE_OPTIONS = [
   'claimIntervalMs',
   'maxDcRangeSize',
   'autonomySeconds',
+  'shards',
 ] as const;
 export type AdaptiveOption = (typeof ADAPTIVE_OPTIONS)[number];
 
@@ -31,6 +32,8 @@ export interface ScaleVariant {
    * as large (a block never spans two ranges); undefined: the defaults.
    */
   readonly maxBlockSize?: number | undefined;
+  /** Adaptive only: state partitions per DC (`shards`); undefined: one. */
+  readonly shards?: number | undefined;
 }
 
 /** Every policy the phase knows; `--scale-variants` picks (default: {@link DEFAULT_SCALE_VARIANTS}). */
@@ -49,6 +52,13 @@ export const SCALE_VARIANTS: readonly ScaleVariant[] = Object.freeze([
     fixedBlockSize: undefined,
     autonomySeconds: 60,
     maxBlockSize: 10_000_000,
+  },
+  {
+    key: 'adaptiveSharded',
+    label: 'adaptive, 8 shards per DC',
+    fixedBlockSize: undefined,
+    autonomySeconds: undefined,
+    shards: 8,
   },
   {
     key: 'adaptive60',
@@ -84,7 +94,9 @@ export function scaleSequenceOptions(
     if (!supported.has('maxBlockSize')) return undefined;
     if (variant.autonomySeconds !== undefined && !supported.has('autonomySeconds'))
       return undefined;
+    if (variant.shards !== undefined && !supported.has('shards')) return undefined;
     return {
+      ...(variant.shards === undefined ? {} : { shards: variant.shards }),
       ...(variant.autonomySeconds === undefined
         ? {}
         : { autonomySeconds: variant.autonomySeconds }),
@@ -113,6 +125,7 @@ const PROBE: Readonly<Record<AdaptiveOption, number>> = {
   claimIntervalMs: 10_000,
   maxDcRangeSize: 10_000_000,
   autonomySeconds: 0,
+  shards: 1,
 };
 
 /**

@@ -4,7 +4,8 @@
  * 32-bit edge.
  */
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { connect, initSchema } from '../../src/index.js';
+import { connect, initSchema, openAdmin } from '../../src/index.js';
+import { dcOfGrantee } from '../../src/names.js';
 import type { CreateSequenceOptions, IdGen } from '../../src/index.js';
 import { CassandraStore } from '../../src/store/cassandra.js';
 import type { Grant } from '../../src/store/port.js';
@@ -129,6 +130,39 @@ describe('allocator processes in every DC', () => {
     console.info(`concurrent: ${checked} IDs from ${all.length} processes checked`);
     // Six minutes, not the suite's three: on Paxos v1, twelve tight loops on blocks of 50 with
     // two cores shared by the nine nodes took 140 s, 162 s and 167 s in runs here.
+  }, 360_000);
+
+  it("spread each DC's processes over its shards: unique IDs, each inside a grant of its process's shard, and check finds nothing", async () => {
+    await seed('sharded', { dcRangeSize: 1_000, blockSize: 50, shards: 3 });
+    await warm('sharded'); // a first range for one shard of each DC, as a process of it would ask
+    const all = workers('sharded', 3, { count: 1_000 });
+    const summaries = await finishAll(all);
+    const grantees = summaries.map((s, i) => {
+      expect(s, all[i]!.stderr()).toBeDefined();
+      expect(s!.drawn).toBe(1_000);
+      // Each process claims from a shard of its own DC, named as the protocol names grantees.
+      expect(dcOfGrantee(s!.grantee)).toBe(all[i]!.spec.dc);
+      return s!.grantee;
+    });
+    expect(duplicatesAcross(all)).toEqual([]);
+    for (const w of all) expect(monotonic(w)).toBe(true);
+    const checker = await openAdmin({
+      contactPoints: ks.contactPoints('dc1'),
+      localDataCenter: 'dc1',
+      keyspace: ks.name,
+    });
+    const checked = await checker.check('sharded').finally(() => checker.close());
+    expect(checked.violations).toEqual([]);
+    expect(checked.verdict).toBe('ok');
+    const { grants: byGrantee } = checked.snapshot;
+    for (const [i, w] of all.entries()) {
+      const own = byGrantee.get(grantees[i]!) ?? [];
+      for (const id of readIds(w)) expect(own.some((g) => g.min <= id && id <= g.max)).toBe(true);
+    }
+    for (const name of byGrantee.keys()) expect(ks.dcs).toContain(dcOfGrantee(name));
+    console.info(
+      `sharded: ${all.length} processes on ${new Set(grantees).size} shards (${[...new Set(grantees)].sort().join(', ')})`,
+    );
   }, 360_000);
 
   it('close() gives back the unused block and the next process continues from it', async () => {

@@ -296,6 +296,58 @@ describe('CassandraStore on the cluster', () => {
     expect(overview?.grants.get('dc2')).toEqual([{ number: 1, min: 1_001n, max: 2_000n }]);
   });
 
+  it("takes a shard's state from the shard's DC only, and keeps each shard's grants a chain of its own", async () => {
+    const [dc1, dc2] = await Promise.all([storeIn('dc1'), storeIn('dc2')]);
+    const seq = settings({ shards: 4 });
+    expect(await dc1.createSequence(seq, 'op')).toEqual({ kind: 'applied' });
+    expect((await dc2.readSequence(seq.name, 'serial'))?.settings.shards).toBe(4);
+    expect(await dc1.grantRange(seq.name, 'dc1', 0n, { number: 1, min: 1n, max: 1_000n })).toEqual({
+      kind: 'applied',
+    });
+    // Shard 3 of dc1 starts its own chain at grant 1, on the same GLOBAL.
+    expect(
+      await dc1.grantRange(seq.name, 'dc1/3', 1_000n, { number: 1, min: 1_001n, max: 2_000n }),
+    ).toEqual({ kind: 'applied' });
+    expect(await dc2.readGrants(seq.name, 'dc1/3')).toEqual({
+      globalLast: 2_000n,
+      latest: { number: 1, min: 1_001n, max: 2_000n },
+    });
+    expect((await dc1.readGrants(seq.name, 'dc1')).latest).toEqual({
+      number: 1,
+      min: 1n,
+      max: 1_000n,
+    });
+
+    const shardState = firstState(1_001n, 2_000n, 'op-shard3');
+    expect(await dc1.writeDcState(seq.name, 'dc1/3', undefined, shardState)).toEqual({
+      kind: 'applied',
+    });
+    expect(await dc1.readDcState(seq.name, 'dc1/3')).toEqual(shardState);
+    expect(await dc1.readDcState(seq.name, 'dc1')).toBeUndefined();
+    // A shard of dc1 is dc1's: LOCAL_SERIAL from dc2 would be a Paxos of dc2's replicas only.
+    await expect(dc2.readDcState(seq.name, 'dc1/3')).rejects.toMatchObject({
+      code: 'IDGEN_INVALID_OPTION',
+      option: 'dc',
+    });
+    await expect(
+      dc2.writeDcState(
+        seq.name,
+        'dc1/3',
+        { version: 1, op: 'op-shard3' },
+        {
+          ...shardState,
+          version: 2,
+        },
+      ),
+    ).rejects.toMatchObject({ code: 'IDGEN_INVALID_OPTION' });
+    // Shard 0 has one name only, its DC's.
+    await expect(dc1.readDcState(seq.name, 'dc1/0')).rejects.toMatchObject({
+      code: 'IDGEN_INVALID_NAME',
+    });
+    const overview = await dc1.readGrantsOverview(seq.name);
+    expect([...(overview?.grants.keys() ?? [])].sort()).toEqual(['dc1', 'dc1/3']);
+  });
+
   it('works on a shared client that decodes bigint natively', async () => {
     const client = new cassandra.Client({
       contactPoints: ks.contactPoints('dc1'),

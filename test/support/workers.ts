@@ -27,6 +27,8 @@ export interface WorkerSpec {
 export interface WorkerSummary {
   readonly pid: number;
   readonly dc: string;
+  /** The DC, or the shard of it (`dc1/3`), that its IDs came from. */
+  readonly grantee: string;
   readonly drawn: number;
   readonly errors: Readonly<Record<string, number>>;
   /** When each error happened, ms since the epoch (the first 1,000 of each code). */

@@ -32,7 +32,7 @@ export interface ScaleVariant {
    * as large (a block never spans two ranges); undefined: the defaults.
    */
   readonly maxBlockSize?: number | undefined;
-  /** Adaptive only: state partitions per DC (`shards`); undefined: one. */
+  /** State partitions per DC (`shards`); undefined: one. */
   readonly shards?: number | undefined;
 }
 
@@ -54,17 +54,24 @@ export const SCALE_VARIANTS: readonly ScaleVariant[] = Object.freeze([
     maxBlockSize: 10_000_000,
   },
   {
+    key: 'adaptive60',
+    label: 'adaptive, DC ranges for 60 s',
+    fixedBlockSize: undefined,
+    autonomySeconds: 60,
+  },
+  {
+    key: 'fixed100Sharded',
+    label: 'fixed 100, 4 shards per DC',
+    fixedBlockSize: 100,
+    autonomySeconds: undefined,
+    shards: 4,
+  },
+  {
     key: 'adaptiveSharded',
     label: 'adaptive, 8 shards per DC',
     fixedBlockSize: undefined,
     autonomySeconds: undefined,
     shards: 8,
-  },
-  {
-    key: 'adaptive60',
-    label: 'adaptive, DC ranges for 60 s',
-    fixedBlockSize: undefined,
-    autonomySeconds: 60,
   },
 ]);
 
@@ -109,8 +116,10 @@ export function scaleSequenceOptions(
           }),
     };
   }
+  if (variant.shards !== undefined && !supported.has('shards')) return undefined;
   const dcRangeSize = Number(SEQUENCE_DEFAULTS.dcRangeSize);
   return {
+    ...(variant.shards === undefined ? {} : { shards: variant.shards }),
     blockSize,
     dcRangeSize,
     ...(supported.has('maxBlockSize') ? { maxBlockSize: blockSize } : {}),

@@ -449,7 +449,8 @@ describe('scale report section', () => {
 describe('scale phase parts', () => {
   it('pins fixed variants and leaves the adaptive one to its defaults', () => {
     const all = new Set(ADAPTIVE_OPTIONS);
-    const [fixed100, , adaptive, adaptiveLarge, adaptive60] = SCALE_VARIANTS;
+    const [fixed100, , adaptive, adaptiveLarge, adaptive60, fixed100Sharded, adaptiveSharded] =
+      SCALE_VARIANTS;
     expect(scaleSequenceOptions(fixed100!, all)).toEqual({
       blockSize: 100,
       dcRangeSize: 100_000,
@@ -472,6 +473,19 @@ describe('scale phase parts', () => {
       dcRangeSize: 100_000,
     });
     expect(scaleSequenceOptions(adaptive!, new Set())).toBeUndefined();
+    // Shards where the build has them; a build without them cannot run those variants.
+    expect(scaleSequenceOptions(fixed100Sharded!, all)).toEqual({
+      shards: 4,
+      blockSize: 100,
+      dcRangeSize: 100_000,
+      maxBlockSize: 100,
+      maxDcRangeSize: 100_000,
+      autonomySeconds: 0,
+    });
+    expect(scaleSequenceOptions(adaptiveSharded!, all)).toEqual({ shards: 8 });
+    const withoutShards = new Set(ADAPTIVE_OPTIONS.filter((option) => option !== 'shards'));
+    expect(scaleSequenceOptions(fixed100Sharded!, withoutShards)).toBeUndefined();
+    expect(scaleSequenceOptions(adaptiveSharded!, withoutShards)).toBeUndefined();
   });
 
   it("writes options this build's createSequence accepts", () => {

@@ -256,6 +256,8 @@ describe('usage errors, reported before connecting', () => {
     [['next', 'orders', '-n', '0'], 'Invalid -n/--count: received 0'],
     // Refused before the preflight, which needs a connection.
     [['seed', 'orders', '--block', '0'], 'Invalid --block: received 0'],
+    [['seed', 'orders', '--shards', '0'], 'Invalid --shards: received 0'],
+    [['seed', 'orders', '--shards', '257'], 'Invalid --shards: received 257'],
     [['preflight', 'extra'], 'too many arguments'],
     [['alter', 'orders'], 'at least one of --dc-range, --block, --threshold'],
     [['list'], 'Invalid --contact-points (IDGEN_CONTACT_POINTS): received undefined'],
@@ -694,6 +696,18 @@ describe('status for scripts', () => {
     ]);
     // No target: nothing said, null in JSON.
     expect(renderStatus(base).join('\n')).not.toContain('autonomy');
+  });
+
+  it('names the shards per DC in the header and in JSON, and says nothing of them when there is one', () => {
+    const base = report(true);
+    const sharded: StatusReport = {
+      ...base,
+      sequences: base.sequences.map((s) => ({ ...s, settings: { ...s.settings, shards: 4 } })),
+    };
+    expect(renderStatus(sharded).join('\n')).toContain('· 4 shards per DC');
+    expect(renderStatus(base).join('\n')).not.toContain('shards');
+    const json = statusJson(sharded)['sequences'] as { settings: Record<string, unknown> }[];
+    expect(json[0]!.settings['shards']).toBe(4);
   });
 
   it('says when the domain is spent at the current rate', () => {

@@ -9,11 +9,13 @@
  *
  * When a consistent read fails (a DC cut off: EACH_QUORUM fails for every DC's state, since each
  * is replicated everywhere; SERIAL unreachable from a minority), the same rows are read locally
- * (LOCAL_ONE, may lag) and the fact is marked unverified. The local DC's own state is then read
- * at LOCAL_SERIAL, the level it is written at, from its own DC: still consistent.
+ * (LOCAL_ONE, may lag) and the fact is marked unverified. The local DC's own states (the DC's,
+ * and each of its shards' on a sharded sequence) are then read at LOCAL_SERIAL, the level they
+ * are written at, from their own DC: still consistent.
  */
 
 import { SequenceNotFoundError, StoreUnavailableError } from '../errors.js';
+import { granteeName } from '../names.js';
 import { describeDriverError } from '../store/cassandra-errors.js';
 import type { DcState, IdStore, SequenceSettings } from '../store/port.js';
 import type { CheckSnapshot, UnverifiedFact } from './check.js';
@@ -29,7 +31,7 @@ export interface CheckReadContext {
   readonly keyspace: string;
 }
 
-/** A consistent read of the DC states that failed, and whether the local DC's was read anyway. */
+/** A consistent read of the DC states that failed, and whether the local DC's were read anyway. */
 interface StateReadFailure {
   readonly read: 'first' | 'second';
   readonly localVerified: boolean;
@@ -49,7 +51,9 @@ export async function readForCheck(
   const name = settings.name;
   const failures: StateReadFailure[] = [];
   const unverified: UnverifiedFact[] = [];
-  const before = await statesForCheck(context, name, 'first', failures);
+  // Every shard the settings name; a shard no process picked yet has no row, a fact as well.
+  const local = Array.from({ length: settings.shards }, (_, k) => granteeName(context.dc, k));
+  const before = await statesForCheck(context, name, local, 'first', failures);
   let overview;
   try {
     overview = await store.readGrantsOverview(name, 'consistent');
@@ -64,10 +68,10 @@ export async function readForCheck(
     });
   }
   if (overview === undefined) throw new SequenceNotFoundError(name, context.keyspace);
-  const after = await statesForCheck(context, name, 'second', failures);
+  const after = await statesForCheck(context, name, local, 'second', failures);
 
   // A failed consistent read leaves every DC's state unverified (the local DC's excepted when
-  // its LOCAL_SERIAL read worked), whether or not a row was found: its absence is a fact too.
+  // their LOCAL_SERIAL reads worked), whether or not a row was found: its absence is a fact too.
   const dcs = [
     ...new Set([
       ...before.keys(),
@@ -78,7 +82,7 @@ export async function readForCheck(
     ]),
   ].sort();
   for (const failure of failures) {
-    for (const dc of dcs.filter((dc) => !(dc === context.dc && failure.localVerified))) {
+    for (const dc of dcs.filter((dc) => !(local.includes(dc) && failure.localVerified))) {
       unverified.push({ fact: 'dc-state', dc, read: failure.read, reason: failure.reason });
     }
   }
@@ -93,10 +97,14 @@ export async function readForCheck(
   };
 }
 
-/** The DC states at EACH_QUORUM, or locally (and the local DC's at LOCAL_SERIAL) if that fails. */
+/**
+ * The DC states at EACH_QUORUM, or locally (and those of `local`, the local DC and its shards, at
+ * LOCAL_SERIAL) if that fails.
+ */
 async function statesForCheck(
   context: CheckReadContext,
   name: string,
+  local: readonly string[],
   read: 'first' | 'second',
   failures: StateReadFailure[],
 ): Promise<ReadonlyMap<string, DcState>> {
@@ -108,9 +116,11 @@ async function statesForCheck(
     const states = new Map(await store.readDcStatesOverview(name, 'local'));
     let localVerified = false;
     try {
-      const own = await store.readDcState(name, context.dc);
-      if (own === undefined) states.delete(context.dc);
-      else states.set(context.dc, own);
+      for (const grantee of local) {
+        const own = await store.readDcState(name, grantee);
+        if (own === undefined) states.delete(grantee);
+        else states.set(grantee, own);
+      }
       localVerified = true;
     } catch (localError) {
       if (!(localError instanceof StoreUnavailableError)) throw localError;

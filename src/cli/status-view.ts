@@ -4,6 +4,7 @@
 
 import type { DcStatus, HeldRange, SequenceStatus, StatusReport } from '../admin/status.js';
 import { bar, count, duration, percent, rate, span, table } from './format.js';
+import { dcOfGrantee } from '../names.js';
 
 /** The human view of `report`, one string per line. */
 export function renderStatus(report: StatusReport): string[] {
@@ -111,7 +112,8 @@ function usageLine(dc: DcStatus): string[] {
 }
 
 function dcRow(dc: DcStatus, localDc: string, autonomySeconds: number): string[] {
-  const name = dc.dc === localDc ? `${dc.dc}*` : dc.dc;
+  // The local DC, and each shard of it, marked.
+  const name = dcOfGrantee(dc.dc) === localDc ? `${dc.dc}*` : dc.dc;
   const notes = [];
   if (dc.pendingGrant !== undefined) {
     notes.push(

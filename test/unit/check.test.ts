@@ -3,7 +3,7 @@
  * unconfirmed violations, verdicts, and Admin.check over a store whose consistent reads fail the
  * way they do during a partition (EACH_QUORUM for every DC's state, SERIAL from a minority).
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 import { Admin } from '../../src/admin/admin.js';
 import {
@@ -331,6 +331,49 @@ describe('Admin.check while a DC is cut off', () => {
     expect(result.verdict).toBe('violated');
     expect(summary(result.violations)).toEqual(['last-integer-outside-reserved dc1']);
     expect(result.snapshot.states.get('dc1')?.lastInteger).toBe(999n);
+  });
+
+  it("reads each shard of the local DC at LOCAL_SERIAL too, leaving other DCs' shards unverified", async () => {
+    const store = new CutOffStore({ keyspace: KEYSPACE });
+    const first = processIn(store, 'dc1');
+    await first.createSequence('orders', { dcRangeSize: 100, blockSize: 10, shards: 2 });
+    const random = vi.spyOn(Math, 'random');
+    for (const [dc, pick] of [
+      ['dc1', 0.2],
+      ['dc1', 0.7],
+      ['dc3', 0.7],
+    ] as const) {
+      random.mockReturnValueOnce(pick); // the handle's shard
+      const ids = processIn(store, dc);
+      await ids.sequence('orders').next();
+      await ids.close();
+    }
+    random.mockRestore();
+    await first.close();
+    // dc1/1's own row is broken, and the replica dc1 reads locally lags behind it.
+    const healthy = (await store.readDcState('orders', 'dc1/1'))!;
+    store.seedDcState('orders', 'dc1/1', {
+      ...healthy,
+      lastInteger: healthy.reservedMax + 5n,
+      version: healthy.version + 1,
+    });
+    store.stale = new Map(await store.readDcStatesOverview('orders', 'consistent')).set(
+      'dc1/1',
+      healthy,
+    );
+    store.eachQuorum = false;
+
+    const result = await adminOf(store).check('orders', { confirmAfterMs: 0 });
+    expect(result.verdict).toBe('violated');
+    expect(summary(result.violations)).toEqual(['last-integer-outside-reserved dc1/1']);
+    expect(result.unverified.map((f) => `${f.dc} ${f.read}`)).toEqual([
+      'dc2 first',
+      'dc3 first',
+      'dc3/1 first',
+      'dc2 second',
+      'dc3 second',
+      'dc3/1 second',
+    ]);
   });
 
   it('leaves the local state unverified too when LOCAL_SERIAL fails', async () => {

@@ -702,9 +702,15 @@ describe('status for scripts', () => {
     const base = report(true);
     const sharded: StatusReport = {
       ...base,
-      sequences: base.sequences.map((s) => ({ ...s, settings: { ...s.settings, shards: 4 } })),
+      sequences: base.sequences.map((s) => ({
+        ...s,
+        settings: { ...s.settings, shards: 4 },
+        // dc2's row as a shard of dc3, the DC it is seen from: marked local as dc3 is.
+        dcs: s.dcs.map((dc) => (dc.dc === 'dc2' ? { ...dc, dc: 'dc3/2' } : dc)),
+      })),
     };
     expect(renderStatus(sharded).join('\n')).toContain('· 4 shards per DC');
+    expect(renderStatus(sharded).join('\n')).toMatch(/^ {2}dc3\/2\* /m);
     expect(renderStatus(base).join('\n')).not.toContain('shards');
     const json = statusJson(sharded)['sequences'] as { settings: Record<string, unknown> }[];
     expect(json[0]!.settings['shards']).toBe(4);

@@ -109,10 +109,10 @@ export interface CreateSequenceOptions {
   /**
    * How many state partitions (shards) each DC's claims spread over, from 1 to 256. Every claim
    * is a LOCAL_SERIAL compare-and-set on its shard's partition, and one partition completes only
-   * so many of them a second (docs/design.md, "Past one DC-state partition: shards"): with S shards a DC makes
-   * S times the claims. Each process claims from one shard, picked at random when it opens the
-   * sequence, so its IDs still only grow. Each shard holds DC ranges of its own (S grants at
-   * SERIAL where one DC made one) and sizes its grants from its own rate. Only grows.
+   * so many of them a second (docs/design.md, "Past one DC-state partition: shards"): with S
+   * shards a DC can make S times the claims. Each process claims from one shard, picked at random
+   * when it opens the sequence, so its IDs still only grow. Each shard holds DC ranges of its own
+   * (S grants at SERIAL where one DC made one) and sizes its grants from its own rate. Only grows.
    * @default 1 (one partition per DC)
    */
   readonly shards?: number | undefined;

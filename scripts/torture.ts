@@ -18,6 +18,7 @@ import { nodeSpecs } from './cluster/topology.js';
 import { connect, initSchema, openAdmin } from '../src/index.js';
 import { MUTATIONS, type Mutation } from '../src/allocator/mutations.js';
 import { CassandraStore } from '../src/store/cassandra.js';
+import { dcOfGrantee } from '../src/names.js';
 import type { DcState } from '../src/index.js';
 import { checkHistory, type RecordedIncarnation } from './torture/checker.js';
 import { Fleet, type Incarnation } from './torture/fleet.js';
@@ -224,6 +225,8 @@ async function main(): Promise<void> {
     // for an autonomy target: every sizing policy meets the nemesis.
     ...random.pick([{}, { maxBlockSize: dcRangeSize, claimIntervalMs: random.pick([500, 2_000]) }]),
     ...random.pick([{}, { autonomySeconds: random.pick([5, 30]), maxDcRangeSize: 2_000_000 }]),
+    // One state partition per DC, or several: processes of a DC then claim from different shards.
+    shards: random.pick([1, 1, 2, 3]),
   };
   await admin.createSequence(sequence, initial);
   log(`keyspace ${keyspace}, sequence ${JSON.stringify(initial)}`);
@@ -314,8 +317,12 @@ async function main(): Promise<void> {
     const store = new CassandraStore(await openClientFor(contactPoints[dc]!, dc), keyspace, {
       ownsClient: true,
     });
-    const state = await store.readDcState(sequence, dc);
-    if (state !== undefined) states.set(dc, state);
+    // The DC's own state and its shards': a shard with a state has a grant (its first install).
+    const grantees = [...overview.grants.keys()].filter((name) => dcOfGrantee(name) === dc);
+    for (const grantee of new Set([dc, ...grantees])) {
+      const state = await store.readDcState(sequence, grantee);
+      if (state !== undefined) states.set(grantee, state);
+    }
     await store.close();
   }
   const history: RecordedIncarnation[] = fleet.incarnations.map((i) => ({

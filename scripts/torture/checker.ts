@@ -4,6 +4,7 @@
  * allocator what it did. Pure: the campaign reads the files and rows, this judges them.
  */
 import type { DcState, Grant } from '../../src/index.js';
+import { dcOfGrantee } from '../../src/names.js';
 
 export interface RecordedIncarnation {
   readonly id: number;
@@ -16,9 +17,9 @@ export interface RecordedIncarnation {
 
 export interface RowsAfter {
   readonly globalLast: bigint;
-  /** Every grant of each DC (read at SERIAL). */
+  /** Every grant of each grantee, a DC or a shard of one (read at SERIAL). */
   readonly grants: ReadonlyMap<string, readonly Grant[]>;
-  /** Each DC's state (read at LOCAL_SERIAL from the DC). */
+  /** Each grantee's state (read at LOCAL_SERIAL from its DC). */
   readonly states: ReadonlyMap<string, DcState>;
 }
 
@@ -41,7 +42,10 @@ export interface Verdict {
   readonly duplicateCount: number;
   /** Incarnations whose IDs did not strictly increase, with the first offending position. */
   readonly nonMonotonic: readonly { readonly incarnation: number; readonly at: number }[];
-  /** IDs recorded by a process of a DC outside every grant of that DC. */
+  /**
+   * IDs recorded by a process of a DC outside every grant of that DC and its shards, or outside
+   * the grants of the one shard the process drew its first ID from (a process keeps its shard).
+   */
   readonly outsideGrants: readonly { readonly incarnation: number; readonly id: number }[];
   readonly outsideGrantsCount: number;
   /** Grants of all DCs overlapping each other, or above GLOBAL. */
@@ -112,25 +116,39 @@ export function checkHistory(
     }
   }
 
-  // 3. Every ID inside a grant of its own DC.
+  // 3. Every ID inside a grant of its own DC, and all of one process's IDs inside the grants of
+  // one grantee (its DC, or the shard it picked): which one is read off its first ID.
   const outsideGrants: { incarnation: number; id: number }[] = [];
   let outsideGrantsCount = 0;
   const sortedGrants = new Map<string, Grant[]>();
-  for (const [dc, grants] of rows.grants) {
+  /** Each DC's grants and those of its shards, with their grantee, ascending. */
+  const grantsOfDc = new Map<string, { grantee: string; grant: Grant }[]>();
+  for (const [grantee, grants] of rows.grants) {
     sortedGrants.set(
-      dc,
+      grantee,
       [...grants].sort((a, b) => (a.min < b.min ? -1 : 1)),
     );
+    const dc = dcOfGrantee(grantee) ?? grantee;
+    const list = grantsOfDc.get(dc) ?? [];
+    for (const grant of grants) list.push({ grantee, grant });
+    grantsOfDc.set(dc, list);
   }
+  for (const list of grantsOfDc.values()) list.sort((a, b) => (a.grant.min < b.grant.min ? -1 : 1));
+  /** The grantee each incarnation drew from, for the reconciliation. */
+  const granteeOf = new Map<number, string>();
   for (const incarnation of incarnations) {
-    const grants = sortedGrants.get(incarnation.dc) ?? [];
+    const ofDc = grantsOfDc.get(incarnation.dc) ?? [];
+    let grantee: string | undefined;
     for (const id of incarnation.ids) {
-      if (findGrant(grants, id) === undefined) {
+      const found = findOwned(ofDc, id);
+      grantee ??= found?.grantee;
+      if (found === undefined || found.grantee !== grantee) {
         outsideGrantsCount++;
         if (outsideGrants.length < MAX_LISTED)
           outsideGrants.push({ incarnation: incarnation.id, id });
       }
     }
+    if (grantee !== undefined) granteeOf.set(incarnation.id, grantee);
   }
 
   // 4. Grants disjoint across DCs and at or below GLOBAL.
@@ -153,7 +171,7 @@ export function checkHistory(
   }
 
   // 5. Reconciliation: every granted ID is drawn, still held by its DC, or lost to a gap.
-  const { gapsByCause, held, lost } = reconcile(incarnations, sortedGrants, rows.states);
+  const { gapsByCause, held, lost } = reconcile(incarnations, granteeOf, sortedGrants, rows.states);
   const granted = every.reduce((sum, { grant }) => sum + Number(grant.max - grant.min + 1n), 0);
   const distinctDrawn = drawn - duplicateCount;
   const balanced = granted === distinctDrawn - outsideGrantsCount + held + lost;
@@ -177,26 +195,31 @@ export function checkHistory(
   };
 }
 
-function findGrant(grants: readonly Grant[], id: number): Grant | undefined {
+/** The entry of `owned` (ascending, disjoint) whose grant holds `id`. */
+function findOwned<T extends { readonly grant: Grant }>(
+  owned: readonly T[],
+  id: number,
+): T | undefined {
   let low = 0;
-  let high = grants.length - 1;
+  let high = owned.length - 1;
   while (low <= high) {
     const mid = (low + high) >> 1;
-    const grant = grants[mid]!;
-    if (id < Number(grant.min)) high = mid - 1;
-    else if (id > Number(grant.max)) low = mid + 1;
-    else return grant;
+    const entry = owned[mid]!;
+    if (id < Number(entry.grant.min)) high = mid - 1;
+    else if (id > Number(entry.grant.max)) low = mid + 1;
+    else return entry;
   }
   return undefined;
 }
 
 /**
- * The IDs of each DC's grants that are neither recorded nor still held by the DC's state, as
- * gap intervals, each attributed by the history around it: who recorded the ID just below it,
- * and how that incarnation ended.
+ * The IDs of each grantee's grants (a DC's, or a shard's) that are neither recorded nor still
+ * held by its state, as gap intervals, each attributed by the history around it: who recorded
+ * the ID just below it, and how that incarnation ended.
  */
 function reconcile(
   incarnations: readonly RecordedIncarnation[],
+  granteeOf: ReadonlyMap<number, string>,
   grantsByDc: ReadonlyMap<string, readonly Grant[]>,
   states: ReadonlyMap<string, DcState>,
 ): { gapsByCause: GapCause[]; held: number; lost: number } {
@@ -212,8 +235,8 @@ function reconcile(
   let lost = 0;
 
   for (const [dc, grants] of grantsByDc) {
-    // Every ID recorded in this DC with who recorded it, ascending.
-    const mine = incarnations.filter((i) => i.dc === dc);
+    // Every ID recorded from this grantee with who recorded it, ascending.
+    const mine = incarnations.filter((i) => granteeOf.get(i.id) === dc);
     const count = mine.reduce((sum, i) => sum + i.ids.length, 0);
     // Each ID and its owner packed into one double, `id · OWNER_SPAN + owner`, and sorted as
     // numbers: V8 refuses a comparator sort of a typed array this large (hundreds of millions

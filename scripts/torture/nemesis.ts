@@ -229,7 +229,10 @@ export class Nemesis {
         // the change up at their next settings re-read.
         const maxBlockSize = random.pick([blockSize, dcRangeSize]);
         const autonomySeconds = random.pick([0, 5, 30]);
+        // Shards only grow: running processes keep theirs, new ones spread over all of them.
+        const shards = current.shards + (current.shards < 4 ? random.pick([0, 0, 1]) : 0);
         await this.options.admin.alterSequence(this.options.sequence, {
+          shards,
           dcRangeSize,
           blockSize,
           maxBlockSize,
@@ -240,7 +243,7 @@ export class Nemesis {
         this.record(
           kind,
           this.options.sequence,
-          `ok: dcRange ${current.dcRangeSize} -> ${dcRangeSize}, block ${current.blockSize} -> ${blockSize}..${maxBlockSize}, threshold ${threshold}, autonomy ${autonomySeconds} s`,
+          `ok: dcRange ${current.dcRangeSize} -> ${dcRangeSize}, block ${current.blockSize} -> ${blockSize}..${maxBlockSize}, threshold ${threshold}, autonomy ${autonomySeconds} s, shards ${current.shards} -> ${shards}`,
         );
         return;
       }

@@ -114,6 +114,59 @@ describe('checkHistory', () => {
     expect(verdict.valid).toBe(false);
   });
 
+  it("accounts for a sharded DC's shards, and finds a process whose IDs came from two of them", () => {
+    // dc1 has two shards: dc1 itself got [1, 100], dc1/1 got [101, 200] and still holds 181..200.
+    const sharded: RowsAfter = {
+      globalLast: 200n,
+      grants: new Map([
+        ['dc1', [{ number: 1, min: 1n, max: 100n }]],
+        ['dc1/1', [{ number: 1, min: 101n, max: 200n }]],
+      ]),
+      states: new Map([
+        [
+          'dc1',
+          dcState({ lastInteger: 100n, reservedMin: 1n, reservedMax: 100n, preloadedMax: 100n }),
+        ],
+        [
+          'dc1/1',
+          dcState({
+            lastInteger: 180n,
+            reservedMin: 101n,
+            reservedMax: 200n,
+            preloadedMin: 101n,
+            preloadedMax: 200n,
+          }),
+        ],
+      ]),
+    };
+    const sound = checkHistory(
+      [
+        incarnation(1, 'dc1', range(1, 100)),
+        incarnation(2, 'dc1', range(101, 170), 'killed'), // 171..180 lost with it
+      ],
+      sharded,
+    );
+    expect(sound.valid).toBe(true);
+    expect(sound.reconciliation).toEqual({
+      granted: 200,
+      drawn: 170,
+      held: 20,
+      lost: 10,
+      balanced: true,
+    });
+    // A process keeps its shard: IDs from the other one are outside its grants, as are a
+    // shard's IDs recorded by another DC's process.
+    const mixed = checkHistory(
+      [incarnation(1, 'dc1', ids(50, 150)), incarnation(2, 'dc2', ids(160))],
+      sharded,
+    );
+    expect(mixed.outsideGrants).toEqual([
+      { incarnation: 1, id: 150 },
+      { incarnation: 2, id: 160 },
+    ]);
+    expect(mixed.valid).toBe(false);
+  });
+
   it('finds an ID recorded although the DC state says it was never claimed (rows went back)', () => {
     const verdict = checkHistory([incarnation(1, 'dc1', ids(275))], rows);
     expect(verdict.reconciliation.balanced).toBe(false);

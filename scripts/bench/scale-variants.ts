@@ -96,14 +96,16 @@ export function scaleSequenceOptions(
   variant: ScaleVariant,
   supported: ReadonlySet<AdaptiveOption>,
 ): ScaleSequenceOptions | undefined {
+  // Either kind of variant may name shards; a build without them cannot run it.
+  if (variant.shards !== undefined && !supported.has('shards')) return undefined;
+  const shards = variant.shards === undefined ? {} : { shards: variant.shards };
   const blockSize = variant.fixedBlockSize;
   if (blockSize === undefined) {
     if (!supported.has('maxBlockSize')) return undefined;
     if (variant.autonomySeconds !== undefined && !supported.has('autonomySeconds'))
       return undefined;
-    if (variant.shards !== undefined && !supported.has('shards')) return undefined;
     return {
-      ...(variant.shards === undefined ? {} : { shards: variant.shards }),
+      ...shards,
       ...(variant.autonomySeconds === undefined
         ? {}
         : { autonomySeconds: variant.autonomySeconds }),
@@ -116,10 +118,9 @@ export function scaleSequenceOptions(
           }),
     };
   }
-  if (variant.shards !== undefined && !supported.has('shards')) return undefined;
   const dcRangeSize = Number(SEQUENCE_DEFAULTS.dcRangeSize);
   return {
-    ...(variant.shards === undefined ? {} : { shards: variant.shards }),
+    ...shards,
     blockSize,
     dcRangeSize,
     ...(supported.has('maxBlockSize') ? { maxBlockSize: blockSize } : {}),

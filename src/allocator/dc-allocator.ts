@@ -85,7 +85,11 @@ const DC_RATE_SAMPLE_MS = 1_000;
 export interface DcCounters {
   /** Blocks claimed from the DC (confirmed claims only). */
   blocksClaimed: number;
-  /** DC ranges this process got granted at SERIAL. */
+  /**
+   * DC ranges this process got granted at SERIAL: batches reported applied, or whose unknown
+   * outcome a re-read showed applied. A batch reported rejected whose grant is found is installed
+   * but not counted: it is most often another process's identical batch.
+   */
   rangesGranted: number;
   /** Conditional writes whose condition did not hold (lost races). */
   casRejections: number;
@@ -497,16 +501,25 @@ export class DcAllocator {
       // process of the DC whose claim crosses the threshold starts a request; all but the first
       // end here, not after two reads at SERIAL on the partition every DC shares.
       if (state !== undefined && hasPreloaded(state)) return;
-      const view = await this.readGrants();
       const installed = state?.installedGrant ?? 0;
-      const latest = view.latest;
+      // A DC (or shard) with no state yet has never installed a grant: its processes are
+      // starting on it, all at once, as a deploy or a fresh sequence starts them all. Their first
+      // batch goes without the two reads at SERIAL, conditional on the highest GLOBAL this
+      // process knows of (`start - 1` at first); the batch's own round reads GLOBAL and grant 1
+      // anyway and answers with them when it does not apply, and the loop below goes on from
+      // there. At N processes per DC the reads were 2N rounds of Paxos on the one partition
+      // every DC shares, at once; most timed out. A DC with state keeps the reads, and with them
+      // every check of the grants against its state.
+      const blind = attempt === 1 && state === undefined;
+      const view = blind ? undefined : await this.readGrants();
+      const latest = view?.latest;
       const latestNumber = latest?.number ?? 0;
-      if (latestNumber < installed) {
+      if (view !== undefined && latestNumber < installed) {
         throw this.broken(
           `latest grant ${latestNumber} is older than installed grant ${installed}`,
         );
       }
-      if (state !== undefined) {
+      if (state !== undefined && view !== undefined) {
         this.checkState(state, { grants: latest && [latest], globalLast: view.globalLast });
       }
       if (latest !== undefined && latestNumber > installed) {
@@ -528,8 +541,10 @@ export class DcAllocator {
         await this.install(latest, state);
         return;
       }
-      // GLOBAL as read above; after a batch lost to another grant, as that batch's round found it.
-      let globalLast = view.globalLast;
+      // GLOBAL as read above, or (no state) the highest this process knows of; after a batch lost
+      // to another grant, as that batch's round found it.
+      let globalLast = view?.globalLast ?? this.seen.floor().globalLast;
+      let guessed = view === undefined;
       for (;;) {
         if (globalLast >= this.settings.max) {
           this.exhaustedError = new SequenceExhaustedError(
@@ -557,8 +572,13 @@ export class DcAllocator {
         };
         const floor = this.seen.floor();
         const last = await this.writeGrant(globalLast, grant);
+        this.checkFound(last, floor);
         if (isOurs(last.verdict)) {
-          this.counters.rangesGranted++;
+          // Not counted when reported rejected: the processes of a DC that start at once send
+          // the same batch, and all but one find the winner's grant, equal to theirs. Installing
+          // it is right either way; counting it in every process is not. (A driver retry that
+          // finished our own batch is the rarer case, and goes uncounted.)
+          if (last.reported !== 'rejected') this.counters.rangesGranted++;
           this.confirmed = grant;
           await this.install(grant, state);
           return;
@@ -566,8 +586,19 @@ export class DcAllocator {
         if (attempt >= MAX_CAS_ATTEMPTS) {
           throw this.outOfAttempts('grant a DC range', attempt, last, 'serial');
         }
-        if (last.reported === 'rejected') await this.backoff(attempt);
-        const moved = this.globalAfterLoss(last, floor);
+        // A DC with no state: the round that decided our batch found grant 1 made by another of
+        // its processes starting at once. Installed as a grant read at SERIAL would be, without
+        // the reads every loser of the DC would make for it. (A DC with state re-reads below.)
+        const taken = last.verdict === 'lost' ? last.found?.grant : undefined;
+        if (state === undefined && taken !== undefined) {
+          this.confirmed = taken;
+          await this.install(taken, state);
+          return;
+        }
+        // A batch on a guessed GLOBAL lost to what was there before it, not to a race: no backoff.
+        if (last.reported === 'rejected' && !guessed) await this.backoff(attempt);
+        guessed = false;
+        const moved = this.globalAfterLoss(last);
         // Not shown to be ours, and not simply lost to another grant: the next round re-reads,
         // and installs grant `n` if it exists.
         if (moved === undefined) break;
@@ -578,22 +609,33 @@ export class DcAllocator {
   }
 
   /**
+   * Checks what the round that rejected a grant batch found (GLOBAL, and grant `n` of this DC if
+   * it exists) as {@link readGrants} checks a read at SERIAL, for that is what it is; before
+   * anything acts on it: judges a batch ours by it, installs a grant from it, asks from its GLOBAL.
+   * (After an unknown outcome, what was found comes from readGrants itself.)
+   */
+  private checkFound(last: CasResult<GrantFound>, floor: Floor): void {
+    const globalLast = last.found?.globalLast;
+    if (last.reported !== 'rejected' || globalLast === undefined) return;
+    const view = { globalLast, latest: last.found?.grant };
+    this.checkGrants(view);
+    // GLOBAL only: grant `n` found, or not, says nothing of the latest grant.
+    const wentBack = globalWentBack(floor, globalLast);
+    if (wentBack !== undefined) throw this.rolledBack(wentBack);
+    this.seen.raiseGrants(view);
+  }
+
+  /**
    * GLOBAL as the round that decided our lost batch found it, if that round also found no grant
    * `n` of this DC: another grant took the value ours was conditional on, and nobody of this DC
    * holds the grant we asked for. The next batch may then be conditional on that GLOBAL without
    * reading the grants again at SERIAL (the batch's own conditions decide, as for any value read;
    * at a start on a fresh sequence every DC's processes race there, and each lost round cost
-   * every loser a DC-state read and two reads at SERIAL). Checked like any read of GLOBAL: one
-   * below what this process saw before the batch was sent means lost writes.
+   * every loser a DC-state read and two reads at SERIAL). Checked before, by checkFound.
    */
-  private globalAfterLoss(last: CasResult<GrantFound>, floor: Floor): bigint | undefined {
+  private globalAfterLoss(last: CasResult<GrantFound>): bigint | undefined {
     const globalLast = last.found?.globalLast;
-    if (last.verdict !== 'lost' || last.found?.grant !== undefined || globalLast === undefined) {
-      return undefined;
-    }
-    const wentBack = globalWentBack(floor, globalLast);
-    if (wentBack !== undefined) throw this.rolledBack(wentBack);
-    this.seen.raiseGrants({ globalLast, latest: undefined });
+    if (last.verdict !== 'lost' || last.found?.grant !== undefined) return undefined;
     return globalLast;
   }
 

@@ -205,20 +205,48 @@ describe('DcAllocator', () => {
   });
 
   it("asks again from the GLOBAL a batch lost to another DC's grant found, without reading the grants again", async () => {
-    const store = new MemoryStore();
-    await store.createSequence(settings, 'created');
-    // dc2 gets its first range right after dc1 read the grants: dc1's batch, conditional on
-    // GLOBAL 0, is rejected, and its round found GLOBAL at 100 and no grant 1 of dc1.
+    const store = await rangeOneStore(60n);
+    // dc2 gets a range right after dc1 read the grants: dc1's batch, conditional on GLOBAL 100,
+    // is rejected, and its round found GLOBAL at 200 and no grant 2 of dc1.
     const read = store.readGrants.bind(store);
     store.readGrants = async (sequence, dc) => {
       const view = await read(sequence, dc);
-      if (store.grantLog.length === 0) {
-        await store.grantRange('orders', 'dc2', 0n, { number: 1, min: 1n, max: 100n });
+      if (store.grantLog.length === 1) {
+        await store.grantRange('orders', 'dc2', 100n, { number: 1, min: 101n, max: 200n });
       }
       return view;
     };
     const allocator = new DcAllocator({ store, dc: 'dc1', settings, sleep: async () => {} });
     await allocator.ensureRange();
+    expect(store.grantLog.map((g) => [g.dc, g.grant.min, g.grant.max])).toEqual([
+      ['dc1', 1n, 100n],
+      ['dc2', 101n, 200n],
+      ['dc1', 201n, 300n],
+    ]);
+    expect(await store.readDcState('orders', 'dc1')).toMatchObject({
+      installedGrant: 2,
+      preloadedMin: 201n,
+      preloadedMax: 300n,
+    });
+    // Behaviour changed: one read of the grants and one of the state. The lost round used to
+    // read both again (2 and 2) before the second batch.
+    expect(allocator.counters).toMatchObject({ serialReads: 1, localSerialReads: 1 });
+  });
+
+  it('asks for the first range of a DC with no state without reading the grants, at once again from the GLOBAL found', async () => {
+    const store = new MemoryStore();
+    await store.createSequence(settings, 'created');
+    await store.grantRange('orders', 'dc2', 0n, { number: 1, min: 1n, max: 100n });
+    const sleeps: number[] = [];
+    const allocator = new DcAllocator({
+      store,
+      dc: 'dc1',
+      settings,
+      sleep: async (ms) => void sleeps.push(ms),
+    });
+    await allocator.ensureRange();
+    // The first batch, conditional on start - 1, found GLOBAL at 100: a guess that was old, not
+    // a race, so the second goes without a backoff.
     expect(store.grantLog.map((g) => [g.dc, g.grant.min, g.grant.max])).toEqual([
       ['dc2', 1n, 100n],
       ['dc1', 101n, 200n],
@@ -228,21 +256,47 @@ describe('DcAllocator', () => {
       reservedMin: 101n,
       reservedMax: 200n,
     });
-    // Behaviour changed: one read of the grants and one of the state. The lost round used to
-    // read both again (2 and 2) before the second batch.
-    expect(allocator.counters).toMatchObject({ serialReads: 1, localSerialReads: 1 });
+    expect(sleeps).toEqual([]);
+    expect(allocator.counters).toMatchObject({
+      serialReads: 0,
+      lwtWrites: 3, // two batches, the install
+      casRejections: 1,
+      rangesGranted: 1,
+    });
+  });
+
+  it('installs the first grant another process of its DC made at once, from what its lost batch found', async () => {
+    const store = new MemoryStore();
+    await store.createSequence(settings, 'created');
+    // Another process of dc1, starting at the same time, got grant 1 (its own size) and died
+    // before installing it.
+    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 60n });
+    const allocator = allocatorOn(store);
+    await allocator.ensureRange();
+    expect(store.grantLog).toHaveLength(1);
+    expect(await store.readDcState('orders', 'dc1')).toMatchObject({
+      installedGrant: 1,
+      reservedMin: 1n,
+      reservedMax: 60n,
+    });
+    expect(allocator.counters).toMatchObject({
+      serialReads: 0,
+      lwtWrites: 2, // the batch, the install
+      rangesGranted: 0,
+    });
   });
 
   it('says a claim that needed a range met SERIAL timeouts, not that SERIAL is unreachable', async () => {
     const store = new MemoryStore();
     await store.createSequence(settings, 'created');
-    // The grants partition contended (a cold start): Cassandra times the SERIAL reads out.
-    store.readGrants = () =>
-      Promise.reject(
-        new StoreUnavailableError('serial', 'read grants', 'SERIAL read timed out', {
-          timedOut: true,
-        }),
-      );
+    // The grants partition contended (a cold start): Cassandra times the batches and the SERIAL
+    // reads out.
+    const timedOut = () =>
+      new StoreUnavailableError('serial', 'read grants', 'SERIAL read timed out', {
+        timedOut: true,
+      });
+    store.grantRange = () => Promise.reject(timedOut());
+    store.readGrants = () => Promise.reject(timedOut());
     const allocator = new DcAllocator({ store, dc: 'dc1', settings, sleep: async () => {} });
     const failure = await allocator.claimBlock().catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(SerialUnavailableError);
@@ -311,20 +365,36 @@ describe('DcAllocator: rows that went back', () => {
   });
 
   it('stops when a lost batch found GLOBAL below what this process read before', async () => {
-    const store = new MemoryStore();
-    await store.createSequence(settings, 'created');
-    await store.grantRange('orders', 'dc2', 0n, { number: 1, min: 1n, max: 100n });
-    // The round that rejects dc1's batch (conditional on GLOBAL 100) finds GLOBAL at 50: rows
-    // that went back. A batch conditional on 50 could grant IDs of dc2's range again.
+    const store = await rangeOneStore(60n);
+    await store.grantRange('orders', 'dc2', 100n, { number: 1, min: 101n, max: 200n });
+    // The round that rejects dc1's batch (conditional on GLOBAL 200) finds GLOBAL at 150: rows
+    // that went back. A batch conditional on 150 could grant IDs of dc2's range again.
     store.grantRange = async () => ({
       kind: 'rejected',
-      found: { globalLast: 50n, grant: undefined },
+      found: { globalLast: 150n, grant: undefined },
     });
     const allocator = new DcAllocator({ store, dc: 'dc1', settings, sleep: async () => {} });
     await expect(allocator.ensureRange()).rejects.toMatchObject({
       code: 'IDGEN_STATE_ROLLED_BACK',
     });
     expect(allocator.counters.lwtWrites).toBe(1);
+  });
+
+  it("stops when a first range's second batch found GLOBAL below what the first found", async () => {
+    const store = new MemoryStore();
+    await store.createSequence(settings, 'created');
+    // dc1 has no state, so its first batch goes on a guess; its round finds GLOBAL at 100, the
+    // next one's at 50: rows that went back in between.
+    const found = [100n, 50n];
+    store.grantRange = async () => ({
+      kind: 'rejected',
+      found: { globalLast: found.shift(), grant: undefined },
+    });
+    const allocator = new DcAllocator({ store, dc: 'dc1', settings, sleep: async () => {} });
+    await expect(allocator.ensureRange()).rejects.toMatchObject({
+      code: 'IDGEN_STATE_ROLLED_BACK',
+    });
+    expect(allocator.counters.lwtWrites).toBe(2);
   });
 
   it('stops when a read sent after its own write shows an older version', async () => {

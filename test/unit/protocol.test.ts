@@ -152,10 +152,14 @@ describe('CAS timeouts at SERIAL (grants) and in installs', () => {
 
   it('rides out one SERIAL failure when the DC needs a range', async () => {
     const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
-    store.faults.push({ op: 'readGrants', effect: 'unavailable', times: 1 });
+    // The first batch fails, and so do the read of the grants that would say what it did and
+    // the next round's read.
+    store.faults.push({ op: 'grantRange', effect: 'unavailable', times: 1 });
+    store.faults.push({ op: 'readGrants', effect: 'unavailable', times: 2 });
     const seq = ids.sequence('orders');
     expect(await seq.next()).toBe(1);
-    expect(store.calls.readGrants).toBe(2);
+    expect(store.calls.grantRange).toBe(2);
+    expect(store.grantLog).toHaveLength(1);
     // The failure is recorded, but never reached the caller.
     expect(seq.stats().errors).toBe(1);
     expect(seq.stats().lastError).toBeInstanceOf(StoreUnavailableError);
@@ -388,11 +392,22 @@ describe('rows that break invariants', () => {
   it('refuses a grant that ends above GLOBAL', async () => {
     const { store, ids } = await withSequence({ max: 1_000, dcRangeSize: 100, blockSize: 10 });
     await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
+    await store.writeDcState('orders', 'dc1', undefined, dcState({ lastInteger: 100n }));
     // A grant for dc2 that moves GLOBAL backwards: only a broken writer could do this.
     await store.grantRange('orders', 'dc2', 100n, { number: 1, min: 5n, max: 50n });
     const before = writes(store);
     await expect(ids.sequence('orders').next()).rejects.toThrow(/above GLOBAL last_integer 50/);
     expect(writes(store)).toEqual(before);
+  });
+
+  it('refuses a grant above GLOBAL that the round of a first batch found, and installs nothing', async () => {
+    const { store, ids } = await withSequence({ max: 1_000, dcRangeSize: 100, blockSize: 10 });
+    // dc1 has no state: its first batch goes without reading, and its round finds these rows.
+    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
+    await store.grantRange('orders', 'dc2', 100n, { number: 1, min: 5n, max: 50n });
+    await expect(ids.sequence('orders').next()).rejects.toThrow(/above GLOBAL last_integer 50/);
+    expect(store.grantLog).toHaveLength(2);
+    expect(await store.readDcState('orders', 'dc1')).toBeUndefined();
   });
 
   it('refuses a latest grant older than the installed one', async () => {

@@ -197,6 +197,7 @@ describe('POST /v1/sequences/{name}/ids', () => {
 
   it('answers 503 IDGEN_SERIAL_UNAVAILABLE with Retry-After when the DC has no IDs and SERIAL is cut off', async () => {
     const { app, store } = await service({ timeoutMs: 1_500 });
+    store.faults.push({ op: 'grantRange', effect: 'unavailable', times: Infinity });
     store.faults.push({ op: 'readGrants', effect: 'unavailable', times: Infinity });
     const response = await post(app, '/v1/sequences/orders/ranges?count=10');
     expect(response).toMatchObject({

@@ -26,7 +26,7 @@ export interface SequenceStats {
    * states it read (it sizes grants with an autonomy target); undefined before.
    */
   readonly dcRate: number | undefined;
-  /** DC ranges this process got granted at SERIAL. */
+  /** DC ranges this process got granted at SERIAL (see DcCounters.rangesGranted). */
   readonly rangesGranted: number;
   /** `next()`/`take()` calls that found no local ID and had to wait for a refill. */
   readonly waits: number;

@@ -67,19 +67,23 @@ function allocatorOn(store: MemoryStore): DcAllocator {
   return new DcAllocator({ store, dc: 'dc1', settings });
 }
 
+/** dc1's allocator on `store`, and the backoffs it sleeps (recorded, not slept). */
+function allocatorRecordingSleeps(store: MemoryStore): {
+  allocator: DcAllocator;
+  sleeps: number[];
+} {
+  const sleeps: number[] = [];
+  const sleep = async (ms: number) => void sleeps.push(ms);
+  return { allocator: new DcAllocator({ store, dc: 'dc1', settings, sleep }), sleeps };
+}
+
 describe('DcAllocator', () => {
   it('installs a grant without backing off while block claims keep moving the version', async () => {
     const store = await rangeOneStore(50n);
     // Another process claims one ID right after each of this one's first 5 reads, so its writes
     // conditional on what it read lose 5 races in a row.
     const competing = competingClaims(store, 5);
-    const sleeps: number[] = [];
-    const allocator = new DcAllocator({
-      store,
-      dc: 'dc1',
-      settings,
-      sleep: async (ms) => void sleeps.push(ms),
-    });
+    const { allocator, sleeps } = allocatorRecordingSleeps(store);
     await allocator.ensureRange();
     expect(await store.readDcState('orders', 'dc1')).toMatchObject({
       installedGrant: 2,
@@ -237,13 +241,7 @@ describe('DcAllocator', () => {
     const store = new MemoryStore();
     await store.createSequence(settings, 'created');
     await store.grantRange('orders', 'dc2', 0n, { number: 1, min: 1n, max: 100n });
-    const sleeps: number[] = [];
-    const allocator = new DcAllocator({
-      store,
-      dc: 'dc1',
-      settings,
-      sleep: async (ms) => void sleeps.push(ms),
-    });
+    const { allocator, sleeps } = allocatorRecordingSleeps(store);
     await allocator.ensureRange();
     // The first batch, conditional on start - 1, found GLOBAL at 100: a guess that was old, not
     // a race, so the second goes without a backoff.

@@ -503,13 +503,12 @@ export class DcAllocator {
       if (state !== undefined && hasPreloaded(state)) return;
       const installed = state?.installedGrant ?? 0;
       // A DC (or shard) with no state yet has never installed a grant: its processes are
-      // starting on it, all at once, as a deploy or a fresh sequence starts them all. Their first
-      // batch goes without the two reads at SERIAL, conditional on the highest GLOBAL this
-      // process knows of (`start - 1` at first); the batch's own round reads GLOBAL and grant 1
-      // anyway and answers with them when it does not apply, and the loop below goes on from
-      // there. At N processes per DC the reads were 2N rounds of Paxos on the one partition
-      // every DC shares, at once; most timed out. A DC with state keeps the reads, and with them
-      // every check of the grants against its state.
+      // starting on it, as a deploy or a fresh sequence starts them all at once, and every DC's
+      // on the one grants partition. Their first batch goes without the two reads at SERIAL,
+      // conditional on the highest GLOBAL this process knows of (`start - 1` at first); the
+      // batch's own round reads GLOBAL and grant 1 anyway and answers with them when it does not
+      // apply, and the loop below goes on from there. A DC with state keeps the reads, and with
+      // them every check of the grants against its state.
       const blind = attempt === 1 && state === undefined;
       const view = blind ? undefined : await this.readGrants();
       const latest = view?.latest;
@@ -573,6 +572,11 @@ export class DcAllocator {
         const floor = this.seen.floor();
         const last = await this.writeGrant(globalLast, grant);
         this.checkFound(last, floor);
+        // A batch on a guessed GLOBAL that found grant 1 of this DC, ours in bounds or not,
+        // cannot tell another starting process's grant from the first of an older chain whose
+        // DC state is gone (installing that again would serve its IDs twice): the reads of the
+        // next round show the latest grant, and install grant 1 only if it is the only one.
+        if (guessed && last.reported === 'rejected' && last.found?.grant !== undefined) break;
         if (isOurs(last.verdict)) {
           // Not counted when reported rejected: the processes of a DC that start at once send
           // the same batch, and all but one find the winner's grant, equal to theirs. Installing
@@ -585,15 +589,6 @@ export class DcAllocator {
         }
         if (attempt >= MAX_CAS_ATTEMPTS) {
           throw this.outOfAttempts('grant a DC range', attempt, last, 'serial');
-        }
-        // A DC with no state: the round that decided our batch found grant 1 made by another of
-        // its processes starting at once. Installed as a grant read at SERIAL would be, without
-        // the reads every loser of the DC would make for it. (A DC with state re-reads below.)
-        const taken = last.verdict === 'lost' ? last.found?.grant : undefined;
-        if (state === undefined && taken !== undefined) {
-          this.confirmed = taken;
-          await this.install(taken, state);
-          return;
         }
         // A batch on a guessed GLOBAL lost to what was there before it, not to a race: no backoff.
         if (last.reported === 'rejected' && !guessed) await this.backoff(attempt);
@@ -611,7 +606,7 @@ export class DcAllocator {
   /**
    * Checks what the round that rejected a grant batch found (GLOBAL, and grant `n` of this DC if
    * it exists) as {@link readGrants} checks a read at SERIAL, for that is what it is; before
-   * anything acts on it: judges a batch ours by it, installs a grant from it, asks from its GLOBAL.
+   * anything acts on it: judges a batch ours by it, or asks from its GLOBAL.
    * (After an unknown outcome, what was found comes from readGrants itself.)
    */
   private checkFound(last: CasResult<GrantFound>, floor: Floor): void {

@@ -74,7 +74,7 @@ export const METRICS: readonly MetricDescription[] = Object.freeze([
     name: 'idgen_dc_grants_total',
     type: 'counter',
     labels: SEQUENCE,
-    help: 'DC ranges this process got granted at SERIAL.',
+    help: 'DC ranges this process got granted at SERIAL (not one found made by an identical batch).',
   },
   {
     name: 'idgen_dc_grant_duration_seconds',

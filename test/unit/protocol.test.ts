@@ -410,6 +410,29 @@ describe('rows that break invariants', () => {
     expect(await store.readDcState('orders', 'dc1')).toBeUndefined();
   });
 
+  it.each([
+    ['the same bounds as its own first batch', 100n],
+    ['other bounds than its own first batch', 60n],
+  ])(
+    'refuses to install grant 1 again when the DC has no state but later grants (%s)',
+    async (_, firstMax) => {
+      const { store, ids } = await withSequence({ max: 1_000, dcRangeSize: 100, blockSize: 10 });
+      // dc1's state row is gone (lost writes), its grants 1 to 3 are not: grant 1 is no range to
+      // serve from again. Its first batch without reads is rejected and finds grant 1.
+      let globalLast = 0n;
+      for (const number of [1, 2, 3]) {
+        const max = number === 1 ? firstMax : globalLast + 100n;
+        await store.grantRange('orders', 'dc1', globalLast, { number, min: globalLast + 1n, max });
+        globalLast = max;
+      }
+      await expect(ids.sequence('orders').next()).rejects.toThrow(
+        /grant 3 exists but only grant 0 is installed/,
+      );
+      expect(store.grantLog).toHaveLength(3);
+      expect(await store.readDcState('orders', 'dc1')).toBeUndefined();
+    },
+  );
+
   it('refuses a latest grant older than the installed one', async () => {
     const { store, ids } = await withSequence({ max: 1_000, dcRangeSize: 10, blockSize: 10 });
     await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 10n });

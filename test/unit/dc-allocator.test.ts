@@ -304,6 +304,21 @@ describe('DcAllocator', () => {
     expect((failure as Error).message).toContain('SERIAL operations from DC "dc1" timed out');
   });
 
+  it('refuses a found grant with our bounds that ends above the GLOBAL its round found', async () => {
+    const store = await rangeOneStore(100n);
+    // dc1's batch for grant 2 ([101, 200], conditional on GLOBAL 100) is rejected, and its round
+    // finds grant 2 with our bounds but GLOBAL at 150: broken rows, not a grant to install.
+    store.grantRange = async (_sequence, _dc, _expected, grant) => ({
+      kind: 'rejected',
+      found: { globalLast: 150n, grant },
+    });
+    const allocator = allocatorOn(store);
+    await expect(allocator.ensureRange()).rejects.toThrow(
+      /ends at 200, above GLOBAL last_integer 150/,
+    );
+    expect((await store.readDcState('orders', 'dc1'))?.installedGrant).toBe(1);
+  });
+
   it('shares one range request between concurrent callers', async () => {
     const store = new MemoryStore();
     await store.createSequence(settings, 'created');

@@ -513,7 +513,7 @@ export class DcAllocator {
       const view = blind ? undefined : await this.readGrants();
       const latest = view?.latest;
       const latestNumber = latest?.number ?? 0;
-      if (view !== undefined && latestNumber < installed) {
+      if (latestNumber < installed) {
         throw this.broken(
           `latest grant ${latestNumber} is older than installed grant ${installed}`,
         );
@@ -543,7 +543,7 @@ export class DcAllocator {
       // GLOBAL as read above, or (no state) the highest this process knows of; after a batch lost
       // to another grant, as that batch's round found it.
       let globalLast = view?.globalLast ?? this.seen.floor().globalLast;
-      let guessed = view === undefined;
+      let guessed = blind;
       for (;;) {
         if (globalLast >= this.settings.max) {
           this.exhaustedError = new SequenceExhaustedError(

@@ -182,8 +182,10 @@ export class Sequence<T extends number | bigint> {
   private claimFailure: Error | undefined;
   /** Races the claim in flight lost in a row (it retries them); the cause a late caller is given. */
   private lostRaces = 0;
-  /** Ends the claim's retry pause at once (close() calls it). */
+  /** Ends the claim's retry pause at once (close() and rangeInstalled() call it). */
   private wakeClaim: (() => void) | undefined;
+  /** A DC range was installed since the claim in flight began its current attempt. */
+  private rangeArrived = false;
   private closing: Promise<void> | undefined;
   private readonly failures: FailureLog<'claim' | 'return'>;
   /** Calls waiting for the refill in flight: while there are any, it keeps retrying. */
@@ -506,6 +508,9 @@ export class Sequence<T extends number | bigint> {
    */
   private async claim(): Promise<void> {
     const started = this.clock.now();
+    // Past its window a claim still tries again when a DC range arrived during it (see
+    // rangeInstalled): the failure it would give up on may be for want of that range.
+    const goesOn = () => this.keepTrying(started) || (this.rangeArrived && this.isOpen());
     this.lostRaces = 0;
     this.drawRate.sample(this.acceptedIds - this.buffer.remaining, started);
     // The DC level asks after each lost race.
@@ -515,6 +520,7 @@ export class Sequence<T extends number | bigint> {
     };
     for (let attempt = 1; ; attempt++) {
       let failure: Error;
+      this.rangeArrived = false;
       try {
         const first = await this.ensureLoaded();
         await this.refreshSettings();
@@ -550,14 +556,14 @@ export class Sequence<T extends number | bigint> {
             localIds: this.buffer.remaining,
           });
         }
-        if (!isTransient(error) || !this.keepTrying(started)) throw error;
+        if (!isTransient(error) || !goesOn()) throw error;
         this.claimFailure = failure = error;
       }
       const cap = Math.min(CLAIM_RETRY_MAX_MS, CLAIM_RETRY_FIRST_MS * 2 ** (attempt - 1));
-      await this.pauseClaim(cap * (0.5 + Math.random() / 2));
+      if (!this.rangeArrived) await this.pauseClaim(cap * (0.5 + Math.random() / 2));
       this.assertOpen();
       // A pause that began before the preload's time was up can end after it.
-      if (!this.keepTrying(started)) throw failure;
+      if (!goesOn()) throw failure;
     }
   }
 
@@ -571,9 +577,31 @@ export class Sequence<T extends number | bigint> {
    * is open and a caller waits for it, or, with nobody waiting (a preload), for `callTimeoutMs`.
    */
   private keepTrying(started: number): boolean {
-    if (this.lifecycle === 'closing' || this.lifecycle === 'closed') return false;
-    if (this.rolledBack !== undefined) return false;
+    if (!this.isOpen()) return false;
     return this.waiters > 0 || this.clock.now() - started < this.callTimeoutMs;
+  }
+
+  /** Whether blocks may still be claimed: not closing, closed or rolled back. */
+  private isOpen(): boolean {
+    const closing = this.lifecycle === 'closing' || this.lifecycle === 'closed';
+    return !closing && this.rolledBack === undefined;
+  }
+
+  /**
+   * The DC allocator installed a range. A claim in flight hears of it: one pausing after a failure
+   * tries again at once, and even past its window (a preload's), since it may have failed for want
+   * of this range; before, it gave up at the end of its pause, and the process then held no IDs
+   * until a caller waited. With no claim in flight, one starts if the process wants its next
+   * block, so a preload that failed for want of a range does not wait for the block to be spent.
+   */
+  private rangeInstalled(): void {
+    if (this.lifecycle !== 'ready') return;
+    if (this.claiming !== undefined) {
+      this.rangeArrived = true;
+      this.wakeClaim?.();
+    } else if (this.buffer.wantsPreload) {
+      this.refillInBackground();
+    }
   }
 
   /**
@@ -739,10 +767,7 @@ export class Sequence<T extends number | bigint> {
         settings,
         clock: this.clock,
         log: this.log,
-        // A preload that failed for want of a range gets its chance now, not when the block is spent.
-        onRangeInstalled: () => {
-          if (this.lifecycle === 'ready' && this.buffer.wantsPreload) this.refillInBackground();
-        },
+        onRangeInstalled: () => this.rangeInstalled(),
         onRolledBack: (error) => this.forfeit(error),
         observer: this.observer,
       });

@@ -182,7 +182,10 @@ export class DcAllocator {
   private rangeRetries = 0;
   private closed = false;
   private exhaustionLogged = false;
-  /** Set once GLOBAL reached `max` with no grant pending for this DC; it can never change. */
+  /**
+   * Set once GLOBAL reached `max` with no grant pending for this DC (read at SERIAL after GLOBAL
+   * was seen at `max`); it can never change.
+   */
   private exhaustedError: SequenceExhaustedError | undefined;
   /** What this process saw of the rows, to tell rows that went back (watermarks.ts). */
   private readonly seen: Watermarks;
@@ -546,6 +549,13 @@ export class DcAllocator {
       let guessed = blind;
       for (;;) {
         if (globalLast >= this.settings.max) {
+          // Final only with no grant of this DC left to install. The reads above (or a re-read
+          // after an unknown outcome) take the latest grant before GLOBAL, so a grant made in
+          // between, whose requester may have crashed before installing it, can hide behind
+          // GLOBAL at `max`; and without reads this process knows nothing of the grants. GLOBAL
+          // moves no more, so a read of the latest grant from now on is final.
+          const final = await this.readGrants();
+          if ((final.latest?.number ?? 0) > installed) break; // the next round installs it
           this.exhaustedError = new SequenceExhaustedError(
             this.sequence,
             this.settings.max,

@@ -319,6 +319,44 @@ describe('DcAllocator', () => {
     expect((await store.readDcState('orders', 'dc1'))?.installedGrant).toBe(1);
   });
 
+  it('installs the last grant of its DC made between its two reads at SERIAL, not taking the sequence for exhausted', async () => {
+    // One range of the domain left; dc1 holds grants 1 and 2 (installed), its range spent.
+    const small = resolveSequenceSettings('orders', {
+      max: 300,
+      dcRangeSize: 100,
+      blockSize: 10,
+      threshold: 0.5,
+    });
+    const store = new MemoryStore();
+    await store.createSequence(small, 'created');
+    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
+    await store.grantRange('orders', 'dc1', 100n, { number: 2, min: 101n, max: 200n });
+    const spent = { reservedMin: 101n, reservedMax: 200n, reservedGrant: 2, installedGrant: 2 };
+    await store.writeDcState(
+      'orders',
+      'dc1',
+      undefined,
+      dcState({ ...spent, lastInteger: 200n, preloadedMin: 101n, preloadedMax: 200n }),
+    );
+    // The Cassandra store reads the latest grant, then GLOBAL: another process of dc1 gets grant
+    // 3, the domain's last range, in between, and dies before installing it.
+    const read = store.readGrants.bind(store);
+    let between = true;
+    store.readGrants = async (sequence, dc) => {
+      const { latest } = await read(sequence, dc);
+      if (between) {
+        between = false;
+        await store.grantRange(sequence, dc, 200n, { number: 3, min: 201n, max: 300n });
+      }
+      return { latest, globalLast: (await read(sequence, dc)).globalLast };
+    };
+    const allocator = new DcAllocator({ store, dc: 'dc1', settings: small });
+    // GLOBAL at max after grant 2 read as the latest looked like the end of the domain.
+    await expect(allocator.claimBlock()).resolves.toMatchObject({ first: 201n, last: 210n });
+    expect(allocator.exhausted).toBeUndefined();
+    expect((await store.readDcState('orders', 'dc1'))?.installedGrant).toBe(3);
+  });
+
   it('shares one range request between concurrent callers', async () => {
     const store = new MemoryStore();
     await store.createSequence(settings, 'created');

@@ -12,6 +12,7 @@
  * re-read at the same serial level) can say whose write is there.
  */
 
+import { InvariantError, StateRolledBackError } from '../errors.js';
 import type { CasOutcome } from '../store/port.js';
 import { mutated } from './mutations.js';
 
@@ -57,6 +58,8 @@ export interface CasResult<Found = unknown> {
  * Runs `step.write` once and classifies its outcome. A rejection is judged by the row the round
  * found; an unknown outcome by a re-read at the same level (a re-read that fails leaves the
  * verdict `unknown`).
+ * @throws {StateRolledBackError} or {InvariantError} if the re-read found the rows gone back or
+ * broken.
  */
 export async function runConditionalWrite<Found>(
   step: ConditionalWrite<Found>,
@@ -91,6 +94,13 @@ async function classify<Found>(step: ConditionalWrite<Found>): Promise<CasResult
       try {
         found = await step.reread();
       } catch (rereadError) {
+        // A re-read that found the rows broken or gone back (to older than this process saw)
+        // is an answer, not a failure to get one: it stops the writer as any read would. Taken
+        // for "cannot tell", the next read could look current again (others wrote on from the
+        // old rows) while this process still holds what the lost rows gave it.
+        if (rereadError instanceof StateRolledBackError || rereadError instanceof InvariantError) {
+          throw rereadError;
+        }
         return {
           verdict: 'unknown',
           found: undefined,

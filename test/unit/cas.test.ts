@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 
 import { runConditionalWrite, type Judgement } from '../../src/allocator/cas.js';
 import { judgeGrant, judgeStateWrite } from '../../src/allocator/dc-allocator.js';
-import { StoreUnavailableError } from '../../src/errors.js';
+import { InvariantError, StateRolledBackError, StoreUnavailableError } from '../../src/errors.js';
 import type { CasOutcome } from '../../src/store/port.js';
 
 const ours = { version: 8, op: 'mine' };
@@ -99,5 +99,16 @@ describe('runConditionalWrite', () => {
       step({ kind: 'unknown' }, () => Promise.reject(readError)),
     );
     expect(result).toMatchObject({ verdict: 'unknown', cause: readError, found: undefined });
+  });
+
+  it('stops, instead of staying unknown, when the re-read found the rows gone back or broken', async () => {
+    for (const verdict of [
+      new StateRolledBackError('orders', 'dc1', 'version 2 after version 3'),
+      new InvariantError('orders', 'reserved_min above reserved_max'),
+    ]) {
+      await expect(
+        runConditionalWrite(step({ kind: 'unknown' }, () => Promise.reject(verdict))),
+      ).rejects.toBe(verdict);
+    }
   });
 });

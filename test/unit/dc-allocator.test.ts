@@ -450,6 +450,46 @@ describe('DcAllocator: rows that went back', () => {
     expect(allocator.counters.lwtWrites).toBe(2);
   });
 
+  it("stops when the re-read after a claim's unknown outcome shows an older version, though later reads look current", async () => {
+    const store = await rangeOneStore(0n);
+    const allocator = new DcAllocator({ store, dc: 'dc1', settings, sleep: async () => {} });
+    expect(await allocator.claimBlock()).toMatchObject({ first: 1n, last: 10n });
+    expect(await allocator.claimBlock()).toMatchObject({ first: 11n, last: 20n }); // version 3
+    // The next claim's outcome is unknown, and the node loses version 3: the re-read shows
+    // version 2. Another process of dc1 then claims [11, 20] and [21, 30] from it, so that the
+    // version read next (4) is no older than any this process saw.
+    let rolledBack = false;
+    store.faults.push({
+      op: 'writeDcState',
+      effect: 'unknown-not-applied',
+      onHit: () => {
+        store.rollBackDcState('orders', 'dc1', 1);
+        rolledBack = true;
+      },
+    });
+    const read = store.readDcState.bind(store);
+    store.readDcState = async (sequence, dc) => {
+      const state = await read(sequence, dc);
+      if (!rolledBack || state === undefined) return state;
+      rolledBack = false;
+      let current = state;
+      for (const op of ['other-1', 'other-2']) {
+        const next = {
+          ...current,
+          lastInteger: current.lastInteger + 10n,
+          version: current.version + 1,
+        };
+        await store.writeDcState(sequence, dc, current, { ...next, op });
+        current = { ...next, op };
+      }
+      return state;
+    };
+    // This process still holds [11, 20], which the other now holds too: it must stop, not claim.
+    await expect(allocator.claimBlock()).rejects.toMatchObject({
+      code: 'IDGEN_STATE_ROLLED_BACK',
+    });
+  });
+
   it('stops when a read sent after its own write shows an older version', async () => {
     const store = await rangeOneStore(0n);
     const allocator = allocatorOn(store);

@@ -446,9 +446,18 @@ export class Sequence<T extends number | bigint> {
 
   /**
    * The only place a claimed block enters the buffer: it must lie above every block before it.
-   * A block that arrives once close() was called is set aside for the give-back.
+   * A block that arrives once close() was called is set aside for the give-back; one that
+   * arrives after the rows went back is dropped.
    */
   private acceptBlock(claimed: ClaimedBlock): void {
+    if (this.rolledBack !== undefined) {
+      // The rows were found gone back while this claim was in flight: its block may be claimed
+      // again by others, as may the blocks dropped then.
+      const size = Number(claimed.last - claimed.first + 1n);
+      this.counters.wasted += size;
+      this.waste.dropped += size;
+      throw this.rolledBack;
+    }
     const block = this.ids.block(claimed.first, claimed.last, claimed.rangeSize);
     const highest = this.buffer.highestAccepted;
     this.acceptedIds += block.size;

@@ -543,6 +543,54 @@ describe('rows that break invariants', () => {
     expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(10n);
   });
 
+  it('drops, with the rollback as the error, a block whose claim lands after the rows were found gone back', async () => {
+    const { store } = await withSequence({
+      dcRangeSize: 100,
+      blockSize: 10,
+      maxBlockSize: 10,
+      threshold: 0.5,
+    });
+    // From now on the grant level reads as if dc1's grants were lost: no latest grant.
+    let grantsLost = false;
+    const readGrants = store.readGrants.bind(store);
+    store.readGrants = async (sequence, dc) => {
+      const view = await readGrants(sequence, dc);
+      return grantsLost ? { ...view, latest: undefined } : view;
+    };
+    const seq = processIn(store).sequence('orders');
+    expect(await draw(seq, 125)).toEqual(range(1, 125)); // grant 2 = [101, 200] reserved
+    await settle();
+    // Draws until the fault pushed last has been hit: its call waits.
+    const drawUntilHeld = async () => {
+      for (let i = 0; i < 40 && store.faults.length > 0; i++) {
+        await seq.next();
+        await settle();
+      }
+      expect(store.faults).toHaveLength(0);
+    };
+    // The next range request waits in its read of the grants, then a block claim in its write;
+    // then the read answers, showing the grants gone back, and the write lands after it.
+    grantsLost = true;
+    let answerRead!: () => void;
+    let answerWrite!: () => void;
+    const readHeld = new Promise<void>((resolve) => (answerRead = resolve));
+    const writeHeld = new Promise<void>((resolve) => (answerWrite = resolve));
+    store.faults.push({ op: 'readGrants', effect: 'delay', until: readHeld });
+    await drawUntilHeld();
+    store.faults.push({ op: 'writeDcState', effect: 'delay', until: writeHeld });
+    await drawUntilHeld();
+    const dropped = seq.stats().remaining;
+    answerRead();
+    await settle();
+    answerWrite();
+    await settle();
+    // The claim ends with the rollback, not with an assertion about the block arriving.
+    expect(seq.stats().lastError).toBeInstanceOf(StateRolledBackError);
+    await expect(seq.next()).rejects.toBeInstanceOf(StateRolledBackError);
+    // What it held when the rollback was seen, and the block that came after.
+    expect(seq.stats().waste.dropped).toBe(dropped + 10);
+  });
+
   it('stops allocating when the DC row loses versions (a crash with periodic commitlog)', async () => {
     const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.5 });
     const seq = ids.sequence('orders');

@@ -7,6 +7,9 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
+          // The first test of a file pays for its imports (fastify, the driver): on 2 cores shared
+          // with nine Cassandra nodes that took over 5 s, vitest's default, once.
+          testTimeout: 30_000,
         },
       },
       {

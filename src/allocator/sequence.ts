@@ -599,9 +599,9 @@ export class Sequence<T extends number | bigint> {
   /**
    * The DC allocator installed a range. A claim in flight hears of it: one pausing after a failure
    * tries again at once, and even past its window (a preload's), since it may have failed for want
-   * of this range; before, it gave up at the end of its pause, and the process then held no IDs
-   * until a caller waited. With no claim in flight, one starts if the process wants its next
-   * block, so a preload that failed for want of a range does not wait for the block to be spent.
+   * of this range; were it to give up at the end of its pause, the process would hold no IDs until
+   * a caller waited. With no claim in flight, one starts if the process wants its next block, so
+   * a preload that failed for want of a range does not wait for the block to be spent.
    */
   private rangeInstalled(): void {
     if (this.lifecycle !== 'ready') return;

@@ -450,10 +450,10 @@ export class Sequence<T extends number | bigint> {
    * arrives after the rows went back is dropped.
    */
   private acceptBlock(claimed: ClaimedBlock): void {
+    const size = Number(claimed.last - claimed.first + 1n);
     if (this.rolledBack !== undefined) {
       // The rows were found gone back while this claim was in flight: its block may be claimed
       // again by others, as may the blocks dropped then.
-      const size = Number(claimed.last - claimed.first + 1n);
       this.counters.wasted += size;
       this.waste.dropped += size;
       throw this.rolledBack;
@@ -463,8 +463,8 @@ export class Sequence<T extends number | bigint> {
     this.acceptedIds += block.size;
     this.lastBlockSize = block.size;
     if (!this.buffer.accept(block)) {
-      this.counters.wasted += Number(claimed.last - claimed.first + 1n);
-      this.waste.refused += Number(claimed.last - claimed.first + 1n);
+      this.counters.wasted += size;
+      this.waste.refused += size;
       throw new InvariantError(
         this.name,
         `DC "${this.grantee}" gave this process block [${claimed.first}, ${claimed.last}], not above its earlier IDs (up to ${highest})`,

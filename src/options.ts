@@ -9,8 +9,14 @@
 
 import { GRANT_BLOCKS } from './allocator/sizing.js';
 import { InvalidNameError, InvalidOptionError, InvariantError } from './errors.js';
-import { isValidName, MAX_SHARDS } from './names.js';
-import type { DomainName, SequenceChanges, SequenceSettings, SizeSettings } from './store/port.js';
+import { granteeName, isValidName, MAX_SHARDS } from './names.js';
+import type {
+  DomainName,
+  FirstGrant,
+  SequenceChanges,
+  SequenceSettings,
+  SizeSettings,
+} from './store/port.js';
 
 /** The named domains; `custom` is recorded instead when an explicit `max` is given. */
 export type DomainPreset = Exclude<DomainName, 'custom'>;
@@ -123,6 +129,17 @@ export interface CreateSequenceOptions {
    */
   readonly threshold?: number | undefined;
   /**
+   * DCs to grant their first DC range (one per shard, `dcRangeSize` IDs each) in the write that
+   * creates the sequence. Processes then start without a write at SERIAL: a DC with no state
+   * installs its grant 1 after a plain LOCAL_QUORUM read of it (docs/design.md, "A DC's first
+   * range, granted at creation"). Every DC that will allocate, as a rule: the processes of a
+   * fleet that start at once then never crowd the one grants partition all DCs share. A DC
+   * listed here that never allocates keeps its first ranges unused. Refused if they do not fit
+   * the domain from `start`.
+   * @default none: each DC asks for its first range when its first process starts
+   */
+  readonly firstRanges?: readonly string[] | undefined;
+  /**
    * If a sequence of that name exists, return its stored settings instead of throwing
    * `SequenceExistsError` (its settings are left as they are, even if they differ).
    * @default false
@@ -206,6 +223,7 @@ export function pickSizes(settings: SizeSettings): SizeSettings {
 
 const CREATE_KEYS: readonly string[] = [
   'ifNotExists',
+  'firstRanges',
   'domain',
   'min',
   'max',
@@ -479,6 +497,44 @@ export function validateStoredSettings(s: SequenceSettings): void {
   if (!Number.isSafeInteger(s.shards) || s.shards < 1 || s.shards > MAX_SHARDS) {
     broken(`shards ${s.shards} is not an integer within [1, ${MAX_SHARDS}]`);
   }
+}
+
+/**
+ * Grant 1 of every shard of every DC in `dcs`, `dcRangeSize` IDs each and contiguous from
+ * `start`, in the order given (shards in order within a DC).
+ * @throws {InvalidOptionError} for a DC name that is not one, a DC named twice, or ranges that
+ *   do not fit the domain from `start`.
+ */
+export function resolveFirstGrants(
+  settings: SequenceSettings,
+  dcs: readonly string[] | undefined,
+): FirstGrant[] {
+  if (dcs === undefined) return [];
+  const allowed = 'an array of distinct datacenter names (letters, digits, "_", "-", ".")';
+  if (!Array.isArray(dcs)) throw new InvalidOptionError('firstRanges', dcs, allowed);
+  const list: readonly unknown[] = dcs;
+  if (list.some((dc) => !isValidName('datacenter', dc)) || new Set(list).size !== list.length) {
+    throw new InvalidOptionError('firstRanges', dcs, allowed);
+  }
+  const total = BigInt(dcs.length * settings.shards) * settings.dcRangeSize;
+  const room = settings.max - settings.start + 1n;
+  if (total > room) {
+    throw new InvalidOptionError(
+      'firstRanges',
+      dcs,
+      `DCs whose first ranges fit the domain: ${dcs.length} DC(s) × ${settings.shards} shard(s) × dcRangeSize ${settings.dcRangeSize} = ${total} IDs, but only ${room} lie from start ${settings.start} to max ${settings.max}; list fewer DCs or lower dcRangeSize`,
+    );
+  }
+  const grants: FirstGrant[] = [];
+  let next = settings.start;
+  for (const dc of dcs) {
+    for (let shard = 0; shard < settings.shards; shard++) {
+      const grant = { number: 1, min: next, max: next + settings.dcRangeSize - 1n };
+      grants.push({ grantee: granteeName(dc, shard), grant });
+      next = grant.max + 1n;
+    }
+  }
+  return grants;
 }
 
 function checkKeys(options: object, allowed: readonly string[]): void {

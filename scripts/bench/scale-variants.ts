@@ -34,6 +34,11 @@ export interface ScaleVariant {
   readonly maxBlockSize?: number | undefined;
   /** State partitions per DC (`shards`); undefined: one. */
   readonly shards?: number | undefined;
+  /**
+   * Every DC's first ranges (one per shard) granted with the sequence (`firstRanges`), so that
+   * the instances start without SERIAL; undefined: each DC asks when its instances start.
+   */
+  readonly firstRanges?: boolean | undefined;
 }
 
 /** Every policy the phase knows; `--scale-variants` picks (default: {@link DEFAULT_SCALE_VARIANTS}). */
@@ -72,6 +77,21 @@ export const SCALE_VARIANTS: readonly ScaleVariant[] = Object.freeze([
     fixedBlockSize: undefined,
     autonomySeconds: undefined,
     shards: 8,
+  },
+  {
+    key: 'adaptiveFirst',
+    label: 'adaptive, first ranges at creation',
+    fixedBlockSize: undefined,
+    autonomySeconds: undefined,
+    firstRanges: true,
+  },
+  {
+    key: 'adaptiveShardedFirst',
+    label: 'adaptive, 8 shards per DC, first ranges at creation',
+    fixedBlockSize: undefined,
+    autonomySeconds: undefined,
+    shards: 8,
+    firstRanges: true,
   },
 ]);
 

@@ -150,7 +150,10 @@ export async function measureScale(
     { variant, options }: (typeof runnable)[number],
   ): Promise<void> => {
     const sequence = `scale_r${r}_n${instancesPerDc}_${mode}_${variant.key}`;
-    await cluster.createSequence(sequence, options);
+    await cluster.createSequence(
+      sequence,
+      variant.firstRanges === true ? { ...options, firstRanges: cluster.dcs } : options,
+    );
     const ratePerInstance = mode === 'rate' ? settings.scaleRatePerDc / instancesPerDc : undefined;
     const busy = machineBusyBetween(warmupMs, warmupMs + durationMs);
     const answers = await fleet.scaleAll(instancesPerDc, {

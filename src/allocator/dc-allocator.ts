@@ -504,6 +504,16 @@ export class DcAllocator {
       // process of the DC whose claim crosses the threshold starts a request; all but the first
       // end here, not after two reads at SERIAL on the partition every DC shares.
       if (state !== undefined && hasPreloaded(state)) return;
+      // A DC (or shard) with no state whose grant 1 was made with the sequence: installed from a
+      // plain read, with no round at SERIAL (see firstGrantLocally).
+      if (attempt === 1 && state === undefined) {
+        const first = await this.firstGrantLocally();
+        if (first !== undefined) {
+          this.confirmed = first;
+          await this.install(first, undefined);
+          return;
+        }
+      }
       const installed = state?.installedGrant ?? 0;
       // A DC (or shard) with no state yet has never installed a grant: its processes are
       // starting on it, as a deploy or a fresh sequence starts them all at once, and every DC's
@@ -611,6 +621,34 @@ export class DcAllocator {
         attempt++;
       }
     }
+  }
+
+  /**
+   * The DC's grant 1, if a plain LOCAL_QUORUM read shows it as the DC's latest grant (checked
+   * against GLOBAL and the domain as a read at SERIAL is, not against what this process read
+   * before: a plain read may lag behind, which is no loss of rows): granted
+   * when the sequence was created (or by a process of the DC that started first). A grant row
+   * is written only by a Paxos commit, which writes only a value the round chose, and a grant
+   * number is never written twice: a row seen at all is that grant for ever. The DC state read
+   * before showed no grant installed, and the install is conditional on there still being no
+   * state, so the grant is installed once, as after a read at SERIAL. What the plain read cannot
+   * show is a later grant whose commit has not reached the local DC: the check that a DC
+   * without state has no grant 2 (which catches a DC state lost with acknowledged writes) is
+   * made only when it is. Undefined (the reads at SERIAL decide) when no row is seen, the latest
+   * is not grant 1, or the read fails.
+   */
+  private async firstGrantLocally(): Promise<Grant | undefined> {
+    let view: GrantView | undefined;
+    try {
+      view = await this.store.readGrantsLocal(this.sequence, this.dc);
+    } catch (error) {
+      if (error instanceof StoreUnavailableError) return undefined;
+      throw error;
+    }
+    if (view?.latest?.number !== 1) return undefined;
+    // Each replica answers from one snapshot of the partition, where GLOBAL covers every grant.
+    this.checkGrants(view);
+    return view.latest;
   }
 
   /**

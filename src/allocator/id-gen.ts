@@ -6,6 +6,7 @@ import type { Logger } from '../logger.js';
 
 import { ClosedError, InvalidOptionError, SequenceNotFoundError } from '../errors.js';
 import {
+  resolveFirstGrants,
   resolveSequenceSettings,
   validateSequenceName,
   type AlterSequenceOptions,
@@ -197,7 +198,14 @@ export class IdGen {
   ): Promise<SequenceSettings> {
     this.#assertOpen();
     const settings = resolveSequenceSettings(name, options);
-    return createSettings(this.#store, settings, this.keyspace, options.ifNotExists === true);
+    const firstGrants = resolveFirstGrants(settings, options.firstRanges);
+    return createSettings(
+      this.#store,
+      settings,
+      this.keyspace,
+      options.ifNotExists === true,
+      firstGrants,
+    );
   }
 
   /**

@@ -13,15 +13,15 @@ import {
   StoreUnavailableError,
 } from '../errors.js';
 import { pickSizes, validateChanges, type AlterSequenceOptions } from '../options.js';
-import type { IdStore, SequenceSettings, StoredSettings } from '../store/port.js';
+import type { FirstGrant, IdStore, SequenceSettings, StoredSettings } from '../store/port.js';
 import { isOurs, runConditionalWrite, type CasResult, type Judgement } from './cas.js';
 
 /** How often an alter re-reads and retries when another alter changed the settings first. */
 export const MAX_ALTER_ATTEMPTS = 5;
 
 /**
- * Creates the sequence with `settings`; with `ifNotExists`, an existing sequence's stored
- * settings are returned instead.
+ * Creates the sequence with `settings` (and `firstGrants`, in the same write); with
+ * `ifNotExists`, an existing sequence's stored settings are returned instead.
  * @throws {SequenceExistsError} if it exists (created by another write) and not `ifNotExists`.
  * @throws {StoreUnavailableError} if SERIAL cannot be reached, or the write's outcome stayed
  * unknown (read the sequence to see whether it exists).
@@ -31,10 +31,11 @@ export async function createSettings(
   settings: SequenceSettings,
   keyspace: string,
   ifNotExists = false,
+  firstGrants: readonly FirstGrant[] = [],
 ): Promise<SequenceSettings> {
   const op = randomUUID();
   const result = await runConditionalWrite<StoredSettings>({
-    write: () => store.createSequence(settings, op),
+    write: () => store.createSequence(settings, op, firstGrants),
     judge: (found) => judgeSettingsWrite(found, op),
     reread: () => store.readSequence(settings.name, 'serial'),
   });

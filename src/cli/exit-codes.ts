@@ -136,6 +136,7 @@ const FLAGS: Readonly<Record<string, string>> = Object.freeze({
   maxDcRangeSize: '--max-dc-range',
   autonomySeconds: '--autonomy',
   shards: '--shards',
+  firstRanges: '--first-ranges',
   count: '-n/--count',
   sample: '--sample',
   watch: '--watch',

@@ -118,6 +118,24 @@ export function parseReplication(value: string): Record<string, number> {
   return map;
 }
 
+/**
+ * `--first-ranges`: DC names separated by commas (`dc1,dc2,dc3`), each trimmed. Whether each is
+ * a DC name, and named once, is checked by the library (option `firstRanges`).
+ * @throws {InvalidOptionError} (option `firstRanges`) for an empty entry (`dc1,,dc2`, a comma at
+ *   either end) or no DC at all.
+ */
+export function parseFirstRanges(value: string): string[] {
+  const dcs = value.split(',').map((dc) => dc.trim());
+  if (dcs.some((dc) => dc === '')) {
+    throw new InvalidOptionError(
+      'firstRanges',
+      value,
+      'one or more DC names separated by commas, none empty, e.g. dc1,dc2,dc3',
+    );
+  }
+  return dcs;
+}
+
 /** A comma-separated list, entries trimmed, empty ones dropped. */
 export function parseList(value: string): string[] {
   return value

@@ -2,7 +2,8 @@
  * The protocol's CQL: every statement with its consistency, on one screen (docs/design.md,
  * "Statements and their consistency").
  *
- * `idgen_grants` partitions are touched only at SERIAL, `idgen_dc_state` partitions only at
+ * `idgen_grants` partitions are written only at SERIAL (and read there but for one plain read of
+ * committed grant rows), `idgen_dc_state` partitions only at
  * LOCAL_SERIAL and only from their own DC; the rest are plain reads for settings and status, and
  * the usage counters. `$grants`, `$dc_state` and `$dc_usage` become the keyspace-qualified tables.
  */
@@ -39,6 +40,9 @@ export const STATEMENTS = {
   // ── settings + GLOBAL row (dc 'GLOBAL', grant_number 0): one statement, so a sequence never exists without its high-water mark
   createSequence: { cql: `INSERT INTO $grants (${SETTINGS}, dc, grant_number, last_integer) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'GLOBAL', 0, ?) IF NOT EXISTS`,
                     consistency: CL.eachQuorum, serial: CL.serial, level: 'serial' },
+  // grant 1 of a grantee, written with createSequence in one conditional batch (one partition) when the sequence is created with first ranges
+  createFirstGrant: { cql: `INSERT INTO $grants (sequence, dc, grant_number, grant_min, grant_max) VALUES (?, ?, 1, ?, ?)`,
+                    consistency: CL.eachQuorum, serial: CL.serial, level: 'serial' },
   // conditional on the op of the settings read, so two alters never combine unchecked; the settings are static columns
   alterSequence:  { cql: `UPDATE $grants SET dc_range_size = ?, block_size = ?, threshold = ?, max_block_size = ?, claim_interval_ms = ?, max_dc_range_size = ?, autonomy_seconds = ?, shards = ?, settings_op = ? WHERE sequence = ? IF settings_op = ?`,
                     consistency: CL.eachQuorum, serial: CL.serial, level: 'serial' },
@@ -59,6 +63,9 @@ export const STATEMENTS = {
                     consistency: CL.quorum, serial: CL.serial, level: 'serial' },
   grantInsert:    { cql: `INSERT INTO $grants (sequence, dc, grant_number, grant_min, grant_max) VALUES (?, ?, ?, ?, ?) IF NOT EXISTS`,
                     consistency: CL.quorum, serial: CL.serial, level: 'serial' },
+  // a plain read, no Paxos round, of a DC's grants and GLOBAL in one query (so one replica's rows are one snapshot): committed grant rows never change (a DC's first range, granted at creation)
+  readGrantsLocal:{ cql: `SELECT ${GRANT_ROW} FROM $grants WHERE sequence = ? AND dc IN ('GLOBAL', ?)`,
+                    consistency: CL.localQuorum, level: 'local' },
   probeSerial:    { cql: `SELECT last_integer FROM $grants WHERE sequence = '${SERIAL_PROBE_PARTITION}'`,
                     consistency: CL.serial, level: 'serial' },
   // ── DC level: LOCAL_SERIAL only, from the DC itself. Conditional on version AND op, so a rejection returns both

@@ -52,6 +52,7 @@ import type {
   CasOutcome,
   DcStamp,
   DcState,
+  FirstGrant,
   Grant,
   GrantFound,
   GrantsOverview,
@@ -137,8 +138,9 @@ export class CassandraStore implements IdStore {
   async createSequence(
     settings: SequenceSettings,
     op: string,
+    firstGrants: readonly FirstGrant[] = [],
   ): Promise<CasOutcome<StoredSettings>> {
-    const outcome = await this.cas('createSequence', 'create sequence', [
+    const params = [
       settings.name,
       settings.domain,
       this.long(settings.min),
@@ -153,8 +155,12 @@ export class CassandraStore implements IdStore {
       this.long(BigInt(settings.autonomySeconds)),
       settings.shards,
       op,
-      this.long(settings.start - 1n),
-    ]);
+      this.long(firstGrants.at(-1)?.grant.max ?? settings.start - 1n),
+    ];
+    const outcome =
+      firstGrants.length === 0
+        ? await this.cas('createSequence', 'create sequence', params)
+        : await this.createWithGrants(settings.name, params, firstGrants);
     return outcome.kind === 'rejected'
       ? { kind: 'rejected', found: parseFoundSettings(outcome.rows) }
       : outcome;
@@ -224,6 +230,29 @@ export class CassandraStore implements IdStore {
       globalLast: required(sequence, globalRow, 'last_integer', toBigInt),
       latest: latestRow === null ? undefined : parseGrant(sequence, latestRow),
     };
+  }
+
+  async readGrantsLocal(sequence: string, dc: string): Promise<GrantView | undefined> {
+    checkDc(dc);
+    const statement = 'readGrantsLocal';
+    const result = await this.read(statement, [sequence, dc], 'read grants locally');
+    let globalLast: bigint | undefined;
+    let latest: Grant | undefined;
+    try {
+      for await (const row of result) {
+        // every page: a DC with no state has one grant or none, but a DC whose state was lost
+        // may have many
+        if (row.get('dc') === GLOBAL) {
+          globalLast = required(sequence, row, 'last_integer', toBigInt);
+        } else {
+          const grant = parseGrant(sequence, row);
+          if (latest === undefined || grant.number > latest.number) latest = grant;
+        }
+      }
+    } catch (error) {
+      throw this.failure(error, statement, 'read grants locally');
+    }
+    return globalLast === undefined ? undefined : { globalLast, latest };
   }
 
   async grantRange(
@@ -459,6 +488,40 @@ export class CassandraStore implements IdStore {
       result = await this.execute(name, statement, params, operation, true);
     } catch (error) {
       return this.casFailure(error, statement, operation);
+    }
+    return result.wasApplied() ? APPLIED : { kind: 'rejected', rows: result.rows };
+  }
+
+  /** The create statement and the first grants, as one conditional batch at SERIAL. */
+  private async createWithGrants(
+    sequence: string,
+    params: unknown[],
+    firstGrants: readonly FirstGrant[],
+  ): Promise<
+    | { readonly kind: 'applied' }
+    | { readonly kind: 'rejected'; readonly rows: readonly cassandra.types.Row[] }
+    | { readonly kind: 'unknown'; readonly cause: unknown }
+  > {
+    const statement = mutatedStatement('createSequence', STATEMENTS.createSequence);
+    const queries = [
+      { query: this.cql.createSequence, params },
+      ...firstGrants.map(({ grantee, grant }) => {
+        checkDc(grantee);
+        return {
+          query: this.cql.createFirstGrant,
+          params: [sequence, grantee, this.long(grant.min), this.long(grant.max)],
+        };
+      }),
+    ];
+    let result: cassandra.types.ResultSet;
+    try {
+      result = await this.client.batch(queries, {
+        ...requestOptions(statement, true, this.requestTimeoutMs),
+        logged: true,
+      });
+    } catch (error) {
+      this.stalled.markTimedOut(error);
+      return this.casFailure(error, statement, 'create sequence');
     }
     return result.wasApplied() ? APPLIED : { kind: 'rejected', rows: result.rows };
   }

@@ -18,6 +18,7 @@ import type {
   CasOutcome,
   DcStamp,
   DcState,
+  FirstGrant,
   Grant,
   GrantFound,
   GrantView,
@@ -154,6 +155,7 @@ const LEVELS: Readonly<Record<StoreMethod, StoreLevel>> = {
   readSequence: 'local',
   listSequences: 'local',
   readGrants: 'serial',
+  readGrantsLocal: 'local',
   grantRange: 'serial',
   readGrantsOverview: 'local',
   readDcState: 'local_serial',
@@ -218,6 +220,7 @@ export class MemoryStore implements IdStore {
   async createSequence(
     settings: SequenceSettings,
     op: string,
+    firstGrants: readonly FirstGrant[] = [],
   ): Promise<CasOutcome<StoredSettings>> {
     const { fault, reply } = await this.enter('createSequence', settings.name);
     return this.replied(
@@ -230,8 +233,10 @@ export class MemoryStore implements IdStore {
           this.sequences.set(settings.name, {
             settings: Object.freeze({ ...settings }),
             settingsOp: op,
-            globalLast: settings.start - 1n,
-            grants: new Map(),
+            globalLast: firstGrants.at(-1)?.grant.max ?? settings.start - 1n,
+            grants: new Map(
+              firstGrants.map(({ grantee, grant }) => [grantee, [Object.freeze({ ...grant })]]),
+            ),
             dcStates: new Map(),
             dcHistory: new Map(),
           });
@@ -324,6 +329,16 @@ export class MemoryStore implements IdStore {
       globalLast: record.globalLast,
       latest: record.grants.get(dc)?.at(-1),
     });
+  }
+
+  async readGrantsLocal(sequence: string, dc: string): Promise<GrantView | undefined> {
+    const { reply } = await this.enter('readGrantsLocal', sequence, dc);
+    // A plain read completes no Paxos round: a write still in flight stays unseen.
+    const record = this.sequences.get(sequence);
+    return this.replied(
+      reply,
+      record && { globalLast: record.globalLast, latest: record.grants.get(dc)?.at(-1) },
+    );
   }
 
   async grantRange(
@@ -606,6 +621,7 @@ function zeroCalls(): Record<StoreMethod, number> {
     listSequences: 0,
     alterSequence: 0,
     readGrants: 0,
+    readGrantsLocal: 0,
     grantRange: 0,
     readGrantsOverview: 0,
     readDcState: 0,

@@ -117,6 +117,12 @@ export interface Grant {
   readonly max: bigint;
 }
 
+/** Grant 1 of `grantee` (a DC, or a shard of one), written when the sequence is created. */
+export interface FirstGrant {
+  readonly grantee: string;
+  readonly grant: Grant;
+}
+
 /** The grant level as seen by one DC, read at SERIAL. */
 export interface GrantView {
   /** GLOBAL.last_integer: the highest ID granted to any DC (`start - 1` before the first grant). */
@@ -242,9 +248,15 @@ export type StoreLevel = 'serial' | 'local_serial' | 'local';
 export interface IdStore {
   /**
    * Creates the sequence's settings (written with `op`) and GLOBAL row if no sequence of that
-   * name exists; rejected with the stored settings otherwise.
+   * name exists; rejected with the stored settings otherwise. `firstGrants` (grant 1 of some
+   * grantees, contiguous from `start`) are written in the same conditional write, with GLOBAL
+   * at the last one's end: a sequence never exists without them, nor they without it.
    */
-  createSequence(settings: SequenceSettings, op: string): Promise<CasOutcome<StoredSettings>>;
+  createSequence(
+    settings: SequenceSettings,
+    op: string,
+    firstGrants?: readonly FirstGrant[],
+  ): Promise<CasOutcome<StoredSettings>>;
   /**
    * The sequence's settings, or undefined. `local` reads (the default) need only the local DC;
    * `serial` reads finish any settings write in flight (they need SERIAL).
@@ -268,6 +280,13 @@ export interface IdStore {
    * `globalLast` is never older than `latest` (docs/design.md, "Granting a DC range").
    */
   readGrants(sequence: string, dc: string): Promise<GrantView>;
+  /**
+   * `dc`'s latest grant and GLOBAL in one plain LOCAL_QUORUM read of their partition (no Paxos
+   * round), or undefined if the local DC has no GLOBAL row yet. Shows only committed rows, and
+   * GLOBAL at or above every grant shown; never a proof that no later grant exists
+   * (docs/design.md, "A DC's first range, granted at creation").
+   */
+  readGrantsLocal(sequence: string, dc: string): Promise<GrantView | undefined>;
   /**
    * Grants `grant` to `dc` in one conditional batch at SERIAL, applied only if GLOBAL.last_integer
    * is still `expectedGlobalLast` and the DC has no grant numbered `grant.number` yet (the grant

@@ -4,9 +4,9 @@
  * 32-bit edge.
  */
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { connect, initSchema, openAdmin } from '../../src/index.js';
+import { connect, IdGen, initSchema, openAdmin } from '../../src/index.js';
 import { dcOfGrantee } from '../../src/names.js';
-import type { CreateSequenceOptions, IdGen } from '../../src/index.js';
+import type { CreateSequenceOptions } from '../../src/index.js';
 import { CassandraStore } from '../../src/store/cassandra.js';
 import type { Grant } from '../../src/store/port.js';
 import { clusterInfo, createTestKeyspace, faults } from '../support/cluster.js';
@@ -164,6 +164,69 @@ describe('allocator processes in every DC', () => {
       `sharded: ${all.length} processes on ${new Set(grantees).size} shards (${[...new Set(grantees)].sort().join(', ')})`,
     );
   }, 360_000);
+
+  it('start on first ranges granted with the sequence: no write or read at SERIAL, IDs inside the first grants, and check finds nothing', async () => {
+    const options = { dcRangeSize: 1_000, blockSize: 50, shards: 2, firstRanges: ks.dcs };
+    await seed('first_ranges', options);
+    // The create batch is conditional like any create: a second one is refused, and applies nothing.
+    await expect(admin.createSequence('first_ranges', options)).rejects.toMatchObject({
+      code: 'IDGEN_SEQUENCE_EXISTS',
+    });
+    const before = await grants('first_ranges');
+    expect(before.globalLast).toBe(BigInt(ks.dcs.length * 2 * 1_000));
+    for (const dc of ks.dcs) {
+      expect(before.byDc.get(dc)).toEqual([
+        { number: 1, min: expect.any(BigInt), max: expect.any(BigInt) },
+      ]);
+      expect(before.byDc.get(`${dc}/1`)).toHaveLength(1);
+    }
+    // Three processes per DC start at once, every store call counted.
+    const serialCalls: string[] = [];
+    const starters = await Promise.all(
+      ks.dcs.flatMap((dc) =>
+        [0, 1, 2].map(async () => {
+          const store = new CassandraStore(await ks.client(dc), ks.name, { ownsClient: false });
+          for (const method of ['grantRange', 'readGrants', 'probeSerial'] as const) {
+            const original = store[method].bind(store) as (...args: unknown[]) => unknown;
+            (store as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => {
+              serialCalls.push(`${dc} ${method}`);
+              return original(...args);
+            };
+          }
+          return { dc, ids: new IdGen({ store, dc, keyspace: ks.name }) };
+        }),
+      ),
+    );
+    try {
+      const drawn = await Promise.all(
+        starters.map(async ({ dc, ids }) => {
+          const handle = ids.sequence('first_ranges');
+          const got = [await handle.next(), await handle.next()];
+          expect(handle.stats()).toMatchObject({ serialReads: 0, rangesGranted: 0 });
+          return { dc, got };
+        }),
+      );
+      expect(serialCalls).toEqual([]);
+      const all = drawn.flatMap((d) => d.got);
+      expect(new Set(all).size).toBe(all.length);
+      for (const { dc, got } of drawn) {
+        const own = [...(before.byDc.get(dc) ?? []), ...(before.byDc.get(`${dc}/1`) ?? [])];
+        for (const id of got) {
+          expect(own.some((g) => g.min <= BigInt(id) && BigInt(id) <= g.max)).toBe(true);
+        }
+      }
+    } finally {
+      await Promise.all(starters.map(({ ids }) => ids.close()));
+    }
+    const checker = await openAdmin({
+      contactPoints: ks.contactPoints('dc1'),
+      localDataCenter: 'dc1',
+      keyspace: ks.name,
+    });
+    const checked = await checker.check('first_ranges').finally(() => checker.close());
+    expect(checked.violations).toEqual([]);
+    expect(checked.verdict).toBe('ok');
+  }, 180_000);
 
   it('close() gives back the unused block and the next process continues from it', async () => {
     await seed('giveback', { dcRangeSize: 10_000, blockSize: 100 });

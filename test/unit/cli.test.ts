@@ -9,6 +9,7 @@ import type { CheckResult } from '../../src/admin/admin.js';
 import type { UnverifiedFact, Violation } from '../../src/admin/check.js';
 import { preflightReport } from '../../src/admin/preflight.js';
 import { sequenceStatus, type StatusReport } from '../../src/admin/status.js';
+import { IdGen } from '../../src/allocator/id-gen.js';
 import { checkJson, renderCheck } from '../../src/cli/check-view.js';
 import {
   ContentionError,
@@ -36,15 +37,32 @@ import { bar, count, duration, percent, rate, table, toJson } from '../../src/cl
 import {
   parseBigInt,
   parseDuration,
+  parseFirstRanges,
   parseInteger,
   parseReplication,
   parseSeconds,
   parseSwitch,
 } from '../../src/cli/parse.js';
+import { MemoryStore } from '../../src/store/memory.js';
 import { cli } from './run-cli.js';
+
+/** What connect() hands the CLI when set: an allocator over a MemoryStore; else Cassandra's. */
+const allocator = vi.hoisted(() => ({ current: undefined as IdGen | undefined }));
+
+vi.mock('../../src/connect.js', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('../../src/connect.js')>();
+  return {
+    ...actual,
+    connect: (options: Parameters<typeof actual.connect>[0]) =>
+      allocator.current === undefined
+        ? actual.connect(options)
+        : Promise.resolve(allocator.current),
+  };
+});
 
 afterEach(() => {
   vi.unstubAllEnvs();
+  allocator.current = undefined;
 });
 
 /** Errors as one text line, no stack. */
@@ -90,6 +108,19 @@ describe('parsers', () => {
     expect(errorMessage(catchError(() => parseSwitch('maybe', 'ssl')))).toBe(
       'Invalid --ssl (IDGEN_SSL): received "maybe"; allowed: true or false (or 1/0, yes/no, on/off).',
     );
+  });
+
+  it('reads the DCs of --first-ranges, refusing an empty entry', () => {
+    expect(parseFirstRanges('dc1')).toEqual(['dc1']);
+    expect(parseFirstRanges(' dc1, dc2 ,dc3')).toEqual(['dc1', 'dc2', 'dc3']);
+    for (const bad of ['', ' ', ',', 'dc1,,dc2', 'dc1,', ',dc1', 'dc1, ,dc2']) {
+      expect(() => parseFirstRanges(bad)).toThrow(InvalidOptionError);
+    }
+    const error = catchError(() => parseFirstRanges('dc1,,dc2'));
+    expect(errorMessage(error)).toBe(
+      'Invalid --first-ranges: received "dc1,,dc2"; allowed: one or more DC names separated by commas, none empty, e.g. dc1,dc2,dc3.',
+    );
+    expect(exitCodeOf(error)).toBe(EXIT_CODES.usage);
   });
 
   it('reads a replication map and refuses one that names no DC', () => {
@@ -295,6 +326,88 @@ describe('usage errors, reported before connecting', () => {
       expect(stdout).toContain(`$ idgen-cass ${command}`);
       expect(stdout).toContain('IDGEN_CONTACT_POINTS'); // global options shown too
     }
+  });
+});
+
+describe('seed --first-ranges, over the in-memory store', () => {
+  // --allow-unsafe-cluster: the preflight would connect to Cassandra, which connect() replaces.
+  const SEED = [
+    ...['--contact-points', '127.0.0.99', '--dc', 'dc1', '--log-level', 'silent'],
+    ...['seed', '--allow-unsafe-cluster'],
+  ];
+
+  /** The store `idgen-cass` works on from now on (through a dc1 process). */
+  function cliStore(): MemoryStore {
+    const store = new MemoryStore({ keyspace: 'idgen' });
+    allocator.current = new IdGen({ store, dc: 'dc1', keyspace: 'idgen' });
+    return store;
+  }
+
+  it('grants each listed DC grant 1 of every shard, contiguous from start, with the sequence', async () => {
+    const store = cliStore();
+    const run = await cli(
+      ...SEED,
+      ...['orders', '--first-ranges', 'dc1, dc2', '--dc-range', '100', '--shards', '2'],
+    );
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('Created sequence "orders".');
+    expect(run.stdout).toContain(
+      'First DC ranges granted to dc1, dc2: 4 of 100 IDs (one per shard), [1, 400].',
+    );
+    const overview = await store.readGrantsOverview('orders');
+    expect(overview?.globalLast).toBe(400n);
+    expect(Object.fromEntries(overview?.grants ?? [])).toEqual({
+      dc1: [{ number: 1, min: 1n, max: 100n }],
+      'dc1/1': [{ number: 1, min: 101n, max: 200n }],
+      dc2: [{ number: 1, min: 201n, max: 300n }],
+      'dc2/1': [{ number: 1, min: 301n, max: 400n }],
+    });
+    expect(store.calls.grantRange).toBe(0); // written with the sequence, not granted at SERIAL
+  });
+
+  it('lists the ranges it granted under --json, and none for a sequence that existed', async () => {
+    cliStore();
+    const args = [...SEED, '--json', 'orders', '--first-ranges', 'dc2', '--start', '1001'];
+    const first = await cli(...args, '--dc-range', '50');
+    expect(first.code).toBe(0);
+    expect(JSON.parse(first.stdout)).toMatchObject({
+      created: true,
+      settings: { start: 1001, dcRangeSize: 50 },
+      firstRanges: [{ grantee: 'dc2', min: 1001, max: 1050 }],
+    });
+    cliStore();
+    await allocator.current!.createSequence('orders');
+    const again = await cli(...args, '--if-not-exists');
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ created: false, firstRanges: [] });
+  });
+
+  it.each([
+    [['dc1/1'], 'received dc1/1; allowed: an array of distinct datacenter names'],
+    [['dc1,dc1'], 'received dc1,dc1; allowed: an array of distinct datacenter names'],
+    [['dc1,,dc2'], 'received "dc1,,dc2"; allowed: one or more DC names separated by commas'],
+    [['dc1,'], 'received "dc1,"; allowed: one or more DC names separated by commas'],
+    [
+      ['dc1,dc2', '--max', '300', '--dc-range', '100', '--shards', '2'],
+      'allowed: DCs whose first ranges fit the domain: 2 DC(s) × 2 shard(s) × dcRangeSize 100 = 400 IDs, but only 300 lie',
+    ],
+  ])('--first-ranges %j: exit 1, one line, no sequence', async ([value, ...more], message) => {
+    const store = cliStore();
+    const run = await cli(...SEED, 'orders', '--first-ranges', value!, ...more);
+    expect(run.code).toBe(EXIT_CODES.usage);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/^idgen-cass: Invalid --first-ranges: received [^\n]+\n$/);
+    expect(run.stderr).toContain(message);
+    expect(store.calls.createSequence).toBe(0);
+    expect(await store.readSequence('orders')).toBeUndefined();
+  });
+
+  it('is offered by seed --help', async () => {
+    const { code, stdout } = await cli('seed', '--help');
+    expect(code).toBe(0);
+    expect(stdout).toContain('--first-ranges <dcs>');
+    expect(stdout).toContain('$ idgen-cass seed orders --shards 4 --first-ranges dc1,dc2,dc3');
   });
 });
 

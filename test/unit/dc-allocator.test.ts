@@ -263,12 +263,30 @@ describe('DcAllocator', () => {
     });
   });
 
-  it('installs the first grant another process of its DC made at once, after reading the grants', async () => {
+  it('installs the first grant another process of its DC made at once, from a plain read, without SERIAL', async () => {
     const store = new MemoryStore();
     await store.createSequence(settings, 'created');
     // Another process of dc1, starting at the same time, got grant 1 (its own size) and died
     // before installing it.
     await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 60n });
+    store.resetCalls();
+    const allocator = allocatorOn(store);
+    await allocator.ensureRange();
+    expect(await store.readDcState('orders', 'dc1')).toMatchObject({
+      installedGrant: 1,
+      reservedMin: 1n,
+      reservedMax: 60n,
+    });
+    expect(store.calls).toMatchObject({ readGrantsLocal: 1, readGrants: 0, grantRange: 0 });
+    expect(allocator.counters).toMatchObject({ serialReads: 0, lwtWrites: 1, rangesGranted: 0 });
+  });
+
+  it('installs the first grant another process of its DC made at once, after reading the grants, when the plain read does not show it yet', async () => {
+    const store = new MemoryStore();
+    await store.createSequence(settings, 'created');
+    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 60n });
+    // The grant's commit has not reached a quorum of the local DC yet.
+    store.readGrantsLocal = async () => ({ globalLast: 0n, latest: undefined });
     const allocator = allocatorOn(store);
     await allocator.ensureRange();
     expect(store.grantLog).toHaveLength(1);

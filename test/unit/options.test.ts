@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 
 import { InvalidNameError, InvalidOptionError, InvariantError } from '../../src/errors.js';
 import {
+  resolveFirstGrants,
   DOMAIN_MAX,
   MAX_INT63,
   SEQUENCE_DEFAULTS,
@@ -148,6 +149,40 @@ describe('resolveSequenceSettings', () => {
 
   it('refuses a bad name before looking at the options', () => {
     expect(() => resolveSequenceSettings('1abc', { blockSize: 0 })).toThrow(InvalidNameError);
+  });
+});
+
+describe('resolveFirstGrants', () => {
+  const settings = resolveSequenceSettings('orders', { max: 1_000, dcRangeSize: 100, shards: 2 });
+
+  it('grants every shard of every DC given one DC range, contiguous from start, in order', () => {
+    expect(resolveFirstGrants(settings, ['dc2', 'dc1'])).toEqual([
+      { grantee: 'dc2', grant: { number: 1, min: 1n, max: 100n } },
+      { grantee: 'dc2/1', grant: { number: 1, min: 101n, max: 200n } },
+      { grantee: 'dc1', grant: { number: 1, min: 201n, max: 300n } },
+      { grantee: 'dc1/1', grant: { number: 1, min: 301n, max: 400n } },
+    ]);
+    expect(resolveFirstGrants(settings, undefined)).toEqual([]);
+    expect(resolveFirstGrants(settings, [])).toEqual([]);
+  });
+
+  it.each([
+    ['a shard name', ['dc1/1']],
+    ['an empty name', ['']],
+    ['a DC named twice', ['dc1', 'dc1']],
+    ['not an array', 'dc1'],
+  ])('refuses %s with IDGEN_INVALID_OPTION', (_, dcs) => {
+    const attempt = () => resolveFirstGrants(settings, dcs as readonly string[]);
+    expect(attempt).toThrow(InvalidOptionError);
+    expect(attempt).toThrow(/"firstRanges".*distinct datacenter names/);
+  });
+
+  it('refuses first ranges that do not fit the domain from start, and says by how much', () => {
+    const late = resolveSequenceSettings('orders', { max: 1_000, start: 700, dcRangeSize: 100 });
+    expect(() => resolveFirstGrants(late, ['dc1', 'dc2', 'dc3', 'dc4'])).toThrow(
+      /4 DC\(s\) × 1 shard\(s\) × dcRangeSize 100 = 400 IDs, but only 301 lie from start 700 to max 1000/,
+    );
+    expect(resolveFirstGrants(late, ['dc1', 'dc2', 'dc3'])).toHaveLength(3);
   });
 });
 

@@ -294,6 +294,53 @@ async function cutOffFromSerialAndBack() {
   return { error, errors, lastError, records };
 }
 
+describe('first ranges granted at creation', () => {
+  const options = { max: 10_000, dcRangeSize: 100, blockSize: 10, shards: 2 } as const;
+
+  it('writes grant 1 of every shard of the listed DCs with the sequence; their processes start on them without SERIAL', async () => {
+    const { store } = await withSequence({ ...options, firstRanges: ['dc1', 'dc2'] });
+    const overview = await store.readGrantsOverview('orders');
+    expect(overview?.globalLast).toBe(400n);
+    expect(Object.fromEntries(overview?.grants ?? [])).toEqual({
+      dc1: [{ number: 1, min: 1n, max: 100n }],
+      'dc1/1': [{ number: 1, min: 101n, max: 200n }],
+      dc2: [{ number: 1, min: 201n, max: 300n }],
+      'dc2/1': [{ number: 1, min: 301n, max: 400n }],
+    });
+    store.resetCalls();
+    // Four processes per DC start at once, each on one of its DC's two shards, and take one
+    // block each: at most 40 of a shard's 100 IDs, below the threshold that asks for grant 2.
+    const starters = ['dc1', 'dc2'].flatMap((dc) =>
+      Array.from({ length: 4 }, () => ({ dc, seq: processIn(store, dc).sequence('orders') })),
+    );
+    const firsts = await Promise.all(starters.map(({ seq }) => draw(seq, 3)));
+    expectUnique(firsts.flat());
+    starters.forEach(({ dc }, i) => {
+      const low = dc === 'dc1' ? 1 : 201;
+      for (const id of firsts[i]!) expect(id).toSatisfy((n: number) => n >= low && n < low + 200);
+    });
+    expect(store.calls).toMatchObject({ grantRange: 0, readGrants: 0 });
+    expect(store.calls.readGrantsLocal).toBeGreaterThan(0);
+  });
+
+  it('lets a DC not listed ask for its first range at SERIAL, above the first ranges', async () => {
+    const { store } = await withSequence({ ...options, firstRanges: ['dc1', 'dc2'] });
+    const ids = await draw(processIn(store, 'dc3').sequence('orders'), 3);
+    expect(ids[0]).toBeGreaterThan(400);
+    expect(store.calls.grantRange).toBeGreaterThan(0);
+  });
+
+  it('falls back to the grants at SERIAL when the plain read fails, and installs the same grant 1', async () => {
+    const { store } = await withSequence({ ...options, shards: 1, firstRanges: ['dc1'] });
+    store.readGrantsLocal = () =>
+      Promise.reject(new StoreUnavailableError('local', 'read grants locally', 'injected'));
+    store.resetCalls();
+    expect(await draw(processIn(store).sequence('orders'), 3)).toEqual([1, 2, 3]);
+    // Its first batch found grant 1; the read at SERIAL showed it is the latest.
+    expect(store.calls).toMatchObject({ grantRange: 1, readGrants: 1 });
+  });
+});
+
 describe('a DC cut off from SERIAL', () => {
   it('serves its local ranges, logs once, fails with SerialUnavailableError, and recovers', async () => {
     const { error, errors, lastError, records } = await cutOffFromSerialAndBack();
@@ -438,8 +485,22 @@ describe('rows that break invariants', () => {
     // dc1 has no state: its first batch goes without reading, and its round finds these rows.
     await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
     await store.grantRange('orders', 'dc2', 100n, { number: 1, min: 5n, max: 50n });
+    // The plain read of the grants (next test) has not seen them yet.
+    store.readGrantsLocal = async () => undefined;
     await expect(ids.sequence('orders').next()).rejects.toThrow(/above GLOBAL last_integer 50/);
     expect(store.grantLog).toHaveLength(2);
+    expect(await store.readDcState('orders', 'dc1')).toBeUndefined();
+  });
+
+  it('refuses a grant 1 above GLOBAL that the plain read of a DC with no state shows, and installs nothing', async () => {
+    const { store, ids } = await withSequence({ max: 1_000, dcRangeSize: 100, blockSize: 10 });
+    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
+    await store.grantRange('orders', 'dc2', 100n, { number: 1, min: 5n, max: 50n });
+    store.resetCalls();
+    await expect(ids.sequence('orders').next()).rejects.toThrow(
+      /grant 1 ends at 100, above GLOBAL last_integer 50/,
+    );
+    expect(store.calls).toMatchObject({ readGrantsLocal: 1, grantRange: 0, writeDcState: 0 });
     expect(await store.readDcState('orders', 'dc1')).toBeUndefined();
   });
 

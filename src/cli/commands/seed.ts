@@ -5,19 +5,22 @@ import { Option, type Command } from 'commander';
 import { IdGenError, SequenceExistsError, UnsafeClusterError } from '../../errors.js';
 import {
   DOMAIN_MAX,
+  resolveFirstGrants,
   resolveSequenceSettings,
   SEQUENCE_DEFAULTS,
   type CreateSequenceOptions,
   type DomainPreset,
 } from '../../options.js';
+import type { FirstGrant } from '../../store/port.js';
 import type { CliContext } from '../context.js';
 import { ALLOW_UNSAFE_FLAG } from '../exit-codes.js';
-import { settingsJson, settingsLines } from '../format.js';
+import { count, settingsJson, settingsLines, span } from '../format.js';
 import {
   parseAutonomy,
   parseBigInt,
   parseClaimInterval,
   parseDecimal,
+  parseFirstRanges,
   parseInteger,
 } from '../parse.js';
 import { incompleteWarning } from '../preflight-view.js';
@@ -35,6 +38,7 @@ interface SeedOptions {
   readonly maxDcRange?: bigint;
   readonly autonomy?: number;
   readonly shards?: number;
+  readonly firstRanges?: readonly string[];
   readonly ifNotExists?: boolean;
   readonly allowUnsafeCluster?: boolean;
 }
@@ -93,6 +97,11 @@ export function seedCommand(program: Command, ctx: CliContext): void {
       parseInteger,
     )
     .option(
+      '--first-ranges <dcs>',
+      'DCs, separated by commas (e.g. dc1,dc2,dc3), granted their first DC range (one per shard) with the sequence, so that a fleet starting at once never crowds the grants partition all DCs share; list every DC that will allocate (default: none, each DC asks when its first process starts)',
+      parseFirstRanges,
+    )
+    .option(
       '--threshold <share>',
       `share of a block or DC range used before the next is loaded (default: ${SEQUENCE_DEFAULTS.threshold})`,
       parseDecimal,
@@ -119,7 +128,10 @@ Example (a team moving off an IDENTITY column whose maximum is 48213577):
   threshold  0.5
 
 With an autonomy target, grants follow the DC's measured rate:
-  $ idgen-cass seed events --domain int63 --autonomy 24h`,
+  $ idgen-cass seed events --domain int63 --autonomy 24h
+
+With each DC's first ranges granted at once, for a fleet that starts all together:
+  $ idgen-cass seed orders --shards 4 --first-ranges dc1,dc2,dc3`,
     )
     .action(async (sequence: string, options: SeedOptions) => {
       const create: CreateSequenceOptions = {
@@ -135,8 +147,13 @@ With an autonomy target, grants follow the DC's measured rate:
         maxDcRangeSize: options.maxDcRange,
         autonomySeconds: options.autonomy,
         shards: options.shards,
+        firstRanges: options.firstRanges,
       };
-      resolveSequenceSettings(sequence, create); // bad input is refused before any connection
+      // Bad input is refused before any connection.
+      const firstGrants = resolveFirstGrants(
+        resolveSequenceSettings(sequence, create),
+        create.firstRanges,
+      );
       if (options.allowUnsafeCluster !== true) {
         const report = await (await ctx.admin()).preflight();
         if (report.verdict === 'unsafe') {
@@ -161,12 +178,32 @@ With an autonomy target, grants follow the DC's measured rate:
         created = false;
         settings = await ids.readSequence(sequence);
       }
-      if (ctx.json) return ctx.printJson({ created, settings: settingsJson(settings) });
+      // The first ranges this command granted: none if the sequence existed.
+      const granted = created ? firstGrants : [];
+      if (ctx.json) {
+        return ctx.printJson({
+          created,
+          settings: settingsJson(settings),
+          firstRanges:
+            options.firstRanges === undefined
+              ? undefined
+              : granted.map(({ grantee, grant }) => ({ grantee, min: grant.min, max: grant.max })),
+        });
+      }
       await ctx.print([
         created
           ? `Created sequence "${sequence}".`
           : `Sequence "${sequence}" already exists in keyspace "${ids.keyspace}"; left unchanged (--if-not-exists).`,
         ...settingsLines(settings),
+        ...(granted.length === 0 ? [] : [firstRangesLine(options.firstRanges ?? [], granted)]),
       ]);
     });
+}
+
+/** What `seed --first-ranges` granted: `First DC ranges granted to dc1, dc2: 4 of 100 IDs…`. */
+function firstRangesLine(dcs: readonly string[], granted: readonly FirstGrant[]): string {
+  const first = granted[0]!.grant;
+  const last = granted.at(-1)!.grant;
+  const size = first.max - first.min + 1n;
+  return `First DC ranges granted to ${dcs.join(', ')}: ${count(granted.length)} of ${count(size)} IDs (one per shard), ${span(first.min, last.max)}.`;
 }

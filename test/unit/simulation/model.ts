@@ -31,6 +31,8 @@ export interface SimSettings {
   readonly shards: number;
   /** A custom domain's last ID, so that some runs spend the whole domain; else int32. */
   readonly max: number | undefined;
+  /** DCs granted their first ranges with the sequence: their processes start on a plain read. */
+  readonly firstRanges: readonly string[];
 }
 
 export interface SimProcess {
@@ -175,6 +177,8 @@ const settingsArb: fc.Arbitrary<SimSettings> = fc
     // Sharded DCs in half the runs: more grantees racing for GLOBAL, fewer for each state.
     shards: fc.constantFrom(1, 1, 2, 3),
     max: fc.option(fc.integer({ min: 40, max: 300 }), { nil: undefined, freq: 3 }),
+    // In half the runs some or every DC starts on first ranges made with the sequence.
+    firstRanges: fc.constantFrom<readonly string[]>([], [], ['dc1'], DCS),
   })
   .map((s) => {
     const blockSize = Math.min(s.blockSize, s.dcRangeSize);
@@ -184,7 +188,15 @@ const settingsArb: fc.Arbitrary<SimSettings> = fc
       s.autonomySeconds === 0
         ? s.dcRangeSize
         : Math.min(Math.max(s.maxDcRangeSize, s.dcRangeSize), domainSize);
-    return { ...s, blockSize, maxBlockSize, maxDcRangeSize };
+    // First ranges that do not fit the domain are refused at creation: none, then.
+    const fits = s.firstRanges.length * s.shards * s.dcRangeSize <= domainSize;
+    return {
+      ...s,
+      blockSize,
+      maxBlockSize,
+      maxDcRangeSize,
+      firstRanges: fits ? s.firstRanges : [],
+    };
   });
 
 const processArb: fc.Arbitrary<SimProcess> = fc.record({

@@ -17,6 +17,7 @@ import type {
   CasOutcome,
   DcStamp,
   DcState,
+  FirstGrant,
   Grant,
   GrantFound,
   GrantView,
@@ -60,9 +61,15 @@ export class ScheduledStore implements IdStore {
     private readonly process: TimerOwner,
   ) {}
 
-  createSequence(settings: SequenceSettings, op: string): Promise<CasOutcome<StoredSettings>> {
+  createSequence(
+    settings: SequenceSettings,
+    op: string,
+    firstGrants?: readonly FirstGrant[],
+  ): Promise<CasOutcome<StoredSettings>> {
     return this.call('createSequence', 'alter', (fault) =>
-      this.conditional('createSequence', fault, () => this.store.createSequence(settings, op)),
+      this.conditional('createSequence', fault, () =>
+        this.store.createSequence(settings, op, firstGrants),
+      ),
     );
   }
 
@@ -92,6 +99,12 @@ export class ScheduledStore implements IdStore {
   readGrants(sequence: string, dc: string): Promise<GrantView> {
     return this.call(`readGrants ${dc}`, 'read', (fault) =>
       this.read('readGrants', fault, () => this.store.readGrants(sequence, dc)),
+    );
+  }
+
+  readGrantsLocal(sequence: string, dc: string): Promise<GrantView | undefined> {
+    return this.call(`readGrantsLocal ${dc}`, 'read', (fault) =>
+      this.read('readGrantsLocal', fault, () => this.store.readGrantsLocal(sequence, dc)),
     );
   }
 
@@ -217,7 +230,7 @@ export class ScheduledStore implements IdStore {
   }
 
   private read<R>(
-    op: 'readSequence' | 'readGrants' | 'readDcState',
+    op: 'readSequence' | 'readGrants' | 'readGrantsLocal' | 'readDcState',
     fault: Planned,
     invoke: () => Promise<R>,
   ): Promise<R> {

@@ -70,6 +70,7 @@ async function storeWithSequence(scenario: Scenario): Promise<MemoryStore> {
     maxDcRangeSize,
     shards,
     max,
+    firstRanges,
   } = scenario.settings;
   await new IdGen({ store, dc: DCS[0], keyspace: KEYSPACE }).createSequence(SEQUENCE, {
     dcRangeSize,
@@ -80,6 +81,7 @@ async function storeWithSequence(scenario: Scenario): Promise<MemoryStore> {
     autonomySeconds,
     maxDcRangeSize,
     shards,
+    firstRanges,
     ...(max === undefined ? {} : { max }),
   });
   return store;

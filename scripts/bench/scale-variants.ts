@@ -100,6 +100,7 @@ export const DEFAULT_SCALE_VARIANTS: readonly string[] = Object.freeze([
   'fixed1000',
   'adaptive',
   'adaptiveLarge',
+  'adaptiveShardedFirst',
 ]);
 
 /** Sequence options with the adaptive ones this build may not know yet. */

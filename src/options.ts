@@ -135,7 +135,7 @@ export interface CreateSequenceOptions {
    * range, granted at creation"). Every DC that will allocate, as a rule: the processes of a
    * fleet that start at once then never crowd the one grants partition all DCs share. A DC
    * listed here that never allocates keeps its first ranges unused. Refused if they do not fit
-   * the domain from `start`.
+   * the domain from `start`, or number more than 64 (DCs × shards).
    * @default none: each DC asks for its first range when its first process starts
    */
   readonly firstRanges?: readonly string[] | undefined;
@@ -500,6 +500,12 @@ export function validateStoredSettings(s: SequenceSettings): void {
 }
 
 /**
+ * The most first grants (DCs × shards) one create may write: they are rows of one batch, and
+ * Cassandra refuses a batch above `batch_size_fail_threshold` (50 KiB by default).
+ */
+export const MAX_FIRST_GRANTS = 64;
+
+/**
  * Grant 1 of every shard of every DC in `dcs`, `dcRangeSize` IDs each and contiguous from
  * `start`, in the order given (shards in order within a DC).
  * @throws {InvalidOptionError} for a DC name that is not one, a DC named twice, or ranges that
@@ -516,7 +522,15 @@ export function resolveFirstGrants(
   if (list.some((dc) => !isValidName('datacenter', dc)) || new Set(list).size !== list.length) {
     throw new InvalidOptionError('firstRanges', dcs, allowed);
   }
-  const total = BigInt(dcs.length * settings.shards) * settings.dcRangeSize;
+  const count = dcs.length * settings.shards;
+  if (count > MAX_FIRST_GRANTS) {
+    throw new InvalidOptionError(
+      'firstRanges',
+      dcs,
+      `DCs whose first ranges number at most ${MAX_FIRST_GRANTS} (DCs × shards; they are one batch): ${dcs.length} DC(s) × ${settings.shards} shard(s) = ${count}; create with fewer shards and raise them with alter (later shards ask for their first range when they start)`,
+    );
+  }
+  const total = BigInt(count) * settings.dcRangeSize;
   const room = settings.max - settings.start + 1n;
   if (total > room) {
     throw new InvalidOptionError(

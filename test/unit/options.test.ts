@@ -184,6 +184,14 @@ describe('resolveFirstGrants', () => {
     );
     expect(resolveFirstGrants(late, ['dc1', 'dc2', 'dc3'])).toHaveLength(3);
   });
+
+  it('refuses more first ranges than one batch may hold (DCs × shards above 64)', () => {
+    const many = resolveSequenceSettings('orders', { dcRangeSize: 100, shards: 22 });
+    expect(resolveFirstGrants(many, ['dc1', 'dc2'])).toHaveLength(44);
+    expect(() => resolveFirstGrants(many, ['dc1', 'dc2', 'dc3'])).toThrow(
+      /at most 64 .* 3 DC\(s\) × 22 shard\(s\) = 66/,
+    );
+  });
 });
 
 describe('validateSequenceName', () => {

@@ -150,6 +150,13 @@ function parseOptions(argv: readonly string[]): Options {
   };
 }
 
+/**
+ * Most IDs a campaign's processes record: the checker sorts them all in memory (2.4 GB per copy
+ * at this size). A 10-minute campaign on adaptive blocks and first ranges recorded 1.9 billion
+ * unbounded, 15 GB of history, more than the checker could read.
+ */
+const HISTORY_BUDGET = 300_000_000;
+
 const started = Date.now();
 const log = (line: string): void => {
   process.stderr.write(
@@ -245,14 +252,22 @@ async function main(): Promise<void> {
     mutation: options.mutation,
   });
   const processRandom = random.fork();
+  // The checker sorts every recorded ID in memory (8 bytes each, twice): each process slot may
+  // draw its share of HISTORY_BUDGET over the campaign and the liveness phase after it.
+  const maxRate = Math.ceil(
+    HISTORY_BUDGET / (dcs.length * options.processesPerDc * (options.minutes * 60 + 180)),
+  );
   const startProcess = (dc: string): Incarnation =>
     fleet.start(dc, processRandom.pick(WORKER_MODES), {
       rate: options.rate,
       maxTake: processRandom.pick([1, 10, 50]),
+      maxRate,
     });
   for (const dc of dcs) for (let i = 0; i < options.processesPerDc; i++) startProcess(dc);
   await Promise.all(fleet.incarnations.map((i) => i.ready));
-  log(`${fleet.incarnations.length} processes drawing`);
+  log(
+    `${fleet.incarnations.length} processes drawing (tight and take loops at most ${maxRate.toLocaleString('en-US')} IDs/s each)`,
+  );
 
   const nemesis = new Nemesis({
     random: random.fork(),

@@ -62,7 +62,12 @@ export class Fleet {
   start(
     dc: string,
     mode: WorkerMode,
-    extra: { rate: number; maxTake: number; count?: number | undefined },
+    extra: {
+      rate: number;
+      maxTake: number;
+      maxRate?: number | undefined;
+      count?: number | undefined;
+    },
   ): Incarnation {
     const id = this.incarnations.length + 1;
     const historyFile = path.join(
@@ -77,6 +82,7 @@ export class Fleet {
       mode,
       rate: extra.rate,
       maxTake: extra.maxTake,
+      maxRate: extra.maxRate,
       historyFile,
       count: extra.count,
       mutation: this.options.mutation,

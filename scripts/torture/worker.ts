@@ -32,6 +32,11 @@ export interface WorkerSpec {
   readonly rate: number;
   /** Largest run for `take`. */
   readonly maxTake: number;
+  /**
+   * Most IDs per second `tight` and `take` draw (they wait when ahead): the checker holds every
+   * recorded ID in memory, so the campaign bounds its history. Unlimited when absent.
+   */
+  readonly maxRate?: number | undefined;
   readonly historyFile: string;
   /** Stop after this many IDs (liveness checks); unlimited when absent. */
   readonly count?: number | undefined;
@@ -50,6 +55,8 @@ export interface WorkerSummary {
 }
 
 const FLUSH_EVERY = 4096;
+/** How far ahead of `maxRate` a loop may draw before it waits: one timer per 10 ms at most. */
+const MAX_RATE_SLACK_MS = 10;
 const FLUSH_MS = 20;
 
 async function main(spec: WorkerSpec): Promise<void> {
@@ -107,6 +114,13 @@ async function main(spec: WorkerSpec): Promise<void> {
       } else {
         record(await seq.next());
         drawn++;
+      }
+      if (spec.maxRate !== undefined && spec.mode !== 'paced') {
+        const due = started + (drawn / spec.maxRate) * 1000;
+        if (due > Date.now() + MAX_RATE_SLACK_MS) {
+          flush();
+          await new Promise((resolve) => setTimeout(resolve, due - Date.now()));
+        }
       }
     } catch (error) {
       const code = (error as Partial<IdGenError>).code ?? 'UNKNOWN';

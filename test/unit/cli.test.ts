@@ -44,6 +44,7 @@ import {
   parseSwitch,
 } from '../../src/cli/parse.js';
 import { MemoryStore } from '../../src/store/memory.js';
+import { expectFirstRangesOfTwoDcs } from './fixtures.js';
 import { cli } from './run-cli.js';
 
 /** What connect() hands the CLI when set: an allocator over a MemoryStore; else Cassandra's. */
@@ -355,14 +356,7 @@ describe('seed --first-ranges, over the in-memory store', () => {
     expect(run.stdout).toContain(
       'First DC ranges granted to dc1, dc2: 4 of 100 IDs (one per shard), [1, 400].',
     );
-    const overview = await store.readGrantsOverview('orders');
-    expect(overview?.globalLast).toBe(400n);
-    expect(Object.fromEntries(overview?.grants ?? [])).toEqual({
-      dc1: [{ number: 1, min: 1n, max: 100n }],
-      'dc1/1': [{ number: 1, min: 101n, max: 200n }],
-      dc2: [{ number: 1, min: 201n, max: 300n }],
-      'dc2/1': [{ number: 1, min: 301n, max: 400n }],
-    });
+    await expectFirstRangesOfTwoDcs(store);
     expect(store.calls.grantRange).toBe(0); // written with the sequence, not granted at SERIAL
   });
 

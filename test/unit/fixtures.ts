@@ -125,3 +125,18 @@ export function dcState(overrides: Partial<DcState> = {}): DcState {
 export function writes(store: MemoryStore): { grantRange: number; writeDcState: number } {
   return { grantRange: store.calls.grantRange, writeDcState: store.calls.writeDcState };
 }
+
+/**
+ * Asserts that sequence `orders` holds the first ranges of dc1 and dc2 with 2 shards each, 100
+ * IDs each and contiguous from 1, and nothing else granted.
+ */
+export async function expectFirstRangesOfTwoDcs(store: MemoryStore): Promise<void> {
+  const overview = await store.readGrantsOverview('orders');
+  expect(overview?.globalLast).toBe(400n);
+  expect(Object.fromEntries(overview?.grants ?? [])).toEqual({
+    dc1: [{ number: 1, min: 1n, max: 100n }],
+    'dc1/1': [{ number: 1, min: 101n, max: 200n }],
+    dc2: [{ number: 1, min: 201n, max: 300n }],
+    'dc2/1': [{ number: 1, min: 301n, max: 400n }],
+  });
+}

@@ -26,6 +26,7 @@ import {
   draw,
   drawUntilError,
   expectStrictlyIncreasing,
+  expectFirstRangesOfTwoDcs,
   expectUnique,
   processIn,
   range,
@@ -299,14 +300,7 @@ describe('first ranges granted at creation', () => {
 
   it('writes grant 1 of every shard of the listed DCs with the sequence; their processes start on them without SERIAL', async () => {
     const { store } = await withSequence({ ...options, firstRanges: ['dc1', 'dc2'] });
-    const overview = await store.readGrantsOverview('orders');
-    expect(overview?.globalLast).toBe(400n);
-    expect(Object.fromEntries(overview?.grants ?? [])).toEqual({
-      dc1: [{ number: 1, min: 1n, max: 100n }],
-      'dc1/1': [{ number: 1, min: 101n, max: 200n }],
-      dc2: [{ number: 1, min: 201n, max: 300n }],
-      'dc2/1': [{ number: 1, min: 301n, max: 400n }],
-    });
+    await expectFirstRangesOfTwoDcs(store);
     store.resetCalls();
     // Four processes per DC start at once, each on one of its DC's two shards, and take one
     // block each: at most 40 of a shard's 100 IDs, below the threshold that asks for grant 2.

@@ -508,8 +508,8 @@ export const MAX_FIRST_GRANTS = 64;
 /**
  * Grant 1 of every shard of every DC in `dcs`, `dcRangeSize` IDs each and contiguous from
  * `start`, in the order given (shards in order within a DC).
- * @throws {InvalidOptionError} for a DC name that is not one, a DC named twice, or ranges that
- *   do not fit the domain from `start`.
+ * @throws {InvalidOptionError} for a DC name that is not one, a DC named twice, more than
+ *   {@link MAX_FIRST_GRANTS} ranges, or ranges that do not fit the domain from `start`.
  */
 export function resolveFirstGrants(
   settings: SequenceSettings,

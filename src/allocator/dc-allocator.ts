@@ -624,10 +624,10 @@ export class DcAllocator {
   }
 
   /**
-   * The DC's grant 1, if a plain LOCAL_QUORUM read shows it as the DC's latest grant (checked
+   * The DC's grant 1, if a plain LOCAL_QUORUM read shows it as the DC's latest grant: granted
+   * when the sequence was created (or by a process of the DC that started first). It is checked
    * against GLOBAL and the domain as a read at SERIAL is, not against what this process read
-   * before: a plain read may lag behind, which is no loss of rows): granted
-   * when the sequence was created (or by a process of the DC that started first). A grant row
+   * before: a plain read may lag behind, which is no loss of rows. A grant row
    * is written only by a Paxos commit, which writes only a value the round chose, and a grant
    * number is never written twice: a row seen at all is that grant for ever. The DC state read
    * before showed no grant installed, and the install is conditional on there still being no

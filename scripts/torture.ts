@@ -486,14 +486,19 @@ function recordedSoFar(fleet: Fleet): number {
   }, 0);
 }
 
-main().catch((error: unknown) => {
-  // --help and --version end the parse with a CommanderError whose exit code is 0: not a failure.
-  if (error instanceof CommanderError && error.exitCode === 0) return;
-  if (error instanceof CommanderError) {
+main()
+  .catch((error: unknown) => {
+    // --help and --version end the parse with a CommanderError whose exit code is 0: not a failure.
+    if (error instanceof CommanderError && error.exitCode === 0) return;
+    if (error instanceof CommanderError) {
+      process.exitCode = 2;
+      return; // commander has printed its one line already
+    }
+    log(`failed: ${error instanceof Error ? error.message : String(error)}`);
+    if (process.env['IDGEN_VERBOSE']) console.error(error);
     process.exitCode = 2;
-    return; // commander has printed its one line already
-  }
-  log(`failed: ${error instanceof Error ? error.message : String(error)}`);
-  if (process.env['IDGEN_VERBOSE']) console.error(error);
-  process.exitCode = 2;
-});
+  })
+  // The verdict is out and written: exit, whatever driver sockets are still open. A campaign
+  // that failed midway never closes its clients, and one that passed kept one connection to a
+  // node open for over 10 minutes after its verdict, which held CI's run.
+  .finally(() => process.exit());

@@ -80,16 +80,21 @@ export class TimedStore {
       timing.count++;
       timing.totalNs += ns;
     };
-    const readDcState: IdStore['readDcState'] = async (sequence, dc) => {
-      const t0 = hrNow();
-      if (this.rejectedAt !== undefined) record('backoffs', t0 - this.rejectedAt);
-      this.rejectedAt = undefined;
-      try {
-        return await inner.readDcState(sequence, dc);
-      } finally {
-        record('reads', hrNow() - t0);
-      }
-    };
+    // Either read of a claim: the plain read it tries first, or the one at LOCAL_SERIAL.
+    const timedRead =
+      (read: IdStore['readDcState']): IdStore['readDcState'] =>
+      async (sequence, dc) => {
+        const t0 = hrNow();
+        if (this.rejectedAt !== undefined) record('backoffs', t0 - this.rejectedAt);
+        this.rejectedAt = undefined;
+        try {
+          return await read(sequence, dc);
+        } finally {
+          record('reads', hrNow() - t0);
+        }
+      };
+    const readDcState = timedRead((sequence, dc) => inner.readDcState(sequence, dc));
+    const readDcStateLocal = timedRead((sequence, dc) => inner.readDcStateLocal(sequence, dc));
     const writeDcState: IdStore['writeDcState'] = async (sequence, dc, expected, next) => {
       const t0 = hrNow();
       let key: Key = 'unknownWrites';
@@ -106,6 +111,7 @@ export class TimedStore {
     this.store = new Proxy(inner, {
       get(target, property, receiver) {
         if (property === 'readDcState') return readDcState;
+        if (property === 'readDcStateLocal') return readDcStateLocal;
         if (property === 'writeDcState') return writeDcState;
         const value: unknown = Reflect.get(target, property, receiver);
         return typeof value === 'function' ? value.bind(target) : value;

@@ -272,13 +272,29 @@ export class DcAllocator {
     let unknowns = 0;
     let serialFailures = 0;
     let rangeWaits = 0;
+    // The state the last write of this claim found (the round's own read, or the re-read after
+    // an unknown outcome), checked as a read at LOCAL_SERIAL is: the next attempt starts from it.
+    let found: DcState | undefined;
     for (;;) {
       attempts++;
-      const state = await this.readState();
       const op = randomUUID();
       const size = sizeOf();
       this.blockAsk = size;
-      const claimed = state === undefined ? undefined : this.claimFrom(state, size, op);
+      let state = found;
+      let claimed = state === undefined ? undefined : this.claimFrom(state, size, op);
+      if (state === undefined) {
+        // The first attempt tries its write on a plain read's state: the write's condition holds
+        // only on the very state it was computed from, so a guess costs at most a rejected write,
+        // and saves a Paxos round (docs/design.md, "Claiming a process block"). Anything but a
+        // claimable guess is decided on a read at LOCAL_SERIAL.
+        state = await this.guessState();
+        claimed = state === undefined ? undefined : this.claimFromGuess(state, size, op);
+        if (claimed === undefined) {
+          state = await this.readState();
+          claimed = state === undefined ? undefined : this.claimFrom(state, size, op);
+        }
+      }
+      found = undefined;
       if (state === undefined || claimed === undefined) {
         try {
           // The state just read starts the range request: no second LOCAL_SERIAL read of it.
@@ -300,6 +316,7 @@ export class DcAllocator {
       }
 
       const { next, block } = claimed;
+      const floor = this.seen.floor();
       const last = await this.writeState(state, next);
       if (isOurs(last.verdict)) {
         this.counters.blocksClaimed++;
@@ -325,6 +342,7 @@ export class DcAllocator {
       // A write shown to be lost is a lost race however it was reported: on Paxos v1 most
       // timeouts under contention are races that the re-read then shows lost. Only a write
       // whose fate stays unknown counts toward the bound on unknown outcomes in a row.
+      if (last.found !== undefined) found = this.foundState(floor, last.found);
       if (last.reported === 'rejected' || last.verdict === 'lost') {
         unknowns = 0;
         if (!keepTrying()) throw new ContentionError(this.sequence, 'claim a block', attempts);
@@ -714,16 +732,13 @@ export class DcAllocator {
   private async writeState(
     current: DcState | undefined,
     next: DcState,
-  ): Promise<CasResult<DcStamp>> {
+  ): Promise<CasResult<DcState>> {
     this.counters.lwtWrites++;
     const expected: DcStamp | undefined = current && { version: current.version, op: current.op };
-    const result = await runConditionalWrite<DcStamp>({
+    const result = await runConditionalWrite<DcState>({
       write: () => this.store.writeDcState(this.sequence, this.dc, expected, next),
       judge: (found) => judgeStateWrite(found, next),
-      reread: async () => {
-        const state = await this.readState();
-        return state && { version: state.version, op: state.op };
-      },
+      reread: () => this.readState(),
     });
     this.count(result);
     if (isOurs(result.verdict)) this.seen.raiseState(next);
@@ -768,12 +783,61 @@ export class DcAllocator {
     if (state !== undefined) this.checkState(state, {});
     const wentBack = stateWentBack(floor, state);
     if (wentBack !== undefined) throw this.rolledBack(wentBack);
-    if (state !== undefined) {
-      this.seen.raiseState(state);
-      this.usage.observe(state);
-      this.rate.sample(this.usage.total, this.clock.now());
-    }
+    if (state !== undefined) this.observeState(state);
     return state;
+  }
+
+  /**
+   * The DC state as one plain LOCAL_QUORUM read shows it, for a claim to try its write on; or
+   * undefined, and the claim reads at LOCAL_SERIAL instead, if the read failed, shows no state, or
+   * shows one older than this process saw (replicas that missed a commit, or a round not yet
+   * completed). Only committed states reach the table, so a state shown is checked and raises the
+   * marks as a LOCAL_SERIAL read's does; but one that went back is never taken for a rollback:
+   * only a Paxos round can show that.
+   */
+  private async guessState(): Promise<DcState | undefined> {
+    const floor = this.seen.floor();
+    let state: DcState | undefined;
+    try {
+      state = await this.store.readDcStateLocal(this.sequence, this.dc);
+    } catch (error) {
+      if (error instanceof InvariantError) throw error;
+      return undefined;
+    }
+    if (state === undefined || stateWentBack(floor, state) !== undefined) return undefined;
+    this.checkState(state, {});
+    this.observeState(state);
+    return state;
+  }
+
+  /**
+   * The state a write found, checked as {@link readState} checks a read at LOCAL_SERIAL (the
+   * round read it so): `floor` is the marks taken before the write was sent.
+   * @throws {InvariantError} if it breaks an invariant.
+   * @throws {StateRolledBackError} if it is older than a state seen before the write was sent.
+   */
+  private foundState(floor: Floor, state: DcState): DcState {
+    this.checkState(state, {});
+    const wentBack = stateWentBack(floor, state);
+    if (wentBack !== undefined) throw this.rolledBack(wentBack);
+    this.observeState(state);
+    return state;
+  }
+
+  /** Raises the marks and the DC's rate by a checked state that a read or a round showed. */
+  private observeState(state: DcState): void {
+    this.seen.raiseState(state);
+    this.usage.observe(state);
+    this.rate.sample(this.usage.total, this.clock.now());
+  }
+
+  /** {@link claimFrom} on a guess; undefined if it cannot (the claim then reads at LOCAL_SERIAL). */
+  private claimFromGuess(state: DcState, size: bigint, op: string): ReturnType<typeof claim> {
+    try {
+      return this.claimFrom(state, size, op);
+    } catch {
+      return undefined;
+    }
   }
 
   private async readGrants(): Promise<GrantView> {

@@ -8,7 +8,7 @@ import cassandra from 'cassandra-driver';
 
 import { InvariantError } from '../errors.js';
 import { SEQUENCE_DEFAULTS } from '../options.js';
-import type { DcStamp, DcState, DomainName, Grant, GrantFound, StoredSettings } from './port.js';
+import type { DcState, DomainName, Grant, GrantFound, StoredSettings } from './port.js';
 
 /** The clustering key of the GLOBAL row; no DC may be named like it. */
 export const GLOBAL = 'GLOBAL';
@@ -72,18 +72,16 @@ export function parseDcState(sequence: string, row: Row): DcState {
 }
 
 /**
- * The stamp a rejected DC-state write returns: the conditions' columns (`version`, `op`) of the
- * row the round found, or of the whole row after `IF NOT EXISTS`. Undefined if no row was found.
+ * The state a rejected DC-state write returns: the conditions' columns, which name every column
+ * of the state (cassandra-statements.ts, `updateDcState`), of the row the round found, or the
+ * whole row after `IF NOT EXISTS`. Undefined if no row was found.
  */
-export function parseFoundStamp(sequence: string, rows: readonly Row[]): DcStamp | undefined {
+export function parseFoundState(sequence: string, rows: readonly Row[]): DcState | undefined {
   const row = rows[0];
   if (row === undefined || row.get('version') === null || row.get('version') === undefined) {
     return undefined;
   }
-  return {
-    version: required(sequence, row, 'version', toVersion),
-    op: required(sequence, row, 'op', toText),
-  };
+  return parseDcState(sequence, row);
 }
 
 /**

@@ -32,6 +32,18 @@ const GRANT_ROW = 'dc, grant_number, last_integer, grant_min, grant_max';
 export const DC_STATE =
   'last_integer, reserved_min, reserved_max, reserved_grant, preloaded_min, preloaded_max, installed_grant, version, op';
 
+/** Conditions every DC-state row meets (see `updateDcState`). */
+const EVERY_STATE_ROW = [
+  'last_integer',
+  'reserved_min',
+  'reserved_max',
+  'preloaded_min',
+  'preloaded_max',
+]
+  .map((column) => `AND ${column} >= -9223372036854775808`)
+  .concat(['reserved_grant', 'installed_grant'].map((column) => `AND ${column} >= -2147483648`))
+  .join(' ');
+
 /** The partition `probeSerial` reads: no sequence can have this name (names are `[A-Za-z0-9_]`). */
 export const SERIAL_PROBE_PARTITION = '~serial-probe';
 
@@ -71,9 +83,14 @@ export const STATEMENTS = {
   // ── DC level: LOCAL_SERIAL only, from the DC itself. Conditional on version AND op, so a rejection returns both
   readDcState:    { cql: `SELECT ${DC_STATE} FROM $dc_state WHERE sequence = ? AND dc = ?`,
                     consistency: CL.localSerial, level: 'local_serial' },
+  readDcStateLocal: { cql: `SELECT ${DC_STATE} FROM $dc_state WHERE sequence = ? AND dc = ?`,
+                    consistency: CL.localQuorum, level: 'local' },
   createDcState:  { cql: `INSERT INTO $dc_state (sequence, dc, ${DC_STATE}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`,
                     consistency: CL.localQuorum, serial: CL.localSerial, level: 'local_serial' },
-  updateDcState:  { cql: `UPDATE $dc_state SET last_integer = ?, reserved_min = ?, reserved_max = ?, reserved_grant = ?, preloaded_min = ?, preloaded_max = ?, installed_grant = ?, version = ?, op = ? WHERE sequence = ? AND dc = ? IF version = ? AND op = ?`,
+  // The conditions after `op` hold on every state row (no column is ever null): they are there
+  // because a rejected write returns the columns named in its conditions, so it returns the whole
+  // state the round found, and a claim that lost its race goes on from it without a read.
+  updateDcState:  { cql: `UPDATE $dc_state SET last_integer = ?, reserved_min = ?, reserved_max = ?, reserved_grant = ?, preloaded_min = ?, preloaded_max = ?, installed_grant = ?, version = ?, op = ? WHERE sequence = ? AND dc = ? IF version = ? AND op = ? ${EVERY_STATE_ROW}`,
                     consistency: CL.localQuorum, serial: CL.localSerial, level: 'local_serial' },
   // ── status / check. Local: plain reads that work inside a partition and may lag.
   //    Consistent (check): grants at SERIAL; a DC's state at EACH_QUORUM, which includes that DC's own quorum

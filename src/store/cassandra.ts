@@ -36,7 +36,7 @@ import {
   parseDcState,
   parseFoundGrant,
   parseFoundSettings,
-  parseFoundStamp,
+  parseFoundState,
   parseGrant,
   parseSettings,
   required,
@@ -328,6 +328,13 @@ export class CassandraStore implements IdStore {
     return row === null ? undefined : parseDcState(sequence, row);
   }
 
+  async readDcStateLocal(sequence: string, dc: string): Promise<DcState | undefined> {
+    this.checkLocalDc(dc);
+    const result = await this.read('readDcStateLocal', [sequence, dc], 'read DC state (plain)');
+    const row = result.first() as cassandra.types.Row | null;
+    return row === null ? undefined : parseDcState(sequence, row);
+  }
+
   async probeSerial(): Promise<void> {
     await this.read('probeSerial', [], 'probe SERIAL');
   }
@@ -337,7 +344,7 @@ export class CassandraStore implements IdStore {
     dc: string,
     expected: DcStamp | undefined,
     next: DcState,
-  ): Promise<CasOutcome<DcStamp>> {
+  ): Promise<CasOutcome<DcState>> {
     this.checkLocalDc(dc);
     if (next.version !== (expected?.version ?? 0) + 1) {
       throw new RangeError(
@@ -366,7 +373,7 @@ export class CassandraStore implements IdStore {
             expected.op,
           ]);
     return outcome.kind === 'rejected'
-      ? { kind: 'rejected', found: parseFoundStamp(sequence, outcome.rows) }
+      ? { kind: 'rejected', found: parseFoundState(sequence, outcome.rows) }
       : outcome;
   }
 

@@ -133,6 +133,13 @@ export interface MemoryStoreOptions {
    */
   readonly latencyMs?: number | undefined;
   /**
+   * How many writes behind the latest a plain read of a DC state answers, as a local quorum
+   * whose replicas missed the last commits would (a lag past the first write shows no state).
+   * A Paxos round on the partition still sees the latest.
+   * @default 0
+   */
+  readonly plainReadLag?: number | undefined;
+  /**
    * The nodes {@link MemoryStore.readNodeSettings} reports, in any DCs (the store stands for the
    * whole cluster); what a node leaves out takes the default of {@link MemoryNode}.
    * @default one node in dc1 with `commitlog_sync: batch` and `paxos_variant: v2`
@@ -159,6 +166,7 @@ const LEVELS: Readonly<Record<StoreMethod, StoreLevel>> = {
   grantRange: 'serial',
   readGrantsOverview: 'local',
   readDcState: 'local_serial',
+  readDcStateLocal: 'local',
   writeDcState: 'local_serial',
   readDcStatesOverview: 'local',
   addDcUsage: 'local',
@@ -201,6 +209,7 @@ export class MemoryStore implements IdStore {
   /** In-flight writes by partition (`sequence` for grants, `sequence/dc` for DC states). */
   private readonly inFlight = new Map<string, InFlightWrite>();
   private readonly latencyMs: number;
+  private readonly plainReadLag: number;
   private readonly keyspace: string;
   /** Usage counters by `sequence \0 dc`. */
   private readonly usage = new Map<string, Record<UsageCause, bigint>>();
@@ -209,6 +218,7 @@ export class MemoryStore implements IdStore {
 
   constructor(options: MemoryStoreOptions = {}) {
     this.latencyMs = options.latencyMs ?? 0;
+    this.plainReadLag = options.plainReadLag ?? 0;
     this.keyspace = options.keyspace ?? 'memory';
     this.nodes = [...(options.nodeSettings ?? [{ host: 'memory:9042', dc: 'dc1' }])];
   }
@@ -401,18 +411,27 @@ export class MemoryStore implements IdStore {
     return this.replied(reply, this.sequences.get(sequence)?.dcStates.get(dc));
   }
 
+  async readDcStateLocal(sequence: string, dc: string): Promise<DcState | undefined> {
+    const { reply } = await this.enter('readDcStateLocal', sequence, dc);
+    // A plain read completes no Paxos round: a write still in flight stays unseen.
+    const record = this.sequences.get(sequence);
+    const state =
+      this.plainReadLag === 0
+        ? record?.dcStates.get(dc)
+        : record?.dcHistory.get(dc)?.at(-1 - this.plainReadLag);
+    return this.replied(reply, state);
+  }
+
   async writeDcState(
     sequence: string,
     dc: string,
     expected: DcStamp | undefined,
     next: DcState,
-  ): Promise<CasOutcome<DcStamp>> {
+  ): Promise<CasOutcome<DcState>> {
     assert.equal(next.version, (expected?.version ?? 0) + 1, 'next.version must be expected + 1');
     const { fault, reply } = await this.enter('writeDcState', sequence, dc);
-    const found = (): DcStamp | undefined => {
-      const stored = this.sequences.get(sequence)?.dcStates.get(dc);
-      return stored && { version: stored.version, op: stored.op };
-    };
+    // The whole state, as the Cassandra adapter's rejection returns it.
+    const found = (): DcState | undefined => this.sequences.get(sequence)?.dcStates.get(dc);
     return this.replied(
       reply,
       this.conditional(
@@ -625,6 +644,7 @@ function zeroCalls(): Record<StoreMethod, number> {
     grantRange: 0,
     readGrantsOverview: 0,
     readDcState: 0,
+    readDcStateLocal: 0,
     writeDcState: 0,
     readDcStatesOverview: 0,
     addDcUsage: 0,

@@ -313,16 +313,24 @@ export interface IdStore {
   /** `dc`'s allocation state at LOCAL_SERIAL, or undefined before its first grant is installed. */
   readDcState(sequence: string, dc: string): Promise<DcState | undefined>;
   /**
+   * `dc`'s allocation state in one plain LOCAL_QUORUM read (no Paxos round), or undefined if the
+   * replicas asked have none. Shows only committed states, maybe not the latest: a guess for a
+   * claim's conditional write, which its version and op check (docs/design.md, "Claiming a
+   * block").
+   */
+  readDcStateLocal(sequence: string, dc: string): Promise<DcState | undefined>;
+  /**
    * Replaces `dc`'s state with `next` at LOCAL_SERIAL, applied only if the stored version and op
    * are `expected` (undefined: the row must not exist yet). `next.version` must be
-   * `expected.version + 1` (1 for the first write). Rejected with the stamp found.
+   * `expected.version + 1` (1 for the first write). Rejected with the whole state the round found
+   * (undefined if none), which a claim that lost its race goes on from without another read.
    */
   writeDcState(
     sequence: string,
     dc: string,
     expected: DcStamp | undefined,
     next: DcState,
-  ): Promise<CasOutcome<DcStamp>>;
+  ): Promise<CasOutcome<DcState>>;
   /** Every DC's allocation state, read as `reading` says (default `local`). */
   readDcStatesOverview(
     sequence: string,

@@ -273,20 +273,22 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
         const s = await created();
         const first = dcState({ min: 1n, max: 100n }, 1);
         expect(await store.readDcState(s.name, ctx.dc)).toBeUndefined();
+        expect(await store.readDcStateLocal(s.name, ctx.dc)).toBeUndefined();
         expect(await store.writeDcState(s.name, ctx.dc, undefined, first)).toEqual({
           kind: 'applied',
         });
         const stamp = (state: DcState) => ({ version: state.version, op: state.op });
         expect(
           await store.writeDcState(s.name, ctx.dc, undefined, { ...first, op: randomUUID() }),
-        ).toEqual({ kind: 'rejected', found: stamp(first) });
+        ).toEqual({ kind: 'rejected', found: first });
         expect(await store.readDcState(s.name, ctx.dc)).toEqual(first);
 
         const claim = { ...first, lastInteger: 10n, version: 2, op: randomUUID() };
-        // The right version with another op is not the stored state.
+        // The right version with another op is not the stored state. A rejection returns the
+        // whole state the round found, for a claim to go on from.
         expect(
           await store.writeDcState(s.name, ctx.dc, { version: 1, op: 'other' }, claim),
-        ).toEqual({ kind: 'rejected', found: stamp(first) });
+        ).toEqual({ kind: 'rejected', found: first });
         expect(await store.readDcState(s.name, ctx.dc)).toEqual(first);
         expect(await store.writeDcState(s.name, ctx.dc, stamp(first), claim)).toEqual({
           kind: 'applied',
@@ -294,8 +296,10 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
         // Our own write, if it came back through a second round, shows our op in `found`.
         expect(
           await store.writeDcState(s.name, ctx.dc, stamp(first), { ...claim, op: randomUUID() }),
-        ).toEqual({ kind: 'rejected', found: stamp(claim) });
+        ).toEqual({ kind: 'rejected', found: claim });
         expect(await store.readDcState(s.name, ctx.dc)).toEqual(claim);
+        // A plain read after writes acknowledged at LOCAL_QUORUM shows the latest of them.
+        expect(await store.readDcStateLocal(s.name, ctx.dc)).toEqual(claim);
       });
 
       it('keeps versions beyond 2^31 exact: a long-lived DC never stops on its version', async () => {

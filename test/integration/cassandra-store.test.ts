@@ -259,7 +259,7 @@ describe('CassandraStore on the cluster', () => {
     });
     expect(await dc1.writeDcState(seq.name, 'dc1', undefined, state1)).toEqual({
       kind: 'rejected',
-      found: { version: 1, op: 'op-dc1' },
+      found: state1,
     });
 
     const claimed = { ...state1, lastInteger: 100n, version: 2, op: 'claim-1' };
@@ -267,7 +267,7 @@ describe('CassandraStore on the cluster', () => {
     expect(await dc1.writeDcState(seq.name, 'dc1', stamp1, claimed)).toEqual({ kind: 'applied' });
     expect(await dc1.writeDcState(seq.name, 'dc1', stamp1, { ...claimed, op: 'late' })).toEqual({
       kind: 'rejected',
-      found: { version: 2, op: 'claim-1' },
+      found: claimed, // the whole state: a claim that lost goes on from it
     });
     expect(await dc1.readDcState(seq.name, 'dc1')).toEqual(claimed);
     expect(await dc2.readDcState(seq.name, 'dc2')).toEqual(state2);

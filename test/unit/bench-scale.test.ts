@@ -582,10 +582,12 @@ describe('scale phase parts', () => {
       op: 'x',
     });
     expect(outcome.kind).toBe('rejected');
-    await timed.store.readDcState('s', 'dc1');
+    const beforeRead = timed.snapshot();
+    await timed.store.readDcStateLocal('s', 'dc1'); // a claim's plain read ends the backoff too
     const after = timed.snapshot();
     expect(after.rejectedWrites.count).toBe(1);
     expect(after.backoffs.count).toBe(1);
+    expect(after.reads.count).toBe(beforeRead.reads.count + 1);
     expect(emptyTimings().reads).toEqual({ count: 0, totalNs: 0 });
     // Every other call goes straight through.
     expect((await ids.listSequences()).map((s) => s.name)).toEqual(['s']);

@@ -78,6 +78,61 @@ function allocatorRecordingSleeps(store: MemoryStore): {
 }
 
 describe('DcAllocator', () => {
+  it('claims a block on the state a plain read shows, with no read at LOCAL_SERIAL', async () => {
+    const store = await rangeOneStore(50n);
+    store.resetCalls();
+    const allocator = allocatorOn(store);
+    const block = await allocator.claimBlock();
+    expect(block).toMatchObject({ first: 51n, last: 60n });
+    expect(store.calls).toMatchObject({ readDcStateLocal: 1, readDcState: 0, writeDcState: 1 });
+    expect(allocator.counters).toMatchObject({ localSerialReads: 0, lwtWrites: 1 });
+  });
+
+  it('tries a guess from replicas behind, then goes on from the state its rejected write found, with no read', async () => {
+    // Every plain read answers one write behind, as replicas that missed the last commit.
+    const store = new MemoryStore({ plainReadLag: 1 });
+    await store.createSequence(settings, 'created');
+    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
+    await store.writeDcState('orders', 'dc1', undefined, dcState({ lastInteger: 50n }));
+    const other = allocatorOn(store);
+    const mine = allocatorOn(store);
+    // The other process claims: its plain read shows no state (one write behind the first),
+    // so it reads at LOCAL_SERIAL.
+    const theirs = await other.claimBlock();
+    expect(other.counters).toMatchObject({ localSerialReads: 1, lwtWrites: 1 });
+    // Mine tries its write on version 1 (one behind), which the other's claim moved on:
+    // rejected, with version 2 found, from which its second write claims.
+    const ours = await mine.claimBlock();
+    expect(theirs).toMatchObject({ first: 51n, last: 60n });
+    expect(ours).toMatchObject({ first: 61n, last: 70n });
+    expect(mine.counters).toMatchObject({ casRejections: 1, localSerialReads: 0, lwtWrites: 2 });
+    // A plain read older than its own write is not tried (and is no rollback): it reads at
+    // LOCAL_SERIAL.
+    const again = await mine.claimBlock();
+    expect(again).toMatchObject({ first: 71n, last: 80n });
+    expect(mine.counters).toMatchObject({ casRejections: 1, localSerialReads: 1, lwtWrites: 3 });
+  });
+
+  it('stops when the state a rejected write found is older than one seen before it was sent', async () => {
+    const store = await rangeOneStore(50n);
+    const allocator = allocatorOn(store);
+    expect(await allocator.claimBlock()).toMatchObject({ first: 51n, last: 60n }); // version 2
+    // The next claim's guess shows version 2, but before its write's round the replicas lose
+    // that write (acknowledged, not synced): the round finds version 1, from which [51, 60]
+    // could be claimed again.
+    const write = store.writeDcState.bind(store);
+    store.writeDcState = async (sequence, dc, expected, next) => {
+      store.writeDcState = write;
+      store.rollBackDcState(sequence, dc);
+      return write(sequence, dc, expected, next);
+    };
+    await expect(allocator.claimBlock()).rejects.toMatchObject({ code: 'IDGEN_STATE_ROLLED_BACK' });
+    expect(await store.readDcState('orders', 'dc1')).toMatchObject({
+      version: 1,
+      lastInteger: 50n,
+    });
+  });
+
   it('installs a grant without backing off while block claims keep moving the version', async () => {
     const store = await rangeOneStore(50n);
     // Another process claims one ID right after each of this one's first 5 reads, so its writes

@@ -127,6 +127,8 @@ describe('IdGen', () => {
     await ids.createSequence('orders', { dcRangeSize: 100, blockSize: 10, threshold: 0.5 });
     const seq = ids.sequence('orders');
     await seq.next();
+    // Both reads of a claim fail: its guess, then its read at LOCAL_SERIAL.
+    store.faults.push({ op: 'readDcStateLocal', effect: 'unavailable', times: 3 });
     store.faults.push({ op: 'readDcState', effect: 'unavailable', times: 3 });
     for (let i = 0; i < 9; i++) await seq.next(); // the background claim at 5 fails...
     expect(await seq.next()).toBe(11); // ...and is retried until it gets the block

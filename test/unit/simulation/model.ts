@@ -33,6 +33,12 @@ export interface SimSettings {
   readonly max: number | undefined;
   /** DCs granted their first ranges with the sequence: their processes start on a plain read. */
   readonly firstRanges: readonly string[];
+  /**
+   * How many writes behind a plain read of a DC state answers (MemoryStore `plainReadLag`): a
+   * claim's guess then often shows a state older than the process saw, or one a rejection
+   * showed to be old.
+   */
+  readonly plainReadLag: number;
 }
 
 export interface SimProcess {
@@ -179,6 +185,8 @@ const settingsArb: fc.Arbitrary<SimSettings> = fc
     max: fc.option(fc.integer({ min: 40, max: 300 }), { nil: undefined, freq: 3 }),
     // In half the runs some or every DC starts on first ranges made with the sequence.
     firstRanges: fc.constantFrom<readonly string[]>([], [], ['dc1'], DCS),
+    // Plain reads that lag behind the latest state in half the runs.
+    plainReadLag: fc.constantFrom(0, 0, 1, 2),
   })
   .map((s) => {
     const blockSize = Math.min(s.blockSize, s.dcRangeSize);

@@ -142,13 +142,18 @@ export class ScheduledStore implements IdStore {
       this.read('readDcState', fault, () => this.store.readDcState(sequence, dc)),
     );
   }
+  readDcStateLocal(sequence: string, dc: string): Promise<DcState | undefined> {
+    return this.call(`readDcStateLocal ${dc}`, 'read', (fault) =>
+      this.read('readDcStateLocal', fault, () => this.store.readDcStateLocal(sequence, dc)),
+    );
+  }
 
   writeDcState(
     sequence: string,
     dc: string,
     expected: DcStamp | undefined,
     next: DcState,
-  ): Promise<CasOutcome<DcStamp>> {
+  ): Promise<CasOutcome<DcState>> {
     const kind = async () =>
       writeKind((await this.network.store.readDcStatesOverview(sequence)).get(dc), next);
     return this.call(
@@ -230,7 +235,7 @@ export class ScheduledStore implements IdStore {
   }
 
   private read<R>(
-    op: 'readSequence' | 'readGrants' | 'readGrantsLocal' | 'readDcState',
+    op: 'readSequence' | 'readGrants' | 'readGrantsLocal' | 'readDcState' | 'readDcStateLocal',
     fault: Planned,
     invoke: () => Promise<R>,
   ): Promise<R> {

@@ -59,7 +59,10 @@ export async function simulate(
 }
 
 async function storeWithSequence(scenario: Scenario): Promise<MemoryStore> {
-  const store = new MemoryStore({ keyspace: KEYSPACE });
+  const store = new MemoryStore({
+    keyspace: KEYSPACE,
+    plainReadLag: scenario.settings.plainReadLag,
+  });
   const {
     dcRangeSize,
     blockSize,

@@ -196,6 +196,14 @@ export class Sequence<T extends number | bigint> {
   private acceptedIds = 0;
   /** This process's draw rate, sampled when a claim starts: sizes adaptive blocks. */
   private readonly drawRate = new Rate();
+  /**
+   * Time the callers spent waiting with no ID held, which the draw rate leaves out: a loop that
+   * spends a block at once and then waits for the next has the rate of its draws, not of the
+   * claims that let them through (which shrinks with the blocks: they grew only about fourfold
+   * per claim). `starvedSince`: since when callers wait now, if they do.
+   */
+  private starvedMs = 0;
+  private starvedSince: number | undefined;
   private lastBlockSize = 0;
   /** How long claims took, ms, smoothed as rates are (sizing.ts); undefined before the first. */
   private claimMs: number | undefined;
@@ -299,6 +307,7 @@ export class Sequence<T extends number | bigint> {
       return id;
     }
     this.counters.waits++;
+    this.starvedSince ??= this.clock.now();
     const call = this.callOf(options);
     return this.timedWait(async () => {
       for (;;) {
@@ -331,6 +340,7 @@ export class Sequence<T extends number | bigint> {
     const range = this.takeRun(count);
     if (range !== undefined) return range;
     this.counters.waits++;
+    this.starvedSince ??= this.clock.now();
     return this.timedWait(async () => {
       for (;;) {
         await this.waitForRefill(call, options?.signal, { count });
@@ -460,6 +470,10 @@ export class Sequence<T extends number | bigint> {
     }
     const block = this.ids.block(claimed.first, claimed.last, claimed.rangeSize);
     const highest = this.buffer.highestAccepted;
+    if (this.starvedSince !== undefined) {
+      this.starvedMs += this.clock.now() - this.starvedSince;
+      this.starvedSince = undefined;
+    }
     this.acceptedIds += block.size;
     this.lastBlockSize = block.size;
     if (!this.buffer.accept(block)) {
@@ -521,7 +535,10 @@ export class Sequence<T extends number | bigint> {
     // rangeInstalled): the failure it would give up on may be for want of that range.
     const goesOn = () => this.keepTrying(started) || (this.rangeArrived && this.isOpen());
     this.lostRaces = 0;
-    this.drawRate.sample(this.acceptedIds - this.buffer.remaining, started);
+    // On a clock that stops while callers wait with no ID held.
+    const starved =
+      this.starvedMs + (this.starvedSince === undefined ? 0 : started - this.starvedSince);
+    this.drawRate.sample(this.acceptedIds - this.buffer.remaining, started - starved);
     // The DC level asks after each lost race.
     const keepTrying = () => {
       this.lostRaces++;

@@ -90,9 +90,9 @@ export const CLAIM_MARGIN = 2;
  * - enough for the next claim to arrive in time: the next block is claimed once `threshold` of
  *   this one is used, so the rest, `(1 - threshold)` of it, must last {@link CLAIM_MARGIN}
  *   claims at the measured rate. Under lost races or a slow cluster a claim can take longer than
- *   a block lasts; calls then wait at every block, and the rate measured (what the claims let
- *   through) shrinks with the blocks. Sized by the claim's duration, a block grows about
- *   fourfold per claim while calls wait, until it outlasts its successor's claim;
+ *   a block lasts, and calls wait at every block. The rate leaves those waits out (it is the
+ *   draws' rate while IDs were held, sequence.ts), so one claim later the block outlasts its
+ *   successor's claim;
  * - the DC's rate ÷ {@link DC_CLAIMS_PER_SECOND}, so that many processes of one DC do not
  *   crowd its state partition with claims;
  * - every call waiting now (a burst gets one larger block instead of queueing behind several

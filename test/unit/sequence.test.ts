@@ -465,6 +465,37 @@ describe('Sequence: adaptive blocks', () => {
     await ids.close();
   });
 
+  it('sizes its blocks by its draws while it held IDs: a caller that spends each block at once gets blocks for its own rate', async () => {
+    vi.useFakeTimers();
+    // A claim takes 600 ms (a read and a write of 300 ms each); the caller wants 100 IDs every
+    // 10 ms (10,000 IDs/s). Sized by the rate the claims let through, blocks would grow from 100
+    // about fourfold per claim (400, 1,600, 6,400, …).
+    const store = new MemoryStore({ keyspace: KEYSPACE, latencyMs: 300 });
+    const ids = processIn(store);
+    const created = ids.createSequence('orders', {
+      dcRangeSize: 10_000_000,
+      blockSize: 100,
+      maxBlockSize: 100_000,
+      claimIntervalMs: 1_000,
+    });
+    await vi.advanceTimersByTimeAsync(1_000);
+    await created;
+    const seq = ids.sequence('orders');
+    for (let t = 0; t < 2_000; t += 10) {
+      let done = false;
+      void draw(seq, 100).then(() => (done = true));
+      await vi.advanceTimersByTimeAsync(10);
+      while (!done) await vi.advanceTimersByTimeAsync(10);
+    }
+    // Sized for 10,000 IDs/s, each block lasting two claims past its threshold (600 ms each, or
+    // longer while they wait on one another): 48,000 or more. From the claims' own rate, blocks
+    // reached 10,296 here.
+    expect(seq.stats().blockSize).toBeGreaterThanOrEqual(40_000);
+    const closing = ids.close();
+    await vi.advanceTimersByTimeAsync(5_000);
+    await closing;
+  });
+
   it('grows its blocks while calls wait for claims slower than a block lasts, until blocks outlast a claim', async () => {
     vi.useFakeTimers();
     // Every store call takes 300 ms: a claim (a read and a write) takes 600 ms, and a caller

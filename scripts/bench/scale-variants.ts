@@ -93,6 +93,16 @@ export const SCALE_VARIANTS: readonly ScaleVariant[] = Object.freeze([
     shards: 8,
     firstRanges: true,
   },
+  {
+    key: 'adaptiveLargeShardedFirst',
+    label:
+      'adaptive, blocks up to 10,000,000, DC ranges for 60 s, 8 shards per DC, first ranges at creation',
+    fixedBlockSize: undefined,
+    autonomySeconds: 60,
+    maxBlockSize: 10_000_000,
+    shards: 8,
+    firstRanges: true,
+  },
 ]);
 
 export const DEFAULT_SCALE_VARIANTS: readonly string[] = Object.freeze([
@@ -101,6 +111,7 @@ export const DEFAULT_SCALE_VARIANTS: readonly string[] = Object.freeze([
   'adaptive',
   'adaptiveLarge',
   'adaptiveShardedFirst',
+  'adaptiveLargeShardedFirst',
 ]);
 
 /** Sequence options with the adaptive ones this build may not know yet. */

@@ -70,7 +70,7 @@ export const meanNs = (timing: Timing): number =>
  */
 export class TimedStore {
   private readonly totals = addTimings([]);
-  /** When the last rejected write answered, until the next read (the backoff between them). */
+  /** When the last rejected write answered, until the next read or write (the backoff between). */
   private rejectedAt: number | undefined;
   readonly store: IdStore;
 
@@ -97,6 +97,10 @@ export class TimedStore {
     const readDcStateLocal = timedRead((sequence, dc) => inner.readDcStateLocal(sequence, dc));
     const writeDcState: IdStore['writeDcState'] = async (sequence, dc, expected, next) => {
       const t0 = hrNow();
+      // A claim that lost goes on from the state its rejection returned: its backoff ends at
+      // its next write.
+      if (this.rejectedAt !== undefined) record('backoffs', t0 - this.rejectedAt);
+      this.rejectedAt = undefined;
       let key: Key = 'unknownWrites';
       try {
         const outcome = await inner.writeDcState(sequence, dc, expected, next);

@@ -53,7 +53,7 @@ export interface ScaleRow {
   readonly lastBlockMax: Figure;
   /** One claim's DC-state read plus its applied write, mean. */
   readonly claimNs: Figure;
-  /** One lost race: a read, the rejected write and the backoff before the next read, mean. */
+  /** One lost race: the rejected write and the backoff before the next attempt, mean. */
   readonly lostRaceNs: Figure;
   /** Share of the machine's cores busy in the window. */
   readonly machineBusy: Figure;
@@ -109,7 +109,7 @@ export interface ScaleSummary {
   readonly uncontendedClaimNs: number;
   /** Lost-race cost, every run that lost one pooled. */
   readonly lostRaceNs: number;
-  /** The part of it that occupies the partition: the read and the rejected write. */
+  /** The part of it that occupies the partition: the rejected write. */
   readonly lostRaceRoundNs: number;
   readonly lostRaces: number;
   /**
@@ -157,10 +157,13 @@ export function claimCostNs(t: DcStateTimings): number {
   return meanNs(t.reads) + meanNs(t.appliedWrites);
 }
 
-/** Read plus rejected write plus backoff, mean; NaN when no race was lost. */
+/**
+ * Rejected write plus backoff, mean; NaN when no race was lost. No read: a claim that lost goes
+ * on from the state its rejected write returned.
+ */
 export function lostRaceCostNs(t: DcStateTimings): number {
   const backoff = t.backoffs.count > 0 ? meanNs(t.backoffs) : 0;
-  return meanNs(t.reads) + meanNs(t.rejectedWrites) + backoff;
+  return meanNs(t.rejectedWrites) + backoff;
 }
 
 /** `pick` (min or max) of every instance's last block in `run`; NaN when none was reported. */
@@ -378,7 +381,7 @@ export function summarizeScale(scale: ScaleResult, inProcess: InProcessResult): 
     ];
   });
   const uncontendedClaimNs = claimCostNs(pooled(leastContended.flatMap((c) => c.runs)));
-  const lostRaceRoundNs = meanNs(lost.reads) + meanNs(lost.rejectedWrites);
+  const lostRaceRoundNs = meanNs(lost.rejectedWrites);
   const fromCosts = claimsPerSecondFromCosts(
     uncontendedClaimNs,
     partitionMax?.retriesPerClaim ?? 0,

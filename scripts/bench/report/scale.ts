@@ -206,9 +206,9 @@ function costText(summary: ScaleSummary, raw: RawResults): string[] {
   const out: string[] = [];
   const max = summary.partitionMax;
   out.push(
-    `- **Cost of a claim**: a LOCAL_SERIAL read of the DC state and a LOCAL_SERIAL conditional write, timed at each instance's store: ${ms(summary.uncontendedClaimNs)} with ${summary.uncontendedAt} instance${summary.uncontendedAt === 1 ? '' : 's'} per DC` +
+    `- **Cost of a claim**: a read of the DC state (a plain LOCAL_QUORUM read, or at LOCAL_SERIAL when that shows nothing to claim) and a LOCAL_SERIAL conditional write, timed at each instance's store: ${ms(summary.uncontendedClaimNs)} with ${summary.uncontendedAt} instance${summary.uncontendedAt === 1 ? '' : 's'} per DC` +
       (max === undefined ? '.' : `, ${ms(max.row.claimNs.median)} on the busiest partition.`),
-    `- **Cost of a lost race**: the read, the rejected write and the backoff before the next read: ${ms(summary.lostRaceNs)}, over ${formatCount(summary.lostRaces)} lost races in all runs.`,
+    `- **Cost of a lost race**: the rejected write and the backoff before the next attempt (which goes on from the state the rejection returned, with no read): ${ms(summary.lostRaceNs)}, over ${formatCount(summary.lostRaces)} lost races in all runs.`,
   );
   if (max === undefined) return out;
   const perClaimNs = 1e9 / max.claimsPerSecond;
@@ -221,7 +221,7 @@ function costText(summary: ScaleSummary, raw: RawResults): string[] {
         : `${significant(busy)}× one claim's own latency there (${ms(claimNs)}): the partition was not kept busy (its claimers were held back elsewhere), so C is a lower bound of what it can do. `) +
       'Processes that each claim once every I seconds then number at most K = C × I per DC. ' +
       `From the costs alone, a partition running its rounds one at a time allows C' = 1 ÷ (t_claim + r × t_race) = 1 ÷ (${ms(summary.uncontendedClaimNs)} + ${significant(Number.isFinite(max.retriesPerClaim) ? max.retriesPerClaim : 0)} × ${ms(summary.lostRaceRoundNs)}) = ${significant(summary.claimsPerSecondFromCosts)} claims/s, ` +
-      `with t_claim the uncontended claim, r the CAS retries per claim where C was measured and t_race a lost race's read and rejected write (its backoff leaves the partition to others); K' = C' × I:`,
+      `with t_claim the uncontended claim, r the CAS retries per claim where C was measured and t_race a lost race's rejected write (its backoff leaves the partition to others); K' = C' × I:`,
   );
   const adaptiveMs = raw.scale?.variants.find((v) => v.adaptive)?.settings['claimIntervalMs'];
   out.push(

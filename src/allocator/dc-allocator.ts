@@ -801,8 +801,8 @@ export class DcAllocator {
     try {
       state = await this.store.readDcStateLocal(this.sequence, this.dc);
     } catch (error) {
-      if (error instanceof InvariantError) throw error;
-      return undefined;
+      if (error instanceof StoreUnavailableError) return undefined;
+      throw error;
     }
     if (state === undefined || stateWentBack(floor, state) !== undefined) return undefined;
     this.checkState(state, {});

@@ -465,22 +465,30 @@ describe('Sequence: adaptive blocks', () => {
     await ids.close();
   });
 
-  it('sizes its blocks by its draws while it held IDs: a caller that spends each block at once gets blocks for its own rate', async () => {
+  /**
+   * Fake timers, and a sequence `orders` (blocks of 100 to 100,000, DC ranges of 10,000,000) on
+   * a store whose every call takes 300 ms.
+   */
+  async function onSlowStore(claimIntervalMs: number) {
     vi.useFakeTimers();
-    // A claim takes 600 ms (a read and a write of 300 ms each); the caller wants 100 IDs every
-    // 10 ms (10,000 IDs/s). Sized by the rate the claims let through, blocks would grow from 100
-    // about fourfold per claim (400, 1,600, 6,400, …).
     const store = new MemoryStore({ keyspace: KEYSPACE, latencyMs: 300 });
     const ids = processIn(store);
     const created = ids.createSequence('orders', {
       dcRangeSize: 10_000_000,
       blockSize: 100,
       maxBlockSize: 100_000,
-      claimIntervalMs: 1_000,
+      claimIntervalMs,
     });
     await vi.advanceTimersByTimeAsync(1_000);
     await created;
-    const seq = ids.sequence('orders');
+    return { ids, seq: ids.sequence('orders') };
+  }
+
+  it('sizes its blocks by its draws while it held IDs: a caller that spends each block at once gets blocks for its own rate', async () => {
+    // A claim takes 600 ms (a read and a write of 300 ms each); the caller wants 100 IDs every
+    // 10 ms (10,000 IDs/s). Sized by the rate the claims let through, blocks would grow from 100
+    // about fourfold per claim (400, 1,600, 6,400, …).
+    const { ids, seq } = await onSlowStore(1_000);
     for (let t = 0; t < 2_000; t += 10) {
       let done = false;
       void draw(seq, 100).then(() => (done = true));
@@ -497,22 +505,10 @@ describe('Sequence: adaptive blocks', () => {
   });
 
   it('grows its blocks while calls wait for claims slower than a block lasts, until blocks outlast a claim', async () => {
-    vi.useFakeTimers();
     // Every store call takes 300 ms: a claim (a read and a write) takes 600 ms, and a caller
-    // that wants 1,000 IDs/s empties a block of 100 in 100 ms. Sized by the rate it gets (the
-    // blocks' own rate while it waits) for one claim per 100 ms, a block would stay about as
-    // small and every block would end in a wait.
-    const store = new MemoryStore({ keyspace: KEYSPACE, latencyMs: 300 });
-    const ids = processIn(store);
-    const created = ids.createSequence('orders', {
-      dcRangeSize: 10_000_000,
-      blockSize: 100,
-      maxBlockSize: 100_000,
-      claimIntervalMs: 100,
-    });
-    await vi.advanceTimersByTimeAsync(1_000);
-    await created;
-    const seq = ids.sequence('orders');
+    // that wants 1,000 IDs/s empties a block of 100 in 100 ms. Sized for one claim per 100 ms
+    // alone, a block would stay about as small and every block would end in a wait.
+    const { ids, seq } = await onSlowStore(100);
     /** 100 IDs every 100 ms, or as soon after as they come. */
     const drawFor = async (ms: number) => {
       for (let t = 0; t < ms; t += 100) {

@@ -342,7 +342,7 @@ export class DcAllocator {
       // A write shown to be lost is a lost race however it was reported: on Paxos v1 most
       // timeouts under contention are races that the re-read then shows lost. Only a write
       // whose fate stays unknown counts toward the bound on unknown outcomes in a row.
-      if (last.found !== undefined) found = this.foundState(floor, last.found);
+      if (last.found !== undefined) found = this.checkedState(floor, last.found);
       if (last.reported === 'rejected' || last.verdict === 'lost') {
         unknowns = 0;
         if (!keepTrying()) throw new ContentionError(this.sequence, 'claim a block', attempts);
@@ -780,10 +780,9 @@ export class DcAllocator {
     this.counters.localSerialReads++;
     const floor = this.seen.floor();
     const state = await this.store.readDcState(this.sequence, this.dc);
-    if (state !== undefined) this.checkState(state, {});
+    if (state !== undefined) return this.checkedState(floor, state);
     const wentBack = stateWentBack(floor, state);
     if (wentBack !== undefined) throw this.rolledBack(wentBack);
-    if (state !== undefined) this.observeState(state);
     return state;
   }
 
@@ -811,12 +810,12 @@ export class DcAllocator {
   }
 
   /**
-   * The state a write found, checked as {@link readState} checks a read at LOCAL_SERIAL (the
-   * round read it so): `floor` is the marks taken before the write was sent.
+   * A state a Paxos round showed (a read at LOCAL_SERIAL, or the round of a rejected write),
+   * checked; `floor` is the marks taken before the read or the write was sent.
    * @throws {InvariantError} if it breaks an invariant.
-   * @throws {StateRolledBackError} if it is older than a state seen before the write was sent.
+   * @throws {StateRolledBackError} if it is older than a state seen before then.
    */
-  private foundState(floor: Floor, state: DcState): DcState {
+  private checkedState(floor: Floor, state: DcState): DcState {
     this.checkState(state, {});
     const wentBack = stateWentBack(floor, state);
     if (wentBack !== undefined) throw this.rolledBack(wentBack);

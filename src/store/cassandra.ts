@@ -321,16 +321,23 @@ export class CassandraStore implements IdStore {
     return { globalLast, grants };
   }
 
-  async readDcState(sequence: string, dc: string): Promise<DcState | undefined> {
-    this.checkLocalDc(dc);
-    const result = await this.read('readDcState', [sequence, dc], 'read DC state');
-    const row = result.first() as cassandra.types.Row | null;
-    return row === null ? undefined : parseDcState(sequence, row);
+  readDcState(sequence: string, dc: string): Promise<DcState | undefined> {
+    return this.readOneDcState('readDcState', sequence, dc, 'read DC state');
   }
 
-  async readDcStateLocal(sequence: string, dc: string): Promise<DcState | undefined> {
+  readDcStateLocal(sequence: string, dc: string): Promise<DcState | undefined> {
+    return this.readOneDcState('readDcStateLocal', sequence, dc, 'read DC state (plain)');
+  }
+
+  /** `dc`'s state by `statement` (at LOCAL_SERIAL, or plain), undefined if there is no row. */
+  private async readOneDcState(
+    statement: 'readDcState' | 'readDcStateLocal',
+    sequence: string,
+    dc: string,
+    label: string,
+  ): Promise<DcState | undefined> {
     this.checkLocalDc(dc);
-    const result = await this.read('readDcStateLocal', [sequence, dc], 'read DC state (plain)');
+    const result = await this.read(statement, [sequence, dc], label);
     const row = result.first() as cassandra.types.Row | null;
     return row === null ? undefined : parseDcState(sequence, row);
   }

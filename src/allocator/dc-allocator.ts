@@ -64,6 +64,9 @@ import {
  * says (the process level: while a call waits, up to its deadline).
  */
 export const MAX_CAS_ATTEMPTS = 12;
+/** What a claim's plain read of the DC state returns when it shows none and none was ever seen. */
+const NO_STATE = Symbol('no DC state');
+
 /** Backoff after a lost race: full jitter, up to a cap doubling from 2 ms to 100 ms. */
 const BACKOFF_MIN_MS = 2;
 const BACKOFF_MAX_MS = 100;
@@ -287,15 +290,23 @@ export class DcAllocator {
         // only on the very state it was computed from, so a guess costs at most a rejected write,
         // and saves a Paxos round (docs/design.md, "Claiming a process block"). Anything but a
         // claimable guess is decided on a read at LOCAL_SERIAL.
-        state = await this.guessState();
-        claimed = state === undefined ? undefined : this.claimFromGuess(state, size, op);
+        const guess = await this.guessState();
+        if (guess === NO_STATE) {
+          // No state yet: the claim may open it (openingClaim); state stays undefined, and the
+          // write is the first one, `IF NOT EXISTS`.
+          state = undefined;
+          claimed = await this.openingClaim(size, op);
+        } else {
+          state = guess;
+          claimed = state === undefined ? undefined : this.claimFromGuess(state, size, op);
+        }
         if (claimed === undefined) {
           state = await this.readState();
           claimed = state === undefined ? undefined : this.claimFrom(state, size, op);
         }
       }
       found = undefined;
-      if (state === undefined || claimed === undefined) {
+      if (claimed === undefined) {
         try {
           // The state just read starts the range request: no second LOCAL_SERIAL read of it.
           await this.ensureRange({ state });
@@ -335,7 +346,7 @@ export class DcAllocator {
       if (
         last.verdict === 'unknown' &&
         last.reported === 'unknown' &&
-        last.found?.version !== state.version
+        last.found?.version !== state?.version
       ) {
         this.counters.wasted += Number(block.last - block.first + 1n);
       }
@@ -787,14 +798,15 @@ export class DcAllocator {
   }
 
   /**
-   * The DC state as one plain LOCAL_QUORUM read shows it, for a claim to try its write on; or
-   * undefined, and the claim reads at LOCAL_SERIAL instead, if the read failed, shows no state, or
-   * shows one older than this process saw (replicas that missed a commit, or a round not yet
+   * The DC state as one plain LOCAL_QUORUM read shows it, for a claim to try its write on;
+   * {@link NO_STATE} if it shows none where this process never saw one (the claim may open the
+   * state, see openingClaim); or undefined, and the claim reads at LOCAL_SERIAL instead, if the
+   * read failed, or shows a state (or none) older than this process saw (replicas that missed a commit, or a round not yet
    * completed). Only committed states reach the table, so a state shown is checked and raises the
    * marks as a LOCAL_SERIAL read's does; but one that went back is never taken for a rollback:
    * only a Paxos round can show that.
    */
-  private async guessState(): Promise<DcState | undefined> {
+  private async guessState(): Promise<DcState | typeof NO_STATE | undefined> {
     const floor = this.seen.floor();
     let state: DcState | undefined;
     try {
@@ -803,7 +815,8 @@ export class DcAllocator {
       if (error instanceof StoreUnavailableError) return undefined;
       throw error;
     }
-    if (state === undefined || stateWentBack(floor, state) !== undefined) return undefined;
+    if (stateWentBack(floor, state) !== undefined) return undefined;
+    if (state === undefined) return NO_STATE;
     this.checkState(state, {});
     this.observeState(state);
     return state;
@@ -831,6 +844,25 @@ export class DcAllocator {
   }
 
   /** {@link claimFrom} on a guess; undefined if it cannot (the claim then reads at LOCAL_SERIAL). */
+  /**
+   * A DC (or shard) with no state whose grant 1 was made with the sequence (a plain read shows
+   * it, see firstGrantLocally): the claim's write installs grant 1 and claims its block in one
+   * `INSERT … IF NOT EXISTS` (docs/design.md, "A DC's first range, granted at creation"). The
+   * processes of a fleet that starts at once then each send one write, not an install each and a
+   * claim each: the first opens the state, and the others' rejected writes return it, to claim
+   * from with no read. Undefined (the claim reads at LOCAL_SERIAL) if the read shows no grant 1.
+   */
+  private async openingClaim(size: bigint, op: string): Promise<ReturnType<typeof claim>> {
+    const first = await this.firstGrantLocally();
+    if (first === undefined) return undefined;
+    try {
+      return installAndClaim(undefined, first, size, op);
+    } catch (error) {
+      if (error instanceof RangeError) throw this.broken(error.message);
+      throw error;
+    }
+  }
+
   private claimFromGuess(state: DcState, size: bigint, op: string): ReturnType<typeof claim> {
     try {
       return this.claimFrom(state, size, op);

@@ -127,11 +127,12 @@ export function installGrant(
 /**
  * Installs confirmed grant `grant` and claims a block in one write: {@link installGrant}, then
  * {@link claim} from the result (which switches to the grant if the reserved range is spent),
- * as one transition: the version moves by one. Undefined when `state` cannot take the grant now;
- * throws {@link RangeError} like {@link installGrant}.
+ * as one transition: the version moves by one. With no state, grant 1 opens the state with the
+ * block claimed (version 1). Undefined when `state` cannot take the grant now; throws
+ * {@link RangeError} like {@link installGrant}.
  */
 export function installAndClaim(
-  state: DcState,
+  state: DcState | undefined,
   grant: Grant,
   blockSize: bigint,
   op: string,
@@ -139,7 +140,7 @@ export function installAndClaim(
   const installed = installGrant(state, grant, op);
   const claimed = installed === undefined ? undefined : claim(installed, blockSize, op);
   if (claimed === undefined) return undefined;
-  return { next: { ...claimed.next, version: state.version + 1 }, block: claimed.block };
+  return { next: { ...claimed.next, version: (state?.version ?? 0) + 1 }, block: claimed.block };
 }
 
 /**

@@ -96,10 +96,11 @@ describe('DcAllocator', () => {
     await store.writeDcState('orders', 'dc1', undefined, dcState({ lastInteger: 50n }));
     const other = allocatorOn(store);
     const mine = allocatorOn(store);
-    // The other process claims: its plain read shows no state (one write behind the first),
-    // so it reads at LOCAL_SERIAL.
+    // The other process claims: its plain read shows no state (one write behind the first), so
+    // it tries to open the state with grant 1 and its block; the round that rejects that write
+    // returns the state, from which it claims.
     const theirs = await other.claimBlock();
-    expect(other.counters).toMatchObject({ localSerialReads: 1, lwtWrites: 1 });
+    expect(other.counters).toMatchObject({ casRejections: 1, localSerialReads: 0, lwtWrites: 2 });
     // Mine tries its write on version 1 (one behind), which the other's claim moved on:
     // rejected, with version 2 found, from which its second write claims.
     const ours = await mine.claimBlock();
@@ -315,6 +316,50 @@ describe('DcAllocator', () => {
       lwtWrites: 3, // two batches, the install
       casRejections: 1,
       rangesGranted: 1,
+    });
+  });
+
+  it('opens the state of a DC with no state with grant 1 and its first block in one write, with no read at LOCAL_SERIAL', async () => {
+    const store = new MemoryStore();
+    await store.createSequence(settings, 'created');
+    // Grant 1 was made with the sequence (first ranges).
+    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
+    store.resetCalls();
+    const allocator = allocatorOn(store);
+    expect(await allocator.claimBlock()).toMatchObject({ first: 1n, last: 10n });
+    expect(store.calls).toMatchObject({
+      readDcStateLocal: 1,
+      readGrantsLocal: 1,
+      readDcState: 0,
+      writeDcState: 1,
+    });
+    expect(await store.readDcState('orders', 'dc1')).toMatchObject({
+      version: 1,
+      installedGrant: 1,
+      reservedGrant: 1,
+      lastInteger: 10n,
+    });
+  });
+
+  it('lets processes that start at once on a DC with no state go on from the state the first opened, with no read at LOCAL_SERIAL', async () => {
+    const store = new MemoryStore();
+    await store.createSequence(settings, 'created');
+    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
+    const { allocator: first } = allocatorRecordingSleeps(store);
+    const starters = [
+      first,
+      ...Array.from({ length: 3 }, () => allocatorRecordingSleeps(store).allocator),
+    ];
+    const blocks = await Promise.all(starters.map((a) => a.claimBlock()));
+    const firsts = blocks.map((b) => Number(b.first)).sort((a, b) => a - b);
+    expect(firsts).toEqual([1, 11, 21, 31]);
+    for (const a of starters) expect(a.counters.localSerialReads).toBe(0);
+    // One write opened the state; every other first write was rejected and returned it.
+    const rejections = starters.reduce((sum, a) => sum + a.counters.casRejections, 0);
+    expect(rejections).toBeGreaterThanOrEqual(3);
+    expect(await store.readDcState('orders', 'dc1')).toMatchObject({
+      installedGrant: 1,
+      lastInteger: 40n,
     });
   });
 

@@ -103,6 +103,16 @@ export const SCALE_VARIANTS: readonly ScaleVariant[] = Object.freeze([
     shards: 8,
     firstRanges: true,
   },
+  {
+    key: 'adaptiveLargeSharded16First',
+    label:
+      'adaptive, blocks up to 10,000,000, DC ranges for 60 s, 16 shards per DC, first ranges at creation',
+    fixedBlockSize: undefined,
+    autonomySeconds: 60,
+    maxBlockSize: 10_000_000,
+    shards: 16,
+    firstRanges: true,
+  },
 ]);
 
 export const DEFAULT_SCALE_VARIANTS: readonly string[] = Object.freeze([

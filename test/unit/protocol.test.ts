@@ -317,6 +317,18 @@ describe('first ranges granted at creation', () => {
     expect(store.calls.readGrantsLocal).toBeGreaterThan(0);
   });
 
+  it('lets a listed DC with no state start and draw its first ranges while cut off from SERIAL', async () => {
+    const { store } = await withSequence({ ...options, firstRanges: ['dc1', 'dc2'] });
+    // dc1 reaches no other DC: every read and write at SERIAL fails from here on.
+    store.faults.push({ op: 'readGrants', effect: 'unavailable', times: Infinity });
+    store.faults.push({ op: 'grantRange', effect: 'unavailable', times: Infinity });
+    const starters = Array.from({ length: 2 }, () => processIn(store, 'dc1').sequence('orders'));
+    const drawn = (await Promise.all(starters.map((seq) => draw(seq, 40)))).flat();
+    expectUnique(drawn);
+    // dc1's two shards hold [1, 100] and [101, 200]: every ID came from them.
+    for (const id of drawn) expect(id).toSatisfy((n: number) => n >= 1 && n <= 200);
+  });
+
   it('lets a DC not listed ask for its first range at SERIAL, above the first ranges', async () => {
     const { store } = await withSequence({ ...options, firstRanges: ['dc1', 'dc2'] });
     const ids = await draw(processIn(store, 'dc3').sequence('orders'), 3);

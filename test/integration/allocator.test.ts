@@ -436,6 +436,33 @@ describe.runIf(clusterInfo().faults)('allocator processes under faults', () => {
     // the cut alone took 4 s to 68 s to show in runs here, and one run took 154 s in all.
   }, 360_000);
 
+  it('start in a DC listed in firstRanges while it is cut off from the other DCs: IDs from its first range, nothing at SERIAL', async () => {
+    await seed('first_cut', { dcRangeSize: 1_000, blockSize: 50, firstRanges: ks.dcs });
+    const own = (await grants('first_cut')).byDc.get('dc3') ?? [];
+    expect(own).toHaveLength(1);
+    onTestFinished(() => faults.heal());
+    await faults.partition('dc3');
+    // The first process of dc3 ever, started while dc3 reaches no other DC: SERIAL cannot be
+    // reached, and the first range granted with the sequence is all it may use.
+    const ids = await connect({
+      contactPoints: ks.contactPoints('dc3'),
+      localDataCenter: 'dc3',
+      keyspace: ks.name,
+    });
+    try {
+      const handle = ids.sequence('first_cut');
+      const drawn: number[] = [];
+      for (let i = 0; i < 120; i++) drawn.push(await handle.next({ timeoutMs: 60_000 }));
+      expect(new Set(drawn).size).toBe(drawn.length);
+      for (const id of drawn) {
+        expect(own.some((g) => g.min <= BigInt(id) && BigInt(id) <= g.max)).toBe(true);
+      }
+      expect(handle.stats()).toMatchObject({ serialReads: 0, rangesGranted: 0 });
+    } finally {
+      await ids.close();
+    }
+  }, 240_000);
+
   it('stay unique when a node pauses mid-LWT and processes are SIGKILLed mid-refill', async () => {
     // Tiny blocks: claims are nearly continuous, so pauses and kills land mid-LWT. Ranges of
     // 1,000 (200 blocks) still make grants frequent; with ranges of 200, nine tight loops kept

@@ -289,7 +289,8 @@ export class DcAllocator {
         // The first attempt tries its write on a plain read's state: the write's condition holds
         // only on the very state it was computed from, so a guess costs at most a rejected write,
         // and saves a Paxos round (docs/design.md, "Claiming a process block"). Anything but a
-        // claimable guess is decided on a read at LOCAL_SERIAL.
+        // claimable guess, or no state where grant 1 opens it, is decided on a read at
+        // LOCAL_SERIAL.
         const guess = await this.guessState();
         if (guess === NO_STATE) {
           // No state yet: the claim may open it (openingClaim); state stays undefined, and the
@@ -801,8 +802,8 @@ export class DcAllocator {
    * The DC state as one plain LOCAL_QUORUM read shows it, for a claim to try its write on;
    * {@link NO_STATE} if it shows none where this process never saw one (the claim may open the
    * state, see openingClaim); or undefined, and the claim reads at LOCAL_SERIAL instead, if the
-   * read failed, or shows a state (or none) older than this process saw (replicas that missed a commit, or a round not yet
-   * completed). Only committed states reach the table, so a state shown is checked and raises the
+   * read failed, or shows a state (or none) older than this process saw (replicas that missed a
+   * commit, or a round not yet completed). Only committed states reach the table, so a state shown is checked and raises the
    * marks as a LOCAL_SERIAL read's does; but one that went back is never taken for a rollback:
    * only a Paxos round can show that.
    */
@@ -843,10 +844,9 @@ export class DcAllocator {
     this.rate.sample(this.usage.total, this.clock.now());
   }
 
-  /** {@link claimFrom} on a guess; undefined if it cannot (the claim then reads at LOCAL_SERIAL). */
   /**
-   * A DC (or shard) with no state whose grant 1 was made with the sequence (a plain read shows
-   * it, see firstGrantLocally): the claim's write installs grant 1 and claims its block in one
+   * A DC (or shard) with no state whose grant 1 a plain read shows (made with the sequence, or by
+   * a process of the DC that did not install it; see firstGrantLocally): the claim's write installs grant 1 and claims its block in one
    * `INSERT … IF NOT EXISTS` (docs/design.md, "A DC's first range, granted at creation"). The
    * processes of a fleet that starts at once then each send one write, not an install each and a
    * claim each: the first opens the state, and the others' rejected writes return it, to claim
@@ -863,6 +863,7 @@ export class DcAllocator {
     }
   }
 
+  /** {@link claimFrom} on a guess; undefined if it cannot (the claim then reads at LOCAL_SERIAL). */
   private claimFromGuess(state: DcState, size: bigint, op: string): ReturnType<typeof claim> {
     try {
       return this.claimFrom(state, size, op);

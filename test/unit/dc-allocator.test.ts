@@ -43,6 +43,14 @@ async function rangeOneStore(lastInteger: bigint): Promise<MemoryStore> {
   return store;
 }
 
+/** A store whose dc1 has grant 1 ([1, max]) and no state: nothing installed, nothing claimed. */
+async function grantOneStore(max: bigint): Promise<MemoryStore> {
+  const store = new MemoryStore();
+  await store.createSequence(settings, 'created');
+  await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max });
+  return store;
+}
+
 /** A store whose dc1 holds grants 1..3 ([1, 100], [101, 200], [201, 300]) with 2 installed. */
 async function pendingGrantStore(lastInteger: bigint): Promise<MemoryStore> {
   const store = new MemoryStore();
@@ -320,10 +328,8 @@ describe('DcAllocator', () => {
   });
 
   it('opens the state of a DC with no state with grant 1 and its first block in one write, with no read at LOCAL_SERIAL', async () => {
-    const store = new MemoryStore();
-    await store.createSequence(settings, 'created');
     // Grant 1 was made with the sequence (first ranges).
-    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
+    const store = await grantOneStore(100n);
     store.resetCalls();
     const allocator = allocatorOn(store);
     expect(await allocator.claimBlock()).toMatchObject({ first: 1n, last: 10n });
@@ -342,14 +348,8 @@ describe('DcAllocator', () => {
   });
 
   it('lets processes that start at once on a DC with no state go on from the state the first opened, with no read at LOCAL_SERIAL', async () => {
-    const store = new MemoryStore();
-    await store.createSequence(settings, 'created');
-    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 100n });
-    const { allocator: first } = allocatorRecordingSleeps(store);
-    const starters = [
-      first,
-      ...Array.from({ length: 3 }, () => allocatorRecordingSleeps(store).allocator),
-    ];
+    const store = await grantOneStore(100n);
+    const starters = Array.from({ length: 4 }, () => allocatorRecordingSleeps(store).allocator);
     const blocks = await Promise.all(starters.map((a) => a.claimBlock()));
     const firsts = blocks.map((b) => Number(b.first)).sort((a, b) => a - b);
     expect(firsts).toEqual([1, 11, 21, 31]);
@@ -364,11 +364,9 @@ describe('DcAllocator', () => {
   });
 
   it('installs the first grant another process of its DC made at once, from a plain read, without SERIAL', async () => {
-    const store = new MemoryStore();
-    await store.createSequence(settings, 'created');
     // Another process of dc1, starting at the same time, got grant 1 (its own size) and died
     // before installing it.
-    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 60n });
+    const store = await grantOneStore(60n);
     store.resetCalls();
     const allocator = allocatorOn(store);
     await allocator.ensureRange();
@@ -382,9 +380,7 @@ describe('DcAllocator', () => {
   });
 
   it('installs the first grant another process of its DC made at once, after reading the grants, when the plain read does not show it yet', async () => {
-    const store = new MemoryStore();
-    await store.createSequence(settings, 'created');
-    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 60n });
+    const store = await grantOneStore(60n);
     // The grant's commit has not reached a quorum of the local DC yet.
     store.readGrantsLocal = async () => ({ globalLast: 0n, latest: undefined });
     const allocator = allocatorOn(store);

@@ -846,11 +846,12 @@ export class DcAllocator {
 
   /**
    * A DC (or shard) with no state whose grant 1 a plain read shows (made with the sequence, or by
-   * a process of the DC that did not install it; see firstGrantLocally): the claim's write installs grant 1 and claims its block in one
-   * `INSERT … IF NOT EXISTS` (docs/design.md, "A DC's first range, granted at creation"). The
-   * processes of a fleet that starts at once then each send one write, not an install each and a
-   * claim each: the first opens the state, and the others' rejected writes return it, to claim
-   * from with no read. Undefined (the claim reads at LOCAL_SERIAL) if the read shows no grant 1.
+   * a process of the DC that did not install it; see firstGrantLocally): the claim's write
+   * installs grant 1 and claims its block in one `INSERT … IF NOT EXISTS` (docs/design.md, "A
+   * DC's first range, granted at creation"). The processes of a fleet that starts at once then
+   * each send one write, not an install each and a claim each: the first opens the state, and
+   * the others' rejected writes return it, to claim from with no read. Undefined (the claim
+   * reads at LOCAL_SERIAL) if the read shows no grant 1.
    */
   private async openingClaim(size: bigint, op: string): Promise<ReturnType<typeof claim>> {
     const first = await this.firstGrantLocally();

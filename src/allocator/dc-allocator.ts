@@ -803,9 +803,9 @@ export class DcAllocator {
    * {@link NO_STATE} if it shows none where this process never saw one (the claim may open the
    * state, see openingClaim); or undefined, and the claim reads at LOCAL_SERIAL instead, if the
    * read failed, or shows a state (or none) older than this process saw (replicas that missed a
-   * commit, or a round not yet completed). Only committed states reach the table, so a state shown is checked and raises the
-   * marks as a LOCAL_SERIAL read's does; but one that went back is never taken for a rollback:
-   * only a Paxos round can show that.
+   * commit, or a round not yet completed). Only committed states reach the table, so a state
+   * shown is checked and raises the marks as a LOCAL_SERIAL read's does; but one that went back
+   * is never taken for a rollback: only a Paxos round can show that.
    */
   private async guessState(): Promise<DcState | typeof NO_STATE | undefined> {
     const floor = this.seen.floor();

@@ -293,13 +293,12 @@ export class DcAllocator {
         // LOCAL_SERIAL.
         const guess = await this.guessState();
         if (guess === NO_STATE) {
-          // No state yet: the claim may open it (openingClaim); state stays undefined, and the
+          // No state yet: the claim may open it (openingClaim); state stays undefined, so the
           // write is the first one, `IF NOT EXISTS`.
-          state = undefined;
           claimed = await this.openingClaim(size, op);
-        } else {
+        } else if (guess !== undefined) {
           state = guess;
-          claimed = state === undefined ? undefined : this.claimFromGuess(state, size, op);
+          claimed = this.claimFromGuess(guess, size, op);
         }
         if (claimed === undefined) {
           state = await this.readState();

@@ -306,8 +306,7 @@ export class Sequence<T extends number | bigint> {
       }
       return id;
     }
-    this.counters.waits++;
-    this.starvedSince ??= this.clock.now();
+    this.startWaiting();
     const call = this.callOf(options);
     return this.timedWait(async () => {
       for (;;) {
@@ -339,8 +338,7 @@ export class Sequence<T extends number | bigint> {
     this.assertOpen();
     const range = this.takeRun(count);
     if (range !== undefined) return range;
-    this.counters.waits++;
-    this.starvedSince ??= this.clock.now();
+    this.startWaiting();
     return this.timedWait(async () => {
       for (;;) {
         await this.waitForRefill(call, options?.signal, { count });
@@ -628,6 +626,12 @@ export class Sequence<T extends number | bigint> {
     } else if (this.buffer.wantsPreload) {
       this.refillInBackground();
     }
+  }
+
+  /** A call found no ID held and waits: counted, and the draw rate's clock stops (starvedMs). */
+  private startWaiting(): void {
+    this.counters.waits++;
+    this.starvedSince ??= this.clock.now();
   }
 
   /**

@@ -278,6 +278,12 @@ export class DcAllocator {
     // The state the last write of this claim found (the round's own read, or the re-read after
     // an unknown outcome), checked as a read at LOCAL_SERIAL is: the next attempt starts from it.
     let found: DcState | undefined;
+    // This claim's writes whose outcome stayed unknown with the state not moved when read back,
+    // by op. On Paxos v1 such a write may have been accepted by a replica the re-read's quorum
+    // missed, and a later round (often our own retry's prepare) commits it: the state then
+    // carries its op, and its block is ours and nobody else's (every later claim starts above
+    // it). Using it leaves no gap where a retry was reported lost to our own earlier write.
+    const unresolved = new Map<string, NonNullable<ReturnType<typeof claim>>>();
     for (;;) {
       attempts++;
       const op = randomUUID();
@@ -329,31 +335,24 @@ export class DcAllocator {
       const { next, block } = claimed;
       const floor = this.seen.floor();
       const last = await this.writeState(state, next);
-      if (isOurs(last.verdict)) {
-        this.counters.blocksClaimed++;
-        this.seen.raiseClaim(next.reservedGrant, block.last);
-        return {
-          first: block.first,
-          last: block.last,
-          rangeSize: block.rangeMax - block.rangeMin + 1n,
-          rangeLow: this.rangeLow(next),
-        };
-      }
+      if (isOurs(last.verdict)) return this.confirmClaim(claimed);
       // A claim that timed out and was overwritten before the re-read may have been applied:
       // its block is a gap. (A state not yet moved when read back means ours was not committed
-      // then; a rejection that found a later version is, but for the rarest interleaving, a
-      // lost race. Neither is counted.)
-      if (
-        last.verdict === 'unknown' &&
-        last.reported === 'unknown' &&
-        last.found?.version !== state?.version
-      ) {
-        this.counters.wasted += Number(block.last - block.first + 1n);
+      // then: kept in `unresolved`, in case a later round commits it. A rejection that found a
+      // later version is, but for the rarest interleaving, a lost race. Neither is counted.)
+      if (last.verdict === 'unknown' && last.reported === 'unknown') {
+        if (last.found?.version !== state?.version) {
+          this.counters.wasted += Number(block.last - block.first + 1n);
+        } else {
+          unresolved.set(op, claimed);
+        }
       }
       // A write shown to be lost is a lost race however it was reported: on Paxos v1 most
       // timeouts under contention are races that the re-read then shows lost. Only a write
       // whose fate stays unknown counts toward the bound on unknown outcomes in a row.
       if (last.found !== undefined) found = this.checkedState(floor, last.found);
+      const committed = found === undefined ? undefined : unresolved.get(found.op);
+      if (committed !== undefined) return this.confirmClaim(committed);
       if (last.reported === 'rejected' || last.verdict === 'lost') {
         unknowns = 0;
         if (!keepTrying()) throw new ContentionError(this.sequence, 'claim a block', attempts);
@@ -364,6 +363,19 @@ export class DcAllocator {
       // that timed out, which on Paxos v1 prolongs the contention.
       await this.backoff(attempts);
     }
+  }
+
+  /** A claim write shown to be ours: counted, marked, and handed to the process level. */
+  private confirmClaim({ next, block }: NonNullable<ReturnType<typeof claim>>): ClaimedBlock {
+    this.counters.blocksClaimed++;
+    this.seen.raiseState(next);
+    this.seen.raiseClaim(next.reservedGrant, block.last);
+    return {
+      first: block.first,
+      last: block.last,
+      rangeSize: block.rangeMax - block.rangeMin + 1n,
+      rangeLow: this.rangeLow(next),
+    };
   }
 
   /**

@@ -63,6 +63,33 @@ describe('CAS timeouts at LOCAL_SERIAL (block claims)', () => {
     expect(seq.stats()).toMatchObject({ casUnknown: 1, blocksClaimed: 2, wasted: 0 });
   });
 
+  it('uses its own claim that a retry’s round committed after a re-read missed it (Paxos v1)', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
+    const seq = ids.sequence('orders');
+    expect(await seq.next()).toBe(1);
+    // The claim of [11, 20] is accepted by one replica and times out; the re-read's quorum misses
+    // it, and the retry's prepare commits it before finding its own condition false.
+    store.faults.push({ op: 'writeDcState', effect: 'in-flight', completesOn: 'write' });
+    expect(await draw(seq, 25)).toEqual(range(2, 26));
+    expect(seq.stats()).toMatchObject({ casUnknown: 1, blocksClaimed: 3, wasted: 0 });
+    expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(30n);
+  });
+
+  it('uses its own opening claim that the retry’s round committed (Paxos v1), with no gap', async () => {
+    const { store, ids } = await withSequence({
+      dcRangeSize: 100,
+      blockSize: 10,
+      threshold: 0.9,
+      firstRanges: ['dc1'],
+    });
+    // The opening `IF NOT EXISTS` of [1, 10] times out; the re-read finds no state; the retry's
+    // round commits the first insert, then finds the row there.
+    store.faults.push({ op: 'writeDcState', effect: 'in-flight', completesOn: 'write' });
+    const seq = ids.sequence('orders');
+    expect(await draw(seq, 15)).toEqual(range(1, 15));
+    expect(seq.stats()).toMatchObject({ casUnknown: 1, wasted: 0, serialReads: 0 });
+  });
+
   it('abandons a claim it cannot confirm because another process wrote after it', async () => {
     const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
     const a = ids.sequence('orders');

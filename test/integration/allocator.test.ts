@@ -70,12 +70,15 @@ async function warm(sequence: string): Promise<void> {
   }
 }
 
-/** The grant level as the local DC's replicas see it: GLOBAL and every DC's grants. */
+/**
+ * The grant level at SERIAL: GLOBAL and every DC's grants. (The overview's plain read, at
+ * LOCAL_ONE, may reach the one replica of dc1 that the create's commit has not reached yet.)
+ */
 async function grants(
   sequence: string,
 ): Promise<{ globalLast: bigint; byDc: ReadonlyMap<string, readonly Grant[]> }> {
   const store = new CassandraStore(await ks.client('dc1'), ks.name, { ownsClient: false });
-  const overview = await store.readGrantsOverview(sequence);
+  const overview = await store.readGrantsOverview(sequence, 'consistent');
   if (!overview) throw new Error(`no grants for ${sequence}`);
   return { globalLast: overview.globalLast, byDc: overview.grants };
 }
@@ -317,10 +320,19 @@ describe('allocator processes in every DC', () => {
           break;
         }
       }
-      expect(got.length).toBe(2_500);
-      expect(got[0]).toBe(max - 2_499);
-      expect(got.at(-1)).toBe(max);
+      const { casUnknown, wasted } = seq.stats();
+      expect(got).toEqual([...got].sort((a, b) => a - b));
       expect(new Set(got).size).toBe(got.length);
+      expect(got[0]).toBeGreaterThanOrEqual(max - 2_499);
+      expect(got.at(-1)).toBeLessThanOrEqual(max);
+      // Every ID is handed out or counted as a possible gap (a claim whose outcome stayed
+      // unknown); with no unknown outcome, every one is handed out, up to max exactly.
+      expect(got.length).toBeLessThanOrEqual(2_500);
+      expect(got.length + wasted).toBeGreaterThanOrEqual(2_500);
+      if (casUnknown === 0) {
+        expect(got.length).toBe(2_500);
+        expect(got.at(-1)).toBe(max);
+      }
       expect(failure).toMatchObject({ code: 'IDGEN_SEQUENCE_EXHAUSTED' });
       expect(String((failure as Error).message)).toContain(String(max));
     } finally {

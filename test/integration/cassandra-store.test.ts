@@ -290,7 +290,11 @@ describe('CassandraStore on the cluster', () => {
     await expect
       .poll(async () => (await dc3.readDcStatesOverview(seq.name)).size, { timeout: 10_000 })
       .toBe(2);
-    const overview = await dc1.readGrantsOverview(seq.name);
+    // So do the grants' commits (at QUORUM: possibly none of dc1's replicas yet).
+    await expect
+      .poll(async () => (await dc1.readGrantsOverview(seq.name))?.grants.size, { timeout: 10_000 })
+      .toBe(2);
+    const overview = await dc1.readGrantsOverview(seq.name, 'consistent');
     expect(overview?.globalLast).toBe(2_000n);
     expect([...(overview?.grants.keys() ?? [])].sort()).toEqual(['dc1', 'dc2']);
     expect(overview?.grants.get('dc2')).toEqual([{ number: 1, min: 1_001n, max: 2_000n }]);
@@ -344,8 +348,16 @@ describe('CassandraStore on the cluster', () => {
     await expect(dc1.readDcState(seq.name, 'dc1/0')).rejects.toMatchObject({
       code: 'IDGEN_INVALID_NAME',
     });
-    const overview = await dc1.readGrantsOverview(seq.name);
-    expect([...(overview?.grants.keys() ?? [])].sort()).toEqual(['dc1', 'dc1/3']);
+    // The overview is a plain read (LOCAL_ONE); the grants' commits (at QUORUM) reach every
+    // replica of dc1 eventually.
+    await expect
+      .poll(
+        async () => [...((await dc1.readGrantsOverview(seq.name))?.grants.keys() ?? [])].sort(),
+        {
+          timeout: 10_000,
+        },
+      )
+      .toEqual(['dc1', 'dc1/3']);
   });
 
   it('works on a shared client that decodes bigint natively', async () => {

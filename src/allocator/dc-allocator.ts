@@ -48,7 +48,7 @@ import {
 } from './dc-state.js';
 import { FailureLog } from './failures.js';
 import type { AllocatorObserver } from './observer.js';
-import { DcUsage, Rate, grantSizeFor } from './sizing.js';
+import { DcUsage, GRANT_BLOCKS, Rate, grantSizeFor } from './sizing.js';
 import {
   globalWentBack,
   grantsWentBack,
@@ -148,9 +148,21 @@ export interface ClaimOptions {
   readonly keepTrying?: (() => boolean) | undefined;
   /**
    * The block size to ask for, asked before each attempt (sizing.ts); clamped to the stored
-   * `[blockSize, maxBlockSize]`, and cut to what the DC range has left. @default `blockSize`
+   * `[blockSize, maxBlockSize]`, to an eighth of the range it is cut from (see
+   * {@link spreadOver}), and to what that range has left. @default `blockSize`
    */
   readonly size?: (() => number) | undefined;
+  /**
+   * IDs the calls waiting right now need from this one block (a run for `take(n)`): the eighth
+   * of a range never cuts the block below it. @default 0
+   */
+  readonly need?: (() => number) | undefined;
+}
+
+/** A claim's block size (the grant ask), and what the block must hold at least. */
+export interface BlockAsk {
+  readonly size: bigint;
+  readonly floor: bigint;
 }
 
 /** One sequence in one DC; one instance per sequence handle. */
@@ -266,7 +278,11 @@ export class DcAllocator {
 
   private async claimFromDc(options: ClaimOptions): Promise<ClaimedBlock> {
     const { blockSize: least, maxBlockSize: most } = this.settings;
-    const sizeOf = () => BigInt(Math.min(most, Math.max(least, options.size?.() ?? least)));
+    const clamp = (n: number) => BigInt(Math.min(most, Math.max(least, n)));
+    const askOf = (): BlockAsk => ({
+      size: clamp(options.size?.() ?? least),
+      floor: clamp(options.need?.() ?? 0),
+    });
     let attempts = 0;
     const keepTrying =
       options.keepTrying === undefined
@@ -287,10 +303,10 @@ export class DcAllocator {
     for (;;) {
       attempts++;
       const op = randomUUID();
-      const size = sizeOf();
-      this.blockAsk = size;
+      const ask = askOf();
+      this.blockAsk = ask.size;
       let state = found;
-      let claimed = state === undefined ? undefined : this.claimFrom(state, size, op);
+      let claimed = state === undefined ? undefined : this.claimFrom(state, ask, op);
       if (state === undefined) {
         // The first attempt tries its write on a plain read's state: the write's condition holds
         // only on the very state it was computed from, so a guess costs at most a rejected write,
@@ -301,14 +317,14 @@ export class DcAllocator {
         if (guess === NO_STATE) {
           // No state yet: the claim may open it (openingClaim); state stays undefined, so the
           // write is the first one, `IF NOT EXISTS`.
-          claimed = await this.openingClaim(size, op);
+          claimed = await this.openingClaim(ask, op);
         } else if (guess !== undefined) {
           state = guess;
-          claimed = this.claimFromGuess(guess, size, op);
+          claimed = this.claimFromGuess(guess, ask, op);
         }
         if (claimed === undefined) {
           state = await this.readState();
-          claimed = state === undefined ? undefined : this.claimFrom(state, size, op);
+          claimed = state === undefined ? undefined : this.claimFrom(state, ask, op);
         }
       }
       found = undefined;
@@ -382,14 +398,23 @@ export class DcAllocator {
    * The claim transition on `state`, installing {@link confirmed} in the same write when the
    * state is ready for it (dc-state.ts, `installAndClaim`).
    */
-  private claimFrom(state: DcState, blockSize: bigint, op: string): ReturnType<typeof claim> {
+  private claimFrom(state: DcState, ask: BlockAsk, op: string): ReturnType<typeof claim> {
     const grant = this.confirmed;
     if (grant !== undefined && state.installedGrant >= grant.number) this.confirmed = undefined;
     if (grant === undefined || state.installedGrant !== grant.number - 1 || hasPreloaded(state)) {
-      return claim(state, blockSize, op);
+      const from =
+        state.lastInteger < state.reservedMax || !hasPreloaded(state)
+          ? state.reservedMax - state.reservedMin + 1n
+          : state.preloadedMax - state.preloadedMin + 1n;
+      return claim(state, spreadOver(from, ask), op);
     }
+    // The block comes from the reserved range while it lasts, else from the grant installed.
+    const from =
+      state.lastInteger < state.reservedMax
+        ? state.reservedMax - state.reservedMin + 1n
+        : grant.max - grant.min + 1n;
     try {
-      return installAndClaim(state, grant, blockSize, op);
+      return installAndClaim(state, grant, spreadOver(from, ask), op);
     } catch (error) {
       if (error instanceof RangeError) throw this.broken(error.message);
       throw error;
@@ -864,11 +889,11 @@ export class DcAllocator {
    * the others' rejected writes return it, to claim from with no read. Undefined (the claim
    * reads at LOCAL_SERIAL) if the read shows no grant 1.
    */
-  private async openingClaim(size: bigint, op: string): Promise<ReturnType<typeof claim>> {
+  private async openingClaim(ask: BlockAsk, op: string): Promise<ReturnType<typeof claim>> {
     const first = await this.firstGrantLocally();
     if (first === undefined) return undefined;
     try {
-      return installAndClaim(undefined, first, size, op);
+      return installAndClaim(undefined, first, spreadOver(first.max - first.min + 1n, ask), op);
     } catch (error) {
       if (error instanceof RangeError) throw this.broken(error.message);
       throw error;
@@ -876,9 +901,9 @@ export class DcAllocator {
   }
 
   /** {@link claimFrom} on a guess; undefined if it cannot (the claim then reads at LOCAL_SERIAL). */
-  private claimFromGuess(state: DcState, size: bigint, op: string): ReturnType<typeof claim> {
+  private claimFromGuess(state: DcState, ask: BlockAsk, op: string): ReturnType<typeof claim> {
     try {
-      return this.claimFrom(state, size, op);
+      return this.claimFrom(state, ask, op);
     } catch {
       return undefined;
     }
@@ -1010,6 +1035,21 @@ export function judgeGrant(
   }
   if (found?.globalLast !== undefined && found.globalLast !== expectedGlobalLast) return 'lost';
   return 'unknown';
+}
+
+/**
+ * The block to cut from a range of `rangeSize` IDs: `ask.size`, but at most an eighth of the
+ * range ({@link GRANT_BLOCKS}), never below `ask.floor`. A process whose rate asks for a block as
+ * large as the DC's range (adaptive blocks start from `blockSize` and grow to `maxBlockSize`,
+ * which defaults to `dcRangeSize`) would otherwise take the whole range in one claim, and every
+ * other process of the DC would wait for a grant at SERIAL. The grant that follows is sized from
+ * the full ask (grantSizeFor: at least eight of its blocks), so blocks reach the asked size from
+ * the next range on. Fixed blocks (`blockSize = maxBlockSize`) have floor = size: unchanged.
+ */
+export function spreadOver(rangeSize: bigint, ask: BlockAsk): bigint {
+  const cap = rangeSize / GRANT_BLOCKS;
+  if (ask.size <= cap) return ask.size;
+  return cap > ask.floor ? cap : ask.floor;
 }
 
 function min(a: bigint, b: bigint): bigint {

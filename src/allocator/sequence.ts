@@ -561,7 +561,11 @@ export class Sequence<T extends number | bigint> {
             claimMs: this.claimMs,
             threshold: settings.threshold,
           });
-        const claimed = await allocator.claimBlock({ keepTrying, size });
+        const claimed = await allocator.claimBlock({
+          keepTrying,
+          size,
+          need: () => this.idsWanted(),
+        });
         this.acceptBlock(claimed);
         this.timeClaim(this.clock.now() - started);
         this.reportUsageNowAndThen();

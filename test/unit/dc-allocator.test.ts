@@ -614,3 +614,68 @@ describe('DcAllocator: rows that went back', () => {
     });
   });
 });
+
+describe('DcAllocator: a block is at most an eighth of its range', () => {
+  // Adaptive blocks that may grow as large as a DC range.
+  const adaptive = resolveSequenceSettings('orders', {
+    max: 100_000,
+    dcRangeSize: 800,
+    blockSize: 10,
+    maxBlockSize: 800,
+    threshold: 0.5,
+  });
+
+  async function firstRangeStore(): Promise<MemoryStore> {
+    const store = new MemoryStore();
+    await store.createSequence(adaptive, 'created');
+    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 800n });
+    return store;
+  }
+
+  it('cuts a block as large as the range to an eighth of it, so the others of the DC claim from it without SERIAL', async () => {
+    const store = await firstRangeStore();
+    const fast = new DcAllocator({ store, dc: 'dc1', settings: adaptive });
+    expect(await fast.claimBlock({ size: () => 800 })).toMatchObject({ first: 1n, last: 100n });
+    const others = Array.from(
+      { length: 3 },
+      () => new DcAllocator({ store, dc: 'dc1', settings: adaptive }),
+    );
+    for (const other of others) await other.claimBlock({ size: () => 800 });
+    expect(others.map((a) => a.counters.rangesGranted)).toEqual([0, 0, 0]);
+    expect(store.grantLog).toHaveLength(1);
+    expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(400n);
+  });
+
+  it('asks for the next grant with the full block size, and cuts blocks of that size from it', async () => {
+    const store = await firstRangeStore();
+    const fast = new DcAllocator({ store, dc: 'dc1', settings: adaptive });
+    for (let i = 0; i < 8; i++) await fast.claimBlock({ size: () => 800 });
+    const block = await fast.claimBlock({ size: () => 800 });
+    // Grant 2 holds eight blocks of 800 (grantSizeFor; maxDcRangeSize is 8 × maxBlockSize).
+    expect(adaptive.maxDcRangeSize).toBe(6_400n);
+    expect(store.grantLog.map((g) => g.grant.max - g.grant.min + 1n)).toEqual([800n, 6_400n]);
+    expect(block).toMatchObject({ first: 801n, last: 1_600n });
+  });
+
+  it('never cuts below what waiting calls need in one block', async () => {
+    const store = await firstRangeStore();
+    const allocator = new DcAllocator({ store, dc: 'dc1', settings: adaptive });
+    expect(await allocator.claimBlock({ size: () => 800, need: () => 500 })).toMatchObject({
+      first: 1n,
+      last: 500n,
+    });
+  });
+
+  it('leaves fixed blocks as large as the range whole', async () => {
+    const fixed = resolveSequenceSettings('orders', {
+      max: 100_000,
+      dcRangeSize: 800,
+      blockSize: 800,
+    });
+    const store = new MemoryStore();
+    await store.createSequence(fixed, 'created');
+    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 800n });
+    const allocator = new DcAllocator({ store, dc: 'dc1', settings: fixed });
+    expect(await allocator.claimBlock()).toMatchObject({ first: 1n, last: 800n });
+  });
+});

@@ -1,7 +1,7 @@
 /** DcAllocator on its own, from crafted rows: the grant chain and returns. */
 import { describe, expect, it } from 'vitest';
 
-import { DcAllocator } from '../../src/allocator/dc-allocator.js';
+import { DcAllocator, spreadOver } from '../../src/allocator/dc-allocator.js';
 import { SerialUnavailableError, StoreUnavailableError } from '../../src/errors.js';
 import { resolveSequenceSettings } from '../../src/options.js';
 import { MemoryStore } from '../../src/store/memory.js';
@@ -664,6 +664,14 @@ describe('DcAllocator: a block is at most an eighth of its range', () => {
       first: 1n,
       last: 500n,
     });
+  });
+
+  it('cuts to the eighth, or to what waiting calls need, and never above the size asked', () => {
+    expect(spreadOver(800n, { size: 800n, floor: 10n })).toBe(100n);
+    expect(spreadOver(800n, { size: 50n, floor: 10n })).toBe(50n);
+    expect(spreadOver(800n, { size: 800n, floor: 500n })).toBe(500n);
+    expect(spreadOver(800n, { size: 300n, floor: 500n })).toBe(300n);
+    expect(spreadOver(7n, { size: 10n, floor: 10n })).toBe(10n);
   });
 
   it('leaves fixed blocks as large as the range whole', async () => {

@@ -401,20 +401,22 @@ export class DcAllocator {
   private claimFrom(state: DcState, ask: BlockAsk, op: string): ReturnType<typeof claim> {
     const grant = this.confirmed;
     if (grant !== undefined && state.installedGrant >= grant.number) this.confirmed = undefined;
-    if (grant === undefined || state.installedGrant !== grant.number - 1 || hasPreloaded(state)) {
-      const from =
-        state.lastInteger < state.reservedMax || !hasPreloaded(state)
-          ? state.reservedMax - state.reservedMin + 1n
-          : state.preloadedMax - state.preloadedMin + 1n;
-      return claim(state, spreadOver(from, ask), op);
-    }
-    // The block comes from the reserved range while it lasts, else from the grant installed.
-    const from =
+    const installs =
+      grant !== undefined && state.installedGrant === grant.number - 1 && !hasPreloaded(state);
+    // The block comes from the reserved range while it lasts, else from the preloaded range, or
+    // from the grant this write installs as the preloaded one.
+    const [low, high] =
       state.lastInteger < state.reservedMax
-        ? state.reservedMax - state.reservedMin + 1n
-        : grant.max - grant.min + 1n;
+        ? [state.reservedMin, state.reservedMax]
+        : hasPreloaded(state)
+          ? [state.preloadedMin, state.preloadedMax]
+          : installs
+            ? [grant.min, grant.max]
+            : [state.reservedMin, state.reservedMax];
+    const size = spreadOver(high - low + 1n, ask);
+    if (!installs) return claim(state, size, op);
     try {
-      return installAndClaim(state, grant, spreadOver(from, ask), op);
+      return installAndClaim(state, grant, size, op);
     } catch (error) {
       if (error instanceof RangeError) throw this.broken(error.message);
       throw error;

@@ -44,9 +44,9 @@ async function rangeOneStore(lastInteger: bigint): Promise<MemoryStore> {
 }
 
 /** A store whose dc1 has grant 1 ([1, max]) and no state: nothing installed, nothing claimed. */
-async function grantOneStore(max: bigint): Promise<MemoryStore> {
+async function grantOneStore(max: bigint, on: SequenceSettings = settings): Promise<MemoryStore> {
   const store = new MemoryStore();
-  await store.createSequence(settings, 'created');
+  await store.createSequence(on, 'created');
   await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max });
   return store;
 }
@@ -625,15 +625,8 @@ describe('DcAllocator: a block is at most an eighth of its range', () => {
     threshold: 0.5,
   });
 
-  async function firstRangeStore(): Promise<MemoryStore> {
-    const store = new MemoryStore();
-    await store.createSequence(adaptive, 'created');
-    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 800n });
-    return store;
-  }
-
   it('cuts a block as large as the range to an eighth of it, so the others of the DC claim from it without SERIAL', async () => {
-    const store = await firstRangeStore();
+    const store = await grantOneStore(800n, adaptive);
     const fast = new DcAllocator({ store, dc: 'dc1', settings: adaptive });
     expect(await fast.claimBlock({ size: () => 800 })).toMatchObject({ first: 1n, last: 100n });
     const others = Array.from(
@@ -647,7 +640,7 @@ describe('DcAllocator: a block is at most an eighth of its range', () => {
   });
 
   it('asks for the next grant with the full block size, and cuts blocks of that size from it', async () => {
-    const store = await firstRangeStore();
+    const store = await grantOneStore(800n, adaptive);
     const fast = new DcAllocator({ store, dc: 'dc1', settings: adaptive });
     for (let i = 0; i < 8; i++) await fast.claimBlock({ size: () => 800 });
     const block = await fast.claimBlock({ size: () => 800 });
@@ -658,7 +651,7 @@ describe('DcAllocator: a block is at most an eighth of its range', () => {
   });
 
   it('never cuts below what waiting calls need in one block', async () => {
-    const store = await firstRangeStore();
+    const store = await grantOneStore(800n, adaptive);
     const allocator = new DcAllocator({ store, dc: 'dc1', settings: adaptive });
     expect(await allocator.claimBlock({ size: () => 800, need: () => 500 })).toMatchObject({
       first: 1n,
@@ -680,9 +673,7 @@ describe('DcAllocator: a block is at most an eighth of its range', () => {
       dcRangeSize: 800,
       blockSize: 800,
     });
-    const store = new MemoryStore();
-    await store.createSequence(fixed, 'created');
-    await store.grantRange('orders', 'dc1', 0n, { number: 1, min: 1n, max: 800n });
+    const store = await grantOneStore(800n, fixed);
     const allocator = new DcAllocator({ store, dc: 'dc1', settings: fixed });
     expect(await allocator.claimBlock()).toMatchObject({ first: 1n, last: 800n });
   });

@@ -3,7 +3,7 @@
  * and every node's settings for preflight; the maths are pure functions beside it (status.ts,
  * check.ts, preflight.ts). `idgen-cass status`, `check` and `preflight` are thin layers over it.
  *
- * Status reads the overview of the store (plain LOCAL_ONE reads), so it works from inside a
+ * Status reads the overview of the store (plain LOCAL_QUORUM reads), so it works from inside a
  * partitioned DC; check reads what cannot be stale (SERIAL, EACH_QUORUM) and says which facts
  * it had to read locally instead; only {@link Admin.probeSerial} needs SERIAL to succeed, and it
  * reports failure instead of throwing.
@@ -160,8 +160,8 @@ export class Admin {
   }
 
   /**
-   * Reads sequence `name`'s settings, grants and DC states from the local DC (LOCAL_ONE for the
-   * overview: may lag).
+   * Reads sequence `name`'s settings, grants and DC states from the local DC (LOCAL_QUORUM: other
+   * DCs' rows may lag).
    * @example
    * ```ts
    * const status = sequenceStatus(await admin.snapshot('orders'));

@@ -9,7 +9,7 @@ import type { SequenceSnapshot, SerialProbe } from './status.js';
 
 /**
  * Reads sequence `name`'s settings, grants, DC states and usage counters from the local DC
- * (LOCAL_ONE for the overview: may lag). The name must be valid.
+ * (LOCAL_QUORUM: other DCs' rows may lag). The name must be valid.
  * @throws {SequenceNotFoundError}, {@link StoreUnavailableError}.
  */
 export async function readSnapshot(

@@ -92,14 +92,16 @@ export const STATEMENTS = {
   // state the round found, and a claim that lost its race goes on from it without a read.
   updateDcState:  { cql: `UPDATE $dc_state SET last_integer = ?, reserved_min = ?, reserved_max = ?, reserved_grant = ?, preloaded_min = ?, preloaded_max = ?, installed_grant = ?, version = ?, op = ? WHERE sequence = ? AND dc = ? IF version = ? AND op = ? ${EVERY_STATE_ROW}`,
                     consistency: CL.localQuorum, serial: CL.localSerial, level: 'local_serial' },
-  // ── status / check. Local: plain reads that work inside a partition and may lag.
+  // ── status / check. Local: plain reads at LOCAL_QUORUM, which work inside a partition (the settings read
+  //    before them needs a local quorum anyway) and see what the local DC committed (a create's or a grant's
+  //    EACH_QUORUM, a claim's LOCAL_QUORUM); other DCs' rows may lag.
   //    Consistent (check): grants at SERIAL; a DC's state at EACH_QUORUM, which includes that DC's own quorum
   grantsOverview: { cql: `SELECT ${GRANT_ROW} FROM $grants WHERE sequence = ?`,
-                    consistency: CL.localOne, level: 'local' },
+                    consistency: CL.localQuorum, level: 'local' },
   grantsConsistent: { cql: `SELECT ${GRANT_ROW} FROM $grants WHERE sequence = ?`,
                     consistency: CL.serial, level: 'serial' },
   dcStateOverview:{ cql: `SELECT ${DC_STATE} FROM $dc_state WHERE sequence = ? AND dc = ?`,
-                    consistency: CL.localOne, level: 'local' },
+                    consistency: CL.localQuorum, level: 'local' },
   dcStateConsistent: { cql: `SELECT ${DC_STATE} FROM $dc_state WHERE sequence = ? AND dc = ?`,
                     consistency: CL.eachQuorum, level: 'local' },
   // ── usage counters: plain counter writes and reads, outside the protocol (no ID depends on them);

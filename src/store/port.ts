@@ -208,7 +208,10 @@ export type SizeSettings = Pick<
 
 /** How fresh an overview read must be. */
 export type OverviewReading =
-  /** Plain reads at the local DC (LOCAL_ONE): work inside a partition, may lag. */
+  /**
+   * Plain reads at the local DC (LOCAL_QUORUM): work inside a partition and see what the local
+   * DC committed; other DCs' rows may lag.
+   */
   | 'local'
   /**
    * Reads that cannot be stale: grants at SERIAL, DC states at EACH_QUORUM (a quorum in every

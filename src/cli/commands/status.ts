@@ -55,7 +55,7 @@ export function statusCommand(program: Command, ctx: CliContext): void {
     .addHelpText(
       'after',
       `
-Reads only the local DC (LOCAL_ONE), so it works from inside a partitioned DC; the SERIAL probe
+Reads only the local DC (LOCAL_QUORUM), so it works from inside a partitioned DC; the SERIAL probe
 says whether new DC ranges can be granted from here (on a partition no sequence uses). The local
 DC's nodes are asked for their settings: an unsafe one (e.g. commitlog_sync: periodic) is a
 warning on stderr and in "nodeSafety" (--json); "idgen-cass preflight" checks every DC.

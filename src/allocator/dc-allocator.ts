@@ -214,6 +214,13 @@ export class DcAllocator {
   private readonly rate = new Rate(DC_RATE_SAMPLE_MS);
   /** The size of this process's latest block request: a grant holds several such blocks. */
   private blockAsk = 0n;
+  /**
+   * Ops of claim writes in flight here whose outcome stayed unknown with the state unmoved when
+   * read back (see claimFromDc), and those of them that a state a Paxos round showed since
+   * carries: committed by a later round, the claim's own retry or this process's range install.
+   */
+  private readonly unresolvedOps = new Set<string>();
+  private readonly committedOps = new Set<string>();
 
   constructor(options: DcAllocatorOptions) {
     this.store = options.store;
@@ -277,6 +284,27 @@ export class DcAllocator {
   }
 
   private async claimFromDc(options: ClaimOptions): Promise<ClaimedBlock> {
+    // This claim's writes whose outcome stayed unknown with the state not moved when read back,
+    // by op. On Paxos v1 such a write may have been accepted by a replica the re-read's quorum
+    // missed, and a later round (often our own retry's prepare) commits it: the state then
+    // carries its op, and its block is ours and nobody else's (every later claim starts above
+    // it). Using it leaves no gap where a retry was reported lost to our own earlier write.
+    const unresolved = new Map<string, NonNullable<ReturnType<typeof claim>>>();
+    try {
+      return await this.claimRounds(options, unresolved);
+    } finally {
+      for (const op of unresolved.keys()) {
+        this.unresolvedOps.delete(op);
+        this.committedOps.delete(op);
+      }
+    }
+  }
+
+  /** The rounds of one claim (see claimFromDc); `unresolved` is the claim's, kept by the caller. */
+  private async claimRounds(
+    options: ClaimOptions,
+    unresolved: Map<string, NonNullable<ReturnType<typeof claim>>>,
+  ): Promise<ClaimedBlock> {
     const { blockSize: least, maxBlockSize: most } = this.settings;
     const clamp = (n: number) => BigInt(Math.min(most, Math.max(least, n)));
     const askOf = (): BlockAsk => ({
@@ -294,12 +322,10 @@ export class DcAllocator {
     // The state the last write of this claim found (the round's own read, or the re-read after
     // an unknown outcome), checked as a read at LOCAL_SERIAL is: the next attempt starts from it.
     let found: DcState | undefined;
-    // This claim's writes whose outcome stayed unknown with the state not moved when read back,
-    // by op. On Paxos v1 such a write may have been accepted by a replica the re-read's quorum
-    // missed, and a later round (often our own retry's prepare) commits it: the state then
-    // carries its op, and its block is ours and nobody else's (every later claim starts above
-    // it). Using it leaves no gap where a retry was reported lost to our own earlier write.
-    const unresolved = new Map<string, NonNullable<ReturnType<typeof claim>>>();
+    // One of this claim's unresolved writes that a state seen since showed committed. Checked
+    // after each write: the next write is conditional on the state the last one found, so a
+    // commit seen in between (by the install) makes it rejected, and the check runs.
+    const committed = () => [...unresolved].find(([op]) => this.committedOps.has(op))?.[1];
     for (;;) {
       attempts++;
       const op = randomUUID();
@@ -361,14 +387,15 @@ export class DcAllocator {
           this.counters.wasted += Number(block.last - block.first + 1n);
         } else {
           unresolved.set(op, claimed);
+          this.unresolvedOps.add(op);
         }
       }
       // A write shown to be lost is a lost race however it was reported: on Paxos v1 most
       // timeouts under contention are races that the re-read then shows lost. Only a write
       // whose fate stays unknown counts toward the bound on unknown outcomes in a row.
       if (last.found !== undefined) found = this.checkedState(floor, last.found);
-      const committed = found === undefined ? undefined : unresolved.get(found.op);
-      if (committed !== undefined) return this.confirmClaim(committed);
+      const ours = committed();
+      if (ours !== undefined) return this.confirmClaim(ours);
       if (last.reported === 'rejected' || last.verdict === 'lost') {
         unknowns = 0;
         if (!keepTrying()) throw new ContentionError(this.sequence, 'claim a block', attempts);
@@ -791,8 +818,18 @@ export class DcAllocator {
       reread: () => this.readState(),
     });
     this.count(result);
+    this.sight(result.found);
     if (isOurs(result.verdict)) this.seen.raiseState(next);
     return result;
+  }
+
+  /**
+   * Notes a state a Paxos round showed (a read at LOCAL_SERIAL, or a rejected write's round) that
+   * carries the op of a claim write whose outcome stayed unknown: that write was committed, as
+   * the version after the state it was conditional on, so its block is the claim's.
+   */
+  private sight(state: DcState | undefined): void {
+    if (state !== undefined && this.unresolvedOps.has(state.op)) this.committedOps.add(state.op);
   }
 
   /** The grant batch at SERIAL, classified. */
@@ -830,6 +867,7 @@ export class DcAllocator {
     this.counters.localSerialReads++;
     const floor = this.seen.floor();
     const state = await this.store.readDcState(this.sequence, this.dc);
+    this.sight(state);
     if (state !== undefined) return this.checkedState(floor, state);
     const wentBack = stateWentBack(floor, state);
     if (wentBack !== undefined) throw this.rolledBack(wentBack);

@@ -161,6 +161,32 @@ describe('DcAllocator', () => {
     expect(sleeps).toEqual([]);
   });
 
+  it('uses its own claim that its range install committed after the re-read missed it (Paxos v1)', async () => {
+    const store = await rangeOneStore(50n);
+    // The claim of [51, 60] is accepted by one replica and times out, and the re-read's quorum
+    // misses it. While the claim backs off, this process's range install sends its write: that
+    // round commits the claim first, is rejected, and installs on its next write, so the claim's
+    // own retry finds the install's state, not its op.
+    store.faults.push({ op: 'writeDcState', effect: 'in-flight', completesOn: 'write' });
+    let installed: Promise<void> | undefined;
+    const allocator: DcAllocator = new DcAllocator({
+      store,
+      dc: 'dc1',
+      settings,
+      sleep: async () => {
+        installed ??= allocator.ensureRange();
+        await installed;
+      },
+    });
+    const block = await allocator.claimBlock();
+    expect(block).toMatchObject({ first: 51n, last: 60n });
+    expect(allocator.counters).toMatchObject({ casUnknown: 1, wasted: 0, blocksClaimed: 1 });
+    const state = await store.readDcState('orders', 'dc1');
+    expect(state).toMatchObject({ lastInteger: 60n, preloadedMin: 101n, preloadedMax: 200n });
+    // The next claim goes on above it.
+    expect(await allocator.claimBlock()).toMatchObject({ first: 61n, last: 70n });
+  });
+
   it('installs a confirmed grant in its next block claim when its own install lost', async () => {
     const store = await rangeOneStore(50n);
     const competing = competingClaims(store, Infinity);

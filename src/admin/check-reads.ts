@@ -9,9 +9,9 @@
  *
  * When a consistent read fails (a DC cut off: EACH_QUORUM fails for every DC's state, since each
  * is replicated everywhere; SERIAL unreachable from a minority), the same rows are read locally
- * (LOCAL_QUORUM: another DC's rows may lag) and the fact is marked unverified. The local DC's own states (the DC's,
- * and each of its shards' on a sharded sequence) are then read at LOCAL_SERIAL, the level they
- * are written at, from their own DC: still consistent.
+ * (LOCAL_QUORUM: another DC's rows may lag) and the fact is marked unverified. The local DC's
+ * own states (the DC's, and each of its shards' on a sharded sequence) are then read at
+ * LOCAL_SERIAL, the level they are written at, from their own DC: still consistent.
  */
 
 import { SequenceNotFoundError, StoreUnavailableError } from '../errors.js';

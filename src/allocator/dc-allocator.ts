@@ -286,9 +286,10 @@ export class DcAllocator {
   private async claimFromDc(options: ClaimOptions): Promise<ClaimedBlock> {
     // This claim's writes whose outcome stayed unknown with the state not moved when read back,
     // by op. On Paxos v1 such a write may have been accepted by a replica the re-read's quorum
-    // missed, and a later round (often our own retry's prepare) commits it: the state then
-    // carries its op, and its block is ours and nobody else's (every later claim starts above
-    // it). Using it leaves no gap where a retry was reported lost to our own earlier write.
+    // missed, and a later round (our own retry's prepare, or our range install's) commits it:
+    // the state then carries its op, and its block is ours and nobody else's (every later claim
+    // starts above it). Using it leaves no gap where a retry was reported lost to our own
+    // earlier write. The allocator's sets hold the ops while the claim lasts (see sight).
     const unresolved = new Map<string, NonNullable<ReturnType<typeof claim>>>();
     try {
       return await this.claimRounds(options, unresolved);

@@ -1083,15 +1083,15 @@ export function judgeGrant(
  * range ({@link GRANT_BLOCKS}), and never below `ask.floor` (nor above `ask.size`). A process
  * whose rate asks for a block as large as the DC's range (adaptive blocks start from `blockSize`
  * and grow to `maxBlockSize`, which defaults to `dcRangeSize`) would otherwise take the whole
- * range in one claim, and every other process of the DC would wait for a grant at SERIAL. The grant that follows is sized from
- * the full ask (grantSizeFor: at least eight of its blocks), so blocks reach the asked size from
- * the next range on. Fixed blocks (`blockSize = maxBlockSize`) have floor = size: unchanged.
+ * range in one claim, and every other process of the DC would wait for a grant at SERIAL. The
+ * grant that follows is sized from the full ask (grantSizeFor: at least eight of its blocks), so
+ * blocks reach the asked size from the next range on. Fixed blocks (`blockSize = maxBlockSize`)
+ * have floor = size: unchanged.
  */
 export function spreadOver(rangeSize: bigint, ask: BlockAsk): bigint {
   const cap = rangeSize / GRANT_BLOCKS;
   if (ask.size <= cap) return ask.size;
-  if (cap > ask.floor) return cap;
-  return ask.floor < ask.size ? ask.floor : ask.size;
+  return cap > ask.floor ? cap : min(ask.floor, ask.size);
 }
 
 function min(a: bigint, b: bigint): bigint {

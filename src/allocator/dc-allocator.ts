@@ -124,6 +124,12 @@ export interface DcAllocatorOptions {
   readonly onRolledBack?: ((error: StateRolledBackError) => void) | undefined;
   /** Told how long claims and range requests take, and of every failure. @default none */
   readonly observer?: AllocatorObserver | undefined;
+  /**
+   * The allocator of another shard this one takes over from (a handle that moved before its
+   * first block, sequence.ts): its counters and failure log go on here, so the handle's stats
+   * count what it did on every shard. @default none
+   */
+  readonly continues?: DcAllocator | undefined;
 }
 
 /** A block confirmed as this process's, with what the DC level needs to know after it. */
@@ -168,16 +174,7 @@ export interface BlockAsk {
 /** One sequence in one DC; one instance per sequence handle. */
 export class DcAllocator {
   /** What this DC level did; see {@link DcCounters}. */
-  readonly counters: DcCounters = {
-    blocksClaimed: 0,
-    rangesGranted: 0,
-    casRejections: 0,
-    casUnknown: 0,
-    wasted: 0,
-    lwtWrites: 0,
-    serialReads: 0,
-    localSerialReads: 0,
-  };
+  readonly counters: DcCounters;
   /** Range requests that failed; logged once per episode. */
   readonly failures: FailureLog<'range'>;
   private readonly store: IdStore;
@@ -233,17 +230,29 @@ export class DcAllocator {
     this.onRolledBack = options.onRolledBack;
     const observer = options.observer;
     this.observer = observer;
-    this.failures = new FailureLog(
-      options.log,
-      {
-        range: {
-          failed:
-            'requesting a DC range failed; the DC still serves its ranges, retrying in the background',
-          recovered: 'requesting DC ranges works again',
+    this.counters = options.continues?.counters ?? {
+      blocksClaimed: 0,
+      rangesGranted: 0,
+      casRejections: 0,
+      casUnknown: 0,
+      wasted: 0,
+      lwtWrites: 0,
+      serialReads: 0,
+      localSerialReads: 0,
+    };
+    this.failures =
+      options.continues?.failures ??
+      new FailureLog(
+        options.log,
+        {
+          range: {
+            failed:
+              'requesting a DC range failed; the DC still serves its ranges, retrying in the background',
+            recovered: 'requesting DC ranges works again',
+          },
         },
-      },
-      observer && ((error) => observer.failed(options.settings.name, error)),
-    );
+        observer && ((error) => observer.failed(options.settings.name, error)),
+      );
     this.seen = new Watermarks(options.settings.start - 1n);
   }
 
@@ -528,6 +537,15 @@ export class DcAllocator {
   /** The domain is spent and this DC holds no grant not yet installed; never changes again. */
   get exhausted(): SequenceExhaustedError | undefined {
     return this.exhaustedError;
+  }
+
+  /**
+   * A write of the claim in flight may have been committed without this process knowing (its
+   * outcome stayed unknown, the state unmoved when read back): leaving now would make its
+   * block a gap no counter shows.
+   */
+  get claimUnresolved(): boolean {
+    return this.unresolvedOps.size > 0;
   }
 
   /** Stops background range requests and their retries; waits for the one in flight. */

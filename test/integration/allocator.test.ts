@@ -3,7 +3,7 @@
  * uniqueness under concurrency, DC partitions, paused nodes, killed processes, close() and the
  * 32-bit edge.
  */
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { connect, IdGen, initSchema, openAdmin } from '../../src/index.js';
 import { dcOfGrantee } from '../../src/names.js';
 import type { CreateSequenceOptions } from '../../src/index.js';
@@ -474,6 +474,50 @@ describe.runIf(clusterInfo().faults)('allocator processes under faults', () => {
       await ids.close();
     }
   }, 240_000);
+
+  it('start on a shard that never got a range while the DC is cut off: the process moves to a shard of its DC that holds IDs', async () => {
+    await seed('shard_cut', { dcRangeSize: 1_000, blockSize: 50, shards: 2 });
+    const open = () =>
+      connect({
+        contactPoints: ks.contactPoints('dc3'),
+        localDataCenter: 'dc3',
+        keyspace: ks.name,
+      });
+    // A handle picks its shard as floor(Math.random() × shards). A constant Math.random also
+    // reaches the driver's own uses of it (shuffles, jitter), where any value is valid.
+    const random = vi.spyOn(Math, 'random').mockReturnValue(0.9);
+    onTestFinished(() => random.mockRestore());
+    const first = await open();
+    try {
+      const handle = first.sequence('shard_cut');
+      await handle.ready({ timeoutMs: 60_000 });
+      expect(handle.grantee).toBe('dc3/1');
+    } finally {
+      await first.close();
+    }
+    const before = await grants('shard_cut');
+    const own = before.byDc.get('dc3/1') ?? [];
+    expect(own).toHaveLength(1);
+    expect(before.byDc.get('dc3')).toBeUndefined();
+    onTestFinished(() => faults.heal());
+    await faults.partition('dc3');
+    // Shard 0 first, which holds nothing and cannot be granted a range now; then shard 1.
+    random.mockReturnValue(0.1);
+    const ids = await open();
+    try {
+      const handle = ids.sequence('shard_cut');
+      const drawn: number[] = [];
+      for (let i = 0; i < 60; i++) drawn.push(await handle.next({ timeoutMs: 120_000 }));
+      expect(handle.grantee).toBe('dc3/1');
+      expect(new Set(drawn).size).toBe(drawn.length);
+      for (const id of drawn) {
+        expect(own.some((g) => g.min <= BigInt(id) && BigInt(id) <= g.max)).toBe(true);
+      }
+      expect(handle.stats().rangesGranted).toBe(0);
+    } finally {
+      await ids.close();
+    }
+  }, 360_000);
 
   it('stay unique when a node pauses mid-LWT and processes are SIGKILLed mid-refill', async () => {
     // Tiny blocks: claims are nearly continuous, so pauses and kills land mid-LWT. Ranges of

@@ -5,12 +5,14 @@ import { checkSequence } from '../../src/admin/check.js';
 import { readSnapshot } from '../../src/admin/overview-reads.js';
 import { sequenceStatus } from '../../src/admin/status.js';
 import {
+  MOVE_AFTER_LOST_RACES,
   SETTINGS_REFRESH_MS,
   USAGE_REPORT_MS,
   type Sequence,
 } from '../../src/allocator/sequence.js';
 import {
   ClosedError,
+  DeadlineError,
   DomainNeedsBigIntError,
   InvalidCountError,
   InvalidNameError,
@@ -291,6 +293,82 @@ describe('Sequence: shards', () => {
     const fresh = processIn(store).sequence('orders');
     await fresh.ready();
     expect(fresh.grantee).toBe('dc1/7'); // 0.9 of 8 shards
+  });
+});
+
+describe('Sequence: moving to another shard before the first block', () => {
+  it('goes on from another shard of its DC when it keeps losing races on its own', async () => {
+    const { store } = await withSequence({ dcRangeSize: 100, blockSize: 10, shards: 2 });
+    const random = vi.spyOn(Math, 'random').mockReturnValueOnce(0.1); // shard 0 of 2
+    const other = processIn(store).sequence('orders');
+    await draw(other, 1);
+    // From here other processes of the DC win every race on shard 0 (named as the DC is).
+    store.faults.push({ op: 'writeDcState', effect: 'rejected', dc: 'dc1', times: Infinity });
+    random.mockReturnValueOnce(0.1);
+    const seq = processIn(store).sequence('orders');
+    const ids = [];
+    for (let i = 0; i < 15; i++) ids.push(await seq.next({ timeoutMs: 2_000 }));
+    expect(seq.grantee).toBe('dc1/1');
+    expectStrictlyIncreasing(ids);
+    const grants = (await store.readGrantsOverview('orders'))!.grants.get('dc1/1') ?? [];
+    expect(ids.every((id) => grants.some((g) => g.min <= BigInt(id) && BigInt(id) <= g.max))).toBe(
+      true,
+    );
+    // Its stats count the races lost on shard 0 too.
+    expect(seq.stats().casRejections).toBeGreaterThanOrEqual(MOVE_AFTER_LOST_RACES);
+    expect(seq.stats().errors).toBe(0);
+    await seq.close();
+  });
+
+  it('stays while a write of its claim may have been committed unseen, so that no gap goes uncounted', async () => {
+    const { store } = await withSequence({ dcRangeSize: 100, blockSize: 10, shards: 2 });
+    const random = vi.spyOn(Math, 'random').mockReturnValueOnce(0.1);
+    await draw(processIn(store).sequence('orders'), 1);
+    // Its first write times out unapplied (the re-read shows the state unmoved, so it may still
+    // be committed by a later round); every write after it loses a race.
+    store.faults.push(
+      { op: 'writeDcState', effect: 'unknown-not-applied', dc: 'dc1' },
+      { op: 'writeDcState', effect: 'rejected', dc: 'dc1', times: Infinity },
+    );
+    random.mockReturnValueOnce(0.1);
+    const seq = processIn(store).sequence('orders');
+    await expect(seq.next({ timeoutMs: 300 })).rejects.toBeInstanceOf(DeadlineError);
+    expect(seq.grantee).toBe('dc1');
+    expect(seq.stats().casRejections).toBeGreaterThan(MOVE_AFTER_LOST_RACES);
+    await seq.close();
+  });
+
+  it('stays on its shard once it handed out an ID, so that its IDs keep increasing', async () => {
+    const { store } = await withSequence({ dcRangeSize: 100, blockSize: 10, shards: 2 });
+    vi.spyOn(Math, 'random').mockReturnValueOnce(0.9); // shard 1 of 2
+    const seq = processIn(store).sequence('orders');
+    const before = await draw(seq, 10);
+    expect(seq.grantee).toBe('dc1/1');
+    store.faults.push({ op: 'writeDcState', effect: 'rejected', dc: 'dc1/1', times: Infinity });
+    const { error } = await drawUntilErrorWithin(seq, 300);
+    expect(error).toBeInstanceOf(DeadlineError);
+    expect(seq.grantee).toBe('dc1/1');
+    expect(seq.stats().issued).toBeGreaterThanOrEqual(before.length);
+    await seq.close();
+  });
+
+  it('goes on from another shard when its own holds no IDs and SERIAL cannot grant a range', async () => {
+    const { store } = await withSequence({ dcRangeSize: 100, blockSize: 10, shards: 2 });
+    // Shard 1 got a range before the DC was cut off; shard 0 never did.
+    vi.spyOn(Math, 'random').mockReturnValueOnce(0.9);
+    const first = processIn(store).sequence('orders');
+    await draw(first, 1);
+    await first.close();
+    store.faults.push(
+      { op: 'grantRange', effect: 'unavailable', times: Infinity },
+      { op: 'readGrants', effect: 'unavailable', times: Infinity },
+    );
+    vi.spyOn(Math, 'random').mockReturnValueOnce(0.1);
+    const seq = processIn(store).sequence('orders');
+    const id = await seq.next({ timeoutMs: 5_000 });
+    expect(seq.grantee).toBe('dc1/1');
+    expect(id).toBeGreaterThan(1);
+    await seq.close();
   });
 });
 
@@ -975,3 +1053,20 @@ describe('Sequence: a caller that never yields', () => {
     await ids.close();
   });
 });
+
+/** IDs from `next()` with a deadline of `timeoutMs` each, until one rejects (or `limit` IDs). */
+async function drawUntilErrorWithin(
+  seq: Sequence<number>,
+  timeoutMs: number,
+  limit = 1_000,
+): Promise<{ ids: number[]; error: unknown }> {
+  const ids: number[] = [];
+  while (ids.length < limit) {
+    try {
+      ids.push(await seq.next({ timeoutMs }));
+    } catch (error) {
+      return { ids, error };
+    }
+  }
+  return { ids, error: undefined };
+}

@@ -156,7 +156,8 @@ export class Sequence<T extends number | bigint> {
   readonly bigint: boolean;
   /**
    * Where this handle claims from: its DC, or the shard of it (`dc1/3`) it picked when it loaded
-   * the settings (see {@link SequenceSettings.shards}). Its DC until then.
+   * the settings, or moved to before its first block (see {@link SequenceSettings.shards}). Its
+   * DC until then.
    */
   get grantee(): string {
     return this.claimsFrom;
@@ -665,7 +666,8 @@ export class Sequence<T extends number | bigint> {
 
   /**
    * Moves the handle to another shard of its DC, picked at random: a new DC allocator claims
-   * from there, counting on in the old one's counters. The old one is closed; nothing it holds
+   * from there, counting on in the old one's counters (so IDs the old shard's claims counted
+   * as wasted are reported with the new shard's usage). The old one is closed; nothing it holds
    * is this handle's (no block was accepted from it).
    */
   private async moveShard({ settings, allocator }: Loaded): Promise<void> {

@@ -579,6 +579,7 @@ export class Sequence<T extends number | bigint> {
             dcRate: allocator.dcRate,
             claimMs: this.claimMs,
             threshold: settings.threshold,
+            lostRaces: this.lostRaces,
           });
         const claimed = await allocator.claimBlock({
           keepTrying,

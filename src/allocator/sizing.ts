@@ -76,7 +76,12 @@ export interface BlockDemand {
   readonly claimMs?: number | undefined;
   /** The share of a block used before the next one is claimed (the stored `threshold`). */
   readonly threshold?: number | undefined;
+  /** Races the claim being sized has lost so far (0 on its first attempt). */
+  readonly lostRaces?: number | undefined;
 }
+
+/** Lost races past this many no longer double a claim's least block (2^10 × `min`). */
+const CROWD_DOUBLINGS = 10;
 
 /**
  * How many times a claim's duration the part of a block left when the next claim starts should
@@ -97,17 +102,33 @@ export const CLAIM_MARGIN = 2;
  *   crowd its state partition with claims;
  * - every call waiting now (a burst gets one larger block instead of queueing behind several
  *   small ones);
+ * - `min` doubled for every race the claim has lost: a lost race shows other processes claiming
+ *   from the same state partition, where each claim waits behind the rounds of the others, so
+ *   the process puts its next claim off. It matters most before the rate is known: on a fresh
+ *   sequence every process claims `min` at once, spends it at once in a tight loop and claims
+ *   again into the same crowd;
  *
  * within `[min, max]`. `min` when nothing is known yet (and with fixed blocks, `min = max`).
  */
 export function blockSizeFor(demand: BlockDemand): number {
-  const { rate, claimIntervalMs, waiting, min, max, dcRate, claimMs, threshold = 0.5 } = demand;
+  const {
+    rate,
+    claimIntervalMs,
+    waiting,
+    min,
+    max,
+    dcRate,
+    claimMs,
+    threshold = 0.5,
+    lostRaces = 0,
+  } = demand;
   const perMs = rate === undefined ? 0 : rate / 1_000;
   const forInterval = Math.ceil(perMs * claimIntervalMs);
   const forClaim =
     claimMs === undefined ? 0 : Math.ceil((perMs * claimMs * CLAIM_MARGIN) / (1 - threshold));
   const forDc = dcRate === undefined ? 0 : Math.ceil(dcRate / DC_CLAIMS_PER_SECOND);
-  const wanted = Math.max(forInterval, forClaim, forDc, waiting);
+  const forCrowd = min * 2 ** Math.min(lostRaces, CROWD_DOUBLINGS);
+  const wanted = Math.max(forInterval, forClaim, forDc, waiting, forCrowd);
   return Math.min(max, Math.max(min, Number.isFinite(wanted) ? wanted : max));
 }
 

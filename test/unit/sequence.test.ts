@@ -628,6 +628,21 @@ describe('Sequence: adaptive blocks', () => {
     await Promise.all([ids.close(), other.close()]);
   });
 
+  it('asks for a larger block after each race its claim lost, so that it claims less often into a crowd', async () => {
+    const { store } = await withSequence({
+      dcRangeSize: 1_000_000,
+      blockSize: 100,
+      maxBlockSize: 100_000,
+    });
+    await draw(processIn(store).sequence('orders'), 1);
+    // Other processes of the DC win the next two races.
+    store.faults.push({ op: 'writeDcState', effect: 'rejected', dc: 'dc1', times: 2 });
+    const seq = processIn(store).sequence('orders');
+    await seq.next();
+    expect(seq.stats()).toMatchObject({ casRejections: 2, blocksClaimed: 1, blockSize: 400 });
+    await seq.close();
+  });
+
   it('keeps fixed blocks when maxBlockSize equals blockSize, whatever the rate', async () => {
     vi.useFakeTimers();
     const { ids } = await withSequence({ dcRangeSize: 1_000_000, blockSize: 100 });

@@ -42,6 +42,17 @@ describe('blockSizeFor', () => {
     expect(blockSizeFor({ ...bounds, rate: 10, waiting: 70_000 })).toBe(50_000);
   });
 
+  it('doubles the least block for every race the claim lost, within [min, max]', () => {
+    expect(blockSizeFor({ ...bounds, rate: undefined, waiting: 1, lostRaces: 0 })).toBe(100);
+    expect(blockSizeFor({ ...bounds, rate: undefined, waiting: 1, lostRaces: 3 })).toBe(800);
+    expect(blockSizeFor({ ...bounds, rate: 1_234, waiting: 0, lostRaces: 3 })).toBe(2_468);
+    expect(blockSizeFor({ ...bounds, rate: undefined, waiting: 1, lostRaces: 9 })).toBe(50_000);
+    expect(blockSizeFor({ ...bounds, rate: undefined, waiting: 1, lostRaces: 1e6 })).toBe(50_000);
+    expect(blockSizeFor({ ...bounds, min: 500, max: 500, rate: 1, waiting: 1, lostRaces: 5 })).toBe(
+      500,
+    );
+  });
+
   it('keeps fixed blocks fixed', () => {
     expect(blockSizeFor({ ...bounds, min: 500, max: 500, rate: 1e6, waiting: 9_999 })).toBe(500);
     expect(blockSizeFor({ ...bounds, min: 500, max: 500, rate: 1, waiting: 0, dcRate: 1e6 })).toBe(

@@ -31,11 +31,7 @@ beforeAll(async () => {
     keyspace: ks.name,
     replication: ks.replication,
   });
-  admin = await connect({
-    contactPoints: ks.contactPoints('dc1'),
-    localDataCenter: 'dc1',
-    keyspace: ks.name,
-  });
+  admin = await connectIn('dc1');
 });
 
 afterAll(async () => {
@@ -45,6 +41,11 @@ afterAll(async () => {
 
 async function seed(name: string, options: CreateSequenceOptions): Promise<void> {
   await admin.createSequence(name, options);
+}
+
+/** A process of `dc`, as a service there would connect. */
+function connectIn(dc: string): ReturnType<typeof connect> {
+  return connect({ contactPoints: ks.contactPoints(dc), localDataCenter: dc, keyspace: ks.name });
 }
 
 /**
@@ -57,11 +58,7 @@ async function seed(name: string, options: CreateSequenceOptions): Promise<void>
  */
 async function warm(sequence: string): Promise<void> {
   for (const dc of ks.dcs) {
-    const ids = await connect({
-      contactPoints: ks.contactPoints(dc),
-      localDataCenter: dc,
-      keyspace: ks.name,
-    });
+    const ids = await connectIn(dc);
     try {
       await ids.sequence(sequence).ready({ timeoutMs: 60_000 });
     } finally {
@@ -257,16 +254,10 @@ describe('allocator processes in every DC', () => {
 
   it('close() while calls still draw hands out no ID twice (5 rounds, two processes of a DC)', async () => {
     await seed('closerace', { dcRangeSize: 10_000, blockSize: 50, threshold: 0.5 });
-    const open = () =>
-      connect({
-        contactPoints: ks.contactPoints('dc1'),
-        localDataCenter: 'dc1',
-        keyspace: ks.name,
-      });
     const handedOut: number[] = [];
     let afterClose = 0;
     for (let round = 0; round < 5; round++) {
-      const a = await open();
+      const a = await connectIn('dc1');
       const seq = a.sequence('closerace');
       for (let i = 0; i < 20; i++) handedOut.push(await seq.next());
       // A SIGTERM handler closes while requests keep calling next() and tryNext().
@@ -283,7 +274,7 @@ describe('allocator processes in every DC', () => {
         }
       }
       await closing;
-      const b = await open();
+      const b = await connectIn('dc1');
       try {
         const other = b.sequence('closerace');
         for (let i = 0; i < 60; i++) handedOut.push(await other.next());
@@ -303,11 +294,7 @@ describe('allocator processes in every DC', () => {
       dcRangeSize: 1_000,
       blockSize: 100,
     });
-    const ids = await connect({
-      contactPoints: ks.contactPoints('dc2'),
-      localDataCenter: 'dc2',
-      keyspace: ks.name,
-    });
+    const ids = await connectIn('dc2');
     try {
       const seq = ids.sequence('edge32');
       const got: number[] = [];
@@ -425,11 +412,7 @@ describe.runIf(clusterInfo().faults)('allocator processes under faults', () => {
     const checked = await assertAllIdsSound('partitioned', all);
 
     // After heal dc3 gets new ranges again: draw from dc3 until a new grant shows.
-    const ids = await connect({
-      contactPoints: ks.contactPoints('dc3'),
-      localDataCenter: 'dc3',
-      keyspace: ks.name,
-    });
+    const ids = await connectIn('dc3');
     try {
       const seq = ids.sequence('partitioned');
       for (
@@ -456,11 +439,7 @@ describe.runIf(clusterInfo().faults)('allocator processes under faults', () => {
     await faults.partition('dc3');
     // The first process of dc3 ever, started while dc3 reaches no other DC: SERIAL cannot be
     // reached, and the first range granted with the sequence is all it may use.
-    const ids = await connect({
-      contactPoints: ks.contactPoints('dc3'),
-      localDataCenter: 'dc3',
-      keyspace: ks.name,
-    });
+    const ids = await connectIn('dc3');
     try {
       const handle = ids.sequence('first_cut');
       const drawn: number[] = [];
@@ -477,17 +456,11 @@ describe.runIf(clusterInfo().faults)('allocator processes under faults', () => {
 
   it('start on a shard that never got a range while the DC is cut off: the process moves to a shard of its DC that holds IDs', async () => {
     await seed('shard_cut', { dcRangeSize: 1_000, blockSize: 50, shards: 2 });
-    const open = () =>
-      connect({
-        contactPoints: ks.contactPoints('dc3'),
-        localDataCenter: 'dc3',
-        keyspace: ks.name,
-      });
     // A handle picks its shard as floor(Math.random() × shards). A constant Math.random also
     // reaches the driver's own uses of it (shuffles, jitter), where any value is valid.
     const random = vi.spyOn(Math, 'random').mockReturnValue(0.9);
     onTestFinished(() => random.mockRestore());
-    const first = await open();
+    const first = await connectIn('dc3');
     try {
       const handle = first.sequence('shard_cut');
       await handle.ready({ timeoutMs: 60_000 });
@@ -503,7 +476,7 @@ describe.runIf(clusterInfo().faults)('allocator processes under faults', () => {
     await faults.partition('dc3');
     // Shard 0 first, which holds nothing and cannot be granted a range now; then shard 1.
     random.mockReturnValue(0.1);
-    const ids = await open();
+    const ids = await connectIn('dc3');
     try {
       const handle = ids.sequence('shard_cut');
       const drawn: number[] = [];

@@ -32,7 +32,7 @@ import {
   type FaultMix,
 } from './torture/nemesis.js';
 import { freshSeed, Random } from './torture/random.js';
-import { renderMarkdown, type CampaignReport } from './torture/report.js';
+import { firstBlocksOf, renderMarkdown, type CampaignReport } from './torture/report.js';
 
 interface Options {
   readonly minutes: number;
@@ -412,6 +412,7 @@ async function main(): Promise<void> {
       incarnations: fleet.incarnations.length,
       byEnding: count(history.map((h) => h.ending)),
       byMode: count(fleet.incarnations.map((i) => i.mode)),
+      firstBlocks: firstBlocksOf(fleet.incarnations),
     },
     mix: options.mix,
     mutation: options.mutation,

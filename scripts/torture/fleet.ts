@@ -7,7 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import type { Mutation } from '../../src/allocator/mutations.js';
-import type { WorkerMode, WorkerSpec, WorkerSummary } from './worker.js';
+import type { WorkerFirstId, WorkerMode, WorkerSpec, WorkerSummary } from './worker.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const WORKER = path.join(ROOT, 'scripts', 'torture', 'worker.ts');
@@ -37,6 +37,8 @@ export interface Incarnation {
   /** SIGSTOPped and not resumed yet. */
   stopped: boolean;
   summary: WorkerSummary | undefined;
+  /** What it printed when it drew its first ID; undefined if it drew none. */
+  firstId: WorkerFirstId | undefined;
   stderr: string;
   readonly child: ChildProcess;
   /** Resolves when the process has exited. */
@@ -105,6 +107,7 @@ export class Fleet {
       endedAt: undefined,
       stopped: false,
       summary: undefined,
+      firstId: undefined,
       stderr: '',
       child,
       ready,
@@ -115,6 +118,7 @@ export class Fleet {
           incarnation.endedAt ??= Date.now();
           const line = stdout.split('\n').find((l) => l.startsWith('{"event":"done"'));
           if (line !== undefined) incarnation.summary = JSON.parse(line) as WorkerSummary;
+          incarnation.firstId = firstIdIn(stdout);
           markReady();
           resolve();
         });
@@ -178,4 +182,20 @@ export class Fleet {
     await Promise.all(this.incarnations.map((i) => i.exited));
     clearTimeout(deadline);
   }
+}
+
+/**
+ * The first-ID line of a worker's output, if it printed a whole one (a worker killed while
+ * printing it leaves part of a line).
+ */
+export function firstIdIn(stdout: string): WorkerFirstId | undefined {
+  for (const line of stdout.split('\n')) {
+    if (!line.startsWith('{"event":"first-id"')) continue;
+    try {
+      return JSON.parse(line) as WorkerFirstId;
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
 }

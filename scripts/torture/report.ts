@@ -4,6 +4,7 @@
 import type { Verdict } from './checker.js';
 import type { LivenessResult } from './liveness.js';
 import type { FaultMix, TimelineEntry } from './nemesis.js';
+import type { WorkerFirstId } from './worker.js';
 
 export interface CampaignReport {
   readonly seed: number;
@@ -28,6 +29,12 @@ export interface CampaignReport {
     readonly incarnations: number;
     readonly byEnding: Readonly<Record<string, number>>;
     readonly byMode: Readonly<Record<string, number>>;
+    /**
+     * Incarnations that drew an ID, by the grantee (DC or shard) their blocks came from, and
+     * those that moved to another shard of their DC before their first block. Absent in reports
+     * written before it was counted.
+     */
+    readonly firstBlocks?: FirstBlocks;
   };
   readonly mix: FaultMix;
   readonly mutation: string | undefined;
@@ -52,6 +59,27 @@ export interface CampaignReport {
   readonly verdict: Verdict;
   /** True when every property held: the history is valid, every DC drew again, check is clean, no violation logged. */
   readonly passed: boolean;
+}
+
+/** See `CampaignReport.fleet.firstBlocks`. */
+export interface FirstBlocks {
+  readonly byShard: Readonly<Record<string, number>>;
+  readonly moved: number;
+  readonly moves: number;
+}
+
+/** Where the incarnations that drew an ID took their blocks from, and how many moved first. */
+export function firstBlocksOf(
+  incarnations: readonly { readonly firstId: WorkerFirstId | undefined }[],
+): FirstBlocks {
+  const firsts = incarnations.flatMap((i) => (i.firstId === undefined ? [] : [i.firstId]));
+  const byShard: Record<string, number> = {};
+  for (const { shard } of firsts) byShard[shard] = (byShard[shard] ?? 0) + 1;
+  return {
+    byShard,
+    moved: firsts.filter((f) => f.shardMoves > 0).length,
+    moves: firsts.reduce((total, f) => total + f.shardMoves, 0),
+  };
 }
 
 export function renderMarkdown(report: CampaignReport): string {
@@ -136,6 +164,14 @@ export function renderMarkdown(report: CampaignReport): string {
     `${report.fleet.processesPerDc} processes per DC kept running; incarnations by ending: ${JSON.stringify(report.fleet.byEnding)}; by mode: ${JSON.stringify(report.fleet.byMode)}. ` +
       `Sequence \`${report.sequence.name}\`: ${JSON.stringify(report.sequence.initial)} at the start, ${JSON.stringify(report.sequence.final)} at the end.`,
   );
+  const first = report.fleet.firstBlocks;
+  if (first !== undefined) {
+    lines.push('');
+    lines.push(
+      `Incarnations that drew an ID, by where their blocks came from: ${JSON.stringify(first.byShard)}. ` +
+        `${n(first.moved)} of them moved to another shard of their DC before their first block (${n(first.moves)} moves in all).`,
+    );
+  }
   lines.push('');
   lines.push('## Faults');
   lines.push('');

@@ -44,6 +44,15 @@ export interface WorkerSpec {
   readonly mutation?: Mutation | undefined;
 }
 
+/** The line a worker prints once it drew its first ID. */
+export interface WorkerFirstId {
+  readonly event: 'first-id';
+  /** The grantee its blocks come from: its DC, or a shard of it (`dc1/3`). */
+  readonly shard: string;
+  /** Moves to another shard of its DC before its first block. */
+  readonly shardMoves: number;
+}
+
 /** The last line a worker prints. */
 export interface WorkerSummary {
   readonly event: 'done';
@@ -92,9 +101,20 @@ async function main(spec: WorkerSpec): Promise<void> {
   const errors: Record<string, number> = {};
   const firstErrors: Record<string, string> = {};
   let drawn = 0;
+  let firstReported = false;
   const started = Date.now();
   const limit = spec.count ?? Infinity;
   while (!stopping && drawn < limit) {
+    if (!firstReported && drawn > 0) {
+      // Where the first block came from, said at once: a killed worker prints no summary.
+      firstReported = true;
+      const first: WorkerFirstId = {
+        event: 'first-id',
+        shard: seq.grantee,
+        shardMoves: seq.stats().shardMoves,
+      };
+      process.stdout.write(JSON.stringify(first) + '\n');
+    }
     try {
       if (spec.mode === 'take') {
         const count = 1 + Math.floor(Math.random() * spec.maxTake);

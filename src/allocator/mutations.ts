@@ -25,7 +25,12 @@ export type Mutation =
    * The grant level at LOCAL_SERIAL (reads, and the batch committed at LOCAL_QUORUM): each DC
    * runs its own Paxos over GLOBAL, as if a DC cut off from the others could still be granted.
    */
-  | 'grants-at-local-serial';
+  | 'grants-at-local-serial'
+  /**
+   * A handle may move to another shard of its DC after it handed out IDs too, not only before
+   * its first block: the other shard's blocks can lie below the IDs it gave.
+   */
+  | 'move-after-first-block';
 
 export const MUTATIONS: readonly Mutation[] = [
   'unknown-as-not-written',
@@ -34,6 +39,7 @@ export const MUTATIONS: readonly Mutation[] = [
   'dc-state-at-serial-too',
   'grants-read-at-quorum',
   'grants-at-local-serial',
+  'move-after-first-block',
 ];
 
 let active: ReadonlySet<Mutation> = new Set();

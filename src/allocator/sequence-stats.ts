@@ -52,6 +52,11 @@ export interface SequenceStats {
   readonly serialReads: number;
   /** Reads of the DC state at LOCAL_SERIAL. */
   readonly localSerialReads: number;
+  /**
+   * Times this handle went on from another shard of its DC before its first block (a crowded
+   * shard, or one with no IDs while SERIAL could not grant it a range); see `Sequence.grantee`.
+   */
+  readonly shardMoves: number;
   /** The most recent failure, if any. */
   readonly lastError: Error | undefined;
 }
@@ -88,6 +93,8 @@ export interface ProcessLevel {
   /** IDs skipped by take(), not given back on close, or dropped when the rows went back. */
   readonly wasted: number;
   readonly waste: Omit<WasteByCause, 'unknownOutcome'>;
+  /** Moves to another shard before the first block. */
+  readonly shardMoves: number;
   readonly blockSize: number;
   readonly drawRate: number | undefined;
   readonly failures: Failures;
@@ -128,6 +135,7 @@ export function sequenceStats(process: ProcessLevel, dc: DcLevel | undefined): S
     lwtWrites: dcCounters?.lwtWrites ?? 0,
     serialReads: dcCounters?.serialReads ?? 0,
     localSerialReads: dcCounters?.localSerialReads ?? 0,
+    shardMoves: process.shardMoves,
     lastError,
   });
 }

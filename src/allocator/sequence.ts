@@ -226,6 +226,8 @@ export class Sequence<T extends number | bigint> {
     waits: 0,
     /** IDs skipped by take(), not given back on close, or dropped when the rows went back. */
     wasted: 0,
+    /** Moves to another shard of the DC before the first block (see `moveShard`). */
+    shardMoves: 0,
   };
   /** {@link counters}.wasted by cause. */
   private readonly waste = { takeSkipped: 0, notReturned: 0, dropped: 0, refused: 0 };
@@ -387,6 +389,7 @@ export class Sequence<T extends number | bigint> {
         waits: this.counters.waits,
         wasted: this.counters.wasted,
         waste: this.waste,
+        shardMoves: this.counters.shardMoves,
         blockSize: this.lastBlockSize,
         drawRate: this.drawRate.perSecond,
         failures: this.failures,
@@ -641,7 +644,7 @@ export class Sequence<T extends number | bigint> {
     return (
       held !== undefined &&
       this.racesHere >= MOVE_AFTER_LOST_RACES &&
-      this.acceptedIds === 0 &&
+      (this.acceptedIds === 0 || mutated('move-after-first-block')) &&
       held.settings.shards > 1 &&
       !held.allocator.claimUnresolved &&
       this.isOpen()
@@ -659,7 +662,7 @@ export class Sequence<T extends number | bigint> {
       error instanceof SerialUnavailableError &&
       error.dcRemaining === 0n &&
       held !== undefined &&
-      this.acceptedIds === 0 &&
+      (this.acceptedIds === 0 || mutated('move-after-first-block')) &&
       held.settings.shards > 1 &&
       this.isOpen()
     );
@@ -674,6 +677,7 @@ export class Sequence<T extends number | bigint> {
   private async moveShard({ settings, allocator }: Loaded): Promise<void> {
     this.moveWanted = false;
     this.racesHere = 0;
+    this.counters.shardMoves++;
     const from = this.grantee;
     const others = settings.shards - 1;
     const shard = (this.shard + 1 + Math.floor(Math.random() * others)) % settings.shards;

@@ -317,6 +317,7 @@ describe('Sequence: moving to another shard before the first block', () => {
     // Its stats count the races lost on shard 0 too.
     expect(seq.stats().casRejections).toBeGreaterThanOrEqual(MOVE_AFTER_LOST_RACES);
     expect(seq.stats().errors).toBe(0);
+    expect(seq.stats().shardMoves).toBe(1);
     await seq.close();
   });
 
@@ -335,6 +336,7 @@ describe('Sequence: moving to another shard before the first block', () => {
     await expect(seq.next({ timeoutMs: 300 })).rejects.toBeInstanceOf(DeadlineError);
     expect(seq.grantee).toBe('dc1');
     expect(seq.stats().casRejections).toBeGreaterThan(MOVE_AFTER_LOST_RACES);
+    expect(seq.stats().shardMoves).toBe(0);
     await seq.close();
   });
 
@@ -349,6 +351,7 @@ describe('Sequence: moving to another shard before the first block', () => {
     expect(error).toBeInstanceOf(DeadlineError);
     expect(seq.grantee).toBe('dc1/1');
     expect(seq.stats().issued).toBeGreaterThanOrEqual(before.length);
+    expect(seq.stats().shardMoves).toBe(0);
     await seq.close();
   });
 
@@ -368,6 +371,7 @@ describe('Sequence: moving to another shard before the first block', () => {
     const id = await seq.next({ timeoutMs: 5_000 });
     expect(seq.grantee).toBe('dc1/1');
     expect(id).toBeGreaterThan(1);
+    expect(seq.stats().shardMoves).toBe(1);
     await seq.close();
   });
 });
@@ -480,6 +484,7 @@ describe('Sequence: stats()', () => {
       lwtWrites: 3, // grant, install, claim
       serialReads: 0, // the first grant batch goes without reading the grants
       localSerialReads: 1, // claim (its plain read shows no state; the range request starts from the read at LOCAL_SERIAL); the claim after the install writes on a plain read
+      shardMoves: 0, // one shard: nowhere to move
       lastError: undefined,
     });
     await seq.next();

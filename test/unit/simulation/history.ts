@@ -27,6 +27,8 @@ export interface HandleHistory {
   readonly name: string;
   readonly dc: string;
   readonly calls: CallRecord[];
+  /** Times it went on from another shard of its DC before its first block (`stats()`). */
+  readonly shardMoves: number;
   /** Its process died: calls still pending stay so for ever. */
   crashed: boolean;
 }

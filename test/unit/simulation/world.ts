@@ -143,6 +143,9 @@ class Process {
       get dc() {
         return sequence.grantee;
       },
+      get shardMoves() {
+        return sequence.stats().shardMoves;
+      },
       calls: [],
       crashed: false,
     };

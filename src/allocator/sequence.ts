@@ -109,6 +109,11 @@ export const USAGE_REPORT_MS = 10_000;
  */
 export const MOVE_AFTER_LOST_RACES = 2;
 
+/** Why a handle goes on from another shard before its first block (logged at debug). */
+export type ShardMoveReason = 'lost races' | 'no IDs and no SERIAL';
+/** The debug message of a move; its fields are `from`, `to` and `reason`. */
+export const SHARD_MOVE_MESSAGE = 'moved to another shard before the first block';
+
 const PROCESS_FAILURES = {
   claim: {
     failed: 'claiming a block failed; the IDs this process holds are still served',
@@ -601,7 +606,7 @@ export class Sequence<T extends number | bigint> {
         const held = this.loaded;
         // Races lost on a crowded shard are no failure: the claim goes on from another one.
         if (held !== undefined && this.moveWanted && error instanceof ContentionError) {
-          await this.moveShard(held);
+          await this.moveShard(held, 'lost races');
           continue;
         }
         if (error instanceof StateRolledBackError) {
@@ -616,7 +621,7 @@ export class Sequence<T extends number | bigint> {
         if (!isTransient(error) || !goesOn()) throw error;
         this.claimFailure = failure = error;
         if (held !== undefined && this.movesOnFor(error)) {
-          await this.moveShard(held);
+          await this.moveShard(held, 'no IDs and no SERIAL');
           continue;
         }
       }
@@ -674,7 +679,7 @@ export class Sequence<T extends number | bigint> {
    * as wasted are reported with the new shard's usage). The old one is closed; nothing it holds
    * is this handle's (no block was accepted from it).
    */
-  private async moveShard({ settings, allocator }: Loaded): Promise<void> {
+  private async moveShard({ settings, allocator }: Loaded, reason: ShardMoveReason): Promise<void> {
     this.moveWanted = false;
     this.racesHere = 0;
     this.counters.shardMoves++;
@@ -682,7 +687,7 @@ export class Sequence<T extends number | bigint> {
     const others = settings.shards - 1;
     const shard = (this.shard + 1 + Math.floor(Math.random() * others)) % settings.shards;
     this.loaded = this.useShard(settings, shard, allocator);
-    this.log?.debug({ from, to: this.grantee }, 'moved to another shard before the first block');
+    this.log?.debug({ from, to: this.grantee, reason }, SHARD_MOVE_MESSAGE);
     await allocator.close();
   }
 

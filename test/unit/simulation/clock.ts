@@ -40,6 +40,11 @@ export class SimClock {
     private readonly log: (line: string) => void,
   ) {}
 
+  /** Virtual ms since the run started. */
+  get elapsed(): number {
+    return this.now;
+  }
+
   /** The clock as `owner`'s allocator sees it. */
   for(owner: TimerOwner): Clock {
     return {

@@ -4,6 +4,7 @@
  * allocator what it did.
  */
 import type { CheckSnapshot } from '../../../src/admin/check.js';
+import type { ShardMoveReason } from '../../../src/allocator/sequence.js';
 
 /**
  * One call of a handle as its caller saw it. `issued` and `returned` are positions in one count
@@ -27,8 +28,6 @@ export interface HandleHistory {
   readonly name: string;
   readonly dc: string;
   readonly calls: CallRecord[];
-  /** Times it went on from another shard of its DC before its first block (`stats()`). */
-  readonly shardMoves: number;
   /** Its process died: calls still pending stay so for ever. */
   crashed: boolean;
 }
@@ -49,6 +48,8 @@ export interface History {
    * end, read after the last call returned.
    */
   readonly rowLog: readonly RowsAt[];
+  /** Moves of handles to another shard before their first block, by reason (their logs). */
+  readonly shardMoves: Readonly<Record<ShardMoveReason, number>>;
   /** False if the step limit stopped the run before everything settled. */
   readonly settled: boolean;
   readonly steps: number;

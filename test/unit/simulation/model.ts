@@ -140,10 +140,19 @@ export const WRITE_FAULTS: readonly WriteFault[] = [
  */
 export type WriteKind = 'claim' | 'give-back' | 'install' | 'grant' | 'alter';
 
-/** The `at`-th write of that kind (or read) in the run, counted over every process, fails. */
+/**
+ * The `at`-th write of that kind (or read) in the run, counted over every process, fails. The
+ * `at`-th call at SERIAL (a grant read or batch) cuts its caller's DC off from SERIAL for
+ * {@link SERIAL_OUTAGE_MS} of virtual time, as a DC partitioned from the others is: each call at
+ * SERIAL from that DC then fails as unavailable, while LOCAL_SERIAL still works.
+ */
 export type PlannedFault =
   | { readonly on: WriteKind; readonly at: number; readonly fault: WriteFault }
-  | { readonly on: 'read'; readonly at: number; readonly fault: 'unavailable' };
+  | { readonly on: 'read'; readonly at: number; readonly fault: 'unavailable' }
+  | { readonly on: 'serial'; readonly at: number; readonly fault: 'outage' };
+
+/** How long a planned SERIAL outage cuts a DC off, ms of virtual time. */
+export const SERIAL_OUTAGE_MS = 3_000;
 
 /** Where a planned fault lands: a kind of write, or any read of the rows. */
 export type FaultSite = PlannedFault['on'];
@@ -156,6 +165,7 @@ const FAULT_REACH: Readonly<Record<FaultSite, number>> = {
   grant: 8,
   alter: 1,
   read: 100,
+  serial: 12,
 };
 
 export interface Scenario {
@@ -292,6 +302,7 @@ const FAULT_WEIGHT: Readonly<Record<FaultSite, number>> = {
   grant: 1,
   alter: 1,
   read: 1,
+  serial: 1,
 };
 
 const faultArb: fc.Arbitrary<PlannedFault> = fc.oneof(
@@ -309,6 +320,14 @@ const faultArb: fc.Arbitrary<PlannedFault> = fc.oneof(
       on: fc.constant('read'),
       at: fc.nat({ max: FAULT_REACH.read }),
       fault: fc.constant('unavailable'),
+    }),
+  },
+  {
+    weight: FAULT_WEIGHT.serial,
+    arbitrary: fc.record({
+      on: fc.constant('serial'),
+      at: fc.nat({ max: FAULT_REACH.serial }),
+      fault: fc.constant('outage'),
     }),
   },
 ) as fc.Arbitrary<PlannedFault>;

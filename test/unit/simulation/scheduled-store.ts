@@ -41,6 +41,8 @@ export interface Network {
   readonly clock: SimClock;
   /** The fault planned for the call of `site` being sent now, if any. */
   nextFault(site: FaultSite): PlannedFault['fault'] | undefined;
+  /** Whether the call at SERIAL `dc`'s process is sending now finds SERIAL cut off. */
+  serialCutOff(dc: string): boolean;
   /** The step running now. */
   readonly step: number;
   /** A store call ran in this step: the rows may have changed. */
@@ -58,7 +60,7 @@ type Planned = PlannedFault['fault'] | undefined;
 export class ScheduledStore implements IdStore {
   constructor(
     private readonly network: Network,
-    private readonly process: TimerOwner,
+    private readonly process: TimerOwner & { readonly dc: string },
   ) {}
 
   createSequence(
@@ -98,7 +100,7 @@ export class ScheduledStore implements IdStore {
 
   readGrants(sequence: string, dc: string): Promise<GrantView> {
     return this.call(`readGrants ${dc}`, 'read', (fault) =>
-      this.read('readGrants', fault, () => this.store.readGrants(sequence, dc)),
+      this.read('readGrants', this.serialFault(fault), () => this.store.readGrants(sequence, dc)),
     );
   }
 
@@ -117,10 +119,15 @@ export class ScheduledStore implements IdStore {
     return this.call(
       `grantRange ${dc} #${grant.number} [${grant.min}, ${grant.max}] if GLOBAL=${expectedGlobalLast}`,
       'grant',
-      (fault) =>
-        this.conditional('grantRange', fault, () =>
-          this.store.grantRange(sequence, dc, expectedGlobalLast, grant),
-        ),
+      (fault) => {
+        const invoke = () => this.store.grantRange(sequence, dc, expectedGlobalLast, grant);
+        if (this.serialFault(fault) !== 'unavailable') {
+          return this.conditional('grantRange', fault, invoke);
+        }
+        // Cut off from SERIAL: the batch fails before any round, as Unavailable does.
+        this.arm({ op: 'grantRange', effect: 'unavailable' });
+        return invoke();
+      },
     );
   }
 
@@ -254,7 +261,8 @@ export class ScheduledStore implements IdStore {
     fault: Planned,
     invoke: () => Promise<R>,
   ): Promise<R> {
-    if (fault === undefined || fault === 'unavailable') return invoke();
+    // Unavailable is armed by the caller; an outage is never planned for a write (serialCutOff).
+    if (fault === undefined || fault === 'unavailable' || fault === 'outage') return invoke();
     const timeout = () => this.network.clock.sleep(this.process, timeoutMs());
     switch (fault) {
       case 'applied-reported-rejected':
@@ -281,6 +289,11 @@ export class ScheduledStore implements IdStore {
     } finally {
       await timeout();
     }
+  }
+
+  /** `fault`, or unavailable while this process's DC is cut off from SERIAL. */
+  private serialFault(fault: Planned): Planned {
+    return this.network.serialCutOff(this.process.dc) ? 'unavailable' : fault;
   }
 
   private arm(fault: Fault): void {

@@ -18,13 +18,19 @@ import type fc from 'fast-check';
 
 import type { CheckSnapshot } from '../../../src/admin/check.js';
 import { IdGen } from '../../../src/allocator/id-gen.js';
-import type { Sequence } from '../../../src/allocator/sequence.js';
+import {
+  SHARD_MOVE_MESSAGE,
+  type Sequence,
+  type ShardMoveReason,
+} from '../../../src/allocator/sequence.js';
+import type { Logger } from '../../../src/logger.js';
 import { MemoryStore } from '../../../src/store/memory.js';
 import { SimClock } from './clock.js';
 import type { CallRecord, HandleHistory, History, RowsAt } from './history.js';
 import {
   DCS,
   SEQUENCE,
+  SERIAL_OUTAGE_MS,
   type Command,
   type FaultSite,
   type PlannedFault,
@@ -132,6 +138,7 @@ class Process {
       dc,
       keyspace: KEYSPACE,
       clock: world.clock.for(this),
+      logger: world.logger,
     });
   }
 
@@ -142,9 +149,6 @@ class Process {
       // The shard the handle picked when it loaded (its DC before): its IDs are that grantee's.
       get dc() {
         return sequence.grantee;
-      },
-      get shardMoves() {
-        return sequence.stats().shardMoves;
       },
       calls: [],
       crashed: false,
@@ -180,6 +184,26 @@ class World implements Network {
   private readonly faults = new Map<string, PlannedFault['fault']>();
   /** Calls sent so far, per fault site. */
   private readonly sent = new Map<FaultSite, number>();
+  /** Moves to another shard before a first block, by reason, as the handles logged them. */
+  private readonly shardMoves: Record<ShardMoveReason, number> = {
+    'lost races': 0,
+    'no IDs and no SERIAL': 0,
+  };
+  /** What every process logs to: only shard moves are kept (counted, and in the trace). */
+  readonly logger: Logger = {
+    child: () => this.logger,
+    debug: (fields, message) => {
+      if (message !== SHARD_MOVE_MESSAGE) return;
+      const reason = fields.reason as ShardMoveReason;
+      this.shardMoves[reason]++;
+      this.log(`${String(fields.from)} moves to ${String(fields.to)}: ${reason}`);
+    },
+    info: () => undefined,
+    warn: () => undefined,
+    error: () => undefined,
+  };
+  /** Per DC cut off from SERIAL, when its outage ends (virtual ms). */
+  private readonly serialOutageEnds = new Map<string, number>();
   private steps = 0;
   private events = 0;
   private settled = true;
@@ -224,6 +248,15 @@ class World implements Network {
     const index = this.sent.get(site) ?? 0;
     this.sent.set(site, index + 1);
     return this.faults.get(`${site}/${index}`);
+  }
+
+  serialCutOff(dc: string): boolean {
+    const now = this.clock.elapsed;
+    if (this.nextFault('serial') === 'outage') {
+      this.serialOutageEnds.set(dc, now + SERIAL_OUTAGE_MS);
+      this.log(`${dc} is cut off from SERIAL for ${SERIAL_OUTAGE_MS} ms`);
+    }
+    return now < (this.serialOutageEnds.get(dc) ?? 0);
   }
 
   /**
@@ -287,6 +320,7 @@ class World implements Network {
       settled: this.settled,
       steps: this.steps,
       trace: this.trace,
+      shardMoves: { ...this.shardMoves },
     };
   }
 

@@ -647,12 +647,9 @@ export class Sequence<T extends number | bigint> {
   private movesOn(): boolean {
     const held = this.loaded;
     return (
-      held !== undefined &&
       this.racesHere >= MOVE_AFTER_LOST_RACES &&
-      (this.acceptedIds === 0 || mutated('move-after-first-block')) &&
-      held.settings.shards > 1 &&
-      !held.allocator.claimUnresolved &&
-      this.isOpen()
+      this.mayMove(held) &&
+      !held.allocator.claimUnresolved
     );
   }
 
@@ -662,10 +659,20 @@ export class Sequence<T extends number | bigint> {
    * it would otherwise wait for the partition to end on a shard it only picked at random.
    */
   private movesOnFor(error: unknown): boolean {
-    const held = this.loaded;
     return (
       error instanceof SerialUnavailableError &&
       error.dcRemaining === 0n &&
+      this.mayMove(this.loaded)
+    );
+  }
+
+  /**
+   * What every move needs, whatever its reason: loaded settings with another shard to go to, an
+   * open handle, and no ID accepted yet (the first-block rule; the negative control
+   * 'move-after-first-block' drops it).
+   */
+  private mayMove(held: Loaded | undefined): held is Loaded {
+    return (
       held !== undefined &&
       (this.acceptedIds === 0 || mutated('move-after-first-block')) &&
       held.settings.shards > 1 &&

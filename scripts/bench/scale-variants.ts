@@ -32,11 +32,12 @@ export interface ScaleVariant {
    * as large (a block never spans two ranges); undefined: the defaults.
    */
   readonly maxBlockSize?: number | undefined;
-  /** State partitions per DC (`shards`); undefined: one. */
+  /** State partitions per DC (`shards`); undefined: the default (8 for adaptive blocks, else 1). */
   readonly shards?: number | undefined;
   /**
-   * Every DC's first ranges (one per shard) granted with the sequence (`firstRanges`), so that
-   * the instances start without SERIAL; undefined: each DC asks when its instances start.
+   * true: every DC's first ranges (one per shard) granted with the sequence (`firstRanges`), so
+   * that the instances start without SERIAL; false: none, each DC asks when its instances start;
+   * undefined: the default (every DC of the keyspace for adaptive blocks, none for fixed ones).
    */
   readonly firstRanges?: boolean | undefined;
 }
@@ -46,8 +47,16 @@ export const SCALE_VARIANTS: readonly ScaleVariant[] = Object.freeze([
   { key: 'fixed100', label: 'fixed 100', fixedBlockSize: 100, autonomySeconds: undefined },
   { key: 'fixed1000', label: 'fixed 1,000', fixedBlockSize: 1_000, autonomySeconds: undefined },
   {
+    key: 'adaptiveOneShard',
+    label: 'adaptive, 1 shard, no first ranges (the defaults before 8 shards)',
+    fixedBlockSize: undefined,
+    autonomySeconds: undefined,
+    shards: 1,
+    firstRanges: false,
+  },
+  {
     key: 'adaptive',
-    label: 'adaptive (defaults)',
+    label: 'adaptive (defaults: 8 shards per DC, first ranges at creation)',
     fixedBlockSize: undefined,
     autonomySeconds: undefined,
   },
@@ -86,6 +95,14 @@ export const SCALE_VARIANTS: readonly ScaleVariant[] = Object.freeze([
     firstRanges: true,
   },
   {
+    key: 'adaptiveSharded4First',
+    label: 'adaptive, 4 shards per DC, first ranges at creation',
+    fixedBlockSize: undefined,
+    autonomySeconds: undefined,
+    shards: 4,
+    firstRanges: true,
+  },
+  {
     key: 'adaptiveShardedFirst',
     label: 'adaptive, 8 shards per DC, first ranges at creation',
     fixedBlockSize: undefined,
@@ -118,10 +135,9 @@ export const SCALE_VARIANTS: readonly ScaleVariant[] = Object.freeze([
 export const DEFAULT_SCALE_VARIANTS: readonly string[] = Object.freeze([
   'fixed100',
   'fixed1000',
+  'adaptiveOneShard',
   'adaptive',
   'adaptiveLarge',
-  'adaptiveShardedFirst',
-  'adaptiveLargeShardedFirst',
 ]);
 
 /** Sequence options with the adaptive ones this build may not know yet. */

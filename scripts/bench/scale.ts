@@ -150,10 +150,11 @@ export async function measureScale(
     { variant, options }: (typeof runnable)[number],
   ): Promise<void> => {
     const sequence = `scale_r${r}_n${instancesPerDc}_${mode}_${variant.key}`;
-    await cluster.createSequence(
-      sequence,
-      variant.firstRanges === true ? { ...options, firstRanges: cluster.dcs } : options,
-    );
+    const firstRanges =
+      variant.firstRanges === undefined
+        ? {}
+        : { firstRanges: variant.firstRanges ? cluster.dcs : [] };
+    await cluster.createSequence(sequence, { ...options, ...firstRanges });
     const ratePerInstance = mode === 'rate' ? settings.scaleRatePerDc / instancesPerDc : undefined;
     const busy = machineBusyBetween(warmupMs, warmupMs + durationMs);
     const answers = await fleet.scaleAll(instancesPerDc, {

@@ -6,6 +6,7 @@ import type { Logger } from '../logger.js';
 
 import { ClosedError, InvalidOptionError, SequenceNotFoundError } from '../errors.js';
 import {
+  defaultFirstRanges,
   resolveFirstGrants,
   resolveSequenceSettings,
   validateSequenceName,
@@ -14,7 +15,7 @@ import {
 } from '../options.js';
 import { resolveMetricsOptions, type MetricsOptions } from '../metrics/options.js';
 import { ProcessMetrics } from '../metrics/process-metrics.js';
-import type { IdStore, SequenceSettings } from '../store/port.js';
+import type { FirstGrant, IdStore, SequenceSettings } from '../store/port.js';
 import { BIGINT_IDS, NUMBER_IDS } from './block.js';
 import { SYSTEM_CLOCK, type Clock } from './clock.js';
 import { alterSettings, createSettings } from './settings-writes.js';
@@ -196,16 +197,33 @@ export class IdGen {
     name: string,
     options: CreateSequenceOptions = {},
   ): Promise<SequenceSettings> {
+    return (await this.createSequenceGranting(name, options)).settings;
+  }
+
+  /**
+   * @internal {@link IdGen.createSequence}, also returning the first ranges the create wrote
+   * (none if the sequence existed), for `idgen-cass seed` to print.
+   */
+  async createSequenceGranting(
+    name: string,
+    options: CreateSequenceOptions = {},
+  ): Promise<{ readonly settings: SequenceSettings; readonly firstGrants: readonly FirstGrant[] }> {
     this.#assertOpen();
     const settings = resolveSequenceSettings(name, options);
-    const firstGrants = resolveFirstGrants(settings, options.firstRanges);
-    return createSettings(
+    resolveFirstGrants(settings, options.firstRanges); // a bad list is refused before any read
+    const dcs =
+      options.firstRanges ?? defaultFirstRanges(settings, await this.#store.readReplicaDcs());
+    const firstGrants = resolveFirstGrants(settings, dcs);
+    const stored = await createSettings(
       this.#store,
       settings,
       this.keyspace,
       options.ifNotExists === true,
       firstGrants,
     );
+    // createSettings returns the settings given when this create wrote them, and the stored ones
+    // of an existing sequence (ifNotExists), whose first ranges, if any, were not this create's.
+    return { settings: stored, firstGrants: stored === settings ? firstGrants : [] };
   }
 
   /**

@@ -7,6 +7,7 @@
 import cassandra from 'cassandra-driver';
 
 import { InvariantError } from '../errors.js';
+import { ascending } from '../order.js';
 import { SEQUENCE_DEFAULTS } from '../options.js';
 import type { DcState, DomainName, Grant, GrantFound, StoredSettings } from './port.js';
 
@@ -162,4 +163,17 @@ export function toNumber(value: unknown): number | undefined {
 
 export function toText(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined;
+}
+
+/**
+ * The DCs of a keyspace's replication map (`system_schema.keyspaces.replication`) with a factor
+ * above 0, sorted by name; undefined unless its class is NetworkTopologyStrategy (SimpleStrategy
+ * names no DC). A transient factor (`3/1`) counts by its full replicas.
+ */
+export function replicaDcsOf(replication: Readonly<Record<string, string>>): string[] | undefined {
+  if (!/(^|\.)NetworkTopologyStrategy$/.test(replication['class'] ?? '')) return undefined;
+  return Object.entries(replication)
+    .filter(([key, factor]) => key !== 'class' && Number.parseInt(factor, 10) > 0)
+    .map(([dc]) => dc)
+    .sort(ascending);
 }

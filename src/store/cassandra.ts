@@ -33,6 +33,7 @@ import {
 } from './cassandra-request-options.js';
 import {
   GLOBAL,
+  replicaDcsOf,
   parseDcState,
   parseFoundGrant,
   parseFoundSettings,
@@ -469,6 +470,12 @@ export class CassandraStore implements IdStore {
         readNodeSettingsOf(this.client, host, this.keyspace, this.requestTimeoutMs),
       ),
     );
+  }
+
+  async readReplicaDcs(): Promise<readonly string[] | undefined> {
+    const result = await this.read('replicaDcs', [this.keyspace], 'read the keyspace replication');
+    const replication = result.first()?.get('replication') as Record<string, string> | undefined;
+    return replication === undefined ? undefined : replicaDcsOf(replication);
   }
 
   async close(): Promise<void> {

@@ -145,6 +145,12 @@ export interface MemoryStoreOptions {
    * @default one node in dc1 with `commitlog_sync: batch` and `paxos_variant: v2`
    */
   readonly nodeSettings?: readonly MemoryNode[] | undefined;
+  /**
+   * What {@link MemoryStore.readReplicaDcs} answers: the DCs of a NetworkTopologyStrategy
+   * keyspace, or undefined for a keyspace of another strategy.
+   * @default undefined (so a sequence created here gets no first ranges unless it names them)
+   */
+  readonly replicaDcs?: readonly string[] | undefined;
 }
 
 /**
@@ -173,6 +179,7 @@ const LEVELS: Readonly<Record<StoreMethod, StoreLevel>> = {
   readDcUsage: 'local',
   probeSerial: 'serial',
   readNodeSettings: 'local',
+  readReplicaDcs: 'local',
   close: 'local',
 };
 
@@ -215,12 +222,15 @@ export class MemoryStore implements IdStore {
   private readonly usage = new Map<string, Record<UsageCause, bigint>>();
   /** The nodes {@link MemoryStore.readNodeSettings} reports; tests may change them at will. */
   readonly nodes: MemoryNode[];
+  /** What {@link MemoryStore.readReplicaDcs} answers; tests may change it at will. */
+  replicaDcs: readonly string[] | undefined;
 
   constructor(options: MemoryStoreOptions = {}) {
     this.latencyMs = options.latencyMs ?? 0;
     this.plainReadLag = options.plainReadLag ?? 0;
     this.keyspace = options.keyspace ?? 'memory';
     this.nodes = [...(options.nodeSettings ?? [{ host: 'memory:9042', dc: 'dc1' }])];
+    this.replicaDcs = options.replicaDcs;
   }
 
   resetCalls(): void {
@@ -481,6 +491,11 @@ export class MemoryStore implements IdStore {
     return result;
   }
 
+  async readReplicaDcs(): Promise<readonly string[] | undefined> {
+    await this.enter('readReplicaDcs');
+    return this.replicaDcs === undefined ? undefined : [...this.replicaDcs];
+  }
+
   async readNodeSettings(): Promise<readonly NodeSettings[]> {
     await this.enter('readNodeSettings');
     return this.nodes.map((node) => {
@@ -651,6 +666,7 @@ function zeroCalls(): Record<StoreMethod, number> {
     readDcUsage: 0,
     probeSerial: 0,
     readNodeSettings: 0,
+    readReplicaDcs: 0,
     close: 0,
   };
 }

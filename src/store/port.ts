@@ -359,6 +359,13 @@ export interface IdStore {
    */
   readNodeSettings(): Promise<readonly NodeSettings[]>;
 
+  /**
+   * The DCs the keyspace keeps replicas in (a factor above 0 under NetworkTopologyStrategy), in
+   * order of their names; undefined under any other strategy, where no DC is named.
+   * A sequence created with adaptive blocks grants each of them its first ranges unless told.
+   */
+  readReplicaDcs(): Promise<readonly string[] | undefined>;
+
   /** Releases connections the store owns. */
   close(): Promise<void>;
 }

@@ -450,8 +450,17 @@ describe('scale report section', () => {
 describe('scale phase parts', () => {
   it('pins fixed variants and leaves the adaptive one to its defaults', () => {
     const all = new Set(ADAPTIVE_OPTIONS);
-    const [fixed100, , adaptive, adaptiveLarge, adaptive60, fixed100Sharded, adaptiveSharded] =
-      SCALE_VARIANTS;
+    const byKey = (key: string) => SCALE_VARIANTS.find((variant) => variant.key === key);
+    const [fixed100, adaptive, adaptiveLarge, adaptive60, fixed100Sharded, adaptiveSharded] = [
+      'fixed100',
+      'adaptive',
+      'adaptiveLarge',
+      'adaptive60',
+      'fixed100Sharded',
+      'adaptiveSharded',
+    ].map(byKey);
+    // The defaults before 8 shards: one shard, named (its first ranges are left to scale.ts).
+    expect(scaleSequenceOptions(byKey('adaptiveOneShard')!, all)).toEqual({ shards: 1 });
     expect(scaleSequenceOptions(fixed100!, all)).toEqual({
       blockSize: 100,
       dcRangeSize: 100_000,

@@ -3,7 +3,7 @@ import type cassandra from 'cassandra-driver';
 import { describe, expect, it } from 'vitest';
 
 import { SEQUENCE_DEFAULTS } from '../../src/options.js';
-import { parseSettings } from '../../src/store/cassandra-rows.js';
+import { parseSettings, replicaDcsOf } from '../../src/store/cassandra-rows.js';
 
 function row(values: Record<string, unknown>): cassandra.types.Row {
   return { get: (column: string) => values[column] ?? null } as unknown as cassandra.types.Row;
@@ -49,5 +49,26 @@ describe('parseSettings', () => {
       maxDcRangeSize: 10_000_000n,
       autonomySeconds: 86_400,
     });
+  });
+});
+
+describe('replicaDcsOf', () => {
+  const NTS = 'org.apache.cassandra.locator.NetworkTopologyStrategy';
+
+  it('names the DCs of a NetworkTopologyStrategy keyspace with replicas, sorted', () => {
+    expect(replicaDcsOf({ class: NTS, dc3: '3', dc1: '3', dc2: '3/1', old_dc: '0' })).toEqual([
+      'dc1',
+      'dc2',
+      'dc3',
+    ]);
+  });
+
+  it('names none under SimpleStrategy, where the map holds a factor and no DC', () => {
+    expect(
+      replicaDcsOf({
+        class: 'org.apache.cassandra.locator.SimpleStrategy',
+        replication_factor: '3',
+      }),
+    ).toBeUndefined();
   });
 });

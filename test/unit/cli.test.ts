@@ -338,8 +338,8 @@ describe('seed --first-ranges, over the in-memory store', () => {
   ];
 
   /** The store `idgen-cass` works on from now on (through a dc1 process). */
-  function cliStore(): MemoryStore {
-    const store = new MemoryStore({ keyspace: 'idgen' });
+  function cliStore(replicaDcs?: readonly string[]): MemoryStore {
+    const store = new MemoryStore({ keyspace: 'idgen', replicaDcs });
     allocator.current = new IdGen({ store, dc: 'dc1', keyspace: 'idgen' });
     return store;
   }
@@ -358,6 +358,24 @@ describe('seed --first-ranges, over the in-memory store', () => {
     );
     await expectFirstRangesOfTwoDcs(store);
     expect(store.calls.grantRange).toBe(0); // written with the sequence, not granted at SERIAL
+  });
+
+  it('grants every DC of the keyspace its first ranges by default when blocks adapt, and none with --no-first-ranges', async () => {
+    const store = cliStore(['dc1', 'dc2', 'dc3']);
+    const run = await cli(...SEED, 'orders');
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/shards +8 per DC/);
+    expect(run.stdout).toContain(
+      'First DC ranges granted to dc1, dc2, dc3: 24 of 100,000 IDs (one per shard), [1, 2400000].',
+    );
+    expect((await store.readGrantsOverview('orders'))?.globalLast).toBe(2_400_000n);
+
+    const none = cliStore(['dc1', 'dc2', 'dc3']);
+    const without = await cli(...SEED, 'orders', '--no-first-ranges', '--json');
+    expect(without.code).toBe(0);
+    expect(JSON.parse(without.stdout)).toMatchObject({ settings: { shards: 8 }, firstRanges: [] });
+    expect((await none.readGrantsOverview('orders'))?.globalLast).toBe(0n);
   });
 
   it('lists the ranges it granted under --json, and none for a sequence that existed', async () => {

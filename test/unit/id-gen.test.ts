@@ -17,6 +17,48 @@ function fresh(): { store: MemoryStore; ids: IdGen } {
 }
 
 describe('IdGen', () => {
+  it('grants every DC of the keyspace its first ranges, one per shard, when blocks adapt and the create names none', async () => {
+    const store = new MemoryStore({ replicaDcs: ['dc1', 'dc2', 'dc3'] });
+    const ids = processIn(store, 'dc1');
+    const { settings, firstGrants } = await ids.createSequenceGranting('orders');
+    expect(settings.shards).toBe(8);
+    expect(firstGrants.map(({ grantee }) => grantee)).toEqual(
+      ['dc1', 'dc2', 'dc3'].flatMap((dc) => [
+        dc,
+        ...[1, 2, 3, 4, 5, 6, 7].map((k) => `${dc}/${k}`),
+      ]),
+    );
+    const overview = await store.readGrantsOverview('orders');
+    expect(overview?.globalLast).toBe(2_400_000n);
+    expect(overview?.grants.get('dc3/7')).toEqual([
+      { number: 1, min: 2_300_001n, max: 2_400_000n },
+    ]);
+    // A process of each DC starts on its first ranges: no grant at SERIAL.
+    store.resetCalls();
+    for (const dc of ['dc1', 'dc2', 'dc3']) await processIn(store, dc).sequence('orders').next();
+    expect(store.calls).toMatchObject({ grantRange: 0, readGrants: 0 });
+  });
+
+  it.each([
+    ['fixed blocks', { blockSize: 500 }, ['dc1', 'dc2']],
+    ['an empty list given', { firstRanges: [] }, ['dc1', 'dc2']],
+    ['a keyspace that names no DC', {}, undefined],
+  ] as const)('grants no first ranges unless named with %s', async (_, options, replicaDcs) => {
+    const store = new MemoryStore({ replicaDcs });
+    const { firstGrants } = await processIn(store, 'dc1').createSequenceGranting('orders', options);
+    expect(firstGrants).toEqual([]);
+    expect((await store.readGrantsOverview('orders'))?.globalLast).toBe(0n);
+  });
+
+  it('grants the DCs named, not the keyspace’s, and reports none for a sequence that existed', async () => {
+    const store = new MemoryStore({ replicaDcs: ['dc1', 'dc2', 'dc3'] });
+    const ids = processIn(store, 'dc1');
+    const named = await ids.createSequenceGranting('orders', { firstRanges: ['dc2'], shards: 2 });
+    expect(named.firstGrants.map(({ grantee }) => grantee)).toEqual(['dc2', 'dc2/1']);
+    const again = await ids.createSequenceGranting('orders', { ifNotExists: true });
+    expect(again).toEqual({ settings: named.settings, firstGrants: [] });
+  });
+
   it('exposes its DC and keyspace, not its store', () => {
     const { ids } = fresh();
     expect(ids.dc).toBe('eu_west1');

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 
 import { InvalidNameError, InvalidOptionError, InvariantError } from '../../src/errors.js';
 import {
+  defaultFirstRanges,
   resolveFirstGrants,
   DOMAIN_MAX,
   MAX_INT63,
@@ -33,7 +34,8 @@ describe('resolveSequenceSettings', () => {
       // Adaptive blocks up to 100,000 without a target: room for 8 of them per grant.
       maxDcRangeSize: 800_000n,
       autonomySeconds: 0,
-      shards: 1,
+      // Adaptive blocks in a domain of 21,474 DC ranges: 8 state partitions per DC.
+      shards: 8,
     });
     expect(Object.isFrozen(settings)).toBe(true);
     expect(Object.isFrozen(SEQUENCE_DEFAULTS)).toBe(true);
@@ -147,6 +149,22 @@ describe('resolveSequenceSettings', () => {
     );
   });
 
+  it.each([
+    ['adaptive blocks, int32, DC ranges of 100,000 (21,474 of them)', {}, 8],
+    ['adaptive blocks, safe53', { domain: 'safe53' }, 8],
+    ['adaptive blocks, int32, DC ranges of 1,000,000 (2,147 of them)', { dcRangeSize: 1e6 }, 2],
+    ['adaptive blocks, int32, DC ranges of 10,000,000 (214 of them)', { dcRangeSize: 1e7 }, 1],
+    ['fixed blocks (blockSize alone)', { blockSize: 100 }, 1],
+    ['fixed blocks (maxBlockSize = blockSize)', { blockSize: 500, maxBlockSize: 500 }, 1],
+    ['shards given', { shards: 3 }, 3],
+    ['shards given, fixed blocks', { blockSize: 100, shards: 2 }, 2],
+  ] as const)(
+    'shards unless given: 8 with adaptive blocks, at most one per 1,000 DC ranges of the domain, 1 with fixed blocks: %s',
+    (_, options, shards) => {
+      expect(resolveSequenceSettings('s', options).shards).toBe(shards);
+    },
+  );
+
   it('refuses a bad name before looking at the options', () => {
     expect(() => resolveSequenceSettings('1abc', { blockSize: 0 })).toThrow(InvalidNameError);
   });
@@ -191,6 +209,38 @@ describe('resolveFirstGrants', () => {
     expect(() => resolveFirstGrants(many, ['dc1', 'dc2', 'dc3'])).toThrow(
       /at most 64 .* 3 DC\(s\) × 22 shard\(s\) = 66/,
     );
+  });
+});
+
+describe('defaultFirstRanges', () => {
+  const dcs = ['dc1', 'dc2', 'dc3'];
+
+  it('grants every DC of the keyspace its first ranges when blocks adapt', () => {
+    const settings = resolveSequenceSettings('orders');
+    expect(defaultFirstRanges(settings, dcs)).toEqual(dcs);
+    expect(resolveFirstGrants(settings, defaultFirstRanges(settings, dcs))).toHaveLength(24);
+  });
+
+  it.each([
+    ['fixed blocks', { blockSize: 100 }, dcs],
+    ['a keyspace that names no DC (SimpleStrategy)', {}, undefined],
+    ['a keyspace with no DC', {}, []],
+    [
+      'more ranges than one batch holds (9 DCs × 8 shards)',
+      {},
+      Array.from({ length: 9 }, (_, i) => `dc${i + 1}`),
+    ],
+    ['ranges above an eighth of the IDs from start', { start: 2n ** 31n - 1n - 19_199_998n }, dcs],
+  ] as const)('grants none with %s', (_, options, replicaDcs) => {
+    expect(defaultFirstRanges(resolveSequenceSettings('orders', options), replicaDcs)).toBe(
+      undefined,
+    );
+  });
+
+  it('grants them where they take an eighth of the IDs from start, no more', () => {
+    // 24 ranges of 100,000: 2,400,000 IDs, an eighth of 19,200,000.
+    const start = 2n ** 31n - 1n - 19_200_000n + 1n;
+    expect(defaultFirstRanges(resolveSequenceSettings('orders', { start }), dcs)).toEqual(dcs);
   });
 });
 

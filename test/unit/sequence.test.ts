@@ -618,6 +618,7 @@ describe('Sequence: adaptive blocks', () => {
       blockSize: 100,
       maxBlockSize: 100_000,
       claimIntervalMs: 1_000,
+      shards: 1, // the DC's rate is read from its one state partition
     });
     const other = processIn(store);
     const fast = ids.sequence('orders');
@@ -638,6 +639,7 @@ describe('Sequence: adaptive blocks', () => {
       dcRangeSize: 1_000_000,
       blockSize: 100,
       maxBlockSize: 100_000,
+      shards: 1, // the races are faults on the DC's one state partition
     });
     await draw(processIn(store).sequence('orders'), 1);
     // Other processes of the DC win the next two races.

@@ -24,6 +24,7 @@ import {
   parseInteger,
 } from '../parse.js';
 import { incompleteWarning } from '../preflight-view.js';
+import { dcOfGrantee } from '../../names.js';
 
 interface SeedOptions {
   readonly domain?: DomainPreset;
@@ -38,7 +39,8 @@ interface SeedOptions {
   readonly maxDcRange?: bigint;
   readonly autonomy?: number;
   readonly shards?: number;
-  readonly firstRanges?: readonly string[];
+  /** False with `--no-first-ranges`; undefined: the default. */
+  readonly firstRanges?: readonly string[] | false;
   readonly ifNotExists?: boolean;
   readonly allowUnsafeCluster?: boolean;
 }
@@ -93,13 +95,17 @@ export function seedCommand(program: Command, ctx: CliContext): void {
     )
     .option(
       '--shards <n>',
-      `state partitions per DC that its processes' claims spread over, 1 to 256; each holds DC ranges of its own (default: ${SEQUENCE_DEFAULTS.shards})`,
+      `state partitions per DC that its processes' claims spread over, 1 to 256; each holds DC ranges of its own (default: with adaptive blocks ${SEQUENCE_DEFAULTS.adaptiveShards}, or one per ${SEQUENCE_DEFAULTS.shardRoom} DC ranges the domain holds if fewer; with fixed blocks ${SEQUENCE_DEFAULTS.shards})`,
       parseInteger,
     )
     .option(
       '--first-ranges <dcs>',
-      'DCs, separated by commas (e.g. dc1,dc2,dc3), granted their first DC range (one per shard) with the sequence, so that a fleet starting at once never crowds the grants partition all DCs share; list every DC that will allocate (default: none, each DC asks when its first process starts)',
+      'DCs, separated by commas (e.g. dc1,dc2,dc3), granted their first DC range (one per shard) with the sequence, so that a fleet starting at once never crowds the grants partition all DCs share; list every DC that will allocate (default: with adaptive blocks every DC of the keyspace replication, if their ranges fit in an eighth of the domain; with fixed blocks none)',
       parseFirstRanges,
+    )
+    .option(
+      '--no-first-ranges',
+      'grant no DC its first range with the sequence: each DC asks when its first process starts',
     )
     .option(
       '--threshold <share>',
@@ -147,13 +153,10 @@ With each DC's first ranges granted at once, for a fleet that starts all togethe
         maxDcRangeSize: options.maxDcRange,
         autonomySeconds: options.autonomy,
         shards: options.shards,
-        firstRanges: options.firstRanges,
+        firstRanges: options.firstRanges === false ? [] : options.firstRanges,
       };
       // Bad input is refused before any connection.
-      const firstGrants = resolveFirstGrants(
-        resolveSequenceSettings(sequence, create),
-        create.firstRanges,
-      );
+      resolveFirstGrants(resolveSequenceSettings(sequence, create), create.firstRanges);
       if (options.allowUnsafeCluster !== true) {
         const report = await (await ctx.admin()).preflight();
         if (report.verdict === 'unsafe') {
@@ -164,8 +167,9 @@ With each DC's first ranges granted at once, for a fleet that starts all togethe
       const ids = await ctx.idGen();
       let created = true;
       let settings;
+      let granted: readonly FirstGrant[] = [];
       try {
-        settings = await ids.createSequence(sequence, create);
+        ({ settings, firstGrants: granted } = await ids.createSequenceGranting(sequence, create));
       } catch (error) {
         if (!(error instanceof SequenceExistsError)) throw error;
         if (options.ifNotExists !== true) {
@@ -178,16 +182,16 @@ With each DC's first ranges granted at once, for a fleet that starts all togethe
         created = false;
         settings = await ids.readSequence(sequence);
       }
-      // The first ranges this command granted: none if the sequence existed.
-      const granted = created ? firstGrants : [];
+      // `granted`: the first ranges this command granted (none if the sequence existed).
       if (ctx.json) {
         return ctx.printJson({
           created,
           settings: settingsJson(settings),
-          firstRanges:
-            options.firstRanges === undefined
-              ? undefined
-              : granted.map(({ grantee, grant }) => ({ grantee, min: grant.min, max: grant.max })),
+          firstRanges: granted.map(({ grantee, grant }) => ({
+            grantee,
+            min: grant.min,
+            max: grant.max,
+          })),
         });
       }
       await ctx.print([
@@ -195,13 +199,14 @@ With each DC's first ranges granted at once, for a fleet that starts all togethe
           ? `Created sequence "${sequence}".`
           : `Sequence "${sequence}" already exists in keyspace "${ids.keyspace}"; left unchanged (--if-not-exists).`,
         ...settingsLines(settings),
-        ...(granted.length === 0 ? [] : [firstRangesLine(options.firstRanges ?? [], granted)]),
+        ...(granted.length === 0 ? [] : [firstRangesLine(granted)]),
       ]);
     });
 }
 
-/** What `seed --first-ranges` granted: `First DC ranges granted to dc1, dc2: 4 of 100 IDs…`. */
-function firstRangesLine(dcs: readonly string[], granted: readonly FirstGrant[]): string {
+/** What `seed` granted: `First DC ranges granted to dc1, dc2: 4 of 100 IDs…`. */
+function firstRangesLine(granted: readonly FirstGrant[]): string {
+  const dcs = [...new Set(granted.map(({ grantee }) => dcOfGrantee(grantee)))];
   const first = granted[0]!.grant;
   const last = granted.at(-1)!.grant;
   const size = first.max - first.min + 1n;

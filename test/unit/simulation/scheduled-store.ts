@@ -192,6 +192,10 @@ export class ScheduledStore implements IdStore {
     return this.store.readDcUsage(sequence);
   }
 
+  readReplicaDcs(): Promise<readonly string[] | undefined> {
+    return this.call('readReplicaDcs', undefined, () => this.store.readReplicaDcs());
+  }
+
   readNodeSettings(): Promise<readonly NodeSettings[]> {
     return this.call('readNodeSettings', undefined, () => this.store.readNodeSettings());
   }

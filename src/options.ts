@@ -119,7 +119,9 @@ export interface CreateSequenceOptions {
    * shards a DC can make S times the claims. Each process claims from one shard, picked at random
    * when it opens the sequence, so its IDs still only grow. Each shard holds DC ranges of its own
    * (S grants at SERIAL where one DC made one) and sizes its grants from its own rate. Only grows.
-   * @default 1 (one partition per DC)
+   * With shards, a handle opened again (or a restarted process) may start below its last IDs.
+   * @default with adaptive blocks 8, or one per 1,000 DC ranges the domain holds if that is fewer
+   * (at least 1); with fixed blocks 1
    */
   readonly shards?: number | undefined;
   /**
@@ -135,8 +137,10 @@ export interface CreateSequenceOptions {
    * range, granted at creation"). Every DC that will allocate, as a rule: the processes of a
    * fleet that start at once then never crowd the one grants partition all DCs share. A DC
    * listed here that never allocates keeps its first ranges unused. Refused if they do not fit
-   * the domain from `start`, or number more than 64 (DCs × shards).
-   * @default none: each DC asks for its first range when its first process starts
+   * the domain from `start`, or number more than 64 (DCs × shards). `[]`: none.
+   * @default with adaptive blocks, every DC the keyspace replicates to (NetworkTopologyStrategy),
+   * if their ranges number at most 64 and take at most an eighth of the IDs from `start`;
+   * otherwise none: each DC asks for its first range when its first process starts
    */
   readonly firstRanges?: readonly string[] | undefined;
   /**

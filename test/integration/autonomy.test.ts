@@ -64,6 +64,10 @@ describe('grants sized by an autonomy target', () => {
       blockSize: 5,
       maxBlockSize: 100,
       claimIntervalMs: 200,
+      // One state partition and no first ranges: the grants measured are the DC's own, each
+      // asked for at SERIAL at the DC's rate.
+      shards: 1,
+      firstRanges: [],
     } satisfies CreateSequenceOptions;
     const lowRate = 10;
     const highRate = 1_000;
@@ -161,6 +165,10 @@ describe.runIf(clusterInfo().faults)('a DC cut off with grants sized by an auton
       blockSize: 10,
       maxBlockSize: 200,
       claimIntervalMs: 500,
+      // One state partition and no first ranges: the grants measured are the DC's own, each
+      // asked for at SERIAL at the DC's rate.
+      shards: 1,
+      firstRanges: [],
     } satisfies CreateSequenceOptions;
     const rate = 100;
     const target = grantFor(rate, settings);

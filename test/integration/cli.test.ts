@@ -356,13 +356,30 @@ describe('idgen-cass', () => {
     });
   });
 
-  it('seed --start begins above an IDENTITY column maximum', async () => {
-    expectOk(
-      await idgen(['seed', 'legacy', '--domain', 'int32', '--start', '48213578', ...unsafeOk()]),
+  it('seed --start begins above an IDENTITY column maximum; with the defaults every DC of the keyspace gets its first ranges', async () => {
+    const seed = await idgen([
+      'seed',
+      'legacy',
+      '--domain',
+      'int32',
+      '--start',
+      '48213578',
+      ...unsafeOk(),
+    ]);
+    expectOk(seed);
+    // Adaptive blocks: 8 shards per DC, and grant 1 of each for dc1, dc2 and dc3 (read from the
+    // keyspace replication), 100,000 IDs each from --start, dc1's first.
+    expect(seed.stdout).toMatch(/shards +8 per DC/);
+    expect(seed.stdout).toContain(
+      'First DC ranges granted to dc1, dc2, dc3: 24 of 100,000 IDs (one per shard), [48213578, 50613577].',
     );
     const run = await idgen(['next', 'legacy', '-n', '2']);
     expectOk(run);
-    expect(run.stdout).toBe('48213578\n48213579\n');
+    // Two IDs of one block of one of dc1's shards: consecutive, inside dc1's first ranges.
+    const [a, b] = run.stdout.trimEnd().split('\n').map(Number);
+    expect(b).toBe(a! + 1);
+    expect(a).toBeGreaterThanOrEqual(48_213_578);
+    expect(a).toBeLessThan(48_213_578 + 800_000);
   });
 
   it('next -n 1000 prints 1000 unique integers; --json prints an array', async () => {

@@ -419,7 +419,8 @@ describe('seed --first-ranges, over the in-memory store', () => {
     const { code, stdout } = await cli('seed', '--help');
     expect(code).toBe(0);
     expect(stdout).toContain('--first-ranges <dcs>');
-    expect(stdout).toContain('$ idgen-cass seed orders --shards 4 --first-ranges dc1,dc2,dc3');
+    expect(stdout).toContain('--no-first-ranges');
+    expect(stdout).toContain('$ idgen-cass seed orders --shards 16 --first-ranges dc1,dc2');
   });
 });
 

@@ -60,7 +60,7 @@ export function seedCommand(program: Command, ctx: CliContext): void {
     .option('--min <n>', `smallest ID (default: ${SEQUENCE_DEFAULTS.min})`, parseBigInt)
     .option(
       '--start <n>',
-      'first ID handed out, e.g. above the current maximum of an IDENTITY column (default: --min)',
+      'lowest ID handed out, e.g. above the current maximum of an IDENTITY column (default: --min)',
       parseBigInt,
     )
     .option(
@@ -123,7 +123,8 @@ export function seedCommand(program: Command, ctx: CliContext): void {
 First checks every node of every DC as "idgen-cass preflight" does, and refuses (exit 9) when
 one runs an unsafe setting such as commitlog_sync: periodic, unless ${ALLOW_UNSAFE_FLAG} is given.
 
-Example (a team moving off an IDENTITY column whose maximum is 48213577):
+Example (a team moving off an IDENTITY column whose maximum is 48213577; a keyspace replicated
+to dc1, dc2 and dc3):
   $ idgen-cass seed orders --domain int32 --start 48213578 --dc-range 1000000
   Created sequence "orders".
   sequence   orders
@@ -132,12 +133,14 @@ Example (a team moving off an IDENTITY column whose maximum is 48213577):
   DC range   1,000,000 IDs
   block      1,000 to 100,000 IDs, sized for a claim every 2 s
   threshold  0.5
+  shards     2 per DC
+  First DC ranges granted to dc1, dc2, dc3: 6 of 1,000,000 IDs (one per shard), [48213578, 54213577].
 
 With an autonomy target, grants follow the DC's measured rate:
   $ idgen-cass seed events --domain int63 --autonomy 24h
 
-With each DC's first ranges granted at once, for a fleet that starts all together:
-  $ idgen-cass seed orders --shards 4 --first-ranges dc1,dc2,dc3`,
+With 16 shards per DC, and first ranges for two DCs only:
+  $ idgen-cass seed orders --shards 16 --first-ranges dc1,dc2`,
     )
     .action(async (sequence: string, options: SeedOptions) => {
       const create: CreateSequenceOptions = {

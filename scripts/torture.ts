@@ -240,8 +240,22 @@ async function main(): Promise<void> {
   // creation"). Drawn from a generator of its own, so that the seed's other draws (the faults
   // among them) stay those of campaigns run before this choice existed.
   const firstRanges = new Random(options.seed ^ 0x5f1e57).pick([[], dcs]);
-  await admin.createSequence(sequence, { ...initial, firstRanges });
-  const created = { ...initial, firstRanges: firstRanges.join(',') || 'none' };
+  // In a third of the campaigns the create names neither shards nor first ranges, and takes the
+  // library's defaults: with adaptive blocks 8 shards, and first ranges for every DC the
+  // keyspace replicates to, read from its schema. Also drawn apart, for the same reason.
+  const libraryDefaults = new Random(options.seed ^ 0xd3fa17).pick([false, false, true]);
+  const { shards: drawnShards, ...sizes } = initial;
+  const made = await admin.createSequenceGranting(
+    sequence,
+    libraryDefaults ? sizes : { ...sizes, shards: drawnShards, firstRanges },
+  );
+  const grantedTo = [...new Set(made.firstGrants.map(({ grantee }) => dcOfGrantee(grantee)))];
+  const created = {
+    ...sizes,
+    shards: made.settings.shards,
+    firstRanges: grantedTo.join(',') || 'none',
+    ...(libraryDefaults ? { defaults: 'shards and first ranges' } : {}),
+  };
   log(`keyspace ${keyspace}, sequence ${JSON.stringify(created)}`);
 
   const fleet = new Fleet({

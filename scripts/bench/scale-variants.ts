@@ -82,16 +82,18 @@ export const SCALE_VARIANTS: readonly ScaleVariant[] = Object.freeze([
   },
   {
     key: 'adaptiveSharded',
-    label: 'adaptive, 8 shards per DC',
+    label: 'adaptive, 8 shards per DC, no first ranges',
     fixedBlockSize: undefined,
     autonomySeconds: undefined,
     shards: 8,
+    firstRanges: false,
   },
   {
     key: 'adaptiveFirst',
-    label: 'adaptive, first ranges at creation',
+    label: 'adaptive, 1 shard, first ranges at creation',
     fixedBlockSize: undefined,
     autonomySeconds: undefined,
+    shards: 1,
     firstRanges: true,
   },
   {

@@ -67,7 +67,10 @@ export interface DcStatus {
   readonly reservedUsed: bigint;
   /** `reservedUsed` as a share of the reserved range, 0 to 1. */
   readonly reservedUsedShare: number;
-  /** IDs the DC holds and has not handed out: rest of the reserved range plus the preloaded one. */
+  /**
+   * IDs the DC holds and has not handed out: rest of the reserved range plus the preloaded one;
+   * for a DC with no state yet, its grant 1 if it has one (installed without SERIAL).
+   */
   readonly left: bigint;
   /** IDs handed to the DC's processes since its first grant (gaps included). */
   readonly consumed: bigint;
@@ -179,6 +182,12 @@ function dcStatus(
   }
 
   if (state === undefined) {
+    // Grant 1 of a DC with no state is the DC's: its first process installs it after a plain
+    // read, with no round at SERIAL (a first range granted at creation, or one whose requester
+    // died), so it counts as held, also while SERIAL is unreachable. A later grant is found by a
+    // read at SERIAL, and does not count.
+    const first = pendingGrant?.number === 1 ? pendingGrant : undefined;
+    const left = first === undefined ? 0n : first.max - first.min + 1n;
     return {
       dc,
       grants,
@@ -188,10 +197,10 @@ function dcStatus(
       lastInteger: undefined,
       reservedUsed: 0n,
       reservedUsedShare: 0,
-      left: 0n,
+      left,
       consumed,
       rate,
-      runway: undefined, // nothing held yet: no range to last
+      runway: left === 0n ? undefined : runwayOf(left, rate), // nothing held: no range to last
       usage,
     };
   }

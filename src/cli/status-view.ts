@@ -125,7 +125,19 @@ function dcRow(dc: DcStatus, localDc: string, autonomySeconds: number): string[]
   }
   const note = notes.join('; ');
   if (dc.reserved === undefined) {
-    return [name, 'none yet', '–', '–', '–', '0', '–', '–', note];
+    // Its grant 1, if any, is held (the note names it); without one, nothing is.
+    if (dc.left === 0n) return [name, 'none yet', '–', '–', '–', '0', '–', '–', note];
+    return [
+      name,
+      'none yet',
+      '–',
+      '–',
+      '–',
+      count(dc.left),
+      rate(dc.rate),
+      duration(dc.runway),
+      note,
+    ];
   }
   return [
     name,

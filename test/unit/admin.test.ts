@@ -386,13 +386,28 @@ describe('sequenceStatus', () => {
     const grants = new Map(base.grants).set('dc3', [grant(1, 301n, 400n)]);
     const status = sequenceStatus({ ...base, grants, globalLast: 400n }, undefined, ['dc4']);
     expect(status.dcs.map((dc) => dc.dc)).toEqual(['dc1', 'dc2', 'dc3', 'dc4']);
+    // A DC with no state and its grant 1 (a first range granted at creation, or one whose
+    // requester died) holds it: its first process installs it after a plain read, without SERIAL.
     expect(status.dcs[2]).toMatchObject({
       reserved: undefined,
       pendingGrant: { number: 1, min: 301n, max: 400n },
-      left: 0n,
-      runway: undefined,
+      left: 100n,
+      runway: undefined, // its rate is not measured without a second snapshot
     });
     expect(status.dcs[3]).toMatchObject({ grants: [], reserved: undefined, left: 0n });
+    const later = { ...base, grants, globalLast: 400n, readAt: base.readAt + 1_000 };
+    const again = sequenceStatus(later, { ...base, grants, globalLast: 400n });
+    expect(again.dcs[2]).toMatchObject({ left: 100n, rate: 0, runway: Infinity });
+  });
+
+  it('does not count a later grant not installed yet as held: a DC with a state finds it at SERIAL', () => {
+    const base = withState('dc2', { lastInteger: 200n });
+    const grants = new Map(base.grants).set('dc2', [
+      ...(base.grants.get('dc2') ?? []),
+      grant(9, 901n, 1_000n),
+    ]);
+    const dc2 = sequenceStatus({ ...base, grants }, undefined).dcs.find((dc) => dc.dc === 'dc2');
+    expect(dc2).toMatchObject({ pendingGrant: { number: 9 }, left: 0n });
   });
 });
 

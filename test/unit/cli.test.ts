@@ -842,6 +842,32 @@ describe('status for scripts', () => {
     expect(json[0]!.settings['shards']).toBe(4);
   });
 
+  it('counts a first range granted at creation as held by a DC with no state yet, in text and JSON', () => {
+    const base = report(true);
+    const grants = new Map(base.sequences[0]!.dcs.map((dc) => [dc.dc, dc.grants]));
+    grants.set('dc3', [{ number: 1, min: 200_001n, max: 300_000n }]);
+    const snapshot = (dc1Last: bigint, readAt: number) => ({
+      settings,
+      globalLast: 300_000n,
+      grants,
+      states: new Map([
+        ['dc1', state(0, dc1Last)],
+        ['dc2', state(1, 101_000n)],
+      ]),
+      readAt,
+    });
+    const sequence = sequenceStatus(snapshot(90_000n, 10_000), snapshot(89_000n, 0));
+    const withFirst: StatusReport = { ...base, sequences: [sequence] };
+    expect(renderStatus(withFirst).join('\n')).toMatch(
+      /^ {2}dc3\* +none yet .* 100,000 +0\/s +∞ +grant #1 \[200001, 300000\] not installed yet$/m,
+    );
+    const dcs = (statusJson(withFirst)['sequences'] as { dcs: Record<string, unknown>[] }[])[0]!
+      .dcs;
+    expect(dcs.find((dc) => dc['dc'] === 'dc3')).toMatchObject({ left: 100_000n, reserved: null });
+    // With no grant, a DC holds nothing.
+    expect(renderStatus(base).join('\n')).toMatch(/^ {2}dc3\* +none yet +– +– +– +0 +– +– *$/m);
+  });
+
   it('says when the domain is spent at the current rate', () => {
     const status = report(true).sequences[0]!;
     // 2,147,283,647 never granted + 10,000 and 99,000 held, at 100/s in all.

@@ -192,7 +192,7 @@ export const SEQUENCE_DEFAULTS = Object.freeze({
   /**
    * Shards of adaptive blocks where the domain has room (`shardRoom`): at 64 processes per DC
    * drawing 10,000 IDs/s, 8 shards with first ranges kept every call of the benchmark's scale
-   * phase in time, 4 did not (README, "Shards").
+   * phase in time, 4 did not (README, "The defaults: 8 shards and first ranges").
    */
   adaptiveShards: 8,
   /** Adaptive blocks get at most one shard per this many DC ranges the domain holds. */
@@ -571,9 +571,9 @@ export function resolveFirstGrants(
 /**
  * The DCs a create grants first ranges to when it names none: with adaptive blocks, every DC the
  * keyspace replicates to, so that a fleet starting at once in every DC never crowds the one
- * grants partition at SERIAL (README, "Shards"). None with fixed blocks (as before), under a
- * strategy that names no DC, or when the ranges would be more than one batch may hold or more
- * than an eighth of the IDs from `start`.
+ * grants partition at SERIAL (README, "The defaults: 8 shards and first ranges"). None with
+ * fixed blocks (as before), under a strategy that names no DC, or when the ranges would be more
+ * than one batch may hold or more than an eighth of the IDs from `start`.
  */
 export function defaultFirstRanges(
   settings: SequenceSettings,

@@ -767,16 +767,18 @@ describe('status for scripts', () => {
 
   /**
    * A status from dc3: dc1 has 10,000 IDs left and draws 100/s (runway 100 s), dc2 draws
-   * nothing (runway ∞), dc3 holds no range yet. Rates over 10 s unless `measured` is false.
+   * nothing (runway ∞), dc3 holds no range yet (with `dc3First`, only its grant 1, a first
+   * range granted at creation, not installed). Rates over 10 s unless `measured` is false.
    */
-  function report(serialReachable: boolean, measured = true): StatusReport {
+  function report(serialReachable: boolean, measured = true, dc3First = false): StatusReport {
     const grants = new Map([
       ['dc1', [{ number: 1, min: 1n, max: 100_000n }]],
       ['dc2', [{ number: 1, min: 100_001n, max: 200_000n }]],
+      ...(dc3First ? [['dc3', [{ number: 1, min: 200_001n, max: 300_000n }]] as const] : []),
     ]);
     const at = (dc1Last: bigint, readAt: number) => ({
       settings,
-      globalLast: 200_000n,
+      globalLast: dc3First ? 300_000n : 200_000n,
       grants,
       states: new Map([
         ['dc1', state(0, dc1Last)],
@@ -843,21 +845,7 @@ describe('status for scripts', () => {
   });
 
   it('counts a first range granted at creation as held by a DC with no state yet, in text and JSON', () => {
-    const base = report(true);
-    const grants = new Map(base.sequences[0]!.dcs.map((dc) => [dc.dc, dc.grants]));
-    grants.set('dc3', [{ number: 1, min: 200_001n, max: 300_000n }]);
-    const snapshot = (dc1Last: bigint, readAt: number) => ({
-      settings,
-      globalLast: 300_000n,
-      grants,
-      states: new Map([
-        ['dc1', state(0, dc1Last)],
-        ['dc2', state(1, 101_000n)],
-      ]),
-      readAt,
-    });
-    const sequence = sequenceStatus(snapshot(90_000n, 10_000), snapshot(89_000n, 0));
-    const withFirst: StatusReport = { ...base, sequences: [sequence] };
+    const withFirst = report(true, true, true);
     expect(renderStatus(withFirst).join('\n')).toMatch(
       /^ {2}dc3\* +none yet .* 100,000 +0\/s +∞ +grant #1 \[200001, 300000\] not installed yet$/m,
     );
@@ -865,7 +853,9 @@ describe('status for scripts', () => {
       .dcs;
     expect(dcs.find((dc) => dc['dc'] === 'dc3')).toMatchObject({ left: 100_000n, reserved: null });
     // With no grant, a DC holds nothing.
-    expect(renderStatus(base).join('\n')).toMatch(/^ {2}dc3\* +none yet +– +– +– +0 +– +– *$/m);
+    expect(renderStatus(report(true)).join('\n')).toMatch(
+      /^ {2}dc3\* +none yet +– +– +– +0 +– +– *$/m,
+    );
   });
 
   it('says when the domain is spent at the current rate', () => {

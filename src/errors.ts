@@ -3,7 +3,7 @@
  * Messages say what happened, with the numbers, and what to do.
  */
 
-import { NAME_RULES, type NameKind } from './names.js';
+import { dcOfGrantee, NAME_RULES, type NameKind } from './names.js';
 import type { StoreLevel } from './store/port.js';
 
 /** Stable error codes; part of the public API. */
@@ -146,6 +146,9 @@ export class SerialUnavailableError extends IdGenError {
    */
   readonly timedOut: boolean;
 
+  /**
+   * @param dc the grantee: a DC, or a shard of one (`dc1/3`), whose ranges `dcRemaining` counts.
+   */
   constructor(
     readonly sequence: string,
     readonly dc: string,
@@ -153,11 +156,17 @@ export class SerialUnavailableError extends IdGenError {
     options?: { cause?: unknown },
   ) {
     const timedOut = options?.cause instanceof StoreUnavailableError && options.cause.timedOut;
+    // A shard's processes run in its DC: SERIAL is reached, or not, from the DC; the IDs left
+    // are the shard's own.
+    const owner = dcOfGrantee(dc);
+    const shard = owner !== undefined && owner !== dc;
+    const from = shard ? `DC "${owner}"` : `DC "${dc}"`;
+    const holder = shard ? `its shard "${dc}"` : 'the DC';
     super(
       'IDGEN_SERIAL_UNAVAILABLE',
       timedOut
-        ? `Sequence "${sequence}": SERIAL operations from DC "${dc}" timed out, so no new DC range could be granted, and the DC has ${dcRemaining} IDs left in its ranges. SERIAL times out when many processes ask for DC ranges at once (as when they all start on a fresh sequence), when the cluster is overloaded, or while datacenters are being cut off: check the nodes' load and "idgen-cass status"; larger DC ranges (--dc-range, --autonomy) make grants rarer.`
-        : `Sequence "${sequence}": SERIAL consistency is unreachable from DC "${dc}", so no new DC range can be granted, and the DC has ${dcRemaining} IDs left in its ranges. Restore connectivity between datacenters, or size --dc-range for longer partitions.`,
+        ? `Sequence "${sequence}": SERIAL operations from ${from} timed out, so no new DC range could be granted, and ${holder} has ${dcRemaining} IDs left in its ranges. SERIAL times out when many processes ask for DC ranges at once (as when they all start on a fresh sequence), when the cluster is overloaded, or while datacenters are being cut off: check the nodes' load and "idgen-cass status"; larger DC ranges (--dc-range, --autonomy) make grants rarer.`
+        : `Sequence "${sequence}": SERIAL consistency is unreachable from ${from}, so no new DC range can be granted, and ${holder} has ${dcRemaining} IDs left in its ranges. Restore connectivity between datacenters, or size --dc-range for longer partitions.`,
       options,
     );
     this.timedOut = timedOut;

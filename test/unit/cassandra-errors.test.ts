@@ -141,6 +141,15 @@ describe('errors of another copy of the driver', () => {
     expect(afterRefusal.code).toBe('IDGEN_SERIAL_UNAVAILABLE');
     expect(afterRefusal.timedOut).toBe(false);
     expect(afterRefusal.message).toContain('SERIAL consistency is unreachable from DC "dc1"');
+    expect(afterRefusal.message).toContain('and the DC has 0 IDs left');
+    // A shard's processes reach SERIAL from its DC; the IDs left are the shard's.
+    const fromShard = new SerialUnavailableError('orders', 'dc1/3', 7n, { cause: refused });
+    expect(fromShard.dc).toBe('dc1/3');
+    expect(fromShard.message).toContain(
+      'SERIAL consistency is unreachable from DC "dc1", so no new DC range can be granted, and its shard "dc1/3" has 7 IDs left',
+    );
+    const shardTimedOut = new SerialUnavailableError('orders', 'dc1/3', 0n, { cause: timedOut });
+    expect(shardTimedOut.message).toContain('SERIAL operations from DC "dc1" timed out');
   });
 
   it('map refused credentials at connect to IDGEN_AUTH_FAILED, also inside a NoHostAvailableError', () => {

@@ -43,7 +43,7 @@ describe('IdGen', () => {
     ['fixed blocks', { blockSize: 500 }, ['dc1', 'dc2']],
     ['an empty list given', { firstRanges: [] }, ['dc1', 'dc2']],
     ['a keyspace that names no DC', {}, undefined],
-  ] as const)('grants no first ranges unless named with %s', async (_, options, replicaDcs) => {
+  ] as const)('grants no first ranges with %s', async (_, options, replicaDcs) => {
     const store = new MemoryStore({ replicaDcs });
     const { firstGrants } = await processIn(store, 'dc1').createSequenceGranting('orders', options);
     expect(firstGrants).toEqual([]);

@@ -572,8 +572,9 @@ export function resolveFirstGrants(
  * The DCs a create grants first ranges to when it names none: with adaptive blocks, every DC the
  * keyspace replicates to, so that a fleet starting at once in every DC never crowds the one
  * grants partition at SERIAL (README, "The defaults: 8 shards and first ranges"). None with
- * fixed blocks (as before), under a strategy that names no DC, or when the ranges would be more
- * than one batch may hold or more than an eighth of the IDs from `start`.
+ * fixed blocks (as before), under a strategy that names no DC, with a DC name the protocol
+ * cannot use, or when the ranges would be more than one batch may hold or more than an eighth of
+ * the IDs from `start`.
  */
 export function defaultFirstRanges(
   settings: SequenceSettings,
@@ -581,6 +582,9 @@ export function defaultFirstRanges(
 ): readonly string[] | undefined {
   if (settings.maxBlockSize === settings.blockSize) return undefined;
   if (replicaDcs === undefined || replicaDcs.length === 0) return undefined;
+  // A name the protocol cannot use (the snitch allows more than our names do): the create goes
+  // on without first ranges rather than failing on a list the user never gave.
+  if (replicaDcs.some((dc) => !isValidName('datacenter', dc))) return undefined;
   const count = replicaDcs.length * settings.shards;
   const room = settings.max - settings.start + 1n;
   if (count > MAX_FIRST_GRANTS || BigInt(count) * settings.dcRangeSize * 8n > room) {

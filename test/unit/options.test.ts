@@ -225,6 +225,7 @@ describe('defaultFirstRanges', () => {
     ['fixed blocks', { blockSize: 100 }, dcs],
     ['a keyspace that names no DC (SimpleStrategy)', {}, undefined],
     ['a keyspace with no DC', {}, []],
+    ['a DC whose name the protocol cannot use', {}, ['dc1', 'dc 2']],
     [
       'more ranges than one batch holds (9 DCs × 8 shards)',
       {},

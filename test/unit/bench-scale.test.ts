@@ -646,7 +646,12 @@ describe('scale phase parts', () => {
     expect(result.ids).toBeGreaterThan(0);
     expect(result.ids).toBeLessThanOrEqual(4 * 2_000 * 0.2);
     expect(result.histogram.count).toBe(result.ids);
-    expect(result.claimedIds).toBe(result.counts.blocksClaimed * 10);
+    // IDs that came in (drawn, plus the change in IDs held) against blocks claimed × 10: within
+    // one block, since a claim is counted when its write is confirmed and its IDs are held one
+    // hop later, and a snapshot at either edge of the window may fall in between. (Once, under
+    // CI load, 657 came in against 66 blocks; exact equality failed there.)
+    expect(Math.abs(result.claimedIds - result.counts.blocksClaimed * 10)).toBeLessThanOrEqual(10);
+    expect(result.claimedIds).toBeGreaterThan(0);
     // Where stats() reports the last block's size, it is the fixed 10.
     expect(result.lastBlockSizes.every((size) => size === 10)).toBe(true);
     expect(result.dcState.appliedWrites.count).toBeGreaterThanOrEqual(result.counts.blocksClaimed);

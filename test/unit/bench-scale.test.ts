@@ -647,9 +647,10 @@ describe('scale phase parts', () => {
     expect(result.ids).toBeLessThanOrEqual(4 * 2_000 * 0.2);
     expect(result.histogram.count).toBe(result.ids);
     // IDs that came in (drawn, plus the change in IDs held) against blocks claimed × 10: within
-    // one block, since a claim is counted when its write is confirmed and its IDs are held one
-    // hop later, and a snapshot at either edge of the window may fall in between. (Once, under
-    // CI load, 657 came in against 66 blocks; exact equality failed there.)
+    // one block. A claim is counted when its write is confirmed and its IDs are held one hop
+    // later, and a snapshot at either edge of the window may fall in between. Exact equality
+    // failed once under CI load: 657 IDs against 66 blocks, 3 short, which that skew of whole
+    // blocks does not explain; the cause is not found yet.
     expect(Math.abs(result.claimedIds - result.counts.blocksClaimed * 10)).toBeLessThanOrEqual(10);
     expect(result.claimedIds).toBeGreaterThan(0);
     // Where stats() reports the last block's size, it is the fixed 10.

@@ -210,10 +210,14 @@ export class IdGen {
   ): Promise<{ readonly settings: SequenceSettings; readonly firstGrants: readonly FirstGrant[] }> {
     this.#assertOpen();
     const settings = resolveSequenceSettings(name, options);
-    resolveFirstGrants(settings, options.firstRanges); // a bad list is refused before any read
-    const dcs =
-      options.firstRanges ?? defaultFirstRanges(settings, await this.#store.readReplicaDcs());
-    const firstGrants = resolveFirstGrants(settings, dcs);
+    // A list given is checked (and refused if bad) before any read; none given: the default.
+    const firstGrants =
+      options.firstRanges !== undefined
+        ? resolveFirstGrants(settings, options.firstRanges)
+        : resolveFirstGrants(
+            settings,
+            defaultFirstRanges(settings, await this.#store.readReplicaDcs()),
+          );
     const stored = await createSettings(
       this.#store,
       settings,

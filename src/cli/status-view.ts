@@ -126,18 +126,9 @@ function dcRow(dc: DcStatus, localDc: string, autonomySeconds: number): string[]
   const note = notes.join('; ');
   if (dc.reserved === undefined) {
     // Its grant 1, if any, is held (the note names it); without one, nothing is.
-    if (dc.left === 0n) return [name, 'none yet', '–', '–', '–', '0', '–', '–', note];
-    return [
-      name,
-      'none yet',
-      '–',
-      '–',
-      '–',
-      count(dc.left),
-      rate(dc.rate),
-      duration(dc.runway),
-      note,
-    ];
+    const holds = dc.left > 0n;
+    const [rateText, runway] = holds ? [rate(dc.rate), duration(dc.runway)] : ['–', '–'];
+    return [name, 'none yet', '–', '–', '–', count(dc.left), rateText, runway, note];
   }
   return [
     name,

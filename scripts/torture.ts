@@ -241,7 +241,7 @@ async function main(): Promise<void> {
   // among them) stay those of campaigns run before this choice existed.
   const firstRanges = new Random(options.seed ^ 0x5f1e57).pick([[], dcs]);
   // In a third of the campaigns the create names neither shards nor first ranges, and takes the
-  // library's defaults: with adaptive blocks 8 shards, and first ranges for every DC the
+  // library's defaults: with adaptive blocks 16 shards, and first ranges for every DC the
   // keyspace replicates to, read from its schema. Also drawn apart, for the same reason.
   const libraryDefaults = new Random(options.seed ^ 0xd3fa17).pick([false, false, true]);
   const { shards: drawnShards, ...sizes } = initial;

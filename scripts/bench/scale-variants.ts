@@ -32,7 +32,7 @@ export interface ScaleVariant {
    * as large (a block never spans two ranges); undefined: the defaults.
    */
   readonly maxBlockSize?: number | undefined;
-  /** State partitions per DC (`shards`); undefined: the default (8 for adaptive blocks, else 1). */
+  /** State partitions per DC (`shards`); undefined: the default (16 for adaptive blocks, else 1). */
   readonly shards?: number | undefined;
   /**
    * true: every DC's first ranges (one per shard) granted with the sequence (`firstRanges`), so
@@ -40,6 +40,8 @@ export interface ScaleVariant {
    * undefined: the default (every DC of the keyspace for adaptive blocks, none for fixed ones).
    */
   readonly firstRanges?: boolean | undefined;
+  /** Adaptive only: the least DC range (`dcRangeSize`, also each first range); undefined: default. */
+  readonly dcRangeSize?: number | undefined;
 }
 
 /** Every policy the phase knows; `--scale-variants` picks (default: {@link DEFAULT_SCALE_VARIANTS}). */
@@ -48,7 +50,7 @@ export const SCALE_VARIANTS: readonly ScaleVariant[] = Object.freeze([
   { key: 'fixed1000', label: 'fixed 1,000', fixedBlockSize: 1_000, autonomySeconds: undefined },
   {
     key: 'adaptiveOneShard',
-    label: 'adaptive, 1 shard, no first ranges (the defaults before 8 shards)',
+    label: 'adaptive, 1 shard, no first ranges (the defaults before shards)',
     fixedBlockSize: undefined,
     autonomySeconds: undefined,
     shards: 1,
@@ -56,9 +58,25 @@ export const SCALE_VARIANTS: readonly ScaleVariant[] = Object.freeze([
   },
   {
     key: 'adaptive',
-    label: 'adaptive (defaults: 8 shards per DC, first ranges at creation)',
+    label: 'adaptive (defaults: 16 shards per DC, first ranges at creation)',
     fixedBlockSize: undefined,
     autonomySeconds: undefined,
+  },
+  {
+    key: 'adaptiveFirst800k',
+    label: 'adaptive, 8 shards per DC, DC ranges from 800,000',
+    fixedBlockSize: undefined,
+    autonomySeconds: undefined,
+    shards: 8,
+    dcRangeSize: 800_000,
+  },
+  {
+    key: 'adaptiveSharded16First800k',
+    label: 'adaptive, 16 shards per DC, DC ranges from 800,000',
+    fixedBlockSize: undefined,
+    autonomySeconds: undefined,
+    shards: 16,
+    dcRangeSize: 800_000,
   },
   {
     key: 'adaptiveLarge',
@@ -106,7 +124,7 @@ export const SCALE_VARIANTS: readonly ScaleVariant[] = Object.freeze([
   },
   {
     key: 'adaptiveShardedFirst',
-    label: 'adaptive, 8 shards per DC, first ranges at creation',
+    label: 'adaptive, 8 shards per DC, first ranges at creation (the defaults before 16 shards)',
     fixedBlockSize: undefined,
     autonomySeconds: undefined,
     shards: 8,
@@ -138,6 +156,7 @@ export const DEFAULT_SCALE_VARIANTS: readonly string[] = Object.freeze([
   'fixed100',
   'fixed1000',
   'adaptiveOneShard',
+  'adaptiveShardedFirst',
   'adaptive',
   'adaptiveLarge',
 ]);
@@ -169,6 +188,7 @@ export function scaleSequenceOptions(
       ...(variant.autonomySeconds === undefined
         ? {}
         : { autonomySeconds: variant.autonomySeconds }),
+      ...(variant.dcRangeSize === undefined ? {} : { dcRangeSize: variant.dcRangeSize }),
       ...(variant.maxBlockSize === undefined
         ? {}
         : {

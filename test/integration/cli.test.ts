@@ -367,11 +367,11 @@ describe('idgen-cass', () => {
       ...unsafeOk(),
     ]);
     expectOk(seed);
-    // Adaptive blocks: 8 shards per DC, and grant 1 of each for dc1, dc2 and dc3 (read from the
+    // Adaptive blocks: 16 shards per DC, and grant 1 of each for dc1, dc2 and dc3 (read from the
     // keyspace replication), 100,000 IDs each from --start, dc1's first.
-    expect(seed.stdout).toMatch(/shards +8 per DC/);
+    expect(seed.stdout).toMatch(/shards +16 per DC/);
     expect(seed.stdout).toContain(
-      'First DC ranges granted to dc1, dc2, dc3: 24 of 100,000 IDs (one per shard), [48213578, 50613577].',
+      'First DC ranges granted to dc1, dc2, dc3: 48 of 100,000 IDs (one per shard), [48213578, 53013577].',
     );
     const run = await idgen(['next', 'legacy', '-n', '2']);
     expectOk(run);
@@ -379,7 +379,7 @@ describe('idgen-cass', () => {
     const [a, b] = run.stdout.trimEnd().split('\n').map(Number);
     expect(b).toBe(a! + 1);
     expect(a).toBeGreaterThanOrEqual(48_213_578);
-    expect(a).toBeLessThan(48_213_578 + 800_000);
+    expect(a).toBeLessThan(48_213_578 + 1_600_000);
   });
 
   it('next -n 1000 prints 1000 unique integers; --json prints an array', async () => {

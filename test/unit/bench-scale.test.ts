@@ -459,7 +459,7 @@ describe('scale phase parts', () => {
       'fixed100Sharded',
       'adaptiveSharded',
     ].map(byKey);
-    // The defaults before 8 shards: one shard, named (its first ranges are left to scale.ts).
+    // The defaults before shards: one shard, named (its first ranges are left to scale.ts).
     expect(scaleSequenceOptions(byKey('adaptiveOneShard')!, all)).toEqual({ shards: 1 });
     expect(scaleSequenceOptions(fixed100!, all)).toEqual({
       blockSize: 100,

@@ -365,16 +365,16 @@ describe('seed --first-ranges, over the in-memory store', () => {
     const run = await cli(...SEED, 'orders');
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(/shards +8 per DC/);
+    expect(run.stdout).toMatch(/shards +16 per DC/);
     expect(run.stdout).toContain(
-      'First DC ranges granted to dc1, dc2, dc3: 24 of 100,000 IDs (one per shard), [1, 2400000].',
+      'First DC ranges granted to dc1, dc2, dc3: 48 of 100,000 IDs (one per shard), [1, 4800000].',
     );
-    expect((await store.readGrantsOverview('orders'))?.globalLast).toBe(2_400_000n);
+    expect((await store.readGrantsOverview('orders'))?.globalLast).toBe(4_800_000n);
 
     const none = cliStore(['dc1', 'dc2', 'dc3']);
     const without = await cli(...SEED, 'orders', '--no-first-ranges', '--json');
     expect(without.code).toBe(0);
-    expect(JSON.parse(without.stdout)).toMatchObject({ settings: { shards: 8 }, firstRanges: [] });
+    expect(JSON.parse(without.stdout)).toMatchObject({ settings: { shards: 16 }, firstRanges: [] });
     expect((await none.readGrantsOverview('orders'))?.globalLast).toBe(0n);
   });
 

@@ -21,17 +21,17 @@ describe('IdGen', () => {
     const store = new MemoryStore({ replicaDcs: ['dc1', 'dc2', 'dc3'] });
     const ids = processIn(store, 'dc1');
     const { settings, firstGrants } = await ids.createSequenceGranting('orders');
-    expect(settings.shards).toBe(8);
+    expect(settings.shards).toBe(16);
     expect(firstGrants.map(({ grantee }) => grantee)).toEqual(
       ['dc1', 'dc2', 'dc3'].flatMap((dc) => [
         dc,
-        ...[1, 2, 3, 4, 5, 6, 7].map((k) => `${dc}/${k}`),
+        ...Array.from({ length: 15 }, (_, k) => `${dc}/${k + 1}`),
       ]),
     );
     const overview = await store.readGrantsOverview('orders');
-    expect(overview?.globalLast).toBe(2_400_000n);
-    expect(overview?.grants.get('dc3/7')).toEqual([
-      { number: 1, min: 2_300_001n, max: 2_400_000n },
+    expect(overview?.globalLast).toBe(4_800_000n);
+    expect(overview?.grants.get('dc3/15')).toEqual([
+      { number: 1, min: 4_700_001n, max: 4_800_000n },
     ]);
     // A process of each DC starts on its first ranges: no grant at SERIAL.
     store.resetCalls();

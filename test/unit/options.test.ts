@@ -34,8 +34,8 @@ describe('resolveSequenceSettings', () => {
       // Adaptive blocks up to 100,000 without a target: room for 8 of them per grant.
       maxDcRangeSize: 800_000n,
       autonomySeconds: 0,
-      // Adaptive blocks in a domain of 21,474 DC ranges: 8 state partitions per DC.
-      shards: 8,
+      // Adaptive blocks in a domain of 21,474 DC ranges: 16 state partitions per DC.
+      shards: 16,
     });
     expect(Object.isFrozen(settings)).toBe(true);
     expect(Object.isFrozen(SEQUENCE_DEFAULTS)).toBe(true);
@@ -150,8 +150,9 @@ describe('resolveSequenceSettings', () => {
   });
 
   it.each([
-    ['adaptive blocks, int32, DC ranges of 100,000 (21,474 of them)', {}, 8],
-    ['adaptive blocks, safe53', { domain: 'safe53' }, 8],
+    ['adaptive blocks, int32, DC ranges of 100,000 (21,474 of them)', {}, 16],
+    ['adaptive blocks, safe53', { domain: 'safe53' }, 16],
+    ['adaptive blocks, int32, DC ranges of 200,000 (10,737 of them)', { dcRangeSize: 2e5 }, 10],
     ['adaptive blocks, int32, DC ranges of 1,000,000 (2,147 of them)', { dcRangeSize: 1e6 }, 2],
     ['adaptive blocks, int32, DC ranges of 10,000,000 (214 of them)', { dcRangeSize: 1e7 }, 1],
     ['fixed blocks (blockSize alone)', { blockSize: 100 }, 1],
@@ -159,7 +160,7 @@ describe('resolveSequenceSettings', () => {
     ['shards given', { shards: 3 }, 3],
     ['shards given, fixed blocks', { blockSize: 100, shards: 2 }, 2],
   ] as const)(
-    'shards unless given: 8 with adaptive blocks, at most one per 1,000 DC ranges of the domain, 1 with fixed blocks: %s',
+    'shards unless given: 16 with adaptive blocks, at most one per 1,000 DC ranges of the domain, 1 with fixed blocks: %s',
     (_, options, shards) => {
       expect(resolveSequenceSettings('s', options).shards).toBe(shards);
     },
@@ -218,7 +219,7 @@ describe('defaultFirstRanges', () => {
   it('grants every DC of the keyspace its first ranges when blocks adapt', () => {
     const settings = resolveSequenceSettings('orders');
     expect(defaultFirstRanges(settings, dcs)).toEqual(dcs);
-    expect(resolveFirstGrants(settings, defaultFirstRanges(settings, dcs))).toHaveLength(24);
+    expect(resolveFirstGrants(settings, defaultFirstRanges(settings, dcs))).toHaveLength(48);
   });
 
   it.each([
@@ -227,11 +228,11 @@ describe('defaultFirstRanges', () => {
     ['a keyspace with no DC', {}, []],
     ['a DC whose name the protocol cannot use', {}, ['dc1', 'dc 2']],
     [
-      'more ranges than one batch holds (9 DCs × 8 shards)',
+      'more ranges than one batch holds (5 DCs × 16 shards)',
       {},
-      Array.from({ length: 9 }, (_, i) => `dc${i + 1}`),
+      Array.from({ length: 5 }, (_, i) => `dc${i + 1}`),
     ],
-    ['ranges above an eighth of the IDs from start', { start: 2n ** 31n - 1n - 19_199_998n }, dcs],
+    ['ranges above an eighth of the IDs from start', { start: 2n ** 31n - 1n - 38_399_998n }, dcs],
   ] as const)('grants none with %s', (_, options, replicaDcs) => {
     expect(defaultFirstRanges(resolveSequenceSettings('orders', options), replicaDcs)).toBe(
       undefined,
@@ -239,8 +240,8 @@ describe('defaultFirstRanges', () => {
   });
 
   it('grants them where they take an eighth of the IDs from start, no more', () => {
-    // 24 ranges of 100,000: 2,400,000 IDs, an eighth of 19,200,000.
-    const start = 2n ** 31n - 1n - 19_200_000n + 1n;
+    // 48 ranges of 100,000: 4,800,000 IDs, an eighth of 38,400,000.
+    const start = 2n ** 31n - 1n - 38_400_000n + 1n;
     expect(defaultFirstRanges(resolveSequenceSettings('orders', { start }), dcs)).toEqual(dcs);
   });
 });

@@ -682,14 +682,17 @@ export class Sequence<T extends number | bigint> {
 
   /**
    * Moves the handle to another shard of its DC, picked at random: a new DC allocator claims
-   * from there, counting on in the old one's counters (so IDs the old shard's claims counted
-   * as wasted are reported with the new shard's usage). The old one is closed; nothing it holds
-   * is this handle's (no block was accepted from it).
+   * from there, counting on in the old one's counters (the process's stats go on as one); the
+   * usage counted so far is reported under the old shard first. The old one is closed; nothing
+   * it holds is this handle's (no block was accepted from it).
    */
   private async moveShard({ settings, allocator }: Loaded, reason: ShardMoveReason): Promise<void> {
     this.moveWanted = false;
     this.racesHere = 0;
     this.counters.shardMoves++;
+    // The counters go on in the new shard's allocator: what the old shard's claims wasted (their
+    // unknown outcomes) goes to the old shard's usage row first, where `status` looks for it.
+    await this.reportUsageNow();
     const from = this.grantee;
     const others = settings.shards - 1;
     const shard = (this.shard + 1 + Math.floor(Math.random() * others)) % settings.shards;
@@ -951,8 +954,7 @@ export class Sequence<T extends number | bigint> {
     await this.loaded?.allocator.close();
     try {
       if (this.rolledBack === undefined) await this.returnUnused();
-      await this.reportingUsage;
-      await this.reportUsage();
+      await this.reportUsageNow();
     } finally {
       this.buffer.clear();
       this.transition('closed');
@@ -965,6 +967,12 @@ export class Sequence<T extends number | bigint> {
     if (this.usageReportedAt !== undefined && now - this.usageReportedAt < USAGE_REPORT_MS) return;
     this.usageReportedAt = now;
     void this.reportUsage();
+  }
+
+  /** A usage report now, after the one in flight (which holds only the counts up to its start). */
+  private async reportUsageNow(): Promise<void> {
+    await this.reportingUsage;
+    await this.reportUsage();
   }
 
   /**

@@ -321,6 +321,35 @@ describe('Sequence: moving to another shard before the first block', () => {
     await seq.close();
   });
 
+  it('reports what its claims wasted on the shard it leaves under that shard, not the next', async () => {
+    const { store } = await withSequence({ dcRangeSize: 100, blockSize: 10, shards: 2 });
+    const random = vi.spyOn(Math, 'random').mockReturnValueOnce(0.1); // shard 0 of 2
+    await draw(processIn(store).sequence('orders'), 1);
+    // Its first write is applied but times out, and another process of shard 0 claims over it
+    // before the re-read: its block [11, 20] is a gap. Every write after that loses a race.
+    const third = processIn(store).sequence('orders');
+    store.faults.push({
+      op: 'writeDcState',
+      effect: 'unknown-applied',
+      dc: 'dc1',
+      onHit: async () => {
+        random.mockReturnValueOnce(0.1);
+        await third.next();
+        store.faults.push({ op: 'writeDcState', effect: 'rejected', dc: 'dc1', times: Infinity });
+      },
+    });
+    random.mockReturnValueOnce(0.1);
+    const seq = processIn(store).sequence('orders');
+    await seq.next({ timeoutMs: 2_000 });
+    expect(seq.grantee).toBe('dc1/1');
+    expect(seq.stats()).toMatchObject({ shardMoves: 1, waste: { unknownOutcome: 10 } });
+    await seq.close();
+    const usage = (await store.readDcUsage('orders'))!;
+    expect(usage.get('dc1')?.unknownOutcome).toBe(10n);
+    expect(usage.get('dc1/1')).toMatchObject({ issued: 1n, unknownOutcome: 0n });
+    await third.close();
+  });
+
   it('stays while a write of its claim may have been committed unseen, so that no gap goes uncounted', async () => {
     const { store } = await withSequence({ dcRangeSize: 100, blockSize: 10, shards: 2 });
     const random = vi.spyOn(Math, 'random').mockReturnValueOnce(0.1);

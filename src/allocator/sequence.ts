@@ -690,10 +690,11 @@ export class Sequence<T extends number | bigint> {
     this.moveWanted = false;
     this.racesHere = 0;
     this.counters.shardMoves++;
-    // The counters go on in the new shard's allocator: what the old shard's claims wasted (their
-    // unknown outcomes) goes to the old shard's usage row first, where `status` looks for it.
-    await this.reportUsageNow();
     const from = this.grantee;
+    // The counters go on in the new shard's allocator: what the claims here wasted (their unknown
+    // outcomes) goes to this shard's usage row now, where `status` looks for it. Not awaited: a
+    // caller may be waiting for this claim, and no ID depends on the counters.
+    void this.reportUsageNow(from);
     const others = settings.shards - 1;
     const shard = (this.shard + 1 + Math.floor(Math.random() * others)) % settings.shards;
     this.loaded = this.useShard(settings, shard, allocator);
@@ -969,10 +970,15 @@ export class Sequence<T extends number | bigint> {
     void this.reportUsage();
   }
 
-  /** A usage report now, after the one in flight (which holds only the counts up to its start). */
-  private async reportUsageNow(): Promise<void> {
-    await this.reportingUsage;
-    await this.reportUsage();
+  /**
+   * A usage report under `grantee` (by default the handle's shard): at once, counting up to now,
+   * or after the one in flight, which holds only the counts up to its start.
+   */
+  private reportUsageNow(grantee = this.grantee): Promise<void> {
+    const inFlight = this.reportingUsage;
+    return inFlight === undefined
+      ? this.reportUsage(grantee)
+      : inFlight.then(() => this.reportUsage(grantee));
   }
 
   /**
@@ -981,7 +987,7 @@ export class Sequence<T extends number | bigint> {
    * A report that failed is sent again with the next one, so a report that timed out but was
    * applied counts twice.
    */
-  private reportUsage(): Promise<void> {
+  private reportUsage(grantee = this.grantee): Promise<void> {
     if (this.reportingUsage !== undefined) return this.reportingUsage;
     const stats = this.stats();
     const now: Record<UsageCause, number> = { issued: stats.issued, ...stats.waste };
@@ -992,13 +998,13 @@ export class Sequence<T extends number | bigint> {
     }
     if (Object.keys(deltas).length === 0) return Promise.resolve();
     this.reportingUsage = this.store
-      .addDcUsage(this.name, this.grantee, deltas)
+      .addDcUsage(this.name, grantee, deltas)
       .then(
         () => {
           this.reportedUsage = now;
         },
         (error: unknown) => {
-          this.log?.debug({ err: error, dc: this.grantee }, 'usage counters not updated');
+          this.log?.debug({ err: error, dc: grantee }, 'usage counters not updated');
         },
       )
       .finally(() => {

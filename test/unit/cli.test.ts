@@ -420,7 +420,7 @@ describe('seed --first-ranges, over the in-memory store', () => {
     expect(code).toBe(0);
     expect(stdout).toContain('--first-ranges <dcs>');
     expect(stdout).toContain('--no-first-ranges');
-    expect(stdout).toContain('$ idgen-cass seed orders --shards 16 --first-ranges dc1,dc2');
+    expect(stdout).toContain('$ idgen-cass seed orders --shards 4 --first-ranges dc1,dc2');
   });
 });
 

@@ -139,8 +139,8 @@ to dc1, dc2 and dc3):
 With an autonomy target, grants follow the DC's measured rate:
   $ idgen-cass seed events --domain int63 --autonomy 24h
 
-With 16 shards per DC, and first ranges for two DCs only:
-  $ idgen-cass seed orders --shards 16 --first-ranges dc1,dc2`,
+With 4 shards per DC, and first ranges for two DCs only:
+  $ idgen-cass seed orders --shards 4 --first-ranges dc1,dc2`,
     )
     .action(async (sequence: string, options: SeedOptions) => {
       const create: CreateSequenceOptions = {

@@ -210,14 +210,11 @@ export class IdGen {
   ): Promise<{ readonly settings: SequenceSettings; readonly firstGrants: readonly FirstGrant[] }> {
     this.#assertOpen();
     const settings = resolveSequenceSettings(name, options);
-    // A list given is checked (and refused if bad) before any read; none given: the default.
-    const firstGrants =
-      options.firstRanges !== undefined
-        ? resolveFirstGrants(settings, options.firstRanges)
-        : resolveFirstGrants(
-            settings,
-            defaultFirstRanges(settings, await this.#store.readReplicaDcs()),
-          );
+    // A list given is checked (and refused if bad) with no read; none given: the keyspace's DCs.
+    const firstGrants = resolveFirstGrants(
+      settings,
+      options.firstRanges ?? defaultFirstRanges(settings, await this.#store.readReplicaDcs()),
+    );
     const stored = await createSettings(
       this.#store,
       settings,

@@ -120,7 +120,7 @@ export interface CreateSequenceOptions {
    * when it opens the sequence, so its IDs still only grow. Each shard holds DC ranges of its own
    * (S grants at SERIAL where one DC made one) and sizes its grants from its own rate. Only grows.
    * With shards, a handle opened again (or a restarted process) may start below its last IDs.
-   * @default with adaptive blocks 8, or one per 1,000 DC ranges the domain holds if that is fewer
+   * @default with adaptive blocks 16, or one per 1,000 DC ranges the domain holds if that is fewer
    * (at least 1); with fixed blocks 1
    */
   readonly shards?: number | undefined;

@@ -72,30 +72,39 @@ export class ScaleInstances {
     const instances = await this.open(command.instances);
     const start = hrNow();
     let cpuAtOpen: NodeJS.CpuUsage | undefined;
-    const loops = await Promise.all(
-      instances.map(async ({ ids, timed }) => {
-        const handle = ids.sequence(command.sequence);
+    const runs = instances.map(({ ids, timed }) => ({
+      handle: ids.sequence(command.sequence),
+      timed,
+    }));
+    // The handles close once every loop has ended, not each as its own loop ends: a close gives
+    // the unused block back, which leaves the DC's next claim off the block grid, so a loop
+    // still drawing would get a block cut short at its range's end, and the sizes and IDs the
+    // run reports would no longer be what the policy chose.
+    const settled = await Promise.allSettled(
+      runs.map(async ({ handle, timed }) => {
         let before = timed.snapshot();
-        try {
-          const loop = await drawLoop(
-            handle,
-            {
-              ratePerSecond: command.ratePerInstance,
-              warmupMs: command.warmupMs,
-              durationMs: command.durationMs,
-              start,
-              timed: command.timed !== false,
-            },
-            () => {
-              before = timed.snapshot();
-              cpuAtOpen ??= process.cpuUsage();
-            },
-          );
-          return { ...loop, dcState: timingsBetween(before, timed.snapshot()) };
-        } finally {
-          await handle.close();
-        }
+        const loop = await drawLoop(
+          handle,
+          {
+            ratePerSecond: command.ratePerInstance,
+            warmupMs: command.warmupMs,
+            durationMs: command.durationMs,
+            start,
+            timed: command.timed !== false,
+          },
+          () => {
+            before = timed.snapshot();
+            cpuAtOpen ??= process.cpuUsage();
+          },
+        );
+        return { ...loop, dcState: timingsBetween(before, timed.snapshot()) };
       }),
+    );
+    const closed = await Promise.allSettled(runs.map(({ handle }) => handle.close()));
+    const failed = [...settled, ...closed].find((result) => result.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
+    const loops = settled.flatMap((result) =>
+      result.status === 'fulfilled' ? [result.value] : [],
     );
     const cpu = process.cpuUsage(cpuAtOpen);
     const histogram = new Histogram();

@@ -12,7 +12,7 @@
  * re-read at the same serial level) can say whose write is there.
  */
 
-import { InvariantError, StateRolledBackError } from '../errors.js';
+import { InvalidOptionError, InvariantError, StateRolledBackError } from '../errors.js';
 import type { CasOutcome } from '../store/port.js';
 import { mutated } from './mutations.js';
 
@@ -80,6 +80,10 @@ async function classify<Found>(step: ConditionalWrite<Found>): Promise<CasResult
   try {
     outcome = await step.write();
   } catch (cause) {
+    // Cassandra refused the statement as invalid (the keyspace has no idgen tables, or tables of
+    // another version), or the store refused it before sending: it was never executed, and no
+    // re-read can do better than the same refusal. Any other throw may follow a proposal.
+    if (cause instanceof InvalidOptionError) throw cause;
     outcome = { kind: 'unknown', cause };
   }
   switch (outcome.kind) {

@@ -3,7 +3,12 @@ import { describe, expect, it } from 'vitest';
 
 import { runConditionalWrite, type Judgement } from '../../src/allocator/cas.js';
 import { judgeGrant, judgeStateWrite } from '../../src/allocator/dc-allocator.js';
-import { InvariantError, StateRolledBackError, StoreUnavailableError } from '../../src/errors.js';
+import {
+  InvalidOptionError,
+  InvariantError,
+  StateRolledBackError,
+  StoreUnavailableError,
+} from '../../src/errors.js';
 import type { CasOutcome } from '../../src/store/port.js';
 
 const ours = { version: 8, op: 'mine' };
@@ -91,6 +96,20 @@ describe('runConditionalWrite', () => {
       reported: 'unknown',
       cause: failure,
     });
+  });
+
+  it('throws a write refused as invalid (no idgen tables in the keyspace) as it is, without re-reading', async () => {
+    // Cassandra refuses such a statement before any Paxos round, so it was never written; taken
+    // for unknown, `seed` in a keyspace without the tables said the write "may or may not have
+    // been applied" and exited 3 (unreachable) instead of 1 (bad input).
+    const refused = new InvalidOptionError(
+      'keyspace',
+      'nosuch',
+      'a keyspace that holds the idgen tables',
+    );
+    await expect(
+      runConditionalWrite(step(refused, () => Promise.reject(new Error('no read expected')))),
+    ).rejects.toBe(refused);
   });
 
   it('stays unknown, with the read error as cause, when the re-read fails', async () => {

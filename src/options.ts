@@ -137,7 +137,8 @@ export interface CreateSequenceOptions {
    * range, granted at creation"). Every DC that will allocate, as a rule: the processes of a
    * fleet that start at once then never crowd the one grants partition all DCs share. A DC
    * listed here that never allocates keeps its first ranges unused. Refused if they do not fit
-   * the domain from `start`, or number more than 64 (DCs × shards). `[]`: none.
+   * the domain from `start`, number more than 64 (DCs × shards), or name a DC the keyspace does
+   * not replicate to (NetworkTopologyStrategy). `[]`: none.
    * @default with adaptive blocks, every DC the keyspace replicates to (NetworkTopologyStrategy),
    * if their ranges number at most 64 and take at most an eighth of the IDs from `start`;
    * otherwise none: each DC asks for its first range when its first process starts
@@ -568,6 +569,26 @@ export function resolveFirstGrants(
     }
   }
   return grants;
+}
+
+/**
+ * Refuses first ranges for a DC the keyspace does not replicate to, when its replication is
+ * known (NetworkTopologyStrategy): no process there could claim at LOCAL_SERIAL, so its ranges
+ * would be lost from the domain, and a misspelt DC would lose them without a word.
+ * @throws {InvalidOptionError} (option `firstRanges`) naming the DCs outside the replication.
+ */
+export function checkFirstRangeDcs(
+  dcs: readonly string[],
+  replicaDcs: readonly string[] | undefined,
+): void {
+  if (replicaDcs === undefined) return;
+  const outside = dcs.filter((dc) => !replicaDcs.includes(dc));
+  if (outside.length === 0) return;
+  throw new InvalidOptionError(
+    'firstRanges',
+    dcs,
+    `DCs the keyspace replicates to: ${replicaDcs.join(', ')} (not ${outside.join(', ')}); add a DC to the keyspace's replication before granting it first ranges, or leave it out: its first process then asks SERIAL for its first range`,
+  );
 }
 
 /**

@@ -6,6 +6,7 @@ import type { Logger } from '../logger.js';
 
 import { ClosedError, InvalidOptionError, SequenceNotFoundError } from '../errors.js';
 import {
+  checkFirstRangeDcs,
   defaultFirstRanges,
   resolveFirstGrants,
   resolveSequenceSettings,
@@ -210,11 +211,16 @@ export class IdGen {
   ): Promise<{ readonly settings: SequenceSettings; readonly firstGrants: readonly FirstGrant[] }> {
     this.#assertOpen();
     const settings = resolveSequenceSettings(name, options);
-    // A list given is checked (and refused if bad) with no read; none given: the keyspace's DCs.
+    // A list given is checked (and refused if bad) before any read, then against the keyspace's
+    // replication; none given: the keyspace's DCs.
+    const given = options.firstRanges;
     const firstGrants = resolveFirstGrants(
       settings,
-      options.firstRanges ?? defaultFirstRanges(settings, await this.#store.readReplicaDcs()),
+      given ?? defaultFirstRanges(settings, await this.#store.readReplicaDcs()),
     );
+    if (given !== undefined && firstGrants.length > 0) {
+      checkFirstRangeDcs(given, await this.#store.readReplicaDcs());
+    }
     const stored = await createSettings(
       this.#store,
       settings,

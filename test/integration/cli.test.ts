@@ -665,9 +665,16 @@ describe('idgen-cass refuses bad input: exit code, one line on stderr, nothing w
       'Invalid --start: received 3000000000n; allowed: an integer from 1 to 2147483647',
     );
     expectRefused(await idgen(['alter', 'orders', '--block', '0']), 1, 'Invalid --block');
+    // A DC the keyspace does not replicate to would keep its first ranges unused for good.
+    expectRefused(
+      await idgen(['seed', 'bad3', '--first-ranges', 'dc1,dc9']),
+      1,
+      'Invalid --first-ranges: received dc1,dc9; allowed: DCs the keyspace replicates to: dc1, dc2, dc3 (not dc9)',
+    );
     const names = await sequenceNames();
     expect(names).not.toContain('bad1');
     expect(names).not.toContain('bad2');
+    expect(names).not.toContain('bad3');
     expect(
       JSON.parse((await idgen(['status', 'orders', '--json', '--sample', '0'])).stdout),
     ).toMatchObject({

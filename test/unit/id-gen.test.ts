@@ -59,6 +59,28 @@ describe('IdGen', () => {
     expect(again).toEqual({ settings: named.settings, firstGrants: [] });
   });
 
+  it('refuses first ranges for a DC the keyspace does not replicate to, and writes nothing', async () => {
+    // Its ranges would be lost from the domain: no process there can claim at LOCAL_SERIAL.
+    const store = new MemoryStore({ replicaDcs: ['dc1', 'dc2', 'dc3'] });
+    const ids = processIn(store, 'dc1');
+    const error = await ids
+      .createSequenceGranting('orders', { firstRanges: ['dc1', 'dc9'] })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidOptionError);
+    expect(error).toMatchObject({ option: 'firstRanges' });
+    expect((error as Error).message).toContain(
+      'allowed: DCs the keyspace replicates to: dc1, dc2, dc3 (not dc9)',
+    );
+    expect(store.calls.createSequence).toBe(0);
+    // A keyspace whose replication names no DC (another strategy) cannot tell: the list stands.
+    const other = new MemoryStore({ replicaDcs: undefined });
+    const { firstGrants } = await processIn(other, 'dc1').createSequenceGranting('orders', {
+      firstRanges: ['dc9'],
+      shards: 1,
+    });
+    expect(firstGrants.map(({ grantee }) => grantee)).toEqual(['dc9']);
+  });
+
   it('exposes its DC and keyspace, not its store', () => {
     const { ids } = fresh();
     expect(ids.dc).toBe('eu_west1');

@@ -56,7 +56,8 @@ export interface InitSchemaResult {
   readonly preflight: PreflightReport | undefined;
 }
 
-const MAX_REPLICATION_FACTOR = 10;
+/** The highest replication factor `initSchema` accepts for one DC. */
+export const MAX_REPLICATION_FACTOR = 10;
 const SCHEMA_AGREEMENT_TIMEOUT_MS = 60_000;
 const SCHEMA_AGREEMENT_POLL_MS = 500;
 

@@ -7,6 +7,7 @@
 import { InvalidArgumentError } from 'commander';
 
 import { InvalidOptionError } from '../errors.js';
+import { MAX_REPLICATION_FACTOR } from '../schema.js';
 
 const INTEGER = /^-?\d+(_\d+)*$/;
 
@@ -100,8 +101,9 @@ export function parseSwitch(value: string, option: string): boolean {
  * @throws {InvalidOptionError} (option `replication`) for anything else, or a map naming no DC.
  */
 export function parseReplication(value: string): Record<string, number> {
-  const allowed =
-    'one or more DC:factor pairs separated by commas, each DC once, e.g. dc1:3,dc2:3,dc3:3';
+  // The factor's range is checked here too, so that the message names the flag's syntax and
+  // what was typed, not the map the library receives.
+  const allowed = `one or more DC:factor pairs separated by commas, each DC once, each factor from 1 to ${MAX_REPLICATION_FACTOR}, e.g. dc1:3,dc2:3,dc3:3`;
   const map: Record<string, number> = {};
   const pairs = value
     .split(',')
@@ -110,10 +112,16 @@ export function parseReplication(value: string): Record<string, number> {
   if (pairs.length === 0) throw new InvalidOptionError('replication', value, allowed);
   for (const pair of pairs) {
     const match = /^([^:\s]+):(\d+)$/.exec(pair);
-    if (match === null || Object.hasOwn(map, match[1]!)) {
+    const factor = match === null ? 0 : Number(match[2]);
+    if (
+      match === null ||
+      Object.hasOwn(map, match[1]!) ||
+      factor < 1 ||
+      factor > MAX_REPLICATION_FACTOR
+    ) {
       throw new InvalidOptionError('replication', value, allowed);
     }
-    map[match[1]!] = Number(match[2]);
+    map[match[1]!] = factor;
   }
   return map;
 }

@@ -126,9 +126,14 @@ describe('parsers', () => {
 
   it('reads a replication map and refuses one that names no DC', () => {
     expect(parseReplication('dc1:3, dc2:1,')).toEqual({ dc1: 3, dc2: 1 });
-    for (const bad of ['', ' , ', 'dc1=3', 'dc1:3,dc1:2', 'dc1:x', ':3']) {
+    for (const bad of ['', ' , ', 'dc1=3', 'dc1:3,dc1:2', 'dc1:x', ':3', 'dc1:0', 'dc1:3,dc2:11']) {
       expect(() => parseReplication(bad)).toThrow(InvalidOptionError);
     }
+    // A factor out of range is named as typed, in the flag's syntax (not as the library's map;
+    // the CLI names the flag, --replication, when it prints the error).
+    expect(() => parseReplication('dc1:0')).toThrow(
+      'Invalid option "replication": received "dc1:0"; allowed: one or more DC:factor pairs separated by commas, each DC once, each factor from 1 to 10, e.g. dc1:3,dc2:3,dc3:3.',
+    );
   });
 });
 

@@ -631,8 +631,11 @@ function checkKeys(options: object, allowed: readonly string[]): void {
   }
 }
 
+/** What an integer option of the API takes besides its range; the CLI, taking digits, drops it. */
+export const INTEGER_TYPES = ' (a number up to 2^53-1, or a bigint)';
+
 function integerOption(option: string, value: unknown, low: bigint, high: bigint): bigint {
-  const allowed = `an integer from ${low} to ${high} (a number up to 2^53-1, or a bigint)`;
+  const allowed = `an integer from ${low} to ${high}${INTEGER_TYPES}`;
   let result: bigint;
   if (typeof value === 'bigint') result = value;
   else if (typeof value === 'number' && Number.isSafeInteger(value)) result = BigInt(value);

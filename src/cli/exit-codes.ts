@@ -12,6 +12,7 @@ import {
   UnsafeClusterError,
   type IdGenErrorCode,
 } from '../errors.js';
+import { INTEGER_TYPES } from '../options.js';
 import { TLS_FILE_FLAGS } from './connection-options.js';
 
 /** Exit codes of `idgen-cass`; documented in README.md ("Command line"). */
@@ -162,7 +163,13 @@ export function errorMessage(error: unknown): string {
     const flag = FLAGS[error.option];
     const prefix = `Invalid option "${error.option}"`;
     if (flag !== undefined && error.message.startsWith(prefix)) {
-      return `Invalid ${flag}${error.message.slice(prefix.length)}`;
+      const message = `Invalid ${flag}${error.message.slice(prefix.length)}`;
+      // A flag takes digits: its value as typed (no bigint `n`), its range without the API's types.
+      return typeof error.received === 'bigint'
+        ? message
+            .replace(`received ${error.received}n;`, `received ${error.received};`)
+            .replace(INTEGER_TYPES, '')
+        : message;
     }
   }
   if (error instanceof UnsafeClusterError && error.override.includes('allowUnsafeCluster')) {

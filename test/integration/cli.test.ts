@@ -662,7 +662,7 @@ describe('idgen-cass refuses bad input: exit code, one line on stderr, nothing w
     expectRefused(
       await idgen(['seed', 'bad2', '--domain', 'int32', '--start', '3000000000']),
       1,
-      'Invalid --start: received 3000000000n; allowed: an integer from 1 to 2147483647',
+      'Invalid --start: received 3000000000; allowed: an integer from 1 to 2147483647.',
     );
     expectRefused(await idgen(['alter', 'orders', '--block', '0']), 1, 'Invalid --block');
     // A DC the keyspace does not replicate to would keep its first ranges unused for good.

@@ -11,6 +11,7 @@ import { preflightReport } from '../../src/admin/preflight.js';
 import { sequenceStatus, type StatusReport } from '../../src/admin/status.js';
 import { IdGen } from '../../src/allocator/id-gen.js';
 import { checkJson, renderCheck } from '../../src/cli/check-view.js';
+import { resolveSequenceSettings } from '../../src/options.js';
 import {
   ContentionError,
   IdGenError,
@@ -99,6 +100,16 @@ describe('parsers', () => {
     const error = catchError(() => parseDuration('30', 'failIfRunwayBelow'));
     expect(errorMessage(error)).toBe(
       'Invalid --fail-if-runway-below: received "30"; allowed: a duration above 0: a number followed by s, m, h or d, e.g. 90s, 30m, 2h, 1d.',
+    );
+    expect(exitCodeOf(error)).toBe(EXIT_CODES.usage);
+  });
+
+  it('names an integer flag out of range as typed: no bigint "n", no word about the API types', () => {
+    const error = catchError(() =>
+      resolveSequenceSettings('s', { domain: 'int32', start: 3_000_000_000n }),
+    );
+    expect(errorMessage(error)).toBe(
+      'Invalid --start: received 3000000000; allowed: an integer from 1 to 2147483647.',
     );
     expect(exitCodeOf(error)).toBe(EXIT_CODES.usage);
   });

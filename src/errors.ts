@@ -64,20 +64,23 @@ export class InvalidNameError extends IdGenError {
 }
 
 /**
- * `take(n)` with a count that is not a positive integer within the block size, or larger than
- * the DC ranges the sequence now grants (`dcRangeSize` was lowered below it).
+ * `take(n)` with a count that is not a positive integer within the largest block (`block`: the
+ * fixed block size; `maxBlock`: adaptive blocks' `maxBlockSize`), or larger than the DC ranges
+ * the sequence now grants (`range`: `dcRangeSize` was lowered below it).
  */
 export class InvalidCountError extends IdGenError {
   constructor(
     readonly received: unknown,
     readonly maxCount: number,
-    readonly limitedBy: 'block' | 'range' = 'block',
+    readonly limitedBy: 'block' | 'maxBlock' | 'range' = 'block',
   ) {
     super(
       'IDGEN_INVALID_COUNT',
       limitedBy === 'block'
         ? `Invalid count ${describe(received)}: take() needs an integer from 1 to ${maxCount} (the sequence's block size; raise it with "idgen-cass alter --block").`
-        : `Invalid count ${describe(received)}: the DC now holds ranges of only ${maxCount} IDs, so take() cannot get ${describe(received)} contiguous IDs; ask for at most ${maxCount}, or raise the range size with "idgen-cass alter --dc-range". Nothing was skipped.`,
+        : limitedBy === 'maxBlock'
+          ? `Invalid count ${describe(received)}: take() needs an integer from 1 to ${maxCount} (the sequence's largest block, maxBlockSize; raise it with "idgen-cass alter --max-block-size").`
+          : `Invalid count ${describe(received)}: the DC now holds ranges of only ${maxCount} IDs, so take() cannot get ${describe(received)} contiguous IDs; ask for at most ${maxCount}, or raise the range size with "idgen-cass alter --dc-range". Nothing was skipped.`,
     );
   }
 }

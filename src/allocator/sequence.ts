@@ -352,7 +352,8 @@ export class Sequence<T extends number | bigint> {
     const call = this.callOf(options);
     const { settings } = await this.ensureLoaded();
     if (!Number.isInteger(count) || count < 1 || count > settings.maxBlockSize) {
-      throw new InvalidCountError(count, settings.maxBlockSize);
+      const fixed = settings.maxBlockSize === settings.blockSize;
+      throw new InvalidCountError(count, settings.maxBlockSize, fixed ? 'block' : 'maxBlock');
     }
     this.assertOpen();
     const range = this.takeRun(count);

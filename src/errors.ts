@@ -74,13 +74,15 @@ export class InvalidCountError extends IdGenError {
     readonly maxCount: number,
     readonly limitedBy: 'block' | 'maxBlock' | 'range' = 'block',
   ) {
+    const [bound, flag] =
+      limitedBy === 'block'
+        ? ["the sequence's block size", '--block']
+        : ["the sequence's largest block, maxBlockSize", '--max-block-size'];
     super(
       'IDGEN_INVALID_COUNT',
-      limitedBy === 'block'
-        ? `Invalid count ${describe(received)}: take() needs an integer from 1 to ${maxCount} (the sequence's block size; raise it with "idgen-cass alter --block").`
-        : limitedBy === 'maxBlock'
-          ? `Invalid count ${describe(received)}: take() needs an integer from 1 to ${maxCount} (the sequence's largest block, maxBlockSize; raise it with "idgen-cass alter --max-block-size").`
-          : `Invalid count ${describe(received)}: the DC now holds ranges of only ${maxCount} IDs, so take() cannot get ${describe(received)} contiguous IDs; ask for at most ${maxCount}, or raise the range size with "idgen-cass alter --dc-range". Nothing was skipped.`,
+      limitedBy !== 'range'
+        ? `Invalid count ${describe(received)}: take() needs an integer from 1 to ${maxCount} (${bound}; raise it with "idgen-cass alter ${flag}").`
+        : `Invalid count ${describe(received)}: the DC now holds ranges of only ${maxCount} IDs, so take() cannot get ${describe(received)} contiguous IDs; ask for at most ${maxCount}, or raise the range size with "idgen-cass alter --dc-range". Nothing was skipped.`,
     );
   }
 }

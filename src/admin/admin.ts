@@ -9,13 +9,12 @@
  * reports failure instead of throwing.
  */
 
-import { setTimeout as delay } from 'node:timers/promises';
-
 import type { ConnectionOptions } from '../driver-client.js';
 import { InvalidOptionError, SequenceNotFoundError } from '../errors.js';
 import { validateSequenceName } from '../options.js';
 import { ascending } from '../order.js';
 import type { IdStore, NodeSettings, SequenceSettings } from '../store/port.js';
+import { sleep } from '../timers.js';
 import {
   checkSequence,
   checkVerdict,
@@ -209,7 +208,7 @@ export class Admin {
         previous = names.map((name) => earlier.get(name));
       } else if (sampleMs > 0) {
         previous = await readAll();
-        await delay(sampleMs, undefined, { signal: options.signal });
+        await sleep(sampleMs, options.signal);
       } else {
         previous = [];
       }
@@ -254,7 +253,7 @@ export class Admin {
     );
     const first = await this.#checkOnce(name);
     if (first.violations.every((v) => v.confirmed) || confirmAfterMs === 0) return first;
-    await delay(confirmAfterMs);
+    await sleep(confirmAfterMs);
     return this.#checkOnce(name);
   }
 

@@ -5,6 +5,7 @@
  */
 import { SequenceNotFoundError } from '../errors.js';
 import type { IdStore } from '../store/port.js';
+import { after } from '../timers.js';
 import type { SequenceSnapshot, SerialProbe } from './status.js';
 
 /**
@@ -52,9 +53,9 @@ export async function probeSerial(
     tookMs: Date.now() - started,
     error,
   });
-  let timer: NodeJS.Timeout | undefined;
+  let cancel = () => {};
   const timeout = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), timeoutMs);
+    cancel = after(timeoutMs, () => resolve('timeout'), { ref: true });
   });
   const read = store.probeSerial().then(
     () => undefined,
@@ -66,6 +67,6 @@ export async function probeSerial(
     if (outcome === undefined) return result(undefined);
     return result(outcome instanceof Error ? outcome.message : String(outcome));
   } finally {
-    clearTimeout(timer);
+    cancel();
   }
 }

@@ -11,7 +11,9 @@ import type { Clock } from './clock.js';
 export interface CallOptions {
   /**
    * Milliseconds the call may wait for a refill before it rejects (with the refill's last
-   * error, or {@link DeadlineError}); the refill itself carries on.
+   * error, or {@link DeadlineError}); the refill itself carries on. `Infinity`: no deadline
+   * (the call waits until an ID comes, the refill fails for good, the handle closes or `signal`
+   * fires).
    * @default the `callTimeoutMs` option of `connect()` (10 000)
    */
   readonly timeoutMs?: number | undefined;

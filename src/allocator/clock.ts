@@ -5,6 +5,8 @@
  * when to try and how much to ask for.
  */
 
+import { after, sleep } from '../timers.js';
+
 export interface Clock {
   /** Milliseconds on a local monotonic clock (only differences mean anything). */
   now(): number;
@@ -30,12 +32,10 @@ const immediate = globalThis.setImmediate;
 
 export const SYSTEM_CLOCK: Clock = Object.freeze({
   now: () => performance.now(),
-  sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
-  after: (ms: number, fn: () => void) => {
-    const timer = setTimeout(fn, ms);
-    timer.unref();
-    return () => clearTimeout(timer);
-  },
+  sleep: (ms: number) => sleep(ms),
+  // A call's deadline may be far off, or Infinity: timers.ts waits that long, where one timer
+  // would fire at once.
+  after: (ms: number, fn: () => void) => after(ms, fn),
   // Callbacks of setImmediate run after the poll phase, where socket data is read.
   yieldToIo: () => new Promise<void>((resolve) => immediate(resolve)),
 });

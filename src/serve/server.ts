@@ -18,6 +18,7 @@ import type { IdGen } from '../allocator/id-gen.js';
 import { InvalidNameError, InvalidOptionError, StoreUnavailableError } from '../errors.js';
 import { fastifyModule } from '../lazy-modules.js';
 import { validateSequenceName } from '../options.js';
+import { after } from '../timers.js';
 import { BearerToken } from './auth.js';
 import { httpErrorOf, ServeRefusal, type ServeErrorBody } from './http-errors.js';
 import {
@@ -408,18 +409,19 @@ async function readiness(
 
 /** `promise`, or {@link StoreUnavailableError} once `timeoutMs` pass first. */
 async function within<T>(timeoutMs: number, promise: Promise<T>, operation: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
+  let cancel = () => {};
   const late = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(
+    cancel = after(
+      timeoutMs,
       () =>
         reject(new StoreUnavailableError('local', operation, `no answer within ${timeoutMs} ms`)),
-      timeoutMs,
+      { ref: true },
     );
   });
   try {
     return await Promise.race([promise, late]);
   } finally {
-    clearTimeout(timer);
+    cancel();
     promise.catch(() => undefined);
   }
 }

@@ -1,12 +1,11 @@
 /** `idgen-cass status`: how each sequence stands in every DC, as seen from the local DC. */
 
-import { setTimeout as delay } from 'node:timers/promises';
-
 import type { Command } from 'commander';
 
 import { ADMIN_DEFAULTS } from '../../admin/admin.js';
 import type { StatusReport } from '../../admin/status.js';
 import { InvalidOptionError } from '../../errors.js';
+import { sleep } from '../../timers.js';
 import type { CliContext } from '../context.js';
 import { parseDuration, parseSeconds } from '../parse.js';
 import { statusOutcome } from '../status-outcome.js';
@@ -129,7 +128,7 @@ Example (processes in dc1 and dc2 drawing):
           last = await admin.status({ ...base, since: previous, signal: stop.signal });
           if (previous === undefined) warn(ctx, last); // once, not at every refresh
           await show(ctx, last, true);
-          await delay(seconds * 1000, undefined, { signal: stop.signal });
+          await sleep(seconds * 1000, stop.signal);
         }
       } catch (error) {
         if (!stop.signal.aborted) throw error; // Ctrl-C ends a watch normally

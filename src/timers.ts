@@ -1,0 +1,52 @@
+/**
+ * Timers for waits a user sets (call deadlines, status samples, probe and readiness timeouts).
+ * One Node timer holds at most 2^31-1 ms (about 24.8 days): a longer delay, `Infinity` included,
+ * fires after 1 ms with a TimeoutOverflowWarning. A call given `timeoutMs: Infinity` ("no
+ * deadline") would then fail at once with a deadline error, and a status sampled over a month
+ * would measure its rates over 1 ms. These chain timers instead, so any delay waits as long as
+ * it says, and `Infinity` never ends.
+ */
+
+/** The longest delay one Node timer holds. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Runs `fn` after `ms` milliseconds unless cancelled; returns the cancel function. `ref: false`
+ * (the default) lets the process exit while the timer is pending.
+ */
+export function after(ms: number, fn: () => void, { ref = false } = {}): () => void {
+  let timer: NodeJS.Timeout | undefined;
+  const arm = (left: number) => {
+    const step = Math.min(left, MAX_TIMER_MS);
+    timer = setTimeout(() => (left > step ? arm(left - step) : fn()), step);
+    if (!ref) timer.unref();
+  };
+  arm(ms);
+  return () => clearTimeout(timer);
+}
+
+/**
+ * Resolves after `ms` milliseconds; rejects with `signal.reason` (as `signal.throwIfAborted()`
+ * throws) when `signal` fires first. The pending wait keeps the process alive.
+ */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (signal?.aborted === true) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      cancel();
+      reject(signal?.reason);
+    };
+    const cancel = after(
+      ms,
+      () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      },
+      { ref: true },
+    );
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -18,6 +18,7 @@ import {
 } from './client-routing.js';
 import { describeDriverError, innerErrors } from './store/cassandra-errors.js';
 import { AvoidStalledCoordinatorsPolicy, StalledCoordinators } from './stalled-coordinators.js';
+import { MAX_TIMER_MS } from './timers.js';
 
 /** Where and how to reach Cassandra. */
 export interface ConnectionOptions {
@@ -111,7 +112,10 @@ export interface OpenedClient {
 export async function openClient(
   options: Omit<ConnectionOptions, 'keyspace'> & { keyspace?: string },
 ): Promise<OpenedClient> {
-  if (options.client !== undefined) return adoptClient(options.client, options.localDataCenter);
+  if (options.client !== undefined) {
+    requestTimeoutOf(options); // the store sets it on every request of the user's client
+    return adoptClient(options.client, options.localDataCenter);
+  }
 
   const { clientOptions, contactPoints, localDataCenter } = buildClientOptions(options);
   const client = new cassandra.Client(clientOptions);
@@ -130,6 +134,26 @@ export async function openClient(
     throw unknownDataCenter(localDataCenter, dcs);
   }
   return { client, ownsClient: true, localDataCenter };
+}
+
+/**
+ * `requestTimeoutMs`, or the default.
+ * @throws {InvalidOptionError} unless it is a number of milliseconds above 0 that one Node timer
+ *   holds: the driver times each request with one, which past that fires after 1 ms.
+ */
+function requestTimeoutOf(options: Pick<ConnectionOptions, 'requestTimeoutMs'>): number {
+  const requestTimeoutMs = options.requestTimeoutMs ?? CLIENT_DEFAULTS.readTimeout;
+  if (
+    typeof requestTimeoutMs !== 'number' ||
+    !(requestTimeoutMs > 0 && requestTimeoutMs <= MAX_TIMER_MS)
+  ) {
+    throw new InvalidOptionError(
+      'requestTimeoutMs',
+      requestTimeoutMs,
+      `a number of milliseconds above 0 and up to ${MAX_TIMER_MS} (above Cassandra's CAS timeout, e.g. 5000)`,
+    );
+  }
+  return requestTimeoutMs;
 }
 
 /**
@@ -164,18 +188,7 @@ export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' |
   }
   // The protocol's statements set their own timeout (the store's default); this one is for the
   // client's other statements, schema changes among them, which may take longer.
-  const requestTimeoutMs = options.requestTimeoutMs ?? CLIENT_DEFAULTS.readTimeout;
-  if (
-    typeof requestTimeoutMs !== 'number' ||
-    !(requestTimeoutMs > 0) ||
-    requestTimeoutMs === Infinity
-  ) {
-    throw new InvalidOptionError(
-      'requestTimeoutMs',
-      requestTimeoutMs,
-      "a positive number of milliseconds (above Cassandra's CAS timeout, e.g. 5000)",
-    );
-  }
+  const requestTimeoutMs = requestTimeoutOf(options);
 
   const { policies, auth } = cassandra;
   const driver = options.driverOptions ?? {};

@@ -74,6 +74,9 @@ describe('buildClientOptions', () => {
     ],
     [{ password: 'pw' }, 'username'],
     [{ requestTimeoutMs: 0 }, 'requestTimeoutMs'],
+    // The driver's request timer would fire after 1 ms: every request would time out.
+    [{ requestTimeoutMs: 2 ** 31 }, 'requestTimeoutMs'],
+    [{ requestTimeoutMs: Infinity }, 'requestTimeoutMs'],
     [{ contactPoints: [] }, 'contactPoints'],
     [{ localDataCenter: ' ' }, 'localDataCenter'],
   ])('refuses %o naming the option', (bad, option) => {

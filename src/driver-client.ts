@@ -319,7 +319,34 @@ function validateContactPoints(value: unknown): readonly string[] {
       'a non-empty list of node addresses of the local datacenter, e.g. ["10.0.0.1", "10.0.0.2:9042"]',
     );
   }
+  for (const point of value) {
+    const port = portOf(point.trim());
+    if (
+      port !== undefined &&
+      !(/^\d{1,5}$/.test(port) && Number(port) >= 1 && Number(port) <= 65_535)
+    ) {
+      throw new InvalidOptionError(
+        'contactPoints',
+        point,
+        'a node address as host, host:port or [IPv6]:port, with a port from 1 to 65535',
+      );
+    }
+  }
   return value;
+}
+
+/**
+ * The port of a contact point, as the driver splits it: after `]:` of `[IPv6]:port`, or after
+ * the one colon of `host:port`; undefined if there is none (a bare host, or a bare IPv6 address,
+ * whose colons are not a port's). Checked here, since the driver reports a bad port as a
+ * connection failure, which reads as "Cassandra is down".
+ */
+function portOf(point: string): string | undefined {
+  if (point.startsWith('[') && point.indexOf(']:') > 1) {
+    return point.slice(point.lastIndexOf(']:') + 2);
+  }
+  const parts = point.split(':');
+  return parts.length === 2 ? parts[1] : undefined;
 }
 
 /**

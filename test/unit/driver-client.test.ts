@@ -62,6 +62,12 @@ describe('buildClientOptions', () => {
     expect(clientOptions).toMatchObject({ contactPoints: ['10.0.0.1'], localDataCenter: 'dc1' });
   });
 
+  it('takes contact points as host, host:port, a bare IPv6 address or [IPv6]:port', () => {
+    const contactPoints = ['10.0.0.1', 'node-2:9042', '::1', '[fe80::1]:9043', 'node-3:65535'];
+    const { clientOptions } = buildClientOptions({ ...base, contactPoints });
+    expect(clientOptions.contactPoints).toEqual(contactPoints);
+  });
+
   it('builds a PlainTextAuthProvider from username and password', () => {
     const { clientOptions } = buildClientOptions({ ...base, username: 'svc', password: 'pw' });
     expect(clientOptions.authProvider).toBeInstanceOf(cassandra.auth.PlainTextAuthProvider);
@@ -78,6 +84,12 @@ describe('buildClientOptions', () => {
     [{ requestTimeoutMs: 2 ** 31 }, 'requestTimeoutMs'],
     [{ requestTimeoutMs: Infinity }, 'requestTimeoutMs'],
     [{ contactPoints: [] }, 'contactPoints'],
+    // The driver reports a bad port as a failure to connect: exit 3, "Cassandra is unavailable".
+    [{ contactPoints: ['10.0.0.1', '10.0.0.2:99999'] }, 'contactPoints'],
+    [{ contactPoints: ['10.0.0.1:0'] }, 'contactPoints'],
+    [{ contactPoints: ['10.0.0.1:'] }, 'contactPoints'],
+    [{ contactPoints: ['node-1:cql'] }, 'contactPoints'],
+    [{ contactPoints: ['[::1]:70000'] }, 'contactPoints'],
     [{ localDataCenter: ' ' }, 'localDataCenter'],
   ])('refuses %o naming the option', (bad, option) => {
     expect(() => buildClientOptions({ ...base, ...bad })).toThrow(

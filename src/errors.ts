@@ -195,7 +195,7 @@ export class StoreUnavailableError extends IdGenError {
     const timedOut = options?.timedOut === true;
     super(
       'IDGEN_STORE_UNAVAILABLE',
-      `Cassandra is unavailable at ${levelName(level)} for ${operation}: ${detail}. Check that the contact points are reachable and the nodes of the DC are up${timedOut ? ', and how busy they are: a timeout also comes from many processes contending for one partition, or from an overloaded cluster' : ''}.`,
+      `Cassandra is unavailable at ${levelName(level)} for ${operation}: ${detail.replace(/\.+$/, '')}. Check that the contact points are reachable and the nodes of the DC are up${timedOut ? ', and how busy they are: a timeout also comes from many processes contending for one partition, or from an overloaded cluster' : ''}.`,
       options,
     );
     this.timedOut = timedOut;

@@ -290,6 +290,11 @@ describe('exit codes', () => {
     handleError(error, (t) => loud.push(t), { verbose: true, json: false });
     expect(loud.join('')).toContain('caused by: Error: ECONNREFUSED');
   });
+
+  it("ends a driver's detail that ends with a period with one period, not two", () => {
+    const error = new StoreUnavailableError('local', 'connect', "Received type string ('0').");
+    expect(error.message).toContain("('0'). Check that the contact points");
+  });
 });
 
 describe('usage errors, reported before connecting', () => {

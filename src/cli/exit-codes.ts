@@ -163,7 +163,7 @@ export function errorMessage(error: unknown): string {
     const flag = FLAGS[error.option];
     const prefix = `Invalid option "${error.option}"`;
     if (flag !== undefined && error.message.startsWith(prefix)) {
-      const message = `Invalid ${flag}${error.message.slice(prefix.length)}`;
+      const message = `Invalid ${flag}${withFlagNames(error.message.slice(prefix.length))}`;
       // A flag takes digits: its value as typed (no bigint `n`), its range without the API's types.
       return typeof error.received === 'bigint'
         ? message
@@ -179,6 +179,15 @@ export function errorMessage(error: unknown): string {
   if (error instanceof IdGenError || error instanceof CommandOutcome) return error.message;
   const message = error instanceof Error ? error.message : String(error);
   return `unexpected error: ${message} (run with --verbose for the stack)`;
+}
+
+/**
+ * `text` with the library's camelCase option names (an allowed range may name the settings it
+ * depends on: "at most maxBlockSize (…)") as the flags that set them. Single-word names (min,
+ * max, start) are left alone: in a sentence they are words.
+ */
+function withFlagNames(text: string): string {
+  return text.replace(/\b[a-z]+(?:[A-Z][a-z]*)+\b/g, (name) => FLAGS[name]?.split(' (')[0] ?? name);
 }
 
 /** The code `--json` writes for `error`. */

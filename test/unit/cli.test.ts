@@ -280,6 +280,24 @@ describe('exit codes', () => {
     );
   });
 
+  it('names the settings an allowed range depends on as the CLI spells them too', () => {
+    const error = catchError(() => resolveSequenceSettings('s', { blockSize: 5, maxBlockSize: 3 }));
+    expect(errorMessage(error)).toBe(
+      'Invalid --block: received 5; allowed: an integer from 1 to 3 (at most --max-block-size, --dc-range and 10000000).',
+    );
+    expect(
+      errorMessage(
+        new InvalidOptionError(
+          'dcRangeSize',
+          5n,
+          'at least the largest block (maxBlockSize 100), or lower maxBlockSize too; see initSchema',
+        ),
+      ),
+    ).toBe(
+      'Invalid --dc-range: received 5; allowed: at least the largest block (--max-block-size 100), or lower --max-block-size too; see initSchema.',
+    );
+  });
+
   it('prints one line, or the stack and causes with --verbose', () => {
     const cause = new Error('ECONNREFUSED');
     const error = new StoreUnavailableError('local', 'connect', 'no host', { cause });
@@ -423,7 +441,7 @@ describe('seed --first-ranges, over the in-memory store', () => {
     [['dc1,'], 'received "dc1,"; allowed: one or more DC names separated by commas'],
     [
       ['dc1,dc2', '--max', '300', '--dc-range', '100', '--shards', '2'],
-      'allowed: DCs whose first ranges fit the domain: 2 DC(s) × 2 shard(s) × dcRangeSize 100 = 400 IDs, but only 300 lie',
+      'allowed: DCs whose first ranges fit the domain: 2 DC(s) × 2 shard(s) × --dc-range 100 = 400 IDs, but only 300 lie',
     ],
   ])('--first-ranges %j: exit 1, one line, no sequence', async ([value, ...more], message) => {
     const store = cliStore();

@@ -3,7 +3,8 @@
  */
 import type { Logger } from './logger.js';
 import type { MetricsOptions } from './metrics/options.js';
-import { openClient } from './driver-client.js';
+import { checkConnectionKeys, openClient } from './driver-client.js';
+import type { ListsEveryKey } from './options.js';
 import type { ConnectionOptions } from './driver-client.js';
 import { IdGen } from './allocator/id-gen.js';
 import { CassandraStore } from './store/cassandra.js';
@@ -32,6 +33,17 @@ export type ConnectOptions = ConnectionOptions & {
   metrics?: MetricsOptions;
 };
 
+/** The keys {@link ConnectOptions} adds to the connection's. */
+const CONNECT_KEYS = ['logger', 'callTimeoutMs', 'metrics'] as const satisfies readonly Exclude<
+  keyof ConnectOptions,
+  keyof ConnectionOptions
+>[];
+const everyConnectKey: ListsEveryKey<
+  Omit<ConnectOptions, keyof ConnectionOptions>,
+  (typeof CONNECT_KEYS)[number]
+> = true;
+void everyConnectKey;
+
 /**
  * Connects to Cassandra in this process's datacenter and returns the allocator.
  *
@@ -47,6 +59,7 @@ export type ConnectOptions = ConnectionOptions & {
  * @throws {StoreUnavailableError} when no contact point can be reached.
  */
 export async function connect(options: ConnectOptions): Promise<IdGen> {
+  checkConnectionKeys(options, CONNECT_KEYS);
   const opened = await openClient(options);
   try {
     const store = new CassandraStore(opened.client, options.keyspace, {

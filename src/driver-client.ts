@@ -18,6 +18,7 @@ import {
 } from './client-routing.js';
 import { describeDriverError, innerErrors } from './store/cassandra-errors.js';
 import { AvoidStalledCoordinatorsPolicy, StalledCoordinators } from './stalled-coordinators.js';
+import { checkKeys, type ListsEveryKey } from './options.js';
 import { MAX_TIMER_MS } from './timers.js';
 
 /** Where and how to reach Cassandra. */
@@ -81,6 +82,31 @@ export interface ConnectionOptions {
    * @default a client built from the options above, shut down by `close()`
    */
   client?: cassandra.Client;
+}
+
+/** Every key of {@link ConnectionOptions} (the type below checks that none is missing). */
+const CONNECTION_KEYS = [
+  'contactPoints',
+  'localDataCenter',
+  'keyspace',
+  'username',
+  'password',
+  'authProvider',
+  'sslOptions',
+  'requestTimeoutMs',
+  'driverOptions',
+  'client',
+] as const satisfies readonly (keyof ConnectionOptions)[];
+const everyConnectionKey: ListsEveryKey<ConnectionOptions, (typeof CONNECTION_KEYS)[number]> = true;
+void everyConnectionKey;
+
+/**
+ * Refuses a key of `options` that is neither a connection option nor one of the entry's own
+ * (`others`): a misspelt one would be ignored.
+ * @throws {InvalidOptionError} naming it.
+ */
+export function checkConnectionKeys(options: object, others: readonly string[]): void {
+  checkKeys(options, [...CONNECTION_KEYS, ...others]);
 }
 
 /** Client settings for a client we build; `readTimeout` must exceed Cassandra's CAS timeout. */

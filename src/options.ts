@@ -616,7 +616,15 @@ export function defaultFirstRanges(
   return replicaDcs;
 }
 
-function checkKeys(options: object, allowed: readonly string[]): void {
+/** `true` only if `Listed` names every key of `T`: a key list checked when it compiles. */
+export type ListsEveryKey<T, Listed> = Exclude<keyof T, Listed> extends never ? true : never;
+
+/**
+ * Refuses a key of `options` outside `allowed`: a misspelt option (`callTimeoutMS`, `blocksize`)
+ * would otherwise be ignored, and its default used without a word.
+ * @throws {InvalidOptionError} naming the first unknown key, and listing the allowed ones.
+ */
+export function checkKeys(options: object, allowed: readonly string[]): void {
   if (typeof options !== 'object' || options === null) {
     throw new InvalidOptionError('options', options, 'an object');
   }

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import cassandra from 'cassandra-driver';
 import type { Logger } from './logger.js';
 
-import { openClient, type ConnectionOptions } from './driver-client.js';
+import { checkConnectionKeys, openClient, type ConnectionOptions } from './driver-client.js';
 import { describeDriverError } from './store/cassandra-errors.js';
 import {
   InvalidNameError,
@@ -20,6 +20,7 @@ import {
 import { adminOver } from './admin/open.js';
 import type { PreflightReport } from './admin/preflight.js';
 import { isValidName } from './names.js';
+import type { ListsEveryKey } from './options.js';
 
 /** Options of {@link initSchema}. */
 export type InitSchemaOptions = ConnectionOptions & {
@@ -39,6 +40,14 @@ export type InitSchemaOptions = ConnectionOptions & {
    */
   allowUnsafeCluster?: boolean;
 };
+
+/** The keys {@link InitSchemaOptions} adds to the connection's. */
+const INIT_SCHEMA_KEYS = ['replication', 'logger', 'allowUnsafeCluster'] as const;
+const everyInitSchemaKey: ListsEveryKey<
+  Omit<InitSchemaOptions, keyof ConnectionOptions>,
+  (typeof INIT_SCHEMA_KEYS)[number]
+> = true;
+void everyInitSchemaKey;
 
 /** What {@link initSchema} found and did. */
 export interface InitSchemaResult {
@@ -83,6 +92,7 @@ const SCHEMA_AGREEMENT_POLL_MS = 500;
  * @throws {@link UnsafeClusterError} when a node runs an unsafe setting (nothing is created).
  */
 export async function initSchema(options: InitSchemaOptions): Promise<InitSchemaResult> {
+  checkConnectionKeys(options, INIT_SCHEMA_KEYS);
   const { keyspace } = options;
   if (!isValidName('keyspace', keyspace)) throw new InvalidNameError('keyspace', keyspace);
   const replication = validateReplication(options.replication);

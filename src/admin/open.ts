@@ -7,7 +7,12 @@
 
 import type cassandra from 'cassandra-driver';
 
-import { openClient, openClientInDc, type OpenedClient } from '../driver-client.js';
+import {
+  checkConnectionKeys,
+  openClient,
+  openClientInDc,
+  type OpenedClient,
+} from '../driver-client.js';
 import { CassandraStore } from '../store/cassandra.js';
 import type { NodeSettings } from '../store/port.js';
 import { Admin, type AdminOptions } from './admin.js';
@@ -24,6 +29,7 @@ import type { PreflightReport } from './preflight.js';
  * @throws {StoreUnavailableError} when no contact point can be reached.
  */
 export async function openAdmin(options: AdminOptions): Promise<Admin> {
+  checkConnectionKeys(options, []);
   const opened = await openClient(options);
   try {
     return adminOver(opened, options.keyspace, options.requestTimeoutMs);

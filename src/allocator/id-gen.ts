@@ -7,6 +7,7 @@ import type { Logger } from '../logger.js';
 import { ClosedError, InvalidOptionError, SequenceNotFoundError } from '../errors.js';
 import {
   checkFirstRangeDcs,
+  checkKeys,
   defaultFirstRanges,
   resolveFirstGrants,
   resolveSequenceSettings,
@@ -158,6 +159,7 @@ export class IdGen {
   sequence(name: string, options: SequenceHandleOptions = {}): Sequence<number> | Sequence<bigint> {
     this.#assertOpen();
     validateSequenceName(name);
+    checkKeys(options, ['bigint']);
     const bigint = options.bigint === true;
     const key = `${name}/${bigint ? 'bigint' : 'number'}`;
     const existing = this.#sequences.get(key);

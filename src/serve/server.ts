@@ -17,7 +17,7 @@ import type { Logger as PinoLogger } from 'pino';
 import type { IdGen } from '../allocator/id-gen.js';
 import { InvalidNameError, InvalidOptionError, StoreUnavailableError } from '../errors.js';
 import { fastifyModule } from '../lazy-modules.js';
-import { validateSequenceName } from '../options.js';
+import { checkKeys, validateSequenceName, type ListsEveryKey } from '../options.js';
 import { after } from '../timers.js';
 import { BearerToken } from './auth.js';
 import { httpErrorOf, ServeRefusal, type ServeErrorBody } from './http-errors.js';
@@ -436,7 +436,21 @@ export function checkServeOptions(options: ServeOptions): void {
 }
 
 /** The options with their defaults, each checked once. */
+/** Every key of {@link ServeOptions}. */
+const SERVE_KEYS = [
+  'sequences',
+  'token',
+  'registry',
+  'logger',
+  'timeoutMs',
+  'maxIdsPerRequest',
+  'readyTimeoutMs',
+] as const satisfies readonly (keyof ServeOptions)[];
+const everyServeKey: ListsEveryKey<ServeOptions, (typeof SERVE_KEYS)[number]> = true;
+void everyServeKey;
+
 function resolveOptions(options: ServeOptions): Settings {
+  checkKeys(options, SERVE_KEYS);
   const sequences = options.sequences;
   if (sequences !== undefined) {
     if (!Array.isArray(sequences) || sequences.length === 0) {

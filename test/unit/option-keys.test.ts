@@ -1,0 +1,54 @@
+/**
+ * A misspelt option is refused, not ignored: `callTimeoutMS` would otherwise leave calls on the
+ * default 10 s deadline, `bigInt` would hand out numbers, and nothing would say why. The checks
+ * run before any connection, so no cluster is needed here.
+ */
+import { describe, expect, it } from 'vitest';
+
+import { openAdmin, preflight } from '../../src/admin/open.js';
+import { connect } from '../../src/connect.js';
+import { initSchema } from '../../src/schema.js';
+import { createServer } from '../../src/serve/server.js';
+import { withSequence } from './fixtures.js';
+
+/** Nothing listens here: an option check that came after connecting would fail otherwise. */
+const connection = { contactPoints: ['127.0.0.1:1'], localDataCenter: 'dc1', keyspace: 'idgen' };
+
+const refused = (option: string) =>
+  expect.objectContaining({
+    code: 'IDGEN_INVALID_OPTION',
+    option,
+    message: expect.stringContaining('one of the options') as unknown,
+  });
+
+describe('misspelt options', () => {
+  it('connect() refuses a key it does not know, before connecting', async () => {
+    await expect(connect({ ...connection, callTimeoutMS: 5_000 } as never)).rejects.toThrow(
+      refused('callTimeoutMS'),
+    );
+    await expect(connect({ ...connection, localDatacenter: 'dc1' } as never)).rejects.toThrow(
+      refused('localDatacenter'),
+    );
+  });
+
+  it('openAdmin(), preflight() and initSchema() refuse one too', async () => {
+    await expect(openAdmin({ ...connection, requestTimeout: 8_000 } as never)).rejects.toThrow(
+      refused('requestTimeout'),
+    );
+    await expect(preflight({ ...connection, usename: 'svc' } as never)).rejects.toThrow(
+      refused('usename'),
+    );
+    await expect(
+      initSchema({ ...connection, replication: { dc1: 3 }, allowUnsafe: true } as never),
+    ).rejects.toThrow(refused('allowUnsafe'));
+  });
+
+  it('sequence() and createServer() refuse one too; their known options still pass', async () => {
+    const { ids } = await withSequence({});
+    expect(() => ids.sequence('orders', { bigInt: true } as never)).toThrow(refused('bigInt'));
+    expect(ids.sequence('orders', { bigint: true }).name).toBe('orders');
+    expect(() => createServer(ids, { timeout: 1_000 } as never)).toThrow(refused('timeout'));
+    await createServer(ids, { timeoutMs: 1_000, maxIdsPerRequest: 10 }).close();
+    await ids.close();
+  });
+});

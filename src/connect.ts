@@ -4,8 +4,8 @@
 import type { Logger } from './logger.js';
 import type { MetricsOptions } from './metrics/options.js';
 import { checkConnectionKeys, openClient } from './driver-client.js';
-import type { ListsEveryKey } from './options.js';
 import type { ConnectionOptions } from './driver-client.js';
+import type { ListsEveryKey } from './options.js';
 import { IdGen } from './allocator/id-gen.js';
 import { CassandraStore } from './store/cassandra.js';
 

@@ -435,7 +435,6 @@ export function checkServeOptions(options: ServeOptions): void {
   resolveOptions(options);
 }
 
-/** The options with their defaults, each checked once. */
 /** Every key of {@link ServeOptions}. */
 const SERVE_KEYS = [
   'sequences',
@@ -449,6 +448,7 @@ const SERVE_KEYS = [
 const everyServeKey: ListsEveryKey<ServeOptions, (typeof SERVE_KEYS)[number]> = true;
 void everyServeKey;
 
+/** The options with their defaults, each checked once. */
 function resolveOptions(options: ServeOptions): Settings {
   checkKeys(options, SERVE_KEYS);
   const sequences = options.sequences;

@@ -47,7 +47,10 @@ export interface StatusOptions {
   readonly sampleMs?: number | undefined;
   /** Measure rates since this earlier report instead of sampling (for refreshing views). */
   readonly since?: StatusReport | undefined;
-  /** Milliseconds the SERIAL probe may take before it counts as unreachable. @default 3000 */
+  /**
+   * Milliseconds (above 0) the SERIAL probe may take before it counts as unreachable.
+   * @default 3000
+   */
   readonly serialTimeoutMs?: number | undefined;
   /** Aborts the sampling wait. */
   readonly signal?: AbortSignal | undefined;
@@ -194,6 +197,14 @@ export class Admin {
       options.serialTimeoutMs,
       ADMIN_DEFAULTS.serialTimeoutMs,
     );
+    // No probe answers within 0 ms: SERIAL would be reported unreachable whatever its state.
+    if (serialTimeoutMs === 0) {
+      throw new InvalidOptionError(
+        'serialTimeoutMs',
+        serialTimeoutMs,
+        'a finite number of milliseconds above 0',
+      );
+    }
     const names =
       options.sequences ?? (await this.listSequences()).map((settings) => settings.name);
     const readAll = () => Promise.all(names.map((name) => this.snapshot(name)));

@@ -140,6 +140,7 @@ const FLAGS: Readonly<Record<string, string>> = Object.freeze({
   firstRanges: '--first-ranges',
   count: '-n/--count',
   sample: '--sample',
+  serialTimeout: '--serial-timeout',
   watch: '--watch',
   failIfRunwayBelow: '--fail-if-runway-below',
   port: '--port (IDGEN_SERVE_PORT)',

@@ -534,6 +534,12 @@ describe('Admin over a MemoryStore', () => {
     await expect(admin.check('nope')).rejects.toBeInstanceOf(SequenceNotFoundError);
   });
 
+  it('refuses a SERIAL probe timeout of 0, which no probe meets (SERIAL would read unreachable)', async () => {
+    await expect(
+      adminOf(new MemoryStore()).status({ sampleMs: 0, serialTimeoutMs: 0 }),
+    ).rejects.toThrow('Invalid option "serialTimeoutMs": received 0');
+  });
+
   it('refuses a negative sample window, naming the option', async () => {
     await expect(adminOf(new MemoryStore()).status({ sampleMs: -1 })).rejects.toThrow(
       'Invalid option "sampleMs": received -1',

@@ -977,6 +977,16 @@ describe('status for scripts', () => {
     }
   });
 
+  it('refuses --serial-timeout 0, which no probe meets, before connecting', async () => {
+    vi.stubEnv('IDGEN_CONTACT_POINTS', '192.0.2.1'); // TEST-NET-1: never reached
+    vi.stubEnv('IDGEN_DC', 'dc1');
+    const run = await cli('status', '--serial-timeout', '0');
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(
+      'idgen-cass: Invalid --serial-timeout: received 0; allowed: a number of seconds above 0.\n',
+    );
+  });
+
   it('documents the flag and its exit codes in --help', async () => {
     const { stdout } = await cli('status', '--help');
     expect(stdout).toContain('--fail-if-runway-below <duration>');

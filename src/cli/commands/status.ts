@@ -81,6 +81,14 @@ Example (processes in dc1 and dc2 drawing):
   $ idgen-cass status --fail-if-runway-below 30m > /dev/null || alert "status exited $?"`,
     )
     .action(async (sequence: string | undefined, options: StatusOptions) => {
+      if (options.serialTimeout <= 0) {
+        // No probe answers within 0 s: SERIAL would read unreachable (exit 13) whatever its state.
+        throw new InvalidOptionError(
+          'serialTimeout',
+          options.serialTimeout,
+          'a number of seconds above 0',
+        );
+      }
       if (options.failIfRunwayBelow !== undefined) {
         // Refused before connecting: runways need rates, and a watch never ends on its own.
         if (options.watch !== undefined) {

@@ -22,7 +22,7 @@ import { dcOfGrantee } from '../src/names.js';
 import type { DcState } from '../src/index.js';
 import { checkHistory, type RecordedIncarnation } from './torture/checker.js';
 import { Fleet, type Incarnation } from './torture/fleet.js';
-import { checkLiveness } from './torture/liveness.js';
+import { checkLiveness, connectedAfter } from './torture/liveness.js';
 import {
   DEFAULT_MIX,
   FAULT_KINDS,
@@ -334,7 +334,7 @@ async function main(): Promise<void> {
     ),
   );
   log(
-    `liveness: ${liveness.map((l) => `${l.dc} ${l.ok ? 'ok' : 'FAILED'} (${l.drawn} IDs, ${l.seconds.toFixed(1)} s, connected after ${l.readySeconds.toFixed(1)} s)`).join(', ')}`,
+    `liveness: ${liveness.map((l) => `${l.dc} ${l.ok ? 'ok' : 'FAILED'} (${l.drawn} IDs, ${l.seconds.toFixed(1)} s, ${connectedAfter(l)})`).join(', ')}`,
   );
   await fleet.stopAll();
 

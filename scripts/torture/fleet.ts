@@ -45,6 +45,16 @@ export interface Incarnation {
   readonly exited: Promise<void>;
   /** Resolves when the worker is connected (or has exited). */
   readonly ready: Promise<void>;
+  /** What its ready line said: ms from its process's start to its main(), then to connect. */
+  readyTimes: ReadyTimes | undefined;
+}
+
+/** Where a worker's time to connect went (its ready line). */
+export interface ReadyTimes {
+  /** From the process's start to its main(): Node, tsx and the imports. */
+  readonly startupMs: number;
+  /** From its main() to connected (connect() retried while its DC's nodes are down). */
+  readonly connectMs: number;
 }
 
 export interface FleetOptions {
@@ -94,6 +104,7 @@ export class Fleet {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
+    let readySeen = false;
     let markReady: () => void = () => undefined;
     const ready = new Promise<void>((resolve) => (markReady = resolve));
     const incarnation: Incarnation = {
@@ -108,6 +119,7 @@ export class Fleet {
       stopped: false,
       summary: undefined,
       firstId: undefined,
+      readyTimes: undefined,
       stderr: '',
       child,
       ready,
@@ -126,7 +138,14 @@ export class Fleet {
     };
     child.stdout!.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
-      if (stdout.includes('"event":"ready"')) markReady();
+      if (!readySeen && stdout.includes('"event":"ready"')) {
+        readySeen = true;
+        markReady();
+      }
+      // Read once the line is whole (a chunk may end inside it).
+      if (readySeen && incarnation.readyTimes === undefined) {
+        incarnation.readyTimes = readyTimesIn(stdout);
+      }
     });
     child.stderr!.on('data', (chunk: Buffer) => {
       incarnation.stderr = (incarnation.stderr + chunk.toString()).slice(-20_000);
@@ -181,6 +200,21 @@ export class Fleet {
     }, timeoutMs);
     await Promise.all(this.incarnations.map((i) => i.exited));
     clearTimeout(deadline);
+  }
+}
+
+/** The times of a worker's whole ready line, if it printed one. */
+export function readyTimesIn(stdout: string): ReadyTimes | undefined {
+  const lines = stdout.split('\n').slice(0, -1); // the last is not whole yet
+  const line = lines.find((l) => l.startsWith('{"event":"ready"'));
+  if (line === undefined) return undefined;
+  try {
+    const { startupMs, connectMs } = JSON.parse(line) as Partial<ReadyTimes>;
+    return typeof startupMs === 'number' && typeof connectMs === 'number'
+      ? { startupMs, connectMs }
+      : undefined;
+  } catch {
+    return undefined;
   }
 }
 

@@ -23,11 +23,30 @@ export interface LivenessResult {
   readonly seconds: number;
   /** From its start to its first line after connecting (or its end, if it never connected). */
   readonly readySeconds: number;
+  /**
+   * Of {@link readySeconds}, what the worker said went to starting its process (Node, tsx, the
+   * imports) and to connecting; undefined if it never said.
+   */
+  readonly startupSeconds: number | undefined;
+  readonly connectSeconds: number | undefined;
   readonly ok: boolean;
 }
 
 /** What the check needs of a worker. */
-export type LivenessWorker = Pick<Incarnation, 'historyFile' | 'ending' | 'ready' | 'exited'>;
+export type LivenessWorker = Pick<
+  Incarnation,
+  'historyFile' | 'ending' | 'ready' | 'exited' | 'readyTimes'
+>;
+
+/** "connected after …" as reports print it, with where the time went when the worker said. */
+export function connectedAfter(result: LivenessResult): string {
+  const { readySeconds, startupSeconds, connectSeconds } = result;
+  const parts =
+    startupSeconds === undefined || connectSeconds === undefined
+      ? ''
+      : ` (${startupSeconds.toFixed(1)} s to start its process, ${connectSeconds.toFixed(1)} s to connect)`;
+  return `connected after ${readySeconds.toFixed(1)} s${parts}`;
+}
 
 /** What the check needs of the fleet. */
 export interface LivenessFleet<W extends LivenessWorker> {
@@ -62,6 +81,12 @@ export async function checkLiveness<W extends LivenessWorker>(
     drawn,
     seconds: (now() - t0) / 1000,
     readySeconds: (readyAt - t0) / 1000,
+    startupSeconds: seconds(worker.readyTimes?.startupMs),
+    connectSeconds: seconds(worker.readyTimes?.connectMs),
     ok: drawn >= wanted,
   };
+}
+
+function seconds(ms: number | undefined): number | undefined {
+  return ms === undefined ? undefined : ms / 1000;
 }

@@ -2,7 +2,7 @@
  * A campaign's report: one JSON document with everything, and a markdown page for people.
  */
 import type { Verdict } from './checker.js';
-import type { LivenessResult } from './liveness.js';
+import { connectedAfter, type LivenessResult } from './liveness.js';
 import type { FaultMix, TimelineEntry } from './nemesis.js';
 import type { WorkerFirstId } from './worker.js';
 
@@ -130,7 +130,7 @@ export function renderMarkdown(report: CampaignReport): string {
   lines.push(`| \`check\` violations | ${report.check.violations.length} |`);
   lines.push(`| linearizability lines in node logs | ${report.linearizabilityLines.length} |`);
   lines.push(
-    `| every DC drew again after healing | ${report.liveness.every((l) => l.ok) ? 'yes' : 'NO'} (${report.liveness.map((l) => `${l.dc}: ${l.drawn} IDs in ${l.seconds.toFixed(1)} s, connected after ${l.readySeconds.toFixed(1)} s`).join(', ')}) |`,
+    `| every DC drew again after healing | ${report.liveness.every((l) => l.ok) ? 'yes' : 'NO'} (${report.liveness.map((l) => `${l.dc}: ${l.drawn} IDs in ${l.seconds.toFixed(1)} s, ${connectedAfter(l)}`).join(', ')}) |`,
   );
   lines.push(
     `| granted = drawn + held + lost | ${n(r.granted)} = ${n(r.drawn)} + ${n(r.held)} + ${n(r.lost)}: ${r.balanced ? 'balanced' : 'NOT BALANCED'} |`,

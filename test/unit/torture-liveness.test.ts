@@ -1,9 +1,10 @@
 /** The torture campaign's liveness check: its budgets, and the history as the count. */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
-import type { Ending } from '../../scripts/torture/fleet.js';
+import { readyTimesIn, type Ending, type ReadyTimes } from '../../scripts/torture/fleet.js';
 import {
   checkLiveness,
+  connectedAfter,
   LIVENESS_DRAW_MS,
   LIVENESS_START_MS,
 } from '../../scripts/torture/liveness.js';
@@ -11,6 +12,7 @@ import {
 interface FakeWorker {
   readonly historyFile: string;
   ending: Ending;
+  readyTimes: ReadyTimes | undefined;
   readonly ready: Promise<void>;
   readonly exited: Promise<void>;
   readonly stop: () => void;
@@ -29,6 +31,7 @@ function fakeFleet(readyMs: number, perIdMs: number, wanted: number) {
       const worker: FakeWorker = {
         historyFile,
         ending: 'running',
+        readyTimes: undefined,
         ready: new Promise<void>((resolve) => (markReady = resolve)),
         exited: new Promise<void>((resolve) => (markExited = resolve)),
         stop: () => {
@@ -40,6 +43,7 @@ function fakeFleet(readyMs: number, perIdMs: number, wanted: number) {
       };
       let drawing: ReturnType<typeof setInterval> | undefined;
       const connecting = setTimeout(() => {
+        worker.readyTimes = { startupMs: readyMs - 1_500, connectMs: 1_500 };
         markReady();
         drawing = setInterval(() => {
           const n = recorded.get(historyFile)! + 1;
@@ -74,6 +78,20 @@ describe('torture liveness check', () => {
     const result = await check;
     expect(result).toMatchObject({ dc: 'dc2', drawn: 1_000, ok: true, readySeconds: 150 });
     expect(result.seconds).toBeCloseTo(350, 0);
+    expect(connectedAfter(result)).toBe(
+      'connected after 150.0 s (148.5 s to start its process, 1.5 s to connect)',
+    );
+  });
+
+  it("reads a worker's ready line only once it is whole", () => {
+    const line = '{"event":"ready","pid":7,"startupMs":41000,"connectMs":1200}';
+    expect(readyTimesIn(line.slice(0, 30))).toBeUndefined();
+    expect(readyTimesIn(line)).toBeUndefined();
+    expect(readyTimesIn(`${line}\n{"event":"first`)).toEqual({
+      startupMs: 41_000,
+      connectMs: 1_200,
+    });
+    expect(readyTimesIn('{"event":"ready","pid":7}\n')).toBeUndefined();
   });
 
   it('counts what the history recorded when the worker is killed at its budget', async () => {
@@ -93,5 +111,6 @@ describe('torture liveness check', () => {
     const result = await check;
     expect(killedAt()).toBe(LIVENESS_START_MS);
     expect(result).toMatchObject({ drawn: 0, ok: false, readySeconds: LIVENESS_START_MS / 1000 });
+    expect(connectedAfter(result)).toBe(`connected after ${LIVENESS_START_MS / 1000}.0 s`);
   });
 });

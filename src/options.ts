@@ -654,7 +654,10 @@ function integerOption(option: string, value: unknown, low: bigint, high: bigint
 
 function intOption(option: string, value: unknown, low: number, high: number, why: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < low || value > high) {
-    throw new InvalidOptionError(option, value, `an integer from ${low} to ${high} (${why})`);
+    // These options are numbers only (unlike the ID bounds and DC range sizes): a bigint in
+    // range would otherwise read as refused for no reason.
+    const kind = typeof value === 'bigint' ? 'a number (not a bigint)' : 'an integer';
+    throw new InvalidOptionError(option, value, `${kind} from ${low} to ${high} (${why})`);
   }
   return value;
 }

@@ -149,6 +149,13 @@ describe('resolveSequenceSettings', () => {
     );
   });
 
+  it('says why a bigint in range is refused where the option takes numbers only', () => {
+    const error = catchError(() => resolveSequenceSettings('s', { blockSize: 10n } as never));
+    expect((error as Error).message).toBe(
+      'Invalid option "blockSize": received 10n; allowed: a number (not a bigint) from 1 to 100000 (at most dcRangeSize and 10000000).',
+    );
+  });
+
   it.each([
     ['adaptive blocks, int32, DC ranges of 100,000 (21,474 of them)', {}, 16],
     ['adaptive blocks, safe53', { domain: 'safe53' }, 16],

@@ -5,7 +5,7 @@ import type { Logger } from './logger.js';
 import type { MetricsOptions } from './metrics/options.js';
 import { checkConnectionKeys, openClient } from './driver-client.js';
 import type { ConnectionOptions } from './driver-client.js';
-import type { ListsEveryKey } from './options.js';
+import { everyKeyOf } from './options.js';
 import { IdGen } from './allocator/id-gen.js';
 import { CassandraStore } from './store/cassandra.js';
 
@@ -34,15 +34,11 @@ export type ConnectOptions = ConnectionOptions & {
 };
 
 /** The keys {@link ConnectOptions} adds to the connection's. */
-const CONNECT_KEYS = ['logger', 'callTimeoutMs', 'metrics'] as const satisfies readonly Exclude<
-  keyof ConnectOptions,
-  keyof ConnectionOptions
->[];
-const everyConnectKey: ListsEveryKey<
-  Omit<ConnectOptions, keyof ConnectionOptions>,
-  (typeof CONNECT_KEYS)[number]
-> = true;
-void everyConnectKey;
+const CONNECT_KEYS = everyKeyOf<Omit<ConnectOptions, keyof ConnectionOptions>>()([
+  'logger',
+  'callTimeoutMs',
+  'metrics',
+]);
 
 /**
  * Connects to Cassandra in this process's datacenter and returns the allocator.

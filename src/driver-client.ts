@@ -18,7 +18,7 @@ import {
 } from './client-routing.js';
 import { describeDriverError, innerErrors } from './store/cassandra-errors.js';
 import { AvoidStalledCoordinatorsPolicy, StalledCoordinators } from './stalled-coordinators.js';
-import { checkKeys, type ListsEveryKey } from './options.js';
+import { checkKeys, everyKeyOf } from './options.js';
 import { MAX_TIMER_MS } from './timers.js';
 
 /** Where and how to reach Cassandra. */
@@ -84,8 +84,8 @@ export interface ConnectionOptions {
   client?: cassandra.Client;
 }
 
-/** Every key of {@link ConnectionOptions} (the type below checks that none is missing). */
-const CONNECTION_KEYS = [
+/** Every key of {@link ConnectionOptions}. */
+const CONNECTION_KEYS = everyKeyOf<ConnectionOptions>()([
   'contactPoints',
   'localDataCenter',
   'keyspace',
@@ -96,9 +96,7 @@ const CONNECTION_KEYS = [
   'requestTimeoutMs',
   'driverOptions',
   'client',
-] as const satisfies readonly (keyof ConnectionOptions)[];
-const everyConnectionKey: ListsEveryKey<ConnectionOptions, (typeof CONNECTION_KEYS)[number]> = true;
-void everyConnectionKey;
+]);
 
 /**
  * Refuses a key of `options` that is neither a connection option nor one of the entry's own

@@ -616,8 +616,17 @@ export function defaultFirstRanges(
   return replicaDcs;
 }
 
-/** `true` only if `Listed` names every key of `T`: a key list checked when it compiles. */
-export type ListsEveryKey<T, Listed> = Exclude<keyof T, Listed> extends never ? true : never;
+/**
+ * `keys` as given, for {@link checkKeys}, checked when it compiles to name only keys of `T` and
+ * every one of them: an option added to `T` and left out here is a type error, not an option
+ * refused at run time. Called as `everyKeyOf<T>()([...])`, so that `T` is given and the keys
+ * are inferred.
+ */
+export function everyKeyOf<T>() {
+  return <const K extends readonly (keyof T & string)[]>(
+    keys: K & (Exclude<keyof T, K[number]> extends never ? unknown : never),
+  ): K => keys;
+}
 
 /**
  * Refuses a key of `options` outside `allowed`: a misspelt option (`callTimeoutMS`, `blocksize`)

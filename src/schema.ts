@@ -20,7 +20,7 @@ import {
 import { adminOver } from './admin/open.js';
 import type { PreflightReport } from './admin/preflight.js';
 import { isValidName } from './names.js';
-import type { ListsEveryKey } from './options.js';
+import { everyKeyOf } from './options.js';
 
 /** Options of {@link initSchema}. */
 export type InitSchemaOptions = ConnectionOptions & {
@@ -42,12 +42,11 @@ export type InitSchemaOptions = ConnectionOptions & {
 };
 
 /** The keys {@link InitSchemaOptions} adds to the connection's. */
-const INIT_SCHEMA_KEYS = ['replication', 'logger', 'allowUnsafeCluster'] as const;
-const everyInitSchemaKey: ListsEveryKey<
-  Omit<InitSchemaOptions, keyof ConnectionOptions>,
-  (typeof INIT_SCHEMA_KEYS)[number]
-> = true;
-void everyInitSchemaKey;
+const INIT_SCHEMA_KEYS = everyKeyOf<Omit<InitSchemaOptions, keyof ConnectionOptions>>()([
+  'replication',
+  'logger',
+  'allowUnsafeCluster',
+]);
 
 /** What {@link initSchema} found and did. */
 export interface InitSchemaResult {

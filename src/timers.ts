@@ -50,3 +50,25 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
+
+/** What {@link settleWithin} gives when its time runs out first. */
+export const TIMED_OUT: unique symbol = Symbol('timed out');
+
+/**
+ * `promise`'s value, or {@link TIMED_OUT} once `ms` pass first; a rejection that comes first is
+ * passed on. The pending timer keeps the process alive, and is cancelled when either comes.
+ */
+export async function settleWithin<T>(
+  promise: Promise<T>,
+  ms: number,
+): Promise<T | typeof TIMED_OUT> {
+  let cancel = () => {};
+  const late = new Promise<typeof TIMED_OUT>((resolve) => {
+    cancel = after(ms, () => resolve(TIMED_OUT), { ref: true });
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    cancel();
+  }
+}

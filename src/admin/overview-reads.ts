@@ -5,7 +5,7 @@
  */
 import { SequenceNotFoundError } from '../errors.js';
 import type { IdStore } from '../store/port.js';
-import { after } from '../timers.js';
+import { settleWithin, TIMED_OUT } from '../timers.js';
 import type { SequenceSnapshot, SerialProbe } from './status.js';
 
 /**
@@ -53,20 +53,12 @@ export async function probeSerial(
     tookMs: Date.now() - started,
     error,
   });
-  let cancel = () => {};
-  const timeout = new Promise<'timeout'>((resolve) => {
-    cancel = after(timeoutMs, () => resolve('timeout'), { ref: true });
-  });
   const read = store.probeSerial().then(
     () => undefined,
     (error: unknown) => error,
   );
-  try {
-    const outcome = await Promise.race([read, timeout]);
-    if (outcome === 'timeout') return result(`no answer within ${timeoutMs} ms`);
-    if (outcome === undefined) return result(undefined);
-    return result(outcome instanceof Error ? outcome.message : String(outcome));
-  } finally {
-    cancel();
-  }
+  const outcome = await settleWithin(read, timeoutMs);
+  if (outcome === TIMED_OUT) return result(`no answer within ${timeoutMs} ms`);
+  if (outcome === undefined) return result(undefined);
+  return result(outcome instanceof Error ? outcome.message : String(outcome));
 }

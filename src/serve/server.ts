@@ -17,8 +17,8 @@ import type { Logger as PinoLogger } from 'pino';
 import type { IdGen } from '../allocator/id-gen.js';
 import { InvalidNameError, InvalidOptionError, StoreUnavailableError } from '../errors.js';
 import { fastifyModule } from '../lazy-modules.js';
-import { checkKeys, validateSequenceName, type ListsEveryKey } from '../options.js';
-import { after } from '../timers.js';
+import { checkKeys, everyKeyOf, validateSequenceName } from '../options.js';
+import { settleWithin, TIMED_OUT } from '../timers.js';
 import { BearerToken } from './auth.js';
 import { httpErrorOf, ServeRefusal, type ServeErrorBody } from './http-errors.js';
 import {
@@ -409,19 +409,13 @@ async function readiness(
 
 /** `promise`, or {@link StoreUnavailableError} once `timeoutMs` pass first. */
 async function within<T>(timeoutMs: number, promise: Promise<T>, operation: string): Promise<T> {
-  let cancel = () => {};
-  const late = new Promise<never>((_resolve, reject) => {
-    cancel = after(
-      timeoutMs,
-      () =>
-        reject(new StoreUnavailableError('local', operation, `no answer within ${timeoutMs} ms`)),
-      { ref: true },
-    );
-  });
   try {
-    return await Promise.race([promise, late]);
+    const outcome = await settleWithin(promise, timeoutMs);
+    if (outcome === TIMED_OUT) {
+      throw new StoreUnavailableError('local', operation, `no answer within ${timeoutMs} ms`);
+    }
+    return outcome;
   } finally {
-    cancel();
     promise.catch(() => undefined);
   }
 }
@@ -436,7 +430,7 @@ export function checkServeOptions(options: ServeOptions): void {
 }
 
 /** Every key of {@link ServeOptions}. */
-const SERVE_KEYS = [
+const SERVE_KEYS = everyKeyOf<ServeOptions>()([
   'sequences',
   'token',
   'registry',
@@ -444,9 +438,7 @@ const SERVE_KEYS = [
   'timeoutMs',
   'maxIdsPerRequest',
   'readyTimeoutMs',
-] as const satisfies readonly (keyof ServeOptions)[];
-const everyServeKey: ListsEveryKey<ServeOptions, (typeof SERVE_KEYS)[number]> = true;
-void everyServeKey;
+]);
 
 /** The options with their defaults, each checked once. */
 function resolveOptions(options: ServeOptions): Settings {

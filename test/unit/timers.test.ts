@@ -10,7 +10,7 @@ import { Admin } from '../../src/admin/admin.js';
 import { IdGen } from '../../src/allocator/id-gen.js';
 import { DeadlineError } from '../../src/errors.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { MAX_TIMER_MS, after, sleep } from '../../src/timers.js';
+import { MAX_TIMER_MS, TIMED_OUT, after, settleWithin, sleep } from '../../src/timers.js';
 import { KEYSPACE } from './fixtures.js';
 
 afterEach(() => {
@@ -72,6 +72,15 @@ describe('sleep', () => {
     controller.abort(reason);
     await expect(waiting).rejects.toBe(reason);
     await expect(sleep(10, controller.signal)).rejects.toBe(reason);
+  });
+});
+
+describe('settleWithin', () => {
+  it("gives the promise's value, its rejection, or TIMED_OUT when the time runs out first", async () => {
+    await expect(settleWithin(Promise.resolve(7), 1_000)).resolves.toBe(7);
+    const failure = new Error('refused');
+    await expect(settleWithin(Promise.reject(failure), 1_000)).rejects.toBe(failure);
+    await expect(settleWithin(new Promise<never>(() => undefined), 10)).resolves.toBe(TIMED_OUT);
   });
 });
 

@@ -60,6 +60,13 @@ export interface WorkerDraw {
   readonly failureMessages: readonly string[];
 }
 
+/** Percentiles of an event loop's delay, ms. */
+export interface LoopDelay {
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly maxMs: number;
+}
+
 /** What one process's instances measured in a scale command, summed over them. */
 export interface WorkerScaleDraw {
   readonly instances: number;
@@ -82,6 +89,11 @@ export interface WorkerScaleDraw {
   readonly dcState: DcStateTimings;
   /** CPU seconds (user + system) this process used from the first window's opening to the end. */
   readonly cpuSeconds: number;
+  /**
+   * How late the process's event loop ran in the measured window (`monitorEventLoopDelay`), ms;
+   * null if it took no sample. Absent from older builds.
+   */
+  readonly loopDelay?: LoopDelay | null;
   /** The latest first ID of this process's instances that drew one, ms after the start; null: none drew. */
   readonly slowestFirstIdMs: number | null;
   /** Instances that drew no ID in the whole run, warm-up included. */

@@ -288,6 +288,11 @@ export interface ScaleRun {
   readonly workerCpuSeconds: number;
   /** Share of the machine's cores busy during the window (0–1), from `os.cpus()`. */
   readonly machineBusy: number;
+  /**
+   * How late the worker processes' event loops ran in the window: the largest p99 and the
+   * largest maximum of any process, ms. Null if none took a sample; absent in older results.
+   */
+  readonly loopDelay?: { readonly p99Ms: number; readonly maxMs: number } | null;
 }
 
 export interface ScaleConfig {

@@ -4,16 +4,28 @@
  * process's one driver client, as several services on one host would share nothing but the
  * network. Each instance's DC-state calls are timed at its store.
  */
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { IdGen } from '../../src/index.js';
 import { openClient } from '../../src/driver-client.js';
 import { CassandraStore } from '../../src/store/cassandra.js';
 import type { IdStore } from '../../src/store/port.js';
 import { drawLoop } from './draw-loop.js';
-import { addCounts, type ScaleCommand, type WorkerScaleDraw } from './protocol.js';
+import {
+  addCounts,
+  type LoopDelay,
+  type ScaleCommand,
+  type WorkerScaleDraw,
+} from './protocol.js';
 import { Histogram, sum } from './stats.js';
 import { addTimings, TimedStore, timingsBetween } from './timings.js';
 
 const hrNow = (): number => Number(process.hrtime.bigint());
+
+/**
+ * The event loop's delay is sampled by a timer every this many ms; delays shorter than this are
+ * not seen, which is far below a store round trip.
+ */
+const LOOP_DELAY_RESOLUTION_MS = 10;
 
 /** Distinct failure messages a process reports. */
 const MAX_FAILURE_MESSAGES = 3;
@@ -72,6 +84,10 @@ export class ScaleInstances {
     const instances = await this.open(command.instances);
     const start = hrNow();
     let cpuAtOpen: NodeJS.CpuUsage | undefined;
+    // How late the process's event loop ran in the window: a reply from Cassandra, a backoff's
+    // timer and a call's deadline all wait for it, so this is the part of a claim's time that
+    // is the process's own CPU, not the store.
+    const loopDelay = monitorEventLoopDelay({ resolution: LOOP_DELAY_RESOLUTION_MS });
     const runs = instances.map(({ ids, timed }) => ({
       handle: ids.sequence(command.sequence),
       timed,
@@ -94,12 +110,16 @@ export class ScaleInstances {
           },
           () => {
             before = timed.snapshot();
-            cpuAtOpen ??= process.cpuUsage();
+            if (cpuAtOpen === undefined) {
+              cpuAtOpen = process.cpuUsage();
+              loopDelay.enable();
+            }
           },
         );
         return { ...loop, dcState: timingsBetween(before, timed.snapshot()) };
       }),
     );
+    loopDelay.disable();
     const closed = await Promise.allSettled(runs.map(({ handle }) => handle.close()));
     const failed = [...settled, ...closed].find((result) => result.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
@@ -131,6 +151,7 @@ export class ScaleInstances {
       ),
       dcState: addTimings(loops.map((l) => l.dcState)),
       cpuSeconds: (cpu.user + cpu.system) / 1e6,
+      loopDelay: loopDelayMs(loopDelay),
       ...firstIds(loops),
       serialReads: sum(loops.map((l) => l.serialReads)),
     };
@@ -172,5 +193,17 @@ export function firstIds(
   return {
     slowestFirstIdMs: timed.length === 0 ? null : Math.max(...timed) / 1e6,
     withoutId: loops.filter((l) => l.issued === 0).length,
+  };
+}
+
+/** The event-loop delay a histogram recorded (ns) in ms; null if it recorded no sample. */
+export function loopDelayMs(
+  histogram: Pick<IntervalHistogram, 'count' | 'percentile' | 'max'>,
+): LoopDelay | null {
+  if (histogram.count === 0) return null;
+  return {
+    p50Ms: histogram.percentile(50) / 1e6,
+    p99Ms: histogram.percentile(99) / 1e6,
+    maxMs: histogram.max / 1e6,
   };
 }

@@ -82,6 +82,19 @@ export function combineScale(
     failureMessages: [...new Set(answers.flatMap((a) => a.result.failureMessages))],
     workerCpuSeconds: sum(answers.map((a) => a.result.cpuSeconds)),
     machineBusy,
+    loopDelay: worstLoopDelay(answers.map((a) => a.result)),
+  };
+}
+
+/** The largest event-loop delay p99 and maximum of any process (null if none sampled). */
+function worstLoopDelay(
+  results: readonly WorkerScaleDraw[],
+): { readonly p99Ms: number; readonly maxMs: number } | null {
+  const sampled = results.flatMap((r) => (r.loopDelay == null ? [] : [r.loopDelay]));
+  if (sampled.length === 0) return null;
+  return {
+    p99Ms: Math.max(...sampled.map((d) => d.p99Ms)),
+    maxMs: Math.max(...sampled.map((d) => d.maxMs)),
   };
 }
 

@@ -69,7 +69,7 @@ const NO_STATE = Symbol('no DC state');
 
 /** Backoff after a lost race: full jitter, up to a cap doubling from 2 ms to 100 ms. */
 const BACKOFF_MIN_MS = 2;
-const BACKOFF_MAX_MS = 100;
+export const BACKOFF_MAX_MS = 100;
 /**
  * How often a claim that needs a DC range tries to get one while SERIAL fails. A SERIAL
  * timeout on a loaded cluster is often transient; a real partition fails every attempt.

@@ -28,7 +28,7 @@ import type {
 } from '../../scripts/bench/results.js';
 import { instanceShare } from '../../scripts/bench/fleet.js';
 import { combineScale } from '../../scripts/bench/scale.js';
-import { firstIds, ScaleInstances } from '../../scripts/bench/scale-worker.js';
+import { firstIds, loopDelayMs, ScaleInstances } from '../../scripts/bench/scale-worker.js';
 import {
   ADAPTIVE_OPTIONS,
   SCALE_VARIANTS,
@@ -77,6 +77,8 @@ interface Shape {
   readonly withoutId?: number;
   /** Grant reads at SERIAL per instance. */
   readonly serialReads?: number;
+  /** The worst process's event-loop delay, ms; undefined: results of a build without it. */
+  readonly loopDelay?: { readonly p99Ms: number; readonly maxMs: number };
 }
 
 /** One run: every DC alike, 10 s windows, blocks of rate ÷ claims IDs. */
@@ -111,6 +113,7 @@ function run(n: number, shape: Shape): ScaleRun {
     failureMessages: (shape.failures ?? 0) > 0 ? ['ContentionError: lost races'] : [],
     workerCpuSeconds: 15,
     machineBusy: shape.busy ?? 0.5,
+    ...(shape.loopDelay === undefined ? {} : { loopDelay: shape.loopDelay }),
   };
 }
 
@@ -168,6 +171,7 @@ const SCALE: ScaleResult = {
         last: [20_000, 30_000, 25_000, 24_000],
         firstIdMs: 900,
         serialReads: 2,
+        loopDelay: { p99Ms: 12, maxMs: 30 },
       }),
     ]),
     config('tight', 'adaptive', 16, [
@@ -178,6 +182,7 @@ const SCALE: ScaleResult = {
         firstIdMs: 8_000,
         withoutId: 3,
         serialReads: 4.5,
+        loopDelay: { p99Ms: 700, maxMs: 1_500 },
       }),
     ]),
     // The untimed loop of adaptive blocks: 6 M/s per instance.
@@ -403,6 +408,11 @@ describe('scale report section', () => {
       // The slowest DC's first ID; instances that drew nothing are counted beside it.
       '**Cold start, tight**',
       'at N = 4: adaptive (defaults) 900 ms, 2. at N = 16: adaptive (defaults) 8 s (3 drew none), 4.5.',
+      // Store timings against the processes' event-loop delay, where the results have it; a
+      // row that lost no race has no backoff.
+      "**Where a claim's time went, tight**",
+      'its backoff timer asks for at most 100 ms',
+      'At N = 4: adaptive (defaults) 2 ms, 3 ms, –; 12 ms / 30 ms. At N = 16: adaptive (defaults) 2 ms, 3 ms, –; 700 ms / 1.5 s.',
       'share of target',
       '70 %',
       'it stops growing after N = 4',
@@ -571,6 +581,24 @@ describe('scale phase parts', () => {
     expect(() =>
       combineScale([{ dc: 'dc1', result: { ...draw(1, 1, 1), notIncreasing: 1 } }], ['dc1'], 0),
     ).toThrow(/not above/);
+    // The event-loop delay is the worst process's p99 and maximum, which may be two processes;
+    // one that took no sample (or an older build's) is left out.
+    expect(run.loopDelay).toBeNull();
+    const delayed = (p99Ms: number, maxMs: number) => ({
+      ...draw(1, 1, 1),
+      loopDelay: { p50Ms: 1, p99Ms, maxMs },
+    });
+    expect(
+      combineScale(
+        [
+          { dc: 'dc1', result: delayed(700, 900) },
+          { dc: 'dc2', result: delayed(20, 1_500) },
+          { dc: 'dc2', result: { ...draw(1, 1, 1), loopDelay: null } },
+        ],
+        ['dc1', 'dc2'],
+        0,
+      ).loopDelay,
+    ).toEqual({ p99Ms: 700, maxMs: 1_500 });
   });
 
   it('times DC-state reads and writes at the store, by outcome, with the backoff after a lost race', async () => {
@@ -658,6 +686,11 @@ describe('scale phase parts', () => {
     expect(result.lastBlockSizes.every((size) => size === 10)).toBe(true);
     expect(result.dcState.appliedWrites.count).toBeGreaterThanOrEqual(result.counts.blocksClaimed);
     expect(result.cpuSeconds).toBeGreaterThan(0);
+    // The event loop was sampled over the window: a delay, in ms, ordered.
+    expect(result.loopDelay).not.toBeNull();
+    expect(result.loopDelay!.p50Ms).toBeGreaterThan(0);
+    expect(result.loopDelay!.p99Ms).toBeGreaterThanOrEqual(result.loopDelay!.p50Ms);
+    expect(result.loopDelay!.maxMs).toBeGreaterThanOrEqual(result.loopDelay!.p99Ms);
     // Every instance drew, the first within the run; the range requests after the first one
     // read the grants at SERIAL.
     expect(result.withoutId).toBe(0);
@@ -669,6 +702,16 @@ describe('scale phase parts', () => {
     expect(again.instances).toBe(2);
     expect(opened).toBe(1);
     await instances.close();
+  });
+
+  it('reads an event-loop delay histogram in ms, and none without a sample', () => {
+    const histogram = (count: number) => ({
+      count,
+      percentile: (p: number) => p * 1e6,
+      max: 250e6,
+    });
+    expect(loopDelayMs(histogram(10))).toEqual({ p50Ms: 50, p99Ms: 99, maxMs: 250 });
+    expect(loopDelayMs(histogram(0))).toBeNull();
   });
 
   it("takes a process's slowest first ID among the instances that drew one, and counts the others", () => {

@@ -55,6 +55,16 @@ export interface ScaleRow {
   readonly claimNs: Figure;
   /** One lost race: the rejected write and the backoff before the next attempt, mean. */
   readonly lostRaceNs: Figure;
+  /** A DC-state read, an applied write and a backoff after a lost race, each a mean. */
+  readonly readNs: Figure;
+  readonly appliedWriteNs: Figure;
+  readonly backoffNs: Figure;
+  /**
+   * How late the allocator processes' event loops ran: the worst process's p99 and maximum, ms
+   * (NaN where the results lack it).
+   */
+  readonly loopDelayP99Ms: Figure;
+  readonly loopDelayMaxMs: Figure;
   /** Share of the machine's cores busy in the window. */
   readonly machineBusy: Figure;
   /** Cores the allocator processes used in the window. */
@@ -221,6 +231,11 @@ function summarizeRow(config: ScaleConfig, scale: ScaleResult): ScaleRow {
     lastBlockMax: figure(runs.map((r) => extreme(r, Math.max))),
     claimNs: figure(runs.map((r) => claimCostNs(pooled([r])))),
     lostRaceNs: figure(runs.map((r) => lostRaceCostNs(pooled([r])))),
+    readNs: figure(runs.map((r) => meanNs(pooled([r]).reads))),
+    appliedWriteNs: figure(runs.map((r) => meanNs(pooled([r]).appliedWrites))),
+    backoffNs: figure(runs.map((r) => meanNs(pooled([r]).backoffs))),
+    loopDelayP99Ms: figure(runs.map((r) => r.loopDelay?.p99Ms ?? NaN)),
+    loopDelayMaxMs: figure(runs.map((r) => r.loopDelay?.maxMs ?? NaN)),
     machineBusy: figure(runs.map((r) => r.machineBusy)),
     workerCores: figure(
       runs.map((r) => r.workerCpuSeconds / (sum(r.dcs.map((d) => d.seconds)) / r.dcs.length)),

@@ -4,6 +4,7 @@
  * lost race, and how many processes one DC-state partition serves. Every sentence is computed
  * from the run's numbers.
  */
+import { BACKOFF_MAX_MS } from '../../../src/allocator/dc-allocator.js';
 import { COUNT_BATCH } from '../draw-loop.js';
 import type { RawResults, ScaleMode } from '../results.js';
 import {
@@ -202,6 +203,33 @@ function coldStartText(summary: ScaleSummary): string[] {
   ];
 }
 
+/**
+ * Where a tight row's claims spent their time: the store's answers against the allocator
+ * processes' own event loops, whose delay every reply, backoff timer and deadline also waits
+ * for (absent in older results).
+ */
+function loopText(summary: ScaleSummary): string[] {
+  const rows = summary.rows.filter(
+    (r) => r.mode === 'tight' && Number.isFinite(r.loopDelayP99Ms.median),
+  );
+  if (rows.length === 0) return [];
+  const byN = [...new Set(rows.map((r) => r.instancesPerDc))].sort((a, b) => a - b);
+  const cell = (ns: number) => (Number.isFinite(ns) ? ms(ns) : '–');
+  const at = (n: number) =>
+    rows
+      .filter((r) => r.instancesPerDc === n)
+      .map(
+        (r) =>
+          `${r.label} ${cell(r.readNs.median)}, ${cell(r.appliedWriteNs.median)}, ${cell(r.backoffNs.median)}; ${ms(r.loopDelayP99Ms.median * 1e6)} / ${ms(r.loopDelayMaxMs.median * 1e6)}`,
+      )
+      .join('; ');
+  return [
+    `- **Where a claim's time went, tight**: a DC-state read, an applied claim write and the time from a lost race's rejection to the next attempt (its backoff timer asks for at most ${BACKOFF_MAX_MS} ms), each a mean timed at the instance's store; then how late the allocator processes' event loops ran (p99 / max of the worst process, \`monitorEventLoopDelay\`). Every reply from Cassandra, every backoff and every call's deadline waits for that loop, so where its delay nears the read's time, the time went to the processes' own CPU, not to the store. ` +
+      byN.map((n) => `At N = ${n}: ${at(n)}`).join('. ') +
+      '.',
+  ];
+}
+
 function costText(summary: ScaleSummary, raw: RawResults): string[] {
   const out: string[] = [];
   const max = summary.partitionMax;
@@ -286,7 +314,7 @@ export function renderScale(raw: RawResults, summary: Summary): string[] {
     out.push(`### ${modeTitle(mode, raw)}`, '', modeNote(mode, raw), '', table(rows, mode), '');
   }
   out.push('### What it shows', '');
-  out.push(...limitsText(scale, raw), ...coldStartText(scale), ...costText(scale, raw), '');
+  out.push(...limitsText(scale, raw), ...coldStartText(scale), ...loopText(scale), ...costText(scale, raw), '');
   if (scale.tightVsInProcess.length > 0) {
     const untimed = scale.tightVsInProcess.some((r) => r.untimed);
     out.push(

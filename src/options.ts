@@ -222,7 +222,7 @@ export const CLAIM_INTERVAL_RANGE = Object.freeze({ min: 10, max: 3_600_000 });
 /** The longest autonomy target: a year, in seconds. */
 export const MAX_AUTONOMY_SECONDS = 365 * 24 * 3600;
 
-const SIZE_KEYS = [
+const SIZE_KEYS = everyKeyOf<SizeSettings>()([
   'dcRangeSize',
   'blockSize',
   'threshold',
@@ -231,7 +231,7 @@ const SIZE_KEYS = [
   'autonomySeconds',
   'maxDcRangeSize',
   'shards',
-] as const satisfies readonly (keyof SizeSettings)[];
+]);
 /** The size settings of `settings`, the only ones `alter` can change. */
 export function pickSizes(settings: SizeSettings): SizeSettings {
   return Object.fromEntries(
@@ -239,7 +239,7 @@ export function pickSizes(settings: SizeSettings): SizeSettings {
   ) as unknown as SizeSettings;
 }
 
-const CREATE_KEYS: readonly string[] = [
+const CREATE_KEYS = everyKeyOf<CreateSequenceOptions>()([
   'ifNotExists',
   'firstRanges',
   'domain',
@@ -247,8 +247,8 @@ const CREATE_KEYS: readonly string[] = [
   'max',
   'start',
   ...SIZE_KEYS,
-];
-const ALTER_KEYS: readonly string[] = SIZE_KEYS;
+]);
+const ALTER_KEYS = everyKeyOf<AlterSequenceOptions>()(SIZE_KEYS);
 
 /**
  * Checks a sequence name: 1 to 48 letters, digits or `_`, starting with a letter (it becomes a

@@ -60,6 +60,12 @@ export interface WorkerDraw {
   readonly failureMessages: readonly string[];
 }
 
+/**
+ * A scale worker samples its event loop's delay with a timer every this many ms; shorter delays
+ * are not seen, which is far below a store round trip.
+ */
+export const LOOP_DELAY_RESOLUTION_MS = 10;
+
 /** Percentiles of an event loop's delay, ms. */
 export interface LoopDelay {
   readonly p50Ms: number;

@@ -6,6 +6,7 @@
  */
 import { BACKOFF_MAX_MS } from '../../../src/allocator/dc-allocator.js';
 import { COUNT_BATCH } from '../draw-loop.js';
+import { LOOP_DELAY_RESOLUTION_MS } from '../protocol.js';
 import type { RawResults, ScaleMode } from '../results.js';
 import {
   formatCount,
@@ -220,11 +221,11 @@ function loopText(summary: ScaleSummary): string[] {
       .filter((r) => r.instancesPerDc === n)
       .map(
         (r) =>
-          `${r.label} ${cell(r.readNs.median)}, ${cell(r.appliedWriteNs.median)}, ${cell(r.backoffNs.median)}; ${ms(r.loopDelayP99Ms.median * 1e6)} / ${ms(r.loopDelayMaxMs.median * 1e6)}`,
+          `${r.label}: read ${cell(r.readNs.median)}, write ${cell(r.appliedWriteNs.median)}, backoff ${cell(r.backoffNs.median)}; loop late by ${ms(r.loopDelayP99Ms.median * 1e6)} / ${ms(r.loopDelayMaxMs.median * 1e6)}; the allocator processes used ${significant(r.workerCores.median)} cores`,
       )
       .join('; ');
   return [
-    `- **Where a claim's time went, tight**: a DC-state read, an applied claim write and the time from a lost race's rejection to the next attempt (its backoff timer asks for at most ${BACKOFF_MAX_MS} ms), each a mean timed at the instance's store; then how late the allocator processes' event loops ran (p99 / max of the worst process, \`monitorEventLoopDelay\`). Every reply from Cassandra, every backoff and every call's deadline waits for that loop, so where its delay nears the read's time, the time went to the processes' own CPU, not to the store. ` +
+    `- **Where a claim's time went, tight**: a DC-state read, an applied claim write and the time from a lost race's rejection to the next attempt (its backoff timer asks for at most ${BACKOFF_MAX_MS} ms), each a mean timed at the instance's store; then how late the allocator processes' event loops ran (p99 / max of the worst process, \`monitorEventLoopDelay\` less its ${LOOP_DELAY_RESOLUTION_MS} ms sampling interval), and the cores all allocator processes used together. Every reply from Cassandra, every backoff and every call's deadline waits for that loop, so where its delay nears the read's time, the time went to waiting for the processes' own CPU, not to the store. ` +
       byN.map((n) => `At N = ${n}: ${at(n)}`).join('. ') +
       '.',
   ];
@@ -314,7 +315,13 @@ export function renderScale(raw: RawResults, summary: Summary): string[] {
     out.push(`### ${modeTitle(mode, raw)}`, '', modeNote(mode, raw), '', table(rows, mode), '');
   }
   out.push('### What it shows', '');
-  out.push(...limitsText(scale, raw), ...coldStartText(scale), ...loopText(scale), ...costText(scale, raw), '');
+  out.push(
+    ...limitsText(scale, raw),
+    ...coldStartText(scale),
+    ...loopText(scale),
+    ...costText(scale, raw),
+    '',
+  );
   if (scale.tightVsInProcess.length > 0) {
     const untimed = scale.tightVsInProcess.some((r) => r.untimed);
     out.push(

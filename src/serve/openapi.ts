@@ -62,6 +62,8 @@ export const SEQUENCE_PARAMS = {
 export function idsQuery(limits: ApiLimits) {
   return {
     type: 'object',
+    // A misspelt parameter (`cuont=100`) is refused, not ignored with the default used.
+    additionalProperties: false,
     properties: {
       count: {
         type: 'integer',
@@ -78,6 +80,7 @@ export function idsQuery(limits: ApiLimits) {
 /** The query of `POST /v1/sequences/{name}/ranges`. */
 export const RANGES_QUERY = {
   type: 'object',
+  additionalProperties: false,
   required: ['count'],
   properties: {
     count: {

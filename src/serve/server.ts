@@ -179,6 +179,9 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
     forceCloseConnections: 'idle',
     // The endpoints take no body; a client that sends one anyway is not refused for it.
     bodyLimit: 1024,
+    // fastify's default drops query parameters the schema does not name; they are refused
+    // instead, so that a misspelt one is not served with the default in its place.
+    ajv: { customOptions: { removeAdditional: false } },
   });
 
   let closing = false;
@@ -291,7 +294,7 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
   });
 
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
-    const refusal = requestRefusal(error, request.routeOptions.url, request.params, settings);
+    const refusal = requestRefusal(error, request.routeOptions.url, request, settings);
     const { status, retryAfterSeconds, body } = httpErrorOf(refusal ?? error);
     if (status === 500) request.log.error({ err: error }, 'request failed');
     else request.log.debug({ code: body.code, statusCode: status }, body.message);
@@ -345,16 +348,33 @@ function wantsStrings(format: IdFormat, accept: string | undefined): boolean {
 function requestRefusal(
   error: FastifyError,
   route: string | undefined,
-  params: unknown,
+  request: { readonly params: unknown; readonly query: unknown },
   settings: Settings,
 ): ServeRefusal | undefined {
   const failed = error.validation?.[0];
   if (failed !== undefined) {
-    const field =
-      failed.instancePath.replace(/^\//, '') ||
-      String((failed.params as { missingProperty?: unknown }).missingProperty ?? '');
+    const details = failed.params as {
+      readonly missingProperty?: unknown;
+      readonly additionalProperty?: unknown;
+      readonly allowedValues?: unknown;
+    };
+    if (failed.keyword === 'additionalProperties') {
+      const query = route === ID_ROUTES.ranges ? RANGES_QUERY : idsQuery(settings);
+      return new ServeRefusal(
+        'IDGEN_BAD_REQUEST',
+        `Unknown query parameter "${String(details.additionalProperty)}": this endpoint takes ${Object.keys(query.properties).join(' and ')}.`,
+      );
+    }
+    const field = failed.instancePath.replace(/^\//, '') || String(details.missingProperty ?? '');
+    if (failed.keyword === 'enum' && Array.isArray(details.allowedValues)) {
+      const given = (request.query as Record<string, unknown> | undefined)?.[field];
+      return new ServeRefusal(
+        'IDGEN_BAD_REQUEST',
+        `Invalid ${field} ${JSON.stringify(given)}: one of ${details.allowedValues.join(', ')}.`,
+      );
+    }
     if (error.validationContext === 'params' && field === 'name') {
-      const name = (params as { name?: unknown } | undefined)?.name;
+      const name = (request.params as { name?: unknown } | undefined)?.name;
       return new ServeRefusal('IDGEN_INVALID_NAME', new InvalidNameError('sequence', name).message);
     }
     if (field === 'count') {

@@ -271,7 +271,31 @@ describe('POST /v1/sequences/{name}/ranges', () => {
     });
     expect(await post(app, '/v1/sequences/orders/ids?format=xml')).toMatchObject({
       status: 400,
-      body: { code: 'IDGEN_BAD_REQUEST', message: expect.stringContaining('format') as unknown },
+      body: { code: 'IDGEN_BAD_REQUEST', message: 'Invalid format "xml": one of auto, string.' },
+    });
+  });
+
+  it('refuses a query parameter it does not know, rather than serving the default count', async () => {
+    const { app } = await service();
+    // fastify's default drops unknown parameters: `cuont=100` was served one ID with 200.
+    expect(await post(app, '/v1/sequences/orders/ids?cuont=100')).toMatchObject({
+      status: 400,
+      body: {
+        code: 'IDGEN_BAD_REQUEST',
+        message: 'Unknown query parameter "cuont": this endpoint takes count and format.',
+      },
+    });
+    expect(await post(app, '/v1/sequences/orders/ranges?count=2&fromat=string')).toMatchObject({
+      status: 400,
+      body: {
+        code: 'IDGEN_BAD_REQUEST',
+        message: 'Unknown query parameter "fromat": this endpoint takes count and format.',
+      },
+    });
+    // The known ones still work, together.
+    expect(await post(app, '/v1/sequences/orders/ids?count=2&format=string')).toMatchObject({
+      status: 200,
+      body: { ids: [expect.any(String), expect.any(String)] as unknown },
     });
   });
 

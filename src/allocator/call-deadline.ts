@@ -5,6 +5,7 @@
  */
 
 import { AbortedError, ContentionError, DeadlineError, InvalidOptionError } from '../errors.js';
+import { checkKeys, everyKeyOf } from '../options.js';
 import type { Clock } from './clock.js';
 
 /** How long a call may wait for IDs, and how it can be cancelled. */
@@ -22,15 +23,34 @@ export interface CallOptions {
 }
 
 /**
- * The milliseconds a call may wait: its own `timeoutMs`, else the handle's `fallback`.
- * @throws {InvalidOptionError} naming `timeoutMs` unless it is a number, at least 0.
+ * Refuses call options no call could honour. Every call that passes options checks them, also
+ * one served from the IDs already held: checked only where a call waits, a misspelt key or a
+ * bad `timeoutMs` would pass on every call a block serves and fail the one call that waits for
+ * the next block, at a moment nobody chose.
+ * @throws {InvalidOptionError} naming an unknown key, a `timeoutMs` that is not a number of at
+ * least 0, or a `signal` that is no AbortSignal.
  */
-export function callTimeoutOf(options: CallOptions | undefined, fallback: number): number {
-  const timeoutMs = options?.timeoutMs ?? fallback;
-  if (typeof timeoutMs !== 'number' || !(timeoutMs >= 0)) {
+export function checkCallOptions(options: CallOptions): void {
+  checkKeys(options, CALL_KEYS);
+  const { timeoutMs, signal } = options;
+  if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !(timeoutMs >= 0))) {
     throw new InvalidOptionError('timeoutMs', timeoutMs, 'a number of milliseconds, at least 0');
   }
-  return timeoutMs;
+  if (
+    signal !== undefined &&
+    (typeof signal !== 'object' ||
+      signal === null ||
+      typeof (signal as Partial<AbortSignal>).addEventListener !== 'function')
+  ) {
+    throw new InvalidOptionError('signal', signal, 'an AbortSignal');
+  }
+}
+
+const CALL_KEYS = everyKeyOf<CallOptions>()(['timeoutMs', 'signal']);
+
+/** The milliseconds a call may wait: its own `timeoutMs` (see {@link checkCallOptions}), else `fallback`. */
+export function callTimeoutOf(options: CallOptions | undefined, fallback: number): number {
+  return options?.timeoutMs ?? fallback;
 }
 
 /** One call's wait for the refill of sequence `sequence`. */

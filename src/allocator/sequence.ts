@@ -33,7 +33,12 @@ import type { IdKind, IdRange } from './block.js';
 import { SYSTEM_CLOCK, type Clock } from './clock.js';
 import { mutated } from './mutations.js';
 import { BlockBuffer } from './block-buffer.js';
-import { callTimeoutOf, waitWithinDeadline, type CallOptions } from './call-deadline.js';
+import {
+  callTimeoutOf,
+  checkCallOptions,
+  waitWithinDeadline,
+  type CallOptions,
+} from './call-deadline.js';
 import { DcAllocator, type ClaimedBlock } from './dc-allocator.js';
 import { FailureLog } from './failures.js';
 import type { AllocatorObserver } from './observer.js';
@@ -301,6 +306,8 @@ export class Sequence<T extends number | bigint> {
    * const soon = await orders.next({ timeoutMs: 200, signal: request.signal });
    * ```
    * @throws {ClosedError} after `close()`.
+   * @throws {InvalidOptionError} for an unknown key, a `timeoutMs` below 0 or a `signal` that is
+   * no AbortSignal, on every call that passes them (call-deadline.ts, `checkCallOptions`).
    * @throws {DeadlineError} if no ID came within the deadline and no refill failed; its `cause`
    * is a {@link ContentionError} if the claim kept losing races (they are retried until then,
    * never thrown by themselves).
@@ -313,6 +320,7 @@ export class Sequence<T extends number | bigint> {
    * invariants, rows that went back).
    */
   async next(options?: CallOptions): Promise<T> {
+    if (options !== undefined) checkCallOptions(options);
     const id = this.tryNext();
     if (id !== undefined) {
       // `await next()` of an ID held resumes its caller as a microtask, so a caller that loops on
@@ -348,6 +356,7 @@ export class Sequence<T extends number | bigint> {
    * @throws {ClosedError} after `close()`; and everything {@link Sequence.next} throws.
    */
   async take(count: number, options?: CallOptions): Promise<IdRange<T>> {
+    if (options !== undefined) checkCallOptions(options);
     this.assertOpen();
     const call = this.callOf(options);
     const { settings } = await this.ensureLoaded();
@@ -379,6 +388,7 @@ export class Sequence<T extends number | bigint> {
    * @throws everything {@link Sequence.next} throws.
    */
   async ready(options?: CallOptions): Promise<void> {
+    if (options !== undefined) checkCallOptions(options);
     this.assertOpen();
     if (this.buffer.remaining === 0) {
       await this.waitForRefill(this.callOf(options), options?.signal);

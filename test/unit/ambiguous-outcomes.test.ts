@@ -184,6 +184,33 @@ describe('calls that wait for a refill', () => {
       option: 'timeoutMs',
     });
   });
+
+  it('refuse bad call options on every call, also one served from the IDs held', async () => {
+    const { ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+    const seq = ids.sequence('orders');
+    await seq.ready();
+    expect(seq.stats().remaining).toBe(10);
+    // Checked only where a call waited, these passed while the block lasted and failed the
+    // one call that waited for the next block.
+    const bad: [unknown, string][] = [
+      [{ timeoutMs: -1 }, 'timeoutMs'],
+      [{ timeoutMs: '5000' }, 'timeoutMs'],
+      [{ timeout: 5_000 }, 'timeout'],
+      [{ signal: true }, 'signal'],
+      [null, 'options'],
+    ];
+    for (const [options, option] of bad) {
+      const expected = { code: 'IDGEN_INVALID_OPTION', option };
+      await expect(seq.next(options as never), JSON.stringify(options)).rejects.toMatchObject(
+        expected,
+      );
+      await expect(seq.take(2, options as never)).rejects.toMatchObject(expected);
+      await expect(seq.ready(options as never)).rejects.toMatchObject(expected);
+    }
+    // Nothing was drawn by the refused calls; good options still serve.
+    expect(seq.stats().remaining).toBe(10);
+    expect(await seq.next({ timeoutMs: 100, signal: new AbortController().signal })).toBe(1);
+  });
 });
 
 describe('negative controls: with the fix switched off, the same scenarios hand out IDs twice', () => {

@@ -270,6 +270,7 @@ export function resolveSequenceSettings(
 ): SequenceSettings {
   validateSequenceName(name);
   checkKeys(options, CREATE_KEYS);
+  checkBooleanOption('ifNotExists', options.ifNotExists);
 
   const presetGiven = options.domain !== undefined;
   const preset = options.domain ?? SEQUENCE_DEFAULTS.domain;
@@ -626,6 +627,17 @@ export function everyKeyOf<T>() {
   return <const K extends readonly (keyof T & string)[]>(
     keys: K & (Exclude<keyof T, K[number]> extends never ? unknown : never),
   ): K => keys;
+}
+
+/**
+ * Refuses a flag that is neither a boolean nor absent: `'false'` read from the environment, or
+ * `1`, would otherwise be taken as false (or true) without a word.
+ * @throws {InvalidOptionError} naming `option`.
+ */
+export function checkBooleanOption(option: string, value: unknown): void {
+  if (value !== undefined && typeof value !== 'boolean') {
+    throw new InvalidOptionError(option, value, 'true or false');
+  }
 }
 
 /**

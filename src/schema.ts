@@ -20,7 +20,7 @@ import {
 import { adminOver } from './admin/open.js';
 import type { PreflightReport } from './admin/preflight.js';
 import { isValidName } from './names.js';
-import { everyKeyOf } from './options.js';
+import { checkBooleanOption, everyKeyOf } from './options.js';
 
 /** Options of {@link initSchema}. */
 export type InitSchemaOptions = ConnectionOptions & {
@@ -92,6 +92,7 @@ const SCHEMA_AGREEMENT_POLL_MS = 500;
  */
 export async function initSchema(options: InitSchemaOptions): Promise<InitSchemaResult> {
   checkConnectionKeys(options, INIT_SCHEMA_KEYS);
+  checkBooleanOption('allowUnsafeCluster', options.allowUnsafeCluster);
   const { keyspace } = options;
   if (!isValidName('keyspace', keyspace)) throw new InvalidNameError('keyspace', keyspace);
   const replication = validateReplication(options.replication);

@@ -6,9 +6,11 @@ import type { Logger } from '../logger.js';
 
 import { ClosedError, InvalidOptionError, SequenceNotFoundError } from '../errors.js';
 import {
+  checkBooleanOption,
   checkFirstRangeDcs,
   checkKeys,
   defaultFirstRanges,
+  everyKeyOf,
   resolveFirstGrants,
   resolveSequenceSettings,
   validateSequenceName,
@@ -87,6 +89,8 @@ export interface SequenceHandleOptions {
   readonly bigint?: boolean | undefined;
 }
 
+const HANDLE_KEYS = everyKeyOf<SequenceHandleOptions>()(['bigint']);
+
 /**
  * Unique integer IDs for this process, from sequences shared by every DC.
  *
@@ -159,7 +163,8 @@ export class IdGen {
   sequence(name: string, options: SequenceHandleOptions = {}): Sequence<number> | Sequence<bigint> {
     this.#assertOpen();
     validateSequenceName(name);
-    checkKeys(options, ['bigint']);
+    checkKeys(options, HANDLE_KEYS);
+    checkBooleanOption('bigint', options.bigint);
     const bigint = options.bigint === true;
     const key = `${name}/${bigint ? 'bigint' : 'number'}`;
     const existing = this.#sequences.get(key);

@@ -52,3 +52,29 @@ describe('misspelt options', () => {
     await ids.close();
   });
 });
+
+describe('flags that are not booleans', () => {
+  // 'yes' or 'false' (read from the environment, say) was taken as false without a word: a
+  // number-typed handle, a create that fails on an existing sequence, a preflight that runs.
+  const notBoolean = (option: string) =>
+    expect.objectContaining({
+      code: 'IDGEN_INVALID_OPTION',
+      option,
+      message: expect.stringContaining('true or false') as unknown,
+    });
+
+  it('sequence(), createSequence() and initSchema() refuse one, before connecting', async () => {
+    const { ids } = await withSequence({});
+    expect(() => ids.sequence('orders', { bigint: 'yes' } as never)).toThrow(notBoolean('bigint'));
+    await expect(ids.createSequence('orders', { ifNotExists: 'true' } as never)).rejects.toThrow(
+      notBoolean('ifNotExists'),
+    );
+    await expect(
+      initSchema({ ...connection, replication: { dc1: 3 }, allowUnsafeCluster: 1 } as never),
+    ).rejects.toThrow(notBoolean('allowUnsafeCluster'));
+    // The booleans themselves still pass.
+    expect(ids.sequence('orders', { bigint: false }).name).toBe('orders');
+    expect((await ids.createSequence('orders', { ifNotExists: true })).name).toBe('orders');
+    await ids.close();
+  });
+});

@@ -38,15 +38,27 @@ export class IdGenError extends Error {
 
 /** An option or setting is out of range. */
 export class InvalidOptionError extends IdGenError {
+  /** The value given; undefined for an option not known, whose value is never kept. */
+  readonly received: unknown;
+
+  /**
+   * @param unknownKey `option` is no option at all (a misspelling): its value is neither shown
+   *   nor kept, since it may be a secret under a misspelt name (`passwrd`, `tokn`), and messages
+   *   and error objects end up in logs.
+   */
   constructor(
     readonly option: string,
-    readonly received: unknown,
+    received: unknown,
     readonly allowed: string,
+    unknownKey = false,
   ) {
     super(
       'IDGEN_INVALID_OPTION',
-      `Invalid option "${option}": received ${describe(received)}; allowed: ${allowed}.`,
+      unknownKey
+        ? `Invalid option "${option}": no such option (its value is not shown); allowed: ${allowed}.`
+        : `Invalid option "${option}": received ${describe(received)}; allowed: ${allowed}.`,
     );
+    this.received = unknownKey ? undefined : received;
   }
 }
 

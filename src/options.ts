@@ -653,8 +653,9 @@ export function checkKeys(options: object, allowed: readonly string[]): void {
     if (!allowed.includes(key)) {
       throw new InvalidOptionError(
         key,
-        (options as Record<string, unknown>)[key],
+        undefined,
         `one of the options ${allowed.join(', ')}`,
+        true,
       );
     }
   }

@@ -78,3 +78,31 @@ describe('flags that are not booleans', () => {
     await ids.close();
   });
 });
+
+describe('the value of an option not known', () => {
+  // A misspelt secret (`passwrd`, `tokn`) went into the message ('received "hunter2"') and into
+  // the error's `received`, both of which end up in logs.
+  it('is neither shown nor kept: it may be a secret under a misspelt name', async () => {
+    const error: unknown = await connect({
+      ...connection,
+      username: 'svc',
+      passwrd: 'hunter2',
+    } as never).catch((e: unknown) => e);
+    expect(error).toEqual(refused('passwrd'));
+    expect((error as Error).message).toContain('its value is not shown');
+    expect((error as Error).message).not.toContain('hunter2');
+    expect(JSON.stringify(error)).not.toContain('hunter2');
+    expect((error as { received?: unknown }).received).toBeUndefined();
+
+    const { ids } = await withSequence({});
+    let thrown: unknown;
+    try {
+      createServer(ids, { tokn: 's3cret-token' } as never);
+    } catch (e) {
+      thrown = e;
+    }
+    expect(thrown).toEqual(refused('tokn'));
+    expect(`${(thrown as Error).message} ${JSON.stringify(thrown)}`).not.toContain('s3cret');
+    await ids.close();
+  });
+});

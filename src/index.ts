@@ -13,6 +13,7 @@ export type {
   AdminParts,
   CheckOptions,
   CheckResult,
+  ProbeOptions,
   StatusOptions,
 } from './admin/admin.js';
 export { openAdmin, preflight } from './admin/open.js';

@@ -641,6 +641,24 @@ export function checkBooleanOption(option: string, value: unknown): void {
 }
 
 /**
+ * Refuses a `signal` that is neither absent nor an AbortSignal (anything with `aborted` and
+ * `addEventListener`, so that polyfills pass): `true` would fail later, in a timer callback,
+ * as an exception nobody catches.
+ * @throws {InvalidOptionError} naming `option`.
+ */
+export function checkAbortSignal(option: string, value: unknown): void {
+  if (
+    value !== undefined &&
+    (typeof value !== 'object' ||
+      value === null ||
+      typeof (value as Partial<AbortSignal>).aborted !== 'boolean' ||
+      typeof (value as Partial<AbortSignal>).addEventListener !== 'function')
+  ) {
+    throw new InvalidOptionError(option, value, 'an AbortSignal');
+  }
+}
+
+/**
  * Refuses a key of `options` outside `allowed`: a misspelt option (`callTimeoutMS`, `blocksize`)
  * would otherwise be ignored, and its default used without a word.
  * @throws {InvalidOptionError} naming the first unknown key, and listing the allowed ones.

@@ -11,7 +11,7 @@
 
 import type { ConnectionOptions } from '../driver-client.js';
 import { InvalidOptionError, SequenceNotFoundError } from '../errors.js';
-import { validateSequenceName } from '../options.js';
+import { checkAbortSignal, checkKeys, everyKeyOf, validateSequenceName } from '../options.js';
 import { ascending } from '../order.js';
 import type { IdStore, NodeSettings, SequenceSettings } from '../store/port.js';
 import { sleep } from '../timers.js';
@@ -65,6 +65,25 @@ export interface CheckOptions {
    * @default 1000
    */
   readonly confirmAfterMs?: number | undefined;
+}
+
+const STATUS_KEYS = everyKeyOf<StatusOptions>()([
+  'sequences',
+  'sampleMs',
+  'since',
+  'serialTimeoutMs',
+  'signal',
+]);
+const CHECK_KEYS = everyKeyOf<CheckOptions>()(['confirmAfterMs']);
+const PROBE_KEYS = everyKeyOf<ProbeOptions>()(['timeoutMs']);
+
+/** Options of {@link Admin.probeSerial}. */
+export interface ProbeOptions {
+  /**
+   * Milliseconds (above 0) the probe may take before SERIAL counts as unreachable.
+   * @default 3000
+   */
+  readonly timeoutMs?: number | undefined;
 }
 
 /** Defaults of {@link StatusOptions} and {@link CheckOptions}. */
@@ -191,6 +210,22 @@ export class Admin {
    * SERIAL, or nodes whose settings cannot be read, are reported, not thrown.
    */
   async status(options: StatusOptions = {}): Promise<StatusReport> {
+    checkKeys(options, STATUS_KEYS);
+    checkAbortSignal('signal', options.signal);
+    if (options.sequences !== undefined) {
+      if (!Array.isArray(options.sequences)) {
+        throw new InvalidOptionError(
+          'sequences',
+          options.sequences,
+          'a list of sequence names, or none for every sequence',
+        );
+      }
+      for (const name of options.sequences) validateSequenceName(name);
+    }
+    const since = options.since as Partial<StatusReport> | undefined;
+    if (since !== undefined && (typeof since !== 'object' || !Array.isArray(since?.sequences))) {
+      throw new InvalidOptionError('since', since, 'a report an earlier status() returned');
+    }
     const sampleMs = nonNegative('sampleMs', options.sampleMs, ADMIN_DEFAULTS.sampleMs);
     const serialTimeoutMs = nonNegative(
       'serialTimeoutMs',
@@ -257,6 +292,7 @@ export class Admin {
    * {@link SequenceNotFoundError}; {@link StoreUnavailableError} when even the local reads fail.
    */
   async check(name: string, options: CheckOptions = {}): Promise<CheckResult> {
+    checkKeys(options, CHECK_KEYS);
     const confirmAfterMs = nonNegative(
       'confirmAfterMs',
       options.confirmAfterMs,
@@ -288,16 +324,20 @@ export class Admin {
    * Whether SERIAL (Paxos over every DC) can be reached from the local DC right now: a SERIAL
    * read of a partition no sequence can have (so it never contends with grants), bounded by
    * `timeoutMs`. Without SERIAL no DC range can be granted; each DC serves only the IDs it holds.
-   * Never throws.
+   * Never throws for SERIAL's state (an unreachable SERIAL is reported).
+   * @throws {InvalidOptionError} for an unknown key or a `timeoutMs` that is not above 0.
    * @example
    * ```ts
    * const { reachable, error } = await admin.probeSerial({ timeoutMs: 2_000 });
    * ```
    */
-  async probeSerial(
-    options: { readonly timeoutMs?: number | undefined } = {},
-  ): Promise<SerialProbe> {
-    return probeSerial(this.#store, this.dc, options.timeoutMs ?? ADMIN_DEFAULTS.serialTimeoutMs);
+  async probeSerial(options: ProbeOptions = {}): Promise<SerialProbe> {
+    checkKeys(options, PROBE_KEYS);
+    const timeoutMs = nonNegative('timeoutMs', options.timeoutMs, ADMIN_DEFAULTS.serialTimeoutMs);
+    if (timeoutMs === 0) {
+      throw new InvalidOptionError('timeoutMs', 0, 'a finite number of milliseconds above 0');
+    }
+    return probeSerial(this.#store, this.dc, timeoutMs);
   }
 
   /**

@@ -5,7 +5,7 @@
  */
 
 import { AbortedError, ContentionError, DeadlineError, InvalidOptionError } from '../errors.js';
-import { checkKeys, everyKeyOf } from '../options.js';
+import { checkAbortSignal, checkKeys, everyKeyOf } from '../options.js';
 import type { Clock } from './clock.js';
 
 /** How long a call may wait for IDs, and how it can be cancelled. */
@@ -36,14 +36,7 @@ export function checkCallOptions(options: CallOptions): void {
   if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !(timeoutMs >= 0))) {
     throw new InvalidOptionError('timeoutMs', timeoutMs, 'a number of milliseconds, at least 0');
   }
-  if (
-    signal !== undefined &&
-    (typeof signal !== 'object' ||
-      signal === null ||
-      typeof (signal as Partial<AbortSignal>).addEventListener !== 'function')
-  ) {
-    throw new InvalidOptionError('signal', signal, 'an AbortSignal');
-  }
+  checkAbortSignal('signal', signal);
 }
 
 const CALL_KEYS = everyKeyOf<CallOptions>()(['timeoutMs', 'signal']);

@@ -545,4 +545,39 @@ describe('Admin over a MemoryStore', () => {
       'Invalid option "sampleMs": received -1',
     );
   });
+
+  it('refuses options it cannot honour, each with IDGEN_INVALID_OPTION naming it', async () => {
+    const { store, ids } = await withSequence({});
+    await ids.close();
+    const admin = adminOf(store);
+    const invalid = (option: string) =>
+      expect.objectContaining({ code: 'IDGEN_INVALID_OPTION', option });
+    // Before: a misspelt key was ignored (its default used); 'orders' as a string, a `since`
+    // that is no report and a signal that is no AbortSignal threw TypeErrors, and the signal
+    // one more, uncaught, from a timer callback after the call had failed.
+    await expect(admin.status({ sample: 10 } as never)).rejects.toThrow(invalid('sample'));
+    await expect(admin.status({ sequences: 'orders' as never })).rejects.toThrow(
+      invalid('sequences'),
+    );
+    await expect(admin.status({ since: {} as never })).rejects.toThrow(invalid('since'));
+    await expect(admin.status({ sampleMs: 5, signal: true as never })).rejects.toThrow(
+      invalid('signal'),
+    );
+    await expect(admin.check('orders', { confirmAfter: 5 } as never)).rejects.toThrow(
+      invalid('confirmAfter'),
+    );
+    // A probe bounded by a timeout below 0 (or none that is a number) would count SERIAL
+    // unreachable whatever its state.
+    for (const timeoutMs of [-5, 0, 'x']) {
+      await expect(admin.probeSerial({ timeoutMs: timeoutMs as never })).rejects.toThrow(
+        invalid('timeoutMs'),
+      );
+    }
+    await expect(admin.probeSerial({ timeout: 5 } as never)).rejects.toThrow(invalid('timeout'));
+    // What they take still works.
+    const report = await admin.status({ sequences: ['orders'], sampleMs: 0 });
+    expect((await admin.status({ since: report })).sequences).toHaveLength(1);
+    expect((await admin.check('orders', { confirmAfterMs: 0 })).verdict).toBe('ok');
+    expect((await admin.probeSerial({ timeoutMs: 1_000 })).reachable).toBe(true);
+  });
 });

@@ -663,16 +663,16 @@ export function checkAbortSignal(option: string, value: unknown): void {
  * would otherwise be ignored, and its default used without a word.
  * @throws {InvalidOptionError} naming the first unknown key, and listing the allowed ones.
  */
-export function checkKeys(options: object, allowed: readonly string[]): void {
+export function checkKeys(options: object, allowed: readonly string[], prefix = ''): void {
   if (typeof options !== 'object' || options === null) {
     throw new InvalidOptionError('options', options, 'an object');
   }
   for (const key of Object.keys(options)) {
     if (!allowed.includes(key)) {
       throw new InvalidOptionError(
-        key,
+        prefix + key,
         undefined,
-        `one of the options ${allowed.join(', ')}`,
+        `one of the options ${allowed.map((name) => prefix + name).join(', ')}`,
         true,
       );
     }

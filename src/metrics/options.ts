@@ -5,6 +5,7 @@
 import type { Registry, RegistryContentType } from 'prom-client';
 
 import { InvalidOptionError } from '../errors.js';
+import { checkKeys, everyKeyOf } from '../options.js';
 
 /**
  * Prometheus metrics of an allocator (prom-client). Without this option nothing is registered
@@ -38,6 +39,8 @@ export interface MetricsOptions {
 /** Defaults of {@link MetricsOptions}. */
 export const METRICS_DEFAULTS = Object.freeze({ runwayIntervalMs: 15_000 });
 
+const METRICS_KEYS = everyKeyOf<MetricsOptions>()(['registry', 'runwayIntervalMs']);
+
 /** The shortest runway poll interval: each poll reads every opened sequence's rows. */
 const MIN_RUNWAY_INTERVAL_MS = 1_000;
 
@@ -56,6 +59,8 @@ export function resolveMetricsOptions(options: unknown): ResolvedMetricsOptions 
   if (typeof options !== 'object' || options === null) {
     throw new InvalidOptionError('metrics', options, 'an object such as { registry }');
   }
+  // A misspelt `regsitry` would otherwise register on prom-client's default registry.
+  checkKeys(options, METRICS_KEYS, 'metrics.');
   const { registry, runwayIntervalMs = METRICS_DEFAULTS.runwayIntervalMs } =
     options as MetricsOptions;
   if (registry !== undefined && !isRegistry(registry)) {

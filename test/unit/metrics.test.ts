@@ -332,5 +332,14 @@ describe('metrics: registries', () => {
       expect.objectContaining({ option: 'metrics.registry' }),
     );
     expect(() => make(null)).toThrow(expect.objectContaining({ option: 'metrics' }));
+    // A misspelt key was ignored: the metrics went to prom-client's default registry.
+    expect(() => make({ regsitry: new Registry() })).toThrow(
+      expect.objectContaining({
+        option: 'metrics.regsitry',
+        message: expect.stringContaining(
+          'one of the options metrics.registry, metrics.runwayIntervalMs',
+        ) as unknown,
+      }),
+    );
   });
 });

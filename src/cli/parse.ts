@@ -29,11 +29,17 @@ export function parseInteger(value: string): number {
   return Number(parsed);
 }
 
+/**
+ * Digits with an optional fraction, as integers are read: `Number()` alone would also take
+ * `0x10` (16), `1e3` and `0b1`, which no option here is meant to read.
+ */
+const DECIMAL = /^-?(\d+(\.\d*)?|\.\d+)$/;
+
 /** A decimal number (`0.5`, `.75`). */
 export function parseDecimal(value: string): number {
   const trimmed = value.trim();
   const parsed = Number(trimmed);
-  if (trimmed === '' || !Number.isFinite(parsed)) {
+  if (!DECIMAL.test(trimmed) || !Number.isFinite(parsed)) {
     throw new InvalidArgumentError('Expected a number, e.g. 0.5.');
   }
   return parsed;

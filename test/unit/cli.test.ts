@@ -85,6 +85,13 @@ describe('parsers', () => {
     expect(parseSeconds('0.5')).toBe(0.5);
     expect(() => parseSeconds('-1')).toThrow('at least 0');
     expect(() => parseSeconds('soon')).toThrow('Expected a number');
+    // Plain decimals only, as integers are read: Number() took these (`0x10` as 16 s).
+    for (const odd of ['0x10', '1e1', '0b1', ' ', '1.5.2', 'Infinity']) {
+      expect(() => parseSeconds(odd), odd).toThrow('Expected a number');
+    }
+    expect(parseSeconds('.75')).toBe(0.75);
+    expect(parseSeconds('2.')).toBe(2);
+    expect(parseSeconds(' 3 ')).toBe(3);
   });
 
   it('reads durations with their unit, and refuses a bare number or anything not above 0', () => {

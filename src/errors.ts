@@ -56,7 +56,8 @@ export class InvalidOptionError extends IdGenError {
       'IDGEN_INVALID_OPTION',
       unknownKey
         ? `Invalid option "${option}": no such option (its value is not shown); allowed: ${allowed}.`
-        : `Invalid option "${option}": received ${describe(received)}; allowed: ${allowed}.`,
+        : // A missing option reads "received nothing": `undefined` means nothing to a CLI user.
+          `Invalid option "${option}": received ${received === undefined ? 'nothing' : describe(received)}; allowed: ${allowed}.`,
     );
     this.received = unknownKey ? undefined : received;
   }

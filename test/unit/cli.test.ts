@@ -283,7 +283,7 @@ describe('exit codes', () => {
       'Invalid --block: received 0; allowed: an integer from 1 to 100.',
     );
     expect(errorMessage(new InvalidOptionError('localDataCenter', undefined, 'a DC'))).toBe(
-      'Invalid --dc (IDGEN_DC): received undefined; allowed: a DC.',
+      'Invalid --dc (IDGEN_DC): received nothing; allowed: a DC.',
     );
   });
 
@@ -338,7 +338,7 @@ describe('usage errors, reported before connecting', () => {
     [['seed', 'orders', '--shards', '257'], 'Invalid --shards: received 257'],
     [['preflight', 'extra'], 'too many arguments'],
     [['alter', 'orders'], 'at least one of --dc-range, --block, --threshold'],
-    [['list'], 'Invalid --contact-points (IDGEN_CONTACT_POINTS): received undefined'],
+    [['list'], 'Invalid --contact-points (IDGEN_CONTACT_POINTS): received nothing'],
   ])('idgen-cass %j: exit 1, one line', async (args, message) => {
     vi.stubEnv('IDGEN_CONTACT_POINTS', undefined);
     vi.stubEnv('IDGEN_DC', undefined);
@@ -353,7 +353,7 @@ describe('usage errors, reported before connecting', () => {
     vi.stubEnv('IDGEN_DC', undefined);
     const { code, stderr } = await cli('--contact-points', '127.0.0.1', 'list');
     expect(code).toBe(1);
-    expect(stderr).toContain('Invalid --dc (IDGEN_DC): received undefined');
+    expect(stderr).toContain('Invalid --dc (IDGEN_DC): received nothing');
   });
 
   it('shows an example in the help of every command, exit 0', async () => {
@@ -748,7 +748,7 @@ describe('errors under --json: one JSON line on stderr, stdout clean', () => {
     [
       ['--json', 'list'],
       'IDGEN_INVALID_OPTION',
-      'Invalid --contact-points (IDGEN_CONTACT_POINTS): received undefined',
+      'Invalid --contact-points (IDGEN_CONTACT_POINTS): received nothing',
     ],
   ])('idgen-cass %j: exit 1, %s as JSON', async (args, code, message) => {
     vi.stubEnv('IDGEN_CONTACT_POINTS', undefined);

@@ -6,7 +6,9 @@ import type { MetricsOptions } from './metrics/options.js';
 import { checkConnectionKeys, openClient } from './driver-client.js';
 import type { ConnectionOptions } from './driver-client.js';
 import { everyKeyOf } from './options.js';
-import { IdGen } from './allocator/id-gen.js';
+import { checkAllocatorOptions, IdGen } from './allocator/id-gen.js';
+import { InvalidNameError } from './errors.js';
+import { isValidName } from './names.js';
 import { CassandraStore } from './store/cassandra.js';
 
 /** Options of {@link connect}. */
@@ -56,6 +58,11 @@ const CONNECT_KEYS = everyKeyOf<Omit<ConnectOptions, keyof ConnectionOptions>>()
  */
 export async function connect(options: ConnectOptions): Promise<IdGen> {
   checkConnectionKeys(options, CONNECT_KEYS);
+  // Before connecting: a bad option is named even when Cassandra cannot be reached.
+  if (!isValidName('keyspace', options.keyspace)) {
+    throw new InvalidNameError('keyspace', options.keyspace);
+  }
+  checkAllocatorOptions(options);
   const opened = await openClient(options);
   try {
     const store = new CassandraStore(opened.client, options.keyspace, {

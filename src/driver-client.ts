@@ -200,6 +200,41 @@ export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' |
       'the name of the datacenter this process runs in, e.g. "dc1"',
     );
   }
+  for (const option of ['username', 'password'] as const) {
+    const value = options[option];
+    if (value !== undefined && typeof value !== 'string') {
+      // A password is never shown, even one of the wrong type.
+      throw new InvalidOptionError(
+        option,
+        value,
+        'a string',
+        option === 'password' ? 'kind' : 'value',
+      );
+    }
+  }
+  if (
+    options.authProvider !== undefined &&
+    typeof (options.authProvider as Partial<cassandra.auth.AuthProvider> | null)
+      ?.newAuthenticator !== 'function'
+  ) {
+    throw new InvalidOptionError(
+      'authProvider',
+      options.authProvider,
+      "a cassandra-driver AuthProvider (one with newAuthenticator), e.g. the driver's auth.PlainTextAuthProvider",
+      'kind',
+    );
+  }
+  const driverOptions: unknown = options.driverOptions;
+  if (
+    driverOptions !== undefined &&
+    (typeof driverOptions !== 'object' || driverOptions === null || Array.isArray(driverOptions))
+  ) {
+    throw new InvalidOptionError(
+      'driverOptions',
+      driverOptions,
+      "an object of the driver's ClientOptions",
+    );
+  }
   if (options.password !== undefined && options.username === undefined) {
     throw new InvalidOptionError('username', undefined, 'a user name whenever a password is given');
   }
@@ -322,6 +357,10 @@ async function adoptClient(
   client: cassandra.Client,
   requestedDc: string | undefined,
 ): Promise<OpenedClient> {
+  const given = client as Partial<cassandra.Client> | null;
+  if (typeof given?.connect !== 'function' || typeof given.execute !== 'function') {
+    throw new InvalidOptionError('client', client, 'a cassandra-driver Client', 'kind');
+  }
   const contactPoints = runtimeOptionsOf(client)?.contactPoints ?? [];
   try {
     await client.connect(); // a no-op when already connected

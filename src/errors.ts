@@ -36,30 +36,35 @@ export class IdGenError extends Error {
   }
 }
 
+/**
+ * How much of a refused value an {@link InvalidOptionError} shows and keeps: all of it; only its
+ * kind (`a number`, `an object`), for values that may hold a secret (a password, an auth provider,
+ * a client); or nothing, for a key that is no option (a misspelt `passwrd` may hold one).
+ */
+export type ShownValue = 'value' | 'kind' | 'unknown-key';
+
 /** An option or setting is out of range. */
 export class InvalidOptionError extends IdGenError {
-  /** The value given; undefined for an option not known, whose value is never kept. */
+  /** The value given; undefined where {@link ShownValue} keeps it back. */
   readonly received: unknown;
 
   /**
-   * @param unknownKey `option` is no option at all (a misspelling): its value is neither shown
-   *   nor kept, since it may be a secret under a misspelt name (`passwrd`, `tokn`), and messages
-   *   and error objects end up in logs.
+   * @param shown how much of `received` the message shows and the error keeps: messages and
+   *   error objects end up in logs.
    */
   constructor(
     readonly option: string,
     received: unknown,
     readonly allowed: string,
-    unknownKey = false,
+    shown: ShownValue = 'value',
   ) {
     super(
       'IDGEN_INVALID_OPTION',
-      unknownKey
+      shown === 'unknown-key'
         ? `Invalid option "${option}": no such option (its value is not shown); allowed: ${allowed}.`
-        : // A missing option reads "received nothing": `undefined` means nothing to a CLI user.
-          `Invalid option "${option}": received ${received === undefined ? 'nothing' : describe(received)}; allowed: ${allowed}.`,
+        : `Invalid option "${option}": received ${receivedText(received, shown)}; allowed: ${allowed}.`,
     );
-    this.received = unknownKey ? undefined : received;
+    this.received = shown === 'value' ? received : undefined;
   }
 }
 
@@ -343,5 +348,22 @@ function levelName(level: StoreLevel): string {
 function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'bigint') return `${value}n`;
+  // "[object Object]" says nothing; an object's fields may say too much.
+  if (typeof value === 'object' && value !== null && !Array.isArray(value)) return kindOf(value);
+  if (typeof value === 'function') return kindOf(value);
   return String(value);
+}
+
+function receivedText(received: unknown, shown: ShownValue): string {
+  // A missing option reads "received nothing": `undefined` means nothing to a CLI user.
+  if (received === undefined) return 'nothing';
+  return shown === 'kind' ? `${kindOf(received)} (not shown)` : describe(received);
+}
+
+/** What kind of value `value` is, without its contents: "a number", "an object", "null". */
+function kindOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  const type = typeof value;
+  return /^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`;
 }

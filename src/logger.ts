@@ -1,3 +1,5 @@
+import { InvalidOptionError } from './errors.js';
+
 /**
  * The logger idgen-cass writes to, as a structural type: pino and bunyan loggers fit as they
  * are, and so does any object with these methods. The library is silent without one.
@@ -12,4 +14,32 @@ export interface Logger {
   info: LogMethod;
   warn: LogMethod;
   error: LogMethod;
+}
+
+const LOG_METHODS = ['child', 'debug', 'info', 'warn', 'error'] as const;
+
+/**
+ * Whether `value` has every method of {@link Logger}: an object without them would be accepted
+ * and fail later, as a TypeError at the first sequence or the first warning.
+ */
+export function isLogger(value: unknown): value is Logger {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    LOG_METHODS.every((method) => typeof (value as Record<string, unknown>)[method] === 'function')
+  );
+}
+
+/**
+ * Refuses a `logger` option that is given and not a {@link Logger}.
+ * @throws {InvalidOptionError} naming `option`.
+ */
+export function checkLogger(option: string, value: unknown): void {
+  if (value !== undefined && !isLogger(value)) {
+    throw new InvalidOptionError(
+      option,
+      value,
+      'a logger with child, debug, info, warn and error methods (pino or bunyan)',
+    );
+  }
 }

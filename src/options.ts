@@ -673,7 +673,7 @@ export function checkKeys(options: object, allowed: readonly string[], prefix = 
         prefix + key,
         undefined,
         `one of the options ${allowed.map((name) => prefix + name).join(', ')}`,
-        true,
+        'unknown-key',
       );
     }
   }

@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 
 import cassandra from 'cassandra-driver';
-import type { Logger } from './logger.js';
+import { checkLogger, type Logger } from './logger.js';
 
 import { checkConnectionKeys, openClient, type ConnectionOptions } from './driver-client.js';
 import { describeDriverError } from './store/cassandra-errors.js';
@@ -93,6 +93,7 @@ const SCHEMA_AGREEMENT_POLL_MS = 500;
 export async function initSchema(options: InitSchemaOptions): Promise<InitSchemaResult> {
   checkConnectionKeys(options, INIT_SCHEMA_KEYS);
   checkBooleanOption('allowUnsafeCluster', options.allowUnsafeCluster);
+  checkLogger('logger', options.logger);
   const { keyspace } = options;
   if (!isValidName('keyspace', keyspace)) throw new InvalidNameError('keyspace', keyspace);
   const replication = validateReplication(options.replication);

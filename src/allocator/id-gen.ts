@@ -2,7 +2,7 @@
  * The allocator a process holds: sequence handles plus sequence management, over one store.
  */
 
-import type { Logger } from '../logger.js';
+import { checkLogger, type Logger } from '../logger.js';
 
 import { ClosedError, InvalidOptionError, SequenceNotFoundError } from '../errors.js';
 import {
@@ -92,11 +92,33 @@ export interface SequenceHandleOptions {
 const HANDLE_KEYS = everyKeyOf<SequenceHandleOptions>()(['bigint']);
 
 /**
+ * Checks the allocator's own options (`connect()` calls it before connecting, so that a bad
+ * one is named even when Cassandra cannot be reached).
+ * @returns `callTimeoutMs`, or its default.
+ * @throws {InvalidOptionError} naming `callTimeoutMs`, `logger` or one of `metrics`.
+ */
+export function checkAllocatorOptions(
+  options: Pick<IdGenOptions, 'callTimeoutMs' | 'logger' | 'metrics'>,
+): number {
+  const callTimeoutMs = options.callTimeoutMs ?? ID_GEN_DEFAULTS.callTimeoutMs;
+  if (typeof callTimeoutMs !== 'number' || !(callTimeoutMs >= 0) || callTimeoutMs === Infinity) {
+    throw new InvalidOptionError(
+      'callTimeoutMs',
+      callTimeoutMs,
+      'a finite number of milliseconds, at least 0',
+    );
+  }
+  checkLogger('logger', options.logger);
+  if (options.metrics !== undefined) resolveMetricsOptions(options.metrics);
+  return callTimeoutMs;
+}
+
+/**
  * Unique integer IDs for this process, from sequences shared by every DC.
  *
  * @example
  * ```ts
- * const ids = await connect({ contactPoints: ['10.0.0.1'], localDataCenter: 'dc1' });
+ * const ids = await connect({ contactPoints: ['10.0.0.1'], localDataCenter: 'dc1', keyspace: 'idgen' });
  * await ids.createSequence('orders', { domain: 'int32' });
  * const orders = ids.sequence('orders');
  * const id = await orders.next();
@@ -123,15 +145,7 @@ export class IdGen {
     this.keyspace = options.keyspace;
     this.#logger = options.logger;
     this.#clock = options.clock;
-    const callTimeoutMs = options.callTimeoutMs ?? ID_GEN_DEFAULTS.callTimeoutMs;
-    if (typeof callTimeoutMs !== 'number' || !(callTimeoutMs >= 0) || callTimeoutMs === Infinity) {
-      throw new InvalidOptionError(
-        'callTimeoutMs',
-        callTimeoutMs,
-        'a finite number of milliseconds, at least 0',
-      );
-    }
-    this.#callTimeoutMs = callTimeoutMs;
+    this.#callTimeoutMs = checkAllocatorOptions(options);
     // Last: nothing is registered on the user's registry when another option is refused.
     if (options.metrics !== undefined) {
       this.#metrics = new ProcessMetrics({

@@ -15,7 +15,7 @@ import { checkKeys, everyKeyOf } from '../options.js';
  * ```ts
  * import { Registry } from 'prom-client';
  * const registry = new Registry();
- * const ids = await connect({ contactPoints, localDataCenter: 'dc1', metrics: { registry } });
+ * const ids = await connect({ contactPoints, localDataCenter: 'dc1', keyspace: 'idgen', metrics: { registry } });
  * // serve `await registry.metrics()` with `registry.contentType` on GET /metrics
  * ```
  */

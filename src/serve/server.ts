@@ -17,6 +17,7 @@ import type { Logger as PinoLogger } from 'pino';
 import type { IdGen } from '../allocator/id-gen.js';
 import { InvalidNameError, InvalidOptionError, StoreUnavailableError } from '../errors.js';
 import { fastifyModule } from '../lazy-modules.js';
+import { checkLogger } from '../logger.js';
 import { checkKeys, everyKeyOf, validateSequenceName } from '../options.js';
 import { settleWithin, TIMED_OUT } from '../timers.js';
 import { BearerToken } from './auth.js';
@@ -149,7 +150,7 @@ const REDACTED = ['req.headers.authorization', '*.headers.authorization', 'heade
  *
  * @example
  * ```ts
- * const ids = await connect({ contactPoints: ['10.0.0.1'], localDataCenter: 'dc1' });
+ * const ids = await connect({ contactPoints: ['10.0.0.1'], localDataCenter: 'dc1', keyspace: 'idgen' });
  * const server = createServer(ids, { sequences: ['orders'], token: process.env.IDGEN_SERVE_TOKEN });
  * await server.listen({ host: '0.0.0.0', port: 8080 });
  * process.once('SIGTERM', async () => {
@@ -463,6 +464,7 @@ const SERVE_KEYS = everyKeyOf<ServeOptions>()([
 /** The options with their defaults, each checked once. */
 function resolveOptions(options: ServeOptions): Settings {
   checkKeys(options, SERVE_KEYS);
+  checkLogger('logger', options.logger);
   const sequences = options.sequences;
   if (sequences !== undefined) {
     if (!Array.isArray(sequences) || sequences.length === 0) {

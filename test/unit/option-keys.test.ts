@@ -106,3 +106,59 @@ describe('the value of an option not known', () => {
     await ids.close();
   });
 });
+
+describe('connect() checks every option before connecting', () => {
+  const invalid = (option: string) =>
+    expect.objectContaining({ code: 'IDGEN_INVALID_OPTION', option });
+
+  it('names a bad option even when nothing answers, where it said Cassandra was unavailable', async () => {
+    const cases: [Record<string, unknown>, unknown][] = [
+      [{ keyspace: 'Bad-ks' }, expect.objectContaining({ code: 'IDGEN_INVALID_NAME' })],
+      [{ callTimeoutMs: '5000' }, invalid('callTimeoutMs')],
+      [{ metrics: true }, invalid('metrics')],
+      // Accepted before, and a TypeError at the first sequence() or warning.
+      [{ logger: {} }, invalid('logger')],
+      // A TypeError from the driver, or "Cassandra is unavailable … connect is not a function".
+      [{ authProvider: {} }, invalid('authProvider')],
+      [{ client: {} }, invalid('client')],
+      // Accepted before: spread into the driver's options, or sent as they were.
+      [{ driverOptions: 'x' }, invalid('driverOptions')],
+      [{ username: 5, password: 'p' }, invalid('username')],
+    ];
+    for (const [options, expected] of cases) {
+      await expect(
+        connect({ ...connection, ...options } as never),
+        JSON.stringify(options),
+      ).rejects.toThrow(expected as Error);
+    }
+  });
+
+  it('initSchema() and createServer() refuse a logger that is none, too', async () => {
+    await expect(
+      initSchema({ ...connection, replication: { dc1: 3 }, logger: {} } as never),
+    ).rejects.toThrow(invalid('logger'));
+    const { ids } = await withSequence({});
+    expect(() => createServer(ids, { logger: { info: () => undefined } } as never)).toThrow(
+      invalid('logger'),
+    );
+    await ids.close();
+  });
+
+  it('shows no more of a value that may hold a secret than its kind', async () => {
+    const error: unknown = await connect({
+      ...connection,
+      username: 'svc',
+      password: 123_456,
+    } as never).catch((e: unknown) => e);
+    expect(error).toEqual(invalid('password'));
+    expect((error as Error).message).toContain('received a number (not shown)');
+    expect(`${(error as Error).message} ${JSON.stringify(error)}`).not.toContain('123456');
+    const provider = { secret: 'pa55word' };
+    const refused: unknown = await connect({
+      ...connection,
+      authProvider: provider,
+    } as never).catch((e: unknown) => e);
+    expect((refused as Error).message).toContain('received an object (not shown)');
+    expect(`${(refused as Error).message} ${JSON.stringify(refused)}`).not.toContain('pa55word');
+  });
+});

@@ -89,4 +89,4 @@ export {
   StoreUnavailableError,
   UnsafeClusterError,
 } from './errors.js';
-export type { IdGenErrorCode } from './errors.js';
+export type { IdGenErrorCode, ShownValue } from './errors.js';

@@ -537,7 +537,7 @@ export function resolveFirstGrants(
   dcs: readonly string[] | undefined,
 ): FirstGrant[] {
   if (dcs === undefined) return [];
-  const allowed = 'an array of distinct datacenter names (letters, digits, "_", "-", ".")';
+  const allowed = 'a list of distinct datacenter names (letters, digits, "_", "-", ".")';
   if (!Array.isArray(dcs)) throw new InvalidOptionError('firstRanges', dcs, allowed);
   const list: readonly unknown[] = dcs;
   if (list.some((dc) => !isValidName('datacenter', dc)) || new Set(list).size !== list.length) {

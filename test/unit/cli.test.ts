@@ -442,8 +442,8 @@ describe('seed --first-ranges, over the in-memory store', () => {
   });
 
   it.each([
-    [['dc1/1'], 'received dc1/1; allowed: an array of distinct datacenter names'],
-    [['dc1,dc1'], 'received dc1,dc1; allowed: an array of distinct datacenter names'],
+    [['dc1/1'], 'received dc1/1; allowed: a list of distinct datacenter names'],
+    [['dc1,dc1'], 'received dc1,dc1; allowed: a list of distinct datacenter names'],
     [['dc1,,dc2'], 'received "dc1,,dc2"; allowed: one or more DC names separated by commas'],
     [['dc1,'], 'received "dc1,"; allowed: one or more DC names separated by commas'],
     [

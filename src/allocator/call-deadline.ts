@@ -41,7 +41,10 @@ export function checkCallOptions(options: CallOptions): void {
 
 const CALL_KEYS = everyKeyOf<CallOptions>()(['timeoutMs', 'signal']);
 
-/** The milliseconds a call may wait: its own `timeoutMs` (see {@link checkCallOptions}), else `fallback`. */
+/**
+ * The milliseconds a call may wait: its own `timeoutMs` (checked by {@link checkCallOptions}),
+ * else `fallback`.
+ */
 export function callTimeoutOf(options: CallOptions | undefined, fallback: number): number {
   return options?.timeoutMs ?? fallback;
 }

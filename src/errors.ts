@@ -336,8 +336,17 @@ export class AbortedError extends IdGenError {
 }
 
 export class ClosedError extends IdGenError {
-  constructor() {
-    super('IDGEN_CLOSED', 'The allocator is closed; create a new one with connect().');
+  /**
+   * @param sequence the handle's sequence, when a handle was used after it closed: on its own
+   *   `close()` a new handle serves again, after the allocator's only a new allocator does.
+   */
+  constructor(readonly sequence?: string) {
+    super(
+      'IDGEN_CLOSED',
+      sequence === undefined
+        ? 'The allocator is closed; create a new one with connect().'
+        : `This handle of sequence "${sequence}" is closed; get a new one with ids.sequence(${JSON.stringify(sequence)}), or, if the allocator was closed, a new allocator with connect().`,
+    );
   }
 }
 

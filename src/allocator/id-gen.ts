@@ -4,7 +4,13 @@
 
 import { checkLogger, type Logger } from '../logger.js';
 
-import { ClosedError, InvalidOptionError, SequenceNotFoundError } from '../errors.js';
+import {
+  ClosedError,
+  InvalidNameError,
+  InvalidOptionError,
+  SequenceNotFoundError,
+} from '../errors.js';
+import { isValidName } from '../names.js';
 import {
   checkBooleanOption,
   checkFirstRangeDcs,
@@ -90,6 +96,47 @@ export interface SequenceHandleOptions {
 }
 
 const HANDLE_KEYS = everyKeyOf<SequenceHandleOptions>()(['bigint']);
+const ID_GEN_KEYS = everyKeyOf<IdGenOptions>()([
+  'store',
+  'dc',
+  'keyspace',
+  'logger',
+  'clock',
+  'callTimeoutMs',
+  'metrics',
+]);
+/** Every method of the store port, checked when it compiles to be all of them. */
+const STORE_METHODS = everyKeyOf<IdStore>()([
+  'createSequence',
+  'readSequence',
+  'listSequences',
+  'alterSequence',
+  'readGrants',
+  'readGrantsLocal',
+  'grantRange',
+  'readGrantsOverview',
+  'probeSerial',
+  'readDcState',
+  'readDcStateLocal',
+  'writeDcState',
+  'readDcStatesOverview',
+  'addDcUsage',
+  'readDcUsage',
+  'readNodeSettings',
+  'readReplicaDcs',
+  'close',
+]);
+
+/** Whether `value` has every method of the store port. */
+function isStore(value: unknown): value is IdStore {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    STORE_METHODS.every(
+      (method) => typeof (value as Record<string, unknown>)[method] === 'function',
+    )
+  );
+}
 
 /**
  * Checks the allocator's own options (`connect()` calls it before connecting, so that a bad
@@ -140,6 +187,21 @@ export class IdGen {
   #closing: Promise<void> | undefined;
 
   constructor(options: IdGenOptions) {
+    checkKeys(options, ID_GEN_KEYS);
+    if (!isStore(options.store)) {
+      throw new InvalidOptionError(
+        'store',
+        options.store,
+        "an IdStore (connect() builds one; idgen-cass/testing's MemoryStore for tests)",
+        'kind',
+      );
+    }
+    if (!isValidName('datacenter', options.dc)) {
+      throw new InvalidNameError('datacenter', options.dc);
+    }
+    if (!isValidName('keyspace', options.keyspace)) {
+      throw new InvalidNameError('keyspace', options.keyspace);
+    }
     this.#store = options.store;
     this.dc = options.dc;
     this.keyspace = options.keyspace;

@@ -438,7 +438,9 @@ export class Sequence<T extends number | bigint> {
   }
 
   private assertOpen(): void {
-    if (this.lifecycle === 'closing' || this.lifecycle === 'closed') throw new ClosedError();
+    if (this.lifecycle === 'closing' || this.lifecycle === 'closed') {
+      throw new ClosedError(this.name);
+    }
     if (this.rolledBack !== undefined) throw this.rolledBack;
   }
 
@@ -544,7 +546,7 @@ export class Sequence<T extends number | bigint> {
   /** Single-flight block claim: every caller shares the claim in flight. */
   private refill(): Promise<void> {
     if (this.lifecycle === 'closing' || this.lifecycle === 'closed') {
-      return Promise.reject(new ClosedError());
+      return Promise.reject(new ClosedError(this.name));
     }
     if (this.rolledBack !== undefined) return Promise.reject(this.rolledBack);
     this.claiming ??= this.claim().finally(() => {

@@ -182,6 +182,42 @@ describe('IdGen', () => {
     await expect(orders.next()).rejects.toMatchObject({ code: 'IDGEN_CLOSED' });
   });
 
+  it('says what to do with a closed handle: another from ids.sequence(), the allocator being open', async () => {
+    const store = new MemoryStore();
+    const ids = new IdGen({ store, dc: 'dc1', keyspace: KEYSPACE });
+    await ids.createSequence('orders', { dcRangeSize: 100, blockSize: 10 });
+    const orders = ids.sequence('orders');
+    expect(await orders.next()).toBe(1);
+    await orders.close();
+    // It said "The allocator is closed; create a new one with connect()", which was not so.
+    const error: unknown = await orders.next().catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'IDGEN_CLOSED', sequence: 'orders' });
+    expect((error as Error).message).toContain('get a new one with ids.sequence("orders")');
+    // A new handle serves, from the IDs the closed one gave back.
+    expect(await ids.sequence('orders').next()).toBe(2);
+    await ids.close();
+  });
+
+  it('refuses options it cannot work with when built, not at the first call', () => {
+    const store = new MemoryStore();
+    const make = (options: Record<string, unknown>) => () =>
+      new IdGen({ store, dc: 'dc1', keyspace: KEYSPACE, ...options } as never);
+    // Each was accepted before, and failed later, at the first call, with a TypeError or as a
+    // store error naming a DC or keyspace no statement could use.
+    expect(make({ store: undefined })).toThrow(
+      expect.objectContaining({ code: 'IDGEN_INVALID_OPTION', option: 'store' }),
+    );
+    expect(make({ store: { readSequence: () => undefined } })).toThrow(
+      expect.objectContaining({ option: 'store' }),
+    );
+    expect(make({ dc: 'dc 1' })).toThrow(expect.objectContaining({ code: 'IDGEN_INVALID_NAME' }));
+    expect(make({ keyspace: 'Bad-ks' })).toThrow(
+      expect.objectContaining({ code: 'IDGEN_INVALID_NAME' }),
+    );
+    expect(make({ logr: {} })).toThrow(expect.objectContaining({ option: 'logr' }));
+    expect(make({})()).toBeInstanceOf(IdGen);
+  });
+
   it('logs through the given logger only, bound to the sequence', async () => {
     const store = new MemoryStore();
     const lines: string[] = [];

@@ -5,10 +5,8 @@ import type { Logger } from './logger.js';
 import type { MetricsOptions } from './metrics/options.js';
 import { checkConnectionKeys, openClient } from './driver-client.js';
 import type { ConnectionOptions } from './driver-client.js';
-import { everyKeyOf } from './options.js';
+import { everyKeyOf, validateName } from './options.js';
 import { checkAllocatorOptions, IdGen } from './allocator/id-gen.js';
-import { InvalidNameError } from './errors.js';
-import { isValidName } from './names.js';
 import { CassandraStore } from './store/cassandra.js';
 
 /** Options of {@link connect}. */
@@ -59,9 +57,7 @@ const CONNECT_KEYS = everyKeyOf<Omit<ConnectOptions, keyof ConnectionOptions>>()
 export async function connect(options: ConnectOptions): Promise<IdGen> {
   checkConnectionKeys(options, CONNECT_KEYS);
   // Before connecting: a bad option is named even when Cassandra cannot be reached.
-  if (!isValidName('keyspace', options.keyspace)) {
-    throw new InvalidNameError('keyspace', options.keyspace);
-  }
+  validateName('keyspace', options.keyspace);
   checkAllocatorOptions(options);
   const opened = await openClient(options);
   try {

@@ -9,7 +9,7 @@
 
 import { GRANT_BLOCKS } from './allocator/sizing.js';
 import { InvalidNameError, InvalidOptionError, InvariantError } from './errors.js';
-import { granteeName, isValidName, MAX_SHARDS } from './names.js';
+import { granteeName, isValidName, MAX_SHARDS, type NameKind } from './names.js';
 import type {
   DomainName,
   FirstGrant,
@@ -251,12 +251,20 @@ const CREATE_KEYS = everyKeyOf<CreateSequenceOptions>()([
 const ALTER_KEYS = everyKeyOf<AlterSequenceOptions>()(SIZE_KEYS);
 
 /**
+ * Checks a name against the rule for its kind (names.ts).
+ * @throws {InvalidNameError} if the name breaks the rule.
+ */
+export function validateName(kind: NameKind, name: unknown): asserts name is string {
+  if (!isValidName(kind, name)) throw new InvalidNameError(kind, name);
+}
+
+/**
  * Checks a sequence name: 1 to 48 letters, digits or `_`, starting with a letter (it becomes a
  * Cassandra partition key and a CLI argument, so it stays plain).
  * @throws {InvalidNameError} if the name breaks the rule.
  */
 export function validateSequenceName(name: unknown): asserts name is string {
-  if (!isValidName('sequence', name)) throw new InvalidNameError('sequence', name);
+  validateName('sequence', name);
 }
 
 /**

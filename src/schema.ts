@@ -11,16 +11,11 @@ import { checkLogger, type Logger } from './logger.js';
 
 import { checkConnectionKeys, openClient, type ConnectionOptions } from './driver-client.js';
 import { describeDriverError } from './store/cassandra-errors.js';
-import {
-  InvalidNameError,
-  InvalidOptionError,
-  StoreUnavailableError,
-  UnsafeClusterError,
-} from './errors.js';
+import { InvalidOptionError, StoreUnavailableError, UnsafeClusterError } from './errors.js';
 import { adminOver } from './admin/open.js';
 import type { PreflightReport } from './admin/preflight.js';
 import { isValidName } from './names.js';
-import { checkBooleanOption, everyKeyOf } from './options.js';
+import { checkBooleanOption, everyKeyOf, validateName } from './options.js';
 
 /** Options of {@link initSchema}. */
 export type InitSchemaOptions = ConnectionOptions & {
@@ -95,7 +90,7 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
   checkBooleanOption('allowUnsafeCluster', options.allowUnsafeCluster);
   checkLogger('logger', options.logger);
   const { keyspace } = options;
-  if (!isValidName('keyspace', keyspace)) throw new InvalidNameError('keyspace', keyspace);
+  validateName('keyspace', keyspace);
   const replication = validateReplication(options.replication);
   const statements = tableStatements(await readFile(schemaFile(), 'utf8'), keyspace);
   const logger = options.logger?.child({ keyspace });

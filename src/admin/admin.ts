@@ -227,19 +227,7 @@ export class Admin {
       throw new InvalidOptionError('since', since, 'a report an earlier status() returned');
     }
     const sampleMs = nonNegative('sampleMs', options.sampleMs, ADMIN_DEFAULTS.sampleMs);
-    const serialTimeoutMs = nonNegative(
-      'serialTimeoutMs',
-      options.serialTimeoutMs,
-      ADMIN_DEFAULTS.serialTimeoutMs,
-    );
-    // No probe answers within 0 ms: SERIAL would be reported unreachable whatever its state.
-    if (serialTimeoutMs === 0) {
-      throw new InvalidOptionError(
-        'serialTimeoutMs',
-        serialTimeoutMs,
-        'a finite number of milliseconds above 0',
-      );
-    }
+    const serialTimeoutMs = probeTimeout('serialTimeoutMs', options.serialTimeoutMs);
     const names =
       options.sequences ?? (await this.listSequences()).map((settings) => settings.name);
     const readAll = () => Promise.all(names.map((name) => this.snapshot(name)));
@@ -333,11 +321,7 @@ export class Admin {
    */
   async probeSerial(options: ProbeOptions = {}): Promise<SerialProbe> {
     checkKeys(options, PROBE_KEYS);
-    const timeoutMs = nonNegative('timeoutMs', options.timeoutMs, ADMIN_DEFAULTS.serialTimeoutMs);
-    if (timeoutMs === 0) {
-      throw new InvalidOptionError('timeoutMs', 0, 'a finite number of milliseconds above 0');
-    }
-    return probeSerial(this.#store, this.dc, timeoutMs);
+    return probeSerial(this.#store, this.dc, probeTimeout('timeoutMs', options.timeoutMs));
   }
 
   /**
@@ -416,4 +400,17 @@ function nonNegative(option: string, value: number | undefined, fallback: number
     throw new InvalidOptionError(option, value, 'a finite number of milliseconds, at least 0');
   }
   return value;
+}
+
+/**
+ * The SERIAL probe's bound, or its default. No probe answers within 0 ms: SERIAL would be
+ * reported unreachable whatever its state.
+ * @throws {InvalidOptionError} naming `option` unless it is a finite number above 0.
+ */
+function probeTimeout(option: string, value: number | undefined): number {
+  const timeoutMs = nonNegative(option, value, ADMIN_DEFAULTS.serialTimeoutMs);
+  if (timeoutMs === 0) {
+    throw new InvalidOptionError(option, timeoutMs, 'a finite number of milliseconds above 0');
+  }
+  return timeoutMs;
 }

@@ -41,14 +41,6 @@ export function checkCallOptions(options: CallOptions): void {
 
 const CALL_KEYS = everyKeyOf<CallOptions>()(['timeoutMs', 'signal']);
 
-/**
- * The milliseconds a call may wait: its own `timeoutMs` (checked by {@link checkCallOptions}),
- * else `fallback`.
- */
-export function callTimeoutOf(options: CallOptions | undefined, fallback: number): number {
-  return options?.timeoutMs ?? fallback;
-}
-
 /** One call's wait for the refill of sequence `sequence`. */
 export interface Wait {
   readonly sequence: string;

@@ -4,13 +4,7 @@
 
 import { checkLogger, type Logger } from '../logger.js';
 
-import {
-  ClosedError,
-  InvalidNameError,
-  InvalidOptionError,
-  SequenceNotFoundError,
-} from '../errors.js';
-import { isValidName } from '../names.js';
+import { ClosedError, InvalidOptionError, SequenceNotFoundError } from '../errors.js';
 import {
   checkBooleanOption,
   checkFirstRangeDcs,
@@ -19,11 +13,16 @@ import {
   everyKeyOf,
   resolveFirstGrants,
   resolveSequenceSettings,
+  validateName,
   validateSequenceName,
   type AlterSequenceOptions,
   type CreateSequenceOptions,
 } from '../options.js';
-import { resolveMetricsOptions, type MetricsOptions } from '../metrics/options.js';
+import {
+  resolveMetricsOptions,
+  type MetricsOptions,
+  type ResolvedMetricsOptions,
+} from '../metrics/options.js';
 import { ProcessMetrics } from '../metrics/process-metrics.js';
 import type { FirstGrant, IdStore, SequenceSettings } from '../store/port.js';
 import { BIGINT_IDS, NUMBER_IDS } from './block.js';
@@ -141,12 +140,12 @@ function isStore(value: unknown): value is IdStore {
 /**
  * Checks the allocator's own options (`connect()` calls it before connecting, so that a bad
  * one is named even when Cassandra cannot be reached).
- * @returns `callTimeoutMs`, or its default.
+ * @returns `callTimeoutMs` (or its default) and the metrics options resolved, if given.
  * @throws {InvalidOptionError} naming `callTimeoutMs`, `logger` or one of `metrics`.
  */
 export function checkAllocatorOptions(
   options: Pick<IdGenOptions, 'callTimeoutMs' | 'logger' | 'metrics'>,
-): number {
+): { readonly callTimeoutMs: number; readonly metrics: ResolvedMetricsOptions | undefined } {
   const callTimeoutMs = options.callTimeoutMs ?? ID_GEN_DEFAULTS.callTimeoutMs;
   if (typeof callTimeoutMs !== 'number' || !(callTimeoutMs >= 0) || callTimeoutMs === Infinity) {
     throw new InvalidOptionError(
@@ -156,8 +155,9 @@ export function checkAllocatorOptions(
     );
   }
   checkLogger('logger', options.logger);
-  if (options.metrics !== undefined) resolveMetricsOptions(options.metrics);
-  return callTimeoutMs;
+  const metrics =
+    options.metrics === undefined ? undefined : resolveMetricsOptions(options.metrics);
+  return { callTimeoutMs, metrics };
 }
 
 /**
@@ -196,22 +196,19 @@ export class IdGen {
         'kind',
       );
     }
-    if (!isValidName('datacenter', options.dc)) {
-      throw new InvalidNameError('datacenter', options.dc);
-    }
-    if (!isValidName('keyspace', options.keyspace)) {
-      throw new InvalidNameError('keyspace', options.keyspace);
-    }
+    validateName('datacenter', options.dc);
+    validateName('keyspace', options.keyspace);
     this.#store = options.store;
     this.dc = options.dc;
     this.keyspace = options.keyspace;
     this.#logger = options.logger;
     this.#clock = options.clock;
-    this.#callTimeoutMs = checkAllocatorOptions(options);
+    const { callTimeoutMs, metrics } = checkAllocatorOptions(options);
+    this.#callTimeoutMs = callTimeoutMs;
     // Last: nothing is registered on the user's registry when another option is refused.
-    if (options.metrics !== undefined) {
+    if (metrics !== undefined) {
       this.#metrics = new ProcessMetrics({
-        options: resolveMetricsOptions(options.metrics),
+        options: metrics,
         store: this.#store,
         dc: this.dc,
         keyspace: this.keyspace,

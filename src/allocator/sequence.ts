@@ -33,12 +33,7 @@ import type { IdKind, IdRange } from './block.js';
 import { SYSTEM_CLOCK, type Clock } from './clock.js';
 import { mutated } from './mutations.js';
 import { BlockBuffer } from './block-buffer.js';
-import {
-  callTimeoutOf,
-  checkCallOptions,
-  waitWithinDeadline,
-  type CallOptions,
-} from './call-deadline.js';
+import { checkCallOptions, waitWithinDeadline, type CallOptions } from './call-deadline.js';
 import { DcAllocator, type ClaimedBlock } from './dc-allocator.js';
 import { FailureLog } from './failures.js';
 import type { AllocatorObserver } from './observer.js';
@@ -865,7 +860,8 @@ export class Sequence<T extends number | bigint> {
 
   /** The call's timeout and its deadline on the clock: one deadline however often it waits. */
   private callOf(options: CallOptions | undefined): CallDeadline {
-    const timeoutMs = callTimeoutOf(options, this.callTimeoutMs);
+    // Checked by checkCallOptions when the call began.
+    const timeoutMs = options?.timeoutMs ?? this.callTimeoutMs;
     return { timeoutMs, deadline: this.clock.now() + timeoutMs };
   }
 

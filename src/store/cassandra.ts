@@ -21,7 +21,8 @@ import {
   SequenceNotFoundError,
 } from '../errors.js';
 import { mutated } from '../allocator/mutations.js';
-import { dcOfGrantee, isValidName } from '../names.js';
+import { dcOfGrantee } from '../names.js';
+import { validateName } from '../options.js';
 import { AvoidStalledCoordinatorsPolicy, StalledCoordinators } from '../stalled-coordinators.js';
 import { ascending } from '../order.js';
 import { mapFailure } from './cassandra-errors.js';
@@ -106,7 +107,7 @@ export class CassandraStore implements IdStore {
     private readonly keyspace: string,
     private readonly options: CassandraStoreOptions,
   ) {
-    if (!isValidName('keyspace', keyspace)) throw new InvalidNameError('keyspace', keyspace);
+    validateName('keyspace', keyspace);
     const localDc = localDataCenterOf(client);
     if (localDc === undefined) {
       throw new InvalidOptionError(

@@ -18,6 +18,7 @@ import type { IdGen } from '../allocator/id-gen.js';
 import { InvalidNameError, InvalidOptionError, StoreUnavailableError } from '../errors.js';
 import { fastifyModule } from '../lazy-modules.js';
 import { checkLogger } from '../logger.js';
+import { NAME_RULES } from '../names.js';
 import { checkKeys, everyKeyOf, validateSequenceName } from '../options.js';
 import { settleWithin, TIMED_OUT } from '../timers.js';
 import { BearerToken } from './auth.js';
@@ -178,11 +179,15 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
     // allocator is open (fastify adds Connection: close to them).
     return503OnClosing: false,
     forceCloseConnections: 'idle',
-    // The endpoints take no body; a client that sends one anyway is not refused for it.
+    // The endpoints take no body; a client that sends a small one anyway is not refused for it
+    // (README: up to 1 KiB is ignored, a larger one is answered 400).
     bodyLimit: 1024,
     // fastify's default drops query parameters the schema does not name; they are refused
     // instead, so that a misspelt one is not served with the default in its place.
     ajv: { customOptions: { removeAdditional: false } },
+    // A path the router refuses before any route (a name over its parameter limit, a malformed
+    // %-escape) gets the same JSON error as every other refusal, not fastify's own body (and 414).
+    frameworkErrors: (error, request, reply) => sendError(frameworkRefusal(error), request, reply),
   });
 
   let closing = false;
@@ -296,14 +301,40 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
 
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
     const refusal = requestRefusal(error, request.routeOptions.url, request, settings);
-    const { status, retryAfterSeconds, body } = httpErrorOf(refusal ?? error);
-    if (status === 500) request.log.error({ err: error }, 'request failed');
-    else request.log.debug({ code: body.code, statusCode: status }, body.message);
-    if (retryAfterSeconds !== undefined) reply.header('Retry-After', String(retryAfterSeconds));
-    return reply.code(status).send(body);
+    return sendError(refusal ?? error, request, reply);
   });
 
   return app;
+}
+
+/** Answers a failed or refused request with the JSON error body README documents. */
+function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const { status, retryAfterSeconds, body } = httpErrorOf(error);
+  if (status === 500) request.log.error({ err: error }, 'request failed');
+  else request.log.debug({ code: body.code, statusCode: status }, body.message);
+  if (retryAfterSeconds !== undefined) reply.header('Retry-After', String(retryAfterSeconds));
+  return reply.code(status).send(body);
+}
+
+/**
+ * The refusal for a path the router turned away: only the sequence name is a parameter, so a
+ * parameter over fastify's limit (100 characters) is a name too long to be one (the name itself,
+ * that long, is not repeated back).
+ */
+function frameworkRefusal(error: FastifyError): ServeRefusal {
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    return new ServeRefusal(
+      'IDGEN_INVALID_NAME',
+      `Invalid sequence name (over 100 characters): ${NAME_RULES.sequence.rule}.`,
+    );
+  }
+  if (error.code === 'FST_ERR_BAD_URL') {
+    return new ServeRefusal(
+      'IDGEN_BAD_REQUEST',
+      'Invalid URL: its path has a malformed %-escape; encode each reserved character as %XX.',
+    );
+  }
+  return new ServeRefusal('IDGEN_BAD_REQUEST', error.message);
 }
 
 /**

@@ -151,6 +151,32 @@ describe('POST /v1/sequences/{name}/ids', () => {
     expect((await post(app, '/v1/sequences/orders/ids?count=50')).status).toBe(200);
   });
 
+  it("answers a path the router refuses with the documented JSON error, not fastify's", async () => {
+    const { app, store } = await service();
+    store.resetCalls();
+    const long = await post(app, `/v1/sequences/${'a'.repeat(101)}/ids`);
+    expect(long).toMatchObject({
+      status: 400,
+      body: {
+        code: 'IDGEN_INVALID_NAME',
+        message: expect.stringMatching(
+          /^Invalid sequence name \(over 100 characters\): /,
+        ) as unknown,
+      },
+    });
+    expect(long.body.message).not.toContain('aaaa');
+    expect(await post(app, '/v1/sequences/%E0%A4%A/ids')).toEqual({
+      status: 400,
+      headers: expect.anything() as unknown,
+      body: {
+        code: 'IDGEN_BAD_REQUEST',
+        message:
+          'Invalid URL: its path has a malformed %-escape; encode each reserved character as %XX.',
+      },
+    });
+    expect(store.calls.readSequence + store.calls.readDcState).toBe(0);
+  });
+
   it('refuses a bad name (400), an unknown sequence (404) and one outside the allowlist (404)', async () => {
     const { app, ids } = await service({ sequences: ['orders'] });
     await ids.createSequence('hidden', { dcRangeSize: 100, blockSize: 10 });
@@ -299,9 +325,19 @@ describe('POST /v1/sequences/{name}/ranges', () => {
     });
   });
 
-  it('ignores a request body, JSON or not', async () => {
-    const { app } = await service();
-    for (const payload of ['', '{"count": 7}', 'not json']) {
+  it('ignores a request body of up to 1 KiB, JSON or not, and refuses a larger one (400)', async () => {
+    const { app, store } = await service();
+    store.resetCalls();
+    const large = await app.inject({
+      method: 'POST',
+      url: '/v1/sequences/orders/ranges?count=2',
+      headers: { 'content-type': 'text/plain' },
+      payload: 'x'.repeat(1025),
+    });
+    expect(large.statusCode).toBe(400);
+    expect(large.json()).toMatchObject({ code: 'IDGEN_BAD_REQUEST' });
+    expect(store.calls.readSequence + store.calls.readDcState).toBe(0);
+    for (const payload of ['', '{"count": 7}', 'not json', 'x'.repeat(1024)]) {
       const response = await app.inject({
         method: 'POST',
         url: '/v1/sequences/orders/ranges?count=2',

@@ -29,7 +29,7 @@ import {
   type SequenceSettings,
   type UsageCause,
 } from '../store/port.js';
-import type { IdKind, IdRange } from './block.js';
+import type { Block, IdKind, IdRange } from './block.js';
 import { SYSTEM_CLOCK, type Clock } from './clock.js';
 import { mutated } from './mutations.js';
 import { BlockBuffer } from './block-buffer.js';
@@ -98,6 +98,15 @@ export const SETTINGS_REFRESH_MS = 10_000;
  * costs about a microsecond, a few nanoseconds per ID spread over this many.
  */
 export const YIELD_EVERY_IDS = 512;
+
+/** takeRun's answer when it cannot decide on the settings held (see runRefusal). */
+const RE_READ_SETTINGS = Symbol('re-read the settings');
+
+/** The refusal of a count above the largest block, naming the setting that bounds it. */
+function largestBlockError(count: number, settings: SequenceSettings): InvalidCountError {
+  const fixed = settings.maxBlockSize === settings.blockSize;
+  return new InvalidCountError(count, settings.maxBlockSize, fixed ? 'block' : 'maxBlock');
+}
 /**
  * A process reports what it issued and wasted to its DC's usage counters at most this often (at
  * a block claim), and once more when it closes: `status` shows them per DC.
@@ -226,6 +235,14 @@ export class Sequence<T extends number | bigint> {
   private claimMs: number | undefined;
   /** `clock.now()` when the settings were last read. */
   private settingsReadAt = 0;
+  /**
+   * Orders settings reads and accepted blocks (see runRefusal): a tick per block accepted and
+   * per settings read started; `settingsReadTick` is the start of the read whose settings are
+   * held, so a read that started earlier than those never replaces them.
+   */
+  private ticks = 0;
+  private settingsReadTick = 0;
+  private readonly acceptTicks = new WeakMap<Block<T>, number>();
   private readonly counters = {
     /** Calls that found no ID in the process and waited for a refill. */
     waits: 0,
@@ -348,26 +365,31 @@ export class Sequence<T extends number | bigint> {
    * ```
    * @throws {InvalidCountError} unless `count` is an integer from 1 to the largest block size
    * (`maxBlockSize`), or when the DC's ranges are now smaller than `count`; nothing is skipped.
+   * Both are decided on settings read within the last {@link SETTINGS_REFRESH_MS} (or re-read
+   * for it), so that an alter that raised them reaches a process whose every take() it refused.
    * @throws {ClosedError} after `close()`; and everything {@link Sequence.next} throws.
    */
   async take(count: number, options?: CallOptions): Promise<IdRange<T>> {
     if (options !== undefined) checkCallOptions(options);
     this.assertOpen();
     const call = this.callOf(options);
-    const { settings } = await this.ensureLoaded();
+    let { settings } = await this.ensureLoaded();
+    if (Number.isInteger(count) && count > settings.maxBlockSize) {
+      await this.refreshSettings();
+      settings = this.loaded?.settings ?? settings;
+    }
     if (!Number.isInteger(count) || count < 1 || count > settings.maxBlockSize) {
-      const fixed = settings.maxBlockSize === settings.blockSize;
-      throw new InvalidCountError(count, settings.maxBlockSize, fixed ? 'block' : 'maxBlock');
+      throw largestBlockError(count, settings);
     }
     this.assertOpen();
-    const range = this.takeRun(count);
+    const range = await this.takeRunOnSettings(count);
     if (range !== undefined) return range;
     this.startWaiting();
     return this.timedWait(async () => {
       for (;;) {
         await this.waitForRefill(call, options?.signal, { count });
         this.assertOpen();
-        const run = this.takeRun(count);
+        const run = await this.takeRunOnSettings(count);
         if (run !== undefined) return run;
       }
     });
@@ -452,7 +474,30 @@ export class Sequence<T extends number | bigint> {
     return id;
   }
 
-  private takeRun(count: number): IdRange<T> | undefined {
+  /**
+   * {@link takeRun}, re-reading the settings once first when it cannot decide on the ones held
+   * (then the open check again: close() may have begun during the read).
+   */
+  private async takeRunOnSettings(count: number): Promise<IdRange<T> | undefined> {
+    const run = this.takeRun(count, false);
+    if (run !== RE_READ_SETTINGS) return run;
+    await this.refreshSettings({ force: true });
+    this.assertOpen();
+    const decided = this.takeRun(count, true);
+    assert(decided !== RE_READ_SETTINGS, 'takeRun asked for settings just re-read');
+    return decided;
+  }
+
+  /**
+   * `count` contiguous IDs from the blocks held, skipping a remainder too short for them once the
+   * next block is here; undefined (a refill started) if they hold none. {@link RE_READ_SETTINGS}
+   * when whether to go on depends on settings not yet read (never with `reread`).
+   * @throws {InvalidCountError} when no block can hold the run (see {@link runRefusal}).
+   */
+  private takeRun(
+    count: number,
+    reread: boolean,
+  ): IdRange<T> | undefined | typeof RE_READ_SETTINGS {
     const buffer = this.buffer;
     let block = buffer.current;
     if (block === undefined || block.remaining === 0) block = buffer.switchToPreloaded();
@@ -462,15 +507,12 @@ export class Sequence<T extends number | bigint> {
         if (block.used >= buffer.preloadAt) this.preloadNextBlock();
         return range;
       }
-      // Skip the short remainder only once the next block is here, so next() can still use it.
       const next = buffer.preloaded;
+      const refusal = this.runRefusal(count, next, reread);
+      if (refusal === RE_READ_SETTINGS) return refusal;
+      if (refusal !== undefined) throw refusal;
+      // Skip the short remainder only once the next block is here, so next() can still use it.
       if (next === undefined) break;
-      // A block cut from a range smaller than `count` cannot hold the run, nor can any block after
-      // it while the DC's ranges stay that small (`dcRangeSize` was lowered): skipping blocks
-      // would only burn them.
-      if (next.size < count && next.rangeSize < BigInt(count)) {
-        throw new InvalidCountError(count, Number(next.rangeSize), 'range');
-      }
       const skipped = block.abandon();
       this.counters.wasted += skipped;
       this.waste.takeSkipped += skipped;
@@ -478,6 +520,42 @@ export class Sequence<T extends number | bigint> {
     }
     this.refillInBackground();
     return undefined;
+  }
+
+  /**
+   * Why take() must not go on for a run the current block cannot hold: by skipping to `next`, or
+   * by claiming another block. Either would only burn block after block (each a gap) when no
+   * block can hold the run, so the count is refused, on settings read within
+   * {@link SETTINGS_REFRESH_MS} (or just re-read):
+   * - above the largest block (an alter lowered `maxBlockSize` since take() checked the count);
+   * - above the DC's ranges: `next` is too small too, comes from a range smaller than the run,
+   *   and the settings say the DC's ranges stay that small (`dcRangeSize` lowered). Settings
+   *   that say they are large enough decide only if read after `next` came (an alter raised
+   *   `dcRangeSize` since `next`'s range was granted: skipping burns at most the DC's ranges
+   *   granted before it); read before, they may predate an alter that lowered it, and are re-read.
+   */
+  private runRefusal(
+    count: number,
+    next: Block<T> | undefined,
+    reread: boolean,
+  ): InvalidCountError | typeof RE_READ_SETTINGS | undefined {
+    const { settings } = this.loaded!;
+    const recent = reread || this.clock.now() - this.settingsReadAt < SETTINGS_REFRESH_MS;
+    const smallRange =
+      next !== undefined && next.size < count && next.rangeSize < BigInt(count)
+        ? new InvalidCountError(count, Number(next.rangeSize), 'range')
+        : undefined;
+    // The range first: with ranges that small, a larger block would not help.
+    if (smallRange !== undefined && count > settings.dcRangeSize) {
+      return recent ? smallRange : RE_READ_SETTINGS;
+    }
+    if (count > settings.maxBlockSize) {
+      return recent ? largestBlockError(count, settings) : RE_READ_SETTINGS;
+    }
+    if (smallRange === undefined) return undefined;
+    if (this.settingsReadTick > (this.acceptTicks.get(next!) ?? Infinity)) return undefined;
+    // A re-read that failed leaves the settings as old as before: refused, as by the range.
+    return reread ? smallRange : RE_READ_SETTINGS;
   }
 
   /**
@@ -502,6 +580,7 @@ export class Sequence<T extends number | bigint> {
     }
     this.acceptedIds += block.size;
     this.lastBlockSize = block.size;
+    this.acceptTicks.set(block, ++this.ticks);
     if (!this.buffer.accept(block)) {
       this.counters.wasted += size;
       this.waste.refused += size;
@@ -792,12 +871,14 @@ export class Sequence<T extends number | bigint> {
    * Re-reads the settings if they are older than {@link SETTINGS_REFRESH_MS}, so that an alter
    * reaches running processes. Only sizes may change; settings that break the rules or move the
    * domain are refused as at load ({@link InvariantError}). A failed read keeps the settings
-   * held (they are only sizes) and is tried again at the next claim.
+   * held (they are only sizes) and is tried again at the next claim. `force`: whatever their
+   * age (take() deciding whether a block is older than the settings, see runRefusal).
    */
-  private async refreshSettings(): Promise<void> {
+  private async refreshSettings({ force = false } = {}): Promise<void> {
     const now = this.clock.now();
-    const held = this.loaded;
-    if (held === undefined || now - this.settingsReadAt < SETTINGS_REFRESH_MS) return;
+    if (this.loaded === undefined) return;
+    if (!force && now - this.settingsReadAt < SETTINGS_REFRESH_MS) return;
+    const tick = ++this.ticks;
     let settings: SequenceSettings | undefined;
     try {
       settings = (await this.store.readSequence(this.name))?.settings;
@@ -809,6 +890,10 @@ export class Sequence<T extends number | bigint> {
     // missed it (see readSettingsToLoad), like a failed one.
     if (settings === undefined) return;
     this.checkSettings(settings);
+    // A take() and a claim may re-read at once: the read that started last wins. And the shard
+    // may have moved during the read: the settings go to the allocator in use now.
+    const held = this.loaded;
+    if (tick < this.settingsReadTick) return;
     const before = held.settings;
     for (const key of ['domain', 'min', 'max', 'start'] as const) {
       if (settings[key] !== before[key]) {
@@ -819,6 +904,7 @@ export class Sequence<T extends number | bigint> {
       }
     }
     this.settingsReadAt = now;
+    this.settingsReadTick = tick;
     this.loaded = { settings, allocator: held.allocator };
     held.allocator.updateSettings(settings);
     this.threshold = settings.threshold;
@@ -925,6 +1011,7 @@ export class Sequence<T extends number | bigint> {
       if (settings === undefined) throw new SequenceNotFoundError(this.name, this.keyspace);
       this.checkSettings(settings);
       this.settingsReadAt = this.clock.now();
+      this.settingsReadTick = ++this.ticks;
       // One shard from the first block on: its blocks then come from one chain of grants, and
       // each is above the one before (a block of another shard could be below). Random, so that
       // the DC's processes spread without knowing of each other; before the first block a claim

@@ -978,6 +978,96 @@ describe('Sequence: settings that change while it runs', () => {
     await ids.close();
   });
 
+  it('serves take(n) of a running handle once an alter raised the sizes, without next() calls', async () => {
+    vi.useFakeTimers();
+    const { store, ids } = await withSequence({
+      dcRangeSize: 1_000,
+      blockSize: 10,
+      maxBlockSize: 100,
+      shards: 1,
+    });
+    const seq = ids.sequence('orders');
+    for (let i = 0; i < 5; i++) await seq.take(50);
+    await settle(); // a block cut from a range of 1,000 is preloaded
+    await processIn(store, 'dc2').alterSequence('orders', {
+      dcRangeSize: 100_000,
+      maxBlockSize: 5_000,
+    });
+    // Within 10 s the handle may still refuse on the settings it holds; after that it re-reads
+    // them for the take itself (nothing else would: a refused take claims nothing).
+    await vi.advanceTimersByTimeAsync(SETTINGS_REFRESH_MS);
+    const runs: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const taking = seq.take(5_000);
+      await vi.advanceTimersByTimeAsync(1_000); // the claims' pauses after lost races
+      const { first, last } = await taking;
+      expect(last - first).toBe(4_999);
+      runs.push(first, last);
+    }
+    expectStrictlyIncreasing(runs);
+    // Skipped: the rest of the blocks cut from the ranges of 1,000 granted before the alter.
+    expect(seq.stats().waste.takeSkipped).toBeLessThan(2_000);
+    await ids.close();
+  });
+
+  it('skips a block of a range granted before an alter raised dcRangeSize, once it re-read them', async () => {
+    vi.useFakeTimers();
+    const { store, ids } = await withSequence({
+      dcRangeSize: 1_000,
+      blockSize: 10,
+      maxBlockSize: 100,
+      threshold: 0.1,
+      shards: 1,
+    });
+    const seq = ids.sequence('orders');
+    await seq.take(50);
+    await processIn(store, 'dc2').alterSequence('orders', {
+      dcRangeSize: 100_000,
+      maxBlockSize: 5_000,
+    });
+    await vi.advanceTimersByTimeAsync(SETTINGS_REFRESH_MS);
+    // next() calls whose claim re-reads the settings, then claims from the old range: the block
+    // preloaded now came after the settings that say the ranges are large enough.
+    await draw(seq, 150);
+    await settle();
+    expect(seq.stats().remaining).toBeGreaterThan(0);
+    const { first, last } = await seq.take(5_000);
+    expect(last - first).toBe(4_999);
+    const again = await seq.take(5_000);
+    expect(again.first).toBeGreaterThan(last);
+    expect(again.last - again.first).toBe(4_999);
+    await ids.close();
+  });
+
+  it('refuses a waiting take(n) whose n an alter put above the largest block, burning no block', async () => {
+    vi.useFakeTimers();
+    const { store, ids } = await withSequence({
+      dcRangeSize: 1_000_000,
+      blockSize: 10,
+      maxBlockSize: 5_000,
+      shards: 1,
+    });
+    const seq = ids.sequence('orders');
+    await seq.take(100);
+    await settle();
+    await processIn(store, 'dc2').alterSequence('orders', { maxBlockSize: 100 });
+    await vi.advanceTimersByTimeAsync(SETTINGS_REFRESH_MS);
+    while (seq.tryNext() !== undefined); // nothing held: the take waits for a claim
+    store.resetCalls();
+    // The count passes on the settings held; the claim re-reads them and caps its block at 100.
+    const taking = seq.take(3_000, { timeoutMs: 1_000 }).catch((e: unknown) => e);
+    await vi.advanceTimersByTimeAsync(1_000);
+    const error = await taking;
+    expect(error).toBeInstanceOf(InvalidCountError);
+    expect(error).toMatchObject({ maxCount: 100, limitedBy: 'maxBlock' });
+    expect(seq.stats().wasted).toBe(0);
+    expect(store.calls.writeDcState).toBeLessThanOrEqual(3);
+    // The IDs claimed meanwhile are served.
+    expect(seq.stats().remaining).toBeGreaterThan(0);
+    expect(seq.tryNext()).toBeDefined();
+    await ids.close();
+  });
+
   it('keeps serving with the settings it holds when the re-read fails', async () => {
     vi.useFakeTimers();
     const { store, ids } = await withSequence({ dcRangeSize: 1_000, blockSize: 10 });

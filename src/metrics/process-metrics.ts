@@ -34,6 +34,13 @@ export interface MeteredHandle extends StatsHandle {
 /** How long the SERIAL probe may take: as long as `idgen-cass status` gives it by default. */
 const SERIAL_PROBE_TIMEOUT_MS = 3_000;
 
+/** The gauges set per sequence and DC (or shard) from the rows. */
+const DC_GAUGES = [
+  'idgen_dc_ids_left',
+  'idgen_dc_rate_ids_per_second',
+  'idgen_dc_runway_seconds',
+] as const;
+
 /** The label value of a failure that is not an {@link IdGenError}. */
 const OTHER_CODE = 'other';
 
@@ -55,6 +62,8 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
   readonly #failures: FailureLog<'poll'>;
   /** Each sequence's rows at the previous poll: rates are measured between two polls. */
   readonly #previous = new Map<string, SequenceSnapshot>();
+  /** The `dc` labels this process set the DC gauges for, by sequence (see #dropUnpolled). */
+  readonly #gauged = new Map<string, Set<string>>();
   #cancelPoll: (() => void) | undefined;
   /** The poll in flight, so that close() can wait for it before the store closes. */
   #polling: Promise<void> | undefined;
@@ -143,7 +152,9 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
     const probe = await probeSerial(this.#store, this.#dc, timeoutMs);
     this.#metrics.gauge('idgen_serial_reachable').set({ dc: this.#dc }, probe.reachable ? 1 : 0);
     let failed: { readonly error: unknown; readonly sequence: string } | undefined;
-    for (const sequence of this.#polledSequences()) {
+    const polled = this.#polledSequences();
+    this.#dropUnpolled(polled);
+    for (const sequence of polled) {
       try {
         this.#setDcGauges(sequence, await readSnapshot(this.#store, this.#keyspace, sequence));
       } catch (error) {
@@ -169,11 +180,29 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
     return names;
   }
 
+  /**
+   * Takes the DC gauges of sequences no handle polls any more (all closed) off the registry:
+   * kept, their last values would read as current, a low runway firing alerts for good.
+   */
+  #dropUnpolled(polled: ReadonlySet<string>): void {
+    for (const [sequence, dcs] of this.#gauged) {
+      if (polled.has(sequence)) continue;
+      for (const name of DC_GAUGES) {
+        for (const dc of dcs) this.#metrics.gauge(name).remove({ sequence, dc });
+      }
+      this.#gauged.delete(sequence);
+      this.#previous.delete(sequence);
+    }
+  }
+
   #setDcGauges(sequence: string, current: SequenceSnapshot): void {
     const status = sequenceStatus(current, this.#previous.get(sequence));
     this.#previous.set(sequence, current);
+    let gauged = this.#gauged.get(sequence);
+    if (gauged === undefined) this.#gauged.set(sequence, (gauged = new Set()));
     for (const dc of status.dcs) {
       const labels = { sequence, dc: dc.dc };
+      gauged.add(dc.dc);
       this.#metrics.gauge('idgen_dc_ids_left').set(labels, Number(dc.left));
       // Undefined until two polls measured a rate, or while the DC holds no range: left unset.
       if (dc.rate !== undefined)

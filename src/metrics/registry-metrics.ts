@@ -69,15 +69,16 @@ export class RegistryMetrics {
     const refresh = () => this.refresh();
     METRICS.forEach((description, i) => {
       const collect = FROM_STATS.has(description.name) ? refresh : undefined;
-      const metric =
-        (existing[i] as AnyMetric | undefined) ?? create(description, registry, collect);
-      this.#metrics.set(description.name, metric);
+      const found = existing[i] as AnyMetric | undefined;
+      if (found !== undefined && collect !== undefined) collectToo(found, collect);
+      this.#metrics.set(description.name, found ?? create(description, registry, collect));
     });
   }
 
   /**
    * The metrics of `registry` (default: prom-client's `register`), registered on first use;
-   * metrics already registered under the same names are reused.
+   * metrics already registered under the same names are reused (and read this code's handles
+   * too when scraped).
    * @throws {InvalidOptionError} if the registry holds a metric of one of these names but of
    * another kind.
    */
@@ -180,6 +181,21 @@ function fits(metric: unknown, description: MetricDescription): boolean {
   return (
     labels !== undefined && [...labels].sort().join() === [...description.labels].sort().join()
   );
+}
+
+/**
+ * Has a metric this code did not create (another copy of idgen-cass in the process registered it,
+ * or the user) also read this code's handles when scraped: its own `collect()`, if any, runs
+ * first. Without it, a counter read from `stats()` would never move.
+ */
+function collectToo(metric: AnyMetric, collect: () => void): void {
+  // prom-client calls the `collect` its constructor kept on the metric, with the metric as `this`.
+  const held = metric as unknown as { collect?: (this: AnyMetric) => unknown };
+  const before = held.collect;
+  held.collect = async function (this: AnyMetric) {
+    await before?.call(this);
+    collect();
+  };
 }
 
 function create(

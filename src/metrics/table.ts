@@ -110,19 +110,19 @@ export const METRICS: readonly MetricDescription[] = Object.freeze([
     name: 'idgen_dc_ids_left',
     type: 'gauge',
     labels: ['sequence', 'dc'],
-    help: 'IDs a DC holds and has not handed out: the rest of its reserved range plus its preloaded range, as of the last poll.',
+    help: 'IDs a DC holds and has not handed out: the rest of its reserved range plus its preloaded range, as of the last poll. With shards, one series per shard (dc="dc1/6").',
   },
   {
     name: 'idgen_dc_rate_ids_per_second',
     type: 'gauge',
     labels: ['sequence', 'dc'],
-    help: "IDs per second handed to a DC's processes between the last two polls.",
+    help: "IDs per second handed to a DC's (or shard's) processes between the last two polls.",
   },
   {
     name: 'idgen_dc_runway_seconds',
     type: 'gauge',
     labels: ['sequence', 'dc'],
-    help: "Seconds a DC's IDs left last at its rate without a new grant (+Inf at rate 0).",
+    help: "Seconds a DC's (or shard's) IDs left last at its rate without a new grant (+Inf at rate 0).",
   },
   {
     name: 'idgen_serial_reachable',

@@ -208,6 +208,34 @@ describe('metrics: runway poll', () => {
     await ids.close();
   });
 
+  it('takes the DC gauges of a sequence off once its handles closed, until one reopens it', async () => {
+    vi.useFakeTimers();
+    const { registry, ids } = await withOrders({ runwayIntervalMs: 15_000 });
+    await ids.createSequence('events', { dcRangeSize: 1_000, blockSize: 10 });
+    const orders = ids.sequence('orders');
+    await draw(orders, 15);
+    await draw(ids.sequence('events'), 5);
+    for (let poll = 0; poll < 2; poll++) await vi.advanceTimersByTimeAsync(15_000);
+    const dc1 = { sequence: 'orders', dc: 'dc1' };
+    expect(await valueOf(registry, 'idgen_dc_runway_seconds', dc1)).toBeGreaterThan(0);
+    await orders.close();
+    await vi.advanceTimersByTimeAsync(15_000);
+    // Its last runway would read as current (and keep a runway alert firing) while nobody polls.
+    for (const name of [
+      'idgen_dc_ids_left',
+      'idgen_dc_rate_ids_per_second',
+      'idgen_dc_runway_seconds',
+    ]) {
+      expect(await valueOf(registry, name, dc1), name).toBeUndefined();
+    }
+    const events = { sequence: 'events', dc: 'dc1' };
+    expect(await valueOf(registry, 'idgen_dc_ids_left', events)).toBeDefined();
+    await draw(ids.sequence('orders'), 1);
+    await vi.advanceTimersByTimeAsync(15_000);
+    expect(await valueOf(registry, 'idgen_dc_ids_left', dc1)).toBeDefined();
+    await ids.close();
+  });
+
   it('sets SERIAL unreachable when the probe fails, and counts polls whose reads fail', async () => {
     vi.useFakeTimers();
     const { store, registry, ids } = await withOrders({ runwayIntervalMs: 15_000 });
@@ -286,6 +314,37 @@ describe('metrics: registries', () => {
       two.sequence('orders').stats().remaining,
     );
     await two.close();
+  });
+
+  it('fills a matching metric it found registered (by the user, or by another copy of the library)', async () => {
+    const registry = new Registry();
+    let theirs = 0;
+    new Counter({
+      name: 'idgen_ids_issued_total',
+      help: 'registered first',
+      labelNames: ['sequence'],
+      registers: [registry],
+      collect() {
+        theirs++;
+      },
+    });
+    new Gauge({
+      name: 'idgen_ids_held',
+      help: 'registered first',
+      labelNames: ['sequence'],
+      registers: [registry],
+    });
+    const store = new MemoryStore({ keyspace: KEYSPACE });
+    const ids = metered(store, registry);
+    await ids.createSequence('orders', { dcRangeSize: 1_000, blockSize: 10 });
+    const orders = ids.sequence('orders');
+    await draw(orders, 12);
+    expect(await valueOf(registry, 'idgen_ids_issued_total', { sequence: 'orders' })).toBe(12);
+    expect(await valueOf(registry, 'idgen_ids_held', { sequence: 'orders' })).toBe(
+      orders.stats().remaining,
+    );
+    expect(theirs).toBe(1); // its own collect() still runs
+    await ids.close();
   });
 
   it("uses prom-client's default registry when none is given", async () => {

@@ -304,19 +304,26 @@ export class UnsafeClusterError extends IdGenError {
  * {@link ContentionError} of its last round: contention is never a call's error by itself.
  */
 export class DeadlineError extends IdGenError {
+  /**
+   * @param options.timeoutSetting what sets the timeout that passed, for the message: the
+   *   service names its own (an HTTP caller can change neither the call's nor connect()'s).
+   */
   constructor(
     readonly sequence: string,
     readonly timeoutMs: number,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; timeoutSetting?: string },
   ) {
     const contention =
       options?.cause instanceof ContentionError
         ? ` The refill kept losing compare-and-set races to other processes (${options.cause.operation}); raise the block size, or let it adapt (maxBlockSize), so that they claim less often.`
         : '';
+    const setting =
+      options?.timeoutSetting ??
+      `the call's timeoutMs (or the "callTimeoutMs" option of connect())`;
     super(
       'IDGEN_DEADLINE_EXCEEDED',
-      `Sequence "${sequence}": no ID within ${timeoutMs} ms; the refill is still in flight.${contention} Raise the call's timeoutMs (or the "callTimeoutMs" option of connect()) if Cassandra is slow, or check the cluster with "idgen-cass status".`,
-      options,
+      `Sequence "${sequence}": no ID within ${timeoutMs} ms; the refill is still in flight.${contention} Raise ${setting} if Cassandra is slow, or check the cluster with "idgen-cass status".`,
+      options === undefined ? undefined : { cause: options.cause },
     );
   }
 }

@@ -151,9 +151,12 @@ function remaining(call: RequestCall): number {
   return Math.max(0, call.deadline - Date.now());
 }
 
+/** What sets a request's timeout, for the message of a request that outlasted it. */
+const SERVICE_TIMEOUT = `the service's request timeout (serve --timeout, or the "timeoutMs" option of createServer())`;
+
 /**
  * Runs `work`; a {@link DeadlineError} it throws is thrown again with the request's whole
- * timeout, since each call inside it only had what was left.
+ * timeout, since each call inside it only had what was left, and naming the service's setting.
  */
 async function withRequestTimeout<R>(
   sequence: string,
@@ -163,8 +166,11 @@ async function withRequestTimeout<R>(
   try {
     return await work();
   } catch (error) {
-    if (error instanceof DeadlineError && error.timeoutMs !== call.timeoutMs) {
-      throw new DeadlineError(sequence, call.timeoutMs, { cause: error.cause });
+    if (error instanceof DeadlineError) {
+      throw new DeadlineError(sequence, call.timeoutMs, {
+        cause: error.cause,
+        timeoutSetting: SERVICE_TIMEOUT,
+      });
     }
     throw error;
   }

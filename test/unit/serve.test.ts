@@ -251,6 +251,12 @@ describe('POST /v1/sequences/{name}/ids', () => {
         message: expect.stringContaining('no ID within 200 ms') as unknown,
       },
     });
+    // The advice is the service's setting: the HTTP caller can change no call's or connect()'s.
+    const message = (response.body as { message: string }).message;
+    expect(message).toContain(
+      'Raise the service\'s request timeout (serve --timeout, or the "timeoutMs" option of createServer())',
+    );
+    expect(message).not.toContain('callTimeoutMs');
   });
 });
 

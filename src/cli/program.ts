@@ -44,8 +44,11 @@ export function createProgram(
     .exitOverride()
     .configureOutput({
       writeOut: (text) => streams.stdout.write(text),
-      writeErr: (text) => streams.stderr.write(text),
-      // With --json, handleError writes commander's errors as JSON instead.
+      // With --json, stderr holds one JSON line: commander's help on an error (no command given)
+      // is left out, and handleError writes its errors as JSON instead.
+      writeErr: (text) => {
+        if (!ctx.jsonErrors) streams.stderr.write(text);
+      },
       outputError: (text, write) => {
         if (!ctx.jsonErrors) write(commanderErrorLine(text));
       },

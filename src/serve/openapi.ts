@@ -109,6 +109,9 @@ const ID_ENDPOINT_ERRORS: readonly ServeErrorCode[] = [
   'IDGEN_STORE_UNAVAILABLE',
   'IDGEN_DEADLINE_EXCEEDED',
   'IDGEN_CLOSED',
+  // Answered to a caller that closed its connection first: nobody reads it, but logs and
+  // proxies see the status.
+  'IDGEN_ABORTED',
   'IDGEN_INVARIANT_BROKEN',
   'IDGEN_STATE_ROLLED_BACK',
   'IDGEN_INTERNAL',

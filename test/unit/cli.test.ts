@@ -763,11 +763,12 @@ describe('errors under --json: one JSON line on stderr, stdout clean', () => {
     expect(line.message).not.toMatch(/^error:/);
   });
 
-  it('ends with JSON when no command is given, and --help stays help', async () => {
+  it('writes only the JSON line when no command is given (no help), and --help stays help', async () => {
     const none = await cli('--json');
     expect(none.code).toBe(1);
     expect(none.stdout).toBe('');
-    expect(JSON.parse(none.stderr.trimEnd().split('\n').at(-1)!)).toEqual({
+    expect(none.stderr).toMatch(/^\{[^\n]*\}\n$/);
+    expect(JSON.parse(none.stderr)).toEqual({
       code: 'IDGEN_USAGE',
       message: 'a command is required; "idgen-cass --help" lists them',
     });

@@ -25,6 +25,7 @@ import {
 } from '../parse.js';
 import { incompleteWarning } from '../preflight-view.js';
 import { dcOfGrantee } from '../../names.js';
+import { GRANT_BLOCKS } from '../../allocator/sizing.js';
 
 interface SeedOptions {
   readonly domain?: DomainPreset;
@@ -90,7 +91,7 @@ export function seedCommand(program: Command, ctx: CliContext): void {
     )
     .option(
       '--max-dc-range <n>',
-      'the largest grant with --autonomy (default: 1000 x --dc-range, at most an eighth of the domain)',
+      `the largest grant (default: with --autonomy ${SEQUENCE_DEFAULTS.maxDcRanges} x --dc-range; else with adaptive blocks ${GRANT_BLOCKS} x --max-block-size, with fixed ones --dc-range; at most an eighth of the domain, never below --dc-range)`,
       parseBigInt,
     )
     .option(

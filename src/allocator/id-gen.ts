@@ -68,15 +68,19 @@ export const ID_GEN_DEFAULTS = Object.freeze({ callTimeoutMs: 10_000 });
 /** What {@link IdGen.stats} returns. */
 export interface IdGenStats {
   readonly dc: string;
-  /** One entry per open handle. */
+  /**
+   * One entry per sequence opened: the handle {@link IdGen.sequence} returns now (one closed by its
+   * own close() stays until a new handle of the sequence replaces it).
+   */
   readonly sequences: readonly {
     readonly name: string;
     readonly bigint: boolean;
     readonly stats: SequenceStats;
   }[];
   /**
-   * The counters of every handle, summed (rates and block sizes are per handle and left out;
-   * `waste` is summed cause by cause).
+   * The counters of the handles in `sequences`, summed (rates and block sizes are per handle and
+   * left out; `waste` is summed cause by cause). A handle replaced after its close() leaves the
+   * sums with its counts; the Prometheus counters (`metrics`) keep them.
    */
   readonly totals: Readonly<
     Omit<SequenceStats, 'lastError' | 'blockSize' | 'drawRate' | 'dcRate' | 'waste'> & {

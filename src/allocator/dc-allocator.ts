@@ -862,7 +862,14 @@ export class DcAllocator {
       judge: (found) => judgeGrant(found, expectedGlobalLast, grant),
       reread: async () => {
         const view = await this.readGrants();
-        const latest = view.latest;
+        let latest = view.latest;
+        // The store reads the latest grant, then GLOBAL, each in a Paxos round of its own: the
+        // first may miss our batch, accepted by a minority, that the second finishes. GLOBAL
+        // moved with no grant `n` seen says "lost" only once a grant read after that GLOBAL read
+        // shows none either (our batch, committed, would show there: one partition).
+        if ((latest?.number ?? 0) < grant.number && view.globalLast !== expectedGlobalLast) {
+          latest = (await this.readGrants()).latest;
+        }
         if (latest !== undefined && latest.number > grant.number) {
           // Grant `n` exists and the DC moved past it; whose it was cannot be read back.
           return { globalLast: undefined, grant: undefined };

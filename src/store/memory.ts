@@ -73,7 +73,9 @@ interface FaultScope {
  *   minority of replicas, and a later Paxos round on the partition commits it before doing its
  *   own work: the next read or write with `completesOn: 'read'` (the default: the re-read
  *   finishes it), only the next conditional write with `'write'` (the re-read's quorum missed
- *   the replica that accepted it, a later round's did not).
+ *   the replica that accepted it, a later round's did not). With `'second-read'` (a grant batch),
+ *   the next `readGrants` reads the latest grant without it and finishes it before reading
+ *   GLOBAL: CassandraStore reads the two in separate Paxos rounds, whose quorums may differ.
  */
 export type ConditionalEffect =
   | 'rejected'
@@ -107,7 +109,7 @@ export type Fault = FaultScope &
     | {
         readonly op: ConditionalMethod;
         readonly effect: 'in-flight';
-        readonly completesOn?: 'read' | 'write' | undefined;
+        readonly completesOn?: 'read' | 'write' | 'second-read' | undefined;
       }
     | { readonly op: StoreMethod; readonly effect: 'delay'; readonly until: Promise<unknown> }
     | { readonly op: StoreMethod; readonly effect: 'slow-reply'; readonly until: Promise<unknown> }
@@ -199,7 +201,7 @@ type CasFault = Extract<Fault, { effect: ConditionalEffect | 'missed-locally' }>
 
 /** A write accepted by a minority of replicas, which a later round commits (see `in-flight`). */
 interface InFlightWrite {
-  readonly completesOn: 'read' | 'write';
+  readonly completesOn: 'read' | 'write' | 'second-read';
   /** Applies the write if its condition holds. */
   readonly apply: () => boolean;
 }
@@ -342,13 +344,15 @@ export class MemoryStore implements IdStore {
 
   async readGrants(sequence: string, dc: string): Promise<GrantView> {
     const { reply } = await this.enter('readGrants', sequence, dc);
-    this.settleInFlight(`grants/${sequence}`, 'read');
+    const partition = `grants/${sequence}`;
+    const split = this.inFlight.get(partition)?.completesOn === 'second-read';
+    if (!split) this.settleInFlight(partition, 'read');
+    const latest = this.sequences.get(sequence)?.grants.get(dc)?.at(-1);
+    // The latest grant's round missed the batch in flight; GLOBAL's round finishes it.
+    if (split) this.settleInFlight(partition, 'read');
     const record = this.sequences.get(sequence);
     if (record === undefined) throw new SequenceNotFoundError(sequence, this.keyspace);
-    return this.replied(reply, {
-      globalLast: record.globalLast,
-      latest: record.grants.get(dc)?.at(-1),
-    });
+    return this.replied(reply, { globalLast: record.globalLast, latest });
   }
 
   async readGrantsLocal(sequence: string, dc: string): Promise<GrantView | undefined> {

@@ -497,6 +497,26 @@ describe('DcAllocator', () => {
     expect((await store.readDcState('orders', 'dc1'))?.installedGrant).toBe(3);
   });
 
+  it('judges its grant whose outcome was unknown by a grant read after GLOBAL: ours, not lost', async () => {
+    // dc1's range [1, 100] is half used: the next range, grant 2, is asked for at SERIAL.
+    const store = await rangeOneStore(60n);
+    // The batch stays accepted by a minority; the re-read's first round (the latest grant) misses
+    // it, its second (GLOBAL) finishes it, as CassandraStore's two SERIAL reads can.
+    store.faults.push({ op: 'grantRange', effect: 'in-flight', completesOn: 'second-read' });
+    const allocator = allocatorOn(store);
+    store.resetCalls();
+    await allocator.ensureRange();
+    // GLOBAL moved with grant 2 unseen looked like a race lost; a second batch for grant 2 then
+    // found ours, and the grant went uncounted.
+    expect(writes(store).grantRange).toBe(1);
+    expect(allocator.counters).toMatchObject({ casUnknown: 1, casRejections: 0, rangesGranted: 1 });
+    expect(await store.readDcState('orders', 'dc1')).toMatchObject({
+      installedGrant: 2,
+      preloadedMin: 101n,
+      preloadedMax: 200n,
+    });
+  });
+
   it('shares one range request between concurrent callers', async () => {
     const store = new MemoryStore();
     await store.createSequence(settings, 'created');

@@ -113,7 +113,8 @@ export type Command =
 
 /**
  * A fault of a conditional write: the MemoryStore's own outcomes (its `in-flight` split by the
- * round that finishes the write: the writer's re-read, or only a later write), plus one the
+ * round that finishes the write: the writer's re-read, only a later write, or for a grant batch
+ * the second of the two rounds that read the grants, after the first missed it), plus one the
  * simulation adds: the write applied (if its condition held), then the call throws a plain
  * error, as a lost connection does.
  */
@@ -121,7 +122,8 @@ export type WriteFault =
   | Exclude<ConditionalEffect, 'in-flight'>
   | 'applied-then-error'
   | 'in-flight-until-read'
-  | 'in-flight-until-write';
+  | 'in-flight-until-write'
+  | 'in-flight-until-second-read';
 
 export const WRITE_FAULTS: readonly WriteFault[] = [
   'rejected',
@@ -132,6 +134,7 @@ export const WRITE_FAULTS: readonly WriteFault[] = [
   'applied-then-error',
   'in-flight-until-read',
   'in-flight-until-write',
+  'in-flight-until-second-read',
 ];
 
 /**

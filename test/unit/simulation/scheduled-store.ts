@@ -57,6 +57,13 @@ export class InjectedFault extends Error {
 
 type Planned = PlannedFault['fault'] | undefined;
 
+/** The round that finishes each in-flight fault's write (see MemoryStore's `in-flight`). */
+const IN_FLIGHT_UNTIL = {
+  'in-flight-until-read': 'read',
+  'in-flight-until-write': 'write',
+  'in-flight-until-second-read': 'second-read',
+} as const;
+
 export class ScheduledStore implements IdStore {
   constructor(
     private readonly network: Network,
@@ -279,10 +286,11 @@ export class ScheduledStore implements IdStore {
         throw new InjectedFault('injected: the connection was lost after the write was sent');
       case 'in-flight-until-read':
       case 'in-flight-until-write':
+      case 'in-flight-until-second-read':
         this.arm({
           op,
           effect: 'in-flight',
-          completesOn: fault === 'in-flight-until-read' ? 'read' : 'write',
+          completesOn: IN_FLIGHT_UNTIL[fault],
         });
         break;
       default:

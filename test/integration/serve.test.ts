@@ -236,6 +236,33 @@ describe('idgen-cass serve in every DC', () => {
     }
   });
 
+  it('refuses a keyspace without the idgen tables at start, with exit code 1', async () => {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', MAIN, 'serve', '--host', '127.0.0.1', '--port', '0'],
+      {
+        cwd: ROOT,
+        env: {
+          ...withoutIdgenVariables(process.env),
+          IDGEN_CONTACT_POINTS: ks.contactPoints('dc1').join(','),
+          IDGEN_DC: 'dc1',
+          IDGEN_KEYSPACE: `${ks.name}_misspelt`,
+        },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    // A service that started anyway would listen for good: ended here, and the test fails.
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    clearTimeout(timer);
+    expect(code, stderr).toBe(1);
+    expect(stderr).toContain(`"${ks.name}_misspelt"`);
+    expect(stderr).toContain('a keyspace that holds the idgen tables');
+    expect(stderr).not.toContain('listening');
+  });
+
   it('lets every request in flight at SIGTERM finish with a 2xx, gives the IDs back, exits 0', async () => {
     // Fixed blocks of 1,000 in one large DC range: requests of 400 IDs often wait for a claim,
     // so that they are in flight, and the give-back leaves the DC right after the last ID served.

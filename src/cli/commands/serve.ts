@@ -66,8 +66,8 @@ GET /healthz, /readyz, /metrics, /openapi.json. Logs (pino, info by default) go 
 SIGTERM or SIGINT: stops accepting connections, lets the requests in flight finish, gives the
 unused IDs back to the DC, exits 0; a second signal ends the process at once.
 
-Exit codes: 0 stopped by a signal, 1 bad option (port in use included), 3 Cassandra unreachable
-at start, 12 credentials refused.
+Exit codes: 0 stopped by a signal, 1 bad option (a port in use, a keyspace without the idgen
+tables included), 3 Cassandra unreachable at start, 12 credentials refused.
 
 Example:
   $ idgen-cass --contact-points 10.0.1.5 --dc dc1 serve --port 8080 --sequence orders
@@ -91,6 +91,9 @@ Example:
         callTimeoutMs: flags.timeout,
         metrics: { registry },
       });
+      // A keyspace without the idgen tables (a misspelt --keyspace) would answer every request
+      // 500 for good: refused at start instead (exit 1), as every other command refuses it.
+      await ids.listSequences();
       // fastify logs each address it listens on at info; the line below says it once, with the
       // DC and keyspace. Its other lines (requests) are at debug, its failures at error.
       const serverLogger =

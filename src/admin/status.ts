@@ -4,6 +4,7 @@
  * `idgen-cass status` and {@link Admin.status} are built on it.
  */
 
+import { dcOfGrantee } from '../names.js';
 import type { DcState, DcUsageCounts, Grant, SequenceSettings, UsageCause } from '../store/port.js';
 
 /** Everything the overview reads show of one sequence at one moment (may lag a little). */
@@ -134,7 +135,9 @@ export function sequenceStatus(
   const { settings, globalLast } = current;
   const elapsedMs = previous === undefined ? undefined : current.readAt - previous.readAt;
   const measured = elapsedMs !== undefined && elapsedMs > 0 ? elapsedMs : undefined;
-  const names = [...new Set([...current.grants.keys(), ...current.states.keys(), ...dcs])].sort();
+  const names = [...new Set([...current.grants.keys(), ...current.states.keys(), ...dcs])].sort(
+    byDcThenShard,
+  );
   const domainSize = settings.max - settings.min + 1n;
   const statuses = names.map((dc) =>
     dcStatus(dc, current, measured === undefined ? undefined : previous),
@@ -144,7 +147,8 @@ export function sequenceStatus(
   if (measured !== undefined) {
     const rate = statuses.reduce((sum, dc) => sum + (dc.rate ?? 0), 0);
     const left = statuses.reduce((sum, dc) => sum + dc.left, domainLeft);
-    exhaustsIn = rate > 0 ? Number(left) / rate : Infinity;
+    // Nothing left to grant nor held: spent now, whatever the rate (0 once nobody can draw).
+    exhaustsIn = left === 0n ? 0 : rate > 0 ? Number(left) / rate : Infinity;
   }
   return {
     settings,
@@ -252,6 +256,19 @@ function usageOf(
     wastedTotal,
     unreported: unreported > 0n ? unreported : 0n,
   };
+}
+
+/** Grantees in DC order, each DC's shards by number (`us`, `us/1`, `us/2`, `us/10`, `us-east`). */
+function byDcThenShard(a: string, b: string): number {
+  const [dcA, shardA] = dcAndShard(a);
+  const [dcB, shardB] = dcAndShard(b);
+  if (dcA !== dcB) return dcA < dcB ? -1 : 1;
+  return shardA - shardB;
+}
+
+function dcAndShard(grantee: string): [string, number] {
+  const dc = dcOfGrantee(grantee) ?? grantee;
+  return [dc, dc === grantee ? 0 : Number(grantee.slice(dc.length + 1))];
 }
 
 function runwayOf(left: bigint, rate: number | undefined): number | undefined {

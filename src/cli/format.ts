@@ -47,8 +47,9 @@ export function percent(share: number): string {
   if (share < 0.0001) return '<0.01%';
   if (share < 0.01) return `${(share * 100).toFixed(2)}%`;
   if (share < 0.1) return `${(share * 100).toFixed(1)}%`;
-  // Floor, so that 99.97% never shows as 100%; rounded first against 0.58 * 100 = 57.999….
-  return `${Math.floor(Math.round(share * 1e6) / 1e4)}%`;
+  // Floor, so that 99.97% never shows as 100%; rounded first against 0.58 * 100 = 57.999…, which
+  // must not turn a share just below 1 into 100% either.
+  return `${Math.min(99, Math.floor(Math.round(share * 1e6) / 1e4))}%`;
 }
 
 /** A count with thousands separators: `2,147,483,647`. */

@@ -375,6 +375,58 @@ describe('sequenceStatus', () => {
     expect(spent.dcs.find((dc) => dc.dc === 'dc2')).toMatchObject({ left: 0n, runway: 0 });
   });
 
+  it('reports a spent domain as lasting 0 s, not for ever at rate 0', () => {
+    const settings = { ...SETTINGS, max: 300n };
+    const spent = snapshot({
+      settings,
+      states: new Map([
+        [
+          'dc1',
+          dcState({
+            ...{ reservedMin: 201n, reservedMax: 300n, reservedGrant: 2 },
+            installedGrant: 2,
+            preloadedMin: 201n,
+            preloadedMax: 300n,
+            lastInteger: 300n,
+          }),
+        ],
+        [
+          'dc2',
+          dcState({
+            reservedMin: 101n,
+            reservedMax: 200n,
+            preloadedMin: 101n,
+            preloadedMax: 200n,
+            lastInteger: 200n,
+          }),
+        ],
+      ]),
+    });
+    const status = sequenceStatus({ ...spent, readAt: spent.readAt + 1_000 }, spent);
+    expect(status.dcs.map((dc) => dc.left)).toEqual([0n, 0n]);
+    expect(status.exhaustsIn).toBe(0);
+    // IDs still held, nobody drawing: those last for ever at rate 0.
+    const held = sequenceStatus({ ...snapshot(), readAt: spent.readAt + 1_000 }, snapshot());
+    expect(held.exhaustsIn).toBe(Infinity);
+  });
+
+  it('lists grantees by DC, then shard number', () => {
+    const names = ['us/10', 'us-east/1', 'us', 'us/2', 'us-east', 'us/1'];
+    const status = sequenceStatus(
+      snapshot({ grants: new Map(), states: new Map() }),
+      undefined,
+      names,
+    );
+    expect(status.dcs.map((dc) => dc.dc)).toEqual([
+      'us',
+      'us/1',
+      'us/2',
+      'us/10',
+      'us-east',
+      'us-east/1',
+    ]);
+  });
+
   it('never reports a negative rate when a closing process returns its block', () => {
     const before = snapshot();
     const after = { ...withState('dc2', { lastInteger: 120n }), readAt: before.readAt + 1_000 };

@@ -174,6 +174,7 @@ describe('formatting', () => {
     expect(bar(1)).toBe('[############]  100%');
     expect(percent(0.023)).toBe('2.3%');
     expect(percent(0.00005)).toBe('<0.01%');
+    expect(percent(0.9999996)).toBe('99%'); // 4 of 10,000,000 IDs left is not all used
   });
 
   it('formats counts, rates and runways', () => {
@@ -999,6 +1000,6 @@ describe('status for scripts', () => {
     const { stdout } = await cli('status', '--help');
     expect(stdout).toContain('--fail-if-runway-below <duration>');
     expect(stdout).toContain('exits 13 when SERIAL is');
-    expect(stdout).toContain('$ idgen-cass status --fail-if-runway-below 30m');
+    expect(stdout).toContain('$ idgen-cass status --sample 60 --fail-if-runway-below 30m');
   });
 });

@@ -72,13 +72,15 @@ Example (processes in dc1 and dc2 drawing):
   hosts    dc1 127.0.0.1:9042 up · dc2 127.0.0.2:9042 up · dc3 127.0.0.3:9042 up (as this client sees them)
 
   orders  int32 [1, 2147483647] · start 48213578 · DC range 1,000,000 · block 5,000 · threshold 0.5
-    GLOBAL last_integer 50213577  domain used [............]  2.3%  2,097,270,070 IDs left to grant
+    GLOBAL last_integer 50213577  domain used [............]  2.3%  2,097,270,070 IDs left to grant  domain lasts 1d 15h at the current rate
     DC    reserved                 preloaded  last_integer  reserved used         IDs left      rate  runway
     dc1*  #1 [48213578, 49213577]  –              48233582  [............]  2.0%   979,995   2,488/s  6m 33s
     dc2   #1 [49213578, 50213577]  –              49294577  [#...........]  8.1%   919,000  12,438/s  1m 13s
     dc3   none yet                 –                     –  –                            0         –       –
 
-  $ idgen-cass status --fail-if-runway-below 30m > /dev/null || alert "status exited $?"`,
+  $ idgen-cass status --sample 60 --fail-if-runway-below 30m > /dev/null || alert "status exited $?"
+
+Rates move by whole blocks: in scripts, sample over several block claims (--sample 60).`,
     )
     .action(async (sequence: string | undefined, options: StatusOptions) => {
       if (options.serialTimeout <= 0) {

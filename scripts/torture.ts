@@ -442,6 +442,7 @@ async function main(): Promise<void> {
       mode: i.mode,
       ending: history[index]!.ending,
       recorded: history[index]!.ids.length,
+      reported: i.summary?.drawn,
       errors: i.summary?.errors ?? {},
       failure:
         i.ending === 'failed' ? i.stderr.trim().split('\n').at(-1)?.slice(0, 500) : undefined,
@@ -452,6 +453,7 @@ async function main(): Promise<void> {
     verdict,
     passed:
       verdict.valid &&
+      incompleteHistories(fleet, history) === 0 &&
       liveness.every((l) => l.ok) &&
       violations.length === 0 &&
       linearizabilityLines.length === 0,
@@ -481,6 +483,19 @@ async function openClientFor(points: readonly string[], dc: string): Promise<cas
   });
   await client.connect();
   return client;
+}
+
+/**
+ * Incarnations whose history file holds other than the IDs they said they drew (their summary;
+ * a killed one says nothing): a write lost or cut short would otherwise pass as a gap.
+ */
+function incompleteHistories(
+  fleet: Fleet,
+  history: readonly { readonly ids: { readonly length: number } }[],
+): number {
+  return fleet.incarnations.filter(
+    (i, index) => i.summary !== undefined && i.summary.drawn !== history[index]!.ids.length,
+  ).length;
 }
 
 function readHistory(file: string): Float64Array {

@@ -49,6 +49,8 @@ export interface CampaignReport {
     readonly mode: string;
     readonly ending: string;
     readonly recorded: number;
+    /** The IDs it said it drew (its last line); absent for one killed, or in older reports. */
+    readonly reported?: number | undefined;
     readonly errors: Readonly<Record<string, number>>;
     /** The last line it wrote to stderr, for processes that failed. */
     readonly failure?: string | undefined;
@@ -57,7 +59,7 @@ export interface CampaignReport {
   readonly check: { readonly violations: readonly string[] };
   readonly linearizabilityLines: readonly string[];
   readonly verdict: Verdict;
-  /** True when every property held: the history is valid, every DC drew again, check is clean, no violation logged. */
+  /** True when every property held: the history is valid and complete, every DC drew again, check is clean, no violation logged. */
   readonly passed: boolean;
 }
 
@@ -125,6 +127,10 @@ export function renderMarkdown(report: CampaignReport): string {
     } |`,
   );
   lines.push(`| non-monotonic incarnations | ${v.nonMonotonic.length} |`);
+  const incomplete = report.incarnations.filter(
+    (i) => i.reported !== undefined && i.reported !== i.recorded,
+  ).length;
+  lines.push(`| incarnations whose history misses IDs they reported | ${incomplete} |`);
   lines.push(`| IDs outside their DC's grants | ${n(v.outsideGrantsCount)} |`);
   lines.push(`| grant problems (overlap, above GLOBAL) | ${v.grantProblems.length} |`);
   lines.push(`| \`check\` violations | ${report.check.violations.length} |`);

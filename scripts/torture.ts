@@ -454,6 +454,7 @@ async function main(): Promise<void> {
     passed:
       verdict.valid &&
       incompleteHistories(fleet, history) === 0 &&
+      alarms(errorsByCode, unsafeCluster).length === 0 &&
       liveness.every((l) => l.ok) &&
       violations.length === 0 &&
       linearizabilityLines.length === 0,
@@ -483,6 +484,18 @@ async function openClientFor(points: readonly string[], dc: string): Promise<cas
   });
   await client.connect();
   return client;
+}
+
+/**
+ * The library's own alarms a process saw: rows gone back (acknowledged writes lost) or broken.
+ * On a cluster whose commitlog syncs before acknowledging, either is a failure of what the
+ * campaign tests even if no duplicate was recorded; with `periodic` it is the expected loss.
+ */
+function alarms(errorsByCode: Readonly<Record<string, number>>, unsafeCluster: boolean): string[] {
+  if (unsafeCluster) return [];
+  return ['IDGEN_STATE_ROLLED_BACK', 'IDGEN_INVARIANT_BROKEN'].filter(
+    (code) => (errorsByCode[code] ?? 0) > 0,
+  );
 }
 
 /**

@@ -131,6 +131,12 @@ export function renderMarkdown(report: CampaignReport): string {
     (i) => i.reported !== undefined && i.reported !== i.recorded,
   ).length;
   lines.push(`| incarnations whose history misses IDs they reported | ${incomplete} |`);
+  const alarmed =
+    (report.errorsByCode['IDGEN_STATE_ROLLED_BACK'] ?? 0) +
+    (report.errorsByCode['IDGEN_INVARIANT_BROKEN'] ?? 0);
+  lines.push(
+    `| calls that found the rows gone back or broken | ${n(alarmed)}${report.cluster.commitlogSync === 'periodic' ? ' (commitlog_sync periodic: expected)' : ''} |`,
+  );
   lines.push(`| IDs outside their DC's grants | ${n(v.outsideGrantsCount)} |`);
   lines.push(`| grant problems (overlap, above GLOBAL) | ${v.grantProblems.length} |`);
   lines.push(`| \`check\` violations | ${report.check.violations.length} |`);

@@ -66,13 +66,13 @@ interface Service {
 }
 
 /**
- * Starts `idgen-cass serve` in `dc` on a free port, configured through the environment as a
- * deployment would be, and resolves once it listens.
+ * Spawns `idgen-cass serve` in `dc`, configured through the environment as a deployment would
+ * be (`env` overrides it), and collects its stderr. Every test's services are killed after it.
  */
-async function startService(dc: string, args: readonly string[] = []): Promise<Service> {
+function spawnServe(dc: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): Service {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', MAIN, 'serve', '--host', '127.0.0.1', '--port', '0', ...args],
+    ['--import', 'tsx', MAIN, 'serve', '--host', '127.0.0.1', ...args],
     {
       cwd: ROOT,
       env: {
@@ -80,13 +80,17 @@ async function startService(dc: string, args: readonly string[] = []): Promise<S
         IDGEN_CONTACT_POINTS: ks.contactPoints(dc).join(','),
         IDGEN_DC: dc,
         IDGEN_KEYSPACE: ks.name,
+        ...env,
       },
       stdio: ['ignore', 'ignore', 'pipe'],
     },
   );
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  // 'close', not 'exit': stderr has been read to its end by then.
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('close', (code) => resolve(code)),
+  );
   const logs = () =>
     stderr
       .split('\n')
@@ -94,15 +98,23 @@ async function startService(dc: string, args: readonly string[] = []): Promise<S
       .map((line) => JSON.parse(line) as LogLine);
   const service: Service = { dc, child, url: '', exited, stderr: () => stderr, logs };
   running.add(service);
+  return service;
+}
+
+/** Starts `idgen-cass serve` in `dc` on a free port and resolves once it listens. */
+async function startService(dc: string, args: readonly string[] = []): Promise<Service> {
+  const service = spawnServe(dc, ['--port', '0', ...args]);
   const deadline = Date.now() + 60_000;
   for (;;) {
-    const listening = logs().find((line) => line.msg === 'listening');
+    const listening = service.logs().find((line) => line.msg === 'listening');
     if (listening !== undefined) {
       expect(listening).toMatchObject({ dc, keyspace: ks.name });
       return { ...service, url: String(listening['address']) };
     }
-    if (child.exitCode !== null || Date.now() > deadline) {
-      throw new Error(`serve in ${dc} did not start (exit ${child.exitCode}):\n${stderr}`);
+    if (service.child.exitCode !== null || Date.now() > deadline) {
+      throw new Error(
+        `serve in ${dc} did not start (exit ${service.child.exitCode}):\n${service.stderr()}`,
+      );
     }
     await sleep(100);
   }
@@ -212,51 +224,21 @@ describe('idgen-cass serve in every DC', () => {
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
     const { port } = taken.address() as { port: number };
     try {
-      const child = spawn(
-        process.execPath,
-        ['--import', 'tsx', MAIN, 'serve', '--host', '127.0.0.1', '--port', String(port)],
-        {
-          cwd: ROOT,
-          env: {
-            ...withoutIdgenVariables(process.env),
-            IDGEN_CONTACT_POINTS: ks.contactPoints('dc1').join(','),
-            IDGEN_DC: 'dc1',
-            IDGEN_KEYSPACE: ks.name,
-          },
-          stdio: ['ignore', 'ignore', 'pipe'],
-        },
-      );
-      let stderr = '';
-      child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-      expect(code, stderr).toBe(1);
-      expect(stderr).toContain(`Invalid --port (IDGEN_SERVE_PORT): received ${port}`);
+      const service = spawnServe('dc1', ['--port', String(port)]);
+      expect(await service.exited, service.stderr()).toBe(1);
+      expect(service.stderr()).toContain(`Invalid --port (IDGEN_SERVE_PORT): received ${port}`);
     } finally {
       taken.close();
     }
   });
 
   it('refuses a keyspace without the idgen tables at start, with exit code 1', async () => {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', MAIN, 'serve', '--host', '127.0.0.1', '--port', '0'],
-      {
-        cwd: ROOT,
-        env: {
-          ...withoutIdgenVariables(process.env),
-          IDGEN_CONTACT_POINTS: ks.contactPoints('dc1').join(','),
-          IDGEN_DC: 'dc1',
-          IDGEN_KEYSPACE: `${ks.name}_misspelt`,
-        },
-        stdio: ['ignore', 'ignore', 'pipe'],
-      },
-    );
-    let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const service = spawnServe('dc1', ['--port', '0'], { IDGEN_KEYSPACE: `${ks.name}_misspelt` });
     // A service that started anyway would listen for good: ended here, and the test fails.
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    const timer = setTimeout(() => service.child.kill('SIGKILL'), 60_000);
+    const code = await service.exited;
     clearTimeout(timer);
+    const stderr = service.stderr();
     expect(code, stderr).toBe(1);
     expect(stderr).toContain(`"${ks.name}_misspelt"`);
     expect(stderr).toContain('a keyspace that holds the idgen tables');

@@ -5,7 +5,7 @@
  * says SERIAL is unreachable too. Pure, over a {@link StatusReport}.
  */
 
-import type { StatusReport } from '../admin/status.js';
+import type { SequenceStatus, StatusReport } from '../admin/status.js';
 import { CommandOutcome } from './exit-codes.js';
 import { count, duration, rate } from './format.js';
 
@@ -72,7 +72,7 @@ export function statusOutcome(
 function runwayLow(
   threshold: number,
   below: readonly RunwayBelow[],
-  { serial }: StatusReport,
+  { serial, sequences }: StatusReport,
 ): CommandOutcome {
   const list = below
     .map(
@@ -80,15 +80,41 @@ function runwayLow(
         `"${b.sequence}" in ${b.dc} ${duration(b.runway)} (${count(b.left)} IDs left at ${rate(b.rate)})`,
     )
     .join(', ');
-  const names = [...new Set(below.map((b) => b.sequence))];
-  const sequence = names.length === 1 ? names[0]! : '<sequence>';
+  const names = new Set(below.map((b) => b.sequence));
   const why = serial.reachable
-    ? `. A DC lives on its runway while it cannot reach SERIAL; to ride out longer partitions, raise the DC range size ("idgen-cass alter ${sequence} --dc-range N")`
-    : `; and SERIAL is unreachable from ${serial.dc}, so ${serial.dc} gets no new DC range until the links between datacenters return`;
+    ? advice(sequences.filter((s) => names.has(s.settings.name)))
+    : `; and SERIAL is unreachable from ${serial.dc}, so ${serial.dc} gets no new DC range until the links between datacenters return.`;
   return new CommandOutcome(
     'IDGEN_STATUS_RUNWAY_LOW',
-    `runway below ${thresholdText(threshold)}: ${list}${why}.`,
+    `runway below ${thresholdText(threshold)}: ${list}${why}`,
   );
+}
+
+/**
+ * What to change, per sequence: the setting its grants are sized by (the DC range size, or the
+ * autonomy target and its cap), or nothing when its domain has no IDs left to grant.
+ */
+function advice(sequences: readonly SequenceStatus[]): string {
+  const raise: string[] = [];
+  const spent: string[] = [];
+  for (const { settings, domainLeft } of sequences) {
+    const name = settings.name;
+    if (domainLeft === 0n) spent.push(`"${name}"`);
+    else if (settings.autonomySeconds > 0) {
+      raise.push(
+        `raise the autonomy target of "${name}" or its cap ("idgen-cass alter ${name} --autonomy D --max-dc-range N")`,
+      );
+    } else raise.push(`raise the DC range size ("idgen-cass alter ${name} --dc-range N")`);
+  }
+  let text = '';
+  if (raise.length > 0) {
+    text += `. A DC lives on its runway while it cannot reach SERIAL; to ride out longer partitions, ${raise.join('; ')}`;
+  }
+  if (spent.length > 0) {
+    const [has, its] = spent.length === 1 ? ['has', 'its'] : ['have', 'their'];
+    text += `. ${spent.join(', ')} ${has} no IDs left to grant: ${its} DCs serve only what they hold, and no alter adds any (a sequence with a larger domain does)`;
+  }
+  return `${text}.`;
 }
 
 /** A threshold in seconds as it was likely typed: in its largest whole unit (`30m`, `1000d`). */

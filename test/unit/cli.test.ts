@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { CheckResult } from '../../src/admin/admin.js';
 import type { UnverifiedFact, Violation } from '../../src/admin/check.js';
 import { preflightReport } from '../../src/admin/preflight.js';
-import { sequenceStatus, type StatusReport } from '../../src/admin/status.js';
+import { sequenceStatus, type SequenceStatus, type StatusReport } from '../../src/admin/status.js';
 import { IdGen } from '../../src/allocator/id-gen.js';
 import { checkJson, renderCheck } from '../../src/cli/check-view.js';
 import { resolveSequenceSettings } from '../../src/options.js';
@@ -940,6 +940,40 @@ describe('status for scripts', () => {
     expect(outcome?.code).toBe('IDGEN_STATUS_RUNWAY_LOW');
     expect(outcome?.message).toBe(
       'runway below 30m: "orders" in dc1 1m 40s (10,000 IDs left at 100/s). A DC lives on its runway while it cannot reach SERIAL; to ride out longer partitions, raise the DC range size ("idgen-cass alter orders --dc-range N").',
+    );
+  });
+
+  it('advises the setting the grants are sized by, and no alter for a spent domain', () => {
+    const base = report(true);
+    const orders = base.sequences[0]!;
+    const withSequences = (...sequences: SequenceStatus[]): StatusReport => ({
+      ...base,
+      sequences,
+    });
+    const autonomy = { ...orders, settings: { ...orders.settings, autonomySeconds: 3_600 } };
+    expect(statusOutcome(withSequences(autonomy), 30 * 60)?.message).toBe(
+      'runway below 30m: "orders" in dc1 1m 40s (10,000 IDs left at 100/s). A DC lives on its runway while it cannot reach SERIAL; to ride out longer partitions, raise the autonomy target of "orders" or its cap ("idgen-cass alter orders --autonomy D --max-dc-range N").',
+    );
+    const spent = { ...orders, domainLeft: 0n };
+    expect(statusOutcome(withSequences(spent), 30 * 60)?.message).toBe(
+      'runway below 30m: "orders" in dc1 1m 40s (10,000 IDs left at 100/s). "orders" has no IDs left to grant: its DCs serve only what they hold, and no alter adds any (a sequence with a larger domain does).',
+    );
+    // Each sequence gets its own advice; one not below the threshold gets none.
+    const rename = (s: SequenceStatus, name: string): SequenceStatus => ({
+      ...s,
+      settings: { ...s.settings, name },
+    });
+    const message = statusOutcome(
+      withSequences(rename(orders, 'a'), rename(autonomy, 'b'), rename(spent, 'c')),
+      30 * 60,
+    )?.message;
+    expect(message).toContain(
+      'to ride out longer partitions, raise the DC range size ("idgen-cass alter a --dc-range N"); raise the autonomy target of "b" or its cap ("idgen-cass alter b --autonomy D --max-dc-range N"). "c" has no IDs left',
+    );
+    expect(
+      statusOutcome(withSequences(rename(orders, 'a'), rename(spent, 'c')), 101)?.message,
+    ).toMatch(
+      /^runway below 101s: "a" in dc1 1m 40s \(10,000 IDs left at 100\/s\), "c" in dc1 .*alter a --dc-range N"\)\. "c" has no IDs left to grant: its DCs/,
     );
   });
 

@@ -70,7 +70,7 @@ export function idsQuery(limits: ApiLimits) {
         minimum: 1,
         maximum: limits.maxIdsPerRequest,
         default: 1,
-        description: `How many IDs: 1 to ${limits.maxIdsPerRequest}.`,
+        description: `How many IDs: 1 to ${limits.maxIdsPerRequest}, in decimal digits.`,
       },
       format: FORMAT_SCHEMA,
     },
@@ -88,7 +88,7 @@ export const RANGES_QUERY = {
       minimum: 1,
       maximum: MAX_BLOCK_SIZE,
       description:
-        "How many contiguous IDs: 1 to the sequence's largest block size (maxBlockSize, at most 10,000,000).",
+        "How many contiguous IDs: 1 to the sequence's largest block size (maxBlockSize, at most 10,000,000), in decimal digits.",
     },
     format: FORMAT_SCHEMA,
   },

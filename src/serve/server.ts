@@ -241,11 +241,21 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
     };
   };
 
+  // The schema's coercion reads a count as JavaScript reads a number (`1e2` is 100, `0x10` is 16):
+  // only decimal digits are taken, so that no count is served other than as typed.
+  const decimalCount = async (request: FastifyRequest) => {
+    const count = (request.query as Record<string, unknown> | undefined)?.['count'];
+    if (typeof count === 'string' && !/^[0-9]+$/.test(count)) {
+      throw countRefusal(request.routeOptions.url, settings, false);
+    }
+  };
+
   app.post<{ Params: { name: string }; Querystring: IdQuery }>(
     ID_ROUTES.ids,
     {
       schema: { params: SEQUENCE_PARAMS, querystring: idsQuery(settings) },
       onRequest: authenticate,
+      preValidation: decimalCount,
     },
     async (request, reply) => {
       const { name } = request.params;
@@ -260,7 +270,11 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
 
   app.post<{ Params: { name: string }; Querystring: IdQuery }>(
     ID_ROUTES.ranges,
-    { schema: { params: SEQUENCE_PARAMS, querystring: RANGES_QUERY }, onRequest: authenticate },
+    {
+      schema: { params: SEQUENCE_PARAMS, querystring: RANGES_QUERY },
+      onRequest: authenticate,
+      preValidation: decimalCount,
+    },
     async (request, reply) => {
       const { name } = request.params;
       const { count } = request.query;
@@ -409,18 +423,7 @@ function requestRefusal(
       const name = (request.params as { name?: unknown } | undefined)?.name;
       return new ServeRefusal('IDGEN_INVALID_NAME', new InvalidNameError('sequence', name).message);
     }
-    if (field === 'count') {
-      const allowed =
-        route === ID_ROUTES.ids
-          ? `an integer from 1 to ${settings.maxIdsPerRequest}`
-          : "an integer from 1 to the sequence's largest block size (maxBlockSize)";
-      return new ServeRefusal(
-        'IDGEN_INVALID_COUNT',
-        failed.keyword === 'required'
-          ? `Missing count: add ?count=N, ${allowed}.`
-          : `Invalid count: ${allowed}.`,
-      );
-    }
+    if (field === 'count') return countRefusal(route, settings, failed.keyword === 'required');
     return new ServeRefusal(
       'IDGEN_BAD_REQUEST',
       `Invalid ${field || error.validationContext || 'request'}: ${failed.message ?? 'not allowed'}.`,
@@ -430,6 +433,22 @@ function requestRefusal(
     return new ServeRefusal('IDGEN_BAD_REQUEST', error.message);
   }
   return undefined;
+}
+
+/** The refusal of a missing or invalid `count` on `route`. */
+function countRefusal(
+  route: string | undefined,
+  settings: Settings,
+  missing: boolean,
+): ServeRefusal {
+  const allowed =
+    route === ID_ROUTES.ids
+      ? `an integer from 1 to ${settings.maxIdsPerRequest}`
+      : "an integer from 1 to the sequence's largest block size (maxBlockSize)";
+  return new ServeRefusal(
+    'IDGEN_INVALID_COUNT',
+    missing ? `Missing count: add ?count=N, ${allowed}.` : `Invalid count: ${allowed}.`,
+  );
 }
 
 /** What `/readyz` answers: Cassandra answers here, and every sequence served holds IDs. */

@@ -139,7 +139,8 @@ describe('POST /v1/sequences/{name}/ids', () => {
   it('refuses a count out of bounds with 400 IDGEN_INVALID_COUNT, asking nothing of the store', async () => {
     const { app, store } = await service({ maxIdsPerRequest: 50 });
     store.resetCalls();
-    for (const count of ['0', '-1', 'abc', '1.5', '51', '']) {
+    // 1e1, 0x10, +5 and ' 5' are numbers to JavaScript, within bounds: refused as not typed in digits.
+    for (const count of ['0', '-1', 'abc', '1.5', '51', '', '1e1', '0x10', '+5', '%205']) {
       const response = await post(app, `/v1/sequences/orders/ids?count=${count}`);
       expect(response, `count=${count}`).toEqual({
         status: 400,
@@ -149,6 +150,14 @@ describe('POST /v1/sequences/{name}/ids', () => {
     }
     expect(store.calls.readSequence + store.calls.readDcState).toBe(0);
     expect((await post(app, '/v1/sequences/orders/ids?count=50')).status).toBe(200);
+    expect(await post(app, '/v1/sequences/orders/ranges?count=1e1')).toMatchObject({
+      status: 400,
+      body: { code: 'IDGEN_INVALID_COUNT' },
+    });
+    expect(await post(app, '/v1/sequences/orders/ranges?count=010')).toMatchObject({
+      status: 200,
+      body: { count: 10 },
+    });
   });
 
   it("answers a path the router refuses with the documented JSON error, not fastify's", async () => {

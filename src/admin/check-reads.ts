@@ -77,8 +77,9 @@ export async function readForCheck(
       ...before.keys(),
       ...after.keys(),
       ...overview.grants.keys(),
-      ...context.clusterDcs,
-      context.dc,
+      ...[...context.clusterDcs, context.dc].flatMap((dc) =>
+        Array.from({ length: settings.shards }, (_, k) => granteeName(dc, k)),
+      ),
     ]),
   ].sort();
   for (const failure of failures) {

@@ -21,7 +21,7 @@ import {
   SequenceNotFoundError,
 } from '../errors.js';
 import { mutated } from '../allocator/mutations.js';
-import { dcOfGrantee } from '../names.js';
+import { dcOfGrantee, granteeName } from '../names.js';
 import { validateName } from '../options.js';
 import { AvoidStalledCoordinatorsPolicy, StalledCoordinators } from '../stalled-coordinators.js';
 import { ascending } from '../order.js';
@@ -391,13 +391,20 @@ export class CassandraStore implements IdStore {
     reading: OverviewReading = 'local',
   ): Promise<ReadonlyMap<string, DcState>> {
     const statement = reading === 'consistent' ? 'dcStateConsistent' : 'dcStateOverview';
-    const overview = await this.readGrantsOverview(sequence);
+    const [overview, stored] = await Promise.all([
+      this.readGrantsOverview(sequence),
+      this.readSequence(sequence),
+    ]);
     const states = new Map<string, DcState>();
     if (overview === undefined) return states;
-    // Every DC with a grant, plus every DC of the cluster: a state without a grant is exactly
-    // what a check must get to see.
+    // Every grantee with a grant, plus every shard of every DC of the cluster: a state without a
+    // grant (or whose grant this read does not see yet) is exactly what a check must get to see.
+    const shards = stored?.settings.shards ?? 1;
     const clusterDcs = this.client.hosts?.values().map((host) => host.datacenter) ?? [];
-    const dcs = [...new Set([...overview.grants.keys(), ...clusterDcs])]
+    const clusterGrantees = [...new Set(clusterDcs)].flatMap((dc) =>
+      typeof dc === 'string' ? Array.from({ length: shards }, (_, k) => granteeName(dc, k)) : [],
+    );
+    const dcs = [...new Set([...overview.grants.keys(), ...clusterGrantees])]
       .filter((dc) => typeof dc === 'string' && dc !== '' && dc !== GLOBAL)
       .sort();
     const rows = await Promise.all(

@@ -366,11 +366,14 @@ describe('Admin.check while a DC is cut off', () => {
     const result = await adminOf(store).check('orders', { confirmAfterMs: 0 });
     expect(result.verdict).toBe('violated');
     expect(summary(result.violations)).toEqual(['last-integer-outside-reserved dc1/1']);
+    // Every shard of every other DC, dc2/1 with no row included: its absence is a fact too.
     expect(result.unverified.map((f) => `${f.dc} ${f.read}`)).toEqual([
       'dc2 first',
+      'dc2/1 first',
       'dc3 first',
       'dc3/1 first',
       'dc2 second',
+      'dc2/1 second',
       'dc3 second',
       'dc3/1 second',
     ]);

@@ -125,6 +125,15 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
     }
     const existing = client.metadata.keyspaces[keyspace] as
       { strategy?: string; strategyOptions?: Record<string, string> } | undefined;
+    if (existing !== undefined && !/(^|\.)NetworkTopologyStrategy$/.test(existing.strategy ?? '')) {
+      // EACH_QUORUM and LOCAL_SERIAL need replicas placed per DC: every write of a sequence would
+      // be refused, and a refused create reads like one that may have been applied.
+      throw new InvalidOptionError(
+        'keyspace',
+        keyspace,
+        `a keyspace with NetworkTopologyStrategy; this one exists with ${existing.strategy ?? 'another strategy'}: change it ("ALTER KEYSPACE ${keyspace} WITH replication = {'class': 'NetworkTopologyStrategy', ...}", then a full repair) or name another keyspace`,
+      );
+    }
     if (existing !== undefined) {
       const current = JSON.stringify(existing.strategyOptions ?? {});
       logger?.info(

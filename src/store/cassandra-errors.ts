@@ -82,6 +82,13 @@ export function mapFailure(
       `a keyspace whose idgen tables match this version's schema.cql (these tables were created by another version: ${message})`,
     );
   }
+  if (code === codes.invalid && /not compatible with replication strategy/i.test(message)) {
+    return new InvalidOptionError(
+      'keyspace',
+      context.keyspace,
+      `a keyspace with NetworkTopologyStrategy, as "idgen-cass init" creates (${message})`,
+    );
+  }
   if (conditional && !(code !== undefined && NOT_EXECUTED.has(code)) && !isNoHostAvailable(error)) {
     return { kind: 'unknown', cause: error };
   }

@@ -195,6 +195,36 @@ describe('initSchema', () => {
     expect(await keyspaceExists(keyspace)).toBe(false);
   });
 
+  it('refuses an existing keyspace without NetworkTopologyStrategy, creating no table in it', async () => {
+    const keyspace = `${ks.name}_simple`;
+    const client = await ks.client('dc1');
+    await client.execute(
+      `CREATE KEYSPACE ${keyspace} WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}`,
+    );
+    try {
+      await expect(
+        initSchema({
+          contactPoints: ks.contactPoints('dc1'),
+          localDataCenter: 'dc1',
+          keyspace,
+          replication: ks.replication,
+        }),
+      ).rejects.toMatchObject({
+        code: 'IDGEN_INVALID_OPTION',
+        option: 'keyspace',
+        message: expect.stringContaining('exists with org.apache.cassandra.locator.SimpleStrategy'),
+      });
+      const tables = await client.execute(
+        'SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?',
+        [keyspace],
+        { prepare: true },
+      );
+      expect(tables.rows).toEqual([]);
+    } finally {
+      await client.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
+    }
+  });
+
   it('refuses a bad keyspace name before connecting', async () => {
     await expect(
       initSchema({

@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { connectError } from '../../src/driver-client.js';
 import {
   AuthenticationError,
+  InvalidOptionError,
   SerialUnavailableError,
   StoreUnavailableError,
 } from '../../src/errors.js';
@@ -61,6 +62,16 @@ describe('errors of another copy of the driver', () => {
     });
     expect(mapFailure(syntax, claim, 'claim a block', context)).toBeInstanceOf(Error);
     expect(mapFailure(syntax, claim, 'claim a block', context)).not.toHaveProperty('kind');
+    // A keyspace without per-DC placement refuses every write at EACH_QUORUM or LOCAL_SERIAL.
+    const strategy = foreign(
+      'ResponseError',
+      'consistency level EACH_QUORUM not compatible with replication strategy (org.apache.cassandra.locator.SimpleStrategy)',
+      { code: codes.invalid },
+    );
+    const refused = mapFailure(strategy, STATEMENTS.createSequence, 'create sequence', context);
+    expect(refused).toBeInstanceOf(InvalidOptionError);
+    expect(refused).toMatchObject({ option: 'keyspace', received: 'idgen' });
+    expect((refused as Error).message).toContain('NetworkTopologyStrategy');
   });
 
   it('map failed reads to StoreUnavailableError naming the cause', () => {

@@ -7,6 +7,7 @@
 import { InvalidArgumentError } from 'commander';
 
 import { InvalidOptionError } from '../errors.js';
+import { CLAIM_INTERVAL_RANGE, MAX_AUTONOMY_SECONDS } from '../options.js';
 import { MAX_REPLICATION_FACTOR } from '../schema.js';
 
 const INTEGER = /^-?\d+(_\d+)*$/;
@@ -78,15 +79,34 @@ export function parseDuration(value: string, option: string): number {
   return seconds;
 }
 
-/** `--claim-interval`: a duration (`2s`, `500ms` is written `0.5s`) in whole milliseconds. */
+/**
+ * `--claim-interval`: a duration (`2s`, `500ms` is written `0.5s`) in whole milliseconds, from
+ * 10 ms to 1 h; refused as typed, not as rounded.
+ */
 export function parseClaimInterval(value: string): number {
-  return Math.round(parseDuration(value, 'claimIntervalMs') * 1_000);
+  const { min, max } = CLAIM_INTERVAL_RANGE;
+  const ms = Math.round(parseDuration(value, 'claimIntervalMs') * 1_000);
+  if (ms < min || ms > max) {
+    throw new InvalidOptionError('claimIntervalMs', value, 'a duration from 0.01s to 1h');
+  }
+  return ms;
 }
 
-/** `--autonomy`: a duration (`24h`, `90m`) in whole seconds, or `0` for fixed DC ranges. */
+/**
+ * `--autonomy`: a duration (`24h`, `90m`) in whole seconds, from 1 s to 365 d, or `0` for fixed
+ * DC ranges. A duration that rounds to 0 s is refused: it would be stored as "no target".
+ */
 export function parseAutonomy(value: string): number {
   if (value.trim() === '0') return 0;
-  return Math.round(parseDuration(value, 'autonomySeconds'));
+  const seconds = Math.round(parseDuration(value, 'autonomySeconds'));
+  if (seconds < 1 || seconds > MAX_AUTONOMY_SECONDS) {
+    throw new InvalidOptionError(
+      'autonomySeconds',
+      value,
+      'a duration from 1s to 365d, or 0 for fixed DC ranges',
+    );
+  }
+  return seconds;
 }
 
 /**

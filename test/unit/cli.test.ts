@@ -36,7 +36,9 @@ import { runwaysBelow, statusOutcome } from '../../src/cli/status-outcome.js';
 import type { DcState, NodeSettings, SequenceSettings } from '../../src/store/port.js';
 import { bar, count, duration, percent, rate, table, toJson } from '../../src/cli/format.js';
 import {
+  parseAutonomy,
   parseBigInt,
+  parseClaimInterval,
   parseDuration,
   parseFirstRanges,
   parseInteger,
@@ -109,6 +111,23 @@ describe('parsers', () => {
       'Invalid --fail-if-runway-below: received "30"; allowed: a duration above 0: a number followed by s, m, h or d, e.g. 90s, 30m, 2h, 1d.',
     );
     expect(exitCodeOf(error)).toBe(EXIT_CODES.usage);
+  });
+
+  it('refuses a --claim-interval or --autonomy that rounds outside its range, as typed', () => {
+    expect(parseClaimInterval('0.5s')).toBe(500);
+    expect(parseClaimInterval('0.01s')).toBe(10);
+    expect(parseAutonomy('24h')).toBe(86_400);
+    expect(parseAutonomy('0')).toBe(0);
+    expect(parseAutonomy('1s')).toBe(1);
+    // 0.4 s of autonomy rounds to 0 s, which a sequence stores as "no target" (fixed ranges).
+    expect(errorMessage(catchError(() => parseAutonomy('0.4s')))).toBe(
+      'Invalid --autonomy: received "0.4s"; allowed: a duration from 1s to 365d, or 0 for fixed DC ranges.',
+    );
+    expect(() => parseAutonomy('366d')).toThrow(InvalidOptionError);
+    expect(errorMessage(catchError(() => parseClaimInterval('0.001s')))).toBe(
+      'Invalid --claim-interval: received "0.001s"; allowed: a duration from 0.01s to 1h.',
+    );
+    expect(() => parseClaimInterval('2h')).toThrow(InvalidOptionError);
   });
 
   it('names an integer flag out of range as typed: no bigint "n", no word about the API types', () => {

@@ -292,7 +292,12 @@ export class IdGen {
   async createSequenceGranting(
     name: string,
     options: CreateSequenceOptions = {},
-  ): Promise<{ readonly settings: SequenceSettings; readonly firstGrants: readonly FirstGrant[] }> {
+  ): Promise<{
+    readonly settings: SequenceSettings;
+    readonly firstGrants: readonly FirstGrant[];
+    /** False when the sequence existed (`ifNotExists`): `settings` are the stored ones. */
+    readonly created: boolean;
+  }> {
     this.#assertOpen();
     const settings = resolveSequenceSettings(name, options);
     // A list given is checked (and refused if bad) before any read, then against the keyspace's
@@ -314,7 +319,8 @@ export class IdGen {
     );
     // createSettings returns the settings given when this create wrote them, and the stored ones
     // of an existing sequence (ifNotExists), whose first ranges, if any, were not this create's.
-    return { settings: stored, firstGrants: stored === settings ? firstGrants : [] };
+    const created = stored === settings;
+    return { settings: stored, firstGrants: created ? firstGrants : [], created };
   }
 
   /**

@@ -65,7 +65,10 @@ export async function alterSettings(
 ): Promise<SequenceSettings> {
   for (let attempt = 1; attempt <= MAX_ALTER_ATTEMPTS; attempt++) {
     // At SERIAL after a lost race: a LOCAL_QUORUM read could still show the settings it lost to.
-    const current = await store.readSequence(name, attempt === 1 ? 'local' : 'serial');
+    // And before "not found": a create that timed out may be committed in other DCs only.
+    const current =
+      (await store.readSequence(name, attempt === 1 ? 'local' : 'serial')) ??
+      (attempt === 1 ? await store.readSequence(name, 'serial') : undefined);
     if (current === undefined) throw new SequenceNotFoundError(name, keyspace);
     const normalized = validateChanges(changes, current.settings);
     const next = Object.freeze({ ...current.settings, ...normalized });

@@ -55,8 +55,30 @@ describe('IdGen', () => {
     const ids = processIn(store, 'dc1');
     const named = await ids.createSequenceGranting('orders', { firstRanges: ['dc2'], shards: 2 });
     expect(named.firstGrants.map(({ grantee }) => grantee)).toEqual(['dc2', 'dc2/1']);
+    expect(named.created).toBe(true);
     const again = await ids.createSequenceGranting('orders', { ifNotExists: true });
-    expect(again).toEqual({ settings: named.settings, firstGrants: [] });
+    expect(again).toEqual({ settings: named.settings, firstGrants: [], created: false });
+  });
+
+  it('finds a sequence committed in other DCs only: --if-not-exists and alter read it at SERIAL', async () => {
+    // A create that timed out may be committed at the other DCs' replicas only: the local
+    // LOCAL_QUORUM read does not see it yet, a read at SERIAL does (and completes it).
+    class LaggingStore extends MemoryStore {
+      override async readSequence(name: string, reading: 'local' | 'serial' = 'local') {
+        return reading === 'local' ? undefined : super.readSequence(name, reading);
+      }
+    }
+    const store = new LaggingStore();
+    const ids = processIn(store, 'dc1');
+    const created = await ids.createSequence('orders', { dcRangeSize: 1_000, blockSize: 100 });
+    const again = await ids.createSequenceGranting('orders', {
+      dcRangeSize: 5_000,
+      ifNotExists: true,
+    });
+    expect(again).toMatchObject({ settings: created, created: false });
+    expect(await ids.alterSequence('orders', { blockSize: 200 })).toMatchObject({
+      blockSize: 200,
+    });
   });
 
   it('refuses first ranges for a DC the keyspace does not replicate to, and writes nothing', async () => {

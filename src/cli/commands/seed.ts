@@ -169,22 +169,27 @@ With 4 shards per DC, and first ranges for two DCs only:
         if (report.verdict === 'incomplete') ctx.warn(incompleteWarning(report));
       }
       const ids = await ctx.idGen();
-      let created = true;
+      let created: boolean;
       let settings;
-      let granted: readonly FirstGrant[] = [];
+      let granted: readonly FirstGrant[];
       try {
-        ({ settings, firstGrants: granted } = await ids.createSequenceGranting(sequence, create));
+        // With --if-not-exists, the settings an existing sequence has come from the create's own
+        // reads at SERIAL: a local read could miss a sequence committed in other DCs only.
+        ({
+          settings,
+          firstGrants: granted,
+          created,
+        } = await ids.createSequenceGranting(sequence, {
+          ...create,
+          ifNotExists: options.ifNotExists === true,
+        }));
       } catch (error) {
         if (!(error instanceof SequenceExistsError)) throw error;
-        if (options.ifNotExists !== true) {
-          throw new IdGenError(
-            error.code,
-            `${error.message} To accept an existing sequence as it is, seed with --if-not-exists.`,
-            { cause: error },
-          );
-        }
-        created = false;
-        settings = await ids.readSequence(sequence);
+        throw new IdGenError(
+          error.code,
+          `${error.message} To accept an existing sequence as it is, seed with --if-not-exists.`,
+          { cause: error },
+        );
       }
       // `granted`: the first ranges this command granted (none if the sequence existed).
       if (ctx.json) {

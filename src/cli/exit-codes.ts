@@ -158,7 +158,7 @@ export function errorMessage(error: unknown): string {
     if (error.code === 'commander.help') {
       return 'a command is required; "idgen-cass --help" lists them';
     }
-    return oneLine(error.message.replace(/^error:\s*/, ''));
+    return oneLine(withoutOptionValues(error.message.replace(/^error:\s*/, '')));
   }
   if (error instanceof InvalidOptionError) {
     const flag = FLAGS[error.option];
@@ -237,7 +237,7 @@ export function handleError(
     const line = {
       code: errorCodeOf(error),
       message: oneLine(errorMessage(error)),
-      ...(verbose ? { stack: stackOf(error) } : {}),
+      ...(verbose ? { stack: withoutOptionValues(stackOf(error)) } : {}),
     };
     writeErr(`${JSON.stringify(line)}\n`);
   } else if (!(error instanceof CommanderError)) {
@@ -259,7 +259,15 @@ function stackOf(error: unknown): string {
 
 /** Commander's error text (`error: unknown option '--blok'\n(Did you mean --block?)`) as one line. */
 export function commanderErrorLine(text: string): string {
-  return `idgen-cass: ${oneLine(text.replace(/^error:\s*/, ''))}\n`;
+  return `idgen-cass: ${oneLine(withoutOptionValues(text.replace(/^error:\s*/, '')))}\n`;
+}
+
+/**
+ * `text` without the value of an unknown option given as `--name=value`, which commander repeats:
+ * a misspelt `--pasword=…` holds a password.
+ */
+function withoutOptionValues(text: string): string {
+  return text.replace(/'(--?[^'=\s]+)=[^']*'/g, "'$1=…'");
 }
 
 function isClosedPipe(error: unknown): boolean {

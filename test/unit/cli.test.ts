@@ -783,6 +783,19 @@ describe('errors under --json: one JSON line on stderr, stdout clean', () => {
     expect(line.message).not.toMatch(/^error:/);
   });
 
+  it('never repeats the value of a misspelt --name=value (a --pasword= holds a password)', async () => {
+    for (const args of [
+      ['--pasword=hunter2', 'list'],
+      ['--json', '--verbose', '--pasword=hunter2', 'list'],
+      ['seed', 'orders', '--pasword=hunter2'],
+    ]) {
+      const run = await cli(...args);
+      expect(run.code, args.join(' ')).toBe(1);
+      expect(run.stderr).toContain("unknown option '--pasword=…'");
+      expect(run.stderr + run.stdout).not.toContain('hunter2');
+    }
+  });
+
   it('writes only the JSON line when no command is given (no help), and --help stays help', async () => {
     const none = await cli('--json');
     expect(none.code).toBe(1);

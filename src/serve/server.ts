@@ -352,13 +352,35 @@ function frameworkRefusal(error: FastifyError): ServeRefusal {
 }
 
 /**
+ * `url` as a log line may show it: the values of the query parameters the API takes (`count`,
+ * `format`), and no other parameter: a client that puts its token in `?token=` must not find it
+ * logged.
+ */
+function loggedUrl(url: string): string {
+  const at = url.indexOf('?');
+  if (at < 0) return url;
+  const query = url
+    .slice(at + 1)
+    .split('&')
+    .map((pair) => {
+      const name = pair.split('=', 1)[0]!;
+      // Another parameter's name may be the secret itself (`?<token>`): neither is shown.
+      return name === 'count' || name === 'format' ? pair : '…';
+    });
+  return `${url.slice(0, at)}?${query.join('&')}`;
+}
+
+/**
  * fastify's request log lines at debug rather than info; errors are the error handler's. The
  * class extends fastify's, so it is made once fastify is loaded (lazy-modules.ts).
  */
 function debugRequestLogs(): InstanceType<typeof Fastify.LogController> {
   class DebugRequestLogs extends fastifyModule().LogController {
     override incomingRequest(request: FastifyRequest): void {
-      request.log.debug({ req: request }, 'incoming request');
+      request.log.debug(
+        { method: request.method, url: loggedUrl(request.url), remoteAddress: request.ip },
+        'incoming request',
+      );
     }
 
     override requestCompleted(

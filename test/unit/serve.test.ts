@@ -456,8 +456,12 @@ describe('bearer token', () => {
     await post(app, '/v1/sequences/orders/ids', { authorization: `Bearer ${TOKEN}` });
     await post(app, '/v1/sequences/orders/ids', { authorization: `Bearer ${TOKEN}x` });
     await post(app, '/v1/sequences/missing/ids', { authorization: `Bearer ${TOKEN}` });
+    // Nor a token a client put in the query string (refused: the API takes no such parameter).
+    await post(app, `/v1/sequences/orders/ids?count=2&token=${TOKEN}`);
+    await post(app, `/v1/sequences/orders/ids?${TOKEN}`);
     expect(records.length).toBeGreaterThan(0);
     expect(JSON.stringify(records)).not.toContain(TOKEN);
+    expect(JSON.stringify(records)).toContain('/v1/sequences/orders/ids?count=2&…');
     for (const bad of ['', 'two words', 'ünïcode']) {
       const { ids } = await withSequence({});
       expect(() => createServer(ids, { token: bad })).toThrow(

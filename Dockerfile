@@ -25,7 +25,8 @@ COPY --from=build /app/dist/src ./dist/src
 RUN chmod +x dist/src/cli/main.js && ln -s /app/dist/src/cli/main.js /usr/local/bin/idgen-cass
 USER node
 EXPOSE 8080
-# node is PID 1 and handles SIGTERM itself: requests in flight finish, unused IDs go back.
+# node is PID 1 and handles SIGTERM itself: requests in flight finish, unused IDs go back; a
+# second signal ends it at once (exit 143), which node exits on itself (PID 1 has no default).
 HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.IDGEN_SERVE_PORT ?? 8080) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 ENTRYPOINT ["idgen-cass"]

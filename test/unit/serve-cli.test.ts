@@ -5,7 +5,9 @@
 
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
-import { readToken } from '../../src/cli/commands/serve.js';
+import { EventEmitter } from 'node:events';
+
+import { readToken, stopSignal } from '../../src/cli/commands/serve.js';
 import { EXIT_CODES } from '../../src/cli/exit-codes.js';
 import { cli } from './run-cli.js';
 
@@ -96,5 +98,31 @@ describe('readToken', () => {
     expect(() => readToken('/missing', undefined, read)).toThrow(
       expect.objectContaining({ code: 'IDGEN_INVALID_OPTION', option: 'tokenFile' }),
     );
+  });
+});
+
+describe('stop signals', () => {
+  it('resolves with the first SIGTERM or SIGINT, and a second one exits at once (143, 130)', async () => {
+    for (const [second, code] of [
+      ['SIGTERM', 143],
+      ['SIGINT', 130],
+    ] as const) {
+      const emitter = new EventEmitter();
+      const exits: number[] = [];
+      const target = {
+        on: (name: NodeJS.Signals, listener: (signal: NodeJS.Signals) => void) =>
+          emitter.on(name, listener),
+        off: (name: NodeJS.Signals, listener: (signal: NodeJS.Signals) => void) =>
+          emitter.off(name, listener),
+        exit: (exitCode: number) => void exits.push(exitCode),
+      };
+      const first = stopSignal(target);
+      emitter.emit('SIGTERM', 'SIGTERM');
+      expect(await first).toBe('SIGTERM');
+      expect(exits).toEqual([]);
+      // As PID 1 (node in a container without an init) a signal with no listener does nothing.
+      emitter.emit(second, second);
+      expect(exits).toEqual([code]);
+    }
   });
 });

@@ -1,6 +1,7 @@
 /** `idgen-cass serve`: the HTTP service of the local DC's allocator (src/serve/). */
 
 import { readFileSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
 
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { collectDefaultMetrics, Registry } from 'prom-client';
@@ -64,7 +65,7 @@ export function serveCommand(program: Command, ctx: CliContext): void {
 Endpoints: POST /v1/sequences/{name}/ids?count=N, POST /v1/sequences/{name}/ranges?count=N,
 GET /healthz, /readyz, /metrics, /openapi.json. Logs (pino, info by default) go to stderr.
 SIGTERM or SIGINT: stops accepting connections, lets the requests in flight finish, gives the
-unused IDs back to the DC, exits 0; a second signal ends the process at once.
+unused IDs back to the DC, exits 0; a second signal ends the process at once (143, 130).
 
 Exit codes: 0 stopped by a signal, 1 bad option (a port in use, a keyspace without the idgen
 tables included), 3 Cassandra unreachable at start, 12 credentials refused.
@@ -145,16 +146,28 @@ async function listen(server: ReturnType<typeof createServer>, flags: ServeFlags
   }
 }
 
-/** Resolves with the first SIGTERM or SIGINT; a second one gets Node's default (the end). */
-function stopSignal(): Promise<NodeJS.Signals> {
+/** What {@link stopSignal} listens on and ends with: the process, or a stand-in in tests. */
+export interface SignalTarget {
+  on(signal: NodeJS.Signals, listener: (signal: NodeJS.Signals) => void): unknown;
+  off(signal: NodeJS.Signals, listener: (signal: NodeJS.Signals) => void): unknown;
+  exit(code: number): void;
+}
+
+/**
+ * Resolves with the first SIGTERM or SIGINT; a second one ends the process at once, with the
+ * code a shell gives a process a signal ended (143, 130). Exited explicitly: Node's default
+ * action does nothing for PID 1, as node is in a container without an init.
+ */
+export function stopSignal(target: SignalTarget = process): Promise<NodeJS.Signals> {
+  const STOP: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT'];
   return new Promise((resolve) => {
+    const now = (signal: NodeJS.Signals) => target.exit(128 + (osConstants.signals[signal] ?? 0));
     const stop = (signal: NodeJS.Signals) => {
-      process.off('SIGTERM', stop);
-      process.off('SIGINT', stop);
+      for (const name of STOP) target.off(name, stop);
+      for (const name of STOP) target.on(name, now);
       resolve(signal);
     };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
+    for (const name of STOP) target.on(name, stop);
   });
 }
 

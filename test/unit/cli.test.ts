@@ -759,6 +759,11 @@ describe('errors under --json: one JSON line on stderr, stdout clean', () => {
   it.each([
     [['--json', 'seed'], 'IDGEN_USAGE', "missing required argument 'sequence'"],
     [['seed', 'orders', '--blok', '5', '--json'], 'IDGEN_USAGE', "unknown option '--blok'"],
+    [
+      ['seed', 'orders', '--first-ranges', 'dc1', '--no-first-ranges', '--json'],
+      'IDGEN_USAGE',
+      "option '--first-ranges <dcs>' cannot be used with option '--no-first-ranges'",
+    ],
     [['next', 'orders', '-n', '0', '--json'], 'IDGEN_INVALID_OPTION', 'Invalid -n/--count'],
     [
       ['status', '--json', '--fail-if-runway-below', '30'],

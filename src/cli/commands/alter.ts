@@ -73,8 +73,9 @@ Example:
   domain     int32 [1, 2147483647]
   start      48213578
   DC range   1,000,000 IDs
-  block      5,000 IDs
-  threshold  0.5`,
+  block      5,000 to 100,000 IDs, sized for a claim every 2 s
+  threshold  0.5
+  shards     2 per DC`,
     )
     .action(async (sequence: string, options: AlterOptions, command: Command) => {
       const changes = {

@@ -31,7 +31,7 @@ one runs an unsafe setting such as commitlog_sync: periodic, unless ${ALLOW_UNSA
 Example:
   $ idgen-cass init --replication dc1:3,dc2:3,dc3:3
   Created keyspace "idgen" with replication dc1:3, dc2:3, dc3:3.
-  Tables ready: idgen_grants, idgen_dc_state.`,
+  Tables ready: idgen_grants, idgen_dc_state, idgen_dc_usage.`,
     )
     .action(async (options: { replication: string; allowUnsafeCluster?: boolean }) => {
       const replication = parseReplication(options.replication);

@@ -47,8 +47,12 @@ interface SeedOptions {
 }
 
 export function seedCommand(program: Command, ctx: CliContext): void {
+  // Both flags set one value (the last given wins): giving both is refused instead.
+  const firstRangeFlags = new Set<string>();
   program
     .command('seed')
+    .on('option:first-ranges', () => firstRangeFlags.add('--first-ranges'))
+    .on('option:no-first-ranges', () => firstRangeFlags.add('--no-first-ranges'))
     .description('create a sequence (needs every DC reachable); refuses an existing one')
     .argument('<sequence>', 'name: letters, digits and _, starting with a letter (at most 48)')
     .addOption(
@@ -143,7 +147,12 @@ With an autonomy target, grants follow the DC's measured rate:
 With 4 shards per DC, and first ranges for two DCs only:
   $ idgen-cass seed orders --shards 4 --first-ranges dc1,dc2`,
     )
-    .action(async (sequence: string, options: SeedOptions) => {
+    .action(async (sequence: string, options: SeedOptions, command: Command) => {
+      if (firstRangeFlags.size > 1) {
+        command.error(
+          "option '--first-ranges <dcs>' cannot be used with option '--no-first-ranges'",
+        );
+      }
       const create: CreateSequenceOptions = {
         domain: options.domain,
         min: options.min,

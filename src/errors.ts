@@ -248,6 +248,9 @@ export class InvariantError extends IdGenError {
   }
 }
 
+/** The operation a {@link ContentionError} of `alterSequence` names. */
+export const ALTER_OPERATION = 'alter the sequence';
+
 /** Too many processes raced for the same row; the bounded retries ran out. */
 export class ContentionError extends IdGenError {
   constructor(
@@ -257,7 +260,11 @@ export class ContentionError extends IdGenError {
   ) {
     super(
       'IDGEN_CONTENTION',
-      `Sequence "${sequence}": ${operation} lost ${attempts} compare-and-set races in a row. Raise the block size so processes claim less often.`,
+      `Sequence "${sequence}": ${operation} lost ${attempts} compare-and-set races in a row. ${
+        operation === ALTER_OPERATION
+          ? 'Other alters kept changing the settings first: retry once they are done.'
+          : 'Raise the block size so processes claim less often.'
+      }`,
     );
   }
 }

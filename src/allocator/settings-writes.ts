@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 
 import {
+  ALTER_OPERATION,
   ContentionError,
   SequenceExistsError,
   SequenceNotFoundError,
@@ -82,7 +83,7 @@ export async function alterSettings(
     if (isOurs(result.verdict)) return next;
     if (result.verdict === 'unknown') throw unknownOutcome('alter sequence', result);
   }
-  throw new ContentionError(name, 'alter the sequence', MAX_ALTER_ATTEMPTS);
+  throw new ContentionError(name, ALTER_OPERATION, MAX_ALTER_ATTEMPTS);
 }
 
 /**

@@ -69,6 +69,16 @@ describe('a write applied but reported rejected (a second Paxos round finished i
     store.faults.push({ op: 'alterSequence', effect: 'applied-reported-rejected' });
     expect(await ids.alterSequence('orders', { blockSize: 20 })).toMatchObject({ blockSize: 20 });
   });
+
+  it('tells an alter that kept losing to other alters to retry, not to raise the block size', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+    for (let i = 0; i < 5; i++) store.faults.push({ op: 'alterSequence', effect: 'rejected' });
+    const error = await ids.alterSequence('orders', { blockSize: 20 }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'IDGEN_CONTENTION' });
+    expect((error as Error).message).toBe(
+      'Sequence "orders": alter the sequence lost 5 compare-and-set races in a row. Other alters kept changing the settings first: retry once they are done.',
+    );
+  });
 });
 
 describe('a write applied, then the call failed (Unavailable after the Paxos proposal)', () => {

@@ -629,7 +629,7 @@ describe('idgen-cass refuses bad input: exit code, one line on stderr, nothing w
     expectRefused(
       await idgen(['init', '--replication', 'dc1:1,dc9:1'], { keyspace: fresh }),
       1,
-      'datacenters of this cluster only: dc1, dc2, dc3 (unknown: dc9)',
+      'Invalid --replication: received "dc1:1,dc9:1"; allowed: datacenters of this cluster only: dc1, dc2, dc3 (unknown: dc9)',
     );
     expect(await keyspaceExists(fresh)).toBe(false);
   });

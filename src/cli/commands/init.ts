@@ -2,6 +2,7 @@
 
 import type { Command } from 'commander';
 
+import { InvalidOptionError } from '../../errors.js';
 import { initSchema } from '../../schema.js';
 import type { CliContext } from '../context.js';
 import { ALLOW_UNSAFE_FLAG } from '../exit-codes.js';
@@ -39,6 +40,12 @@ Example:
         ...ctx.connection(),
         replication,
         allowUnsafeCluster: options.allowUnsafeCluster === true,
+      }).catch((error: unknown) => {
+        // The library names the map it was given; the user typed dc1:3,dc9:3.
+        if (error instanceof InvalidOptionError && error.option === 'replication') {
+          throw new InvalidOptionError('replication', options.replication, error.allowed);
+        }
+        throw error;
       });
       if (result.preflight?.verdict === 'incomplete') {
         ctx.warn(incompleteWarning(result.preflight));

@@ -118,11 +118,15 @@ describe('stop signals', () => {
       };
       const first = stopSignal(target);
       emitter.emit('SIGTERM', 'SIGTERM');
-      expect(await first).toBe('SIGTERM');
+      const { signal, stopped } = await first;
+      expect(signal).toBe('SIGTERM');
       expect(exits).toEqual([]);
       // As PID 1 (node in a container without an init) a signal with no listener does nothing.
       emitter.emit(second, second);
       expect(exits).toEqual([code]);
+      // Once stopped, nothing is left listening.
+      stopped();
+      expect(emitter.listenerCount('SIGTERM') + emitter.listenerCount('SIGINT')).toBe(0);
     }
   });
 });

@@ -111,13 +111,17 @@ Example:
         },
         'listening',
       );
-      const signal = await stopSignal();
+      const { signal, stopped } = await stopSignal();
       ctx.logger.info(
         { signal },
         'stopping: no new connections; waiting for the requests in flight',
       );
-      await server.close();
-      await ids.close();
+      try {
+        await server.close();
+        await ids.close();
+      } finally {
+        stopped();
+      }
       ctx.logger.info({ signal }, 'stopped; the unused IDs went back to the DC where they could');
     });
 }
@@ -154,18 +158,21 @@ export interface SignalTarget {
 }
 
 /**
- * Resolves with the first SIGTERM or SIGINT; a second one ends the process at once, with the
- * code a shell gives a process a signal ended (143, 130). Exited explicitly: Node's default
- * action does nothing for PID 1, as node is in a container without an init.
+ * Resolves with the first SIGTERM or SIGINT; until `stopped()` is called, a second one ends the
+ * process at once, with the code a shell gives a process a signal ended (143, 130). Exited
+ * explicitly: Node's default action does nothing for PID 1, as node is in a container without an
+ * init. `stopped()` removes every listener (a CLI run in a test process leaves none behind).
  */
-export function stopSignal(target: SignalTarget = process): Promise<NodeJS.Signals> {
+export function stopSignal(
+  target: SignalTarget = process,
+): Promise<{ readonly signal: NodeJS.Signals; readonly stopped: () => void }> {
   const STOP: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT'];
   return new Promise((resolve) => {
     const now = (signal: NodeJS.Signals) => target.exit(128 + (osConstants.signals[signal] ?? 0));
     const stop = (signal: NodeJS.Signals) => {
       for (const name of STOP) target.off(name, stop);
       for (const name of STOP) target.on(name, now);
-      resolve(signal);
+      resolve({ signal, stopped: () => STOP.forEach((name) => target.off(name, now)) });
     };
     for (const name of STOP) target.on(name, stop);
   });

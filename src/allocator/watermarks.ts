@@ -11,6 +11,8 @@ import type { DcState, GrantView } from '../store/port.js';
 /** The marks as they stood when a read was sent: what the read must not be below. */
 export interface Floor {
   readonly version: number;
+  /** The op of the state at `version` (undefined before any state is seen). */
+  readonly op: string | undefined;
   readonly reservedGrant: number;
   readonly installedGrant: number;
   /** The reserved grant of this process's last claimed block, and that block's last ID. */
@@ -28,6 +30,7 @@ export class Watermarks {
   constructor(globalLast: bigint) {
     this.marks = {
       version: 0,
+      op: undefined,
       reservedGrant: 0,
       installedGrant: 0,
       claimGrant: 0,
@@ -45,7 +48,10 @@ export class Watermarks {
   /** Moves the marks up to `state` (never down: replies of concurrent calls arrive in any order). */
   raiseState(state: DcState): void {
     const marks = this.marks;
-    marks.version = Math.max(marks.version, state.version);
+    if (state.version > marks.version || marks.op === undefined) {
+      marks.version = Math.max(marks.version, state.version);
+      if (marks.version === state.version) marks.op = state.op;
+    }
     marks.reservedGrant = Math.max(marks.reservedGrant, state.reservedGrant);
     marks.installedGrant = Math.max(marks.installedGrant, state.installedGrant);
   }
@@ -88,6 +94,11 @@ export function stateWentBack(floor: Floor, state: DcState | undefined): string 
   }
   if (state.version < floor.version) {
     return `version ${state.version}, after version ${floor.version} was seen`;
+  }
+  // Every write moves the version up by one, and only one write can move it from v - 1: version
+  // v committed with another op means the one seen was lost and replaced.
+  if (state.version === floor.version && floor.op !== undefined && state.op !== floor.op) {
+    return `version ${state.version} written by op ${state.op}, after op ${floor.op} was seen at that version`;
   }
   if (state.reservedGrant < floor.reservedGrant || state.installedGrant < floor.installedGrant) {
     return `grants reserved #${state.reservedGrant} / installed #${state.installedGrant}, after #${floor.reservedGrant} / #${floor.installedGrant} were seen`;

@@ -650,6 +650,23 @@ describe('DcAllocator: rows that went back', () => {
     });
   });
 
+  it('stops when the version it wrote was lost and written again by another process', async () => {
+    const store = await rangeOneStore(0n);
+    const allocator = allocatorOn(store);
+    expect(await allocator.claimBlock()).toMatchObject({ first: 1n, last: 10n });
+    expect(await allocator.claimBlock()).toMatchObject({ first: 11n, last: 20n }); // version 3
+    // Version 3 is lost; another process of dc1 claims [11, 20] again, as version 3 with its op.
+    store.rollBackDcState('orders', 'dc1', 1);
+    const current = (await store.readDcState('orders', 'dc1'))!;
+    const other = { ...current, lastInteger: 20n, version: current.version + 1, op: 'other' };
+    expect(await store.writeDcState('orders', 'dc1', current, other)).toEqual({ kind: 'applied' });
+    // No version went down, and last_integer is where this process left it: only the op shows
+    // that [11, 20], which this process holds, is the other's too. It must stop, not claim.
+    await expect(allocator.claimBlock()).rejects.toMatchObject({
+      code: 'IDGEN_STATE_ROLLED_BACK',
+    });
+  });
+
   it('stops when a read sent after its own write shows an older version', async () => {
     const store = await rangeOneStore(0n);
     const allocator = allocatorOn(store);

@@ -687,7 +687,8 @@ export class Sequence<T extends number | bigint> {
         this.claimFailure = undefined;
         this.lostRaces = 0;
         this.failures.recovered('claim', { dc: this.grantee });
-        if (claimed.rangeLow) allocator.requestRangeInBackground();
+        // Not once closing: close() would wait for a round at SERIAL it no longer needs.
+        if (claimed.rangeLow && this.isOpen()) allocator.requestRangeInBackground();
         return;
       } catch (error) {
         const held = this.loaded;
@@ -1051,6 +1052,12 @@ export class Sequence<T extends number | bigint> {
     await this.loaded?.allocator.close();
     try {
       if (this.rolledBack === undefined) await this.returnUnused();
+      else {
+        // Found gone back while closing, after the blocks were set aside: dropped, not given back.
+        const held = this.buffer.remaining;
+        this.counters.wasted += held;
+        this.waste.dropped += held;
+      }
       await this.reportUsageNow();
     } finally {
       this.buffer.clear();

@@ -827,6 +827,50 @@ describe('Sequence: close()', () => {
     expect(await processIn(store).sequence('orders').next()).toBe(7);
   });
 
+  it('counts the IDs it held as dropped when the claim in flight at close() finds the rows gone back', async () => {
+    const { store, ids } = await withSequence({
+      dcRangeSize: 1_000,
+      blockSize: 10,
+      threshold: 0.5,
+      shards: 1,
+    });
+    const seq = ids.sequence('orders');
+    expect(await draw(seq, 12)).toEqual(range(1, 12)); // [11, 20] current
+    await settle();
+    let open!: () => void;
+    store.faults.push({
+      op: 'readDcStateLocal',
+      effect: 'delay',
+      until: new Promise<void>((resolve) => (open = resolve)),
+    });
+    for (let i = 0; i < 4; i++) seq.tryNext(); // 16: past the threshold, the preload claim waits
+    await settle();
+    expect(seq.stats().remaining).toBe(4);
+    const closing = seq.close();
+    store.rollBackDcState('orders', 'dc1', 1); // the claim of [11, 20] is lost
+    open();
+    await closing;
+    // Every ID of the two blocks is issued or wasted: the 4 held were dropped, not forgotten.
+    expect(seq.stats()).toMatchObject({ issued: 16, wasted: 4, remaining: 0 });
+    expect(seq.stats().waste).toMatchObject({ dropped: 4 });
+  });
+
+  it('asks SERIAL for no DC range when the claim that lands during close() leaves the range low', async () => {
+    const { store, ids } = await withSequence({
+      dcRangeSize: 40,
+      blockSize: 10,
+      maxBlockSize: 10,
+      threshold: 0.5,
+      shards: 1,
+    });
+    const seq = ids.sequence('orders');
+    await draw(seq, 10); // [1, 10] spent; the claim of [11, 20] (half the range) in flight
+    store.resetCalls();
+    await seq.close();
+    expect(store.calls).toMatchObject({ readGrants: 0, grantRange: 0 });
+    expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(10n);
+  });
+
   it('does not return IDs when another process claimed after them', async () => {
     const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
     const a = ids.sequence('orders');

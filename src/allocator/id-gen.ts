@@ -187,6 +187,8 @@ export class IdGen {
   readonly #clock: Clock | undefined;
   readonly #callTimeoutMs: number;
   readonly #sequences = new Map<string, Sequence<number> | Sequence<bigint>>();
+  /** Handles replaced while still closing: close() waits for them before closing the store. */
+  readonly #replaced = new Set<Sequence<number> | Sequence<bigint>>();
   readonly #metrics: ProcessMetrics | undefined;
   #closing: Promise<void> | undefined;
 
@@ -248,6 +250,11 @@ export class IdGen {
     // A handle closed on its own is replaced: a closed handle can never serve again.
     if (existing !== undefined && existing.state !== 'closing' && existing.state !== 'closed') {
       return existing;
+    }
+    if (existing?.state === 'closing') {
+      // Its give-back still needs the store.
+      this.#replaced.add(existing);
+      void existing.close().finally(() => this.#replaced.delete(existing));
     }
     const context = {
       name,
@@ -428,10 +435,12 @@ export class IdGen {
 
   async #shutdown(): Promise<void> {
     try {
-      await Promise.allSettled([...this.#sequences.values()].map((s) => s.close()));
+      const handles = [...this.#sequences.values(), ...this.#replaced];
+      await Promise.allSettled(handles.map((s) => s.close()));
       await this.#metrics?.close();
     } finally {
       this.#sequences.clear();
+      this.#replaced.clear();
       await this.#store.close();
     }
   }

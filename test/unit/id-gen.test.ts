@@ -9,7 +9,7 @@ import {
   SequenceNotFoundError,
 } from '../../src/errors.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { KEYSPACE, processIn } from './fixtures.js';
+import { KEYSPACE, processIn, settle } from './fixtures.js';
 
 function fresh(): { store: MemoryStore; ids: IdGen } {
   const store = new MemoryStore();
@@ -58,6 +58,36 @@ describe('IdGen', () => {
     expect(named.created).toBe(true);
     const again = await ids.createSequenceGranting('orders', { ifNotExists: true });
     expect(again).toEqual({ settings: named.settings, firstGrants: [], created: false });
+  });
+
+  it('close() waits for a handle that was closing when sequence() replaced it, then closes the store', async () => {
+    const store = new MemoryStore({ keyspace: KEYSPACE });
+    const ids = processIn(store, 'dc1');
+    await ids.createSequence('orders', { dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
+    const a = ids.sequence('orders');
+    expect(await a.next()).toBe(1);
+    let open!: () => void;
+    store.faults.push({
+      op: 'readDcState',
+      effect: 'delay',
+      until: new Promise<void>((resolve) => (open = resolve)),
+    });
+    const events: string[] = [];
+    void a.close().then(() => events.push('a closed'));
+    await settle();
+    expect(ids.sequence('orders')).not.toBe(a); // a is closing: a new handle
+    const close = store.close.bind(store);
+    store.close = async () => {
+      events.push('store closed');
+      return close();
+    };
+    const closing = ids.close().then(() => events.push('ids closed'));
+    await settle();
+    expect(events).toEqual([]); // a's give-back still needs the store
+    open();
+    await closing;
+    expect(events).toEqual(['a closed', 'store closed', 'ids closed']);
+    expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(1n);
   });
 
   it('finds a sequence committed in other DCs only: --if-not-exists and alter read it at SERIAL', async () => {

@@ -126,6 +126,16 @@ export interface OpenedClient {
   readonly localDataCenter: string;
 }
 
+/** Keys of the driver's options that `driverOptions` may not hold, and what sets them instead. */
+const OWN_DRIVER_OPTIONS: Readonly<Record<string, string>> = {
+  contactPoints: 'set contactPoints',
+  localDataCenter: 'set localDataCenter',
+  keyspace: 'set keyspace',
+  profiles: 'idgen-cass sets the execution profiles, and each statement its own options',
+  authProvider: 'set username and password, or authProvider',
+  sslOptions: 'set sslOptions (idgen-cass turns certificate checks on)',
+};
+
 /**
  * Uses `options.client` (connecting it if needed) or builds and connects a DC-aware client.
  *
@@ -234,6 +244,22 @@ export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' |
       driverOptions,
       "an object of the driver's ClientOptions",
     );
+  }
+  // The type leaves these out; a caller without types (or with a cast) must not slip them in:
+  // profiles would route statements to other DCs, and the driver's own TLS default verifies
+  // no certificate.
+  for (const [key, instead] of Object.entries(OWN_DRIVER_OPTIONS)) {
+    if (
+      driverOptions !== undefined &&
+      (driverOptions as Record<string, unknown>)[key] !== undefined
+    ) {
+      throw new InvalidOptionError(
+        `driverOptions.${key}`,
+        (driverOptions as Record<string, unknown>)[key],
+        `none: ${instead}`,
+        'kind',
+      );
+    }
   }
   if (options.password !== undefined && options.username === undefined) {
     throw new InvalidOptionError('username', undefined, 'a user name whenever a password is given');

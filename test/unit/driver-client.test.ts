@@ -62,6 +62,29 @@ describe('buildClientOptions', () => {
     expect(clientOptions).toMatchObject({ contactPoints: ['10.0.0.1'], localDataCenter: 'dc1' });
   });
 
+  it('refuses in driverOptions what idgen-cass sets itself, also from a caller without types', () => {
+    const profile = new cassandra.ExecutionProfile('default', {
+      loadBalancing: new cassandra.policies.loadBalancing.DCAwareRoundRobinPolicy('dc2'),
+    });
+    for (const [key, value] of [
+      ['profiles', [profile]], // would route every statement to dc2
+      ['sslOptions', { ca: ['-----BEGIN CERTIFICATE-----'] }], // the driver would verify nothing
+      ['authProvider', new cassandra.auth.PlainTextAuthProvider('svc', 'secret')],
+      ['keyspace', 'other'],
+      ['localDataCenter', 'dc2'],
+      ['contactPoints', ['10.9.9.9']],
+    ] as const) {
+      const driverOptions = { [key]: value } as never;
+      expect(() => buildClientOptions({ ...base, driverOptions }), key).toThrow(
+        expect.objectContaining({
+          code: 'IDGEN_INVALID_OPTION',
+          option: `driverOptions.${key}`,
+          message: expect.not.stringContaining('secret') as unknown,
+        }),
+      );
+    }
+  });
+
   it('takes contact points as host, host:port, a bare IPv6 address or [IPv6]:port', () => {
     const contactPoints = ['10.0.0.1', 'node-2:9042', '::1', '[fe80::1]:9043', 'node-3:65535'];
     const { clientOptions } = buildClientOptions({ ...base, contactPoints });

@@ -101,6 +101,21 @@ export function mapFailure(
   if (code === codes.readFailure || code === codes.writeFailure) {
     return unavailable(`replicas failed the request: ${message}`);
   }
+  if (
+    code === codes.overloaded ||
+    code === codes.isBootstrapping ||
+    code === codes.serverError ||
+    code === codes.truncateError
+  ) {
+    return unavailable(`the coordinator could not run it: ${message}`);
+  }
+  if (code === codes.unauthorized) {
+    return new IdGenError(
+      'IDGEN_AUTH_FAILED',
+      `Cassandra refused ${operation} to this role: ${message}. Grant it SELECT and MODIFY on keyspace "${context.keyspace}".`,
+      { cause: error },
+    );
+  }
   if (shape(error).name === 'OperationTimedOutError') {
     return unavailable(`no answer within the client's read timeout: ${message}`, true);
   }

@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { connectError } from '../../src/driver-client.js';
 import {
   AuthenticationError,
+  IdGenError,
   InvalidOptionError,
   SerialUnavailableError,
   StoreUnavailableError,
@@ -91,6 +92,17 @@ describe('errors of another copy of the driver', () => {
         foreign('DriverError', 'Socket was closed', { isSocketError: true }),
         'the connection to the coordinator broke: Socket was closed',
       ],
+      // A coordinator that could not take the request: another may, later.
+      ...(
+        [
+          ['overloaded', 'Queue full'],
+          ['isBootstrapping', 'Cannot read from a bootstrapping node'],
+          ['serverError', 'java.lang.RuntimeException'],
+        ] as const
+      ).map(([name, text]): [Error, string] => [
+        foreign('ResponseError', text, { code: codes[name] }),
+        `the coordinator could not run it: ${text}`,
+      ]),
     ];
     for (const [error, says] of cases) {
       const mapped = mapFailure(error, read, 'read DC state', context);
@@ -98,6 +110,16 @@ describe('errors of another copy of the driver', () => {
       expect((mapped as Error).message).toContain(says);
       expect((mapped as StoreUnavailableError).code).toBe('IDGEN_STORE_UNAVAILABLE');
     }
+  });
+
+  it('map a missing permission to IDGEN_AUTH_FAILED naming what to grant', () => {
+    const error = foreign('ResponseError', 'User svc has no SELECT permission on <table idgen.x>', {
+      code: codes.unauthorized,
+    });
+    const mapped = mapFailure(error, read, 'read DC state', context);
+    expect(mapped).toBeInstanceOf(IdGenError);
+    expect(mapped).toMatchObject({ code: 'IDGEN_AUTH_FAILED' });
+    expect((mapped as Error).message).toContain('Grant it SELECT and MODIFY on keyspace "idgen"');
   });
 
   it('say which failed reads were timeouts: contention or overload as often as a node down', () => {

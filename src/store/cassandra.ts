@@ -89,7 +89,7 @@ export interface CassandraStoreOptions {
 export class CassandraStore implements IdStore {
   private readonly cql: Readonly<Record<StatementName, string>>;
   private readonly localDc: string;
-  private readonly long: (value: bigint) => bigint | cassandra.types.Long;
+  private readonly long: (value: bigint) => bigint | string;
   private readonly requestTimeoutMs: number;
   /** Coordinators that let a request time out: tried last when the client routes with them. */
   private readonly stalled: StalledCoordinators;
@@ -673,10 +673,10 @@ function checkDc(dc: string): void {
  * bigint as the client encodes CQL bigint: a driver `Long` by default, a JS bigint when the client
  * was built with `encoding.useBigIntAsLong` (each encoder refuses the other's type).
  */
-function bigintEncoder(client: cassandra.Client): (value: bigint) => bigint | cassandra.types.Long {
-  return encodesBigIntAsLong(client)
-    ? (value) => value
-    : (value) => cassandra.types.Long.fromString(value.toString());
+function bigintEncoder(client: cassandra.Client): (value: bigint) => bigint | string {
+  // Decimal text, not a Long: a client of another copy of the driver checks `instanceof` its own
+  // Long class, and every copy's encoder reads a bigint column's value from text.
+  return encodesBigIntAsLong(client) ? (value) => value : (value) => value.toString();
 }
 
 /** Cassandra's answer to a statement on a table the keyspace does not have. */

@@ -2,6 +2,8 @@
  * CassandraStore against the real multi-DC cluster: the store contract, then what only Cassandra
  * can show (schema creation, SERIAL visibility across DCs, DC-local state, error mapping).
  */
+import { createRequire } from 'node:module';
+
 import cassandra from 'cassandra-driver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -406,6 +408,37 @@ describe('CassandraStore on the cluster', () => {
           timeout: 10_000,
         })
         .toEqual(orphan);
+    }
+  });
+
+  it('works on a client of another copy of cassandra-driver (whose own Long the encoder checks for)', async () => {
+    // A second instance of the driver's modules, as a service's own copy of the package is.
+    const require = createRequire(import.meta.url);
+    const loaded = Object.keys(require.cache).filter((path) =>
+      /[\\/]node_modules[\\/](cassandra-driver|long)[\\/]/.test(path),
+    );
+    const saved = loaded.map((path) => [path, require.cache[path]] as const);
+    for (const path of loaded) Reflect.deleteProperty(require.cache, path);
+    const other = require('cassandra-driver') as typeof cassandra;
+    for (const [path, module] of saved) require.cache[path] = module;
+    expect(other.types.Long).not.toBe(cassandra.types.Long);
+    const client = new other.Client({
+      contactPoints: ks.contactPoints('dc1'),
+      localDataCenter: 'dc1',
+    });
+    const store = new CassandraStore(client, ks.name, { ownsClient: true });
+    try {
+      await client.connect();
+      const seq = settings();
+      expect(await store.createSequence(seq, 'op')).toEqual({ kind: 'applied' });
+      expect(await store.readSequence(seq.name)).toEqual({ settings: seq, op: 'op' });
+      const grant = { number: 1, min: 1n, max: 1_000n };
+      expect(await store.grantRange(seq.name, 'dc1', 0n, grant)).toEqual({ kind: 'applied' });
+      expect(
+        await store.writeDcState(seq.name, 'dc1', undefined, firstState(1n, 1_000n, 'o')),
+      ).toEqual({ kind: 'applied' });
+    } finally {
+      await store.close();
     }
   });
 

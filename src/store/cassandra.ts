@@ -670,12 +670,12 @@ function checkDc(dc: string): void {
 }
 
 /**
- * bigint as the client encodes CQL bigint: a driver `Long` by default, a JS bigint when the client
- * was built with `encoding.useBigIntAsLong` (each encoder refuses the other's type).
+ * bigint as the client encodes CQL bigint: decimal text by default (the encoder makes its `Long`
+ * of it), a JS bigint when the client was built with `encoding.useBigIntAsLong` (whose encoder
+ * refuses a `Long`). Text, not a `Long` of ours: a client of another copy of the driver checks
+ * `instanceof` its own `Long` class.
  */
 function bigintEncoder(client: cassandra.Client): (value: bigint) => bigint | string {
-  // Decimal text, not a Long: a client of another copy of the driver checks `instanceof` its own
-  // Long class, and every copy's encoder reads a bigint column's value from text.
   return encodesBigIntAsLong(client) ? (value) => value : (value) => value.toString();
 }
 

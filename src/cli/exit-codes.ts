@@ -267,7 +267,8 @@ export function commanderErrorLine(text: string): string {
  * a misspelt `--pasword=…` holds a password.
  */
 function withoutOptionValues(text: string): string {
-  return text.replace(/'(--?[^'=\s]+)=[^']*'/g, "'$1=…'");
+  // To the line's last quote: the value may hold quotes of its own.
+  return text.replace(/'(--?[^'=\s]+)=.*'/g, "'$1=…'");
 }
 
 function isClosedPipe(error: unknown): boolean {

@@ -793,6 +793,7 @@ describe('errors under --json: one JSON line on stderr, stdout clean', () => {
       ['--pasword=hunter2', 'list'],
       ['--json', '--verbose', '--pasword=hunter2', 'list'],
       ['seed', 'orders', '--pasword=hunter2'],
+      ["--pasword=it's-hunter2", 'list'],
     ]) {
       const run = await cli(...args);
       expect(run.code, args.join(' ')).toBe(1);

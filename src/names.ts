@@ -44,6 +44,11 @@ export function granteeName(dc: string, shard: number): string {
   return shard === 0 ? dc : `${dc}/${shard}`;
 }
 
+/** The names of every shard of `dc`, shard 0 (the DC's own name) first. */
+export function granteesOf(dc: string, shards: number): string[] {
+  return Array.from({ length: shards }, (_, k) => granteeName(dc, k));
+}
+
 /** The shard number of grantee names `dc/1` … `dc/255`, without leading zeros. */
 const SHARD_SUFFIX = /\/([1-9][0-9]{0,2})$/;
 

@@ -15,7 +15,7 @@
  */
 
 import { SequenceNotFoundError, StoreUnavailableError } from '../errors.js';
-import { granteeName } from '../names.js';
+import { granteesOf } from '../names.js';
 import { describeDriverError } from '../store/cassandra-errors.js';
 import type { DcState, IdStore, SequenceSettings } from '../store/port.js';
 import type { CheckSnapshot, UnverifiedFact } from './check.js';
@@ -52,7 +52,7 @@ export async function readForCheck(
   const failures: StateReadFailure[] = [];
   const unverified: UnverifiedFact[] = [];
   // Every shard the settings name; a shard no process picked yet has no row, a fact as well.
-  const local = Array.from({ length: settings.shards }, (_, k) => granteeName(context.dc, k));
+  const local = granteesOf(context.dc, settings.shards);
   const before = await statesForCheck(context, name, local, 'first', failures);
   let overview;
   try {
@@ -77,9 +77,7 @@ export async function readForCheck(
       ...before.keys(),
       ...after.keys(),
       ...overview.grants.keys(),
-      ...[...context.clusterDcs, context.dc].flatMap((dc) =>
-        Array.from({ length: settings.shards }, (_, k) => granteeName(dc, k)),
-      ),
+      ...[...context.clusterDcs, context.dc].flatMap((dc) => granteesOf(dc, settings.shards)),
     ]),
   ].sort();
   for (const failure of failures) {

@@ -48,9 +48,9 @@ export class Watermarks {
   /** Moves the marks up to `state` (never down: replies of concurrent calls arrive in any order). */
   raiseState(state: DcState): void {
     const marks = this.marks;
-    if (state.version > marks.version || marks.op === undefined) {
-      marks.version = Math.max(marks.version, state.version);
-      if (marks.version === state.version) marks.op = state.op;
+    if (state.version > marks.version) {
+      marks.version = state.version;
+      marks.op = state.op;
     }
     marks.reservedGrant = Math.max(marks.reservedGrant, state.reservedGrant);
     marks.installedGrant = Math.max(marks.installedGrant, state.installedGrant);

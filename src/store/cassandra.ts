@@ -21,7 +21,7 @@ import {
   SequenceNotFoundError,
 } from '../errors.js';
 import { mutated } from '../allocator/mutations.js';
-import { dcOfGrantee, granteeName } from '../names.js';
+import { dcOfGrantee, granteesOf } from '../names.js';
 import { validateName } from '../options.js';
 import { AvoidStalledCoordinatorsPolicy, StalledCoordinators } from '../stalled-coordinators.js';
 import { ascending } from '../order.js';
@@ -402,7 +402,7 @@ export class CassandraStore implements IdStore {
     const shards = stored?.settings.shards ?? 1;
     const clusterDcs = this.client.hosts?.values().map((host) => host.datacenter) ?? [];
     const clusterGrantees = [...new Set(clusterDcs)].flatMap((dc) =>
-      typeof dc === 'string' ? Array.from({ length: shards }, (_, k) => granteeName(dc, k)) : [],
+      typeof dc === 'string' ? granteesOf(dc, shards) : [],
     );
     const dcs = [...new Set([...overview.grants.keys(), ...clusterGrantees])]
       .filter((dc) => typeof dc === 'string' && dc !== '' && dc !== GLOBAL)

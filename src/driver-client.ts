@@ -17,6 +17,7 @@ import {
   unknownDataCenter,
 } from './client-routing.js';
 import { describeDriverError, innerErrors } from './store/cassandra-errors.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from './store/cassandra-request-options.js';
 import { AvoidStalledCoordinatorsPolicy, StalledCoordinators } from './stalled-coordinators.js';
 import { checkKeys, everyKeyOf } from './options.js';
 import { MAX_TIMER_MS } from './timers.js';
@@ -62,7 +63,8 @@ export interface ConnectionOptions {
    * (`cas_contention_timeout` + `write_request_timeout`) and below the calls' deadline
    * (`callTimeoutMs`): a coordinator that lets a request time out is tried last for 30 s, so a
    * paused node costs a call one such timeout.
-   * @default 5000 for the protocol's statements; 12000 for the client's others (schema changes)
+   * Schema changes (`initSchema`, `idgen-cass init`) get at least 12000.
+   * @default 5000
    */
   requestTimeoutMs?: number;
   /**
@@ -107,12 +109,22 @@ export function checkConnectionKeys(options: object, others: readonly string[]):
   checkKeys(options, [...CONNECTION_KEYS, ...others]);
 }
 
+/**
+ * Milliseconds a schema change may take at least (it waits for the other nodes to agree): a
+ * statement of its own with a longer timeout than the protocol's.
+ */
+export const SCHEMA_CHANGE_TIMEOUT_MS = 12_000;
+
 /** Client settings for a client we build; `readTimeout` must exceed Cassandra's CAS timeout. */
 const CLIENT_DEFAULTS = Object.freeze({
   /** The driver's default is LOCAL_ONE; the protocol sets every statement's level anyway. */
   consistency: cassandra.types.consistencies.localQuorum,
-  /** ms; above Cassandra's cas_contention_timeout + write_request_timeout (1 s + 2 s by default). */
-  readTimeout: 12_000,
+  /**
+   * ms; the protocol's statements carry their own, and this one bounds what the driver sends
+   * without one: the handshake of each new connection (a hung node, alive to TCP, holds
+   * `connect()` that long: 12 s here before this was the store's 5 s), prepares, metadata reads.
+   */
+  readTimeout: DEFAULT_REQUEST_TIMEOUT_MS,
   /** ms */
   connectTimeout: 5_000,
 });
@@ -272,7 +284,7 @@ export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' |
     );
   }
   // The protocol's statements set their own timeout (the store's default); this one is for the
-  // client's other statements, schema changes among them, which may take longer.
+  // driver's own requests (handshakes, prepares). Schema changes set a longer one themselves.
   const requestTimeoutMs = requestTimeoutOf(options);
 
   const { policies, auth } = cassandra;

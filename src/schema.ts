@@ -9,7 +9,12 @@ import { fileURLToPath } from 'node:url';
 import cassandra from 'cassandra-driver';
 import { checkLogger, type Logger } from './logger.js';
 
-import { checkConnectionKeys, openClient, type ConnectionOptions } from './driver-client.js';
+import {
+  SCHEMA_CHANGE_TIMEOUT_MS,
+  checkConnectionKeys,
+  openClient,
+  type ConnectionOptions,
+} from './driver-client.js';
 import { describeDriverError } from './store/cassandra-errors.js';
 import { InvalidOptionError, StoreUnavailableError, UnsafeClusterError } from './errors.js';
 import { adminOver } from './admin/open.js';
@@ -148,8 +153,9 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
     await ddl(
       client,
       `CREATE KEYSPACE IF NOT EXISTS "${keyspace}" WITH replication = {'class': 'NetworkTopologyStrategy', ${factors}}`,
+      options.requestTimeoutMs,
     );
-    for (const statement of statements) await ddl(client, statement);
+    for (const statement of statements) await ddl(client, statement, options.requestTimeoutMs);
     // Tables created by an older release lack the columns added since: add them (idempotent).
     await waitForSchemaAgreement(client);
     let added = 0;
@@ -158,7 +164,7 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
       const metadata = await client.metadata.getTable(keyspace, table);
       const existing = new Set((metadata?.columns ?? []).map((column) => column.name));
       for (const alter of missingColumns(statement, keyspace, existing)) {
-        await ddl(client, alter);
+        await ddl(client, alter, options.requestTimeoutMs);
         added++;
       }
     }
@@ -292,9 +298,18 @@ export function missingColumns(
   return alters;
 }
 
-async function ddl(client: cassandra.Client, statement: string): Promise<void> {
+/**
+ * Runs one schema change. Its timeout is its own (at least 12 s, or the requested timeout if
+ * longer): a client's default is the protocol's short one, and a user's client may have none.
+ */
+async function ddl(
+  client: cassandra.Client,
+  statement: string,
+  requestTimeoutMs: number | undefined,
+): Promise<void> {
   try {
-    await client.execute(statement);
+    const readTimeout = Math.max(SCHEMA_CHANGE_TIMEOUT_MS, requestTimeoutMs ?? 0);
+    await client.execute(statement, [], { readTimeout });
   } catch (error) {
     const { errors } = cassandra;
     if (

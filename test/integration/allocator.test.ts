@@ -492,6 +492,31 @@ describe.runIf(clusterInfo().faults)('allocator processes under faults', () => {
     }
   }, 360_000);
 
+  it('start while a node of the DC hangs: connect() returns within one call deadline, then draws and closes', async () => {
+    await seed('hung_start', { dcRangeSize: 1_000, blockSize: 50, firstRanges: ks.dcs });
+    const dc3 = clusterInfo().nodes.filter((node) => node.dc === 'dc3');
+    const hung = dc3[1];
+    if (hung === undefined) throw new Error('the fault tests need 3 nodes in dc3');
+    // A paused JVM still accepts TCP connections: connect() waits for its handshake until the
+    // client's own timeout before the driver counts it down (12 s, once).
+    onTestFinished(() => faults.resume(hung.name));
+    await faults.pause(hung.name);
+    const started = Date.now();
+    const ids = await connect({
+      contactPoints: dc3.filter((node) => node !== hung).map((node) => node.address),
+      localDataCenter: 'dc3',
+      keyspace: ks.name,
+    });
+    // The default call deadline. (The first ID and close() may wait too, on the coordinators'
+    // side, until the other nodes count the paused one down: 2.6 s and 5 s were seen here.)
+    expect(Date.now() - started).toBeLessThan(10_000);
+    try {
+      expect(await ids.sequence('hung_start').next({ timeoutMs: 30_000 })).toBeGreaterThan(0);
+    } finally {
+      await ids.close();
+    }
+  }, 120_000);
+
   it('stay unique when a node pauses mid-LWT and processes are SIGKILLed mid-refill', async () => {
     // Tiny blocks: claims are nearly continuous, so pauses and kills land mid-LWT. Ranges of
     // 1,000 (200 blocks) still make grants frequent; with ranges of 200, nine tight loops kept

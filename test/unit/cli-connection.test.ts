@@ -130,7 +130,7 @@ describe('TLS and the request timeout, from the command line to the driver', () 
     clearVariables();
     const plain = await driverOptionsOf(await cliConnection(...LOCAL));
     expect(plain.sslOptions).toBeUndefined();
-    expect(plain.socketOptions?.readTimeout).toBe(12_000); // the library's default
+    expect(plain.socketOptions?.readTimeout).toBe(5_000); // the library's default
 
     const flag = await cliConnection(...LOCAL, '--ssl');
     expect(flag.sslOptions).toEqual({ rejectUnauthorized: true });

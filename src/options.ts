@@ -24,6 +24,14 @@ export type DomainPreset = Exclude<DomainName, 'custom'>;
 /** Largest ID any sequence may have: Cassandra's `bigint` is a signed 64-bit integer. */
 export const MAX_INT63 = 2n ** 63n - 1n;
 
+/**
+ * The most IDs one DC range may hold: the domain's size, and no more than a CQL bigint holds
+ * (2^63 - 1; the domain [0, 2^63 - 1] holds one more, which the driver would store as -2^63).
+ */
+function rangeSizeCap(min: bigint, max: bigint): bigint {
+  return minBigInt(max - min + 1n, MAX_INT63);
+}
+
 /** Largest ID a `Sequence<number>` can hand out without losing precision. */
 export const MAX_SAFE_ID = BigInt(Number.MAX_SAFE_INTEGER);
 
@@ -296,10 +304,11 @@ export function resolveSequenceSettings(
     options.max === undefined ? presetMax : integerOption('max', options.max, min, maxCap);
   const start = options.start === undefined ? min : integerOption('start', options.start, min, max);
   const domainSize = max - min + 1n;
+  const rangeCap = rangeSizeCap(min, max);
   const dcRangeSize =
     options.dcRangeSize === undefined
-      ? minBigInt(SEQUENCE_DEFAULTS.dcRangeSize, domainSize)
-      : integerOption('dcRangeSize', options.dcRangeSize, 1n, domainSize);
+      ? minBigInt(SEQUENCE_DEFAULTS.dcRangeSize, rangeCap)
+      : integerOption('dcRangeSize', options.dcRangeSize, 1n, rangeCap);
   const cap = blockSizeCap(dcRangeSize);
   // blockSize alone means fixed blocks; neither means adaptive blocks within the defaults.
   const maxBlockSize =
@@ -344,7 +353,7 @@ export function resolveSequenceSettings(
       : autonomyOption(options.autonomySeconds);
   const maxDcRangeSize =
     options.maxDcRangeSize !== undefined
-      ? integerOption('maxDcRangeSize', options.maxDcRangeSize, dcRangeSize, domainSize)
+      ? integerOption('maxDcRangeSize', options.maxDcRangeSize, dcRangeSize, rangeCap)
       : defaultMaxDcRange(dcRangeSize, domainSize, autonomySeconds, blockSize, maxBlockSize);
   const shards =
     options.shards === undefined
@@ -386,10 +395,11 @@ export function validateChanges(
     throw new InvalidOptionError('changes', 'nothing', `at least one of ${ALTER_KEYS.join(', ')}`);
   }
   const domainSize = current.max - current.min + 1n;
+  const rangeCap = rangeSizeCap(current.min, current.max);
   const dcRangeSize =
     changes.dcRangeSize === undefined
       ? current.dcRangeSize
-      : integerOption('dcRangeSize', changes.dcRangeSize, 1n, domainSize);
+      : integerOption('dcRangeSize', changes.dcRangeSize, 1n, rangeCap);
   const cap = blockSizeCap(dcRangeSize);
   const fixed = current.maxBlockSize === current.blockSize;
   // A fixed-size sequence stays fixed when only its block size changes.
@@ -440,7 +450,7 @@ export function validateChanges(
       : autonomyOption(changes.autonomySeconds);
   const maxDcRangeSize =
     changes.maxDcRangeSize !== undefined
-      ? integerOption('maxDcRangeSize', changes.maxDcRangeSize, dcRangeSize, domainSize)
+      ? integerOption('maxDcRangeSize', changes.maxDcRangeSize, dcRangeSize, rangeCap)
       : current.autonomySeconds === 0 && autonomySeconds > 0
         ? defaultMaxDcRange(dcRangeSize, domainSize, autonomySeconds, blockSize, maxBlockSize)
         : current.maxDcRangeSize === current.dcRangeSize
@@ -482,8 +492,9 @@ export function validateStoredSettings(s: SequenceSettings): void {
   if (s.start < s.min || s.start > s.max) {
     broken(`start ${s.start} is not within [${s.min}, ${s.max}]`);
   }
-  if (s.dcRangeSize < 1n || s.dcRangeSize > s.max - s.min + 1n) {
-    broken(`dcRangeSize ${s.dcRangeSize} is not within [1, ${s.max - s.min + 1n}]`);
+  const rangeCap = rangeSizeCap(s.min, s.max);
+  if (s.dcRangeSize < 1n || s.dcRangeSize > rangeCap) {
+    broken(`dcRangeSize ${s.dcRangeSize} is not within [1, ${rangeCap}]`);
   }
   const cap = blockSizeCap(s.dcRangeSize);
   if (!Number.isSafeInteger(s.blockSize) || s.blockSize < 1 || s.blockSize > cap) {
@@ -518,9 +529,9 @@ export function validateStoredSettings(s: SequenceSettings): void {
       `autonomySeconds ${s.autonomySeconds} is not an integer within [0, ${MAX_AUTONOMY_SECONDS}]`,
     );
   }
-  if (s.maxDcRangeSize < s.dcRangeSize || s.maxDcRangeSize > s.max - s.min + 1n) {
+  if (s.maxDcRangeSize < s.dcRangeSize || s.maxDcRangeSize > rangeCap) {
     broken(
-      `maxDcRangeSize ${s.maxDcRangeSize} is not within [dcRangeSize ${s.dcRangeSize}, ${s.max - s.min + 1n}]`,
+      `maxDcRangeSize ${s.maxDcRangeSize} is not within [dcRangeSize ${s.dcRangeSize}, ${rangeCap}]`,
     );
   }
   if (!Number.isSafeInteger(s.shards) || s.shards < 1 || s.shards > MAX_SHARDS) {

@@ -119,6 +119,13 @@ describe('resolveSequenceSettings', () => {
     ['zero dcRangeSize', { dcRangeSize: 0 }, 'dcRangeSize'],
     ['negative dcRangeSize', { dcRangeSize: -5n }, 'dcRangeSize'],
     ['dcRangeSize beyond the domain', { max: 10, dcRangeSize: 11 }, 'dcRangeSize'],
+    // [0, 2^63-1] holds 2^63 IDs, one more than a CQL bigint: the driver stored it as -2^63.
+    ['dcRangeSize of 2^63', { domain: 'int63', min: 0, dcRangeSize: 2n ** 63n }, 'dcRangeSize'],
+    [
+      'maxDcRangeSize of 2^63',
+      { domain: 'int63', min: 0, maxDcRangeSize: 2n ** 63n },
+      'maxDcRangeSize',
+    ],
     ['fractional dcRangeSize', { dcRangeSize: 1.2 }, 'dcRangeSize'],
     ['zero blockSize', { blockSize: 0 }, 'blockSize'],
     ['fractional blockSize', { blockSize: 1.5 }, 'blockSize'],
@@ -338,6 +345,18 @@ describe('validateChanges', () => {
     ['a fraction of a shard', { shards: 1.5 }, 'shards'],
   ];
 
+  it('refuses a DC range size of 2^63 for the domain [0, 2^63-1], which a CQL bigint cannot hold', () => {
+    const whole = resolveSequenceSettings('w', { domain: 'int63', min: 0 });
+    for (const changes of [{ dcRangeSize: 2n ** 63n }, { maxDcRangeSize: 2n ** 63n }]) {
+      const error = catchError(() => validateChanges(changes, whole));
+      expect(error).toBeInstanceOf(InvalidOptionError);
+      expect((error as InvalidOptionError).option).toBe(Object.keys(changes)[0]);
+    }
+    expect(validateChanges({ maxDcRangeSize: MAX_INT63 }, whole)).toMatchObject({
+      maxDcRangeSize: MAX_INT63,
+    });
+  });
+
   it.each(bad)('refuses %s, naming the option', (_label, changes, option) => {
     const error = catchError(() => validateChanges(changes as AlterSequenceOptions, current));
     expect(error).toBeInstanceOf(InvalidOptionError);
@@ -345,6 +364,9 @@ describe('validateChanges', () => {
     expect((error as Error).message).toContain(`"${option}"`);
   });
 });
+
+/** The domain [0, 2^63-1]: 2^63 IDs, one more than a CQL bigint holds. */
+const WHOLE_INT63 = { domain: 'int63', min: 0n, start: 0n, max: MAX_INT63 } as const;
 
 describe('validateStoredSettings', () => {
   const good: SequenceSettings = resolveSequenceSettings('s', {
@@ -368,6 +390,8 @@ describe('validateStoredSettings', () => {
     ['max beyond its domain', { max: 2n ** 31n }],
     ['max beyond 2^63-1', { domain: 'custom', max: 2n ** 63n }],
     ['zero dcRangeSize', { dcRangeSize: 0n }],
+    ['dcRangeSize of 2^63', { ...WHOLE_INT63, dcRangeSize: 2n ** 63n, maxDcRangeSize: 2n ** 63n }],
+    ['maxDcRangeSize of 2^63', { ...WHOLE_INT63, maxDcRangeSize: 2n ** 63n }],
     ['blockSize above dcRangeSize', { blockSize: 1_001 }],
     ['fractional blockSize', { blockSize: 1.5 }],
     ['maxBlockSize below blockSize', { maxBlockSize: 99 }],

@@ -300,10 +300,18 @@ export class DcAllocator {
     // starts above it). Using it leaves no gap where a retry was reported lost to our own
     // earlier write. The allocator's sets hold the ops while the claim lasts (see sight).
     const unresolved = new Map<string, NonNullable<ReturnType<typeof claim>>>();
+    let version: number | undefined;
     try {
-      return await this.claimRounds(options, unresolved);
+      const claimed = await this.claimRounds(options, unresolved);
+      version = claimed.version;
+      return claimed.block;
     } finally {
-      for (const op of unresolved.keys()) {
+      for (const [op, { next, block }] of unresolved) {
+        // One never seen committed is dead if the claim committed the version it proposed (one
+        // op per version). One for an earlier version may have been committed by another
+        // process's round, which then claimed above it: a possible gap, counted as an unknown
+        // claim's block is. (The one the claim used has left the map.)
+        if (next.version !== version) this.counters.wasted += Number(block.last - block.first + 1n);
         this.unresolvedOps.delete(op);
         this.committedOps.delete(op);
       }
@@ -314,7 +322,7 @@ export class DcAllocator {
   private async claimRounds(
     options: ClaimOptions,
     unresolved: Map<string, NonNullable<ReturnType<typeof claim>>>,
-  ): Promise<ClaimedBlock> {
+  ): Promise<{ readonly block: ClaimedBlock; readonly version: number }> {
     const { blockSize: least, maxBlockSize: most } = this.settings;
     const clamp = (n: number) => BigInt(Math.min(most, Math.max(least, n)));
     const askOf = (): BlockAsk => ({
@@ -335,7 +343,14 @@ export class DcAllocator {
     // One of this claim's unresolved writes that a state seen since showed committed. Checked
     // after each write: the next write is conditional on the state the last one found, so a
     // commit seen in between (by the install) makes it rejected, and the check runs.
-    const committed = () => [...unresolved].find(([op]) => this.committedOps.has(op))?.[1];
+    const committed = () => {
+      const entry = [...unresolved].find(([op]) => this.committedOps.has(op));
+      if (entry === undefined) return undefined;
+      unresolved.delete(entry[0]);
+      this.unresolvedOps.delete(entry[0]);
+      this.committedOps.delete(entry[0]);
+      return entry[1];
+    };
     for (;;) {
       attempts++;
       const op = randomUUID();
@@ -390,8 +405,9 @@ export class DcAllocator {
       if (isOurs(last.verdict)) return this.confirmClaim(claimed);
       // A claim that timed out and was overwritten before the re-read may have been applied:
       // its block is a gap. (A state not yet moved when read back means ours was not committed
-      // then: kept in `unresolved`, in case a later round commits it. A rejection that found a
-      // later version is, but for the rarest interleaving, a lost race. Neither is counted.)
+      // then: kept in `unresolved`, in case a later round commits it, and counted when the claim
+      // ends without having seen it committed. A rejection that found a later version is, but
+      // for the rarest interleaving, a lost race, and not counted.)
       if (last.verdict === 'unknown' && last.reported === 'unknown') {
         if (last.found?.version !== state?.version) {
           this.counters.wasted += Number(block.last - block.first + 1n);
@@ -419,15 +435,21 @@ export class DcAllocator {
   }
 
   /** A claim write shown to be ours: counted, marked, and handed to the process level. */
-  private confirmClaim({ next, block }: NonNullable<ReturnType<typeof claim>>): ClaimedBlock {
+  private confirmClaim({ next, block }: NonNullable<ReturnType<typeof claim>>): {
+    readonly block: ClaimedBlock;
+    readonly version: number;
+  } {
     this.counters.blocksClaimed++;
     this.seen.raiseState(next);
     this.seen.raiseClaim(next.reservedGrant, block.last);
     return {
-      first: block.first,
-      last: block.last,
-      rangeSize: block.rangeMax - block.rangeMin + 1n,
-      rangeLow: this.rangeLow(next),
+      block: {
+        first: block.first,
+        last: block.last,
+        rangeSize: block.rangeMax - block.rangeMin + 1n,
+        rangeLow: this.rangeLow(next),
+      },
+      version: next.version,
     };
   }
 

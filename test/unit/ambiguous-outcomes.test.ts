@@ -94,6 +94,43 @@ describe('a write applied, then the call failed (Unavailable after the Paxos pro
   });
 });
 
+describe("a claim left in flight, committed by another process's round", () => {
+  it('counts its block as a possible gap: the other process claims above it', async () => {
+    const { store, ids } = await withSequence({
+      dcRangeSize: 1_000,
+      blockSize: 10,
+      firstRanges: ['dc1'],
+    });
+    const b = processIn(store).sequence('orders');
+    let fromB: number | undefined;
+    // A's opening claim of [1, 10] stays accepted by one replica: its re-read misses it, and
+    // B's claim, whose plain read A's fault lets in, commits it first (on Paxos v1, the next
+    // round on the partition finishes an accepted proposal), then claims [11, 20] above it.
+    store.faults.push({
+      op: 'writeDcState',
+      dc: 'dc1',
+      effect: 'in-flight',
+      completesOn: 'write',
+      onHit: () => {
+        store.faults.push({
+          op: 'readDcStateLocal',
+          dc: 'dc1',
+          effect: 'delay',
+          until: Promise.resolve(),
+          onHit: async () => {
+            fromB = await b.next();
+          },
+        });
+      },
+    });
+    const a = ids.sequence('orders');
+    expect(await a.next()).toBe(21);
+    expect(fromB).toBe(11);
+    // [1, 10] was A's, committed, and is handed out by nobody: a gap, and counted as one.
+    expect(a.stats()).toMatchObject({ wasted: 10 });
+  });
+});
+
 describe('concurrent alters', () => {
   it('never store settings that neither alter validated (block above the DC range)', async () => {
     const { store, ids } = await withSequence({ dcRangeSize: 1_000, blockSize: 100 });

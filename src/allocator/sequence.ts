@@ -16,6 +16,7 @@ import {
   DomainNeedsBigIntError,
   InvalidCountError,
   InvariantError,
+  SequenceExhaustedError,
   SequenceNotFoundError,
   SerialUnavailableError,
   StateRolledBackError,
@@ -35,6 +36,7 @@ import { mutated } from './mutations.js';
 import { BlockBuffer } from './block-buffer.js';
 import { checkCallOptions, waitWithinDeadline, type CallOptions } from './call-deadline.js';
 import { DcAllocator, type ClaimedBlock } from './dc-allocator.js';
+import { hasPreloaded } from './dc-state.js';
 import { FailureLog } from './failures.js';
 import type { AllocatorObserver } from './observer.js';
 import { sequenceStats, type SequenceStats } from './sequence-stats.js';
@@ -118,10 +120,13 @@ export const USAGE_REPORT_MS = 10_000;
  */
 export const MOVE_AFTER_LOST_RACES = 2;
 
-/** Why a handle goes on from another shard before its first block (logged at debug). */
-export type ShardMoveReason = 'lost races' | 'no IDs and no SERIAL';
+/**
+ * Why a handle goes on from another shard (logged at debug): the first two only before its first
+ * block; a spent shard once the domain is spent, to a shard whose ranges lie above its IDs.
+ */
+export type ShardMoveReason = 'lost races' | 'no IDs and no SERIAL' | 'shard spent';
 /** The debug message of a move; its fields are `from`, `to` and `reason`. */
-export const SHARD_MOVE_MESSAGE = 'moved to another shard before the first block';
+export const SHARD_MOVE_MESSAGE = 'moved to another shard';
 
 const PROCESS_FAILURES = {
   claim: {
@@ -656,6 +661,8 @@ export class Sequence<T extends number | bigint> {
       }
       return this.keepTrying(started);
     };
+    // Shards this claim found spent (see shardWithIdsAbove): it never goes back to one.
+    const spent = new Set<number>();
     for (let attempt = 1; ; attempt++) {
       let failure: Error;
       this.rangeArrived = false;
@@ -705,6 +712,16 @@ export class Sequence<T extends number | bigint> {
             dc: this.grantee,
             localIds: this.buffer.remaining,
           });
+        }
+        // The domain is spent, and so is this shard: another shard of the DC may still hold IDs
+        // (up to two DC ranges each), which this handle may take if they lie above its own.
+        if (held !== undefined && error instanceof SequenceExhaustedError) {
+          const to = await this.shardWithIdsAbove(held, spent);
+          if (to !== undefined) {
+            spent.add(this.shard);
+            await this.moveShard(held, 'shard spent', to);
+            continue;
+          }
         }
         if (!isTransient(error) || !goesOn()) throw error;
         this.claimFailure = failure = error;
@@ -774,7 +791,11 @@ export class Sequence<T extends number | bigint> {
    * usage counted so far is reported under the old shard first. The old one is closed; nothing
    * it holds is this handle's (no block was accepted from it).
    */
-  private async moveShard({ settings, allocator }: Loaded, reason: ShardMoveReason): Promise<void> {
+  private async moveShard(
+    { settings, allocator }: Loaded,
+    reason: ShardMoveReason,
+    to?: number,
+  ): Promise<void> {
     this.moveWanted = false;
     this.racesHere = 0;
     this.counters.shardMoves++;
@@ -784,10 +805,45 @@ export class Sequence<T extends number | bigint> {
     // caller may be waiting for this claim, and no ID depends on the counters.
     void this.reportUsageNow(from);
     const others = settings.shards - 1;
-    const shard = (this.shard + 1 + Math.floor(Math.random() * others)) % settings.shards;
+    const shard = to ?? (this.shard + 1 + Math.floor(Math.random() * others)) % settings.shards;
     this.loaded = this.useShard(settings, shard, allocator);
     this.log?.debug({ from, to: this.grantee, reason }, SHARD_MOVE_MESSAGE);
     await allocator.close();
+  }
+
+  /**
+   * Once the domain is spent and this handle's shard too: a shard of the DC whose DC state, read
+   * locally, still holds IDs and whose ranges all lie above the IDs this handle accepted (so that
+   * its IDs keep increasing; a block that did not would be refused as broken, never served),
+   * picked at random among those, and not one in `spent`. Undefined if none does; the handle
+   * then fails as spent. A range's start only grows, so a stale read shows no start above the
+   * current one; a read that shows IDs left where none are costs one more move, at most once
+   * per shard and claim.
+   */
+  private async shardWithIdsAbove(
+    { settings }: Loaded,
+    spent: ReadonlySet<number>,
+  ): Promise<number | undefined> {
+    if (settings.shards < 2 || !this.isOpen()) return undefined;
+    const highest = this.buffer.highestAccepted;
+    const candidates = Array.from({ length: settings.shards }, (_, shard) => shard).filter(
+      (shard) => shard !== this.shard && !spent.has(shard),
+    );
+    const states = await Promise.all(
+      candidates.map((shard) =>
+        this.store.readDcStateLocal(this.name, granteeName(this.dc, shard)).catch(() => undefined),
+      ),
+    );
+    const above = candidates.filter((_, i) => {
+      const state = states[i];
+      if (state === undefined) return false;
+      // Its whole reserved range: a give-back may lower last_integer to the range's start (as
+      // far as IDs were claimed), and whatever comes after (the preloaded range, a grant still
+      // to install) was granted later, so lies above it.
+      const left = state.lastInteger < state.reservedMax || hasPreloaded(state);
+      return left && state.reservedMin > highest;
+    });
+    return above.length === 0 ? undefined : above[Math.floor(Math.random() * above.length)];
   }
 
   /** Claims from `shard` from now on, with a new DC allocator (going on from `replaces`). */

@@ -275,6 +275,39 @@ describe('Sequence: shards', () => {
     ]);
   });
 
+  it('goes on from another shard of its DC once the domain and its own shard are spent, if that one lies above its IDs', async () => {
+    const { store, ids } = await withSequence({
+      max: 40,
+      dcRangeSize: 10,
+      blockSize: 5,
+      threshold: 0.5,
+      shards: 2,
+    });
+    const random = vi.spyOn(Math, 'random');
+    random.mockReturnValueOnce(0.1); // shard dc1
+    const a = ids.sequence('orders');
+    const first = await draw(a, 6);
+    await settle(); // dc1 holds [1, 10] and, preloaded, [11, 20]
+    random.mockReturnValueOnce(0.9); // shard dc1/1
+    const b = processIn(store).sequence('orders');
+    const fromB = await draw(b, 1); // dc1/1: [21, 30], then [31, 40], the domain's end
+    await settle();
+    await b.close(); // gives back the rest of its block: dc1/1 holds IDs nobody serves now
+    random.mockRestore();
+    expect(a.grantee).toBe('dc1');
+    const rest = await drawUntilError(a);
+    expect(rest.error).toBeInstanceOf(SequenceExhaustedError);
+    // Past 20 its shard was spent; dc1/1's ranges lie above, and it went on from there.
+    expect(a.grantee).toBe('dc1/1');
+    expect(a.stats().shardMoves).toBe(1);
+    const fromA = [...first, ...rest.ids];
+    expectStrictlyIncreasing(fromA);
+    const all = [...fromA, ...fromB];
+    expectUnique(all);
+    // Every ID of the domain went to a caller, but for b's gaps.
+    expect(all.length + b.stats().wasted).toBe(40);
+  });
+
   it('keeps a running handle on its shard after an alter adds shards', async () => {
     vi.useFakeTimers();
     const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, shards: 2 });

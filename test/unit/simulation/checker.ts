@@ -11,6 +11,7 @@
  */
 import { checkSequence, type Violation } from '../../../src/admin/check.js';
 import { IdGenError, InvariantError, StateRolledBackError } from '../../../src/errors.js';
+import { dcOfGrantee } from '../../../src/names.js';
 import type { Grant } from '../../../src/store/port.js';
 import type { CallRecord, HandleHistory, History } from './history.js';
 
@@ -79,7 +80,13 @@ export function checkHistory(history: History): Finding[] {
   const finalRows = history.rowLog.at(-1)?.rows;
   for (const handle of history.handles) {
     checkIncreasing(handle, report);
-    checkInsideGrants(handle, finalRows?.grants.get(handle.dc) ?? [], report);
+    // Grants of every shard of the handle's DC: a handle whose shard is spent, with the domain,
+    // goes on from another shard whose IDs lie above its own.
+    const dc = dcOfGrantee(handle.dc);
+    const grants = [...(finalRows?.grants ?? new Map<string, readonly Grant[]>())]
+      .filter(([grantee]) => dcOfGrantee(grantee) === dc)
+      .flatMap(([, own]) => own);
+    checkInsideGrants(handle, grants, report);
     checkErrors(handle.name, handle.calls, report);
     const pending = handle.calls.filter((c) => c.returned === undefined);
     if (pending.length > 0 && !handle.crashed && history.settled) {
@@ -164,7 +171,7 @@ function checkInsideGrants(
   const shown = grants.map((g) => `#${g.number} [${g.min}, ${g.max}]`).join(', ') || 'none';
   report(
     'outside-grants',
-    `${handle.name} (${handle.dc}) gave ${outside.slice(0, LISTED).join(', ')}, outside ${handle.dc}'s grants (${shown})`,
+    `${handle.name} (${handle.dc}) gave ${outside.slice(0, LISTED).join(', ')}, outside the grants of its DC (${shown})`,
   );
 }
 

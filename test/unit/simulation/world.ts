@@ -188,6 +188,7 @@ class World implements Network {
   private readonly shardMoves: Record<ShardMoveReason, number> = {
     'lost races': 0,
     'no IDs and no SERIAL': 0,
+    'shard spent': 0,
   };
   /** What every process logs to: only shard moves are kept (counted, and in the trace). */
   readonly logger: Logger = {

@@ -122,8 +122,21 @@ export function monotonic(worker: Worker): boolean {
   return ids.every((id, i) => i === 0 || id > ids[i - 1]!);
 }
 
+/**
+ * Waits for every worker to end; each that ended with a summary must have written every ID it
+ * reports drawing (a file short of them would hide their duplicates from the checks).
+ */
 export async function finishAll(
   workers: readonly Worker[],
 ): Promise<(WorkerSummary | undefined)[]> {
-  return Promise.all(workers.map((w) => w.done));
+  const summaries = await Promise.all(workers.map((w) => w.done));
+  summaries.forEach((summary, i) => {
+    const written = readIds(workers[i]!).length;
+    if (summary !== undefined && summary.drawn !== written) {
+      throw new Error(
+        `worker ${workers[i]!.idFile} reports ${summary.drawn} IDs drawn, its file holds ${written}`,
+      );
+    }
+  });
+  return summaries;
 }

@@ -1,9 +1,11 @@
 /* global URL */
-// Resolves the torture worker's import of the library to fake-index.mjs.
+// Resolves the import of the library by the torture worker and by the draw worker of the
+// integration tests to fake-index.mjs.
 export async function resolve(specifier, context, next) {
   if (
     specifier.endsWith('src/index.js') &&
-    context.parentURL?.endsWith('scripts/torture/worker.ts')
+    (context.parentURL?.endsWith('scripts/torture/worker.ts') ||
+      context.parentURL?.endsWith('scripts/draw-worker.ts'))
   ) {
     return { url: new URL('./fake-index.mjs', import.meta.url).href, shortCircuit: true };
   }

@@ -298,8 +298,11 @@ describe('idgen-cass preflight', () => {
 });
 
 describe('idgen-cass', () => {
+  // As production runs it (and as the other files' keyspaces): 3 replicas per DC where the
+  // cluster has them.
+  const factor = Math.min(3, clusterInfo().nodesPerDc);
   const replication = dcNames()
-    .map((dc) => `${dc}:1`)
+    .map((dc) => `${dc}:${factor}`)
     .join(',');
 
   it('init creates the keyspace and tables, and is safe to re-run', async () => {

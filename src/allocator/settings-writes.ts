@@ -43,6 +43,9 @@ export async function createSettings(
   if (isOurs(result.verdict)) return settings;
   if (result.verdict === 'lost') {
     if (ifNotExists && result.found !== undefined) return result.found.settings;
+    // Another op after an unknown outcome: another create, or ours and then an alter (which
+    // writes its own op). Nothing tells which, so "exists, nothing changed" would be a guess.
+    if (result.reported === 'unknown') throw unknownOutcome('create sequence', result);
     throw new SequenceExistsError(settings.name, keyspace);
   }
   throw unknownOutcome('create sequence', result);
@@ -64,6 +67,8 @@ export async function alterSettings(
   changes: AlterSequenceOptions,
   keyspace: string,
 ): Promise<SequenceSettings> {
+  // Every attempt's op: a later attempt's round may find an earlier one's write committed.
+  const ours = new Set<string>();
   for (let attempt = 1; attempt <= MAX_ALTER_ATTEMPTS; attempt++) {
     // At SERIAL after a lost race: a LOCAL_QUORUM read could still show the settings it lost to.
     // And before "not found": a create that timed out may be committed in other DCs only.
@@ -75,25 +80,38 @@ export async function alterSettings(
     const next = Object.freeze({ ...current.settings, ...normalized });
     const sizes = pickSizes(next);
     const op = randomUUID();
+    ours.add(op);
     const result = await runConditionalWrite<StoredSettings>({
       write: () => store.alterSequence(name, current.op, sizes, op),
-      judge: (found) => judgeSettingsWrite(found, op),
+      judge: (found) => judgeSettingsWrite(found, ours),
       reread: () => store.readSequence(name, 'serial'),
     });
+    if (result.verdict === 'ours' && result.found?.op !== op) return result.found!.settings;
     if (isOurs(result.verdict)) return next;
     if (result.verdict === 'unknown') throw unknownOutcome('alter sequence', result);
+    // Another op after an unknown outcome, and not the one ours was conditional on: another
+    // alter won, or ours was applied and another alter came after it. Trying again would write
+    // ours over that one (or refuse a change already made, as shards below the count reached).
+    if (result.reported === 'unknown' && result.found?.op !== current.op) {
+      throw unknownOutcome('alter sequence', result);
+    }
   }
   throw new ContentionError(name, ALTER_OPERATION, MAX_ALTER_ATTEMPTS);
 }
 
 /**
- * Ours if the settings found carry our op; lost if they carry another (a settings write is
- * conditional on the op before it, so ours can no longer apply); unknown if none were found
- * after a create (ours may still be in flight).
+ * Ours if the settings found carry one of our ops; lost if they carry another (a settings write
+ * is conditional on the op before it, so ours can no longer apply, though it may have been
+ * applied before: the callers tell by what was reported); unknown if none were found after a
+ * create (ours may still be in flight).
  */
-function judgeSettingsWrite(found: StoredSettings | undefined, op: string): Judgement {
+function judgeSettingsWrite(
+  found: StoredSettings | undefined,
+  ours: string | ReadonlySet<string>,
+): Judgement {
   if (found === undefined) return 'unknown';
-  return found.op === op ? 'ours' : 'lost';
+  const own = typeof ours === 'string' ? found.op === ours : ours.has(found.op);
+  return own ? 'ours' : 'lost';
 }
 
 /** The error of a settings write whose outcome stayed unknown, naming the write. */

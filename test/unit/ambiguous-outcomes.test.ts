@@ -148,6 +148,48 @@ describe('concurrent alters', () => {
     // A process started now accepts the stored settings.
     expect(await processIn(store).sequence('orders').next()).toBe(1);
   });
+
+  it('never writes an alter again over one that came after it, when its own outcome stayed unknown', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 1_000, blockSize: 10, shards: 2 });
+    const other = processIn(store);
+    // Ours is applied and times out; before its re-read, another alter (made on ours) lands.
+    store.faults.push({
+      op: 'alterSequence',
+      effect: 'unknown-applied',
+      onHit: async () => {
+        await other.alterSequence('orders', { blockSize: 30, shards: 8 });
+      },
+    });
+    const error = await ids
+      .alterSequence('orders', { blockSize: 20, shards: 4 })
+      .catch((e: unknown) => e);
+    // Not a retry that writes blockSize 20 over 30, nor "shards must be at least 8": whether
+    // ours was applied cannot be told from here.
+    expect(error).toMatchObject({ code: 'IDGEN_STORE_UNAVAILABLE' });
+    expect((error as Error).message).toContain('may or may not have been applied');
+    expect(await ids.readSequence('orders')).toMatchObject({ blockSize: 30, shards: 8 });
+  });
+});
+
+describe('a create whose outcome stayed unknown, then an alter', () => {
+  it('says it may or may not have created the sequence, not that it existed', async () => {
+    const store = new MemoryStore({ keyspace: KEYSPACE });
+    const other = processIn(store);
+    store.faults.push({
+      op: 'createSequence',
+      effect: 'unknown-applied',
+      onHit: async () => {
+        await other.alterSequence('orders', { blockSize: 20 });
+      },
+    });
+    const error = await processIn(store)
+      .createSequence('orders', { dcRangeSize: 100, blockSize: 10, firstRanges: ['dc1'] })
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'IDGEN_STORE_UNAVAILABLE' });
+    expect((error as Error).message).toContain('may or may not have been applied');
+    // It was ours, first range and all.
+    expect((await store.readGrantsOverview('orders'))?.grants.get('dc1')).toHaveLength(1);
+  });
 });
 
 describe('take(count) after the DC range size was lowered below count', () => {

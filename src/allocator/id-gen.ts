@@ -331,10 +331,11 @@ export class IdGen {
   }
 
   /**
-   * Changes the DC range size, block size or threshold of sequence `name`. The changes are
-   * checked against the settings as stored, and written only if nobody changed them meanwhile
-   * (otherwise read and checked again). Handles already loaded keep the settings they read; new
-   * handles and processes use the new ones.
+   * Changes the sizes, threshold, claim interval, autonomy target or shards of sequence `name`.
+   * The changes are checked against the settings as stored, and written only if nobody changed
+   * them meanwhile (otherwise read and checked again). Running handles take them at their first
+   * block claim 10 s or more after they last read the settings (shards excepted: a running
+   * handle keeps its shard); new handles and processes use them at once.
    * @example
    * ```ts
    * await ids.alterSequence('orders', { blockSize: 5_000 });

@@ -54,6 +54,7 @@ import {
   grantsWentBack,
   stateWentBack,
   Watermarks,
+  type RowMarks,
   type Floor,
 } from './watermarks.js';
 
@@ -130,6 +131,11 @@ export interface DcAllocatorOptions {
    * count what it did on every shard. @default none
    */
   readonly continues?: DcAllocator | undefined;
+  /**
+   * The rollback marks of this grantee's rows as the process saw them, shared by the process's
+   * handles of the sequence (watermarks.ts). @default marks of this allocator's own
+   */
+  readonly marks?: RowMarks | undefined;
 }
 
 /** A block confirmed as this process's, with what the DC level needs to know after it. */
@@ -253,7 +259,7 @@ export class DcAllocator {
         },
         observer && ((error) => observer.failed(options.settings.name, error)),
       );
-    this.seen = new Watermarks(options.settings.start - 1n);
+    this.seen = new Watermarks(options.settings.start - 1n, options.marks);
   }
 
   private get sequence(): string {

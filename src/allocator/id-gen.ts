@@ -30,6 +30,7 @@ import { SYSTEM_CLOCK, type Clock } from './clock.js';
 import { alterSettings, createSettings } from './settings-writes.js';
 import { Sequence } from './sequence.js';
 import type { SequenceStats } from './sequence-stats.js';
+import { RowMarks } from './watermarks.js';
 
 /** What `connect()` gives {@link IdGen}. */
 export interface IdGenOptions {
@@ -189,6 +190,12 @@ export class IdGen {
   readonly #sequences = new Map<string, Sequence<number> | Sequence<bigint>>();
   /** Handles replaced while still closing: close() waits for them before closing the store. */
   readonly #replaced = new Set<Sequence<number> | Sequence<bigint>>();
+  /**
+   * The rollback marks of each sequence's grantees, as every handle of this process saw them: a
+   * handle opened after another (or beside it, number and bigint) checks its reads against what
+   * the other saw, so lost writes that one saw stop the next one too.
+   */
+  readonly #marks = new Map<string, RowMarks>();
   readonly #metrics: ProcessMetrics | undefined;
   #closing: Promise<void> | undefined;
 
@@ -265,6 +272,12 @@ export class IdGen {
       clock: this.#clock,
       callTimeoutMs: this.#callTimeoutMs,
       observer: this.#metrics,
+      marks: (grantee: string, start: bigint) => {
+        const key = `${name}\u0000${grantee}`;
+        let marks = this.#marks.get(key);
+        if (marks === undefined) this.#marks.set(key, (marks = new RowMarks(start - 1n)));
+        return marks;
+      },
     };
     const handle = bigint
       ? new Sequence({ ...context, ids: BIGINT_IDS })

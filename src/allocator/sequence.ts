@@ -41,6 +41,7 @@ import { FailureLog } from './failures.js';
 import type { AllocatorObserver } from './observer.js';
 import { sequenceStats, type SequenceStats } from './sequence-stats.js';
 import { Rate, blockSizeFor } from './sizing.js';
+import type { RowMarks } from './watermarks.js';
 
 /**
  * Lifecycle of a {@link Sequence}:
@@ -77,6 +78,12 @@ export interface SequenceContext<T extends number | bigint> {
   readonly callTimeoutMs: number;
   /** Told of waits, claim and range-request durations, and failures (metrics). @default none */
   readonly observer?: AllocatorObserver | undefined;
+  /**
+   * The process's rollback marks of a grantee's rows, shared by its handles of the sequence, so
+   * that a handle opened after another saw the rows sees what that one saw (watermarks.ts).
+   * @default marks of each DC allocator's own
+   */
+  readonly marks?: ((grantee: string, start: bigint) => RowMarks) | undefined;
 }
 
 /**
@@ -197,6 +204,7 @@ export class Sequence<T extends number | bigint> {
   private readonly clock: Clock;
   private readonly callTimeoutMs: number;
   private readonly observer: AllocatorObserver | undefined;
+  private readonly marks: SequenceContext<T>['marks'];
 
   private lifecycle: SequenceState = 'idle';
   private loaded: Loaded | undefined;
@@ -277,6 +285,7 @@ export class Sequence<T extends number | bigint> {
     this.callTimeoutMs = context.callTimeoutMs;
     const observer = context.observer;
     this.observer = observer;
+    this.marks = context.marks;
     this.failures = new FailureLog(
       this.log,
       PROCESS_FAILURES,
@@ -860,6 +869,7 @@ export class Sequence<T extends number | bigint> {
       onRolledBack: (error) => this.forfeit(error),
       observer: this.observer,
       continues: replaces,
+      marks: this.marks?.(granteeName(this.dc, shard), settings.start),
     });
     return { settings, allocator };
   }

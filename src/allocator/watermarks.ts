@@ -22,64 +22,85 @@ export interface Floor {
   readonly latestGrant: number;
 }
 
-/** The marks of one sequence in one DC, as this process saw its rows. */
-export class Watermarks {
-  private marks: { -readonly [K in keyof Floor]: Floor[K] };
+/**
+ * The marks of one grantee's rows (its DC state and the grant level), as a process saw them. A
+ * process's handles of the sequence share them (IdGen): rows only move forward, whoever read
+ * them.
+ */
+export class RowMarks {
+  version = 0;
+  /** The op of the state at `version`. */
+  op: string | undefined = undefined;
+  reservedGrant = 0;
+  installedGrant = 0;
+  latestGrant = 0;
 
   /** @param globalLast GLOBAL's `last_integer` before any grant: the sequence's `start - 1`. */
-  constructor(globalLast: bigint) {
-    this.marks = {
-      version: 0,
-      op: undefined,
-      reservedGrant: 0,
-      installedGrant: 0,
-      claimGrant: 0,
-      claimedUpTo: 0n,
-      globalLast,
-      latestGrant: 0,
-    };
+  constructor(public globalLast: bigint) {}
+}
+
+/**
+ * The marks of one sequence in one DC (or shard) for one DC allocator: the rows' marks, shared or
+ * its own, and its own claims. Claims stay the allocator's: only its own give-back moves
+ * `last_integer` below them, which another handle's marks would not know of.
+ */
+export class Watermarks {
+  private readonly rows: RowMarks;
+  private claimGrant = 0;
+  private claimedUpTo = 0n;
+
+  /**
+   * @param globalLast GLOBAL's `last_integer` before any grant: the sequence's `start - 1`.
+   * @param rows the rows' marks to share. @default marks of its own
+   */
+  constructor(globalLast: bigint, rows?: RowMarks) {
+    this.rows = rows ?? new RowMarks(globalLast);
   }
 
   /** A copy of the marks now; take it before sending the read it will judge. */
   floor(): Floor {
-    return { ...this.marks };
+    const { version, op, reservedGrant, installedGrant, globalLast, latestGrant } = this.rows;
+    return {
+      ...{ version, op, reservedGrant, installedGrant, globalLast, latestGrant },
+      claimGrant: this.claimGrant,
+      claimedUpTo: this.claimedUpTo,
+    };
   }
 
   /** Moves the marks up to `state` (never down: replies of concurrent calls arrive in any order). */
   raiseState(state: DcState): void {
-    const marks = this.marks;
-    if (state.version > marks.version) {
-      marks.version = state.version;
-      marks.op = state.op;
+    const rows = this.rows;
+    if (state.version > rows.version) {
+      rows.version = state.version;
+      rows.op = state.op;
     }
-    marks.reservedGrant = Math.max(marks.reservedGrant, state.reservedGrant);
-    marks.installedGrant = Math.max(marks.installedGrant, state.installedGrant);
+    rows.reservedGrant = Math.max(rows.reservedGrant, state.reservedGrant);
+    rows.installedGrant = Math.max(rows.installedGrant, state.installedGrant);
   }
 
   /** Moves the grant-level marks up to what `view` shows. */
   raiseGrants(view: GrantView): void {
-    this.marks.globalLast = max(this.marks.globalLast, view.globalLast);
-    this.marks.latestGrant = Math.max(this.marks.latestGrant, view.latest?.number ?? 0);
+    this.rows.globalLast = max(this.rows.globalLast, view.globalLast);
+    this.rows.latestGrant = Math.max(this.rows.latestGrant, view.latest?.number ?? 0);
   }
 
   /** Marks block `[…, last]`, claimed from the reserved range of grant `reservedGrant`. */
   raiseClaim(reservedGrant: number, last: bigint): void {
-    const marks = this.marks;
-    if (reservedGrant > marks.claimGrant) {
-      marks.claimGrant = reservedGrant;
-      marks.claimedUpTo = last;
-    } else if (reservedGrant === marks.claimGrant) {
-      marks.claimedUpTo = max(marks.claimedUpTo, last);
+    if (reservedGrant > this.claimGrant) {
+      this.claimGrant = reservedGrant;
+      this.claimedUpTo = last;
+    } else if (reservedGrant === this.claimGrant) {
+      this.claimedUpTo = max(this.claimedUpTo, last);
     }
   }
 
   /**
-   * Forgets the claimed blocks: from a give-back on, this process's own write may move
+   * Forgets the claimed blocks: from a give-back on, this allocator's own write may move
    * `last_integer` below them.
    */
   forgetClaims(): void {
-    this.marks.claimGrant = 0;
-    this.marks.claimedUpTo = 0n;
+    this.claimGrant = 0;
+    this.claimedUpTo = 0n;
   }
 }
 
@@ -103,7 +124,7 @@ export function stateWentBack(floor: Floor, state: DcState | undefined): string 
   if (state.reservedGrant < floor.reservedGrant || state.installedGrant < floor.installedGrant) {
     return `grants reserved #${state.reservedGrant} / installed #${state.installedGrant}, after #${floor.reservedGrant} / #${floor.installedGrant} were seen`;
   }
-  // Only this process's own give-back moves last_integer below its blocks, and it does not
+  // Only the allocator's own give-back moves last_integer below its blocks, and it does not
   // read again afterwards.
   if (state.reservedGrant === floor.claimGrant && state.lastInteger < floor.claimedUpTo) {
     return `last_integer ${state.lastInteger}, below ${floor.claimedUpTo} which this process claimed`;

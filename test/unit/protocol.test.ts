@@ -697,6 +697,20 @@ describe('rows that break invariants', () => {
     // A second process that never saw the lost writes cannot tell: only durable commits help.
     expect(Math.max(...error.ids)).toBeLessThanOrEqual(30);
   });
+
+  it('stops a handle opened after another one of the process saw rows that went back since', async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.5 });
+    const first = ids.sequence('orders');
+    const drawn = await draw(first, 25);
+    await settle();
+    await first.close(); // gives back what it did not hand out
+    store.rollBackDcState('orders', 'dc1', 2); // its last claim and its give-back are lost
+    // The next handle of this process has not read the rows yet, but the process has.
+    const next = ids.sequence('orders');
+    const after = await drawUntilError(next);
+    expect(after.error).toBeInstanceOf(StateRolledBackError);
+    expect(after.ids.filter((id) => drawn.includes(id))).toEqual([]);
+  });
 });
 
 describe('contention', () => {

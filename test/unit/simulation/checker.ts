@@ -7,10 +7,12 @@
  * The property: no ID handed out twice; each handle's IDs increasing; every ID inside a grant of
  * its handle's DC; the rows passing `check` after every step. Two checks go further, to catch
  * a defect before a later claim turns it into a duplicate: an ID handed out stays claimed in the
- * rows, and no call fails because the allocator found its rows broken or gone back.
+ * rows, and no call fails because the allocator found its rows broken or gone back. A number
+ * handle hands out no ID of a domain past 2^53-1.
  */
 import { checkSequence, type Violation } from '../../../src/admin/check.js';
 import { IdGenError, InvariantError, StateRolledBackError } from '../../../src/errors.js';
+import { MAX_SAFE_ID } from '../../../src/options.js';
 import type { Grant } from '../../../src/store/port.js';
 import type { CallRecord, HandleHistory, History } from './history.js';
 
@@ -33,7 +35,9 @@ export type FindingKind =
   /** A call failed with an error the allocator does not define: a crash, not a verdict. */
   | 'unexpected-error'
   /** A call of a live process never settled though nothing was left to run. */
-  | 'stuck';
+  | 'stuck'
+  /** A number handle handed out IDs of a domain past 2^53-1 (it must refuse the sequence). */
+  | 'number-past-safe';
 
 /** The kinds that say the protocol handed out IDs wrongly or broke its rows. */
 export const SAFETY_KINDS: readonly FindingKind[] = [
@@ -57,7 +61,7 @@ export function checkHistory(history: History): Finding[] {
   const report = (kind: FindingKind, message: string) => findings.push({ kind, message });
 
   // No ID twice, across every handle of every process of every DC.
-  const owners = new Map<number, string[]>();
+  const owners = new Map<bigint, string[]>();
   for (const handle of history.handles) {
     handle.calls.forEach((call, index) => {
       for (const id of call.ids) {
@@ -97,6 +101,7 @@ export function checkHistory(history: History): Finding[] {
     }
   }
   checkClaimed(history, report);
+  checkNumberDomain(history, report);
   return findings;
 }
 
@@ -159,7 +164,7 @@ function checkInsideGrants(
 ): void {
   const outside = handle.calls
     .flatMap((c) => c.ids)
-    .filter((id) => !grants.some((g) => BigInt(id) >= g.min && BigInt(id) <= g.max));
+    .filter((id) => !grants.some((g) => id >= g.min && id <= g.max));
   if (outside.length === 0) return;
   const shown = grants.map((g) => `#${g.number} [${g.min}, ${g.max}]`).join(', ') || 'none';
   report(
@@ -187,7 +192,7 @@ function checkClaimed(
         ),
     )
     .sort((a, b) => a.at - b.at);
-  const byDc = new Map<string, { id: number; by: string }[]>();
+  const byDc = new Map<string, { id: bigint; by: string }[]>();
   let next = 0;
   for (const { step, event, rows } of history.rowLog) {
     for (; next < given.length && given[next]!.at < event; next++) {
@@ -199,10 +204,9 @@ function checkClaimed(
     for (const [dc, state] of rows.states) {
       const preloaded = state.installedGrant === state.reservedGrant + 1;
       const lost = (byDc.get(dc) ?? []).find(({ id }) => {
-        const n = BigInt(id);
-        const inReserved = n >= state.reservedMin && n <= state.reservedMax;
-        const inPreloaded = preloaded && n >= state.preloadedMin && n <= state.preloadedMax;
-        return (inReserved && n > state.lastInteger) || inPreloaded;
+        const inReserved = id >= state.reservedMin && id <= state.reservedMax;
+        const inPreloaded = preloaded && id >= state.preloadedMin && id <= state.preloadedMax;
+        return (inReserved && id > state.lastInteger) || inPreloaded;
       });
       if (lost !== undefined) {
         report(
@@ -212,6 +216,24 @@ function checkClaimed(
         return;
       }
     }
+  }
+}
+
+/** A number handle refuses a domain past 2^53-1 (IDGEN_DOMAIN_NEEDS_BIGINT) before any ID. */
+function checkNumberDomain(
+  history: History,
+  report: (kind: FindingKind, message: string) => void,
+): void {
+  const max = history.rowLog.at(-1)?.rows.settings.max;
+  if (max === undefined || max <= MAX_SAFE_ID) return;
+  for (const handle of history.handles) {
+    if (handle.bigint) continue;
+    const call = handle.calls.find((c) => c.ids.length > 0);
+    if (call === undefined) continue;
+    report(
+      'number-past-safe',
+      `${handle.name} ${call.call} gave ${call.ids.join(', ')} from a domain up to ${max}`,
+    );
   }
 }
 

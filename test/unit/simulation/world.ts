@@ -24,13 +24,15 @@ import {
   type ShardMoveReason,
 } from '../../../src/allocator/sequence.js';
 import type { Logger } from '../../../src/logger.js';
+import { MAX_SAFE_ID } from '../../../src/options.js';
 import { MemoryStore } from '../../../src/store/memory.js';
 import { SimClock } from './clock.js';
-import type { CallRecord, HandleHistory, History, RowsAt } from './history.js';
+import type { CallRecord, Fired, HandleHistory, History, RowsAt } from './history.js';
 import {
   DCS,
   SEQUENCE,
   SERIAL_OUTAGE_MS,
+  domainBounds,
   type Command,
   type FaultSite,
   type PlannedFault,
@@ -78,7 +80,6 @@ async function storeWithSequence(scenario: Scenario): Promise<MemoryStore> {
     autonomySeconds,
     maxDcRangeSize,
     shards,
-    max,
     firstRanges,
   } = scenario.settings;
   await new IdGen({ store, dc: DCS[0], keyspace: KEYSPACE }).createSequence(SEQUENCE, {
@@ -91,7 +92,7 @@ async function storeWithSequence(scenario: Scenario): Promise<MemoryStore> {
     maxDcRangeSize,
     shards,
     firstRanges,
-    ...(max === undefined ? {} : { max }),
+    ...domainBounds(scenario.settings),
   });
   return store;
 }
@@ -146,6 +147,7 @@ class Process {
     const sequence = this.ids.sequence(SEQUENCE, { bigint: this.bigint });
     const history: HandleHistory = {
       name: `${this.name}/h${this.handles.length + 1}`,
+      bigint: this.bigint,
       // The shard the handle picked when it loaded (its DC before): its IDs are that grantee's.
       get dc() {
         return sequence.grantee;
@@ -167,6 +169,8 @@ class Process {
 /** A client's place: the process it talks to, and that process's handles it calls. */
 interface Slot {
   readonly index: number;
+  /** The client itself, whose pauses outlive a restart of the process it calls. */
+  readonly client: { readonly name: string; readonly crashed: false };
   process: Process;
   restarts: number;
   current: Handle | undefined;
@@ -176,6 +180,7 @@ interface Slot {
 
 class World implements Network {
   readonly handles: HandleHistory[] = [];
+  private readonly fired: Fired = { pauses: 0, aborts: 0 };
   readonly clock: SimClock;
   private readonly otherErrors: { call: string; error: unknown }[] = [];
   private readonly slots: Slot[];
@@ -225,6 +230,7 @@ class World implements Network {
     }
     this.slots = scenario.processes.map((p, index) => ({
       index,
+      client: { name: `client ${index}`, crashed: false },
       process: new Process(this, `p${index}.0`, p.dc, p.bigint),
       restarts: 0,
       current: undefined,
@@ -305,8 +311,10 @@ class World implements Network {
       }
     }
     const count = 2 * this.scenario.settings.blockSize + 1;
+    // Number handles would only be refused a domain past 2^53-1.
+    const bigint = (domainBounds(this.scenario.settings).max ?? 0n) > MAX_SAFE_ID;
     for (const dc of DCS) {
-      void this.draw(new Process(this, `final-${dc}`, dc, false).open(), count, true);
+      void this.draw(new Process(this, `final-${dc}`, dc, bigint).open(), count, true);
     }
   }
 
@@ -321,6 +329,7 @@ class World implements Network {
       steps: this.steps,
       trace: this.trace,
       shardMoves: { ...this.shardMoves },
+      fired: { ...this.fired },
     };
   }
 
@@ -338,7 +347,7 @@ class World implements Network {
       case 'next': {
         const handle = this.target(slot, command.target);
         if (handle === undefined) return undefined;
-        const call = this.call(handle, 'next', () => handle.sequence.next());
+        const call = this.nextWithOptions(handle, command.timeoutMs, command.abort === true);
         return command.wait ? call : undefined;
       }
       case 'tryNext': {
@@ -356,8 +365,8 @@ class World implements Network {
         const count = command.count === 'block' ? this.scenario.settings.blockSize : command.count;
         const call = this.call(handle, `take(${count})`, async () => {
           const range = await handle.sequence.take(count);
-          const ids: number[] = [];
-          for (let id = Number(range.first); id <= Number(range.last); id++) ids.push(id);
+          const ids: bigint[] = [];
+          for (let id = BigInt(range.first); id <= BigInt(range.last); id++) ids.push(id);
           return ids;
         });
         return command.wait ? call : undefined;
@@ -387,6 +396,10 @@ class World implements Network {
         this.replace(slot);
         return undefined;
       }
+      case 'pause':
+        return this.clock.sleep(slot.client, command.ms).then(() => {
+          this.fired.pauses++;
+        });
       case 'alter': {
         const name = `${slot.process.name} alter`;
         slot.process.ids.alterSequence(SEQUENCE, command.changes).then(
@@ -399,6 +412,41 @@ class World implements Network {
         return undefined;
       }
     }
+  }
+
+  /**
+   * next() with the call's own deadline and a signal, if the command carries them; the signal
+   * fires at a step the scheduler picks (counted if the call was still pending then).
+   */
+  private nextWithOptions(
+    handle: Handle,
+    timeoutMs: number | undefined,
+    abort: boolean,
+  ): Promise<boolean> {
+    const controller = abort ? new AbortController() : undefined;
+    const name = [
+      'next',
+      ...(timeoutMs === undefined ? [] : [`${timeoutMs} ms`]),
+      ...(abort ? ['signal'] : []),
+    ].join(' ');
+    const options = {
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
+      ...(controller === undefined ? {} : { signal: controller.signal }),
+    };
+    let pending = true;
+    const call = this.call(handle, name, () => handle.sequence.next(options)).finally(() => {
+      pending = false;
+    });
+    if (controller !== undefined) {
+      const label = `${handle.history.name} ${name}: the signal fires`;
+      void this.scheduler.schedule(Promise.resolve(), label).then(() => {
+        if (handle.history.crashed) return;
+        if (pending) this.fired.aborts++;
+        this.log(label);
+        controller.abort();
+      });
+    }
+    return call;
   }
 
   /** Callers that go on calling a closing handle, each at a step the scheduler picks. */
@@ -432,7 +480,7 @@ class World implements Network {
     const record: CallRecord = { call: 'tryNext', issued: at, returned: at, ids: [] };
     try {
       const id = handle.sequence.tryNext();
-      if (id !== undefined) record.ids = [Number(id)];
+      if (id !== undefined) record.ids = [BigInt(id)];
     } catch (error) {
       record.error = error;
     }
@@ -444,14 +492,14 @@ class World implements Network {
   private async call(
     handle: Handle,
     name: string,
-    call: () => Promise<number | bigint | number[]>,
+    call: () => Promise<number | bigint | bigint[]>,
   ): Promise<boolean> {
     const history = handle.history;
     const record: CallRecord = { call: name, issued: this.event(), returned: undefined, ids: [] };
     history.calls.push(record);
     try {
       const result = await call();
-      record.ids = Array.isArray(result) ? result : [Number(result)];
+      record.ids = Array.isArray(result) ? result : [BigInt(result)];
     } catch (error) {
       record.error = error;
     }

@@ -1,0 +1,66 @@
+/**
+ * How many runs went through each of the simulation's rarer paths: counted from the histories,
+ * so that the test can require that the runs still reach them, and print how often they did.
+ *
+ * {@link MEASURED} is no coverage: runs the step limit cut short.
+ */
+import { IdGenError } from '../../../src/errors.js';
+import type { History } from './history.js';
+import type { Scenario } from './model.js';
+
+/** Paths the runs must go through: each count must stay above 0 (see the test). */
+export const COVERED = [
+  'moves after lost races',
+  'moves with no IDs and no SERIAL',
+  'domains past 2^31',
+  'runs with a number handle refused (DOMAIN_NEEDS_BIGINT)',
+  'runs with a pause ended',
+  'runs with an alter that raised shards',
+  'runs with a call past its own deadline (DEADLINE_EXCEEDED)',
+  'runs with a signal fired on a pending call',
+  'runs with a call aborted (ABORTED)',
+] as const;
+
+/** Counts only printed. */
+export const MEASURED = ['runs stopped at the step limit'] as const;
+
+const KEYS = [...COVERED, ...MEASURED];
+
+export type CoverageKey = (typeof KEYS)[number];
+
+export class Coverage {
+  runs = 0;
+  readonly counts = Object.fromEntries(KEYS.map((key) => [key, 0])) as Record<CoverageKey, number>;
+
+  add(scenario: Scenario, history: History): void {
+    const count = (key: CoverageKey, by = 1) => {
+      this.counts[key] += by;
+    };
+    const codes = new Set(
+      history.handles.flatMap((h) =>
+        h.calls.map((c) => (c.error instanceof IdGenError ? c.error.code : undefined)),
+      ),
+    );
+    this.runs++;
+    if (!history.settled) count('runs stopped at the step limit');
+    count('moves after lost races', history.shardMoves['lost races']);
+    count('moves with no IDs and no SERIAL', history.shardMoves['no IDs and no SERIAL']);
+    if (scenario.settings.domain !== 'low') count('domains past 2^31');
+    if (codes.has('IDGEN_DOMAIN_NEEDS_BIGINT'))
+      count('runs with a number handle refused (DOMAIN_NEEDS_BIGINT)');
+    if (history.fired.pauses > 0) count('runs with a pause ended');
+    const shards = history.rowLog.at(-1)?.rows.settings.shards ?? 0;
+    if (shards > scenario.settings.shards) count('runs with an alter that raised shards');
+    if (codes.has('IDGEN_DEADLINE_EXCEEDED')) {
+      count('runs with a call past its own deadline (DEADLINE_EXCEEDED)');
+    }
+    if (history.fired.aborts > 0) count('runs with a signal fired on a pending call');
+    if (codes.has('IDGEN_ABORTED')) count('runs with a call aborted (ABORTED)');
+  }
+
+  describe(): string {
+    const width = Math.max(...KEYS.map((key) => key.length));
+    const lines = KEYS.map((key) => `${key.padEnd(width)} ${this.counts[key]}`);
+    return [`${'runs'.padEnd(width)} ${this.runs}`, ...lines].join('\n');
+  }
+}

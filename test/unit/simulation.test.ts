@@ -8,8 +8,10 @@
  * then Unavailable or a lost connection, applied then a timeout, timeouts of writes not applied,
  * writes left in flight and finished by a later round, reads failing, a DC cut off from SERIAL
  * for a while). Domains lie low, or at the top of the safe numbers, across 2^53 (number handles
- * must refuse them) or at the top of int63. The checker trusts only what callers were given and
- * the rows (simulation/checker.ts).
+ * must refuse them) or at the top of int63. In half the runs live handles hand out every ID
+ * they hold before the end. The checker trusts only what callers were given and the rows
+ * (simulation/checker.ts), but for one white-box oracle: after every step, the unused IDs live
+ * handles hold are held once and were not handed out yet.
  *
  * A failure prints the seed, the path and the shrunk counterexample: the scenario, the
  * scheduler's order of every task, and the run's trace. Replay it with

@@ -5,10 +5,11 @@
  * runs the one list of DC-state invariants, dcStateViolations, against every DC's state).
  *
  * The property: no ID handed out twice; each handle's IDs increasing; every ID inside a grant of
- * its handle's DC; the rows passing `check` after every step. Two checks go further, to catch
+ * its handle's DC; the rows passing `check` after every step. Three checks go further, to catch
  * a defect before a later claim turns it into a duplicate: an ID handed out stays claimed in the
- * rows, and no call fails because the allocator found its rows broken or gone back. A number
- * handle hands out no ID of a domain past 2^53-1.
+ * rows; no call fails because the allocator found its rows broken or gone back; and no unused
+ * ID of a live handle's blocks is held by another such handle or was handed out already (the
+ * one white-box look, history.ts). A number handle hands out no ID of a domain past 2^53-1.
  */
 import { checkSequence, type Violation } from '../../../src/admin/check.js';
 import { IdGenError, InvariantError, StateRolledBackError } from '../../../src/errors.js';
@@ -36,6 +37,11 @@ export type FindingKind =
   | 'unexpected-error'
   /** A call of a live process never settled though nothing was left to run. */
   | 'stuck'
+  /**
+   * After some step, an unused ID in a live, serving handle's blocks was held by another such
+   * handle too, or had been handed out already: one of them will hand it out again.
+   */
+  | 'held-twice'
   /** A number handle handed out IDs of a domain past 2^53-1 (it must refuse the sequence). */
   | 'number-past-safe';
 
@@ -47,6 +53,7 @@ export const SAFETY_KINDS: readonly FindingKind[] = [
   'rows-broken',
   'unclaimed',
   'allocator-saw-broken-rows',
+  'held-twice',
 ];
 
 export interface Finding {
@@ -101,6 +108,7 @@ export function checkHistory(history: History): Finding[] {
     }
   }
   checkClaimed(history, report);
+  checkHeld(history, report);
   checkNumberDomain(history, report);
   return findings;
 }
@@ -183,15 +191,7 @@ function checkClaimed(
   history: History,
   report: (kind: FindingKind, message: string) => void,
 ): void {
-  const given = history.handles
-    .flatMap((handle) =>
-      handle.calls
-        .filter((call) => call.returned !== undefined)
-        .flatMap((call) =>
-          call.ids.map((id) => ({ id, dc: handle.dc, at: call.returned!, by: handle.name })),
-        ),
-    )
-    .sort((a, b) => a.at - b.at);
+  const given = handedOut(history);
   const byDc = new Map<string, { id: bigint; by: string }[]>();
   let next = 0;
   for (const { step, event, rows } of history.rowLog) {
@@ -212,6 +212,56 @@ function checkClaimed(
         report(
           'unclaimed',
           `after step ${step}, ${dc}'s state (v${state.version}, last_integer ${state.lastInteger}, reserved [${state.reservedMin}, ${state.reservedMax}]${preloaded ? `, preloaded [${state.preloadedMin}, ${state.preloadedMax}]` : ''}) no longer counts ID ${lost.id} as claimed, which ${lost.by} handed out before`,
+        );
+        return;
+      }
+    }
+  }
+}
+
+/** Every ID handed out, with its handle, in the order the calls returned. */
+function handedOut(history: History): { id: bigint; dc: string; at: number; by: string }[] {
+  return history.handles
+    .flatMap((handle) =>
+      handle.calls
+        .filter((call) => call.returned !== undefined)
+        .flatMap((call) =>
+          call.ids.map((id) => ({ id, dc: handle.dc, at: call.returned!, by: handle.name })),
+        ),
+    )
+    .sort((a, b) => a.at - b.at);
+}
+
+/**
+ * After every step, the unused IDs live, serving handles hold lie apart, and none was handed
+ * out already: an ID held twice is handed out twice once both holders get to it (a give-back
+ * that returned IDs still served, a claim of IDs another process holds), which a run may end
+ * before its callers see.
+ */
+function checkHeld(history: History, report: (kind: FindingKind, message: string) => void): void {
+  const given = handedOut(history);
+  const givenBy = new Map<bigint, string>();
+  let next = 0;
+  for (const { step, event, held } of history.heldLog) {
+    for (; next < given.length && given[next]!.at < event; next++) {
+      givenBy.set(given[next]!.id, given[next]!.by);
+    }
+    const runs = [...held].sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
+    for (const [i, run] of runs.entries()) {
+      const before = runs[i - 1];
+      if (before !== undefined && run.first <= before.last) {
+        report(
+          'held-twice',
+          `after step ${step}, ${before.by} holds [${before.first}, ${before.last}] unused and ${run.by} [${run.first}, ${run.last}]`,
+        );
+        return;
+      }
+      for (let id = run.first; id <= run.last; id++) {
+        const by = givenBy.get(id);
+        if (by === undefined) continue;
+        report(
+          'held-twice',
+          `after step ${step}, ${run.by} holds ID ${id} unused, which ${by} handed out before`,
         );
         return;
       }

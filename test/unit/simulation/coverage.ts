@@ -19,6 +19,7 @@ export const COVERED = [
   'runs with a call past its own deadline (DEADLINE_EXCEEDED)',
   'runs with a signal fired on a pending call',
   'runs with a call aborted (ABORTED)',
+  'runs that drained live handles',
 ] as const;
 
 /** Counts only printed. */
@@ -56,6 +57,7 @@ export class Coverage {
     }
     if (history.fired.aborts > 0) count('runs with a signal fired on a pending call');
     if (codes.has('IDGEN_ABORTED')) count('runs with a call aborted (ABORTED)');
+    if (history.fired.drained > 0) count('runs that drained live handles');
   }
 
   describe(): string {

@@ -41,12 +41,31 @@ export interface RowsAt {
   readonly rows: CheckSnapshot;
 }
 
+/**
+ * The unused IDs of one live handle's current and preloaded blocks (its buffer serving): IDs
+ * its callers may still be given.
+ */
+export interface HeldRun {
+  readonly by: string;
+  readonly first: bigint;
+  readonly last: bigint;
+}
+
+/** What every live, serving handle held unused after `step`, at position `event`. */
+export interface HeldAt {
+  readonly step: number;
+  readonly event: number;
+  readonly held: readonly HeldRun[];
+}
+
 /** How often the simulation's own commands and faults fired in a run, for coverage counts. */
 export interface Fired {
   /** Pauses of a client that ran to their end. */
   pauses: number;
   /** Signals of next() calls fired while the call was still pending. */
   aborts: number;
+  /** IDs live handles handed out in the drain at the end. */
+  drained: number;
 }
 
 export interface History {
@@ -58,6 +77,11 @@ export interface History {
    * end, read after the last call returned.
    */
   readonly rowLog: readonly RowsAt[];
+  /**
+   * What live handles held unused after every step that changed it (a white-box look into each
+   * handle's block buffer, the one thing here not seen by a caller).
+   */
+  readonly heldLog: readonly HeldAt[];
   readonly fired: Readonly<Fired>;
   /** Moves of handles to another shard before their first block, by reason (their logs). */
   readonly shardMoves: Readonly<Record<ShardMoveReason, number>>;

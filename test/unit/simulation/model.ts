@@ -225,6 +225,8 @@ export interface Scenario {
   readonly processes: readonly SimProcess[];
   readonly commands: readonly Command[];
   readonly faults: readonly PlannedFault[];
+  /** At the end, live handles hand out every ID they hold (tryNext) before they close. */
+  readonly drainAtEnd: boolean;
   /** Seeds the allocator's backoff jitter (Math.random) for this run. */
   readonly jitterSeed: number;
 }
@@ -424,6 +426,7 @@ export function scenarioArb(bounds: ScenarioBounds = DEFAULT_BOUNDS): fc.Arbitra
       size: 'medium',
     }),
     faults: fc.array(faultArb, { maxLength: bounds.faults, size: 'medium' }),
+    drainAtEnd: fc.boolean(),
     jitterSeed: fc.integer(),
   });
 }

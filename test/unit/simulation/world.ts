@@ -9,14 +9,16 @@
  * exactly from its seed (the allocator's jitter is seeded too).
  *
  * Once the commands are done, every open handle closes while a new process in each DC draws, so
- * each run ends with give-backs racing claims.
+ * each run ends with give-backs racing claims; in half the runs the live handles first hand out
+ * every ID they hold, so that IDs held twice become IDs handed out twice.
  *
- * Nothing here judges the run: it records what callers were given and the rows after each step
- * (history.ts) for checker.ts.
+ * Nothing here judges the run: it records what callers were given, the rows after each step and
+ * what live handles held unused after each step (history.ts) for checker.ts.
  */
 import type fc from 'fast-check';
 
 import type { CheckSnapshot } from '../../../src/admin/check.js';
+import type { BlockBuffer } from '../../../src/allocator/block-buffer.js';
 import { IdGen } from '../../../src/allocator/id-gen.js';
 import {
   SHARD_MOVE_MESSAGE,
@@ -27,7 +29,15 @@ import type { Logger } from '../../../src/logger.js';
 import { MAX_SAFE_ID } from '../../../src/options.js';
 import { MemoryStore } from '../../../src/store/memory.js';
 import { SimClock } from './clock.js';
-import type { CallRecord, Fired, HandleHistory, History, RowsAt } from './history.js';
+import type {
+  CallRecord,
+  Fired,
+  HandleHistory,
+  HeldAt,
+  HeldRun,
+  History,
+  RowsAt,
+} from './history.js';
 import {
   DCS,
   SEQUENCE,
@@ -122,6 +132,14 @@ interface Handle {
   readonly history: HandleHistory;
 }
 
+/**
+ * White-box: the handle's block buffer, private to Sequence (TypeScript lets a test name a
+ * private member in brackets). Only the held-twice oracle reads it; nothing is changed.
+ */
+function bufferOf(handle: Handle): BlockBuffer<number> | BlockBuffer<bigint> {
+  return handle.sequence['buffer'];
+}
+
 /** One incarnation of a process: an IdGen, until it is shut down or dies. */
 class Process {
   crashed = false;
@@ -156,8 +174,9 @@ class Process {
       crashed: false,
     };
     this.handles.push(history);
-    this.world.handles.push(history);
-    return { sequence, history };
+    const handle = { sequence, history };
+    this.world.opened(handle);
+    return handle;
   }
 
   crash(): void {
@@ -180,7 +199,11 @@ interface Slot {
 
 class World implements Network {
   readonly handles: HandleHistory[] = [];
-  private readonly fired: Fired = { pauses: 0, aborts: 0 };
+  /** Every handle opened, for the held-twice oracle (crashed and closed ones are skipped). */
+  private readonly opens: Handle[] = [];
+  private readonly heldLog: HeldAt[] = [];
+  private lastHeldKey = '';
+  private readonly fired: Fired = { pauses: 0, aborts: 0, drained: 0 };
   readonly clock: SimClock;
   private readonly otherErrors: { call: string; error: unknown }[] = [];
   private readonly slots: Slot[];
@@ -250,6 +273,11 @@ class World implements Network {
     this.rowsTouched = true;
   }
 
+  opened(handle: Handle): void {
+    this.handles.push(handle.history);
+    this.opens.push(handle);
+  }
+
   nextFault(site: FaultSite): PlannedFault['fault'] | undefined {
     const index = this.sent.get(site) ?? 0;
     this.sent.set(site, index + 1);
@@ -296,7 +324,29 @@ class World implements Network {
       await this.scheduler.waitNext(1);
       await drainMicrotasks();
       if (this.rowsTouched) await this.recordRows();
+      this.recordHeld();
     }
+  }
+
+  /**
+   * What every live, serving handle holds unused now: its current block past the IDs taken,
+   * and its preloaded block. Recorded when it changed since the step before.
+   */
+  private recordHeld(): void {
+    const held: HeldRun[] = [];
+    for (const handle of this.opens) {
+      if (handle.history.crashed) continue;
+      const buffer = bufferOf(handle);
+      if (!buffer.serving) continue;
+      for (const block of [buffer.current, buffer.preloaded]) {
+        if (block === undefined || block.remaining === 0) continue;
+        held.push({ by: handle.history.name, first: block.nextUnused, last: block.last });
+      }
+    }
+    const key = held.map((run) => `${run.by}:${run.first}-${run.last}`).join(' ');
+    if (key === this.lastHeldKey) return;
+    this.lastHeldKey = key;
+    this.heldLog.push({ step: this.steps, event: this.event(), held });
   }
 
   /**
@@ -304,6 +354,7 @@ class World implements Network {
    * in each DC draws at its own pace, so that give-backs race claims one at a time.
    */
   closeAllWhileDrawing(): void {
+    if (this.scenario.drainAtEnd) this.drainLiveHandles();
     this.log('every handle closes while a new process in each DC draws');
     for (const slot of this.slots) {
       for (const handle of [slot.current, slot.previous]) {
@@ -318,6 +369,24 @@ class World implements Network {
     }
   }
 
+  /**
+   * Every live open handle hands out what it holds, at once (tryNext until it has none): an
+   * ID two handles hold shows up as a duplicate, not only to the held-twice oracle.
+   */
+  private drainLiveHandles(): void {
+    this.log('every live handle hands out the IDs it holds');
+    for (const slot of this.slots) {
+      const handle = slot.current;
+      if (handle === undefined) continue;
+      // A block holds at most a few dozen IDs here; the bound only guards against a loop.
+      for (let i = 0; i < 1_000; i++) {
+        const record = this.tryNext(handle);
+        if (record.ids.length === 0) break;
+        this.fired.drained++;
+      }
+    }
+  }
+
   async history(): Promise<History> {
     // The rows once more, after the last call returned, whether or not they changed.
     await this.recordRows(true);
@@ -329,6 +398,7 @@ class World implements Network {
       steps: this.steps,
       trace: this.trace,
       shardMoves: { ...this.shardMoves },
+      heldLog: this.heldLog,
       fired: { ...this.fired },
     };
   }
@@ -475,7 +545,7 @@ class World implements Network {
     return target === 'current' ? this.open(slot) : slot.previous;
   }
 
-  private tryNext(handle: Handle): void {
+  private tryNext(handle: Handle): CallRecord {
     const at = this.event();
     const record: CallRecord = { call: 'tryNext', issued: at, returned: at, ids: [] };
     try {
@@ -486,6 +556,7 @@ class World implements Network {
     }
     handle.history.calls.push(record);
     this.log(`${handle.history.name} tryNext → ${describeCall(record)}`);
+    return record;
   }
 
   /** Runs a call of `handle`, recording the IDs it returns or the error it rejects with. */

@@ -13,6 +13,11 @@
  * (simulation/checker.ts), but for one white-box oracle: after every step, the unused IDs live
  * handles hold are held once and were not handed out yet.
  *
+ * In about one run of eight, a DC state loses its last one or two acknowledged writes (a
+ * rollback, as with `commitlog_sync: periodic`): those runs are held to what docs/design.md
+ * promises then (no ID from a handle after it reported IDGEN_STATE_ROLLED_BACK, no unexpected
+ * error, no call left hanging), and their duplicates are counted and printed, not failed.
+ *
  * A failure prints the seed, the path and the shrunk counterexample: the scenario, the
  * scheduler's order of every task, and the run's trace. Replay it with
  *   SIM_SEED=<seed> SIM_PATH=<path> npx vitest run test/unit/simulation.test.ts
@@ -30,6 +35,7 @@ import {
   SimulationViolation,
   checkHistory,
   type FindingKind,
+  type Verdict,
 } from './simulation/checker.js';
 import { COVERED, Coverage } from './simulation/coverage.js';
 import type { History } from './simulation/history.js';
@@ -41,13 +47,15 @@ const RUNS = Number(process.env.SIM_RUNS ?? 2_000);
 /** A run that has not settled by then stops (unmutated runs settle within a few hundred). */
 const MAX_STEPS = 5_000;
 
-/** @param onRun sees each run's scenario and history, before it is checked. */
-function simulation(onRun?: (scenario: Scenario, history: History) => void) {
+/** @param onRun sees each run's scenario, history and verdict, before a violation throws. */
+function simulation(onRun?: (scenario: Scenario, history: History, verdict: Verdict) => void) {
   return fc.asyncProperty(fc.scheduler(), scenarioArb(), async (scheduler, scenario) => {
     const history = await simulate(scheduler, scenario, { maxSteps: MAX_STEPS });
-    onRun?.(scenario, history);
-    const findings = checkHistory(history);
-    if (findings.length > 0) throw new SimulationViolation(findings, history.trace);
+    const verdict = checkHistory(history);
+    onRun?.(scenario, history, verdict);
+    if (verdict.violations.length > 0) {
+      throw new SimulationViolation(verdict.violations, history.trace);
+    }
   });
 }
 
@@ -69,8 +77,8 @@ describe('deterministic simulation of the allocator', () => {
       simulation((...run) => coverage.add(...run)),
       { numRuns: RUNS, includeErrorInReport: true, ...replaying },
     );
-    // What the runs went through, printed so that a change shows (shrinking runs count too,
-    // so a failure's counts are off).
+    // What the runs went through, and the harm of lost writes that nothing reports: printed
+    // so that a change in either shows (shrinking runs count too, so a failure's counts are off).
     console.info(`simulation coverage:\n${coverage.describe()}`);
     // The runs went through each rarer path, so the property above covers it: both moves to
     // another shard before a first block (in 3,000 runs when this was written: 268 after lost
@@ -84,10 +92,11 @@ describe('deterministic simulation of the allocator', () => {
 
 /**
  * The mutations the simulation catches, each with a fixed seed and what its failure must show.
- * The seeds were picked among 1 to 25, all of which fail (each when it was written: within 40
- * runs for 'serve-while-closing', 190 for 'unknown-as-not-written', 30 for 'unknown-as-ours',
- * 111 for 'move-after-first-block' with the SERIAL outages), as ones that fail within a few runs
- * with an ID handed out twice (the last: with IDs of two shards).
+ * The seeds were picked among 1 to 25, all of which fail (each when it was written: within 98
+ * runs for 'serve-while-closing', 341 for 'unknown-as-not-written', 15 for 'unknown-as-ours',
+ * 82 for 'move-after-first-block', once the runs held rollbacks, pauses, deadlines and domains
+ * past 2^31), as ones that fail within a few runs with an ID handed out twice (the last: with IDs
+ * of two shards).
  *
  * 'dc-state-at-serial-too' and 'grants-read-at-quorum' only change the consistency levels the
  * Cassandra store sends; the MemoryStore has none, so no simulation over it can tell them apart
@@ -99,25 +108,32 @@ const CONTROLS: readonly {
   readonly shows: readonly FindingKind[];
 }[] = [
   // Defect 1: close() serving from the run it gives back.
-  { mutation: 'serve-while-closing', seed: 8, shows: ['duplicate', 'unclaimed'] },
+  { mutation: 'serve-while-closing', seed: 8, shows: ['duplicate', 'unclaimed', 'held-twice'] },
   // Defect 3: a give-back applied but reported rejected (or unknown) taken as not written.
   {
     mutation: 'unknown-as-not-written',
-    seed: 10,
-    shows: ['duplicate', 'unclaimed', 'allocator-saw-broken-rows'],
+    seed: 14,
+    shows: ['duplicate', 'unclaimed', 'allocator-saw-broken-rows', 'held-twice'],
   },
   // A claim whose outcome stayed unknown used as applied.
   {
     mutation: 'unknown-as-ours',
-    seed: 15,
-    shows: ['duplicate', 'unclaimed', 'outside-grants', 'rows-broken', 'allocator-saw-broken-rows'],
+    seed: 9,
+    shows: [
+      'duplicate',
+      'unclaimed',
+      'outside-grants',
+      'rows-broken',
+      'allocator-saw-broken-rows',
+      'held-twice',
+    ],
   },
   // A handle that moves to another shard after it handed out IDs gives IDs of two chains of
   // grants: those of the first lie outside the grants of the shard it ends on; and a block of the
   // new shard below the IDs it gave is refused as broken rows by the allocator's own check.
   {
     mutation: 'move-after-first-block',
-    seed: 3,
+    seed: 11,
     shows: ['outside-grants', 'not-increasing', 'allocator-saw-broken-rows'],
   },
 ];

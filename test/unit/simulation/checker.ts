@@ -10,6 +10,11 @@
  * rows; no call fails because the allocator found its rows broken or gone back; and no unused
  * ID of a live handle's blocks is held by another such handle or was handed out already (the
  * one white-box look, history.ts). A number handle hands out no ID of a domain past 2^53-1.
+ *
+ * A run whose rows lost acknowledged writes (a planned rollback) is held to what docs/design.md
+ * promises then, not to the property: duplicates and rows gone back are its expected harm
+ * (`tolerated`), while a handle that reported IDGEN_STATE_ROLLED_BACK hands out no ID after,
+ * and no call fails unexpectedly or hangs.
  */
 import { checkSequence, type Violation } from '../../../src/admin/check.js';
 import { IdGenError, InvariantError, StateRolledBackError } from '../../../src/errors.js';
@@ -42,6 +47,8 @@ export type FindingKind =
    * handle too, or had been handed out already: one of them will hand it out again.
    */
   | 'held-twice'
+  /** A handle handed out an ID in a call issued after one of its calls got STATE_ROLLED_BACK. */
+  | 'ids-after-rolled-back'
   /** A number handle handed out IDs of a domain past 2^53-1 (it must refuse the sequence). */
   | 'number-past-safe';
 
@@ -56,6 +63,28 @@ export const SAFETY_KINDS: readonly FindingKind[] = [
   'held-twice',
 ];
 
+/**
+ * What lost acknowledged writes may do, and nothing prevents (docs/design.md, "What the cluster
+ * must guarantee"): blocks claimed again, so IDs held and handed out twice, rows no longer
+ * counting IDs handed out, and allocators finding their rows gone back.
+ */
+export const ROLLBACK_HARM: readonly FindingKind[] = [
+  'duplicate',
+  'unclaimed',
+  'rows-broken',
+  'allocator-saw-broken-rows',
+  'held-twice',
+];
+
+/**
+ * `violations` fail the run; `tolerated` are findings a run with a rollback may show
+ * ({@link ROLLBACK_HARM}), none in a run without one.
+ */
+export interface Verdict {
+  readonly violations: readonly Finding[];
+  readonly tolerated: readonly Finding[];
+}
+
 export interface Finding {
   readonly kind: FindingKind;
   readonly message: string;
@@ -63,7 +92,22 @@ export interface Finding {
 
 const LISTED = 5;
 
-export function checkHistory(history: History): Finding[] {
+export function checkHistory(history: History): Verdict {
+  const findings = findingsOf(history);
+  if (history.rollback === undefined) return { violations: findings, tolerated: [] };
+  return {
+    violations: findings.filter((f) => !ROLLBACK_HARM.includes(f.kind)),
+    tolerated: findings.filter((f) => ROLLBACK_HARM.includes(f.kind)),
+  };
+}
+
+/** Whether a caller of any handle, or of a shutdown or alter, was told the rows went back. */
+export function rollbackReported(history: History): boolean {
+  const calls = [...history.handles.flatMap((h) => h.calls), ...history.otherErrors];
+  return calls.some((call) => call.error instanceof StateRolledBackError);
+}
+
+function findingsOf(history: History): Finding[] {
   const findings: Finding[] = [];
   const report = (kind: FindingKind, message: string) => findings.push({ kind, message });
 
@@ -92,6 +136,7 @@ export function checkHistory(history: History): Finding[] {
     checkIncreasing(handle, report);
     checkInsideGrants(handle, finalRows?.grants.get(handle.dc) ?? [], report);
     checkErrors(handle.name, handle.calls, report);
+    checkNothingAfterRolledBack(handle, report);
     const pending = handle.calls.filter((c) => c.returned === undefined);
     if (pending.length > 0 && !handle.crashed && history.settled) {
       report('stuck', `${handle.name}: ${pending.map((c) => c.call).join(', ')} never settled`);
@@ -267,6 +312,24 @@ function checkHeld(history: History, report: (kind: FindingKind, message: string
       }
     }
   }
+}
+
+/**
+ * docs/design.md: a process that finds its rows gone back stops allocating from the sequence
+ * with IDGEN_STATE_ROLLED_BACK (per handle), rather than hand out IDs another may claim again.
+ */
+function checkNothingAfterRolledBack(
+  handle: HandleHistory,
+  report: (kind: FindingKind, message: string) => void,
+): void {
+  const told = handle.calls.find((c) => c.error instanceof StateRolledBackError);
+  if (told === undefined) return;
+  const after = handle.calls.find((c) => c.issued > told.returned! && c.ids.length > 0);
+  if (after === undefined) return;
+  report(
+    'ids-after-rolled-back',
+    `${handle.name} ${after.call} gave ${after.ids.join(', ')} after ${told.call} got IDGEN_STATE_ROLLED_BACK`,
+  );
 }
 
 /** A number handle refuses a domain past 2^53-1 (IDGEN_DOMAIN_NEEDS_BIGINT) before any ID. */

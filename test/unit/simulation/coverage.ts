@@ -2,9 +2,13 @@
  * How many runs went through each of the simulation's rarer paths: counted from the histories,
  * so that the test can require that the runs still reach them, and print how often they did.
  *
- * {@link MEASURED} is no coverage: runs the step limit cut short.
+ * {@link MEASURED} is no coverage: the harm of lost acknowledged writes, which the protocol
+ * does not promise away (runs with a rollback that handed out an ID twice; among them those in
+ * which no caller was told, with IDGEN_STATE_ROLLED_BACK, that the rows went back, and among
+ * those the ones where a process logged it all the same), and runs the step limit cut short.
  */
 import { IdGenError } from '../../../src/errors.js';
+import { rollbackReported, type Verdict } from './checker.js';
 import type { History } from './history.js';
 import type { Scenario } from './model.js';
 
@@ -20,10 +24,17 @@ export const COVERED = [
   'runs with a signal fired on a pending call',
   'runs with a call aborted (ABORTED)',
   'runs that drained live handles',
+  'runs with a rollback',
+  'rollback runs where a caller got STATE_ROLLED_BACK',
 ] as const;
 
-/** Counts only printed. */
-export const MEASURED = ['runs stopped at the step limit'] as const;
+/** Counts only printed: harm the protocol does not promise away, and runs cut short. */
+export const MEASURED = [
+  'rollback runs with a duplicate',
+  'rollback runs with a duplicate no caller was told of',
+  'rollback runs with a duplicate no caller was told of, the rollback logged',
+  'runs stopped at the step limit',
+] as const;
 
 const KEYS = [...COVERED, ...MEASURED];
 
@@ -33,7 +44,7 @@ export class Coverage {
   runs = 0;
   readonly counts = Object.fromEntries(KEYS.map((key) => [key, 0])) as Record<CoverageKey, number>;
 
-  add(scenario: Scenario, history: History): void {
+  add(scenario: Scenario, history: History, verdict: Verdict): void {
     const count = (key: CoverageKey, by = 1) => {
       this.counts[key] += by;
     };
@@ -58,6 +69,17 @@ export class Coverage {
     if (history.fired.aborts > 0) count('runs with a signal fired on a pending call');
     if (codes.has('IDGEN_ABORTED')) count('runs with a call aborted (ABORTED)');
     if (history.fired.drained > 0) count('runs that drained live handles');
+    if (history.rollback === undefined) return;
+    count('runs with a rollback');
+    const reported = rollbackReported(history);
+    if (reported) count('rollback runs where a caller got STATE_ROLLED_BACK');
+    if (verdict.tolerated.some((f) => f.kind === 'duplicate')) {
+      count('rollback runs with a duplicate');
+      if (!reported) count('rollback runs with a duplicate no caller was told of');
+      if (!reported && history.fired.rollbacksLogged > 0) {
+        count('rollback runs with a duplicate no caller was told of, the rollback logged');
+      }
+    }
   }
 
   describe(): string {

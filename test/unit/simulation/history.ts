@@ -58,6 +58,14 @@ export interface HeldAt {
   readonly held: readonly HeldRun[];
 }
 
+/** A planned rollback that landed: `dc`'s state lost its last `writes` writes at `event`. */
+export interface RollbackAt {
+  readonly step: number;
+  readonly event: number;
+  readonly dc: string;
+  readonly writes: number;
+}
+
 /** How often the simulation's own commands and faults fired in a run, for coverage counts. */
 export interface Fired {
   /** Pauses of a client that ran to their end. */
@@ -66,6 +74,8 @@ export interface Fired {
   aborts: number;
   /** IDs live handles handed out in the drain at the end. */
   drained: number;
+  /** Rows found gone back, as logged (warn or error) by any process. */
+  rollbacksLogged: number;
 }
 
 export interface History {
@@ -82,6 +92,8 @@ export interface History {
    * handle's block buffer, the one thing here not seen by a caller).
    */
   readonly heldLog: readonly HeldAt[];
+  /** The planned rollback, if it landed. */
+  readonly rollback: RollbackAt | undefined;
   readonly fired: Readonly<Fired>;
   /** Moves of handles to another shard before their first block, by reason (their logs). */
   readonly shardMoves: Readonly<Record<ShardMoveReason, number>>;

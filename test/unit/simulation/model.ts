@@ -219,12 +219,30 @@ const FAULT_REACH: Readonly<Record<FaultSite, number>> = {
   serial: 12,
 };
 
+/**
+ * Acknowledged writes lost, as when every replica of a DC-state partition crashes with
+ * `commitlog_sync: periodic`: right after the store runs the `at`-th DC-state write of the run
+ * (counted over every process and DC), that DC's state loses its last `writes` writes.
+ */
+export interface PlannedRollback {
+  readonly at: number;
+  readonly writes: 1 | 2;
+}
+
+/** DC-state writes a run has, about (claims, give-backs, installs): where a rollback may land. */
+const ROLLBACK_REACH = FAULT_REACH.claim + FAULT_REACH['give-back'] + FAULT_REACH.install;
+
 export interface Scenario {
   readonly settings: SimSettings;
   /** One slot each: a client and the process it calls (a new one after a restart). */
   readonly processes: readonly SimProcess[];
   readonly commands: readonly Command[];
   readonly faults: readonly PlannedFault[];
+  /**
+   * A rollback breaks what the protocol rests on (docs/design.md, "What the cluster must
+   * guarantee"): runs with one are held to what is promised then (checker.ts).
+   */
+  readonly rollback: PlannedRollback | undefined;
   /** At the end, live handles hand out every ID they hold (tryNext) before they close. */
   readonly drainAtEnd: boolean;
   /** Seeds the allocator's backoff jitter (Math.random) for this run. */
@@ -426,6 +444,17 @@ export function scenarioArb(bounds: ScenarioBounds = DEFAULT_BOUNDS): fc.Arbitra
       size: 'medium',
     }),
     faults: fc.array(faultArb, { maxLength: bounds.faults, size: 'medium' }),
+    // A rollback in a run of 5; it lands only if the run makes that many DC-state writes.
+    rollback: fc.oneof(
+      { weight: 4, arbitrary: fc.constant(undefined) },
+      {
+        weight: 1,
+        arbitrary: fc.record({
+          at: fc.nat({ max: ROLLBACK_REACH }),
+          writes: fc.constantFrom<1 | 2>(1, 2),
+        }),
+      },
+    ),
     drainAtEnd: fc.boolean(),
     jitterSeed: fc.integer(),
   });

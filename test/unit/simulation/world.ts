@@ -26,6 +26,7 @@ import {
   type ShardMoveReason,
 } from '../../../src/allocator/sequence.js';
 import type { Logger } from '../../../src/logger.js';
+import { StateRolledBackError } from '../../../src/errors.js';
 import { MAX_SAFE_ID } from '../../../src/options.js';
 import { MemoryStore } from '../../../src/store/memory.js';
 import { SimClock } from './clock.js';
@@ -36,6 +37,7 @@ import type {
   HeldAt,
   HeldRun,
   History,
+  RollbackAt,
   RowsAt,
 } from './history.js';
 import {
@@ -203,7 +205,10 @@ class World implements Network {
   private readonly opens: Handle[] = [];
   private readonly heldLog: HeldAt[] = [];
   private lastHeldKey = '';
-  private readonly fired: Fired = { pauses: 0, aborts: 0, drained: 0 };
+  /** DC-state writes the store ran so far: where the planned rollback lands. */
+  private stateWrites = 0;
+  private rollback: RollbackAt | undefined;
+  private readonly fired: Fired = { pauses: 0, aborts: 0, drained: 0, rollbacksLogged: 0 };
   readonly clock: SimClock;
   private readonly otherErrors: { call: string; error: unknown }[] = [];
   private readonly slots: Slot[];
@@ -217,7 +222,10 @@ class World implements Network {
     'lost races': 0,
     'no IDs and no SERIAL': 0,
   };
-  /** What every process logs to: only shard moves are kept (counted, and in the trace). */
+  /**
+   * What every process logs to: only shard moves and rows found gone back are kept (counted,
+   * and in the trace); the second, to tell a rollback only logged from one a caller was told of.
+   */
   readonly logger: Logger = {
     child: () => this.logger,
     debug: (fields, message) => {
@@ -227,8 +235,8 @@ class World implements Network {
       this.log(`${String(fields.from)} moves to ${String(fields.to)}: ${reason}`);
     },
     info: () => undefined,
-    warn: () => undefined,
-    error: () => undefined,
+    warn: (fields, message) => this.logged(fields, message),
+    error: (fields, message) => this.logged(fields, message),
   };
   /** Per DC cut off from SERIAL, when its outage ends (virtual ms). */
   private readonly serialOutageEnds = new Map<string, number>();
@@ -273,9 +281,25 @@ class World implements Network {
     this.rowsTouched = true;
   }
 
+  private logged(fields: Record<string, unknown>, message: string): void {
+    if (!(fields.err instanceof StateRolledBackError)) return;
+    this.fired.rollbacksLogged++;
+    this.log(`logged: ${message}: ${fields.err.code}`);
+  }
+
   opened(handle: Handle): void {
     this.handles.push(handle.history);
     this.opens.push(handle);
+  }
+
+  async stateWritten(sequence: string, dc: string): Promise<void> {
+    const planned = this.scenario.rollback;
+    if (planned === undefined || this.stateWrites++ !== planned.at) return;
+    // Before the DC's first state there is nothing to lose.
+    if (!(await this.store.readDcStatesOverview(sequence)).has(dc)) return;
+    this.store.rollBackDcState(sequence, dc, planned.writes);
+    this.rollback = { step: this.steps, event: this.event(), dc, writes: planned.writes };
+    this.log(`${dc}'s state loses its last ${planned.writes} write(s): a rollback`);
   }
 
   nextFault(site: FaultSite): PlannedFault['fault'] | undefined {
@@ -399,6 +423,7 @@ class World implements Network {
       trace: this.trace,
       shardMoves: { ...this.shardMoves },
       heldLog: this.heldLog,
+      rollback: this.rollback,
       fired: { ...this.fired },
     };
   }

@@ -389,7 +389,10 @@ class World implements Network {
     // Number handles would only be refused a domain past 2^53-1.
     const bigint = (domainBounds(this.scenario.settings).max ?? 0n) > MAX_SAFE_ID;
     for (const dc of DCS) {
-      void this.draw(new Process(this, `final-${dc}`, dc, bigint).open(), count, true);
+      const handle = new Process(this, `final-${dc}`, dc, bigint).open();
+      // Closed once done, so that nothing of it runs on: a DC allocator retrying rows it found
+      // broken (as a rollback leaves them) would keep a run from ever settling.
+      void this.draw(handle, count, true).then(() => handle.sequence.close());
     }
   }
 

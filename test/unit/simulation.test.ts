@@ -1,12 +1,22 @@
 /**
  * Deterministic simulation of the allocator: processes in three DCs over one MemoryStore, with
  * fast-check choosing the order in which every store call runs and answers, when time passes,
- * which calls callers make (next, tryNext, draws, take, close while still calling, restarts,
- * shutdowns, alters) and which faults the store injects (writes applied but reported rejected,
- * applied then Unavailable or a lost connection, applied then a timeout, timeouts of writes not
- * applied, writes left in flight and finished by a later round, reads failing, a DC cut off
- * from SERIAL for a while). The checker trusts only what callers were given and the rows
- * (simulation/checker.ts).
+ * which calls callers make (next, some with a deadline of their own or a signal the scheduler
+ * fires, tryNext, draws, take, close while still calling, restarts, shutdowns, alters that also
+ * raise shards, pauses of 3 to 31 s of virtual time so that running processes re-read altered
+ * settings) and which faults the store injects (writes applied but reported rejected, applied
+ * then Unavailable or a lost connection, applied then a timeout, timeouts of writes not applied,
+ * writes left in flight and finished by a later round, reads failing, a DC cut off from SERIAL
+ * for a while). Domains lie low, or at the top of the safe numbers, across 2^53 (number handles
+ * must refuse them) or at the top of int63. In half the runs live handles hand out every ID
+ * they hold before the end. The checker trusts only what callers were given and the rows
+ * (simulation/checker.ts), but for one white-box oracle: after every step, the unused IDs live
+ * handles hold are held once and were not handed out yet.
+ *
+ * In about one run of eight, a DC state loses its last one or two acknowledged writes (a
+ * rollback, as with `commitlog_sync: periodic`): those runs are held to what docs/design.md
+ * promises then (no ID from a handle after it reported IDGEN_STATE_ROLLED_BACK, no unexpected
+ * error, no call left hanging), and their duplicates are counted and printed, not failed.
  *
  * A failure prints the seed, the path and the shrunk counterexample: the scenario, the
  * scheduler's order of every task, and the run's trace. Replay it with
@@ -25,9 +35,11 @@ import {
   SimulationViolation,
   checkHistory,
   type FindingKind,
+  type Verdict,
 } from './simulation/checker.js';
+import { COVERED, Coverage } from './simulation/coverage.js';
 import type { History } from './simulation/history.js';
-import { scenarioArb } from './simulation/model.js';
+import { scenarioArb, type Scenario } from './simulation/model.js';
 import { simulate } from './simulation/world.js';
 
 /** Runs of the property; each simulates a few hundred scheduled steps. */
@@ -35,13 +47,15 @@ const RUNS = Number(process.env.SIM_RUNS ?? 2_000);
 /** A run that has not settled by then stops (unmutated runs settle within a few hundred). */
 const MAX_STEPS = 5_000;
 
-/** @param onHistory sees each run's history, before it is checked. */
-function simulation(onHistory?: (history: History) => void) {
+/** @param onRun sees each run's scenario, history and verdict, before a violation throws. */
+function simulation(onRun?: (scenario: Scenario, history: History, verdict: Verdict) => void) {
   return fc.asyncProperty(fc.scheduler(), scenarioArb(), async (scheduler, scenario) => {
     const history = await simulate(scheduler, scenario, { maxSteps: MAX_STEPS });
-    onHistory?.(history);
-    const findings = checkHistory(history);
-    if (findings.length > 0) throw new SimulationViolation(findings, history.trace);
+    const verdict = checkHistory(history);
+    onRun?.(scenario, history, verdict);
+    if (verdict.violations.length > 0) {
+      throw new SimulationViolation(verdict.violations, history.trace);
+    }
   });
 }
 
@@ -57,36 +71,32 @@ function replay(): { seed?: number; path?: string } {
 
 describe('deterministic simulation of the allocator', () => {
   it('hands out no ID twice, IDs increase per handle and lie in grants of their DC, and the rows pass check', async () => {
-    const moves = { 'lost races': 0, 'no IDs and no SERIAL': 0, 'shard spent': 0 };
-    const count = (history: History) => {
-      for (const reason of Object.keys(moves) as (keyof typeof moves)[]) {
-        moves[reason] += history.shardMoves[reason];
-      }
-    };
+    const coverage = new Coverage();
     const replaying = replay();
-    await fc.assert(simulation(count), {
-      numRuns: RUNS,
-      includeErrorInReport: true,
-      ...replaying,
-    });
-    // The runs went through every move to another shard, so the property above covers them (in
-    // 3,000 runs when this was written: 268 after lost races, 414 while a DC was cut off from
-    // SERIAL, before a first block; MOVES after a spent shard). A replay runs one.
-    console.info(`shard moves in ${RUNS} runs: ${JSON.stringify(moves)}`);
+    await fc.assert(
+      simulation((...run) => coverage.add(...run)),
+      { numRuns: RUNS, includeErrorInReport: true, ...replaying },
+    );
+    // What the runs went through, and the harm of lost writes that nothing reports: printed
+    // so that a change in either shows (shrinking runs count too, so a failure's counts are off).
+    console.info(`simulation coverage:\n${coverage.describe()}`);
+    // The runs went through each rarer path, so the property above covers it: every move to
+    // another shard (in 3,000 runs when these were written: 268 after lost races and 414 while a
+    // DC was cut off from SERIAL, before a first block; 294 to 344 from a spent shard), and every
+    // fault and command that most runs do not reach. A replay runs one.
     if (replaying.seed === undefined && RUNS >= 1_000) {
-      expect(moves['lost races']).toBeGreaterThan(0);
-      expect(moves['no IDs and no SERIAL']).toBeGreaterThan(0);
-      expect(moves['shard spent']).toBeGreaterThan(0);
+      for (const key of COVERED) expect(coverage.counts[key], key).toBeGreaterThan(0);
     }
   }, 300_000);
 });
 
 /**
  * The mutations the simulation catches, each with a fixed seed and what its failure must show.
- * The seeds were picked among 1 to 25, all of which fail (each when it was written: within 40
- * runs for 'serve-while-closing', 190 for 'unknown-as-not-written', 30 for 'unknown-as-ours',
- * 111 for 'move-after-first-block' with the SERIAL outages), as ones that fail within a few runs
- * with an ID handed out twice (the last: with IDs of two shards).
+ * The seeds were picked among 1 to 25, all of which fail (each when it was written: within 98
+ * runs for 'serve-while-closing', 341 for 'unknown-as-not-written', 15 for 'unknown-as-ours',
+ * 82 for 'move-after-first-block', once the runs held rollbacks, pauses, deadlines and domains
+ * past 2^31), as ones that fail within a few runs with an ID handed out twice (the last: with IDs
+ * of two shards).
  *
  * 'dc-state-at-serial-too' and 'grants-read-at-quorum' only change the consistency levels the
  * Cassandra store sends; the MemoryStore has none, so no simulation over it can tell them apart
@@ -98,25 +108,32 @@ const CONTROLS: readonly {
   readonly shows: readonly FindingKind[];
 }[] = [
   // Defect 1: close() serving from the run it gives back.
-  { mutation: 'serve-while-closing', seed: 8, shows: ['duplicate', 'unclaimed'] },
+  { mutation: 'serve-while-closing', seed: 8, shows: ['duplicate', 'unclaimed', 'held-twice'] },
   // Defect 3: a give-back applied but reported rejected (or unknown) taken as not written.
   {
     mutation: 'unknown-as-not-written',
-    seed: 10,
-    shows: ['duplicate', 'unclaimed', 'allocator-saw-broken-rows'],
+    seed: 14,
+    shows: ['duplicate', 'unclaimed', 'allocator-saw-broken-rows', 'held-twice'],
   },
   // A claim whose outcome stayed unknown used as applied.
   {
     mutation: 'unknown-as-ours',
-    seed: 15,
-    shows: ['duplicate', 'unclaimed', 'outside-grants', 'rows-broken', 'allocator-saw-broken-rows'],
+    seed: 9,
+    shows: [
+      'duplicate',
+      'unclaimed',
+      'outside-grants',
+      'rows-broken',
+      'allocator-saw-broken-rows',
+      'held-twice',
+    ],
   },
   // A handle that moves to another shard after it handed out IDs gives IDs of two chains of
   // grants: those of the first lie outside the grants of the shard it ends on; and a block of the
   // new shard below the IDs it gave is refused as broken rows by the allocator's own check.
   {
     mutation: 'move-after-first-block',
-    seed: 3,
+    seed: 11,
     shows: ['outside-grants', 'not-increasing', 'allocator-saw-broken-rows'],
   },
 ];

@@ -5,13 +5,21 @@
  * runs the one list of DC-state invariants, dcStateViolations, against every DC's state).
  *
  * The property: no ID handed out twice; each handle's IDs increasing; every ID inside a grant of
- * its handle's DC; the rows passing `check` after every step. Two checks go further, to catch
+ * its handle's DC; the rows passing `check` after every step. Three checks go further, to catch
  * a defect before a later claim turns it into a duplicate: an ID handed out stays claimed in the
- * rows, and no call fails because the allocator found its rows broken or gone back.
+ * rows; no call fails because the allocator found its rows broken or gone back; and no unused
+ * ID of a live handle's blocks is held by another such handle or was handed out already (the
+ * one white-box look, history.ts). A number handle hands out no ID of a domain past 2^53-1.
+ *
+ * A run whose rows lost acknowledged writes (a planned rollback) is held to what docs/design.md
+ * promises then, not to the property: duplicates and rows gone back are its expected harm
+ * (`tolerated`), while a handle that reported IDGEN_STATE_ROLLED_BACK hands out no ID after,
+ * and no call fails unexpectedly or hangs.
  */
 import { checkSequence, type Violation } from '../../../src/admin/check.js';
 import { IdGenError, InvariantError, StateRolledBackError } from '../../../src/errors.js';
 import { dcOfGrantee } from '../../../src/names.js';
+import { MAX_SAFE_ID } from '../../../src/options.js';
 import type { Grant } from '../../../src/store/port.js';
 import type { CallRecord, HandleHistory, History } from './history.js';
 
@@ -34,7 +42,16 @@ export type FindingKind =
   /** A call failed with an error the allocator does not define: a crash, not a verdict. */
   | 'unexpected-error'
   /** A call of a live process never settled though nothing was left to run. */
-  | 'stuck';
+  | 'stuck'
+  /**
+   * After some step, an unused ID in a live, serving handle's blocks was held by another such
+   * handle too, or had been handed out already: one of them will hand it out again.
+   */
+  | 'held-twice'
+  /** A handle handed out an ID in a call issued after one of its calls got STATE_ROLLED_BACK. */
+  | 'ids-after-rolled-back'
+  /** A number handle handed out IDs of a domain past 2^53-1 (it must refuse the sequence). */
+  | 'number-past-safe';
 
 /** The kinds that say the protocol handed out IDs wrongly or broke its rows. */
 export const SAFETY_KINDS: readonly FindingKind[] = [
@@ -44,7 +61,30 @@ export const SAFETY_KINDS: readonly FindingKind[] = [
   'rows-broken',
   'unclaimed',
   'allocator-saw-broken-rows',
+  'held-twice',
 ];
+
+/**
+ * What lost acknowledged writes may do, and nothing prevents (docs/design.md, "What the cluster
+ * must guarantee"): blocks claimed again, so IDs held and handed out twice, rows no longer
+ * counting IDs handed out, and allocators finding their rows gone back.
+ */
+export const ROLLBACK_HARM: readonly FindingKind[] = [
+  'duplicate',
+  'unclaimed',
+  'rows-broken',
+  'allocator-saw-broken-rows',
+  'held-twice',
+];
+
+/**
+ * `violations` fail the run; `tolerated` are findings a run with a rollback may show
+ * ({@link ROLLBACK_HARM}), none in a run without one.
+ */
+export interface Verdict {
+  readonly violations: readonly Finding[];
+  readonly tolerated: readonly Finding[];
+}
 
 export interface Finding {
   readonly kind: FindingKind;
@@ -53,12 +93,27 @@ export interface Finding {
 
 const LISTED = 5;
 
-export function checkHistory(history: History): Finding[] {
+export function checkHistory(history: History): Verdict {
+  const findings = findingsOf(history);
+  if (history.rollback === undefined) return { violations: findings, tolerated: [] };
+  return {
+    violations: findings.filter((f) => !ROLLBACK_HARM.includes(f.kind)),
+    tolerated: findings.filter((f) => ROLLBACK_HARM.includes(f.kind)),
+  };
+}
+
+/** Whether a caller of any handle, or of a shutdown or alter, was told the rows went back. */
+export function rollbackReported(history: History): boolean {
+  const calls = [...history.handles.flatMap((h) => h.calls), ...history.otherErrors];
+  return calls.some((call) => call.error instanceof StateRolledBackError);
+}
+
+function findingsOf(history: History): Finding[] {
   const findings: Finding[] = [];
   const report = (kind: FindingKind, message: string) => findings.push({ kind, message });
 
   // No ID twice, across every handle of every process of every DC.
-  const owners = new Map<number, string[]>();
+  const owners = new Map<bigint, string[]>();
   for (const handle of history.handles) {
     handle.calls.forEach((call, index) => {
       for (const id of call.ids) {
@@ -88,6 +143,7 @@ export function checkHistory(history: History): Finding[] {
       .flatMap(([, own]) => own);
     checkInsideGrants(handle, grants, report);
     checkErrors(handle.name, handle.calls, report);
+    checkNothingAfterRolledBack(handle, report);
     const pending = handle.calls.filter((c) => c.returned === undefined);
     if (pending.length > 0 && !handle.crashed && history.settled) {
       report('stuck', `${handle.name}: ${pending.map((c) => c.call).join(', ')} never settled`);
@@ -104,6 +160,8 @@ export function checkHistory(history: History): Finding[] {
     }
   }
   checkClaimed(history, report);
+  checkHeld(history, report);
+  checkNumberDomain(history, report);
   return findings;
 }
 
@@ -166,7 +224,7 @@ function checkInsideGrants(
 ): void {
   const outside = handle.calls
     .flatMap((c) => c.ids)
-    .filter((id) => !grants.some((g) => BigInt(id) >= g.min && BigInt(id) <= g.max));
+    .filter((id) => !grants.some((g) => id >= g.min && id <= g.max));
   if (outside.length === 0) return;
   const shown = grants.map((g) => `#${g.number} [${g.min}, ${g.max}]`).join(', ') || 'none';
   report(
@@ -185,16 +243,8 @@ function checkClaimed(
   history: History,
   report: (kind: FindingKind, message: string) => void,
 ): void {
-  const given = history.handles
-    .flatMap((handle) =>
-      handle.calls
-        .filter((call) => call.returned !== undefined)
-        .flatMap((call) =>
-          call.ids.map((id) => ({ id, dc: handle.dc, at: call.returned!, by: handle.name })),
-        ),
-    )
-    .sort((a, b) => a.at - b.at);
-  const byDc = new Map<string, { id: number; by: string }[]>();
+  const given = handedOut(history);
+  const byDc = new Map<string, { id: bigint; by: string }[]>();
   let next = 0;
   for (const { step, event, rows } of history.rowLog) {
     for (; next < given.length && given[next]!.at < event; next++) {
@@ -206,10 +256,9 @@ function checkClaimed(
     for (const [dc, state] of rows.states) {
       const preloaded = state.installedGrant === state.reservedGrant + 1;
       const lost = (byDc.get(dc) ?? []).find(({ id }) => {
-        const n = BigInt(id);
-        const inReserved = n >= state.reservedMin && n <= state.reservedMax;
-        const inPreloaded = preloaded && n >= state.preloadedMin && n <= state.preloadedMax;
-        return (inReserved && n > state.lastInteger) || inPreloaded;
+        const inReserved = id >= state.reservedMin && id <= state.reservedMax;
+        const inPreloaded = preloaded && id >= state.preloadedMin && id <= state.preloadedMax;
+        return (inReserved && id > state.lastInteger) || inPreloaded;
       });
       if (lost !== undefined) {
         report(
@@ -219,6 +268,92 @@ function checkClaimed(
         return;
       }
     }
+  }
+}
+
+/** Every ID handed out, with its handle, in the order the calls returned. */
+function handedOut(history: History): { id: bigint; dc: string; at: number; by: string }[] {
+  return history.handles
+    .flatMap((handle) =>
+      handle.calls
+        .filter((call) => call.returned !== undefined)
+        .flatMap((call) =>
+          call.ids.map((id) => ({ id, dc: handle.dc, at: call.returned!, by: handle.name })),
+        ),
+    )
+    .sort((a, b) => a.at - b.at);
+}
+
+/**
+ * After every step, the unused IDs live, serving handles hold lie apart, and none was handed
+ * out already: an ID held twice is handed out twice once both holders get to it (a give-back
+ * that returned IDs still served, a claim of IDs another process holds), which a run may end
+ * before its callers see.
+ */
+function checkHeld(history: History, report: (kind: FindingKind, message: string) => void): void {
+  const given = handedOut(history);
+  const givenBy = new Map<bigint, string>();
+  let next = 0;
+  for (const { step, event, held } of history.heldLog) {
+    for (; next < given.length && given[next]!.at < event; next++) {
+      givenBy.set(given[next]!.id, given[next]!.by);
+    }
+    const runs = [...held].sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
+    for (const [i, run] of runs.entries()) {
+      const before = runs[i - 1];
+      if (before !== undefined && run.first <= before.last) {
+        report(
+          'held-twice',
+          `after step ${step}, ${before.by} holds [${before.first}, ${before.last}] unused and ${run.by} [${run.first}, ${run.last}]`,
+        );
+        return;
+      }
+      for (let id = run.first; id <= run.last; id++) {
+        const by = givenBy.get(id);
+        if (by === undefined) continue;
+        report(
+          'held-twice',
+          `after step ${step}, ${run.by} holds ID ${id} unused, which ${by} handed out before`,
+        );
+        return;
+      }
+    }
+  }
+}
+
+/**
+ * docs/design.md: a process that finds its rows gone back stops allocating from the sequence
+ * with IDGEN_STATE_ROLLED_BACK (per handle), rather than hand out IDs another may claim again.
+ */
+function checkNothingAfterRolledBack(
+  handle: HandleHistory,
+  report: (kind: FindingKind, message: string) => void,
+): void {
+  const told = handle.calls.find((c) => c.error instanceof StateRolledBackError);
+  if (told === undefined) return;
+  const after = handle.calls.find((c) => c.issued > told.returned! && c.ids.length > 0);
+  if (after === undefined) return;
+  report(
+    'ids-after-rolled-back',
+    `${handle.name} ${after.call} gave ${after.ids.join(', ')} after ${told.call} got IDGEN_STATE_ROLLED_BACK`,
+  );
+}
+
+/** A number handle refuses a domain past 2^53-1 (IDGEN_DOMAIN_NEEDS_BIGINT) before any ID. */
+function checkNumberDomain(
+  history: History,
+  report: (kind: FindingKind, message: string) => void,
+): void {
+  const max = history.rowLog.at(-1)?.rows.settings.max;
+  if (max === undefined || max <= MAX_SAFE_ID) return;
+  for (const handle of history.handles) {
+    if (handle.bigint) continue;
+    const call = handle.calls.find((c) => c.ids.length > 0);
+    if (call === undefined) continue;
+    report(
+      'number-past-safe',
+      `${handle.name} ${call.call} gave ${call.ids.join(', ')} from a domain up to ${max}`,
+    );
   }
 }
 

@@ -16,8 +16,8 @@ export interface CallRecord {
   readonly issued: number;
   /** Undefined while the call is pending. */
   returned: number | undefined;
-  /** The IDs it returned, in order (a take's whole run). */
-  ids: readonly number[];
+  /** The IDs it returned, in order (a take's whole run); bigint whatever the handle's type. */
+  ids: readonly bigint[];
   /** The error it rejected (or threw) with. */
   error?: unknown;
 }
@@ -27,6 +27,8 @@ export interface HandleHistory {
   /** `p<slot>.<incarnation>/h<n>`, or `final-<dc>/h1` for the draws after the commands. */
   readonly name: string;
   readonly dc: string;
+  /** A bigint handle; a number handle must refuse a domain past 2^53-1. */
+  readonly bigint: boolean;
   readonly calls: CallRecord[];
   /** Its process died: calls still pending stay so for ever. */
   crashed: boolean;
@@ -39,6 +41,43 @@ export interface RowsAt {
   readonly rows: CheckSnapshot;
 }
 
+/**
+ * The unused IDs of one live handle's current and preloaded blocks (its buffer serving): IDs
+ * its callers may still be given.
+ */
+export interface HeldRun {
+  readonly by: string;
+  readonly first: bigint;
+  readonly last: bigint;
+}
+
+/** What every live, serving handle held unused after `step`, at position `event`. */
+export interface HeldAt {
+  readonly step: number;
+  readonly event: number;
+  readonly held: readonly HeldRun[];
+}
+
+/** A planned rollback that landed: `dc`'s state lost its last `writes` writes at `event`. */
+export interface RollbackAt {
+  readonly step: number;
+  readonly event: number;
+  readonly dc: string;
+  readonly writes: number;
+}
+
+/** How often the simulation's own commands and faults fired in a run, for coverage counts. */
+export interface Fired {
+  /** Pauses of a client that ran to their end. */
+  pauses: number;
+  /** Signals of next() calls fired while the call was still pending. */
+  aborts: number;
+  /** IDs live handles handed out in the drain at the end. */
+  drained: number;
+  /** Rows found gone back, as logged (warn or error) by any process. */
+  rollbacksLogged: number;
+}
+
 export interface History {
   readonly handles: readonly HandleHistory[];
   /** Errors of calls that belong to no handle (alters, shutdowns). */
@@ -48,6 +87,14 @@ export interface History {
    * end, read after the last call returned.
    */
   readonly rowLog: readonly RowsAt[];
+  /**
+   * What live handles held unused after every step that changed it (a white-box look into each
+   * handle's block buffer, the one thing here not seen by a caller).
+   */
+  readonly heldLog: readonly HeldAt[];
+  /** The planned rollback, if it landed. */
+  readonly rollback: RollbackAt | undefined;
+  readonly fired: Readonly<Fired>;
   /** Moves of handles to another shard before their first block, by reason (their logs). */
   readonly shardMoves: Readonly<Record<ShardMoveReason, number>>;
   /** False if the step limit stopped the run before everything settled. */

@@ -29,8 +29,13 @@ export interface SimSettings {
   readonly maxDcRangeSize: number;
   /** State partitions per DC: handles of one DC claim from different shards, each its own grantee. */
   readonly shards: number;
-  /** A custom domain's last ID, so that some runs spend the whole domain; else int32. */
+  /**
+   * A custom domain's size, so that some runs spend the whole domain; else int32 (or 300 IDs at
+   * the top of a {@link Domain} other than `low`).
+   */
   readonly max: number | undefined;
+  /** Where the domain lies: IDs that need a bigint, or not (see {@link domainBounds}). */
+  readonly domain: Domain;
   /** DCs granted their first ranges with the sequence: their processes start on a plain read. */
   readonly firstRanges: readonly string[];
   /**
@@ -39,6 +44,37 @@ export interface SimSettings {
    * showed to be old.
    */
   readonly plainReadLag: number;
+}
+
+/**
+ * `low`: from 0 (int32 or `max`). The others hold `max` IDs (300 without one) at the top of the
+ * safe numbers (2^53-1 is the last ID, still a number), across 2^53 (number handles must refuse
+ * the sequence with IDGEN_DOMAIN_NEEDS_BIGINT) and at the top of int63: where arithmetic on
+ * doubles or a bigint's width would go wrong first.
+ */
+export type Domain = 'low' | 'top-of-safe53' | 'across-2^53' | 'top-of-int63';
+
+/** Size of a domain other than `low` without a `max`. */
+const HIGH_DOMAIN_SIZE = 300;
+
+/** The sequence's `min`, `start` and `max` for `settings` (none: the defaults, from 0). */
+export function domainBounds(settings: Pick<SimSettings, 'max' | 'domain'>): {
+  readonly min?: bigint;
+  readonly start?: bigint;
+  readonly max?: bigint;
+} {
+  const size = BigInt(settings.max ?? HIGH_DOMAIN_SIZE);
+  const from = (first: bigint) => ({ min: first, start: first, max: first + size - 1n });
+  switch (settings.domain) {
+    case 'low':
+      return settings.max === undefined ? {} : { max: BigInt(settings.max) };
+    case 'top-of-safe53':
+      return from(2n ** 53n - size);
+    case 'across-2^53':
+      return from(2n ** 53n - size / 2n);
+    case 'top-of-int63':
+      return from(2n ** 63n - size);
+  }
 }
 
 export interface SimProcess {
@@ -60,6 +96,10 @@ export type Command =
       readonly slot: number;
       readonly target: Target;
       readonly wait: boolean;
+      /** The call's own deadline (CallOptions.timeoutMs), ms of virtual time. */
+      readonly timeoutMs?: number;
+      /** The call carries an AbortSignal, fired at a step the scheduler picks. */
+      readonly abort?: boolean;
     }
   | { readonly kind: 'tryNext'; readonly slot: number; readonly target: Target }
   /**
@@ -97,6 +137,12 @@ export type Command =
   | { readonly kind: 'restart'; readonly slot: number }
   /** IdGen.close(), then a new process in the slot. */
   | { readonly kind: 'shutdown'; readonly slot: number }
+  /**
+   * The client waits `ms` of virtual time before its next command: long enough, past
+   * SETTINGS_REFRESH_MS (10 s), for a claim of a running process to re-read settings altered
+   * meanwhile.
+   */
+  | { readonly kind: 'pause'; readonly slot: number; readonly ms: number }
   | {
       readonly kind: 'alter';
       readonly slot: number;
@@ -108,6 +154,8 @@ export type Command =
         readonly claimIntervalMs?: number;
         readonly autonomySeconds?: number;
         readonly maxDcRangeSize?: number;
+        /** Only ever raised: an alter below the current number is refused. */
+        readonly shards?: number;
       };
     };
 
@@ -171,12 +219,32 @@ const FAULT_REACH: Readonly<Record<FaultSite, number>> = {
   serial: 12,
 };
 
+/**
+ * Acknowledged writes lost, as when every replica of a DC-state partition crashes with
+ * `commitlog_sync: periodic`: right after the store runs the `at`-th DC-state write of the run
+ * (counted over every process and DC), that DC's state loses its last `writes` writes.
+ */
+export interface PlannedRollback {
+  readonly at: number;
+  readonly writes: 1 | 2;
+}
+
+/** DC-state writes a run has, about (claims, give-backs, installs): where a rollback may land. */
+const ROLLBACK_REACH = FAULT_REACH.claim + FAULT_REACH['give-back'] + FAULT_REACH.install;
+
 export interface Scenario {
   readonly settings: SimSettings;
   /** One slot each: a client and the process it calls (a new one after a restart). */
   readonly processes: readonly SimProcess[];
   readonly commands: readonly Command[];
   readonly faults: readonly PlannedFault[];
+  /**
+   * A rollback breaks what the protocol rests on (docs/design.md, "What the cluster must
+   * guarantee"): runs with one are held to what is promised then (checker.ts).
+   */
+  readonly rollback: PlannedRollback | undefined;
+  /** At the end, live handles hand out every ID they hold (tryNext) before they close. */
+  readonly drainAtEnd: boolean;
   /** Seeds the allocator's backoff jitter (Math.random) for this run. */
   readonly jitterSeed: number;
 }
@@ -196,6 +264,13 @@ const settingsArb: fc.Arbitrary<SimSettings> = fc
     // Sharded DCs in half the runs: more grantees racing for GLOBAL, fewer for each state.
     shards: fc.constantFrom(1, 1, 2, 3),
     max: fc.option(fc.integer({ min: 40, max: 300 }), { nil: undefined, freq: 3 }),
+    // IDs past 2^31 in 3 runs of 10: at the top of the safe numbers, across 2^53, of int63.
+    domain: fc.oneof(
+      { weight: 7, arbitrary: fc.constant<Domain>('low') },
+      { weight: 1, arbitrary: fc.constant<Domain>('top-of-safe53') },
+      { weight: 1, arbitrary: fc.constant<Domain>('across-2^53') },
+      { weight: 1, arbitrary: fc.constant<Domain>('top-of-int63') },
+    ),
     // In half the runs some or every DC starts on first ranges made with the sequence.
     firstRanges: fc.constantFrom<readonly string[]>([], [], ['dc1'], DCS),
     // Plain reads that lag behind the latest state in half the runs.
@@ -204,7 +279,7 @@ const settingsArb: fc.Arbitrary<SimSettings> = fc
   .map((s) => {
     const blockSize = Math.min(s.blockSize, s.dcRangeSize);
     const maxBlockSize = Math.min(Math.max(s.maxBlockSize, blockSize), s.dcRangeSize);
-    const domainSize = s.max ?? 2 ** 31 - 1;
+    const domainSize = s.max ?? (s.domain === 'low' ? 2 ** 31 - 1 : HIGH_DOMAIN_SIZE);
     const maxDcRangeSize =
       s.autonomySeconds === 0
         ? s.dcRangeSize
@@ -243,7 +318,21 @@ function commandArb(bounds: ScenarioBounds): fc.Arbitrary<Command> {
   const target = fc.constantFrom<Target>('current', 'current', 'current', 'previous');
   const wait = fc.boolean();
   return fc.oneof(
-    { weight: 5, arbitrary: fc.record({ kind: fc.constant('next'), slot, target, wait }) },
+    {
+      weight: 5,
+      // Some calls with a deadline of their own (0: only IDs held), some with a signal.
+      arbitrary: fc.record(
+        {
+          kind: fc.constant('next'),
+          slot,
+          target,
+          wait,
+          timeoutMs: fc.constantFrom(0, 25, 100, 1_000),
+          abort: fc.constant(true),
+        },
+        { requiredKeys: ['kind', 'slot', 'target', 'wait'] },
+      ),
+    },
     { weight: 3, arbitrary: fc.record({ kind: fc.constant('tryNext'), slot, target }) },
     {
       weight: 3,
@@ -276,6 +365,14 @@ function commandArb(bounds: ScenarioBounds): fc.Arbitrary<Command> {
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('restart'), slot }) },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('shutdown'), slot }) },
     {
+      weight: 2,
+      arbitrary: fc.record({
+        kind: fc.constant('pause'),
+        slot,
+        ms: fc.constantFrom(3_000, 11_000, 31_000),
+      }),
+    },
+    {
       weight: 1,
       arbitrary: fc.record({
         kind: fc.constant('alter'),
@@ -289,6 +386,7 @@ function commandArb(bounds: ScenarioBounds): fc.Arbitrary<Command> {
             claimIntervalMs: fc.constantFrom(10, 50, 200, 1_000),
             autonomySeconds: fc.constantFrom(0, 1, 5),
             maxDcRangeSize: fc.integer({ min: 4, max: 120 }),
+            shards: fc.integer({ min: 1, max: 4 }),
           },
           { requiredKeys: [] },
         ),
@@ -346,6 +444,18 @@ export function scenarioArb(bounds: ScenarioBounds = DEFAULT_BOUNDS): fc.Arbitra
       size: 'medium',
     }),
     faults: fc.array(faultArb, { maxLength: bounds.faults, size: 'medium' }),
+    // A rollback in a run of 5; it lands only if the run makes that many DC-state writes.
+    rollback: fc.oneof(
+      { weight: 4, arbitrary: fc.constant(undefined) },
+      {
+        weight: 1,
+        arbitrary: fc.record({
+          at: fc.nat({ max: ROLLBACK_REACH }),
+          writes: fc.constantFrom<1 | 2>(1, 2),
+        }),
+      },
+    ),
+    drainAtEnd: fc.boolean(),
     jitterSeed: fc.integer(),
   });
 }

@@ -47,6 +47,8 @@ export interface Network {
   readonly step: number;
   /** A store call ran in this step: the rows may have changed. */
   touched(): void;
+  /** The store ran a write of `dc`'s state (applied or not): a planned rollback may follow. */
+  stateWritten(sequence: string, dc: string): Promise<void>;
   log(line: string): void;
 }
 
@@ -174,9 +176,13 @@ export class ScheduledStore implements IdStore {
       `writeDcState ${dc} v${expected?.version ?? 0}→${next.version} ${describeState(next)}`,
       kind,
       (fault) =>
-        this.conditional('writeDcState', fault, () =>
-          this.store.writeDcState(sequence, dc, expected, next),
-        ),
+        this.conditional('writeDcState', fault, async () => {
+          try {
+            return await this.store.writeDcState(sequence, dc, expected, next);
+          } finally {
+            await this.network.stateWritten(sequence, dc);
+          }
+        }),
     );
   }
 

@@ -9,14 +9,16 @@
  * exactly from its seed (the allocator's jitter is seeded too).
  *
  * Once the commands are done, every open handle closes while a new process in each DC draws, so
- * each run ends with give-backs racing claims.
+ * each run ends with give-backs racing claims; in half the runs the live handles first hand out
+ * every ID they hold, so that IDs held twice become IDs handed out twice.
  *
- * Nothing here judges the run: it records what callers were given and the rows after each step
- * (history.ts) for checker.ts.
+ * Nothing here judges the run: it records what callers were given, the rows after each step and
+ * what live handles held unused after each step (history.ts) for checker.ts.
  */
 import type fc from 'fast-check';
 
 import type { CheckSnapshot } from '../../../src/admin/check.js';
+import type { BlockBuffer } from '../../../src/allocator/block-buffer.js';
 import { IdGen } from '../../../src/allocator/id-gen.js';
 import {
   SHARD_MOVE_MESSAGE,
@@ -24,13 +26,25 @@ import {
   type ShardMoveReason,
 } from '../../../src/allocator/sequence.js';
 import type { Logger } from '../../../src/logger.js';
+import { StateRolledBackError } from '../../../src/errors.js';
+import { MAX_SAFE_ID } from '../../../src/options.js';
 import { MemoryStore } from '../../../src/store/memory.js';
 import { SimClock } from './clock.js';
-import type { CallRecord, HandleHistory, History, RowsAt } from './history.js';
+import type {
+  CallRecord,
+  Fired,
+  HandleHistory,
+  HeldAt,
+  HeldRun,
+  History,
+  RollbackAt,
+  RowsAt,
+} from './history.js';
 import {
   DCS,
   SEQUENCE,
   SERIAL_OUTAGE_MS,
+  domainBounds,
   type Command,
   type FaultSite,
   type PlannedFault,
@@ -78,7 +92,6 @@ async function storeWithSequence(scenario: Scenario): Promise<MemoryStore> {
     autonomySeconds,
     maxDcRangeSize,
     shards,
-    max,
     firstRanges,
   } = scenario.settings;
   await new IdGen({ store, dc: DCS[0], keyspace: KEYSPACE }).createSequence(SEQUENCE, {
@@ -91,7 +104,7 @@ async function storeWithSequence(scenario: Scenario): Promise<MemoryStore> {
     maxDcRangeSize,
     shards,
     firstRanges,
-    ...(max === undefined ? {} : { max }),
+    ...domainBounds(scenario.settings),
   });
   return store;
 }
@@ -121,6 +134,14 @@ interface Handle {
   readonly history: HandleHistory;
 }
 
+/**
+ * White-box: the handle's block buffer, private to Sequence (TypeScript lets a test name a
+ * private member in brackets). Only the held-twice oracle reads it; nothing is changed.
+ */
+function bufferOf(handle: Handle): BlockBuffer<number> | BlockBuffer<bigint> {
+  return handle.sequence['buffer'];
+}
+
 /** One incarnation of a process: an IdGen, until it is shut down or dies. */
 class Process {
   crashed = false;
@@ -146,6 +167,7 @@ class Process {
     const sequence = this.ids.sequence(SEQUENCE, { bigint: this.bigint });
     const history: HandleHistory = {
       name: `${this.name}/h${this.handles.length + 1}`,
+      bigint: this.bigint,
       // The shard the handle picked when it loaded (its DC before): its IDs are that grantee's.
       get dc() {
         return sequence.grantee;
@@ -154,8 +176,9 @@ class Process {
       crashed: false,
     };
     this.handles.push(history);
-    this.world.handles.push(history);
-    return { sequence, history };
+    const handle = { sequence, history };
+    this.world.opened(handle);
+    return handle;
   }
 
   crash(): void {
@@ -167,6 +190,8 @@ class Process {
 /** A client's place: the process it talks to, and that process's handles it calls. */
 interface Slot {
   readonly index: number;
+  /** The client itself, whose pauses outlive a restart of the process it calls. */
+  readonly client: { readonly name: string; readonly crashed: false };
   process: Process;
   restarts: number;
   current: Handle | undefined;
@@ -176,6 +201,14 @@ interface Slot {
 
 class World implements Network {
   readonly handles: HandleHistory[] = [];
+  /** Every handle opened, for the held-twice oracle (crashed and closed ones are skipped). */
+  private readonly opens: Handle[] = [];
+  private readonly heldLog: HeldAt[] = [];
+  private lastHeldKey = '';
+  /** DC-state writes the store ran so far: where the planned rollback lands. */
+  private stateWrites = 0;
+  private rollback: RollbackAt | undefined;
+  private readonly fired: Fired = { pauses: 0, aborts: 0, drained: 0, rollbacksLogged: 0 };
   readonly clock: SimClock;
   private readonly otherErrors: { call: string; error: unknown }[] = [];
   private readonly slots: Slot[];
@@ -190,7 +223,10 @@ class World implements Network {
     'no IDs and no SERIAL': 0,
     'shard spent': 0,
   };
-  /** What every process logs to: only shard moves are kept (counted, and in the trace). */
+  /**
+   * What every process logs to: only shard moves and rows found gone back are kept (counted,
+   * and in the trace); the second, to tell a rollback only logged from one a caller was told of.
+   */
   readonly logger: Logger = {
     child: () => this.logger,
     debug: (fields, message) => {
@@ -200,8 +236,8 @@ class World implements Network {
       this.log(`${String(fields.from)} moves to ${String(fields.to)}: ${reason}`);
     },
     info: () => undefined,
-    warn: () => undefined,
-    error: () => undefined,
+    warn: (fields, message) => this.logged(fields, message),
+    error: (fields, message) => this.logged(fields, message),
   };
   /** Per DC cut off from SERIAL, when its outage ends (virtual ms). */
   private readonly serialOutageEnds = new Map<string, number>();
@@ -226,6 +262,7 @@ class World implements Network {
     }
     this.slots = scenario.processes.map((p, index) => ({
       index,
+      client: { name: `client ${index}`, crashed: false },
       process: new Process(this, `p${index}.0`, p.dc, p.bigint),
       restarts: 0,
       current: undefined,
@@ -243,6 +280,27 @@ class World implements Network {
 
   touched(): void {
     this.rowsTouched = true;
+  }
+
+  private logged(fields: Record<string, unknown>, message: string): void {
+    if (!(fields.err instanceof StateRolledBackError)) return;
+    this.fired.rollbacksLogged++;
+    this.log(`logged: ${message}: ${fields.err.code}`);
+  }
+
+  opened(handle: Handle): void {
+    this.handles.push(handle.history);
+    this.opens.push(handle);
+  }
+
+  async stateWritten(sequence: string, dc: string): Promise<void> {
+    const planned = this.scenario.rollback;
+    if (planned === undefined || this.stateWrites++ !== planned.at) return;
+    // Before the DC's first state there is nothing to lose.
+    if (!(await this.store.readDcStatesOverview(sequence)).has(dc)) return;
+    this.store.rollBackDcState(sequence, dc, planned.writes);
+    this.rollback = { step: this.steps, event: this.event(), dc, writes: planned.writes };
+    this.log(`${dc}'s state loses its last ${planned.writes} write(s): a rollback`);
   }
 
   nextFault(site: FaultSite): PlannedFault['fault'] | undefined {
@@ -291,7 +349,29 @@ class World implements Network {
       await this.scheduler.waitNext(1);
       await drainMicrotasks();
       if (this.rowsTouched) await this.recordRows();
+      this.recordHeld();
     }
+  }
+
+  /**
+   * What every live, serving handle holds unused now: its current block past the IDs taken,
+   * and its preloaded block. Recorded when it changed since the step before.
+   */
+  private recordHeld(): void {
+    const held: HeldRun[] = [];
+    for (const handle of this.opens) {
+      if (handle.history.crashed) continue;
+      const buffer = bufferOf(handle);
+      if (!buffer.serving) continue;
+      for (const block of [buffer.current, buffer.preloaded]) {
+        if (block === undefined || block.remaining === 0) continue;
+        held.push({ by: handle.history.name, first: block.nextUnused, last: block.last });
+      }
+    }
+    const key = held.map((run) => `${run.by}:${run.first}-${run.last}`).join(' ');
+    if (key === this.lastHeldKey) return;
+    this.lastHeldKey = key;
+    this.heldLog.push({ step: this.steps, event: this.event(), held });
   }
 
   /**
@@ -299,6 +379,7 @@ class World implements Network {
    * in each DC draws at its own pace, so that give-backs race claims one at a time.
    */
   closeAllWhileDrawing(): void {
+    if (this.scenario.drainAtEnd) this.drainLiveHandles();
     this.log('every handle closes while a new process in each DC draws');
     for (const slot of this.slots) {
       for (const handle of [slot.current, slot.previous]) {
@@ -306,8 +387,31 @@ class World implements Network {
       }
     }
     const count = 2 * this.scenario.settings.blockSize + 1;
+    // Number handles would only be refused a domain past 2^53-1.
+    const bigint = (domainBounds(this.scenario.settings).max ?? 0n) > MAX_SAFE_ID;
     for (const dc of DCS) {
-      void this.draw(new Process(this, `final-${dc}`, dc, false).open(), count, true);
+      const handle = new Process(this, `final-${dc}`, dc, bigint).open();
+      // Closed once done, so that nothing of it runs on: a DC allocator retrying rows it found
+      // broken (as a rollback leaves them) would keep a run from ever settling.
+      void this.draw(handle, count, true).then(() => handle.sequence.close());
+    }
+  }
+
+  /**
+   * Every live open handle hands out what it holds, at once (tryNext until it has none): an
+   * ID two handles hold shows up as a duplicate, not only to the held-twice oracle.
+   */
+  private drainLiveHandles(): void {
+    this.log('every live handle hands out the IDs it holds');
+    for (const slot of this.slots) {
+      const handle = slot.current;
+      if (handle === undefined) continue;
+      // A block holds at most a few dozen IDs here; the bound only guards against a loop.
+      for (let i = 0; i < 1_000; i++) {
+        const record = this.tryNext(handle);
+        if (record.ids.length === 0) break;
+        this.fired.drained++;
+      }
     }
   }
 
@@ -322,6 +426,9 @@ class World implements Network {
       steps: this.steps,
       trace: this.trace,
       shardMoves: { ...this.shardMoves },
+      heldLog: this.heldLog,
+      rollback: this.rollback,
+      fired: { ...this.fired },
     };
   }
 
@@ -339,7 +446,7 @@ class World implements Network {
       case 'next': {
         const handle = this.target(slot, command.target);
         if (handle === undefined) return undefined;
-        const call = this.call(handle, 'next', () => handle.sequence.next());
+        const call = this.nextWithOptions(handle, command.timeoutMs, command.abort === true);
         return command.wait ? call : undefined;
       }
       case 'tryNext': {
@@ -357,8 +464,8 @@ class World implements Network {
         const count = command.count === 'block' ? this.scenario.settings.blockSize : command.count;
         const call = this.call(handle, `take(${count})`, async () => {
           const range = await handle.sequence.take(count);
-          const ids: number[] = [];
-          for (let id = Number(range.first); id <= Number(range.last); id++) ids.push(id);
+          const ids: bigint[] = [];
+          for (let id = BigInt(range.first); id <= BigInt(range.last); id++) ids.push(id);
           return ids;
         });
         return command.wait ? call : undefined;
@@ -388,6 +495,10 @@ class World implements Network {
         this.replace(slot);
         return undefined;
       }
+      case 'pause':
+        return this.clock.sleep(slot.client, command.ms).then(() => {
+          this.fired.pauses++;
+        });
       case 'alter': {
         const name = `${slot.process.name} alter`;
         slot.process.ids.alterSequence(SEQUENCE, command.changes).then(
@@ -400,6 +511,41 @@ class World implements Network {
         return undefined;
       }
     }
+  }
+
+  /**
+   * next() with the call's own deadline and a signal, if the command carries them; the signal
+   * fires at a step the scheduler picks (counted if the call was still pending then).
+   */
+  private nextWithOptions(
+    handle: Handle,
+    timeoutMs: number | undefined,
+    abort: boolean,
+  ): Promise<boolean> {
+    const controller = abort ? new AbortController() : undefined;
+    const name = [
+      'next',
+      ...(timeoutMs === undefined ? [] : [`${timeoutMs} ms`]),
+      ...(abort ? ['signal'] : []),
+    ].join(' ');
+    const options = {
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
+      ...(controller === undefined ? {} : { signal: controller.signal }),
+    };
+    let pending = true;
+    const call = this.call(handle, name, () => handle.sequence.next(options)).finally(() => {
+      pending = false;
+    });
+    if (controller !== undefined) {
+      const label = `${handle.history.name} ${name}: the signal fires`;
+      void this.scheduler.schedule(Promise.resolve(), label).then(() => {
+        if (handle.history.crashed) return;
+        if (pending) this.fired.aborts++;
+        this.log(label);
+        controller.abort();
+      });
+    }
+    return call;
   }
 
   /** Callers that go on calling a closing handle, each at a step the scheduler picks. */
@@ -428,31 +574,32 @@ class World implements Network {
     return target === 'current' ? this.open(slot) : slot.previous;
   }
 
-  private tryNext(handle: Handle): void {
+  private tryNext(handle: Handle): CallRecord {
     const at = this.event();
     const record: CallRecord = { call: 'tryNext', issued: at, returned: at, ids: [] };
     try {
       const id = handle.sequence.tryNext();
-      if (id !== undefined) record.ids = [Number(id)];
+      if (id !== undefined) record.ids = [BigInt(id)];
     } catch (error) {
       record.error = error;
     }
     handle.history.calls.push(record);
     this.log(`${handle.history.name} tryNext → ${describeCall(record)}`);
+    return record;
   }
 
   /** Runs a call of `handle`, recording the IDs it returns or the error it rejects with. */
   private async call(
     handle: Handle,
     name: string,
-    call: () => Promise<number | bigint | number[]>,
+    call: () => Promise<number | bigint | bigint[]>,
   ): Promise<boolean> {
     const history = handle.history;
     const record: CallRecord = { call: name, issued: this.event(), returned: undefined, ids: [] };
     history.calls.push(record);
     try {
       const result = await call();
-      record.ids = Array.isArray(result) ? result : [Number(result)];
+      record.ids = Array.isArray(result) ? result : [BigInt(result)];
     } catch (error) {
       record.error = error;
     }

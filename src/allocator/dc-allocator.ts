@@ -1030,7 +1030,8 @@ export class DcAllocator {
   }
 
   private checkGrants(view: GrantView): void {
-    const { start, max: high, min: low } = this.settings;
+    // Grants start at `start` (GLOBAL begins at start - 1), as check holds them to.
+    const { start, max: high } = this.settings;
     if (view.globalLast < start - 1n || view.globalLast > high) {
       throw this.broken(
         `GLOBAL last_integer ${view.globalLast} is outside [${start - 1n}, ${high}]`,
@@ -1041,9 +1042,9 @@ export class DcAllocator {
     if (!Number.isSafeInteger(g.number) || g.number < 1) {
       throw this.broken(`DC "${this.dc}" grant number ${g.number} is not a positive integer`);
     }
-    if (g.min > g.max || g.min < low || g.max > high) {
+    if (g.min > g.max || g.min < start || g.max > high) {
       throw this.broken(
-        `DC "${this.dc}" grant ${g.number} [${g.min}, ${g.max}] is not within [${low}, ${high}]`,
+        `DC "${this.dc}" grant ${g.number} [${g.min}, ${g.max}] is not within [${start}, ${high}]`,
       );
     }
     // readGrants reads the latest grant before GLOBAL, so even a grant made in between is covered.

@@ -192,7 +192,7 @@ export interface DcStateViolation {
 
 /** What the DC state is checked against besides itself. */
 export interface DcStateContext {
-  readonly settings: Pick<SequenceSettings, 'min' | 'max'>;
+  readonly settings: Pick<SequenceSettings, 'start' | 'max'>;
   /**
    * The DC's grants known to the checker (ascending, or only the latest). Grants never change,
    * so a grant named by the state must be among grants read after the state.
@@ -215,7 +215,9 @@ export function dcStateViolations(
 ): DcStateViolation[] {
   const out: DcStateViolation[] = [];
   const report = (kind: DcStateViolationKind, message: string) => out.push({ kind, message });
-  const { min: low, max: high } = context.settings;
+  // Ranges come from grants, which start at `start` (GLOBAL begins at start - 1), as check holds
+  // them to; `min` may lie below.
+  const { start: low, max: high } = context.settings;
   const range = (a: bigint, b: bigint) => `[${a}, ${b}]`;
 
   if (!Number.isSafeInteger(s.version) || s.version < 1 || s.version > MAX_VERSION) {

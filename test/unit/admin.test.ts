@@ -138,10 +138,10 @@ describe('checkSequence', () => {
   });
 
   it('reports a grant outside [start, max]', () => {
-    // start 51: dc1's grant 1 [1, 100] reaches below it.
+    // start 51: dc1's grant 1 [1, 100] reaches below it, and so does dc1's reserved range.
     const s = snapshot({ settings: { ...SETTINGS, start: 51n } });
     const violations = checkSequence(s);
-    expect(violations.map((v) => v.kind)).toEqual(['grant-outside-domain']);
+    expect(violations.map((v) => v.kind)).toEqual(['grant-outside-domain', 'range-outside-domain']);
     expect(violations[0]).toMatchObject({ dc: 'dc1' });
     expect(violations[0]?.message).toBe(
       'orders: grant #1 of dc1 [1, 100] is outside [start, max] = [51, 1000]',

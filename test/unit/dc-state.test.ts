@@ -18,7 +18,7 @@ import {
 import type { DcState, Grant } from '../../src/store/port.js';
 import { dcState } from './fixtures.js';
 
-const domain = { settings: { min: 1n, max: 10_000n } } as const;
+const domain = { settings: { start: 1n, max: 10_000n } } as const;
 const grant1: Grant = { number: 1, min: 1n, max: 100n };
 const grant2: Grant = { number: 2, min: 201n, max: 300n };
 
@@ -181,9 +181,9 @@ describe('installAndClaim', () => {
       op: 'op-6',
     });
     expect(claimed?.block).toEqual({ first: 61n, last: 70n, rangeMin: 1n, rangeMax: 100n });
-    expect(dcStateViolations('dc1', claimed!.next, { settings: { min: 1n, max: 1_000n } })).toEqual(
-      [],
-    );
+    expect(
+      dcStateViolations('dc1', claimed!.next, { settings: { start: 1n, max: 1_000n } }),
+    ).toEqual([]);
   });
 
   it('switches to the grant when the reserved range is spent', () => {
@@ -322,7 +322,7 @@ describe('dcStateViolations', () => {
         message: "dc1's preloaded range [201, 300] differs from its grant #2 [101, 200]",
       },
     ]);
-    expect(kinds(dcState(), { settings: { min: 10n, max: 10_000n } })).toEqual([
+    expect(kinds(dcState(), { settings: { start: 10n, max: 10_000n } })).toEqual([
       'range-outside-domain',
       'range-outside-domain',
     ]);

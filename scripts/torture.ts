@@ -32,6 +32,7 @@ import {
   type FaultMix,
 } from './torture/nemesis.js';
 import { freshSeed, Random } from './torture/random.js';
+import { conductProblems } from './torture/verdict.js';
 import { firstBlocksOf, renderMarkdown, type CampaignReport } from './torture/report.js';
 
 interface Options {
@@ -296,6 +297,7 @@ async function main(): Promise<void> {
     startedAt: started,
     log,
   });
+  const recordedAtStart = recordedByDc(fleet, dcs);
   nemesis.start();
   const progress = setInterval(
     () => log(`${recordedSoFar(fleet).toLocaleString('en-US')} IDs recorded`),
@@ -303,6 +305,10 @@ async function main(): Promise<void> {
   );
   await new Promise((resolve) => setTimeout(resolve, options.minutes * 60_000));
   clearInterval(progress);
+  const recordedAtEnd = recordedByDc(fleet, dcs);
+  const drawnUnderFaults = Object.fromEntries(
+    dcs.map((dc) => [dc, recordedAtEnd[dc]! - recordedAtStart[dc]!]),
+  );
 
   log('healing: the nemesis stops and undoes its faults');
   await nemesis.stop();
@@ -397,6 +403,11 @@ async function main(): Promise<void> {
       errorExamples[code] ??= incarnation.summary?.firstErrors[code] ?? '';
     }
   }
+  const problems = conductProblems({
+    timeline: nemesis.timeline,
+    drawnUnderFaults,
+    incarnations: fleet.incarnations,
+  });
   const count = (values: readonly string[]) =>
     values.reduce<Record<string, number>>((acc, v) => ({ ...acc, [v]: (acc[v] ?? 0) + 1 }), {});
   const report: CampaignReport = {
@@ -434,6 +445,8 @@ async function main(): Promise<void> {
     faultsDone: count(
       nemesis.timeline.filter((e) => e.result.startsWith('ok')).map((e) => e.action),
     ),
+    drawnUnderFaults,
+    conductProblems: problems,
     errorsByCode,
     errorExamples,
     incarnations: fleet.incarnations.map((i, index) => ({
@@ -457,7 +470,8 @@ async function main(): Promise<void> {
       alarms(errorsByCode, unsafeCluster).length === 0 &&
       liveness.every((l) => l.ok) &&
       violations.length === 0 &&
-      linearizabilityLines.length === 0,
+      linearizabilityLines.length === 0 &&
+      problems.length === 0,
   };
   fs.writeFileSync(path.join(options.out, 'report.json'), JSON.stringify(report, null, 2) + '\n');
   fs.writeFileSync(path.join(options.out, 'report.md'), renderMarkdown(report));
@@ -472,6 +486,7 @@ async function main(): Promise<void> {
     `${report.passed ? 'PASSED' : 'FAILED'}: ${verdict.drawn.toLocaleString('en-US')} IDs, ${verdict.duplicateCount} duplicates, ` +
       `granted ${r.granted} = drawn ${r.drawn} + held ${r.held} + lost ${r.lost} (${r.balanced ? 'balanced' : 'NOT balanced'}); seed ${options.seed}`,
   );
+  for (const problem of problems) log(`campaign does not count: ${problem}`);
   process.stdout.write(`${path.join(options.out, 'report.md')}\n`);
   process.exitCode = report.passed ? 0 : 1;
 }
@@ -519,14 +534,23 @@ function readHistory(file: string): Float64Array {
   return new Float64Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + whole));
 }
 
+function recordedOf(incarnation: Incarnation): number {
+  try {
+    return Math.floor(fs.statSync(incarnation.historyFile).size / 8);
+  } catch {
+    return 0;
+  }
+}
+
 function recordedSoFar(fleet: Fleet): number {
-  return fleet.incarnations.reduce((sum, i) => {
-    try {
-      return sum + Math.floor(fs.statSync(i.historyFile).size / 8);
-    } catch {
-      return sum;
-    }
-  }, 0);
+  return fleet.incarnations.reduce((sum, i) => sum + recordedOf(i), 0);
+}
+
+/** IDs recorded so far by each DC's processes, every DC named. */
+function recordedByDc(fleet: Fleet, dcs: readonly string[]): Record<string, number> {
+  const byDc: Record<string, number> = Object.fromEntries(dcs.map((dc) => [dc, 0]));
+  for (const i of fleet.incarnations) byDc[i.dc] = (byDc[i.dc] ?? 0) + recordedOf(i);
+  return byDc;
 }
 
 main()

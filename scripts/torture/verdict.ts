@@ -1,0 +1,68 @@
+/**
+ * What a campaign must have done for its checks to mean anything: a clean history proves
+ * nothing if the nemesis never hurt the cluster, its faults or their undoing failed, a DC drew
+ * next to nothing under the faults, or a process died of an error of its own.
+ */
+import { CLUSTER_FAULT_KINDS, type TimelineEntry } from './nemesis.js';
+
+/**
+ * Fewest IDs each DC must record while the nemesis acts. The committed campaigns' DCs recorded
+ * 1.2 million to 110 million IDs each (2,071 to 158,815 a second of faults, the drawing after
+ * healing included), the slowest negative controls 598 a second: 10,000 is under 5 seconds of
+ * the slowest of them, and far above what a DC that barely drew would record.
+ */
+export const MIN_IDS_PER_DC_UNDER_FAULTS = 10_000;
+
+/**
+ * An alter whose admin client could not reach its DC, or SERIAL, is expected while a DC is cut
+ * off or down (the committed campaigns record such: `failed: Cassandra is unavailable at
+ * LOCAL_QUORUM for read sequence` and `... at SERIAL for alter sequence`).
+ */
+const EXPECTED_ALTER_FAILURE = /^failed: Cassandra is unavailable at /;
+
+export interface CampaignConduct {
+  readonly timeline: readonly TimelineEntry[];
+  /** Every DC of the cluster, with the IDs its processes recorded while the nemesis acted. */
+  readonly drawnUnderFaults: Readonly<Record<string, number>>;
+  readonly incarnations: readonly {
+    readonly id: number;
+    readonly dc: string;
+    readonly ending: string;
+    readonly liveness: boolean;
+  }[];
+}
+
+/**
+ * Why the campaign does not count, one reason a line; empty when it does. A process the nemesis
+ * killed ends `killed` (and one closed `closed-while-drawing`); `failed` is one that exited with
+ * an error on its own.
+ */
+export function conductProblems(conduct: CampaignConduct): string[] {
+  const problems: string[] = [];
+  const done = conduct.timeline.filter(
+    (e) => CLUSTER_FAULT_KINDS.some((k) => k === e.action) && e.result.startsWith('ok'),
+  );
+  if (done.length === 0) {
+    problems.push(
+      `no cluster fault (${CLUSTER_FAULT_KINDS.join(', ')}) was done: the checks saw no fault`,
+    );
+  }
+  for (const e of conduct.timeline) {
+    if (!e.result.startsWith('failed')) continue;
+    if (e.action === 'alter' && EXPECTED_ALTER_FAILURE.test(e.result)) continue;
+    problems.push(`the nemesis's ${e.action} of ${e.target} at ${e.at} s ${e.result}`);
+  }
+  for (const [dc, drawn] of Object.entries(conduct.drawnUnderFaults)) {
+    if (drawn < MIN_IDS_PER_DC_UNDER_FAULTS) {
+      problems.push(
+        `${dc} recorded ${drawn.toLocaleString('en-US')} IDs while the nemesis acted, fewer than ${MIN_IDS_PER_DC_UNDER_FAULTS.toLocaleString('en-US')}`,
+      );
+    }
+  }
+  for (const i of conduct.incarnations) {
+    if (!i.liveness && i.ending === 'failed') {
+      problems.push(`process ${i.id} (${i.dc}) exited with an error of its own`);
+    }
+  }
+  return problems;
+}

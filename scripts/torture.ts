@@ -14,6 +14,7 @@ import cassandra from 'cassandra-driver';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 
 import * as manager from './cluster/manager.js';
+import { readNodeSettings, settingsProblems } from './cluster/settings.js';
 import { nodeSpecs } from './cluster/topology.js';
 import { connect, initSchema, openAdmin } from '../src/index.js';
 import { MUTATIONS, type Mutation } from '../src/allocator/mutations.js';
@@ -165,21 +166,6 @@ const log = (line: string): void => {
   );
 };
 
-async function nodeSetting(contactPoint: string, dc: string, name: string): Promise<string> {
-  const client = new cassandra.Client({ contactPoints: [contactPoint], localDataCenter: dc });
-  try {
-    await client.connect();
-    const result = await client.execute(
-      'SELECT value FROM system_views.settings WHERE name = ?',
-      [name],
-      { prepare: true },
-    );
-    return String(result.first()?.['value'] ?? 'unknown');
-  } finally {
-    await client.shutdown();
-  }
-}
-
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
   log(
@@ -201,8 +187,16 @@ async function main(): Promise<void> {
   const dcs = Object.keys(contactPoints).sort();
   const firstDc = dcs[0]!;
   const replication = Object.fromEntries(dcs.map((dc) => [dc, Math.min(3, topology.nodesPerDc)]));
-  const paxos = await nodeSetting(contactPoints[firstDc]![0]!, firstDc, 'paxos_variant');
-  const commitlogSync = await nodeSetting(contactPoints[firstDc]![0]!, firstDc, 'commitlog_sync');
+  // Every node's own settings: a campaign judges one Paxos variant and one commitlog setting.
+  const settings = await readNodeSettings(nodeSpecs(topology));
+  const disagreements = settingsProblems(settings);
+  if (disagreements.length > 0) {
+    throw new Error(
+      `the nodes do not run the same settings (${disagreements.join('; ')}); restart them alike with "npm run cluster -- up --paxos v1|v2".`,
+    );
+  }
+  const { paxos, commitlogSync } = settings[0]!;
+  log(`every node of ${settings.length} runs Paxos ${paxos}, commitlog_sync ${commitlogSync}`);
   // A cluster started with --commitlog periodic is a negative control of its own: initSchema
   // refuses it unless told, so the campaign tells it, and the report says so.
   const unsafeCluster = commitlogSync === 'periodic';

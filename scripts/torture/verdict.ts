@@ -6,12 +6,14 @@
 import { CLUSTER_FAULT_KINDS, type TimelineEntry } from './nemesis.js';
 
 /**
- * Fewest IDs each DC must record while the nemesis acts. The committed campaigns' DCs recorded
- * 1.2 million to 110 million IDs each (2,071 to 158,815 a second of faults, the drawing after
- * healing included), the slowest negative controls 598 a second: 10,000 is under 5 seconds of
- * the slowest of them, and far above what a DC that barely drew would record.
+ * Fewest IDs each DC must record while the nemesis acts. A DC may be down for most of a short
+ * campaign (a whole-DC kill restarts in up to 474 s in the committed campaigns, and may be the
+ * first action, 3 s in), so it must pass on what a DC draws in its first 3 s: the committed
+ * campaigns' slowest DC averaged 2,071 IDs a second over the campaign, the slowest negative
+ * controls 598, two paced processes alone draw 4,000; 1-minute campaigns on this machine drew
+ * 6.4 to 17 million per DC. A DC whose processes barely drew records next to none.
  */
-export const MIN_IDS_PER_DC_UNDER_FAULTS = 10_000;
+export const MIN_IDS_PER_DC_UNDER_FAULTS = 1_000;
 
 /**
  * An alter whose admin client could not reach its DC, or SERIAL, is expected while a DC is cut

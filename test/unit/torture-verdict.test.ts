@@ -79,8 +79,8 @@ describe('torture verdict: what a campaign must have done', () => {
   it(`fails a DC that recorded fewer than ${MIN_IDS_PER_DC_UNDER_FAULTS} IDs under faults`, () => {
     const drawnUnderFaults = { dc1: 50_000, dc2: MIN_IDS_PER_DC_UNDER_FAULTS - 1, dc3: 0 };
     expect(conductProblems({ ...healthy, drawnUnderFaults })).toEqual([
-      'dc2 recorded 9,999 IDs while the nemesis acted, fewer than 10,000',
-      'dc3 recorded 0 IDs while the nemesis acted, fewer than 10,000',
+      'dc2 recorded 999 IDs while the nemesis acted, fewer than 1,000',
+      'dc3 recorded 0 IDs while the nemesis acted, fewer than 1,000',
     ]);
   });
 

@@ -5,7 +5,7 @@
  */
 import { ClusterError } from './topology.js';
 import type { NodeSpec } from './topology.js';
-import { hostOf, withClient } from './nodes.js';
+import { hostOf, sleep, withClient } from './nodes.js';
 
 /** The settings of one node that a run's verdict depends on. */
 export interface NodeSettings {
@@ -14,28 +14,51 @@ export interface NodeSettings {
   readonly commitlogSync: string;
 }
 
-/** Reads `paxos_variant` and `commitlog_sync` from every node, each coordinating its own read. */
-export async function readNodeSettings(nodes: readonly NodeSpec[]): Promise<NodeSettings[]> {
+/**
+ * Reads `paxos_variant` and `commitlog_sync` from every node, each coordinating its own read. A
+ * node that does not answer is asked again for up to `timeoutMs`: a CQL probe of a loaded
+ * machine can time out while the node is well.
+ */
+export async function readNodeSettings(
+  nodes: readonly NodeSpec[],
+  timeoutMs = 60_000,
+): Promise<NodeSettings[]> {
   const settings: NodeSettings[] = [];
   for (const node of nodes) {
-    const values = await withClient(node, async (client) => {
-      const host = hostOf(client, node);
-      if (host === undefined) {
-        throw new ClusterError(`The driver did not find node ${node.name} (${node.address}).`);
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      try {
+        settings.push({ node: node.name, ...(await readSettingsOf(node)) });
+        break;
+      } catch (error) {
+        if (Date.now() > deadline) {
+          throw new ClusterError(
+            `Could not read the settings of node ${node.name} (${node.address}) within ${timeoutMs / 1000} s: ${error instanceof Error ? error.message : String(error)}`,
+          );
+        }
+        await sleep(2_000);
       }
-      const read = async (name: string) => {
-        const result = await client.execute(
-          'SELECT value FROM system_views.settings WHERE name = ?',
-          [name],
-          { host, prepare: true },
-        );
-        return String(result.first()?.['value'] ?? 'unknown');
-      };
-      return { paxos: await read('paxos_variant'), commitlogSync: await read('commitlog_sync') };
-    });
-    settings.push({ node: node.name, ...values });
+    }
   }
   return settings;
+}
+
+function readSettingsOf(node: NodeSpec): Promise<Omit<NodeSettings, 'node'>> {
+  return withClient(node, async (client) => {
+    const host = hostOf(client, node);
+    if (host === undefined) {
+      throw new ClusterError(`The driver did not find node ${node.name} (${node.address}).`);
+    }
+    const read = async (name: string) => {
+      const result = await client.execute(
+        'SELECT value FROM system_views.settings WHERE name = ?',
+        [name],
+        { host, prepare: true },
+      );
+      return String(result.first()?.['value'] ?? 'unknown');
+    };
+    return { paxos: await read('paxos_variant'), commitlogSync: await read('commitlog_sync') };
+  });
 }
 
 /**

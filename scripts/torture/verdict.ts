@@ -31,13 +31,15 @@ export interface CampaignConduct {
     readonly dc: string;
     readonly ending: string;
     readonly liveness: boolean;
+    /** Killed at the end for not stopping when told (a `killed` ending, but no nemesis kill). */
+    readonly hungOnStop?: boolean | undefined;
   }[];
 }
 
 /**
  * Why the campaign does not count, one reason a line; empty when it does. A process the nemesis
  * killed ends `killed` (and one closed `closed-while-drawing`); `failed` is one that exited with
- * an error on its own.
+ * an error on its own, and one killed for not stopping at the end is `hungOnStop`.
  */
 export function conductProblems(conduct: CampaignConduct): string[] {
   const problems: string[] = [];
@@ -64,6 +66,9 @@ export function conductProblems(conduct: CampaignConduct): string[] {
   for (const i of conduct.incarnations) {
     if (!i.liveness && i.ending === 'failed') {
       problems.push(`process ${i.id} (${i.dc}) exited with an error of its own`);
+    }
+    if (!i.liveness && i.hungOnStop === true) {
+      problems.push(`process ${i.id} (${i.dc}) did not stop when told and was killed`);
     }
   }
   return problems;

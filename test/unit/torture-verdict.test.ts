@@ -90,9 +90,11 @@ describe('torture verdict: what a campaign must have done', () => {
       { id: 4, dc: 'dc2', ending: 'failed', liveness: false },
       // A liveness worker that failed is the liveness check's to judge.
       { id: 5, dc: 'dc3', ending: 'failed', liveness: true },
+      { id: 6, dc: 'dc1', ending: 'killed', liveness: false, hungOnStop: true },
     ];
     expect(conductProblems({ ...healthy, incarnations })).toEqual([
       'process 4 (dc2) exited with an error of its own',
+      'process 6 (dc1) did not stop when told and was killed',
     ]);
   });
 

@@ -14,6 +14,7 @@ import cassandra from 'cassandra-driver';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 
 import * as manager from './cluster/manager.js';
+import { readNodeSettings, settingsProblems } from './cluster/settings.js';
 import { nodeSpecs } from './cluster/topology.js';
 import { connect, initSchema, openAdmin } from '../src/index.js';
 import { MUTATIONS, type Mutation } from '../src/allocator/mutations.js';
@@ -32,6 +33,7 @@ import {
   type FaultMix,
 } from './torture/nemesis.js';
 import { freshSeed, Random } from './torture/random.js';
+import { conductProblems } from './torture/verdict.js';
 import { firstBlocksOf, renderMarkdown, type CampaignReport } from './torture/report.js';
 
 interface Options {
@@ -164,21 +166,6 @@ const log = (line: string): void => {
   );
 };
 
-async function nodeSetting(contactPoint: string, dc: string, name: string): Promise<string> {
-  const client = new cassandra.Client({ contactPoints: [contactPoint], localDataCenter: dc });
-  try {
-    await client.connect();
-    const result = await client.execute(
-      'SELECT value FROM system_views.settings WHERE name = ?',
-      [name],
-      { prepare: true },
-    );
-    return String(result.first()?.['value'] ?? 'unknown');
-  } finally {
-    await client.shutdown();
-  }
-}
-
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
   log(
@@ -200,8 +187,16 @@ async function main(): Promise<void> {
   const dcs = Object.keys(contactPoints).sort();
   const firstDc = dcs[0]!;
   const replication = Object.fromEntries(dcs.map((dc) => [dc, Math.min(3, topology.nodesPerDc)]));
-  const paxos = await nodeSetting(contactPoints[firstDc]![0]!, firstDc, 'paxos_variant');
-  const commitlogSync = await nodeSetting(contactPoints[firstDc]![0]!, firstDc, 'commitlog_sync');
+  // Every node's own settings: a campaign judges one Paxos variant and one commitlog setting.
+  const settings = await readNodeSettings(nodeSpecs(topology));
+  const disagreements = settingsProblems(settings);
+  if (disagreements.length > 0) {
+    throw new Error(
+      `the nodes do not run the same settings (${disagreements.join('; ')}); restart them alike with "npm run cluster -- up --paxos v1|v2".`,
+    );
+  }
+  const { paxos, commitlogSync } = settings[0]!;
+  log(`every node of ${settings.length} runs Paxos ${paxos}, commitlog_sync ${commitlogSync}`);
   // A cluster started with --commitlog periodic is a negative control of its own: initSchema
   // refuses it unless told, so the campaign tells it, and the report says so.
   const unsafeCluster = commitlogSync === 'periodic';
@@ -296,6 +291,7 @@ async function main(): Promise<void> {
     startedAt: started,
     log,
   });
+  const recordedAtStart = recordedByDc(fleet, dcs);
   nemesis.start();
   const progress = setInterval(
     () => log(`${recordedSoFar(fleet).toLocaleString('en-US')} IDs recorded`),
@@ -303,6 +299,10 @@ async function main(): Promise<void> {
   );
   await new Promise((resolve) => setTimeout(resolve, options.minutes * 60_000));
   clearInterval(progress);
+  const recordedAtEnd = recordedByDc(fleet, dcs);
+  const drawnUnderFaults = Object.fromEntries(
+    dcs.map((dc) => [dc, recordedAtEnd[dc]! - recordedAtStart[dc]!]),
+  );
 
   log('healing: the nemesis stops and undoes its faults');
   await nemesis.stop();
@@ -397,6 +397,11 @@ async function main(): Promise<void> {
       errorExamples[code] ??= incarnation.summary?.firstErrors[code] ?? '';
     }
   }
+  const problems = conductProblems({
+    timeline: nemesis.timeline,
+    drawnUnderFaults,
+    incarnations: fleet.incarnations,
+  });
   const count = (values: readonly string[]) =>
     values.reduce<Record<string, number>>((acc, v) => ({ ...acc, [v]: (acc[v] ?? 0) + 1 }), {});
   const report: CampaignReport = {
@@ -434,6 +439,8 @@ async function main(): Promise<void> {
     faultsDone: count(
       nemesis.timeline.filter((e) => e.result.startsWith('ok')).map((e) => e.action),
     ),
+    drawnUnderFaults,
+    conductProblems: problems,
     errorsByCode,
     errorExamples,
     incarnations: fleet.incarnations.map((i, index) => ({
@@ -457,7 +464,8 @@ async function main(): Promise<void> {
       alarms(errorsByCode, unsafeCluster).length === 0 &&
       liveness.every((l) => l.ok) &&
       violations.length === 0 &&
-      linearizabilityLines.length === 0,
+      linearizabilityLines.length === 0 &&
+      problems.length === 0,
   };
   fs.writeFileSync(path.join(options.out, 'report.json'), JSON.stringify(report, null, 2) + '\n');
   fs.writeFileSync(path.join(options.out, 'report.md'), renderMarkdown(report));
@@ -472,6 +480,7 @@ async function main(): Promise<void> {
     `${report.passed ? 'PASSED' : 'FAILED'}: ${verdict.drawn.toLocaleString('en-US')} IDs, ${verdict.duplicateCount} duplicates, ` +
       `granted ${r.granted} = drawn ${r.drawn} + held ${r.held} + lost ${r.lost} (${r.balanced ? 'balanced' : 'NOT balanced'}); seed ${options.seed}`,
   );
+  for (const problem of problems) log(`campaign does not count: ${problem}`);
   process.stdout.write(`${path.join(options.out, 'report.md')}\n`);
   process.exitCode = report.passed ? 0 : 1;
 }
@@ -519,14 +528,23 @@ function readHistory(file: string): Float64Array {
   return new Float64Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + whole));
 }
 
+function recordedOf(incarnation: Incarnation): number {
+  try {
+    return Math.floor(fs.statSync(incarnation.historyFile).size / 8);
+  } catch {
+    return 0;
+  }
+}
+
 function recordedSoFar(fleet: Fleet): number {
-  return fleet.incarnations.reduce((sum, i) => {
-    try {
-      return sum + Math.floor(fs.statSync(i.historyFile).size / 8);
-    } catch {
-      return sum;
-    }
-  }, 0);
+  return fleet.incarnations.reduce((sum, i) => sum + recordedOf(i), 0);
+}
+
+/** IDs recorded so far by each DC's processes, every DC named. */
+function recordedByDc(fleet: Fleet, dcs: readonly string[]): Record<string, number> {
+  const byDc: Record<string, number> = Object.fromEntries(dcs.map((dc) => [dc, 0]));
+  for (const i of fleet.incarnations) byDc[i.dc] = (byDc[i.dc] ?? 0) + recordedOf(i);
+  return byDc;
 }
 
 main()

@@ -252,7 +252,7 @@ export async function withClient<T>(
  * driver's load balancing would otherwise pick any node of the DC, and a check of what one node
  * sees would ask its siblings).
  */
-function hostOf(client: cassandra.Client, node: NodeSpec): cassandra.Host | undefined {
+export function hostOf(client: cassandra.Client, node: NodeSpec): cassandra.Host | undefined {
   return client.hosts.values().find((h) => h.address.startsWith(`${node.address}:`));
 }
 

@@ -37,13 +37,9 @@ export async function partition(target: string, log: Log = () => undefined): Pro
   const inside = dcCut ? specs.filter((s) => s.dc === target) : [findNode(specs, target)];
   await requirePartitionSupport(specs);
   const outside = specs.filter((s) => !inside.includes(s));
-  const rules: string[][] = [];
-  for (const a of inside)
-    for (const b of outside) rules.push(dropRule(target, a.osUser, b.address));
-  for (const b of outside)
-    for (const a of inside) rules.push(dropRule(target, b.osUser, a.address));
-  await applyRules(rules.map((rule) => ['-A', ...rule]));
-  log(`partition ${target}: ${rules.length} iptables rules; waiting for the cut to show`);
+  const changes = partitionChanges(target, inside, outside);
+  await applyRules(changes);
+  log(`partition ${target}: ${changes.length} iptables rules; waiting for the cut to show`);
 
   const cut = inside[0]!;
   if (dcCut) {
@@ -82,13 +78,7 @@ export async function heal(
 ): Promise<void> {
   const cut = await partitionedTargets();
   if (cut.size === 0) return;
-  const listing = await iptables(['-S', 'OUTPUT']);
-  await applyRules(
-    listing
-      .split('\n')
-      .filter((line) => line.startsWith('-A OUTPUT') && line.includes(PARTITION_TAG))
-      .map((line) => ['-D', ...splitRule(line.slice('-A '.length))]),
-  );
+  await applyRules(healChanges(await iptables(['-S', 'OUTPUT'])));
   if (!options.verify) return;
   const specs = nodeSpecs(topology);
   for (const target of cut) {
@@ -160,6 +150,47 @@ async function requirePartitionSupport(specs: readonly NodeSpec[]): Promise<void
       );
     }
   }
+}
+
+/**
+ * The rule changes that cut `inside` off from `outside`, both ways: each DROP goes first in
+ * OUTPUT (`-I OUTPUT 1`), so that no earlier rule of the host's firewall (an ACCEPT for `lo`,
+ * say) lets the packets through before they reach it.
+ */
+export function partitionChanges(
+  target: string,
+  inside: readonly Pick<NodeSpec, 'osUser' | 'address'>[],
+  outside: readonly Pick<NodeSpec, 'osUser' | 'address'>[],
+): string[][] {
+  const rules: string[][] = [];
+  for (const a of inside)
+    for (const b of outside) rules.push(dropRule(target, a.osUser, b.address));
+  for (const b of outside)
+    for (const a of inside) rules.push(dropRule(target, b.osUser, a.address));
+  return rules.map(([chain, ...rest]) => ['-I', chain!, '1', ...rest]);
+}
+
+/**
+ * The changes that delete every partition rule in `listing` (what `iptables -S OUTPUT` prints)
+ * and nothing else: a DROP whose comment is this tag and a target, as `partitionChanges` made.
+ */
+export function healChanges(listing: string): string[][] {
+  const tagged = new RegExp(`^${PARTITION_TAG}:[A-Za-z0-9_-]+$`);
+  return listing
+    .split('\n')
+    .filter((line) => line.startsWith('-A OUTPUT '))
+    .map((line) => splitRule(line.slice('-A '.length)))
+    .filter((rule) => {
+      const comment = rule[rule.indexOf('--comment') + 1];
+      return (
+        rule.includes('--comment') &&
+        comment !== undefined &&
+        tagged.test(comment) &&
+        rule.at(-2) === '-j' &&
+        rule.at(-1) === 'DROP'
+      );
+    })
+    .map((rule) => ['-D', ...rule]);
 }
 
 function dropRule(target: string, owner: string, destination: string): string[] {

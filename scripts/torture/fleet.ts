@@ -36,6 +36,8 @@ export interface Incarnation {
   endedAt: number | undefined;
   /** SIGSTOPped and not resumed yet. */
   stopped: boolean;
+  /** SIGKILLed by `stopAll` for not ending within its timeout of a SIGTERM: not the nemesis's doing. */
+  hungOnStop: boolean;
   summary: WorkerSummary | undefined;
   /** What it printed when it drew its first ID; undefined if it drew none. */
   firstId: WorkerFirstId | undefined;
@@ -117,6 +119,7 @@ export class Fleet {
       ending: 'running',
       endedAt: undefined,
       stopped: false,
+      hungOnStop: false,
       summary: undefined,
       firstId: undefined,
       readyTimes: undefined,
@@ -195,7 +198,10 @@ export class Fleet {
     }
     const deadline = setTimeout(() => {
       for (const incarnation of this.incarnations) {
-        if (incarnation.endedAt === undefined) this.kill(incarnation);
+        if (incarnation.endedAt === undefined) {
+          incarnation.hungOnStop = true;
+          this.kill(incarnation);
+        }
       }
     }, timeoutMs);
     await Promise.all(this.incarnations.map((i) => i.exited));

@@ -40,6 +40,38 @@ export const FAULT_KINDS: readonly FaultKind[] = [
 
 export type FaultMix = Readonly<Record<FaultKind, number>>;
 
+/** The faults that hurt Cassandra itself; a campaign must have done at least one. */
+export const CLUSTER_FAULT_KINDS: readonly FaultKind[] = [
+  'partition-dc',
+  'partition-node',
+  'pause-node',
+  'kill-node',
+  'kill-dc',
+];
+
+/**
+ * The next action's kind. Until a cluster fault has been done, only cluster faults of the mix are
+ * drawn (node partitions only where they exist): the first action, which no fault in force can
+ * skip, is one, so every campaign that lasts past the first interval has hurt the cluster. A mix
+ * with no cluster fault at all is drawn as given (its campaign then fails for want of one).
+ */
+export function nextFaultKind(
+  random: Random,
+  mix: FaultMix,
+  clusterFaultDone: boolean,
+  canPartitionNodes: boolean,
+): FaultKind {
+  if (clusterFaultDone) return random.weighted(mix);
+  const cluster = Object.fromEntries(
+    CLUSTER_FAULT_KINDS.filter((k) => canPartitionNodes || k !== 'partition-node').map((k) => [
+      k,
+      mix[k],
+    ]),
+  ) as Partial<Record<FaultKind, number>>;
+  const total = Object.values(cluster).reduce((sum, w) => sum + w, 0);
+  return total > 0 ? random.weighted(cluster as Record<FaultKind, number>) : random.weighted(mix);
+}
+
 export const DEFAULT_MIX: FaultMix = Object.freeze({
   'partition-dc': 2,
   'partition-node': 2,
@@ -94,6 +126,8 @@ export class Nemesis {
   private readonly nodes: NodeSpec[];
   private readonly dcs: string[];
   private undoing: Promise<void> | undefined;
+  /** Whether a cluster fault has been done (see {@link nextFaultKind}). */
+  private clusterFaultDone = false;
 
   constructor(private readonly options: NemesisOptions) {
     this.nodes = nodeSpecs(manager.currentTopology());
@@ -119,7 +153,12 @@ export class Nemesis {
       if (this.clusterFault !== undefined && Date.now() >= this.clusterFault.until) {
         void this.undoClusterFault();
       }
-      const kind = random.weighted(this.options.mix);
+      const kind = nextFaultKind(
+        random,
+        this.options.mix,
+        this.clusterFaultDone,
+        this.options.canPartitionNodes,
+      );
       try {
         await this.act(kind);
       } catch (error) {
@@ -130,14 +169,7 @@ export class Nemesis {
 
   private async act(kind: FaultKind): Promise<void> {
     const { random, fleet } = this.options;
-    const clusterKinds: FaultKind[] = [
-      'partition-dc',
-      'partition-node',
-      'pause-node',
-      'kill-node',
-      'kill-dc',
-    ];
-    if (clusterKinds.includes(kind) && this.clusterFault !== undefined) {
+    if (CLUSTER_FAULT_KINDS.includes(kind) && this.clusterFault !== undefined) {
       // One cluster fault at a time: a cluster with two DCs cut off serves nobody.
       this.record(kind, '-', `skipped: ${this.clusterFault.describe} still in force`);
       return;
@@ -268,6 +300,7 @@ export class Nemesis {
   }
 
   private hold(describe: string, ms: number, undo: () => Promise<void>): void {
+    this.clusterFaultDone = true;
     this.clusterFault = { until: Date.now() + ms, undo, describe };
   }
 

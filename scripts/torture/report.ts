@@ -40,6 +40,13 @@ export interface CampaignReport {
   readonly mutation: string | undefined;
   readonly timeline: readonly TimelineEntry[];
   readonly faultsDone: Readonly<Record<string, number>>;
+  /** IDs each DC's processes recorded while the nemesis acted; absent in older reports. */
+  readonly drawnUnderFaults?: Readonly<Record<string, number>>;
+  /**
+   * Why the campaign does not count though its checks may hold (no cluster fault done, a fault
+   * or undo failed, a DC drew too little, a process failed); absent in older reports.
+   */
+  readonly conductProblems?: readonly string[];
   readonly errorsByCode: Readonly<Record<string, number>>;
   /** One message per error code, as a process first saw it. */
   readonly errorExamples: Readonly<Record<string, string>>;
@@ -59,7 +66,10 @@ export interface CampaignReport {
   readonly check: { readonly violations: readonly string[] };
   readonly linearizabilityLines: readonly string[];
   readonly verdict: Verdict;
-  /** True when every property held: the history is valid and complete, every DC drew again, check is clean, no violation logged. */
+  /**
+   * True when every property held (the history is valid and complete, every DC drew again, check
+   * is clean, no violation logged) and the campaign has no conduct problem.
+   */
   readonly passed: boolean;
 }
 
@@ -144,6 +154,20 @@ export function renderMarkdown(report: CampaignReport): string {
   lines.push(
     `| every DC drew again after healing | ${report.liveness.every((l) => l.ok) ? 'yes' : 'NO'} (${report.liveness.map((l) => `${l.dc}: ${l.drawn} IDs in ${l.seconds.toFixed(1)} s, ${connectedAfter(l)}`).join(', ')}) |`,
   );
+  const under = report.drawnUnderFaults;
+  if (under !== undefined) {
+    lines.push(
+      `| IDs recorded while the nemesis acted | ${Object.entries(under)
+        .map(([dc, drawn]) => `${dc}: ${n(drawn)}`)
+        .join(', ')} |`,
+    );
+  }
+  const problems = report.conductProblems;
+  if (problems !== undefined) {
+    lines.push(
+      `| the campaign did what it must (a cluster fault done, none failed, every DC drew, no process failed) | ${problems.length === 0 ? 'yes' : `NO: ${problems.join('; ').replaceAll('|', '/')}`} |`,
+    );
+  }
   lines.push(
     `| granted = drawn + held + lost | ${n(r.granted)} = ${n(r.drawn)} + ${n(r.held)} + ${n(r.lost)}: ${r.balanced ? 'balanced' : 'NOT BALANCED'} |`,
   );

@@ -15,6 +15,8 @@ import {
   nodeSpecs,
   parseClusterSpec,
 } from '../../scripts/cluster/topology.js';
+import { readNodeSettings, settingsProblems } from '../../scripts/cluster/settings.js';
+import type { Topology } from '../../scripts/cluster/topology.js';
 import { startContainerCluster, dockerAnswers } from './containers.js';
 import type { ClusterInfo } from './cluster.js';
 
@@ -62,7 +64,11 @@ export default async function setup(project: TestProject): Promise<() => Promise
         );
       }
     }
+    // A running cluster is checked before `up` could restart it into the variant asked for:
+    // others may be using it, and the run asked for what it thought the cluster was.
+    if (manager.hasCluster() && wasUp) await requireSettings(topology);
     await manager.up(topology, (line) => console.error(`[cluster] ${line}`));
+    await requireSettings(topology);
     info = {
       source: 'local',
       dcs: manager.contactPointsByDc(),
@@ -88,4 +94,18 @@ export default async function setup(project: TestProject): Promise<() => Promise
   );
   project.provide('cassandra', info);
   return teardown;
+}
+
+/**
+ * Fails the run unless every node of the local cluster runs the Paxos variant IDGEN_PAXOS asks
+ * for and a durable commitlog, as read from each node itself.
+ */
+async function requireSettings(topology: Topology): Promise<void> {
+  const expected = { paxos: topology.paxos, commitlogSync: topology.commitlog };
+  const problems = settingsProblems(await readNodeSettings(nodeSpecs(topology)), expected);
+  if (problems.length > 0) {
+    throw new Error(
+      `The local cluster does not run what the tests ask for (IDGEN_PAXOS=${topology.paxos}, commitlog_sync ${topology.commitlog}): ${problems.join('; ')}. Restart it with "npm run cluster -- up --paxos ${topology.paxos}", or set IDGEN_PAXOS to what it runs.`,
+    );
+  }
 }

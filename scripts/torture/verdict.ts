@@ -1,0 +1,75 @@
+/**
+ * What a campaign must have done for its checks to mean anything: a clean history proves
+ * nothing if the nemesis never hurt the cluster, its faults or their undoing failed, a DC drew
+ * next to nothing under the faults, or a process died of an error of its own.
+ */
+import { CLUSTER_FAULT_KINDS, type TimelineEntry } from './nemesis.js';
+
+/**
+ * Fewest IDs each DC must record while the nemesis acts. A DC may be down for most of a short
+ * campaign (a whole-DC kill restarts in up to 474 s in the committed campaigns, and may be the
+ * first action, 3 s in), so it must pass on what a DC draws in its first 3 s: the committed
+ * campaigns' slowest DC averaged 2,071 IDs a second over the campaign, the slowest negative
+ * controls 598, two paced processes alone draw 4,000; 1-minute campaigns on this machine drew
+ * 6.4 to 17 million per DC. A DC whose processes barely drew records next to none.
+ */
+export const MIN_IDS_PER_DC_UNDER_FAULTS = 1_000;
+
+/**
+ * An alter whose admin client could not reach its DC, or SERIAL, is expected while a DC is cut
+ * off or down (the committed campaigns record such: `failed: Cassandra is unavailable at
+ * LOCAL_QUORUM for read sequence` and `... at SERIAL for alter sequence`).
+ */
+const EXPECTED_ALTER_FAILURE = /^failed: Cassandra is unavailable at /;
+
+export interface CampaignConduct {
+  readonly timeline: readonly TimelineEntry[];
+  /** Every DC of the cluster, with the IDs its processes recorded while the nemesis acted. */
+  readonly drawnUnderFaults: Readonly<Record<string, number>>;
+  readonly incarnations: readonly {
+    readonly id: number;
+    readonly dc: string;
+    readonly ending: string;
+    readonly liveness: boolean;
+    /** Killed at the end for not stopping when told (a `killed` ending, but no nemesis kill). */
+    readonly hungOnStop?: boolean | undefined;
+  }[];
+}
+
+/**
+ * Why the campaign does not count, one reason a line; empty when it does. A process the nemesis
+ * killed ends `killed` (and one closed `closed-while-drawing`); `failed` is one that exited with
+ * an error on its own, and one killed for not stopping at the end is `hungOnStop`.
+ */
+export function conductProblems(conduct: CampaignConduct): string[] {
+  const problems: string[] = [];
+  const done = conduct.timeline.filter(
+    (e) => CLUSTER_FAULT_KINDS.some((k) => k === e.action) && e.result.startsWith('ok'),
+  );
+  if (done.length === 0) {
+    problems.push(
+      `no cluster fault (${CLUSTER_FAULT_KINDS.join(', ')}) was done: the checks saw no fault`,
+    );
+  }
+  for (const e of conduct.timeline) {
+    if (!e.result.startsWith('failed')) continue;
+    if (e.action === 'alter' && EXPECTED_ALTER_FAILURE.test(e.result)) continue;
+    problems.push(`the nemesis's ${e.action} of ${e.target} at ${e.at} s ${e.result}`);
+  }
+  for (const [dc, drawn] of Object.entries(conduct.drawnUnderFaults)) {
+    if (drawn < MIN_IDS_PER_DC_UNDER_FAULTS) {
+      problems.push(
+        `${dc} recorded ${drawn.toLocaleString('en-US')} IDs while the nemesis acted, fewer than ${MIN_IDS_PER_DC_UNDER_FAULTS.toLocaleString('en-US')}`,
+      );
+    }
+  }
+  for (const i of conduct.incarnations) {
+    if (!i.liveness && i.ending === 'failed') {
+      problems.push(`process ${i.id} (${i.dc}) exited with an error of its own`);
+    }
+    if (!i.liveness && i.hungOnStop === true) {
+      problems.push(`process ${i.id} (${i.dc}) did not stop when told and was killed`);
+    }
+  }
+  return problems;
+}

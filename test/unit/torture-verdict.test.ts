@@ -1,0 +1,153 @@
+import fs from 'node:fs';
+import path from 'node:path';
+
+import { describe, expect, it } from 'vitest';
+
+import {
+  CLUSTER_FAULT_KINDS,
+  DEFAULT_MIX,
+  FAULT_KINDS,
+  nextFaultKind,
+  type FaultMix,
+  type TimelineEntry,
+} from '../../scripts/torture/nemesis.js';
+import { Random } from '../../scripts/torture/random.js';
+import type { CampaignReport } from '../../scripts/torture/report.js';
+import {
+  conductProblems,
+  MIN_IDS_PER_DC_UNDER_FAULTS,
+  type CampaignConduct,
+} from '../../scripts/torture/verdict.js';
+
+const at = (action: string, result: string, target = '-'): TimelineEntry => ({
+  at: 10,
+  action,
+  target,
+  result,
+});
+
+const healthy: CampaignConduct = {
+  timeline: [at('pause-node', 'ok, for 3000 ms', 'dc1-1'), at('undo', 'ok', 'pause of dc1-1')],
+  drawnUnderFaults: { dc1: 50_000, dc2: 50_000, dc3: 50_000 },
+  incarnations: [
+    { id: 1, dc: 'dc1', ending: 'killed', liveness: false },
+    { id: 2, dc: 'dc2', ending: 'closed-while-drawing', liveness: false },
+    { id: 3, dc: 'dc3', ending: 'terminated', liveness: false },
+  ],
+};
+
+describe('torture verdict: what a campaign must have done', () => {
+  it('passes a campaign that hurt the cluster, undid it and drew in every DC', () => {
+    expect(conductProblems(healthy)).toEqual([]);
+  });
+
+  it('fails one with no cluster fault done, an empty one included', () => {
+    const processFaultsOnly = {
+      ...healthy,
+      timeline: [
+        at('kill-process', 'ok'),
+        at('partition-dc', 'skipped: pause of dc1-1 still in force'),
+      ],
+    };
+    expect(conductProblems(processFaultsOnly)).toEqual([
+      expect.stringMatching(/^no cluster fault/),
+    ]);
+    expect(conductProblems({ ...healthy, timeline: [] })).toEqual([
+      expect.stringMatching(/^no cluster fault/),
+    ]);
+  });
+
+  it('fails a cluster fault or an undo that failed, not an alter that found Cassandra unavailable', () => {
+    const failures = [
+      at('kill-node', 'failed: nodetool exited 1'),
+      at('undo', 'failed: iptables: Bad rule', 'partition of dc2'),
+      at('alter', 'failed: Cassandra is unavailable at SERIAL for alter sequence: timed out'),
+      at('alter', 'failed: Cassandra is unavailable at LOCAL_QUORUM for read sequence: down'),
+      at('alter', 'failed: shards can only grow'),
+    ];
+    const problems = conductProblems({
+      ...healthy,
+      timeline: [...healthy.timeline, ...failures],
+    });
+    expect(problems).toEqual([
+      expect.stringContaining('kill-node of - at 10 s failed: nodetool exited 1'),
+      expect.stringContaining('undo of partition of dc2 at 10 s failed: iptables'),
+      expect.stringContaining('alter of - at 10 s failed: shards can only grow'),
+    ]);
+  });
+
+  it(`fails a DC that recorded fewer than ${MIN_IDS_PER_DC_UNDER_FAULTS} IDs under faults`, () => {
+    const drawnUnderFaults = { dc1: 50_000, dc2: MIN_IDS_PER_DC_UNDER_FAULTS - 1, dc3: 0 };
+    expect(conductProblems({ ...healthy, drawnUnderFaults })).toEqual([
+      'dc2 recorded 999 IDs while the nemesis acted, fewer than 1,000',
+      'dc3 recorded 0 IDs while the nemesis acted, fewer than 1,000',
+    ]);
+  });
+
+  it('fails a process that exited with an error, not one the nemesis killed', () => {
+    const incarnations = [
+      ...healthy.incarnations,
+      { id: 4, dc: 'dc2', ending: 'failed', liveness: false },
+      // A liveness worker that failed is the liveness check's to judge.
+      { id: 5, dc: 'dc3', ending: 'failed', liveness: true },
+      { id: 6, dc: 'dc1', ending: 'killed', liveness: false, hungOnStop: true },
+    ];
+    expect(conductProblems({ ...healthy, incarnations })).toEqual([
+      'process 4 (dc2) exited with an error of its own',
+      'process 6 (dc1) did not stop when told and was killed',
+    ]);
+  });
+
+  it("passes every committed campaign's faults and processes", () => {
+    const dir = path.join(import.meta.dirname, '..', '..', 'torture', 'campaigns');
+    const names = fs.readdirSync(dir);
+    expect(names.length).toBeGreaterThanOrEqual(30);
+    for (const name of names) {
+      const report = JSON.parse(
+        fs.readFileSync(path.join(dir, name, 'report.json'), 'utf8'),
+      ) as CampaignReport;
+      // The liveness workers are the last incarnations, one per DC.
+      const firstLiveness = report.incarnations.length - report.liveness.length;
+      const conduct: CampaignConduct = {
+        timeline: report.timeline,
+        drawnUnderFaults: {},
+        incarnations: report.incarnations.map((i, index) => ({
+          ...i,
+          liveness: index >= firstLiveness,
+        })),
+      };
+      expect(conductProblems(conduct), name).toEqual([]);
+    }
+  });
+});
+
+describe('torture schedule: a cluster fault comes first', () => {
+  const clusterKind = (k: string) => CLUSTER_FAULT_KINDS.some((c) => c === k);
+  const mixOf = (weights: Partial<FaultMix>): FaultMix =>
+    ({ ...Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])), ...weights }) as FaultMix;
+
+  it('draws only cluster faults until one is done, whatever the mix favours', () => {
+    const mix = mixOf({ 'kill-process': 1_000, alter: 1_000, 'pause-node': 1 });
+    for (let seed = 1; seed <= 500; seed++) {
+      expect(nextFaultKind(new Random(seed), mix, false, true)).toBe('pause-node');
+      expect(clusterKind(nextFaultKind(new Random(seed), DEFAULT_MIX, false, true))).toBe(true);
+    }
+    const kinds = new Set(
+      Array.from({ length: 500 }, (_, seed) => nextFaultKind(new Random(seed), mix, true, true)),
+    );
+    // Once one is done, the mix as given.
+    expect([...kinds].filter((k) => !clusterKind(k)).sort()).toEqual(['alter', 'kill-process']);
+  });
+
+  it('never draws a node partition where none can be made', () => {
+    const mix = mixOf({ 'partition-node': 1_000, 'kill-node': 1 });
+    for (let seed = 1; seed <= 200; seed++) {
+      expect(nextFaultKind(new Random(seed), mix, false, false)).toBe('kill-node');
+    }
+  });
+
+  it('draws a mix without cluster faults as given', () => {
+    const mix = mixOf({ 'kill-process': 1 });
+    expect(nextFaultKind(new Random(7), mix, false, true)).toBe('kill-process');
+  });
+});

@@ -1,9 +1,10 @@
 /**
- * A vitest reporter for CI (vitest.config.ts adds it when CI is set): a run passes only if it ran
- * every test it has. Vitest itself exits 0 on skipped and todo tests, and on a project whose
- * pattern matches no file; this reporter fails the run on them, and on any test file on disk
- * (`test/<project>/**\/*.test.ts`) that its project did not load. `.only` needs nothing here:
- * with CI set, vitest's allowOnly is off and a focused test fails the run.
+ * A vitest reporter for CI (vitest.config.ts adds it when IDGEN_REQUIRE_ALL_TESTS=1, which
+ * .ci/run sets): a run passes only if it ran every test it has. Vitest itself exits 0 on skipped
+ * and todo tests, and on a project whose pattern matches no file; this reporter fails the run on
+ * them, and on any test file on disk (`test/<project>/**\/*.test.ts`) that its project did not
+ * load. `.only` needs nothing here: .ci/run sets CI too, which turns vitest's allowOnly off, and
+ * a focused test fails the run.
  */
 import fs from 'node:fs';
 import path from 'node:path';

@@ -250,6 +250,8 @@ export class InvariantError extends IdGenError {
 
 /** The operation a {@link ContentionError} of `alterSequence` names. */
 export const ALTER_OPERATION = 'alter the sequence';
+/** The operation a {@link ContentionError} of `retireDcRanges` names. */
+export const RETIRE_OPERATION = 'retire the DC ranges';
 
 /** Too many processes raced for the same row; the bounded retries ran out. */
 export class ContentionError extends IdGenError {
@@ -263,7 +265,9 @@ export class ContentionError extends IdGenError {
       `Sequence "${sequence}": ${operation} lost ${attempts} compare-and-set races in a row. ${
         operation === ALTER_OPERATION
           ? 'Other alters kept changing the settings first: retry once they are done.'
-          : 'Raise the block size so processes claim less often.'
+          : operation === RETIRE_OPERATION
+            ? "The DC's processes kept writing its state first: stop the sequence's processes in this DC, then retire again."
+            : 'Raise the block size so processes claim less often.'
       }`,
     );
   }

@@ -164,6 +164,37 @@ export function giveBack(
   };
 }
 
+/**
+ * The state a DC is left in by `idgen-cass retire-ranges` (docs/design.md, "Rows that went
+ * back"): its latest grant `grant` as the reserved range, spent to its end, nothing preloaded,
+ * whatever `state` held before (it may be an older state brought back, or none). The DC's next
+ * claim then asks SERIAL for grant `grant.number + 1`, above every ID any DC was ever granted.
+ */
+export function retireTo(state: DcState | undefined, grant: Grant, op: string): DcState {
+  return {
+    lastInteger: grant.max,
+    reservedMin: grant.min,
+    reservedMax: grant.max,
+    reservedGrant: grant.number,
+    preloadedMin: grant.min,
+    preloadedMax: grant.max,
+    installedGrant: grant.number,
+    version: (state?.version ?? 0) + 1,
+    op,
+  };
+}
+
+/** Whether `state` already holds no ID below or in `grant` (what {@link retireTo} writes). */
+export function spentAt(state: DcState | undefined, grant: Grant): boolean {
+  return (
+    state !== undefined &&
+    state.installedGrant === grant.number &&
+    state.reservedGrant === grant.number &&
+    state.lastInteger === grant.max &&
+    state.reservedMax === grant.max
+  );
+}
+
 /** The invariants a DC state breaks, each kind with its own message. */
 export type DcStateViolationKind =
   /** version is not a positive safe integer. */

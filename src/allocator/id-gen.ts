@@ -27,6 +27,7 @@ import { ProcessMetrics } from '../metrics/process-metrics.js';
 import type { FirstGrant, IdStore, SequenceSettings } from '../store/port.js';
 import { BIGINT_IDS, NUMBER_IDS } from './block.js';
 import { SYSTEM_CLOCK, type Clock } from './clock.js';
+import { retireDcRanges, type RetiredState } from './retire.js';
 import { alterSettings, createSettings } from './settings-writes.js';
 import { Sequence } from './sequence.js';
 import type { SequenceStats } from './sequence-stats.js';
@@ -363,6 +364,33 @@ export class IdGen {
     this.#assertOpen();
     validateSequenceName(name);
     return alterSettings(this.#store, name, changes, this.keyspace);
+  }
+
+  /**
+   * Retires the ranges this process's DC holds for sequence `name`, after its rows went back
+   * (acknowledged writes lost, a DC restored from backups or rebuilt from another DC: README,
+   * "When rows went back"). Each state partition of the DC (one per shard) is set to the DC's
+   * latest grant, read at SERIAL, spent to its end; the DC's next claim then asks SERIAL for a
+   * new grant, above every ID any DC was granted. The IDs the DC still held become a gap. Stop
+   * the sequence's processes in this DC first: a process still running holds blocks from the
+   * old state. Safe to repeat; a partition already spent at its latest grant is left alone.
+   * @example
+   * ```ts
+   * for (const s of await ids.retireDcRanges('orders')) console.log(s.grantee, s.retired, s.gap);
+   * ```
+   * @throws {InvalidNameError} for a bad name; {@link SequenceNotFoundError} if it does not exist.
+   * @throws {InvariantError} if the grant level itself went back (nothing is written).
+   * @throws {ContentionError} if the DC's processes kept writing its state first.
+   * @throws {StoreUnavailableError} if SERIAL or LOCAL_SERIAL cannot be reached, or a write's
+   * outcome stayed unknown (run it again).
+   */
+  async retireDcRanges(name: string): Promise<readonly RetiredState[]> {
+    this.#assertOpen();
+    // At SERIAL: the shard count only grows, and a local read could miss the latest alter.
+    validateSequenceName(name);
+    const stored = await this.#store.readSequence(name, 'serial');
+    if (stored === undefined) throw new SequenceNotFoundError(name, this.keyspace);
+    return retireDcRanges(this.#store, stored.settings, this.dc);
   }
 
   /**

@@ -15,6 +15,7 @@ import { initCommand } from './commands/init.js';
 import { listCommand } from './commands/list.js';
 import { nextCommand } from './commands/next.js';
 import { preflightCommand } from './commands/preflight.js';
+import { retireRangesCommand } from './commands/retire-ranges.js';
 import { seedCommand } from './commands/seed.js';
 import { serveCommand } from './commands/serve.js';
 import { statusCommand } from './commands/status.js';
@@ -139,6 +140,7 @@ Example:
   alterCommand(program, ctx);
   statusCommand(program, ctx);
   checkCommand(program, ctx);
+  retireRangesCommand(program, ctx);
   preflightCommand(program, ctx);
   serveCommand(program, ctx);
   return { program, ctx };

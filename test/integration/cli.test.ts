@@ -602,6 +602,68 @@ describe('idgen-cass', () => {
     await setLastInteger(state!['last_integer']); // repaired
     expectOk(await idgen(['check', 'broken']));
   });
+
+  it('retire-ranges: after dc1 state went back, next hands out IDs again without it and only new IDs after it', async () => {
+    expectOk(
+      await idgen(['seed', 'restored', '--dc-range', '100', '--block', '10', ...unsafeOk()]),
+    );
+    const draw = async (count: number) => {
+      const run = await idgen(['next', 'restored', '-n', String(count)]);
+      expectOk(run);
+      return run.stdout.trimEnd().split('\n').map(BigInt);
+    };
+    await draw(5);
+    const [backup] = await rows('idgen_dc_state', 'restored');
+    const later = await draw(30);
+    // dc1's state as restoring a backup taken at `backup` brings it back: its older contents,
+    // written at LOCAL_SERIAL from dc1 (as the protocol touches the row) over the current version.
+    const [current] = await rows('idgen_dc_state', 'restored');
+    const columns = [
+      'last_integer',
+      'reserved_min',
+      'reserved_max',
+      'reserved_grant',
+      'preloaded_min',
+      'preloaded_max',
+      'installed_grant',
+    ];
+    const restored = await admin.execute(
+      `UPDATE "${KEYSPACE}".idgen_dc_state SET ${columns.map((c) => `${c} = ?`).join(', ')}, version = ?, op = 'restore' WHERE sequence = 'restored' AND dc = 'dc1' IF version = ?`,
+      [
+        ...columns.map((c) => backup![c] as unknown),
+        (current!['version'] as cassandra.types.Long).add(1),
+        current!['version'],
+      ],
+      {
+        prepare: true,
+        consistency: consistencies.localQuorum,
+        serialConsistency: consistencies.localSerial,
+      },
+    );
+    expect(restored.wasApplied()).toBe(true);
+    // Without retiring, a new process claims blocks the lost writes had claimed.
+    const again = await draw(5);
+    expect(again.some((id) => later.includes(id))).toBe(true);
+
+    const run = await idgen(['retire-ranges', 'restored']);
+    expectOk(run);
+    expect(run.stdout).toContain(
+      'Retired the ranges of "restored" in dc1: its next claim asks SERIAL for a new grant.',
+    );
+    expect(run.stdout).toMatch(/^dc1 +grant \d+ \[\d+, \d+\] +retired +[\d,]+ IDs left as a gap$/m);
+    const highest = [...later, ...again].reduce((a, b) => (a > b ? a : b));
+    const after = await draw(5);
+    expect(after.every((id) => id > highest)).toBe(true);
+    // Run again: nothing to retire, nothing written.
+    const json = await idgen(['retire-ranges', 'restored', '--json']);
+    expectOk(json);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      sequence: 'restored',
+      dc: 'dc1',
+      states: [{ grantee: 'dc1', retired: false, gap: 0 }],
+    });
+    expectOk(await idgen(['check', 'restored']));
+  });
 });
 
 describe('idgen-cass refuses bad input: exit code, one line on stderr, nothing written', () => {

@@ -287,7 +287,7 @@ export class StateRolledBackError extends IdGenError {
   ) {
     super(
       'IDGEN_STATE_ROLLED_BACK',
-      `Sequence "${sequence}": the rows DC "${dc}" allocates from went back (${detail}); acknowledged writes were lost, as when replicas crash with commitlog_sync: periodic. Refusing to allocate, since IDs could be handed out twice. Stop this sequence's processes in the DC, run "idgen-cass preflight", and follow docs/design.md ("Rows that went back") before allocating again.`,
+      `Sequence "${sequence}": the rows DC "${dc}" allocates from went back (${detail}); acknowledged writes were lost, as when replicas crash with commitlog_sync: periodic. Refusing to allocate, since IDs could be handed out twice. Stop this sequence's processes in the DC, run "idgen-cass preflight", then "idgen-cass retire-ranges ${sequence}" from the DC before allocating again (README, "When rows went back").`,
     );
   }
 }

@@ -385,6 +385,7 @@ describe('usage errors, reported before connecting', () => {
       'alter',
       'status',
       'check',
+      'retire-ranges',
       'preflight',
     ]) {
       const { code, stdout } = await cli(command, '--help');
@@ -487,6 +488,78 @@ describe('seed --first-ranges, over the in-memory store', () => {
     expect(stdout).toContain('--first-ranges <dcs>');
     expect(stdout).toContain('--no-first-ranges');
     expect(stdout).toContain('$ idgen-cass seed orders --shards 4 --first-ranges dc1,dc2');
+  });
+});
+
+describe('retire-ranges, over the in-memory store', () => {
+  const CONNECT = ['--contact-points', '127.0.0.99', '--dc', 'dc1', '--log-level', 'silent'];
+
+  /** A dc1 process drew 25 IDs of fixed blocks of 10, then dc1's state lost its last 2 writes. */
+  async function rolledBack(): Promise<{ store: MemoryStore; drawn: number[] }> {
+    const store = new MemoryStore({ keyspace: 'idgen' });
+    const ids = new IdGen({ store, dc: 'dc1', keyspace: 'idgen' });
+    await ids.createSequence('orders', { dcRangeSize: 100, blockSize: 10 });
+    const seq = ids.sequence('orders');
+    const drawn: number[] = [];
+    for (let i = 0; i < 25; i++) drawn.push(await seq.next());
+    store.rollBackDcState('orders', 'dc1', 2);
+    allocator.current = new IdGen({ store, dc: 'dc1', keyspace: 'idgen' });
+    return { store, drawn };
+  }
+
+  it('spends the DC ranges and says what became a gap; run again, it writes nothing', async () => {
+    const { store, drawn } = await rolledBack();
+    const lastInteger = (await store.readDcState('orders', 'dc1'))!.lastInteger;
+    const run = await cli(...CONNECT, 'retire-ranges', 'orders');
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(run.stdout).toBe(
+      `Retired the ranges of "orders" in dc1: its next claim asks SERIAL for a new grant.\n` +
+        `dc1  grant 1 [1, 100]  retired  ${100n - lastInteger} IDs left as a gap\n`,
+    );
+    const next = await new IdGen({ store, dc: 'dc1', keyspace: 'idgen' }).sequence('orders').next();
+    expect(next).toBeGreaterThan(Math.max(...drawn, 100));
+
+    allocator.current = new IdGen({ store, dc: 'dc1', keyspace: 'idgen' });
+    store.resetCalls();
+    const json = await cli(...CONNECT, '--json', 'retire-ranges', 'orders');
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual({
+      sequence: 'orders',
+      dc: 'dc1',
+      states: [
+        { grantee: 'dc1', grant: { number: 2, min: 101, max: 200 }, retired: true, gap: 90 },
+      ],
+    });
+    allocator.current = new IdGen({ store, dc: 'dc1', keyspace: 'idgen' });
+    store.resetCalls();
+    const again = await cli(...CONNECT, 'retire-ranges', 'orders');
+    expect(again.stdout).toBe(
+      'Nothing to retire for "orders" in dc1: nothing was written.\n' +
+        'dc1  grant 2 [101, 200]  already spent\n',
+    );
+    expect(store.calls.writeDcState).toBe(0);
+  });
+
+  it('refuses a grant level that went back with exit 4 and one line, writing nothing', async () => {
+    const { store } = await rolledBack();
+    const state = (await store.readDcState('orders', 'dc1'))!;
+    store.seedDcState('orders', 'dc1', { ...state, installedGrant: 2, version: state.version + 1 });
+    store.resetCalls();
+    const run = await cli(...CONNECT, 'retire-ranges', 'orders');
+    expect(run.code).toBe(4);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(
+      /^idgen-cass: Sequence "orders": stored state breaks an invariant \(dc1's state installed grant 2, but its latest grant at SERIAL is 1: the grant level/,
+    );
+    expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(store.calls.writeDcState).toBe(0);
+  });
+
+  it('an unknown sequence: exit 2', async () => {
+    allocator.current = new IdGen({ store: new MemoryStore(), dc: 'dc1', keyspace: 'idgen' });
+    const run = await cli(...CONNECT, 'retire-ranges', 'nosuch');
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('Sequence "nosuch" not found');
   });
 });
 

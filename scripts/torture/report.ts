@@ -133,6 +133,11 @@ export function renderMarkdown(report: CampaignReport): string {
   lines.push(
     `| IDs recorded | ${n(v.drawn)} by ${n(report.fleet.incarnations)} process incarnations |`,
   );
+  if (v.dcsWithoutIds !== undefined) {
+    lines.push(
+      `| DCs that recorded no ID | ${v.dcsWithoutIds.length === 0 ? 'none' : v.dcsWithoutIds.join(', ')} |`,
+    );
+  }
   lines.push(
     `| duplicates | ${n(v.duplicateCount)}${
       v.duplicates.length > 0

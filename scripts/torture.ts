@@ -33,7 +33,7 @@ import {
   type FaultMix,
 } from './torture/nemesis.js';
 import { freshSeed, Random } from './torture/random.js';
-import { conductProblems } from './torture/verdict.js';
+import { conductProblems, stopFailure } from './torture/verdict.js';
 import { firstBlocksOf, renderMarkdown, type CampaignReport } from './torture/report.js';
 
 interface Options {
@@ -451,8 +451,11 @@ async function main(): Promise<void> {
       recorded: history[index]!.ids.length,
       reported: i.summary?.drawn,
       errors: i.summary?.errors ?? {},
+      exit: i.exit,
       failure:
-        i.ending === 'failed' ? i.stderr.trim().split('\n').at(-1)?.slice(0, 500) : undefined,
+        i.ending === 'failed' || stopFailure(i) !== undefined
+          ? i.stderr.trim().split('\n').at(-1)?.slice(0, 500)
+          : undefined,
     })),
     liveness,
     check: { violations },

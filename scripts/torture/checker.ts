@@ -38,6 +38,13 @@ export interface GapCause {
 export interface Verdict {
   readonly valid: boolean;
   readonly drawn: number;
+  /**
+   * DCs that recorded no ID: of every DC a process ran in or a grant went to. No ID recorded
+   * holds every property vacuously, so a history that proves nothing about a DC is not valid,
+   * nor is one with no ID at all (`drawn` 0, even with no DC to name). Absent in reports
+   * written before it was checked.
+   */
+  readonly dcsWithoutIds?: readonly string[];
   readonly duplicates: readonly Duplicate[];
   readonly duplicateCount: number;
   /** Incarnations whose IDs did not strictly increase, with the first offending position. */
@@ -76,6 +83,17 @@ export function checkHistory(
   rows: RowsAfter,
 ): Verdict {
   const drawn = incarnations.reduce((sum, i) => sum + i.ids.length, 0);
+
+  // 0. Something to judge: every DC recorded IDs (a sound-looking empty history is no evidence).
+  const recordedByDc = new Map<string, number>();
+  for (const grantee of rows.grants.keys()) recordedByDc.set(dcOfGrantee(grantee) ?? grantee, 0);
+  for (const { dc, ids } of incarnations) {
+    recordedByDc.set(dc, (recordedByDc.get(dc) ?? 0) + ids.length);
+  }
+  const dcsWithoutIds = [...recordedByDc]
+    .filter(([, count]) => count === 0)
+    .map(([dc]) => dc)
+    .sort();
 
   // 1. No ID recorded twice, across every incarnation of every DC.
   const all = new Float64Array(drawn);
@@ -178,12 +196,15 @@ export function checkHistory(
 
   return {
     valid:
+      drawn > 0 &&
+      dcsWithoutIds.length === 0 &&
       duplicateCount === 0 &&
       nonMonotonic.length === 0 &&
       outsideGrantsCount === 0 &&
       grantProblems.length === 0 &&
       balanced,
     drawn,
+    dcsWithoutIds,
     duplicates,
     duplicateCount,
     nonMonotonic,

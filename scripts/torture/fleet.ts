@@ -24,6 +24,12 @@ export type Ending =
   /** Exited on its own with an error. */
   | 'failed';
 
+/** How a process exited: its exit code, or (code null) the signal that ended it. */
+export interface ProcessExit {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
+
 export interface Incarnation {
   readonly id: number;
   readonly dc: string;
@@ -34,6 +40,11 @@ export interface Incarnation {
   readonly liveness: boolean;
   ending: Ending;
   endedAt: number | undefined;
+  /**
+   * How its process exited; undefined until it has. The ending says what was done to it, this
+   * what became of it: one told to stop may still crash while it closes (see verdict.ts).
+   */
+  exit: ProcessExit | undefined;
   /** SIGSTOPped and not resumed yet. */
   stopped: boolean;
   /** SIGKILLed by `stopAll` for not ending within its timeout of a SIGTERM: not the nemesis's doing. */
@@ -118,6 +129,7 @@ export class Fleet {
       liveness: extra.count !== undefined,
       ending: 'running',
       endedAt: undefined,
+      exit: undefined,
       stopped: false,
       hungOnStop: false,
       summary: undefined,
@@ -127,7 +139,8 @@ export class Fleet {
       child,
       ready,
       exited: new Promise<void>((resolve) => {
-        child.on('close', (code) => {
+        child.on('close', (code, signal) => {
+          incarnation.exit = { code, signal };
           if (incarnation.ending === 'running')
             incarnation.ending = code === 0 ? 'terminated' : 'failed';
           incarnation.endedAt ??= Date.now();

@@ -2,6 +2,7 @@
  * A campaign's report: one JSON document with everything, and a markdown page for people.
  */
 import type { Verdict } from './checker.js';
+import type { ProcessExit } from './fleet.js';
 import { connectedAfter, type LivenessResult } from './liveness.js';
 import type { FaultMix, TimelineEntry } from './nemesis.js';
 import type { WorkerFirstId } from './worker.js';
@@ -44,7 +45,8 @@ export interface CampaignReport {
   readonly drawnUnderFaults?: Readonly<Record<string, number>>;
   /**
    * Why the campaign does not count though its checks may hold (no cluster fault done, a fault
-   * or undo failed, a DC drew too little, a process failed); absent in older reports.
+   * or undo failed, a DC drew too little, a process failed or crashed when told to stop); absent
+   * in older reports.
    */
   readonly conductProblems?: readonly string[];
   readonly errorsByCode: Readonly<Record<string, number>>;
@@ -59,7 +61,12 @@ export interface CampaignReport {
     /** The IDs it said it drew (its last line); absent for one killed, or in older reports. */
     readonly reported?: number | undefined;
     readonly errors: Readonly<Record<string, number>>;
-    /** The last line it wrote to stderr, for processes that failed. */
+    /** How its process exited (an exit code, or a signal); absent in older reports. */
+    readonly exit?: ProcessExit | undefined;
+    /**
+     * The last line it wrote to stderr, for processes that failed or did not exit 0 when told to
+     * stop.
+     */
     readonly failure?: string | undefined;
   }[];
   readonly liveness: readonly LivenessResult[];
@@ -126,6 +133,11 @@ export function renderMarkdown(report: CampaignReport): string {
   lines.push(
     `| IDs recorded | ${n(v.drawn)} by ${n(report.fleet.incarnations)} process incarnations |`,
   );
+  if (v.dcsWithoutIds !== undefined) {
+    lines.push(
+      `| DCs that recorded no ID | ${v.dcsWithoutIds.length === 0 ? 'none' : v.dcsWithoutIds.join(', ')} |`,
+    );
+  }
   lines.push(
     `| duplicates | ${n(v.duplicateCount)}${
       v.duplicates.length > 0
@@ -165,7 +177,7 @@ export function renderMarkdown(report: CampaignReport): string {
   const problems = report.conductProblems;
   if (problems !== undefined) {
     lines.push(
-      `| the campaign did what it must (a cluster fault done, none failed, every DC drew, no process failed) | ${problems.length === 0 ? 'yes' : `NO: ${problems.join('; ').replaceAll('|', '/')}`} |`,
+      `| the campaign did what it must (a cluster fault done, none failed, every DC drew, no process failed or crashed on stop) | ${problems.length === 0 ? 'yes' : `NO: ${problems.join('; ').replaceAll('|', '/')}`} |`,
     );
   }
   lines.push(

@@ -1,8 +1,10 @@
 /**
  * What a campaign must have done for its checks to mean anything: a clean history proves
  * nothing if the nemesis never hurt the cluster, its faults or their undoing failed, a DC drew
- * next to nothing under the faults, or a process died of an error of its own.
+ * next to nothing under the faults, or a process died of an error of its own or crashed when
+ * told to stop.
  */
+import type { ProcessExit } from './fleet.js';
 import { CLUSTER_FAULT_KINDS, type TimelineEntry } from './nemesis.js';
 
 /**
@@ -22,6 +24,42 @@ export const MIN_IDS_PER_DC_UNDER_FAULTS = 1_000;
  */
 const EXPECTED_ALTER_FAILURE = /^failed: Cassandra is unavailable at /;
 
+/**
+ * The signal a process of each ending was sent to stop (fleet.ts): it must then close, flush its
+ * history and exit 0. A process sent it before it handles it (the worker installs its handlers
+ * once connected, so one still starting or connecting, holding no IDs) dies of that very signal,
+ * which is no failure; a SIGKILL (`killed`) is the nemesis's or `stopAll`'s and is not judged.
+ */
+const STOP_SIGNALS: Readonly<Record<string, NodeJS.Signals>> = {
+  terminated: 'SIGTERM',
+  'closed-while-drawing': 'SIGUSR2',
+};
+
+/** What {@link stopFailure} needs of a process. */
+export interface StoppedProcess {
+  readonly ending: string;
+  /** How its process exited; absent in reports written before it was recorded, then not judged. */
+  readonly exit?: ProcessExit | undefined;
+}
+
+/**
+ * How a process told to stop failed to stop cleanly (a crash while closing, an unhandled
+ * rejection, a history write that failed after its last ID), or undefined if it did: its
+ * history may then lack IDs it handed out, or it may not have given its unused IDs back.
+ */
+export function stopFailure(stopped: StoppedProcess): string | undefined {
+  const signal = STOP_SIGNALS[stopped.ending];
+  const exit = stopped.exit;
+  if (signal === undefined || exit === undefined) return undefined;
+  if (exit.code === 0 || exit.signal === signal) return undefined;
+  const how =
+    exit.code !== null
+      ? `exited with code ${exit.code}`
+      : `was ended by ${exit.signal ?? 'a signal'}`;
+  const told = stopped.ending === 'terminated' ? 'stop' : 'close while drawing';
+  return `${how} after ${signal} told it to ${told}`;
+}
+
 export interface CampaignConduct {
   readonly timeline: readonly TimelineEntry[];
   /** Every DC of the cluster, with the IDs its processes recorded while the nemesis acted. */
@@ -33,13 +71,16 @@ export interface CampaignConduct {
     readonly liveness: boolean;
     /** Killed at the end for not stopping when told (a `killed` ending, but no nemesis kill). */
     readonly hungOnStop?: boolean | undefined;
+    /** How its process exited; absent in reports written before it was recorded. */
+    readonly exit?: ProcessExit | undefined;
   }[];
 }
 
 /**
  * Why the campaign does not count, one reason a line; empty when it does. A process the nemesis
  * killed ends `killed` (and one closed `closed-while-drawing`); `failed` is one that exited with
- * an error on its own, and one killed for not stopping at the end is `hungOnStop`.
+ * an error on its own, and one killed for not stopping at the end is `hungOnStop`. One told to
+ * stop or to close that did not then exit 0 is a {@link stopFailure}.
  */
 export function conductProblems(conduct: CampaignConduct): string[] {
   const problems: string[] = [];
@@ -70,6 +111,8 @@ export function conductProblems(conduct: CampaignConduct): string[] {
     if (!i.liveness && i.hungOnStop === true) {
       problems.push(`process ${i.id} (${i.dc}) did not stop when told and was killed`);
     }
+    const failure = stopFailure(i);
+    if (failure !== undefined) problems.push(`process ${i.id} (${i.dc}) ${failure}`);
   }
   return problems;
 }

@@ -103,13 +103,19 @@ describe('checkHistory', () => {
   });
 
   it('finds an incarnation whose IDs went backwards', () => {
-    const verdict = checkHistory([incarnation(7, 'dc1', ids(5, 6, 4))], rows);
+    const verdict = checkHistory(
+      [incarnation(7, 'dc1', ids(5, 6, 4)), incarnation(8, 'dc2', range(101, 200))],
+      rows,
+    );
     expect(verdict.nonMonotonic).toEqual([{ incarnation: 7, at: 2 }]);
     expect(verdict.valid).toBe(false);
   });
 
   it('finds IDs outside the grants of the DC that handed them out', () => {
-    const verdict = checkHistory([incarnation(1, 'dc2', ids(150, 250))], rows);
+    const verdict = checkHistory(
+      [incarnation(1, 'dc2', ids(150, 250)), incarnation(2, 'dc1', range(1, 100))],
+      rows,
+    );
     expect(verdict.outsideGrants).toEqual([{ incarnation: 1, id: 250 }]);
     expect(verdict.valid).toBe(false);
   });
@@ -168,9 +174,47 @@ describe('checkHistory', () => {
   });
 
   it('finds an ID recorded although the DC state says it was never claimed (rows went back)', () => {
-    const verdict = checkHistory([incarnation(1, 'dc1', ids(275))], rows);
+    const verdict = checkHistory(
+      [incarnation(1, 'dc1', ids(275)), incarnation(2, 'dc2', range(101, 200))],
+      rows,
+    );
     expect(verdict.reconciliation.balanced).toBe(false);
     expect(verdict.valid).toBe(false);
+  });
+
+  it('does not pass an empty history, nor one in which a DC recorded no ID', () => {
+    // Sound rows and nothing recorded: every other property holds vacuously.
+    const nothing = checkHistory([], rows);
+    expect(nothing.valid).toBe(false);
+    expect(nothing.dcsWithoutIds).toEqual(['dc1', 'dc2']);
+    // No grants either (a sequence that never granted): no DC to name, and still no evidence.
+    const bare = checkHistory([], { globalLast: 0n, grants: new Map(), states: new Map() });
+    expect(bare).toMatchObject({ drawn: 0, dcsWithoutIds: [], valid: false });
+    // dc1's history alone is sound and balanced; dc2 was granted a range and its processes ran,
+    // as did dc3's, without recording an ID.
+    const silent = checkHistory(
+      [
+        incarnation(1, 'dc1', range(1, 100)),
+        incarnation(2, 'dc1', range(201, 270)),
+        incarnation(3, 'dc2', ids()),
+        incarnation(4, 'dc3', ids()),
+      ],
+      rows,
+    );
+    expect(silent.reconciliation.balanced).toBe(true);
+    expect(silent.valid).toBe(false);
+    expect(silent.dcsWithoutIds).toEqual(['dc2', 'dc3']);
+    // Every DC recorded: valid.
+    expect(
+      checkHistory(
+        [
+          incarnation(1, 'dc1', range(1, 100)),
+          incarnation(2, 'dc1', range(201, 270)),
+          incarnation(3, 'dc2', ids(101)),
+        ],
+        rows,
+      ).valid,
+    ).toBe(true);
   });
 
   it('finds overlapping grants and grants above GLOBAL', () => {
@@ -182,7 +226,11 @@ describe('checkHistory', () => {
         ['dc2', [{ number: 1, min: 101n, max: 260n }]],
       ]),
     };
-    const verdict = checkHistory([], broken);
+    const verdict = checkHistory(
+      [incarnation(1, 'dc1', ids(1)), incarnation(2, 'dc2', ids(150))],
+      broken,
+    );
+    expect(verdict.dcsWithoutIds).toEqual([]);
     expect(verdict.grantProblems).toHaveLength(2);
     expect(verdict.valid).toBe(false);
   });

@@ -98,6 +98,34 @@ describe('torture verdict: what a campaign must have done', () => {
     ]);
   });
 
+  it('fails a process that did not exit 0 when told to stop or close, not one killed', () => {
+    const exited = (
+      id: number,
+      ending: string,
+      code: number | null,
+      signal: NodeJS.Signals | null = null,
+    ) => ({ id, dc: 'dc1', ending, liveness: false, exit: { code, signal } });
+    const incarnations = [
+      exited(1, 'terminated', 0),
+      exited(2, 'closed-while-drawing', 0),
+      // Told before it handled the signal (still connecting): the signal's default ends it.
+      exited(3, 'terminated', null, 'SIGTERM'),
+      exited(4, 'closed-while-drawing', null, 'SIGUSR2'),
+      // The nemesis's SIGKILL.
+      exited(5, 'killed', null, 'SIGKILL'),
+      // An unhandled rejection while closing, a failed last write of its history.
+      exited(6, 'terminated', 1),
+      exited(7, 'closed-while-drawing', 1),
+      // Ended by a signal nobody in the campaign sent (the kernel's OOM killer).
+      exited(8, 'terminated', null, 'SIGKILL'),
+    ];
+    expect(conductProblems({ ...healthy, incarnations })).toEqual([
+      'process 6 (dc1) exited with code 1 after SIGTERM told it to stop',
+      'process 7 (dc1) exited with code 1 after SIGUSR2 told it to close while drawing',
+      'process 8 (dc1) was ended by SIGKILL after SIGTERM told it to stop',
+    ]);
+  });
+
   it("passes every committed campaign's faults and processes", () => {
     const dir = path.join(import.meta.dirname, '..', '..', 'torture', 'campaigns');
     const names = fs.readdirSync(dir);

@@ -263,12 +263,41 @@ export function commanderErrorLine(text: string): string {
 }
 
 /**
- * `text` without the value of an unknown option given as `--name=value`, which commander repeats:
- * a misspelt `--pasword=…` holds a password.
+ * `text` without what an unknown option or command that commander repeats may hold of a secret:
+ * the value of a misspelt `--pasword=…`, a value glued to an option (`-pHunter2`, the mysql
+ * habit; `--passwordHunter2`), or a password given where a command was expected (`--username
+ * bob hunter2 list`, `--password` forgotten).
  */
 function withoutOptionValues(text: string): string {
-  // To the line's last quote: the value may hold quotes of its own.
-  return text.replace(/'(--?[^'=\s]+)=.*'/g, "'$1=…'");
+  return (
+    text
+      // To the last quote, across line breaks: the value may hold quotes and newlines of its own.
+      .replace(/'(--?[^'=\s]+)=[\s\S]*'/g, "'$1=…'")
+      .replace(/unknown option '([^']*)'/g, (_, token: string) => {
+        return `unknown option '${shownOption(token)}'`;
+      })
+      .replace(/unknown command '([^']*)'/g, (_, token: string) =>
+        COMMAND_LIKE.test(token)
+          ? `unknown command '${token}'`
+          : 'unknown command (not repeated: it is no command name, and may be a secret)',
+      )
+  );
+}
+
+/** What a typo of a command name looks like; anything else is not repeated. */
+const COMMAND_LIKE = /^[a-z][a-z-]{0,30}$/;
+
+/**
+ * An unknown option as far as it is an option's name: lowercase words joined by hyphens after
+ * `--`, or one letter after `-`; what follows is cut (`-p…`, `--password…`), and so is anything
+ * after `--password`.
+ */
+function shownOption(token: string): string {
+  if (token.endsWith('=…')) return token;
+  const name = /^--[a-z]+(?:-[a-z]+)*/.exec(token)?.[0] ?? /^-[A-Za-z]/.exec(token)?.[0];
+  if (name === undefined) return '…';
+  if (name.startsWith('--password') && token !== '--password') return '--password…';
+  return name === token ? token : `${name}…`;
 }
 
 function isClosedPipe(error: unknown): boolean {

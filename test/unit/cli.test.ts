@@ -875,6 +875,27 @@ describe('errors under --json: one JSON line on stderr, stdout clean', () => {
     }
   });
 
+  it.each([
+    [['-pHunter2Secret', 'list'], "unknown option '-p…'"],
+    [['--passwordHunter2Secret', 'list'], "unknown option '--password…'"],
+    [['--password:Hunter2Secret', 'list'], "unknown option '--password…'"],
+    [['--passwordhunterhunter', 'list'], "unknown option '--password…'"],
+    [['--pasword=ab\nHunter2Secret', 'list'], "unknown option '--pasword=…'"],
+    [['--username', 'bob', 'Hunter2Secret', 'list'], 'unknown command (not repeated'],
+    [['-pHunter2Secret', '--json', '--verbose', 'list'], "unknown option '-p…'"],
+  ])('never repeats a secret glued to an option or given as a command: %j', async (args, shown) => {
+    const run = await cli('--contact-points', '127.0.0.99', '--dc', 'dc1', ...args);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(shown);
+    expect(run.stderr + run.stdout).not.toMatch(/Hunter2Secret|hunterhunter/);
+  });
+
+  it('still repeats a misspelt option or command name', async () => {
+    expect((await cli('--blok', 'list')).stderr).toContain("unknown option '--blok'");
+    expect((await cli('stauts')).stderr).toContain("unknown command 'stauts'");
+    expect((await cli('-x', 'list')).stderr).toContain("unknown option '-x'");
+  });
+
   it('writes only the JSON line when no command is given (no help), and --help stays help', async () => {
     const none = await cli('--json');
     expect(none.code).toBe(1);

@@ -22,6 +22,7 @@ import { statusCommand } from './commands/status.js';
 import { CliContext, type Streams } from './context.js';
 import { commanderErrorLine, EXIT_CODES, handleError } from './exit-codes.js';
 import { parseInteger } from './parse.js';
+import { validateSequenceName } from '../options.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -143,6 +144,14 @@ Example:
   retireRangesCommand(program, ctx);
   preflightCommand(program, ctx);
   serveCommand(program, ctx);
+  // A bad sequence name is bad input (exit 1) whether Cassandra is up or not: checked before a
+  // command connects, where an unreachable cluster would otherwise answer first (exit 3).
+  program.hook('preAction', (_program, command) => {
+    const sequence: unknown = command.processedArgs[0];
+    if (command.registeredArguments[0]?.name() === 'sequence' && sequence !== undefined) {
+      validateSequenceName(sequence);
+    }
+  });
   return { program, ctx };
 }
 

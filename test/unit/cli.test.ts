@@ -890,6 +890,19 @@ describe('errors under --json: one JSON line on stderr, stdout clean', () => {
     expect(run.stderr + run.stdout).not.toMatch(/Hunter2Secret|hunterhunter/);
   });
 
+  it.each([
+    ['next', '1bad'],
+    ['alter', '1bad', '--block', '10'],
+    ['status', '1bad', '--sample', '0'],
+    ['check', '1bad'],
+    ['retire-ranges', '1bad'],
+  ])('refuses a bad sequence name with exit 1 before connecting: %s', async (...args) => {
+    // Nothing listens on 127.0.0.99: a command that connected first would exit 3.
+    const run = await cli('--contact-points', '127.0.0.99', '--dc', 'dc1', ...args);
+    expect(run.stderr).toContain('"1bad"');
+    expect(run.code).toBe(1);
+  });
+
   it('still repeats a misspelt option or command name', async () => {
     expect((await cli('--blok', 'list')).stderr).toContain("unknown option '--blok'");
     expect((await cli('stauts')).stderr).toContain("unknown command 'stauts'");

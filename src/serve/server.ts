@@ -325,7 +325,9 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
 function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const { status, retryAfterSeconds, body } = httpErrorOf(error);
   if (status === 500) request.log.error({ err: error }, 'request failed');
-  else request.log.debug({ code: body.code, statusCode: status }, body.message);
+  // The code, not the message: a refusal repeats what the client sent (an unknown parameter's
+  // name may be a secret put in the query string), which the caller may see and the log not.
+  else request.log.debug({ code: body.code, statusCode: status }, 'request refused');
   if (retryAfterSeconds !== undefined) reply.header('Retry-After', String(retryAfterSeconds));
   return reply.code(status).send(body);
 }

@@ -459,8 +459,14 @@ describe('bearer token', () => {
     // Nor a token a client put in the query string (refused: the API takes no such parameter).
     await post(app, `/v1/sequences/orders/ids?count=2&token=${TOKEN}`);
     await post(app, `/v1/sequences/orders/ids?${TOKEN}`);
+    // A secret as a parameter's name: the refusal names it to the caller, never to the log.
+    const secret = 'abcSECRETtoken';
+    await post(app, `/v1/sequences/orders/ids?count=1&${secret}`, {
+      authorization: `Bearer ${TOKEN}`,
+    });
     expect(records.length).toBeGreaterThan(0);
     expect(JSON.stringify(records)).not.toContain(TOKEN);
+    expect(JSON.stringify(records)).not.toContain(secret);
     expect(JSON.stringify(records)).toContain('/v1/sequences/orders/ids?count=2&…');
     for (const bad of ['', 'two words', 'ünïcode']) {
       const { ids } = await withSequence({});

@@ -130,9 +130,15 @@ export class CliContext {
     this.#streams.stderr.write(text);
   }
 
-  /** One warning line on stderr: `idgen-cass: warning: <text>`. */
+  /**
+   * One warning line on stderr: `idgen-cass: warning: <text>`, or under --json the JSON line
+   * `{"warning": "<text>"}`, so that a reader of JSON stderr (an error is one JSON line there)
+   * can parse every line.
+   */
   warn(text: string): void {
-    this.writeErr(`idgen-cass: warning: ${text}\n`);
+    this.writeErr(
+      this.jsonErrors ? `${JSON.stringify({ warning: text })}\n` : `idgen-cass: warning: ${text}\n`,
+    );
   }
 
   /** Closes everything opened, newest first; a failure to close is logged, not thrown. */

@@ -82,7 +82,10 @@ function expectOk(run: Run): void {
 /** `stderr` without the warning status gives about nodes running periodic commitlog sync. */
 function withoutUnsafeWarnings(stderr: string): string {
   return oracle.unsafe
-    ? stderr.replace(/^idgen-cass: warning: commitlog_sync periodic [^\n]*\n/gm, '')
+    ? stderr.replace(
+        /^(?:idgen-cass: warning: |\{"warning":")commitlog_sync periodic [^\n]*\n/gm,
+        '',
+      )
     : stderr;
 }
 

@@ -10,6 +10,7 @@
  */
 
 import type { DcState, Grant, SequenceSettings } from '../store/port.js';
+import { mutated } from './mutations.js';
 
 /** Largest version a DC state may reach: versions are compared as JavaScript numbers. */
 export const MAX_VERSION = Number.MAX_SAFE_INTEGER;
@@ -172,7 +173,7 @@ export function giveBack(
  */
 export function retireTo(state: DcState | undefined, grant: Grant, op: string): DcState {
   return {
-    lastInteger: grant.max,
+    lastInteger: mutated('retire-keeps-last-integer') ? keptLast(state, grant) : grant.max,
     reservedMin: grant.min,
     reservedMax: grant.max,
     reservedGrant: grant.number,
@@ -182,6 +183,16 @@ export function retireTo(state: DcState | undefined, grant: Grant, op: string): 
     version: (state?.version ?? 0) + 1,
     op,
   };
+}
+
+/**
+ * The negative control 'retire-keeps-last-integer' (mutations.ts): `state`'s last_integer kept
+ * inside `grant` (`grant.min - 1` if it lies below, as when the grant was never installed), so
+ * the grant is not spent.
+ */
+function keptLast(state: DcState | undefined, grant: Grant): bigint {
+  const last = state?.lastInteger ?? grant.min - 1n;
+  return last < grant.min ? grant.min - 1n : min(last, grant.max);
 }
 
 /** Whether `state` already holds no ID below or in `grant` (what {@link retireTo} writes). */

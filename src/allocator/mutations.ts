@@ -30,7 +30,13 @@ export type Mutation =
    * A handle may move to another shard of its DC after it handed out IDs too, not only before
    * its first block: the other shard's blocks can lie below the IDs it gave.
    */
-  | 'move-after-first-block';
+  | 'move-after-first-block'
+  /**
+   * A retire (retire.ts) keeps the old state's last_integer inside the latest grant instead of
+   * spending the grant: IDs claimed by the writes that went back are claimed, and handed out,
+   * again by the DC's next processes.
+   */
+  | 'retire-keeps-last-integer';
 
 export const MUTATIONS: readonly Mutation[] = [
   'unknown-as-not-written',
@@ -40,6 +46,7 @@ export const MUTATIONS: readonly Mutation[] = [
   'grants-read-at-quorum',
   'grants-at-local-serial',
   'move-after-first-block',
+  'retire-keeps-last-integer',
 ];
 
 let active: ReadonlySet<Mutation> = new Set();

@@ -15,6 +15,13 @@
  * promises then, not to the property: duplicates and rows gone back are its expected harm
  * (`tolerated`), while a handle that reported IDGEN_STATE_ROLLED_BACK hands out no ID after,
  * and no call fails unexpectedly or hangs.
+ *
+ * When the operator repaired such a run's DC (retireDcRanges, docs/design.md "Rows that went
+ * back"), what the repair promises is held strictly: no ID of a handle opened after the retire
+ * succeeded was handed out by any other call of the run, before or after; the repaired DC's new
+ * handles hand out only IDs above every ID the DC handed out before; they find no rows broken or
+ * gone back, nor does `check` after the retire; and the retire itself succeeds (a refusal would
+ * say the grant level went back, which no fault of the simulation does).
  */
 import { checkSequence, type Violation } from '../../../src/admin/check.js';
 import { IdGenError, InvariantError, StateRolledBackError } from '../../../src/errors.js';
@@ -22,6 +29,7 @@ import { dcOfGrantee } from '../../../src/names.js';
 import { MAX_SAFE_ID } from '../../../src/options.js';
 import type { Grant } from '../../../src/store/port.js';
 import type { CallRecord, HandleHistory, History } from './history.js';
+import { describeError } from './scheduled-store.js';
 
 export type FindingKind =
   /** One ID given to callers twice (by two handles, or by one). */
@@ -51,7 +59,18 @@ export type FindingKind =
   /** A handle handed out an ID in a call issued after one of its calls got STATE_ROLLED_BACK. */
   | 'ids-after-rolled-back'
   /** A number handle handed out IDs of a domain past 2^53-1 (it must refuse the sequence). */
-  | 'number-past-safe';
+  | 'number-past-safe'
+  /** An ID of a handle opened after the retire was handed out by another call too. */
+  | 'duplicate-after-retire'
+  /** A new handle of the retired DC gave an ID not above every ID the DC handed out before. */
+  | 'below-retired'
+  /** After the retire, a new handle found the rows broken or gone back, or `check` did. */
+  | 'broken-after-retire'
+  /**
+   * The retire refused (the grant level looked gone back) or failed otherwise than an operator
+   * would re-run it, or, in a run that settled, never succeeded.
+   */
+  | 'retire-failed';
 
 /** The kinds that say the protocol handed out IDs wrongly or broke its rows. */
 export const SAFETY_KINDS: readonly FindingKind[] = [
@@ -62,6 +81,9 @@ export const SAFETY_KINDS: readonly FindingKind[] = [
   'unclaimed',
   'allocator-saw-broken-rows',
   'held-twice',
+  'duplicate-after-retire',
+  'below-retired',
+  'broken-after-retire',
 ];
 
 /**
@@ -162,6 +184,7 @@ function findingsOf(history: History): Finding[] {
   checkClaimed(history, report);
   checkHeld(history, report);
   checkNumberDomain(history, report);
+  checkRepair(history, owners, report);
   return findings;
 }
 
@@ -337,6 +360,83 @@ function checkNothingAfterRolledBack(
     'ids-after-rolled-back',
     `${handle.name} ${after.call} gave ${after.ids.join(', ')} after ${told.call} got IDGEN_STATE_ROLLED_BACK`,
   );
+}
+
+/**
+ * What the operator's repair promises (docs/design.md, "Rows that went back"). Every ID the
+ * repaired DC handed out before lies in a grant made before its processes stopped; the retire
+ * spends each of its state partitions at its latest grant, read at SERIAL after that, so the
+ * grants its new processes install were made later, above every one of those IDs. `owners`
+ * names every call that handed out each ID.
+ */
+function checkRepair(
+  history: History,
+  owners: ReadonlyMap<bigint, readonly string[]>,
+  report: (kind: FindingKind, message: string) => void,
+): void {
+  const repair = history.repair;
+  if (repair === undefined) return;
+  for (const run of repair.runs) {
+    if (!('error' in run)) continue;
+    const { error } = run;
+    if (error instanceof InvariantError || !(error instanceof IdGenError)) {
+      const shown = error instanceof Error ? (error.stack ?? error.message) : String(error);
+      report('retire-failed', `retire-ranges in ${repair.dc}: ${shown}`);
+      return;
+    }
+  }
+  const completed = repair.completed;
+  if (completed === undefined) {
+    if (history.settled) {
+      const last = repair.runs.at(-1);
+      const why =
+        last === undefined
+          ? 'its processes never finished closing'
+          : `${repair.runs.length} run(s), the last: ${'error' in last ? describeError(last.error) : 'done'}`;
+      report('retire-failed', `retire-ranges in ${repair.dc} never succeeded: ${why}`);
+    }
+    return;
+  }
+  const after = history.handles.filter((h) => h.opened > completed);
+  const afterIds = new Set(after.flatMap((h) => h.calls.flatMap((c) => c.ids)));
+  const twice = [...owners].filter(([id, by]) => by.length > 1 && afterIds.has(id));
+  for (const [id, by] of twice.slice(0, LISTED)) {
+    report(
+      'duplicate-after-retire',
+      `ID ${id} handed out ${by.length} times, after the retire of ${repair.dc}: by ${by.join(', ')}`,
+    );
+  }
+  if (twice.length > LISTED) {
+    report('duplicate-after-retire', `… and ${twice.length - LISTED} more IDs`);
+  }
+
+  const ofDc = (h: HandleHistory) => dcOfGrantee(h.dc) === repair.dc;
+  let highest: { id: bigint; by: string } | undefined;
+  for (const handle of history.handles.filter((h) => ofDc(h) && h.opened < completed)) {
+    for (const id of handle.calls.flatMap((c) => c.ids)) {
+      if (highest === undefined || id > highest.id) highest = { id, by: handle.name };
+    }
+  }
+  const top = highest;
+  const lower = (id: bigint) => top !== undefined && id <= top.id;
+  for (const handle of after.filter(ofDc)) {
+    const low = handle.calls.flatMap((c) => c.ids).find(lower);
+    if (low === undefined || top === undefined) continue;
+    report(
+      'below-retired',
+      `${handle.name} gave ${low} after the retire of ${repair.dc}, not above ${top.id}, which ${top.by} handed out before`,
+    );
+    break;
+  }
+
+  // The retire leaves every state of the DC whole again: `check` passes from then on.
+  for (const { step, event, rows } of history.rowLog) {
+    if (event < completed) continue;
+    const violations = checkSequence(rows);
+    if (violations.length === 0) continue;
+    report('broken-after-retire', `after step ${step}: ${describeViolations(violations)}`);
+    break;
+  }
 }
 
 /** A number handle refuses a domain past 2^53-1 (IDGEN_DOMAIN_NEEDS_BIGINT) before any ID. */

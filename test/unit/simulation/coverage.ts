@@ -6,6 +6,9 @@
  * does not promise away (runs with a rollback that handed out an ID twice; among them those in
  * which no caller was told, with IDGEN_STATE_ROLLED_BACK, that the rows went back, and among
  * those the ones where a process logged it all the same), and runs the step limit cut short.
+ * Also how the operator's retires went: how many were run again after an error, and how many
+ * followed a rollback that had done harm already (an ID handed out twice, or rows no longer
+ * counting an ID handed out: what a new process of the DC would have handed out again).
  */
 import { IdGenError } from '../../../src/errors.js';
 import { rollbackReported, type Verdict } from './checker.js';
@@ -27,6 +30,8 @@ export const COVERED = [
   'runs that drained live handles',
   'runs with a rollback',
   'rollback runs where a caller got STATE_ROLLED_BACK',
+  'runs that retired a DC after its rollback',
+  'IDs handed out after a retire (checked)',
 ] as const;
 
 /** Counts only printed: harm the protocol does not promise away, and runs cut short. */
@@ -34,6 +39,9 @@ export const MEASURED = [
   'rollback runs with a duplicate',
   'rollback runs with a duplicate no caller was told of',
   'rollback runs with a duplicate no caller was told of, the rollback logged',
+  'retire runs whose retire was run again (an error)',
+  'retire runs with a duplicate before the retire',
+  'retire runs whose rows had forgotten IDs handed out',
   'runs stopped at the step limit',
 ] as const;
 
@@ -73,6 +81,21 @@ export class Coverage {
     if (history.fired.drained > 0) count('runs that drained live handles');
     if (history.rollback === undefined) return;
     count('runs with a rollback');
+    const repair = history.repair;
+    const completed = repair?.completed;
+    if (repair !== undefined && completed !== undefined) {
+      count('runs that retired a DC after its rollback');
+      const after = history.handles.filter((h) => h.opened > completed);
+      const ids = after.reduce((n, h) => n + h.calls.reduce((m, c) => m + c.ids.length, 0), 0);
+      count('IDs handed out after a retire (checked)', ids);
+      if (repair.runs.length > 1) count('retire runs whose retire was run again (an error)');
+      if (verdict.tolerated.some((f) => f.kind === 'duplicate')) {
+        count('retire runs with a duplicate before the retire');
+      }
+      if (verdict.tolerated.some((f) => f.kind === 'unclaimed')) {
+        count('retire runs whose rows had forgotten IDs handed out');
+      }
+    }
     const reported = rollbackReported(history);
     if (reported) count('rollback runs where a caller got STATE_ROLLED_BACK');
     if (verdict.tolerated.some((f) => f.kind === 'duplicate')) {

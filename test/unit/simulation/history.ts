@@ -4,6 +4,7 @@
  * allocator what it did.
  */
 import type { CheckSnapshot } from '../../../src/admin/check.js';
+import type { RetiredState } from '../../../src/allocator/retire.js';
 import type { ShardMoveReason } from '../../../src/allocator/sequence.js';
 
 /**
@@ -27,6 +28,8 @@ export interface HandleHistory {
   /** `p<slot>.<incarnation>/h<n>`, or `final-<dc>/h1` for the draws after the commands. */
   readonly name: string;
   readonly dc: string;
+  /** Position in the count of events at which the handle was opened (see {@link RepairAt}). */
+  readonly opened: number;
   /** A bigint handle; a number handle must refuse a domain past 2^53-1. */
   readonly bigint: boolean;
   readonly calls: CallRecord[];
@@ -66,6 +69,24 @@ export interface RollbackAt {
   readonly writes: number;
 }
 
+/**
+ * The operator's repair of a rolled-back DC (model.ts, PlannedRepair), as it went: handles
+ * opened after `completed` are the ones the repair promises something about.
+ */
+export interface RepairAt {
+  /** The DC whose processes were stopped and whose ranges were retired. */
+  readonly dc: string;
+  readonly stop: 'close' | 'crash';
+  /** Event at which the operator began stopping the DC's processes. */
+  readonly stopped: number;
+  /** Each run of retireDcRanges: what it retired, or what it threw. */
+  readonly runs: RetireRun[];
+  /** Event at which a run of retireDcRanges succeeded; undefined if none did. */
+  completed: number | undefined;
+}
+
+export type RetireRun = { readonly retired: readonly RetiredState[] } | { readonly error: unknown };
+
 /** How often the simulation's own commands and faults fired in a run, for coverage counts. */
 export interface Fired {
   /** Pauses of a client that ran to their end. */
@@ -94,6 +115,8 @@ export interface History {
   readonly heldLog: readonly HeldAt[];
   /** The planned rollback, if it landed. */
   readonly rollback: RollbackAt | undefined;
+  /** The operator's repair after it, if one was planned and began. */
+  readonly repair: RepairAt | undefined;
   readonly fired: Readonly<Fired>;
   /** Moves of handles to another shard before their first block, by reason (their logs). */
   readonly shardMoves: Readonly<Record<ShardMoveReason, number>>;

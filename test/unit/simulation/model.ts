@@ -227,6 +227,20 @@ const FAULT_REACH: Readonly<Record<FaultSite, number>> = {
 export interface PlannedRollback {
   readonly at: number;
   readonly writes: 1 | 2;
+  /** The operator's repair once the rollback landed, in half the rollback runs; else none. */
+  readonly repair: PlannedRepair | undefined;
+}
+
+/**
+ * The repair docs/design.md prescribes when a DC's rows went back ("Rows that went back"), at a
+ * step the scheduler picks after the rollback and `afterMs` of virtual time later: every process
+ * of the DC stops (`close`: IdGen.close(), awaited; `crash`: it dies, and what it sent may still
+ * land), `retireDcRanges` runs from the DC until it succeeds (re-run after an unavailable store
+ * or a lost race, as an operator would), then fresh processes take the stopped ones' places.
+ */
+export interface PlannedRepair {
+  readonly stop: 'close' | 'crash';
+  readonly afterMs: number;
 }
 
 /** DC-state writes a run has, about (claims, give-backs, installs): where a rollback may land. */
@@ -452,6 +466,14 @@ export function scenarioArb(bounds: ScenarioBounds = DEFAULT_BOUNDS): fc.Arbitra
         arbitrary: fc.record({
           at: fc.nat({ max: ROLLBACK_REACH }),
           writes: fc.constantFrom<1 | 2>(1, 2),
+          // Repaired in half the rollback runs: at once, or once processes had time to notice.
+          repair: fc.option(
+            fc.record({
+              stop: fc.constantFrom<PlannedRepair['stop']>('close', 'crash'),
+              afterMs: fc.constantFrom(0, 1_000, 5_000, 30_000),
+            }),
+            { nil: undefined, freq: 2 },
+          ),
         }),
       },
     ),

@@ -12,6 +12,10 @@
  * each run ends with give-backs racing claims; in half the runs the live handles first hand out
  * every ID they hold, so that IDs held twice become IDs handed out twice.
  *
+ * In half the runs whose DC state went back, the operator repairs the DC as docs/design.md
+ * prescribes (model.ts, PlannedRepair): its processes stop, retireDcRanges runs from it over the
+ * same faulty store, and fresh processes carry on in their places.
+ *
  * Nothing here judges the run: it records what callers were given, the rows after each step and
  * what live handles held unused after each step (history.ts) for checker.ts.
  */
@@ -20,13 +24,19 @@ import type fc from 'fast-check';
 import type { CheckSnapshot } from '../../../src/admin/check.js';
 import type { BlockBuffer } from '../../../src/allocator/block-buffer.js';
 import { IdGen } from '../../../src/allocator/id-gen.js';
+import type { RetiredState } from '../../../src/allocator/retire.js';
 import {
   SHARD_MOVE_MESSAGE,
   type Sequence,
   type ShardMoveReason,
 } from '../../../src/allocator/sequence.js';
 import type { Logger } from '../../../src/logger.js';
-import { StateRolledBackError } from '../../../src/errors.js';
+import {
+  ContentionError,
+  StateRolledBackError,
+  StoreUnavailableError,
+} from '../../../src/errors.js';
+import { dcOfGrantee } from '../../../src/names.js';
 import { MAX_SAFE_ID } from '../../../src/options.js';
 import { MemoryStore } from '../../../src/store/memory.js';
 import { SimClock } from './clock.js';
@@ -37,6 +47,7 @@ import type {
   HeldAt,
   HeldRun,
   History,
+  RepairAt,
   RollbackAt,
   RowsAt,
 } from './history.js';
@@ -48,11 +59,21 @@ import {
   type Command,
   type FaultSite,
   type PlannedFault,
+  type PlannedRepair,
   type Scenario,
 } from './model.js';
 import { ScheduledStore, describeError, describeSizes, type Network } from './scheduled-store.js';
 
 const KEYSPACE = 'sim';
+
+/**
+ * Runs of retireDcRanges an operator makes before giving up (the DC then stays stopped, which
+ * the checker reports in a run that settled): a run's planned faults and SERIAL outages are
+ * few, so far fewer suffice.
+ */
+const MAX_RETIRE_RUNS = 30;
+/** Virtual time an operator waits before running the retire again, ms. */
+const RETIRE_RERUN_MS = 1_000;
 
 export interface SimulationOptions {
   /** Steps after which the run stops, settled or not. */
@@ -146,6 +167,9 @@ function bufferOf(handle: Handle): BlockBuffer<number> | BlockBuffer<bigint> {
 class Process {
   crashed = false;
   readonly ids: IdGen;
+  /** Resolves when the process dies: a client waiting on one of its calls goes on. */
+  readonly died: Promise<void>;
+  private readonly die: () => void;
   private readonly handles: HandleHistory[] = [];
 
   constructor(
@@ -161,6 +185,12 @@ class Process {
       clock: world.clock.for(this),
       logger: world.logger,
     });
+    let die: () => void = () => undefined;
+    this.died = new Promise<void>((resolve) => {
+      die = resolve;
+    });
+    this.die = die;
+    world.started(this);
   }
 
   open(): Handle {
@@ -168,6 +198,7 @@ class Process {
     const history: HandleHistory = {
       name: `${this.name}/h${this.handles.length + 1}`,
       bigint: this.bigint,
+      opened: this.world.event(),
       // The shard the handle picked when it loaded (its DC before): its IDs are that grantee's.
       get dc() {
         return sequence.grantee;
@@ -184,6 +215,7 @@ class Process {
   crash(): void {
     this.crashed = true;
     for (const history of this.handles) history.crashed = true;
+    this.die();
   }
 }
 
@@ -197,6 +229,8 @@ interface Slot {
   current: Handle | undefined;
   /** The handle closed last, still callable: calls made while it closes must get nothing. */
   previous: Handle | undefined;
+  /** While the operator repairs the slot's DC: the client waits for it before each command. */
+  held: Promise<void> | undefined;
 }
 
 class World implements Network {
@@ -208,6 +242,11 @@ class World implements Network {
   /** DC-state writes the store ran so far: where the planned rollback lands. */
   private stateWrites = 0;
   private rollback: RollbackAt | undefined;
+  /** Every process started, so that the operator can stop those of a DC. */
+  private readonly processes: Process[] = [];
+  private repair: RepairAt | undefined;
+  /** The draws at the end, once begun: a repair then starts a new drawer in its DC. */
+  private finalDraw: { readonly count: number; readonly bigint: boolean } | undefined;
   private readonly fired: Fired = { pauses: 0, aborts: 0, drained: 0, rollbacksLogged: 0 };
   readonly clock: SimClock;
   private readonly otherErrors: { call: string; error: unknown }[] = [];
@@ -267,6 +306,7 @@ class World implements Network {
       restarts: 0,
       current: undefined,
       previous: undefined,
+      held: undefined,
     }));
   }
 
@@ -288,6 +328,10 @@ class World implements Network {
     this.log(`logged: ${message}: ${fields.err.code}`);
   }
 
+  started(process: Process): void {
+    this.processes.push(process);
+  }
+
   opened(handle: Handle): void {
     this.handles.push(handle.history);
     this.opens.push(handle);
@@ -301,6 +345,88 @@ class World implements Network {
     this.store.rollBackDcState(sequence, dc, planned.writes);
     this.rollback = { step: this.steps, event: this.event(), dc, writes: planned.writes };
     this.log(`${dc}'s state loses its last ${planned.writes} write(s): a rollback`);
+    const repair = planned.repair;
+    // Of the whole DC: its other shards' states are retired too, as the command does.
+    const ofDc = dcOfGrantee(dc);
+    if (repair === undefined || ofDc === undefined) return;
+    const label = `operator: repairs ${ofDc} (${repair.stop}, ${repair.afterMs} ms on)`;
+    void this.scheduler.schedule(Promise.resolve(), label).then(() => this.repairDc(ofDc, repair));
+  }
+
+  /**
+   * The operator's repair (model.ts, PlannedRepair): stops every process of `dc`, runs
+   * retireDcRanges from `dc` until a run succeeds, then starts fresh processes in the places of
+   * the stopped ones. The DC's clients wait meanwhile, so nothing of `dc` runs during the retire
+   * but what its stopped processes had sent already (a dead process's requests still land).
+   */
+  private async repairDc(dc: string, planned: PlannedRepair): Promise<void> {
+    const operator = { name: `operator in ${dc}`, crashed: false, dc } as const;
+    if (planned.afterMs > 0) await this.clock.sleep(operator, planned.afterMs);
+    let reopen: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => {
+      reopen = resolve;
+    });
+    const slots = this.slots.filter((slot) => slot.process.dc === dc);
+    for (const slot of slots) {
+      slot.held = held;
+      // Neither is called again, nor closed at the end: the process they belong to is stopped.
+      slot.current = undefined;
+      slot.previous = undefined;
+    }
+    const repair: RepairAt = {
+      dc,
+      stop: planned.stop,
+      stopped: this.event(),
+      runs: [],
+      completed: undefined,
+    };
+    this.repair = repair;
+    const live = this.processes.filter((p) => p.dc === dc && !p.crashed);
+    this.log(
+      `operator: stops ${live.map((p) => p.name).join(', ') || 'no process'} (${planned.stop})`,
+    );
+    if (planned.stop === 'crash') {
+      for (const process of live) process.crash();
+    } else {
+      await Promise.all(
+        live.map((p) =>
+          p.ids.close().catch((error: unknown) => {
+            this.otherErrors.push({ call: `${p.name} shutdown`, error });
+          }),
+        ),
+      );
+    }
+    for (let run = 1; ; run++) {
+      // A run of the command is a new client of its own; like the CLI's, it holds no handle.
+      const ids = new IdGen({
+        store: new ScheduledStore(this, operator),
+        dc,
+        keyspace: KEYSPACE,
+        clock: this.clock.for(operator),
+        logger: this.logger,
+      });
+      try {
+        const retired = await ids.retireDcRanges(SEQUENCE);
+        repair.runs.push({ retired });
+        this.log(`operator: retire-ranges run ${run} → ${describeRetired(retired)}`);
+        break;
+      } catch (error) {
+        repair.runs.push({ error });
+        this.log(`operator: retire-ranges run ${run} → ${describeError(error)}`);
+        // What the command says may be run again: SERIAL or LOCAL_SERIAL unreachable, an
+        // outcome unknown, writes that kept coming first. Anything else the checker judges.
+        const again = error instanceof StoreUnavailableError || error instanceof ContentionError;
+        if (!again || run === MAX_RETIRE_RUNS) return;
+        await this.clock.sleep(operator, RETIRE_RERUN_MS);
+      }
+    }
+    repair.completed = this.event();
+    for (const slot of slots) {
+      this.replace(slot);
+      slot.held = undefined;
+    }
+    reopen();
+    if (this.finalDraw !== undefined) this.drawToTheEnd(dc, `final-${dc}-after-retire`);
   }
 
   nextFault(site: FaultSite): PlannedFault['fault'] | undefined {
@@ -329,8 +455,17 @@ class World implements Network {
         for (const command of own) {
           const shown = describeCommand(slot, command);
           await this.scheduler.schedule(Promise.resolve(), `command: ${shown}`);
-          this.log(`command: ${shown}`);
-          await this.run(slot, command);
+          if (slot.held === undefined) {
+            this.log(`command: ${shown}`);
+          } else {
+            await slot.held;
+            this.log(`command (after the repair): ${describeCommand(slot, command)}`);
+          }
+          const process = slot.process;
+          const running = this.run(slot, command);
+          // A call of a process the operator kills never returns; its client goes on all the same.
+          const dies = this.scenario.rollback?.repair !== undefined && command.kind !== 'pause';
+          await (dies && running !== undefined ? Promise.race([running, process.died]) : running);
         }
       };
       void client();
@@ -389,12 +524,21 @@ class World implements Network {
     const count = 2 * this.scenario.settings.blockSize + 1;
     // Number handles would only be refused a domain past 2^53-1.
     const bigint = (domainBounds(this.scenario.settings).max ?? 0n) > MAX_SAFE_ID;
+    this.finalDraw = { count, bigint };
     for (const dc of DCS) {
-      const handle = new Process(this, `final-${dc}`, dc, bigint).open();
-      // Closed once done, so that nothing of it runs on: a DC allocator retrying rows it found
-      // broken (as a rollback leaves them) would keep a run from ever settling.
-      void this.draw(handle, count, true).then(() => handle.sequence.close());
+      // Not in a DC whose retire never succeeded (a finding): its processes stay stopped.
+      if (this.slots.some((slot) => slot.process.dc === dc && slot.held !== undefined)) continue;
+      this.drawToTheEnd(dc, `final-${dc}`);
     }
+  }
+
+  /** A new process in `dc` draws the final count at its own pace. */
+  private drawToTheEnd(dc: string, name: string): void {
+    const { count, bigint } = this.finalDraw!;
+    const handle = new Process(this, name, dc, bigint).open();
+    // Closed once done, so that nothing of it runs on: a DC allocator retrying rows it found
+    // broken (as a rollback leaves them) would keep a run from ever settling.
+    void this.draw(handle, count, true).then(() => handle.sequence.close());
   }
 
   /**
@@ -428,6 +572,7 @@ class World implements Network {
       shardMoves: { ...this.shardMoves },
       heldLog: this.heldLog,
       rollback: this.rollback,
+      repair: this.repair,
       fired: { ...this.fired },
     };
   }
@@ -618,7 +763,7 @@ class World implements Network {
     }
   }
 
-  private event(): number {
+  event(): number {
     return ++this.events;
   }
 }
@@ -646,6 +791,16 @@ function rowsKey(rows: CheckSnapshot): string {
 
 function drainMicrotasks(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
+}
+
+function describeRetired(retired: readonly RetiredState[]): string {
+  return retired
+    .map((s) => {
+      const grant =
+        s.grant === undefined ? 'no grant' : `#${s.grant.number} [${s.grant.min}, ${s.grant.max}]`;
+      return `${s.grantee} ${s.retired ? 'retired' : 'left alone'} at ${grant}, gap ${s.gap}`;
+    })
+    .join('; ');
 }
 
 function describeCall(record: CallRecord): string {

@@ -92,17 +92,7 @@ export function installGrant(
     if (grant.number !== 1) {
       throw new RangeError(`grant ${grant.number} cannot be the first one installed`);
     }
-    return {
-      lastInteger: grant.min - 1n,
-      reservedMin: grant.min,
-      reservedMax: grant.max,
-      reservedGrant: grant.number,
-      preloadedMin: grant.min,
-      preloadedMax: grant.max,
-      installedGrant: grant.number,
-      version: 1,
-      op,
-    };
+    return onlyGrant(grant, grant.min - 1n, 1, op);
   }
   if (state.installedGrant >= grant.number || hasPreloaded(state)) return undefined;
   if (state.installedGrant !== grant.number - 1) {
@@ -172,15 +162,21 @@ export function giveBack(
  * claim then asks SERIAL for grant `grant.number + 1`, above every ID any DC was ever granted.
  */
 export function retireTo(state: DcState | undefined, grant: Grant, op: string): DcState {
+  const last = mutated('retire-keeps-last-integer') ? keptLast(state, grant) : grant.max;
+  return onlyGrant(grant, last, (state?.version ?? 0) + 1, op);
+}
+
+/** A state holding `grant` alone, reserved and installed, nothing preloaded, at `lastInteger`. */
+function onlyGrant(grant: Grant, lastInteger: bigint, version: number, op: string): DcState {
   return {
-    lastInteger: mutated('retire-keeps-last-integer') ? keptLast(state, grant) : grant.max,
+    lastInteger,
     reservedMin: grant.min,
     reservedMax: grant.max,
     reservedGrant: grant.number,
     preloadedMin: grant.min,
     preloadedMax: grant.max,
     installedGrant: grant.number,
-    version: (state?.version ?? 0) + 1,
+    version,
     op,
   };
 }

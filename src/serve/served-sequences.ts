@@ -6,7 +6,7 @@
 import type { IdGen } from '../allocator/id-gen.js';
 import type { IdRange } from '../allocator/block.js';
 import type { Sequence } from '../allocator/sequence.js';
-import { DeadlineError } from '../errors.js';
+import { AbortedError, DeadlineError } from '../errors.js';
 import { MAX_SAFE_ID, validateSequenceName } from '../options.js';
 import { ServeRefusal } from './http-errors.js';
 
@@ -64,6 +64,7 @@ export class ServedSequences {
    */
   async draw(name: string, count: number, call: RequestCall): Promise<Drawn> {
     const handle = await this.handle(name);
+    throwIfGone(name, call);
     if (handle.wide) return { wide: true, ids: await drawFrom(handle.sequence, count, call) };
     return { wide: false, ids: await drawFrom(handle.sequence, count, call) };
   }
@@ -75,6 +76,7 @@ export class ServedSequences {
    */
   async take(name: string, count: number, call: RequestCall): Promise<DrawnRange> {
     const handle = await this.handle(name);
+    throwIfGone(name, call);
     const options = { signal: call.signal, timeoutMs: remaining(call) };
     return withRequestTimeout(name, call, async () =>
       handle.wide
@@ -144,6 +146,15 @@ async function drawFrom<T extends number | bigint>(
     }
   });
   return ids;
+}
+
+/**
+ * Refuses to draw for a caller already gone: the handle's calls look at the signal only while
+ * they wait for a block, and would hand such a caller the IDs held.
+ * @throws {AbortedError} once the request's signal fired.
+ */
+function throwIfGone(name: string, call: RequestCall): void {
+  if (call.signal.aborted) throw new AbortedError(name, { cause: call.signal.reason });
 }
 
 /** Milliseconds left before the request's deadline. */

@@ -58,6 +58,10 @@ async function service(
   return created;
 }
 
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
 async function post(app: FastifyInstance, url: string, headers: Record<string, string> = {}) {
   const response = await app.inject({ method: 'POST', url, headers });
   return { status: response.statusCode, headers: response.headers, body: response.json() };
@@ -634,6 +638,46 @@ describe('over a socket: shutdown and callers that hang up', () => {
     await ids.close();
     // The block's 97 unused IDs went back: the DC's next claim starts at 4.
     expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(3n);
+  });
+
+  it('sees at once a caller that hung up before the handler ran: 499, and no ID drawn', async () => {
+    const { logger, records } = capturingLogger();
+    const { app, ids } = await service({ logger });
+    const orders = ids.sequence('orders');
+    await orders.ready();
+    // Each request is held after authentication and validation until its caller is gone, as a
+    // slow hook or a busy event loop would hold it: the handler then starts with the response
+    // already closed, and no 'close' event is to come.
+    let atHook = () => {};
+    let holding = true;
+    app.addHook('preHandler', async (_request, reply) => {
+      if (!holding) return;
+      atHook();
+      if (!reply.raw.destroyed) await new Promise((resolve) => reply.raw.once('close', resolve));
+    });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = app.server.address() as AddressInfo;
+    const aborted = () => records.filter((r) => r.code === 'IDGEN_ABORTED');
+    for (const route of ['ids', 'ranges']) {
+      const reached = new Promise<void>((resolve) => (atHook = resolve));
+      const caller = new AbortController();
+      const request = fetch(`http://127.0.0.1:${port}/v1/sequences/orders/${route}?count=10`, {
+        method: 'POST',
+        signal: caller.signal,
+      }).catch((error: unknown) => error);
+      await reached;
+      caller.abort();
+      expect(await request).toBeInstanceOf(Error);
+      // Answered 499 at once; a request that drew IDs for the closed socket would leave no log
+      // line, hence a bounded wait.
+      const want = route === 'ids' ? 1 : 2;
+      for (let i = 0; i < 100 && aborted().length < want; i++) await sleep(5);
+    }
+    expect(aborted()).toHaveLength(2);
+    // The 100 IDs of the first block are all still held: neither request took any.
+    expect(orders.stats()).toMatchObject({ issued: 0, remaining: 100, wasted: 0 });
+    holding = false;
+    expect((await post(app, '/v1/sequences/orders/ids?count=2')).body.ids).toEqual([1, 2]);
   });
 
   it('stops waiting for IDs when the caller hangs up (IDGEN_ABORTED), the refill carrying on', async () => {

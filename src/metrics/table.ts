@@ -32,7 +32,7 @@ export const METRICS: readonly MetricDescription[] = Object.freeze([
     name: 'idgen_ids_issued_total',
     type: 'counter',
     labels: SEQUENCE,
-    help: 'IDs handed out by next(), tryNext() and take() in this process.',
+    help: "IDs handed out by next(), tryNext(), take() and the service's ID requests in this process.",
   },
   {
     name: 'idgen_ids_held',
@@ -104,7 +104,7 @@ export const METRICS: readonly MetricDescription[] = Object.freeze([
     name: 'idgen_ids_wasted_total',
     type: 'counter',
     labels: ['sequence', 'cause'],
-    help: 'IDs this process will never hand out, by cause (unknownOutcome, takeSkipped, notReturned, dropped, refused).',
+    help: 'IDs this process will never hand out, by cause (unknownOutcome, takeSkipped, notReturned, dropped, refused, undelivered).',
   },
   {
     name: 'idgen_dc_ids_left',

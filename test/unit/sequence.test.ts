@@ -11,6 +11,7 @@ import {
   type Sequence,
 } from '../../src/allocator/sequence.js';
 import {
+  AbortedError,
   ClosedError,
   DeadlineError,
   DomainNeedsBigIntError,
@@ -543,7 +544,14 @@ describe('Sequence: stats()', () => {
       casRejections: 0,
       casUnknown: 0,
       wasted: 0,
-      waste: { unknownOutcome: 0, takeSkipped: 0, notReturned: 0, dropped: 0, refused: 0 },
+      waste: {
+        unknownOutcome: 0,
+        takeSkipped: 0,
+        notReturned: 0,
+        dropped: 0,
+        refused: 0,
+        undelivered: 0,
+      },
       lwtWrites: 3, // grant, install, claim
       serialReads: 0, // the first grant batch goes without reading the grants
       localSerialReads: 1, // claim (its plain read shows no state; the range request starts from the read at LOCAL_SERIAL); the claim after the install writes on a plain read
@@ -564,6 +572,36 @@ describe('Sequence: stats()', () => {
     expect(seq.stats()).toMatchObject({ issued: 16, waste: { takeSkipped: 2 } });
     await seq.close();
     expect(seq.stats()).toMatchObject({ issued: 16, remaining: 0 });
+  });
+
+  it('counts the IDs of a nextIds() call only once it ends: issued if it got them all, else undelivered', async () => {
+    const { ids, store } = await withSequence({
+      dcRangeSize: 1_000,
+      blockSize: 10,
+      maxBlockSize: 10,
+    });
+    const seq = ids.sequence('orders');
+    expect(await seq.nextIds(3)).toEqual([1, 2, 3]);
+    expect(seq.stats()).toMatchObject({ issued: 3, wasted: 0 });
+    let release = () => {};
+    store.faults.push({
+      op: 'writeDcState',
+      effect: 'delay',
+      until: new Promise<void>((resolve) => (release = resolve)),
+    });
+    const caller = new AbortController();
+    const call = seq.nextIds(15, { signal: caller.signal }).catch((error: unknown) => error);
+    await settle();
+    // It took [4, 10] and waits for the next block: those seven are neither issued nor wasted
+    // yet, so that issued, which metrics and usage reports only add to, never goes down.
+    expect(seq.stats()).toMatchObject({ issued: 3, remaining: 0, wasted: 0 });
+    caller.abort();
+    expect(await call).toBeInstanceOf(AbortedError);
+    expect(seq.stats()).toMatchObject({ issued: 3, wasted: 7, waste: { undelivered: 7 } });
+    release();
+    // Never served again: the next IDs come from the next block.
+    expect(await seq.nextIds(2)).toEqual([11, 12]);
+    expect(seq.stats()).toMatchObject({ issued: 5, wasted: 7 });
   });
 });
 

@@ -7,15 +7,18 @@
 import type { AddressInfo } from 'node:net';
 
 import type { FastifyInstance } from 'fastify';
+import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 
-import type { IdGen } from '../../src/allocator/id-gen.js';
+import { readSnapshot } from '../../src/admin/overview-reads.js';
+import { sequenceStatus } from '../../src/admin/status.js';
+import { IdGen } from '../../src/allocator/id-gen.js';
 import type { IdGenErrorCode } from '../../src/errors.js';
 import type { CreateSequenceOptions } from '../../src/options.js';
 import { HTTP_ANSWERS, httpErrorOf, ServeRefusal } from '../../src/serve/http-errors.js';
 import { openApiDocument } from '../../src/serve/openapi.js';
 import { createServer, SERVE_DEFAULTS, type ServeOptions } from '../../src/serve/server.js';
-import type { MemoryStore } from '../../src/store/memory.js';
+import { MemoryStore } from '../../src/store/memory.js';
 import { capturingLogger, KEYSPACE, withSequence } from './fixtures.js';
 import {
   AbortedError,
@@ -270,6 +273,62 @@ describe('POST /v1/sequences/{name}/ids', () => {
       'Raise the service\'s request timeout (serve --timeout, or the "timeoutMs" option of createServer())',
     );
     expect(message).not.toContain('callTimeoutMs');
+  });
+});
+
+describe('IDs of a request that fails', () => {
+  it('are counted as wasted (undelivered), not issued, in stats, metrics and DC usage, and never served', async () => {
+    const store = new MemoryStore({ keyspace: KEYSPACE });
+    const registry = new Registry();
+    const ids = new IdGen({
+      store,
+      dc: 'dc1',
+      keyspace: KEYSPACE,
+      metrics: { registry, runwayIntervalMs: 0 },
+    });
+    await ids.createSequence('orders', { dcRangeSize: 1_000, blockSize: 100, maxBlockSize: 100 });
+    const app = createServer(ids, { timeoutMs: 300 });
+    open.push({ store, ids, app });
+    const orders = ids.sequence('orders');
+    await orders.ready(); // [1, 100]
+    // The next claim ([101, 200]) goes through; the one after waits until released.
+    let release = () => {};
+    store.faults.push(
+      { op: 'writeDcState', effect: 'delay', until: Promise.resolve() },
+      {
+        op: 'writeDcState',
+        effect: 'delay',
+        until: new Promise<void>((resolve) => (release = resolve)),
+      },
+    );
+    const failed = await post(app, '/v1/sequences/orders/ids?count=250');
+    expect(failed).toMatchObject({ status: 503, body: { code: 'IDGEN_DEADLINE_EXCEEDED' } });
+    // The request took [1, 200] and delivered none of them.
+    expect(orders.stats()).toMatchObject({
+      issued: 0,
+      remaining: 0,
+      wasted: 200,
+      waste: { undelivered: 200 },
+    });
+    release();
+    expect((await post(app, '/v1/sequences/orders/ids?count=3')).body.ids).toEqual([201, 202, 203]);
+    const metrics = await registry.metrics();
+    expect(metrics).toContain('idgen_ids_issued_total{sequence="orders"} 3\n');
+    expect(metrics).toContain(
+      'idgen_ids_wasted_total{sequence="orders",cause="undelivered"} 200\n',
+    );
+    await ids.close();
+    const usage = [...((await store.readDcUsage('orders')) ?? new Map()).values()];
+    expect(usage.reduce((sum, counts) => sum + counts.issued, 0n)).toBe(3n);
+    expect(usage.reduce((sum, counts) => sum + counts.undelivered, 0n)).toBe(200n);
+    // What `idgen-cass status` shows: every ID the DC handed this process accounted for.
+    const [dc1] = sequenceStatus(await readSnapshot(store, KEYSPACE, 'orders')).dcs;
+    expect(dc1?.usage).toMatchObject({
+      issued: 3n,
+      wasted: { undelivered: 200n },
+      wastedTotal: 200n,
+      unreported: 0n,
+    });
   });
 });
 

@@ -31,7 +31,10 @@ export interface SequenceStats {
   readonly dcRate: number | undefined;
   /** DC ranges this process got granted at SERIAL (see DcCounters.rangesGranted). */
   readonly rangesGranted: number;
-  /** `next()`/`take()` calls that found no local ID and had to wait for a refill. */
+  /**
+   * `next()`/`take()` calls that found no local ID and had to wait for a refill, and the
+   * service's ID requests that found fewer than they need (each wait counts).
+   */
   readonly waits: number;
   /**
    * Failed operations: block claims, DC range requests and block returns (a claim that failed

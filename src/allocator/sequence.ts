@@ -258,7 +258,7 @@ export class Sequence<T extends number | bigint> {
   private settingsReadTick = 0;
   private readonly acceptTicks = new WeakMap<Block<T>, number>();
   private readonly counters = {
-    /** Calls that found no ID in the process and waited for a refill. */
+    /** Calls that found no ID (nextIds: too few) in the process and waited for a refill. */
     waits: 0,
     /** IDs skipped by take(), not given back on close, dropped, refused, or undelivered. */
     wasted: 0,
@@ -390,6 +390,10 @@ export class Sequence<T extends number | bigint> {
    * Its caller gets either all of them or an error, so a call that fails costs what it took:
    * - `signal` is looked at before each ID, so a caller that is gone takes no more (next() hands
    *   out an ID held whatever the signal).
+   * - When the process holds fewer than `count` IDs and its next block is not here yet, the call
+   *   waits for that block before it takes any: a refill that fails (the domain spent, the store
+   *   unreachable, the deadline, the signal) then costs no ID, and the IDs held stay for the
+   *   next caller.
    * - A call that fails once it took IDs (a later block did not come within the deadline, the
    *   signal fired, the domain ran out) hands them to nobody, then or later: they are counted as
    *   wasted (`waste.undelivered`), not issued. While the call runs they are neither.
@@ -400,6 +404,20 @@ export class Sequence<T extends number | bigint> {
     assert(Number.isInteger(count) && count >= 1, `nextIds(${count}): not a count`);
     const signal = options?.signal;
     const call = this.callOf(options);
+    const buffer = this.buffer;
+    // A spent (or no) current block makes way for the preloaded one, as tryNext() would do, so
+    // that a block claimed now has a place to go.
+    if ((buffer.current?.remaining ?? 0) === 0) buffer.switchToPreloaded();
+    if (buffer.remaining < count && buffer.preloaded === undefined) {
+      // The wait joins the one refill in flight or starts it, as next() does once the IDs held
+      // are spent: a claim starts or runs only while nothing is preloaded, and its block is
+      // accepted as the preloaded one, above the IDs held, which are taken first. Only once:
+      // after it the call takes what the two blocks hold and waits as next() does for more.
+      // The draw rate's clock goes on (startWaiting stops it): the IDs held are still served.
+      if (signal?.aborted === true) throw new AbortedError(this.name, { cause: signal.reason });
+      this.counters.waits++;
+      await this.timedWait(() => this.waitForRefill(call, signal));
+    }
     const ids: T[] = [];
     try {
       while (ids.length < count) {

@@ -44,7 +44,7 @@ export const METRICS: readonly MetricDescription[] = Object.freeze([
     name: 'idgen_waits_total',
     type: 'counter',
     labels: SEQUENCE,
-    help: 'next() and take() calls that found no ID in the process and waited for a refill.',
+    help: 'next() and take() calls that found no ID in the process, and service ID requests that found too few, and waited for a refill.',
   },
   {
     name: 'idgen_wait_duration_seconds',

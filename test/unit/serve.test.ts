@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 
 import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
 
 import { readSnapshot } from '../../src/admin/overview-reads.js';
 import { sequenceStatus } from '../../src/admin/status.js';
@@ -19,7 +19,7 @@ import { HTTP_ANSWERS, httpErrorOf, ServeRefusal } from '../../src/serve/http-er
 import { openApiDocument } from '../../src/serve/openapi.js';
 import { createServer, SERVE_DEFAULTS, type ServeOptions } from '../../src/serve/server.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { capturingLogger, KEYSPACE, withSequence } from './fixtures.js';
+import { capturingLogger, KEYSPACE, range, withSequence } from './fixtures.js';
 import {
   AbortedError,
   ClosedError,
@@ -329,6 +329,49 @@ describe('IDs of a request that fails', () => {
       wastedTotal: 200n,
       unreported: 0n,
     });
+  });
+});
+
+describe('a request for more IDs than the process holds', () => {
+  it('waits for the next block before it takes any: a spent domain costs none of the IDs held', async () => {
+    const { app, ids } = await service({}, { max: 200, dcRangeSize: 100, blockSize: 50 });
+    const orders = ids.sequence('orders');
+    expect((await post(app, '/v1/sequences/orders/ids?count=190')).body.ids).toEqual(range(1, 190));
+    expect(orders.stats()).toMatchObject({ issued: 190, remaining: 10 });
+    // Eleven are more than the ten held, and no block can come: 410, and the ten stay held.
+    expect(await post(app, '/v1/sequences/orders/ids?count=11')).toMatchObject({
+      status: 410,
+      body: { code: 'IDGEN_SEQUENCE_EXHAUSTED' },
+    });
+    expect(orders.stats()).toMatchObject({ issued: 190, remaining: 10, wasted: 0 });
+    // So 410 keeps its meaning: it comes only once the service holds none it may serve.
+    expect((await post(app, '/v1/sequences/orders/ids?count=10')).body.ids).toEqual(
+      range(191, 200),
+    );
+    expect(await post(app, '/v1/sequences/orders/ids')).toMatchObject({ status: 410 });
+    expect(orders.stats()).toMatchObject({ issued: 200, remaining: 0, wasted: 0 });
+  });
+
+  it('answers 503 with the IDs held untouched when the next block does not come in time', async () => {
+    const { app, ids, store } = await service({ timeoutMs: 200 });
+    const orders = ids.sequence('orders');
+    await orders.ready(); // [1, 100]
+    let release = () => {};
+    store.faults.push({
+      op: 'writeDcState',
+      effect: 'delay',
+      until: new Promise<void>((resolve) => (release = resolve)),
+    });
+    onTestFinished(() => release());
+    expect(await post(app, '/v1/sequences/orders/ids?count=150')).toMatchObject({
+      status: 503,
+      body: { code: 'IDGEN_DEADLINE_EXCEEDED' },
+    });
+    expect(orders.stats()).toMatchObject({ issued: 0, remaining: 100, wasted: 0 });
+    release();
+    // The block waited for came meanwhile, above the IDs held: they are served first, in order.
+    const served = (await post(app, '/v1/sequences/orders/ids?count=150')).body.ids as number[];
+    expect(served).toEqual(range(1, 150));
   });
 });
 

@@ -247,6 +247,7 @@ function usageOf(
     notReturned: of('notReturned'),
     dropped: of('dropped'),
     refused: of('refused'),
+    undelivered: of('undelivered'),
   };
   const wastedTotal = Object.values(wasted).reduce((sum, n) => sum + n, 0n);
   const unreported = consumed - of('issued') - wastedTotal;

@@ -8,8 +8,8 @@
 /** Receives the allocator's durations and failures; every method must return at once and never throw. */
 export interface AllocatorObserver {
   /**
-   * A `next()` or `take()` call found no ID in the process and waited `ms` for a refill;
-   * `error` is what the call rejected with, undefined if it got its IDs.
+   * A `next()` or `take()` call found no ID in the process (a `nextIds()` call: too few) and
+   * waited `ms` for a refill; `error` is what the call rejected with, undefined if it got its IDs.
    */
   waited(sequence: string, ms: number, error: unknown): void;
   /**

@@ -8,7 +8,10 @@ import type { FailureLog } from './failures.js';
 
 /** A snapshot of one handle's counters, since it was created. */
 export interface SequenceStats {
-  /** IDs handed out by `next()`, `tryNext()` and `take()`. */
+  /**
+   * IDs handed out by `next()`, `tryNext()` and `take()`, and by the HTTP service's requests
+   * that got their IDs (not those that failed: see {@link WasteByCause.undelivered}).
+   */
   readonly issued: number;
   /** IDs this process holds and has not handed out: current block plus preloaded block. */
   readonly remaining: number;
@@ -28,7 +31,10 @@ export interface SequenceStats {
   readonly dcRate: number | undefined;
   /** DC ranges this process got granted at SERIAL (see DcCounters.rangesGranted). */
   readonly rangesGranted: number;
-  /** `next()`/`take()` calls that found no local ID and had to wait for a refill. */
+  /**
+   * `next()`/`take()` calls that found no local ID and had to wait for a refill, and the
+   * service's ID requests that found fewer than they need (each wait counts).
+   */
   readonly waits: number;
   /**
    * Failed operations: block claims, DC range requests and block returns (a claim that failed
@@ -41,7 +47,8 @@ export interface SequenceStats {
   readonly casUnknown: number;
   /**
    * IDs this process claimed (or may have claimed) and will never hand out: unresolved CAS
-   * timeouts, block remainders skipped by `take()`, and unused IDs not returned on close.
+   * timeouts, block remainders skipped by `take()`, unused IDs not returned on close, IDs dropped
+   * or refused, and IDs drawn for service requests that failed.
    */
   readonly wasted: number;
   /** {@link SequenceStats.wasted} by cause; they add up to it. */
@@ -77,6 +84,11 @@ export interface WasteByCause {
   readonly dropped: number;
   /** Blocks refused because they did not lie above the process's earlier IDs (broken rows). */
   readonly refused: number;
+  /**
+   * IDs drawn for an HTTP service request that then failed (its caller hung up, its timeout
+   * passed, the domain ran out before it had all its IDs): its caller got none of them.
+   */
+  readonly undelivered: number;
 }
 
 /** What one level's {@link FailureLog} contributes. */
@@ -90,7 +102,7 @@ export interface ProcessLevel {
   readonly remaining: number;
   /** Calls that found no ID in the process and waited for a refill. */
   readonly waits: number;
-  /** IDs skipped by take(), not given back on close, or dropped when the rows went back. */
+  /** IDs wasted by the process level: every cause of {@link WasteByCause} but unknownOutcome. */
   readonly wasted: number;
   readonly waste: Omit<WasteByCause, 'unknownOutcome'>;
   /** Moves to another shard before the first block. */

@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import type { Logger } from '../logger.js';
 
 import {
+  AbortedError,
   ClosedError,
   ContentionError,
   DomainNeedsBigIntError,
@@ -257,15 +258,26 @@ export class Sequence<T extends number | bigint> {
   private settingsReadTick = 0;
   private readonly acceptTicks = new WeakMap<Block<T>, number>();
   private readonly counters = {
-    /** Calls that found no ID in the process and waited for a refill. */
+    /** Calls that found no ID (nextIds: too few) in the process and waited for a refill. */
     waits: 0,
-    /** IDs skipped by take(), not given back on close, or dropped when the rows went back. */
+    /** IDs skipped by take(), not given back on close, dropped, refused, or undelivered. */
     wasted: 0,
     /** Moves to another shard of the DC before the first block (see `moveShard`). */
     shardMoves: 0,
   };
   /** {@link counters}.wasted by cause. */
-  private readonly waste = { takeSkipped: 0, notReturned: 0, dropped: 0, refused: 0 };
+  private readonly waste = {
+    takeSkipped: 0,
+    notReturned: 0,
+    dropped: 0,
+    refused: 0,
+    undelivered: 0,
+  };
+  /**
+   * IDs taken by {@link Sequence.nextIds} calls still running: neither issued nor wasted until
+   * the call ends, so that `issued` only grows (metrics and usage reports add its increases).
+   */
+  private drawing = 0;
   /** What the DC's usage counters were told so far, and when; the report in flight. */
   private reportedUsage: Readonly<Record<UsageCause, number>> = zeroUsage();
   private usageReportedAt: number | undefined;
@@ -371,6 +383,71 @@ export class Sequence<T extends number | bigint> {
   }
 
   /**
+   * @internal The HTTP service's draw of several IDs (src/serve/served-sequences.ts): `count`
+   * IDs, strictly increasing, not necessarily contiguous, from the IDs held while they last and
+   * then from the blocks {@link Sequence.next} waits for, under one deadline for the whole call.
+   *
+   * Its caller gets either all of them or an error, so a call that fails costs what it took:
+   * - `signal` is looked at before each ID, so a caller that is gone takes no more (next() hands
+   *   out an ID held whatever the signal).
+   * - When the process holds fewer than `count` IDs and its next block is not here yet, the call
+   *   waits for that block before it takes any: a refill that fails (the domain spent, the store
+   *   unreachable, the deadline, the signal) then costs no ID, and the IDs held stay for the
+   *   next caller.
+   * - A call that fails once it took IDs (a later block did not come within the deadline, the
+   *   signal fired, the domain ran out) hands them to nobody, then or later: they are counted as
+   *   wasted (`waste.undelivered`), not issued. While the call runs they are neither.
+   * @throws everything {@link Sequence.next} throws.
+   */
+  async nextIds(count: number, options?: CallOptions): Promise<T[]> {
+    if (options !== undefined) checkCallOptions(options);
+    assert(Number.isInteger(count) && count >= 1, `nextIds(${count}): not a count`);
+    const signal = options?.signal;
+    const call = this.callOf(options);
+    const buffer = this.buffer;
+    // A spent (or no) current block makes way for the preloaded one, as tryNext() would do, so
+    // that a block claimed now has a place to go.
+    if ((buffer.current?.remaining ?? 0) === 0) buffer.switchToPreloaded();
+    if (buffer.remaining < count && buffer.preloaded === undefined) {
+      // The wait joins the one refill in flight or starts it, as next() does once the IDs held
+      // are spent: a claim starts or runs only while nothing is preloaded, and its block is
+      // accepted as the preloaded one, above the IDs held, which are taken first. Only once:
+      // after it the call takes what the two blocks hold and waits as next() does for more.
+      // The draw rate's clock goes on (startWaiting stops it): the IDs held are still served.
+      if (signal?.aborted === true) throw new AbortedError(this.name, { cause: signal.reason });
+      this.counters.waits++;
+      await this.timedWait(() => this.waitForRefill(call, signal));
+    }
+    const ids: T[] = [];
+    try {
+      while (ids.length < count) {
+        if (signal?.aborted === true) throw new AbortedError(this.name, { cause: signal.reason });
+        // Taken and counted in one synchronous step: stats() never sees an ID of this call as
+        // issued (next() may yield to I/O between the two).
+        const id = this.tryNext();
+        if (id !== undefined) {
+          ids.push(id);
+          this.drawing++;
+          continue;
+        }
+        this.startWaiting();
+        await this.timedWait(async () => {
+          do {
+            await this.waitForRefill(call, signal);
+          } while (this.buffer.remaining === 0);
+        });
+      }
+    } catch (error) {
+      this.counters.wasted += ids.length;
+      this.waste.undelivered += ids.length;
+      throw error;
+    } finally {
+      this.drawing -= ids.length;
+    }
+    return ids;
+  }
+
+  /**
    * `count` contiguous IDs. If the current block has fewer left, its remainder is skipped
    * (counted in `wasted`) and the run comes from the next block, so IDs stay increasing.
    * @example
@@ -430,8 +507,9 @@ export class Sequence<T extends number | bigint> {
   stats(): SequenceStats {
     return sequenceStats(
       {
-        // Every ID taken from a block was handed out, except the remainders take() skipped.
-        issued: this.buffer.taken - this.waste.takeSkipped,
+        // Every ID taken from a block was handed out, except the remainders take() skipped, the
+        // IDs of nextIds() calls that failed, and those of the ones still running.
+        issued: this.buffer.taken - this.waste.takeSkipped - this.waste.undelivered - this.drawing,
         remaining: this.buffer.remaining,
         waits: this.counters.waits,
         wasted: this.counters.wasted,

@@ -32,7 +32,7 @@ export const METRICS: readonly MetricDescription[] = Object.freeze([
     name: 'idgen_ids_issued_total',
     type: 'counter',
     labels: SEQUENCE,
-    help: 'IDs handed out by next(), tryNext() and take() in this process.',
+    help: "IDs handed out by next(), tryNext(), take() and the service's ID requests in this process.",
   },
   {
     name: 'idgen_ids_held',
@@ -44,7 +44,7 @@ export const METRICS: readonly MetricDescription[] = Object.freeze([
     name: 'idgen_waits_total',
     type: 'counter',
     labels: SEQUENCE,
-    help: 'next() and take() calls that found no ID in the process and waited for a refill.',
+    help: 'next() and take() calls that found no ID in the process, and service ID requests that found too few, and waited for a refill.',
   },
   {
     name: 'idgen_wait_duration_seconds',
@@ -104,7 +104,7 @@ export const METRICS: readonly MetricDescription[] = Object.freeze([
     name: 'idgen_ids_wasted_total',
     type: 'counter',
     labels: ['sequence', 'cause'],
-    help: 'IDs this process will never hand out, by cause (unknownOutcome, takeSkipped, notReturned, dropped, refused).',
+    help: 'IDs this process will never hand out, by cause (unknownOutcome, takeSkipped, notReturned, dropped, refused, undelivered).',
   },
   {
     name: 'idgen_dc_ids_left',

@@ -6,7 +6,7 @@
 import type { IdGen } from '../allocator/id-gen.js';
 import type { IdRange } from '../allocator/block.js';
 import type { Sequence } from '../allocator/sequence.js';
-import { DeadlineError } from '../errors.js';
+import { AbortedError, DeadlineError } from '../errors.js';
 import { MAX_SAFE_ID, validateSequenceName } from '../options.js';
 import { ServeRefusal } from './http-errors.js';
 
@@ -57,15 +57,21 @@ export class ServedSequences {
   }
 
   /**
-   * `count` IDs of sequence `name`, strictly increasing, not necessarily contiguous. IDs drawn
-   * for a request that then fails are never handed out to anyone: they stay a gap.
+   * `count` IDs of sequence `name`, strictly increasing, not necessarily contiguous
+   * ({@link Sequence.nextIds}). IDs drawn for a request that then fails are never handed out to
+   * anyone: they stay a gap, counted as wasted (`undelivered`), not issued.
    * @throws everything {@link Sequence.next} throws, {@link DeadlineError} with the request's own
    * timeout, and the refusals of {@link ServedSequences.handle}.
    */
   async draw(name: string, count: number, call: RequestCall): Promise<Drawn> {
     const handle = await this.handle(name);
-    if (handle.wide) return { wide: true, ids: await drawFrom(handle.sequence, count, call) };
-    return { wide: false, ids: await drawFrom(handle.sequence, count, call) };
+    // nextIds() looks at the signal before each ID, the first included.
+    const options = { signal: call.signal, timeoutMs: remaining(call) };
+    return withRequestTimeout(name, call, async () =>
+      handle.wide
+        ? { wide: true, ids: await handle.sequence.nextIds(count, options) }
+        : { wide: false, ids: await handle.sequence.nextIds(count, options) },
+    );
   }
 
   /**
@@ -75,6 +81,7 @@ export class ServedSequences {
    */
   async take(name: string, count: number, call: RequestCall): Promise<DrawnRange> {
     const handle = await this.handle(name);
+    throwIfGone(name, call);
     const options = { signal: call.signal, timeoutMs: remaining(call) };
     return withRequestTimeout(name, call, async () =>
       handle.wide
@@ -126,24 +133,12 @@ export class ServedSequences {
 }
 
 /**
- * IDs from the process's blocks while it holds them (no promise per ID), else from `next()`
- * with what is left of the request's deadline.
+ * Refuses to draw for a caller already gone: take() looks at the signal only while it waits for
+ * a block, and would hand such a caller the IDs held.
+ * @throws {AbortedError} once the request's signal fired.
  */
-async function drawFrom<T extends number | bigint>(
-  sequence: Sequence<T>,
-  count: number,
-  call: RequestCall,
-): Promise<T[]> {
-  const ids: T[] = [];
-  await withRequestTimeout(sequence.name, call, async () => {
-    while (ids.length < count) {
-      const id =
-        sequence.tryNext() ??
-        (await sequence.next({ signal: call.signal, timeoutMs: remaining(call) }));
-      ids.push(id);
-    }
-  });
-  return ids;
+function throwIfGone(name: string, call: RequestCall): void {
+  if (call.signal.aborted) throw new AbortedError(name, { cause: call.signal.reason });
 }
 
 /** Milliseconds left before the request's deadline. */

@@ -229,11 +229,17 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
 
   const callOf = (reply: FastifyReply): RequestCall => {
     const controller = new AbortController();
-    // A caller that hangs up stops waiting for IDs nobody would read.
-    reply.raw.once('close', () => {
-      if (!reply.raw.writableFinished)
-        controller.abort(new Error('the client closed the connection'));
-    });
+    // A caller that hangs up stops waiting for IDs nobody would read, and gets none of the IDs
+    // held. The listener comes only with the handler: a caller that hung up earlier (during
+    // authentication, validation or a busy event loop) closed the response already, and its
+    // 'close' event is past.
+    const hungUp = () => controller.abort(new Error('the client closed the connection'));
+    if (reply.raw.destroyed) hungUp();
+    else {
+      reply.raw.once('close', () => {
+        if (!reply.raw.writableFinished) hungUp();
+      });
+    }
     return {
       timeoutMs: settings.timeoutMs,
       deadline: Date.now() + settings.timeoutMs,

@@ -227,6 +227,7 @@ export const USAGE_CAUSES = [
   'notReturned',
   'dropped',
   'refused',
+  'undelivered',
 ] as const;
 export type UsageCause = (typeof USAGE_CAUSES)[number];
 /** Non-negative increments; causes left out add nothing. */

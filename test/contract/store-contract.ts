@@ -390,6 +390,7 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
           notReturned: 0n,
           dropped: 0n,
           refused: 0n,
+          undelivered: 0n,
         };
         await expect
           .poll(async () => {

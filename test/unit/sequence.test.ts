@@ -11,6 +11,7 @@ import {
   type Sequence,
 } from '../../src/allocator/sequence.js';
 import {
+  AbortedError,
   ClosedError,
   DeadlineError,
   DomainNeedsBigIntError,
@@ -543,7 +544,14 @@ describe('Sequence: stats()', () => {
       casRejections: 0,
       casUnknown: 0,
       wasted: 0,
-      waste: { unknownOutcome: 0, takeSkipped: 0, notReturned: 0, dropped: 0, refused: 0 },
+      waste: {
+        unknownOutcome: 0,
+        takeSkipped: 0,
+        notReturned: 0,
+        dropped: 0,
+        refused: 0,
+        undelivered: 0,
+      },
       lwtWrites: 3, // grant, install, claim
       serialReads: 0, // the first grant batch goes without reading the grants
       localSerialReads: 1, // claim (its plain read shows no state; the range request starts from the read at LOCAL_SERIAL); the claim after the install writes on a plain read
@@ -564,6 +572,57 @@ describe('Sequence: stats()', () => {
     expect(seq.stats()).toMatchObject({ issued: 16, waste: { takeSkipped: 2 } });
     await seq.close();
     expect(seq.stats()).toMatchObject({ issued: 16, remaining: 0 });
+  });
+
+  it('counts the IDs of a nextIds() call only once it ends: issued if it got them all, else undelivered', async () => {
+    const { ids, store } = await withSequence({
+      dcRangeSize: 1_000,
+      blockSize: 10,
+      maxBlockSize: 10,
+    });
+    const seq = ids.sequence('orders');
+    expect(await seq.nextIds(3)).toEqual([1, 2, 3]);
+    expect(seq.stats()).toMatchObject({ issued: 3, wasted: 0 });
+    // The next claim ([11, 20]) goes through; the one after waits until released.
+    let release = () => {};
+    store.faults.push(
+      { op: 'writeDcState', effect: 'delay', until: Promise.resolve() },
+      {
+        op: 'writeDcState',
+        effect: 'delay',
+        until: new Promise<void>((resolve) => (release = resolve)),
+      },
+    );
+    const caller = new AbortController();
+    const call = seq.nextIds(25, { signal: caller.signal }).catch((error: unknown) => error);
+    await settle();
+    // It took [4, 20] and waits for the block after: those 17 are neither issued nor wasted
+    // yet, so that issued, which metrics and usage reports only add to, never goes down.
+    expect(seq.stats()).toMatchObject({ issued: 3, remaining: 0, wasted: 0 });
+    caller.abort();
+    expect(await call).toBeInstanceOf(AbortedError);
+    expect(seq.stats()).toMatchObject({ issued: 3, wasted: 17, waste: { undelivered: 17 } });
+    release();
+    // Never served again: the next IDs come from the next block.
+    expect(await seq.nextIds(2)).toEqual([21, 22]);
+    expect(seq.stats()).toMatchObject({ issued: 5, wasted: 17 });
+  });
+
+  it('nextIds() beside next() callers: each ID once, each call increasing, every ID accounted for', async () => {
+    const { ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, maxBlockSize: 10 });
+    const seq = ids.sequence('orders');
+    // Calls for more than the IDs held wait for the next block before they take any, while
+    // single IDs go on from the IDs held: both share the one claim in flight.
+    const calls = Array.from({ length: 40 }, (_, i) =>
+      i % 2 === 0 ? seq.nextIds(1 + ((i * 7) % 23)) : seq.next().then((id) => [id]),
+    );
+    const results = await Promise.all(calls);
+    for (const run of results) expectStrictlyIncreasing(run);
+    const all = results.flat();
+    expectUnique(all);
+    const stats = seq.stats();
+    expect(stats).toMatchObject({ issued: all.length, wasted: 0 });
+    expect(Math.max(...all) + stats.remaining).toBe(stats.blocksClaimed * 10);
   });
 });
 

@@ -7,16 +7,19 @@
 import type { AddressInfo } from 'node:net';
 
 import type { FastifyInstance } from 'fastify';
-import { afterEach, describe, expect, it } from 'vitest';
+import { Registry } from 'prom-client';
+import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
 
-import type { IdGen } from '../../src/allocator/id-gen.js';
+import { readSnapshot } from '../../src/admin/overview-reads.js';
+import { sequenceStatus } from '../../src/admin/status.js';
+import { IdGen } from '../../src/allocator/id-gen.js';
 import type { IdGenErrorCode } from '../../src/errors.js';
 import type { CreateSequenceOptions } from '../../src/options.js';
 import { HTTP_ANSWERS, httpErrorOf, ServeRefusal } from '../../src/serve/http-errors.js';
 import { openApiDocument } from '../../src/serve/openapi.js';
 import { createServer, SERVE_DEFAULTS, type ServeOptions } from '../../src/serve/server.js';
-import type { MemoryStore } from '../../src/store/memory.js';
-import { capturingLogger, KEYSPACE, withSequence } from './fixtures.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { capturingLogger, KEYSPACE, range, withSequence } from './fixtures.js';
 import {
   AbortedError,
   ClosedError,
@@ -56,6 +59,10 @@ async function service(
   const created = { store, ids, app };
   open.push(created);
   return created;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 async function post(app: FastifyInstance, url: string, headers: Record<string, string> = {}) {
@@ -266,6 +273,105 @@ describe('POST /v1/sequences/{name}/ids', () => {
       'Raise the service\'s request timeout (serve --timeout, or the "timeoutMs" option of createServer())',
     );
     expect(message).not.toContain('callTimeoutMs');
+  });
+});
+
+describe('IDs of a request that fails', () => {
+  it('are counted as wasted (undelivered), not issued, in stats, metrics and DC usage, and never served', async () => {
+    const store = new MemoryStore({ keyspace: KEYSPACE });
+    const registry = new Registry();
+    const ids = new IdGen({
+      store,
+      dc: 'dc1',
+      keyspace: KEYSPACE,
+      metrics: { registry, runwayIntervalMs: 0 },
+    });
+    await ids.createSequence('orders', { dcRangeSize: 1_000, blockSize: 100, maxBlockSize: 100 });
+    const app = createServer(ids, { timeoutMs: 300 });
+    open.push({ store, ids, app });
+    const orders = ids.sequence('orders');
+    await orders.ready(); // [1, 100]
+    // The next claim ([101, 200]) goes through; the one after waits until released.
+    let release = () => {};
+    store.faults.push(
+      { op: 'writeDcState', effect: 'delay', until: Promise.resolve() },
+      {
+        op: 'writeDcState',
+        effect: 'delay',
+        until: new Promise<void>((resolve) => (release = resolve)),
+      },
+    );
+    const failed = await post(app, '/v1/sequences/orders/ids?count=250');
+    expect(failed).toMatchObject({ status: 503, body: { code: 'IDGEN_DEADLINE_EXCEEDED' } });
+    // The request took [1, 200] and delivered none of them.
+    expect(orders.stats()).toMatchObject({
+      issued: 0,
+      remaining: 0,
+      wasted: 200,
+      waste: { undelivered: 200 },
+    });
+    release();
+    expect((await post(app, '/v1/sequences/orders/ids?count=3')).body.ids).toEqual([201, 202, 203]);
+    const metrics = await registry.metrics();
+    expect(metrics).toContain('idgen_ids_issued_total{sequence="orders"} 3\n');
+    expect(metrics).toContain(
+      'idgen_ids_wasted_total{sequence="orders",cause="undelivered"} 200\n',
+    );
+    await ids.close();
+    const usage = [...((await store.readDcUsage('orders')) ?? new Map()).values()];
+    expect(usage.reduce((sum, counts) => sum + counts.issued, 0n)).toBe(3n);
+    expect(usage.reduce((sum, counts) => sum + counts.undelivered, 0n)).toBe(200n);
+    // What `idgen-cass status` shows: every ID the DC handed this process accounted for.
+    const [dc1] = sequenceStatus(await readSnapshot(store, KEYSPACE, 'orders')).dcs;
+    expect(dc1?.usage).toMatchObject({
+      issued: 3n,
+      wasted: { undelivered: 200n },
+      wastedTotal: 200n,
+      unreported: 0n,
+    });
+  });
+});
+
+describe('a request for more IDs than the process holds', () => {
+  it('waits for the next block before it takes any: a spent domain costs none of the IDs held', async () => {
+    const { app, ids } = await service({}, { max: 200, dcRangeSize: 100, blockSize: 50 });
+    const orders = ids.sequence('orders');
+    expect((await post(app, '/v1/sequences/orders/ids?count=190')).body.ids).toEqual(range(1, 190));
+    expect(orders.stats()).toMatchObject({ issued: 190, remaining: 10 });
+    // Eleven are more than the ten held, and no block can come: 410, and the ten stay held.
+    expect(await post(app, '/v1/sequences/orders/ids?count=11')).toMatchObject({
+      status: 410,
+      body: { code: 'IDGEN_SEQUENCE_EXHAUSTED' },
+    });
+    expect(orders.stats()).toMatchObject({ issued: 190, remaining: 10, wasted: 0 });
+    // So 410 keeps its meaning: it comes only once the service holds none it may serve.
+    expect((await post(app, '/v1/sequences/orders/ids?count=10')).body.ids).toEqual(
+      range(191, 200),
+    );
+    expect(await post(app, '/v1/sequences/orders/ids')).toMatchObject({ status: 410 });
+    expect(orders.stats()).toMatchObject({ issued: 200, remaining: 0, wasted: 0 });
+  });
+
+  it('answers 503 with the IDs held untouched when the next block does not come in time', async () => {
+    const { app, ids, store } = await service({ timeoutMs: 200 });
+    const orders = ids.sequence('orders');
+    await orders.ready(); // [1, 100]
+    let release = () => {};
+    store.faults.push({
+      op: 'writeDcState',
+      effect: 'delay',
+      until: new Promise<void>((resolve) => (release = resolve)),
+    });
+    onTestFinished(() => release());
+    expect(await post(app, '/v1/sequences/orders/ids?count=150')).toMatchObject({
+      status: 503,
+      body: { code: 'IDGEN_DEADLINE_EXCEEDED' },
+    });
+    expect(orders.stats()).toMatchObject({ issued: 0, remaining: 100, wasted: 0 });
+    release();
+    // The block waited for came meanwhile, above the IDs held: they are served first, in order.
+    const served = (await post(app, '/v1/sequences/orders/ids?count=150')).body.ids as number[];
+    expect(served).toEqual(range(1, 150));
   });
 });
 
@@ -640,6 +746,46 @@ describe('over a socket: shutdown and callers that hang up', () => {
     await ids.close();
     // The block's 97 unused IDs went back: the DC's next claim starts at 4.
     expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(3n);
+  });
+
+  it('sees at once a caller that hung up before the handler ran: 499, and no ID drawn', async () => {
+    const { logger, records } = capturingLogger();
+    const { app, ids } = await service({ logger });
+    const orders = ids.sequence('orders');
+    await orders.ready();
+    // Each request is held after authentication and validation until its caller is gone, as a
+    // slow hook or a busy event loop would hold it: the handler then starts with the response
+    // already closed, and no 'close' event is to come.
+    let atHook = () => {};
+    let holding = true;
+    app.addHook('preHandler', async (_request, reply) => {
+      if (!holding) return;
+      atHook();
+      if (!reply.raw.destroyed) await new Promise((resolve) => reply.raw.once('close', resolve));
+    });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = app.server.address() as AddressInfo;
+    const aborted = () => records.filter((r) => r.code === 'IDGEN_ABORTED');
+    for (const route of ['ids', 'ranges']) {
+      const reached = new Promise<void>((resolve) => (atHook = resolve));
+      const caller = new AbortController();
+      const request = fetch(`http://127.0.0.1:${port}/v1/sequences/orders/${route}?count=10`, {
+        method: 'POST',
+        signal: caller.signal,
+      }).catch((error: unknown) => error);
+      await reached;
+      caller.abort();
+      expect(await request).toBeInstanceOf(Error);
+      // Answered 499 at once; a request that drew IDs for the closed socket would leave no log
+      // line, hence a bounded wait.
+      const want = route === 'ids' ? 1 : 2;
+      for (let i = 0; i < 100 && aborted().length < want; i++) await sleep(5);
+    }
+    expect(aborted()).toHaveLength(2);
+    // The 100 IDs of the first block are all still held: neither request took any.
+    expect(orders.stats()).toMatchObject({ issued: 0, remaining: 100, wasted: 0 });
+    holding = false;
+    expect((await post(app, '/v1/sequences/orders/ids?count=2')).body.ids).toEqual([1, 2]);
   });
 
   it('stops waiting for IDs when the caller hangs up (IDGEN_ABORTED), the refill carrying on', async () => {

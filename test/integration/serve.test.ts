@@ -322,12 +322,16 @@ describe.runIf(clusterInfo().faults)('idgen-cass serve in a DC cut off from the 
         body: { status: 'ready', dc: 'dc3' },
       });
 
-      // "tiny" in dc3: its ranges run out, and no new one can be granted.
+      // "tiny" in dc3: its ranges run out, and no new one can be granted. A request for more
+      // than the IDs held is refused with those left for smaller ones, which then take them.
       let refused: Answer | undefined;
-      for (let i = 0; i < 100 && refused === undefined; i++) {
-        const answer = await draw(dc3, 'tiny', 100);
-        if (answer.status === 200) tiny.push(...idsOf(answer));
-        else refused = answer;
+      for (const count of [100, 1]) {
+        refused = undefined;
+        for (let i = 0; i < 200 && refused === undefined; i++) {
+          const answer = await draw(dc3, 'tiny', count);
+          if (answer.status === 200) tiny.push(...idsOf(answer));
+          else refused = answer;
+        }
       }
       expect(refused).toMatchObject({ status: 503 });
       expect(Number(refused!.retryAfter)).toBeGreaterThan(0);

@@ -44,7 +44,8 @@ export interface HttpAnswer {
  * is mapped deliberately:
  * - 400 for input the caller can fix (a bad name, a count the sequence's blocks cannot hold);
  * - 404 for a sequence that does not exist;
- * - 410 for a spent domain: no request will ever get an ID from it again;
+ * - 410 for a spent domain: no request for more than the IDs this process holds will ever be
+ *   served (smaller ones may be, until they run out);
  * - 503 with `Retry-After` where waiting helps: Cassandra unreachable at the level needed,
  *   SERIAL cut off while the DC's ranges are spent, a deadline passed while a refill is retried,
  *   the allocator closing during shutdown, lost races (these reach no ID call by themselves, see

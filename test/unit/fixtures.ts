@@ -34,6 +34,23 @@ export async function settle(): Promise<void> {
   for (let i = 0; i < 2_000; i++) await Promise.resolve();
 }
 
+/**
+ * Lets the next DC-state write (a block claim) through and holds the one after it until the
+ * returned function is called: a call that needs two more blocks gets one, then waits.
+ */
+export function holdSecondClaim(store: MemoryStore): () => void {
+  let release = () => {};
+  store.faults.push(
+    { op: 'writeDcState', effect: 'delay', until: Promise.resolve() },
+    {
+      op: 'writeDcState',
+      effect: 'delay',
+      until: new Promise<void>((resolve) => (release = resolve)),
+    },
+  );
+  return () => release();
+}
+
 /** `count` IDs from `next()`, one after another. */
 export async function draw<T extends number | bigint>(
   seq: Sequence<T>,

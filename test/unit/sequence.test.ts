@@ -28,6 +28,7 @@ import {
   drawUntilError,
   expectStrictlyIncreasing,
   expectUnique,
+  holdSecondClaim,
   processIn,
   range,
   settle,
@@ -584,15 +585,7 @@ describe('Sequence: stats()', () => {
     expect(await seq.nextIds(3)).toEqual([1, 2, 3]);
     expect(seq.stats()).toMatchObject({ issued: 3, wasted: 0 });
     // The next claim ([11, 20]) goes through; the one after waits until released.
-    let release = () => {};
-    store.faults.push(
-      { op: 'writeDcState', effect: 'delay', until: Promise.resolve() },
-      {
-        op: 'writeDcState',
-        effect: 'delay',
-        until: new Promise<void>((resolve) => (release = resolve)),
-      },
-    );
+    const release = holdSecondClaim(store);
     const caller = new AbortController();
     const call = seq.nextIds(25, { signal: caller.signal }).catch((error: unknown) => error);
     await settle();

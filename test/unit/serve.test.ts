@@ -19,7 +19,7 @@ import { HTTP_ANSWERS, httpErrorOf, ServeRefusal } from '../../src/serve/http-er
 import { openApiDocument } from '../../src/serve/openapi.js';
 import { createServer, SERVE_DEFAULTS, type ServeOptions } from '../../src/serve/server.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { capturingLogger, KEYSPACE, range, withSequence } from './fixtures.js';
+import { capturingLogger, holdSecondClaim, KEYSPACE, range, withSequence } from './fixtures.js';
 import {
   AbortedError,
   ClosedError,
@@ -292,15 +292,7 @@ describe('IDs of a request that fails', () => {
     const orders = ids.sequence('orders');
     await orders.ready(); // [1, 100]
     // The next claim ([101, 200]) goes through; the one after waits until released.
-    let release = () => {};
-    store.faults.push(
-      { op: 'writeDcState', effect: 'delay', until: Promise.resolve() },
-      {
-        op: 'writeDcState',
-        effect: 'delay',
-        until: new Promise<void>((resolve) => (release = resolve)),
-      },
-    );
+    const release = holdSecondClaim(store);
     const failed = await post(app, '/v1/sequences/orders/ids?count=250');
     expect(failed).toMatchObject({ status: 503, body: { code: 'IDGEN_DEADLINE_EXCEEDED' } });
     // The request took [1, 200] and delivered none of them.

@@ -28,6 +28,11 @@ export function hasPreloaded(state: DcState): boolean {
   return state.installedGrant === state.reservedGrant + 1;
 }
 
+/** The highest ID the DC holds a range up to: its preloaded range's end, else its reserved one's. */
+export function topOf(state: DcState): bigint {
+  return hasPreloaded(state) ? state.preloadedMax : state.reservedMax;
+}
+
 /** IDs the DC still holds: the rest of its reserved range plus any preloaded range. */
 export function remainingIn(state: DcState | undefined): bigint {
   if (state === undefined) return 0n;
@@ -304,7 +309,7 @@ export function dcStateViolations(
     );
   }
 
-  const top = hasPreloaded(s) ? s.preloadedMax : s.reservedMax;
+  const top = topOf(s);
   if (context.globalLast !== undefined && top > context.globalLast) {
     report(
       'state-above-global',

@@ -20,7 +20,7 @@ import {
 import { granteesOf } from '../names.js';
 import type { DcState, Grant, IdStore, SequenceSettings } from '../store/port.js';
 import { isOurs, runConditionalWrite } from './cas.js';
-import { hasPreloaded, remainingIn, retireTo, spentAt } from './dc-state.js';
+import { remainingIn, retireTo, spentAt, topOf } from './dc-state.js';
 
 /** How often one state partition is read and written again when another write came first. */
 export const MAX_RETIRE_ATTEMPTS = 5;
@@ -127,7 +127,7 @@ function checkGrantLevel(
       `${grantee}'s state installed grant ${state.installedGrant}, but its latest grant at SERIAL is ${latest?.number ?? 'none'}`,
     );
   }
-  const top = hasPreloaded(state) ? state.preloadedMax : state.reservedMax;
+  const top = topOf(state);
   if (top > globalLast)
     refuse(`${grantee}'s state holds IDs up to ${top}, above GLOBAL ${globalLast}`);
 }

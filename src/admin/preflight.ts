@@ -34,6 +34,14 @@
  *   The rule: the state's lifetime on both idgen tables must be at least 3 h, the floor
  *   Cassandra itself keeps in `legacy` mode ("keep paxos state around for at least 3h"); so with
  *   `gc_grace`, `gc_grace_seconds` >= 10800 (the table default is 864000).
+ * - **table-ttl** (unsafe when an idgen table has a `default_time_to_live` above 0). A table's
+ *   default TTL applies to every write that sets none, Paxos commits included, and the protocol's
+ *   rows are written without one: a grant row is written once and never again, GLOBAL and the
+ *   settings only at the next grant or alter, a DC state only at its next claim. Once they
+ *   expire, a sequence created again (`createSequence` with `ifNotExists`, as a service's start
+ *   does) or a DC with no state starts over from IDs already handed out. `CREATE TABLE IF NOT
+ *   EXISTS` keeps an existing table's options, so a TTL set by a schema tool survives `init`.
+ *   (`idgen_dc_usage` holds counters, which Cassandra refuses a default TTL for.)
  * - **paxos-repair** (warning). With Paxos v2, linearizability across topology changes
  *   (bootstrap, decommission, move) rests on paxos repair (`Config.paxos_repair_enabled`,
  *   `skip_paxos_repair_on_topology_change`: "an unsafe topology change"); with it off, do not
@@ -56,6 +64,7 @@ export type PreflightCheckName =
   | 'paxos-variant'
   | 'serial-reads-linearizability'
   | 'paxos-state-lifetime'
+  | 'table-ttl'
   | 'paxos-repair'
   | 'commitlog-replay';
 
@@ -125,6 +134,8 @@ const WHY: Readonly<Record<PreflightCheckName, string>> = {
   'serial-reads-linearizability':
     'SERIAL reads are not linearizable (CASSANDRA-12126); remove the JVM property',
   'paxos-state-lifetime': `Paxos state can be forgotten before its round is committed; keep gc_grace_seconds of the idgen tables at ${MIN_PAXOS_STATE_SECONDS} or more`,
+  'table-ttl':
+    'rows of the idgen tables expire, and a sequence or DC state that expired starts over from IDs already handed out; set default_time_to_live to 0',
   'paxos-repair':
     'Paxos v2 is not linearizable across topology changes without paxos repair; do not add, remove or move nodes while it is off',
   'commitlog-replay':
@@ -138,6 +149,7 @@ const SETTING: Readonly<Record<PreflightCheckName, string>> = {
   'paxos-variant': 'paxos_variant',
   'serial-reads-linearizability': '-Dcassandra.unsafe.disable-serial-reads-linearizability',
   'paxos-state-lifetime': 'paxos_state_purging',
+  'table-ttl': 'default_time_to_live of the idgen tables',
   'paxos-repair': 'paxos_repair_enabled / skip_paxos_repair_on_topology_change',
   'commitlog-replay': '-Dcassandra.commitlog.ignorereplayerrors',
 };
@@ -160,6 +172,7 @@ export function checkNode(node: NodeSettings): NodeCheck[] {
     paxosVariant(node),
     serialReads(node),
     paxosStateLifetime(node),
+    tableTtl(node),
     paxosRepair(node),
     commitlogReplay(node),
   ];
@@ -303,6 +316,32 @@ function paxosStateLifetime(node: NodeSettings): NodeCheck {
     value: `gc_grace (gc_grace_seconds: ${low})`,
     message: `gc_grace with gc_grace_seconds ${low}: ${WHY['paxos-state-lifetime']} (ALTER TABLE … WITH gc_grace_seconds = 864000)`,
   };
+}
+
+function tableTtl(node: NodeSettings): NodeCheck {
+  const tables = IDGEN_TABLES.filter((table) => node.tables.has(table)).map((table) => ({
+    table,
+    ttl: node.tables.get(table)!.defaultTtlSeconds,
+  }));
+  const check = (status: CheckStatus, value: string | undefined, message: string): NodeCheck => ({
+    check: 'table-ttl',
+    status,
+    value,
+    message,
+  });
+  if (tables.length === 0) {
+    return check('info', undefined, 'the idgen tables do not exist yet (created with no TTL)');
+  }
+  const expiring = tables.filter(({ ttl }) => ttl > 0);
+  if (expiring.length === 0) {
+    return check('ok', '0', `no default TTL on ${tables.map(({ table }) => table).join(', ')}`);
+  }
+  const found = expiring.map(({ table, ttl }) => `${table} ${ttl}`).join(', ');
+  return check(
+    'unsafe',
+    found,
+    `default_time_to_live ${found}: ${WHY['table-ttl']} (ALTER TABLE … WITH default_time_to_live = 0)`,
+  );
 }
 
 function paxosRepair(node: NodeSettings): NodeCheck {

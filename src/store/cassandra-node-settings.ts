@@ -1,7 +1,7 @@
 /**
  * What a node says of its own settings, for the preflight (docs/design.md, "What the cluster must
  * guarantee"): `system_views.settings` and `system_properties` (virtual tables) and the idgen
- * tables' `gc_grace_seconds`, each asked of the node itself.
+ * tables' `gc_grace_seconds` and `default_time_to_live`, each asked of the node itself.
  */
 
 import cassandra from 'cassandra-driver';
@@ -46,8 +46,9 @@ export async function readNodeSettingsOf(
     for (const row of tables.rows) {
       const table = toText(row.get('table_name'));
       const gcGrace = row.get('gc_grace_seconds') as unknown;
-      if (table !== undefined && typeof gcGrace === 'number') {
-        tableSettings.set(table, { gcGraceSeconds: gcGrace });
+      const ttl = row.get('default_time_to_live') as unknown;
+      if (table !== undefined && typeof gcGrace === 'number' && typeof ttl === 'number') {
+        tableSettings.set(table, { gcGraceSeconds: gcGrace, defaultTtlSeconds: ttl });
       }
     }
     return {

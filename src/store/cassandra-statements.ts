@@ -115,7 +115,7 @@ export const STATEMENTS = {
                     consistency: CL.localOne, level: 'local' },
   nodeProperties: { cql: `SELECT name, value FROM system_views.system_properties WHERE name IN ('cassandra.unsafe.disable-serial-reads-linearizability', 'cassandra.commitlog.ignorereplayerrors')`,
                     consistency: CL.localOne, level: 'local' },
-  nodeTables:     { cql: `SELECT table_name, gc_grace_seconds FROM system_schema.tables WHERE keyspace_name = ? AND table_name IN ('idgen_grants', 'idgen_dc_state')`,
+  nodeTables:     { cql: `SELECT table_name, gc_grace_seconds, default_time_to_live FROM system_schema.tables WHERE keyspace_name = ? AND table_name IN ('idgen_grants', 'idgen_dc_state')`,
                     consistency: CL.localOne, level: 'local' },
   // the keyspace's replication map (its class and, under NetworkTopologyStrategy, a factor per DC): the DCs a new sequence grants first ranges to unless told
   replicaDcs:     { cql: `SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?`,

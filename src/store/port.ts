@@ -77,6 +77,8 @@ export type SequenceChanges = Partial<SizeSettings>;
 export interface TableSettings {
   /** `gc_grace_seconds`: with `paxos_state_purging: gc_grace` also how long Paxos state is kept. */
   readonly gcGraceSeconds: number;
+  /** `default_time_to_live`: above 0, every row the protocol writes expires after that long. */
+  readonly defaultTtlSeconds: number;
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * Preflight and check through the library against the real cluster: every node of every DC
  * asked through a client of its own DC, compared with what each node says of itself; the idgen
- * tables' gc_grace_seconds read from each node's schema; initSchema's check; check on consistent
+ * tables' gc_grace_seconds and default TTL read from each node's schema; initSchema's check; check on consistent
  * reads of healthy rows; the SERIAL probe on its own partition.
  */
 import cassandra from 'cassandra-driver';
@@ -114,6 +114,29 @@ describe('preflight', () => {
     } finally {
       await client.execute(`ALTER TABLE ${ks.name}.idgen_dc_state WITH gc_grace_seconds = 864000`);
       await client.shutdown();
+    }
+  });
+
+  it("refuses idgen tables whose rows expire, read from each node's schema", async () => {
+    const client = newClient(ks.dcs[0]!);
+    await client.connect();
+    try {
+      await client.execute(`ALTER TABLE ${ks.name}.idgen_grants WITH default_time_to_live = 86400`);
+      const report = await admin.preflight();
+      expect(report.verdict).toBe('unsafe');
+      for (const node of report.nodes) {
+        expect(node.checks.find((c) => c.check === 'table-ttl')).toMatchObject({
+          status: 'unsafe',
+          value: 'idgen_grants 86400',
+        });
+      }
+    } finally {
+      await client.execute(`ALTER TABLE ${ks.name}.idgen_grants WITH default_time_to_live = 0`);
+      await client.shutdown();
+    }
+    const after = await admin.preflight();
+    for (const node of after.nodes) {
+      expect(node.checks.find((c) => c.check === 'table-ttl')?.status).toBe('ok');
     }
   });
 

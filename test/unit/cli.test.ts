@@ -616,7 +616,7 @@ describe('preflight output', () => {
     const lines = renderPreflight(report);
     expect(lines[0]).toBe('keyspace idgen · checked from dc1 · 1970-01-01T00:00:00.000Z');
     const rows = lines.filter((line) => /^dc\d /.test(line));
-    expect(rows).toHaveLength(14); // 2 nodes × 7 checks
+    expect(rows).toHaveLength(16); // 2 nodes × 8 checks
     expect(rows.find((l) => l.includes('10.0.1.1:9042') && l.includes('commitlog-sync'))).toMatch(
       /^dc2 +10\.0\.1\.1:9042 +5\.0\.8 +commitlog-sync +UNSAFE +periodic \(every 10000ms\): /,
     );

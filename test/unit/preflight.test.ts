@@ -32,8 +32,8 @@ function node(overrides: Partial<NodeSettings> = {}): NodeSettings {
     ]),
     properties: new Map(),
     tables: new Map([
-      ['idgen_grants', { gcGraceSeconds: 864_000 }],
-      ['idgen_dc_state', { gcGraceSeconds: 864_000 }],
+      ['idgen_grants', { gcGraceSeconds: 864_000, defaultTtlSeconds: 0 }],
+      ['idgen_dc_state', { gcGraceSeconds: 864_000, defaultTtlSeconds: 0 }],
     ]),
     ...overrides,
     commitlogSync,
@@ -60,6 +60,7 @@ describe('checkNode', () => {
       'paxos-variant',
       'serial-reads-linearizability',
       'paxos-state-lifetime',
+      'table-ttl',
       'paxos-repair',
       'commitlog-replay',
     ]);
@@ -127,8 +128,8 @@ describe('checkNode', () => {
 
   it('keeps Paxos state at least 3 h: legacy purging floors the TTL, gc_grace purging does not', () => {
     const lowGc = new Map([
-      ['idgen_grants', { gcGraceSeconds: 864_000 }],
-      ['idgen_dc_state', { gcGraceSeconds: 60 }],
+      ['idgen_grants', { gcGraceSeconds: 864_000, defaultTtlSeconds: 0 }],
+      ['idgen_dc_state', { gcGraceSeconds: 60, defaultTtlSeconds: 0 }],
     ]);
     // legacy: TTL max(3 h, gc_grace_seconds), whatever the table says.
     const legacy = node({ tables: lowGc });
@@ -151,6 +152,36 @@ describe('checkNode', () => {
     });
     expect(checkOf(repaired, 'paxos-state-lifetime').status).toBe('ok');
     expect(checkOf(node({ tables: new Map() }), 'paxos-state-lifetime').status).toBe('info');
+  });
+
+  it('refuses idgen tables whose rows expire (a default TTL), naming each such table', () => {
+    // A grant row is written once: with a default TTL it expires, and so do GLOBAL and the
+    // settings if no grant or alter rewrites them, after which the sequence starts over.
+    const expiring = node({
+      tables: new Map([
+        ['idgen_grants', { gcGraceSeconds: 864_000, defaultTtlSeconds: 86_400 }],
+        ['idgen_dc_state', { gcGraceSeconds: 864_000, defaultTtlSeconds: 0 }],
+      ]),
+    });
+    expect(checkOf(expiring, 'table-ttl')).toMatchObject({
+      status: 'unsafe',
+      value: 'idgen_grants 86400',
+    });
+    expect(checkOf(expiring, 'table-ttl').message).toContain('default_time_to_live = 0');
+    expect(checkOf(node(), 'table-ttl')).toMatchObject({
+      status: 'ok',
+      message: 'no default TTL on idgen_grants, idgen_dc_state',
+    });
+    expect(checkOf(node({ tables: new Map() }), 'table-ttl').status).toBe('info');
+    const report = preflightReport({
+      keyspace: KEYSPACE,
+      dc: 'dc1',
+      at: new Date(),
+      hosts: [{ address: expiring.host, dc: 'dc1' }],
+      reads: [{ dc: 'dc1', nodes: [expiring] }],
+    });
+    expect(report.verdict).toBe('unsafe');
+    expect(report.problems.join('\n')).toContain('idgen_grants 86400');
   });
 
   it('warns about Paxos v2 without paxos repair on topology changes, and about ignored replay errors', () => {

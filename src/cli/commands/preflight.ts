@@ -17,12 +17,13 @@ export function preflightCommand(program: Command, ctx: CliContext): void {
       'after',
       `
 Each node is asked for its own settings (system_views.settings and system_properties, and the
-idgen tables' gc_grace_seconds), every DC through its own nodes:
+idgen tables' gc_grace_seconds and default_time_to_live), every DC through its own nodes:
   commitlog-sync                 batch or group (periodic acknowledges writes before syncing them)
   commit-failure-policy          not ignore
   paxos-variant                  v1 or v2, not a *_without_linearizable_* variant
   serial-reads-linearizability   -Dcassandra.unsafe.disable-serial-reads-linearizability unset
   paxos-state-lifetime           Paxos state kept at least 3 h (gc_grace_seconds with gc_grace purging)
+  table-ttl                      no default_time_to_live on the idgen tables (their rows never expire)
   paxos-repair, commitlog-replay warnings only
 A DC that cannot be reached is reported as not checked, never as safe. init and seed run the
 same checks and refuse an unsafe cluster unless ${ALLOW_UNSAFE_FLAG} is given.

@@ -118,13 +118,20 @@ export class SequenceNotFoundError extends IdGenError {
 }
 
 export class SequenceExistsError extends IdGenError {
+  /**
+   * @param differences with `ifNotExists`: how the existing sequence's IDs differ from those
+   * asked (`start 1 (asked 48213578)`); empty when the create was not `ifNotExists`.
+   */
   constructor(
     readonly sequence: string,
     readonly keyspace: string,
+    readonly differences: readonly string[] = [],
   ) {
     super(
       'IDGEN_SEQUENCE_EXISTS',
-      `Sequence "${sequence}" already exists in keyspace "${keyspace}"; nothing was changed. Use "idgen-cass alter ${sequence}" to change its sizes.`,
+      differences.length === 0
+        ? `Sequence "${sequence}" already exists in keyspace "${keyspace}"; nothing was changed. Use "idgen-cass alter ${sequence}" to change its sizes.`
+        : `Sequence "${sequence}" already exists in keyspace "${keyspace}" with other IDs than asked: ${differences.join(', ')}; nothing was changed. A sequence's min, max and start never change (alter changes sizes only): to hand out the IDs asked, create a sequence under another name.`,
     );
   }
 }

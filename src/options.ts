@@ -154,7 +154,11 @@ export interface CreateSequenceOptions {
   readonly firstRanges?: readonly string[] | undefined;
   /**
    * If a sequence of that name exists, return its stored settings instead of throwing
-   * `SequenceExistsError` (its settings are left as they are, even if they differ).
+   * `SequenceExistsError`; its settings are left as they are. Sizes may differ from those given
+   * (`alterSequence` changes them); the IDs may not: if `domain`, `min`, `max` or `start` is
+   * given and the existing sequence's differs, it still throws `SequenceExistsError`, naming the
+   * differences, since handing out IDs from another start than asked (e.g. below the highest key
+   * a table already holds) is how IDs collide.
    * @default false
    */
   readonly ifNotExists?: boolean | undefined;
@@ -807,4 +811,43 @@ function blockSizeCap(dcRangeSize: bigint): number {
 
 function minBigInt(a: bigint, b: bigint): bigint {
   return a < b ? a : b;
+}
+
+/**
+ * How an existing sequence's IDs differ from those a create asked for, judging only what the
+ * create gave (`domain`, `min`, `max`, `start`): a create that leaves them to their defaults
+ * accepts any existing sequence's. `[]` when none differs.
+ * @param asked the create's settings, resolved from `options`.
+ */
+export function idSpaceDifferences(
+  options: CreateSequenceOptions,
+  asked: SequenceSettings,
+  existing: SequenceSettings,
+): string[] {
+  const differences: string[] = [];
+  const compare = (field: 'min' | 'max' | 'start', given: boolean) => {
+    if (given && asked[field] !== existing[field]) {
+      differences.push(`${field} ${existing[field]} (asked ${asked[field]})`);
+    }
+  };
+  compare('min', options.min !== undefined);
+  // A domain given without max sets max (its maximum); min and start keep their own options.
+  compare('max', options.max !== undefined || options.domain !== undefined);
+  compare('start', options.start !== undefined);
+  return differences;
+}
+
+/**
+ * The sizes a create gave (`dcRangeSize`, `blockSize`, ...) that an existing sequence does not
+ * have, as `blockSize 100 (asked 5000)`: `alter` changes them. `[]` when none differs.
+ * @param asked the create's settings, resolved from `options`.
+ */
+export function sizeDifferences(
+  options: CreateSequenceOptions,
+  asked: SequenceSettings,
+  existing: SequenceSettings,
+): string[] {
+  return SIZE_KEYS.filter(
+    (key) => options[key] !== undefined && String(asked[key]) !== String(existing[key]),
+  ).map((key) => `${key} ${existing[key]} (asked ${asked[key]})`);
 }

@@ -4,13 +4,19 @@
 
 import { checkLogger, type Logger } from '../logger.js';
 
-import { ClosedError, InvalidOptionError, SequenceNotFoundError } from '../errors.js';
+import {
+  ClosedError,
+  InvalidOptionError,
+  SequenceExistsError,
+  SequenceNotFoundError,
+} from '../errors.js';
 import {
   checkBooleanOption,
   checkFirstRangeDcs,
   checkKeys,
   defaultFirstRanges,
   everyKeyOf,
+  idSpaceDifferences,
   resolveFirstGrants,
   resolveSequenceSettings,
   validateName,
@@ -296,7 +302,9 @@ export class IdGen {
    * ```
    * @returns the settings stored (with `ifNotExists`, those of the existing sequence).
    * @throws {InvalidNameError} for a bad name; {@link InvalidOptionError} for a bad option.
-   * @throws {SequenceExistsError} if it exists and `ifNotExists` is not set; nothing is changed.
+   * @throws {SequenceExistsError} if it exists and `ifNotExists` is not set, or is set and the
+   * existing sequence's `domain`, `min`, `max` or `start` differs from one given; nothing is
+   * changed.
    * @throws {StoreUnavailableError} if some DC cannot be reached.
    */
   async createSequence(
@@ -341,6 +349,10 @@ export class IdGen {
     // createSettings returns the settings given when this create wrote them, and the stored ones
     // of an existing sequence (ifNotExists), whose first ranges, if any, were not this create's.
     const created = stored === settings;
+    if (!created) {
+      const differences = idSpaceDifferences(options, settings, stored);
+      if (differences.length > 0) throw new SequenceExistsError(name, this.keyspace, differences);
+    }
     return { settings: stored, firstGrants: created ? firstGrants : [], created };
   }
 

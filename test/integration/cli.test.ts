@@ -355,11 +355,29 @@ describe('idgen-cass', () => {
       '--json',
       ...unsafeOk(),
     ]);
-    expectOk(again);
+    // Other sizes than asked: left as they are, with a warning (a JSON line under --json).
+    expect(again.code).toBe(0);
+    const warnings = withoutUnsafeWarnings(again.stderr)
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line) as { warning: string });
+    expect(warnings).toEqual([
+      {
+        warning: expect.stringContaining(
+          'other sizes than asked: blockSize 100 (asked 5)',
+        ) as string,
+      },
+    ]);
     expect(JSON.parse(again.stdout)).toMatchObject({
       created: false,
       settings: { name: 'orders', blockSize: 100 },
     });
+    // Other IDs than asked: refused, since IDs from another start may collide with keys in use.
+    expectRefused(
+      await idgen(['seed', 'orders', '--start', '1000', '--if-not-exists', ...unsafeOk()]),
+      5,
+      'with other IDs than asked: start 1 (asked 1000)',
+    );
   });
 
   it('seed --start begins above an IDENTITY column maximum; with the defaults every DC of the keyspace gets its first ranges', async () => {

@@ -456,10 +456,45 @@ describe('seed --first-ranges, over the in-memory store', () => {
       firstRanges: [{ grantee: 'dc2', min: 1001, max: 1050 }],
     });
     cliStore();
-    await allocator.current!.createSequence('orders');
+    await allocator.current!.createSequence('orders', { start: 1001 });
     const again = await cli(...args, '--if-not-exists');
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout)).toMatchObject({ created: false, firstRanges: [] });
+  });
+
+  it('--if-not-exists refuses an existing sequence whose IDs differ from those asked (exit 5)', async () => {
+    // A deploy script seeds above the legacy table's highest key; a sequence made earlier
+    // without --start would hand out IDs the table already holds.
+    const store = cliStore();
+    await allocator.current!.createSequence('orders', { domain: 'int32' });
+    const run = await cli(...SEED, 'orders', '--start', '48213578', '--if-not-exists');
+    expect(run.code).toBe(EXIT_CODES.exists);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/^idgen-cass: [^\n]+\n$/);
+    expect(run.stderr).toContain('with other IDs than asked: start 1 (asked 48213578)');
+    expect(run.stderr).not.toContain('seed with --if-not-exists');
+    expect((await store.readSequence('orders'))?.settings.start).toBe(1n);
+    // Another domain, given by name: its maximum differs.
+    cliStore();
+    await allocator.current!.createSequence('orders', { domain: 'int32' });
+    const safe53 = await cli(...SEED, 'orders', '--domain', 'safe53', '--if-not-exists');
+    expect(safe53.code).toBe(EXIT_CODES.exists);
+    expect(safe53.stderr).toContain('max 2147483647 (asked 9007199254740991)');
+  });
+
+  it('--if-not-exists accepts other sizes than asked with a warning, and exits 0', async () => {
+    const store = cliStore();
+    await allocator.current!.createSequence('orders', { dcRangeSize: 1_000, blockSize: 100 });
+    const run = await cli(...SEED, 'orders', '--block', '500', '--if-not-exists');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('left unchanged (--if-not-exists)');
+    expect(run.stderr).toContain(
+      'exists with other sizes than asked: blockSize 100 (asked 500); left unchanged. Change them with "idgen-cass alter orders".',
+    );
+    allocator.current = new IdGen({ store, dc: 'dc1', keyspace: 'idgen' }); // the last one closed
+    const same = await cli(...SEED, 'orders', '--block', '100', '--if-not-exists');
+    expect(same.code).toBe(0);
+    expect(same.stderr).toBe('');
   });
 
   it.each([

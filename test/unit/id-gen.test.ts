@@ -60,6 +60,41 @@ describe('IdGen', () => {
     expect(again).toEqual({ settings: named.settings, firstGrants: [], created: false });
   });
 
+  it('ifNotExists refuses an existing sequence whose IDs differ from those given, not one whose defaults do', async () => {
+    const store = new MemoryStore({ keyspace: KEYSPACE });
+    const ids = processIn(store, 'dc1');
+    const created = await ids.createSequence('orders', { start: 1_000n, dcRangeSize: 100 });
+    // Defaults (no domain, min, max or start given) accept whatever IDs the sequence has.
+    await expect(ids.createSequence('orders', { ifNotExists: true })).resolves.toEqual(created);
+    await expect(
+      ids.createSequence('orders', { domain: 'int32', start: 1_000, ifNotExists: true }),
+    ).resolves.toEqual(created);
+    for (const [options, difference] of [
+      [{ start: 1n }, 'start 1000 (asked 1)'],
+      [{ min: 10n, start: 1_000n }, 'min 1 (asked 10)'],
+      [{ max: 5_000_000n }, 'max 2147483647 (asked 5000000)'],
+      [{ domain: 'int63' }, 'max 2147483647 (asked 9223372036854775807)'],
+    ] as const) {
+      const error = await ids
+        .createSequence('orders', { ...options, ifNotExists: true })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(SequenceExistsError);
+      expect(error).toMatchObject({ code: 'IDGEN_SEQUENCE_EXISTS', differences: [difference] });
+    }
+    expect((await store.readSequence('orders'))?.settings).toEqual(created);
+  });
+
+  it('two racing ifNotExists creates with different starts: one creates, the other is refused', async () => {
+    const store = new MemoryStore({ keyspace: KEYSPACE });
+    const results = await Promise.allSettled([
+      processIn(store, 'dc1').createSequence('orders', { start: 1n, ifNotExists: true }),
+      processIn(store, 'dc2').createSequence('orders', { start: 48_213_578n, ifNotExists: true }),
+    ]);
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    const refused = results.find((r) => r.status === 'rejected');
+    expect(refused?.reason).toBeInstanceOf(SequenceExistsError);
+  });
+
   it('close() waits for a handle that was closing when sequence() replaced it, then closes the store', async () => {
     const store = new MemoryStore({ keyspace: KEYSPACE });
     const ids = processIn(store, 'dc1');

@@ -8,6 +8,7 @@ import {
   resolveFirstGrants,
   resolveSequenceSettings,
   SEQUENCE_DEFAULTS,
+  sizeDifferences,
   type CreateSequenceOptions,
   type DomainPreset,
 } from '../../options.js';
@@ -117,7 +118,10 @@ export function seedCommand(program: Command, ctx: CliContext): void {
       `share of a block or DC range used before the next is loaded (default: ${SEQUENCE_DEFAULTS.threshold})`,
       parseDecimal,
     )
-    .option('--if-not-exists', 'if the sequence exists, leave it unchanged and exit 0')
+    .option(
+      '--if-not-exists',
+      'if the sequence exists with the IDs asked (--domain, --min, --max, --start), leave it unchanged and exit 0; other sizes than asked only warn',
+    )
     .option(
       ALLOW_UNSAFE_FLAG,
       'create it even if a node runs settings under which IDs could be handed out twice (test clusters only)',
@@ -169,7 +173,8 @@ With 4 shards per DC, and first ranges for two DCs only:
         firstRanges: options.firstRanges === false ? [] : options.firstRanges,
       };
       // Bad input is refused before any connection.
-      resolveFirstGrants(resolveSequenceSettings(sequence, create), create.firstRanges);
+      const asked = resolveSequenceSettings(sequence, create);
+      resolveFirstGrants(asked, create.firstRanges);
       if (options.allowUnsafeCluster !== true) {
         const report = await (await ctx.admin()).preflight();
         if (report.verdict === 'unsafe') {
@@ -193,12 +198,20 @@ With 4 shards per DC, and first ranges for two DCs only:
           ifNotExists: options.ifNotExists === true,
         }));
       } catch (error) {
-        if (!(error instanceof SequenceExistsError)) throw error;
+        if (!(error instanceof SequenceExistsError) || error.differences.length > 0) throw error;
         throw new IdGenError(
           error.code,
           `${error.message} To accept an existing sequence as it is, seed with --if-not-exists.`,
           { cause: error },
         );
+      }
+      if (!created) {
+        const sizes = sizeDifferences(create, asked, settings);
+        if (sizes.length > 0) {
+          ctx.warn(
+            `Sequence "${sequence}" exists with other sizes than asked: ${sizes.join(', ')}; left unchanged. Change them with "idgen-cass alter ${sequence}".`,
+          );
+        }
       }
       // `granted`: the first ranges this command granted (none if the sequence existed).
       if (ctx.json) {

@@ -55,6 +55,12 @@ export interface InitSchemaResult {
   readonly keyspaceCreated: boolean;
   /** Replication factor per datacenter of the keyspace as it now is. */
   readonly replication: Readonly<Record<string, number>>;
+  /**
+   * How an existing keyspace's replication differs from the one asked, per DC, as `dc2 none
+   * (asked 3)`: a DC it does not replicate to cannot allocate, and adding one is an operation
+   * of its own (README, "Adding a datacenter"). Empty when created or equal.
+   */
+  readonly replicationDiffers: readonly string[];
   /** The tables of schema.cql, each created unless it existed. */
   readonly tables: readonly string[];
   /**
@@ -139,12 +145,19 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
         `a keyspace with NetworkTopologyStrategy; this one exists with ${existing.strategy ?? 'another strategy'}: change it ("ALTER KEYSPACE ${keyspace} WITH replication = {'class': 'NetworkTopologyStrategy', ...}", then a full repair) or name another keyspace`,
       );
     }
+    const differs =
+      existing === undefined
+        ? []
+        : replicationDifferences(replication, replicationOf(existing.strategyOptions));
     if (existing !== undefined) {
       const current = JSON.stringify(existing.strategyOptions ?? {});
       logger?.info(
         { strategy: existing.strategy, replication: current },
         'keyspace exists; replication left unchanged',
       );
+      if (differs.length > 0) {
+        logger?.warn({ differs }, 'keyspace exists with other replication than asked');
+      }
     }
 
     const factors = Object.entries(replication)
@@ -178,6 +191,7 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
       keyspaceCreated: existing === undefined,
       replication:
         existing === undefined ? { ...replication } : replicationOf(existing.strategyOptions),
+      replicationDiffers: differs,
       tables: statements.map(tableOf),
       preflight: report,
     };
@@ -207,6 +221,20 @@ function validateReplication(value: unknown): Readonly<Record<string, number>> {
 }
 
 /** `{ dc1: '3', … }` from the driver's keyspace metadata as numbers; other entries dropped. */
+/**
+ * Per DC, where the replication asked and the keyspace's differ: `dc2 none (asked 3)`, `dc1 3
+ * (asked 1)`, `dc4 3 (asked none)`; sorted by DC. Pure.
+ */
+export function replicationDifferences(
+  asked: Readonly<Record<string, number>>,
+  existing: Readonly<Record<string, number>>,
+): string[] {
+  const dcs = [...new Set([...Object.keys(asked), ...Object.keys(existing)])].sort();
+  return dcs
+    .filter((dc) => asked[dc] !== existing[dc])
+    .map((dc) => `${dc} ${existing[dc] ?? 'none'} (asked ${asked[dc] ?? 'none'})`);
+}
+
 function replicationOf(
   strategyOptions: Record<string, string> | undefined,
 ): Record<string, number> {

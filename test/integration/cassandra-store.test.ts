@@ -197,6 +197,30 @@ describe('initSchema', () => {
     expect(await keyspaceExists(keyspace)).toBe(false);
   });
 
+  it("names how an existing keyspace's replication differs from the one asked, and leaves it", async () => {
+    const asked = { dc1: 1 };
+    const result = await initSchema({
+      contactPoints: ks.contactPoints('dc1'),
+      localDataCenter: 'dc1',
+      keyspace: ks.name,
+      replication: asked,
+    });
+    expect(result.keyspaceCreated).toBe(false);
+    expect(result.replication).toEqual(ks.replication);
+    const expected = Object.entries(ks.replication)
+      .filter(([dc, factor]) => asked[dc as keyof typeof asked] !== factor)
+      .map(([dc, factor]) => `${dc} ${factor} (asked ${dc === 'dc1' ? 1 : 'none'})`);
+    expect(expected.length).toBeGreaterThan(0);
+    expect(result.replicationDiffers).toEqual(expected);
+    const same = await initSchema({
+      contactPoints: ks.contactPoints('dc1'),
+      localDataCenter: 'dc1',
+      keyspace: ks.name,
+      replication: ks.replication,
+    });
+    expect(same.replicationDiffers).toEqual([]);
+  });
+
   it('refuses an existing keyspace without NetworkTopologyStrategy, creating no table in it', async () => {
     const keyspace = `${ks.name}_simple`;
     const client = await ks.client('dc1');

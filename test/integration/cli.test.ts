@@ -248,7 +248,7 @@ describe('idgen-cass preflight', () => {
         status: truth.commitlogSync === 'periodic' ? 'unsafe' : 'ok',
       });
       expect(check('paxos-variant')?.value).toBe(truth.paxosVariant ?? null);
-      expect(node.checks).toHaveLength(7);
+      expect(node.checks).toHaveLength(8);
     }
     if (oracle.unsafe) {
       expect(run.code).toBe(9);
@@ -268,7 +268,7 @@ describe('idgen-cass preflight', () => {
     const text = await idgen(['preflight']);
     expect(text.code).toBe(run.code);
     const rows = text.stdout.split('\n').filter((line) => /^dc\d+ /.test(line));
-    expect(rows).toHaveLength(oracle.nodes.size * 7);
+    expect(rows).toHaveLength(oracle.nodes.size * 8); // 8 checks per node
     expect(text.stdout).toContain(oracle.unsafe ? '\nUNSAFE: ' : '\nsafe: ');
   });
 

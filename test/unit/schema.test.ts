@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 
 import { describe, expect, it } from 'vitest';
 
-import { missingColumns, schemaFile } from '../../src/schema.js';
+import { missingColumns, replicationDifferences, schemaFile } from '../../src/schema.js';
 
 const GRANTS =
   'CREATE TABLE IF NOT EXISTS "ks".idgen_grants ( sequence text, dc text, grant_number int, ' +
@@ -63,5 +63,19 @@ describe('missingColumns', () => {
       'ALTER TABLE "ks".idgen_grants ADD autonomy_seconds bigint static',
       'ALTER TABLE "ks".idgen_grants ADD shards int static',
     ]);
+  });
+});
+
+describe('replicationDifferences', () => {
+  it('names each DC whose factor differs, is missing from the keyspace, or was not asked', () => {
+    expect(replicationDifferences({ dc1: 3, dc2: 3, dc3: 3 }, { dc1: 3 })).toEqual([
+      'dc2 none (asked 3)',
+      'dc3 none (asked 3)',
+    ]);
+    expect(replicationDifferences({ dc1: 1 }, { dc2: 3, dc1: 3 })).toEqual([
+      'dc1 3 (asked 1)',
+      'dc2 3 (asked none)',
+    ]);
+    expect(replicationDifferences({ dc1: 3, dc2: 3 }, { dc2: 3, dc1: 3 })).toEqual([]);
   });
 });

@@ -50,6 +50,11 @@ Example:
       if (result.preflight?.verdict === 'incomplete') {
         ctx.warn(incompleteWarning(result.preflight));
       }
+      if (result.replicationDiffers.length > 0) {
+        ctx.warn(
+          `Keyspace "${result.keyspace}" exists with other replication than asked: ${result.replicationDiffers.join(', ')}; left unchanged. Processes in a DC it does not replicate to cannot allocate; add a DC as README's "Adding a datacenter" says, never by ALTER KEYSPACE alone while IDs are drawn.`,
+        );
+      }
       if (ctx.json) {
         return ctx.printJson({ ...result, preflight: result.preflight?.verdict ?? 'skipped' });
       }

@@ -7,6 +7,7 @@ import { checkLogger, type Logger } from '../logger.js';
 import { ClosedError, InvalidOptionError, SequenceNotFoundError } from '../errors.js';
 import {
   checkBooleanOption,
+  checkChanges,
   checkFirstRangeDcs,
   checkKeys,
   defaultFirstRanges,
@@ -363,6 +364,8 @@ export class IdGen {
   async alterSequence(name: string, changes: AlterSequenceOptions): Promise<SequenceSettings> {
     this.#assertOpen();
     validateSequenceName(name);
+    // A value bad whatever the stored settings is refused before the store is asked.
+    checkChanges(changes);
     return alterSettings(this.#store, name, changes, this.keyspace);
   }
 

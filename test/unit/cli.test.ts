@@ -345,7 +345,8 @@ describe('exit codes', () => {
 describe('usage errors, reported before connecting', () => {
   it.each([
     [['seed'], "missing required argument 'sequence'"],
-    [['frobnicate'], "unknown command 'frobnicate'"],
+    [['frobnicate'], 'unknown command (not repeated: it is close to no command name'],
+    [['lsit'], "unknown command 'lsit' (Did you mean list?)"],
     [['seed', 'orders', '--blok', '5'], "unknown option '--blok' (Did you mean --block?)"],
     [['seed', 'orders', '--block', 'five'], 'Expected an integer'],
     [['seed', 'orders', '--domain', 'int16'], 'Allowed choices are int32, safe53, int63'],
@@ -950,8 +951,37 @@ describe('errors under --json: one JSON line on stderr, stdout clean', () => {
 
   it('still repeats a misspelt option or command name', async () => {
     expect((await cli('--blok', 'list')).stderr).toContain("unknown option '--blok'");
-    expect((await cli('stauts')).stderr).toContain("unknown command 'stauts'");
+    expect((await cli('stauts')).stderr).toBe(
+      "idgen-cass: unknown command 'stauts' (Did you mean status?)\n",
+    );
     expect((await cli('-x', 'list')).stderr).toContain("unknown option '-x'");
+    // A prefix of a command, two letters swapped, one missing, a letter too many.
+    for (const typo of ['stat', 'preflihgt', 'retire-range', 'seeds']) {
+      const shown = `unknown command '${typo}'`;
+      const run = await cli(typo);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain(shown);
+      expect(JSON.parse((await cli('--json', typo)).stderr)).toMatchObject({
+        code: 'IDGEN_USAGE',
+        message: expect.stringContaining(shown) as unknown,
+      });
+    }
+  });
+
+  it('never repeats an all-lowercase token typed as a command that is close to no command', async () => {
+    for (const secret of [
+      'hunter-secret',
+      'correcthorsebattery',
+      'statusquo-pass',
+      'lists-and-more',
+    ]) {
+      for (const args of [[secret], ['--json', secret], ['--json', '--verbose', secret]]) {
+        const run = await cli('--contact-points', '127.0.0.99', '--dc', 'dc1', ...args);
+        expect(run.code, args.join(' ')).toBe(1);
+        expect(run.stderr).toContain('unknown command (not repeated: it is close to no command');
+        expect(run.stderr + run.stdout).not.toContain(secret);
+      }
+    }
   });
 
   it('writes only the JSON line when no command is given (no help), and --help stays help', async () => {

@@ -1,10 +1,10 @@
 /**
  * Sequence options: presets, defaults and the one place they are validated.
  *
- * User input is checked by {@link resolveSequenceSettings} (create) and {@link validateChanges}
- * (alter) and throws {@link InvalidOptionError}; settings read back from the store are checked by
- * {@link validateStoredSettings} and throw {@link InvariantError}, because nothing may be
- * allocated from rows that break the rules.
+ * User input is checked by {@link resolveSequenceSettings} (create), {@link checkChanges} and
+ * {@link validateChanges} (alter) and throws {@link InvalidOptionError}; settings read back from
+ * the store are checked by {@link validateStoredSettings} and throw {@link InvariantError},
+ * because nothing may be allocated from rows that break the rules.
  */
 
 import { GRANT_BLOCKS } from './allocator/sizing.js';
@@ -382,6 +382,36 @@ export function resolveSequenceSettings(
 }
 
 /**
+ * Checks each change of `alter` on its own, against the bounds no stored setting can widen
+ * (`threshold` 2, `blockSize` 0, `shards` 257), so that a value that can never be valid is
+ * refused before any read: with Cassandra unreachable it is still named as bad input. What a
+ * value must also meet given the stored settings (`blockSize` at most `maxBlockSize`, `shards` at
+ * least the current number) is {@link validateChanges}'s to check.
+ * @throws {InvalidOptionError} naming the first option that is unknown or out of range, or
+ * `changes` if it sets nothing.
+ */
+export function checkChanges(changes: AlterSequenceOptions): void {
+  checkKeys(changes, ALTER_KEYS);
+  if (ALTER_KEYS.every((key) => (changes as Record<string, unknown>)[key] === undefined)) {
+    throw new InvalidOptionError('changes', 'nothing', `at least one of ${ALTER_KEYS.join(', ')}`);
+  }
+  const { dcRangeSize, blockSize, maxBlockSize, maxDcRangeSize } = changes;
+  if (dcRangeSize !== undefined) integerOption('dcRangeSize', dcRangeSize, 1n, MAX_INT63);
+  if (blockSize !== undefined) {
+    const why = 'at most dcRangeSize too, and maxBlockSize if blocks adapt';
+    intOption('blockSize', blockSize, 1, MAX_BLOCK_SIZE, why);
+  }
+  if (maxBlockSize !== undefined) {
+    intOption('maxBlockSize', maxBlockSize, 1, MAX_BLOCK_SIZE, 'at most dcRangeSize too');
+  }
+  if (changes.threshold !== undefined) thresholdOption(changes.threshold);
+  if (changes.claimIntervalMs !== undefined) claimIntervalOption(changes.claimIntervalMs);
+  if (changes.autonomySeconds !== undefined) autonomyOption(changes.autonomySeconds);
+  if (maxDcRangeSize !== undefined) integerOption('maxDcRangeSize', maxDcRangeSize, 1n, MAX_INT63);
+  if (changes.shards !== undefined) shardsOption(changes.shards, 1);
+}
+
+/**
  * Validates the changes of `alter` against the sequence's current settings and normalises them
  * (bigint DC range sizes; the keys given, and the ones that change with them: on fixed blocks a
  * new `blockSize` is the new `maxBlockSize` too, on fixed DC ranges a new `dcRangeSize` the new
@@ -393,11 +423,8 @@ export function validateChanges(
   changes: AlterSequenceOptions,
   current: SequenceSettings,
 ): SequenceChanges {
-  checkKeys(changes, ALTER_KEYS);
+  checkChanges(changes);
   const given = ALTER_KEYS.filter((key) => (changes as Record<string, unknown>)[key] !== undefined);
-  if (given.length === 0) {
-    throw new InvalidOptionError('changes', 'nothing', `at least one of ${ALTER_KEYS.join(', ')}`);
-  }
   const domainSize = current.max - current.min + 1n;
   const rangeCap = rangeSizeCap(current.min, current.max);
   const dcRangeSize =

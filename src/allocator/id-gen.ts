@@ -12,6 +12,7 @@ import {
 } from '../errors.js';
 import {
   checkBooleanOption,
+  checkChanges,
   checkFirstRangeDcs,
   checkKeys,
   defaultFirstRanges,
@@ -375,6 +376,8 @@ export class IdGen {
   async alterSequence(name: string, changes: AlterSequenceOptions): Promise<SequenceSettings> {
     this.#assertOpen();
     validateSequenceName(name);
+    // A value bad whatever the stored settings is refused before the store is asked.
+    checkChanges(changes);
     return alterSettings(this.#store, name, changes, this.keyspace);
   }
 

@@ -151,14 +151,17 @@ const FLAGS: Readonly<Record<string, string>> = Object.freeze({
   timeoutMs: '--timeout (IDGEN_SERVE_TIMEOUT)',
 });
 
-/** The one line a user sees for `error`, flags named as the CLI spells them. */
-export function errorMessage(error: unknown): string {
+/**
+ * The one line a user sees for `error`, flags named as the CLI spells them.
+ * @param commands the program's command names: an unknown command close to one is repeated.
+ */
+export function errorMessage(error: unknown, commands: readonly string[] = []): string {
   if (error instanceof CommanderError) {
     // help({ error: true }) (no command given) has printed the help; its message is a placeholder.
     if (error.code === 'commander.help') {
       return 'a command is required; "idgen-cass --help" lists them';
     }
-    return oneLine(withoutOptionValues(error.message.replace(/^error:\s*/, '')));
+    return oneLine(withoutOptionValues(error.message.replace(/^error:\s*/, ''), commands));
   }
   if (error instanceof InvalidOptionError) {
     const flag = FLAGS[error.option];
@@ -218,6 +221,11 @@ export interface ErrorReporting {
    * error, commander's included: commander prints nothing of its own then (see createProgram).
    */
   readonly json: boolean;
+  /**
+   * The program's command names: an unknown command is repeated only if close to one of them.
+   * @default none: no unknown command is repeated
+   */
+  readonly commands?: readonly string[] | undefined;
 }
 
 /**
@@ -228,7 +236,7 @@ export interface ErrorReporting {
 export function handleError(
   error: unknown,
   writeErr: (text: string) => void,
-  { verbose, json }: ErrorReporting,
+  { verbose, json, commands = [] }: ErrorReporting,
 ): number {
   if (isClosedPipe(error)) return EXIT_CODES.ok; // the reader of stdout has had enough
   const exitCode = exitCodeOf(error);
@@ -236,12 +244,12 @@ export function handleError(
   if (json) {
     const line = {
       code: errorCodeOf(error),
-      message: oneLine(errorMessage(error)),
-      ...(verbose ? { stack: withoutOptionValues(stackOf(error)) } : {}),
+      message: oneLine(errorMessage(error, commands)),
+      ...(verbose ? { stack: withoutOptionValues(stackOf(error), commands) } : {}),
     };
     writeErr(`${JSON.stringify(line)}\n`);
   } else if (!(error instanceof CommanderError)) {
-    writeErr(`idgen-cass: ${oneLine(errorMessage(error))}\n`);
+    writeErr(`idgen-cass: ${oneLine(errorMessage(error, commands))}\n`);
     if (verbose) writeErr(stackOf(error));
   }
   return exitCode;
@@ -257,18 +265,22 @@ function stackOf(error: unknown): string {
   return text;
 }
 
-/** Commander's error text (`error: unknown option '--blok'\n(Did you mean --block?)`) as one line. */
-export function commanderErrorLine(text: string): string {
-  return `idgen-cass: ${oneLine(withoutOptionValues(text.replace(/^error:\s*/, '')))}\n`;
+/**
+ * Commander's error text (`error: unknown option '--blok'\n(Did you mean --block?)`) as one line.
+ * @param commands the program's command names: an unknown command close to one is repeated.
+ */
+export function commanderErrorLine(text: string, commands: readonly string[] = []): string {
+  return `idgen-cass: ${oneLine(withoutOptionValues(text.replace(/^error:\s*/, ''), commands))}\n`;
 }
 
 /**
  * `text` without what an unknown option or command that commander repeats may hold of a secret:
  * the value of a misspelt `--pasword=…`, a value glued to an option (`-pHunter2`, the mysql
  * habit; `--passwordHunter2`), or a password given where a command was expected (`--username
- * bob hunter2 list`, `--password` forgotten).
+ * bob hunter2 list`, `--password` forgotten): a command is repeated only if it is a typo of one
+ * of `commands`.
  */
-function withoutOptionValues(text: string): string {
+function withoutOptionValues(text: string, commands: readonly string[]): string {
   return (
     text
       // To the last quote, across line breaks: the value may hold quotes and newlines of its own.
@@ -277,15 +289,52 @@ function withoutOptionValues(text: string): string {
         return `unknown option '${shownOption(token)}'`;
       })
       .replace(/unknown command '([^']*)'/g, (_, token: string) =>
-        COMMAND_LIKE.test(token)
+        isTypoOfCommand(token, commands)
           ? `unknown command '${token}'`
-          : 'unknown command (not repeated: it is no command name, and may be a secret)',
+          : 'unknown command (not repeated: it is close to no command name, and may be a secret)',
       )
   );
 }
 
 /** What a typo of a command name looks like; anything else is not repeated. */
 const COMMAND_LIKE = /^[a-z][a-z-]{0,30}$/;
+
+/** The most edits a typo of a command name is repeated with (`stauts`: one swap). */
+const TYPO_EDITS = 2;
+
+/**
+ * Whether `token`, typed where a command was expected, reads as a typo of one of `commands`: a
+ * command's shape, and a prefix of one (`stat`) or within {@link TYPO_EDITS} edits of one. An
+ * all-lowercase password (`hunter-secret`) has the shape, hence the distance.
+ */
+function isTypoOfCommand(token: string, commands: readonly string[]): boolean {
+  return (
+    COMMAND_LIKE.test(token) &&
+    commands.some((name) => name.startsWith(token) || editDistance(token, name) <= TYPO_EDITS)
+  );
+}
+
+/**
+ * The fewest edits (a letter inserted, removed or replaced, two neighbours swapped) that turn `a`
+ * into `b`: the optimal string alignment distance.
+ */
+function editDistance(a: string, b: string): number {
+  // rows[i][j]: the distance between the first i letters of a and the first j of b.
+  const rows = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let best = Math.min(rows[i - 1]![j]! + 1, rows[i]![j - 1]! + 1, rows[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        best = Math.min(best, rows[i - 2]![j - 2]! + 1);
+      }
+      rows[i]![j] = best;
+    }
+  }
+  return rows[a.length]![b.length]!;
+}
 
 /**
  * An unknown option as far as it is an option's name: lowercase words joined by hyphens after

@@ -52,7 +52,7 @@ export function createProgram(
         if (!ctx.jsonErrors) streams.stderr.write(text);
       },
       outputError: (text, write) => {
-        if (!ctx.jsonErrors) write(commanderErrorLine(text));
+        if (!ctx.jsonErrors) write(commanderErrorLine(text, commandNames(program)));
       },
     })
     .configureHelp({ showGlobalOptions: true, sortSubcommands: false })
@@ -169,10 +169,22 @@ export async function runCli(
     return EXIT_CODES.ok;
   } catch (error) {
     const verbose = program.opts()['verbose'] === true || argv.includes('--verbose');
-    return handleError(error, (text) => ctx.writeErr(text), { verbose, json: ctx.jsonErrors });
+    return handleError(error, (text) => ctx.writeErr(text), {
+      verbose,
+      json: ctx.jsonErrors,
+      commands: commandNames(program),
+    });
   } finally {
     await ctx.close();
   }
+}
+
+/** The names (and aliases) of the commands `program` offers, `help` included. */
+function commandNames(program: Command): string[] {
+  return program
+    .createHelp()
+    .visibleCommands(program)
+    .flatMap((command) => [command.name(), ...command.aliases()]);
 }
 
 /** The version in package.json, found above this file in src/ and in dist/src/ alike. */

@@ -34,8 +34,11 @@ export interface OpenApiDocument {
   readonly [key: string]: Json;
 }
 
+/** The values of `format`: how the ID endpoints write IDs. */
+export const ID_FORMATS = ['auto', 'string'] as const;
+
 /** How the ID endpoints write IDs: `auto` (exact JSON numbers where they can be) or `string`. */
-export type IdFormat = 'auto' | 'string';
+export type IdFormat = (typeof ID_FORMATS)[number];
 
 const NAME_SCHEMA = {
   type: 'string',
@@ -45,7 +48,7 @@ const NAME_SCHEMA = {
 
 const FORMAT_SCHEMA = {
   type: 'string',
-  enum: ['auto', 'string'],
+  enum: ID_FORMATS,
   default: 'auto',
   description:
     'auto: IDs as JSON numbers when the sequence\'s domain ends at or below 2^53-1 (they are exact in every JSON parser), else as decimal strings; string: always strings. The header "Accept: application/json; ids=string" asks for strings as well.',

@@ -44,11 +44,22 @@ export class ServedSequences {
    * Only names that exist get here, so unknown names cannot grow it (nor the IdGen's handles).
    */
   readonly #wide = new Map<string, Promise<boolean>>();
+  /** The names whose settings were read: sequences that exist, which a log line may name. */
+  readonly #found = new Set<string>();
 
   /** @param allowlist the only sequences served; undefined serves every one in the keyspace. */
   constructor(ids: IdGen, allowlist: readonly string[] | undefined) {
     this.#ids = ids;
     this.#allowlist = allowlist === undefined ? undefined : new Set(allowlist);
+  }
+
+  /**
+   * Whether `name` is a sequence this service knows: one of the allowlist, or one whose settings
+   * it has read. Only such a name is logged: a name a client made up may be a secret it put in
+   * the path.
+   */
+  isKnown(name: string): boolean {
+    return this.#allowlist?.has(name) ?? this.#found.has(name);
   }
 
   /** The allowlist, if the service has one. */
@@ -124,7 +135,10 @@ export class ServedSequences {
   #isWide(name: string): Promise<boolean> {
     let known = this.#wide.get(name);
     if (known === undefined) {
-      known = this.#ids.readSequence(name).then((settings) => settings.max > MAX_SAFE_ID);
+      known = this.#ids.readSequence(name).then((settings) => {
+        this.#found.add(name);
+        return settings.max > MAX_SAFE_ID;
+      });
       this.#wide.set(name, known);
       known.catch(() => this.#wide.delete(name));
     }

@@ -24,6 +24,7 @@ import { settleWithin, TIMED_OUT } from '../timers.js';
 import { BearerToken } from './auth.js';
 import { httpErrorOf, ServeRefusal, type ServeErrorBody } from './http-errors.js';
 import {
+  ID_FORMATS,
   idsQuery,
   openApiDocument,
   RANGES_QUERY,
@@ -58,7 +59,9 @@ export interface ServeOptions {
   readonly registry?: MetricsRegistry | undefined;
   /**
    * Logs failed requests (5xx at `error`), and every request at `debug`; the `authorization`
-   * header is redacted. Without it the service is silent.
+   * header is redacted, and a URL shows only its route, the name of a sequence the service
+   * knows, `count` and `format` (text a client chose may be a token). Without it the service is
+   * silent.
    * @default undefined
    */
   readonly logger?: PinoLogger | undefined;
@@ -174,7 +177,7 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
   const app = fastifyModule().fastify({
     ...(loggerInstance === undefined ? { logger: false } : { loggerInstance }),
     // Two info lines per ID request would drown everything else: requests go to debug.
-    logController: debugRequestLogs(),
+    logController: debugRequestLogs(served),
     // Requests that still arrive on open connections once close() began are served while the
     // allocator is open (fastify adds Connection: close to them).
     return503OnClosing: false,
@@ -359,34 +362,54 @@ function frameworkRefusal(error: FastifyError): ServeRefusal {
   return new ServeRefusal('IDGEN_BAD_REQUEST', error.message);
 }
 
+/** A value a log line does not show: text a client chose, which may be a credential. */
+const HIDDEN = '…';
+
 /**
- * `url` as a log line may show it: the values of the query parameters the API takes (`count`,
- * `format`), and no other parameter: a client that puts its token in `?token=` must not find it
- * logged.
+ * The URL of `request` as a log line may show it: the route's template (`/v1/sequences/:name/ids`)
+ * with the sequence's name only if the service knows it ({@link ServedSequences.isKnown}), and
+ * of the query only a `count` of digits and a `format` the API takes. The rest is text a client
+ * chose, where a token may have been put by mistake (`/v1/sequences/<token>/ids`,
+ * `?format=<token>`, `?token=…`, `?<token>`, a path no route matches): it shows as `…`.
  */
-function loggedUrl(url: string): string {
-  const at = url.indexOf('?');
-  if (at < 0) return url;
-  const query = url
+function loggedUrl(request: FastifyRequest, served: ServedSequences): string {
+  const route = request.routeOptions.url;
+  const name = (request.params as { name?: unknown } | undefined)?.name;
+  const shownName = typeof name === 'string' && served.isKnown(name) ? name : HIDDEN;
+  const path = route === undefined ? HIDDEN : route.replace(':name', shownName);
+  const at = request.url.indexOf('?');
+  if (at < 0) return path;
+  const query = request.url
     .slice(at + 1)
     .split('&')
     .map((pair) => {
-      const name = pair.split('=', 1)[0]!;
+      const [key, value] = splitPair(pair);
+      if (key === 'count') return /^[0-9]{1,16}$/.test(value) ? pair : `count=${HIDDEN}`;
+      if (key === 'format') {
+        return (ID_FORMATS as readonly string[]).includes(value) ? pair : `format=${HIDDEN}`;
+      }
       // Another parameter's name may be the secret itself (`?<token>`): neither is shown.
-      return name === 'count' || name === 'format' ? pair : '…';
+      return HIDDEN;
     });
-  return `${url.slice(0, at)}?${query.join('&')}`;
+  return `${path}?${query.join('&')}`;
+}
+
+/** `name=value` as its name and value (`''` without `=`). */
+function splitPair(pair: string): [string, string] {
+  const at = pair.indexOf('=');
+  return at < 0 ? [pair, ''] : [pair.slice(0, at), pair.slice(at + 1)];
 }
 
 /**
- * fastify's request log lines at debug rather than info; errors are the error handler's. The
- * class extends fastify's, so it is made once fastify is loaded (lazy-modules.ts).
+ * fastify's request log lines at debug rather than info, showing of a request what
+ * {@link loggedUrl} shows; errors are the error handler's. The class extends fastify's, so it
+ * is made once fastify is loaded (lazy-modules.ts).
  */
-function debugRequestLogs(): InstanceType<typeof Fastify.LogController> {
+function debugRequestLogs(served: ServedSequences): InstanceType<typeof Fastify.LogController> {
   class DebugRequestLogs extends fastifyModule().LogController {
     override incomingRequest(request: FastifyRequest): void {
       request.log.debug(
-        { method: request.method, url: loggedUrl(request.url), remoteAddress: request.ip },
+        { method: request.method, url: loggedUrl(request, served), remoteAddress: request.ip },
         'incoming request',
       );
     }
@@ -400,6 +423,11 @@ function debugRequestLogs(): InstanceType<typeof Fastify.LogController> {
         { statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) },
         'request completed',
       );
+    }
+
+    // fastify's own line carries the request, URL included.
+    override writeHeadError(error: unknown, _request: FastifyRequest, reply: FastifyReply): void {
+      reply.log.warn({ err: error, statusCode: reply.statusCode }, 'writing the response failed');
     }
   }
   return new DebugRequestLogs();

@@ -345,7 +345,8 @@ describe('exit codes', () => {
 describe('usage errors, reported before connecting', () => {
   it.each([
     [['seed'], "missing required argument 'sequence'"],
-    [['frobnicate'], "unknown command 'frobnicate'"],
+    [['frobnicate'], 'unknown command (not repeated: it is close to no command name'],
+    [['lsit'], "unknown command 'lsit' (Did you mean list?)"],
     [['seed', 'orders', '--blok', '5'], "unknown option '--blok' (Did you mean --block?)"],
     [['seed', 'orders', '--block', 'five'], 'Expected an integer'],
     [['seed', 'orders', '--domain', 'int16'], 'Allowed choices are int32, safe53, int63'],
@@ -374,6 +375,51 @@ describe('usage errors, reported before connecting', () => {
     const { code, stderr } = await cli('--contact-points', '127.0.0.1', 'list');
     expect(code).toBe(1);
     expect(stderr).toContain('Invalid --dc (IDGEN_DC): received nothing');
+  });
+
+  it.each([
+    [['--threshold', '2'], 'Invalid --threshold: received 2; allowed: a number strictly between'],
+    [['--block', '-5'], 'Invalid --block: received -5; allowed: an integer from 1 to 10000000'],
+    [['--block', '0'], 'Invalid --block: received 0'],
+    [['--block', 'abc'], "option '--block <n>' argument 'abc' is invalid"],
+    [['--max-block-size', '10000001'], 'Invalid --max-block-size: received 10000001'],
+    [['--dc-range', '0'], 'Invalid --dc-range: received 0; allowed: an integer from 1 to'],
+    [['--max-dc-range', '-1'], 'Invalid --max-dc-range: received -1'],
+    [['--claim-interval', '2h'], 'Invalid --claim-interval: received "2h"'],
+    [['--autonomy', '400d'], 'Invalid --autonomy: received "400d"'],
+    [['--shards', '0'], 'Invalid --shards: received 0'],
+    [['--shards', '257'], 'Invalid --shards: received 257'],
+    [['--block', '10', '--threshold', '1'], 'Invalid --threshold: received 1'],
+  ])(
+    'refuses alter %j, a value no stored setting makes valid, with exit 1 before connecting',
+    async (flags, message) => {
+      // Nothing listens on 127.0.0.99: a command that connected first would exit 3.
+      const run = await cli(
+        ...['--contact-points', '127.0.0.99', '--dc', 'dc1'],
+        'alter',
+        'orders',
+        ...flags,
+      );
+      expect(run.code).toBe(1);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toMatch(/^idgen-cass: [^\n]+\n$/);
+      expect(run.stderr).toContain(message);
+    },
+  );
+
+  it('judges an alter value against the stored settings once they are read', async () => {
+    const store = new MemoryStore({ keyspace: 'idgen' });
+    allocator.current = new IdGen({ store, dc: 'dc1', keyspace: 'idgen' });
+    await allocator.current.createSequence('orders', { dcRangeSize: 1_000, blockSize: 100 });
+    const run = await cli(
+      ...['--contact-points', '127.0.0.99', '--dc', 'dc1', '--log-level', 'silent'],
+      ...['alter', 'orders', '--block', '5000'],
+    );
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(
+      'idgen-cass: Invalid --block: received 5000; allowed: an integer from 1 to 1000 (at most --dc-range (1000) and 10000000).\n',
+    );
+    expect(store.calls.alterSequence).toBe(0);
   });
 
   it('shows an example in the help of every command, exit 0', async () => {
@@ -940,8 +986,37 @@ describe('errors under --json: one JSON line on stderr, stdout clean', () => {
 
   it('still repeats a misspelt option or command name', async () => {
     expect((await cli('--blok', 'list')).stderr).toContain("unknown option '--blok'");
-    expect((await cli('stauts')).stderr).toContain("unknown command 'stauts'");
+    expect((await cli('stauts')).stderr).toBe(
+      "idgen-cass: unknown command 'stauts' (Did you mean status?)\n",
+    );
     expect((await cli('-x', 'list')).stderr).toContain("unknown option '-x'");
+    // A prefix of a command, two letters swapped, one missing, a letter too many.
+    for (const typo of ['stat', 'preflihgt', 'retire-range', 'seeds']) {
+      const shown = `unknown command '${typo}'`;
+      const run = await cli(typo);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain(shown);
+      expect(JSON.parse((await cli('--json', typo)).stderr)).toMatchObject({
+        code: 'IDGEN_USAGE',
+        message: expect.stringContaining(shown) as unknown,
+      });
+    }
+  });
+
+  it('never repeats an all-lowercase token typed as a command that is close to no command', async () => {
+    for (const secret of [
+      'hunter-secret',
+      'correcthorsebattery',
+      'statusquo-pass',
+      'lists-and-more',
+    ]) {
+      for (const args of [[secret], ['--json', secret], ['--json', '--verbose', secret]]) {
+        const run = await cli('--contact-points', '127.0.0.99', '--dc', 'dc1', ...args);
+        expect(run.code, args.join(' ')).toBe(1);
+        expect(run.stderr).toContain('unknown command (not repeated: it is close to no command');
+        expect(run.stderr + run.stdout).not.toContain(secret);
+      }
+    }
   });
 
   it('writes only the JSON line when no command is given (no help), and --help stays help', async () => {

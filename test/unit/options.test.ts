@@ -2,9 +2,11 @@ import { describe, expect, it } from 'vitest';
 
 import { InvalidNameError, InvalidOptionError, InvariantError } from '../../src/errors.js';
 import {
+  checkChanges,
   defaultFirstRanges,
   resolveFirstGrants,
   DOMAIN_MAX,
+  MAX_BLOCK_SIZE,
   MAX_INT63,
   SEQUENCE_DEFAULTS,
   resolveSequenceSettings,
@@ -354,6 +356,31 @@ describe('validateChanges', () => {
     }
     expect(validateChanges({ maxDcRangeSize: MAX_INT63 }, whole)).toMatchObject({
       maxDcRangeSize: MAX_INT63,
+    });
+  });
+
+  it('refuses a value no stored setting makes valid before any is read, and leaves the rest to validateChanges', () => {
+    for (const [changes, option] of [
+      [{ threshold: 2 }, 'threshold'],
+      [{ blockSize: -5 }, 'blockSize'],
+      [{ maxBlockSize: MAX_BLOCK_SIZE + 1 }, 'maxBlockSize'],
+      [{ dcRangeSize: 0 }, 'dcRangeSize'],
+      [{ maxDcRangeSize: 2n ** 63n }, 'maxDcRangeSize'],
+      [{ claimIntervalMs: 5 }, 'claimIntervalMs'],
+      [{ autonomySeconds: -1 }, 'autonomySeconds'],
+      [{ shards: 257 }, 'shards'],
+      [{ blocksize: 10 }, 'blocksize'],
+      [{}, 'changes'],
+    ] as const) {
+      expect(catchError(() => checkChanges(changes as AlterSequenceOptions))).toMatchObject({
+        code: 'IDGEN_INVALID_OPTION',
+        option,
+      });
+    }
+    // Valid alone; refused only against these settings (a block above the DC range).
+    expect(() => checkChanges({ blockSize: 1_001, shards: 1 })).not.toThrow();
+    expect(catchError(() => validateChanges({ blockSize: 1_001 }, current))).toMatchObject({
+      option: 'blockSize',
     });
   });
 

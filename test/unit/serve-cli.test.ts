@@ -116,17 +116,26 @@ describe('stop signals', () => {
           emitter.off(name, listener),
         exit: (exitCode: number) => void exits.push(exitCode),
       };
-      const first = stopSignal(target);
+      const stop = stopSignal(target);
+      expect(stop.signal).toBeUndefined();
       emitter.emit('SIGTERM', 'SIGTERM');
-      const { signal, stopped } = await first;
-      expect(signal).toBe('SIGTERM');
+      expect(await stop.received).toBe('SIGTERM');
+      expect(stop.signal).toBe('SIGTERM');
       expect(exits).toEqual([]);
       // As PID 1 (node in a container without an init) a signal with no listener does nothing.
       emitter.emit(second, second);
       expect(exits).toEqual([code]);
-      // Once stopped, nothing is left listening.
-      stopped();
+      // Once released, nothing is left listening.
+      stop.release();
       expect(emitter.listenerCount('SIGTERM') + emitter.listenerCount('SIGINT')).toBe(0);
     }
+    // Released before any signal came (a start that failed), nothing is left listening either.
+    const emitter = new EventEmitter();
+    stopSignal({
+      on: (name, listener) => emitter.on(name, listener),
+      off: (name, listener) => emitter.off(name, listener),
+      exit: () => {},
+    }).release();
+    expect(emitter.listenerCount('SIGTERM') + emitter.listenerCount('SIGINT')).toBe(0);
   });
 });

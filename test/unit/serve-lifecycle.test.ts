@@ -1,7 +1,8 @@
 /**
  * The whole life of `idgen-cass serve` in this process, with connect() handing it an allocator
  * over the in-memory store: it listens, serves over HTTP, and on SIGTERM lets the request in
- * flight finish, gives the unused IDs back and ends with exit code 0.
+ * flight finish, gives the unused IDs back and ends with exit code 0; a SIGTERM while it starts
+ * ends the start.
  */
 
 import { createServer as createTcpServer } from 'node:net';
@@ -13,10 +14,17 @@ import { MemoryStore } from '../../src/store/memory.js';
 import { processIn } from './fixtures.js';
 import { cli } from './run-cli.js';
 
-const allocator = vi.hoisted(() => ({ current: undefined as IdGen | undefined }));
+/** What connect() hands the CLI (a promise: a connection still under way); how often it was asked. */
+const allocator = vi.hoisted(() => ({
+  current: undefined as IdGen | Promise<IdGen> | undefined,
+  connects: 0,
+}));
 
 vi.mock('../../src/connect.js', () => ({
-  connect: () => Promise.resolve(allocator.current),
+  connect: () => {
+    allocator.connects++;
+    return Promise.resolve(allocator.current);
+  },
 }));
 
 /** A port nothing listens on right now. */
@@ -88,6 +96,39 @@ describe('idgen-cass serve, start to SIGTERM', () => {
     expect(ids.stats().sequences).toEqual([]);
     // Blocks [1, 100] and [101, 200] were claimed; 152 IDs were served, 48 went back.
     expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(152n);
+    expect(process.listenerCount('SIGTERM')).toBe(signalListeners);
+  });
+
+  it('stops a start under way on SIGTERM: no listening, the allocator closed, exit 0', async () => {
+    const store = new MemoryStore({ keyspace: 'idgen' });
+    const ids = processIn(store);
+    await ids.createSequence('orders', { dcRangeSize: 1_000, blockSize: 100 });
+    let connected: (ids: IdGen) => void = () => {};
+    allocator.current = new Promise<IdGen>((resolve) => (connected = resolve));
+    const connects = allocator.connects;
+    const signalListeners = process.listenerCount('SIGTERM');
+    const port = await freePort();
+    const run = cli(
+      ...['--contact-points', '127.0.0.99', '--dc', 'dc1', '--log-level', 'silent'],
+      ...['serve', '--host', '127.0.0.1', '--port', String(port), '--sequence', 'orders'],
+    );
+    // As PID 1 in a container, a SIGTERM nobody listens to is ignored: the start must hear it.
+    await until(() => allocator.connects > connects);
+    process.emit('SIGTERM', 'SIGTERM');
+    connected(ids);
+    const outcome = await Promise.race([
+      run,
+      new Promise((resolve) => setTimeout(() => resolve('still running after 3 s'), 3_000)),
+    ]);
+    if (outcome === 'still running after 3 s') {
+      process.emit('SIGTERM', 'SIGTERM'); // a service that started anyway: stopped for good
+      await run;
+    }
+    expect(outcome).toEqual({ code: 0, stdout: '', stderr: '' });
+    // Not a step further than the connection under way: no read, no port; and closed.
+    expect(store.calls.listSequences).toBe(0);
+    await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+    expect(store.calls.close).toBe(1);
     expect(process.listenerCount('SIGTERM')).toBe(signalListeners);
   });
 });

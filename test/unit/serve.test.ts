@@ -579,6 +579,49 @@ describe('bearer token', () => {
   });
 });
 
+describe('the request log', () => {
+  /** The URLs of the 'incoming request' lines. */
+  const urls = (records: readonly Record<string, unknown>[]) =>
+    records.filter((r) => r['msg'] === 'incoming request').map((r) => r['url']);
+
+  it('never shows text a client chose: a name it made up, a format, a path no route matches', async () => {
+    const { logger, records } = capturingLogger();
+    const { app } = await service({ logger });
+    const secret = 'hunterSECRET2token'; // the shape of a sequence name
+    await post(app, `/v1/sequences/${secret}/ids?count=1`);
+    await post(app, `/v1/sequences/${secret}/ranges`);
+    await post(app, `/v1/sequences/orders/ids?format=${secret}`);
+    await post(app, `/v1/sequences/orders/ids?count=${secret}`);
+    await post(app, `/v1/sequence/${secret}/ids`);
+    await post(app, `/v1/sequences/${secret.repeat(8)}/ids`); // over the router's name limit
+    expect(JSON.stringify(records)).not.toContain('SECRET');
+    expect(urls(records)).toEqual([
+      '/v1/sequences/…/ids?count=1',
+      '/v1/sequences/…/ranges',
+      '/v1/sequences/…/ids?format=…', // "orders" not read yet: not known either
+      '/v1/sequences/…/ids?count=…',
+      '…',
+      '…',
+    ]);
+  });
+
+  it('shows the route, the name of a sequence the service knows, a count and a format', async () => {
+    const { logger, records } = capturingLogger();
+    const { app } = await service({ logger });
+    await post(app, '/v1/sequences/orders/ids?count=2'); // read now: known from here on
+    await post(app, '/v1/sequences/orders/ranges?count=3&format=string');
+    await app.inject({ method: 'GET', url: '/healthz' });
+    const allowlisted = await service({ logger, sequences: ['orders'] });
+    await post(allowlisted.app, '/v1/sequences/orders/ids?format=auto'); // known at once
+    expect(urls(records)).toEqual([
+      '/v1/sequences/…/ids?count=2',
+      '/v1/sequences/orders/ranges?count=3&format=string',
+      '/healthz',
+      '/v1/sequences/orders/ids?format=auto',
+    ]);
+  });
+});
+
 describe('health and readiness', () => {
   it('/healthz answers 200 without asking the store', async () => {
     const { app, store } = await service();

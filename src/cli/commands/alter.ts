@@ -2,6 +2,7 @@
 
 import type { Command } from 'commander';
 
+import { checkChanges } from '../../options.js';
 import type { CliContext } from '../context.js';
 import { settingsJson, settingsLines } from '../format.js';
 import {
@@ -93,6 +94,10 @@ Example:
           'alter needs at least one of --dc-range, --block, --threshold, --max-block-size, --claim-interval, --max-dc-range, --autonomy, --shards',
         );
       }
+      // A value that no stored setting could make valid is bad input (exit 1) whether Cassandra
+      // is up or not: refused before connecting, as seed refuses its values. What depends on the
+      // stored settings (a block above the largest one) is checked once they are read.
+      checkChanges(changes);
       const ids = await ctx.idGen();
       const settings = await ids.alterSequence(sequence, changes);
       if (ctx.json) return ctx.printJson(settingsJson(settings));

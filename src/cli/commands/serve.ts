@@ -4,10 +4,17 @@ import { readFileSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 
 import { InvalidArgumentError, Option, type Command } from 'commander';
+import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 
+import type { IdGen } from '../../allocator/id-gen.js';
 import { InvalidOptionError } from '../../errors.js';
-import { checkServeOptions, createServer, SERVE_DEFAULTS } from '../../serve/server.js';
+import {
+  checkServeOptions,
+  createServer,
+  SERVE_DEFAULTS,
+  type ServeOptions,
+} from '../../serve/server.js';
 import type { CliContext } from '../context.js';
 import { parseInteger, parseList } from '../parse.js';
 
@@ -65,7 +72,9 @@ export function serveCommand(program: Command, ctx: CliContext): void {
 Endpoints: POST /v1/sequences/{name}/ids?count=N, POST /v1/sequences/{name}/ranges?count=N,
 GET /healthz, /readyz, /metrics, /openapi.json. Logs (pino, info by default) go to stderr.
 SIGTERM or SIGINT: stops accepting connections, lets the requests in flight finish, gives the
-unused IDs back to the DC, exits 0; a second signal ends the process at once (143, 130).
+unused IDs back to the DC, exits 0; a second signal ends the process at once (143, 130). One
+during the start ends it once the step under way (connecting, reading the sequences) is done,
+closes what was opened, exits 0.
 
 Exit codes: 0 stopped by a signal, 1 bad option (a port in use, a keyspace without the idgen
 tables included), 3 Cassandra unreachable at start, 12 credentials refused.
@@ -85,45 +94,75 @@ Example:
       // Bad options are refused before anything is connected.
       checkServeOptions(options);
       if (!ctx.logLevelGiven) ctx.logger.level = 'info';
-      const registry = new Registry();
-      collectDefaultMetrics({ register: registry });
-      // The allocator's metrics go on the registry /metrics serves.
-      const ids = await ctx.idGen({
-        callTimeoutMs: flags.timeout,
-        metrics: { registry },
-      });
-      // A keyspace without the idgen tables (a misspelt --keyspace) would answer every request
-      // 500 for good: refused at start instead (exit 1), as every other command refuses it.
-      await ids.listSequences();
-      // fastify logs each address it listens on at info; the line below says it once, with the
-      // DC and keyspace. Its other lines (requests) are at debug, its failures at error.
-      const serverLogger =
-        ctx.logger.level === 'info' ? ctx.logger.child({}, { level: 'warn' }) : ctx.logger;
-      const server = createServer(ids, { ...options, registry, logger: serverLogger });
-      const address = await listen(server, flags);
-      ctx.logger.info(
-        {
-          address,
-          dc: ids.dc,
-          keyspace: ids.keyspace,
-          sequences: flags.sequence ?? 'all',
-          token: token !== undefined,
-        },
-        'listening',
-      );
-      const { signal, stopped } = await stopSignal();
-      ctx.logger.info(
-        { signal },
-        'stopping: no new connections; waiting for the requests in flight',
-      );
+      // Signals are heard from here on, not only once the server listens: as PID 1 in a
+      // container a signal nobody listens to is ignored, and a stop while connecting would wait
+      // for the orchestrator's kill.
+      const stop = stopSignal();
       try {
+        const started = await start(ctx, flags, options, () => stop.signal !== undefined);
+        const signal = await stop.received;
+        if (started === undefined) {
+          // The allocator, if connected, is closed with the CLI's connections (runCli).
+          ctx.logger.info({ signal }, 'stopped while starting; nothing was served');
+          return;
+        }
+        const { server, ids } = started;
+        ctx.logger.info(
+          { signal },
+          'stopping: no new connections; waiting for the requests in flight',
+        );
         await server.close();
         await ids.close();
+        ctx.logger.info({ signal }, 'stopped; the unused IDs went back to the DC where they could');
       } finally {
-        stopped();
+        stop.release();
       }
-      ctx.logger.info({ signal }, 'stopped; the unused IDs went back to the DC where they could');
     });
+}
+
+/**
+ * Connects, checks the keyspace and listens, one step after the other; `stopping()` is asked
+ * after each, and a stop requested meanwhile ends the start there: the step under way is not cut
+ * short (a connection attempt ends within the driver's timeouts), the next is not begun, and a
+ * server already listening is closed.
+ * @returns the server listening and its allocator, or undefined if stopped.
+ */
+async function start(
+  ctx: CliContext,
+  flags: ServeFlags,
+  options: Pick<ServeOptions, 'sequences' | 'token' | 'timeoutMs'>,
+  stopping: () => boolean,
+): Promise<{ readonly server: FastifyInstance; readonly ids: IdGen } | undefined> {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  // The allocator's metrics go on the registry /metrics serves.
+  const ids = await ctx.idGen({ callTimeoutMs: flags.timeout, metrics: { registry } });
+  if (stopping()) return undefined;
+  // A keyspace without the idgen tables (a misspelt --keyspace) would answer every request 500
+  // for good: refused at start instead (exit 1), as every other command refuses it.
+  await ids.listSequences();
+  if (stopping()) return undefined;
+  // fastify logs each address it listens on at info; the line below says it once, with the DC
+  // and keyspace. Its other lines (requests) are at debug, its failures at error.
+  const serverLogger =
+    ctx.logger.level === 'info' ? ctx.logger.child({}, { level: 'warn' }) : ctx.logger;
+  const server = createServer(ids, { ...options, registry, logger: serverLogger });
+  const address = await listen(server, flags);
+  if (stopping()) {
+    await server.close();
+    return undefined;
+  }
+  ctx.logger.info(
+    {
+      address,
+      dc: ids.dc,
+      keyspace: ids.keyspace,
+      sequences: flags.sequence ?? 'all',
+      token: options.token !== undefined,
+    },
+    'listening',
+  );
+  return { server, ids };
 }
 
 /** Listens; a port or address that cannot be used is a bad option (exit code 1). */
@@ -157,25 +196,47 @@ export interface SignalTarget {
   exit(code: number): void;
 }
 
+/** The stop signals of {@link stopSignal}, heard from the moment it is called. */
+export interface StopSignal {
+  /** Resolves with the first SIGTERM or SIGINT. */
+  readonly received: Promise<NodeJS.Signals>;
+  /** The first signal, once one came. */
+  readonly signal: NodeJS.Signals | undefined;
+  /** Removes every listener (a CLI run in a test process leaves none behind). */
+  release(): void;
+}
+
 /**
- * Resolves with the first SIGTERM or SIGINT; until `stopped()` is called, a second one ends the
+ * Listens for SIGTERM and SIGINT; after the first, until `release()`, a second one ends the
  * process at once, with the code a shell gives a process a signal ended (143, 130). Exited
  * explicitly: Node's default action does nothing for PID 1, as node is in a container without an
- * init. `stopped()` removes every listener (a CLI run in a test process leaves none behind).
+ * init.
  */
-export function stopSignal(
-  target: SignalTarget = process,
-): Promise<{ readonly signal: NodeJS.Signals; readonly stopped: () => void }> {
+export function stopSignal(target: SignalTarget = process): StopSignal {
   const STOP: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT'];
-  return new Promise((resolve) => {
-    const now = (signal: NodeJS.Signals) => target.exit(128 + (osConstants.signals[signal] ?? 0));
-    const stop = (signal: NodeJS.Signals) => {
-      for (const name of STOP) target.off(name, stop);
-      for (const name of STOP) target.on(name, now);
-      resolve({ signal, stopped: () => STOP.forEach((name) => target.off(name, now)) });
-    };
-    for (const name of STOP) target.on(name, stop);
-  });
+  let first: NodeJS.Signals | undefined;
+  let resolve: (signal: NodeJS.Signals) => void = () => {};
+  const received = new Promise<NodeJS.Signals>((settle) => (resolve = settle));
+  const now = (signal: NodeJS.Signals) => target.exit(128 + (osConstants.signals[signal] ?? 0));
+  const stop = (signal: NodeJS.Signals) => {
+    for (const name of STOP) target.off(name, stop);
+    for (const name of STOP) target.on(name, now);
+    first = signal;
+    resolve(signal);
+  };
+  for (const name of STOP) target.on(name, stop);
+  return {
+    received,
+    get signal() {
+      return first;
+    },
+    release: () => {
+      for (const name of STOP) {
+        target.off(name, stop);
+        target.off(name, now);
+      }
+    },
+  };
 }
 
 /**

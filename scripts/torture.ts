@@ -34,7 +34,7 @@ import {
 } from './torture/nemesis.js';
 import { freshSeed, Random } from './torture/random.js';
 import { conductProblems, stopFailure } from './torture/verdict.js';
-import { firstBlocksOf, renderMarkdown, type CampaignReport } from './torture/report.js';
+import { firstBlocksOf, killsOf, renderMarkdown, type CampaignReport } from './torture/report.js';
 
 interface Options {
   readonly minutes: number;
@@ -432,6 +432,7 @@ async function main(): Promise<void> {
       byEnding: count(history.map((h) => h.ending)),
       byMode: count(fleet.incarnations.map((i) => i.mode)),
       firstBlocks: firstBlocksOf(fleet.incarnations),
+      kills: killsOf(fleet.incarnations),
     },
     mix: options.mix,
     mutation: options.mutation,
@@ -452,6 +453,7 @@ async function main(): Promise<void> {
       reported: i.summary?.drawn,
       errors: i.summary?.errors ?? {},
       exit: i.exit,
+      killed: i.killed,
       failure:
         i.ending === 'failed' || stopFailure(i) !== undefined
           ? i.stderr.trim().split('\n').at(-1)?.slice(0, 500)

@@ -1,7 +1,7 @@
 /**
  * The nemesis: on a schedule drawn from the campaign's seed, it hurts the cluster (partitions of
  * a DC or a node, paused and killed Cassandra nodes, every node of a DC killed at once) and the
- * allocator processes (SIGKILL, SIGSTOP, close while drawing, new processes) and alters the
+ * allocator processes (kills, SIGSTOP, close while drawing, new processes) and alters the
  * sequence's sizes. Every action is recorded in the timeline, with what was done and what was
  * undone.
  */
@@ -9,7 +9,7 @@ import * as manager from '../cluster/manager.js';
 import { nodeSpecs, type NodeSpec } from '../cluster/topology.js';
 import type { IdGen } from '../../src/index.js';
 import type { Fleet } from './fleet.js';
-import type { Random } from './random.js';
+import { Random } from './random.js';
 import type { WorkerMode } from './worker.js';
 
 /** What the nemesis can do, with its weight in the fault mix. */
@@ -85,6 +85,13 @@ export const DEFAULT_MIX: FaultMix = Object.freeze({
   alter: 1,
 });
 
+/**
+ * The share of process kills that are raw SIGKILLs, with no warning to write the history: a
+ * crash as it comes, whose last 20 ms or so of IDs may be unrecorded. The others let the worker
+ * write every ID it handed out first (fleet.ts, `KillHow`), so that the checker sees them all.
+ */
+export const RAW_KILL_SHARE = 0.25;
+
 export interface TimelineEntry {
   /** Seconds since the campaign started. */
   readonly at: number;
@@ -128,10 +135,17 @@ export class Nemesis {
   private undoing: Promise<void> | undefined;
   /** Whether a cluster fault has been done (see {@link nextFaultKind}). */
   private clusterFaultDone = false;
+  /**
+   * Whether each process kill is raw: a generator of its own, derived from the nemesis's seed
+   * without drawing from it, so that the schedule stays that of campaigns run before kills
+   * could write the history first.
+   */
+  private readonly killRandom: Random;
 
   constructor(private readonly options: NemesisOptions) {
     this.nodes = nodeSpecs(manager.currentTopology());
     this.dcs = [...new Set(this.nodes.map((n) => n.dc))];
+    this.killRandom = new Random(options.random.seed ^ 0x6b111ed);
   }
 
   start(): void {
@@ -226,8 +240,13 @@ export class Nemesis {
         }
         const victim = random.pick(running);
         const target = `process ${victim.id} (${victim.dc}, ${victim.mode})`;
+        let result = 'ok';
         if (kind === 'kill-process') {
-          fleet.kill(victim);
+          fleet.kill(victim, this.killRandom.next() < RAW_KILL_SHARE ? 'raw' : 'flush');
+          result =
+            victim.killed === 'raw'
+              ? 'ok, raw SIGKILL'
+              : 'ok, SIGHUP: history written, then SIGKILL';
         } else if (kind === 'close-process') {
           fleet.closeWhileDrawing(victim);
         } else {
@@ -237,7 +256,7 @@ export class Nemesis {
           this.record(kind, target, `ok, SIGCONT after ${stoppedMs} ms`);
           return;
         }
-        this.record(kind, target, 'ok');
+        this.record(kind, target, result);
         // Keep the fleet near its size: a new process replaces the one gone.
         this.options.startProcess(victim.dc);
         return;

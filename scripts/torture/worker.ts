@@ -3,16 +3,19 @@
  * mode and records every ID it hands out in a binary history file (8 bytes each, little-endian
  * float64: IDs of the campaign's domain are exact there). IDs are buffered and written every
  * 20 ms (by a timer too, so that none waits in the buffer while a call waits for a refill), at
- * 4096, and before every wait of its own: a SIGKILL loses at most the IDs of the last 20 ms or
- * so, as a service killed before its callers stored them would. The checker cannot see a
- * duplicate of a lost ID; the campaign fails when a history holds other than what its worker
- * said it drew.
+ * 4096, and before every wait of its own: a raw SIGKILL loses at most the IDs of the last 20 ms
+ * or so, as a service killed before its callers stored them would, and the checker cannot see a
+ * duplicate of a lost ID. So the nemesis's process kill is a SIGHUP, on which the worker writes
+ * what it buffered and then SIGKILLs itself: the library is killed as by a crash (no close, no
+ * give-back) and the history is whole. The campaign fails when a history holds other than what
+ * its worker said it drew.
  *
  * Modes: `tight` awaits next() back to back; `paced` takes tryNext() ?? next() at a rate, with an
  * I/O turn between calls; `take` asks for runs of 1..maxTake IDs.
  *
  * Signals: SIGTERM stops drawing, then closes (unused IDs go back); SIGUSR2 closes while the
- * loop keeps calling (the close-while-drawing race), then exits.
+ * loop keeps calling (the close-while-drawing race), then exits; SIGHUP writes the history and
+ * SIGKILLs the process. All three are handled from before the worker's ready line.
  *
  *   node --import tsx scripts/torture/worker.ts '<json WorkerSpec>'
  */
@@ -97,6 +100,14 @@ async function main(spec: WorkerSpec): Promise<void> {
     buffer[buffered++] = id;
     if (buffered === FLUSH_EVERY || Date.now() - lastFlush >= FLUSH_MS) flush();
   };
+  // The nemesis's kill. A handler runs between turns of the event loop, after the microtasks
+  // that record what a resolved call handed out: the buffer then holds every ID handed out and
+  // not yet written, and no other code runs before the SIGKILL. A failed write throws out of
+  // the handler and the process exits 1, which the verdict counts against a kill.
+  process.on('SIGHUP', () => {
+    flush();
+    process.kill(process.pid, 'SIGKILL');
+  });
 
   // A service started while its DC's nodes are down keeps trying, as an orchestrator would.
   const connecting = Date.now();

@@ -1,14 +1,23 @@
 /**
  * The torture worker's history (scripts/torture/worker.ts) against a stand-in library
- * (test/unit/torture-worker/): what a SIGKILL leaves recorded.
+ * (test/unit/torture-worker/): what a kill leaves recorded.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import { killMidRefill } from './torture-worker/kill-mid-refill.js';
+import { runWorker, WorkerFiles } from './torture-worker/run-worker.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Where two lists of IDs first differ, or -1: a diff of a million IDs would say less. */
+function firstDifference(a: readonly number[], b: readonly number[]): number {
+  for (let i = 0; i < Math.max(a.length, b.length); i++) if (a[i] !== b[i]) return i;
+  return -1;
+}
 
 it('has written the IDs it handed out when killed while a call waits for a refill', async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'idgen-worker-'));
@@ -29,3 +38,42 @@ it('has written the IDs it handed out when killed while a call waits for a refil
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }, 90_000);
+
+describe("the nemesis's process kill (SIGHUP: write the history, then SIGKILL oneself)", () => {
+  // The campaign's rate bound (tight and take loops wait when ahead of it): without it a loop
+  // on a library that answers at once would never let a signal handler run.
+  const maxRate = 200_000;
+
+  it.each(['tight', 'take', 'paced'] as const)(
+    'leaves a %s history that holds every ID handed out, and no close',
+    async (mode) => {
+      const files = new WorkerFiles();
+      try {
+        const worker = runWorker(
+          files,
+          { mode: 'ledger' },
+          { mode, maxTake: 50, maxRate, rate: 20_000 },
+        );
+        await worker.waitFor('"first-id"');
+        // Past the worker's 20 ms flushes, at a moment of its loop the test does not choose.
+        await sleep(200 + Math.random() * 300);
+        worker.child.kill('SIGHUP');
+        const exit = await worker.exited;
+        const handedOut = files.handedOut();
+        const history = files.history();
+        expect(handedOut.length).toBeGreaterThan(1_000);
+        expect({
+          recorded: history.length,
+          firstDifference: firstDifference(history, handedOut),
+        }).toEqual({ recorded: handedOut.length, firstDifference: -1 });
+        expect(exit).toEqual({ code: null, signal: 'SIGKILL' });
+        // Killed as a crash is: the library was not closed, so it gave nothing back.
+        expect(files.closed()).toBe(false);
+        expect(worker.summary()).toBeUndefined();
+      } finally {
+        files.remove();
+      }
+    },
+    90_000,
+  );
+});

@@ -33,7 +33,7 @@ import {
   type FaultMix,
 } from './torture/nemesis.js';
 import { freshSeed, Random } from './torture/random.js';
-import { conductProblems, stopFailure } from './torture/verdict.js';
+import { closeViolations, conductProblems, stopFailure } from './torture/verdict.js';
 import { firstBlocksOf, killsOf, renderMarkdown, type CampaignReport } from './torture/report.js';
 
 interface Options {
@@ -402,6 +402,9 @@ async function main(): Promise<void> {
     drawnUnderFaults,
     incarnations: fleet.incarnations,
   });
+  const afterClose = closeViolations(
+    fleet.incarnations.map((i) => ({ ...i, closeViolations: i.summary?.closeViolations })),
+  );
   const count = (values: readonly string[]) =>
     values.reduce<Record<string, number>>((acc, v) => ({ ...acc, [v]: (acc[v] ?? 0) + 1 }), {});
   const report: CampaignReport = {
@@ -442,6 +445,7 @@ async function main(): Promise<void> {
     ),
     drawnUnderFaults,
     conductProblems: problems,
+    closeViolations: afterClose,
     errorsByCode,
     errorExamples,
     incarnations: fleet.incarnations.map((i, index) => ({
@@ -454,6 +458,7 @@ async function main(): Promise<void> {
       errors: i.summary?.errors ?? {},
       exit: i.exit,
       killed: i.killed,
+      closeViolations: i.summary?.closeViolations,
       failure:
         i.ending === 'failed' || stopFailure(i) !== undefined
           ? i.stderr.trim().split('\n').at(-1)?.slice(0, 500)
@@ -466,6 +471,7 @@ async function main(): Promise<void> {
     passed:
       verdict.valid &&
       incompleteHistories(fleet, history) === 0 &&
+      afterClose.length === 0 &&
       alarms(errorsByCode, unsafeCluster).length === 0 &&
       liveness.every((l) => l.ok) &&
       violations.length === 0 &&
@@ -486,6 +492,7 @@ async function main(): Promise<void> {
       `granted ${r.granted} = drawn ${r.drawn} + held ${r.held} + lost ${r.lost} (${r.balanced ? 'balanced' : 'NOT balanced'}); seed ${options.seed}`,
   );
   for (const problem of problems) log(`campaign does not count: ${problem}`);
+  for (const violation of afterClose) log(`close() broken: ${violation}`);
   process.stdout.write(`${path.join(options.out, 'report.md')}\n`);
   process.exitCode = report.passed ? 0 : 1;
 }

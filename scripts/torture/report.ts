@@ -53,6 +53,11 @@ export interface CampaignReport {
    * in older reports.
    */
   readonly conductProblems?: readonly string[];
+  /**
+   * Processes handed IDs after their close() began (verdict.ts, `closeViolations`); absent in
+   * reports written before it was checked.
+   */
+  readonly closeViolations?: readonly string[];
   readonly errorsByCode: Readonly<Record<string, number>>;
   /** One message per error code, as a process first saw it. */
   readonly errorExamples: Readonly<Record<string, string>>;
@@ -69,6 +74,8 @@ export interface CampaignReport {
     readonly exit?: ProcessExit | undefined;
     /** How it was killed, if it was; absent in older reports. */
     readonly killed?: KillHow | undefined;
+    /** IDs it was handed after its close() began; absent without a summary or in older reports. */
+    readonly closeViolations?: number | undefined;
     /**
      * The last line it wrote to stderr, for processes that failed or did not exit 0 when told to
      * stop.
@@ -80,8 +87,9 @@ export interface CampaignReport {
   readonly linearizabilityLines: readonly string[];
   readonly verdict: Verdict;
   /**
-   * True when every property held (the history is valid and complete, every DC drew again, check
-   * is clean, no violation logged) and the campaign has no conduct problem.
+   * True when every property held (the history is valid and complete, no ID came after a close()
+   * began, every DC drew again, check is clean, no violation logged) and the campaign has no
+   * conduct problem.
    */
   readonly passed: boolean;
 }
@@ -183,6 +191,12 @@ export function renderMarkdown(report: CampaignReport): string {
   lines.push(
     `| calls that found the rows gone back or broken | ${n(alarmed)}${report.cluster.commitlogSync === 'periodic' ? ' (commitlog_sync periodic: expected)' : ''} |`,
   );
+  const afterClose = report.closeViolations;
+  if (afterClose !== undefined) {
+    lines.push(
+      `| processes handed IDs after their close() began | ${afterClose.length === 0 ? 'none' : afterClose.join('; ')} |`,
+    );
+  }
   lines.push(`| IDs outside their DC's grants | ${n(v.outsideGrantsCount)} |`);
   lines.push(`| grant problems (overlap, above GLOBAL) | ${v.grantProblems.length} |`);
   lines.push(`| \`check\` violations | ${report.check.violations.length} |`);

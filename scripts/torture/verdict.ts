@@ -60,6 +60,28 @@ export function stopFailure(stopped: StoppedProcess): string | undefined {
   return `${how} after ${signal} told it to ${told}`;
 }
 
+/** What {@link closeViolations} needs of a process. */
+export interface ClosedProcess {
+  readonly id: number;
+  readonly dc: string;
+  /** IDs it was handed after its close() began (worker.ts); absent without a summary. */
+  readonly closeViolations?: number | undefined;
+}
+
+/**
+ * The processes handed IDs after their close() began, one line each; empty when none was. The
+ * README promises that from that moment no ID is handed out: an ID served from blocks being
+ * given back is one another process may be handed too, and any fails the campaign.
+ */
+export function closeViolations(processes: readonly ClosedProcess[]): string[] {
+  return processes
+    .filter((p) => (p.closeViolations ?? 0) > 0)
+    .map(
+      (p) =>
+        `process ${p.id} (${p.dc}) was handed ${p.closeViolations!.toLocaleString('en-US')} IDs after its close() began`,
+    );
+}
+
 export interface CampaignConduct {
   readonly timeline: readonly TimelineEntry[];
   /** Every DC of the cluster, with the IDs its processes recorded while the nemesis acted. */

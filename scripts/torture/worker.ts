@@ -17,6 +17,12 @@
  * loop keeps calling (the close-while-drawing race), then exits; SIGHUP writes the history and
  * SIGKILLs the process. All three are handled from before the worker's ready line.
  *
+ * From the moment close() is called no ID may be handed out (README), so the worker counts the
+ * IDs that came back after it: a call made after close() began must get none, and the one call
+ * in flight then only those the library had taken before it (its `issued` then, which a call
+ * that waited for a refill has not reached: next() yields to I/O after it took an ID once in
+ * 512 calls, and a close() in that turn is legitimately followed by that ID).
+ *
  *   node --import tsx scripts/torture/worker.ts '<json WorkerSpec>'
  */
 import fs from 'node:fs';
@@ -67,6 +73,10 @@ export interface WorkerSummary {
   readonly firstErrors: Readonly<Record<string, string>>;
   readonly stats: Readonly<Record<string, unknown>>;
   readonly closedEarly: boolean;
+  /** IDs handed to it after close() began (see the top of this file). */
+  readonly servedAfterClose: number;
+  /** Of those, the IDs the library had not taken before close() began: any is a failure. */
+  readonly closeViolations: number;
 }
 
 const FLUSH_EVERY = 4096;
@@ -116,11 +126,35 @@ async function main(spec: WorkerSpec): Promise<void> {
   const seq = ids.sequence(spec.sequence);
   let stopping = false;
   let closedEarly = false;
+  let drawn = 0;
+  // Set in the same synchronous step as close() is called: every call that resolves after it
+  // was in flight then, or made after it.
+  let closeBegun = false;
+  let takenAtClose = 0;
+  let servedAfterClose = 0;
+  let closeViolations = 0;
+  const close = (): Promise<void> => {
+    if (!closeBegun) {
+      closeBegun = true;
+      // IDs the library took and had not handed over yet: the call in flight may bring them.
+      takenAtClose = Math.max(0, Number(seq.stats().issued) - drawn);
+    }
+    return ids.close();
+  };
+  /** Counts `count` IDs a call handed out; `calledAfterClose` if it was made after close(). */
+  const received = (count: number, calledAfterClose: boolean) => {
+    drawn += count;
+    if (!closeBegun) return;
+    servedAfterClose += count;
+    const allowed = calledAfterClose ? 0 : takenAtClose;
+    closeViolations += Math.max(0, count - allowed);
+    if (!calledAfterClose) takenAtClose = Math.max(0, takenAtClose - count);
+  };
   process.on('SIGTERM', () => (stopping = true));
   process.on('SIGUSR2', () => {
     closedEarly = true;
     // Close while the loop below keeps calling: no ID may come back after this point.
-    void ids.close().finally(() => (stopping = true));
+    void close().finally(() => (stopping = true));
   });
   process.stdout.write(
     JSON.stringify({ event: 'ready', pid: process.pid, startupMs, connectMs }) + '\n',
@@ -128,7 +162,6 @@ async function main(spec: WorkerSpec): Promise<void> {
 
   const errors: Record<string, number> = {};
   const firstErrors: Record<string, string> = {};
-  let drawn = 0;
   let firstReported = false;
   const started = Date.now();
   const limit = spec.count ?? Infinity;
@@ -143,15 +176,16 @@ async function main(spec: WorkerSpec): Promise<void> {
       };
       process.stdout.write(JSON.stringify(first) + '\n');
     }
+    const calledAfterClose = closeBegun;
     try {
       if (spec.mode === 'take') {
         const count = 1 + Math.floor(Math.random() * spec.maxTake);
         const { first, last } = await seq.take(count);
         for (let id = first; id <= last; id++) record(id);
-        drawn += last - first + 1;
+        received(last - first + 1, calledAfterClose);
       } else if (spec.mode === 'paced') {
         record(seq.tryNext() ?? (await seq.next()));
-        drawn++;
+        received(1, calledAfterClose);
         const due = started + (drawn / spec.rate) * 1000;
         if (due > Date.now()) {
           flush();
@@ -161,7 +195,7 @@ async function main(spec: WorkerSpec): Promise<void> {
         }
       } else {
         record(await seq.next());
-        drawn++;
+        received(1, calledAfterClose);
       }
       if (spec.maxRate !== undefined && spec.mode !== 'paced') {
         const due = started + (drawn / spec.maxRate) * 1000;
@@ -183,7 +217,7 @@ async function main(spec: WorkerSpec): Promise<void> {
   flush();
   fs.closeSync(fd);
   const stats = seq.stats();
-  await ids.close();
+  await close();
   const summary: WorkerSummary = {
     event: 'done',
     drawn,
@@ -191,6 +225,8 @@ async function main(spec: WorkerSpec): Promise<void> {
     firstErrors,
     stats: { ...stats, lastError: stats.lastError?.message },
     closedEarly,
+    servedAfterClose,
+    closeViolations,
   };
   process.stdout.write(JSON.stringify(summary) + '\n');
 }

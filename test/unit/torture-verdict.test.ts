@@ -14,6 +14,7 @@ import {
 import { Random } from '../../scripts/torture/random.js';
 import type { CampaignReport } from '../../scripts/torture/report.js';
 import {
+  closeViolations,
   conductProblems,
   MIN_IDS_PER_DC_UNDER_FAULTS,
   type CampaignConduct,
@@ -146,6 +147,19 @@ describe('torture verdict: what a campaign must have done', () => {
       };
       expect(conductProblems(conduct), name).toEqual([]);
     }
+  });
+});
+
+describe('torture verdict: no ID after close() began', () => {
+  it('fails a process handed IDs after its close() began', () => {
+    expect(
+      closeViolations([
+        { id: 1, dc: 'dc1', closeViolations: 0 },
+        { id: 2, dc: 'dc2', closeViolations: 1_234 },
+        // Killed, or from a report written before it was counted: no summary to judge.
+        { id: 3, dc: 'dc3' },
+      ]),
+    ).toEqual(['process 2 (dc2) was handed 1,234 IDs after its close() began']);
   });
 });
 

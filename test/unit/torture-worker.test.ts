@@ -8,6 +8,7 @@ import path from 'node:path';
 
 import { describe, expect, it } from 'vitest';
 
+import { closeViolations } from '../../scripts/torture/verdict.js';
 import { killMidRefill } from './torture-worker/kill-mid-refill.js';
 import { runWorker, WorkerFiles } from './torture-worker/run-worker.js';
 
@@ -70,6 +71,67 @@ describe("the nemesis's process kill (SIGHUP: write the history, then SIGKILL on
         // Killed as a crash is: the library was not closed, so it gave nothing back.
         expect(files.closed()).toBe(false);
         expect(worker.summary()).toBeUndefined();
+      } finally {
+        files.remove();
+      }
+    },
+    90_000,
+  );
+});
+
+describe('close(): from the moment it is called no ID is handed out', () => {
+  it('catches a library that keeps handing out IDs after close() began', async () => {
+    const files = new WorkerFiles();
+    try {
+      const worker = runWorker(files, { mode: 'serve-after-close' }, { maxRate: 200_000 });
+      await worker.waitFor('"first-id"');
+      await sleep(200);
+      worker.child.kill('SIGUSR2');
+      expect(await worker.exited).toEqual({ code: 0, signal: null });
+      const summary = worker.summary()!;
+      expect(summary.closedEarly).toBe(true);
+      // The loop kept calling for the 100 ms its close() took, and was served.
+      expect(summary.closeViolations).toBeGreaterThan(0);
+      expect(summary.servedAfterClose).toBeGreaterThanOrEqual(summary.closeViolations);
+      // The campaign fails on it.
+      expect(closeViolations([{ id: 7, dc: 'dc1', ...summary }])).toEqual([
+        `process 7 (dc1) was handed ${summary.closeViolations.toLocaleString('en-US')} IDs after its close() began`,
+      ]);
+      expect(files.history()).toEqual(files.handedOut());
+    } finally {
+      files.remove();
+    }
+  }, 90_000);
+
+  it.each([
+    ['a library that refuses every call after close()', 'ledger', 'take', 0, 200_000],
+    // Its every next() is in flight across a turn of the event loop, holding an ID it took: the
+    // close() comes in that turn, and the call then resolves with that ID, as the library's next()
+    // does once in 512 calls.
+    [
+      'the ID taken before close() began, handed over after it',
+      'take-then-yield',
+      'tight',
+      1,
+      undefined,
+    ],
+  ] as const)(
+    'passes %s',
+    async (_, fake, mode, servedAfterClose, maxRate) => {
+      const files = new WorkerFiles();
+      try {
+        const worker = runWorker(files, { mode: fake }, { mode, maxTake: 50, maxRate });
+        await worker.waitFor('"first-id"');
+        await sleep(200);
+        worker.child.kill('SIGUSR2');
+        expect(await worker.exited).toEqual({ code: 0, signal: null });
+        expect(worker.summary()).toMatchObject({
+          closedEarly: true,
+          servedAfterClose,
+          closeViolations: 0,
+          errors: { IDGEN_CLOSED: 1 },
+        });
+        expect(files.history()).toEqual(files.handedOut());
       } finally {
         files.remove();
       }

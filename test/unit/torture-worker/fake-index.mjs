@@ -1,4 +1,4 @@
-/* global setInterval, setImmediate, process, Buffer */
+/* global setInterval, setImmediate, setTimeout, process, Buffer */
 // Stands in for the library in the torture worker and in the draw worker of the integration
 // tests. FAKE_LIBRARY (JSON) picks how it behaves; without it, `refill-wait`:
 // - refill-wait: next() hands out 1..300 at once, then waits for good, as a refill does while
@@ -6,8 +6,9 @@
 // - ledger: next() and take() hand out IDs at once (next() yields to I/O first once in 512
 //   calls, as the library does), each written to the file `ledger` as it is handed to the
 //   caller (a SIGKILL cannot lose it there), so a test can compare the worker's history with
-//   what was handed out; close() writes the file `closedMarker` and later calls throw
-//   IDGEN_CLOSED.
+//   what was handed out; close() writes the file `closedMarker` at once, so that later calls
+//   throw IDGEN_CLOSED, and resolves `closeMs` (default 100) later, as giving IDs back takes
+//   round trips to the store.
 // - serve-after-close: ledger, but it keeps handing out IDs after close() (a broken library).
 // - take-then-yield: ledger, but every next() takes its ID, then yields to I/O before it
 //   resolves, as the library's next() does once in 512 IDs: a close() in that turn starts after
@@ -86,6 +87,7 @@ export async function connect() {
     async close() {
       closed = true;
       if (config.closedMarker !== undefined) fs.writeFileSync(config.closedMarker, 'closed');
+      await new Promise((resolve) => setTimeout(resolve, config.closeMs ?? 100));
     },
   };
 }

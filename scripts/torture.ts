@@ -400,7 +400,10 @@ async function main(): Promise<void> {
   const problems = conductProblems({
     timeline: nemesis.timeline,
     drawnUnderFaults,
-    incarnations: fleet.incarnations,
+    incarnations: fleet.incarnations.map((i) => ({
+      ...i,
+      closedEarly: i.summary?.closedEarly ?? false,
+    })),
   });
   const afterClose = closeViolations(
     fleet.incarnations.map((i) => ({ ...i, closeViolations: i.summary?.closeViolations })),
@@ -458,6 +461,7 @@ async function main(): Promise<void> {
       errors: i.summary?.errors ?? {},
       exit: i.exit,
       killed: i.killed,
+      closedEarly: i.summary?.closedEarly ?? false,
       closeViolations: i.summary?.closeViolations,
       failure:
         i.ending === 'failed' || stopFailure(i) !== undefined

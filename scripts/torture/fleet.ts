@@ -67,6 +67,12 @@ export interface Incarnation {
   killed: KillHow | undefined;
   /** It printed its ready line: connected, its signal handlers installed. */
   connected: boolean;
+  /**
+   * It printed its first-ID line: it has handed out an ID. The nemesis's process faults pick
+   * only such processes: one still starting, connecting or waiting for its first block holds
+   * no ID, and a fault there tests nothing.
+   */
+  drawing: boolean;
   /** SIGKILLed by `stopAll` for not ending within its timeout of a SIGTERM: not the nemesis's doing. */
   hungOnStop: boolean;
   summary: WorkerSummary | undefined;
@@ -163,6 +169,7 @@ export class Fleet {
       stopped: false,
       killed: undefined,
       connected: false,
+      drawing: false,
       hungOnStop: false,
       summary: undefined,
       firstId: undefined,
@@ -195,6 +202,7 @@ export class Fleet {
       if (readySeen && incarnation.readyTimes === undefined) {
         incarnation.readyTimes = readyTimesIn(stdout);
       }
+      if (readySeen && !incarnation.drawing) incarnation.drawing = firstIdIn(stdout) !== undefined;
     });
     child.stderr!.on('data', (chunk: Buffer) => {
       incarnation.stderr = (incarnation.stderr + chunk.toString()).slice(-20_000);

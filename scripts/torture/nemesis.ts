@@ -233,9 +233,11 @@ export class Nemesis {
       case 'kill-process':
       case 'stop-process':
       case 'close-process': {
-        const running = fleet.running().filter((i) => !i.stopped);
+        // Only processes that have handed out IDs (fleet.ts, `drawing`): a kill or close of one
+        // still connecting tests nothing, and one not yet handling SIGUSR2 dies of it.
+        const running = fleet.running().filter((i) => !i.stopped && i.drawing);
         if (running.length === 0) {
-          this.record(kind, '-', 'skipped: no process running');
+          this.record(kind, '-', 'skipped: no process drawing');
           return;
         }
         const victim = random.pick(running);

@@ -74,6 +74,8 @@ export interface CampaignReport {
     readonly exit?: ProcessExit | undefined;
     /** How it was killed, if it was; absent in older reports. */
     readonly killed?: KillHow | undefined;
+    /** Its summary said it closed while drawing (false without one); absent in older reports. */
+    readonly closedEarly?: boolean | undefined;
     /** IDs it was handed after its close() began; absent without a summary or in older reports. */
     readonly closeViolations?: number | undefined;
     /**

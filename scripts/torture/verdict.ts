@@ -95,14 +95,20 @@ export interface CampaignConduct {
     readonly hungOnStop?: boolean | undefined;
     /** How its process exited; absent in reports written before it was recorded. */
     readonly exit?: ProcessExit | undefined;
+    /**
+     * Its summary said it closed while drawing (false without a summary); absent in reports
+     * written before it was recorded.
+     */
+    readonly closedEarly?: boolean | undefined;
   }[];
 }
 
 /**
  * Why the campaign does not count, one reason a line; empty when it does. A process the nemesis
- * killed ends `killed` (and one closed `closed-while-drawing`); `failed` is one that exited with
- * an error on its own, and one killed for not stopping at the end is `hungOnStop`. One told to
- * stop or to close that did not then exit 0 is a {@link stopFailure}.
+ * killed ends `killed` (and one closed `closed-while-drawing`, which must report the close);
+ * `failed` is one that exited with an error on its own, and one killed for not stopping at the
+ * end is `hungOnStop`. One told to stop or to close that did not then exit 0 is a
+ * {@link stopFailure}.
  */
 export function conductProblems(conduct: CampaignConduct): string[] {
   const problems: string[] = [];
@@ -135,6 +141,13 @@ export function conductProblems(conduct: CampaignConduct): string[] {
     }
     const failure = stopFailure(i);
     if (failure !== undefined) problems.push(`process ${i.id} (${i.dc}) ${failure}`);
+    // The nemesis closes only processes that drew (so handle SIGUSR2): one that did not report
+    // the close was not tested by it, even if it died of the very signal.
+    if (i.ending === 'closed-while-drawing' && i.closedEarly === false) {
+      problems.push(
+        `process ${i.id} (${i.dc}) was told to close while drawing and did not report a close`,
+      );
+    }
   }
   return problems;
 }

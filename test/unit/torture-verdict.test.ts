@@ -127,6 +127,27 @@ describe('torture verdict: what a campaign must have done', () => {
     ]);
   });
 
+  it('fails a process told to close while drawing that did not report the close', () => {
+    const closed = (
+      id: number,
+      closedEarly: boolean | undefined,
+      signal: NodeJS.Signals | null,
+    ) => ({
+      ...{ id, dc: 'dc2', ending: 'closed-while-drawing', liveness: false, closedEarly },
+      exit: { code: signal === null ? 0 : null, signal },
+    });
+    const incarnations = [
+      closed(1, true, null),
+      // Not yet handling SIGUSR2: the signal's default ended it, and nothing was closed.
+      closed(2, false, 'SIGUSR2'),
+      // From a report written before the close was recorded: not judged.
+      closed(3, undefined, 'SIGUSR2'),
+    ];
+    expect(conductProblems({ ...healthy, incarnations })).toEqual([
+      'process 2 (dc2) was told to close while drawing and did not report a close',
+    ]);
+  });
+
   it("passes every committed campaign's faults and processes", () => {
     const dir = path.join(import.meta.dirname, '..', '..', 'torture', 'campaigns');
     const names = fs.readdirSync(dir);

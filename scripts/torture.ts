@@ -33,7 +33,13 @@ import {
   type FaultMix,
 } from './torture/nemesis.js';
 import { freshSeed, Random } from './torture/random.js';
-import { closeViolations, conductProblems, stopFailure } from './torture/verdict.js';
+import { ALARM_CODES } from './torture/errors.js';
+import {
+  closeViolations,
+  conductProblems,
+  stopFailure,
+  unexpectedErrors,
+} from './torture/verdict.js';
 import { firstBlocksOf, killsOf, renderMarkdown, type CampaignReport } from './torture/report.js';
 
 interface Options {
@@ -405,6 +411,7 @@ async function main(): Promise<void> {
       closedEarly: i.summary?.closedEarly ?? false,
     })),
   });
+  const unexpected = unexpectedErrors(errorsByCode, errorExamples);
   const afterClose = closeViolations(
     fleet.incarnations.map((i) => ({ ...i, closeViolations: i.summary?.closeViolations })),
   );
@@ -449,6 +456,7 @@ async function main(): Promise<void> {
     drawnUnderFaults,
     conductProblems: problems,
     closeViolations: afterClose,
+    unexpectedErrors: unexpected,
     errorsByCode,
     errorExamples,
     incarnations: fleet.incarnations.map((i, index) => ({
@@ -476,6 +484,7 @@ async function main(): Promise<void> {
       verdict.valid &&
       incompleteHistories(fleet, history) === 0 &&
       afterClose.length === 0 &&
+      unexpected.length === 0 &&
       alarms(errorsByCode, unsafeCluster).length === 0 &&
       liveness.every((l) => l.ok) &&
       violations.length === 0 &&
@@ -497,6 +506,7 @@ async function main(): Promise<void> {
   );
   for (const problem of problems) log(`campaign does not count: ${problem}`);
   for (const violation of afterClose) log(`close() broken: ${violation}`);
+  for (const error of unexpected) log(`unexpected error: ${error}`);
   process.stdout.write(`${path.join(options.out, 'report.md')}\n`);
   process.exitCode = report.passed ? 0 : 1;
 }
@@ -518,9 +528,7 @@ async function openClientFor(points: readonly string[], dc: string): Promise<cas
  */
 function alarms(errorsByCode: Readonly<Record<string, number>>, unsafeCluster: boolean): string[] {
   if (unsafeCluster) return [];
-  return ['IDGEN_STATE_ROLLED_BACK', 'IDGEN_INVARIANT_BROKEN'].filter(
-    (code) => (errorsByCode[code] ?? 0) > 0,
-  );
+  return ALARM_CODES.filter((code) => (errorsByCode[code] ?? 0) > 0);
 }
 
 /**

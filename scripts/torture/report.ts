@@ -58,6 +58,11 @@ export interface CampaignReport {
    * reports written before it was checked.
    */
   readonly closeViolations?: readonly string[];
+  /**
+   * Errors the library must not throw under faults (verdict.ts, `unexpectedErrors`); absent in
+   * reports written before they were told apart.
+   */
+  readonly unexpectedErrors?: readonly string[];
   readonly errorsByCode: Readonly<Record<string, number>>;
   /** One message per error code, as a process first saw it. */
   readonly errorExamples: Readonly<Record<string, string>>;
@@ -90,8 +95,8 @@ export interface CampaignReport {
   readonly verdict: Verdict;
   /**
    * True when every property held (the history is valid and complete, no ID came after a close()
-   * began, every DC drew again, check is clean, no violation logged) and the campaign has no
-   * conduct problem.
+   * began, no error other than those faults cause, every DC drew again, check is clean, no
+   * violation logged) and the campaign has no conduct problem.
    */
   readonly passed: boolean;
 }
@@ -197,6 +202,12 @@ export function renderMarkdown(report: CampaignReport): string {
   if (afterClose !== undefined) {
     lines.push(
       `| processes handed IDs after their close() began | ${afterClose.length === 0 ? 'none' : afterClose.join('; ')} |`,
+    );
+  }
+  const unexpected = report.unexpectedErrors;
+  if (unexpected !== undefined) {
+    lines.push(
+      `| errors other than those faults cause | ${unexpected.length === 0 ? 'none' : unexpected.join('; ').replaceAll('|', '/').slice(0, 1_000)} |`,
     );
   }
   lines.push(`| IDs outside their DC's grants | ${n(v.outsideGrantsCount)} |`);

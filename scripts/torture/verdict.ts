@@ -4,6 +4,7 @@
  * next to nothing under the faults, or a process died of an error of its own or crashed when
  * told to stop.
  */
+import { ALARM_CODES, EXPECTED_ERROR_CODES } from './errors.js';
 import type { ProcessExit } from './fleet.js';
 import { CLUSTER_FAULT_KINDS, type TimelineEntry } from './nemesis.js';
 
@@ -79,6 +80,22 @@ export function closeViolations(processes: readonly ClosedProcess[]): string[] {
     .map(
       (p) =>
         `process ${p.id} (${p.dc}) was handed ${p.closeViolations!.toLocaleString('en-US')} IDs after its close() began`,
+    );
+}
+
+/**
+ * The errors the processes saw that the library must not throw under faults (errors.ts), one
+ * line each with its first message; empty when there were none. The alarms are judged apart.
+ */
+export function unexpectedErrors(
+  errorsByCode: Readonly<Record<string, number>>,
+  errorExamples: Readonly<Record<string, string>>,
+): string[] {
+  return Object.entries(errorsByCode)
+    .filter(([code]) => !EXPECTED_ERROR_CODES.includes(code) && !ALARM_CODES.includes(code))
+    .map(
+      ([code, calls]) =>
+        `${code} (${calls.toLocaleString('en-US')} call${calls === 1 ? '' : 's'}), first: ${errorExamples[code] ?? ''}`,
     );
 }
 

@@ -31,6 +31,7 @@ import { setImmediate as turn } from 'node:timers/promises';
 import { setMutationsForTests, type Mutation } from '../../src/allocator/mutations.js';
 import { connect } from '../../src/index.js';
 import type { IdGen, IdGenError } from '../../src/index.js';
+import { ALARM_CODES, EXPECTED_ERROR_CODES } from './errors.js';
 
 export type WorkerMode = 'tight' | 'paced' | 'take';
 
@@ -77,6 +78,11 @@ export interface WorkerSummary {
   readonly servedAfterClose: number;
   /** Of those, the IDs the library had not taken before close() began: any is a failure. */
   readonly closeViolations: number;
+  /**
+   * The error, outside those the library may throw under faults (errors.ts), that stopped it;
+   * it then exits 1.
+   */
+  readonly unexpectedError?: { readonly code: string; readonly message: string } | undefined;
 }
 
 const FLUSH_EVERY = 4096;
@@ -84,7 +90,8 @@ const FLUSH_EVERY = 4096;
 const MAX_RATE_SLACK_MS = 10;
 const FLUSH_MS = 20;
 
-async function main(spec: WorkerSpec): Promise<void> {
+/** Whether it drew until told to stop, without an error it must not retry past. */
+async function main(spec: WorkerSpec): Promise<boolean> {
   // From the process's start to here: Node, tsx compiling the sources, and the imports. On two
   // cores shared with nine nodes this is most of a liveness worker's time to connect.
   const startupMs = Math.round(process.uptime() * 1000);
@@ -162,6 +169,7 @@ async function main(spec: WorkerSpec): Promise<void> {
 
   const errors: Record<string, number> = {};
   const firstErrors: Record<string, string> = {};
+  let unexpectedError: WorkerSummary['unexpectedError'];
   let firstReported = false;
   const started = Date.now();
   const limit = spec.count ?? Infinity;
@@ -207,9 +215,16 @@ async function main(spec: WorkerSpec): Promise<void> {
     } catch (error) {
       const code = (error as Partial<IdGenError>).code ?? 'UNKNOWN';
       errors[code] = (errors[code] ?? 0) + 1;
-      firstErrors[code] ??= error instanceof Error ? error.message : String(error);
+      const message = error instanceof Error ? error.message : String(error);
+      firstErrors[code] ??= message;
       flush();
       if (code === 'IDGEN_CLOSED') break;
+      if (!EXPECTED_ERROR_CODES.includes(code) && !ALARM_CODES.includes(code)) {
+        // Retried, a defect would pass as a fault: stop, say what it was, and fail.
+        unexpectedError = { code, message };
+        process.stderr.write(`torture worker: unexpected error ${code}: ${message}\n`);
+        break;
+      }
       await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 150));
     }
   }
@@ -227,8 +242,10 @@ async function main(spec: WorkerSpec): Promise<void> {
     closedEarly,
     servedAfterClose,
     closeViolations,
+    unexpectedError,
   };
   process.stdout.write(JSON.stringify(summary) + '\n');
+  return unexpectedError === undefined;
 }
 
 async function connectWithin(spec: WorkerSpec, ms: number): Promise<IdGen> {
@@ -248,7 +265,7 @@ async function connectWithin(spec: WorkerSpec, ms: number): Promise<IdGen> {
 }
 
 main(JSON.parse(process.argv[2] ?? '{}') as WorkerSpec).then(
-  () => process.exit(0),
+  (ok) => process.exit(ok ? 0 : 1),
   (error: unknown) => {
     process.stderr.write(
       `torture worker: ${error instanceof Error ? error.stack : String(error)}\n`,

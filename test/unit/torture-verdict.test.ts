@@ -17,6 +17,7 @@ import {
   closeViolations,
   conductProblems,
   MIN_IDS_PER_DC_UNDER_FAULTS,
+  unexpectedErrors,
   type CampaignConduct,
 } from '../../scripts/torture/verdict.js';
 
@@ -181,6 +182,36 @@ describe('torture verdict: no ID after close() began', () => {
         { id: 3, dc: 'dc3' },
       ]),
     ).toEqual(['process 2 (dc2) was handed 1,234 IDs after its close() began']);
+  });
+});
+
+describe('torture verdict: errors other than those faults cause', () => {
+  it('fails any code but those faults cause and the alarms (judged apart), with its first message', () => {
+    const errorsByCode = {
+      IDGEN_STORE_UNAVAILABLE: 10,
+      IDGEN_SERIAL_UNAVAILABLE: 2,
+      IDGEN_DEADLINE_EXCEEDED: 3,
+      IDGEN_CONTENTION: 1,
+      IDGEN_CLOSED: 4,
+      IDGEN_STATE_ROLLED_BACK: 5,
+      IDGEN_INVALID_COUNT: 1_200,
+      UNKNOWN: 1,
+    };
+    const examples = { IDGEN_INVALID_COUNT: 'count 51 refused', UNKNOWN: 'x is undefined' };
+    expect(unexpectedErrors(errorsByCode, examples)).toEqual([
+      'IDGEN_INVALID_COUNT (1,200 calls), first: count 51 refused',
+      'UNKNOWN (1 call), first: x is undefined',
+    ]);
+  });
+
+  it("passes every committed campaign's errors", () => {
+    const dir = path.join(import.meta.dirname, '..', '..', 'torture', 'campaigns');
+    for (const name of fs.readdirSync(dir)) {
+      const report = JSON.parse(
+        fs.readFileSync(path.join(dir, name, 'report.json'), 'utf8'),
+      ) as CampaignReport;
+      expect(unexpectedErrors(report.errorsByCode, report.errorExamples), name).toEqual([]);
+    }
   });
 });
 

@@ -139,3 +139,60 @@ describe('close(): from the moment it is called no ID is handed out', () => {
     90_000,
   );
 });
+
+describe('errors: the worker retries only those that faults cause', () => {
+  /** Its exit, or a SIGTERM's after `ms` if it has not exited by then. */
+  async function exitWithin(worker: ReturnType<typeof runWorker>, ms: number) {
+    const timer = setTimeout(() => worker.child.kill('SIGTERM'), ms);
+    try {
+      return await worker.exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  it.each([
+    ['an error that is no IdGenError', 'UNKNOWN', { name: 'TypeError', message: 'x is undefined' }],
+    [
+      'a code of the library that faults do not cause',
+      'IDGEN_INVALID_COUNT',
+      { name: 'Error', message: 'count 0 refused', code: 'IDGEN_INVALID_COUNT' },
+    ],
+  ])(
+    'stops on %s and exits 1, saying what it was',
+    async (_, code, error) => {
+      const files = new WorkerFiles();
+      try {
+        const worker = runWorker(files, { mode: 'throw', after: 500, error }, { maxRate: 200_000 });
+        expect(await exitWithin(worker, 30_000)).toEqual({ code: 1, signal: null });
+        expect(worker.summary()).toMatchObject({
+          drawn: 500,
+          errors: { [code]: 1 },
+          unexpectedError: { code, message: error.message },
+        });
+        expect(worker.stderr().trim().split('\n').at(-1)).toBe(
+          `torture worker: unexpected error ${code}: ${error.message}`,
+        );
+        expect(files.history()).toEqual(files.handedOut());
+      } finally {
+        files.remove();
+      }
+    },
+    90_000,
+  );
+
+  it('retries an error that faults cause, and reports it', async () => {
+    const files = new WorkerFiles();
+    const error = { name: 'Error', message: 'unavailable', code: 'IDGEN_STORE_UNAVAILABLE' };
+    try {
+      const worker = runWorker(files, { mode: 'throw', after: 500, error }, { maxRate: 200_000 });
+      await worker.waitFor('"first-id"');
+      expect(await exitWithin(worker, 1_500)).toEqual({ code: 0, signal: null });
+      const summary = worker.summary()!;
+      expect(summary.errors['IDGEN_STORE_UNAVAILABLE']).toBeGreaterThan(1);
+      expect(summary.unexpectedError).toBeUndefined();
+    } finally {
+      files.remove();
+    }
+  }, 90_000);
+});

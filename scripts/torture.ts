@@ -37,6 +37,7 @@ import { ALARM_CODES } from './torture/errors.js';
 import {
   closeViolations,
   conductProblems,
+  killFailure,
   stopFailure,
   unexpectedErrors,
 } from './torture/verdict.js';
@@ -472,7 +473,7 @@ async function main(): Promise<void> {
       closedEarly: i.summary?.closedEarly ?? false,
       closeViolations: i.summary?.closeViolations,
       failure:
-        i.ending === 'failed' || stopFailure(i) !== undefined
+        i.ending === 'failed' || stopFailure(i) !== undefined || killFailure(i) !== undefined
           ? i.stderr.trim().split('\n').at(-1)?.slice(0, 500)
           : undefined,
     })),

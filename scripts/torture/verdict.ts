@@ -29,7 +29,8 @@ const EXPECTED_ALTER_FAILURE = /^failed: Cassandra is unavailable at /;
  * The signal a process of each ending was sent to stop (fleet.ts): it must then close, flush its
  * history and exit 0. A process sent it before it handles it (the worker installs its handlers
  * once connected, so one still starting or connecting, holding no IDs) dies of that very signal,
- * which is no failure; a SIGKILL (`killed`) is the nemesis's or `stopAll`'s and is not judged.
+ * which is no failure. A process killed (`killed`) must die of the SIGKILL, see
+ * {@link killFailure}.
  */
 const STOP_SIGNALS: Readonly<Record<string, NodeJS.Signals>> = {
   terminated: 'SIGTERM',
@@ -99,6 +100,23 @@ export function unexpectedErrors(
     );
 }
 
+/**
+ * How a process recorded as killed ended otherwise than by a SIGKILL, or undefined if it did
+ * not: one that failed on its own just before the kill (it exited with a code, or died of
+ * another signal), or whose write of its history on the nemesis's SIGHUP failed (it exits 1).
+ * Taken for the kill, its failure would pass unseen.
+ */
+export function killFailure(killed: StoppedProcess): string | undefined {
+  const exit = killed.exit;
+  if (killed.ending !== 'killed' || exit === undefined) return undefined;
+  if (exit.code === null && exit.signal === 'SIGKILL') return undefined;
+  const how =
+    exit.code !== null
+      ? `exited with code ${exit.code}`
+      : `was ended by ${exit.signal ?? 'a signal'}`;
+  return `${how} when it was being killed, not by the SIGKILL`;
+}
+
 export interface CampaignConduct {
   readonly timeline: readonly TimelineEntry[];
   /** Every DC of the cluster, with the IDs its processes recorded while the nemesis acted. */
@@ -122,7 +140,8 @@ export interface CampaignConduct {
 
 /**
  * Why the campaign does not count, one reason a line; empty when it does. A process the nemesis
- * killed ends `killed` (and one closed `closed-while-drawing`, which must report the close);
+ * killed ends `killed`, and must have died of the SIGKILL ({@link killFailure}); one closed
+ * `closed-while-drawing`, which must report the close;
  * `failed` is one that exited with an error on its own, and one killed for not stopping at the
  * end is `hungOnStop`. One told to stop or to close that did not then exit 0 is a
  * {@link stopFailure}.
@@ -156,7 +175,7 @@ export function conductProblems(conduct: CampaignConduct): string[] {
     if (!i.liveness && i.hungOnStop === true) {
       problems.push(`process ${i.id} (${i.dc}) did not stop when told and was killed`);
     }
-    const failure = stopFailure(i);
+    const failure = stopFailure(i) ?? (i.liveness ? undefined : killFailure(i));
     if (failure !== undefined) problems.push(`process ${i.id} (${i.dc}) ${failure}`);
     // The nemesis closes only processes that drew (so handle SIGUSR2): one that did not report
     // the close was not tested by it, even if it died of the very signal.

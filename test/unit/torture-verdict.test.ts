@@ -149,6 +149,32 @@ describe('torture verdict: what a campaign must have done', () => {
     ]);
   });
 
+  it('fails a process recorded as killed that did not die of the SIGKILL', () => {
+    const killed = (id: number, code: number | null, signal: NodeJS.Signals | null, more = {}) => ({
+      ...{ id, dc: 'dc3', ending: 'killed', liveness: false, exit: { code, signal } },
+      ...more,
+    });
+    const incarnations = [
+      killed(1, null, 'SIGKILL'),
+      killed(2, null, 'SIGKILL', { hungOnStop: true }),
+      // Failed on its own just before the nemesis's kill: the kill must not hide it.
+      killed(3, 1, null),
+      killed(4, null, 'SIGABRT'),
+      // Its write of the history on the SIGHUP failed, or it died of the SIGHUP unhandled.
+      killed(5, null, 'SIGHUP'),
+      // The liveness check's kill: the liveness check judges its worker.
+      killed(6, 1, null, { liveness: true }),
+      // From a report written before exits were recorded.
+      { id: 7, dc: 'dc3', ending: 'killed', liveness: false },
+    ];
+    expect(conductProblems({ ...healthy, incarnations })).toEqual([
+      'process 2 (dc3) did not stop when told and was killed',
+      'process 3 (dc3) exited with code 1 when it was being killed, not by the SIGKILL',
+      'process 4 (dc3) was ended by SIGABRT when it was being killed, not by the SIGKILL',
+      'process 5 (dc3) was ended by SIGHUP when it was being killed, not by the SIGKILL',
+    ]);
+  });
+
   it("passes every committed campaign's faults and processes", () => {
     const dir = path.join(import.meta.dirname, '..', '..', 'torture', 'campaigns');
     const names = fs.readdirSync(dir);

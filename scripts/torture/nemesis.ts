@@ -92,12 +92,18 @@ export const DEFAULT_MIX: FaultMix = Object.freeze({
  */
 export const RAW_KILL_SHARE = 0.25;
 
+/** How the timeline's result of a fault done after the fault window begins (see `record`). */
+export const LATE = 'late, after the fault window: ';
+
 export interface TimelineEntry {
   /** Seconds since the campaign started. */
   readonly at: number;
   readonly action: string;
   readonly target: string;
-  /** What happened when it was tried: `ok`, or why it could not be done. */
+  /**
+   * What happened when it was tried: `ok`, or why it could not be done, or `late, ...` for a
+   * fault that took effect after the fault window.
+   */
   readonly result: string;
 }
 
@@ -353,10 +359,18 @@ export class Nemesis {
     return this.undoing;
   }
 
+  /**
+   * A fault that took effect once {@link stop} was called, the window over, is recorded as
+   * `late`, not `ok`, and counts as no fault done: the processes' drawing is judged over the
+   * window, and healing follows at once (campaign 1000302 counted a DC partition begun inside
+   * its window and confirmed after it, at 522.8 s).
+   */
   private record(action: string, target: string, result: string): void {
     const at = Math.round((Date.now() - this.options.startedAt) / 100) / 10;
-    this.timeline.push({ at, action, target, result });
-    this.options.log(`[${at.toFixed(1)} s] ${action} ${target}: ${result}`);
+    const late = this.stopped && FAULT_KINDS.some((k) => k === action) && result.startsWith('ok');
+    const recorded = late ? `${LATE}${result}` : result;
+    this.timeline.push({ at, action, target, result: recorded });
+    this.options.log(`[${at.toFixed(1)} s] ${action} ${target}: ${recorded}`);
   }
 }
 

@@ -7,10 +7,25 @@ import { describe, expect, it, vi } from 'vitest';
 import type { Fleet, Incarnation } from '../../scripts/torture/fleet.js';
 import { FAULT_KINDS, Nemesis, type FaultMix } from '../../scripts/torture/nemesis.js';
 import { Random } from '../../scripts/torture/random.js';
+import { conductProblems } from '../../scripts/torture/verdict.js';
 import type { IdGen } from '../../src/index.js';
+
+const cluster = vi.hoisted(() => {
+  const state: { partitions: number; partitioned: () => void } = {
+    partitions: 0,
+    /** Ends the partition in progress: the test decides when it takes effect. */
+    partitioned: () => undefined,
+  };
+  return state;
+});
 
 vi.mock('../../scripts/cluster/manager.js', () => ({
   currentTopology: () => ({ dcs: 3, nodesPerDc: 1, paxos: 'v1', commitlog: 'batch' }),
+  partition: () => {
+    cluster.partitions++;
+    return new Promise<void>((resolve) => (cluster.partitioned = resolve));
+  },
+  heal: () => Promise.resolve(),
 }));
 
 const mixOf = (weights: Partial<FaultMix>): FaultMix =>
@@ -58,9 +73,8 @@ class FakeFleet {
   }
 }
 
-/** Runs a nemesis of `mix` on `fleet` until it recorded `actions` entries. */
-async function run(fleet: FakeFleet, mix: FaultMix, actions: number, startDrawing: boolean) {
-  const nemesis = new Nemesis({
+function nemesisOf(fleet: FakeFleet, mix: FaultMix, startDrawing: boolean) {
+  return new Nemesis({
     random: new Random(42),
     fleet: fleet as unknown as Fleet,
     admin: {} as IdGen,
@@ -73,6 +87,11 @@ async function run(fleet: FakeFleet, mix: FaultMix, actions: number, startDrawin
     startedAt: Date.now(),
     log: () => undefined,
   });
+}
+
+/** Runs a nemesis of `mix` on `fleet` until it recorded `actions` entries. */
+async function run(fleet: FakeFleet, mix: FaultMix, actions: number, startDrawing: boolean) {
+  const nemesis = nemesisOf(fleet, mix, startDrawing);
   nemesis.start();
   const deadline = Date.now() + 20_000;
   while (nemesis.timeline.length < actions && Date.now() < deadline) {
@@ -108,5 +127,43 @@ describe('torture nemesis: process faults', () => {
     expect(raw).toBeLessThan(kills.length * 0.4);
     expect(kills.filter((k) => k === 'kill flush').length).toBe(kills.length - raw);
     expect(timeline.filter((e) => e.result === 'ok, raw SIGKILL').length).toBe(raw);
+  });
+});
+
+describe('torture nemesis: the fault window', () => {
+  const until = async (done: () => boolean) => {
+    const deadline = Date.now() + 20_000;
+    while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  };
+  const partitionOnly = mixOf({ 'partition-dc': 1 });
+
+  it('counts a fault that took effect within the window', async () => {
+    const nemesis = nemesisOf(new FakeFleet(), partitionOnly, true);
+    const before = cluster.partitions;
+    nemesis.start();
+    await until(() => cluster.partitions > before);
+    cluster.partitioned();
+    await until(() => nemesis.timeline.length > 0);
+    await nemesis.stop();
+    expect(nemesis.timeline[0]!.result).toMatch(/^ok, for \d+ ms$/);
+    const conduct = { timeline: nemesis.timeline, drawnUnderFaults: {}, incarnations: [] };
+    expect(conductProblems(conduct)).toEqual([]);
+  });
+
+  it('does not count one that took effect once the window was over', async () => {
+    const nemesis = nemesisOf(new FakeFleet(), partitionOnly, true);
+    const before = cluster.partitions;
+    nemesis.start();
+    await until(() => cluster.partitions > before);
+    // The window ends while the partition's rules are still being applied.
+    const stopped = nemesis.stop();
+    cluster.partitioned();
+    await stopped;
+    expect(nemesis.timeline.map((e) => [e.action, e.result])).toEqual([
+      ['partition-dc', expect.stringMatching(/^late, after the fault window: ok, for \d+ ms$/)],
+      ['undo', 'ok'],
+    ]);
+    const conduct = { timeline: nemesis.timeline, drawnUnderFaults: {}, incarnations: [] };
+    expect(conductProblems(conduct)).toEqual([expect.stringMatching(/^no cluster fault/)]);
   });
 });

@@ -33,8 +33,15 @@ import {
   type FaultMix,
 } from './torture/nemesis.js';
 import { freshSeed, Random } from './torture/random.js';
-import { conductProblems, stopFailure } from './torture/verdict.js';
-import { firstBlocksOf, renderMarkdown, type CampaignReport } from './torture/report.js';
+import { ALARM_CODES } from './torture/errors.js';
+import {
+  closeViolations,
+  conductProblems,
+  killFailure,
+  stopFailure,
+  unexpectedErrors,
+} from './torture/verdict.js';
+import { firstBlocksOf, killsOf, renderMarkdown, type CampaignReport } from './torture/report.js';
 
 interface Options {
   readonly minutes: number;
@@ -400,8 +407,15 @@ async function main(): Promise<void> {
   const problems = conductProblems({
     timeline: nemesis.timeline,
     drawnUnderFaults,
-    incarnations: fleet.incarnations,
+    incarnations: fleet.incarnations.map((i) => ({
+      ...i,
+      closedEarly: i.summary?.closedEarly ?? false,
+    })),
   });
+  const unexpected = unexpectedErrors(errorsByCode, errorExamples);
+  const afterClose = closeViolations(
+    fleet.incarnations.map((i) => ({ ...i, closeViolations: i.summary?.closeViolations })),
+  );
   const count = (values: readonly string[]) =>
     values.reduce<Record<string, number>>((acc, v) => ({ ...acc, [v]: (acc[v] ?? 0) + 1 }), {});
   const report: CampaignReport = {
@@ -432,6 +446,7 @@ async function main(): Promise<void> {
       byEnding: count(history.map((h) => h.ending)),
       byMode: count(fleet.incarnations.map((i) => i.mode)),
       firstBlocks: firstBlocksOf(fleet.incarnations),
+      kills: killsOf(fleet.incarnations),
     },
     mix: options.mix,
     mutation: options.mutation,
@@ -441,6 +456,8 @@ async function main(): Promise<void> {
     ),
     drawnUnderFaults,
     conductProblems: problems,
+    closeViolations: afterClose,
+    unexpectedErrors: unexpected,
     errorsByCode,
     errorExamples,
     incarnations: fleet.incarnations.map((i, index) => ({
@@ -452,8 +469,11 @@ async function main(): Promise<void> {
       reported: i.summary?.drawn,
       errors: i.summary?.errors ?? {},
       exit: i.exit,
+      killed: i.killed,
+      closedEarly: i.summary?.closedEarly ?? false,
+      closeViolations: i.summary?.closeViolations,
       failure:
-        i.ending === 'failed' || stopFailure(i) !== undefined
+        i.ending === 'failed' || stopFailure(i) !== undefined || killFailure(i) !== undefined
           ? i.stderr.trim().split('\n').at(-1)?.slice(0, 500)
           : undefined,
     })),
@@ -464,6 +484,8 @@ async function main(): Promise<void> {
     passed:
       verdict.valid &&
       incompleteHistories(fleet, history) === 0 &&
+      afterClose.length === 0 &&
+      unexpected.length === 0 &&
       alarms(errorsByCode, unsafeCluster).length === 0 &&
       liveness.every((l) => l.ok) &&
       violations.length === 0 &&
@@ -484,6 +506,8 @@ async function main(): Promise<void> {
       `granted ${r.granted} = drawn ${r.drawn} + held ${r.held} + lost ${r.lost} (${r.balanced ? 'balanced' : 'NOT balanced'}); seed ${options.seed}`,
   );
   for (const problem of problems) log(`campaign does not count: ${problem}`);
+  for (const violation of afterClose) log(`close() broken: ${violation}`);
+  for (const error of unexpected) log(`unexpected error: ${error}`);
   process.stdout.write(`${path.join(options.out, 'report.md')}\n`);
   process.exitCode = report.passed ? 0 : 1;
 }
@@ -505,9 +529,7 @@ async function openClientFor(points: readonly string[], dc: string): Promise<cas
  */
 function alarms(errorsByCode: Readonly<Record<string, number>>, unsafeCluster: boolean): string[] {
   if (unsafeCluster) return [];
-  return ['IDGEN_STATE_ROLLED_BACK', 'IDGEN_INVARIANT_BROKEN'].filter(
-    (code) => (errorsByCode[code] ?? 0) > 0,
-  );
+  return ALARM_CODES.filter((code) => (errorsByCode[code] ?? 0) > 0);
 }
 
 /**

@@ -19,10 +19,26 @@ export type Ending =
   | 'terminated'
   /** SIGUSR2: closed while still drawing. */
   | 'closed-while-drawing'
-  /** SIGKILL: a crash, nothing given back. */
+  /** SIGKILL, of its own after writing its history or ours (see {@link KillHow}): a crash. */
   | 'killed'
   /** Exited on its own with an error. */
   | 'failed';
+
+/**
+ * How a killed incarnation was killed. `flushed`: sent SIGHUP, on which it wrote every ID it had
+ * handed out and SIGKILLed itself (its history is whole). `raw`: SIGKILLed by the fleet, as a
+ * crash without warning (its last 20 ms or so of IDs may be unrecorded): a seeded share of the
+ * nemesis's kills, one that had not said it was ready (not handling SIGHUP yet), and those of
+ * `stopAll` and the liveness check. `flush-timed-out`: sent SIGHUP, still alive
+ * {@link FleetOptions.flushKillTimeoutMs} later, then SIGKILLed raw.
+ */
+export type KillHow = 'flushed' | 'raw' | 'flush-timed-out';
+
+/**
+ * How long a worker sent SIGHUP has to write its history and kill itself before the fleet
+ * SIGKILLs it: its event loop may wait behind tsx, GC and nine Cassandra JVMs on two cores.
+ */
+export const FLUSH_KILL_TIMEOUT_MS = 10_000;
 
 /** How a process exited: its exit code, or (code null) the signal that ended it. */
 export interface ProcessExit {
@@ -47,6 +63,16 @@ export interface Incarnation {
   exit: ProcessExit | undefined;
   /** SIGSTOPped and not resumed yet. */
   stopped: boolean;
+  /** How it was killed, if it was. */
+  killed: KillHow | undefined;
+  /** It printed its ready line: connected, its signal handlers installed. */
+  connected: boolean;
+  /**
+   * It printed its first-ID line: it has handed out an ID. The nemesis's process faults pick
+   * only such processes: one still starting, connecting or waiting for its first block holds
+   * no ID, and a fault there tests nothing.
+   */
+  drawing: boolean;
   /** SIGKILLed by `stopAll` for not ending within its timeout of a SIGTERM: not the nemesis's doing. */
   hungOnStop: boolean;
   summary: WorkerSummary | undefined;
@@ -77,6 +103,14 @@ export interface FleetOptions {
   readonly historyDir: string;
   /** A deliberately broken protocol variant every worker runs, for a negative control. */
   readonly mutation?: Mutation | undefined;
+  /** See {@link FLUSH_KILL_TIMEOUT_MS}. */
+  readonly flushKillTimeoutMs?: number | undefined;
+  /**
+   * For tests: modules each worker's Node imports first (a stand-in library), and variables
+   * added to its environment.
+   */
+  readonly workerImports?: readonly string[] | undefined;
+  readonly workerEnv?: Readonly<Record<string, string>> | undefined;
 }
 
 export class Fleet {
@@ -112,9 +146,11 @@ export class Fleet {
       count: extra.count,
       mutation: this.options.mutation,
     };
-    const child = spawn(process.execPath, ['--import', 'tsx', WORKER, JSON.stringify(spec)], {
+    const imports = ['tsx', ...(this.options.workerImports ?? [])].flatMap((m) => ['--import', m]);
+    const child = spawn(process.execPath, [...imports, WORKER, JSON.stringify(spec)], {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...this.options.workerEnv },
     });
     let stdout = '';
     let readySeen = false;
@@ -131,6 +167,9 @@ export class Fleet {
       endedAt: undefined,
       exit: undefined,
       stopped: false,
+      killed: undefined,
+      connected: false,
+      drawing: false,
       hungOnStop: false,
       summary: undefined,
       firstId: undefined,
@@ -156,12 +195,14 @@ export class Fleet {
       stdout += chunk.toString();
       if (!readySeen && stdout.includes('"event":"ready"')) {
         readySeen = true;
+        incarnation.connected = true;
         markReady();
       }
       // Read once the line is whole (a chunk may end inside it).
       if (readySeen && incarnation.readyTimes === undefined) {
         incarnation.readyTimes = readyTimesIn(stdout);
       }
+      if (readySeen && !incarnation.drawing) incarnation.drawing = firstIdIn(stdout) !== undefined;
     });
     child.stderr!.on('data', (chunk: Buffer) => {
       incarnation.stderr = (incarnation.stderr + chunk.toString()).slice(-20_000);
@@ -176,10 +217,27 @@ export class Fleet {
     );
   }
 
-  kill(incarnation: Incarnation): void {
+  /**
+   * Kills a process as a crash would: it hands out no more IDs, and its library neither closes
+   * nor gives anything back. `flush` (once it said it is ready) lets it write its history first
+   * (see {@link KillHow}); `raw` does not.
+   */
+  kill(incarnation: Incarnation, how: 'flush' | 'raw' = 'flush'): void {
     incarnation.ending = 'killed';
     incarnation.endedAt = Date.now();
-    incarnation.child.kill('SIGKILL');
+    if (how === 'raw' || !incarnation.connected || incarnation.stopped) {
+      incarnation.killed = 'raw';
+      incarnation.child.kill('SIGKILL');
+      return;
+    }
+    incarnation.killed = 'flushed';
+    incarnation.child.kill('SIGHUP');
+    const { child } = incarnation;
+    setTimeout(() => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      incarnation.killed = 'flush-timed-out';
+      child.kill('SIGKILL');
+    }, this.options.flushKillTimeoutMs ?? FLUSH_KILL_TIMEOUT_MS).unref();
   }
 
   pause(incarnation: Incarnation): void {
@@ -213,7 +271,7 @@ export class Fleet {
       for (const incarnation of this.incarnations) {
         if (incarnation.endedAt === undefined) {
           incarnation.hungOnStop = true;
-          this.kill(incarnation);
+          this.kill(incarnation, 'raw');
         }
       }
     }, timeoutMs);

@@ -2,10 +2,12 @@
  * A campaign's report: one JSON document with everything, and a markdown page for people.
  */
 import type { Verdict } from './checker.js';
-import type { ProcessExit } from './fleet.js';
+import { FLUSH_KILL_TIMEOUT_MS, type KillHow, type ProcessExit } from './fleet.js';
 import { connectedAfter, type LivenessResult } from './liveness.js';
 import type { FaultMix, TimelineEntry } from './nemesis.js';
 import type { WorkerFirstId } from './worker.js';
+
+const FLUSH_KILL_TIMEOUT_S = FLUSH_KILL_TIMEOUT_MS / 1000;
 
 export interface CampaignReport {
   readonly seed: number;
@@ -36,6 +38,8 @@ export interface CampaignReport {
      * written before it was counted.
      */
     readonly firstBlocks?: FirstBlocks;
+    /** The nemesis's process kills, by how (see fleet.ts); absent in older reports. */
+    readonly kills?: Readonly<Record<KillHow, number>>;
   };
   readonly mix: FaultMix;
   readonly mutation: string | undefined;
@@ -49,6 +53,16 @@ export interface CampaignReport {
    * in older reports.
    */
   readonly conductProblems?: readonly string[];
+  /**
+   * Processes handed IDs after their close() began (verdict.ts, `closeViolations`); absent in
+   * reports written before it was checked.
+   */
+  readonly closeViolations?: readonly string[];
+  /**
+   * Errors the library must not throw under faults (verdict.ts, `unexpectedErrors`); absent in
+   * reports written before they were told apart.
+   */
+  readonly unexpectedErrors?: readonly string[];
   readonly errorsByCode: Readonly<Record<string, number>>;
   /** One message per error code, as a process first saw it. */
   readonly errorExamples: Readonly<Record<string, string>>;
@@ -63,6 +77,12 @@ export interface CampaignReport {
     readonly errors: Readonly<Record<string, number>>;
     /** How its process exited (an exit code, or a signal); absent in older reports. */
     readonly exit?: ProcessExit | undefined;
+    /** How it was killed, if it was; absent in older reports. */
+    readonly killed?: KillHow | undefined;
+    /** Its summary said it closed while drawing (false without one); absent in older reports. */
+    readonly closedEarly?: boolean | undefined;
+    /** IDs it was handed after its close() began; absent without a summary or in older reports. */
+    readonly closeViolations?: number | undefined;
     /**
      * The last line it wrote to stderr, for processes that failed or did not exit 0 when told to
      * stop.
@@ -74,8 +94,9 @@ export interface CampaignReport {
   readonly linearizabilityLines: readonly string[];
   readonly verdict: Verdict;
   /**
-   * True when every property held (the history is valid and complete, every DC drew again, check
-   * is clean, no violation logged) and the campaign has no conduct problem.
+   * True when every property held (the history is valid and complete, no ID came after a close()
+   * began, no error other than those faults cause, every DC drew again, check is clean, no
+   * violation logged) and the campaign has no conduct problem.
    */
   readonly passed: boolean;
 }
@@ -99,6 +120,24 @@ export function firstBlocksOf(
     moved: firsts.filter((f) => f.shardMoves > 0).length,
     moves: firsts.reduce((total, f) => total + f.shardMoves, 0),
   };
+}
+
+/**
+ * The nemesis's process kills by how: those of the liveness check and of `stopAll` (a process
+ * that did not stop when told) are not faults.
+ */
+export function killsOf(
+  incarnations: readonly {
+    readonly killed: KillHow | undefined;
+    readonly liveness: boolean;
+    readonly hungOnStop: boolean;
+  }[],
+): Record<KillHow, number> {
+  const kills: Record<KillHow, number> = { flushed: 0, raw: 0, 'flush-timed-out': 0 };
+  for (const i of incarnations) {
+    if (i.killed !== undefined && !i.liveness && !i.hungOnStop) kills[i.killed]++;
+  }
+  return kills;
 }
 
 export function renderMarkdown(report: CampaignReport): string {
@@ -159,6 +198,18 @@ export function renderMarkdown(report: CampaignReport): string {
   lines.push(
     `| calls that found the rows gone back or broken | ${n(alarmed)}${report.cluster.commitlogSync === 'periodic' ? ' (commitlog_sync periodic: expected)' : ''} |`,
   );
+  const afterClose = report.closeViolations;
+  if (afterClose !== undefined) {
+    lines.push(
+      `| processes handed IDs after their close() began | ${afterClose.length === 0 ? 'none' : afterClose.join('; ')} |`,
+    );
+  }
+  const unexpected = report.unexpectedErrors;
+  if (unexpected !== undefined) {
+    lines.push(
+      `| errors other than those faults cause | ${unexpected.length === 0 ? 'none' : unexpected.join('; ').replaceAll('|', '/').slice(0, 1_000)} |`,
+    );
+  }
   lines.push(`| IDs outside their DC's grants | ${n(v.outsideGrantsCount)} |`);
   lines.push(`| grant problems (overlap, above GLOBAL) | ${v.grantProblems.length} |`);
   lines.push(`| \`check\` violations | ${report.check.violations.length} |`);
@@ -212,6 +263,16 @@ export function renderMarkdown(report: CampaignReport): string {
     `${report.fleet.processesPerDc} processes per DC kept running; incarnations by ending: ${JSON.stringify(report.fleet.byEnding)}; by mode: ${JSON.stringify(report.fleet.byMode)}. ` +
       `Sequence \`${report.sequence.name}\`: ${JSON.stringify(report.sequence.initial)} at the start, ${JSON.stringify(report.sequence.final)} at the end.`,
   );
+  const kills = report.fleet.kills;
+  if (kills !== undefined) {
+    lines.push('');
+    lines.push(
+      `Process kills: ${n(kills.flushed)} with the history written first (SIGHUP, then the ` +
+        `process SIGKILLed itself), ${n(kills.raw)} raw kills (SIGKILL without warning: their ` +
+        `last 20 ms or so of IDs may be unrecorded), ${n(kills['flush-timed-out'])} that did not ` +
+        `die within ${FLUSH_KILL_TIMEOUT_S} s of their SIGHUP and were then SIGKILLed raw.`,
+    );
+  }
   const first = report.fleet.firstBlocks;
   if (first !== undefined) {
     lines.push('');

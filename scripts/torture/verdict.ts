@@ -4,6 +4,7 @@
  * next to nothing under the faults, or a process died of an error of its own or crashed when
  * told to stop.
  */
+import { ALARM_CODES, EXPECTED_ERROR_CODES } from './errors.js';
 import type { ProcessExit } from './fleet.js';
 import { CLUSTER_FAULT_KINDS, type TimelineEntry } from './nemesis.js';
 
@@ -28,7 +29,8 @@ const EXPECTED_ALTER_FAILURE = /^failed: Cassandra is unavailable at /;
  * The signal a process of each ending was sent to stop (fleet.ts): it must then close, flush its
  * history and exit 0. A process sent it before it handles it (the worker installs its handlers
  * once connected, so one still starting or connecting, holding no IDs) dies of that very signal,
- * which is no failure; a SIGKILL (`killed`) is the nemesis's or `stopAll`'s and is not judged.
+ * which is no failure. A process killed (`killed`) must die of the SIGKILL, see
+ * {@link killFailure}.
  */
 const STOP_SIGNALS: Readonly<Record<string, NodeJS.Signals>> = {
   terminated: 'SIGTERM',
@@ -60,6 +62,61 @@ export function stopFailure(stopped: StoppedProcess): string | undefined {
   return `${how} after ${signal} told it to ${told}`;
 }
 
+/** What {@link closeViolations} needs of a process. */
+export interface ClosedProcess {
+  readonly id: number;
+  readonly dc: string;
+  /** IDs it was handed after its close() began (worker.ts); absent without a summary. */
+  readonly closeViolations?: number | undefined;
+}
+
+/**
+ * The processes handed IDs after their close() began, one line each; empty when none was. The
+ * README promises that from that moment no ID is handed out: an ID served from blocks being
+ * given back is one another process may be handed too, and any fails the campaign.
+ */
+export function closeViolations(processes: readonly ClosedProcess[]): string[] {
+  return processes
+    .filter((p) => (p.closeViolations ?? 0) > 0)
+    .map(
+      (p) =>
+        `process ${p.id} (${p.dc}) was handed ${p.closeViolations!.toLocaleString('en-US')} IDs after its close() began`,
+    );
+}
+
+/**
+ * The errors the processes saw that the library must not throw under faults (errors.ts), one
+ * line each with its first message; empty when there were none. The alarms are judged apart.
+ */
+export function unexpectedErrors(
+  errorsByCode: Readonly<Record<string, number>>,
+  errorExamples: Readonly<Record<string, string>>,
+): string[] {
+  return Object.entries(errorsByCode)
+    .filter(([code]) => !EXPECTED_ERROR_CODES.includes(code) && !ALARM_CODES.includes(code))
+    .map(
+      ([code, calls]) =>
+        `${code} (${calls.toLocaleString('en-US')} call${calls === 1 ? '' : 's'}), first: ${errorExamples[code] ?? ''}`,
+    );
+}
+
+/**
+ * How a process recorded as killed ended otherwise than by a SIGKILL, or undefined if it did
+ * not: one that failed on its own just before the kill (it exited with a code, or died of
+ * another signal), or whose write of its history on the nemesis's SIGHUP failed (it exits 1).
+ * Taken for the kill, its failure would pass unseen.
+ */
+export function killFailure(killed: StoppedProcess): string | undefined {
+  const exit = killed.exit;
+  if (killed.ending !== 'killed' || exit === undefined) return undefined;
+  if (exit.code === null && exit.signal === 'SIGKILL') return undefined;
+  const how =
+    exit.code !== null
+      ? `exited with code ${exit.code}`
+      : `was ended by ${exit.signal ?? 'a signal'}`;
+  return `${how} when it was being killed, not by the SIGKILL`;
+}
+
 export interface CampaignConduct {
   readonly timeline: readonly TimelineEntry[];
   /** Every DC of the cluster, with the IDs its processes recorded while the nemesis acted. */
@@ -73,14 +130,21 @@ export interface CampaignConduct {
     readonly hungOnStop?: boolean | undefined;
     /** How its process exited; absent in reports written before it was recorded. */
     readonly exit?: ProcessExit | undefined;
+    /**
+     * Its summary said it closed while drawing (false without a summary); absent in reports
+     * written before it was recorded.
+     */
+    readonly closedEarly?: boolean | undefined;
   }[];
 }
 
 /**
  * Why the campaign does not count, one reason a line; empty when it does. A process the nemesis
- * killed ends `killed` (and one closed `closed-while-drawing`); `failed` is one that exited with
- * an error on its own, and one killed for not stopping at the end is `hungOnStop`. One told to
- * stop or to close that did not then exit 0 is a {@link stopFailure}.
+ * killed ends `killed`, and must have died of the SIGKILL ({@link killFailure}); one closed
+ * `closed-while-drawing`, which must report the close;
+ * `failed` is one that exited with an error on its own, and one killed for not stopping at the
+ * end is `hungOnStop`. One told to stop or to close that did not then exit 0 is a
+ * {@link stopFailure}.
  */
 export function conductProblems(conduct: CampaignConduct): string[] {
   const problems: string[] = [];
@@ -111,8 +175,15 @@ export function conductProblems(conduct: CampaignConduct): string[] {
     if (!i.liveness && i.hungOnStop === true) {
       problems.push(`process ${i.id} (${i.dc}) did not stop when told and was killed`);
     }
-    const failure = stopFailure(i);
+    const failure = stopFailure(i) ?? (i.liveness ? undefined : killFailure(i));
     if (failure !== undefined) problems.push(`process ${i.id} (${i.dc}) ${failure}`);
+    // The nemesis closes only processes that drew (so handle SIGUSR2): one that did not report
+    // the close was not tested by it, even if it died of the very signal.
+    if (i.ending === 'closed-while-drawing' && i.closedEarly === false) {
+      problems.push(
+        `process ${i.id} (${i.dc}) was told to close while drawing and did not report a close`,
+      );
+    }
   }
   return problems;
 }

@@ -3,16 +3,25 @@
  * mode and records every ID it hands out in a binary history file (8 bytes each, little-endian
  * float64: IDs of the campaign's domain are exact there). IDs are buffered and written every
  * 20 ms (by a timer too, so that none waits in the buffer while a call waits for a refill), at
- * 4096, and before every wait of its own: a SIGKILL loses at most the IDs of the last 20 ms or
- * so, as a service killed before its callers stored them would. The checker cannot see a
- * duplicate of a lost ID; the campaign fails when a history holds other than what its worker
- * said it drew.
+ * 4096, and before every wait of its own: a raw SIGKILL loses at most the IDs of the last 20 ms
+ * or so, as a service killed before its callers stored them would, and the checker cannot see a
+ * duplicate of a lost ID. So the nemesis's process kill is a SIGHUP, on which the worker writes
+ * what it buffered and then SIGKILLs itself: the library is killed as by a crash (no close, no
+ * give-back) and the history is whole. The campaign fails when a history holds other than what
+ * its worker said it drew.
  *
  * Modes: `tight` awaits next() back to back; `paced` takes tryNext() ?? next() at a rate, with an
  * I/O turn between calls; `take` asks for runs of 1..maxTake IDs.
  *
  * Signals: SIGTERM stops drawing, then closes (unused IDs go back); SIGUSR2 closes while the
- * loop keeps calling (the close-while-drawing race), then exits.
+ * loop keeps calling (the close-while-drawing race), then exits; SIGHUP writes the history and
+ * SIGKILLs the process. All three are handled from before the worker's ready line.
+ *
+ * From the moment close() is called no ID may be handed out (README), so the worker counts the
+ * IDs that came back after it: a call made after close() began must get none, and the one call
+ * in flight then only those the library had taken before it (its `issued` then, which a call
+ * that waited for a refill has not reached: next() yields to I/O after it took an ID once in
+ * 512 calls, and a close() in that turn is legitimately followed by that ID).
  *
  *   node --import tsx scripts/torture/worker.ts '<json WorkerSpec>'
  */
@@ -22,6 +31,7 @@ import { setImmediate as turn } from 'node:timers/promises';
 import { setMutationsForTests, type Mutation } from '../../src/allocator/mutations.js';
 import { connect } from '../../src/index.js';
 import type { IdGen, IdGenError } from '../../src/index.js';
+import { ALARM_CODES, EXPECTED_ERROR_CODES } from './errors.js';
 
 export type WorkerMode = 'tight' | 'paced' | 'take';
 
@@ -64,6 +74,15 @@ export interface WorkerSummary {
   readonly firstErrors: Readonly<Record<string, string>>;
   readonly stats: Readonly<Record<string, unknown>>;
   readonly closedEarly: boolean;
+  /** IDs handed to it after close() began (see the top of this file). */
+  readonly servedAfterClose: number;
+  /** Of those, the IDs the library had not taken before close() began: any is a failure. */
+  readonly closeViolations: number;
+  /**
+   * The error, outside those the library may throw under faults (errors.ts), that stopped it;
+   * it then exits 1.
+   */
+  readonly unexpectedError?: { readonly code: string; readonly message: string } | undefined;
 }
 
 const FLUSH_EVERY = 4096;
@@ -71,7 +90,8 @@ const FLUSH_EVERY = 4096;
 const MAX_RATE_SLACK_MS = 10;
 const FLUSH_MS = 20;
 
-async function main(spec: WorkerSpec): Promise<void> {
+/** Whether it drew until told to stop, without an error it must not retry past. */
+async function main(spec: WorkerSpec): Promise<boolean> {
   // From the process's start to here: Node, tsx compiling the sources, and the imports. On two
   // cores shared with nine nodes this is most of a liveness worker's time to connect.
   const startupMs = Math.round(process.uptime() * 1000);
@@ -97,6 +117,14 @@ async function main(spec: WorkerSpec): Promise<void> {
     buffer[buffered++] = id;
     if (buffered === FLUSH_EVERY || Date.now() - lastFlush >= FLUSH_MS) flush();
   };
+  // The nemesis's kill. A handler runs between turns of the event loop, after the microtasks
+  // that record what a resolved call handed out: the buffer then holds every ID handed out and
+  // not yet written, and no other code runs before the SIGKILL. A failed write throws out of
+  // the handler and the process exits 1, which the verdict counts against a kill.
+  process.on('SIGHUP', () => {
+    flush();
+    process.kill(process.pid, 'SIGKILL');
+  });
 
   // A service started while its DC's nodes are down keeps trying, as an orchestrator would.
   const connecting = Date.now();
@@ -105,11 +133,35 @@ async function main(spec: WorkerSpec): Promise<void> {
   const seq = ids.sequence(spec.sequence);
   let stopping = false;
   let closedEarly = false;
+  let drawn = 0;
+  // Set in the same synchronous step as close() is called: every call that resolves after it
+  // was in flight then, or made after it.
+  let closeBegun = false;
+  let takenAtClose = 0;
+  let servedAfterClose = 0;
+  let closeViolations = 0;
+  const close = (): Promise<void> => {
+    if (!closeBegun) {
+      closeBegun = true;
+      // IDs the library took and had not handed over yet: the call in flight may bring them.
+      takenAtClose = Math.max(0, Number(seq.stats().issued) - drawn);
+    }
+    return ids.close();
+  };
+  /** Counts `count` IDs a call handed out; `calledAfterClose` if it was made after close(). */
+  const received = (count: number, calledAfterClose: boolean) => {
+    drawn += count;
+    if (!closeBegun) return;
+    servedAfterClose += count;
+    const allowed = calledAfterClose ? 0 : takenAtClose;
+    closeViolations += Math.max(0, count - allowed);
+    if (!calledAfterClose) takenAtClose = Math.max(0, takenAtClose - count);
+  };
   process.on('SIGTERM', () => (stopping = true));
   process.on('SIGUSR2', () => {
     closedEarly = true;
     // Close while the loop below keeps calling: no ID may come back after this point.
-    void ids.close().finally(() => (stopping = true));
+    void close().finally(() => (stopping = true));
   });
   process.stdout.write(
     JSON.stringify({ event: 'ready', pid: process.pid, startupMs, connectMs }) + '\n',
@@ -117,7 +169,7 @@ async function main(spec: WorkerSpec): Promise<void> {
 
   const errors: Record<string, number> = {};
   const firstErrors: Record<string, string> = {};
-  let drawn = 0;
+  let unexpectedError: WorkerSummary['unexpectedError'];
   let firstReported = false;
   const started = Date.now();
   const limit = spec.count ?? Infinity;
@@ -132,15 +184,16 @@ async function main(spec: WorkerSpec): Promise<void> {
       };
       process.stdout.write(JSON.stringify(first) + '\n');
     }
+    const calledAfterClose = closeBegun;
     try {
       if (spec.mode === 'take') {
         const count = 1 + Math.floor(Math.random() * spec.maxTake);
         const { first, last } = await seq.take(count);
         for (let id = first; id <= last; id++) record(id);
-        drawn += last - first + 1;
+        received(last - first + 1, calledAfterClose);
       } else if (spec.mode === 'paced') {
         record(seq.tryNext() ?? (await seq.next()));
-        drawn++;
+        received(1, calledAfterClose);
         const due = started + (drawn / spec.rate) * 1000;
         if (due > Date.now()) {
           flush();
@@ -150,7 +203,7 @@ async function main(spec: WorkerSpec): Promise<void> {
         }
       } else {
         record(await seq.next());
-        drawn++;
+        received(1, calledAfterClose);
       }
       if (spec.maxRate !== undefined && spec.mode !== 'paced') {
         const due = started + (drawn / spec.maxRate) * 1000;
@@ -162,9 +215,16 @@ async function main(spec: WorkerSpec): Promise<void> {
     } catch (error) {
       const code = (error as Partial<IdGenError>).code ?? 'UNKNOWN';
       errors[code] = (errors[code] ?? 0) + 1;
-      firstErrors[code] ??= error instanceof Error ? error.message : String(error);
+      const message = error instanceof Error ? error.message : String(error);
+      firstErrors[code] ??= message;
       flush();
       if (code === 'IDGEN_CLOSED') break;
+      if (!EXPECTED_ERROR_CODES.includes(code) && !ALARM_CODES.includes(code)) {
+        // Retried, a defect would pass as a fault: stop, say what it was, and fail.
+        unexpectedError = { code, message };
+        process.stderr.write(`torture worker: unexpected error ${code}: ${message}\n`);
+        break;
+      }
       await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 150));
     }
   }
@@ -172,7 +232,7 @@ async function main(spec: WorkerSpec): Promise<void> {
   flush();
   fs.closeSync(fd);
   const stats = seq.stats();
-  await ids.close();
+  await close();
   const summary: WorkerSummary = {
     event: 'done',
     drawn,
@@ -180,8 +240,12 @@ async function main(spec: WorkerSpec): Promise<void> {
     firstErrors,
     stats: { ...stats, lastError: stats.lastError?.message },
     closedEarly,
+    servedAfterClose,
+    closeViolations,
+    unexpectedError,
   };
   process.stdout.write(JSON.stringify(summary) + '\n');
+  return unexpectedError === undefined;
 }
 
 async function connectWithin(spec: WorkerSpec, ms: number): Promise<IdGen> {
@@ -201,7 +265,7 @@ async function connectWithin(spec: WorkerSpec, ms: number): Promise<IdGen> {
 }
 
 main(JSON.parse(process.argv[2] ?? '{}') as WorkerSpec).then(
-  () => process.exit(0),
+  (ok) => process.exit(ok ? 0 : 1),
   (error: unknown) => {
     process.stderr.write(
       `torture worker: ${error instanceof Error ? error.stack : String(error)}\n`,

@@ -49,10 +49,12 @@ export interface Worker {
   stderr(): string;
 }
 
-const tempDir = fs.mkdtempSync(path.join(os.tmpdir(), 'idgen-workers-'));
+// Made on the first start, so that a test importing only readIdFile leaves no directory behind.
+let tempDir: string | undefined;
 let counter = 0;
 
 export function startWorker(spec: WorkerSpec): Worker {
+  tempDir ??= fs.mkdtempSync(path.join(os.tmpdir(), 'idgen-workers-'));
   const idFile = path.join(tempDir, `${spec.dc}-${++counter}.ids`);
   const args = [
     '--import',
@@ -95,12 +97,19 @@ export function startWorker(spec: WorkerSpec): Worker {
 
 /** Every ID a worker wrote, in order. */
 export function readIds(worker: Worker): bigint[] {
-  if (!fs.existsSync(worker.idFile)) return [];
-  return fs
-    .readFileSync(worker.idFile, 'utf8')
-    .split('\n')
-    .filter((l) => l !== '')
-    .map((l) => BigInt(l));
+  return readIdFile(worker.idFile);
+}
+
+/**
+ * The IDs of a file of IDs, one a line, in order. Only whole lines count: a worker SIGKILLed
+ * mid-write leaves its last line cut short, a prefix of its ID's digits, which read as an ID
+ * would be another ID (a false duplicate, or one outside every grant).
+ */
+export function readIdFile(file: string): bigint[] {
+  if (!fs.existsSync(file)) return [];
+  const lines = fs.readFileSync(file, 'utf8').split('\n');
+  lines.pop(); // after the last newline: empty, or a line cut short
+  return lines.filter((l) => l !== '').map((l) => BigInt(l));
 }
 
 /** The IDs that occur more than once across all workers' files. */

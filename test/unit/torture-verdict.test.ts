@@ -14,8 +14,10 @@ import {
 import { Random } from '../../scripts/torture/random.js';
 import type { CampaignReport } from '../../scripts/torture/report.js';
 import {
+  closeViolations,
   conductProblems,
   MIN_IDS_PER_DC_UNDER_FAULTS,
+  unexpectedErrors,
   type CampaignConduct,
 } from '../../scripts/torture/verdict.js';
 
@@ -126,6 +128,53 @@ describe('torture verdict: what a campaign must have done', () => {
     ]);
   });
 
+  it('fails a process told to close while drawing that did not report the close', () => {
+    const closed = (
+      id: number,
+      closedEarly: boolean | undefined,
+      signal: NodeJS.Signals | null,
+    ) => ({
+      ...{ id, dc: 'dc2', ending: 'closed-while-drawing', liveness: false, closedEarly },
+      exit: { code: signal === null ? 0 : null, signal },
+    });
+    const incarnations = [
+      closed(1, true, null),
+      // Not yet handling SIGUSR2: the signal's default ended it, and nothing was closed.
+      closed(2, false, 'SIGUSR2'),
+      // From a report written before the close was recorded: not judged.
+      closed(3, undefined, 'SIGUSR2'),
+    ];
+    expect(conductProblems({ ...healthy, incarnations })).toEqual([
+      'process 2 (dc2) was told to close while drawing and did not report a close',
+    ]);
+  });
+
+  it('fails a process recorded as killed that did not die of the SIGKILL', () => {
+    const killed = (id: number, code: number | null, signal: NodeJS.Signals | null, more = {}) => ({
+      ...{ id, dc: 'dc3', ending: 'killed', liveness: false, exit: { code, signal } },
+      ...more,
+    });
+    const incarnations = [
+      killed(1, null, 'SIGKILL'),
+      killed(2, null, 'SIGKILL', { hungOnStop: true }),
+      // Failed on its own just before the nemesis's kill: the kill must not hide it.
+      killed(3, 1, null),
+      killed(4, null, 'SIGABRT'),
+      // Its write of the history on the SIGHUP failed, or it died of the SIGHUP unhandled.
+      killed(5, null, 'SIGHUP'),
+      // The liveness check's kill: the liveness check judges its worker.
+      killed(6, 1, null, { liveness: true }),
+      // From a report written before exits were recorded.
+      { id: 7, dc: 'dc3', ending: 'killed', liveness: false },
+    ];
+    expect(conductProblems({ ...healthy, incarnations })).toEqual([
+      'process 2 (dc3) did not stop when told and was killed',
+      'process 3 (dc3) exited with code 1 when it was being killed, not by the SIGKILL',
+      'process 4 (dc3) was ended by SIGABRT when it was being killed, not by the SIGKILL',
+      'process 5 (dc3) was ended by SIGHUP when it was being killed, not by the SIGKILL',
+    ]);
+  });
+
   it("passes every committed campaign's faults and processes", () => {
     const dir = path.join(import.meta.dirname, '..', '..', 'torture', 'campaigns');
     const names = fs.readdirSync(dir);
@@ -145,6 +194,49 @@ describe('torture verdict: what a campaign must have done', () => {
         })),
       };
       expect(conductProblems(conduct), name).toEqual([]);
+    }
+  });
+});
+
+describe('torture verdict: no ID after close() began', () => {
+  it('fails a process handed IDs after its close() began', () => {
+    expect(
+      closeViolations([
+        { id: 1, dc: 'dc1', closeViolations: 0 },
+        { id: 2, dc: 'dc2', closeViolations: 1_234 },
+        // Killed, or from a report written before it was counted: no summary to judge.
+        { id: 3, dc: 'dc3' },
+      ]),
+    ).toEqual(['process 2 (dc2) was handed 1,234 IDs after its close() began']);
+  });
+});
+
+describe('torture verdict: errors other than those faults cause', () => {
+  it('fails any code but those faults cause and the alarms (judged apart), with its first message', () => {
+    const errorsByCode = {
+      IDGEN_STORE_UNAVAILABLE: 10,
+      IDGEN_SERIAL_UNAVAILABLE: 2,
+      IDGEN_DEADLINE_EXCEEDED: 3,
+      IDGEN_CONTENTION: 1,
+      IDGEN_CLOSED: 4,
+      IDGEN_STATE_ROLLED_BACK: 5,
+      IDGEN_INVALID_COUNT: 1_200,
+      UNKNOWN: 1,
+    };
+    const examples = { IDGEN_INVALID_COUNT: 'count 51 refused', UNKNOWN: 'x is undefined' };
+    expect(unexpectedErrors(errorsByCode, examples)).toEqual([
+      'IDGEN_INVALID_COUNT (1,200 calls), first: count 51 refused',
+      'UNKNOWN (1 call), first: x is undefined',
+    ]);
+  });
+
+  it("passes every committed campaign's errors", () => {
+    const dir = path.join(import.meta.dirname, '..', '..', 'torture', 'campaigns');
+    for (const name of fs.readdirSync(dir)) {
+      const report = JSON.parse(
+        fs.readFileSync(path.join(dir, name, 'report.json'), 'utf8'),
+      ) as CampaignReport;
+      expect(unexpectedErrors(report.errorsByCode, report.errorExamples), name).toEqual([]);
     }
   });
 });

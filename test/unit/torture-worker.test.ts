@@ -1,14 +1,24 @@
 /**
  * The torture worker's history (scripts/torture/worker.ts) against a stand-in library
- * (test/unit/torture-worker/): what a SIGKILL leaves recorded.
+ * (test/unit/torture-worker/): what a kill leaves recorded.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
+import { closeViolations } from '../../scripts/torture/verdict.js';
 import { killMidRefill } from './torture-worker/kill-mid-refill.js';
+import { runWorker, WorkerFiles } from './torture-worker/run-worker.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Where two lists of IDs first differ, or -1: a diff of a million IDs would say less. */
+function firstDifference(a: readonly number[], b: readonly number[]): number {
+  for (let i = 0; i < Math.max(a.length, b.length); i++) if (a[i] !== b[i]) return i;
+  return -1;
+}
 
 it('has written the IDs it handed out when killed while a call waits for a refill', async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'idgen-worker-'));
@@ -29,3 +39,160 @@ it('has written the IDs it handed out when killed while a call waits for a refil
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }, 90_000);
+
+describe("the nemesis's process kill (SIGHUP: write the history, then SIGKILL oneself)", () => {
+  // The campaign's rate bound (tight and take loops wait when ahead of it): without it a loop
+  // on a library that answers at once would never let a signal handler run.
+  const maxRate = 200_000;
+
+  it.each(['tight', 'take', 'paced'] as const)(
+    'leaves a %s history that holds every ID handed out, and no close',
+    async (mode) => {
+      const files = new WorkerFiles();
+      try {
+        const worker = runWorker(
+          files,
+          { mode: 'ledger' },
+          { mode, maxTake: 50, maxRate, rate: 20_000 },
+        );
+        await worker.waitFor('"first-id"');
+        // Past the worker's 20 ms flushes, at a moment of its loop the test does not choose.
+        await sleep(200 + Math.random() * 300);
+        worker.child.kill('SIGHUP');
+        const exit = await worker.exited;
+        const handedOut = files.handedOut();
+        const history = files.history();
+        expect(handedOut.length).toBeGreaterThan(1_000);
+        expect({
+          recorded: history.length,
+          firstDifference: firstDifference(history, handedOut),
+        }).toEqual({ recorded: handedOut.length, firstDifference: -1 });
+        expect(exit).toEqual({ code: null, signal: 'SIGKILL' });
+        // Killed as a crash is: the library was not closed, so it gave nothing back.
+        expect(files.closed()).toBe(false);
+        expect(worker.summary()).toBeUndefined();
+      } finally {
+        files.remove();
+      }
+    },
+    90_000,
+  );
+});
+
+describe('close(): from the moment it is called no ID is handed out', () => {
+  it('catches a library that keeps handing out IDs after close() began', async () => {
+    const files = new WorkerFiles();
+    try {
+      const worker = runWorker(files, { mode: 'serve-after-close' }, { maxRate: 200_000 });
+      await worker.waitFor('"first-id"');
+      await sleep(200);
+      worker.child.kill('SIGUSR2');
+      expect(await worker.exited).toEqual({ code: 0, signal: null });
+      const summary = worker.summary()!;
+      expect(summary.closedEarly).toBe(true);
+      // The loop kept calling for the 100 ms its close() took, and was served.
+      expect(summary.closeViolations).toBeGreaterThan(0);
+      expect(summary.servedAfterClose).toBeGreaterThanOrEqual(summary.closeViolations);
+      // The campaign fails on it.
+      expect(closeViolations([{ id: 7, dc: 'dc1', ...summary }])).toEqual([
+        `process 7 (dc1) was handed ${summary.closeViolations.toLocaleString('en-US')} IDs after its close() began`,
+      ]);
+      expect(files.history()).toEqual(files.handedOut());
+    } finally {
+      files.remove();
+    }
+  }, 90_000);
+
+  it.each([
+    ['a library that refuses every call after close()', 'ledger', 'take', 0, 200_000],
+    // Its every next() is in flight across a turn of the event loop, holding an ID it took: the
+    // close() comes in that turn, and the call then resolves with that ID, as the library's next()
+    // does once in 512 calls.
+    [
+      'the ID taken before close() began, handed over after it',
+      'take-then-yield',
+      'tight',
+      1,
+      undefined,
+    ],
+  ] as const)(
+    'passes %s',
+    async (_, fake, mode, servedAfterClose, maxRate) => {
+      const files = new WorkerFiles();
+      try {
+        const worker = runWorker(files, { mode: fake }, { mode, maxTake: 50, maxRate });
+        await worker.waitFor('"first-id"');
+        await sleep(200);
+        worker.child.kill('SIGUSR2');
+        expect(await worker.exited).toEqual({ code: 0, signal: null });
+        expect(worker.summary()).toMatchObject({
+          closedEarly: true,
+          servedAfterClose,
+          closeViolations: 0,
+          errors: { IDGEN_CLOSED: 1 },
+        });
+        expect(files.history()).toEqual(files.handedOut());
+      } finally {
+        files.remove();
+      }
+    },
+    90_000,
+  );
+});
+
+describe('errors: the worker retries only those that faults cause', () => {
+  /** Its exit, or a SIGTERM's after `ms` if it has not exited by then. */
+  async function exitWithin(worker: ReturnType<typeof runWorker>, ms: number) {
+    const timer = setTimeout(() => worker.child.kill('SIGTERM'), ms);
+    try {
+      return await worker.exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  it.each([
+    ['an error that is no IdGenError', 'UNKNOWN', { name: 'TypeError', message: 'x is undefined' }],
+    [
+      'a code of the library that faults do not cause',
+      'IDGEN_INVALID_COUNT',
+      { name: 'Error', message: 'count 0 refused', code: 'IDGEN_INVALID_COUNT' },
+    ],
+  ])(
+    'stops on %s and exits 1, saying what it was',
+    async (_, code, error) => {
+      const files = new WorkerFiles();
+      try {
+        const worker = runWorker(files, { mode: 'throw', after: 500, error }, { maxRate: 200_000 });
+        expect(await exitWithin(worker, 30_000)).toEqual({ code: 1, signal: null });
+        expect(worker.summary()).toMatchObject({
+          drawn: 500,
+          errors: { [code]: 1 },
+          unexpectedError: { code, message: error.message },
+        });
+        expect(worker.stderr().trim().split('\n').at(-1)).toBe(
+          `torture worker: unexpected error ${code}: ${error.message}`,
+        );
+        expect(files.history()).toEqual(files.handedOut());
+      } finally {
+        files.remove();
+      }
+    },
+    90_000,
+  );
+
+  it('retries an error that faults cause, and reports it', async () => {
+    const files = new WorkerFiles();
+    const error = { name: 'Error', message: 'unavailable', code: 'IDGEN_STORE_UNAVAILABLE' };
+    try {
+      const worker = runWorker(files, { mode: 'throw', after: 500, error }, { maxRate: 200_000 });
+      await worker.waitFor('"first-id"');
+      expect(await exitWithin(worker, 1_500)).toEqual({ code: 0, signal: null });
+      const summary = worker.summary()!;
+      expect(summary.errors['IDGEN_STORE_UNAVAILABLE']).toBeGreaterThan(1);
+      expect(summary.unexpectedError).toBeUndefined();
+    } finally {
+      files.remove();
+    }
+  }, 90_000);
+});

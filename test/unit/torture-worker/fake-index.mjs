@@ -1,25 +1,93 @@
-/* global setInterval */
-// Stands in for the library in the torture worker: next() hands out 1..300 at once, then waits
-// for good, as a refill does while its DC is cut off.
+/* global setInterval, setImmediate, setTimeout, process, Buffer */
+// Stands in for the library in the torture worker and in the draw worker of the integration
+// tests. FAKE_LIBRARY (JSON) picks how it behaves; without it, `refill-wait`:
+// - refill-wait: next() hands out 1..300 at once, then waits for good, as a refill does while
+//   its DC is cut off.
+// - ledger: next() and take() hand out IDs at once (next() yields to I/O first once in 512
+//   calls, as the library does), each written to the file `ledger` as it is handed to the
+//   caller (a SIGKILL cannot lose it there), so a test can compare the worker's history with
+//   what was handed out; close() writes the file `closedMarker` at once, so that later calls
+//   throw IDGEN_CLOSED, and resolves `closeMs` (default 100) later, as giving IDs back takes
+//   round trips to the store.
+// - serve-after-close: ledger, but it keeps handing out IDs after close() (a broken library).
+// - take-then-yield: ledger, but every next() takes its ID, then yields to I/O before it
+//   resolves, as the library's next() does once in 512 IDs: a close() in that turn starts after
+//   the ID was taken, and the call still resolves with it. stats().issued counts the IDs taken.
+// - throw: ledger for `after` IDs, then every call throws `error` ({ name, message, code? }).
+// - busy: ledger for `after` IDs, then next() spins without end: signal handlers never run.
+import fs from 'node:fs';
+
+const config = JSON.parse(process.env.FAKE_LIBRARY ?? '{}');
+const mode = config.mode ?? 'refill-wait';
+const ledger = config.ledger === undefined ? undefined : fs.openSync(config.ledger, 'a');
+/** The IDs taken (the library's `issued`), and of them those the caller was handed. */
+let taken = 0;
 let handed = 0;
+let calls = 0;
+let closed = false;
 setInterval(() => {}, 1_000); // a driver keeps the process alive with its sockets
+
+/** Hands out first..last: in the ledger before the caller can see them. */
+function handOut(first, last) {
+  taken = Math.max(taken, last);
+  if (ledger !== undefined) {
+    const bytes = Buffer.alloc((last - first + 1) * 8);
+    for (let id = first; id <= last; id++) bytes.writeDoubleLE(id, (id - first) * 8);
+    fs.writeSync(ledger, bytes);
+  }
+  handed = last;
+}
+
+function check() {
+  if (closed && mode !== 'serve-after-close') {
+    throw Object.assign(new Error('closed'), { code: 'IDGEN_CLOSED' });
+  }
+  if (mode === 'throw' && handed >= config.after) {
+    const { name, message, code } = config.error;
+    const error = name === 'TypeError' ? new TypeError(message) : new Error(message);
+    throw code === undefined ? error : Object.assign(error, { code });
+  }
+  if (mode === 'busy' && handed >= config.after) for (;;);
+}
 
 export async function connect() {
   return {
     sequence() {
       return {
         grantee: 'dc1',
-        stats: () => ({ shardMoves: 0 }),
+        stats: () => ({ shardMoves: 0, issued: taken }),
         tryNext: () => undefined,
         async next() {
-          if (handed < 300) return ++handed;
-          return new Promise(() => {});
+          if (mode === 'refill-wait') {
+            if (handed < 300) return ++handed;
+            return new Promise(() => {});
+          }
+          if (mode === 'take-then-yield') {
+            check();
+            const id = ++taken;
+            await new Promise((resolve) => setImmediate(resolve));
+            handOut(id, id);
+            return id;
+          }
+          if (++calls % 512 === 0) await new Promise((resolve) => setImmediate(resolve));
+          check();
+          const id = handed + 1;
+          handOut(id, id);
+          return id;
         },
-        async take() {
-          throw new Error('not used');
+        async take(count) {
+          if (mode === 'refill-wait') throw new Error('not used');
+          check();
+          const first = handed + 1;
+          handOut(first, first + count - 1);
+          return { first, last: first + count - 1 };
         },
       };
     },
-    async close() {},
+    async close() {
+      closed = true;
+      if (config.closedMarker !== undefined) fs.writeFileSync(config.closedMarker, 'closed');
+      await new Promise((resolve) => setTimeout(resolve, config.closeMs ?? 100));
+    },
   };
 }

@@ -1,0 +1,110 @@
+/**
+ * The torture fleet (scripts/torture/fleet.ts) with real worker processes against the stand-in
+ * library (test/unit/torture-worker/): how it kills them, and what that leaves recorded.
+ */
+import fs from 'node:fs';
+
+import { describe, expect, it } from 'vitest';
+
+import { Fleet, type Incarnation } from '../../scripts/torture/fleet.js';
+import { REGISTER, WorkerFiles, type FakeLibrary } from './torture-worker/run-worker.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function readF64(file: string): number[] {
+  const bytes = fs.readFileSync(file);
+  return [
+    ...new Float64Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length)),
+  ];
+}
+
+/** A fleet of one worker in `files`' directory, on the stand-in library. */
+function fleetOf(files: WorkerFiles, fake: FakeLibrary, flushKillTimeoutMs?: number) {
+  return new Fleet({
+    keyspace: 'k',
+    sequence: 's',
+    contactPoints: { dc1: [] },
+    historyDir: files.dir,
+    flushKillTimeoutMs,
+    workerImports: [REGISTER],
+    workerEnv: files.env(fake),
+  });
+}
+
+async function drawing(incarnation: Incarnation, files: WorkerFiles): Promise<void> {
+  await incarnation.ready;
+  const deadline = Date.now() + 60_000;
+  while (!(incarnation.drawing && files.handedOut().length >= 1_000) && Date.now() < deadline) {
+    await sleep(20);
+  }
+  // Said so: the nemesis picks only such processes.
+  expect(incarnation).toMatchObject({ connected: true, drawing: true });
+}
+
+describe('torture fleet: killing a process', () => {
+  const extra = { rate: 1, maxTake: 1, maxRate: 200_000 };
+
+  it('lets it write its history first: every ID handed out is recorded, the ending is a kill', async () => {
+    const files = new WorkerFiles();
+    try {
+      const fleet = fleetOf(files, { mode: 'ledger' });
+      const incarnation = fleet.start('dc1', 'tight', extra);
+      await drawing(incarnation, files);
+      fleet.kill(incarnation);
+      await incarnation.exited;
+      expect(incarnation).toMatchObject({
+        ending: 'killed',
+        killed: 'flushed',
+        exit: { code: null, signal: 'SIGKILL' },
+      });
+      const history = readF64(incarnation.historyFile);
+      expect(history.length).toBe(files.handedOut().length);
+      expect(history).toEqual(files.handedOut());
+      expect(files.closed()).toBe(false);
+    } finally {
+      files.remove();
+    }
+  }, 90_000);
+
+  it('SIGKILLs it raw when it does not die within its bound of the SIGHUP', async () => {
+    const files = new WorkerFiles();
+    try {
+      // Its loop never yields once it handed out 1,000 IDs: no signal handler can run.
+      const fleet = fleetOf(files, { mode: 'busy', after: 1_000 }, 500);
+      const incarnation = fleet.start('dc1', 'tight', extra);
+      await drawing(incarnation, files);
+      const killedAt = Date.now();
+      fleet.kill(incarnation);
+      await incarnation.exited;
+      expect(Date.now() - killedAt).toBeGreaterThanOrEqual(450);
+      expect(incarnation).toMatchObject({
+        ending: 'killed',
+        killed: 'flush-timed-out',
+        exit: { code: null, signal: 'SIGKILL' },
+      });
+    } finally {
+      files.remove();
+    }
+  }, 90_000);
+
+  it('kills raw when told to', async () => {
+    const files = new WorkerFiles();
+    try {
+      const fleet = fleetOf(files, { mode: 'ledger' });
+      const incarnation = fleet.start('dc1', 'take', { ...extra, maxTake: 50 });
+      await drawing(incarnation, files);
+      fleet.kill(incarnation, 'raw');
+      await incarnation.exited;
+      expect(incarnation).toMatchObject({
+        ending: 'killed',
+        killed: 'raw',
+        exit: { code: null, signal: 'SIGKILL' },
+      });
+      // What a raw kill may lose is the newest IDs only.
+      const history = readF64(incarnation.historyFile);
+      expect(history).toEqual(files.handedOut().slice(0, history.length));
+    } finally {
+      files.remove();
+    }
+  }, 90_000);
+});

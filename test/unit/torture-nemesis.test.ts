@@ -1,0 +1,169 @@
+/**
+ * The torture nemesis (scripts/torture/nemesis.ts) against a stand-in fleet and cluster: whom
+ * its process faults pick, and how it kills.
+ */
+import { describe, expect, it, vi } from 'vitest';
+
+import type { Fleet, Incarnation } from '../../scripts/torture/fleet.js';
+import { FAULT_KINDS, Nemesis, type FaultMix } from '../../scripts/torture/nemesis.js';
+import { Random } from '../../scripts/torture/random.js';
+import { conductProblems } from '../../scripts/torture/verdict.js';
+import type { IdGen } from '../../src/index.js';
+
+const cluster = vi.hoisted(() => {
+  const state: { partitions: number; partitioned: () => void } = {
+    partitions: 0,
+    /** Ends the partition in progress: the test decides when it takes effect. */
+    partitioned: () => undefined,
+  };
+  return state;
+});
+
+vi.mock('../../scripts/cluster/manager.js', () => ({
+  currentTopology: () => ({ dcs: 3, nodesPerDc: 1, paxos: 'v1', commitlog: 'batch' }),
+  partition: () => {
+    cluster.partitions++;
+    return new Promise<void>((resolve) => (cluster.partitioned = resolve));
+  },
+  heal: () => Promise.resolve(),
+}));
+
+const mixOf = (weights: Partial<FaultMix>): FaultMix =>
+  ({ ...Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])), ...weights }) as FaultMix;
+
+type FakeIncarnation = Pick<
+  Incarnation,
+  'id' | 'dc' | 'mode' | 'ending' | 'stopped' | 'drawing' | 'killed' | 'liveness'
+>;
+
+/** What a nemesis did to a stand-in fleet's processes. */
+class FakeFleet {
+  readonly incarnations: FakeIncarnation[] = [];
+  readonly victims: { action: string; drawing: boolean }[] = [];
+
+  start(dc: string, drawing: boolean): void {
+    this.incarnations.push({
+      ...{ id: this.incarnations.length + 1, dc, mode: 'tight', ending: 'running' },
+      ...{ stopped: false, drawing, killed: undefined, liveness: false },
+    });
+  }
+
+  running(): FakeIncarnation[] {
+    return this.incarnations.filter((i) => i.ending === 'running');
+  }
+
+  kill(i: FakeIncarnation, how: 'flush' | 'raw' = 'flush'): void {
+    this.victims.push({ action: `kill ${how}`, drawing: i.drawing });
+    i.ending = 'killed';
+    i.killed = how === 'raw' ? 'raw' : 'flushed';
+  }
+
+  closeWhileDrawing(i: FakeIncarnation): void {
+    this.victims.push({ action: 'close', drawing: i.drawing });
+    i.ending = 'closed-while-drawing';
+  }
+
+  pause(i: FakeIncarnation): void {
+    this.victims.push({ action: 'pause', drawing: i.drawing });
+    i.stopped = true;
+  }
+
+  resume(i: FakeIncarnation): void {
+    i.stopped = false;
+  }
+}
+
+function nemesisOf(fleet: FakeFleet, mix: FaultMix, startDrawing: boolean) {
+  return new Nemesis({
+    random: new Random(42),
+    fleet: fleet as unknown as Fleet,
+    admin: {} as IdGen,
+    sequence: 's',
+    mix,
+    intervalS: [0.001, 0.002],
+    processesPerDc: 2,
+    startProcess: (dc) => fleet.start(dc, startDrawing),
+    canPartitionNodes: false,
+    startedAt: Date.now(),
+    log: () => undefined,
+  });
+}
+
+/** Runs a nemesis of `mix` on `fleet` until it recorded `actions` entries. */
+async function run(fleet: FakeFleet, mix: FaultMix, actions: number, startDrawing: boolean) {
+  const nemesis = nemesisOf(fleet, mix, startDrawing);
+  nemesis.start();
+  const deadline = Date.now() + 20_000;
+  while (nemesis.timeline.length < actions && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  await nemesis.stop();
+  return nemesis.timeline;
+}
+
+describe('torture nemesis: process faults', () => {
+  it('pick only processes that have handed out IDs', async () => {
+    const fleet = new FakeFleet();
+    for (const dc of ['dc1', 'dc2', 'dc3']) {
+      fleet.start(dc, true);
+      fleet.start(dc, false);
+    }
+    // Processes the nemesis starts have drawn nothing yet.
+    const mix = mixOf({ 'kill-process': 1, 'close-process': 1, 'stop-process': 1 });
+    const timeline = await run(fleet, mix, 30, false);
+    expect(fleet.victims.length).toBeGreaterThan(0);
+    expect(fleet.victims.filter((v) => !v.drawing)).toEqual([]);
+    expect(timeline.map((e) => e.result)).toContain('skipped: no process drawing');
+  });
+
+  it('kill a quarter or so raw, drawn from the seed, and let the others write their history', async () => {
+    const fleet = new FakeFleet();
+    for (const dc of ['dc1', 'dc2', 'dc3']) fleet.start(dc, true);
+    const timeline = await run(fleet, mixOf({ 'kill-process': 1 }), 200, true);
+    const kills = fleet.victims.map((v) => v.action);
+    expect(kills.length).toBeGreaterThanOrEqual(200);
+    const raw = kills.filter((k) => k === 'kill raw').length;
+    expect(raw).toBeGreaterThan(kills.length * 0.1);
+    expect(raw).toBeLessThan(kills.length * 0.4);
+    expect(kills.filter((k) => k === 'kill flush').length).toBe(kills.length - raw);
+    expect(timeline.filter((e) => e.result === 'ok, raw SIGKILL').length).toBe(raw);
+  });
+});
+
+describe('torture nemesis: the fault window', () => {
+  const until = async (done: () => boolean) => {
+    const deadline = Date.now() + 20_000;
+    while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  };
+  const partitionOnly = mixOf({ 'partition-dc': 1 });
+
+  it('counts a fault that took effect within the window', async () => {
+    const nemesis = nemesisOf(new FakeFleet(), partitionOnly, true);
+    const before = cluster.partitions;
+    nemesis.start();
+    await until(() => cluster.partitions > before);
+    cluster.partitioned();
+    await until(() => nemesis.timeline.length > 0);
+    await nemesis.stop();
+    expect(nemesis.timeline[0]!.result).toMatch(/^ok, for \d+ ms$/);
+    const conduct = { timeline: nemesis.timeline, drawnUnderFaults: {}, incarnations: [] };
+    expect(conductProblems(conduct)).toEqual([]);
+  });
+
+  it('does not count one that took effect once the window was over', async () => {
+    const nemesis = nemesisOf(new FakeFleet(), partitionOnly, true);
+    const before = cluster.partitions;
+    nemesis.start();
+    await until(() => cluster.partitions > before);
+    // The window ends while the partition's rules are still being applied.
+    const stopped = nemesis.stop();
+    cluster.partitioned();
+    await stopped;
+    expect(nemesis.timeline.map((e) => [e.action, e.result])).toEqual([
+      ['partition-dc', expect.stringMatching(/^late, after the fault window: ok, for \d+ ms$/)],
+      ['undo', 'ok'],
+    ]);
+    const conduct = { timeline: nemesis.timeline, drawnUnderFaults: {}, incarnations: [] };
+    expect(conductProblems(conduct)).toEqual([expect.stringMatching(/^no cluster fault/)]);
+  });
+});

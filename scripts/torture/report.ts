@@ -228,7 +228,7 @@ export function renderMarkdown(report: CampaignReport): string {
   const problems = report.conductProblems;
   if (problems !== undefined) {
     lines.push(
-      `| the campaign did what it must (a cluster fault done, none failed, every DC drew, no process failed or crashed on stop) | ${problems.length === 0 ? 'yes' : `NO: ${problems.join('; ').replaceAll('|', '/')}`} |`,
+      `| the campaign did what it must (a cluster fault done, none failed, every DC drew, no process failed or crashed on stop, every killed process died of the SIGKILL, every close while drawing reported) | ${problems.length === 0 ? 'yes' : `NO: ${problems.join('; ').replaceAll('|', '/')}`} |`,
     );
   }
   lines.push(

@@ -52,7 +52,7 @@ import type { RowMarks } from './watermarks.js';
  * | `idle` | settings not loaded (never used, or the last load failed) | `loading`, `closing` |
  * | `loading` | reading the settings from the store | `ready`, `idle` (load failed), `closing` |
  * | `ready` | settings loaded; IDs are served and blocks refilled | `closing` |
- * | `closing` | `close()` called: from that moment no ID is handed out; in-flight refills finish, the unused IDs go back, the usage counters get a last report | `closed` |
+ * | `closing` | `close()` called: from that moment no ID is taken (a call in flight may still resolve with one taken before); in-flight refills finish, the unused IDs go back, the usage counters get a last report | `closed` |
  * | `closed` | nothing held; every call throws {@link ClosedError} | – |
  */
 export type SequenceState = 'idle' | 'loading' | 'ready' | 'closing' | 'closed';

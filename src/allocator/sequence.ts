@@ -748,7 +748,8 @@ export class Sequence<T extends number | bigint> {
       }
       return this.keepTrying(started);
     };
-    // Shards this claim found spent (see shardWithIdsAbove): it never goes back to one.
+    // Shards this claim found spent, or empty with SERIAL unreachable (see shardWithIdsAbove):
+    // it never goes back to one while another is seen to hold IDs.
     const spent = new Set<number>();
     for (let attempt = 1; ; attempt++) {
       let failure: Error;
@@ -813,7 +814,13 @@ export class Sequence<T extends number | bigint> {
         if (!isTransient(error) || !goesOn()) throw error;
         this.claimFailure = failure = error;
         if (held !== undefined && this.movesOnFor(error)) {
-          await this.moveShard(held, 'no IDs and no SERIAL');
+          // To a shard seen to hold IDs, never back to one this claim found empty: a random
+          // pick lands on empty shards as often as there are (most of them, once an alter added
+          // shards or busy ones ran dry), each costing SERIAL's tries and pauses, until the
+          // call's deadline passes while the DC still holds IDs.
+          spent.add(this.shard);
+          const to = await this.shardWithIdsAbove(held, spent);
+          await this.moveShard(held, 'no IDs and no SERIAL', to);
           continue;
         }
       }
@@ -899,13 +906,14 @@ export class Sequence<T extends number | bigint> {
   }
 
   /**
-   * Once the domain is spent and this handle's shard too: a shard of the DC whose DC state, read
+   * Where to go from a shard with no IDs left when no new range can come (the domain is spent,
+   * or, before the first block, SERIAL is unreachable): a shard of the DC whose DC state, read
    * locally, still holds IDs and whose ranges all lie above the IDs this handle accepted (so that
    * its IDs keep increasing; a block that did not would be refused as broken, never served),
    * picked at random among those, and not one in `spent`. Undefined if none does; the handle
-   * then fails as spent. A range's start only grows, so a stale read shows no start above the
-   * current one; a read that shows IDs left where none are costs one more move, at most once
-   * per shard and claim.
+   * then fails as spent, or (SERIAL unreachable) moves at random, as a read may have failed. A
+   * range's start only grows, so a stale read shows no start above the current one; a read that
+   * shows IDs left where none are costs one more move, at most once per shard and claim.
    */
   private async shardWithIdsAbove(
     { settings }: Loaded,

@@ -438,6 +438,30 @@ describe('Sequence: moving to another shard before the first block', () => {
     expect(seq.stats().shardMoves).toBe(1);
     await seq.close();
   });
+
+  it('goes on from a shard seen to hold IDs, not a random one, when SERIAL cannot grant a range', async () => {
+    const { store } = await withSequence({ dcRangeSize: 100, blockSize: 10, shards: 8 });
+    // Shard 5 of 8 got a range before the DC was cut off; the others never did (as after an
+    // alter that added shards).
+    vi.spyOn(Math, 'random').mockReturnValueOnce(5 / 8 + 0.01);
+    const first = processIn(store).sequence('orders');
+    await draw(first, 1);
+    expect(first.grantee).toBe('dc1/5');
+    await first.close();
+    store.faults.push(
+      { op: 'grantRange', effect: 'unavailable', times: Infinity },
+      { op: 'readGrants', effect: 'unavailable', times: Infinity },
+    );
+    // Every random pick is the lowest: the handle starts on shard 0, and a random move from
+    // shard k goes to shard k + 1, through four more empty shards before shard 5.
+    vi.spyOn(Math, 'random').mockReturnValue(0);
+    const seq = processIn(store).sequence('orders');
+    const id = await seq.next({ timeoutMs: 10_000 });
+    expect(seq.grantee).toBe('dc1/5');
+    expect(id).toBeGreaterThan(1);
+    expect(seq.stats().shardMoves).toBe(1);
+    await seq.close();
+  });
 });
 
 describe('Sequence: DC-level double buffering', () => {

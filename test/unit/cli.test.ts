@@ -608,7 +608,13 @@ describe('retire-ranges, over the in-memory store', () => {
       sequence: 'orders',
       dc: 'dc1',
       states: [
-        { grantee: 'dc1', grant: { number: 2, min: 101, max: 200 }, retired: true, gap: 90 },
+        {
+          grantee: 'dc1',
+          grant: { number: 2, min: 101, max: 200 },
+          outcome: 'retired',
+          retired: true,
+          gap: 90,
+        },
       ],
     });
     allocator.current = new IdGen({ store, dc: 'dc1', keyspace: 'idgen' });
@@ -619,6 +625,37 @@ describe('retire-ranges, over the in-memory store', () => {
         'dc1  grant 2 [101, 200]  already spent\n',
     );
     expect(store.calls.writeDcState).toBe(0);
+  });
+
+  it('says it retired the ranges when its own write, left in flight, is committed by its retry', async () => {
+    const { store } = await rolledBack();
+    const lastInteger = (await store.readDcState('orders', 'dc1'))!.lastInteger;
+    // The re-read misses the write; the retry's round commits it, and is rejected against it.
+    store.faults.push({ op: 'writeDcState', effect: 'in-flight', completesOn: 'write' });
+    const run = await cli(...CONNECT, 'retire-ranges', 'orders');
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(run.stdout).toBe(
+      `Retired the ranges of "orders" in dc1: its next claim asks SERIAL for a new grant.\n` +
+        `dc1  grant 1 [1, 100]  retired  ${100n - lastInteger} IDs left as a gap\n`,
+    );
+  });
+
+  it('says another writer spent the ranges while it ran, not that they were spent already', async () => {
+    const { store } = await rolledBack();
+    const other = new IdGen({ store, dc: 'dc1', keyspace: 'idgen' });
+    store.faults.push({
+      op: 'writeDcState',
+      effect: 'rejected',
+      onHit: async () => {
+        await other.retireDcRanges('orders');
+      },
+    });
+    const run = await cli(...CONNECT, 'retire-ranges', 'orders');
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(run.stdout).toBe(
+      'The ranges of "orders" in dc1 were spent by another writer while this ran: its next claim asks SERIAL for a new grant. This command wrote nothing.\n' +
+        'dc1  grant 1 [1, 100]  spent by another writer meanwhile\n',
+    );
   });
 
   it('refuses a grant level that went back with exit 4 and one line, writing nothing', async () => {

@@ -55,7 +55,9 @@ export async function createSettings(
  * Changes the sizes of sequence `name`. Each attempt validates the changes against the settings
  * it read and writes only if they are still the ones read (their op), so two concurrent alters
  * can never combine into settings neither validated (e.g. a block larger than the DC range).
- * @returns the settings after the change.
+ * @returns the settings this alter wrote: its last attempt's, or those of an earlier attempt
+ * whose op a later round found (not the settings read with that op: CassandraStore reads them
+ * after the round, and another alter may have landed in between).
  * @throws {InvalidOptionError} if the changes do not fit the current settings.
  * @throws {SequenceNotFoundError} if it does not exist.
  * @throws {ContentionError} if other alters kept changing the settings first.
@@ -67,8 +69,11 @@ export async function alterSettings(
   changes: AlterSequenceOptions,
   keyspace: string,
 ): Promise<SequenceSettings> {
-  // Every attempt's op: a later attempt's round may find an earlier one's write committed.
-  const ours = new Set<string>();
+  // Every attempt's op, with the settings it wrote: a later attempt's round may find an earlier
+  // one's write committed. What that attempt wrote is known; settings found with its op need not
+  // be it (CassandraStore reads them apart from a rejecting round's op, and an alter can land
+  // in between).
+  const ours = new Map<string, SequenceSettings>();
   for (let attempt = 1; attempt <= MAX_ALTER_ATTEMPTS; attempt++) {
     // At SERIAL after a lost race: a LOCAL_QUORUM read could still show the settings it lost to.
     // And before "not found": a create that timed out may be committed in other DCs only.
@@ -80,14 +85,14 @@ export async function alterSettings(
     const next = Object.freeze({ ...current.settings, ...normalized });
     const sizes = pickSizes(next);
     const op = randomUUID();
-    ours.add(op);
+    ours.set(op, next);
     const result = await runConditionalWrite<StoredSettings>({
       write: () => store.alterSequence(name, current.op, sizes, op),
       judge: (found) => judgeSettingsWrite(found, ours),
       reread: () => store.readSequence(name, 'serial'),
     });
-    if (result.verdict === 'ours' && result.found?.op !== op) return result.found!.settings;
-    if (isOurs(result.verdict)) return next;
+    // Applied, or an op of ours found (maybe an earlier attempt's): what that attempt wrote.
+    if (isOurs(result.verdict)) return ours.get(result.found?.op ?? op) ?? next;
     if (result.verdict === 'unknown') throw unknownOutcome('alter sequence', result);
     // Another op after an unknown outcome, and not the one ours was conditional on: another
     // alter won, or ours was applied and another alter came after it. Trying again would write
@@ -107,7 +112,7 @@ export async function alterSettings(
  */
 function judgeSettingsWrite(
   found: StoredSettings | undefined,
-  ours: string | ReadonlySet<string>,
+  ours: string | ReadonlyMap<string, unknown>,
 ): Judgement {
   if (found === undefined) return 'unknown';
   const own = typeof ours === 'string' ? found.op === ours : ours.has(found.op);

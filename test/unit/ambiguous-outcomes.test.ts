@@ -7,10 +7,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 
 import { setMutationsForTests } from '../../src/allocator/mutations.js';
 
+import { IdGen } from '../../src/allocator/id-gen.js';
 import { ClosedError } from '../../src/errors.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import {
   KEYSPACE,
+  cassandraLikeAlters,
   draw,
   expectUnique,
   processIn,
@@ -168,6 +170,31 @@ describe('concurrent alters', () => {
     expect(error).toMatchObject({ code: 'IDGEN_STORE_UNAVAILABLE' });
     expect((error as Error).message).toContain('may or may not have been applied');
     expect(await ids.readSequence('orders')).toMatchObject({ blockSize: 30, shards: 8 });
+  });
+});
+
+describe('an alter whose earlier attempt a later round committed', () => {
+  it('returns the settings that attempt wrote, not those of an alter made after it', async () => {
+    const { store } = await withSequence({ dcRangeSize: 1_000, blockSize: 10 });
+    const other = processIn(store);
+    let once = true;
+    // The first attempt stays accepted by one replica: its re-read misses it, the second
+    // attempt's round commits it and is rejected against it. CassandraStore then reads the
+    // settings at SERIAL apart from the round's op, and another alter lands in between.
+    const ids = new IdGen({
+      store: cassandraLikeAlters(store, async () => {
+        if (!once) return;
+        once = false;
+        await other.alterSequence('orders', { blockSize: 30 });
+      }),
+      dc: 'dc1',
+      keyspace: KEYSPACE,
+    });
+    store.faults.push({ op: 'alterSequence', effect: 'in-flight', completesOn: 'write' });
+    const settings = await ids.alterSequence('orders', { blockSize: 20 });
+    // Ours, as its op in the round shows; the other alter's 30 is not what this alter set.
+    expect(settings).toMatchObject({ blockSize: 20 });
+    expect(await ids.readSequence('orders')).toMatchObject({ blockSize: 30 });
   });
 });
 

@@ -47,7 +47,7 @@ import {
   parseSwitch,
 } from '../../src/cli/parse.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { expectFirstRangesOfTwoDcs } from './fixtures.js';
+import { cassandraLikeAlters, expectFirstRangesOfTwoDcs } from './fixtures.js';
 import { cli } from './run-cli.js';
 
 /** What connect() hands the CLI when set: an allocator over a MemoryStore; else Cassandra's. */
@@ -440,6 +440,34 @@ describe('usage errors, reported before connecting', () => {
       expect(stdout).toContain(`$ idgen-cass ${command}`);
       expect(stdout).toContain('IDGEN_CONTACT_POINTS'); // global options shown too
     }
+  });
+});
+
+describe('alter, over the in-memory store', () => {
+  it("prints the settings its alter wrote, not a later alter's read with its op", async () => {
+    const store = new MemoryStore({ keyspace: 'idgen' });
+    const other = new IdGen({ store, dc: 'dc1', keyspace: 'idgen' });
+    await other.createSequence('orders', { dcRangeSize: 1_000, blockSize: 100 });
+    let once = true;
+    const between = async () => {
+      if (!once) return;
+      once = false;
+      await other.alterSequence('orders', { blockSize: 300 });
+    };
+    allocator.current = new IdGen({
+      store: cassandraLikeAlters(store, between),
+      dc: 'dc1',
+      keyspace: 'idgen',
+    });
+    // Its first attempt is committed by the second's round (see ambiguous-outcomes.test.ts).
+    store.faults.push({ op: 'alterSequence', effect: 'in-flight', completesOn: 'write' });
+    const run = await cli(
+      ...['--contact-points', '127.0.0.99', '--dc', 'dc1', '--log-level', 'silent'],
+      ...['alter', 'orders', '--block', '200'],
+    );
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(run.stdout).toContain('Altered sequence "orders".\n');
+    expect(run.stdout).toMatch(/^block +200 IDs$/m);
   });
 });
 

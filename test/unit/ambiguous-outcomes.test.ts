@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { setMutationsForTests } from '../../src/allocator/mutations.js';
 
 import { IdGen } from '../../src/allocator/id-gen.js';
-import { ClosedError } from '../../src/errors.js';
+import { ClosedError, SequenceExistsError } from '../../src/errors.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import {
   KEYSPACE,
@@ -198,24 +198,74 @@ describe('an alter whose earlier attempt a later round committed', () => {
   });
 });
 
-describe('a create whose outcome stayed unknown, then an alter', () => {
-  it('says it may or may not have created the sequence, not that it existed', async () => {
+describe('a create whose own write another round finished, then an alter', () => {
+  /**
+   * The create is applied but its report is a rejection or a timeout; before the round that
+   * reports it (or the re-read) reads the row, another process alters the new sequence.
+   */
+  function createdThenAltered(
+    effect: 'applied-reported-rejected' | 'unknown-applied',
+  ): MemoryStore {
     const store = new MemoryStore({ keyspace: KEYSPACE });
     const other = processIn(store);
     store.faults.push({
       op: 'createSequence',
-      effect: 'unknown-applied',
+      effect,
       onHit: async () => {
         await other.alterSequence('orders', { blockSize: 20 });
       },
     });
-    const error = await processIn(store)
-      .createSequence('orders', { dcRangeSize: 100, blockSize: 10, firstRanges: ['dc1'] })
-      .catch((e: unknown) => e);
-    expect(error).toMatchObject({ code: 'IDGEN_STORE_UNAVAILABLE' });
-    expect((error as Error).message).toContain('may or may not have been applied');
-    // It was ours, first range and all.
-    expect((await store.readGrantsOverview('orders'))?.grants.get('dc1')).toHaveLength(1);
+    return store;
+  }
+  const ORDERS = { dcRangeSize: 100, blockSize: 10, firstRanges: ['dc1'] };
+
+  it.each(['applied-reported-rejected', 'unknown-applied'] as const)(
+    'after a %s outcome says the sequence exists and that whether it made it cannot be told',
+    async (effect) => {
+      const store = createdThenAltered(effect);
+      const error = await processIn(store)
+        .createSequence('orders', ORDERS)
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(SequenceExistsError);
+      expect(error).toMatchObject({ code: 'IDGEN_SEQUENCE_EXISTS', createdBy: 'unknown' });
+      expect((error as Error).message).toBe(
+        'Sequence "orders" exists in keyspace "unit", but whether this create made it cannot be told: its settings were last written by an alter (or by an older release), and a create can be applied and still be reported rejected or timed out. Use "idgen-cass alter orders" to change its sizes.',
+      );
+      // It was ours, first range and all.
+      expect((await store.readGrantsOverview('orders'))?.grants.get('dc1')).toHaveLength(1);
+    },
+  );
+
+  it('with ifNotExists, returns the stored settings without calling them made by another', async () => {
+    const store = createdThenAltered('applied-reported-rejected');
+    const result = await processIn(store).createSequenceGranting('orders', {
+      ...ORDERS,
+      ifNotExists: true,
+    });
+    expect(result).toMatchObject({ created: undefined, firstGrants: [] });
+    expect(result.settings).toMatchObject({ blockSize: 20 });
+  });
+
+  it("says 'already exists' when another create's op is found, after a rejection or a timeout", async () => {
+    for (const effect of ['rejected', 'unknown-not-applied'] as const) {
+      const store = new MemoryStore({ keyspace: KEYSPACE });
+      const other = processIn(store);
+      store.faults.push({
+        op: 'createSequence',
+        effect,
+        onHit: async () => {
+          await other.createSequence('orders', { dcRangeSize: 100 });
+        },
+      });
+      const error = await processIn(store)
+        .createSequence('orders', { dcRangeSize: 100 })
+        .catch((e: unknown) => e);
+      expect(error, effect).toMatchObject({
+        code: 'IDGEN_SEQUENCE_EXISTS',
+        createdBy: 'another',
+        message: `Sequence "orders" already exists in keyspace "${KEYSPACE}"; nothing was changed. Use "idgen-cass alter orders" to change its sizes.`,
+      });
+    }
   });
 });
 

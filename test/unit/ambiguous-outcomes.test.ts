@@ -200,11 +200,12 @@ describe('an alter whose earlier attempt a later round committed', () => {
 
 describe('a create whose own write another round finished, then an alter', () => {
   /**
-   * The create is applied but its report is a rejection or a timeout; before the round that
-   * reports it (or the re-read) reads the row, another process alters the new sequence.
+   * A store whose next create has `effect`, and in whose round (before the row is read for the
+   * report, or re-read) another process does `meanwhile`.
    */
-  function createdThenAltered(
-    effect: 'applied-reported-rejected' | 'unknown-applied',
+  function createInterleaved(
+    effect: 'applied-reported-rejected' | 'unknown-applied' | 'rejected' | 'unknown-not-applied',
+    meanwhile: (other: IdGen) => Promise<unknown>,
   ): MemoryStore {
     const store = new MemoryStore({ keyspace: KEYSPACE });
     const other = processIn(store);
@@ -212,11 +213,14 @@ describe('a create whose own write another round finished, then an alter', () =>
       op: 'createSequence',
       effect,
       onHit: async () => {
-        await other.alterSequence('orders', { blockSize: 20 });
+        await meanwhile(other);
       },
     });
     return store;
   }
+  /** The create is applied but reported rejected or timed out; the new sequence is altered. */
+  const createdThenAltered = (effect: 'applied-reported-rejected' | 'unknown-applied') =>
+    createInterleaved(effect, (other) => other.alterSequence('orders', { blockSize: 20 }));
   const ORDERS = { dcRangeSize: 100, blockSize: 10, firstRanges: ['dc1'] };
 
   it.each(['applied-reported-rejected', 'unknown-applied'] as const)(
@@ -248,15 +252,9 @@ describe('a create whose own write another round finished, then an alter', () =>
 
   it("says 'already exists' when another create's op is found, after a rejection or a timeout", async () => {
     for (const effect of ['rejected', 'unknown-not-applied'] as const) {
-      const store = new MemoryStore({ keyspace: KEYSPACE });
-      const other = processIn(store);
-      store.faults.push({
-        op: 'createSequence',
-        effect,
-        onHit: async () => {
-          await other.createSequence('orders', { dcRangeSize: 100 });
-        },
-      });
+      const store = createInterleaved(effect, (other) =>
+        other.createSequence('orders', { dcRangeSize: 100 }),
+      );
       const error = await processIn(store)
         .createSequence('orders', { dcRangeSize: 100 })
         .catch((e: unknown) => e);

@@ -117,21 +117,32 @@ export class SequenceNotFoundError extends IdGenError {
   }
 }
 
+/** Why a create cannot tell whether it made a sequence whose settings it finds (createdBy `unknown`). */
+export const CREATOR_UNKNOWN =
+  'its settings were last written by an alter (or by an older release), and a create can be applied and still be reported rejected or timed out';
+
 export class SequenceExistsError extends IdGenError {
   /**
    * @param differences with `ifNotExists`: how the existing sequence's IDs differ from those
    * asked (`start 1 (asked 48213578)`); empty when the create was not `ifNotExists`.
+   * @param createdBy who made the sequence, as far as its settings show: `another` create (its
+   * op is another create's, or its IDs differ from those asked: this create was never applied),
+   * or `unknown` (they were last written by an alter, or by an older release: a create can be
+   * applied and still be reported rejected or timed out, and an alter replaces its op).
    */
   constructor(
     readonly sequence: string,
     readonly keyspace: string,
     readonly differences: readonly string[] = [],
+    readonly createdBy: 'another' | 'unknown' = 'another',
   ) {
     super(
       'IDGEN_SEQUENCE_EXISTS',
-      differences.length === 0
-        ? `Sequence "${sequence}" already exists in keyspace "${keyspace}"; nothing was changed. Use "idgen-cass alter ${sequence}" to change its sizes.`
-        : `Sequence "${sequence}" already exists in keyspace "${keyspace}" with other IDs than asked: ${differences.join(', ')}; nothing was changed. A sequence's min, max and start never change (alter changes sizes only): to hand out the IDs asked, create a sequence under another name.`,
+      differences.length > 0
+        ? `Sequence "${sequence}" already exists in keyspace "${keyspace}" with other IDs than asked: ${differences.join(', ')}; nothing was changed. A sequence's min, max and start never change (alter changes sizes only): to hand out the IDs asked, create a sequence under another name.`
+        : createdBy === 'unknown'
+          ? `Sequence "${sequence}" exists in keyspace "${keyspace}", but whether this create made it cannot be told: ${CREATOR_UNKNOWN}. Use "idgen-cass alter ${sequence}" to change its sizes.`
+          : `Sequence "${sequence}" already exists in keyspace "${keyspace}"; nothing was changed. Use "idgen-cass alter ${sequence}" to change its sizes.`,
     );
   }
 }

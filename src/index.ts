@@ -47,7 +47,7 @@ export type {
 } from './admin/preflight.js';
 export { IdGen, ID_GEN_DEFAULTS } from './allocator/id-gen.js';
 export type { SequenceHandleOptions } from './allocator/id-gen.js';
-export type { RetiredState } from './allocator/retire.js';
+export type { RetiredState, RetireOutcome } from './allocator/retire.js';
 export { metricsTable } from './metrics/table.js';
 export type { MetricDescription } from './metrics/table.js';
 export { METRICS_DEFAULTS } from './metrics/options.js';

@@ -851,17 +851,10 @@ export function idSpaceDifferences(
   asked: SequenceSettings,
   existing: SequenceSettings,
 ): string[] {
-  const differences: string[] = [];
-  const compare = (field: 'min' | 'max' | 'start', given: boolean) => {
-    if (given && asked[field] !== existing[field]) {
-      differences.push(`${field} ${existing[field]} (asked ${asked[field]})`);
-    }
-  };
-  compare('min', options.min !== undefined);
   // A domain given without max sets max (its maximum); min and start keep their own options.
-  compare('max', options.max !== undefined || options.domain !== undefined);
-  compare('start', options.start !== undefined);
-  return differences;
+  const given = (field: 'min' | 'max' | 'start') =>
+    options[field] !== undefined || (field === 'max' && options.domain !== undefined);
+  return differences(['min', 'max', 'start'], given, asked, existing);
 }
 
 /**
@@ -874,7 +867,17 @@ export function sizeDifferences(
   asked: SequenceSettings,
   existing: SequenceSettings,
 ): string[] {
-  return SIZE_KEYS.filter(
-    (key) => options[key] !== undefined && String(asked[key]) !== String(existing[key]),
-  ).map((key) => `${key} ${existing[key]} (asked ${asked[key]})`);
+  return differences(SIZE_KEYS, (key) => options[key] !== undefined, asked, existing);
+}
+
+/** Each of `fields` that was `given` and differs, as `field <existing> (asked <asked>)`. */
+function differences<K extends keyof SequenceSettings>(
+  fields: readonly K[],
+  given: (field: K) => boolean,
+  asked: SequenceSettings,
+  existing: SequenceSettings,
+): string[] {
+  return fields
+    .filter((field) => given(field) && String(asked[field]) !== String(existing[field]))
+    .map((field) => `${field} ${String(existing[field])} (asked ${String(asked[field])})`);
 }

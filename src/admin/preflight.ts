@@ -52,7 +52,7 @@
  */
 
 import { ascending } from '../order.js';
-import type { NodeSettings } from '../store/port.js';
+import type { NodeSettings, TableSettings } from '../store/port.js';
 
 /** Cassandra's own floor for how long Paxos state is kept (`SystemKeyspace.legacyPaxosTtlSec`). */
 export const MIN_PAXOS_STATE_SECONDS = 3 * 3600;
@@ -157,6 +157,16 @@ const SETTING: Readonly<Record<PreflightCheckName, string>> = {
 const SERIAL_READS_PROPERTY = 'cassandra.unsafe.disable-serial-reads-linearizability';
 const IGNORE_REPLAY_ERRORS_PROPERTY = 'cassandra.commitlog.ignorereplayerrors';
 const IDGEN_TABLES = ['idgen_grants', 'idgen_dc_state'] as const;
+
+/** The idgen tables (those written with Paxos) that `node`'s schema holds, with their settings. */
+function idgenTables(
+  node: NodeSettings,
+): { readonly table: (typeof IDGEN_TABLES)[number]; readonly settings: TableSettings }[] {
+  return IDGEN_TABLES.flatMap((table) => {
+    const settings = node.tables.get(table);
+    return settings === undefined ? [] : [{ table, settings }];
+  });
+}
 
 /**
  * Every check on one node's settings, in a fixed order. Pure.
@@ -294,9 +304,9 @@ function paxosStateLifetime(node: NodeSettings): NodeCheck {
   if (purging !== 'legacy' && purging !== 'gc_grace') {
     return check('unknown', `unknown paxos_state_purging "${purging}"`);
   }
-  const tables = IDGEN_TABLES.filter((table) => node.tables.has(table)).map((table) => ({
+  const tables = idgenTables(node).map(({ table, settings }) => ({
     table,
-    gcGrace: node.tables.get(table)!.gcGraceSeconds,
+    gcGrace: settings.gcGraceSeconds,
   }));
   if (tables.length === 0) {
     return check(
@@ -319,9 +329,9 @@ function paxosStateLifetime(node: NodeSettings): NodeCheck {
 }
 
 function tableTtl(node: NodeSettings): NodeCheck {
-  const tables = IDGEN_TABLES.filter((table) => node.tables.has(table)).map((table) => ({
+  const tables = idgenTables(node).map(({ table, settings }) => ({
     table,
-    ttl: node.tables.get(table)!.defaultTtlSeconds,
+    ttl: settings.defaultTtlSeconds,
   }));
   const check = (status: CheckStatus, value: string | undefined, message: string): NodeCheck => ({
     check: 'table-ttl',

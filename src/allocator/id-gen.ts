@@ -305,7 +305,9 @@ export class IdGen {
    * @throws {InvalidNameError} for a bad name; {@link InvalidOptionError} for a bad option.
    * @throws {SequenceExistsError} if it exists and `ifNotExists` is not set, or is set and the
    * existing sequence's `domain`, `min`, `max` or `start` differs from one given; nothing is
-   * changed.
+   * changed, unless its `createdBy` is `unknown`: its settings were last written by an alter
+   * (or an older release), and this create may have been applied before it (a create can be
+   * applied and still be reported rejected or timed out).
    * @throws {StoreUnavailableError} if some DC cannot be reached.
    */
   async createSequence(
@@ -325,8 +327,13 @@ export class IdGen {
   ): Promise<{
     readonly settings: SequenceSettings;
     readonly firstGrants: readonly FirstGrant[];
-    /** False when the sequence existed (`ifNotExists`): `settings` are the stored ones. */
-    readonly created: boolean;
+    /**
+     * True when this create made the sequence; false when another create did (`ifNotExists`),
+     * undefined when that cannot be told (its settings were last written by an alter, which may
+     * have followed this create: `SequenceExistsError.createdBy`). Unless true, `settings` are
+     * the stored ones.
+     */
+    readonly created: boolean | undefined;
   }> {
     this.#assertOpen();
     const settings = resolveSequenceSettings(name, options);
@@ -340,7 +347,7 @@ export class IdGen {
     if (given !== undefined && firstGrants.length > 0) {
       checkFirstRangeDcs(given, await this.#store.readReplicaDcs());
     }
-    const stored = await createSettings(
+    const { settings: stored, creator } = await createSettings(
       this.#store,
       settings,
       this.keyspace,
@@ -348,13 +355,14 @@ export class IdGen {
       firstGrants,
     );
     // createSettings returns the settings given when this create wrote them, and the stored ones
-    // of an existing sequence (ifNotExists), whose first ranges, if any, were not this create's.
-    const created = stored === settings;
-    if (!created) {
+    // of an existing sequence (ifNotExists), whose first ranges, if any, are not shown to be
+    // this create's.
+    if (creator !== 'this') {
       const differences = idSpaceDifferences(options, settings, stored);
       if (differences.length > 0) throw new SequenceExistsError(name, this.keyspace, differences);
     }
-    return { settings: stored, firstGrants: created ? firstGrants : [], created };
+    const created = creator === 'unknown' ? undefined : creator === 'this';
+    return { settings: stored, firstGrants: created === true ? firstGrants : [], created };
   }
 
   /**
@@ -388,10 +396,12 @@ export class IdGen {
    * latest grant, read at SERIAL, spent to its end; the DC's next claim then asks SERIAL for a
    * new grant, above every ID any DC was granted. The IDs the DC still held become a gap. Stop
    * the sequence's processes in this DC first: a process still running holds blocks from the
-   * old state. Safe to repeat; a partition already spent at its latest grant is left alone.
+   * old state. Safe to repeat; a partition already spent at its latest grant is left alone. Each
+   * result's `outcome` says whose write left its partition spent, as far as the rows show
+   * (this retire's, another writer's, or unknown).
    * @example
    * ```ts
-   * for (const s of await ids.retireDcRanges('orders')) console.log(s.grantee, s.retired, s.gap);
+   * for (const s of await ids.retireDcRanges('orders')) console.log(s.grantee, s.outcome, s.gap);
    * ```
    * @throws {InvalidNameError} for a bad name; {@link SequenceNotFoundError} if it does not exist.
    * @throws {InvariantError} if the grant level itself went back (nothing is written).

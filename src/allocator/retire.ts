@@ -20,10 +20,29 @@ import {
 import { granteesOf } from '../names.js';
 import type { DcState, Grant, IdStore, SequenceSettings } from '../store/port.js';
 import { isOurs, runConditionalWrite } from './cas.js';
+import { judgeStateWrite } from './dc-allocator.js';
 import { remainingIn, retireTo, spentAt, topOf } from './dc-state.js';
 
 /** How often one state partition is read and written again when another write came first. */
 export const MAX_RETIRE_ATTEMPTS = 5;
+
+/**
+ * Whose write left a state partition spent at its latest grant, as far as the rows show. A
+ * retire's write, like any conditional write, can be applied and still be reported rejected or
+ * unknown, and the state keeps no history: only its op, and a version that another op took,
+ * tell whose write is there.
+ * - `no-grant`: the DC has no grant yet; nothing to retire, nothing written.
+ * - `already-spent`: spent at its latest grant when first read; nothing written.
+ * - `retired`: spent by a write of this retire (reported applied, or its op found in the rows).
+ * - `spent-by-another`: spent by another writer (another retire) while this one ran; each write
+ *   of this one was shown lost (another op took the version it was conditional on).
+ * - `spent-unknown`: spent, another writer's op in the rows, and a write of this one was neither
+ *   found nor shown lost (other ops were seen only at other versions than the one it would have
+ *   taken): it may have been applied before another op replaced it, so whether this retire
+ *   wrote, and what it left as a gap, is unknown.
+ */
+export type RetireOutcome =
+  'no-grant' | 'already-spent' | 'retired' | 'spent-by-another' | 'spent-unknown';
 
 /** What retiring did to one state partition of the DC (the DC itself, or one of its shards). */
 export interface RetiredState {
@@ -31,13 +50,16 @@ export interface RetiredState {
   readonly grantee: string;
   /** The latest grant read at SERIAL: the range retired; undefined if the DC has none yet. */
   readonly grant: Grant | undefined;
-  /** The state as read at LOCAL_SERIAL before; undefined if there was none. */
+  /** The state as this retire first read it at LOCAL_SERIAL; undefined if there was none. */
   readonly before: DcState | undefined;
-  /** False when there was nothing to retire: no grant yet, or already spent at its latest grant. */
+  /** Whose write left the partition spent. */
+  readonly outcome: RetireOutcome;
+  /** True when a write of this retire is known to have been applied (outcome `retired`). */
   readonly retired: boolean;
   /**
    * IDs the partition still held (the rest of its reserved range, its preloaded range, and its
-   * latest grant if it was not installed), which nobody will hand out from now on: a gap.
+   * latest grant if it was not installed) that the writes of this retire known to have been
+   * applied took out of use: a gap. 0 unless `retired`.
    */
   readonly gap: bigint;
 }
@@ -66,27 +88,58 @@ export async function retireDcRanges(
   return out;
 }
 
+/** One write of a retire: the state it was conditional on, and the state it would write. */
+interface Attempt {
+  readonly before: DcState | undefined;
+  readonly latest: Grant;
+  readonly next: DcState;
+  /** Its op found in the rows, or reported applied. */
+  applied: boolean;
+  /** Another op found at the version it would have taken: never applied, and never will be. */
+  lost: boolean;
+}
+
 async function retireOne(store: IdStore, sequence: string, grantee: string): Promise<RetiredState> {
+  const attempts: Attempt[] = [];
+  let first: DcState | undefined;
+  // What each state seen (a read, a rejecting round, a re-read) shows of this retire's writes.
+  const note = (state: DcState | undefined) => {
+    if (state === undefined) return;
+    for (const a of attempts) {
+      if (state.op === a.next.op) a.applied = true;
+      else if (state.version === a.next.version) a.lost = true;
+    }
+  };
+  const done = (grant: Grant | undefined, outcome: RetireOutcome): RetiredState => {
+    const applied = attempts.filter((a) => a.applied);
+    const gap = applied.reduce((sum, a) => sum + gapOf(a.before, a.latest), 0n);
+    return { grantee, grant, before: first, outcome, retired: outcome === 'retired', gap };
+  };
   for (let attempt = 1; attempt <= MAX_RETIRE_ATTEMPTS; attempt++) {
     // The state first, then the grants, as a range request reads them: installed grants never
     // outrun the latest grant, so with this order `installed > latest` means lost grants.
     const before = await store.readDcState(sequence, grantee);
+    if (attempt === 1) first = before;
+    note(before);
     const { latest, globalLast } = await store.readGrants(sequence, grantee);
     checkGrantLevel(sequence, grantee, before, latest, globalLast);
-    if (latest === undefined || spentAt(before, latest)) {
-      return { grantee, grant: latest, before, retired: false, gap: 0n };
-    }
+    if (latest === undefined) return done(latest, 'no-grant');
+    if (spentAt(before, latest)) return done(latest, spentBy(attempts));
     const op = randomUUID();
     const next = retireTo(before, latest, op);
+    const current: Attempt = { before, latest, next, applied: false, lost: false };
+    attempts.push(current);
     const result = await runConditionalWrite<DcState>({
       write: () => store.writeDcState(sequence, grantee, before, next),
-      judge: (found) => (found === undefined ? 'unknown' : found.op === op ? 'ours' : 'lost'),
+      judge: (found) => judgeStateWrite(found, next),
       reread: () => store.readDcState(sequence, grantee),
     });
+    note(result.found);
     if (isOurs(result.verdict)) {
-      return { grantee, grant: latest, before, retired: true, gap: gapOf(before, latest) };
+      current.applied = true;
+      return done(latest, 'retired');
     }
-    if (result.verdict === 'unknown') {
+    if (result.verdict === 'unknown' && result.found === undefined) {
       throw new StoreUnavailableError(
         'local_serial',
         `retire the ranges of ${grantee}`,
@@ -94,9 +147,17 @@ async function retireOne(store: IdStore, sequence: string, grantee: string): Pro
         { cause: result.cause },
       );
     }
-    // Lost: another write came first (a process of the DC, or another retire). Read again.
+    // Another op found: another write came first (a process of the DC, or another retire), or
+    // came after ours, or ours is still in flight. Read again; the next read tells what it can.
   }
   throw new ContentionError(sequence, RETIRE_OPERATION, MAX_RETIRE_ATTEMPTS);
+}
+
+/** Whose write spent a partition found spent after `attempts` (none: spent before this came). */
+function spentBy(attempts: readonly Attempt[]): RetireOutcome {
+  if (attempts.length === 0) return 'already-spent';
+  if (attempts.some((a) => a.applied)) return 'retired';
+  return attempts.every((a) => a.lost) ? 'spent-by-another' : 'spent-unknown';
 }
 
 /**

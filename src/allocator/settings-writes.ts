@@ -21,9 +21,29 @@ import { isOurs, runConditionalWrite, type CasResult, type Judgement } from './c
 export const MAX_ALTER_ATTEMPTS = 5;
 
 /**
+ * The kinds of settings writes, each op prefixed with its own: a create that finds settings
+ * written by another create knows it was not applied (an alter replaces a create's op, nothing
+ * else does), while one that finds an alter's op cannot tell whose create the alter followed.
+ * Ops written before the kinds were marked carry neither prefix.
+ */
+const CREATE_OP = 'create:';
+const ALTER_OP = 'alter:';
+
+/**
+ * Who made a sequence, as far as its settings show: `this` create (its op found, or reported
+ * applied); `another` (another create's op, or IDs other than this create's: it was never
+ * applied); `unknown` (an alter's op, or one an older release wrote: this create may have been
+ * applied, then altered).
+ */
+export type SequenceCreator = 'this' | 'another' | 'unknown';
+
+/**
  * Creates the sequence with `settings` (and `firstGrants`, in the same write); with
  * `ifNotExists`, an existing sequence's stored settings are returned instead.
- * @throws {SequenceExistsError} if it exists (created by another write) and not `ifNotExists`.
+ * @returns the settings stored (this create's, or, with `ifNotExists`, those found), and who made
+ * the sequence.
+ * @throws {SequenceExistsError} if it exists and not `ifNotExists`, saying whether another
+ * create made it or whether this one did cannot be told (`createdBy`).
  * @throws {StoreUnavailableError} if SERIAL cannot be reached, or the write's outcome stayed
  * unknown (read the sequence to see whether it exists).
  */
@@ -33,29 +53,30 @@ export async function createSettings(
   keyspace: string,
   ifNotExists = false,
   firstGrants: readonly FirstGrant[] = [],
-): Promise<SequenceSettings> {
-  const op = randomUUID();
+): Promise<{ readonly settings: SequenceSettings; readonly creator: SequenceCreator }> {
+  const op = `${CREATE_OP}${randomUUID()}`;
   const result = await runConditionalWrite<StoredSettings>({
     write: () => store.createSequence(settings, op, firstGrants),
-    judge: (found) => judgeSettingsWrite(found, op),
+    judge: (found) => judgeCreate(found, op, settings),
     reread: () => store.readSequence(settings.name, 'serial'),
   });
-  if (isOurs(result.verdict)) return settings;
-  if (result.verdict === 'lost') {
-    if (ifNotExists && result.found !== undefined) return result.found.settings;
-    // Another op after an unknown outcome: another create, or ours and then an alter (which
-    // writes its own op). Nothing tells which, so "exists, nothing changed" would be a guess.
-    if (result.reported === 'unknown') throw unknownOutcome('create sequence', result);
-    throw new SequenceExistsError(settings.name, keyspace);
-  }
-  throw unknownOutcome('create sequence', result);
+  if (isOurs(result.verdict)) return { settings, creator: 'this' };
+  // Nothing found (a re-read that failed, or a create still in flight): nothing to tell from.
+  if (result.found === undefined) throw unknownOutcome('create sequence', result);
+  // Another create's op is final; an alter's, whether reported rejected or unknown, may follow
+  // ours: "exists, nothing changed" would be a guess.
+  const creator = result.verdict === 'lost' ? 'another' : 'unknown';
+  if (ifNotExists) return { settings: result.found.settings, creator };
+  throw new SequenceExistsError(settings.name, keyspace, [], creator);
 }
 
 /**
  * Changes the sizes of sequence `name`. Each attempt validates the changes against the settings
  * it read and writes only if they are still the ones read (their op), so two concurrent alters
  * can never combine into settings neither validated (e.g. a block larger than the DC range).
- * @returns the settings after the change.
+ * @returns the settings this alter wrote: its last attempt's, or those of an earlier attempt
+ * whose op a later round found (not the settings read with that op: CassandraStore reads them
+ * after the round, and another alter may have landed in between).
  * @throws {InvalidOptionError} if the changes do not fit the current settings.
  * @throws {SequenceNotFoundError} if it does not exist.
  * @throws {ContentionError} if other alters kept changing the settings first.
@@ -67,8 +88,11 @@ export async function alterSettings(
   changes: AlterSequenceOptions,
   keyspace: string,
 ): Promise<SequenceSettings> {
-  // Every attempt's op: a later attempt's round may find an earlier one's write committed.
-  const ours = new Set<string>();
+  // Every attempt's op, with the settings it wrote: a later attempt's round may find an earlier
+  // one's write committed. What that attempt wrote is known; settings found with its op need not
+  // be it (CassandraStore reads them apart from a rejecting round's op, and an alter can land
+  // in between).
+  const ours = new Map<string, SequenceSettings>();
   for (let attempt = 1; attempt <= MAX_ALTER_ATTEMPTS; attempt++) {
     // At SERIAL after a lost race: a LOCAL_QUORUM read could still show the settings it lost to.
     // And before "not found": a create that timed out may be committed in other DCs only.
@@ -79,15 +103,15 @@ export async function alterSettings(
     const normalized = validateChanges(changes, current.settings);
     const next = Object.freeze({ ...current.settings, ...normalized });
     const sizes = pickSizes(next);
-    const op = randomUUID();
-    ours.add(op);
+    const op = `${ALTER_OP}${randomUUID()}`;
+    ours.set(op, next);
     const result = await runConditionalWrite<StoredSettings>({
       write: () => store.alterSequence(name, current.op, sizes, op),
       judge: (found) => judgeSettingsWrite(found, ours),
       reread: () => store.readSequence(name, 'serial'),
     });
-    if (result.verdict === 'ours' && result.found?.op !== op) return result.found!.settings;
-    if (isOurs(result.verdict)) return next;
+    // Applied, or an op of ours found (maybe an earlier attempt's): what that attempt wrote.
+    if (isOurs(result.verdict)) return ours.get(result.found?.op ?? op) ?? next;
     if (result.verdict === 'unknown') throw unknownOutcome('alter sequence', result);
     // Another op after an unknown outcome, and not the one ours was conditional on: another
     // alter won, or ours was applied and another alter came after it. Trying again would write
@@ -107,11 +131,33 @@ export async function alterSettings(
  */
 function judgeSettingsWrite(
   found: StoredSettings | undefined,
-  ours: string | ReadonlySet<string>,
+  ours: ReadonlyMap<string, unknown>,
 ): Judgement {
   if (found === undefined) return 'unknown';
-  const own = typeof ours === 'string' ? found.op === ours : ours.has(found.op);
-  return own ? 'ours' : 'lost';
+  return ours.has(found.op) ? 'ours' : 'lost';
+}
+
+/**
+ * A create is ours if the settings found carry its op; lost if another create made them (they
+ * carry another create's op, or IDs other than ours, which no alter changes: ours, `IF NOT
+ * EXISTS`, can never apply); unknown otherwise: none found (ours may still be in flight), or an
+ * alter's op (or an older release's), which may have replaced ours.
+ */
+function judgeCreate(
+  found: StoredSettings | undefined,
+  op: string,
+  settings: SequenceSettings,
+): Judgement {
+  if (found === undefined) return 'unknown';
+  if (found.op === op) return 'ours';
+  if (found.op.startsWith(CREATE_OP)) return 'lost';
+  const { domain, min, max, start } = found.settings;
+  const sameIds =
+    domain === settings.domain &&
+    min === settings.min &&
+    max === settings.max &&
+    start === settings.start;
+  return sameIds ? 'unknown' : 'lost';
 }
 
 /** The error of a settings write whose outcome stayed unknown, naming the write. */

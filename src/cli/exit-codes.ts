@@ -27,7 +27,10 @@ export const EXIT_CODES = Object.freeze({
   unavailable: 3,
   /** Stored rows break an invariant (`check` found violations, or the allocator refused them). */
   invariant: 4,
-  /** The sequence already exists (`seed` without --if-not-exists). Nothing was changed. */
+  /**
+   * The sequence exists (`seed` without --if-not-exists, or with other IDs than asked). Nothing
+   * was changed, unless the message says whether this seed created it cannot be told.
+   */
   exists: 5,
   /** Every ID of the sequence's domain has been granted. */
   exhausted: 6,

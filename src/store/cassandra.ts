@@ -210,6 +210,7 @@ export class CassandraStore implements IdStore {
     ]);
     if (outcome.kind !== 'rejected') return outcome;
     // An UPDATE's rejection returns only the columns of its condition: read the rest at SERIAL.
+    // They can be a later alter's (one may land between the two): `op` is the round's.
     const found = outcome.rows[0]?.get('settings_op') as unknown;
     if (typeof found !== 'string') return { kind: 'rejected', found: undefined };
     const stored = await this.readSequence(name, 'serial');

@@ -272,7 +272,10 @@ export interface IdStore {
   listSequences(): Promise<readonly SequenceSettings[]>;
   /**
    * Writes `sizes` (with a fresh `op`) if the settings were last written by `expectedOp`;
-   * rejected with the stored settings (undefined if the sequence does not exist).
+   * rejected with the stored settings (undefined if the sequence does not exist). A rejection's
+   * `op` is the one the round found; CassandraStore reads the rest of the settings at SERIAL
+   * after the round (an UPDATE's rejection returns only its condition's column), so they can be
+   * those of a later alter: only the `op` tells whose write the round found.
    */
   alterSequence(
     name: string,

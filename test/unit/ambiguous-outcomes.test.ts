@@ -7,10 +7,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 
 import { setMutationsForTests } from '../../src/allocator/mutations.js';
 
-import { ClosedError } from '../../src/errors.js';
+import { IdGen } from '../../src/allocator/id-gen.js';
+import { ClosedError, SequenceExistsError } from '../../src/errors.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import {
   KEYSPACE,
+  cassandraLikeAlters,
   draw,
   expectUnique,
   processIn,
@@ -171,24 +173,97 @@ describe('concurrent alters', () => {
   });
 });
 
-describe('a create whose outcome stayed unknown, then an alter', () => {
-  it('says it may or may not have created the sequence, not that it existed', async () => {
+describe('an alter whose earlier attempt a later round committed', () => {
+  it('returns the settings that attempt wrote, not those of an alter made after it', async () => {
+    const { store } = await withSequence({ dcRangeSize: 1_000, blockSize: 10 });
+    const other = processIn(store);
+    let once = true;
+    // The first attempt stays accepted by one replica: its re-read misses it, the second
+    // attempt's round commits it and is rejected against it. CassandraStore then reads the
+    // settings at SERIAL apart from the round's op, and another alter lands in between.
+    const ids = new IdGen({
+      store: cassandraLikeAlters(store, async () => {
+        if (!once) return;
+        once = false;
+        await other.alterSequence('orders', { blockSize: 30 });
+      }),
+      dc: 'dc1',
+      keyspace: KEYSPACE,
+    });
+    store.faults.push({ op: 'alterSequence', effect: 'in-flight', completesOn: 'write' });
+    const settings = await ids.alterSequence('orders', { blockSize: 20 });
+    // Ours, as its op in the round shows; the other alter's 30 is not what this alter set.
+    expect(settings).toMatchObject({ blockSize: 20 });
+    expect(await ids.readSequence('orders')).toMatchObject({ blockSize: 30 });
+  });
+});
+
+describe('a create whose own write another round finished, then an alter', () => {
+  /**
+   * A store whose next create has `effect`, and in whose round (before the row is read for the
+   * report, or re-read) another process does `meanwhile`.
+   */
+  function createInterleaved(
+    effect: 'applied-reported-rejected' | 'unknown-applied' | 'rejected' | 'unknown-not-applied',
+    meanwhile: (other: IdGen) => Promise<unknown>,
+  ): MemoryStore {
     const store = new MemoryStore({ keyspace: KEYSPACE });
     const other = processIn(store);
     store.faults.push({
       op: 'createSequence',
-      effect: 'unknown-applied',
+      effect,
       onHit: async () => {
-        await other.alterSequence('orders', { blockSize: 20 });
+        await meanwhile(other);
       },
     });
-    const error = await processIn(store)
-      .createSequence('orders', { dcRangeSize: 100, blockSize: 10, firstRanges: ['dc1'] })
-      .catch((e: unknown) => e);
-    expect(error).toMatchObject({ code: 'IDGEN_STORE_UNAVAILABLE' });
-    expect((error as Error).message).toContain('may or may not have been applied');
-    // It was ours, first range and all.
-    expect((await store.readGrantsOverview('orders'))?.grants.get('dc1')).toHaveLength(1);
+    return store;
+  }
+  /** The create is applied but reported rejected or timed out; the new sequence is altered. */
+  const createdThenAltered = (effect: 'applied-reported-rejected' | 'unknown-applied') =>
+    createInterleaved(effect, (other) => other.alterSequence('orders', { blockSize: 20 }));
+  const ORDERS = { dcRangeSize: 100, blockSize: 10, firstRanges: ['dc1'] };
+
+  it.each(['applied-reported-rejected', 'unknown-applied'] as const)(
+    'after a %s outcome says the sequence exists and that whether it made it cannot be told',
+    async (effect) => {
+      const store = createdThenAltered(effect);
+      const error = await processIn(store)
+        .createSequence('orders', ORDERS)
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(SequenceExistsError);
+      expect(error).toMatchObject({ code: 'IDGEN_SEQUENCE_EXISTS', createdBy: 'unknown' });
+      expect((error as Error).message).toBe(
+        'Sequence "orders" exists in keyspace "unit", but whether this create made it cannot be told: its settings were last written by an alter (or by an older release), and a create can be applied and still be reported rejected or timed out. Use "idgen-cass alter orders" to change its sizes.',
+      );
+      // It was ours, first range and all.
+      expect((await store.readGrantsOverview('orders'))?.grants.get('dc1')).toHaveLength(1);
+    },
+  );
+
+  it('with ifNotExists, returns the stored settings without calling them made by another', async () => {
+    const store = createdThenAltered('applied-reported-rejected');
+    const result = await processIn(store).createSequenceGranting('orders', {
+      ...ORDERS,
+      ifNotExists: true,
+    });
+    expect(result).toMatchObject({ created: undefined, firstGrants: [] });
+    expect(result.settings).toMatchObject({ blockSize: 20 });
+  });
+
+  it("says 'already exists' when another create's op is found, after a rejection or a timeout", async () => {
+    for (const effect of ['rejected', 'unknown-not-applied'] as const) {
+      const store = createInterleaved(effect, (other) =>
+        other.createSequence('orders', { dcRangeSize: 100 }),
+      );
+      const error = await processIn(store)
+        .createSequence('orders', { dcRangeSize: 100 })
+        .catch((e: unknown) => e);
+      expect(error, effect).toMatchObject({
+        code: 'IDGEN_SEQUENCE_EXISTS',
+        createdBy: 'another',
+        message: `Sequence "orders" already exists in keyspace "${KEYSPACE}"; nothing was changed. Use "idgen-cass alter orders" to change its sizes.`,
+      });
+    }
   });
 });
 

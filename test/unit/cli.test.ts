@@ -47,7 +47,7 @@ import {
   parseSwitch,
 } from '../../src/cli/parse.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { expectFirstRangesOfTwoDcs } from './fixtures.js';
+import { cassandraLikeAlters, expectFirstRangesOfTwoDcs } from './fixtures.js';
 import { cli } from './run-cli.js';
 
 /** What connect() hands the CLI when set: an allocator over a MemoryStore; else Cassandra's. */
@@ -443,6 +443,34 @@ describe('usage errors, reported before connecting', () => {
   });
 });
 
+describe('alter, over the in-memory store', () => {
+  it("prints the settings its alter wrote, not a later alter's read with its op", async () => {
+    const store = new MemoryStore({ keyspace: 'idgen' });
+    const other = new IdGen({ store, dc: 'dc1', keyspace: 'idgen' });
+    await other.createSequence('orders', { dcRangeSize: 1_000, blockSize: 100 });
+    let once = true;
+    const between = async () => {
+      if (!once) return;
+      once = false;
+      await other.alterSequence('orders', { blockSize: 300 });
+    };
+    allocator.current = new IdGen({
+      store: cassandraLikeAlters(store, between),
+      dc: 'dc1',
+      keyspace: 'idgen',
+    });
+    // Its first attempt is committed by the second's round (see ambiguous-outcomes.test.ts).
+    store.faults.push({ op: 'alterSequence', effect: 'in-flight', completesOn: 'write' });
+    const run = await cli(
+      ...['--contact-points', '127.0.0.99', '--dc', 'dc1', '--log-level', 'silent'],
+      ...['alter', 'orders', '--block', '200'],
+    );
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(run.stdout).toContain('Altered sequence "orders".\n');
+    expect(run.stdout).toMatch(/^block +200 IDs$/m);
+  });
+});
+
 describe('seed --first-ranges, over the in-memory store', () => {
   // --allow-unsafe-cluster: the preflight would connect to Cassandra, which connect() replaces.
   const SEED = [
@@ -543,6 +571,38 @@ describe('seed --first-ranges, over the in-memory store', () => {
     expect(same.stderr).toBe('');
   });
 
+  it('--if-not-exists does not say a sequence existed when its own create may have made it', async () => {
+    // The create is applied and reported rejected; before that round read the row, another
+    // process altered the new sequence: the op found is that alter's.
+    const store = cliStore();
+    const other = new IdGen({ store, dc: 'dc1', keyspace: 'idgen' });
+    store.faults.push({
+      op: 'createSequence',
+      effect: 'applied-reported-rejected',
+      onHit: async () => {
+        await other.alterSequence('orders', { blockSize: 20 });
+      },
+    });
+    const run = await cli(
+      ...SEED,
+      'orders',
+      '--dc-range',
+      '100',
+      '--block',
+      '10',
+      '--if-not-exists',
+    );
+    expect(run.code).toBe(0);
+    expect(run.stdout.split('\n')[0]).toBe(
+      'Sequence "orders" exists in keyspace "idgen", but whether this seed created it cannot be told: its settings were last written by an alter (or by an older release), and a create can be applied and still be reported rejected or timed out. Left as it is (--if-not-exists).',
+    );
+    expect(run.stdout).toMatch(/^block +20 IDs$/m);
+    // A later seed finds the alter's op as well, and can tell no more.
+    allocator.current = new IdGen({ store, dc: 'dc1', keyspace: 'idgen' });
+    const json = await cli(...SEED, '--json', 'orders', '--if-not-exists');
+    expect(JSON.parse(json.stdout)).toMatchObject({ created: null, firstRanges: [] });
+  });
+
   it.each([
     [['dc1/1'], 'received dc1/1; allowed: a list of distinct datacenter names'],
     [['dc1,dc1'], 'received dc1,dc1; allowed: a list of distinct datacenter names'],
@@ -608,7 +668,13 @@ describe('retire-ranges, over the in-memory store', () => {
       sequence: 'orders',
       dc: 'dc1',
       states: [
-        { grantee: 'dc1', grant: { number: 2, min: 101, max: 200 }, retired: true, gap: 90 },
+        {
+          grantee: 'dc1',
+          grant: { number: 2, min: 101, max: 200 },
+          outcome: 'retired',
+          retired: true,
+          gap: 90,
+        },
       ],
     });
     allocator.current = new IdGen({ store, dc: 'dc1', keyspace: 'idgen' });
@@ -619,6 +685,37 @@ describe('retire-ranges, over the in-memory store', () => {
         'dc1  grant 2 [101, 200]  already spent\n',
     );
     expect(store.calls.writeDcState).toBe(0);
+  });
+
+  it('says it retired the ranges when its own write, left in flight, is committed by its retry', async () => {
+    const { store } = await rolledBack();
+    const lastInteger = (await store.readDcState('orders', 'dc1'))!.lastInteger;
+    // The re-read misses the write; the retry's round commits it, and is rejected against it.
+    store.faults.push({ op: 'writeDcState', effect: 'in-flight', completesOn: 'write' });
+    const run = await cli(...CONNECT, 'retire-ranges', 'orders');
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(run.stdout).toBe(
+      `Retired the ranges of "orders" in dc1: its next claim asks SERIAL for a new grant.\n` +
+        `dc1  grant 1 [1, 100]  retired  ${100n - lastInteger} IDs left as a gap\n`,
+    );
+  });
+
+  it('says another writer spent the ranges while it ran, not that they were spent already', async () => {
+    const { store } = await rolledBack();
+    const other = new IdGen({ store, dc: 'dc1', keyspace: 'idgen' });
+    store.faults.push({
+      op: 'writeDcState',
+      effect: 'rejected',
+      onHit: async () => {
+        await other.retireDcRanges('orders');
+      },
+    });
+    const run = await cli(...CONNECT, 'retire-ranges', 'orders');
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(run.stdout).toBe(
+      'The ranges of "orders" in dc1 were spent by another writer while this ran: its next claim asks SERIAL for a new grant. This command wrote nothing.\n' +
+        'dc1  grant 1 [1, 100]  spent by another writer meanwhile\n',
+    );
   });
 
   it('refuses a grant level that went back with exit 4 and one line, writing nothing', async () => {

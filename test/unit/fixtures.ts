@@ -6,7 +6,13 @@ import { IdGen } from '../../src/allocator/id-gen.js';
 import type { Sequence } from '../../src/allocator/sequence.js';
 import type { CreateSequenceOptions } from '../../src/options.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import type { DcState, SequenceSettings } from '../../src/store/port.js';
+import type {
+  CasOutcome,
+  DcState,
+  IdStore,
+  SequenceSettings,
+  StoredSettings,
+} from '../../src/store/port.js';
 
 export const KEYSPACE = 'unit';
 
@@ -155,5 +161,33 @@ export async function expectFirstRangesOfTwoDcs(store: MemoryStore): Promise<voi
     'dc1/1': [{ number: 1, min: 101n, max: 200n }],
     dc2: [{ number: 1, min: 201n, max: 300n }],
     'dc2/1': [{ number: 1, min: 301n, max: 400n }],
+  });
+}
+
+/**
+ * `store` with the rejections of its alters reported as CassandraStore reports them: an UPDATE's
+ * rejection returns only the column of its condition, so the round's `settings_op` comes with
+ * the rest of the settings read at SERIAL afterwards. `between` runs in that gap (another
+ * alter can land there).
+ */
+export function cassandraLikeAlters(store: MemoryStore, between: () => Promise<void>): IdStore {
+  const alterSequence = async (
+    ...args: Parameters<IdStore['alterSequence']>
+  ): Promise<CasOutcome<StoredSettings>> => {
+    const outcome = await store.alterSequence(...args);
+    if (outcome.kind !== 'rejected' || outcome.found === undefined) return outcome;
+    await between();
+    const stored = await store.readSequence(args[0], 'serial');
+    return {
+      kind: 'rejected',
+      found: stored && { settings: stored.settings, op: outcome.found.op },
+    };
+  };
+  return new Proxy(store, {
+    get(target, key) {
+      if (key === 'alterSequence') return alterSequence;
+      const value: unknown = Reflect.get(target, key);
+      return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+    },
   });
 }

@@ -122,6 +122,59 @@ describe('retireDcRanges', () => {
     },
   );
 
+  it('says it retired a partition when its own write, left in flight, is committed by its retry', async () => {
+    // The write stays accepted by one replica: the re-read misses it (an unchanged state, not
+    // proof of "not written"), and the next write's round commits it before being rejected.
+    const { store } = await rolledBack(35, 2);
+    const before = (await store.readDcState('orders', 'dc1'))!;
+    store.faults.push({ op: 'writeDcState', effect: 'in-flight', completesOn: 'write' });
+    const [retired] = await processIn(store).retireDcRanges('orders');
+    expect(retired).toMatchObject({
+      outcome: 'retired',
+      retired: true,
+      before,
+      gap: 100n - before.lastInteger,
+    });
+    expect(await store.readDcState('orders', 'dc1')).toMatchObject({
+      version: before.version + 1,
+      lastInteger: 100n,
+    });
+  });
+
+  it("says another writer spent a partition when that writer's write took the version its own was conditional on", async () => {
+    const { store } = await rolledBack(35, 2);
+    const other = processIn(store);
+    store.faults.push({
+      op: 'writeDcState',
+      effect: 'rejected',
+      onHit: async () => {
+        await other.retireDcRanges('orders');
+      },
+    });
+    const [retired] = await processIn(store).retireDcRanges('orders');
+    expect(retired).toMatchObject({ outcome: 'spent-by-another', retired: false, gap: 0n });
+  });
+
+  it('says who spent a partition is unknown when another op is found past the version its own write would have taken', async () => {
+    // Ours is applied and times out; before its re-read, a process not stopped takes grant 2 and
+    // installs it, and another retire spends that one: the re-read shows the other retire's op,
+    // two versions past ours, so ours may have been applied in between (it was).
+    const { store } = await rolledBack(35, 2);
+    const before = (await store.readDcState('orders', 'dc1'))!;
+    store.faults.push({
+      op: 'writeDcState',
+      effect: 'unknown-applied',
+      onHit: async () => {
+        expect(await processIn(store).sequence('orders').next()).toBe(101);
+        await processIn(store).retireDcRanges('orders');
+      },
+    });
+    const [retired] = await processIn(store).retireDcRanges('orders');
+    expect(retired).toMatchObject({ outcome: 'spent-unknown', retired: false, gap: 0n });
+    expect(retired?.grant?.number).toBe(2);
+    expect((await store.readDcState('orders', 'dc1'))!.version).toBeGreaterThan(before.version + 2);
+  });
+
   it('says the outcome is unknown when the write timed out and its re-read failed; a rerun retires', async () => {
     const { store } = await rolledBack(35, 2);
     const settings = (await store.readSequence('orders'))!.settings;

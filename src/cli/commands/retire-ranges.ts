@@ -39,24 +39,47 @@ Example:
           states: states.map((s) => ({
             grantee: s.grantee,
             grant: s.grant ?? null,
+            outcome: s.outcome,
             retired: s.retired,
             gap: s.gap,
           })),
         });
       }
-      const changed = states.some((s) => s.retired);
-      await ctx.print([
-        changed
-          ? `Retired the ranges of "${sequence}" in ${ids.dc}: its next claim asks SERIAL for a new grant.`
-          : `Nothing to retire for "${sequence}" in ${ids.dc}: nothing was written.`,
-        ...table(states.map(row)),
-      ]);
+      await ctx.print([headline(sequence, ids.dc, states), ...table(states.map(row))]);
     });
 }
 
+/** The first line: what the command did to the DC, as far as the rows show. */
+function headline(sequence: string, dc: string, states: readonly RetiredState[]): string {
+  const any = (outcome: RetiredState['outcome']) => states.some((s) => s.outcome === outcome);
+  const spent = 'its next claim asks SERIAL for a new grant';
+  if (any('retired')) return `Retired the ranges of "${sequence}" in ${dc}: ${spent}.`;
+  if (any('spent-unknown')) {
+    return `The ranges of "${sequence}" in ${dc} are spent: ${spent}. Another writer's write is in the rows; whether this command's write was applied before it cannot be told.`;
+  }
+  if (any('spent-by-another')) {
+    return `The ranges of "${sequence}" in ${dc} were spent by another writer while this ran: ${spent}. This command wrote nothing.`;
+  }
+  return `Nothing to retire for "${sequence}" in ${dc}: nothing was written.`;
+}
+
 function row(s: RetiredState): string[] {
-  if (s.grant === undefined) return [s.grantee, 'no grant yet', 'nothing to retire'];
-  const grant = `grant ${s.grant.number} ${span(s.grant.min, s.grant.max)}`;
-  if (!s.retired) return [s.grantee, grant, 'already spent'];
-  return [s.grantee, grant, 'retired', `${count(s.gap)} IDs left as a gap`];
+  const grant = s.grant && `grant ${s.grant.number} ${span(s.grant.min, s.grant.max)}`;
+  switch (s.outcome) {
+    case 'no-grant':
+      return [s.grantee, 'no grant yet', 'nothing to retire'];
+    case 'already-spent':
+      return [s.grantee, grant!, 'already spent'];
+    case 'retired':
+      return [s.grantee, grant!, 'retired', `${count(s.gap)} IDs left as a gap`];
+    case 'spent-by-another':
+      return [s.grantee, grant!, 'spent by another writer meanwhile'];
+    case 'spent-unknown':
+      return [
+        s.grantee,
+        grant!,
+        'spent by another writer',
+        "this command's write may have been applied before (unknown)",
+      ];
+  }
 }

@@ -2,7 +2,12 @@
 
 import { Option, type Command } from 'commander';
 
-import { IdGenError, SequenceExistsError, UnsafeClusterError } from '../../errors.js';
+import {
+  CREATOR_UNKNOWN,
+  IdGenError,
+  SequenceExistsError,
+  UnsafeClusterError,
+} from '../../errors.js';
 import {
   DOMAIN_MAX,
   resolveFirstGrants,
@@ -183,7 +188,7 @@ With 4 shards per DC, and first ranges for two DCs only:
         if (report.verdict === 'incomplete') ctx.warn(incompleteWarning(report));
       }
       const ids = await ctx.idGen();
-      let created: boolean;
+      let created: boolean | undefined;
       let settings;
       let granted: readonly FirstGrant[];
       try {
@@ -205,7 +210,7 @@ With 4 shards per DC, and first ranges for two DCs only:
           { cause: error },
         );
       }
-      if (!created) {
+      if (created !== true) {
         const sizes = sizeDifferences(create, asked, settings);
         if (sizes.length > 0) {
           ctx.warn(
@@ -216,7 +221,7 @@ With 4 shards per DC, and first ranges for two DCs only:
       // `granted`: the first ranges this command granted (none if the sequence existed).
       if (ctx.json) {
         return ctx.printJson({
-          created,
+          created: created ?? null,
           settings: settingsJson(settings),
           firstRanges: granted.map(({ grantee, grant }) => ({
             grantee,
@@ -226,9 +231,11 @@ With 4 shards per DC, and first ranges for two DCs only:
         });
       }
       await ctx.print([
-        created
+        created === true
           ? `Created sequence "${sequence}".`
-          : `Sequence "${sequence}" already exists in keyspace "${ids.keyspace}"; left unchanged (--if-not-exists).`,
+          : created === false
+            ? `Sequence "${sequence}" already exists in keyspace "${ids.keyspace}"; left unchanged (--if-not-exists).`
+            : `Sequence "${sequence}" exists in keyspace "${ids.keyspace}", but whether this seed created it cannot be told: ${CREATOR_UNKNOWN}. Left as it is (--if-not-exists).`,
         ...settingsLines(settings),
         ...(granted.length === 0 ? [] : [firstRangesLine(granted)]),
       ]);

@@ -32,10 +32,12 @@ export const MAX_RETIRE_ATTEMPTS = 5;
  * unknown, and the state keeps no history: only its op, and a version that another op took,
  * tell whose write is there.
  * - `no-grant`: the DC has no grant yet; nothing to retire, nothing written.
- * - `already-spent`: spent at its latest grant when first read; nothing written.
+ * - `already-spent`: spent at its latest grant when first read, by no write of this retire; it
+ *   wrote the same state again all the same (see {@link retireOne}), which leaves no gap.
  * - `retired`: spent by a write of this retire (reported applied, or its op found in the rows).
  * - `spent-by-another`: spent by another writer (another retire) while this one ran; each write
- *   of this one was shown lost (another op took the version it was conditional on).
+ *   of this one that would have retired IDs was shown lost (another op took the version it was
+ *   conditional on).
  * - `spent-unknown`: spent, another writer's op in the rows, and a write of this one was neither
  *   found nor shown lost (other ops were seen only at other versions than the one it would have
  *   taken): it may have been applied before another op replaced it, so whether this retire
@@ -97,8 +99,22 @@ interface Attempt {
   applied: boolean;
   /** Another op found at the version it would have taken: never applied, and never will be. */
   lost: boolean;
+  /** Written over a state already spent at `latest`: it retires nothing (see retireOne). */
+  readonly seal: boolean;
 }
 
+/**
+ * Retires one state partition. Its last write is always one of its own that was applied, even on
+ * a partition already spent at its latest grant (a seal: the same state, one version up): a
+ * write of a stopped process can be left accepted by a minority of the DC's replicas, unseen by
+ * the LOCAL_SERIAL read (a process killed with its give-back on the wire, or one whose give-back
+ * timed out), and the next Paxos round that sees it commits it. Without a round of its own, the
+ * retire would leave it to the first claim after it: a give-back lowers `last_integer` inside
+ * the retired grant, and its IDs, handed out before the rows went back, are handed out again.
+ * The retire's own round either commits that write first (its condition then fails, and it
+ * reads and writes again) or is committed at a newer ballot, after which the older write is
+ * never committed.
+ */
 async function retireOne(store: IdStore, sequence: string, grantee: string): Promise<RetiredState> {
   const attempts: Attempt[] = [];
   let first: DcState | undefined;
@@ -124,10 +140,10 @@ async function retireOne(store: IdStore, sequence: string, grantee: string): Pro
     const { latest, globalLast } = await store.readGrants(sequence, grantee);
     checkGrantLevel(sequence, grantee, before, latest, globalLast);
     if (latest === undefined) return done(latest, 'no-grant');
-    if (spentAt(before, latest)) return done(latest, spentBy(attempts));
+    const seal = spentAt(before, latest);
     const op = randomUUID();
     const next = retireTo(before, latest, op);
-    const current: Attempt = { before, latest, next, applied: false, lost: false };
+    const current: Attempt = { before, latest, next, applied: false, lost: false, seal };
     attempts.push(current);
     const result = await runConditionalWrite<DcState>({
       write: () => store.writeDcState(sequence, grantee, before, next),
@@ -137,7 +153,7 @@ async function retireOne(store: IdStore, sequence: string, grantee: string): Pro
     note(result.found);
     if (isOurs(result.verdict)) {
       current.applied = true;
-      return done(latest, 'retired');
+      return done(latest, seal ? spentBy(attempts) : 'retired');
     }
     if (result.verdict === 'unknown' && result.found === undefined) {
       throw new StoreUnavailableError(
@@ -153,11 +169,15 @@ async function retireOne(store: IdStore, sequence: string, grantee: string): Pro
   throw new ContentionError(sequence, RETIRE_OPERATION, MAX_RETIRE_ATTEMPTS);
 }
 
-/** Whose write spent a partition found spent after `attempts` (none: spent before this came). */
+/**
+ * Whose write spent a partition found spent after `attempts`, as far as its writes that would
+ * have retired IDs show (none: spent before this came; its seals retire nothing).
+ */
 function spentBy(attempts: readonly Attempt[]): RetireOutcome {
-  if (attempts.length === 0) return 'already-spent';
-  if (attempts.some((a) => a.applied)) return 'retired';
-  return attempts.every((a) => a.lost) ? 'spent-by-another' : 'spent-unknown';
+  const retiring = attempts.filter((a) => !a.seal);
+  if (retiring.length === 0) return 'already-spent';
+  if (retiring.some((a) => a.applied)) return 'retired';
+  return retiring.every((a) => a.lost) ? 'spent-by-another' : 'spent-unknown';
 }
 
 /**

@@ -672,13 +672,13 @@ describe('idgen-cass', () => {
       'Retired the ranges of "restored" in dc1: its next claim asks SERIAL for a new grant.',
     );
     expect(run.stdout).toMatch(/^dc1 +grant \d+ \[\d+, \d+\] +retired +[\d,]+ IDs left as a gap$/m);
-    // Run again before any draw: nothing to retire, nothing written.
+    // Run again before any draw: nothing to retire (the state is written again as it was).
     const json = await idgen(['retire-ranges', 'restored', '--json']);
     expectOk(json);
     expect(JSON.parse(json.stdout)).toMatchObject({
       sequence: 'restored',
       dc: 'dc1',
-      states: [{ grantee: 'dc1', retired: false, gap: 0 }],
+      states: [{ grantee: 'dc1', outcome: 'already-spent', retired: false, gap: 0 }],
     });
     const highest = [...later, ...again].reduce((a, b) => (a > b ? a : b));
     const after = await draw(5);

@@ -4,7 +4,7 @@ import { retireDcRanges } from '../../src/allocator/retire.js';
 import { ContentionError, InvariantError, StoreUnavailableError } from '../../src/errors.js';
 import type { CreateSequenceOptions } from '../../src/options.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { draw, KEYSPACE, processIn, settle } from './fixtures.js';
+import { draw, KEYSPACE, processIn, range, settle } from './fixtures.js';
 
 const FIXED: CreateSequenceOptions = { dcRangeSize: 100, blockSize: 10, threshold: 0.5 };
 
@@ -44,14 +44,68 @@ describe('retireDcRanges', () => {
     expect(Math.min(...after)).toBeGreaterThan(100); // from grant 2, asked at SERIAL
   });
 
-  it('writes nothing for a partition already spent at its latest grant, so repeating it is harmless', async () => {
+  it('retires nothing from a partition already spent at its latest grant, but writes it as it was, so repeating it is harmless', async () => {
     const { store } = await rolledBack(35, 2);
     const ids = processIn(store);
     await ids.retireDcRanges('orders');
+    const spent = (await store.readDcState('orders', 'dc1'))!;
     store.resetCalls();
     const [again] = await ids.retireDcRanges('orders');
-    expect(again).toMatchObject({ grantee: 'dc1', retired: false, gap: 0n });
-    expect(store.calls).toMatchObject({ writeDcState: 0 });
+    expect(again).toMatchObject({
+      grantee: 'dc1',
+      outcome: 'already-spent',
+      retired: false,
+      gap: 0n,
+    });
+    expect(store.calls).toMatchObject({ writeDcState: 1 });
+    // The same ranges, one version up, with the op of this retire.
+    const { version, op, ...ranges } = (await store.readDcState('orders', 'dc1'))!;
+    const { version: spentVersion, op: spentOp, ...spentRanges } = spent;
+    expect(ranges).toEqual(spentRanges);
+    expect({ version, sameOp: op === spentOp }).toEqual({
+      version: spentVersion + 1,
+      sameOp: false,
+    });
+  });
+
+  it('keeps a give-back left in flight by a stopped process from reopening a partition already spent', async () => {
+    // Grant 1 = [1, 10] and no other (SERIAL cut off): process Q hands out 1..10, its claim of
+    // [6, 10] being the state's last write, and that write goes back (dc1's replicas lost it).
+    const store = new MemoryStore({ keyspace: KEYSPACE });
+    await processIn(store).createSequence('s', {
+      dcRangeSize: 10,
+      blockSize: 5,
+      shards: 1,
+      firstRanges: ['dc1'],
+    });
+    store.faults.push(
+      { op: 'readGrants', effect: 'unavailable', times: Infinity },
+      { op: 'grantRange', effect: 'unavailable', times: Infinity },
+    );
+    const q = processIn(store).sequence('s');
+    const before = await draw(q, 10);
+    expect(before).toEqual(range(1, 10));
+    store.rollBackDcState('s', 'dc1', 1);
+    // A fresh process P claims [6, 10] again, hands out nothing and closes; its give-back is
+    // accepted by a minority of the replicas only (the next write's round commits it), and P is
+    // stopped with it on the wire.
+    const p = processIn(store).sequence('s');
+    await p.ready();
+    expect(p.stats().remaining).toBe(5);
+    store.faults.push({
+      op: 'writeDcState',
+      effect: 'in-flight',
+      completesOn: 'write',
+      onHit: () => new Promise(() => undefined),
+    });
+    void p.close();
+    await settle();
+    // The operator retires dc1's ranges with SERIAL back: the state reads spent at grant 1.
+    store.faults.splice(0, store.faults.length);
+    const [retired] = await processIn(store).retireDcRanges('s');
+    expect(retired?.grant?.number).toBe(1);
+    const after = await draw(processIn(store).sequence('s'), 5);
+    expect(after.filter((id) => before.includes(id))).toEqual([]);
   });
 
   it('retires every shard of its own DC and leaves the other DCs alone', async () => {
@@ -135,8 +189,10 @@ describe('retireDcRanges', () => {
       before,
       gap: 100n - before.lastInteger,
     });
+    // Its write, then the same state once more: it read the partition spent by its own write,
+    // and the last write of a retire is always one of its own (see retire.ts, retireOne).
     expect(await store.readDcState('orders', 'dc1')).toMatchObject({
-      version: before.version + 1,
+      version: before.version + 2,
       lastInteger: 100n,
     });
   });

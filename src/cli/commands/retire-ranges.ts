@@ -58,9 +58,9 @@ function headline(sequence: string, dc: string, states: readonly RetiredState[])
     return `The ranges of "${sequence}" in ${dc} are spent: ${spent}. Another writer's write is in the rows; whether this command's write was applied before it cannot be told.`;
   }
   if (any('spent-by-another')) {
-    return `The ranges of "${sequence}" in ${dc} were spent by another writer while this ran: ${spent}. This command wrote nothing.`;
+    return `The ranges of "${sequence}" in ${dc} were spent by another writer while this ran: ${spent}. This command retired nothing.`;
   }
-  return `Nothing to retire for "${sequence}" in ${dc}: nothing was written.`;
+  return `Nothing to retire for "${sequence}" in ${dc}: its ranges were spent already (written again as they were).`;
 }
 
 function row(s: RetiredState): string[] {

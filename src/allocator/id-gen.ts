@@ -396,9 +396,10 @@ export class IdGen {
    * latest grant, read at SERIAL, spent to its end; the DC's next claim then asks SERIAL for a
    * new grant, above every ID any DC was granted. The IDs the DC still held become a gap. Stop
    * the sequence's processes in this DC first: a process still running holds blocks from the
-   * old state. Safe to repeat; a partition already spent at its latest grant is left alone. Each
-   * result's `outcome` says whose write left its partition spent, as far as the rows show
-   * (this retire's, another writer's, or unknown).
+   * old state. Safe to repeat: a partition already spent at its latest grant keeps its ranges
+   * (it is written again as it was, so that no write left in flight reopens it). Each result's
+   * `outcome` says whose write left its partition spent, as far as the rows show (this
+   * retire's, another writer's, or unknown).
    * @example
    * ```ts
    * for (const s of await ids.retireDcRanges('orders')) console.log(s.grantee, s.outcome, s.gap);

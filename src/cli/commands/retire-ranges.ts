@@ -22,7 +22,8 @@ export function retireRangesCommand(program: Command, ctx: CliContext): void {
 Run it from the DC whose rows went back (its contact points and --dc), after stopping every
 process of that DC that serves the sequence. Needs SERIAL (every DC's majority) and the DC's
 LOCAL_SERIAL. The IDs the DC still held become a gap; the other DCs are not touched. Safe to run
-again: a state partition already spent at its latest grant is left alone.
+again: a state partition already spent at its latest grant keeps its ranges (it is written
+again as it was, so that no write a stopped process left in flight can reopen it).
 
 Example:
   $ idgen-cass retire-ranges orders

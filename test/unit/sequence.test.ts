@@ -419,17 +419,26 @@ describe('Sequence: moving to another shard before the first block', () => {
     await seq.close();
   });
 
-  it('goes on from another shard when its own holds no IDs and SERIAL cannot grant a range', async () => {
-    const { store } = await withSequence({ dcRangeSize: 100, blockSize: 10, shards: 2 });
-    // Shard 1 got a range before the DC was cut off; shard 0 never did.
-    vi.spyOn(Math, 'random').mockReturnValueOnce(0.9);
+  /**
+   * A sequence of `shards` shards of which only shard `served` got a range (a process drew one ID
+   * from it and closed), then dc1 cut off from SERIAL: no other shard can get one.
+   */
+  async function cutOffWithOneShardServed(shards: number, served: number): Promise<MemoryStore> {
+    const { store } = await withSequence({ dcRangeSize: 100, blockSize: 10, shards });
+    vi.spyOn(Math, 'random').mockReturnValueOnce((served + 0.5) / shards);
     const first = processIn(store).sequence('orders');
     await draw(first, 1);
+    expect(first.grantee).toBe(`dc1/${served}`);
     await first.close();
     store.faults.push(
       { op: 'grantRange', effect: 'unavailable', times: Infinity },
       { op: 'readGrants', effect: 'unavailable', times: Infinity },
     );
+    return store;
+  }
+
+  it('goes on from another shard when its own holds no IDs and SERIAL cannot grant a range', async () => {
+    const store = await cutOffWithOneShardServed(2, 1);
     vi.spyOn(Math, 'random').mockReturnValueOnce(0.1);
     const seq = processIn(store).sequence('orders');
     const id = await seq.next({ timeoutMs: 5_000 });
@@ -440,18 +449,9 @@ describe('Sequence: moving to another shard before the first block', () => {
   });
 
   it('goes on from a shard seen to hold IDs, not a random one, when SERIAL cannot grant a range', async () => {
-    const { store } = await withSequence({ dcRangeSize: 100, blockSize: 10, shards: 8 });
     // Shard 5 of 8 got a range before the DC was cut off; the others never did (as after an
     // alter that added shards).
-    vi.spyOn(Math, 'random').mockReturnValueOnce(5 / 8 + 0.01);
-    const first = processIn(store).sequence('orders');
-    await draw(first, 1);
-    expect(first.grantee).toBe('dc1/5');
-    await first.close();
-    store.faults.push(
-      { op: 'grantRange', effect: 'unavailable', times: Infinity },
-      { op: 'readGrants', effect: 'unavailable', times: Infinity },
-    );
+    const store = await cutOffWithOneShardServed(8, 5);
     // Every random pick is the lowest: the handle starts on shard 0, and a random move from
     // shard k goes to shard k + 1, through four more empty shards before shard 5.
     vi.spyOn(Math, 'random').mockReturnValue(0);

@@ -265,6 +265,7 @@ async function main(): Promise<void> {
     sequence,
     contactPoints,
     historyDir,
+    startedAt: started,
     mutation: options.mutation,
   });
   const processRandom = random.fork();

@@ -110,7 +110,10 @@ async function main(spec: WorkerSpec): Promise<boolean> {
   const fd = fs.openSync(spec.historyFile, 'a');
   const progressFd = fs.openSync(spec.progressFile, 'a');
   const progress = new ProgressCounter(spec.startedAt, (text) => {
-    fs.writeSync(progressFd, text);
+    const bytes = Buffer.from(text);
+    for (let written = 0; written < bytes.length;) {
+      written += fs.writeSync(progressFd, bytes, written);
+    }
   });
   const buffer = new Float64Array(FLUSH_EVERY);
   let buffered = 0;

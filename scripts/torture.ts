@@ -28,11 +28,19 @@ import {
   DEFAULT_MIX,
   FAULT_KINDS,
   Nemesis,
+  secondsSince,
   WORKER_MODES,
   type FaultKind,
   type FaultMix,
 } from './torture/nemesis.js';
 import { freshSeed, Random } from './torture/random.js';
+import {
+  drawnWhileInForce,
+  faultsInForce,
+  idleWhileNotHit,
+  type ProcessProgress,
+} from './torture/fault-progress.js';
+import { parseProgress } from './torture/progress.js';
 import { ALARM_CODES } from './torture/errors.js';
 import {
   closeViolations,
@@ -112,7 +120,11 @@ function parseOptions(argv: readonly string[]): Options {
       '--out <dir>',
       'where report.md and report.json go (default torture/runs/<time>-<seed>)',
     )
-    .option('--keep-history', 'keep the binary history files next to the report', false)
+    .option(
+      '--keep-history',
+      'keep the history files (IDs, and counts by second) next to the report',
+      false,
+    )
     .option(
       '--liveness-ids <n>',
       'IDs each DC must draw after healing',
@@ -265,6 +277,7 @@ async function main(): Promise<void> {
     sequence,
     contactPoints,
     historyDir,
+    startedAt: started,
     mutation: options.mutation,
   });
   const processRandom = random.fork();
@@ -299,6 +312,7 @@ async function main(): Promise<void> {
     log,
   });
   const recordedAtStart = recordedByDc(fleet, dcs);
+  const windowFrom = secondsSince(started);
   nemesis.start();
   const progress = setInterval(
     () => log(`${recordedSoFar(fleet).toLocaleString('en-US')} IDs recorded`),
@@ -312,6 +326,8 @@ async function main(): Promise<void> {
   );
 
   log('healing: the nemesis stops and undoes its faults');
+  // The window ends as the nemesis stops: it records a fault confirmed from then on as late.
+  const faultWindow = { from: windowFrom, to: secondsSince(started) };
   await nemesis.stop();
   await manager.heal();
   for (const node of nodeSpecs(topology)) {
@@ -412,6 +428,20 @@ async function main(): Promise<void> {
       closedEarly: i.summary?.closedEarly ?? false,
     })),
   });
+  const processes: ProcessProgress[] = fleet.incarnations
+    .filter((i) => !i.liveness)
+    .map((i) => ({
+      dc: i.dc,
+      from: (i.startedAt - started) / 1000,
+      to: i.endedAt === undefined ? undefined : (i.endedAt - started) / 1000,
+      progress: readProgress(i.progressFile),
+    }));
+  const nodeDcs = Object.fromEntries(nodeSpecs(topology).map((node) => [node.name, node.dc]));
+  const underFaults = drawnWhileInForce(
+    faultsInForce(nemesis.timeline, faultWindow, nodeDcs),
+    dcs,
+    processes,
+  );
   const unexpected = unexpectedErrors(errorsByCode, errorExamples);
   const afterClose = closeViolations(
     fleet.incarnations.map((i) => ({ ...i, closeViolations: i.summary?.closeViolations })),
@@ -455,6 +485,9 @@ async function main(): Promise<void> {
       nemesis.timeline.filter((e) => e.result.startsWith('ok')).map((e) => e.action),
     ),
     drawnUnderFaults,
+    faultWindow,
+    drawnWhileInForce: underFaults,
+    idleWhileNotHit: idleWhileNotHit(underFaults),
     conductProblems: problems,
     closeViolations: afterClose,
     unexpectedErrors: unexpected,
@@ -551,6 +584,11 @@ function readHistory(file: string): Float64Array {
   // A SIGKILL can cut the last write short: only whole records count.
   const whole = bytes.length - (bytes.length % 8);
   return new Float64Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + whole));
+}
+
+/** A process's IDs by campaign second (progress.ts); none if it wrote no file. */
+function readProgress(file: string): Map<number, number> {
+  return fs.existsSync(file) ? parseProgress(fs.readFileSync(file, 'utf8')) : new Map();
 }
 
 function recordedOf(incarnation: Incarnation): number {

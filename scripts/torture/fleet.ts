@@ -51,6 +51,8 @@ export interface Incarnation {
   readonly dc: string;
   readonly mode: WorkerMode;
   readonly historyFile: string;
+  /** Its IDs handed out by second of the campaign (progress.ts). */
+  readonly progressFile: string;
   readonly startedAt: number;
   /** Whether it is a liveness check's worker (draws a fixed count after healing). */
   readonly liveness: boolean;
@@ -101,6 +103,11 @@ export interface FleetOptions {
   readonly sequence: string;
   readonly contactPoints: Readonly<Record<string, readonly string[]>>;
   readonly historyDir: string;
+  /**
+   * The campaign's start, ms since the epoch: workers count their progress in seconds from it,
+   * as the nemesis's timeline does.
+   */
+  readonly startedAt: number;
   /** A deliberately broken protocol variant every worker runs, for a negative control. */
   readonly mutation?: Mutation | undefined;
   /** See {@link FLUSH_KILL_TIMEOUT_MS}. */
@@ -129,10 +136,9 @@ export class Fleet {
     },
   ): Incarnation {
     const id = this.incarnations.length + 1;
-    const historyFile = path.join(
-      this.options.historyDir,
-      `${String(id).padStart(4, '0')}-${dc}-${mode}.f64`,
-    );
+    const name = path.join(this.options.historyDir, `${String(id).padStart(4, '0')}-${dc}-${mode}`);
+    const historyFile = `${name}.f64`;
+    const progressFile = `${name}.progress`;
     const spec: WorkerSpec = {
       dc,
       contactPoints: this.options.contactPoints[dc] ?? [],
@@ -143,6 +149,8 @@ export class Fleet {
       maxTake: extra.maxTake,
       maxRate: extra.maxRate,
       historyFile,
+      progressFile,
+      startedAt: this.options.startedAt,
       count: extra.count,
       mutation: this.options.mutation,
     };
@@ -161,6 +169,7 @@ export class Fleet {
       dc,
       mode,
       historyFile,
+      progressFile,
       startedAt: Date.now(),
       liveness: extra.count !== undefined,
       ending: 'running',

@@ -95,8 +95,13 @@ export const RAW_KILL_SHARE = 0.25;
 /** How the timeline's result of a fault done after the fault window begins (see `record`). */
 export const LATE = 'late, after the fault window: ';
 
+/** Seconds from the campaign's start (`startedAt`, ms since the epoch) to `now`, to 0.1 s. */
+export function secondsSince(startedAt: number, now = Date.now()): number {
+  return Math.round((now - startedAt) / 100) / 10;
+}
+
 export interface TimelineEntry {
-  /** Seconds since the campaign started. */
+  /** Seconds since the campaign started ({@link secondsSince}). */
   readonly at: number;
   readonly action: string;
   readonly target: string;
@@ -366,7 +371,7 @@ export class Nemesis {
    * its window and confirmed after it, at 522.8 s).
    */
   private record(action: string, target: string, result: string): void {
-    const at = Math.round((Date.now() - this.options.startedAt) / 100) / 10;
+    const at = secondsSince(this.options.startedAt);
     const late = this.stopped && FAULT_KINDS.some((k) => k === action) && result.startsWith('ok');
     const recorded = late ? `${LATE}${result}` : result;
     this.timeline.push({ at, action, target, result: recorded });

@@ -2,6 +2,7 @@
  * A campaign's report: one JSON document with everything, and a markdown page for people.
  */
 import type { Verdict } from './checker.js';
+import { IDLE_FAULT_SECONDS, type DrawnWhileInForce, type FaultWindow } from './fault-progress.js';
 import { FLUSH_KILL_TIMEOUT_MS, type KillHow, type ProcessExit } from './fleet.js';
 import { connectedAfter, type LivenessResult } from './liveness.js';
 import type { FaultMix, TimelineEntry } from './nemesis.js';
@@ -47,6 +48,22 @@ export interface CampaignReport {
   readonly faultsDone: Readonly<Record<string, number>>;
   /** IDs each DC's processes recorded while the nemesis acted; absent in older reports. */
   readonly drawnUnderFaults?: Readonly<Record<string, number>>;
+  /**
+   * When the nemesis acted, in seconds from the start as the timeline's; absent in reports
+   * written before processes counted their IDs by second.
+   */
+  readonly faultWindow?: FaultWindow;
+  /**
+   * Each cluster fault in force inside the window, with the IDs each DC's processes handed out
+   * while it was (fault-progress.ts); absent in older reports.
+   */
+  readonly drawnWhileInForce?: readonly DrawnWhileInForce[];
+  /**
+   * DCs a fault of {@link IDLE_FAULT_SECONDS} s or more did not hit that drew nothing through it
+   * with processes running: reported, not judged (fault-progress.ts says why); absent in older
+   * reports.
+   */
+  readonly idleWhileNotHit?: readonly string[];
   /**
    * Why the campaign does not count though its checks may hold (no cluster fault done, a fault
    * or undo failed, a DC drew too little, a process failed or crashed when told to stop); absent
@@ -281,6 +298,11 @@ export function renderMarkdown(report: CampaignReport): string {
         `${n(first.moved)} of them moved to another shard of their DC before their first block (${n(first.moves)} moves in all).`,
     );
   }
+  const inForce = report.drawnWhileInForce;
+  if (inForce !== undefined && report.faultWindow !== undefined) {
+    lines.push('');
+    lines.push(...drawnWhileInForceSection(inForce, report.faultWindow, report.idleWhileNotHit));
+  }
   lines.push('');
   lines.push('## Faults');
   lines.push('');
@@ -303,4 +325,49 @@ export function renderMarkdown(report: CampaignReport): string {
       lines.push(`- ${line}`);
   }
   return lines.join('\n') + '\n';
+}
+
+/** The report's section on what each DC drew while each cluster fault was in force. */
+export function drawnWhileInForceSection(
+  faults: readonly DrawnWhileInForce[],
+  window: FaultWindow,
+  idle: readonly string[] = [],
+): string[] {
+  const n = (x: number) => x.toLocaleString('en-US');
+  const lines: string[] = [];
+  lines.push('## IDs drawn while each cluster fault was in force');
+  lines.push('');
+  lines.push(
+    `Each cluster fault that took effect in the fault window (${window.from.toFixed(1)} s to ${window.to.toFixed(1)} s), ` +
+      "from its `ok` entry in the timeline below to its undo's, or to the window's end. A DC's cell " +
+      'gives the IDs its processes handed out in the whole seconds inside that interval, as each ' +
+      'process wrote them down second by second, and (in parentheses) its processes alive throughout ' +
+      'the fault. These are at least the IDs drawn meanwhile: a second only partly inside counts ' +
+      "for none, and a raw SIGKILL loses its process's second under way. Hit: the DC partitioned " +
+      'or killed, or that of the node.',
+  );
+  lines.push('');
+  if (faults.length === 0) {
+    lines.push('No cluster fault took effect in the window.');
+    return lines;
+  }
+  const dcs = [...new Set(faults.flatMap((f) => Object.keys(f.byDc)))].sort();
+  lines.push(`| in force (s) | fault | target | hit | whole seconds | ${dcs.join(' | ')} |`);
+  lines.push(`| --- | --- | --- | --- | ---: | ${dcs.map(() => '---:').join(' | ')} |`);
+  for (const f of faults) {
+    const until = f.undone ? f.to.toFixed(1) : `${f.to.toFixed(1)} (window end)`;
+    const cells = dcs.map((dc) => {
+      const d = f.byDc[dc];
+      return d === undefined ? '' : `${n(d.ids)} (${d.processes})`;
+    });
+    lines.push(
+      `| ${f.from.toFixed(1)} to ${until} | ${f.kind} | ${f.target} | ${f.hit.join(', ') || '?'} | ${f.seconds.end - f.seconds.first} | ${cells.join(' | ')} |`,
+    );
+  }
+  lines.push('');
+  lines.push(
+    `DCs not hit that drew no ID through a fault of ${IDLE_FAULT_SECONDS} s or more with ` +
+      `processes running (reported, not judged): ${idle.length === 0 ? 'none' : idle.join('; ')}.`,
+  );
+  return lines;
 }

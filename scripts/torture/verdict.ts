@@ -14,7 +14,9 @@ import { CLUSTER_FAULT_KINDS, type TimelineEntry } from './nemesis.js';
  * first action, 3 s in), so it must pass on what a DC draws in its first 3 s: the committed
  * campaigns' slowest DC averaged 2,071 IDs a second over the campaign, the slowest negative
  * controls 598, two paced processes alone draw 4,000; 1-minute campaigns on this machine drew
- * 6.4 to 17 million per DC. A DC whose processes barely drew records next to none.
+ * 6.4 to 17 million per DC. A DC whose processes barely drew records next to none. What each DC
+ * drew while each cluster fault was in force is reported, not judged: fault-progress.ts,
+ * `idleWhileNotHit`, says why.
  */
 export const MIN_IDS_PER_DC_UNDER_FAULTS = 1_000;
 

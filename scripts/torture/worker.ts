@@ -10,6 +10,9 @@
  * give-back) and the history is whole. The campaign fails when a history holds other than what
  * its worker said it drew.
  *
+ * It also counts the IDs it hands out by second of the campaign and writes the counts with its
+ * history (progress.ts): what each DC drew while each fault was in force.
+ *
  * Modes: `tight` awaits next() back to back; `paced` takes tryNext() ?? next() at a rate, with an
  * I/O turn between calls; `take` asks for runs of 1..maxTake IDs.
  *
@@ -32,6 +35,7 @@ import { setMutationsForTests, type Mutation } from '../../src/allocator/mutatio
 import { connect } from '../../src/index.js';
 import type { IdGen, IdGenError } from '../../src/index.js';
 import { ALARM_CODES, EXPECTED_ERROR_CODES } from './errors.js';
+import { ProgressCounter } from './progress.js';
 
 export type WorkerMode = 'tight' | 'paced' | 'take';
 
@@ -51,6 +55,13 @@ export interface WorkerSpec {
    */
   readonly maxRate?: number | undefined;
   readonly historyFile: string;
+  /** Where it writes its IDs handed out by second (progress.ts). */
+  readonly progressFile: string;
+  /**
+   * The campaign's start, ms since the epoch: the progress file's seconds count from it, as the
+   * nemesis's timeline does.
+   */
+  readonly startedAt: number;
   /** Stop after this many IDs (liveness checks); unlimited when absent. */
   readonly count?: number | undefined;
   /** A deliberately broken protocol variant, for a negative control run. */
@@ -97,32 +108,43 @@ async function main(spec: WorkerSpec): Promise<boolean> {
   const startupMs = Math.round(process.uptime() * 1000);
   if (spec.mutation !== undefined) setMutationsForTests([spec.mutation]);
   const fd = fs.openSync(spec.historyFile, 'a');
+  const progressFd = fs.openSync(spec.progressFile, 'a');
+  const progress = new ProgressCounter(spec.startedAt, (text) => {
+    const bytes = Buffer.from(text);
+    for (let written = 0; written < bytes.length;) {
+      written += fs.writeSync(progressFd, bytes, written);
+    }
+  });
   const buffer = new Float64Array(FLUSH_EVERY);
   let buffered = 0;
   let lastFlush = Date.now();
-  const flush = () => {
-    if (buffered === 0) return;
-    const bytes = new Uint8Array(buffer.buffer, 0, buffered * 8);
-    for (let written = 0; written < bytes.length;) {
-      written += fs.writeSync(fd, bytes, written);
+  /** Writes the IDs buffered, then the progress of the seconds over (`last`: of all). */
+  const flush = (now = Date.now(), last = false) => {
+    if (buffered > 0) {
+      const bytes = new Uint8Array(buffer.buffer, 0, buffered * 8);
+      for (let written = 0; written < bytes.length;) {
+        written += fs.writeSync(fd, bytes, written);
+      }
+      buffered = 0;
+      lastFlush = now;
     }
-    buffered = 0;
-    lastFlush = Date.now();
+    progress.flush(now, last);
   };
   // A call that waits for a refill (a partition, a node down) would otherwise keep the IDs before
-  // it in the buffer for as long as it waits, to be lost with a SIGKILL then.
-  const flushing = setInterval(flush, FLUSH_MS);
+  // it in the buffer for as long as it waits, to be lost with a SIGKILL then; and the count of a
+  // second over, unwritten.
+  const flushing = setInterval(() => flush(), FLUSH_MS);
   flushing.unref();
   const record = (id: number) => {
     buffer[buffered++] = id;
-    if (buffered === FLUSH_EVERY || Date.now() - lastFlush >= FLUSH_MS) flush();
+    if (buffered === FLUSH_EVERY) flush();
   };
   // The nemesis's kill. A handler runs between turns of the event loop, after the microtasks
   // that record what a resolved call handed out: the buffer then holds every ID handed out and
   // not yet written, and no other code runs before the SIGKILL. A failed write throws out of
   // the handler and the process exits 1, which the verdict counts against a kill.
   process.on('SIGHUP', () => {
-    flush();
+    flush(Date.now(), true);
     process.kill(process.pid, 'SIGKILL');
   });
 
@@ -148,9 +170,15 @@ async function main(spec: WorkerSpec): Promise<boolean> {
     }
     return ids.close();
   };
-  /** Counts `count` IDs a call handed out; `calledAfterClose` if it was made after close(). */
+  /**
+   * Counts `count` IDs a call handed out (recorded just before); `calledAfterClose` if it was made
+   * after close(). The clock is read here, once a call, not for every ID of a `take`.
+   */
   const received = (count: number, calledAfterClose: boolean) => {
     drawn += count;
+    const now = Date.now();
+    progress.add(now, count);
+    if (now - lastFlush >= FLUSH_MS) flush(now);
     if (!closeBegun) return;
     servedAfterClose += count;
     const allowed = calledAfterClose ? 0 : takenAtClose;
@@ -229,8 +257,9 @@ async function main(spec: WorkerSpec): Promise<boolean> {
     }
   }
   clearInterval(flushing);
-  flush();
+  flush(Date.now(), true);
   fs.closeSync(fd);
+  fs.closeSync(progressFd);
   const stats = seq.stats();
   await close();
   const summary: WorkerSummary = {

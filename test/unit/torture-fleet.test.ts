@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
 import { Fleet, type Incarnation } from '../../scripts/torture/fleet.js';
+import { parseProgress, secondOf } from '../../scripts/torture/progress.js';
 import { REGISTER, WorkerFiles, type FakeLibrary } from './torture-worker/run-worker.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -25,6 +26,7 @@ function fleetOf(files: WorkerFiles, fake: FakeLibrary, flushKillTimeoutMs?: num
     sequence: 's',
     contactPoints: { dc1: [] },
     historyDir: files.dir,
+    startedAt: files.startedAt,
     flushKillTimeoutMs,
     workerImports: [REGISTER],
     workerEnv: files.env(fake),
@@ -61,6 +63,14 @@ describe('torture fleet: killing a process', () => {
       expect(history.length).toBe(files.handedOut().length);
       expect(history).toEqual(files.handedOut());
       expect(files.closed()).toBe(false);
+      // Its progress, by second since the fleet's start, counts them all.
+      const progress = parseProgress(fs.readFileSync(incarnation.progressFile, 'utf8'));
+      expect([...progress.values()].reduce((a, b) => a + b, 0)).toBe(history.length);
+      const seconds = [...progress.keys()];
+      expect(Math.min(...seconds)).toBeGreaterThanOrEqual(
+        secondOf(incarnation.startedAt, files.startedAt),
+      );
+      expect(Math.max(...seconds)).toBeLessThanOrEqual(secondOf(Date.now(), files.startedAt));
     } finally {
       files.remove();
     }

@@ -1,7 +1,20 @@
+import fs from 'node:fs';
+
 import { describe, expect, it } from 'vitest';
 
+import {
+  drawnWhileInForce,
+  faultsInForce,
+  idleWhileNotHit,
+} from '../../scripts/torture/fault-progress.js';
 import { firstIdIn } from '../../scripts/torture/fleet.js';
-import { firstBlocksOf, killsOf } from '../../scripts/torture/report.js';
+import {
+  drawnWhileInForceSection,
+  firstBlocksOf,
+  killsOf,
+  renderMarkdown,
+  type CampaignReport,
+} from '../../scripts/torture/report.js';
 
 describe('torture report: where first blocks came from', () => {
   it('reads the first-ID line of a worker, and none from a line cut short by a kill', () => {
@@ -43,5 +56,76 @@ describe('torture report: where first blocks came from', () => {
         i('raw', { hungOnStop: true }),
       ]),
     ).toEqual({ flushed: 2, raw: 1, 'flush-timed-out': 1 });
+  });
+});
+
+describe('torture report: IDs drawn while each cluster fault was in force', () => {
+  const window = { from: 20.4, to: 80.4 };
+  const timeline = [
+    { at: 26.7, action: 'pause-node', target: 'dc1-2', result: 'ok, for 3072 ms' },
+    { at: 35.4, action: 'undo', target: 'pause of dc1-2', result: 'ok' },
+    {
+      at: 40.2,
+      action: 'kill-dc',
+      target: 'dc3',
+      result: 'ok: dc3-1, dc3-2, dc3-3 killed at once',
+    },
+    { at: 61.5, action: 'undo', target: 'restart of dc3', result: 'ok' },
+    { at: 75.0, action: 'partition-node', target: 'dc2-1', result: 'ok, for 9000 ms' },
+  ];
+  const dcOfNode = { 'dc1-2': 'dc1', 'dc2-1': 'dc2' };
+  /** A process drawing `rate` IDs in every second from `from` to `to`. */
+  const steady = (dc: string, rate: number, from = 0, to = 81) => ({
+    dc,
+    from,
+    to: undefined,
+    progress: new Map(Array.from({ length: to - from }, (_, i) => [from + i, rate] as const)),
+  });
+  const drawn = drawnWhileInForce(
+    faultsInForce(timeline, window, dcOfNode),
+    ['dc1', 'dc2', 'dc3'],
+    // dc3's processes draw nothing while it is down, nor dc2's at all once dc3 is back.
+    [
+      steady('dc1', 1_000),
+      steady('dc1', 500),
+      steady('dc2', 2_000, 0, 62),
+      steady('dc3', 10, 0, 40),
+    ],
+  );
+
+  it('has a row per fault: its interval, what it hit, and per DC the IDs and the processes', () => {
+    expect(drawnWhileInForceSection(drawn, window, idleWhileNotHit(drawn)).slice(4)).toEqual([
+      '| in force (s) | fault | target | hit | whole seconds | dc1 | dc2 | dc3 |',
+      '| --- | --- | --- | --- | ---: | ---: | ---: | ---: |',
+      '| 26.7 to 35.4 | pause-node | dc1-2 | dc1 | 8 | 12,000 (2) | 16,000 (1) | 80 (1) |',
+      '| 40.2 to 61.5 | kill-dc | dc3 | dc3 | 20 | 30,000 (2) | 40,000 (1) | 0 (1) |',
+      '| 75.0 to 80.4 (window end) | partition-node | dc2-1 | dc2 | 5 | 7,500 (2) | 0 (1) | 0 (1) |',
+      '',
+      'DCs not hit that drew no ID through a fault of 5 s or more with processes running (reported, not judged): dc3 (not hit) recorded no ID in the 5 whole seconds of partition-node dc2-1 (75.0 s to 80.4 s), 1 of its processes alive throughout.',
+    ]);
+  });
+
+  it('is in the markdown of a report that has it, before the timeline, and not in an older one', () => {
+    const dir = 'torture/campaigns/2026-11-28-paxos-v2-seed-1000309';
+    const older = JSON.parse(fs.readFileSync(`${dir}/report.json`, 'utf8')) as CampaignReport;
+    expect(renderMarkdown(older)).not.toContain('while each cluster fault was in force');
+    const markdown = renderMarkdown({
+      ...older,
+      faultWindow: window,
+      drawnWhileInForce: drawn,
+      idleWhileNotHit: idleWhileNotHit(drawn),
+    });
+    const section = markdown.indexOf('## IDs drawn while each cluster fault was in force');
+    expect(section).toBeGreaterThan(0);
+    expect(section).toBeLessThan(markdown.indexOf('## Faults'));
+    expect(markdown).toContain(
+      '| 40.2 to 61.5 | kill-dc | dc3 | dc3 | 20 | 30,000 (2) | 40,000 (1) | 0 (1) |',
+    );
+  });
+
+  it('says so when no cluster fault took effect', () => {
+    expect(drawnWhileInForceSection([], window).at(-1)).toBe(
+      'No cluster fault took effect in the window.',
+    );
   });
 });

@@ -8,11 +8,14 @@ import path from 'node:path';
 
 import { describe, expect, it } from 'vitest';
 
+import { secondOf } from '../../scripts/torture/progress.js';
 import { closeViolations } from '../../scripts/torture/verdict.js';
 import { killMidRefill } from './torture-worker/kill-mid-refill.js';
 import { runWorker, WorkerFiles } from './torture-worker/run-worker.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const sum = (counts: Map<number, number>) => [...counts.values()].reduce((a, b) => a + b, 0);
 
 /** Where two lists of IDs first differ, or -1: a diff of a million IDs would say less. */
 function firstDifference(a: readonly number[], b: readonly number[]): number {
@@ -23,9 +26,10 @@ function firstDifference(a: readonly number[], b: readonly number[]): number {
 it('has written the IDs it handed out when killed while a call waits for a refill', async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'idgen-worker-'));
   const historyFile = path.join(dir, 'history.f64');
+  const progressFile = path.join(dir, 'history.progress');
   const spec = {
     ...{ dc: 'dc1', contactPoints: [], keyspace: 'k', sequence: 's' },
-    ...{ mode: 'tight', rate: 1, maxTake: 1, historyFile },
+    ...{ mode: 'tight', rate: 1, maxTake: 1, historyFile, progressFile, startedAt: Date.now() },
   };
   try {
     await killMidRefill('scripts/torture/worker.ts', [JSON.stringify(spec)], '"first-id"');
@@ -49,17 +53,21 @@ describe("the nemesis's process kill (SIGHUP: write the history, then SIGKILL on
     'leaves a %s history that holds every ID handed out, and no close',
     async (mode) => {
       const files = new WorkerFiles();
+      // A campaign started 100 s before: the worker counts its seconds from there.
+      const startedAt = Date.now() - 100_000;
       try {
+        const spawned = Date.now();
         const worker = runWorker(
           files,
           { mode: 'ledger' },
-          { mode, maxTake: 50, maxRate, rate: 20_000 },
+          { mode, maxTake: 50, maxRate, rate: 20_000, startedAt },
         );
         await worker.waitFor('"first-id"');
         // Past the worker's 20 ms flushes, at a moment of its loop the test does not choose.
         await sleep(200 + Math.random() * 300);
         worker.child.kill('SIGHUP');
         const exit = await worker.exited;
+        const killed = Date.now();
         const handedOut = files.handedOut();
         const history = files.history();
         expect(handedOut.length).toBeGreaterThan(1_000);
@@ -67,6 +75,13 @@ describe("the nemesis's process kill (SIGHUP: write the history, then SIGKILL on
           recorded: history.length,
           firstDifference: firstDifference(history, handedOut),
         }).toEqual({ recorded: handedOut.length, firstDifference: -1 });
+        // Its progress counts them all, the second under way too, in the campaign's seconds.
+        const progress = files.progress();
+        expect(sum(progress)).toBe(handedOut.length);
+        for (const second of progress.keys()) {
+          expect(second).toBeGreaterThanOrEqual(secondOf(spawned, startedAt));
+          expect(second).toBeLessThanOrEqual(secondOf(killed, startedAt));
+        }
         expect(exit).toEqual({ code: null, signal: 'SIGKILL' });
         // Killed as a crash is: the library was not closed, so it gave nothing back.
         expect(files.closed()).toBe(false);
@@ -77,6 +92,53 @@ describe("the nemesis's process kill (SIGHUP: write the history, then SIGKILL on
     },
     90_000,
   );
+});
+
+describe('its progress: IDs handed out by second of the campaign', () => {
+  it('writes every second on a normal exit, counted by the second they were handed out in', async () => {
+    const files = new WorkerFiles();
+    try {
+      // 5,000 IDs a second for 2.5 s: three seconds or four, none with more than its share.
+      const worker = runWorker(
+        files,
+        { mode: 'ledger' },
+        { mode: 'take', maxTake: 50, maxRate: 5_000 },
+      );
+      await worker.waitFor('"first-id"');
+      await sleep(2_500);
+      worker.child.kill('SIGTERM');
+      expect(await worker.exited).toEqual({ code: 0, signal: null });
+      const progress = files.progress();
+      expect(sum(progress)).toBe(worker.summary()!.drawn);
+      expect(sum(progress)).toBe(files.history().length);
+      expect(progress.size).toBeGreaterThanOrEqual(3);
+      // The loop runs at most 10 ms and a run of 50 ahead of its rate, and catches up after a
+      // stall (up to a second of it here, on a loaded machine): twice the rate in one second
+      // would be IDs of other seconds.
+      for (const count of progress.values()) expect(count).toBeLessThanOrEqual(10_000);
+    } finally {
+      files.remove();
+    }
+  }, 90_000);
+
+  it('has written the seconds over when killed raw while a call waits for a refill', async () => {
+    const files = new WorkerFiles();
+    try {
+      // 300 IDs at once, then a call that waits for good.
+      const worker = runWorker(files, { mode: 'refill-wait' });
+      await worker.waitFor('"first-id"');
+      await sleep(300);
+      // Into the next second, and past the worker's 20 ms flushes: no call resolves meanwhile.
+      const next = files.startedAt + (secondOf(Date.now(), files.startedAt) + 1) * 1000;
+      await sleep(next - Date.now() + 150);
+      worker.child.kill('SIGKILL');
+      await worker.exited;
+      expect(files.history().length).toBe(300);
+      expect(sum(files.progress())).toBe(300);
+    } finally {
+      files.remove();
+    }
+  }, 90_000);
 });
 
 describe('close(): from the moment it is called no ID is handed out', () => {

@@ -1,7 +1,7 @@
 /**
  * The torture worker (scripts/torture/worker.ts) as a real process against the stand-in library
  * (fake-index.mjs, told how to behave by `fake`), in a temporary directory that holds its
- * history, the library's ledger of what it handed out and the mark of its close().
+ * history and progress, the library's ledger of what it handed out and the mark of its close().
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { parseProgress } from '../../../scripts/torture/progress.js';
 import type { WorkerSpec, WorkerSummary } from '../../../scripts/torture/worker.js';
 
 export const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -17,7 +18,8 @@ export const REGISTER = fileURLToPath(new URL('./register.mjs', import.meta.url)
 
 /** How the stand-in library behaves (see fake-index.mjs). */
 export interface FakeLibrary {
-  readonly mode: 'ledger' | 'serve-after-close' | 'take-then-yield' | 'throw' | 'busy';
+  readonly mode:
+    'refill-wait' | 'ledger' | 'serve-after-close' | 'take-then-yield' | 'throw' | 'busy';
   readonly after?: number;
   readonly error?: { readonly name: string; readonly message: string; readonly code?: string };
 }
@@ -26,6 +28,9 @@ export interface FakeLibrary {
 export class WorkerFiles {
   readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), 'idgen-torture-worker-'));
   readonly historyFile = path.join(this.dir, 'history.f64');
+  readonly progressFile = path.join(this.dir, 'history.progress');
+  /** The campaign's start its worker counts seconds from. */
+  readonly startedAt = Date.now();
   readonly ledger = path.join(this.dir, 'ledger.f64');
   readonly closedMarker = path.join(this.dir, 'closed');
 
@@ -33,6 +38,7 @@ export class WorkerFiles {
     return {
       ...{ dc: 'dc1', contactPoints: [], keyspace: 'k', sequence: 's' },
       ...{ mode: 'tight', rate: 1, maxTake: 1, historyFile: this.historyFile },
+      ...{ progressFile: this.progressFile, startedAt: this.startedAt },
       ...extra,
     };
   }
@@ -50,6 +56,13 @@ export class WorkerFiles {
   /** The IDs the library handed out, in order. */
   handedOut(): number[] {
     return readF64(this.ledger);
+  }
+
+  /** The IDs the worker said it handed out in each second since `startedAt`. */
+  progress(): Map<number, number> {
+    return fs.existsSync(this.progressFile)
+      ? parseProgress(fs.readFileSync(this.progressFile, 'utf8'))
+      : new Map();
   }
 
   closed(): boolean {

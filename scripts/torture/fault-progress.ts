@@ -135,13 +135,13 @@ export const IDLE_FAULT_SECONDS = 5;
  * not have failed them spuriously. Their report.json hold a DC's IDs over the whole window
  * only, and that bounds nothing inside one fault: a loop behind its rate bound catches up after
  * a stall (worker.ts), and 401 of their 414 cluster faults were undone 5 s or more after they
- * took effect (a fault is undone at the nemesis's next action after its hold), so nearly every
- * fault would be judged. What they do show is a cause that fits: a DC's processes share its
- * ranges, and when those run dry they all wait for a grant at SERIAL, which times out while
- * DCs are cut off or their nodes not yet seen down; 27 of the 40 campaigns' processes saw
- * IDGEN_SERIAL_UNAVAILABLE ("the DC has 0 IDs left in its ranges"), and the timelines cannot
- * tell which fault each came under. Once campaigns with progress have been run, their tables
- * can settle it.
+ * took effect (their nemesis undid a fault at its next action after the hold, not when the
+ * hold was up), so nearly every fault would be judged. What they do show is a cause that
+ * fits: a DC's processes share its ranges, and when those run dry they all wait for a grant at
+ * SERIAL, which times out while DCs are cut off or their nodes not yet seen down; 27 of the
+ * 40 campaigns' processes saw IDGEN_SERIAL_UNAVAILABLE ("the DC has 0 IDs left in its
+ * ranges"), and the timelines cannot tell which fault each came under. Once campaigns with
+ * progress have been run, their tables can settle it.
  */
 export function idleWhileNotHit(drawn: readonly DrawnWhileInForce[]): string[] {
   return drawn.flatMap((fault) => {

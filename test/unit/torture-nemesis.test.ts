@@ -167,3 +167,38 @@ describe('torture nemesis: the fault window', () => {
     expect(conductProblems(conduct)).toEqual([expect.stringMatching(/^no cluster fault/)]);
   });
 });
+
+describe('torture nemesis: how long a cluster fault lasts', () => {
+  it('undoes it when its time is up, not at the next action', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    try {
+      const fleet = new FakeFleet();
+      // One action a minute: a fault held 3 to 20 s must be undone long before the next.
+      const nemesis = new Nemesis({
+        ...{ random: new Random(7), fleet: fleet as unknown as Fleet, admin: {} as IdGen },
+        ...{ sequence: 's', mix: mixOf({ 'partition-dc': 1 }), intervalS: [60, 60] },
+        ...{ processesPerDc: 2, startProcess: () => undefined, canPartitionNodes: false },
+        ...{ startedAt: Date.now(), log: () => undefined },
+      });
+      const before = cluster.partitions;
+      nemesis.start();
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(cluster.partitions).toBe(before + 1);
+      cluster.partitioned();
+      await vi.advanceTimersByTimeAsync(0);
+      const [done] = nemesis.timeline;
+      const heldMs = Number(/^ok, for (\d+) ms$/.exec(done!.result)![1]);
+      await vi.advanceTimersByTimeAsync(heldMs + 300);
+      expect(nemesis.timeline.map((e) => [e.action, e.result])).toEqual([
+        ['partition-dc', done!.result],
+        ['undo', 'ok'],
+      ]);
+      expect(nemesis.timeline[1]!.at - done!.at).toBeCloseTo(heldMs / 1000, 0);
+      const stopped = nemesis.stop();
+      await vi.advanceTimersByTimeAsync(1_000);
+      await stopped;
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});

@@ -33,7 +33,8 @@ const ALTER_OP = 'alter:';
  * Who made a sequence, as far as its settings show: `this` create (its op found, or reported
  * applied); `another` (another create's op, or IDs other than this create's: it was never
  * applied); `unknown` (an alter's op, or one an older release wrote: this create may have been
- * applied, then altered).
+ * applied, then altered). `another` also when a SERIAL read finds the sequence before this create
+ * writes anything.
  */
 export type SequenceCreator = 'this' | 'another' | 'unknown';
 
@@ -54,6 +55,15 @@ export async function createSettings(
   ifNotExists = false,
   firstGrants: readonly FirstGrant[] = [],
 ): Promise<{ readonly settings: SequenceSettings; readonly creator: SequenceCreator }> {
+  // A sequence a SERIAL read finds before this create sends anything was made by another: say
+  // so for certain, with nothing written. Only a create that raced another write to the row
+  // can be left unable to tell (an alter's op replaces a create's), not a routine re-run of
+  // `seed --if-not-exists` on a sequence altered since.
+  const existing = await store.readSequence(settings.name, 'serial');
+  if (existing !== undefined) {
+    if (ifNotExists) return { settings: existing.settings, creator: 'another' };
+    throw new SequenceExistsError(settings.name, keyspace, [], 'another');
+  }
   const op = `${CREATE_OP}${randomUUID()}`;
   const result = await runConditionalWrite<StoredSettings>({
     write: () => store.createSequence(settings, op, firstGrants),

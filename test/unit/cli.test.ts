@@ -597,10 +597,23 @@ describe('seed --first-ranges, over the in-memory store', () => {
       'Sequence "orders" exists in keyspace "idgen", but whether this seed created it cannot be told: its settings were last written by an alter (or by an older release), and a create can be applied and still be reported rejected or timed out. Left as it is (--if-not-exists).',
     );
     expect(run.stdout).toMatch(/^block +20 IDs$/m);
-    // A later seed finds the alter's op as well, and can tell no more.
+    // A later seed finds the sequence before it writes anything: made by another, for certain,
+    // though an alter's op is in the row.
     allocator.current = new IdGen({ store, dc: 'dc1', keyspace: 'idgen' });
     const json = await cli(...SEED, '--json', 'orders', '--if-not-exists');
-    expect(JSON.parse(json.stdout)).toMatchObject({ created: null, firstRanges: [] });
+    expect(JSON.parse(json.stdout)).toMatchObject({ created: false, firstRanges: [] });
+    allocator.current = new IdGen({ store, dc: 'dc1', keyspace: 'idgen' });
+    const again = await cli(...SEED, 'orders', '--if-not-exists');
+    expect(again.code).toBe(0);
+    expect(again.stdout.split('\n')[0]).toBe(
+      'Sequence "orders" already exists in keyspace "idgen"; left unchanged (--if-not-exists).',
+    );
+    allocator.current = new IdGen({ store, dc: 'dc1', keyspace: 'idgen' });
+    const refused = await cli(...SEED, 'orders');
+    expect(refused.code).toBe(5);
+    expect(refused.stderr).toMatch(
+      /^idgen-cass: Sequence "orders" already exists in keyspace "idgen"; nothing was changed\./,
+    );
   });
 
   it.each([

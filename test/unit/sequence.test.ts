@@ -170,6 +170,7 @@ describe('Sequence: process-level double buffering', () => {
 
   it('returns undefined from tryNext when nothing is held, and starts the refill', async () => {
     const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+    store.resetCalls(); // the create's own read
     const seq = ids.sequence('orders');
     expect(seq.tryNext()).toBeUndefined();
     await settle();

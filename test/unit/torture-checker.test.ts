@@ -88,6 +88,41 @@ describe('checkHistory', () => {
     ]);
   });
 
+  it('counts a grant not installed in its state as held, not lost', () => {
+    // dc1/1 got its first range with the sequence and no process ever used it (no state row);
+    // dc2's grant 2 was confirmed at SERIAL and its requester killed before installing it.
+    const granted: RowsAfter = {
+      globalLast: 500n,
+      grants: new Map([
+        ...rows.grants,
+        ['dc1/1', [{ number: 1, min: 301n, max: 400n }]],
+        ['dc2', [...rows.grants.get('dc2')!, { number: 2, min: 401n, max: 500n }]],
+      ]),
+      states: rows.states,
+    };
+    const history = [
+      incarnation(1, 'dc1', range(1, 100)),
+      incarnation(2, 'dc1', range(201, 270)),
+      incarnation(3, 'dc2', range(101, 200), 'killed'),
+    ];
+    const verdict = checkHistory(history, granted);
+    expect(verdict.valid).toBe(true);
+    expect(verdict.reconciliation).toEqual({
+      granted: 500,
+      drawn: 270,
+      held: 230,
+      lost: 0,
+      balanced: true,
+    });
+    expect(verdict.gapsByCause).toEqual([]);
+    // IDs handed out from a grant no state installed: drawn and held at once, not balanced.
+    const drewUninstalled = checkHistory(
+      [...history, incarnation(4, 'dc2', range(401, 410))],
+      granted,
+    );
+    expect(drewUninstalled.reconciliation.balanced).toBe(false);
+  });
+
   it('finds duplicates across processes and DCs, naming who recorded them', () => {
     const verdict = checkHistory(
       [

@@ -158,7 +158,9 @@ export function checkHistory(
     const ofDc = grantsOfDc.get(incarnation.dc) ?? [];
     let grantee: string | undefined;
     for (const id of incarnation.ids) {
-      const found = findOwned(ofDc, id);
+      // A fraction (or NaN) lies in no grant, though a grant's bounds would take it in: an ID
+      // the library never hands out, which the reconciliation's packed keys would round.
+      const found = Number.isInteger(id) ? findOwned(ofDc, id) : undefined;
       grantee ??= found?.grantee;
       if (found === undefined || found.grantee !== grantee) {
         outsideGrantsCount++;

@@ -157,6 +157,16 @@ export function killsOf(
   return kills;
 }
 
+/**
+ * What the duplicates row cannot see: a raw SIGKILL leaves its process's last 20 ms or so of IDs
+ * unrecorded, and a duplicate among them would go uncounted.
+ */
+function unrecordedTail(kills: Readonly<Record<KillHow, number>> | undefined): string {
+  const raw = kills === undefined ? 0 : kills.raw + kills['flush-timed-out'];
+  if (raw === 0) return '';
+  return ` among the IDs recorded (${raw.toLocaleString('en-US')} ${raw === 1 ? 'process SIGKILLed raw left its' : 'processes SIGKILLed raw left their'} last 20 ms or so of IDs unrecorded)`;
+}
+
 export function renderMarkdown(report: CampaignReport): string {
   const v = report.verdict;
   const r = v.reconciliation;
@@ -202,7 +212,7 @@ export function renderMarkdown(report: CampaignReport): string {
             .map((d) => `${d.id} by ${d.by.join(' and ')}`)
             .join('; ')})`
         : ''
-    } |`,
+    }${unrecordedTail(report.fleet.kills)} |`,
   );
   lines.push(`| non-monotonic incarnations | ${v.nonMonotonic.length} |`);
   const incomplete = report.incarnations.filter(

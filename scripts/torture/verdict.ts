@@ -172,7 +172,9 @@ export function conductProblems(conduct: CampaignConduct): string[] {
     }
   }
   for (const i of conduct.incarnations) {
-    if (!i.liveness && i.ending === 'failed') {
+    // A liveness worker too: its check counts only its history, which a worker that drew its
+    // IDs and then failed (its close() threw) leaves whole.
+    if (i.ending === 'failed') {
       problems.push(`process ${i.id} (${i.dc}) exited with an error of its own`);
     }
     if (!i.liveness && i.hungOnStop === true) {

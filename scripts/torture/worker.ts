@@ -246,8 +246,14 @@ async function main(spec: WorkerSpec): Promise<boolean> {
       const message = error instanceof Error ? error.message : String(error);
       firstErrors[code] ??= message;
       flush();
-      if (code === 'IDGEN_CLOSED') break;
-      if (!EXPECTED_ERROR_CODES.includes(code) && !ALARM_CODES.includes(code)) {
+      // The handle closed under a call after this worker's own close(): the end of a close while
+      // drawing. Closed with no close() called, it is the library's doing: a worker that ended
+      // quietly on it would pass for stopped, and its DC would draw less unseen.
+      if (code === 'IDGEN_CLOSED' && closeBegun) break;
+      if (
+        (code === 'IDGEN_CLOSED' && !closeBegun) ||
+        (!EXPECTED_ERROR_CODES.includes(code) && !ALARM_CODES.includes(code))
+      ) {
         // Retried, a defect would pass as a fault: stop, say what it was, and fail.
         unexpectedError = { code, message };
         process.stderr.write(`torture worker: unexpected error ${code}: ${message}\n`);
@@ -261,7 +267,17 @@ async function main(spec: WorkerSpec): Promise<boolean> {
   fs.closeSync(fd);
   fs.closeSync(progressFd);
   const stats = seq.stats();
-  await close();
+  // A close() that throws must still leave a summary: without one, the error's code (an alarm
+  // among them) would go unseen, and a liveness worker would pass on its history alone.
+  try {
+    await close();
+  } catch (error) {
+    const code = (error as Partial<IdGenError>).code ?? 'UNKNOWN';
+    errors[code] = (errors[code] ?? 0) + 1;
+    const message = error instanceof Error ? error.message : String(error);
+    firstErrors[code] ??= message;
+    if (!ALARM_CODES.includes(code)) unexpectedError ??= { code, message: `close(): ${message}` };
+  }
   const summary: WorkerSummary = {
     event: 'done',
     drawn,

@@ -153,6 +153,16 @@ describe('checkHistory', () => {
     );
     expect(verdict.outsideGrants).toEqual([{ incarnation: 1, id: 250 }]);
     expect(verdict.valid).toBe(false);
+    // Not an ID at all, inside a grant's bounds though it is.
+    const fraction = checkHistory(
+      [
+        incarnation(1, 'dc1', Float64Array.from([...range(1, 98), 99.5])),
+        incarnation(2, 'dc2', range(101, 200)),
+      ],
+      rows,
+    );
+    expect(fraction.outsideGrants).toEqual([{ incarnation: 1, id: 99.5 }]);
+    expect(fraction.valid).toBe(false);
   });
 
   it("accounts for a sharded DC's shards, and finds a process whose IDs came from two of them", () => {

@@ -129,3 +129,28 @@ describe('torture report: IDs drawn while each cluster fault was in force', () =
     );
   });
 });
+
+describe('torture report: the duplicates row', () => {
+  const dir = 'torture/campaigns/2026-11-28-paxos-v2-seed-1000309';
+  const report = JSON.parse(fs.readFileSync(`${dir}/report.json`, 'utf8')) as CampaignReport;
+  const row = (r: CampaignReport) =>
+    renderMarkdown(r)
+      .split('\n')
+      .find((line) => line.startsWith('| duplicates |'));
+
+  it('says what a raw SIGKILL left unrecorded', () => {
+    expect(report.fleet.kills).toMatchObject({ raw: 1, 'flush-timed-out': 0 });
+    expect(row(report)).toBe(
+      '| duplicates | 0 among the IDs recorded (1 process SIGKILLed raw left its last 20 ms or so of IDs unrecorded) |',
+    );
+    const kills = { flushed: 2, raw: 2, 'flush-timed-out': 1 };
+    expect(row({ ...report, fleet: { ...report.fleet, kills } })).toContain(
+      '(3 processes SIGKILLed raw',
+    );
+  });
+
+  it('says nothing more when every kill wrote its history first', () => {
+    const kills = { flushed: 4, raw: 0, 'flush-timed-out': 0 };
+    expect(row({ ...report, fleet: { ...report.fleet, kills } })).toBe('| duplicates | 0 |');
+  });
+});

@@ -90,12 +90,15 @@ describe('torture verdict: what a campaign must have done', () => {
     const incarnations = [
       ...healthy.incarnations,
       { id: 4, dc: 'dc2', ending: 'failed', liveness: false },
-      // A liveness worker that failed is the liveness check's to judge.
+      // A liveness worker too: its check counts its history only, whole though it failed after.
       { id: 5, dc: 'dc3', ending: 'failed', liveness: true },
       { id: 6, dc: 'dc1', ending: 'killed', liveness: false, hungOnStop: true },
+      // One killed at the end of its budget is the liveness check's to judge (too few IDs).
+      { id: 7, dc: 'dc2', ending: 'killed', liveness: true },
     ];
     expect(conductProblems({ ...healthy, incarnations })).toEqual([
       'process 4 (dc2) exited with an error of its own',
+      'process 5 (dc3) exited with an error of its own',
       'process 6 (dc1) did not stop when told and was killed',
     ]);
   });

@@ -220,6 +220,12 @@ describe('errors: the worker retries only those that faults cause', () => {
       'IDGEN_INVALID_COUNT',
       { name: 'Error', message: 'count 0 refused', code: 'IDGEN_INVALID_COUNT' },
     ],
+    // Closed under it with no close() called: the library's doing, not the end of a close.
+    [
+      'a handle closed with no close() called',
+      'IDGEN_CLOSED',
+      { name: 'Error', message: 'closed', code: 'IDGEN_CLOSED' },
+    ],
   ])(
     'stops on %s and exits 1, saying what it was',
     async (_, code, error) => {
@@ -235,6 +241,28 @@ describe('errors: the worker retries only those that faults cause', () => {
         expect(worker.stderr().trim().split('\n').at(-1)).toBe(
           `torture worker: unexpected error ${code}: ${error.message}`,
         );
+        expect(files.history()).toEqual(files.handedOut());
+      } finally {
+        files.remove();
+      }
+    },
+    90_000,
+  );
+
+  it.each([
+    ['an alarm, counted for the campaign to judge', 'IDGEN_INVARIANT_BROKEN', 0],
+    ['any other error, as unexpected', 'UNKNOWN', 1],
+  ])(
+    'reports an error its close() throws: %s',
+    async (_, code, exitCode) => {
+      const files = new WorkerFiles();
+      const closeError = { message: 'rows broken', ...(code === 'UNKNOWN' ? {} : { code }) };
+      try {
+        // A liveness worker: draws its count, then closes.
+        const worker = runWorker(files, { mode: 'ledger', closeError }, { count: 1_000 });
+        expect(await exitWithin(worker, 30_000)).toEqual({ code: exitCode, signal: null });
+        expect(worker.summary()).toMatchObject({ drawn: 1_000, errors: { [code]: 1 } });
+        expect(worker.summary()!.unexpectedError?.code).toBe(exitCode === 1 ? code : undefined);
         expect(files.history()).toEqual(files.handedOut());
       } finally {
         files.remove();

@@ -8,7 +8,7 @@
 //   caller (a SIGKILL cannot lose it there), so a test can compare the worker's history with
 //   what was handed out; close() writes the file `closedMarker` at once, so that later calls
 //   throw IDGEN_CLOSED, and resolves `closeMs` (default 100) later, as giving IDs back takes
-//   round trips to the store.
+//   round trips to the store; with `closeError` ({ name, message, code? }) it then throws it.
 // - serve-after-close: ledger, but it keeps handing out IDs after close() (a broken library).
 // - take-then-yield: ledger, but every next() takes its ID, then yields to I/O before it
 //   resolves, as the library's next() does once in 512 IDs: a close() in that turn starts after
@@ -88,6 +88,10 @@ export async function connect() {
       closed = true;
       if (config.closedMarker !== undefined) fs.writeFileSync(config.closedMarker, 'closed');
       await new Promise((resolve) => setTimeout(resolve, config.closeMs ?? 100));
+      if (config.closeError !== undefined) {
+        const { message, code } = config.closeError;
+        throw Object.assign(new Error(message), code === undefined ? {} : { code });
+      }
     },
   };
 }

@@ -22,6 +22,8 @@ export interface FakeLibrary {
     'refill-wait' | 'ledger' | 'serve-after-close' | 'take-then-yield' | 'throw' | 'busy';
   readonly after?: number;
   readonly error?: { readonly name: string; readonly message: string; readonly code?: string };
+  /** What close() throws once it has closed (ledger modes). */
+  readonly closeError?: { readonly message: string; readonly code?: string };
 }
 
 /** A directory for one worker's files, with the spec and environment that point there. */

@@ -47,6 +47,7 @@ import {
   remainingIn,
 } from './dc-state.js';
 import { FailureLog } from './failures.js';
+import { mutated } from './mutations.js';
 import type { AllocatorObserver } from './observer.js';
 import { DcUsage, GRANT_BLOCKS, Rate, grantSizeFor } from './sizing.js';
 import {
@@ -224,6 +225,13 @@ export class DcAllocator {
    */
   private readonly unresolvedOps = new Set<string>();
   private readonly committedOps = new Set<string>();
+  /**
+   * The op of the latest state write of this process shown applied. A give-back goes only on
+   * the state that write left: `last_integer` at the end of our run proves nothing by itself,
+   * since retire-ranges leaves it at its grant's end too, and a give-back on the retire's state
+   * reopens IDs handed out before the rows went back.
+   */
+  private lastOwnOp: string | undefined;
 
   constructor(options: DcAllocatorOptions) {
     this.store = options.store;
@@ -355,6 +363,7 @@ export class DcAllocator {
       unresolved.delete(entry[0]);
       this.unresolvedOps.delete(entry[0]);
       this.committedOps.delete(entry[0]);
+      this.lastOwnOp = entry[0];
       return entry[1];
     };
     for (;;) {
@@ -512,7 +521,9 @@ export class DcAllocator {
 
   /**
    * Gives back `[first, last]`, unused IDs this process holds, by moving the DC's `lastInteger`
-   * back to `first - 1`, only if nobody claimed after them (`lastInteger` must still be `last`).
+   * back to `first - 1`, only if the state is the one this process's own latest write left
+   * (its op) and `lastInteger` is still `last`: any other writer since, a claim, an install or
+   * a retire (whose state also ends at a grant's end), leaves the run a gap.
    * Retried only after a write shown to be lost: a give-back that might have been applied is
    * never repeated, since another process may have claimed the same IDs in between.
    * @returns how many IDs were returned (0 if they stay a gap).
@@ -520,8 +531,10 @@ export class DcAllocator {
   async returnBlock(first: bigint, last: bigint): Promise<bigint> {
     for (let attempt = 1; attempt <= MAX_CAS_ATTEMPTS; attempt++) {
       const state = await this.readState();
-      const back = state === undefined ? undefined : giveBack(state, first, last, randomUUID());
-      if (state === undefined || back === undefined) return 0n;
+      if (state === undefined) return 0n;
+      if (state.op !== this.lastOwnOp && !mutated('give-back-on-any-state')) return 0n;
+      const back = giveBack(state, first, last, randomUUID());
+      if (back === undefined) return 0n;
       // From here this process's own write may move last_integer below its blocks.
       this.seen.forgetClaims();
       const result = await this.writeState(state, back.next);
@@ -866,7 +879,10 @@ export class DcAllocator {
     });
     this.count(result);
     this.sight(result.found);
-    if (isOurs(result.verdict)) this.seen.raiseState(next);
+    if (isOurs(result.verdict)) {
+      this.seen.raiseState(next);
+      this.lastOwnOp = next.op;
+    }
     return result;
   }
 

@@ -36,7 +36,14 @@ export type Mutation =
    * spending the grant: IDs claimed by the writes that went back are claimed, and handed out,
    * again by the DC's next processes.
    */
-  | 'retire-keeps-last-integer';
+  | 'retire-keeps-last-integer'
+  /**
+   * A give-back goes on any state whose last_integer is the end of the run, not only on the one
+   * this process's own latest write left: on a retire's state, whose last_integer is its grant's
+   * end, it reopens IDs handed out before the rows went back; after a give-back repeated
+   * ('unknown-as-not-written'), on the state the first one left.
+   */
+  | 'give-back-on-any-state';
 
 export const MUTATIONS: readonly Mutation[] = [
   'unknown-as-not-written',
@@ -47,6 +54,7 @@ export const MUTATIONS: readonly Mutation[] = [
   'grants-at-local-serial',
   'move-after-first-block',
   'retire-keeps-last-integer',
+  'give-back-on-any-state',
 ];
 
 let active: ReadonlySet<Mutation> = new Set();

@@ -535,11 +535,33 @@ describe('DcAllocator', () => {
       'orders',
       'dc1',
       undefined,
-      dcState({ lastInteger: 15n, reservedMin: 11n, reservedMax: 100n, preloadedMin: 11n }),
+      dcState({ lastInteger: 10n, reservedMin: 11n, reservedMax: 100n, preloadedMin: 11n }),
     );
-    // The process holds 8..15, of which 8..10 lie before the reserved range.
-    expect(await allocatorOn(store).returnBlock(8n, 15n)).toBe(5n);
+    const allocator = allocatorOn(store);
+    expect(await allocator.claimBlock()).toMatchObject({ first: 11n, last: 20n });
+    // The process holds 8..20, of which 8..10 lie before the reserved range.
+    expect(await allocator.returnBlock(8n, 20n)).toBe(10n);
     expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(10n);
+  });
+
+  it('gives nothing back on a state another writer left, though it ends where the run ends', async () => {
+    const store = await rangeOneStore(10n);
+    const allocator = allocatorOn(store);
+    expect(await allocator.claimBlock()).toMatchObject({ first: 11n, last: 20n });
+    // A retire-ranges after rows went back writes its own state, spent to the grant's end; with
+    // last_integer at 20 it looks like nobody claimed after the run. Here: the same state, one
+    // version up, by another writer, as its seal of a spent partition does.
+    const current = (await store.readDcState('orders', 'dc1'))!;
+    await store.writeDcState(
+      'orders',
+      'dc1',
+      { version: current.version, op: current.op },
+      { ...current, version: current.version + 1, op: 'retire' },
+    );
+    const before = writes(store);
+    expect(await allocator.returnBlock(15n, 20n)).toBe(0n);
+    expect(writes(store)).toEqual(before);
+    expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(20n);
   });
 
   it('returns nothing once another process claimed after the run', async () => {
@@ -550,9 +572,11 @@ describe('DcAllocator', () => {
   });
 
   it('recognises its own return after a CAS timeout', async () => {
-    const store = await rangeOneStore(20n);
+    const store = await rangeOneStore(10n);
+    const allocator = allocatorOn(store);
+    expect(await allocator.claimBlock()).toMatchObject({ first: 11n, last: 20n });
     store.faults.push({ op: 'writeDcState', effect: 'unknown-applied' });
-    expect(await allocatorOn(store).returnBlock(15n, 20n)).toBe(6n);
+    expect(await allocator.returnBlock(15n, 20n)).toBe(6n);
     expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(14n);
   });
 });

@@ -109,6 +109,8 @@ describe('deterministic simulation of the allocator', () => {
  */
 const CONTROLS: readonly {
   readonly mutation: Mutation;
+  /** Another fix switched off with it, where two stand in the way of the same duplicate. */
+  readonly with?: Mutation;
   readonly seed: number;
   readonly shows: readonly FindingKind[];
 }[] = [
@@ -117,6 +119,7 @@ const CONTROLS: readonly {
   // Defect 3: a give-back applied but reported rejected (or unknown) taken as not written.
   {
     mutation: 'unknown-as-not-written',
+    with: 'give-back-on-any-state',
     seed: 14,
     shows: ['duplicate', 'unclaimed', 'allocator-saw-broken-rows', 'held-twice'],
   },
@@ -157,8 +160,8 @@ describe('negative controls: with a fixed defect brought back, the simulation fa
 
   it.each(CONTROLS)(
     '$mutation (seed $seed)',
-    async ({ mutation, seed, shows }) => {
-      setMutationsForTests([mutation]);
+    async ({ mutation, with: also, seed, shows }) => {
+      setMutationsForTests(also === undefined ? [mutation] : [mutation, also]);
       const result = await fc.check(simulation(), {
         seed,
         numRuns: CONTROL_RUNS,

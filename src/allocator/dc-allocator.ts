@@ -122,7 +122,11 @@ export interface DcAllocatorOptions {
   readonly log?: Logger | undefined;
   /** Called when a range request installed a range (a preload that waited for it may go now). */
   readonly onRangeInstalled?: (() => void) | undefined;
-  /** Called when the rows went back; the process level drops what it holds. */
+  /**
+   * Called when a read shows the rows gone back, at that read, before the operation that made
+   * it unwinds: the process level drops what it holds, and every block this allocator hands up
+   * from then on (a claim whose write was on the wire) finds it told.
+   */
   readonly onRolledBack?: ((error: StateRolledBackError) => void) | undefined;
   /** Told how long claims and range requests take, and of every failure. @default none */
   readonly observer?: AllocatorObserver | undefined;
@@ -208,6 +212,12 @@ export class DcAllocator {
   private exhaustedError: SequenceExhaustedError | undefined;
   /** What this process saw of the rows, to tell rows that went back (watermarks.ts). */
   private readonly seen: Watermarks;
+  /**
+   * The first sign that the rows went back. From then on this allocator sends no write: a write
+   * on the wire then (a claim, a grant batch, an install) may still land, but none follows it,
+   * neither the install of a grant such a batch got, nor a range request or its retry.
+   */
+  private wentBack: StateRolledBackError | undefined;
   /**
    * A grant shown at SERIAL (ours, or read there) that may not be installed yet: block claims
    * install it in the same write while the install of the range request still races them.
@@ -553,6 +563,7 @@ export class DcAllocator {
   requestRangeInBackground(): void {
     if (
       this.closed ||
+      this.wentBack !== undefined ||
       this.exhaustedError !== undefined ||
       this.background !== undefined ||
       this.cancelRangeRetry !== undefined
@@ -616,9 +627,9 @@ export class DcAllocator {
   }
 
   private rangeFailed(error: unknown): void {
+    // The process level was told at the read that showed it (see rolledBack).
     if (error instanceof StateRolledBackError) {
       this.failures.record(error);
-      this.onRolledBack?.(error);
       return;
     }
     if (error instanceof SequenceExhaustedError) {
@@ -633,7 +644,7 @@ export class DcAllocator {
       return;
     }
     this.failures.failed('range', error, { dc: this.dc });
-    if (this.closed || this.cancelRangeRetry !== undefined) return;
+    if (this.closed || this.wentBack !== undefined || this.cancelRangeRetry !== undefined) return;
     const base = RANGE_RETRY_FIRST_MS * 2 ** this.rangeRetries;
     this.rangeRetries++;
     const delay = Math.min(RANGE_RETRY_MAX_MS, base * (0.5 + Math.random()));
@@ -870,6 +881,7 @@ export class DcAllocator {
     current: DcState | undefined,
     next: DcState,
   ): Promise<CasResult<DcState>> {
+    this.assertRowsHeld();
     this.counters.lwtWrites++;
     const expected: DcStamp | undefined = current && { version: current.version, op: current.op };
     const result = await runConditionalWrite<DcState>({
@@ -900,6 +912,7 @@ export class DcAllocator {
     expectedGlobalLast: bigint,
     grant: Grant,
   ): Promise<CasResult<GrantFound>> {
+    this.assertRowsHeld();
     this.counters.lwtWrites++;
     const result = await runConditionalWrite<GrantFound>({
       write: () => this.store.grantRange(this.sequence, this.dc, expectedGlobalLast, grant),
@@ -1107,8 +1120,25 @@ export class DcAllocator {
     return new InvariantError(this.sequence, detail);
   }
 
+  /**
+   * The error of a read that shows the rows gone back, thrown by the caller. The first one stops
+   * this allocator's writes (see {@link wentBack}) and tells the process level at once.
+   */
   private rolledBack(detail: string): StateRolledBackError {
-    return new StateRolledBackError(this.sequence, this.dc, detail);
+    const error = new StateRolledBackError(this.sequence, this.dc, detail);
+    if (this.wentBack === undefined) {
+      this.wentBack = error;
+      this.onRolledBack?.(error);
+    }
+    return error;
+  }
+
+  /**
+   * Every conditional write passes here first: once the rows were seen gone back, none is sent.
+   * @throws {StateRolledBackError} the first sign of it.
+   */
+  private assertRowsHeld(): void {
+    if (this.wentBack !== undefined) throw this.wentBack;
   }
 
   /** Full jitter: anywhere from 0 to a cap that doubles per lost race up to {@link BACKOFF_MAX_MS}. */

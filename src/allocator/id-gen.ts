@@ -79,7 +79,10 @@ export interface IdGenStats {
   readonly dc: string;
   /**
    * One entry per sequence opened: the handle {@link IdGen.sequence} returns now (one closed by its
-   * own close() stays until a new handle of the sequence replaces it).
+   * own close() stays until a new handle of the sequence replaces it). Its counters include those
+   * of the handles of the same name and type it replaced, so that none goes back when a handle
+   * is replaced; rates, block sizes and `lastError` are the current handle's (`lastError` a
+   * replaced one's while it has none).
    */
   readonly sequences: readonly {
     readonly name: string;
@@ -87,9 +90,8 @@ export interface IdGenStats {
     readonly stats: SequenceStats;
   }[];
   /**
-   * The counters of the handles in `sequences`, summed (rates and block sizes are per handle and
-   * left out; `waste` is summed cause by cause). A handle replaced after its close() leaves the
-   * sums with its counts; the Prometheus counters (`metrics`) keep them.
+   * The counters of `sequences`, summed (rates and block sizes are per handle and left out;
+   * `waste` is summed cause by cause): replaced handles included, as in `sequences`.
    */
   readonly totals: Readonly<
     Omit<SequenceStats, 'lastError' | 'blockSize' | 'drawRate' | 'dcRate' | 'waste'> & {
@@ -196,8 +198,16 @@ export class IdGen {
   readonly #clock: Clock | undefined;
   readonly #callTimeoutMs: number;
   readonly #sequences = new Map<string, Sequence<number> | Sequence<bigint>>();
-  /** Handles replaced while still closing: close() waits for them before closing the store. */
+  /**
+   * Handles replaced while still closing: close() waits for them before closing the store, and
+   * stats() counts them with the handle that replaced them until they are closed.
+   */
   readonly #replaced = new Set<Sequence<number> | Sequence<bigint>>();
+  /**
+   * The final counters of the closed handles each handle (by key, see sequence()) replaced,
+   * summed: stats() adds them to that handle's, so that no counter goes back.
+   */
+  readonly #formerCounts = new Map<string, FormerCounts>();
   /**
    * The rollback marks of each sequence's grantees, as every handle of this process saw them: a
    * handle opened after another (or beside it, number and bigint) checks its reads against what
@@ -260,16 +270,20 @@ export class IdGen {
     checkKeys(options, HANDLE_KEYS);
     checkBooleanOption('bigint', options.bigint);
     const bigint = options.bigint === true;
-    const key = `${name}/${bigint ? 'bigint' : 'number'}`;
+    const key = handleKey(name, bigint);
     const existing = this.#sequences.get(key);
     // A handle closed on its own is replaced: a closed handle can never serve again.
     if (existing !== undefined && existing.state !== 'closing' && existing.state !== 'closed') {
       return existing;
     }
     if (existing?.state === 'closing') {
-      // Its give-back still needs the store.
+      // Its give-back still needs the store, and its counts still move: folded once closed.
       this.#replaced.add(existing);
-      void existing.close().finally(() => this.#replaced.delete(existing));
+      void existing.close().finally(() => {
+        if (this.#replaced.delete(existing)) this.#fold(key, existing);
+      });
+    } else if (existing !== undefined) {
+      this.#fold(key, existing);
     }
     const context = {
       name,
@@ -459,22 +473,21 @@ export class IdGen {
    * ```
    */
   stats(): IdGenStats {
-    const sequences = [...this.#sequences.values()].map((handle) => ({
-      name: handle.name,
-      bigint: handle.bigint,
-      stats: handle.stats(),
-    }));
+    const closing = [...this.#replaced];
+    const sequences = [...this.#sequences].map(([key, handle]) => {
+      const former = this.#formerCounts.get(key);
+      const replaced = closing.filter((other) => keyOf(other) === key).map((h) => h.stats());
+      return {
+        name: handle.name,
+        bigint: handle.bigint,
+        stats: withFormer(handle.stats(), former, replaced),
+      };
+    });
     const totals: Record<string, number> = {};
     const waste: Record<string, number> = {};
-    const add = (into: Record<string, number>, counters: object) => {
-      for (const [key, value] of Object.entries(counters)) {
-        if (typeof value === 'number') into[key] = (into[key] ?? 0) + value;
-      }
-    };
-    const perHandle = new Set(['blockSize', 'drawRate', 'dcRate']);
     for (const { stats } of sequences) {
-      add(totals, Object.fromEntries(Object.entries(stats).filter(([key]) => !perHandle.has(key))));
-      add(waste, stats.waste);
+      addCounts(totals, stats);
+      addCounts(waste, stats.waste);
     }
     return Object.freeze({
       dc: this.dc,
@@ -513,7 +526,76 @@ export class IdGen {
     }
   }
 
+  /** Adds the final counters of `handle`, closed, to those its replacement under `key` carries. */
+  #fold(key: string, handle: Sequence<number> | Sequence<bigint>): void {
+    const folded = withFormer(handle.stats(), this.#formerCounts.get(key), []);
+    const counts: Record<string, number> = {};
+    addCounts(counts, folded);
+    this.#formerCounts.set(key, {
+      counts,
+      waste: { ...folded.waste },
+      lastError: folded.lastError,
+    });
+  }
+
   #assertOpen(): void {
     if (this.#closing !== undefined) throw new ClosedError();
   }
+}
+
+/** The counters of the closed handles one handle replaced, summed. */
+interface FormerCounts {
+  readonly counts: Readonly<Record<string, number>>;
+  readonly waste: Readonly<Record<string, number>>;
+  readonly lastError: Error | undefined;
+}
+
+/** Fields of {@link SequenceStats} that describe the handle now (rates, sizes): never summed. */
+const PER_HANDLE = new Set(['blockSize', 'drawRate', 'dcRate']);
+
+/** The key of a handle in {@link IdGen}: one handle per name and type. */
+function handleKey(name: string, bigint: boolean): string {
+  return `${name}/${bigint ? 'bigint' : 'number'}`;
+}
+
+function keyOf(handle: Sequence<number> | Sequence<bigint>): string {
+  return handleKey(handle.name, handle.bigint);
+}
+
+/** Adds the numbers of `more` that are counts into `into`, key by key. */
+function addCounts(into: Record<string, number>, more: object): void {
+  for (const [key, value] of Object.entries(more)) {
+    if (!PER_HANDLE.has(key) && typeof value === 'number') into[key] = (into[key] ?? 0) + value;
+  }
+}
+
+/**
+ * `current` with the counters of the handles it replaced added: those folded when they closed
+ * (`former`), and those still closing (`closing`).
+ */
+function withFormer(
+  current: SequenceStats,
+  former: FormerCounts | undefined,
+  closing: readonly SequenceStats[],
+): SequenceStats {
+  if (former === undefined && closing.length === 0) return current;
+  const counts: Record<string, number> = {};
+  const waste: Record<string, number> = {};
+  let lastError = current.lastError;
+  for (const other of [current, ...closing]) {
+    addCounts(counts, other);
+    addCounts(waste, other.waste);
+    lastError ??= other.lastError;
+  }
+  if (former !== undefined) {
+    addCounts(counts, former.counts);
+    addCounts(waste, former.waste);
+    lastError ??= former.lastError;
+  }
+  return Object.freeze({
+    ...current,
+    ...counts,
+    waste: Object.freeze(waste),
+    lastError,
+  }) as unknown as SequenceStats;
 }

@@ -1277,10 +1277,15 @@ export class Sequence<T extends number | bigint> {
     try {
       returned = await allocator.returnBlock(run.first, run.last);
     } catch (error) {
-      this.failures.failed('return', error, { dc: this.grantee });
+      // Rows found gone back: the allocator told forfeit(), which logged it.
+      if (error instanceof StateRolledBackError) this.failures.record(error);
+      else this.failures.failed('return', error, { dc: this.grantee });
     }
-    this.counters.wasted += held - Number(returned);
-    this.waste.notReturned += held - Number(returned);
+    const lost = held - Number(returned);
+    this.counters.wasted += lost;
+    // Held when the rows were found gone back: dropped, as by a claim that found it.
+    if (this.rolledBack !== undefined) this.waste.dropped += lost;
+    else this.waste.notReturned += lost;
     this.log?.debug(
       {
         dc: this.grantee,

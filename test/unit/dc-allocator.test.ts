@@ -691,6 +691,65 @@ describe('DcAllocator: rows that went back', () => {
     });
   });
 
+  it('writes nothing once a read showed the rows gone back: the range request begun before installs nothing, and none starts', async () => {
+    const store = await rangeOneStore(0n);
+    const told: string[] = [];
+    const allocator = new DcAllocator({
+      store,
+      dc: 'dc1',
+      settings,
+      sleep: async () => {},
+      onRolledBack: (error) => told.push(error.code),
+    });
+    expect(await allocator.claimBlock()).toMatchObject({ first: 1n, last: 10n });
+    expect(await allocator.claimBlock()).toMatchObject({ first: 11n, last: 20n }); // version 3
+    // A range request's grant batch is on the wire when version 3 is lost; another process of
+    // dc1 claims [11, 20] again as version 3, with its op.
+    let open!: () => void;
+    store.faults.push({
+      op: 'grantRange',
+      effect: 'delay',
+      until: new Promise<void>((resolve) => (open = resolve)),
+    });
+    store.resetCalls();
+    const range = allocator.ensureRange();
+    await settle();
+    expect(store.calls.grantRange).toBe(1);
+    store.rollBackDcState('orders', 'dc1', 1);
+    const other = async (op: string) => {
+      const current = (await store.readDcState('orders', 'dc1'))!;
+      const next = { ...current, lastInteger: current.lastInteger + 10n };
+      await store.writeDcState('orders', 'dc1', current, {
+        ...next,
+        version: current.version + 1,
+        op,
+      });
+    };
+    await other('other-1');
+    // This allocator's claim finds another op at version 3: the rows went back. It is told at
+    // once, and from now on stops allocating.
+    await expect(allocator.claimBlock()).rejects.toMatchObject({
+      code: 'IDGEN_STATE_ROLLED_BACK',
+    });
+    expect(told).toEqual(['IDGEN_STATE_ROLLED_BACK']);
+    // The other process claims on (version 4, [21, 30]): read from now on, the rows look current.
+    await other('other-2');
+    const before = writes(store);
+    open();
+    // The batch sent before is applied (grant 2, made at SERIAL, is the DC's to install), but
+    // no write goes out after the detection: neither the install nor anything else.
+    await expect(range).rejects.toMatchObject({ code: 'IDGEN_STATE_ROLLED_BACK' });
+    expect(store.grantLog.map((g) => g.grant.number)).toEqual([1, 2]);
+    allocator.requestRangeInBackground();
+    await settle();
+    expect(writes(store)).toEqual(before);
+    expect(await store.readDcState('orders', 'dc1')).toMatchObject({
+      version: 4,
+      op: 'other-2',
+      installedGrant: 1,
+    });
+  });
+
   it('stops when a read sent after its own write shows an older version', async () => {
     const store = await rangeOneStore(0n);
     const allocator = allocatorOn(store);

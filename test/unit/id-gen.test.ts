@@ -95,6 +95,60 @@ describe('IdGen', () => {
     expect(refused?.reason).toBeInstanceOf(SequenceExistsError);
   });
 
+  it('keeps the counts of a handle it replaced in stats(), so that no counter goes back', async () => {
+    const store = new MemoryStore({ keyspace: KEYSPACE });
+    const ids = processIn(store, 'dc1');
+    await ids.createSequence('orders', { dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
+    const a = ids.sequence('orders');
+    expect([await a.next(), await a.next(), await a.next()]).toEqual([1, 2, 3]);
+    await a.close(); // gives 4..10 back
+    const before = ids.stats();
+    expect(before.totals).toMatchObject({ issued: 3, blocksClaimed: 1, remaining: 0 });
+    const b = ids.sequence('orders');
+    expect(b).not.toBe(a);
+    // Replaced, not yet used: the counts are a's.
+    expect(ids.stats().totals).toMatchObject({ issued: 3, blocksClaimed: 1 });
+    expect([await b.next(), await b.next()]).toEqual([4, 5]);
+    const after = ids.stats();
+    expect(after.sequences).toHaveLength(1);
+    expect(after.sequences[0]?.stats).toMatchObject({ issued: 5, blocksClaimed: 2 });
+    expect(after.totals).toMatchObject({ issued: 5, blocksClaimed: 2, remaining: 8 });
+    for (const [key, value] of Object.entries(before.totals)) {
+      if (typeof value === 'number' && key !== 'remaining') {
+        expect(after.totals[key as keyof typeof after.totals]).toBeGreaterThanOrEqual(value);
+      }
+    }
+  });
+
+  it('counts a handle replaced while still closing once, with what its close() left as a gap', async () => {
+    const store = new MemoryStore({ keyspace: KEYSPACE });
+    const ids = processIn(store, 'dc1');
+    await ids.createSequence('orders', { dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
+    const a = ids.sequence('orders');
+    expect(await a.next()).toBe(1);
+    // a's give-back waits in its read; meanwhile another process claims after a's block.
+    let open!: () => void;
+    store.faults.push({
+      op: 'readDcState',
+      effect: 'delay',
+      until: new Promise<void>((resolve) => (open = resolve)),
+    });
+    const closing = a.close();
+    await settle();
+    const b = ids.sequence('orders');
+    expect(b).not.toBe(a);
+    expect(await processIn(store, 'dc1').sequence('orders').next()).toBe(11);
+    // a holds its 9 unused IDs until its give-back ends.
+    expect(ids.stats().totals).toMatchObject({ issued: 1, remaining: 9, wasted: 0 });
+    open();
+    await closing;
+    expect(await b.next()).toBe(21);
+    const { totals } = ids.stats();
+    expect(totals).toMatchObject({ issued: 2, blocksClaimed: 2, remaining: 9, wasted: 9 });
+    expect(totals.waste).toMatchObject({ notReturned: 9 });
+    await ids.close();
+  });
+
   it('close() waits for a handle that was closing when sequence() replaced it, then closes the store', async () => {
     const store = new MemoryStore({ keyspace: KEYSPACE });
     const ids = processIn(store, 'dc1');

@@ -965,6 +965,18 @@ describe('Sequence: close()', () => {
     expect(seq.stats().waste).toMatchObject({ dropped: 4 });
   });
 
+  it("counts the IDs it held as dropped, not as not returned, when close()'s give-back finds the rows gone back", async () => {
+    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, shards: 1 });
+    const seq = ids.sequence('orders');
+    expect(await draw(seq, 12)).toEqual(range(1, 12)); // [11, 20] current, 8 held
+    await settle();
+    store.rollBackDcState('orders', 'dc1', 1); // the claim of [11, 20] is lost
+    await seq.close();
+    expect(seq.stats()).toMatchObject({ issued: 12, wasted: 8, remaining: 0 });
+    expect(seq.stats().waste).toMatchObject({ dropped: 8, notReturned: 0 });
+    expect(seq.stats().lastError).toMatchObject({ code: 'IDGEN_STATE_ROLLED_BACK' });
+  });
+
   it('asks SERIAL for no DC range when the claim that lands during close() leaves the range low', async () => {
     const { store, ids } = await withSequence({
       dcRangeSize: 40,

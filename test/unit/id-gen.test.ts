@@ -16,6 +16,24 @@ function fresh(): { store: MemoryStore; ids: IdGen } {
   return { store, ids: processIn(store, 'eu_west1') };
 }
 
+/**
+ * A process whose handle `a` of "orders" (blocks of 10) handed out 1, with the next read of the
+ * DC state (its close()'s give-back) held until `open()`.
+ */
+async function oneHandedOutThenGiveBackHeld() {
+  const store = new MemoryStore({ keyspace: KEYSPACE });
+  const ids = processIn(store, 'dc1');
+  await ids.createSequence('orders', { dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
+  const a = ids.sequence('orders');
+  expect(await a.next()).toBe(1);
+  let open!: () => void;
+  store.faults.push({
+    op: 'readDcState',
+    effect: 'delay',
+    until: new Promise<void>((resolve) => (open = resolve)),
+  });
+  return { store, ids, a, open };
+}
 describe('IdGen', () => {
   it('grants every DC of the keyspace its first ranges, one per shard, when blocks adapt and the create names none', async () => {
     const store = new MemoryStore({ replicaDcs: ['dc1', 'dc2', 'dc3'] });
@@ -121,18 +139,8 @@ describe('IdGen', () => {
   });
 
   it('counts a handle replaced while still closing once, with what its close() left as a gap', async () => {
-    const store = new MemoryStore({ keyspace: KEYSPACE });
-    const ids = processIn(store, 'dc1');
-    await ids.createSequence('orders', { dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
-    const a = ids.sequence('orders');
-    expect(await a.next()).toBe(1);
-    // a's give-back waits in its read; meanwhile another process claims after a's block.
-    let open!: () => void;
-    store.faults.push({
-      op: 'readDcState',
-      effect: 'delay',
-      until: new Promise<void>((resolve) => (open = resolve)),
-    });
+    // a's give-back will wait in its read; meanwhile another process claims after a's block.
+    const { store, ids, a, open } = await oneHandedOutThenGiveBackHeld();
     const closing = a.close();
     await settle();
     const b = ids.sequence('orders');
@@ -150,17 +158,7 @@ describe('IdGen', () => {
   });
 
   it('close() waits for a handle that was closing when sequence() replaced it, then closes the store', async () => {
-    const store = new MemoryStore({ keyspace: KEYSPACE });
-    const ids = processIn(store, 'dc1');
-    await ids.createSequence('orders', { dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
-    const a = ids.sequence('orders');
-    expect(await a.next()).toBe(1);
-    let open!: () => void;
-    store.faults.push({
-      op: 'readDcState',
-      effect: 'delay',
-      until: new Promise<void>((resolve) => (open = resolve)),
-    });
+    const { store, ids, a, open } = await oneHandedOutThenGiveBackHeld();
     const events: string[] = [];
     void a.close().then(() => events.push('a closed'));
     await settle();

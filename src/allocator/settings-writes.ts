@@ -58,8 +58,12 @@ export async function createSettings(
   // A sequence a SERIAL read finds before this create sends anything was made by another: say
   // so for certain, with nothing written. Only a create that raced another write to the row
   // can be left unable to tell (an alter's op replaces a create's), not a routine re-run of
-  // `seed --if-not-exists` on a sequence altered since.
-  const existing = await store.readSequence(settings.name, 'serial');
+  // `seed --if-not-exists` on a sequence altered since. A read that fails leaves it to the
+  // create's own write, which says what it could not reach (for "create sequence", as before).
+  const existing = await store.readSequence(settings.name, 'serial').catch((error: unknown) => {
+    if (error instanceof StoreUnavailableError) return undefined;
+    throw error;
+  });
   if (existing !== undefined) {
     if (ifNotExists) return { settings: existing.settings, creator: 'another' };
     throw new SequenceExistsError(settings.name, keyspace, [], 'another');

@@ -250,6 +250,21 @@ describe('a create whose own write another round finished, then an alter', () =>
     expect(result.settings).toMatchObject({ blockSize: 20 });
   });
 
+  it('creates when its read before the write finds SERIAL unavailable, and names the create when both do', async () => {
+    const store = new MemoryStore({ keyspace: KEYSPACE });
+    store.faults.push({ op: 'readSequence', effect: 'unavailable', level: 'serial' });
+    const created = await processIn(store).createSequenceGranting('orders', ORDERS);
+    expect(created.created).toBe(true);
+    const other = new MemoryStore({ keyspace: KEYSPACE });
+    other.faults.push({ op: 'readSequence', effect: 'unavailable', level: 'serial' });
+    other.faults.push({ op: 'createSequence', effect: 'unavailable', level: 'serial' });
+    const error = await processIn(other)
+      .createSequence('orders', ORDERS)
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'IDGEN_STORE_UNAVAILABLE' });
+    expect((error as Error).message).toMatch(/for create sequence/);
+  });
+
   it("says 'already exists' when another create's op is found, after a rejection or a timeout", async () => {
     for (const effect of ['rejected', 'unknown-not-applied'] as const) {
       const store = createInterleaved(effect, (other) =>

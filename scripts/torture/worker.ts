@@ -197,6 +197,14 @@ async function main(spec: WorkerSpec): Promise<boolean> {
 
   const errors: Record<string, number> = {};
   const firstErrors: Record<string, string> = {};
+  /** Counts an error a call or close() threw, by code, keeping each code's first message. */
+  const tally = (error: unknown): { code: string; message: string } => {
+    const code = (error as Partial<IdGenError>).code ?? 'UNKNOWN';
+    errors[code] = (errors[code] ?? 0) + 1;
+    const message = error instanceof Error ? error.message : String(error);
+    firstErrors[code] ??= message;
+    return { code, message };
+  };
   let unexpectedError: WorkerSummary['unexpectedError'];
   let firstReported = false;
   const started = Date.now();
@@ -241,17 +249,14 @@ async function main(spec: WorkerSpec): Promise<boolean> {
         }
       }
     } catch (error) {
-      const code = (error as Partial<IdGenError>).code ?? 'UNKNOWN';
-      errors[code] = (errors[code] ?? 0) + 1;
-      const message = error instanceof Error ? error.message : String(error);
-      firstErrors[code] ??= message;
+      const { code, message } = tally(error);
       flush();
       // The handle closed under a call after this worker's own close(): the end of a close while
       // drawing. Closed with no close() called, it is the library's doing: a worker that ended
       // quietly on it would pass for stopped, and its DC would draw less unseen.
       if (code === 'IDGEN_CLOSED' && closeBegun) break;
       if (
-        (code === 'IDGEN_CLOSED' && !closeBegun) ||
+        code === 'IDGEN_CLOSED' ||
         (!EXPECTED_ERROR_CODES.includes(code) && !ALARM_CODES.includes(code))
       ) {
         // Retried, a defect would pass as a fault: stop, say what it was, and fail.
@@ -272,10 +277,7 @@ async function main(spec: WorkerSpec): Promise<boolean> {
   try {
     await close();
   } catch (error) {
-    const code = (error as Partial<IdGenError>).code ?? 'UNKNOWN';
-    errors[code] = (errors[code] ?? 0) + 1;
-    const message = error instanceof Error ? error.message : String(error);
-    firstErrors[code] ??= message;
+    const { code, message } = tally(error);
     if (!ALARM_CODES.includes(code)) unexpectedError ??= { code, message: `close(): ${message}` };
   }
   const summary: WorkerSummary = {

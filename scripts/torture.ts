@@ -290,6 +290,7 @@ async function main(): Promise<void> {
     fleet.start(dc, processRandom.pick(WORKER_MODES), {
       rate: options.rate,
       maxTake: processRandom.pick([1, 10, 50]),
+      callers: processRandom.pick([2, 4, 8]),
       maxRate,
     });
   for (const dc of dcs) for (let i = 0; i < options.processesPerDc; i++) startProcess(dc);
@@ -388,6 +389,7 @@ async function main(): Promise<void> {
     dc: i.dc,
     ending: i.liveness ? 'terminated' : i.ending,
     ids: readHistory(i.historyFile),
+    calls: i.callsFile === undefined ? undefined : readHistory(i.callsFile, 3),
   }));
   const verdict = checkHistory(history, {
     globalLast: overview.globalLast,
@@ -578,11 +580,12 @@ function incompleteHistories(
   ).length;
 }
 
-function readHistory(file: string): Float64Array {
+/** A file of float64 records of `numbers` each (IDs: 1; a calls file: 3). */
+function readHistory(file: string, numbers = 1): Float64Array {
   if (!fs.existsSync(file)) return new Float64Array(0);
   const bytes = fs.readFileSync(file);
   // A SIGKILL can cut the last write short: only whole records count.
-  const whole = bytes.length - (bytes.length % 8);
+  const whole = bytes.length - (bytes.length % (8 * numbers));
   return new Float64Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + whole));
 }
 

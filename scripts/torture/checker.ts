@@ -11,8 +11,18 @@ export interface RecordedIncarnation {
   readonly dc: string;
   /** How it ended (see fleet.ts). */
   readonly ending: string;
-  /** The IDs it recorded, in the order it handed them out. */
+  /**
+   * The IDs it recorded, in the order it handed them out (with concurrent callers: in the order
+   * the calls resolved).
+   */
   readonly ids: Float64Array;
+  /**
+   * With concurrent callers (worker.ts, `callers` mode): each call as it resolved, three numbers
+   * each: the IDs recorded when it was made, where its IDs end in `ids` (they start where the
+   * call before it ended), and how many it asked for. Absent: one caller, whose IDs must simply
+   * increase.
+   */
+  readonly calls?: Float64Array | undefined;
 }
 
 export interface RowsAfter {
@@ -47,7 +57,11 @@ export interface Verdict {
   readonly dcsWithoutIds?: readonly string[];
   readonly duplicates: readonly Duplicate[];
   readonly duplicateCount: number;
-  /** Incarnations whose IDs did not strictly increase, with the first offending position. */
+  /**
+   * Incarnations whose IDs did not strictly increase, with the first offending position (with
+   * concurrent callers: within a call, or above every ID recorded before the call was made; or
+   * a call handed out other than the count it asked for).
+   */
   readonly nonMonotonic: readonly { readonly incarnation: number; readonly at: number }[];
   /**
    * IDs recorded by a process of a DC outside every grant of that DC and its shards, or outside
@@ -122,16 +136,12 @@ export function checkHistory(
   }
   const duplicates = [...listed].map((id) => ({ id, by: owners.get(id) ?? [] }));
 
-  // 2. Strictly increasing within each incarnation.
+  // 2. Strictly increasing within each incarnation: each ID above every ID handed out before the
+  // call that brought it was made.
   const nonMonotonic: { incarnation: number; at: number }[] = [];
   for (const incarnation of incarnations) {
-    const ids = incarnation.ids;
-    for (let i = 1; i < ids.length; i++) {
-      if (!(ids[i]! > ids[i - 1]!)) {
-        nonMonotonic.push({ incarnation: incarnation.id, at: i });
-        break;
-      }
-    }
+    const at = firstOutOfOrder(incarnation);
+    if (at !== undefined) nonMonotonic.push({ incarnation: incarnation.id, at });
   }
 
   // 3. Every ID inside a grant of its own DC, and all of one process's IDs inside the grants of
@@ -216,6 +226,44 @@ export function checkHistory(
     reconciliation: { granted, drawn: distinctDrawn, held, lost, balanced },
     gapsByCause,
   };
+}
+
+/**
+ * The first position of an incarnation's history that breaks monotonicity, if any. One caller's
+ * IDs must each be above the one before. Concurrent callers' calls resolve in any order, so a
+ * call owes order only to the calls that had resolved (been recorded) when it was made: its IDs
+ * (as many as it asked for) strictly increase and its first is above every ID recorded before it
+ * was made. IDs after the
+ * last call the calls file holds (a raw kill cut it short) have no call to judge them by.
+ */
+function firstOutOfOrder({ ids, calls }: RecordedIncarnation): number | undefined {
+  if (calls === undefined) {
+    for (let i = 1; i < ids.length; i++) if (!(ids[i]! > ids[i - 1]!)) return i;
+    return undefined;
+  }
+  // highest[i]: the highest of ids[0..i].
+  const highest = new Float64Array(ids.length);
+  for (let i = 0; i < ids.length; i++)
+    highest[i] = Math.max(ids[i]!, i > 0 ? highest[i - 1]! : -Infinity);
+  let start = 0;
+  for (let c = 0; c + 2 < calls.length; c += 3) {
+    const floor = calls[c]!;
+    const end = calls[c + 1]!;
+    const asked = calls[c + 2]!;
+    // A call handed other than the count it asked for, or an entry the worker cannot have
+    // written (out of bounds, ending before it began): either way, not the calls it made.
+    if (
+      !(Number.isInteger(floor) && Number.isInteger(end) && floor <= start && start < end) ||
+      end - start !== asked
+    ) {
+      return start;
+    }
+    if (end > ids.length) break; // its IDs were cut short: the IDs before it are judged
+    if (floor > 0 && !(ids[start]! > highest[floor - 1]!)) return start;
+    for (let i = start + 1; i < end; i++) if (!(ids[i]! > ids[i - 1]!)) return i;
+    start = end;
+  }
+  return undefined;
 }
 
 /** The entry of `owned` (ascending, disjoint) whose grant holds `id`. */
@@ -331,7 +379,7 @@ function reconcile(
         lost += size;
         if (before !== undefined && before === after) {
           blame(
-            'skipped inside one process (a take() remainder, or a claim whose outcome stayed unknown)',
+            'skipped inside one process (a take() remainder, a nextIds() call that failed, or a claim whose outcome stayed unknown)',
             size,
           );
         } else if (before === undefined) {

@@ -51,6 +51,8 @@ export interface Incarnation {
   readonly dc: string;
   readonly mode: WorkerMode;
   readonly historyFile: string;
+  /** `callers` mode: each call's bounds in the history (worker.ts). */
+  readonly callsFile: string | undefined;
   /** Its IDs handed out by second of the campaign (progress.ts). */
   readonly progressFile: string;
   readonly startedAt: number;
@@ -131,6 +133,7 @@ export class Fleet {
     extra: {
       rate: number;
       maxTake: number;
+      callers?: number | undefined;
       maxRate?: number | undefined;
       count?: number | undefined;
     },
@@ -138,6 +141,7 @@ export class Fleet {
     const id = this.incarnations.length + 1;
     const name = path.join(this.options.historyDir, `${String(id).padStart(4, '0')}-${dc}-${mode}`);
     const historyFile = `${name}.f64`;
+    const callsFile = mode === 'callers' ? `${name}.calls` : undefined;
     const progressFile = `${name}.progress`;
     const spec: WorkerSpec = {
       dc,
@@ -147,8 +151,10 @@ export class Fleet {
       mode,
       rate: extra.rate,
       maxTake: extra.maxTake,
+      callers: extra.callers,
       maxRate: extra.maxRate,
       historyFile,
+      callsFile,
       progressFile,
       startedAt: this.options.startedAt,
       count: extra.count,
@@ -169,6 +175,7 @@ export class Fleet {
       dc,
       mode,
       historyFile,
+      callsFile,
       progressFile,
       startedAt: Date.now(),
       liveness: extra.count !== undefined,

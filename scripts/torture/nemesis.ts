@@ -393,4 +393,4 @@ async function sleep(ms: number, stop: () => boolean): Promise<void> {
 }
 
 /** The worker modes, for the campaign to pick from. */
-export const WORKER_MODES: readonly WorkerMode[] = ['tight', 'paced', 'take'];
+export const WORKER_MODES: readonly WorkerMode[] = ['tight', 'paced', 'take', 'callers'];

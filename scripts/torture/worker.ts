@@ -14,7 +14,16 @@
  * history (progress.ts): what each DC drew while each fault was in force.
  *
  * Modes: `tight` awaits next() back to back; `paced` takes tryNext() ?? next() at a rate, with an
- * I/O turn between calls; `take` asks for runs of 1..maxTake IDs.
+ * I/O turn between calls; `take` asks for runs of 1..maxTake IDs; `callers` runs several loops at
+ * once on the one handle, as a service's concurrent requests do, each call a next(), a take() or
+ * a nextIds() (the HTTP service's draw) of 1..maxTake IDs.
+ *
+ * Concurrent calls resolve in any order, so a `callers` history alone cannot show monotonicity:
+ * the worker also writes, for each call as it resolves, how many IDs were recorded when it was
+ * made, where its IDs end in the history, and how many it asked for (its calls file, three
+ * float64 each). A call must hand out as many IDs as it asked for, above every ID recorded before
+ * it was made, strictly increasing; calls that overlapped owe each other nothing. A call's IDs are recorded in one synchronous step, so they
+ * are contiguous in the history, and its entry follows them in the same flush.
  *
  * Signals: SIGTERM stops drawing, then closes (unused IDs go back); SIGUSR2 closes while the
  * loop keeps calling (the close-while-drawing race), then exits; SIGHUP writes the history and
@@ -37,7 +46,7 @@ import type { IdGen, IdGenError } from '../../src/index.js';
 import { ALARM_CODES, EXPECTED_ERROR_CODES } from './errors.js';
 import { ProgressCounter } from './progress.js';
 
-export type WorkerMode = 'tight' | 'paced' | 'take';
+export type WorkerMode = 'tight' | 'paced' | 'take' | 'callers';
 
 export interface WorkerSpec {
   readonly dc: string;
@@ -47,14 +56,18 @@ export interface WorkerSpec {
   readonly mode: WorkerMode;
   /** IDs per second for `paced`. */
   readonly rate: number;
-  /** Largest run for `take`. */
+  /** Largest run for `take` and `callers`. */
   readonly maxTake: number;
+  /** How many loops call at once in `callers` mode. */
+  readonly callers?: number | undefined;
   /**
    * Most IDs per second `tight` and `take` draw (they wait when ahead): the checker holds every
    * recorded ID in memory, so the campaign bounds its history. Unlimited when absent.
    */
   readonly maxRate?: number | undefined;
   readonly historyFile: string;
+  /** `callers` mode: where it writes each call's bounds in the history (see the top). */
+  readonly callsFile?: string | undefined;
   /** Where it writes its IDs handed out by second (progress.ts). */
   readonly progressFile: string;
   /**
@@ -107,26 +120,36 @@ async function main(spec: WorkerSpec): Promise<boolean> {
   // cores shared with nine nodes this is most of a liveness worker's time to connect.
   const startupMs = Math.round(process.uptime() * 1000);
   if (spec.mutation !== undefined) setMutationsForTests([spec.mutation]);
+  const concurrent = spec.mode === 'callers';
+  if (concurrent && spec.callsFile === undefined) throw new Error('callers mode needs a callsFile');
   const fd = fs.openSync(spec.historyFile, 'a');
+  const callsFd = concurrent ? fs.openSync(spec.callsFile!, 'a') : undefined;
   const progressFd = fs.openSync(spec.progressFile, 'a');
-  const progress = new ProgressCounter(spec.startedAt, (text) => {
-    const bytes = Buffer.from(text);
-    for (let written = 0; written < bytes.length;) {
-      written += fs.writeSync(progressFd, bytes, written);
-    }
-  });
+  const progress = new ProgressCounter(spec.startedAt, (text) =>
+    writeAll(progressFd, Buffer.from(text)),
+  );
   const buffer = new Float64Array(FLUSH_EVERY);
   let buffered = 0;
+  /**
+   * `callers` mode: each call's [IDs recorded when it was made, its end in the history, the
+   * count it asked for].
+   */
+  const calls = new Float64Array(3 * FLUSH_EVERY);
+  let callsBuffered = 0;
   let lastFlush = Date.now();
-  /** Writes the IDs buffered, then the progress of the seconds over (`last`: of all). */
+  /**
+   * Writes the IDs buffered, then the calls they end (never a call whose IDs are not written
+   * yet), then the progress of the seconds over (`last`: of all).
+   */
   const flush = (now = Date.now(), last = false) => {
     if (buffered > 0) {
-      const bytes = new Uint8Array(buffer.buffer, 0, buffered * 8);
-      for (let written = 0; written < bytes.length;) {
-        written += fs.writeSync(fd, bytes, written);
-      }
+      writeAll(fd, new Uint8Array(buffer.buffer, 0, buffered * 8));
       buffered = 0;
       lastFlush = now;
+    }
+    if (callsBuffered > 0) {
+      writeAll(callsFd!, new Uint8Array(calls.buffer, 0, callsBuffered * 8));
+      callsBuffered = 0;
     }
     progress.flush(now, last);
   };
@@ -172,10 +195,17 @@ async function main(spec: WorkerSpec): Promise<boolean> {
   };
   /**
    * Counts `count` IDs a call handed out (recorded just before); `calledAfterClose` if it was made
-   * after close(). The clock is read here, once a call, not for every ID of a `take`.
+   * after close(), `floor` the IDs recorded when it was made, `asked` how many it asked for. The
+   * clock is read here, once a call, not for every ID of a `take`.
    */
-  const received = (count: number, calledAfterClose: boolean) => {
+  const received = (count: number, calledAfterClose: boolean, floor: number, asked = 1) => {
     drawn += count;
+    if (concurrent) {
+      calls[callsBuffered++] = floor;
+      calls[callsBuffered++] = drawn;
+      calls[callsBuffered++] = asked;
+      if (callsBuffered === calls.length) flush();
+    }
     const now = Date.now();
     progress.add(now, count);
     if (now - lastFlush >= FLUSH_MS) flush(now);
@@ -209,67 +239,85 @@ async function main(spec: WorkerSpec): Promise<boolean> {
   let firstReported = false;
   const started = Date.now();
   const limit = spec.count ?? Infinity;
-  while (!stopping && drawn < limit) {
-    if (!firstReported && drawn > 0) {
-      // Where the first block came from, said at once: a killed worker prints no summary.
-      firstReported = true;
-      const first: WorkerFirstId = {
-        event: 'first-id',
-        shard: seq.grantee,
-        shardMoves: seq.stats().shardMoves,
-      };
-      process.stdout.write(JSON.stringify(first) + '\n');
-    }
+  /** One call of the worker's mode, its IDs recorded and counted. */
+  const call = async (): Promise<void> => {
     const calledAfterClose = closeBegun;
-    try {
-      if (spec.mode === 'take') {
-        const count = 1 + Math.floor(Math.random() * spec.maxTake);
-        const { first, last } = await seq.take(count);
-        for (let id = first; id <= last; id++) record(id);
-        received(last - first + 1, calledAfterClose);
-      } else if (spec.mode === 'paced') {
-        record(seq.tryNext() ?? (await seq.next()));
-        received(1, calledAfterClose);
-        const due = started + (drawn / spec.rate) * 1000;
-        if (due > Date.now()) {
-          flush();
-          await new Promise((resolve) => setTimeout(resolve, due - Date.now()));
-        } else {
-          await turn();
-        }
+    const floor = drawn;
+    const count = 1 + Math.floor(Math.random() * spec.maxTake);
+    const kind = concurrent
+      ? (['next', 'take', 'nextIds'] as const)[Math.floor(Math.random() * 3)]
+      : undefined;
+    if (spec.mode === 'take' || kind === 'take') {
+      const { first, last } = await seq.take(count);
+      for (let id = first; id <= last; id++) record(id);
+      received(last - first + 1, calledAfterClose, floor, count);
+    } else if (kind === 'nextIds') {
+      const ids = await seq.nextIds(count);
+      for (const id of ids) record(id);
+      received(ids.length, calledAfterClose, floor, count);
+    } else if (spec.mode === 'paced') {
+      record(seq.tryNext() ?? (await seq.next()));
+      received(1, calledAfterClose, floor);
+      const due = started + (drawn / spec.rate) * 1000;
+      if (due > Date.now()) {
+        flush();
+        await new Promise((resolve) => setTimeout(resolve, due - Date.now()));
       } else {
-        record(await seq.next());
-        received(1, calledAfterClose);
+        await turn();
       }
-      if (spec.maxRate !== undefined && spec.mode !== 'paced') {
-        const due = started + (drawn / spec.maxRate) * 1000;
-        if (due > Date.now() + MAX_RATE_SLACK_MS) {
-          flush();
-          await new Promise((resolve) => setTimeout(resolve, due - Date.now()));
-        }
-      }
-    } catch (error) {
-      const { code, message } = tally(error);
-      flush();
-      // The handle closed under a call after this worker's own close(): the end of a close while
-      // drawing. Closed with no close() called, it is the library's doing: a worker that ended
-      // quietly on it would pass for stopped, and its DC would draw less unseen.
-      if (code === 'IDGEN_CLOSED' && closeBegun) break;
-      if (
-        code === 'IDGEN_CLOSED' ||
-        (!EXPECTED_ERROR_CODES.includes(code) && !ALARM_CODES.includes(code))
-      ) {
-        // Retried, a defect would pass as a fault: stop, say what it was, and fail.
-        unexpectedError = { code, message };
-        process.stderr.write(`torture worker: unexpected error ${code}: ${message}\n`);
-        break;
-      }
-      await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 150));
+    } else {
+      record(await seq.next());
+      received(1, calledAfterClose, floor);
     }
-  }
+    if (spec.maxRate !== undefined && spec.mode !== 'paced') {
+      const due = started + (drawn / spec.maxRate) * 1000;
+      if (due > Date.now() + MAX_RATE_SLACK_MS) {
+        flush();
+        await new Promise((resolve) => setTimeout(resolve, due - Date.now()));
+      }
+    }
+  };
+  /** Calls until told to stop, the handle closed under it after close(), or an unexpected error. */
+  const loop = async (): Promise<void> => {
+    while (!stopping && unexpectedError === undefined && drawn < limit) {
+      if (!firstReported && drawn > 0) {
+        // Where the first block came from, said at once: a killed worker prints no summary.
+        firstReported = true;
+        const first: WorkerFirstId = {
+          event: 'first-id',
+          shard: seq.grantee,
+          shardMoves: seq.stats().shardMoves,
+        };
+        process.stdout.write(JSON.stringify(first) + '\n');
+      }
+      try {
+        await call();
+      } catch (error) {
+        const { code, message } = tally(error);
+        flush();
+        // The handle closed under a call after this worker's own close(): the end of a close
+        // while drawing. Closed with no close() called, it is the library's doing: a worker that
+        // ended quietly on it would pass for stopped, and its DC would draw less unseen.
+        if (code === 'IDGEN_CLOSED' && closeBegun) return;
+        if (
+          code === 'IDGEN_CLOSED' ||
+          (!EXPECTED_ERROR_CODES.includes(code) && !ALARM_CODES.includes(code))
+        ) {
+          // Retried, a defect would pass as a fault: stop (every loop), say what it was, and fail.
+          unexpectedError ??= { code, message };
+          process.stderr.write(`torture worker: unexpected error ${code}: ${message}\n`);
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 150));
+      }
+    }
+  };
+  const loops = concurrent ? (spec.callers ?? 4) : 1;
+  await Promise.all(Array.from({ length: loops }, loop));
   clearInterval(flushing);
   flush(Date.now(), true);
   fs.closeSync(fd);
+  if (callsFd !== undefined) fs.closeSync(callsFd);
   fs.closeSync(progressFd);
   const stats = seq.stats();
   // A close() that throws must still leave a summary: without one, the error's code (an alarm
@@ -293,6 +341,13 @@ async function main(spec: WorkerSpec): Promise<boolean> {
   };
   process.stdout.write(JSON.stringify(summary) + '\n');
   return unexpectedError === undefined;
+}
+
+/** Writes all of `bytes`: a write may take fewer than it was given. */
+function writeAll(fd: number, bytes: Uint8Array): void {
+  for (let written = 0; written < bytes.length;) {
+    written += fs.writeSync(fd, bytes, written);
+  }
 }
 
 async function connectWithin(spec: WorkerSpec, ms: number): Promise<IdGen> {

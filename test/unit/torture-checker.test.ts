@@ -146,6 +146,54 @@ describe('checkHistory', () => {
     expect(verdict.valid).toBe(false);
   });
 
+  describe('concurrent callers: each call judged against the calls resolved before it was made', () => {
+    /** A `callers` incarnation of dc1: its IDs in the order its calls resolved, and the calls. */
+    const callers = (recorded: Float64Array, ...calls: [number, number, number][]) => ({
+      ...incarnation(7, 'dc1', recorded),
+      calls: Float64Array.from(calls.flat()),
+    });
+    const judge = (one: RecordedIncarnation) =>
+      checkHistory([one, incarnation(8, 'dc2', range(101, 200))], rows).nonMonotonic;
+
+    it('accepts calls that overlapped resolving out of order', () => {
+      // Call A (made first, IDs 1..3 asked) and call B (1 ID) overlapped: B resolved first with
+      // 4, then A with 1..3. Call C, made after both, got 5..6.
+      const history = callers(ids(4, 1, 2, 3, 5, 6), [0, 1, 1], [0, 4, 3], [4, 6, 2]);
+      expect(judge(history)).toEqual([]);
+      // The same history judged as one caller's would be out of order: the calls make it sound.
+      expect(judge({ ...history, calls: undefined })).toEqual([{ incarnation: 7, at: 1 }]);
+    });
+
+    it('finds a call that handed out an ID below one recorded before it was made', () => {
+      // C was made after A and B resolved (4 IDs recorded), and got 3.
+      const history = callers(ids(4, 1, 2, 3), [0, 1, 1], [0, 3, 2], [3, 4, 1]);
+      expect(judge(history)).toEqual([{ incarnation: 7, at: 3 }]);
+    });
+
+    it('finds a call whose own IDs do not increase, or that got other than the count it asked', () => {
+      expect(judge(callers(ids(1, 3, 2), [0, 3, 3]))).toEqual([{ incarnation: 7, at: 2 }]);
+      expect(judge(callers(ids(1, 2, 3), [0, 2, 3], [2, 3, 1]))).toEqual([
+        { incarnation: 7, at: 0 },
+      ]);
+    });
+
+    it('finds calls that do not describe the history: one made after IDs it preceded', () => {
+      // The second call says 3 IDs were recorded when it was made, but it starts at position 2.
+      expect(judge(callers(ids(1, 2, 3), [0, 2, 2], [3, 3, 1]))).toEqual([
+        { incarnation: 7, at: 2 },
+      ]);
+    });
+
+    it('judges the calls a raw kill left whole, and no further', () => {
+      // The last call's entry names IDs the history lost (end 5 of 4 recorded): the calls before
+      // it are judged, and still catch an ID out of order.
+      expect(judge(callers(ids(1, 2, 3, 4), [0, 2, 2], [2, 5, 3]))).toEqual([]);
+      expect(judge(callers(ids(2, 1, 3, 4), [0, 1, 1], [1, 2, 1], [2, 5, 3]))).toEqual([
+        { incarnation: 7, at: 1 },
+      ]);
+    });
+  });
+
   it('finds IDs outside the grants of the DC that handed them out', () => {
     const verdict = checkHistory(
       [incarnation(1, 'dc2', ids(150, 250)), incarnation(2, 'dc1', range(1, 100))],

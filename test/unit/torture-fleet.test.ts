@@ -76,6 +76,26 @@ describe('torture fleet: killing a process', () => {
     }
   }, 90_000);
 
+  it('gives a process of concurrent callers a calls file, written whole with its history', async () => {
+    const files = new WorkerFiles();
+    try {
+      const fleet = fleetOf(files, { mode: 'ledger', jitter: true });
+      const incarnation = fleet.start('dc1', 'callers', { ...extra, maxTake: 10, callers: 4 });
+      await drawing(incarnation, files);
+      fleet.kill(incarnation);
+      await incarnation.exited;
+      expect(incarnation.killed).toBe('flushed');
+      const history = readF64(incarnation.historyFile);
+      const calls = readF64(incarnation.callsFile!);
+      expect(history.length).toBe(files.handedOut().length);
+      // Three numbers a call; the last call ends where the history does.
+      expect(calls.length % 3).toBe(0);
+      expect(calls.at(-2)).toBe(history.length);
+    } finally {
+      files.remove();
+    }
+  }, 90_000);
+
   it('SIGKILLs it raw when it does not die within its bound of the SIGHUP', async () => {
     const files = new WorkerFiles();
     try {

@@ -8,6 +8,7 @@ import path from 'node:path';
 
 import { describe, expect, it } from 'vitest';
 
+import { checkHistory } from '../../scripts/torture/checker.js';
 import { secondOf } from '../../scripts/torture/progress.js';
 import { closeViolations } from '../../scripts/torture/verdict.js';
 import { killMidRefill } from './torture-worker/kill-mid-refill.js';
@@ -49,7 +50,7 @@ describe("the nemesis's process kill (SIGHUP: write the history, then SIGKILL on
   // on a library that answers at once would never let a signal handler run.
   const maxRate = 200_000;
 
-  it.each(['tight', 'take', 'paced'] as const)(
+  it.each(['tight', 'take', 'paced', 'callers'] as const)(
     'leaves a %s history that holds every ID handed out, and no close',
     async (mode) => {
       const files = new WorkerFiles();
@@ -59,8 +60,8 @@ describe("the nemesis's process kill (SIGHUP: write the history, then SIGKILL on
         const spawned = Date.now();
         const worker = runWorker(
           files,
-          { mode: 'ledger' },
-          { mode, maxTake: 50, maxRate, rate: 20_000, startedAt },
+          { mode: 'ledger', jitter: mode === 'callers' },
+          { mode, maxTake: 50, maxRate, rate: 20_000, startedAt, callers: 8 },
         );
         await worker.waitFor('"first-id"');
         // Past the worker's 20 ms flushes, at a moment of its loop the test does not choose.
@@ -68,8 +69,11 @@ describe("the nemesis's process kill (SIGHUP: write the history, then SIGKILL on
         worker.child.kill('SIGHUP');
         const exit = await worker.exited;
         const killed = Date.now();
-        const handedOut = files.handedOut();
-        const history = files.history();
+        // Concurrent calls are recorded as they resolve, which is not the ledger's order.
+        const inOrder = (list: number[]) =>
+          mode === 'callers' ? list.sort((a, b) => a - b) : list;
+        const handedOut = inOrder(files.handedOut());
+        const history = inOrder(files.history());
         expect(handedOut.length).toBeGreaterThan(1_000);
         expect({
           recorded: history.length,
@@ -92,6 +96,76 @@ describe("the nemesis's process kill (SIGHUP: write the history, then SIGKILL on
     },
     90_000,
   );
+});
+
+describe('concurrent callers on one handle (callers mode)', () => {
+  /** The checker's verdict on order for what the worker left: its history and its calls. */
+  const judge = (files: WorkerFiles) =>
+    checkHistory(
+      [
+        {
+          ...{ id: 1, dc: 'dc1', ending: 'terminated' },
+          ids: Float64Array.from(files.history()),
+          calls: Float64Array.from(files.calls().flat()),
+        },
+      ],
+      {
+        globalLast: 10n ** 9n,
+        grants: new Map([['dc1', [{ number: 1, min: 1n, max: 10n ** 9n }]]]),
+        states: new Map(),
+      },
+    );
+
+  it('records what calls that resolve out of order handed out, and each call, for the checker', async () => {
+    const files = new WorkerFiles();
+    try {
+      const worker = runWorker(
+        files,
+        { mode: 'ledger', jitter: true },
+        { mode: 'callers', callers: 8, maxTake: 50, maxRate: 100_000 },
+      );
+      await worker.waitFor('"first-id"');
+      await sleep(1_000);
+      worker.child.kill('SIGTERM');
+      expect(await worker.exited).toEqual({ code: 0, signal: null });
+      const history = files.history();
+      const calls = files.calls();
+      expect(worker.summary()!.drawn).toBe(history.length);
+      expect(history.length).toBeGreaterThan(1_000);
+      const sorted = (list: number[]) => [...list].sort((a, b) => a - b);
+      expect(firstDifference(sorted(history), sorted(files.handedOut()))).toBe(-1);
+      // The calls tile the history, each with the count it asked for.
+      expect(calls.at(-1)![1]).toBe(history.length);
+      expect(calls.reduce((sum, [, , asked]) => sum + asked, 0)).toBe(history.length);
+      // They overlapped: some resolved before a call that took lower IDs, which one caller's
+      // order would refuse and the calls explain.
+      expect(history.some((id, i) => i > 0 && id < history[i - 1]!)).toBe(true);
+      expect(judge(files).nonMonotonic).toEqual([]);
+    } finally {
+      files.remove();
+    }
+  }, 90_000);
+
+  it('lets the checker catch a call handed IDs below those of calls resolved before it was made', async () => {
+    const files = new WorkerFiles();
+    try {
+      const worker = runWorker(
+        files,
+        { mode: 'stale-block' },
+        { mode: 'callers', callers: 4, maxTake: 10, maxRate: 100_000 },
+      );
+      await worker.waitFor('"first-id"');
+      while (files.history().length < 4_000) await sleep(100);
+      worker.child.kill('SIGTERM');
+      expect(await worker.exited).toEqual({ code: 0, signal: null });
+      const verdict = judge(files);
+      expect(verdict.duplicateCount).toBe(0);
+      expect(verdict.nonMonotonic).toHaveLength(1);
+      expect(verdict.valid).toBe(false);
+    } finally {
+      files.remove();
+    }
+  }, 90_000);
 });
 
 describe('its progress: IDs handed out by second of the campaign', () => {

@@ -3,16 +3,22 @@
 // tests. FAKE_LIBRARY (JSON) picks how it behaves; without it, `refill-wait`:
 // - refill-wait: next() hands out 1..300 at once, then waits for good, as a refill does while
 //   its DC is cut off.
-// - ledger: next() and take() hand out IDs at once (next() yields to I/O first once in 512
-//   calls, as the library does), each written to the file `ledger` as it is handed to the
-//   caller (a SIGKILL cannot lose it there), so a test can compare the worker's history with
-//   what was handed out; close() writes the file `closedMarker` at once, so that later calls
+// - ledger: next(), take() and nextIds() hand out IDs at once (next() yields to I/O first once
+//   in 512 calls, as the library does), each written to the file `ledger` as it is handed to
+//   the caller (a SIGKILL cannot lose it there), so a test can compare the worker's history with
+//   what was handed out; with `jitter`, every call takes its IDs when made and hands them over
+//   a turn, 1 ms or 3 ms later, so that concurrent calls resolve out of the order they took
+//   their IDs in;
+//   close() writes the file `closedMarker` at once, so that later calls
 //   throw IDGEN_CLOSED, and resolves `closeMs` (default 100) later, as giving IDs back takes
 //   round trips to the store; with `closeError` ({ name, message, code? }) it then throws it.
 // - serve-after-close: ledger, but it keeps handing out IDs after close() (a broken library).
 // - take-then-yield: ledger, but every next() takes its ID, then yields to I/O before it
 //   resolves, as the library's next() does once in 512 IDs: a close() in that turn starts after
 //   the ID was taken, and the call still resolves with it. stats().issued counts the IDs taken.
+// - stale-block: ledger with jitter, but it sets the IDs 1..1000 aside and hands them out once
+//   3000 others are out: each call's IDs increase and none repeats, yet a call made after
+//   others resolved gets IDs below theirs (a broken library).
 // - throw: ledger for `after` IDs, then every call throws `error` ({ name, message, code? }).
 // - busy: ledger for `after` IDs, then next() spins without end: signal handlers never run.
 import fs from 'node:fs';
@@ -20,22 +26,39 @@ import fs from 'node:fs';
 const config = JSON.parse(process.env.FAKE_LIBRARY ?? '{}');
 const mode = config.mode ?? 'refill-wait';
 const ledger = config.ledger === undefined ? undefined : fs.openSync(config.ledger, 'a');
-/** The IDs taken (the library's `issued`), and of them those the caller was handed. */
-let taken = 0;
+/** The IDs taken (the library's `issued`), and how many of them the caller was handed. */
+let taken = mode === 'stale-block' ? 1000 : 0;
 let handed = 0;
+/** stale-block: the next of the IDs set aside. */
+let stale = 1;
+const jitter = config.jitter === true || mode === 'stale-block';
 let calls = 0;
 let closed = false;
 setInterval(() => {}, 1_000); // a driver keeps the process alive with its sockets
 
+/** Takes `count` IDs for a call: the first of them. */
+function takeIds(count) {
+  if (mode === 'stale-block' && handed >= 3000 && stale + count - 1 <= 1000) {
+    stale += count;
+    return stale - count;
+  }
+  taken += count;
+  return taken - count + 1;
+}
+
 /** Hands out first..last: in the ledger before the caller can see them. */
-function handOut(first, last) {
-  taken = Math.max(taken, last);
+async function handOut(first, last) {
+  if (jitter) {
+    // A turn, 1 ms or 3 ms: timers of one duration fire in the order they were set.
+    const ms = [0, 1, 3][Math.floor(Math.random() * 3)];
+    await new Promise((resolve) => (ms === 0 ? setImmediate(resolve) : setTimeout(resolve, ms)));
+  }
   if (ledger !== undefined) {
     const bytes = Buffer.alloc((last - first + 1) * 8);
     for (let id = first; id <= last; id++) bytes.writeDoubleLE(id, (id - first) * 8);
     fs.writeSync(ledger, bytes);
   }
-  handed = last;
+  handed += last - first + 1;
 }
 
 function check() {
@@ -64,23 +87,30 @@ export async function connect() {
           }
           if (mode === 'take-then-yield') {
             check();
-            const id = ++taken;
+            const id = takeIds(1);
             await new Promise((resolve) => setImmediate(resolve));
-            handOut(id, id);
+            await handOut(id, id);
             return id;
           }
           if (++calls % 512 === 0) await new Promise((resolve) => setImmediate(resolve));
           check();
-          const id = handed + 1;
-          handOut(id, id);
+          const id = takeIds(1);
+          await handOut(id, id);
           return id;
         },
         async take(count) {
           if (mode === 'refill-wait') throw new Error('not used');
           check();
-          const first = handed + 1;
-          handOut(first, first + count - 1);
+          const first = takeIds(count);
+          await handOut(first, first + count - 1);
           return { first, last: first + count - 1 };
+        },
+        async nextIds(count) {
+          if (mode === 'refill-wait') throw new Error('not used');
+          check();
+          const first = takeIds(count);
+          await handOut(first, first + count - 1);
+          return Array.from({ length: count }, (_, i) => first + i);
         },
       };
     },

@@ -19,7 +19,15 @@ export const REGISTER = fileURLToPath(new URL('./register.mjs', import.meta.url)
 /** How the stand-in library behaves (see fake-index.mjs). */
 export interface FakeLibrary {
   readonly mode:
-    'refill-wait' | 'ledger' | 'serve-after-close' | 'take-then-yield' | 'throw' | 'busy';
+    | 'refill-wait'
+    | 'ledger'
+    | 'serve-after-close'
+    | 'take-then-yield'
+    | 'stale-block'
+    | 'throw'
+    | 'busy';
+  /** Calls take their IDs when made and hand them over a turn, 1 ms or 3 ms later (ledger modes). */
+  readonly jitter?: boolean;
   readonly after?: number;
   readonly error?: { readonly name: string; readonly message: string; readonly code?: string };
   /** What close() throws once it has closed (ledger modes). */
@@ -30,6 +38,7 @@ export interface FakeLibrary {
 export class WorkerFiles {
   readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), 'idgen-torture-worker-'));
   readonly historyFile = path.join(this.dir, 'history.f64');
+  readonly callsFile = path.join(this.dir, 'history.calls');
   readonly progressFile = path.join(this.dir, 'history.progress');
   /** The campaign's start its worker counts seconds from. */
   readonly startedAt = Date.now();
@@ -40,6 +49,7 @@ export class WorkerFiles {
     return {
       ...{ dc: 'dc1', contactPoints: [], keyspace: 'k', sequence: 's' },
       ...{ mode: 'tight', rate: 1, maxTake: 1, historyFile: this.historyFile },
+      ...{ callsFile: this.callsFile },
       ...{ progressFile: this.progressFile, startedAt: this.startedAt },
       ...extra,
     };
@@ -53,6 +63,16 @@ export class WorkerFiles {
   /** The IDs the worker recorded, in order. */
   history(): number[] {
     return readF64(this.historyFile);
+  }
+
+  /** `callers` mode: each call's [IDs recorded when it was made, its end, the count asked]. */
+  calls(): [number, number, number][] {
+    const numbers = readF64(this.callsFile);
+    return Array.from({ length: Math.floor(numbers.length / 3) }, (_, i) => [
+      numbers[3 * i]!,
+      numbers[3 * i + 1]!,
+      numbers[3 * i + 2]!,
+    ]);
   }
 
   /** The IDs the library handed out, in order. */

@@ -296,7 +296,7 @@ async function main(): Promise<void> {
   for (const dc of dcs) for (let i = 0; i < options.processesPerDc; i++) startProcess(dc);
   await Promise.all(fleet.incarnations.map((i) => i.ready));
   log(
-    `${fleet.incarnations.length} processes drawing (tight and take loops at most ${maxRate.toLocaleString('en-US')} IDs/s each)`,
+    `${fleet.incarnations.length} processes drawing (tight, take and callers loops at most ${maxRate.toLocaleString('en-US')} IDs/s each)`,
   );
 
   const nemesis = new Nemesis({

@@ -27,8 +27,9 @@ export type Ending =
 /**
  * How a killed incarnation was killed. `flushed`: sent SIGHUP, on which it wrote every ID it had
  * handed out and SIGKILLed itself (its history is whole). `raw`: SIGKILLed by the fleet, as a
- * crash without warning (its last 20 ms or so of IDs may be unrecorded): a seeded share of the
- * nemesis's kills, one that had not said it was ready (not handling SIGHUP yet), and those of
+ * crash without warning (its last 20 ms or so of IDs may be unrecorded, but for a paced process,
+ * which writes each ID before its next call): a seeded share of the nemesis's kills, all of
+ * paced processes; one that had not said it was ready (not handling SIGHUP yet); and those of
  * `stopAll` and the liveness check. `flush-timed-out`: sent SIGHUP, still alive
  * {@link FleetOptions.flushKillTimeoutMs} later, then SIGKILLed raw.
  */

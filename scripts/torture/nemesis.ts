@@ -87,8 +87,10 @@ export const DEFAULT_MIX: FaultMix = Object.freeze({
 
 /**
  * The share of process kills that are raw SIGKILLs, with no warning to write the history: a
- * crash as it comes, whose last 20 ms or so of IDs may be unrecorded. The others let the worker
- * write every ID it handed out first (fleet.ts, `KillHow`), so that the checker sees them all.
+ * crash as it comes. They go to paced processes, which write every ID before their next call
+ * (worker.ts), so that nothing they handed out goes unrecorded; with none drawing, the kill is
+ * of the other kind. Those let the worker write every ID it handed out first (fleet.ts,
+ * `KillHow`): either way the checker sees them all.
  */
 export const RAW_KILL_SHARE = 0.25;
 
@@ -249,11 +251,14 @@ export class Nemesis {
           this.record(kind, '-', 'skipped: no process drawing');
           return;
         }
-        const victim = random.pick(running);
+        let victim = random.pick(running);
+        const paced = running.filter((i) => i.mode === 'paced');
+        const raw = kind === 'kill-process' && this.killRandom.next() < RAW_KILL_SHARE;
+        if (raw && paced.length > 0) victim = this.killRandom.pick(paced);
         const target = `process ${victim.id} (${victim.dc}, ${victim.mode})`;
         let result = 'ok';
         if (kind === 'kill-process') {
-          fleet.kill(victim, this.killRandom.next() < RAW_KILL_SHARE ? 'raw' : 'flush');
+          fleet.kill(victim, raw && victim.mode === 'paced' ? 'raw' : 'flush');
           result =
             victim.killed === 'raw'
               ? 'ok, raw SIGKILL'

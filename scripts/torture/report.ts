@@ -158,11 +158,14 @@ export function killsOf(
 }
 
 /**
- * What the duplicates row cannot see: a raw SIGKILL leaves its process's last 20 ms or so of IDs
- * unrecorded, and a duplicate among them would go uncounted.
+ * What the duplicates row cannot see: a process SIGKILLed raw leaves its last 20 ms or so of IDs
+ * unrecorded, and a duplicate among them would go uncounted; but for a paced one, which writes
+ * each ID before its next call (the nemesis's raw kills go only to those).
  */
-function unrecordedTail(kills: Readonly<Record<KillHow, number>> | undefined): string {
-  const raw = kills === undefined ? 0 : kills.raw + kills['flush-timed-out'];
+function unrecordedTail(report: CampaignReport): string {
+  const raw = report.incarnations.filter(
+    (i) => i.killed === 'flush-timed-out' || (i.killed === 'raw' && i.mode !== 'paced'),
+  ).length;
   if (raw === 0) return '';
   return ` among the IDs recorded (${raw.toLocaleString('en-US')} ${raw === 1 ? 'process SIGKILLed raw left its' : 'processes SIGKILLed raw left their'} last 20 ms or so of IDs unrecorded)`;
 }
@@ -212,7 +215,7 @@ export function renderMarkdown(report: CampaignReport): string {
             .map((d) => `${d.id} by ${d.by.join(' and ')}`)
             .join('; ')})`
         : ''
-    }${unrecordedTail(report.fleet.kills)} |`,
+    }${unrecordedTail(report)} |`,
   );
   lines.push(`| non-monotonic incarnations | ${v.nonMonotonic.length} |`);
   const incomplete = report.incarnations.filter(
@@ -295,8 +298,8 @@ export function renderMarkdown(report: CampaignReport): string {
     lines.push('');
     lines.push(
       `Process kills: ${n(kills.flushed)} with the history written first (SIGHUP, then the ` +
-        `process SIGKILLed itself), ${n(kills.raw)} raw kills (SIGKILL without warning: their ` +
-        `last 20 ms or so of IDs may be unrecorded), ${n(kills['flush-timed-out'])} that did not ` +
+        `process SIGKILLed itself), ${n(kills.raw)} raw kills (SIGKILL without warning, of paced ` +
+        `processes, which write each ID before their next call), ${n(kills['flush-timed-out'])} that did not ` +
         `die within ${FLUSH_KILL_TIMEOUT_S} s of their SIGHUP and were then SIGKILLed raw.`,
     );
   }

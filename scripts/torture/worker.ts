@@ -7,8 +7,9 @@
  * or so, as a service killed before its callers stored them would, and the checker cannot see a
  * duplicate of a lost ID. So the nemesis's process kill is a SIGHUP, on which the worker writes
  * what it buffered and then SIGKILLs itself: the library is killed as by a crash (no close, no
- * give-back) and the history is whole. The campaign fails when a history holds other than what
- * its worker said it drew.
+ * give-back) and the history is whole. A `paced` worker writes each ID before its next call, and
+ * only those are SIGKILLed raw: their histories are whole too. The campaign fails when a history
+ * holds other than what its worker said it drew.
  *
  * It also counts the IDs it hands out by second of the campaign and writes the counts with its
  * history (progress.ts): what each DC drew while each fault was in force.
@@ -258,9 +259,11 @@ async function main(spec: WorkerSpec): Promise<boolean> {
     } else if (spec.mode === 'paced') {
       record(seq.tryNext() ?? (await seq.next()));
       received(1, calledAfterClose, floor);
+      // Written before the next call: the nemesis's raw SIGKILLs go to paced processes, whose
+      // histories then hold every ID they handed out.
+      flush();
       const due = started + (drawn / spec.rate) * 1000;
       if (due > Date.now()) {
-        flush();
         await new Promise((resolve) => setTimeout(resolve, due - Date.now()));
       } else {
         await turn();

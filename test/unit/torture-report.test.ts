@@ -143,14 +143,22 @@ describe('torture report: the duplicates row', () => {
     expect(row(report)).toBe(
       '| duplicates | 0 among the IDs recorded (1 process SIGKILLed raw left its last 20 ms or so of IDs unrecorded) |',
     );
-    const kills = { flushed: 2, raw: 2, 'flush-timed-out': 1 };
-    expect(row({ ...report, fleet: { ...report.fleet, kills } })).toContain(
-      '(3 processes SIGKILLed raw',
+    // One more that did not die of its SIGHUP in time, and one more tight one killed raw.
+    const more = report.incarnations.map((i, index) =>
+      index === 0
+        ? { ...i, killed: 'flush-timed-out' as const }
+        : index === 1
+          ? { ...i, mode: 'tight', killed: 'raw' as const }
+          : i,
     );
+    expect(row({ ...report, incarnations: more })).toContain('(3 processes SIGKILLed raw');
   });
 
-  it('says nothing more when every kill wrote its history first', () => {
-    const kills = { flushed: 4, raw: 0, 'flush-timed-out': 0 };
-    expect(row({ ...report, fleet: { ...report.fleet, kills } })).toBe('| duplicates | 0 |');
+  it('says nothing more when every kill wrote its history first, or was of a paced process', () => {
+    // A paced process writes each ID before its next call: a raw kill leaves nothing unrecorded.
+    const paced = report.incarnations.map((i) =>
+      i.killed === 'raw' ? { ...i, mode: 'paced' } : i,
+    );
+    expect(row({ ...report, incarnations: paced })).toBe('| duplicates | 0 |');
   });
 });

@@ -46,7 +46,7 @@ it('has written the IDs it handed out when killed while a call waits for a refil
 }, 90_000);
 
 describe("the nemesis's process kill (SIGHUP: write the history, then SIGKILL oneself)", () => {
-  // The campaign's rate bound (tight and take loops wait when ahead of it): without it a loop
+  // The campaign's rate bound (tight, take and callers loops wait when ahead of it): without it a loop
   // on a library that answers at once would never let a signal handler run.
   const maxRate = 200_000;
 
@@ -97,6 +97,26 @@ describe("the nemesis's process kill (SIGHUP: write the history, then SIGKILL on
     90_000,
   );
 });
+
+it('leaves a paced history whole through a raw SIGKILL: each ID is written before the next call', async () => {
+  const files = new WorkerFiles();
+  try {
+    // A rate it never keeps up with: it never waits, and writes on its 20 ms timer no more.
+    const worker = runWorker(files, { mode: 'ledger' }, { mode: 'paced', rate: 1e9 });
+    await worker.waitFor('"first-id"');
+    await sleep(200 + Math.random() * 300);
+    worker.child.kill('SIGKILL');
+    expect(await worker.exited).toEqual({ code: null, signal: 'SIGKILL' });
+    const handedOut = files.handedOut();
+    const history = files.history();
+    expect(handedOut.length).toBeGreaterThan(1_000);
+    // At most the one ID whose call resolved as the kill came, before the worker could see it.
+    expect(handedOut.length - history.length).toBeLessThanOrEqual(1);
+    expect(firstDifference(history, handedOut.slice(0, history.length))).toBe(-1);
+  } finally {
+    files.remove();
+  }
+}, 90_000);
 
 describe('concurrent callers on one handle (callers mode)', () => {
   /** The checker's verdict on order for what the worker left: its history and its calls. */

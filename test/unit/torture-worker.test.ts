@@ -46,8 +46,8 @@ it('has written the IDs it handed out when killed while a call waits for a refil
 }, 90_000);
 
 describe("the nemesis's process kill (SIGHUP: write the history, then SIGKILL oneself)", () => {
-  // The campaign's rate bound (tight, take and callers loops wait when ahead of it): without it a loop
-  // on a library that answers at once would never let a signal handler run.
+  // The campaign's rate bound (tight, take and callers loops wait when ahead of it): without it a
+  // loop on a library that answers at once would never let a signal handler run.
   const maxRate = 200_000;
 
   it.each(['tight', 'take', 'paced', 'callers'] as const)(

@@ -479,6 +479,10 @@ async function main(): Promise<void> {
       byMode: count(fleet.incarnations.map((i) => i.mode)),
       firstBlocks: firstBlocksOf(fleet.incarnations),
       kills: killsOf(fleet.incarnations),
+      ownDeadlinesMissed: fleet.incarnations.reduce(
+        (sum, i) => sum + (i.summary?.ownDeadlinesMissed ?? 0),
+        0,
+      ),
     },
     mix: options.mix,
     mutation: options.mutation,

@@ -21,6 +21,12 @@ export const EXPECTED_ERROR_CODES: readonly string[] = [
 ];
 
 /**
+ * The longest deadline of its own a concurrent caller's call may have (worker.ts): a call that
+ * misses it failed by its caller's doing, not a fault's, and is counted apart from the errors.
+ */
+export const OWN_DEADLINE_MS = 100;
+
+/**
  * The library's alarms, rows gone back or broken: a failure on a cluster that syncs its
  * commitlog before acknowledging, expected with `periodic` (torture.ts, `alarms`). The worker
  * goes on after them, as a service would keep asking, so that the report can count them.

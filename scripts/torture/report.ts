@@ -2,6 +2,7 @@
  * A campaign's report: one JSON document with everything, and a markdown page for people.
  */
 import type { Verdict } from './checker.js';
+import { OWN_DEADLINE_MS } from './errors.js';
 import { IDLE_FAULT_SECONDS, type DrawnWhileInForce, type FaultWindow } from './fault-progress.js';
 import { FLUSH_KILL_TIMEOUT_MS, type KillHow, type ProcessExit } from './fleet.js';
 import { connectedAfter, type LivenessResult } from './liveness.js';
@@ -41,6 +42,11 @@ export interface CampaignReport {
     readonly firstBlocks?: FirstBlocks;
     /** The nemesis's process kills, by how (see fleet.ts); absent in older reports. */
     readonly kills?: Readonly<Record<KillHow, number>>;
+    /**
+     * Calls of concurrent callers whose deadline of their own passed (worker.ts): the caller's
+     * doing, so not among the errors; absent in older reports.
+     */
+    readonly ownDeadlinesMissed?: number;
   };
   readonly mix: FaultMix;
   readonly mutation: string | undefined;
@@ -293,6 +299,14 @@ export function renderMarkdown(report: CampaignReport): string {
     `${report.fleet.processesPerDc} processes per DC kept running; incarnations by ending: ${JSON.stringify(report.fleet.byEnding)}; by mode: ${JSON.stringify(report.fleet.byMode)}. ` +
       `Sequence \`${report.sequence.name}\`: ${JSON.stringify(report.sequence.initial)} at the start, ${JSON.stringify(report.sequence.final)} at the end.`,
   );
+  const missed = report.fleet.ownDeadlinesMissed;
+  if (missed !== undefined && (report.fleet.byMode['callers'] ?? 0) > 0) {
+    lines.push('');
+    lines.push(
+      `Calls of concurrent callers with a deadline of their own (one in 8, up to ${OWN_DEADLINE_MS} ms) ` +
+        `that passed, counted apart from the errors: ${n(missed)}.`,
+    );
+  }
   const kills = report.fleet.kills;
   if (kills !== undefined) {
     lines.push('');

@@ -17,7 +17,7 @@
  * Modes: `tight` awaits next() back to back; `paced` takes tryNext() ?? next() at a rate, with an
  * I/O turn between calls; `take` asks for runs of 1..maxTake IDs; `callers` runs several loops at
  * once on the one handle, as a service's concurrent requests do, each call a next(), a take() or
- * a nextIds() (the HTTP service's draw) of 1..maxTake IDs.
+ * a nextIds() (the HTTP service's draw) of 1..maxTake IDs, one in 8 with a deadline of its own.
  *
  * Concurrent calls resolve in any order, so a `callers` history alone cannot show monotonicity:
  * the worker also writes, for each call as it resolves, how many IDs were recorded when it was
@@ -44,7 +44,7 @@ import { setImmediate as turn } from 'node:timers/promises';
 import { setMutationsForTests, type Mutation } from '../../src/allocator/mutations.js';
 import { connect } from '../../src/index.js';
 import type { IdGen, IdGenError } from '../../src/index.js';
-import { ALARM_CODES, EXPECTED_ERROR_CODES } from './errors.js';
+import { ALARM_CODES, EXPECTED_ERROR_CODES, OWN_DEADLINE_MS } from './errors.js';
 import { ProgressCounter } from './progress.js';
 
 export type WorkerMode = 'tight' | 'paced' | 'take' | 'callers';
@@ -108,6 +108,8 @@ export interface WorkerSummary {
    * it then exits 1.
    */
   readonly unexpectedError?: { readonly code: string; readonly message: string } | undefined;
+  /** `callers` mode: calls whose deadline of their own passed (see `call` in main). */
+  readonly ownDeadlinesMissed?: number | undefined;
 }
 
 const FLUSH_EVERY = 4096;
@@ -237,6 +239,7 @@ async function main(spec: WorkerSpec): Promise<boolean> {
     return { code, message };
   };
   let unexpectedError: WorkerSummary['unexpectedError'];
+  let ownDeadlinesMissed = 0;
   let firstReported = false;
   const started = Date.now();
   const limit = spec.count ?? Infinity;
@@ -248,29 +251,45 @@ async function main(spec: WorkerSpec): Promise<boolean> {
     const kind = concurrent
       ? (['next', 'take', 'nextIds'] as const)[Math.floor(Math.random() * 3)]
       : undefined;
-    if (spec.mode === 'take' || kind === 'take') {
-      const { first, last } = await seq.take(count);
-      for (let id = first; id <= last; id++) record(id);
-      received(last - first + 1, calledAfterClose, floor, count);
-    } else if (kind === 'nextIds') {
-      const ids = await seq.nextIds(count);
-      for (const id of ids) record(id);
-      received(ids.length, calledAfterClose, floor, count);
-    } else if (spec.mode === 'paced') {
-      record(seq.tryNext() ?? (await seq.next()));
-      received(1, calledAfterClose, floor);
-      // Written before the next call: the nemesis's raw SIGKILLs go to paced processes, whose
-      // histories then hold every ID they handed out.
-      flush();
-      const due = started + (drawn / spec.rate) * 1000;
-      if (due > Date.now()) {
-        await new Promise((resolve) => setTimeout(resolve, due - Date.now()));
+    // One concurrent call in 8 has a deadline of its own, up to 100 ms, as a request with a short
+    // budget would: it gives up while the claim it waits for is in flight (whose block then serves
+    // the calls after it), and a nextIds() may fail once it took IDs (they go to nobody). Its
+    // miss is the caller's doing, not a fault's: counted apart, and followed by no pause.
+    const own =
+      concurrent && Math.random() < 1 / 8
+        ? { timeoutMs: Math.floor(Math.random() * OWN_DEADLINE_MS) }
+        : undefined;
+    try {
+      if (spec.mode === 'take' || kind === 'take') {
+        const { first, last } = await seq.take(count, own);
+        for (let id = first; id <= last; id++) record(id);
+        received(last - first + 1, calledAfterClose, floor, count);
+      } else if (kind === 'nextIds') {
+        const ids = await seq.nextIds(count, own);
+        for (const id of ids) record(id);
+        received(ids.length, calledAfterClose, floor, count);
+      } else if (spec.mode === 'paced') {
+        record(seq.tryNext() ?? (await seq.next()));
+        received(1, calledAfterClose, floor);
+        // Written before the next call: the nemesis's raw SIGKILLs go to paced processes, whose
+        // histories then hold every ID they handed out.
+        flush();
+        const due = started + (drawn / spec.rate) * 1000;
+        if (due > Date.now()) {
+          await new Promise((resolve) => setTimeout(resolve, due - Date.now()));
+        } else {
+          await turn();
+        }
       } else {
-        await turn();
+        record(await seq.next(own));
+        received(1, calledAfterClose, floor);
       }
-    } else {
-      record(await seq.next());
-      received(1, calledAfterClose, floor);
+    } catch (error) {
+      if (own === undefined || (error as Partial<IdGenError>).code !== 'IDGEN_DEADLINE_EXCEEDED') {
+        throw error;
+      }
+      ownDeadlinesMissed++;
+      return;
     }
     if (spec.maxRate !== undefined && spec.mode !== 'paced') {
       const due = started + (drawn / spec.maxRate) * 1000;
@@ -341,6 +360,7 @@ async function main(spec: WorkerSpec): Promise<boolean> {
     servedAfterClose,
     closeViolations,
     unexpectedError,
+    ownDeadlinesMissed,
   };
   process.stdout.write(JSON.stringify(summary) + '\n');
   return unexpectedError === undefined;

@@ -154,6 +154,16 @@ describe('torture report: the duplicates row', () => {
     expect(row({ ...report, incarnations: more })).toContain('(3 processes SIGKILLed raw');
   });
 
+  it("counts concurrent callers' missed deadlines of their own apart from the errors", () => {
+    const fleet = { ...report.fleet, byMode: { ...report.fleet.byMode, callers: 2 } };
+    const markdown = renderMarkdown({ ...report, fleet: { ...fleet, ownDeadlinesMissed: 1234 } });
+    expect(markdown).toContain(
+      'Calls of concurrent callers with a deadline of their own (one in 8, up to 100 ms) that passed, counted apart from the errors: 1,234.',
+    );
+    // A campaign with no such process, or a report from before they were counted, says nothing.
+    expect(renderMarkdown(report)).not.toContain('deadline of their own');
+  });
+
   it('says nothing more when every kill wrote its history first, or was of a paced process', () => {
     // A paced process writes each ID before its next call: a raw kill leaves nothing unrecorded.
     const paced = report.incarnations.map((i) =>

@@ -161,6 +161,10 @@ describe('concurrent callers on one handle (callers mode)', () => {
       // order would refuse and the calls explain.
       expect(history.some((id, i) => i > 0 && id < history[i - 1]!)).toBe(true);
       expect(judge(files).nonMonotonic).toEqual([]);
+      // Calls with a deadline of their own shorter than their turn missed it: counted apart, not
+      // as errors a fault caused.
+      expect(worker.summary()!.ownDeadlinesMissed).toBeGreaterThan(0);
+      expect(worker.summary()!.errors).toEqual({});
     } finally {
       files.remove();
     }

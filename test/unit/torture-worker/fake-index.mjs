@@ -8,10 +8,11 @@
 //   the caller (a SIGKILL cannot lose it there), so a test can compare the worker's history with
 //   what was handed out; with `jitter`, every call takes its IDs when made and hands them over
 //   a turn, 1 ms or 3 ms later, so that concurrent calls resolve out of the order they took
-//   their IDs in;
-//   close() writes the file `closedMarker` at once, so that later calls
-//   throw IDGEN_CLOSED, and resolves `closeMs` (default 100) later, as giving IDs back takes
-//   round trips to the store; with `closeError` ({ name, message, code? }) it then throws it.
+//   their IDs in (a call with a `timeoutMs` below that fails with IDGEN_DEADLINE_EXCEEDED at
+//   its deadline, its IDs handed to nobody); close() writes the file `closedMarker` at once, so
+//   that later calls throw IDGEN_CLOSED, and resolves `closeMs` (default 100) later, as giving
+//   IDs back takes round trips to the store; with `closeError` ({ name, message, code? }) it
+//   then throws it.
 // - serve-after-close: ledger, but it keeps handing out IDs after close() (a broken library).
 // - take-then-yield: ledger, but every next() takes its ID, then yields to I/O before it
 //   resolves, as the library's next() does once in 512 IDs: a close() in that turn starts after
@@ -46,11 +47,21 @@ function takeIds(count) {
   return taken - count + 1;
 }
 
-/** Hands out first..last: in the ledger before the caller can see them. */
-async function handOut(first, last) {
+/**
+ * Hands out first..last: in the ledger before the caller can see them. With jitter, a call whose
+ * deadline (`timeoutMs`) comes before its turn fails then, and its IDs go to nobody.
+ */
+async function handOut(first, last, options) {
   if (jitter) {
     // A turn, 1 ms or 3 ms: timers of one duration fire in the order they were set.
     const ms = [0, 1, 3][Math.floor(Math.random() * 3)];
+    const deadline = options?.timeoutMs;
+    if (deadline !== undefined && ms > deadline) {
+      await new Promise((resolve) => setTimeout(resolve, deadline));
+      throw Object.assign(new Error('no ID within the deadline'), {
+        code: 'IDGEN_DEADLINE_EXCEEDED',
+      });
+    }
     await new Promise((resolve) => (ms === 0 ? setImmediate(resolve) : setTimeout(resolve, ms)));
   }
   if (ledger !== undefined) {
@@ -80,7 +91,7 @@ export async function connect() {
         grantee: 'dc1',
         stats: () => ({ shardMoves: 0, issued: taken }),
         tryNext: () => undefined,
-        async next() {
+        async next(options) {
           if (mode === 'refill-wait') {
             if (handed < 300) return ++handed;
             return new Promise(() => {});
@@ -95,21 +106,21 @@ export async function connect() {
           if (++calls % 512 === 0) await new Promise((resolve) => setImmediate(resolve));
           check();
           const id = takeIds(1);
-          await handOut(id, id);
+          await handOut(id, id, options);
           return id;
         },
-        async take(count) {
+        async take(count, options) {
           if (mode === 'refill-wait') throw new Error('not used');
           check();
           const first = takeIds(count);
-          await handOut(first, first + count - 1);
+          await handOut(first, first + count - 1, options);
           return { first, last: first + count - 1 };
         },
-        async nextIds(count) {
+        async nextIds(count, options) {
           if (mode === 'refill-wait') throw new Error('not used');
           check();
           const first = takeIds(count);
-          await handOut(first, first + count - 1);
+          await handOut(first, first + count - 1, options);
           return Array.from({ length: count }, (_, i) => first + i);
         },
       };

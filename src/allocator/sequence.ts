@@ -402,6 +402,8 @@ export class Sequence<T extends number | bigint> {
   async nextIds(count: number, options?: CallOptions): Promise<T[]> {
     if (options !== undefined) checkCallOptions(options);
     assert(Number.isInteger(count) && count >= 1, `nextIds(${count}): not a count`);
+    // Before the wait below is counted, as next() and take() refuse before theirs.
+    this.assertOpen();
     const signal = options?.signal;
     const call = this.callOf(options);
     const buffer = this.buffer;
@@ -731,6 +733,9 @@ export class Sequence<T extends number | bigint> {
     // Past its window a claim still tries again when a DC range arrived during it (see
     // rangeInstalled): the failure it would give up on may be for want of that range.
     const goesOn = () => this.keepTrying(started) || (this.rangeArrived && this.isOpen());
+    // What an earlier claim gave up on is not why this one has brought nothing yet: a caller
+    // whose deadline passes during it would get an outage that has ended (lastClaimFailure).
+    this.claimFailure = undefined;
     this.lostRaces = 0;
     // On a clock that stops while callers wait with no ID held.
     const starved =
@@ -886,10 +891,15 @@ export class Sequence<T extends number | bigint> {
    * it holds is this handle's (no block was accepted from it).
    */
   private async moveShard(
-    { settings, allocator }: Loaded,
+    { allocator, settings: claimed }: Loaded,
     reason: ShardMoveReason,
     to?: number,
   ): Promise<void> {
+    // The settings read last, not those the claim began with: a move may follow reads of other
+    // shards, during which a take() can re-read them (an alter since), and the older ones, taken
+    // for just read, would refuse its counts and size blocks by the old bounds until the next
+    // re-read.
+    const settings = this.loaded?.settings ?? claimed;
     this.moveWanted = false;
     this.racesHere = 0;
     this.counters.shardMoves++;

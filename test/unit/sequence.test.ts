@@ -19,8 +19,10 @@ import {
   InvalidNameError,
   SequenceExhaustedError,
   SequenceNotFoundError,
+  StoreUnavailableError,
 } from '../../src/errors.js';
 import { DC_CLAIMS_PER_SECOND } from '../../src/allocator/sizing.js';
+import { IdGen } from '../../src/allocator/id-gen.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import {
   KEYSPACE,
@@ -230,6 +232,43 @@ describe('Sequence: single flight', () => {
     );
     expectStrictlyIncreasing(order);
     expect(order).toEqual(range(1, 200));
+  });
+});
+
+describe('Sequence: the error a passed deadline reports', () => {
+  it('names the deadline, not the failure an earlier claim gave up on after the store came back', async () => {
+    vi.useFakeTimers();
+    const { store } = await withSequence({
+      ...{ dcRangeSize: 1_000, blockSize: 10, maxBlockSize: 10, threshold: 0.5, shards: 1 },
+    });
+    const ids = new IdGen({ store, dc: 'dc1', keyspace: KEYSPACE, callTimeoutMs: 1_000 });
+    const seq = ids.sequence('orders');
+    expect(await draw(seq, 4)).toEqual([1, 2, 3, 4]);
+    // The store goes away: the preload started at the 5th ID fails until its window ends.
+    store.faults.push(
+      { op: 'readDcStateLocal', effect: 'unavailable', times: Infinity },
+      { op: 'readDcState', effect: 'unavailable', times: Infinity },
+      { op: 'writeDcState', effect: 'unavailable', times: Infinity },
+    );
+    expect(seq.tryNext()).toBe(5);
+    await vi.advanceTimersByTimeAsync(5_000);
+    await settle();
+    expect(seq.stats().lastError).toBeInstanceOf(StoreUnavailableError);
+    // The store is back; the next claim is only slow (its write held).
+    store.faults.splice(0);
+    let reply!: () => void;
+    store.faults.push({
+      op: 'writeDcState',
+      effect: 'delay',
+      until: new Promise<void>((resolve) => (reply = resolve)),
+    });
+    for (let id = 6; id <= 10; id++) expect(seq.tryNext()).toBe(id);
+    const call = seq.next({ timeoutMs: 100 }).catch((error: unknown) => error);
+    await vi.advanceTimersByTimeAsync(100);
+    // Without the reset, IDGEN_STORE_UNAVAILABLE: an outage that had ended.
+    expect(await call).toBeInstanceOf(DeadlineError);
+    reply();
+    await settle();
   });
 });
 
@@ -462,6 +501,49 @@ describe('Sequence: moving to another shard before the first block', () => {
     expect(id).toBeGreaterThan(1);
     expect(seq.stats().shardMoves).toBe(1);
     await seq.close();
+  });
+
+  it('keeps the settings a take() re-read while the claim looked for another shard', async () => {
+    vi.useFakeTimers();
+    const { store, ids: admin } = await withSequence({
+      ...{ dcRangeSize: 1_000, blockSize: 10, maxBlockSize: 20, shards: 2, firstRanges: [] },
+    });
+    const random = vi.spyOn(Math, 'random').mockReturnValue(0.9); // shard 1 of 2
+    const other = processIn(store);
+    await draw(other.sequence('orders'), 1);
+    expect(other.sequence('orders').grantee).toBe('dc1/1');
+    // This handle starts on shard 0, which has no range, with SERIAL out of reach: its claim
+    // moves, after reading shard 1's state (held here until the alter below was re-read).
+    random.mockReturnValue(0.1);
+    const seq = processIn(store).sequence('orders');
+    store.faults.push(
+      { op: 'readGrants', dc: 'dc1', effect: 'unavailable', times: Infinity },
+      { op: 'grantRange', dc: 'dc1', effect: 'unavailable', times: Infinity },
+    );
+    let readShard1!: () => void;
+    store.faults.push({
+      op: 'readDcStateLocal',
+      dc: 'dc1/1',
+      effect: 'delay',
+      until: new Promise<void>((resolve) => (readShard1 = resolve)),
+    });
+    const first = seq.next({ timeoutMs: Infinity });
+    await vi.advanceTimersByTimeAsync(3_000);
+    expect(seq.grantee).toBe('dc1');
+    await vi.advanceTimersByTimeAsync(SETTINGS_REFRESH_MS);
+    await admin.alterSequence('orders', { maxBlockSize: 50 });
+    // take(40) re-reads the settings (10 s old), finds 40 within them, and waits for the claim.
+    const taking = seq.take(40, { timeoutMs: Infinity });
+    await settle();
+    readShard1();
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(await first).toBeGreaterThan(0);
+    expect(seq.grantee).toBe('dc1/1');
+    // Without the settings re-read, both takes were refused: "an integer from 1 to 20".
+    const run = await taking;
+    expect(run.last - run.first).toBe(39);
+    const again = await seq.take(40);
+    expect(again.last - again.first).toBe(39);
   });
 });
 
@@ -1062,6 +1144,18 @@ describe('Sequence: close()', () => {
     await seq.close();
     expect(seq.state).toBe('closed');
     expect(Object.values(store.calls).every((n) => n === 0)).toBe(true);
+  });
+
+  it('refuses nextIds() on a closed handle before counting a wait, as next() and take() do', async () => {
+    const { ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, shards: 1 });
+    const seq = ids.sequence('orders');
+    await seq.next();
+    await seq.close();
+    const waits = seq.stats().waits;
+    await expect(seq.next()).rejects.toBeInstanceOf(ClosedError);
+    await expect(seq.take(2)).rejects.toBeInstanceOf(ClosedError);
+    await expect(seq.nextIds(2)).rejects.toBeInstanceOf(ClosedError);
+    expect(seq.stats().waits).toBe(waits);
   });
 });
 

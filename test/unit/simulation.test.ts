@@ -1,15 +1,15 @@
 /**
  * Deterministic simulation of the allocator: processes in three DCs over one MemoryStore, with
  * fast-check choosing the order in which every store call runs and answers, when time passes,
- * which calls callers make (next, some with a deadline of their own or a signal the scheduler
- * fires, tryNext, draws, take, close while still calling, restarts, shutdowns, alters that also
- * raise shards, pauses of 3 to 31 s of virtual time so that running processes re-read altered
- * settings) and which faults the store injects (writes applied but reported rejected, applied
- * then Unavailable or a lost connection, applied then a timeout, timeouts of writes not applied,
- * writes left in flight and finished by a later round, reads failing, a DC cut off from SERIAL
- * for a while). Domains lie low, or at the top of the safe numbers, across 2^53 (number handles
- * must refuse them) or at the top of int63. In half the runs live handles hand out every ID
- * they hold before the end. The checker trusts only what callers were given and the rows
+ * which calls callers make (next and nextIds, some with a deadline of their own or a signal the
+ * scheduler fires, tryNext, draws, take, close while still calling, restarts, shutdowns, alters
+ * that also raise shards, pauses of 3 to 31 s of virtual time so that running processes re-read
+ * altered settings) and which faults the store injects (writes applied but reported rejected,
+ * applied then Unavailable or a lost connection, applied then a timeout, timeouts of writes not
+ * applied, writes left in flight and finished by a later round, reads failing, a DC cut off from
+ * SERIAL for a while). Domains lie low, or at the top of the safe numbers, across 2^53 (number
+ * handles must refuse them) or at the top of int63. In half the runs live handles hand out every
+ * ID they hold before the end. The checker trusts only what callers were given and the rows
  * (simulation/checker.ts), but for one white-box oracle: after every step, the unused IDs live
  * handles hold are held once and were not handed out yet.
  *

@@ -43,7 +43,12 @@ export type Mutation =
    * end, it reopens IDs handed out before the rows went back; after a give-back repeated
    * ('unknown-as-not-written'), on the state the first one left.
    */
-  | 'give-back-on-any-state';
+  | 'give-back-on-any-state'
+  /**
+   * A nextIds() call that fails once it took IDs resolves with the IDs it took, fewer than asked,
+   * instead of rejecting: its caller (an HTTP request for `count` IDs) gets a short answer.
+   */
+  | 'partial-next-ids';
 
 export const MUTATIONS: readonly Mutation[] = [
   'unknown-as-not-written',
@@ -55,6 +60,7 @@ export const MUTATIONS: readonly Mutation[] = [
   'move-after-first-block',
   'retire-keeps-last-integer',
   'give-back-on-any-state',
+  'partial-next-ids',
 ];
 
 let active: ReadonlySet<Mutation> = new Set();

@@ -4,12 +4,13 @@
  * allocator what it did. The rows are judged by the project's own `check` (checkSequence, which
  * runs the one list of DC-state invariants, dcStateViolations, against every DC's state).
  *
- * The property: no ID handed out twice; each handle's IDs increasing; every ID inside a grant of
- * its handle's DC; the rows passing `check` after every step. Three checks go further, to catch
- * a defect before a later claim turns it into a duplicate: an ID handed out stays claimed in the
- * rows; no call fails because the allocator found its rows broken or gone back; and no unused
- * ID of a live handle's blocks is held by another such handle or was handed out already (the
- * one white-box look, history.ts). A number handle hands out no ID of a domain past 2^53-1.
+ * The property: no ID handed out twice; each handle's IDs increasing; a call that promises
+ * `count` IDs (take, nextIds) giving that many or none; every ID inside a grant of its handle's
+ * DC; the rows passing `check` after every step. Three checks go further, to catch a defect
+ * before a later claim turns it into a duplicate: an ID handed out stays claimed in the rows; no
+ * call fails because the allocator found its rows broken or gone back; and no unused ID of a
+ * live handle's blocks is held by another such handle or was handed out already (the one
+ * white-box look, history.ts). A number handle hands out no ID of a domain past 2^53-1.
  *
  * A run whose rows lost acknowledged writes (a planned rollback) is held to what docs/design.md
  * promises then, not to the property: duplicates and rows gone back are its expected harm
@@ -36,6 +37,8 @@ export type FindingKind =
   | 'duplicate'
   /** A handle gave an ID not above the one it gave before. */
   | 'not-increasing'
+  /** A call that promises `count` IDs (take, nextIds) resolved with another number of them. */
+  | 'wrong-count'
   /** A handle gave an ID outside every grant of its DC. */
   | 'outside-grants'
   /** The rows broke an invariant of `check`, after some step or at the end. */
@@ -76,6 +79,7 @@ export type FindingKind =
 export const SAFETY_KINDS: readonly FindingKind[] = [
   'duplicate',
   'not-increasing',
+  'wrong-count',
   'outside-grants',
   'rows-broken',
   'unclaimed',
@@ -157,6 +161,7 @@ function findingsOf(history: History): Finding[] {
   const finalRows = history.rowLog.at(-1)?.rows;
   for (const handle of history.handles) {
     checkIncreasing(handle, report);
+    checkCounts(handle, report);
     // Grants of every shard of the handle's DC: a handle whose shard is spent, with the domain,
     // goes on from another shard whose IDs lie above its own.
     const dc = dcOfGrantee(handle.dc);
@@ -209,7 +214,8 @@ export class SimulationViolation extends Error {
 /**
  * IDs increase in real time: every ID of a call is above every ID of each call of the same
  * handle that returned before it was issued. Calls in flight together are not ordered (their
- * callers cannot tell which was served first), but a take's run is increasing in itself.
+ * callers cannot tell which was served first), but the IDs of one call (a take's run, a nextIds
+ * draw) increase in themselves.
  */
 function checkIncreasing(
   handle: HandleHistory,
@@ -238,6 +244,28 @@ function checkIncreasing(
       return;
     }
   }
+}
+
+/**
+ * A call that promises `count` IDs (take: one run of them; nextIds: strictly increasing, not
+ * necessarily contiguous) gives exactly that many, or fails and gives none.
+ */
+function checkCounts(
+  handle: HandleHistory,
+  report: (kind: FindingKind, message: string) => void,
+): void {
+  const wrong = handle.calls.find(
+    (c) =>
+      c.count !== undefined &&
+      c.returned !== undefined &&
+      c.error === undefined &&
+      c.ids.length !== c.count,
+  );
+  if (wrong === undefined) return;
+  report(
+    'wrong-count',
+    `${handle.name} ${wrong.call} gave ${wrong.ids.length} ID(s): ${wrong.ids.join(', ') || 'none'}`,
+  );
 }
 
 function checkInsideGrants(

@@ -28,6 +28,9 @@ export const COVERED = [
   'runs with a signal fired on a pending call',
   'runs with a call aborted (ABORTED)',
   'runs that drained live handles',
+  'nextIds calls',
+  'nextIds calls that failed',
+  'runs with a nextIds call failed after taking IDs (undelivered)',
   'runs with a rollback',
   'rollback runs where a caller got STATE_ROLLED_BACK',
   'runs that retired a DC after its rollback',
@@ -79,6 +82,14 @@ export class Coverage {
     if (history.fired.aborts > 0) count('runs with a signal fired on a pending call');
     if (codes.has('IDGEN_ABORTED')) count('runs with a call aborted (ABORTED)');
     if (history.fired.drained > 0) count('runs that drained live handles');
+    const nextIds = history.handles
+      .flatMap((h) => h.calls)
+      .filter((c) => c.call.startsWith('nextIds'));
+    count('nextIds calls', nextIds.length);
+    count('nextIds calls that failed', nextIds.filter((c) => c.error !== undefined).length);
+    if (history.fired.undelivered > 0) {
+      count('runs with a nextIds call failed after taking IDs (undelivered)');
+    }
     if (history.rollback === undefined) return;
     count('runs with a rollback');
     const repair = history.repair;

@@ -1,7 +1,8 @@
 /**
  * What a simulated run leaves behind for the checker: what each handle's callers were given,
  * and the rows after every step that changed them. Nothing in it comes from asking the
- * allocator what it did.
+ * allocator what it did, but for the white-box {@link History.heldLog} and one count for coverage
+ * only ({@link Fired.undelivered}).
  */
 import type { CheckSnapshot } from '../../../src/admin/check.js';
 import type { RetiredState } from '../../../src/allocator/retire.js';
@@ -14,6 +15,11 @@ import type { ShardMoveReason } from '../../../src/allocator/sequence.js';
  */
 export interface CallRecord {
   readonly call: string;
+  /**
+   * How many IDs the call asked for, where it promises exactly that many or an error: take(n)
+   * (one run) and nextIds(n). Undefined for calls of one ID.
+   */
+  readonly count?: number;
   readonly issued: number;
   /** Undefined while the call is pending. */
   returned: number | undefined;
@@ -91,10 +97,15 @@ export type RetireRun = { readonly retired: readonly RetiredState[] } | { readon
 export interface Fired {
   /** Pauses of a client that ran to their end. */
   pauses: number;
-  /** Signals of next() calls fired while the call was still pending. */
+  /** Signals of next() and nextIds() calls fired while the call was still pending. */
   aborts: number;
   /** IDs live handles handed out in the drain at the end. */
   drained: number;
+  /**
+   * IDs nextIds() calls took and then failed with, handed to nobody: the sum of every handle's
+   * `stats().waste.undelivered` at the end (no caller sees them; counted for coverage only).
+   */
+  undelivered: number;
   /** Rows found gone back, as logged (warn or error) by any process. */
   rollbacksLogged: number;
 }

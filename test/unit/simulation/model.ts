@@ -86,21 +86,25 @@ export interface SimProcess {
 /** Which of a slot's handles a call goes to: the open one, or the one closed last. */
 export type Target = 'current' | 'previous';
 
+/** The options a call that waits for IDs may carry (CallOptions), as a command gives them. */
+export interface WithCallOptions {
+  /** The call's own deadline (CallOptions.timeoutMs), ms of virtual time. */
+  readonly timeoutMs?: number;
+  /** The call carries an AbortSignal, fired at a step the scheduler picks. */
+  readonly abort?: boolean;
+}
+
 /**
  * What a slot's client does. Each slot runs its commands in order; `wait: false` goes on to the
  * next command without waiting for this one, so calls of one handle overlap.
  */
 export type Command =
-  | {
+  | ({
       readonly kind: 'next';
       readonly slot: number;
       readonly target: Target;
       readonly wait: boolean;
-      /** The call's own deadline (CallOptions.timeoutMs), ms of virtual time. */
-      readonly timeoutMs?: number;
-      /** The call carries an AbortSignal, fired at a step the scheduler picks. */
-      readonly abort?: boolean;
-    }
+    } & WithCallOptions)
   | { readonly kind: 'tryNext'; readonly slot: number; readonly target: Target }
   /**
    * `count` calls of next(), each after the one before resolved: in a burst, or `paced`, each
@@ -124,6 +128,18 @@ export type Command =
       readonly target: Target;
       readonly wait: boolean;
     }
+  /**
+   * Sequence.nextIds, the HTTP service's draw of `count` IDs under one deadline: counts up to a
+   * little more than the largest block, so that a call takes IDs, waits for blocks and may fail
+   * after taking some.
+   */
+  | ({
+      readonly kind: 'nextIds';
+      readonly slot: number;
+      readonly count: number;
+      readonly target: Target;
+      readonly wait: boolean;
+    } & WithCallOptions)
   /**
    * Closes the slot's open handle (later calls open a new one) while its callers go on calling
    * it: each of `callsDuring` is issued on the closing handle at a step the scheduler picks.
@@ -331,19 +347,24 @@ function commandArb(bounds: ScenarioBounds): fc.Arbitrary<Command> {
   // Mostly the open handle; sometimes the one just closed, to call it while it closes.
   const target = fc.constantFrom<Target>('current', 'current', 'current', 'previous');
   const wait = fc.boolean();
+  // Some calls with a deadline of their own (0: only IDs held), some with a signal.
+  const callOptions = {
+    timeoutMs: fc.constantFrom(0, 25, 100, 1_000),
+    abort: fc.constant(true),
+  };
+  const nextIds = {
+    kind: fc.constant('nextIds'),
+    slot,
+    // Blocks hold 1 to 12 IDs: a few IDs often, else up to past a block or two.
+    count: fc.oneof(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: 16 })),
+    target,
+    wait,
+  };
   return fc.oneof(
     {
       weight: 5,
-      // Some calls with a deadline of their own (0: only IDs held), some with a signal.
       arbitrary: fc.record(
-        {
-          kind: fc.constant('next'),
-          slot,
-          target,
-          wait,
-          timeoutMs: fc.constantFrom(0, 25, 100, 1_000),
-          abort: fc.constant(true),
-        },
+        { kind: fc.constant('next'), slot, target, wait, ...callOptions },
         { requiredKeys: ['kind', 'slot', 'target', 'wait'] },
       ),
     },
@@ -367,6 +388,21 @@ function commandArb(bounds: ScenarioBounds): fc.Arbitrary<Command> {
         target,
         wait,
       }),
+    },
+    {
+      weight: 2,
+      // Options in a third of the calls only: a call that waits for blocks mostly ends at its
+      // signal or deadline, and the calls that get their IDs are the ones to judge.
+      arbitrary: fc.oneof(
+        { weight: 2, arbitrary: fc.record(nextIds) },
+        {
+          weight: 1,
+          arbitrary: fc.record(
+            { ...nextIds, ...callOptions },
+            { requiredKeys: ['kind', 'slot', 'count', 'target', 'wait'] },
+          ),
+        },
+      ),
     },
     {
       weight: 5,

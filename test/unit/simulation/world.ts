@@ -23,6 +23,7 @@ import type fc from 'fast-check';
 
 import type { CheckSnapshot } from '../../../src/admin/check.js';
 import type { BlockBuffer } from '../../../src/allocator/block-buffer.js';
+import type { CallOptions } from '../../../src/allocator/call-deadline.js';
 import { IdGen } from '../../../src/allocator/id-gen.js';
 import type { RetiredState } from '../../../src/allocator/retire.js';
 import {
@@ -61,6 +62,7 @@ import {
   type PlannedFault,
   type PlannedRepair,
   type Scenario,
+  type WithCallOptions,
 } from './model.js';
 import { ScheduledStore, describeError, describeSizes, type Network } from './scheduled-store.js';
 
@@ -247,7 +249,13 @@ class World implements Network {
   private repair: RepairAt | undefined;
   /** The draws at the end, once begun: a repair then starts a new drawer in its DC. */
   private finalDraw: { readonly count: number; readonly bigint: boolean } | undefined;
-  private readonly fired: Fired = { pauses: 0, aborts: 0, drained: 0, rollbacksLogged: 0 };
+  private readonly fired: Fired = {
+    pauses: 0,
+    aborts: 0,
+    drained: 0,
+    undelivered: 0,
+    rollbacksLogged: 0,
+  };
   readonly clock: SimClock;
   private readonly otherErrors: { call: string; error: unknown }[] = [];
   private readonly slots: Slot[];
@@ -562,6 +570,9 @@ class World implements Network {
   async history(): Promise<History> {
     // The rows once more, after the last call returned, whether or not they changed.
     await this.recordRows(true);
+    for (const handle of this.opens) {
+      this.fired.undelivered += handle.sequence.stats().waste.undelivered;
+    }
     return {
       handles: this.handles,
       otherErrors: this.otherErrors,
@@ -591,7 +602,9 @@ class World implements Network {
       case 'next': {
         const handle = this.target(slot, command.target);
         if (handle === undefined) return undefined;
-        const call = this.nextWithOptions(handle, command.timeoutMs, command.abort === true);
+        const call = this.callWithOptions(handle, 'next', command, (options) =>
+          handle.sequence.next(options),
+        );
         return command.wait ? call : undefined;
       }
       case 'tryNext': {
@@ -607,12 +620,33 @@ class World implements Network {
         const handle = this.target(slot, command.target);
         if (handle === undefined) return undefined;
         const count = command.count === 'block' ? this.scenario.settings.blockSize : command.count;
-        const call = this.call(handle, `take(${count})`, async () => {
-          const range = await handle.sequence.take(count);
-          const ids: bigint[] = [];
-          for (let id = BigInt(range.first); id <= BigInt(range.last); id++) ids.push(id);
-          return ids;
-        });
+        const call = this.call(
+          handle,
+          `take(${count})`,
+          async () => {
+            const range = await handle.sequence.take(count);
+            const ids: bigint[] = [];
+            for (let id = BigInt(range.first); id <= BigInt(range.last); id++) ids.push(id);
+            return ids;
+          },
+          count,
+        );
+        return command.wait ? call : undefined;
+      }
+      case 'nextIds': {
+        const handle = this.target(slot, command.target);
+        if (handle === undefined) return undefined;
+        const { count } = command;
+        const call = this.callWithOptions(
+          handle,
+          `nextIds(${count})`,
+          command,
+          async (options) => {
+            const ids: readonly (number | bigint)[] = await handle.sequence.nextIds(count, options);
+            return ids.map((id) => BigInt(id));
+          },
+          count,
+        );
         return command.wait ? call : undefined;
       }
       case 'close': {
@@ -659,17 +693,20 @@ class World implements Network {
   }
 
   /**
-   * next() with the call's own deadline and a signal, if the command carries them; the signal
-   * fires at a step the scheduler picks (counted if the call was still pending then).
+   * A call (next() or nextIds()) with its own deadline and a signal, if the command carries
+   * them; the signal fires at a step the scheduler picks (counted if the call was still pending
+   * then). `count`: see {@link World.call}.
    */
-  private nextWithOptions(
+  private callWithOptions(
     handle: Handle,
-    timeoutMs: number | undefined,
-    abort: boolean,
+    call: string,
+    { timeoutMs, abort = false }: WithCallOptions,
+    run: (options: CallOptions) => Promise<number | bigint | bigint[]>,
+    count?: number,
   ): Promise<boolean> {
     const controller = abort ? new AbortController() : undefined;
     const name = [
-      'next',
+      call,
       ...(timeoutMs === undefined ? [] : [`${timeoutMs} ms`]),
       ...(abort ? ['signal'] : []),
     ].join(' ');
@@ -678,7 +715,7 @@ class World implements Network {
       ...(controller === undefined ? {} : { signal: controller.signal }),
     };
     let pending = true;
-    const call = this.call(handle, name, () => handle.sequence.next(options)).finally(() => {
+    const recorded = this.call(handle, name, () => run(options), count).finally(() => {
       pending = false;
     });
     if (controller !== undefined) {
@@ -690,7 +727,7 @@ class World implements Network {
         controller.abort();
       });
     }
-    return call;
+    return recorded;
   }
 
   /** Callers that go on calling a closing handle, each at a step the scheduler picks. */
@@ -733,14 +770,24 @@ class World implements Network {
     return record;
   }
 
-  /** Runs a call of `handle`, recording the IDs it returns or the error it rejects with. */
+  /**
+   * Runs a call of `handle`, recording the IDs it returns or the error it rejects with (and
+   * nothing else: a call that fails hands its caller no ID). `count`: the IDs it promises.
+   */
   private async call(
     handle: Handle,
     name: string,
     call: () => Promise<number | bigint | bigint[]>,
+    count?: number,
   ): Promise<boolean> {
     const history = handle.history;
-    const record: CallRecord = { call: name, issued: this.event(), returned: undefined, ids: [] };
+    const record: CallRecord = {
+      call: name,
+      ...(count === undefined ? {} : { count }),
+      issued: this.event(),
+      returned: undefined,
+      ids: [],
+    };
     history.calls.push(record);
     try {
       const result = await call();

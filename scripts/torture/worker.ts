@@ -17,7 +17,8 @@
  * Modes: `tight` awaits next() back to back; `paced` takes tryNext() ?? next() at a rate, with an
  * I/O turn between calls; `take` asks for runs of 1..maxTake IDs; `callers` runs several loops at
  * once on the one handle, as a service's concurrent requests do, each call a next(), a take() or
- * a nextIds() (the HTTP service's draw) of 1..maxTake IDs, one in 8 with a deadline of its own.
+ * a nextIds() (the HTTP service's draw) of 1..maxTake IDs (one nextIds() in 10 of up to 10,000),
+ * one call in 8 with a deadline of its own.
  *
  * Concurrent calls resolve in any order, so a `callers` history alone cannot show monotonicity:
  * the worker also writes, for each call as it resolves, how many IDs were recorded when it was
@@ -43,6 +44,7 @@ import { setImmediate as turn } from 'node:timers/promises';
 
 import { setMutationsForTests, type Mutation } from '../../src/allocator/mutations.js';
 import { connect } from '../../src/index.js';
+import { SERVE_DEFAULTS } from '../../src/serve/server.js';
 import type { IdGen, IdGenError } from '../../src/index.js';
 import { ALARM_CODES, EXPECTED_ERROR_CODES, OWN_DEADLINE_MS } from './errors.js';
 import { ProgressCounter } from './progress.js';
@@ -116,6 +118,8 @@ const FLUSH_EVERY = 4096;
 /** How far ahead of `maxRate` a loop may draw before it waits: one timer per 10 ms at most. */
 const MAX_RATE_SLACK_MS = 10;
 const FLUSH_MS = 20;
+/** The most IDs a `callers` worker's wide nextIds() asks for: an HTTP request's most. */
+const WIDE_NEXT_IDS = SERVE_DEFAULTS.maxIdsPerRequest;
 
 /** Whether it drew until told to stop, without an error it must not retry past. */
 async function main(spec: WorkerSpec): Promise<boolean> {
@@ -265,9 +269,12 @@ async function main(spec: WorkerSpec): Promise<boolean> {
         for (let id = first; id <= last; id++) record(id);
         received(last - first + 1, calledAfterClose, floor, count);
       } else if (kind === 'nextIds') {
-        const ids = await seq.nextIds(count, own);
+        // One in 10 asks for up to as many as an HTTP request may: more than the blocks held, so
+        // that it waits for refills once it took IDs, and may fail then (its own deadline).
+        const asked = Math.random() < 0.1 ? 1 + Math.floor(Math.random() * WIDE_NEXT_IDS) : count;
+        const ids = await seq.nextIds(asked, own);
         for (const id of ids) record(id);
-        received(ids.length, calledAfterClose, floor, count);
+        received(ids.length, calledAfterClose, floor, asked);
       } else if (spec.mode === 'paced') {
         record(seq.tryNext() ?? (await seq.next()));
         received(1, calledAfterClose, floor);

@@ -142,10 +142,12 @@ describe('concurrent callers on one handle (callers mode)', () => {
       const worker = runWorker(
         files,
         { mode: 'ledger', jitter: true },
-        { mode: 'callers', callers: 8, maxTake: 50, maxRate: 100_000 },
+        // A rate the stand-in's turns of up to 3 ms bound first: thousands of calls a second, of
+        // which one in 8 has a deadline of its own and about 1 in 70 of those misses it.
+        { mode: 'callers', callers: 8, maxTake: 50, maxRate: 1_000_000 },
       );
       await worker.waitFor('"first-id"');
-      await sleep(1_000);
+      await sleep(1_500);
       worker.child.kill('SIGTERM');
       expect(await worker.exited).toEqual({ code: 0, signal: null });
       const history = files.history();
@@ -179,7 +181,10 @@ describe('concurrent callers on one handle (callers mode)', () => {
         { mode: 'callers', callers: 4, maxTake: 10, maxRate: 100_000 },
       );
       await worker.waitFor('"first-id"');
+      // Past the 3,000 IDs after which it serves the held-back block, and on for some calls: a
+      // wide nextIds() can take it past at once, then wait for its rate.
       while (files.history().length < 4_000) await sleep(100);
+      await sleep(500);
       worker.child.kill('SIGTERM');
       expect(await worker.exited).toEqual({ code: 0, signal: null });
       const verdict = judge(files);

@@ -17,8 +17,8 @@
  * Modes: `tight` awaits next() back to back; `paced` takes tryNext() ?? next() at a rate, with an
  * I/O turn between calls; `take` asks for runs of 1..maxTake IDs; `callers` runs several loops at
  * once on the one handle, as a service's concurrent requests do, each call a next(), a take() or
- * a nextIds() (the HTTP service's draw) of 1..maxTake IDs (one nextIds() in 10 of up to 10,000),
- * one call in 8 with a deadline of its own.
+ * a nextIds() (the HTTP service's draw) of 1..maxTake IDs (one nextIds() in 10 of up to three
+ * blocks, at most 10,000), one call in 8 with a deadline of its own.
  *
  * Concurrent calls resolve in any order, so a `callers` history alone cannot show monotonicity:
  * the worker also writes, for each call as it resolves, how many IDs were recorded when it was
@@ -269,9 +269,11 @@ async function main(spec: WorkerSpec): Promise<boolean> {
         for (let id = first; id <= last; id++) record(id);
         received(last - first + 1, calledAfterClose, floor, count);
       } else if (kind === 'nextIds') {
-        // One in 10 asks for up to as many as an HTTP request may: more than the blocks held, so
-        // that it waits for refills once it took IDs, and may fail then (its own deadline).
-        const asked = Math.random() < 0.1 ? 1 + Math.floor(Math.random() * WIDE_NEXT_IDS) : count;
+        // One in 10 asks for up to three blocks (at most as many as an HTTP request may): more
+        // than the blocks held, so that it waits for refills once it took IDs, and may fail then
+        // (its own deadline). More would only wait out the default deadline on small blocks.
+        const wide = Math.min(WIDE_NEXT_IDS, 3 * Math.max(1, seq.stats().blockSize));
+        const asked = Math.random() < 0.1 ? 1 + Math.floor(Math.random() * wide) : count;
         const ids = await seq.nextIds(asked, own);
         for (const id of ids) record(id);
         received(ids.length, calledAfterClose, floor, asked);

@@ -89,7 +89,7 @@ export async function connect() {
     sequence() {
       return {
         grantee: 'dc1',
-        stats: () => ({ shardMoves: 0, issued: taken }),
+        stats: () => ({ shardMoves: 0, issued: taken, blockSize: 1000 }),
         tryNext: () => undefined,
         async next(options) {
           if (mode === 'refill-wait') {

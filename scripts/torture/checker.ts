@@ -233,8 +233,8 @@ export function checkHistory(
  * IDs must each be above the one before. Concurrent callers' calls resolve in any order, so a
  * call owes order only to the calls that had resolved (been recorded) when it was made: its IDs
  * (as many as it asked for) strictly increase and its first is above every ID recorded before it
- * was made. IDs after the
- * last call the calls file holds (a raw kill cut it short) have no call to judge them by.
+ * was made. IDs after the last call the calls file holds (a raw kill cut it short) have no call
+ * to judge them by.
  */
 function firstOutOfOrder({ ids, calls }: RecordedIncarnation): number | undefined {
   if (calls === undefined) {

@@ -252,9 +252,11 @@ export class Nemesis {
           return;
         }
         let victim = random.pick(running);
-        const paced = running.filter((i) => i.mode === 'paced');
         const raw = kind === 'kill-process' && this.killRandom.next() < RAW_KILL_SHARE;
-        if (raw && paced.length > 0) victim = this.killRandom.pick(paced);
+        if (raw) {
+          const paced = running.filter((i) => i.mode === 'paced');
+          if (paced.length > 0) victim = this.killRandom.pick(paced);
+        }
         const target = `process ${victim.id} (${victim.dc}, ${victim.mode})`;
         let result = 'ok';
         if (kind === 'kill-process') {

@@ -273,8 +273,9 @@ async function main(spec: WorkerSpec): Promise<boolean> {
         // One in 10 asks for up to three blocks (at most as many as an HTTP request may): more
         // than the blocks held, so that it waits for refills once it took IDs, and may fail then
         // (its own deadline). More would only wait out the default deadline on small blocks.
-        const wide = Math.min(WIDE_NEXT_IDS, 3 * Math.max(1, seq.stats().blockSize));
-        const asked = Math.random() < 0.1 ? 1 + Math.floor(Math.random() * wide) : count;
+        // stats() only for the wide ones: it builds every counter of the handle.
+        const wide = () => Math.min(WIDE_NEXT_IDS, 3 * Math.max(1, seq.stats().blockSize));
+        const asked = Math.random() < 0.1 ? 1 + Math.floor(Math.random() * wide()) : count;
         const ids = await seq.nextIds(asked, own);
         for (const id of ids) record(id);
         received(ids.length, calledAfterClose, floor, asked);

@@ -153,6 +153,15 @@ interface CallDeadline {
   readonly deadline: number;
 }
 
+/**
+ * IDs a waiting call lacks: a take()'s run (`contiguous`, from one block) or a nextIds()'s rest.
+ * Each wait adds its own object, so equal counts stay apart.
+ */
+interface Want {
+  readonly count: number;
+  readonly contiguous: boolean;
+}
+
 interface Loaded {
   readonly settings: SequenceSettings;
   readonly allocator: DcAllocator;
@@ -231,7 +240,13 @@ export class Sequence<T extends number | bigint> {
   /** Calls waiting for the refill in flight: while there are any, it keeps retrying. */
   private waiters = 0;
   /** The runs waiting take() calls want, each from one block: the next block holds the longest. */
-  private readonly runsWanted = new Set<{ readonly count: number }>();
+  private readonly runsWanted = new Set<Want>();
+  /**
+   * The IDs each waiting nextIds() call still lacks. They need not come from one block, so they
+   * size the next block (one claim serves a large call, not a queue of small ones) but set no
+   * least size for it: a block that must hold them all could take a DC's whole range.
+   */
+  private readonly drawsWanted = new Set<Want>();
   /** IDs of every block accepted; minus those held, the IDs used so far (the rate's count). */
   private acceptedIds = 0;
   /** This process's draw rate, sampled when a claim starts: sizes adaptive blocks. */
@@ -418,7 +433,7 @@ export class Sequence<T extends number | bigint> {
       // The draw rate's clock goes on (startWaiting stops it): the IDs held are still served.
       if (signal?.aborted === true) throw new AbortedError(this.name, { cause: signal.reason });
       this.counters.waits++;
-      await this.timedWait(() => this.waitForRefill(call, signal));
+      await this.timedWait(() => this.waitForRefill(call, signal, { count, contiguous: false }));
     }
     const ids: T[] = [];
     try {
@@ -434,8 +449,9 @@ export class Sequence<T extends number | bigint> {
         }
         this.startWaiting();
         await this.timedWait(async () => {
+          const want = { count: count - ids.length, contiguous: false };
           do {
-            await this.waitForRefill(call, signal);
+            await this.waitForRefill(call, signal, want);
           } while (this.buffer.remaining === 0);
         });
       }
@@ -482,7 +498,7 @@ export class Sequence<T extends number | bigint> {
     this.startWaiting();
     return this.timedWait(async () => {
       for (;;) {
-        await this.waitForRefill(call, options?.signal, { count });
+        await this.waitForRefill(call, options?.signal, { count, contiguous: true });
         this.assertOpen();
         const run = await this.takeRunOnSettings(count);
         if (run !== undefined) return run;
@@ -770,7 +786,7 @@ export class Sequence<T extends number | bigint> {
           blockSizeFor({
             rate: this.drawRate.perSecond,
             claimIntervalMs: settings.claimIntervalMs,
-            waiting: this.idsWanted(),
+            waiting: this.idsWanted({ draws: true }),
             min: settings.blockSize,
             max: settings.maxBlockSize,
             dcRate: allocator.dcRate,
@@ -1017,12 +1033,14 @@ export class Sequence<T extends number | bigint> {
 
   /**
    * How large a block the calls waiting now need: the longest run a take() waits for, and one ID
-   * for every other waiting call beyond the IDs held.
+   * for every other waiting call beyond the IDs held. `draws`: a waiting nextIds() wants all the
+   * IDs it lacks, not one (for the size asked, not for the least size; see drawsWanted).
    */
-  private idsWanted(): number {
+  private idsWanted({ draws = false } = {}): number {
     let longest = 0;
     for (const run of this.runsWanted) longest = Math.max(longest, run.count);
-    const single = this.waiters - this.runsWanted.size;
+    let single = this.waiters - this.runsWanted.size;
+    if (draws) for (const draw of this.drawsWanted) single += draw.count - 1;
     return Math.max(longest, single - this.buffer.remaining);
   }
 
@@ -1123,10 +1141,11 @@ export class Sequence<T extends number | bigint> {
   private async waitForRefill(
     call: CallDeadline,
     signal: AbortSignal | undefined,
-    run?: { readonly count: number },
+    want?: Want,
   ): Promise<void> {
     this.waiters++;
-    if (run !== undefined) this.runsWanted.add(run);
+    const wanted = want?.contiguous === true ? this.runsWanted : this.drawsWanted;
+    if (want !== undefined) wanted.add(want);
     try {
       await waitWithinDeadline(this.refill(), {
         sequence: this.name,
@@ -1137,7 +1156,7 @@ export class Sequence<T extends number | bigint> {
       });
     } finally {
       this.waiters--;
-      if (run !== undefined) this.runsWanted.delete(run);
+      if (want !== undefined) wanted.delete(want);
     }
   }
 

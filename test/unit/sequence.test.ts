@@ -908,6 +908,29 @@ describe('Sequence: adaptive blocks', () => {
     expect((error as Error).message).toContain('"idgen-cass alter --max-block-size"');
     await ids.close();
   });
+
+  it('sizes the block a waiting nextIds() claims for all the IDs the call lacks, not for one', async () => {
+    vi.useFakeTimers(); // no time passes: no draw rate sizes the blocks, only the call's need
+    const { store, ids } = await withSequence({
+      dcRangeSize: 1_000_000,
+      blockSize: 100,
+      maxBlockSize: 50_000,
+    });
+    const seq = ids.sequence('orders');
+    await seq.ready();
+    store.resetCalls();
+    const got = await seq.nextIds(30_000);
+    expect(got).toHaveLength(30_000);
+    expectUnique(got);
+    expect(store.calls.writeDcState).toBe(1);
+    expect(seq.stats().blockSize).toBeGreaterThanOrEqual(30_000 - 2 * 100);
+    // Beyond the largest block, the call waits for several, each as large as allowed.
+    store.resetCalls();
+    const more = await seq.nextIds(120_000);
+    expectUnique([...got, ...more]);
+    expect(store.calls.writeDcState).toBeLessThanOrEqual(3);
+    await ids.close();
+  });
 });
 
 describe('Sequence: DC ranges sized by autonomy', () => {

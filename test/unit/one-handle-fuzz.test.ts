@@ -35,6 +35,7 @@ import { ClosedError } from '../../src/errors.js';
 import { MemoryStore, type Fault } from '../../src/store/memory.js';
 import type { Logger } from '../../src/logger.js';
 import type { DcStamp, DcState, IdStore } from '../../src/store/port.js';
+import { Random } from '../../scripts/torture/random.js';
 import { KEYSPACE, capturingLogger } from './fixtures.js';
 
 /** Seeds to run; each is 40 to 100 steps of calls, faults and time, a few ms. */
@@ -47,16 +48,10 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-/** mulberry32: a small PRNG, so that a seed replays the same run. */
+/** A seeded source, so that a seed replays the same run (the campaign's, mulberry32). */
 function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const random = new Random(seed);
+  return () => random.next();
 }
 
 /** One call on the handle, on a logical clock that ticks at every start and end. */

@@ -56,12 +56,21 @@ export function retryReadsOnceElsewhere(
 export const RETRY_READS: cassandra.policies.retry.RetryPolicy = retryReadsOnceElsewhere();
 
 /**
+ * Rows per page of a read, set here so that a client's own `fetchSize` does not change how the
+ * protocol's reads are split: the driver's default, and for reads that must come whole
+ * (`onePage`: `check`'s SERIAL read of the grants is one snapshot only in one page) the most the
+ * native protocol allows.
+ */
+export const PAGE_ROWS = 5_000;
+export const ONE_PAGE_ROWS = 2_147_483_647;
+
+/**
  * The options of one request. Conditional writes are not idempotent to the driver (no
  * speculative execution, no resend after a timeout) and never retried; reads are idempotent
  * and retried once elsewhere.
  */
 export function requestOptions(
-  statement: { readonly consistency: number; readonly serial?: number },
+  statement: { readonly consistency: number; readonly serial?: number; readonly onePage?: true },
   conditional: boolean,
   timeoutMs: number,
   retryReads: cassandra.policies.retry.RetryPolicy = RETRY_READS,
@@ -73,6 +82,7 @@ export function requestOptions(
     isIdempotent: !conditional,
     retry: conditional ? NEVER_RETRY : retryReads,
     readTimeout: timeoutMs,
+    fetchSize: statement.onePage === true ? ONE_PAGE_ROWS : PAGE_ROWS,
     traceQuery: false,
   };
 }

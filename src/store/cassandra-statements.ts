@@ -23,6 +23,12 @@ export interface Statement {
   readonly serial?: cassandra.types.consistencies;
   /** The level a failure of this statement is reported at. */
   readonly level: StoreLevel;
+  /**
+   * A read whose rows must all come in one page: each page of a read is a query of its own (of
+   * a SERIAL read, a Paxos round of its own), so pages can show the partition at different
+   * moments, and some callers read only the first.
+   */
+  readonly onePage?: true;
 }
 
 export const SETTINGS =
@@ -99,7 +105,7 @@ export const STATEMENTS = {
   grantsOverview: { cql: `SELECT ${GRANT_ROW} FROM $grants WHERE sequence = ?`,
                     consistency: CL.localQuorum, level: 'local' },
   grantsConsistent: { cql: `SELECT ${GRANT_ROW} FROM $grants WHERE sequence = ?`,
-                    consistency: CL.serial, level: 'serial' },
+                    consistency: CL.serial, level: 'serial', onePage: true },
   dcStateOverview:{ cql: `SELECT ${DC_STATE} FROM $dc_state WHERE sequence = ? AND dc = ?`,
                     consistency: CL.localQuorum, level: 'local' },
   dcStateConsistent: { cql: `SELECT ${DC_STATE} FROM $dc_state WHERE sequence = ? AND dc = ?`,
@@ -109,7 +115,7 @@ export const STATEMENTS = {
   addDcUsage:     { cql: `UPDATE $dc_usage SET ids = ids + ? WHERE sequence = ? AND dc = ? AND cause = ?`,
                     consistency: CL.localOne, level: 'local' },
   readDcUsage:    { cql: `SELECT dc, cause, ids FROM $dc_usage WHERE sequence = ?`,
-                    consistency: CL.localOne, level: 'local' },
+                    consistency: CL.localOne, level: 'local', onePage: true },
   // ── a node's own settings, asked of each node (virtual and schema tables answer for their coordinator only); admin/preflight.ts says why each matters
   nodeSettings:   { cql: `SELECT name, value FROM system_views.settings WHERE name IN ('commitlog_sync', 'commitlog_sync_period', 'commitlog_sync_group_window', 'commit_failure_policy', 'paxos_variant', 'paxos_state_purging', 'paxos_on_linearizability_violations', 'paxos_repair_enabled', 'skip_paxos_repair_on_topology_change')`,
                     consistency: CL.localOne, level: 'local' },

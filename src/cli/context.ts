@@ -12,6 +12,7 @@ import type { IdGen } from '../allocator/id-gen.js';
 import { connect, type ConnectOptions } from '../connect.js';
 import type { ConnectionOptions } from '../driver-client.js';
 import { connectionOptions, type ConnectionFlags } from './connection-options.js';
+import { isClosedPipe, OutputError } from './exit-codes.js';
 import { toJson } from './format.js';
 import { parseSwitch } from './parse.js';
 
@@ -36,6 +37,10 @@ export class CliContext {
   readonly #streams: Streams;
   readonly #argv: readonly string[];
   readonly #closers: (() => Promise<void>)[] = [];
+  /** Writes to stdout not waited for where they were made (commander's --help and --version). */
+  readonly #pending: Promise<void>[] = [];
+  #stdoutClosed = false;
+  #outputFailure: OutputError | undefined;
   #logger: Logger | undefined;
 
   /** @param argv the command line, as `process.argv`: read for --json before commander has. */
@@ -73,11 +78,21 @@ export class CliContext {
     return this.#program.getOptionValueSource('logLevel') !== 'default';
   }
 
-  /** pino on stderr at --log-level; the library logs through it as well. */
+  /**
+   * pino at --log-level, on the same stream as the error line, so that the error line, written
+   * after every connection is closed, is the last line on stderr. Errors in the logs have no
+   * stack unless --verbose: the CLI reports in lines; stacks are for --verbose.
+   */
   get logger(): Logger {
+    // As runCli reads it for the error line: also where commander leaves it out of the options.
+    const verbose = this.options.verbose === true || this.#argv.includes('--verbose');
     this.#logger ??= pino(
-      { name: 'idgen-cass', level: this.options.logLevel },
-      pino.destination({ dest: 2, sync: true }),
+      {
+        name: 'idgen-cass',
+        level: this.options.logLevel,
+        serializers: { err: verbose ? pino.stdSerializers.err : errNoStack },
+      },
+      this.#streams.stderr,
     );
     return this.#logger;
   }
@@ -117,12 +132,56 @@ export class CliContext {
   /** Writes result lines to stdout. */
   async print(lines: string | readonly string[]): Promise<void> {
     const text = typeof lines === 'string' ? lines : lines.join('\n');
-    await write(this.#streams.stdout, `${text}\n`);
+    await this.#out(`${text}\n`);
   }
 
   /** Writes `value` to stdout as JSON (bigints exact). */
   async printJson(value: unknown, indent = 2): Promise<void> {
-    await write(this.#streams.stdout, `${toJson(value, indent)}\n`);
+    await this.#out(`${toJson(value, indent)}\n`);
+  }
+
+  /**
+   * Writes commander's output (--help, --version) to stdout, which commander does not wait for:
+   * {@link outputFailure} does.
+   */
+  writeOut(text: string): void {
+    this.#pending.push(this.#out(text).catch(() => undefined)); // kept in #outputFailure
+  }
+
+  /**
+   * Whether stdout's reader has gone (`| head`): what is printed after that is dropped, and a
+   * `status --watch` ends.
+   */
+  get stdoutClosed(): boolean {
+    return this.#stdoutClosed;
+  }
+
+  /** Once every write to stdout has been taken or has failed: the first failure, if one did. */
+  async outputFailure(): Promise<OutputError | undefined> {
+    await Promise.all(this.#pending);
+    return this.#outputFailure;
+  }
+
+  /**
+   * Writes to stdout and waits until the stream takes it (results can be millions of IDs). A
+   * reader that has gone (EPIPE) ends the output, not the command: the command's outcome stands,
+   * so that `status | head` still exits 13 when SERIAL is unreachable, and `next | head` 0, its
+   * IDs drawn before printing. Any other failure (a full disk) is an {@link OutputError}.
+   */
+  async #out(text: string): Promise<void> {
+    if (this.#outputFailure !== undefined) throw this.#outputFailure;
+    if (this.#stdoutClosed) return;
+    try {
+      await write(this.#streams.stdout, text);
+    } catch (error) {
+      if (isClosedPipe(error)) {
+        this.#stdoutClosed = true;
+        return;
+      }
+      // Later writes fail with ERR_STREAM_DESTROYED: the first failure is the one to report.
+      this.#outputFailure ??= new OutputError(error);
+      throw this.#outputFailure;
+    }
   }
 
   /** Writes to stderr (errors; results never go there). */
@@ -154,7 +213,30 @@ export class CliContext {
   }
 }
 
-/** Writes and waits until the stream takes it (results can be millions of IDs). */
+/** The prototype of the errors pino's err serializer returns, to find them nested. */
+const SERIALIZED_ERROR: unknown = Object.getPrototypeOf(pino.stdSerializers.err(new Error('')));
+
+/**
+ * pino's err serializer without the stacks: of the error (its causes' stacks are in that one, their
+ * messages stay in `message`), of its aggregated errors, and of the errors it holds in properties
+ * (a CAS outcome's re-read error).
+ */
+function errNoStack(error: Error): unknown {
+  return withoutStacks(pino.stdSerializers.err(error));
+}
+
+function withoutStacks(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutStacks);
+  if (value === null || typeof value !== 'object') return value;
+  if (Object.getPrototypeOf(value) !== SERIALIZED_ERROR) return value;
+  // Own enumerable keys only, as pino writes them; `raw` (the error itself) is not one.
+  const entries = Object.entries(value as Record<string, unknown>).filter(
+    ([key]) => key !== 'stack',
+  );
+  return Object.fromEntries(entries.map(([key, v]) => [key, withoutStacks(v)]));
+}
+
+/** Writes and waits until the stream takes it. */
 function write(stream: NodeJS.WritableStream, text: string): Promise<void> {
   return new Promise((resolve, reject) => {
     stream.write(text, (error) => (error ? reject(error) : resolve()));

@@ -51,7 +51,10 @@ export const EXIT_CODES = Object.freeze({
    * over {@link EXIT_CODES.serialUnreachable} when both hold.
    */
   runwayLow: 14,
-  /** An unexpected error: a bug, or a Cassandra error idgen-cass does not know. */
+  /**
+   * An unexpected error: a bug, a Cassandra error idgen-cass does not know, or a stdout that
+   * cannot be written (OutputError; a closed pipe is no error).
+   */
   internal: 10,
 });
 
@@ -105,6 +108,22 @@ export class CommandOutcome extends Error {
     super(message);
     this.name = 'CommandOutcome';
     this.exitCode = OUTCOME_EXIT_CODES[code];
+  }
+}
+
+/**
+ * stdout could not be written: a full disk, an I/O error (a reader that has gone is no error:
+ * see CliContext). Unexpected, so exit 10; the command may have done its work before its
+ * output (seed, alter, retire-ranges), and the message says so rather than "nothing was written".
+ */
+export class OutputError extends Error {
+  constructor(cause: unknown) {
+    const detail = cause instanceof Error ? cause.message : String(cause);
+    super(
+      `could not write the output to stdout (${detail}); what the command did before its output stands`,
+      { cause },
+    );
+    this.name = 'OutputError';
   }
 }
 
@@ -184,6 +203,7 @@ export function errorMessage(error: unknown, commands: readonly string[] = []): 
     return new UnsafeClusterError(error.problems, ALLOW_UNSAFE_FLAG).message;
   }
   if (error instanceof IdGenError || error instanceof CommandOutcome) return error.message;
+  if (error instanceof OutputError) return error.message;
   const message = error instanceof Error ? error.message : String(error);
   return `unexpected error: ${message} (run with --verbose for the stack)`;
 }
@@ -241,7 +261,6 @@ export function handleError(
   writeErr: (text: string) => void,
   { verbose, json, commands = [] }: ErrorReporting,
 ): number {
-  if (isClosedPipe(error)) return EXIT_CODES.ok; // the reader of stdout has had enough
   const exitCode = exitCodeOf(error);
   if (error instanceof CommanderError && exitCode === EXIT_CODES.ok) return exitCode; // --help
   if (json) {
@@ -352,7 +371,8 @@ function shownOption(token: string): string {
   return name === token ? token : `${name}…`;
 }
 
-function isClosedPipe(error: unknown): boolean {
+/** Whether `error` is a write to a pipe whose reader has gone (`idgen-cass … | head`). */
+export function isClosedPipe(error: unknown): boolean {
   return error instanceof Error && (error as NodeJS.ErrnoException).code === 'EPIPE';
 }
 

@@ -20,7 +20,7 @@ import { seedCommand } from './commands/seed.js';
 import { serveCommand } from './commands/serve.js';
 import { statusCommand } from './commands/status.js';
 import { CliContext, type Streams } from './context.js';
-import { commanderErrorLine, EXIT_CODES, handleError } from './exit-codes.js';
+import { commanderErrorLine, EXIT_CODES, exitCodeOf, handleError } from './exit-codes.js';
 import { parseInteger } from './parse.js';
 import { validateSequenceName } from '../options.js';
 
@@ -45,7 +45,7 @@ export function createProgram(
     .version(packageVersion(), '-V, --version')
     .exitOverride()
     .configureOutput({
-      writeOut: (text) => streams.stdout.write(text),
+      writeOut: (text) => ctx.writeOut(text),
       // With --json, stderr holds one JSON line: commander's help on an error (no command given)
       // is left out, and handleError writes its errors as JSON instead.
       writeErr: (text) => {
@@ -115,7 +115,10 @@ export function createProgram(
         .default('warn'),
     )
     .option('--json', 'results as JSON on stdout (64-bit integers as exact JSON numbers)')
-    .option('--verbose', 'errors with their stack and causes')
+    .option(
+      '--verbose',
+      'errors with their stack and causes; errors in the logs with their stack (left out without it)',
+    )
     .addHelpText(
       'after',
       `
@@ -164,19 +167,27 @@ export async function runCli(
   streams: Streams = { stdout: process.stdout, stderr: process.stderr },
 ): Promise<number> {
   const { program, ctx } = createProgram(streams, argv);
+  let failure: { error: unknown } | undefined;
   try {
     await program.parseAsync([...argv]);
-    return EXIT_CODES.ok;
   } catch (error) {
-    const verbose = program.opts()['verbose'] === true || argv.includes('--verbose');
-    return handleError(error, (text) => ctx.writeErr(text), {
-      verbose,
-      json: ctx.jsonErrors,
-      commands: commandNames(program),
-    });
-  } finally {
-    await ctx.close();
+    failure = { error };
   }
+  // What commander wrote without waiting (--help, --version) has been taken or has failed by now.
+  const outputFailure = await ctx.outputFailure();
+  if (outputFailure !== undefined && (failure === undefined || exitCodeOf(failure.error) === 0)) {
+    failure = { error: outputFailure };
+  }
+  // Closed before the error line is written: a failure to close is logged (a line on stderr), and
+  // the error line must be the last one (`tail -n 1 | jq .message`).
+  await ctx.close();
+  if (failure === undefined) return EXIT_CODES.ok;
+  const verbose = program.opts()['verbose'] === true || argv.includes('--verbose');
+  return handleError(failure.error, (text) => ctx.writeErr(text), {
+    verbose,
+    json: ctx.jsonErrors,
+    commands: commandNames(program),
+  });
 }
 
 /** The names (and aliases) of the commands `program` offers, `help` included. */

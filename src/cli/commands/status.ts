@@ -138,6 +138,7 @@ Rates move by whole blocks: in scripts, sample over several block claims (--samp
           last = await admin.status({ ...base, since: previous, signal: stop.signal });
           if (previous === undefined) warn(ctx, last); // once, not at every refresh
           await show(ctx, last, true);
+          if (ctx.stdoutClosed) break; // nobody watches any more (`| head`): ends as Ctrl-C does
           await sleep(seconds * 1000, stop.signal);
         }
       } catch (error) {

@@ -1,0 +1,244 @@
+/**
+ * The CLI's output when things go wrong around it: a stdout whose reader has gone, a stdout that
+ * cannot be written, and what reaches stderr (logs without stacks, the error line last). Over the
+ * in-memory store.
+ */
+import { spawnSync } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
+import { Writable } from 'node:stream';
+
+import { afterEach, describe, expect, it, vi } from 'vitest';
+
+import { Admin } from '../../src/admin/admin.js';
+import { IdGen } from '../../src/allocator/id-gen.js';
+import { runCli } from '../../src/cli/program.js';
+import { MemoryStore, type MemoryStoreOptions } from '../../src/store/memory.js';
+import { capture } from './run-cli.js';
+
+const current = vi.hoisted(() => ({
+  store: undefined as MemoryStore | undefined,
+  /** Called on each allocator the CLI connects, e.g. to make its close() fail. */
+  onConnect: undefined as ((ids: IdGen) => void) | undefined,
+}));
+
+vi.mock('../../src/admin/open.js', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('../../src/admin/open.js')>();
+  return {
+    ...actual,
+    openAdmin: (options: { localDataCenter: string; keyspace: string }) =>
+      Promise.resolve(
+        new Admin({
+          store: current.store!,
+          dc: options.localDataCenter,
+          keyspace: options.keyspace,
+        }),
+      ),
+  };
+});
+
+// An allocator as connect() builds one, the CLI's logger included, over the test's store.
+vi.mock('../../src/connect.js', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('../../src/connect.js')>();
+  return {
+    ...actual,
+    connect: (options: Parameters<typeof actual.connect>[0]) => {
+      const ids = new IdGen({
+        store: current.store!,
+        dc: options.localDataCenter!,
+        keyspace: options.keyspace ?? 'idgen',
+        logger: options.logger,
+      });
+      current.onConnect?.(ids);
+      return Promise.resolve(ids);
+    },
+  };
+});
+
+afterEach(() => {
+  current.store = undefined;
+  current.onConnect = undefined;
+});
+
+const CONNECT = ['--contact-points', '127.0.0.99', '--dc', 'dc1', '--keyspace', 'k'];
+
+/** A stdout that fails every write with `code` (EPIPE: its reader has gone). */
+function failing(code: string): Writable {
+  // main.ts listens to process.stdout's 'error' events: so does this stand-in.
+  return new Writable({
+    write(_chunk, _encoding, done) {
+      done(Object.assign(new Error(`write ${code}`), { code }));
+    },
+  }).on('error', () => undefined);
+}
+
+async function run(
+  stdout: Writable,
+  ...args: string[]
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stderr = '';
+  const code = await runCli(['node', 'idgen-cass', ...CONNECT, ...args], {
+    stdout,
+    stderr: capture((t) => (stderr += t)),
+  });
+  return { code, stdout: '', stderr };
+}
+
+async function collected(
+  ...args: string[]
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  const result = await run(
+    capture((t) => (stdout += t)),
+    ...args,
+  );
+  return { ...result, stdout };
+}
+
+/** "orders" in keyspace k, dc1 having drawn from it; the store is the CLI's. */
+async function orders(nodeSettings?: MemoryStoreOptions['nodeSettings']) {
+  const store = new MemoryStore({ keyspace: 'k', ...(nodeSettings ? { nodeSettings } : {}) });
+  const ids = new IdGen({ store, dc: 'dc1', keyspace: 'k' });
+  await ids.createSequence('orders', { dcRangeSize: 1_000, blockSize: 100 });
+  await ids.close();
+  current.store = store;
+  return store;
+}
+
+describe("a stdout whose reader has gone (EPIPE) changes no command's exit code", () => {
+  it('status still exits 13 when SERIAL is unreachable, its line on stderr', async () => {
+    const store = await orders();
+    store.faults.push({ op: 'probeSerial', effect: 'unavailable', times: Infinity });
+    const result = await run(failing('EPIPE'), 'status', 'orders', '--sample', '0');
+    expect(result.code).toBe(13);
+    expect(result.stderr).toMatch(/^idgen-cass: SERIAL is unreachable from dc1: [^\n]+\n$/);
+  });
+
+  it('check still exits 4 on a violation', async () => {
+    const store = await orders();
+    const ids = new IdGen({ store, dc: 'dc1', keyspace: 'k' });
+    await ids.sequence('orders').next();
+    await ids.close();
+    const dc1 = (await store.readDcState('orders', 'dc1'))!;
+    store.seedDcState('orders', 'dc1', { ...dc1, lastInteger: 5_000n, version: dc1.version + 1 });
+    const result = await run(failing('EPIPE'), 'check', 'orders');
+    expect(result.code).toBe(4);
+    expect(result.stderr).toMatch(/^idgen-cass: check found 1 violation in "orders"/);
+  }, 15_000);
+
+  it('preflight still exits 9 on an unsafe node', async () => {
+    await orders([{ host: '10.0.0.1:9042', dc: 'dc1', commitlogSync: 'periodic' }]);
+    const result = await run(failing('EPIPE'), 'preflight');
+    expect(result.code).toBe(9);
+    expect(result.stderr).toMatch(/^idgen-cass: The cluster is not safe for idgen-cass/);
+  });
+
+  it('next exits 0: its IDs were drawn before printing, and are not given back', async () => {
+    const store = await orders();
+    const result = await run(failing('EPIPE'), 'next', 'orders', '-n', '3');
+    expect(result).toEqual({ code: 0, stdout: '', stderr: '' });
+    // Block [1, 100] claimed; on close the 97 unused IDs went back, never the 3 drawn.
+    expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(3n);
+  });
+
+  it('status --watch ends with 0, as on Ctrl-C', async () => {
+    await orders();
+    const result = await run(failing('EPIPE'), 'status', '--watch', '1', '--sample', '0');
+    expect(result).toEqual({ code: 0, stdout: '', stderr: '' });
+  });
+});
+
+describe('a stdout that cannot be written: exit 10 and one line, not exit 1 and a stack', () => {
+  const LINE =
+    /^idgen-cass: could not write the output to stdout \(write ENOSPC\); what the command did before its output stands\n$/;
+
+  it('after a command has drawn or written', async () => {
+    await orders();
+    const result = await run(failing('ENOSPC'), 'next', 'orders');
+    expect(result.code).toBe(10);
+    expect(result.stderr).toMatch(LINE);
+    const json = await run(failing('ENOSPC'), '--json', 'next', 'orders');
+    expect(json.code).toBe(10);
+    expect(JSON.parse(json.stderr)).toEqual({
+      code: 'IDGEN_INTERNAL',
+      message:
+        'could not write the output to stdout (write ENOSPC); what the command did before its output stands',
+    });
+  });
+
+  it('for what commander writes (--version, --help)', async () => {
+    for (const args of [['--version'], ['next', '--help']]) {
+      const result = await run(failing('ENOSPC'), ...args);
+      expect({ args, code: result.code }).toEqual({ args, code: 10 });
+      expect(result.stderr).toMatch(LINE);
+    }
+    // A reader that has gone is no failure there either.
+    expect(await run(failing('EPIPE'), '--version')).toMatchObject({ code: 0, stderr: '' });
+  });
+
+  it('from the real entry point: `idgen-cass --version > /dev/full`', () => {
+    const full = openSync('/dev/full', 'w');
+    try {
+      const child = spawnSync(
+        process.execPath,
+        ['--import', 'tsx', 'src/cli/main.ts', '--version'],
+        { stdio: ['ignore', full, 'pipe'], encoding: 'utf8', timeout: 30_000 },
+      );
+      expect(child.stderr).toBe(
+        'idgen-cass: could not write the output to stdout (ENOSPC: no space left on device, write); what the command did before its output stands\n',
+      );
+      expect(child.status).toBe(10);
+    } finally {
+      closeSync(full);
+    }
+  }, 40_000);
+});
+
+describe('stderr: logs without stacks unless --verbose, the error line last', () => {
+  /** The JSON log lines on `stderr`. */
+  function logs(stderr: string): Record<string, unknown>[] {
+    return stderr
+      .split('\n')
+      .filter((line) => line.startsWith('{"level"'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+  }
+
+  it("a library warning's err has no stack, but with --verbose", async () => {
+    for (const verbose of [false, true]) {
+      const store = await orders();
+      store.faults.push({ op: 'readDcState', effect: 'unavailable', times: 1 });
+      const result = await collected(...(verbose ? ['--verbose'] : []), 'next', 'orders');
+      expect(result.code).toBe(0);
+      const warned = logs(result.stderr).filter((line) => line['err'] !== undefined);
+      expect(warned.length).toBeGreaterThan(0);
+      for (const line of warned) {
+        const err = line['err'] as Record<string, unknown>;
+        expect(err['message']).toEqual(expect.any(String));
+        expect({ verbose, stack: 'stack' in err }).toEqual({ verbose, stack: verbose });
+      }
+    }
+  });
+
+  it('the error line comes after a warning from closing the connections, text and --json', async () => {
+    for (const json of [false, true]) {
+      await orders();
+      current.onConnect = (ids) => {
+        const close = ids.close.bind(ids);
+        ids.close = async () => {
+          await close();
+          throw Object.assign(new Error('socket hang up'), { nested: new Error('inner') });
+        };
+      };
+      const result = await collected(...(json ? ['--json'] : []), 'next', 'nosuch');
+      expect(result.code).toBe(2);
+      const lines = result.stderr.trimEnd().split('\n');
+      const warned = logs(result.stderr);
+      expect(warned.map((line) => line['msg'])).toEqual([
+        'closing the Cassandra connection failed',
+      ]);
+      expect(JSON.stringify(warned)).not.toContain('"stack"');
+      const last = lines.at(-1)!;
+      if (json) expect(JSON.parse(last)).toMatchObject({ code: 'IDGEN_SEQUENCE_NOT_FOUND' });
+      else expect(last).toMatch(/^idgen-cass: Sequence "nosuch" not found/);
+    }
+  });
+});

@@ -4,9 +4,10 @@
  * statuses, the bearer token, health and readiness, and the OpenAPI document against the routes.
  */
 
-import type { AddressInfo } from 'node:net';
+import { connect as tcpConnect, type AddressInfo } from 'node:net';
 
 import type { FastifyInstance } from 'fastify';
+import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
 
@@ -750,6 +751,55 @@ describe('the OpenAPI document', () => {
 });
 
 describe('over a socket: shutdown and callers that hang up', () => {
+  it('answers a request the HTTP parser refuses 400 IDGEN_BAD_REQUEST, its bytes (the token) never logged', async () => {
+    const lines: string[] = [];
+    // At trace, where fastify's own handler logged the parser's error with the raw request.
+    const logger = pino({ level: 'trace' }, { write: (line: string) => void lines.push(line) });
+    const { app } = await service({ token: 'SECRETTOKEN42', logger });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = app.server.address() as AddressInfo;
+    // A control character in a header value, after the token.
+    const response = await new Promise<string>((resolve, reject) => {
+      const socket = tcpConnect(port, '127.0.0.1', () => {
+        socket.write(
+          'POST /v1/sequences/orders/ids HTTP/1.1\r\nHost: x\r\n' +
+            'Authorization: Bearer SECRETTOKEN42\r\nX-Bad: a\u0001b\r\n\r\n',
+        );
+      });
+      let text = '';
+      socket.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    const [head = '', body = ''] = response.split('\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1\.1 400 /);
+    expect(head).toMatch(/content-type: application\/json/i);
+    expect(JSON.parse(body)).toEqual({ code: 'IDGEN_BAD_REQUEST', message: expect.any(String) });
+    // Raw bytes in a log line are an array of numbers: they are decoded before looking.
+    const logged = lines
+      .map((line) => {
+        const raw = (JSON.parse(line) as { err?: { rawPacket?: { data?: number[] } } }).err
+          ?.rawPacket?.data;
+        return raw === undefined ? line : `${line} ${Buffer.from(raw).toString('latin1')}`;
+      })
+      .join('\n');
+    expect(logged).toContain('"code":"IDGEN_BAD_REQUEST"');
+    expect(logged).not.toContain('SECRETTOKEN42');
+    expect(logged).not.toContain('rawPacket');
+  });
+
+  it('redacts raw request bytes wherever a log line could carry them', async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'trace' }, { write: (line: string) => void lines.push(line) });
+    const { app } = await service({ logger });
+    const rawPacket = { type: 'Buffer', data: [...Buffer.from('Bearer SECRETTOKEN42')] };
+    const err = Object.assign(new Error('Parse Error'), { rawPacket, cause: { rawPacket } });
+    app.log.warn({ err, other: { rawPacket } }, 'a line with raw bytes');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).not.toContain(String(rawPacket.data.slice(0, 4)));
+    expect(lines[0]).toContain('[redacted]');
+  });
+
   it('close() waits for the request in flight, then ids.close() gives the unused IDs back', async () => {
     const { app, ids, store } = await service();
     let release = () => {};

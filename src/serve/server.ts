@@ -254,16 +254,31 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
     // authentication, validation or a busy event loop) closed the response already, and its
     // 'close' event is past.
     const hungUp = () => controller.abort(new Error('the client closed the connection'));
-    if (reply.raw.destroyed) hungUp();
-    else {
-      reply.raw.once('close', () => {
-        if (!reply.raw.writableFinished) hungUp();
+    // The response's 'close' comes once it is written in full ('finish' first) or its connection
+    // closed before: IDs drawn for a response that was not written reached nobody, and are
+    // counted as undelivered, not issued (Sequence.nextIds). Written in full means handed to the
+    // kernel: what happens to the bytes after that, no server can tell. 'finish' as well as
+    // writableFinished, since inject()'s responses have no socket and only emit the event.
+    let delivered: Promise<boolean>;
+    if (reply.raw.destroyed) {
+      hungUp();
+      delivered = Promise.resolve(false);
+    } else {
+      let finished = false;
+      reply.raw.once('finish', () => (finished = true));
+      delivered = new Promise((resolve) => {
+        reply.raw.once('close', () => {
+          finished ||= reply.raw.writableFinished;
+          if (!finished) hungUp();
+          resolve(finished);
+        });
       });
     }
     return {
       timeoutMs: settings.timeoutMs,
       deadline: Date.now() + settings.timeoutMs,
       signal: controller.signal,
+      delivered,
     };
   };
 

@@ -833,6 +833,54 @@ describe('over a socket: shutdown and callers that hang up', () => {
     expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(3n);
   });
 
+  it('counts the IDs of a response that did not reach its caller as undelivered, never issued', async () => {
+    const { app, ids, store } = await service();
+    const orders = ids.sequence('orders');
+    // Each response waits until its caller is gone, as a slow network or a busy event loop
+    // would hold it.
+    let atHook = () => {};
+    let holding = true;
+    app.addHook('onSend', async (request, reply) => {
+      if (!holding || !request.url.startsWith('/v1/')) return;
+      atHook();
+      if (!reply.raw.destroyed) await new Promise((resolve) => reply.raw.once('close', resolve));
+    });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = app.server.address() as AddressInfo;
+    let undelivered = 0;
+    for (const [route, count] of [
+      ['ids', 3],
+      ['ranges', 5],
+    ] as const) {
+      const reached = new Promise<void>((resolve) => (atHook = resolve));
+      const socket = tcpConnect(port, '127.0.0.1', () => {
+        socket.write(
+          `POST /v1/sequences/orders/${route}?count=${count} HTTP/1.1\r\nHost: x\r\n\r\n`,
+        );
+      });
+      const gone = new Promise((resolve) => socket.once('close', resolve));
+      await reached;
+      // Drawn, not yet delivered: neither issued nor wasted (issued never goes down).
+      expect(orders.stats(), route).toMatchObject({ issued: 0, wasted: undelivered });
+      socket.destroy();
+      await gone;
+      undelivered += count;
+      for (let i = 0; i < 100 && orders.stats().wasted < undelivered; i++) await sleep(5);
+      expect(orders.stats(), route).toMatchObject({ issued: 0, waste: { undelivered } });
+    }
+    expect(orders.stats()).toMatchObject({ issued: 0, remaining: 92, wasted: 8 });
+    // A response that is delivered counts its IDs as issued; the 8 undelivered are never served.
+    holding = false;
+    expect((await post(app, '/v1/sequences/orders/ids?count=2')).body.ids).toEqual([9, 10]);
+    expect(orders.stats()).toMatchObject({ issued: 2, wasted: 8, waste: { undelivered: 8 } });
+    await app.close();
+    await ids.close();
+    // And so in the DC's usage (`idgen-cass status`).
+    const usage = [...((await store.readDcUsage('orders')) ?? new Map()).values()];
+    expect(usage.reduce((sum, counts) => sum + counts.issued, 0n)).toBe(2n);
+    expect(usage.reduce((sum, counts) => sum + counts.undelivered, 0n)).toBe(8n);
+  });
+
   it('sees at once a caller that hung up before the handler ran: 499, and no ID drawn', async () => {
     const { logger, records } = capturingLogger();
     const { app, ids } = await service({ logger });

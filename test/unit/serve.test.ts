@@ -4,6 +4,7 @@
  * statuses, the bearer token, health and readiness, and the OpenAPI document against the routes.
  */
 
+import { readFileSync } from 'node:fs';
 import { connect as tcpConnect, type AddressInfo } from 'node:net';
 
 import type { FastifyInstance } from 'fastify';
@@ -747,6 +748,35 @@ describe('the OpenAPI document', () => {
       '500',
       '503',
     ]);
+  });
+
+  it("matches README's status codes: every code of the ID endpoints, with its status", () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const section = readme.slice(readme.indexOf('### Status codes'));
+    const rows = section.slice(0, section.indexOf('\n### ')).split('\n');
+    const documented = new Map<string, number>();
+    for (const row of rows) {
+      const status = /^\| (\d{3}) +\|/.exec(row)?.[1];
+      if (status === undefined) continue;
+      const codes = row.split('|')[2] ?? '';
+      for (const code of codes.match(/IDGEN_\w+/g) ?? []) documented.set(code, Number(status));
+    }
+    for (const [code, status] of documented) {
+      expect(HTTP_ANSWERS[code as keyof typeof HTTP_ANSWERS]?.status, code).toBe(status);
+    }
+    const document = openApiDocument({ maxIdsPerRequest: SERVE_DEFAULTS.maxIdsPerRequest });
+    for (const route of ['/v1/sequences/{name}/ids', '/v1/sequences/{name}/ranges']) {
+      const responses = document.paths[route]!['post']!['responses'] as Record<
+        string,
+        { description: string }
+      >;
+      const codes = Object.entries(responses).flatMap(([status, { description }]) =>
+        (description.match(/IDGEN_\w+/g) ?? []).map((code) => [code, Number(status)] as const),
+      );
+      for (const [code, status] of codes) expect(documented.get(code), code).toBe(status);
+      // A refill refused for a permission the service's role lacks reaches the request.
+      expect(codes).toContainEqual(['IDGEN_AUTH_FAILED', 500]);
+    }
   });
 });
 

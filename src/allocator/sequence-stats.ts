@@ -10,7 +10,8 @@ import type { FailureLog } from './failures.js';
 export interface SequenceStats {
   /**
    * IDs handed out by `next()`, `tryNext()` and `take()`, and by the HTTP service's requests
-   * that got their IDs (not those that failed: see {@link WasteByCause.undelivered}).
+   * whose response was written (not those that failed or whose caller hung up first: see
+   * {@link WasteByCause.undelivered}; until the service knows, neither). Never goes down.
    */
   readonly issued: number;
   /** IDs this process holds and has not handed out: current block plus preloaded block. */
@@ -86,7 +87,8 @@ export interface WasteByCause {
   readonly refused: number;
   /**
    * IDs drawn for an HTTP service request that then failed (its caller hung up, its timeout
-   * passed, the domain ran out before it had all its IDs): its caller got none of them.
+   * passed, the domain ran out before it had all its IDs), or whose response could not be
+   * written (its connection closed first): its caller got none of them.
    */
   readonly undelivered: number;
 }

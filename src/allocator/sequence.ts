@@ -289,8 +289,9 @@ export class Sequence<T extends number | bigint> {
     undelivered: 0,
   };
   /**
-   * IDs taken by {@link Sequence.nextIds} calls still running: neither issued nor wasted until
-   * the call ends, so that `issued` only grows (metrics and usage reports add its increases).
+   * IDs taken by {@link Sequence.nextIds} calls still running, or by the HTTP service's calls
+   * whose response is not yet delivered (`delivered`): neither issued nor wasted until then, so
+   * that `issued` only grows (metrics and usage reports add its increases).
    */
   private drawing = 0;
   /** What the DC's usage counters were told so far, and when; the report in flight. */
@@ -412,9 +413,13 @@ export class Sequence<T extends number | bigint> {
    * - A call that fails once it took IDs (a later block did not come within the deadline, the
    *   signal fired, the domain ran out) hands them to nobody, then or later: they are counted as
    *   wasted (`waste.undelivered`), not issued. While the call runs they are neither.
+   * - With `delivered`, the IDs of a call that succeeds stay neither issued nor wasted until it
+   *   settles: issued if it resolves true (the response reached its caller's connection),
+   *   `waste.undelivered` if false or rejected. The service decides once the response is
+   *   written or abandoned, so that `issued` still only grows; the promise must settle.
    * @throws everything {@link Sequence.next} throws.
    */
-  async nextIds(count: number, options?: CallOptions): Promise<T[]> {
+  async nextIds(count: number, options?: CallOptions, delivered?: Promise<boolean>): Promise<T[]> {
     if (options !== undefined) checkCallOptions(options);
     assert(Number.isInteger(count) && count >= 1, `nextIds(${count}): not a count`);
     // Before the wait below is counted, as next() and take() refuse before theirs.
@@ -436,6 +441,8 @@ export class Sequence<T extends number | bigint> {
       await this.timedWait(() => this.waitForRefill(call, signal, { count, contiguous: false }));
     }
     const ids: T[] = [];
+    // Whether the IDs stay counted in `drawing` until `delivered` settles.
+    let awaitingDelivery = false;
     try {
       while (ids.length < count) {
         if (signal?.aborted === true) throw new AbortedError(this.name, { cause: signal.reason });
@@ -455,6 +462,10 @@ export class Sequence<T extends number | bigint> {
           } while (this.buffer.remaining === 0);
         });
       }
+      if (delivered !== undefined) {
+        awaitingDelivery = true;
+        this.settleDelivery(ids.length, delivered);
+      }
     } catch (error) {
       // A negative control (mutations.ts) hands the caller the IDs taken so far.
       if (mutated('partial-next-ids') && ids.length > 0) return ids;
@@ -462,9 +473,28 @@ export class Sequence<T extends number | bigint> {
       this.waste.undelivered += ids.length;
       throw error;
     } finally {
-      this.drawing -= ids.length;
+      if (!awaitingDelivery) this.drawing -= ids.length;
     }
     return ids;
+  }
+
+  /**
+   * Moves `count` IDs of a {@link Sequence.nextIds} or {@link Sequence.take} call out of
+   * `drawing` once `delivered` settles: to issued if they reached their caller, else to
+   * `waste.undelivered`.
+   */
+  private settleDelivery(count: number, delivered: Promise<boolean>): void {
+    void delivered
+      .then(
+        (reached) => reached,
+        () => false,
+      )
+      .then((reached) => {
+        this.drawing -= count;
+        if (reached) return;
+        this.counters.wasted += count;
+        this.waste.undelivered += count;
+      });
   }
 
   /**
@@ -478,12 +508,20 @@ export class Sequence<T extends number | bigint> {
    * (`maxBlockSize`), or when the DC's ranges are now smaller than `count`; nothing is skipped.
    * Both are decided on settings read within the last {@link SETTINGS_REFRESH_MS} (or re-read
    * for it), so that an alter that raised them reaches a process whose every take() it refused.
-   * @throws {ClosedError} after `close()`; and everything {@link Sequence.next} throws.
+   * @throws {ClosedError} after `close()`; {@link AbortedError} once `signal` fired, looked at
+   * after each await before the run is taken; and everything {@link Sequence.next} throws.
+   * @param delivered @internal The HTTP service's: as for {@link Sequence.nextIds}, the run is
+   * neither issued nor wasted until it settles (issued if true, else `waste.undelivered`).
    */
-  async take(count: number, options?: CallOptions): Promise<IdRange<T>> {
+  async take(
+    count: number,
+    options?: CallOptions,
+    delivered?: Promise<boolean>,
+  ): Promise<IdRange<T>> {
     if (options !== undefined) checkCallOptions(options);
     this.assertOpen();
     const call = this.callOf(options);
+    const signal = options?.signal;
     let { settings } = await this.ensureLoaded();
     if (Number.isInteger(count) && count > settings.maxBlockSize) {
       await this.refreshSettings();
@@ -493,14 +531,18 @@ export class Sequence<T extends number | bigint> {
       throw largestBlockError(count, settings);
     }
     this.assertOpen();
-    const range = await this.takeRunOnSettings(count);
+    // The signal may have fired during the awaits above: a caller gone takes no ID held (the
+    // HTTP service's caller that hung up, README "Endpoints").
+    throwIfAborted(this.name, signal);
+    const range = await this.takeRunOnSettings(count, signal, delivered);
     if (range !== undefined) return range;
     this.startWaiting();
     return this.timedWait(async () => {
       for (;;) {
-        await this.waitForRefill(call, options?.signal, { count, contiguous: true });
+        await this.waitForRefill(call, signal, { count, contiguous: true });
         this.assertOpen();
-        const run = await this.takeRunOnSettings(count);
+        throwIfAborted(this.name, signal);
+        const run = await this.takeRunOnSettings(count, signal, delivered);
         if (run !== undefined) return run;
       }
     });
@@ -528,7 +570,8 @@ export class Sequence<T extends number | bigint> {
     return sequenceStats(
       {
         // Every ID taken from a block was handed out, except the remainders take() skipped, the
-        // IDs of nextIds() calls that failed, and those of the ones still running.
+        // IDs of nextIds() calls that failed or were not delivered, and those of the ones still
+        // running or whose delivery is not known yet.
         issued: this.buffer.taken - this.waste.takeSkipped - this.waste.undelivered - this.drawing,
         remaining: this.buffer.remaining,
         waits: this.counters.waits,
@@ -590,14 +633,35 @@ export class Sequence<T extends number | bigint> {
    * {@link takeRun}, re-reading the settings once first when it cannot decide on the ones held
    * (then the open check again: close() may have begun during the read).
    */
-  private async takeRunOnSettings(count: number): Promise<IdRange<T> | undefined> {
+  private async takeRunOnSettings(
+    count: number,
+    signal: AbortSignal | undefined,
+    delivered: Promise<boolean> | undefined,
+  ): Promise<IdRange<T> | undefined> {
     const run = this.takeRun(count, false);
-    if (run !== RE_READ_SETTINGS) return run;
+    if (run !== RE_READ_SETTINGS) return this.awaitDelivery(run, count, delivered);
     await this.refreshSettings({ force: true });
     this.assertOpen();
+    throwIfAborted(this.name, signal);
     const decided = this.takeRun(count, true);
     assert(decided !== RE_READ_SETTINGS, 'takeRun asked for settings just re-read');
-    return decided;
+    return this.awaitDelivery(decided, count, delivered);
+  }
+
+  /**
+   * `run`, its `count` IDs kept out of issued until `delivered` settles; called in the same
+   * synchronous step as the take, so that stats() never sees them issued first.
+   */
+  private awaitDelivery(
+    run: IdRange<T> | undefined,
+    count: number,
+    delivered: Promise<boolean> | undefined,
+  ): IdRange<T> | undefined {
+    if (run !== undefined && delivered !== undefined) {
+      this.drawing += count;
+      this.settleDelivery(count, delivered);
+    }
+    return run;
   }
 
   /**
@@ -1351,4 +1415,12 @@ function zeroUsage(): Record<UsageCause, number> {
 
 function ignore(): void {
   // Failure already recorded where it happened.
+}
+
+/**
+ * @throws {AbortedError} for sequence `name` once `signal` fired: checked after a call's awaits,
+ * before it takes IDs.
+ */
+function throwIfAborted(name: string, signal: AbortSignal | undefined): void {
+  if (signal?.aborted === true) throw new AbortedError(name, { cause: signal.reason });
 }

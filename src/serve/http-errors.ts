@@ -51,8 +51,9 @@ export interface HttpAnswer {
  *   the allocator closing during shutdown, lost races (these reach no ID call by themselves, see
  *   {@link DeadlineError}; were they to, waiting would help as well);
  * - 499 (nginx's "client closed request") for a call the caller abandoned: nobody reads it;
- * - 500 for what an operator must repair (rows breaking an invariant or gone back) and for codes
- *   no request can cause (options and credentials are the service's own, not the caller's).
+ * - 500 for what an operator must repair (rows breaking an invariant or gone back, a permission
+ *   the service's Cassandra role lacks, which a request's refill can meet) and for codes no
+ *   request can cause (options and cluster checks are the service's own, not the caller's).
  */
 const ANSWERS: Readonly<Record<IdGenErrorCode, HttpAnswer>> = Object.freeze({
   IDGEN_INVALID_NAME: { status: 400 },

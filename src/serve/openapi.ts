@@ -117,6 +117,9 @@ const ID_ENDPOINT_ERRORS: readonly ServeErrorCode[] = [
   'IDGEN_ABORTED',
   'IDGEN_INVARIANT_BROKEN',
   'IDGEN_STATE_ROLLED_BACK',
+  // A refill a request waits for, refused by Cassandra for want of a permission of the
+  // service's role (cassandra-errors.ts): the operator's to grant, not the caller's.
+  'IDGEN_AUTH_FAILED',
   'IDGEN_INTERNAL',
 ];
 

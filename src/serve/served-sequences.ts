@@ -6,7 +6,7 @@
 import type { IdGen } from '../allocator/id-gen.js';
 import type { IdRange } from '../allocator/block.js';
 import type { Sequence } from '../allocator/sequence.js';
-import { AbortedError, DeadlineError } from '../errors.js';
+import { DeadlineError } from '../errors.js';
 import { MAX_SAFE_ID, validateSequenceName } from '../options.js';
 import { ServeRefusal } from './http-errors.js';
 
@@ -16,6 +16,11 @@ export interface RequestCall {
   readonly timeoutMs: number;
   readonly deadline: number;
   readonly signal: AbortSignal;
+  /**
+   * Whether the response reached the caller's connection: true once written in full, false if
+   * the connection closed first. Settles once the response is done with, either way.
+   */
+  readonly delivered: Promise<boolean>;
 }
 
 /**
@@ -69,8 +74,9 @@ export class ServedSequences {
 
   /**
    * `count` IDs of sequence `name`, strictly increasing, not necessarily contiguous
-   * ({@link Sequence.nextIds}). IDs drawn for a request that then fails are never handed out to
-   * anyone: they stay a gap, counted as wasted (`undelivered`), not issued.
+   * ({@link Sequence.nextIds}). IDs drawn for a request that then fails, or whose response does
+   * not reach its caller (`call.delivered`), are never handed out to anyone: they stay a gap,
+   * counted as wasted (`undelivered`), not issued.
    * @throws everything {@link Sequence.next} throws, {@link DeadlineError} with the request's own
    * timeout, and the refusals of {@link ServedSequences.handle}.
    */
@@ -80,24 +86,25 @@ export class ServedSequences {
     const options = { signal: call.signal, timeoutMs: remaining(call) };
     return withRequestTimeout(name, call, async () =>
       handle.wide
-        ? { wide: true, ids: await handle.sequence.nextIds(count, options) }
-        : { wide: false, ids: await handle.sequence.nextIds(count, options) },
+        ? { wide: true, ids: await handle.sequence.nextIds(count, options, call.delivered) }
+        : { wide: false, ids: await handle.sequence.nextIds(count, options, call.delivered) },
     );
   }
 
   /**
-   * `count` contiguous IDs of sequence `name`.
+   * `count` contiguous IDs of sequence `name`; counted as {@link ServedSequences.draw}'s are,
+   * undelivered if the response does not reach the caller.
    * @throws everything {@link Sequence.take} throws, and the refusals of
    * {@link ServedSequences.handle}.
    */
   async take(name: string, count: number, call: RequestCall): Promise<DrawnRange> {
     const handle = await this.handle(name);
-    throwIfGone(name, call);
+    // take() looks at the signal after each of its waits, before it takes IDs.
     const options = { signal: call.signal, timeoutMs: remaining(call) };
     return withRequestTimeout(name, call, async () =>
       handle.wide
-        ? { wide: true, range: await handle.sequence.take(count, options) }
-        : { wide: false, range: await handle.sequence.take(count, options) },
+        ? { wide: true, range: await handle.sequence.take(count, options, call.delivered) }
+        : { wide: false, range: await handle.sequence.take(count, options, call.delivered) },
     );
   }
 
@@ -144,15 +151,6 @@ export class ServedSequences {
     }
     return known;
   }
-}
-
-/**
- * Refuses to draw for a caller already gone: take() looks at the signal only while it waits for
- * a block, and would hand such a caller the IDs held.
- * @throws {AbortedError} once the request's signal fired.
- */
-function throwIfGone(name: string, call: RequestCall): void {
-  if (call.signal.aborted) throw new AbortedError(name, { cause: call.signal.reason });
 }
 
 /** Milliseconds left before the request's deadline. */

@@ -4,7 +4,10 @@
  * codes (http-errors.ts), an optional bearer token (auth.ts).
  */
 
+import type { Socket } from 'node:net';
+
 import type {
+  ConnectionError,
   FastifyBaseLogger,
   FastifyError,
   FastifyInstance,
@@ -131,8 +134,19 @@ const ID_ROUTES = {
   ranges: '/v1/sequences/:name/ranges',
 } as const;
 
-/** Paths of log fields that could hold the token. */
-const REDACTED = ['req.headers.authorization', '*.headers.authorization', 'headers.authorization'];
+/**
+ * Paths of log fields that could hold the token: the header, and the raw bytes of a request Node's
+ * HTTP parser refused (`rawPacket` of a `clientError`, which {@link clientError} never logs; this
+ * is in case another line carries such an error).
+ */
+const REDACTED = [
+  'req.headers.authorization',
+  '*.headers.authorization',
+  'headers.authorization',
+  'rawPacket',
+  '*.rawPacket',
+  '*.cause.rawPacket',
+];
 
 /**
  * The HTTP service of `idgen-cass serve` over `ids`, an allocator already connected to its DC:
@@ -191,6 +205,9 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
     // A path the router refuses before any route (a name over its parameter limit, a malformed
     // %-escape) gets the same JSON error as every other refusal, not fastify's own body (and 414).
     frameworkErrors: (error, request, reply) => sendError(frameworkRefusal(error), request, reply),
+    // fastify's own handler logs the parser's error, raw request bytes (the token) included, and
+    // answers in its own body.
+    clientErrorHandler: clientError,
   });
 
   let closing = false;
@@ -237,16 +254,31 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
     // authentication, validation or a busy event loop) closed the response already, and its
     // 'close' event is past.
     const hungUp = () => controller.abort(new Error('the client closed the connection'));
-    if (reply.raw.destroyed) hungUp();
-    else {
-      reply.raw.once('close', () => {
-        if (!reply.raw.writableFinished) hungUp();
+    // The response's 'close' comes once it is written in full ('finish' first) or its connection
+    // closed before: IDs drawn for a response that was not written reached nobody, and are
+    // counted as undelivered, not issued (Sequence.nextIds). Written in full means handed to the
+    // kernel: what happens to the bytes after that, no server can tell. 'finish' as well as
+    // writableFinished, since inject()'s responses have no socket and only emit the event.
+    let delivered: Promise<boolean>;
+    if (reply.raw.destroyed) {
+      hungUp();
+      delivered = Promise.resolve(false);
+    } else {
+      let finished = false;
+      reply.raw.once('finish', () => (finished = true));
+      delivered = new Promise((resolve) => {
+        reply.raw.once('close', () => {
+          finished ||= reply.raw.writableFinished;
+          if (!finished) hungUp();
+          resolve(finished);
+        });
       });
     }
     return {
       timeoutMs: settings.timeoutMs,
       deadline: Date.now() + settings.timeoutMs,
       signal: controller.signal,
+      delivered,
     };
   };
 
@@ -339,6 +371,42 @@ function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply)
   else request.log.debug({ code: body.code, statusCode: status }, 'request refused');
   if (retryAfterSeconds !== undefined) reply.header('Retry-After', String(retryAfterSeconds));
   return reply.code(status).send(body);
+}
+
+/**
+ * Answers a request Node's HTTP parser refused (a malformed header, headers over the size
+ * limit, a request not received in time) before fastify saw it: 400 `IDGEN_BAD_REQUEST` in the
+ * service's body, then the connection ends. The log line has the parser's code only: the error
+ * carries the raw bytes of the request (`rawPacket`), where the bearer token may be.
+ */
+function clientError(this: FastifyInstance, error: ConnectionError, socket: Socket): void {
+  // A reset or already closed connection has nobody to answer.
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const code = typeof error.code === 'string' ? error.code : undefined;
+  this.log.debug(
+    { code: 'IDGEN_BAD_REQUEST', statusCode: 400, parserCode: code },
+    'request refused',
+  );
+  if (socket.writable) {
+    const { body } = httpErrorOf(new ServeRefusal('IDGEN_BAD_REQUEST', clientErrorMessage(code)));
+    const text = JSON.stringify(body);
+    socket.write(
+      'HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\n' +
+        `Content-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+    );
+  }
+  socket.destroy();
+}
+
+/** What a client is told of a request the HTTP parser refused, by the parser's error code. */
+function clientErrorMessage(code: string | undefined): string {
+  if (code === 'HPE_HEADER_OVERFLOW') {
+    return 'Invalid HTTP request: its headers are larger than the server accepts.';
+  }
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    return 'Invalid HTTP request: it was not received in full within the time allowed.';
+  }
+  return 'Invalid HTTP request: it is not well-formed HTTP/1.1 (a header name or value, say, holds a character HTTP does not allow).';
 }
 
 /**

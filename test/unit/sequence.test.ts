@@ -590,6 +590,19 @@ describe('Sequence: DC-level double buffering', () => {
 });
 
 describe('Sequence: take()', () => {
+  it('takes no ID held for a caller whose signal fired while it awaited', async () => {
+    const { ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+    const seq = ids.sequence('orders');
+    await seq.ready();
+    const caller = new AbortController();
+    // take() awaits the loaded settings before it takes: the caller goes meanwhile.
+    const taking = seq.take(4, { signal: caller.signal }).catch((error: unknown) => error);
+    caller.abort();
+    expect(await taking).toBeInstanceOf(AbortedError);
+    expect(seq.stats()).toMatchObject({ issued: 0, remaining: 10, wasted: 0 });
+    expect(await seq.take(4)).toEqual({ first: 1, last: 4 });
+  });
+
   it('returns contiguous runs', async () => {
     const { ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
     const seq = ids.sequence('orders');
@@ -706,6 +719,28 @@ describe('Sequence: stats()', () => {
     // Never served again: the next IDs come from the next block.
     expect(await seq.nextIds(2)).toEqual([21, 22]);
     expect(seq.stats()).toMatchObject({ issued: 5, wasted: 17 });
+  });
+
+  it('with delivered, counts a nextIds() call once it settles: issued if true, else undelivered', async () => {
+    const { ids } = await withSequence({ dcRangeSize: 1_000, blockSize: 10 });
+    const seq = ids.sequence('orders');
+    const outcomes: ((reached: boolean) => void)[] = [];
+    const delivery = () => new Promise<boolean>((resolve) => outcomes.push(resolve));
+    expect(await seq.nextIds(3, undefined, delivery())).toEqual([1, 2, 3]);
+    expect(await seq.nextIds(2, undefined, delivery())).toEqual([4, 5]);
+    // Returned, not yet delivered: neither issued nor wasted, so that issued never goes down.
+    expect(seq.stats()).toMatchObject({ issued: 0, wasted: 0, remaining: 5 });
+    outcomes[0]!(false);
+    await settle();
+    expect(seq.stats()).toMatchObject({ issued: 0, wasted: 3, waste: { undelivered: 3 } });
+    outcomes[1]!(true);
+    await settle();
+    expect(seq.stats()).toMatchObject({ issued: 2, wasted: 3, waste: { undelivered: 3 } });
+    // A delivery that rejects is no delivery.
+    const failed = seq.nextIds(1, undefined, Promise.reject(new Error('no response')));
+    expect(await failed).toEqual([6]);
+    await settle();
+    expect(seq.stats()).toMatchObject({ issued: 2, wasted: 4, waste: { undelivered: 4 } });
   });
 
   it('nextIds() beside next() callers: each ID once, each call increasing, every ID accounted for', async () => {

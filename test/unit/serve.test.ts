@@ -4,9 +4,11 @@
  * statuses, the bearer token, health and readiness, and the OpenAPI document against the routes.
  */
 
-import type { AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { connect as tcpConnect, type AddressInfo } from 'node:net';
 
 import type { FastifyInstance } from 'fastify';
+import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
 
@@ -747,9 +749,87 @@ describe('the OpenAPI document', () => {
       '503',
     ]);
   });
+
+  it("matches README's status codes: every code of the ID endpoints, with its status", () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const section = readme.slice(readme.indexOf('### Status codes'));
+    const rows = section.slice(0, section.indexOf('\n### ')).split('\n');
+    const documented = new Map<string, number>();
+    for (const row of rows) {
+      const status = /^\| (\d{3}) +\|/.exec(row)?.[1];
+      if (status === undefined) continue;
+      const codes = row.split('|')[2] ?? '';
+      for (const code of codes.match(/IDGEN_\w+/g) ?? []) documented.set(code, Number(status));
+    }
+    for (const [code, status] of documented) {
+      expect(HTTP_ANSWERS[code as keyof typeof HTTP_ANSWERS]?.status, code).toBe(status);
+    }
+    const document = openApiDocument({ maxIdsPerRequest: SERVE_DEFAULTS.maxIdsPerRequest });
+    for (const route of ['/v1/sequences/{name}/ids', '/v1/sequences/{name}/ranges']) {
+      const responses = document.paths[route]!['post']!['responses'] as Record<
+        string,
+        { description: string }
+      >;
+      const codes = Object.entries(responses).flatMap(([status, { description }]) =>
+        (description.match(/IDGEN_\w+/g) ?? []).map((code) => [code, Number(status)] as const),
+      );
+      for (const [code, status] of codes) expect(documented.get(code), code).toBe(status);
+      // A refill refused for a permission the service's role lacks reaches the request.
+      expect(codes).toContainEqual(['IDGEN_AUTH_FAILED', 500]);
+    }
+  });
 });
 
 describe('over a socket: shutdown and callers that hang up', () => {
+  it('answers a request the HTTP parser refuses 400 IDGEN_BAD_REQUEST, its bytes (the token) never logged', async () => {
+    const lines: string[] = [];
+    // At trace, where fastify's own handler logged the parser's error with the raw request.
+    const logger = pino({ level: 'trace' }, { write: (line: string) => void lines.push(line) });
+    const { app } = await service({ token: 'SECRETTOKEN42', logger });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = app.server.address() as AddressInfo;
+    // A control character in a header value, after the token.
+    const response = await new Promise<string>((resolve, reject) => {
+      const socket = tcpConnect(port, '127.0.0.1', () => {
+        socket.write(
+          'POST /v1/sequences/orders/ids HTTP/1.1\r\nHost: x\r\n' +
+            'Authorization: Bearer SECRETTOKEN42\r\nX-Bad: a\u0001b\r\n\r\n',
+        );
+      });
+      let text = '';
+      socket.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    const [head = '', body = ''] = response.split('\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1\.1 400 /);
+    expect(head).toMatch(/content-type: application\/json/i);
+    expect(JSON.parse(body)).toEqual({ code: 'IDGEN_BAD_REQUEST', message: expect.any(String) });
+    // Raw bytes in a log line are an array of numbers: they are decoded before looking.
+    const logged = lines
+      .map((line) => {
+        const raw = (JSON.parse(line) as { err?: { rawPacket?: { data?: number[] } } }).err
+          ?.rawPacket?.data;
+        return raw === undefined ? line : `${line} ${Buffer.from(raw).toString('latin1')}`;
+      })
+      .join('\n');
+    expect(logged).toContain('"code":"IDGEN_BAD_REQUEST"');
+    expect(logged).not.toContain('SECRETTOKEN42');
+    expect(logged).not.toContain('rawPacket');
+  });
+
+  it('redacts raw request bytes wherever a log line could carry them', async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'trace' }, { write: (line: string) => void lines.push(line) });
+    const { app } = await service({ logger });
+    const rawPacket = { type: 'Buffer', data: [...Buffer.from('Bearer SECRETTOKEN42')] };
+    const err = Object.assign(new Error('Parse Error'), { rawPacket, cause: { rawPacket } });
+    app.log.warn({ err, other: { rawPacket } }, 'a line with raw bytes');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).not.toContain(String(rawPacket.data.slice(0, 4)));
+    expect(lines[0]).toContain('[redacted]');
+  });
+
   it('close() waits for the request in flight, then ids.close() gives the unused IDs back', async () => {
     const { app, ids, store } = await service();
     let release = () => {};
@@ -781,6 +861,54 @@ describe('over a socket: shutdown and callers that hang up', () => {
     await ids.close();
     // The block's 97 unused IDs went back: the DC's next claim starts at 4.
     expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(3n);
+  });
+
+  it('counts the IDs of a response that did not reach its caller as undelivered, never issued', async () => {
+    const { app, ids, store } = await service();
+    const orders = ids.sequence('orders');
+    // Each response waits until its caller is gone, as a slow network or a busy event loop
+    // would hold it.
+    let atHook = () => {};
+    let holding = true;
+    app.addHook('onSend', async (request, reply) => {
+      if (!holding || !request.url.startsWith('/v1/')) return;
+      atHook();
+      if (!reply.raw.destroyed) await new Promise((resolve) => reply.raw.once('close', resolve));
+    });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = app.server.address() as AddressInfo;
+    let undelivered = 0;
+    for (const [route, count] of [
+      ['ids', 3],
+      ['ranges', 5],
+    ] as const) {
+      const reached = new Promise<void>((resolve) => (atHook = resolve));
+      const socket = tcpConnect(port, '127.0.0.1', () => {
+        socket.write(
+          `POST /v1/sequences/orders/${route}?count=${count} HTTP/1.1\r\nHost: x\r\n\r\n`,
+        );
+      });
+      const gone = new Promise((resolve) => socket.once('close', resolve));
+      await reached;
+      // Drawn, not yet delivered: neither issued nor wasted (issued never goes down).
+      expect(orders.stats(), route).toMatchObject({ issued: 0, wasted: undelivered });
+      socket.destroy();
+      await gone;
+      undelivered += count;
+      for (let i = 0; i < 100 && orders.stats().wasted < undelivered; i++) await sleep(5);
+      expect(orders.stats(), route).toMatchObject({ issued: 0, waste: { undelivered } });
+    }
+    expect(orders.stats()).toMatchObject({ issued: 0, remaining: 92, wasted: 8 });
+    // A response that is delivered counts its IDs as issued; the 8 undelivered are never served.
+    holding = false;
+    expect((await post(app, '/v1/sequences/orders/ids?count=2')).body.ids).toEqual([9, 10]);
+    expect(orders.stats()).toMatchObject({ issued: 2, wasted: 8, waste: { undelivered: 8 } });
+    await app.close();
+    await ids.close();
+    // And so in the DC's usage (`idgen-cass status`).
+    const usage = [...((await store.readDcUsage('orders')) ?? new Map()).values()];
+    expect(usage.reduce((sum, counts) => sum + counts.issued, 0n)).toBe(2n);
+    expect(usage.reduce((sum, counts) => sum + counts.undelivered, 0n)).toBe(8n);
   });
 
   it('sees at once a caller that hung up before the handler ran: 499, and no ID drawn', async () => {

@@ -35,6 +35,11 @@ import { describeError } from './scheduled-store.js';
 export type FindingKind =
   /** One ID given to callers twice (by two handles, or by one). */
   | 'duplicate'
+  /**
+   * In a run with a rollback, an ID given twice outside the grants of the DC whose rows went
+   * back: no lost write explains it, so it fails the run as any duplicate of a run without one.
+   */
+  | 'duplicate-beyond-rollback'
   /** A handle gave an ID not above the one it gave before. */
   | 'not-increasing'
   /** A call that promises `count` IDs (take, nextIds) resolved with another number of them. */
@@ -78,6 +83,7 @@ export type FindingKind =
 /** The kinds that say the protocol handed out IDs wrongly or broke its rows. */
 export const SAFETY_KINDS: readonly FindingKind[] = [
   'duplicate',
+  'duplicate-beyond-rollback',
   'not-increasing',
   'wrong-count',
   'outside-grants',
@@ -150,15 +156,28 @@ function findingsOf(history: History): Finding[] {
       }
     });
   }
+  const finalRows = history.rowLog.at(-1)?.rows;
+  // A rollback explains duplicates only among the IDs its DC was granted (grants are disjoint):
+  // the DC's rows went back and its blocks were claimed again. One elsewhere is a defect.
+  const rolledBack = history.rollback === undefined ? undefined : dcOfGrantee(history.rollback.dc);
+  const rolledBackGrants = [...(finalRows?.grants ?? new Map<string, readonly Grant[]>())]
+    .filter(([grantee]) => dcOfGrantee(grantee) === rolledBack)
+    .flatMap(([, own]) => own);
+  const explained = (id: bigint) => rolledBackGrants.some((g) => g.min <= id && id <= g.max);
   const duplicates = [...owners].filter(([, by]) => by.length > 1);
-  for (const [id, by] of duplicates.slice(0, LISTED)) {
-    report('duplicate', `ID ${id} handed out ${by.length} times: by ${by.join(', ')}`);
-  }
-  if (duplicates.length > LISTED) {
-    report('duplicate', `… and ${duplicates.length - LISTED} more IDs handed out twice`);
+  for (const kind of ['duplicate', 'duplicate-beyond-rollback'] as const) {
+    const listed = duplicates.filter(([id]) =>
+      kind === 'duplicate' ? rolledBack === undefined || explained(id) : !explained(id),
+    );
+    if (rolledBack === undefined && kind === 'duplicate-beyond-rollback') continue;
+    for (const [id, by] of listed.slice(0, LISTED)) {
+      report(kind, `ID ${id} handed out ${by.length} times: by ${by.join(', ')}`);
+    }
+    if (listed.length > LISTED) {
+      report(kind, `… and ${listed.length - LISTED} more IDs handed out twice`);
+    }
   }
 
-  const finalRows = history.rowLog.at(-1)?.rows;
   for (const handle of history.handles) {
     checkIncreasing(handle, report);
     checkCounts(handle, report);

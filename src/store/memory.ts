@@ -211,6 +211,14 @@ export class MemoryStore implements IdStore {
   readonly faults: Fault[] = [];
   /** Calls per method since creation or {@link MemoryStore.resetCalls}, counted on entry. */
   readonly calls: Record<StoreMethod, number> = zeroCalls();
+  /**
+   * Injected faults that took effect, by `<op> <effect>`: a write applied under a fault that
+   * reports it otherwise (`unknown-applied`, `applied-reported-rejected`,
+   * `applied-then-unavailable`), or left in flight and applied by a later round (`in-flight`).
+   * A fault whose write's condition failed changes nothing and is not counted: tests (the
+   * simulation's coverage) require that their runs still reach these outcomes.
+   */
+  readonly faultsLanded = new Map<string, number>();
   /** Every grant applied, in order. */
   readonly grantLog: GrantRecord[] = [];
 
@@ -604,14 +612,25 @@ export class MemoryStore implements IdStore {
     if (fault === undefined) {
       return write() ? { kind: 'applied' } : { kind: 'rejected', found: found() };
     }
+    const landed = () => {
+      const key = `${fault.op} ${fault.effect}`;
+      this.faultsLanded.set(key, (this.faultsLanded.get(key) ?? 0) + 1);
+    };
     switch (fault.effect) {
       case 'unknown-applied':
       case 'applied-reported-rejected':
       case 'applied-then-unavailable':
-        write();
+        if (write()) landed();
         break;
       case 'in-flight':
-        this.inFlight.set(partition, { completesOn: fault.completesOn ?? 'read', apply: write });
+        this.inFlight.set(partition, {
+          completesOn: fault.completesOn ?? 'read',
+          apply: () => {
+            const applied = write();
+            if (applied) landed();
+            return applied;
+          },
+        });
         break;
       case 'rejected':
       case 'unknown-not-applied':

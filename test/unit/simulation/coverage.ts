@@ -35,6 +35,10 @@ export const COVERED = [
   'rollback runs where a caller got STATE_ROLLED_BACK',
   'runs that retired a DC after its rollback',
   'IDs handed out after a retire (checked)',
+  'DC-state writes applied, reported rejected',
+  'DC-state writes applied, reported unknown or Unavailable',
+  'DC-state writes left in flight, applied by a later round',
+  'grant batches applied under a fault that reports otherwise',
 ] as const;
 
 /** Counts only printed: harm the protocol does not promise away, and runs cut short. */
@@ -90,6 +94,32 @@ export class Coverage {
     if (history.fired.undelivered > 0) {
       count('runs with a nextIds call failed after taking IDs (undelivered)');
     }
+    // The outcomes a claim cannot tell apart from a write not applied: counted only where the
+    // write's condition held, so that a harness that tamed its faults shows here.
+    const landed = (op: string, ...effects: string[]) =>
+      effects.reduce((n, effect) => n + (history.fired.faultsLanded[`${op} ${effect}`] ?? 0), 0);
+    count(
+      'DC-state writes applied, reported rejected',
+      landed('writeDcState', 'applied-reported-rejected'),
+    );
+    count(
+      'DC-state writes applied, reported unknown or Unavailable',
+      landed('writeDcState', 'unknown-applied', 'applied-then-unavailable'),
+    );
+    count(
+      'DC-state writes left in flight, applied by a later round',
+      landed('writeDcState', 'in-flight'),
+    );
+    count(
+      'grant batches applied under a fault that reports otherwise',
+      landed(
+        'grantRange',
+        'unknown-applied',
+        'applied-then-unavailable',
+        'applied-reported-rejected',
+        'in-flight',
+      ),
+    );
     if (history.rollback === undefined) return;
     count('runs with a rollback');
     const repair = history.repair;

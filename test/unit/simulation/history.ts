@@ -108,6 +108,8 @@ export interface Fired {
   undelivered: number;
   /** Rows found gone back, as logged (warn or error) by any process. */
   rollbacksLogged: number;
+  /** The store's injected faults that took effect, by `<op> <effect>` (MemoryStore.faultsLanded). */
+  faultsLanded: Record<string, number>;
 }
 
 export interface History {

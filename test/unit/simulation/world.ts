@@ -255,6 +255,7 @@ class World implements Network {
     drained: 0,
     undelivered: 0,
     rollbacksLogged: 0,
+    faultsLanded: {},
   };
   readonly clock: SimClock;
   private readonly otherErrors: { call: string; error: unknown }[] = [];
@@ -584,7 +585,7 @@ class World implements Network {
       heldLog: this.heldLog,
       rollback: this.rollback,
       repair: this.repair,
-      fired: { ...this.fired },
+      fired: { ...this.fired, faultsLanded: Object.fromEntries(this.store.faultsLanded) },
     };
   }
 

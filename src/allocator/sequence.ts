@@ -436,7 +436,7 @@ export class Sequence<T extends number | bigint> {
       // accepted as the preloaded one, above the IDs held, which are taken first. Only once:
       // after it the call takes what the two blocks hold and waits as next() does for more.
       // The draw rate's clock goes on (startWaiting stops it): the IDs held are still served.
-      if (signal?.aborted === true) throw new AbortedError(this.name, { cause: signal.reason });
+      throwIfAborted(this.name, signal);
       this.counters.waits++;
       await this.timedWait(() => this.waitForRefill(call, signal, { count, contiguous: false }));
     }
@@ -445,7 +445,7 @@ export class Sequence<T extends number | bigint> {
     let awaitingDelivery = false;
     try {
       while (ids.length < count) {
-        if (signal?.aborted === true) throw new AbortedError(this.name, { cause: signal.reason });
+        throwIfAborted(this.name, signal);
         // Taken and counted in one synchronous step: stats() never sees an ID of this call as
         // issued (next() may yield to I/O between the two).
         const id = this.tryNext();
@@ -1418,8 +1418,8 @@ function ignore(): void {
 }
 
 /**
- * @throws {AbortedError} for sequence `name` once `signal` fired: checked after a call's awaits,
- * before it takes IDs.
+ * @throws {AbortedError} for sequence `name` once `signal` fired: checked before a call waits or
+ * takes IDs, and again after each of its awaits.
  */
 function throwIfAborted(name: string, signal: AbortSignal | undefined): void {
   if (signal?.aborted === true) throw new AbortedError(name, { cause: signal.reason });

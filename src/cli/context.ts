@@ -79,18 +79,24 @@ export class CliContext {
   }
 
   /**
+   * --verbose: errors (the error line's and the logs') with their stacks. Read from the command
+   * line too, where commander leaves it out of the options (an error before parsing ends).
+   */
+  get verbose(): boolean {
+    return this.options.verbose === true || this.#argv.includes('--verbose');
+  }
+
+  /**
    * pino at --log-level, on the same stream as the error line, so that the error line, written
    * after every connection is closed, is the last line on stderr. Errors in the logs have no
    * stack unless --verbose: the CLI reports in lines; stacks are for --verbose.
    */
   get logger(): Logger {
-    // As runCli reads it for the error line: also where commander leaves it out of the options.
-    const verbose = this.options.verbose === true || this.#argv.includes('--verbose');
     this.#logger ??= pino(
       {
         name: 'idgen-cass',
         level: this.options.logLevel,
-        serializers: { err: verbose ? pino.stdSerializers.err : errNoStack },
+        serializers: { err: this.verbose ? pino.stdSerializers.err : errNoStack },
       },
       this.#streams.stderr,
     );

@@ -182,9 +182,8 @@ export async function runCli(
   // the error line must be the last one (`tail -n 1 | jq .message`).
   await ctx.close();
   if (failure === undefined) return EXIT_CODES.ok;
-  const verbose = program.opts()['verbose'] === true || argv.includes('--verbose');
   return handleError(failure.error, (text) => ctx.writeErr(text), {
-    verbose,
+    verbose: ctx.verbose,
     json: ctx.jsonErrors,
     commands: commandNames(program),
   });

@@ -13,7 +13,7 @@ import { Admin } from '../../src/admin/admin.js';
 import { IdGen } from '../../src/allocator/id-gen.js';
 import { runCli } from '../../src/cli/program.js';
 import { MemoryStore, type MemoryStoreOptions } from '../../src/store/memory.js';
-import { capture } from './run-cli.js';
+import { capture, ordersStore } from './run-cli.js';
 
 const current = vi.hoisted(() => ({
   store: undefined as MemoryStore | undefined,
@@ -94,14 +94,10 @@ async function collected(
   return { ...result, stdout };
 }
 
-/** "orders" in keyspace k, dc1 having drawn from it; the store is the CLI's. */
-async function orders(nodeSettings?: MemoryStoreOptions['nodeSettings']) {
-  const store = new MemoryStore({ keyspace: 'k', ...(nodeSettings ? { nodeSettings } : {}) });
-  const ids = new IdGen({ store, dc: 'dc1', keyspace: 'k' });
-  await ids.createSequence('orders', { dcRangeSize: 1_000, blockSize: 100 });
-  await ids.close();
-  current.store = store;
-  return store;
+/** "orders" in keyspace k (ordersStore); the store is the CLI's. */
+async function orders(nodeSettings?: MemoryStoreOptions['nodeSettings']): Promise<MemoryStore> {
+  current.store = await ordersStore(nodeSettings);
+  return current.store;
 }
 
 describe("a stdout whose reader has gone (EPIPE) changes no command's exit code", () => {

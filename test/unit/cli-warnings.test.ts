@@ -5,9 +5,8 @@
 import { describe, expect, it, vi } from 'vitest';
 
 import { Admin } from '../../src/admin/admin.js';
-import { IdGen } from '../../src/allocator/id-gen.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { cli } from './run-cli.js';
+import { cli, ordersStore } from './run-cli.js';
 
 const current = vi.hoisted(() => ({ store: undefined as MemoryStore | undefined }));
 
@@ -29,15 +28,10 @@ vi.mock('../../src/admin/open.js', async (importOriginal) => {
 const CONNECT = ['--contact-points', '127.0.0.99', '--dc', 'dc1', '--keyspace', 'k'];
 
 async function storeWithPeriodicNode(): Promise<MemoryStore> {
-  const store = new MemoryStore({
-    keyspace: 'k',
-    nodeSettings: [{ host: '10.0.0.1:9042', dc: 'dc1', commitlogSync: 'periodic' }],
-  });
-  const ids = new IdGen({ store, dc: 'dc1', keyspace: 'k' });
-  await ids.createSequence('orders', { dcRangeSize: 1_000, blockSize: 100 });
-  await ids.close();
-  current.store = store;
-  return store;
+  current.store = await ordersStore([
+    { host: '10.0.0.1:9042', dc: 'dc1', commitlogSync: 'periodic' },
+  ]);
+  return current.store;
 }
 
 describe('warnings', () => {

@@ -157,25 +157,35 @@ function findingsOf(history: History): Finding[] {
     });
   }
   const finalRows = history.rowLog.at(-1)?.rows;
+  /** The final grants of every shard of `dc`. */
+  const grantsOf = (dc: string | undefined) =>
+    [...(finalRows?.grants ?? new Map<string, readonly Grant[]>())]
+      .filter(([grantee]) => dcOfGrantee(grantee) === dc)
+      .flatMap(([, own]) => own);
   // A rollback explains duplicates only among the IDs its DC was granted (grants are disjoint):
   // the DC's rows went back and its blocks were claimed again. One elsewhere is a defect.
   const rolledBack = history.rollback === undefined ? undefined : dcOfGrantee(history.rollback.dc);
-  const rolledBackGrants = [...(finalRows?.grants ?? new Map<string, readonly Grant[]>())]
-    .filter(([grantee]) => dcOfGrantee(grantee) === rolledBack)
-    .flatMap(([, own]) => own);
+  const rolledBackGrants = rolledBack === undefined ? [] : grantsOf(rolledBack);
   const explained = (id: bigint) => rolledBackGrants.some((g) => g.min <= id && id <= g.max);
   const duplicates = [...owners].filter(([, by]) => by.length > 1);
-  for (const kind of ['duplicate', 'duplicate-beyond-rollback'] as const) {
-    const listed = duplicates.filter(([id]) =>
-      kind === 'duplicate' ? rolledBack === undefined || explained(id) : !explained(id),
-    );
-    if (rolledBack === undefined && kind === 'duplicate-beyond-rollback') continue;
+  const listDuplicates = (kind: FindingKind, listed: typeof duplicates) => {
     for (const [id, by] of listed.slice(0, LISTED)) {
       report(kind, `ID ${id} handed out ${by.length} times: by ${by.join(', ')}`);
     }
     if (listed.length > LISTED) {
       report(kind, `… and ${listed.length - LISTED} more IDs handed out twice`);
     }
+  };
+  if (rolledBack === undefined) listDuplicates('duplicate', duplicates);
+  else {
+    listDuplicates(
+      'duplicate',
+      duplicates.filter(([id]) => explained(id)),
+    );
+    listDuplicates(
+      'duplicate-beyond-rollback',
+      duplicates.filter(([id]) => !explained(id)),
+    );
   }
 
   for (const handle of history.handles) {
@@ -183,11 +193,7 @@ function findingsOf(history: History): Finding[] {
     checkCounts(handle, report);
     // Grants of every shard of the handle's DC: a handle whose shard is spent, with the domain,
     // goes on from another shard whose IDs lie above its own.
-    const dc = dcOfGrantee(handle.dc);
-    const grants = [...(finalRows?.grants ?? new Map<string, readonly Grant[]>())]
-      .filter(([grantee]) => dcOfGrantee(grantee) === dc)
-      .flatMap(([, own]) => own);
-    checkInsideGrants(handle, grants, report);
+    checkInsideGrants(handle, grantsOf(dcOfGrantee(handle.dc)), report);
     checkErrors(handle.name, handle.calls, report);
     checkNothingAfterRolledBack(handle, report);
     const pending = handle.calls.filter((c) => c.returned === undefined);

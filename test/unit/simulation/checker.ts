@@ -314,24 +314,29 @@ function checkInsideGrants(
  * has it at or below last_integer if it lies in the reserved range, and not in the preloaded
  * range. A claim moves last_integer up before its IDs are handed out, and a give-back returns
  * only IDs never handed out, so rows that break this will hand the ID out again.
+ *
+ * A handle may move between the shards of its DC (and, from a spent shard, after it handed out
+ * IDs), and its history names only the shard it ended on: so each ID is judged against the state
+ * of every shard of its handle's DC, every shard the handle held among them. Grants are disjoint,
+ * so an ID lies in the ranges of one state at most: the one of the shard that claimed it.
  */
 function checkClaimed(
   history: History,
   report: (kind: FindingKind, message: string) => void,
 ): void {
   const given = handedOut(history);
-  const byDc = new Map<string, { id: bigint; by: string }[]>();
+  const byDc = new Map<string | undefined, { id: bigint; by: string }[]>();
   let next = 0;
   for (const { step, event, rows } of history.rowLog) {
     for (; next < given.length && given[next]!.at < event; next++) {
       const { dc, id, by } = given[next]!;
-      const ofDc = byDc.get(dc) ?? [];
+      const ofDc = byDc.get(dcOfGrantee(dc)) ?? [];
       ofDc.push({ id, by });
-      byDc.set(dc, ofDc);
+      byDc.set(dcOfGrantee(dc), ofDc);
     }
     for (const [dc, state] of rows.states) {
       const preloaded = state.installedGrant === state.reservedGrant + 1;
-      const lost = (byDc.get(dc) ?? []).find(({ id }) => {
+      const lost = (byDc.get(dcOfGrantee(dc)) ?? []).find(({ id }) => {
         const inReserved = id >= state.reservedMin && id <= state.reservedMax;
         const inPreloaded = preloaded && id >= state.preloadedMin && id <= state.preloadedMax;
         return (inReserved && id > state.lastInteger) || inPreloaded;

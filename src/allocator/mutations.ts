@@ -48,7 +48,13 @@ export type Mutation =
    * A nextIds() call that fails once it took IDs resolves with the IDs it took, fewer than asked,
    * instead of rejecting: its caller (an HTTP request for `count` IDs) gets a short answer.
    */
-  | 'partial-next-ids';
+  | 'partial-next-ids'
+  /**
+   * A claim that holds several writes of unknown fate takes the first of them as committed once
+   * any one is seen committed (dc-allocator.ts, claimRounds): the block of a write never
+   * committed, which another process may have claimed since.
+   */
+  | 'committed-any';
 
 export const MUTATIONS: readonly Mutation[] = [
   'unknown-as-not-written',
@@ -61,6 +67,7 @@ export const MUTATIONS: readonly Mutation[] = [
   'retire-keeps-last-integer',
   'give-back-on-any-state',
   'partial-next-ids',
+  'committed-any',
 ];
 
 let active: ReadonlySet<Mutation> = new Set();

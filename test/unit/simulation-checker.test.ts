@@ -61,6 +61,7 @@ function history(fields: Partial<History> & Pick<History, 'handles' | 'rowLog'>)
       undelivered: 0,
       rollbacksLogged: 0,
       faultsLanded: {},
+      unresolvedTwice: 0,
     },
     shardMoves: { 'lost races': 0, 'no IDs and no SERIAL': 0, 'shard spent': 0 },
     settled: true,

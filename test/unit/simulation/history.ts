@@ -110,6 +110,11 @@ export interface Fired {
   rollbacksLogged: number;
   /** The store's injected faults that took effect, by `<op> <effect>` (MemoryStore.faultsLanded). */
   faultsLanded: Record<string, number>;
+  /**
+   * Claims seen holding two or more writes of unknown fate at once (white-box, as the held-twice
+   * oracle: the DC allocator's unresolved ops after each step; counted for coverage only).
+   */
+  unresolvedTwice: number;
 }
 
 export interface History {

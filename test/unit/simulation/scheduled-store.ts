@@ -39,8 +39,8 @@ export interface Network {
   readonly scheduler: fc.Scheduler;
   readonly store: MemoryStore;
   readonly clock: SimClock;
-  /** The fault planned for the call of `site` being sent now, if any. */
-  nextFault(site: FaultSite): PlannedFault['fault'] | undefined;
+  /** The fault planned for the call of `site` that `owner` is sending now, if any. */
+  nextFault(site: FaultSite, owner: TimerOwner): PlannedFault['fault'] | undefined;
   /** Whether the call at SERIAL `dc`'s process is sending now finds SERIAL cut off. */
   serialCutOff(dc: string): boolean;
   /** The step running now. */
@@ -237,7 +237,7 @@ export class ScheduledStore implements IdStore {
     const label = `${this.process.name} ${what}`;
     await scheduler.schedule(Promise.resolve(), `send: ${label}`);
     const at = typeof site === 'function' ? await site() : site;
-    const fault = at === undefined ? undefined : network.nextFault(at);
+    const fault = at === undefined ? undefined : network.nextFault(at, this.process);
     const sentAt = network.step;
     const shownSite = at === undefined || at === 'read' ? '' : ` (${at})`;
     const shownFault = fault === undefined ? '' : ` [${fault}]`;

@@ -54,7 +54,13 @@ export type Mutation =
    * any one is seen committed (dc-allocator.ts, claimRounds): the block of a write never
    * committed, which another process may have claimed since.
    */
-  | 'committed-any';
+  | 'committed-any'
+  /**
+   * Rollback detection (watermarks.ts, stateWentBack) compares versions only: a state at the
+   * version this process saw, written by another op (the write it saw was lost and replaced), or
+   * one that lost grants or blocks this process saw, passes as current.
+   */
+  | 'rollback-by-version-only';
 
 export const MUTATIONS: readonly Mutation[] = [
   'unknown-as-not-written',
@@ -68,6 +74,7 @@ export const MUTATIONS: readonly Mutation[] = [
   'give-back-on-any-state',
   'partial-next-ids',
   'committed-any',
+  'rollback-by-version-only',
 ];
 
 let active: ReadonlySet<Mutation> = new Set();

@@ -10,7 +10,7 @@ import { IdGen } from '../../src/allocator/id-gen.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { DcState, Grant } from '../../src/store/port.js';
 import { checkHistory, type FindingKind } from './simulation/checker.js';
-import type { HandleHistory, History, RowsAt } from './simulation/history.js';
+import type { HandleHistory, History, RowsAt, StateCall } from './simulation/history.js';
 
 const SEQUENCE = 'sim';
 const GRANT_1: Grant = { number: 1, min: 0n, max: 9n };
@@ -52,6 +52,8 @@ function history(fields: Partial<History> & Pick<History, 'handles' | 'rowLog'>)
   return {
     otherErrors: [],
     heldLog: [],
+    stateCalls: [],
+    rollbackReports: [],
     rollback: undefined,
     repair: undefined,
     fired: {
@@ -107,5 +109,32 @@ describe('the simulation checker', () => {
       ),
     ];
     expect(kinds(history({ handles: [moved], rowLog: rows }))).toContain('unclaimed');
+  });
+
+  it('requires a process that read its rows gone back at LOCAL_SERIAL to report it', async () => {
+    const state = claimed(installGrant(undefined, GRANT_1, 'a')!, 2n, 'b');
+    const rows = [await rowsAt(1, new Map([['dc1/1', state]]))];
+    const call = (
+      kind: StateCall['kind'],
+      sent: number,
+      replied: number,
+      shown: StateCall['shown'],
+    ): StateCall => ({ process: 'p0.0', grantee: 'dc1/1', kind, sent, replied, shown });
+    // Its write of v3 was applied; a read sent after that shows v3 by another op: v3 was lost.
+    const calls = [
+      call('write', 1, 2, { version: 3, op: 'c' }),
+      call('read', 3, 4, { version: 3, op: 'x' }),
+    ];
+    const run = (fields: Partial<History>) =>
+      kinds(history({ handles: [], rowLog: rows, stateCalls: calls, ...fields }));
+    expect(run({})).toContain('rollback-unreported');
+    const told = { process: 'p0.0', grantee: 'dc1/1', at: 5 };
+    expect(run({ rollbackReports: [told] })).not.toContain('rollback-unreported');
+    // A read sent before the write's reply came proves nothing: it may have run first.
+    const early = [call('write', 1, 4, { version: 3, op: 'c' }), call('read', 2, 3, 'none')];
+    expect(run({ stateCalls: early })).not.toContain('rollback-unreported');
+    // Nor does another process's read.
+    const other = [calls[0]!, { ...calls[1]!, process: 'p1.0' }];
+    expect(run({ stateCalls: other })).not.toContain('rollback-unreported');
   });
 });

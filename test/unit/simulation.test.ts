@@ -152,6 +152,11 @@ const CONTROLS: readonly {
   // the domain spent) resolves with the IDs it took instead of rejecting. Seeds 1 to 25 all fail
   // within 146 runs, each with a call given fewer IDs than it asked for; 6 in its first run.
   { mutation: 'partial-next-ids', seed: 6, shows: ['wrong-count'] },
+  // Rollback detection by versions only: a state at a version the process saw, written by
+  // another op (the write it saw was lost and replaced), passes as current, and the process goes
+  // on from it without a word. Seeds 1 to 8 all fail within 167 runs, each only with a process
+  // that read its rows gone back and never reported it; 8 in its 17th run.
+  { mutation: 'rollback-by-version-only', seed: 8, shows: ['rollback-unreported'] },
   // A claim holding several writes of unknown fate takes the first once any one is seen
   // committed: the block of a write that never landed, which another process claimed meanwhile.
   // Caught once bursts of claim faults leave two such writes in one claim (model.ts): seeds 1 to

@@ -29,7 +29,7 @@ import { IdGenError, InvariantError, StateRolledBackError } from '../../../src/e
 import { dcOfGrantee } from '../../../src/names.js';
 import { MAX_SAFE_ID } from '../../../src/options.js';
 import type { Grant } from '../../../src/store/port.js';
-import type { CallRecord, HandleHistory, History } from './history.js';
+import type { CallRecord, HandleHistory, History, StateCall, StateShown } from './history.js';
 import { describeError } from './scheduled-store.js';
 
 export type FindingKind =
@@ -66,6 +66,12 @@ export type FindingKind =
   | 'held-twice'
   /** A handle handed out an ID in a call issued after one of its calls got STATE_ROLLED_BACK. */
   | 'ids-after-rolled-back'
+  /**
+   * A process read a DC state at LOCAL_SERIAL older than one it had been shown before it sent
+   * the read (a lower version, the same version by another op, or no row), and never reported
+   * IDGEN_STATE_ROLLED_BACK: it goes on allocating from rows that lost writes it saw.
+   */
+  | 'rollback-unreported'
   /** A number handle handed out IDs of a domain past 2^53-1 (it must refuse the sequence). */
   | 'number-past-safe'
   /** An ID of a handle opened after the retire was handed out by another call too. */
@@ -94,6 +100,7 @@ export const SAFETY_KINDS: readonly FindingKind[] = [
   'duplicate-after-retire',
   'below-retired',
   'broken-after-retire',
+  'rollback-unreported',
 ];
 
 /**
@@ -213,6 +220,7 @@ function findingsOf(history: History): Finding[] {
   }
   checkClaimed(history, report);
   checkHeld(history, report);
+  checkRollbacksReported(history, report);
   checkNumberDomain(history, report);
   checkRepair(history, owners, report);
   return findings;
@@ -417,6 +425,68 @@ function checkNothingAfterRolledBack(
   report(
     'ids-after-rolled-back',
     `${handle.name} ${after.call} gave ${after.ids.join(', ')} after ${told.call} got IDGEN_STATE_ROLLED_BACK`,
+  );
+}
+
+/**
+ * docs/design.md ("What the cluster must guarantee"): a process that reads a DC state older than
+ * one it saw stops allocating with IDGEN_STATE_ROLLED_BACK, and says so. Judged from the wire
+ * alone (history.ts, stateCalls): per process and grantee, the newest stamp its replies showed
+ * it (its reads at LOCAL_SERIAL, and its writes shown applied) before it sent a read at
+ * LOCAL_SERIAL; a reply to that read with a lower version, the same version by another op, or
+ * no row shows the rows gone back, and the process must then have logged the rollback of that
+ * grantee. Only Paxos rounds count: a plain read may lag, and the states its other writes'
+ * rejections found are left out, so the marks here never run ahead of the process's own (a read
+ * shown older than these is older than the process's too). Without a rollback no read can be.
+ */
+function checkRollbacksReported(
+  history: History,
+  report: (kind: FindingKind, message: string) => void,
+): void {
+  type Stamp = Exclude<StateShown, 'none'>;
+  const marks = new Map<string, Stamp>();
+  const floors = new Map<StateCall, Stamp | undefined>();
+  const unreported: StateCall[] = [];
+  const points = history.stateCalls.flatMap((call) => [
+    { at: call.sent, call, sent: true },
+    ...(call.replied === undefined ? [] : [{ at: call.replied, call, sent: false }]),
+  ]);
+  points.sort((a, b) => a.at - b.at);
+  for (const { call, sent } of points) {
+    const key = `${call.process}\u0000${call.grantee}`;
+    const mark = marks.get(key);
+    if (sent) {
+      if (call.kind === 'read') floors.set(call, mark);
+      continue;
+    }
+    const shown = call.shown;
+    if (shown === undefined) continue;
+    const floor = floors.get(call);
+    if (call.kind === 'read' && floor !== undefined && olderThan(shown, floor)) {
+      unreported.push(call);
+    }
+    if (shown !== 'none' && (mark === undefined || shown.version > mark.version)) {
+      marks.set(key, shown);
+    }
+  }
+  const told = (call: StateCall) =>
+    history.rollbackReports.some((r) => r.process === call.process && r.grantee === call.grantee);
+  const missed = unreported.find((call) => !told(call));
+  if (missed === undefined) return;
+  const floor = floors.get(missed)!;
+  const shown =
+    missed.shown === 'none' ? 'no row' : `v${missed.shown!.version} by ${missed.shown!.op}`;
+  report(
+    'rollback-unreported',
+    `${missed.process} read ${missed.grantee}'s state at LOCAL_SERIAL as ${shown}, after it had been shown v${floor.version} by ${floor.op}, and never reported IDGEN_STATE_ROLLED_BACK`,
+  );
+}
+
+/** Whether a state a Paxos round showed is older than `floor`: the rows lost writes. */
+function olderThan(shown: StateShown, floor: Exclude<StateShown, 'none'>): boolean {
+  if (shown === 'none') return true;
+  return (
+    shown.version < floor.version || (shown.version === floor.version && shown.op !== floor.op)
   );
 }
 

@@ -50,7 +50,10 @@ import type {
   History,
   RepairAt,
   RollbackAt,
+  RollbackReport,
   RowsAt,
+  StateCall,
+  StateShown,
 } from './history.js';
 import {
   DCS,
@@ -195,7 +198,7 @@ class Process {
       dc,
       keyspace: KEYSPACE,
       clock: world.clock.for(this),
-      logger: world.logger,
+      logger: world.loggerOf(this),
     });
     let die: () => void = () => undefined;
     this.died = new Promise<void>((resolve) => {
@@ -298,6 +301,11 @@ class World implements Network {
     warn: (fields, message) => this.logged(fields, message),
     error: (fields, message) => this.logged(fields, message),
   };
+  /** The processes' calls on DC states, and the rollbacks they logged (history.ts). */
+  private readonly stateCalls: StateCall[] = [];
+  private readonly rollbackReports: RollbackReport[] = [];
+  /** The count {@link stateCalls} and {@link rollbackReports} are ordered by. */
+  private wire = 0;
   /** DC allocators seen holding two or more claim writes of unknown fate at once. */
   private readonly unresolvedTwice = new Set<object>();
   /** The planned burst of claim faults, once begun: whose claim writes get what is left. */
@@ -344,6 +352,52 @@ class World implements Network {
 
   touched(): void {
     this.rowsTouched = true;
+  }
+
+  /** A process's own logger: the world's, which also notes each rollback the process reports. */
+  loggerOf(process: Process): Logger {
+    const reported = (fields: Record<string, unknown>) => {
+      const err = fields.err;
+      if (!(err instanceof StateRolledBackError)) return;
+      this.rollbackReports.push({ process: process.name, grantee: err.dc, at: ++this.wire });
+    };
+    const logger: Logger = {
+      child: () => logger,
+      debug: (fields, message) => this.logger.debug(fields, message),
+      info: (fields, message) => this.logger.info(fields, message),
+      warn: (fields, message) => {
+        reported(fields);
+        this.logger.warn(fields, message);
+      },
+      error: (fields, message) => {
+        reported(fields);
+        this.logger.error(fields, message);
+      },
+    };
+    return logger;
+  }
+
+  stateCallSent(
+    owner: TimerOwner,
+    grantee: string,
+    kind: StateCall['kind'],
+  ): StateCall | undefined {
+    if (!(owner instanceof Process)) return undefined;
+    const call: StateCall = {
+      process: owner.name,
+      grantee,
+      kind,
+      sent: ++this.wire,
+      replied: undefined,
+      shown: undefined,
+    };
+    this.stateCalls.push(call);
+    return call;
+  }
+
+  stateCallReplied(call: StateCall, shown: StateShown | undefined): void {
+    call.replied = ++this.wire;
+    call.shown = shown;
   }
 
   private logged(fields: Record<string, unknown>, message: string): void {
@@ -607,6 +661,8 @@ class World implements Network {
       trace: this.trace,
       shardMoves: { ...this.shardMoves },
       heldLog: this.heldLog,
+      stateCalls: this.stateCalls,
+      rollbackReports: this.rollbackReports,
       rollback: this.rollback,
       repair: this.repair,
       fired: {

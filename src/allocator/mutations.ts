@@ -60,7 +60,12 @@ export type Mutation =
    * version this process saw, written by another op (the write it saw was lost and replaced), or
    * one that lost grants or blocks this process saw, passes as current.
    */
-  | 'rollback-by-version-only';
+  | 'rollback-by-version-only'
+  /**
+   * The block buffer takes a block that does not lie above every block before it (block-buffer.ts,
+   * accept): a block of rows that went back, or of another chain of grants, is served.
+   */
+  | 'no-accept-guard';
 
 export const MUTATIONS: readonly Mutation[] = [
   'unknown-as-not-written',
@@ -75,6 +80,7 @@ export const MUTATIONS: readonly Mutation[] = [
   'partial-next-ids',
   'committed-any',
   'rollback-by-version-only',
+  'no-accept-guard',
 ];
 
 let active: ReadonlySet<Mutation> = new Set();

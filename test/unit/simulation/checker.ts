@@ -104,6 +104,17 @@ export const SAFETY_KINDS: readonly FindingKind[] = [
 ];
 
 /**
+ * The safety kinds judged from what callers were given, the rows and the wire alone: all but the
+ * allocator's own refusal of its rows ('allocator-saw-broken-rows', which a defect may make it
+ * report however well the rest is judged) and the white-box look into live handles' buffers
+ * ('held-twice'). A negative control must show one of these: a control that fails only because
+ * the allocator refused its rows shows a check of the allocator, not of the simulation.
+ */
+export const BLACK_BOX_KINDS: readonly FindingKind[] = SAFETY_KINDS.filter(
+  (kind) => kind !== 'allocator-saw-broken-rows' && kind !== 'held-twice',
+);
+
+/**
  * What lost acknowledged writes may do, and nothing prevents (docs/design.md, "What the cluster
  * must guarantee"): blocks claimed again, so IDs held and handed out twice, rows no longer
  * counting IDs handed out, and allocators finding their rows gone back.

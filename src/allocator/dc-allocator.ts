@@ -368,7 +368,10 @@ export class DcAllocator {
     // after each write: the next write is conditional on the state the last one found, so a
     // commit seen in between (by the install) makes it rejected, and the check runs.
     const committed = () => {
-      const entry = [...unresolved].find(([op]) => this.committedOps.has(op));
+      const entries = [...unresolved];
+      // A negative control (mutations.ts) takes the first of them once any is seen committed.
+      const any = mutated('committed-any') && entries.some(([op]) => this.committedOps.has(op));
+      const entry = any ? entries[0] : entries.find(([op]) => this.committedOps.has(op));
       if (entry === undefined) return undefined;
       unresolved.delete(entry[0]);
       this.unresolvedOps.delete(entry[0]);

@@ -48,7 +48,24 @@ export type Mutation =
    * A nextIds() call that fails once it took IDs resolves with the IDs it took, fewer than asked,
    * instead of rejecting: its caller (an HTTP request for `count` IDs) gets a short answer.
    */
-  | 'partial-next-ids';
+  | 'partial-next-ids'
+  /**
+   * A claim that holds several writes of unknown fate takes the first of them as committed once
+   * any one is seen committed (dc-allocator.ts, claimRounds): the block of a write never
+   * committed, which another process may have claimed since.
+   */
+  | 'committed-any'
+  /**
+   * Rollback detection (watermarks.ts, stateWentBack) compares versions only: a state at the
+   * version this process saw, written by another op (the write it saw was lost and replaced), or
+   * one that lost grants or blocks this process saw, passes as current.
+   */
+  | 'rollback-by-version-only'
+  /**
+   * The block buffer takes a block that does not lie above every block before it (block-buffer.ts,
+   * accept): a block of rows that went back, or of another chain of grants, is served.
+   */
+  | 'no-accept-guard';
 
 export const MUTATIONS: readonly Mutation[] = [
   'unknown-as-not-written',
@@ -61,6 +78,9 @@ export const MUTATIONS: readonly Mutation[] = [
   'retire-keeps-last-integer',
   'give-back-on-any-state',
   'partial-next-ids',
+  'committed-any',
+  'rollback-by-version-only',
+  'no-accept-guard',
 ];
 
 let active: ReadonlySet<Mutation> = new Set();

@@ -7,6 +7,7 @@
  */
 
 import type { DcState, GrantView } from '../store/port.js';
+import { mutated } from './mutations.js';
 
 /** The marks as they stood when a read was sent: what the read must not be below. */
 export interface Floor {
@@ -116,6 +117,8 @@ export function stateWentBack(floor: Floor, state: DcState | undefined): string 
   if (state.version < floor.version) {
     return `version ${state.version}, after version ${floor.version} was seen`;
   }
+  // A negative control (mutations.ts) stops here.
+  if (mutated('rollback-by-version-only')) return undefined;
   // Every write moves the version up by one, and only one write can move it from v - 1: version
   // v committed with another op means the one seen was lost and replaced.
   if (state.version === floor.version && floor.op !== undefined && state.op !== floor.op) {

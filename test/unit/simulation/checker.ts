@@ -29,7 +29,7 @@ import { IdGenError, InvariantError, StateRolledBackError } from '../../../src/e
 import { dcOfGrantee } from '../../../src/names.js';
 import { MAX_SAFE_ID } from '../../../src/options.js';
 import type { Grant } from '../../../src/store/port.js';
-import type { CallRecord, HandleHistory, History } from './history.js';
+import type { CallRecord, HandleHistory, History, StateCall, StateShown } from './history.js';
 import { describeError } from './scheduled-store.js';
 
 export type FindingKind =
@@ -66,6 +66,12 @@ export type FindingKind =
   | 'held-twice'
   /** A handle handed out an ID in a call issued after one of its calls got STATE_ROLLED_BACK. */
   | 'ids-after-rolled-back'
+  /**
+   * A process read a DC state at LOCAL_SERIAL older than one it had been shown before it sent
+   * the read (a lower version, the same version by another op, or no row), and never reported
+   * IDGEN_STATE_ROLLED_BACK: it goes on allocating from rows that lost writes it saw.
+   */
+  | 'rollback-unreported'
   /** A number handle handed out IDs of a domain past 2^53-1 (it must refuse the sequence). */
   | 'number-past-safe'
   /** An ID of a handle opened after the retire was handed out by another call too. */
@@ -94,7 +100,19 @@ export const SAFETY_KINDS: readonly FindingKind[] = [
   'duplicate-after-retire',
   'below-retired',
   'broken-after-retire',
+  'rollback-unreported',
 ];
+
+/**
+ * The safety kinds judged from what callers were given, the rows and the wire alone: all but the
+ * allocator's own refusal of its rows ('allocator-saw-broken-rows', which a defect may make it
+ * report however well the rest is judged) and the white-box look into live handles' buffers
+ * ('held-twice'). A negative control must show one of these: a control that fails only because
+ * the allocator refused its rows shows a check of the allocator, not of the simulation.
+ */
+export const BLACK_BOX_KINDS: readonly FindingKind[] = SAFETY_KINDS.filter(
+  (kind) => kind !== 'allocator-saw-broken-rows' && kind !== 'held-twice',
+);
 
 /**
  * What lost acknowledged writes may do, and nothing prevents (docs/design.md, "What the cluster
@@ -213,6 +231,7 @@ function findingsOf(history: History): Finding[] {
   }
   checkClaimed(history, report);
   checkHeld(history, report);
+  checkRollbacksReported(history, report);
   checkNumberDomain(history, report);
   checkRepair(history, owners, report);
   return findings;
@@ -314,24 +333,29 @@ function checkInsideGrants(
  * has it at or below last_integer if it lies in the reserved range, and not in the preloaded
  * range. A claim moves last_integer up before its IDs are handed out, and a give-back returns
  * only IDs never handed out, so rows that break this will hand the ID out again.
+ *
+ * A handle may move between the shards of its DC (and, from a spent shard, after it handed out
+ * IDs), and its history names only the shard it ended on: so each ID is judged against the state
+ * of every shard of its handle's DC, every shard the handle held among them. Grants are disjoint,
+ * so an ID lies in the ranges of one state at most: the one of the shard that claimed it.
  */
 function checkClaimed(
   history: History,
   report: (kind: FindingKind, message: string) => void,
 ): void {
   const given = handedOut(history);
-  const byDc = new Map<string, { id: bigint; by: string }[]>();
+  const byDc = new Map<string | undefined, { id: bigint; by: string }[]>();
   let next = 0;
   for (const { step, event, rows } of history.rowLog) {
     for (; next < given.length && given[next]!.at < event; next++) {
       const { dc, id, by } = given[next]!;
-      const ofDc = byDc.get(dc) ?? [];
+      const ofDc = byDc.get(dcOfGrantee(dc)) ?? [];
       ofDc.push({ id, by });
-      byDc.set(dc, ofDc);
+      byDc.set(dcOfGrantee(dc), ofDc);
     }
     for (const [dc, state] of rows.states) {
       const preloaded = state.installedGrant === state.reservedGrant + 1;
-      const lost = (byDc.get(dc) ?? []).find(({ id }) => {
+      const lost = (byDc.get(dcOfGrantee(dc)) ?? []).find(({ id }) => {
         const inReserved = id >= state.reservedMin && id <= state.reservedMax;
         const inPreloaded = preloaded && id >= state.preloadedMin && id <= state.preloadedMax;
         return (inReserved && id > state.lastInteger) || inPreloaded;
@@ -412,6 +436,68 @@ function checkNothingAfterRolledBack(
   report(
     'ids-after-rolled-back',
     `${handle.name} ${after.call} gave ${after.ids.join(', ')} after ${told.call} got IDGEN_STATE_ROLLED_BACK`,
+  );
+}
+
+/**
+ * docs/design.md ("What the cluster must guarantee"): a process that reads a DC state older than
+ * one it saw stops allocating with IDGEN_STATE_ROLLED_BACK, and says so. Judged from the wire
+ * alone (history.ts, stateCalls): per process and grantee, the newest stamp its replies showed
+ * it (its reads at LOCAL_SERIAL, and its writes shown applied) before it sent a read at
+ * LOCAL_SERIAL; a reply to that read with a lower version, the same version by another op, or
+ * no row shows the rows gone back, and the process must then have logged the rollback of that
+ * grantee. Only Paxos rounds count: a plain read may lag, and the states its other writes'
+ * rejections found are left out, so the marks here never run ahead of the process's own (a read
+ * shown older than these is older than the process's too). Without a rollback no read can be.
+ */
+function checkRollbacksReported(
+  history: History,
+  report: (kind: FindingKind, message: string) => void,
+): void {
+  type Stamp = Exclude<StateShown, 'none'>;
+  const marks = new Map<string, Stamp>();
+  const floors = new Map<StateCall, Stamp | undefined>();
+  const unreported: StateCall[] = [];
+  const points = history.stateCalls.flatMap((call) => [
+    { at: call.sent, call, sent: true },
+    ...(call.replied === undefined ? [] : [{ at: call.replied, call, sent: false }]),
+  ]);
+  points.sort((a, b) => a.at - b.at);
+  for (const { call, sent } of points) {
+    const key = `${call.process}\u0000${call.grantee}`;
+    const mark = marks.get(key);
+    if (sent) {
+      if (call.kind === 'read') floors.set(call, mark);
+      continue;
+    }
+    const shown = call.shown;
+    if (shown === undefined) continue;
+    const floor = floors.get(call);
+    if (call.kind === 'read' && floor !== undefined && olderThan(shown, floor)) {
+      unreported.push(call);
+    }
+    if (shown !== 'none' && (mark === undefined || shown.version > mark.version)) {
+      marks.set(key, shown);
+    }
+  }
+  const told = (call: StateCall) =>
+    history.rollbackReports.some((r) => r.process === call.process && r.grantee === call.grantee);
+  const missed = unreported.find((call) => !told(call));
+  if (missed === undefined) return;
+  const floor = floors.get(missed)!;
+  const shown =
+    missed.shown === 'none' ? 'no row' : `v${missed.shown!.version} by ${missed.shown!.op}`;
+  report(
+    'rollback-unreported',
+    `${missed.process} read ${missed.grantee}'s state at LOCAL_SERIAL as ${shown}, after it had been shown v${floor.version} by ${floor.op}, and never reported IDGEN_STATE_ROLLED_BACK`,
+  );
+}
+
+/** Whether a state a Paxos round showed is older than `floor`: the rows lost writes. */
+function olderThan(shown: StateShown, floor: Exclude<StateShown, 'none'>): boolean {
+  if (shown === 'none') return true;
+  return (
+    shown.version < floor.version || (shown.version === floor.version && shown.op !== floor.op)
   );
 }
 

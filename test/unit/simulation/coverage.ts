@@ -39,6 +39,7 @@ export const COVERED = [
   'DC-state writes applied, reported unknown or Unavailable',
   'DC-state writes left in flight, applied by a later round',
   'grant batches applied under a fault that reports otherwise',
+  'claims with two writes of unknown fate at once',
 ] as const;
 
 /** Counts only printed: harm the protocol does not promise away, and runs cut short. */
@@ -120,6 +121,7 @@ export class Coverage {
         'in-flight',
       ),
     );
+    count('claims with two writes of unknown fate at once', history.fired.unresolvedTwice);
     if (history.rollback === undefined) return;
     count('runs with a rollback');
     const repair = history.repair;

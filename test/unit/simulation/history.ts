@@ -93,6 +93,38 @@ export interface RepairAt {
 
 export type RetireRun = { readonly retired: readonly RetiredState[] } | { readonly error: unknown };
 
+/** A DC state as a Paxos round showed it: its stamp, or `none` (no row). */
+export type StateShown = { readonly version: number; readonly op: string } | 'none';
+
+/**
+ * One call of a process on a grantee's DC state, as the wire between the process and the store
+ * saw it (scheduled-store.ts): a read at LOCAL_SERIAL, or a conditional write. `sent` and
+ * `replied` are positions in one count over the run ({@link History.stateCalls}).
+ */
+export interface StateCall {
+  /** The process incarnation (`p<slot>.<incarnation>`, `final-<dc>`…). */
+  readonly process: string;
+  readonly grantee: string;
+  readonly kind: 'read' | 'write';
+  /** When the process sent it. */
+  readonly sent: number;
+  /** When its reply reached the process; undefined if none did (it died, or the run ended). */
+  replied: number | undefined;
+  /**
+   * What the reply showed the process of the rows: a read's state; a write's new stamp if the
+   * reply said it was applied (reported applied, or rejected with the write's own op found);
+   * undefined otherwise (a failure, an unknown outcome, another writer's state).
+   */
+  shown: StateShown | undefined;
+}
+
+/** A process told its user (its logger) that `grantee`'s rows went back, at position `at`. */
+export interface RollbackReport {
+  readonly process: string;
+  readonly grantee: string;
+  readonly at: number;
+}
+
 /** How often the simulation's own commands and faults fired in a run, for coverage counts. */
 export interface Fired {
   /** Pauses of a client that ran to their end. */
@@ -110,6 +142,11 @@ export interface Fired {
   rollbacksLogged: number;
   /** The store's injected faults that took effect, by `<op> <effect>` (MemoryStore.faultsLanded). */
   faultsLanded: Record<string, number>;
+  /**
+   * Claims seen holding two or more writes of unknown fate at once (white-box, as the held-twice
+   * oracle: the DC allocator's unresolved ops after each step; counted for coverage only).
+   */
+  unresolvedTwice: number;
 }
 
 export interface History {
@@ -126,6 +163,13 @@ export interface History {
    * handle's block buffer, the one thing here not seen by a caller).
    */
   readonly heldLog: readonly HeldAt[];
+  /**
+   * Every process's reads at LOCAL_SERIAL and conditional writes of DC states, in the order sent
+   * (the operator's retire aside), with what their replies showed.
+   */
+  readonly stateCalls: readonly StateCall[];
+  /** Every IDGEN_STATE_ROLLED_BACK a process logged, on the same count as {@link stateCalls}. */
+  readonly rollbackReports: readonly RollbackReport[];
   /** The planned rollback, if it landed. */
   readonly rollback: RollbackAt | undefined;
   /** The operator's repair after it, if one was planned and began. */

@@ -236,6 +236,22 @@ const FAULT_REACH: Readonly<Record<FaultSite, number>> = {
 };
 
 /**
+ * A claim left with several writes of unknown fate: the `at`-th claim write of the run gets
+ * `faults[0]`, and the next claim writes of the process that sent it get the rest in turn
+ * (`none`: that one goes through; a fault planned for a write comes first). A write not applied
+ * and reported unknown, or left in flight until a later write, whose re-read shows the state
+ * unmoved stays unresolved while its claim lasts (dc-allocator.ts), and a later round may commit
+ * it; two in one claim, written on states another process moved in between, are where taking
+ * the wrong one for the one committed hands out that process's block.
+ */
+export interface PlannedBurst {
+  readonly at: number;
+  readonly faults: readonly BurstFault[];
+}
+
+export type BurstFault = 'unknown-not-applied' | 'in-flight-until-write' | 'none';
+
+/**
  * Acknowledged writes lost, as when every replica of a DC-state partition crashes with
  * `commitlog_sync: periodic`: right after the store runs the `at`-th DC-state write of the run
  * (counted over every process and DC), that DC's state loses its last `writes` writes.
@@ -277,6 +293,11 @@ export interface Scenario {
   readonly drainAtEnd: boolean;
   /** Seeds the allocator's backoff jitter (Math.random) for this run. */
   readonly jitterSeed: number;
+  /**
+   * Claim writes of one process left unknown one after the other, in half the runs. Generated
+   * last, so that it changes nothing else a seed draws.
+   */
+  readonly burst: PlannedBurst | undefined;
 }
 
 const settingsArb: fc.Arbitrary<SimSettings> = fc
@@ -515,5 +536,23 @@ export function scenarioArb(bounds: ScenarioBounds = DEFAULT_BOUNDS): fc.Arbitra
     ),
     drainAtEnd: fc.boolean(),
     jitterSeed: fc.integer(),
+    // A write that never lands, then 1 or 2 more (rejected once another process moved the
+    // state, or lost as well), then one left in flight until a later write commits it.
+    burst: fc.option(
+      fc.record({
+        at: fc.nat({ max: FAULT_REACH.claim }),
+        faults: fc
+          .array(fc.constantFrom<BurstFault>('none', 'unknown-not-applied'), {
+            minLength: 1,
+            maxLength: 2,
+          })
+          .map((between) => [
+            'unknown-not-applied' as const,
+            ...between,
+            'in-flight-until-write' as const,
+          ]),
+      }),
+      { nil: undefined },
+    ),
   });
 }

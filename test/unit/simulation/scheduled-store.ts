@@ -32,6 +32,7 @@ import type {
   UsageDeltas,
 } from '../../../src/store/port.js';
 import { TICK_MS, type SimClock, type TimerOwner } from './clock.js';
+import type { StateCall, StateShown } from './history.js';
 import type { FaultSite, PlannedFault, WriteKind } from './model.js';
 
 /** What the store's view needs of the simulated world around it. */
@@ -39,14 +40,21 @@ export interface Network {
   readonly scheduler: fc.Scheduler;
   readonly store: MemoryStore;
   readonly clock: SimClock;
-  /** The fault planned for the call of `site` being sent now, if any. */
-  nextFault(site: FaultSite): PlannedFault['fault'] | undefined;
+  /** The fault planned for the call of `site` that `owner` is sending now, if any. */
+  nextFault(site: FaultSite, owner: TimerOwner): PlannedFault['fault'] | undefined;
   /** Whether the call at SERIAL `dc`'s process is sending now finds SERIAL cut off. */
   serialCutOff(dc: string): boolean;
   /** The step running now. */
   readonly step: number;
   /** A store call ran in this step: the rows may have changed. */
   touched(): void;
+  /**
+   * A process sends a read at LOCAL_SERIAL or a conditional write of `grantee`'s state: the
+   * record to complete when its reply arrives (undefined for a caller that is no process).
+   */
+  stateCallSent(owner: TimerOwner, grantee: string, kind: StateCall['kind']): StateCall | undefined;
+  /** The reply of `call` reached its process, showing `shown`. */
+  stateCallReplied(call: StateCall, shown: StateShown | undefined): void;
   /** The store ran a write of `dc`'s state (applied or not): a planned rollback may follow. */
   stateWritten(sequence: string, dc: string): Promise<void>;
   log(line: string): void;
@@ -154,8 +162,16 @@ export class ScheduledStore implements IdStore {
   }
 
   readDcState(sequence: string, dc: string): Promise<DcState | undefined> {
-    return this.call(`readDcState ${dc}`, 'read', (fault) =>
-      this.read('readDcState', fault, () => this.store.readDcState(sequence, dc)),
+    const sent = this.network.stateCallSent(this.process, dc, 'read');
+    return this.call(
+      `readDcState ${dc}`,
+      'read',
+      (fault) => this.read('readDcState', fault, () => this.store.readDcState(sequence, dc)),
+      (outcome) => {
+        if (sent === undefined) return;
+        const shown = 'error' in outcome ? undefined : stampOf(outcome.value);
+        this.network.stateCallReplied(sent, shown);
+      },
     );
   }
   readDcStateLocal(sequence: string, dc: string): Promise<DcState | undefined> {
@@ -172,6 +188,7 @@ export class ScheduledStore implements IdStore {
   ): Promise<CasOutcome<DcState>> {
     const kind = async () =>
       writeKind((await this.network.store.readDcStatesOverview(sequence)).get(dc), next);
+    const sent = this.network.stateCallSent(this.process, dc, 'write');
     return this.call(
       `writeDcState ${dc} v${expected?.version ?? 0}→${next.version} ${describeState(next)}`,
       kind,
@@ -183,6 +200,14 @@ export class ScheduledStore implements IdStore {
             await this.network.stateWritten(sequence, dc);
           }
         }),
+      (outcome) => {
+        if (sent === undefined) return;
+        // Shown applied: reported so, or rejected with the write's own op in the row found.
+        const value = 'error' in outcome ? undefined : outcome.value;
+        const ours =
+          value?.kind === 'applied' || (value?.kind === 'rejected' && value.found?.op === next.op);
+        this.network.stateCallReplied(sent, ours ? stampOf(next) : undefined);
+      },
     );
   }
 
@@ -225,19 +250,21 @@ export class ScheduledStore implements IdStore {
   /**
    * One call: sent when the scheduler says, run on the store with the fault planned for it,
    * answered when the scheduler says. `site` names the planned faults it counts for; for a
-   * DC-state write it is found from the rows the write is about to change.
+   * DC-state write it is found from the rows the write is about to change. `replied` sees the
+   * outcome when it reaches a live process, before the process does.
    */
   private async call<R>(
     what: string,
     site: FaultSite | (() => Promise<FaultSite>) | undefined,
     run: (fault: Planned) => Promise<R>,
+    replied?: (outcome: { readonly value: R } | { readonly error: unknown }) => void,
   ): Promise<R> {
     const network = this.network;
     const scheduler = network.scheduler;
     const label = `${this.process.name} ${what}`;
     await scheduler.schedule(Promise.resolve(), `send: ${label}`);
     const at = typeof site === 'function' ? await site() : site;
-    const fault = at === undefined ? undefined : network.nextFault(at);
+    const fault = at === undefined ? undefined : network.nextFault(at, this.process);
     const sentAt = network.step;
     const shownSite = at === undefined || at === 'read' ? '' : ` (${at})`;
     const shownFault = fault === undefined ? '' : ` [${fault}]`;
@@ -254,6 +281,7 @@ export class ScheduledStore implements IdStore {
     network.log(`${label}${shownSite}${shownFault}${late} → ${shown}`);
     await scheduler.schedule(Promise.resolve(), `reply: ${label} → ${shown}`);
     if (this.process.crashed) return new Promise<R>(() => undefined);
+    replied?.(outcome);
     if ('error' in outcome) throw outcome.error;
     return outcome.value;
   }
@@ -338,6 +366,10 @@ function writeKind(current: DcState | undefined, next: DcState): WriteKind {
     return 'give-back';
   }
   return 'claim';
+}
+
+function stampOf(state: DcState | undefined): StateShown {
+  return state === undefined ? 'none' : { version: state.version, op: state.op };
 }
 
 export function describeSizes(s: SizeSettings): string {

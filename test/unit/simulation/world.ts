@@ -50,7 +50,10 @@ import type {
   History,
   RepairAt,
   RollbackAt,
+  RollbackReport,
   RowsAt,
+  StateCall,
+  StateShown,
 } from './history.js';
 import {
   DCS,
@@ -58,6 +61,7 @@ import {
   SERIAL_OUTAGE_MS,
   domainBounds,
   type Command,
+  type BurstFault,
   type FaultSite,
   type PlannedFault,
   type PlannedRepair,
@@ -65,6 +69,7 @@ import {
   type WithCallOptions,
 } from './model.js';
 import { ScheduledStore, describeError, describeSizes, type Network } from './scheduled-store.js';
+import type { TimerOwner } from './clock.js';
 
 const KEYSPACE = 'sim';
 
@@ -165,6 +170,14 @@ function bufferOf(handle: Handle): BlockBuffer<number> | BlockBuffer<bigint> {
   return handle.sequence['buffer'];
 }
 
+/**
+ * White-box, for coverage only: how many claim writes of unknown fate the handle's DC allocator
+ * holds (dc-allocator.ts, unresolvedOps), which the rows cannot show. Nothing is changed.
+ */
+function unresolvedOf(handle: Handle): number {
+  return handle.sequence['loaded']?.allocator['unresolvedOps'].size ?? 0;
+}
+
 /** One incarnation of a process: an IdGen, until it is shut down or dies. */
 class Process {
   crashed = false;
@@ -185,7 +198,7 @@ class Process {
       dc,
       keyspace: KEYSPACE,
       clock: world.clock.for(this),
-      logger: world.logger,
+      logger: world.loggerOf(this),
     });
     let die: () => void = () => undefined;
     this.died = new Promise<void>((resolve) => {
@@ -256,6 +269,7 @@ class World implements Network {
     undelivered: 0,
     rollbacksLogged: 0,
     faultsLanded: {},
+    unresolvedTwice: 0,
   };
   readonly clock: SimClock;
   private readonly otherErrors: { call: string; error: unknown }[] = [];
@@ -287,6 +301,15 @@ class World implements Network {
     warn: (fields, message) => this.logged(fields, message),
     error: (fields, message) => this.logged(fields, message),
   };
+  /** The processes' calls on DC states, and the rollbacks they logged (history.ts). */
+  private readonly stateCalls: StateCall[] = [];
+  private readonly rollbackReports: RollbackReport[] = [];
+  /** The count {@link stateCalls} and {@link rollbackReports} are ordered by. */
+  private wire = 0;
+  /** DC allocators seen holding two or more claim writes of unknown fate at once. */
+  private readonly unresolvedTwice = new Set<object>();
+  /** The planned burst of claim faults, once begun: whose claim writes get what is left. */
+  private burst: { readonly owner: string; readonly left: BurstFault[] } | undefined;
   /** Per DC cut off from SERIAL, when its outage ends (virtual ms). */
   private readonly serialOutageEnds = new Map<string, number>();
   private steps = 0;
@@ -329,6 +352,52 @@ class World implements Network {
 
   touched(): void {
     this.rowsTouched = true;
+  }
+
+  /** A process's own logger: the world's, which also notes each rollback the process reports. */
+  loggerOf(process: Process): Logger {
+    const reported = (fields: Record<string, unknown>) => {
+      const err = fields.err;
+      if (!(err instanceof StateRolledBackError)) return;
+      this.rollbackReports.push({ process: process.name, grantee: err.dc, at: ++this.wire });
+    };
+    const logger: Logger = {
+      child: () => logger,
+      debug: (fields, message) => this.logger.debug(fields, message),
+      info: (fields, message) => this.logger.info(fields, message),
+      warn: (fields, message) => {
+        reported(fields);
+        this.logger.warn(fields, message);
+      },
+      error: (fields, message) => {
+        reported(fields);
+        this.logger.error(fields, message);
+      },
+    };
+    return logger;
+  }
+
+  stateCallSent(
+    owner: TimerOwner,
+    grantee: string,
+    kind: StateCall['kind'],
+  ): StateCall | undefined {
+    if (!(owner instanceof Process)) return undefined;
+    const call: StateCall = {
+      process: owner.name,
+      grantee,
+      kind,
+      sent: ++this.wire,
+      replied: undefined,
+      shown: undefined,
+    };
+    this.stateCalls.push(call);
+    return call;
+  }
+
+  stateCallReplied(call: StateCall, shown: StateShown | undefined): void {
+    call.replied = ++this.wire;
+    call.shown = shown;
   }
 
   private logged(fields: Record<string, unknown>, message: string): void {
@@ -438,10 +507,18 @@ class World implements Network {
     if (this.finalDraw !== undefined) this.drawToTheEnd(dc, `final-${dc}-after-retire`);
   }
 
-  nextFault(site: FaultSite): PlannedFault['fault'] | undefined {
+  nextFault(site: FaultSite, owner?: TimerOwner): PlannedFault['fault'] | undefined {
     const index = this.sent.get(site) ?? 0;
     this.sent.set(site, index + 1);
-    return this.faults.get(`${site}/${index}`);
+    const planned = this.faults.get(`${site}/${index}`);
+    if (site !== 'claim' || owner === undefined) return planned;
+    const burst = this.scenario.burst;
+    if (burst !== undefined && index === burst.at) {
+      this.burst = { owner: owner.name, left: [...burst.faults] };
+    }
+    if (this.burst?.owner !== owner.name) return planned;
+    const next = this.burst.left.shift();
+    return planned ?? (next === 'none' ? undefined : next);
   }
 
   serialCutOff(dc: string): boolean {
@@ -505,6 +582,7 @@ class World implements Network {
     const held: HeldRun[] = [];
     for (const handle of this.opens) {
       if (handle.history.crashed) continue;
+      if (unresolvedOf(handle) >= 2) this.unresolvedTwice.add(handle.sequence['loaded']!.allocator);
       const buffer = bufferOf(handle);
       if (!buffer.serving) continue;
       for (const block of [buffer.current, buffer.preloaded]) {
@@ -583,9 +661,15 @@ class World implements Network {
       trace: this.trace,
       shardMoves: { ...this.shardMoves },
       heldLog: this.heldLog,
+      stateCalls: this.stateCalls,
+      rollbackReports: this.rollbackReports,
       rollback: this.rollback,
       repair: this.repair,
-      fired: { ...this.fired, faultsLanded: Object.fromEntries(this.store.faultsLanded) },
+      fired: {
+        ...this.fired,
+        faultsLanded: Object.fromEntries(this.store.faultsLanded),
+        unresolvedTwice: this.unresolvedTwice.size,
+      },
     };
   }
 

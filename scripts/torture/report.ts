@@ -72,7 +72,8 @@ export interface CampaignReport {
   readonly idleWhileNotHit?: readonly string[];
   /**
    * Why the campaign does not count though its checks may hold (no cluster fault done, a fault
-   * or undo failed, a DC drew too little, a process failed or crashed when told to stop); absent
+   * or undo failed, a DC drew too little, a process failed or crashed when told to stop, a kill
+   * that may have lost IDs a process handed out); absent
    * in older reports.
    */
   readonly conductProblems?: readonly string[];
@@ -264,7 +265,7 @@ export function renderMarkdown(report: CampaignReport): string {
   const problems = report.conductProblems;
   if (problems !== undefined) {
     lines.push(
-      `| the campaign did what it must (a cluster fault done, none failed, every DC drew, no process failed or crashed on stop, every killed process died of the SIGKILL, every close while drawing reported) | ${problems.length === 0 ? 'yes' : `NO: ${problems.join('; ').replaceAll('|', '/')}`} |`,
+      `| the campaign did what it must (a cluster fault done, none failed, every DC drew, no process failed or crashed on stop, every killed process died of the SIGKILL with every ID it handed out recorded (its history written first, or paced), every close while drawing reported) | ${problems.length === 0 ? 'yes' : `NO: ${problems.join('; ').replaceAll('|', '/')}`} |`,
     );
   }
   lines.push(

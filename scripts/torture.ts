@@ -390,6 +390,7 @@ async function main(): Promise<void> {
     ending: i.liveness ? 'terminated' : i.ending,
     ids: readHistory(i.historyFile),
     calls: i.callsFile === undefined ? undefined : readHistory(i.callsFile, 3),
+    cutShort: i.killed === 'raw' || i.killed === 'flush-timed-out',
   }));
   const verdict = checkHistory(history, {
     globalLast: overview.globalLast,

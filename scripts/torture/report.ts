@@ -225,6 +225,11 @@ export function renderMarkdown(report: CampaignReport): string {
     }${unrecordedTail(report)} |`,
   );
   lines.push(`| non-monotonic incarnations | ${v.nonMonotonic.length} |`);
+  if (v.uncoveredCalls !== undefined) {
+    lines.push(
+      `| incarnations whose calls do not cover exactly the IDs they recorded | ${v.uncoveredCalls.length === 0 ? 'none' : v.uncoveredCalls.map((u) => `${u.incarnation} (${n(u.recorded)} recorded, calls end at ${n(u.covered)}${u.beyond === undefined ? '' : `, one at ${n(u.beyond)}`})`).join('; ')} |`,
+    );
+  }
   const incomplete = report.incarnations.filter(
     (i) => i.reported !== undefined && i.reported !== i.recorded,
   ).length;

@@ -52,7 +52,7 @@ export interface Incarnation {
   readonly dc: string;
   readonly mode: WorkerMode;
   readonly historyFile: string;
-  /** `callers` mode: each call's bounds in the history (worker.ts). */
+  /** `callers` and `take` modes: each call's bounds in the history (worker.ts). */
   readonly callsFile: string | undefined;
   /** Its IDs handed out by second of the campaign (progress.ts). */
   readonly progressFile: string;
@@ -142,7 +142,7 @@ export class Fleet {
     const id = this.incarnations.length + 1;
     const name = path.join(this.options.historyDir, `${String(id).padStart(4, '0')}-${dc}-${mode}`);
     const historyFile = `${name}.f64`;
-    const callsFile = mode === 'callers' ? `${name}.calls` : undefined;
+    const callsFile = mode === 'callers' || mode === 'take' ? `${name}.calls` : undefined;
     const progressFile = `${name}.progress`;
     const spec: WorkerSpec = {
       dc,

@@ -23,7 +23,8 @@
  * Concurrent calls resolve in any order, so a `callers` history alone cannot show monotonicity:
  * the worker also writes, for each call as it resolves, how many IDs were recorded when it was
  * made, where its IDs end in the history, and how many it asked for (its calls file, three
- * float64 each). A call must hand out as many IDs as it asked for, above every ID recorded before
+ * float64 each). A `take` worker writes one too, so that a take() handing out fewer or more IDs
+ * than it asked for is seen (its history alone would just increase). A call must hand out as many IDs as it asked for, above every ID recorded before
  * it was made, strictly increasing; calls that overlapped owe each other nothing. A call's IDs
  * are recorded in one synchronous step, so they are contiguous in the history, and its entry
  * follows them in the same flush.
@@ -70,7 +71,7 @@ export interface WorkerSpec {
    */
   readonly maxRate?: number | undefined;
   readonly historyFile: string;
-  /** `callers` mode: where it writes each call's bounds in the history (see the top). */
+  /** `callers` and `take` modes: where it writes each call's bounds in the history (see the top). */
   readonly callsFile?: string | undefined;
   /** Where it writes its IDs handed out by second (progress.ts). */
   readonly progressFile: string;
@@ -129,9 +130,12 @@ async function main(spec: WorkerSpec): Promise<boolean> {
   const startupMs = Math.round(process.uptime() * 1000);
   if (spec.mutation !== undefined) setMutationsForTests([spec.mutation]);
   const concurrent = spec.mode === 'callers';
-  if (concurrent && spec.callsFile === undefined) throw new Error('callers mode needs a callsFile');
+  const writesCalls = concurrent || spec.mode === 'take';
+  if (writesCalls && spec.callsFile === undefined) {
+    throw new Error(`${spec.mode} mode needs a callsFile`);
+  }
   const fd = fs.openSync(spec.historyFile, 'a');
-  const callsFd = concurrent ? fs.openSync(spec.callsFile!, 'a') : undefined;
+  const callsFd = writesCalls ? fs.openSync(spec.callsFile!, 'a') : undefined;
   const progressFd = fs.openSync(spec.progressFile, 'a');
   const progress = new ProgressCounter(spec.startedAt, (text) =>
     writeAll(progressFd, Buffer.from(text)),
@@ -139,8 +143,8 @@ async function main(spec: WorkerSpec): Promise<boolean> {
   const buffer = new Float64Array(FLUSH_EVERY);
   let buffered = 0;
   /**
-   * `callers` mode: each call's [IDs recorded when it was made, its end in the history, the
-   * count it asked for].
+   * `callers` and `take` modes: each call's [IDs recorded when it was made, its end in the
+   * history, the count it asked for].
    */
   const calls = new Float64Array(3 * FLUSH_EVERY);
   let callsBuffered = 0;
@@ -208,7 +212,7 @@ async function main(spec: WorkerSpec): Promise<boolean> {
    */
   const received = (count: number, calledAfterClose: boolean, floor: number, asked = 1) => {
     drawn += count;
-    if (concurrent) {
+    if (writesCalls) {
       calls[callsBuffered++] = floor;
       calls[callsBuffered++] = drawn;
       calls[callsBuffered++] = asked;

@@ -543,7 +543,7 @@ async function main(): Promise<void> {
   const r = verdict.reconciliation;
   log(
     `${report.passed ? 'PASSED' : 'FAILED'}: ${verdict.drawn.toLocaleString('en-US')} IDs, ${verdict.duplicateCount} duplicates, ` +
-      `granted ${r.granted} = drawn ${r.drawn} + held ${r.held} + lost ${r.lost} (${r.balanced ? 'balanced' : 'NOT balanced'}); seed ${options.seed}`,
+      `granted ${r.granted} = recorded ${r.drawn} + still held ${r.held} + unaccounted ${r.lost} (${r.balanced ? 'no recorded ID held, held inside grants' : 'a recorded ID still held, or held outside grants'}); seed ${options.seed}`,
   );
   for (const problem of problems) log(`campaign does not count: ${problem}`);
   for (const violation of afterClose) log(`close() broken: ${violation}`);

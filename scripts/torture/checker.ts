@@ -95,7 +95,12 @@ export interface Verdict {
   readonly outsideGrantsCount: number;
   /** Grants of all DCs overlapping each other, or above GLOBAL. */
   readonly grantProblems: readonly string[];
-  /** IDs granted / drawn / still held by the DCs / lost to gaps; granted = drawn + held + lost. */
+  /**
+   * IDs granted / recorded (distinct, inside grants) / still held by the final states / neither
+   * (`lost`: the remainder, so granted = drawn + held + lost however many were lost). `balanced`
+   * shows only that no recorded ID lies in a range a final state still holds, and that held
+   * ranges lie inside their holder's grants without overlapping each other.
+   */
   readonly reconciliation: {
     readonly granted: number;
     readonly drawn: number;

@@ -273,14 +273,17 @@ export function renderMarkdown(report: CampaignReport): string {
       `| the campaign did what it must (a cluster fault done, none failed, every DC drew, no process failed or crashed on stop, every killed process died of the SIGKILL with every ID it handed out recorded (its history written first, or paced), every close while drawing reported) | ${problems.length === 0 ? 'yes' : `NO: ${problems.join('; ').replaceAll('|', '/')}`} |`,
     );
   }
+  // `lost` is what remains of the grants once the recorded and the held are taken out, so the sum
+  // holds whatever was lost: what it does show is that the recorded and the held do not overlap
+  // and that the held lie inside the grants.
   lines.push(
-    `| granted = drawn + held + lost | ${n(r.granted)} = ${n(r.drawn)} + ${n(r.held)} + ${n(r.lost)}: ${r.balanced ? 'balanced' : 'NOT BALANCED'} |`,
+    `| no recorded ID in a range the final state still holds; held ranges inside their holder's grants, none overlapping | ${r.balanced ? 'yes' : 'NO'}: granted ${n(r.granted)} = recorded ${n(r.drawn)} + still held ${n(r.held)} + unaccounted ${n(r.lost)} (neither recorded nor held, by cause below) |`,
   );
   lines.push('');
   lines.push('## Gaps by cause');
   lines.push('');
   lines.push(
-    'Attributed by the history around each gap: who recorded the ID just below it, and how that process ended.',
+    'The unaccounted IDs: granted, neither recorded nor still held. Attributed by the history around each gap: who recorded the ID just below it, and how that process ended.',
   );
   lines.push('');
   lines.push('| cause | IDs | intervals |');

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import type { Mutation } from '../../src/allocator/mutations.js';
+import { workerSeed } from './random.js';
 import type { WorkerFirstId, WorkerMode, WorkerSpec, WorkerSummary } from './worker.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -116,6 +117,11 @@ export interface FleetOptions {
   /** See {@link FLUSH_KILL_TIMEOUT_MS}. */
   readonly flushKillTimeoutMs?: number | undefined;
   /**
+   * The campaign's seed: each worker's own is derived from it and the worker's number
+   * (`workerSeed`). Default 1.
+   */
+  readonly seed?: number | undefined;
+  /**
    * For tests: modules each worker's Node imports first (a stand-in library), and variables
    * added to its environment.
    */
@@ -160,6 +166,7 @@ export class Fleet {
       startedAt: this.options.startedAt,
       count: extra.count,
       mutation: this.options.mutation,
+      seed: workerSeed(this.options.seed ?? 1, id),
     };
     const imports = ['tsx', ...(this.options.workerImports ?? [])].flatMap((m) => ['--import', m]);
     const child = spawn(process.execPath, [...imports, WORKER, JSON.stringify(spec)], {

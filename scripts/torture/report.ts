@@ -188,7 +188,10 @@ export function renderMarkdown(report: CampaignReport): string {
     `${report.startedAt}, ${Math.round(report.durationS)} s of faults on ${report.machine}. ` +
       `Cluster: ${report.cluster.dcs} DCs × ${report.cluster.nodesPerDc} node(s), Paxos ${report.cluster.paxos}, ` +
       `commitlog_sync ${report.cluster.commitlogSync}, replication ${JSON.stringify(report.cluster.replication)}. ` +
-      `Reproduce the schedule with \`npm run torture -- --seed ${report.seed}\` and the same options.`,
+      `\`npm run torture -- --seed ${report.seed}\` with the same options draws the same: the sequence's sizes, ` +
+      "each nemesis action's kind, time, target draw and durations, and each process's mode and its own " +
+      'choices; which processes are drawing when an action comes (so whom it hits, and whether it is ' +
+      'skipped) and how Cassandra answers are timing, not the seed.',
   );
   if (report.cluster.commitlogSync === 'periodic') {
     lines.push('');

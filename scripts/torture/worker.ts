@@ -50,6 +50,7 @@ import { SERVE_DEFAULTS } from '../../src/serve/server.js';
 import type { IdGen, IdGenError } from '../../src/index.js';
 import { ALARM_CODES, EXPECTED_ERROR_CODES, OWN_DEADLINE_MS } from './errors.js';
 import { ProgressCounter } from './progress.js';
+import { Random } from './random.js';
 
 export type WorkerMode = 'tight' | 'paced' | 'take' | 'callers';
 
@@ -84,6 +85,11 @@ export interface WorkerSpec {
   readonly count?: number | undefined;
   /** A deliberately broken protocol variant, for a negative control run. */
   readonly mutation?: Mutation | undefined;
+  /**
+   * The seed of its own choices (counts, call kinds, deadlines): the fleet derives it from the
+   * campaign's seed and the process's number ({@link workerSeed}). Default 1.
+   */
+  readonly seed?: number | undefined;
 }
 
 /** The line a worker prints once it drew its first ID. */
@@ -252,22 +258,24 @@ async function main(spec: WorkerSpec): Promise<boolean> {
   let firstReported = false;
   const started = Date.now();
   const limit = spec.count ?? Infinity;
+  const random = new Random(spec.seed ?? 1);
   /** One call of the worker's mode, its IDs recorded and counted. */
   const call = async (): Promise<void> => {
     const calledAfterClose = closeBegun;
     const floor = drawn;
-    const count = 1 + Math.floor(Math.random() * spec.maxTake);
+    // The same six draws every call, whatever it uses, so that one worker's calls ask the same of
+    // the library for the same seed (with concurrent callers, which loop gets which is timing).
+    const [u0, u1, u2, u3, u4, u5] = Array.from({ length: 6 }, () => random.next());
+    const count = 1 + Math.floor(u0! * spec.maxTake);
     const kind = concurrent
-      ? (['next', 'take', 'nextIds'] as const)[Math.floor(Math.random() * 3)]
+      ? (['next', 'take', 'nextIds'] as const)[Math.floor(u1! * 3)]
       : undefined;
     // One concurrent call in 8 has a deadline of its own, up to 100 ms, as a request with a short
     // budget would: it gives up while the claim it waits for is in flight (whose block then serves
     // the calls after it), and a nextIds() may fail once it took IDs (they go to nobody). Its
     // miss is the caller's doing, not a fault's: counted apart, and followed by no pause.
     const own =
-      concurrent && Math.random() < 1 / 8
-        ? { timeoutMs: Math.floor(Math.random() * OWN_DEADLINE_MS) }
-        : undefined;
+      concurrent && u2! < 1 / 8 ? { timeoutMs: Math.floor(u3! * OWN_DEADLINE_MS) } : undefined;
     try {
       if (spec.mode === 'take' || kind === 'take') {
         const { first, last } = await seq.take(count, own);
@@ -279,7 +287,7 @@ async function main(spec: WorkerSpec): Promise<boolean> {
         // (its own deadline). More would only wait out the default deadline on small blocks.
         // stats() only for the wide ones: it builds every counter of the handle.
         const wide = () => Math.min(WIDE_NEXT_IDS, 3 * Math.max(1, seq.stats().blockSize));
-        const asked = Math.random() < 0.1 ? 1 + Math.floor(Math.random() * wide()) : count;
+        const asked = u4! < 0.1 ? 1 + Math.floor(u5! * wide()) : count;
         const ids = await seq.nextIds(asked, own);
         for (const id of ids) record(id);
         received(ids.length, calledAfterClose, floor, asked);
@@ -345,7 +353,7 @@ async function main(spec: WorkerSpec): Promise<boolean> {
           process.stderr.write(`torture worker: unexpected error ${code}: ${message}\n`);
           return;
         }
-        await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 150));
+        await new Promise((resolve) => setTimeout(resolve, 50 + random.next() * 150));
       }
     }
   };

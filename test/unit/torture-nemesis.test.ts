@@ -156,6 +156,28 @@ describe('torture nemesis: process faults', () => {
   });
 });
 
+describe('torture nemesis: the seed names the schedule (review B2)', () => {
+  it('draws the same kinds of action whether or not an action found something to act on', async () => {
+    const mix = mixOf({
+      'kill-process': 1,
+      'stop-process': 1,
+      'close-process': 1,
+      'start-process': 1,
+    });
+    const a = new FakeFleet();
+    const b = new FakeFleet();
+    for (const dc of ['dc1', 'dc2', 'dc3']) {
+      a.start(dc, true);
+      b.start(dc, false); // still connecting in run B: its first process faults are skipped
+    }
+    const ta = await run(a, mix, 12, true);
+    const tb = await run(b, mix, 12, true);
+    const kinds = (t: { action: string }[]) => t.slice(0, 12).map((e) => e.action);
+    expect(tb.map((e) => e.result)).toContain('skipped: no process drawing');
+    expect(kinds(tb)).toEqual(kinds(ta));
+  });
+});
+
 describe('torture nemesis: the fault window', () => {
   const until = async (done: () => boolean) => {
     const deadline = Date.now() + 20_000;

@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 
 import { checkHistory } from '../../scripts/torture/checker.js';
 import { secondOf } from '../../scripts/torture/progress.js';
+import { workerSeed } from '../../scripts/torture/random.js';
 import { closeViolations } from '../../scripts/torture/verdict.js';
 import { killMidRefill } from './torture-worker/kill-mid-refill.js';
 import { runWorker, WorkerFiles } from './torture-worker/run-worker.js';
@@ -182,6 +183,40 @@ describe('take mode: each take() checked for the count it asked for', () => {
       files.remove();
     }
   }, 90_000);
+});
+
+describe("its choices come from its seed, the campaign's seed and its number (review B2)", () => {
+  /** The counts a take worker of `seed` asked for in its first 200 calls. */
+  const asked = async (seed: number) => {
+    const files = new WorkerFiles();
+    try {
+      const worker = runWorker(
+        files,
+        { mode: 'ledger' },
+        { mode: 'take', maxTake: 50, maxRate: 100_000, seed },
+      );
+      await worker.waitFor('"first-id"');
+      while (files.calls().length < 200) await sleep(50);
+      worker.child.kill('SIGTERM');
+      await worker.exited;
+      return files
+        .calls()
+        .slice(0, 200)
+        .map(([, , count]) => count);
+    } finally {
+      files.remove();
+    }
+  };
+
+  it('asks for the same counts for the same seed', async () => {
+    const [first, again] = await Promise.all([
+      asked(workerSeed(1000330, 7)),
+      asked(workerSeed(1000330, 7)),
+    ]);
+    expect(again).toEqual(first);
+    // Each process of a campaign draws its own.
+    expect(workerSeed(1000330, 8)).not.toBe(workerSeed(1000330, 7));
+  }, 120_000);
 });
 
 describe('concurrent callers on one handle (callers mode)', () => {

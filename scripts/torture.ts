@@ -14,7 +14,7 @@ import cassandra from 'cassandra-driver';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 
 import * as manager from './cluster/manager.js';
-import { readNodeSettings, settingsProblems } from './cluster/settings.js';
+import { readNodeSettings, settingsChanges, settingsProblems } from './cluster/settings.js';
 import { nodeSpecs } from './cluster/topology.js';
 import { connect, initSchema, openAdmin } from '../src/index.js';
 import { MUTATIONS, type Mutation } from '../src/allocator/mutations.js';
@@ -279,6 +279,7 @@ async function main(): Promise<void> {
     historyDir,
     startedAt: started,
     mutation: options.mutation,
+    seed: options.seed,
   });
   const processRandom = random.fork();
   // The checker sorts every recorded ID in memory (8 bytes each, twice): each process slot may
@@ -361,6 +362,8 @@ async function main(): Promise<void> {
     `liveness: ${liveness.map((l) => `${l.dc} ${l.ok ? 'ok' : 'FAILED'} (${l.drawn} IDs, ${l.seconds.toFixed(1)} s, ${connectedAfter(l)})`).join(', ')}`,
   );
   await fleet.stopAll();
+  // Read again once healed: a node the nemesis restarted got its configuration written anew.
+  const settingsAtEnd = await readNodeSettings(nodeSpecs(topology));
 
   log('reading the rows back and checking');
   const grantsStore = new CassandraStore(
@@ -423,14 +426,17 @@ async function main(): Promise<void> {
       errorExamples[code] ??= incarnation.summary?.firstErrors[code] ?? '';
     }
   }
-  const problems = conductProblems({
-    timeline: nemesis.timeline,
-    drawnUnderFaults,
-    incarnations: fleet.incarnations.map((i) => ({
-      ...i,
-      closedEarly: i.summary?.closedEarly ?? false,
-    })),
-  });
+  const problems = [
+    ...conductProblems({
+      timeline: nemesis.timeline,
+      drawnUnderFaults,
+      incarnations: fleet.incarnations.map((i) => ({
+        ...i,
+        closedEarly: i.summary?.closedEarly ?? false,
+      })),
+    }),
+    ...settingsChanges(settings, settingsAtEnd).map((change) => `node settings changed: ${change}`),
+  ];
   const processes: ProcessProgress[] = fleet.incarnations
     .filter((i) => !i.liveness)
     .map((i) => ({

@@ -244,29 +244,31 @@ export class Fleet {
   /**
    * Kills a process as a crash would: it hands out no more IDs, and its library neither closes
    * nor gives anything back. `flush` (once it said it is ready) lets it write its history first
-   * (see {@link KillHow}); `raw` does not.
+   * (see {@link KillHow}); `raw` does not. Whether the signal was sent: not to a process that
+   * has exited.
    */
-  kill(incarnation: Incarnation, how: 'flush' | 'raw' = 'flush'): void {
+  kill(incarnation: Incarnation, how: 'flush' | 'raw' = 'flush'): boolean {
     incarnation.ending = 'killed';
     incarnation.endedAt = Date.now();
     if (how === 'raw' || !incarnation.connected || incarnation.stopped) {
       incarnation.killed = 'raw';
-      incarnation.child.kill('SIGKILL');
-      return;
+      return incarnation.child.kill('SIGKILL');
     }
     incarnation.killed = 'flushed';
-    incarnation.child.kill('SIGHUP');
+    const sent = incarnation.child.kill('SIGHUP');
     const { child } = incarnation;
     setTimeout(() => {
       if (child.exitCode !== null || child.signalCode !== null) return;
       incarnation.killed = 'flush-timed-out';
       child.kill('SIGKILL');
     }, this.options.flushKillTimeoutMs ?? FLUSH_KILL_TIMEOUT_MS).unref();
+    return sent;
   }
 
-  pause(incarnation: Incarnation): void {
+  /** Whether the signal was sent: not to a process that has exited. */
+  pause(incarnation: Incarnation): boolean {
     incarnation.stopped = true;
-    incarnation.child.kill('SIGSTOP');
+    return incarnation.child.kill('SIGSTOP');
   }
 
   resume(incarnation: Incarnation): void {
@@ -275,9 +277,10 @@ export class Fleet {
     incarnation.child.kill('SIGCONT');
   }
 
-  closeWhileDrawing(incarnation: Incarnation): void {
+  /** Whether the signal was sent: not to a process that has exited. */
+  closeWhileDrawing(incarnation: Incarnation): boolean {
     incarnation.ending = 'closed-while-drawing';
-    incarnation.child.kill('SIGUSR2');
+    return incarnation.child.kill('SIGUSR2');
   }
 
   terminate(incarnation: Incarnation): void {

@@ -290,20 +290,25 @@ export class Nemesis {
           if (paced.length > 0) victim = pickBy(killDraws[1], paced);
         }
         const target = `process ${victim.id} (${victim.dc}, ${victim.mode})`;
+        // What was sent, not what became of it: the process writes its history on the SIGHUP
+        // (or fails to, which the verdict judges from how it exited). A signal that was not sent
+        // (the process had exited) is no fault done.
+        const notSent = 'not done: the process had exited before its signal';
         let result = 'ok';
         if (kind === 'kill-process') {
-          fleet.kill(victim, raw && victim.mode === 'paced' ? 'raw' : 'flush');
-          result =
-            victim.killed === 'raw'
+          const sent = fleet.kill(victim, raw && victim.mode === 'paced' ? 'raw' : 'flush');
+          result = !sent
+            ? notSent
+            : victim.killed === 'raw'
               ? 'ok, raw SIGKILL'
-              : 'ok, SIGHUP: history written, then SIGKILL';
+              : 'ok, SIGHUP sent (the process is to write its history, then SIGKILL itself)';
         } else if (kind === 'close-process') {
-          fleet.closeWhileDrawing(victim);
+          if (!fleet.closeWhileDrawing(victim)) result = notSent;
         } else {
-          fleet.pause(victim);
+          const sent = fleet.pause(victim);
           const stoppedMs = intBy(u2!, 500, 15_000);
           setTimeout(() => fleet.resume(victim), stoppedMs).unref();
-          this.record(kind, target, `ok, SIGCONT after ${stoppedMs} ms`);
+          this.record(kind, target, sent ? `ok, SIGCONT after ${stoppedMs} ms` : notSent);
           return;
         }
         this.record(kind, target, result);

@@ -4,7 +4,9 @@
  * The cluster must run `commitlog_sync: periodic` (`npm run cluster -- up --commitlog
  * periodic`), the setting idgen-cass refuses elsewhere, because it is the way to lose
  * acknowledged writes for real: a process in dc3 draws IDs, every dc3 node is SIGKILLed at once
- * (a power loss of the DC), and what the nodes had not synced is gone, Paxos state included.
+ * (a crash of the DC's JVMs, not a power loss: the page cache survives, but the compressed
+ * commitlog segments keep unsynced writes in the JVM), and what the nodes had not synced is gone,
+ * Paxos state included.
  * The drill then shows, on the rows as Cassandra brought them back:
  *
  * - the hazard: a new dc3 process hands out again IDs the first one handed out;

@@ -14,7 +14,7 @@ import cassandra from 'cassandra-driver';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 
 import * as manager from './cluster/manager.js';
-import { readNodeSettings, settingsProblems } from './cluster/settings.js';
+import { readNodeSettings, settingsChanges, settingsProblems } from './cluster/settings.js';
 import { nodeSpecs } from './cluster/topology.js';
 import { connect, initSchema, openAdmin } from '../src/index.js';
 import { MUTATIONS, type Mutation } from '../src/allocator/mutations.js';
@@ -279,6 +279,7 @@ async function main(): Promise<void> {
     historyDir,
     startedAt: started,
     mutation: options.mutation,
+    seed: options.seed,
   });
   const processRandom = random.fork();
   // The checker sorts every recorded ID in memory (8 bytes each, twice): each process slot may
@@ -361,6 +362,11 @@ async function main(): Promise<void> {
     `liveness: ${liveness.map((l) => `${l.dc} ${l.ok ? 'ok' : 'FAILED'} (${l.drawn} IDs, ${l.seconds.toFixed(1)} s, ${connectedAfter(l)})`).join(', ')}`,
   );
   await fleet.stopAll();
+  // Read again once healed: a node the nemesis restarted got its configuration written anew.
+  // A node that does not answer fails the campaign, not the run: the report is still written.
+  const settingsAtEnd = await readNodeSettings(nodeSpecs(topology)).catch((error: unknown) =>
+    error instanceof Error ? error.message : String(error),
+  );
 
   log('reading the rows back and checking');
   const grantsStore = new CassandraStore(
@@ -390,6 +396,7 @@ async function main(): Promise<void> {
     ending: i.liveness ? 'terminated' : i.ending,
     ids: readHistory(i.historyFile),
     calls: i.callsFile === undefined ? undefined : readHistory(i.callsFile, 3),
+    cutShort: i.killed === 'raw' || i.killed === 'flush-timed-out',
   }));
   const verdict = checkHistory(history, {
     globalLast: overview.globalLast,
@@ -422,14 +429,21 @@ async function main(): Promise<void> {
       errorExamples[code] ??= incarnation.summary?.firstErrors[code] ?? '';
     }
   }
-  const problems = conductProblems({
-    timeline: nemesis.timeline,
-    drawnUnderFaults,
-    incarnations: fleet.incarnations.map((i) => ({
-      ...i,
-      closedEarly: i.summary?.closedEarly ?? false,
-    })),
-  });
+  const problems = [
+    ...conductProblems({
+      timeline: nemesis.timeline,
+      drawnUnderFaults,
+      incarnations: fleet.incarnations.map((i) => ({
+        ...i,
+        closedEarly: i.summary?.closedEarly ?? false,
+      })),
+    }),
+    ...(typeof settingsAtEnd === 'string'
+      ? [`node settings not read again once healed: ${settingsAtEnd}`]
+      : settingsChanges(settings, settingsAtEnd).map(
+          (change) => `node settings changed: ${change}`,
+        )),
+  ];
   const processes: ProcessProgress[] = fleet.incarnations
     .filter((i) => !i.liveness)
     .map((i) => ({
@@ -542,7 +556,7 @@ async function main(): Promise<void> {
   const r = verdict.reconciliation;
   log(
     `${report.passed ? 'PASSED' : 'FAILED'}: ${verdict.drawn.toLocaleString('en-US')} IDs, ${verdict.duplicateCount} duplicates, ` +
-      `granted ${r.granted} = drawn ${r.drawn} + held ${r.held} + lost ${r.lost} (${r.balanced ? 'balanced' : 'NOT balanced'}); seed ${options.seed}`,
+      `granted ${r.granted} = recorded ${r.drawn} + still held ${r.held} + unaccounted ${r.lost} (${r.balanced ? 'no recorded ID held, held inside grants' : 'a recorded ID still held, or held outside grants'}); seed ${options.seed}`,
   );
   for (const problem of problems) log(`campaign does not count: ${problem}`);
   for (const violation of afterClose) log(`close() broken: ${violation}`);

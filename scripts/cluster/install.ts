@@ -147,10 +147,11 @@ export function writeNodeConfig(
   // 10 s and a crash loses what was acknowledged since: Paxos state too, which rolls a DC's
   // allocation state back and hands out IDs twice (docs/design.md).
   //
-  // Compressed segments with periodic (the negative control), so that a SIGKILL loses what a
-  // power loss would: the default memory-mapped segments put every write in the OS page cache
-  // at once, where it survives a killed JVM. A compressed segment keeps writes in the JVM's heap
-  // until it syncs (Cassandra's CompressedSegment). Not with batch: it slowed LOCAL_SERIAL.
+  // Compressed segments with periodic (the negative control), so that a SIGKILL loses the writes
+  // acknowledged since the last sync, as only a power loss would otherwise: the default
+  // memory-mapped segments put every write in the OS page cache at once, where it survives a
+  // killed JVM. A compressed segment keeps writes in the JVM's heap until it syncs (Cassandra's
+  // CompressedSegment). Not with batch: it slowed LOCAL_SERIAL.
   const commitlog =
     topology.commitlog === 'batch'
       ? 'commitlog_sync: batch'

@@ -210,8 +210,9 @@ export async function kill(name: string): Promise<void> {
 }
 
 /**
- * SIGKILLs several nodes at the same instant, as a power loss of a rack or a DC would: none of
- * them gets to sync anything the others did not.
+ * SIGKILLs several nodes at the same instant, as a crash of every Cassandra process of a rack or
+ * a DC: none of them gets to sync anything the others did not. Not a power loss: what a JVM wrote
+ * to the OS stays in its page cache.
  */
 export async function killNodes(names: readonly string[]): Promise<void> {
   const specs = nodeSpecs(currentTopology());

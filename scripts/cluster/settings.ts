@@ -85,3 +85,25 @@ export function settingsProblems(
     return differences.length === 0 ? [] : [`${s.node} runs ${differences.join(' and ')}`];
   });
 }
+
+/**
+ * How the nodes' settings read at the end of a run differ from those read at its start, one line
+ * per node; none when every node of the start runs as it did. The nemesis restarts nodes, and a
+ * restart rewrites a node's configuration: a node brought back with another Paxos variant or
+ * commitlog setting would make the verdict about a cluster that never ran.
+ */
+export function settingsChanges(
+  start: readonly NodeSettings[],
+  end: readonly NodeSettings[],
+): string[] {
+  return start.flatMap((before) => {
+    const after = end.find((s) => s.node === before.node);
+    if (after === undefined) return [`${before.node} did not report its settings at the end`];
+    const problems = settingsProblems([after], before);
+    return problems.length === 0
+      ? []
+      : [
+          `${before.node} ran paxos_variant ${before.paxos}, commitlog_sync ${before.commitlogSync} at the start, and paxos_variant ${after.paxos}, commitlog_sync ${after.commitlogSync} at the end`,
+        ];
+  });
+}

@@ -19,10 +19,16 @@ export interface RecordedIncarnation {
   /**
    * With concurrent callers (worker.ts, `callers` mode): each call as it resolved, three numbers
    * each: the IDs recorded when it was made, where its IDs end in `ids` (they start where the
-   * call before it ended), and how many it asked for. Absent: one caller, whose IDs must simply
-   * increase.
+   * call before it ended), and how many it asked for. Absent: one caller that does not write
+   * its calls (`tight`, `paced`), whose IDs must simply increase.
    */
   readonly calls?: Float64Array | undefined;
+  /**
+   * Its process was SIGKILLed without writing its history first (fleet.ts: `raw` or
+   * `flush-timed-out`): IDs it recorded after its last call's entry may have lost that entry.
+   * Otherwise its calls must cover exactly the IDs it recorded.
+   */
+  readonly cutShort?: boolean | undefined;
 }
 
 export interface RowsAfter {
@@ -37,6 +43,17 @@ export interface Duplicate {
   readonly id: number;
   /** Incarnations that recorded it (an incarnation twice if it recorded it twice). */
   readonly by: readonly number[];
+}
+
+/** See {@link Verdict.uncoveredCalls}. */
+export interface UncoveredCalls {
+  readonly incarnation: number;
+  /** IDs recorded. */
+  readonly recorded: number;
+  /** Where its last call's entry ends in the history (0 without one). */
+  readonly covered: number;
+  /** The largest end an entry claims, when beyond the history. */
+  readonly beyond?: number | undefined;
 }
 
 export interface GapCause {
@@ -64,6 +81,13 @@ export interface Verdict {
    */
   readonly nonMonotonic: readonly { readonly incarnation: number; readonly at: number }[];
   /**
+   * Incarnations that write their calls whose entries do not cover exactly the IDs they
+   * recorded ({@link callsCoverage}): IDs no entry covers are judged by no call (neither their
+   * order nor their count), and an entry beyond the history is one the worker cannot have
+   * written. Absent in reports written before it was checked.
+   */
+  readonly uncoveredCalls?: readonly UncoveredCalls[];
+  /**
    * IDs recorded by a process of a DC outside every grant of that DC and its shards, or outside
    * the grants of the one shard the process drew its first ID from (a process keeps its shard).
    */
@@ -71,7 +95,12 @@ export interface Verdict {
   readonly outsideGrantsCount: number;
   /** Grants of all DCs overlapping each other, or above GLOBAL. */
   readonly grantProblems: readonly string[];
-  /** IDs granted / drawn / still held by the DCs / lost to gaps; granted = drawn + held + lost. */
+  /**
+   * IDs granted / recorded (distinct, inside grants) / still held by the final states / neither
+   * (`lost`: the remainder, so granted = drawn + held + lost however many were lost). `balanced`
+   * shows only that no recorded ID lies in a range a final state still holds, and that held
+   * ranges lie inside their holder's grants without overlapping each other.
+   */
   readonly reconciliation: {
     readonly granted: number;
     readonly drawn: number;
@@ -143,6 +172,10 @@ export function checkHistory(
     const at = firstOutOfOrder(incarnation);
     if (at !== undefined) nonMonotonic.push({ incarnation: incarnation.id, at });
   }
+  const uncoveredCalls = incarnations.flatMap((i) => {
+    const uncovered = callsCoverage(i);
+    return uncovered === undefined ? [] : [uncovered];
+  });
 
   // 3. Every ID inside a grant of its own DC, and all of one process's IDs inside the grants of
   // one grantee (its DC, or the shard it picked): which one is read off its first ID.
@@ -212,6 +245,7 @@ export function checkHistory(
       dcsWithoutIds.length === 0 &&
       duplicateCount === 0 &&
       nonMonotonic.length === 0 &&
+      uncoveredCalls.length === 0 &&
       outsideGrantsCount === 0 &&
       grantProblems.length === 0 &&
       balanced,
@@ -220,6 +254,7 @@ export function checkHistory(
     duplicates,
     duplicateCount,
     nonMonotonic,
+    uncoveredCalls,
     outsideGrants,
     outsideGrantsCount,
     grantProblems,
@@ -233,8 +268,8 @@ export function checkHistory(
  * IDs must each be above the one before. Concurrent callers' calls resolve in any order, so a
  * call owes order only to the calls that had resolved (been recorded) when it was made: its IDs
  * (as many as it asked for) strictly increase and its first is above every ID recorded before it
- * was made. IDs after the last call the calls file holds (a raw kill cut it short) have no call
- * to judge them by.
+ * was made. IDs after the last call the calls file holds have no call to judge them by: that
+ * and an entry beyond the history are {@link callsCoverage}'s to find.
  */
 function firstOutOfOrder({ ids, calls }: RecordedIncarnation): number | undefined {
   if (calls === undefined) {
@@ -258,12 +293,34 @@ function firstOutOfOrder({ ids, calls }: RecordedIncarnation): number | undefine
     ) {
       return start;
     }
-    if (end > ids.length) break; // its IDs were cut short: the IDs before it are judged
+    if (end > ids.length) break; // not the calls made: callsCoverage fails it
     if (floor > 0 && !(ids[start]! > highest[floor - 1]!)) return start;
     for (let i = start + 1; i < end; i++) if (!(ids[i]! > ids[i - 1]!)) return i;
     start = end;
   }
   return undefined;
+}
+
+/**
+ * How an incarnation's calls fail to cover exactly the IDs it recorded, or undefined if they do
+ * (or it wrote no calls). The worker writes a call's IDs before its entry, in the same flush, so
+ * no entry ends beyond the history; and every recorded ID has its entry, but for those of a
+ * process SIGKILLed before it could write its last entries ({@link RecordedIncarnation.cutShort}).
+ */
+export function callsCoverage({
+  id,
+  ids,
+  calls,
+  cutShort,
+}: RecordedIncarnation): UncoveredCalls | undefined {
+  if (calls === undefined) return undefined;
+  let beyond: number | undefined;
+  for (let c = 1; c < calls.length; c += 3) {
+    if (!(calls[c]! <= ids.length)) beyond = Math.max(beyond ?? -Infinity, calls[c]!);
+  }
+  const covered = calls.length >= 3 ? calls[calls.length - 2]! : 0;
+  if (beyond === undefined && (covered === ids.length || cutShort === true)) return undefined;
+  return { incarnation: id, recorded: ids.length, covered, beyond };
 }
 
 /** The entry of `owned` (ascending, disjoint) whose grant holds `id`. */

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import type { Mutation } from '../../src/allocator/mutations.js';
+import { workerSeed } from './random.js';
 import type { WorkerFirstId, WorkerMode, WorkerSpec, WorkerSummary } from './worker.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -52,7 +53,7 @@ export interface Incarnation {
   readonly dc: string;
   readonly mode: WorkerMode;
   readonly historyFile: string;
-  /** `callers` mode: each call's bounds in the history (worker.ts). */
+  /** `callers` and `take` modes: each call's bounds in the history (worker.ts). */
   readonly callsFile: string | undefined;
   /** Its IDs handed out by second of the campaign (progress.ts). */
   readonly progressFile: string;
@@ -116,6 +117,11 @@ export interface FleetOptions {
   /** See {@link FLUSH_KILL_TIMEOUT_MS}. */
   readonly flushKillTimeoutMs?: number | undefined;
   /**
+   * The campaign's seed: each worker's own is derived from it and the worker's number
+   * (`workerSeed`). Default 1.
+   */
+  readonly seed?: number | undefined;
+  /**
    * For tests: modules each worker's Node imports first (a stand-in library), and variables
    * added to its environment.
    */
@@ -142,7 +148,7 @@ export class Fleet {
     const id = this.incarnations.length + 1;
     const name = path.join(this.options.historyDir, `${String(id).padStart(4, '0')}-${dc}-${mode}`);
     const historyFile = `${name}.f64`;
-    const callsFile = mode === 'callers' ? `${name}.calls` : undefined;
+    const callsFile = mode === 'callers' || mode === 'take' ? `${name}.calls` : undefined;
     const progressFile = `${name}.progress`;
     const spec: WorkerSpec = {
       dc,
@@ -160,6 +166,7 @@ export class Fleet {
       startedAt: this.options.startedAt,
       count: extra.count,
       mutation: this.options.mutation,
+      seed: workerSeed(this.options.seed ?? 1, id),
     };
     const imports = ['tsx', ...(this.options.workerImports ?? [])].flatMap((m) => ['--import', m]);
     const child = spawn(process.execPath, [...imports, WORKER, JSON.stringify(spec)], {
@@ -237,29 +244,31 @@ export class Fleet {
   /**
    * Kills a process as a crash would: it hands out no more IDs, and its library neither closes
    * nor gives anything back. `flush` (once it said it is ready) lets it write its history first
-   * (see {@link KillHow}); `raw` does not.
+   * (see {@link KillHow}); `raw` does not. Whether the signal was sent: not to a process that
+   * has exited.
    */
-  kill(incarnation: Incarnation, how: 'flush' | 'raw' = 'flush'): void {
+  kill(incarnation: Incarnation, how: 'flush' | 'raw' = 'flush'): boolean {
     incarnation.ending = 'killed';
     incarnation.endedAt = Date.now();
     if (how === 'raw' || !incarnation.connected || incarnation.stopped) {
       incarnation.killed = 'raw';
-      incarnation.child.kill('SIGKILL');
-      return;
+      return incarnation.child.kill('SIGKILL');
     }
     incarnation.killed = 'flushed';
-    incarnation.child.kill('SIGHUP');
+    const sent = incarnation.child.kill('SIGHUP');
     const { child } = incarnation;
     setTimeout(() => {
       if (child.exitCode !== null || child.signalCode !== null) return;
       incarnation.killed = 'flush-timed-out';
       child.kill('SIGKILL');
     }, this.options.flushKillTimeoutMs ?? FLUSH_KILL_TIMEOUT_MS).unref();
+    return sent;
   }
 
-  pause(incarnation: Incarnation): void {
+  /** Whether the signal was sent: not to a process that has exited. */
+  pause(incarnation: Incarnation): boolean {
     incarnation.stopped = true;
-    incarnation.child.kill('SIGSTOP');
+    return incarnation.child.kill('SIGSTOP');
   }
 
   resume(incarnation: Incarnation): void {
@@ -268,9 +277,10 @@ export class Fleet {
     incarnation.child.kill('SIGCONT');
   }
 
-  closeWhileDrawing(incarnation: Incarnation): void {
+  /** Whether the signal was sent: not to a process that has exited. */
+  closeWhileDrawing(incarnation: Incarnation): boolean {
     incarnation.ending = 'closed-while-drawing';
-    incarnation.child.kill('SIGUSR2');
+    return incarnation.child.kill('SIGUSR2');
   }
 
   terminate(incarnation: Incarnation): void {

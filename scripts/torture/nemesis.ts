@@ -94,6 +94,25 @@ export const DEFAULT_MIX: FaultMix = Object.freeze({
  */
 export const RAW_KILL_SHARE = 0.25;
 
+/**
+ * Values each action draws from the nemesis's generator before it looks at the cluster or the
+ * fleet, whatever it then does or skips: a skipped action (a cluster fault still in force, no
+ * process drawing, a DC with enough processes) would otherwise draw fewer, and shift every later
+ * action's kind and target, so that the seed would not name the schedule.
+ */
+export const DRAWS_PER_ACTION = 6;
+
+/** `items[⌊u · length⌋]`: a pick by a value drawn before the list was known. */
+function pickBy<T>(u: number, items: readonly T[]): T {
+  if (items.length === 0) throw new Error('pick from an empty list');
+  return items[Math.min(items.length - 1, Math.floor(u * items.length))]!;
+}
+
+/** An integer in [min, max] by a value drawn in [0, 1). */
+function intBy(u: number, min: number, max: number): number {
+  return min + Math.floor(u * (max - min + 1));
+}
+
 /** How the timeline's result of a fault done after the fault window begins (see `record`). */
 export const LATE = 'late, after the fault window: ';
 
@@ -150,9 +169,8 @@ export class Nemesis {
   /** Whether a cluster fault has been done (see {@link nextFaultKind}). */
   private clusterFaultDone = false;
   /**
-   * Whether each process kill is raw: a generator of its own, derived from the nemesis's seed
-   * without drawing from it, so that the schedule stays that of campaigns run before kills
-   * could write the history first.
+   * Whether each process kill is raw, and which paced process it kills: a generator of its own,
+   * derived from the nemesis's seed without drawing from it; two values each action.
    */
   private readonly killRandom: Random;
 
@@ -194,15 +212,19 @@ export class Nemesis {
 
   private async act(kind: FaultKind): Promise<void> {
     const { random, fleet } = this.options;
+    // Drawn before anything can skip (see DRAWS_PER_ACTION): [0] how long, [1] whom, [2] how
+    // long a second thing, [1..5] an alter's sizes; and a kill's two of its own generator.
+    const [u0, u1, u2, u3, u4, u5] = Array.from({ length: DRAWS_PER_ACTION }, () => random.next());
+    const killDraws = [this.killRandom.next(), this.killRandom.next()] as const;
     if (CLUSTER_FAULT_KINDS.includes(kind) && this.clusterFault !== undefined) {
       // One cluster fault at a time: a cluster with two DCs cut off serves nobody.
       this.record(kind, '-', `skipped: ${this.clusterFault.describe} still in force`);
       return;
     }
-    const holdMs = random.int(3_000, 20_000);
+    const holdMs = intBy(u0!, 3_000, 20_000);
     switch (kind) {
       case 'partition-dc': {
-        const dc = random.pick(this.dcs);
+        const dc = pickBy(u1!, this.dcs);
         await manager.partition(dc);
         this.hold(`partition of ${dc}`, holdMs, () => manager.heal());
         this.record(kind, dc, `ok, for ${holdMs} ms`);
@@ -213,32 +235,40 @@ export class Nemesis {
           this.record(kind, '-', 'skipped: node partitions need 2+ nodes per DC');
           return;
         }
-        const node = random.pick(this.nodes);
+        const node = pickBy(u1!, this.nodes);
         await manager.partition(node.name);
         this.hold(`partition of ${node.name}`, holdMs, () => manager.heal());
         this.record(kind, node.name, `ok, for ${holdMs} ms`);
         return;
       }
       case 'pause-node': {
-        const node = random.pick(this.nodes);
-        const pauseMs = random.int(1_000, 8_000);
+        const node = pickBy(u1!, this.nodes);
+        const pauseMs = intBy(u2!, 1_000, 8_000);
         await manager.pause(node.name);
         this.hold(`pause of ${node.name}`, pauseMs, () => manager.resume(node.name));
         this.record(kind, node.name, `ok, for ${pauseMs} ms`);
         return;
       }
       case 'kill-node': {
-        const node = random.pick(this.nodes);
-        await this.crash(kind, node.name, [node.name], '');
+        const node = pickBy(u1!, this.nodes);
+        await this.crash(kind, node.name, [node.name], '', intBy(u2!, 1_000, 10_000));
         return;
       }
       case 'kill-dc': {
-        // A DC's power loss: its replicas crash together, so what one of them did not sync no
-        // other replica of the DC holds either. Durable only with commitlog_sync: batch; with
-        // periodic, the DC's last seconds of LOCAL_SERIAL state go back (a negative control).
-        const dc = random.pick(this.dcs);
+        // Every Cassandra process of a DC crashes at once (SIGKILL), so what one of them had not
+        // written out no other replica of the DC holds either. Not a power loss: the OS page
+        // cache survives, so what a JVM wrote to a file stays. Durable with commitlog_sync: batch;
+        // with periodic and compressed segments (held in the JVM until synced), the DC's last
+        // seconds of LOCAL_SERIAL state go back (a negative control).
+        const dc = pickBy(u1!, this.dcs);
         const names = this.nodes.filter((n) => n.dc === dc).map((n) => n.name);
-        await this.crash(kind, dc, names, `: ${names.join(', ')} killed at once`);
+        await this.crash(
+          kind,
+          dc,
+          names,
+          `: ${names.join(', ')} killed at once`,
+          intBy(u2!, 1_000, 10_000),
+        );
         return;
       }
       case 'kill-process':
@@ -246,32 +276,39 @@ export class Nemesis {
       case 'close-process': {
         // Only processes that have handed out IDs (fleet.ts, `drawing`): a kill or close of one
         // still connecting tests nothing, and one not yet handling SIGUSR2 dies of it.
+        // In the fleet's order (by number): the drawn fraction names the same victim whenever
+        // the same processes are drawing.
         const running = fleet.running().filter((i) => !i.stopped && i.drawing);
         if (running.length === 0) {
           this.record(kind, '-', 'skipped: no process drawing');
           return;
         }
-        let victim = random.pick(running);
-        const raw = kind === 'kill-process' && this.killRandom.next() < RAW_KILL_SHARE;
+        let victim = pickBy(u1!, running);
+        const raw = kind === 'kill-process' && killDraws[0] < RAW_KILL_SHARE;
         if (raw) {
           const paced = running.filter((i) => i.mode === 'paced');
-          if (paced.length > 0) victim = this.killRandom.pick(paced);
+          if (paced.length > 0) victim = pickBy(killDraws[1], paced);
         }
         const target = `process ${victim.id} (${victim.dc}, ${victim.mode})`;
+        // What was sent, not what became of it: the process writes its history on the SIGHUP
+        // (or fails to, which the verdict judges from how it exited). A signal that was not sent
+        // (the process had exited) is no fault done.
+        const notSent = 'not done: the process had exited before its signal';
         let result = 'ok';
         if (kind === 'kill-process') {
-          fleet.kill(victim, raw && victim.mode === 'paced' ? 'raw' : 'flush');
-          result =
-            victim.killed === 'raw'
+          const sent = fleet.kill(victim, raw && victim.mode === 'paced' ? 'raw' : 'flush');
+          result = !sent
+            ? notSent
+            : victim.killed === 'raw'
               ? 'ok, raw SIGKILL'
-              : 'ok, SIGHUP: history written, then SIGKILL';
+              : 'ok, SIGHUP sent (the process is to write its history, then SIGKILL itself)';
         } else if (kind === 'close-process') {
-          fleet.closeWhileDrawing(victim);
+          if (!fleet.closeWhileDrawing(victim)) result = notSent;
         } else {
-          fleet.pause(victim);
-          const stoppedMs = random.int(500, 15_000);
+          const sent = fleet.pause(victim);
+          const stoppedMs = intBy(u2!, 500, 15_000);
           setTimeout(() => fleet.resume(victim), stoppedMs).unref();
-          this.record(kind, target, `ok, SIGCONT after ${stoppedMs} ms`);
+          this.record(kind, target, sent ? `ok, SIGCONT after ${stoppedMs} ms` : notSent);
           return;
         }
         this.record(kind, target, result);
@@ -280,7 +317,7 @@ export class Nemesis {
         return;
       }
       case 'start-process': {
-        const dc = random.pick(this.dcs);
+        const dc = pickBy(u1!, this.dcs);
         if (fleet.running(dc).length >= this.options.processesPerDc + 2) {
           this.record(kind, dc, 'skipped: the DC has enough processes');
           return;
@@ -291,15 +328,15 @@ export class Nemesis {
       }
       case 'alter': {
         const current = await this.options.admin.readSequence(this.options.sequence);
-        const dcRangeSize = random.pick([20_000, 50_000, 100_000, 200_000]);
-        const blockSize = random.pick([50, 100, 200, 500, 1_000]);
-        const threshold = random.pick([0.3, 0.5, 0.7]);
+        const dcRangeSize = pickBy(u1!, [20_000, 50_000, 100_000, 200_000]);
+        const blockSize = pickBy(u2!, [50, 100, 200, 500, 1_000]);
+        const threshold = pickBy(u3!, [0.3, 0.5, 0.7]);
         // Fixed or adaptive blocks, fixed or autonomy-sized DC ranges: running processes pick
         // the change up at their next settings re-read.
-        const maxBlockSize = random.pick([blockSize, dcRangeSize]);
-        const autonomySeconds = random.pick([0, 5, 30]);
+        const maxBlockSize = pickBy(u4!, [blockSize, dcRangeSize]);
+        const autonomySeconds = pickBy(u5!, [0, 5, 30]);
         // Shards only grow: running processes keep theirs, new ones spread over all of them.
-        const shards = current.shards + (current.shards < 4 ? random.pick([0, 0, 1]) : 0);
+        const shards = current.shards + (current.shards < 4 ? pickBy(u0!, [0, 0, 1]) : 0);
         await this.options.admin.alterSequence(this.options.sequence, {
           shards,
           dcRangeSize,
@@ -319,15 +356,15 @@ export class Nemesis {
     }
   }
 
-  /** SIGKILLs `names` at once and holds the fault until they are restarted after a random time. */
+  /** SIGKILLs `names` at once and holds the fault until they are restarted `downMs` later. */
   private async crash(
     kind: FaultKind,
     target: string,
     names: readonly string[],
     detail: string,
+    downMs: number,
   ): Promise<void> {
     await manager.killNodes(names);
-    const downMs = this.options.random.int(1_000, 10_000);
     this.record(kind, target, `ok${detail}, restart after ${downMs} ms`);
     // The restart waits for the nodes to be up (tens of seconds): no other cluster fault meanwhile.
     this.hold(`restart of ${target}`, downMs, async () => {

@@ -1,7 +1,10 @@
 /**
  * A seeded random source (mulberry32), so that a campaign's choices (sizes, modes, the fault
- * schedule) are the same for the same seed. Timing on a real cluster is not: a seed fixes what
- * the nemesis does and when it tries, not how Cassandra answers.
+ * schedule, each process's own choices) are the same for the same seed. Each nemesis action and
+ * each worker call draws a fixed number of values, whatever it then does, so that a skip does not
+ * shift the draws after it. Timing on a real cluster is not the seed's: which processes are
+ * drawing when an action comes (whom it hits, whether it is skipped), in which order processes
+ * start, which of a worker's concurrent callers gets which draw, and how Cassandra answers.
  */
 export class Random {
   private state: number;
@@ -45,6 +48,14 @@ export class Random {
   fork(): Random {
     return new Random(this.int(1, 2 ** 31 - 1));
   }
+}
+
+/**
+ * The seed of a campaign's process number `id`: the same for the same campaign seed and number,
+ * different for each number.
+ */
+export function workerSeed(campaignSeed: number, id: number): number {
+  return (campaignSeed ^ Math.imul(id, 0x9e3779b1)) >>> 0 || 1;
 }
 
 /** A fresh seed from the clock and the process, printed so a run can be repeated. */

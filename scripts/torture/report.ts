@@ -72,7 +72,8 @@ export interface CampaignReport {
   readonly idleWhileNotHit?: readonly string[];
   /**
    * Why the campaign does not count though its checks may hold (no cluster fault done, a fault
-   * or undo failed, a DC drew too little, a process failed or crashed when told to stop); absent
+   * or undo failed, a DC drew too little, a process failed or crashed when told to stop, a kill
+   * that may have lost IDs a process handed out); absent
    * in older reports.
    */
   readonly conductProblems?: readonly string[];
@@ -187,7 +188,10 @@ export function renderMarkdown(report: CampaignReport): string {
     `${report.startedAt}, ${Math.round(report.durationS)} s of faults on ${report.machine}. ` +
       `Cluster: ${report.cluster.dcs} DCs × ${report.cluster.nodesPerDc} node(s), Paxos ${report.cluster.paxos}, ` +
       `commitlog_sync ${report.cluster.commitlogSync}, replication ${JSON.stringify(report.cluster.replication)}. ` +
-      `Reproduce the schedule with \`npm run torture -- --seed ${report.seed}\` and the same options.`,
+      `\`npm run torture -- --seed ${report.seed}\` with the same options draws the same: the sequence's sizes, ` +
+      "each nemesis action's kind, time, target draw and durations, and each process's mode and its own " +
+      'choices; which processes are drawing when an action comes (so whom it hits, and whether it is ' +
+      'skipped) and how Cassandra answers are timing, not the seed.',
   );
   if (report.cluster.commitlogSync === 'periodic') {
     lines.push('');
@@ -224,6 +228,11 @@ export function renderMarkdown(report: CampaignReport): string {
     }${unrecordedTail(report)} |`,
   );
   lines.push(`| non-monotonic incarnations | ${v.nonMonotonic.length} |`);
+  if (v.uncoveredCalls !== undefined) {
+    lines.push(
+      `| incarnations whose calls do not cover exactly the IDs they recorded | ${v.uncoveredCalls.length === 0 ? 'none' : v.uncoveredCalls.map((u) => `${u.incarnation} (${n(u.recorded)} recorded, calls end at ${n(u.covered)}${u.beyond === undefined ? '' : `, one at ${n(u.beyond)}`})`).join('; ')} |`,
+    );
+  }
   const incomplete = report.incarnations.filter(
     (i) => i.reported !== undefined && i.reported !== i.recorded,
   ).length;
@@ -264,17 +273,20 @@ export function renderMarkdown(report: CampaignReport): string {
   const problems = report.conductProblems;
   if (problems !== undefined) {
     lines.push(
-      `| the campaign did what it must (a cluster fault done, none failed, every DC drew, no process failed or crashed on stop, every killed process died of the SIGKILL, every close while drawing reported) | ${problems.length === 0 ? 'yes' : `NO: ${problems.join('; ').replaceAll('|', '/')}`} |`,
+      `| the campaign did what it must (a cluster fault done, none failed, every DC drew, no process failed or crashed on stop, every killed process died of the SIGKILL with every ID it handed out recorded (its history written first, or paced), every close while drawing reported) | ${problems.length === 0 ? 'yes' : `NO: ${problems.join('; ').replaceAll('|', '/')}`} |`,
     );
   }
+  // `lost` is what remains of the grants once the recorded and the held are taken out, so the sum
+  // holds whatever was lost: what it does show is that the recorded and the held do not overlap
+  // and that the held lie inside the grants.
   lines.push(
-    `| granted = drawn + held + lost | ${n(r.granted)} = ${n(r.drawn)} + ${n(r.held)} + ${n(r.lost)}: ${r.balanced ? 'balanced' : 'NOT BALANCED'} |`,
+    `| no recorded ID in a range the final state still holds; held ranges inside their holder's grants, none overlapping | ${r.balanced ? 'yes' : 'NO'}: granted ${n(r.granted)} = recorded ${n(r.drawn)} + still held ${n(r.held)} + unaccounted ${n(r.lost)} (neither recorded nor held, by cause below) |`,
   );
   lines.push('');
   lines.push('## Gaps by cause');
   lines.push('');
   lines.push(
-    'Attributed by the history around each gap: who recorded the ID just below it, and how that process ended.',
+    'The unaccounted IDs: granted, neither recorded nor still held. Attributed by the history around each gap: who recorded the ID just below it, and how that process ended.',
   );
   lines.push('');
   lines.push('| cause | IDs | intervals |');

@@ -5,7 +5,7 @@
  * told to stop.
  */
 import { ALARM_CODES, EXPECTED_ERROR_CODES } from './errors.js';
-import type { ProcessExit } from './fleet.js';
+import type { KillHow, ProcessExit } from './fleet.js';
 import { CLUSTER_FAULT_KINDS, type TimelineEntry } from './nemesis.js';
 
 /**
@@ -120,6 +120,33 @@ export function killFailure(killed: StoppedProcess): string | undefined {
   return `${how} when it was being killed, not by the SIGKILL`;
 }
 
+/** What {@link unrecordedKill} needs of a process. */
+export interface KilledProcess {
+  readonly ending: string;
+  /** Its worker mode (worker.ts); absent in reports written before it was recorded. */
+  readonly mode?: string | undefined;
+  /** How it was killed (fleet.ts); absent in reports written before kills could flush. */
+  readonly killed?: KillHow | undefined;
+}
+
+/**
+ * Why a killed process's history may lack IDs it handed out, or undefined if it cannot: a
+ * SIGKILL that came without its SIGHUP flush (raw) or after the flush missed its deadline
+ * (`flush-timed-out`) loses the IDs it buffered, up to 20 ms of them (worker.ts), and a
+ * duplicate of one of those is invisible to the checker. A paced process writes each ID before
+ * its next call, so its raw kill loses nothing. A report written before kills could flush (no
+ * `killed`) had every kill raw, and its paced processes wrote only before a wait.
+ */
+export function unrecordedKill(killed: KilledProcess): string | undefined {
+  if (killed.ending !== 'killed' || killed.killed === 'flushed') return undefined;
+  if (killed.killed === 'raw' && killed.mode === 'paced') return undefined;
+  const what =
+    killed.killed === 'flush-timed-out'
+      ? 'did not write its history within the deadline of its SIGHUP and was SIGKILLed raw'
+      : `was SIGKILLed raw in ${killed.mode ?? 'an unrecorded'} mode${killed.killed === undefined ? ', before kills could write the history first' : ''}`;
+  return `${what}: IDs it handed out in its last 20 ms or so may be missing from its history, and a duplicate of one would go unseen`;
+}
+
 export interface CampaignConduct {
   readonly timeline: readonly TimelineEntry[];
   /** Every DC of the cluster, with the IDs its processes recorded while the nemesis acted. */
@@ -133,6 +160,10 @@ export interface CampaignConduct {
     readonly hungOnStop?: boolean | undefined;
     /** How its process exited; absent in reports written before it was recorded. */
     readonly exit?: ProcessExit | undefined;
+    /** Its worker mode; absent in reports written before it was recorded. */
+    readonly mode?: string | undefined;
+    /** How it was killed, if it was ({@link unrecordedKill}). */
+    readonly killed?: KillHow | undefined;
     /**
      * Its summary said it closed while drawing (false without a summary); absent in reports
      * written before it was recorded.
@@ -143,7 +174,8 @@ export interface CampaignConduct {
 
 /**
  * Why the campaign does not count, one reason a line; empty when it does. A process the nemesis
- * killed ends `killed`, and must have died of the SIGKILL ({@link killFailure}); one closed
+ * killed ends `killed`, and must have died of the SIGKILL ({@link killFailure}) with its history
+ * whole ({@link unrecordedKill}); one closed
  * `closed-while-drawing`, which must report the close;
  * `failed` is one that exited with an error on its own, and one killed for not stopping at the
  * end is `hungOnStop`. One told to stop or to close that did not then exit 0 is a
@@ -182,6 +214,9 @@ export function conductProblems(conduct: CampaignConduct): string[] {
     }
     const failure = stopFailure(i) ?? (i.liveness ? undefined : killFailure(i));
     if (failure !== undefined) problems.push(`process ${i.id} (${i.dc}) ${failure}`);
+    // The liveness check judges its worker by the IDs it recorded, whatever it lost.
+    const unrecorded = i.liveness ? undefined : unrecordedKill(i);
+    if (unrecorded !== undefined) problems.push(`process ${i.id} (${i.dc}) ${unrecorded}`);
     // The nemesis closes only processes that drew (so handle SIGUSR2): one that did not report
     // the close was not tested by it, even if it died of the very signal.
     if (i.ending === 'closed-while-drawing' && i.closedEarly === false) {

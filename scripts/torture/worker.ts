@@ -23,7 +23,8 @@
  * Concurrent calls resolve in any order, so a `callers` history alone cannot show monotonicity:
  * the worker also writes, for each call as it resolves, how many IDs were recorded when it was
  * made, where its IDs end in the history, and how many it asked for (its calls file, three
- * float64 each). A call must hand out as many IDs as it asked for, above every ID recorded before
+ * float64 each). A `take` worker writes one too, so that a take() handing out fewer or more IDs
+ * than it asked for is seen (its history alone would just increase). A call must hand out as many IDs as it asked for, above every ID recorded before
  * it was made, strictly increasing; calls that overlapped owe each other nothing. A call's IDs
  * are recorded in one synchronous step, so they are contiguous in the history, and its entry
  * follows them in the same flush.
@@ -49,6 +50,7 @@ import { SERVE_DEFAULTS } from '../../src/serve/server.js';
 import type { IdGen, IdGenError } from '../../src/index.js';
 import { ALARM_CODES, EXPECTED_ERROR_CODES, OWN_DEADLINE_MS } from './errors.js';
 import { ProgressCounter } from './progress.js';
+import { Random } from './random.js';
 
 export type WorkerMode = 'tight' | 'paced' | 'take' | 'callers';
 
@@ -70,7 +72,7 @@ export interface WorkerSpec {
    */
   readonly maxRate?: number | undefined;
   readonly historyFile: string;
-  /** `callers` mode: where it writes each call's bounds in the history (see the top). */
+  /** `callers` and `take` modes: where it writes each call's bounds in the history (see the top). */
   readonly callsFile?: string | undefined;
   /** Where it writes its IDs handed out by second (progress.ts). */
   readonly progressFile: string;
@@ -83,6 +85,11 @@ export interface WorkerSpec {
   readonly count?: number | undefined;
   /** A deliberately broken protocol variant, for a negative control run. */
   readonly mutation?: Mutation | undefined;
+  /**
+   * The seed of its own choices (counts, call kinds, deadlines): the fleet derives it from the
+   * campaign's seed and the process's number ({@link workerSeed}). Default 1.
+   */
+  readonly seed?: number | undefined;
 }
 
 /** The line a worker prints once it drew its first ID. */
@@ -129,9 +136,12 @@ async function main(spec: WorkerSpec): Promise<boolean> {
   const startupMs = Math.round(process.uptime() * 1000);
   if (spec.mutation !== undefined) setMutationsForTests([spec.mutation]);
   const concurrent = spec.mode === 'callers';
-  if (concurrent && spec.callsFile === undefined) throw new Error('callers mode needs a callsFile');
+  const writesCalls = concurrent || spec.mode === 'take';
+  if (writesCalls && spec.callsFile === undefined) {
+    throw new Error(`${spec.mode} mode needs a callsFile`);
+  }
   const fd = fs.openSync(spec.historyFile, 'a');
-  const callsFd = concurrent ? fs.openSync(spec.callsFile!, 'a') : undefined;
+  const callsFd = writesCalls ? fs.openSync(spec.callsFile!, 'a') : undefined;
   const progressFd = fs.openSync(spec.progressFile, 'a');
   const progress = new ProgressCounter(spec.startedAt, (text) =>
     writeAll(progressFd, Buffer.from(text)),
@@ -139,8 +149,8 @@ async function main(spec: WorkerSpec): Promise<boolean> {
   const buffer = new Float64Array(FLUSH_EVERY);
   let buffered = 0;
   /**
-   * `callers` mode: each call's [IDs recorded when it was made, its end in the history, the
-   * count it asked for].
+   * `callers` and `take` modes: each call's [IDs recorded when it was made, its end in the
+   * history, the count it asked for].
    */
   const calls = new Float64Array(3 * FLUSH_EVERY);
   let callsBuffered = 0;
@@ -208,7 +218,7 @@ async function main(spec: WorkerSpec): Promise<boolean> {
    */
   const received = (count: number, calledAfterClose: boolean, floor: number, asked = 1) => {
     drawn += count;
-    if (concurrent) {
+    if (writesCalls) {
       calls[callsBuffered++] = floor;
       calls[callsBuffered++] = drawn;
       calls[callsBuffered++] = asked;
@@ -248,22 +258,24 @@ async function main(spec: WorkerSpec): Promise<boolean> {
   let firstReported = false;
   const started = Date.now();
   const limit = spec.count ?? Infinity;
+  const random = new Random(spec.seed ?? 1);
   /** One call of the worker's mode, its IDs recorded and counted. */
   const call = async (): Promise<void> => {
     const calledAfterClose = closeBegun;
     const floor = drawn;
-    const count = 1 + Math.floor(Math.random() * spec.maxTake);
+    // The same six draws every call, whatever it uses, so that one worker's calls ask the same of
+    // the library for the same seed (with concurrent callers, which loop gets which is timing).
+    const [u0, u1, u2, u3, u4, u5] = Array.from({ length: 6 }, () => random.next());
+    const count = 1 + Math.floor(u0! * spec.maxTake);
     const kind = concurrent
-      ? (['next', 'take', 'nextIds'] as const)[Math.floor(Math.random() * 3)]
+      ? (['next', 'take', 'nextIds'] as const)[Math.floor(u1! * 3)]
       : undefined;
     // One concurrent call in 8 has a deadline of its own, up to 100 ms, as a request with a short
     // budget would: it gives up while the claim it waits for is in flight (whose block then serves
     // the calls after it), and a nextIds() may fail once it took IDs (they go to nobody). Its
     // miss is the caller's doing, not a fault's: counted apart, and followed by no pause.
     const own =
-      concurrent && Math.random() < 1 / 8
-        ? { timeoutMs: Math.floor(Math.random() * OWN_DEADLINE_MS) }
-        : undefined;
+      concurrent && u2! < 1 / 8 ? { timeoutMs: Math.floor(u3! * OWN_DEADLINE_MS) } : undefined;
     try {
       if (spec.mode === 'take' || kind === 'take') {
         const { first, last } = await seq.take(count, own);
@@ -275,7 +287,7 @@ async function main(spec: WorkerSpec): Promise<boolean> {
         // (its own deadline). More would only wait out the default deadline on small blocks.
         // stats() only for the wide ones: it builds every counter of the handle.
         const wide = () => Math.min(WIDE_NEXT_IDS, 3 * Math.max(1, seq.stats().blockSize));
-        const asked = Math.random() < 0.1 ? 1 + Math.floor(Math.random() * wide()) : count;
+        const asked = u4! < 0.1 ? 1 + Math.floor(u5! * wide()) : count;
         const ids = await seq.nextIds(asked, own);
         for (const id of ids) record(id);
         received(ids.length, calledAfterClose, floor, asked);
@@ -341,7 +353,7 @@ async function main(spec: WorkerSpec): Promise<boolean> {
           process.stderr.write(`torture worker: unexpected error ${code}: ${message}\n`);
           return;
         }
-        await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 150));
+        await new Promise((resolve) => setTimeout(resolve, 50 + random.next() * 150));
       }
     }
   };

@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 
-import { settingsProblems, type NodeSettings } from '../../scripts/cluster/settings.js';
+import {
+  settingsChanges,
+  settingsProblems,
+  type NodeSettings,
+} from '../../scripts/cluster/settings.js';
 
 const node = (name: string, paxos = 'v2', commitlogSync = 'batch'): NodeSettings => ({
   node: name,
@@ -37,5 +41,20 @@ describe('cluster settings: every node runs the same', () => {
       "dc1-2 runs paxos_variant unknown, not dc1-1's unknown",
     ]);
     expect(settingsProblems([])).toEqual(['no node answered']);
+  });
+});
+
+describe('cluster settings: the same at the end of a run as at its start (review B5)', () => {
+  it('names a node restarted with other settings, or that did not answer at the end', () => {
+    const start = [node('dc1-1'), node('dc2-1'), node('dc3-1')];
+    expect(settingsChanges(start, [node('dc3-1'), node('dc2-1'), node('dc1-1')])).toEqual([]);
+    // Every node alike at the end, so settingsProblems alone would see nothing.
+    const restarted = [node('dc1-1', 'v1'), node('dc2-1', 'v1'), node('dc3-1', 'v1')];
+    expect(settingsProblems(restarted)).toEqual([]);
+    expect(settingsChanges(start, restarted)).toHaveLength(3);
+    expect(settingsChanges(start, [node('dc1-1'), node('dc2-1', 'v2', 'periodic')])).toEqual([
+      'dc2-1 ran paxos_variant v2, commitlog_sync batch at the start, and paxos_variant v2, commitlog_sync periodic at the end',
+      'dc3-1 did not report its settings at the end',
+    ]);
   });
 });

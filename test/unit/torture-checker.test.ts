@@ -152,8 +152,8 @@ describe('checkHistory', () => {
       ...incarnation(7, 'dc1', recorded),
       calls: Float64Array.from(calls.flat()),
     });
-    const judge = (one: RecordedIncarnation) =>
-      checkHistory([one, incarnation(8, 'dc2', range(101, 200))], rows).nonMonotonic;
+    const dc2 = incarnation(8, 'dc2', range(101, 200));
+    const judge = (one: RecordedIncarnation) => checkHistory([one, dc2], rows).nonMonotonic;
 
     it('accepts calls that overlapped resolving out of order', () => {
       // Call A (made first, IDs 1..3 asked) and call B (1 ID) overlapped: B resolved first with
@@ -185,12 +185,48 @@ describe('checkHistory', () => {
     });
 
     it('judges the calls a raw kill left whole, and no further', () => {
-      // The last call's entry names IDs the history lost (end 5 of 4 recorded): the calls before
-      // it are judged, and still catch an ID out of order.
-      expect(judge(callers(ids(1, 2, 3, 4), [0, 2, 2], [2, 5, 3]))).toEqual([]);
-      expect(judge(callers(ids(2, 1, 3, 4), [0, 1, 1], [1, 2, 1], [2, 5, 3]))).toEqual([
+      // Killed raw after writing IDs 3 and 4, before their call's entry: the calls before it are
+      // judged, and still catch an ID out of order; the IDs after them are judged by none.
+      const cut = (recorded: Float64Array, ...calls: [number, number, number][]) => ({
+        ...callers(recorded, ...calls),
+        ending: 'killed',
+        cutShort: true,
+      });
+      const whole = checkHistory([cut(ids(1, 2, 3, 4), [0, 2, 2]), dc2], rows);
+      expect(whole.nonMonotonic).toEqual([]);
+      expect(whole.uncoveredCalls).toEqual([]);
+      expect(judge(cut(ids(2, 1, 3, 4), [0, 1, 1], [1, 2, 1]))).toEqual([
         { incarnation: 7, at: 1 },
       ]);
+    });
+
+    describe('calls that do not cover exactly the IDs recorded fail the check (review A2)', () => {
+      const uncovered = (one: RecordedIncarnation) => {
+        const verdict = checkHistory([one, dc2], rows);
+        expect(verdict.valid).toBe(false);
+        return verdict.uncoveredCalls;
+      };
+
+      it('IDs after the last entry (P4: 5 and 3 after 10, with no entry)', () => {
+        expect(uncovered(callers(ids(9, 10, 5, 3), [0, 1, 1], [1, 2, 1]))).toEqual([
+          { incarnation: 7, recorded: 4, covered: 2, beyond: undefined },
+        ]);
+      });
+
+      it('an entry ending beyond the history, whose later entries go unjudged (P5)', () => {
+        const history = callers(ids(9, 10, 5, 3), [0, 1, 1], [1, 9, 8], [2, 3, 1]);
+        expect(uncovered(history)).toEqual([
+          { incarnation: 7, recorded: 4, covered: 3, beyond: 9 },
+        ]);
+        // Even of a process killed raw: the worker writes a call's IDs before its entry.
+        expect(uncovered({ ...history, ending: 'killed', cutShort: true })).toHaveLength(1);
+      });
+
+      it('an empty calls file (P9: 10, 5, 3, 4 judged by nothing)', () => {
+        expect(uncovered(callers(ids(10, 5, 3, 4)))).toEqual([
+          { incarnation: 7, recorded: 4, covered: 0, beyond: undefined },
+        ]);
+      });
     });
   });
 

@@ -53,20 +53,26 @@ class FakeFleet {
     return this.incarnations.filter((i) => i.ending === 'running');
   }
 
-  kill(i: FakeIncarnation, how: 'flush' | 'raw' = 'flush'): void {
+  /** Whether a signal reaches its process: false once it has exited on its own. */
+  delivers = true;
+
+  kill(i: FakeIncarnation, how: 'flush' | 'raw' = 'flush'): boolean {
     this.victims.push({ action: `kill ${how}`, drawing: i.drawing, mode: i.mode });
     i.ending = 'killed';
     i.killed = how === 'raw' ? 'raw' : 'flushed';
+    return this.delivers;
   }
 
-  closeWhileDrawing(i: FakeIncarnation): void {
+  closeWhileDrawing(i: FakeIncarnation): boolean {
     this.victims.push({ action: 'close', drawing: i.drawing });
     i.ending = 'closed-while-drawing';
+    return this.delivers;
   }
 
-  pause(i: FakeIncarnation): void {
+  pause(i: FakeIncarnation): boolean {
     this.victims.push({ action: 'pause', drawing: i.drawing });
     i.stopped = true;
+    return this.delivers;
   }
 
   resume(i: FakeIncarnation): void {
@@ -153,6 +159,50 @@ describe('torture nemesis: process faults', () => {
     await run(fleet, mixOf({ 'kill-process': 1 }), 100, true);
     expect(fleet.victims.length).toBeGreaterThanOrEqual(100);
     expect(fleet.victims.filter((v) => v.action !== 'kill flush')).toEqual([]);
+  });
+});
+
+describe('torture nemesis: what its timeline says of a process fault (review C)', () => {
+  it('says a SIGHUP was sent, not that the history was written, and no ok for a signal not sent', async () => {
+    // Each kill and close starts a process in its place: a stop does not.
+    const mix = mixOf({ 'kill-process': 1, 'close-process': 1 });
+    const sent = new FakeFleet();
+    for (const dc of ['dc1', 'dc2', 'dc3']) sent.start(dc, true);
+    const results = (await run(sent, mix, 20, true)).map((e) => e.result);
+    expect(results).toContain(
+      'ok, SIGHUP sent (the process is to write its history, then SIGKILL itself)',
+    );
+    expect(results.filter((r) => r.includes('history written'))).toEqual([]);
+    const exited = new FakeFleet();
+    exited.delivers = false;
+    for (const dc of ['dc1', 'dc2', 'dc3']) exited.start(dc, true);
+    const timeline = await run(exited, { ...mix, 'stop-process': 1 }, 20, true);
+    expect(timeline.filter((e) => e.result.startsWith('ok'))).toEqual([]);
+    expect(timeline.map((e) => e.result)).toContain(
+      'not done: the process had exited before its signal',
+    );
+  });
+});
+
+describe('torture nemesis: the seed names the schedule (review B2)', () => {
+  it('draws the same kinds of action whether or not an action found something to act on', async () => {
+    const mix = mixOf({
+      'kill-process': 1,
+      'stop-process': 1,
+      'close-process': 1,
+      'start-process': 1,
+    });
+    const a = new FakeFleet();
+    const b = new FakeFleet();
+    for (const dc of ['dc1', 'dc2', 'dc3']) {
+      a.start(dc, true);
+      b.start(dc, false); // still connecting in run B: its first process faults are skipped
+    }
+    const ta = await run(a, mix, 12, true);
+    const tb = await run(b, mix, 12, true);
+    const kinds = (t: { action: string }[]) => t.slice(0, 12).map((e) => e.action);
+    expect(tb.map((e) => e.result)).toContain('skipped: no process drawing');
+    expect(kinds(tb)).toEqual(kinds(ta));
   });
 });
 

@@ -172,3 +172,27 @@ describe('torture report: the duplicates row', () => {
     expect(row({ ...report, incarnations: paced })).toBe('| duplicates | 0 |');
   });
 });
+
+describe('torture report: the reconciliation row (review B1)', () => {
+  const dir = 'torture/campaigns/2026-11-28-paxos-v2-seed-1000309';
+  const report = JSON.parse(fs.readFileSync(`${dir}/report.json`, 'utf8')) as CampaignReport;
+  const row = (r: CampaignReport) =>
+    renderMarkdown(r)
+      .split('\n')
+      .find((line) => line.startsWith('| no recorded ID in a range the final state still holds'));
+
+  it('claims what the sum shows, and calls its remainder unaccounted, not balanced', () => {
+    // The sum holds whatever is lost (its last term is the remainder): it shows only that the
+    // recorded and the held do not overlap, and that the held lie inside the grants.
+    const markdown = renderMarkdown(report);
+    expect(markdown).not.toContain('balanced');
+    expect(row(report)).toBe(
+      "| no recorded ID in a range the final state still holds; held ranges inside their holder's grants, none overlapping | yes: granted 185,514,088 = recorded 183,705,613 + still held 1,201,789 + unaccounted 606,686 (neither recorded nor held, by cause below) |",
+    );
+    const verdict = {
+      ...report.verdict,
+      reconciliation: { ...report.verdict.reconciliation, balanced: false },
+    };
+    expect(row({ ...report, verdict })).toContain('overlapping | NO: granted');
+  });
+});

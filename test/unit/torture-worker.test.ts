@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 
 import { checkHistory } from '../../scripts/torture/checker.js';
 import { secondOf } from '../../scripts/torture/progress.js';
+import { workerSeed } from '../../scripts/torture/random.js';
 import { closeViolations } from '../../scripts/torture/verdict.js';
 import { killMidRefill } from './torture-worker/kill-mid-refill.js';
 import { runWorker, WorkerFiles } from './torture-worker/run-worker.js';
@@ -118,24 +119,107 @@ it('leaves a paced history whole through a raw SIGKILL: each ID is written befor
   }
 }, 90_000);
 
-describe('concurrent callers on one handle (callers mode)', () => {
-  /** The checker's verdict on order for what the worker left: its history and its calls. */
-  const judge = (files: WorkerFiles) =>
-    checkHistory(
-      [
-        {
-          ...{ id: 1, dc: 'dc1', ending: 'terminated' },
-          ids: Float64Array.from(files.history()),
-          calls: Float64Array.from(files.calls().flat()),
-        },
-      ],
+/** The checker's verdict on order for what the worker left: its history and its calls. */
+const judge = (files: WorkerFiles) =>
+  checkHistory(
+    [
       {
-        globalLast: 10n ** 9n,
-        grants: new Map([['dc1', [{ number: 1, min: 1n, max: 10n ** 9n }]]]),
-        states: new Map(),
+        ...{ id: 1, dc: 'dc1', ending: 'terminated' },
+        ids: Float64Array.from(files.history()),
+        calls: Float64Array.from(files.calls().flat()),
       },
-    );
+    ],
+    {
+      globalLast: 10n ** 9n,
+      grants: new Map([['dc1', [{ number: 1, min: 1n, max: 10n ** 9n }]]]),
+      states: new Map(),
+    },
+  );
 
+describe('take mode: each take() checked for the count it asked for', () => {
+  it('writes a calls file that tiles its history', async () => {
+    const files = new WorkerFiles();
+    try {
+      const worker = runWorker(
+        files,
+        { mode: 'ledger' },
+        { mode: 'take', maxTake: 10, maxRate: 100_000 },
+      );
+      await worker.waitFor('"first-id"');
+      await sleep(500);
+      worker.child.kill('SIGTERM');
+      expect(await worker.exited).toEqual({ code: 0, signal: null });
+      const calls = files.calls();
+      expect(calls.length).toBeGreaterThan(10);
+      expect(calls.at(-1)![1]).toBe(files.history().length);
+      const verdict = judge(files);
+      expect(verdict.nonMonotonic).toEqual([]);
+      expect(verdict.uncoveredCalls).toEqual([]);
+    } finally {
+      files.remove();
+    }
+  }, 90_000);
+
+  it('lets the checker catch a take() that handed out fewer IDs than it asked for', async () => {
+    const files = new WorkerFiles();
+    try {
+      const worker = runWorker(
+        files,
+        { mode: 'short-take' },
+        { mode: 'take', maxTake: 10, maxRate: 100_000 },
+      );
+      await worker.waitFor('"first-id"');
+      await sleep(500);
+      worker.child.kill('SIGTERM');
+      expect(await worker.exited).toEqual({ code: 0, signal: null });
+      // Its IDs increase, none repeats: only the count it asked for shows the defect.
+      const history = files.history();
+      expect(history.every((id, i) => i === 0 || id > history[i - 1]!)).toBe(true);
+      const verdict = judge(files);
+      expect(verdict.duplicateCount).toBe(0);
+      expect(verdict.nonMonotonic).toHaveLength(1);
+      expect(verdict.valid).toBe(false);
+    } finally {
+      files.remove();
+    }
+  }, 90_000);
+});
+
+describe("its choices come from its seed, the campaign's seed and its number (review B2)", () => {
+  /** The counts a take worker of `seed` asked for in its first 200 calls. */
+  const asked = async (seed: number) => {
+    const files = new WorkerFiles();
+    try {
+      const worker = runWorker(
+        files,
+        { mode: 'ledger' },
+        { mode: 'take', maxTake: 50, maxRate: 100_000, seed },
+      );
+      await worker.waitFor('"first-id"');
+      while (files.calls().length < 200) await sleep(50);
+      worker.child.kill('SIGTERM');
+      await worker.exited;
+      return files
+        .calls()
+        .slice(0, 200)
+        .map(([, , count]) => count);
+    } finally {
+      files.remove();
+    }
+  };
+
+  it('asks for the same counts for the same seed', async () => {
+    const [first, again] = await Promise.all([
+      asked(workerSeed(1000330, 7)),
+      asked(workerSeed(1000330, 7)),
+    ]);
+    expect(again).toEqual(first);
+    // Each process of a campaign draws its own.
+    expect(workerSeed(1000330, 8)).not.toBe(workerSeed(1000330, 7));
+  }, 120_000);
+});
+
+describe('concurrent callers on one handle (callers mode)', () => {
   it('records what calls that resolve out of order handed out, and each call, for the checker', async () => {
     const files = new WorkerFiles();
     try {

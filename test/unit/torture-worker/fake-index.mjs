@@ -20,6 +20,8 @@
 // - stale-block: ledger with jitter, but it sets the IDs 1..1000 aside and hands them out once
 //   3000 others are out: each call's IDs increase and none repeats, yet a call made after
 //   others resolved gets IDs below theirs (a broken library).
+// - short-take: ledger, but take() of more than one ID hands out one fewer than asked (a broken
+//   library).
 // - throw: ledger for `after` IDs, then every call throws `error` ({ name, message, code? }).
 // - busy: ledger for `after` IDs, then next() spins without end: signal handlers never run.
 import fs from 'node:fs';
@@ -112,9 +114,10 @@ export async function connect() {
         async take(count, options) {
           if (mode === 'refill-wait') throw new Error('not used');
           check();
-          const first = takeIds(count);
-          await handOut(first, first + count - 1, options);
-          return { first, last: first + count - 1 };
+          const got = mode === 'short-take' && count > 1 ? count - 1 : count;
+          const first = takeIds(got);
+          await handOut(first, first + got - 1, options);
+          return { first, last: first + got - 1 };
         },
         async nextIds(count, options) {
           if (mode === 'refill-wait') throw new Error('not used');

@@ -24,6 +24,7 @@ export interface FakeLibrary {
     | 'serve-after-close'
     | 'take-then-yield'
     | 'stale-block'
+    | 'short-take'
     | 'throw'
     | 'busy';
   /** Calls take their IDs when made and hand them over a turn, 1 ms or 3 ms later (ledger modes). */
@@ -65,7 +66,7 @@ export class WorkerFiles {
     return readF64(this.historyFile);
   }
 
-  /** `callers` mode: each call's [IDs recorded when it was made, its end, the count asked]. */
+  /** `callers` and `take` modes: each call's [IDs recorded when it was made, its end, the count asked]. */
   calls(): [number, number, number][] {
     const numbers = readF64(this.callsFile);
     return Array.from({ length: Math.floor(numbers.length / 3) }, (_, i) => [

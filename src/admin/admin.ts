@@ -3,7 +3,8 @@
  * and every node's settings for preflight; the maths are pure functions beside it (status.ts,
  * check.ts, preflight.ts). `idgen-cass status`, `check` and `preflight` are thin layers over it.
  *
- * Status reads the overview of the store (plain LOCAL_QUORUM reads), so it works from inside a
+ * Status reads the overview of the store (plain LOCAL_QUORUM reads; the DC states at EACH_QUORUM
+ * where it can, and says which DCs' rows it could not read current), so it works from inside a
  * partitioned DC; check reads what cannot be stale (SERIAL, EACH_QUORUM) and says which facts
  * it had to read locally instead; only {@link Admin.probeSerial} needs SERIAL to succeed, and it
  * reports failure instead of throwing.
@@ -181,8 +182,9 @@ export class Admin {
   }
 
   /**
-   * Reads sequence `name`'s settings, grants and DC states from the local DC (LOCAL_QUORUM: other
-   * DCs' rows may lag).
+   * Reads sequence `name`'s settings and grants from the local DC (LOCAL_QUORUM), and its DC
+   * states at EACH_QUORUM, or, if that fails (a DC cut off), at LOCAL_QUORUM, marked
+   * (`statesNotCurrent`): other DCs' rows may then lag.
    * @example
    * ```ts
    * const status = sequenceStatus(await admin.snapshot('orders'));
@@ -191,7 +193,7 @@ export class Admin {
    */
   async snapshot(name: string): Promise<SequenceSnapshot> {
     validateSequenceName(name);
-    return readSnapshot(this.#store, this.keyspace, name);
+    return readSnapshot(this.#store, this.keyspace, name, this.dc);
   }
 
   /**

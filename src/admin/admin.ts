@@ -10,6 +10,7 @@
  * reports failure instead of throwing.
  */
 
+import { readSettingsFound } from '../allocator/settings-writes.js';
 import type { ConnectionOptions } from '../driver-client.js';
 import { InvalidOptionError, SequenceNotFoundError } from '../errors.js';
 import { checkAbortSignal, checkKeys, everyKeyOf, validateSequenceName } from '../options.js';
@@ -170,13 +171,14 @@ export class Admin {
   }
 
   /**
-   * The settings of sequence `name`.
+   * The settings of sequence `name`, read in the local DC, or at SERIAL if none are found there.
    * @throws {InvalidNameError} for a bad name; {@link SequenceNotFoundError} if it does not exist.
    * @throws {StoreUnavailableError} if the local DC cannot be reached.
    */
   async readSequence(name: string): Promise<SequenceSettings> {
     validateSequenceName(name);
-    const stored = await this.#store.readSequence(name);
+    // At SERIAL too when none are found locally: a create may be committed in other DCs only.
+    const stored = await readSettingsFound(this.#store, name);
     if (stored === undefined) throw new SequenceNotFoundError(name, this.keyspace);
     return stored.settings;
   }

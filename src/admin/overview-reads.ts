@@ -3,6 +3,7 @@
  * DC states) and the SERIAL probe. {@link Admin.status} and the runway metrics both use them, so
  * the gauges show what `idgen-cass status` shows.
  */
+import { readSettingsFound } from '../allocator/settings-writes.js';
 import { SequenceNotFoundError } from '../errors.js';
 import type { IdStore } from '../store/port.js';
 import { settleWithin, TIMED_OUT } from '../timers.js';
@@ -23,7 +24,8 @@ export async function readSnapshot(
   name: string,
   localDc: string,
 ): Promise<SequenceSnapshot> {
-  const stored = await store.readSequence(name);
+  // At SERIAL too when none are found locally: a create may be committed in other DCs only.
+  const stored = await readSettingsFound(store, name);
   if (stored === undefined) throw new SequenceNotFoundError(name, keyspace);
   // States first: a grant a state refers to was made before the state was written, so the
   // grants read after it include it (unless a replica lags).

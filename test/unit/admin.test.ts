@@ -641,6 +641,19 @@ describe('Admin over a MemoryStore', () => {
     expect(store.calls).toMatchObject({ readDcStatesOverview: 2, readGrantsOverview: 1 });
   });
 
+  it('finds at SERIAL a sequence whose create was committed in other DCs only, for check and status', async () => {
+    const store = new MemoryStore({ keyspace: KEYSPACE });
+    await processIn(store, 'dc2').createSequence('orders', { dcRangeSize: 1_000, blockSize: 10 });
+    const admin = new Admin({ store, dc: 'dc1', keyspace: KEYSPACE });
+    const missed = () =>
+      store.faults.push({ op: 'readSequence', effect: 'missed-locally', sequence: 'orders' });
+    missed();
+    expect((await admin.check('orders', { confirmAfterMs: 0 })).verdict).toBe('ok');
+    missed();
+    const report = await admin.status({ sequences: ['orders'], sampleMs: 0 });
+    expect(report.sequences.map((s) => s.settings.name)).toEqual(['orders']);
+  });
+
   it('throws SequenceNotFoundError for an unknown sequence', async () => {
     const admin = adminOf(new MemoryStore());
     await expect(admin.status({ sequences: ['nope'], sampleMs: 0 })).rejects.toBeInstanceOf(

@@ -156,11 +156,13 @@ export async function readDcStatesCurrent(store: IdStore, name: string): Promise
 }
 
 /**
- * The cause of a failed read in a few words: the driver's own message when there is one (not
- * the advice our error wraps it in), else the error's message.
+ * The cause of a failed read in a few words: the driver's own message when there is one, else
+ * what failed (never the advice a {@link StoreUnavailableError} wraps it in), else the error's
+ * message.
  */
 export function reasonOf(error: unknown): string {
-  const cause = error instanceof StoreUnavailableError ? error.cause : undefined;
-  if (cause !== undefined) return describeDriverError(cause);
+  if (error instanceof StoreUnavailableError) {
+    return error.cause === undefined ? error.detail : describeDriverError(error.cause);
+  }
   return error instanceof Error ? error.message : String(error);
 }

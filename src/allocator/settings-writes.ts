@@ -15,6 +15,7 @@ import {
 } from '../errors.js';
 import { pickSizes, validateChanges, type AlterSequenceOptions } from '../options.js';
 import type { FirstGrant, IdStore, SequenceSettings, StoredSettings } from '../store/port.js';
+import { reasonOf } from '../admin/check-reads.js';
 import { isOurs, runConditionalWrite, type CasResult, type Judgement } from './cas.js';
 
 /**
@@ -198,10 +199,8 @@ function judgeCreate(
 /** The error of a settings write whose outcome stayed unknown, naming the write. */
 function unknownOutcome(operation: string, result: CasResult): StoreUnavailableError {
   const failure = result.rereadError ?? result.cause;
-  const why =
-    failure === undefined
-      ? ''
-      : `${failure instanceof Error ? failure.message : String(failure)}; `;
+  // The failure's own words only: its message would repeat "Cassandra is unavailable at …".
+  const why = failure === undefined ? '' : `${reasonOf(failure)}; `;
   return new StoreUnavailableError(
     'serial',
     operation,

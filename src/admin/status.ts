@@ -4,6 +4,7 @@
  * `idgen-cass status` and {@link Admin.status} are built on it.
  */
 
+import { isRetireOp } from '../allocator/retire.js';
 import { dcOfGrantee } from '../names.js';
 import type { DcState, DcUsageCounts, Grant, SequenceSettings, UsageCause } from '../store/port.js';
 
@@ -203,8 +204,16 @@ function dcStatus(
   if (previous !== undefined && rowsNotCurrent === undefined) {
     const before = consumedBy(previous.states.get(dc), previous.grants.get(dc) ?? []);
     const seconds = (current.readAt - previous.readAt) / 1000;
+    // A retire spends the DC's ranges at once: its gap is no rate. It counts the gap under
+    // `retired`; where the counters cannot be read, a retire's write (its op) between the two
+    // reads leaves the rate unmeasured.
+    const retired = retiredIn(current, dc) - retiredIn(previous, dc);
+    const retireBetween =
+      (current.usage === undefined || previous.usage === undefined) &&
+      isRetireOp(state?.op) &&
+      previous.states.get(dc)?.op !== state?.op;
     // A process returning its unused block on close moves last_integer back: never below 0.
-    rate = Math.max(0, Number(consumed - before)) / seconds;
+    if (!retireBetween) rate = Math.max(0, Number(consumed - before - retired)) / seconds;
   }
 
   if (state === undefined) {
@@ -257,6 +266,11 @@ function dcStatus(
   };
 }
 
+/** IDs retire-ranges left as a gap in `dc`, as its usage counters say (0 if unread). */
+function retiredIn(snapshot: SequenceSnapshot, dc: string): bigint {
+  return snapshot.usage?.get(dc)?.retired ?? 0n;
+}
+
 /** Why `dc`'s rows in `snapshot` may lag, or undefined if they were read current (see `DcStatus`). */
 function notCurrentIn(snapshot: SequenceSnapshot, dc: string): string | undefined {
   const notCurrent = snapshot.statesNotCurrent;
@@ -279,6 +293,7 @@ function usageOf(
     dropped: of('dropped'),
     refused: of('refused'),
     undelivered: of('undelivered'),
+    retired: of('retired'),
   };
   const wastedTotal = Object.values(wasted).reduce((sum, n) => sum + n, 0n);
   const unreported = consumed - of('issued') - wastedTotal;

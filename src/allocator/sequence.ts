@@ -1328,7 +1328,8 @@ export class Sequence<T extends number | bigint> {
   private reportUsage(grantee = this.grantee): Promise<void> {
     if (this.reportingUsage !== undefined) return this.reportingUsage;
     const stats = this.stats();
-    const now: Record<UsageCause, number> = { issued: stats.issued, ...stats.waste };
+    // `retired` is counted by retire-ranges, never by a process.
+    const now: Record<UsageCause, number> = { issued: stats.issued, ...stats.waste, retired: 0 };
     const deltas: Partial<Record<UsageCause, number>> = {};
     for (const cause of USAGE_CAUSES) {
       const delta = now[cause] - this.reportedUsage[cause];

@@ -654,6 +654,26 @@ describe('Admin over a MemoryStore', () => {
     expect(report.sequences.map((s) => s.settings.name)).toEqual(['orders']);
   });
 
+  it('measures no rate across a retire, and counts its gap as retired, not unreported', async () => {
+    const store = new MemoryStore({ keyspace: KEYSPACE });
+    const ids = processIn(store);
+    await ids.createSequence('orders', { dcRangeSize: 100_000, blockSize: 100, threshold: 0.5 });
+    await draw(ids.sequence('orders'), 250);
+    await ids.close(); // reports 250 issued, returns the rest of its block
+    const admin = new Admin({ store, dc: 'dc1', keyspace: KEYSPACE });
+    const before = await admin.snapshot('orders');
+    const [retired] = await processIn(store).retireDcRanges('orders');
+    expect(retired).toMatchObject({ outcome: 'retired', gap: 99_750n });
+    const after = await admin.snapshot('orders');
+    const [dc1] = sequenceStatus({ ...after, readAt: before.readAt + 1_000 }, before).dcs;
+    expect(dc1?.rate).toBe(0);
+    expect(dc1?.usage).toMatchObject({ issued: 250n, wastedTotal: 99_750n, unreported: 0n });
+    expect(dc1?.usage?.wasted.retired).toBe(99_750n);
+    // Counters unread (a keyspace from before them): the retire's op leaves the rate unmeasured.
+    const noUsage = { ...after, usage: undefined, readAt: before.readAt + 1_000 };
+    expect(sequenceStatus(noUsage, { ...before, usage: undefined }).dcs[0]?.rate).toBeUndefined();
+  });
+
   it('throws SequenceNotFoundError for an unknown sequence', async () => {
     const admin = adminOf(new MemoryStore());
     await expect(admin.status({ sequences: ['nope'], sampleMs: 0 })).rejects.toBeInstanceOf(

@@ -225,7 +225,8 @@ export class StoreUnavailableError extends IdGenError {
   constructor(
     readonly level: StoreLevel,
     readonly operation: string,
-    detail: string,
+    /** What failed, in a few words, without the advice the message adds. */
+    readonly detail: string,
     options?: { cause?: unknown; timedOut?: boolean },
   ) {
     const timedOut = options?.timedOut === true;

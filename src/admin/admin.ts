@@ -3,12 +3,14 @@
  * and every node's settings for preflight; the maths are pure functions beside it (status.ts,
  * check.ts, preflight.ts). `idgen-cass status`, `check` and `preflight` are thin layers over it.
  *
- * Status reads the overview of the store (plain LOCAL_QUORUM reads), so it works from inside a
+ * Status reads the overview of the store (plain LOCAL_QUORUM reads; the DC states at EACH_QUORUM
+ * where it can, and says which DCs' rows it could not read current), so it works from inside a
  * partitioned DC; check reads what cannot be stale (SERIAL, EACH_QUORUM) and says which facts
  * it had to read locally instead; only {@link Admin.probeSerial} needs SERIAL to succeed, and it
  * reports failure instead of throwing.
  */
 
+import { readSettingsFound } from '../allocator/settings-writes.js';
 import type { ConnectionOptions } from '../driver-client.js';
 import { InvalidOptionError, SequenceNotFoundError } from '../errors.js';
 import { checkAbortSignal, checkKeys, everyKeyOf, validateSequenceName } from '../options.js';
@@ -169,20 +171,22 @@ export class Admin {
   }
 
   /**
-   * The settings of sequence `name`.
+   * The settings of sequence `name`, read in the local DC, or at SERIAL if none are found there.
    * @throws {InvalidNameError} for a bad name; {@link SequenceNotFoundError} if it does not exist.
    * @throws {StoreUnavailableError} if the local DC cannot be reached.
    */
   async readSequence(name: string): Promise<SequenceSettings> {
     validateSequenceName(name);
-    const stored = await this.#store.readSequence(name);
+    // At SERIAL too when none are found locally: a create may be committed in other DCs only.
+    const stored = await readSettingsFound(this.#store, name);
     if (stored === undefined) throw new SequenceNotFoundError(name, this.keyspace);
     return stored.settings;
   }
 
   /**
-   * Reads sequence `name`'s settings, grants and DC states from the local DC (LOCAL_QUORUM: other
-   * DCs' rows may lag).
+   * Reads sequence `name`'s settings and grants from the local DC (LOCAL_QUORUM), and its DC
+   * states at EACH_QUORUM, or, if that fails (a DC cut off), at LOCAL_QUORUM, marked
+   * (`statesNotCurrent`): other DCs' rows may then lag.
    * @example
    * ```ts
    * const status = sequenceStatus(await admin.snapshot('orders'));
@@ -191,7 +195,7 @@ export class Admin {
    */
   async snapshot(name: string): Promise<SequenceSnapshot> {
     validateSequenceName(name);
-    return readSnapshot(this.#store, this.keyspace, name);
+    return readSnapshot(this.#store, this.keyspace, name, this.dc);
   }
 
   /**

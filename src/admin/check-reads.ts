@@ -108,33 +108,61 @@ async function statesForCheck(
   failures: StateReadFailure[],
 ): Promise<ReadonlyMap<string, DcState>> {
   const { store } = context;
+  const current = await readDcStatesCurrent(store, name);
+  if (current.notCurrent === undefined) return current.states;
+  const states = new Map(current.states);
+  let localVerified = false;
   try {
-    return await store.readDcStatesOverview(name, 'consistent');
+    for (const grantee of local) {
+      const own = await store.readDcState(name, grantee);
+      if (own === undefined) states.delete(grantee);
+      else states.set(grantee, own);
+    }
+    localVerified = true;
+  } catch (localError) {
+    if (!(localError instanceof StoreUnavailableError)) throw localError;
+  }
+  failures.push({ read, localVerified, reason: current.notCurrent });
+  return states;
+}
+
+/** Every DC's state as {@link readDcStatesCurrent} read it. */
+export interface DcStatesRead {
+  readonly states: ReadonlyMap<string, DcState>;
+  /**
+   * Why the states could not be read current (the EACH_QUORUM read failed, so they were read at
+   * LOCAL_QUORUM, where other DCs' rows may lag); undefined when they were.
+   */
+  readonly notCurrent: string | undefined;
+}
+
+/**
+ * Every DC's state at EACH_QUORUM (a quorum in every DC, so each DC's own, which its commits
+ * reach: current), or, when that read fails (a DC cut off fails it for every DC's state, each
+ * being replicated everywhere), at LOCAL_QUORUM with the reason. `check` and `status` both read
+ * the DC states so (neither at a serial level: no client touches another DC's state at one).
+ * @throws {StoreUnavailableError} when even the local read fails.
+ */
+export async function readDcStatesCurrent(store: IdStore, name: string): Promise<DcStatesRead> {
+  try {
+    return { states: await store.readDcStatesOverview(name, 'consistent'), notCurrent: undefined };
   } catch (error) {
     if (!(error instanceof StoreUnavailableError)) throw error;
-    const states = new Map(await store.readDcStatesOverview(name, 'local'));
-    let localVerified = false;
-    try {
-      for (const grantee of local) {
-        const own = await store.readDcState(name, grantee);
-        if (own === undefined) states.delete(grantee);
-        else states.set(grantee, own);
-      }
-      localVerified = true;
-    } catch (localError) {
-      if (!(localError instanceof StoreUnavailableError)) throw localError;
-    }
-    failures.push({ read, localVerified, reason: `EACH_QUORUM read failed: ${reasonOf(error)}` });
-    return states;
+    return {
+      states: await store.readDcStatesOverview(name, 'local'),
+      notCurrent: `EACH_QUORUM read failed: ${reasonOf(error)}`,
+    };
   }
 }
 
 /**
- * The cause of a failed read in a few words: the driver's own message when there is one (not
- * the advice our error wraps it in), else the error's message.
+ * The cause of a failed read in a few words: the driver's own message when there is one, else
+ * what failed (never the advice a {@link StoreUnavailableError} wraps it in), else the error's
+ * message.
  */
 export function reasonOf(error: unknown): string {
-  const cause = error instanceof StoreUnavailableError ? error.cause : undefined;
-  if (cause !== undefined) return describeDriverError(cause);
+  if (error instanceof StoreUnavailableError) {
+    return error.cause === undefined ? error.detail : describeDriverError(error.cause);
+  }
   return error instanceof Error ? error.message : String(error);
 }

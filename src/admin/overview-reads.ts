@@ -3,26 +3,33 @@
  * DC states) and the SERIAL probe. {@link Admin.status} and the runway metrics both use them, so
  * the gauges show what `idgen-cass status` shows.
  */
+import { readSettingsFound } from '../allocator/settings-writes.js';
 import { SequenceNotFoundError } from '../errors.js';
 import type { IdStore } from '../store/port.js';
 import { settleWithin, TIMED_OUT } from '../timers.js';
+import { readDcStatesCurrent } from './check-reads.js';
 import type { SequenceSnapshot, SerialProbe } from './status.js';
 
 /**
- * Reads sequence `name`'s settings, grants, DC states and usage counters from the local DC
- * (LOCAL_QUORUM: other DCs' rows may lag). The name must be valid.
+ * Reads sequence `name`'s settings, grants, DC states and usage counters for status, as seen
+ * from `localDc`. Settings and grants are read at LOCAL_QUORUM; the DC states as `check` reads
+ * them ({@link readDcStatesCurrent}): at EACH_QUORUM, or where that fails (a DC cut off) at
+ * LOCAL_QUORUM, and then the snapshot says so (`statesNotCurrent`): the rows of DCs other than
+ * `localDc` may lag. The name must be valid.
  * @throws {SequenceNotFoundError}, {@link StoreUnavailableError}.
  */
 export async function readSnapshot(
   store: IdStore,
   keyspace: string,
   name: string,
+  localDc: string,
 ): Promise<SequenceSnapshot> {
-  const stored = await store.readSequence(name);
+  // At SERIAL too when none are found locally: a create may be committed in other DCs only.
+  const stored = await readSettingsFound(store, name);
   if (stored === undefined) throw new SequenceNotFoundError(name, keyspace);
   // States first: a grant a state refers to was made before the state was written, so the
   // grants read after it include it (unless a replica lags).
-  const states = await store.readDcStatesOverview(name);
+  const { states, notCurrent } = await readDcStatesCurrent(store, name);
   const overview = await store.readGrantsOverview(name);
   if (overview === undefined) throw new SequenceNotFoundError(name, keyspace);
   // Counters outside the protocol: status goes on without them.
@@ -34,6 +41,7 @@ export async function readSnapshot(
     states,
     readAt: Date.now(),
     usage,
+    statesNotCurrent: notCurrent === undefined ? undefined : { localDc, reason: notCurrent },
   };
 }
 

@@ -4,6 +4,7 @@
  * `idgen-cass status` and {@link Admin.status} are built on it.
  */
 
+import { isRetireOp } from '../allocator/retire.js';
 import { dcOfGrantee } from '../names.js';
 import type { DcState, DcUsageCounts, Grant, SequenceSettings, UsageCause } from '../store/port.js';
 
@@ -23,6 +24,12 @@ export interface SequenceSnapshot {
    * read (a keyspace from before them, or the read failed).
    */
   readonly usage?: ReadonlyMap<string, DcUsageCounts> | undefined;
+  /**
+   * Set when the DC states could not be read current (their EACH_QUORUM read failed: a DC cut
+   * off) and were read at LOCAL_QUORUM in `localDc` instead, where other DCs' rows may lag:
+   * those DCs' rates and runways are then unknown. Undefined when every state was read current.
+   */
+  readonly statesNotCurrent?: { readonly localDc: string; readonly reason: string } | undefined;
 }
 
 /** The causes a DC's processes report IDs wasted for. */
@@ -75,14 +82,26 @@ export interface DcStatus {
   readonly left: bigint;
   /** IDs handed to the DC's processes since its first grant (gaps included). */
   readonly consumed: bigint;
-  /** IDs per second handed to the DC's processes over the sample; undefined if not measured. */
+  /**
+   * IDs per second handed to the DC's processes over the sample; undefined if not measured, or
+   * unknown (`rowsNotCurrent`).
+   */
   readonly rate: number | undefined;
   /**
    * Seconds `left` lasts at `rate` without a new grant (what matters while SERIAL is unreachable):
-   * `Infinity` when the rate is 0 and IDs are left; undefined when the rate was not measured or
-   * the DC holds no range yet.
+   * `Infinity` when the rate is 0 and IDs are left; undefined when the rate was not measured, the
+   * DC holds no range yet, or its rows could not be read current (unknown: `rowsNotCurrent`).
    */
   readonly runway: number | undefined;
+  /**
+   * Why this DC's rows may lag: its state could not be read current (at EACH_QUORUM) in this
+   * status or in the one its rate is measured from, and was read in another DC at LOCAL_QUORUM
+   * (a DC cut off stops its rows reaching the others). Its `left` is then as last seen there, and
+   * its rate and runway are unknown (undefined), never taken as 0 and unbounded. Undefined when
+   * its rows were read current, and always for the local DC (and its shards), whose own quorum
+   * the local read reaches.
+   */
+  readonly rowsNotCurrent: string | undefined;
   /** The DC's usage counters; undefined when they could not be read. */
   readonly usage: DcUsageStatus | undefined;
 }
@@ -106,7 +125,8 @@ export interface SequenceStatus {
   /**
    * Seconds until the whole domain is handed out at the DCs' current rates: the IDs never
    * granted plus those the DCs still hold, over the sum of their rates. `Infinity` when nothing
-   * is drawn; undefined when the rates were not measured.
+   * is drawn; undefined when the rates were not measured, or a DC's is unknown
+   * (`rowsNotCurrent`).
    */
   readonly exhaustsIn: number | undefined;
   /** The reads this status was computed from (a later status can measure rates since them). */
@@ -144,7 +164,8 @@ export function sequenceStatus(
   );
   const domainLeft = settings.max - globalLast;
   let exhaustsIn: number | undefined;
-  if (measured !== undefined) {
+  // A DC whose rate is unknown leaves the sum unknown too.
+  if (measured !== undefined && statuses.every((dc) => dc.rowsNotCurrent === undefined)) {
     const rate = statuses.reduce((sum, dc) => sum + (dc.rate ?? 0), 0);
     const left = statuses.reduce((sum, dc) => sum + dc.left, domainLeft);
     // Nothing left to grant nor held: spent now, whatever the rate (0 once nobody can draw).
@@ -176,13 +197,23 @@ function dcStatus(
     latest !== undefined && latest.number > (state?.installedGrant ?? 0) ? latest : undefined;
   const consumed = consumedBy(state, grants);
   const usage = usageOf(current.usage, dc, consumed);
+  const rowsNotCurrent =
+    notCurrentIn(current, dc) ?? (previous === undefined ? undefined : notCurrentIn(previous, dc));
 
   let rate: number | undefined;
-  if (previous !== undefined) {
+  if (previous !== undefined && rowsNotCurrent === undefined) {
     const before = consumedBy(previous.states.get(dc), previous.grants.get(dc) ?? []);
     const seconds = (current.readAt - previous.readAt) / 1000;
+    // A retire spends the DC's ranges at once: its gap is no rate. It counts the gap under
+    // `retired`; where the counters cannot be read, a retire's write (its op) between the two
+    // reads leaves the rate unmeasured.
+    const retired = retiredIn(current, dc) - retiredIn(previous, dc);
+    const retireBetween =
+      (current.usage === undefined || previous.usage === undefined) &&
+      isRetireOp(state?.op) &&
+      previous.states.get(dc)?.op !== state?.op;
     // A process returning its unused block on close moves last_integer back: never below 0.
-    rate = Math.max(0, Number(consumed - before)) / seconds;
+    if (!retireBetween) rate = Math.max(0, Number(consumed - before - retired)) / seconds;
   }
 
   if (state === undefined) {
@@ -206,6 +237,7 @@ function dcStatus(
       rate,
       runway: left === 0n ? undefined : runwayOf(left, rate), // nothing held: no range to last
       usage,
+      rowsNotCurrent,
     };
   }
 
@@ -230,7 +262,20 @@ function dcStatus(
     rate,
     runway: runwayOf(left, rate),
     usage,
+    rowsNotCurrent,
   };
+}
+
+/** IDs retire-ranges left as a gap in `dc`, as its usage counters say (0 if unread). */
+function retiredIn(snapshot: SequenceSnapshot, dc: string): bigint {
+  return snapshot.usage?.get(dc)?.retired ?? 0n;
+}
+
+/** Why `dc`'s rows in `snapshot` may lag, or undefined if they were read current (see `DcStatus`). */
+function notCurrentIn(snapshot: SequenceSnapshot, dc: string): string | undefined {
+  const notCurrent = snapshot.statesNotCurrent;
+  if (notCurrent === undefined || (dcOfGrantee(dc) ?? dc) === notCurrent.localDc) return undefined;
+  return `not read current from ${notCurrent.localDc} (${notCurrent.reason})`;
 }
 
 function usageOf(
@@ -248,6 +293,7 @@ function usageOf(
     dropped: of('dropped'),
     refused: of('refused'),
     undelivered: of('undelivered'),
+    retired: of('retired'),
   };
   const wastedTotal = Object.values(wasted).reduce((sum, n) => sum + n, 0n);
   const unreported = consumed - of('issued') - wastedTotal;

@@ -26,6 +26,14 @@ import { remainingIn, retireTo, spentAt, topOf } from './dc-state.js';
 /** How often one state partition is read and written again when another write came first. */
 export const MAX_RETIRE_ATTEMPTS = 5;
 
+/** The prefix of a retire's ops, so that status can tell a retire's write from claims. */
+const RETIRE_OP = 'retire:';
+
+/** Whether `op` is a retire's (a DC state written by retire-ranges). */
+export function isRetireOp(op: string | undefined): boolean {
+  return op?.startsWith(RETIRE_OP) === true;
+}
+
 /**
  * Whose write left a state partition spent at its latest grant, as far as the rows show. A
  * retire's write, like any conditional write, can be applied and still be reported rejected or
@@ -85,7 +93,15 @@ export async function retireDcRanges(
   const out: RetiredState[] = [];
   // Shards only grow, so the settings read now name every state partition the DC ever had.
   for (const grantee of granteesOf(dc, settings.shards)) {
-    out.push(await retireOne(store, settings.name, grantee));
+    const retired = await retireOne(store, settings.name, grantee);
+    out.push(retired);
+    // The gap in the DC's usage counters (status: no rate, nothing unreported). Outside the
+    // protocol, like every counter write: a failure leaves the counters short, nothing else.
+    if (retired.gap > 0n) {
+      await store
+        .addDcUsage(settings.name, grantee, { retired: Number(retired.gap) })
+        .catch(() => undefined);
+    }
   }
   return out;
 }
@@ -141,7 +157,7 @@ async function retireOne(store: IdStore, sequence: string, grantee: string): Pro
     checkGrantLevel(sequence, grantee, before, latest, globalLast);
     if (latest === undefined) return done(latest, 'no-grant');
     const seal = spentAt(before, latest);
-    const op = randomUUID();
+    const op = `${RETIRE_OP}${randomUUID()}`;
     const next = retireTo(before, latest, op);
     const current: Attempt = { before, latest, next, applied: false, lost: false, seal };
     attempts.push(current);

@@ -41,6 +41,7 @@ import { hasPreloaded } from './dc-state.js';
 import { FailureLog } from './failures.js';
 import type { AllocatorObserver } from './observer.js';
 import { sequenceStats, type SequenceStats } from './sequence-stats.js';
+import { readSettingsFound } from './settings-writes.js';
 import { Rate, blockSizeFor } from './sizing.js';
 import type { RowMarks } from './watermarks.js';
 
@@ -1233,22 +1234,9 @@ export class Sequence<T extends number | bigint> {
     return this.loading;
   }
 
-  /**
-   * The settings read at LOCAL_QUORUM or, when none are found there, at SERIAL. A create that
-   * succeeds is committed at EACH_QUORUM; one that timed out may be committed in some DCs only
-   * (neither its own commit nor the repair by the SERIAL read that settled it need reach a
-   * quorum of every DC), and a local read here then finds nothing for a sequence that exists.
-   * Without SERIAL (a DC cut off) the local answer stands.
-   */
+  /** The settings, found locally or at SERIAL ({@link readSettingsFound}). */
   private async readSettingsToLoad(): Promise<SequenceSettings | undefined> {
-    const local = (await this.store.readSequence(this.name))?.settings;
-    if (local !== undefined) return local;
-    try {
-      return (await this.store.readSequence(this.name, 'serial'))?.settings;
-    } catch (error) {
-      if (error instanceof StoreUnavailableError) return undefined;
-      throw error;
-    }
+    return (await readSettingsFound(this.store, this.name))?.settings;
   }
 
   private async load(): Promise<Loaded> {
@@ -1340,7 +1328,8 @@ export class Sequence<T extends number | bigint> {
   private reportUsage(grantee = this.grantee): Promise<void> {
     if (this.reportingUsage !== undefined) return this.reportingUsage;
     const stats = this.stats();
-    const now: Record<UsageCause, number> = { issued: stats.issued, ...stats.waste };
+    // `retired` is counted by retire-ranges, never by a process.
+    const now: Record<UsageCause, number> = { issued: stats.issued, ...stats.waste, retired: 0 };
     const deltas: Partial<Record<UsageCause, number>> = {};
     for (const cause of USAGE_CAUSES) {
       const delta = now[cause] - this.reportedUsage[cause];

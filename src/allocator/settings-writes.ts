@@ -15,7 +15,29 @@ import {
 } from '../errors.js';
 import { pickSizes, validateChanges, type AlterSequenceOptions } from '../options.js';
 import type { FirstGrant, IdStore, SequenceSettings, StoredSettings } from '../store/port.js';
+import { reasonOf } from '../admin/check-reads.js';
 import { isOurs, runConditionalWrite, type CasResult, type Judgement } from './cas.js';
+
+/**
+ * A sequence's settings read at LOCAL_QUORUM or, when none are found there, at SERIAL. A create
+ * that succeeds is committed at EACH_QUORUM; one that timed out may be committed in some DCs only
+ * (neither its own commit nor the repair by the SERIAL read that settled it need reach a quorum of
+ * every DC), and a local read then finds nothing for a sequence that exists. Without SERIAL (a DC
+ * cut off) the local answer stands. Loading a sequence, status and check read settings so.
+ */
+export async function readSettingsFound(
+  store: IdStore,
+  name: string,
+): Promise<StoredSettings | undefined> {
+  const local = await store.readSequence(name);
+  if (local !== undefined) return local;
+  try {
+    return await store.readSequence(name, 'serial');
+  } catch (error) {
+    if (error instanceof StoreUnavailableError) return undefined;
+    throw error;
+  }
+}
 
 /** How often an alter re-reads and retries when another alter changed the settings first. */
 export const MAX_ALTER_ATTEMPTS = 5;
@@ -177,10 +199,8 @@ function judgeCreate(
 /** The error of a settings write whose outcome stayed unknown, naming the write. */
 function unknownOutcome(operation: string, result: CasResult): StoreUnavailableError {
   const failure = result.rereadError ?? result.cause;
-  const why =
-    failure === undefined
-      ? ''
-      : `${failure instanceof Error ? failure.message : String(failure)}; `;
+  // The failure's own words only: its message would repeat "Cassandra is unavailable at …".
+  const why = failure === undefined ? '' : `${reasonOf(failure)}; `;
   return new StoreUnavailableError(
     'serial',
     operation,

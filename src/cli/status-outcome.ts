@@ -1,9 +1,11 @@
 /**
  * How `status` ends, for cron and monitoring: once the full status is printed (the operator still
  * needs the runways), exit 13 when SERIAL is unreachable from here and 14 when a DC's runway is
- * below `--fail-if-runway-below`. When both hold, 14 wins: IDs are running out, and the message
- * says SERIAL is unreachable too. Pure, over a {@link StatusReport}.
+ * below `--fail-if-runway-below`, or unknown from here (its rows could not be read current: a DC
+ * cut off). When both hold, 14 wins: IDs may be running out, and the message says SERIAL is
+ * unreachable too. Pure, over a {@link StatusReport}.
  */
+import { dcOfGrantee } from '../names.js';
 
 import type { SequenceStatus, StatusReport } from '../admin/status.js';
 import { CommandOutcome } from './exit-codes.js';
@@ -42,6 +44,34 @@ export function runwaysBelow(report: StatusReport, seconds: number): RunwayBelow
   return below;
 }
 
+/** The DCs of a sequence whose runway is unknown from here, and why. */
+export interface RunwaysUnknown {
+  readonly sequence: string;
+  /** The DCs (a sharded DC once, for all its shards), in the report's order. */
+  readonly dcs: readonly string[];
+  /** Why their rows could not be read current. */
+  readonly reason: string;
+}
+
+/**
+ * Per sequence in `report`, the DCs whose rows could not be read current (`rowsNotCurrent`: a DC
+ * cut off), so that their runway is unknown from here: judged as not meeting any threshold,
+ * since an unknown runway may be the shortest.
+ */
+export function runwaysUnknown(report: StatusReport): RunwaysUnknown[] {
+  return report.sequences.flatMap((sequence) => {
+    const stale = sequence.dcs.filter((dc) => dc.rowsNotCurrent !== undefined);
+    if (stale.length === 0) return [];
+    return [
+      {
+        sequence: sequence.settings.name,
+        dcs: [...new Set(stale.map((dc) => dcOfGrantee(dc.dc) ?? dc.dc))],
+        reason: stale[0]!.rowsNotCurrent!,
+      },
+    ];
+  });
+}
+
 /**
  * The outcome `status` ends with after printing `report`, or undefined for exit 0.
  * @param failIfRunwayBelow seconds (`--fail-if-runway-below`); undefined: runways are not judged.
@@ -56,9 +86,12 @@ export function statusOutcome(
   failIfRunwayBelow?: number,
 ): CommandOutcome | undefined {
   const { serial } = report;
-  const below = failIfRunwayBelow === undefined ? [] : runwaysBelow(report, failIfRunwayBelow);
-  if (failIfRunwayBelow !== undefined && below.length > 0) {
-    return runwayLow(failIfRunwayBelow, below, report);
+  if (failIfRunwayBelow !== undefined) {
+    const below = runwaysBelow(report, failIfRunwayBelow);
+    const unknown = runwaysUnknown(report);
+    if (below.length > 0 || unknown.length > 0) {
+      return runwayLow(failIfRunwayBelow, below, unknown, report);
+    }
   }
   if (!serial.reachable) {
     return new CommandOutcome(
@@ -72,22 +105,35 @@ export function statusOutcome(
 function runwayLow(
   threshold: number,
   below: readonly RunwayBelow[],
-  { serial, sequences }: StatusReport,
+  unknown: readonly RunwaysUnknown[],
+  { dc, serial, sequences }: StatusReport,
 ): CommandOutcome {
-  const list = below
-    .map(
-      (b) =>
-        `"${b.sequence}" in ${b.dc} ${duration(b.runway)} (${count(b.left)} IDs left at ${rate(b.rate)})`,
-    )
-    .join(', ');
-  const names = new Set(below.map((b) => b.sequence));
+  const parts: string[] = [];
+  if (below.length > 0) {
+    const list = below
+      .map(
+        (b) =>
+          `"${b.sequence}" in ${b.dc} ${duration(b.runway)} (${count(b.left)} IDs left at ${rate(b.rate)})`,
+      )
+      .join(', ');
+    const names = new Set(below.map((b) => b.sequence));
+    parts.push(
+      `runway below ${thresholdText(threshold)}: ${list}` +
+        (serial.reachable ? advice(sequences.filter((s) => names.has(s.settings.name))) : '.'),
+    );
+  }
+  if (unknown.length > 0) {
+    const list = unknown.map((u) => `"${u.sequence}" in ${u.dcs.join(', ')}`).join('; ');
+    parts.push(
+      `runway unknown from ${dc}: ${list}: their rows were ${unknown[0]!.reason}, and may lag. ` +
+        `A DC cut off from the others is judged by the status run in that DC: run this check in every DC.`,
+    );
+  }
+  const text = parts.join(' ').replace(/\.$/, '');
   const why = serial.reachable
-    ? advice(sequences.filter((s) => names.has(s.settings.name)))
+    ? '.'
     : `; and SERIAL is unreachable from ${serial.dc}, so ${serial.dc} gets no new DC range until the links between datacenters return.`;
-  return new CommandOutcome(
-    'IDGEN_STATUS_RUNWAY_LOW',
-    `runway below ${thresholdText(threshold)}: ${list}${why}`,
-  );
+  return new CommandOutcome('IDGEN_STATUS_RUNWAY_LOW', `${text}${why}`);
 }
 
 /**

@@ -90,7 +90,22 @@ function sequenceLines(status: SequenceStatus, localDc: string): string[] {
     header,
     global,
     ...columns.map((line) => `  ${line}`),
+    ...notCurrentLines(status.dcs),
     ...status.dcs.flatMap((dc) => usageLine(dc)),
+  ];
+}
+
+/**
+ * One line naming the DCs whose rows could not be read current (a DC cut off): what they show
+ * may be old, and their rate and runway are unknown here; the status run in such a DC reads its
+ * own rows current.
+ */
+function notCurrentLines(dcs: readonly DcStatus[]): string[] {
+  const stale = dcs.filter((dc) => dc.rowsNotCurrent !== undefined);
+  if (stale.length === 0) return [];
+  const names = [...new Set(stale.map((dc) => dcOfGrantee(dc.dc) ?? dc.dc))];
+  return [
+    `  rows not current: ${names.join(', ')}: ${stale[0]!.rowsNotCurrent}; what they show may be old, their runway is unknown here (run status in ${names.length === 1 ? 'that DC' : 'those DCs'})`,
   ];
 }
 
@@ -123,7 +138,16 @@ function dcRow(dc: DcStatus, localDc: string, autonomySeconds: number): string[]
   if (belowTarget(dc, autonomySeconds) === true) {
     notes.push(`runway below the autonomy target of ${duration(autonomySeconds)}`);
   }
+  if (dc.rowsNotCurrent !== undefined) notes.push('rows not current');
   const note = notes.join('; ');
+  if (dc.rowsNotCurrent !== undefined) {
+    // What the rows show may be old; the rate and runway are unknown, never 0/s and ∞.
+    const reserved = dc.reserved === undefined ? 'none seen' : held(dc.reserved);
+    const preloaded = dc.preloaded === undefined ? '–' : held(dc.preloaded);
+    const last = dc.lastInteger === undefined ? '–' : String(dc.lastInteger);
+    const used = dc.reserved === undefined ? '–' : bar(dc.reservedUsedShare);
+    return [name, reserved, preloaded, last, used, count(dc.left), '?', 'unknown', note];
+  }
   if (dc.reserved === undefined) {
     // Its grant 1, if any, is held (the note names it); without one, nothing is.
     const holds = dc.left > 0n;
@@ -214,11 +238,14 @@ export function statusJson(report: StatusReport): Record<string, unknown> {
         left: dc.left,
         consumed: dc.consumed,
         ratePerSecond: dc.rate ?? null,
-        // null: not measured, or no range held; Infinity (rate 0) is written as null too, so
-        // "unbounded" is ratePerSecond 0 with IDs left.
+        // null: not measured, no range held, or unknown (rowsNotCurrent); Infinity (rate 0) is
+        // written as null too, so "unbounded" is ratePerSecond 0 with IDs left.
         runwaySeconds: dc.runway === undefined || dc.runway === Infinity ? null : dc.runway,
         // null without an autonomy target or a measured runway.
         runwayBelowTarget: belowTarget(dc, s.settings.autonomySeconds) ?? null,
+        // Why the DC's rows could not be read current (a DC cut off): then ratePerSecond and
+        // runwaySeconds are null (unknown) and left is as last seen here; null when read current.
+        rowsNotCurrent: dc.rowsNotCurrent ?? null,
         // null when the usage counters could not be read.
         usage:
           dc.usage === undefined

@@ -156,7 +156,10 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
     this.#dropUnpolled(polled);
     for (const sequence of polled) {
       try {
-        this.#setDcGauges(sequence, await readSnapshot(this.#store, this.#keyspace, sequence));
+        this.#setDcGauges(
+          sequence,
+          await readSnapshot(this.#store, this.#keyspace, sequence, this.#dc),
+        );
       } catch (error) {
         failed ??= { error, sequence };
       }
@@ -204,6 +207,14 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
       const labels = { sequence, dc: dc.dc };
       gauged.add(dc.dc);
       this.#metrics.gauge('idgen_dc_ids_left').set(labels, Number(dc.left));
+      if (dc.rowsNotCurrent !== undefined) {
+        // Rows that may lag (a DC cut off): rate and runway unknown, so no series, rather than a
+        // stale one or a rate of 0 read as an unbounded runway. The DC's own processes, which
+        // read its rows current, still report them (`min by (sequence, dc)` picks theirs up).
+        this.#metrics.gauge('idgen_dc_rate_ids_per_second').remove(labels);
+        this.#metrics.gauge('idgen_dc_runway_seconds').remove(labels);
+        continue;
+      }
       // Undefined until two polls measured a rate, or while the DC holds no range: left unset.
       if (dc.rate !== undefined)
         this.#metrics.gauge('idgen_dc_rate_ids_per_second').set(labels, dc.rate);

@@ -116,13 +116,13 @@ export const METRICS: readonly MetricDescription[] = Object.freeze([
     name: 'idgen_dc_rate_ids_per_second',
     type: 'gauge',
     labels: ['sequence', 'dc'],
-    help: "IDs per second handed to a DC's (or shard's) processes between the last two polls.",
+    help: "IDs per second handed to a DC's (or shard's) processes between the last two polls; no series while its rows cannot be read current.",
   },
   {
     name: 'idgen_dc_runway_seconds',
     type: 'gauge',
     labels: ['sequence', 'dc'],
-    help: "Seconds a DC's (or shard's) IDs left last at its rate without a new grant (+Inf at rate 0).",
+    help: "Seconds a DC's (or shard's) IDs left last at its rate without a new grant (+Inf at rate 0); no series while its rows cannot be read current (a DC cut off).",
   },
   {
     name: 'idgen_serial_reachable',

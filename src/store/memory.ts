@@ -290,7 +290,8 @@ export class MemoryStore implements IdStore {
       }
     }
     const { fault, reply } = await this.enter('readSequence', name);
-    this.settleInFlight(`settings/${name}`, 'read');
+    // Only a serial read is a Paxos round: a plain read (LOCAL_QUORUM) completes nothing in flight.
+    if (reading === 'serial') this.settleInFlight(`settings/${name}`, 'read');
     const missed = fault?.effect === 'missed-locally';
     return this.replied(reply, missed ? undefined : this.storedSettings(name));
   }

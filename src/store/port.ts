@@ -221,7 +221,10 @@ export type OverviewReading =
    */
   | 'consistent';
 
-/** What a process reports to its DC's usage counters: IDs issued, and IDs wasted by cause. */
+/**
+ * What a process reports to its DC's usage counters: IDs issued, and IDs wasted by cause; and
+ * `retired`: the IDs a `retire-ranges` left as a gap (allocator/retire.ts).
+ */
 export const USAGE_CAUSES = [
   'issued',
   'unknownOutcome',
@@ -230,6 +233,7 @@ export const USAGE_CAUSES = [
   'dropped',
   'refused',
   'undelivered',
+  'retired',
 ] as const;
 export type UsageCause = (typeof USAGE_CAUSES)[number];
 /** Non-negative increments; causes left out add nothing. */

@@ -391,7 +391,9 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
           dropped: 0n,
           refused: 0n,
           undelivered: 0n,
+          retired: 0n,
         };
+        await store.addDcUsage(s.name, ctx.otherDc, { retired: 5 });
         await expect
           .poll(async () => {
             const usage = await store.readDcUsage(s.name);
@@ -399,7 +401,7 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
           }, POLL)
           .toEqual({
             [ctx.dc]: { ...zero, issued: 150n, takeSkipped: 3n, notReturned: 7n },
-            [ctx.otherDc]: { ...zero, unknownOutcome: 10n },
+            [ctx.otherDc]: { ...zero, unknownOutcome: 10n, retired: 5n },
           });
         expect(Object.fromEntries((await store.readDcUsage(uniqueName('none'))) ?? [])).toEqual({});
       });

@@ -908,6 +908,34 @@ describe.runIf(clusterInfo().faults)('idgen-cass during a partition of dc3', () 
         /^ {2}unverified: .*dc3's .*\(read (?:before and after|before|after) the grants\): EACH_QUORUM read failed: /m,
       );
 
+      // From dc1, status cannot read dc3's rows current either: dc3 is marked, its runway
+      // unknown (never 0/s and unbounded), and --fail-if-runway-below fails on it with 14.
+      const outside = await idgen([
+        'status',
+        'part',
+        '--json',
+        '--sample',
+        '1',
+        '--fail-if-runway-below',
+        '1s',
+      ]);
+      expect(expectStatusOutcome(outside, 14, 'IDGEN_STATUS_RUNWAY_LOW', { json: true })).toMatch(
+        /^runway unknown from dc1: "part" in (dc2, )?dc3: their rows were not read current /,
+      );
+      const seen = JSON.parse(outside.stdout) as StatusJson;
+      const dc3Seen = seen.sequences[0]!.dcs.find((dc) => dc.dc === 'dc3')!;
+      expect(dc3Seen.rowsNotCurrent).toMatch(
+        /^not read current from dc1 \(EACH_QUORUM read failed: /,
+      );
+      expect({ rate: dc3Seen.ratePerSecond, runway: dc3Seen.runwaySeconds }).toEqual({
+        rate: null,
+        runway: null,
+      });
+      expect(seen.sequences[0]!.dcs.find((dc) => dc.dc === 'dc1')?.rowsNotCurrent).toBeNull();
+      const outsideText = await idgen(['status', 'part', '--sample', '1']);
+      expect(outsideText.code).toBe(0);
+      expect(outsideText.stdout).toMatch(/^ {2}dc3 +.* \? +unknown +(.*; )?rows not current$/m);
+
       // From dc3 SERIAL is cut off as well: the grants are unverified too.
       const inside = JSON.parse(
         (await idgen(['check', 'part', '--json'], { dc: 'dc3' })).stdout,
@@ -951,6 +979,7 @@ interface StatusJson {
       consumed: number;
       ratePerSecond: number | null;
       runwaySeconds: number | null;
+      rowsNotCurrent: string | null;
       usage: {
         issued: number;
         wasted: Record<string, number>;

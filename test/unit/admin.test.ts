@@ -7,10 +7,20 @@ import { describe, expect, it } from 'vitest';
 import { Admin } from '../../src/admin/admin.js';
 import { checkSequence, type ViolationKind } from '../../src/admin/check.js';
 import { sequenceStatus, type SequenceSnapshot } from '../../src/admin/status.js';
+import { statusOutcome } from '../../src/cli/status-outcome.js';
+import { renderStatus, statusJson } from '../../src/cli/status-view.js';
 import { SequenceNotFoundError } from '../../src/errors.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { DcState, Grant, SequenceSettings } from '../../src/store/port.js';
-import { dcState, KEYSPACE, processIn, withSequence } from './fixtures.js';
+import {
+  dcState,
+  draw,
+  EACH_QUORUM_FAILS,
+  eachQuorumFails,
+  KEYSPACE,
+  processIn,
+  withSequence,
+} from './fixtures.js';
 
 const SETTINGS: SequenceSettings = Object.freeze({
   name: 'orders',
@@ -517,6 +527,59 @@ describe('Admin over a MemoryStore', () => {
     expect(dc1?.runway).toBeCloseTo(74 / (25 / seconds));
   });
 
+  it("marks a cut-off DC's rows not current, its runway unknown (not unbounded), and fails --fail-if-runway-below on it", async () => {
+    const store = new MemoryStore({ keyspace: KEYSPACE });
+    const dc1 = processIn(store);
+    const dc3 = processIn(store, 'dc3');
+    await dc1.createSequence('orders', { dcRangeSize: 1_000, blockSize: 10 });
+    await draw(dc1.sequence('orders'), 5);
+    await draw(dc3.sequence('orders'), 5);
+    await Promise.all([dc1.close(), dc3.close()]);
+    // From dc1 while dc3 is cut off: the EACH_QUORUM read of the DC states fails.
+    const admin = new Admin({ store: eachQuorumFails(store), dc: 'dc1', keyspace: KEYSPACE });
+    store.resetCalls();
+    const report = await admin.status({ sampleMs: 5 });
+    const [orders] = report.sequences;
+    const [own, cutOff] = orders!.dcs;
+    // The local DC reads its own rows current at LOCAL_QUORUM: unchanged.
+    expect(own).toMatchObject({ dc: 'dc1', rowsNotCurrent: undefined, rate: 0, runway: Infinity });
+    expect(cutOff).toMatchObject({ dc: 'dc3', left: 995n, rate: undefined, runway: undefined });
+    expect(cutOff?.rowsNotCurrent).toBe(
+      `not read current from dc1 (EACH_QUORUM read failed: ${EACH_QUORUM_FAILS})`,
+    );
+    expect(orders?.exhaustsIn).toBeUndefined();
+    // No serial read of any state, no write.
+    expect(store.calls).toMatchObject({ readDcState: 0, writeDcState: 0, readGrants: 0 });
+
+    const outcome = statusOutcome(report, 3_600);
+    expect(outcome).toMatchObject({ code: 'IDGEN_STATUS_RUNWAY_LOW', exitCode: 14 });
+    expect(outcome?.message).toBe(
+      `runway unknown from dc1: "orders" in dc3: their rows were not read current from dc1 (EACH_QUORUM read failed: ${EACH_QUORUM_FAILS}), and may lag. A DC cut off from the others is judged by the status run in that DC: run this check in every DC.`,
+    );
+    expect(statusOutcome(report)).toBeUndefined(); // not judged without the option
+
+    const text = renderStatus(report).join('\n');
+    expect(text).toMatch(/^ {2}dc3 +#1 \[1001, 2000\] .* 995 +\? +unknown +rows not current$/m);
+    expect(text).toContain(
+      `  rows not current: dc3: not read current from dc1 (EACH_QUORUM read failed: ${EACH_QUORUM_FAILS}); what they show may be old, their runway is unknown here (run status in that DC)`,
+    );
+    const dcs = (statusJson(report)['sequences'] as { dcs: Record<string, unknown>[] }[])[0]!.dcs;
+    expect(dcs.map((dc) => [dc['dc'], dc['runwaySeconds'], dc['rowsNotCurrent']])).toEqual([
+      ['dc1', null, null],
+      ['dc3', null, cutOff?.rowsNotCurrent],
+    ]);
+
+    // Every DC reachable: the same rows read current, runway unbounded, exit 0.
+    const healed = await new Admin({ store, dc: 'dc1', keyspace: KEYSPACE }).status({
+      sampleMs: 5,
+    });
+    expect(healed.sequences[0]?.dcs.map((dc) => [dc.dc, dc.runway, dc.rowsNotCurrent])).toEqual([
+      ['dc1', Infinity, undefined],
+      ['dc3', Infinity, undefined],
+    ]);
+    expect(statusOutcome(healed, 3_600)).toBeUndefined();
+  });
+
   it('reports SERIAL unreachable, and still reads the overview', async () => {
     const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
     await ids.sequence('orders').next();
@@ -576,6 +639,39 @@ describe('Admin over a MemoryStore', () => {
     expect(result.snapshot.states.get('dc1')?.lastInteger).toBe(150n);
     // States, grants, states again; confirmed at once, so no second reading.
     expect(store.calls).toMatchObject({ readDcStatesOverview: 2, readGrantsOverview: 1 });
+  });
+
+  it('finds at SERIAL a sequence whose create was committed in other DCs only, for check and status', async () => {
+    const store = new MemoryStore({ keyspace: KEYSPACE });
+    await processIn(store, 'dc2').createSequence('orders', { dcRangeSize: 1_000, blockSize: 10 });
+    const admin = new Admin({ store, dc: 'dc1', keyspace: KEYSPACE });
+    const missed = () =>
+      store.faults.push({ op: 'readSequence', effect: 'missed-locally', sequence: 'orders' });
+    missed();
+    expect((await admin.check('orders', { confirmAfterMs: 0 })).verdict).toBe('ok');
+    missed();
+    const report = await admin.status({ sequences: ['orders'], sampleMs: 0 });
+    expect(report.sequences.map((s) => s.settings.name)).toEqual(['orders']);
+  });
+
+  it('measures no rate across a retire, and counts its gap as retired, not unreported', async () => {
+    const store = new MemoryStore({ keyspace: KEYSPACE });
+    const ids = processIn(store);
+    await ids.createSequence('orders', { dcRangeSize: 100_000, blockSize: 100, threshold: 0.5 });
+    await draw(ids.sequence('orders'), 250);
+    await ids.close(); // reports 250 issued, returns the rest of its block
+    const admin = new Admin({ store, dc: 'dc1', keyspace: KEYSPACE });
+    const before = await admin.snapshot('orders');
+    const [retired] = await processIn(store).retireDcRanges('orders');
+    expect(retired).toMatchObject({ outcome: 'retired', gap: 99_750n });
+    const after = await admin.snapshot('orders');
+    const [dc1] = sequenceStatus({ ...after, readAt: before.readAt + 1_000 }, before).dcs;
+    expect(dc1?.rate).toBe(0);
+    expect(dc1?.usage).toMatchObject({ issued: 250n, wastedTotal: 99_750n, unreported: 0n });
+    expect(dc1?.usage?.wasted.retired).toBe(99_750n);
+    // Counters unread (a keyspace from before them): the retire's op leaves the rate unmeasured.
+    const noUsage = { ...after, usage: undefined, readAt: before.readAt + 1_000 };
+    expect(sequenceStatus(noUsage, { ...before, usage: undefined }).dcs[0]?.rate).toBeUndefined();
   });
 
   it('throws SequenceNotFoundError for an unknown sequence', async () => {

@@ -485,6 +485,25 @@ describe('seed --first-ranges, over the in-memory store', () => {
     return store;
   }
 
+  it('says once that Cassandra is unavailable when the outcome of a create stays unknown', async () => {
+    const store = cliStore();
+    store.faults.push({ op: 'createSequence', effect: 'unknown-applied' });
+    // The SERIAL read before the create works; the one after it, which would settle it, fails.
+    const read = store.readSequence.bind(store);
+    let serialReads = 0;
+    store.readSequence = async (name, reading) => {
+      if (reading === 'serial' && ++serialReads === 2) {
+        throw new StoreUnavailableError('serial', 'read sequence', 'injected fault');
+      }
+      return read(name, reading);
+    };
+    const run = await cli(...SEED, 'orders', '--dc-range', '100');
+    expect(run.code).toBe(3);
+    expect(run.stderr).toBe(
+      'idgen-cass: Cassandra is unavailable at SERIAL for create sequence: injected fault; the conditional write may or may not have been applied, and its outcome could not be read back; read the sequence to see which before trying again. Check that the contact points are reachable and the nodes of the DC are up.\n',
+    );
+  });
+
   it('grants each listed DC grant 1 of every shard, contiguous from start, with the sequence', async () => {
     const store = cliStore();
     const run = await cli(
@@ -743,6 +762,27 @@ describe('retire-ranges, over the in-memory store', () => {
       /^idgen-cass: Sequence "orders": stored state breaks an invariant \(dc1's state installed grant 2, but its latest grant at SERIAL is 1: the grant level/,
     );
     expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(store.calls.writeDcState).toBe(0);
+  });
+
+  it('says a DC with no grant yet has nothing to retire, and that nothing was written', async () => {
+    const store = new MemoryStore({ keyspace: 'idgen' });
+    await new IdGen({ store, dc: 'dc1', keyspace: 'idgen' }).createSequence('orders', {
+      dcRangeSize: 100,
+      blockSize: 10,
+    });
+    allocator.current = new IdGen({ store, dc: 'dc2', keyspace: 'idgen' });
+    store.resetCalls();
+    const run = await cli(
+      ...CONNECT.map((arg) => (arg === 'dc1' ? 'dc2' : arg)),
+      'retire-ranges',
+      'orders',
+    );
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(run.stdout).toBe(
+      'Nothing to retire for "orders" in dc2: it has no grant yet, so it holds no IDs; nothing was written.\n' +
+        'dc2  no grant yet  nothing to retire\n',
+    );
     expect(store.calls.writeDcState).toBe(0);
   });
 

@@ -6,10 +6,12 @@ import { IdGen } from '../../src/allocator/id-gen.js';
 import type { Sequence } from '../../src/allocator/sequence.js';
 import type { CreateSequenceOptions } from '../../src/options.js';
 import { MemoryStore } from '../../src/store/memory.js';
+import { StoreUnavailableError } from '../../src/errors.js';
 import type {
   CasOutcome,
   DcState,
   IdStore,
+  OverviewReading,
   SequenceSettings,
   StoredSettings,
 } from '../../src/store/port.js';
@@ -186,6 +188,36 @@ export function cassandraLikeAlters(store: MemoryStore, between: () => Promise<v
   return new Proxy(store, {
     get(target, key) {
       if (key === 'alterSequence') return alterSequence;
+      const value: unknown = Reflect.get(target, key);
+      return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+    },
+  });
+}
+
+/** The driver's message for an EACH_QUORUM read while a DC is cut off. */
+export const EACH_QUORUM_FAILS =
+  'Not enough replicas available for query at consistency EACH_QUORUM (1 required but only 0 alive)';
+
+/**
+ * `store` as seen from one DC while another is cut off: the consistent (EACH_QUORUM) read of the
+ * DC states fails, as it does for every DC's state then (each is replicated in every DC); every
+ * other call goes through.
+ */
+export function eachQuorumFails(store: MemoryStore): IdStore {
+  const readDcStatesOverview = async (
+    sequence: string,
+    reading?: OverviewReading,
+  ): Promise<ReadonlyMap<string, DcState>> => {
+    if (reading === 'consistent') {
+      throw new StoreUnavailableError('local', 'read DC states overview', EACH_QUORUM_FAILS, {
+        cause: new Error(EACH_QUORUM_FAILS),
+      });
+    }
+    return store.readDcStatesOverview(sequence);
+  };
+  return new Proxy(store, {
+    get(target, key) {
+      if (key === 'readDcStatesOverview') return readDcStatesOverview;
       const value: unknown = Reflect.get(target, key);
       return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
     },

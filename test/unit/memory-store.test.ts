@@ -110,6 +110,18 @@ describe('MemoryStore fault injection', () => {
     expect((await store.readGrants('faulty', 'dc1')).latest).toEqual(grant);
   });
 
+  it('leaves a settings write in flight to a serial read: a plain read is no Paxos round', async () => {
+    const store = new MemoryStore();
+    store.faults.push({ op: 'createSequence', effect: 'in-flight' });
+    expect(await store.createSequence(settings, 'created')).toMatchObject({ kind: 'unknown' });
+    // LOCAL_QUORUM, as often as asked: nothing committed yet.
+    expect(await store.readSequence('faulty')).toBeUndefined();
+    expect(await store.readSequence('faulty', 'local')).toBeUndefined();
+    // A SERIAL read finishes it.
+    expect((await store.readSequence('faulty', 'serial'))?.op).toBe('created');
+    expect((await store.readSequence('faulty'))?.op).toBe('created');
+  });
+
   it('in-flight writes are committed by the next round that sees them', async () => {
     const store = await storeWithSequence();
     store.faults.push({ op: 'writeDcState', effect: 'in-flight' });

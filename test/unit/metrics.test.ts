@@ -7,7 +7,7 @@ import { InvalidOptionError, StoreUnavailableError } from '../../src/errors.js';
 import type { MetricsOptions } from '../../src/metrics/options.js';
 import { metricsTable } from '../../src/metrics/table.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { KEYSPACE, draw, settle } from './fixtures.js';
+import { KEYSPACE, draw, eachQuorumFails, settle } from './fixtures.js';
 
 /** One process in `dc` with metrics on `registry`; no polls unless `runwayIntervalMs` says so. */
 function metered(
@@ -252,7 +252,8 @@ describe('metrics: runway poll', () => {
       left,
     );
 
-    store.faults.push({ op: 'readDcStatesOverview', effect: 'unavailable' });
+    // Both the EACH_QUORUM read of the states and the local one it falls back to fail.
+    store.faults.push({ op: 'readDcStatesOverview', effect: 'unavailable', times: 2 });
     await vi.advanceTimersByTimeAsync(15_000);
     await settle();
     expect(await valueOf(registry, 'idgen_serial_reachable', { dc: 'dc1' })).toBe(1);
@@ -268,6 +269,32 @@ describe('metrics: runway poll', () => {
     await settle();
     expect(await valueOf(registry, 'idgen_serial_reachable', { dc: 'dc1' })).toBe(0);
     await ids.close();
+  });
+
+  it('sets no rate nor runway for a DC whose rows cannot be read current (a DC cut off)', async () => {
+    vi.useFakeTimers();
+    const store = new MemoryStore({ keyspace: KEYSPACE });
+    const registry = new Registry();
+    const dc3 = metered(store, registry, { runwayIntervalMs: 0 }, 'dc3');
+    await dc3.createSequence('orders', { dcRangeSize: 1_000, blockSize: 10 });
+    await draw(dc3.sequence('orders'), 5);
+    // A dc1 process sees dc3 cut off: the EACH_QUORUM read of the DC states fails.
+    const dc1 = new IdGen({
+      store: eachQuorumFails(store),
+      dc: 'dc1',
+      keyspace: KEYSPACE,
+      metrics: { registry, runwayIntervalMs: 15_000 },
+    });
+    await draw(dc1.sequence('orders'), 5);
+    for (let poll = 0; poll < 2; poll++) await vi.advanceTimersByTimeAsync(15_000);
+    await settle();
+    const labels = (dc: string) => ({ sequence: 'orders', dc });
+    expect(await valueOf(registry, 'idgen_dc_runway_seconds', labels('dc1'))).toBe(Infinity);
+    expect(await valueOf(registry, 'idgen_dc_ids_left', labels('dc3'))).toBeGreaterThan(0);
+    // Unknown, not a rate of 0 read as an unbounded runway.
+    expect(await valueOf(registry, 'idgen_dc_rate_ids_per_second', labels('dc3'))).toBeUndefined();
+    expect(await valueOf(registry, 'idgen_dc_runway_seconds', labels('dc3'))).toBeUndefined();
+    await Promise.all([dc1.close(), dc3.close()]);
   });
 
   it('stops at close(); the metrics stay readable with the last counts', async () => {

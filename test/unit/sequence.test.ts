@@ -306,7 +306,7 @@ describe('Sequence: shards', () => {
     });
     const states = await store.readDcStatesOverview('orders');
     expect([...states.keys()].sort()).toEqual(['dc1', 'dc1/1', 'dc1/2', 'dc1/3', 'dc2/2']);
-    const snapshot = await readSnapshot(store, KEYSPACE, 'orders');
+    const snapshot = await readSnapshot(store, KEYSPACE, 'orders', 'dc1');
     expect(checkSequence(snapshot)).toEqual([]);
     expect(sequenceStatus(snapshot).dcs.map((dc) => dc.dc)).toEqual([
       'dc1',
@@ -1429,7 +1429,7 @@ describe("Sequence: the DC's usage counters", () => {
     await seq.close();
     const usage = (await store.readDcUsage('orders'))?.get('dc1');
     expect(usage).toMatchObject({ issued: 14n, takeSkipped: 6n, notReturned: BigInt(held) });
-    const [dc1] = sequenceStatus(await readSnapshot(store, KEYSPACE, 'orders')).dcs;
+    const [dc1] = sequenceStatus(await readSnapshot(store, KEYSPACE, 'orders', 'dc1')).dcs;
     expect(dc1?.usage).toMatchObject({ issued: 14n, wastedTotal: BigInt(6 + held) });
     // Everything the closed process claimed is accounted for: the rest is the dead one's block.
     expect(dc1?.usage?.unreported).toBe(10n);

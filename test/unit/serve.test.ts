@@ -316,7 +316,7 @@ describe('IDs of a request that fails', () => {
     expect(usage.reduce((sum, counts) => sum + counts.issued, 0n)).toBe(3n);
     expect(usage.reduce((sum, counts) => sum + counts.undelivered, 0n)).toBe(200n);
     // What `idgen-cass status` shows: every ID the DC handed this process accounted for.
-    const [dc1] = sequenceStatus(await readSnapshot(store, KEYSPACE, 'orders')).dcs;
+    const [dc1] = sequenceStatus(await readSnapshot(store, KEYSPACE, 'orders', 'dc1')).dcs;
     expect(dc1?.usage).toMatchObject({
       issued: 3n,
       wasted: { undelivered: 200n },

@@ -61,6 +61,9 @@ function headline(sequence: string, dc: string, states: readonly RetiredState[])
   if (any('spent-by-another')) {
     return `The ranges of "${sequence}" in ${dc} were spent by another writer while this ran: ${spent}. This command retired nothing.`;
   }
+  if (states.every((s) => s.outcome === 'no-grant')) {
+    return `Nothing to retire for "${sequence}" in ${dc}: it has no grant yet, so it holds no IDs; nothing was written.`;
+  }
   return `Nothing to retire for "${sequence}" in ${dc}: its ranges were spent already (written again as they were).`;
 }
 

@@ -15,7 +15,6 @@ import {
 } from '../errors.js';
 import { pickSizes, validateChanges, type AlterSequenceOptions } from '../options.js';
 import type { FirstGrant, IdStore, SequenceSettings, StoredSettings } from '../store/port.js';
-import { reasonOf } from '../admin/check-reads.js';
 import { isOurs, runConditionalWrite, type CasResult, type Judgement } from './cas.js';
 
 /**
@@ -199,8 +198,15 @@ function judgeCreate(
 /** The error of a settings write whose outcome stayed unknown, naming the write. */
 function unknownOutcome(operation: string, result: CasResult): StoreUnavailableError {
   const failure = result.rereadError ?? result.cause;
-  // The failure's own words only: its message would repeat "Cassandra is unavailable at …".
-  const why = failure === undefined ? '' : `${reasonOf(failure)}; `;
+  // What failed, in its own words: the message of a StoreUnavailableError (the re-read's) would
+  // repeat "Cassandra is unavailable at …", so its detail is taken instead.
+  const words =
+    failure instanceof StoreUnavailableError
+      ? failure.detail
+      : failure instanceof Error
+        ? failure.message
+        : String(failure);
+  const why = failure === undefined ? '' : `${words}; `;
   return new StoreUnavailableError(
     'serial',
     operation,

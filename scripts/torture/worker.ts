@@ -24,10 +24,10 @@
  * the worker also writes, for each call as it resolves, how many IDs were recorded when it was
  * made, where its IDs end in the history, and how many it asked for (its calls file, three
  * float64 each). A `take` worker writes one too, so that a take() handing out fewer or more IDs
- * than it asked for is seen (its history alone would just increase). A call must hand out as many IDs as it asked for, above every ID recorded before
- * it was made, strictly increasing; calls that overlapped owe each other nothing. A call's IDs
- * are recorded in one synchronous step, so they are contiguous in the history, and its entry
- * follows them in the same flush.
+ * than it asked for is seen (its history alone would just increase). A call must hand out as many
+ * IDs as it asked for, above every ID recorded before it was made, strictly increasing; calls
+ * that overlapped owe each other nothing. A call's IDs are recorded in one synchronous step, so
+ * they are contiguous in the history, and its entry follows them in the same flush.
  *
  * Signals: SIGTERM stops drawing, then closes (unused IDs go back); SIGUSR2 closes while the
  * loop keeps calling (the close-while-drawing race), then exits; SIGHUP writes the history and

@@ -47,6 +47,8 @@ export function parseSettings(row: Row): StoredSettings {
       shards: toNumber(row.get('shards')) ?? 1,
     },
     op: required(name, row, 'settings_op', toText),
+    // Absent in rows written before sequences were told apart from one seeded again.
+    incarnation: toText(row.get('incarnation')),
   };
 }
 
@@ -59,7 +61,10 @@ export function parseGrant(sequence: string, row: Row): Grant {
 }
 
 export function parseDcState(sequence: string, row: Row): DcState {
+  // Absent in rows written by older releases, and in a rejected update's found state.
+  const incarnation = toText(row.get('incarnation'));
   return {
+    ...(incarnation === undefined ? {} : { incarnation }),
     lastInteger: required(sequence, row, 'last_integer', toBigInt),
     reservedMin: required(sequence, row, 'reserved_min', toBigInt),
     reservedMax: required(sequence, row, 'reserved_max', toBigInt),

@@ -32,11 +32,11 @@ export interface Statement {
 }
 
 export const SETTINGS =
-  'sequence, domain, min_id, max_id, start_id, dc_range_size, block_size, threshold, max_block_size, claim_interval_ms, max_dc_range_size, autonomy_seconds, shards, settings_op';
+  'sequence, domain, min_id, max_id, start_id, dc_range_size, block_size, threshold, max_block_size, claim_interval_ms, max_dc_range_size, autonomy_seconds, shards, settings_op, incarnation';
 const GRANT = 'dc, grant_number, grant_min, grant_max';
 const GRANT_ROW = 'dc, grant_number, last_integer, grant_min, grant_max';
 export const DC_STATE =
-  'last_integer, reserved_min, reserved_max, reserved_grant, preloaded_min, preloaded_max, installed_grant, version, op';
+  'last_integer, reserved_min, reserved_max, reserved_grant, preloaded_min, preloaded_max, installed_grant, version, op, incarnation';
 
 /** Conditions every DC-state row meets (see `updateDcState`). */
 const EVERY_STATE_ROW = [
@@ -56,7 +56,7 @@ export const SERIAL_PROBE_PARTITION = '~serial-probe';
 // prettier-ignore
 export const STATEMENTS = {
   // ── settings + GLOBAL row (dc 'GLOBAL', grant_number 0): one statement, so a sequence never exists without its high-water mark
-  createSequence: { cql: `INSERT INTO $grants (${SETTINGS}, dc, grant_number, last_integer) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'GLOBAL', 0, ?) IF NOT EXISTS`,
+  createSequence: { cql: `INSERT INTO $grants (${SETTINGS}, dc, grant_number, last_integer) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'GLOBAL', 0, ?) IF NOT EXISTS`,
                     consistency: CL.eachQuorum, serial: CL.serial, level: 'serial' },
   // grant 1 of a grantee, written with createSequence in one conditional batch (one partition) when the sequence is created with first ranges
   createFirstGrant: { cql: `INSERT INTO $grants (sequence, dc, grant_number, grant_min, grant_max) VALUES (?, ?, 1, ?, ?)`,
@@ -91,12 +91,12 @@ export const STATEMENTS = {
                     consistency: CL.localSerial, level: 'local_serial' },
   readDcStateLocal: { cql: `SELECT ${DC_STATE} FROM $dc_state WHERE sequence = ? AND dc = ?`,
                     consistency: CL.localQuorum, level: 'local' },
-  createDcState:  { cql: `INSERT INTO $dc_state (sequence, dc, ${DC_STATE}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`,
+  createDcState:  { cql: `INSERT INTO $dc_state (sequence, dc, ${DC_STATE}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`,
                     consistency: CL.localQuorum, serial: CL.localSerial, level: 'local_serial' },
   // The conditions after `op` hold on every state row (no column is ever null): they are there
   // because a rejected write returns the columns named in its conditions, so it returns the whole
   // state the round found, and a claim that lost its race goes on from it without a read.
-  updateDcState:  { cql: `UPDATE $dc_state SET last_integer = ?, reserved_min = ?, reserved_max = ?, reserved_grant = ?, preloaded_min = ?, preloaded_max = ?, installed_grant = ?, version = ?, op = ? WHERE sequence = ? AND dc = ? IF version = ? AND op = ? ${EVERY_STATE_ROW}`,
+  updateDcState:  { cql: `UPDATE $dc_state SET last_integer = ?, reserved_min = ?, reserved_max = ?, reserved_grant = ?, preloaded_min = ?, preloaded_max = ?, installed_grant = ?, version = ?, op = ?, incarnation = ? WHERE sequence = ? AND dc = ? IF version = ? AND op = ? ${EVERY_STATE_ROW}`,
                     consistency: CL.localQuorum, serial: CL.localSerial, level: 'local_serial' },
   // ── status / check. Local: plain reads at LOCAL_QUORUM, which work inside a partition (the settings read
   //    before them needs a local quorum anyway) and see what the local DC committed (a create's or a grant's

@@ -157,6 +157,7 @@ export class CassandraStore implements IdStore {
       this.long(BigInt(settings.autonomySeconds)),
       settings.shards,
       op,
+      op, // the incarnation: this create's op, which alters replace in settings_op only
       this.long(firstGrants.at(-1)?.grant.max ?? settings.start - 1n),
     ];
     const outcome =
@@ -214,7 +215,10 @@ export class CassandraStore implements IdStore {
     const found = outcome.rows[0]?.get('settings_op') as unknown;
     if (typeof found !== 'string') return { kind: 'rejected', found: undefined };
     const stored = await this.readSequence(name, 'serial');
-    return { kind: 'rejected', found: stored && { settings: stored.settings, op: found } };
+    return {
+      kind: 'rejected',
+      found: stored && { settings: stored.settings, op: found, incarnation: stored.incarnation },
+    };
   }
 
   async readGrants(sequence: string, dc: string): Promise<GrantView> {
@@ -371,6 +375,7 @@ export class CassandraStore implements IdStore {
       next.installedGrant,
       this.long(BigInt(next.version)),
       next.op,
+      next.incarnation ?? null,
     ];
     const outcome =
       expected === undefined

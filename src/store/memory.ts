@@ -185,13 +185,23 @@ const LEVELS: Readonly<Record<StoreMethod, StoreLevel>> = {
   close: 'local',
 };
 
+/** A sequence's grants partition: its settings, GLOBAL and every grant. */
 interface SequenceRecord {
   settings: SequenceSettings;
   /** The op of the settings write (create or alter) that set `settings`. */
   settingsOp: string;
+  /** The op of the create that made the sequence. */
+  readonly incarnation: string;
   globalLast: bigint;
   /** Every grant of each DC, ascending by number. */
   readonly grants: Map<string, Grant[]>;
+}
+
+/**
+ * A sequence's DC-state partitions, apart from its grants partition as in Cassandra: deleting
+ * one by hand leaves the other ({@link MemoryStore.deleteGrantsPartition}).
+ */
+interface StateRecord {
   readonly dcStates: Map<string, DcState>;
   /** Every DC state version ever written, per DC, so that a test can roll a DC back. */
   readonly dcHistory: Map<string, DcState[]>;
@@ -223,6 +233,7 @@ export class MemoryStore implements IdStore {
   readonly grantLog: GrantRecord[] = [];
 
   private readonly sequences = new Map<string, SequenceRecord>();
+  private readonly states = new Map<string, StateRecord>();
   /** In-flight writes by partition (`sequence` for grants, `sequence/dc` for DC states). */
   private readonly inFlight = new Map<string, InFlightWrite>();
   private readonly latencyMs: number;
@@ -263,12 +274,11 @@ export class MemoryStore implements IdStore {
           this.sequences.set(settings.name, {
             settings: Object.freeze({ ...settings }),
             settingsOp: op,
+            incarnation: op,
             globalLast: firstGrants.at(-1)?.grant.max ?? settings.start - 1n,
             grants: new Map(
               firstGrants.map(({ grantee, grant }) => [grantee, [Object.freeze({ ...grant })]]),
             ),
-            dcStates: new Map(),
-            dcHistory: new Map(),
           });
           return true;
         },
@@ -329,11 +339,20 @@ export class MemoryStore implements IdStore {
 
   /** Test hook: stores `state` as `dc`'s state as it is, bypassing the protocol. */
   seedDcState(sequence: string, dc: string, state: DcState): void {
-    const record = this.sequences.get(sequence);
-    assert(record !== undefined, `no sequence ${sequence}`);
+    const record = this.stateRecord(sequence);
     const row = Object.freeze({ ...state });
     record.dcStates.set(dc, row);
     record.dcHistory.set(dc, [...(record.dcHistory.get(dc) ?? []), row]);
+  }
+
+  /**
+   * Test hook: deletes the sequence's rows as an operator might by hand, against README's
+   * advice: its grants partition (settings, GLOBAL and grants, as `DELETE FROM idgen_grants
+   * WHERE sequence = ?`), and with `states` its DC-state rows too.
+   */
+  deleteRowsByHand(sequence: string, { states = false } = {}): void {
+    this.sequences.delete(sequence);
+    if (states) this.states.delete(sequence);
   }
 
   /**
@@ -342,7 +361,7 @@ export class MemoryStore implements IdStore {
    * if no earlier version remains.
    */
   rollBackDcState(sequence: string, dc: string, writes = 1): void {
-    const record = this.sequences.get(sequence);
+    const record = this.states.get(sequence);
     const history = record?.dcHistory.get(dc);
     assert(record !== undefined && history !== undefined, `no state of ${dc} to roll back`);
     history.splice(Math.max(0, history.length - writes));
@@ -431,13 +450,13 @@ export class MemoryStore implements IdStore {
   async readDcState(sequence: string, dc: string): Promise<DcState | undefined> {
     const { reply } = await this.enter('readDcState', sequence, dc);
     this.settleInFlight(`state/${sequence}/${dc}`, 'read');
-    return this.replied(reply, this.sequences.get(sequence)?.dcStates.get(dc));
+    return this.replied(reply, this.states.get(sequence)?.dcStates.get(dc));
   }
 
   async readDcStateLocal(sequence: string, dc: string): Promise<DcState | undefined> {
     const { reply } = await this.enter('readDcStateLocal', sequence, dc);
     // A plain read completes no Paxos round: a write still in flight stays unseen.
-    const record = this.sequences.get(sequence);
+    const record = this.states.get(sequence);
     const state =
       this.plainReadLag === 0
         ? record?.dcStates.get(dc)
@@ -453,16 +472,23 @@ export class MemoryStore implements IdStore {
   ): Promise<CasOutcome<DcState>> {
     assert.equal(next.version, (expected?.version ?? 0) + 1, 'next.version must be expected + 1');
     const { fault, reply } = await this.enter('writeDcState', sequence, dc);
-    // The whole state, as the Cassandra adapter's rejection returns it.
-    const found = (): DcState | undefined => this.sequences.get(sequence)?.dcStates.get(dc);
+    // As the Cassandra adapter's rejection returns it: the whole row after IF NOT EXISTS; the
+    // columns of its conditions after an update, which name every column but the incarnation.
+    const found = (): DcState | undefined => {
+      const stored = this.states.get(sequence)?.dcStates.get(dc);
+      if (stored === undefined || expected === undefined) return stored;
+      const conditioned: { -readonly [K in keyof DcState]: DcState[K] } = { ...stored };
+      delete conditioned.incarnation;
+      return conditioned;
+    };
     return this.replied(
       reply,
       this.conditional(
         fault,
         `state/${sequence}/${dc}`,
         () => {
-          const record = this.sequences.get(sequence);
-          if (record === undefined) return false;
+          // As in Cassandra, a state partition needs no settings row.
+          const record = this.stateRecord(sequence);
           const stored = record.dcStates.get(dc);
           const holds =
             expected === undefined
@@ -484,7 +510,7 @@ export class MemoryStore implements IdStore {
 
   async readDcStatesOverview(sequence: string): Promise<ReadonlyMap<string, DcState>> {
     await this.enter('readDcStatesOverview', sequence);
-    return new Map(this.sequences.get(sequence)?.dcStates);
+    return new Map(this.sequences.has(sequence) ? this.states.get(sequence)?.dcStates : undefined);
   }
 
   async addDcUsage(sequence: string, dc: string, deltas: UsageDeltas): Promise<void> {
@@ -532,7 +558,23 @@ export class MemoryStore implements IdStore {
 
   private storedSettings(name: string): StoredSettings | undefined {
     const record = this.sequences.get(name);
-    return record && { settings: record.settings, op: record.settingsOp };
+    return (
+      record && {
+        settings: record.settings,
+        op: record.settingsOp,
+        incarnation: record.incarnation,
+      }
+    );
+  }
+
+  /** The sequence's DC-state partitions, made empty on first use. */
+  private stateRecord(sequence: string): StateRecord {
+    let record = this.states.get(sequence);
+    if (record === undefined) {
+      record = { dcStates: new Map(), dcHistory: new Map() };
+      this.states.set(sequence, record);
+    }
+    return record;
   }
 
   /** Counts the call; the data stays, so other "processes" sharing the store go on working. */

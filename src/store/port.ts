@@ -68,6 +68,12 @@ export interface SequenceSettings {
 export interface StoredSettings {
   readonly settings: SequenceSettings;
   readonly op: string;
+  /**
+   * The op of the create that made the sequence, which no alter changes; undefined for a
+   * sequence created by an older release. A sequence whose rows were deleted by hand and seeded
+   * again has another, and the DC-state rows of the earlier one are told apart by it.
+   */
+  readonly incarnation: string | undefined;
 }
 
 /** The changeable part of {@link SequenceSettings}. */
@@ -161,8 +167,13 @@ export interface DcStamp {
  * - `version` grows by one with every write: each write is conditional on it (and on `op`).
  * - `op`: id of the operation that wrote this version, so a writer can recognise its own write
  *   after a CAS timeout or a rejection.
+ * - `incarnation`: the {@link StoredSettings.incarnation} of the sequence the writer had loaded.
+ *   Undefined in rows written by older releases, and in a rejected update's found state (its
+ *   conditions do not name the column): such a row keeps the incarnation of the row the write
+ *   was conditional on, since every writer checks a row's incarnation before writing on it.
  */
 export interface DcState extends DcStamp {
+  readonly incarnation?: string | undefined;
   readonly lastInteger: bigint;
   readonly reservedMin: bigint;
   readonly reservedMax: bigint;

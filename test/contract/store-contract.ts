@@ -56,9 +56,14 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
         expect(await store.createSequence(settings, op)).toEqual({ kind: 'applied' });
         expect(
           await store.createSequence({ ...settings, blockSize: 7, start: 50n }, randomUUID()),
-        ).toEqual({ kind: 'rejected', found: { settings, op } });
-        expect(await store.readSequence(settings.name)).toEqual({ settings, op });
-        expect(await store.readSequence(settings.name, 'serial')).toEqual({ settings, op });
+        ).toEqual({ kind: 'rejected', found: { settings, op, incarnation: op } });
+        // The create's op is also the sequence's incarnation (alters leave it, see below).
+        expect(await store.readSequence(settings.name)).toEqual({ settings, op, incarnation: op });
+        expect(await store.readSequence(settings.name, 'serial')).toEqual({
+          settings,
+          op,
+          incarnation: op,
+        });
         expect(await store.readGrants(settings.name, ctx.dc)).toEqual({
           globalLast: settings.start - 1n,
           latest: undefined,
@@ -106,7 +111,7 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
         // A stale op: rejected with what is stored.
         expect(await store.alterSequence(settings.name, 'stale', sizes, 'alter1')).toEqual({
           kind: 'rejected',
-          found: { settings, op: 'created' },
+          found: { settings, op: 'created', incarnation: 'created' },
         });
         expect(await store.alterSequence(settings.name, 'created', sizes, 'alter1')).toEqual({
           kind: 'applied',
@@ -115,11 +120,15 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
         expect(await store.readSequence(settings.name)).toEqual({
           settings: altered,
           op: 'alter1',
+          incarnation: 'created',
         });
         // The same expectation again loses to the write that moved the op on.
         expect(
           await store.alterSequence(settings.name, 'created', { ...sizes, blockSize: 5 }, 'alter2'),
-        ).toEqual({ kind: 'rejected', found: { settings: altered, op: 'alter1' } });
+        ).toEqual({
+          kind: 'rejected',
+          found: { settings: altered, op: 'alter1', incarnation: 'created' },
+        });
         expect(
           await store.alterSequence(uniqueName('missing'), 'created', sizes, 'alter3'),
         ).toEqual({ kind: 'rejected', found: undefined });
@@ -300,6 +309,52 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
         expect(await store.readDcState(s.name, ctx.dc)).toEqual(claim);
         // A plain read after writes acknowledged at LOCAL_QUORUM shows the latest of them.
         expect(await store.readDcStateLocal(s.name, ctx.dc)).toEqual(claim);
+      });
+
+      it('keeps the incarnation a state was written with; a rejected update does not return it', async () => {
+        const s = await created();
+        const first = { ...dcState({ min: 1n, max: 100n }, 1), incarnation: 'create:a' };
+        expect(await store.writeDcState(s.name, ctx.dc, undefined, first)).toEqual({
+          kind: 'applied',
+        });
+        expect(await store.readDcState(s.name, ctx.dc)).toEqual(first);
+        expect(await store.readDcStateLocal(s.name, ctx.dc)).toEqual(first);
+        // IF NOT EXISTS returns the whole row the round found, its incarnation with it.
+        expect(
+          await store.writeDcState(s.name, ctx.dc, undefined, { ...first, op: randomUUID() }),
+        ).toEqual({ kind: 'rejected', found: first });
+        const next = { ...first, lastInteger: 5n, version: 2, op: randomUUID() };
+        expect(
+          await store.writeDcState(s.name, ctx.dc, { version: 1, op: first.op }, next),
+        ).toEqual({ kind: 'applied' });
+        // An update's rejection returns the columns of its conditions only: no incarnation.
+        const { incarnation, ...withoutIncarnation } = next;
+        expect(incarnation).toBe('create:a');
+        const rejected = await store.writeDcState(
+          s.name,
+          ctx.dc,
+          { version: 1, op: first.op },
+          {
+            ...next,
+            op: randomUUID(),
+          },
+        );
+        expect(rejected).toEqual({ kind: 'rejected', found: withoutIncarnation });
+        expect(rejected.kind === 'rejected' && rejected.found).not.toHaveProperty('incarnation');
+        expect(await store.readDcState(s.name, ctx.dc)).toEqual(next);
+      });
+
+      it('keeps a DC-state partition apart from the grants partition: it needs no settings row', async () => {
+        // As when an operator deleted a sequence's grants partition by hand and its DC-state
+        // rows stayed behind: seed must still be able to see them (settings-writes.ts).
+        const name = uniqueName('orphan');
+        const state = { ...dcState({ min: 1n, max: 100n }, 1), incarnation: 'create:gone' };
+        expect(await store.writeDcState(name, ctx.dc, undefined, state)).toEqual({
+          kind: 'applied',
+        });
+        expect(await store.readSequence(name, 'serial')).toBeUndefined();
+        expect(await store.readDcState(name, ctx.dc)).toEqual(state);
+        expect(await store.readDcStateLocal(name, ctx.dc)).toEqual(state);
       });
 
       it('keeps versions beyond 2^31 exact: a long-lived DC never stops on its version', async () => {

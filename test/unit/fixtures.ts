@@ -182,7 +182,7 @@ export function cassandraLikeAlters(store: MemoryStore, between: () => Promise<v
     const stored = await store.readSequence(args[0], 'serial');
     return {
       kind: 'rejected',
-      found: stored && { settings: stored.settings, op: outcome.found.op },
+      found: stored && { ...stored, op: outcome.found.op },
     };
   };
   return new Proxy(store, {

@@ -33,7 +33,7 @@ describe('missingColumns', () => {
     expect(missingColumns(GRANTS, 'ks', all)).toEqual([]);
   });
 
-  it('knows the settings columns of schema.cql added for sizes that follow the load and for shards', () => {
+  it('knows the settings columns of schema.cql added for sizes that follow the load, shards and incarnations', () => {
     const cql = readFileSync(schemaFile(), 'utf8').replace(/--.*$/gm, '');
     const grants = cql
       .split(';')
@@ -62,6 +62,7 @@ describe('missingColumns', () => {
       'ALTER TABLE "ks".idgen_grants ADD max_dc_range_size bigint static',
       'ALTER TABLE "ks".idgen_grants ADD autonomy_seconds bigint static',
       'ALTER TABLE "ks".idgen_grants ADD shards int static',
+      'ALTER TABLE "ks".idgen_grants ADD incarnation text static',
     ]);
   });
 });

@@ -20,6 +20,7 @@ export type IdGenErrorCode =
   | 'IDGEN_INVARIANT_BROKEN'
   | 'IDGEN_CONTENTION'
   | 'IDGEN_STATE_ROLLED_BACK'
+  | 'IDGEN_SEQUENCE_RECREATED'
   | 'IDGEN_UNSAFE_CLUSTER'
   | 'IDGEN_DEADLINE_EXCEEDED'
   | 'IDGEN_ABORTED'
@@ -307,6 +308,25 @@ export class StateRolledBackError extends IdGenError {
     super(
       'IDGEN_STATE_ROLLED_BACK',
       `Sequence "${sequence}": the rows DC "${dc}" allocates from went back (${detail}); acknowledged writes were lost, as when replicas crash with commitlog_sync: periodic. Refusing to allocate, since IDs could be handed out twice. Stop this sequence's processes in the DC, run "idgen-cass preflight", then "idgen-cass retire-ranges ${sequence}" from the DC before allocating again (README, "When rows went back").`,
+    );
+  }
+}
+
+/**
+ * Rows of an earlier sequence of the same name are in the way: its rows were deleted by hand
+ * (CQL) and the name seeded again, so the DC-state rows left behind, or processes still running
+ * with the earlier sequence, would hand out IDs the earlier sequence handed out. `seed` refuses
+ * when it finds such rows; a process refuses a DC-state row of another incarnation, and stops
+ * (dropping the IDs it holds) when the sequence it loaded was created again.
+ */
+export class SequenceRecreatedError extends IdGenError {
+  constructor(
+    readonly sequence: string,
+    readonly detail: string,
+  ) {
+    super(
+      'IDGEN_SEQUENCE_RECREATED',
+      `Sequence "${sequence}": ${detail}. Its rows were deleted by hand and the name seeded again, and IDs could be handed out twice. Stop the processes that use it, and seed another name (README, "Data layout": a sequence's rows are never deleted).`,
     );
   }
 }

@@ -85,6 +85,7 @@ export {
   SequenceExhaustedError,
   SequenceExistsError,
   SequenceNotFoundError,
+  SequenceRecreatedError,
   SerialUnavailableError,
   StateRolledBackError,
   StoreUnavailableError,

@@ -20,6 +20,7 @@ import { randomUUID } from 'node:crypto';
 import {
   ContentionError,
   InvariantError,
+  SequenceRecreatedError,
   SequenceExhaustedError,
   SerialUnavailableError,
   StateRolledBackError,
@@ -114,6 +115,12 @@ export interface DcAllocatorOptions {
   readonly store: IdStore;
   readonly dc: string;
   readonly settings: SequenceSettings;
+  /**
+   * The incarnation of the sequence loaded (`StoredSettings.incarnation`; undefined for
+   * one created by an older release): every state this allocator writes carries it, and a state
+   * row that carries another is refused ({@link SequenceRecreatedError}). @default undefined
+   */
+  readonly incarnation?: string | undefined;
   /** Timers for backoffs and retries. @default real timers */
   readonly clock?: Clock | undefined;
   /** Waits between lost CAS races; tests may replace it. @default `clock.sleep` */
@@ -123,11 +130,13 @@ export interface DcAllocatorOptions {
   /** Called when a range request installed a range (a preload that waited for it may go now). */
   readonly onRangeInstalled?: (() => void) | undefined;
   /**
-   * Called when a read shows the rows gone back, at that read, before the operation that made
-   * it unwinds: the process level drops what it holds, and every block this allocator hands up
-   * from then on (a claim whose write was on the wire) finds it told.
+   * Called when a read shows the rows gone back, or a state row of another incarnation, at that
+   * read, before the operation that made it unwinds: the process level drops what it holds, and
+   * every block this allocator hands up from then on (a claim whose write was on the wire) finds
+   * it told.
    */
-  readonly onRolledBack?: ((error: StateRolledBackError) => void) | undefined;
+  readonly onRolledBack?:
+    ((error: StateRolledBackError | SequenceRecreatedError) => void) | undefined;
   /** Told how long claims and range requests take, and of every failure. @default none */
   readonly observer?: AllocatorObserver | undefined;
   /**
@@ -195,7 +204,9 @@ export class DcAllocator {
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly log: Logger | undefined;
   private readonly onRangeInstalled: (() => void) | undefined;
-  private readonly onRolledBack: ((error: StateRolledBackError) => void) | undefined;
+  private readonly onRolledBack:
+    ((error: StateRolledBackError | SequenceRecreatedError) => void) | undefined;
+  private readonly incarnation: string | undefined;
   private readonly observer: AllocatorObserver | undefined;
   private rangeRequest: Promise<void> | undefined;
   /** The background range request in flight, if any. */
@@ -217,7 +228,7 @@ export class DcAllocator {
    * on the wire then (a claim, a grant batch, an install) may still land, but none follows it,
    * neither the install of a grant such a batch got, nor a range request or its retry.
    */
-  private wentBack: StateRolledBackError | undefined;
+  private wentBack: StateRolledBackError | SequenceRecreatedError | undefined;
   /**
    * A grant shown at SERIAL (ours, or read there) that may not be installed yet: block claims
    * install it in the same write while the install of the range request still races them.
@@ -247,6 +258,7 @@ export class DcAllocator {
     this.store = options.store;
     this.dc = options.dc;
     this.settings = options.settings;
+    this.incarnation = options.incarnation;
     this.clock = options.clock ?? SYSTEM_CLOCK;
     this.sleep = options.sleep ?? ((ms) => this.clock.sleep(ms));
     this.log = options.log;
@@ -887,8 +899,10 @@ export class DcAllocator {
     this.assertRowsHeld();
     this.counters.lwtWrites++;
     const expected: DcStamp | undefined = current && { version: current.version, op: current.op };
+    // Stamped here, the one place states are written: a state's incarnation is the loaded one.
+    const stamped: DcState = { ...next, incarnation: this.incarnation };
     const result = await runConditionalWrite<DcState>({
-      write: () => this.store.writeDcState(this.sequence, this.dc, expected, next),
+      write: () => this.store.writeDcState(this.sequence, this.dc, expected, stamped),
       judge: (found) => judgeStateWrite(found, next),
       reread: () => this.readState(),
     });
@@ -1057,6 +1071,12 @@ export class DcAllocator {
     state: DcState,
     context: { grants?: readonly Grant[] | undefined; globalLast?: bigint | undefined },
   ): void {
+    // Before any other check: a row of another sequence of this name is not ours to judge.
+    if (state.incarnation !== undefined && state.incarnation !== this.incarnation) {
+      throw this.recreated(
+        `the state row of "${this.dc}" (version ${state.version}) was written for another sequence of this name (incarnation ${state.incarnation}, loaded ${this.incarnation ?? 'none'})`,
+      );
+    }
     const first = dcStateViolations(this.dc, state, { settings: this.settings, ...context })[0];
     if (first !== undefined) throw this.broken(`${first.message} (version ${state.version})`);
   }
@@ -1129,6 +1149,20 @@ export class DcAllocator {
    */
   private rolledBack(detail: string): StateRolledBackError {
     const error = new StateRolledBackError(this.sequence, this.dc, detail);
+    if (this.wentBack === undefined) {
+      this.wentBack = error;
+      this.onRolledBack?.(error);
+    }
+    return error;
+  }
+
+  /**
+   * The error of a read that shows a state row of another incarnation, thrown by the caller.
+   * Latched as {@link rolledBack} latches: the IDs this process holds may be the other
+   * sequence's too, so it drops them, and writes nothing more here.
+   */
+  private recreated(detail: string): SequenceRecreatedError {
+    const error = new SequenceRecreatedError(this.sequence, detail);
     if (this.wentBack === undefined) {
       this.wentBack = error;
       this.onRolledBack?.(error);

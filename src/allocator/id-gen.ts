@@ -133,6 +133,7 @@ const STORE_METHODS = everyKeyOf<IdStore>()([
   'readDcState',
   'readDcStateLocal',
   'writeDcState',
+  'readDcStatesOf',
   'readDcStatesOverview',
   'addDcUsage',
   'readDcUsage',
@@ -430,7 +431,7 @@ export class IdGen {
     validateSequenceName(name);
     const stored = await this.#store.readSequence(name, 'serial');
     if (stored === undefined) throw new SequenceNotFoundError(name, this.keyspace);
-    return retireDcRanges(this.#store, stored.settings, this.dc);
+    return retireDcRanges(this.#store, stored, this.dc);
   }
 
   /**

@@ -14,11 +14,12 @@ import { randomUUID } from 'node:crypto';
 import {
   ContentionError,
   InvariantError,
+  SequenceRecreatedError,
   RETIRE_OPERATION,
   StoreUnavailableError,
 } from '../errors.js';
 import { granteesOf } from '../names.js';
-import type { DcState, Grant, IdStore, SequenceSettings } from '../store/port.js';
+import type { DcState, Grant, IdStore, StoredSettings } from '../store/port.js';
 import { isOurs, runConditionalWrite } from './cas.js';
 import { judgeStateWrite } from './dc-allocator.js';
 import { remainingIn, retireTo, spentAt, topOf } from './dc-state.js';
@@ -87,13 +88,14 @@ export interface RetiredState {
  */
 export async function retireDcRanges(
   store: IdStore,
-  settings: SequenceSettings,
+  stored: StoredSettings,
   dc: string,
 ): Promise<readonly RetiredState[]> {
+  const { settings, incarnation } = stored;
   const out: RetiredState[] = [];
   // Shards only grow, so the settings read now name every state partition the DC ever had.
   for (const grantee of granteesOf(dc, settings.shards)) {
-    const retired = await retireOne(store, settings.name, grantee);
+    const retired = await retireOne(store, settings.name, grantee, incarnation);
     out.push(retired);
     // The gap in the DC's usage counters (status: no rate, nothing unreported). Outside the
     // protocol, like every counter write: a failure leaves the counters short, nothing else.
@@ -131,7 +133,12 @@ interface Attempt {
  * reads and writes again) or is committed at a newer ballot, after which the older write is
  * never committed.
  */
-async function retireOne(store: IdStore, sequence: string, grantee: string): Promise<RetiredState> {
+async function retireOne(
+  store: IdStore,
+  sequence: string,
+  grantee: string,
+  incarnation: string | undefined,
+): Promise<RetiredState> {
   const attempts: Attempt[] = [];
   let first: DcState | undefined;
   // What each state seen (a read, a rejecting round, a re-read) shows of this retire's writes.
@@ -153,12 +160,20 @@ async function retireOne(store: IdStore, sequence: string, grantee: string): Pro
     const before = await store.readDcState(sequence, grantee);
     if (attempt === 1) first = before;
     note(before);
+    // A row of another sequence of this name cannot be retired into this one: its IDs were
+    // handed out from grants this sequence's GLOBAL no longer covers.
+    if (before?.incarnation !== undefined && before.incarnation !== incarnation) {
+      throw new SequenceRecreatedError(
+        sequence,
+        `the state row of "${grantee}" (version ${before.version}) was written for another sequence of this name (incarnation ${before.incarnation}, this one ${incarnation ?? 'none'}); nothing was retired there`,
+      );
+    }
     const { latest, globalLast } = await store.readGrants(sequence, grantee);
     checkGrantLevel(sequence, grantee, before, latest, globalLast);
     if (latest === undefined) return done(latest, 'no-grant');
     const seal = spentAt(before, latest);
     const op = `${RETIRE_OP}${randomUUID()}`;
-    const next = retireTo(before, latest, op);
+    const next: DcState = { ...retireTo(before, latest, op), incarnation };
     const current: Attempt = { before, latest, next, applied: false, lost: false, seal };
     attempts.push(current);
     const result = await runConditionalWrite<DcState>({

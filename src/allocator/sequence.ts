@@ -19,6 +19,7 @@ import {
   InvariantError,
   SequenceExhaustedError,
   SequenceNotFoundError,
+  SequenceRecreatedError,
   SerialUnavailableError,
   StateRolledBackError,
   StoreUnavailableError,
@@ -29,6 +30,7 @@ import {
   USAGE_CAUSES,
   type IdStore,
   type SequenceSettings,
+  type StoredSettings,
   type UsageCause,
 } from '../store/port.js';
 import type { Block, IdKind, IdRange } from './block.js';
@@ -221,8 +223,13 @@ export class Sequence<T extends number | bigint> {
   private loaded: Loaded | undefined;
   private threshold = 0;
   private readonly buffer = new BlockBuffer<T>(() => this.threshold);
-  /** Set when the DC's rows went back: nothing is served or claimed any more. */
-  private rolledBack: StateRolledBackError | undefined;
+  /**
+   * Set when the DC's rows went back, or the sequence was created again: nothing is served or
+   * claimed any more.
+   */
+  private rolledBack: StateRolledBackError | SequenceRecreatedError | undefined;
+  /** The incarnation of the sequence loaded (StoredSettings.incarnation); it never changes. */
+  private incarnation: string | undefined;
 
   private loading: Promise<Loaded> | undefined;
   private claiming: Promise<void> | undefined;
@@ -769,10 +776,10 @@ export class Sequence<T extends number | bigint> {
   }
 
   /**
-   * The rows went back: the blocks this process holds may be claimed again by others, so none
-   * of them is served or given back any more.
+   * The rows went back (or belong to another sequence of this name): the blocks this process
+   * holds may be claimed again by others, so none of them is served or given back any more.
    */
-  private forfeit(error: StateRolledBackError): void {
+  private forfeit(error: StateRolledBackError | SequenceRecreatedError): void {
     if (this.rolledBack !== undefined) return;
     this.rolledBack = error;
     if (this.buffer.serving) {
@@ -1042,6 +1049,7 @@ export class Sequence<T extends number | bigint> {
       store: this.store,
       dc: this.grantee,
       settings,
+      incarnation: this.incarnation,
       clock: this.clock,
       log: this.log,
       onRangeInstalled: () => this.rangeInstalled(),
@@ -1127,16 +1135,27 @@ export class Sequence<T extends number | bigint> {
     if (this.loaded === undefined) return;
     if (!force && now - this.settingsReadAt < SETTINGS_REFRESH_MS) return;
     const tick = ++this.ticks;
-    let settings: SequenceSettings | undefined;
+    let stored: StoredSettings | undefined;
     try {
-      settings = (await this.store.readSequence(this.name))?.settings;
+      stored = await this.store.readSequence(this.name);
     } catch (error) {
       this.log?.debug({ err: error }, 'could not re-read the settings; keeping the ones held');
       return;
     }
     // Sequences are never dropped: a loaded one missing from a local read is a read that
     // missed it (see readSettingsToLoad), like a failed one.
-    if (settings === undefined) return;
+    if (stored === undefined) return;
+    // Only a create writes the incarnation, once: another one is another sequence of this name.
+    // The IDs held may be the new one's too, so they go, as when rows went back.
+    if (stored.incarnation !== this.incarnation) {
+      const error = new SequenceRecreatedError(
+        this.name,
+        `it was created again while this process used it (incarnation ${stored.incarnation ?? 'none'}, loaded ${this.incarnation ?? 'none'})`,
+      );
+      this.forfeit(error);
+      throw error;
+    }
+    const { settings } = stored;
     this.checkSettings(settings);
     // A take() and a claim may re-read at once: the read that started last wins. And the shard
     // may have moved during the read: the settings go to the allocator in use now.
@@ -1235,17 +1254,19 @@ export class Sequence<T extends number | bigint> {
   }
 
   /** The settings, found locally or at SERIAL ({@link readSettingsFound}). */
-  private async readSettingsToLoad(): Promise<SequenceSettings | undefined> {
-    return (await readSettingsFound(this.store, this.name))?.settings;
+  private async readSettingsToLoad(): Promise<StoredSettings | undefined> {
+    return readSettingsFound(this.store, this.name);
   }
 
   private async load(): Promise<Loaded> {
     this.transition('loading');
     let loaded: Loaded;
     try {
-      const settings = await this.readSettingsToLoad();
-      if (settings === undefined) throw new SequenceNotFoundError(this.name, this.keyspace);
+      const stored = await this.readSettingsToLoad();
+      if (stored === undefined) throw new SequenceNotFoundError(this.name, this.keyspace);
+      const { settings } = stored;
       this.checkSettings(settings);
+      this.incarnation = stored.incarnation;
       this.settingsReadAt = this.clock.now();
       this.settingsReadTick = ++this.ticks;
       // One shard from the first block on: its blocks then come from one chain of grants, and

@@ -11,8 +11,10 @@ import {
   ContentionError,
   SequenceExistsError,
   SequenceNotFoundError,
+  SequenceRecreatedError,
   StoreUnavailableError,
 } from '../errors.js';
+import { dcOfGrantee, granteesOf } from '../names.js';
 import { pickSizes, validateChanges, type AlterSequenceOptions } from '../options.js';
 import type { FirstGrant, IdStore, SequenceSettings, StoredSettings } from '../store/port.js';
 import { isOurs, runConditionalWrite, type CasResult, type Judgement } from './cas.js';
@@ -37,6 +39,9 @@ export async function readSettingsFound(
     throw error;
   }
 }
+
+/** A read that failed, told apart from one that found nothing. */
+const UNREAD: unique symbol = Symbol('unread');
 
 /** How often an alter re-reads and retries when another alter changed the settings first. */
 export const MAX_ALTER_ATTEMPTS = 5;
@@ -81,13 +86,31 @@ export async function createSettings(
   // can be left unable to tell (an alter's op replaces a create's), not a routine re-run of
   // `seed --if-not-exists` on a sequence altered since. A read that fails leaves it to the
   // create's own write, which says what it could not reach (for "create sequence", as before).
-  const existing = await store.readSequence(settings.name, 'serial').catch((error: unknown) => {
-    if (error instanceof StoreUnavailableError) return undefined;
-    throw error;
-  });
-  if (existing !== undefined) {
+  const existing = await store
+    .readSequence(settings.name, 'serial')
+    .catch((error: unknown): typeof UNREAD => {
+      if (error instanceof StoreUnavailableError) return UNREAD;
+      throw error;
+    });
+  if (existing !== undefined && existing !== UNREAD) {
     if (ifNotExists) return { settings: existing.settings, creator: 'another' };
     throw new SequenceExistsError(settings.name, keyspace, [], 'another');
+  }
+  // SERIAL says no sequence of this name exists: any state row of it is one left behind.
+  if (existing === undefined) {
+    const leftover = await leftoverStates(store, settings, firstGrants);
+    if (leftover.length > 0) {
+      // Unless a create came in between, and its processes wrote them: then it exists.
+      const now = await store.readSequence(settings.name, 'serial');
+      if (now !== undefined) {
+        if (ifNotExists) return { settings: now.settings, creator: 'another' };
+        throw new SequenceExistsError(settings.name, keyspace, [], 'another');
+      }
+      throw new SequenceRecreatedError(
+        settings.name,
+        `no sequence of this name exists, but state rows of one do (${leftover.join(', ')}); nothing was written`,
+      );
+    }
   }
   const op = `${CREATE_OP}${randomUUID()}`;
   const result = await runConditionalWrite<StoredSettings>({
@@ -103,6 +126,26 @@ export async function createSettings(
   const creator = result.verdict === 'lost' ? 'another' : 'unknown';
   if (ifNotExists) return { settings: result.found.settings, creator };
   throw new SequenceExistsError(settings.name, keyspace, [], creator);
+}
+
+/**
+ * The grantees (DC shards) that hold a state row of sequence `settings.name`, as plain reads in
+ * this DC show them: every shard the new settings name, of every DC the keyspace replicates to
+ * (or, under another strategy, of the DCs given first grants). A create over such rows starts
+ * GLOBAL again below the IDs they handed out (docs/design.md, "A sequence's rows are never
+ * deleted"). Rows of another DC not yet replicated here, and of higher shards, are missed; a
+ * process refuses those later by their incarnation.
+ */
+async function leftoverStates(
+  store: IdStore,
+  settings: SequenceSettings,
+  firstGrants: readonly FirstGrant[],
+): Promise<string[]> {
+  const dcs =
+    (await store.readReplicaDcs()) ??
+    firstGrants.flatMap(({ grantee }) => dcOfGrantee(grantee) ?? []);
+  const grantees = [...new Set(dcs)].flatMap((dc) => granteesOf(dc, settings.shards));
+  return [...(await store.readDcStatesOf(settings.name, grantees)).keys()].sort();
 }
 
 /**

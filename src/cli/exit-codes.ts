@@ -52,6 +52,11 @@ export const EXIT_CODES = Object.freeze({
    */
   runwayLow: 14,
   /**
+   * Rows of an earlier sequence of the same name are in the way (its rows were deleted by hand
+   * and the name seeded again): `seed` wrote nothing, or allocation stopped.
+   */
+  recreated: 15,
+  /**
    * An unexpected error: a bug, a Cassandra error idgen-cass does not know, or a stdout that
    * cannot be written (OutputError; a closed pipe is no error).
    */
@@ -72,6 +77,7 @@ const BY_ERROR_CODE: Readonly<Record<IdGenErrorCode, number>> = Object.freeze({
   IDGEN_INVARIANT_BROKEN: EXIT_CODES.invariant,
   IDGEN_CONTENTION: EXIT_CODES.contention,
   IDGEN_STATE_ROLLED_BACK: EXIT_CODES.rolledBack,
+  IDGEN_SEQUENCE_RECREATED: EXIT_CODES.recreated,
   IDGEN_UNSAFE_CLUSTER: EXIT_CODES.unsafe,
   IDGEN_DEADLINE_EXCEEDED: EXIT_CODES.unavailable,
   IDGEN_ABORTED: EXIT_CODES.internal,

@@ -69,6 +69,7 @@ const ANSWERS: Readonly<Record<IdGenErrorCode, HttpAnswer>> = Object.freeze({
   IDGEN_ABORTED: { status: 499 },
   IDGEN_INVARIANT_BROKEN: { status: 500 },
   IDGEN_STATE_ROLLED_BACK: { status: 500 },
+  IDGEN_SEQUENCE_RECREATED: { status: 500 },
   IDGEN_UNSAFE_CLUSTER: { status: 500 },
   IDGEN_DOMAIN_NEEDS_BIGINT: { status: 500 },
   IDGEN_INVALID_OPTION: { status: 500 },

@@ -392,6 +392,22 @@ export class CassandraStore implements IdStore {
       : outcome;
   }
 
+  async readDcStatesOf(
+    sequence: string,
+    grantees: readonly string[],
+  ): Promise<ReadonlyMap<string, DcState>> {
+    const rows = await Promise.all(
+      grantees.map(async (dc) => {
+        checkDc(dc);
+        const result = await this.read('dcStateOverview', [sequence, dc], 'read DC states');
+        return [dc, result.first() as cassandra.types.Row | null] as const;
+      }),
+    );
+    const states = new Map<string, DcState>();
+    for (const [dc, row] of rows) if (row !== null) states.set(dc, parseDcState(sequence, row));
+    return states;
+  }
+
   async readDcStatesOverview(
     sequence: string,
     reading: OverviewReading = 'local',

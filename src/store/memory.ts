@@ -176,6 +176,7 @@ const LEVELS: Readonly<Record<StoreMethod, StoreLevel>> = {
   readDcState: 'local_serial',
   readDcStateLocal: 'local',
   writeDcState: 'local_serial',
+  readDcStatesOf: 'local',
   readDcStatesOverview: 'local',
   addDcUsage: 'local',
   readDcUsage: 'local',
@@ -508,6 +509,20 @@ export class MemoryStore implements IdStore {
     );
   }
 
+  async readDcStatesOf(
+    sequence: string,
+    grantees: readonly string[],
+  ): Promise<ReadonlyMap<string, DcState>> {
+    await this.enter('readDcStatesOf', sequence);
+    const states = this.states.get(sequence)?.dcStates;
+    return new Map(
+      grantees.flatMap((dc) => {
+        const state = states?.get(dc);
+        return state === undefined ? [] : [[dc, state] as const];
+      }),
+    );
+  }
+
   async readDcStatesOverview(sequence: string): Promise<ReadonlyMap<string, DcState>> {
     await this.enter('readDcStatesOverview', sequence);
     return new Map(this.sequences.has(sequence) ? this.states.get(sequence)?.dcStates : undefined);
@@ -727,6 +742,7 @@ function zeroCalls(): Record<StoreMethod, number> {
     readDcState: 0,
     readDcStateLocal: 0,
     writeDcState: 0,
+    readDcStatesOf: 0,
     readDcStatesOverview: 0,
     addDcUsage: 0,
     readDcUsage: 0,

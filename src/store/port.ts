@@ -355,6 +355,17 @@ export interface IdStore {
     expected: DcStamp | undefined,
     next: DcState,
   ): Promise<CasOutcome<DcState>>;
+  /**
+   * The allocation states of `grantees` (of any DC), each in one plain LOCAL_QUORUM read (no
+   * Paxos round), whether or not the sequence's settings exist; only those found. What `seed`
+   * looks for before it creates a sequence: state rows left behind by an earlier sequence of the
+   * name, whose rows were deleted by hand (settings-writes.ts). May miss rows of another DC that
+   * have not reached this one yet.
+   */
+  readDcStatesOf(
+    sequence: string,
+    grantees: readonly string[],
+  ): Promise<ReadonlyMap<string, DcState>>;
   /** Every DC's allocation state, read as `reading` says (default `local`). */
   readDcStatesOverview(
     sequence: string,

@@ -240,6 +240,7 @@ describe('exit codes', () => {
       IDGEN_CONTENTION: 7,
       IDGEN_STATE_ROLLED_BACK: 8,
       IDGEN_UNSAFE_CLUSTER: 9,
+      IDGEN_SEQUENCE_RECREATED: 15,
       IDGEN_DEADLINE_EXCEEDED: 3,
       IDGEN_ABORTED: 10,
       IDGEN_AUTH_FAILED: 12,
@@ -261,6 +262,7 @@ describe('exit codes', () => {
       auth: 12,
       serialUnreachable: 13,
       runwayLow: 14,
+      recreated: 15,
       internal: 10,
     });
     expect(new Set(Object.values(EXIT_CODES)).size).toBe(Object.keys(EXIT_CODES).length);

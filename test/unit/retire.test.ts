@@ -233,7 +233,7 @@ describe('retireDcRanges', () => {
 
   it('says the outcome is unknown when the write timed out and its re-read failed; a rerun retires', async () => {
     const { store } = await rolledBack(35, 2);
-    const settings = (await store.readSequence('orders'))!.settings;
+    const settings = (await store.readSequence('orders'))!;
     let reads = 0;
     // The second LOCAL_SERIAL read is the re-read after the unknown outcome: it fails.
     const flaky = new Proxy(store, {
@@ -263,7 +263,7 @@ describe('retireDcRanges', () => {
     for (let i = 0; i < 5; i++) store.faults.push({ op: 'writeDcState', effect: 'rejected' });
     await expect(processIn(store).retireDcRanges('orders')).rejects.toThrow(ContentionError);
     await expect(
-      retireDcRanges(store, (await store.readSequence('orders'))!.settings, 'dc1'),
+      retireDcRanges(store, (await store.readSequence('orders'))!, 'dc1'),
     ).resolves.toMatchObject([{ retired: true }]);
   });
 });

@@ -819,7 +819,9 @@ describe('Sequence: adaptive blocks', () => {
       maxBlockSize: 100_000,
       claimIntervalMs,
     });
-    await vi.advanceTimersByTimeAsync(1_000);
+    // Four store calls of the create: the SERIAL read, the replica DCs, the state rows (none
+    // left behind), the write.
+    await vi.advanceTimersByTimeAsync(2_000);
     await created;
     return { ids, seq: ids.sequence('orders') };
   }

@@ -211,6 +211,15 @@ export class ScheduledStore implements IdStore {
     );
   }
 
+  readDcStatesOf(
+    sequence: string,
+    grantees: readonly string[],
+  ): Promise<ReadonlyMap<string, DcState>> {
+    return this.call('readDcStatesOf', undefined, () =>
+      this.store.readDcStatesOf(sequence, grantees),
+    );
+  }
+
   readDcStatesOverview(
     sequence: string,
     reading?: OverviewReading,

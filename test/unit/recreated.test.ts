@@ -1,0 +1,138 @@
+/**
+ * A sequence whose rows were deleted by hand (CQL) and whose name was seeded again: README says
+ * never to, and these tests hold what happens when it is done anyway. Each DC-state row carries
+ * the incarnation (the create's op) of the sequence its writer loaded; `seed` refuses a name
+ * whose state rows remain, a process refuses a state row of another incarnation, and a process
+ * that loaded the earlier sequence stops once it re-reads the settings.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+
+import { retireDcRanges } from '../../src/allocator/retire.js';
+import { SETTINGS_REFRESH_MS, type Sequence } from '../../src/allocator/sequence.js';
+import { SequenceRecreatedError } from '../../src/errors.js';
+import type { CreateSequenceOptions } from '../../src/options.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { draw, drawUntilError, KEYSPACE, processIn } from './fixtures.js';
+
+const FIXED: CreateSequenceOptions = { dcRangeSize: 100, blockSize: 10, threshold: 0.5 };
+
+/** dc1 and dc2 processes of `orders` draw 25 IDs each; the processes are returned running. */
+async function drawnInTwoDcs(): Promise<{
+  store: MemoryStore;
+  before: number[];
+  running: Sequence<number>;
+}> {
+  const store = new MemoryStore({ keyspace: KEYSPACE, replicaDcs: ['dc1', 'dc2'] });
+  await processIn(store).createSequence('orders', FIXED);
+  const running = processIn(store).sequence('orders');
+  const before = [
+    ...(await draw(running, 25)),
+    ...(await draw(processIn(store, 'dc2').sequence('orders'), 25)),
+  ];
+  return { store, before, running };
+}
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('a sequence whose rows were deleted by hand and seeded again', () => {
+  it('seed refuses the name while state rows of the earlier sequence remain, and writes nothing', async () => {
+    const { store } = await drawnInTwoDcs();
+    store.deleteRowsByHand('orders');
+    store.resetCalls();
+    const seed = processIn(store).createSequence('orders', FIXED);
+    await expect(seed).rejects.toThrow(SequenceRecreatedError);
+    await expect(seed).rejects.toMatchObject({
+      code: 'IDGEN_SEQUENCE_RECREATED',
+      message: expect.stringMatching(/state rows of one do \(dc1, dc2\); nothing was written/),
+    });
+    // --if-not-exists (a service's start) is refused too: the name does not exist.
+    await expect(
+      processIn(store).createSequence('orders', { ...FIXED, ifNotExists: true }),
+    ).rejects.toThrow(SequenceRecreatedError);
+    expect(store.calls.createSequence).toBe(0);
+    expect(await store.readSequence('orders', 'serial')).toBeUndefined();
+  });
+
+  it('a process refuses a state row of the earlier sequence, where a row without incarnation hands out IDs again', async () => {
+    // Control: rows as an older release wrote them carry no incarnation. A create that skips
+    // seed's look for them (an older release's) starts GLOBAL again under them, and dc2 is
+    // granted IDs that dc1's processes handed out.
+    const control = await drawnInTwoDcs();
+    const legacy = (await control.store.readDcState('orders', 'dc1'))!;
+    const dc2Legacy = (await control.store.readDcState('orders', 'dc2'))!;
+    control.store.deleteRowsByHand('orders');
+    const { incarnation: _a, ...noIncarnation } = legacy;
+    const { incarnation: _b, ...dc2NoIncarnation } = dc2Legacy;
+    control.store.seedDcState('orders', 'dc1', noIncarnation);
+    control.store.seedDcState('orders', 'dc2', dc2NoIncarnation);
+    expect([_a, _b]).toEqual([expect.any(String), expect.any(String)]);
+    const settings = await processIn(new MemoryStore()).createSequence('orders', FIXED);
+    expect(await control.store.createSequence(settings, 'create:older-release')).toEqual({
+      kind: 'applied',
+    });
+    const again = await draw(processIn(control.store, 'dc3').sequence('orders'), 25);
+    expect(again.filter((id) => control.before.includes(id)).length).toBeGreaterThan(0);
+
+    // The same with rows this release wrote: every process refuses them, and nothing is drawn.
+    const { store } = await drawnInTwoDcs();
+    store.deleteRowsByHand('orders');
+    expect(await store.createSequence(settings, 'create:older-release')).toEqual({
+      kind: 'applied',
+    });
+    store.resetCalls();
+    for (const dc of ['dc1', 'dc2']) {
+      const { ids, error } = await drawUntilError(processIn(store, dc).sequence('orders'));
+      expect(ids).toEqual([]);
+      expect(error).toBeInstanceOf(SequenceRecreatedError);
+      expect((error as Error).message).toMatch(
+        new RegExp(`state row of "${dc}" \\(version \\d+\\) was written for another sequence`),
+      );
+    }
+    expect(store.calls.writeDcState).toBe(0);
+  });
+
+  it('a process still running with the earlier sequence stops at its next claim, which re-reads the settings', async () => {
+    vi.useFakeTimers();
+    const { store, before, running } = await drawnInTwoDcs();
+    // Every row deleted, so seed finds none and creates the name again.
+    store.deleteRowsByHand('orders', { states: true });
+    await processIn(store, 'dc2').createSequence('orders', FIXED);
+    const fresh = await draw(processIn(store, 'dc2').sequence('orders'), 25);
+    expect(fresh.filter((id) => before.includes(id)).length).toBeGreaterThan(0);
+    await vi.advanceTimersByTimeAsync(SETTINGS_REFRESH_MS);
+    const { ids, error } = await drawUntilError(running);
+    expect(error).toBeInstanceOf(SequenceRecreatedError);
+    expect((error as Error).message).toMatch(/it was created again while this process used it/);
+    // It served only what it held already (the rest of [21, 30] and its preloaded [31, 40]):
+    // the claim after them re-read the settings and found the other incarnation.
+    expect(ids.every((id) => id > 25 && id <= 40)).toBe(true);
+    await expect(running.next()).rejects.toThrow(SequenceRecreatedError);
+    // Nor did it write: dc1 has no state in the new sequence.
+    expect(await store.readDcState('orders', 'dc1')).toBeUndefined();
+  });
+
+  it('retire-ranges refuses a state row of another incarnation and writes nothing there', async () => {
+    const { store } = await drawnInTwoDcs();
+    const dc1 = (await store.readDcState('orders', 'dc1'))!;
+    store.seedDcState('orders', 'dc1', { ...dc1, incarnation: 'create:another' });
+    store.resetCalls();
+    const stored = (await store.readSequence('orders', 'serial'))!;
+    await expect(retireDcRanges(store, stored, 'dc1')).rejects.toThrow(
+      /incarnation create:another.*nothing was retired there/,
+    );
+    expect(store.calls.writeDcState).toBe(0);
+  });
+
+  it('takes over a state row an older release wrote (no incarnation) and stamps it with the one loaded', async () => {
+    const { store } = await drawnInTwoDcs();
+    const stored = (await store.readSequence('orders', 'serial'))!;
+    expect(stored.incarnation).toMatch(/^create:/);
+    const { incarnation, ...legacy } = (await store.readDcState('orders', 'dc1'))!;
+    expect(incarnation).toBe(stored.incarnation);
+    store.seedDcState('orders', 'dc1', legacy);
+    await draw(processIn(store).sequence('orders'), 15);
+    expect((await store.readDcState('orders', 'dc1'))?.incarnation).toBe(stored.incarnation);
+  });
+});

@@ -297,7 +297,10 @@ export class Admin {
   }
 
   async #checkOnce(name: string): Promise<CheckResult> {
-    const settings = await this.readSequence(name);
+    validateSequenceName(name);
+    // At SERIAL too when none are found locally: a create may be committed in other DCs only.
+    const stored = await readSettingsFound(this.#store, name);
+    if (stored === undefined) throw new SequenceNotFoundError(name, this.keyspace);
     const snapshot = await readForCheck(
       {
         store: this.#store,
@@ -305,7 +308,7 @@ export class Admin {
         clusterDcs: this.hosts().map((host) => host.dc),
         keyspace: this.keyspace,
       },
-      settings,
+      stored,
     );
     const violations = checkSequence(snapshot);
     const unverified = snapshot.unverified ?? [];

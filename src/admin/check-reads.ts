@@ -17,7 +17,7 @@
 import { SequenceNotFoundError, StoreUnavailableError } from '../errors.js';
 import { granteesOf } from '../names.js';
 import { describeDriverError } from '../store/cassandra-errors.js';
-import type { DcState, IdStore, SequenceSettings } from '../store/port.js';
+import type { DcState, IdStore, StoredSettings } from '../store/port.js';
 import type { CheckSnapshot, UnverifiedFact } from './check.js';
 
 /** Where the reads run from. */
@@ -39,15 +39,16 @@ interface StateReadFailure {
 }
 
 /**
- * Reads `settings.name`'s DC states, grants and DC states again for `checkSequence`.
+ * Reads `stored.settings.name`'s DC states, grants and DC states again for `checkSequence`.
  * @throws {SequenceNotFoundError} if the grants partition is gone; {@link StoreUnavailableError}
  *   when even a local read fails.
  */
 export async function readForCheck(
   context: CheckReadContext,
-  settings: SequenceSettings,
+  stored: StoredSettings,
 ): Promise<CheckSnapshot> {
   const { store } = context;
+  const { settings, incarnation } = stored;
   const name = settings.name;
   const failures: StateReadFailure[] = [];
   const unverified: UnverifiedFact[] = [];
@@ -87,6 +88,7 @@ export async function readForCheck(
   }
   return {
     settings,
+    incarnation,
     globalLast: overview.globalLast,
     grants: overview.grants,
     states: before,

@@ -51,6 +51,12 @@ export interface CheckSnapshot extends SequenceSnapshot {
    * @default none: every fact was read consistently
    */
   readonly unverified?: readonly UnverifiedFact[] | undefined;
+  /**
+   * The sequence's incarnation (`StoredSettings.incarnation`): a DC state that carries another
+   * was written for an earlier sequence of this name, whose rows were deleted by hand.
+   * @default undefined: a sequence created by an older release
+   */
+  readonly incarnation?: string | undefined;
 }
 
 /** The kinds of broken invariant {@link checkSequence} reports. */
@@ -71,6 +77,11 @@ export type ViolationKind =
   | 'grant-chain-broken'
   /** More than one grant made but not installed (grant n + 1 needs grant n installed). */
   | 'grants-outstanding'
+  /**
+   * A DC state written for another sequence of this name (its rows were deleted by hand and the
+   * name seeded again); its other invariants are not judged against this sequence's grants.
+   */
+  | 'state-of-another-incarnation'
   /** A DC state's own invariants and those against its grants (allocator/dc-state.ts). */
   | DcStateViolationKind;
 
@@ -173,6 +184,15 @@ export function checkSequence(snapshot: CheckSnapshot): Violation[] {
   for (const dc of dcs) {
     const grants = snapshot.grants.get(dc) ?? [];
     const first = snapshot.states.get(dc);
+    if (first?.incarnation !== undefined && first.incarnation !== snapshot.incarnation) {
+      report(
+        'state-of-another-incarnation',
+        dc,
+        `the state of ${dc} (version ${first.version}) was written for another sequence of this name (incarnation ${first.incarnation}, this one ${snapshot.incarnation ?? 'none'}): its rows were deleted by hand and the name seeded again, and IDs may be handed out twice; seed another name (README, "Data layout")`,
+        { state: { dc, read: 'first' } },
+      );
+      continue;
+    }
     if (first !== undefined) {
       // The state's own invariants rest on the state alone; the rest on the grants as well.
       const own = new Set(

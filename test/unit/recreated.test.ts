@@ -7,6 +7,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
+import { Admin } from '../../src/admin/admin.js';
 import { retireDcRanges } from '../../src/allocator/retire.js';
 import { SETTINGS_REFRESH_MS, type Sequence } from '../../src/allocator/sequence.js';
 import { SequenceRecreatedError } from '../../src/errors.js';
@@ -123,6 +124,20 @@ describe('a sequence whose rows were deleted by hand and seeded again', () => {
       /incarnation create:another.*nothing was retired there/,
     );
     expect(store.calls.writeDcState).toBe(0);
+  });
+
+  it('check reports a state row of another incarnation as a confirmed violation, and judges it no further', async () => {
+    const { store } = await drawnInTwoDcs();
+    const admin = new Admin({ store, dc: 'dc1', keyspace: KEYSPACE });
+    expect((await admin.check('orders')).verdict).toBe('ok');
+    const dc2 = (await store.readDcState('orders', 'dc2'))!;
+    store.seedDcState('orders', 'dc2', { ...dc2, incarnation: 'create:another', lastInteger: 0n });
+    const result = await admin.check('orders');
+    expect(result.verdict).toBe('violated');
+    expect(result.violations.map((v) => [v.kind, v.dc, v.confirmed])).toEqual([
+      ['state-of-another-incarnation', 'dc2', true],
+    ]);
+    expect(result.violations[0]?.message).toMatch(/incarnation create:another, this one create:/);
   });
 
   it('takes over a state row an older release wrote (no incarnation) and stamps it with the one loaded', async () => {

@@ -51,12 +51,6 @@ export interface CheckSnapshot extends SequenceSnapshot {
    * @default none: every fact was read consistently
    */
   readonly unverified?: readonly UnverifiedFact[] | undefined;
-  /**
-   * The sequence's incarnation (`StoredSettings.incarnation`): a DC state that carries another
-   * was written for an earlier sequence of this name, whose rows were deleted by hand.
-   * @default undefined: a sequence created by an older release
-   */
-  readonly incarnation?: string | undefined;
 }
 
 /** The kinds of broken invariant {@link checkSequence} reports. */
@@ -184,11 +178,17 @@ export function checkSequence(snapshot: CheckSnapshot): Violation[] {
   for (const dc of dcs) {
     const grants = snapshot.grants.get(dc) ?? [];
     const first = snapshot.states.get(dc);
-    if (first?.incarnation !== undefined && first.incarnation !== snapshot.incarnation) {
+    // Judged only where the sequence's incarnation is known (an older release created none).
+    const { incarnation } = snapshot;
+    if (
+      incarnation !== undefined &&
+      first?.incarnation !== undefined &&
+      first.incarnation !== incarnation
+    ) {
       report(
         'state-of-another-incarnation',
         dc,
-        `the state of ${dc} (version ${first.version}) was written for another sequence of this name (incarnation ${first.incarnation}, this one ${snapshot.incarnation ?? 'none'}): its rows were deleted by hand and the name seeded again, and IDs may be handed out twice; seed another name (README, "Data layout")`,
+        `the state of ${dc} (version ${first.version}) was written for another sequence of this name (incarnation ${first.incarnation}, this one ${incarnation}): its rows were deleted by hand and the name seeded again, and IDs may be handed out twice; seed another name (README, "Data layout")`,
         { state: { dc, read: 'first' } },
       );
       continue;

@@ -36,6 +36,7 @@ export async function readSnapshot(
   const usage = await store.readDcUsage(name).catch(() => undefined);
   return {
     settings: stored.settings,
+    incarnation: stored.incarnation,
     globalLast: overview.globalLast,
     grants: overview.grants,
     states,

@@ -11,6 +11,12 @@ import type { DcState, DcUsageCounts, Grant, SequenceSettings, UsageCause } from
 /** Everything the overview reads show of one sequence at one moment (may lag a little). */
 export interface SequenceSnapshot {
   readonly settings: SequenceSettings;
+  /**
+   * The sequence's incarnation (`StoredSettings.incarnation`): a DC state that carries another
+   * was written for an earlier sequence of this name, whose rows were deleted by hand (check).
+   * @default undefined: unknown, or a sequence created by an older release
+   */
+  readonly incarnation?: string | undefined;
   /** GLOBAL.last_integer: the highest ID granted to any DC. */
   readonly globalLast: bigint;
   /** Every grant of each DC, ascending by number. */

@@ -125,8 +125,9 @@ export function createProgram(
 Exit codes: 0 ok, 1 usage or bad input, 2 sequence not found, 3 Cassandra unreachable,
 4 invariant broken, 5 sequence already exists, 6 sequence exhausted, 7 contention, 8 rows went
 back, 9 unsafe cluster settings, 10 unexpected, 11 check incomplete, 12 credentials refused,
-13 status: SERIAL unreachable, 14 status: runway below --fail-if-runway-below. With --json,
-errors are one JSON line on stderr: {"code": "...", "message": "..."}.
+13 status: SERIAL unreachable, 14 status: runway below --fail-if-runway-below, 15 rows of a
+sequence deleted by hand and seeded again. With --json, errors are one JSON line on stderr:
+{"code": "...", "message": "..."}.
 
 Example:
   $ export IDGEN_CONTACT_POINTS=10.0.1.5 IDGEN_DC=dc1

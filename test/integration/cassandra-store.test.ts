@@ -456,7 +456,11 @@ describe('CassandraStore on the cluster', () => {
       await client.connect();
       const seq = settings();
       expect(await store.createSequence(seq, 'op')).toEqual({ kind: 'applied' });
-      expect(await store.readSequence(seq.name)).toEqual({ settings: seq, op: 'op' });
+      expect(await store.readSequence(seq.name)).toEqual({
+        settings: seq,
+        op: 'op',
+        incarnation: 'op',
+      });
       const grant = { number: 1, min: 1n, max: 1_000n };
       expect(await store.grantRange(seq.name, 'dc1', 0n, grant)).toEqual({ kind: 'applied' });
       expect(
@@ -478,7 +482,11 @@ describe('CassandraStore on the cluster', () => {
       await client.connect();
       const seq = settings({ start: 2n ** 62n, domain: 'custom', max: 2n ** 62n + 10_000n });
       expect(await store.createSequence(seq, 'op')).toEqual({ kind: 'applied' });
-      expect(await store.readSequence(seq.name)).toEqual({ settings: seq, op: 'op' });
+      expect(await store.readSequence(seq.name)).toEqual({
+        settings: seq,
+        op: 'op',
+        incarnation: 'op',
+      });
       const grant = { number: 1, min: 2n ** 62n, max: 2n ** 62n + 999n };
       expect(await store.grantRange(seq.name, 'dc1', 2n ** 62n - 1n, grant)).toEqual({
         kind: 'applied',

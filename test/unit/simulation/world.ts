@@ -93,9 +93,12 @@ export async function simulate(
   options: SimulationOptions,
 ): Promise<History> {
   const store = await storeWithSequence(scenario);
+  // Read once, before any fault is armed: the rows are checked against it (check's
+  // state-of-another-incarnation), and no run creates the sequence again.
+  const incarnation = (await store.readSequence(SEQUENCE, 'serial'))?.incarnation;
   const restoreRandom = seedJitter(scenario.jitterSeed);
   try {
-    const world = new World(scheduler, store, scenario, options);
+    const world = new World(scheduler, store, scenario, options, incarnation);
     world.issue(scenario.commands);
     await world.drive();
     world.closeAllWhileDrawing();
@@ -325,6 +328,7 @@ class World implements Network {
     readonly store: MemoryStore,
     private readonly scenario: Scenario,
     private readonly options: SimulationOptions,
+    private readonly incarnation: string | undefined,
   ) {
     this.clock = new SimClock(scheduler, (line) => this.log(line));
     for (const { on, at, fault } of scenario.faults) {
@@ -674,7 +678,7 @@ class World implements Network {
   }
 
   private async recordRows(always = false): Promise<void> {
-    const rows = await readRows(this.store);
+    const rows = await readRows(this.store, this.incarnation);
     const key = rowsKey(rows);
     if (key === this.lastRowsKey && !always) return;
     this.lastRowsKey = key;
@@ -900,13 +904,17 @@ class World implements Network {
   }
 }
 
-async function readRows(store: MemoryStore): Promise<CheckSnapshot> {
+async function readRows(
+  store: MemoryStore,
+  incarnation: string | undefined,
+): Promise<CheckSnapshot> {
   // listSequences and the overviews finish no write in flight: reading changes nothing.
   const settings = (await store.listSequences()).find((s) => s.name === SEQUENCE);
   const overview = await store.readGrantsOverview(SEQUENCE);
   if (settings === undefined || overview === undefined) throw new Error('the sequence is gone');
   return {
     settings,
+    incarnation,
     globalLast: overview.globalLast,
     grants: overview.grants,
     states: await store.readDcStatesOverview(SEQUENCE),

@@ -178,17 +178,18 @@ export function checkSequence(snapshot: CheckSnapshot): Violation[] {
   for (const dc of dcs) {
     const grants = snapshot.grants.get(dc) ?? [];
     const first = snapshot.states.get(dc);
-    // Judged only where the sequence's incarnation is known (an older release created none).
+    // Judged as the allocator judges, where the snapshot says what the incarnation is (a
+    // hand-made one may not; undefined is a sequence an older release created).
     const { incarnation } = snapshot;
     if (
-      incarnation !== undefined &&
+      'incarnation' in snapshot &&
       first?.incarnation !== undefined &&
       first.incarnation !== incarnation
     ) {
       report(
         'state-of-another-incarnation',
         dc,
-        `the state of ${dc} (version ${first.version}) was written for another sequence of this name (incarnation ${first.incarnation}, this one ${incarnation}): its rows were deleted by hand and the name seeded again, and IDs may be handed out twice; seed another name (README, "Data layout")`,
+        `the state of ${dc} (version ${first.version}) was written for another sequence of this name (incarnation ${first.incarnation}, this one ${incarnation ?? 'none'}): its rows were deleted by hand and the name seeded again, and IDs may be handed out twice; seed another name (README, "Data layout")`,
         { state: { dc, read: 'first' } },
       );
       continue;

@@ -14,7 +14,8 @@ export interface SequenceSnapshot {
   /**
    * The sequence's incarnation (`StoredSettings.incarnation`): a DC state that carries another
    * was written for an earlier sequence of this name, whose rows were deleted by hand (check).
-   * @default undefined: unknown, or a sequence created by an older release
+   * Undefined for a sequence an older release created; left out where it is not known (check
+   * then judges no state by it).
    */
   readonly incarnation?: string | undefined;
   /** GLOBAL.last_integer: the highest ID granted to any DC. */

@@ -117,8 +117,8 @@ export interface DcAllocatorOptions {
   readonly settings: SequenceSettings;
   /**
    * The incarnation of the sequence loaded (`StoredSettings.incarnation`; undefined for
-   * one created by an older release): every state this allocator writes carries it, and a state
-   * row that carries another is refused ({@link SequenceRecreatedError}). @default undefined
+   * one created by an older release): every state row this allocator opens carries it, and a
+   * state row that carries another is refused ({@link SequenceRecreatedError}). @default undefined
    */
   readonly incarnation?: string | undefined;
   /** Timers for backoffs and retries. @default real timers */
@@ -899,7 +899,8 @@ export class DcAllocator {
     this.assertRowsHeld();
     this.counters.lwtWrites++;
     const expected: DcStamp | undefined = current && { version: current.version, op: current.op };
-    // Stamped here, the one place states are written: a state's incarnation is the loaded one.
+    // Stamped here, the one place states are written; the store writes it with a row's first
+    // write only, so a row keeps the incarnation of the process that opened it.
     const stamped: DcState = { ...next, incarnation: this.incarnation };
     const result = await runConditionalWrite<DcState>({
       write: () => this.store.writeDcState(this.sequence, this.dc, expected, stamped),

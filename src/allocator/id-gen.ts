@@ -368,6 +368,7 @@ export class IdGen {
       this.keyspace,
       options.ifNotExists === true,
       firstGrants,
+      this.dc,
     );
     // createSettings returns the settings given when this create wrote them, and the stored ones
     // of an existing sequence (ifNotExists), whose first ranges, if any, are not shown to be

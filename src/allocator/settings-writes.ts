@@ -80,6 +80,7 @@ export async function createSettings(
   keyspace: string,
   ifNotExists = false,
   firstGrants: readonly FirstGrant[] = [],
+  localDc?: string,
 ): Promise<{ readonly settings: SequenceSettings; readonly creator: SequenceCreator }> {
   // A sequence a SERIAL read finds before this create sends anything was made by another: say
   // so for certain, with nothing written. Only a create that raced another write to the row
@@ -96,9 +97,20 @@ export async function createSettings(
     if (ifNotExists) return { settings: existing.settings, creator: 'another' };
     throw new SequenceExistsError(settings.name, keyspace, [], 'another');
   }
-  // SERIAL says no sequence of this name exists: any state row of it is one left behind.
+  // SERIAL says no sequence of this name exists: any state row of it is one left behind. With
+  // SERIAL out of reach, rows found may be an existing sequence's, or left behind: say neither.
+  const leftover = await leftoverStates(store, settings, [
+    localDc,
+    ...firstGrants.map(({ grantee }) => grantee),
+  ]);
+  if (leftover.length > 0 && existing === UNREAD) {
+    throw new StoreUnavailableError(
+      'serial',
+      'create sequence',
+      `whether sequence "${settings.name}" exists could not be read at SERIAL, and state rows of it do (${leftover.join(', ')}); nothing was written, seed again once SERIAL is reachable`,
+    );
+  }
   if (existing === undefined) {
-    const leftover = await leftoverStates(store, settings, firstGrants);
     if (leftover.length > 0) {
       // Unless a create came in between, and its processes wrote them: then it exists.
       const now = await store.readSequence(settings.name, 'serial');
@@ -131,19 +143,20 @@ export async function createSettings(
 /**
  * The grantees (DC shards) that hold a state row of sequence `settings.name`, as plain reads in
  * this DC show them: every shard the new settings name, of every DC the keyspace replicates to
- * (or, under another strategy, of the DCs given first grants). A create over such rows starts
- * GLOBAL again below the IDs they handed out (docs/design.md, "A sequence's rows are never
- * deleted"). Rows of another DC not yet replicated here, and of higher shards, are missed; a
- * process refuses those later by their incarnation.
+ * and of the DCs of `known` (the local DC, those given first grants). A create over such rows
+ * starts GLOBAL again below the IDs they handed out (docs/design.md, "A sequence's rows are
+ * never deleted"). Rows of another DC not yet replicated here, and of higher shards, are missed;
+ * a process refuses those later by their incarnation.
  */
 async function leftoverStates(
   store: IdStore,
   settings: SequenceSettings,
-  firstGrants: readonly FirstGrant[],
+  known: readonly (string | undefined)[],
 ): Promise<string[]> {
-  const dcs =
-    (await store.readReplicaDcs()) ??
-    firstGrants.flatMap(({ grantee }) => dcOfGrantee(grantee) ?? []);
+  const dcs = [
+    ...((await store.readReplicaDcs()) ?? []),
+    ...known.flatMap((grantee) => dcOfGrantee(grantee) ?? []),
+  ];
   const grantees = [...new Set(dcs)].flatMap((dc) => granteesOf(dc, settings.shards));
   return [...(await store.readDcStatesOf(settings.name, grantees)).keys()].sort();
 }

@@ -96,7 +96,7 @@ export const STATEMENTS = {
   // The conditions after `op` hold on every state row (no column is ever null): they are there
   // because a rejected write returns the columns named in its conditions, so it returns the whole
   // state the round found, and a claim that lost its race goes on from it without a read.
-  updateDcState:  { cql: `UPDATE $dc_state SET last_integer = ?, reserved_min = ?, reserved_max = ?, reserved_grant = ?, preloaded_min = ?, preloaded_max = ?, installed_grant = ?, version = ?, op = ?, incarnation = ? WHERE sequence = ? AND dc = ? IF version = ? AND op = ? ${EVERY_STATE_ROW}`,
+  updateDcState:  { cql: `UPDATE $dc_state SET last_integer = ?, reserved_min = ?, reserved_max = ?, reserved_grant = ?, preloaded_min = ?, preloaded_max = ?, installed_grant = ?, version = ?, op = ? WHERE sequence = ? AND dc = ? IF version = ? AND op = ? ${EVERY_STATE_ROW}`,
                     consistency: CL.localQuorum, serial: CL.localSerial, level: 'local_serial' },
   // ── status / check. Local: plain reads at LOCAL_QUORUM, which work inside a partition (the settings read
   //    before them needs a local quorum anyway) and see what the local DC committed (a create's or a grant's

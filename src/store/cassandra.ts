@@ -375,11 +375,16 @@ export class CassandraStore implements IdStore {
       next.installedGrant,
       this.long(BigInt(next.version)),
       next.op,
-      next.incarnation ?? null,
     ];
+    // The incarnation goes with the row's first write only: an update leaves it as it is.
     const outcome =
       expected === undefined
-        ? await this.cas('createDcState', 'write DC state', [sequence, dc, ...columns])
+        ? await this.cas('createDcState', 'write DC state', [
+            sequence,
+            dc,
+            ...columns,
+            next.incarnation ?? null,
+          ])
         : await this.cas('updateDcState', 'write DC state', [
             ...columns,
             sequence,

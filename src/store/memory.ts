@@ -496,7 +496,10 @@ export class MemoryStore implements IdStore {
               ? stored === undefined
               : stored?.version === expected.version && stored.op === expected.op;
           if (holds) {
-            const row = Object.freeze({ ...next });
+            // As in Cassandra: the incarnation is written with the row's first write only.
+            const row = Object.freeze(
+              stored === undefined ? { ...next } : withIncarnationOf(stored, next),
+            );
             record.dcStates.set(dc, row);
             const history = record.dcHistory.get(dc) ?? [];
             history.push(row);
@@ -751,4 +754,12 @@ function zeroCalls(): Record<StoreMethod, number> {
     readReplicaDcs: 0,
     close: 0,
   };
+}
+
+/** `next` with the incarnation `stored` carries (none if it carries none): what an update keeps. */
+function withIncarnationOf(stored: DcState, next: DcState): DcState {
+  const row: { -readonly [K in keyof DcState]: DcState[K] } = { ...next };
+  if (stored.incarnation === undefined) delete row.incarnation;
+  else row.incarnation = stored.incarnation;
+  return row;
 }

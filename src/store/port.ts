@@ -167,10 +167,10 @@ export interface DcStamp {
  * - `version` grows by one with every write: each write is conditional on it (and on `op`).
  * - `op`: id of the operation that wrote this version, so a writer can recognise its own write
  *   after a CAS timeout or a rejection.
- * - `incarnation`: the {@link StoredSettings.incarnation} of the sequence the writer had loaded.
- *   Undefined in rows written by older releases, and in a rejected update's found state (its
- *   conditions do not name the column): such a row keeps the incarnation of the row the write
- *   was conditional on, since every writer checks a row's incarnation before writing on it.
+ * - `incarnation`: the {@link StoredSettings.incarnation} of the sequence loaded by the process
+ *   that wrote the row first; later writes leave it (see {@link IdStore.writeDcState}). Undefined
+ *   in rows an older release opened, and in a rejected update's found state (its conditions do
+ *   not name the column).
  */
 export interface DcState extends DcStamp {
   readonly incarnation?: string | undefined;
@@ -348,6 +348,8 @@ export interface IdStore {
    * are `expected` (undefined: the row must not exist yet). `next.version` must be
    * `expected.version + 1` (1 for the first write). Rejected with the whole state the round found
    * (undefined if none), which a claim that lost its race goes on from without another read.
+   * `next.incarnation` is written with the first write only: an update leaves the row's, so a
+   * process of another sequence of the name never changes it.
    */
   writeDcState(
     sequence: string,

@@ -342,6 +342,30 @@ export function describeStoreContract(name: string, factory: () => Promise<Store
         expect(rejected).toEqual({ kind: 'rejected', found: withoutIncarnation });
         expect(rejected.kind === 'rejected' && rejected.found).not.toHaveProperty('incarnation');
         expect(await store.readDcState(s.name, ctx.dc)).toEqual(next);
+        // Only the first write writes it: an update leaves the row's, whatever it carries.
+        const other = { ...next, version: 3, op: randomUUID(), incarnation: 'create:b' };
+        expect(
+          await store.writeDcState(s.name, ctx.dc, { version: 2, op: next.op }, other),
+        ).toEqual({ kind: 'applied' });
+        expect(await store.readDcState(s.name, ctx.dc)).toEqual({
+          ...other,
+          incarnation: 'create:a',
+        });
+      });
+
+      it('reads the states of the grantees asked, of any sequence, only those found', async () => {
+        const name = uniqueName('states_of');
+        const state = { ...dcState({ min: 1n, max: 100n }, 1), incarnation: 'create:x' };
+        const shard = `${ctx.dc}/2`;
+        for (const dc of [ctx.dc, shard]) {
+          expect(await store.writeDcState(name, dc, undefined, state)).toEqual({
+            kind: 'applied',
+          });
+        }
+        const found = await store.readDcStatesOf(name, [ctx.dc, `${ctx.dc}/1`, shard, ctx.otherDc]);
+        expect([...found.keys()].sort()).toEqual([ctx.dc, shard].sort());
+        expect(found.get(shard)).toEqual(state);
+        expect((await store.readDcStatesOf(uniqueName('none'), [ctx.dc])).size).toBe(0);
       });
 
       it('keeps a DC-state partition apart from the grants partition: it needs no settings row', async () => {

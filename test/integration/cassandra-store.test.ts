@@ -502,47 +502,64 @@ describe('CassandraStore on the cluster', () => {
 
   it('refuses a sequence whose rows were deleted by hand and seeded again: seed while its state rows remain, a process on a row of the earlier one', async () => {
     const name = settings().name;
-    const processIn = async (dc: string) =>
-      new IdGen({ store: await storeIn(dc), dc, keyspace: ks.name });
-    const fixed = { dcRangeSize: 1_000, blockSize: 100, threshold: 0.5 };
-    await (await processIn('dc1')).createSequence(name, fixed);
-    const stored = await (await storeIn('dc1')).readSequence(name, 'serial');
-    expect(stored?.incarnation).toMatch(/^create:/);
-    const before: number[] = [];
-    for (const dc of ['dc1', 'dc2']) {
-      const seq = (await processIn(dc)).sequence(name);
-      for (let i = 0; i < 10; i++) before.push(await seq.next());
+    const opened: IdGen[] = [];
+    const processIn = async (dc: string) => {
+      const ids = new IdGen({ store: await storeIn(dc), dc, keyspace: ks.name });
+      opened.push(ids);
+      return ids;
+    };
+    try {
+      const fixed = { dcRangeSize: 1_000, blockSize: 100, threshold: 0.5 };
+      await (await processIn('dc1')).createSequence(name, fixed);
+      const stored = await (await storeIn('dc1')).readSequence(name, 'serial');
+      expect(stored?.incarnation).toMatch(/^create:/);
+      const before: number[] = [];
+      for (const dc of ['dc1', 'dc2']) {
+        const seq = (await processIn(dc)).sequence(name);
+        for (let i = 0; i < 10; i++) before.push(await seq.next());
+      }
+      expect(new Set(before).size).toBe(20);
+      // Each state row carries the incarnation of the process that opened it.
+      expect((await (await storeIn('dc1')).readDcState(name, 'dc1'))?.incarnation).toBe(
+        stored?.incarnation,
+      );
+      // The grants partition deleted by hand, as README says never to; the state rows stay.
+      await (
+        await ks.client('dc1')
+      ).execute(`DELETE FROM "${ks.name}".idgen_grants WHERE sequence = ?`, [name], {
+        prepare: true,
+        consistency: cassandra.types.consistencies.all,
+      });
+      // Seen from dc1: its own row and dc2's, once dc2's has reached dc1's replicas. A refused
+      // seed writes nothing, so it is tried again until then.
+      const seedError = async () => {
+        const error = await (await processIn('dc1')).createSequence(name, fixed).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error).toBeInstanceOf(SequenceRecreatedError);
+        return (error as Error).message;
+      };
+      await expect
+        .poll(seedError, { timeout: 10_000, interval: 200 })
+        .toMatch(/but state rows of one do \(dc1, dc2\); nothing was written/);
+      expect(await (await storeIn('dc1')).readSequence(name, 'serial')).toBeUndefined();
+      // A create that does not look (an older release's) goes through; this release's processes
+      // then refuse the rows the earlier sequence left, and hand out nothing.
+      expect(
+        await (await storeIn('dc1')).createSequence(stored!.settings, 'create:older-release'),
+      ).toEqual({ kind: 'applied' });
+      for (const dc of ['dc1', 'dc2']) {
+        await expect((await processIn(dc)).sequence(name).next()).rejects.toMatchObject({
+          code: 'IDGEN_SEQUENCE_RECREATED',
+          message: expect.stringMatching(
+            new RegExp(`state row of "${dc}" \\(version \\d+\\) was written for another`),
+          ),
+        });
+      }
+    } finally {
+      await Promise.all(opened.map((ids) => ids.close()));
     }
-    // Each state row carries the incarnation its writer loaded.
-    expect((await (await storeIn('dc1')).readDcState(name, 'dc1'))?.incarnation).toBe(
-      stored?.incarnation,
-    );
-    // The grants partition deleted by hand, as README says never to; the state rows stay.
-    await (
-      await ks.client('dc1')
-    ).execute(`DELETE FROM "${ks.name}".idgen_grants WHERE sequence = ?`, [name], {
-      prepare: true,
-      consistency: cassandra.types.consistencies.all,
-    });
-    const seed = (await processIn('dc1')).createSequence(name, fixed);
-    await expect(seed).rejects.toBeInstanceOf(SequenceRecreatedError);
-    await expect(seed).rejects.toMatchObject({
-      code: 'IDGEN_SEQUENCE_RECREATED',
-      message: expect.stringMatching(/but state rows of one do \(dc1[,)]/),
-    });
-    expect(await (await storeIn('dc1')).readSequence(name, 'serial')).toBeUndefined();
-    // A create that does not look (an older release's) goes through; this release's processes
-    // then refuse the rows the earlier sequence left, and hand out nothing.
-    expect(
-      await (await storeIn('dc1')).createSequence(stored!.settings, 'create:older-release'),
-    ).toEqual({
-      kind: 'applied',
-    });
-    await expect((await processIn('dc1')).sequence(name).next()).rejects.toMatchObject({
-      code: 'IDGEN_SEQUENCE_RECREATED',
-      message: expect.stringMatching(/state row of "dc1" \(version \d+\) was written for another/),
-    });
-    expect(before).toHaveLength(20);
   });
 
   it('reports a missing sequence and missing tables as typed errors', async () => {

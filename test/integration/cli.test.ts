@@ -700,6 +700,24 @@ describe('idgen-cass refuses bad input: exit code, one line on stderr, nothing w
     expect(await sequenceNames()).not.toContain('nosuch');
   });
 
+  it('seed of a name whose rows were deleted by hand, its DC-state rows left: exit 15, nothing written', async () => {
+    const seed = ['seed', 'redo', '--dc-range', '1000', '--block', '100', ...unsafeOk()];
+    expectOk(await idgen(seed));
+    expectOk(await idgen(['next', 'redo', '-n', '5']));
+    // As README says never to: the grants partition deleted, the state rows left behind.
+    await admin.execute(`DELETE FROM "${KEYSPACE}".idgen_grants WHERE sequence = ?`, ['redo'], {
+      prepare: true,
+      consistency: consistencies.all,
+    });
+    expectRefused(
+      await idgen(seed),
+      15,
+      'Sequence "redo": no sequence of this name exists, but state rows of one do (dc1',
+    );
+    expect(await rows('idgen_grants', 'redo')).toEqual([]);
+    expect(await rows('idgen_dc_state', 'redo')).toHaveLength(1);
+  });
+
   it('a malformed or unknown replication map: exit 1', async () => {
     const fresh = `${KEYSPACE}_x`;
     expectRefused(

@@ -10,7 +10,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Admin } from '../../src/admin/admin.js';
 import { retireDcRanges } from '../../src/allocator/retire.js';
 import { SETTINGS_REFRESH_MS, type Sequence } from '../../src/allocator/sequence.js';
-import { SequenceRecreatedError } from '../../src/errors.js';
+import { IdGen } from '../../src/allocator/id-gen.js';
+import { SequenceExistsError, SequenceRecreatedError } from '../../src/errors.js';
 import type { CreateSequenceOptions } from '../../src/options.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { draw, drawUntilError, KEYSPACE, processIn } from './fixtures.js';
@@ -35,6 +36,7 @@ async function drawnInTwoDcs(): Promise<{
 
 afterEach(() => {
   vi.useRealTimers();
+  vi.restoreAllMocks();
 });
 
 describe('a sequence whose rows were deleted by hand and seeded again', () => {
@@ -140,14 +142,69 @@ describe('a sequence whose rows were deleted by hand and seeded again', () => {
     expect(result.violations[0]?.message).toMatch(/incarnation create:another, this one create:/);
   });
 
-  it('takes over a state row an older release wrote (no incarnation) and stamps it with the one loaded', async () => {
+  it('goes on from a state row an older release opened (no incarnation), which keeps none', async () => {
     const { store } = await drawnInTwoDcs();
     const stored = (await store.readSequence('orders', 'serial'))!;
     expect(stored.incarnation).toMatch(/^create:/);
     const { incarnation, ...legacy } = (await store.readDcState('orders', 'dc1'))!;
     expect(incarnation).toBe(stored.incarnation);
     store.seedDcState('orders', 'dc1', legacy);
-    await draw(processIn(store).sequence('orders'), 15);
-    expect((await store.readDcState('orders', 'dc1'))?.incarnation).toBe(stored.incarnation);
+    const ids = await draw(processIn(store).sequence('orders'), 15);
+    expect(ids).toHaveLength(15);
+    const after = (await store.readDcState('orders', 'dc1'))!;
+    expect(after.version).toBeGreaterThan(legacy.version);
+    expect(after).not.toHaveProperty('incarnation');
+  });
+
+  it('seed looks at every shard of the local DC too, where the keyspace names no DC', async () => {
+    const store = new MemoryStore({ keyspace: KEYSPACE });
+    expect(store.replicaDcs).toBeUndefined();
+    await processIn(store).createSequence('orders', { ...FIXED, shards: 2 });
+    vi.spyOn(Math, 'random').mockReturnValueOnce(0.9); // the shard: dc1/1
+    const seq = processIn(store).sequence('orders');
+    await draw(seq, 5);
+    expect(seq.grantee).toBe('dc1/1');
+    store.deleteRowsByHand('orders');
+    await expect(
+      processIn(store).createSequence('orders', { ...FIXED, shards: 2 }),
+    ).rejects.toThrow(new RegExp(`state rows of one do \\(${seq.grantee.replace('/', '\\/')}\\)`));
+  });
+
+  it('seed says the sequence exists when it was created while seed looked for rows left behind', async () => {
+    const { store } = await drawnInTwoDcs();
+    const stored = (await store.readSequence('orders', 'serial'))!;
+    store.deleteRowsByHand('orders');
+    // Another create lands between seed's SERIAL read and its look at the state rows.
+    const racing = new Proxy(store, {
+      get(target, key) {
+        if (key === 'readDcStatesOf') {
+          return async (sequence: string, grantees: readonly string[]) => {
+            await target.createSequence(stored.settings, 'create:the-other-seed');
+            return target.readDcStatesOf(sequence, grantees);
+          };
+        }
+        const value: unknown = Reflect.get(target, key);
+        return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+      },
+    });
+    const ids = new IdGen({ store: racing, dc: 'dc1', keyspace: KEYSPACE });
+    await expect(ids.createSequence('orders', FIXED)).rejects.toThrow(SequenceExistsError);
+    store.deleteRowsByHand('orders');
+    const again = await ids.createSequenceGranting('orders', { ...FIXED, ifNotExists: true });
+    expect(again.created).toBe(false);
+  });
+
+  it('seed refuses as unavailable when SERIAL cannot say whether the sequence exists and state rows of it do', async () => {
+    const { store } = await drawnInTwoDcs();
+    store.deleteRowsByHand('orders');
+    store.faults.push({ op: 'readSequence', effect: 'unavailable' });
+    store.resetCalls();
+    await expect(processIn(store).createSequence('orders', FIXED)).rejects.toMatchObject({
+      code: 'IDGEN_STORE_UNAVAILABLE',
+      message: expect.stringMatching(
+        /could not be read at SERIAL, and state rows of it do \(dc1, dc2\)/,
+      ),
+    });
+    expect(store.calls.createSequence).toBe(0);
   });
 });

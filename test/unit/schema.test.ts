@@ -64,6 +64,19 @@ describe('missingColumns', () => {
       'ALTER TABLE "ks".idgen_grants ADD shards int static',
       'ALTER TABLE "ks".idgen_grants ADD incarnation text static',
     ]);
+    const states = cql
+      .split(';')
+      .map((statement) => statement.replace(/\s+/g, ' ').trim())
+      .find((statement) => statement.includes('idgen_dc_state ('))!
+      .replace('EXISTS idgen_dc_state', 'EXISTS "ks".idgen_dc_state');
+    const statesBefore = new Set(
+      'sequence dc last_integer reserved_min reserved_max reserved_grant preloaded_min preloaded_max installed_grant version op'.split(
+        ' ',
+      ),
+    );
+    expect(missingColumns(states, 'ks', statesBefore)).toEqual([
+      'ALTER TABLE "ks".idgen_dc_state ADD incarnation text',
+    ]);
   });
 });
 

@@ -1173,7 +1173,8 @@ export class DcAllocator {
 
   /**
    * Every conditional write passes here first: once the rows were seen gone back, none is sent.
-   * @throws {StateRolledBackError} the first sign of it.
+   * @throws {StateRolledBackError} the first sign of it ({@link SequenceRecreatedError} if a row of
+   *   another incarnation came first).
    */
   private assertRowsHeld(): void {
     if (this.wentBack !== undefined) throw this.wentBack;

@@ -81,7 +81,10 @@ export interface WasteByCause {
   readonly takeSkipped: number;
   /** Unused IDs close() could not give back (someone claimed after them, or the give-back failed). */
   readonly notReturned: number;
-  /** IDs held when the rows went back (IDGEN_STATE_ROLLED_BACK): never served again. */
+  /**
+   * IDs held when the rows went back (IDGEN_STATE_ROLLED_BACK), or the sequence was found created
+   * again (IDGEN_SEQUENCE_RECREATED): never served again.
+   */
   readonly dropped: number;
   /** Blocks refused because they did not lie above the process's earlier IDs (broken rows). */
   readonly refused: number;

@@ -200,7 +200,7 @@ interface SequenceRecord {
 
 /**
  * A sequence's DC-state partitions, apart from its grants partition as in Cassandra: deleting
- * one by hand leaves the other ({@link MemoryStore.deleteGrantsPartition}).
+ * one by hand leaves the other ({@link MemoryStore.deleteRowsByHand}).
  */
 interface StateRecord {
   readonly dcStates: Map<string, DcState>;

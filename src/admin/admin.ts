@@ -15,7 +15,7 @@ import type { ConnectionOptions } from '../driver-client.js';
 import { InvalidOptionError, SequenceNotFoundError } from '../errors.js';
 import { checkAbortSignal, checkKeys, everyKeyOf, validateSequenceName } from '../options.js';
 import { ascending } from '../order.js';
-import type { IdStore, NodeSettings, SequenceSettings } from '../store/port.js';
+import type { IdStore, NodeSettings, SequenceSettings, StoredSettings } from '../store/port.js';
 import { sleep } from '../timers.js';
 import {
   checkSequence,
@@ -176,11 +176,16 @@ export class Admin {
    * @throws {StoreUnavailableError} if the local DC cannot be reached.
    */
   async readSequence(name: string): Promise<SequenceSettings> {
+    return (await this.#readStored(name)).settings;
+  }
+
+  /** {@link Admin.readSequence}, with the settings' op and incarnation. */
+  async #readStored(name: string): Promise<StoredSettings> {
     validateSequenceName(name);
     // At SERIAL too when none are found locally: a create may be committed in other DCs only.
     const stored = await readSettingsFound(this.#store, name);
     if (stored === undefined) throw new SequenceNotFoundError(name, this.keyspace);
-    return stored.settings;
+    return stored;
   }
 
   /**
@@ -297,10 +302,7 @@ export class Admin {
   }
 
   async #checkOnce(name: string): Promise<CheckResult> {
-    validateSequenceName(name);
-    // At SERIAL too when none are found locally: a create may be committed in other DCs only.
-    const stored = await readSettingsFound(this.#store, name);
-    if (stored === undefined) throw new SequenceNotFoundError(name, this.keyspace);
+    const stored = await this.#readStored(name);
     const snapshot = await readForCheck(
       {
         store: this.#store,

@@ -45,6 +45,7 @@ import {
   hasPreloaded,
   installAndClaim,
   installGrant,
+  otherIncarnation,
   remainingIn,
 } from './dc-state.js';
 import { FailureLog } from './failures.js';
@@ -1073,11 +1074,8 @@ export class DcAllocator {
     context: { grants?: readonly Grant[] | undefined; globalLast?: bigint | undefined },
   ): void {
     // Before any other check: a row of another sequence of this name is not ours to judge.
-    if (state.incarnation !== undefined && state.incarnation !== this.incarnation) {
-      throw this.recreated(
-        `the state row of "${this.dc}" (version ${state.version}) was written for another sequence of this name (incarnation ${state.incarnation}, loaded ${this.incarnation ?? 'none'})`,
-      );
-    }
+    const other = otherIncarnation(this.dc, state, this.incarnation);
+    if (other !== undefined) throw this.recreated(other);
     const first = dcStateViolations(this.dc, state, { settings: this.settings, ...context })[0];
     if (first !== undefined) throw this.broken(`${first.message} (version ${state.version})`);
   }
@@ -1149,12 +1147,7 @@ export class DcAllocator {
    * this allocator's writes (see {@link wentBack}) and tells the process level at once.
    */
   private rolledBack(detail: string): StateRolledBackError {
-    const error = new StateRolledBackError(this.sequence, this.dc, detail);
-    if (this.wentBack === undefined) {
-      this.wentBack = error;
-      this.onRolledBack?.(error);
-    }
-    return error;
+    return this.latch(new StateRolledBackError(this.sequence, this.dc, detail));
   }
 
   /**
@@ -1163,7 +1156,11 @@ export class DcAllocator {
    * sequence's too, so it drops them, and writes nothing more here.
    */
   private recreated(detail: string): SequenceRecreatedError {
-    const error = new SequenceRecreatedError(this.sequence, detail);
+    return this.latch(new SequenceRecreatedError(this.sequence, detail));
+  }
+
+  /** The first error of either kind stops this allocator's writes and tells the process level. */
+  private latch<E extends StateRolledBackError | SequenceRecreatedError>(error: E): E {
     if (this.wentBack === undefined) {
       this.wentBack = error;
       this.onRolledBack?.(error);

@@ -161,6 +161,20 @@ export function giveBack(
 }
 
 /**
+ * Why `state` (the row of `grantee`) is not the sequence loaded with `incarnation`: it carries
+ * another (docs/design.md, "A sequence's rows are never deleted"); undefined when it carries the
+ * same or none (an older release opened it).
+ */
+export function otherIncarnation(
+  grantee: string,
+  state: DcState,
+  incarnation: string | undefined,
+): string | undefined {
+  if (state.incarnation === undefined || state.incarnation === incarnation) return undefined;
+  return `the state row of "${grantee}" (version ${state.version}) was written for another sequence of this name (incarnation ${state.incarnation}, loaded ${incarnation ?? 'none'})`;
+}
+
+/**
  * The state a DC is left in by `idgen-cass retire-ranges` (docs/design.md, "Rows that went
  * back"): its latest grant `grant` as the reserved range, spent to its end, nothing preloaded,
  * whatever `state` held before (it may be an older state brought back, or none). The DC's next

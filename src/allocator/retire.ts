@@ -22,7 +22,7 @@ import { granteesOf } from '../names.js';
 import type { DcState, Grant, IdStore, StoredSettings } from '../store/port.js';
 import { isOurs, runConditionalWrite } from './cas.js';
 import { judgeStateWrite } from './dc-allocator.js';
-import { remainingIn, retireTo, spentAt, topOf } from './dc-state.js';
+import { otherIncarnation, remainingIn, retireTo, spentAt, topOf } from './dc-state.js';
 
 /** How often one state partition is read and written again when another write came first. */
 export const MAX_RETIRE_ATTEMPTS = 5;
@@ -162,11 +162,9 @@ async function retireOne(
     note(before);
     // A row of another sequence of this name cannot be retired into this one: its IDs were
     // handed out from grants this sequence's GLOBAL no longer covers.
-    if (before?.incarnation !== undefined && before.incarnation !== incarnation) {
-      throw new SequenceRecreatedError(
-        sequence,
-        `the state row of "${grantee}" (version ${before.version}) was written for another sequence of this name (incarnation ${before.incarnation}, this one ${incarnation ?? 'none'}); nothing was retired there`,
-      );
+    const other = before && otherIncarnation(grantee, before, incarnation);
+    if (other !== undefined) {
+      throw new SequenceRecreatedError(sequence, `${other}; nothing was retired there`);
     }
     const { latest, globalLast } = await store.readGrants(sequence, grantee);
     checkGrantLevel(sequence, grantee, before, latest, globalLast);

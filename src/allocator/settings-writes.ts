@@ -93,10 +93,12 @@ export async function createSettings(
       if (error instanceof StoreUnavailableError) return UNREAD;
       throw error;
     });
-  if (existing !== undefined && existing !== UNREAD) {
-    if (ifNotExists) return { settings: existing.settings, creator: 'another' };
+  // Made by another create before this one wrote anything: said for certain.
+  const madeByAnother = (stored: StoredSettings) => {
+    if (ifNotExists) return { settings: stored.settings, creator: 'another' } as const;
     throw new SequenceExistsError(settings.name, keyspace, [], 'another');
-  }
+  };
+  if (existing !== undefined && existing !== UNREAD) return madeByAnother(existing);
   // SERIAL says no sequence of this name exists: any state row of it is one left behind. With
   // SERIAL out of reach, rows found may be an existing sequence's, or left behind: say neither.
   const leftover = await leftoverStates(store, settings, [
@@ -110,19 +112,14 @@ export async function createSettings(
       `whether sequence "${settings.name}" exists could not be read at SERIAL, and state rows of it do (${leftover.join(', ')}); nothing was written, seed again once SERIAL is reachable`,
     );
   }
-  if (existing === undefined) {
-    if (leftover.length > 0) {
-      // Unless a create came in between, and its processes wrote them: then it exists.
-      const now = await store.readSequence(settings.name, 'serial');
-      if (now !== undefined) {
-        if (ifNotExists) return { settings: now.settings, creator: 'another' };
-        throw new SequenceExistsError(settings.name, keyspace, [], 'another');
-      }
-      throw new SequenceRecreatedError(
-        settings.name,
-        `no sequence of this name exists, but state rows of one do (${leftover.join(', ')}); nothing was written`,
-      );
-    }
+  if (leftover.length > 0) {
+    // Unless a create came in between, and its processes wrote them: then it exists.
+    const now = await store.readSequence(settings.name, 'serial');
+    if (now !== undefined) return madeByAnother(now);
+    throw new SequenceRecreatedError(
+      settings.name,
+      `no sequence of this name exists, but state rows of one do (${leftover.join(', ')}); nothing was written`,
+    );
   }
   const op = `${CREATE_OP}${randomUUID()}`;
   const result = await runConditionalWrite<StoredSettings>({

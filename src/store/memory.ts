@@ -478,9 +478,7 @@ export class MemoryStore implements IdStore {
     const found = (): DcState | undefined => {
       const stored = this.states.get(sequence)?.dcStates.get(dc);
       if (stored === undefined || expected === undefined) return stored;
-      const conditioned: { -readonly [K in keyof DcState]: DcState[K] } = { ...stored };
-      delete conditioned.incarnation;
-      return conditioned;
+      return withIncarnation(stored, undefined);
     };
     return this.replied(
       reply,
@@ -498,7 +496,7 @@ export class MemoryStore implements IdStore {
           if (holds) {
             // As in Cassandra: the incarnation is written with the row's first write only.
             const row = Object.freeze(
-              stored === undefined ? { ...next } : withIncarnationOf(stored, next),
+              stored === undefined ? { ...next } : withIncarnation(next, stored.incarnation),
             );
             record.dcStates.set(dc, row);
             const history = record.dcHistory.get(dc) ?? [];
@@ -756,10 +754,10 @@ function zeroCalls(): Record<StoreMethod, number> {
   };
 }
 
-/** `next` with the incarnation `stored` carries (none if it carries none): what an update keeps. */
-function withIncarnationOf(stored: DcState, next: DcState): DcState {
-  const row: { -readonly [K in keyof DcState]: DcState[K] } = { ...next };
-  if (stored.incarnation === undefined) delete row.incarnation;
-  else row.incarnation = stored.incarnation;
+/** `state` carrying `incarnation`, or no incarnation at all (not even an undefined one). */
+function withIncarnation(state: DcState, incarnation: string | undefined): DcState {
+  const row: { -readonly [K in keyof DcState]: DcState[K] } = { ...state };
+  if (incarnation === undefined) delete row.incarnation;
+  else row.incarnation = incarnation;
   return row;
 }

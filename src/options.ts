@@ -73,7 +73,8 @@ export interface CreateSequenceOptions {
   /**
    * IDs one grant gives a DC (the DC range, `R`). A DC holds between `R·(1 - threshold)` and
    * `2R` IDs, so size it for the longest partition the DC must survive at its peak rate.
-   * @default 100_000, or the domain's size if smaller
+   * @default 100_000, or the domain's size if smaller; 10_000_000 for adaptive blocks in a domain
+   * of 2^48 IDs or more (`safe53`, `int63`)
    */
   readonly dcRangeSize?: bigint | number | undefined;
   /**
@@ -90,8 +91,9 @@ export interface CreateSequenceOptions {
    * larger than the IDs it holds gets a block that covers it at once. Also the largest count
    * `take()` accepts. At most `dcRangeSize` and 10,000,000.
    * @default 100_000 (or `dcRangeSize` if smaller; a block is cut from one DC range): enough for
-   * 50,000 IDs/s per process at the default claim interval; unless `blockSize` alone is given:
-   * then `blockSize` (fixed blocks)
+   * 50,000 IDs/s per process at the default claim interval; 10_000_000 in a domain of 2^48 IDs or
+   * more (`safe53`, `int63`), where a tight loop needs blocks that outlast a claim; unless
+   * `blockSize` alone is given: then `blockSize` (fixed blocks)
    */
   readonly maxBlockSize?: number | undefined;
   /**
@@ -214,6 +216,16 @@ export const SEQUENCE_DEFAULTS = Object.freeze({
   shardRoom: 1_000n,
   /** maxDcRangeSize defaults to this many DC ranges (at most an eighth of the domain). */
   maxDcRanges: 1_000n,
+  /**
+   * Adaptive blocks in a domain of at least this many IDs (`safe53`, `int63`, a `custom` one as
+   * large) get `largeDcRangeSize` and `largeMaxBlockSize` by default. The sizes above are for
+   * 32-bit domains, where a crash may leave two largest blocks unused and a fast process spends
+   * the domain in minutes anyway; in 2^48 IDs a fleet's gaps and first ranges are too few to
+   * count, and a tight loop needs blocks that outlast a claim's round trip (bench/REPORT.md).
+   */
+  largeDomain: 2n ** 48n,
+  largeDcRangeSize: 10_000_000n,
+  largeMaxBlockSize: 10_000_000,
 } as const satisfies {
   domain: DomainPreset;
   min: bigint;
@@ -227,6 +239,9 @@ export const SEQUENCE_DEFAULTS = Object.freeze({
   adaptiveShards: number;
   shardRoom: bigint;
   maxDcRanges: bigint;
+  largeDomain: bigint;
+  largeDcRangeSize: bigint;
+  largeMaxBlockSize: number;
 });
 
 /** Bounds of the interval adaptive blocks aim for between claims, in ms. */
@@ -309,9 +324,16 @@ export function resolveSequenceSettings(
   const start = options.start === undefined ? min : integerOption('start', options.start, min, max);
   const domainSize = max - min + 1n;
   const rangeCap = rangeSizeCap(min, max);
+  // blockSize alone means fixed blocks, which keep the sizes of small domains.
+  const large =
+    domainSize >= SEQUENCE_DEFAULTS.largeDomain &&
+    !(options.blockSize !== undefined && options.maxBlockSize === undefined);
   const dcRangeSize =
     options.dcRangeSize === undefined
-      ? minBigInt(SEQUENCE_DEFAULTS.dcRangeSize, rangeCap)
+      ? minBigInt(
+          large ? SEQUENCE_DEFAULTS.largeDcRangeSize : SEQUENCE_DEFAULTS.dcRangeSize,
+          rangeCap,
+        )
       : integerOption('dcRangeSize', options.dcRangeSize, 1n, rangeCap);
   const cap = blockSizeCap(dcRangeSize);
   // blockSize alone means fixed blocks; neither means adaptive blocks within the defaults.
@@ -332,7 +354,10 @@ export function resolveSequenceSettings(
             cap,
             `at most dcRangeSize and ${MAX_BLOCK_SIZE}`,
           )
-        : Math.min(SEQUENCE_DEFAULTS.maxBlockSize, cap);
+        : Math.min(
+            large ? SEQUENCE_DEFAULTS.largeMaxBlockSize : SEQUENCE_DEFAULTS.maxBlockSize,
+            cap,
+          );
   const blockSize =
     options.blockSize === undefined
       ? Math.min(SEQUENCE_DEFAULTS.blockSize, maxBlockSize)

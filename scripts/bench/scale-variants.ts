@@ -42,6 +42,8 @@ export interface ScaleVariant {
   readonly firstRanges?: boolean | undefined;
   /** Adaptive only: the least DC range (`dcRangeSize`, also each first range); undefined: default. */
   readonly dcRangeSize?: number | undefined;
+  /** Adaptive only: the domain, whose size picks the default sizes; undefined: the default. */
+  readonly domain?: 'safe53' | undefined;
 }
 
 /** Every policy the phase knows; `--scale-variants` picks (default: {@link DEFAULT_SCALE_VARIANTS}). */
@@ -84,6 +86,13 @@ export const SCALE_VARIANTS: readonly ScaleVariant[] = Object.freeze([
     fixedBlockSize: undefined,
     autonomySeconds: 60,
     maxBlockSize: 10_000_000,
+  },
+  {
+    key: 'adaptive53',
+    label: 'adaptive, defaults of a safe53 domain (DC ranges and blocks up to 10,000,000)',
+    fixedBlockSize: undefined,
+    autonomySeconds: undefined,
+    domain: 'safe53',
   },
   {
     key: 'adaptive60',
@@ -158,7 +167,7 @@ export const DEFAULT_SCALE_VARIANTS: readonly string[] = Object.freeze([
   'adaptiveOneShard',
   'adaptiveShardedFirst',
   'adaptive',
-  'adaptiveLarge',
+  'adaptive53',
 ]);
 
 /** Sequence options with the adaptive ones this build may not know yet. */
@@ -189,6 +198,7 @@ export function scaleSequenceOptions(
         ? {}
         : { autonomySeconds: variant.autonomySeconds }),
       ...(variant.dcRangeSize === undefined ? {} : { dcRangeSize: variant.dcRangeSize }),
+      ...(variant.domain === undefined ? {} : { domain: variant.domain }),
       ...(variant.maxBlockSize === undefined
         ? {}
         : {

@@ -487,6 +487,11 @@ describe('scale phase parts', () => {
       dcRangeSize: 10_000_000,
       maxBlockSize: 10_000_000,
     });
+    // A 64-bit domain's defaults: the domain alone, so that its sizes are the library's.
+    expect(scaleSequenceOptions(byKey('adaptive53')!, all)).toEqual({ domain: 'safe53' });
+    expect(resolveSequenceSettings('s', { domain: 'safe53' })).toMatchObject({
+      maxBlockSize: 10_000_000,
+    });
     // A build without adaptive sizing: fixed blocks as before, no adaptive variant.
     expect(scaleSequenceOptions(fixed100!, new Set())).toEqual({
       blockSize: 100,

@@ -45,6 +45,48 @@ describe('resolveSequenceSettings', () => {
   });
 
   it.each([
+    ['safe53', { domain: 'safe53' }],
+    ['int63', { domain: 'int63' }],
+    ['a custom domain of exactly 2^48 IDs', { min: 0, max: 2n ** 48n - 1n }],
+    ['an autonomy target in safe53', { domain: 'safe53', autonomySeconds: 60 }],
+  ] as const)(
+    'gives adaptive blocks in a domain of 2^48 IDs or more DC ranges and blocks up to 10,000,000: %s',
+    (_, options) => {
+      const settings = resolveSequenceSettings('s', options);
+      expect(settings).toMatchObject({
+        dcRangeSize: 10_000_000n,
+        blockSize: 1_000,
+        maxBlockSize: MAX_BLOCK_SIZE,
+        shards: 16,
+      });
+      // Without a target a grant holds 8 of the largest blocks; with one, 1,000 least ranges.
+      expect(settings.maxDcRangeSize).toBe(
+        settings.autonomySeconds > 0 ? 10_000_000_000n : 80_000_000n,
+      );
+    },
+  );
+
+  it.each([
+    ['a custom domain of one ID fewer than 2^48', { min: 1, max: 2n ** 48n - 1n }, 100_000],
+    ['fixed blocks (blockSize alone) in int63', { domain: 'int63', blockSize: 1_000 }, 1_000],
+  ] as const)('keeps the small sizes for %s', (_, options, maxBlockSize) => {
+    expect(resolveSequenceSettings('s', options)).toMatchObject({
+      dcRangeSize: 100_000n,
+      maxBlockSize,
+    });
+  });
+
+  it('lets a given size in a large domain stand, and fills in the other', () => {
+    expect(resolveSequenceSettings('s', { domain: 'int63', maxBlockSize: 50_000 })).toMatchObject({
+      dcRangeSize: 10_000_000n,
+      maxBlockSize: 50_000,
+    });
+    expect(resolveSequenceSettings('s', { domain: 'int63', dcRangeSize: 2_000_000 })).toMatchObject(
+      { dcRangeSize: 2_000_000n, maxBlockSize: 2_000_000 },
+    );
+  });
+
+  it.each([
     ['int32', 2n ** 31n - 1n],
     ['safe53', 2n ** 53n - 1n],
     ['int63', 2n ** 63n - 1n],

@@ -76,7 +76,7 @@ export function seedCommand(program: Command, ctx: CliContext): void {
     )
     .option(
       '--dc-range <n>',
-      `IDs one grant gives a DC (default: ${SEQUENCE_DEFAULTS.dcRangeSize}, or the domain's size if smaller)`,
+      `IDs one grant gives a DC (default: ${SEQUENCE_DEFAULTS.dcRangeSize}, or the domain's size if smaller; ${SEQUENCE_DEFAULTS.largeDcRangeSize} for adaptive blocks in safe53, int63 and other domains of 2^48 IDs or more)`,
       parseBigInt,
     )
     .option(
@@ -86,7 +86,7 @@ export function seedCommand(program: Command, ctx: CliContext): void {
     )
     .option(
       '--max-block-size <n>',
-      `the largest block; between --block and it, each process sizes its blocks from its own rate (default: ${SEQUENCE_DEFAULTS.maxBlockSize}, or --dc-range if smaller; --block if only --block is given)`,
+      `the largest block; between --block and it, each process sizes its blocks from its own rate (default: ${SEQUENCE_DEFAULTS.maxBlockSize}, or --dc-range if smaller; ${SEQUENCE_DEFAULTS.largeMaxBlockSize} in domains of 2^48 IDs or more; --block if only --block is given)`,
       parseInteger,
     )
     .option(

@@ -241,8 +241,11 @@ export interface ScaleVariantInfo {
   readonly key: string;
   readonly label: string;
   readonly adaptive: boolean;
-  /** The options given to `createSequence` (adaptive ones only where this build has them). */
-  readonly options: Readonly<Record<string, number>>;
+  /**
+   * The options given to `createSequence` (adaptive ones only where this build has them); the
+   * domain, where one is given, by name.
+   */
+  readonly options: Readonly<Record<string, number | string>>;
   /** The numeric settings the sequence got, defaults filled in (`claimIntervalMs`, …). */
   readonly settings: Readonly<Record<string, number>>;
 }

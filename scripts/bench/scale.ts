@@ -42,6 +42,14 @@ function numericEntries(object: object): Record<string, number> {
   );
 }
 
+/** The options as given: the numeric ones, and the domain by name (it picks the default sizes). */
+function givenOptions(options: ScaleSequenceOptions): Record<string, number | string> {
+  return {
+    ...(options.domain === undefined ? {} : { domain: options.domain }),
+    ...numericEntries(options),
+  };
+}
+
 /** One run of one configuration, from every process's answer: DCs apart, latencies merged. */
 export function combineScale(
   answers: readonly { dc: string; result: WorkerScaleDraw }[],
@@ -213,7 +221,7 @@ export async function measureScale(
     key: variant.key,
     label: variant.label,
     adaptive: variant.fixedBlockSize === undefined,
-    options: numericEntries(options),
+    options: givenOptions(options),
     settings: numericEntries(resolveSequenceSettings(`scale_${variant.key}`, options)),
   }));
   return {

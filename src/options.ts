@@ -324,10 +324,10 @@ export function resolveSequenceSettings(
   const start = options.start === undefined ? min : integerOption('start', options.start, min, max);
   const domainSize = max - min + 1n;
   const rangeCap = rangeSizeCap(min, max);
-  // blockSize alone means fixed blocks, which keep the sizes of small domains.
-  const large =
-    domainSize >= SEQUENCE_DEFAULTS.largeDomain &&
-    !(options.blockSize !== undefined && options.maxBlockSize === undefined);
+  // blockSize alone means fixed blocks, which keep the sizes of small domains; neither means
+  // adaptive blocks within the defaults of the domain's size.
+  const fixedAlone = options.blockSize !== undefined && options.maxBlockSize === undefined;
+  const large = domainSize >= SEQUENCE_DEFAULTS.largeDomain && !fixedAlone;
   const dcRangeSize =
     options.dcRangeSize === undefined
       ? minBigInt(
@@ -336,7 +336,6 @@ export function resolveSequenceSettings(
         )
       : integerOption('dcRangeSize', options.dcRangeSize, 1n, rangeCap);
   const cap = blockSizeCap(dcRangeSize);
-  // blockSize alone means fixed blocks; neither means adaptive blocks within the defaults.
   const maxBlockSize =
     options.maxBlockSize !== undefined
       ? intOption(
@@ -346,7 +345,7 @@ export function resolveSequenceSettings(
           cap,
           `at most dcRangeSize and ${MAX_BLOCK_SIZE}`,
         )
-      : options.blockSize !== undefined
+      : fixedAlone
         ? intOption(
             'blockSize',
             options.blockSize,

@@ -210,6 +210,11 @@ export class IdGen {
    */
   readonly #formerCounts = new Map<string, FormerCounts>();
   /**
+   * What stats() said once close() had closed every handle: the IDs close() could not give back
+   * (`waste.notReturned`) are counted only then, so the final counters must outlive the handles.
+   */
+  #finalStats: IdGenStats | undefined;
+  /**
    * The rollback marks of each sequence's grantees, as every handle of this process saw them: a
    * handle opened after another (or beside it, number and bigint) checks its reads against what
    * the other saw, so lost writes that one saw stop the next one too.
@@ -467,7 +472,8 @@ export class IdGen {
   }
 
   /**
-   * A snapshot of every open handle's counters, and their totals.
+   * A snapshot of every open handle's counters, and their totals; once {@link close} has ended,
+   * the final ones (close()'s give-backs counted).
    * @example
    * ```ts
    * const { totals, sequences } = ids.stats();
@@ -475,6 +481,7 @@ export class IdGen {
    * ```
    */
   stats(): IdGenStats {
+    if (this.#finalStats !== undefined) return this.#finalStats;
     const closing = [...this.#replaced];
     const sequences = [...this.#sequences].map(([key, handle]) => {
       const former = this.#formerCounts.get(key);
@@ -493,7 +500,7 @@ export class IdGen {
     }
     return Object.freeze({
       dc: this.dc,
-      sequences,
+      sequences: Object.freeze(sequences),
       totals: Object.freeze({
         ...totals,
         waste: Object.freeze(waste),
@@ -522,6 +529,7 @@ export class IdGen {
       await Promise.allSettled(handles.map((s) => s.close()));
       await this.#metrics?.close();
     } finally {
+      this.#finalStats = this.stats();
       this.#sequences.clear();
       this.#replaced.clear();
       await this.#store.close();

@@ -157,6 +157,22 @@ describe('IdGen', () => {
     await ids.close();
   });
 
+  it('keeps its final counters in stats() after close(), with the IDs close() could not give back', async () => {
+    const { store, ids, a, open } = await oneHandedOutThenGiveBackHeld();
+    expect(await a.next()).toBe(2);
+    const closing = ids.close();
+    await settle();
+    // Another process claims after a's block while a's give-back waits in its read.
+    expect(await processIn(store, 'dc1').sequence('orders').next()).toBe(11);
+    open();
+    await closing;
+    const { totals, sequences } = ids.stats();
+    expect(sequences.map(({ name }) => name)).toEqual(['orders']);
+    expect(totals).toMatchObject({ issued: 2, blocksClaimed: 1, remaining: 0, wasted: 8 });
+    expect(totals.waste).toMatchObject({ notReturned: 8 });
+    expect(ids.stats()).toBe(ids.stats()); // final: nothing moves any more
+  });
+
   it('close() waits for a handle that was closing when sequence() replaced it, then closes the store', async () => {
     const { store, ids, a, open } = await oneHandedOutThenGiveBackHeld();
     const events: string[] = [];

@@ -3,6 +3,7 @@
  * writer that keeps 64-bit integers exact.
  */
 
+import { GRANT_BLOCKS } from '../allocator/sizing.js';
 import type { SequenceSettings } from '../store/port.js';
 
 /** Column alignment of {@link table}. */
@@ -99,12 +100,17 @@ function blockText(s: SequenceSettings): string {
   return `${count(s.blockSize)} to ${count(s.maxBlockSize)} IDs, sized for a claim every ${seconds(s.claimIntervalMs / 1_000)}`;
 }
 
-/** Fixed DC ranges as their size; with an autonomy target, its bounds and the target. */
+/**
+ * Fixed DC ranges as their size; grants that may grow as their bounds and what sizes them: an
+ * autonomy target, or else the blocks asked for (a grant holds at least {@link GRANT_BLOCKS} of
+ * them, so adaptive blocks grown large get grants up to `maxDcRangeSize` with no target too).
+ */
 function dcRangeText(s: SequenceSettings): string {
-  if (s.autonomySeconds === 0 || s.maxDcRangeSize === s.dcRangeSize) {
-    return `${count(s.dcRangeSize)} IDs`;
-  }
-  return `${count(s.dcRangeSize)} to ${count(s.maxDcRangeSize)} IDs, sized for ${seconds(s.autonomySeconds)} of autonomy`;
+  if (s.maxDcRangeSize === s.dcRangeSize) return `${count(s.dcRangeSize)} IDs`;
+  const bounds = `${count(s.dcRangeSize)} to ${count(s.maxDcRangeSize)} IDs`;
+  return s.autonomySeconds > 0
+    ? `${bounds}, sized for ${seconds(s.autonomySeconds)} of autonomy`
+    : `${bounds}, sized for ${GRANT_BLOCKS} of the blocks asked for`;
 }
 
 /** Seconds in their largest whole unit: `2 s`, `30 min`, `24 h`, `1.5 s`. */

@@ -5,6 +5,7 @@
 import type { DcStatus, HeldRange, SequenceStatus, StatusReport } from '../admin/status.js';
 import { bar, count, duration, percent, rate, span, table } from './format.js';
 import { dcOfGrantee } from '../names.js';
+import { GRANT_BLOCKS } from '../allocator/sizing.js';
 
 /** The human view of `report`, one string per line. */
 export function renderStatus(report: StatusReport): string[] {
@@ -46,9 +47,12 @@ function sequenceLines(status: SequenceStatus, localDc: string): string[] {
   const s = status.settings;
   const header =
     `${s.name}  ${s.domain} ${span(s.min, s.max)} · start ${s.start} · DC range ${count(s.dcRangeSize)}` +
-    (s.autonomySeconds > 0
-      ? ` to ${count(s.maxDcRangeSize)}, sized for ${duration(s.autonomySeconds)} of autonomy`
-      : '') +
+    (s.maxDcRangeSize === s.dcRangeSize
+      ? ''
+      : ` to ${count(s.maxDcRangeSize)}, sized for ` +
+        (s.autonomySeconds > 0
+          ? `${duration(s.autonomySeconds)} of autonomy`
+          : `${GRANT_BLOCKS} of the blocks asked for`)) +
     ` · block ${count(s.blockSize)}` +
     (s.maxBlockSize > s.blockSize
       ? ` to ${count(s.maxBlockSize)} (a claim per ${duration(s.claimIntervalMs / 1_000)})`

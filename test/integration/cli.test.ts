@@ -428,7 +428,9 @@ describe('idgen-cass', () => {
     expect(JSON.parse(run.stdout)).toMatchObject({ name: 'orders', blockSize: 50 });
     const list = await idgen(['list']);
     expectOk(list);
-    expect(list.stdout).toMatch(/^orders\s+int32\s+\[1, 2147483647\]\s+1\s+100,000\s+50\s+0\.5$/m);
+    expect(list.stdout).toMatch(
+      /^orders\s+int32\s+\[1, 2147483647\]\s+1\s+100,000\s+50\s+0\.5\s+1$/m,
+    );
   });
 
   it('status --json matches the rows before and after draws in two DCs', async () => {

@@ -238,3 +238,48 @@ describe('stderr: logs without stacks unless --verbose, the error line last', ()
     }
   });
 });
+
+describe('the bounds DC ranges and blocks may grow to', () => {
+  it("list shows an adaptive sequence's block bounds, an autonomy target's DC range bounds and the shards", async () => {
+    const store = await orders();
+    const ids = new IdGen({ store, dc: 'dc1', keyspace: 'k' });
+    await ids.createSequence('users'); // adaptive blocks, 16 shards
+    await ids.createSequence('events', { domain: 'safe53', autonomySeconds: 3_600 });
+    await ids.close();
+    const result = await collected('list');
+    expect(result).toMatchObject({ code: 0, stderr: '' });
+    const rows = result.stdout.trimEnd().split('\n');
+    expect(rows[0]).toMatch(/^sequence +domain +IDs +start +DC range +block +threshold +shards$/);
+    expect(rows.slice(1).map((row) => row.split(/ {2,}/))).toEqual([
+      [
+        'events',
+        'safe53',
+        '[1, 9007199254740991]',
+        '1',
+        '10,000,000–10,000,000,000',
+        '1,000–10,000,000',
+        '0.5',
+        '16',
+      ],
+      ['orders', 'int32', '[1, 2147483647]', '1', '1,000', '100', '0.5', '1'],
+      ['users', 'int32', '[1, 2147483647]', '1', '100,000–800,000', '1,000–100,000', '0.5', '16'],
+    ]);
+  });
+
+  it('seed and status give the bounds of grants that hold 8 adaptive blocks, with no autonomy target', async () => {
+    await orders();
+    const seed = await collected('seed', 'users');
+    expect(seed.code).toBe(0);
+    expect(seed.stdout).toMatch(
+      /^DC range {3}100,000 to 800,000 IDs, sized for 8 of the blocks asked for$/m,
+    );
+    expect(seed.stdout).toMatch(/^block {6}1,000 to 100,000 IDs, sized for a claim every 2 s$/m);
+    const status = await collected('status', 'users', '--sample', '0');
+    expect(status.stdout).toContain(
+      '· DC range 100,000 to 800,000, sized for 8 of the blocks asked for · block 1,000 to 100,000',
+    );
+    // Fixed sizes stay one number.
+    const fixed = await collected('status', 'orders', '--sample', '0');
+    expect(fixed.stdout).toContain('· DC range 1,000 · block 100 · threshold 0.5');
+  });
+});

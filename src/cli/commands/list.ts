@@ -5,6 +5,14 @@ import type { Command } from 'commander';
 import type { CliContext } from '../context.js';
 import { count, settingsJson, span, table } from '../format.js';
 
+/**
+ * A size and the bound it may grow to, as `least–most`, or the size alone when it is fixed: an
+ * adaptive sequence's least block alone would read as the block every claim takes.
+ */
+function bounds(least: bigint | number, most: bigint | number): string {
+  return least === most ? count(least) : `${count(least)}–${count(most)}`;
+}
+
 export function listCommand(program: Command, ctx: CliContext): void {
   program
     .command('list')
@@ -14,8 +22,9 @@ export function listCommand(program: Command, ctx: CliContext): void {
       `
 Example:
   $ idgen-cass list
-  sequence  domain  IDs                    start     DC range  block  threshold
-  orders    int32   [1, 2147483647]        48213578  1,000,000  1,000        0.5`,
+  sequence  domain  IDs                 start         DC range          block  threshold  shards
+  orders    int32   [1, 2147483647]  48213578        1,000,000          1,000        0.5       1
+  users     int32   [1, 2147483647]         1  100,000–800,000  1,000–100,000        0.5      16`,
     )
     .action(async () => {
       const ids = await ctx.idGen();
@@ -29,18 +38,19 @@ Example:
       await ctx.print(
         table(
           [
-            ['sequence', 'domain', 'IDs', 'start', 'DC range', 'block', 'threshold'],
+            ['sequence', 'domain', 'IDs', 'start', 'DC range', 'block', 'threshold', 'shards'],
             ...sequences.map((s) => [
               s.name,
               s.domain,
               span(s.min, s.max),
               String(s.start),
-              count(s.dcRangeSize),
-              count(s.blockSize),
+              bounds(s.dcRangeSize, s.maxDcRangeSize),
+              bounds(s.blockSize, s.maxBlockSize),
               String(s.threshold),
+              String(s.shards),
             ]),
           ],
-          ['left', 'left', 'left', 'right', 'right', 'right', 'right'],
+          ['left', 'left', 'left', 'right', 'right', 'right', 'right', 'right'],
         ),
       );
     });

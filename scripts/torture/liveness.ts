@@ -23,6 +23,13 @@ export interface LivenessResult {
   readonly seconds: number;
   /** From its start to its first line after connecting (or its end, if it never connected). */
   readonly readySeconds: number;
+  /** Whether it said it connected (its ready line) before its start budget ended. */
+  readonly connected: boolean;
+  /**
+   * The last line it wrote to stderr, when it failed: what it said of why (a connection refused,
+   * an error thrown), which its history alone cannot tell. Undefined when it wrote none.
+   */
+  readonly lastStderr?: string | undefined;
   /**
    * Of {@link readySeconds}, what the worker said went to starting its process (Node, tsx, the
    * imports) and to connecting; undefined if it never said.
@@ -35,12 +42,16 @@ export interface LivenessResult {
 /** What the check needs of a worker. */
 export type LivenessWorker = Pick<
   Incarnation,
-  'historyFile' | 'ending' | 'ready' | 'exited' | 'readyTimes'
+  'historyFile' | 'ending' | 'ready' | 'exited' | 'readyTimes' | 'stderr' | 'connected'
 >;
 
 /** "connected after …" as reports print it, with where the time went when the worker said. */
 export function connectedAfter(result: LivenessResult): string {
-  const { readySeconds, startupSeconds, connectSeconds } = result;
+  const { readySeconds, startupSeconds, connectSeconds, connected, lastStderr } = result;
+  if (!connected) {
+    const said = lastStderr === undefined ? '' : `; its last stderr line: ${lastStderr}`;
+    return `never connected (ended after ${readySeconds.toFixed(1)} s${said})`;
+  }
   const parts =
     startupSeconds === undefined || connectSeconds === undefined
       ? ''
@@ -72,20 +83,40 @@ export async function checkLiveness<W extends LivenessWorker>(
   await worker.ready;
   const readyAt = now();
   clearTimeout(timer);
+  // Not connected: killed at its start budget, or ended on its own, before its ready line.
+  const connected = worker.connected;
   if (worker.ending === 'running') timer = setTimeout(() => fleet.kill(worker), LIVENESS_DRAW_MS);
   await worker.exited;
   clearTimeout(timer);
   const drawn = recorded(worker.historyFile);
+  const ok = drawn >= wanted;
   return {
     dc,
     drawn,
     seconds: (now() - t0) / 1000,
     readySeconds: (readyAt - t0) / 1000,
+    connected,
+    ...(ok ? {} : { lastStderr: lastLine(worker.stderr) }),
     startupSeconds: seconds(worker.readyTimes?.startupMs),
     connectSeconds: seconds(worker.readyTimes?.connectMs),
-    ok: drawn >= wanted,
+    ok,
   };
 }
+
+/** The last non-empty line of `text`, cut to {@link MAX_STDERR_CHARS}; undefined if none. */
+function lastLine(text: string): string | undefined {
+  const line = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '')
+    .at(-1);
+  return line === undefined || line.length <= MAX_STDERR_CHARS
+    ? line
+    : `${line.slice(0, MAX_STDERR_CHARS)}…`;
+}
+
+/** A report line, not a log: the worker's stderr keeps the whole of it while it runs. */
+const MAX_STDERR_CHARS = 300;
 
 function seconds(ms: number | undefined): number | undefined {
   return ms === undefined ? undefined : ms / 1000;

@@ -260,7 +260,7 @@ export function renderMarkdown(report: CampaignReport): string {
   lines.push(`| \`check\` violations | ${report.check.violations.length} |`);
   lines.push(`| linearizability lines in node logs | ${report.linearizabilityLines.length} |`);
   lines.push(
-    `| every DC drew again after healing | ${report.liveness.every((l) => l.ok) ? 'yes' : 'NO'} (${report.liveness.map((l) => `${l.dc}: ${l.drawn} IDs in ${l.seconds.toFixed(1)} s, ${connectedAfter(l)}`).join(', ')}) |`,
+    `| every DC drew again after healing | ${report.liveness.every((l) => l.ok) ? 'yes' : 'NO'} (${report.liveness.map((l) => `${l.dc}: ${l.drawn} IDs in ${l.seconds.toFixed(1)} s, ${connectedAfter(l).replaceAll('|', '\\|')}`).join(', ')}) |`,
   );
   const under = report.drawnUnderFaults;
   if (under !== undefined) {

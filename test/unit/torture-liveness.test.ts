@@ -13,6 +13,8 @@ interface FakeWorker {
   readonly historyFile: string;
   ending: Ending;
   readyTimes: ReadyTimes | undefined;
+  connected: boolean;
+  stderr: string;
   readonly ready: Promise<void>;
   readonly exited: Promise<void>;
   readonly stop: () => void;
@@ -32,6 +34,8 @@ function fakeFleet(readyMs: number, perIdMs: number, wanted: number) {
         historyFile,
         ending: 'running',
         readyTimes: undefined,
+        connected: false,
+        stderr: 'tsx: loading\nconnect(): every contact point of dc failed\n\n',
         ready: new Promise<void>((resolve) => (markReady = resolve)),
         exited: new Promise<void>((resolve) => (markExited = resolve)),
         stop: () => {
@@ -44,6 +48,7 @@ function fakeFleet(readyMs: number, perIdMs: number, wanted: number) {
       let drawing: ReturnType<typeof setInterval> | undefined;
       const connecting = setTimeout(() => {
         worker.readyTimes = { startupMs: readyMs - 1_500, connectMs: 1_500 };
+        worker.connected = true;
         markReady();
         drawing = setInterval(() => {
           const n = recorded.get(historyFile)! + 1;
@@ -77,6 +82,7 @@ describe('torture liveness check', () => {
     await vi.advanceTimersByTimeAsync(LIVENESS_START_MS + LIVENESS_DRAW_MS);
     const result = await check;
     expect(result).toMatchObject({ dc: 'dc2', drawn: 1_000, ok: true, readySeconds: 150 });
+    expect(result.lastStderr).toBeUndefined(); // only a failed worker's is reported
     expect(result.seconds).toBeCloseTo(350, 0);
     expect(connectedAfter(result)).toBe(
       'connected after 150.0 s (148.5 s to start its process, 1.5 s to connect)',
@@ -101,7 +107,8 @@ describe('torture liveness check', () => {
     await vi.advanceTimersByTimeAsync(10_000 + LIVENESS_DRAW_MS + 1_000);
     const result = await check;
     expect(killedAt()).toBe(10_000 + LIVENESS_DRAW_MS);
-    expect(result).toMatchObject({ drawn: 600, ok: false });
+    expect(result).toMatchObject({ drawn: 600, ok: false, connected: true });
+    expect(result.lastStderr).toBe('connect(): every contact point of dc failed');
   });
 
   it('kills a worker that never connects at the end of its start budget', async () => {
@@ -110,7 +117,16 @@ describe('torture liveness check', () => {
     await vi.advanceTimersByTimeAsync(LIVENESS_START_MS + 1_000);
     const result = await check;
     expect(killedAt()).toBe(LIVENESS_START_MS);
-    expect(result).toMatchObject({ drawn: 0, ok: false, readySeconds: LIVENESS_START_MS / 1000 });
-    expect(connectedAfter(result)).toBe(`connected after ${LIVENESS_START_MS / 1000}.0 s`);
+    expect(result).toMatchObject({
+      drawn: 0,
+      ok: false,
+      connected: false,
+      readySeconds: LIVENESS_START_MS / 1000,
+    });
+    // Not "connected after 180.0 s", as reports said of workers that never connected.
+    expect(connectedAfter(result)).toBe(
+      `never connected (ended after ${LIVENESS_START_MS / 1000}.0 s; its last stderr line: ` +
+        'connect(): every contact point of dc failed)',
+    );
   });
 });

@@ -10,6 +10,7 @@ import { createServer as createTcpServer } from 'node:net';
 import { describe, expect, it, vi } from 'vitest';
 
 import type { IdGen } from '../../src/allocator/id-gen.js';
+import { ClosedError } from '../../src/errors.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { processIn } from './fixtures.js';
 import { cli } from './run-cli.js';
@@ -93,7 +94,9 @@ describe('idgen-cass serve, start to SIGTERM', () => {
     expect(body.ids).toEqual(Array.from({ length: 150 }, (_, i) => i + 3));
 
     expect(await run).toEqual({ code: 0, stdout: '', stderr: '' });
-    expect(ids.stats().sequences).toEqual([]);
+    // Closed, its final counters kept: 152 IDs served, nothing held, nothing left ungiven back.
+    expect(() => ids.sequence('orders')).toThrow(ClosedError);
+    expect(ids.stats().totals).toMatchObject({ issued: 152, remaining: 0, wasted: 0 });
     // Blocks [1, 100] and [101, 200] were claimed; 152 IDs were served, 48 went back.
     expect((await store.readDcState('orders', 'dc1'))?.lastInteger).toBe(152n);
     expect(process.listenerCount('SIGTERM')).toBe(signalListeners);

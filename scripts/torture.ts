@@ -42,14 +42,14 @@ import {
 } from './torture/fault-progress.js';
 import { parseProgress } from './torture/progress.js';
 import { ALARM_CODES } from './torture/errors.js';
+import { closeViolations, conductProblems, unexpectedErrors } from './torture/verdict.js';
 import {
-  closeViolations,
-  conductProblems,
-  killFailure,
-  stopFailure,
-  unexpectedErrors,
-} from './torture/verdict.js';
-import { firstBlocksOf, killsOf, renderMarkdown, type CampaignReport } from './torture/report.js';
+  firstBlocksOf,
+  incarnationRow,
+  killsOf,
+  renderMarkdown,
+  type CampaignReport,
+} from './torture/report.js';
 
 interface Options {
   readonly minutes: number;
@@ -393,7 +393,7 @@ async function main(): Promise<void> {
   const history: RecordedIncarnation[] = fleet.incarnations.map((i) => ({
     id: i.id,
     dc: i.dc,
-    ending: i.liveness ? 'terminated' : i.ending,
+    ending: i.ending,
     ids: readHistory(i.historyFile),
     calls: i.callsFile === undefined ? undefined : readHistory(i.callsFile, 3),
     cutShort: i.killed === 'raw' || i.killed === 'flush-timed-out',
@@ -513,23 +513,9 @@ async function main(): Promise<void> {
     unexpectedErrors: unexpected,
     errorsByCode,
     errorExamples,
-    incarnations: fleet.incarnations.map((i, index) => ({
-      id: i.id,
-      dc: i.dc,
-      mode: i.mode,
-      ending: history[index]!.ending,
-      recorded: history[index]!.ids.length,
-      reported: i.summary?.drawn,
-      errors: i.summary?.errors ?? {},
-      exit: i.exit,
-      killed: i.killed,
-      closedEarly: i.summary?.closedEarly ?? false,
-      closeViolations: i.summary?.closeViolations,
-      failure:
-        i.ending === 'failed' || stopFailure(i) !== undefined || killFailure(i) !== undefined
-          ? i.stderr.trim().split('\n').at(-1)?.slice(0, 500)
-          : undefined,
-    })),
+    incarnations: fleet.incarnations.map((i, index) =>
+      incarnationRow(i, history[index]!.ids.length),
+    ),
     liveness,
     check: { violations },
     linearizabilityLines,

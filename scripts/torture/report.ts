@@ -4,9 +4,15 @@
 import type { Verdict } from './checker.js';
 import { OWN_DEADLINE_MS } from './errors.js';
 import { IDLE_FAULT_SECONDS, type DrawnWhileInForce, type FaultWindow } from './fault-progress.js';
-import { FLUSH_KILL_TIMEOUT_MS, type KillHow, type ProcessExit } from './fleet.js';
+import {
+  FLUSH_KILL_TIMEOUT_MS,
+  type Incarnation,
+  type KillHow,
+  type ProcessExit,
+} from './fleet.js';
 import { connectedAfter, type LivenessResult } from './liveness.js';
 import type { FaultMix, TimelineEntry } from './nemesis.js';
+import { killFailure, stopFailure } from './verdict.js';
 import type { WorkerFirstId } from './worker.js';
 
 const FLUSH_KILL_TIMEOUT_S = FLUSH_KILL_TIMEOUT_MS / 1000;
@@ -94,7 +100,13 @@ export interface CampaignReport {
     readonly id: number;
     readonly dc: string;
     readonly mode: string;
+    /** What was done to it (fleet.ts `Ending`), for a liveness worker too. */
     readonly ending: string;
+    /**
+     * A liveness check's worker; absent in older reports, whose liveness workers are the last
+     * incarnations, one per DC.
+     */
+    readonly liveness?: boolean | undefined;
     readonly recorded: number;
     /** The IDs it said it drew (its last line); absent for one killed, or in older reports. */
     readonly reported?: number | undefined;
@@ -123,6 +135,39 @@ export interface CampaignReport {
    * violation logged) and the campaign has no conduct problem.
    */
   readonly passed: boolean;
+}
+
+/**
+ * What the report records of one process, `recorded` being the IDs in its history. Its ending is
+ * the one the campaign judged, so that a replay of the report (test/unit/torture-verdict.test.ts)
+ * judges it alike: a liveness worker killed at its budget stays `killed`, not a process told to
+ * stop that then died of a SIGKILL.
+ */
+export function incarnationRow(
+  i: Pick<
+    Incarnation,
+    'id' | 'dc' | 'mode' | 'ending' | 'liveness' | 'summary' | 'exit' | 'killed' | 'stderr'
+  >,
+  recorded: number,
+): CampaignReport['incarnations'][number] {
+  return {
+    id: i.id,
+    dc: i.dc,
+    mode: i.mode,
+    ending: i.ending,
+    liveness: i.liveness,
+    recorded,
+    reported: i.summary?.drawn,
+    errors: i.summary?.errors ?? {},
+    exit: i.exit,
+    killed: i.killed,
+    closedEarly: i.summary?.closedEarly ?? false,
+    closeViolations: i.summary?.closeViolations,
+    failure:
+      i.ending === 'failed' || stopFailure(i) !== undefined || killFailure(i) !== undefined
+        ? i.stderr.trim().split('\n').at(-1)?.slice(0, 500)
+        : undefined,
+  };
 }
 
 /** See `CampaignReport.fleet.firstBlocks`. */
@@ -170,8 +215,11 @@ export function killsOf(
  * each ID before its next call (the nemesis's raw kills go only to those).
  */
 function unrecordedTail(report: CampaignReport): string {
+  // A liveness worker is judged by the IDs it recorded alone (verdict.ts).
   const raw = report.incarnations.filter(
-    (i) => i.killed === 'flush-timed-out' || (i.killed === 'raw' && i.mode !== 'paced'),
+    (i) =>
+      i.liveness !== true &&
+      (i.killed === 'flush-timed-out' || (i.killed === 'raw' && i.mode !== 'paced')),
   ).length;
   if (raw === 0) return '';
   return ` among the IDs recorded (${raw.toLocaleString('en-US')} ${raw === 1 ? 'process SIGKILLed raw left its' : 'processes SIGKILLed raw left their'} last 20 ms or so of IDs unrecorded)`;

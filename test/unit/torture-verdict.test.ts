@@ -12,7 +12,7 @@ import {
   type TimelineEntry,
 } from '../../scripts/torture/nemesis.js';
 import { Random } from '../../scripts/torture/random.js';
-import type { CampaignReport } from '../../scripts/torture/report.js';
+import { incarnationRow, type CampaignReport } from '../../scripts/torture/report.js';
 import {
   closeViolations,
   conductProblems,
@@ -28,6 +28,20 @@ const at = (action: string, result: string, target = '-'): TimelineEntry => ({
   target,
   result,
 });
+
+/**
+ * A committed report's processes as its campaign judged them. Reports written before rows said
+ * which workers were the liveness check's have them last, one per DC.
+ */
+function replayed(
+  report: Pick<CampaignReport, 'incarnations'> & { readonly liveness: readonly unknown[] },
+): CampaignConduct['incarnations'] {
+  const firstLiveness = report.incarnations.length - report.liveness.length;
+  return report.incarnations.map((i, index) => ({
+    ...i,
+    liveness: i.liveness ?? index >= firstLiveness,
+  }));
+}
 
 const healthy: CampaignConduct = {
   timeline: [at('pause-node', 'ok, for 3000 ms', 'dc1-1'), at('undo', 'ok', 'pause of dc1-1')],
@@ -197,15 +211,10 @@ describe('torture verdict: what a campaign must have done', () => {
       const report = JSON.parse(
         fs.readFileSync(path.join(dir, name, 'report.json'), 'utf8'),
       ) as CampaignReport;
-      // The liveness workers are the last incarnations, one per DC.
-      const firstLiveness = report.incarnations.length - report.liveness.length;
       const conduct: CampaignConduct = {
         timeline: report.timeline,
         drawnUnderFaults: {},
-        incarnations: report.incarnations.map((i, index) => ({
-          ...i,
-          liveness: index >= firstLiveness,
-        })),
+        incarnations: replayed(report),
       };
       const unrecorded = conduct.incarnations.filter(
         (i) => !i.liveness && unrecordedKill(i) !== undefined,
@@ -223,6 +232,36 @@ describe('torture verdict: what a campaign must have done', () => {
     }
     // The numbers README's "How uniqueness is tested" gives before its campaigns table.
     expect(rawKilled).toEqual({ campaigns: 43, processes: 344, paced: 121 });
+  });
+
+  it('judges a report row as the campaign judged its process, a liveness worker too', () => {
+    const exit = (code: number | null, signal: NodeJS.Signals | null) => ({ code, signal });
+    const processes = [
+      // Killed by the nemesis, its history flushed first.
+      { id: 1, mode: 'tight', ending: 'killed', killed: 'flushed', exit: exit(null, 'SIGKILL') },
+      { id: 2, mode: 'paced', ending: 'terminated', exit: exit(0, null) },
+      // Liveness workers: one drew its IDs, one never connected and was killed at its start
+      // budget (a report once called it a process told to stop that died of a SIGKILL), one
+      // failed on its own.
+      { id: 3, mode: 'tight', ending: 'terminated', liveness: true, exit: exit(0, null) },
+      { id: 4, ending: 'killed', killed: 'raw', liveness: true, exit: exit(null, 'SIGKILL') },
+      { id: 5, mode: 'tight', ending: 'failed', liveness: true, exit: exit(1, null) },
+    ].map((p) => ({
+      dc: 'dc1',
+      mode: 'tight',
+      liveness: false,
+      killed: undefined,
+      summary: undefined,
+      stderr: `process ${p.id} said\n`,
+      ...p,
+    })) as Parameters<typeof incarnationRow>[0][];
+    const live = conductProblems({ ...healthy, incarnations: processes });
+    expect(live).toEqual(['process 5 (dc1) exited with an error of its own']);
+    const rows = processes.map((p) => incarnationRow(p, 10));
+    expect(rows.map((r) => r.ending)).toEqual(processes.map((p) => p.ending));
+    expect(rows.map((r) => r.failure)).toEqual([...Array<undefined>(4), 'process 5 said']);
+    const report = { incarnations: rows, liveness: [{}, {}, {}] };
+    expect(conductProblems({ ...healthy, incarnations: replayed(report) })).toEqual(live);
   });
 
   it('fails a process whose kill may have lost IDs it handed out, not a paced one killed raw', () => {

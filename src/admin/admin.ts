@@ -4,8 +4,8 @@
  * check.ts, preflight.ts). `idgen-cass status`, `check` and `preflight` are thin layers over it.
  *
  * Status reads the overview of the store (plain LOCAL_QUORUM reads; the DC states at EACH_QUORUM
- * where it can, and says which DCs' rows it could not read current), so it works from inside a
- * partitioned DC; check reads what cannot be stale (SERIAL, EACH_QUORUM) and says which facts
+ * where it can, else each DC's through its own nodes, and says which DCs' rows it could not read
+ * current), so it works from inside a partitioned DC; check reads what cannot be stale (SERIAL, EACH_QUORUM) and says which facts
  * it had to read locally instead; only {@link Admin.probeSerial} needs SERIAL to succeed, and it
  * reports failure instead of throwing.
  */
@@ -15,7 +15,13 @@ import type { ConnectionOptions } from '../driver-client.js';
 import { InvalidOptionError, SequenceNotFoundError } from '../errors.js';
 import { checkAbortSignal, checkKeys, everyKeyOf, validateSequenceName } from '../options.js';
 import { ascending } from '../order.js';
-import type { IdStore, NodeSettings, SequenceSettings, StoredSettings } from '../store/port.js';
+import type {
+  DcState,
+  IdStore,
+  NodeSettings,
+  SequenceSettings,
+  StoredSettings,
+} from '../store/port.js';
 import { sleep } from '../timers.js';
 import {
   checkSequence,
@@ -26,7 +32,7 @@ import {
   type Violation,
 } from './check.js';
 import { readForCheck, reasonOf } from './check-reads.js';
-import { probeSerial, readSnapshot } from './overview-reads.js';
+import { probeSerial, readSnapshot, type StatesInOtherDcs } from './overview-reads.js';
 import { checkNode, preflightReport, problemLines, type PreflightReport } from './preflight.js';
 import {
   sequenceStatus,
@@ -120,6 +126,16 @@ export interface AdminParts {
    * @default the store's `readNodeSettings()`, those of its nodes in `dc`
    */
   readonly nodeSettings?: ((dc: string) => Promise<readonly NodeSettings[]>) | undefined;
+  /**
+   * Every DC state of sequence `name` as the nodes of `dc` (another DC) hold them, read there
+   * at LOCAL_QUORUM; throws when `dc` cannot be reached. Status reads each other DC's rows so
+   * when the EACH_QUORUM read fails (a DC cut off), and shows those of the DCs it reached as
+   * current. @default none: only the local DC's rows are then current
+   */
+  readonly statesInDc?:
+    ((dc: string, name: string) => Promise<ReadonlyMap<string, DcState>>) | undefined;
+  /** Releases what the parts hold besides the store (`close()` calls it first). */
+  readonly release?: (() => Promise<void>) | undefined;
 }
 
 /** Options of `openAdmin`: where and how to reach Cassandra. */
@@ -151,6 +167,8 @@ export class Admin {
   readonly #store: IdStore;
   readonly #hosts: () => readonly HostStatus[];
   readonly #nodeSettings: (dc: string) => Promise<readonly NodeSettings[]>;
+  readonly #statesInDc: AdminParts['statesInDc'];
+  readonly #release: () => Promise<void>;
 
   constructor(parts: AdminParts) {
     this.#store = parts.store;
@@ -160,6 +178,8 @@ export class Admin {
     this.#nodeSettings =
       parts.nodeSettings ??
       (async (dc) => (await this.#store.readNodeSettings()).filter((node) => node.dc === dc));
+    this.#statesInDc = parts.statesInDc;
+    this.#release = parts.release ?? (() => Promise.resolve());
   }
 
   /**
@@ -191,7 +211,8 @@ export class Admin {
   /**
    * Reads sequence `name`'s settings and grants from the local DC (LOCAL_QUORUM), and its DC
    * states at EACH_QUORUM, or, if that fails (a DC cut off), at LOCAL_QUORUM, marked
-   * (`statesNotCurrent`): other DCs' rows may then lag.
+   * (`statesNotCurrent`): other DCs' rows may then lag, but for those of the DCs whose own nodes
+   * could be asked (`statesNotCurrent.readInOwnDc`, over {@link openAdmin}'s clients).
    * @example
    * ```ts
    * const status = sequenceStatus(await admin.snapshot('orders'));
@@ -200,7 +221,17 @@ export class Admin {
    */
   async snapshot(name: string): Promise<SequenceSnapshot> {
     validateSequenceName(name);
-    return readSnapshot(this.#store, this.keyspace, name, this.dc);
+    return this.#snapshot(name, new Map());
+  }
+
+  /** {@link Admin.snapshot}; `unreachable` keeps the DCs not reached in one status run. */
+  #snapshot(name: string, unreachable: Map<string, string>): Promise<SequenceSnapshot> {
+    const read = this.#statesInDc;
+    const elsewhere: StatesInOtherDcs | undefined =
+      read === undefined
+        ? undefined
+        : { dcs: [...new Set(this.#hosts().map((host) => host.dc))], read, unreachable };
+    return readSnapshot(this.#store, this.keyspace, name, this.dc, elsewhere);
   }
 
   /**
@@ -239,7 +270,10 @@ export class Admin {
     const serialTimeoutMs = probeTimeout('serialTimeoutMs', options.serialTimeoutMs);
     const names =
       options.sequences ?? (await this.listSequences()).map((settings) => settings.name);
-    const readAll = () => Promise.all(names.map((name) => this.snapshot(name)));
+    // A DC not reached in the first read is not tried again in this run (each try may take
+    // seconds).
+    const unreachable = new Map<string, string>();
+    const readAll = () => Promise.all(names.map((name) => this.#snapshot(name, unreachable)));
 
     // Both never reject; awaited in `finally` so that nothing runs on past close().
     const probing = this.probeSerial({ timeoutMs: serialTimeoutMs });
@@ -397,9 +431,10 @@ export class Admin {
     );
   }
 
-  /** Closes the store (and the client, if {@link openAdmin} built it). */
-  close(): Promise<void> {
-    return this.#store.close();
+  /** Closes the store (and the clients, if {@link openAdmin} built them). */
+  async close(): Promise<void> {
+    await this.#release();
+    await this.#store.close();
   }
 }
 

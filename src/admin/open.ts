@@ -2,7 +2,7 @@
  * An {@link Admin} over Cassandra: the client, and the way to every DC's nodes for preflight
  * (the local DC's through the client, each other DC's through a short-lived client of its own,
  * since a client has connections to its local DC only and virtual tables answer for their
- * coordinator).
+ * coordinator), and for status's reads of each DC's rows in that DC during a partition.
  */
 
 import type cassandra from 'cassandra-driver';
@@ -14,6 +14,7 @@ import {
   type OpenedClient,
 } from '../driver-client.js';
 import { CassandraStore } from '../store/cassandra.js';
+import { settleWithin, TIMED_OUT } from '../timers.js';
 import type { NodeSettings } from '../store/port.js';
 import { Admin, type AdminOptions } from './admin.js';
 import type { PreflightReport } from './preflight.js';
@@ -61,7 +62,8 @@ export async function preflight(options: AdminOptions): Promise<PreflightReport>
 
 /**
  * An {@link Admin} over an open client: the local DC's nodes are asked through it, every other
- * DC's through a short-lived client of that DC with the same credentials and TLS.
+ * DC's through a client of that DC with the same credentials and TLS (short-lived for preflight;
+ * for status's reads in that DC, kept until `close()`, since `--watch` reads again and again).
  * `requestTimeoutMs` bounds each request (every request sets its own timeout, which overrides
  * the client's socket setting, so it must be passed here too).
  * @throws {InvalidNameError} for a bad keyspace name.
@@ -72,6 +74,7 @@ export function adminOver(
   requestTimeoutMs?: number,
 ): Admin {
   const { client } = opened;
+  const others = new OtherDcStores(client, keyspace, requestTimeoutMs);
   const store = new CassandraStore(client, keyspace, {
     ownsClient: opened.ownsClient,
     requestTimeoutMs,
@@ -88,7 +91,54 @@ export function adminOver(
       dc === opened.localDataCenter
         ? store.readNodeSettings()
         : nodeSettingsInDc(client, dc, keyspace),
+    statesInDc: async (dc, name) => {
+      const reading = others.storeIn(dc).then((there) => there.readDcStatesOverview(name, 'local'));
+      const states = await settleWithin(reading, OTHER_DC_READ_MS);
+      if (states === TIMED_OUT)
+        throw new Error(`no answer from ${dc} within ${OTHER_DC_READ_MS} ms`);
+      return states;
+    },
+    release: () => others.close(),
   });
+}
+
+/**
+ * How long status waits for another DC's rows (connecting included) before it shows them as not
+ * current: what a DC's nodes that cannot be reached cost each status run.
+ */
+const OTHER_DC_READ_MS = 5_000;
+
+/** Clients of other DCs, each opened at its first use and kept until `close()`. */
+class OtherDcStores {
+  readonly #opening = new Map<string, Promise<cassandra.Client>>();
+
+  constructor(
+    private readonly client: cassandra.Client,
+    private readonly keyspace: string,
+    private readonly requestTimeoutMs: number | undefined,
+  ) {}
+
+  async storeIn(dc: string): Promise<CassandraStore> {
+    let opening = this.#opening.get(dc);
+    if (opening === undefined) {
+      opening = openClientInDc(this.client, dc, { timeoutMs: OTHER_DC_READ_MS });
+      this.#opening.set(dc, opening);
+      // A DC not reached is tried again at its next use.
+      opening.catch(() => this.#opening.delete(dc));
+    }
+    return new CassandraStore(await opening, this.keyspace, {
+      ownsClient: false,
+      requestTimeoutMs: this.requestTimeoutMs,
+    });
+  }
+
+  async close(): Promise<void> {
+    const opened = [...this.#opening.values()];
+    this.#opening.clear();
+    await Promise.all(
+      opened.map((opening) => opening.then((other) => other.shutdown()).catch(() => undefined)),
+    );
+  }
 }
 
 /** Every node of `dc`, asked through a short-lived client of that DC. */

@@ -5,16 +5,36 @@
  */
 import { readSettingsFound } from '../allocator/settings-writes.js';
 import { SequenceNotFoundError } from '../errors.js';
-import type { IdStore } from '../store/port.js';
+import type { DcState, IdStore } from '../store/port.js';
 import { settleWithin, TIMED_OUT } from '../timers.js';
-import { readDcStatesCurrent } from './check-reads.js';
+import { dcOfGrantee } from '../names.js';
+import { ascending } from '../order.js';
+import { readDcStatesCurrent, reasonOf } from './check-reads.js';
 import type { SequenceSnapshot, SerialProbe } from './status.js';
+
+/**
+ * Where to read the DC states of the other DCs when the EACH_QUORUM read fails: each DC's rows
+ * through a coordinator of that DC (LOCAL_QUORUM there), which are current for that DC's own
+ * rows, since its LOCAL_SERIAL commits reach that quorum.
+ */
+export interface StatesInOtherDcs {
+  /** The DCs other than the local one to try. */
+  readonly dcs: readonly string[];
+  /**
+   * Every DC state of sequence `name` as `dc`'s nodes have them (only `dc`'s own are taken);
+   * throws when `dc` cannot be reached.
+   */
+  readonly read: (dc: string, name: string) => Promise<ReadonlyMap<string, DcState>>;
+  /** DCs not reached earlier in the same status run, with why: not tried again. */
+  readonly unreachable: Map<string, string>;
+}
 
 /**
  * Reads sequence `name`'s settings, grants, DC states and usage counters for status, as seen
  * from `localDc`. Settings and grants are read at LOCAL_QUORUM; the DC states as `check` reads
  * them ({@link readDcStatesCurrent}): at EACH_QUORUM, or where that fails (a DC cut off) at
- * LOCAL_QUORUM, and then the snapshot says so (`statesNotCurrent`): the rows of DCs other than
+ * LOCAL_QUORUM. Then each DC of `elsewhere` is read in its own DC; the snapshot says which DCs'
+ * rows were read current so (`statesNotCurrent.readInOwnDc`): the rows of the others but
  * `localDc` may lag. The name must be valid.
  * @throws {SequenceNotFoundError}, {@link StoreUnavailableError}.
  */
@@ -23,13 +43,21 @@ export async function readSnapshot(
   keyspace: string,
   name: string,
   localDc: string,
+  elsewhere?: StatesInOtherDcs,
 ): Promise<SequenceSnapshot> {
   // At SERIAL too when none are found locally: a create may be committed in other DCs only.
   const stored = await readSettingsFound(store, name);
   if (stored === undefined) throw new SequenceNotFoundError(name, keyspace);
   // States first: a grant a state refers to was made before the state was written, so the
-  // grants read after it include it (unless a replica lags).
-  const { states, notCurrent } = await readDcStatesCurrent(store, name);
+  // grants read after it include it (unless a replica lags). The other DCs' own reads too.
+  const read = await readDcStatesCurrent(store, name);
+  const { notCurrent } = read;
+  let states = read.states;
+  let readInOwnDc: readonly string[] = [];
+  let notReached: Readonly<Record<string, string>> = {};
+  if (notCurrent !== undefined && elsewhere !== undefined) {
+    ({ states, readInOwnDc, notReached } = await readInOtherDcs(states, name, localDc, elsewhere));
+  }
   const overview = await store.readGrantsOverview(name);
   if (overview === undefined) throw new SequenceNotFoundError(name, keyspace);
   // Counters outside the protocol: status goes on without them.
@@ -42,8 +70,51 @@ export async function readSnapshot(
     states,
     readAt: Date.now(),
     usage,
-    statesNotCurrent: notCurrent === undefined ? undefined : { localDc, reason: notCurrent },
+    statesNotCurrent:
+      notCurrent === undefined
+        ? undefined
+        : { localDc, reason: notCurrent, readInOwnDc, notReached },
   };
+}
+
+/**
+ * `states` with the rows of each DC of `elsewhere` that could be reached replaced by those its
+ * own nodes hold (a DC with none there has none), those DCs, ascending, and why each other DC
+ * of `elsewhere` could not be read.
+ */
+async function readInOtherDcs(
+  states: ReadonlyMap<string, DcState>,
+  name: string,
+  localDc: string,
+  elsewhere: StatesInOtherDcs,
+): Promise<{
+  states: ReadonlyMap<string, DcState>;
+  readInOwnDc: readonly string[];
+  notReached: Readonly<Record<string, string>>;
+}> {
+  const merged = new Map(states);
+  const readInOwnDc: string[] = [];
+  const dcOf = (grantee: string) => dcOfGrantee(grantee) ?? grantee;
+  const tries = elsewhere.dcs
+    .filter((dc) => dc !== localDc && !elsewhere.unreachable.has(dc))
+    .map(async (dc) => {
+      try {
+        const theirs = await elsewhere.read(dc, name);
+        for (const grantee of [...merged.keys()]) if (dcOf(grantee) === dc) merged.delete(grantee);
+        for (const [grantee, state] of theirs) if (dcOf(grantee) === dc) merged.set(grantee, state);
+        readInOwnDc.push(dc);
+      } catch (error) {
+        elsewhere.unreachable.set(dc, reasonOf(error));
+      }
+    });
+  await Promise.all(tries);
+  const notReached = Object.fromEntries(
+    elsewhere.dcs.flatMap((dc) => {
+      const why = elsewhere.unreachable.get(dc);
+      return why === undefined ? [] : [[dc, why]];
+    }),
+  );
+  return { states: merged, readInOwnDc: readInOwnDc.sort(ascending), notReached };
 }
 
 /**

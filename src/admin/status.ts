@@ -33,10 +33,20 @@ export interface SequenceSnapshot {
   readonly usage?: ReadonlyMap<string, DcUsageCounts> | undefined;
   /**
    * Set when the DC states could not be read current (their EACH_QUORUM read failed: a DC cut
-   * off) and were read at LOCAL_QUORUM in `localDc` instead, where other DCs' rows may lag:
-   * those DCs' rates and runways are then unknown. Undefined when every state was read current.
+   * off) and were read at LOCAL_QUORUM in `localDc` instead, where other DCs' rows may lag. The
+   * DCs of `readInOwnDc` were then read through their own nodes, current; the others' rates and
+   * runways are unknown. Undefined when every state was read current.
    */
-  readonly statesNotCurrent?: { readonly localDc: string; readonly reason: string } | undefined;
+  readonly statesNotCurrent?:
+    | {
+        readonly localDc: string;
+        readonly reason: string;
+        /** DCs whose rows were read through their own nodes, current; absent: none. */
+        readonly readInOwnDc?: readonly string[] | undefined;
+        /** Why each DC tried so could not be read there. */
+        readonly notReached?: Readonly<Record<string, string>> | undefined;
+      }
+    | undefined;
 }
 
 /** The causes a DC's processes report IDs wasted for. */
@@ -281,8 +291,17 @@ function retiredIn(snapshot: SequenceSnapshot, dc: string): bigint {
 /** Why `dc`'s rows in `snapshot` may lag, or undefined if they were read current (see `DcStatus`). */
 function notCurrentIn(snapshot: SequenceSnapshot, dc: string): string | undefined {
   const notCurrent = snapshot.statesNotCurrent;
-  if (notCurrent === undefined || (dcOfGrantee(dc) ?? dc) === notCurrent.localDc) return undefined;
-  return `not read current from ${notCurrent.localDc} (${notCurrent.reason})`;
+  const ownDc = dcOfGrantee(dc) ?? dc;
+  if (
+    notCurrent === undefined ||
+    ownDc === notCurrent.localDc ||
+    notCurrent.readInOwnDc?.includes(ownDc) === true
+  ) {
+    return undefined;
+  }
+  const there = notCurrent.notReached?.[ownDc];
+  const also = there === undefined ? '' : `; its own nodes not reached either: ${there}`;
+  return `not read current from ${notCurrent.localDc} (${notCurrent.reason}${also})`;
 }
 
 function usageOf(

@@ -580,6 +580,64 @@ describe('Admin over a MemoryStore', () => {
     expect(statusOutcome(healed, 3_600)).toBeUndefined();
   });
 
+  it("reads each other DC's rows through its own nodes when EACH_QUORUM fails, and marks only those it could not reach", async () => {
+    const store = new MemoryStore({ keyspace: KEYSPACE });
+    const dc1 = processIn(store);
+    const dc2 = processIn(store, 'dc2');
+    const dc3 = processIn(store, 'dc3');
+    await dc1.createSequence('orders', { dcRangeSize: 1_000, blockSize: 10 });
+    await draw(dc1.sequence('orders'), 5);
+    await draw(dc2.sequence('orders'), 5);
+    await draw(dc3.sequence('orders'), 5);
+    // What dc1's replicas hold of dc2 lags: dc2's state before its last claims.
+    const lagging = (await store.readDcStatesOverview('orders')).get('dc2')!;
+    await draw(dc2.sequence('orders'), 20);
+    await Promise.all([dc1.close(), dc2.close(), dc3.close()]);
+    const local = eachQuorumFails(store, (states) => states.set('dc2', lagging));
+    const asked: string[] = [];
+    const admin = new Admin({
+      store: local,
+      dc: 'dc1',
+      keyspace: KEYSPACE,
+      hosts: () => ['dc1', 'dc2', 'dc3'].map((dc) => ({ address: `${dc}-1`, dc, up: true })),
+      statesInDc: async (dc, name) => {
+        asked.push(dc);
+        if (dc === 'dc3') throw new Error('connection refused');
+        // dc2's nodes: its own row current, another DC's (left out) from long ago.
+        const theirs = new Map(await store.readDcStatesOverview(name));
+        theirs.set('dc3', lagging);
+        return theirs;
+      },
+    });
+    const report = await admin.status({ sampleMs: 5 });
+    const [orders] = report.sequences;
+    expect(
+      orders?.dcs.map((dc) => [dc.dc, dc.lastInteger, dc.rowsNotCurrent === undefined]),
+    ).toEqual([
+      ['dc1', 5n, true],
+      ['dc2', 1025n, true],
+      ['dc3', 2005n, false],
+    ]);
+    expect(orders?.dcs[1]).toMatchObject({ rate: 0, runway: Infinity });
+    expect(orders?.dcs[2]?.rowsNotCurrent).toBe(
+      `not read current from dc1 (EACH_QUORUM read failed: ${EACH_QUORUM_FAILS}; its own nodes not reached either: connection refused)`,
+    );
+    // Both reads of the sample asked dc2; dc3, not reached in the first, was not tried again.
+    expect(asked.sort()).toEqual(['dc2', 'dc2', 'dc3']);
+    const text = renderStatus(report).join('\n');
+    expect(text).toContain('  rows not current: dc3: not read current from dc1 (');
+
+    // Without a way to other DCs' nodes, every other DC is marked, dc2 with its lagging row.
+    const alone = await new Admin({ store: local, dc: 'dc1', keyspace: KEYSPACE }).status({
+      sampleMs: 0,
+    });
+    expect(alone.sequences[0]?.dcs.map((dc) => dc.rowsNotCurrent === undefined)).toEqual([
+      true,
+      false,
+      false,
+    ]);
+  });
+
   it('reports SERIAL unreachable, and still reads the overview', async () => {
     const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
     await ids.sequence('orders').next();

@@ -201,9 +201,12 @@ export const EACH_QUORUM_FAILS =
 /**
  * `store` as seen from one DC while another is cut off: the consistent (EACH_QUORUM) read of the
  * DC states fails, as it does for every DC's state then (each is replicated in every DC); every
- * other call goes through.
+ * other call goes through. `seenHere` makes the local read's states lag, as another DC's may.
  */
-export function eachQuorumFails(store: MemoryStore): IdStore {
+export function eachQuorumFails(
+  store: MemoryStore,
+  seenHere: (states: Map<string, DcState>) => void = () => undefined,
+): IdStore {
   const readDcStatesOverview = async (
     sequence: string,
     reading?: OverviewReading,
@@ -213,7 +216,9 @@ export function eachQuorumFails(store: MemoryStore): IdStore {
         cause: new Error(EACH_QUORUM_FAILS),
       });
     }
-    return store.readDcStatesOverview(sequence);
+    const states = new Map(await store.readDcStatesOverview(sequence));
+    seenHere(states);
+    return states;
   };
   return new Proxy(store, {
     get(target, key) {

@@ -23,7 +23,12 @@ import { dcOfGrantee } from '../src/names.js';
 import type { DcState } from '../src/index.js';
 import { checkHistory, type RecordedIncarnation } from './torture/checker.js';
 import { Fleet, type Incarnation } from './torture/fleet.js';
-import { checkLiveness, connectedAfter } from './torture/liveness.js';
+import {
+  checkLiveness,
+  connectedAfter,
+  startLivenessWorker,
+  type LivenessFleet,
+} from './torture/liveness.js';
 import {
   DEFAULT_MIX,
   FAULT_KINDS,
@@ -327,6 +332,20 @@ async function main(): Promise<void> {
     dcs.map((dc) => [dc, recordedAtEnd[dc]! - recordedAtStart[dc]!]),
   );
 
+  // The liveness workers' processes start now and connect once everything is healed: starting
+  // Node and tsx took up to 123 s on the crowded machine, which says nothing of the DCs.
+  const livenessFleet: LivenessFleet<Incarnation> = {
+    start: (dc) =>
+      fleet.start(dc, 'tight', {
+        rate: options.rate,
+        maxTake: 1,
+        count: options.livenessIds,
+        waitForGo: true,
+      }),
+    go: (worker) => fleet.go(worker),
+    kill: (worker) => fleet.kill(worker),
+  };
+  const livenessWorkers = dcs.map((dc) => startLivenessWorker(livenessFleet, dc));
   log('healing: the nemesis stops and undoes its faults');
   // The window ends as the nemesis stops: it records a fault confirmed from then on as late.
   const faultWindow = { from: windowFrom, to: secondsSince(started) };
@@ -341,18 +360,10 @@ async function main(): Promise<void> {
 
   log('liveness: every DC must draw again');
   const liveness = await Promise.all(
-    dcs.map((dc) =>
+    livenessWorkers.map((started) =>
       checkLiveness(
-        {
-          start: (at) =>
-            fleet.start(at, 'tight', {
-              rate: options.rate,
-              maxTake: 1,
-              count: options.livenessIds,
-            }),
-          kill: (worker) => fleet.kill(worker),
-        },
-        dc,
+        livenessFleet,
+        started,
         options.livenessIds,
         (file) => readHistory(file).length,
       ),

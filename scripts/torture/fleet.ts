@@ -92,6 +92,8 @@ export interface Incarnation {
   readonly ready: Promise<void>;
   /** What its ready line said: ms from its process's start to its main(), then to connect. */
   readyTimes: ReadyTimes | undefined;
+  /** Ms from its process's start to its main(), as its first line said; undefined before it. */
+  startupMs: number | undefined;
 }
 
 /** Where a worker's time to connect went (its ready line). */
@@ -143,6 +145,8 @@ export class Fleet {
       callers?: number | undefined;
       maxRate?: number | undefined;
       count?: number | undefined;
+      /** It connects only once {@link Fleet.go} lets it (worker.ts, `waitForGo`). */
+      waitForGo?: boolean | undefined;
     },
   ): Incarnation {
     const id = this.incarnations.length + 1;
@@ -165,13 +169,14 @@ export class Fleet {
       progressFile,
       startedAt: this.options.startedAt,
       count: extra.count,
+      waitForGo: extra.waitForGo,
       mutation: this.options.mutation,
       seed: workerSeed(this.options.seed ?? 1, id),
     };
     const imports = ['tsx', ...(this.options.workerImports ?? [])].flatMap((m) => ['--import', m]);
     const child = spawn(process.execPath, [...imports, WORKER, JSON.stringify(spec)], {
       cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [extra.waitForGo === true ? 'pipe' : 'ignore', 'pipe', 'pipe'],
       env: { ...process.env, ...this.options.workerEnv },
     });
     let stdout = '';
@@ -198,6 +203,7 @@ export class Fleet {
       summary: undefined,
       firstId: undefined,
       readyTimes: undefined,
+      startupMs: undefined,
       stderr: '',
       child,
       ready,
@@ -215,8 +221,11 @@ export class Fleet {
         });
       }),
     };
+    // A write to a worker that has exited fails with EPIPE: the worker's end is recorded anyway.
+    child.stdin?.on('error', () => undefined);
     child.stdout!.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
+      incarnation.startupMs ??= startupMsIn(stdout);
       if (!readySeen && stdout.includes('"event":"ready"')) {
         readySeen = true;
         incarnation.connected = true;
@@ -265,6 +274,11 @@ export class Fleet {
     return sent;
   }
 
+  /** Lets a worker started with `waitForGo` connect and draw. */
+  go(incarnation: Incarnation): void {
+    incarnation.child.stdin?.end('go\n');
+  }
+
   /** Whether the signal was sent: not to a process that has exited. */
   pause(incarnation: Incarnation): boolean {
     incarnation.stopped = true;
@@ -304,6 +318,19 @@ export class Fleet {
     }, timeoutMs);
     await Promise.all(this.incarnations.map((i) => i.exited));
     clearTimeout(deadline);
+  }
+}
+
+/** Ms from a worker's process start to its main(), from its whole first line, if it printed it. */
+export function startupMsIn(stdout: string): number | undefined {
+  const lines = stdout.split('\n').slice(0, -1); // the last is not whole yet
+  const line = lines.find((l) => l.startsWith('{"event":"started"'));
+  if (line === undefined) return undefined;
+  try {
+    const { startupMs } = JSON.parse(line) as { startupMs?: unknown };
+    return typeof startupMs === 'number' ? startupMs : undefined;
+  } catch {
+    return undefined;
   }
 }
 

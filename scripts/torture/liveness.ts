@@ -1,12 +1,16 @@
 /**
  * The campaign's last check: after healing, one fresh worker per DC must draw a given number of
- * IDs. Starting and drawing have budgets of their own, and what counts is the recorded history.
+ * IDs. Its process is started as the healing begins and connects once it is done, so that what
+ * the check times is the DC, not the start of Node on a crowded machine. Connecting and drawing
+ * have budgets of their own, and what counts is the recorded history.
  */
 import type { Incarnation } from './fleet.js';
 
 /**
- * A worker's budget to start and connect: Node and tsx took 39 to 52 s to reach a worker's first
- * line on two cores shared with nine nodes, and its DC's nodes may still be coming back.
+ * A worker's budget, from the end of the healing, to connect (and to finish starting its process,
+ * begun as the healing began): Node and tsx took 39 to 52 s to reach a worker's first line on two
+ * cores shared with nine nodes, up to 123 s on a crowded day, and its DC's nodes may still be
+ * coming back.
  */
 export const LIVENESS_START_MS = 180_000;
 /**
@@ -19,10 +23,18 @@ export interface LivenessResult {
   readonly dc: string;
   /** IDs in the worker's recorded history. */
   readonly drawn: number;
-  /** From its start to its end. */
+  /** From the check's start (the end of the healing) to the worker's end. */
   readonly seconds: number;
-  /** From its start to its first line after connecting (or its end, if it never connected). */
+  /**
+   * From the check's start to the worker's first line after connecting (or its end, if it never
+   * connected).
+   */
   readonly readySeconds: number;
+  /**
+   * How long before the check's start its process was started; absent in reports written before
+   * processes were started ahead (their start counted in `readySeconds`).
+   */
+  readonly headStartSeconds?: number | undefined;
   /** Whether it said it connected (its ready line) before its start budget ended. */
   readonly connected: boolean;
   /**
@@ -31,8 +43,8 @@ export interface LivenessResult {
    */
   readonly lastStderr?: string | undefined;
   /**
-   * Of {@link readySeconds}, what the worker said went to starting its process (Node, tsx, the
-   * imports) and to connecting; undefined if it never said.
+   * What the worker said went to starting its process (Node, tsx, the imports: from its start,
+   * so partly within {@link headStartSeconds}) and to connecting; undefined if it never said.
    */
   readonly startupSeconds: number | undefined;
   readonly connectSeconds: number | undefined;
@@ -42,43 +54,81 @@ export interface LivenessResult {
 /** What the check needs of a worker. */
 export type LivenessWorker = Pick<
   Incarnation,
-  'historyFile' | 'ending' | 'ready' | 'exited' | 'readyTimes' | 'stderr' | 'connected'
+  | 'historyFile'
+  | 'ending'
+  | 'ready'
+  | 'exited'
+  | 'readyTimes'
+  | 'stderr'
+  | 'connected'
+  | 'startupMs'
 >;
 
 /** "connected after …" as reports print it, with where the time went when the worker said. */
 export function connectedAfter(result: LivenessResult): string {
   const { readySeconds, startupSeconds, connectSeconds, connected, lastStderr } = result;
+  const s = (seconds: number) => `${seconds.toFixed(1)} s`;
+  const head = result.headStartSeconds;
+  const begun = head === undefined ? '' : `, begun ${s(head)} before the check`;
   if (!connected) {
+    const started =
+      head === undefined
+        ? ''
+        : startupSeconds === undefined
+          ? `; its process never reached its main()${begun}`
+          : `; ${s(startupSeconds)} to start its process${begun}`;
     const said = lastStderr === undefined ? '' : `; its last stderr line: ${lastStderr}`;
-    return `never connected (ended after ${readySeconds.toFixed(1)} s${said})`;
+    return `never connected (ended after ${s(readySeconds)}${started}${said})`;
   }
   const parts =
     startupSeconds === undefined || connectSeconds === undefined
       ? ''
-      : ` (${startupSeconds.toFixed(1)} s to start its process, ${connectSeconds.toFixed(1)} s to connect)`;
-  return `connected after ${readySeconds.toFixed(1)} s${parts}`;
+      : head === undefined
+        ? ` (${s(startupSeconds)} to start its process, ${s(connectSeconds)} to connect)`
+        : ` (${s(startupSeconds)} to start its process${begun}; ${s(connectSeconds)} to connect)`;
+  return `connected after ${s(readySeconds)}${parts}`;
 }
 
 /** What the check needs of the fleet. */
 export interface LivenessFleet<W extends LivenessWorker> {
+  /** Starts a worker that connects only once let go. */
   start(dc: string): W;
+  go(worker: W): void;
   kill(worker: W): void;
 }
 
+/** A liveness worker whose process was started ahead of its check. */
+export interface StartedWorker<W> {
+  readonly dc: string;
+  readonly worker: W;
+  /** When its process was started. */
+  readonly at: number;
+}
+
+/** Starts the process of `dc`'s liveness worker, which connects once {@link checkLiveness} says. */
+export function startLivenessWorker<W extends LivenessWorker>(
+  fleet: LivenessFleet<W>,
+  dc: string,
+  now: () => number = Date.now,
+): StartedWorker<W> {
+  return { dc, worker: fleet.start(dc), at: now() };
+}
+
 /**
- * Starts a worker in `dc` and waits for it to draw `wanted` IDs, killing it at the end of its
+ * Lets the worker connect and waits for it to draw `wanted` IDs, killing it at the end of its
  * start budget (not connected) or of its draw budget (connected). The count is read from the
  * history, which a killed worker leaves behind without a summary.
  */
 export async function checkLiveness<W extends LivenessWorker>(
   fleet: LivenessFleet<W>,
-  dc: string,
+  started: StartedWorker<W>,
   wanted: number,
   recorded: (historyFile: string) => number,
   now: () => number = Date.now,
 ): Promise<LivenessResult> {
+  const { dc, worker } = started;
   const t0 = now();
-  const worker = fleet.start(dc);
+  fleet.go(worker);
   let timer = setTimeout(() => fleet.kill(worker), LIVENESS_START_MS);
   await worker.ready;
   const readyAt = now();
@@ -95,9 +145,10 @@ export async function checkLiveness<W extends LivenessWorker>(
     drawn,
     seconds: (now() - t0) / 1000,
     readySeconds: (readyAt - t0) / 1000,
+    headStartSeconds: (t0 - started.at) / 1000,
     connected,
     ...(ok ? {} : { lastStderr: lastLine(worker.stderr) }),
-    startupSeconds: seconds(worker.readyTimes?.startupMs),
+    startupSeconds: seconds(worker.startupMs ?? worker.readyTimes?.startupMs),
     connectSeconds: seconds(worker.readyTimes?.connectMs),
     ok,
   };

@@ -83,6 +83,12 @@ export interface WorkerSpec {
   readonly startedAt: number;
   /** Stop after this many IDs (liveness checks); unlimited when absent. */
   readonly count?: number | undefined;
+  /**
+   * Connect only once the fleet writes a line to stdin (a liveness worker: its process starts
+   * while the faults heal, so that the start of Node and tsx on the crowded machine does not
+   * count against the DC).
+   */
+  readonly waitForGo?: boolean | undefined;
   /** A deliberately broken protocol variant, for a negative control run. */
   readonly mutation?: Mutation | undefined;
   /**
@@ -134,6 +140,8 @@ async function main(spec: WorkerSpec): Promise<boolean> {
   // From the process's start to here: Node, tsx compiling the sources, and the imports. On two
   // cores shared with nine nodes this is most of a liveness worker's time to connect.
   const startupMs = Math.round(process.uptime() * 1000);
+  // Said at once: a worker that never connects still tells how long its process took to start.
+  process.stdout.write(JSON.stringify({ event: 'started', pid: process.pid, startupMs }) + '\n');
   if (spec.mutation !== undefined) setMutationsForTests([spec.mutation]);
   const concurrent = spec.mode === 'callers';
   const writesCalls = concurrent || spec.mode === 'take';
@@ -189,6 +197,7 @@ async function main(spec: WorkerSpec): Promise<boolean> {
     process.kill(process.pid, 'SIGKILL');
   });
 
+  if (spec.waitForGo === true) await goLine();
   // A service started while its DC's nodes are down keeps trying, as an orchestrator would.
   const connecting = Date.now();
   const ids = await connectWithin(spec, 120_000);
@@ -398,7 +407,7 @@ function writeAll(fd: number, bytes: Uint8Array): void {
 
 async function connectWithin(spec: WorkerSpec, ms: number): Promise<IdGen> {
   const deadline = Date.now() + ms;
-  for (;;) {
+  for (let attempt = 1; ; attempt++) {
     try {
       return await connect({
         contactPoints: [...spec.contactPoints],
@@ -407,9 +416,36 @@ async function connectWithin(spec: WorkerSpec, ms: number): Promise<IdGen> {
       });
     } catch (error) {
       if (Date.now() > deadline) throw error;
+      // What a worker that never connects leaves for its report (its last stderr line).
+      const why = error instanceof Error ? error.message : String(error);
+      process.stderr.write(`torture worker: connect attempt ${attempt} failed: ${why}\n`);
       await new Promise((resolve) => setTimeout(resolve, 1_000));
     }
   }
+}
+
+/** Resolves at the first whole line on stdin; rejects if stdin ends before one. */
+function goLine(): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const done = () => {
+      process.stdin.off('data', onData);
+      process.stdin.off('end', onEnd);
+      process.stdin.pause();
+    };
+    const onData = (chunk: Buffer) => {
+      text += chunk.toString();
+      if (!text.includes('\n')) return;
+      done();
+      resolve();
+    };
+    const onEnd = () => {
+      done();
+      reject(new Error('stdin ended before the line that lets a liveness worker connect'));
+    };
+    process.stdin.on('data', onData);
+    process.stdin.on('end', onEnd);
+  });
 }
 
 main(JSON.parse(process.argv[2] ?? '{}') as WorkerSpec).then(

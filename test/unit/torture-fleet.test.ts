@@ -138,3 +138,36 @@ describe('torture fleet: killing a process', () => {
     }
   }, 90_000);
 });
+
+describe('torture fleet: a liveness worker started ahead', () => {
+  it('starts its process at once, connects only once let go, then draws its count', async () => {
+    const files = new WorkerFiles();
+    try {
+      const fleet = fleetOf(files, { mode: 'ledger' });
+      const worker = fleet.start('dc1', 'tight', {
+        rate: 1,
+        maxTake: 1,
+        count: 500,
+        waitForGo: true,
+      });
+      const deadline = Date.now() + 60_000;
+      while (worker.startupMs === undefined && Date.now() < deadline) await sleep(20);
+      expect(worker.startupMs).toBeGreaterThan(0);
+      // Held back: no connection, no ID, however long it waits.
+      await sleep(1_000);
+      expect(worker).toMatchObject({ connected: false, drawing: false, ending: 'running' });
+      expect(files.handedOut()).toEqual([]);
+      fleet.go(worker);
+      await worker.exited;
+      expect(worker).toMatchObject({
+        connected: true,
+        ending: 'terminated',
+        exit: { code: 0, signal: null },
+      });
+      expect(readF64(worker.historyFile)).toHaveLength(500);
+      expect(worker.readyTimes?.startupMs).toBe(worker.startupMs);
+    } finally {
+      files.remove();
+    }
+  }, 90_000);
+});

@@ -190,6 +190,9 @@ const log = (line: string): void => {
   );
 };
 
+/** The campaign's fleet once it has one: a campaign that fails midway kills what it started. */
+let campaignFleet: Fleet | undefined;
+
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
   log(
@@ -286,6 +289,7 @@ async function main(): Promise<void> {
     mutation: options.mutation,
     seed: options.seed,
   });
+  campaignFleet = fleet;
   const processRandom = random.fork();
   // The checker sorts every recorded ID in memory (8 bytes each, twice): each process slot may
   // draw its share of HISTORY_BUDGET over the campaign and the liveness phase after it.
@@ -638,6 +642,8 @@ main()
     }
     log(`failed: ${error instanceof Error ? error.message : String(error)}`);
     if (process.env['IDGEN_VERBOSE']) console.error(error);
+    const killed = campaignFleet?.abandon() ?? 0;
+    if (killed > 0) log(`killed the ${killed} worker processes still running`);
     process.exitCode = 2;
   })
   // The verdict is out and written: exit, whatever driver sockets are still open. A campaign

@@ -303,6 +303,21 @@ export class Fleet {
     incarnation.child.kill('SIGTERM');
   }
 
+  /**
+   * SIGKILLs every worker that has not ended, at once, and says how many: for a campaign that
+   * failed midway. Its workers would outlive it (nothing ends a child with its parent) and go on
+   * drawing, loading the cluster for whatever runs next.
+   */
+  abandon(): number {
+    let killed = 0;
+    for (const incarnation of this.incarnations) {
+      if (incarnation.exit !== undefined) continue;
+      incarnation.child.kill('SIGKILL');
+      killed++;
+    }
+    return killed;
+  }
+
   /** Stops every worker gracefully and waits for them, SIGKILLing any that hang. */
   async stopAll(timeoutMs = 60_000): Promise<void> {
     for (const incarnation of this.incarnations) {

@@ -5,9 +5,9 @@
  *
  * Status reads the overview of the store (plain LOCAL_QUORUM reads; the DC states at EACH_QUORUM
  * where it can, else each DC's through its own nodes, and says which DCs' rows it could not read
- * current), so it works from inside a partitioned DC; check reads what cannot be stale (SERIAL, EACH_QUORUM) and says which facts
- * it had to read locally instead; only {@link Admin.probeSerial} needs SERIAL to succeed, and it
- * reports failure instead of throwing.
+ * current), so it works from inside a partitioned DC; check reads what cannot be stale (SERIAL,
+ * EACH_QUORUM) and says which facts it had to read locally instead; only
+ * {@link Admin.probeSerial} needs SERIAL to succeed, and it reports failure instead of throwing.
  */
 
 import { readSettingsFound } from '../allocator/settings-writes.js';

@@ -139,6 +139,26 @@ describe('torture fleet: killing a process', () => {
   }, 90_000);
 });
 
+describe('torture fleet: a campaign that fails midway', () => {
+  it('kills every worker still running, and none that has ended', async () => {
+    const files = new WorkerFiles();
+    try {
+      const fleet = fleetOf(files, { mode: 'ledger' });
+      const extra = { rate: 1, maxTake: 1, maxRate: 200_000 };
+      const ended = fleet.start('dc1', 'tight', { ...extra, count: 10 });
+      await ended.exited;
+      const drawer = fleet.start('dc1', 'tight', extra);
+      await drawing(drawer, files);
+      expect(fleet.abandon()).toBe(1);
+      await drawer.exited;
+      expect(drawer.exit).toEqual({ code: null, signal: 'SIGKILL' });
+      expect(ended.exit).toEqual({ code: 0, signal: null });
+    } finally {
+      files.remove();
+    }
+  }, 90_000);
+});
+
 describe('torture fleet: a liveness worker started ahead', () => {
   it('starts its process at once, connects only once let go, then draws its count', async () => {
     const files = new WorkerFiles();

@@ -318,20 +318,27 @@ export class Fleet {
     return killed;
   }
 
-  /** Stops every worker gracefully and waits for them, SIGKILLing any that hang. */
-  async stopAll(timeoutMs = 60_000): Promise<void> {
-    for (const incarnation of this.incarnations) {
+  /**
+   * Stops every worker (or those `which` picks) gracefully and waits for them, SIGKILLing any that
+   * do not end within `timeoutMs`.
+   */
+  async stopAll(
+    which: (incarnation: Incarnation) => boolean = () => true,
+    timeoutMs = 60_000,
+  ): Promise<void> {
+    const stopping = this.incarnations.filter(which);
+    for (const incarnation of stopping) {
       if (incarnation.endedAt === undefined) this.terminate(incarnation);
     }
     const deadline = setTimeout(() => {
-      for (const incarnation of this.incarnations) {
+      for (const incarnation of stopping) {
         if (incarnation.endedAt === undefined) {
           incarnation.hungOnStop = true;
           this.kill(incarnation, 'raw');
         }
       }
     }, timeoutMs);
-    await Promise.all(this.incarnations.map((i) => i.exited));
+    await Promise.all(stopping.map((i) => i.exited));
     clearTimeout(deadline);
   }
 }

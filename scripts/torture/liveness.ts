@@ -1,8 +1,9 @@
 /**
  * The campaign's last check: after healing, one fresh worker per DC must draw a given number of
- * IDs. Its process is started as the healing begins and connects once it is done, so that what
- * the check times is the DC, not the start of Node on a crowded machine. Connecting and drawing
- * have budgets of their own, and what counts is the recorded history.
+ * IDs. Its process is started as the healing begins and connects once the healing is done and
+ * the fleet stopped, so that what the check times is the DC, not the start of Node on a crowded
+ * machine. Connecting and drawing have budgets of their own, and what counts is the recorded
+ * history.
  */
 import type { Incarnation } from './fleet.js';
 

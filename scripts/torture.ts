@@ -292,7 +292,7 @@ async function main(): Promise<void> {
   campaignFleet = fleet;
   const processRandom = random.fork();
   // The checker sorts every recorded ID in memory (8 bytes each, twice): each process slot may
-  // draw its share of HISTORY_BUDGET over the campaign and the liveness phase after it.
+  // draw its share of HISTORY_BUDGET over the campaign and the healing after it (up to 180 s).
   const maxRate = Math.ceil(
     HISTORY_BUDGET / (dcs.length * options.processesPerDc * (options.minutes * 60 + 180)),
   );
@@ -336,8 +336,9 @@ async function main(): Promise<void> {
     dcs.map((dc) => [dc, recordedAtEnd[dc]! - recordedAtStart[dc]!]),
   );
 
-  // The liveness workers' processes start now and connect once everything is healed: starting
-  // Node and tsx took up to 123 s on the crowded machine, which says nothing of the DCs.
+  // The liveness workers' processes start now and connect once everything is healed and the
+  // fleet stopped: starting Node and tsx took up to 123 s on the crowded machine, which says
+  // nothing of the DCs.
   const livenessFleet: LivenessFleet<Incarnation> = {
     start: (dc) =>
       fleet.start(dc, 'tight', {

@@ -138,7 +138,8 @@ const WIDE_NEXT_IDS = SERVE_DEFAULTS.maxIdsPerRequest;
 /** Whether it drew until told to stop, without an error it must not retry past. */
 async function main(spec: WorkerSpec): Promise<boolean> {
   // From the process's start to here: Node, tsx compiling the sources, and the imports. On two
-  // cores shared with nine nodes this is most of a liveness worker's time to connect.
+  // cores shared with nine nodes this took up to minutes, which is why a liveness worker's
+  // process is started ahead of its check (`waitForGo`).
   const startupMs = Math.round(process.uptime() * 1000);
   // Said at once: a worker that never connects still tells how long its process took to start.
   process.stdout.write(JSON.stringify({ event: 'started', pid: process.pid, startupMs }) + '\n');

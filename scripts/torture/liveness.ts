@@ -10,8 +10,8 @@ import type { Incarnation } from './fleet.js';
 /**
  * A worker's budget, from the end of the healing, to connect (and to finish starting its process,
  * begun as the healing began): Node and tsx took 39 to 52 s to reach a worker's first line on two
- * cores shared with nine nodes, up to 123 s on a crowded day, and its DC's nodes may still be
- * coming back.
+ * cores shared with nine nodes, 247 to 268 s while a whole DC restarted (seed 1000348), and its
+ * DC's nodes may still be coming back.
  */
 export const LIVENESS_START_MS = 180_000;
 /**

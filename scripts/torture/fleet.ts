@@ -345,27 +345,27 @@ export class Fleet {
 
 /** Ms from a worker's process start to its main(), from its whole first line, if it printed it. */
 export function startupMsIn(stdout: string): number | undefined {
-  const lines = stdout.split('\n').slice(0, -1); // the last is not whole yet
-  const line = lines.find((l) => l.startsWith('{"event":"started"'));
-  if (line === undefined) return undefined;
-  try {
-    const { startupMs } = JSON.parse(line) as { startupMs?: unknown };
-    return typeof startupMs === 'number' ? startupMs : undefined;
-  } catch {
-    return undefined;
-  }
+  const startupMs = wholeEventLine(stdout, 'started')?.['startupMs'];
+  return typeof startupMs === 'number' ? startupMs : undefined;
 }
 
 /** The times of a worker's whole ready line, if it printed one. */
 export function readyTimesIn(stdout: string): ReadyTimes | undefined {
+  const line = wholeEventLine(stdout, 'ready');
+  const startupMs = line?.['startupMs'];
+  const connectMs = line?.['connectMs'];
+  return typeof startupMs === 'number' && typeof connectMs === 'number'
+    ? { startupMs, connectMs }
+    : undefined;
+}
+
+/** The fields of a worker's first whole line of `event`, if it printed one that parses. */
+function wholeEventLine(stdout: string, event: string): Record<string, unknown> | undefined {
   const lines = stdout.split('\n').slice(0, -1); // the last is not whole yet
-  const line = lines.find((l) => l.startsWith('{"event":"ready"'));
+  const line = lines.find((l) => l.startsWith(`{"event":"${event}"`));
   if (line === undefined) return undefined;
   try {
-    const { startupMs, connectMs } = JSON.parse(line) as Partial<ReadyTimes>;
-    return typeof startupMs === 'number' && typeof connectMs === 'number'
-      ? { startupMs, connectMs }
-      : undefined;
+    return JSON.parse(line) as Record<string, unknown>;
   } catch {
     return undefined;
   }

@@ -108,9 +108,9 @@ export function adminOver(
  */
 const OTHER_DC_READ_MS = 5_000;
 
-/** Clients of other DCs, each opened at its first use and kept until `close()`. */
+/** Stores over clients of other DCs, each opened at its first use and kept until `close()`. */
 class OtherDcStores {
-  readonly #opening = new Map<string, Promise<cassandra.Client>>();
+  readonly #opening = new Map<string, Promise<CassandraStore>>();
 
   constructor(
     private readonly client: cassandra.Client,
@@ -118,25 +118,29 @@ class OtherDcStores {
     private readonly requestTimeoutMs: number | undefined,
   ) {}
 
-  async storeIn(dc: string): Promise<CassandraStore> {
-    let opening = this.#opening.get(dc);
-    if (opening === undefined) {
-      opening = openClientInDc(this.client, dc, { timeoutMs: OTHER_DC_READ_MS });
-      this.#opening.set(dc, opening);
-      // A DC not reached is tried again at its next use.
-      opening.catch(() => this.#opening.delete(dc));
-    }
-    return new CassandraStore(await opening, this.keyspace, {
-      ownsClient: false,
-      requestTimeoutMs: this.requestTimeoutMs,
+  storeIn(dc: string): Promise<CassandraStore> {
+    const known = this.#opening.get(dc);
+    if (known !== undefined) return known;
+    const opening = openClientInDc(this.client, dc, { timeoutMs: OTHER_DC_READ_MS }).then(
+      (other) =>
+        new CassandraStore(other, this.keyspace, {
+          ownsClient: true,
+          requestTimeoutMs: this.requestTimeoutMs,
+        }),
+    );
+    this.#opening.set(dc, opening);
+    // A DC not reached is tried again at its next use.
+    opening.catch(() => {
+      if (this.#opening.get(dc) === opening) this.#opening.delete(dc);
     });
+    return opening;
   }
 
   async close(): Promise<void> {
     const opened = [...this.#opening.values()];
     this.#opening.clear();
     await Promise.all(
-      opened.map((opening) => opening.then((other) => other.shutdown()).catch(() => undefined)),
+      opened.map((opening) => opening.then((store) => store.close()).catch(() => undefined)),
     );
   }
 }

@@ -39,8 +39,11 @@ export type KillHow = 'flushed' | 'raw' | 'flush-timed-out';
 /**
  * How long a worker sent SIGHUP has to write its history and kill itself before the fleet
  * SIGKILLs it: its event loop may wait behind tsx, GC and nine Cassandra JVMs on two cores.
+ * Waiting longer costs nothing but a later kill: the handler records every ID handed out before
+ * it runs. 10 s was too short in seed 1000349, while dc3's three nodes took 217 s to restart
+ * together and a fresh Node process 66 to 71 s to start: the campaign lost its verdict to it.
  */
-export const FLUSH_KILL_TIMEOUT_MS = 10_000;
+export const FLUSH_KILL_TIMEOUT_MS = 30_000;
 
 /** How a process exited: its exit code, or (code null) the signal that ended it. */
 export interface ProcessExit {

@@ -128,8 +128,18 @@ program
   });
 
 program
+  .command('cut-clients <dc>')
+  .description(
+    "hide a DC's nodes from this host's clients (their CQL port); the nodes still reach each other",
+  )
+  .action(async (dc: string) => {
+    await cluster.cutClients(dc, (line) => console.error(line));
+    console.log(`${dc} cut from this host's clients: no node of ${dc} accepts a connection`);
+  });
+
+program
   .command('heal')
-  .description('remove every partition and wait until SERIAL works again')
+  .description('remove every partition and client cut, and wait until SERIAL works again')
   .action(async () => {
     await cluster.heal();
     console.log('healed: SERIAL works from every DC');

@@ -37,7 +37,14 @@ import type { NodeSpec, Topology } from './topology.js';
 
 export { currentTopology, logFile, logLines, processState, serialWorks } from './nodes.js';
 export type { NodeState } from './nodes.js';
-export { heal, isCut, partition, partitionedTargets, partitionUnsupported } from './partitions.js';
+export {
+  cutClients,
+  heal,
+  isCut,
+  partition,
+  partitionedTargets,
+  partitionUnsupported,
+} from './partitions.js';
 
 export interface NodeStatus {
   readonly node: NodeSpec;

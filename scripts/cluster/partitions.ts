@@ -2,14 +2,16 @@
  * Partitions on one machine: iptables rules that drop node-to-node packets by the sending
  * process's OS user (every node's outbound traffic leaves from 127.0.0.1, so addresses cannot
  * tell nodes apart). A partition cuts a DC, or a single node, off from every other node in both
- * directions; clients still reach every node. Each cut is verified by its effect.
+ * directions; clients still reach every node, unless `cutClients` also hides a DC from this
+ * host's clients. Each cut is verified by its effect.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import { STORAGE_PORT, ClusterError, findNode, isDcName, nodeSpecs } from './topology.js';
+import { CQL_PORT, STORAGE_PORT, ClusterError, findNode, isDcName, nodeSpecs } from './topology.js';
 import type { NodeSpec, Topology } from './topology.js';
 import {
   currentTopology,
+  portOpen,
   processState,
   readPid,
   run,
@@ -69,6 +71,47 @@ export async function partition(target: string, log: Log = () => undefined): Pro
     120_000,
     `LOCAL_SERIAL to fail from ${cut.name}${quorumLeft ? ` and to work from the rest of ${cut.dc}` : ''}`,
   );
+}
+
+/**
+ * Hides every node of `dc` from this host's clients (processes of this OS user), as a firewall
+ * between an operator's host and a DC would: their packets to the DC's CQL port are dropped, so
+ * a connection attempt hangs until its own timeout. The nodes still reach each other (combine
+ * with `partition` to cut the DC off as well). `heal` removes it. Waits until no node of the DC
+ * accepts a connection from here.
+ */
+export async function cutClients(dc: string, log: Log = () => undefined): Promise<void> {
+  const specs = nodeSpecs(currentTopology());
+  if (!isDcName(specs, dc)) throw new ClusterError(`No datacenter "${dc}" in this cluster.`);
+  await requirePartitionSupport(specs);
+  const uid = process.getuid?.();
+  if (uid === undefined) throw new ClusterError('Client cuts need a POSIX user id.');
+  const inside = specs.filter((s) => s.dc === dc);
+  const changes = cutClientsChanges(dc, uid, inside);
+  await applyRules(changes);
+  log(`clients of ${dc} cut: ${changes.length} iptables rules; waiting for the cut to show`);
+  await waitFor(
+    async () => {
+      for (const node of inside) if (await portOpen(node.address, CQL_PORT)) return false;
+      return true;
+    },
+    60_000,
+    `every node of ${dc} to stop accepting this host's connections`,
+  );
+}
+
+/** The rule changes of `cutClients`: a DROP of packets from `uid` to each node's CQL port. */
+export function cutClientsChanges(
+  dc: string,
+  uid: number,
+  inside: readonly Pick<NodeSpec, 'address'>[],
+): string[][] {
+  return inside.map((node) => [
+    '-I',
+    'OUTPUT',
+    '1',
+    ...dropRuleBody(`clients-${dc}`, String(uid), node.address, CQL_PORT),
+  ]);
 }
 
 /** Removes every partition and, unless told otherwise, waits until the cut targets work again. */
@@ -194,8 +237,11 @@ export function healChanges(listing: string): string[][] {
 }
 
 function dropRule(target: string, owner: string, destination: string): string[] {
+  return ['OUTPUT', ...dropRuleBody(target, owner, destination, STORAGE_PORT)];
+}
+
+function dropRuleBody(target: string, owner: string, destination: string, port: number): string[] {
   return [
-    'OUTPUT',
     '-o',
     'lo',
     '-p',
@@ -203,7 +249,7 @@ function dropRule(target: string, owner: string, destination: string): string[] 
     '-d',
     destination,
     '--dport',
-    String(STORAGE_PORT),
+    String(port),
     '-m',
     'owner',
     '--uid-owner',

@@ -108,9 +108,16 @@ export function adminOver(
  */
 const OTHER_DC_READ_MS = 5_000;
 
-/** Stores over clients of other DCs, each opened at its first use and kept until `close()`. */
+/**
+ * Stores over clients of other DCs, each opened at its first use and kept until `close()`.
+ * `close()` does not wait for a connect still under way: the driver tries a DC's nodes one after
+ * another, each up to the connect timeout, so a DC whose nodes do not answer would hold it up
+ * for one timeout per node. Such a connect ends on its own, and its client is closed then.
+ */
 class OtherDcStores {
   readonly #opening = new Map<string, Promise<CassandraStore>>();
+  readonly #open = new Set<CassandraStore>();
+  #closed = false;
 
   constructor(
     private readonly client: cassandra.Client,
@@ -119,14 +126,22 @@ class OtherDcStores {
   ) {}
 
   storeIn(dc: string): Promise<CassandraStore> {
+    if (this.#closed) return Promise.reject(new Error('status is closed'));
     const known = this.#opening.get(dc);
     if (known !== undefined) return known;
     const opening = openClientInDc(this.client, dc, { timeoutMs: OTHER_DC_READ_MS }).then(
-      (other) =>
-        new CassandraStore(other, this.keyspace, {
+      async (other) => {
+        const store = new CassandraStore(other, this.keyspace, {
           ownsClient: true,
           requestTimeoutMs: this.requestTimeoutMs,
-        }),
+        });
+        if (this.#closed) {
+          await store.close().catch(() => undefined);
+          throw new Error(`status closed while connecting to ${dc}`);
+        }
+        this.#open.add(store);
+        return store;
+      },
     );
     this.#opening.set(dc, opening);
     // A DC not reached is tried again at its next use.
@@ -137,11 +152,11 @@ class OtherDcStores {
   }
 
   async close(): Promise<void> {
-    const opened = [...this.#opening.values()];
+    this.#closed = true;
+    const open = [...this.#open];
+    this.#open.clear();
     this.#opening.clear();
-    await Promise.all(
-      opened.map((opening) => opening.then((store) => store.close()).catch(() => undefined)),
-    );
+    await Promise.all(open.map((store) => store.close().catch(() => undefined)));
   }
 }
 

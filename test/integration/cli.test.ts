@@ -937,15 +937,10 @@ describe.runIf(clusterInfo().faults)('idgen-cass during a partition of dc3', () 
       // From dc1 the EACH_QUORUM read of the states fails too, and status reads dc3's rows
       // through dc3's own nodes, which this host still reaches (the partition cuts node-to-node
       // traffic only): current, with a rate and a runway, so --fail-if-runway-below passes.
-      const outside = await idgen([
-        'status',
-        'part',
-        '--json',
-        '--sample',
-        '1',
-        '--fail-if-runway-below',
-        '1s',
-      ]);
+      const statusFromDc1 = ['status', 'part', '--json', '--sample', '1'];
+      const outsideStarted = Date.now();
+      const outside = await idgen([...statusFromDc1, '--fail-if-runway-below', '1s']);
+      const outsideMs = Date.now() - outsideStarted;
       expect({ code: outside.code, stderr: outside.stderr }).toEqual({ code: 0, stderr: '' });
       const seen = JSON.parse(outside.stdout) as StatusJson;
       expect(
@@ -973,6 +968,35 @@ describe.runIf(clusterInfo().faults)('idgen-cass during a partition of dc3', () 
       ) as CheckJson;
       expect(inside.verdict).toBe('incomplete');
       expect(inside.sequences[0]?.unverified.some((fact) => fact.fact === 'grants')).toBe(true);
+
+      // dc3 cut off from this host as well (a firewall between it and dc3): from dc1, dc3's rows
+      // can be read neither at EACH_QUORUM nor through its own nodes. They are marked, with both
+      // reasons, and their runway is unknown, which --fail-if-runway-below fails (exit 14). The
+      // run costs what README says, at most 5 s more than when dc3 is reached, not one connect
+      // timeout per dc3 node, neither before the output nor in closing.
+      await faults.cutClients('dc3');
+      const hiddenStarted = Date.now();
+      const hidden = await idgen([...statusFromDc1, '--fail-if-runway-below', '1s']);
+      const hiddenMs = Date.now() - hiddenStarted;
+      expect(expectStatusOutcome(hidden, 14, 'IDGEN_STATUS_RUNWAY_LOW', { json: true })).toMatch(
+        /^runway unknown from dc1: "part" in dc3: their rows were not read current from dc1 /,
+      );
+      const hiddenReport = JSON.parse(hidden.stdout) as StatusJson;
+      const dcs = hiddenReport.sequences[0]!.dcs;
+      expect(dcs.map((dc) => [dc.dc, dc.rowsNotCurrent === null])).toEqual([
+        ['dc1', true],
+        ['dc2', true],
+        ['dc3', false],
+      ]);
+      const dc3Hidden = dcs.find((dc) => dc.dc === 'dc3')!;
+      expect(dc3Hidden.rowsNotCurrent).toMatch(
+        /EACH_QUORUM read failed: .*; its own nodes not reached either: /,
+      );
+      expect([dc3Hidden.ratePerSecond, dc3Hidden.runwaySeconds]).toEqual([null, null]);
+      console.info(
+        `status from dc1 with dc3 hidden: ${hiddenMs} ms, reached through its own nodes: ${outsideMs} ms`,
+      );
+      expect(hiddenMs - outsideMs).toBeLessThan(10_000);
     } finally {
       await faults.heal();
     }

@@ -120,6 +120,8 @@ export const faults = {
   partition: (dc: string) => manager.partition(dc),
   /** Cuts one node (e.g. `dc1-2`) off from every other node. */
   partitionNode: (node: string) => manager.partition(node),
+  /** Hides a DC's nodes from this host's clients (heal removes it with the partitions). */
+  cutClients: (dc: string) => manager.cutClients(dc),
   linearizabilityViolations: () => manager.linearizabilityViolations(),
   heal: () => manager.heal(),
   pause: (node: string) => manager.pause(node),

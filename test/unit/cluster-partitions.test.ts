@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 
-import { healChanges, partitionChanges } from '../../scripts/cluster/partitions.js';
+import {
+  cutClientsChanges,
+  healChanges,
+  partitionChanges,
+} from '../../scripts/cluster/partitions.js';
 
 const node = (osUser: string, address: string) => ({ osUser, address });
 const dc1 = [node('idgen-dc1', '127.0.0.1'), node('idgen-dc1', '127.0.0.2')];
@@ -43,5 +47,39 @@ describe('cluster partitions: the iptables rules', () => {
     ].join('\n');
     expect(healChanges(listing)).toEqual(changes.map((c) => ['-D', 'OUTPUT', ...c.slice(3)]));
     expect(healChanges('-P OUTPUT ACCEPT\n-A OUTPUT -o lo -j ACCEPT\n')).toEqual([]);
+  });
+
+  it("hides a DC from one user's clients: its CQL port only, healed with the partitions", () => {
+    const changes = cutClientsChanges('dc1', 0, dc1);
+    expect(changes).toEqual(
+      dc1.map((n) => [
+        '-I',
+        'OUTPUT',
+        '1',
+        '-o',
+        'lo',
+        '-p',
+        'tcp',
+        '-d',
+        n.address,
+        '--dport',
+        '9042',
+        '-m',
+        'owner',
+        '--uid-owner',
+        '0',
+        '-m',
+        'comment',
+        '--comment',
+        'idgen-cass-partition:clients-dc1',
+        '-j',
+        'DROP',
+      ]),
+    );
+    const partition = partitionChanges('dc1', dc1, others);
+    const listing = ['-P OUTPUT ACCEPT', ...[...partition, ...changes].map(listed), ''].join('\n');
+    expect(healChanges(listing)).toEqual(
+      [...partition, ...changes].map((c) => ['-D', 'OUTPUT', ...c.slice(3)]),
+    );
   });
 });

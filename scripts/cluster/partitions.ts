@@ -84,8 +84,8 @@ export async function cutClients(dc: string, log: Log = () => undefined): Promis
   const specs = nodeSpecs(currentTopology());
   if (!isDcName(specs, dc)) throw new ClusterError(`No datacenter "${dc}" in this cluster.`);
   await requirePartitionSupport(specs);
-  const uid = process.getuid?.();
-  if (uid === undefined) throw new ClusterError('Client cuts need a POSIX user id.');
+  // requirePartitionSupport refuses any user but root, so this host's clients run as uid 0.
+  const uid = process.getuid!();
   const inside = specs.filter((s) => s.dc === dc);
   const changes = cutClientsChanges(dc, uid, inside);
   await applyRules(changes);
@@ -106,12 +106,7 @@ export function cutClientsChanges(
   uid: number,
   inside: readonly Pick<NodeSpec, 'address'>[],
 ): string[][] {
-  return inside.map((node) => [
-    '-I',
-    'OUTPUT',
-    '1',
-    ...dropRuleBody(`clients-${dc}`, String(uid), node.address, CQL_PORT),
-  ]);
+  return inside.map((node) => firstDrop(`clients-${dc}`, String(uid), node.address, CQL_PORT));
 }
 
 /** Removes every partition and, unless told otherwise, waits until the cut targets work again. */
@@ -207,15 +202,16 @@ export function partitionChanges(
 ): string[][] {
   const rules: string[][] = [];
   for (const a of inside)
-    for (const b of outside) rules.push(dropRule(target, a.osUser, b.address));
+    for (const b of outside) rules.push(firstDrop(target, a.osUser, b.address, STORAGE_PORT));
   for (const b of outside)
-    for (const a of inside) rules.push(dropRule(target, b.osUser, a.address));
-  return rules.map(([chain, ...rest]) => ['-I', chain!, '1', ...rest]);
+    for (const a of inside) rules.push(firstDrop(target, b.osUser, a.address, STORAGE_PORT));
+  return rules;
 }
 
 /**
  * The changes that delete every partition rule in `listing` (what `iptables -S OUTPUT` prints)
- * and nothing else: a DROP whose comment is this tag and a target, as `partitionChanges` made.
+ * and nothing else: a DROP whose comment is this tag and a target, as `partitionChanges` and
+ * `cutClientsChanges` made.
  */
 export function healChanges(listing: string): string[][] {
   const tagged = new RegExp(`^${PARTITION_TAG}:[A-Za-z0-9_-]+$`);
@@ -236,12 +232,15 @@ export function healChanges(listing: string): string[][] {
     .map((rule) => ['-D', ...rule]);
 }
 
-function dropRule(target: string, owner: string, destination: string): string[] {
-  return ['OUTPUT', ...dropRuleBody(target, owner, destination, STORAGE_PORT)];
-}
-
-function dropRuleBody(target: string, owner: string, destination: string, port: number): string[] {
+/**
+ * The change that inserts, first in OUTPUT, a DROP of `owner`'s packets to `destination`:`port`
+ * on the loopback interface, tagged with `target` for `healChanges`.
+ */
+function firstDrop(target: string, owner: string, destination: string, port: number): string[] {
   return [
+    '-I',
+    'OUTPUT',
+    '1',
     '-o',
     'lo',
     '-p',

@@ -518,6 +518,7 @@ async function main(): Promise<void> {
         (sum, i) => sum + (i.summary?.ownDeadlinesMissed ?? 0),
         0,
       ),
+      neverConnected: fleet.incarnations.filter((i) => i.summary?.connected === false).length,
     },
     mix: options.mix,
     mutation: options.mutation,

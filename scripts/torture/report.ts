@@ -53,6 +53,11 @@ export interface CampaignReport {
      * doing, so not among the errors; absent in older reports.
      */
     readonly ownDeadlinesMissed?: number;
+    /**
+     * Processes told to stop before they could connect (worker.ts): every connect failed, as
+     * while their DC's nodes are all down. Absent in older reports.
+     */
+    readonly neverConnected?: number;
   };
   readonly mix: FaultMix;
   readonly mutation: string | undefined;
@@ -365,6 +370,14 @@ export function renderMarkdown(report: CampaignReport): string {
     lines.push(
       `Calls of concurrent callers with a deadline of their own (one in 8, up to ${OWN_DEADLINE_MS} ms) ` +
         `that passed, counted apart from the errors: ${n(missed)}.`,
+    );
+  }
+  const neverConnected = report.fleet.neverConnected ?? 0;
+  if (neverConnected > 0) {
+    lines.push('');
+    lines.push(
+      `Processes stopped before they could connect (every connect failed, as while their DC's ` +
+        `nodes are all down, so they drew nothing): ${n(neverConnected)}.`,
     );
   }
   const kills = report.fleet.kills;

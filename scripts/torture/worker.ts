@@ -31,7 +31,8 @@
  *
  * Signals: SIGTERM stops drawing, then closes (unused IDs go back); SIGUSR2 closes while the
  * loop keeps calling (the close-while-drawing race), then exits; SIGHUP writes the history and
- * SIGKILLs the process. All three are handled from before the worker's ready line.
+ * SIGKILLs the process. SIGHUP and SIGTERM are handled from before it connects (one told to stop
+ * while it still connects exits 0, with a summary), SIGUSR2 from before its ready line.
  *
  * From the moment close() is called no ID may be handed out (README), so the worker counts the
  * IDs that came back after it: a call made after close() began must get none, and the one call
@@ -126,6 +127,10 @@ export interface WorkerSummary {
   readonly unexpectedError?: { readonly code: string; readonly message: string } | undefined;
   /** `callers` mode: calls whose deadline of their own passed (see `call` in main). */
   readonly ownDeadlinesMissed?: number | undefined;
+  /** False for one told to stop before it could connect: it drew nothing. */
+  readonly connected: boolean;
+  /** connect() calls that failed before the one that connected (or before it was told to stop). */
+  readonly connectFailures: number;
 }
 
 const FLUSH_EVERY = 4096;
@@ -198,13 +203,30 @@ async function main(spec: WorkerSpec): Promise<boolean> {
     process.kill(process.pid, 'SIGKILL');
   });
 
-  if (spec.waitForGo === true) await goLine();
-  // A service started while its DC's nodes are down keeps trying, as an orchestrator would.
-  const connecting = Date.now();
-  const ids = await connectWithin(spec, 120_000);
-  const connectMs = Date.now() - connecting;
-  const seq = ids.sequence(spec.sequence);
+  // From here, not from the ready line: a process told to stop while it still connects stops
+  // as any other does, with its summary and exit code 0.
   let stopping = false;
+  process.on('SIGTERM', () => (stopping = true));
+  if (spec.waitForGo === true) await goLine();
+  const connecting = Date.now();
+  const connection = await connectUntilStopped(spec, () => stopping);
+  const connectMs = Date.now() - connecting;
+  if (connection.ids === undefined) {
+    // Told to stop while every connect failed (its DC's nodes all down, say): it drew nothing.
+    clearInterval(flushing);
+    flush(Date.now(), true);
+    for (const open of [fd, callsFd, progressFd]) if (open !== undefined) fs.closeSync(open);
+    const summary: WorkerSummary = {
+      ...{ event: 'done', drawn: 0, errors: {}, firstErrors: {}, stats: {} },
+      ...{ closedEarly: false, servedAfterClose: 0, closeViolations: 0 },
+      connected: false,
+      connectFailures: connection.failures,
+    };
+    process.stdout.write(JSON.stringify(summary) + '\n');
+    return true;
+  }
+  const ids = connection.ids;
+  const seq = ids.sequence(spec.sequence);
   let closedEarly = false;
   let drawn = 0;
   // Set in the same synchronous step as close() is called: every call that resolves after it
@@ -243,7 +265,6 @@ async function main(spec: WorkerSpec): Promise<boolean> {
     closeViolations += Math.max(0, count - allowed);
     if (!calledAfterClose) takenAtClose = Math.max(0, takenAtClose - count);
   };
-  process.on('SIGTERM', () => (stopping = true));
   process.on('SIGUSR2', () => {
     closedEarly = true;
     // Close while the loop below keeps calling: no ID may come back after this point.
@@ -394,6 +415,8 @@ async function main(spec: WorkerSpec): Promise<boolean> {
     closeViolations,
     unexpectedError,
     ownDeadlinesMissed,
+    connected: true,
+    connectFailures: connection.failures,
   };
   process.stdout.write(JSON.stringify(summary) + '\n');
   return unexpectedError === undefined;
@@ -406,21 +429,37 @@ function writeAll(fd: number, bytes: Uint8Array): void {
   }
 }
 
-async function connectWithin(spec: WorkerSpec, ms: number): Promise<IdGen> {
-  const deadline = Date.now() + ms;
-  for (let attempt = 1; ; attempt++) {
+/**
+ * Connects, trying again every second until it is told to stop (then `ids` is undefined), as a
+ * service whose orchestrator restarts it would: its DC's nodes may all be down for longer than
+ * any bound one could pick (a DC killed whole took 631 s to restart on the two-core CI machine,
+ * and a worker that gave up after 120 s failed its campaign). A defect that keeps every connect
+ * failing still shows: its DC then draws nothing, which the verdict and the liveness check judge.
+ */
+async function connectUntilStopped(
+  spec: WorkerSpec,
+  stopped: () => boolean,
+): Promise<{ readonly ids: IdGen | undefined; readonly failures: number }> {
+  for (let failures = 0; ;) {
     try {
-      return await connect({
+      // Told to stop meanwhile, it still returns the handle: the caller's loop then ends at once
+      // and its close() is judged as any other.
+      const ids = await connect({
         contactPoints: [...spec.contactPoints],
         localDataCenter: spec.dc,
         keyspace: spec.keyspace,
       });
+      return { ids, failures };
     } catch (error) {
-      if (Date.now() > deadline) throw error;
+      failures++;
       // What a worker that never connects leaves for its report (its last stderr line).
       const why = error instanceof Error ? error.message : String(error);
-      process.stderr.write(`torture worker: connect attempt ${attempt} failed: ${why}\n`);
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      process.stderr.write(`torture worker: connect attempt ${failures} failed: ${why}\n`);
+      const until = Date.now() + 1_000;
+      while (!stopped() && Date.now() < until) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      if (stopped()) return { ids: undefined, failures };
     }
   }
 }

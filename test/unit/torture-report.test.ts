@@ -164,6 +164,14 @@ describe('torture report: the duplicates row', () => {
     expect(renderMarkdown(report)).not.toContain('deadline of their own');
   });
 
+  it('counts the processes stopped before they could connect', () => {
+    const markdown = renderMarkdown({ ...report, fleet: { ...report.fleet, neverConnected: 2 } });
+    expect(markdown).toContain(
+      "Processes stopped before they could connect (every connect failed, as while their DC's nodes are all down, so they drew nothing): 2.",
+    );
+    expect(renderMarkdown(report)).not.toContain('before they could connect');
+  });
+
   it('says nothing more when every kill wrote its history first, or was of a paced process', () => {
     // A paced process writes each ID before its next call: a raw kill leaves nothing unrecorded.
     const paced = report.incarnations.map((i) =>

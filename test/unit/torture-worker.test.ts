@@ -473,3 +473,54 @@ describe('errors: the worker retries only those that faults cause', () => {
     }
   }, 90_000);
 });
+
+describe('a worker whose DC has no node up when it starts', () => {
+  /** Waits until its stderr says `attempts` connects failed. */
+  async function failedConnects(worker: ReturnType<typeof runWorker>, attempts: number) {
+    const deadline = Date.now() + 60_000;
+    while (!worker.stderr().includes(`connect attempt ${attempts} failed`)) {
+      if (Date.now() > deadline || worker.child.exitCode !== null) {
+        throw new Error(`not ${attempts} failed connects; stderr: ${worker.stderr()}`);
+      }
+      await sleep(50);
+    }
+  }
+
+  it('keeps connecting, then draws once the nodes are back', async () => {
+    const files = new WorkerFiles();
+    try {
+      const worker = runWorker(files, { mode: 'ledger', unreachable: true }, { maxRate: 200_000 });
+      await failedConnects(worker, 3);
+      files.bringUp();
+      await worker.waitFor('"first-id"');
+      worker.child.kill('SIGTERM');
+      expect(await worker.exited).toEqual({ code: 0, signal: null });
+      const summary = worker.summary()!;
+      expect(summary).toMatchObject({ connected: true, closeViolations: 0 });
+      expect(summary.unexpectedError).toBeUndefined();
+      expect(summary.connectFailures).toBeGreaterThanOrEqual(3);
+      expect(files.history().length).toBeGreaterThan(0);
+      expect(files.history()).toEqual(files.handedOut());
+    } finally {
+      files.remove();
+    }
+  }, 90_000);
+
+  // The fleet stops it at the campaign's end like any other (fleet.ts, `stopAll`): a process
+  // ended by the SIGTERM itself, or by an error, would fail the campaign for its DC's outage.
+  it('exits 0 with a summary of nothing drawn when told to stop while it still connects', async () => {
+    const files = new WorkerFiles();
+    try {
+      const worker = runWorker(files, { mode: 'ledger', unreachable: true });
+      await failedConnects(worker, 2);
+      worker.child.kill('SIGTERM');
+      expect(await worker.exited).toEqual({ code: 0, signal: null });
+      expect(worker.summary()).toMatchObject({ drawn: 0, connected: false, closeViolations: 0 });
+      expect(worker.summary()!.connectFailures).toBeGreaterThanOrEqual(2);
+      expect(files.history()).toEqual([]);
+      expect(files.handedOut()).toEqual([]);
+    } finally {
+      files.remove();
+    }
+  }, 90_000);
+});

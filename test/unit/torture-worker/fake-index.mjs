@@ -24,6 +24,8 @@
 //   library).
 // - throw: ledger for `after` IDs, then every call throws `error` ({ name, message, code? }).
 // - busy: ledger for `after` IDs, then next() spins without end: signal handlers never run.
+// With `unreachable`, in any mode, connect() fails with IDGEN_STORE_UNAVAILABLE (as when every
+// node of the worker's DC is down) until the file `reachableMarker` exists.
 import fs from 'node:fs';
 
 const config = JSON.parse(process.env.FAKE_LIBRARY ?? '{}');
@@ -87,6 +89,11 @@ function check() {
 }
 
 export async function connect() {
+  if (config.unreachable === true && !fs.existsSync(config.reachableMarker)) {
+    throw Object.assign(new Error('no node of dc1 could be reached'), {
+      code: 'IDGEN_STORE_UNAVAILABLE',
+    });
+  }
   return {
     sequence() {
       return {

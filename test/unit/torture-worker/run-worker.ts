@@ -33,6 +33,8 @@ export interface FakeLibrary {
   readonly error?: { readonly name: string; readonly message: string; readonly code?: string };
   /** What close() throws once it has closed (ledger modes). */
   readonly closeError?: { readonly message: string; readonly code?: string };
+  /** connect() fails as when the DC's nodes are all down, until {@link WorkerFiles.bringUp}. */
+  readonly unreachable?: boolean;
 }
 
 /** A directory for one worker's files, with the spec and environment that point there. */
@@ -45,6 +47,7 @@ export class WorkerFiles {
   readonly startedAt = Date.now();
   readonly ledger = path.join(this.dir, 'ledger.f64');
   readonly closedMarker = path.join(this.dir, 'closed');
+  readonly reachableMarker = path.join(this.dir, 'reachable');
 
   spec(extra: Partial<WorkerSpec> = {}): WorkerSpec {
     return {
@@ -57,7 +60,11 @@ export class WorkerFiles {
   }
 
   env(fake: FakeLibrary): Record<string, string> {
-    const config = { ...fake, ledger: this.ledger, closedMarker: this.closedMarker };
+    const config = {
+      ...fake,
+      ...{ ledger: this.ledger, closedMarker: this.closedMarker },
+      reachableMarker: this.reachableMarker,
+    };
     return { FAKE_LIBRARY: JSON.stringify(config) };
   }
 
@@ -86,6 +93,11 @@ export class WorkerFiles {
     return fs.existsSync(this.progressFile)
       ? parseProgress(fs.readFileSync(this.progressFile, 'utf8'))
       : new Map();
+  }
+
+  /** Lets an `unreachable` library's connect() succeed from now on. */
+  bringUp(): void {
+    fs.writeFileSync(this.reachableMarker, 'up');
   }
 
   closed(): boolean {

@@ -285,6 +285,8 @@ async function main(): Promise<void> {
     sequence,
     contactPoints,
     historyDir,
+    // Beside the report, kept whatever the verdict: a failed process's reason is read there.
+    stderrDir: path.join(options.out, 'stderr'),
     startedAt: started,
     mutation: options.mutation,
     seed: options.seed,

@@ -3,6 +3,7 @@
  * history file; the fleet starts them, signals them and remembers how each one ended.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -122,6 +123,12 @@ export interface FleetOptions {
   /** See {@link FLUSH_KILL_TIMEOUT_MS}. */
   readonly flushKillTimeoutMs?: number | undefined;
   /**
+   * Where each worker's stderr goes whole, in a file named as its history with `.stderr` (made
+   * at its first line): what it said of failed connects, unexpected errors and crashes. The
+   * incarnation keeps only the end of it.
+   */
+  readonly stderrDir?: string | undefined;
+  /**
    * The campaign's seed: each worker's own is derived from it and the worker's number
    * (`workerSeed`). Default 1.
    */
@@ -240,8 +247,14 @@ export class Fleet {
       }
       if (readySeen && !incarnation.drawing) incarnation.drawing = firstIdIn(stdout) !== undefined;
     });
+    const stderrDir = this.options.stderrDir;
+    const stderrFile =
+      stderrDir === undefined ? undefined : path.join(stderrDir, `${path.basename(name)}.stderr`);
     child.stderr!.on('data', (chunk: Buffer) => {
       incarnation.stderr = (incarnation.stderr + chunk.toString()).slice(-20_000);
+      if (stderrFile === undefined) return;
+      fs.mkdirSync(stderrDir!, { recursive: true });
+      fs.appendFileSync(stderrFile, chunk);
     });
     this.incarnations.push(incarnation);
     return incarnation;

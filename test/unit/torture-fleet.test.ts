@@ -3,6 +3,7 @@
  * library (test/unit/torture-worker/): how it kills them, and what that leaves recorded.
  */
 import fs from 'node:fs';
+import path from 'node:path';
 
 import { describe, expect, it } from 'vitest';
 
@@ -20,7 +21,12 @@ function readF64(file: string): number[] {
 }
 
 /** A fleet of one worker in `files`' directory, on the stand-in library. */
-function fleetOf(files: WorkerFiles, fake: FakeLibrary, flushKillTimeoutMs?: number) {
+function fleetOf(
+  files: WorkerFiles,
+  fake: FakeLibrary,
+  flushKillTimeoutMs?: number,
+  stderrDir?: string,
+) {
   return new Fleet({
     keyspace: 'k',
     sequence: 's',
@@ -28,6 +34,7 @@ function fleetOf(files: WorkerFiles, fake: FakeLibrary, flushKillTimeoutMs?: num
     historyDir: files.dir,
     startedAt: files.startedAt,
     flushKillTimeoutMs,
+    stderrDir,
     workerImports: [REGISTER],
     workerEnv: files.env(fake),
   });
@@ -153,6 +160,37 @@ describe('torture fleet: a campaign that fails midway', () => {
       await drawer.exited;
       expect(drawer.exit).toEqual({ code: null, signal: 'SIGKILL' });
       expect(ended.exit).toEqual({ code: 0, signal: null });
+    } finally {
+      files.remove();
+    }
+  }, 90_000);
+});
+
+describe('torture fleet: a worker whose DC has no node up', () => {
+  it('stops it cleanly while it still connects, and keeps what it said in its stderr file', async () => {
+    const files = new WorkerFiles();
+    try {
+      const stderrDir = path.join(files.dir, 'stderr');
+      const fleet = fleetOf(files, { mode: 'ledger', unreachable: true }, undefined, stderrDir);
+      const incarnation = fleet.start('dc1', 'tight', { rate: 1, maxTake: 1 });
+      const deadline = Date.now() + 60_000;
+      while (!incarnation.stderr.includes('connect attempt 2 failed') && Date.now() < deadline) {
+        await sleep(50);
+      }
+      await fleet.stopAll();
+      expect(incarnation).toMatchObject({
+        ending: 'terminated',
+        connected: false,
+        hungOnStop: false,
+        exit: { code: 0, signal: null },
+        summary: { drawn: 0, connected: false },
+      });
+      // Under the name of its history, beside the other workers' files.
+      const file = path.join(stderrDir, `${path.basename(incarnation.historyFile, '.f64')}.stderr`);
+      expect(fs.readFileSync(file, 'utf8')).toContain(
+        'torture worker: connect attempt 1 failed: no node of dc1 could be reached\n' +
+          'torture worker: connect attempt 2 failed: no node of dc1 could be reached\n',
+      );
     } finally {
       files.remove();
     }

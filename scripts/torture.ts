@@ -123,7 +123,7 @@ function parseOptions(argv: readonly string[]): Options {
     .option('--interval <min-max>', 'seconds between nemesis actions', parseInterval, [3, 12])
     .option(
       '--out <dir>',
-      'where report.md and report.json go (default torture/runs/<time>-<seed>)',
+      "where report.md, report.json and each process's stderr (stderr/) go (default torture/runs/<time>-<seed>)",
     )
     .option(
       '--keep-history',

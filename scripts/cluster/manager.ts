@@ -28,6 +28,7 @@ import {
   stopNode,
   waitFor,
   waitForCql,
+  CQL_START_TIMEOUT_MS,
   withClient,
 } from './nodes.js';
 import type { Log, NodeState } from './nodes.js';
@@ -239,9 +240,13 @@ export async function start(name: string): Promise<void> {
 /**
  * Starts stopped nodes one after another (two bootstrapping at once overload a small machine),
  * then waits until every node sees every other up. Waiting for the whole cluster after each
- * node would never end while the others are still down.
+ * node would never end while the others are still down. `cqlTimeoutMs`: how long each may take
+ * to accept CQL.
  */
-export async function startNodes(names: readonly string[]): Promise<void> {
+export async function startNodes(
+  names: readonly string[],
+  cqlTimeoutMs = CQL_START_TIMEOUT_MS,
+): Promise<void> {
   const topology = currentTopology();
   const specs = nodeSpecs(topology);
   const nodes = names.map((name) => findNode(specs, name));
@@ -255,7 +260,7 @@ export async function startNodes(names: readonly string[]): Promise<void> {
     await assertPortsFree(node);
     writeNodeConfig(node, seedsOf(specs), topology);
     await launch(node);
-    await waitForCql(node);
+    await waitForCql(node, cqlTimeoutMs);
   }
   await waitForClusterUp(topology);
 }

@@ -174,8 +174,11 @@ export async function launch(node: NodeSpec): Promise<void> {
   fs.writeFileSync(pidFile(node), String(child.pid));
 }
 
-export async function waitForCql(node: NodeSpec): Promise<void> {
-  const deadline = Date.now() + 300_000;
+/** How long a node starting may take to accept CQL, by default, before it is given up on. */
+export const CQL_START_TIMEOUT_MS = 300_000;
+
+export async function waitForCql(node: NodeSpec, timeoutMs = CQL_START_TIMEOUT_MS): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (processState(node) === 'stopped') {
       throw new ClusterError(
@@ -192,7 +195,7 @@ export async function waitForCql(node: NodeSpec): Promise<void> {
     }
     if (Date.now() > deadline) {
       throw new ClusterError(
-        `Node ${node.name} (${node.address}) did not accept CQL within 300 s; see ${logFile(node)}.`,
+        `Node ${node.name} (${node.address}) did not accept CQL within ${timeoutMs / 1000} s; see ${logFile(node)}.`,
       );
     }
     await sleep(500);

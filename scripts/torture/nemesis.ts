@@ -113,6 +113,9 @@ function intBy(u: number, min: number, max: number): number {
   return min + Math.floor(u * (max - min + 1));
 }
 
+/** How long each node the nemesis restarts may take to accept CQL (see `crash`). */
+const RESTART_CQL_TIMEOUT_MS = 600_000;
+
 /** How the timeline's result of a fault done after the fault window begins (see `record`). */
 export const LATE = 'late, after the fault window: ';
 
@@ -367,9 +370,14 @@ export class Nemesis {
     await manager.killNodes(names);
     this.record(kind, target, `ok${detail}, restart after ${downMs} ms`);
     // The restart waits for the nodes to be up (tens of seconds): no other cluster fault meanwhile.
+    // Each node may take 10 min to accept CQL, not the 5 min of `cluster up`: started one after
+    // another while every other DC's processes draw flat out on two cores, dc3's three nodes took
+    // 631 s in all in CI's campaign of 2026-12-02 (seed 2085984793), and an undo that gives up
+    // fails the campaign for the machine's slowness.
     this.hold(`restart of ${target}`, downMs, async () => {
-      await manager.startNodes(names);
-      this.record(kind, target, 'restarted');
+      const restarting = Date.now();
+      await manager.startNodes(names, RESTART_CQL_TIMEOUT_MS);
+      this.record(kind, target, `restarted in ${((Date.now() - restarting) / 1000).toFixed(1)} s`);
     });
   }
 

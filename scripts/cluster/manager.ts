@@ -45,6 +45,7 @@ export {
   partition,
   partitionedTargets,
   partitionUnsupported,
+  waitHealed,
 } from './partitions.js';
 
 export interface NodeStatus {

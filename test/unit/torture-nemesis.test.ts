@@ -131,6 +131,16 @@ function nemesisOf(
   });
 }
 
+/** A nemesis of `mix` acting once a minute (the tests drive its clock), on an empty fleet. */
+function minuteNemesis(mix: FaultMix) {
+  return new Nemesis({
+    ...{ random: new Random(7), fleet: new FakeFleet() as unknown as Fleet, admin: {} as IdGen },
+    ...{ sequence: 's', mix, intervalS: [60, 60] },
+    ...{ processesPerDc: 2, startProcess: () => undefined, canPartitionNodes: false },
+    ...{ startedAt: Date.now(), log: () => undefined },
+  });
+}
+
 /** Runs a nemesis of `mix` on `fleet` until it recorded `actions` entries. */
 async function run(
   fleet: FakeFleet,
@@ -279,14 +289,8 @@ describe('torture nemesis: how long a cluster fault lasts', () => {
   it('undoes it when its time is up, not at the next action', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
     try {
-      const fleet = new FakeFleet();
       // One action a minute: a fault held 3 to 20 s must be undone long before the next.
-      const nemesis = new Nemesis({
-        ...{ random: new Random(7), fleet: fleet as unknown as Fleet, admin: {} as IdGen },
-        ...{ sequence: 's', mix: mixOf({ 'partition-dc': 1 }), intervalS: [60, 60] },
-        ...{ processesPerDc: 2, startProcess: () => undefined, canPartitionNodes: false },
-        ...{ startedAt: Date.now(), log: () => undefined },
-      });
+      const nemesis = minuteNemesis(mixOf({ 'partition-dc': 1 }));
       const before = cluster.partitions;
       nemesis.start();
       await vi.advanceTimersByTimeAsync(60_000);
@@ -314,12 +318,7 @@ describe('torture nemesis: how long a cluster fault lasts', () => {
 describe('torture nemesis: a partition ends when its rules are removed', () => {
   /** Starts a nemesis of DC partitions, one a minute, and returns it once one took effect. */
   async function partitioned() {
-    const nemesis = new Nemesis({
-      ...{ random: new Random(7), fleet: new FakeFleet() as unknown as Fleet, admin: {} as IdGen },
-      ...{ sequence: 's', mix: mixOf({ 'partition-dc': 1 }), intervalS: [60, 60] },
-      ...{ processesPerDc: 2, startProcess: () => undefined, canPartitionNodes: false },
-      ...{ startedAt: Date.now(), log: () => undefined },
-    });
+    const nemesis = minuteNemesis(mixOf({ 'partition-dc': 1 }));
     nemesis.start();
     await vi.advanceTimersByTimeAsync(60_000);
     cluster.partitioned();
@@ -390,16 +389,7 @@ describe('torture nemesis: node kills', () => {
     // In CI's campaign of 2026-12-02 dc3's three nodes took 631 s to restart, one after another.
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
     try {
-      const nemesis = new Nemesis({
-        ...{
-          random: new Random(7),
-          fleet: new FakeFleet() as unknown as Fleet,
-          admin: {} as IdGen,
-        },
-        ...{ sequence: 's', mix: mixOf({ 'kill-node': 1 }), intervalS: [60, 60] },
-        ...{ processesPerDc: 2, startProcess: () => undefined, canPartitionNodes: false },
-        ...{ startedAt: Date.now(), log: () => undefined },
-      });
+      const nemesis = minuteNemesis(mixOf({ 'kill-node': 1 }));
       nemesis.start();
       await vi.advanceTimersByTimeAsync(60_000);
       const [killed] = nemesis.timeline;

@@ -124,6 +124,11 @@ export function secondsSince(startedAt: number, now = Date.now()): number {
   return Math.round((now - startedAt) / 100) / 10;
 }
 
+/** The timeline's result of an action or undo that threw `error`. */
+function failure(error: unknown): string {
+  return `failed: ${error instanceof Error ? error.message : String(error)}`;
+}
+
 export interface TimelineEntry {
   /** Seconds since the campaign started ({@link secondsSince}). */
   readonly at: number;
@@ -210,7 +215,7 @@ export class Nemesis {
       try {
         await this.act(kind);
       } catch (error) {
-        this.record(kind, '-', `failed: ${error instanceof Error ? error.message : String(error)}`);
+        this.record(kind, '-', failure(error));
       }
     }
   }
@@ -379,7 +384,7 @@ export class Nemesis {
     this.hold(`restart of ${target}`, downMs, async () => {
       const restarting = Date.now();
       await manager.startNodes(names, RESTART_CQL_TIMEOUT_MS);
-      this.record(kind, target, `restarted in ${((Date.now() - restarting) / 1000).toFixed(1)} s`);
+      this.record(kind, target, `restarted in ${secondsSince(restarting).toFixed(1)} s`);
     });
   }
 
@@ -428,8 +433,6 @@ export class Nemesis {
     if (active === undefined) return Promise.resolve();
     clearTimeout(active.timer);
     this.clusterFault = { undo: active.undo, describe: `undo of ${active.describe}` };
-    const failed = (error: unknown) =>
-      `failed: ${error instanceof Error ? error.message : String(error)}`;
     this.undoing = active
       .undo()
       .then(
@@ -441,13 +444,13 @@ export class Nemesis {
           const undone = Date.now();
           try {
             await active.settle();
-            const after = ((Date.now() - undone) / 1000).toFixed(1);
+            const after = secondsSince(undone).toFixed(1);
             this.record('healed', active.describe, `ok, ${after} s after its undo`);
           } catch (error) {
-            this.record('healed', active.describe, failed(error));
+            this.record('healed', active.describe, failure(error));
           }
         },
-        (error: unknown) => this.record('undo', active.describe, failed(error)),
+        (error: unknown) => this.record('undo', active.describe, failure(error)),
       )
       .finally(() => {
         this.undoing = undefined;

@@ -242,11 +242,13 @@ export async function start(name: string): Promise<void> {
  * Starts stopped nodes one after another (two bootstrapping at once overload a small machine),
  * then waits until every node sees every other up. Waiting for the whole cluster after each
  * node would never end while the others are still down. `cqlTimeoutMs`: how long each may take
- * to accept CQL.
+ * to accept CQL. With `waitForCluster: false` it returns once each accepts CQL, and the caller
+ * waits with {@link waitForCluster} (the torture nemesis records the two apart).
  */
 export async function startNodes(
   names: readonly string[],
   cqlTimeoutMs = CQL_START_TIMEOUT_MS,
+  options: { waitForCluster: boolean } = { waitForCluster: true },
 ): Promise<void> {
   const topology = currentTopology();
   const specs = nodeSpecs(topology);
@@ -263,7 +265,12 @@ export async function startNodes(
     await launch(node);
     await waitForCql(node, cqlTimeoutMs);
   }
-  await waitForClusterUp(topology);
+  if (options.waitForCluster) await waitForClusterUp(topology);
+}
+
+/** Waits until every node, as coordinator, can write at ALL (see `startNodes`). */
+export async function waitForCluster(): Promise<void> {
+  await waitForClusterUp(currentTopology());
 }
 
 /**

@@ -35,7 +35,8 @@ const DC_FAULTS: readonly string[] = ['partition-dc', 'kill-dc'];
  * failed leaves it in force as far as the timeline tells). A fault recorded as late (after the
  * window) counts as none, as in the verdict. The nemesis does one cluster fault at a time, and
  * its undo is recorded as `undo` of `<what> of <target>` (a partition's once its rules are
- * removed; the wait for the cluster to work again is its `healed` entry, which ends nothing).
+ * removed, a kill's once its nodes accept CQL; the wait for the cluster to work again is its
+ * `healed` entry, which ends nothing).
  */
 export function faultsInForce(
   timeline: readonly TimelineEntry[],

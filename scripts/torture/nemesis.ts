@@ -381,11 +381,19 @@ export class Nemesis {
     // another while every other DC's processes draw flat out on two cores, dc3's three nodes took
     // 631 s in all in CI's campaign of 2026-12-02 (seed 2085984793), and an undo that gives up
     // fails the campaign for the machine's slowness.
-    this.hold(`restart of ${target}`, downMs, async () => {
-      const restarting = Date.now();
-      await manager.startNodes(names, RESTART_CQL_TIMEOUT_MS);
-      this.record(kind, target, `restarted in ${secondsSince(restarting).toFixed(1)} s`);
-    });
+    // The undo ends once each node accepts CQL again; the wait until every node can write at ALL
+    // is its `healed` entry after, as a partition's: recorded as the undo, it would count the
+    // drawing of that wait as drawing while the nodes were down.
+    this.hold(
+      `restart of ${target}`,
+      downMs,
+      async () => {
+        const restarting = Date.now();
+        await manager.startNodes(names, RESTART_CQL_TIMEOUT_MS, { waitForCluster: false });
+        this.record(kind, target, `restarted in ${secondsSince(restarting).toFixed(1)} s`);
+      },
+      () => manager.waitForCluster(),
+    );
   }
 
   /**

@@ -19,7 +19,13 @@ const cluster = vi.hoisted(() => {
     healingMs: number;
     healingError: Error | undefined;
     heals: { verify: boolean }[];
-    restarts: { names: string[]; cqlTimeoutMs: number | undefined }[];
+    restarts: {
+      names: string[];
+      cqlTimeoutMs: number | undefined;
+      options: { waitForCluster: boolean } | undefined;
+    }[];
+    /** How long every node takes to write at ALL again once restarted nodes accept CQL. */
+    rejoinMs: number;
   } = {
     partitions: 0,
     /** Ends the partition in progress: the test decides when it takes effect. */
@@ -30,6 +36,7 @@ const cluster = vi.hoisted(() => {
     healingError: undefined,
     heals: [],
     restarts: [],
+    rejoinMs: 0,
   };
   return state;
 });
@@ -39,6 +46,7 @@ vi.mock('../../scripts/cluster/manager.js', () => {
     await new Promise((resolve) => setTimeout(resolve, cluster.healingMs));
     if (cluster.healingError !== undefined) throw cluster.healingError;
   };
+  const rejoin = () => new Promise<void>((resolve) => setTimeout(resolve, cluster.rejoinMs));
   return {
     currentTopology: () => ({ dcs: 3, nodesPerDc: 1, paxos: 'v1', commitlog: 'batch' }),
     partition: () => {
@@ -52,10 +60,16 @@ vi.mock('../../scripts/cluster/manager.js', () => {
     },
     waitHealed: healing,
     killNodes: () => Promise.resolve(),
-    startNodes: (names: readonly string[], cqlTimeoutMs?: number) => {
-      cluster.restarts.push({ names: [...names], cqlTimeoutMs });
-      return Promise.resolve();
+    startNodes: (
+      names: readonly string[],
+      cqlTimeoutMs?: number,
+      options?: { waitForCluster: boolean },
+    ) => {
+      cluster.restarts.push({ names: [...names], cqlTimeoutMs, options });
+      // As manager.ts: unless told not to, it also waits until every node writes at ALL.
+      return options?.waitForCluster === false ? Promise.resolve() : rejoin();
     },
+    waitForCluster: rejoin,
   };
 });
 
@@ -385,25 +399,66 @@ describe('torture nemesis: a partition ends when its rules are removed', () => {
 });
 
 describe('torture nemesis: node kills', () => {
+  /** Starts a nemesis of node kills, one a minute, and returns it once one took effect. */
+  async function killed() {
+    const nemesis = minuteNemesis(mixOf({ 'kill-node': 1 }));
+    nemesis.start();
+    await vi.advanceTimersByTimeAsync(60_000);
+    const [kill] = nemesis.timeline;
+    const downMs = Number(/restart after (\d+) ms$/.exec(kill!.result)![1]);
+    return { nemesis, kill: kill!, downMs };
+  }
+
   it('gives each node it restarts 10 min to accept CQL, and says how long the restart took', async () => {
     // In CI's campaign of 2026-12-02 dc3's three nodes took 631 s to restart, one after another.
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
     try {
-      const nemesis = minuteNemesis(mixOf({ 'kill-node': 1 }));
-      nemesis.start();
-      await vi.advanceTimersByTimeAsync(60_000);
-      const [killed] = nemesis.timeline;
-      const downMs = Number(/restart after (\d+) ms$/.exec(killed!.result)![1]);
+      const { nemesis, kill, downMs } = await killed();
       await vi.advanceTimersByTimeAsync(downMs + 300);
-      expect(cluster.restarts).toEqual([{ names: [killed!.target], cqlTimeoutMs: 600_000 }]);
+      expect(cluster.restarts).toEqual([
+        { names: [kill.target], cqlTimeoutMs: 600_000, options: { waitForCluster: false } },
+      ]);
       expect(nemesis.timeline.map((e) => [e.action, e.result]).slice(1)).toEqual([
         ['kill-node', 'restarted in 0.0 s'],
         ['undo', 'ok'],
+        ['healed', 'ok, 0.0 s after its undo'],
       ]);
       const stopped = nemesis.stop();
       await vi.advanceTimersByTimeAsync(1_000);
       await stopped;
     } finally {
+      cluster.restarts.length = 0;
+      vi.useRealTimers();
+    }
+  });
+
+  it('ends the kill when its nodes accept CQL, and records the wait for the cluster after it', async () => {
+    // Recorded as part of the undo, the wait until every node writes at ALL again made the
+    // report count every DC's drawing in it as drawing while the node was down.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    cluster.rejoinMs = 90_000;
+    try {
+      const { nemesis, kill, downMs } = await killed();
+      await vi.advanceTimersByTimeAsync(downMs + 300);
+      expect(nemesis.timeline.map((e) => [e.action, e.result]).slice(1)).toEqual([
+        ['kill-node', 'restarted in 0.0 s'],
+        ['undo', 'ok'],
+      ]);
+      const window = { from: 0, to: 1_000 };
+      const [fault] = faultsInForce(nemesis.timeline, window, {});
+      expect(fault!.to - fault!.from).toBeCloseTo(downMs / 1000, 0);
+      // The next cluster fault waits for the cluster, and says so.
+      await vi.advanceTimersByTimeAsync(90_000);
+      expect(nemesis.timeline.map((e) => [e.action, e.result]).slice(3)).toEqual([
+        ['kill-node', `skipped: healing of restart of ${kill.target} still in force`],
+        ['healed', 'ok, 90.0 s after its undo'],
+      ]);
+      const stopped = nemesis.stop();
+      await vi.advanceTimersByTimeAsync(1_000);
+      await stopped;
+    } finally {
+      cluster.rejoinMs = 0;
+      cluster.restarts.length = 0;
       vi.useRealTimers();
     }
   });

@@ -243,7 +243,7 @@ export async function start(name: string): Promise<void> {
  * then waits until every node sees every other up. Waiting for the whole cluster after each
  * node would never end while the others are still down. `cqlTimeoutMs`: how long each may take
  * to accept CQL. With `waitForCluster: false` it returns once each accepts CQL, and the caller
- * waits with {@link waitForCluster} (the torture nemesis records the two apart).
+ * waits with {@link waitForClusterUp} (the torture nemesis records the two apart).
  */
 export async function startNodes(
   names: readonly string[],
@@ -266,11 +266,6 @@ export async function startNodes(
     await waitForCql(node, cqlTimeoutMs);
   }
   if (options.waitForCluster) await waitForClusterUp(topology);
-}
-
-/** Waits until every node, as coordinator, can write at ALL (see `startNodes`). */
-export async function waitForCluster(): Promise<void> {
-  await waitForClusterUp(currentTopology());
 }
 
 /**
@@ -306,7 +301,10 @@ async function schemaStragglers(specs: readonly NodeSpec[]): Promise<NodeSpec[]>
 }
 
 /** Every node, as coordinator, writes at ALL to a keyspace replicated on every node. */
-async function waitForClusterUp(topology: Topology, log: Log = () => undefined): Promise<void> {
+export async function waitForClusterUp(
+  topology: Topology = currentTopology(),
+  log: Log = () => undefined,
+): Promise<void> {
   const specs = nodeSpecs(topology);
   for (const node of await schemaStragglers(specs)) {
     log(`restarting ${node.name}: its schema disagrees with the other nodes'`);

@@ -392,7 +392,7 @@ export class Nemesis {
         await manager.startNodes(names, RESTART_CQL_TIMEOUT_MS, { waitForCluster: false });
         this.record(kind, target, `restarted in ${secondsSince(restarting).toFixed(1)} s`);
       },
-      () => manager.waitForCluster(),
+      () => manager.waitForClusterUp(),
     );
   }
 

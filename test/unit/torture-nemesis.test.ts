@@ -69,7 +69,7 @@ vi.mock('../../scripts/cluster/manager.js', () => {
       // As manager.ts: unless told not to, it also waits until every node writes at ALL.
       return options?.waitForCluster === false ? Promise.resolve() : rejoin();
     },
-    waitForCluster: rejoin,
+    waitForClusterUp: rejoin,
   };
 });
 

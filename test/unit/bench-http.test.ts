@@ -65,13 +65,17 @@ describe('HTTP phase: measuring a service with autocannon', () => {
   it('counts answers and IDs, times them, and finds no repeat in what one service hands out', async () => {
     const url = await service();
     const ledger = new IdLedger();
+    const started = performance.now();
     const { load, histogram } = await loadService({ dc: 'dc1', url }, plan(100), ledger);
+    const wallSeconds = (performance.now() - started) / 1e3;
     expect(load.dc).toBe('dc1');
     expect(load.ok).toBeGreaterThan(50);
     expect(load).toMatchObject({ non2xx: 0, errors: 0, failureMessages: [] });
     expect(load.ids).toBe(load.ok * 100);
     expect(load.seconds).toBeGreaterThan(0.9);
-    expect(load.seconds).toBeLessThan(2);
+    // The measured second only: the 1 s warm-up before it is not counted (a bound taken from
+    // the wall clock, not a fixed one, which a busy machine can overrun).
+    expect(load.seconds).toBeLessThanOrEqual(wallSeconds - 1);
     expect(histogram.count).toBe(load.ok);
     expect(load.latency.p50).toBeGreaterThan(0);
     expect(load.latency.p999).toBeGreaterThanOrEqual(load.latency.p50);

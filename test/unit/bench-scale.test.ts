@@ -672,7 +672,9 @@ describe('scale phase parts', () => {
       warmupMs: 20,
       durationMs: 150,
     } as const;
+    const drawStarted = performance.now();
     const result = await instances.draw(command);
+    const drawMs = performance.now() - drawStarted;
     expect(result.instances).toBe(4);
     expect(result.failures + result.warmupFailures + result.notIncreasing).toBe(0);
     // At most the rate (4 × 2,000/s for 150 ms); on a loaded machine far fewer.
@@ -696,11 +698,12 @@ describe('scale phase parts', () => {
     expect(result.loopDelay!.p50Ms).toBeGreaterThanOrEqual(0);
     expect(result.loopDelay!.p99Ms).toBeGreaterThanOrEqual(result.loopDelay!.p50Ms);
     expect(result.loopDelay!.maxMs).toBeGreaterThanOrEqual(result.loopDelay!.p99Ms);
-    // Every instance drew, the first within the run; the range requests after the first one
-    // read the grants at SERIAL.
+    // Every instance drew, the first within the run (timed from the command's start, so no
+    // later than the call took: a fixed bound of 1.17 s once failed at 3.1 s on a machine busy
+    // with nine JVMs); the range requests after the first one read the grants at SERIAL.
     expect(result.withoutId).toBe(0);
     expect(result.slowestFirstIdMs).toBeGreaterThan(0);
-    expect(result.slowestFirstIdMs).toBeLessThan(170 + 1_000);
+    expect(result.slowestFirstIdMs).toBeLessThanOrEqual(drawMs);
     expect(result.serialReads).toBeGreaterThan(0);
     // A second command reuses the instances (two of them) and the shared part.
     const again = await instances.draw({ ...command, instances: 2 });

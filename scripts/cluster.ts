@@ -16,6 +16,13 @@ import {
   type Topology,
 } from './cluster/topology.js';
 
+// `npm run cluster -- status | head`: a reader that has gone ends the output, not the command,
+// which would otherwise die of the unhandled EPIPE (an `up` or a `heal` stopped half done leaves
+// the cluster in between). Later writes to the closed stream fail the same way.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE' && error.code !== 'ERR_STREAM_DESTROYED') throw error;
+});
+
 function positiveInt(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1 || n > 9)

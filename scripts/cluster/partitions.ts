@@ -31,8 +31,15 @@ const PARTITION_TAG = 'idgen-cass-partition';
  *   when a majority of DCs remains;
  * - a node: LOCAL_SERIAL fails with it as coordinator, and works from another node of its DC
  *   when that DC keeps a quorum of its replicas.
+ *
+ * `rulesInPlace` is called once the rules drop packets, before that wait (which can take seconds
+ * on a loaded machine): the cut is in force from then on.
  */
-export async function partition(target: string, log: Log = () => undefined): Promise<void> {
+export async function partition(
+  target: string,
+  log: Log = () => undefined,
+  rulesInPlace: () => void = () => undefined,
+): Promise<void> {
   const topology = currentTopology();
   const specs = nodeSpecs(topology);
   const dcCut = isDcName(specs, target);
@@ -41,6 +48,7 @@ export async function partition(target: string, log: Log = () => undefined): Pro
   const outside = specs.filter((s) => !inside.includes(s));
   const changes = partitionChanges(target, inside, outside);
   await applyRules(changes);
+  rulesInPlace();
   log(`partition ${target}: ${changes.length} iptables rules; waiting for the cut to show`);
 
   const cut = inside[0]!;

@@ -16,7 +16,7 @@ export interface FaultWindow {
 export interface FaultInForce {
   readonly kind: string;
   readonly target: string;
-  /** Its `ok` entry in the timeline. */
+  /** Its `ok` entry in the timeline, or, for a partition, when its rules went in before that. */
   readonly from: number;
   /** Its undo's `ok` entry, or the window's end when it was not undone inside the window. */
   readonly to: number;
@@ -30,8 +30,9 @@ export interface FaultInForce {
 const DC_FAULTS: readonly string[] = ['partition-dc', 'kill-dc'];
 
 /**
- * The cluster faults that took effect inside the window, in order: each from its `ok` entry to
- * its undo's `ok` entry, or to the window's end if it was not undone by then (an undo that
+ * The cluster faults that took effect inside the window, in order: each from its `ok` entry (a
+ * partition's from its `effectiveAt`, when its rules went in; its `ok` comes once the cut shows)
+ * to its undo's `ok` entry, or to the window's end if it was not undone by then (an undo that
  * failed leaves it in force as far as the timeline tells). A fault recorded as late (after the
  * window) counts as none, as in the verdict. The nemesis does one cluster fault at a time, and
  * its undo is recorded as `undo` of `<what> of <target>` (a partition's once its rules are
@@ -56,7 +57,7 @@ export function faultsInForce(
     faults.push({
       kind: entry.action,
       target: entry.target,
-      from: entry.at,
+      from: entry.effectiveAt ?? entry.at,
       to: undone ? undo.at : window.to,
       undone,
       hit: dc === undefined ? [] : [dc],

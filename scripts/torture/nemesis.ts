@@ -139,6 +139,11 @@ export interface TimelineEntry {
    * fault that took effect after the fault window.
    */
   readonly result: string;
+  /**
+   * When a fault recorded once it showed took effect, if earlier than `at`: a partition's rules
+   * drop packets from the moment they are in place, and its `ok` comes once the cut shows.
+   */
+  readonly effectiveAt?: number;
 }
 
 export interface NemesisOptions {
@@ -235,9 +240,10 @@ export class Nemesis {
     switch (kind) {
       case 'partition-dc': {
         const dc = pickBy(u1!, this.dcs);
-        await manager.partition(dc);
+        let rulesAt = Date.now();
+        await manager.partition(dc, undefined, () => (rulesAt = Date.now()));
         this.holdPartition(dc, holdMs);
-        this.record(kind, dc, `ok, for ${holdMs} ms`);
+        this.recordPartition(kind, dc, holdMs, rulesAt);
         return;
       }
       case 'partition-node': {
@@ -246,9 +252,10 @@ export class Nemesis {
           return;
         }
         const node = pickBy(u1!, this.nodes);
-        await manager.partition(node.name);
+        let rulesAt = Date.now();
+        await manager.partition(node.name, undefined, () => (rulesAt = Date.now()));
         this.holdPartition(node.name, holdMs);
-        this.record(kind, node.name, `ok, for ${holdMs} ms`);
+        this.recordPartition(kind, node.name, holdMs, rulesAt);
         return;
       }
       case 'pause-node': {
@@ -431,6 +438,18 @@ export class Nemesis {
   }
 
   /**
+   * Records a partition once its cut shows, with the time its rules went in (`rulesAt`): packets
+   * were dropped from then on, so the report's interval "in force" starts there. The wait for the
+   * cut to show is not part of the `ms` it is held for, which begins once the cut shows.
+   */
+  private recordPartition(kind: FaultKind, target: string, ms: number, rulesAt: number): void {
+    const lead = (Date.now() - rulesAt) / 1000;
+    const before = lead >= 0.05 ? ` (its rules in place ${lead.toFixed(1)} s before)` : '';
+    const effectiveAt = secondsSince(this.options.startedAt, rulesAt);
+    this.record(kind, target, `ok, for ${ms} ms${before}`, effectiveAt);
+  }
+
+  /**
    * Undoes the cluster fault in force. A restarted node takes tens of seconds to come up, so the
    * undo runs in the background: process faults go on meanwhile, and the next cluster fault
    * waits for it.
@@ -473,11 +492,12 @@ export class Nemesis {
    * window, and healing follows at once (campaign 1000302 counted a DC partition begun inside
    * its window and confirmed after it, at 522.8 s).
    */
-  private record(action: string, target: string, result: string): void {
+  private record(action: string, target: string, result: string, effectiveAt?: number): void {
     const at = secondsSince(this.options.startedAt);
     const late = this.stopped && FAULT_KINDS.some((k) => k === action) && result.startsWith('ok');
     const recorded = late ? `${LATE}${result}` : result;
-    this.timeline.push({ at, action, target, result: recorded });
+    const since = effectiveAt !== undefined && effectiveAt < at ? { effectiveAt } : {};
+    this.timeline.push({ at, action, target, result: recorded, ...since });
     this.options.log(`[${at.toFixed(1)} s] ${action} ${target}: ${recorded}`);
   }
 }

@@ -439,8 +439,9 @@ export function drawnWhileInForceSection(
   lines.push('');
   lines.push(
     `Each cluster fault that took effect in the fault window (${window.from.toFixed(1)} s to ${window.to.toFixed(1)} s), ` +
-      "from its `ok` entry in the timeline below to its undo's, or to the window's end (a " +
-      "partition's undo is the removal of its rules, a kill's the restart of its nodes until " +
+      'from its `ok` entry in the timeline below (for a partition whose cut showed only later, ' +
+      "from when its rules went in, which that entry gives) to its undo's, or to the window's end " +
+      "(a partition's undo is the removal of its rules, a kill's the restart of its nodes until " +
       "they accept CQL; the `healed` entry after it says when the cluster worked again). A DC's " +
       'cell gives the IDs its processes handed out in the whole seconds inside that interval, as each ' +
       'process wrote them down second by second, and (in parentheses) its processes alive throughout ' +

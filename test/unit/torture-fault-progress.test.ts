@@ -58,6 +58,17 @@ describe('torture: the cluster faults in force, from the timeline', () => {
       { kind: 'partition-dc', target: 'dc3', from: 195, to: 200.4, undone: false, hit: ['dc3'] },
     ]);
   });
+
+  it('takes a partition from when its rules went in, where its ok entry came once the cut showed', () => {
+    const shown = {
+      ...entry(60.5, 'partition-dc', 'dc1', 'ok, for 9000 ms (its rules in place 7.2 s before)'),
+      effectiveAt: 53.3,
+    };
+    const undone = entry(69.6, 'undo', 'partition of dc1', 'ok');
+    expect(faultsInForce([shown, undone], window, dcOfNode)).toEqual([
+      { kind: 'partition-dc', target: 'dc1', from: 53.3, to: 69.6, undone: true, hit: ['dc1'] },
+    ]);
+  });
 });
 
 describe('torture: the IDs each DC drew while a fault was in force', () => {

@@ -49,8 +49,10 @@ vi.mock('../../scripts/cluster/manager.js', () => {
   const rejoin = () => new Promise<void>((resolve) => setTimeout(resolve, cluster.rejoinMs));
   return {
     currentTopology: () => ({ dcs: 3, nodesPerDc: 1, paxos: 'v1', commitlog: 'batch' }),
-    partition: () => {
+    // As partitions.ts: the rules go in at once; the cut shows when the test says.
+    partition: (_target: string, _log?: unknown, rulesInPlace: () => void = () => undefined) => {
       cluster.partitions++;
+      rulesInPlace();
       return new Promise<void>((resolve) => (cluster.partitioned = resolve));
     },
     // As partitions.ts: the rules go at once, then (unless told not to) it waits for the healing.
@@ -369,6 +371,38 @@ describe('torture nemesis: a partition ends when its rules are removed', () => {
       await stopped;
     } finally {
       cluster.healingMs = 0;
+      vi.useRealTimers();
+    }
+  });
+
+  it('is in force from when its rules went in, though recorded once its cut showed', async () => {
+    // Campaign 1000356: dc1's partition was recorded once its cut showed, and the report's
+    // interval, begun there, left out the seconds before, in which dc1 was already cut off.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    try {
+      const nemesis = minuteNemesis(mixOf({ 'partition-dc': 1 }));
+      nemesis.start();
+      await vi.advanceTimersByTimeAsync(60_000);
+      // The rules are in place; the cut shows 7 s later.
+      await vi.advanceTimersByTimeAsync(7_000);
+      cluster.partitioned();
+      await vi.advanceTimersByTimeAsync(0);
+      const [shown] = nemesis.timeline;
+      const held = /^ok, for (\d+) ms \(its rules in place 7\.0 s before\)$/.exec(shown!.result);
+      expect(held).not.toBeNull();
+      expect(shown!.at - shown!.effectiveAt!).toBeCloseTo(7, 1);
+      // Held for its time once the cut showed, then undone.
+      const heldMs = Number(held![1]);
+      await vi.advanceTimersByTimeAsync(heldMs + 300);
+      expect(nemesis.timeline.map((e) => e.action)).toEqual(['partition-dc', 'undo', 'healed']);
+      const window = { from: 0, to: 1_000 };
+      const [fault] = faultsInForce(nemesis.timeline, window, {});
+      expect(fault!.from).toBe(shown!.effectiveAt);
+      expect(fault!.to - fault!.from).toBeCloseTo(7 + heldMs / 1000, 0);
+      const stopped = nemesis.stop();
+      await vi.advanceTimersByTimeAsync(1_000);
+      await stopped;
+    } finally {
       vi.useRealTimers();
     }
   });

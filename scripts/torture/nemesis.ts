@@ -239,11 +239,7 @@ export class Nemesis {
     const holdMs = intBy(u0!, 3_000, 20_000);
     switch (kind) {
       case 'partition-dc': {
-        const dc = pickBy(u1!, this.dcs);
-        let rulesAt = Date.now();
-        await manager.partition(dc, undefined, () => (rulesAt = Date.now()));
-        this.holdPartition(dc, holdMs);
-        this.recordPartition(kind, dc, holdMs, rulesAt);
+        await this.partition(kind, pickBy(u1!, this.dcs), holdMs);
         return;
       }
       case 'partition-node': {
@@ -251,11 +247,7 @@ export class Nemesis {
           this.record(kind, '-', 'skipped: node partitions need 2+ nodes per DC');
           return;
         }
-        const node = pickBy(u1!, this.nodes);
-        let rulesAt = Date.now();
-        await manager.partition(node.name, undefined, () => (rulesAt = Date.now()));
-        this.holdPartition(node.name, holdMs);
-        this.recordPartition(kind, node.name, holdMs, rulesAt);
+        await this.partition(kind, pickBy(u1!, this.nodes).name, holdMs);
         return;
       }
       case 'pause-node': {
@@ -407,7 +399,7 @@ export class Nemesis {
    * Holds a cluster fault for `ms`, then undoes it on a timer of its own: undone at the nemesis's
    * next action instead, a pause recorded "for 3072 ms" lasted 8.7 s, and the timeline (and the
    * report's drawing while each fault was in force) said less than was done. `settle`, if
-   * given, runs after the undo, before the next cluster fault (see {@link holdPartition}).
+   * given, runs after the undo, before the next cluster fault (see {@link partition}).
    */
   private hold(
     describe: string,
@@ -421,28 +413,24 @@ export class Nemesis {
   }
 
   /**
-   * Holds a partition of `target` for `ms`. Its undo is the removal of its rules: from then on
-   * no packet is dropped, and the report's interval "in force" ends there. Waiting for the
+   * Cuts `target` off, then holds the partition for `ms` from when its cut shows. It is recorded
+   * with the time its rules went in: packets were dropped from then on, so the report's interval
+   * "in force" starts there, not at the `ok` written once the cut shows. Its undo is the removal
+   * of its rules: from then on no packet is dropped, and the interval ends there. Waiting for the
    * cluster to work again (SERIAL from the target, every node seeing every other up) is its
    * `healed` entry after: that took 90 s after a partition held 3.4 s (campaign 1000353), and
    * recorded as the undo, it made the report count the DCs' drawing in those 90 s as drawing
    * under the partition.
    */
-  private holdPartition(target: string, ms: number): void {
+  private async partition(kind: FaultKind, target: string, ms: number): Promise<void> {
+    let rulesAt = Date.now();
+    await manager.partition(target, undefined, () => (rulesAt = Date.now()));
     this.hold(
       `partition of ${target}`,
       ms,
       () => manager.heal(undefined, { verify: false }),
       () => manager.waitHealed(new Set([target])),
     );
-  }
-
-  /**
-   * Records a partition once its cut shows, with the time its rules went in (`rulesAt`): packets
-   * were dropped from then on, so the report's interval "in force" starts there. The wait for the
-   * cut to show is not part of the `ms` it is held for, which begins once the cut shows.
-   */
-  private recordPartition(kind: FaultKind, target: string, ms: number, rulesAt: number): void {
     const lead = (Date.now() - rulesAt) / 1000;
     const before = lead >= 0.05 ? ` (its rules in place ${lead.toFixed(1)} s before)` : '';
     const effectiveAt = secondsSince(this.options.startedAt, rulesAt);

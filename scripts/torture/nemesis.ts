@@ -421,19 +421,28 @@ export class Nemesis {
    * `healed` entry after: that took 90 s after a partition held 3.4 s (campaign 1000353), and
    * recorded as the undo, it made the report count the DCs' drawing in those 90 s as drawing
    * under the partition.
+   *
+   * A cut that never shows (`manager.partition` gives up, or fails after its rules went in) is
+   * undone at once: its rules would otherwise cut the target off until the campaign's final heal,
+   * with no undo in the timeline. The failure still fails the campaign (its conduct).
    */
   private async partition(kind: FaultKind, target: string, ms: number): Promise<void> {
-    let rulesAt = Date.now();
-    await manager.partition(target, undefined, () => (rulesAt = Date.now()));
-    this.hold(
-      `partition of ${target}`,
-      ms,
-      () => manager.heal(undefined, { verify: false }),
-      () => manager.waitHealed(new Set([target])),
-    );
-    const lead = (Date.now() - rulesAt) / 1000;
-    const before = lead >= 0.05 ? ` (its rules in place ${lead.toFixed(1)} s before)` : '';
-    const effectiveAt = secondsSince(this.options.startedAt, rulesAt);
+    const describe = `partition of ${target}`;
+    const undo = () => manager.heal(undefined, { verify: false });
+    const settle = () => manager.waitHealed(new Set([target]));
+    let rulesAt: number | undefined;
+    try {
+      await manager.partition(target, undefined, () => (rulesAt = Date.now()));
+    } catch (error) {
+      if (rulesAt !== undefined) this.hold(describe, 0, undo, settle);
+      throw error;
+    }
+    this.hold(describe, ms, undo, settle);
+    // Both times rounded as the timeline's, so the text and `effectiveAt` agree.
+    const { startedAt } = this.options;
+    const effectiveAt = secondsSince(startedAt, rulesAt);
+    const lead = secondsSince(startedAt) - effectiveAt;
+    const before = lead > 0 ? ` (its rules in place ${lead.toFixed(1)} s before)` : '';
     this.record(kind, target, `ok, for ${ms} ms${before}`, effectiveAt);
   }
 

@@ -16,6 +16,7 @@ const cluster = vi.hoisted(() => {
   const state: {
     partitions: number;
     partitioned: () => void;
+    partitionFailed: (error: Error) => void;
     healingMs: number;
     healingError: Error | undefined;
     heals: { verify: boolean }[];
@@ -30,6 +31,8 @@ const cluster = vi.hoisted(() => {
     partitions: 0,
     /** Ends the partition in progress: the test decides when it takes effect. */
     partitioned: () => undefined,
+    /** Fails the partition in progress after its rules went in, as a cut that never shows. */
+    partitionFailed: () => undefined,
     /** How long the cluster takes to work again once a partition's rules are removed. */
     healingMs: 0,
     /** What that wait fails with, if it does. */
@@ -53,7 +56,10 @@ vi.mock('../../scripts/cluster/manager.js', () => {
     partition: (_target: string, _log?: unknown, rulesInPlace: () => void = () => undefined) => {
       cluster.partitions++;
       rulesInPlace();
-      return new Promise<void>((resolve) => (cluster.partitioned = resolve));
+      return new Promise<void>((resolve, reject) => {
+        cluster.partitioned = resolve;
+        cluster.partitionFailed = reject;
+      });
     },
     // As partitions.ts: the rules go at once, then (unless told not to) it waits for the healing.
     heal: async (_topology?: unknown, options = { verify: true }) => {
@@ -403,6 +409,42 @@ describe('torture nemesis: a partition ends when its rules are removed', () => {
       await vi.advanceTimersByTimeAsync(1_000);
       await stopped;
     } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('removes the rules of a cut that never showed, and fails the campaign', async () => {
+    // partitions.ts gives up after 120 s; its rules used to stay until the campaign's final heal.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    cluster.healingMs = 5_000;
+    try {
+      const nemesis = minuteNemesis(mixOf({ 'partition-dc': 1 }));
+      const heals = cluster.heals.length;
+      nemesis.start();
+      await vi.advanceTimersByTimeAsync(60_000);
+      await vi.advanceTimersByTimeAsync(120_000);
+      cluster.partitionFailed(new Error('SERIAL to fail from dc3 did not happen within 120 s'));
+      await vi.advanceTimersByTimeAsync(0);
+      expect(cluster.heals.slice(heals)).toEqual([{ verify: false }]);
+      // The next cluster fault waits until the cluster works again.
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(nemesis.timeline.map((e) => [e.action, e.target, e.result])).toEqual([
+        ['partition-dc', '-', 'failed: SERIAL to fail from dc3 did not happen within 120 s'],
+        ['undo', 'partition of dc3', 'ok'],
+      ]);
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(nemesis.timeline.at(-1)).toMatchObject({ action: 'healed', result: /^ok, 5\.0 s/ });
+      const window = { from: 0, to: 1_000 };
+      expect(faultsInForce(nemesis.timeline, window, {})).toEqual([]);
+      const conduct = { timeline: nemesis.timeline, drawnUnderFaults: {}, incarnations: [] };
+      expect(conductProblems(conduct)).toContainEqual(
+        expect.stringMatching(/^the nemesis's partition-dc of - at [\d.]+ s failed: SERIAL/),
+      );
+      const stopped = nemesis.stop();
+      await vi.advanceTimersByTimeAsync(1_000);
+      await stopped;
+    } finally {
+      cluster.healingMs = 0;
       vi.useRealTimers();
     }
   });

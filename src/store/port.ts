@@ -54,9 +54,11 @@ export interface SequenceSettings {
   readonly autonomySeconds: number;
   /**
    * How many state partitions (shards) each DC's claims spread over. Each process claims from
-   * one shard, picked at random when it opens the sequence and kept for its life; shard 0 is the
-   * DC itself, shard k > 0 the grantee `dc/k` (names.ts), which the protocol treats as a DC of
-   * its own: its own state partition and its own chain of grants. Only grows.
+   * one shard, picked at random when it opens the sequence and kept from its first block on
+   * unless that shard is spent (before it, a claim may move: docs/design.md, "Past one DC-state
+   * partition: shards"); shard 0 is the DC itself, shard k > 0 the grantee `dc/k` (names.ts),
+   * which the protocol treats as a DC of its own: its own state partition and its own chain of
+   * grants. Only grows.
    */
   readonly shards: number;
 }

@@ -163,6 +163,28 @@ export interface NemesisOptions {
   readonly log: (line: string) => void;
 }
 
+/** What one action drew before it looked at anything (see {@link DRAWS_PER_ACTION}). */
+interface Draws {
+  /** [0] how long, [1] whom, [2] how long a second thing, [1..5] an alter's sizes. */
+  readonly u: readonly number[];
+  /** A process kill's two, from a generator of their own. */
+  readonly kill: readonly [number, number];
+}
+
+/**
+ * A cluster fault drawn while another was in force (or being undone, or healing): done with its
+ * own draws as soon as that one has healed. Skipped instead, the drawn mix was not what was done:
+ * a restart's healing takes tens of seconds, and campaigns 1000353, 1000354 and 1000355 did no
+ * kill, no pause or no partition respectively, every one drawn having come while another fault
+ * was in force or healing. One left deferred when the window ends is skipped.
+ */
+interface Deferred {
+  readonly kind: FaultKind;
+  readonly draws: Draws;
+  /** When it was drawn, in the timeline's seconds. */
+  readonly drawnAt: number;
+}
+
 /** Undo actions of cluster faults still in force, so the campaign can heal everything. */
 interface Active {
   readonly undo: () => Promise<void>;
@@ -181,6 +203,10 @@ export class Nemesis {
   private readonly nodes: NodeSpec[];
   private readonly dcs: string[];
   private undoing: Promise<void> | undefined;
+  /** At most one cluster fault waits for the one in force (see {@link Deferred}). */
+  private deferred: Deferred | undefined;
+  /** A deferred fault being done, which {@link stop} waits for before it undoes it. */
+  private deferredRun: Promise<void> | undefined;
   /** Whether a cluster fault has been done (see {@link nextFaultKind}). */
   private clusterFaultDone = false;
   /**
@@ -203,6 +229,7 @@ export class Nemesis {
   async stop(): Promise<void> {
     this.stopped = true;
     await this.loop;
+    await this.deferredRun;
     await this.undoClusterFault();
   }
 
@@ -226,28 +253,43 @@ export class Nemesis {
   }
 
   private async act(kind: FaultKind): Promise<void> {
-    const { random, fleet } = this.options;
-    // Drawn before anything can skip (see DRAWS_PER_ACTION): [0] how long, [1] whom, [2] how
-    // long a second thing, [1..5] an alter's sizes; and a kill's two of its own generator.
-    const [u0, u1, u2, u3, u4, u5] = Array.from({ length: DRAWS_PER_ACTION }, () => random.next());
-    const killDraws = [this.killRandom.next(), this.killRandom.next()] as const;
-    if (CLUSTER_FAULT_KINDS.includes(kind) && this.clusterFault !== undefined) {
-      // One cluster fault at a time: a cluster with two DCs cut off serves nobody.
-      this.record(kind, '-', `skipped: ${this.clusterFault.describe} still in force`);
+    const { random } = this.options;
+    // Drawn before anything can skip (see DRAWS_PER_ACTION).
+    const u = Array.from({ length: DRAWS_PER_ACTION }, () => random.next());
+    const draws: Draws = { u, kill: [this.killRandom.next(), this.killRandom.next()] };
+    if (kind === 'partition-node' && !this.options.canPartitionNodes) {
+      this.record(kind, '-', 'skipped: node partitions need 2+ nodes per DC');
       return;
     }
+    if (CLUSTER_FAULT_KINDS.includes(kind) && this.clusterFault !== undefined) {
+      // One cluster fault at a time: a cluster with two DCs cut off serves nobody.
+      const inForce = `${this.clusterFault.describe} still in force`;
+      if (this.deferred === undefined) {
+        this.deferred = { kind, draws, drawnAt: secondsSince(this.options.startedAt) };
+        this.record(kind, '-', `deferred: ${inForce}; done once it has healed`);
+      } else {
+        this.record(kind, '-', `skipped: ${inForce}, and a ${this.deferred.kind} waits for it`);
+      }
+      return;
+    }
+    await this.perform(kind, draws);
+  }
+
+  /**
+   * Does the action drawn. `note` ends a deferred cluster fault's `ok` (when it was drawn).
+   */
+  private async perform(kind: FaultKind, draws: Draws, note = ''): Promise<void> {
+    const { fleet } = this.options;
+    const [u0, u1, u2, u3, u4, u5] = draws.u;
+    const killDraws = draws.kill;
     const holdMs = intBy(u0!, 3_000, 20_000);
     switch (kind) {
       case 'partition-dc': {
-        await this.partition(kind, pickBy(u1!, this.dcs), holdMs);
+        await this.partition(kind, pickBy(u1!, this.dcs), holdMs, note);
         return;
       }
       case 'partition-node': {
-        if (!this.options.canPartitionNodes) {
-          this.record(kind, '-', 'skipped: node partitions need 2+ nodes per DC');
-          return;
-        }
-        await this.partition(kind, pickBy(u1!, this.nodes).name, holdMs);
+        await this.partition(kind, pickBy(u1!, this.nodes).name, holdMs, note);
         return;
       }
       case 'pause-node': {
@@ -255,12 +297,12 @@ export class Nemesis {
         const pauseMs = intBy(u2!, 1_000, 8_000);
         await manager.pause(node.name);
         this.hold(`pause of ${node.name}`, pauseMs, () => manager.resume(node.name));
-        this.record(kind, node.name, `ok, for ${pauseMs} ms`);
+        this.record(kind, node.name, `ok, for ${pauseMs} ms${note}`);
         return;
       }
       case 'kill-node': {
         const node = pickBy(u1!, this.nodes);
-        await this.crash(kind, node.name, [node.name], '', intBy(u2!, 1_000, 10_000));
+        await this.crash(kind, node.name, [node.name], '', intBy(u2!, 1_000, 10_000), note);
         return;
       }
       case 'kill-dc': {
@@ -277,6 +319,7 @@ export class Nemesis {
           names,
           `: ${names.join(', ')} killed at once`,
           intBy(u2!, 1_000, 10_000),
+          note,
         );
         return;
       }
@@ -372,9 +415,10 @@ export class Nemesis {
     names: readonly string[],
     detail: string,
     downMs: number,
+    note: string,
   ): Promise<void> {
     await manager.killNodes(names);
-    this.record(kind, target, `ok${detail}, restart after ${downMs} ms`);
+    this.record(kind, target, `ok${detail}, restart after ${downMs} ms${note}`);
     // The restart waits for the nodes to be up (tens of seconds): no other cluster fault meanwhile.
     // Each node may take 10 min to accept CQL, not the 5 min of `cluster up`: started one after
     // another while every other DC's processes draw flat out on two cores, dc3's three nodes took
@@ -426,7 +470,7 @@ export class Nemesis {
    * undone at once: its rules would otherwise cut the target off until the campaign's final heal,
    * with no undo in the timeline. The failure still fails the campaign (its conduct).
    */
-  private async partition(kind: FaultKind, target: string, ms: number): Promise<void> {
+  private async partition(kind: FaultKind, target: string, ms: number, note = ''): Promise<void> {
     const describe = `partition of ${target}`;
     const undo = () => manager.heal(undefined, { verify: false });
     const settle = () => manager.waitHealed(new Set([target]));
@@ -443,7 +487,7 @@ export class Nemesis {
     const effectiveAt = secondsSince(startedAt, rulesAt);
     const lead = secondsSince(startedAt) - effectiveAt;
     const before = lead > 0 ? ` (its rules in place ${lead.toFixed(1)} s before)` : '';
-    this.record(kind, target, `ok, for ${ms} ms${before}`, effectiveAt);
+    this.record(kind, target, `ok, for ${ms} ms${before}${note}`, effectiveAt);
   }
 
   /**
@@ -479,8 +523,38 @@ export class Nemesis {
       .finally(() => {
         this.undoing = undefined;
         this.clusterFault = undefined;
+        this.startDeferred();
       });
     return this.undoing;
+  }
+
+  /**
+   * Does the deferred cluster fault, if any, now that none is in force. Cluster faults drawn while
+   * it starts wait for it as for one in force; once the window is over it is skipped.
+   */
+  private startDeferred(): void {
+    const deferred = this.deferred;
+    if (deferred === undefined) return;
+    this.deferred = undefined;
+    const { kind, draws, drawnAt } = deferred;
+    if (this.stopped) {
+      this.record(kind, '-', 'skipped: deferred, and the fault window ended first');
+      return;
+    }
+    const starting: Active = { undo: () => Promise.resolve(), describe: `start of a ${kind}` };
+    this.clusterFault = starting;
+    const waited = (secondsSince(this.options.startedAt) - drawnAt).toFixed(1);
+    const note = ` (drawn at ${drawnAt} s, deferred ${waited} s)`;
+    this.deferredRun = this.perform(kind, draws, note)
+      .catch((error: unknown) => this.record(kind, '-', failure(error)))
+      .finally(() => {
+        this.deferredRun = undefined;
+        // Not held (it failed before it hurt anything): the next deferred one may start.
+        if (this.clusterFault === starting) {
+          this.clusterFault = undefined;
+          this.startDeferred();
+        }
+      });
   }
 
   /**

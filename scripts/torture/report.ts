@@ -244,7 +244,8 @@ export function renderMarkdown(report: CampaignReport): string {
       `\`npm run torture -- --seed ${report.seed}\` with the same options draws the same: the sequence's sizes, ` +
       "each nemesis action's kind, time, target draw and durations, and each process's mode and its own " +
       'choices; which processes are drawing when an action comes (so whom it hits, and whether it is ' +
-      'skipped) and how Cassandra answers are timing, not the seed.',
+      'skipped), when a deferred cluster fault is done, and how Cassandra answers are timing, not ' +
+      'the seed.',
   );
   if (report.cluster.commitlogSync === 'periodic') {
     lines.push('');

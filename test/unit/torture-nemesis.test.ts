@@ -362,7 +362,10 @@ describe('torture nemesis: a partition ends when its rules are removed', () => {
       // The next cluster fault waits for the healing, and says so.
       await vi.advanceTimersByTimeAsync(60_000);
       expect(nemesis.timeline.map((e) => [e.action, e.result]).slice(2)).toEqual([
-        ['partition-dc', 'skipped: healing of partition of dc3 still in force'],
+        [
+          'partition-dc',
+          'deferred: healing of partition of dc3 still in force; done once it has healed',
+        ],
       ]);
       await vi.advanceTimersByTimeAsync(30_000);
       expect(nemesis.timeline.at(-1)).toMatchObject({
@@ -372,8 +375,21 @@ describe('torture nemesis: a partition ends when its rules are removed', () => {
       const window = { from: 0, to: 1_000 };
       const [fault] = faultsInForce(nemesis.timeline, window, {});
       expect(fault!.to - fault!.from).toBeCloseTo(heldMs / 1000, 0);
+      // The deferred one is under way: a cluster fault drawn meanwhile waits for it.
+      const started = cluster.partitions;
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(cluster.partitions).toBe(started);
+      expect(nemesis.timeline.at(-1)!.result).toBe(
+        'deferred: start of a partition-dc still in force; done once it has healed',
+      );
+      // It cuts its DC off now; stopped, the nemesis undoes it.
+      cluster.partitioned();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(nemesis.timeline.at(-1)!.result).toMatch(
+        /^ok, for \d+ ms .*\(drawn at 120 s, deferred [\d.]+ s\)$/,
+      );
       const stopped = nemesis.stop();
-      await vi.advanceTimersByTimeAsync(1_000);
+      await vi.advanceTimersByTimeAsync(100_000);
       await stopped;
     } finally {
       cluster.healingMs = 0;
@@ -508,6 +524,35 @@ describe('torture nemesis: node kills', () => {
     }
   });
 
+  it('defers one cluster fault while another heals, skips the rest, and none past the window', async () => {
+    // Skipped, a fault drawn while a restart healed was never done: campaigns 1000353 to 1000355
+    // did no kill, no pause or no partition at all, though the seed drew them.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    cluster.rejoinMs = 200_000;
+    try {
+      const { nemesis, kill } = await killed();
+      await vi.advanceTimersByTimeAsync(125_000);
+      const healing = `healing of restart of ${kill.target} still in force`;
+      expect(nemesis.timeline.map((e) => [e.action, e.result]).slice(3)).toEqual([
+        ['kill-node', `deferred: ${healing}; done once it has healed`],
+        ['kill-node', `skipped: ${healing}, and a kill-node waits for it`],
+      ]);
+      // The window ends before the healing: the deferred fault is not done.
+      const stopped = nemesis.stop();
+      await vi.advanceTimersByTimeAsync(200_000);
+      await stopped;
+      expect(nemesis.timeline.map((e) => [e.action, e.result]).slice(5)).toEqual([
+        ['healed', 'ok, 200.0 s after its undo'],
+        ['kill-node', 'skipped: deferred, and the fault window ended first'],
+      ]);
+      expect(cluster.restarts).toHaveLength(1);
+    } finally {
+      cluster.rejoinMs = 0;
+      cluster.restarts.length = 0;
+      vi.useRealTimers();
+    }
+  });
+
   it('ends the kill when its nodes accept CQL, and records the wait for the cluster after it', async () => {
     // Recorded as part of the undo, the wait until every node writes at ALL again made the
     // report count every DC's drawing in it as drawing while the node was down.
@@ -523,14 +568,25 @@ describe('torture nemesis: node kills', () => {
       const window = { from: 0, to: 1_000 };
       const [fault] = faultsInForce(nemesis.timeline, window, {});
       expect(fault!.to - fault!.from).toBeCloseTo(downMs / 1000, 0);
-      // The next cluster fault waits for the cluster, and says so.
+      // The next cluster fault waits for the cluster, says so, and is done once it has healed.
       await vi.advanceTimersByTimeAsync(90_000);
+      const healedAt = 60 + (downMs + 90_000) / 1000;
+      const deferred = (healedAt - 120).toFixed(1);
       expect(nemesis.timeline.map((e) => [e.action, e.result]).slice(3)).toEqual([
-        ['kill-node', `skipped: healing of restart of ${kill.target} still in force`],
+        [
+          'kill-node',
+          `deferred: healing of restart of ${kill.target} still in force; done once it has healed`,
+        ],
         ['healed', 'ok, 90.0 s after its undo'],
+        [
+          'kill-node',
+          expect.stringMatching(
+            `^ok, restart after \\d+ ms \\(drawn at 120 s, deferred ${deferred} s\\)$`,
+          ),
+        ],
       ]);
       const stopped = nemesis.stop();
-      await vi.advanceTimersByTimeAsync(1_000);
+      await vi.advanceTimersByTimeAsync(100_000);
       await stopped;
     } finally {
       cluster.rejoinMs = 0;

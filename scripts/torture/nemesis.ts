@@ -563,7 +563,11 @@ export class Nemesis {
       return;
     }
     const waited = (secondsSince(this.options.startedAt) - drawnAt).toFixed(1);
-    this.startClusterFault(kind, draws, ` (drawn at ${drawnAt} s, deferred ${waited} s)`);
+    this.startClusterFault(
+      kind,
+      draws,
+      ` (drawn at ${drawnAt.toFixed(1)} s, deferred ${waited} s)`,
+    );
   }
 
   /**

@@ -393,7 +393,7 @@ describe('torture nemesis: a partition ends when its rules are removed', () => {
       cluster.partitioned();
       await vi.advanceTimersByTimeAsync(0);
       expect(nemesis.timeline.at(-1)!.result).toMatch(
-        /^ok, for \d+ ms .*\(drawn at 120 s, deferred [\d.]+ s\)$/,
+        /^ok, for \d+ ms .*\(drawn at 120.0 s, deferred [\d.]+ s\)$/,
       );
       const stopped = nemesis.stop();
       await vi.advanceTimersByTimeAsync(100_000);
@@ -629,7 +629,7 @@ describe('torture nemesis: node kills', () => {
         [
           'kill-node',
           expect.stringMatching(
-            `^ok, restart after \\d+ ms \\(drawn at 120 s, deferred ${deferred} s\\)$`,
+            `^ok, restart after \\d+ ms \\(drawn at 120.0 s, deferred ${deferred} s\\)$`,
           ),
         ],
       ]);

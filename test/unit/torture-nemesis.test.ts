@@ -163,6 +163,13 @@ function minuteNemesis(mix: FaultMix) {
   });
 }
 
+/** Stops `nemesis` under fake timers, letting `ms` pass for the undo of its fault in force. */
+async function stopWithin(nemesis: Nemesis, ms: number): Promise<void> {
+  const stopped = nemesis.stop();
+  await vi.advanceTimersByTimeAsync(ms);
+  await stopped;
+}
+
 /** Runs a nemesis of `mix` on `fleet` until it recorded `actions` entries. */
 async function run(
   fleet: FakeFleet,
@@ -335,9 +342,7 @@ describe('torture nemesis: how long a cluster fault lasts', () => {
         ['healed', 'ok, 0.0 s after its undo'],
       ]);
       expect(nemesis.timeline[1]!.at - done!.at).toBeCloseTo(heldMs / 1000, 0);
-      const stopped = nemesis.stop();
-      await vi.advanceTimersByTimeAsync(1_000);
-      await stopped;
+      await stopWithin(nemesis, 1_000);
     } finally {
       vi.useRealTimers();
     }
@@ -395,9 +400,7 @@ describe('torture nemesis: a partition ends when its rules are removed', () => {
       expect(nemesis.timeline.at(-1)!.result).toMatch(
         /^ok, for \d+ ms .*\(drawn at 120.0 s, deferred [\d.]+ s\)$/,
       );
-      const stopped = nemesis.stop();
-      await vi.advanceTimersByTimeAsync(100_000);
-      await stopped;
+      await stopWithin(nemesis, 100_000);
     } finally {
       cluster.healingMs = 0;
       vi.useRealTimers();
@@ -428,9 +431,7 @@ describe('torture nemesis: a partition ends when its rules are removed', () => {
       const [fault] = faultsInForce(nemesis.timeline, window, {});
       expect(fault!.from).toBe(shown!.effectiveAt);
       expect(fault!.to - fault!.from).toBeCloseTo(7 + heldMs / 1000, 0);
-      const stopped = nemesis.stop();
-      await vi.advanceTimersByTimeAsync(1_000);
-      await stopped;
+      await stopWithin(nemesis, 1_000);
     } finally {
       vi.useRealTimers();
     }
@@ -471,9 +472,7 @@ describe('torture nemesis: a partition ends when its rules are removed', () => {
       // Healed, the one deferred starts.
       expect(cluster.partitions).toBe(partitions + 2);
       cluster.partitioned();
-      const stopped = nemesis.stop();
-      await vi.advanceTimersByTimeAsync(30_000);
-      await stopped;
+      await stopWithin(nemesis, 30_000);
     } finally {
       cluster.healingMs = 0;
       vi.useRealTimers();
@@ -505,9 +504,7 @@ describe('torture nemesis: a partition ends when its rules are removed', () => {
       cluster.partitioned();
       await vi.advanceTimersByTimeAsync(0);
       expect(nemesis.timeline.at(-1)!.result).toMatch(/^ok, for \d+ ms/);
-      const stopped = nemesis.stop();
-      await vi.advanceTimersByTimeAsync(1_000);
-      await stopped;
+      await stopWithin(nemesis, 1_000);
     } finally {
       vi.useRealTimers();
     }
@@ -518,9 +515,7 @@ describe('torture nemesis: a partition ends when its rules are removed', () => {
     cluster.healingError = new Error('SERIAL to work from dc3 did not happen within 180 s');
     try {
       const { nemesis, heldMs } = await partitioned();
-      const stopped = nemesis.stop();
-      await vi.advanceTimersByTimeAsync(heldMs + 300);
-      await stopped;
+      await stopWithin(nemesis, heldMs + 300);
       expect(nemesis.timeline.map((e) => [e.action, e.result]).slice(1)).toEqual([
         ['undo', 'ok'],
         ['healed', 'failed: SERIAL to work from dc3 did not happen within 180 s'],
@@ -563,9 +558,7 @@ describe('torture nemesis: node kills', () => {
         ['undo', 'ok'],
         ['healed', 'ok, 0.0 s after its undo'],
       ]);
-      const stopped = nemesis.stop();
-      await vi.advanceTimersByTimeAsync(1_000);
-      await stopped;
+      await stopWithin(nemesis, 1_000);
     } finally {
       cluster.restarts.length = 0;
       vi.useRealTimers();
@@ -586,9 +579,7 @@ describe('torture nemesis: node kills', () => {
         ['kill-node', `skipped: ${healing}, and a kill-node waits for it`],
       ]);
       // The window ends before the healing: the deferred fault is not done.
-      const stopped = nemesis.stop();
-      await vi.advanceTimersByTimeAsync(200_000);
-      await stopped;
+      await stopWithin(nemesis, 200_000);
       expect(nemesis.timeline.map((e) => [e.action, e.result]).slice(5)).toEqual([
         ['healed', 'ok, 200.0 s after its undo'],
         ['kill-node', 'skipped: deferred, and the fault window ended first'],
@@ -633,9 +624,7 @@ describe('torture nemesis: node kills', () => {
           ),
         ],
       ]);
-      const stopped = nemesis.stop();
-      await vi.advanceTimersByTimeAsync(100_000);
-      await stopped;
+      await stopWithin(nemesis, 100_000);
     } finally {
       cluster.rejoinMs = 0;
       cluster.restarts.length = 0;

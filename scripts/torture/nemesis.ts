@@ -185,7 +185,10 @@ interface Deferred {
   readonly drawnAt: number;
 }
 
-/** Undo actions of cluster faults still in force, so the campaign can heal everything. */
+/**
+ * Undo actions of cluster faults still in force, so the campaign can heal everything; while one
+ * starts, a placeholder with nothing to undo (see `startClusterFault`).
+ */
 interface Active {
   readonly undo: () => Promise<void>;
   /** What to wait for once the fault is undone, before the next cluster fault (see `hold`). */
@@ -531,7 +534,7 @@ export class Nemesis {
         async () => {
           this.record('undo', active.describe, 'ok');
           if (active.settle === undefined) return;
-          // Cluster faults skipped meanwhile say what they wait for.
+          // Cluster faults deferred or skipped meanwhile say what they wait for.
           this.clusterFault = { undo: active.undo, describe: `healing of ${active.describe}` };
           const undone = Date.now();
           try {

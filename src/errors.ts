@@ -27,13 +27,67 @@ export type IdGenErrorCode =
   | 'IDGEN_AUTH_FAILED'
   | 'IDGEN_CLOSED';
 
+/**
+ * Whether each code's failure may pass by itself, so that the same call, made again later
+ * unchanged, may succeed: Cassandra or SERIAL out of reach or slow, lost races, a deadline. The
+ * rest need the call or the cluster changed first: the input, the sequence's rows, the cluster's
+ * settings, the credentials, a new handle. An aborted call is the caller's own decision, not a
+ * failure to retry. A new code must be added here to compile.
+ *
+ * @internal
+ */
+export const RETRYABLE: Readonly<Record<IdGenErrorCode, boolean>> = Object.freeze({
+  IDGEN_STORE_UNAVAILABLE: true,
+  IDGEN_SERIAL_UNAVAILABLE: true,
+  IDGEN_DEADLINE_EXCEEDED: true,
+  IDGEN_CONTENTION: true,
+  IDGEN_INVALID_OPTION: false,
+  IDGEN_INVALID_NAME: false,
+  IDGEN_INVALID_COUNT: false,
+  IDGEN_SEQUENCE_NOT_FOUND: false,
+  IDGEN_SEQUENCE_EXISTS: false,
+  IDGEN_SEQUENCE_EXHAUSTED: false,
+  IDGEN_DOMAIN_NEEDS_BIGINT: false,
+  IDGEN_INVARIANT_BROKEN: false,
+  IDGEN_STATE_ROLLED_BACK: false,
+  IDGEN_SEQUENCE_RECREATED: false,
+  IDGEN_UNSAFE_CLUSTER: false,
+  IDGEN_ABORTED: false,
+  IDGEN_AUTH_FAILED: false,
+  IDGEN_CLOSED: false,
+});
+
 /** Base class: `code` is stable, `message` is for people. */
 export class IdGenError extends Error {
   readonly code: IdGenErrorCode;
+  /**
+   * Whether the same call, made again later unchanged, may succeed: true when the failure may pass
+   * by itself (Cassandra or SERIAL out of reach or slow, lost races, a deadline passed); false
+   * when the call, the sequence's rows, the cluster's settings or the credentials must change
+   * first, for a closed allocator or handle, and for a call the caller aborted. It says nothing of
+   * whether the failed call took effect: a conditional write whose outcome is unknown
+   * ({@link StoreUnavailableError}) may have been applied.
+   *
+   * @example
+   * ```ts
+   * import { setTimeout as sleep } from 'node:timers/promises';
+   *
+   * for (let attempt = 1; ; attempt++) {
+   *   try {
+   *     return await orders.next();
+   *   } catch (error) {
+   *     if (!(error instanceof IdGenError && error.retryable) || attempt === 3) throw error;
+   *     await sleep(1000 * attempt);
+   *   }
+   * }
+   * ```
+   */
+  readonly retryable: boolean;
   constructor(code: IdGenErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
     this.code = code;
+    this.retryable = RETRYABLE[code];
   }
 }
 

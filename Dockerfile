@@ -27,7 +27,10 @@ USER node
 EXPOSE 8080
 # node is PID 1 and handles SIGTERM itself: requests in flight finish, unused IDs go back; a
 # second signal ends it at once (exit 143), which node exits on itself (PID 1 has no default).
+# Liveness only: Docker has no readiness, and an unhealthy container is replaced (Swarm) or
+# taken out of rotation. /readyz answers 503 in a DC that cannot get IDs right now, which a
+# restart does not cure; load balancers and Kubernetes readiness probes use /readyz instead.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.IDGEN_SERVE_PORT ?? 8080) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.IDGEN_SERVE_PORT ?? 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 ENTRYPOINT ["idgen-cass"]
 CMD ["serve"]

@@ -238,16 +238,26 @@ export function openApiDocument(limits: ApiLimits): OpenApiDocument {
           operationId: 'readiness',
           summary: 'Readiness',
           description:
-            'Ready when Cassandra answers in the local DC and every sequence served (the allowlist, or every sequence of the keyspace) is loaded and this process holds IDs of it (claiming a block if it holds none).',
+            'Whether this process can hand out IDs from what its DC holds: Cassandra answers in the local DC, and each sequence served (the allowlist, or every sequence of the keyspace) is loaded and this process holds IDs of it (claiming a block if it holds none). A partition between DCs alone does not make it not ready. status is ready when every sequence served holds IDs, degraded (still 200) when only some do, not_ready (503) when none does or the sequences cannot be listed. With ?sequence=NAME only that sequence is checked.',
+          parameters: [
+            {
+              name: 'sequence',
+              in: 'query',
+              required: false,
+              description: 'Check this one sequence only: 200 while this process holds IDs of it.',
+              schema: { type: 'string' },
+            },
+          ],
           responses: {
             '200': {
-              description: 'Ready.',
+              description: 'Ready, or degraded: some sequences served hold IDs.',
               content: {
                 'application/json': { schema: { $ref: '#/components/schemas/Readiness' } },
               },
             },
             '503': {
-              description: 'Not ready; the body says why, per sequence.',
+              description:
+                'Not ready: no sequence asked about holds IDs; the body says why, per sequence.',
               content: {
                 'application/json': { schema: { $ref: '#/components/schemas/Readiness' } },
               },
@@ -338,7 +348,7 @@ export function openApiDocument(limits: ApiLimits): OpenApiDocument {
           type: 'object',
           required: ['status', 'dc', 'keyspace', 'sequences'],
           properties: {
-            status: { enum: ['ready', 'not_ready'] },
+            status: { enum: ['ready', 'degraded', 'not_ready'] },
             dc: { type: 'string' },
             keyspace: { type: 'string' },
             sequences: {

@@ -113,9 +113,12 @@ type SequenceReadiness =
   | { readonly sequence: string; readonly ready: true; readonly held: number }
   | ({ readonly sequence: string; readonly ready: false } & ServeErrorBody);
 
-/** The body of `/readyz`. */
+/**
+ * The body of `/readyz`. `degraded`: some sequences served cannot get IDs here (e.g. one whose DC
+ * ranges ran out while the DC is cut off) but others can, so the process still serves: 200.
+ */
 interface Readiness {
-  readonly status: 'ready' | 'not_ready';
+  readonly status: 'ready' | 'degraded' | 'not_ready';
   readonly dc: string;
   readonly keyspace: string;
   readonly sequences: readonly SequenceReadiness[];
@@ -156,7 +159,8 @@ const REDACTED = [
  * | `POST /v1/sequences/{name}/ids?count=N` | `{ "sequence", "ids": [...] }` |
  * | `POST /v1/sequences/{name}/ranges?count=N` | `{ "sequence", "first", "last", "count" }` |
  * | `GET /healthz` | 200 while the process runs |
- * | `GET /readyz` | 200 when Cassandra answers and every sequence served holds IDs, else 503 |
+ * | `GET /readyz` | 200 while Cassandra answers in the DC and a sequence served holds IDs, else 503 |
+ * | `GET /readyz?sequence={name}` | 200 while this process holds IDs of that sequence, else 503 |
  * | `GET /metrics` | `registry.metrics()` |
  * | `GET /openapi.json` | the OpenAPI 3.1 document |
  *
@@ -328,10 +332,14 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
 
   app.get('/healthz', async () => ({ status: 'ok' }));
 
-  app.get('/readyz', async (_request, reply) => {
-    const report = await readiness(ids, served, settings.readyTimeoutMs);
-    return reply.code(report.status === 'ready' ? 200 : 503).send(report);
-  });
+  app.get<{ Querystring: { sequence?: string } }>(
+    '/readyz',
+    { schema: { querystring: READYZ_QUERY } },
+    async (request, reply) => {
+      const report = await readiness(ids, served, settings.readyTimeoutMs, request.query.sequence);
+      return reply.code(report.status === 'not_ready' ? 503 : 200).send(report);
+    },
+  );
 
   app.get('/metrics', async (_request, reply) => {
     const registry = settings.registry;
@@ -577,18 +585,29 @@ function countRefusal(
   );
 }
 
-/** What `/readyz` answers: Cassandra answers here, and every sequence served holds IDs. */
+const READYZ_QUERY = {
+  type: 'object',
+  properties: { sequence: { type: 'string', minLength: 1 } },
+} as const;
+
+/**
+ * What `/readyz` answers. Ready means this process can hand out IDs from what its DC holds, which
+ * a partition between DCs alone does not change: Cassandra answers in the local DC, and every
+ * sequence served (`ready`), or some of them (`degraded`), holds IDs here. `not_ready` when the
+ * sequences cannot be listed, or none served holds IDs. With `only`, that one sequence decides.
+ */
 async function readiness(
   ids: IdGen,
   served: ServedSequences,
   timeoutMs: number,
+  only: string | undefined,
 ): Promise<Readiness> {
   const base = { dc: ids.dc, keyspace: ids.keyspace };
   let names: readonly string[];
   try {
     // One read at LOCAL_QUORUM even with an allowlist: readiness means Cassandra answers here.
     const listed = await within(timeoutMs, ids.listSequences(), 'listing the sequences');
-    names = served.allowlist ?? listed.map((settings) => settings.name);
+    names = only !== undefined ? [only] : (served.allowlist ?? listed.map((s) => s.name));
   } catch (error) {
     return { status: 'not_ready', ...base, sequences: [], ...httpErrorOf(error).body };
   }
@@ -601,7 +620,12 @@ async function readiness(
       }
     }),
   );
-  return { status: sequences.every((s) => s.ready) ? 'ready' : 'not_ready', ...base, sequences };
+  const status = sequences.every((s) => s.ready)
+    ? 'ready'
+    : sequences.some((s) => s.ready)
+      ? 'degraded'
+      : 'not_ready';
+  return { status, ...base, sequences };
 }
 
 /** `promise`, or {@link StoreUnavailableError} once `timeoutMs` pass first. */

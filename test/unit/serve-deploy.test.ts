@@ -71,7 +71,8 @@ describe('docker-compose.yml', () => {
       });
       expect(service.networks, name).toEqual(['idgen']);
       expect(service.profiles, name).toEqual(['serve']);
-      expect(service.healthcheck?.test.join(' '), name).toContain('/readyz');
+      // Liveness: a service of a cut-off DC that cannot get IDs right now must not be replaced.
+      expect(service.healthcheck?.test.join(' '), name).toContain('/healthz');
       expect(service.ports, name).toHaveLength(1);
       const [host, container] = service.ports![0]!.split(':');
       expect(container, name).toBe('8080');
@@ -130,6 +131,12 @@ describe('Dockerfile', () => {
     expect(runtime).toContain('ENTRYPOINT ["idgen-cass"]');
     expect(runtime).toContain('CMD ["serve"]');
     expect(runtime).toContain('EXPOSE 8080');
+  });
+
+  it('probes liveness (/healthz), not readiness: a partitioned DC keeps its containers', () => {
+    const healthcheck = instructions.find((line) => line.startsWith('HEALTHCHECK '));
+    expect(healthcheck).toContain("'/healthz'");
+    expect(healthcheck).not.toContain('/readyz');
   });
 
   it('copies only files that exist, and the bin it links is the package bin', () => {

@@ -654,24 +654,51 @@ describe('health and readiness', () => {
     });
   });
 
-  it('/readyz answers 503 with the reasons: store unreachable, an allowlisted sequence missing', async () => {
+  it('/readyz stays 200 (degraded) while some sequence served holds IDs, 503 once none does or the store is down', async () => {
     const { app, store } = await service({ sequences: ['orders', 'missing'], readyTimeoutMs: 300 });
-    const missing = await app.inject({ method: 'GET', url: '/readyz' });
-    expect({ status: missing.statusCode, body: missing.json() }).toMatchObject({
-      status: 503,
+    const ask = async (url: string) => {
+      const response = await app.inject({ method: 'GET', url });
+      return { status: response.statusCode, body: response.json() as unknown };
+    };
+    expect(await ask('/readyz')).toMatchObject({
+      status: 200,
       body: {
-        status: 'not_ready',
+        status: 'degraded',
         sequences: [
           { sequence: 'orders', ready: true, held: 100 },
           { sequence: 'missing', ready: false, code: 'IDGEN_SEQUENCE_NOT_FOUND' },
         ],
       },
     });
+    // One sequence asked about: it alone decides.
+    expect(await ask('/readyz?sequence=orders')).toMatchObject({
+      status: 200,
+      body: { status: 'ready', sequences: [{ sequence: 'orders', ready: true }] },
+    });
+    expect(await ask('/readyz?sequence=missing')).toMatchObject({
+      status: 503,
+      body: {
+        status: 'not_ready',
+        sequences: [{ sequence: 'missing', ready: false, code: 'IDGEN_SEQUENCE_NOT_FOUND' }],
+      },
+    });
+    expect(await ask('/readyz?sequence=other')).toMatchObject({
+      status: 503,
+      body: { sequences: [{ sequence: 'other', code: 'IDGEN_SEQUENCE_NOT_SERVED' }] },
+    });
     store.faults.push({ op: 'listSequences', effect: 'unavailable', times: Infinity });
-    const down = await app.inject({ method: 'GET', url: '/readyz' });
-    expect({ status: down.statusCode, body: down.json() }).toMatchObject({
+    expect(await ask('/readyz')).toMatchObject({
       status: 503,
       body: { status: 'not_ready', sequences: [], code: 'IDGEN_STORE_UNAVAILABLE' },
+    });
+  });
+
+  it('/readyz answers 503 when no sequence served holds IDs', async () => {
+    const { app } = await service({ sequences: ['missing'], readyTimeoutMs: 300 });
+    const response = await app.inject({ method: 'GET', url: '/readyz' });
+    expect({ status: response.statusCode, body: response.json() }).toMatchObject({
+      status: 503,
+      body: { status: 'not_ready', sequences: [{ sequence: 'missing', ready: false }] },
     });
   });
 

@@ -60,7 +60,7 @@ program
   .option('--dcs <n>', 'number of datacenters', positiveInt)
   .option(
     '--nodes-per-dc <n>',
-    "nodes per datacenter (default: the existing cluster's, else IDGEN_NODES_PER_DC, else 1)",
+    "nodes per datacenter (default: the existing cluster's, else IDGEN_NODES_PER_DC, else 3); another number than the existing cluster's recreates it, dropping its data",
     positiveInt,
   )
   .option(

@@ -79,15 +79,18 @@ export function contactPointsByDc(
  */
 export async function up(topology: Topology, log: Log): Promise<NodeStatus[]> {
   const recorded = path.join(clusterDir(), 'topology.json');
+  await checkPrerequisites();
   if (fs.existsSync(recorded)) {
+    // Nodes cannot join or leave without bootstrap and decommission, which this local cluster
+    // does not do: another shape is a new cluster. It holds test and demo data only.
     const existing = currentTopology();
     if (existing.dcs !== topology.dcs || existing.nodesPerDc !== topology.nodesPerDc) {
-      throw new ClusterError(
-        `A cluster of ${existing.dcs} DCs × ${existing.nodesPerDc} nodes already exists in ${clusterDir()}; run "npm run cluster -- destroy" before changing the topology.`,
+      log(
+        `the local cluster has ${existing.dcs} DCs × ${existing.nodesPerDc} nodes; recreating it with ${topology.dcs} DCs × ${topology.nodesPerDc} nodes (its data is dropped)`,
       );
+      await destroy(existing);
     }
   }
-  await checkPrerequisites();
   await installCassandra(log);
   fs.mkdirSync(clusterDir(), { recursive: true });
   fs.writeFileSync(recorded, JSON.stringify(topology));

@@ -46,26 +46,49 @@ export interface Topology {
 }
 
 /**
- * The topology `up` starts when given no flags: 3 DCs of `IDGEN_NODES_PER_DC` nodes (1 by
- * default) running Paxos `IDGEN_PAXOS` (v2 by default), durable commitlog.
+ * The topology `up` starts when given no flags and no cluster exists: 3 DCs of
+ * `IDGEN_NODES_PER_DC` nodes ({@link DEFAULT_TOPOLOGY}'s 3 by default: production-shaped, RF 3,
+ * and what the fault tests need) running Paxos `IDGEN_PAXOS` (v2 by default), durable commitlog.
  */
 export function defaultTopology(env: NodeJS.ProcessEnv = process.env): Topology {
-  const nodesPerDc = Number(env['IDGEN_NODES_PER_DC'] ?? 1);
+  const nodesPerDc = Number(env['IDGEN_NODES_PER_DC'] ?? DEFAULT_TOPOLOGY.nodesPerDc);
   if (!Number.isInteger(nodesPerDc) || nodesPerDc < 1 || nodesPerDc > 9) {
     throw new ClusterError(
       `IDGEN_NODES_PER_DC must be an integer from 1 to 9; got "${env['IDGEN_NODES_PER_DC']}".`,
     );
   }
-  const paxos = env['IDGEN_PAXOS'] ?? 'v2';
+  const paxos = env['IDGEN_PAXOS'] ?? DEFAULT_TOPOLOGY.paxos;
   if (!PAXOS_VARIANTS.includes(paxos as PaxosVariant)) {
     throw new ClusterError(`IDGEN_PAXOS must be v1 or v2; got "${paxos}".`);
   }
   return Object.freeze({ dcs: 3, nodesPerDc, paxos: paxos as PaxosVariant, commitlog: 'batch' });
 }
 
+/**
+ * The local cluster the integration tests run on: IDGEN_NODES_PER_DC and IDGEN_PAXOS where set;
+ * otherwise an existing cluster's nodes per DC (at least the default 3: one node of a DC hangs or
+ * pauses in the fault tests) and its Paxos variant, so that the cluster the demo or `npm run
+ * cluster -- up` left is reused rather than refused; otherwise {@link defaultTopology}.
+ */
+export function testTopology(
+  existing: Topology | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): Topology {
+  const topology = defaultTopology(env);
+  if (existing === undefined) return topology;
+  return Object.freeze({
+    ...topology,
+    nodesPerDc:
+      env['IDGEN_NODES_PER_DC'] === undefined
+        ? Math.max(existing.nodesPerDc, DEFAULT_TOPOLOGY.nodesPerDc)
+        : topology.nodesPerDc,
+    paxos: env['IDGEN_PAXOS'] === undefined ? existing.paxos : topology.paxos,
+  });
+}
+
 export const DEFAULT_TOPOLOGY: Readonly<Topology> = Object.freeze({
   dcs: 3,
-  nodesPerDc: 1,
+  nodesPerDc: 3,
   paxos: 'v2',
   commitlog: 'batch',
 });

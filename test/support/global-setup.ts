@@ -1,23 +1,27 @@
 /**
  * Vitest global setup of the integration tests: finds or starts a real multi-DC Cassandra.
  *
- * Order: a cluster named in IDGEN_CASSANDRA (`dc1=10.0.0.5,dc2=10.1.0.5`); else a cluster of
- * containers when a Docker engine answers; else the local cluster manager (Maven Central jars),
- * shaped by IDGEN_NODES_PER_DC and IDGEN_PAXOS. Only the local manager supports faults
- * (partition, pause, kill).
+ * Which cluster: the one named in IDGEN_CASSANDRA (`dc1=10.0.0.5,dc2=10.1.0.5`); else, with
+ * IDGEN_TEST_CLUSTER=containers, a cluster of containers (needs a Docker engine that can pull
+ * the Cassandra image); else the local cluster manager (Maven Central jars). Only the local
+ * manager supports faults (partition, pause, kill).
+ *
+ * The local cluster takes the shape the tests need whatever a previous command left: at least
+ * 3 nodes per DC (one of them hangs or pauses in the fault tests) unless IDGEN_NODES_PER_DC says
+ * otherwise, and the Paxos variant of IDGEN_PAXOS, else the one it runs, else v2.
  */
 import type { TestProject } from 'vitest/node';
 import * as manager from '../../scripts/cluster/manager.js';
 import {
   DEFAULT_TOPOLOGY,
-  defaultTopology,
   describeTopology,
   nodeSpecs,
   parseClusterSpec,
+  testTopology,
 } from '../../scripts/cluster/topology.js';
 import { readNodeSettings, settingsProblems } from '../../scripts/cluster/settings.js';
 import type { Topology } from '../../scripts/cluster/topology.js';
-import { startContainerCluster, dockerAnswers } from './containers.js';
+import { startContainerCluster } from './containers.js';
 import type { ClusterInfo } from './cluster.js';
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
@@ -41,7 +45,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       paxos: 'unknown',
       nodes: withNodes(dcs),
     };
-  } else if (await dockerAnswers()) {
+  } else if (testClusterKind() === 'containers') {
     const containers = await startContainerCluster(DEFAULT_TOPOLOGY.dcs);
     info = {
       source: 'testcontainers',
@@ -53,20 +57,11 @@ export default async function setup(project: TestProject): Promise<() => Promise
     };
     teardown = containers.stop;
   } else {
-    const topology = defaultTopology();
+    const topology = testTopology(manager.hasCluster() ? manager.currentTopology() : undefined);
     // Judged by the processes, not a CQL probe that a loaded machine can time out.
-    const wasUp = (await manager.status()).every((s) => s.state === 'running');
-    if (manager.hasCluster()) {
-      const existing = manager.currentTopology();
-      if (existing.nodesPerDc !== topology.nodesPerDc || existing.dcs !== topology.dcs) {
-        throw new Error(
-          `The local cluster has ${existing.nodesPerDc} node(s) per DC but the tests ask for ${topology.nodesPerDc} (IDGEN_NODES_PER_DC); run "npm run cluster -- destroy" first, or set IDGEN_NODES_PER_DC=${existing.nodesPerDc}.`,
-        );
-      }
-    }
-    // A running cluster is checked before `up` could restart it into the variant asked for:
-    // others may be using it, and the run asked for what it thought the cluster was.
-    if (manager.hasCluster() && wasUp) await requireSettings(topology);
+    const wasUp =
+      manager.hasCluster() && (await manager.status()).every((s) => s.state === 'running');
+    // `up` restarts or recreates what differs; the nodes themselves then confirm the settings.
     await manager.up(topology, (line) => console.error(`[cluster] ${line}`));
     await requireSettings(topology);
     info = {
@@ -108,4 +103,13 @@ async function requireSettings(topology: Topology): Promise<void> {
       `The local cluster does not run what the tests ask for (IDGEN_PAXOS=${topology.paxos}, commitlog_sync ${topology.commitlog}): ${problems.join('; ')}. Restart it with "npm run cluster -- up --paxos ${topology.paxos}", or set IDGEN_PAXOS to what it runs.`,
     );
   }
+}
+
+/** `IDGEN_TEST_CLUSTER`: `local` (the default) or `containers`. */
+function testClusterKind(): 'local' | 'containers' {
+  const kind = process.env['IDGEN_TEST_CLUSTER'] ?? 'local';
+  if (kind !== 'local' && kind !== 'containers') {
+    throw new Error(`IDGEN_TEST_CLUSTER must be local or containers; got "${kind}".`);
+  }
+  return kind;
 }

@@ -4,7 +4,7 @@
  * DC, cuts one DC off while they draw, heals, and ends with `status`, `check` and a summary:
  * IDs drawn per DC, duplicates found, IDs lost to gaps.
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import cassandra from 'cassandra-driver';
 import * as cluster from './cluster/manager.js';
-import { DEFAULT_TOPOLOGY, parseClusterSpec } from './cluster/topology.js';
+import { defaultTopology, describeTopology, parseClusterSpec } from './cluster/topology.js';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -29,30 +29,42 @@ function say(line: string): void {
   console.log(`\n\x1b[1m== ${line}\x1b[0m`);
 }
 
-/** Runs the built CLI against one DC and prints what it prints (unless `--json`). */
-async function cli(dc: string, hosts: readonly string[], ...args: string[]): Promise<string> {
+/**
+ * Runs the built CLI against one DC and prints what it prints (unless `--json`). An exit code in
+ * `results` is one of the command's documented results (e.g. 13, SERIAL unreachable, from
+ * `status` inside a cut-off DC): it is said and returned; any other non-zero code throws.
+ */
+async function cli(
+  dc: string,
+  hosts: readonly string[],
+  args: readonly string[],
+  results: Readonly<Record<number, string>> = {},
+): Promise<{ stdout: string; code: number }> {
   const quiet = args.includes('--json');
   if (!quiet) console.log(`$ idgen-cass --dc ${dc} ${args.join(' ')}`);
+  const argv = [CLI, '--contact-points', hosts.join(','), '--dc', dc, '--keyspace', KEYSPACE];
   try {
-    const { stdout, stderr } = await run(
-      process.execPath,
-      [CLI, '--contact-points', hosts.join(','), '--dc', dc, '--keyspace', KEYSPACE, ...args],
-      { cwd: ROOT },
-    );
+    const { stdout, stderr } = await run(process.execPath, [...argv, ...args], { cwd: ROOT });
     if (!quiet) process.stdout.write(stdout);
     if (stderr.trim()) process.stderr.write(stderr);
-    return stdout;
+    return { stdout, code: 0 };
   } catch (err) {
     const e = err as { stdout?: string; stderr?: string; code?: number };
     process.stdout.write(e.stdout ?? '');
     process.stderr.write(e.stderr ?? '');
-    throw new Error(`idgen-cass ${args[0]} failed with exit code ${e.code ?? '?'}`);
+    const meaning = e.code === undefined ? undefined : results[e.code];
+    if (meaning === undefined) {
+      throw new Error(`idgen-cass ${args[0]} failed with exit code ${e.code ?? '?'}`);
+    }
+    console.log(`(exit code ${e.code}: ${meaning})`);
+    return { stdout: e.stdout ?? '', code: e.code! };
   }
 }
 
 interface DrawProcess {
   readonly dc: string;
   readonly file: string;
+  readonly child: ChildProcess;
   readonly done: Promise<void>;
 }
 
@@ -70,7 +82,7 @@ function startDrawing(dc: string, hosts: readonly string[], dir: string, n: numb
     ],
     { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] },
   );
-  return { dc, file, done: new Promise((resolve) => child.on('close', () => resolve())) };
+  return { dc, file, child, done: new Promise((resolve) => child.on('close', () => resolve())) };
 }
 
 function idsOf(file: string): bigint[] {
@@ -82,109 +94,167 @@ function idsOf(file: string): bigint[] {
     .map((l) => BigInt(l));
 }
 
-const started = Date.now();
-let dcs: Record<string, string[]>;
-let canPartition = false;
-if (process.env['IDGEN_CASSANDRA']) {
-  dcs = parseClusterSpec(process.env['IDGEN_CASSANDRA']);
-  say(`Using the cluster in IDGEN_CASSANDRA: ${Object.keys(dcs).join(', ')}`);
-} else {
-  say('Starting the local 3-DC Cassandra (npm run cluster -- up)');
-  const nodes = await cluster.up(DEFAULT_TOPOLOGY, (line) => console.log(line));
+const sleep = (s: number) => new Promise((resolve) => setTimeout(resolve, s * 1000));
+
+interface Cluster {
+  readonly dcs: Record<string, string[]>;
+  /** Why the partition step cannot run here, or undefined if it can. */
+  readonly noPartition: string | undefined;
+}
+
+/** The cluster of IDGEN_CASSANDRA, else the local one: as it is if it exists, else the default. */
+async function startCluster(): Promise<Cluster> {
+  if (process.env['IDGEN_CASSANDRA']) {
+    const dcs = parseClusterSpec(process.env['IDGEN_CASSANDRA']);
+    say(`Using the cluster in IDGEN_CASSANDRA: ${Object.keys(dcs).join(', ')}`);
+    return {
+      dcs,
+      noPartition: "the cluster in IDGEN_CASSANDRA is not the local cluster manager's",
+    };
+  }
+  // An existing local cluster keeps its shape and Paxos variant (the tests reuse it afterwards);
+  // init and seed need the durable commitlog.
+  const topology = cluster.hasCluster()
+    ? { ...cluster.currentTopology(), commitlog: 'batch' as const }
+    : defaultTopology();
+  say(`Starting the local Cassandra: ${describeTopology(topology)} (npm run cluster -- up)`);
+  const nodes = await cluster.up(topology, (line) => console.log(line));
   for (const { node, cql } of nodes)
     console.log(`${node.name}  ${node.address}  ${node.dc}  ${cql ? 'UP' : 'DOWN'}`);
-  dcs = cluster.contactPointsByDc();
-  const unsupported = await cluster.partitionUnsupported();
-  if (unsupported) console.log(`(the partition step will be skipped: ${unsupported})`);
-  canPartition = unsupported === undefined;
+  const noPartition = await cluster.partitionUnsupported();
+  if (noPartition) console.log(`(the partition step will be skipped: ${noPartition})`);
+  return { dcs: cluster.contactPointsByDc(), noPartition };
 }
-const dcNames = Object.keys(dcs).sort();
-const first = dcNames[0]!;
-const hostsOf = (dc: string) => dcs[dc]!;
 
-// A clean keyspace each run, so the summary counts only this run's IDs.
-{
+/**
+ * Cuts `dc` off, shows `status` from inside it, and heals. The heal also runs on any failure or
+ * signal (see the end of this file), so the demo never leaves the cluster partitioned.
+ */
+async function partitionStep(dc: string, hosts: readonly string[]): Promise<void> {
+  say(`Cutting ${dc} off from the other DCs (npm run cluster -- partition ${dc})`);
+  partitioned = true;
+  await cluster.partition(dc);
+  await sleep(5);
+  say(`status, seen from inside ${dc} while it is cut off`);
+  await cli(dc, hosts, ['status', SEQUENCE, '--sample', '3s'], {
+    [EXIT_SERIAL_UNREACHABLE]: `SERIAL is unreachable from ${dc}, as expected while it is cut off: its processes draw from its DC range, and only new DC ranges wait`,
+  });
+  await sleep(PARTITION_FOR_S - 8);
+  say(`Healing the partition of ${dc}`);
+  await cluster.heal();
+  partitioned = false;
+  console.log(`${dc} is connected again`);
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const { dcs, noPartition } = await startCluster();
+  const dcNames = Object.keys(dcs).sort();
+  const first = dcNames[0]!;
+  const hostsOf = (dc: string) => dcs[dc]!;
+  // RF 3 per DC where the DC has 3 nodes (a node can fail), else one copy per node.
+  const replication = dcNames.map((dc) => `${dc}:${Math.min(3, hostsOf(dc).length)}`).join(',');
+
+  // A clean keyspace each run, so the summary counts only this run's IDs.
   const client = new cassandra.Client({ contactPoints: hostsOf(first), localDataCenter: first });
   await client.connect();
   await client.execute(`DROP KEYSPACE IF EXISTS ${KEYSPACE}`);
   await client.shutdown();
-}
 
-say('Create the keyspace and tables, then a 32-bit sequence');
-await cli(first, hostsOf(first), 'init', '--replication', dcNames.map((dc) => `${dc}:1`).join(','));
-await cli(
-  first,
-  hostsOf(first),
-  ...[
-    'seed',
-    SEQUENCE,
-    '--domain',
-    'int32',
-    '--start',
-    '1000',
-    '--dc-range',
-    '20000',
-    '--block',
-    '100',
-  ],
-);
+  say('Create the keyspace and tables, then a 32-bit sequence');
+  await cli(first, hostsOf(first), ['init', '--replication', replication]);
+  await cli(first, hostsOf(first), [
+    ...['seed', SEQUENCE, '--domain', 'int32', '--start', '1000'],
+    ...['--dc-range', '20000', '--block', '100'],
+  ]);
 
-say(
-  `${PROCESSES_PER_DC} allocator processes per DC draw ${RATE_PER_PROCESS} IDs/s each for ${DRAW_SECONDS} s`,
-);
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'idgen-demo-'));
-const processes = dcNames.flatMap((dc) =>
-  Array.from({ length: PROCESSES_PER_DC }, (_, i) => startDrawing(dc, hostsOf(dc), dir, i + 1)),
-);
-const sleep = (s: number) => new Promise((resolve) => setTimeout(resolve, s * 1000));
-await sleep(PARTITION_AT_S);
-await cli(first, hostsOf(first), 'status', SEQUENCE);
+  say(
+    `${PROCESSES_PER_DC} allocator processes per DC draw ${RATE_PER_PROCESS} IDs/s each for ${DRAW_SECONDS} s`,
+  );
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'idgen-demo-'));
+  drawing = dcNames.flatMap((dc) =>
+    Array.from({ length: PROCESSES_PER_DC }, (_, i) => startDrawing(dc, hostsOf(dc), dir, i + 1)),
+  );
+  await sleep(PARTITION_AT_S);
+  await cli(first, hostsOf(first), ['status', SEQUENCE]);
 
-const cut = dcNames.at(-1)!;
-if (canPartition) {
-  say(`Cutting ${cut} off from the other DCs (npm run cluster -- partition ${cut})`);
-  await cluster.partition(cut);
-  await sleep(5);
-  say(`status, seen from inside ${cut} while it is cut off`);
-  await cli(cut, hostsOf(cut), 'status', SEQUENCE, '--sample', '3');
-  await sleep(PARTITION_FOR_S - 8);
-  say('Healing the partition');
-  await cluster.heal();
-} else {
-  say('Skipping the partition: it needs the local cluster manager, as root, with iptables');
-}
-
-await Promise.all(processes.map((p) => p.done));
-
-say('Final status and invariant check');
-await cli(first, hostsOf(first), 'status', SEQUENCE, '--sample', '1');
-await cli(first, hostsOf(first), 'check', SEQUENCE);
-
-const statusJson = JSON.parse(
-  await cli(first, hostsOf(first), 'status', SEQUENCE, '--json', '--sample', '1'),
-) as StatusJson;
-say('Summary');
-const seen = new Set<bigint>();
-let duplicates = 0;
-for (const dc of dcNames) {
-  let drawn = 0;
-  for (const p of processes.filter((p) => p.dc === dc)) {
-    for (const id of idsOf(p.file)) {
-      if (seen.has(id)) duplicates++;
-      seen.add(id);
-      drawn++;
-    }
+  const cut = dcNames.at(-1)!;
+  if (noPartition === undefined) {
+    await partitionStep(cut, hostsOf(cut));
+  } else {
+    say(`Skipping the partition of ${cut}: ${noPartition}`);
   }
-  console.log(`${dc}: ${drawn} IDs drawn by ${PROCESSES_PER_DC} processes`);
+
+  await Promise.all(drawing.map((p) => p.done));
+
+  say('Final status and invariant check');
+  await cli(first, hostsOf(first), ['status', SEQUENCE, '--sample', '1s']);
+  await cli(first, hostsOf(first), ['check', SEQUENCE]);
+  const { stdout } = await cli(first, hostsOf(first), [
+    'status',
+    SEQUENCE,
+    '--json',
+    '--sample',
+    '1s',
+  ]);
+
+  say('Summary');
+  const seen = new Set<bigint>();
+  let duplicates = 0;
+  for (const dc of dcNames) {
+    let drawn = 0;
+    for (const p of drawing.filter((p) => p.dc === dc)) {
+      for (const id of idsOf(p.file)) {
+        if (seen.has(id)) duplicates++;
+        seen.add(id);
+        drawn++;
+      }
+    }
+    console.log(`${dc}: ${drawn} IDs drawn by ${PROCESSES_PER_DC} processes`);
+  }
+  const granted = grantedIds(JSON.parse(stdout) as StatusJson);
+  const lost = granted.granted - BigInt(seen.size) - granted.left;
+  console.log(`duplicates found: ${duplicates}`);
+  console.log(
+    `IDs granted to DCs: ${granted.granted}; drawn: ${seen.size}; still available in DC ranges: ${granted.left}; lost to gaps: ${lost}`,
+  );
+  console.log(`demo finished in ${((Date.now() - started) / 1000).toFixed(0)} s; IDs in ${dir}`);
+  if (duplicates > 0) process.exitCode = 1;
 }
-const granted = grantedIds(statusJson);
-const lost = granted.granted - BigInt(seen.size) - granted.left;
-console.log(`duplicates found: ${duplicates}`);
-console.log(
-  `IDs granted to DCs: ${granted.granted}; drawn: ${seen.size}; still available in DC ranges: ${granted.left}; lost to gaps: ${lost}`,
-);
-console.log(`demo finished in ${((Date.now() - started) / 1000).toFixed(0)} s; IDs in ${dir}`);
-if (duplicates > 0) process.exitCode = 1;
+
+/** `status`'s documented exit code when SERIAL is unreachable (docs/cli.md, exit codes). */
+const EXIT_SERIAL_UNREACHABLE = 13;
+let drawing: DrawProcess[] = [];
+let partitioned = false;
+
+/** Leaves the cluster whole and no draw process behind, whatever ended the demo. */
+async function cleanUp(): Promise<void> {
+  for (const p of drawing) if (p.child.exitCode === null) p.child.kill('SIGTERM');
+  if (partitioned) {
+    console.log('healing the partition before exiting');
+    await cluster.heal(cluster.currentTopology(), { verify: false });
+    partitioned = false;
+  }
+}
+
+for (const [signal, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+] as const) {
+  process.once(signal, () => {
+    console.log(`\n${signal}: stopping`);
+    void cleanUp().finally(() => process.exit(code));
+  });
+}
+
+try {
+  await main();
+} catch (error) {
+  console.error(`demo failed: ${error instanceof Error ? error.message : String(error)}`);
+  process.exitCode = 1;
+} finally {
+  await cleanUp();
+}
 
 /** The part of `idgen-cass status --json` the summary needs (an int32 sequence: exact numbers). */
 interface StatusJson {

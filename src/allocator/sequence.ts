@@ -307,7 +307,10 @@ export class Sequence<T extends number | bigint> {
   private usageReportedAt: number | undefined;
   private reportingUsage: Promise<void> | undefined;
 
-  /** @internal Use {@link IdGen.sequence}. */
+  /**
+   * Not for users: get a handle with {@link IdGen.sequence}. Kept in the declarations: without
+   * it they would declare a public constructor that takes nothing.
+   */
   constructor(context: SequenceContext<T>) {
     this.name = context.name;
     this.dc = context.dc;
@@ -410,6 +413,8 @@ export class Sequence<T extends number | bigint> {
    * @internal The HTTP service's draw of several IDs (src/serve/served-sequences.ts): `count`
    * IDs, strictly increasing, not necessarily contiguous, from the IDs held while they last and
    * then from the blocks {@link Sequence.next} waits for, under one deadline for the whole call.
+   * Not public: `count` is only asserted (the service's schema bounds it first), and its
+   * accounting of IDs taken but not yet handed out serves the service's responses.
    *
    * Its caller gets either all of them or an error, so a call that fails costs what it took:
    * - `signal` is looked at before each ID, so a caller that is gone takes no more (next() hands
@@ -518,13 +523,20 @@ export class Sequence<T extends number | bigint> {
    * for it), so that an alter that raised them reaches a process whose every take() it refused.
    * @throws {ClosedError} after `close()`; {@link AbortedError} once `signal` fired, looked at
    * after each await before the run is taken; and everything {@link Sequence.next} throws.
-   * @param delivered @internal The HTTP service's: as for {@link Sequence.nextIds}, the run is
-   * neither issued nor wasted until it settles (issued if true, else `waste.undelivered`).
    */
-  async take(
+  take(count: number, options?: CallOptions): Promise<IdRange<T>> {
+    return this.takeDelivered(count, options, undefined);
+  }
+
+  /**
+   * @internal The HTTP service's {@link Sequence.take}: as for {@link Sequence.nextIds}, with
+   * `delivered` the run is neither issued nor wasted until it settles (issued if true, else
+   * `waste.undelivered`).
+   */
+  async takeDelivered(
     count: number,
-    options?: CallOptions,
-    delivered?: Promise<boolean>,
+    options: CallOptions | undefined,
+    delivered: Promise<boolean> | undefined,
   ): Promise<IdRange<T>> {
     if (options !== undefined) checkCallOptions(options);
     this.assertOpen();

@@ -103,8 +103,11 @@ export class ServedSequences {
     const options = { signal: call.signal, timeoutMs: remaining(call) };
     return withRequestTimeout(name, call, async () =>
       handle.wide
-        ? { wide: true, range: await handle.sequence.take(count, options, call.delivered) }
-        : { wide: false, range: await handle.sequence.take(count, options, call.delivered) },
+        ? { wide: true, range: await handle.sequence.takeDelivered(count, options, call.delivered) }
+        : {
+            wide: false,
+            range: await handle.sequence.takeDelivered(count, options, call.delivered),
+          },
     );
   }
 

@@ -27,7 +27,7 @@ export type ConnectOptions = ConnectionOptions & {
    * Prometheus metrics (prom-client): registered on `metrics.registry` (default: prom-client's
    * `register`) when connecting, never on import, with the rows of the opened sequences read
    * every `metrics.runwayIntervalMs` (default 15000; 0: never) for the per-DC runway gauges.
-   * Without it nothing is registered and nothing is polled. README's "Metrics" lists them.
+   * Without it nothing is registered and nothing is polled. docs/metrics.md lists them.
    * @default undefined
    */
   metrics?: MetricsOptions;

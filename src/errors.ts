@@ -361,7 +361,7 @@ export class StateRolledBackError extends IdGenError {
   ) {
     super(
       'IDGEN_STATE_ROLLED_BACK',
-      `Sequence "${sequence}": the rows DC "${dc}" allocates from went back (${detail}); acknowledged writes were lost, as when replicas crash with commitlog_sync: periodic. Refusing to allocate, since IDs could be handed out twice. Stop this sequence's processes in the DC, run "idgen-cass preflight", then "idgen-cass retire-ranges ${sequence}" from the DC before allocating again (README, "When rows went back").`,
+      `Sequence "${sequence}": the rows DC "${dc}" allocates from went back (${detail}); acknowledged writes were lost, as when replicas crash with commitlog_sync: periodic. Refusing to allocate, since IDs could be handed out twice. Stop this sequence's processes in the DC, run "idgen-cass preflight", then "idgen-cass retire-ranges ${sequence}" from the DC before allocating again (docs/operations.md, "When rows went back").`,
     );
   }
 }
@@ -380,7 +380,7 @@ export class SequenceRecreatedError extends IdGenError {
   ) {
     super(
       'IDGEN_SEQUENCE_RECREATED',
-      `Sequence "${sequence}": ${detail}. Its rows were deleted by hand and the name seeded again, and IDs could be handed out twice. Stop the processes that use it, and seed another name (README, "Data layout": a sequence's rows are never deleted).`,
+      `Sequence "${sequence}": ${detail}. Its rows were deleted by hand and the name seeded again, and IDs could be handed out twice. Stop the processes that use it, and seed another name (docs/operations.md, "Data layout": a sequence's rows are never deleted).`,
     );
   }
 }

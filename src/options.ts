@@ -208,8 +208,8 @@ export const SEQUENCE_DEFAULTS = Object.freeze({
    * Shards of adaptive blocks where the domain has room (`shardRoom`). At 64 processes per DC in
    * the benchmark's scale phase, a claim lost fewer races with fewer processes per partition:
    * in tight loops 14 and 16 calls threw with 16 shards against 45 and 80 with 8; at 10,000
-   * IDs/s per DC none threw with either, and 4 shards let 55 throw (README, "The defaults: 16
-   * shards and first ranges").
+   * IDs/s per DC none threw with either, and 4 shards let 55 throw (docs/sizing.md, "The
+   * defaults: 16 shards and first ranges").
    */
   adaptiveShards: 16,
   /** Adaptive blocks get at most one shard per this many DC ranges the domain holds. */
@@ -669,8 +669,8 @@ export function checkFirstRangeDcs(
 /**
  * The DCs a create grants first ranges to when it names none: with adaptive blocks, every DC the
  * keyspace replicates to, so that a fleet starting at once in every DC never crowds the one
- * grants partition at SERIAL (README, "The defaults: 16 shards and first ranges"). None with
- * fixed blocks (as before), under a strategy that names no DC, with a DC name the protocol
+ * grants partition at SERIAL (docs/sizing.md, "The defaults: 16 shards and first ranges"). None
+ * with fixed blocks (as before), under a strategy that names no DC, with a DC name the protocol
  * cannot use, or when the ranges would be more than one batch may hold or more than an eighth of
  * the IDs from `start`.
  */

@@ -58,7 +58,7 @@ export interface InitSchemaResult {
   /**
    * How an existing keyspace's replication differs from the one asked, per DC, as `dc2 none
    * (asked 3)`: a DC it does not replicate to cannot allocate, and adding one is an operation
-   * of its own (README, "Changing the replication"). Empty when created or equal.
+   * of its own (docs/operations.md, "Changing the replication"). Empty when created or equal.
    */
   readonly replicationDiffers: readonly string[];
   /** The tables of schema.cql, each created unless it existed. */

@@ -74,7 +74,7 @@ export interface ClosedProcess {
 
 /**
  * The processes handed IDs after their close() began, one line each; empty when none was. The
- * README promises that from that moment no ID is taken (a call in flight may still resolve with
+ * library promises that from that moment no ID is taken (a call in flight may still resolve with
  * one taken before, which the worker does not count): an ID taken from blocks being given back is
  * one another process may be handed too, and any fails the campaign.
  */

@@ -34,7 +34,7 @@
  * SIGKILLs the process. SIGHUP and SIGTERM are handled from before it connects (one told to stop
  * while it still connects exits 0, with a summary), SIGUSR2 from before its ready line.
  *
- * From the moment close() is called no ID may be handed out (README), so the worker counts the
+ * From the moment close() is called no ID may be handed out, so the worker counts the
  * IDs that came back after it: a call made after close() began must get none, and the one call
  * in flight then only those the library had taken before it (its `issued` then, which a call
  * that waited for a refill has not reached: next() yields to I/O after it took an ID once in

@@ -412,15 +412,15 @@ export class IdGen {
 
   /**
    * Retires the ranges this process's DC holds for sequence `name`, after its rows went back
-   * (acknowledged writes lost, a DC restored from backups or rebuilt from another DC: README,
-   * "When rows went back"). Each state partition of the DC (one per shard) is set to the DC's
-   * latest grant, read at SERIAL, spent to its end; the DC's next claim then asks SERIAL for a
-   * new grant, above every ID any DC was granted. The IDs the DC still held become a gap. Stop
-   * the sequence's processes in this DC first: a process still running holds blocks from the
-   * old state. Safe to repeat: a partition already spent at its latest grant keeps its ranges
+   * (acknowledged writes lost, a DC restored from backups or rebuilt from another DC:
+   * docs/operations.md, "When rows went back"). Each state partition of the DC (one per shard) is
+   * set to the DC's latest grant, read at SERIAL, spent to its end; the DC's next claim then asks
+   * SERIAL for a new grant, above every ID any DC was granted. The IDs the DC still held become a
+   * gap. Stop the sequence's processes in this DC first: a process still running holds blocks from
+   * the old state. Safe to repeat: a partition already spent at its latest grant keeps its ranges
    * (it is written again as it was, so that no write left in flight reopens it). Each result's
-   * `outcome` says whose write left its partition spent, as far as the rows show (this
-   * retire's, another writer's, or unknown).
+   * `outcome` says whose write left its partition spent, as far as the rows show (this retire's,
+   * another writer's, or unknown).
    * @example
    * ```ts
    * for (const s of await ids.retireDcRanges('orders')) console.log(s.grantee, s.outcome, s.gap);

@@ -552,7 +552,7 @@ export class Sequence<T extends number | bigint> {
     }
     this.assertOpen();
     // The signal may have fired during the awaits above: a caller gone takes no ID held (the
-    // HTTP service's caller that hung up, README "Endpoints").
+    // HTTP service's caller that hung up, docs/service.md, "Endpoints").
     throwIfAborted(this.name, signal);
     const range = await this.takeRunOnSettings(count, signal, delivered);
     if (range !== undefined) return range;

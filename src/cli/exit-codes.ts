@@ -15,7 +15,7 @@ import {
 import { INTEGER_TYPES } from '../options.js';
 import { TLS_FILE_FLAGS } from './connection-options.js';
 
-/** Exit codes of `idgen-cass`; documented in README.md ("Command line"). */
+/** Exit codes of `idgen-cass`; documented in docs/cli.md ("Exit codes"). */
 export const EXIT_CODES = Object.freeze({
   /** Done. */
   ok: 0,

@@ -184,7 +184,7 @@ function held(range: HeldRange): string {
   return `#${range.grant} ${span(range.min, range.max)}`;
 }
 
-/** `report` as a JSON-ready object (see README.md, "Command line"). */
+/** `report` as a JSON-ready object (see docs/cli.md, "status"). */
 export function statusJson(report: StatusReport): Record<string, unknown> {
   return {
     keyspace: report.keyspace,

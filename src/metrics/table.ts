@@ -1,7 +1,7 @@
 /**
- * Every metric idgen-cass exposes, in one table: the metrics are registered from it, README's
- * table is checked against it, and the alert rules and dashboard may only name what it names.
- * Pure data; nothing here touches a registry.
+ * Every metric idgen-cass exposes, in one table: the metrics are registered from it,
+ * docs/metrics.md's table is checked against it, and the alert rules and dashboard may only name
+ * what it names. Pure data; nothing here touches a registry.
  */
 
 /** One metric as {@link metricsTable} describes it. */
@@ -26,7 +26,7 @@ export const DURATION_BUCKETS: readonly number[] = Object.freeze([
 
 const SEQUENCE = ['sequence'] as const;
 
-/** The metrics, in the order README lists them. */
+/** The metrics, in the order docs/metrics.md lists them. */
 export const METRICS: readonly MetricDescription[] = Object.freeze([
   {
     name: 'idgen_ids_issued_total',
@@ -140,7 +140,7 @@ export const METRICS: readonly MetricDescription[] = Object.freeze([
 
 /**
  * Every metric idgen-cass registers when given `metrics`: name, type, labels and meaning. The
- * same table as in README's "Metrics" section.
+ * same table as in docs/metrics.md.
  *
  * @example
  * ```ts

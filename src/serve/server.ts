@@ -201,7 +201,7 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     // The endpoints take no body; a client that sends a small one anyway is not refused for it
-    // (README: up to 1 KiB is ignored, a larger one is answered 400).
+    // (docs/service.md: up to 1 KiB is ignored, a larger one is answered 400).
     bodyLimit: 1024,
     // fastify's default drops query parameters the schema does not name; they are refused
     // instead, so that a misspelt one is not served with the default in its place.
@@ -370,7 +370,7 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
   return app;
 }
 
-/** Answers a failed or refused request with the JSON error body README documents. */
+/** Answers a failed or refused request with the JSON error body docs/service.md documents. */
 function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const { status, retryAfterSeconds, body } = httpErrorOf(error);
   if (status === 500) request.log.error({ err: error }, 'request failed');

@@ -347,9 +347,9 @@ export class MemoryStore implements IdStore {
   }
 
   /**
-   * Test hook: deletes the sequence's rows as an operator might by hand, against README's
-   * advice: its grants partition (settings, GLOBAL and grants, as `DELETE FROM idgen_grants
-   * WHERE sequence = ?`), and with `states` its DC-state rows too.
+   * Test hook: deletes the sequence's rows as an operator might by hand, against the advice of
+   * docs/operations.md: its grants partition (settings, GLOBAL and grants, as
+   * `DELETE FROM idgen_grants WHERE sequence = ?`), and with `states` its DC-state rows too.
    */
   deleteRowsByHand(sequence: string, { states = false } = {}): void {
     this.sequences.delete(sequence);

@@ -523,7 +523,7 @@ describe('CassandraStore on the cluster', () => {
       expect((await (await storeIn('dc1')).readDcState(name, 'dc1'))?.incarnation).toBe(
         stored?.incarnation,
       );
-      // The grants partition deleted by hand, as README says never to; the state rows stay.
+      // The grants partition deleted by hand, as the docs say never to; the state rows stay.
       await (
         await ks.client('dc1')
       ).execute(`DELETE FROM "${ks.name}".idgen_grants WHERE sequence = ?`, [name], {

@@ -706,7 +706,7 @@ describe('idgen-cass refuses bad input: exit code, one line on stderr, nothing w
     const seed = ['seed', 'redo', '--dc-range', '1000', '--block', '100', ...unsafeOk()];
     expectOk(await idgen(seed));
     expectOk(await idgen(['next', 'redo', '-n', '5']));
-    // As README says never to: the grants partition deleted, the state rows left behind.
+    // As the docs say never to: the grants partition deleted, the state rows left behind.
     await admin.execute(`DELETE FROM "${KEYSPACE}".idgen_grants WHERE sequence = ?`, ['redo'], {
       prepare: true,
       consistency: consistencies.all,
@@ -857,7 +857,7 @@ describe.runIf(clusterInfo().faults)('idgen-cass during a partition of dc3', () 
         ['dc3', null],
       ]);
 
-      // The human view, captured for README.md when IDGEN_CLI_CAPTURE names a file.
+      // The human view, captured for docs/cli.md when IDGEN_CLI_CAPTURE names a file.
       const human = finished(start(['status', 'part', '--sample', '4'], { dc: 'dc3' }));
       await drawInDc3(human);
       const view = await human;
@@ -972,7 +972,7 @@ describe.runIf(clusterInfo().faults)('idgen-cass during a partition of dc3', () 
       // dc3 cut off from this host as well (a firewall between it and dc3): from dc1, dc3's rows
       // can be read neither at EACH_QUORUM nor through its own nodes. They are marked, with both
       // reasons, and their runway is unknown, which --fail-if-runway-below fails (exit 14). The
-      // run costs what README says, at most 5 s more than when dc3 is reached, not one connect
+      // run costs what the docs say, at most 5 s more than when dc3 is reached, not one connect
       // timeout per dc3 node, neither before the output nor in closing.
       await faults.cutClients('dc3');
       const hiddenStarted = Date.now();

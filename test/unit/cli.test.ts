@@ -246,7 +246,7 @@ describe('exit codes', () => {
       IDGEN_AUTH_FAILED: 12,
       IDGEN_CLOSED: 10,
     };
-    // The exit codes of the table in README.md ("Exit codes"), none used twice.
+    // The exit codes of the table in docs/cli.md ("Exit codes"), none used twice.
     expect(EXIT_CODES).toEqual({
       ok: 0,
       usage: 1,

@@ -1,5 +1,5 @@
 /**
- * A sequence whose rows were deleted by hand (CQL) and whose name was seeded again: README says
+ * A sequence whose rows were deleted by hand (CQL) and whose name was seeded again: the docs say
  * never to, and these tests hold what happens when it is done anyway. Each DC-state row carries
  * the incarnation (the create's op) of the sequence its writer loaded; `seed` refuses a name
  * whose state rows remain, a process refuses a state row of another incarnation, and a process

@@ -777,9 +777,9 @@ describe('the OpenAPI document', () => {
     ]);
   });
 
-  it("matches README's status codes: every code of the ID endpoints, with its status", () => {
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-    const section = readme.slice(readme.indexOf('### Status codes'));
+  it("matches docs/service.md's status codes: every code of the ID endpoints, with its status", () => {
+    const doc = readFileSync(new URL('../../docs/service.md', import.meta.url), 'utf8');
+    const section = doc.slice(doc.indexOf('### Status codes'));
     const rows = section.slice(0, section.indexOf('\n### ')).split('\n');
     const documented = new Map<string, number>();
     for (const row of rows) {

@@ -231,7 +231,7 @@ describe('torture verdict: what a campaign must have done', () => {
         rawKilled.paced += unrecorded.filter((i) => i.mode === 'paced').length;
       }
     }
-    // The numbers README's "How uniqueness is tested" gives before its campaigns table.
+    // The committed campaigns that passed although a raw kill may have left IDs unrecorded.
     expect(rawKilled).toEqual({ campaigns: 43, processes: 344, paced: 121 });
   });
 

@@ -52,7 +52,7 @@ Example:
       }
       if (result.replicationDiffers.length > 0) {
         ctx.warn(
-          `Keyspace "${result.keyspace}" exists with other replication than asked: ${result.replicationDiffers.join(', ')}; left unchanged. Processes in a DC it does not replicate to cannot allocate; change it (add a DC, raise or lower a DC's factor) as README's "Changing the replication" says, never by ALTER KEYSPACE alone while IDs are drawn.`,
+          `Keyspace "${result.keyspace}" exists with other replication than asked: ${result.replicationDiffers.join(', ')}; left unchanged. Processes in a DC it does not replicate to cannot allocate; change it (add a DC, raise or lower a DC's factor) as docs/operations.md, "Changing the replication", says, never by ALTER KEYSPACE alone while IDs are drawn.`,
         );
       }
       if (ctx.json) {

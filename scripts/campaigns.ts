@@ -1,7 +1,7 @@
 /**
- * `npm run campaigns`: writes torture/CAMPAIGNS.md from the committed reports under
- * torture/campaigns and torture/negative-controls (torture/summary.ts). With `--check` it writes
- * nothing and exits 1 if the committed page is not what the reports generate.
+ * `npm run campaigns`: writes torture/CAMPAIGNS.md and the totals block of README.md from the
+ * committed reports under torture/campaigns and torture/negative-controls (torture/summary.ts).
+ * With `--check` it writes nothing and exits 1 if either is not what the reports generate.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -9,32 +9,37 @@ import { fileURLToPath } from 'node:url';
 
 import { Command, CommanderError } from 'commander';
 
-import { CAMPAIGNS_PAGE, campaignsPage } from './torture/summary.js';
+import { CAMPAIGNS_PAGE, campaignsPage, readmeWithTotals } from './torture/summary.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 async function main(): Promise<void> {
   const options = new Command('campaigns')
-    .description(`writes ${CAMPAIGNS_PAGE} from the committed campaign reports`)
-    .option('--check', `write nothing; exit 1 if ${CAMPAIGNS_PAGE} is out of date`, false)
+    .description(`writes ${CAMPAIGNS_PAGE} and README.md's totals from the committed reports`)
+    .option('--check', `write nothing; exit 1 if either is out of date`, false)
     .exitOverride()
     .parse(process.argv)
     .opts<{ check: boolean }>();
-  const file = path.join(ROOT, CAMPAIGNS_PAGE);
-  const page = await campaignsPage(ROOT);
-  if (!options.check) {
-    fs.writeFileSync(file, page);
-    process.stdout.write(`${CAMPAIGNS_PAGE}\n`);
-    return;
-  }
-  const committed = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : undefined;
-  if (committed !== page) {
-    const why =
-      committed === undefined
-        ? 'is missing'
-        : 'is out of date: the reports under torture/campaigns and torture/negative-controls generate another page';
-    process.stderr.write(`${CAMPAIGNS_PAGE} ${why}. Run "npm run campaigns" and commit it.\n`);
-    process.exitCode = 1;
+  const outputs = [
+    { file: CAMPAIGNS_PAGE, text: await campaignsPage(ROOT) },
+    { file: 'README.md', text: await readmeWithTotals(ROOT) },
+  ];
+  for (const { file, text } of outputs) {
+    const absolute = path.join(ROOT, file);
+    if (!options.check) {
+      fs.writeFileSync(absolute, text);
+      process.stdout.write(`${file}\n`);
+      continue;
+    }
+    const committed = fs.existsSync(absolute) ? fs.readFileSync(absolute, 'utf8') : undefined;
+    if (committed !== text) {
+      const why =
+        committed === undefined
+          ? 'is missing'
+          : 'is out of date: the reports under torture/campaigns and torture/negative-controls generate another';
+      process.stderr.write(`${file} ${why}. Run "npm run campaigns" and commit it.\n`);
+      process.exitCode = 1;
+    }
   }
 }
 
@@ -44,6 +49,6 @@ main().catch((error: unknown) => {
     process.exitCode = error.exitCode === 0 ? 0 : 2;
     return;
   }
-  console.error(error);
+  console.error(error instanceof Error ? error.message : error);
   process.exitCode = 2;
 });

@@ -6,8 +6,13 @@ import { describe, expect, it } from 'vitest';
 
 import {
   CAMPAIGNS_PAGE,
+  README_TOTALS_BEGIN,
+  README_TOTALS_END,
   campaignsPage,
+  readmeWithTotals,
   renderCampaignsPage,
+  renderReadmeTotals,
+  withReadmeTotals,
   type CommittedReport,
 } from '../../scripts/torture/summary.js';
 
@@ -142,6 +147,30 @@ describe('torture/CAMPAIGNS.md from the reports', () => {
       /\| failed: 1 DC failed liveness, 1 conduct problem \|$/,
     );
     expect(failedPage).toContain('- Campaigns: 1 (0 passed, 1 failed)');
+  });
+});
+
+describe("README.md's campaign totals", () => {
+  it('replace the block between the markers, and only it', () => {
+    const readme = `# x\n\n${README_TOTALS_BEGIN}\nold totals\n${README_TOTALS_END}\n\nrest\n`;
+    const totals = renderReadmeTotals({
+      campaigns: [committed('2026-12-01-paxos-v1-seed-7', reportJson(7, 'v1'))],
+      negativeControls: [],
+    });
+    expect(totals).toContain('**1 campaigns** (1 on Paxos v1)');
+    expect(totals).toContain('- 1 passed every property\n');
+    const replaced = withReadmeTotals(readme, totals);
+    expect(replaced).not.toContain('old totals');
+    expect(replaced).toContain(`${README_TOTALS_BEGIN}\n${totals}\n${README_TOTALS_END}\n\nrest\n`);
+    expect(() => withReadmeTotals('# x\n', totals)).toThrow(/README.md lacks the lines/);
+  });
+
+  it('in README.md are what the committed reports generate', async () => {
+    const onDisk = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    expect(
+      onDisk === (await readmeWithTotals(ROOT)),
+      'README.md\'s campaign totals are out of date with the reports under torture/: run "npm run campaigns" and commit it',
+    ).toBe(true);
   });
 });
 

@@ -1,7 +1,8 @@
 /**
  * Parsers of the CLI's option values. Syntax errors are commander's `InvalidArgumentError` or an
- * {@link InvalidOptionError} naming the option (both usage errors, exit code 1); ranges are
- * checked by the library, whose errors name the setting.
+ * {@link InvalidOptionError} naming the option (both usage errors, exit code 1). Ranges are
+ * checked by the library, whose errors name the setting, except a time option's: each states its
+ * bounds in a {@link DurationRule}, read by the one duration parser below.
  */
 
 import { InvalidArgumentError } from 'commander';
@@ -9,6 +10,7 @@ import { InvalidArgumentError } from 'commander';
 import { InvalidOptionError } from '../errors.js';
 import { CLAIM_INTERVAL_RANGE, MAX_AUTONOMY_SECONDS } from '../options.js';
 import { MAX_REPLICATION_FACTOR } from '../schema.js';
+import { MAX_TIMER_MS } from '../timers.js';
 
 const INTEGER = /^-?\d+(_\d+)*$/;
 
@@ -46,68 +48,114 @@ export function parseDecimal(value: string): number {
   return parsed;
 }
 
-/** A duration in seconds, at least 0 (`2`, `0.5`). */
-export function parseSeconds(value: string): number {
-  const parsed = parseDecimal(value);
-  if (parsed < 0) throw new InvalidArgumentError('Expected a number of seconds, at least 0.');
-  return parsed;
+/**
+ * The one syntax of every time option and variable: a number and its unit, `500ms`, `10s`, `2m`,
+ * `1.5h`, `1d`. A bare number is refused (is `3` seconds or milliseconds?), except `0` where an
+ * option gives 0 a meaning of its own.
+ */
+const DURATION = /^(\d+(?:\.\d+)?|\.\d+)(ms|s|m|h|d)$/;
+
+/** The units of {@link DURATION}, longest first, in milliseconds. */
+const MS_PER_UNIT = Object.freeze({ d: 86_400_000, h: 3_600_000, m: 60_000, s: 1_000, ms: 1 });
+
+/** The unit a time option's value is handed over in. */
+export type DurationUnit = 'ms' | 's';
+
+/** The longest duration one Node timer holds (2^31-1 ms), in whole days: 24d. */
+export const TIMER_MAX_MS = Math.floor(MAX_TIMER_MS / MS_PER_UNIT.d) * MS_PER_UNIT.d;
+
+/** How one time option is read: its bounds and the unit its value is converted to. */
+export interface DurationRule {
+  /** The option as errors name it; errorMessage spells it as its flag (`sample`: `--sample`). */
+  readonly option: string;
+  /** The unit of the value returned, rounded to a whole one. */
+  readonly unit: DurationUnit;
+  /** The least value, in `unit`; above 0 (0 is {@link zero}'s). */
+  readonly min: number;
+  /**
+   * The most, in `unit`.
+   * @default no bound
+   */
+  readonly max?: number;
+  /** What 0 (`0`, `0s`, …) means, for an option that takes it; refused when undefined. */
+  readonly zero?: string;
 }
 
-const DURATION = /^(\d+(?:\.\d+)?|\.\d+)(s|m|h|d)$/;
-const SECONDS_PER_UNIT: Readonly<Record<string, number>> = Object.freeze({
-  s: 1,
-  m: 60,
-  h: 3_600,
-  d: 86_400,
+/**
+ * `value` in `rule.unit`, rounded to a whole one. The bounds are checked on the rounded value; a
+ * value out of them is refused as it was typed.
+ * @throws {InvalidOptionError} (option `rule.option`) for anything but a duration with its unit
+ *   within the bounds, or a 0 the option takes.
+ */
+export function parseDuration(value: string, rule: DurationRule): number {
+  const { unit, min, max = Infinity, zero } = rule;
+  const trimmed = value.trim();
+  const ms = trimmed === '0' ? 0 : millisecondsOf(trimmed);
+  if (ms === 0 && zero !== undefined) return 0;
+  // A duration that rounds to 0 is refused too: 0 has a meaning of its own, or none.
+  const converted = ms === undefined ? NaN : Math.round(ms / MS_PER_UNIT[unit]);
+  if (!(converted >= min && converted <= max)) {
+    throw new InvalidOptionError(rule.option, value, allowedDurations(rule));
+  }
+  return converted;
+}
+
+/** commander's parser of an option read by `rule`. */
+export function durationParser(rule: DurationRule): (value: string) => number {
+  return (value) => parseDuration(value, rule);
+}
+
+/** A number with its unit in milliseconds; undefined for anything else. */
+function millisecondsOf(text: string): number | undefined {
+  const match = DURATION.exec(text);
+  if (match === null) return undefined;
+  return Number(match[1]) * MS_PER_UNIT[match[2] as keyof typeof MS_PER_UNIT];
+}
+
+/** What `rule` allows, in the syntax it is typed in. */
+function allowedDurations({ unit, min, max, zero }: DurationRule): string {
+  const low = typedDuration(min * MS_PER_UNIT[unit]);
+  const bounds =
+    max === undefined
+      ? `of at least ${low}`
+      : `from ${low} to ${typedDuration(max * MS_PER_UNIT[unit])}`;
+  return (
+    `a duration ${bounds} with its unit (ms, s, m, h or d, e.g. 500ms, 10s, 2m)` +
+    (zero === undefined ? '' : `, or 0 for ${zero}`)
+  );
+}
+
+/** Milliseconds as they would be typed: in their largest whole unit (`30m`, `1000d`, `1500ms`). */
+export function typedDuration(ms: number): string {
+  for (const [unit, size] of Object.entries(MS_PER_UNIT)) {
+    if (ms !== 0 && ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
+}
+
+/**
+ * `--claim-interval`: whole milliseconds from 10ms to 1h (what `claimIntervalMs` takes).
+ * @throws {InvalidOptionError} (option `claimIntervalMs`) for anything else.
+ */
+export const parseClaimInterval = durationParser({
+  option: 'claimIntervalMs',
+  unit: 'ms',
+  min: CLAIM_INTERVAL_RANGE.min,
+  max: CLAIM_INTERVAL_RANGE.max,
 });
 
 /**
- * A duration above 0 with its unit (`90s`, `30m`, `1.5h`, `1d`), in seconds.
- * @throws {InvalidOptionError} (option `option`) for anything else, a bare number included: is
- *   `30` seconds or minutes?
+ * `--autonomy`: whole seconds from 1s to 365d, or 0 for fixed DC ranges. A duration that rounds
+ * to 0 s is refused: it would be stored as "no target".
+ * @throws {InvalidOptionError} (option `autonomySeconds`) for anything else.
  */
-export function parseDuration(value: string, option: string): number {
-  const match = DURATION.exec(value.trim());
-  const seconds = match === null ? NaN : Number(match[1]) * SECONDS_PER_UNIT[match[2]!]!;
-  if (!(seconds > 0)) {
-    throw new InvalidOptionError(
-      option,
-      value,
-      'a duration above 0: a number followed by s, m, h or d, e.g. 90s, 30m, 2h, 1d',
-    );
-  }
-  return seconds;
-}
-
-/**
- * `--claim-interval`: a duration (`2s`, `500ms` is written `0.5s`) in whole milliseconds, from
- * 10 ms to 1 h; refused as typed, not as rounded.
- */
-export function parseClaimInterval(value: string): number {
-  const { min, max } = CLAIM_INTERVAL_RANGE;
-  const ms = Math.round(parseDuration(value, 'claimIntervalMs') * 1_000);
-  if (ms < min || ms > max) {
-    throw new InvalidOptionError('claimIntervalMs', value, 'a duration from 0.01s to 1h');
-  }
-  return ms;
-}
-
-/**
- * `--autonomy`: a duration (`24h`, `90m`) in whole seconds, from 1 s to 365 d, or `0` for fixed
- * DC ranges. A duration that rounds to 0 s is refused: it would be stored as "no target".
- */
-export function parseAutonomy(value: string): number {
-  if (value.trim() === '0') return 0;
-  const seconds = Math.round(parseDuration(value, 'autonomySeconds'));
-  if (seconds < 1 || seconds > MAX_AUTONOMY_SECONDS) {
-    throw new InvalidOptionError(
-      'autonomySeconds',
-      value,
-      'a duration from 1s to 365d, or 0 for fixed DC ranges',
-    );
-  }
-  return seconds;
-}
+export const parseAutonomy = durationParser({
+  option: 'autonomySeconds',
+  unit: 's',
+  min: 1,
+  max: MAX_AUTONOMY_SECONDS,
+  zero: 'fixed DC ranges',
+});
 
 /**
  * The value of a yes/no environment variable (`IDGEN_SSL=true`); commander only sees whether a

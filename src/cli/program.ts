@@ -21,8 +21,9 @@ import { serveCommand } from './commands/serve.js';
 import { statusCommand } from './commands/status.js';
 import { CliContext, type Streams } from './context.js';
 import { commanderErrorLine, EXIT_CODES, exitCodeOf, handleError } from './exit-codes.js';
-import { parseInteger } from './parse.js';
+import { durationParser, TIMER_MAX_MS, typedDuration } from './parse.js';
 import { validateSequenceName } from '../options.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from '../store/cassandra-request-options.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -102,11 +103,13 @@ export function createProgram(
     )
     .addOption(
       new Option(
-        '--request-timeout <ms>',
-        "how long one request to Cassandra may take (default 5000); keep it above Cassandra's CAS timeout",
+        '--request-timeout <duration>',
+        `how long one request to Cassandra may take, e.g. 5s or 1500ms (default ${typedDuration(DEFAULT_REQUEST_TIMEOUT_MS)}); keep it above Cassandra's CAS timeout`,
       )
         .env('IDGEN_REQUEST_TIMEOUT')
-        .argParser(parseInteger),
+        .argParser(
+          durationParser({ option: 'requestTimeoutMs', unit: 'ms', min: 1, max: TIMER_MAX_MS }),
+        ),
     )
     .addOption(
       new Option('--log-level <level>', 'pino log level of the logs on stderr')
@@ -128,6 +131,10 @@ back, 9 unsafe cluster settings, 10 unexpected, 11 check incomplete, 12 credenti
 13 status: SERIAL unreachable, 14 status: runway below --fail-if-runway-below, 15 rows of a
 sequence deleted by hand and seeded again. With --json, errors are one JSON line on stderr:
 {"code": "...", "message": "..."}.
+
+Durations (--request-timeout, status --sample, seed --autonomy, …) are a number and its unit:
+500ms, 10s, 2m, 1.5h, 24h, 1d. A bare number is refused, except 0 where an option gives it a
+meaning (status --sample 0: no rates; --autonomy 0: fixed DC ranges).
 
 Example:
   $ export IDGEN_CONTACT_POINTS=10.0.1.5 IDGEN_DC=dc1

@@ -10,6 +10,7 @@ import { dcOfGrantee } from '../names.js';
 import type { SequenceStatus, StatusReport } from '../admin/status.js';
 import { CommandOutcome } from './exit-codes.js';
 import { count, duration, rate } from './format.js';
+import { typedDuration } from './parse.js';
 
 /** A DC of a sequence whose runway is below the threshold. */
 export interface RunwayBelow {
@@ -118,7 +119,7 @@ function runwayLow(
       .join(', ');
     const names = new Set(below.map((b) => b.sequence));
     parts.push(
-      `runway below ${thresholdText(threshold)}: ${list}` +
+      `runway below ${typedDuration(threshold * 1_000)}: ${list}` +
         (serial.reachable ? advice(sequences.filter((s) => names.has(s.settings.name))) : '.'),
     );
   }
@@ -161,16 +162,4 @@ function advice(sequences: readonly SequenceStatus[]): string {
     text += `. ${spent.join(', ')} ${has} no IDs left to grant: ${its} DCs serve only what they hold, and no alter adds any (a sequence with a larger domain does)`;
   }
   return `${text}.`;
-}
-
-/** A threshold in seconds as it was likely typed: in its largest whole unit (`30m`, `1000d`). */
-function thresholdText(seconds: number): string {
-  for (const [unit, size] of [
-    ['d', 86_400],
-    ['h', 3_600],
-    ['m', 60],
-  ] as const) {
-    if (seconds % size === 0) return `${seconds / size}${unit}`;
-  }
-  return `${seconds}s`;
 }

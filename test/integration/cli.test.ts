@@ -449,7 +449,7 @@ describe('idgen-cass', () => {
     const grantRows = await rows('idgen_grants', 'stat');
     const stateRows = await rows('idgen_dc_state', 'stat');
 
-    const after = await idgen(['status', 'stat', '--json', '--sample', '0.5']);
+    const after = await idgen(['status', 'stat', '--json', '--sample', '500ms']);
     expectOk(after);
     const report = JSON.parse(after.stdout) as StatusJson;
     expect(report).toMatchObject({ keyspace: KEYSPACE, dc: 'dc1', serial: { reachable: true } });
@@ -514,7 +514,7 @@ describe('idgen-cass', () => {
   });
 
   it('status shows every sequence at a glance', async () => {
-    const run = await idgen(['status', '--sample', '0.3']);
+    const run = await idgen(['status', '--sample', '300ms']);
     expectOk(run);
     expect(run.stdout).toContain('SERIAL   reachable from dc1');
     expect(run.stdout).toMatch(/^hosts {4}dc1 \S+ up · .* \(as this client sees them\)$/m);
@@ -530,12 +530,12 @@ describe('idgen-cass', () => {
 
   it('status --fail-if-runway-below exits 0 while the DCs are idle, 14 while one draws faster than its IDs last', async () => {
     // Idle: every rate is 0, so every runway is unbounded.
-    expectOk(await idgen(['status', 'stat', '--fail-if-runway-below', '1d', '--sample', '0.3']));
+    expectOk(await idgen(['status', 'stat', '--fail-if-runway-below', '1d', '--sample', '300ms']));
 
     // dc2 draws during the sample: its 9,750 IDs last minutes at that rate, far below 1000 days.
     // (At most ~2,000 IDs more: dc2 stays below its threshold, on grant #1.)
     const run = finished(
-      start(['status', 'stat', '--json', '--fail-if-runway-below', '1000d', '--sample', '4']),
+      start(['status', 'stat', '--json', '--fail-if-runway-below', '1000d', '--sample', '4s']),
     );
     let done = false;
     void run.finally(() => (done = true));
@@ -553,7 +553,7 @@ describe('idgen-cass', () => {
   });
 
   it('status --watch refreshes with rates from refresh to refresh until Ctrl-C', async () => {
-    const child = start(['status', 'stat', '--watch', '0.5', '--json', '--sample', '0']);
+    const child = start(['status', 'stat', '--watch', '500ms', '--json', '--sample', '0']);
     const run = finished(child);
     let documents = 0;
     const threeDocuments = new Promise<void>((resolve) => {
@@ -835,7 +835,7 @@ describe.runIf(clusterInfo().faults)('idgen-cass during a partition of dc3', () 
     await faults.partition('dc3');
     try {
       // JSON: rates measured over 4 s while processes in dc3 keep drawing.
-      const json = finished(start(['status', 'part', '--json', '--sample', '4'], { dc: 'dc3' }));
+      const json = finished(start(['status', 'part', '--json', '--sample', '4s'], { dc: 'dc3' }));
       expect(await drawInDc3(json)).toBeGreaterThanOrEqual(2);
       const run = await json;
       // The whole status on stdout, then exit 13 with one JSON line on stderr.
@@ -858,7 +858,7 @@ describe.runIf(clusterInfo().faults)('idgen-cass during a partition of dc3', () 
       ]);
 
       // The human view, captured for docs/cli.md when IDGEN_CLI_CAPTURE names a file.
-      const human = finished(start(['status', 'part', '--sample', '4'], { dc: 'dc3' }));
+      const human = finished(start(['status', 'part', '--sample', '4s'], { dc: 'dc3' }));
       await drawInDc3(human);
       const view = await human;
       expect(
@@ -878,7 +878,7 @@ describe.runIf(clusterInfo().faults)('idgen-cass during a partition of dc3', () 
 
       // A runway below the threshold wins over SERIAL: exit 14, naming both.
       const low = finished(
-        start(['status', 'part', '--fail-if-runway-below', '1000d', '--sample', '4'], {
+        start(['status', 'part', '--fail-if-runway-below', '1000d', '--sample', '4s'], {
           dc: 'dc3',
         }),
       );
@@ -937,7 +937,7 @@ describe.runIf(clusterInfo().faults)('idgen-cass during a partition of dc3', () 
       // From dc1 the EACH_QUORUM read of the states fails too, and status reads dc3's rows
       // through dc3's own nodes, which this host still reaches (the partition cuts node-to-node
       // traffic only): current, with a rate and a runway, so --fail-if-runway-below passes.
-      const statusFromDc1 = ['status', 'part', '--json', '--sample', '1'];
+      const statusFromDc1 = ['status', 'part', '--json', '--sample', '1s'];
       const outsideStarted = Date.now();
       const outside = await idgen([...statusFromDc1, '--fail-if-runway-below', '1s']);
       const outsideMs = Date.now() - outsideStarted;
@@ -958,7 +958,7 @@ describe.runIf(clusterInfo().faults)('idgen-cass during a partition of dc3', () 
       expect(dc3Seen.lastInteger).toBe(
         inDc3.sequences[0]!.dcs.find((dc) => dc.dc === 'dc3')!.lastInteger,
       );
-      const outsideText = await idgen(['status', 'part', '--sample', '1']);
+      const outsideText = await idgen(['status', 'part', '--sample', '1s']);
       expect(outsideText.code).toBe(0);
       expect(outsideText.stdout).not.toContain('rows not current');
 

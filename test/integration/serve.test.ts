@@ -288,7 +288,7 @@ describe.runIf(clusterInfo().faults)('idgen-cass serve in a DC cut off from the 
     // Only these two: readiness then does not depend on the other tests' sequences, which dc3
     // could not get a first range of while cut off.
     const services = await Promise.all(
-      ks.dcs.map((dc) => startService(dc, ['--timeout', '8000', '--sequence', 'cut,tiny'])),
+      ks.dcs.map((dc) => startService(dc, ['--timeout', '8s', '--sequence', 'cut,tiny'])),
     );
     const dc3 = services.find((service) => service.dc === 'dc3')!;
     // Each sequence is its own ID space: uniqueness is checked per sequence.

@@ -138,7 +138,7 @@ describe("a stdout whose reader has gone (EPIPE) changes no command's exit code"
 
   it('status --watch ends with 0, as on Ctrl-C', async () => {
     await orders();
-    const result = await run(failing('EPIPE'), 'status', '--watch', '1', '--sample', '0');
+    const result = await run(failing('EPIPE'), 'status', '--watch', '1s', '--sample', '0');
     expect(result).toEqual({ code: 0, stdout: '', stderr: '' });
   });
 });

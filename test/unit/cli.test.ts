@@ -43,8 +43,9 @@ import {
   parseFirstRanges,
   parseInteger,
   parseReplication,
-  parseSeconds,
   parseSwitch,
+  typedDuration,
+  type DurationRule,
 } from '../../src/cli/parse.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { cassandraLikeAlters, expectFirstRangesOfTwoDcs } from './fixtures.js';
@@ -83,51 +84,107 @@ describe('parsers', () => {
     expect(() => parseInteger('9007199254740993')).toThrow('at most 9007199254740991');
   });
 
-  it('reads seconds', () => {
-    expect(parseSeconds('0.5')).toBe(0.5);
-    expect(() => parseSeconds('-1')).toThrow('at least 0');
-    expect(() => parseSeconds('soon')).toThrow('Expected a number');
-    // Plain decimals only, as integers are read: Number() took these (`0x10` as 16 s).
-    for (const odd of ['0x10', '1e1', '0b1', ' ', '1.5.2', 'Infinity']) {
-      expect(() => parseSeconds(odd), odd).toThrow('Expected a number');
+  it('reads every duration as a number and its unit, in the unit its option asks for', () => {
+    const ms: DurationRule = { option: 'sample', unit: 'ms', min: 1, max: 86_400_000 };
+    const seconds: DurationRule = { option: 'failIfRunwayBelow', unit: 's', min: 1 };
+    for (const [text, inMs, inSeconds] of [
+      ['500ms', 500, 1], // rounded to a whole second
+      ['10s', 10_000, 10],
+      [' 2m ', 120_000, 120],
+      ['1.5h', 5_400_000, 5_400],
+      ['24h', 86_400_000, 86_400],
+      ['1d', 86_400_000, 86_400],
+      ['.5m', 30_000, 30],
+      ['1.0005s', 1_001, 1], // whole milliseconds
+    ] as const) {
+      expect(parseDuration(text, ms), text).toBe(inMs);
+      expect(parseDuration(text, seconds), text).toBe(inSeconds);
     }
-    expect(parseSeconds('.75')).toBe(0.75);
-    expect(parseSeconds('2.')).toBe(2);
-    expect(parseSeconds(' 3 ')).toBe(3);
+    expect(parseDuration('1000d', seconds)).toBe(86_400_000);
   });
 
-  it('reads durations with their unit, and refuses a bare number or anything not above 0', () => {
-    expect(parseDuration('90s', 'failIfRunwayBelow')).toBe(90);
-    expect(parseDuration('30m', 'failIfRunwayBelow')).toBe(1_800);
-    expect(parseDuration(' 2h ', 'failIfRunwayBelow')).toBe(7_200);
-    expect(parseDuration('1d', 'failIfRunwayBelow')).toBe(86_400);
-    expect(parseDuration('1.5h', 'failIfRunwayBelow')).toBe(5_400);
-    expect(parseDuration('.5m', 'failIfRunwayBelow')).toBe(30);
-    for (const bad of ['', '30', '0s', '0.0h', '-5m', '5 m', '1w', 'm', '1e3s', '30M', 'soon']) {
-      expect(() => parseDuration(bad, 'failIfRunwayBelow')).toThrow(InvalidOptionError);
+  it('refuses a bare number, naming the option, the value and the syntax', () => {
+    const rule: DurationRule = { option: 'sample', unit: 'ms', min: 1, max: 86_400_000 };
+    for (const bad of [
+      '3',
+      '0',
+      '',
+      ' ',
+      '-5m',
+      '5 m',
+      '1w',
+      'm',
+      '1e3s',
+      '30M',
+      '0x10s',
+      'soon',
+    ]) {
+      expect(() => parseDuration(bad, rule), bad).toThrow(InvalidOptionError);
     }
-    const error = catchError(() => parseDuration('30', 'failIfRunwayBelow'));
+    const error = catchError(() => parseDuration('3', rule));
     expect(errorMessage(error)).toBe(
-      'Invalid --fail-if-runway-below: received "30"; allowed: a duration above 0: a number followed by s, m, h or d, e.g. 90s, 30m, 2h, 1d.',
+      'Invalid --sample: received "3"; allowed: a duration from 1ms to 1d with its unit (ms, s, m, h or d, e.g. 500ms, 10s, 2m).',
     );
+    expect(errorCodeOf(error)).toBe('IDGEN_INVALID_OPTION');
     expect(exitCodeOf(error)).toBe(EXIT_CODES.usage);
+    // Out of bounds, or rounding to 0: refused as typed.
+    expect(errorMessage(catchError(() => parseDuration('2d', rule)))).toContain(
+      'Invalid --sample: received "2d"; allowed: a duration from 1ms',
+    );
+    expect(() => parseDuration('0.4ms', rule)).toThrow(InvalidOptionError);
+    const unbounded: DurationRule = { option: 'failIfRunwayBelow', unit: 's', min: 1 };
+    expect(errorMessage(catchError(() => parseDuration('30', unbounded)))).toBe(
+      'Invalid --fail-if-runway-below: received "30"; allowed: a duration of at least 1s with its unit (ms, s, m, h or d, e.g. 500ms, 10s, 2m).',
+    );
+  });
+
+  it('takes 0 (or 0s, 0ms…) where the option gives 0 a meaning, and only there', () => {
+    const sample: DurationRule = {
+      option: 'sample',
+      unit: 'ms',
+      min: 1,
+      max: 86_400_000,
+      zero: 'no rates',
+    };
+    for (const zero of ['0', '0s', '0ms', '0.0h', ' 0 '])
+      expect(parseDuration(zero, sample)).toBe(0);
+    // A duration that only rounds to 0 is not the 0 the option means.
+    expect(errorMessage(catchError(() => parseDuration('0.2ms', sample)))).toBe(
+      'Invalid --sample: received "0.2ms"; allowed: a duration from 1ms to 1d with its unit (ms, s, m, h or d, e.g. 500ms, 10s, 2m), or 0 for no rates.',
+    );
+    const timeout: DurationRule = { option: 'serialTimeout', unit: 'ms', min: 1, max: 60_000 };
+    for (const zero of ['0', '0s']) {
+      expect(() => parseDuration(zero, timeout)).toThrow(InvalidOptionError);
+    }
+  });
+
+  it('writes a duration as it would be typed, in its largest whole unit', () => {
+    expect(
+      [500, 2_000, 90_000, 1_800_000, 5_400_000, 86_400_000, 1_500].map(typedDuration),
+    ).toEqual(['500ms', '2s', '90s', '30m', '90m', '1d', '1500ms']);
   });
 
   it('refuses a --claim-interval or --autonomy that rounds outside its range, as typed', () => {
     expect(parseClaimInterval('0.5s')).toBe(500);
     expect(parseClaimInterval('0.01s')).toBe(10);
+    expect(parseClaimInterval('500ms')).toBe(500);
     expect(parseAutonomy('24h')).toBe(86_400);
     expect(parseAutonomy('0')).toBe(0);
+    expect(parseAutonomy('0s')).toBe(0);
     expect(parseAutonomy('1s')).toBe(1);
     // 0.4 s of autonomy rounds to 0 s, which a sequence stores as "no target" (fixed ranges).
     expect(errorMessage(catchError(() => parseAutonomy('0.4s')))).toBe(
-      'Invalid --autonomy: received "0.4s"; allowed: a duration from 1s to 365d, or 0 for fixed DC ranges.',
+      'Invalid --autonomy: received "0.4s"; allowed: a duration from 1s to 365d with its unit (ms, s, m, h or d, e.g. 500ms, 10s, 2m), or 0 for fixed DC ranges.',
     );
     expect(() => parseAutonomy('366d')).toThrow(InvalidOptionError);
+    expect(() => parseAutonomy('24')).toThrow(InvalidOptionError);
     expect(errorMessage(catchError(() => parseClaimInterval('0.001s')))).toBe(
-      'Invalid --claim-interval: received "0.001s"; allowed: a duration from 0.01s to 1h.',
+      'Invalid --claim-interval: received "0.001s"; allowed: a duration from 10ms to 1h with its unit (ms, s, m, h or d, e.g. 500ms, 10s, 2m).',
     );
     expect(() => parseClaimInterval('2h')).toThrow(InvalidOptionError);
+    // No meaning of its own for 0, and no bare number.
+    expect(() => parseClaimInterval('0')).toThrow(InvalidOptionError);
+    expect(() => parseClaimInterval('2000')).toThrow(InvalidOptionError);
   });
 
   it('names an integer flag out of range as typed: no bigint "n", no word about the API types', () => {
@@ -362,6 +419,13 @@ describe('usage errors, reported before connecting', () => {
     [['preflight', 'extra'], 'too many arguments'],
     [['alter', 'orders'], 'at least one of --dc-range, --block, --threshold'],
     [['list'], 'Invalid --contact-points (IDGEN_CONTACT_POINTS): received nothing'],
+    [['status', '--sample', '3'], 'Invalid --sample: received "3"; allowed: a duration from'],
+    [['status', '--watch', '2'], 'Invalid --watch: received "2"'],
+    [['status', '--serial-timeout', '3'], 'Invalid --serial-timeout: received "3"'],
+    [['status', '--fail-if-runway-below', '1800'], 'Invalid --fail-if-runway-below: received'],
+    [['seed', 'orders', '--claim-interval', '2'], 'Invalid --claim-interval: received "2"'],
+    [['seed', 'orders', '--autonomy', '86400'], 'Invalid --autonomy: received "86400"'],
+    [['--request-timeout', '5000', 'list'], 'Invalid --request-timeout (IDGEN_REQUEST_TIMEOUT)'],
   ])('idgen-cass %j: exit 1, one line', async (args, message) => {
     vi.stubEnv('IDGEN_CONTACT_POINTS', undefined);
     vi.stubEnv('IDGEN_DC', undefined);
@@ -388,6 +452,7 @@ describe('usage errors, reported before connecting', () => {
     [['--dc-range', '0'], 'Invalid --dc-range: received 0; allowed: an integer from 1 to'],
     [['--max-dc-range', '-1'], 'Invalid --max-dc-range: received -1'],
     [['--claim-interval', '2h'], 'Invalid --claim-interval: received "2h"'],
+    [['--claim-interval', '2000'], 'Invalid --claim-interval: received "2000"'],
     [['--autonomy', '400d'], 'Invalid --autonomy: received "400d"'],
     [['--shards', '0'], 'Invalid --shards: received 0'],
     [['--shards', '257'], 'Invalid --shards: received 257'],
@@ -1081,6 +1146,11 @@ describe('errors under --json: one JSON line on stderr, stdout clean', () => {
       'IDGEN_INVALID_OPTION',
       'Invalid --contact-points (IDGEN_CONTACT_POINTS): received nothing',
     ],
+    [
+      ['status', '--sample', '2', '--json'],
+      'IDGEN_INVALID_OPTION',
+      'Invalid --sample: received "2"; allowed: a duration from 1ms to 24d with its unit',
+    ],
   ])('idgen-cass %j: exit 1, %s as JSON', async (args, code, message) => {
     vi.stubEnv('IDGEN_CONTACT_POINTS', undefined);
     vi.stubEnv('IDGEN_DC', undefined);
@@ -1415,9 +1485,11 @@ describe('status for scripts', () => {
     for (const [args, message] of [
       [
         ['--watch'],
-        'Invalid --watch: received true; allowed: no --watch with --fail-if-runway-below',
+        'Invalid --watch: received "2s"; allowed: no --watch with --fail-if-runway-below',
       ],
-      [['--sample', '0'], 'Invalid --sample: received 0; allowed: a number of seconds above 0'],
+      [['--watch', '500ms'], 'Invalid --watch: received "500ms"'],
+      [['--sample', '0'], 'Invalid --sample: received 0; allowed: a duration above 0'],
+      [['--sample', '0s'], 'Invalid --sample: received 0; allowed: a duration above 0'],
     ] as const) {
       const run = await cli('status', '--fail-if-runway-below', '30m', ...args);
       expect(run.code).toBe(1);
@@ -1430,10 +1502,10 @@ describe('status for scripts', () => {
   it('refuses --serial-timeout 0, which no probe meets, before connecting', async () => {
     vi.stubEnv('IDGEN_CONTACT_POINTS', '192.0.2.1'); // TEST-NET-1: never reached
     vi.stubEnv('IDGEN_DC', 'dc1');
-    const run = await cli('status', '--serial-timeout', '0');
+    const run = await cli('status', '--serial-timeout', '0s');
     expect(run.code).toBe(1);
     expect(run.stderr).toBe(
-      'idgen-cass: Invalid --serial-timeout: received 0; allowed: a number of seconds above 0.\n',
+      'idgen-cass: Invalid --serial-timeout: received "0s"; allowed: a duration from 1ms to 24d with its unit (ms, s, m, h or d, e.g. 500ms, 10s, 2m).\n',
     );
   });
 
@@ -1441,6 +1513,8 @@ describe('status for scripts', () => {
     const { stdout } = await cli('status', '--help');
     expect(stdout).toContain('--fail-if-runway-below <duration>');
     expect(stdout).toContain('exits 13 when SERIAL is');
-    expect(stdout).toContain('$ idgen-cass status --sample 60 --fail-if-runway-below 30m');
+    expect(stdout).toContain('$ idgen-cass status --sample 60s --fail-if-runway-below 30m');
+    expect(stdout).toContain('--sample <duration>');
+    expect(stdout).toContain('(default: 2s)');
   });
 });

@@ -27,7 +27,7 @@ describe('idgen-cass serve', () => {
       '--host <address>',
       '--sequence <names...>',
       '--token-file <file>',
-      '--timeout <ms>',
+      '--timeout <duration>',
       'IDGEN_SERVE_PORT',
       'IDGEN_SERVE_TOKEN',
       'POST /v1/sequences/{name}/ids?count=N',
@@ -36,12 +36,17 @@ describe('idgen-cass serve', () => {
     ]) {
       expect(stdout).toContain(text);
     }
+    expect(stdout.replace(/\s+/g, ' ')).toContain('(default: 5s, env: IDGEN_SERVE_TIMEOUT)');
   });
 
   it.each([
     [['serve', '--port', '70000'], /--port.*Expected a port from 0 to 65535/],
     [['serve', '--port', 'http'], /--port.*Expected an integer/],
-    [['serve', '--timeout', '0'], /Invalid --timeout \(IDGEN_SERVE_TIMEOUT\): received 0/],
+    [['serve', '--timeout', '0'], /Invalid --timeout \(IDGEN_SERVE_TIMEOUT\): received "0"/],
+    [
+      ['serve', '--timeout', '5000'],
+      /Invalid --timeout \(IDGEN_SERVE_TIMEOUT\): received "5000"; allowed: a duration from 1ms to 24d with its unit/,
+    ],
     [['serve', '--sequence', 'orders', '9lives'], /Invalid sequence name "9lives"/],
     [['serve', '--sequence', ''], /Invalid --sequence \(IDGEN_SERVE_SEQUENCES\)/],
     [
@@ -75,6 +80,13 @@ describe('idgen-cass serve', () => {
     const { code, stderr } = await cli(...NOWHERE, 'serve');
     expect(code).toBe(EXIT_CODES.usage);
     expect(stderr).toContain('Invalid sequence name "9lives"');
+  });
+
+  it('reads IDGEN_SERVE_TIMEOUT with the same syntax as --timeout', async () => {
+    vi.stubEnv('IDGEN_SERVE_TIMEOUT', '8000');
+    const { code, stderr } = await cli(...NOWHERE, 'serve');
+    expect(code).toBe(EXIT_CODES.usage);
+    expect(stderr).toContain('Invalid --timeout (IDGEN_SERVE_TIMEOUT): received "8000"');
   });
 
   it('needs the contact points like every command that connects', async () => {

@@ -28,6 +28,7 @@ import {
   parseDecimal,
   parseFirstRanges,
   parseInteger,
+  typedDuration,
 } from '../parse.js';
 import { incompleteWarning } from '../preflight-view.js';
 import { dcOfGrantee } from '../../names.js';
@@ -91,7 +92,7 @@ export function seedCommand(program: Command, ctx: CliContext): void {
     )
     .option(
       '--claim-interval <duration>',
-      `time between one process claims that adaptive blocks aim for, e.g. 2s (default: ${SEQUENCE_DEFAULTS.claimIntervalMs / 1_000}s)`,
+      `time between one process claims that adaptive blocks aim for, e.g. 2s or 500ms (default: ${typedDuration(SEQUENCE_DEFAULTS.claimIntervalMs)})`,
       parseClaimInterval,
     )
     .option(

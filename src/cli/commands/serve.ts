@@ -16,13 +16,14 @@ import {
   type ServeOptions,
 } from '../../serve/server.js';
 import type { CliContext } from '../context.js';
-import { parseInteger, parseList } from '../parse.js';
+import { durationParser, parseInteger, parseList, TIMER_MAX_MS, typedDuration } from '../parse.js';
 
 interface ServeFlags {
   readonly port: number;
   readonly host: string;
   readonly sequence?: readonly string[] | undefined;
   readonly tokenFile?: string | undefined;
+  /** Milliseconds. */
   readonly timeout: number;
 }
 
@@ -61,10 +62,13 @@ export function serveCommand(program: Command, ctx: CliContext): void {
       ).env('IDGEN_SERVE_TOKEN_FILE'),
     )
     .addOption(
-      new Option('--timeout <ms>', 'how long one ID request may wait for IDs before it gets a 503')
+      new Option(
+        '--timeout <duration>',
+        'how long one ID request may wait for IDs before it gets a 503, e.g. 5s or 2500ms',
+      )
         .env('IDGEN_SERVE_TIMEOUT')
-        .argParser(parseInteger)
-        .default(SERVE_DEFAULTS.timeoutMs),
+        .argParser(durationParser({ option: 'timeoutMs', unit: 'ms', min: 1, max: TIMER_MAX_MS }))
+        .default(SERVE_DEFAULTS.timeoutMs, typedDuration(SERVE_DEFAULTS.timeoutMs)),
     )
     .addHelpText(
       'after',

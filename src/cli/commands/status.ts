@@ -1,26 +1,28 @@
 /** `idgen-cass status`: how each sequence stands in every DC, as seen from the local DC. */
 
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 
 import { ADMIN_DEFAULTS } from '../../admin/admin.js';
 import type { StatusReport } from '../../admin/status.js';
 import { InvalidOptionError } from '../../errors.js';
 import { sleep } from '../../timers.js';
 import type { CliContext } from '../context.js';
-import { parseDuration, parseSeconds } from '../parse.js';
+import { durationParser, TIMER_MAX_MS, typedDuration } from '../parse.js';
 import { statusOutcome } from '../status-outcome.js';
 import { nodeSafetyWarnings, renderStatus, statusJson } from '../status-view.js';
 
 interface StatusOptions {
-  /** `true` when given without seconds. */
-  readonly watch?: number | true;
+  /** Milliseconds between refreshes; undefined without --watch. */
+  readonly watch?: number;
+  /** Milliseconds; 0: no rates. */
   readonly sample: number;
+  /** Milliseconds. */
   readonly serialTimeout: number;
   /** Seconds. */
   readonly failIfRunwayBelow?: number;
 }
 
-const DEFAULT_WATCH_SECONDS = 2;
+const DEFAULT_WATCH_MS = 2_000;
 
 export function statusCommand(program: Command, ctx: CliContext): void {
   program
@@ -29,27 +31,45 @@ export function statusCommand(program: Command, ctx: CliContext): void {
       'GLOBAL high-water mark, domain used, and per DC ranges, IDs left, rate and runway; SERIAL and hosts as seen from here',
     )
     .argument('[sequence]', 'the sequence (default: every sequence)')
-    .option(
-      '--sample <seconds>',
-      'window over which rates are measured (two reads of the DC states); 0: no rates',
-      parseSeconds,
-      ADMIN_DEFAULTS.sampleMs / 1000,
+    .addOption(
+      new Option(
+        '--sample <duration>',
+        'window over which rates are measured (two reads of the DC states), e.g. 10s; 0: no rates',
+      )
+        .argParser(
+          durationParser({
+            option: 'sample',
+            unit: 'ms',
+            min: 1,
+            max: TIMER_MAX_MS,
+            zero: 'no rates',
+          }),
+        )
+        .default(ADMIN_DEFAULTS.sampleMs, typedDuration(ADMIN_DEFAULTS.sampleMs)),
     )
-    .option(
-      '--watch [seconds]',
-      `refresh every so many seconds (default ${DEFAULT_WATCH_SECONDS}) until Ctrl-C; rates from refresh to refresh; with --json one document per line`,
-      parseSeconds,
+    .addOption(
+      new Option(
+        '--watch [duration]',
+        'refresh every so often (e.g. 500ms, 10s) until Ctrl-C; rates from refresh to refresh; with --json one document per line',
+      )
+        .argParser(durationParser({ option: 'watch', unit: 'ms', min: 1, max: TIMER_MAX_MS }))
+        .preset(typedDuration(DEFAULT_WATCH_MS)),
     )
-    .option(
-      '--serial-timeout <seconds>',
-      'how long the SERIAL probe may take before SERIAL counts as unreachable',
-      parseSeconds,
-      ADMIN_DEFAULTS.serialTimeoutMs / 1000,
+    .addOption(
+      new Option(
+        '--serial-timeout <duration>',
+        'how long the SERIAL probe may take before SERIAL counts as unreachable, e.g. 3s',
+      )
+        .argParser(
+          durationParser({ option: 'serialTimeout', unit: 'ms', min: 1, max: TIMER_MAX_MS }),
+        )
+        .default(ADMIN_DEFAULTS.serialTimeoutMs, typedDuration(ADMIN_DEFAULTS.serialTimeoutMs)),
     )
-    .option(
-      '--fail-if-runway-below <duration>',
-      'exit 14 when a DC holds IDs for less than this at its rate (90s, 30m, 2h, 1d)',
-      (value: string) => parseDuration(value, 'failIfRunwayBelow'),
+    .addOption(
+      new Option(
+        '--fail-if-runway-below <duration>',
+        'exit 14 when a DC holds IDs for less than this at its rate, e.g. 90s, 30m, 2h, 1d',
+      ).argParser(durationParser({ option: 'failIfRunwayBelow', unit: 's', min: 1 })),
     )
     .addHelpText(
       'after',
@@ -78,41 +98,33 @@ Example (processes in dc1 and dc2 drawing):
     dc2   #1 [49213578, 50213577]  –              49294577  [#...........]  8.1%   919,000  12,438/s  1m 13s
     dc3   none yet                 –                     –  –                            0         –       –
 
-  $ idgen-cass status --sample 60 --fail-if-runway-below 30m > /dev/null || alert "status exited $?"
+  $ idgen-cass status --sample 60s --fail-if-runway-below 30m > /dev/null || alert "status exited $?"
 
-Rates move by whole blocks: in scripts, sample over several block claims (--sample 60).`,
+Rates move by whole blocks: in scripts, sample over several block claims (--sample 60s).`,
     )
     .action(async (sequence: string | undefined, options: StatusOptions) => {
-      if (options.serialTimeout <= 0) {
-        // No probe answers within 0 s: SERIAL would read unreachable (exit 13) whatever its state.
-        throw new InvalidOptionError(
-          'serialTimeout',
-          options.serialTimeout,
-          'a number of seconds above 0',
-        );
-      }
       if (options.failIfRunwayBelow !== undefined) {
         // Refused before connecting: runways need rates, and a watch never ends on its own.
         if (options.watch !== undefined) {
           throw new InvalidOptionError(
             'watch',
-            options.watch,
+            typedDuration(options.watch),
             'no --watch with --fail-if-runway-below, which judges one status and exits',
           );
         }
-        if (options.sample <= 0) {
+        if (options.sample === 0) {
           throw new InvalidOptionError(
             'sample',
             options.sample,
-            'a number of seconds above 0 with --fail-if-runway-below, whose runways need rates measured over it',
+            'a duration above 0 with --fail-if-runway-below, whose runways need rates measured over it',
           );
         }
       }
       const admin = await ctx.admin();
       const base = {
         sequences: sequence === undefined ? undefined : [sequence],
-        sampleMs: options.sample * 1000,
-        serialTimeoutMs: options.serialTimeout * 1000,
+        sampleMs: options.sample,
+        serialTimeoutMs: options.serialTimeout,
       };
       if (options.watch === undefined) {
         const report = await admin.status(base);
@@ -123,10 +135,6 @@ Rates move by whole blocks: in scripts, sample over several block claims (--samp
         return;
       }
 
-      const seconds = options.watch === true ? DEFAULT_WATCH_SECONDS : options.watch;
-      if (seconds <= 0) {
-        throw new InvalidOptionError('watch', seconds, 'a number of seconds above 0');
-      }
       const stop = new AbortController();
       const onSignal = () => stop.abort();
       process.once('SIGINT', onSignal);
@@ -139,7 +147,7 @@ Rates move by whole blocks: in scripts, sample over several block claims (--samp
           if (previous === undefined) warn(ctx, last); // once, not at every refresh
           await show(ctx, last, true);
           if (ctx.stdoutClosed) break; // nobody watches any more (`| head`): ends as Ctrl-C does
-          await sleep(seconds * 1000, stop.signal);
+          await sleep(options.watch, stop.signal);
         }
       } catch (error) {
         if (!stop.signal.aborted) throw error; // Ctrl-C ends a watch normally

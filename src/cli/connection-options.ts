@@ -26,7 +26,7 @@ export interface ConnectionFlags {
   readonly sslCert?: string | undefined;
   /** PEM file of this client's private key (with {@link sslCert}). */
   readonly sslKey?: string | undefined;
-  /** Milliseconds one request may take. */
+  /** Milliseconds one request may take (the library checks its bounds). */
   readonly requestTimeout?: number | undefined;
 }
 
@@ -55,14 +55,55 @@ export class OptionFileError extends IdGenError {
   }
 }
 
+/**
+ * Options every command needs and has no default for: what each is, and an example, for the
+ * message that names the missing ones.
+ */
+const REQUIRED = Object.freeze([
+  {
+    key: 'contactPoints',
+    flag: '--contact-points',
+    variable: 'IDGEN_CONTACT_POINTS',
+    what: 'addresses of nodes in the local datacenter',
+    example: '10.0.0.1,10.0.0.2:9042',
+  },
+  {
+    key: 'dc',
+    flag: '--dc',
+    variable: 'IDGEN_DC',
+    what: "the local datacenter's name as Cassandra knows it",
+    example: 'dc1',
+  },
+] as const);
+
+type RequiredFlag = (typeof REQUIRED)[number]['flag'];
+
+/**
+ * Required options given neither as a flag nor in their variable, all named in one message.
+ * `IDGEN_INVALID_OPTION`, exit code 1, as any other bad option.
+ */
+export class MissingOptionsError extends IdGenError {
+  constructor(readonly missing: readonly RequiredFlag[]) {
+    const options = REQUIRED.filter((option) => missing.includes(option.flag));
+    const example = options.map((option) => `${option.flag} ${option.example}`).join(' ');
+    super(
+      'IDGEN_INVALID_OPTION',
+      `Missing required option${missing.length === 1 ? '' : 's'}: ${missing.join(', ')}. ` +
+        `Give ${options.map((option) => option.what).join(' and ')}, ` +
+        `e.g. "idgen-cass ${example} <command>", or set ${options.map((option) => option.variable).join(' and ')}.`,
+    );
+  }
+}
+
 /** Reads a file (tests pass their own). */
 export type ReadFile = (path: string) => Buffer;
 
 /**
  * The connection options `flags` describe, TLS files read.
  *
- * @throws {InvalidOptionError} for missing contact points or DC, `--ssl-cert` without
- *   `--ssl-key` (or the reverse), or a request timeout that is not above 0.
+ * @throws {MissingOptionsError} naming every required option not given (or given blank).
+ * @throws {InvalidOptionError} for contact points that name no address, or `--ssl-cert` without
+ *   `--ssl-key` (or the reverse).
  * @throws {OptionFileError} for a TLS file that cannot be read or holds no PEM.
  */
 export function connectionOptions(
@@ -70,7 +111,9 @@ export function connectionOptions(
   readFile: ReadFile = readFileSync,
 ): ConnectionOptions {
   const { contactPoints, dc, keyspace, username, password, requestTimeout } = flags;
-  const points = contactPoints === undefined ? [] : parseList(contactPoints);
+  const missing = REQUIRED.filter((option) => (flags[option.key] ?? '').trim() === '');
+  if (missing.length > 0) throw new MissingOptionsError(missing.map((option) => option.flag));
+  const points = parseList(contactPoints!);
   if (points.length === 0) {
     throw new InvalidOptionError(
       'contactPoints',
@@ -78,24 +121,10 @@ export function connectionOptions(
       'a comma-separated list of node addresses of the local datacenter, e.g. 10.0.0.1,10.0.0.2:9042',
     );
   }
-  if (dc === undefined || dc.trim() === '') {
-    throw new InvalidOptionError(
-      'localDataCenter',
-      dc,
-      'the name of the datacenter this process runs in, as Cassandra names it, e.g. dc1',
-    );
-  }
-  if (requestTimeout !== undefined && !(requestTimeout > 0)) {
-    throw new InvalidOptionError(
-      'requestTimeoutMs',
-      requestTimeout,
-      "a number of milliseconds above 0 (above Cassandra's CAS timeout, e.g. 5000)",
-    );
-  }
   const sslOptions = tlsOptions(flags, readFile);
   return {
     contactPoints: points,
-    localDataCenter: dc.trim(),
+    localDataCenter: dc!.trim(),
     keyspace,
     ...(username === undefined ? {} : { username }),
     ...(password === undefined ? {} : { password }),

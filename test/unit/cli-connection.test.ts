@@ -16,7 +16,11 @@ import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import cassandra from 'cassandra-driver';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 
-import { connectionOptions, OptionFileError } from '../../src/cli/connection-options.js';
+import {
+  connectionOptions,
+  MissingOptionsError,
+  OptionFileError,
+} from '../../src/cli/connection-options.js';
 import { errorMessage, exitCodeOf } from '../../src/cli/exit-codes.js';
 import { createProgram } from '../../src/cli/program.js';
 import { buildClientOptions, type ConnectionOptions } from '../../src/driver-client.js';
@@ -173,6 +177,21 @@ describe('TLS and the request timeout, from the command line to the driver', () 
     expect(fromVariable.stderr).toContain('received "5000"');
     vi.stubEnv('IDGEN_REQUEST_TIMEOUT', '1.5s');
     expect((await cliConnection(...LOCAL)).requestTimeoutMs).toBe(1_500);
+  });
+
+  it('names every missing required option at once', () => {
+    const missing = catchError(() => connectionOptions({ keyspace: 'idgen' }));
+    expect(missing).toBeInstanceOf(MissingOptionsError);
+    expect(missing).toMatchObject({
+      code: 'IDGEN_INVALID_OPTION',
+      missing: ['--contact-points', '--dc'],
+    });
+    expect(errorMessage(missing)).toMatch(/^Missing required options: --contact-points, --dc\. /);
+    expect(exitCodeOf(missing)).toBe(1);
+    const blank = catchError(() =>
+      connectionOptions({ contactPoints: '192.0.2.1', dc: '  ', keyspace: 'idgen' }),
+    );
+    expect(blank).toMatchObject({ missing: ['--dc'] });
   });
 
   it('names the option and the file it cannot read, never the contents of a key', () => {

@@ -90,9 +90,10 @@ describe('idgen-cass serve', () => {
   });
 
   it('needs the contact points like every command that connects', async () => {
+    vi.stubEnv('IDGEN_CONTACT_POINTS', undefined);
     const { code, stderr } = await cli('--dc', 'dc1', 'serve');
     expect(code).toBe(EXIT_CODES.usage);
-    expect(stderr).toContain('--contact-points (IDGEN_CONTACT_POINTS)');
+    expect(stderr).toContain('Missing required option: --contact-points.');
   });
 });
 

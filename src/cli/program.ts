@@ -27,6 +27,10 @@ import { DEFAULT_REQUEST_TIMEOUT_MS } from '../store/cassandra-request-options.j
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
+/** The last line of every command's help. */
+export const GLOBAL_OPTIONS_HINT =
+  'Global options (connection, TLS, output, logs): see "idgen-cass --help".';
+
 /**
  * The program with every command registered on `ctx`.
  * @param argv the command line to be parsed (as `process.argv`), for --json on errors commander
@@ -56,7 +60,7 @@ export function createProgram(
         if (!ctx.jsonErrors) write(commanderErrorLine(text, commandNames(program)));
       },
     })
-    .configureHelp({ showGlobalOptions: true, sortSubcommands: false })
+    .configureHelp({ sortSubcommands: false })
     .showSuggestionAfterError(true)
     .addOption(
       new Option(
@@ -155,6 +159,8 @@ Example:
   retireRangesCommand(program, ctx);
   preflightCommand(program, ctx);
   serveCommand(program, ctx);
+  // A command's help lists its own options; the global ones are listed once, in the program's.
+  for (const command of program.commands) command.addHelpText('after', `\n${GLOBAL_OPTIONS_HINT}`);
   // A bad sequence name is bad input (exit 1) whether Cassandra is up or not: checked before a
   // command connects, where an unreachable cluster would otherwise answer first (exit 3).
   program.hook('preAction', (_program, command) => {

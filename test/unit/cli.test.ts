@@ -11,6 +11,7 @@ import { preflightReport } from '../../src/admin/preflight.js';
 import { sequenceStatus, type SequenceStatus, type StatusReport } from '../../src/admin/status.js';
 import { IdGen } from '../../src/allocator/id-gen.js';
 import { checkJson, renderCheck } from '../../src/cli/check-view.js';
+import { GLOBAL_OPTIONS_HINT } from '../../src/cli/program.js';
 import { resolveSequenceSettings } from '../../src/options.js';
 import {
   ContentionError,
@@ -517,7 +518,7 @@ describe('usage errors, reported before connecting', () => {
     expect(store.calls.alterSequence).toBe(0);
   });
 
-  it('shows an example in the help of every command, exit 0', async () => {
+  it('shows an example in the help of every command, its own options only, exit 0', async () => {
     for (const command of [
       'init',
       'seed',
@@ -533,8 +534,27 @@ describe('usage errors, reported before connecting', () => {
       expect(code).toBe(0);
       expect(stdout).toContain('Example');
       expect(stdout).toContain(`$ idgen-cass ${command}`);
-      expect(stdout).toContain('IDGEN_CONTACT_POINTS'); // global options shown too
+      // The global options are listed once, in the program's help; a command's points there.
+      expect(stdout).not.toContain('--contact-points');
+      expect(stdout).not.toContain('--request-timeout');
+      expect(stdout.trimEnd().split('\n').at(-1)).toBe(GLOBAL_OPTIONS_HINT);
     }
+  });
+
+  it('lists the global options once, in idgen-cass --help, with the duration syntax', async () => {
+    const program = await cli('--help');
+    expect(program.code).toBe(0);
+    for (const option of ['--contact-points <hosts>', '--dc <name>', '--keyspace', '--json']) {
+      expect(program.stdout).toContain(option);
+    }
+    expect(program.stdout).toContain('--request-timeout <duration>');
+    expect(program.stdout).toContain('are a number and its unit:\n500ms, 10s, 2m, 1.5h, 24h, 1d');
+    const status = await cli('status', '--help');
+    expect(status.stdout).not.toContain('--contact-points');
+    expect(status.stdout).not.toContain('Global Options');
+    expect(status.stdout).toContain('Global options (connection, TLS, output, logs): see');
+    // `help status` is the same help.
+    expect((await cli('help', 'status')).stdout).toBe(status.stdout);
   });
 });
 

@@ -1,14 +1,34 @@
 /**
- * `idgen-cass status` as text (read at a glance) and as JSON (for machines).
+ * `idgen-cass status` as text (read at a glance) and as JSON (for machines). The text gives one
+ * row per DC, its shards (state partitions) folded into it, or one row per shard; the JSON
+ * always gives every shard.
  */
 
-import type { DcStatus, HeldRange, SequenceStatus, StatusReport } from '../admin/status.js';
+import type {
+  DcStatus,
+  DcUsageStatus,
+  HeldRange,
+  SequenceStatus,
+  StatusReport,
+  WasteCause,
+} from '../admin/status.js';
 import { bar, count, duration, percent, rate, span, table } from './format.js';
 import { dcOfGrantee } from '../names.js';
 import { GRANT_BLOCKS } from '../allocator/sizing.js';
+import type { SequenceSettings } from '../store/port.js';
+
+/** How {@link renderStatus} lays out each sequence's DCs. */
+export interface StatusView {
+  /**
+   * One row per shard (state partition), as the DC states are stored; otherwise one row per DC,
+   * its shards folded.
+   * @default false
+   */
+  readonly shards?: boolean | undefined;
+}
 
 /** The human view of `report`, one string per line. */
-export function renderStatus(report: StatusReport): string[] {
+export function renderStatus(report: StatusReport, view: StatusView = {}): string[] {
   const sampled = report.sequences.find((s) => s.sampledOverMs !== undefined)?.sampledOverMs;
   const lines = [
     `keyspace ${report.keyspace} · seen from ${report.dc} · ${report.at.toISOString()}` +
@@ -19,7 +39,9 @@ export function renderStatus(report: StatusReport): string[] {
   if (report.sequences.length === 0) {
     lines.push('', `No sequences. Create one with: idgen-cass seed <sequence>`);
   }
-  for (const sequence of report.sequences) lines.push('', ...sequenceLines(sequence, report.dc));
+  for (const sequence of report.sequences) {
+    lines.push('', ...sequenceLines(sequence, report.dc, view.shards === true));
+  }
   return lines;
 }
 
@@ -43,7 +65,8 @@ function hostsLine(report: StatusReport): string {
     .join(' · ');
 }
 
-function sequenceLines(status: SequenceStatus, localDc: string): string[] {
+/** @param perShard one row per shard, rather than per DC with its shards folded. */
+function sequenceLines(status: SequenceStatus, localDc: string, perShard: boolean): string[] {
   const s = status.settings;
   const header =
     `${s.name}  ${s.domain} ${span(s.min, s.max)} · start ${s.start} · DC range ${count(s.dcRangeSize)}` +
@@ -65,9 +88,53 @@ function sequenceLines(status: SequenceStatus, localDc: string): string[] {
     (status.exhaustsIn === undefined
       ? ''
       : `  domain lasts ${duration(status.exhaustsIn)} at the current rate`);
+  const lines = perShard ? shardLines(status.dcs) : dcLines(status.dcs);
+  return [
+    header,
+    global,
+    ...dcTable(lines, s, localDc, !perShard && s.shards > 1),
+    ...notCurrentLines(status.dcs),
+    ...lines.flatMap(({ name, rows }) => usageLine(name, rows)),
+  ];
+}
+
+/** What one line of the DC table stands for: a shard's row, or every row of a DC. */
+interface TableLine {
+  /** The shard's name (`dc1/3`), or the DC's. */
+  readonly name: string;
+  readonly rows: readonly DcStatus[];
+}
+
+function shardLines(dcs: readonly DcStatus[]): TableLine[] {
+  return dcs.map((dc) => ({ name: dc.dc, rows: [dc] }));
+}
+
+/** One line per DC, in the report's order (a DC's shards follow it). */
+function dcLines(dcs: readonly DcStatus[]): TableLine[] {
+  const byDc = new Map<string, DcStatus[]>();
+  for (const dc of dcs) {
+    const name = dcOfGrantee(dc.dc) ?? dc.dc;
+    byDc.set(name, [...(byDc.get(name) ?? []), dc]);
+  }
+  return [...byDc].map(([name, rows]) => ({ name, rows }));
+}
+
+/**
+ * The DC table, one row per line; with `folded`, a `shards` column (of the sequence's shards per
+ * DC, those holding a grant: the others have not claimed yet) and a line saying how rows fold.
+ */
+function dcTable(
+  lines: readonly TableLine[],
+  settings: SequenceSettings,
+  localDc: string,
+  folded: boolean,
+): string[] {
+  const shardsColumn = (line: TableLine) =>
+    folded ? [`${line.rows.filter((dc) => dc.grants.length > 0).length}/${settings.shards}`] : [];
   const rows = [
     [
       'DC',
+      ...(folded ? ['shards'] : []),
       'reserved',
       'preloaded',
       'last_integer',
@@ -77,25 +144,24 @@ function sequenceLines(status: SequenceStatus, localDc: string): string[] {
       'runway',
       '',
     ],
-    ...status.dcs.map((dc) => dcRow(dc, localDc, s.autonomySeconds)),
+    ...lines.map((line) => [
+      // The local DC, and each shard of it, marked.
+      dcOfGrantee(line.name) === localDc ? `${line.name}*` : line.name,
+      ...shardsColumn(line),
+      ...(line.rows.length === 1
+        ? dcCells(line.rows[0]!, settings.autonomySeconds)
+        : foldedCells(line.rows, settings.autonomySeconds)),
+    ]),
   ];
-  const columns = table(rows, [
-    'left',
-    'left',
-    'left',
-    'right',
-    'left',
-    'right',
-    'right',
-    'right',
-    'left',
-  ]);
+  const align = ['left', 'left', 'right', 'left', 'right', 'right', 'right', 'left'] as const;
+  const columns = table(rows, ['left', ...(folded ? (['right'] as const) : []), ...align]);
   return [
-    header,
-    global,
     ...columns.map((line) => `  ${line}`),
-    ...notCurrentLines(status.dcs),
-    ...status.dcs.flatMap((dc) => usageLine(dc)),
+    ...(folded
+      ? [
+          `  each row folds a DC's shards: "shards" those holding a grant, ranges counted with their grants, IDs left and rates summed, runway the shortest shard's (--shards: one row each)`,
+        ]
+      : []),
   ];
 }
 
@@ -114,32 +180,52 @@ function notCurrentLines(dcs: readonly DcStatus[]): string[] {
 }
 
 /**
- * What a DC's processes reported: issued, wasted by cause, and what no report covers yet (held
- * by running processes, or lost with processes that died).
+ * What the processes of a DC (or shard) reported, over `rows`: issued, wasted by cause, and what
+ * no report covers yet (held by running processes, or lost with processes that died).
  */
-function usageLine(dc: DcStatus): string[] {
-  const usage = dc.usage;
+function usageLine(name: string, rows: readonly DcStatus[]): string[] {
+  const usage = foldUsage(rows);
   if (usage === undefined || (usage.issued === 0n && usage.wastedTotal === 0n)) return [];
   const causes = Object.entries(usage.wasted)
     .filter(([, n]) => n > 0n)
     .map(([cause, n]) => `${cause} ${count(n)}`);
   return [
-    `  ${dc.dc} reported: ${count(usage.issued)} issued · ${count(usage.wastedTotal)} wasted` +
+    `  ${name} reported: ${count(usage.issued)} issued · ${count(usage.wastedTotal)} wasted` +
       (causes.length === 0 ? '' : ` (${causes.join(', ')})`) +
       ` · ${count(usage.unreported)} held by processes or lost in crashes`,
   ];
 }
 
-function dcRow(dc: DcStatus, localDc: string, autonomySeconds: number): string[] {
-  // The local DC, and each shard of it, marked.
-  const name = dcOfGrantee(dc.dc) === localDc ? `${dc.dc}*` : dc.dc;
+/** The usage counters of `rows` summed; undefined when they could not be read. */
+function foldUsage(rows: readonly DcStatus[]): DcUsageStatus | undefined {
+  const all = rows.map((dc) => dc.usage);
+  if (all.some((usage) => usage === undefined)) return undefined;
+  const usages = all as DcUsageStatus[];
+  const total = (of: (usage: DcUsageStatus) => bigint) =>
+    usages.reduce((sum, usage) => sum + of(usage), 0n);
+  const wasted = Object.fromEntries(
+    Object.keys(usages[0]?.wasted ?? {}).map((cause) => [
+      cause,
+      total((usage) => usage.wasted[cause as WasteCause]),
+    ]),
+  ) as Record<WasteCause, bigint>;
+  return {
+    issued: total((usage) => usage.issued),
+    wasted,
+    wastedTotal: total((usage) => usage.wastedTotal),
+    unreported: total((usage) => usage.unreported),
+  };
+}
+
+/** One DC's or shard's cells after its name. */
+function dcCells(dc: DcStatus, autonomySeconds: number): string[] {
   const notes = [];
   if (dc.pendingGrant !== undefined) {
     notes.push(
       `grant #${dc.pendingGrant.number} ${span(dc.pendingGrant.min, dc.pendingGrant.max)} not installed yet`,
     );
   }
-  if (belowTarget(dc, autonomySeconds) === true) {
+  if (belowTarget(dc.runway, autonomySeconds) === true) {
     notes.push(`runway below the autonomy target of ${duration(autonomySeconds)}`);
   }
   if (dc.rowsNotCurrent !== undefined) notes.push('rows not current');
@@ -150,16 +236,15 @@ function dcRow(dc: DcStatus, localDc: string, autonomySeconds: number): string[]
     const preloaded = dc.preloaded === undefined ? '–' : held(dc.preloaded);
     const last = dc.lastInteger === undefined ? '–' : String(dc.lastInteger);
     const used = dc.reserved === undefined ? '–' : bar(dc.reservedUsedShare);
-    return [name, reserved, preloaded, last, used, count(dc.left), '?', 'unknown', note];
+    return [reserved, preloaded, last, used, count(dc.left), '?', 'unknown', note];
   }
   if (dc.reserved === undefined) {
     // Its grant 1, if any, is held (the note names it); without one, nothing is.
     const holds = dc.left > 0n;
     const [rateText, runway] = holds ? [rate(dc.rate), duration(dc.runway)] : ['–', '–'];
-    return [name, 'none yet', '–', '–', '–', count(dc.left), rateText, runway, note];
+    return ['none yet', '–', '–', '–', count(dc.left), rateText, runway, note];
   }
   return [
-    name,
     held(dc.reserved),
     dc.preloaded === undefined ? '–' : held(dc.preloaded),
     String(dc.lastInteger),
@@ -172,12 +257,81 @@ function dcRow(dc: DcStatus, localDc: string, autonomySeconds: number): string[]
 }
 
 /**
+ * The cells of a DC whose shards are folded: its ranges counted with the grants they come from,
+ * the highest last_integer, reserved used over every reserved range, IDs left and rate summed,
+ * and the shortest runway: the first shard to run dry stalls the processes that draw from it.
+ */
+function foldedCells(shards: readonly DcStatus[], autonomySeconds: number): string[] {
+  const reserved = shards.flatMap((dc) => (dc.reserved === undefined ? [] : [dc.reserved]));
+  const preloaded = shards.flatMap((dc) => (dc.preloaded === undefined ? [] : [dc.preloaded]));
+  const lasts = shards.flatMap((dc) => (dc.lastInteger === undefined ? [] : [dc.lastInteger]));
+  const left = shards.reduce((sum, dc) => sum + dc.left, 0n);
+  const size = reserved.reduce((sum, range) => sum + range.max - range.min + 1n, 0n);
+  const used = shards.reduce((sum, dc) => sum + dc.reservedUsed, 0n);
+  const notCurrent = shards.some((dc) => dc.rowsNotCurrent !== undefined);
+  const runways = shards.flatMap((dc) => (dc.runway === undefined ? [] : [dc.runway]));
+  const runway = runways.length === 0 || notCurrent ? undefined : Math.min(...runways);
+  const rates = shards.flatMap((dc) => (dc.rate === undefined ? [] : [dc.rate]));
+  const holds = reserved.length > 0 || left > 0n;
+  const [rateText, runwayText] = notCurrent
+    ? ['?', 'unknown']
+    : holds && rates.length > 0
+      ? [rate(rates.reduce((sum, r) => sum + r, 0)), duration(runway)]
+      : ['–', '–'];
+  return [
+    reserved.length === 0 ? 'none yet' : ranges(reserved),
+    preloaded.length === 0 ? '–' : ranges(preloaded),
+    lasts.length === 0 ? '–' : String(lasts.reduce((a, b) => (a > b ? a : b))),
+    reserved.length === 0 ? '–' : bar(share(used, size)),
+    count(left),
+    rateText,
+    runwayText,
+    foldedNotes(shards, runway, autonomySeconds),
+  ];
+}
+
+/** The notes of a folded DC: its grants not installed, a runway below target, stale rows. */
+function foldedNotes(
+  shards: readonly DcStatus[],
+  runway: number | undefined,
+  autonomySeconds: number,
+): string {
+  const notes = [];
+  const pending = shards.flatMap((dc) => (dc.pendingGrant === undefined ? [] : [dc.pendingGrant]));
+  if (pending.length === 1) {
+    notes.push(
+      `grant #${pending[0]!.number} ${span(pending[0]!.min, pending[0]!.max)} not installed yet`,
+    );
+  } else if (pending.length > 1) {
+    notes.push(`${pending.length} grants not installed yet`);
+  }
+  if (belowTarget(runway, autonomySeconds) === true) {
+    notes.push(`runway below the autonomy target of ${duration(autonomySeconds)}`);
+  }
+  if (shards.some((dc) => dc.rowsNotCurrent !== undefined)) notes.push('rows not current');
+  return notes.join('; ');
+}
+
+/** Ranges of several shards: how many, and the grants they come from (`16 ranges (#1–#3)`). */
+function ranges(held: readonly HeldRange[]): string {
+  const numbers = held.map((range) => range.grant);
+  const [low, high] = [Math.min(...numbers), Math.max(...numbers)];
+  const noun = held.length === 1 ? 'range' : 'ranges';
+  return `${held.length} ${noun} (#${low}${high === low ? '' : `–#${high}`})`;
+}
+
+/** `part / whole`, 0 for an empty whole. */
+function share(part: bigint, whole: bigint): number {
+  return whole <= 0n ? 0 : Number((part * 1_000_000n) / whole) / 1_000_000;
+}
+
+/**
  * Whether the DC's runway is below the sequence's autonomy target; undefined without a target or
  * a measured runway.
  */
-function belowTarget(dc: DcStatus, autonomySeconds: number): boolean | undefined {
-  if (autonomySeconds === 0 || dc.runway === undefined) return undefined;
-  return dc.runway < autonomySeconds;
+function belowTarget(runway: number | undefined, autonomySeconds: number): boolean | undefined {
+  if (autonomySeconds === 0 || runway === undefined) return undefined;
+  return runway < autonomySeconds;
 }
 
 function held(range: HeldRange): string {
@@ -246,7 +400,7 @@ export function statusJson(report: StatusReport): Record<string, unknown> {
         // written as null too, so "unbounded" is ratePerSecond 0 with IDs left.
         runwaySeconds: dc.runway === undefined || dc.runway === Infinity ? null : dc.runway,
         // null without an autonomy target or a measured runway.
-        runwayBelowTarget: belowTarget(dc, s.settings.autonomySeconds) ?? null,
+        runwayBelowTarget: belowTarget(dc.runway, s.settings.autonomySeconds) ?? null,
         // Why the DC's rows could not be read current (a DC cut off): then ratePerSecond and
         // runwaySeconds are null (unknown) and left is as last seen here; null when read current.
         rowsNotCurrent: dc.rowsNotCurrent ?? null,

@@ -283,3 +283,36 @@ describe('the bounds DC ranges and blocks may grow to', () => {
     expect(fixed.stdout).toContain('· DC range 1,000 · block 100 · threshold 0.5');
   });
 });
+
+describe('status: one row per DC, or one per shard with --shards', () => {
+  it("folds an adaptive sequence's 16 shards into one row per DC; --json keeps every shard", async () => {
+    await orders();
+    // Adaptive blocks, 16 shards, each granted its first range with the sequence.
+    expect((await collected('seed', 'users', '--first-ranges', 'dc1')).code).toBe(0);
+    expect((await collected('next', 'users', '-n', '5')).code).toBe(0);
+
+    const folded = await collected('status', 'users', '--sample', '0');
+    expect(folded).toMatchObject({ code: 0, stderr: '' });
+    expect(folded.stdout).toMatch(/^ {2}DC +shards +reserved +preloaded /m);
+    // One shard installed its range and claimed a block; the 15 others hold theirs uninstalled.
+    expect(folded.stdout).toMatch(
+      /^ {2}dc1\* +16\/16 +1 range \(#1\) +– +\d+ +\[\.{12}\] <0\.01% +1,599,995 +– +– +15 grants not installed yet$/m,
+    );
+    expect(folded.stdout).toContain("  each row folds a DC's shards:");
+    expect(folded.stdout).not.toMatch(/dc1\/\d/);
+
+    const perShard = await collected('status', 'users', '--sample', '0', '--shards');
+    expect(perShard.code).toBe(0);
+    expect(perShard.stdout.match(/^ {2}dc1(\/\d+)?\* /gm)).toHaveLength(16);
+    expect(perShard.stdout).not.toContain('each row folds');
+
+    for (const view of [[], ['--shards']]) {
+      const json = await collected('--json', 'status', 'users', '--sample', '0', ...view);
+      const report = JSON.parse(json.stdout) as { sequences: { dcs: { dc: string }[] }[] };
+      expect(report.sequences[0]!.dcs.map((dc) => dc.dc)).toEqual([
+        'dc1',
+        ...Array.from({ length: 15 }, (_, i) => `dc1/${i + 1}`),
+      ]);
+    }
+  });
+});

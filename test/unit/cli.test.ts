@@ -34,7 +34,12 @@ import {
 import { incompleteWarning, preflightJson, renderPreflight } from '../../src/cli/preflight-view.js';
 import { nodeSafetyWarnings, renderStatus, statusJson } from '../../src/cli/status-view.js';
 import { runwaysBelow, statusOutcome } from '../../src/cli/status-outcome.js';
-import type { DcState, NodeSettings, SequenceSettings } from '../../src/store/port.js';
+import {
+  zeroUsageCounts,
+  type DcState,
+  type NodeSettings,
+  type SequenceSettings,
+} from '../../src/store/port.js';
 import { bar, count, duration, percent, rate, table, toJson } from '../../src/cli/format.js';
 import {
   parseAutonomy,
@@ -1245,6 +1250,7 @@ describe('errors under --json: one JSON line on stderr, stdout clean', () => {
     ['next', '1bad'],
     ['alter', '1bad', '--block', '10'],
     ['status', '1bad', '--sample', '0'],
+    ['status', '1bad', '--sample', '0s', '--shards'],
     ['check', '1bad'],
     ['retire-ranges', '1bad'],
   ])('refuses a bad sequence name with exit 1 before connecting: %s', async (...args) => {
@@ -1411,10 +1417,117 @@ describe('status for scripts', () => {
       })),
     };
     expect(renderStatus(sharded).join('\n')).toContain('· 4 shards per DC');
-    expect(renderStatus(sharded).join('\n')).toMatch(/^ {2}dc3\/2\* /m);
+    expect(renderStatus(sharded, { shards: true }).join('\n')).toMatch(/^ {2}dc3\/2\* /m);
+    // Folded, dc3/2 is part of dc3's row.
+    expect(renderStatus(sharded).join('\n')).toMatch(/^ {2}dc3\* +1\/4 /m);
+    expect(renderStatus(sharded).join('\n')).not.toContain('dc3/2');
     expect(renderStatus(base).join('\n')).not.toContain('shards');
     const json = statusJson(sharded)['sequences'] as { settings: Record<string, unknown> }[];
     expect(json[0]!.settings['shards']).toBe(4);
+  });
+
+  /**
+   * A status from dc1 of a sequence of 2 shards per DC, rates over 10 s: dc1's first shard holds
+   * grant #1 and draws 100/s (runway 100 s), its second (dc1/1) holds its grant #2 and draws
+   * nothing; dc2 has one shard holding grant #1, its other none; dc3 holds nothing.
+   */
+  function shardedReport(): StatusReport {
+    const sharded = { ...settings, shards: 2 };
+    const onGrant = (number: number, min: bigint, lastInteger: bigint): DcState => ({
+      ...state(0, lastInteger),
+      reservedMin: min,
+      reservedMax: min + 99_999n,
+      reservedGrant: number,
+      preloadedMin: min,
+      preloadedMax: min + 99_999n,
+      installedGrant: number,
+    });
+    const usage = (issued: bigint, dropped: bigint) => ({ ...zeroUsageCounts(), issued, dropped });
+    const at = (dc1Last: bigint, readAt: number) => ({
+      settings: sharded,
+      globalLast: 400_000n,
+      grants: new Map([
+        ['dc1', [{ number: 1, min: 1n, max: 100_000n }]],
+        [
+          'dc1/1',
+          [
+            { number: 1, min: 100_001n, max: 200_000n },
+            { number: 2, min: 300_001n, max: 400_000n },
+          ],
+        ],
+        ['dc2', [{ number: 1, min: 200_001n, max: 300_000n }]],
+      ]),
+      states: new Map([
+        ['dc1', onGrant(1, 1n, dc1Last)],
+        ['dc1/1', onGrant(2, 300_001n, 300_500n)],
+        ['dc2', onGrant(1, 200_001n, 201_000n)],
+      ]),
+      usage: new Map([
+        ['dc1', usage(89_000n, 10n)],
+        ['dc1/1', usage(100_400n, 5n)],
+      ]),
+      readAt,
+    });
+    return {
+      ...report(true),
+      dc: 'dc1',
+      sequences: [sequenceStatus(at(90_000n, 10_000), at(89_000n, 0), ['dc1', 'dc2', 'dc3'])],
+    };
+  }
+
+  it("folds each DC's shards into one row by default, one row per shard with --shards", () => {
+    const folded = renderStatus(shardedReport());
+    const table = folded.slice(folded.findIndex((line) => line.includes('GLOBAL')) + 1);
+    expect(table.slice(0, 5)).toEqual([
+      '  DC    shards  reserved             preloaded  last_integer  reserved used         IDs left   rate  runway',
+      '  dc1*     2/2  2 ranges (#1–#2)     –                300500  [#####.......]   45%   109,500  100/s  1m 40s',
+      '  dc2      1/2  #1 [200001, 300000]  –                201000  [............]  1.0%    99,000    0/s       ∞',
+      '  dc3      0/2  none yet             –                     –  –                            0      –       –',
+      '  each row folds a DC\'s shards: "shards" those holding a grant, ranges counted with their grants, IDs left and rates summed, runway the shortest shard\'s (--shards: one row each)',
+    ]);
+    // Usage summed over the DC's shards.
+    expect(folded).toContain(
+      '  dc1 reported: 189,400 issued · 15 wasted (dropped 15) · 1,085 held by processes or lost in crashes',
+    );
+
+    const perShard = renderStatus(shardedReport(), { shards: true }).join('\n');
+    expect(perShard).toMatch(/^ {2}DC +reserved +preloaded /m); // no shards column
+    expect(perShard).toMatch(/^ {2}dc1\* +#1 \[1, 100000\] .* 10,000 +100\/s +1m 40s$/m);
+    expect(perShard).toMatch(/^ {2}dc1\/1\* +#2 \[300001, 400000\] .* 99,500 +0\/s +∞$/m);
+    expect(perShard).toContain('  dc1/1 reported: 100,400 issued');
+    expect(perShard).not.toContain('each row folds');
+    // JSON is the same either way: every shard.
+    const dcs = (statusJson(shardedReport())['sequences'] as { dcs: { dc: string }[] }[])[0]!.dcs;
+    expect(dcs.map((dc) => dc.dc)).toEqual(['dc1', 'dc1/1', 'dc2', 'dc3']);
+  });
+
+  it('marks a folded DC by its shortest runway, and as unknown when a shard was not read current', () => {
+    const base = shardedReport();
+    const [sequence] = base.sequences;
+    const withTarget: StatusReport = {
+      ...base,
+      sequences: [{ ...sequence!, settings: { ...sequence!.settings, autonomySeconds: 3_600 } }],
+    };
+    // dc1/1 lasts forever, dc1 100 s: the DC is below its target.
+    expect(renderStatus(withTarget).join('\n')).toMatch(
+      /^ {2}dc1\* .* 1m 40s +runway below the autonomy target of 1h 00m$/m,
+    );
+    const stale: StatusReport = {
+      ...base,
+      sequences: [
+        {
+          ...sequence!,
+          dcs: sequence!.dcs.map((dc) =>
+            dc.dc === 'dc1/1'
+              ? { ...dc, rate: undefined, runway: undefined, rowsNotCurrent: 'not read current' }
+              : dc,
+          ),
+        },
+      ],
+    };
+    expect(renderStatus(stale).join('\n')).toMatch(
+      /^ {2}dc1\* .* 109,500 +\? +unknown +rows not current$/m,
+    );
   });
 
   it('counts a first range granted at creation as held by a DC with no state yet, in text and JSON', () => {

@@ -9,7 +9,7 @@ import { sleep } from '../../timers.js';
 import type { CliContext } from '../context.js';
 import { durationParser, TIMER_MAX_MS, typedDuration } from '../parse.js';
 import { statusOutcome } from '../status-outcome.js';
-import { nodeSafetyWarnings, renderStatus, statusJson } from '../status-view.js';
+import { nodeSafetyWarnings, renderStatus, statusJson, type StatusView } from '../status-view.js';
 
 interface StatusOptions {
   /** Milliseconds between refreshes; undefined without --watch. */
@@ -20,6 +20,8 @@ interface StatusOptions {
   readonly serialTimeout: number;
   /** Seconds. */
   readonly failIfRunwayBelow?: number;
+  /** One row per shard rather than per DC. */
+  readonly shards?: boolean;
 }
 
 const DEFAULT_WATCH_MS = 2_000;
@@ -71,6 +73,10 @@ export function statusCommand(program: Command, ctx: CliContext): void {
         'exit 14 when a DC holds IDs for less than this at its rate, e.g. 90s, 30m, 2h, 1d',
       ).argParser(durationParser({ option: 'failIfRunwayBelow', unit: 's', min: 1 })),
     )
+    .option(
+      '--shards',
+      "one row per shard (state partition) of each DC, rather than one row per DC that folds its shards' ranges",
+    )
     .addHelpText(
       'after',
       `
@@ -79,7 +85,9 @@ says whether new DC ranges can be granted from here (on a partition no sequence 
 DC's nodes are asked for their settings: an unsafe one (e.g. commitlog_sync: periodic) is a
 warning on stderr and in "nodeSafety" (--json); "idgen-cass preflight" checks every DC.
 Runway: how long the IDs a DC holds last at its current rate without a new grant. * marks the
-local DC.
+local DC. With several shards per DC, each DC's row folds its shards ("shards": those holding a
+grant; IDs left and rates summed; runway the shortest shard's); --shards gives a row per shard,
+and --json always gives every shard.
 
 For scripts (cron, monitoring), status prints everything, then exits 13 when SERIAL is
 unreachable from here, and 14 when --fail-if-runway-below is given and a DC's runway is below it
@@ -126,10 +134,11 @@ Rates move by whole blocks: in scripts, sample over several block claims (--samp
         sampleMs: options.sample,
         serialTimeoutMs: options.serialTimeout,
       };
+      const view = { shards: options.shards === true };
       if (options.watch === undefined) {
         const report = await admin.status(base);
         warn(ctx, report);
-        await show(ctx, report, false);
+        await show(ctx, report, view, false);
         const outcome = statusOutcome(report, options.failIfRunwayBelow);
         if (outcome !== undefined) throw outcome;
         return;
@@ -145,7 +154,7 @@ Rates move by whole blocks: in scripts, sample over several block claims (--samp
           const previous = last;
           last = await admin.status({ ...base, since: previous, signal: stop.signal });
           if (previous === undefined) warn(ctx, last); // once, not at every refresh
-          await show(ctx, last, true);
+          await show(ctx, last, view, true);
           if (ctx.stdoutClosed) break; // nobody watches any more (`| head`): ends as Ctrl-C does
           await sleep(options.watch, stop.signal);
         }
@@ -163,10 +172,15 @@ function warn(ctx: CliContext, report: StatusReport): void {
   for (const line of nodeSafetyWarnings(report)) ctx.warn(line);
 }
 
-async function show(ctx: CliContext, report: StatusReport, watching: boolean): Promise<void> {
+async function show(
+  ctx: CliContext,
+  report: StatusReport,
+  view: StatusView,
+  watching: boolean,
+): Promise<void> {
   if (ctx.json) return ctx.printJson(statusJson(report), watching ? 0 : 2);
   const clear = watching && ctx.interactive ? '\x1b[2J\x1b[H' : '';
   const separator = watching && !ctx.interactive ? [''] : [];
-  const lines = renderStatus(report);
+  const lines = renderStatus(report, view);
   await ctx.print([...separator, `${clear}${lines[0] ?? ''}`, ...lines.slice(1)]);
 }

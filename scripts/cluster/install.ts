@@ -77,7 +77,7 @@ export async function installCassandra(log: (line: string) => void): Promise<str
 }
 
 /** Java 17 module flags from Cassandra's conf/jvm17-server.options. */
-const JAVA17_FLAGS = [
+export const JAVA17_FLAGS = [
   ...[
     'java.base/jdk.internal.misc',
     'java.management.rmi/com.sun.jmx.remote.internal.rmi',

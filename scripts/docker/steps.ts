@@ -1,0 +1,126 @@
+/**
+ * How `npm run docker-check` runs things: each step is printed with the commands it runs and its
+ * time, and a command's output goes to a log file whose tail is shown when it fails.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+/** One timed step of the check, as the summary lists it. */
+export interface StepTime {
+  readonly name: string;
+  readonly seconds: number;
+  readonly ok: boolean;
+}
+
+export class CheckError extends Error {
+  constructor(
+    message: string,
+    readonly logFile?: string,
+  ) {
+    super(message);
+    this.name = 'CheckError';
+  }
+}
+
+const times: StepTime[] = [];
+export const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'idgen-docker-check-'));
+
+export function stepTimes(): readonly StepTime[] {
+  return times;
+}
+
+/** Runs `body` as the step `name`, printing its start, its end and its time. */
+export async function step<T>(name: string, body: () => Promise<T>): Promise<T> {
+  const started = Date.now();
+  console.log(`\n==> ${name}`);
+  let ok = false;
+  try {
+    const result = await body();
+    ok = true;
+    return result;
+  } finally {
+    const seconds = (Date.now() - started) / 1000;
+    times.push({ name, seconds, ok });
+    console.log(`<== ${name}: ${ok ? 'ok' : 'FAILED'} in ${seconds.toFixed(1)} s`);
+  }
+}
+
+export interface RunOptions {
+  readonly cwd?: string;
+  /** Variables added to this process's environment, shown before the command. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Print the output as it comes instead of only into the log file. */
+  readonly stream?: boolean;
+  /** Exit codes that count as success. @default [0] */
+  readonly okCodes?: readonly number[];
+  readonly input?: string;
+}
+
+let runs = 0;
+
+/**
+ * Runs a command, printing it first; resolves with its standard output. Standard output and
+ * error go to a log file too; a failure throws with the log's last lines.
+ */
+export async function run(
+  command: string,
+  args: readonly string[],
+  options: RunOptions = {},
+): Promise<string> {
+  const shown = [command, ...args].map(quote).join(' ');
+  const extra = Object.entries(options.env ?? {});
+  console.log(`$ ${extra.map(([name, value]) => `${name}=${quote(value)} `).join('')}${shown}`);
+  const logFile = path.join(
+    logDir,
+    `${String(++runs).padStart(3, '0')}-${path.basename(command)}.log`,
+  );
+  const log = fs.createWriteStream(logFile);
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: { ...process.env, ...options.env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+    log.write(chunk);
+    if (options.stream) process.stdout.write(chunk);
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    log.write(chunk);
+    if (options.stream) process.stderr.write(chunk);
+  });
+  child.stdin.end(options.input ?? '');
+  const code = await new Promise<number>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (exitCode, signal) => resolve(exitCode ?? (signal ? 128 : 1)));
+  });
+  await new Promise<void>((resolve) => log.end(resolve));
+  if (!(options.okCodes ?? [0]).includes(code)) {
+    const tail = fs.readFileSync(logFile, 'utf8').trimEnd().split('\n').slice(-30).join('\n');
+    throw new CheckError(
+      `"${shown}" exited with ${code}; the last lines of ${logFile}:\n${tail}`,
+      logFile,
+    );
+  }
+  return stdout;
+}
+
+/** Resolves once `probe` returns true, polling every `everyMs`; throws after `timeoutMs`. */
+export async function waitFor(
+  what: string,
+  probe: () => Promise<boolean>,
+  { timeoutMs, everyMs }: { timeoutMs: number; everyMs: number },
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new CheckError(`${what}: not after ${timeoutMs / 1000} s`);
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
+
+function quote(word: string): string {
+  return /^[\w./:=,@%+-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}

@@ -2,7 +2,9 @@
  * `npm run demo`: the whole story in a couple of minutes. Brings up the local 3-DC cluster (or
  * uses IDGEN_CASSANDRA), runs `idgen-cass init` and `seed`, starts allocator processes in every
  * DC, cuts one DC off while they draw, heals, and ends with `status`, `check` and a summary:
- * IDs drawn per DC, duplicates found, IDs lost to gaps.
+ * IDs drawn per DC, duplicates found, IDs lost to gaps. Exits 0 unless a step fails or an ID was
+ * drawn twice; the partition is healed whatever ends it (a failure, SIGINT, SIGTERM), and where
+ * partitions cannot be made (no root or no iptables) it says so and skips that step.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -227,14 +229,32 @@ const EXIT_SERIAL_UNREACHABLE = 13;
 let drawing: DrawProcess[] = [];
 let partitioned = false;
 
-/** Leaves the cluster whole and no draw process behind, whatever ended the demo. */
-async function cleanUp(): Promise<void> {
-  for (const p of drawing) if (p.child.exitCode === null) p.child.kill('SIGTERM');
-  if (partitioned) {
+let cleaning: Promise<void> | undefined;
+/** The signal that is ending the demo: the command it interrupted fails, and that is no news. */
+let stoppedBy: string | undefined;
+let healFailed = false;
+
+/**
+ * Leaves the cluster whole and no draw process behind, whatever ended the demo; once, however
+ * often it is called (a signal and the failure it causes both call it).
+ */
+function cleanUp(): Promise<void> {
+  cleaning ??= (async () => {
+    for (const p of drawing) if (p.child.exitCode === null) p.child.kill('SIGTERM');
+    if (!partitioned) return;
     console.log('healing the partition before exiting');
-    await cluster.heal(cluster.currentTopology(), { verify: false });
-    partitioned = false;
-  }
+    try {
+      await cluster.heal(cluster.currentTopology(), { verify: false });
+      partitioned = false;
+    } catch (error) {
+      console.error(
+        `the partition could not be healed (${error instanceof Error ? error.message : String(error)}); run "npm run cluster -- heal"`,
+      );
+      healFailed = true;
+      process.exitCode = 1;
+    }
+  })();
+  return cleaning;
 }
 
 for (const [signal, code] of [
@@ -242,16 +262,19 @@ for (const [signal, code] of [
   ['SIGTERM', 143],
 ] as const) {
   process.once(signal, () => {
+    stoppedBy = signal;
     console.log(`\n${signal}: stopping`);
-    void cleanUp().finally(() => process.exit(code));
+    void cleanUp().finally(() => process.exit(healFailed ? 1 : code));
   });
 }
 
 try {
   await main();
 } catch (error) {
-  console.error(`demo failed: ${error instanceof Error ? error.message : String(error)}`);
-  process.exitCode = 1;
+  if (stoppedBy === undefined) {
+    console.error(`demo failed: ${error instanceof Error ? error.message : String(error)}`);
+    process.exitCode = 1;
+  }
 } finally {
   await cleanUp();
 }

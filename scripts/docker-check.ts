@@ -1,0 +1,106 @@
+/**
+ * `npm run docker-check`: runs every Docker path of the project on this machine's engine. Starts
+ * `dockerd` if none answers (as root), builds the stand-in images (scripts/docker/images.ts) and
+ * the project's Dockerfile, brings up docker-compose.yml's cluster and services and drives them,
+ * brings them down, then runs the integration tests on testcontainers. Prints each command and
+ * each step's time; exits 1 on any failure, after removing the containers it started.
+ *
+ *   npm run docker-check [-- --wait-for <file>]
+ *
+ * --wait-for holds everything that starts Cassandra until the file exists (polled every 30 s),
+ * for a machine whose cores another cluster is using until then.
+ */
+import fs from 'node:fs';
+import { Command } from 'commander';
+import { ComposeCluster, requireUnique, testcontainersTests } from './docker/check.js';
+import { composeCommand, ensureEngine, needPackage } from './docker/engine.js';
+import { buildStandIns } from './docker/images.js';
+import { CheckError, logDir, run, step, stepTimes, waitFor } from './docker/steps.js';
+
+const PROJECT_IMAGE = 'idgen-cass:local';
+const log = (line: string) => console.log(`    ${line}`);
+
+async function main(options: { waitFor?: string }): Promise<void> {
+  const started = Date.now();
+  console.log(`docker-check: command logs in ${logDir}`);
+  await step('Docker engine', async () => {
+    await ensureEngine(log);
+    await needPackage('mmdebstrap', 'mmdebstrap');
+  });
+  const compose = await composeCommand();
+  log(`compose: ${compose.join(' ')}`);
+  await step('stand-in images', () => buildStandIns(log));
+  await step(`the project's Dockerfile (${PROJECT_IMAGE})`, () =>
+    run('docker', ['build', '-t', PROJECT_IMAGE, '.']),
+  );
+  const gate = options.waitFor;
+  if (gate) {
+    await step(`waiting for ${gate}`, () =>
+      waitFor(`${gate} to exist`, async () => fs.existsSync(gate), {
+        timeoutMs: 24 * 3600_000,
+        everyMs: 30_000,
+      }),
+    );
+  }
+
+  const cluster = new ComposeCluster(compose);
+  cleanups.push(() => cluster.down());
+  try {
+    await step('compose up: 3 DCs, init, a service per DC, healthy', () => cluster.up(log));
+    const drawn = await step('CLI: init, seed, next in each DC', () => cluster.cli(log));
+    drawn.push(...(await step('service endpoints in each DC', () => cluster.endpoints(log))));
+    requireUnique(drawn);
+    log(`${drawn.length} IDs drawn, all distinct`);
+    await step('SIGTERM to a service', () => cluster.sigterm(log));
+  } finally {
+    await step('compose down -v', () => cluster.down());
+    cleanups.pop();
+  }
+  await step('integration tests on testcontainers', () => testcontainersTests());
+  console.log(`\ndocker-check passed in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+}
+
+/** What must run however the check ends: the compose project's removal once it was started. */
+const cleanups: (() => Promise<unknown>)[] = [];
+
+function summary(): void {
+  console.log('\nstep times:');
+  for (const { name, seconds, ok } of stepTimes()) {
+    console.log(`  ${ok ? 'ok    ' : 'FAILED'} ${seconds.toFixed(1).padStart(7)} s  ${name}`);
+  }
+}
+
+async function cleanUp(): Promise<void> {
+  for (const cleanup of cleanups.splice(0).reverse()) {
+    await cleanup().catch((error: unknown) => console.error(`cleanup failed: ${String(error)}`));
+  }
+}
+
+for (const [signal, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+] as const) {
+  process.once(signal, () => {
+    console.error(`\n${signal}: removing the containers this check started`);
+    void cleanUp().finally(() => process.exit(code));
+  });
+}
+
+const program = new Command('docker-check')
+  .description('run the Dockerfile, docker-compose.yml and the testcontainers tests on this engine')
+  .option('--wait-for <file>', 'start no Cassandra until this file exists (polled every 30 s)')
+  .action(async (options: { waitFor?: string }) => {
+    try {
+      await main(options);
+      summary();
+    } catch (error) {
+      await cleanUp();
+      summary();
+      console.error(
+        `\ndocker-check failed: ${error instanceof Error ? error.message : String(error)}`,
+      );
+      if (!(error instanceof CheckError) && error instanceof Error) console.error(error.stack);
+      process.exitCode = 1;
+    }
+  });
+await program.parseAsync();

@@ -1,0 +1,171 @@
+/**
+ * The Docker paths a user runs, each run for real: docker-compose.yml's 3-DC cluster with its
+ * `serve` profile (the CLI and the service's endpoints in every DC, the HEALTHCHECK, a SIGTERM),
+ * and the integration tests on a cluster of testcontainers.
+ *
+ * Networking: compose's own bridge (172.28.0.0/24) and testcontainers' own networks; the host
+ * reaches only those containers and the service ports compose publishes on localhost.
+ */
+import { CheckError, run, waitFor } from './steps.js';
+
+export const COMPOSE_PROJECT = 'idgen-cass-check';
+const SERVICES = [
+  { dc: 'dc1', service: 'serve-dc1', node: '172.28.0.11', port: 8081 },
+  { dc: 'dc2', service: 'serve-dc2', node: '172.28.0.12', port: 8082 },
+  { dc: 'dc3', service: 'serve-dc3', node: '172.28.0.13', port: 8083 },
+] as const;
+const SEQUENCE = 'docker_check';
+
+type Log = (line: string) => void;
+
+export class ComposeCluster {
+  constructor(private readonly compose: readonly string[]) {}
+
+  private command(...args: string[]): Promise<string> {
+    const [program, ...rest] = this.compose;
+    return run(program!, [...rest, '-p', COMPOSE_PROJECT, '--profile', 'serve', ...args]);
+  }
+
+  /** The cluster, the one-shot init and a service per DC, each service healthy. */
+  async up(log: Log): Promise<void> {
+    await this.command('up', '-d');
+    for (const { service } of SERVICES) {
+      const id = await this.containerId(service);
+      await waitFor(
+        `${service}'s HEALTHCHECK reporting healthy`,
+        async () => (await inspect(id, '{{.State.Health.Status}}')) === 'healthy',
+        { timeoutMs: 120_000, everyMs: 2_000 },
+      );
+      log(`${service}: healthy`);
+    }
+  }
+
+  /** `init`, `seed` and `next` in each DC, with the service's image, as a user runs them. */
+  async cli(log: Log): Promise<bigint[]> {
+    const idgen = (node: string, dc: string, ...args: string[]) =>
+      this.command(
+        'run',
+        '--rm',
+        '--no-deps',
+        '-e',
+        `IDGEN_CONTACT_POINTS=${node}`,
+        '-e',
+        `IDGEN_DC=${dc}`,
+        '--entrypoint',
+        'idgen-cass',
+        'idgen-init',
+        ...args,
+      );
+    const [first] = SERVICES;
+    await idgen(first.node, first.dc, 'init', '--replication', 'dc1:1,dc2:1,dc3:1');
+    await idgen(first.node, first.dc, 'seed', SEQUENCE, '--if-not-exists');
+    const drawn: bigint[] = [];
+    for (const { node, dc } of SERVICES) {
+      const ids = parseIds(await idgen(node, dc, '--json', 'next', SEQUENCE, '-n', '3'));
+      log(`next in ${dc}: ${ids.join(', ')}`);
+      drawn.push(...ids);
+    }
+    return drawn;
+  }
+
+  /** Each DC's service: IDs, ranges, readiness, metrics, OpenAPI, liveness. */
+  async endpoints(log: Log): Promise<bigint[]> {
+    const drawn: bigint[] = [];
+    for (const { dc, port } of SERVICES) {
+      const base = `http://127.0.0.1:${port}`;
+      const ids = await request(`${base}/v1/sequences/${SEQUENCE}/ids?count=3`, 'POST');
+      const range = await request(`${base}/v1/sequences/${SEQUENCE}/ranges?count=5`, 'POST');
+      for (const path of ['/healthz', '/readyz', '/metrics', '/openapi.json']) {
+        await request(`${base}${path}`, 'GET');
+      }
+      const fromIds = parseIds(JSON.stringify((JSON.parse(ids) as { ids: unknown[] }).ids));
+      const { first, last } = JSON.parse(range) as {
+        first: number | string;
+        last: number | string;
+      };
+      log(`${dc} service: ids ${fromIds.join(', ')}; range ${first}..${last}`);
+      drawn.push(...fromIds);
+      for (let id = BigInt(first); id <= BigInt(last); id++) drawn.push(id);
+    }
+    return drawn;
+  }
+
+  /** SIGTERM to one service: it exits 0 after giving its unused IDs back. */
+  async sigterm(log: Log): Promise<void> {
+    const { service } = SERVICES[0];
+    const id = await this.containerId(service);
+    await run('docker', ['kill', '--signal', 'SIGTERM', id]);
+    await waitFor(
+      `${service} exiting after SIGTERM`,
+      async () => (await inspect(id, '{{.State.Running}}')) === 'false',
+      { timeoutMs: 40_000, everyMs: 1_000 },
+    );
+    const code = await inspect(id, '{{.State.ExitCode}}');
+    const logs = await run('docker', ['logs', '--tail', '20', id]);
+    if (code !== '0')
+      throw new CheckError(`${service} exited with ${code} after SIGTERM:\n${logs}`);
+    if (!logs.includes('the unused IDs went back')) {
+      throw new CheckError(`${service} exited 0 but did not log giving its IDs back:\n${logs}`);
+    }
+    log(`${service}: exit 0 after SIGTERM, unused IDs given back`);
+  }
+
+  /** Removes the project's containers, network and volumes; safe when nothing is up. */
+  async down(): Promise<void> {
+    await this.command('down', '-v', '--remove-orphans');
+  }
+
+  private async containerId(service: string): Promise<string> {
+    const id = (await this.command('ps', '-q', service)).trim();
+    if (!id) throw new CheckError(`compose has no container for ${service}`);
+    return id;
+  }
+}
+
+/**
+ * The integration tests on testcontainers (test/support/containers.ts), without Ryuk: there is
+ * no image for it, and the containers this run leaves are removed afterwards by their label.
+ */
+export async function testcontainersTests(): Promise<void> {
+  const before = new Set(await testcontainers());
+  try {
+    await run('npm', ['run', 'build']);
+    await run('npx', ['vitest', 'run', '--project', 'integration'], {
+      env: { IDGEN_TEST_CLUSTER: 'containers', TESTCONTAINERS_RYUK_DISABLED: 'true' },
+      stream: true,
+    });
+  } finally {
+    const left = (await testcontainers()).filter((id) => !before.has(id));
+    if (left.length > 0) await run('docker', ['rm', '-f', '-v', ...left]);
+  }
+}
+
+async function testcontainers(): Promise<string[]> {
+  const out = await run('docker', ['ps', '-aq', '--filter', 'label=org.testcontainers=true']);
+  return out.split('\n').filter(Boolean);
+}
+
+async function inspect(id: string, format: string): Promise<string> {
+  return (await run('docker', ['inspect', '--format', format, id])).trim();
+}
+
+async function request(url: string, method: 'GET' | 'POST'): Promise<string> {
+  console.log(`$ curl -X ${method} ${url}`);
+  const response = await fetch(url, { method, signal: AbortSignal.timeout(10_000) });
+  const body = await response.text();
+  if (!response.ok) throw new CheckError(`${method} ${url} answered ${response.status}: ${body}`);
+  return body;
+}
+
+function parseIds(json: string): bigint[] {
+  const ids = json.match(/-?\d+/g) ?? [];
+  if (ids.length === 0) throw new CheckError(`no IDs in ${json}`);
+  return ids.map(BigInt);
+}
+
+/** Throws unless every ID drawn, by the CLI and by the services, differs from the others. */
+export function requireUnique(ids: readonly bigint[]): void {
+  const seen = new Set<bigint>();
+  const twice = ids.filter((id) => seen.size === seen.add(id).size);
+  if (twice.length > 0) throw new CheckError(`IDs handed out twice: ${twice.join(', ')}`);
+}

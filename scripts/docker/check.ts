@@ -101,7 +101,7 @@ export class ComposeCluster {
       { timeoutMs: 40_000, everyMs: 1_000 },
     );
     const code = await inspect(id, '{{.State.ExitCode}}');
-    const logs = await run('docker', ['logs', '--tail', '20', id]);
+    const logs = await run('docker', ['logs', '--tail', '20', id], { withStderr: true });
     if (code !== '0')
       throw new CheckError(`${service} exited with ${code} after SIGTERM:\n${logs}`);
     if (!logs.includes('the unused IDs went back')) {

@@ -56,6 +56,8 @@ export interface RunOptions {
   /** Exit codes that count as success. @default [0] */
   readonly okCodes?: readonly number[];
   readonly input?: string;
+  /** Resolve with standard error after standard output (`docker logs` writes both). */
+  readonly withStderr?: boolean;
 }
 
 let runs = 0;
@@ -88,7 +90,9 @@ export async function run(
     log.write(chunk);
     if (options.stream) process.stdout.write(chunk);
   });
+  let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => {
+    if (options.withStderr) stderr += chunk.toString();
     log.write(chunk);
     if (options.stream) process.stderr.write(chunk);
   });
@@ -105,7 +109,7 @@ export async function run(
       logFile,
     );
   }
-  return stdout;
+  return stdout + stderr;
 }
 
 /** Resolves once `probe` returns true, polling every `everyMs`; throws after `timeoutMs`. */

@@ -13,6 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 import { formatMarkdown } from '../bench/report.js';
+import { MUST_PASS } from '../../src/allocator/mutations.js';
 import { CLUSTER_FAULT_KINDS, FAULT_KINDS } from './nemesis.js';
 
 /** The page, relative to the repository's root; the report folders sit beside it. */
@@ -47,7 +48,10 @@ export function renderCampaignsPage(reports: CommittedReports): string {
     'Every randomized fault campaign (`npm run torture`) and every negative control whose report is ' +
       'committed, one row each, from its report.json. A campaign passes when its history holds every ' +
       'property and nothing else failed; a negative control runs a deliberately broken build, and is ' +
-      'caught when its campaign fails. "—" is a field that report does not have (it predates it).',
+      'caught when its campaign fails; a control that must pass weakens a step without making a ' +
+      'duplicate possible, and its campaign must pass. Which test catches each mutation: ' +
+      '[docs/testing.md](../docs/testing.md#negative-controls). "—" is a field that report does ' +
+      'not have (it predates it).',
     '',
     ...totalsSection(campaigns, controls),
     '',
@@ -76,7 +80,6 @@ export function renderReadmeTotals(reports: CommittedReports): string {
     .join(', ');
   const passed = campaigns.filter((c) => c.passed === true).length;
   const failed = campaigns.filter((c) => c.passed === false).length;
-  const caught = controls.filter((c) => c.passed === false).length;
   return [
     `- **${count(campaigns.length)} campaigns** (${byVariant}), ` +
       `${hours(sum(campaigns.map((c) => c.durationS)))} of faults: ` +
@@ -84,7 +87,7 @@ export function renderReadmeTotals(reports: CommittedReports): string {
       `**${count(sum(campaigns.map((c) => c.duplicates)))} duplicates**`,
     `- ${count(passed)} passed every property` +
       (failed > 0 ? `; ${count(failed)} failed another one (their rows say which)` : ''),
-    `- Negative controls (deliberately broken builds): ${count(caught)} of ${count(controls.length)} caught`,
+    `- Negative controls: ${controlsSummary(controls)}`,
   ].join('\n');
 }
 
@@ -250,7 +253,6 @@ function totalsSection(campaigns: readonly Row[], controls: readonly Row[]): str
     byPaxos.set(variant, { campaigns: total.campaigns + 1, drawn: total.drawn + (c.drawn ?? 0) });
   }
   const variants = [...byPaxos.keys()].sort();
-  const caught = controls.filter((c) => c.passed === false).length;
   return [
     '## Totals',
     '',
@@ -266,7 +268,7 @@ function totalsSection(campaigns: readonly Row[], controls: readonly Row[]): str
         .join('; ') || NONE
     }`,
     `- Duplicates found: ${count(sum(campaigns.map((c) => c.duplicates)))}`,
-    `- Negative controls: ${count(controls.length)}, ${count(caught)} caught`,
+    `- Negative controls: ${controlsSummary(controls)}`,
   ];
 }
 
@@ -311,9 +313,38 @@ function negativeControlsTable(rows: readonly Row[]): string[] {
       duration(r.durationS),
       orNone(r.drawn, count),
       r.findings.length > 0 ? r.findings.join(', ') : r.passed === undefined ? NONE : 'nothing',
-      r.passed === undefined ? NONE : r.passed ? 'no' : 'yes',
+      caughtOf(r),
     ]),
   );
+}
+
+/** Whether a control's mutation is one that must pass (no duplicate possible), not be caught. */
+function mustPass(r: Row): boolean {
+  return MUST_PASS.some((m) => m === r.mutation);
+}
+
+/** The Caught column: yes or no for a broken build; for a control that must pass, whether it did. */
+function caughtOf(r: Row): string {
+  if (r.passed === undefined) return NONE;
+  if (mustPass(r)) return r.passed ? 'must pass: passed' : 'must pass: FAILED';
+  return r.passed ? 'no' : 'yes';
+}
+
+/** `6 broken builds, 5 caught; 1 control that must pass, passed`. */
+function controlsSummary(controls: readonly Row[]): string {
+  const broken = controls.filter((c) => !mustPass(c));
+  const passing = controls.filter(mustPass);
+  const caught = broken.filter((c) => c.passed === false).length;
+  const held = passing.filter((c) => c.passed === true).length;
+  const parts = [
+    `${count(broken.length)} deliberately broken ${broken.length === 1 ? 'build' : 'builds'}, ${count(caught)} caught`,
+  ];
+  if (passing.length > 0) {
+    parts.push(
+      `${count(passing.length)} ${passing.length === 1 ? 'control' : 'controls'} that must pass, ${count(held)} passed`,
+    );
+  }
+  return parts.join('; ');
 }
 
 function verdictOf(r: Row): string {

@@ -83,6 +83,12 @@ export const MUTATIONS: readonly Mutation[] = [
   'no-accept-guard',
 ];
 
+/**
+ * The mutations kept as controls that must pass: they weaken a step without making a duplicate
+ * possible, so a campaign that fails under them points at the checker, not the protocol.
+ */
+export const MUST_PASS: readonly Mutation[] = ['grants-read-at-quorum'];
+
 let active: ReadonlySet<Mutation> = new Set();
 
 /** Switches the given mutations on (and every other one off). Test code only. */

@@ -93,7 +93,9 @@ describe('torture/CAMPAIGNS.md from the reports', () => {
       '- By Paxos variant: v1 2 campaigns, 1,235,567 IDs; v2 1 campaign, 2,500,000 IDs; not recorded: 1 campaign, 0 IDs\n',
     );
     expect(page).toContain('- Duplicates found: 0\n');
-    expect(page).toContain('- Negative controls: 2, 1 caught\n');
+    expect(page).toContain(
+      '- Negative controls: 1 deliberately broken build, 1 caught; 1 control that must pass, 1 passed\n',
+    );
   });
 
   it('writes one row per campaign, by date then seed, faults grouped and bookkeeping left out', () => {
@@ -125,7 +127,26 @@ describe('torture/CAMPAIGNS.md from the reports', () => {
     expect(rowOf(page, '`dc-state-at-serial-too`')).toBe(
       '| 2026-11-23 | `dc-state-at-serial-too` | [5](negative-controls/2026-11-23-dc-state-at-serial-too-seed-5/report.md) | v1 | 3 DCs × 3 nodes | 8 min | 1,000 | 6,955 duplicates | yes |',
     );
-    expect(rowOf(page, '`grants-read-at-quorum`')).toMatch(/\| nothing \| no \|$/);
+    // A control that must pass is judged the other way round.
+    expect(rowOf(page, '`grants-read-at-quorum`')).toMatch(/\| nothing \| must pass: passed \|$/);
+    const uncaught = renderCampaignsPage({
+      campaigns: [],
+      negativeControls: [
+        committed(
+          '2026-11-23-unknown-as-not-written-seed-9',
+          reportJson(9, 'v1', { mutation: 'unknown-as-not-written', passed: true }),
+        ),
+        committed(
+          '2026-11-23-grants-read-at-quorum-seed-10',
+          reportJson(10, 'v1', { mutation: 'grants-read-at-quorum', passed: false }),
+        ),
+      ],
+    });
+    expect(rowOf(uncaught, '`unknown-as-not-written`')).toMatch(/\| nothing \| no \|$/);
+    expect(rowOf(uncaught, '`grants-read-at-quorum`')).toMatch(/\| must pass: FAILED \|$/);
+    expect(uncaught).toContain(
+      '- Negative controls: 1 deliberately broken build, 0 caught; 1 control that must pass, 0 passed\n',
+    );
   });
 
   it('says why a campaign failed', () => {

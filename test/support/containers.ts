@@ -14,12 +14,19 @@ export const CASSANDRA_IMAGE = `cassandra:${CASSANDRA_VERSION}`;
  * argument is `cassandra`: edit the commitlog setting first, then hand over to it. `batch`
  * syncs before acknowledging (the image's default, periodic, loses acknowledged writes on a
  * crash), and `commitlog_sync_period` must then be absent.
+ *
+ * The node listens on its address in the shared network, found by its own alias there: the
+ * entrypoint would take the container's first address, and testcontainers starts a container on
+ * Docker's default bridge before it joins the network, so that first address is one no seed and
+ * no peer uses ("Unable to gossip with any peers").
  */
-export const DURABLE_COMMITLOG_COMMAND = [
-  'bash',
-  '-c',
-  "sed -i -e 's/^commitlog_sync: .*/commitlog_sync: batch/' -e '/^commitlog_sync_period:/d' /etc/cassandra/cassandra.yaml && exec docker-entrypoint.sh cassandra -f",
-];
+function nodeCommand(alias: string): string[] {
+  return [
+    'bash',
+    '-c',
+    `CASSANDRA_LISTEN_ADDRESS="$(getent hosts ${alias} | awk '{ print $1; exit }')" && test -n "$CASSANDRA_LISTEN_ADDRESS" && export CASSANDRA_LISTEN_ADDRESS && sed -i -e 's/^commitlog_sync: .*/commitlog_sync: batch/' -e '/^commitlog_sync_period:/d' /etc/cassandra/cassandra.yaml && exec docker-entrypoint.sh cassandra -f`,
+  ];
+}
 
 export async function dockerAnswers(): Promise<boolean> {
   try {
@@ -41,16 +48,17 @@ export async function startContainerCluster(
 ): Promise<{ dcs: Record<string, string[]>; stop: () => Promise<void> }> {
   const network = await new Network().start();
   const containers: StartedTestContainer[] = [];
+  const alias = (i: number) => `cassandra-dc${i + 1}`;
   const tokens = Array.from({ length: dcCount }, (_, i) =>
     (-(2n ** 63n) + (2n ** 64n * BigInt(i)) / BigInt(dcCount)).toString(),
   );
   const create = (i: number) =>
     new GenericContainer(CASSANDRA_IMAGE)
       .withNetwork(network)
-      .withNetworkAliases(`cassandra-dc${i + 1}`)
+      .withNetworkAliases(alias(i))
       .withEnvironment({
         CASSANDRA_CLUSTER_NAME: 'idgen-cass-test',
-        CASSANDRA_SEEDS: 'cassandra-dc1',
+        CASSANDRA_SEEDS: alias(0),
         CASSANDRA_DC: `dc${i + 1}`,
         CASSANDRA_RACK: 'rack1',
         CASSANDRA_ENDPOINT_SNITCH: 'GossipingPropertyFileSnitch',
@@ -59,7 +67,7 @@ export async function startContainerCluster(
         HEAP_NEWSIZE: '128M',
         JVM_EXTRA_OPTS: `-Dcassandra.initial_token=${tokens[i]} -Dcassandra.skip_wait_for_gossip_to_settle=0 -Dcassandra.ring_delay_ms=1000`,
       })
-      .withCommand(DURABLE_COMMITLOG_COMMAND)
+      .withCommand(nodeCommand(alias(i)))
       .withWaitStrategy(Wait.forLogMessage(/Starting listening for CQL clients/))
       .withStartupTimeout(300_000)
       .start();

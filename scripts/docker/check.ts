@@ -124,24 +124,36 @@ export class ComposeCluster {
 
 /**
  * The integration tests on testcontainers (test/support/containers.ts), without Ryuk: there is
- * no image for it, and the containers this run leaves are removed afterwards by their label.
+ * no image for it, so the containers and networks this run leaves (a setup that failed half way
+ * stops nothing) are removed afterwards by their label.
  */
 export async function testcontainersTests(): Promise<void> {
-  const before = new Set(await testcontainers());
+  const before = {
+    containers: new Set(await labelled('ps', '-a')),
+    networks: new Set(await labelled('network', 'ls')),
+  };
   try {
     await run('npm', ['run', 'build']);
     await run('npx', ['vitest', 'run', '--project', 'integration'], {
-      env: { IDGEN_TEST_CLUSTER: 'containers', TESTCONTAINERS_RYUK_DISABLED: 'true' },
+      // The host override spares testcontainers its probe of the Docker host, which pulls alpine.
+      env: {
+        IDGEN_TEST_CLUSTER: 'containers',
+        TESTCONTAINERS_RYUK_DISABLED: 'true',
+        TESTCONTAINERS_HOST_OVERRIDE: 'localhost',
+      },
       stream: true,
     });
   } finally {
-    const left = (await testcontainers()).filter((id) => !before.has(id));
-    if (left.length > 0) await run('docker', ['rm', '-f', '-v', ...left]);
+    const containers = (await labelled('ps', '-a')).filter((id) => !before.containers.has(id));
+    if (containers.length > 0) await run('docker', ['rm', '-f', '-v', ...containers]);
+    const networks = (await labelled('network', 'ls')).filter((id) => !before.networks.has(id));
+    if (networks.length > 0) await run('docker', ['network', 'rm', ...networks]);
   }
 }
 
-async function testcontainers(): Promise<string[]> {
-  const out = await run('docker', ['ps', '-aq', '--filter', 'label=org.testcontainers=true']);
+/** The IDs of testcontainers' containers (`ps -a`) or networks (`network ls`). */
+async function labelled(...list: string[]): Promise<string[]> {
+  const out = await run('docker', [...list, '-q', '--filter', 'label=org.testcontainers=true']);
   return out.split('\n').filter(Boolean);
 }
 

@@ -10,8 +10,15 @@ if [ "${1:0:1}" = '-' ]; then
   set -- cassandra -f "$@"
 fi
 
+# The container's first address that is neither loopback nor link-local, as the official image.
 ip_address() {
-  getent hosts "$(hostname)" | awk '{ print $1; exit }'
+  ip address | awk '
+    $1 != "inet" { next }
+    $NF == "lo" { next }
+    $2 ~ /^127[.]/ { next }
+    $2 ~ /^169[.]254[.]/ { next }
+    { gsub(/\/.+$/, "", $2); print $2; exit }
+  '
 }
 
 if [ "$1" = 'cassandra' ] && [ "$(id -u)" = '0' ]; then

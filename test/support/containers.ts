@@ -13,7 +13,9 @@ export const CASSANDRA_IMAGE = `cassandra:${CASSANDRA_VERSION}`;
  * The image's entrypoint configures cassandra.yaml from the environment only when its first
  * argument is `cassandra`: edit the commitlog setting first, then hand over to it. `batch`
  * syncs before acknowledging (the image's default, periodic, loses acknowledged writes on a
- * crash), and `commitlog_sync_period` must then be absent.
+ * crash), and `commitlog_sync_period` must then be absent. `auto_bootstrap: false`, as on the
+ * local cluster: a new cluster has nothing to stream, and a bootstrapping node that has not heard
+ * from the seed within the shortened ring delay exits ("Unable to contact any seeds").
  *
  * The node listens on its address in the shared network, found by its own alias there: the
  * entrypoint would take the container's first address, and testcontainers starts a container on
@@ -24,7 +26,7 @@ function nodeCommand(alias: string): string[] {
   return [
     'bash',
     '-c',
-    `CASSANDRA_LISTEN_ADDRESS="$(getent hosts ${alias} | awk '{ print $1; exit }')" && test -n "$CASSANDRA_LISTEN_ADDRESS" && export CASSANDRA_LISTEN_ADDRESS && sed -i -e 's/^commitlog_sync: .*/commitlog_sync: batch/' -e '/^commitlog_sync_period:/d' /etc/cassandra/cassandra.yaml && exec docker-entrypoint.sh cassandra -f`,
+    `CASSANDRA_LISTEN_ADDRESS="$(getent hosts ${alias} | awk '{ print $1; exit }')" && test -n "$CASSANDRA_LISTEN_ADDRESS" && export CASSANDRA_LISTEN_ADDRESS && sed -i -e 's/^commitlog_sync: .*/commitlog_sync: batch/' -e '/^commitlog_sync_period:/d' -e '/^auto_bootstrap:/d' /etc/cassandra/cassandra.yaml && echo 'auto_bootstrap: false' >> /etc/cassandra/cassandra.yaml && exec docker-entrypoint.sh cassandra -f`,
   ];
 }
 

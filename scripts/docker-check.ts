@@ -52,6 +52,9 @@ async function main(options: { waitFor?: string }): Promise<void> {
     requireUnique(drawn);
     log(`${drawn.length} IDs drawn, all distinct`);
     await step('SIGTERM to a service', () => cluster.sigterm(log));
+  } catch (error) {
+    await cluster.printLogs();
+    throw error;
   } finally {
     await step('compose down -v', () => cluster.down());
     cleanups.pop();

@@ -110,6 +110,14 @@ export class ComposeCluster {
     log(`${service}: exit 0 after SIGTERM, unused IDs given back`);
   }
 
+  /** Prints the end of every container's log, to show why a step failed. */
+  async printLogs(): Promise<void> {
+    await this.command('logs', '--no-color', '--tail', '25').then(
+      (out) => console.log(out),
+      (error: unknown) => console.error(`could not read the containers' logs: ${String(error)}`),
+    );
+  }
+
   /** Removes the project's containers, network and volumes; safe when nothing is up. */
   async down(): Promise<void> {
     await this.command('down', '-v', '--remove-orphans');

@@ -55,14 +55,20 @@ export async function buildBase(log: Log): Promise<ImageOutcome & { hash: string
   return { tag: BASE_IMAGE, built, hash };
 }
 
+/** Debian's bundle of the certificates the system trusts, local additions included. */
+const SYSTEM_CA_BUNDLE = '/etc/ssl/certs/ca-certificates.crt';
+
 /**
- * The certificates this machine's Node trusts besides its own (NODE_EXTRA_CA_CERTS), trusted by
- * the stand-in's Node too: behind a proxy that re-signs TLS, `npm ci` in the project's Dockerfile
- * fails without them. Empty where Node needs nothing extra.
+ * The certificates this machine trusts (NODE_EXTRA_CA_CERTS, else the system's bundle), trusted
+ * by the stand-in's Node too: behind a proxy that re-signs TLS, `npm ci` in the project's
+ * Dockerfile fails without them, and a shell or CI job may not carry the variable. Empty where
+ * neither exists.
  */
 function extraCertificates(): string {
-  const file = process.env['NODE_EXTRA_CA_CERTS'];
-  return file && fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
+  const file = [process.env['NODE_EXTRA_CA_CERTS'], SYSTEM_CA_BUNDLE].find(
+    (candidate) => candidate !== undefined && candidate !== '' && fs.existsSync(candidate),
+  );
+  return file === undefined ? '' : fs.readFileSync(file, 'utf8');
 }
 
 export async function buildNode(baseHash: string, log: Log): Promise<ImageOutcome> {

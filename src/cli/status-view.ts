@@ -219,17 +219,7 @@ function foldUsage(rows: readonly DcStatus[]): DcUsageStatus | undefined {
 
 /** One DC's or shard's cells after its name. */
 function dcCells(dc: DcStatus, autonomySeconds: number): string[] {
-  const notes = [];
-  if (dc.pendingGrant !== undefined) {
-    notes.push(
-      `grant #${dc.pendingGrant.number} ${span(dc.pendingGrant.min, dc.pendingGrant.max)} not installed yet`,
-    );
-  }
-  if (belowTarget(dc.runway, autonomySeconds) === true) {
-    notes.push(`runway below the autonomy target of ${duration(autonomySeconds)}`);
-  }
-  if (dc.rowsNotCurrent !== undefined) notes.push('rows not current');
-  const note = notes.join('; ');
+  const note = notesOf([dc], dc.runway, autonomySeconds);
   if (dc.rowsNotCurrent !== undefined) {
     // What the rows show may be old; the rate and runway are unknown, never 0/s and ∞.
     const reserved = dc.reserved === undefined ? 'none seen' : held(dc.reserved);
@@ -286,18 +276,21 @@ function foldedCells(shards: readonly DcStatus[], autonomySeconds: number): stri
     count(left),
     rateText,
     runwayText,
-    foldedNotes(shards, runway, autonomySeconds),
+    notesOf(shards, runway, autonomySeconds),
   ];
 }
 
-/** The notes of a folded DC: its grants not installed, a runway below target, stale rows. */
-function foldedNotes(
-  shards: readonly DcStatus[],
+/**
+ * The notes of a DC or shard, or of a DC's `rows` folded: its grants not installed yet, a `runway`
+ * below the autonomy target, rows not read current.
+ */
+function notesOf(
+  rows: readonly DcStatus[],
   runway: number | undefined,
   autonomySeconds: number,
 ): string {
   const notes = [];
-  const pending = shards.flatMap((dc) => (dc.pendingGrant === undefined ? [] : [dc.pendingGrant]));
+  const pending = rows.flatMap((dc) => (dc.pendingGrant === undefined ? [] : [dc.pendingGrant]));
   if (pending.length === 1) {
     notes.push(
       `grant #${pending[0]!.number} ${span(pending[0]!.min, pending[0]!.max)} not installed yet`,
@@ -308,7 +301,7 @@ function foldedNotes(
   if (belowTarget(runway, autonomySeconds) === true) {
     notes.push(`runway below the autonomy target of ${duration(autonomySeconds)}`);
   }
-  if (shards.some((dc) => dc.rowsNotCurrent !== undefined)) notes.push('rows not current');
+  if (rows.some((dc) => dc.rowsNotCurrent !== undefined)) notes.push('rows not current');
   return notes.join('; ');
 }
 

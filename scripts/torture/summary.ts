@@ -72,22 +72,16 @@ export const README_TOTALS_END = '<!-- /campaigns:totals -->';
 
 /** The README's totals: the few lines a reader sees before following the link to the page. */
 export function renderReadmeTotals(reports: CommittedReports): string {
-  const campaigns = reports.campaigns.map(rowOf);
-  const controls = reports.negativeControls.map(rowOf);
-  const variants = [...new Set(campaigns.map((c) => c.paxos ?? NONE))].sort();
-  const byVariant = variants
-    .map((v) => `${count(campaigns.filter((c) => (c.paxos ?? NONE) === v).length)} on Paxos ${v}`)
+  const t = campaignTotals(reports.campaigns.map(rowOf));
+  const byVariant = t.byVariant
+    .map((v) => `${count(v.campaigns)} on Paxos ${v.variant}`)
     .join(', ');
-  const passed = campaigns.filter((c) => c.passed === true).length;
-  const failed = campaigns.filter((c) => c.passed === false).length;
   return [
-    `- **${count(campaigns.length)} campaigns** (${byVariant}), ` +
-      `${hours(sum(campaigns.map((c) => c.durationS)))} of faults: ` +
-      `**${count(sum(campaigns.map((c) => c.drawn)))} IDs** drawn, ` +
-      `**${count(sum(campaigns.map((c) => c.duplicates)))} duplicates**`,
-    `- ${count(passed)} passed every property` +
-      (failed > 0 ? `; ${count(failed)} failed another one (their rows say which)` : ''),
-    `- Negative controls: ${controlsSummary(controls)}`,
+    `- **${count(t.campaigns)} campaigns** (${byVariant}), ${hours(t.seconds)} of faults: ` +
+      `**${count(t.drawn)} IDs** drawn, **${count(t.duplicates)} duplicates**`,
+    `- ${count(t.passed)} passed every property` +
+      (t.failed > 0 ? `; ${count(t.failed)} failed another one (their rows say which)` : ''),
+    `- Negative controls: ${controlsSummary(reports.negativeControls.map(rowOf))}`,
   ].join('\n');
 }
 
@@ -243,31 +237,49 @@ function findingsOf(json: unknown): string[] {
   return found;
 }
 
+/** What the page's and the README's totals say of the campaigns. */
+interface CampaignTotals {
+  readonly campaigns: number;
+  readonly passed: number;
+  readonly failed: number;
+  readonly seconds: number;
+  readonly drawn: number;
+  readonly duplicates: number;
+  /** Sorted by variant; {@link NONE} for reports that do not record it. */
+  readonly byVariant: readonly { variant: string; campaigns: number; drawn: number }[];
+}
+
+function campaignTotals(campaigns: readonly Row[]): CampaignTotals {
+  const variants = [...new Set(campaigns.map((c) => c.paxos ?? NONE))].sort();
+  return {
+    campaigns: campaigns.length,
+    passed: campaigns.filter((c) => c.passed === true).length,
+    failed: campaigns.filter((c) => c.passed === false).length,
+    seconds: sum(campaigns.map((c) => c.durationS)),
+    drawn: sum(campaigns.map((c) => c.drawn)),
+    duplicates: sum(campaigns.map((c) => c.duplicates)),
+    byVariant: variants.map((variant) => {
+      const of = campaigns.filter((c) => (c.paxos ?? NONE) === variant);
+      return { variant, campaigns: of.length, drawn: sum(of.map((c) => c.drawn)) };
+    }),
+  };
+}
+
 function totalsSection(campaigns: readonly Row[], controls: readonly Row[]): string[] {
-  const passed = campaigns.filter((c) => c.passed === true).length;
-  const failed = campaigns.filter((c) => c.passed === false).length;
-  const byPaxos = new Map<string, { campaigns: number; drawn: number }>();
-  for (const c of campaigns) {
-    const variant = c.paxos ?? NONE;
-    const total = byPaxos.get(variant) ?? { campaigns: 0, drawn: 0 };
-    byPaxos.set(variant, { campaigns: total.campaigns + 1, drawn: total.drawn + (c.drawn ?? 0) });
-  }
-  const variants = [...byPaxos.keys()].sort();
+  const t = campaignTotals(campaigns);
+  const byVariant = t.byVariant.map(
+    (v) =>
+      `${v.variant === NONE ? 'not recorded:' : v.variant} ${count(v.campaigns)} ` +
+      `${v.campaigns === 1 ? 'campaign' : 'campaigns'}, ${count(v.drawn)} IDs`,
+  );
   return [
     '## Totals',
     '',
-    `- Campaigns: ${count(campaigns.length)} (${count(passed)} passed, ${count(failed)} failed), ` +
-      `${hours(sum(campaigns.map((c) => c.durationS)))} of faults`,
-    `- IDs drawn: ${count(sum(campaigns.map((c) => c.drawn)))}`,
-    `- By Paxos variant: ${
-      variants
-        .map((v) => {
-          const total = byPaxos.get(v)!;
-          return `${v === NONE ? 'not recorded:' : v} ${count(total.campaigns)} ${total.campaigns === 1 ? 'campaign' : 'campaigns'}, ${count(total.drawn)} IDs`;
-        })
-        .join('; ') || NONE
-    }`,
-    `- Duplicates found: ${count(sum(campaigns.map((c) => c.duplicates)))}`,
+    `- Campaigns: ${count(t.campaigns)} (${count(t.passed)} passed, ${count(t.failed)} failed), ` +
+      `${hours(t.seconds)} of faults`,
+    `- IDs drawn: ${count(t.drawn)}`,
+    `- By Paxos variant: ${byVariant.join('; ') || NONE}`,
+    `- Duplicates found: ${count(t.duplicates)}`,
     `- Negative controls: ${controlsSummary(controls)}`,
   ];
 }

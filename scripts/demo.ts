@@ -13,13 +13,20 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import cassandra from 'cassandra-driver';
+import { waitForSchemaAgreement } from '../src/schema.js';
 import * as cluster from './cluster/manager.js';
 import { defaultTopology, describeTopology, parseClusterSpec } from './cluster/topology.js';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CLI = path.join(ROOT, 'dist', 'src', 'cli', 'main.js');
-const KEYSPACE = 'idgen_demo';
+/**
+ * A new keyspace each run, so the summary counts only this run's IDs. Never the name of one just
+ * dropped: Cassandra 5.0 created again at once under a dropped keyspace's name left a node with
+ * a table in its schema that it never opened ("Unknown CF" on every read and write there).
+ */
+const KEYSPACE_PREFIX = 'idgen_demo';
+const KEYSPACE = `${KEYSPACE_PREFIX}_${Date.now().toString(36)}`;
 const SEQUENCE = 'orders';
 const PROCESSES_PER_DC = 2;
 const RATE_PER_PROCESS = 200;
@@ -148,6 +155,23 @@ async function partitionStep(dc: string, hosts: readonly string[]): Promise<void
   console.log(`${dc} is connected again`);
 }
 
+/** Drops the keyspaces of earlier runs, then waits until every node has dropped them. */
+async function dropEarlierKeyspaces(dc: string, hosts: readonly string[]): Promise<void> {
+  const client = new cassandra.Client({ contactPoints: [...hosts], localDataCenter: dc });
+  await client.connect();
+  try {
+    const { rows } = await client.execute('SELECT keyspace_name FROM system_schema.keyspaces');
+    const earlier = new RegExp(`^${KEYSPACE_PREFIX}(_[0-9a-z]+)?$`);
+    for (const name of rows.map((row) => String(row['keyspace_name']))) {
+      if (earlier.test(name)) await client.execute(`DROP KEYSPACE IF EXISTS "${name}"`);
+    }
+    // The driver waits 10 s at most after each change; a schema change waits for all of them.
+    await waitForSchemaAgreement(client);
+  } finally {
+    await client.shutdown();
+  }
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
   const { dcs, noPartition } = await startCluster();
@@ -157,11 +181,7 @@ async function main(): Promise<void> {
   // RF 3 per DC where the DC has 3 nodes (a node can fail), else one copy per node.
   const replication = dcNames.map((dc) => `${dc}:${Math.min(3, hostsOf(dc).length)}`).join(',');
 
-  // A clean keyspace each run, so the summary counts only this run's IDs.
-  const client = new cassandra.Client({ contactPoints: hostsOf(first), localDataCenter: first });
-  await client.connect();
-  await client.execute(`DROP KEYSPACE IF EXISTS ${KEYSPACE}`);
-  await client.shutdown();
+  await dropEarlierKeyspaces(first, hostsOf(first));
 
   say('Create the keyspace and tables, then a 32-bit sequence');
   await cli(first, hostsOf(first), ['init', '--replication', replication]);
@@ -220,7 +240,9 @@ async function main(): Promise<void> {
   console.log(
     `IDs granted to DCs: ${granted.granted}; drawn: ${seen.size}; still available in DC ranges: ${granted.left}; lost to gaps: ${lost}`,
   );
-  console.log(`demo finished in ${((Date.now() - started) / 1000).toFixed(0)} s; IDs in ${dir}`);
+  console.log(
+    `demo finished in ${((Date.now() - started) / 1000).toFixed(0)} s; keyspace ${KEYSPACE}; IDs in ${dir}`,
+  );
   if (duplicates > 0) process.exitCode = 1;
 }
 

@@ -72,7 +72,11 @@ export interface InitSchemaResult {
 
 /** The highest replication factor `initSchema` accepts for one DC. */
 export const MAX_REPLICATION_FACTOR = 10;
-const SCHEMA_AGREEMENT_TIMEOUT_MS = 60_000;
+/**
+ * A node that missed a schema push (dropped under load) catches up through Cassandra's periodic
+ * pull, every 60 s by default (`cassandra.schema_pull_interval_ms`): the wait spans two rounds.
+ */
+const SCHEMA_AGREEMENT_TIMEOUT_MS = 120_000;
 const SCHEMA_AGREEMENT_POLL_MS = 500;
 
 /**
@@ -93,7 +97,7 @@ const SCHEMA_AGREEMENT_POLL_MS = 500;
  * @throws {@link InvalidOptionError} for a bad replication map (nothing is created) or bad
  *   connection options.
  * @throws {@link StoreUnavailableError} when Cassandra cannot be reached or the nodes do not
- *   agree on the schema within 60 s.
+ *   agree on the schema within 120 s.
  * @throws {@link UnsafeClusterError} when a node runs an unsafe setting (nothing is created).
  */
 export async function initSchema(options: InitSchemaOptions): Promise<InitSchemaResult> {

@@ -240,6 +240,8 @@ paxos_on_linearizability_violations: log
     '-Dcassandra.ring_delay_ms=1000',
     '-Dcassandra.superuser_setup_delay_ms=0',
     '-Dcassandra.available_processors=2',
+    // A schema push dropped on this loaded host is pulled at the next round (60 s by default).
+    '-Dcassandra.schema_pull_interval_ms=5000',
     '-cp',
     `${lib}/*`,
     'org.apache.cassandra.service.CassandraDaemon',

@@ -1,9 +1,16 @@
 /** Upgrading tables created by an older release: the columns added since, added once. */
 import { readFileSync } from 'node:fs';
 
-import { describe, expect, it } from 'vitest';
+import type cassandra from 'cassandra-driver';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 
-import { missingColumns, replicationDifferences, schemaFile } from '../../src/schema.js';
+import { StoreUnavailableError } from '../../src/errors.js';
+import {
+  missingColumns,
+  replicationDifferences,
+  schemaFile,
+  waitForSchemaAgreement,
+} from '../../src/schema.js';
 
 const GRANTS =
   'CREATE TABLE IF NOT EXISTS "ks".idgen_grants ( sequence text, dc text, grant_number int, ' +
@@ -91,5 +98,33 @@ describe('replicationDifferences', () => {
       'dc2 3 (asked none)',
     ]);
     expect(replicationDifferences({ dc1: 3, dc2: 3 }, { dc2: 3, dc1: 3 })).toEqual([]);
+  });
+});
+
+describe('waitForSchemaAgreement', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  /** A client whose nodes agree once `agreeAfterMs` of (fake) time have passed. */
+  function clientAgreeingAfter(agreeAfterMs: number): cassandra.Client {
+    const start = Date.now();
+    const metadata = { checkSchemaAgreement: async () => Date.now() - start >= agreeAfterMs };
+    return { metadata } as unknown as cassandra.Client;
+  }
+
+  it("waits out a missed push caught up by Cassandra's periodic pull (60 s by default)", async () => {
+    vi.useFakeTimers();
+    const waiting = waitForSchemaAgreement(clientAgreeingAfter(75_000));
+    await vi.advanceTimersByTimeAsync(76_000);
+    await expect(waiting).resolves.toBeUndefined();
+  });
+
+  it('gives up with StoreUnavailableError when the nodes never agree', async () => {
+    vi.useFakeTimers();
+    const waiting = waitForSchemaAgreement(clientAgreeingAfter(Infinity));
+    const failed = expect(waiting).rejects.toBeInstanceOf(StoreUnavailableError);
+    await vi.advanceTimersByTimeAsync(121_000);
+    await failed;
   });
 });

@@ -5,8 +5,10 @@
  * brings them down, then runs the integration tests on testcontainers. Prints each command and
  * each step's time; exits 1 on any failure, after removing the containers it started.
  *
- *   npm run docker-check [-- --wait-for <file>]
+ *   npm run docker-check [-- --wait-for <file>] [-- --smoke]
  *
+ * --smoke runs only the integration test files that cover what the containers change (the store
+ * contract, preflight, the service, the cluster smoke test): CI's stage, about a third of the time.
  * --wait-for holds everything that starts Cassandra until the file exists (polled every 30 s),
  * for a machine whose cores another cluster is using until then.
  */
@@ -18,9 +20,21 @@ import { buildStandIns } from './docker/images.js';
 import { CheckError, logDir, run, step, stepTimes, waitFor } from './docker/steps.js';
 
 const PROJECT_IMAGE = 'idgen-cass:local';
+/** What `--smoke` runs: the files whose tests reach the nodes through the containers' network. */
+const SMOKE_TEST_FILES = [
+  'test/integration/cluster-smoke.test.ts',
+  'test/integration/cassandra-store.test.ts',
+  'test/integration/preflight.test.ts',
+  'test/integration/serve.test.ts',
+];
 const log = (line: string) => console.log(`    ${line}`);
 
-async function main(options: { waitFor?: string }): Promise<void> {
+interface Options {
+  waitFor?: string;
+  smoke?: boolean;
+}
+
+async function main(options: Options): Promise<void> {
   const started = Date.now();
   console.log(`docker-check: command logs in ${logDir}`);
   await step('Docker engine', async () => {
@@ -59,7 +73,9 @@ async function main(options: { waitFor?: string }): Promise<void> {
     await step('compose down -v', () => cluster.down());
     cleanups.pop();
   }
-  await step('integration tests on testcontainers', () => testcontainersTests());
+  const files = options.smoke ? SMOKE_TEST_FILES : [];
+  const which = options.smoke ? `${files.length} files` : 'all';
+  await step(`integration tests on testcontainers (${which})`, () => testcontainersTests(files));
   console.log(`\ndocker-check passed in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 
@@ -92,7 +108,8 @@ for (const [signal, code] of [
 const program = new Command('docker-check')
   .description('run the Dockerfile, docker-compose.yml and the testcontainers tests on this engine')
   .option('--wait-for <file>', 'start no Cassandra until this file exists (polled every 30 s)')
-  .action(async (options: { waitFor?: string }) => {
+  .option('--smoke', 'run 4 of the integration test files on the containers, not all')
+  .action(async (options: Options) => {
     try {
       await main(options);
       summary();

@@ -131,11 +131,12 @@ export class ComposeCluster {
 }
 
 /**
- * The integration tests on testcontainers (test/support/containers.ts), without Ryuk: there is
- * no image for it, so the containers and networks this run leaves (a setup that failed half way
- * stops nothing) are removed afterwards by their label.
+ * The integration tests (`files`, or all when empty) on testcontainers
+ * (test/support/containers.ts), without Ryuk: there is no image for it, so the containers and
+ * networks this run leaves (a setup that failed half way stops nothing) are removed afterwards by
+ * their label.
  */
-export async function testcontainersTests(): Promise<void> {
+export async function testcontainersTests(files: readonly string[]): Promise<void> {
   const before = {
     containers: new Set(await labelled('ps', '-a')),
     networks: new Set(await labelled('network', 'ls')),
@@ -145,7 +146,7 @@ export async function testcontainersTests(): Promise<void> {
     // IDGEN_CASSANDRA would take precedence over the containers; the fault tests cannot run on
     // containers, so a CI's demand for them (or for no skipped test) is lifted for this run. The
     // host override spares testcontainers its probe of the Docker host, which pulls alpine.
-    const output = await run('npx', ['vitest', 'run', '--project', 'integration'], {
+    const output = await run('npx', ['vitest', 'run', '--project', 'integration', ...files], {
       env: {
         IDGEN_TEST_CLUSTER: 'containers',
         IDGEN_CASSANDRA: '',

@@ -23,10 +23,15 @@ export async function needPackage(command: string, pkg: string): Promise<void> {
   if (!isRoot()) {
     throw new CheckError(`"${command}" was not found; install it: sudo apt-get install ${pkg}`);
   }
+  // A fresh machine may have no package lists yet.
+  aptUpdated ??= run('apt-get', ['update', '-qq']);
+  await aptUpdated;
   await run('apt-get', ['install', '-y', '-qq', pkg], {
     env: { DEBIAN_FRONTEND: 'noninteractive' },
   });
 }
+
+let aptUpdated: Promise<unknown> | undefined;
 
 /** Resolves once `docker info` answers, starting `dockerd` first when it does not. */
 export async function ensureEngine(log: (line: string) => void): Promise<void> {

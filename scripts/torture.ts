@@ -17,7 +17,7 @@ import * as manager from './cluster/manager.js';
 import { readNodeSettings, settingsChanges, settingsProblems } from './cluster/settings.js';
 import { nodeSpecs } from './cluster/topology.js';
 import { connect, initSchema, openAdmin } from '../src/index.js';
-import { MUTATIONS, type Mutation } from '../src/allocator/mutations.js';
+import { MUTATIONS, type Mutation } from '../src/mutations.js';
 import { CassandraStore } from '../src/store/cassandra.js';
 import { dcOfGrantee } from '../src/names.js';
 import type { DcState } from '../src/index.js';

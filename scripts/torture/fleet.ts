@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import type { Mutation } from '../../src/allocator/mutations.js';
+import type { Mutation } from '../../src/mutations.js';
 import { workerSeed } from './random.js';
 import type { WorkerFirstId, WorkerMode, WorkerSpec, WorkerSummary } from './worker.js';
 

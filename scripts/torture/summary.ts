@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 import { formatMarkdown } from '../bench/report.js';
-import { MUST_PASS } from '../../src/allocator/mutations.js';
+import { MUST_PASS } from '../../src/mutations.js';
 import { CLUSTER_FAULT_KINDS, FAULT_KINDS } from './nemesis.js';
 
 /** The page, relative to the repository's root; the report folders sit beside it. */

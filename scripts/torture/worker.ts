@@ -45,7 +45,7 @@
 import fs from 'node:fs';
 import { setImmediate as turn } from 'node:timers/promises';
 
-import { setMutationsForTests, type Mutation } from '../../src/allocator/mutations.js';
+import { setMutationsForTests, type Mutation } from '../../src/mutations.js';
 import { connect } from '../../src/index.js';
 import { SERVE_DEFAULTS } from '../../src/serve/server.js';
 import type { IdGen, IdGenError } from '../../src/index.js';

@@ -13,8 +13,8 @@
  */
 import assert from 'node:assert/strict';
 
+import { mutated } from '../mutations.js';
 import type { Block } from './block.js';
-import { mutated } from './mutations.js';
 
 export type BufferMode = 'serving' | 'retired' | 'dropped';
 

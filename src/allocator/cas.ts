@@ -14,7 +14,7 @@
 
 import { InvalidOptionError, InvariantError, StateRolledBackError } from '../errors.js';
 import type { CasOutcome } from '../store/port.js';
-import { mutated } from './mutations.js';
+import { mutated } from '../mutations.js';
 
 /**
  * What a conditional write did, as far as it can be shown:

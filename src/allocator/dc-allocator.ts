@@ -36,6 +36,7 @@ import type {
   SequenceSettings,
 } from '../store/port.js';
 import type { Logger } from '../logger.js';
+import { mutated } from '../mutations.js';
 import { isOurs, runConditionalWrite, type CasResult, type Judgement } from './cas.js';
 import { SYSTEM_CLOCK, type Clock } from './clock.js';
 import {
@@ -49,7 +50,6 @@ import {
   remainingIn,
 } from './dc-state.js';
 import { FailureLog } from './failures.js';
-import { mutated } from './mutations.js';
 import type { AllocatorObserver } from './observer.js';
 import { DcUsage, GRANT_BLOCKS, Rate, grantSizeFor } from './sizing.js';
 import {

@@ -10,7 +10,7 @@
  */
 
 import type { DcState, Grant, SequenceSettings } from '../store/port.js';
-import { mutated } from './mutations.js';
+import { mutated } from '../mutations.js';
 
 /** Largest version a DC state may reach: versions are compared as JavaScript numbers. */
 export const MAX_VERSION = Number.MAX_SAFE_INTEGER;

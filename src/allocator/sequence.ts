@@ -24,6 +24,7 @@ import {
   StateRolledBackError,
   StoreUnavailableError,
 } from '../errors.js';
+import { mutated } from '../mutations.js';
 import { granteeName } from '../names.js';
 import { MAX_SAFE_ID, validateStoredSettings } from '../options.js';
 import {
@@ -35,7 +36,6 @@ import {
 } from '../store/port.js';
 import type { Block, IdKind, IdRange } from './block.js';
 import { SYSTEM_CLOCK, type Clock } from './clock.js';
-import { mutated } from './mutations.js';
 import { BlockBuffer } from './block-buffer.js';
 import { checkCallOptions, waitWithinDeadline, type CallOptions } from './call-deadline.js';
 import { DcAllocator, type ClaimedBlock } from './dc-allocator.js';

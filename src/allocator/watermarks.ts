@@ -7,7 +7,7 @@
  */
 
 import type { DcState, GrantView } from '../store/port.js';
-import { mutated } from './mutations.js';
+import { mutated } from '../mutations.js';
 
 /** The marks as they stood when a read was sent: what the read must not be below. */
 export interface Floor {

@@ -20,7 +20,7 @@ import {
   InvariantError,
   SequenceNotFoundError,
 } from '../errors.js';
-import { mutated } from '../allocator/mutations.js';
+import { mutated } from '../mutations.js';
 import { dcOfGrantee, granteesOf } from '../names.js';
 import { validateName } from '../options.js';
 import { AvoidStalledCoordinatorsPolicy, StalledCoordinators } from '../stalled-coordinators.js';

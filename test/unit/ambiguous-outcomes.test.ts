@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 
-import { setMutationsForTests } from '../../src/allocator/mutations.js';
+import { setMutationsForTests } from '../../src/mutations.js';
 
 import { IdGen } from '../../src/allocator/id-gen.js';
 import { ClosedError, SequenceExistsError } from '../../src/errors.js';

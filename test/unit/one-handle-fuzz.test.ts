@@ -30,7 +30,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { IdGen } from '../../src/allocator/id-gen.js';
 import type { Sequence } from '../../src/allocator/sequence.js';
 import type { SequenceStats } from '../../src/allocator/sequence-stats.js';
-import { setMutationsForTests, type Mutation } from '../../src/allocator/mutations.js';
+import { setMutationsForTests, type Mutation } from '../../src/mutations.js';
 import { ClosedError } from '../../src/errors.js';
 import { MemoryStore, type Fault } from '../../src/store/memory.js';
 import type { Logger } from '../../src/logger.js';

@@ -34,7 +34,7 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 
-import { setMutationsForTests, type Mutation } from '../../src/allocator/mutations.js';
+import { setMutationsForTests, type Mutation } from '../../src/mutations.js';
 import {
   BLACK_BOX_KINDS,
   SAFETY_KINDS,

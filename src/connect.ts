@@ -1,13 +1,77 @@
 /**
- * `connect()`: the one way to get an {@link IdGen} backed by Cassandra.
+ * The allocator as the package exports it: {@link IdGen}, the process's allocator
+ * (src/allocator/id-gen.ts) with its metrics wired in, and `connect()`, the one way to get one
+ * backed by Cassandra. The allocator knows no metrics; this module hands it them as its monitor.
  */
 import type { Logger } from './logger.js';
-import type { MetricsOptions } from './metrics/options.js';
+import { resolveMetricsOptions, type MetricsOptions } from './metrics/options.js';
+import { ProcessMetrics } from './metrics/process-metrics.js';
 import { checkConnectionKeys, openClient } from './driver-client.js';
 import type { ConnectionOptions } from './driver-client.js';
-import { everyKeyOf, validateName } from './options.js';
-import { checkAllocatorOptions, IdGen } from './allocator/id-gen.js';
+import { checkKeys, everyKeyOf, validateName } from './options.js';
+import {
+  checkAllocatorOptions,
+  IdGen as Allocator,
+  type IdGenMonitor,
+  type IdGenMonitorParts,
+  type IdGenOptions as AllocatorOptions,
+} from './allocator/id-gen.js';
 import { CassandraStore } from './store/cassandra.js';
+
+/** Options of {@link IdGen}: the allocator's own, with `metrics` in place of its monitor. */
+export interface IdGenOptions extends Omit<AllocatorOptions, 'monitor'> {
+  /**
+   * Prometheus metrics (prom-client) on a registry, and a periodic read of the rows for the
+   * per-DC runway gauges; see {@link MetricsOptions}. Without it nothing is registered and
+   * nothing is polled.
+   * @default undefined
+   */
+  readonly metrics?: MetricsOptions | undefined;
+}
+
+const ID_GEN_KEYS = everyKeyOf<IdGenOptions>()([
+  'store',
+  'dc',
+  'keyspace',
+  'logger',
+  'clock',
+  'callTimeoutMs',
+  'metrics',
+]);
+
+/**
+ * Unique integer IDs for this process, from sequences shared by every DC. Given `metrics`, it
+ * registers its Prometheus metrics (docs/metrics.md).
+ *
+ * @example
+ * ```ts
+ * const ids = await connect({ contactPoints: ['10.0.0.1'], localDataCenter: 'dc1', keyspace: 'idgen' });
+ * await ids.createSequence('orders', { domain: 'int32' });
+ * const orders = ids.sequence('orders');
+ * const id = await orders.next();
+ * await ids.close();
+ * ```
+ */
+export class IdGen extends Allocator {
+  /**
+   * @throws {InvalidOptionError} for a bad option, or a `metrics.registry` that holds one of
+   * idgen-cass's metric names as another kind of metric.
+   * @throws {InvalidNameError} for a bad `dc` or `keyspace`.
+   */
+  constructor(options: IdGenOptions) {
+    checkKeys(options, ID_GEN_KEYS);
+    const { metrics, ...allocator } = options;
+    super({ ...allocator, monitor: metrics === undefined ? undefined : metered(metrics) });
+  }
+}
+
+/**
+ * The allocator's monitor for `metrics`: checked when the allocator has checked its other
+ * options, as it builds the monitor.
+ */
+function metered(metrics: MetricsOptions): (parts: IdGenMonitorParts) => IdGenMonitor {
+  return (parts) => new ProcessMetrics({ options: resolveMetricsOptions(metrics), ...parts });
+}
 
 /** Options of {@link connect}. */
 export type ConnectOptions = ConnectionOptions & {
@@ -59,6 +123,7 @@ export async function connect(options: ConnectOptions): Promise<IdGen> {
   // Before connecting: a bad option is named even when Cassandra cannot be reached.
   validateName('keyspace', options.keyspace);
   checkAllocatorOptions(options);
+  if (options.metrics !== undefined) resolveMetricsOptions(options.metrics);
   const opened = await openClient(options);
   try {
     const store = new CassandraStore(opened.client, options.keyspace, {

@@ -2,7 +2,7 @@
  * idgen-cass: unique integer IDs for services in several datacenters, coordinated only through
  * Cassandra lightweight transactions. This file names every public export.
  */
-export { connect } from './connect.js';
+export { connect, IdGen } from './connect.js';
 export type { ConnectOptions } from './connect.js';
 export type { ConnectionOptions } from './driver-client.js';
 export { initSchema } from './schema.js';
@@ -45,7 +45,7 @@ export type {
   PreflightReport,
   PreflightVerdict,
 } from './admin/preflight.js';
-export { IdGen, ID_GEN_DEFAULTS } from './allocator/id-gen.js';
+export { ID_GEN_DEFAULTS } from './allocator/id-gen.js';
 export type { SequenceHandleOptions } from './allocator/id-gen.js';
 export type { RetiredState, RetireOutcome } from './allocator/retire.js';
 export { metricsTable } from './metrics/table.js';

@@ -1,5 +1,7 @@
 /**
- * The allocator a process holds: sequence handles plus sequence management, over one store.
+ * The allocator a process holds: sequence handles plus sequence management, over one store. It
+ * knows no metrics: what it reports goes to an {@link IdGenMonitor} built from its options, which
+ * the public `IdGen` (src/connect.ts) fills with the metrics.
  */
 
 import { checkLogger, type Logger } from '../logger.js';
@@ -25,15 +27,10 @@ import {
   type AlterSequenceOptions,
   type CreateSequenceOptions,
 } from '../options.js';
-import {
-  resolveMetricsOptions,
-  type MetricsOptions,
-  type ResolvedMetricsOptions,
-} from '../metrics/options.js';
-import { ProcessMetrics } from '../metrics/process-metrics.js';
 import type { FirstGrant, IdStore, SequenceSettings } from '../store/port.js';
 import { BIGINT_IDS, NUMBER_IDS } from './block.js';
 import { SYSTEM_CLOCK, type Clock } from './clock.js';
+import type { AllocatorObserver } from './observer.js';
 import { retireDcRanges, type RetiredState } from './retire.js';
 import { alterSettings, createSettings } from './settings-writes.js';
 import { Sequence } from './sequence.js';
@@ -63,12 +60,31 @@ export interface IdGenOptions {
    */
   readonly callTimeoutMs?: number | undefined;
   /**
-   * Prometheus metrics (prom-client) on a registry, and a periodic read of the rows for the
-   * per-DC runway gauges; see {@link MetricsOptions}. Without it nothing is registered and
-   * nothing is polled.
-   * @default undefined
+   * @internal Builds what the allocator reports to, once every other option is checked. The
+   * public `IdGen` builds the metrics here from its `metrics` option.
+   * @default nothing is reported
    */
-  readonly metrics?: MetricsOptions | undefined;
+  readonly monitor?: ((parts: IdGenMonitorParts) => IdGenMonitor) | undefined;
+}
+
+/**
+ * What an {@link IdGen} reports to beside its handles' own counters: each handle it opens, their
+ * durations and failures, and its close.
+ */
+export interface IdGenMonitor extends AllocatorObserver {
+  /** Follows `handle` from now on (its counters, and whether it is still open). */
+  track(handle: Sequence<number> | Sequence<bigint>): void;
+  /** Stops the monitor's own work; called once the handles closed, before the store closes. */
+  close(): Promise<void>;
+}
+
+/** What {@link IdGenOptions.monitor} is given of the allocator. */
+export interface IdGenMonitorParts {
+  readonly store: IdStore;
+  readonly dc: string;
+  readonly keyspace: string;
+  readonly clock: Clock;
+  readonly logger: Logger | undefined;
 }
 
 /** Defaults of {@link IdGenOptions}. */
@@ -117,7 +133,7 @@ const ID_GEN_KEYS = everyKeyOf<IdGenOptions>()([
   'logger',
   'clock',
   'callTimeoutMs',
-  'metrics',
+  'monitor',
 ]);
 /** Every method of the store port, checked when it compiles to be all of them. */
 const STORE_METHODS = everyKeyOf<IdStore>()([
@@ -156,12 +172,12 @@ function isStore(value: unknown): value is IdStore {
 /**
  * Checks the allocator's own options (`connect()` calls it before connecting, so that a bad
  * one is named even when Cassandra cannot be reached).
- * @returns `callTimeoutMs` (or its default) and the metrics options resolved, if given.
- * @throws {InvalidOptionError} naming `callTimeoutMs`, `logger` or one of `metrics`.
+ * @returns `callTimeoutMs`, or its default.
+ * @throws {InvalidOptionError} naming `callTimeoutMs` or `logger`.
  */
 export function checkAllocatorOptions(
-  options: Pick<IdGenOptions, 'callTimeoutMs' | 'logger' | 'metrics'>,
-): { readonly callTimeoutMs: number; readonly metrics: ResolvedMetricsOptions | undefined } {
+  options: Pick<IdGenOptions, 'callTimeoutMs' | 'logger'>,
+): number {
   const callTimeoutMs = options.callTimeoutMs ?? ID_GEN_DEFAULTS.callTimeoutMs;
   if (typeof callTimeoutMs !== 'number' || !(callTimeoutMs >= 0) || callTimeoutMs === Infinity) {
     throw new InvalidOptionError(
@@ -171,13 +187,12 @@ export function checkAllocatorOptions(
     );
   }
   checkLogger('logger', options.logger);
-  const metrics =
-    options.metrics === undefined ? undefined : resolveMetricsOptions(options.metrics);
-  return { callTimeoutMs, metrics };
+  return callTimeoutMs;
 }
 
 /**
- * Unique integer IDs for this process, from sequences shared by every DC.
+ * Unique integer IDs for this process, from sequences shared by every DC. The package exports
+ * it with the `metrics` option added (src/connect.ts).
  *
  * @example
  * ```ts
@@ -220,7 +235,7 @@ export class IdGen {
    * the other saw, so lost writes that one saw stop the next one too.
    */
   readonly #marks = new Map<string, RowMarks>();
-  readonly #metrics: ProcessMetrics | undefined;
+  readonly #monitor: IdGenMonitor | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(options: IdGenOptions) {
@@ -240,19 +255,15 @@ export class IdGen {
     this.keyspace = options.keyspace;
     this.#logger = options.logger;
     this.#clock = options.clock;
-    const { callTimeoutMs, metrics } = checkAllocatorOptions(options);
-    this.#callTimeoutMs = callTimeoutMs;
+    this.#callTimeoutMs = checkAllocatorOptions(options);
     // Last: nothing is registered on the user's registry when another option is refused.
-    if (metrics !== undefined) {
-      this.#metrics = new ProcessMetrics({
-        options: metrics,
-        store: this.#store,
-        dc: this.dc,
-        keyspace: this.keyspace,
-        clock: this.#clock ?? SYSTEM_CLOCK,
-        logger: this.#logger,
-      });
-    }
+    this.#monitor = options.monitor?.({
+      store: this.#store,
+      dc: this.dc,
+      keyspace: this.keyspace,
+      clock: this.#clock ?? SYSTEM_CLOCK,
+      logger: this.#logger,
+    });
   }
 
   /**
@@ -299,7 +310,7 @@ export class IdGen {
       logger: this.#logger,
       clock: this.#clock,
       callTimeoutMs: this.#callTimeoutMs,
-      observer: this.#metrics,
+      observer: this.#monitor,
       marks: (grantee: string, start: bigint) => {
         const key = `${name}\u0000${grantee}`;
         let marks = this.#marks.get(key);
@@ -311,7 +322,7 @@ export class IdGen {
       ? new Sequence({ ...context, ids: BIGINT_IDS })
       : new Sequence({ ...context, ids: NUMBER_IDS });
     this.#sequences.set(key, handle);
-    this.#metrics?.track(handle);
+    this.#monitor?.track(handle);
     return handle;
   }
 
@@ -527,7 +538,7 @@ export class IdGen {
     try {
       const handles = [...this.#sequences.values(), ...this.#replaced];
       await Promise.allSettled(handles.map((s) => s.close()));
-      await this.#metrics?.close();
+      await this.#monitor?.close();
     } finally {
       this.#finalStats = this.stats();
       this.#sequences.clear();

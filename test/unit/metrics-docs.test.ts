@@ -9,7 +9,7 @@ import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { parse } from 'yaml';
 
-import { IdGen } from '../../src/allocator/id-gen.js';
+import { IdGen } from '../../src/connect.js';
 import { metricsTable, type MetricDescription } from '../../src/metrics/table.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { KEYSPACE, draw, settle } from './fixtures.js';

@@ -2,7 +2,7 @@
 import { Counter, Gauge, Registry, register } from 'prom-client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
-import { IdGen } from '../../src/allocator/id-gen.js';
+import { IdGen } from '../../src/connect.js';
 import { InvalidOptionError, StoreUnavailableError } from '../../src/errors.js';
 import type { MetricsOptions } from '../../src/metrics/options.js';
 import { metricsTable } from '../../src/metrics/table.js';

@@ -14,7 +14,7 @@ import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
 
 import { readSnapshot } from '../../src/admin/overview-reads.js';
 import { sequenceStatus } from '../../src/admin/status.js';
-import { IdGen } from '../../src/allocator/id-gen.js';
+import { IdGen } from '../../src/connect.js';
 import type { IdGenErrorCode } from '../../src/errors.js';
 import type { CreateSequenceOptions } from '../../src/options.js';
 import { HTTP_ANSWERS, httpErrorOf, ServeRefusal } from '../../src/serve/http-errors.js';

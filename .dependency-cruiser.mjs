@@ -1,0 +1,87 @@
+// The layers of src/, lowest first, and the lower layers each may import besides its own. An
+// import anywhere else, or an import cycle, fails `npm run lint` (docs/contributing.md).
+const LAYERS = {
+  // model: values and rules with no I/O: settings, errors, names, the DC state and the block
+  // buffer as data, the outcome classifier, and the storage port, which speaks only these words.
+  model: {
+    paths: [
+      '^src/(errors|names|order|timers|options|logger|mutations)\\.ts$',
+      '^src/settings/',
+      '^src/allocator/(dc-state|watermarks|block-buffer|cas|sizing|block|clock)\\.ts$',
+      '^src/store/port\\.ts$',
+    ],
+    imports: [],
+  },
+  // protocol: the allocator's levels (DC and process), which reach a store only through the port.
+  protocol: {
+    paths: [
+      '^src/allocator/(dc-allocator|sequence|settings-writes|retire|failures|call-deadline)\\.ts$',
+      '^src/allocator/(observer|sequence-stats)\\.ts$',
+    ],
+    imports: ['model'],
+  },
+  // store: the port's implementations and the Cassandra client they run on; beside the
+  // protocol, never importing it nor imported by it.
+  store: {
+    paths: [
+      '^src/store/(cassandra.*|memory)\\.ts$',
+      '^src/(driver-client|client-routing|stalled-coordinators)\\.ts$',
+    ],
+    imports: ['model'],
+  },
+  // process: the allocator a process holds (IdGen), over any store; it knows no surface.
+  process: {
+    paths: ['^src/allocator/id-gen\\.ts$', '^src/lazy-modules\\.ts$'],
+    imports: ['model', 'protocol', 'store'],
+  },
+  // surfaces: what operators and services use over a process: admin reads and initSchema,
+  // metrics, the HTTP service. They may import each other, without cycles.
+  surfaces: {
+    paths: ['^src/(admin|metrics|serve)/', '^src/schema\\.ts$'],
+    imports: ['model', 'protocol', 'store', 'process'],
+  },
+  // wiring: IdGen with its metrics and connect(), and the package's entry modules.
+  wiring: {
+    paths: ['^src/(connect|index|testing)\\.ts$'],
+    imports: ['model', 'protocol', 'store', 'process', 'surfaces'],
+  },
+  // cli: the command-line program, on top of everything.
+  cli: {
+    paths: ['^src/cli/'],
+    imports: ['model', 'protocol', 'store', 'process', 'surfaces', 'wiring'],
+  },
+};
+
+const oneOf = (paths) => `(${paths.join('|')})`;
+const pathsOf = (names) => names.flatMap((name) => LAYERS[name].paths);
+
+export default {
+  forbidden: [
+    {
+      name: 'no-circular',
+      comment: 'No import cycle, not even within one layer.',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'no-layer',
+      comment: 'Every module of src/ belongs to a layer of .dependency-cruiser.mjs.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: oneOf(pathsOf(Object.keys(LAYERS))) },
+      to: {},
+    },
+    ...Object.entries(LAYERS).map(([name, layer]) => ({
+      name: `layer-${name}`,
+      comment: `A ${name} module imports only from ${[name, ...layer.imports].join(', ')}.`,
+      severity: 'error',
+      from: { path: oneOf(layer.paths) },
+      to: { path: '^src/', pathNot: oneOf(pathsOf([name, ...layer.imports])) },
+    })),
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+  },
+};

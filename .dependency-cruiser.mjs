@@ -65,6 +65,13 @@ export default {
       to: { circular: true },
     },
     {
+      name: 'resolvable',
+      comment: 'Every import resolves to a file: one that does not would escape these rules.',
+      severity: 'error',
+      from: {},
+      to: { couldNotResolve: true },
+    },
+    {
       name: 'no-layer',
       comment: 'Every module of src/ belongs to a layer of .dependency-cruiser.mjs.',
       severity: 'error',

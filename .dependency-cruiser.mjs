@@ -1,8 +1,7 @@
 // The layers of src/, lowest first, and the lower layers each may import besides its own. An
 // import anywhere else, or an import cycle, fails `npm run lint` (docs/contributing.md).
 const LAYERS = {
-  // model: values and rules with no I/O: settings, errors, names, the DC state and the block
-  // buffer as data, the outcome classifier, and the storage port, which speaks only these words.
+  // model: values and rules with no I/O, and the storage port, which speaks only in their terms.
   model: {
     paths: [
       '^src/(errors|names|order|timers|options|logger|mutations)\\.ts$',
@@ -12,7 +11,7 @@ const LAYERS = {
     ],
     imports: [],
   },
-  // protocol: the allocator's levels (DC and process), which reach a store only through the port.
+  // protocol: the allocator's DC and process levels, which reach a store only through the port.
   protocol: {
     paths: [
       '^src/allocator/(dc-allocator|sequence|settings-writes|retire|failures|call-deadline)\\.ts$',
@@ -20,8 +19,7 @@ const LAYERS = {
     ],
     imports: ['model'],
   },
-  // store: the port's implementations and the Cassandra client they run on; beside the
-  // protocol, never importing it nor imported by it.
+  // store: the port's implementations and their Cassandra client; beside the protocol, apart.
   store: {
     paths: [
       '^src/store/(cassandra.*|memory)\\.ts$',
@@ -32,15 +30,14 @@ const LAYERS = {
   // process: the allocator a process holds (IdGen), over any store; it knows no surface.
   process: {
     paths: ['^src/allocator/id-gen\\.ts$', '^src/lazy-modules\\.ts$'],
-    imports: ['model', 'protocol', 'store'],
+    imports: ['model', 'protocol'],
   },
-  // surfaces: what operators and services use over a process: admin reads and initSchema,
-  // metrics, the HTTP service. They may import each other, without cycles.
+  // surfaces: admin reads and initSchema, metrics, the HTTP service; they may use each other.
   surfaces: {
     paths: ['^src/(admin|metrics|serve)/', '^src/schema\\.ts$'],
     imports: ['model', 'protocol', 'store', 'process'],
   },
-  // wiring: IdGen with its metrics and connect(), and the package's entry modules.
+  // wiring: the exported IdGen with its metrics, connect(), and the package's entry modules.
   wiring: {
     paths: ['^src/(connect|index|testing)\\.ts$'],
     imports: ['model', 'protocol', 'store', 'process', 'surfaces'],

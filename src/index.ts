@@ -60,8 +60,13 @@ export type { IdRange } from './allocator/block.js';
 export { createServer, SERVE_DEFAULTS } from './serve/server.js';
 export type { MetricsRegistry, ServeOptions } from './serve/server.js';
 export type { ServeErrorBody, ServeErrorCode, ServeRefusalCode } from './serve/http-errors.js';
-export { DOMAIN_MAX, SEQUENCE_DEFAULTS } from './options.js';
-export type { AlterSequenceOptions, CreateSequenceOptions, DomainPreset } from './options.js';
+export { SEQUENCE_DEFAULTS } from './settings/defaults.js';
+export { DOMAIN_MAX } from './settings/model.js';
+export type {
+  AlterSequenceOptions,
+  CreateSequenceOptions,
+  DomainPreset,
+} from './settings/model.js';
 export type {
   DcState,
   DomainName,

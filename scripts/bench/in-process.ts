@@ -13,7 +13,7 @@ import { v7 as uuidV7 } from 'uuid';
 
 import { IdGen } from '../../src/allocator/id-gen.js';
 import type { Sequence } from '../../src/index.js';
-import { MAX_BLOCK_SIZE } from '../../src/options.js';
+import { MAX_BLOCK_SIZE } from '../../src/settings/model.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { BenchSettings, InProcessCandidate, InProcessResult } from './results.js';
 

@@ -5,7 +5,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 
 import { SEQUENCE_DEFAULTS } from '../../src/index.js';
-import { MAX_BLOCK_SIZE } from '../../src/options.js';
+import { MAX_BLOCK_SIZE } from '../../src/settings/model.js';
 import type { BenchSettings } from './results.js';
 import { DEFAULT_SCALE_VARIANTS, SCALE_VARIANTS } from './scale-variants.js';
 

@@ -7,7 +7,7 @@ import {
   SEQUENCE_DEFAULTS,
   type CreateSequenceOptions,
 } from '../../src/index.js';
-import { resolveSequenceSettings } from '../../src/options.js';
+import { resolveSequenceSettings } from '../../src/settings/resolve.js';
 
 /** The options of the adaptive block and DC-range policy, where this build has them. */
 export const ADAPTIVE_OPTIONS = [

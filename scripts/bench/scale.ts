@@ -5,7 +5,7 @@
  */
 import os from 'node:os';
 
-import { resolveSequenceSettings } from '../../src/options.js';
+import { resolveSequenceSettings } from '../../src/settings/resolve.js';
 import type { BenchCluster } from './cluster.js';
 import type { Fleet } from './fleet.js';
 import { addCounts, type WorkerScaleDraw } from './protocol.js';

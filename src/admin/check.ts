@@ -20,8 +20,8 @@
 
 import { dcStateViolations, type DcStateViolationKind } from '../allocator/dc-state.js';
 import { InvariantError } from '../errors.js';
-import { validateStoredSettings } from '../options.js';
 import { ascending } from '../order.js';
+import { validateStoredSettings } from '../settings/resolve.js';
 import type { DcState, Grant } from '../store/port.js';
 import type { SequenceSnapshot } from './status.js';
 

@@ -8,7 +8,7 @@
 
 import assert from 'node:assert/strict';
 
-import { MAX_BLOCK_SIZE, MAX_SAFE_ID } from '../options.js';
+import { MAX_BLOCK_SIZE, MAX_SAFE_ID } from '../settings/model.js';
 
 /** A contiguous run of IDs, both ends inclusive. */
 export interface IdRange<T extends number | bigint> {

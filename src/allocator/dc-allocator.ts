@@ -37,6 +37,7 @@ import type {
 } from '../store/port.js';
 import type { Logger } from '../logger.js';
 import { mutated } from '../mutations.js';
+import { GRANT_BLOCKS } from '../settings/model.js';
 import { isOurs, runConditionalWrite, type CasResult, type Judgement } from './cas.js';
 import { SYSTEM_CLOCK, type Clock } from './clock.js';
 import {
@@ -51,7 +52,7 @@ import {
 } from './dc-state.js';
 import { FailureLog } from './failures.js';
 import type { AllocatorObserver } from './observer.js';
-import { DcUsage, GRANT_BLOCKS, Rate, grantSizeFor } from './sizing.js';
+import { DcUsage, Rate, grantSizeFor } from './sizing.js';
 import {
   globalWentBack,
   grantsWentBack,

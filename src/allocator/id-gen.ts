@@ -14,19 +14,18 @@ import {
 } from '../errors.js';
 import {
   checkBooleanOption,
-  checkChanges,
-  checkFirstRangeDcs,
   checkKeys,
-  defaultFirstRanges,
   everyKeyOf,
-  idSpaceDifferences,
-  resolveFirstGrants,
-  resolveSequenceSettings,
   validateName,
   validateSequenceName,
-  type AlterSequenceOptions,
-  type CreateSequenceOptions,
 } from '../options.js';
+import {
+  checkFirstRangeDcs,
+  defaultFirstRanges,
+  resolveFirstGrants,
+} from '../settings/first-ranges.js';
+import type { AlterSequenceOptions, CreateSequenceOptions } from '../settings/model.js';
+import { checkChanges, idSpaceDifferences, resolveSequenceSettings } from '../settings/resolve.js';
 import type { FirstGrant, IdStore, SequenceSettings } from '../store/port.js';
 import { BIGINT_IDS, NUMBER_IDS } from './block.js';
 import { SYSTEM_CLOCK, type Clock } from './clock.js';

@@ -26,7 +26,8 @@ import {
 } from '../errors.js';
 import { mutated } from '../mutations.js';
 import { granteeName } from '../names.js';
-import { MAX_SAFE_ID, validateStoredSettings } from '../options.js';
+import { MAX_SAFE_ID } from '../settings/model.js';
+import { validateStoredSettings } from '../settings/resolve.js';
 import {
   USAGE_CAUSES,
   type IdStore,

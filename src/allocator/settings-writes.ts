@@ -15,7 +15,8 @@ import {
   StoreUnavailableError,
 } from '../errors.js';
 import { dcOfGrantee, granteesOf } from '../names.js';
-import { pickSizes, validateChanges, type AlterSequenceOptions } from '../options.js';
+import type { AlterSequenceOptions } from '../settings/model.js';
+import { pickSizes, validateChanges } from '../settings/resolve.js';
 import type { FirstGrant, IdStore, SequenceSettings, StoredSettings } from '../store/port.js';
 import { isOurs, runConditionalWrite, type CasResult, type Judgement } from './cas.js';
 

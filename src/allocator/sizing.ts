@@ -7,6 +7,8 @@
  * monotonic {@link Clock}; no clock is shared between processes.
  */
 
+import { GRANT_BLOCKS } from '../settings/model.js';
+
 /** Weight of the newest sample in a smoothed rate: half, so a change of load shows within a few claims. */
 const SMOOTHING = 0.5;
 
@@ -181,13 +183,6 @@ export class DcUsage {
 
 /** A grant may take at most this share of the IDs not granted yet (but never less than `dcRangeSize`). */
 export const GRANT_DOMAIN_SHARE = 8n;
-/**
- * A grant holds at least this many of the blocks its requester asks for (within the stored
- * bounds). Adaptive blocks may grow to `dcRangeSize`; a range of one block would make every
- * claim wait for a SERIAL grant, the slowest write of the scheme. With the default threshold
- * the next grant is requested with half of these blocks still left.
- */
-export const GRANT_BLOCKS = 8n;
 
 /** What {@link grantSizeFor} sizes a DC's next grant from. */
 export interface GrantDemand {

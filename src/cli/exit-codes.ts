@@ -12,7 +12,7 @@ import {
   UnsafeClusterError,
   type IdGenErrorCode,
 } from '../errors.js';
-import { INTEGER_TYPES } from '../options.js';
+import { INTEGER_TYPES } from '../settings/rules.js';
 import { TLS_FILE_FLAGS } from './connection-options.js';
 
 /** Exit codes of `idgen-cass`; documented in docs/cli.md ("Exit codes"). */

@@ -3,7 +3,7 @@
  * writer that keeps 64-bit integers exact.
  */
 
-import { GRANT_BLOCKS } from '../allocator/sizing.js';
+import { GRANT_BLOCKS } from '../settings/model.js';
 import type { SequenceSettings } from '../store/port.js';
 
 /** Column alignment of {@link table}. */

@@ -8,7 +8,7 @@
 import { InvalidArgumentError } from 'commander';
 
 import { InvalidOptionError } from '../errors.js';
-import { CLAIM_INTERVAL_RANGE, MAX_AUTONOMY_SECONDS } from '../options.js';
+import { CLAIM_INTERVAL_RANGE, MAX_AUTONOMY_SECONDS } from '../settings/model.js';
 import { MAX_REPLICATION_FACTOR } from '../schema.js';
 import { MAX_TIMER_MS } from '../timers.js';
 

@@ -14,7 +14,7 @@ import type {
 } from '../admin/status.js';
 import { bar, count, duration, percent, rate, span, table } from './format.js';
 import { dcOfGrantee } from '../names.js';
-import { GRANT_BLOCKS } from '../allocator/sizing.js';
+import { GRANT_BLOCKS } from '../settings/model.js';
 import type { SequenceSettings } from '../store/port.js';
 
 /** How {@link renderStatus} lays out each sequence's DCs. */

@@ -5,7 +5,7 @@
  * exactly the routes the service registers.
  */
 
-import { MAX_BLOCK_SIZE } from '../options.js';
+import { MAX_BLOCK_SIZE } from '../settings/model.js';
 import { NAME_RULES } from '../names.js';
 import { HTTP_ANSWERS, type ServeErrorCode } from './http-errors.js';
 

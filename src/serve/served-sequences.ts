@@ -7,7 +7,8 @@ import type { IdGen } from '../allocator/id-gen.js';
 import type { IdRange } from '../allocator/block.js';
 import type { Sequence } from '../allocator/sequence.js';
 import { DeadlineError } from '../errors.js';
-import { MAX_SAFE_ID, validateSequenceName } from '../options.js';
+import { validateSequenceName } from '../options.js';
+import { MAX_SAFE_ID } from '../settings/model.js';
 import { ServeRefusal } from './http-errors.js';
 
 /** One request's budget: the moment it gives up (`Date.now()` time) and its cancellation. */

@@ -8,7 +8,7 @@ import cassandra from 'cassandra-driver';
 
 import { InvariantError } from '../errors.js';
 import { ascending } from '../order.js';
-import { SEQUENCE_DEFAULTS } from '../options.js';
+import { SEQUENCE_DEFAULTS } from '../settings/defaults.js';
 import type { DcState, DomainName, Grant, GrantFound, StoredSettings } from './port.js';
 
 /** The clustering key of the GLOBAL row; no DC may be named like it. */

@@ -3,7 +3,7 @@ import * as prettier from 'prettier';
 import { describe, expect, it } from 'vitest';
 
 import { IdGen } from '../../src/index.js';
-import { resolveSequenceSettings } from '../../src/options.js';
+import { resolveSequenceSettings } from '../../src/settings/resolve.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { COUNT_BATCH, drawLoop } from '../../scripts/bench/draw-loop.js';
 import type { WorkerScaleDraw } from '../../scripts/bench/protocol.js';

@@ -12,7 +12,7 @@ import { sequenceStatus, type SequenceStatus, type StatusReport } from '../../sr
 import { IdGen } from '../../src/allocator/id-gen.js';
 import { checkJson, renderCheck } from '../../src/cli/check-view.js';
 import { GLOBAL_OPTIONS_HINT } from '../../src/cli/program.js';
-import { resolveSequenceSettings } from '../../src/options.js';
+import { resolveSequenceSettings } from '../../src/settings/resolve.js';
 import {
   ContentionError,
   IdGenError,
@@ -375,7 +375,7 @@ describe('exit codes', () => {
   it('names the settings an allowed range depends on as the CLI spells them too', () => {
     const error = catchError(() => resolveSequenceSettings('s', { blockSize: 5, maxBlockSize: 3 }));
     expect(errorMessage(error)).toBe(
-      'Invalid --block: received 5; allowed: an integer from 1 to 3 (at most --max-block-size, --dc-range and 10000000).',
+      'Invalid --block: received 5; allowed: an integer from 1 to 3 (at most --max-block-size (3), --dc-range (100000) and 10000000).',
     );
     expect(
       errorMessage(

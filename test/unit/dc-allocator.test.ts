@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 
 import { DcAllocator, spreadOver } from '../../src/allocator/dc-allocator.js';
 import { SerialUnavailableError, StoreUnavailableError } from '../../src/errors.js';
-import { resolveSequenceSettings } from '../../src/options.js';
+import { resolveSequenceSettings } from '../../src/settings/resolve.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { SequenceSettings } from '../../src/store/port.js';
 import { dcState, settle, writes } from './fixtures.js';

@@ -4,7 +4,7 @@ import { expect } from 'vitest';
 
 import { IdGen } from '../../src/allocator/id-gen.js';
 import type { Sequence } from '../../src/allocator/sequence.js';
-import type { CreateSequenceOptions } from '../../src/options.js';
+import type { CreateSequenceOptions } from '../../src/settings/model.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { StoreUnavailableError } from '../../src/errors.js';
 import type {

@@ -1,21 +1,23 @@
 import { describe, expect, it } from 'vitest';
 
 import { InvalidNameError, InvalidOptionError, InvariantError } from '../../src/errors.js';
+import { validateSequenceName } from '../../src/options.js';
+import { SEQUENCE_DEFAULTS } from '../../src/settings/defaults.js';
+import { defaultFirstRanges, resolveFirstGrants } from '../../src/settings/first-ranges.js';
 import {
-  checkChanges,
-  defaultFirstRanges,
-  resolveFirstGrants,
   DOMAIN_MAX,
   MAX_BLOCK_SIZE,
   MAX_INT63,
-  SEQUENCE_DEFAULTS,
-  resolveSequenceSettings,
-  validateChanges,
-  validateSequenceName,
-  validateStoredSettings,
   type AlterSequenceOptions,
   type CreateSequenceOptions,
-} from '../../src/options.js';
+} from '../../src/settings/model.js';
+import {
+  checkChanges,
+  resolveSequenceSettings,
+  validateChanges,
+  validateStoredSettings,
+} from '../../src/settings/resolve.js';
+import { INTEGER_TYPES, RULES } from '../../src/settings/rules.js';
 import type { SequenceSettings } from '../../src/store/port.js';
 
 describe('resolveSequenceSettings', () => {
@@ -203,7 +205,7 @@ describe('resolveSequenceSettings', () => {
   it('says why a bigint in range is refused where the option takes numbers only', () => {
     const error = catchError(() => resolveSequenceSettings('s', { blockSize: 10n } as never));
     expect((error as Error).message).toBe(
-      'Invalid option "blockSize": received 10n; allowed: a number (not a bigint) from 1 to 100000 (at most dcRangeSize and 10000000).',
+      'Invalid option "blockSize": received 10n; allowed: a number (not a bigint) from 1 to 100000 (at most dcRangeSize (100000) and 10000000).',
     );
   });
 
@@ -478,6 +480,48 @@ describe('validateStoredSettings', () => {
     const error = catchError(() => validateStoredSettings({ ...good, ...broken }));
     expect(error).toBeInstanceOf(InvariantError);
     expect(error).toMatchObject({ code: 'IDGEN_INVARIANT_BROKEN' });
+  });
+});
+
+describe('one table of rules for a create, an alter and a stored row', () => {
+  // Fixed blocks of 100 and DC ranges of 1,000 in [1, 1,000,000].
+  const sizes = { max: 1_000_000, dcRangeSize: 1_000, blockSize: 100 } as const;
+  const current = resolveSequenceSettings('s', sizes);
+
+  it('has one rule per setting', () => {
+    expect(RULES.map((rule) => rule.field).sort()).toEqual(Object.keys(current).sort());
+  });
+
+  it.each<[string, AlterSequenceOptions, Partial<SequenceSettings>]>([
+    ['a largest block above the DC range', { maxBlockSize: 1_001 }, { maxBlockSize: 1_001 }],
+    [
+      'a block above the largest block',
+      { maxBlockSize: 500, blockSize: 600 },
+      { maxBlockSize: 500, blockSize: 600 },
+    ],
+    ['a largest grant below the DC range', { maxDcRangeSize: 999 }, { maxDcRangeSize: 999n }],
+    ['a threshold of 1', { threshold: 1 }, { threshold: 1 }],
+    ['no shards', { shards: 0 }, { shards: 0 }],
+  ])('refuses %s alike, in the same words', (_, options, stored) => {
+    const created = catchError(() => resolveSequenceSettings('s', { ...sizes, ...options }));
+    const altered = catchError(() => validateChanges(options, current));
+    const read = catchError(() => validateStoredSettings({ ...current, ...stored }));
+    expect(created).toBeInstanceOf(InvalidOptionError);
+    const { option, allowed } = created as InvalidOptionError;
+    expect(altered).toBeInstanceOf(InvalidOptionError);
+    expect(altered).toMatchObject({ code: 'IDGEN_INVALID_OPTION', option, allowed });
+    expect(read).toBeInstanceOf(InvariantError);
+    const value = String((stored as Record<string, unknown>)[option]);
+    expect(read).toMatchObject({
+      code: 'IDGEN_INVARIANT_BROKEN',
+      detail: `settings: ${option} ${value} is not ${allowed.replace(INTEGER_TYPES, '')}`,
+    });
+  });
+
+  it('refuses an alter of stored settings that break a rule the changes do not touch', () => {
+    const error = catchError(() => validateChanges({ threshold: 0.25 }, { ...current, shards: 0 }));
+    expect(error).toBeInstanceOf(InvariantError);
+    expect((error as InvariantError).detail).toContain('shards 0');
   });
 });
 

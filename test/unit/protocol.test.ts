@@ -607,7 +607,9 @@ describe('rows that break invariants', () => {
       },
       'created',
     );
-    await expect(processIn(store).sequence('orders').next()).rejects.toThrow(/blockSize 20/);
+    await expect(processIn(store).sequence('orders').next()).rejects.toThrow(
+      /maxBlockSize 20 is not an integer from 1 to 10 /,
+    );
     expect(writes(store)).toEqual({ grantRange: 0, writeDcState: 0 });
   });
 

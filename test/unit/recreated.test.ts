@@ -12,7 +12,7 @@ import { retireDcRanges } from '../../src/allocator/retire.js';
 import { SETTINGS_REFRESH_MS, type Sequence } from '../../src/allocator/sequence.js';
 import { IdGen } from '../../src/allocator/id-gen.js';
 import { SequenceExistsError, SequenceRecreatedError } from '../../src/errors.js';
-import type { CreateSequenceOptions } from '../../src/options.js';
+import type { CreateSequenceOptions } from '../../src/settings/model.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { draw, drawUntilError, KEYSPACE, processIn } from './fixtures.js';
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 
 import { retireDcRanges } from '../../src/allocator/retire.js';
 import { ContentionError, InvariantError, StoreUnavailableError } from '../../src/errors.js';
-import type { CreateSequenceOptions } from '../../src/options.js';
+import type { CreateSequenceOptions } from '../../src/settings/model.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { draw, KEYSPACE, processIn, range, settle } from './fixtures.js';
 

@@ -16,7 +16,7 @@ import { readSnapshot } from '../../src/admin/overview-reads.js';
 import { sequenceStatus } from '../../src/admin/status.js';
 import { IdGen } from '../../src/connect.js';
 import type { IdGenErrorCode } from '../../src/errors.js';
-import type { CreateSequenceOptions } from '../../src/options.js';
+import type { CreateSequenceOptions } from '../../src/settings/model.js';
 import { HTTP_ANSWERS, httpErrorOf, ServeRefusal } from '../../src/serve/http-errors.js';
 import { openApiDocument } from '../../src/serve/openapi.js';
 import { createServer, SERVE_DEFAULTS, type ServeOptions } from '../../src/serve/server.js';

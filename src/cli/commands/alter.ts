@@ -2,7 +2,7 @@
 
 import type { Command } from 'commander';
 
-import { checkChanges } from '../../options.js';
+import { checkChanges } from '../../settings/resolve.js';
 import type { CliContext } from '../context.js';
 import { settingsJson, settingsLines } from '../format.js';
 import {

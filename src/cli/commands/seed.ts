@@ -8,15 +8,15 @@ import {
   SequenceExistsError,
   UnsafeClusterError,
 } from '../../errors.js';
+import { SEQUENCE_DEFAULTS } from '../../settings/defaults.js';
+import { resolveFirstGrants } from '../../settings/first-ranges.js';
 import {
   DOMAIN_MAX,
-  resolveFirstGrants,
-  resolveSequenceSettings,
-  SEQUENCE_DEFAULTS,
-  sizeDifferences,
+  GRANT_BLOCKS,
   type CreateSequenceOptions,
   type DomainPreset,
-} from '../../options.js';
+} from '../../settings/model.js';
+import { resolveSequenceSettings, sizeDifferences } from '../../settings/resolve.js';
 import type { FirstGrant } from '../../store/port.js';
 import type { CliContext } from '../context.js';
 import { ALLOW_UNSAFE_FLAG } from '../exit-codes.js';
@@ -32,7 +32,6 @@ import {
 } from '../parse.js';
 import { incompleteWarning } from '../preflight-view.js';
 import { dcOfGrantee } from '../../names.js';
-import { GRANT_BLOCKS } from '../../allocator/sizing.js';
 
 interface SeedOptions {
   readonly domain?: DomainPreset;

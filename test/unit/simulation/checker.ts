@@ -27,7 +27,7 @@
 import { checkSequence, type Violation } from '../../../src/admin/check.js';
 import { IdGenError, InvariantError, StateRolledBackError } from '../../../src/errors.js';
 import { dcOfGrantee } from '../../../src/names.js';
-import { MAX_SAFE_ID } from '../../../src/options.js';
+import { MAX_SAFE_ID } from '../../../src/settings/model.js';
 import type { Grant } from '../../../src/store/port.js';
 import type { CallRecord, HandleHistory, History, StateCall, StateShown } from './history.js';
 import { describeError } from './scheduled-store.js';

@@ -38,7 +38,7 @@ import {
   StoreUnavailableError,
 } from '../../../src/errors.js';
 import { dcOfGrantee } from '../../../src/names.js';
-import { MAX_SAFE_ID } from '../../../src/options.js';
+import { MAX_SAFE_ID } from '../../../src/settings/model.js';
 import { MemoryStore } from '../../../src/store/memory.js';
 import { SimClock } from './clock.js';
 import type {

@@ -1,0 +1,121 @@
+/**
+ * The defaults of a new sequence: the constants ({@link SEQUENCE_DEFAULTS}), and each setting's
+ * default computed from the settings above it in the rules' order (rules.ts), all of them
+ * checked before it is computed.
+ */
+
+import type { SequenceSettings } from '../store/port.js';
+import { GRANT_BLOCKS, type CreateSequenceOptions } from './model.js';
+import {
+  blockCap,
+  domainCap,
+  domainSize,
+  maxBigInt,
+  minBigInt,
+  rangeCap,
+  type Field,
+} from './rules.js';
+
+/** Defaults of {@link CreateSequenceOptions}; `start` defaults to `min`, `max` to the domain's. */
+export const SEQUENCE_DEFAULTS = Object.freeze({
+  domain: 'int32',
+  min: 1n,
+  dcRangeSize: 100_000n,
+  blockSize: 1_000,
+  maxBlockSize: 100_000,
+  threshold: 0.5,
+  claimIntervalMs: 2_000,
+  autonomySeconds: 0,
+  /** Shards of fixed blocks, and the fewest of adaptive ones. */
+  shards: 1,
+  /**
+   * Shards of adaptive blocks where the domain has room (`shardRoom`): with fewer processes per
+   * partition a claim loses fewer races (docs/sizing.md, "The defaults: 16 shards and first
+   * ranges").
+   */
+  adaptiveShards: 16,
+  /** Adaptive blocks get at most one shard per this many DC ranges the domain holds. */
+  shardRoom: 1_000n,
+  /** maxDcRangeSize defaults to this many DC ranges (at most an eighth of the domain). */
+  maxDcRanges: 1_000n,
+  /**
+   * Adaptive blocks in a domain of at least this many IDs (`safe53`, `int63`, a `custom` one as
+   * large) get `largeDcRangeSize` and `largeMaxBlockSize` by default. The sizes above are for
+   * 32-bit domains, where a crash may leave two largest blocks unused and a fast process spends
+   * the domain in minutes anyway; in 2^48 IDs a fleet's gaps and first ranges are too few to
+   * count, and a tight loop needs blocks that outlast a claim's round trip (bench/REPORT.md).
+   */
+  largeDomain: 2n ** 48n,
+  largeDcRangeSize: 10_000_000n,
+  largeMaxBlockSize: 10_000_000,
+} as const);
+
+type Default<F extends Field> = (
+  s: SequenceSettings,
+  given: CreateSequenceOptions,
+) => SequenceSettings[F];
+
+/**
+ * Each setting's default on a create, in the rules' order: `s` holds the settings above it (only
+ * those), `given` the create's options. The name is always given.
+ */
+export const DEFAULTS: { readonly [F in Exclude<Field, 'name'>]: Default<F> } = Object.freeze({
+  // A max given alone is bounded by a CQL bigint only; the domain is then `custom`.
+  domain: (_, given) => (given.max === undefined ? SEQUENCE_DEFAULTS.domain : 'custom'),
+  min: () => SEQUENCE_DEFAULTS.min,
+  max: (s) => domainCap(s.domain),
+  start: (s) => s.min,
+  dcRangeSize: (s, given) => minBigInt(sizes(s, given).dcRangeSize, rangeCap(s)),
+  maxBlockSize: (s, given) => Math.min(sizes(s, given).maxBlockSize, blockCap(s)),
+  blockSize: (s) => Math.min(SEQUENCE_DEFAULTS.blockSize, s.maxBlockSize),
+  threshold: () => SEQUENCE_DEFAULTS.threshold,
+  claimIntervalMs: () => SEQUENCE_DEFAULTS.claimIntervalMs,
+  autonomySeconds: () => SEQUENCE_DEFAULTS.autonomySeconds,
+  maxDcRangeSize: defaultMaxDcRange,
+  shards: defaultShards,
+});
+
+/**
+ * The sizes to cap to the domain: the larger ones for adaptive blocks in a domain of
+ * {@link SEQUENCE_DEFAULTS.largeDomain} IDs or more. `blockSize` given alone means fixed blocks,
+ * which keep the sizes of small domains.
+ */
+function sizes(s: SequenceSettings, given: CreateSequenceOptions) {
+  const { largeDomain, largeDcRangeSize, largeMaxBlockSize, dcRangeSize, maxBlockSize } =
+    SEQUENCE_DEFAULTS;
+  const fixed = given.blockSize !== undefined && given.maxBlockSize === undefined;
+  return !fixed && domainSize(s) >= largeDomain
+    ? { dcRangeSize: largeDcRangeSize, maxBlockSize: largeMaxBlockSize }
+    : { dcRangeSize, maxBlockSize };
+}
+
+/**
+ * `maxDcRangeSize` when not given (on an alter too, when it sets an autonomy target). With a
+ * target: room for grants to grow. Without one: `dcRangeSize` (fixed DC ranges), but adaptive
+ * blocks get room for {@link GRANT_BLOCKS} of their largest block per grant, so that a block as
+ * large as the DC range does not cost a SERIAL grant per claim. Both at most an eighth of the
+ * domain, never below `dcRangeSize`.
+ */
+export function defaultMaxDcRange(s: SequenceSettings): bigint {
+  const wanted =
+    s.autonomySeconds > 0
+      ? s.dcRangeSize * SEQUENCE_DEFAULTS.maxDcRanges
+      : s.maxBlockSize > s.blockSize
+        ? BigInt(s.maxBlockSize) * GRANT_BLOCKS
+        : s.dcRangeSize;
+  return maxBigInt(minBigInt(wanted, domainSize(s) / 8n), s.dcRangeSize);
+}
+
+/**
+ * `shards` when not given. Adaptive blocks (a fleet whose blocks follow its rate is one that may
+ * grow) spread a DC's claims over {@link SEQUENCE_DEFAULTS.adaptiveShards} partitions, or fewer
+ * where the domain holds fewer than `shardRoom` DC ranges per shard: each shard holds ranges of
+ * its own, and in a small domain S shards' ranges would be too large a share of it. Fixed blocks
+ * keep one shard.
+ */
+function defaultShards(s: SequenceSettings): number {
+  const { adaptiveShards, shardRoom, shards } = SEQUENCE_DEFAULTS;
+  if (s.maxBlockSize === s.blockSize) return shards;
+  const room = domainSize(s) / (s.dcRangeSize * shardRoom);
+  return Math.max(shards, Math.min(adaptiveShards, Number(room)));
+}

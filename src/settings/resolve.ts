@@ -1,0 +1,183 @@
+/**
+ * A sequence's settings from a create, an alter or a stored row. Each merges its input onto a
+ * base (a create onto the defaults, an alter onto the stored settings, a stored row onto itself)
+ * and checks the result with the one table of rules (rules.ts, {@link settle}). User input is
+ * refused with `InvalidOptionError`; a stored row that breaks a rule with `InvariantError`, since
+ * nothing may be allocated from it.
+ */
+
+import { InvalidOptionError } from '../errors.js';
+import { checkBooleanOption, checkKeys, everyKeyOf, validateSequenceName } from '../options.js';
+import type { SequenceChanges, SequenceSettings, SizeSettings } from '../store/port.js';
+import { DEFAULTS, defaultMaxDcRange } from './defaults.js';
+import type { AlterSequenceOptions, CreateSequenceOptions } from './model.js';
+import { maxBigInt, settle, type Field } from './rules.js';
+
+const SIZE_KEYS = everyKeyOf<SizeSettings>()([
+  'dcRangeSize',
+  'blockSize',
+  'threshold',
+  'maxBlockSize',
+  'claimIntervalMs',
+  'autonomySeconds',
+  'maxDcRangeSize',
+  'shards',
+]);
+/** The size settings of `settings`, the only ones `alter` can change. */
+export function pickSizes(settings: SizeSettings): SizeSettings {
+  return Object.fromEntries(
+    SIZE_KEYS.map((key) => [key, settings[key]]),
+  ) as unknown as SizeSettings;
+}
+
+const CREATE_KEYS = everyKeyOf<CreateSequenceOptions>()([
+  'ifNotExists',
+  'firstRanges',
+  'domain',
+  'min',
+  'max',
+  'start',
+  ...SIZE_KEYS,
+]);
+const ALTER_KEYS = everyKeyOf<AlterSequenceOptions>()(SIZE_KEYS);
+
+/** Fixed blocks: `blockSize` given without `maxBlockSize` sets both. */
+const FIXED_BLOCKS = Object.freeze({ maxBlockSize: 'blockSize' } as const);
+
+/**
+ * Validates `options` once and fills in the defaults. Blocks adapt unless `blockSize` is given
+ * alone.
+ * @throws {InvalidNameError} if `name` breaks the naming rule.
+ * @throws {InvalidOptionError} naming the first option that is unknown or out of range.
+ */
+export function resolveSequenceSettings(
+  name: string,
+  options: CreateSequenceOptions = {},
+): SequenceSettings {
+  validateSequenceName(name);
+  checkKeys(options, CREATE_KEYS);
+  checkBooleanOption('ifNotExists', options.ifNotExists);
+  const settings = settle({
+    given: { ...options, name },
+    follows: FIXED_BLOCKS,
+    base: (field, s) =>
+      field === 'name' ? undefined : DEFAULTS[field](s as SequenceSettings, options),
+  }) as SequenceSettings;
+  return Object.freeze({
+    ...settings,
+    domain: options.max === undefined ? settings.domain : 'custom',
+  });
+}
+
+/**
+ * Checks the changes of `alter` before any settings are read, against the rules with the stored
+ * settings unknown: a rule that reads one takes its widest bound, so only what no stored settings
+ * could make valid is refused (`threshold` 2, `blockSize` 0, `shards` 257), and with Cassandra
+ * unreachable it is still named as bad input. {@link validateChanges} checks them against the
+ * stored settings.
+ * @throws {InvalidOptionError} naming the first option that is unknown or out of range, or
+ * `changes` if it sets nothing.
+ */
+export function checkChanges(changes: AlterSequenceOptions): void {
+  checkChangeKeys(changes);
+  settle({ given: changes, base: () => undefined });
+}
+
+/** Refuses an option `alter` does not know, and changes that set nothing. */
+function checkChangeKeys(changes: AlterSequenceOptions): void {
+  checkKeys(changes, ALTER_KEYS);
+  if (ALTER_KEYS.every((key) => changes[key] === undefined)) {
+    throw new InvalidOptionError('changes', 'nothing', `at least one of ${ALTER_KEYS.join(', ')}`);
+  }
+}
+
+/**
+ * Validates the changes of `alter` against the sequence's current settings and normalises them
+ * (bigint DC range sizes; the keys given, and the ones that change with them: on fixed blocks a
+ * new `blockSize` is the new `maxBlockSize` too, on fixed DC ranges a new `dcRangeSize` the new
+ * `maxDcRangeSize`).
+ * @throws {InvalidOptionError} naming the first option that is unknown, unchangeable or out of
+ * range, or `changes` if nothing would change.
+ * @throws {InvariantError} if a stored setting the changes leave as it is breaks a rule.
+ */
+export function validateChanges(
+  changes: AlterSequenceOptions,
+  current: SequenceSettings,
+): SequenceChanges {
+  checkChangeKeys(changes);
+  const next = settle({
+    given: changes,
+    follows: current.maxBlockSize === current.blockSize ? FIXED_BLOCKS : {},
+    base: (field, s) => alterBase(field, s as SequenceSettings, current),
+    current,
+  }) as SequenceSettings;
+  // Only what changes: a key not given may still change with one that is.
+  const changed = SIZE_KEYS.filter(
+    (key) => changes[key] !== undefined || next[key] !== current[key],
+  );
+  return Object.freeze(Object.fromEntries(changed.map((key) => [key, next[key]])));
+}
+
+/**
+ * An alter's value of a field not given: the stored one, but a lowered `maxBlockSize` takes
+ * `blockSize` down with it, and `maxDcRangeSize` gets its default when an autonomy target is set
+ * where there was none, stays equal to `dcRangeSize` on fixed DC ranges and never falls below it.
+ */
+function alterBase(field: Field, s: SequenceSettings, current: SequenceSettings): unknown {
+  if (field === 'blockSize') return Math.min(current.blockSize, s.maxBlockSize);
+  if (field !== 'maxDcRangeSize') return current[field];
+  if (current.autonomySeconds === 0 && s.autonomySeconds > 0) return defaultMaxDcRange(s);
+  return current.maxDcRangeSize === current.dcRangeSize
+    ? s.dcRangeSize
+    : maxBigInt(current.maxDcRangeSize, s.dcRangeSize);
+}
+
+/**
+ * Checks settings read back from the store against the rules a create and an alter keep.
+ * @throws {InvariantError} if they break one; nothing may be allocated from them.
+ */
+export function validateStoredSettings(settings: SequenceSettings): void {
+  settle({ given: {}, base: (field) => settings[field] });
+}
+
+/**
+ * How an existing sequence's IDs differ from those a create asked for, judging only what the
+ * create gave (`domain`, `min`, `max`, `start`): a create that leaves them to their defaults
+ * accepts any existing sequence's. `[]` when none differs.
+ * @param asked the create's settings, resolved from `options`.
+ */
+export function idSpaceDifferences(
+  options: CreateSequenceOptions,
+  asked: SequenceSettings,
+  existing: SequenceSettings,
+): string[] {
+  // A domain given without max sets max (its maximum); min and start keep their own options.
+  const given = (field: 'min' | 'max' | 'start') =>
+    options[field] !== undefined || (field === 'max' && options.domain !== undefined);
+  return differences(['min', 'max', 'start'], given, asked, existing);
+}
+
+/**
+ * The sizes a create gave (`dcRangeSize`, `blockSize`, ...) that an existing sequence does not
+ * have, as `blockSize 100 (asked 5000)`: `alter` changes them. `[]` when none differs.
+ * @param asked the create's settings, resolved from `options`.
+ */
+export function sizeDifferences(
+  options: CreateSequenceOptions,
+  asked: SequenceSettings,
+  existing: SequenceSettings,
+): string[] {
+  return differences(SIZE_KEYS, (key) => options[key] !== undefined, asked, existing);
+}
+
+/** Each of `fields` that was `given` and differs, as `field <existing> (asked <asked>)`. */
+function differences<K extends keyof SequenceSettings>(
+  fields: readonly K[],
+  given: (field: K) => boolean,
+  asked: SequenceSettings,
+  existing: SequenceSettings,
+): string[] {
+  return fields
+    .filter((field) => given(field) && String(asked[field]) !== String(existing[field]))
+    .map((field) => `${field} ${String(existing[field])} (asked ${String(asked[field])})`);
+}

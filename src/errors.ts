@@ -57,6 +57,14 @@ export const RETRYABLE: Readonly<Record<IdGenErrorCode, boolean>> = Object.freez
   IDGEN_CLOSED: false,
 });
 
+/** What a message says happened, before its advice; off the error, so that logs show `message`. */
+const FACTS = new WeakMap<IdGenError, string>();
+
+/** `error`'s message without the advice after it, for the CLI to give its own. @internal */
+export function factsOf(error: IdGenError): string {
+  return FACTS.get(error) ?? error.message;
+}
+
 /** Base class: `code` is stable, `message` is for people. */
 export class IdGenError extends Error {
   readonly code: IdGenErrorCode;
@@ -147,15 +155,15 @@ export class InvalidCountError extends IdGenError {
     readonly maxCount: number,
     readonly limitedBy: 'block' | 'maxBlock' | 'range' = 'block',
   ) {
-    const [bound, flag] =
+    const bound =
       limitedBy === 'block'
-        ? ["the sequence's block size", '--block']
-        : ["the sequence's largest block, maxBlockSize", '--max-block-size'];
+        ? "the sequence's block size, blockSize"
+        : "the sequence's largest block, maxBlockSize";
     super(
       'IDGEN_INVALID_COUNT',
       limitedBy !== 'range'
-        ? `Invalid count ${describe(received)}: take() needs an integer from 1 to ${maxCount} (${bound}; raise it with "idgen-cass alter ${flag}").`
-        : `Invalid count ${describe(received)}: the DC now holds ranges of only ${maxCount} IDs, so take() cannot get ${describe(received)} contiguous IDs; ask for at most ${maxCount}, or raise the range size with "idgen-cass alter --dc-range". Nothing was skipped.`,
+        ? `Invalid count ${describe(received)}: take() needs an integer from 1 to ${maxCount} (${bound}; raise it with alterSequence()).`
+        : `Invalid count ${describe(received)}: the DC now holds ranges of only ${maxCount} IDs, so take() cannot get ${describe(received)} contiguous IDs; ask for at most ${maxCount}, or raise dcRangeSize with alterSequence(). Nothing was skipped.`,
     );
   }
 }
@@ -165,10 +173,12 @@ export class SequenceNotFoundError extends IdGenError {
     readonly sequence: string,
     readonly keyspace: string,
   ) {
+    const facts = `Sequence "${sequence}" not found in keyspace "${keyspace}".`;
     super(
       'IDGEN_SEQUENCE_NOT_FOUND',
-      `Sequence "${sequence}" not found in keyspace "${keyspace}". Create it with: idgen-cass seed ${sequence}`,
+      `${facts} Create it with ids.createSequence(${JSON.stringify(sequence)}).`,
     );
+    FACTS.set(this, facts);
   }
 }
 
@@ -191,14 +201,19 @@ export class SequenceExistsError extends IdGenError {
     readonly differences: readonly string[] = [],
     readonly createdBy: 'another' | 'unknown' = 'another',
   ) {
+    const facts =
+      differences.length > 0
+        ? `Sequence "${sequence}" already exists in keyspace "${keyspace}" with other IDs than asked: ${differences.join(', ')}; nothing was changed.`
+        : createdBy === 'unknown'
+          ? `Sequence "${sequence}" exists in keyspace "${keyspace}", but whether this create made it cannot be told: ${CREATOR_UNKNOWN}.`
+          : `Sequence "${sequence}" already exists in keyspace "${keyspace}"; nothing was changed.`;
     super(
       'IDGEN_SEQUENCE_EXISTS',
       differences.length > 0
-        ? `Sequence "${sequence}" already exists in keyspace "${keyspace}" with other IDs than asked: ${differences.join(', ')}; nothing was changed. A sequence's min, max and start never change (alter changes sizes only): to hand out the IDs asked, create a sequence under another name.`
-        : createdBy === 'unknown'
-          ? `Sequence "${sequence}" exists in keyspace "${keyspace}", but whether this create made it cannot be told: ${CREATOR_UNKNOWN}. Use "idgen-cass alter ${sequence}" to change its sizes.`
-          : `Sequence "${sequence}" already exists in keyspace "${keyspace}"; nothing was changed. Use "idgen-cass alter ${sequence}" to change its sizes.`,
+        ? `${facts} A sequence's min, max and start never change (alterSequence() changes sizes only): to hand out the IDs asked, create a sequence under another name.`
+        : `${facts} Change its sizes with alterSequence(), or pass ifNotExists to accept it as it is.`,
     );
+    FACTS.set(this, facts);
   }
 }
 
@@ -258,13 +273,17 @@ export class SerialUnavailableError extends IdGenError {
     const shard = owner !== undefined && owner !== dc;
     const from = shard ? `DC "${owner}"` : `DC "${dc}"`;
     const holder = shard ? `its shard "${dc}"` : 'the DC';
+    const facts = timedOut
+      ? `Sequence "${sequence}": SERIAL operations from ${from} timed out, so no new DC range could be granted, and ${holder} has ${dcRemaining} IDs left in its ranges. SERIAL times out when many processes ask for DC ranges at once (as when they all start on a fresh sequence), when the cluster is overloaded, or while datacenters are being cut off.`
+      : `Sequence "${sequence}": SERIAL consistency is unreachable from ${from}, so no new DC range can be granted, and ${holder} has ${dcRemaining} IDs left in its ranges.`;
     super(
       'IDGEN_SERIAL_UNAVAILABLE',
       timedOut
-        ? `Sequence "${sequence}": SERIAL operations from ${from} timed out, so no new DC range could be granted, and ${holder} has ${dcRemaining} IDs left in its ranges. SERIAL times out when many processes ask for DC ranges at once (as when they all start on a fresh sequence), when the cluster is overloaded, or while datacenters are being cut off: check the nodes' load and "idgen-cass status"; larger DC ranges (--dc-range, --autonomy) make grants rarer.`
-        : `Sequence "${sequence}": SERIAL consistency is unreachable from ${from}, so no new DC range can be granted, and ${holder} has ${dcRemaining} IDs left in its ranges. Restore connectivity between datacenters, or size --dc-range for longer partitions.`,
+        ? `${facts} Check the nodes' load and openAdmin().status(); larger DC ranges (dcRangeSize or autonomySeconds, through alterSequence()) make grants rarer.`
+        : `${facts} Restore connectivity between datacenters, or size dcRangeSize for longer partitions (alterSequence(); docs/sizing.md).`,
       options,
     );
+    FACTS.set(this, facts);
     this.timedOut = timedOut;
   }
 }
@@ -301,11 +320,13 @@ export class AuthenticationError extends IdGenError {
     detail: string,
     options?: { cause?: unknown },
   ) {
+    const facts = `Cassandra at ${contactPoints} refused to authenticate: ${detail}.`;
     super(
       'IDGEN_AUTH_FAILED',
-      `Cassandra at ${contactPoints} refused to authenticate: ${detail}. Check the user name and password (or the authProvider) and that the role may log in.`,
+      `${facts} Check the username and password options (or the authProvider) and that the role may log in.`,
       options,
     );
+    FACTS.set(this, facts);
   }
 }
 
@@ -315,10 +336,12 @@ export class InvariantError extends IdGenError {
     readonly sequence: string,
     readonly detail: string,
   ) {
+    const facts = `Sequence "${sequence}": stored state breaks an invariant (${detail}); refusing to allocate.`;
     super(
       'IDGEN_INVARIANT_BROKEN',
-      `Sequence "${sequence}": stored state breaks an invariant (${detail}); refusing to allocate. Run "idgen-cass check ${sequence}" and repair the rows before retrying.`,
+      `${facts} Run openAdmin().check(${JSON.stringify(sequence)}) and repair the rows before retrying.`,
     );
+    FACTS.set(this, facts);
   }
 }
 
@@ -359,10 +382,12 @@ export class StateRolledBackError extends IdGenError {
     readonly dc: string,
     readonly detail: string,
   ) {
+    const facts = `Sequence "${sequence}": the rows DC "${dc}" allocates from went back (${detail}); acknowledged writes were lost, as when replicas crash with commitlog_sync: periodic. Refusing to allocate, since IDs could be handed out twice.`;
     super(
       'IDGEN_STATE_ROLLED_BACK',
-      `Sequence "${sequence}": the rows DC "${dc}" allocates from went back (${detail}); acknowledged writes were lost, as when replicas crash with commitlog_sync: periodic. Refusing to allocate, since IDs could be handed out twice. Stop this sequence's processes in the DC, run "idgen-cass preflight", then "idgen-cass retire-ranges ${sequence}" from the DC before allocating again (docs/operations.md, "When rows went back").`,
+      `${facts} Stop this sequence's processes in the DC, run preflight(), then ids.retireDcRanges(${JSON.stringify(sequence)}) from the DC before allocating again (docs/operations.md, "When rows went back").`,
     );
+    FACTS.set(this, facts);
   }
 }
 
@@ -380,24 +405,26 @@ export class SequenceRecreatedError extends IdGenError {
   ) {
     super(
       'IDGEN_SEQUENCE_RECREATED',
-      `Sequence "${sequence}": ${detail}. Its rows were deleted by hand and the name seeded again, and IDs could be handed out twice. Stop the processes that use it, and seed another name (docs/operations.md, "Data layout": a sequence's rows are never deleted).`,
+      `Sequence "${sequence}": ${detail}. Its rows were deleted by hand and the name created again, and IDs could be handed out twice. Stop the processes that use it, and create a sequence under another name (docs/operations.md, "Data layout": a sequence's rows are never deleted).`,
     );
   }
 }
 
 /**
  * A node runs a setting under which acknowledged writes can be lost or Paxos is not safe (see
- * `idgen-cass preflight`); `init` and `seed` refuse unless explicitly overridden.
+ * `preflight()`); `initSchema()`, and the CLI's `init` and `seed`, refuse unless overridden.
  */
 export class UnsafeClusterError extends IdGenError {
   constructor(
     readonly problems: readonly string[],
     readonly override: string,
   ) {
+    const facts = `The cluster is not safe for allocating IDs: ${problems.join('; ')}.`;
     super(
       'IDGEN_UNSAFE_CLUSTER',
-      `The cluster is not safe for idgen-cass: ${problems.join('; ')}. Fix the nodes' settings (docs/design.md, "What the cluster must guarantee"), or pass ${override} if you accept that a crash can hand out IDs twice.`,
+      `${facts} Fix the nodes' settings (docs/design.md, "What the cluster must guarantee"), or pass ${override} if you accept that a crash can hand out IDs twice.`,
     );
+    FACTS.set(this, facts);
   }
 }
 
@@ -417,18 +444,17 @@ export class DeadlineError extends IdGenError {
     readonly timeoutMs: number,
     options?: { cause?: unknown; timeoutSetting?: string },
   ) {
-    const contention =
-      options?.cause instanceof ContentionError
-        ? ` The refill kept losing compare-and-set races to other processes (${options.cause.operation}); raise the block size, or let it adapt (maxBlockSize), so that they claim less often.`
-        : '';
+    const contention = options?.cause instanceof ContentionError ? options.cause : undefined;
+    const facts = `Sequence "${sequence}": no ID within ${timeoutMs} ms; the refill is still in flight.${contention ? ` It kept losing compare-and-set races to other processes (${contention.operation}).` : ''}`;
     const setting =
       options?.timeoutSetting ??
       `the call's timeoutMs (or the "callTimeoutMs" option of connect())`;
     super(
       'IDGEN_DEADLINE_EXCEEDED',
-      `Sequence "${sequence}": no ID within ${timeoutMs} ms; the refill is still in flight.${contention} Raise ${setting} if Cassandra is slow, or check the cluster with "idgen-cass status".`,
+      `${facts}${contention ? ' Raise blockSize, or let blocks adapt (maxBlockSize), with alterSequence(), so that processes claim less often.' : ''} Raise ${setting} if Cassandra is slow, or check the cluster with openAdmin().status().`,
       options === undefined ? undefined : { cause: options.cause },
     );
+    FACTS.set(this, facts);
   }
 }
 

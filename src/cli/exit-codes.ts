@@ -7,8 +7,17 @@
 import { CommanderError } from 'commander';
 
 import {
+  AuthenticationError,
+  ContentionError,
+  DeadlineError,
+  factsOf,
   IdGenError,
   InvalidOptionError,
+  InvariantError,
+  SequenceExistsError,
+  SequenceNotFoundError,
+  SerialUnavailableError,
+  StateRolledBackError,
   UnsafeClusterError,
   type IdGenErrorCode,
 } from '../errors.js';
@@ -180,7 +189,90 @@ const FLAGS: Readonly<Record<string, string>> = Object.freeze({
 });
 
 /**
- * The one line a user sees for `error`, flags named as the CLI spells them.
+ * Library names an option's allowed values may mention, each with what a CLI user types: options
+ * of more than one word (`min`, `max` are words in a sentence too) and the call making the tables.
+ */
+const TYPED_NAMES = Object.entries({ ...FLAGS, 'initSchema()': '"idgen-cass init"' })
+  .filter(([name]) => name !== name.toLowerCase())
+  .map(([name, typed]) => [name, typed.split(' (')[0]!] as const);
+
+/** `advise` for errors of class `type` only: a bare IdGenError of the code keeps its message. */
+function ofClass<E extends IdGenError>(
+  type: abstract new (...args: never[]) => E,
+  advise: (error: E) => string | undefined,
+): (error: IdGenError) => string | undefined {
+  return (error) => (error instanceof type ? advise(error) : undefined);
+}
+
+/**
+ * What the CLI tells a user to do, by error code, from the error's fields: its commands and flags
+ * in place of the library's calls and options, after what the message says happened
+ * ({@link factsOf}). A code without an entry prints the library's message as it is: its advice
+ * names no call or option (Cassandra unreachable, a lost race), or the CLI never meets it.
+ */
+const ADVICE: { readonly [code in IdGenErrorCode]?: (error: IdGenError) => string | undefined } = {
+  IDGEN_INVALID_OPTION: ofClass(InvalidOptionError, (e) => {
+    const named = TYPED_NAMES.filter(([name]) => name !== e.option && e.allowed.includes(name));
+    return named.length > 0
+      ? `${named.map(([name, typed]) => `${name} is ${typed}`).join(', ')}.`
+      : undefined;
+  }),
+  IDGEN_SEQUENCE_NOT_FOUND: ofClass(
+    SequenceNotFoundError,
+    (e) => `Create it with: idgen-cass seed ${e.sequence}`,
+  ),
+  IDGEN_SEQUENCE_EXISTS: ofClass(SequenceExistsError, (e) =>
+    e.differences.length > 0
+      ? "A sequence's min, max and start never change (alter changes sizes only): to hand out the IDs asked, create a sequence under another name."
+      : `Use "idgen-cass alter ${e.sequence}" to change its sizes. To accept an existing sequence as it is, seed with --if-not-exists.`,
+  ),
+  IDGEN_SERIAL_UNAVAILABLE: ofClass(SerialUnavailableError, (e) =>
+    e.timedOut
+      ? `Check the nodes' load and "idgen-cass status"; larger DC ranges ("idgen-cass alter ${e.sequence} --dc-range N" or "--autonomy D") make grants rarer.`
+      : `Restore connectivity between datacenters, or size --dc-range for longer partitions ("idgen-cass alter ${e.sequence} --dc-range N"; docs/sizing.md).`,
+  ),
+  IDGEN_AUTH_FAILED: ofClass(
+    AuthenticationError,
+    () =>
+      'Check --username and --password (IDGEN_USERNAME, IDGEN_PASSWORD) and that the role may log in.',
+  ),
+  IDGEN_INVARIANT_BROKEN: ofClass(
+    InvariantError,
+    (e) => `Run "idgen-cass check ${e.sequence}" and repair the rows before retrying.`,
+  ),
+  IDGEN_STATE_ROLLED_BACK: ofClass(
+    StateRolledBackError,
+    (e) =>
+      `Stop this sequence's processes in the DC, run "idgen-cass preflight", then "idgen-cass retire-ranges ${e.sequence}" from the DC before allocating again (docs/operations.md, "When rows went back").`,
+  ),
+  IDGEN_UNSAFE_CLUSTER: ofClass(
+    UnsafeClusterError,
+    () =>
+      `Fix the nodes' settings (docs/design.md, "What the cluster must guarantee"), or pass ${ALLOW_UNSAFE_FLAG} to init or seed if you accept that a crash can hand out IDs twice.`,
+  ),
+  IDGEN_DEADLINE_EXCEEDED: ofClass(
+    DeadlineError,
+    (e) =>
+      `${e.cause instanceof ContentionError ? `Raise the block size, or let it adapt, with "idgen-cass alter ${e.sequence} --block N" or "--max-block-size N", so that processes claim less often. ` : ''}Check the cluster with "idgen-cass status".`,
+  ),
+};
+
+/**
+ * An invalid option set by a flag, named by its flag, with its value as typed (a text quoted;
+ * digits without a bigint's `n`; a list as typed) and its range without the API's number types.
+ * No flag's value is one the library keeps back (a password of another type than text).
+ */
+function asTyped({ option, received: r, allowed, message }: InvalidOptionError): string {
+  const flag = FLAGS[option];
+  const value = r === undefined ? 'nothing' : typeof r === 'string' ? JSON.stringify(r) : String(r);
+  return flag === undefined
+    ? message
+    : `Invalid ${flag}: received ${value}; allowed: ${allowed.replace(INTEGER_TYPES, '')}.`;
+}
+
+/**
+ * The one line a user sees for `error`: an option named by its flag, advice in the CLI's commands
+ * and flags.
  * @param commands the program's command names: an unknown command close to one is repeated.
  */
 export function errorMessage(error: unknown, commands: readonly string[] = []): string {
@@ -191,36 +283,19 @@ export function errorMessage(error: unknown, commands: readonly string[] = []): 
     }
     return oneLine(withoutOptionValues(error.message.replace(/^error:\s*/, ''), commands));
   }
-  if (error instanceof InvalidOptionError) {
-    const flag = FLAGS[error.option];
-    const prefix = `Invalid option "${error.option}"`;
-    if (flag !== undefined && error.message.startsWith(prefix)) {
-      const message = `Invalid ${flag}${withFlagNames(error.message.slice(prefix.length))}`;
-      // A flag takes digits: its value as typed (no bigint `n`), its range without the API's types.
-      return typeof error.received === 'bigint'
-        ? message
-            .replace(`received ${error.received}n;`, `received ${error.received};`)
-            .replace(INTEGER_TYPES, '')
-        : message;
-    }
+  if (error instanceof IdGenError) {
+    const advice = ADVICE[error.code]?.(error);
+    const facts =
+      error instanceof InvalidOptionError
+        ? asTyped(error)
+        : advice === undefined
+          ? error.message
+          : factsOf(error);
+    return advice === undefined ? facts : `${facts} ${advice}`;
   }
-  if (error instanceof UnsafeClusterError && error.override.includes('allowUnsafeCluster')) {
-    // initSchema names its option; a CLI user sets it with the flag.
-    return new UnsafeClusterError(error.problems, ALLOW_UNSAFE_FLAG).message;
-  }
-  if (error instanceof IdGenError || error instanceof CommandOutcome) return error.message;
-  if (error instanceof OutputError) return error.message;
+  if (error instanceof CommandOutcome || error instanceof OutputError) return error.message;
   const message = error instanceof Error ? error.message : String(error);
   return `unexpected error: ${message} (run with --verbose for the stack)`;
-}
-
-/**
- * `text` with the library's camelCase option names (an allowed range may name the settings it
- * depends on: "at most maxBlockSize (…)") as the flags that set them. Single-word names (min,
- * max, start) are left alone: in a sentence they are words.
- */
-function withFlagNames(text: string): string {
-  return text.replace(/\b[a-z]+(?:[A-Z][a-z]*)+\b/g, (name) => FLAGS[name]?.split(' (')[0] ?? name);
 }
 
 /** The code `--json` writes for `error`. */

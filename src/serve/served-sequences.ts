@@ -163,7 +163,7 @@ function remaining(call: RequestCall): number {
 }
 
 /** What sets a request's timeout, for the message of a request that outlasted it. */
-const SERVICE_TIMEOUT = `the service's request timeout (serve --timeout, or the "timeoutMs" option of createServer())`;
+const SERVICE_TIMEOUT = `the service's request timeout (the "timeoutMs" option of createServer(); docs/service.md, "Options")`;
 
 /**
  * Runs `work`; a {@link DeadlineError} it throws is thrown again with the request's whole

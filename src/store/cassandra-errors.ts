@@ -72,21 +72,21 @@ export function mapFailure(
     return new InvalidOptionError(
       'keyspace',
       context.keyspace,
-      'a keyspace that holds the idgen tables (create them with initSchema or "idgen-cass init")',
+      'a keyspace that holds the idgen tables (create them with initSchema())',
     );
   }
   if (code === codes.invalid && /undefined column name|type .* is not compatible/i.test(message)) {
     return new InvalidOptionError(
       'keyspace',
       context.keyspace,
-      `a keyspace whose idgen tables match this version's schema.cql (these tables were created by another version: ${message}; run "idgen-cass init" again to add the columns this version needs)`,
+      `a keyspace whose idgen tables match this version's schema.cql (these tables were created by another version: ${message}; run initSchema() again to add the columns this version needs)`,
     );
   }
   if (code === codes.invalid && /not compatible with replication strategy/i.test(message)) {
     return new InvalidOptionError(
       'keyspace',
       context.keyspace,
-      `a keyspace with NetworkTopologyStrategy, as "idgen-cass init" creates (${message})`,
+      `a keyspace with NetworkTopologyStrategy, as initSchema() creates (${message})`,
     );
   }
   if (conditional && !(code !== undefined && NOT_EXECUTED.has(code)) && !isNoHostAvailable(error)) {

@@ -254,7 +254,7 @@ describe('idgen-cass preflight', () => {
       expect(run.code).toBe(9);
       expect(report.verdict).toBe('unsafe');
       expect(run.stderr).toMatch(
-        /^idgen-cass: The cluster is not safe for idgen-cass: commitlog_sync periodic on /,
+        /^idgen-cass: The cluster is not safe for allocating IDs: commitlog_sync periodic on /,
       );
     } else {
       expect({ code: run.code, stderr: run.stderr, verdict: report.verdict }).toEqual({
@@ -277,7 +277,7 @@ describe('idgen-cass preflight', () => {
     const init = await idgen(['init', '--replication', 'dc1:1'], { keyspace: fresh });
     try {
       if (oracle.unsafe) {
-        expectRefused(init, 9, 'pass --allow-unsafe-cluster if you accept');
+        expectRefused(init, 9, 'pass --allow-unsafe-cluster to init or seed if you accept');
         expect(await keyspaceExists(fresh)).toBe(false);
         expectOk(
           await idgen(['init', '--replication', 'dc1:1', '--allow-unsafe-cluster'], {
@@ -287,7 +287,7 @@ describe('idgen-cass preflight', () => {
         expectRefused(
           await idgen(['seed', 'refused'], { keyspace: fresh }),
           9,
-          'The cluster is not safe for idgen-cass',
+          'The cluster is not safe for allocating IDs',
         );
       } else {
         expectOk(init);

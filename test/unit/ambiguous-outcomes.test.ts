@@ -233,7 +233,7 @@ describe('a create whose own write another round finished, then an alter', () =>
       expect(error).toBeInstanceOf(SequenceExistsError);
       expect(error).toMatchObject({ code: 'IDGEN_SEQUENCE_EXISTS', createdBy: 'unknown' });
       expect((error as Error).message).toBe(
-        'Sequence "orders" exists in keyspace "unit", but whether this create made it cannot be told: its settings were last written by an alter (or by an older release), and a create can be applied and still be reported rejected or timed out. Use "idgen-cass alter orders" to change its sizes.',
+        'Sequence "orders" exists in keyspace "unit", but whether this create made it cannot be told: its settings were last written by an alter (or by an older release), and a create can be applied and still be reported rejected or timed out. Change its sizes with alterSequence(), or pass ifNotExists to accept it as it is.',
       );
       // It was ours, first range and all.
       expect((await store.readGrantsOverview('orders'))?.grants.get('dc1')).toHaveLength(1);
@@ -276,7 +276,7 @@ describe('a create whose own write another round finished, then an alter', () =>
       expect(error, effect).toMatchObject({
         code: 'IDGEN_SEQUENCE_EXISTS',
         createdBy: 'another',
-        message: `Sequence "orders" already exists in keyspace "${KEYSPACE}"; nothing was changed. Use "idgen-cass alter orders" to change its sizes.`,
+        message: `Sequence "orders" already exists in keyspace "${KEYSPACE}"; nothing was changed. Change its sizes with alterSequence(), or pass ifNotExists to accept it as it is.`,
       });
     }
   });

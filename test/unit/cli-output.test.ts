@@ -125,7 +125,9 @@ describe("a stdout whose reader has gone (EPIPE) changes no command's exit code"
     await orders([{ host: '10.0.0.1:9042', dc: 'dc1', commitlogSync: 'periodic' }]);
     const result = await run(failing('EPIPE'), 'preflight');
     expect(result.code).toBe(9);
-    expect(result.stderr).toMatch(/^idgen-cass: The cluster is not safe for idgen-cass/);
+    expect(result.stderr).toMatch(
+      /^idgen-cass: The cluster is not safe for allocating IDs: .* pass --allow-unsafe-cluster to init or seed if you accept/,
+    );
   });
 
   it('next exits 0: its IDs were drawn before printing, and are not given back', async () => {

@@ -14,11 +14,16 @@ import { checkJson, renderCheck } from '../../src/cli/check-view.js';
 import { GLOBAL_OPTIONS_HINT } from '../../src/cli/program.js';
 import { resolveSequenceSettings } from '../../src/settings/resolve.js';
 import {
+  AuthenticationError,
   ContentionError,
+  DeadlineError,
   IdGenError,
   InvalidOptionError,
+  InvariantError,
   SequenceExistsError,
   SequenceNotFoundError,
+  SerialUnavailableError,
+  StateRolledBackError,
   StoreUnavailableError,
   UnsafeClusterError,
   type IdGenErrorCode,
@@ -359,8 +364,57 @@ describe('exit codes', () => {
     );
     expect(exitCodeOf(error)).toBe(9);
     expect(errorMessage(error)).toBe(
-      'The cluster is not safe for idgen-cass: commitlog_sync periodic on a (dc1). Fix the nodes\' settings (docs/design.md, "What the cluster must guarantee"), or pass --allow-unsafe-cluster if you accept that a crash can hand out IDs twice.',
+      'The cluster is not safe for allocating IDs: commitlog_sync periodic on a (dc1). Fix the nodes\' settings (docs/design.md, "What the cluster must guarantee"), or pass --allow-unsafe-cluster to init or seed if you accept that a crash can hand out IDs twice.',
     );
+  });
+
+  it("gives the CLI's commands and flags as advice, by code, in place of the library's calls", () => {
+    const cases: [IdGenError, string, string][] = [
+      [
+        new SequenceNotFoundError('orders', 'idgen'),
+        'Sequence "orders" not found in keyspace "idgen".',
+        'Create it with: idgen-cass seed orders',
+      ],
+      [
+        new SequenceExistsError('orders', 'idgen'),
+        'Sequence "orders" already exists in keyspace "idgen"; nothing was changed.',
+        'Use "idgen-cass alter orders" to change its sizes. To accept an existing sequence as it is, seed with --if-not-exists.',
+      ],
+      [
+        new SerialUnavailableError('orders', 'dc3', 0n),
+        'Sequence "orders": SERIAL consistency is unreachable from DC "dc3", so no new DC range can be granted, and the DC has 0 IDs left in its ranges.',
+        'Restore connectivity between datacenters, or size --dc-range for longer partitions ("idgen-cass alter orders --dc-range N"; docs/sizing.md).',
+      ],
+      [
+        new InvariantError('orders', 'grant #2 of dc1 has no bounds'),
+        'Sequence "orders": stored state breaks an invariant (grant #2 of dc1 has no bounds); refusing to allocate.',
+        'Run "idgen-cass check orders" and repair the rows before retrying.',
+      ],
+      [
+        new StateRolledBackError('orders', 'dc1', 'version 3 after 4'),
+        'Refusing to allocate, since IDs could be handed out twice.',
+        'Stop this sequence\'s processes in the DC, run "idgen-cass preflight", then "idgen-cass retire-ranges orders" from the DC before allocating again (docs/operations.md, "When rows went back").',
+      ],
+      [
+        new DeadlineError('orders', 500, { cause: new ContentionError('orders', 'claim', 5) }),
+        'Sequence "orders": no ID within 500 ms; the refill is still in flight. It kept losing compare-and-set races to other processes (claim).',
+        'Raise the block size, or let it adapt, with "idgen-cass alter orders --block N" or "--max-block-size N", so that processes claim less often. Check the cluster with "idgen-cass status".',
+      ],
+      [
+        new AuthenticationError('10.0.0.1', 'Provided username bob and/or password are incorrect'),
+        'Cassandra at 10.0.0.1 refused to authenticate: Provided username bob and/or password are incorrect.',
+        'Check --username and --password (IDGEN_USERNAME, IDGEN_PASSWORD) and that the role may log in.',
+      ],
+    ];
+    for (const [error, facts, advice] of cases) {
+      const line = errorMessage(error);
+      expect(line, error.code).toContain(facts);
+      expect(line.endsWith(` ${advice}`), line).toBe(true);
+      // The library's advice is replaced, not repeated: no call or option of the API is left.
+      expect(line).not.toMatch(/[a-z]+Sequence\(|openAdmin|retireDcRanges|preflight\(\)|blockSize/);
+    }
+    // An error of an advised code built without its class keeps its message as it is.
+    expect(errorMessage(new IdGenError('IDGEN_SEQUENCE_NOT_FOUND', 'gone'))).toBe('gone');
   });
 
   it('names options as the CLI spells them', () => {
@@ -372,22 +426,27 @@ describe('exit codes', () => {
     );
   });
 
-  it('names the settings an allowed range depends on as the CLI spells them too', () => {
-    const error = catchError(() => resolveSequenceSettings('s', { blockSize: 5, maxBlockSize: 3 }));
+  it('names the settings and calls an allowed range mentions with what the CLI user types', () => {
+    const error = new InvalidOptionError(
+      'blockSize',
+      5,
+      'an integer from 1 to 3 (at most maxBlockSize (3), dcRangeSize and 10000000)',
+    );
     expect(errorMessage(error)).toBe(
-      'Invalid --block: received 5; allowed: an integer from 1 to 3 (at most --max-block-size (3), --dc-range (100000) and 10000000).',
+      'Invalid --block: received 5; allowed: an integer from 1 to 3 (at most maxBlockSize (3), dcRangeSize and 10000000). dcRangeSize is --dc-range, maxBlockSize is --max-block-size.',
     );
+    const bare = new InvalidOptionError(
+      'keyspace',
+      'bare',
+      'a keyspace that holds the idgen tables (create them with initSchema())',
+    );
+    expect(errorMessage(bare)).toBe(
+      'Invalid --keyspace (IDGEN_KEYSPACE): received "bare"; allowed: a keyspace that holds the idgen tables (create them with initSchema()). initSchema() is "idgen-cass init".',
+    );
+    // The option's own name is not explained again; single words (max) are words.
     expect(
-      errorMessage(
-        new InvalidOptionError(
-          'dcRangeSize',
-          5n,
-          'at least the largest block (maxBlockSize 100), or lower maxBlockSize too; see initSchema',
-        ),
-      ),
-    ).toBe(
-      'Invalid --dc-range: received 5; allowed: at least the largest block (--max-block-size 100), or lower --max-block-size too; see initSchema.',
-    );
+      errorMessage(new InvalidOptionError('dcRangeSize', 5n, 'at least max / 8 (dcRangeSize 9)')),
+    ).toBe('Invalid --dc-range: received 5; allowed: at least max / 8 (dcRangeSize 9).');
   });
 
   it('prints one line, or the stack and causes with --verbose', () => {
@@ -517,8 +576,8 @@ describe('usage errors, reported before connecting', () => {
       ...['alter', 'orders', '--block', '5000'],
     );
     expect(run.code).toBe(1);
-    expect(run.stderr).toBe(
-      'idgen-cass: Invalid --block: received 5000; allowed: an integer from 1 to 1000 (at most --dc-range (1000) and 10000000).\n',
+    expect(run.stderr).toMatch(
+      /^idgen-cass: Invalid --block: received 5000; allowed: an integer from 1 to 1000 \(at most dcRangeSize\b[^\n]*\)\. dcRangeSize is --dc-range\.\n$/,
     );
     expect(store.calls.alterSequence).toBe(0);
   });
@@ -762,7 +821,7 @@ describe('seed --first-ranges, over the in-memory store', () => {
     [['dc1,'], 'received "dc1,"; allowed: one or more DC names separated by commas'],
     [
       ['dc1,dc2', '--max', '300', '--dc-range', '100', '--shards', '2'],
-      'allowed: DCs whose first ranges fit the domain: 2 DC(s) × 2 shard(s) × --dc-range 100 = 400 IDs, but only 300 lie',
+      'allowed: DCs whose first ranges fit the domain: 2 DC(s) × 2 shard(s) × dcRangeSize 100 = 400 IDs, but only 300 lie',
     ],
   ])('--first-ranges %j: exit 1, one line, no sequence', async ([value, ...more], message) => {
     const store = cliStore();

@@ -279,7 +279,7 @@ describe('IdGen', () => {
     const error = await ids.readSequence('nope').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SequenceNotFoundError);
     expect((error as Error).message).toBe(
-      `Sequence "nope" not found in keyspace "${KEYSPACE}". Create it with: idgen-cass seed nope`,
+      `Sequence "nope" not found in keyspace "${KEYSPACE}". Create it with ids.createSequence("nope").`,
     );
   });
 

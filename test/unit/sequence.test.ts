@@ -631,7 +631,7 @@ describe('Sequence: take()', () => {
         .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(InvalidCountError);
       expect(error).toMatchObject({ code: 'IDGEN_INVALID_COUNT', maxCount: 10, received: count });
-      expect((error as Error).message).toContain('"idgen-cass alter --block"');
+      expect((error as Error).message).toContain('blockSize; raise it with alterSequence()');
       expect(writes(store)).toEqual({ grantRange: 0, writeDcState: 0 });
     },
   );
@@ -937,12 +937,12 @@ describe('Sequence: adaptive blocks', () => {
     const burst = await Promise.all(range(1, held + 5_000).map(() => seq.next()));
     expectUnique(burst);
     expect(store.calls.writeDcState).toBeLessThanOrEqual(2);
-    // The bound is maxBlockSize, and the message names the flag that raises it (--block, the
-    // fixed size's, would only raise the least block).
+    // The bound is maxBlockSize, and the message names the setting that raises it (blockSize,
+    // the fixed size's, would only raise the least block).
     const error = await seq.take(50_001).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(InvalidCountError);
     expect(error).toMatchObject({ maxCount: 50_000, limitedBy: 'maxBlock' });
-    expect((error as Error).message).toContain('"idgen-cass alter --max-block-size"');
+    expect((error as Error).message).toContain('maxBlockSize; raise it with alterSequence()');
     await ids.close();
   });
 

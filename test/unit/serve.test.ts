@@ -214,7 +214,7 @@ describe('POST /v1/sequences/{name}/ids', () => {
       status: 404,
       body: {
         code: 'IDGEN_SEQUENCE_NOT_FOUND',
-        message: `Sequence "missing" not found in keyspace "${KEYSPACE}". Create it with: idgen-cass seed missing`,
+        message: `Sequence "missing" not found in keyspace "${KEYSPACE}". Create it with ids.createSequence("missing").`,
       },
     });
     // Unknown names open no handle in the allocator.
@@ -272,7 +272,7 @@ describe('POST /v1/sequences/{name}/ids', () => {
     // The advice is the service's setting: the HTTP caller can change no call's or connect()'s.
     const message = (response.body as { message: string }).message;
     expect(message).toContain(
-      'Raise the service\'s request timeout (serve --timeout, or the "timeoutMs" option of createServer())',
+      'Raise the service\'s request timeout (the "timeoutMs" option of createServer(); docs/service.md, "Options")',
     );
     expect(message).not.toContain('callTimeoutMs');
   });

@@ -2,12 +2,7 @@
 
 import { Option, type Command } from 'commander';
 
-import {
-  CREATOR_UNKNOWN,
-  IdGenError,
-  SequenceExistsError,
-  UnsafeClusterError,
-} from '../../errors.js';
+import { CREATOR_UNKNOWN, UnsafeClusterError } from '../../errors.js';
 import { SEQUENCE_DEFAULTS } from '../../settings/defaults.js';
 import { resolveFirstGrants } from '../../settings/first-ranges.js';
 import {
@@ -188,28 +183,16 @@ With 4 shards per DC, and first ranges for two DCs only:
         if (report.verdict === 'incomplete') ctx.warn(incompleteWarning(report));
       }
       const ids = await ctx.idGen();
-      let created: boolean | undefined;
-      let settings;
-      let granted: readonly FirstGrant[];
-      try {
-        // With --if-not-exists, the settings an existing sequence has come from the create's own
-        // reads at SERIAL: a local read could miss a sequence committed in other DCs only.
-        ({
-          settings,
-          firstGrants: granted,
-          created,
-        } = await ids.createSequenceGranting(sequence, {
-          ...create,
-          ifNotExists: options.ifNotExists === true,
-        }));
-      } catch (error) {
-        if (!(error instanceof SequenceExistsError) || error.differences.length > 0) throw error;
-        throw new IdGenError(
-          error.code,
-          `${error.message} To accept an existing sequence as it is, seed with --if-not-exists.`,
-          { cause: error },
-        );
-      }
+      // With --if-not-exists, the settings an existing sequence has come from the create's own
+      // reads at SERIAL: a local read could miss a sequence committed in other DCs only.
+      const {
+        settings,
+        firstGrants: granted,
+        created,
+      } = await ids.createSequenceGranting(sequence, {
+        ...create,
+        ifNotExists: options.ifNotExists === true,
+      });
       if (created !== true) {
         const sizes = sizeDifferences(create, asked, settings);
         if (sizes.length > 0) {

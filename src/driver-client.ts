@@ -143,9 +143,9 @@ const OWN_DRIVER_OPTIONS: Readonly<Record<string, string>> = {
   contactPoints: 'set contactPoints',
   localDataCenter: 'set localDataCenter',
   keyspace: 'set keyspace',
-  profiles: 'idgen-cass sets the execution profiles, and each statement its own options',
+  profiles: 'the library sets the execution profiles, and each statement its own options',
   authProvider: 'set username and password, or authProvider',
-  sslOptions: 'set sslOptions (idgen-cass turns certificate checks on)',
+  sslOptions: 'set sslOptions (the library turns certificate checks on)',
 };
 
 /**

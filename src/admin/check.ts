@@ -189,7 +189,7 @@ export function checkSequence(snapshot: CheckSnapshot): Violation[] {
       report(
         'state-of-another-incarnation',
         dc,
-        `the state of ${dc} (version ${first.version}) was written for another sequence of this name (incarnation ${first.incarnation}, this one ${incarnation ?? 'none'}): its rows were deleted by hand and the name seeded again, and IDs may be handed out twice; seed another name (docs/operations.md, "Data layout")`,
+        `the state of ${dc} (version ${first.version}) was written for another sequence of this name (incarnation ${first.incarnation}, this one ${incarnation ?? 'none'}): its rows were deleted by hand and the name created again, and IDs may be handed out twice; create a sequence under another name (docs/operations.md, "Data layout")`,
         { state: { dc, read: 'first' } },
       );
       continue;

@@ -301,7 +301,7 @@ export function openApiDocument(limits: ApiLimits): OpenApiDocument {
           type: 'http',
           scheme: 'bearer',
           description:
-            'Needed by the ID endpoints when the service was given a token (--token-file, IDGEN_SERVE_TOKEN); the other endpoints never need it.',
+            'Needed by the ID endpoints when the service was given a token (the token option of createServer()); the other endpoints never need it.',
         },
       },
       headers: {

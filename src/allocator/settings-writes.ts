@@ -110,7 +110,7 @@ export async function createSettings(
     throw new StoreUnavailableError(
       'serial',
       'create sequence',
-      `whether sequence "${settings.name}" exists could not be read at SERIAL, and state rows of it do (${leftover.join(', ')}); nothing was written, seed again once SERIAL is reachable`,
+      `whether sequence "${settings.name}" exists could not be read at SERIAL, and state rows of it do (${leftover.join(', ')}); nothing was written; create it again once SERIAL is reachable`,
     );
   }
   if (leftover.length > 0) {

@@ -36,7 +36,7 @@ export function resolveFirstGrants(
     throw new InvalidOptionError(
       'firstRanges',
       dcs,
-      `DCs whose first ranges number at most ${MAX_FIRST_GRANTS} (DCs × shards; they are one batch): ${dcs.length} DC(s) × ${settings.shards} shard(s) = ${count}; create with fewer shards and raise them with alter (later shards ask for their first range when they start)`,
+      `DCs whose first ranges number at most ${MAX_FIRST_GRANTS} (DCs × shards; they are one batch): ${dcs.length} DC(s) × ${settings.shards} shard(s) = ${count}; create with fewer shards and raise them with alterSequence() (later shards ask for their first range when they start)`,
     );
   }
   const total = BigInt(count) * settings.dcRangeSize;

@@ -26,7 +26,9 @@ const CLI = path.join(ROOT, 'dist', 'src', 'cli', 'main.js');
  * a table in its schema that it never opened ("Unknown CF" on every read and write there).
  */
 const KEYSPACE_PREFIX = 'idgen_demo';
-const KEYSPACE = `${KEYSPACE_PREFIX}_${Date.now().toString(36)}`;
+const KEYSPACE = `${KEYSPACE_PREFIX}_${Date.now()}`;
+/** The demo's keyspaces, this run's and earlier ones: no other keyspace is ever dropped. */
+const DEMO_KEYSPACE = new RegExp(`^${KEYSPACE_PREFIX}(_\\d{13})?$`);
 const SEQUENCE = 'orders';
 const PROCESSES_PER_DC = 2;
 const RATE_PER_PROCESS = 200;
@@ -161,9 +163,8 @@ async function dropEarlierKeyspaces(dc: string, hosts: readonly string[]): Promi
   await client.connect();
   try {
     const { rows } = await client.execute('SELECT keyspace_name FROM system_schema.keyspaces');
-    const earlier = new RegExp(`^${KEYSPACE_PREFIX}(_[0-9a-z]+)?$`);
     for (const name of rows.map((row) => String(row['keyspace_name']))) {
-      if (earlier.test(name)) await client.execute(`DROP KEYSPACE IF EXISTS "${name}"`);
+      if (DEMO_KEYSPACE.test(name)) await client.execute(`DROP KEYSPACE IF EXISTS "${name}"`);
     }
     // The driver waits 10 s at most after each change; a schema change waits for all of them.
     await waitForSchemaAgreement(client);

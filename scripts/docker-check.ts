@@ -5,7 +5,7 @@
  * brings them down, then runs the integration tests on testcontainers. Prints each command and
  * each step's time; exits 1 on any failure, after removing the containers it started.
  *
- *   npm run docker-check [-- --wait-for <file>] [-- --smoke]
+ *   npm run docker-check [-- [--smoke] [--wait-for <file>]]
  *
  * --smoke runs only the integration test files that cover what the containers change (the store
  * contract, preflight, the service, the cluster smoke test): CI's stage, about a third of the time.

@@ -12,6 +12,7 @@ import { checkKeys, everyKeyOf, validateName } from './options.js';
 import {
   checkAllocatorOptions,
   IdGen as Allocator,
+  SHARED_ID_GEN_KEYS,
   type IdGenMonitor,
   type IdGenMonitorParts,
   type IdGenOptions as AllocatorOptions,
@@ -29,15 +30,7 @@ export interface IdGenOptions extends Omit<AllocatorOptions, 'monitor'> {
   readonly metrics?: MetricsOptions | undefined;
 }
 
-const ID_GEN_KEYS = everyKeyOf<IdGenOptions>()([
-  'store',
-  'dc',
-  'keyspace',
-  'logger',
-  'clock',
-  'callTimeoutMs',
-  'metrics',
-]);
+const ID_GEN_KEYS = everyKeyOf<IdGenOptions>()([...SHARED_ID_GEN_KEYS, 'metrics']);
 
 /**
  * Unique integer IDs for this process, from sequences shared by every DC. Given `metrics`, it

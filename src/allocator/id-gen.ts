@@ -125,15 +125,16 @@ export interface SequenceHandleOptions {
 }
 
 const HANDLE_KEYS = everyKeyOf<SequenceHandleOptions>()(['bigint']);
-const ID_GEN_KEYS = everyKeyOf<IdGenOptions>()([
+/** The options the allocator shares with the exported `IdGen` (src/connect.ts). */
+export const SHARED_ID_GEN_KEYS = [
   'store',
   'dc',
   'keyspace',
   'logger',
   'clock',
   'callTimeoutMs',
-  'monitor',
-]);
+] as const;
+const ID_GEN_KEYS = everyKeyOf<IdGenOptions>()([...SHARED_ID_GEN_KEYS, 'monitor']);
 /** Every method of the store port, checked when it compiles to be all of them. */
 const STORE_METHODS = everyKeyOf<IdStore>()([
   'createSequence',

@@ -12,8 +12,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import cassandra from 'cassandra-driver';
-import { waitForSchemaAgreement } from '../src/schema.js';
 import * as cluster from './cluster/manager.js';
 import { defaultTopology, describeTopology, parseClusterSpec } from './cluster/topology.js';
 
@@ -21,15 +19,15 @@ const run = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CLI = path.join(ROOT, 'dist', 'src', 'cli', 'main.js');
 /**
- * A new keyspace each run, so the summary counts only this run's IDs. Never the name of one just
- * dropped: Cassandra 5.0 created again at once under a dropped keyspace's name left a node with
- * a table in its schema that it never opened ("Unknown CF" on every read and write there).
+ * One keyspace for every run, created by the first and never dropped: a run makes no schema
+ * change on a cluster that has it. Cassandra 5.0 was seen taking minutes to agree on a schema
+ * change made right after a partition healed, and leaving a node with a table it never opened
+ * ("Unknown CF") when a keyspace was created again at once under a dropped one's name.
  */
-const KEYSPACE_PREFIX = 'idgen_demo';
-const KEYSPACE = `${KEYSPACE_PREFIX}_${Date.now()}`;
-/** The demo's keyspaces, this run's and earlier ones: no other keyspace is ever dropped. */
-const DEMO_KEYSPACE = new RegExp(`^${KEYSPACE_PREFIX}(_\\d{13})?$`);
-const SEQUENCE = 'orders';
+const KEYSPACE = 'idgen_demo';
+/** Each run seeds a sequence of its own (`orders`, then `orders_2`, ...): the summary counts only its IDs. */
+const SEQUENCE_PREFIX = 'orders';
+let sequence = SEQUENCE_PREFIX;
 const PROCESSES_PER_DC = 2;
 const RATE_PER_PROCESS = 200;
 const DRAW_SECONDS = 60;
@@ -88,7 +86,7 @@ function startDrawing(dc: string, hosts: readonly string[], dir: string, n: numb
       'tsx',
       path.join(ROOT, 'scripts', 'draw-worker.ts'),
       ...['--dc', dc, '--contact-points', hosts.join(','), '--keyspace', KEYSPACE],
-      ...['--sequence', SEQUENCE, '--out', file],
+      ...['--sequence', sequence, '--out', file],
       ...['--duration-ms', String(DRAW_SECONDS * 1000), '--rate', String(RATE_PER_PROCESS)],
     ],
     { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] },
@@ -147,7 +145,7 @@ async function partitionStep(dc: string, hosts: readonly string[]): Promise<void
   await cluster.partition(dc);
   await sleep(5);
   say(`status, seen from inside ${dc} while it is cut off`);
-  await cli(dc, hosts, ['status', SEQUENCE, '--sample', '3s'], {
+  await cli(dc, hosts, ['status', sequence, '--sample', '3s'], {
     [EXIT_SERIAL_UNREACHABLE]: `SERIAL is unreachable from ${dc}, as expected while it is cut off: its processes draw from its DC range, and only new DC ranges wait`,
   });
   await sleep(PARTITION_FOR_S - 8);
@@ -157,20 +155,14 @@ async function partitionStep(dc: string, hosts: readonly string[]): Promise<void
   console.log(`${dc} is connected again`);
 }
 
-/** Drops the keyspaces of earlier runs, then waits until every node has dropped them. */
-async function dropEarlierKeyspaces(dc: string, hosts: readonly string[]): Promise<void> {
-  const client = new cassandra.Client({ contactPoints: [...hosts], localDataCenter: dc });
-  await client.connect();
-  try {
-    const { rows } = await client.execute('SELECT keyspace_name FROM system_schema.keyspaces');
-    for (const name of rows.map((row) => String(row['keyspace_name']))) {
-      if (DEMO_KEYSPACE.test(name)) await client.execute(`DROP KEYSPACE IF EXISTS "${name}"`);
-    }
-    // The driver waits 10 s at most after each change; a schema change waits for all of them.
-    await waitForSchemaAgreement(client);
-  } finally {
-    await client.shutdown();
-  }
+/** The first of `orders`, `orders_2`, `orders_3`, ... that names no sequence in the keyspace yet. */
+async function freshSequenceName(dc: string, hosts: readonly string[]): Promise<string> {
+  const { stdout } = await cli(dc, hosts, ['list', '--json']);
+  const taken = new Set((JSON.parse(stdout) as { name: string }[]).map((s) => s.name));
+  let n = 1;
+  const nameOf = (i: number) => (i === 1 ? SEQUENCE_PREFIX : `${SEQUENCE_PREFIX}_${i}`);
+  while (taken.has(nameOf(n))) n++;
+  return nameOf(n);
 }
 
 async function main(): Promise<void> {
@@ -182,12 +174,11 @@ async function main(): Promise<void> {
   // RF 3 per DC where the DC has 3 nodes (a node can fail), else one copy per node.
   const replication = dcNames.map((dc) => `${dc}:${Math.min(3, hostsOf(dc).length)}`).join(',');
 
-  await dropEarlierKeyspaces(first, hostsOf(first));
-
   say('Create the keyspace and tables, then a 32-bit sequence');
   await cli(first, hostsOf(first), ['init', '--replication', replication]);
+  sequence = await freshSequenceName(first, hostsOf(first));
   await cli(first, hostsOf(first), [
-    ...['seed', SEQUENCE, '--domain', 'int32', '--start', '1000'],
+    ...['seed', sequence, '--domain', 'int32', '--start', '1000'],
     ...['--dc-range', '20000', '--block', '100'],
   ]);
 
@@ -199,7 +190,7 @@ async function main(): Promise<void> {
     Array.from({ length: PROCESSES_PER_DC }, (_, i) => startDrawing(dc, hostsOf(dc), dir, i + 1)),
   );
   await sleep(PARTITION_AT_S);
-  await cli(first, hostsOf(first), ['status', SEQUENCE]);
+  await cli(first, hostsOf(first), ['status', sequence]);
 
   const cut = dcNames.at(-1)!;
   if (noPartition === undefined) {
@@ -211,11 +202,11 @@ async function main(): Promise<void> {
   await Promise.all(drawing.map((p) => p.done));
 
   say('Final status and invariant check');
-  await cli(first, hostsOf(first), ['status', SEQUENCE, '--sample', '1s']);
-  await cli(first, hostsOf(first), ['check', SEQUENCE]);
+  await cli(first, hostsOf(first), ['status', sequence, '--sample', '1s']);
+  await cli(first, hostsOf(first), ['check', sequence]);
   const { stdout } = await cli(first, hostsOf(first), [
     'status',
-    SEQUENCE,
+    sequence,
     '--json',
     '--sample',
     '1s',
@@ -242,7 +233,7 @@ async function main(): Promise<void> {
     `IDs granted to DCs: ${granted.granted}; drawn: ${seen.size}; still available in DC ranges: ${granted.left}; lost to gaps: ${lost}`,
   );
   console.log(
-    `demo finished in ${((Date.now() - started) / 1000).toFixed(0)} s; keyspace ${KEYSPACE}; IDs in ${dir}`,
+    `demo finished in ${((Date.now() - started) / 1000).toFixed(0)} s; keyspace ${KEYSPACE}, sequence ${sequence}; IDs in ${dir}`,
   );
   if (duplicates > 0) process.exitCode = 1;
 }

@@ -367,12 +367,43 @@ export async function waitForSchemaAgreement(client: cassandra.Client): Promise<
   for (;;) {
     if (await metadata.checkSchemaAgreement()) return;
     if (Date.now() >= deadline) {
+      const versions = await schemaVersions(client).catch(() => 'versions unknown');
       throw new StoreUnavailableError(
         'local',
         'init schema',
-        `the nodes did not agree on the schema within ${SCHEMA_AGREEMENT_TIMEOUT_MS / 1000} s (a node may be down)`,
+        `the nodes did not agree on the schema within ${SCHEMA_AGREEMENT_TIMEOUT_MS / 1000} s (${versions}); a node at another version may be down or may have missed the change`,
       );
     }
     await new Promise((resolve) => setTimeout(resolve, SCHEMA_AGREEMENT_POLL_MS));
   }
+}
+
+/**
+ * Which node holds which schema version, as one node sees it, e.g. "127.0.0.1 and 7 others at
+ * 33fe3230, 127.0.2.3 at 5c4e675f": what an operator needs to find the node that lags.
+ */
+export async function schemaVersions(client: cassandra.Client): Promise<string> {
+  const local = await client.execute('SELECT rpc_address, schema_version FROM system.local');
+  const peers = await client.execute('SELECT peer, schema_version FROM system.peers');
+  const nodes = [
+    ...local.rows.map((row) => [String(row['rpc_address']), String(row['schema_version'])]),
+    ...peers.rows.map((row) => [String(row['peer']), String(row['schema_version'])]),
+  ];
+  return describeVersions(nodes as [string, string][]);
+}
+
+/** `[address, version]` pairs grouped by version, the most common version first. */
+export function describeVersions(nodes: readonly (readonly [string, string])[]): string {
+  const byVersion = new Map<string, string[]>();
+  for (const [address, version] of nodes) {
+    byVersion.set(version, [...(byVersion.get(version) ?? []), address]);
+  }
+  return [...byVersion]
+    .sort((a, b) => b[1].length - a[1].length)
+    .map(([version, addresses]) => {
+      const n = addresses.length - 1;
+      const others = n === 0 ? '' : ` and ${n} other${n === 1 ? '' : 's'}`;
+      return `${addresses[0]}${others} at ${version.slice(0, 8)}`;
+    })
+    .join(', ');
 }

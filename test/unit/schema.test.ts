@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import { StoreUnavailableError } from '../../src/errors.js';
 import {
+  describeVersions,
   missingColumns,
   replicationDifferences,
   schemaFile,
@@ -110,7 +111,12 @@ describe('waitForSchemaAgreement', () => {
   function clientAgreeingAfter(agreeAfterMs: number): cassandra.Client {
     const start = Date.now();
     const metadata = { checkSchemaAgreement: async () => Date.now() - start >= agreeAfterMs };
-    return { metadata } as unknown as cassandra.Client;
+    const execute = async (query: string) => ({
+      rows: query.includes('system.local')
+        ? [{ rpc_address: '127.0.0.1', schema_version: '33fe3230-f17a' }]
+        : [{ peer: '127.0.2.3', schema_version: '5c4e675f-1573' }],
+    });
+    return { metadata, execute } as unknown as cassandra.Client;
   }
 
   it("waits out a missed push caught up by Cassandra's periodic pull (60 s by default)", async () => {
@@ -126,5 +132,27 @@ describe('waitForSchemaAgreement', () => {
     const failed = expect(waiting).rejects.toBeInstanceOf(StoreUnavailableError);
     await vi.advanceTimersByTimeAsync(121_000);
     await failed;
+  });
+
+  it('names the version each node holds when they never agree', async () => {
+    vi.useFakeTimers();
+    const waiting = waitForSchemaAgreement(clientAgreeingAfter(Infinity));
+    const failed = expect(waiting).rejects.toThrow(
+      /127\.0\.0\.1 at 33fe3230, 127\.0\.2\.3 at 5c4e675f/,
+    );
+    await vi.advanceTimersByTimeAsync(121_000);
+    await failed;
+  });
+});
+
+describe('describeVersions', () => {
+  it('groups nodes by version, the most common first', () => {
+    expect(
+      describeVersions([
+        ['a', 'v2'],
+        ['b', 'v1'],
+        ['c', 'v1'],
+      ]),
+    ).toBe('b and 1 other at v1, a at v2');
   });
 });

@@ -21,10 +21,7 @@ const LAYERS = {
   },
   // store: the port's implementations and their Cassandra client; beside the protocol, apart.
   store: {
-    paths: [
-      '^src/store/(?!port\\.ts$)',
-      '^src/(driver-client|client-routing|stalled-coordinators)\\.ts$',
-    ],
+    paths: ['^src/store/(?!port\\.ts$)'],
     imports: ['model'],
   },
   // process: the allocator a process holds (IdGen), over any store; it knows no surface.

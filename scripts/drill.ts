@@ -26,7 +26,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import * as manager from './cluster/manager.js';
 import { nodeSpecs } from './cluster/topology.js';
 import { connect, initSchema, type IdGen } from '../src/index.js';
-import { CassandraStore } from '../src/store/cassandra.js';
+import { CassandraStore } from '../src/store/cassandra/store.js';
 
 const DC = 'dc3';
 const OTHER_DC = 'dc1';

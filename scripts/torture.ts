@@ -18,7 +18,7 @@ import { readNodeSettings, settingsChanges, settingsProblems } from './cluster/s
 import { nodeSpecs } from './cluster/topology.js';
 import { connect, initSchema, openAdmin } from '../src/index.js';
 import { MUTATIONS, type Mutation } from '../src/mutations.js';
-import { CassandraStore } from '../src/store/cassandra.js';
+import { CassandraStore } from '../src/store/cassandra/store.js';
 import { dcOfGrantee } from '../src/names.js';
 import type { DcState } from '../src/index.js';
 import { checkHistory, type RecordedIncarnation } from './torture/checker.js';

@@ -6,8 +6,8 @@
 import type { Logger } from './logger.js';
 import { resolveMetricsOptions, type MetricsOptions } from './metrics/options.js';
 import { ProcessMetrics } from './metrics/process-metrics.js';
-import { checkConnectionKeys, openClient } from './driver-client.js';
-import type { ConnectionOptions } from './driver-client.js';
+import { checkConnectionKeys, openClient } from './store/cassandra/driver-client.js';
+import type { ConnectionOptions } from './store/cassandra/driver-client.js';
 import { checkKeys, everyKeyOf, validateName } from './options.js';
 import {
   checkAllocatorOptions,
@@ -17,7 +17,7 @@ import {
   type IdGenMonitorParts,
   type IdGenOptions as AllocatorOptions,
 } from './allocator/id-gen.js';
-import { CassandraStore } from './store/cassandra.js';
+import { CassandraStore } from './store/cassandra/store.js';
 
 /** Options of {@link IdGen}: the allocator's own, with `metrics` in place of its monitor. */
 export interface IdGenOptions extends Omit<AllocatorOptions, 'monitor'> {

@@ -4,7 +4,7 @@
  */
 export { connect, IdGen } from './connect.js';
 export type { ConnectOptions } from './connect.js';
-export type { ConnectionOptions } from './driver-client.js';
+export type { ConnectionOptions } from './store/cassandra/driver-client.js';
 export { initSchema } from './schema.js';
 export type { InitSchemaOptions, InitSchemaResult } from './schema.js';
 export { Admin, ADMIN_DEFAULTS } from './admin/admin.js';

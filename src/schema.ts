@@ -14,8 +14,8 @@ import {
   checkConnectionKeys,
   openClient,
   type ConnectionOptions,
-} from './driver-client.js';
-import { describeDriverError } from './store/cassandra-errors.js';
+} from './store/cassandra/driver-client.js';
+import { describeDriverError } from './store/cassandra/errors.js';
 import { InvalidOptionError, StoreUnavailableError, UnsafeClusterError } from './errors.js';
 import { adminOver } from './admin/open.js';
 import type { PreflightReport } from './admin/preflight.js';

@@ -6,8 +6,8 @@
  */
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { IdGen } from '../../src/index.js';
-import { openClient } from '../../src/driver-client.js';
-import { CassandraStore } from '../../src/store/cassandra.js';
+import { openClient } from '../../src/store/cassandra/driver-client.js';
+import { CassandraStore } from '../../src/store/cassandra/store.js';
 import type { IdStore } from '../../src/store/port.js';
 import { drawLoop } from './draw-loop.js';
 import {

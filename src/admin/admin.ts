@@ -11,7 +11,7 @@
  */
 
 import { readSettingsFound } from '../allocator/settings-writes.js';
-import type { ConnectionOptions } from '../driver-client.js';
+import type { ConnectionOptions } from '../store/cassandra/driver-client.js';
 import { InvalidOptionError, SequenceNotFoundError } from '../errors.js';
 import { checkAbortSignal, checkKeys, everyKeyOf, validateSequenceName } from '../options.js';
 import { ascending } from '../order.js';

@@ -16,7 +16,7 @@
 
 import { SequenceNotFoundError, StoreUnavailableError } from '../errors.js';
 import { granteesOf } from '../names.js';
-import { describeDriverError } from '../store/cassandra-errors.js';
+import { describeDriverError } from '../store/cassandra/errors.js';
 import type { DcState, IdStore, StoredSettings } from '../store/port.js';
 import type { CheckSnapshot, UnverifiedFact } from './check.js';
 

@@ -12,8 +12,8 @@ import {
   openClient,
   openClientInDc,
   type OpenedClient,
-} from '../driver-client.js';
-import { CassandraStore } from '../store/cassandra.js';
+} from '../store/cassandra/driver-client.js';
+import { CassandraStore } from '../store/cassandra/store.js';
 import { settleWithin, TIMED_OUT } from '../timers.js';
 import type { NodeSettings } from '../store/port.js';
 import { Admin, type AdminOptions } from './admin.js';

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
 
-import type { ConnectionOptions } from '../driver-client.js';
+import type { ConnectionOptions } from '../store/cassandra/driver-client.js';
 import { IdGenError, InvalidOptionError } from '../errors.js';
 import { parseList } from './parse.js';
 

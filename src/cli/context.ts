@@ -10,7 +10,7 @@ import type { Admin } from '../admin/admin.js';
 import { openAdmin } from '../admin/open.js';
 import type { IdGen } from '../allocator/id-gen.js';
 import { connect, type ConnectOptions } from '../connect.js';
-import type { ConnectionOptions } from '../driver-client.js';
+import type { ConnectionOptions } from '../store/cassandra/driver-client.js';
 import { connectionOptions, type ConnectionFlags } from './connection-options.js';
 import { isClosedPipe, OutputError } from './exit-codes.js';
 import { toJson } from './format.js';

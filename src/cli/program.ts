@@ -23,7 +23,7 @@ import { CliContext, type Streams } from './context.js';
 import { commanderErrorLine, EXIT_CODES, exitCodeOf, handleError } from './exit-codes.js';
 import { durationParser, TIMER_MAX_MS, typedDuration } from './parse.js';
 import { validateSequenceName } from '../options.js';
-import { DEFAULT_REQUEST_TIMEOUT_MS } from '../store/cassandra-request-options.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from '../store/cassandra/request-options.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'v
 import { connect, IdGen, initSchema, openAdmin } from '../../src/index.js';
 import { dcOfGrantee } from '../../src/names.js';
 import type { CreateSequenceOptions } from '../../src/index.js';
-import { CassandraStore } from '../../src/store/cassandra.js';
+import { CassandraStore } from '../../src/store/cassandra/store.js';
 import type { Grant } from '../../src/store/port.js';
 import { clusterInfo, createTestKeyspace, faults } from '../support/cluster.js';
 import type { TestKeyspace } from '../support/cluster.js';

@@ -7,11 +7,11 @@ import { createRequire } from 'node:module';
 import cassandra from 'cassandra-driver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { openClient } from '../../src/driver-client.js';
+import { openClient } from '../../src/store/cassandra/driver-client.js';
 import { IdGen } from '../../src/allocator/id-gen.js';
 import { IdGenError, SequenceRecreatedError, StoreUnavailableError } from '../../src/errors.js';
 import { initSchema } from '../../src/schema.js';
-import { CassandraStore } from '../../src/store/cassandra.js';
+import { CassandraStore } from '../../src/store/cassandra/store.js';
 import type { DcState, SequenceSettings } from '../../src/store/port.js';
 import { describeStoreContract } from '../contract/store-contract.js';
 import { clusterInfo, createTestKeyspace, faults, newClient } from '../support/cluster.js';

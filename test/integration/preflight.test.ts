@@ -16,7 +16,7 @@ import {
   type Admin,
   type NodeCheck,
 } from '../../src/index.js';
-import { openClientInDc } from '../../src/driver-client.js';
+import { openClientInDc } from '../../src/store/cassandra/driver-client.js';
 import { createTestKeyspace, newClient, type TestKeyspace } from '../support/cluster.js';
 
 let ks: TestKeyspace;

@@ -6,8 +6,8 @@ import {
   PAGE_ROWS,
   RETRY_READS,
   requestOptions,
-} from '../../src/store/cassandra-request-options.js';
-import { STATEMENTS, type StatementName } from '../../src/store/cassandra-statements.js';
+} from '../../src/store/cassandra/request-options.js';
+import { STATEMENTS, type StatementName } from '../../src/store/cassandra/statements.js';
 
 describe('request options', () => {
   it('reads check takes as one snapshot, and the usage counters read from their first page, in one page', () => {

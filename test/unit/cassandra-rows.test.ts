@@ -3,7 +3,7 @@ import type cassandra from 'cassandra-driver';
 import { describe, expect, it } from 'vitest';
 
 import { SEQUENCE_DEFAULTS } from '../../src/settings/defaults.js';
-import { parseSettings, replicaDcsOf } from '../../src/store/cassandra-rows.js';
+import { parseSettings, replicaDcsOf } from '../../src/store/cassandra/rows.js';
 
 function row(values: Record<string, unknown>): cassandra.types.Row {
   return { get: (column: string) => values[column] ?? null } as unknown as cassandra.types.Row;

@@ -5,7 +5,7 @@
 import cassandra from 'cassandra-driver';
 import { describe, expect, it } from 'vitest';
 
-import { levelOf, STATEMENTS } from '../../src/store/cassandra-statements.js';
+import { levelOf, STATEMENTS } from '../../src/store/cassandra/statements.js';
 
 const CL = cassandra.types.consistencies;
 

@@ -23,7 +23,10 @@ import {
 } from '../../src/cli/connection-options.js';
 import { errorMessage, exitCodeOf } from '../../src/cli/exit-codes.js';
 import { createProgram } from '../../src/cli/program.js';
-import { buildClientOptions, type ConnectionOptions } from '../../src/driver-client.js';
+import {
+  buildClientOptions,
+  type ConnectionOptions,
+} from '../../src/store/cassandra/driver-client.js';
 import { capture, cli } from './run-cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'idgen-cli-tls-'));

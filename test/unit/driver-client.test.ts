@@ -2,8 +2,8 @@
 import cassandra from 'cassandra-driver';
 import { describe, expect, it } from 'vitest';
 
-import { buildClientOptions } from '../../src/driver-client.js';
-import { AvoidStalledCoordinatorsPolicy } from '../../src/stalled-coordinators.js';
+import { buildClientOptions } from '../../src/store/cassandra/driver-client.js';
+import { AvoidStalledCoordinatorsPolicy } from '../../src/store/cassandra/stalled-coordinators.js';
 
 const base = { contactPoints: ['10.0.0.1'], localDataCenter: 'dc1' };
 

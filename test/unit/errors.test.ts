@@ -28,8 +28,8 @@ import {
   UnsafeClusterError,
   type IdGenErrorCode,
 } from '../../src/errors.js';
-import { mapFailure } from '../../src/store/cassandra-errors.js';
-import { STATEMENTS } from '../../src/store/cassandra-statements.js';
+import { mapFailure } from '../../src/store/cassandra/errors.js';
+import { STATEMENTS } from '../../src/store/cassandra/statements.js';
 
 describe('IdGenError.retryable', () => {
   it('has a value for every code, and these values', () => {

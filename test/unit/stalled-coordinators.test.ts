@@ -2,12 +2,12 @@
 import cassandra from 'cassandra-driver';
 import { describe, expect, it } from 'vitest';
 
-import { routingPolicyOf } from '../../src/client-routing.js';
-import { CassandraStore } from '../../src/store/cassandra.js';
+import { routingPolicyOf } from '../../src/store/cassandra/client-routing.js';
+import { CassandraStore } from '../../src/store/cassandra/store.js';
 import {
   AvoidStalledCoordinatorsPolicy,
   StalledCoordinators,
-} from '../../src/stalled-coordinators.js';
+} from '../../src/store/cassandra/stalled-coordinators.js';
 
 /** A driver error as another copy of the driver would build it: recognised by name. */
 function driverError(name: string, fields: Record<string, unknown> = {}): Error {

@@ -11,7 +11,7 @@
 
 import cassandra from 'cassandra-driver';
 
-import { InvalidOptionError } from './errors.js';
+import { InvalidOptionError } from '../../errors.js';
 
 /** The runtime `client.options` the driver's typings leave out. */
 export interface DriverClientOptions {

@@ -11,27 +11,27 @@
 
 import cassandra from 'cassandra-driver';
 
-import { localDataCenterOf, routingPolicyOf } from '../client-routing.js';
-import { encodesBigIntAsLong } from '../driver-client.js';
+import { localDataCenterOf, routingPolicyOf } from './client-routing.js';
+import { encodesBigIntAsLong } from './driver-client.js';
 import {
   IdGenError,
   InvalidNameError,
   InvalidOptionError,
   InvariantError,
   SequenceNotFoundError,
-} from '../errors.js';
-import { mutated } from '../mutations.js';
-import { dcOfGrantee, granteesOf } from '../names.js';
-import { validateName } from '../options.js';
-import { AvoidStalledCoordinatorsPolicy, StalledCoordinators } from '../stalled-coordinators.js';
-import { ascending } from '../order.js';
-import { mapFailure } from './cassandra-errors.js';
-import { readNodeSettingsOf } from './cassandra-node-settings.js';
+} from '../../errors.js';
+import { mutated } from '../../mutations.js';
+import { dcOfGrantee, granteesOf } from '../../names.js';
+import { validateName } from '../../options.js';
+import { AvoidStalledCoordinatorsPolicy, StalledCoordinators } from './stalled-coordinators.js';
+import { ascending } from '../../order.js';
+import { mapFailure } from './errors.js';
+import { readNodeSettingsOf } from './node-settings.js';
 import {
   DEFAULT_REQUEST_TIMEOUT_MS,
   requestOptions,
   retryReadsOnceElsewhere,
-} from './cassandra-request-options.js';
+} from './request-options.js';
 import {
   GLOBAL,
   replicaDcsOf,
@@ -43,13 +43,8 @@ import {
   parseSettings,
   required,
   toBigInt,
-} from './cassandra-rows.js';
-import {
-  GRANT_BATCH,
-  STATEMENTS,
-  type Statement,
-  type StatementName,
-} from './cassandra-statements.js';
+} from './rows.js';
+import { GRANT_BATCH, STATEMENTS, type Statement, type StatementName } from './statements.js';
 import type {
   CasOutcome,
   DcStamp,
@@ -68,8 +63,8 @@ import type {
   DcUsageCounts,
   UsageCause,
   UsageDeltas,
-} from './port.js';
-import { USAGE_CAUSES, zeroUsageCounts } from './port.js';
+} from '../port.js';
+import { USAGE_CAUSES, zeroUsageCounts } from '../port.js';
 
 const CL = cassandra.types.consistencies;
 

@@ -6,11 +6,11 @@
 
 import cassandra from 'cassandra-driver';
 
-import { describeDriverError } from './cassandra-errors.js';
-import { NEVER_RETRY, requestOptions } from './cassandra-request-options.js';
-import { toText } from './cassandra-rows.js';
-import { STATEMENTS } from './cassandra-statements.js';
-import type { NodeSettings, TableSettings } from './port.js';
+import { describeDriverError } from './errors.js';
+import { NEVER_RETRY, requestOptions } from './request-options.js';
+import { toText } from './rows.js';
+import { STATEMENTS } from './statements.js';
+import type { NodeSettings, TableSettings } from '../port.js';
 
 /**
  * One node's settings, each table asked of the node itself; a failure is kept, not thrown.

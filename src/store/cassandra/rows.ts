@@ -6,10 +6,10 @@
 
 import cassandra from 'cassandra-driver';
 
-import { InvariantError } from '../errors.js';
-import { ascending } from '../order.js';
-import { SEQUENCE_DEFAULTS } from '../settings/defaults.js';
-import type { DcState, DomainName, Grant, GrantFound, StoredSettings } from './port.js';
+import { InvariantError } from '../../errors.js';
+import { ascending } from '../../order.js';
+import { SEQUENCE_DEFAULTS } from '../../settings/defaults.js';
+import type { DcState, DomainName, Grant, GrantFound, StoredSettings } from '../port.js';
 
 /** The clustering key of the GLOBAL row; no DC may be named like it. */
 export const GLOBAL = 'GLOBAL';

@@ -10,7 +10,7 @@
 
 import cassandra from 'cassandra-driver';
 
-import type { StoreLevel } from './port.js';
+import type { StoreLevel } from '../port.js';
 
 const CL = cassandra.types.consistencies;
 

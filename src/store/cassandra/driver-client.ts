@@ -9,18 +9,18 @@
 
 import cassandra from 'cassandra-driver';
 
-import { AuthenticationError, InvalidOptionError, StoreUnavailableError } from './errors.js';
+import { AuthenticationError, InvalidOptionError, StoreUnavailableError } from '../../errors.js';
 import {
   checkClientRouting,
   datacentersOf,
   runtimeOptionsOf,
   unknownDataCenter,
 } from './client-routing.js';
-import { describeDriverError, innerErrors } from './store/cassandra-errors.js';
-import { DEFAULT_REQUEST_TIMEOUT_MS } from './store/cassandra-request-options.js';
+import { describeDriverError, innerErrors } from './errors.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from './request-options.js';
 import { AvoidStalledCoordinatorsPolicy, StalledCoordinators } from './stalled-coordinators.js';
-import { checkKeys, everyKeyOf } from './options.js';
-import { MAX_TIMER_MS } from './timers.js';
+import { checkKeys, everyKeyOf } from '../../options.js';
+import { MAX_TIMER_MS } from '../../timers.js';
 
 /** Where and how to reach Cassandra. */
 export interface ConnectionOptions {

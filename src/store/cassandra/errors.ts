@@ -7,8 +7,8 @@
 
 import cassandra from 'cassandra-driver';
 
-import { IdGenError, InvalidOptionError, StoreUnavailableError } from '../errors.js';
-import { levelOf, type Statement } from './cassandra-statements.js';
+import { IdGenError, InvalidOptionError, StoreUnavailableError } from '../../errors.js';
+import { levelOf, type Statement } from './statements.js';
 
 const codes = cassandra.types.responseErrorCodes;
 

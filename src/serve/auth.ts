@@ -7,7 +7,10 @@
 
 import { createHash, timingSafeEqual } from 'node:crypto';
 
+import type { FastifyReply } from 'fastify';
+
 import { InvalidOptionError } from '../errors.js';
+import { ServeRefusal } from './http-errors.js';
 
 /** RFC 6750's `b64token`: what a bearer token may hold. */
 const B64_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
@@ -43,4 +46,31 @@ export class BearerToken {
 
 function digest(text: string): Buffer {
   return createHash('sha256').update(text, 'utf8').digest();
+}
+
+/**
+ * The `onRequest` hook of the ID endpoints: without a `token` it lets every request through;
+ * with one, a request without it is refused 401 `IDGEN_UNAUTHORIZED` with `WWW-Authenticate`.
+ */
+export function authenticate(token: BearerToken | undefined) {
+  return async (
+    request: { readonly headers: { readonly authorization?: string | undefined } },
+    reply: FastifyReply,
+  ): Promise<void> => {
+    if (token === undefined) return;
+    const check = token.check(request.headers.authorization);
+    if (check === 'ok') return;
+    reply.header(
+      'WWW-Authenticate',
+      check === 'missing'
+        ? 'Bearer realm="idgen-cass"'
+        : 'Bearer realm="idgen-cass", error="invalid_token"',
+    );
+    throw new ServeRefusal(
+      'IDGEN_UNAUTHORIZED',
+      check === 'missing'
+        ? 'This endpoint needs the service\'s bearer token: send "Authorization: Bearer <token>".'
+        : "The bearer token sent is not this service's token.",
+    );
+  };
 }

@@ -5,6 +5,8 @@
  * the HTTP layer makes have the codes of {@link ServeRefusalCode}.
  */
 
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
 import { IdGenError, type IdGenErrorCode } from '../errors.js';
 
 /** The codes of refusals made by the HTTP layer itself, not by the allocator. */
@@ -117,4 +119,19 @@ export function httpErrorOf(error: unknown): HttpAnswer & { readonly body: Serve
     ...REFUSALS.IDGEN_INTERNAL,
     body: { code: 'IDGEN_INTERNAL', message: INTERNAL_MESSAGE },
   };
+}
+
+/** Answers a failed or refused request with the JSON error body docs/service.md documents. */
+export function sendError(
+  error: unknown,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): FastifyReply {
+  const { status, retryAfterSeconds, body } = httpErrorOf(error);
+  if (status === 500) request.log.error({ err: error }, 'request failed');
+  // The code, not the message: a refusal repeats what the client sent (an unknown parameter's
+  // name may be a secret put in the query string), which the caller may see and the log not.
+  else request.log.debug({ code: body.code, statusCode: status }, 'request refused');
+  if (retryAfterSeconds !== undefined) reply.header('Retry-After', String(retryAfterSeconds));
+  return reply.code(status).send(body);
 }

@@ -54,6 +54,12 @@ const FORMAT_SCHEMA = {
     'auto: IDs as JSON numbers when the sequence\'s domain ends at or below 2^53-1 (they are exact in every JSON parser), else as decimal strings; string: always strings. The header "Accept: application/json; ids=string" asks for strings as well.',
 } as const;
 
+/** The routes of the ID endpoints, as fastify writes them (the document's `{name}` is `:name`). */
+export const ID_ROUTES = {
+  ids: '/v1/sequences/:name/ids',
+  ranges: '/v1/sequences/:name/ranges',
+} as const;
+
 /** The path parameters of the ID endpoints. */
 export const SEQUENCE_PARAMS = {
   type: 'object',
@@ -118,7 +124,7 @@ const ID_ENDPOINT_ERRORS: readonly ServeErrorCode[] = [
   'IDGEN_INVARIANT_BROKEN',
   'IDGEN_STATE_ROLLED_BACK',
   // A refill a request waits for, refused by Cassandra for want of a permission of the
-  // service's role (cassandra-errors.ts): the operator's to grant, not the caller's.
+  // service's role (errors.ts): the operator's to grant, not the caller's.
   'IDGEN_AUTH_FAILED',
   'IDGEN_INTERNAL',
 ];

@@ -1,0 +1,111 @@
+/**
+ * What the service logs of a request. The bearer token is never logged: the `authorization`
+ * header is redacted wherever a line could carry it, and a URL shows only what the API knows.
+ */
+
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
+import type * as Fastify from 'fastify';
+import type { Logger as PinoLogger } from 'pino';
+
+import { fastifyModule } from '../lazy-modules.js';
+import { ID_FORMATS } from './openapi.js';
+import type { ServedSequences } from './served-sequences.js';
+
+/**
+ * Paths of log fields that could hold the token: the header, and the raw bytes of a request Node's
+ * HTTP parser refused (`rawPacket` of a `clientError`, which request-refusals.ts never logs; this
+ * is in case another line carries such an error).
+ */
+const REDACTED = [
+  'req.headers.authorization',
+  '*.headers.authorization',
+  'headers.authorization',
+  'rawPacket',
+  '*.rawPacket',
+  '*.cause.rawPacket',
+];
+
+/**
+ * The service's logger: a child of `logger` with `component: 'serve'` and {@link REDACTED}
+ * censored. Typed as fastify's logger, so that the instance is a plain FastifyInstance.
+ */
+export function serviceLogger(logger: PinoLogger | undefined): FastifyBaseLogger | undefined {
+  return logger?.child(
+    { component: 'serve' },
+    { redact: { paths: REDACTED, censor: '[redacted]' } },
+  );
+}
+
+/** A value a log line does not show: text a client chose, which may be a credential. */
+const HIDDEN = '…';
+
+/**
+ * The URL of `request` as a log line may show it: the route's template (`/v1/sequences/:name/ids`)
+ * with the sequence's name only if the service knows it ({@link ServedSequences.isKnown}), and
+ * of the query only a `count` of digits and a `format` the API takes. The rest is text a client
+ * chose, where a token may have been put by mistake (`/v1/sequences/<token>/ids`,
+ * `?format=<token>`, `?token=…`, `?<token>`, a path no route matches): it shows as `…`.
+ */
+function loggedUrl(request: FastifyRequest, served: ServedSequences): string {
+  const route = request.routeOptions.url;
+  const name = (request.params as { name?: unknown } | undefined)?.name;
+  const shownName = typeof name === 'string' && served.isKnown(name) ? name : HIDDEN;
+  const path = route === undefined ? HIDDEN : route.replace(':name', shownName);
+  const at = request.url.indexOf('?');
+  if (at < 0) return path;
+  const query = request.url
+    .slice(at + 1)
+    .split('&')
+    .map((pair) => {
+      const [key, value] = splitPair(pair);
+      if (key === 'count') return /^[0-9]{1,16}$/.test(value) ? pair : `count=${HIDDEN}`;
+      if (key === 'format') {
+        return (ID_FORMATS as readonly string[]).includes(value) ? pair : `format=${HIDDEN}`;
+      }
+      // Another parameter's name may be the secret itself (`?<token>`): neither is shown.
+      return HIDDEN;
+    });
+  return `${path}?${query.join('&')}`;
+}
+
+/** `name=value` as its name and value (`''` without `=`). */
+function splitPair(pair: string): [string, string] {
+  const at = pair.indexOf('=');
+  return at < 0 ? [pair, ''] : [pair.slice(0, at), pair.slice(at + 1)];
+}
+
+/**
+ * fastify's request log lines at debug rather than info (two info lines per ID request would
+ * drown everything else), showing of a request what {@link loggedUrl} shows; errors are the
+ * error handler's. The class extends fastify's, so it is made once fastify is loaded
+ * (lazy-modules.ts).
+ */
+export function debugRequestLogs(
+  served: ServedSequences,
+): InstanceType<typeof Fastify.LogController> {
+  class DebugRequestLogs extends fastifyModule().LogController {
+    override incomingRequest(request: FastifyRequest): void {
+      request.log.debug(
+        { method: request.method, url: loggedUrl(request, served), remoteAddress: request.ip },
+        'incoming request',
+      );
+    }
+
+    override requestCompleted(
+      _error: unknown,
+      _request: FastifyRequest,
+      reply: FastifyReply,
+    ): void {
+      reply.log.debug(
+        { statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+        'request completed',
+      );
+    }
+
+    // fastify's own line carries the request, URL included.
+    override writeHeadError(error: unknown, _request: FastifyRequest, reply: FastifyReply): void {
+      reply.log.warn({ err: error, statusCode: reply.statusCode }, 'writing the response failed');
+    }
+  }
+  return new DebugRequestLogs();
+}

@@ -1,0 +1,150 @@
+/**
+ * Requests refused before a route's handler runs (by Node's HTTP parser, fastify's router or a
+ * route's schema), each turned into a {@link ServeRefusal} with the library's code where there is
+ * one, so that every refusal reads like the others: `{ "code", "message" }`.
+ */
+
+import type { Socket } from 'node:net';
+
+import type { ConnectionError, FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
+
+import { InvalidNameError } from '../errors.js';
+import { NAME_RULES } from '../names.js';
+import { httpErrorOf, ServeRefusal } from './http-errors.js';
+import { ID_ROUTES, idsQuery, RANGES_QUERY, type ApiLimits } from './openapi.js';
+
+/**
+ * The `preValidation` hook of the ID endpoints. The schema's coercion reads a count as JavaScript
+ * reads a number (`1e2` is 100, `0x10` is 16): only decimal digits are taken, so that no count
+ * is served other than as typed.
+ */
+export function decimalCount(limits: ApiLimits) {
+  return async (request: FastifyRequest): Promise<void> => {
+    const count = (request.query as Record<string, unknown> | undefined)?.['count'];
+    if (typeof count === 'string' && !/^[0-9]+$/.test(count)) {
+      throw countRefusal(request.routeOptions.url, limits, false);
+    }
+  };
+}
+
+/**
+ * The refusal for a request fastify rejected before the handler: a schema violation, keeping the
+ * library's code where there is one (a bad count or name), or a body it could not read.
+ * Undefined for any other error: it is no refusal.
+ */
+export function requestRefusal(
+  error: FastifyError,
+  route: string | undefined,
+  request: { readonly params: unknown; readonly query: unknown },
+  limits: ApiLimits,
+): ServeRefusal | undefined {
+  const failed = error.validation?.[0];
+  if (failed !== undefined) {
+    const details = failed.params as {
+      readonly missingProperty?: unknown;
+      readonly additionalProperty?: unknown;
+      readonly allowedValues?: unknown;
+    };
+    if (failed.keyword === 'additionalProperties') {
+      const query = route === ID_ROUTES.ranges ? RANGES_QUERY : idsQuery(limits);
+      return new ServeRefusal(
+        'IDGEN_BAD_REQUEST',
+        `Unknown query parameter "${String(details.additionalProperty)}": this endpoint takes ${Object.keys(query.properties).join(' and ')}.`,
+      );
+    }
+    const field = failed.instancePath.replace(/^\//, '') || String(details.missingProperty ?? '');
+    if (failed.keyword === 'enum' && Array.isArray(details.allowedValues)) {
+      const given = (request.query as Record<string, unknown> | undefined)?.[field];
+      return new ServeRefusal(
+        'IDGEN_BAD_REQUEST',
+        `Invalid ${field} ${JSON.stringify(given)}: one of ${details.allowedValues.join(', ')}.`,
+      );
+    }
+    if (error.validationContext === 'params' && field === 'name') {
+      const name = (request.params as { name?: unknown } | undefined)?.name;
+      return new ServeRefusal('IDGEN_INVALID_NAME', new InvalidNameError('sequence', name).message);
+    }
+    if (field === 'count') return countRefusal(route, limits, failed.keyword === 'required');
+    return new ServeRefusal(
+      'IDGEN_BAD_REQUEST',
+      `Invalid ${field || error.validationContext || 'request'}: ${failed.message ?? 'not allowed'}.`,
+    );
+  }
+  if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+    return new ServeRefusal('IDGEN_BAD_REQUEST', error.message);
+  }
+  return undefined;
+}
+
+/** The refusal of a missing or invalid `count` on `route`. */
+function countRefusal(
+  route: string | undefined,
+  limits: ApiLimits,
+  missing: boolean,
+): ServeRefusal {
+  const allowed =
+    route === ID_ROUTES.ids
+      ? `an integer from 1 to ${limits.maxIdsPerRequest}`
+      : "an integer from 1 to the sequence's largest block size (maxBlockSize)";
+  return new ServeRefusal(
+    'IDGEN_INVALID_COUNT',
+    missing ? `Missing count: add ?count=N, ${allowed}.` : `Invalid count: ${allowed}.`,
+  );
+}
+
+/**
+ * The refusal for a path the router turned away: only the sequence name is a parameter, so a
+ * parameter over fastify's limit (100 characters) is a name too long to be one (the name itself,
+ * that long, is not repeated back).
+ */
+export function frameworkRefusal(error: FastifyError): ServeRefusal {
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    return new ServeRefusal(
+      'IDGEN_INVALID_NAME',
+      `Invalid sequence name (over 100 characters): ${NAME_RULES.sequence.rule}.`,
+    );
+  }
+  if (error.code === 'FST_ERR_BAD_URL') {
+    return new ServeRefusal(
+      'IDGEN_BAD_REQUEST',
+      'Invalid URL: its path has a malformed %-escape; encode each reserved character as %XX.',
+    );
+  }
+  return new ServeRefusal('IDGEN_BAD_REQUEST', error.message);
+}
+
+/**
+ * Answers a request Node's HTTP parser refused (a malformed header, headers over the size
+ * limit, a request not received in time) before fastify saw it: 400 `IDGEN_BAD_REQUEST` in the
+ * service's body, then the connection ends. The log line has the parser's code only: the error
+ * carries the raw bytes of the request (`rawPacket`), where the bearer token may be.
+ */
+export function clientError(this: FastifyInstance, error: ConnectionError, socket: Socket): void {
+  // A reset or already closed connection has nobody to answer.
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const code = typeof error.code === 'string' ? error.code : undefined;
+  this.log.debug(
+    { code: 'IDGEN_BAD_REQUEST', statusCode: 400, parserCode: code },
+    'request refused',
+  );
+  if (socket.writable) {
+    const { body } = httpErrorOf(new ServeRefusal('IDGEN_BAD_REQUEST', clientErrorMessage(code)));
+    const text = JSON.stringify(body);
+    socket.write(
+      'HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\n' +
+        `Content-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+    );
+  }
+  socket.destroy();
+}
+
+/** What a client is told of a request the HTTP parser refused, by the parser's error code. */
+function clientErrorMessage(code: string | undefined): string {
+  if (code === 'HPE_HEADER_OVERFLOW') {
+    return 'Invalid HTTP request: its headers are larger than the server accepts.';
+  }
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    return 'Invalid HTTP request: it was not received in full within the time allowed.';
+  }
+  return 'Invalid HTTP request: it is not well-formed HTTP/1.1 (a header name or value, say, holds a character HTTP does not allow).';
+}

@@ -79,7 +79,7 @@ export function parseDcState(sequence: string, row: Row): DcState {
 
 /**
  * The state a rejected DC-state write returns: the conditions' columns, which name every column
- * of the state (cassandra-statements.ts, `updateDcState`), of the row the round found, or the
+ * of the state (statements.ts, `updateDcState`), of the row the round found, or the
  * whole row after `IF NOT EXISTS`. Undefined if no row was found.
  */
 export function parseFoundState(sequence: string, rows: readonly Row[]): DcState | undefined {

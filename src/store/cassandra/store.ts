@@ -1,7 +1,7 @@
 /**
  * The Cassandra adapter of the storage port. The statements and their consistency live in
- * cassandra-statements.ts, the options each request carries in cassandra-request-options.ts, row
- * parsing in cassandra-rows.ts, error mapping in cassandra-errors.ts; this file executes them.
+ * statements.ts, the options each request carries in request-options.ts, row
+ * parsing in rows.ts, error mapping in errors.ts; this file executes them.
  *
  * Every statement is sent with its own execution options, so that nothing of a client the user
  * passes in (its execution profiles' retry policy, speculative execution, idempotence default,

@@ -5,15 +5,21 @@
  * share one store: `dc` is an argument of every DC-level call, and {@link MemoryStore.close}
  * keeps the data.
  *
- * Fault injection: push a {@link Fault} onto {@link MemoryStore.faults}; the first fault that
- * matches a call's method (and `sequence`/`dc`, if given) fires and is used up after `times`
- * calls.
+ * Fault injection: push a {@link Fault} onto {@link MemoryStore.faults}; memory-faults.ts says
+ * which call it meets and what it does.
  */
 
 import assert from 'node:assert/strict';
 
-import { SequenceNotFoundError, StoreUnavailableError } from '../errors.js';
+import { SequenceNotFoundError } from '../errors.js';
 import { ascending } from '../order.js';
+import {
+  FaultInjector,
+  replied,
+  type ConditionalMethod,
+  type Fault,
+  type StoreMethod,
+} from './memory-faults.js';
 import type {
   CasOutcome,
   DcStamp,
@@ -27,7 +33,6 @@ import type {
   NodeSettings,
   SequenceSettings,
   SizeSettings,
-  StoreLevel,
   StoredSettings,
   DcUsageCounts,
   UsageCause,
@@ -35,86 +40,7 @@ import type {
 } from './port.js';
 import { USAGE_CAUSES, zeroUsageCounts } from './port.js';
 
-/** The methods of the port. */
-export type StoreMethod = keyof IdStore;
-
-/** The conditional writes whose outcome may be `rejected` or `unknown`. */
-export type ConditionalMethod = 'grantRange' | 'writeDcState' | 'createSequence' | 'alterSequence';
-
-interface FaultScope {
-  /** Only calls for this sequence. @default any */
-  readonly sequence?: string | undefined;
-  /** Only calls for this DC. @default any */
-  readonly dc?: string | undefined;
-  /** How many matching calls the fault affects before it is removed; `Infinity` keeps it. @default 1 */
-  times?: number | undefined;
-  /**
-   * Runs when the fault fires, after a write it let through was applied and before the call
-   * returns or throws; lets a test slip another process's write in between.
-   */
-  readonly onHit?: (() => void | Promise<void>) | undefined;
-}
-
-/**
- * The outcomes a conditional write can have on a real cluster besides the plain ones, each an
- * effect a {@link Fault} can inject:
- * - `rejected`: the write is not applied and reports `rejected`.
- * - `unknown-applied`: the write is applied if its condition holds, and reports `unknown` (a CAS
- *   timeout after the commit).
- * - `unknown-not-applied`: the write is not applied, and reports `unknown` (a CAS timeout before
- *   any replica accepted it).
- * - `applied-reported-rejected`: the write is applied if its condition holds, and reports
- *   `rejected` (a second Paxos round, by the coordinator's own contention loop or a driver retry,
- *   finished our proposal and then evaluated our condition against it).
- * - `applied-then-unavailable`: the write is applied if its condition holds, then the call throws
- *   {@link StoreUnavailableError} (Paxos v1: the commit failed with Unavailable after the
- *   proposal was accepted).
- * - `in-flight`: the write is not applied now and reports `unknown`; it stays accepted by a
- *   minority of replicas, and a later Paxos round on the partition commits it before doing its
- *   own work: the next read or write with `completesOn: 'read'` (the default: the re-read
- *   finishes it), only the next conditional write with `'write'` (the re-read's quorum missed
- *   the replica that accepted it, a later round's did not). With `'second-read'` (a grant batch),
- *   the next `readGrants` reads the latest grant without it and finishes it before reading
- *   GLOBAL: CassandraStore reads the two in separate Paxos rounds, whose quorums may differ.
- */
-export type ConditionalEffect =
-  | 'rejected'
-  | 'unknown-applied'
-  | 'unknown-not-applied'
-  | 'applied-reported-rejected'
-  | 'applied-then-unavailable'
-  | 'in-flight';
-
-/**
- * A fault for the next matching call(s):
- * - `unavailable`: throws {@link StoreUnavailableError} at the method's level (or `level`);
- *   nothing is read or written.
- * - a {@link ConditionalEffect}, for conditional writes.
- * - `delay`: the call waits for `until`, then runs (other faults may still match it).
- * - `slow-reply`: the call runs at once, and its reply waits for `until`: what it read or did
- *   reaches the caller after later calls may have changed the rows (replies of concurrent
- *   calls arrive in any order, as over a network).
- * - `missed-locally` (readSequence): a local read finds no settings, as a LOCAL_QUORUM read
- *   that reached none of the replicas of a create committed below a quorum of its DC (a create
- *   whose outcome a SERIAL read settled, and whose repair reached other DCs). A SERIAL read
- *   repairs it: it clears every such fault of the sequence.
- */
-export type Fault = FaultScope &
-  (
-    | { readonly op: StoreMethod; readonly effect: 'unavailable'; readonly level?: StoreLevel }
-    | {
-        readonly op: ConditionalMethod;
-        readonly effect: Exclude<ConditionalEffect, 'in-flight'>;
-      }
-    | {
-        readonly op: ConditionalMethod;
-        readonly effect: 'in-flight';
-        readonly completesOn?: 'read' | 'write' | 'second-read' | undefined;
-      }
-    | { readonly op: StoreMethod; readonly effect: 'delay'; readonly until: Promise<unknown> }
-    | { readonly op: StoreMethod; readonly effect: 'slow-reply'; readonly until: Promise<unknown> }
-    | { readonly op: 'readSequence'; readonly effect: 'missed-locally' }
-  );
+export type { ConditionalEffect, ConditionalMethod, Fault, StoreMethod } from './memory-faults.js';
 
 /** A grant as applied; {@link MemoryStore.grantLog} keeps them in the order of all DCs. */
 export interface GrantRecord {
@@ -163,29 +89,6 @@ export interface MemoryStoreOptions {
 export type MemoryNode = Pick<NodeSettings, 'host' | 'dc'> &
   Partial<Omit<NodeSettings, 'host' | 'dc'>>;
 
-/** The level each method needs, as the Cassandra adapter reports it when unreachable. */
-const LEVELS: Readonly<Record<StoreMethod, StoreLevel>> = {
-  createSequence: 'serial',
-  alterSequence: 'serial',
-  readSequence: 'local',
-  listSequences: 'local',
-  readGrants: 'serial',
-  readGrantsLocal: 'local',
-  grantRange: 'serial',
-  readGrantsOverview: 'local',
-  readDcState: 'local_serial',
-  readDcStateLocal: 'local',
-  writeDcState: 'local_serial',
-  readDcStatesOf: 'local',
-  readDcStatesOverview: 'local',
-  addDcUsage: 'local',
-  readDcUsage: 'local',
-  probeSerial: 'serial',
-  readNodeSettings: 'local',
-  readReplicaDcs: 'local',
-  close: 'local',
-};
-
 /** A sequence's grants partition: its settings, GLOBAL and every grant. */
 interface SequenceRecord {
   settings: SequenceSettings;
@@ -208,20 +111,11 @@ interface StateRecord {
   readonly dcHistory: Map<string, DcState[]>;
 }
 
-type CasFault = Extract<Fault, { effect: ConditionalEffect | 'missed-locally' }>;
-
-/** A write accepted by a minority of replicas, which a later round commits (see `in-flight`). */
-interface InFlightWrite {
-  readonly completesOn: 'read' | 'write' | 'second-read';
-  /** Applies the write if its condition holds. */
-  readonly apply: () => boolean;
-}
-
 export class MemoryStore implements IdStore {
   /** Faults waiting for their calls; tests push, splice or empty it at will. */
-  readonly faults: Fault[] = [];
+  readonly faults: Fault[];
   /** Calls per method since creation or {@link MemoryStore.resetCalls}, counted on entry. */
-  readonly calls: Record<StoreMethod, number> = zeroCalls();
+  readonly calls: Record<StoreMethod, number>;
   /**
    * Injected faults that took effect, by `<op> <effect>`: a write applied under a fault that
    * reports it otherwise (`unknown-applied`, `applied-reported-rejected`,
@@ -229,15 +123,14 @@ export class MemoryStore implements IdStore {
    * A fault whose write's condition failed changes nothing and is not counted: tests (the
    * simulation's coverage) require that their runs still reach these outcomes.
    */
-  readonly faultsLanded = new Map<string, number>();
+  readonly faultsLanded: Map<string, number>;
   /** Every grant applied, in order. */
   readonly grantLog: GrantRecord[] = [];
 
   private readonly sequences = new Map<string, SequenceRecord>();
   private readonly states = new Map<string, StateRecord>();
-  /** In-flight writes by partition (`sequence` for grants, `sequence/dc` for DC states). */
-  private readonly inFlight = new Map<string, InFlightWrite>();
-  private readonly latencyMs: number;
+  /** Counts calls and applies faults; its partitions are `settings/…`, `grants/…`, `state/…/…`. */
+  private readonly wire: FaultInjector;
   private readonly plainReadLag: number;
   private readonly keyspace: string;
   /** Usage counters by `sequence \0 dc`. */
@@ -248,7 +141,10 @@ export class MemoryStore implements IdStore {
   replicaDcs: readonly string[] | undefined;
 
   constructor(options: MemoryStoreOptions = {}) {
-    this.latencyMs = options.latencyMs ?? 0;
+    this.wire = new FaultInjector(options.latencyMs ?? 0);
+    this.faults = this.wire.faults;
+    this.calls = this.wire.calls;
+    this.faultsLanded = this.wire.faultsLanded;
     this.plainReadLag = options.plainReadLag ?? 0;
     this.keyspace = options.keyspace ?? 'memory';
     this.nodes = [...(options.nodeSettings ?? [{ host: 'memory:9042', dc: 'dc1' }])];
@@ -256,7 +152,7 @@ export class MemoryStore implements IdStore {
   }
 
   resetCalls(): void {
-    Object.assign(this.calls, zeroCalls());
+    this.wire.resetCalls();
   }
 
   async createSequence(
@@ -264,27 +160,22 @@ export class MemoryStore implements IdStore {
     op: string,
     firstGrants: readonly FirstGrant[] = [],
   ): Promise<CasOutcome<StoredSettings>> {
-    const { fault, reply } = await this.enter('createSequence', settings.name);
-    return this.replied(
-      reply,
-      this.conditional(
-        fault,
-        `settings/${settings.name}`,
-        () => {
-          if (this.sequences.has(settings.name)) return false;
-          this.sequences.set(settings.name, {
-            settings: Object.freeze({ ...settings }),
-            settingsOp: op,
-            incarnation: op,
-            globalLast: firstGrants.at(-1)?.grant.max ?? settings.start - 1n,
-            grants: new Map(
-              firstGrants.map(({ grantee, grant }) => [grantee, [Object.freeze({ ...grant })]]),
-            ),
-          });
-          return true;
-        },
-        () => this.storedSettings(settings.name),
-      ),
+    return this.conditional(
+      { op: 'createSequence', sequence: settings.name, partition: `settings/${settings.name}` },
+      () => {
+        if (this.sequences.has(settings.name)) return false;
+        this.sequences.set(settings.name, {
+          settings: Object.freeze({ ...settings }),
+          settingsOp: op,
+          incarnation: op,
+          globalLast: firstGrants.at(-1)?.grant.max ?? settings.start - 1n,
+          grants: new Map(
+            firstGrants.map(({ grantee, grant }) => [grantee, [Object.freeze({ ...grant })]]),
+          ),
+        });
+        return true;
+      },
+      () => this.storedSettings(settings.name),
     );
   }
 
@@ -292,23 +183,16 @@ export class MemoryStore implements IdStore {
     name: string,
     reading: 'local' | 'serial' = 'local',
   ): Promise<StoredSettings | undefined> {
-    if (reading === 'serial') {
-      for (let i = this.faults.length - 1; i >= 0; i--) {
-        const f = this.faults[i]!;
-        if (f.effect === 'missed-locally' && (f.sequence === undefined || f.sequence === name)) {
-          this.faults.splice(i, 1);
-        }
-      }
-    }
-    const { fault, reply } = await this.enter('readSequence', name);
+    if (reading === 'serial') this.wire.repairMissedLocally(name);
+    const { fault, reply } = await this.wire.enter('readSequence', name);
     // Only a serial read is a Paxos round: a plain read (LOCAL_QUORUM) completes nothing in flight.
-    if (reading === 'serial') this.settleInFlight(`settings/${name}`, 'read');
+    if (reading === 'serial') this.wire.settleInFlight(`settings/${name}`, 'read');
     const missed = fault?.effect === 'missed-locally';
-    return this.replied(reply, missed ? undefined : this.storedSettings(name));
+    return replied(reply, missed ? undefined : this.storedSettings(name));
   }
 
   async listSequences(): Promise<readonly SequenceSettings[]> {
-    await this.enter('listSequences');
+    await this.wire.enter('listSequences');
     return [...this.sequences.values()]
       .map((record) => record.settings)
       .sort((a, b) => ascending(a.name, b.name));
@@ -320,30 +204,22 @@ export class MemoryStore implements IdStore {
     sizes: SizeSettings,
     op: string,
   ): Promise<CasOutcome<StoredSettings>> {
-    const { fault, reply } = await this.enter('alterSequence', name);
-    return this.replied(
-      reply,
-      this.conditional(
-        fault,
-        `settings/${name}`,
-        () => {
-          const record = this.sequences.get(name);
-          if (record === undefined || record.settingsOp !== expectedOp) return false;
-          record.settings = Object.freeze({ ...record.settings, ...sizes });
-          record.settingsOp = op;
-          return true;
-        },
-        () => this.storedSettings(name),
-      ),
+    return this.conditional(
+      { op: 'alterSequence', sequence: name, partition: `settings/${name}` },
+      () => {
+        const record = this.sequences.get(name);
+        if (record === undefined || record.settingsOp !== expectedOp) return false;
+        record.settings = Object.freeze({ ...record.settings, ...sizes });
+        record.settingsOp = op;
+        return true;
+      },
+      () => this.storedSettings(name),
     );
   }
 
   /** Test hook: stores `state` as `dc`'s state as it is, bypassing the protocol. */
   seedDcState(sequence: string, dc: string, state: DcState): void {
-    const record = this.stateRecord(sequence);
-    const row = Object.freeze({ ...state });
-    record.dcStates.set(dc, row);
-    record.dcHistory.set(dc, [...(record.dcHistory.get(dc) ?? []), row]);
+    putDcState(this.stateRecord(sequence), dc, { ...state });
   }
 
   /**
@@ -372,23 +248,23 @@ export class MemoryStore implements IdStore {
   }
 
   async readGrants(sequence: string, dc: string): Promise<GrantView> {
-    const { reply } = await this.enter('readGrants', sequence, dc);
+    const { reply } = await this.wire.enter('readGrants', sequence, dc);
     const partition = `grants/${sequence}`;
-    const split = this.inFlight.get(partition)?.completesOn === 'second-read';
-    if (!split) this.settleInFlight(partition, 'read');
+    const split = this.wire.completesOnSecondRead(partition);
+    if (!split) this.wire.settleInFlight(partition, 'read');
     const latest = this.sequences.get(sequence)?.grants.get(dc)?.at(-1);
     // The latest grant's round missed the batch in flight; GLOBAL's round finishes it.
-    if (split) this.settleInFlight(partition, 'read');
+    if (split) this.wire.settleInFlight(partition, 'read');
     const record = this.sequences.get(sequence);
     if (record === undefined) throw new SequenceNotFoundError(sequence, this.keyspace);
-    return this.replied(reply, { globalLast: record.globalLast, latest });
+    return replied(reply, { globalLast: record.globalLast, latest });
   }
 
   async readGrantsLocal(sequence: string, dc: string): Promise<GrantView | undefined> {
-    const { reply } = await this.enter('readGrantsLocal', sequence, dc);
+    const { reply } = await this.wire.enter('readGrantsLocal', sequence, dc);
     // A plain read completes no Paxos round: a write still in flight stays unseen.
     const record = this.sequences.get(sequence);
-    return this.replied(
+    return replied(
       reply,
       record && { globalLast: record.globalLast, latest: record.grants.get(dc)?.at(-1) },
     );
@@ -400,43 +276,37 @@ export class MemoryStore implements IdStore {
     expectedGlobalLast: bigint,
     grant: Grant,
   ): Promise<CasOutcome<GrantFound>> {
-    const { fault, reply } = await this.enter('grantRange', sequence, dc);
-    const found = (): GrantFound => {
-      const record = this.sequences.get(sequence);
-      return {
-        globalLast: record?.globalLast,
-        grant: record?.grants.get(dc)?.find((g) => g.number === grant.number),
-      };
-    };
-    return this.replied(
-      reply,
-      this.conditional(
-        fault,
-        `grants/${sequence}`,
-        () => {
-          const record = this.sequences.get(sequence);
-          if (record === undefined || record.globalLast !== expectedGlobalLast) return false;
-          const history = record.grants.get(dc) ?? [];
-          // The grant row is inserted IF NOT EXISTS: a number the DC already has is refused.
-          if (history.some((g) => g.number === grant.number)) return false;
-          record.globalLast = grant.max;
-          const stored = Object.freeze({ ...grant });
-          // Kept ascending by number, as the Cassandra table's clustering order gives them.
-          record.grants.set(
-            dc,
-            [...history, stored].sort((a, b) => a.number - b.number),
-          );
-          this.grantLog.push({ sequence, dc, grant: stored });
-          return true;
-        },
-        found,
-      ),
+    return this.conditional(
+      { op: 'grantRange', sequence, dc, partition: `grants/${sequence}` },
+      () => {
+        const record = this.sequences.get(sequence);
+        if (record === undefined || record.globalLast !== expectedGlobalLast) return false;
+        const history = record.grants.get(dc) ?? [];
+        // The grant row is inserted IF NOT EXISTS: a number the DC already has is refused.
+        if (history.some((g) => g.number === grant.number)) return false;
+        record.globalLast = grant.max;
+        const stored = Object.freeze({ ...grant });
+        // Kept ascending by number, as the Cassandra table's clustering order gives them.
+        record.grants.set(
+          dc,
+          [...history, stored].sort((a, b) => a.number - b.number),
+        );
+        this.grantLog.push({ sequence, dc, grant: stored });
+        return true;
+      },
+      (): GrantFound => {
+        const record = this.sequences.get(sequence);
+        return {
+          globalLast: record?.globalLast,
+          grant: record?.grants.get(dc)?.find((g) => g.number === grant.number),
+        };
+      },
     );
   }
 
   /** Every read here is current, so both readings are the same. */
   async readGrantsOverview(sequence: string): Promise<GrantsOverview | undefined> {
-    await this.enter('readGrantsOverview', sequence);
+    await this.wire.enter('readGrantsOverview', sequence);
     const record = this.sequences.get(sequence);
     if (record === undefined) return undefined;
     const grants = new Map<string, readonly Grant[]>();
@@ -445,24 +315,24 @@ export class MemoryStore implements IdStore {
   }
 
   async probeSerial(): Promise<void> {
-    await this.enter('probeSerial');
+    await this.wire.enter('probeSerial');
   }
 
   async readDcState(sequence: string, dc: string): Promise<DcState | undefined> {
-    const { reply } = await this.enter('readDcState', sequence, dc);
-    this.settleInFlight(`state/${sequence}/${dc}`, 'read');
-    return this.replied(reply, this.states.get(sequence)?.dcStates.get(dc));
+    const { reply } = await this.wire.enter('readDcState', sequence, dc);
+    this.wire.settleInFlight(`state/${sequence}/${dc}`, 'read');
+    return replied(reply, this.states.get(sequence)?.dcStates.get(dc));
   }
 
   async readDcStateLocal(sequence: string, dc: string): Promise<DcState | undefined> {
-    const { reply } = await this.enter('readDcStateLocal', sequence, dc);
+    const { reply } = await this.wire.enter('readDcStateLocal', sequence, dc);
     // A plain read completes no Paxos round: a write still in flight stays unseen.
     const record = this.states.get(sequence);
     const state =
       this.plainReadLag === 0
         ? record?.dcStates.get(dc)
         : record?.dcHistory.get(dc)?.at(-1 - this.plainReadLag);
-    return this.replied(reply, state);
+    return replied(reply, state);
   }
 
   async writeDcState(
@@ -472,41 +342,33 @@ export class MemoryStore implements IdStore {
     next: DcState,
   ): Promise<CasOutcome<DcState>> {
     assert.equal(next.version, (expected?.version ?? 0) + 1, 'next.version must be expected + 1');
-    const { fault, reply } = await this.enter('writeDcState', sequence, dc);
-    // As the Cassandra adapter's rejection returns it: the whole row after IF NOT EXISTS; the
-    // columns of its conditions after an update, which name every column but the incarnation.
-    const found = (): DcState | undefined => {
-      const stored = this.states.get(sequence)?.dcStates.get(dc);
-      if (stored === undefined || expected === undefined) return stored;
-      return withIncarnation(stored, undefined);
-    };
-    return this.replied(
-      reply,
-      this.conditional(
-        fault,
-        `state/${sequence}/${dc}`,
-        () => {
-          // As in Cassandra, a state partition needs no settings row.
-          const record = this.stateRecord(sequence);
-          const stored = record.dcStates.get(dc);
-          const holds =
-            expected === undefined
-              ? stored === undefined
-              : stored?.version === expected.version && stored.op === expected.op;
-          if (holds) {
-            // As in Cassandra: the incarnation is written with the row's first write only.
-            const row = Object.freeze(
-              stored === undefined ? { ...next } : withIncarnation(next, stored.incarnation),
-            );
-            record.dcStates.set(dc, row);
-            const history = record.dcHistory.get(dc) ?? [];
-            history.push(row);
-            record.dcHistory.set(dc, history);
-          }
-          return holds;
-        },
-        found,
-      ),
+    return this.conditional(
+      { op: 'writeDcState', sequence, dc, partition: `state/${sequence}/${dc}` },
+      () => {
+        // As in Cassandra, a state partition needs no settings row.
+        const record = this.stateRecord(sequence);
+        const stored = record.dcStates.get(dc);
+        const holds =
+          expected === undefined
+            ? stored === undefined
+            : stored?.version === expected.version && stored.op === expected.op;
+        // As in Cassandra: the incarnation is written with the row's first write only.
+        if (holds) {
+          putDcState(
+            record,
+            dc,
+            stored === undefined ? { ...next } : withIncarnation(next, stored.incarnation),
+          );
+        }
+        return holds;
+      },
+      // As the Cassandra adapter's rejection returns it: the whole row after IF NOT EXISTS; the
+      // columns of its conditions after an update, which name every column but the incarnation.
+      () => {
+        const stored = this.states.get(sequence)?.dcStates.get(dc);
+        if (stored === undefined || expected === undefined) return stored;
+        return withIncarnation(stored, undefined);
+      },
     );
   }
 
@@ -514,7 +376,7 @@ export class MemoryStore implements IdStore {
     sequence: string,
     grantees: readonly string[],
   ): Promise<ReadonlyMap<string, DcState>> {
-    await this.enter('readDcStatesOf', sequence);
+    await this.wire.enter('readDcStatesOf', sequence);
     const states = this.states.get(sequence)?.dcStates;
     return new Map(
       grantees.flatMap((dc) => {
@@ -525,19 +387,19 @@ export class MemoryStore implements IdStore {
   }
 
   async readDcStatesOverview(sequence: string): Promise<ReadonlyMap<string, DcState>> {
-    await this.enter('readDcStatesOverview', sequence);
+    await this.wire.enter('readDcStatesOverview', sequence);
     return new Map(this.sequences.has(sequence) ? this.states.get(sequence)?.dcStates : undefined);
   }
 
   async addDcUsage(sequence: string, dc: string, deltas: UsageDeltas): Promise<void> {
-    await this.enter('addDcUsage', sequence, dc);
+    await this.wire.enter('addDcUsage', sequence, dc);
     const counts = { ...(this.usage.get(`${sequence}\u0000${dc}`) ?? zeroUsageCounts()) };
     for (const cause of USAGE_CAUSES) counts[cause] += BigInt(deltas[cause] ?? 0);
     this.usage.set(`${sequence}\u0000${dc}`, counts);
   }
 
   async readDcUsage(sequence: string): Promise<ReadonlyMap<string, DcUsageCounts>> {
-    await this.enter('readDcUsage', sequence);
+    await this.wire.enter('readDcUsage', sequence);
     const result = new Map<string, DcUsageCounts>();
     for (const [key, counts] of [...this.usage].sort(([a], [b]) => ascending(a, b))) {
       const [name, dc] = key.split('\u0000') as [string, string];
@@ -547,12 +409,12 @@ export class MemoryStore implements IdStore {
   }
 
   async readReplicaDcs(): Promise<readonly string[] | undefined> {
-    await this.enter('readReplicaDcs');
+    await this.wire.enter('readReplicaDcs');
     return this.replicaDcs === undefined ? undefined : [...this.replicaDcs];
   }
 
   async readNodeSettings(): Promise<readonly NodeSettings[]> {
-    await this.enter('readNodeSettings');
+    await this.wire.enter('readNodeSettings');
     return this.nodes.map((node) => {
       const commitlogSync = 'commitlogSync' in node ? node.commitlogSync : 'batch';
       const paxosVariant = 'paxosVariant' in node ? node.paxosVariant : 'v2';
@@ -593,165 +455,25 @@ export class MemoryStore implements IdStore {
     return record;
   }
 
-  /** Counts the call; the data stays, so other "processes" sharing the store go on working. */
-  async close(): Promise<void> {
-    await this.enter('close');
-  }
-
-  /**
-   * Counts the call, waits its latency, runs `unavailable` and `delay` faults, arms a
-   * `slow-reply` (whose gate the call's result then waits for); returns a CAS fault.
-   */
-  private async enter(
-    op: StoreMethod,
-    sequence?: string,
-    dc?: string,
-  ): Promise<{
-    readonly fault: CasFault | undefined;
-    readonly reply: Promise<unknown> | undefined;
-  }> {
-    this.calls[op]++;
-    let reply: Promise<unknown> | undefined;
-    if (this.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.latencyMs));
-    else await Promise.resolve();
-    let delayed = false;
-    for (;;) {
-      const fault = this.takeFault(op, sequence, dc, delayed);
-      if (fault === undefined) return { fault: undefined, reply };
-      if (fault.effect === 'delay' || fault.effect === 'slow-reply') {
-        delayed = true;
-        if (fault.effect === 'slow-reply') {
-          reply = fault.until;
-        } else {
-          await fault.onHit?.();
-          await fault.until;
-        }
-        continue;
-      }
-      if (fault.effect === 'unavailable') {
-        await fault.onHit?.();
-        throw new StoreUnavailableError(fault.level ?? LEVELS[op], op, 'injected fault');
-      }
-      return { fault, reply };
-    }
-  }
-
-  private takeFault(
-    op: StoreMethod,
-    sequence: string | undefined,
-    dc: string | undefined,
-    skipDelays: boolean,
-  ): Fault | undefined {
-    const index = this.faults.findIndex(
-      (f) =>
-        f.op === op &&
-        (f.sequence === undefined || f.sequence === sequence) &&
-        (f.dc === undefined || f.dc === dc) &&
-        !(skipDelays && (f.effect === 'delay' || f.effect === 'slow-reply')),
-    );
-    const fault = this.faults[index];
-    if (fault === undefined) return undefined;
-    fault.times = (fault.times ?? 1) - 1;
-    if (fault.times <= 0) this.faults.splice(index, 1);
-    return fault;
-  }
-
-  /**
-   * Runs one Paxos round of a conditional write on `partition`: first any write in flight there
-   * is committed or superseded, then `write` (which applies itself iff its condition holds) runs
-   * as the fault says.
-   */
+  /** One conditional write: its call through the wire, its Paxos round, its reply. */
   private async conditional<Found>(
-    fault: CasFault | undefined,
-    partition: string,
+    call: {
+      readonly op: ConditionalMethod;
+      readonly sequence: string;
+      readonly dc?: string;
+      readonly partition: string;
+    },
     write: () => boolean,
     found: () => Found | undefined,
   ): Promise<CasOutcome<Found>> {
-    this.settleInFlight(partition, 'write');
-    if (fault === undefined) {
-      return write() ? { kind: 'applied' } : { kind: 'rejected', found: found() };
-    }
-    const landed = () => {
-      const key = `${fault.op} ${fault.effect}`;
-      this.faultsLanded.set(key, (this.faultsLanded.get(key) ?? 0) + 1);
-    };
-    switch (fault.effect) {
-      case 'unknown-applied':
-      case 'applied-reported-rejected':
-      case 'applied-then-unavailable':
-        if (write()) landed();
-        break;
-      case 'in-flight':
-        this.inFlight.set(partition, {
-          completesOn: fault.completesOn ?? 'read',
-          apply: () => {
-            const applied = write();
-            if (applied) landed();
-            return applied;
-          },
-        });
-        break;
-      case 'rejected':
-      case 'unknown-not-applied':
-        break;
-    }
-    await fault.onHit?.();
-    switch (fault.effect) {
-      case 'applied-then-unavailable':
-        throw new StoreUnavailableError(
-          LEVELS[fault.op],
-          fault.op,
-          'injected fault: applied, then Unavailable',
-        );
-      case 'rejected':
-      case 'applied-reported-rejected':
-        return { kind: 'rejected', found: found() };
-      default:
-        return { kind: 'unknown', cause: new Error(`injected fault: ${fault.effect}`) };
-    }
+    const { fault, reply } = await this.wire.enter(call.op, call.sequence, call.dc);
+    return replied(reply, this.wire.conditional(fault, call.partition, write, found));
   }
 
-  /** Holds a result until the call's `slow-reply` gate opens, if it has one. */
-  private async replied<R>(
-    reply: Promise<unknown> | undefined,
-    result: R | Promise<R>,
-  ): Promise<R> {
-    const value = await result;
-    if (reply !== undefined) await reply;
-    return value;
+  /** Counts the call; the data stays, so other "processes" sharing the store go on working. */
+  async close(): Promise<void> {
+    await this.wire.enter('close');
   }
-
-  /** A Paxos round on `partition` commits the write in flight there, if the round sees it. */
-  private settleInFlight(partition: string, round: 'read' | 'write'): void {
-    const pending = this.inFlight.get(partition);
-    if (pending === undefined || (round === 'read' && pending.completesOn === 'write')) return;
-    this.inFlight.delete(partition);
-    pending.apply();
-  }
-}
-
-function zeroCalls(): Record<StoreMethod, number> {
-  return {
-    createSequence: 0,
-    readSequence: 0,
-    listSequences: 0,
-    alterSequence: 0,
-    readGrants: 0,
-    readGrantsLocal: 0,
-    grantRange: 0,
-    readGrantsOverview: 0,
-    readDcState: 0,
-    readDcStateLocal: 0,
-    writeDcState: 0,
-    readDcStatesOf: 0,
-    readDcStatesOverview: 0,
-    addDcUsage: 0,
-    readDcUsage: 0,
-    probeSerial: 0,
-    readNodeSettings: 0,
-    readReplicaDcs: 0,
-    close: 0,
-  };
 }
 
 /** `state` carrying `incarnation`, or no incarnation at all (not even an undefined one). */
@@ -760,4 +482,11 @@ function withIncarnation(state: DcState, incarnation: string | undefined): DcSta
   if (incarnation === undefined) delete row.incarnation;
   else row.incarnation = incarnation;
   return row;
+}
+
+/** Makes `row` (frozen) `dc`'s current state, and its latest version in the history. */
+function putDcState(record: StateRecord, dc: string, row: DcState): void {
+  const frozen = Object.freeze(row);
+  record.dcStates.set(dc, frozen);
+  record.dcHistory.set(dc, [...(record.dcHistory.get(dc) ?? []), frozen]);
 }

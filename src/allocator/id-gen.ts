@@ -30,6 +30,7 @@ import type { FirstGrant, IdStore, SequenceSettings } from '../store/port.js';
 import { BIGINT_IDS, NUMBER_IDS } from './block.js';
 import { SYSTEM_CLOCK, type Clock } from './clock.js';
 import type { AllocatorObserver } from './observer.js';
+import { foldCounts, sumCounts, withFormer, type FormerCounts } from './ledger.js';
 import { retireDcRanges, type RetiredState } from './retire.js';
 import { alterSettings, createSettings } from './settings-writes.js';
 import { Sequence } from './sequence.js';
@@ -503,12 +504,7 @@ export class IdGen {
         stats: withFormer(handle.stats(), former, replaced),
       };
     });
-    const totals: Record<string, number> = {};
-    const waste: Record<string, number> = {};
-    for (const { stats } of sequences) {
-      addCounts(totals, stats);
-      addCounts(waste, stats.waste);
-    }
+    const { counts: totals, waste } = sumCounts(sequences.map(({ stats }) => stats));
     return Object.freeze({
       dc: this.dc,
       sequences: Object.freeze(sequences),
@@ -549,30 +545,13 @@ export class IdGen {
 
   /** Adds the final counters of `handle`, closed, to those its replacement under `key` carries. */
   #fold(key: string, handle: Sequence<number> | Sequence<bigint>): void {
-    const folded = withFormer(handle.stats(), this.#formerCounts.get(key), []);
-    const counts: Record<string, number> = {};
-    addCounts(counts, folded);
-    this.#formerCounts.set(key, {
-      counts,
-      waste: { ...folded.waste },
-      lastError: folded.lastError,
-    });
+    this.#formerCounts.set(key, foldCounts(handle.stats(), this.#formerCounts.get(key)));
   }
 
   #assertOpen(): void {
     if (this.#closing !== undefined) throw new ClosedError();
   }
 }
-
-/** The counters of the closed handles one handle replaced, summed. */
-interface FormerCounts {
-  readonly counts: Readonly<Record<string, number>>;
-  readonly waste: Readonly<Record<string, number>>;
-  readonly lastError: Error | undefined;
-}
-
-/** Fields of {@link SequenceStats} that describe the handle now (rates, sizes): never summed. */
-const PER_HANDLE = new Set(['blockSize', 'drawRate', 'dcRate']);
 
 /** The key of a handle in {@link IdGen}: one handle per name and type. */
 function handleKey(name: string, bigint: boolean): string {
@@ -581,42 +560,4 @@ function handleKey(name: string, bigint: boolean): string {
 
 function keyOf(handle: Sequence<number> | Sequence<bigint>): string {
   return handleKey(handle.name, handle.bigint);
-}
-
-/** Adds the numbers of `more` that are counts into `into`, key by key. */
-function addCounts(into: Record<string, number>, more: object): void {
-  for (const [key, value] of Object.entries(more)) {
-    if (!PER_HANDLE.has(key) && typeof value === 'number') into[key] = (into[key] ?? 0) + value;
-  }
-}
-
-/**
- * `current` with the counters of the handles it replaced added: those folded when they closed
- * (`former`), and those still closing (`closing`).
- */
-function withFormer(
-  current: SequenceStats,
-  former: FormerCounts | undefined,
-  closing: readonly SequenceStats[],
-): SequenceStats {
-  if (former === undefined && closing.length === 0) return current;
-  const counts: Record<string, number> = {};
-  const waste: Record<string, number> = {};
-  let lastError = current.lastError;
-  for (const other of [current, ...closing]) {
-    addCounts(counts, other);
-    addCounts(waste, other.waste);
-    lastError ??= other.lastError;
-  }
-  if (former !== undefined) {
-    addCounts(counts, former.counts);
-    addCounts(waste, former.waste);
-    lastError ??= former.lastError;
-  }
-  return Object.freeze({
-    ...current,
-    ...counts,
-    waste: Object.freeze(waste),
-    lastError,
-  }) as unknown as SequenceStats;
 }

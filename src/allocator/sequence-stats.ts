@@ -1,10 +1,7 @@
 /**
- * A sequence handle's counters as its user sees them: the process level's (sequence.ts) and the
- * DC level's (dc-allocator.ts) merged into one snapshot.
+ * A sequence handle's counters as its user sees them: the process level's (ledger.ts) and the
+ * DC level's (dc-allocator.ts) merged into one snapshot by {@link Ledger.stats}.
  */
-
-import type { DcCounters } from './dc-allocator.js';
-import type { FailureLog } from './failures.js';
 
 /** A snapshot of one handle's counters, since it was created. */
 export interface SequenceStats {
@@ -94,65 +91,4 @@ export interface WasteByCause {
    * written (its connection closed first): its caller got none of them.
    */
   readonly undelivered: number;
-}
-
-/** What one level's {@link FailureLog} contributes. */
-type Failures = Pick<FailureLog<string>, 'errors' | 'lastError' | 'lastErrorAt'>;
-
-/** What the process level counts. */
-export interface ProcessLevel {
-  /** IDs handed out. */
-  readonly issued: number;
-  /** IDs held and not handed out. */
-  readonly remaining: number;
-  /** Calls that found no ID in the process and waited for a refill. */
-  readonly waits: number;
-  /** IDs wasted by the process level: every cause of {@link WasteByCause} but unknownOutcome. */
-  readonly wasted: number;
-  readonly waste: Omit<WasteByCause, 'unknownOutcome'>;
-  /** Moves to another shard before the first block. */
-  readonly shardMoves: number;
-  readonly blockSize: number;
-  readonly drawRate: number | undefined;
-  readonly failures: Failures;
-}
-
-/** What the DC level counts; undefined before the settings are loaded. */
-export interface DcLevel {
-  readonly counters: Readonly<DcCounters>;
-  readonly dcRate: number | undefined;
-  readonly failures: Failures;
-}
-
-/**
- * The frozen snapshot of both levels: counts added up, and the latest failure of either level.
- */
-export function sequenceStats(process: ProcessLevel, dc: DcLevel | undefined): SequenceStats {
-  const dcCounters = dc?.counters;
-  const rangeFailures = dc?.failures;
-  const failures = process.failures;
-  const lastError =
-    rangeFailures !== undefined && rangeFailures.lastErrorAt > failures.lastErrorAt
-      ? rangeFailures.lastError
-      : (failures.lastError ?? rangeFailures?.lastError);
-  return Object.freeze({
-    issued: process.issued,
-    remaining: process.remaining,
-    blocksClaimed: dcCounters?.blocksClaimed ?? 0,
-    blockSize: process.blockSize,
-    drawRate: process.drawRate,
-    dcRate: dc?.dcRate,
-    rangesGranted: dcCounters?.rangesGranted ?? 0,
-    waits: process.waits,
-    errors: failures.errors + (rangeFailures?.errors ?? 0),
-    casRejections: dcCounters?.casRejections ?? 0,
-    casUnknown: dcCounters?.casUnknown ?? 0,
-    wasted: process.wasted + (dcCounters?.wasted ?? 0),
-    waste: Object.freeze({ unknownOutcome: dcCounters?.wasted ?? 0, ...process.waste }),
-    lwtWrites: dcCounters?.lwtWrites ?? 0,
-    serialReads: dcCounters?.serialReads ?? 0,
-    localSerialReads: dcCounters?.localSerialReads ?? 0,
-    shardMoves: process.shardMoves,
-    lastError,
-  });
 }

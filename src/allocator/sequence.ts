@@ -28,22 +28,16 @@ import { mutated } from '../mutations.js';
 import { granteeName } from '../names.js';
 import { MAX_SAFE_ID } from '../settings/model.js';
 import { validateStoredSettings } from '../settings/resolve.js';
-import {
-  USAGE_CAUSES,
-  type IdStore,
-  type SequenceSettings,
-  type StoredSettings,
-  type UsageCause,
-} from '../store/port.js';
+import type { IdStore, SequenceSettings, StoredSettings } from '../store/port.js';
 import type { Block, IdKind, IdRange } from './block.js';
 import { SYSTEM_CLOCK, type Clock } from './clock.js';
 import { BlockBuffer } from './block-buffer.js';
 import { checkCallOptions, waitWithinDeadline, type CallOptions } from './call-deadline.js';
 import { DcAllocator, type ClaimedBlock } from './dc-allocator.js';
 import { hasPreloaded } from './dc-state.js';
-import { FailureLog } from './failures.js';
+import { Ledger } from './ledger.js';
 import type { AllocatorObserver } from './observer.js';
-import { sequenceStats, type SequenceStats } from './sequence-stats.js';
+import type { SequenceStats } from './sequence-stats.js';
 import { readSettingsFound } from './settings-writes.js';
 import { Rate, blockSizeFor } from './sizing.js';
 import type { RowMarks } from './watermarks.js';
@@ -122,11 +116,6 @@ function largestBlockError(count: number, settings: SequenceSettings): InvalidCo
   return new InvalidCountError(count, settings.maxBlockSize, fixed ? 'block' : 'maxBlock');
 }
 /**
- * A process reports what it issued and wasted to its DC's usage counters at most this often (at
- * a block claim), and once more when it closes: `status` shows them per DC.
- */
-export const USAGE_REPORT_MS = 10_000;
-/**
  * A handle whose claim loses this many races in a row on one shard before its first block
  * goes on from another shard of its DC (see `movesOn` in {@link Sequence}).
  */
@@ -139,17 +128,6 @@ export const MOVE_AFTER_LOST_RACES = 2;
 export type ShardMoveReason = 'lost races' | 'no IDs and no SERIAL' | 'shard spent';
 /** The debug message of a move; its fields are `from`, `to` and `reason`. */
 export const SHARD_MOVE_MESSAGE = 'moved to another shard';
-
-const PROCESS_FAILURES = {
-  claim: {
-    failed: 'claiming a block failed; the IDs this process holds are still served',
-    recovered: 'claiming blocks works again',
-  },
-  return: {
-    failed: 'returning unused IDs on close failed; they stay a gap',
-    recovered: 'returning unused IDs works again',
-  },
-} as const;
 
 interface CallDeadline {
   readonly timeoutMs: number;
@@ -245,7 +223,7 @@ export class Sequence<T extends number | bigint> {
   /** A DC range was installed since the claim in flight began its current attempt. */
   private rangeArrived = false;
   private closing: Promise<void> | undefined;
-  private readonly failures: FailureLog<'claim' | 'return'>;
+  private readonly ledger: Ledger;
   /** Calls waiting for the refill in flight: while there are any, it keeps retrying. */
   private waiters = 0;
   /** The runs waiting take() calls want, each from one block: the next block holds the longest. */
@@ -281,32 +259,6 @@ export class Sequence<T extends number | bigint> {
   private ticks = 0;
   private settingsReadTick = 0;
   private readonly acceptTicks = new WeakMap<Block<T>, number>();
-  private readonly counters = {
-    /** Calls that found no ID (nextIds: too few) in the process and waited for a refill. */
-    waits: 0,
-    /** IDs skipped by take(), not given back on close, dropped, refused, or undelivered. */
-    wasted: 0,
-    /** Moves to another shard of the DC before the first block (see `moveShard`). */
-    shardMoves: 0,
-  };
-  /** {@link counters}.wasted by cause. */
-  private readonly waste = {
-    takeSkipped: 0,
-    notReturned: 0,
-    dropped: 0,
-    refused: 0,
-    undelivered: 0,
-  };
-  /**
-   * IDs taken by {@link Sequence.nextIds} calls still running, or by the HTTP service's calls
-   * whose response is not yet delivered (`delivered`): neither issued nor wasted until then, so
-   * that `issued` only grows (metrics and usage reports add its increases).
-   */
-  private drawing = 0;
-  /** What the DC's usage counters were told so far, and when; the report in flight. */
-  private reportedUsage: Readonly<Record<UsageCause, number>> = zeroUsage();
-  private usageReportedAt: number | undefined;
-  private reportingUsage: Promise<void> | undefined;
 
   /**
    * Not for users: get a handle with {@link IdGen.sequence}. Kept in the declarations: without
@@ -323,14 +275,16 @@ export class Sequence<T extends number | bigint> {
     this.log = context.logger?.child({ sequence: context.name });
     this.clock = context.clock ?? SYSTEM_CLOCK;
     this.callTimeoutMs = context.callTimeoutMs;
-    const observer = context.observer;
-    this.observer = observer;
+    this.observer = context.observer;
     this.marks = context.marks;
-    this.failures = new FailureLog(
-      this.log,
-      PROCESS_FAILURES,
-      observer && ((error) => observer.failed(context.name, error)),
-    );
+    this.ledger = new Ledger({
+      name: context.name,
+      store: context.store,
+      clock: this.clock,
+      log: this.log,
+      observer: context.observer,
+      stats: () => this.stats(),
+    });
   }
 
   /** Where the handle is in its lifecycle; see {@link SequenceState}. */
@@ -451,11 +405,11 @@ export class Sequence<T extends number | bigint> {
       // after it the call takes what the two blocks hold and waits as next() does for more.
       // The draw rate's clock goes on (startWaiting stops it): the IDs held are still served.
       throwIfAborted(this.name, signal);
-      this.counters.waits++;
+      this.ledger.waited();
       await this.timedWait(() => this.waitForRefill(call, signal, { count, contiguous: false }));
     }
     const ids: T[] = [];
-    // Whether the IDs stay counted in `drawing` until `delivered` settles.
+    // Whether the IDs stay drawn (neither issued nor wasted) until `delivered` settles.
     let awaitingDelivery = false;
     try {
       while (ids.length < count) {
@@ -465,7 +419,7 @@ export class Sequence<T extends number | bigint> {
         const id = this.tryNext();
         if (id !== undefined) {
           ids.push(id);
-          this.drawing++;
+          this.ledger.drawn(1);
           continue;
         }
         this.startWaiting();
@@ -478,37 +432,17 @@ export class Sequence<T extends number | bigint> {
       }
       if (delivered !== undefined) {
         awaitingDelivery = true;
-        this.settleDelivery(ids.length, delivered);
+        this.ledger.settleDelivery(ids.length, delivered);
       }
     } catch (error) {
       // A negative control (mutations.ts) hands the caller the IDs taken so far.
       if (mutated('partial-next-ids') && ids.length > 0) return ids;
-      this.counters.wasted += ids.length;
-      this.waste.undelivered += ids.length;
+      this.ledger.wasted('undelivered', ids.length);
       throw error;
     } finally {
-      if (!awaitingDelivery) this.drawing -= ids.length;
+      if (!awaitingDelivery) this.ledger.undrawn(ids.length);
     }
     return ids;
-  }
-
-  /**
-   * Moves `count` IDs of a {@link Sequence.nextIds} or {@link Sequence.take} call out of
-   * `drawing` once `delivered` settles: to issued if they reached their caller, else to
-   * `waste.undelivered`.
-   */
-  private settleDelivery(count: number, delivered: Promise<boolean>): void {
-    void delivered
-      .then(
-        (reached) => reached,
-        () => false,
-      )
-      .then((reached) => {
-        this.drawing -= count;
-        if (reached) return;
-        this.counters.wasted += count;
-        this.waste.undelivered += count;
-      });
   }
 
   /**
@@ -588,20 +522,12 @@ export class Sequence<T extends number | bigint> {
 
   /** A frozen snapshot of this handle's counters, process and DC level merged; see {@link SequenceStats}. */
   stats(): SequenceStats {
-    return sequenceStats(
+    return this.ledger.stats(
       {
-        // Every ID taken from a block was handed out, except the remainders take() skipped, the
-        // IDs of nextIds() calls that failed or were not delivered, and those of the ones still
-        // running or whose delivery is not known yet.
-        issued: this.buffer.taken - this.waste.takeSkipped - this.waste.undelivered - this.drawing,
+        taken: this.buffer.taken,
         remaining: this.buffer.remaining,
-        waits: this.counters.waits,
-        wasted: this.counters.wasted,
-        waste: this.waste,
-        shardMoves: this.counters.shardMoves,
         blockSize: this.lastBlockSize,
         drawRate: this.drawRate.perSecond,
-        failures: this.failures,
       },
       this.loaded?.allocator,
     );
@@ -679,8 +605,8 @@ export class Sequence<T extends number | bigint> {
     delivered: Promise<boolean> | undefined,
   ): IdRange<T> | undefined {
     if (run !== undefined && delivered !== undefined) {
-      this.drawing += count;
-      this.settleDelivery(count, delivered);
+      this.ledger.drawn(count);
+      this.ledger.settleDelivery(count, delivered);
     }
     return run;
   }
@@ -711,8 +637,7 @@ export class Sequence<T extends number | bigint> {
       // Skip the short remainder only once the next block is here, so next() can still use it.
       if (next === undefined) break;
       const skipped = block.abandon();
-      this.counters.wasted += skipped;
-      this.waste.takeSkipped += skipped;
+      this.ledger.wasted('takeSkipped', skipped);
       block = buffer.switchToPreloaded();
     }
     this.refillInBackground();
@@ -765,8 +690,7 @@ export class Sequence<T extends number | bigint> {
     if (this.rolledBack !== undefined) {
       // The rows were found gone back while this claim was in flight: its block may be claimed
       // again by others, as may the blocks dropped then.
-      this.counters.wasted += size;
-      this.waste.dropped += size;
+      this.ledger.wasted('dropped', size);
       throw this.rolledBack;
     }
     const block = this.ids.block(claimed.first, claimed.last, claimed.rangeSize);
@@ -779,8 +703,7 @@ export class Sequence<T extends number | bigint> {
     this.lastBlockSize = block.size;
     this.acceptTicks.set(block, ++this.ticks);
     if (!this.buffer.accept(block)) {
-      this.counters.wasted += size;
-      this.waste.refused += size;
+      this.ledger.wasted('refused', size);
       throw new InvariantError(
         this.name,
         `DC "${this.grantee}" gave this process block [${claimed.first}, ${claimed.last}], not above its earlier IDs (up to ${highest})`,
@@ -797,8 +720,7 @@ export class Sequence<T extends number | bigint> {
     this.rolledBack = error;
     if (this.buffer.serving) {
       const dropped = this.buffer.changeMode('dropped');
-      this.counters.wasted += dropped;
-      this.waste.dropped += dropped;
+      this.ledger.wasted('dropped', dropped);
     }
     this.log?.error({ err: error, dc: this.grantee }, error.message);
   }
@@ -886,10 +808,10 @@ export class Sequence<T extends number | bigint> {
         });
         this.acceptBlock(claimed);
         this.timeClaim(this.clock.now() - started);
-        this.reportUsageNowAndThen();
+        this.ledger.reportNowAndThen(this.grantee);
         this.claimFailure = undefined;
         this.lostRaces = 0;
-        this.failures.recovered('claim', { dc: this.grantee });
+        this.ledger.failures.recovered('claim', { dc: this.grantee });
         // Not once closing: close() would wait for a round at SERIAL it no longer needs.
         if (claimed.rangeLow && this.isOpen()) allocator.requestRangeInBackground();
         return;
@@ -901,10 +823,10 @@ export class Sequence<T extends number | bigint> {
           continue;
         }
         if (error instanceof StateRolledBackError) {
-          this.failures.record(error);
+          this.ledger.failures.record(error);
           this.forfeit(error);
         } else if (!(error instanceof ClosedError)) {
-          this.failures.failed('claim', error, {
+          this.ledger.failures.failed('claim', error, {
             dc: this.grantee,
             localIds: this.buffer.remaining,
           });
@@ -1005,12 +927,12 @@ export class Sequence<T extends number | bigint> {
     const settings = this.loaded?.settings ?? claimed;
     this.moveWanted = false;
     this.racesHere = 0;
-    this.counters.shardMoves++;
+    this.ledger.movedShard();
     const from = this.grantee;
     // The counters go on in the new shard's allocator: what the claims here wasted (their unknown
     // outcomes) goes to this shard's usage row now, where `status` looks for it. Not awaited: a
     // caller may be waiting for this claim, and no ID depends on the counters.
-    void this.reportUsageNow(from);
+    void this.ledger.reportNow(from);
     const others = settings.shards - 1;
     const shard = to ?? (this.shard + 1 + Math.floor(Math.random() * others)) % settings.shards;
     this.loaded = this.useShard(settings, shard, allocator);
@@ -1113,7 +1035,7 @@ export class Sequence<T extends number | bigint> {
 
   /** A call found no ID held and waits: counted, and the draw rate's clock stops (starvedMs). */
   private startWaiting(): void {
-    this.counters.waits++;
+    this.ledger.waited();
     this.starvedSince ??= this.clock.now();
   }
 
@@ -1323,67 +1245,13 @@ export class Sequence<T extends number | bigint> {
       if (this.rolledBack === undefined) await this.returnUnused();
       else {
         // Found gone back while closing, after the blocks were set aside: dropped, not given back.
-        const held = this.buffer.remaining;
-        this.counters.wasted += held;
-        this.waste.dropped += held;
+        this.ledger.wasted('dropped', this.buffer.remaining);
       }
-      await this.reportUsageNow();
+      await this.ledger.reportNow(this.grantee);
     } finally {
       this.buffer.clear();
       this.transition('closed');
     }
-  }
-
-  /** At a claim: a usage report, unless one went out less than {@link USAGE_REPORT_MS} ago. */
-  private reportUsageNowAndThen(): void {
-    const now = this.clock.now();
-    if (this.usageReportedAt !== undefined && now - this.usageReportedAt < USAGE_REPORT_MS) return;
-    this.usageReportedAt = now;
-    void this.reportUsage();
-  }
-
-  /**
-   * A usage report under `grantee` (by default the handle's shard): at once, counting up to now,
-   * or after the one in flight, which holds only the counts up to its start.
-   */
-  private reportUsageNow(grantee = this.grantee): Promise<void> {
-    const inFlight = this.reportingUsage;
-    return inFlight === undefined
-      ? this.reportUsage(grantee)
-      : inFlight.then(() => this.reportUsage(grantee));
-  }
-
-  /**
-   * Adds what this process issued and wasted since its last report to the DC's usage counters,
-   * one report at a time. Never throws: the counters are for `status`, and no ID depends on them.
-   * A report that failed is sent again with the next one, so a report that timed out but was
-   * applied counts twice.
-   */
-  private reportUsage(grantee = this.grantee): Promise<void> {
-    if (this.reportingUsage !== undefined) return this.reportingUsage;
-    const stats = this.stats();
-    // `retired` is counted by retire-ranges, never by a process.
-    const now: Record<UsageCause, number> = { issued: stats.issued, ...stats.waste, retired: 0 };
-    const deltas: Partial<Record<UsageCause, number>> = {};
-    for (const cause of USAGE_CAUSES) {
-      const delta = now[cause] - this.reportedUsage[cause];
-      if (delta > 0) deltas[cause] = delta;
-    }
-    if (Object.keys(deltas).length === 0) return Promise.resolve();
-    this.reportingUsage = this.store
-      .addDcUsage(this.name, grantee, deltas)
-      .then(
-        () => {
-          this.reportedUsage = now;
-        },
-        (error: unknown) => {
-          this.log?.debug({ err: error, dc: grantee }, 'usage counters not updated');
-        },
-      )
-      .finally(() => {
-        this.reportingUsage = undefined;
-      });
-    return this.reportingUsage;
   }
 
   private async returnUnused(): Promise<void> {
@@ -1396,14 +1264,12 @@ export class Sequence<T extends number | bigint> {
       returned = await allocator.returnBlock(run.first, run.last);
     } catch (error) {
       // Rows found gone back: the allocator told forfeit(), which logged it.
-      if (error instanceof StateRolledBackError) this.failures.record(error);
-      else this.failures.failed('return', error, { dc: this.grantee });
+      if (error instanceof StateRolledBackError) this.ledger.failures.record(error);
+      else this.ledger.failures.failed('return', error, { dc: this.grantee });
     }
-    const lost = held - Number(returned);
-    this.counters.wasted += lost;
     // Held when the rows were found gone back: dropped, as by a claim that found it.
-    if (this.rolledBack !== undefined) this.waste.dropped += lost;
-    else this.waste.notReturned += lost;
+    const cause = this.rolledBack !== undefined ? 'dropped' : 'notReturned';
+    this.ledger.wasted(cause, held - Number(returned));
     this.log?.debug(
       {
         dc: this.grantee,
@@ -1430,10 +1296,6 @@ function isTransient(
     error instanceof SerialUnavailableError ||
     error instanceof ContentionError
   );
-}
-
-function zeroUsage(): Record<UsageCause, number> {
-  return Object.fromEntries(USAGE_CAUSES.map((cause) => [cause, 0])) as Record<UsageCause, number>;
 }
 
 function ignore(): void {

@@ -2,7 +2,7 @@
  * How the report writes figures (numbers with their units, a median with its spread) and
  * markdown tables; shared by every section and by the table printed on stdout.
  */
-import type { Figure } from '../stats.js';
+import type { Figure, LatencyFigures } from '../stats.js';
 import type { DrawRow } from './summary.js';
 
 const integer = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
@@ -75,6 +75,28 @@ export function markdownTable(
   const line = (cells: readonly string[]) =>
     `| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`;
   return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+/** A table column: its header and how a row fills its cell; `false` leaves it out. */
+export type Column<T> = readonly [header: string, cell: (row: T) => string] | false;
+
+/** The header and cells of `rows` under `columns`, for {@link markdownTable} or a text table. */
+export function byColumns<T>(
+  columns: readonly Column<T>[],
+  rows: readonly T[],
+): [string[], string[][]] {
+  const used = columns.filter((c) => c !== false);
+  return [used.map(([header]) => header), rows.map((row) => used.map(([, cell]) => cell(row)))];
+}
+
+const PERCENTILES = { p50: 'p50', p99: 'p99', p999: 'p99.9', max: 'max' } as const;
+
+/** One column per latency percentile of `keys`, each a median with its spread. */
+export function latencyColumns<T>(
+  latency: (row: T) => LatencyFigures,
+  keys: readonly (keyof LatencyFigures)[] = ['p50', 'p99', 'p999', 'max'],
+): Column<T>[] {
+  return keys.map((k) => [PERCENTILES[k], (row: T) => withSpread(latency(row)[k], formatNs)]);
 }
 
 /** A ratio as its `unit` says. */

@@ -3,8 +3,8 @@
  * benchmark's process, per count: requests and IDs per second, latency, failures, their ratio
  * within each run, and Leaf's published figure as context.
  */
-import type { HttpLoad, HttpResult, RawResults } from '../results.js';
-import { figure, sum, type Figure, type LatencyFigures } from '../stats.js';
+import type { HttpDcLoad, HttpLoad, HttpResult, RawResults } from '../results.js';
+import { figure, latencyFigures, sum, type Figure, type LatencyFigures } from '../stats.js';
 import {
   formatCount,
   formatMs,
@@ -38,11 +38,9 @@ export interface HttpCountSummary {
   readonly count: number;
   readonly runs: number;
   readonly rows: readonly HttpRow[];
-  /** Service IDs/s ÷ library IDs/s, every DC together, within each run. */
+  /** Service ÷ library within each run: IDs/s of every DC together, p50 and p99.9. */
   readonly throughputRatio: Figure;
-  /** Service p50 ÷ library p50, within each run. */
   readonly p50Ratio: Figure;
-  /** Service p99.9 ÷ library p99.9, within each run. */
   readonly p999Ratio: Figure;
 }
 
@@ -58,8 +56,10 @@ export interface HttpSummary {
  */
 export const LEAF_FIGURE = Object.freeze({ requestsPerSecond: 50_000, tp999Ms: 1, cores: 4 });
 
+const perSecond = (d: HttpDcLoad, of: 'ok' | 'ids'): number =>
+  d.seconds > 0 ? d[of] / d.seconds : NaN;
 const rate = (load: HttpLoad, of: 'ok' | 'ids'): number =>
-  sum(load.dcs.map((d) => (d.seconds > 0 ? d[of] / d.seconds : NaN)));
+  sum(load.dcs.map((d) => perSecond(d, of)));
 
 function rows(side: HttpSide, loads: readonly HttpLoad[], dcs: readonly string[]): HttpRow[] {
   const perDc = dcs.map((dc): HttpRow => {
@@ -69,12 +69,7 @@ function rows(side: HttpSide, loads: readonly HttpLoad[], dcs: readonly string[]
       dc,
       requestsPerSecond: figure(mine.map((d) => d.ok / d.seconds)),
       idsPerSecond: figure(mine.map((d) => d.ids / d.seconds)),
-      latency: {
-        p50: figure(mine.map((d) => d.latency.p50)),
-        p99: figure(mine.map((d) => d.latency.p99)),
-        p999: figure(mine.map((d) => d.latency.p999)),
-        max: figure(mine.map((d) => d.latency.max)),
-      },
+      latency: latencyFigures(mine),
       non2xx: sum(mine.map((d) => d.non2xx)),
       errors: sum(mine.map((d) => d.errors)),
     };
@@ -84,12 +79,7 @@ function rows(side: HttpSide, loads: readonly HttpLoad[], dcs: readonly string[]
     dc: undefined,
     requestsPerSecond: figure(loads.map((l) => rate(l, 'ok'))),
     idsPerSecond: figure(loads.map((l) => rate(l, 'ids'))),
-    latency: {
-      p50: figure(loads.map((l) => l.latency.p50)),
-      p99: figure(loads.map((l) => l.latency.p99)),
-      p999: figure(loads.map((l) => l.latency.p999)),
-      max: figure(loads.map((l) => l.latency.max)),
-    },
+    latency: latencyFigures(loads),
     non2xx: sum(perDc.map((r) => r.non2xx)),
     errors: sum(perDc.map((r) => r.errors)),
   };
@@ -98,28 +88,33 @@ function rows(side: HttpSide, loads: readonly HttpLoad[], dcs: readonly string[]
 
 export function summarizeHttp(http: HttpResult): HttpSummary {
   const counts = http.counts.map((entry): HttpCountSummary => {
-    const services = entry.runs.map((r) => r.service);
-    const libraries = entry.runs.map((r) => r.library);
-    const dcs = [...new Set(entry.runs.flatMap((r) => r.service.dcs.map((d) => d.dc)))].sort();
+    const { runs } = entry;
+    const dcs = [...new Set(runs.flatMap((r) => r.service.dcs.map((d) => d.dc)))].sort();
+    const ratio = (of: (load: HttpLoad) => number) =>
+      figure(runs.map((r) => of(r.service) / of(r.library)));
     return {
       count: entry.count,
-      runs: entry.runs.length,
-      rows: [...rows('service', services, dcs), ...rows('library', libraries, dcs)],
-      throughputRatio: figure(
-        entry.runs.map((r) => rate(r.service, 'ids') / rate(r.library, 'ids')),
-      ),
-      p50Ratio: figure(entry.runs.map((r) => r.service.latency.p50 / r.library.latency.p50)),
-      p999Ratio: figure(entry.runs.map((r) => r.service.latency.p999 / r.library.latency.p999)),
+      runs: runs.length,
+      rows: [
+        ...rows(
+          'service',
+          runs.map((r) => r.service),
+          dcs,
+        ),
+        ...rows(
+          'library',
+          runs.map((r) => r.library),
+          dcs,
+        ),
+      ],
+      throughputRatio: ratio((l) => rate(l, 'ids')),
+      p50Ratio: ratio((l) => l.latency.p50),
+      p999Ratio: ratio((l) => l.latency.p999),
     };
   });
+  const loads = http.counts.flatMap((c) => c.runs.flatMap((r) => [r.service, r.library]));
   const failureMessages = [
-    ...new Set(
-      http.counts.flatMap((c) =>
-        c.runs.flatMap((r) =>
-          [...r.service.dcs, ...r.library.dcs].flatMap((d) => d.failureMessages),
-        ),
-      ),
-    ),
+    ...new Set(loads.flatMap((l) => l.dcs.flatMap((d) => d.failureMessages))),
   ];
   return { counts, failureMessages };
 }
@@ -130,32 +125,36 @@ export function sideLabel(side: HttpSide, count: number): string {
   return count === 1 ? 'library `await next()`' : `library \`await take(${count})\``;
 }
 
-/** A row's measured figures, as both the report and the stdout table show them: req/s, IDs/s, p50, p99, p99.9, max. */
+/** A row's figures as both the report and the stdout table show them: req/s, IDs/s, p50, p99, p99.9, max. */
 export function measuredCells(row: HttpRow): string[] {
+  const { p50, p99, p999, max } = row.latency;
   return [
     withSpread(row.requestsPerSecond, formatRate),
     withSpread(row.idsPerSecond, formatRate),
-    withSpread(row.latency.p50, formatNs),
-    withSpread(row.latency.p99, formatNs),
-    withSpread(row.latency.p999, formatNs),
-    withSpread(row.latency.max, formatNs),
+    ...[p50, p99, p999, max].map((f) => withSpread(f, formatNs)),
   ];
 }
 
-/** The figure, or "–" when nothing was measured. */
-const ratioText = (f: Figure): string => withSpread(f, formatPercent);
+/** The first line of a failure message, without its closing punctuation (the rest is a log). */
+export function firstLine(message: string): string {
+  return (message.split('\n')[0] ?? '').replace(/[\s.:;]+$/, '');
+}
+
+const quoted = (messages: readonly string[]): string => messages.map((m) => `"${m}"`).join(', ');
 
 export function renderHttp(raw: RawResults, summary: Summary): string[] {
   const http = raw.http;
-  const out: string[] = [];
-  if (http === undefined || summary.http === undefined) return out;
+  if (http === undefined || summary.http === undefined) return [];
   const { settings, machine } = raw;
-  out.push('## 5. HTTP service', '');
+  const out: string[] = [];
+  const options = Object.entries(http.sequenceOptions)
+    .map(([k, v]) => `\`${k}: ${String(v)}\``)
+    .join(', ');
   out.push(
+    '## 5. HTTP service',
+    '',
     `One \`idgen-cass serve\` per DC (${http.services.length} in all; ${http.serviceRuntime}), serving one sequence ` +
-      `(${Object.entries(http.sequenceOptions)
-        .map(([k, v]) => `\`${k}: ${String(v)}\``)
-        .join(', ')}; blocks and DC ranges adaptive, as by default). ` +
+      `(${options}; blocks and DC ranges adaptive, as by default). ` +
       `autocannon ${http.autocannon}, in the benchmark's process, loads every service at once with ${plural(settings.httpConnections, 'connection')} each ` +
       `(one request in flight per connection), ${settings.httpWarmupSeconds} s of warm-up then ${settings.httpSeconds} s measured. ` +
       `Beside it, the library in the benchmark's process on the same cluster: one \`connect()\` per DC, ${settings.httpConnections} concurrent callers per DC in a loop, ` +
@@ -163,8 +162,6 @@ export function renderHttp(raw: RawResults, summary: Summary): string[] {
       "(the library first in even runs, the service first in odd ones). Latency is per answered request (autocannon's response time, " +
       "recorded in the report's histogram: autocannon's own keeps whole milliseconds) and per returned call.",
     '',
-  );
-  out.push(
     `Machine: ${machine.cpuModel}, ${machine.cores} cores, shared by the Cassandra JVMs (${machine.topology}), the services and the load generator, so the load generator competes with what it measures; the ratios to the library are the figures to compare.`,
     '',
   );
@@ -174,22 +171,17 @@ export function renderHttp(raw: RawResults, summary: Summary): string[] {
       '',
     );
   }
-  const measured = summary.http.counts.some((c) => c.runs > 0);
-  if (!measured) out.push('Nothing was measured.', '');
-  for (const entry of summary.http.counts) {
-    if (entry.runs === 0) continue;
-    out.push(`### ${plural(entry.count, 'ID')} per request`, '');
+  const measured = summary.http.counts.filter((c) => c.runs > 0);
+  if (measured.length === 0) out.push('Nothing was measured.', '');
+  for (const entry of measured) {
     out.push(
+      `### ${plural(entry.count, 'ID')} per request`,
+      '',
       markdownTable(
         [
           'side',
           'DC',
-          'requests/s',
-          'IDs/s',
-          'p50',
-          'p99',
-          'p99.9',
-          'max',
+          ...['requests/s', 'IDs/s', 'p50', 'p99', 'p99.9', 'max'],
           'non-2xx (library: threw)',
           'connection errors',
         ],
@@ -204,7 +196,7 @@ export function renderHttp(raw: RawResults, summary: Summary): string[] {
       '',
     );
   }
-  if (measured) {
+  if (measured.length > 0) {
     out.push(
       markdownTable(
         [
@@ -213,23 +205,18 @@ export function renderHttp(raw: RawResults, summary: Summary): string[] {
           'HTTP p50 ÷ library p50',
           'HTTP p99.9 ÷ library p99.9',
         ],
-        summary.http.counts
-          .filter((c) => c.runs > 0)
-          .map((c) => [
-            formatCount(c.count),
-            ratioText(c.throughputRatio),
-            withSpread(c.p50Ratio, formatTimes),
-            withSpread(c.p999Ratio, formatTimes),
-          ]),
+        measured.map((c) => [
+          formatCount(c.count),
+          withSpread(c.throughputRatio, formatPercent),
+          withSpread(c.p50Ratio, formatTimes),
+          withSpread(c.p999Ratio, formatTimes),
+        ]),
       ),
       '',
     );
   }
   if (summary.http.failureMessages.length > 0) {
-    out.push(
-      `Failed requests and calls: ${summary.http.failureMessages.map((m) => `"${m}"`).join(', ')}.`,
-      '',
-    );
+    out.push(`Failed requests and calls: ${quoted(summary.http.failureMessages)}.`, '');
   }
   const services = http.services
     .map(
@@ -238,29 +225,22 @@ export function renderHttp(raw: RawResults, summary: Summary): string[] {
     )
     .join('; ');
   const allExited = http.services.length > 0 && http.services.every((s) => s.exitCode === 0);
+  const { duplicates } = http.uniqueness;
+  const all = measured
+    .find((c) => c.count === 1)
+    ?.rows.find((r) => r.side === 'service' && r.dc === undefined);
+  const leaf = LEAF_FIGURE;
   out.push(
     `- Services: ${services || 'none started'}. ${allExited ? 'Every service exited 0 on SIGTERM.' : '**Not every service exited 0 on SIGTERM.**'}`,
     `- Uniqueness: ${formatCount(http.uniqueness.ids)} IDs handed out by the services in the warm-ups (every DC, count and run; the measured windows keep no body): ` +
-      (http.uniqueness.duplicates === 0
-        ? 'none repeated.'
-        : `**${formatCount(http.uniqueness.duplicates)} repeated.**`),
-  );
-  const one = summary.http.counts.find((c) => c.count === 1 && c.runs > 0);
-  const all = one?.rows.find((r) => r.side === 'service' && r.dc === undefined);
-  const perCore = (all?.requestsPerSecond.median ?? NaN) / machine.cores;
-  out.push(
-    `- Context, not a target: Meituan Leaf publishes close to ${formatCount(LEAF_FIGURE.requestsPerSecond)} requests/s with a TP999 of ${LEAF_FIGURE.tp999Ms} ms ` +
-      `on a ${LEAF_FIGURE.cores}-core, 8 GB VM, called through its RPC framework (${formatCount(LEAF_FIGURE.requestsPerSecond / LEAF_FIGURE.cores)} per core). ` +
+      (duplicates === 0 ? 'none repeated.' : `**${formatCount(duplicates)} repeated.**`),
+    `- Context, not a target: Meituan Leaf publishes close to ${formatCount(leaf.requestsPerSecond)} requests/s with a TP999 of ${leaf.tp999Ms} ms ` +
+      `on a ${leaf.cores}-core, 8 GB VM, called through its RPC framework (${formatCount(leaf.requestsPerSecond / leaf.cores)} per core). ` +
       (all === undefined
         ? 'This run measured no single-ID requests to set beside it.'
         : `Here, one ID per request, every DC together: ${withSpread(all.requestsPerSecond, formatRate)} requests with p99.9 ${withSpread(all.latency.p999, formatNs)}, ` +
-          `on ${machine.cores} cores shared with Cassandra (${formatRate(perCore)} per core); the machines and the clients differ too much to compare closer than an order of magnitude.`),
+          `on ${machine.cores} cores shared with Cassandra (${formatRate(all.requestsPerSecond.median / machine.cores)} per core); the machines and the clients differ too much to compare closer than an order of magnitude.`),
     '',
   );
   return out;
-}
-
-/** The first line of a failure message, without its closing punctuation (the rest is a log). */
-export function firstLine(message: string): string {
-  return (message.split('\n')[0] ?? '').replace(/[\s.:;]+$/, '');
 }

@@ -1,21 +1,30 @@
 /**
- * The markdown report (REPORT.md): its title and what the run was, then one renderer per
- * section, in the order the report reads.
+ * The markdown report (REPORT.md): its title and what the run was, the machine, the key ratios,
+ * sections 1 to 3 and the method here; sections 4 (scale.ts) and 5 (http.ts) in their own files.
  */
+import { SEQUENCE_DEFAULTS } from '../../../src/index.js';
 import type { RawResults } from '../results.js';
-import { renderBurst } from './burst.js';
-import { renderColdStart } from './cold-start.js';
-import { formatMs, plural } from './format.js';
+import { figure } from '../stats.js';
+import {
+  byColumns,
+  formatCount,
+  formatMiB,
+  formatMs,
+  formatNs,
+  formatRate,
+  formatRatio,
+  formatTimes,
+  latencyColumns,
+  markdownTable,
+  modeLabel,
+  plural,
+  significant,
+  withSpread,
+  type Column,
+} from './format.js';
 import { renderHttp } from './http.js';
-import { renderInProcess } from './in-process.js';
-import { renderKeyRatios } from './key-ratios.js';
-import { renderMachine } from './machine.js';
-import { renderMethod } from './method.js';
-import { renderNaive } from './naive.js';
 import { renderScale } from './scale.js';
-import { renderSteadyState } from './steady-state.js';
-import type { Summary } from './summary.js';
-import { renderSweep } from './sweep.js';
+import type { BurstSummary, DrawRow, NaiveRow, Summary } from './summary.js';
 
 /** The report, not yet formatted (prettier prints it as the repository's settings say). */
 export function renderMarkdown(raw: RawResults, summary: Summary): string {
@@ -24,9 +33,18 @@ export function renderMarkdown(raw: RawResults, summary: Summary): string {
   return [
     ...renderIntro(raw),
     ...renderMachine(raw),
-    ...renderKeyRatios(summary),
+    '## Key ratios',
+    '',
+    markdownTable(
+      ['comparison', 'how many times'],
+      summary.ratios.map((r) => [r.label, withSpread(r.value, formatRatio(r.unit))]),
+    ),
+    '',
     ...renderInProcess(raw, summary),
-    ...renderClusterIntro(raw),
+    '## 2. On the 3-DC cluster',
+    '',
+    `Fresh keyspace \`${raw.cluster.keyspace}\` (${replicationText(raw.cluster.replication)}), dropped at the end.`,
+    '',
     ...(clusterPhases
       ? [
           ...renderNaive(summary),
@@ -45,37 +63,282 @@ export function renderMarkdown(raw: RawResults, summary: Summary): string {
   ].join('\n');
 }
 
+/** A markdown table of `rows` under `columns`, then a blank line. */
+const tableOf = <T>(columns: readonly Column<T>[], rows: readonly T[]): string[] => [
+  markdownTable(...byColumns(columns, rows)),
+  '',
+];
+
 /** The title, and which run this is: when, how long, the command, how figures are taken. */
 function renderIntro(raw: RawResults): string[] {
-  const { settings } = raw;
-  const out: string[] = [];
-  const mode = settings.quick ? 'Quick' : 'Full';
-  out.push('# idgen-cass benchmark', '');
-  out.push(
-    `${mode} run started ${raw.startedAt}, finished in ${formatMs(raw.wallSeconds * 1e3)} wall time: \`${raw.command}\`. ` +
-      `Every figure is the median of ${plural(settings.runs, 'run')} with the smallest and largest run in brackets; ` +
+  return [
+    '# idgen-cass benchmark',
+    '',
+    `${raw.settings.quick ? 'Quick' : 'Full'} run started ${raw.startedAt}, finished in ${formatMs(raw.wallSeconds * 1e3)} wall time: \`${raw.command}\`. ` +
+      `Every figure is the median of ${plural(raw.settings.runs, 'run')} with the smallest and largest run in brackets; ` +
       'every ratio is computed within each run (both sides measured in that run), then its median taken.',
     '',
-  );
-  return out;
+  ];
+}
+
+/** The machine, the Cassandra versions and the cluster, and who else shared the cores. */
+function renderMachine(raw: RawResults): string[] {
+  const { machine, settings } = raw;
+  const dcs = Object.keys(machine.cassandra);
+  const sharers = [
+    ...(settings.httpOnly
+      ? []
+      : [`the ${settings.processesPerDc * dcs.length} allocator processes`]),
+    ...(raw.http === undefined
+      ? []
+      : [`the ${raw.http.services.length} HTTP services (section 5)`]),
+  ];
+  return [
+    '## Machine',
+    '',
+    markdownTable(
+      ['', ''],
+      [
+        ['CPU', `${machine.cpuModel}, ${machine.cores} cores`],
+        ['Memory', `${machine.memoryGiB} GiB`],
+        ['OS', machine.os],
+        ['Node', machine.node],
+        [
+          'Cassandra',
+          `${[...new Set(Object.values(machine.cassandra))].join(', ')} (\`SELECT release_version FROM system.local\` in ${dcs.join(', ')})`,
+        ],
+        ['Cluster', machine.topology],
+        ['Load average at start', machine.loadAverage.join(', ')],
+      ],
+    ),
+    '',
+    `The Cassandra JVMs, ${sharers.length === 0 ? 'nothing else' : sharers.join(', ')} and the benchmark share these ${machine.cores} cores, ` +
+      'so absolute numbers are those of a crowded laptop-class machine; the ratios travel better.',
+    '',
+  ];
 }
 
 /** "RF 3 in every DC", or each DC's RF where they differ; runs that did not say used RF 1. */
 function replicationText(replication: Readonly<Record<string, number>> | undefined): string {
   const factors = Object.entries(replication ?? {});
   if (factors.length === 0) return 'RF 1 in every DC';
-  const distinct = new Set(factors.map(([, rf]) => rf));
-  if (distinct.size === 1) return `RF ${factors[0]![1]} in every DC`;
+  if (new Set(factors.map(([, rf]) => rf)).size === 1) return `RF ${factors[0]![1]} in every DC`;
   return factors.map(([dc, rf]) => `RF ${rf} in ${dc}`).join(', ');
 }
 
-/** "## 2. On the 3-DC cluster": its keyspace; the subsections follow. */
-function renderClusterIntro(raw: RawResults): string[] {
-  const out: string[] = [];
-  out.push('## 2. On the 3-DC cluster', '');
-  out.push(
-    `Fresh keyspace \`${raw.cluster.keyspace}\` (${replicationText(raw.cluster.replication)}), dropped at the end.`,
+/** Section 1: every generator's cost per ID with no network in the loop. */
+function renderInProcess(raw: RawResults, summary: Summary): string[] {
+  const { inProcess } = raw;
+  const repeats = inProcess.snowflakeRepeats;
+  return [
+    '## 1. In-process cost of one ID',
     '',
-  );
+    `No network in the loop. idgen-cass runs on ${inProcess.idgenStore}, ` +
+      `with blocks of ${formatCount(inProcess.idgenBlockSize)} IDs, so every timed call is served from a loaded block ` +
+      `(calls that found no ID or claimed a block inside a timed loop: ${inProcess.refillsInLoops}). ` +
+      `Each loop runs about ${raw.settings.inProcessSampleMs} ms; each run visits the generators in a rotated order.`,
+    '',
+    ...tableOf(
+      [
+        ['generator', (row) => row.label],
+        ['ns per ID', (row) => withSpread(row.nsPerId, formatNs)],
+        ['IDs per second', (row) => withSpread(row.idsPerSecond, formatRate)],
+        ['× plain counter', (row) => withSpread(row.vsCounter, formatTimes)],
+      ],
+      summary.inProcess,
+    ),
+    `Snowflake here is @sapphire/snowflake; it does not wait for the next millisecond when its 12-bit increment wraps, ` +
+      `so past 4,096 IDs per millisecond it repeats IDs: ${formatCount(repeats.repeated)} of ${formatCount(repeats.generated)} generated back to back were repeats. ` +
+      'uuid `v7()` draws 16 bytes from `crypto.getRandomValues()` per call, while `crypto.randomUUID()` serves from a cached entropy pool.',
+    '',
+  ];
+}
+
+/** The naive baseline: one LWT per ID, the cost idgen-cass is measured against. */
+function renderNaive(summary: Summary): string[] {
+  return [
+    '### Naive baseline: one LWT per ID',
+    '',
+    'One row, `UPDATE … SET v = ? WHERE k = ? IF v = ?` at LOCAL_SERIAL (commit LOCAL_QUORUM) per ID, retried from the value a rejection returns; ' +
+      'clients are concurrent loops in one process in dc1 sharing a driver pool. ' +
+      'This is unique only within one DC: across DCs it would need SERIAL, which is slower still.',
+    '',
+    ...tableOf<NaiveRow>(
+      [
+        ['clients', (row) => String(row.clients)],
+        ['IDs/s', (row) => withSpread(row.idsPerSecond, formatRate)],
+        ...latencyColumns((row: NaiveRow) => row.latency),
+        ['LWTs per ID', (row) => withSpread(row.lwtPerId, significant)],
+        ['rejections per ID', (row) => withSpread(row.rejectionsPerId, significant)],
+      ],
+      summary.naive,
+    ),
+  ];
+}
+
+/** Every process drawing at the steady block size, tight and paced, and why the modes differ. */
+function renderSteadyState(raw: RawResults, summary: Summary): string[] {
+  const { settings } = raw;
+  const steady = summary.draws.filter((d) => d.blockSize === settings.steadyBlockSize);
+  const paced = settings.pacedBlocksPerSecond;
+  return [
+    `### idgen-cass steady state (block size ${formatCount(settings.steadyBlockSize)})`,
+    '',
+    `${steady[0]?.processes ?? 0} allocator processes (${settings.processesPerDc} per DC; child processes run as ${raw.cluster.workerRuntime}; one connection each to its own DC) draw from one sequence ` +
+      `(DC range ${formatCount(steady[0]?.dcRangeSize ?? NaN)}, threshold ${SEQUENCE_DEFAULTS.threshold}) for ${settings.warmupSeconds} s of warm-up, then ${settings.durationSeconds} s measured. ` +
+      'Every `next()` of the window is timed with `process.hrtime.bigint()` ' +
+      `(a pair of reads costs ${formatNs(raw.inProcess.timerPairNs)}, included). Counters are diffs of \`stats()\` across the window. ` +
+      `RSS is the largest process's at the end of the window; right after \`connect()\`, before any sequence, the processes held ${withSpread(figure(raw.cluster.rssAfterConnectMiB), formatMiB)}.`,
+    '',
+    ...tableOf<DrawRow>(
+      [
+        ['mode', modeLabel],
+        ['IDs/s (all processes)', (row) => withSpread(row.idsPerSecond, formatRate)],
+        ...latencyColumns((row: DrawRow) => row.latency),
+        [
+          'waits after warm-up',
+          (row) =>
+            `${withSpread(row.waits, formatCount)}; ${formatCount(row.waitsTotal)} in all runs`,
+        ],
+        ['LWTs per M IDs', (row) => withSpread(row.lwtPerMillion, significant)],
+        ['CAS retries', (row) => withSpread(row.casRejections, formatCount)],
+        ['RSS per process', (row) => withSpread(row.rssMiB, formatMiB)],
+      ],
+      steady,
+    ),
+    '- **tight**: `await next()` of an ID the process holds resumes as a microtask; one call in 512 yields to the event loop, so the answer to the background refill started at the threshold is read while the block lasts. ' +
+      'A block that is spent before that refill completes (small blocks, a tight loop on a busy machine) still ends in a wait (see waits per block below): a process then tops out near one block per refill round trip (a LOCAL_SERIAL read and a LOCAL_SERIAL write) plus the per-call cost, timing included. ' +
+      'This is the ceiling of one process, not the zero-wait goal.',
+    `- **paced**: each process draws ${paced} blocks per second (${paced} × block size IDs/s), sleeping whenever it is 1 ms ahead, so the event loop runs and the refill started at the threshold lands before the block is spent: ` +
+      `it has ${formatMs((1000 * (1 - SEQUENCE_DEFAULTS.threshold)) / paced)} of runway. Here waits after warm-up should be 0. ` +
+      'Its median latency is above the tight one because its calls are spread out: each runs on cold caches and less optimised code, not on Cassandra.',
+    '',
+  ];
+}
+
+/** Every block size and mode, to size blocks by, and the `next()` calls that threw. */
+function renderSweep(raw: RawResults, summary: Summary): string[] {
+  const failed = summary.draws.filter((d) => d.failures + d.warmupFailures > 0);
+  const messages = [...new Set(failed.flatMap((d) => d.failureMessages))];
+  return [
+    '### Block-size sweep',
+    '',
+    `DC range = ${raw.settings.dcRangeBlocks} × block size. Use it to size blocks: LWTs per million IDs fall with the block size; the paced rate scales with it.`,
+    '',
+    ...tableOf<DrawRow>(
+      [
+        ['block size', (row) => formatCount(row.blockSize)],
+        ['mode', modeLabel],
+        ['IDs/s', (row) => withSpread(row.idsPerSecond, formatRate)],
+        ...latencyColumns((row: DrawRow) => row.latency, ['p99', 'p999', 'max']),
+        ['waits', (row) => withSpread(row.waits, formatCount)],
+        ['waits per block', (row) => withSpread(row.waitsPerBlock, significant)],
+        ['LWTs per M IDs', (row) => withSpread(row.lwtPerMillion, significant)],
+        ['CAS retries', (row) => withSpread(row.casRejections, formatCount)],
+        ['ranges granted', (row) => withSpread(row.rangesGranted, formatCount)],
+        [
+          '`next()` threw, all runs (warm-up / measured)',
+          (row) => `${row.warmupFailures} / ${row.failures}`,
+        ],
+      ],
+      summary.draws,
+    ),
+    failed.length === 0
+      ? 'No `next()` call threw, in warm-up or measured.'
+      : '`next()` calls that threw (the process paused 100 ms and went on), summed over all runs: ' +
+        failed
+          .map(
+            (d) =>
+              `block ${formatCount(d.blockSize)} ${d.mode}: ${d.warmupFailures} in warm-up, ${d.failures} measured`,
+          )
+          .join('; ') +
+        `. Messages: ${messages.map((m) => `"${m}"`).join(', ')}`,
+    '',
+  ];
+}
+
+/** From `connect()` to the first ID, in a DC with and without a range. */
+function renderColdStart(summary: Summary): string[] {
+  const cold = summary.coldStart;
+  return [
+    '### Cold start',
+    '',
+    `A fresh \`connect()\` in each DC, then the first \`next()\` of a new sequence (${cold.samples} samples: every DC in every run). ` +
+      'The first process of a DC needs a DC range granted at SERIAL (across all DCs) and installed at LOCAL_SERIAL before its block; a second process of the same DC finds the range installed.',
+    '',
+    markdownTable(
+      ['step', 'time'],
+      [
+        ['`connect()`', withSpread(cold.connectMs, formatMs)],
+        ['`connect()` to first ID, first process of its DC', withSpread(cold.firstIdMs, formatMs)],
+        [
+          '`connect()` to first ID, DC already holds a range',
+          withSpread(cold.firstIdWarmDcMs, formatMs),
+        ],
+      ],
+    ),
+    '',
+  ];
+}
+
+/** Section 3: many calls at once on one process, and what the single-flight claim does with them. */
+function renderBurst(summary: Summary): string[] {
+  const burst = summary.burst;
+  type Counted = 'waits' | 'blocksClaimed' | 'rangesGranted' | 'lwt' | 'casRejections';
+  const count = (key: Counted) => (b: BurstSummary) => withSpread(b[key], formatCount);
+  return [
+    '## 3. Burst',
+    '',
+    `One process in dc1 loads one block (\`ready()\`: ${withSpread(burst.heldBefore, formatCount)} IDs held), then ${formatCount(burst.calls)} \`next()\` calls arrive at once ` +
+      `(\`Promise.all\`, ${formatCount(burst.calls / burst.blockSize)} × the block size of ${formatCount(burst.blockSize)}). Latency is from the burst's start to each call's resolution.`,
+    '',
+    ...tableOf<BurstSummary>(
+      [
+        ['whole burst', (b) => withSpread(b.totalMs, formatMs)],
+        ...latencyColumns((b: BurstSummary) => b.latency, ['p50', 'p99', 'max']),
+        ['waits (calls queued)', count('waits')],
+        ['blocks claimed', count('blocksClaimed')],
+        ['ranges granted', count('rangesGranted')],
+        ['LWTs', count('lwt')],
+        ['CAS retries', count('casRejections')],
+      ],
+      [burst],
+    ),
+    'What the allocator did: the IDs held are served at once; every later call queues on the one claim in flight (single flight), ' +
+      'and each claim, when it lands, serves one block of the queue while the rest wait for the next claim. ' +
+      'So a burst of k blocks costs about k − 1 claims one after another, and its tail is that many LOCAL_SERIAL round trips; ' +
+      '`take(n)` or a larger block avoid it.',
+    '',
+  ];
+}
+
+/** The options of the run and how each figure is measured. */
+function renderMethod(raw: RawResults): string[] {
+  const { settings } = raw;
+  const out = [
+    '## Method',
+    '',
+    `- Options: ${plural(settings.runs, 'run')}, measured ${settings.durationSeconds} s and warm-up ${settings.warmupSeconds} s per cluster run, ${plural(settings.processesPerDc, 'process', 'processes')} per DC, ` +
+      `block sizes ${settings.blockSizes.join(', ')}, naive clients 1 and ${settings.naiveClients}, burst ${settings.burstFactor} blocks.`,
+    '- Each run of the cluster phases does them all in turn (naive, each block size tight then paced, burst, cold start), on fresh sequences, so the ratios pair measurements taken minutes apart at most.',
+    '- LWTs are counted by the allocator: conditional writes (`lwtWrites`) plus reads at SERIAL and LOCAL_SERIAL; the naive baseline counts its conditional updates.',
+    '- Waits are `stats().waits` diffed over the measured window, i.e. after warm-up; CAS retries are `casRejections` (lost races, each retried).',
+    '- Latency percentiles come from a log-linear histogram (1.6 % precision) merged over the processes of a run.',
+  ];
+  if (raw.scale !== undefined) {
+    out.push(
+      `- Scale: ${plural(settings.scaleRuns, 'run')}, instances per DC ${settings.scaleInstances.join(', ')}, warm-up ${settings.scaleWarmupSeconds} s and measured ${settings.scaleSeconds} s per configuration, fixed rate ${settings.scaleRatePerDc} IDs/s per DC; ` +
+        'each run visits every N, then within it tight and fixed rate, then every block policy, on a fresh sequence each. ' +
+        "Claim and lost-race costs are the DC-state reads and writes timed at each instance's store; the machine's busy share is read from `os.cpus()` over the measured window.",
+    );
+  }
+  if (raw.http !== undefined) {
+    out.push(
+      `- HTTP: ${plural(settings.runs, 'run')}; in each, for 1 and 100 IDs per request, the services under autocannon (${settings.httpConnections} connections each, every DC at once) and the library (${settings.httpConnections} callers per DC, every DC at once), ` +
+        `each ${settings.httpWarmupSeconds} s of warm-up then ${settings.httpSeconds} s measured; ratios pair the two sides of one run. ` +
+        'The bodies of the warm-ups are kept and parsed after each, every ID checked for repeats across the whole phase; the measured windows keep none, so that autocannon does no extra work per response there, and count 2xx answers × IDs per request.',
+    );
+  }
+  out.push('');
   return out;
 }

@@ -8,77 +8,22 @@ import type {
   DcStateTimings,
   InProcessResult,
   ScaleConfig,
+  ScaleDcRun,
   ScaleMode,
   ScaleResult,
   ScaleRun,
 } from '../results.js';
-import { figure, latencyFigures, sum, type Figure, type LatencyFigures } from '../stats.js';
+import { figure, latencyFigures, sum } from '../stats.js';
 import { addTimings, meanNs } from '../timings.js';
 
-export interface ScaleRow {
-  readonly mode: ScaleMode;
-  readonly variant: string;
-  readonly label: string;
-  readonly adaptive: boolean;
-  readonly instancesPerDc: number;
-  /** Rate mode: the target of each instance, IDs/s. */
-  readonly ratePerInstance: number | undefined;
-  readonly dcs: number;
-  /** All DCs together. */
-  readonly idsPerSecond: Figure;
-  readonly idsPerSecondPerInstance: Figure;
-  /** Rate mode: IDs/s ÷ the target of all DCs. */
-  readonly shareOfTarget: Figure;
-  /** Blocks claimed per second on one DC-state partition, mean over the DCs. */
-  readonly claimsPerSecondPerDc: Figure;
-  /** The same on the busiest DC's partition. */
-  readonly busiestClaimsPerSecond: Figure;
-  /** CAS retries (lost races) per block claimed, all DCs. */
-  readonly retriesPerClaim: Figure;
-  readonly latency: LatencyFigures;
-  /** `next()` calls that waited in the measured window, all DCs. */
-  readonly waits: Figure;
-  readonly waitsTotal: number;
-  /** `next()` calls that threw, summed over runs. */
-  readonly failures: number;
-  readonly warmupFailures: number;
-  /** Failed operations in the measured windows (`stats().errors`), summed over runs. */
-  readonly storeErrors: number;
-  /** Conditional writes with an unknown outcome, summed over runs. */
-  readonly casUnknown: number;
-  /** IDs claimed ÷ blocks claimed: the block size the policy chose, on average. */
-  readonly meanBlockSize: Figure;
-  /** Smallest and largest last block of any instance at the window's end (NaN if not reported). */
-  readonly lastBlockMin: Figure;
-  readonly lastBlockMax: Figure;
-  /** One claim's DC-state read plus its applied write, mean. */
-  readonly claimNs: Figure;
-  /** One lost race: the rejected write and the backoff before the next attempt, mean. */
-  readonly lostRaceNs: Figure;
-  /** A DC-state read, an applied write and a backoff after a lost race, each a mean. */
-  readonly readNs: Figure;
-  readonly appliedWriteNs: Figure;
-  readonly backoffNs: Figure;
-  /**
-   * How late the allocator processes' event loops ran: the worst process's p99 and maximum, ms
-   * (NaN where the results lack it).
-   */
-  readonly loopDelayP99Ms: Figure;
-  readonly loopDelayMaxMs: Figure;
-  /** Share of the machine's cores busy in the window. */
-  readonly machineBusy: Figure;
-  /** Cores the allocator processes used in the window. */
-  readonly workerCores: Figure;
-  /**
-   * The latest first ID of any instance that drew one, ms after they all started on the fresh
-   * sequence (NaN where the results lack it or none drew): how long the cold start took.
-   */
-  readonly slowestFirstIdMs: Figure;
-  /** Instances that drew no ID in a whole run, summed over runs. */
-  readonly withoutId: number;
-  /** Grant reads at SERIAL (`stats().serialReads`) per instance in the whole run, warm-up included. */
-  readonly serialReadsPerInstance: Figure;
-  readonly failureMessages: readonly string[];
+export type ScaleRow = Readonly<ReturnType<typeof summarizeRow>>;
+export type ScaleSummary = Readonly<ReturnType<typeof summarizeScale>>;
+export type LimitCause = 'partition' | 'cpu' | 'neither';
+
+/** (N, IDs/s median) of one policy and mode, ascending in N. */
+interface Point {
+  readonly n: number;
+  readonly idsPerSecond: number;
 }
 
 /** Where one policy's throughput stops growing with N, and what was saturated there. */
@@ -86,8 +31,7 @@ export interface ScalingLimit {
   readonly mode: ScaleMode;
   readonly variant: string;
   readonly label: string;
-  /** IDs/s (median) at each N, ascending. */
-  readonly points: readonly { readonly n: number; readonly idsPerSecond: number }[];
+  readonly points: readonly Point[];
   /** The last N before the first step that gained less than {@link GROWTH}; undefined: it kept growing. */
   readonly stopsAt: number | undefined;
   /** The N after it, whose row says why. */
@@ -95,51 +39,11 @@ export interface ScalingLimit {
   readonly cause: LimitCause | undefined;
 }
 
-export type LimitCause = 'partition' | 'cpu' | 'neither';
-
-/** One "processes per partition" estimate at one claim interval. */
+/** Processes one partition serves at one claim interval, from the measured claims/s and from the costs. */
 export interface PartitionEstimate {
   readonly claimIntervalSeconds: number;
-  /** The most claims/s measured on one partition × the interval. */
   readonly processes: number;
-  /** The claims/s the measured costs allow one partition × the interval. */
   readonly processesFromCosts: number;
-}
-
-export interface ScaleSummary {
-  readonly rows: readonly ScaleRow[];
-  readonly limits: readonly ScalingLimit[];
-  /** The most claims per second one partition completed, and where. */
-  readonly partitionMax:
-    | { readonly claimsPerSecond: number; readonly row: ScaleRow; readonly retriesPerClaim: number }
-    | undefined;
-  /** The smallest N measured, where claims contend least. */
-  readonly uncontendedAt: number;
-  /** Claim cost there: every run at that N pooled. */
-  readonly uncontendedClaimNs: number;
-  /** Lost-race cost, every run that lost one pooled. */
-  readonly lostRaceNs: number;
-  /** The part of it that occupies the partition: the rejected write. */
-  readonly lostRaceRoundNs: number;
-  readonly lostRaces: number;
-  /**
-   * Claims/s one partition allows if its rounds run one at a time: 1 ÷ (claim cost + r × the
-   * partition's part of a lost race), r the CAS retries per claim where the most were measured.
-   */
-  readonly claimsPerSecondFromCosts: number;
-  readonly estimates: readonly PartitionEstimate[];
-  /** Per policy: tight IDs/s of one instance at N = 1 ÷ in-process `await next()` IDs/s, per run. */
-  readonly tightVsInProcess: readonly {
-    readonly variant: string;
-    readonly label: string;
-    readonly adaptive: boolean;
-    /** From the untimed loop (`count`); false: from the timed tight loop (older runs). */
-    readonly untimed: boolean;
-    readonly idsPerSecondPerInstance: Figure;
-    /** `next()` calls that waited in the window, all DCs. */
-    readonly waits: Figure;
-    readonly value: Figure;
-  }[];
 }
 
 /** A step in N must raise IDs/s by at least this factor to count as growth. */
@@ -152,15 +56,13 @@ export const PARTITION_SATURATED = 0.8;
 export const ESTIMATE_INTERVALS_SECONDS: readonly number[] = [1, 10, 60];
 
 const rate = (part: number, seconds: number): number => (seconds > 0 ? part / seconds : NaN);
-
 /** Claims per second of each DC's partition in one run. */
-function claimsPerSecond(run: ScaleRun): number[] {
-  return run.dcs.map((d) => rate(d.counts.blocksClaimed, d.seconds));
-}
-
-function pooled(runs: readonly ScaleRun[]): DcStateTimings {
-  return addTimings(runs.flatMap((r) => r.dcs.map((d) => d.dcState)));
-}
+const claimsPerSecond = (run: ScaleRun): number[] =>
+  run.dcs.map((d) => rate(d.counts.blocksClaimed, d.seconds));
+const pooled = (runs: readonly ScaleRun[]): DcStateTimings =>
+  addTimings(runs.flatMap((r) => r.dcs.map((d) => d.dcState)));
+/** Sum over a run's DCs. */
+const all = (run: ScaleRun, pick: (d: ScaleDcRun) => number): number => sum(run.dcs.map(pick));
 
 /** Read plus applied write, mean; NaN when no claim was timed. */
 export function claimCostNs(t: DcStateTimings): number {
@@ -172,8 +74,7 @@ export function claimCostNs(t: DcStateTimings): number {
  * on from the state its rejected write returned.
  */
 export function lostRaceCostNs(t: DcStateTimings): number {
-  const backoff = t.backoffs.count > 0 ? meanNs(t.backoffs) : 0;
-  return meanNs(t.rejectedWrites) + backoff;
+  return meanNs(t.rejectedWrites) + (t.backoffs.count > 0 ? meanNs(t.backoffs) : 0);
 }
 
 /** `pick` (min or max) of every instance's last block in `run`; NaN when none was reported. */
@@ -182,79 +83,86 @@ function extreme(run: ScaleRun, pick: (...values: number[]) => number): number {
   return sizes.length === 0 ? NaN : pick(...sizes);
 }
 
-function summarizeRow(config: ScaleConfig, scale: ScaleResult): ScaleRow {
-  const { runs } = config;
+/** A run's latest first ID over its DCs, ms; NaN if no DC reports one. */
+function slowestFirstIdMs(run: ScaleRun): number {
+  const known = run.dcs.map((d) => d.slowestFirstIdMs ?? NaN).filter((ms) => !Number.isNaN(ms));
+  return known.length === 0 ? NaN : Math.max(...known);
+}
+
+function summarizeRow(config: ScaleConfig, scale: ScaleResult) {
+  const { runs, ratePerInstance } = config;
   const variant = scale.variants.find((v) => v.key === config.variant);
-  const all = (run: ScaleRun, pick: (d: ScaleRun['dcs'][number]) => number) =>
-    sum(run.dcs.map(pick));
-  const total = (run: ScaleRun) => all(run, (d) => d.idsPerSecond);
-  const dcs = runs[0]?.dcs.length ?? 0;
+  const over = (f: (run: ScaleRun) => number) => figure(runs.map(f));
+  /** Summed over every DC of every run. */
+  const total = (pick: (d: ScaleDcRun) => number) => sum(runs.map((r) => all(r, pick)));
+  const timed = (f: (t: DcStateTimings) => number) => over((r) => f(pooled([r])));
+  const ids = (r: ScaleRun) => all(r, (d) => d.idsPerSecond);
+  const instances = (r: ScaleRun) => all(r, (d) => d.instances);
+  /** `of` per block claimed, all DCs; NaN when none was. */
+  const perClaim = (r: ScaleRun, of: (d: ScaleDcRun) => number) => {
+    const claims = all(r, (d) => d.counts.blocksClaimed);
+    return claims > 0 ? all(r, of) / claims : NaN;
+  };
   return {
     mode: config.mode,
     variant: config.variant,
     label: variant?.label ?? config.variant,
     adaptive: variant?.adaptive ?? false,
     instancesPerDc: config.instancesPerDc,
-    ratePerInstance: config.ratePerInstance,
-    dcs,
-    idsPerSecond: figure(runs.map(total)),
-    idsPerSecondPerInstance: figure(runs.map((r) => total(r) / all(r, (d) => d.instances))),
-    shareOfTarget: figure(
-      runs.map((r) =>
-        config.ratePerInstance === undefined
-          ? NaN
-          : total(r) / (config.ratePerInstance * all(r, (d) => d.instances)),
-      ),
+    /** Rate mode: the target of each instance, IDs/s. */
+    ratePerInstance,
+    dcs: runs[0]?.dcs.length ?? 0,
+    /** All DCs together. */
+    idsPerSecond: over(ids),
+    idsPerSecondPerInstance: over((r) => ids(r) / instances(r)),
+    /** Rate mode: IDs/s ÷ the target of all DCs. */
+    shareOfTarget: over((r) =>
+      ratePerInstance === undefined ? NaN : ids(r) / (ratePerInstance * instances(r)),
     ),
-    claimsPerSecondPerDc: figure(runs.map((r) => sum(claimsPerSecond(r)) / r.dcs.length)),
-    busiestClaimsPerSecond: figure(runs.map((r) => Math.max(...claimsPerSecond(r)))),
-    retriesPerClaim: figure(
-      runs.map((r) => {
-        const claims = all(r, (d) => d.counts.blocksClaimed);
-        return claims > 0 ? all(r, (d) => d.counts.casRejections) / claims : NaN;
-      }),
-    ),
+    /** Blocks claimed per second on one DC-state partition, mean over the DCs; then the busiest. */
+    claimsPerSecondPerDc: over((r) => sum(claimsPerSecond(r)) / r.dcs.length),
+    busiestClaimsPerSecond: over((r) => Math.max(...claimsPerSecond(r))),
+    /** CAS retries (lost races) per block claimed, all DCs. */
+    retriesPerClaim: over((r) => perClaim(r, (d) => d.counts.casRejections)),
     latency: latencyFigures(runs),
-    waits: figure(runs.map((r) => all(r, (d) => d.counts.waits))),
-    waitsTotal: sum(runs.map((r) => all(r, (d) => d.counts.waits))),
-    failures: sum(runs.map((r) => all(r, (d) => d.failures))),
-    warmupFailures: sum(runs.map((r) => all(r, (d) => d.warmupFailures))),
-    storeErrors: sum(runs.map((r) => all(r, (d) => d.counts.errors))),
-    casUnknown: sum(runs.map((r) => all(r, (d) => d.counts.casUnknown))),
-    meanBlockSize: figure(
-      runs.map((r) => {
-        const claims = all(r, (d) => d.counts.blocksClaimed);
-        return claims > 0 ? all(r, (d) => d.claimedIds) / claims : NaN;
-      }),
+    /** `next()` calls that waited in the measured window, all DCs; then summed over runs. */
+    waits: over((r) => all(r, (d) => d.counts.waits)),
+    waitsTotal: total((d) => d.counts.waits),
+    /** `next()` calls that threw, summed over runs. */
+    failures: total((d) => d.failures),
+    warmupFailures: total((d) => d.warmupFailures),
+    /** Failed operations in the measured windows (`stats().errors`), summed over runs. */
+    storeErrors: total((d) => d.counts.errors),
+    /** Conditional writes with an unknown outcome, summed over runs. */
+    casUnknown: total((d) => d.counts.casUnknown),
+    /** IDs claimed ÷ blocks claimed: the block size the policy chose, on average. */
+    meanBlockSize: over((r) => perClaim(r, (d) => d.claimedIds)),
+    /** Smallest and largest last block of any instance at the window's end (NaN if not reported). */
+    lastBlockMin: over((r) => extreme(r, Math.min)),
+    lastBlockMax: over((r) => extreme(r, Math.max)),
+    /** One claim (DC-state read plus applied write) and one lost race (rejected write plus backoff), mean. */
+    claimNs: timed(claimCostNs),
+    lostRaceNs: timed(lostRaceCostNs),
+    readNs: timed((t) => meanNs(t.reads)),
+    appliedWriteNs: timed((t) => meanNs(t.appliedWrites)),
+    backoffNs: timed((t) => meanNs(t.backoffs)),
+    /** How late the allocator processes' event loops ran: the worst process's p99 and maximum, ms. */
+    loopDelayP99Ms: over((r) => r.loopDelay?.p99Ms ?? NaN),
+    loopDelayMaxMs: over((r) => r.loopDelay?.maxMs ?? NaN),
+    /** Share of the machine's cores busy in the window. */
+    machineBusy: over((r) => r.machineBusy),
+    /** Cores the allocator processes used in the window. */
+    workerCores: over(
+      (r) => r.workerCpuSeconds / (sum(r.dcs.map((d) => d.seconds)) / r.dcs.length),
     ),
-    lastBlockMin: figure(runs.map((r) => extreme(r, Math.min))),
-    lastBlockMax: figure(runs.map((r) => extreme(r, Math.max))),
-    claimNs: figure(runs.map((r) => claimCostNs(pooled([r])))),
-    lostRaceNs: figure(runs.map((r) => lostRaceCostNs(pooled([r])))),
-    readNs: figure(runs.map((r) => meanNs(pooled([r]).reads))),
-    appliedWriteNs: figure(runs.map((r) => meanNs(pooled([r]).appliedWrites))),
-    backoffNs: figure(runs.map((r) => meanNs(pooled([r]).backoffs))),
-    loopDelayP99Ms: figure(runs.map((r) => r.loopDelay?.p99Ms ?? NaN)),
-    loopDelayMaxMs: figure(runs.map((r) => r.loopDelay?.maxMs ?? NaN)),
-    machineBusy: figure(runs.map((r) => r.machineBusy)),
-    workerCores: figure(
-      runs.map((r) => r.workerCpuSeconds / (sum(r.dcs.map((d) => d.seconds)) / r.dcs.length)),
-    ),
-    slowestFirstIdMs: figure(runs.map(slowestFirstIdMs)),
-    withoutId: sum(runs.map((r) => all(r, (d) => d.withoutId ?? 0))),
-    serialReadsPerInstance: figure(
-      runs.map((r) => all(r, (d) => d.serialReads ?? NaN) / all(r, (d) => d.instances)),
-    ),
+    /** The latest first ID of any instance that drew one, ms after they all started on the fresh sequence. */
+    slowestFirstIdMs: over(slowestFirstIdMs),
+    /** Instances that drew no ID in a whole run, summed over runs. */
+    withoutId: total((d) => d.withoutId ?? 0),
+    /** Grant reads at SERIAL per instance in the whole run, warm-up included. */
+    serialReadsPerInstance: over((r) => all(r, (d) => d.serialReads ?? NaN) / instances(r)),
     failureMessages: [...new Set(runs.flatMap((r) => r.failureMessages))],
   };
-}
-
-/** A run's latest first ID over its DCs, ms; NaN if no DC reports one. */
-function slowestFirstIdMs(run: ScaleRun): number {
-  const known = run.dcs.flatMap((d) =>
-    d.slowestFirstIdMs === undefined || d.slowestFirstIdMs === null ? [] : [d.slowestFirstIdMs],
-  );
-  return known.length === 0 ? NaN : Math.max(...known);
 }
 
 /**
@@ -262,7 +170,7 @@ function slowestFirstIdMs(run: ScaleRun): number {
  * points; undefined when every step grew.
  */
 export function stopsScalingAt(
-  points: readonly { readonly n: number; readonly idsPerSecond: number }[],
+  points: readonly Point[],
 ): { stopsAt: number; next: number } | undefined {
   const sorted = [...points].sort((a, b) => a.n - b.n);
   for (let i = 0; i + 1 < sorted.length; i++) {
@@ -286,8 +194,7 @@ export function limitCause(row: ScaleRow, partitionMaxClaimsPerSecond: number): 
   ) {
     return 'partition';
   }
-  if (row.machineBusy.median >= CPU_SATURATED) return 'cpu';
-  return 'neither';
+  return row.machineBusy.median >= CPU_SATURATED ? 'cpu' : 'neither';
 }
 
 /**
@@ -321,80 +228,89 @@ export function partitionEstimates(
     }));
 }
 
-export function summarizeScale(scale: ScaleResult, inProcess: InProcessResult): ScaleSummary {
-  const adaptiveClaimIntervalMs = scale.variants.find((v) => v.adaptive)?.settings[
-    'claimIntervalMs'
-  ];
-  const rows = scale.configs.map((c) => summarizeRow(c, scale));
-  let partitionMax: ScaleSummary['partitionMax'];
-  for (const row of rows) {
-    const claims = row.busiestClaimsPerSecond.median;
-    if (
-      Number.isFinite(claims) &&
-      (partitionMax === undefined || claims > partitionMax.claimsPerSecond)
-    ) {
-      partitionMax = { claimsPerSecond: claims, row, retriesPerClaim: row.retriesPerClaim.median };
-    }
-  }
-  const limits: ScalingLimit[] = [];
-  for (const mode of ['tight', 'rate'] as const) {
-    for (const variant of scale.variants) {
+/** Each policy's tight and fixed-rate rows by N; for tight ones, where growth stops and why. */
+function scalingLimits(
+  scale: ScaleResult,
+  rows: readonly ScaleRow[],
+  partitionMaxClaimsPerSecond: number,
+): ScalingLimit[] {
+  return (['tight', 'rate'] as const).flatMap((mode) =>
+    scale.variants.flatMap((variant): ScalingLimit[] => {
       const mine = rows
         .filter((r) => r.mode === mode && r.variant === variant.key)
         .sort((a, b) => a.instancesPerDc - b.instancesPerDc);
-      if (mine.length === 0) continue;
+      if (mine.length === 0) return [];
       const points = mine.map((r) => ({
         n: r.instancesPerDc,
         idsPerSecond: r.idsPerSecond.median,
       }));
       const stop = mode === 'tight' ? stopsScalingAt(points) : undefined;
       const nextRow = mine.find((r) => r.instancesPerDc === stop?.next);
-      limits.push({
-        mode,
-        variant: variant.key,
-        label: variant.label,
-        points,
-        stopsAt: stop?.stopsAt,
-        next: stop?.next,
-        cause:
-          nextRow === undefined
-            ? undefined
-            : limitCause(nextRow, partitionMax?.claimsPerSecond ?? Infinity),
-      });
-    }
-  }
-  const uncontendedAt = Math.min(...scale.configs.map((c) => c.instancesPerDc));
-  const leastContended = scale.configs.filter((c) => c.instancesPerDc === uncontendedAt);
-  const everyRun = scale.configs.flatMap((c) => c.runs);
-  const lost = pooled(everyRun);
-  const intervals = [...ESTIMATE_INTERVALS_SECONDS];
-  if (adaptiveClaimIntervalMs !== undefined) intervals.push(adaptiveClaimIntervalMs / 1000);
+      return [
+        {
+          mode,
+          variant: variant.key,
+          label: variant.label,
+          points,
+          stopsAt: stop?.stopsAt,
+          next: stop?.next,
+          cause: nextRow && limitCause(nextRow, partitionMaxClaimsPerSecond),
+        },
+      ];
+    }),
+  );
+}
+
+/**
+ * Per policy: tight IDs/s of one instance at N = 1 ÷ in-process `await next()` IDs/s, per run;
+ * from the untimed loop (`count`) where the run has it, as the in-process loop times its loops,
+ * not its calls; else from the timed tight loop (`untimed` false).
+ */
+function tightVsInProcess(scale: ScaleResult, inProcess: InProcessResult) {
   const inProcessNext = inProcess.runs.map((run) => 1e9 / (run['next'] ?? NaN));
-  const tightVsInProcess = scale.variants.flatMap((variant) => {
-    // The untimed loop where the run has it: the in-process loop times its loops, not its calls.
+  return scale.variants.flatMap((variant) => {
     const at1 = (mode: ScaleMode) =>
       scale.configs.find(
         (c) => c.mode === mode && c.variant === variant.key && c.instancesPerDc === 1,
       );
     const config = at1('count') ?? at1('tight');
     if (config === undefined) return [];
-    const n = Math.min(config.runs.length, inProcessNext.length);
+    const runs = config.runs.slice(0, Math.min(config.runs.length, inProcessNext.length));
     const perInstance = (run: ScaleRun) =>
-      sum(run.dcs.map((d) => d.idsPerSecond)) / sum(run.dcs.map((d) => d.instances));
+      all(run, (d) => d.idsPerSecond) / all(run, (d) => d.instances);
     return [
       {
         variant: variant.key,
         label: variant.label,
         adaptive: variant.adaptive,
         untimed: config.mode === 'count',
-        idsPerSecondPerInstance: figure(config.runs.slice(0, n).map(perInstance)),
-        waits: figure(config.runs.slice(0, n).map((r) => sum(r.dcs.map((d) => d.counts.waits)))),
-        value: figure(
-          Array.from({ length: n }, (_, i) => perInstance(config.runs[i]!) / inProcessNext[i]!),
-        ),
+        idsPerSecondPerInstance: figure(runs.map(perInstance)),
+        /** `next()` calls that waited in the window, all DCs. */
+        waits: figure(runs.map((r) => all(r, (d) => d.counts.waits))),
+        value: figure(runs.map((r, i) => perInstance(r) / inProcessNext[i]!)),
       },
     ];
   });
+}
+
+export function summarizeScale(scale: ScaleResult, inProcess: InProcessResult) {
+  const rows = scale.configs.map((c) => summarizeRow(c, scale));
+  /** The most claims per second one partition completed, and where. */
+  let partitionMax: { claimsPerSecond: number; row: ScaleRow; retriesPerClaim: number } | undefined;
+  for (const row of rows) {
+    const claims = row.busiestClaimsPerSecond.median;
+    if (Number.isFinite(claims) && claims > (partitionMax?.claimsPerSecond ?? -Infinity)) {
+      partitionMax = { claimsPerSecond: claims, row, retriesPerClaim: row.retriesPerClaim.median };
+    }
+  }
+  const uncontendedAt = Math.min(...scale.configs.map((c) => c.instancesPerDc));
+  const leastContended = scale.configs.filter((c) => c.instancesPerDc === uncontendedAt);
+  const lost = pooled(scale.configs.flatMap((c) => c.runs));
+  const adaptiveClaimIntervalMs = scale.variants.find((v) => v.adaptive)?.settings[
+    'claimIntervalMs'
+  ];
+  const intervals = [...ESTIMATE_INTERVALS_SECONDS];
+  if (adaptiveClaimIntervalMs !== undefined) intervals.push(adaptiveClaimIntervalMs / 1000);
   const uncontendedClaimNs = claimCostNs(pooled(leastContended.flatMap((c) => c.runs)));
   const lostRaceRoundNs = meanNs(lost.rejectedWrites);
   const fromCosts = claimsPerSecondFromCosts(
@@ -404,18 +320,24 @@ export function summarizeScale(scale: ScaleResult, inProcess: InProcessResult): 
   );
   return {
     rows,
-    limits,
+    limits: scalingLimits(scale, rows, partitionMax?.claimsPerSecond ?? Infinity),
     partitionMax,
+    /** The smallest N measured, where claims contend least, and the claim cost there, every run pooled. */
     uncontendedAt,
     uncontendedClaimNs,
+    /** Lost-race cost, every run that lost one pooled; the part that occupies the partition. */
     lostRaceNs: lostRaceCostNs(lost),
     lostRaceRoundNs,
     lostRaces: lost.rejectedWrites.count,
+    /**
+     * Claims/s one partition allows if its rounds run one at a time: 1 ÷ (claim cost + r × the
+     * partition's part of a lost race), r the CAS retries per claim where the most were measured.
+     */
     claimsPerSecondFromCosts: fromCosts,
     estimates:
       partitionMax === undefined
         ? []
         : partitionEstimates(partitionMax.claimsPerSecond, fromCosts, intervals),
-    tightVsInProcess,
+    tightVsInProcess: tightVsInProcess(scale, inProcess),
   };
 }

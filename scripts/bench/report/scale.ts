@@ -9,81 +9,59 @@ import { COUNT_BATCH } from '../draw-loop.js';
 import { LOOP_DELAY_RESOLUTION_MS } from '../protocol.js';
 import type { RawResults, ScaleMode } from '../results.js';
 import {
+  byColumns,
   formatCount,
   formatNs,
   formatPercent,
   formatRate,
+  latencyColumns,
   markdownTable,
   significant,
   withSpread,
+  type Column,
 } from './format.js';
 import type { ScaleRow, ScaleSummary, ScalingLimit } from './scale-summary.js';
 import { CPU_SATURATED, GROWTH, PARTITION_SATURATED } from './scale-summary.js';
 import type { Summary } from './summary.js';
 
-const ms = (ns: number): string => formatNs(ns);
+const TIGHT_NOTE =
+  'Instances of one process share its event loop: a tight loop resumes as microtasks while its block lasts and yields to I/O once per 512 IDs, ' +
+  "so the replies to the other instances' refills wait for that loop's turn on a crowded event loop. " +
+  'IDs/s is all instances of all DCs together.';
 
-function modeTitle(mode: ScaleMode, raw: RawResults): string {
-  return mode === 'tight'
-    ? 'Tight: every instance `await next()` in a loop'
-    : `Fixed total rate: ${formatRate(raw.settings.scaleRatePerDc)} per DC, split evenly over its instances`;
-}
-
-function modeNote(mode: ScaleMode, raw: RawResults): string {
-  if (mode === 'tight') {
-    return (
-      'Instances of one process share its event loop: a tight loop resumes as microtasks while its block lasts and yields to I/O once per 512 IDs, ' +
-      "so the replies to the other instances' refills wait for that loop's turn on a crowded event loop. " +
-      'IDs/s is all instances of all DCs together.'
-    );
-  }
-  const perInstance = raw.settings.scaleInstances
-    .map((n) => `${formatRate(raw.settings.scaleRatePerDc / n)} at N = ${n}`)
+/** The heading and the note of each mode's table. */
+function modeText(mode: ScaleMode, raw: RawResults): [string, string] {
+  const { scaleRatePerDc, scaleInstances } = raw.settings;
+  if (mode === 'tight') return ['Tight: every instance `await next()` in a loop', TIGHT_NOTE];
+  const perInstance = scaleInstances
+    .map((n) => `${formatRate(scaleRatePerDc / n)} at N = ${n}`)
     .join(', ');
-  return (
+  return [
+    `Fixed total rate: ${formatRate(scaleRatePerDc)} per DC, split evenly over its instances`,
     `Each instance draws at the DC's rate ÷ N (${perInstance}), sleeping on a timer whenever it is 1 ms ahead and giving up what it missed beyond 100 ms; ` +
-    'share of target is IDs/s ÷ the rate of all DCs.'
-  );
+      'share of target is IDs/s ÷ the rate of all DCs.',
+  ];
 }
 
 function table(rows: readonly ScaleRow[], mode: ScaleMode): string {
-  const header = [
-    'instances per DC',
-    'blocks',
-    'IDs/s (all DCs)',
-    ...(mode === 'rate' ? ['share of target'] : []),
-    'claims/s per DC partition',
-    'CAS retries per claim',
-    'p50',
-    'p99',
-    'p99.9',
-    'max',
-    'waits after warm-up',
-    'errors: `next()` threw (warm-up / measured)',
-    'slowest first ID (instances that drew none)',
-    'grant reads at SERIAL per instance',
-    'mean block size',
+  const columns: Column<ScaleRow>[] = [
+    ['instances per DC', (row) => formatCount(row.instancesPerDc)],
+    ['blocks', (row) => row.label],
+    ['IDs/s (all DCs)', (row) => withSpread(row.idsPerSecond, formatRate)],
+    mode === 'rate' && ['share of target', (row) => withSpread(row.shareOfTarget, formatPercent)],
+    ['claims/s per DC partition', (row) => withSpread(row.claimsPerSecondPerDc, significant)],
+    ['CAS retries per claim', (row) => withSpread(row.retriesPerClaim, significant)],
+    ...latencyColumns((row: ScaleRow) => row.latency),
+    ['waits after warm-up', (row) => withSpread(row.waits, formatCount)],
+    ['errors: `next()` threw (warm-up / measured)', errors],
+    ['slowest first ID (instances that drew none)', firstIds],
+    [
+      'grant reads at SERIAL per instance',
+      (r) => withSpread(r.serialReadsPerInstance, significant),
+    ],
+    ['mean block size', blockSizes],
   ];
-  return markdownTable(
-    header,
-    rows.map((row) => [
-      formatCount(row.instancesPerDc),
-      row.label,
-      withSpread(row.idsPerSecond, formatRate),
-      ...(mode === 'rate' ? [withSpread(row.shareOfTarget, formatPercent)] : []),
-      withSpread(row.claimsPerSecondPerDc, significant),
-      withSpread(row.retriesPerClaim, significant),
-      withSpread(row.latency.p50, formatNs),
-      withSpread(row.latency.p99, formatNs),
-      withSpread(row.latency.p999, formatNs),
-      withSpread(row.latency.max, formatNs),
-      withSpread(row.waits, formatCount),
-      errors(row),
-      firstIds(row),
-      withSpread(row.serialReadsPerInstance, significant),
-      blockSizes(row),
-    ]),
-  );
+  return markdownTable(...byColumns(columns, rows));
 }
 
 /** The slowest first ID after the start, and how many instances drew none in the whole run. */
@@ -115,13 +93,11 @@ function blockSizes(row: ScaleRow): string {
 
 /** "×2.1 from N = 1 to 4, ×1.02 to 16". */
 function growth(limit: ScalingLimit): string {
-  const steps: string[] = [];
-  for (let i = 1; i < limit.points.length; i++) {
-    const from = limit.points[i - 1]!;
-    const to = limit.points[i]!;
+  const steps = limit.points.slice(1).map((to, i) => {
+    const from = limit.points[i]!;
     const factor = `×${significant(to.idsPerSecond / from.idsPerSecond)}`;
-    steps.push(i === 1 ? `${factor} from N = ${from.n} to ${to.n}` : `${factor} to ${to.n}`);
-  }
+    return i === 0 ? `${factor} from N = ${from.n} to ${to.n}` : `${factor} to ${to.n}`;
+  });
   return steps.length === 0
     ? `${formatRate(limit.points[0]?.idsPerSecond ?? NaN)} at one N only`
     : steps.join(', ');
@@ -141,119 +117,120 @@ function why(row: ScaleRow, limit: ScalingLimit, scale: ScaleSummary, cores: num
 }
 
 function limitsText(summary: ScaleSummary, raw: RawResults): string[] {
-  const out: string[] = [];
-  for (const limit of summary.limits.filter((l) => l.mode === 'tight')) {
-    const row = summary.rows.find(
-      (r) => r.mode === 'tight' && r.variant === limit.variant && r.instancesPerDc === limit.next,
-    );
-    const head = `- **${limit.label}, tight**: IDs/s ${growth(limit)}`;
-    if (limit.stopsAt === undefined || row === undefined) {
-      out.push(`${head}; it still grew by ${significant(GROWTH)}× or more at every step.`);
-    } else {
-      out.push(
-        `${head}; it stops growing after N = ${limit.stopsAt} (the next step gained less than ${significant(GROWTH)}×). The limit is ${why(row, limit, summary, raw.machine.cores)}`,
+  const tight = summary.limits.filter((l) => l.mode === 'tight');
+  const rate = summary.limits.filter((l) => l.mode === 'rate');
+  return [
+    ...tight.map((limit) => {
+      const row = summary.rows.find(
+        (r) => r.mode === 'tight' && r.variant === limit.variant && r.instancesPerDc === limit.next,
       );
-    }
-  }
-  for (const limit of summary.limits.filter((l) => l.mode === 'rate')) {
-    const rows = summary.rows.filter((r) => r.mode === 'rate' && r.variant === limit.variant);
-    const short = rows.filter(
-      (r) => r.failures + r.warmupFailures > 0 || r.waitsTotal > 0 || r.shareOfTarget.median < 0.99,
-    );
-    const head = `- **${limit.label}, fixed rate**:`;
-    if (short.length === 0) {
-      out.push(
-        `${head} the full rate at every N, no \`next()\` call waited after warm-up or threw; max latency ${rows.map((r) => `${ms(r.latency.max.median)} at N = ${r.instancesPerDc}`).join(', ')}.`,
+      const head = `- **${limit.label}, tight**: IDs/s ${growth(limit)}`;
+      return limit.stopsAt === undefined || row === undefined
+        ? `${head}; it still grew by ${significant(GROWTH)}× or more at every step.`
+        : `${head}; it stops growing after N = ${limit.stopsAt} (the next step gained less than ${significant(GROWTH)}×). The limit is ${why(row, limit, summary, raw.machine.cores)}`;
+    }),
+    ...rate.map((limit) => {
+      const rows = summary.rows.filter((r) => r.mode === 'rate' && r.variant === limit.variant);
+      const short = rows.filter(
+        (r) =>
+          r.failures + r.warmupFailures > 0 || r.waitsTotal > 0 || r.shareOfTarget.median < 0.99,
       );
-    } else {
-      out.push(
-        `${head} ` +
-          short
-            .map(
-              (r) =>
-                `at N = ${r.instancesPerDc}: ${formatPercent(r.shareOfTarget.median)} of the rate, ${formatCount(r.waitsTotal)} waits after warm-up, ${formatCount(r.warmupFailures + r.failures)} calls threw, max ${ms(r.latency.max.median)}`,
-            )
-            .join('; ') +
-          '.',
+      const head = `- **${limit.label}, fixed rate**:`;
+      if (short.length === 0) {
+        return `${head} the full rate at every N, no \`next()\` call waited after warm-up or threw; max latency ${rows.map((r) => `${formatNs(r.latency.max.median)} at N = ${r.instancesPerDc}`).join(', ')}.`;
+      }
+      const each = short.map(
+        (r) =>
+          `at N = ${r.instancesPerDc}: ${formatPercent(r.shareOfTarget.median)} of the rate, ${formatCount(r.waitsTotal)} waits after warm-up, ${formatCount(r.warmupFailures + r.failures)} calls threw, max ${formatNs(r.latency.max.median)}`,
       );
-    }
-  }
-  return out;
+      return `${head} ${each.join('; ')}.`;
+    }),
+  ];
+}
+
+/**
+ * The tight rows where `has` is a number (older results lack some figures), as "at N = 4: …"
+ * per N, each row at that N described and joined by "; "; undefined when no row has it.
+ */
+function perN(
+  summary: ScaleSummary,
+  has: (row: ScaleRow) => number,
+  at: string,
+  describe: (row: ScaleRow) => string,
+): string | undefined {
+  const rows = summary.rows.filter((r) => r.mode === 'tight' && Number.isFinite(has(r)));
+  if (rows.length === 0) return undefined;
+  const byN = [...new Set(rows.map((r) => r.instancesPerDc))].sort((a, b) => a - b);
+  const text = byN.map(
+    (n) =>
+      `${at} ${n}: ${rows
+        .filter((r) => r.instancesPerDc === n)
+        .map(describe)
+        .join('; ')}`,
+  );
+  return text.join('. ') + '.';
 }
 
 /**
  * Every configuration starts its instances at once on a fresh sequence: how long until each had
- * its first ID, and how many grant reads at SERIAL it took, for the tight rows (absent in older results).
+ * its first ID, and how many grant reads at SERIAL it took.
  */
 function coldStartText(summary: ScaleSummary): string[] {
-  const rows = summary.rows.filter(
-    (r) => r.mode === 'tight' && Number.isFinite(r.serialReadsPerInstance.median),
+  const text = perN(
+    summary,
+    (r) => r.serialReadsPerInstance.median,
+    'at N =',
+    (r) => `${r.label} ${firstIds(r)}, ${significant(r.serialReadsPerInstance.median)}`,
   );
-  if (rows.length === 0) return [];
-  const byN = [...new Set(rows.map((r) => r.instancesPerDc))].sort((a, b) => a - b);
-  const at = (n: number) =>
-    rows
-      .filter((r) => r.instancesPerDc === n)
-      .map((r) => `${r.label} ${firstIds(r)}, ${significant(r.serialReadsPerInstance.median)}`)
-      .join('; ');
+  if (text === undefined) return [];
   return [
     "- **Cold start, tight**: each configuration starts all its instances at once on a fresh sequence, so each needs a block claim on its DC-state partition, and each that finds the DC without a range asks SERIAL for one (a grant read, which is two SERIAL statements: the DC's latest grant and GLOBAL; then the batch) on the sequence's one grants partition, which every DC shares. " +
       'The slowest first ID after the start (instances that drew none in the whole run), then grant reads at SERIAL per instance: ' +
-      byN.map((n) => `at N = ${n}: ${at(n)}`).join('. ') +
-      '.',
+      text,
   ];
 }
 
 /**
  * Where a tight row's claims spent their time: the store's answers against the allocator
- * processes' own event loops, whose delay every reply, backoff timer and deadline also waits
- * for (absent in older results).
+ * processes' own event loops, whose delay every reply, backoff timer and deadline also waits for.
  */
 function loopText(summary: ScaleSummary): string[] {
-  const rows = summary.rows.filter(
-    (r) => r.mode === 'tight' && Number.isFinite(r.loopDelayP99Ms.median),
+  const cell = (ns: number) => (Number.isFinite(ns) ? formatNs(ns) : '–');
+  const text = perN(
+    summary,
+    (r) => r.loopDelayP99Ms.median,
+    'At N =',
+    (r) =>
+      `${r.label}: read ${cell(r.readNs.median)}, write ${cell(r.appliedWriteNs.median)}, backoff ${cell(r.backoffNs.median)}; loop late by ${formatNs(r.loopDelayP99Ms.median * 1e6)} / ${formatNs(r.loopDelayMaxMs.median * 1e6)}; the allocator processes used ${significant(r.workerCores.median)} cores`,
   );
-  if (rows.length === 0) return [];
-  const byN = [...new Set(rows.map((r) => r.instancesPerDc))].sort((a, b) => a - b);
-  const cell = (ns: number) => (Number.isFinite(ns) ? ms(ns) : '–');
-  const at = (n: number) =>
-    rows
-      .filter((r) => r.instancesPerDc === n)
-      .map(
-        (r) =>
-          `${r.label}: read ${cell(r.readNs.median)}, write ${cell(r.appliedWriteNs.median)}, backoff ${cell(r.backoffNs.median)}; loop late by ${ms(r.loopDelayP99Ms.median * 1e6)} / ${ms(r.loopDelayMaxMs.median * 1e6)}; the allocator processes used ${significant(r.workerCores.median)} cores`,
-      )
-      .join('; ');
+  if (text === undefined) return [];
   return [
     `- **Where a claim's time went, tight**: a DC-state read, an applied claim write and the time from a lost race's rejection to the next attempt (its backoff timer asks for at most ${BACKOFF_MAX_MS} ms), each a mean timed at the instance's store; then how late the allocator processes' event loops ran (p99 / max of the worst process, \`monitorEventLoopDelay\` less its ${LOOP_DELAY_RESOLUTION_MS} ms sampling interval), and the cores all allocator processes used together. Every reply from Cassandra, every backoff and every call's deadline waits for that loop, so where its delay nears the read's time, the time went to waiting for the processes' own CPU, not to the store. ` +
-      byN.map((n) => `At N = ${n}: ${at(n)}`).join('. ') +
-      '.',
+      text,
   ];
 }
 
 function costText(summary: ScaleSummary, raw: RawResults): string[] {
-  const out: string[] = [];
   const max = summary.partitionMax;
-  out.push(
-    `- **Cost of a claim**: a read of the DC state (a plain LOCAL_QUORUM read, or at LOCAL_SERIAL when that shows nothing to claim) and a LOCAL_SERIAL conditional write, timed at each instance's store: ${ms(summary.uncontendedClaimNs)} with ${summary.uncontendedAt} instance${summary.uncontendedAt === 1 ? '' : 's'} per DC` +
-      (max === undefined ? '.' : `, ${ms(max.row.claimNs.median)} on the busiest partition.`),
-    `- **Cost of a lost race**: the rejected write and the backoff before the next attempt (which goes on from the state the rejection returned, with no read): ${ms(summary.lostRaceNs)}, over ${formatCount(summary.lostRaces)} lost races in all runs.`,
-  );
+  const out = [
+    `- **Cost of a claim**: a read of the DC state (a plain LOCAL_QUORUM read, or at LOCAL_SERIAL when that shows nothing to claim) and a LOCAL_SERIAL conditional write, timed at each instance's store: ${formatNs(summary.uncontendedClaimNs)} with ${summary.uncontendedAt} instance${summary.uncontendedAt === 1 ? '' : 's'} per DC` +
+      (max === undefined ? '.' : `, ${formatNs(max.row.claimNs.median)} on the busiest partition.`),
+    `- **Cost of a lost race**: the rejected write and the backoff before the next attempt (which goes on from the state the rejection returned, with no read): ${formatNs(summary.lostRaceNs)}, over ${formatCount(summary.lostRaces)} lost races in all runs.`,
+  ];
   if (max === undefined) return out;
   const perClaimNs = 1e9 / max.claimsPerSecond;
   const claimNs = max.row.claimNs.median;
   const busy = perClaimNs / claimNs;
-  out.push(
-    `- **What one DC-state partition serves**: at most C = ${significant(max.claimsPerSecond)} claims/s were measured on one partition (${max.row.label}, ${max.row.mode === 'tight' ? 'tight' : 'fixed rate'}, N = ${max.row.instancesPerDc}, ${significant(max.retriesPerClaim)} CAS retries per claim): one claim every ${ms(perClaimNs)}, ` +
-      (busy <= 1.5
-        ? `about one claim's own latency there (${ms(claimNs)}): the partition completed claims back to back, so C is close to what it can do on this machine. `
-        : `${significant(busy)}× one claim's own latency there (${ms(claimNs)}): the partition was not kept busy (its claimers were held back elsewhere), so C is a lower bound of what it can do. `) +
-      'Processes that each claim once every I seconds then number at most K = C × I per DC. ' +
-      `From the costs alone, a partition running its rounds one at a time allows C' = 1 ÷ (t_claim + r × t_race) = 1 ÷ (${ms(summary.uncontendedClaimNs)} + ${significant(Number.isFinite(max.retriesPerClaim) ? max.retriesPerClaim : 0)} × ${ms(summary.lostRaceRoundNs)}) = ${significant(summary.claimsPerSecondFromCosts)} claims/s, ` +
-      `with t_claim the uncontended claim, r the CAS retries per claim where C was measured and t_race a lost race's rejected write (its backoff leaves the partition to others); K' = C' × I:`,
-  );
+  const retries = Number.isFinite(max.retriesPerClaim) ? max.retriesPerClaim : 0;
   const adaptiveMs = raw.scale?.variants.find((v) => v.adaptive)?.settings['claimIntervalMs'];
   out.push(
+    `- **What one DC-state partition serves**: at most C = ${significant(max.claimsPerSecond)} claims/s were measured on one partition (${max.row.label}, ${max.row.mode === 'tight' ? 'tight' : 'fixed rate'}, N = ${max.row.instancesPerDc}, ${significant(max.retriesPerClaim)} CAS retries per claim): one claim every ${formatNs(perClaimNs)}, ` +
+      (busy <= 1.5
+        ? `about one claim's own latency there (${formatNs(claimNs)}): the partition completed claims back to back, so C is close to what it can do on this machine. `
+        : `${significant(busy)}× one claim's own latency there (${formatNs(claimNs)}): the partition was not kept busy (its claimers were held back elsewhere), so C is a lower bound of what it can do. `) +
+      'Processes that each claim once every I seconds then number at most K = C × I per DC. ' +
+      `From the costs alone, a partition running its rounds one at a time allows C' = 1 ÷ (t_claim + r × t_race) = 1 ÷ (${formatNs(summary.uncontendedClaimNs)} + ${significant(retries)} × ${formatNs(summary.lostRaceRoundNs)}) = ${significant(summary.claimsPerSecondFromCosts)} claims/s, ` +
+      `with t_claim the uncontended claim, r the CAS retries per claim where C was measured and t_race a lost race's rejected write (its backoff leaves the partition to others); K' = C' × I:`,
     '',
     markdownTable(
       [
@@ -274,81 +251,78 @@ function costText(summary: ScaleSummary, raw: RawResults): string[] {
   return out;
 }
 
+/** Section 4 against the in-process `await next()` of section 1, one instance per DC. */
+function inProcessText(scale: ScaleSummary, raw: RawResults): string[] {
+  if (scale.tightVsInProcess.length === 0) return [];
+  return [
+    '- **A tight loop on the cluster against the in-process `await next()`**: one instance per DC, its IDs/s ÷ the in-process rate of section 1 in the same run, per run. ' +
+      (scale.tightVsInProcess.some((r) => r.untimed)
+        ? `Both loops are untimed: this one reads the clock once per ${formatCount(COUNT_BATCH)} calls, since timing every call costs two clock reads (${formatNs(raw.inProcess.timerPairNs)} measured here), about as much as the \`await next()\` it times. `
+        : 'Here the cluster loop times every call and the in-process one does not. ') +
+      'The goal is 25 % or more with adaptive blocks.',
+    '',
+    markdownTable(
+      [
+        'blocks',
+        'IDs/s of one instance',
+        'waits after warm-up (all DCs)',
+        '÷ in-process `await next()`',
+      ],
+      scale.tightVsInProcess.map((r) => [
+        r.label,
+        withSpread(r.idsPerSecondPerInstance, formatRate),
+        withSpread(r.waits, formatCount),
+        withSpread(r.value, formatPercent),
+      ]),
+    ),
+    '',
+  ];
+}
+
 export function renderScale(raw: RawResults, summary: Summary): string[] {
   const scale = summary.scale;
   const result = raw.scale;
   if (scale === undefined || result === undefined) return [];
   const { settings } = raw;
-  const out: string[] = [];
-  out.push('## 4. Scale', '');
-  out.push(
+  const variants = result.variants.map((v) => [
+    v.label,
+    Object.keys(v.options).length === 0
+      ? 'none (defaults)'
+      : Object.entries(v.options)
+          .map(([k, n]) => `\`${k}: ${n}\``)
+          .join(', '),
+    Object.entries(v.settings)
+      .filter(([k]) => k !== 'min' && k !== 'max' && k !== 'start')
+      .map(([k, n]) => `${k} ${formatCount(n)}`)
+      .join(', '),
+  ]);
+  const out = [
+    '## 4. Scale',
+    '',
     `N allocator instances per DC (N = ${settings.scaleInstances.join(', ')}; ${result.layout}) draw from a fresh sequence per configuration, ` +
       `tight and at a fixed total rate, ${settings.scaleWarmupSeconds} s of warm-up (adaptive blocks grow there), then ${settings.scaleSeconds} s measured; ` +
       `${settings.scaleRuns} run${settings.scaleRuns === 1 ? '' : 's'}, every block policy in each. ` +
       "Claims/s and CAS retries are counted per DC partition from `stats()` (`blocksClaimed`, `casRejections`, summed over the DC's instances); waits and errors are after warm-up unless said.",
     '',
-  );
-  out.push(
-    markdownTable(
-      ['blocks', 'options given to `createSequence`', 'settings stored'],
-      result.variants.map((v) => [
-        v.label,
-        Object.keys(v.options).length === 0
-          ? 'none (defaults)'
-          : Object.entries(v.options)
-              .map(([k, n]) => `\`${k}: ${n}\``)
-              .join(', '),
-        Object.entries(v.settings)
-          .filter(([k]) => k !== 'min' && k !== 'max' && k !== 'start')
-          .map(([k, n]) => `${k} ${formatCount(n)}`)
-          .join(', '),
-      ]),
-    ),
+    markdownTable(['blocks', 'options given to `createSequence`', 'settings stored'], variants),
     '',
-  );
-  if (result.skipped.length > 0) {
-    out.push(`Not run: ${result.skipped.join('; ')}.`, '');
-  }
+  ];
+  if (result.skipped.length > 0) out.push(`Not run: ${result.skipped.join('; ')}.`, '');
   for (const mode of ['tight', 'rate'] as const) {
     const rows = scale.rows.filter((r) => r.mode === mode);
     if (rows.length === 0) continue;
-    out.push(`### ${modeTitle(mode, raw)}`, '', modeNote(mode, raw), '', table(rows, mode), '');
+    const [title, note] = modeText(mode, raw);
+    out.push(`### ${title}`, '', note, '', table(rows, mode), '');
   }
-  out.push('### What it shows', '');
   out.push(
+    '### What it shows',
+    '',
     ...limitsText(scale, raw),
     ...coldStartText(scale),
     ...loopText(scale),
     ...costText(scale, raw),
     '',
-  );
-  if (scale.tightVsInProcess.length > 0) {
-    const untimed = scale.tightVsInProcess.some((r) => r.untimed);
-    out.push(
-      '- **A tight loop on the cluster against the in-process `await next()`**: one instance per DC, its IDs/s ÷ the in-process rate of section 1 in the same run, per run. ' +
-        (untimed
-          ? `Both loops are untimed: this one reads the clock once per ${formatCount(COUNT_BATCH)} calls, since timing every call costs two clock reads (${formatNs(raw.inProcess.timerPairNs)} measured here), about as much as the \`await next()\` it times. `
-          : 'Here the cluster loop times every call and the in-process one does not. ') +
-        'The goal is 25 % or more with adaptive blocks.',
-      '',
-      markdownTable(
-        [
-          'blocks',
-          'IDs/s of one instance',
-          'waits after warm-up (all DCs)',
-          '÷ in-process `await next()`',
-        ],
-        scale.tightVsInProcess.map((r) => [
-          r.label,
-          withSpread(r.idsPerSecondPerInstance, formatRate),
-          withSpread(r.waits, formatCount),
-          withSpread(r.value, formatPercent),
-        ]),
-      ),
-      '',
-    );
-  }
-  out.push(
+    ...inProcessText(scale, raw),
     `Mean block size is the IDs that came into the instances in the window (IDs drawn plus the change in IDs held) ÷ the blocks they claimed: the size the policy chose, on average; "last" is the range of the instances' last blocks at the window's end (\`stats().blockSize\`). ` +
       `The limit is read at the first step that gains less than ${significant(GROWTH)}×: the partition if \`next()\` threw, a claim lost one race or more on average, or its busiest partition reached ${formatPercent(PARTITION_SATURATED)} of the most claims/s measured; else the CPU if the machine was ${formatPercent(CPU_SATURATED)} busy or more.`,
     '',

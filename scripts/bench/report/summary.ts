@@ -1,9 +1,11 @@
 /**
  * The summary of a benchmark run: every figure a median of runs with its spread, every ratio
- * taken within each run (both sides measured in that run), then its median. Pure.
+ * taken within each run (both sides measured in that run), then its median. Pure. The row types
+ * are what the summarising functions return, so each field is written once.
  */
 import type {
   AllocatorCounts,
+  BurstResult,
   DrawConfig,
   DrawMode,
   DrawRun,
@@ -11,75 +13,13 @@ import type {
   NaiveRun,
   RawResults,
 } from '../results.js';
-import { figure, latencyFigures, sum, type Figure, type LatencyFigures } from '../stats.js';
+import { figure, latencyFigures, sum, type Figure } from '../stats.js';
 import { summarizeHttp, type HttpSummary } from './http.js';
 import { summarizeScale, type ScaleSummary } from './scale-summary.js';
 
-export interface InProcessRow {
-  readonly key: string;
-  readonly label: string;
-  readonly nsPerId: Figure;
-  readonly idsPerSecond: Figure;
-  /** This candidate's cost ÷ the plain counter's, per run. */
-  readonly vsCounter: Figure;
-}
-
-export interface NaiveRow {
-  readonly clients: number;
-  readonly idsPerSecond: Figure;
-  readonly latency: LatencyFigures;
-  /** Conditional updates sent per ID (1 when nobody competes). */
-  readonly lwtPerId: Figure;
-  readonly rejectionsPerId: Figure;
-  readonly errors: number;
-}
-
-export interface DrawRow {
-  readonly blockSize: number;
-  readonly dcRangeSize: number;
-  readonly mode: DrawMode;
-  readonly processes: number;
-  readonly ratePerProcess: number | undefined;
-  readonly idsPerSecond: Figure;
-  readonly latency: LatencyFigures;
-  /** `next()` calls that waited for Cassandra in the measured window (after warm-up). */
-  readonly waits: Figure;
-  /** Waits summed over every run: the goal in paced mode is 0. */
-  readonly waitsTotal: number;
-  readonly waitsPerBlock: Figure;
-  /** LWT writes + SERIAL reads + LOCAL_SERIAL reads per million IDs. */
-  readonly lwtPerMillion: Figure;
-  readonly casRejections: Figure;
-  readonly blocksClaimed: Figure;
-  readonly rangesGranted: Figure;
-  /** Largest resident set of the run's processes, MiB. */
-  readonly rssMiB: Figure;
-  /** `next()` calls that threw in the measured windows of all runs. */
-  readonly failures: number;
-  /** The same during the warm-ups. */
-  readonly warmupFailures: number;
-  readonly failureMessages: readonly string[];
-}
-
-export interface BurstSummary {
-  readonly blockSize: number;
-  readonly calls: number;
-  readonly heldBefore: Figure;
-  readonly totalMs: Figure;
-  readonly latency: LatencyFigures;
-  readonly waits: Figure;
-  readonly blocksClaimed: Figure;
-  readonly rangesGranted: Figure;
-  readonly lwt: Figure;
-  readonly casRejections: Figure;
-}
-
-export interface ColdStartSummary {
-  readonly samples: number;
-  readonly connectMs: Figure;
-  readonly firstIdMs: Figure;
-  readonly firstIdWarmDcMs: Figure;
-}
+export type NaiveRow = Readonly<ReturnType<typeof summarizeNaive>>;
+export type DrawRow = Readonly<ReturnType<typeof summarizeDraw>>;
+export type BurstSummary = Readonly<ReturnType<typeof summarizeBurst>>;
 
 /** A comparison: `value` is "how many times", computed in each run, then the median. */
 export interface Ratio {
@@ -90,30 +30,34 @@ export interface Ratio {
   readonly unit?: 'times' | 'percent';
 }
 
-export interface Summary {
-  readonly inProcess: readonly InProcessRow[];
-  readonly naive: readonly NaiveRow[];
-  readonly draws: readonly DrawRow[];
-  readonly burst: BurstSummary;
-  readonly coldStart: ColdStartSummary;
-  readonly ratios: readonly Ratio[];
-  /** The scale phase, when it ran. */
-  readonly scale: ScaleSummary | undefined;
-  /** The HTTP phase, when it ran. */
-  readonly http: HttpSummary | undefined;
-}
+export type Summary = Readonly<ReturnType<typeof summarize>>;
 
-function lwtCount(counts: AllocatorCounts): number {
-  return counts.lwtWrites + counts.serialReads + counts.localSerialReads;
-}
-
+/** LWT writes + SERIAL reads + LOCAL_SERIAL reads. */
+const lwtCount = (c: AllocatorCounts): number => c.lwtWrites + c.serialReads + c.localSerialReads;
 const perMillion = (part: number, ids: number): number => (ids > 0 ? (part / ids) * 1e6 : NaN);
 const naiveRate = (run: NaiveRun): number => run.ids / run.seconds;
+/** Conditional updates sent per ID (1 when nobody competes). */
 const naiveLwtPerId = (run: NaiveRun): number =>
   run.ids > 0 ? (run.ids + run.rejections + run.errors) / run.ids : NaN;
 const drawLwtPerMillion = (run: DrawRun): number => perMillion(lwtCount(run.counts), run.ids);
+/** The figure of one counter over runs. */
+const counted = (runs: readonly { counts: AllocatorCounts }[], key: keyof AllocatorCounts) =>
+  figure(runs.map((r) => r.counts[key]));
 
-function summarizeNaive(config: NaiveConfig): NaiveRow {
+function summarizeInProcess(raw: RawResults) {
+  const { runs } = raw.inProcess;
+  const cost = (run: Readonly<Record<string, number>>, key: string) => run[key] ?? NaN;
+  return raw.inProcess.candidates.map(({ key, label }) => ({
+    key,
+    label,
+    nsPerId: figure(runs.map((run) => cost(run, key))),
+    idsPerSecond: figure(runs.map((run) => 1e9 / cost(run, key))),
+    /** This candidate's cost ÷ the plain counter's, per run. */
+    vsCounter: figure(runs.map((run) => cost(run, key) / cost(run, 'counter'))),
+  }));
+}
+
+function summarizeNaive(config: NaiveConfig) {
   return {
     clients: config.clients,
     idsPerSecond: figure(config.runs.map(naiveRate)),
@@ -124,7 +68,7 @@ function summarizeNaive(config: NaiveConfig): NaiveRow {
   };
 }
 
-function summarizeDraw(config: DrawConfig): DrawRow {
+function summarizeDraw(config: DrawConfig) {
   const { runs } = config;
   return {
     blockSize: config.blockSize,
@@ -134,19 +78,40 @@ function summarizeDraw(config: DrawConfig): DrawRow {
     ratePerProcess: config.ratePerProcess,
     idsPerSecond: figure(runs.map((r) => r.idsPerSecond)),
     latency: latencyFigures(runs),
-    waits: figure(runs.map((r) => r.counts.waits)),
+    /** `next()` calls that waited for Cassandra in the measured window (after warm-up). */
+    waits: counted(runs, 'waits'),
+    /** Waits summed over every run: the goal in paced mode is 0. */
     waitsTotal: sum(runs.map((r) => r.counts.waits)),
     waitsPerBlock: figure(
       runs.map((r) => (r.counts.blocksClaimed > 0 ? r.counts.waits / r.counts.blocksClaimed : NaN)),
     ),
+    /** LWT writes + SERIAL reads + LOCAL_SERIAL reads per million IDs. */
     lwtPerMillion: figure(runs.map(drawLwtPerMillion)),
-    casRejections: figure(runs.map((r) => r.counts.casRejections)),
-    blocksClaimed: figure(runs.map((r) => r.counts.blocksClaimed)),
-    rangesGranted: figure(runs.map((r) => r.counts.rangesGranted)),
+    casRejections: counted(runs, 'casRejections'),
+    blocksClaimed: counted(runs, 'blocksClaimed'),
+    rangesGranted: counted(runs, 'rangesGranted'),
+    /** Largest resident set of the run's processes, MiB. */
     rssMiB: figure(runs.map((r) => Math.max(...r.rssMiB))),
+    /** `next()` calls that threw in the measured windows of all runs, then in the warm-ups. */
     failures: sum(runs.map((r) => r.failures)),
     warmupFailures: sum(runs.map((r) => r.warmupFailures)),
     failureMessages: [...new Set(runs.flatMap((r) => r.failureMessages))],
+  };
+}
+
+function summarizeBurst(burst: BurstResult) {
+  const { runs } = burst;
+  return {
+    blockSize: burst.blockSize,
+    calls: burst.calls,
+    heldBefore: figure(runs.map((r) => r.heldBefore)),
+    totalMs: figure(runs.map((r) => r.totalMs)),
+    latency: latencyFigures(runs),
+    waits: counted(runs, 'waits'),
+    blocksClaimed: counted(runs, 'blocksClaimed'),
+    rangesGranted: counted(runs, 'rangesGranted'),
+    lwt: figure(runs.map((r) => lwtCount(r.counts))),
+    casRejections: counted(runs, 'casRejections'),
   };
 }
 
@@ -168,47 +133,32 @@ export function steadyDraw(raw: RawResults, mode: DrawMode): DrawConfig | undefi
   );
 }
 
+/** In-process ratios: key, label, the candidate measured ÷ the one it is set against. */
+const IN_PROCESS_RATIOS = [
+  ['tryNextVsCounter', '`tryNext()` cost ÷ plain counter cost', 'tryNext', 'counter'],
+  ['nextVsCounter', '`await next()` cost ÷ plain counter cost', 'next', 'counter'],
+  [
+    'nextVsAsyncCounter',
+    '`await next()` cost ÷ `await` of an async counter',
+    'next',
+    'asyncCounter',
+  ],
+  ['randomUUIDVsTryNext', '`crypto.randomUUID()` cost ÷ `tryNext()` cost', 'randomUUID', 'tryNext'],
+  ['randomUUIDVsNext', '`crypto.randomUUID()` cost ÷ `await next()` cost', 'randomUUID', 'next'],
+  ['uuidV7VsTryNext', 'uuid `v7()` cost ÷ `tryNext()` cost', 'uuidV7', 'tryNext'],
+  ['snowflakeVsTryNext', 'Snowflake `generate()` cost ÷ `tryNext()` cost', 'snowflake', 'tryNext'],
+] as const;
+
 function ratios(
   raw: RawResults,
   scale: ScaleSummary | undefined,
   http: HttpSummary | undefined,
 ): Ratio[] {
-  const list: Ratio[] = [];
   const inRuns = raw.inProcess.runs;
   const has = (key: string) => inRuns.every((run) => run[key] !== undefined);
-  const inProcessRatio = (key: string, label: string, a: string, b: string) => {
-    if (has(a) && has(b)) {
-      list.push({ key, label, value: figure(inRuns.map((run) => run[a]! / run[b]!)) });
-    }
-  };
-  inProcessRatio('tryNextVsCounter', '`tryNext()` cost ÷ plain counter cost', 'tryNext', 'counter');
-  inProcessRatio('nextVsCounter', '`await next()` cost ÷ plain counter cost', 'next', 'counter');
-  inProcessRatio(
-    'nextVsAsyncCounter',
-    '`await next()` cost ÷ `await` of an async counter',
-    'next',
-    'asyncCounter',
+  const list: Ratio[] = IN_PROCESS_RATIOS.filter(([, , a, b]) => has(a) && has(b)).map(
+    ([key, label, a, b]) => ({ key, label, value: figure(inRuns.map((run) => run[a]! / run[b]!)) }),
   );
-  inProcessRatio(
-    'randomUUIDVsTryNext',
-    '`crypto.randomUUID()` cost ÷ `tryNext()` cost',
-    'randomUUID',
-    'tryNext',
-  );
-  inProcessRatio(
-    'randomUUIDVsNext',
-    '`crypto.randomUUID()` cost ÷ `await next()` cost',
-    'randomUUID',
-    'next',
-  );
-  inProcessRatio('uuidV7VsTryNext', 'uuid `v7()` cost ÷ `tryNext()` cost', 'uuidV7', 'tryNext');
-  inProcessRatio(
-    'snowflakeVsTryNext',
-    'Snowflake `generate()` cost ÷ `tryNext()` cost',
-    'snowflake',
-    'tryNext',
-  );
-
   const naive1 = raw.cluster.naive.find((n) => n.clients === 1);
   const naiveN = raw.cluster.naive.find((n) => n.clients > 1);
   const tight = steadyDraw(raw, 'tight');
@@ -236,15 +186,11 @@ function ratios(
     });
   }
   if (paced !== undefined && naive1 !== undefined) {
+    const p50 = (r: { latency: { p50: number } }) => r.latency.p50;
     list.push({
       key: 'p50NaiveVsPaced',
       label: 'median latency per ID: naive (1 client) ÷ idgen-cass `next()`, paced',
-      value: pairedRatio(
-        naive1.runs,
-        paced.runs,
-        (r) => r.latency.p50,
-        (r) => r.latency.p50,
-      ),
+      value: pairedRatio(naive1.runs, paced.runs, p50, p50),
     });
   }
   for (const adaptive of scale?.tightVsInProcess.filter((r) => r.adaptive) ?? []) {
@@ -257,9 +203,10 @@ function ratios(
   }
   for (const entry of http?.counts ?? []) {
     if (entry.runs === 0) continue;
+    const one = entry.count === 1;
     list.push({
       key: `httpVsLibrary${entry.count}`,
-      label: `IDs/s, ${entry.count === 1 ? '1 ID' : `${entry.count} IDs`} per request: HTTP service ÷ library in one process (${entry.count === 1 ? '`next()`' : `\`take(${entry.count})\``}), every DC`,
+      label: `IDs/s, ${one ? '1 ID' : `${entry.count} IDs`} per request: HTTP service ÷ library in one process (${one ? '`next()`' : `\`take(${entry.count})\``}), every DC`,
       value: entry.throughputRatio,
       unit: 'percent',
     });
@@ -267,35 +214,15 @@ function ratios(
   return list;
 }
 
-export function summarize(raw: RawResults): Summary {
-  const counter = (run: Readonly<Record<string, number>>) => run['counter'] ?? NaN;
-  const inProcess = raw.inProcess.candidates.map(({ key, label }) => ({
-    key,
-    label,
-    nsPerId: figure(raw.inProcess.runs.map((run) => run[key] ?? NaN)),
-    idsPerSecond: figure(raw.inProcess.runs.map((run) => 1e9 / (run[key] ?? NaN))),
-    vsCounter: figure(raw.inProcess.runs.map((run) => (run[key] ?? NaN) / counter(run))),
-  }));
-  const { burst } = raw.cluster;
+export function summarize(raw: RawResults) {
   const samples = raw.cluster.coldStart.flat();
   const scale = raw.scale === undefined ? undefined : summarizeScale(raw.scale, raw.inProcess);
   const http = raw.http === undefined ? undefined : summarizeHttp(raw.http);
   return {
-    inProcess,
+    inProcess: summarizeInProcess(raw),
     naive: raw.cluster.naive.map(summarizeNaive),
     draws: raw.cluster.draws.map(summarizeDraw),
-    burst: {
-      blockSize: burst.blockSize,
-      calls: burst.calls,
-      heldBefore: figure(burst.runs.map((r) => r.heldBefore)),
-      totalMs: figure(burst.runs.map((r) => r.totalMs)),
-      latency: latencyFigures(burst.runs),
-      waits: figure(burst.runs.map((r) => r.counts.waits)),
-      blocksClaimed: figure(burst.runs.map((r) => r.counts.blocksClaimed)),
-      rangesGranted: figure(burst.runs.map((r) => r.counts.rangesGranted)),
-      lwt: figure(burst.runs.map((r) => lwtCount(r.counts))),
-      casRejections: figure(burst.runs.map((r) => r.counts.casRejections)),
-    },
+    burst: summarizeBurst(raw.cluster.burst),
     coldStart: {
       samples: samples.length,
       connectMs: figure(samples.map((s) => s.connectMs)),
@@ -303,7 +230,9 @@ export function summarize(raw: RawResults): Summary {
       firstIdWarmDcMs: figure(samples.map((s) => s.firstIdWarmDcMs)),
     },
     ratios: ratios(raw, scale, http),
+    /** The scale phase, when it ran. */
     scale,
+    /** The HTTP phase, when it ran. */
     http,
   };
 }

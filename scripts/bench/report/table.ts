@@ -4,24 +4,29 @@
  */
 import type { RawResults } from '../results.js';
 import {
+  byColumns,
   formatCount,
   formatMs,
   formatNs,
   formatRate,
   formatRatio,
   formatTimes,
+  latencyColumns,
   plural,
   significant,
   withSpread,
+  type Column,
 } from './format.js';
-import { firstLine, measuredCells, sideLabel, type HttpSummary } from './http.js';
-import type { DrawRow, Summary } from './summary.js';
+import { firstLine, measuredCells, sideLabel } from './http.js';
+import type { ScaleRow } from './scale-summary.js';
+import type { DrawRow, NaiveRow, Summary } from './summary.js';
 
-function textTable(
-  title: string,
-  header: readonly string[],
-  rows: readonly (readonly string[])[],
-): string {
+/** A titled table, the first column left-aligned and the others right-aligned. */
+function textTable<T>(title: string, columns: readonly Column<T>[], data: readonly T[]): string {
+  return aligned(title, ...byColumns(columns, data));
+}
+
+function aligned(title: string, header: readonly string[], rows: readonly string[][]): string {
   const all = [header, ...rows];
   const widths = header.map((_, i) => Math.max(...all.map((row) => (row[i] ?? '').length)));
   const line = (row: readonly string[]) =>
@@ -35,126 +40,127 @@ function textTable(
 }
 
 const plain = (label: string): string => label.replace(/`/g, '');
+const failed = (row: { warmupFailures: number; failures: number }) =>
+  `${row.warmupFailures}/${row.failures}`;
+const THREW = '\n* next() calls that threw, all runs: warm-up/measured';
 
 export function renderTable(raw: RawResults, summary: Summary): string {
-  const sections: string[] = [];
-  sections.push(
-    `idgen-cass benchmark (${raw.settings.quick ? 'quick' : 'full'}), ${raw.machine.cpuModel} × ${raw.machine.cores}, Node ${raw.machine.node}, ` +
-      `Cassandra ${[...new Set(Object.values(raw.machine.cassandra))].join(', ')}; median (min–max) of ${plural(raw.settings.runs, 'run')}`,
-  );
-  sections.push(
+  const { machine, settings } = raw;
+  const sections = [
+    `idgen-cass benchmark (${settings.quick ? 'quick' : 'full'}), ${machine.cpuModel} × ${machine.cores}, Node ${machine.node}, ` +
+      `Cassandra ${[...new Set(Object.values(machine.cassandra))].join(', ')}; median (min–max) of ${plural(settings.runs, 'run')}`,
     textTable(
       '1. In-process, per ID (no network)',
-      ['generator', 'ns/ID', 'IDs/s', '× counter'],
-      summary.inProcess.map((row) => [
-        plain(row.label),
-        withSpread(row.nsPerId, formatNs),
-        withSpread(row.idsPerSecond, formatRate),
-        withSpread(row.vsCounter, formatTimes),
-      ]),
+      [
+        ['generator', (row) => plain(row.label)],
+        ['ns/ID', (row) => withSpread(row.nsPerId, formatNs)],
+        ['IDs/s', (row) => withSpread(row.idsPerSecond, formatRate)],
+        ['× counter', (row) => withSpread(row.vsCounter, formatTimes)],
+      ],
+      summary.inProcess,
     ),
-  );
-  // `--scale-only` skips the cluster phases of sections 2 and 3.
-  if (raw.cluster.naive.length > 0 || raw.cluster.draws.length > 0)
-    clusterSections(raw, summary, sections);
+  ];
+  // `--scale-only` and `--http-only` skip the cluster phases of sections 2 and 3.
+  if (raw.cluster.naive.length > 0 || raw.cluster.draws.length > 0) {
+    sections.push(...clusterSections(raw, summary));
+  }
   if (summary.scale !== undefined) {
     sections.push(
-      textTable(
-        `4. Scale: N instances per DC, after warm-up (rate mode: ${formatRate(raw.settings.scaleRatePerDc)} per DC)`,
+      textTable<ScaleRow>(
+        `4. Scale: N instances per DC, after warm-up (rate mode: ${formatRate(settings.scaleRatePerDc)} per DC)`,
         [
-          'mode',
-          'N',
-          'blocks',
-          'IDs/s (all)',
-          'claims/s/DC',
-          'retries/claim',
-          'p99',
-          'max',
-          'waits',
-          'failed*',
-          'mean block',
+          ['mode', (row) => row.mode],
+          ['N', (row) => String(row.instancesPerDc)],
+          ['blocks', (row) => row.label],
+          ['IDs/s (all)', (row) => withSpread(row.idsPerSecond, formatRate)],
+          ['claims/s/DC', (row) => withSpread(row.claimsPerSecondPerDc, significant)],
+          ['retries/claim', (row) => withSpread(row.retriesPerClaim, significant)],
+          ...latencyColumns((row: ScaleRow) => row.latency, ['p99', 'max']),
+          ['waits', (row) => withSpread(row.waits, formatCount)],
+          ['failed*', failed],
+          ['mean block', (row) => withSpread(row.meanBlockSize, (v) => formatCount(Math.round(v)))],
         ],
-        summary.scale.rows.map((row) => [
-          row.mode,
-          String(row.instancesPerDc),
-          row.label,
-          withSpread(row.idsPerSecond, formatRate),
-          withSpread(row.claimsPerSecondPerDc, significant),
-          withSpread(row.retriesPerClaim, significant),
-          withSpread(row.latency.p99, formatNs),
-          withSpread(row.latency.max, formatNs),
-          withSpread(row.waits, formatCount),
-          `${row.warmupFailures}/${row.failures}`,
-          withSpread(row.meanBlockSize, (v) => formatCount(Math.round(v))),
-        ]),
-      ) + '\n* next() calls that threw, all runs: warm-up/measured',
+        summary.scale.rows,
+      ) + THREW,
     );
   }
-  if (summary.http !== undefined) httpSection(raw, summary.http, sections);
+  if (summary.http !== undefined) {
+    const rows = summary.http.counts.flatMap((entry) =>
+      entry.rows
+        .filter((row) => row.dc === undefined)
+        .map((row) => [
+          plain(sideLabel(row.side, entry.count)),
+          ...measuredCells(row),
+          formatCount(row.non2xx + row.errors),
+        ]),
+    );
+    const failure = raw.http?.failure;
+    sections.push(
+      aligned(
+        `5. HTTP service per DC (${settings.httpConnections} connections each) beside the library, every DC together`,
+        ['side', 'req/s', 'IDs/s', 'p50', 'p99', 'p99.9', 'max', 'failed'],
+        rows,
+      ) + (failure === undefined ? '' : `\n* stopped early: ${firstLine(failure)}`),
+    );
+  }
   sections.push(
     textTable(
       'Key ratios (per run, then median)',
-      ['comparison', '×'],
-      summary.ratios.map((r) => [plain(r.label), withSpread(r.value, formatRatio(r.unit))]),
+      [
+        ['comparison', (r) => plain(r.label)],
+        ['×', (r) => withSpread(r.value, formatRatio(r.unit))],
+      ],
+      summary.ratios,
     ),
   );
   return sections.join('\n\n') + '\n';
 }
 
 /** Sections 2 and 3 of the table: naive baseline, draws, cold start and burst. */
-function clusterSections(raw: RawResults, summary: Summary, sections: string[]): void {
-  sections.push(
-    textTable(
-      '2a. Naive: one LWT (LOCAL_SERIAL CAS) per ID, dc1',
-      ['clients', 'IDs/s', 'p50', 'p99', 'max', 'LWTs/ID'],
-      summary.naive.map((row) => [
-        String(row.clients),
-        withSpread(row.idsPerSecond, formatRate),
-        withSpread(row.latency.p50, formatNs),
-        withSpread(row.latency.p99, formatNs),
-        withSpread(row.latency.max, formatNs),
-        withSpread(row.lwtPerId, significant),
-      ]),
-    ),
-  );
-  const drawLabel = (row: DrawRow): [string, string] => [
-    formatCount(row.blockSize),
-    row.mode === 'tight' ? 'tight' : `paced ${formatRate(row.ratePerProcess ?? NaN)}`,
+function clusterSections(raw: RawResults, summary: Summary): string[] {
+  const draw: Column<DrawRow>[] = [
+    ['block', (row) => formatCount(row.blockSize)],
+    [
+      'mode',
+      (row) => (row.mode === 'tight' ? 'tight' : `paced ${formatRate(row.ratePerProcess ?? NaN)}`),
+    ],
   ];
   const processes = `${summary.draws[0]?.processes ?? 0} processes in ${Object.keys(raw.machine.cassandra).length} DCs`;
-  sections.push(
-    textTable(
-      `2b. idgen-cass next(), ${processes}, after warm-up: throughput and latency`,
-      ['block', 'mode', 'IDs/s (all)', 'p50', 'p99', 'p99.9', 'max'],
-      summary.draws.map((row) => [
-        ...drawLabel(row),
-        withSpread(row.idsPerSecond, formatRate),
-        withSpread(row.latency.p50, formatNs),
-        withSpread(row.latency.p99, formatNs),
-        withSpread(row.latency.p999, formatNs),
-        withSpread(row.latency.max, formatNs),
-      ]),
+  const { coldStart: cold, burst } = summary;
+  return [
+    textTable<NaiveRow>(
+      '2a. Naive: one LWT (LOCAL_SERIAL CAS) per ID, dc1',
+      [
+        ['clients', (row) => String(row.clients)],
+        ['IDs/s', (row) => withSpread(row.idsPerSecond, formatRate)],
+        ...latencyColumns((row: NaiveRow) => row.latency, ['p50', 'p99', 'max']),
+        ['LWTs/ID', (row) => withSpread(row.lwtPerId, significant)],
+      ],
+      summary.naive,
     ),
-  );
-  sections.push(
-    textTable(
+    textTable<DrawRow>(
+      `2b. idgen-cass next(), ${processes}, after warm-up: throughput and latency`,
+      [
+        ...draw,
+        ['IDs/s (all)', (row) => withSpread(row.idsPerSecond, formatRate)],
+        ...latencyColumns((row: DrawRow) => row.latency),
+      ],
+      summary.draws,
+    ),
+    textTable<DrawRow>(
       `2c. idgen-cass next(), ${processes}, after warm-up: waits and cost`,
-      ['block', 'mode', 'waits', 'waits/block', 'LWTs/M IDs', 'CAS retries', 'RSS MiB', 'failed*'],
-      summary.draws.map((row) => [
-        ...drawLabel(row),
-        withSpread(row.waits, formatCount),
-        withSpread(row.waitsPerBlock, significant),
-        withSpread(row.lwtPerMillion, significant),
-        withSpread(row.casRejections, formatCount),
-        withSpread(row.rssMiB, significant),
-        `${row.warmupFailures}/${row.failures}`,
-      ]),
-    ) + '\n* next() calls that threw, all runs: warm-up/measured (see REPORT.md for messages)',
-  );
-  const cold = summary.coldStart;
-  const burst = summary.burst;
-  sections.push(
-    textTable(
+      [
+        ...draw,
+        ['waits', (row) => withSpread(row.waits, formatCount)],
+        ['waits/block', (row) => withSpread(row.waitsPerBlock, significant)],
+        ['LWTs/M IDs', (row) => withSpread(row.lwtPerMillion, significant)],
+        ['CAS retries', (row) => withSpread(row.casRejections, formatCount)],
+        ['RSS MiB', (row) => withSpread(row.rssMiB, significant)],
+        ['failed*', failed],
+      ],
+      summary.draws,
+    ) + `${THREW} (see REPORT.md for messages)`,
+    aligned(
       '2d. Cold start and 3. burst',
       ['measurement', 'value'],
       [
@@ -170,27 +176,5 @@ function clusterSections(raw: RawResults, summary: Summary, sections: string[]):
         ['burst: blocks claimed', withSpread(burst.blocksClaimed, formatCount)],
       ],
     ),
-  );
-}
-
-/** Section 5 of the table: every DC together, service beside library, per count. */
-function httpSection(raw: RawResults, http: HttpSummary, sections: string[]): void {
-  const rows = http.counts.flatMap((entry) =>
-    entry.rows
-      .filter((row) => row.dc === undefined)
-      .map((row) => [
-        plain(sideLabel(row.side, entry.count)),
-        ...measuredCells(row),
-        formatCount(row.non2xx + row.errors),
-      ]),
-  );
-  const failure =
-    raw.http?.failure === undefined ? '' : `\n* stopped early: ${firstLine(raw.http.failure)}`;
-  sections.push(
-    textTable(
-      `5. HTTP service per DC (${raw.settings.httpConnections} connections each) beside the library, every DC together`,
-      ['side', 'req/s', 'IDs/s', 'p50', 'p99', 'p99.9', 'max', 'failed'],
-      rows,
-    ) + failure,
-  );
+  ];
 }

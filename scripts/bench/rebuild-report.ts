@@ -1,0 +1,18 @@
+/**
+ * `npx tsx scripts/bench/rebuild-report.ts [dir]`: rewrites `REPORT.md` and `results.json` in
+ * `dir` (default bench/) from the raw runs of its `results.json`, and prints the stdout table;
+ * no cluster needed. After a change to the report code, `git diff bench/` shows what it did.
+ */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+
+import { buildReport, writeReport, type ResultsFile } from './report.js';
+
+const dir = process.argv[2] ?? 'bench';
+// JSON wrote NaN (nothing measured) as null; read back as NaN, the summary is the run's own.
+const file = JSON.parse(await fs.readFile(path.join(dir, 'results.json'), 'utf8'), (_key, value) =>
+  value === null ? NaN : (value as unknown),
+) as ResultsFile;
+const report = buildReport(file.raw);
+await writeReport(report, dir);
+process.stdout.write(report.table);

@@ -17,7 +17,6 @@ import {
   DomainNeedsBigIntError,
   InvalidCountError,
   InvariantError,
-  SequenceExhaustedError,
   SequenceNotFoundError,
   SequenceRecreatedError,
   SerialUnavailableError,
@@ -25,7 +24,6 @@ import {
   StoreUnavailableError,
 } from '../errors.js';
 import { mutated } from '../mutations.js';
-import { granteeName } from '../names.js';
 import { MAX_SAFE_ID } from '../settings/model.js';
 import { validateStoredSettings } from '../settings/resolve.js';
 import type { IdStore, SequenceSettings, StoredSettings } from '../store/port.js';
@@ -33,12 +31,12 @@ import type { Block, IdKind, IdRange } from './block.js';
 import { SYSTEM_CLOCK, type Clock } from './clock.js';
 import { BlockBuffer } from './block-buffer.js';
 import { checkCallOptions, waitWithinDeadline, type CallOptions } from './call-deadline.js';
-import { DcAllocator, type ClaimedBlock } from './dc-allocator.js';
-import { hasPreloaded } from './dc-state.js';
+import type { ClaimedBlock } from './dc-allocator.js';
 import { Ledger } from './ledger.js';
 import type { AllocatorObserver } from './observer.js';
 import type { SequenceStats } from './sequence-stats.js';
 import { readSettingsFound } from './settings-writes.js';
+import { Shards, type Loaded } from './shards.js';
 import { Rate, blockSizeFor } from './sizing.js';
 import type { RowMarks } from './watermarks.js';
 
@@ -115,20 +113,6 @@ function largestBlockError(count: number, settings: SequenceSettings): InvalidCo
   const fixed = settings.maxBlockSize === settings.blockSize;
   return new InvalidCountError(count, settings.maxBlockSize, fixed ? 'block' : 'maxBlock');
 }
-/**
- * A handle whose claim loses this many races in a row on one shard before its first block
- * goes on from another shard of its DC (see `movesOn` in {@link Sequence}).
- */
-export const MOVE_AFTER_LOST_RACES = 2;
-
-/**
- * Why a handle goes on from another shard (logged at debug): the first two only before its first
- * block; a spent shard once the domain is spent, to a shard whose ranges lie above its IDs.
- */
-export type ShardMoveReason = 'lost races' | 'no IDs and no SERIAL' | 'shard spent';
-/** The debug message of a move; its fields are `from`, `to` and `reason`. */
-export const SHARD_MOVE_MESSAGE = 'moved to another shard';
-
 interface CallDeadline {
   readonly timeoutMs: number;
   /** `clock.now()` at which the call gives up. */
@@ -142,11 +126,6 @@ interface CallDeadline {
 interface Want {
   readonly count: number;
   readonly contiguous: boolean;
-}
-
-interface Loaded {
-  readonly settings: SequenceSettings;
-  readonly allocator: DcAllocator;
 }
 
 /**
@@ -178,28 +157,19 @@ export class Sequence<T extends number | bigint> {
    * DC until then.
    */
   get grantee(): string {
-    return this.claimsFrom;
+    return this.shards.grantee;
   }
 
   private readonly store: IdStore;
-  /** See {@link grantee}. */
-  private claimsFrom: string;
-  /** The shard {@link claimsFrom} names, 0 to `shards - 1`. */
-  private shard = 0;
-  /** Races the claim in flight lost on this shard; a move starts the count again. */
-  private racesHere = 0;
-  /** Set when the claim in flight gave up on this shard to go on from another one. */
-  private moveWanted = false;
   private readonly keyspace: string;
   private readonly ids: IdKind<T>;
   private readonly log: Logger | undefined;
   private readonly clock: Clock;
   private readonly callTimeoutMs: number;
   private readonly observer: AllocatorObserver | undefined;
-  private readonly marks: SequenceContext<T>['marks'];
 
   private lifecycle: SequenceState = 'idle';
-  private loaded: Loaded | undefined;
+  private readonly shards: Shards;
   private threshold = 0;
   private readonly buffer = new BlockBuffer<T>(() => this.threshold);
   /**
@@ -267,7 +237,6 @@ export class Sequence<T extends number | bigint> {
   constructor(context: SequenceContext<T>) {
     this.name = context.name;
     this.dc = context.dc;
-    this.claimsFrom = context.dc;
     this.store = context.store;
     this.keyspace = context.keyspace;
     this.ids = context.ids;
@@ -276,7 +245,6 @@ export class Sequence<T extends number | bigint> {
     this.clock = context.clock ?? SYSTEM_CLOCK;
     this.callTimeoutMs = context.callTimeoutMs;
     this.observer = context.observer;
-    this.marks = context.marks;
     this.ledger = new Ledger({
       name: context.name,
       store: context.store,
@@ -285,11 +253,31 @@ export class Sequence<T extends number | bigint> {
       observer: context.observer,
       stats: () => this.stats(),
     });
+    this.shards = new Shards({
+      name: context.name,
+      dc: context.dc,
+      store: context.store,
+      clock: this.clock,
+      log: this.log,
+      observer: context.observer,
+      marks: context.marks,
+      ledger: this.ledger,
+      onRangeInstalled: () => this.rangeInstalled(),
+      onRolledBack: (error) => this.forfeit(error),
+      isOpen: () => this.isOpen(),
+      beforeFirstBlock: () => this.acceptedIds === 0,
+      highestAccepted: () => this.buffer.highestAccepted,
+    });
   }
 
   /** Where the handle is in its lifecycle; see {@link SequenceState}. */
   get state(): SequenceState {
     return this.lifecycle;
+  }
+
+  /** The settings and the DC allocator in use; undefined until loaded. */
+  private get loaded(): Loaded | undefined {
+    return this.shards.loaded;
   }
 
   /**
@@ -766,21 +754,12 @@ export class Sequence<T extends number | bigint> {
     const starved =
       this.starvedMs + (this.starvedSince === undefined ? 0 : started - this.starvedSince);
     this.drawRate.sample(this.acceptedIds - this.buffer.remaining, started - starved);
-    this.racesHere = 0;
-    this.moveWanted = false;
+    this.shards.claimStarts();
     // The DC level asks after each lost race.
     const keepTrying = () => {
       this.lostRaces++;
-      this.racesHere++;
-      if (this.movesOn()) {
-        this.moveWanted = true;
-        return false;
-      }
-      return this.keepTrying(started);
+      return !this.shards.lostRace() && this.keepTrying(started);
     };
-    // Shards this claim found spent, or empty with SERIAL unreachable (see shardWithIdsAbove):
-    // it never goes back to one while another is seen to hold IDs.
-    const spent = new Set<number>();
     for (let attempt = 1; ; attempt++) {
       let failure: Error;
       this.rangeArrived = false;
@@ -816,12 +795,7 @@ export class Sequence<T extends number | bigint> {
         if (claimed.rangeLow && this.isOpen()) allocator.requestRangeInBackground();
         return;
       } catch (error) {
-        const held = this.loaded;
-        // Races lost on a crowded shard are no failure: the claim goes on from another one.
-        if (held !== undefined && this.moveWanted && error instanceof ContentionError) {
-          await this.moveShard(held, 'lost races');
-          continue;
-        }
+        if (await this.shards.movedAfterLostRaces(error)) continue;
         if (error instanceof StateRolledBackError) {
           this.ledger.failures.record(error);
           this.forfeit(error);
@@ -831,28 +805,10 @@ export class Sequence<T extends number | bigint> {
             localIds: this.buffer.remaining,
           });
         }
-        // The domain is spent, and so is this shard: another shard of the DC may still hold IDs
-        // (up to two DC ranges each), which this handle may take if they lie above its own.
-        if (held !== undefined && error instanceof SequenceExhaustedError) {
-          const to = await this.shardWithIdsAbove(held, spent);
-          if (to !== undefined) {
-            spent.add(this.shard);
-            await this.moveShard(held, 'shard spent', to);
-            continue;
-          }
-        }
+        if (await this.shards.movedFromSpent(error)) continue;
         if (!isTransient(error) || !goesOn()) throw error;
         this.claimFailure = failure = error;
-        if (held !== undefined && this.movesOnFor(error)) {
-          // To a shard seen to hold IDs, never back to one this claim found empty: a random
-          // pick lands on empty shards as often as there are (most of them, once an alter added
-          // shards or busy ones ran dry), each costing SERIAL's tries and pauses, until the
-          // call's deadline passes while the DC still holds IDs.
-          spent.add(this.shard);
-          const to = await this.shardWithIdsAbove(held, spent);
-          await this.moveShard(held, 'no IDs and no SERIAL', to);
-          continue;
-        }
+        if (await this.shards.movedFromEmpty(error)) continue;
       }
       const cap = Math.min(CLAIM_RETRY_MAX_MS, CLAIM_RETRY_FIRST_MS * 2 ** (attempt - 1));
       if (!this.rangeArrived) await this.pauseClaim(cap * (0.5 + Math.random() / 2));
@@ -860,140 +816,6 @@ export class Sequence<T extends number | bigint> {
       // A pause that began before the preload's time was up can end after it.
       if (!goesOn()) throw failure;
     }
-  }
-
-  /**
-   * Whether the claim in flight goes on from another shard of the DC rather than this one:
-   * only before the handle's first block (it handed out no ID yet, so the blocks of any shard
-   * keep its IDs increasing), with a shard to go to, and with no write of this claim whose
-   * outcome stays unknown (its block would be a gap no counter shows). Random choice puts some
-   * shards several times as many processes as others (from 3 to 13 where 8 was the mean, in
-   * one traced benchmark start of 64 processes per DC on 8 shards): on a fresh sequence every
-   * process claims at once, and those behind a crowd wait for all of it. A process that lost
-   * {@link MOVE_AFTER_LOST_RACES} races there moves on, so crowds thin out towards the shards
-   * already served.
-   */
-  private movesOn(): boolean {
-    const held = this.loaded;
-    return (
-      this.racesHere >= MOVE_AFTER_LOST_RACES &&
-      this.mayMove(held) &&
-      !held.allocator.claimUnresolved
-    );
-  }
-
-  /**
-   * A claim before the first block that failed because its shard holds no IDs and SERIAL could
-   * not grant it a range (a DC cut off) goes on from another shard, which may still hold some:
-   * it would otherwise wait for the partition to end on a shard it only picked at random.
-   */
-  private movesOnFor(error: unknown): boolean {
-    return (
-      error instanceof SerialUnavailableError &&
-      error.dcRemaining === 0n &&
-      this.mayMove(this.loaded)
-    );
-  }
-
-  /**
-   * What every move needs, whatever its reason: loaded settings with another shard to go to, an
-   * open handle, and no ID accepted yet (the first-block rule; the negative control
-   * 'move-after-first-block' drops it).
-   */
-  private mayMove(held: Loaded | undefined): held is Loaded {
-    return (
-      held !== undefined &&
-      (this.acceptedIds === 0 || mutated('move-after-first-block')) &&
-      held.settings.shards > 1 &&
-      this.isOpen()
-    );
-  }
-
-  /**
-   * Moves the handle to another shard of its DC, picked at random: a new DC allocator claims
-   * from there, counting on in the old one's counters (the process's stats go on as one); the
-   * usage counted so far is reported under the old shard first. The old one is closed; nothing
-   * it holds is this handle's (no block was accepted from it).
-   */
-  private async moveShard(
-    { allocator, settings: claimed }: Loaded,
-    reason: ShardMoveReason,
-    to?: number,
-  ): Promise<void> {
-    // The settings read last, not those the claim began with: a move may follow reads of other
-    // shards, during which a take() can re-read them (an alter since), and the older ones, taken
-    // for just read, would refuse its counts and size blocks by the old bounds until the next
-    // re-read.
-    const settings = this.loaded?.settings ?? claimed;
-    this.moveWanted = false;
-    this.racesHere = 0;
-    this.ledger.movedShard();
-    const from = this.grantee;
-    // The counters go on in the new shard's allocator: what the claims here wasted (their unknown
-    // outcomes) goes to this shard's usage row now, where `status` looks for it. Not awaited: a
-    // caller may be waiting for this claim, and no ID depends on the counters.
-    void this.ledger.reportNow(from);
-    const others = settings.shards - 1;
-    const shard = to ?? (this.shard + 1 + Math.floor(Math.random() * others)) % settings.shards;
-    this.loaded = this.useShard(settings, shard, allocator);
-    this.log?.debug({ from, to: this.grantee, reason }, SHARD_MOVE_MESSAGE);
-    await allocator.close();
-  }
-
-  /**
-   * Where to go from a shard with no IDs left when no new range can come (the domain is spent,
-   * or, before the first block, SERIAL is unreachable): a shard of the DC whose DC state, read
-   * locally, still holds IDs and whose ranges all lie above the IDs this handle accepted (so that
-   * its IDs keep increasing; a block that did not would be refused as broken, never served),
-   * picked at random among those, and not one in `spent`. Undefined if none does; the handle
-   * then fails as spent, or (SERIAL unreachable) moves at random, as a read may have failed. A
-   * range's start only grows, so a stale read shows no start above the current one; a read that
-   * shows IDs left where none are costs one more move, at most once per shard and claim.
-   */
-  private async shardWithIdsAbove(
-    { settings }: Loaded,
-    spent: ReadonlySet<number>,
-  ): Promise<number | undefined> {
-    if (settings.shards < 2 || !this.isOpen()) return undefined;
-    const highest = this.buffer.highestAccepted;
-    const candidates = Array.from({ length: settings.shards }, (_, shard) => shard).filter(
-      (shard) => shard !== this.shard && !spent.has(shard),
-    );
-    const states = await Promise.all(
-      candidates.map((shard) =>
-        this.store.readDcStateLocal(this.name, granteeName(this.dc, shard)).catch(() => undefined),
-      ),
-    );
-    const above = candidates.filter((_, i) => {
-      const state = states[i];
-      if (state === undefined) return false;
-      // Its whole reserved range: a give-back may lower last_integer to the range's start (as
-      // far as IDs were claimed), and whatever comes after (the preloaded range, a grant still
-      // to install) was granted later, so lies above it.
-      const left = state.lastInteger < state.reservedMax || hasPreloaded(state);
-      return left && state.reservedMin > highest;
-    });
-    return above.length === 0 ? undefined : above[Math.floor(Math.random() * above.length)];
-  }
-
-  /** Claims from `shard` from now on, with a new DC allocator (going on from `replaces`). */
-  private useShard(settings: SequenceSettings, shard: number, replaces?: DcAllocator): Loaded {
-    this.shard = shard;
-    this.claimsFrom = granteeName(this.dc, shard);
-    const allocator = new DcAllocator({
-      store: this.store,
-      dc: this.grantee,
-      settings,
-      incarnation: this.incarnation,
-      clock: this.clock,
-      log: this.log,
-      onRangeInstalled: () => this.rangeInstalled(),
-      onRolledBack: (error) => this.forfeit(error),
-      observer: this.observer,
-      continues: replaces,
-      marks: this.marks?.(granteeName(this.dc, shard), settings.start),
-    });
-    return { settings, allocator };
   }
 
   /** Smooths the durations of claims as {@link Rate} smooths rates: half the newest. */
@@ -1107,8 +929,7 @@ export class Sequence<T extends number | bigint> {
     }
     this.settingsReadAt = now;
     this.settingsReadTick = tick;
-    this.loaded = { settings, allocator: held.allocator };
-    held.allocator.updateSettings(settings);
+    this.shards.updateSettings(settings);
     this.threshold = settings.threshold;
   }
 
@@ -1204,16 +1025,11 @@ export class Sequence<T extends number | bigint> {
       this.incarnation = stored.incarnation;
       this.settingsReadAt = this.clock.now();
       this.settingsReadTick = ++this.ticks;
-      // One shard from the first block on: its blocks then come from one chain of grants, and
-      // each is above the one before (a block of another shard could be below). Random, so that
-      // the DC's processes spread without knowing of each other; before the first block a claim
-      // may still move (movesOn).
-      loaded = this.useShard(settings, Math.floor(Math.random() * settings.shards));
+      loaded = this.shards.open(settings, stored.incarnation);
     } catch (error) {
       if (this.lifecycle === 'loading') this.transition('idle');
       throw error;
     }
-    this.loaded = loaded;
     this.threshold = loaded.settings.threshold;
     if (this.lifecycle === 'loading') this.transition('ready');
     return loaded;

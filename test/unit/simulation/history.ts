@@ -6,7 +6,7 @@
  */
 import type { CheckSnapshot } from '../../../src/admin/check.js';
 import type { RetiredState } from '../../../src/allocator/retire.js';
-import type { ShardMoveReason } from '../../../src/allocator/sequence.js';
+import type { ShardMoveReason } from '../../../src/allocator/shards.js';
 
 /**
  * One call of a handle as its caller saw it. `issued` and `returned` are positions in one count

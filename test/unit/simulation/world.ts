@@ -26,11 +26,8 @@ import type { BlockBuffer } from '../../../src/allocator/block-buffer.js';
 import type { CallOptions } from '../../../src/allocator/call-deadline.js';
 import { IdGen } from '../../../src/allocator/id-gen.js';
 import type { RetiredState } from '../../../src/allocator/retire.js';
-import {
-  SHARD_MOVE_MESSAGE,
-  type Sequence,
-  type ShardMoveReason,
-} from '../../../src/allocator/sequence.js';
+import type { Sequence } from '../../../src/allocator/sequence.js';
+import { SHARD_MOVE_MESSAGE, type ShardMoveReason } from '../../../src/allocator/shards.js';
 import type { Logger } from '../../../src/logger.js';
 import {
   ContentionError,

@@ -1,0 +1,298 @@
+/**
+ * Where a handle claims from: one shard of its DC ({@link SequenceSettings.shards}; shard 0 is the
+ * DC itself, shard k the grantee `dc/k`), picked at random when the settings load, and the
+ * {@link DcAllocator} there. Random, so that the DC's processes spread without knowing of each
+ * other.
+ *
+ * The handle keeps its shard from its first block on: its blocks then come from one chain of
+ * grants, each above the one before (a block of another shard could be below). Before it, the
+ * handle has handed out nothing, so a claim may go on from another shard:
+ * - after {@link MOVE_AFTER_LOST_RACES} lost races there (a crowded shard);
+ * - when its shard holds no IDs and SERIAL cannot grant it a range (a DC cut off).
+ * At any time, a claim on a shard spent with the domain goes on from a shard whose IDs lie above
+ * the handle's. Whatever the handle needs to know of DC states is read and interpreted here.
+ */
+
+import type { Logger } from '../logger.js';
+
+import {
+  ContentionError,
+  SequenceExhaustedError,
+  SerialUnavailableError,
+  type SequenceRecreatedError,
+  type StateRolledBackError,
+} from '../errors.js';
+import { mutated } from '../mutations.js';
+import { granteeName } from '../names.js';
+import type { IdStore, SequenceSettings } from '../store/port.js';
+import type { Clock } from './clock.js';
+import { DcAllocator } from './dc-allocator.js';
+import { hasPreloaded } from './dc-state.js';
+import type { Ledger } from './ledger.js';
+import type { AllocatorObserver } from './observer.js';
+import type { RowMarks } from './watermarks.js';
+
+/**
+ * A handle whose claim loses this many races in a row on one shard before its first block
+ * goes on from another shard of its DC.
+ */
+export const MOVE_AFTER_LOST_RACES = 2;
+
+/**
+ * Why a handle goes on from another shard (logged at debug): the first two only before its first
+ * block; a spent shard once the domain is spent, to a shard whose ranges lie above its IDs.
+ */
+export type ShardMoveReason = 'lost races' | 'no IDs and no SERIAL' | 'shard spent';
+/** The debug message of a move; its fields are `from`, `to` and `reason`. */
+export const SHARD_MOVE_MESSAGE = 'moved to another shard';
+
+/** The settings in use, and the DC allocator of the handle's shard. */
+export interface Loaded {
+  readonly settings: SequenceSettings;
+  readonly allocator: DcAllocator;
+}
+
+/** What the shards need of their handle. */
+export interface ShardsContext {
+  readonly name: string;
+  readonly dc: string;
+  readonly store: IdStore;
+  readonly clock: Clock;
+  readonly log: Logger | undefined;
+  readonly observer: AllocatorObserver | undefined;
+  readonly marks: ((grantee: string, start: bigint) => RowMarks) | undefined;
+  /** Counts moves, and takes the usage counted on a shard left. */
+  readonly ledger: Ledger;
+  readonly onRangeInstalled: () => void;
+  readonly onRolledBack: (error: StateRolledBackError | SequenceRecreatedError) => void;
+  /** Whether the handle may still claim: not closing, closed or rolled back. */
+  readonly isOpen: () => boolean;
+  /** Whether no block came to the handle yet (accepted or refused). */
+  readonly beforeFirstBlock: () => boolean;
+  /** The highest ID the handle accepted, -1 before its first block. */
+  readonly highestAccepted: () => bigint;
+}
+
+export class Shards {
+  private readonly context: ShardsContext;
+  private current: Loaded | undefined;
+  private incarnation: string | undefined;
+  /** See {@link grantee}. */
+  private claimsFrom: string;
+  /** The shard {@link claimsFrom} names, 0 to `shards - 1`. */
+  private shard = 0;
+  /** Races the claim in flight lost on this shard; a move starts the count again. */
+  private racesHere = 0;
+  /** Set when the claim in flight gave up on this shard to go on from another one. */
+  private moveWanted = false;
+  /**
+   * Shards the claim in flight found spent, or empty with SERIAL unreachable: it never goes back
+   * to one while another is seen to hold IDs.
+   */
+  private spent = new Set<number>();
+
+  constructor(context: ShardsContext) {
+    this.context = context;
+    this.claimsFrom = context.dc;
+  }
+
+  /** The DC, or the shard of it (`dc1/3`), the handle claims from; its DC until loaded. */
+  get grantee(): string {
+    return this.claimsFrom;
+  }
+
+  /** Undefined until {@link open}. */
+  get loaded(): Loaded | undefined {
+    return this.current;
+  }
+
+  /** Opens the allocator of a shard picked at random, for the sequence `incarnation` loaded. */
+  open(settings: SequenceSettings, incarnation: string | undefined): Loaded {
+    this.incarnation = incarnation;
+    return this.useShard(settings, Math.floor(Math.random() * settings.shards));
+  }
+
+  /** Settings re-read: the allocator in use claims by them from now on. */
+  updateSettings(settings: SequenceSettings): void {
+    const { allocator } = this.current!;
+    this.current = { settings, allocator };
+    allocator.updateSettings(settings);
+  }
+
+  /** A claim starts: no race lost and no shard found spent yet. */
+  claimStarts(): void {
+    this.racesHere = 0;
+    this.moveWanted = false;
+    this.spent = new Set();
+  }
+
+  /**
+   * The claim in flight lost a race. True when it is to go on from another shard: the claim then
+   * ends with a {@link ContentionError}, which {@link movedAfterLostRaces} takes.
+   */
+  lostRace(): boolean {
+    this.racesHere++;
+    if (!this.movesOn()) return false;
+    this.moveWanted = true;
+    return true;
+  }
+
+  /** Moves the claim that ended with `error` after {@link lostRace} said so; true if it did. */
+  async movedAfterLostRaces(error: unknown): Promise<boolean> {
+    const held = this.current;
+    // Races lost on a crowded shard are no failure: the claim goes on from another one.
+    if (held === undefined || !this.moveWanted || !(error instanceof ContentionError)) return false;
+    await this.moveShard(held, 'lost races');
+    return true;
+  }
+
+  /**
+   * The domain is spent, and so is this shard: another shard of the DC may still hold IDs (up to
+   * two DC ranges each), which the handle may take if they lie above its own. True if it moved.
+   */
+  async movedFromSpent(error: unknown): Promise<boolean> {
+    const held = this.current;
+    if (held === undefined || !(error instanceof SequenceExhaustedError)) return false;
+    const to = await this.shardWithIdsAbove(held);
+    if (to === undefined) return false;
+    this.spent.add(this.shard);
+    await this.moveShard(held, 'shard spent', to);
+    return true;
+  }
+
+  /**
+   * A claim before the first block that failed because its shard holds no IDs and SERIAL could
+   * not grant it a range (a DC cut off) goes on from another shard, which may still hold some:
+   * it would otherwise wait for the partition to end on a shard it only picked at random. To a
+   * shard seen to hold IDs, never back to one this claim found empty: a random pick lands on
+   * empty shards as often as there are (most of them, once an alter added shards or busy ones
+   * ran dry), each costing SERIAL's tries and pauses. True if it moved.
+   */
+  async movedFromEmpty(error: unknown): Promise<boolean> {
+    const held = this.current;
+    if (held === undefined || !this.movesOnFor(error)) return false;
+    this.spent.add(this.shard);
+    const to = await this.shardWithIdsAbove(held);
+    await this.moveShard(held, 'no IDs and no SERIAL', to);
+    return true;
+  }
+
+  /**
+   * Whether the claim in flight goes on from another shard after lost races: only with no write
+   * of this claim whose outcome stays unknown (its block would be a gap no counter shows). A
+   * random pick crowds some shards; those behind a crowd wait for all of it, so a process that
+   * lost {@link MOVE_AFTER_LOST_RACES} races moves on and crowds thin out.
+   */
+  private movesOn(): boolean {
+    const held = this.current;
+    return (
+      this.racesHere >= MOVE_AFTER_LOST_RACES &&
+      this.mayMove(held) &&
+      !held.allocator.claimUnresolved
+    );
+  }
+
+  private movesOnFor(error: unknown): boolean {
+    return (
+      error instanceof SerialUnavailableError &&
+      error.dcRemaining === 0n &&
+      this.mayMove(this.current)
+    );
+  }
+
+  /**
+   * What every move before the first block needs: loaded settings with another shard to go to,
+   * an open handle, and no block yet (the first-block rule; the negative control
+   * 'move-after-first-block' drops it).
+   */
+  private mayMove(held: Loaded | undefined): held is Loaded {
+    return (
+      held !== undefined &&
+      (this.context.beforeFirstBlock() || mutated('move-after-first-block')) &&
+      held.settings.shards > 1 &&
+      this.context.isOpen()
+    );
+  }
+
+  /**
+   * Moves the handle to shard `to`, or one picked at random: a new DC allocator claims from there,
+   * counting on in the old one's counters; the usage counted so far is reported under the old
+   * shard first. The old allocator is closed; nothing it holds is the handle's (no block was
+   * accepted from it).
+   */
+  private async moveShard(
+    { allocator, settings: claimed }: Loaded,
+    reason: ShardMoveReason,
+    to?: number,
+  ): Promise<void> {
+    // The settings read last, not those the claim began with: a take() may have re-read them
+    // during the reads of other shards.
+    const settings = this.current?.settings ?? claimed;
+    this.moveWanted = false;
+    this.racesHere = 0;
+    const { ledger, log } = this.context;
+    ledger.movedShard();
+    const from = this.grantee;
+    // What the claims here wasted (their unknown outcomes) goes to this shard's usage row, where
+    // `status` looks for it. Not awaited: a caller may be waiting for this claim.
+    void ledger.reportNow(from);
+    const others = settings.shards - 1;
+    const shard = to ?? (this.shard + 1 + Math.floor(Math.random() * others)) % settings.shards;
+    this.useShard(settings, shard, allocator);
+    log?.debug({ from, to: this.grantee, reason }, SHARD_MOVE_MESSAGE);
+    await allocator.close();
+  }
+
+  /**
+   * Where to go from a shard with no IDs left when no new range can come: a shard of the DC,
+   * not this one nor one in `spent`, whose DC state, read locally, still holds IDs and whose
+   * ranges all lie above the IDs the handle accepted (so that its IDs keep increasing), picked at
+   * random. Undefined if none does. A range's start only grows, so a stale read shows no start
+   * above the current one; a read that shows IDs left where none are costs one more move, at
+   * most once per shard and claim.
+   */
+  private async shardWithIdsAbove({ settings }: Loaded): Promise<number | undefined> {
+    const { store, name, dc } = this.context;
+    if (settings.shards < 2 || !this.context.isOpen()) return undefined;
+    const highest = this.context.highestAccepted();
+    const candidates = Array.from({ length: settings.shards }, (_, shard) => shard).filter(
+      (shard) => shard !== this.shard && !this.spent.has(shard),
+    );
+    const states = await Promise.all(
+      candidates.map((shard) =>
+        store.readDcStateLocal(name, granteeName(dc, shard)).catch(() => undefined),
+      ),
+    );
+    const above = candidates.filter((_, i) => {
+      const state = states[i];
+      if (state === undefined) return false;
+      // Its whole reserved range: a give-back may lower last_integer to the range's start, and
+      // whatever comes after (the preloaded range, a grant still to install) lies above it.
+      const left = state.lastInteger < state.reservedMax || hasPreloaded(state);
+      return left && state.reservedMin > highest;
+    });
+    return above.length === 0 ? undefined : above[Math.floor(Math.random() * above.length)];
+  }
+
+  /** Claims from `shard` from now on, with a new DC allocator (going on from `replaces`). */
+  private useShard(settings: SequenceSettings, shard: number, replaces?: DcAllocator): Loaded {
+    const context = this.context;
+    this.shard = shard;
+    this.claimsFrom = granteeName(context.dc, shard);
+    const allocator = new DcAllocator({
+      store: context.store,
+      dc: this.grantee,
+      settings,
+      incarnation: this.incarnation,
+      clock: context.clock,
+      log: context.log,
+      onRangeInstalled: context.onRangeInstalled,
+      onRolledBack: context.onRolledBack,
+      observer: context.observer,
+      continues: replaces,
+      marks: context.marks?.(granteeName(context.dc, shard), settings.start),
+    });
+    this.current = { settings, allocator };
+    return this.current;
+  }
+}

@@ -3,8 +3,8 @@
  * benchmark's process, per count: requests and IDs per second, latency, failures, their ratio
  * within each run, and Leaf's published figure as context.
  */
-import type { HttpDcLoad, HttpLoad, HttpResult, RawResults } from '../results.js';
-import { figure, latencyFigures, sum, type Figure, type LatencyFigures } from '../stats.js';
+import type { HttpLoad, HttpResult, RawResults } from '../results.js';
+import { figure, latencyFigures, sum } from '../stats.js';
 import {
   formatCount,
   formatMs,
@@ -22,33 +22,8 @@ import type { Summary } from './summary.js';
 export type HttpSide = 'service' | 'library';
 
 /** One row of a count's table: one side, one DC or every DC together (`dc` undefined). */
-export interface HttpRow {
-  readonly side: HttpSide;
-  readonly dc: string | undefined;
-  readonly requestsPerSecond: Figure;
-  readonly idsPerSecond: Figure;
-  readonly latency: LatencyFigures;
-  /** Non-2xx answers (library: calls that threw), summed over the runs. */
-  readonly non2xx: number;
-  /** Connection errors and timeouts, summed over the runs. */
-  readonly errors: number;
-}
-
-export interface HttpCountSummary {
-  readonly count: number;
-  readonly runs: number;
-  readonly rows: readonly HttpRow[];
-  /** Service ÷ library within each run: IDs/s of every DC together, p50 and p99.9. */
-  readonly throughputRatio: Figure;
-  readonly p50Ratio: Figure;
-  readonly p999Ratio: Figure;
-}
-
-export interface HttpSummary {
-  readonly counts: readonly HttpCountSummary[];
-  /** Distinct failure messages of both sides, every run. */
-  readonly failureMessages: readonly string[];
-}
+export type HttpRow = ReturnType<typeof rows>[number];
+export type HttpSummary = ReturnType<typeof summarizeHttp>;
 
 /**
  * Leaf's published figure (Meituan Leaf's README, segment mode): close to 50,000 requests per
@@ -56,13 +31,12 @@ export interface HttpSummary {
  */
 export const LEAF_FIGURE = Object.freeze({ requestsPerSecond: 50_000, tp999Ms: 1, cores: 4 });
 
-const perSecond = (d: HttpDcLoad, of: 'ok' | 'ids'): number =>
-  d.seconds > 0 ? d[of] / d.seconds : NaN;
+/** Answers or IDs per second of every DC together. */
 const rate = (load: HttpLoad, of: 'ok' | 'ids'): number =>
-  sum(load.dcs.map((d) => perSecond(d, of)));
+  sum(load.dcs.map((d) => (d.seconds > 0 ? d[of] / d.seconds : NaN)));
 
-function rows(side: HttpSide, loads: readonly HttpLoad[], dcs: readonly string[]): HttpRow[] {
-  const perDc = dcs.map((dc): HttpRow => {
+function rows(side: HttpSide, loads: readonly HttpLoad[], dcs: readonly string[]) {
+  const perDc = dcs.map((dc) => {
     const mine = loads.flatMap((load) => load.dcs.filter((d) => d.dc === dc));
     return {
       side,
@@ -70,13 +44,15 @@ function rows(side: HttpSide, loads: readonly HttpLoad[], dcs: readonly string[]
       requestsPerSecond: figure(mine.map((d) => d.ok / d.seconds)),
       idsPerSecond: figure(mine.map((d) => d.ids / d.seconds)),
       latency: latencyFigures(mine),
+      /** Non-2xx answers (library: calls that threw), summed over the runs. */
       non2xx: sum(mine.map((d) => d.non2xx)),
+      /** Connection errors and timeouts, summed over the runs. */
       errors: sum(mine.map((d) => d.errors)),
     };
   });
-  const all: HttpRow = {
+  const all = {
     side,
-    dc: undefined,
+    dc: undefined as string | undefined,
     requestsPerSecond: figure(loads.map((l) => rate(l, 'ok'))),
     idsPerSecond: figure(loads.map((l) => rate(l, 'ids'))),
     latency: latencyFigures(loads),
@@ -86,8 +62,8 @@ function rows(side: HttpSide, loads: readonly HttpLoad[], dcs: readonly string[]
   return [...perDc, all];
 }
 
-export function summarizeHttp(http: HttpResult): HttpSummary {
-  const counts = http.counts.map((entry): HttpCountSummary => {
+export function summarizeHttp(http: HttpResult) {
+  const counts = http.counts.map((entry) => {
     const { runs } = entry;
     const dcs = [...new Set(runs.flatMap((r) => r.service.dcs.map((d) => d.dc)))].sort();
     const ratio = (of: (load: HttpLoad) => number) =>
@@ -107,12 +83,14 @@ export function summarizeHttp(http: HttpResult): HttpSummary {
           dcs,
         ),
       ],
+      /** Service ÷ library within each run: IDs/s of every DC together, p50 and p99.9. */
       throughputRatio: ratio((l) => rate(l, 'ids')),
       p50Ratio: ratio((l) => l.latency.p50),
       p999Ratio: ratio((l) => l.latency.p999),
     };
   });
   const loads = http.counts.flatMap((c) => c.runs.flatMap((r) => [r.service, r.library]));
+  // Distinct failure messages of both sides, every run.
   const failureMessages = [
     ...new Set(loads.flatMap((l) => l.dcs.flatMap((d) => d.failureMessages))),
   ];

@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 
 import { runConditionalWrite, type Judgement } from '../../src/allocator/cas.js';
-import { judgeGrant, judgeStateWrite } from '../../src/allocator/dc-allocator.js';
+import { judgeStateWrite } from '../../src/allocator/dc-state-row.js';
+import { judgeGrant } from '../../src/allocator/dc-grants.js';
 import {
   InvalidOptionError,
   InvariantError,

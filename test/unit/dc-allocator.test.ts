@@ -1,7 +1,8 @@
 /** DcAllocator on its own, from crafted rows: the grant chain and returns. */
 import { describe, expect, it } from 'vitest';
 
-import { DcAllocator, spreadOver } from '../../src/allocator/dc-allocator.js';
+import { DcAllocator } from '../../src/allocator/dc-allocator.js';
+import { spreadOver } from '../../src/allocator/dc-claims.js';
 import { SerialUnavailableError, StoreUnavailableError } from '../../src/errors.js';
 import { resolveSequenceSettings } from '../../src/settings/resolve.js';
 import { MemoryStore } from '../../src/store/memory.js';

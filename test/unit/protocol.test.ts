@@ -4,7 +4,8 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
-import { MAX_CAS_ATTEMPTS, SERIAL_ATTEMPTS } from '../../src/allocator/dc-allocator.js';
+import { SERIAL_ATTEMPTS } from '../../src/allocator/dc-claims.js';
+import { MAX_CAS_ATTEMPTS } from '../../src/allocator/dc-context.js';
 import { IdGen } from '../../src/allocator/id-gen.js';
 import {
   ContentionError,

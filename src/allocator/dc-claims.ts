@@ -1,0 +1,428 @@
+/**
+ * The LOCAL_SERIAL level of one sequence in one DC: everything written to the DC state, a
+ * partition only this DC's LOCAL_SERIAL rounds reach (docs/design.md, "Claiming a process block",
+ * "Installing a grant"). {@link DcClaims} claims process blocks, installs grants the SERIAL level
+ * (dc-grants.ts) confirmed, and gives blocks back. The DC state's transitions and invariants are
+ * in dc-state.ts; this file runs them.
+ */
+
+import { randomUUID } from 'node:crypto';
+
+import { ContentionError, StoreUnavailableError } from '../errors.js';
+import type { DcState, Grant } from '../store/port.js';
+import { mutated } from '../mutations.js';
+import { GRANT_BLOCKS } from '../settings/model.js';
+import { isOurs, type CasResult } from './cas.js';
+import { MAX_CAS_ATTEMPTS, type DcContext } from './dc-context.js';
+import type { DcGrants } from './dc-grants.js';
+import { claim, giveBack, hasPreloaded, installAndClaim, installGrant } from './dc-state.js';
+import { NO_STATE, type DcStateRow } from './dc-state-row.js';
+import type { KnownState } from './range-requests.js';
+
+/**
+ * How often a claim that needs a DC range tries to get one while SERIAL fails. A SERIAL
+ * timeout on a loaded cluster is often transient; a real partition fails every attempt.
+ */
+export const SERIAL_ATTEMPTS = 3;
+const SERIAL_RETRY_MS = 250;
+
+/** A block confirmed as this process's, with what the DC level needs to know after it. */
+export interface ClaimedBlock {
+  readonly first: bigint;
+  readonly last: bigint;
+  /** Size of the DC range the block was cut from. */
+  readonly rangeSize: bigint;
+  /**
+   * The DC has no preloaded range and `threshold` of its reserved range is claimed: the caller
+   * should start a background range request.
+   */
+  readonly rangeLow: boolean;
+}
+
+/** How long a block claim (DcAllocator.claimBlock) goes on. */
+export interface ClaimOptions {
+  /**
+   * Asked after each lost race (and after each range installed by someone else): false ends the
+   * claim with a {@link ContentionError}. @default true for {@link MAX_CAS_ATTEMPTS} attempts
+   */
+  readonly keepTrying?: (() => boolean) | undefined;
+  /**
+   * The block size to ask for, asked before each attempt (sizing.ts); clamped to the stored
+   * `[blockSize, maxBlockSize]`, to an eighth of the range it is cut from (see
+   * {@link spreadOver}), and to what that range has left. @default `blockSize`
+   */
+  readonly size?: (() => number) | undefined;
+  /**
+   * IDs the calls waiting right now need from this one block (a run for `take(n)`): the eighth
+   * of a range never cuts the block below it. @default 0
+   */
+  readonly need?: (() => number) | undefined;
+}
+
+/** A claim's block size (the grant ask), and what the block must hold at least. */
+export interface BlockAsk {
+  readonly size: bigint;
+  readonly floor: bigint;
+}
+
+/** A claim write computed from a state: the state it proposes, and the block it claims. */
+type Claim = NonNullable<ReturnType<typeof claim>>;
+
+/** How one claim is going: attempts (SERIAL failures not counted), and what its bounds count. */
+interface ClaimTally {
+  attempts: number;
+  /** Writes in a row whose outcome stayed unknown. */
+  unknowns: number;
+  serialFailures: number;
+  rangeWaits: number;
+  readonly keepTrying: () => boolean;
+}
+
+/** The LOCAL_SERIAL operations of one sequence in one DC (or shard), for one process. */
+export class DcClaims {
+  /**
+   * A grant shown at SERIAL (ours, or read there) that may not be installed yet: block claims
+   * install it in the same write while the install of the range request still races them.
+   */
+  private confirmed: Grant | undefined;
+  private latestAsk = 0n;
+
+  /** @param needRange gets the DC a range when a claim finds none to claim from. */
+  constructor(
+    private readonly ctx: DcContext,
+    private readonly row: DcStateRow,
+    private readonly grants: DcGrants,
+    private readonly needRange: (known: KnownState) => Promise<void>,
+  ) {}
+
+  /** The size of this process's latest block request: a grant holds several such blocks. */
+  get blockAsk(): bigint {
+    return this.latestAsk;
+  }
+
+  /** See DcAllocator.returnBlock. */
+  async giveBack(first: bigint, last: bigint): Promise<bigint> {
+    for (let attempt = 1; attempt <= MAX_CAS_ATTEMPTS; attempt++) {
+      const state = await this.row.read();
+      if (state === undefined) return 0n;
+      if (state.op !== this.row.lastOwnOp && !mutated('give-back-on-any-state')) return 0n;
+      const back = giveBack(state, first, last, randomUUID());
+      if (back === undefined) return 0n;
+      // From here this process's own write may move last_integer below its blocks.
+      this.ctx.seen.forgetClaims();
+      const result = await this.row.write(state, back.next);
+      if (isOurs(result.verdict)) return back.returned;
+      if (result.verdict !== 'lost') return 0n;
+      await this.ctx.backoff(attempt);
+    }
+    return 0n;
+  }
+
+  /** See DcAllocator.claimBlock. */
+  async claimBlock(options: ClaimOptions): Promise<ClaimedBlock> {
+    // This claim's writes whose outcome stayed unknown with the state unmoved when read back, by
+    // op: a later round may commit one, and its block is then ours and nobody else's
+    // (docs/design.md, "Claiming a process block").
+    const unresolved = new Map<string, Claim>();
+    let version: number | undefined;
+    try {
+      const claimed = await this.claimRounds(options, unresolved);
+      version = claimed.version;
+      return claimed.block;
+    } finally {
+      for (const [op, { next, block }] of unresolved) {
+        // Dead if the claim committed the version it proposed (one op per version); one for an
+        // earlier version may have been committed by another process's round: a possible gap.
+        if (next.version !== version) this.ctx.counters.wasted += idsIn(block);
+        this.row.unresolvedOps.delete(op);
+        this.row.committedOps.delete(op);
+      }
+    }
+  }
+
+  /**
+   * The attempts of one claim, until a write is shown to be ours. The first attempt writes on a
+   * state read; every later one on the state the last write's round or re-read found, with no
+   * read. Every await of a claim sits in this loop, not in a helper: an async layer more would
+   * send each store call later against the process's other work.
+   */
+  private async claimRounds(
+    options: ClaimOptions,
+    unresolved: Map<string, Claim>,
+  ): Promise<{ readonly block: ClaimedBlock; readonly version: number }> {
+    const askOf = this.asker(options);
+    const tally: ClaimTally = {
+      attempts: 0,
+      unknowns: 0,
+      serialFailures: 0,
+      rangeWaits: 0,
+      keepTrying:
+        options.keepTrying === undefined
+          ? () => tally.attempts < MAX_CAS_ATTEMPTS
+          : () => options.keepTrying!(),
+    };
+    let found: DcState | undefined;
+    for (;;) {
+      tally.attempts++;
+      const op = randomUUID();
+      const ask = askOf();
+      this.latestAsk = ask.size;
+      let state = found;
+      let claimed = state === undefined ? undefined : this.claimFrom(state, ask, op);
+      if (state === undefined) {
+        // The first attempt: the plain-read guess, or the opening claim where it shows no state;
+        // anything else is decided on a read at LOCAL_SERIAL.
+        const guess = await this.row.guess();
+        if (guess === NO_STATE) {
+          // state stays undefined: the write is the first one, `IF NOT EXISTS`.
+          claimed = await this.openingClaim(ask, op);
+        } else if (guess !== undefined) {
+          state = guess;
+          claimed = this.claimFromGuess(guess, ask, op);
+        }
+        if (claimed === undefined) {
+          state = await this.row.read();
+          claimed = state === undefined ? undefined : this.claimFrom(state, ask, op);
+        }
+      }
+      found = undefined;
+      if (claimed === undefined) {
+        // The state just read starts the range request: no second LOCAL_SERIAL read of it.
+        try {
+          await this.needRange({ state });
+        } catch (error) {
+          await this.ctx.sleep(this.serialRetryDelay(error, state, tally));
+          tally.attempts--;
+          continue;
+        }
+        this.rangeCame(tally);
+        continue;
+      }
+      const floor = this.ctx.seen.floor();
+      const last = await this.row.write(state, claimed.next);
+      if (isOurs(last.verdict)) return this.confirmClaim(claimed);
+      this.holdUnknown(last, state, op, claimed, unresolved);
+      // The round's own state (or the re-read's), checked as a read at LOCAL_SERIAL is.
+      if (last.found !== undefined) found = this.row.checked(floor, last.found);
+      const ours = this.takeCommitted(unresolved);
+      if (ours !== undefined) return this.confirmClaim(ours);
+      this.countFailedWrite(last, tally);
+      // Backing off after a timeout too: retrying at once only adds a proposer to the round
+      // that timed out, which on Paxos v1 prolongs the contention.
+      await this.ctx.backoff(tally.attempts);
+    }
+  }
+
+  /** A claim's ask, clamped to the sizes the claim started with, asked again per attempt. */
+  private asker(options: ClaimOptions): () => BlockAsk {
+    const { blockSize: least, maxBlockSize: most } = this.ctx.settings;
+    const clamp = (n: number) => BigInt(Math.min(most, Math.max(least, n)));
+    return () => ({
+      size: clamp(options.size?.() ?? least),
+      floor: clamp(options.need?.() ?? 0),
+    });
+  }
+
+  /**
+   * How long a claim waits before it asks for a range again after `error`: a SERIAL failure is
+   * retried up to {@link SERIAL_ATTEMPTS} times, and is not a lost race.
+   * @throws the range request's failure as the claim reports it, if it is not retried.
+   */
+  private serialRetryDelay(error: unknown, state: DcState | undefined, tally: ClaimTally): number {
+    const serial = error instanceof StoreUnavailableError && error.level === 'serial';
+    if (!serial || ++tally.serialFailures >= SERIAL_ATTEMPTS) {
+      throw this.grants.explainFailure(error, state);
+    }
+    return SERIAL_RETRY_MS * tally.serialFailures * (0.5 + Math.random());
+  }
+
+  /** A range came: the claim claims from it. One after the claim's first: others drained it. */
+  private rangeCame(tally: ClaimTally): void {
+    if (++tally.rangeWaits > 1 && !tally.keepTrying()) {
+      throw new ContentionError(this.ctx.sequence, 'claim a block', tally.attempts);
+    }
+  }
+
+  /**
+   * Accounts for a claim write whose outcome stayed unknown after the re-read. If the state moved
+   * past the one it was computed from, it may have been applied and overwritten: its block is a
+   * gap. If not, it is held in `unresolved` in case a later round commits it.
+   */
+  private holdUnknown(
+    last: CasResult<DcState>,
+    state: DcState | undefined,
+    op: string,
+    claimed: Claim,
+    unresolved: Map<string, Claim>,
+  ): void {
+    if (last.verdict !== 'unknown' || last.reported !== 'unknown') return;
+    if (last.found?.version !== state?.version) {
+      this.ctx.counters.wasted += idsIn(claimed.block);
+    } else {
+      unresolved.set(op, claimed);
+      this.row.unresolvedOps.add(op);
+    }
+  }
+
+  /**
+   * The claim of one of this claim's unresolved writes that a state seen since showed committed,
+   * taken out of the sets. Checked after each write: the next write is conditional on the state
+   * the last one found, so a commit seen in between (by the install) makes it rejected.
+   */
+  private takeCommitted(unresolved: Map<string, Claim>): Claim | undefined {
+    const entries = [...unresolved];
+    // A negative control (mutations.ts) takes the first of them once any is seen committed.
+    const any = mutated('committed-any') && entries.some(([op]) => this.row.committedOps.has(op));
+    const entry = any ? entries[0] : entries.find(([op]) => this.row.committedOps.has(op));
+    if (entry === undefined) return undefined;
+    unresolved.delete(entry[0]);
+    this.row.unresolvedOps.delete(entry[0]);
+    this.row.committedOps.delete(entry[0]);
+    this.row.lastOwnOp = entry[0];
+    return entry[1];
+  }
+
+  /**
+   * Counts a claim write that was not ours toward its bound: a write shown lost is a lost race
+   * however it was reported (on Paxos v1 most timeouts under contention are), and asks
+   * `keepTrying`; only one whose fate stays unknown counts toward {@link MAX_CAS_ATTEMPTS}.
+   */
+  private countFailedWrite(last: CasResult<DcState>, tally: ClaimTally): void {
+    if (last.reported === 'rejected' || last.verdict === 'lost') {
+      tally.unknowns = 0;
+      if (!tally.keepTrying()) {
+        throw new ContentionError(this.ctx.sequence, 'claim a block', tally.attempts);
+      }
+    } else if (++tally.unknowns >= MAX_CAS_ATTEMPTS) {
+      throw this.ctx.outOfAttempts('claim a block', tally.unknowns, last, 'local_serial');
+    }
+  }
+
+  /** A claim write shown to be ours: counted, marked, and handed to the process level. */
+  private confirmClaim({ next, block }: Claim): {
+    readonly block: ClaimedBlock;
+    readonly version: number;
+  } {
+    this.ctx.counters.blocksClaimed++;
+    this.ctx.seen.raiseState(next);
+    this.ctx.seen.raiseClaim(next.reservedGrant, block.last);
+    return {
+      block: {
+        first: block.first,
+        last: block.last,
+        rangeSize: block.rangeMax - block.rangeMin + 1n,
+        rangeLow: this.rangeLow(next),
+      },
+      version: next.version,
+    };
+  }
+
+  /**
+   * The claim transition on `state`, installing {@link confirmed} in the same write when the
+   * state is ready for it (dc-state.ts, `installAndClaim`).
+   */
+  private claimFrom(state: DcState, ask: BlockAsk, op: string): Claim | undefined {
+    const grant = this.confirmed;
+    if (grant !== undefined && state.installedGrant >= grant.number) this.confirmed = undefined;
+    const installs =
+      grant !== undefined && state.installedGrant === grant.number - 1 && !hasPreloaded(state);
+    // The block comes from the reserved range while it lasts, else from the preloaded range, or
+    // from the grant this write installs as the preloaded one.
+    const [low, high] =
+      state.lastInteger < state.reservedMax
+        ? [state.reservedMin, state.reservedMax]
+        : hasPreloaded(state)
+          ? [state.preloadedMin, state.preloadedMax]
+          : installs
+            ? [grant.min, grant.max]
+            : [state.reservedMin, state.reservedMax];
+    const size = spreadOver(high - low + 1n, ask);
+    if (!installs) return claim(state, size, op);
+    return this.transition(() => installAndClaim(state, grant, size, op));
+  }
+
+  /**
+   * The claim from the plain-read guess ({@link DcStateRow.guess}, which says why it is safe);
+   * undefined if the guess shows nothing to claim, and the claim then reads at LOCAL_SERIAL.
+   */
+  private claimFromGuess(state: DcState, ask: BlockAsk, op: string): Claim | undefined {
+    try {
+      return this.claimFrom(state, ask, op);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * The opening claim, for a DC (or shard) with no state whose grant 1 a plain read shows: one
+   * `INSERT … IF NOT EXISTS` installs grant 1 and claims a block, so a fleet that starts at once
+   * sends one write each. Safe because the insert applies only where no state exists, as the
+   * install's would (docs/design.md, "A DC's first range, granted at creation"). Undefined if the
+   * read shows no grant 1.
+   */
+  private async openingClaim(ask: BlockAsk, op: string): Promise<Claim | undefined> {
+    const first = await this.grants.firstGrantLocally();
+    if (first === undefined) return undefined;
+    const size = spreadOver(first.max - first.min + 1n, ask);
+    return this.transition(() => installAndClaim(undefined, first, size, op));
+  }
+
+  /**
+   * Installs `grant`, confirmed at SERIAL, in the DC state, starting from `known` (possibly
+   * stale). Until it is installed, this process's claims carry it too (claimFrom), so it lands
+   * with whichever write wins first.
+   */
+  async install(grant: Grant, known: DcState | undefined): Promise<void> {
+    this.confirmed = grant;
+    let state = known;
+    let last: CasResult | undefined;
+    for (let attempt = 1; ; attempt++) {
+      const from = state;
+      const next = this.transition(() => installGrant(from, grant, randomUUID()));
+      // Installed by someone else, or it must wait for the preloaded range to be used.
+      if (next === undefined) return;
+      if (last !== undefined && attempt > MAX_CAS_ATTEMPTS) {
+        throw this.ctx.outOfAttempts('install a DC range', attempt - 1, last, 'local_serial');
+      }
+      last = await this.row.write(state, next);
+      if (isOurs(last.verdict)) return;
+      // No backoff: an install loses races to block claims, which are progress, not a crowd of
+      // installers; backing off would let the claims drain the reserved range meanwhile.
+      state = await this.row.read();
+    }
+  }
+
+  /** A dc-state.ts transition; a rule it says a grant breaks is an InvariantError. */
+  private transition<T>(run: () => T): T {
+    try {
+      return run();
+    } catch (error) {
+      if (error instanceof RangeError) throw this.ctx.broken(error.message);
+      throw error;
+    }
+  }
+
+  private rangeLow(state: DcState): boolean {
+    if (hasPreloaded(state)) return false;
+    const used = Number(state.lastInteger - state.reservedMin + 1n);
+    const size = Number(state.reservedMax - state.reservedMin + 1n);
+    return used >= this.ctx.settings.threshold * size;
+  }
+}
+
+/**
+ * The block to cut from a range of `rangeSize` IDs: `ask.size`, but at most an eighth of the
+ * range ({@link GRANT_BLOCKS}), and never below `ask.floor` (nor above `ask.size`). Otherwise a
+ * process whose rate asks for a block as large as the DC's range would take it in one claim, and
+ * every other process of the DC would wait for a grant at SERIAL. The next grant is sized from the
+ * full ask (grantSizeFor), so blocks reach the asked size from the next range on.
+ */
+export function spreadOver(rangeSize: bigint, ask: BlockAsk): bigint {
+  const cap = rangeSize / GRANT_BLOCKS;
+  if (ask.size <= cap) return ask.size;
+  return cap > ask.floor ? cap : ask.floor < ask.size ? ask.floor : ask.size;
+}
+
+function idsIn(block: { readonly first: bigint; readonly last: bigint }): number {
+  return Number(block.last - block.first + 1n);
+}

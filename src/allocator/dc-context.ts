@@ -1,0 +1,213 @@
+/**
+ * What both levels of one DC allocator share (dc-grants.ts at SERIAL, dc-allocator.ts at
+ * LOCAL_SERIAL): the rows' identity, the checks every row read passes, the marks that tell rows
+ * that went back (watermarks.ts), the latch that stops all writes once they did, and the bounds
+ * on retrying a conditional write.
+ */
+
+import {
+  ContentionError,
+  InvariantError,
+  SequenceRecreatedError,
+  StateRolledBackError,
+  StoreUnavailableError,
+} from '../errors.js';
+import type { DcState, Grant, IdStore, SequenceSettings } from '../store/port.js';
+import type { CasResult } from './cas.js';
+import type { Clock } from './clock.js';
+import { dcStateViolations, otherIncarnation } from './dc-state.js';
+import type { Watermarks } from './watermarks.js';
+
+/**
+ * How many conditional writes in a row may fail to be ours before an operation gives up: every
+ * operation but a block claim, and a block claim whose outcomes stay unknown (the level is
+ * unreachable). A block claim that loses races retries for as long as its caller's `keepTrying`
+ * says.
+ */
+export const MAX_CAS_ATTEMPTS = 12;
+
+/** Backoff after a lost race: full jitter, up to a cap doubling from 2 ms to 100 ms. */
+const BACKOFF_MIN_MS = 2;
+export const BACKOFF_MAX_MS = 100;
+
+/** What the DC level counts, since the allocator was created. */
+export interface DcCounters {
+  /** Blocks claimed from the DC (confirmed claims only). */
+  blocksClaimed: number;
+  /**
+   * DC ranges this process got granted at SERIAL: batches reported applied, or whose unknown
+   * outcome a re-read showed applied. A batch reported rejected whose grant is found is installed
+   * but not counted: it is most often another process's identical batch.
+   */
+  rangesGranted: number;
+  /** Conditional writes whose condition did not hold (lost races). */
+  casRejections: number;
+  /** Conditional writes whose outcome stayed unknown until re-read. */
+  casUnknown: number;
+  /** IDs of claims that may have been applied but could not be shown to be ours (gaps). */
+  wasted: number;
+  /** Conditional writes sent (SERIAL and LOCAL_SERIAL). */
+  lwtWrites: number;
+  /** Reads of the grant level at SERIAL. */
+  serialReads: number;
+  /** Reads of the DC state at LOCAL_SERIAL. */
+  localSerialReads: number;
+}
+
+export function newDcCounters(): DcCounters {
+  return {
+    blocksClaimed: 0,
+    rangesGranted: 0,
+    casRejections: 0,
+    casUnknown: 0,
+    wasted: 0,
+    lwtWrites: 0,
+    serialReads: 0,
+    localSerialReads: 0,
+  };
+}
+
+export interface DcContextOptions {
+  readonly store: IdStore;
+  /** The grantee: the DC, or a shard of it. */
+  readonly dc: string;
+  readonly settings: SequenceSettings;
+  readonly incarnation: string | undefined;
+  readonly clock: Clock;
+  readonly sleep: (ms: number) => Promise<void>;
+  readonly counters: DcCounters;
+  readonly seen: Watermarks;
+  readonly onRolledBack:
+    ((error: StateRolledBackError | SequenceRecreatedError) => void) | undefined;
+}
+
+/** One sequence in one DC (or shard), as both levels of its allocator see it. */
+export class DcContext {
+  readonly store: IdStore;
+  readonly dc: string;
+  /** The sizes may change (DcAllocator.updateSettings); the domain never does. */
+  settings: SequenceSettings;
+  /** Stamped on every state row this allocator opens; a row of another is refused. */
+  readonly incarnation: string | undefined;
+  readonly clock: Clock;
+  readonly counters: DcCounters;
+  /** What this process saw of the rows, to tell rows that went back. */
+  readonly seen: Watermarks;
+  /** Waits between retries (tests may replace it). */
+  readonly sleep: (ms: number) => Promise<void>;
+  private readonly onRolledBack: DcContextOptions['onRolledBack'];
+  /**
+   * The first sign that the rows went back. From then on no write is sent: one on the wire then
+   * may still land, but none follows it (no install of a grant it got, no range request).
+   */
+  private latched: StateRolledBackError | SequenceRecreatedError | undefined;
+
+  constructor(options: DcContextOptions) {
+    this.store = options.store;
+    this.dc = options.dc;
+    this.settings = options.settings;
+    this.incarnation = options.incarnation;
+    this.clock = options.clock;
+    this.sleep = options.sleep;
+    this.counters = options.counters;
+    this.seen = options.seen;
+    this.onRolledBack = options.onRolledBack;
+  }
+
+  get sequence(): string {
+    return this.settings.name;
+  }
+
+  /** Whether a read showed the rows gone back (or a row of another incarnation). */
+  get wentBack(): boolean {
+    return this.latched !== undefined;
+  }
+
+  /**
+   * Every conditional write passes here first: once the rows were seen gone back, none is sent.
+   * @throws {StateRolledBackError} the first sign of it ({@link SequenceRecreatedError} if a row of
+   *   another incarnation came first).
+   */
+  assertRowsHeld(): void {
+    if (this.latched !== undefined) throw this.latched;
+  }
+
+  /**
+   * Checks a DC state read against the invariants (dc-state.ts), with the grants read with it if
+   * any. Before any other check: a row of another sequence of this name is not ours to judge.
+   * @throws {SequenceRecreatedError} if the row is of another incarnation.
+   * @throws {InvariantError} if it breaks an invariant.
+   */
+  checkState(
+    state: DcState,
+    context: { grants?: readonly Grant[] | undefined; globalLast?: bigint | undefined },
+  ): void {
+    const other = otherIncarnation(this.dc, state, this.incarnation);
+    if (other !== undefined) throw this.recreated(other);
+    const first = dcStateViolations(this.dc, state, { settings: this.settings, ...context })[0];
+    if (first !== undefined) throw this.broken(`${first.message} (version ${state.version})`);
+  }
+
+  broken(detail: string): InvariantError {
+    return new InvariantError(this.sequence, detail);
+  }
+
+  /**
+   * The error of a read that shows the rows gone back, thrown by the caller. The first one stops
+   * this allocator's writes and tells the process level at once, before the operation unwinds.
+   */
+  rolledBack(detail: string): StateRolledBackError {
+    return this.latch(new StateRolledBackError(this.sequence, this.dc, detail));
+  }
+
+  /**
+   * The error of a read that shows a state row of another incarnation, latched as
+   * {@link rolledBack} is: the IDs this process holds may be the other sequence's too.
+   */
+  recreated(detail: string): SequenceRecreatedError {
+    return this.latch(new SequenceRecreatedError(this.sequence, detail));
+  }
+
+  /** Counts a conditional write's outcome as {@link DcCounters} defines. */
+  count(result: CasResult): void {
+    if (result.reported === 'rejected' && result.verdict !== 'ours') this.counters.casRejections++;
+    if (result.reported === 'unknown') this.counters.casUnknown++;
+  }
+
+  /**
+   * Writes that were rejected mean contention; writes whose outcome stayed unknown mean the
+   * level is unreachable (the error behind them, if any, is the cause).
+   */
+  outOfAttempts(
+    operation: string,
+    attempts: number,
+    last: CasResult,
+    level: 'serial' | 'local_serial',
+  ): Error {
+    if (last.reported === 'unknown') {
+      const failure = last.rereadError ?? last.cause;
+      if (failure instanceof StoreUnavailableError) return failure;
+      return new StoreUnavailableError(
+        level,
+        operation,
+        `the last of ${attempts} conditional writes had an unknown outcome`,
+        { cause: last.cause },
+      );
+    }
+    return new ContentionError(this.sequence, operation, attempts);
+  }
+
+  /** Full jitter: anywhere from 0 to a cap that doubles per lost race up to {@link BACKOFF_MAX_MS}. */
+  backoff(attempt: number): Promise<void> {
+    const cap = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.min(attempt - 1, 30));
+    return this.sleep(Math.random() * cap);
+  }
+
+  private latch<E extends StateRolledBackError | SequenceRecreatedError>(error: E): E {
+    if (this.latched === undefined) {
+      this.latched = error;
+      this.onRolledBack?.(error);
+    }
+    return error;
+  }
+}

@@ -1,0 +1,321 @@
+/**
+ * The SERIAL level of one sequence in one DC (docs/design.md, "Granting a DC range"): the grants
+ * partition, which every DC shares and only SERIAL rounds write. {@link DcGrants} reads and checks
+ * the grants and sends the grant batch. It never touches the DC state: a range request
+ * (dc-allocator.ts) reads that at LOCAL_SERIAL before asking here, and installs the grant after.
+ */
+
+import {
+  SequenceExhaustedError,
+  SerialUnavailableError,
+  StoreUnavailableError,
+} from '../errors.js';
+import type { DcState, Grant, GrantFound, GrantView } from '../store/port.js';
+import { isOurs, runConditionalWrite, type CasResult, type Judgement } from './cas.js';
+import { MAX_CAS_ATTEMPTS, type DcContext } from './dc-context.js';
+import { remainingIn } from './dc-state.js';
+import { grantSizeFor } from './sizing.js';
+import { globalWentBack, grantsWentBack, type Floor } from './watermarks.js';
+
+/** What a grant is sized by (sizing.ts), read when the batch is built. */
+export interface GrantDemand {
+  /** The DC's claim rate in IDs/s, if measured. */
+  readonly rate: number | undefined;
+  /** The size of this process's latest block request: a grant holds several such blocks. */
+  readonly block: bigint;
+}
+
+/**
+ * What a range request does next, after {@link DcGrants.nextGrant}:
+ * - `install`: `grant` is confirmed at SERIAL; install it.
+ * - `behind`: grant `latest` exists but is not the next to install; re-read the DC state.
+ * - `reread`: start over from fresh reads; `attempt` is the last attempt used.
+ */
+export type GrantStep =
+  | { readonly kind: 'install'; readonly grant: Grant }
+  | { readonly kind: 'behind'; readonly latest: number }
+  | { readonly kind: 'reread'; readonly attempt: number };
+
+/** The grants of one sequence for one DC (or shard). */
+export class DcGrants {
+  /**
+   * Set once GLOBAL reached `max` with no grant pending for this DC (read at SERIAL after GLOBAL
+   * was seen at `max`); it can never change.
+   */
+  private exhaustedError: SequenceExhaustedError | undefined;
+
+  constructor(
+    private readonly ctx: DcContext,
+    private readonly demand: () => GrantDemand,
+  ) {}
+
+  /** The domain is spent and this DC holds no grant not yet installed; never changes again. */
+  get exhausted(): SequenceExhaustedError | undefined {
+    return this.exhaustedError;
+  }
+
+  /**
+   * The grant the DC should install next, given its state as just read at LOCAL_SERIAL: one
+   * confirmed at SERIAL but not installed (its requester crashed or is slow), or a new one from
+   * the grant batch; `attempt` counts the request's attempts so far.
+   * @throws {SequenceExhaustedError} if GLOBAL is at `max` and no grant is pending.
+   */
+  async nextGrant(state: DcState | undefined, attempt: number): Promise<GrantStep> {
+    if (attempt === 1 && state === undefined) return this.blindFirstGrant();
+    const installed = state?.installedGrant ?? 0;
+    const view = await this.readGrants();
+    const latest = view.latest;
+    const latestNumber = latest?.number ?? 0;
+    // The state was read before the grants, and installed grants never outrun the latest grant:
+    // this can only mean broken rows, never a race.
+    if (latestNumber < installed) {
+      throw this.ctx.broken(
+        `latest grant ${latestNumber} is older than installed grant ${installed}`,
+      );
+    }
+    if (state !== undefined) {
+      this.ctx.checkState(state, { grants: latest && [latest], globalLast: view.globalLast });
+    }
+    if (latest !== undefined && latestNumber > installed) {
+      if (latestNumber > installed + 1) return { kind: 'behind', latest: latestNumber };
+      return { kind: 'install', grant: latest };
+    }
+    return this.sendBatches(installed, view.globalLast, false, attempt);
+  }
+
+  /**
+   * The blind first grant: a DC (or shard) with no state, on a request's first attempt, sends its
+   * batch for grant 1 without the two reads at SERIAL, conditional on the highest GLOBAL this
+   * process knows of. Safe because the batch's own condition decides, and its round answers with
+   * GLOBAL and grant 1 when it does not apply; a DC with state keeps the reads and their checks.
+   */
+  private blindFirstGrant(): Promise<GrantStep> {
+    return this.sendBatches(0, this.ctx.seen.floor().globalLast, true, 1);
+  }
+
+  /**
+   * Grant batches for grant `installed + 1`, the first conditional on `globalLast` (`guessed`:
+   * not read at SERIAL), until one is ours or the next step needs fresh reads. After a batch lost
+   * to another grant, the next is conditional on GLOBAL as that batch's round found it
+   * ({@link globalAfterLoss}).
+   */
+  private async sendBatches(
+    installed: number,
+    globalLast: bigint,
+    guessed: boolean,
+    attempt: number,
+  ): Promise<GrantStep> {
+    for (;;) {
+      const { max } = this.ctx.settings;
+      if (globalLast >= max) {
+        // Final only with no grant of this DC left to install: a grant made between the reads of
+        // the latest grant and of GLOBAL can hide behind GLOBAL at `max` (and a blind batch read
+        // nothing). GLOBAL moves no more, so a read of the latest grant from now on is final.
+        const final = await this.readGrants();
+        if ((final.latest?.number ?? 0) > installed) return { kind: 'reread', attempt };
+        this.exhaustedError = new SequenceExhaustedError(this.ctx.sequence, max, globalLast);
+        throw this.exhaustedError;
+      }
+      const grant: Grant = {
+        number: installed + 1,
+        min: globalLast + 1n,
+        max: min(globalLast + this.sizeFrom(globalLast), max),
+      };
+      const floor = this.ctx.seen.floor();
+      const last = await this.writeGrant(globalLast, grant);
+      this.checkFound(last, floor);
+      // A guessed batch that found grant 1 of this DC, ours in bounds or not, cannot tell another
+      // starting process's grant from the first of an older chain whose DC state is gone
+      // (installing that again would serve its IDs twice): the reads of the next round decide.
+      if (guessed && last.reported === 'rejected' && last.found?.grant !== undefined) {
+        return { kind: 'reread', attempt };
+      }
+      if (isOurs(last.verdict)) {
+        // Not counted when reported rejected: the processes of a DC that start at once send the
+        // same batch, and all but one find the winner's grant, equal to theirs.
+        if (last.reported !== 'rejected') this.ctx.counters.rangesGranted++;
+        return { kind: 'install', grant };
+      }
+      if (attempt >= MAX_CAS_ATTEMPTS) {
+        throw this.ctx.outOfAttempts('grant a DC range', attempt, last, 'serial');
+      }
+      // A guessed batch lost to what was there before it, not to a race: no backoff.
+      if (last.reported === 'rejected' && !guessed) await this.ctx.backoff(attempt);
+      guessed = false;
+      const moved = this.globalAfterLoss(last);
+      if (moved === undefined) return { kind: 'reread', attempt };
+      globalLast = moved;
+      attempt++;
+    }
+  }
+
+  /** The grant's size for the DC's rate and the autonomy target; the batch's condition decides. */
+  private sizeFrom(globalLast: bigint): bigint {
+    const { rate, block } = this.demand();
+    const settings = this.ctx.settings;
+    return grantSizeFor({
+      rate,
+      autonomySeconds: settings.autonomySeconds,
+      threshold: settings.threshold,
+      min: settings.dcRangeSize,
+      max: settings.maxDcRangeSize,
+      unGranted: settings.max - globalLast,
+      block,
+    });
+  }
+
+  /**
+   * The DC's grant 1, if a plain LOCAL_QUORUM read shows it as the DC's latest grant (granted
+   * with the sequence, or by a process of the DC that started first); undefined if not, or if the
+   * read fails. Safe without SERIAL: a grant row is written only by a Paxos commit and a grant
+   * number never twice, and the install is conditional on there still being no DC state.
+   * What it cannot show is a later grant not yet committed locally; docs/design.md, "A DC's first
+   * range, granted at creation", says why that check may wait for the reads at SERIAL.
+   */
+  async firstGrantLocally(): Promise<Grant | undefined> {
+    let view: GrantView | undefined;
+    try {
+      view = await this.ctx.store.readGrantsLocal(this.ctx.sequence, this.ctx.dc);
+    } catch (error) {
+      if (error instanceof StoreUnavailableError) return undefined;
+      throw error;
+    }
+    if (view?.latest?.number !== 1) return undefined;
+    // Each replica answers from one snapshot of the partition, where GLOBAL covers every grant.
+    this.checkGrants(view);
+    return view.latest;
+  }
+
+  /** A range request's failure as a claim that needed the range reports it. */
+  explainFailure(error: unknown, state: DcState | undefined): unknown {
+    if (error instanceof StoreUnavailableError && error.level === 'serial') {
+      return new SerialUnavailableError(this.ctx.sequence, this.ctx.dc, remainingIn(state), {
+        cause: error,
+      });
+    }
+    return error;
+  }
+
+  private async readGrants(): Promise<GrantView> {
+    this.ctx.counters.serialReads++;
+    const floor = this.ctx.seen.floor();
+    const view = await this.ctx.store.readGrants(this.ctx.sequence, this.ctx.dc);
+    this.checkGrants(view);
+    const wentBack = grantsWentBack(floor, view);
+    if (wentBack !== undefined) throw this.ctx.rolledBack(wentBack);
+    this.ctx.seen.raiseGrants(view);
+    return view;
+  }
+
+  /** The grant batch at SERIAL, classified. */
+  private async writeGrant(
+    expectedGlobalLast: bigint,
+    grant: Grant,
+  ): Promise<CasResult<GrantFound>> {
+    const { ctx } = this;
+    ctx.assertRowsHeld();
+    ctx.counters.lwtWrites++;
+    const result = await runConditionalWrite<GrantFound>({
+      write: () => ctx.store.grantRange(ctx.sequence, ctx.dc, expectedGlobalLast, grant),
+      judge: (found) => judgeGrant(found, expectedGlobalLast, grant),
+      reread: async () => {
+        const view = await this.readGrants();
+        let latest = view.latest;
+        // The store reads the latest grant, then GLOBAL, each in a Paxos round of its own: the
+        // first may miss our batch, accepted by a minority, that the second finishes. GLOBAL
+        // moved with no grant `n` seen says "lost" only once a grant read after that GLOBAL read
+        // shows none either (our batch, committed, would show there: one partition).
+        if ((latest?.number ?? 0) < grant.number && view.globalLast !== expectedGlobalLast) {
+          latest = (await this.readGrants()).latest;
+        }
+        if (latest !== undefined && latest.number > grant.number) {
+          // Grant `n` exists and the DC moved past it; whose it was cannot be read back.
+          return { globalLast: undefined, grant: undefined };
+        }
+        return {
+          globalLast: view.globalLast,
+          grant: latest?.number === grant.number ? latest : undefined,
+        };
+      },
+    });
+    ctx.count(result);
+    return result;
+  }
+
+  /**
+   * Checks what the round that rejected a grant batch found (GLOBAL, and grant `n` of this DC if
+   * it exists) as {@link readGrants} checks a read at SERIAL, for that is what it is, before
+   * anything acts on it. (After an unknown outcome, what was found comes from readGrants itself.)
+   */
+  private checkFound(last: CasResult<GrantFound>, floor: Floor): void {
+    const globalLast = last.found?.globalLast;
+    if (last.reported !== 'rejected' || globalLast === undefined) return;
+    const view = { globalLast, latest: last.found?.grant };
+    this.checkGrants(view);
+    // GLOBAL only: grant `n` found, or not, says nothing of the latest grant.
+    const wentBack = globalWentBack(floor, globalLast);
+    if (wentBack !== undefined) throw this.ctx.rolledBack(wentBack);
+    this.ctx.seen.raiseGrants(view);
+  }
+
+  /**
+   * GLOBAL as the round that decided our lost batch found it, if that round found no grant `n` of
+   * this DC; undefined otherwise (the next round re-reads). The next batch may be conditional on it
+   * without reading the grants again at SERIAL: safe because the batch's own condition decides,
+   * as for any value read, and checkFound checked it first.
+   */
+  private globalAfterLoss(last: CasResult<GrantFound>): bigint | undefined {
+    const globalLast = last.found?.globalLast;
+    if (last.verdict !== 'lost' || last.found?.grant !== undefined) return undefined;
+    return globalLast;
+  }
+
+  private checkGrants(view: GrantView): void {
+    // Grants start at `start` (GLOBAL begins at start - 1), as check holds them to.
+    const { start, max: high } = this.ctx.settings;
+    const dc = this.ctx.dc;
+    if (view.globalLast < start - 1n || view.globalLast > high) {
+      throw this.ctx.broken(
+        `GLOBAL last_integer ${view.globalLast} is outside [${start - 1n}, ${high}]`,
+      );
+    }
+    const g = view.latest;
+    if (g === undefined) return;
+    if (!Number.isSafeInteger(g.number) || g.number < 1) {
+      throw this.ctx.broken(`DC "${dc}" grant number ${g.number} is not a positive integer`);
+    }
+    if (g.min > g.max || g.min < start || g.max > high) {
+      throw this.ctx.broken(
+        `DC "${dc}" grant ${g.number} [${g.min}, ${g.max}] is not within [${start}, ${high}]`,
+      );
+    }
+    // readGrants reads the latest grant before GLOBAL, so even a grant made in between is covered.
+    if (g.max > view.globalLast) {
+      throw this.ctx.broken(
+        `DC "${dc}" grant ${g.number} ends at ${g.max}, above GLOBAL last_integer ${view.globalLast}`,
+      );
+    }
+  }
+}
+
+/**
+ * Whose grant the DC's grant `n` is: ours if it has our bounds (grants belong to the DC, so an
+ * identical grant by another process of the DC serves as well); lost if it has other bounds (the
+ * number is taken for ever), or if it does not exist and GLOBAL has moved past the value ours
+ * was conditional on (GLOBAL only grows); otherwise unknown (ours may still be in flight).
+ */
+export function judgeGrant(
+  found: GrantFound | undefined,
+  expectedGlobalLast: bigint,
+  grant: Grant,
+): Judgement {
+  if (found?.grant !== undefined) {
+    return found.grant.min === grant.min && found.grant.max === grant.max ? 'ours' : 'lost';
+  }
+  if (found?.globalLast !== undefined && found.globalLast !== expectedGlobalLast) return 'lost';
+  return 'unknown';
+}
+
+function min(a: bigint, b: bigint): bigint {
+  return a < b ? a : b;
+}

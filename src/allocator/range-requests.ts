@@ -1,0 +1,137 @@
+/**
+ * The DC level's range requests for one sequence in one DC: at most one in flight (callers join
+ * it), and the double buffering's background request, retried with backoff while it fails until
+ * the domain is spent, the rows went back, or the allocator closes. What one request does is the
+ * `run` it is given (DcAllocator: grant at SERIAL, install at LOCAL_SERIAL).
+ */
+
+import { SequenceExhaustedError, StateRolledBackError } from '../errors.js';
+import type { DcState } from '../store/port.js';
+import type { Logger } from '../logger.js';
+import type { Clock } from './clock.js';
+import type { FailureLog } from './failures.js';
+import type { AllocatorObserver } from './observer.js';
+
+/** Retries of a failed background range request: the first after about 1 s, doubling up to 30 s. */
+const RANGE_RETRY_FIRST_MS = 1_000;
+const RANGE_RETRY_MAX_MS = 30_000;
+
+/** The DC state as a claim just read it; a range request may start from it. */
+export interface KnownState {
+  readonly state: DcState | undefined;
+}
+
+export interface RangeRequestsOptions {
+  readonly run: (known?: KnownState) => Promise<void>;
+  readonly sequence: string;
+  readonly dc: string;
+  readonly clock: Clock;
+  readonly log: Logger | undefined;
+  readonly failures: FailureLog<'range'>;
+  readonly observer: AllocatorObserver | undefined;
+  /** Called when a request installed a range (a preload that waited for it may go now). */
+  readonly onRangeInstalled: (() => void) | undefined;
+  /** Whether a read showed the rows gone back: no request starts or is retried then. */
+  readonly wentBack: () => boolean;
+  /** Whether the domain is spent: no background request starts then. */
+  readonly exhausted: () => boolean;
+}
+
+export class RangeRequests {
+  private inFlight: Promise<void> | undefined;
+  /** The background request in flight, if any; close() waits for it. */
+  private background: Promise<void> | undefined;
+  /** Cancels the pending retry of a failed background request. */
+  private cancelRetry: (() => void) | undefined;
+  private retries = 0;
+  private closed = false;
+  private exhaustionLogged = false;
+
+  constructor(private readonly options: RangeRequestsOptions) {}
+
+  /** Runs one request, or joins the one in flight. */
+  ensure(known?: KnownState): Promise<void> {
+    this.inFlight ??= this.request(known).finally(() => {
+      this.inFlight = undefined;
+    });
+    return this.inFlight;
+  }
+
+  /**
+   * Starts one background request unless one is in flight or waiting to be retried, the domain
+   * is spent, the rows went back, or this is closed.
+   */
+  inBackground(): void {
+    if (
+      this.closed ||
+      this.options.wentBack() ||
+      this.options.exhausted() ||
+      this.background !== undefined ||
+      this.cancelRetry !== undefined
+    ) {
+      return;
+    }
+    // Failures are recorded (and the retry scheduled) where every request ends.
+    this.background = this.ensure()
+      .catch(() => undefined)
+      .finally(() => {
+        this.background = undefined;
+      });
+  }
+
+  /** Stops background requests and their retries; waits for the one in flight. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.cancelRetry?.();
+    this.cancelRetry = undefined;
+    await this.background;
+  }
+
+  /** Runs one request and records how it ended (every caller joins the same one). */
+  private async request(known?: KnownState): Promise<void> {
+    const { clock, observer } = this.options;
+    const started = clock.now();
+    try {
+      await this.options.run(known);
+    } catch (error) {
+      this.failed(error);
+      throw error;
+    } finally {
+      observer?.rangeRequested(this.options.sequence, clock.now() - started);
+    }
+    this.retries = 0;
+    this.cancelRetry?.();
+    this.cancelRetry = undefined;
+    this.options.failures.recovered('range', { dc: this.options.dc });
+    this.options.onRangeInstalled?.();
+  }
+
+  private failed(error: unknown): void {
+    const { failures, dc } = this.options;
+    // The process level was told at the read that showed it (DcContext.rolledBack).
+    if (error instanceof StateRolledBackError) {
+      failures.record(error);
+      return;
+    }
+    if (error instanceof SequenceExhaustedError) {
+      failures.record(error);
+      if (!this.exhaustionLogged) {
+        this.exhaustionLogged = true;
+        this.options.log?.warn(
+          { dc, globalLast: error.globalLast },
+          'the sequence is exhausted; the IDs left in this DC are still served',
+        );
+      }
+      return;
+    }
+    failures.failed('range', error, { dc });
+    if (this.closed || this.options.wentBack() || this.cancelRetry !== undefined) return;
+    const base = RANGE_RETRY_FIRST_MS * 2 ** this.retries;
+    this.retries++;
+    const delay = Math.min(RANGE_RETRY_MAX_MS, base * (0.5 + Math.random()));
+    this.cancelRetry = this.options.clock.after(delay, () => {
+      this.cancelRetry = undefined;
+      this.inBackground();
+    });
+  }
+}

@@ -64,7 +64,8 @@ export interface ShardsContext {
   /** Counts moves, and takes the usage counted on a shard left. */
   readonly ledger: Ledger;
   readonly onRangeInstalled: () => void;
-  readonly onRolledBack: (error: StateRolledBackError | SequenceRecreatedError) => void;
+  /** Told when a read shows the rows gone back, or another incarnation's (DcAllocator). */
+  readonly forfeit: (error: StateRolledBackError | SequenceRecreatedError) => void;
   /** Whether the handle may still claim: not closing, closed or rolled back. */
   readonly isOpen: () => boolean;
   /** Whether no block came to the handle yet (accepted or refused). */
@@ -128,7 +129,7 @@ export class Shards {
 
   /**
    * The claim in flight lost a race. True when it is to go on from another shard: the claim then
-   * ends with a {@link ContentionError}, which {@link movedAfterLostRaces} takes.
+   * ends with a {@link ContentionError}, which {@link moveAfterLostRaces} takes.
    */
   lostRace(): boolean {
     this.racesHere++;
@@ -137,22 +138,28 @@ export class Shards {
     return true;
   }
 
-  /** Moves the claim that ended with `error` after {@link lostRace} said so; true if it did. */
-  async movedAfterLostRaces(error: unknown): Promise<boolean> {
+  /**
+   * The move of the claim that ended with `error` after {@link lostRace} said so; undefined (at
+   * once) if there is none. Races lost on a crowded shard are no failure.
+   */
+  moveAfterLostRaces(error: unknown): Promise<void> | undefined {
     const held = this.current;
-    // Races lost on a crowded shard are no failure: the claim goes on from another one.
-    if (held === undefined || !this.moveWanted || !(error instanceof ContentionError)) return false;
-    await this.moveShard(held, 'lost races');
-    return true;
+    if (held === undefined || !this.moveWanted || !(error instanceof ContentionError)) return;
+    return this.moveShard(held, 'lost races');
   }
 
   /**
    * The domain is spent, and so is this shard: another shard of the DC may still hold IDs (up to
-   * two DC ranges each), which the handle may take if they lie above its own. True if it moved.
+   * two DC ranges each), which the handle may take if they lie above its own. Resolves true if
+   * it moved; undefined (at once) unless `error` says the domain is spent.
    */
-  async movedFromSpent(error: unknown): Promise<boolean> {
+  moveFromSpent(error: unknown): Promise<boolean> | undefined {
     const held = this.current;
-    if (held === undefined || !(error instanceof SequenceExhaustedError)) return false;
+    if (held === undefined || !(error instanceof SequenceExhaustedError)) return;
+    return this.moveFromSpentTo(held);
+  }
+
+  private async moveFromSpentTo(held: Loaded): Promise<boolean> {
     const to = await this.shardWithIdsAbove(held);
     if (to === undefined) return false;
     this.spent.add(this.shard);
@@ -166,15 +173,18 @@ export class Shards {
    * it would otherwise wait for the partition to end on a shard it only picked at random. To a
    * shard seen to hold IDs, never back to one this claim found empty: a random pick lands on
    * empty shards as often as there are (most of them, once an alter added shards or busy ones
-   * ran dry), each costing SERIAL's tries and pauses. True if it moved.
+   * ran dry), each costing SERIAL's tries and pauses. Undefined (at once) if it does not move.
    */
-  async movedFromEmpty(error: unknown): Promise<boolean> {
+  moveFromEmpty(error: unknown): Promise<void> | undefined {
     const held = this.current;
-    if (held === undefined || !this.movesOnFor(error)) return false;
+    if (held === undefined || !this.movesOnFor(error)) return;
     this.spent.add(this.shard);
+    return this.moveFromEmptyTo(held);
+  }
+
+  private async moveFromEmptyTo(held: Loaded): Promise<void> {
     const to = await this.shardWithIdsAbove(held);
     await this.moveShard(held, 'no IDs and no SERIAL', to);
-    return true;
   }
 
   /**
@@ -287,7 +297,7 @@ export class Shards {
       clock: context.clock,
       log: context.log,
       onRangeInstalled: context.onRangeInstalled,
-      onRolledBack: context.onRolledBack,
+      onRolledBack: context.forfeit,
       observer: context.observer,
       continues: replaces,
       marks: context.marks?.(granteeName(context.dc, shard), settings.start),

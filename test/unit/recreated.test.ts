@@ -9,7 +9,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import { Admin } from '../../src/admin/admin.js';
 import { retireDcRanges } from '../../src/allocator/retire.js';
-import { SETTINGS_REFRESH_MS, type Sequence } from '../../src/allocator/sequence.js';
+import { SETTINGS_REFRESH_MS } from '../../src/allocator/held-settings.js';
+import type { Sequence } from '../../src/allocator/sequence.js';
 import { IdGen } from '../../src/allocator/id-gen.js';
 import { SequenceExistsError, SequenceRecreatedError } from '../../src/errors.js';
 import type { CreateSequenceOptions } from '../../src/settings/model.js';

@@ -5,7 +5,8 @@ import { checkSequence } from '../../src/admin/check.js';
 import { readSnapshot } from '../../src/admin/overview-reads.js';
 import { sequenceStatus } from '../../src/admin/status.js';
 import { USAGE_REPORT_MS } from '../../src/allocator/ledger.js';
-import { SETTINGS_REFRESH_MS, type Sequence } from '../../src/allocator/sequence.js';
+import { SETTINGS_REFRESH_MS } from '../../src/allocator/held-settings.js';
+import type { Sequence } from '../../src/allocator/sequence.js';
 import { MOVE_AFTER_LOST_RACES } from '../../src/allocator/shards.js';
 import {
   AbortedError,

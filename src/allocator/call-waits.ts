@@ -1,0 +1,58 @@
+/**
+ * How a handle's call waits for IDs: one deadline for the whole call however often it waits,
+ * its abort signal looked at after each await, and the observer told how long the wait took.
+ * The wait itself (deadline, signal, last failure) is call-deadline.ts's.
+ */
+
+import { AbortedError } from '../errors.js';
+import type { CallOptions } from './call-deadline.js';
+import type { Clock } from './clock.js';
+import type { AllocatorObserver } from './observer.js';
+
+export interface CallDeadline {
+  readonly timeoutMs: number;
+  /** `clock.now()` at which the call gives up. */
+  readonly deadline: number;
+}
+
+/** The call's timeout (its own, else `defaultMs`) and its deadline on `clock`. */
+export function deadlineOf(
+  options: CallOptions | undefined,
+  defaultMs: number,
+  clock: Clock,
+): CallDeadline {
+  // Checked by checkCallOptions when the call began.
+  const timeoutMs = options?.timeoutMs ?? defaultMs;
+  return { timeoutMs, deadline: clock.now() + timeoutMs };
+}
+
+/**
+ * Runs the waiting part of a call of sequence `name` and tells `observer` how long it took and
+ * how it ended; without an observer, only runs it.
+ */
+export async function timedWait<R>(
+  observer: AllocatorObserver | undefined,
+  clock: Clock,
+  name: string,
+  wait: () => Promise<R>,
+): Promise<R> {
+  if (observer === undefined) return wait();
+  const started = clock.now();
+  let failure: unknown;
+  try {
+    return await wait();
+  } catch (error) {
+    failure = error;
+    throw error;
+  } finally {
+    observer.waited(name, clock.now() - started, failure);
+  }
+}
+
+/**
+ * @throws {AbortedError} for sequence `name` once `signal` fired: checked before a call waits or
+ * takes IDs, and again after each of its awaits.
+ */
+export function throwIfAborted(name: string, signal: AbortSignal | undefined): void {
+  if (signal?.aborted === true) throw new AbortedError(name, { cause: signal.reason });
+}

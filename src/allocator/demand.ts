@@ -1,0 +1,121 @@
+/**
+ * What a handle asks of its next block: the calls waiting for it, the process's draw rate, and
+ * how long claims take, turned into a block size by {@link blockSizeFor} (sizing.ts).
+ */
+
+import type { SequenceSettings } from '../store/port.js';
+import type { Clock } from './clock.js';
+import { Rate, blockSizeFor } from './sizing.js';
+
+/**
+ * IDs a waiting call lacks: a take()'s run (`contiguous`, from one block) or a nextIds()'s rest.
+ * Each wait adds its own object, so equal counts stay apart.
+ */
+export interface Want {
+  readonly count: number;
+  readonly contiguous: boolean;
+}
+
+export class Demand {
+  /** Calls waiting for the refill in flight: while there are any, it keeps retrying. */
+  waiters = 0;
+  /** IDs of every block that came (refused ones too); minus those held, the IDs used so far. */
+  acceptedIds = 0;
+  lastBlockSize = 0;
+  /** The runs waiting take() calls want, each from one block: the next block holds the longest. */
+  private readonly runsWanted = new Set<Want>();
+  /**
+   * The IDs each waiting nextIds() call still lacks. They need not come from one block, so they
+   * size the next block (one claim serves a large call, not a queue of small ones) but set no
+   * least size for it: a block that must hold them all could take a DC's whole range.
+   */
+  private readonly drawsWanted = new Set<Want>();
+  /** Sampled when a claim starts: sizes adaptive blocks. */
+  private readonly drawRate = new Rate();
+  /**
+   * Time the callers spent waiting with no ID held, which the draw rate leaves out: a loop that
+   * spends a block at once and then waits for the next has the rate of its draws, not of the
+   * claims that let them through. `starvedSince`: since when callers wait now, if they do.
+   */
+  private starvedMs = 0;
+  private starvedSince: number | undefined;
+  /** How long claims took, ms, smoothed as rates are (sizing.ts); undefined before the first. */
+  private claimMs: number | undefined;
+
+  constructor(
+    private readonly clock: Clock,
+    /** IDs the handle holds. */
+    private readonly held: () => number,
+  ) {}
+
+  /** This process's draw rate in IDs/s, as last sampled. */
+  get rate(): number | undefined {
+    return this.drawRate.perSecond;
+  }
+
+  /** A call waits for the refill, lacking `want` if given; the returned function ends the wait. */
+  wait(want: Want | undefined): () => void {
+    this.waiters++;
+    const wanted = want?.contiguous === true ? this.runsWanted : this.drawsWanted;
+    if (want !== undefined) wanted.add(want);
+    return () => {
+      this.waiters--;
+      if (want !== undefined) wanted.delete(want);
+    };
+  }
+
+  /** A call found no ID held: the draw rate's clock stops until a block comes. */
+  starving(): void {
+    this.starvedSince ??= this.clock.now();
+  }
+
+  /** A block of `size` IDs came; the draw rate's clock goes on. */
+  blockCame(size: number): void {
+    if (this.starvedSince !== undefined) {
+      this.starvedMs += this.clock.now() - this.starvedSince;
+      this.starvedSince = undefined;
+    }
+    this.acceptedIds += size;
+    this.lastBlockSize = size;
+  }
+
+  /** A claim starts at `started`: the draw rate is sampled on a clock that stops while starved. */
+  claimStarts(started: number): void {
+    const starved =
+      this.starvedMs + (this.starvedSince === undefined ? 0 : started - this.starvedSince);
+    this.drawRate.sample(this.acceptedIds - this.held(), started - starved);
+  }
+
+  /** A claim brought its block after `ms`; smoothed as {@link Rate} smooths rates. */
+  claimTook(ms: number): void {
+    this.claimMs = this.claimMs === undefined ? ms : (ms + this.claimMs) / 2;
+  }
+
+  /**
+   * How large a block the calls waiting now need: the longest run a take() waits for, and one ID
+   * for every other waiting call beyond the IDs held. `draws`: a waiting nextIds() wants all the
+   * IDs it lacks, not one (for the size asked, not for the least size; see drawsWanted).
+   */
+  idsWanted({ draws = false } = {}): number {
+    let longest = 0;
+    for (const run of this.runsWanted) longest = Math.max(longest, run.count);
+    let single = this.waiters - this.runsWanted.size;
+    if (draws) for (const draw of this.drawsWanted) single += draw.count - 1;
+    return Math.max(longest, single - this.held());
+  }
+
+  /** The block size to ask for now. */
+  blockSize(settings: SequenceSettings, dcRate: number | undefined, lostRaces: number): number {
+    return blockSizeFor({
+      rate: this.drawRate.perSecond,
+      claimIntervalMs: settings.claimIntervalMs,
+      waiting: this.idsWanted({ draws: true }),
+      min: settings.blockSize,
+      max: settings.maxBlockSize,
+      dcRate,
+      claimMs: this.claimMs,
+      threshold: settings.threshold,
+      lostRaces,
+    });
+  }
+}

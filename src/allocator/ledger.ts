@@ -154,6 +154,12 @@ export class Ledger {
       });
   }
 
+  /** {@link drawn}, then {@link settleDelivery}: a run taken for the service. */
+  drawnUntil(count: number, delivered: Promise<boolean>): void {
+    this.drawn(count);
+    this.settleDelivery(count, delivered);
+  }
+
   /** A frozen snapshot of both levels: counts added up, and the latest failure of either. */
   stats(buffer: BufferCounts, dc: DcLevel | undefined): SequenceStats {
     const dcCounters = dc?.counters;

@@ -44,11 +44,7 @@ export interface SequenceContext<T extends number | bigint> {
   readonly callTimeoutMs: number;
   /** Told of waits, claim and range-request durations, and failures (metrics). @default none */
   readonly observer?: AllocatorObserver | undefined;
-  /**
-   * The process's rollback marks of a grantee's rows, shared by its handles of the sequence, so
-   * that a handle opened after another saw the rows sees what that one saw (watermarks.ts).
-   * @default marks of each DC allocator's own
-   */
+  /** The process's rollback marks of a grantee's rows, shared by its handles (watermarks.ts). */
   readonly marks?: ((grantee: string, start: bigint) => RowMarks) | undefined;
 }
 
@@ -235,9 +231,8 @@ export class Sequence<T extends number | bigint> {
    *   signal fired, the domain ran out) hands them to nobody, then or later: they are counted as
    *   wasted (`waste.undelivered`), not issued. While the call runs they are neither.
    * - With `delivered`, the IDs of a call that succeeds stay neither issued nor wasted until it
-   *   settles: issued if it resolves true (the response reached its caller's connection),
-   *   `waste.undelivered` if false or rejected. The service decides once the response is
-   *   written or abandoned, so that `issued` still only grows; the promise must settle.
+   *   settles: issued if true (the response reached its caller), else `waste.undelivered`, so
+   *   that `issued` only grows; the promise must settle.
    * @throws everything {@link Sequence.next} throws.
    */
   async nextIds(count: number, options?: CallOptions, delivered?: Promise<boolean>): Promise<T[]> {
@@ -247,8 +242,7 @@ export class Sequence<T extends number | bigint> {
     const signal = options?.signal;
     const call = this.callOf(options);
     const buffer = this.buffer;
-    // A spent (or no) current block makes way for the preloaded one, so that a block claimed
-    // now has a place to go.
+    // A spent (or no) current block makes way for the preloaded one: a block claimed now goes there.
     if ((buffer.current?.remaining ?? 0) === 0) buffer.switchToPreloaded();
     if (buffer.remaining < count && buffer.preloaded === undefined) {
       // Once: the block claimed is accepted as the preloaded one, above the IDs held, which are
@@ -368,15 +362,9 @@ export class Sequence<T extends number | bigint> {
 
   /** A frozen snapshot of this handle's counters, process and DC level merged; see {@link SequenceStats}. */
   stats(): SequenceStats {
-    return this.ledger.stats(
-      {
-        taken: this.buffer.taken,
-        remaining: this.buffer.remaining,
-        blockSize: this.demand.lastBlockSize,
-        drawRate: this.demand.rate,
-      },
-      this.loaded?.allocator,
-    );
+    const { taken, remaining } = this.buffer;
+    const { lastBlockSize: blockSize, rate: drawRate } = this.demand;
+    return this.ledger.stats({ taken, remaining, blockSize, drawRate }, this.loaded?.allocator);
   }
 
   /**
@@ -429,10 +417,7 @@ export class Sequence<T extends number | bigint> {
     count: number,
     delivered: Promise<boolean> | undefined,
   ): IdRange<T> | undefined {
-    if (run !== undefined && delivered !== undefined) {
-      this.ledger.drawn(count);
-      this.ledger.settleDelivery(count, delivered);
-    }
+    if (run !== undefined && delivered !== undefined) this.ledger.drawnUntil(count, delivered);
     return run;
   }
 
@@ -523,7 +508,7 @@ export class Sequence<T extends number | bigint> {
     if (rereading === undefined) return;
     const settings = await rereading;
     if (settings === undefined) return;
-    // The shard may have moved during the read: the settings go to the allocator in use now.
+    // To the allocator in use now: the shard may have moved during the read.
     this.shards.updateSettings(settings);
     this.threshold = settings.threshold;
   }
@@ -538,10 +523,7 @@ export class Sequence<T extends number | bigint> {
     return deadlineOf(options, this.callTimeoutMs, this.clock);
   }
 
-  /**
-   * Waits for the refill in flight (starting one if needed) until the call's deadline
-   * (call-deadline.ts); the refill carries on either way, and retries while anyone waits.
-   */
+  /** Waits for the refill in flight (or starts one) until the call's deadline; it carries on. */
   private async waitForRefill(
     call: CallDeadline,
     signal: AbortSignal | undefined,
@@ -596,8 +578,10 @@ export class Sequence<T extends number | bigint> {
     // Loaded by now if it ever will be: its background range requests stop here.
     await this.loaded?.allocator.close();
     try {
-      if (this.lifecycle.rolledBack === undefined) await this.returnUnused();
-      else {
+      if (this.lifecycle.rolledBack === undefined) {
+        const wentBack = () => this.lifecycle.rolledBack !== undefined;
+        await this.shards.giveBack(this.buffer.remaining, this.buffer.unusedRun(), wentBack);
+      } else {
         // Found gone back while closing, after the blocks were set aside: dropped, not given back.
         this.ledger.wasted('dropped', this.buffer.remaining);
       }
@@ -606,32 +590,5 @@ export class Sequence<T extends number | bigint> {
       this.buffer.clear();
       this.lifecycle.to('closed');
     }
-  }
-
-  private async returnUnused(): Promise<void> {
-    const allocator = this.loaded?.allocator;
-    const held = this.buffer.remaining;
-    const run = this.buffer.unusedRun();
-    if (allocator === undefined || run === undefined) return;
-    let returned = 0n;
-    try {
-      returned = await allocator.returnBlock(run.first, run.last);
-    } catch (error) {
-      // Rows found gone back: the allocator told forfeit(), which logged it.
-      if (error instanceof StateRolledBackError) this.ledger.failures.record(error);
-      else this.ledger.failures.failed('return', error, { dc: this.grantee });
-    }
-    // Held when the rows were found gone back: dropped, as by a claim that found it.
-    const cause = this.lifecycle.rolledBack !== undefined ? 'dropped' : 'notReturned';
-    this.ledger.wasted(cause, held - Number(returned));
-    this.log?.debug(
-      {
-        dc: this.grantee,
-        first: String(run.first),
-        last: String(run.last),
-        returned: String(returned),
-      },
-      'closed',
-    );
   }
 }

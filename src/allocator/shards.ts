@@ -19,8 +19,8 @@ import {
   ContentionError,
   SequenceExhaustedError,
   SerialUnavailableError,
+  StateRolledBackError,
   type SequenceRecreatedError,
-  type StateRolledBackError,
 } from '../errors.js';
 import { mutated } from '../mutations.js';
 import { granteeName } from '../names.js';
@@ -185,6 +185,32 @@ export class Shards {
   private async moveFromEmptyTo(held: Loaded): Promise<void> {
     const to = await this.shardWithIdsAbove(held);
     await this.moveShard(held, 'no IDs and no SERIAL', to);
+  }
+
+  /**
+   * Gives the handle's unused `run` (of the `held` IDs) back to its shard at close, if nobody
+   * claimed after it (docs/design.md, "Returning a block"); what does not go back is wasted, as
+   * `dropped` if the rows were found gone back meanwhile (`wentBack`), else `notReturned`.
+   */
+  async giveBack(
+    held: number,
+    run: { first: bigint; last: bigint } | undefined,
+    wentBack: () => boolean,
+  ): Promise<void> {
+    const allocator = this.current?.allocator;
+    if (allocator === undefined || run === undefined) return;
+    const { ledger, log } = this.context;
+    let returned = 0n;
+    try {
+      returned = await allocator.returnBlock(run.first, run.last);
+    } catch (error) {
+      // Rows found gone back: the allocator told forfeit(), which logged it.
+      if (error instanceof StateRolledBackError) ledger.failures.record(error);
+      else ledger.failures.failed('return', error, { dc: this.grantee });
+    }
+    ledger.wasted(wentBack() ? 'dropped' : 'notReturned', held - Number(returned));
+    const fields = { first: String(run.first), last: String(run.last), returned: String(returned) };
+    log?.debug({ dc: this.grantee, ...fields }, 'closed');
   }
 
   /**

@@ -51,7 +51,7 @@ export type Mutation =
   | 'partial-next-ids'
   /**
    * A claim that holds several writes of unknown fate takes the first of them as committed once
-   * any one is seen committed (dc-allocator.ts, claimRounds): the block of a write never
+   * any one is seen committed (dc-claims.ts, takeCommitted): the block of a write never
    * committed, which another process may have claimed since.
    */
   | 'committed-any'

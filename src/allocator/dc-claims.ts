@@ -1,9 +1,7 @@
 /**
- * The LOCAL_SERIAL level of one sequence in one DC: everything written to the DC state, a
- * partition only this DC's LOCAL_SERIAL rounds reach (docs/design.md, "Claiming a process block",
- * "Installing a grant"). {@link DcClaims} claims process blocks, installs grants the SERIAL level
- * (dc-grants.ts) confirmed, and gives blocks back. The DC state's transitions and invariants are
- * in dc-state.ts; this file runs them.
+ * The LOCAL_SERIAL level of one sequence in one DC: claims process blocks, installs grants the
+ * SERIAL level (dc-grants.ts) confirmed, gives blocks back (docs/design.md, "Claiming a process
+ * block", "Installing a grant"). The transitions and invariants are dc-state.ts's.
  */
 
 import { randomUUID } from 'node:crypto';
@@ -32,10 +30,7 @@ export interface ClaimedBlock {
   readonly last: bigint;
   /** Size of the DC range the block was cut from. */
   readonly rangeSize: bigint;
-  /**
-   * The DC has no preloaded range and `threshold` of its reserved range is claimed: the caller
-   * should start a background range request.
-   */
+  /** No preloaded range and `threshold` of the reserved one claimed: request a range. */
   readonly rangeLow: boolean;
 }
 
@@ -47,15 +42,11 @@ export interface ClaimOptions {
    */
   readonly keepTrying?: (() => boolean) | undefined;
   /**
-   * The block size to ask for, asked before each attempt (sizing.ts); clamped to the stored
-   * `[blockSize, maxBlockSize]`, to an eighth of the range it is cut from (see
-   * {@link spreadOver}), and to what that range has left. @default `blockSize`
+   * The block size to ask for, per attempt; clamped to `[blockSize, maxBlockSize]`, by
+   * {@link spreadOver}, and to what the range has left. @default `blockSize`
    */
   readonly size?: (() => number) | undefined;
-  /**
-   * IDs the calls waiting right now need from this one block (a run for `take(n)`): the eighth
-   * of a range never cuts the block below it. @default 0
-   */
+  /** IDs the waiting calls need from this one block; {@link spreadOver} never cuts below it. @default 0 */
   readonly need?: (() => number) | undefined;
 }
 
@@ -65,11 +56,10 @@ export interface BlockAsk {
   readonly floor: bigint;
 }
 
-/** A claim write computed from a state: the state it proposes, and the block it claims. */
 type Claim = NonNullable<ReturnType<typeof claim>>;
 
-/** How one claim is going: attempts (SERIAL failures not counted), and what its bounds count. */
 interface ClaimTally {
+  /** SERIAL failures not counted. */
   attempts: number;
   /** Writes in a row whose outcome stayed unknown. */
   unknowns: number;
@@ -80,10 +70,7 @@ interface ClaimTally {
 
 /** The LOCAL_SERIAL operations of one sequence in one DC (or shard), for one process. */
 export class DcClaims {
-  /**
-   * A grant shown at SERIAL (ours, or read there) that may not be installed yet: block claims
-   * install it in the same write while the install of the range request still races them.
-   */
+  /** A grant shown at SERIAL, maybe not installed yet: block claims install it in their write. */
   private confirmed: Grant | undefined;
   private latestAsk = 0n;
 
@@ -95,7 +82,7 @@ export class DcClaims {
     private readonly needRange: (known: KnownState) => Promise<void>,
   ) {}
 
-  /** The size of this process's latest block request: a grant holds several such blocks. */
+  /** The size of this process's latest block request (a grant holds several). */
   get blockAsk(): bigint {
     return this.latestAsk;
   }
@@ -120,9 +107,8 @@ export class DcClaims {
 
   /** See DcAllocator.claimBlock. */
   async claimBlock(options: ClaimOptions): Promise<ClaimedBlock> {
-    // This claim's writes whose outcome stayed unknown with the state unmoved when read back, by
-    // op: a later round may commit one, and its block is then ours and nobody else's
-    // (docs/design.md, "Claiming a process block").
+    // Unknown-outcome writes, by op, whose state had not moved when read back: a later round may
+    // commit one, and its block is then ours alone (docs/design.md, "Claiming a process block").
     const unresolved = new Map<string, Claim>();
     let version: number | undefined;
     try {
@@ -141,10 +127,9 @@ export class DcClaims {
   }
 
   /**
-   * The attempts of one claim, until a write is shown to be ours. The first attempt writes on a
-   * state read; every later one on the state the last write's round or re-read found, with no
-   * read. Every await of a claim sits in this loop, not in a helper: an async layer more would
-   * send each store call later against the process's other work.
+   * The attempts of one claim, until a write is shown ours; after the first, each writes on the
+   * state the last write found, with no read. Every await stays in this loop: each extra async
+   * layer delays the store calls behind the process's other work.
    */
   private async claimRounds(
     options: ClaimOptions,
@@ -170,8 +155,8 @@ export class DcClaims {
       let state = found;
       let claimed = state === undefined ? undefined : this.claimFrom(state, ask, op);
       if (state === undefined) {
-        // The first attempt: the plain-read guess, or the opening claim where it shows no state;
-        // anything else is decided on a read at LOCAL_SERIAL.
+        // First attempt: the plain-read guess, or the opening claim if it shows no state; else a
+        // read at LOCAL_SERIAL.
         const guess = await this.row.guess();
         if (guess === NO_STATE) {
           // state stays undefined: the write is the first one, `IF NOT EXISTS`.
@@ -207,8 +192,7 @@ export class DcClaims {
       const ours = this.takeCommitted(unresolved);
       if (ours !== undefined) return this.confirmClaim(ours);
       this.countFailedWrite(last, tally);
-      // Backing off after a timeout too: retrying at once only adds a proposer to the round
-      // that timed out, which on Paxos v1 prolongs the contention.
+      // Back off after a timeout too: retrying at once adds a proposer to the contended round.
       await this.ctx.backoff(tally.attempts);
     }
   }
@@ -224,9 +208,9 @@ export class DcClaims {
   }
 
   /**
-   * How long a claim waits before it asks for a range again after `error`: a SERIAL failure is
-   * retried up to {@link SERIAL_ATTEMPTS} times, and is not a lost race.
-   * @throws the range request's failure as the claim reports it, if it is not retried.
+   * The wait before asking for a range again: a SERIAL failure is retried up to
+   * {@link SERIAL_ATTEMPTS} times, and is not a lost race.
+   * @throws the range request's failure otherwise.
    */
   private serialRetryDelay(error: unknown, state: DcState | undefined, tally: ClaimTally): number {
     const serial = error instanceof StoreUnavailableError && error.level === 'serial';
@@ -236,7 +220,7 @@ export class DcClaims {
     return SERIAL_RETRY_MS * tally.serialFailures * (0.5 + Math.random());
   }
 
-  /** A range came: the claim claims from it. One after the claim's first: others drained it. */
+  /** A range after the claim's first one means others drained it: a lost race. */
   private rangeCame(tally: ClaimTally): void {
     if (++tally.rangeWaits > 1 && !tally.keepTrying()) {
       throw new ContentionError(this.ctx.sequence, 'claim a block', tally.attempts);
@@ -244,9 +228,8 @@ export class DcClaims {
   }
 
   /**
-   * Accounts for a claim write whose outcome stayed unknown after the re-read. If the state moved
-   * past the one it was computed from, it may have been applied and overwritten: its block is a
-   * gap. If not, it is held in `unresolved` in case a later round commits it.
+   * A write whose outcome stayed unknown after the re-read: if the state moved, it may have been
+   * applied and overwritten, so its block is a gap; else held in case a later round commits it.
    */
   private holdUnknown(
     last: CasResult<DcState>,
@@ -265,9 +248,8 @@ export class DcClaims {
   }
 
   /**
-   * The claim of one of this claim's unresolved writes that a state seen since showed committed,
-   * taken out of the sets. Checked after each write: the next write is conditional on the state
-   * the last one found, so a commit seen in between (by the install) makes it rejected.
+   * An unresolved write of this claim that a state seen since showed committed. Checked after
+   * each write: a commit seen in between (by the install) makes the next write rejected.
    */
   private takeCommitted(unresolved: Map<string, Claim>): Claim | undefined {
     const entries = [...unresolved];
@@ -283,9 +265,8 @@ export class DcClaims {
   }
 
   /**
-   * Counts a claim write that was not ours toward its bound: a write shown lost is a lost race
-   * however it was reported (on Paxos v1 most timeouts under contention are), and asks
-   * `keepTrying`; only one whose fate stays unknown counts toward {@link MAX_CAS_ATTEMPTS}.
+   * A write shown lost is a lost race however reported, and asks `keepTrying`; only one whose
+   * fate stays unknown counts toward {@link MAX_CAS_ATTEMPTS}.
    */
   private countFailedWrite(last: CasResult<DcState>, tally: ClaimTally): void {
     if (last.reported === 'rejected' || last.verdict === 'lost') {
@@ -298,7 +279,6 @@ export class DcClaims {
     }
   }
 
-  /** A claim write shown to be ours: counted, marked, and handed to the process level. */
   private confirmClaim({ next, block }: Claim): {
     readonly block: ClaimedBlock;
     readonly version: number;
@@ -317,17 +297,12 @@ export class DcClaims {
     };
   }
 
-  /**
-   * The claim transition on `state`, installing {@link confirmed} in the same write when the
-   * state is ready for it (dc-state.ts, `installAndClaim`).
-   */
+  /** The claim on `state`, installing {@link confirmed} in the same write when it can. */
   private claimFrom(state: DcState, ask: BlockAsk, op: string): Claim | undefined {
     const grant = this.confirmed;
     if (grant !== undefined && state.installedGrant >= grant.number) this.confirmed = undefined;
     const installs =
       grant !== undefined && state.installedGrant === grant.number - 1 && !hasPreloaded(state);
-    // The block comes from the reserved range while it lasts, else from the preloaded range, or
-    // from the grant this write installs as the preloaded one.
     const [low, high] =
       state.lastInteger < state.reservedMax
         ? [state.reservedMin, state.reservedMax]
@@ -354,11 +329,9 @@ export class DcClaims {
   }
 
   /**
-   * The opening claim, for a DC (or shard) with no state whose grant 1 a plain read shows: one
-   * `INSERT … IF NOT EXISTS` installs grant 1 and claims a block, so a fleet that starts at once
-   * sends one write each. Safe because the insert applies only where no state exists, as the
-   * install's would (docs/design.md, "A DC's first range, granted at creation"). Undefined if the
-   * read shows no grant 1.
+   * With no state and grant 1 shown by a plain read, one `INSERT … IF NOT EXISTS` installs grant 1
+   * and claims a block; safe because it applies only where no state exists (docs/design.md, "A
+   * DC's first range, granted at creation"). Undefined without grant 1.
    */
   private async openingClaim(ask: BlockAsk, op: string): Promise<Claim | undefined> {
     const first = await this.grants.firstGrantLocally();
@@ -368,9 +341,8 @@ export class DcClaims {
   }
 
   /**
-   * Installs `grant`, confirmed at SERIAL, in the DC state, starting from `known` (possibly
-   * stale). Until it is installed, this process's claims carry it too (claimFrom), so it lands
-   * with whichever write wins first.
+   * Installs `grant`, confirmed at SERIAL, from `known` (possibly stale). This process's claims
+   * carry it too until then, so it lands with whichever write wins first.
    */
   async install(grant: Grant, known: DcState | undefined): Promise<void> {
     this.confirmed = grant;
@@ -386,8 +358,7 @@ export class DcClaims {
       }
       last = await this.row.write(state, next);
       if (isOurs(last.verdict)) return;
-      // No backoff: an install loses races to block claims, which are progress, not a crowd of
-      // installers; backing off would let the claims drain the reserved range meanwhile.
+      // No backoff: it loses to block claims (progress), which would drain the range meanwhile.
       state = await this.row.read();
     }
   }
@@ -411,11 +382,9 @@ export class DcClaims {
 }
 
 /**
- * The block to cut from a range of `rangeSize` IDs: `ask.size`, but at most an eighth of the
- * range ({@link GRANT_BLOCKS}), and never below `ask.floor` (nor above `ask.size`). Otherwise a
- * process whose rate asks for a block as large as the DC's range would take it in one claim, and
- * every other process of the DC would wait for a grant at SERIAL. The next grant is sized from the
- * full ask (grantSizeFor), so blocks reach the asked size from the next range on.
+ * The block to cut from a range of `rangeSize` IDs: `ask.size`, at most 1/{@link GRANT_BLOCKS}
+ * of the range, never below `ask.floor`, so one fast process cannot take a whole range and make
+ * the DC's others wait on SERIAL. The next grant is sized from the full ask.
  */
 export function spreadOver(rangeSize: bigint, ask: BlockAsk): bigint {
   const cap = rangeSize / GRANT_BLOCKS;

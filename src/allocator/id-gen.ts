@@ -94,21 +94,16 @@ export const ID_GEN_DEFAULTS = Object.freeze({ callTimeoutMs: 10_000 });
 export interface IdGenStats {
   readonly dc: string;
   /**
-   * One entry per sequence opened: the handle {@link IdGen.sequence} returns now (one closed by its
-   * own close() stays until a new handle of the sequence replaces it). Its counters include those
-   * of the handles of the same name and type it replaced, so that none goes back when a handle
-   * is replaced; rates, block sizes and `lastError` are the current handle's (`lastError` a
-   * replaced one's while it has none).
+   * One entry per sequence opened: the handle {@link IdGen.sequence} returns now. Its counters
+   * include those of the handles it replaced, so none goes back; rates, block sizes and
+   * `lastError` are the current handle's.
    */
   readonly sequences: readonly {
     readonly name: string;
     readonly bigint: boolean;
     readonly stats: SequenceStats;
   }[];
-  /**
-   * The counters of `sequences`, summed (rates and block sizes are per handle and left out;
-   * `waste` is summed cause by cause): replaced handles included, as in `sequences`.
-   */
+  /** The counters of `sequences`, summed (`waste` cause by cause); rates and sizes left out. */
   readonly totals: Readonly<
     Omit<SequenceStats, 'lastError' | 'blockSize' | 'drawRate' | 'dcRate' | 'waste'> & {
       readonly waste: SequenceStats['waste'];
@@ -215,25 +210,15 @@ export class IdGen {
   readonly #clock: Clock | undefined;
   readonly #callTimeoutMs: number;
   readonly #sequences = new Map<string, Sequence<number> | Sequence<bigint>>();
-  /**
-   * Handles replaced while still closing: close() waits for them before closing the store, and
-   * stats() counts them with the handle that replaced them until they are closed.
-   */
+  /** Replaced while still closing: close() waits for them; stats() counts them until closed. */
   readonly #replaced = new Set<Sequence<number> | Sequence<bigint>>();
-  /**
-   * The final counters of the closed handles each handle (by key, see sequence()) replaced,
-   * summed: stats() adds them to that handle's, so that no counter goes back.
-   */
+  /** Final counters of the closed handles each key's handle replaced, so no counter goes back. */
   readonly #formerCounts = new Map<string, FormerCounts>();
-  /**
-   * What stats() said once close() had closed every handle: the IDs close() could not give back
-   * (`waste.notReturned`) are counted only then, so the final counters must outlive the handles.
-   */
+  /** Kept after close(): `waste.notReturned` is only known once every handle closed. */
   #finalStats: IdGenStats | undefined;
   /**
-   * The rollback marks of each sequence's grantees, as every handle of this process saw them: a
-   * handle opened after another (or beside it, number and bigint) checks its reads against what
-   * the other saw, so lost writes that one saw stop the next one too.
+   * Rollback marks per sequence and grantee, shared by every handle of this process, so that
+   * lost writes one handle saw stop the next one too.
    */
   readonly #marks = new Map<string, RowMarks>();
   readonly #monitor: IdGenMonitor | undefined;
@@ -295,7 +280,7 @@ export class IdGen {
       return existing;
     }
     if (existing?.state === 'closing') {
-      // Its give-back still needs the store, and its counts still move: folded once closed.
+      // Its give-back still needs the store and its counts still move: folded once closed.
       this.#replaced.add(existing);
       void existing.close().finally(() => {
         if (this.#replaced.delete(existing)) this.#fold(key, existing);
@@ -336,10 +321,9 @@ export class IdGen {
    * @returns the settings stored (with `ifNotExists`, those of the existing sequence).
    * @throws {InvalidNameError} for a bad name; {@link InvalidOptionError} for a bad option.
    * @throws {SequenceExistsError} if it exists and `ifNotExists` is not set, or is set and the
-   * existing sequence's `domain`, `min`, `max` or `start` differs from one given; nothing is
-   * changed, unless its `createdBy` is `unknown`: its settings were last written by an alter
-   * (or an older release), and this create may have been applied before it (a create can be
-   * applied and still be reported rejected or timed out).
+   * existing `domain`, `min`, `max` or `start` differs from one given; nothing is changed. Its
+   * `createdBy` is `unknown` when an alter rewrote the settings since, so this create, though
+   * reported failed, may have been applied first.
    * @throws {StoreUnavailableError} if some DC cannot be reached.
    */
   async createSequence(
@@ -360,17 +344,14 @@ export class IdGen {
     readonly settings: SequenceSettings;
     readonly firstGrants: readonly FirstGrant[];
     /**
-     * True when this create made the sequence; false when another create did (`ifNotExists`),
-     * undefined when that cannot be told (its settings were last written by an alter, which may
-     * have followed this create: `SequenceExistsError.createdBy`). Unless true, `settings` are
-     * the stored ones.
+     * True when this create made the sequence, false when another did, undefined when an alter
+     * rewrote the settings since (`SequenceExistsError.createdBy`).
      */
     readonly created: boolean | undefined;
   }> {
     this.#assertOpen();
     const settings = resolveSequenceSettings(name, options);
-    // A list given is checked (and refused if bad) before any read, then against the keyspace's
-    // replication; none given: the keyspace's DCs.
+    // A list given is refused if bad before any read, then checked against the replication.
     const given = options.firstRanges;
     const firstGrants = resolveFirstGrants(
       settings,
@@ -387,9 +368,7 @@ export class IdGen {
       firstGrants,
       this.dc,
     );
-    // createSettings returns the settings given when this create wrote them, and the stored ones
-    // of an existing sequence (ifNotExists), whose first ranges, if any, are not shown to be
-    // this create's.
+    // An existing sequence's first ranges are not shown as this create's.
     if (creator !== 'this') {
       const differences = idSpaceDifferences(options, settings, stored);
       if (differences.length > 0) throw new SequenceExistsError(name, this.keyspace, differences);
@@ -423,16 +402,13 @@ export class IdGen {
   }
 
   /**
-   * Retires the ranges this process's DC holds for sequence `name`, after its rows went back
-   * (acknowledged writes lost, a DC restored from backups or rebuilt from another DC:
-   * docs/operations.md, "When rows went back"). Each state partition of the DC (one per shard) is
-   * set to the DC's latest grant, read at SERIAL, spent to its end; the DC's next claim then asks
-   * SERIAL for a new grant, above every ID any DC was granted. The IDs the DC still held become a
-   * gap. Stop the sequence's processes in this DC first: a process still running holds blocks from
-   * the old state. Safe to repeat: a partition already spent at its latest grant keeps its ranges
-   * (it is written again as it was, so that no write left in flight reopens it). Each result's
-   * `outcome` says whose write left its partition spent, as far as the rows show (this retire's,
-   * another writer's, or unknown).
+   * Retires the ranges this process's DC holds for sequence `name` after its rows went back
+   * (docs/operations.md, "When rows went back"): each state partition of the DC is set to the
+   * DC's latest grant (read at SERIAL), spent to its end, so the next claim asks for a grant above
+   * every ID granted. The IDs the DC still held become a gap. Stop the sequence's processes in
+   * this DC first: a running process holds blocks from the old state. Safe to repeat. Each
+   * result's `outcome` says whose write left its partition spent (this retire's, another's, or
+   * unknown).
    * @example
    * ```ts
    * for (const s of await ids.retireDcRanges('orders')) console.log(s.grantee, s.outcome, s.gap);
@@ -518,8 +494,7 @@ export class IdGen {
   /**
    * Closes every handle (returning unused IDs where possible), stops the runway polls of
    * `metrics` (the metrics stay registered, with their last values), then closes the store.
-   * Idempotent;
-   * later calls on this object throw {@link ClosedError}.
+   * Idempotent; later calls on this object throw {@link ClosedError}.
    * @example
    * ```ts
    * process.on('SIGTERM', () => void ids.close());

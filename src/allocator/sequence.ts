@@ -169,10 +169,9 @@ export class Sequence<T extends number | bigint> {
 
   /**
    * The next ID. Resolves at once while this process holds IDs; otherwise waits for the one
-   * refill in flight (loading the settings first on the first call). A refill that fails for a
-   * reason that passes (a replica paused, lost races, SERIAL unreachable) is retried; the call
-   * waits up to its deadline (one deadline for the whole call), then rejects with the refill's
-   * last error, or {@link DeadlineError} if that was only lost races.
+   * refill in flight. A refill that fails for a passing reason (a replica paused, lost races,
+   * SERIAL unreachable) is retried until the call's one deadline, then the call rejects with the
+   * refill's last error, or {@link DeadlineError} if that was only lost races.
    * @example
    * ```ts
    * const id = await ids.sequence('orders').next();
@@ -180,10 +179,9 @@ export class Sequence<T extends number | bigint> {
    * ```
    * @throws {ClosedError} after `close()`.
    * @throws {InvalidOptionError} for an unknown key, a `timeoutMs` below 0 or a `signal` that is
-   * no AbortSignal, on every call that passes them (call-deadline.ts, `checkCallOptions`).
+   * no AbortSignal.
    * @throws {DeadlineError} if no ID came within the deadline and no refill failed; its `cause`
-   * is a {@link ContentionError} if the claim kept losing races (they are retried until then,
-   * never thrown by themselves).
+   * is a {@link ContentionError} if the claim kept losing races.
    * @throws {AbortedError} if `signal` fired first.
    * @throws {SequenceNotFoundError} if the sequence does not exist.
    * @throws {DomainNeedsBigIntError} if IDs may exceed 2^53-1 and the handle is number-typed.
@@ -196,8 +194,7 @@ export class Sequence<T extends number | bigint> {
     if (options !== undefined) checkCallOptions(options);
     const id = this.tryNext();
     if (id !== undefined) {
-      // `await next()` of an ID held resumes its caller as a microtask: a caller looping on it
-      // would starve all I/O (this handle's preload included) until the block is spent.
+      // Resuming as a microtask, a caller looping on next() would starve all I/O (the preload too).
       if (++this.servedSinceYield >= YIELD_EVERY_IDS) {
         this.servedSinceYield = 0;
         await this.clock.yieldToIo();
@@ -216,23 +213,14 @@ export class Sequence<T extends number | bigint> {
   }
 
   /**
-   * @internal The HTTP service's draw of `count` IDs, strictly increasing, not necessarily
-   * contiguous, under one deadline for the whole call (`count` is only asserted: the service's
-   * schema bounds it first).
-   *
-   * Its caller gets either all of them or an error, so a call that fails costs what it took:
-   * - `signal` is looked at before each ID, so a caller that is gone takes no more (next() hands
-   *   out an ID held whatever the signal).
-   * - When the process holds fewer than `count` IDs and its next block is not here yet, the call
-   *   waits for that block before it takes any: a refill that fails (the domain spent, the store
-   *   unreachable, the deadline, the signal) then costs no ID, and the IDs held stay for the
-   *   next caller.
-   * - A call that fails once it took IDs (a later block did not come within the deadline, the
-   *   signal fired, the domain ran out) hands them to nobody, then or later: they are counted as
-   *   wasted (`waste.undelivered`), not issued. While the call runs they are neither.
-   * - With `delivered`, the IDs of a call that succeeds stay neither issued nor wasted until it
-   *   settles: issued if true (the response reached its caller), else `waste.undelivered`, so
-   *   that `issued` only grows; the promise must settle.
+   * @internal The HTTP service's draw of `count` IDs (bounded by the service's schema), strictly
+   * increasing, not necessarily contiguous, under one deadline. All or an error:
+   * - `signal` is looked at before each ID: a caller that is gone takes no more.
+   * - Holding fewer than `count` with no next block, it waits for that block before taking any,
+   *   so a failed refill costs no ID.
+   * - IDs taken by a call that then fails go to nobody: `waste.undelivered`, not issued.
+   * - With `delivered` (which must settle), IDs stay neither issued nor wasted until it settles:
+   *   issued if true, else `waste.undelivered`, so that `issued` only grows.
    * @throws everything {@link Sequence.next} throws.
    */
   async nextIds(count: number, options?: CallOptions, delivered?: Promise<boolean>): Promise<T[]> {
@@ -294,12 +282,11 @@ export class Sequence<T extends number | bigint> {
    * ```ts
    * const { first, last } = await orders.take(100); // last - first === 99
    * ```
-   * @throws {InvalidCountError} unless `count` is an integer from 1 to the largest block size
-   * (`maxBlockSize`), or when the DC's ranges are now smaller than `count`; nothing is skipped.
-   * Both are decided on settings read within the last {@link SETTINGS_REFRESH_MS} (or re-read
-   * for it), so that an alter that raised them reaches a process whose every take() it refused.
-   * @throws {ClosedError} after `close()`; {@link AbortedError} once `signal` fired, looked at
-   * after each await before the run is taken; and everything {@link Sequence.next} throws.
+   * @throws {InvalidCountError} unless `count` is an integer from 1 to `maxBlockSize` and no
+   * larger than the DC's ranges; nothing is skipped. Decided on settings at most
+   * {@link SETTINGS_REFRESH_MS} old, so an alter that raised them reaches this process.
+   * @throws {ClosedError} after `close()`; {@link AbortedError} once `signal` fired; and
+   * everything {@link Sequence.next} throws.
    */
   take(count: number, options?: CallOptions): Promise<IdRange<T>> {
     return this.takeDelivered(count, options, undefined);
@@ -513,12 +500,11 @@ export class Sequence<T extends number | bigint> {
     this.threshold = settings.threshold;
   }
 
-  /** Runs the waiting part of a call, timed for the observer. */
   private timed<R>(wait: () => Promise<R>): Promise<R> {
     return timedWait(this.observer, this.clock, this.name, wait);
   }
 
-  /** The call's deadline: one however often it waits. */
+  /** One deadline per call, however often it waits. */
   private callOf(options: CallOptions | undefined): CallDeadline {
     return deadlineOf(options, this.callTimeoutMs, this.clock);
   }

@@ -1,38 +1,31 @@
 /**
- * Sizes that follow the load: how many IDs a process asks for in its next block, and how many a
- * DC asks for in its next grant. Sizes only: every block and grant is still claimed by the same
- * conditional writes, cut to what the DC range or the domain has left, and checked against the
- * DC-state invariants; a wrong rate (a clock jump, a burst) only makes a size larger or smaller
- * within the stored bounds, never an ID twice. Rates are measured on the allocator's local,
- * monotonic {@link Clock}; no clock is shared between processes.
+ * Sizes that follow the load: a process's next block, a DC's next grant. Sizes only: every block
+ * and grant is still claimed by the same conditional writes and invariants, so a wrong rate (a
+ * clock jump, a burst) changes a size within the stored bounds, never hands an ID twice. Rates
+ * use the local monotonic {@link Clock}; no clock is shared between processes.
  */
 
 import { GRANT_BLOCKS } from '../settings/model.js';
 
-/** Weight of the newest sample in a smoothed rate: half, so a change of load shows within a few claims. */
+/** Weight of the newest sample: a change of load shows within a few claims. */
 const SMOOTHING = 0.5;
 
 /**
- * A rate of IDs per second, smoothed over samples: `sample(total, now)` gives a running count
- * (IDs handed out so far, ever growing) and the time; the rate is the smoothed increase per
- * second between samples. Undefined until two samples lie `minSampleMs` apart.
+ * A smoothed rate of IDs per second from samples of a running count; undefined until two samples
+ * lie `minSampleMs` apart.
  */
 export class Rate {
-  /**
-   * @param minSampleMs samples closer than this to the one before are added to the next one (a
-   * rate over microseconds means nothing).
-   */
+  /** @param minSampleMs samples closer than this to the one before are folded into the next. */
   constructor(private readonly minSampleMs = 1) {}
 
   private last: { readonly total: number; readonly at: number } | undefined;
   private smoothed: number | undefined;
 
-  /** IDs per second, or undefined before it could be measured. */
   get perSecond(): number | undefined {
     return this.smoothed;
   }
 
-  /** Records that `total` IDs had been used by `now` (ms on a monotonic clock). */
+  /** `total` IDs used by `now` (ms, monotonic). */
   sample(total: number, now: number): void {
     const last = this.last;
     if (last === undefined) {
@@ -49,12 +42,10 @@ export class Rate {
 }
 
 /**
- * The claims per second all processes of one DC aim to stay under together: a process's block
- * holds at least the DC's rate ÷ this. Claims of a DC are Paxos rounds on one partition: the
- * benchmark measured at most 24 a second there on its 2 shared cores, and retries per claim grew
- * with every claimer added (bench/REPORT.md, "Scale"). Sized by its own rate alone, each of N
- * processes claims every `claimIntervalMs`, so the DC's claims grow with N; sized by the DC's
- * rate too, they stay near this many whatever N is.
+ * The claims per second all processes of one DC aim to stay under together: a block holds at
+ * least the DC's rate ÷ this. A DC's claims are Paxos rounds on one partition, whose throughput
+ * is small (bench/REPORT.md, "Scale"); sizing by the DC's rate keeps them near this many however
+ * many processes claim.
  */
 export const DC_CLAIMS_PER_SECOND = 4;
 
@@ -69,10 +60,7 @@ export interface BlockDemand {
   /** The stored bounds: `blockSize` and `maxBlockSize`. */
   readonly min: number;
   readonly max: number;
-  /**
-   * The rate at which the DC's processes claim IDs, as this process measured it from the DC
-   * states it read; undefined before it was measured.
-   */
+  /** The DC's claim rate as measured from the DC states read; undefined before measured. */
   readonly dcRate?: number | undefined;
   /** How long this process's recent claims took, ms (smoothed); undefined before the first. */
   readonly claimMs?: number | undefined;
@@ -86,31 +74,22 @@ export interface BlockDemand {
 const CROWD_DOUBLINGS = 10;
 
 /**
- * How many times a claim's duration the part of a block left when the next claim starts should
- * last: a claim is timed after it ends, and the next one may lose more races.
+ * How many claim durations the rest of a block should last once the next claim starts: a claim
+ * is timed after it ends, and the next may lose more races.
  */
 export const CLAIM_MARGIN = 2;
 
 /**
  * The next block's size, the largest of:
- * - enough for `claimIntervalMs` at the process's measured rate;
- * - enough for the next claim to arrive in time: the next block is claimed once `threshold` of
- *   this one is used, so the rest, `(1 - threshold)` of it, must last {@link CLAIM_MARGIN}
- *   claims at the measured rate. Under lost races or a slow cluster a claim can take longer than
- *   a block lasts, and calls wait at every block. The rate leaves those waits out (it is the
- *   draws' rate while IDs were held, sequence.ts), so one claim later the block outlasts its
- *   successor's claim;
- * - the DC's rate ÷ {@link DC_CLAIMS_PER_SECOND}, so that many processes of one DC do not
- *   crowd its state partition with claims;
- * - every call waiting now (a burst gets one larger block instead of queueing behind several
- *   small ones);
- * - `min` doubled for every race the claim has lost: a lost race shows other processes claiming
- *   from the same state partition, where each claim waits behind the rounds of the others, so
- *   the process puts its next claim off. It matters most before the rate is known: on a fresh
- *   sequence every process claims `min` at once, spends it at once in a tight loop and claims
- *   again into the same crowd;
+ * - enough for `claimIntervalMs` at the process's rate;
+ * - enough that the `(1 - threshold)` left when the next claim starts lasts {@link CLAIM_MARGIN}
+ *   claims, so calls do not wait at every block when claims are slow;
+ * - the DC's rate ÷ {@link DC_CLAIMS_PER_SECOND}, so a DC's processes do not crowd its partition;
+ * - every call waiting now (a burst gets one larger block, not several small ones);
+ * - `min` doubled per race the claim lost: others claim from the same partition, so the process
+ *   puts its next claim off (most needed before any rate is known);
  *
- * within `[min, max]`. `min` when nothing is known yet (and with fixed blocks, `min = max`).
+ * within `[min, max]`; `min` when nothing is known yet.
  */
 export function blockSizeFor(demand: BlockDemand): number {
   const {
@@ -135,11 +114,9 @@ export function blockSizeFor(demand: BlockDemand): number {
 }
 
 /**
- * The IDs a DC's processes have claimed, as a running count, from the DC states one process
- * reads: `last_integer` moves forward within the reserved range, and on to the next grant when
- * the range switches. A give-back (it moves `last_integer` back) counts as nothing; a state that
- * skipped grants, or a first read, starts the count afresh. Any process of the DC sees the
- * claims of all of them, so no process needs the others' clocks.
+ * A running count of the IDs a DC's processes claimed, from the DC states this process reads
+ * (so no other process's clock is needed). A give-back counts as nothing; a state that skipped
+ * grants, or a first read, starts the count afresh.
  */
 export class DcUsage {
   /** IDs claimed in the DC since this process first read its state. */
@@ -153,7 +130,6 @@ export class DcUsage {
       }
     | undefined;
 
-  /** Counts what the DC claimed between the state read before and `state`. */
   observe(state: {
     readonly lastInteger: bigint;
     readonly reservedMin: bigint;
@@ -202,14 +178,10 @@ export interface GrantDemand {
 }
 
 /**
- * The next grant's size. With an autonomy target `T` and the DC's rate `r`: the DC asks for its
- * next range when `threshold` of the reserved one is used, and holds least just before that
- * grant arrives, `(1 - threshold)` of its reserved range; so a grant of `r·T / (1 - threshold)`
- * keeps `r·T` IDs in the DC at all times, enough to serve a partition of `T` alone. Clamped to
- * `[min, max]` and to an eighth of the IDs not granted yet (never below `min`, so a small domain
- * is shared as with fixed sizes). With or without a target, at least {@link GRANT_BLOCKS} of the
- * requester's blocks, within the same bounds. `min` with no target or no rate yet, and blocks
- * small against `min` (fixed DC ranges, `max = min`, always get `min`).
+ * The next grant's size: `r·T / (1 - threshold)` for the DC's rate `r` and autonomy target `T`,
+ * which keeps `r·T` IDs in the DC even just before the next grant arrives (docs/design.md, "DC
+ * ranges sized by autonomy"); at least {@link GRANT_BLOCKS} of the requester's blocks; clamped to
+ * `[min, max]` and to 1/{@link GRANT_DOMAIN_SHARE} of the IDs not granted yet, never below `min`.
  */
 export function grantSizeFor(demand: GrantDemand): bigint {
   const { rate, autonomySeconds, threshold, min, max, unGranted, block } = demand;

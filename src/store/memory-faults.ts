@@ -1,17 +1,12 @@
 /**
  * The wire between a {@link MemoryStore}'s callers and its rows: each call is counted, waits its
- * latency and meets the first {@link Fault} a test injected for it; each conditional write is one
- * Paxos round, whose outcome the fault decides as a real cluster's could (applied but reported
- * `unknown` or `rejected`, left in flight for a later round to commit, ...).
- *
- * A fault matches a call's method (and `sequence`/`dc`, if given), fires, and is used up after
- * `times` calls.
+ * latency and meets the first matching {@link Fault}; each conditional write is one Paxos round,
+ * whose outcome the fault decides as a real cluster's could.
  */
 
 import { StoreUnavailableError } from '../errors.js';
 import type { CasOutcome, IdStore, StoreLevel } from './port.js';
 
-/** The methods of the port. */
 export type StoreMethod = keyof IdStore;
 
 /** The conditional writes whose outcome may be `rejected` or `unknown`. */
@@ -25,33 +20,27 @@ interface FaultScope {
   /** How many matching calls the fault affects before it is removed; `Infinity` keeps it. @default 1 */
   times?: number | undefined;
   /**
-   * Runs when the fault fires, after a write it let through was applied and before the call
-   * returns or throws; lets a test slip another process's write in between.
+   * Runs when the fault fires, after a write it let through and before the call returns, so a
+   * test can slip another process's write in between.
    */
   readonly onHit?: (() => void | Promise<void>) | undefined;
 }
 
 /**
- * The outcomes a conditional write can have on a real cluster besides the plain ones, each an
- * effect a {@link Fault} can inject:
- * - `rejected`: the write is not applied and reports `rejected`.
- * - `unknown-applied`: the write is applied if its condition holds, and reports `unknown` (a CAS
- *   timeout after the commit).
- * - `unknown-not-applied`: the write is not applied, and reports `unknown` (a CAS timeout before
- *   any replica accepted it).
- * - `applied-reported-rejected`: the write is applied if its condition holds, and reports
- *   `rejected` (a second Paxos round, by the coordinator's own contention loop or a driver retry,
- *   finished our proposal and then evaluated our condition against it).
- * - `applied-then-unavailable`: the write is applied if its condition holds, then the call throws
- *   {@link StoreUnavailableError} (Paxos v1: the commit failed with Unavailable after the
- *   proposal was accepted).
- * - `in-flight`: the write is not applied now and reports `unknown`; it stays accepted by a
- *   minority of replicas, and a later Paxos round on the partition commits it before doing its
- *   own work: the next read or write with `completesOn: 'read'` (the default: the re-read
- *   finishes it), only the next conditional write with `'write'` (the re-read's quorum missed
- *   the replica that accepted it, a later round's did not). With `'second-read'` (a grant batch),
- *   the next `readGrants` reads the latest grant without it and finishes it before reading
- *   GLOBAL: CassandraStore reads the two in separate Paxos rounds, whose quorums may differ.
+ * The outcomes a conditional write can have on a real cluster besides the plain ones ("applied
+ * if its condition holds" is meant by "applied"):
+ * - `rejected`: not applied, reports `rejected`.
+ * - `unknown-applied`: applied, reports `unknown` (a CAS timeout after the commit).
+ * - `unknown-not-applied`: not applied, reports `unknown` (a CAS timeout before any accept).
+ * - `applied-reported-rejected`: applied, reports `rejected` (a second round, by the
+ *   coordinator's contention loop or a driver retry, finished our proposal and then evaluated
+ *   our condition against it).
+ * - `applied-then-unavailable`: applied, then throws {@link StoreUnavailableError} (Paxos v1:
+ *   the commit failed after the proposal was accepted).
+ * - `in-flight`: not applied now, reports `unknown`; a minority accepted it, and a later round on
+ *   the partition commits it first: the next read or write (`completesOn: 'read'`, the default),
+ *   only the next conditional write (`'write'`: the re-read's quorum missed it), or, for a grant
+ *   batch, the second of `readGrants`'s two rounds (`'second-read'`), whose quorums may differ.
  */
 export type ConditionalEffect =
   | 'rejected'
@@ -67,13 +56,10 @@ export type ConditionalEffect =
  *   nothing is read or written.
  * - a {@link ConditionalEffect}, for conditional writes.
  * - `delay`: the call waits for `until`, then runs (other faults may still match it).
- * - `slow-reply`: the call runs at once, and its reply waits for `until`: what it read or did
- *   reaches the caller after later calls may have changed the rows (replies of concurrent
- *   calls arrive in any order, as over a network).
- * - `missed-locally` (readSequence): a local read finds no settings, as a LOCAL_QUORUM read
- *   that reached none of the replicas of a create committed below a quorum of its DC (a create
- *   whose outcome a SERIAL read settled, and whose repair reached other DCs). A SERIAL read
- *   repairs it: it clears every such fault of the sequence.
+ * - `slow-reply`: the call runs at once, its reply waits for `until` (replies arrive in any
+ *   order, as over a network).
+ * - `missed-locally` (readSequence): a local read finds no settings, as a LOCAL_QUORUM read that
+ *   missed a create committed below its DC's quorum; a SERIAL read of the sequence clears it.
  */
 export type Fault = FaultScope &
   (
@@ -128,7 +114,6 @@ const LEVELS: Readonly<Record<StoreMethod, StoreLevel>> = {
 /** A write accepted by a minority of replicas, which a later round commits (see `in-flight`). */
 interface InFlightWrite {
   readonly completesOn: 'read' | 'write' | 'second-read';
-  /** Applies the write if its condition holds. */
   readonly apply: () => boolean;
 }
 
@@ -139,7 +124,6 @@ export class FaultInjector {
   readonly calls: Record<StoreMethod, number> = zeroCalls();
   /** See {@link MemoryStore.faultsLanded}. */
   readonly faultsLanded = new Map<string, number>();
-  /** In-flight writes by partition. */
   readonly #inFlight = new Map<string, InFlightWrite>();
   readonly #latencyMs: number;
 
@@ -194,9 +178,8 @@ export class FaultInjector {
   }
 
   /**
-   * Runs one Paxos round of a conditional write on `partition`: first any write in flight there
-   * is committed or superseded, then `write` (which applies itself iff its condition holds) runs
-   * as the fault says.
+   * One Paxos round of a conditional write on `partition`: any write in flight there is committed
+   * or superseded first, then `write` runs as the fault says.
    * @throws {StoreUnavailableError} for `applied-then-unavailable`.
    */
   async conditional<Found>(

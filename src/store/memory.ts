@@ -1,12 +1,8 @@
 /**
  * An in-memory {@link IdStore} with the Cassandra adapter's semantics, for tests and benchmarks.
- *
- * Every call is atomic, as a Paxos round is. Several allocators ("processes", in any DCs) may
- * share one store: `dc` is an argument of every DC-level call, and {@link MemoryStore.close}
- * keeps the data.
- *
- * Fault injection: push a {@link Fault} onto {@link MemoryStore.faults}; memory-faults.ts says
- * which call it meets and what it does.
+ * Every call is atomic, as a Paxos round is. Allocators in any DCs may share one store;
+ * {@link MemoryStore.close} keeps the data. Faults: push a {@link Fault} onto
+ * {@link MemoryStore.faults} (memory-faults.ts).
  */
 
 import assert from 'node:assert/strict';
@@ -61,30 +57,27 @@ export interface MemoryStoreOptions {
    */
   readonly latencyMs?: number | undefined;
   /**
-   * How many writes behind the latest a plain read of a DC state answers, as a local quorum
-   * whose replicas missed the last commits would (a lag past the first write shows no state).
-   * A Paxos round on the partition still sees the latest.
+   * How many writes behind the latest a plain read of a DC state answers, as a lagging local
+   * quorum would; a Paxos round still sees the latest.
    * @default 0
    */
   readonly plainReadLag?: number | undefined;
   /**
-   * The nodes {@link MemoryStore.readNodeSettings} reports, in any DCs (the store stands for the
-   * whole cluster); what a node leaves out takes the default of {@link MemoryNode}.
+   * The nodes {@link MemoryStore.readNodeSettings} reports, in any DCs; omitted fields take
+   * {@link MemoryNode}'s defaults.
    * @default one node in dc1 with `commitlog_sync: batch` and `paxos_variant: v2`
    */
   readonly nodeSettings?: readonly MemoryNode[] | undefined;
   /**
-   * What {@link MemoryStore.readReplicaDcs} answers: the DCs of a NetworkTopologyStrategy
-   * keyspace, or undefined for a keyspace of another strategy.
-   * @default undefined (so a sequence created here gets no first ranges unless it names them)
+   * What {@link MemoryStore.readReplicaDcs} answers (undefined: not NetworkTopologyStrategy).
+   * @default undefined
    */
   readonly replicaDcs?: readonly string[] | undefined;
 }
 
 /**
- * A node as {@link MemoryStore.readNodeSettings} reports it: `host` and `dc`, and whatever a test
- * sets of the rest. Defaults: Cassandra 5.0.9, `commitlog_sync: batch`, `paxos_variant: v2`, no
- * other setting or JVM property, no idgen tables.
+ * A node as {@link MemoryStore.readNodeSettings} reports it. Defaults: Cassandra 5.0.9,
+ * `commitlog_sync: batch`, `paxos_variant: v2`, nothing else set, no idgen tables.
  */
 export type MemoryNode = Pick<NodeSettings, 'host' | 'dc'> &
   Partial<Omit<NodeSettings, 'host' | 'dc'>>;
@@ -92,19 +85,14 @@ export type MemoryNode = Pick<NodeSettings, 'host' | 'dc'> &
 /** A sequence's grants partition: its settings, GLOBAL and every grant. */
 interface SequenceRecord {
   settings: SequenceSettings;
-  /** The op of the settings write (create or alter) that set `settings`. */
   settingsOp: string;
-  /** The op of the create that made the sequence. */
   readonly incarnation: string;
   globalLast: bigint;
-  /** Every grant of each DC, ascending by number. */
+  /** Ascending by number. */
   readonly grants: Map<string, Grant[]>;
 }
 
-/**
- * A sequence's DC-state partitions, apart from its grants partition as in Cassandra: deleting
- * one by hand leaves the other ({@link MemoryStore.deleteRowsByHand}).
- */
+/** A sequence's DC-state partitions, apart from its grants partition as in Cassandra. */
 interface StateRecord {
   readonly dcStates: Map<string, DcState>;
   /** Every DC state version ever written, per DC, so that a test can roll a DC back. */
@@ -117,14 +105,11 @@ export class MemoryStore implements IdStore {
   /** Calls per method since creation or {@link MemoryStore.resetCalls}, counted on entry. */
   readonly calls: Record<StoreMethod, number>;
   /**
-   * Injected faults that took effect, by `<op> <effect>`: a write applied under a fault that
-   * reports it otherwise (`unknown-applied`, `applied-reported-rejected`,
-   * `applied-then-unavailable`), or left in flight and applied by a later round (`in-flight`).
-   * A fault whose write's condition failed changes nothing and is not counted: tests (the
-   * simulation's coverage) require that their runs still reach these outcomes.
+   * Injected faults that took effect, by `<op> <effect>`: a write applied but reported otherwise,
+   * or left in flight and applied later. A fault whose condition failed is not counted, so tests
+   * can require that their runs reach these outcomes.
    */
   readonly faultsLanded: Map<string, number>;
-  /** Every grant applied, in order. */
   readonly grantLog: GrantRecord[] = [];
 
   private readonly sequences = new Map<string, SequenceRecord>();
@@ -133,7 +118,7 @@ export class MemoryStore implements IdStore {
   private readonly wire: FaultInjector;
   private readonly plainReadLag: number;
   private readonly keyspace: string;
-  /** Usage counters by `sequence \0 dc`. */
+  /** By `sequence \0 dc`. */
   private readonly usage = new Map<string, Record<UsageCause, bigint>>();
   /** The nodes {@link MemoryStore.readNodeSettings} reports; tests may change them at will. */
   readonly nodes: MemoryNode[];
@@ -223,9 +208,8 @@ export class MemoryStore implements IdStore {
   }
 
   /**
-   * Test hook: deletes the sequence's rows as an operator might by hand, against the advice of
-   * docs/operations.md: its grants partition (settings, GLOBAL and grants, as
-   * `DELETE FROM idgen_grants WHERE sequence = ?`), and with `states` its DC-state rows too.
+   * Test hook: deletes the sequence's grants partition as an operator might by hand (against
+   * docs/operations.md), and with `states` its DC-state rows too.
    */
   deleteRowsByHand(sequence: string, { states = false } = {}): void {
     this.sequences.delete(sequence);
@@ -234,8 +218,7 @@ export class MemoryStore implements IdStore {
 
   /**
    * Test hook: loses the last `writes` writes of `dc`'s state, as replicas that crash with
-   * `commitlog_sync: periodic` lose what they acknowledged but had not synced. Removes the row
-   * if no earlier version remains.
+   * `commitlog_sync: periodic` would (the row goes if no earlier version remains).
    */
   rollBackDcState(sequence: string, dc: string, writes = 1): void {
     const record = this.states.get(sequence);
@@ -362,8 +345,8 @@ export class MemoryStore implements IdStore {
         }
         return holds;
       },
-      // As the Cassandra adapter's rejection returns it: the whole row after IF NOT EXISTS; the
-      // columns of its conditions after an update, which name every column but the incarnation.
+      // As Cassandra returns it: the whole row after IF NOT EXISTS; after an update, its
+      // conditions' columns (all but the incarnation).
       () => {
         const stored = this.states.get(sequence)?.dcStates.get(dc);
         if (stored === undefined || expected === undefined) return stored;
@@ -445,7 +428,6 @@ export class MemoryStore implements IdStore {
     );
   }
 
-  /** The sequence's DC-state partitions, made empty on first use. */
   private stateRecord(sequence: string): StateRecord {
     let record = this.states.get(sequence);
     if (record === undefined) {
@@ -470,7 +452,7 @@ export class MemoryStore implements IdStore {
     return replied(reply, this.wire.conditional(fault, call.partition, write, found));
   }
 
-  /** Counts the call; the data stays, so other "processes" sharing the store go on working. */
+  /** Counts the call; the data stays for other allocators sharing the store. */
   async close(): Promise<void> {
     await this.wire.enter('close');
   }

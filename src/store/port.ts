@@ -1,17 +1,12 @@
 /**
- * The narrow port between the allocator and its storage, in the domain's words.
- *
- * Two levels, never mixed on one partition (docs/design.md):
- * - the **grant level** (GLOBAL row + every grant ever made to a DC, one immutable row each):
- *   one partition per sequence, touched only at SERIAL. Granting a DC range moves GLOBAL's
- *   `last_integer` and inserts the DC's numbered grant row together in one conditional batch.
- * - the **DC level** (a DC's process-allocation state): one partition per sequence and DC,
- *   touched only at LOCAL_SERIAL, and only by clients whose local DC is that DC.
+ * The port between the allocator and its storage, in the domain's words. Two levels, never mixed
+ * on one partition (docs/design.md): the grant level (GLOBAL row and every DC's immutable grant
+ * rows; one partition per sequence, SERIAL only) and the DC level (a DC's allocation state; one
+ * partition per sequence and DC, LOCAL_SERIAL only, written only from that DC).
  *
  * Every conditional write reports a {@link CasOutcome}. Neither `rejected` nor `unknown` proves
- * that nothing was written: a Paxos round can finish our proposal and then report our condition
- * false against it, and a timed-out or failed round can still be committed by a later one. The
- * allocator classifies outcomes in one place (allocator/cas.ts) before it uses anything.
+ * that nothing was written (a round can finish our proposal and then report our condition false;
+ * a failed round can be committed by a later one): allocator/cas.ts classifies them.
  */
 
 /** How the IDs of a sequence are bounded. `custom` means an explicit maximum was given. */
@@ -53,12 +48,9 @@ export interface SequenceSettings {
    */
   readonly autonomySeconds: number;
   /**
-   * How many state partitions (shards) each DC's claims spread over. Each process claims from
-   * one shard, picked at random when it opens the sequence and kept from its first block on
-   * unless that shard is spent (before it, a claim may move: docs/design.md, "Past one DC-state
-   * partition: shards"); shard 0 is the DC itself, shard k > 0 the grantee `dc/k` (names.ts),
-   * which the protocol treats as a DC of its own: its own state partition and its own chain of
-   * grants. Only grows.
+   * How many state partitions (shards) each DC's claims spread over; only grows. Shard 0 is the
+   * DC, shard k the grantee `dc/k` (names.ts), a DC of its own to the protocol (docs/design.md,
+   * "Past one DC-state partition: shards").
    */
   readonly shards: number;
 }
@@ -71,9 +63,8 @@ export interface StoredSettings {
   readonly settings: SequenceSettings;
   readonly op: string;
   /**
-   * The op of the create that made the sequence, which no alter changes; undefined for a
-   * sequence created by an older release. A sequence whose rows were deleted by hand and seeded
-   * again has another, and the DC-state rows of the earlier one are told apart by it.
+   * The op of the create that made the sequence; no alter changes it. Tells a re-seeded
+   * sequence's DC-state rows from those of an earlier one of the name.
    */
   readonly incarnation: string | undefined;
 }
@@ -95,7 +86,7 @@ export interface TableSettings {
  * empty maps.
  */
 export interface NodeSettings {
-  /** `address:port` of the node. */
+  /** `address:port` */
   readonly host: string;
   readonly dc: string;
   /** Cassandra's release, as the node announces it (e.g. `5.0.8`); undefined if unknown. */
@@ -114,11 +105,7 @@ export interface NodeSettings {
   readonly error?: string | undefined;
 }
 
-/*
- * "DC" below, and every `dc` parameter, means a grantee: a DC or one of its shards (`dc1/3`,
- * names.ts). The protocol treats each the same way; only the check that a state partition is
- * written from its own DC looks at the DC part of the name.
- */
+/* "DC" below, and every `dc` parameter, means a grantee: a DC or one of its shards (names.ts). */
 
 /** A range of IDs granted to one DC at SERIAL: `[min, max]`, grant number `number` (1, 2, …). */
 export interface Grant {
@@ -148,31 +135,24 @@ export interface GrantsOverview {
   readonly grants: ReadonlyMap<string, readonly Grant[]>;
 }
 
-/**
- * What identifies one write of a DC state: its version and the operation id written with it. A
- * rejected DC-state write returns the stamp the round found.
- */
+/** What identifies one write of a DC state: its version and the op written with it. */
 export interface DcStamp {
   readonly version: number;
   readonly op: string;
 }
 
 /**
- * A DC's process-allocation state (the scheme's DC row), read and written at LOCAL_SERIAL.
+ * A DC's allocation state (the scheme's DC row), read and written at LOCAL_SERIAL.
  *
- * - `lastInteger`: highest ID handed to a process of this DC, in the reserved range
- *   (`reservedMin - 1` when none yet).
- * - reserved: the range blocks are claimed from; `reservedGrant` its grant number.
- * - preloaded: the next range. `installedGrant` is the newest grant installed here; a preloaded
- *   range exists iff `installedGrant === reservedGrant + 1`. Without one, preloaded equals
- *   reserved, as in the published scheme.
- * - `version` grows by one with every write: each write is conditional on it (and on `op`).
- * - `op`: id of the operation that wrote this version, so a writer can recognise its own write
- *   after a CAS timeout or a rejection.
- * - `incarnation`: the {@link StoredSettings.incarnation} of the sequence loaded by the process
- *   that wrote the row first; later writes leave it (see {@link IdStore.writeDcState}). Undefined
- *   in rows an older release opened, and in a rejected update's found state (its conditions do
- *   not name the column).
+ * - `lastInteger`: highest ID handed to a process, in the reserved range (`reservedMin - 1`
+ *   when none yet).
+ * - reserved: the range blocks are claimed from, of grant `reservedGrant`.
+ * - preloaded: the next range; exists iff `installedGrant === reservedGrant + 1`, else equals
+ *   reserved.
+ * - `version` grows by one with every write; each write is conditional on it and on `op`, the
+ *   id that lets a writer recognise its own write after a timeout or a rejection.
+ * - `incarnation`: written by the row's first write only; undefined in a rejected update's
+ *   found state (its conditions do not name the column).
  */
 export interface DcState extends DcStamp {
   readonly incarnation?: string | undefined;
@@ -191,14 +171,11 @@ export interface DcState extends DcStamp {
  */
 export type CasOutcome<Found> =
   | { readonly kind: 'applied' }
-  /**
-   * The condition was false when the round evaluated it, against `found` (undefined: no row).
-   * Our own write may still be what made it false: compare `found` with what we wrote.
-   */
+  /** Condition false against `found` (undefined: no row), which may be our own write. */
   | { readonly kind: 'rejected'; readonly found: Found | undefined }
   /**
-   * The store cannot say (CAS timeout, Unavailable after the proposal, a lost connection): the
-   * write may be applied now or later. Re-read at the same level before using anything.
+   * The store cannot say (CAS timeout, Unavailable, a lost connection): the write may be applied
+   * now or later. Re-read at the same level before using anything.
    */
   | { readonly kind: 'unknown'; readonly cause?: unknown };
 
@@ -223,14 +200,11 @@ export type SizeSettings = Pick<
 
 /** How fresh an overview read must be. */
 export type OverviewReading =
-  /**
-   * Plain reads at the local DC (LOCAL_QUORUM): work inside a partition and see what the local
-   * DC committed; other DCs' rows may lag.
-   */
+  /** LOCAL_QUORUM: works inside a network partition; other DCs' rows may lag. */
   | 'local'
   /**
-   * Reads that cannot be stale: grants at SERIAL, DC states at EACH_QUORUM (a quorum in every
-   * DC, so the DC's own LOCAL_QUORUM commits are seen). Fail when a DC is unreachable.
+   * Cannot be stale: grants at SERIAL, DC states at EACH_QUORUM (which sees each DC's
+   * LOCAL_QUORUM commits). Fails when a DC is unreachable.
    */
   | 'consistent';
 
@@ -263,17 +237,15 @@ export function zeroUsageCounts(): Record<UsageCause, bigint> {
 export type StoreLevel = 'serial' | 'local_serial' | 'local';
 
 /**
- * The storage port. Implementations: the Cassandra adapter and an in-memory store for tests.
- * Reads throw {@link StoreUnavailableError} (from errors.ts) when the level they need cannot be
- * reached. Conditional writes report failures as `unknown` (they may still have been applied),
- * may also throw, and are never retried by the store.
+ * The storage port (Cassandra adapter, in-memory store). Reads throw StoreUnavailableError when
+ * their level cannot be reached. Conditional writes report failures as `unknown` (they may still
+ * be applied), may also throw, and are never retried by the store.
  */
 export interface IdStore {
   /**
-   * Creates the sequence's settings (written with `op`) and GLOBAL row if no sequence of that
-   * name exists; rejected with the stored settings otherwise. `firstGrants` (grant 1 of some
-   * grantees, contiguous from `start`) are written in the same conditional write, with GLOBAL
-   * at the last one's end: a sequence never exists without them, nor they without it.
+   * Creates the settings and GLOBAL row if no sequence of the name exists, else rejected with
+   * the stored settings. `firstGrants` (contiguous from `start`) go in the same conditional write,
+   * GLOBAL at the last one's end, so a sequence never exists without them nor they without it.
    */
   createSequence(
     settings: SequenceSettings,
@@ -288,11 +260,9 @@ export interface IdStore {
   /** Every sequence's settings, sorted by name. Needs only the local DC. */
   listSequences(): Promise<readonly SequenceSettings[]>;
   /**
-   * Writes `sizes` (with a fresh `op`) if the settings were last written by `expectedOp`;
-   * rejected with the stored settings (undefined if the sequence does not exist). A rejection's
-   * `op` is the one the round found; CassandraStore reads the rest of the settings at SERIAL
-   * after the round (an UPDATE's rejection returns only its condition's column), so they can be
-   * those of a later alter: only the `op` tells whose write the round found.
+   * Writes `sizes` with `op` if the settings were last written by `expectedOp`, else rejected
+   * with the stored settings (undefined: no sequence). Only a rejection's `op` is what the round
+   * found; the rest may be read after it, so may belong to a later alter.
    */
   alterSequence(
     name: string,
@@ -307,17 +277,15 @@ export interface IdStore {
    */
   readGrants(sequence: string, dc: string): Promise<GrantView>;
   /**
-   * `dc`'s latest grant and GLOBAL in one plain LOCAL_QUORUM read of their partition (no Paxos
-   * round), or undefined if the local DC has no GLOBAL row yet. Shows only committed rows, and
-   * GLOBAL at or above every grant shown; never a proof that no later grant exists
-   * (docs/design.md, "A DC's first range, granted at creation").
+   * `dc`'s latest grant and GLOBAL in one LOCAL_QUORUM read (no Paxos), or undefined before the
+   * local DC has GLOBAL. Never proves that no later grant exists (docs/design.md, "A DC's first
+   * range, granted at creation").
    */
   readGrantsLocal(sequence: string, dc: string): Promise<GrantView | undefined>;
   /**
-   * Grants `grant` to `dc` in one conditional batch at SERIAL, applied only if GLOBAL.last_integer
-   * is still `expectedGlobalLast` and the DC has no grant numbered `grant.number` yet (the grant
-   * row is inserted IF NOT EXISTS and never changed). Moves GLOBAL.last_integer to `grant.max`.
-   * Callers number a DC's grants `installed + 1`, which keeps each DC's grants a chain 1, 2, 3….
+   * Grants `grant` to `dc` in one conditional batch at SERIAL, moving GLOBAL.last_integer to
+   * `grant.max`, applied only if GLOBAL is still `expectedGlobalLast` and the DC has no grant of
+   * that number (inserted IF NOT EXISTS, never changed). Callers number grants `installed + 1`.
    */
   grantRange(
     sequence: string,
@@ -330,28 +298,21 @@ export interface IdStore {
     sequence: string,
     reading?: OverviewReading,
   ): Promise<GrantsOverview | undefined>;
-  /**
-   * Resolves if a SERIAL round (Paxos over every DC) completes from the local DC, on a partition
-   * no sequence uses, so that probing never contends with grants.
-   */
+  /** Resolves if a SERIAL round completes, on a partition no sequence uses (never contends). */
   probeSerial(): Promise<void>;
 
   /** `dc`'s allocation state at LOCAL_SERIAL, or undefined before its first grant is installed. */
   readDcState(sequence: string, dc: string): Promise<DcState | undefined>;
   /**
-   * `dc`'s allocation state in one plain LOCAL_QUORUM read (no Paxos round), or undefined if the
-   * replicas asked have none. Shows only committed states, maybe not the latest: a guess for a
-   * claim's conditional write, which its version and op check (docs/design.md, "Claiming a
-   * block").
+   * `dc`'s state in one LOCAL_QUORUM read (no Paxos), maybe not the latest: a guess that a
+   * claim's conditional write checks (docs/design.md, "Claiming a block").
    */
   readDcStateLocal(sequence: string, dc: string): Promise<DcState | undefined>;
   /**
-   * Replaces `dc`'s state with `next` at LOCAL_SERIAL, applied only if the stored version and op
-   * are `expected` (undefined: the row must not exist yet). `next.version` must be
-   * `expected.version + 1` (1 for the first write). Rejected with the whole state the round found
-   * (undefined if none), which a claim that lost its race goes on from without another read.
-   * `next.incarnation` is written with the first write only: an update leaves the row's, so a
-   * process of another sequence of the name never changes it.
+   * Replaces `dc`'s state with `next` at LOCAL_SERIAL if the stored version and op are `expected`
+   * (undefined: no row yet); `next.version` is `expected.version + 1`. Rejected with the whole
+   * state found, which a losing claim goes on from. `next.incarnation` is written by the first
+   * write only, so a process of another sequence of the name never changes it.
    */
   writeDcState(
     sequence: string,
@@ -360,11 +321,8 @@ export interface IdStore {
     next: DcState,
   ): Promise<CasOutcome<DcState>>;
   /**
-   * The allocation states of `grantees` (of any DC), each in one plain LOCAL_QUORUM read (no
-   * Paxos round), whether or not the sequence's settings exist; only those found. What `seed`
-   * looks for before it creates a sequence: state rows left behind by an earlier sequence of the
-   * name, whose rows were deleted by hand (settings-writes.ts). May miss rows of another DC that
-   * have not reached this one yet.
+   * The states of `grantees` found in LOCAL_QUORUM reads, settings or not: rows an earlier
+   * sequence of the name left (settings-writes.ts). May miss rows not yet replicated here.
    */
   readDcStatesOf(
     sequence: string,
@@ -377,28 +335,22 @@ export interface IdStore {
   ): Promise<ReadonlyMap<string, DcState>>;
 
   /**
-   * Adds what a process of `dc` issued and wasted since its last report to the DC's usage
-   * counters: plain counter writes, outside every safety argument (no ID depends on them). A
-   * write that timed out may have been counted, so totals are close, not exact.
+   * Adds a process's issued and wasted counts to the DC's usage counters: plain counter writes,
+   * outside every safety argument; a timed-out one may have counted, so totals are approximate.
    */
   addDcUsage(sequence: string, dc: string, deltas: UsageDeltas): Promise<void>;
-  /**
-   * Every DC's usage counters, as its processes reported them, read in the local DC; undefined
-   * where the keyspace predates them (no table).
-   */
+  /** Every DC's usage counters, read in the local DC; undefined when the table is missing. */
   readDcUsage(sequence: string): Promise<ReadonlyMap<string, DcUsageCounts> | undefined>;
 
   /**
-   * The durability and Paxos settings of every node the store's client reaches (the Cassandra
-   * store: the local DC's; the in-memory store: every node it was given), asked of each node. A
-   * node that cannot be read is returned with its `error`; this never throws for one node.
+   * The durability and Paxos settings of every node the client reaches, asked of each node; one
+   * that cannot be read comes back with its `error`.
    */
   readNodeSettings(): Promise<readonly NodeSettings[]>;
 
   /**
-   * The DCs the keyspace keeps replicas in (a factor above 0 under NetworkTopologyStrategy), in
-   * order of their names; undefined under any other strategy, where no DC is named.
-   * A sequence created with adaptive blocks grants each of them its first ranges unless told.
+   * The DCs with replicas under NetworkTopologyStrategy, by name; undefined under any other
+   * strategy.
    */
   readReplicaDcs(): Promise<readonly string[] | undefined>;
 

@@ -1,12 +1,7 @@
 /**
- * Where a driver client sends our statements, and the check of a client the user passes in.
- *
- * The protocol's LOCAL_SERIAL statements must be coordinated in the client's own DC (that DC's
- * replicas are the Paxos quorum of its `idgen_dc_state` partitions). A client we build routes
- * with a DC-aware policy of our own; a client the user passes in must route the same way, and
- * {@link checkClientRouting} refuses it otherwise: LOCAL_SERIAL rounds for one DC's state
- * coordinated in two DCs would use two disjoint quorums, and two processes could claim the same
- * block (docs/design.md, "The client").
+ * Where a driver client sends our statements, and the check of a user's client: LOCAL_SERIAL
+ * rounds for one DC's state coordinated in two DCs would use disjoint quorums, and two processes
+ * could claim the same block (docs/design.md, "The client").
  */
 
 import cassandra from 'cassandra-driver';
@@ -39,11 +34,7 @@ export function runtimeOptionsOf(client: cassandra.Client): DriverClientOptions 
   return (client as unknown as DriverClientInternals).options;
 }
 
-/**
- * The load-balancing policy the driver routes our statements with: that of the client's
- * `default` execution profile (we never name another), which overrides the client-level
- * `policies.loadBalancing` when the profile sets its own.
- */
+/** The policy our statements are routed with: the `default` profile's, else the client's. */
 export function routingPolicyOf(
   client: cassandra.Client,
 ): cassandra.policies.loadBalancing.LoadBalancingPolicy | undefined {
@@ -53,10 +44,7 @@ export function routingPolicyOf(
   );
 }
 
-/**
- * The local datacenter of a client: the one its routing policy ({@link routingPolicyOf}) is
- * local to, or undefined when that policy is not DC-aware.
- */
+/** The DC the client's routing policy is local to; undefined if it is not DC-aware. */
 export function localDataCenterOf(client: cassandra.Client): string | undefined {
   const options = routingPolicyOf(client)?.getOptions();
   if (options === undefined || !options.has('localDataCenter')) return undefined;
@@ -108,8 +96,7 @@ export function checkClientRouting(
   const dcs = datacentersOf(client);
   if (!dcs.includes(localDataCenter)) throw unknownDataCenter(localDataCenter, dcs);
 
-  // LOCAL_SERIAL is only safe when coordinated in the local DC: the policy that routes our
-  // statements must ignore every host of another DC.
+  // LOCAL_SERIAL is only safe coordinated in the local DC: ignore every other DC's host.
   const ignored = cassandra.types.distance.ignored;
   const remoteInUse = client.hosts
     .values()

@@ -1,10 +1,8 @@
 /**
- * Opening the Cassandra client idgen-cass talks through.
- *
- * The protocol's LOCAL_SERIAL statements must be coordinated in the client's own DC (that DC's
- * replicas are the Paxos quorum of its `idgen_dc_state` partitions), so the client's load
- * balancing must be DC-aware with no remote-DC hosts. A client we build guarantees that; a
- * client the user passes in is checked for it (client-routing.ts).
+ * Opening the Cassandra client. LOCAL_SERIAL statements must be coordinated in the client's own
+ * DC (its replicas are the Paxos quorum of its DC-state partitions), so load balancing must be
+ * DC-aware with no remote-DC hosts: a client we build is; a user's client is checked
+ * (client-routing.ts).
  */
 
 import cassandra from 'cassandra-driver';
@@ -50,28 +48,23 @@ export interface ConnectionOptions {
    */
   authProvider?: cassandra.auth.AuthProvider;
   /**
-   * TLS options for every connection, as Node's `tls.connect()` takes them (`ca`, `cert`, `key`,
-   * `rejectUnauthorized`, `servername`, …). `{}` enables TLS with the system's CAs. Each node's
-   * certificate is verified (`rejectUnauthorized: true`, as in `tls.connect()`, where the driver
-   * alone would not verify it) unless you set `rejectUnauthorized: false` yourself.
+   * TLS options for every connection, as Node's `tls.connect()` takes them. `{}` enables TLS with
+   * the system's CAs. Certificates are verified unless you set `rejectUnauthorized: false`.
    * @default plain TCP
    */
   sslOptions?: import('node:tls').ConnectionOptions;
   /**
    * Milliseconds one request may take before the client gives up on it (its outcome is then
-   * unknown and resolved by a re-read). Keep it above Cassandra's own CAS timeout
-   * (`cas_contention_timeout` + `write_request_timeout`) and below the calls' deadline
-   * (`callTimeoutMs`): a coordinator that lets a request time out is tried last for 30 s, so a
-   * paused node costs a call one such timeout.
-   * Schema changes (`initSchema`, `idgen-cass init`) get at least 12000.
+   * unknown and resolved by a re-read). Keep it above Cassandra's CAS timeout
+   * (`cas_contention_timeout` + `write_request_timeout`) and below `callTimeoutMs`.
+   * Schema changes get at least 12000.
    * @default 5000
    */
   requestTimeoutMs?: number;
   /**
-   * Any other option of the driver's `Client` (pooling, socket options, encoding, …), passed
-   * through. What the protocol depends on is not: the contact points, `localDataCenter`, the
-   * load-balancing policy (DC-aware, local DC only) and execution profiles are set by
-   * idgen-cass, and every statement carries its own consistency, timeout and retry policy.
+   * Any other option of the driver's `Client`, passed through. What the protocol depends on
+   * (contact points, `localDataCenter`, DC-local load balancing, execution profiles, each
+   * statement's consistency, timeout and retry policy) is set by idgen-cass.
    * @default the driver's defaults
    */
   driverOptions?: Omit<
@@ -86,7 +79,6 @@ export interface ConnectionOptions {
   client?: cassandra.Client;
 }
 
-/** Every key of {@link ConnectionOptions}. */
 const CONNECTION_KEYS = everyKeyOf<ConnectionOptions>()([
   'contactPoints',
   'localDataCenter',
@@ -109,21 +101,14 @@ export function checkConnectionKeys(options: object, others: readonly string[]):
   checkKeys(options, [...CONNECTION_KEYS, ...others]);
 }
 
-/**
- * Milliseconds a schema change may take at least (it waits for the other nodes to agree): a
- * statement of its own with a longer timeout than the protocol's.
- */
+/** The least timeout of a schema change, which waits for the other nodes to agree. */
 export const SCHEMA_CHANGE_TIMEOUT_MS = 12_000;
 
 /** Client settings for a client we build; `readTimeout` must exceed Cassandra's CAS timeout. */
 const CLIENT_DEFAULTS = Object.freeze({
   /** The driver's default is LOCAL_ONE; the protocol sets every statement's level anyway. */
   consistency: cassandra.types.consistencies.localQuorum,
-  /**
-   * ms; the protocol's statements carry their own, and this one bounds what the driver sends
-   * without one: the handshake of each new connection (a hung node, alive to TCP, holds
-   * `connect()` that long: 12 s here before this was the store's 5 s), prepares, metadata reads.
-   */
+  /** ms; bounds the driver's own requests (handshakes, prepares, metadata reads). */
   readTimeout: DEFAULT_REQUEST_TIMEOUT_MS,
   /** ms */
   connectTimeout: 5_000,
@@ -134,11 +119,10 @@ export interface OpenedClient {
   readonly client: cassandra.Client;
   /** True when {@link openClient} built the client, so its user must shut it down. */
   readonly ownsClient: boolean;
-  /** The client's local datacenter. */
   readonly localDataCenter: string;
 }
 
-/** Keys of the driver's options that `driverOptions` may not hold, and what sets them instead. */
+/** Driver options `driverOptions` may not hold, and what sets them instead. */
 const OWN_DRIVER_OPTIONS: Readonly<Record<string, string>> = {
   contactPoints: 'set contactPoints',
   localDataCenter: 'set localDataCenter',
@@ -257,9 +241,8 @@ export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' |
       "an object of the driver's ClientOptions",
     );
   }
-  // The type leaves these out; a caller without types (or with a cast) must not slip them in:
-  // profiles would route statements to other DCs, and the driver's own TLS default verifies
-  // no certificate.
+  // Also refused at run time (untyped callers): profiles could route to other DCs, and the
+  // driver's TLS default verifies no certificate.
   for (const [key, instead] of Object.entries(OWN_DRIVER_OPTIONS)) {
     if (
       driverOptions !== undefined &&
@@ -283,8 +266,6 @@ export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' |
       'either username (and password) or authProvider',
     );
   }
-  // The protocol's statements set their own timeout (the store's default); this one is for the
-  // driver's own requests (handshakes, prepares). Schema changes set a longer one themselves.
   const requestTimeoutMs = requestTimeoutOf(options);
 
   const { policies, auth } = cassandra;
@@ -299,8 +280,7 @@ export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' |
     localDataCenter,
     policies: {
       ...driver.policies,
-      // DC-aware: only local-DC hosts are ever used (the 4.x driver has no remote fallback).
-      // Coordinators that stalled a request are tried last (stalled-coordinators.ts).
+      // Local-DC hosts only; stalled coordinators last (stalled-coordinators.ts).
       loadBalancing: new AvoidStalledCoordinatorsPolicy(
         new policies.loadBalancing.TokenAwarePolicy(
           new policies.loadBalancing.DCAwareRoundRobinPolicy(localDataCenter),
@@ -309,7 +289,7 @@ export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' |
       ),
     },
     ...(authProvider !== undefined ? { authProvider } : {}),
-    // The driver turns certificate checks off unless told otherwise; a client of ours verifies.
+    // The driver would not verify certificates by default.
     ...(options.sslOptions !== undefined
       ? { sslOptions: { rejectUnauthorized: true, ...options.sslOptions } }
       : {}),
@@ -339,10 +319,9 @@ export interface OtherDcClientOptions {
 }
 
 /**
- * Opens a short-lived client whose local DC is `dc`, for statements that only `dc`'s own nodes can
- * answer (virtual tables answer for their coordinator, and `client` has no connections to other
- * DCs' hosts). Its contact points are `dc`'s hosts as `client` knows them; authentication, TLS and
- * the protocol options (port) are `client`'s own. The caller shuts it down.
+ * Opens a short-lived client local to `dc`, for statements only `dc`'s own nodes can answer
+ * (virtual tables), with `client`'s hosts in `dc`, authentication, TLS and port. The caller shuts
+ * it down.
  *
  * @example
  * ```ts
@@ -437,10 +416,8 @@ function validateContactPoints(value: unknown): readonly string[] {
 }
 
 /**
- * The port of a contact point, as the driver splits it: after `]:` of `[IPv6]:port`, or after
- * the one colon of `host:port`; undefined if there is none (a bare host, or a bare IPv6 address,
- * whose colons are not a port's). Checked here, since the driver reports a bad port as a
- * connection failure, which reads as "Cassandra is down".
+ * The port of a contact point as the driver splits it (`[IPv6]:port` or `host:port`), else
+ * undefined. Checked here: the driver reports a bad port as "Cassandra is down".
  */
 function portOf(point: string): string | undefined {
   if (point.startsWith('[') && point.indexOf(']:') > 1) {
@@ -478,9 +455,8 @@ export function connectError(
   }
   const points =
     contactPoints.length > 0 ? contactPoints.join(', ') : "(the client's contact points)";
-  // Refused credentials: the driver's AuthenticationError, or a server error response with code
-  // 0x0100 (bad credentials), possibly inside a NoHostAvailableError. Its message never holds
-  // the password.
+  // Refused credentials, possibly inside a NoHostAvailableError; the message never holds the
+  // password.
   const refused = [error, ...innerErrors(error)].find((candidate) => {
     const { name, code } = (candidate ?? {}) as { name?: unknown; code?: unknown };
     return (

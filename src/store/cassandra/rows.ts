@@ -38,16 +38,15 @@ export function parseSettings(row: Row): StoredSettings {
       dcRangeSize,
       blockSize,
       threshold: required(name, row, 'threshold', toNumber),
-      // Absent in rows written before sizes could follow the load: fixed sizes, as they were.
+      // Absent in older rows: fixed sizes.
       maxBlockSize: toNumber(row.get('max_block_size')) ?? blockSize,
       claimIntervalMs: toNumber(row.get('claim_interval_ms')) ?? SEQUENCE_DEFAULTS.claimIntervalMs,
       maxDcRangeSize: toBigInt(row.get('max_dc_range_size')) ?? dcRangeSize,
       autonomySeconds: autonomyOf(name, row.get('autonomy_seconds')),
-      // Absent in rows written before DCs could be sharded: one state partition per DC.
+      // Absent in older rows: one state partition per DC.
       shards: toNumber(row.get('shards')) ?? 1,
     },
     op: required(name, row, 'settings_op', toText),
-    // Absent in rows written before sequences were told apart from one seeded again.
     incarnation: toText(row.get('incarnation')),
   };
 }
@@ -61,7 +60,7 @@ export function parseGrant(sequence: string, row: Row): Grant {
 }
 
 export function parseDcState(sequence: string, row: Row): DcState {
-  // Absent in rows written by older releases, and in a rejected update's found state.
+  // Absent in a rejected update's found state, and in older rows.
   const incarnation = toText(row.get('incarnation'));
   return {
     ...(incarnation === undefined ? {} : { incarnation }),
@@ -78,9 +77,8 @@ export function parseDcState(sequence: string, row: Row): DcState {
 }
 
 /**
- * The state a rejected DC-state write returns: the conditions' columns, which name every column
- * of the state (statements.ts, `updateDcState`), of the row the round found, or the
- * whole row after `IF NOT EXISTS`. Undefined if no row was found.
+ * The state a rejected DC-state write returns (its conditions name every column: statements.ts),
+ * or undefined if no row was found.
  */
 export function parseFoundState(sequence: string, rows: readonly Row[]): DcState | undefined {
   const row = rows[0];
@@ -90,10 +88,7 @@ export function parseFoundState(sequence: string, rows: readonly Row[]): DcState
   return parseDcState(sequence, row);
 }
 
-/**
- * What a rejected grant batch found: Cassandra returns, for a failed conditional batch, the
- * current rows its conditions read (GLOBAL's `last_integer`, and the grant row if it exists).
- */
+/** What a rejected grant batch found: the rows its conditions read. */
 export function parseFoundGrant(
   sequence: string,
   dc: string,

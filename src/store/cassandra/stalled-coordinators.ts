@@ -1,13 +1,8 @@
 /**
- * Coordinators that left a request unanswered, and the routing that tries them last.
- *
- * A paused or stalled Cassandra node keeps its connections open, so the driver still counts it
- * up and its token-aware plan starts at it for about one request in three (RF 3): each such
- * request waits out the whole request timeout. With one of three replicas stalled, the DC still
- * has its LOCAL_SERIAL quorum; what it must not have is a caller whose every call waits on the
- * stalled node until the call's deadline passes. So a coordinator that let a request time out
- * client-side is tried last for {@link STALL_QUARANTINE_MS}: only reordered, never left out, so
- * that a wrong guess costs nothing but the order of a plan whose hosts are all local replicas.
+ * Coordinators that left a request unanswered, and the routing that tries them last. A stalled
+ * node keeps its connections open, so the driver still counts it up and token-aware plans start
+ * at it. A coordinator that let a request time out is tried last for
+ * {@link STALL_QUARANTINE_MS}: only reordered, never left out, so a wrong guess costs nothing.
  */
 
 import cassandra from 'cassandra-driver';
@@ -42,11 +37,7 @@ export class StalledCoordinators {
     return false;
   }
 
-  /**
-   * Marks the coordinator(s) of a failed request that timed out client-side: the driver names
-   * the host on the error (`coordinator`, or `host`), and a NoHostAvailableError lists each
-   * host's error.
-   */
+  /** Marks the coordinator(s) of a request that timed out client-side. */
   markTimedOut(error: unknown): void {
     for (const [address, cause] of timeoutsOf(error)) {
       if (isClientTimeout(cause)) this.mark(address);
@@ -77,9 +68,8 @@ function isClientTimeout(error: unknown): boolean {
 }
 
 /**
- * Wraps a load-balancing policy: the same hosts in the same order, except that stalled
- * coordinators come last. Distances and options are the wrapped policy's, so the routing checks
- * (client-routing.ts) see its local datacenter.
+ * Wraps a load-balancing policy, putting stalled coordinators last. Distances and options are the
+ * wrapped policy's, so client-routing.ts sees its local DC.
  */
 export class AvoidStalledCoordinatorsPolicy
   extends cassandra.policies.loadBalancing.LoadBalancingPolicy

@@ -1,12 +1,9 @@
 /**
- * The Cassandra adapter of the storage port. The statements and their consistency live in
- * statements.ts, the options each request carries in request-options.ts, row
- * parsing in rows.ts, error mapping in errors.ts; this file executes them.
- *
- * Every statement is sent with its own execution options, so that nothing of a client the user
- * passes in (its execution profiles' retry policy, speculative execution, idempotence default,
- * read timeout, default consistency) reaches the protocol: conditional writes are never resent
- * by the driver, and every DC-state statement is checked to have been coordinated in the DC.
+ * The Cassandra adapter of the storage port; executes statements.ts with request-options.ts.
+ * Every statement carries its own execution options, so nothing of a user's client (retry policy,
+ * speculative execution, idempotence, timeout, consistency) reaches the protocol: conditional
+ * writes are never resent by the driver, and every DC-state statement is checked to have been
+ * coordinated in its DC.
  */
 
 import cassandra from 'cassandra-driver';
@@ -70,7 +67,6 @@ const CL = cassandra.types.consistencies;
 
 /** Options of {@link CassandraStore}. */
 export interface CassandraStoreOptions {
-  /** `close()` shuts the client down. */
   readonly ownsClient: boolean;
   /** Timeout of each request, in ms. @default 5000 */
   readonly requestTimeoutMs?: number | undefined;
@@ -86,7 +82,7 @@ export class CassandraStore implements IdStore {
   private readonly localDc: string;
   private readonly long: (value: bigint) => bigint | string;
   private readonly requestTimeoutMs: number;
-  /** Coordinators that let a request time out: tried last when the client routes with them. */
+  /** Coordinators that let a request time out, tried last by a client we built. */
   private readonly stalled: StalledCoordinators;
   private readonly retryReads: cassandra.policies.retry.RetryPolicy;
 
@@ -114,8 +110,6 @@ export class CassandraStore implements IdStore {
     this.localDc = localDc;
     this.long = bigintEncoder(client);
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-    // A client we built routes around stalled coordinators; a client of the user's keeps its own
-    // routing, and the marks then only go unused.
     const policy = routingPolicyOf(client);
     this.stalled =
       policy instanceof AvoidStalledCoordinatorsPolicy ? policy.stalled : new StalledCoordinators();
@@ -205,8 +199,8 @@ export class CassandraStore implements IdStore {
       expectedOp,
     ]);
     if (outcome.kind !== 'rejected') return outcome;
-    // An UPDATE's rejection returns only the columns of its condition: read the rest at SERIAL.
-    // They can be a later alter's (one may land between the two): `op` is the round's.
+    // A rejected UPDATE returns only its condition's columns: read the rest at SERIAL (maybe a
+    // later alter's; `op` is the round's).
     const found = outcome.rows[0]?.get('settings_op') as unknown;
     if (typeof found !== 'string') return { kind: 'rejected', found: undefined };
     const stored = await this.readSequence(name, 'serial');
@@ -218,9 +212,8 @@ export class CassandraStore implements IdStore {
 
   async readGrants(sequence: string, dc: string): Promise<GrantView> {
     checkDc(dc);
-    // The DC's latest grant first, GLOBAL second: GLOBAL only grows and every grant is at or below
-    // it, so GLOBAL read later covers the grant read earlier; a grant of this DC that slips in
-    // between makes our later insert of the same number fail (design.md, "Granting a DC range").
+    // Grant first, GLOBAL second, so GLOBAL covers the grant read (design.md, "Granting a DC
+    // range").
     const latestRow = (
       await this.read('readLatestGrant', [sequence, dc], 'read grants')
     ).first() as cassandra.types.Row | null;
@@ -242,8 +235,7 @@ export class CassandraStore implements IdStore {
     let latest: Grant | undefined;
     try {
       for await (const row of result) {
-        // every page: a DC with no state has one grant or none, but a DC whose state was lost
-        // may have many
+        // every page: a DC whose state was lost may have many grants
         if (row.get('dc') === GLOBAL) {
           globalLast = required(sequence, row, 'last_integer', toBigInt);
         } else {
@@ -318,7 +310,7 @@ export class CassandraStore implements IdStore {
       throw this.failure(error, statement, 'read grants overview'); // a malformed row, or a later page failed
     }
     if (globalLast === undefined) return undefined;
-    // Rows come newest first within a DC (clustering order); the overview lists them ascending.
+    // Clustering order is newest first; the overview is ascending.
     for (const history of grants.values()) history.sort((a, b) => a.number - b.number);
     return { globalLast, grants };
   }
@@ -450,8 +442,7 @@ export class CassandraStore implements IdStore {
     await Promise.all(
       increments.map(async ([cause, delta]) => {
         try {
-          // Not idempotent to the driver, which so never resends it; whether a failed report is
-          // sent again is the caller's choice (Sequence reports it again with the next one).
+          // Not idempotent: the driver never resends it; the caller decides.
           await this.execute(
             'addDcUsage',
             statement,
@@ -511,8 +502,6 @@ export class CassandraStore implements IdStore {
   async close(): Promise<void> {
     if (this.options.ownsClient) await this.client.shutdown();
   }
-
-  // ── execution ──────────────────────────────────────────────────────────────────────────
 
   private async read(name: StatementName, params: unknown[], operation: string) {
     const statement = mutatedStatement(name, STATEMENTS[name]);
@@ -578,10 +567,9 @@ export class CassandraStore implements IdStore {
   }
 
   /**
-   * Sends statement `name` once, with the consistency of `statement` (the statement itself, or
-   * what a negative control made of it), and refuses a LOCAL_SERIAL result coordinated outside
-   * the local DC. Driver failures and that refusal are thrown for the caller to map: a read
-   * throws them, a conditional write's failure is an unknown outcome.
+   * Sends `statement` once and refuses a LOCAL_SERIAL result coordinated outside the local DC.
+   * Failures are thrown for the caller to map: a read throws them, a conditional write's failure
+   * is an unknown outcome.
    */
   private async execute(
     name: StatementName,
@@ -628,9 +616,8 @@ export class CassandraStore implements IdStore {
   }
 
   /**
-   * A LOCAL_SERIAL statement coordinated outside the local DC ran its Paxos round on another
-   * DC's replicas: refuse its result. connect() refuses clients that could do this; this catches
-   * a load-balancing policy that misreports its distances.
+   * A LOCAL_SERIAL statement coordinated outside the local DC ran Paxos on another DC's replicas:
+   * refuse it (catches a load-balancing policy that misreports its distances).
    */
   private checkCoordinator(result: cassandra.types.ResultSet, operation: string): void {
     const queried = result.info.queriedHost as unknown;
@@ -692,10 +679,9 @@ function checkDc(dc: string): void {
 }
 
 /**
- * bigint as the client encodes CQL bigint: decimal text by default (the encoder makes its `Long`
- * of it), a JS bigint when the client was built with `encoding.useBigIntAsLong` (whose encoder
- * refuses a `Long`). Text, not a `Long` of ours: a client of another copy of the driver checks
- * `instanceof` its own `Long` class.
+ * bigint as the client encodes CQL bigint: decimal text, or a JS bigint under
+ * `encoding.useBigIntAsLong`. Not a `Long` of ours: another copy of the driver checks
+ * `instanceof` its own `Long`.
  */
 function bigintEncoder(client: cassandra.Client): (value: bigint) => bigint | string {
   return encodesBigIntAsLong(client) ? (value) => value : (value) => value.toString();

@@ -1,16 +1,8 @@
 /**
- * The DC level of docs/design.md for one sequence in one DC, against the {@link IdStore} port:
- * {@link DcAllocator} puts its two levels together.
- *
- * - dc-claims.ts, the LOCAL_SERIAL level: block claims, grant installs, give-backs, over the DC
- *   state row as dc-state-row.ts reads and writes it.
- * - dc-grants.ts, the SERIAL level: the grants, shared by every DC; the grant batch.
- * - range-requests.ts: range requests, one at a time, and the double buffering's background one.
- * - dc-context.ts: what both levels share; among it the latch that stops every write once a read
- *   showed the rows gone back (watermarks.ts).
- *
- * A range request ({@link DcAllocator.ensureRange}) is where the levels meet: the DC state, read
- * at LOCAL_SERIAL, says whether a range is needed; SERIAL grants it; LOCAL_SERIAL installs it.
+ * The DC level of one sequence in one DC: {@link DcAllocator} joins the LOCAL_SERIAL level
+ * (dc-claims.ts), the SERIAL level (dc-grants.ts), range requests (range-requests.ts) and what
+ * they share (dc-context.ts). A range request is where the levels meet: the DC state at
+ * LOCAL_SERIAL says whether a range is needed, SERIAL grants it, LOCAL_SERIAL installs it.
  */
 
 import {
@@ -42,9 +34,8 @@ export interface DcAllocatorOptions {
   readonly dc: string;
   readonly settings: SequenceSettings;
   /**
-   * The incarnation of the sequence loaded (`StoredSettings.incarnation`): every state row this
-   * allocator opens carries it, and a state row that carries another is refused
-   * ({@link SequenceRecreatedError}). @default undefined
+   * The incarnation loaded: every state row this allocator opens carries it, and a row carrying
+   * another is refused ({@link SequenceRecreatedError}). @default undefined
    */
   readonly incarnation?: string | undefined;
   /** Timers for backoffs and retries. @default real timers */
@@ -53,34 +44,27 @@ export interface DcAllocatorOptions {
   readonly sleep?: ((ms: number) => Promise<void>) | undefined;
   /** Receives range failures, once per episode. */
   readonly log?: Logger | undefined;
-  /** Called when a range request installed a range (a preload that waited for it may go now). */
+  /** Called when a range request installed a range. */
   readonly onRangeInstalled?: (() => void) | undefined;
   /**
-   * Called when a read shows the rows gone back, or a state row of another incarnation, at that
-   * read, before the operation that made it unwinds: the process level drops what it holds, and
-   * every block this allocator hands up from then on (a claim whose write was on the wire) finds
-   * it told.
+   * Called at the read that shows the rows gone back (or another incarnation), before the
+   * operation unwinds, so that no block handed up afterwards is served.
    */
   readonly onRolledBack?:
     ((error: StateRolledBackError | SequenceRecreatedError) => void) | undefined;
   /** Told how long claims and range requests take, and of every failure. @default none */
   readonly observer?: AllocatorObserver | undefined;
   /**
-   * The allocator of another shard this one takes over from (a handle that moved before its
-   * first block, sequence.ts): its counters and failure log go on here, so the handle's stats
-   * count what it did on every shard. @default none
+   * The allocator of the shard a handle left before its first block: its counters and failure log
+   * go on here. @default none
    */
   readonly continues?: DcAllocator | undefined;
-  /**
-   * The rollback marks of this grantee's rows as the process saw them, shared by the process's
-   * handles of the sequence (watermarks.ts). @default marks of this allocator's own
-   */
+  /** This grantee's rollback marks, shared by the process's handles. @default own marks */
   readonly marks?: RowMarks | undefined;
 }
 
 /** One sequence in one DC; one instance per sequence handle. */
 export class DcAllocator {
-  /** What this DC level did; see {@link DcCounters}. */
   readonly counters: DcCounters;
   /** Range requests that failed; logged once per episode. */
   readonly failures: FailureLog<'range'>;
@@ -147,19 +131,17 @@ export class DcAllocator {
   }
 
   /**
-   * Takes the sizes of settings re-read after an alter (the process level re-reads them, see
-   * sequence.ts); claims and range requests from now on use them. The domain (`min`, `max`,
-   * `start`) never changes: settings that move it are refused before they get here.
+   * Takes sizes re-read after an alter. The domain (`min`, `max`, `start`) never changes: settings
+   * that move it are refused before they get here.
    */
   updateSettings(settings: SequenceSettings): void {
     this.ctx.settings = settings;
   }
 
   /**
-   * Claims the next process block from the DC state, getting a DC range first if the DC has
-   * none left. Lost races back off (full jitter, growing to {@link BACKOFF_MAX_MS}) and retry
-   * while `options.keepTrying()` holds; unknown outcomes are retried from a fresh read, up to
-   * {@link MAX_CAS_ATTEMPTS} in a row.
+   * Claims the next process block, getting a DC range first if the DC has none left. Lost races
+   * back off and retry while `options.keepTrying()` holds; unknown outcomes are retried from a
+   * fresh read, up to {@link MAX_CAS_ATTEMPTS} in a row.
    * @throws {SerialUnavailableError} if a DC range was needed and SERIAL could not be reached.
    * @throws {SequenceExhaustedError} if the DC has no IDs left and the domain is spent.
    * @throws {ContentionError} once `keepTrying()` says no after a lost race.
@@ -179,14 +161,11 @@ export class DcAllocator {
   }
 
   /**
-   * Makes sure the DC has a preloaded range: installs a confirmed grant that is not installed yet,
-   * or grants the DC its next range at SERIAL and installs it. Does nothing if a preloaded range
-   * exists. Concurrent callers share one request.
-   * @param known the DC state as a claim just read it, holding no ID to claim: the request
-   *   starts from it instead of reading it again, and ends as soon as a later read shows the DC
-   *   holding IDs again (another process of the DC got the range first: the claim needs IDs,
-   *   not a preload, and a second grant request at SERIAL would only add to the crowd there).
-   *   A caller that joins a request in flight shares that request's reads and its end.
+   * Makes sure the DC has a preloaded range: installs a confirmed grant, or grants the next range
+   * at SERIAL and installs it. Concurrent callers share one request.
+   * @param known the DC state a claim just read, holding no ID to claim: the request starts from
+   *   it, and ends once a later read shows the DC holding IDs again (a second grant request would
+   *   only crowd SERIAL).
    * @throws {StoreUnavailableError} `level: 'serial'` if SERIAL cannot be reached.
    * @throws {SequenceExhaustedError} if GLOBAL is at `max` and no grant is pending.
    * @throws {ContentionError} after {@link MAX_CAS_ATTEMPTS} writes that were not ours.
@@ -198,31 +177,25 @@ export class DcAllocator {
   }
 
   /**
-   * Starts one background range request unless one is in flight or waiting to be retried, the
-   * domain is spent, or the allocator is closed. A failed request is retried after about 1 s,
-   * doubling up to 30 s, until one succeeds.
+   * Starts one background range request unless one is in flight or waiting for its retry (about
+   * 1 s, doubling up to 30 s), the domain is spent, or the allocator is closed.
    */
   requestRangeInBackground(): void {
     this.ranges.inBackground();
   }
 
   /**
-   * Gives back `[first, last]`, unused IDs this process holds, by moving the DC's `lastInteger`
-   * back to `first - 1`, only if the state is the one this process's own latest write left
-   * (its op) and `lastInteger` is still `last`: any other writer since, a claim, an install or
-   * a retire (whose state also ends at a grant's end), leaves the run a gap.
-   * Retried only after a write shown to be lost: a give-back that might have been applied is
-   * never repeated, since another process may have claimed the same IDs in between.
+   * Gives back `[first, last]` by moving `lastInteger` back to `first - 1`, only if the state is
+   * the one this process's own latest write left and `lastInteger` is still `last`; after any
+   * other writer the run stays a gap. Retried only after a write shown lost: one that might have
+   * been applied is never repeated, since others may have claimed the IDs in between.
    * @returns how many IDs were returned (0 if they stay a gap).
    */
   returnBlock(first: bigint, last: bigint): Promise<bigint> {
     return this.claims.giveBack(first, last);
   }
 
-  /**
-   * The DC's claim rate in IDs/s, measured from the DC states this process read (sizing.ts);
-   * undefined until two reads lay a second apart.
-   */
+  /** The DC's claim rate in IDs/s from the DC states read; undefined until measured. */
   get dcRate(): number | undefined {
     return this.row.dcRate;
   }
@@ -233,9 +206,8 @@ export class DcAllocator {
   }
 
   /**
-   * A write of the claim in flight may have been committed without this process knowing (its
-   * outcome stayed unknown, the state unmoved when read back): leaving now would make its
-   * block a gap no counter shows.
+   * A claim write in flight may have been committed unseen (outcome unknown, state unmoved):
+   * leaving now would make its block a gap no counter shows.
    */
   get claimUnresolved(): boolean {
     return this.unresolvedOps.size > 0;
@@ -246,16 +218,13 @@ export class DcAllocator {
     return this.ranges.close();
   }
 
-  /**
-   * The body of one range request (see ensureRange): the DC state at LOCAL_SERIAL says whether a
-   * range is still needed, the grant level at SERIAL gives one, and it is installed here.
-   */
+  /** One range request (see ensureRange). */
   private async grantAndInstall(known?: KnownState): Promise<void> {
     const spent = this.grants.exhausted;
     if (spent !== undefined) throw spent;
     let given = known;
     for (let attempt = 1; ; attempt++) {
-      // Read before the grants (dc-grants.ts relies on it). A state the caller read was too.
+      // Read before the grants (dc-grants.ts relies on it).
       const state = given === undefined ? await this.row.read() : given.state;
       // A claim's request ends once another process of the DC brought IDs (see ensureRange).
       if (known !== undefined && given === undefined && remainingIn(state) > 0n) return;

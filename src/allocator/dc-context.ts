@@ -1,8 +1,7 @@
 /**
- * What both levels of one DC allocator share (dc-grants.ts at SERIAL, dc-allocator.ts at
- * LOCAL_SERIAL): the rows' identity, the checks every row read passes, the marks that tell rows
- * that went back (watermarks.ts), the latch that stops all writes once they did, and the bounds
- * on retrying a conditional write.
+ * What both levels of one DC allocator share: the rows' identity, the checks every read passes,
+ * the marks that tell rows that went back (watermarks.ts), the latch that then stops all writes,
+ * and the retry bounds.
  */
 
 import {
@@ -19,10 +18,8 @@ import { dcStateViolations, otherIncarnation } from './dc-state.js';
 import type { Watermarks } from './watermarks.js';
 
 /**
- * How many conditional writes in a row may fail to be ours before an operation gives up: every
- * operation but a block claim, and a block claim whose outcomes stay unknown (the level is
- * unreachable). A block claim that loses races retries for as long as its caller's `keepTrying`
- * says.
+ * Conditional writes in a row not shown ours before an operation gives up; a block claim counts
+ * only unknown outcomes here, and retries lost races while its `keepTrying` says.
  */
 export const MAX_CAS_ATTEMPTS = 12;
 
@@ -35,9 +32,9 @@ export interface DcCounters {
   /** Blocks claimed from the DC (confirmed claims only). */
   blocksClaimed: number;
   /**
-   * DC ranges this process got granted at SERIAL: batches reported applied, or whose unknown
-   * outcome a re-read showed applied. A batch reported rejected whose grant is found is installed
-   * but not counted: it is most often another process's identical batch.
+   * DC ranges this process got granted: batches reported applied, or shown applied by a re-read.
+   * One reported rejected whose grant is found is installed but not counted (most often another
+   * process's identical batch).
    */
   rangesGranted: number;
   /** Conditional writes whose condition did not hold (lost races). */
@@ -69,7 +66,6 @@ export function newDcCounters(): DcCounters {
 
 export interface DcContextOptions {
   readonly store: IdStore;
-  /** The grantee: the DC, or a shard of it. */
   readonly dc: string;
   readonly settings: SequenceSettings;
   readonly incarnation: string | undefined;
@@ -91,14 +87,13 @@ export class DcContext {
   readonly incarnation: string | undefined;
   readonly clock: Clock;
   readonly counters: DcCounters;
-  /** What this process saw of the rows, to tell rows that went back. */
   readonly seen: Watermarks;
   /** Waits between retries (tests may replace it). */
   readonly sleep: (ms: number) => Promise<void>;
   private readonly onRolledBack: DcContextOptions['onRolledBack'];
   /**
-   * The first sign that the rows went back. From then on no write is sent: one on the wire then
-   * may still land, but none follows it (no install of a grant it got, no range request).
+   * The first sign the rows went back. From then on no write is sent: one on the wire may still
+   * land, but nothing follows it.
    */
   private latched: StateRolledBackError | SequenceRecreatedError | undefined;
 
@@ -118,7 +113,6 @@ export class DcContext {
     return this.settings.name;
   }
 
-  /** Whether a read showed the rows gone back (or a row of another incarnation). */
   get wentBack(): boolean {
     return this.latched !== undefined;
   }
@@ -133,8 +127,8 @@ export class DcContext {
   }
 
   /**
-   * Checks a DC state read against the invariants (dc-state.ts), with the grants read with it if
-   * any. Before any other check: a row of another sequence of this name is not ours to judge.
+   * Checks a DC state read against the invariants (dc-state.ts), after its incarnation: a row of
+   * another sequence of this name is not ours to judge.
    * @throws {SequenceRecreatedError} if the row is of another incarnation.
    * @throws {InvariantError} if it breaks an invariant.
    */
@@ -153,8 +147,8 @@ export class DcContext {
   }
 
   /**
-   * The error of a read that shows the rows gone back, thrown by the caller. The first one stops
-   * this allocator's writes and tells the process level at once, before the operation unwinds.
+   * The error of a read showing the rows gone back. The first stops this allocator's writes and
+   * tells the process level at once, before the operation unwinds.
    */
   rolledBack(detail: string): StateRolledBackError {
     return this.latch(new StateRolledBackError(this.sequence, this.dc, detail));
@@ -168,16 +162,12 @@ export class DcContext {
     return this.latch(new SequenceRecreatedError(this.sequence, detail));
   }
 
-  /** Counts a conditional write's outcome as {@link DcCounters} defines. */
   count(result: CasResult): void {
     if (result.reported === 'rejected' && result.verdict !== 'ours') this.counters.casRejections++;
     if (result.reported === 'unknown') this.counters.casUnknown++;
   }
 
-  /**
-   * Writes that were rejected mean contention; writes whose outcome stayed unknown mean the
-   * level is unreachable (the error behind them, if any, is the cause).
-   */
+  /** Rejections mean contention; unknown outcomes mean the level is unreachable. */
   outOfAttempts(
     operation: string,
     attempts: number,
@@ -197,7 +187,7 @@ export class DcContext {
     return new ContentionError(this.sequence, operation, attempts);
   }
 
-  /** Full jitter: anywhere from 0 to a cap that doubles per lost race up to {@link BACKOFF_MAX_MS}. */
+  /** Full jitter: 0 to a cap doubling per lost race up to {@link BACKOFF_MAX_MS}. */
   backoff(attempt: number): Promise<void> {
     const cap = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.min(attempt - 1, 30));
     return this.sleep(Math.random() * cap);

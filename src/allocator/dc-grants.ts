@@ -1,8 +1,7 @@
 /**
- * The SERIAL level of one sequence in one DC (docs/design.md, "Granting a DC range"): the grants
- * partition, which every DC shares and only SERIAL rounds write. {@link DcGrants} reads and checks
- * the grants and sends the grant batch. It never touches the DC state: a range request
- * (dc-allocator.ts) reads that at LOCAL_SERIAL before asking here, and installs the grant after.
+ * The SERIAL level of one sequence in one DC (docs/design.md, "Granting a DC range"): reads and
+ * checks the grants partition every DC shares, and sends the grant batch. It never touches the
+ * DC state, which a range request reads before asking here and installs into after.
  */
 
 import {
@@ -21,7 +20,7 @@ import { globalWentBack, grantsWentBack, type Floor } from './watermarks.js';
 export interface GrantDemand {
   /** The DC's claim rate in IDs/s, if measured. */
   readonly rate: number | undefined;
-  /** The size of this process's latest block request: a grant holds several such blocks. */
+  /** This process's latest block request size (a grant holds several). */
   readonly block: bigint;
 }
 
@@ -38,10 +37,7 @@ export type GrantStep =
 
 /** The grants of one sequence for one DC (or shard). */
 export class DcGrants {
-  /**
-   * Set once GLOBAL reached `max` with no grant pending for this DC (read at SERIAL after GLOBAL
-   * was seen at `max`); it can never change.
-   */
+  /** Set once GLOBAL is at `max` with no grant pending for this DC (read at SERIAL); final. */
   private exhaustedError: SequenceExhaustedError | undefined;
 
   constructor(
@@ -49,15 +45,13 @@ export class DcGrants {
     private readonly demand: () => GrantDemand,
   ) {}
 
-  /** The domain is spent and this DC holds no grant not yet installed; never changes again. */
   get exhausted(): SequenceExhaustedError | undefined {
     return this.exhaustedError;
   }
 
   /**
-   * The grant the DC should install next, given its state as just read at LOCAL_SERIAL: one
-   * confirmed at SERIAL but not installed (its requester crashed or is slow), or a new one from
-   * the grant batch; `attempt` counts the request's attempts so far.
+   * The grant the DC should install next, given its state just read at LOCAL_SERIAL: one confirmed
+   * at SERIAL but not installed (its requester crashed or is slow), or a new one from the batch.
    * @throws {SequenceExhaustedError} if GLOBAL is at `max` and no grant is pending.
    */
   async nextGrant(state: DcState | undefined, attempt: number): Promise<GrantStep> {
@@ -66,8 +60,7 @@ export class DcGrants {
     const view = await this.readGrants();
     const latest = view.latest;
     const latestNumber = latest?.number ?? 0;
-    // The state was read before the grants, and installed grants never outrun the latest grant:
-    // this can only mean broken rows, never a race.
+    // State read before grants, and installed grants never outrun the latest: broken rows, no race.
     if (latestNumber < installed) {
       throw this.ctx.broken(
         `latest grant ${latestNumber} is older than installed grant ${installed}`,
@@ -84,20 +77,18 @@ export class DcGrants {
   }
 
   /**
-   * The blind first grant: a DC (or shard) with no state, on a request's first attempt, sends its
-   * batch for grant 1 without the two reads at SERIAL, conditional on the highest GLOBAL this
-   * process knows of. Safe because the batch's own condition decides, and its round answers with
-   * GLOBAL and grant 1 when it does not apply; a DC with state keeps the reads and their checks.
+   * The blind first grant: with no state, on the first attempt, the batch for grant 1 goes without
+   * the reads at SERIAL, conditional on the highest GLOBAL known. Safe: the batch's own condition
+   * decides, and a round that rejects it answers with GLOBAL and grant 1.
    */
   private blindFirstGrant(): Promise<GrantStep> {
     return this.sendBatches(0, this.ctx.seen.floor().globalLast, true, 1);
   }
 
   /**
-   * Grant batches for grant `installed + 1`, the first conditional on `globalLast` (`guessed`:
-   * not read at SERIAL), until one is ours or the next step needs fresh reads. After a batch lost
-   * to another grant, the next is conditional on GLOBAL as that batch's round found it
-   * ({@link globalAfterLoss}).
+   * Grant batches for grant `installed + 1`, the first conditional on `globalLast` (`guessed`: not
+   * read at SERIAL), until one is ours or fresh reads are needed; after a loss, the next is
+   * conditional on GLOBAL as the losing round found it ({@link globalAfterLoss}).
    */
   private async sendBatches(
     installed: number,
@@ -108,9 +99,8 @@ export class DcGrants {
     for (;;) {
       const { max } = this.ctx.settings;
       if (globalLast >= max) {
-        // Final only with no grant of this DC left to install: a grant made between the reads of
-        // the latest grant and of GLOBAL can hide behind GLOBAL at `max` (and a blind batch read
-        // nothing). GLOBAL moves no more, so a read of the latest grant from now on is final.
+        // Final only with no grant of this DC left to install: one made between the reads of the
+        // latest grant and GLOBAL can hide behind GLOBAL at `max`. From now on a latest-grant read is final.
         const final = await this.readGrants();
         if ((final.latest?.number ?? 0) > installed) return { kind: 'reread', attempt };
         this.exhaustedError = new SequenceExhaustedError(this.ctx.sequence, max, globalLast);
@@ -124,15 +114,13 @@ export class DcGrants {
       const floor = this.ctx.seen.floor();
       const last = await this.writeGrant(globalLast, grant);
       this.checkFound(last, floor);
-      // A guessed batch that found grant 1 of this DC, ours in bounds or not, cannot tell another
-      // starting process's grant from the first of an older chain whose DC state is gone
-      // (installing that again would serve its IDs twice): the reads of the next round decide.
+      // A guessed batch that found grant 1 cannot tell another starting process's grant from an older
+      // chain's whose DC state is gone (reinstalling it would serve IDs twice): fresh reads decide.
       if (guessed && last.reported === 'rejected' && last.found?.grant !== undefined) {
         return { kind: 'reread', attempt };
       }
       if (isOurs(last.verdict)) {
-        // Not counted when reported rejected: the processes of a DC that start at once send the
-        // same batch, and all but one find the winner's grant, equal to theirs.
+        // Not counted when reported rejected: processes starting together send the same batch.
         if (last.reported !== 'rejected') this.ctx.counters.rangesGranted++;
         return { kind: 'install', grant };
       }
@@ -149,7 +137,7 @@ export class DcGrants {
     }
   }
 
-  /** The grant's size for the DC's rate and the autonomy target; the batch's condition decides. */
+  /** Sized for the DC's rate and autonomy target; the batch's condition decides. */
   private sizeFrom(globalLast: bigint): bigint {
     const { rate, block } = this.demand();
     const settings = this.ctx.settings;
@@ -165,12 +153,10 @@ export class DcGrants {
   }
 
   /**
-   * The DC's grant 1, if a plain LOCAL_QUORUM read shows it as the DC's latest grant (granted
-   * with the sequence, or by a process of the DC that started first); undefined if not, or if the
-   * read fails. Safe without SERIAL: a grant row is written only by a Paxos commit and a grant
-   * number never twice, and the install is conditional on there still being no DC state.
-   * What it cannot show is a later grant not yet committed locally; docs/design.md, "A DC's first
-   * range, granted at creation", says why that check may wait for the reads at SERIAL.
+   * The DC's grant 1, if a plain LOCAL_QUORUM read shows it as the latest grant; undefined if not
+   * or if the read fails. Safe without SERIAL: grant rows are written only by Paxos commits, each
+   * number once, and the install is conditional on there being no DC state (docs/design.md, "A
+   * DC's first range, granted at creation").
    */
   async firstGrantLocally(): Promise<Grant | undefined> {
     let view: GrantView | undefined;
@@ -186,7 +172,6 @@ export class DcGrants {
     return view.latest;
   }
 
-  /** A range request's failure as a claim that needed the range reports it. */
   explainFailure(error: unknown, state: DcState | undefined): unknown {
     if (error instanceof StoreUnavailableError && error.level === 'serial') {
       return new SerialUnavailableError(this.ctx.sequence, this.ctx.dc, remainingIn(state), {
@@ -207,7 +192,6 @@ export class DcGrants {
     return view;
   }
 
-  /** The grant batch at SERIAL, classified. */
   private async writeGrant(
     expectedGlobalLast: bigint,
     grant: Grant,
@@ -221,10 +205,8 @@ export class DcGrants {
       reread: async () => {
         const view = await this.readGrants();
         let latest = view.latest;
-        // The store reads the latest grant, then GLOBAL, each in a Paxos round of its own: the
-        // first may miss our batch, accepted by a minority, that the second finishes. GLOBAL
-        // moved with no grant `n` seen says "lost" only once a grant read after that GLOBAL read
-        // shows none either (our batch, committed, would show there: one partition).
+        // Latest grant, then GLOBAL, each its own Paxos round: the first may miss our batch that the
+        // second finishes. So "lost" only once a grant read after a moved GLOBAL still shows no grant `n`.
         if ((latest?.number ?? 0) < grant.number && view.globalLast !== expectedGlobalLast) {
           latest = (await this.readGrants()).latest;
         }
@@ -243,9 +225,8 @@ export class DcGrants {
   }
 
   /**
-   * Checks what the round that rejected a grant batch found (GLOBAL, and grant `n` of this DC if
-   * it exists) as {@link readGrants} checks a read at SERIAL, for that is what it is, before
-   * anything acts on it. (After an unknown outcome, what was found comes from readGrants itself.)
+   * Checks what a rejecting round found as {@link readGrants} checks a read at SERIAL (which it
+   * is), before anything acts on it.
    */
   private checkFound(last: CasResult<GrantFound>, floor: Floor): void {
     const globalLast = last.found?.globalLast;
@@ -259,10 +240,8 @@ export class DcGrants {
   }
 
   /**
-   * GLOBAL as the round that decided our lost batch found it, if that round found no grant `n` of
-   * this DC; undefined otherwise (the next round re-reads). The next batch may be conditional on it
-   * without reading the grants again at SERIAL: safe because the batch's own condition decides,
-   * as for any value read, and checkFound checked it first.
+   * GLOBAL as the round that rejected our batch found it, if it found no grant `n`: the next batch
+   * may be conditional on it without re-reading, as the batch's condition decides (checked first).
    */
   private globalAfterLoss(last: CasResult<GrantFound>): bigint | undefined {
     const globalLast = last.found?.globalLast;
@@ -299,10 +278,9 @@ export class DcGrants {
 }
 
 /**
- * Whose grant the DC's grant `n` is: ours if it has our bounds (grants belong to the DC, so an
- * identical grant by another process of the DC serves as well); lost if it has other bounds (the
- * number is taken for ever), or if it does not exist and GLOBAL has moved past the value ours
- * was conditional on (GLOBAL only grows); otherwise unknown (ours may still be in flight).
+ * Whose grant `n` is: ours if it has our bounds (a grant belongs to the DC, so an identical one
+ * serves as well); lost if other bounds, or absent with GLOBAL past the value ours was
+ * conditional on (GLOBAL only grows); else unknown (ours may still be in flight).
  */
 export function judgeGrant(
   found: GrantFound | undefined,

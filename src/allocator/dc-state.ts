@@ -162,8 +162,7 @@ export function giveBack(
 
 /**
  * Why `state` (the row of `grantee`) is not the sequence loaded with `incarnation`: it carries
- * another (docs/design.md, "A sequence's rows are never deleted"); undefined when it carries the
- * same or none (an older release opened it).
+ * another (docs/design.md, "A sequence's rows are never deleted"); undefined if the same or none.
  */
 export function otherIncarnation(
   grantee: string,
@@ -175,10 +174,9 @@ export function otherIncarnation(
 }
 
 /**
- * The state a DC is left in by `idgen-cass retire-ranges` (docs/design.md, "Rows that went
- * back"): its latest grant `grant` as the reserved range, spent to its end, nothing preloaded,
- * whatever `state` held before (it may be an older state brought back, or none). The DC's next
- * claim then asks SERIAL for grant `grant.number + 1`, above every ID any DC was ever granted.
+ * The state `retire-ranges` leaves (docs/design.md, "Rows that went back"): latest grant `grant`
+ * reserved and spent to its end, nothing preloaded, whatever `state` held; the next claim asks
+ * SERIAL for a grant above every ID ever granted.
  */
 export function retireTo(state: DcState | undefined, grant: Grant, op: string): DcState {
   const last = mutated('retire-keeps-last-integer') ? keptLast(state, grant) : grant.max;

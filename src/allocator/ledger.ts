@@ -1,12 +1,9 @@
 /**
- * A handle's ledger: the IDs it issued and wasted (by cause), the IDs it holds back until the HTTP
- * service knows whether they reached their caller, its failures, and the usage reports that add
- * its counts to its DC's usage counters. {@link Sequence} calls it where IDs are issued, wasted or
- * delivered; `stats()` merges it with the DC level's counters (dc-allocator.ts). The functions at
- * the end carry a replaced handle's counts on into its successor's ({@link IdGen}).
+ * A handle's ledger: IDs issued and wasted (by cause), IDs held back until the HTTP service knows
+ * they were delivered, failures, and usage reports to the DC's usage counters. The functions at
+ * the end carry a replaced handle's counts into its successor's.
  *
- * Invariants: `issued` never goes down (metrics and usage reports add its increases), and
- * `wasted` is the sum of `waste`'s causes.
+ * Invariants: `issued` never goes down, and `wasted` is the sum of `waste`'s causes.
  */
 
 import type { Logger } from '../logger.js';
@@ -18,10 +15,7 @@ import type { AllocatorObserver } from './observer.js';
 import type { SequenceStats, WasteByCause } from './sequence-stats.js';
 import type { Clock } from './clock.js';
 
-/**
- * A process reports what it issued and wasted to its DC's usage counters at most this often (at
- * a block claim), and once more when it closes: `status` shows them per DC.
- */
+/** Least interval between a process's usage reports (at a claim; once more at close). */
 export const USAGE_REPORT_MS = 10_000;
 
 /** The causes of waste the process level counts (unknown outcomes are the DC level's). */
@@ -38,7 +32,6 @@ const PROCESS_FAILURES = {
   },
 } as const;
 
-/** What one level's {@link FailureLog} contributes. */
 type Failures = Pick<FailureLog<string>, 'errors' | 'lastError' | 'lastErrorAt'>;
 
 /** What the handle tells the ledger of its buffer when a snapshot is taken. */
@@ -64,7 +57,6 @@ export interface LedgerContext {
   readonly clock: Clock;
   readonly log: Logger | undefined;
   readonly observer: AllocatorObserver | undefined;
-  /** The handle's snapshot, which a usage report sends the increases of. */
   readonly stats: () => SequenceStats;
 }
 
@@ -86,13 +78,8 @@ export class Ledger {
     refused: 0,
     undelivered: 0,
   };
-  /**
-   * IDs taken by {@link Sequence.nextIds} calls still running, or by the HTTP service's calls
-   * whose response is not yet delivered: neither issued nor wasted until then, so that `issued`
-   * only grows.
-   */
+  /** IDs taken by calls not yet delivered: neither issued nor wasted, so `issued` only grows. */
   private drawing = 0;
-  /** What the DC's usage counters were told so far, and when; the report in flight. */
   private reportedUsage: Readonly<Record<UsageCause, number>> = zeroUsage();
   private usageReportedAt: number | undefined;
   private reportingUsage: Promise<void> | undefined;
@@ -111,36 +98,30 @@ export class Ledger {
     );
   }
 
-  /** A call found no ID (nextIds: too few) in the process and waits for a refill. */
   waited(): void {
     this.waits++;
   }
 
-  /** `count` IDs this process will never hand out, for `cause`. */
   wasted(cause: keyof ProcessWaste, count: number): void {
     this.wastedIds += count;
     this.waste[cause] += count;
   }
 
-  /** The handle went on from another shard before its first block. */
   movedShard(): void {
     this.shardMoves++;
   }
 
-  /** `count` IDs taken by a call that has not handed them out yet: neither issued nor wasted. */
+  /** `count` IDs taken but not handed out yet: neither issued nor wasted. */
   drawn(count: number): void {
     this.drawing += count;
   }
 
-  /** The end of {@link drawn}: the IDs are issued now, or were counted wasted. */
+  /** Ends {@link drawn}: the IDs are issued now, or were counted wasted. */
   undrawn(count: number): void {
     this.drawing -= count;
   }
 
-  /**
-   * `count` IDs already {@link drawn} stay so until `delivered` settles: issued if it resolves
-   * true, else wasted as `undelivered`. The promise must settle.
-   */
+  /** Drawn IDs stay so until `delivered` (which must settle): issued if true, else `undelivered`. */
   settleDelivery(count: number, delivered: Promise<boolean>): void {
     void delivered
       .then(
@@ -154,13 +135,12 @@ export class Ledger {
       });
   }
 
-  /** {@link drawn}, then {@link settleDelivery}: a run taken for the service. */
   drawnUntil(count: number, delivered: Promise<boolean>): void {
     this.drawn(count);
     this.settleDelivery(count, delivered);
   }
 
-  /** A frozen snapshot of both levels: counts added up, and the latest failure of either. */
+  /** A frozen snapshot of both levels; the latest failure of either. */
   stats(buffer: BufferCounts, dc: DcLevel | undefined): SequenceStats {
     const dcCounters = dc?.counters;
     const rangeFailures = dc?.failures;
@@ -171,8 +151,7 @@ export class Ledger {
         : (failures.lastError ?? rangeFailures?.lastError);
     const waste = this.waste;
     return Object.freeze({
-      // Every ID taken from a block was handed out, except the remainders take() skipped, the
-      // IDs of calls that failed or were not delivered, and those whose delivery is not known.
+      // Every ID taken was handed out except those wasted or whose delivery is not known yet.
       issued: buffer.taken - waste.takeSkipped - waste.undelivered - this.drawing,
       remaining: buffer.remaining,
       blocksClaimed: dcCounters?.blocksClaimed ?? 0,
@@ -202,10 +181,7 @@ export class Ledger {
     void this.report(grantee);
   }
 
-  /**
-   * A usage report under `grantee`: at once, counting up to now, or after the one in flight,
-   * which holds only the counts up to its start.
-   */
+  /** A usage report under `grantee`: at once, or after the one in flight (counts up to its start). */
   reportNow(grantee: string): Promise<void> {
     const inFlight = this.reportingUsage;
     return inFlight === undefined
@@ -214,10 +190,9 @@ export class Ledger {
   }
 
   /**
-   * Adds what this process issued and wasted since its last report to the DC's usage counters,
-   * one report at a time. Never throws: the counters are for `status`, and no ID depends on them.
-   * A report that failed is sent again with the next one, so a report that timed out but was
-   * applied counts twice.
+   * Adds the counts since the last report to the DC's usage counters, one report at a time. Never
+   * throws: no ID depends on them. A failed report is resent with the next, so one that timed out
+   * but applied counts twice.
    */
   private report(grantee: string): Promise<void> {
     if (this.reportingUsage !== undefined) return this.reportingUsage;
@@ -267,14 +242,13 @@ export interface SummedCounts {
 /** Fields of {@link SequenceStats} that describe the handle now (rates, sizes): never summed. */
 const PER_HANDLE = new Set(['blockSize', 'drawRate', 'dcRate']);
 
-/** Adds the numbers of `more` that are counts into `into`, key by key. */
 function addCounts(into: Record<string, number>, more: object): void {
   for (const [key, value] of Object.entries(more)) {
     if (!PER_HANDLE.has(key) && typeof value === 'number') into[key] = (into[key] ?? 0) + value;
   }
 }
 
-/** The counts of `snapshots` summed (rates and sizes left out), `waste` cause by cause. */
+/** Counts of `snapshots` summed (rates and sizes left out), `waste` cause by cause. */
 export function sumCounts(snapshots: readonly SequenceStats[]): SummedCounts {
   const counts: Record<string, number> = {};
   const waste: Record<string, number> = {};
@@ -293,10 +267,7 @@ export function foldCounts(closed: SequenceStats, former: FormerCounts | undefin
   return { counts, waste: { ...folded.waste }, lastError: folded.lastError };
 }
 
-/**
- * `current` with the counters of the handles it replaced added: those folded when they closed
- * (`former`), and those still closing (`closing`), so that no counter goes back.
- */
+/** `current` plus the handles it replaced, closed (`former`) or still closing, so no counter goes back. */
 export function withFormer(
   current: SequenceStats,
   former: FormerCounts | undefined,

@@ -1,12 +1,9 @@
 /**
  * Retiring a DC's ranges after its rows went back (docs/design.md, "Rows that went back"): each
- * state partition of the DC is set to its latest grant, spent to the end, so that the DC's next
- * claim asks SERIAL for a new grant, above every ID any DC was ever granted.
- *
- * Why this is safe where the DC state is not: grants and GLOBAL are committed at SERIAL, so a
- * majority of DCs holds them even when every replica of one DC lost writes or was restored from
- * a backup. Every ID the DC ever handed out lies in one of its grants, and the latest grant read
- * at SERIAL is at least the newest one it installed; nothing the DC state says is trusted.
+ * state partition of the DC is set to its latest grant, spent to the end, so the next claim asks
+ * SERIAL for a grant above every ID ever granted. Safe because grants and GLOBAL are committed
+ * at SERIAL, so a majority of DCs holds them whatever one DC lost, and every ID the DC handed out
+ * lies in one of its grants; nothing the DC state says is trusted.
  */
 
 import { randomUUID } from 'node:crypto';
@@ -36,21 +33,15 @@ export function isRetireOp(op: string | undefined): boolean {
 }
 
 /**
- * Whose write left a state partition spent at its latest grant, as far as the rows show. A
- * retire's write, like any conditional write, can be applied and still be reported rejected or
- * unknown, and the state keeps no history: only its op, and a version that another op took,
- * tell whose write is there.
- * - `no-grant`: the DC has no grant yet; nothing to retire, nothing written.
- * - `already-spent`: spent at its latest grant when first read, by no write of this retire; it
- *   wrote the same state again all the same (see {@link retireOne}), which leaves no gap.
- * - `retired`: spent by a write of this retire (reported applied, or its op found in the rows).
- * - `spent-by-another`: spent by another writer (another retire) while this one ran; each write
- *   of this one that would have retired IDs was shown lost (another op took the version it was
- *   conditional on).
- * - `spent-unknown`: spent, another writer's op in the rows, and a write of this one was neither
- *   found nor shown lost (other ops were seen only at other versions than the one it would have
- *   taken): it may have been applied before another op replaced it, so whether this retire
- *   wrote, and what it left as a gap, is unknown.
+ * Whose write left a partition spent at its latest grant, as far as the rows show (a write can
+ * be applied yet reported rejected or unknown; only its op, or another op at the version it
+ * would have taken, tells):
+ * - `no-grant`: the DC has no grant yet; nothing written.
+ * - `already-spent`: spent when first read; the retire wrote it again (see {@link retireOne}).
+ * - `retired`: spent by a write of this retire.
+ * - `spent-by-another`: spent by another writer; each write of this one was shown lost.
+ * - `spent-unknown`: another op in the rows and a write of this one neither found nor shown
+ *   lost: it may have been applied then replaced, so its gap is unknown.
  */
 export type RetireOutcome =
   'no-grant' | 'already-spent' | 'retired' | 'spent-by-another' | 'spent-unknown';
@@ -65,21 +56,18 @@ export interface RetiredState {
   readonly before: DcState | undefined;
   /** Whose write left the partition spent. */
   readonly outcome: RetireOutcome;
-  /** True when a write of this retire is known to have been applied (outcome `retired`). */
   readonly retired: boolean;
   /**
-   * IDs the partition still held (the rest of its reserved range, its preloaded range, and its
-   * latest grant if it was not installed) that the writes of this retire known to have been
-   * applied took out of use: a gap. 0 unless `retired`.
+   * IDs the partition still held (reserved rest, preloaded range, an uninstalled latest grant)
+   * that this retire's applied writes took out of use: a gap. 0 unless `retired`.
    */
   readonly gap: bigint;
 }
 
 /**
- * Retires the ranges of every state partition of `dc` for sequence `settings.name`. Must run
- * from a client whose local DC is `dc` (its writes are LOCAL_SERIAL rounds among `dc`'s
- * replicas), with the sequence's processes in `dc` stopped: a process still running holds
- * blocks from the old state, and those may be handed out again.
+ * Retires the ranges of every state partition of `dc`. Must run from a client whose local DC is
+ * `dc`, with the sequence's processes there stopped: a running process holds blocks from the old
+ * state, which could be handed out again.
  * @throws {InvariantError} if the grant level itself looks gone back (a DC state installed a
  * grant SERIAL does not show, or holds IDs above GLOBAL): no retiring makes that safe.
  * @throws {ContentionError} if writes kept coming first (processes of the DC still run).
@@ -97,8 +85,7 @@ export async function retireDcRanges(
   for (const grantee of granteesOf(dc, settings.shards)) {
     const retired = await retireOne(store, settings.name, grantee, incarnation);
     out.push(retired);
-    // The gap in the DC's usage counters (status: no rate, nothing unreported). Outside the
-    // protocol, like every counter write: a failure leaves the counters short, nothing else.
+    // The gap in the DC's usage counters. Outside the protocol: a failure only leaves them short.
     if (retired.gap > 0n) {
       await store
         .addDcUsage(settings.name, grantee, { retired: Number(retired.gap) })
@@ -122,16 +109,12 @@ interface Attempt {
 }
 
 /**
- * Retires one state partition. Its last write is always one of its own that was applied, even on
- * a partition already spent at its latest grant (a seal: the same state, one version up): a
- * write of a stopped process can be left accepted by a minority of the DC's replicas, unseen by
- * the LOCAL_SERIAL read (a process killed with its give-back on the wire, or one whose give-back
- * timed out), and the next Paxos round that sees it commits it. Without a round of its own, the
- * retire would leave it to the first claim after it: a give-back lowers `last_integer` inside
- * the retired grant, and its IDs, handed out before the rows went back, are handed out again.
- * The retire's own round either commits that write first (its condition then fails, and it
- * reads and writes again) or is committed at a newer ballot, after which the older write is
- * never committed.
+ * Retires one state partition. Its last write is always one of its own, applied, even on a
+ * partition already spent (a seal: the same state, one version up): a stopped process's write
+ * (say a give-back) may sit accepted by a minority, unseen by the LOCAL_SERIAL read, and the
+ * next round would commit it, reopening IDs handed out before the rows went back. The retire's
+ * own round either commits that write first (its condition fails, and it retries) or is
+ * committed at a newer ballot, after which the older write never is.
  */
 async function retireOne(
   store: IdStore,
@@ -141,7 +124,6 @@ async function retireOne(
 ): Promise<RetiredState> {
   const attempts: Attempt[] = [];
   let first: DcState | undefined;
-  // What each state seen (a read, a rejecting round, a re-read) shows of this retire's writes.
   const note = (state: DcState | undefined) => {
     if (state === undefined) return;
     for (const a of attempts) {
@@ -192,16 +174,12 @@ async function retireOne(
         { cause: result.cause },
       );
     }
-    // Another op found: another write came first (a process of the DC, or another retire), or
-    // came after ours, or ours is still in flight. Read again; the next read tells what it can.
+    // Another op found: another write came first or after, or ours is in flight. Read again.
   }
   throw new ContentionError(sequence, RETIRE_OPERATION, MAX_RETIRE_ATTEMPTS);
 }
 
-/**
- * Whose write spent a partition found spent after `attempts`, as far as its writes that would
- * have retired IDs show (none: spent before this came; its seals retire nothing).
- */
+/** Whose write spent a partition found spent, as far as this retire's writes show. */
 function spentBy(attempts: readonly Attempt[]): RetireOutcome {
   const retiring = attempts.filter((a) => !a.seal);
   if (retiring.length === 0) return 'already-spent';
@@ -210,10 +188,9 @@ function spentBy(attempts: readonly Attempt[]): RetireOutcome {
 }
 
 /**
- * Refuses what a retire cannot make safe: a grant level that went back. GLOBAL below the DC's
- * latest grant, a state that installed a grant SERIAL does not show, or a state holding IDs
- * above GLOBAL all mean grants committed at SERIAL were lost, so a new grant could overlap IDs
- * handed out already.
+ * Refuses a grant level that went back (GLOBAL below the DC's latest grant, an installed grant
+ * SERIAL does not show, IDs above GLOBAL): grants committed at SERIAL were lost, so a new grant
+ * could overlap IDs handed out already.
  */
 function checkGrantLevel(
   sequence: string,

@@ -1,7 +1,6 @@
 /**
- * Creating and altering a sequence's settings: conditional writes at SERIAL, classified like
- * every other write (cas.ts), so that a write applied but reported rejected or unknown is
- * still recognised as ours by the op it carries.
+ * Creating and altering settings: conditional writes at SERIAL, classified like every other
+ * write (cas.ts), so that one applied but reported rejected or unknown is recognised by its op.
  */
 
 import { randomUUID } from 'node:crypto';
@@ -21,11 +20,9 @@ import type { FirstGrant, IdStore, SequenceSettings, StoredSettings } from '../s
 import { isOurs, runConditionalWrite, type CasResult, type Judgement } from './cas.js';
 
 /**
- * A sequence's settings read at LOCAL_QUORUM or, when none are found there, at SERIAL. A create
- * that succeeds is committed at EACH_QUORUM; one that timed out may be committed in some DCs only
- * (neither its own commit nor the repair by the SERIAL read that settled it need reach a quorum of
- * every DC), and a local read then finds nothing for a sequence that exists. Without SERIAL (a DC
- * cut off) the local answer stands. Loading a sequence, status and check read settings so.
+ * Settings read at LOCAL_QUORUM or, when none are found there, at SERIAL: a create that timed
+ * out may be committed in some DCs only, so a local miss does not prove absence. Without SERIAL
+ * (a DC cut off) the local answer stands.
  */
 export async function readSettingsFound(
   store: IdStore,
@@ -48,32 +45,26 @@ const UNREAD: unique symbol = Symbol('unread');
 export const MAX_ALTER_ATTEMPTS = 5;
 
 /**
- * The kinds of settings writes, each op prefixed with its own: a create that finds settings
- * written by another create knows it was not applied (an alter replaces a create's op, nothing
- * else does), while one that finds an alter's op cannot tell whose create the alter followed.
- * Ops written before the kinds were marked carry neither prefix.
+ * Op prefixes per kind of settings write: a create that finds another create's op knows it was
+ * not applied (only an alter replaces a create's op); one that finds an alter's op cannot tell.
  */
 const CREATE_OP = 'create:';
 const ALTER_OP = 'alter:';
 
 /**
- * Who made a sequence, as far as its settings show: `this` create (its op found, or reported
- * applied); `another` (another create's op, or IDs other than this create's: it was never
- * applied); `unknown` (an alter's op, or one an older release wrote: this create may have been
- * applied, then altered). `another` also when a SERIAL read finds the sequence before this create
- * writes anything.
+ * Who made a sequence, as the settings show: `this` create (its op found, or reported applied);
+ * `another` (another create's op or other IDs, so this one never applied, or found at SERIAL
+ * before writing); `unknown` (an alter's op: this create may have applied, then been altered).
  */
 export type SequenceCreator = 'this' | 'another' | 'unknown';
 
 /**
- * Creates the sequence with `settings` (and `firstGrants`, in the same write); with
- * `ifNotExists`, an existing sequence's stored settings are returned instead.
- * @returns the settings stored (this create's, or, with `ifNotExists`, those found), and who made
- * the sequence.
- * @throws {SequenceExistsError} if it exists and not `ifNotExists`, saying whether another
- * create made it or whether this one did cannot be told (`createdBy`).
+ * Creates the sequence with `settings` and `firstGrants` in one write; with `ifNotExists`, an
+ * existing sequence's stored settings are returned instead.
+ * @returns the settings stored, and who made the sequence.
+ * @throws {SequenceExistsError} if it exists and not `ifNotExists` (`createdBy` says who).
  * @throws {StoreUnavailableError} if SERIAL cannot be reached, or the write's outcome stayed
- * unknown (read the sequence to see whether it exists).
+ * unknown.
  */
 export async function createSettings(
   store: IdStore,
@@ -83,25 +74,20 @@ export async function createSettings(
   firstGrants: readonly FirstGrant[] = [],
   localDc?: string,
 ): Promise<{ readonly settings: SequenceSettings; readonly creator: SequenceCreator }> {
-  // A sequence a SERIAL read finds before this create sends anything was made by another: say
-  // so for certain, with nothing written. Only a create that raced another write to the row
-  // can be left unable to tell (an alter's op replaces a create's), not a routine re-run of
-  // `seed --if-not-exists` on a sequence altered since. A read that fails leaves it to the
-  // create's own write, which says what it could not reach (for "create sequence", as before).
+  // A sequence found at SERIAL before anything is written was made by another, for certain (so a
+  // re-run of an idempotent seed is not left unsure). A failed read leaves it to the write.
   const existing = await store
     .readSequence(settings.name, 'serial')
     .catch((error: unknown): typeof UNREAD => {
       if (error instanceof StoreUnavailableError) return UNREAD;
       throw error;
     });
-  // Made by another create before this one wrote anything: said for certain.
   const madeByAnother = (stored: StoredSettings) => {
     if (ifNotExists) return { settings: stored.settings, creator: 'another' } as const;
     throw new SequenceExistsError(settings.name, keyspace, [], 'another');
   };
   if (existing !== undefined && existing !== UNREAD) return madeByAnother(existing);
-  // SERIAL says no sequence of this name exists: any state row of it is one left behind. With
-  // SERIAL out of reach, rows found may be an existing sequence's, or left behind: say neither.
+  // SERIAL says no such sequence: any state row of it is left behind. Without SERIAL, say neither.
   const leftover = await leftoverStates(store, settings, [
     localDc,
     ...firstGrants.map(({ grantee }) => grantee),
@@ -131,20 +117,17 @@ export async function createSettings(
   if (isOurs(result.verdict)) return { settings, creator: 'this' };
   // Nothing found (a re-read that failed, or a create still in flight): nothing to tell from.
   if (result.found === undefined) throw unknownOutcome('create sequence', result);
-  // Another create's op is final; an alter's, whether reported rejected or unknown, may follow
-  // ours: "exists, nothing changed" would be a guess.
+  // Another create's op is final; an alter's may follow ours, so "exists" would be a guess.
   const creator = result.verdict === 'lost' ? 'another' : 'unknown';
   if (ifNotExists) return { settings: result.found.settings, creator };
   throw new SequenceExistsError(settings.name, keyspace, [], creator);
 }
 
 /**
- * The grantees (DC shards) that hold a state row of sequence `settings.name`, as plain reads in
- * this DC show them: every shard the new settings name, of every DC the keyspace replicates to
- * and of the DCs of `known` (the local DC, those given first grants). A create over such rows
- * starts GLOBAL again below the IDs they handed out (docs/design.md, "A sequence's rows are
- * never deleted"). Rows of another DC not yet replicated here, and of higher shards, are missed;
- * a process refuses those later by their incarnation.
+ * The grantees holding a state row of `settings.name` as plain reads here show them (every shard
+ * of the keyspace's DCs and of `known`): a create over them would start GLOBAL below IDs they
+ * handed out (docs/design.md, "A sequence's rows are never deleted"). Rows missed here are
+ * refused later by their incarnation.
  */
 async function leftoverStates(
   store: IdStore,
@@ -161,11 +144,9 @@ async function leftoverStates(
 
 /**
  * Changes the sizes of sequence `name`. Each attempt validates the changes against the settings
- * it read and writes only if they are still the ones read (their op), so two concurrent alters
- * can never combine into settings neither validated (e.g. a block larger than the DC range).
- * @returns the settings this alter wrote: its last attempt's, or those of an earlier attempt
- * whose op a later round found (not the settings read with that op: CassandraStore reads them
- * after the round, and another alter may have landed in between).
+ * it read and writes only if they are still those (their op), so concurrent alters never combine
+ * into settings neither validated.
+ * @returns the settings this alter wrote (its last attempt's, or an earlier one's found applied).
  * @throws {InvalidOptionError} if the changes do not fit the current settings.
  * @throws {SequenceNotFoundError} if it does not exist.
  * @throws {ContentionError} if other alters kept changing the settings first.
@@ -177,10 +158,8 @@ export async function alterSettings(
   changes: AlterSequenceOptions,
   keyspace: string,
 ): Promise<SequenceSettings> {
-  // Every attempt's op, with the settings it wrote: a later attempt's round may find an earlier
-  // one's write committed. What that attempt wrote is known; settings found with its op need not
-  // be it (CassandraStore reads them apart from a rejecting round's op, and an alter can land
-  // in between).
+  // Every attempt's op with what it wrote: a later round may find an earlier attempt committed,
+  // and settings read with its op need not be what it wrote.
   const ours = new Map<string, SequenceSettings>();
   for (let attempt = 1; attempt <= MAX_ALTER_ATTEMPTS; attempt++) {
     // At SERIAL after a lost race: a LOCAL_QUORUM read could still show the settings it lost to.
@@ -202,9 +181,8 @@ export async function alterSettings(
     // Applied, or an op of ours found (maybe an earlier attempt's): what that attempt wrote.
     if (isOurs(result.verdict)) return ours.get(result.found?.op ?? op) ?? next;
     if (result.verdict === 'unknown') throw unknownOutcome('alter sequence', result);
-    // Another op after an unknown outcome, and not the one ours was conditional on: another
-    // alter won, or ours was applied and another alter came after it. Trying again would write
-    // ours over that one (or refuse a change already made, as shards below the count reached).
+    // Another op after an unknown outcome: another alter won, or came after ours. Retrying would
+    // write over it.
     if (result.reported === 'unknown' && result.found?.op !== current.op) {
       throw unknownOutcome('alter sequence', result);
     }
@@ -213,10 +191,8 @@ export async function alterSettings(
 }
 
 /**
- * Ours if the settings found carry one of our ops; lost if they carry another (a settings write
- * is conditional on the op before it, so ours can no longer apply, though it may have been
- * applied before: the callers tell by what was reported); unknown if none were found after a
- * create (ours may still be in flight).
+ * Ours if the settings carry one of our ops; lost if another (ours, conditional on the op before,
+ * can no longer apply, though it may have); unknown if none were found after a create.
  */
 function judgeSettingsWrite(
   found: StoredSettings | undefined,
@@ -227,10 +203,8 @@ function judgeSettingsWrite(
 }
 
 /**
- * A create is ours if the settings found carry its op; lost if another create made them (they
- * carry another create's op, or IDs other than ours, which no alter changes: ours, `IF NOT
- * EXISTS`, can never apply); unknown otherwise: none found (ours may still be in flight), or an
- * alter's op (or an older release's), which may have replaced ours.
+ * A create is ours if the settings carry its op; lost if another create made them (its op, or
+ * other IDs); unknown otherwise: none found yet, or an alter's op that may have replaced ours.
  */
 function judgeCreate(
   found: StoredSettings | undefined,
@@ -252,8 +226,7 @@ function judgeCreate(
 /** The error of a settings write whose outcome stayed unknown, naming the write. */
 function unknownOutcome(operation: string, result: CasResult): StoreUnavailableError {
   const failure = result.rereadError ?? result.cause;
-  // What failed, in its own words: the message of a StoreUnavailableError (the re-read's) would
-  // repeat "Cassandra is unavailable at …", so its detail is taken instead.
+  // The re-read's StoreUnavailableError detail, not its message, to avoid repeating it.
   const words =
     failure instanceof StoreUnavailableError
       ? failure.detail

@@ -1,16 +1,14 @@
 /**
- * Where a handle claims from: one shard of its DC ({@link SequenceSettings.shards}; shard 0 is the
- * DC itself, shard k the grantee `dc/k`), picked at random when the settings load, and the
- * {@link DcAllocator} there. Random, so that the DC's processes spread without knowing of each
- * other.
+ * Where a handle claims from: one shard of its DC (shard 0 is the DC, shard k the grantee
+ * `dc/k`), picked at random so the DC's processes spread without knowing of each other, and the
+ * {@link DcAllocator} there.
  *
- * The handle keeps its shard from its first block on: its blocks then come from one chain of
- * grants, each above the one before (a block of another shard could be below). Before it, the
- * handle has handed out nothing, so a claim may go on from another shard:
- * - after {@link MOVE_AFTER_LOST_RACES} lost races there (a crowded shard);
- * - when its shard holds no IDs and SERIAL cannot grant it a range (a DC cut off).
- * At any time, a claim on a shard spent with the domain goes on from a shard whose IDs lie above
- * the handle's. Whatever the handle needs to know of DC states is read and interpreted here.
+ * From its first block on the handle keeps its shard: its blocks then come from one chain of
+ * grants, each above the last (another shard's could be below). Before it, a claim may move:
+ * - after {@link MOVE_AFTER_LOST_RACES} lost races (a crowded shard);
+ * - when its shard holds no IDs and SERIAL cannot grant one (a DC cut off).
+ * Once the domain is spent, a claim on a spent shard may move to one whose IDs lie above the
+ * handle's.
  */
 
 import type { Logger } from '../logger.js';
@@ -32,18 +30,11 @@ import type { Ledger } from './ledger.js';
 import type { AllocatorObserver } from './observer.js';
 import type { RowMarks } from './watermarks.js';
 
-/**
- * A handle whose claim loses this many races in a row on one shard before its first block
- * goes on from another shard of its DC.
- */
+/** Lost races in a row on one shard before a first-block claim moves to another shard. */
 export const MOVE_AFTER_LOST_RACES = 2;
 
-/**
- * Why a handle goes on from another shard (logged at debug): the first two only before its first
- * block; a spent shard once the domain is spent, to a shard whose ranges lie above its IDs.
- */
+/** Why a handle moves (logged at debug); `spent` only to a shard whose ranges lie above its IDs. */
 export type ShardMoveReason = 'lost races' | 'no IDs and no SERIAL' | 'shard spent';
-/** The debug message of a move; its fields are `from`, `to` and `reason`. */
 export const SHARD_MOVE_MESSAGE = 'moved to another shard';
 
 /** The settings in use, and the DC allocator of the handle's shard. */
@@ -78,18 +69,14 @@ export class Shards {
   private readonly context: ShardsContext;
   private current: Loaded | undefined;
   private incarnation: string | undefined;
-  /** See {@link grantee}. */
   private claimsFrom: string;
   /** The shard {@link claimsFrom} names, 0 to `shards - 1`. */
   private shard = 0;
-  /** Races the claim in flight lost on this shard; a move starts the count again. */
+  /** Races the claim in flight lost on this shard. */
   private racesHere = 0;
   /** Set when the claim in flight gave up on this shard to go on from another one. */
   private moveWanted = false;
-  /**
-   * Shards the claim in flight found spent, or empty with SERIAL unreachable: it never goes back
-   * to one while another is seen to hold IDs.
-   */
+  /** Shards the claim in flight found spent (or empty with SERIAL unreachable): never revisited. */
   private spent = new Set<number>();
 
   constructor(context: ShardsContext) {
@@ -120,7 +107,6 @@ export class Shards {
     allocator.updateSettings(settings);
   }
 
-  /** A claim starts: no race lost and no shard found spent yet. */
   claimStarts(): void {
     this.racesHere = 0;
     this.moveWanted = false;
@@ -128,8 +114,8 @@ export class Shards {
   }
 
   /**
-   * The claim in flight lost a race. True when it is to go on from another shard: the claim then
-   * ends with a {@link ContentionError}, which {@link moveAfterLostRaces} takes.
+   * The claim in flight lost a race. True when it is to move: the claim then ends with a
+   * {@link ContentionError}, which {@link moveAfterLostRaces} takes.
    */
   lostRace(): boolean {
     this.racesHere++;
@@ -138,10 +124,7 @@ export class Shards {
     return true;
   }
 
-  /**
-   * The move of the claim that ended with `error` after {@link lostRace} said so; undefined (at
-   * once) if there is none. Races lost on a crowded shard are no failure.
-   */
+  /** The move after {@link lostRace} said so; races lost on a crowded shard are no failure. */
   moveAfterLostRaces(error: unknown): Promise<void> | undefined {
     const held = this.current;
     if (held === undefined || !this.moveWanted || !(error instanceof ContentionError)) return;
@@ -149,9 +132,8 @@ export class Shards {
   }
 
   /**
-   * The domain is spent, and so is this shard: another shard of the DC may still hold IDs (up to
-   * two DC ranges each), which the handle may take if they lie above its own. Resolves true if
-   * it moved; undefined (at once) unless `error` says the domain is spent.
+   * The domain and this shard are spent; another shard may still hold IDs above the handle's.
+   * Resolves true if it moved; undefined unless `error` says the domain is spent.
    */
   moveFromSpent(error: unknown): Promise<boolean> | undefined {
     const held = this.current;
@@ -168,12 +150,9 @@ export class Shards {
   }
 
   /**
-   * A claim before the first block that failed because its shard holds no IDs and SERIAL could
-   * not grant it a range (a DC cut off) goes on from another shard, which may still hold some:
-   * it would otherwise wait for the partition to end on a shard it only picked at random. To a
-   * shard seen to hold IDs, never back to one this claim found empty: a random pick lands on
-   * empty shards as often as there are (most of them, once an alter added shards or busy ones
-   * ran dry), each costing SERIAL's tries and pauses. Undefined (at once) if it does not move.
+   * Before the first block, a claim whose shard holds no IDs while SERIAL cannot grant (a DC cut
+   * off) moves to a shard seen to hold IDs, never back to one found empty, rather than wait out
+   * the partition on a randomly picked shard. Undefined if it does not move.
    */
   moveFromEmpty(error: unknown): Promise<void> | undefined {
     const held = this.current;
@@ -188,9 +167,8 @@ export class Shards {
   }
 
   /**
-   * Gives the handle's unused `run` (of the `held` IDs) back to its shard at close, if nobody
-   * claimed after it (docs/design.md, "Returning a block"); what does not go back is wasted, as
-   * `dropped` if the rows were found gone back meanwhile (`wentBack`), else `notReturned`.
+   * Gives the unused `run` back at close if nobody claimed after it (docs/design.md, "Returning a
+   * block on close()"); the rest is wasted: `dropped` if the rows went back, else `notReturned`.
    */
   async giveBack(
     held: number,
@@ -214,10 +192,8 @@ export class Shards {
   }
 
   /**
-   * Whether the claim in flight goes on from another shard after lost races: only with no write
-   * of this claim whose outcome stays unknown (its block would be a gap no counter shows). A
-   * random pick crowds some shards; those behind a crowd wait for all of it, so a process that
-   * lost {@link MOVE_AFTER_LOST_RACES} races moves on and crowds thin out.
+   * Whether to move after lost races: only with no write of this claim of unknown outcome (its
+   * block would be a gap no counter shows). Moving thins out crowds a random pick made.
    */
   private movesOn(): boolean {
     const held = this.current;
@@ -237,9 +213,8 @@ export class Shards {
   }
 
   /**
-   * What every move before the first block needs: loaded settings with another shard to go to,
-   * an open handle, and no block yet (the first-block rule; the negative control
-   * 'move-after-first-block' drops it).
+   * Every move before the first block needs loaded settings with another shard, an open handle,
+   * and no block yet (the first-block rule).
    */
   private mayMove(held: Loaded | undefined): held is Loaded {
     return (
@@ -251,26 +226,22 @@ export class Shards {
   }
 
   /**
-   * Moves the handle to shard `to`, or one picked at random: a new DC allocator claims from there,
-   * counting on in the old one's counters; the usage counted so far is reported under the old
-   * shard first. The old allocator is closed; nothing it holds is the handle's (no block was
-   * accepted from it).
+   * Moves the handle to shard `to` (or a random one); the new allocator counts on from the old
+   * one, which is closed (no block was accepted from it).
    */
   private async moveShard(
     { allocator, settings: claimed }: Loaded,
     reason: ShardMoveReason,
     to?: number,
   ): Promise<void> {
-    // The settings read last, not those the claim began with: a take() may have re-read them
-    // during the reads of other shards.
+    // The settings read last: a take() may have re-read them meanwhile.
     const settings = this.current?.settings ?? claimed;
     this.moveWanted = false;
     this.racesHere = 0;
     const { ledger, log } = this.context;
     ledger.movedShard();
     const from = this.grantee;
-    // What the claims here wasted (their unknown outcomes) goes to this shard's usage row, where
-    // `status` looks for it. Not awaited: a caller may be waiting for this claim.
+    // Its wasted IDs go to this shard's usage row for `status`. Not awaited: a caller may wait.
     void ledger.reportNow(from);
     const others = settings.shards - 1;
     const shard = to ?? (this.shard + 1 + Math.floor(Math.random() * others)) % settings.shards;
@@ -280,12 +251,9 @@ export class Shards {
   }
 
   /**
-   * Where to go from a shard with no IDs left when no new range can come: a shard of the DC,
-   * not this one nor one in `spent`, whose DC state, read locally, still holds IDs and whose
-   * ranges all lie above the IDs the handle accepted (so that its IDs keep increasing), picked at
-   * random. Undefined if none does. A range's start only grows, so a stale read shows no start
-   * above the current one; a read that shows IDs left where none are costs one more move, at
-   * most once per shard and claim.
+   * A random shard other than this one and `spent` whose DC state, read locally, holds IDs and
+   * whose ranges all lie above the IDs the handle accepted, so its IDs keep increasing. A range's
+   * start only grows, so a stale read never shows one too high; it costs at most one more move.
    */
   private async shardWithIdsAbove({ settings }: Loaded): Promise<number | undefined> {
     const { store, name, dc } = this.context;
@@ -302,8 +270,7 @@ export class Shards {
     const above = candidates.filter((_, i) => {
       const state = states[i];
       if (state === undefined) return false;
-      // Its whole reserved range: a give-back may lower last_integer to the range's start, and
-      // whatever comes after (the preloaded range, a grant still to install) lies above it.
+      // Its whole reserved range: a give-back may lower last_integer to the range's start.
       const left = state.lastInteger < state.reservedMax || hasPreloaded(state);
       return left && state.reservedMin > highest;
     });

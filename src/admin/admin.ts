@@ -1,13 +1,7 @@
 /**
- * The read side for operators: {@link Admin} reads a keyspace's sequences for status and check,
- * and every node's settings for preflight; the maths are pure functions beside it (status.ts,
- * check.ts, preflight.ts). `idgen-cass status`, `check` and `preflight` are thin layers over it.
- *
- * Status reads the overview of the store (plain LOCAL_QUORUM reads; the DC states at EACH_QUORUM
- * where it can, else each DC's through its own nodes, and says which DCs' rows it could not read
- * current), so it works from inside a partitioned DC; check reads what cannot be stale (SERIAL,
- * EACH_QUORUM) and says which facts it had to read locally instead; only
- * {@link Admin.probeSerial} needs SERIAL to succeed, and it reports failure instead of throwing.
+ * The read side for operators: {@link Admin} reads for status, check and preflight; the maths
+ * are pure functions beside it (status.ts, check.ts, preflight.ts). Status works from inside a
+ * partitioned DC; check reads what cannot be stale and says which facts it had to read locally.
  */
 
 import { readSettingsFound } from '../allocator/settings-writes.js';
@@ -48,8 +42,8 @@ export interface StatusOptions {
   /** Sequences to report. @default every sequence */
   readonly sequences?: readonly string[] | undefined;
   /**
-   * Milliseconds between the two reads of the DC states that rates are measured over; 0 reads
-   * once and reports no rates. Ignored when `since` is given.
+   * Milliseconds between the two reads rates are measured over; 0 reports no rates. Ignored
+   * with `since`.
    * @default 2000
    */
   readonly sampleMs?: number | undefined;
@@ -67,9 +61,8 @@ export interface StatusOptions {
 /** Options of {@link Admin.check}. */
 export interface CheckOptions {
   /**
-   * When violations rest on facts that had to be read locally (a consistent read failed), read
-   * everything again after this many ms and report what the second reading shows (a lagging
-   * replica may have caught up); 0 reports the first.
+   * When violations rest on facts read locally, read again after this many ms (a lagging replica
+   * may have caught up) and report that; 0 reports the first reading.
    * @default 1000
    */
   readonly confirmAfterMs?: number | undefined;
@@ -109,7 +102,6 @@ export interface CheckResult {
   readonly violations: readonly Violation[];
   /** The facts that could not be read consistently (read locally instead), and why. */
   readonly unverified: readonly UnverifiedFact[];
-  /** The reads the violations were found in. */
   readonly snapshot: CheckSnapshot;
 }
 
@@ -127,10 +119,9 @@ export interface AdminParts {
    */
   readonly nodeSettings?: ((dc: string) => Promise<readonly NodeSettings[]>) | undefined;
   /**
-   * Every DC state of sequence `name` as the nodes of `dc` (another DC) hold them, read there
-   * at LOCAL_QUORUM; throws when `dc` cannot be reached. Status reads each other DC's rows so
-   * when the EACH_QUORUM read fails (a DC cut off), and shows those of the DCs it reached as
-   * current. @default none: only the local DC's rows are then current
+   * Every DC state of sequence `name` as another DC `dc` holds them (LOCAL_QUORUM there), for
+   * status when the EACH_QUORUM read fails; throws when `dc` cannot be reached.
+   * @default none: only the local DC's rows are then current
    */
   readonly statesInDc?:
     ((dc: string, name: string) => Promise<ReadonlyMap<string, DcState>>) | undefined;
@@ -160,7 +151,6 @@ export type AdminOptions = ConnectionOptions;
  * ```
  */
 export class Admin {
-  /** The local DC. */
   readonly dc: string;
   readonly keyspace: string;
 
@@ -199,7 +189,6 @@ export class Admin {
     return (await this.#readStored(name)).settings;
   }
 
-  /** {@link Admin.readSequence}, with the settings' op and incarnation. */
   async #readStored(name: string): Promise<StoredSettings> {
     validateSequenceName(name);
     // At SERIAL too when none are found locally: a create may be committed in other DCs only.
@@ -209,10 +198,8 @@ export class Admin {
   }
 
   /**
-   * Reads sequence `name`'s settings and grants from the local DC (LOCAL_QUORUM), and its DC
-   * states at EACH_QUORUM, or, if that fails (a DC cut off), at LOCAL_QUORUM, marked
-   * (`statesNotCurrent`): other DCs' rows may then lag, but for those of the DCs whose own nodes
-   * could be asked (`statesNotCurrent.readInOwnDc`, over {@link openAdmin}'s clients).
+   * Reads sequence `name`'s settings and grants at LOCAL_QUORUM and its DC states at
+   * EACH_QUORUM, or, if that fails, locally and in their own DCs, marked `statesNotCurrent`.
    * @example
    * ```ts
    * const status = sequenceStatus(await admin.snapshot('orders'));
@@ -235,10 +222,9 @@ export class Admin {
   }
 
   /**
-   * Status of the keyspace's sequences as seen from the local DC: whether SERIAL is reachable,
-   * the hosts, unsafe settings on the local DC's nodes, and per sequence its domain usage and per
-   * DC its ranges, IDs left, rate and runway (see `sequenceStatus`). Rates come from two reads
-   * `sampleMs` apart, or since `since`.
+   * Status of the keyspace's sequences from the local DC: SERIAL reachability, hosts, unsafe
+   * local node settings, and each sequence's `sequenceStatus`, rates over `sampleMs` or since
+   * `since`.
    * @example
    * ```ts
    * const report = await admin.status({ sampleMs: 1_000 });
@@ -270,8 +256,7 @@ export class Admin {
     const serialTimeoutMs = probeTimeout('serialTimeoutMs', options.serialTimeoutMs);
     const names =
       options.sequences ?? (await this.listSequences()).map((settings) => settings.name);
-    // A DC not reached in the first read is not tried again in this run (each try may take
-    // seconds).
+    // A DC not reached is not tried again in this run (each try may take seconds).
     const unreachable = new Map<string, string>();
     const readAll = () => Promise.all(names.map((name) => this.#snapshot(name, unreachable)));
 
@@ -307,13 +292,10 @@ export class Admin {
   }
 
   /**
-   * Checks sequence `name`'s stored rows against every invariant (see `checkSequence`), on reads
-   * that cannot be stale: the DC states at EACH_QUORUM (each DC's own quorum, which its
-   * LOCAL_QUORUM commits reach), then the grants at SERIAL, then the DC states again. A consistent
-   * read that fails (a DC cut off, SERIAL unreachable) is replaced by a local read, the fact is
-   * reported unverified and the violations resting on it unconfirmed; the local DC's own state is
-   * then read at LOCAL_SERIAL, which is consistent for it. Only confirmed violations make the
-   * verdict `violated`.
+   * Checks sequence `name`'s stored rows against every invariant (`checkSequence`) on reads that
+   * cannot be stale (check-reads.ts). A consistent read that fails is replaced by a local one and
+   * the violations resting on it are unconfirmed; only confirmed ones make the verdict
+   * `violated`.
    * @example
    * ```ts
    * const { verdict, violations, unverified } = await admin.check('orders');
@@ -352,10 +334,9 @@ export class Admin {
   }
 
   /**
-   * Whether SERIAL (Paxos over every DC) can be reached from the local DC right now: a SERIAL
-   * read of a partition no sequence can have (so it never contends with grants), bounded by
-   * `timeoutMs`. Without SERIAL no DC range can be granted; each DC serves only the IDs it holds.
-   * Never throws for SERIAL's state (an unreachable SERIAL is reported).
+   * Whether SERIAL can be reached from the local DC now (a read no grant contends with), within
+   * `timeoutMs`. Without SERIAL no DC range can be granted. An unreachable SERIAL is reported,
+   * not thrown.
    * @throws {InvalidOptionError} for an unknown key or a `timeoutMs` that is not above 0.
    * @example
    * ```ts
@@ -368,11 +349,8 @@ export class Admin {
   }
 
   /**
-   * Checks every node of every DC for settings under which IDs could be handed out twice (see
-   * preflight.ts for each rule and its source in Cassandra): `commitlog_sync` must be `batch` or
-   * `group`, the Paxos variant must keep SERIAL reads linearizable, Paxos state must outlive its
-   * rounds. Each DC is asked through its own nodes (virtual tables answer for their coordinator);
-   * a DC that cannot be reached is reported as not checked, never as safe.
+   * Checks every node of every DC for settings under which IDs could be handed out twice
+   * (preflight.ts). A DC that cannot be reached is reported as not checked, never as safe.
    * @example
    * ```ts
    * const report = await admin.preflight();
@@ -447,8 +425,7 @@ function nonNegative(option: string, value: number | undefined, fallback: number
 }
 
 /**
- * The SERIAL probe's bound, or its default. No probe answers within 0 ms: SERIAL would be
- * reported unreachable whatever its state.
+ * The SERIAL probe's bound, or its default; 0 is refused (SERIAL would always be unreachable).
  * @throws {InvalidOptionError} naming `option` unless it is a finite number above 0.
  */
 function probeTimeout(option: string, value: number | undefined): number {

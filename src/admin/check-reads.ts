@@ -1,17 +1,9 @@
 /**
- * The reads `check` rests on, in the order its rules need (check.ts): the DC states, then the
- * grants, then the DC states again, each as consistently as the cluster allows right now.
- *
- * - DC states at EACH_QUORUM: a quorum in every DC, so each DC's own quorum, which its
- *   LOCAL_QUORUM commits reach; a DC state read so cannot be older than the DC's last write.
- * - Grants and GLOBAL at SERIAL: a Paxos read over every DC, which also finishes a grant in
- *   flight.
- *
- * When a consistent read fails (a DC cut off: EACH_QUORUM fails for every DC's state, since each
- * is replicated everywhere; SERIAL unreachable from a minority), the same rows are read locally
- * (LOCAL_QUORUM: another DC's rows may lag) and the fact is marked unverified. The local DC's
- * own states (the DC's, and each of its shards' on a sharded sequence) are then read at
- * LOCAL_SERIAL, the level they are written at, from their own DC: still consistent.
+ * The reads `check` rests on, in the order check.ts needs: DC states, grants, DC states again.
+ * DC states at EACH_QUORUM (which includes each DC's own quorum, so none is older than its DC's
+ * last write); grants and GLOBAL at SERIAL (which also finishes a grant in flight). When a
+ * consistent read fails, the rows are read at LOCAL_QUORUM and the fact marked unverified; the
+ * local DC's own states are then read at LOCAL_SERIAL, still consistent.
  */
 
 import { SequenceNotFoundError, StoreUnavailableError } from '../errors.js';
@@ -23,11 +15,11 @@ import type { CheckSnapshot, UnverifiedFact } from './check.js';
 /** Where the reads run from. */
 export interface CheckReadContext {
   readonly store: IdStore;
-  /** The local DC, whose state can be read at LOCAL_SERIAL. */
+  /** The local DC, whose states can be read at LOCAL_SERIAL. */
   readonly dc: string;
   /** Every DC of the cluster: a DC's missing state is a fact as well. */
   readonly clusterDcs: readonly string[];
-  /** Keyspace, for errors. */
+  /** For errors. */
   readonly keyspace: string;
 }
 
@@ -71,8 +63,7 @@ export async function readForCheck(
   if (overview === undefined) throw new SequenceNotFoundError(name, context.keyspace);
   const after = await statesForCheck(context, name, local, 'second', failures);
 
-  // A failed consistent read leaves every DC's state unverified (the local DC's excepted when
-  // their LOCAL_SERIAL reads worked), whether or not a row was found: its absence is a fact too.
+  // Unverified whether or not a row was found: its absence is a fact too.
   const dcs = [
     ...new Set([
       ...before.keys(),
@@ -131,18 +122,13 @@ async function statesForCheck(
 /** Every DC's state as {@link readDcStatesCurrent} read it. */
 export interface DcStatesRead {
   readonly states: ReadonlyMap<string, DcState>;
-  /**
-   * Why the states could not be read current (the EACH_QUORUM read failed, so they were read at
-   * LOCAL_QUORUM, where other DCs' rows may lag); undefined when they were.
-   */
+  /** Why the EACH_QUORUM read failed (read at LOCAL_QUORUM instead); undefined if it did not. */
   readonly notCurrent: string | undefined;
 }
 
 /**
- * Every DC's state at EACH_QUORUM (a quorum in every DC, so each DC's own, which its commits
- * reach: current), or, when that read fails (a DC cut off fails it for every DC's state, each
- * being replicated everywhere), at LOCAL_QUORUM with the reason. `check` and `status` both read
- * the DC states so (neither at a serial level: no client touches another DC's state at one).
+ * Every DC's state at EACH_QUORUM (current), or, when that fails, at LOCAL_QUORUM with the
+ * reason. Never at a serial level: no client touches another DC's state at one.
  * @throws {StoreUnavailableError} when even the local read fails.
  */
 export async function readDcStatesCurrent(store: IdStore, name: string): Promise<DcStatesRead> {
@@ -157,11 +143,7 @@ export async function readDcStatesCurrent(store: IdStore, name: string): Promise
   }
 }
 
-/**
- * The cause of a failed read in a few words: the driver's own message when there is one, else
- * what failed (never the advice a {@link StoreUnavailableError} wraps it in), else the error's
- * message.
- */
+/** The cause of a failed read in a few words, without the advice an error wraps it in. */
 export function reasonOf(error: unknown): string {
   if (error instanceof StoreUnavailableError) {
     return error.cause === undefined ? error.detail : describeDriverError(error.cause);

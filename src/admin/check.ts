@@ -1,21 +1,15 @@
 /**
  * `check`, pure: every invariant of docs/design.md ("Why no ID is handed out twice") that the
  * stored rows of one sequence break, and whether each finding rests on reads that cannot be stale.
+ * The DC-state invariants are the allocator's own list (allocator/dc-state.ts); the sequence-wide
+ * ones live here.
  *
- * The DC-state invariants are the allocator's own (`dcStateViolations` in allocator/dc-state.ts:
- * one list, so the two cannot disagree); the sequence-wide ones (grants disjoint, numbered 1, 2,
- * 3…, inside the domain, at or below GLOBAL) live here.
- *
- * Which read each invariant is checked against matters, because the reads happen one after the
- * other while processes keep writing (`Admin.check` reads the DC states, then the grants, then the
- * DC states again):
- * - a state against the grants: the FIRST states read. A grant a state names (reserved,
- *   preloaded, installed) was confirmed before the state was written, grants are never changed,
- *   and GLOBAL only grows, so grants read after the state contain it and GLOBAL covers it.
- * - "at most one grant waiting to be installed": the SECOND states read. A grant in the grants
- *   read was made while the DC had installed all but the one before it, and `installed_grant`
- *   only grows, so a state read after the grants cannot be more than one behind them (the first
- *   read could be: grants made and installed in between).
+ * `Admin.check` reads the DC states, then the grants, then the DC states again, while processes
+ * keep writing:
+ * - a state is judged against the grants with the FIRST states read: grants it names were
+ *   confirmed before it was written and never change, and GLOBAL only grows.
+ * - "at most one grant waiting to be installed" with the SECOND: `installed_grant` only grows,
+ *   so a state read after the grants is at most one behind them.
  */
 
 import { dcStateViolations, type DcStateViolationKind } from '../allocator/dc-state.js';
@@ -72,8 +66,8 @@ export type ViolationKind =
   /** More than one grant made but not installed (grant n + 1 needs grant n installed). */
   | 'grants-outstanding'
   /**
-   * A DC state written for another sequence of this name (its rows were deleted by hand and the
-   * name seeded again); its other invariants are not judged against this sequence's grants.
+   * A DC state written for an earlier sequence of this name; not judged against this sequence's
+   * grants.
    */
   | 'state-of-another-incarnation'
   /** A DC state's own invariants and those against its grants (allocator/dc-state.ts). */
@@ -117,13 +111,10 @@ interface Basis {
 }
 
 /**
- * Every invariant the stored rows of one sequence break: grants disjoint across all DCs, inside
- * `[start, max]` and at or below GLOBAL's `last_integer`; each DC's grants numbered 1, 2, 3…; at
- * most one grant per DC waiting to be installed; and every DC-state invariant of
- * allocator/dc-state.ts (`dcStateViolations`): reserved and preloaded ranges equal to the grants
- * they name, `last_integer` within the reserved range, `installed_grant` at most the latest
- * grant, nothing held above GLOBAL. Each violation says whether it is confirmed (see
- * {@link CheckSnapshot.unverified}). Pure.
+ * Every invariant the stored rows of one sequence break: grants disjoint, inside `[start, max]`,
+ * at or below GLOBAL and numbered 1, 2, 3… per DC; at most one grant per DC waiting to be
+ * installed; and every DC-state invariant of allocator/dc-state.ts. Each violation says whether
+ * it is confirmed (see {@link CheckSnapshot.unverified}). Pure.
  *
  * @example
  * ```ts
@@ -178,8 +169,7 @@ export function checkSequence(snapshot: CheckSnapshot): Violation[] {
   for (const dc of dcs) {
     const grants = snapshot.grants.get(dc) ?? [];
     const first = snapshot.states.get(dc);
-    // Judged as the allocator judges, where the snapshot says what the incarnation is (a
-    // hand-made one may not; undefined is a sequence an older release created).
+    // Judged as the allocator judges, where the snapshot names the incarnation.
     const { incarnation } = snapshot;
     if (
       'incarnation' in snapshot &&

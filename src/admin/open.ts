@@ -1,8 +1,6 @@
 /**
- * An {@link Admin} over Cassandra: the client, and the way to every DC's nodes for preflight
- * (the local DC's through the client, each other DC's through a short-lived client of its own,
- * since a client has connections to its local DC only and virtual tables answer for their
- * coordinator), and for status's reads of each DC's rows in that DC during a partition.
+ * An {@link Admin} over Cassandra, with a client per other DC for preflight (virtual tables
+ * answer for their coordinator) and for status's reads of each DC's rows during a partition.
  */
 
 import type cassandra from 'cassandra-driver';
@@ -61,11 +59,9 @@ export async function preflight(options: AdminOptions): Promise<PreflightReport>
 }
 
 /**
- * An {@link Admin} over an open client: the local DC's nodes are asked through it, every other
- * DC's through a client of that DC with the same credentials and TLS (short-lived for preflight;
- * for status's reads in that DC, kept until `close()`, since `--watch` reads again and again).
- * `requestTimeoutMs` bounds each request (every request sets its own timeout, which overrides
- * the client's socket setting, so it must be passed here too).
+ * An {@link Admin} over an open client; other DCs are asked through clients of their own (kept
+ * until `close()` for status, which may read again and again). `requestTimeoutMs` must be passed
+ * here too: each request sets its own timeout.
  * @throws {InvalidNameError} for a bad keyspace name.
  */
 export function adminOver(
@@ -102,17 +98,13 @@ export function adminOver(
   });
 }
 
-/**
- * How long status waits for another DC's rows (connecting included) before it shows them as not
- * current: what a DC's nodes that cannot be reached cost each status run.
- */
+/** How long status waits for another DC's rows before it shows them as not current. */
 const OTHER_DC_READ_MS = 5_000;
 
 /**
- * Stores over clients of other DCs, each opened at its first use and kept until `close()`.
- * `close()` does not wait for a connect still under way: the driver tries a DC's nodes one after
- * another, each up to the connect timeout, so a DC whose nodes do not answer would hold it up
- * for one timeout per node. Such a connect ends on its own, and its client is closed then.
+ * Stores over clients of other DCs, opened at first use and kept until `close()`, which does
+ * not wait for a connect under way (one timeout per silent node); such a client is closed when
+ * its connect ends.
  */
 class OtherDcStores {
   readonly #opening = new Map<string, Promise<CassandraStore>>();

@@ -1,7 +1,6 @@
 /**
- * The reads behind status, over the store port alone: a sequence's overview (settings, grants,
- * DC states) and the SERIAL probe. {@link Admin.status} and the runway metrics both use them, so
- * the gauges show what `idgen-cass status` shows.
+ * The reads behind status, over the store port alone; {@link Admin.status} and the runway metrics
+ * share them so the gauges show what `idgen-cass status` shows.
  */
 import { readSettingsFound } from '../allocator/settings-writes.js';
 import { SequenceNotFoundError } from '../errors.js';
@@ -13,12 +12,10 @@ import { readDcStatesCurrent, reasonOf } from './check-reads.js';
 import type { SequenceSnapshot, SerialProbe } from './status.js';
 
 /**
- * Where to read the DC states of the other DCs when the EACH_QUORUM read fails: each DC's rows
- * through a coordinator of that DC (LOCAL_QUORUM there), which are current for that DC's own
- * rows, since its LOCAL_SERIAL commits reach that quorum.
+ * Where to read other DCs' states when the EACH_QUORUM read fails: each through its own DC's
+ * coordinator (LOCAL_QUORUM there is current for its own rows).
  */
 export interface StatesInOtherDcs {
-  /** The DCs other than the local one to try. */
   readonly dcs: readonly string[];
   /**
    * Every DC state of sequence `name` as `dc`'s nodes have them (only `dc`'s own are taken);
@@ -30,12 +27,9 @@ export interface StatesInOtherDcs {
 }
 
 /**
- * Reads sequence `name`'s settings, grants, DC states and usage counters for status, as seen
- * from `localDc`. Settings and grants are read at LOCAL_QUORUM; the DC states as `check` reads
- * them ({@link readDcStatesCurrent}): at EACH_QUORUM, or where that fails (a DC cut off) at
- * LOCAL_QUORUM. Then each DC of `elsewhere` is read in its own DC; the snapshot says which DCs'
- * rows were read current so (`statesNotCurrent.readInOwnDc`): the rows of the others but
- * `localDc` may lag. The name must be valid.
+ * Reads sequence `name`'s settings and grants at LOCAL_QUORUM, its DC states as
+ * {@link readDcStatesCurrent} does (then, on failure, each DC of `elsewhere` in its own DC), and
+ * its usage counters. The name must be valid.
  * @throws {SequenceNotFoundError}, {@link StoreUnavailableError}.
  */
 export async function readSnapshot(
@@ -48,8 +42,7 @@ export async function readSnapshot(
   // At SERIAL too when none are found locally: a create may be committed in other DCs only.
   const stored = await readSettingsFound(store, name);
   if (stored === undefined) throw new SequenceNotFoundError(name, keyspace);
-  // States first: a grant a state refers to was made before the state was written, so the
-  // grants read after it include it (unless a replica lags). The other DCs' own reads too.
+  // States first, so the grants read after them include every grant they name.
   const read = await readDcStatesCurrent(store, name);
   const { notCurrent } = read;
   let states = read.states;
@@ -78,9 +71,8 @@ export async function readSnapshot(
 }
 
 /**
- * `states` with the rows of each DC of `elsewhere` that could be reached replaced by those its
- * own nodes hold (a DC with none there has none), those DCs, ascending, and why each other DC
- * of `elsewhere` could not be read.
+ * `states` with each reachable DC of `elsewhere` replaced by what its own nodes hold; those DCs,
+ * and why the others could not be read.
  */
 async function readInOtherDcs(
   states: ReadonlyMap<string, DcState>,

@@ -1,54 +1,30 @@
 /**
- * Preflight, pure: what the cluster must guarantee for no ID to be handed out twice, checked on
- * every node's own settings (docs/design.md, "What the cluster must guarantee"). `Admin.preflight`
- * reads the nodes of every DC; this module judges what it read.
- *
- * Each rule names the Cassandra 5.0 source it comes from:
- * - **commitlog-sync** (unsafe unless `batch` or `group`). `Config.CommitLogSync` has `periodic`,
- *   `batch` and `group`; with `periodic` (the default, `commitlog_sync_period` 10 s) a write is
- *   acknowledged before its commitlog segment is synced, and replay after a crash stops at the
- *   last sync marker, so acknowledged writes, Paxos state included, are lost. `batch` and `group`
- *   sync before acknowledging.
- * - **commit-failure-policy** (unsafe when `ignore`). `Config.CommitFailurePolicy`: with `ignore`
- *   a failed commitlog sync is ignored and the node keeps acknowledging writes it did not persist.
- * - **paxos-variant** (informational `v1`/`v2`; unsafe for the `*_without_linearizable_*`
- *   variants). `Config.PaxosVariant`: `v1_without_linearizable_reads_or_rejected_writes`,
- *   `v2_without_linearizable_reads` and `v2_without_linearizable_reads_or_rejected_writes` give
- *   up linearizable SERIAL/LOCAL_SERIAL reads (StorageProxy logs "will not offer linearizability
- *   (see CASSANDRA-12126)"), and the `_or_rejected_writes` ones also the values a rejected
- *   conditional write returns. Both are what the allocator decides on.
- * - **serial-reads-linearizability** (unsafe when true on Cassandra before 5.0). The JVM property
- *   `cassandra.unsafe.disable-serial-reads-linearizability` was CASSANDRA-12126's opt-out
- *   (StorageProxy, 3.0.24/3.11.10/4.0). Cassandra 5.0 no longer reads it (cassandra-all-5.0.8.jar
- *   holds no reference to it; the Paxos variants above replaced it), so on 5.0 it is a warning.
- * - **paxos-state-lifetime** (unsafe when Paxos state can be forgotten within 3 h). How long a
- *   replica remembers a promise or an accepted proposal depends on `paxos_state_purging`
- *   (`Config.PaxosStatePurging`, default `legacy` in `DatabaseDescriptor`):
- *   - `legacy`: system.paxos rows are written with TTL `max(3 h, gc_grace_seconds)` of the base
- *     table (`SystemKeyspace.legacyPaxosTtlSec`): never less than 3 h, whatever the table says.
- *   - `gc_grace`: state older than the table's `gc_grace_seconds` is dropped at read and
- *     compaction time (`PaxosState.Snapshot.removeExpired`), with no floor. A low
- *     `gc_grace_seconds` on an idgen table lets a replica forget a proposal a quorum accepted but
- *     nobody committed yet, and a later round then commits a different value over it.
- *   - `repaired`: state is purged only once paxos repair has persisted it to a quorum: no expiry.
- *   The rule: the state's lifetime on both idgen tables must be at least 3 h, the floor
- *   Cassandra itself keeps in `legacy` mode ("keep paxos state around for at least 3h"); so with
- *   `gc_grace`, `gc_grace_seconds` >= 10800 (the table default is 864000).
- * - **table-ttl** (unsafe when an idgen table has a `default_time_to_live` above 0). A table's
- *   default TTL applies to every write that sets none, Paxos commits included, and the protocol's
- *   rows are written without one: a grant row is written once and never again, GLOBAL and the
- *   settings only at the next grant or alter, a DC state only at its next claim. Once they
- *   expire, a sequence created again (`createSequence` with `ifNotExists`, as a service's start
- *   does) or a DC with no state starts over from IDs already handed out. `CREATE TABLE IF NOT
- *   EXISTS` keeps an existing table's options, so a TTL set by a schema tool survives `init`.
- *   (`idgen_dc_usage` holds counters, which Cassandra refuses a default TTL for.)
- * - **paxos-repair** (warning). With Paxos v2, linearizability across topology changes
- *   (bootstrap, decommission, move) rests on paxos repair (`Config.paxos_repair_enabled`,
- *   `skip_paxos_repair_on_topology_change`: "an unsafe topology change"); with it off, do not
- *   change the topology while allocating.
- * - **commitlog-replay** (warning). The JVM property `cassandra.commitlog.ignorereplayerrors`
- *   (`CassandraRelevantProperties.COMMITLOG_IGNORE_REPLAY_ERRORS`) skips damaged commitlog
- *   segments at replay instead of stopping the node: acknowledged writes can go missing.
+ * Preflight, pure: what the cluster must guarantee for no ID to be handed out twice, judged on
+ * every node's own settings (docs/design.md, "What the cluster must guarantee"; each check's risk
+ * is in docs/operations.md). The Cassandra 5.0 source of each rule:
+ * - **commitlog-sync** (`Config.CommitLogSync`): `periodic` acknowledges before syncing, and
+ *   replay stops at the last sync marker, so acknowledged writes, Paxos state included, are lost.
+ * - **commit-failure-policy** (`Config.CommitFailurePolicy`): `ignore` keeps acknowledging writes
+ *   after a failed commitlog sync.
+ * - **paxos-variant** (`Config.PaxosVariant`): the `*_without_linearizable_*` variants give up
+ *   linearizable serial reads (CASSANDRA-12126), and `_or_rejected_writes` also the values a
+ *   rejected conditional write returns: both are what the allocator decides on.
+ * - **serial-reads-linearizability**: the JVM property
+ *   `cassandra.unsafe.disable-serial-reads-linearizability` (StorageProxy before 5.0; 5.0 no
+ *   longer reads it, so there it is a warning).
+ * - **paxos-state-lifetime** (`Config.PaxosStatePurging`, default `legacy`): `legacy` keeps Paxos
+ *   state `max(3 h, gc_grace_seconds)` (`SystemKeyspace.legacyPaxosTtlSec`); `gc_grace` drops it
+ *   after the table's `gc_grace_seconds` with no floor (`PaxosState.Snapshot.removeExpired`), so
+ *   a replica can forget a proposal a quorum accepted but nobody committed; `repaired` never
+ *   expires it. Rule: at least 3 h on both idgen tables, the floor `legacy` keeps.
+ * - **table-ttl**: a default TTL applies to Paxos commits too, and some rows are written once (a
+ *   grant row), so expired rows make a sequence or a DC start over from IDs already handed out.
+ *   `CREATE TABLE IF NOT EXISTS` keeps an existing table's TTL. (Counter tables refuse one.)
+ * - **paxos-repair** (warning; `Config.paxos_repair_enabled`,
+ *   `skip_paxos_repair_on_topology_change`): Paxos v2 is linearizable across topology changes
+ *   only with paxos repair.
+ * - **commitlog-replay** (warning; `COMMITLOG_IGNORE_REPLAY_ERRORS`): skips damaged segments at
+ *   replay, so acknowledged writes can go missing.
  */
 
 import { ascending } from '../order.js';
@@ -86,7 +62,7 @@ export interface NodeCheck {
 
 /** One node's checks. */
 export interface NodePreflight {
-  /** `address:port`. */
+  /** `address:port` */
   readonly host: string;
   readonly dc: string;
   readonly version: string | undefined;
@@ -386,8 +362,7 @@ function commitlogReplay(node: NodeSettings): NodeCheck {
 }
 
 /**
- * The report of a preflight from what was read of each DC (pure): every node's checks, the
- * verdict, and the problems and unchecked nodes as lines for people.
+ * The report of a preflight from what was read of each DC (pure).
  *
  * @param hosts every node of the cluster as the client knows it (a node missing from the reads
  *   counts as not checked).

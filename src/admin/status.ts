@@ -1,8 +1,4 @@
-/**
- * Status maths, pure: from what the overview reads show of a sequence (a
- * {@link SequenceSnapshot}), its domain usage and, per DC, its ranges, IDs left, rate and runway.
- * `idgen-cass status` and {@link Admin.status} are built on it.
- */
+/** Status maths, pure: a sequence's domain usage and, per DC, ranges, IDs left, rate, runway. */
 
 import { isRetireOp } from '../allocator/retire.js';
 import { dcOfGrantee } from '../names.js';
@@ -12,30 +8,23 @@ import type { DcState, DcUsageCounts, Grant, SequenceSettings, UsageCause } from
 export interface SequenceSnapshot {
   readonly settings: SequenceSettings;
   /**
-   * The sequence's incarnation (`StoredSettings.incarnation`): a DC state that carries another
-   * was written for an earlier sequence of this name, whose rows were deleted by hand (check).
-   * Undefined for a sequence an older release created; left out where it is not known (check
-   * then judges no state by it).
+   * `StoredSettings.incarnation`: a DC state carrying another belongs to an earlier sequence of
+   * the name. Left out where unknown (check then judges no state by it).
    */
   readonly incarnation?: string | undefined;
-  /** GLOBAL.last_integer: the highest ID granted to any DC. */
+  /** GLOBAL.last_integer */
   readonly globalLast: bigint;
   /** Every grant of each DC, ascending by number. */
   readonly grants: ReadonlyMap<string, readonly Grant[]>;
   /** Each DC's allocation state; DCs that never installed a grant have none. */
   readonly states: ReadonlyMap<string, DcState>;
-  /** When the reads finished, in ms since the epoch. */
+  /** When the reads finished, ms since the epoch. */
   readonly readAt: number;
-  /**
-   * Each DC's usage counters as its processes reported them; undefined when they could not be
-   * read (a keyspace from before them, or the read failed).
-   */
+  /** Each DC's usage counters; undefined when they could not be read. */
   readonly usage?: ReadonlyMap<string, DcUsageCounts> | undefined;
   /**
-   * Set when the DC states could not be read current (their EACH_QUORUM read failed: a DC cut
-   * off) and were read at LOCAL_QUORUM in `localDc` instead, where other DCs' rows may lag. The
-   * DCs of `readInOwnDc` were then read through their own nodes, current; the others' rates and
-   * runways are unknown. Undefined when every state was read current.
+   * Set when the EACH_QUORUM read of the DC states failed and they were read at LOCAL_QUORUM in
+   * `localDc` (other DCs' rows may lag) and, for `readInOwnDc`, through their own nodes.
    */
   readonly statesNotCurrent?:
     | {
@@ -60,10 +49,8 @@ export interface DcUsageStatus {
   readonly wasted: Readonly<Record<WasteCause, bigint>>;
   readonly wastedTotal: bigint;
   /**
-   * IDs the DC's processes claimed that no report accounts for: `consumed - issued -
-   * wastedTotal` (never below 0). Held by running processes, reported within about 10 s of a
-   * claim and at close; what remains after every process closed was lost with processes that
-   * died (crashes).
+   * IDs claimed that no report accounts for: `consumed - issued - wastedTotal` (at least 0):
+   * held by running processes, or lost with processes that died.
    */
   readonly unreported: bigint;
 }
@@ -88,35 +75,27 @@ export interface DcStatus {
   readonly pendingGrant: Grant | undefined;
   /** Highest ID handed to a process of the DC; undefined without a state. */
   readonly lastInteger: bigint | undefined;
-  /** IDs of the reserved range handed to processes. */
   readonly reservedUsed: bigint;
   /** `reservedUsed` as a share of the reserved range, 0 to 1. */
   readonly reservedUsedShare: number;
   /**
-   * IDs the DC holds and has not handed out: rest of the reserved range plus the preloaded one;
-   * for a DC with no state yet, its grant 1 if it has one (installed without SERIAL).
+   * IDs the DC holds and has not handed out (rest of reserved plus preloaded); with no state
+   * yet, its grant 1 if any (installed without SERIAL).
    */
   readonly left: bigint;
   /** IDs handed to the DC's processes since its first grant (gaps included). */
   readonly consumed: bigint;
-  /**
-   * IDs per second handed to the DC's processes over the sample; undefined if not measured, or
-   * unknown (`rowsNotCurrent`).
-   */
+  /** IDs per second handed to processes; undefined if not measured or `rowsNotCurrent`. */
   readonly rate: number | undefined;
   /**
-   * Seconds `left` lasts at `rate` without a new grant (what matters while SERIAL is unreachable):
-   * `Infinity` when the rate is 0 and IDs are left; undefined when the rate was not measured, the
-   * DC holds no range yet, or its rows could not be read current (unknown: `rowsNotCurrent`).
+   * Seconds `left` lasts at `rate` without a new grant: `Infinity` at rate 0; undefined when the
+   * rate is unknown or the DC holds no range.
    */
   readonly runway: number | undefined;
   /**
-   * Why this DC's rows may lag: its state could not be read current (at EACH_QUORUM) in this
-   * status or in the one its rate is measured from, and was read in another DC at LOCAL_QUORUM
-   * (a DC cut off stops its rows reaching the others). Its `left` is then as last seen there, and
-   * its rate and runway are unknown (undefined), never taken as 0 and unbounded. Undefined when
-   * its rows were read current, and always for the local DC (and its shards), whose own quorum
-   * the local read reaches.
+   * Why this DC's rows may lag (not read current in this status or the one its rate is measured
+   * from): `left` is as last seen, and rate and runway are unknown, never taken as 0 and
+   * unbounded. Always undefined for the local DC and its shards.
    */
   readonly rowsNotCurrent: string | undefined;
   /** The DC's usage counters; undefined when they could not be read. */
@@ -127,23 +106,21 @@ export interface DcStatus {
 export interface SequenceStatus {
   readonly settings: SequenceSettings;
   readonly globalLast: bigint;
-  /** IDs granted to DCs so far: `globalLast - start + 1`. */
+  /** `globalLast - start + 1` */
   readonly granted: bigint;
-  /** IDs in the domain: `max - min + 1`. */
+  /** `max - min + 1` */
   readonly domainSize: bigint;
   /** IDs of the domain at or below `globalLast` (those below `start` count as used), 0 to 1. */
   readonly domainUsedShare: number;
-  /** IDs never granted yet: `max - globalLast`. */
+  /** `max - globalLast` */
   readonly domainLeft: bigint;
   /** Every DC with a grant, a state or a host, sorted by name. */
   readonly dcs: readonly DcStatus[];
   /** Milliseconds between the two reads the rates come from; undefined if not measured. */
   readonly sampledOverMs: number | undefined;
   /**
-   * Seconds until the whole domain is handed out at the DCs' current rates: the IDs never
-   * granted plus those the DCs still hold, over the sum of their rates. `Infinity` when nothing
-   * is drawn; undefined when the rates were not measured, or a DC's is unknown
-   * (`rowsNotCurrent`).
+   * Seconds until the domain is spent at the DCs' current rates; `Infinity` when nothing is
+   * drawn, undefined when a rate is unknown.
    */
   readonly exhaustsIn: number | undefined;
   /** The reads this status was computed from (a later status can measure rates since them). */
@@ -151,9 +128,8 @@ export interface SequenceStatus {
 }
 
 /**
- * The status of one sequence from its overview data: domain usage, and per DC its ranges, IDs
- * left, rate and runway. Rates compare `current` with `previous` (the same sequence read
- * earlier); without `previous` they are undefined. Pure.
+ * The status of one sequence from its overview data; rates compare `current` with `previous`
+ * (undefined without it). Pure.
  *
  * @example
  * ```ts
@@ -221,9 +197,7 @@ function dcStatus(
   if (previous !== undefined && rowsNotCurrent === undefined) {
     const before = consumedBy(previous.states.get(dc), previous.grants.get(dc) ?? []);
     const seconds = (current.readAt - previous.readAt) / 1000;
-    // A retire spends the DC's ranges at once: its gap is no rate. It counts the gap under
-    // `retired`; where the counters cannot be read, a retire's write (its op) between the two
-    // reads leaves the rate unmeasured.
+    // A retire's gap is no rate; unmeasured when the counters cannot say how big it was.
     const retired = retiredIn(current, dc) - retiredIn(previous, dc);
     const retireBetween =
       (current.usage === undefined || previous.usage === undefined) &&
@@ -234,10 +208,8 @@ function dcStatus(
   }
 
   if (state === undefined) {
-    // Grant 1 of a DC with no state is the DC's: its first process installs it after a plain
-    // read, with no round at SERIAL (a first range granted at creation, or one whose requester
-    // died), so it counts as held, also while SERIAL is unreachable. A later grant is found by a
-    // read at SERIAL, and does not count.
+    // Grant 1 of a DC with no state is installed after a plain read (no SERIAL), so it counts
+    // as held; a later grant needs SERIAL and does not.
     const first = pendingGrant?.number === 1 ? pendingGrant : undefined;
     const left = first === undefined ? 0n : first.max - first.min + 1n;
     return {
@@ -376,7 +348,7 @@ function clamp(value: bigint, low: bigint, high: bigint): bigint {
 
 /** A Cassandra node as this client sees it. */
 export interface HostStatus {
-  /** `address:port`. */
+  /** `address:port` */
   readonly address: string;
   readonly dc: string;
   /** Whether the driver considers the host up. */
@@ -396,9 +368,8 @@ export interface SerialProbe {
 }
 
 /**
- * Unsafe settings on the local DC's nodes, as {@link Admin.status} reports them. Only the local
- * DC is asked (status must work inside a partition, and a client reaches only its own DC's
- * nodes); `Admin.preflight` / `idgen-cass preflight` check every DC.
+ * Unsafe settings on the local DC's nodes, as {@link Admin.status} reports them (only the local
+ * DC: status must work inside a partition); `Admin.preflight` checks every DC.
  */
 export interface LocalNodeSafety {
   /** The DC whose nodes were asked. */

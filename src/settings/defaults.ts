@@ -1,8 +1,4 @@
-/**
- * The defaults of a new sequence: the constants ({@link SEQUENCE_DEFAULTS}), and each setting's
- * default computed from the settings above it in the rules' order (rules.ts), all of them
- * checked before it is computed.
- */
+/** The defaults of a new sequence, each computed from checked settings above it (rules.ts). */
 
 import type { SequenceSettings } from '../store/port.js';
 import { GRANT_BLOCKS, type CreateSequenceOptions } from './model.js';
@@ -29,9 +25,8 @@ export const SEQUENCE_DEFAULTS = Object.freeze({
   /** Shards of fixed blocks, and the fewest of adaptive ones. */
   shards: 1,
   /**
-   * Shards of adaptive blocks where the domain has room (`shardRoom`): with fewer processes per
-   * partition a claim loses fewer races (docs/sizing.md, "The defaults: 16 shards and first
-   * ranges").
+   * Shards of adaptive blocks where the domain has room (docs/sizing.md, "The defaults: 16
+   * shards and first ranges").
    */
   adaptiveShards: 16,
   /** Adaptive blocks get at most one shard per this many DC ranges the domain holds. */
@@ -39,11 +34,9 @@ export const SEQUENCE_DEFAULTS = Object.freeze({
   /** maxDcRangeSize defaults to this many DC ranges (at most an eighth of the domain). */
   maxDcRanges: 1_000n,
   /**
-   * Adaptive blocks in a domain of at least this many IDs (`safe53`, `int63`, a `custom` one as
-   * large) get `largeDcRangeSize` and `largeMaxBlockSize` by default. The sizes above are for
-   * 32-bit domains, where a crash may leave two largest blocks unused and a fast process spends
-   * the domain in minutes anyway; in 2^48 IDs a fleet's gaps and first ranges are too few to
-   * count, and a tight loop needs blocks that outlast a claim's round trip (bench/REPORT.md).
+   * Adaptive blocks in a domain of at least this many IDs get `largeDcRangeSize` and
+   * `largeMaxBlockSize`: there gaps cost nothing, and a tight loop needs blocks that outlast a
+   * claim's round trip.
    */
   largeDomain: 2n ** 48n,
   largeDcRangeSize: 10_000_000n,
@@ -90,11 +83,9 @@ function sizes(s: SequenceSettings, given: CreateSequenceOptions) {
 }
 
 /**
- * `maxDcRangeSize` when not given (on an alter too, when it sets an autonomy target). With a
- * target: room for grants to grow. Without one: `dcRangeSize` (fixed DC ranges), but adaptive
- * blocks get room for {@link GRANT_BLOCKS} of their largest block per grant, so that a block as
- * large as the DC range does not cost a SERIAL grant per claim. Both at most an eighth of the
- * domain, never below `dcRangeSize`.
+ * `maxDcRangeSize` when not given (also on an alter setting an autonomy target): room for grants
+ * to grow with a target; else `dcRangeSize`, or {@link GRANT_BLOCKS} largest blocks for adaptive
+ * ones. At most an eighth of the domain, never below `dcRangeSize`.
  */
 export function defaultMaxDcRange(s: SequenceSettings): bigint {
   const wanted =
@@ -107,11 +98,9 @@ export function defaultMaxDcRange(s: SequenceSettings): bigint {
 }
 
 /**
- * `shards` when not given. Adaptive blocks (a fleet whose blocks follow its rate is one that may
- * grow) spread a DC's claims over {@link SEQUENCE_DEFAULTS.adaptiveShards} partitions, or fewer
- * where the domain holds fewer than `shardRoom` DC ranges per shard: each shard holds ranges of
- * its own, and in a small domain S shards' ranges would be too large a share of it. Fixed blocks
- * keep one shard.
+ * `shards` when not given: {@link SEQUENCE_DEFAULTS.adaptiveShards} for adaptive blocks, fewer
+ * where the domain holds fewer than `shardRoom` DC ranges per shard (each shard holds ranges of
+ * its own); one for fixed blocks.
  */
 function defaultShards(s: SequenceSettings): number {
   const { adaptiveShards, shardRoom, shards } = SEQUENCE_DEFAULTS;

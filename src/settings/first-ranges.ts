@@ -82,11 +82,8 @@ export function checkFirstRangeDcs(
 
 /**
  * The DCs a create grants first ranges to when it names none: with adaptive blocks, every DC the
- * keyspace replicates to, so that a fleet starting at once in every DC never crowds the one
- * grants partition at SERIAL (docs/sizing.md, "The defaults: 16 shards and first ranges"). None
- * with fixed blocks, under a strategy that names no DC, with a DC name the protocol
- * cannot use, or when the ranges would be more than one batch may hold or more than an eighth of
- * the IDs from `start`.
+ * keyspace replicates to (docs/sizing.md, "The defaults: 16 shards and first ranges"); none if
+ * any name is unusable or the ranges would not fit one batch or an eighth of the IDs left.
  */
 export function defaultFirstRanges(
   settings: SequenceSettings,

@@ -1,7 +1,6 @@
 /**
- * The settings model of a sequence: the bounds no setting may pass and the options a user gives
- * to create or alter a sequence. The rules over them are rules.ts, their defaults defaults.ts,
- * and resolve.ts merges a create, an alter or a stored row and checks it with those rules.
+ * The settings model: the bounds no setting may pass and the options of create and alter. Rules
+ * in rules.ts, defaults in defaults.ts, merging in resolve.ts.
  */
 
 import type { DomainName } from '../store/port.js';
@@ -33,20 +32,17 @@ export const MAX_AUTONOMY_SECONDS = 365 * 24 * 3600;
 
 /**
  * A grant holds at least this many of the blocks its requester asks for (within the stored
- * bounds). Adaptive blocks may grow to `dcRangeSize`; a range of one block would make every
- * claim wait for a SERIAL grant, the slowest write of the scheme. With the default threshold
- * the next grant is requested with half of these blocks still left.
+ * bounds): a range of one block would make every claim wait for a SERIAL grant.
  */
 export const GRANT_BLOCKS = 8n;
 
 /** Options of a new sequence. Numbers are accepted for the bigint fields if they are safe integers. */
 export interface CreateSequenceOptions {
   /**
-   * Named bound for the IDs: `int32` (max 2^31-1, fits a signed 32-bit column), `safe53`
-   * (max 2^53-1, fits a JavaScript number) or `int63` (max 2^63-1; open the sequence with
-   * `{ bigint: true }`). With an explicit `max` the stored domain is `custom`, and `max` must not
-   * exceed this domain's maximum.
-   * @default 'int32' (the IDENTITY columns this replaces are usually 32-bit)
+   * Named bound for the IDs: `int32` (max 2^31-1), `safe53` (max 2^53-1, fits a JavaScript
+   * number) or `int63` (max 2^63-1; open the sequence with `{ bigint: true }`). With an explicit
+   * `max` the domain is `custom`, and `max` must not exceed this domain's maximum.
+   * @default 'int32'
    */
   readonly domain?: DomainPreset | undefined;
   /**
@@ -80,31 +76,24 @@ export interface CreateSequenceOptions {
   readonly blockSize?: number | undefined;
   /**
    * The most IDs one block may hold. Above `blockSize`, each process sizes its next block from
-   * its own recent draw rate so that it claims about once every `claimIntervalMs`, and a burst
-   * larger than the IDs it holds gets a block that covers it at once. Also the largest count
+   * its recent draw rate to claim about once every `claimIntervalMs`. Also the largest count
    * `take()` accepts. At most `dcRangeSize` and 10,000,000.
-   * @default 100_000 (or `dcRangeSize` if smaller; a block is cut from one DC range): enough for
-   * 50,000 IDs/s per process at the default claim interval; 10_000_000 in a domain of 2^48 IDs or
-   * more (`safe53`, `int63`), where a tight loop needs blocks that outlast a claim; unless
-   * `blockSize` alone is given: then `blockSize` (fixed blocks)
+   * @default 100_000 (or `dcRangeSize` if smaller); 10_000_000 in a domain of 2^48 IDs or more;
+   * `blockSize` when `blockSize` alone is given (fixed blocks)
    */
   readonly maxBlockSize?: number | undefined;
   /**
    * How often a process should claim a block when its blocks are adaptive, in ms: each claim is
-   * one LOCAL_SERIAL compare-and-set on the DC's one state partition, which every process of the
-   * DC shares. From 10 ms to 1 h.
-   * @default 2_000: 50 processes of a DC then make 25 claims/s in all (the benchmark's two shared
-   * cores completed at most 24 claims/s on one partition, a floor for real hardware), and a
-   * block still outlasts a claim's round trip many times over
+   * a LOCAL_SERIAL compare-and-set on a state partition every process of the DC (shard) shares.
+   * From 10 ms to 1 h (docs/sizing.md).
+   * @default 2_000
    */
   readonly claimIntervalMs?: number | undefined;
   /**
-   * Seconds a DC cut off from the other DCs must keep serving at its current rate. Each grant is
-   * then sized from the DC's measured rate so that what the DC holds when it asks for a range
-   * lasts that long: `rate × autonomySeconds / (1 - threshold)`, within `[dcRangeSize,
-   * maxDcRangeSize]` and at most an eighth of the IDs not granted yet. 0: grants of
-   * `dcRangeSize`, or of 8 blocks where adaptive blocks grew that large. At most a year.
-   * @default 0 (no target: grants of dcRangeSize)
+   * Seconds a DC cut off from the others must keep serving at its current rate: each grant is
+   * `rate × autonomySeconds / (1 - threshold)`, within `[dcRangeSize, maxDcRangeSize]` and at
+   * most an eighth of the IDs not granted yet. At most a year.
+   * @default 0 (grants of dcRangeSize, or of 8 blocks where adaptive blocks grew that large)
    */
   readonly autonomySeconds?: number | undefined;
   /**
@@ -116,13 +105,10 @@ export interface CreateSequenceOptions {
    */
   readonly maxDcRangeSize?: bigint | number | undefined;
   /**
-   * How many state partitions (shards) each DC's claims spread over, from 1 to 256. Every claim
-   * is a LOCAL_SERIAL compare-and-set on its shard's partition, and one partition completes only
-   * so many of them a second (docs/design.md, "Past one DC-state partition: shards"): with S
-   * shards a DC can make S times the claims. Each process claims from one shard, picked at random
-   * when it opens the sequence, so its IDs still only grow. Each shard holds DC ranges of its own
-   * (S grants at SERIAL where one DC made one) and sizes its grants from its own rate. Only grows.
-   * With shards, a handle opened again (or a restarted process) may start below its last IDs.
+   * How many state partitions (shards) each DC's claims spread over, from 1 to 256; only grows.
+   * With S shards a DC can make S times the claims (docs/design.md, "Past one DC-state
+   * partition: shards"). Each shard holds DC ranges of its own. A handle opened again may start
+   * below its last IDs.
    * @default with adaptive blocks 16, or one per 1,000 DC ranges the domain holds if that is fewer
    * (at least 1); with fixed blocks 1
    */
@@ -134,26 +120,21 @@ export interface CreateSequenceOptions {
    */
   readonly threshold?: number | undefined;
   /**
-   * DCs to grant their first DC range (one per shard, `dcRangeSize` IDs each) in the write that
-   * creates the sequence. Processes then start without a write at SERIAL: a DC with no state
-   * installs its grant 1 after a plain LOCAL_QUORUM read of it (docs/design.md, "A DC's first
-   * range, granted at creation"). Every DC that will allocate, as a rule: the processes of a
-   * fleet that start at once then never crowd the one grants partition all DCs share. A DC
-   * listed here that never allocates keeps its first ranges unused. Refused if they do not fit
-   * the domain from `start`, number more than 64 (DCs × shards), or name a DC the keyspace does
-   * not replicate to (NetworkTopologyStrategy). `[]`: none.
+   * DCs to grant their first DC range (one per shard) in the write that creates the sequence,
+   * so processes start without a write at SERIAL (docs/design.md, "A DC's first range, granted
+   * at creation"). A DC that never allocates keeps them unused. Refused if they do not fit the
+   * domain from `start`, number more than 64 (DCs × shards), or name a DC the keyspace does not
+   * replicate to. `[]`: none.
    * @default with adaptive blocks, every DC the keyspace replicates to (NetworkTopologyStrategy),
    * if their ranges number at most 64 and take at most an eighth of the IDs from `start`;
    * otherwise none: each DC asks for its first range when its first process starts
    */
   readonly firstRanges?: readonly string[] | undefined;
   /**
-   * If a sequence of that name exists, return its stored settings instead of throwing
-   * `SequenceExistsError`; its settings are left as they are. Sizes may differ from those given
-   * (`alterSequence` changes them); the IDs may not: if `domain`, `min`, `max` or `start` is
-   * given and the existing sequence's differs, it still throws `SequenceExistsError`, naming the
-   * differences, since handing out IDs from another start than asked (e.g. below the highest key
-   * a table already holds) is how IDs collide.
+   * If a sequence of that name exists, return its stored settings (unchanged) instead of
+   * throwing `SequenceExistsError`. Sizes may differ from those given; if `domain`, `min`, `max`
+   * or `start` is given and differs, it still throws: IDs from another start than asked is how
+   * IDs collide.
    * @default false
    */
   readonly ifNotExists?: boolean | undefined;

@@ -1,9 +1,7 @@
 /**
- * A sequence's settings from a create, an alter or a stored row. Each merges its input onto a
- * base (a create onto the defaults, an alter onto the stored settings, a stored row onto itself)
- * and checks the result with the one table of rules (rules.ts, {@link settle}). User input is
- * refused with `InvalidOptionError`; a stored row that breaks a rule with `InvariantError`, since
- * nothing may be allocated from it.
+ * A sequence's settings from a create (onto the defaults), an alter (onto the stored settings)
+ * or a stored row, each checked by {@link settle}. Bad input throws `InvalidOptionError`; a bad
+ * stored row `InvariantError`, since nothing may be allocated from it.
  */
 
 import { InvalidOptionError } from '../errors.js';
@@ -70,11 +68,8 @@ export function resolveSequenceSettings(
 }
 
 /**
- * Checks the changes of `alter` before any settings are read, against the rules with the stored
- * settings unknown: a rule that reads one takes its widest bound, so only what no stored settings
- * could make valid is refused (`threshold` 2, `blockSize` 0, `shards` 257), and with Cassandra
- * unreachable it is still named as bad input. {@link validateChanges} checks them against the
- * stored settings.
+ * Checks the changes of `alter` before any settings are read (unknown fields take their widest
+ * bound), so bad input is named even with Cassandra unreachable.
  * @throws {InvalidOptionError} naming the first option that is unknown or out of range, or
  * `changes` if it sets nothing.
  */
@@ -92,10 +87,9 @@ function checkChangeKeys(changes: AlterSequenceOptions): void {
 }
 
 /**
- * Validates the changes of `alter` against the sequence's current settings and normalises them
- * (bigint DC range sizes; the keys given, and the ones that change with them: on fixed blocks a
- * new `blockSize` is the new `maxBlockSize` too, on fixed DC ranges a new `dcRangeSize` the new
- * `maxDcRangeSize`).
+ * Validates the changes of `alter` against the current settings and normalises them to the keys
+ * that change (on fixed blocks `blockSize` moves `maxBlockSize`; on fixed DC ranges
+ * `dcRangeSize` moves `maxDcRangeSize`).
  * @throws {InvalidOptionError} naming the first option that is unknown, unchangeable or out of
  * range, or `changes` if nothing would change.
  * @throws {InvariantError} if a stored setting the changes leave as it is breaks a rule.
@@ -119,9 +113,9 @@ export function validateChanges(
 }
 
 /**
- * An alter's value of a field not given: the stored one, but a lowered `maxBlockSize` takes
- * `blockSize` down with it, and `maxDcRangeSize` gets its default when an autonomy target is set
- * where there was none, stays equal to `dcRangeSize` on fixed DC ranges and never falls below it.
+ * An alter's value of a field not given: the stored one, except where a change drags it along
+ * (`blockSize` under a lowered `maxBlockSize`; `maxDcRangeSize` with `dcRangeSize` or a new
+ * autonomy target).
  */
 function alterBase(field: Field, s: SequenceSettings, current: SequenceSettings): unknown {
   if (field === 'blockSize') return Math.min(current.blockSize, s.maxBlockSize);
@@ -141,9 +135,8 @@ export function validateStoredSettings(settings: SequenceSettings): void {
 }
 
 /**
- * How an existing sequence's IDs differ from those a create asked for, judging only what the
- * create gave (`domain`, `min`, `max`, `start`): a create that leaves them to their defaults
- * accepts any existing sequence's. `[]` when none differs.
+ * How an existing sequence's IDs differ from what a create gave (`domain`, `min`, `max`,
+ * `start`); `[]` when none differs.
  * @param asked the create's settings, resolved from `options`.
  */
 export function idSpaceDifferences(

@@ -1,10 +1,8 @@
 /**
- * The one table of rules a sequence's settings keep, and the one pass that applies it.
- *
- * Each rule bounds one field by the fields above it in {@link RULES}, and {@link settle} merges
- * settings in that order: each field is the option given, or else its base (resolve.ts), and it
- * is checked before a field below reads it. So every bound is read from a value already checked.
- * A field with no value is left out, and the rules that read it take their widest bound.
+ * The one table of rules a sequence's settings keep, and the one pass that applies it. Each rule
+ * bounds one field by the fields above it in {@link RULES}, and {@link settle} merges and checks
+ * them in that order, so every bound is read from a checked value. A field with no value is left
+ * out, and the rules that read it take their widest bound.
  */
 
 import { InvalidOptionError, InvariantError } from '../errors.js';
@@ -20,7 +18,6 @@ import {
 
 export type Field = keyof SequenceSettings;
 
-/** Settings being merged: the fields settled so far. */
 export type Draft = { -readonly [F in Field]?: SequenceSettings[F] };
 
 /** What an integer option of the API takes besides its range; the CLI, taking digits, drops it. */
@@ -112,7 +109,6 @@ export interface Merge {
   readonly follows?: Readonly<Partial<Record<Field, Field>>>;
   /** A field's value when it is not given, from the fields above it; undefined leaves it out. */
   readonly base: (field: Field, s: Draft) => unknown;
-  /** The settings an alter changes. */
   readonly current?: SequenceSettings;
 }
 

@@ -1,13 +1,8 @@
 /**
- * A handle's block claim: one claim from its shard's DC allocator, retried with a growing pause
- * while it fails for a reason that passes (see {@link isTransient}), going on from another shard
- * where shards.ts says so. The handle keeps it single-flight (sequence.ts); this holds what the
- * claim in flight knows of its failures.
- *
- * A claim retries while a caller waits for it or, for a claim nobody waits for (a preload), for up
- * to `callTimeoutMs` after it started: a preload never spins against a dead store, and the next
- * call that needs IDs starts a new claim. Lost races are retried inside the DC level with a
- * shorter backoff (dc-allocator.ts).
+ * A handle's block claim, single-flight: one claim from its shard's DC allocator, retried with a
+ * growing pause while it fails for a passing reason ({@link isTransient}), moving shard where
+ * shards.ts says so. A claim nobody waits for (a preload) retries for at most `callTimeoutMs`,
+ * so it never spins against a dead store; lost races are retried inside the DC level.
  */
 
 import {
@@ -24,11 +19,10 @@ import type { Ledger } from './ledger.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Loaded, Shards } from './shards.js';
 
-/** Retries of a claim that failed for a reason that passes: after about 50 ms, doubling to 2 s. */
+/** Retry pause of a claim failing for a passing reason: about 50 ms, doubling to 2 s. */
 const CLAIM_RETRY_FIRST_MS = 50;
 const CLAIM_RETRY_MAX_MS = 2_000;
 
-/** What a claim needs of its handle. */
 export interface ClaimHost {
   readonly name: string;
   readonly clock: Clock;
@@ -41,39 +35,34 @@ export interface ClaimHost {
   readonly wantsPreload: () => boolean;
   /** The settings and allocator in use, loading them first. */
   readonly ensureLoaded: () => Promise<Loaded>;
-  /** Re-reads the settings when due. */
   readonly refreshSettings: () => Promise<void>;
   readonly loaded: () => Loaded | undefined;
   /** Puts the block in the buffer; throws if it must not be served. */
   readonly accept: (claimed: ClaimedBlock) => void;
   readonly forfeit: (error: StateRolledBackError) => void;
-  /** IDs the handle holds. */
   readonly held: () => number;
 }
 
 export class BlockClaims {
   private readonly host: ClaimHost;
-  /** The claim in flight, which every caller that needs IDs shares. */
+  /** Shared by every caller that needs IDs. */
   private claiming: Promise<void> | undefined;
-  /** The error of the attempt that failed last, while the claim retries; cleared on success. */
+  /** The last failed attempt's error while the claim retries; cleared on success. */
   private failure: Error | undefined;
-  /** Races the claim in flight lost in a row (it retries them); the cause a late caller is given. */
+  /** Races the claim in flight lost in a row: the cause a late caller is given. */
   private lostRaces = 0;
-  /** Ends the retry pause at once. */
   private wake: (() => void) | undefined;
-  /** A DC range was installed since the claim in flight began its current attempt. */
+  /** A DC range was installed since the current attempt began. */
   private rangeArrived = false;
 
   constructor(host: ClaimHost) {
     this.host = host;
   }
 
-  /** The claim in flight, if any. */
   get inFlight(): Promise<void> | undefined {
     return this.claiming;
   }
 
-  /** Single-flight block claim: every caller shares the claim in flight. */
   refill(): Promise<void> {
     const { lifecycle } = this.host;
     if (lifecycle.closing) return Promise.reject(new ClosedError(this.host.name));
@@ -88,29 +77,24 @@ export class BlockClaims {
   /** A refill nobody awaits (a preload). */
   inBackground(): void {
     if (this.host.lifecycle.closing) return;
-    // The claim records its failures; whoever needs the IDs awaits the refill itself.
     this.refill().catch(ignore);
   }
 
   /**
-   * Claims one block, retrying failures that pass while {@link keepTrying} says so. Rejects on
-   * any other failure, which every waiting caller then gets; a lost-race {@link ContentionError}
-   * only when nobody waits any more.
+   * Claims one block, retrying passing failures while {@link keepTrying}. Any other failure goes
+   * to every waiting caller; a lost-race {@link ContentionError} only once nobody waits.
    */
   private async claim(): Promise<void> {
     const { clock, ledger, shards, demand } = this.host;
     const started = clock.now();
-    // Past its window a claim still tries again when a DC range arrived during it (see
-    // rangeInstalled): the failure it would give up on may be for want of that range.
+    // Past its window, a claim still retries if a range arrived: it may have failed for want of it.
     const goesOn = () =>
       this.keepTrying(started) || (this.rangeArrived && this.host.lifecycle.open);
-    // What an earlier claim gave up on is not why this one has brought nothing yet: a caller
-    // whose deadline passes during it would get an outage that has ended.
+    // An earlier claim's failure is not this one's: a deadline passing now would report an ended outage.
     this.failure = undefined;
     this.lostRaces = 0;
     demand.claimStarts(started);
     shards.claimStarts();
-    // The DC level asks after each lost race.
     const keepTrying = () => {
       this.lostRaces++;
       return !shards.lostRace() && this.keepTrying(started);
@@ -134,7 +118,7 @@ export class BlockClaims {
         this.failure = undefined;
         this.lostRaces = 0;
         ledger.failures.recovered('claim', { dc: shards.grantee });
-        // Not once closing: close() would wait for a round at SERIAL it no longer needs.
+        // Not once closing: close() would wait for a SERIAL round it no longer needs.
         if (claimed.rangeLow && this.host.lifecycle.open) allocator.requestRangeInBackground();
         return;
       } catch (error) {
@@ -171,10 +155,9 @@ export class BlockClaims {
   }
 
   /**
-   * The DC allocator installed a range. A claim in flight pausing after a failure tries again at
-   * once, and even past its window (a preload's), since it may have failed for want of this
-   * range: were it to give up, the process would hold no IDs until a caller waited. With no claim
-   * in flight, one starts if the handle wants its next block.
+   * The DC allocator installed a range: a pausing claim retries at once, even past a preload's
+   * window, since it may have failed for want of this range (else the process would hold no IDs
+   * until a caller waited). With none in flight, one starts if the handle wants its next block.
    */
   rangeInstalled(): void {
     if (this.host.lifecycle.state !== 'ready') return;
@@ -186,7 +169,6 @@ export class BlockClaims {
     }
   }
 
-  /** Ends a retry pause at once (close()). */
   wakeUp(): void {
     this.wake?.();
   }
@@ -197,17 +179,13 @@ export class BlockClaims {
     return new ContentionError(this.host.name, 'claim a block', this.lostRaces);
   }
 
-  /**
-   * Whether a claim started at `started` goes on after a failure that passes: while the handle
-   * is open and a caller waits for it, or, with nobody waiting (a preload), for `callTimeoutMs`.
-   */
+  /** A claim goes on after a passing failure while open and awaited, or for `callTimeoutMs` if not. */
   private keepTrying(started: number): boolean {
     const { clock, callTimeoutMs, demand } = this.host;
     if (!this.host.lifecycle.open) return false;
     return demand.waiters > 0 || clock.now() - started < callTimeoutMs;
   }
 
-  /** Sleeps `ms` unless woken first. */
   private pause(ms: number): Promise<void> {
     return new Promise<void>((resolve) => {
       const cancel = this.host.clock.after(ms, () => {
@@ -228,10 +206,8 @@ function ignore(): void {
 }
 
 /**
- * Failures that pass without anyone acting: the store unreachable at the level needed (a replica
- * paused, a node restarting, SERIAL cut off while the DC needs a range) and lost races. Every
- * other failure (broken rows, a missing sequence, a spent domain, rows that went back) is final
- * for the calls waiting on it.
+ * Failures that pass without anyone acting: the store unreachable at the level needed, and lost
+ * races. Every other failure (broken rows, no sequence, a spent domain, rows gone back) is final.
  */
 function isTransient(
   error: unknown,

@@ -1,9 +1,7 @@
 /**
- * A block of IDs this process claimed from its DC, handed out in order.
- *
- * The block keeps its first ID as a bigint and counts the IDs taken as a JavaScript number
- * (a block holds at most 10,000,000 IDs). For number-typed sequences the first ID is also kept
- * as a number, so taking an ID is one addition on doubles with no bigint arithmetic.
+ * A block of IDs this process claimed, handed out in order. IDs taken are counted as a number (a
+ * block holds at most 10,000,000); number-typed sequences keep the first ID as a number too, so
+ * taking one is a double addition, no bigint arithmetic.
  */
 
 import assert from 'node:assert/strict';
@@ -18,14 +16,10 @@ export interface IdRange<T extends number | bigint> {
 
 /** An in-memory block `[first, last]`; IDs are taken from the front. */
 export abstract class Block<T extends number | bigint> {
-  /** How many IDs the block holds. */
   readonly size: number;
   protected taken = 0;
 
-  /**
-   * @param rangeSize size of the DC range the block was cut from: a block is never larger, so
-   * `take(n)` knows when no block can hold `n` IDs.
-   */
+  /** @param rangeSize of the DC range it was cut from (a bound on it), so take(n) can refuse `n`. */
   constructor(
     readonly first: bigint,
     readonly last: bigint,
@@ -36,12 +30,10 @@ export abstract class Block<T extends number | bigint> {
     this.size = Number(last - first) + 1;
   }
 
-  /** IDs already handed out. */
   get used(): number {
     return this.taken;
   }
 
-  /** IDs not handed out yet. */
   get remaining(): number {
     return this.size - this.taken;
   }

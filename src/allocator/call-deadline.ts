@@ -1,8 +1,4 @@
-/**
- * A caller's wait for IDs: how long it may wait and how it can be cancelled. The refill it
- * waits for is not the caller's: it carries on after the caller gives up, for the callers
- * still waiting and the calls to come.
- */
+/** A caller's wait for IDs. The refill it waits for carries on after the caller gives up. */
 
 import { AbortedError, ContentionError, DeadlineError, InvalidOptionError } from '../errors.js';
 import { checkAbortSignal, checkKeys, everyKeyOf } from '../options.js';
@@ -11,10 +7,8 @@ import type { Clock } from './clock.js';
 /** How long a call may wait for IDs, and how it can be cancelled. */
 export interface CallOptions {
   /**
-   * Milliseconds the call may wait for a refill before it rejects (with the refill's last
-   * error, or {@link DeadlineError}); the refill itself carries on. `Infinity`: no deadline
-   * (the call waits until an ID comes, the refill fails for good, the handle closes or `signal`
-   * fires).
+   * Milliseconds the call may wait for a refill before it rejects (with the refill's last error,
+   * or {@link DeadlineError}). `Infinity`: no deadline.
    * @default the `callTimeoutMs` option of `connect()` (10 000)
    */
   readonly timeoutMs?: number | undefined;
@@ -23,10 +17,8 @@ export interface CallOptions {
 }
 
 /**
- * Refuses call options no call could honour. Every call that passes options checks them, also
- * one served from the IDs already held: checked only where a call waits, a misspelt key or a
- * bad `timeoutMs` would pass on every call a block serves and fail the one call that waits for
- * the next block, at a moment nobody chose.
+ * Refuses call options no call could honour, on every call that passes them, even one served
+ * from IDs held: else a bad option would fail only the call that waits, at a moment nobody chose.
  * @throws {InvalidOptionError} naming an unknown key, a `timeoutMs` that is not a number of at
  * least 0, or a `signal` that is no AbortSignal.
  */
@@ -46,26 +38,21 @@ export interface Wait {
   readonly sequence: string;
   /** The call's whole timeout, for the error's message. */
   readonly timeoutMs: number;
-  /** When the call's deadline passes, on `clock`'s time (`clock.now() + timeoutMs` at the call). */
+  /** `clock.now() + timeoutMs` at the call. */
   readonly deadline: number;
   readonly signal: AbortSignal | undefined;
   readonly clock: Clock;
-  /**
-   * The error the refill keeps failing with while it retries, if any: asked at the deadline, so
-   * that a caller who gives up learns why rather than only that time ran out.
-   */
+  /** The refill's current failure, asked at the deadline so a caller learns why it gave up. */
   readonly lastFailure: () => Error | undefined;
 }
 
 /**
- * Waits for `refill` until `wait.deadline` and until `wait.signal` fires. At the deadline it
- * rejects with `wait.lastFailure()` if that says the store is unreachable or the domain spent,
- * else with {@link DeadlineError} (whose `cause` is a lost-race {@link ContentionError}, if that
- * was the refill's last failure: contention alone never fails a call that still has time). When
- * the signal fires, with {@link AbortedError}. `refill` carries on either way.
- *
- * A refill that ends with a {@link ContentionError} (it stopped retrying because, for a moment,
- * nobody waited) resolves the wait, so the caller looks again and starts a new refill.
+ * Waits for `refill` until `wait.deadline` or `wait.signal`. At the deadline it rejects with
+ * `wait.lastFailure()` if that says the store is unreachable or the domain spent, else with
+ * {@link DeadlineError} (`cause`: a lost-race {@link ContentionError}, if that was the last
+ * failure): contention alone never fails a call that still has time. On the signal,
+ * {@link AbortedError}. A refill ending in {@link ContentionError} (nobody waited for a moment)
+ * resolves the wait, so the caller starts a new one.
  */
 export function waitWithinDeadline(refill: Promise<void>, wait: Wait): Promise<void> {
   const { sequence, timeoutMs, signal, clock } = wait;

@@ -1,8 +1,4 @@
-/**
- * How a handle's call waits for IDs: one deadline for the whole call however often it waits,
- * its abort signal looked at after each await, and the observer told how long the wait took.
- * The wait itself (deadline, signal, last failure) is call-deadline.ts's.
- */
+/** How a handle's call waits: one deadline per call, the signal looked at after each await, timed. */
 
 import { AbortedError } from '../errors.js';
 import type { CallOptions } from './call-deadline.js';
@@ -26,10 +22,7 @@ export function deadlineOf(
   return { timeoutMs, deadline: clock.now() + timeoutMs };
 }
 
-/**
- * Runs the waiting part of a call of sequence `name` and tells `observer` how long it took and
- * how it ended; without an observer, only runs it.
- */
+/** Runs the waiting part of a call, telling `observer` how long it took and how it ended. */
 export async function timedWait<R>(
   observer: AllocatorObserver | undefined,
   clock: Clock,
@@ -49,10 +42,7 @@ export async function timedWait<R>(
   }
 }
 
-/**
- * @throws {AbortedError} for sequence `name` once `signal` fired: checked before a call waits or
- * takes IDs, and again after each of its awaits.
- */
+/** @throws {AbortedError} once `signal` fired: checked before a call waits or takes IDs, and after each await. */
 export function throwIfAborted(name: string, signal: AbortSignal | undefined): void {
   if (signal?.aborted === true) throw new AbortedError(name, { cause: signal.reason });
 }

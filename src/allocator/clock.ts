@@ -1,8 +1,6 @@
 /**
- * Time as the allocator sees it: backoffs, retry timers, call deadlines and the draw rates that
- * size blocks and grants. Real timers by default; the deterministic simulation replaces them so
- * that it decides when each wait ends. Nothing in the safety argument reads it: it only decides
- * when to try and how much to ask for.
+ * Time as the allocator sees it; the deterministic simulation replaces it. Nothing in the safety
+ * argument reads it: it only decides when to try and how much to ask for.
  */
 
 import { after, sleep } from '../timers.js';
@@ -12,29 +10,19 @@ export interface Clock {
   now(): number;
   /** Resolves after about `ms` milliseconds. */
   sleep(ms: number): Promise<void>;
-  /**
-   * Runs `fn` after about `ms` milliseconds unless cancelled; returns the cancel function. A
-   * pending timer never keeps the process alive on its own.
-   */
+  /** Runs `fn` after about `ms` unless cancelled; returns the canceller. Never keeps the process alive. */
   after(ms: number, fn: () => void): () => void;
-  /**
-   * Resolves once the event loop has handled the I/O that is ready (replies to our requests):
-   * a caller that never waits otherwise lets them in with it.
-   */
+  /** Resolves once the event loop has handled the ready I/O, for callers that never wait otherwise. */
   yieldToIo(): Promise<void>;
 }
 
-/**
- * `setImmediate` as the process started with it: a yield to I/O must reach the real event loop,
- * even where a test replaced the global timers with fake ones after this module loaded.
- */
+/** The original `setImmediate`: a yield to I/O must reach the real event loop even under fake timers. */
 const immediate = globalThis.setImmediate;
 
 export const SYSTEM_CLOCK: Clock = Object.freeze({
   now: () => performance.now(),
   sleep: (ms: number) => sleep(ms),
-  // A call's deadline may be far off, or Infinity: timers.ts waits that long, where one timer
-  // would fire at once.
+  // A deadline may be far off or Infinity: timers.ts waits that long, where one timer would fire at once.
   after: (ms: number, fn: () => void) => after(ms, fn),
   // Callbacks of setImmediate run after the poll phase, where socket data is read.
   yieldToIo: () => new Promise<void>((resolve) => immediate(resolve)),

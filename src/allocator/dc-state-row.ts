@@ -1,9 +1,8 @@
 /**
- * The DC state row of one sequence in one DC (or shard) at LOCAL_SERIAL, as one process reads and
- * writes it: every state read is checked against dc-state.ts's invariants and against the rows
- * this process saw before (watermarks.ts); every write is classified (cas.ts), stamped with the
- * incarnation, and noted if ours. A claim write of unknown fate is recognised here when a state a
- * later round shows carries its op.
+ * One process's view of a DC state row at LOCAL_SERIAL: every read is checked against the
+ * invariants (dc-state.ts) and the rows seen before (watermarks.ts); every write is classified
+ * (cas.ts), stamped with the incarnation, and noted if ours. A claim write of unknown fate is
+ * recognised here when a later round shows a state carrying its op.
  */
 
 import { StoreUnavailableError } from '../errors.js';
@@ -20,35 +19,24 @@ export const NO_STATE = Symbol('no DC state');
 const DC_RATE_SAMPLE_MS = 1_000;
 
 export class DcStateRow {
-  /**
-   * Those of `unresolvedOps` that a state a Paxos round showed since carries: committed by a
-   * later round, the claim's own retry or this process's range install.
-   */
+  /** Those of `unresolvedOps` a later round showed committed. */
   readonly committedOps = new Set<string>();
   /**
-   * The op of the latest state write of this process shown to be ours. A give-back goes only on
-   * the state that write left: `last_integer` at the end of our run proves nothing by itself,
-   * since retire-ranges leaves it at its grant's end too, and a give-back on the retire's state
-   * reopens IDs handed out before the rows went back.
+   * The op of this process's latest state write shown ours. A give-back goes only on the state it
+   * left: `last_integer` at the end of our run proves nothing, as retire-ranges leaves it at its
+   * grant's end too, and a give-back there reopens IDs handed out before the rows went back.
    */
   lastOwnOp: string | undefined;
-  /** The DC's claims as this process sees them in the states it reads, and their rate. */
   private readonly usage = new DcUsage();
   private readonly rate = new Rate(DC_RATE_SAMPLE_MS);
 
-  /**
-   * @param unresolvedOps ops of claim writes in flight whose outcome stayed unknown with the state
-   *   unmoved when read back (dc-claims.ts fills it).
-   */
+  /** @param unresolvedOps ops of claim writes of unknown fate whose state had not moved (dc-claims.ts). */
   constructor(
     private readonly ctx: DcContext,
     readonly unresolvedOps: Set<string>,
   ) {}
 
-  /**
-   * The DC's claim rate in IDs/s, measured from the DC states this process read (sizing.ts);
-   * undefined until two reads lay a second apart.
-   */
+  /** The DC's claim rate in IDs/s; undefined until two reads lay a second apart. */
   get dcRate(): number | undefined {
     return this.rate.perSecond;
   }
@@ -59,8 +47,8 @@ export class DcStateRow {
     ctx.assertRowsHeld();
     ctx.counters.lwtWrites++;
     const expected: DcStamp | undefined = current && { version: current.version, op: current.op };
-    // Stamped here, the one place states are written; the store writes it with a row's first
-    // write only, so a row keeps the incarnation of the process that opened it.
+    // Stamped here, the one place states are written; the store writes it only with a row's first
+    // write, so a row keeps the incarnation of the process that opened it.
     const stamped: DcState = { ...next, incarnation: ctx.incarnation };
     const result = await runConditionalWrite<DcState>({
       write: () => ctx.store.writeDcState(ctx.sequence, ctx.dc, expected, stamped),
@@ -77,15 +65,13 @@ export class DcStateRow {
   }
 
   /**
-   * Notes a state a Paxos round showed that carries the op of a claim write whose outcome stayed
-   * unknown: that write was committed, as the version after the state it was conditional on, so
-   * its block is the claim's.
+   * A state a round showed carries the op of a claim write of unknown outcome: that write was
+   * committed (as the version after its condition), so its block is the claim's.
    */
   private sight(state: DcState | undefined): void {
     if (state !== undefined && this.unresolvedOps.has(state.op)) this.committedOps.add(state.op);
   }
 
-  /** The DC state at LOCAL_SERIAL, checked. */
   async read(): Promise<DcState | undefined> {
     this.ctx.counters.localSerialReads++;
     const floor = this.ctx.seen.floor();
@@ -98,13 +84,11 @@ export class DcStateRow {
   }
 
   /**
-   * The plain-read guess: the DC state as one LOCAL_QUORUM read shows it, so that a claim's first
-   * write needs no Paxos round before it. Safe because that write is conditional on the state's
-   * version and op, which hold only on that very state: a stale guess costs a rejected write.
-   * {@link NO_STATE} if it shows none where this process never saw one; undefined (read at
-   * LOCAL_SERIAL instead) if the read failed or is older than what this process saw. A state shown
-   * raises the marks (only commits reach the table), but one that went back is never taken for a
-   * rollback: only a Paxos round can show that.
+   * The plain-read guess: the state as one LOCAL_QUORUM read shows it, so a claim's first write
+   * needs no Paxos round before it. Safe: the write is conditional on version and op, which hold
+   * only on that very state, so a stale guess costs a rejected write. {@link NO_STATE} if it shows
+   * none where none was seen; undefined (read at LOCAL_SERIAL instead) if it failed or is older
+   * than what was seen. It raises the marks, but never proves a rollback: only a round can.
    */
   async guess(): Promise<DcState | typeof NO_STATE | undefined> {
     const floor = this.ctx.seen.floor();
@@ -123,8 +107,8 @@ export class DcStateRow {
   }
 
   /**
-   * A state a Paxos round showed (a read at LOCAL_SERIAL, or the round of a rejected write),
-   * checked; `floor` is the marks taken before the read or the write was sent.
+   * A state a Paxos round showed (a LOCAL_SERIAL read, or a rejected write's round), checked
+   * against `floor`, the marks taken before it was sent.
    * @throws {InvariantError} if it breaks an invariant.
    * @throws {StateRolledBackError} if it is older than a state seen before then.
    */
@@ -136,7 +120,6 @@ export class DcStateRow {
     return state;
   }
 
-  /** Raises the marks and the DC's rate by a checked state that a read or a round showed. */
   private observe(state: DcState): void {
     this.ctx.seen.raiseState(state);
     this.usage.observe(state);
@@ -146,9 +129,7 @@ export class DcStateRow {
 
 /**
  * Whose write a DC-state stamp shows: ours if it carries our op; lost if another write took the
- * version ours was going to write (both were conditional on the same stamp, so ours can never
- * apply); otherwise unknown (ours may have been applied and overwritten since, or still be in
- * flight).
+ * version ours would write (same condition, so ours can never apply); else unknown.
  */
 export function judgeStateWrite(found: DcStamp | undefined, next: DcStamp): Judgement {
   if (found === undefined) return 'unknown';

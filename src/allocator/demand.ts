@@ -1,7 +1,4 @@
-/**
- * What a handle asks of its next block: the calls waiting for it, the process's draw rate, and
- * how long claims take, turned into a block size by {@link blockSizeFor} (sizing.ts).
- */
+/** What a handle asks of its next block, sized by {@link blockSizeFor} (sizing.ts). */
 
 import type { SequenceSettings } from '../store/port.js';
 import type { Clock } from './clock.js';
@@ -22,20 +19,17 @@ export class Demand {
   /** IDs of every block that came (refused ones too); minus those held, the IDs used so far. */
   acceptedIds = 0;
   lastBlockSize = 0;
-  /** The runs waiting take() calls want, each from one block: the next block holds the longest. */
+  /** Runs waiting take() calls want, each from one block: the next block holds the longest. */
   private readonly runsWanted = new Set<Want>();
   /**
-   * The IDs each waiting nextIds() call still lacks. They need not come from one block, so they
-   * size the next block (one claim serves a large call, not a queue of small ones) but set no
-   * least size for it: a block that must hold them all could take a DC's whole range.
+   * IDs each waiting nextIds() call lacks: they size the next block but set no least size, since
+   * they need not come from one block (one holding them all could take a DC's whole range).
    */
   private readonly drawsWanted = new Set<Want>();
-  /** Sampled when a claim starts: sizes adaptive blocks. */
   private readonly drawRate = new Rate();
   /**
-   * Time the callers spent waiting with no ID held, which the draw rate leaves out: a loop that
-   * spends a block at once and then waits for the next has the rate of its draws, not of the
-   * claims that let them through. `starvedSince`: since when callers wait now, if they do.
+   * Time callers spent waiting with no ID held, left out of the draw rate so that it is the rate
+   * of the draws, not of the claims that let them through.
    */
   private starvedMs = 0;
   private starvedSince: number | undefined;
@@ -48,12 +42,11 @@ export class Demand {
     private readonly held: () => number,
   ) {}
 
-  /** This process's draw rate in IDs/s, as last sampled. */
   get rate(): number | undefined {
     return this.drawRate.perSecond;
   }
 
-  /** A call waits for the refill, lacking `want` if given; the returned function ends the wait. */
+  /** A call waits, lacking `want` if given; the returned function ends the wait. */
   wait(want: Want | undefined): () => void {
     this.waiters++;
     const wanted = want?.contiguous === true ? this.runsWanted : this.drawsWanted;
@@ -79,22 +72,20 @@ export class Demand {
     this.lastBlockSize = size;
   }
 
-  /** A claim starts at `started`: the draw rate is sampled on a clock that stops while starved. */
+  /** The draw rate is sampled on a clock that stops while starved. */
   claimStarts(started: number): void {
     const starved =
       this.starvedMs + (this.starvedSince === undefined ? 0 : started - this.starvedSince);
     this.drawRate.sample(this.acceptedIds - this.held(), started - starved);
   }
 
-  /** A claim brought its block after `ms`; smoothed as {@link Rate} smooths rates. */
   claimTook(ms: number): void {
     this.claimMs = this.claimMs === undefined ? ms : (ms + this.claimMs) / 2;
   }
 
   /**
-   * How large a block the calls waiting now need: the longest run a take() waits for, and one ID
-   * for every other waiting call beyond the IDs held. `draws`: a waiting nextIds() wants all the
-   * IDs it lacks, not one (for the size asked, not for the least size; see drawsWanted).
+   * The block the waiting calls need: the longest take() run, and one ID per other waiting call
+   * beyond those held; with `draws`, all IDs a waiting nextIds() lacks (see drawsWanted).
    */
   idsWanted({ draws = false } = {}): number {
     let longest = 0;
@@ -104,7 +95,6 @@ export class Demand {
     return Math.max(longest, single - this.held());
   }
 
-  /** The block size to ask for now. */
   blockSize(settings: SequenceSettings, dcRate: number | undefined, lostRaces: number): number {
     return blockSizeFor({
       rate: this.drawRate.perSecond,

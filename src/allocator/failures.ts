@@ -5,9 +5,7 @@
 import type { Logger } from '../logger.js';
 
 export class FailureLog<Kind extends string> {
-  /** Failed operations. */
   errors = 0;
-  /** The most recent failure. */
   lastError: Error | undefined;
   /** When `lastError` happened (ms since the epoch), to pick the latest of several levels. */
   lastErrorAt = 0;
@@ -20,7 +18,6 @@ export class FailureLog<Kind extends string> {
     private readonly onFailure?: ((error: unknown) => void) | undefined,
   ) {}
 
-  /** Counts a failure without logging it. */
   record(error: unknown): void {
     this.errors++;
     this.onFailure?.(error);

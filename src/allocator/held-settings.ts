@@ -1,8 +1,8 @@
 /**
- * What a handle knows of its sequence's settings: read when it loads (found locally or at
- * SERIAL), re-read at a claim once older than {@link SETTINGS_REFRESH_MS} so that an alter
- * reaches running processes, checked on every read, and ordered against the blocks accepted so
- * that take() refuses a count only on settings that are not older than what it saw.
+ * What a handle knows of its settings: read at load (locally or at SERIAL), re-read at a claim
+ * once older than {@link SETTINGS_REFRESH_MS} so an alter reaches running processes, checked on
+ * every read, and ordered against accepted blocks so take() refuses a count only on settings not
+ * older than what it saw.
  */
 
 import type { Logger } from '../logger.js';
@@ -20,10 +20,7 @@ import type { IdStore, SequenceSettings, StoredSettings } from '../store/port.js
 import type { Clock } from './clock.js';
 import { readSettingsFound } from './settings-writes.js';
 
-/**
- * A claim re-reads the settings (one LOCAL_QUORUM read) when they were read longer ago than
- * this, so an alter reaches a process that draws IDs within this long plus one claim interval.
- */
+/** Settings older than this are re-read at the next claim (one LOCAL_QUORUM read). */
 export const SETTINGS_REFRESH_MS = 10_000;
 
 /** take()'s answer when it cannot decide on the settings held (see {@link runRefusal}). */
@@ -55,14 +52,12 @@ export function largestBlockError(count: number, settings: SequenceSettings): In
 
 export class HeldSettings {
   private readonly context: HeldSettingsContext;
-  /** The incarnation of the sequence loaded (StoredSettings.incarnation); it never changes. */
+  /** The incarnation loaded; it never changes. */
   private incarnation: string | undefined;
-  /** `clock.now()` when the settings held were read. */
   private readAt = 0;
   /**
-   * Orders settings reads and accepted blocks: a tick per block accepted and per read started;
-   * `readTick` is the start of the read whose settings are held, so a read that started earlier
-   * than those never replaces them.
+   * A tick per block accepted and per read started; `readTick` is that of the read whose settings
+   * are held, so an earlier-started read never replaces them.
    */
   private ticks = 0;
   private readTick = 0;
@@ -73,7 +68,7 @@ export class HeldSettings {
   }
 
   /**
-   * The settings to load the sequence with, found locally or at SERIAL ({@link readSettingsFound}).
+   * The settings to load with, found locally or at SERIAL ({@link readSettingsFound}).
    * @throws {SequenceNotFoundError} if there are none; what {@link check} throws.
    */
   async load(): Promise<StoredSettings> {
@@ -88,12 +83,10 @@ export class HeldSettings {
   }
 
   /**
-   * The settings read again if those held (`held()`, undefined before the load) are older than
-   * {@link SETTINGS_REFRESH_MS}, or whatever their age with `force`; undefined (at once, or
-   * once read) if they stay. Only
-   * sizes may change; settings that break the rules or move the domain are refused as at load
-   * ({@link InvariantError}). A failed read keeps the settings held (they are only sizes) and is
-   * tried again at the next claim.
+   * The settings re-read if those held are older than {@link SETTINGS_REFRESH_MS} (or with
+   * `force`); undefined if they stay. Only sizes may change: settings that break the rules or move
+   * the domain are refused ({@link InvariantError}). A failed read keeps those held (they are only
+   * sizes) and is retried at the next claim.
    * @throws {SequenceRecreatedError} if the sequence was created again meanwhile.
    */
   reread(
@@ -119,8 +112,7 @@ export class HeldSettings {
       log?.debug({ err: error }, 'could not re-read the settings; keeping the ones held');
       return undefined;
     }
-    // Sequences are never dropped: a loaded one missing from a local read is a read that
-    // missed it, like a failed one.
+    // Sequences are never dropped: missing from a local read is a missed read, like a failed one.
     if (stored === undefined) return undefined;
     // Only a create writes the incarnation, once: another one is another sequence of this name.
     if (stored.incarnation !== this.incarnation) {
@@ -155,16 +147,13 @@ export class HeldSettings {
   }
 
   /**
-   * Why take() must not go on for a run the current block cannot hold: by skipping to `next`, or
-   * by claiming another block. Either would only burn block after block (each a gap) when no
-   * block can hold the run, so the count is refused, on `settings` read within
-   * {@link SETTINGS_REFRESH_MS} (or just re-read, `reread`):
-   * - above the largest block (an alter lowered `maxBlockSize` since take() checked the count);
-   * - above the DC's ranges: `next` is too small too, comes from a range smaller than the run,
-   *   and the settings say the DC's ranges stay that small (`dcRangeSize` lowered). Settings
-   *   that say they are large enough decide only if read after `next` came (an alter raised
-   *   `dcRangeSize` since `next`'s range was granted: skipping burns at most the DC's ranges
-   *   granted before it); read before, they may predate an alter that lowered it, and are re-read.
+   * Why take() must not skip to `next` or claim another block for a run the current block cannot
+   * hold: when no block can hold it, each would only burn a block. Refused on settings at most
+   * {@link SETTINGS_REFRESH_MS} old (or just re-read):
+   * - above the largest block (`maxBlockSize` lowered since take() checked);
+   * - above the DC's ranges, when `next` comes from a range smaller than the run and the settings
+   *   say ranges stay that small. Settings saying they are large enough decide only if read after
+   *   `next` came; read before, they may predate an alter that lowered them, and are re-read.
    */
   runRefusal(
     count: number,

@@ -30,10 +30,7 @@ const TRANSITIONS: Readonly<Record<SequenceState, readonly SequenceState[]>> = {
 
 export class Lifecycle {
   state: SequenceState = 'idle';
-  /**
-   * Set when the DC's rows went back, or the sequence was created again: nothing is served or
-   * claimed any more, whatever the state.
-   */
+  /** The rows went back or the sequence was recreated: nothing is served or claimed, whatever the state. */
   rolledBack: StateRolledBackError | SequenceRecreatedError | undefined;
 
   constructor(private readonly name: string) {}
@@ -46,7 +43,6 @@ export class Lifecycle {
     this.state = next;
   }
 
-  /** `close()` was called. */
   get closing(): boolean {
     return this.state === 'closing' || this.state === 'closed';
   }

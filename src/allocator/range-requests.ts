@@ -1,8 +1,6 @@
 /**
- * The DC level's range requests for one sequence in one DC: at most one in flight (callers join
- * it), and the double buffering's background request, retried with backoff while it fails until
- * the domain is spent, the rows went back, or the allocator closes. What one request does is the
- * `run` it is given (DcAllocator: grant at SERIAL, install at LOCAL_SERIAL).
+ * A DC's range requests: at most one in flight (callers join it), and the background request,
+ * retried with backoff until it succeeds, the domain is spent, the rows went back, or close.
  */
 
 import { SequenceExhaustedError, StateRolledBackError } from '../errors.js';
@@ -12,7 +10,7 @@ import type { Clock } from './clock.js';
 import type { FailureLog } from './failures.js';
 import type { AllocatorObserver } from './observer.js';
 
-/** Retries of a failed background range request: the first after about 1 s, doubling up to 30 s. */
+/** Background request retries: about 1 s, doubling up to 30 s. */
 const RANGE_RETRY_FIRST_MS = 1_000;
 const RANGE_RETRY_MAX_MS = 30_000;
 
@@ -29,7 +27,6 @@ export interface RangeRequestsOptions {
   readonly log: Logger | undefined;
   readonly failures: FailureLog<'range'>;
   readonly observer: AllocatorObserver | undefined;
-  /** Called when a request installed a range (a preload that waited for it may go now). */
   readonly onRangeInstalled: (() => void) | undefined;
   /** Whether a read showed the rows gone back: no request starts or is retried then. */
   readonly wentBack: () => boolean;
@@ -39,9 +36,8 @@ export interface RangeRequestsOptions {
 
 export class RangeRequests {
   private inFlight: Promise<void> | undefined;
-  /** The background request in flight, if any; close() waits for it. */
+  /** close() waits for it. */
   private background: Promise<void> | undefined;
-  /** Cancels the pending retry of a failed background request. */
   private cancelRetry: (() => void) | undefined;
   private retries = 0;
   private closed = false;
@@ -49,7 +45,6 @@ export class RangeRequests {
 
   constructor(private readonly options: RangeRequestsOptions) {}
 
-  /** Runs one request, or joins the one in flight. */
   ensure(known?: KnownState): Promise<void> {
     this.inFlight ??= this.request(known).finally(() => {
       this.inFlight = undefined;
@@ -57,10 +52,7 @@ export class RangeRequests {
     return this.inFlight;
   }
 
-  /**
-   * Starts one background request unless one is in flight or waiting to be retried, the domain
-   * is spent, the rows went back, or this is closed.
-   */
+  /** Starts one background request unless one is in flight or pending, or none may start. */
   inBackground(): void {
     if (
       this.closed ||
@@ -71,7 +63,7 @@ export class RangeRequests {
     ) {
       return;
     }
-    // Failures are recorded (and the retry scheduled) where every request ends.
+    // Failures are recorded, and the retry scheduled, where every request ends.
     this.background = this.ensure()
       .catch(() => undefined)
       .finally(() => {
@@ -87,7 +79,6 @@ export class RangeRequests {
     await this.background;
   }
 
-  /** Runs one request and records how it ended (every caller joins the same one). */
   private async request(known?: KnownState): Promise<void> {
     const { clock, observer } = this.options;
     const started = clock.now();

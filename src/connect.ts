@@ -1,7 +1,6 @@
 /**
- * The allocator as the package exports it: {@link IdGen}, the process's allocator
- * (src/allocator/id-gen.ts) with its metrics wired in, and `connect()`, the one way to get one
- * backed by Cassandra. The allocator knows no metrics; this module hands it them as its monitor.
+ * {@link IdGen}, the allocator (allocator/id-gen.ts) with metrics wired in as its monitor, and
+ * `connect()`, which builds one over Cassandra.
  */
 import type { Logger } from './logger.js';
 import { resolveMetricsOptions, type MetricsOptions } from './metrics/options.js';
@@ -22,9 +21,8 @@ import { CassandraStore } from './store/cassandra/store.js';
 /** Options of {@link IdGen}: the allocator's own, with `metrics` in place of its monitor. */
 export interface IdGenOptions extends Omit<AllocatorOptions, 'monitor'> {
   /**
-   * Prometheus metrics (prom-client) on a registry, and a periodic read of the rows for the
-   * per-DC runway gauges; see {@link MetricsOptions}. Without it nothing is registered and
-   * nothing is polled.
+   * Prometheus metrics (prom-client); see {@link MetricsOptions}. Without it nothing is
+   * registered and nothing is polled.
    * @default undefined
    */
   readonly metrics?: MetricsOptions | undefined;
@@ -58,10 +56,7 @@ export class IdGen extends Allocator {
   }
 }
 
-/**
- * The allocator's monitor for `metrics`: checked when the allocator has checked its other
- * options, as it builds the monitor.
- */
+/** The allocator's monitor for `metrics`, checked after the allocator's other options. */
 function metered(metrics: MetricsOptions): (parts: IdGenMonitorParts) => IdGenMonitor {
   return (parts) => new ProcessMetrics({ options: resolveMetricsOptions(metrics), ...parts });
 }
@@ -81,10 +76,8 @@ export type ConnectOptions = ConnectionOptions & {
    */
   callTimeoutMs?: number;
   /**
-   * Prometheus metrics (prom-client): registered on `metrics.registry` (default: prom-client's
-   * `register`) when connecting, never on import, with the rows of the opened sequences read
-   * every `metrics.runwayIntervalMs` (default 15000; 0: never) for the per-DC runway gauges.
-   * Without it nothing is registered and nothing is polled. docs/metrics.md lists them.
+   * Prometheus metrics (prom-client), registered when connecting, never on import; see
+   * {@link MetricsOptions} and docs/metrics.md. Without it nothing is registered or polled.
    * @default undefined
    */
   metrics?: MetricsOptions;

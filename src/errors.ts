@@ -28,11 +28,8 @@ export type IdGenErrorCode =
   | 'IDGEN_CLOSED';
 
 /**
- * Whether each code's failure may pass by itself, so that the same call, made again later
- * unchanged, may succeed: Cassandra or SERIAL out of reach or slow, lost races, a deadline. The
- * rest need the call or the cluster changed first: the input, the sequence's rows, the cluster's
- * settings, the credentials, a new handle. An aborted call is the caller's own decision, not a
- * failure to retry. A new code must be added here to compile.
+ * Whether each code's failure may pass by itself (see {@link IdGenError.retryable}). A new code
+ * must be added here to compile.
  *
  * @internal
  */
@@ -69,12 +66,11 @@ export function factsOf(error: IdGenError): string {
 export class IdGenError extends Error {
   readonly code: IdGenErrorCode;
   /**
-   * Whether the same call, made again later unchanged, may succeed: true when the failure may pass
-   * by itself (Cassandra or SERIAL out of reach or slow, lost races, a deadline passed); false
-   * when the call, the sequence's rows, the cluster's settings or the credentials must change
-   * first, for a closed allocator or handle, and for a call the caller aborted. It says nothing of
-   * whether the failed call took effect: a conditional write whose outcome is unknown
-   * ({@link StoreUnavailableError}) may have been applied.
+   * Whether the same call, made again later unchanged, may succeed (Cassandra or SERIAL out of
+   * reach or slow, lost races, a deadline); false when something must change first, for a closed
+   * allocator or handle, and for an aborted call. Says nothing of whether the failed call took
+   * effect: a write whose outcome is unknown ({@link StoreUnavailableError}) may have been
+   * applied.
    *
    * @example
    * ```ts
@@ -100,9 +96,8 @@ export class IdGenError extends Error {
 }
 
 /**
- * How much of a refused value an {@link InvalidOptionError} shows and keeps: all of it; only its
- * kind (`a number`, `an object`), for values that may hold a secret (a password, an auth provider,
- * a client); or nothing, for a key that is no option (a misspelt `passwrd` may hold one).
+ * How much of a refused value an {@link InvalidOptionError} shows and keeps: all; only its kind,
+ * for values that may hold a secret; or nothing, for an unknown key (`passwrd` may hold one).
  */
 export type ShownValue = 'value' | 'kind' | 'unknown-key';
 
@@ -190,10 +185,9 @@ export class SequenceExistsError extends IdGenError {
   /**
    * @param differences with `ifNotExists`: how the existing sequence's IDs differ from those
    * asked (`start 1 (asked 48213578)`); empty when the create was not `ifNotExists`.
-   * @param createdBy who made the sequence, as far as its settings show: `another` create (its
-   * op is another create's, or its IDs differ from those asked: this create was never applied),
-   * or `unknown` (they were last written by an alter, or by an older release: a create can be
-   * applied and still be reported rejected or timed out, and an alter replaces its op).
+   * @param createdBy `another` create (another op, or other IDs: this create was never
+   * applied), or `unknown` (last written by an alter: a create can be applied yet reported
+   * rejected or timed out, and an alter replaces its op).
    */
   constructor(
     readonly sequence: string,
@@ -250,10 +244,8 @@ export class DomainNeedsBigIntError extends IdGenError {
  */
 export class SerialUnavailableError extends IdGenError {
   /**
-   * The SERIAL failure behind it was a timeout, not a refusal (replicas known down, no host).
-   * A timeout also comes from Paxos contention on the sequence's grants partition, when many
-   * processes ask for DC ranges at once (a start on a fresh sequence), and from an overloaded
-   * cluster: the message then does not send the operator after a partition that may not exist.
+   * The SERIAL failure was a timeout, not a refusal: it may also be contention on the grants
+   * partition or overload, so the message does not claim a partition.
    */
   readonly timedOut: boolean;
 
@@ -267,8 +259,6 @@ export class SerialUnavailableError extends IdGenError {
     options?: { cause?: unknown },
   ) {
     const timedOut = options?.cause instanceof StoreUnavailableError && options.cause.timedOut;
-    // A shard's processes run in its DC: SERIAL is reached, or not, from the DC; the IDs left
-    // are the shard's own.
     const owner = dcOfGrantee(dc);
     const shard = owner !== undefined && owner !== dc;
     const from = shard ? `DC "${owner}"` : `DC "${dc}"`;
@@ -290,10 +280,7 @@ export class SerialUnavailableError extends IdGenError {
 
 /** Cassandra could not be reached at the consistency an operation needs. */
 export class StoreUnavailableError extends IdGenError {
-  /**
-   * Cassandra (or the client's own timer) gave up waiting for the replicas, rather than refusing
-   * at once: on a healthy cluster that is contention or overload as often as a node down.
-   */
+  /** A timeout rather than a refusal: as often contention or overload as a node down. */
   readonly timedOut: boolean;
 
   constructor(
@@ -371,10 +358,9 @@ export class ContentionError extends IdGenError {
 }
 
 /**
- * Stored rows went backwards: a version, grant number or high-water mark lower than one this
- * process already read or wrote. Acknowledged writes were lost (e.g. the replicas crashed with
- * `commitlog_sync: periodic`), so IDs this process claimed may be claimed again: it stops
- * allocating from the sequence and drops the IDs it holds.
+ * Stored rows went backwards (a version, grant number or high-water mark lower than one this
+ * process saw): acknowledged writes were lost, so claimed IDs may be claimed again. The process
+ * stops allocating from the sequence and drops the IDs it holds.
  */
 export class StateRolledBackError extends IdGenError {
   constructor(
@@ -392,11 +378,10 @@ export class StateRolledBackError extends IdGenError {
 }
 
 /**
- * Rows of an earlier sequence of the same name are in the way: its rows were deleted by hand
- * (CQL) and the name seeded again, so the DC-state rows left behind, or processes still running
- * with the earlier sequence, would hand out IDs the earlier sequence handed out. `seed` refuses
- * when it finds such rows; a process refuses a DC-state row of another incarnation, and stops
- * (dropping the IDs it holds) when the sequence it loaded was created again.
+ * Rows of an earlier sequence of the same name (deleted by hand and seeded again) are in the
+ * way: they, or processes still running with it, would hand out its IDs again. `seed` refuses;
+ * a process refuses such a DC-state row, and stops (dropping its IDs) when its sequence was
+ * created again.
  */
 export class SequenceRecreatedError extends IdGenError {
   constructor(
@@ -429,16 +414,12 @@ export class UnsafeClusterError extends IdGenError {
 }
 
 /**
- * A call waited for IDs until its deadline without a refill failing in a way that says why
- * (a failing refill's own error is thrown instead). The refill carries on in the background.
- * When the refill kept losing compare-and-set races to other processes, `cause` is the
- * {@link ContentionError} of its last round: contention is never a call's error by itself.
+ * A call waited for IDs until its deadline (a failing refill's own error is thrown instead); the
+ * refill carries on. After lost races `cause` is the last {@link ContentionError}: contention is
+ * never a call's error by itself.
  */
 export class DeadlineError extends IdGenError {
-  /**
-   * @param options.timeoutSetting what sets the timeout that passed, for the message: the
-   *   service names its own (an HTTP caller can change neither the call's nor connect()'s).
-   */
+  /** @param options.timeoutSetting what sets the timeout, for the message (the service names its own). */
   constructor(
     readonly sequence: string,
     readonly timeoutMs: number,

@@ -18,10 +18,7 @@ export interface Logger {
 
 const LOG_METHODS = ['child', 'debug', 'info', 'warn', 'error'] as const;
 
-/**
- * Whether `value` has every method of {@link Logger}: an object without them would be accepted
- * and fail later, as a TypeError at the first sequence or the first warning.
- */
+/** Whether `value` has every method of {@link Logger} (else it would fail later, at first use). */
 export function isLogger(value: unknown): value is Logger {
   return (
     typeof value === 'object' &&

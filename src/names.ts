@@ -1,8 +1,6 @@
 /**
- * The naming rule of each kind of name, with the message that states it: sequence names are
- * stored as values and shown in commands; keyspace names are CQL identifiers (used quoted, so
- * case-sensitive); datacenter names are the snitch's, and embed in CQL replication maps.
- * `InvalidNameError` (errors.ts) states the rule of the kind it is about.
+ * The naming rule of each kind of name, with the message that states it. Keyspace names are
+ * used quoted (case-sensitive); DC names embed in CQL replication maps.
  */
 
 export type NameKind = 'sequence' | 'keyspace' | 'datacenter';
@@ -36,9 +34,8 @@ export function isValidName(kind: NameKind, value: unknown): value is string {
 export const MAX_SHARDS = 256;
 
 /**
- * The protocol's name for shard `shard` of `dc`: the DC's own name for shard 0 (so a sequence
- * that was never sharded, and shard 0 of one that is, use the same rows), `dc/shard` otherwise.
- * DC names never contain "/", so no DC is named like another DC's shard.
+ * The protocol's name for shard `shard` of `dc`: `dc` for shard 0 (the rows of an unsharded
+ * sequence), else `dc/shard`; DC names never contain "/".
  */
 export function granteeName(dc: string, shard: number): string {
   return shard === 0 ? dc : `${dc}/${shard}`;

@@ -1,8 +1,4 @@
-/**
- * The checks every entry point runs on its input before anything else: known option keys,
- * flags, abort signals and names. A sequence's settings have a model and rules of their own
- * (settings/).
- */
+/** The checks every entry point runs on its input first: option keys, flags, signals, names. */
 
 import { InvalidNameError, InvalidOptionError } from './errors.js';
 import { isValidName, type NameKind } from './names.js';
@@ -25,10 +21,8 @@ export function validateSequenceName(name: unknown): asserts name is string {
 }
 
 /**
- * `keys` as given, for {@link checkKeys}, checked when it compiles to name only keys of `T` and
- * every one of them: an option added to `T` and left out here is a type error, not an option
- * refused at run time. Called as `everyKeyOf<T>()([...])`, so that `T` is given and the keys
- * are inferred.
+ * `keys`, checked at compile time to be exactly the keys of `T`, so an option added to `T` and
+ * left out here is a type error. Called as `everyKeyOf<T>()([...])`.
  */
 export function everyKeyOf<T>() {
   return <const K extends readonly (keyof T & string)[]>(
@@ -48,9 +42,8 @@ export function checkBooleanOption(option: string, value: unknown): void {
 }
 
 /**
- * Refuses a `signal` that is neither absent nor an AbortSignal (anything with `aborted` and
- * `addEventListener`, so that polyfills pass): `true` would fail later, in a timer callback,
- * as an exception nobody catches.
+ * Refuses a `signal` that is neither absent nor AbortSignal-like (polyfills pass): `true` would
+ * fail later, in a timer callback nobody catches.
  * @throws {InvalidOptionError} naming `option`.
  */
 export function checkAbortSignal(option: string, value: unknown): void {

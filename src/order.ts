@@ -1,9 +1,4 @@
 /**
- * The one order in which idgen-cass lists names (sequences, DCs, hosts) and compares bigints
- * that have no order of their own in `sort()`.
- */
-
-/**
  * Ascending order of two strings by UTF-16 code units (as `sort()` without a comparator orders
  * them), or of two bigints by value. Not `localeCompare`: its order depends on the machine's
  * locale, and listings must come out the same everywhere.

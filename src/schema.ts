@@ -34,9 +34,8 @@ export type InitSchemaOptions = ConnectionOptions & {
   logger?: Logger;
   /**
    * Skip the preflight: create the tables even if a node runs settings under which IDs can be
-   * handed out twice (e.g. `commitlog_sync: periodic`). Only for test clusters and negative
-   * controls.
-   * @default false: every node of every DC is checked first, and an unsafe one refuses
+   * handed out twice. Only for test clusters.
+   * @default false
    */
   allowUnsafeCluster?: boolean;
 };
@@ -56,9 +55,8 @@ export interface InitSchemaResult {
   /** Replication factor per datacenter of the keyspace as it now is. */
   readonly replication: Readonly<Record<string, number>>;
   /**
-   * How an existing keyspace's replication differs from the one asked, per DC, as `dc2 none
-   * (asked 3)`: a DC it does not replicate to cannot allocate, and adding one is an operation
-   * of its own (docs/operations.md, "Changing the replication"). Empty when created or equal.
+   * How an existing keyspace's replication differs from the one asked, as `dc2 none (asked 3)`
+   * (docs/operations.md, "Changing the replication"). Empty when created or equal.
    */
   readonly replicationDiffers: readonly string[];
   /** The tables of schema.cql, each created unless it existed. */
@@ -72,18 +70,13 @@ export interface InitSchemaResult {
 
 /** The highest replication factor `initSchema` accepts for one DC. */
 export const MAX_REPLICATION_FACTOR = 10;
-/**
- * A node that missed a schema push (dropped under load) catches up through Cassandra's periodic
- * pull, every 60 s by default (`cassandra.schema_pull_interval_ms`): the wait spans two rounds.
- */
+/** Two rounds of Cassandra's schema pull (60 s each), which a node that missed a push awaits. */
 const SCHEMA_AGREEMENT_TIMEOUT_MS = 120_000;
 const SCHEMA_AGREEMENT_POLL_MS = 500;
 
 /**
- * Creates the keyspace (NetworkTopologyStrategy) and the idgen tables if they do not exist, then
- * waits until every node agrees on the schema. First it checks every node of every DC (see
- * `preflight`) and refuses a cluster under whose settings IDs could be handed out twice, unless
- * `allowUnsafeCluster` is set.
+ * Creates the keyspace (NetworkTopologyStrategy) and the idgen tables if missing, then waits for
+ * schema agreement. First refuses an unsafe cluster (`preflight`) unless `allowUnsafeCluster`.
  *
  * @example
  * await initSchema({
@@ -141,8 +134,7 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
     const existing = client.metadata.keyspaces[keyspace] as
       { strategy?: string; strategyOptions?: Record<string, string> } | undefined;
     if (existing !== undefined && !/(^|\.)NetworkTopologyStrategy$/.test(existing.strategy ?? '')) {
-      // EACH_QUORUM and LOCAL_SERIAL need replicas placed per DC: every write of a sequence would
-      // be refused, and a refused create reads like one that may have been applied.
+      // EACH_QUORUM and LOCAL_SERIAL need replicas placed per DC.
       throw new InvalidOptionError(
         'keyspace',
         keyspace,
@@ -173,7 +165,7 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
       options.requestTimeoutMs,
     );
     for (const statement of statements) await ddl(client, statement, options.requestTimeoutMs);
-    // Tables created by an older release lack the columns added since: add them (idempotent).
+    // Add columns an existing table lacks (idempotent).
     await waitForSchemaAgreement(client);
     let added = 0;
     for (const statement of statements) {
@@ -249,10 +241,9 @@ function replicationOf(
   return factors;
 }
 
-/** schema.cql at the package root: src/schema.ts and dist/src/schema.js both walk up to it. */
 /**
- * schema.cql of this package: next to the package root, one level above `src/` when run from
- * source and two above `dist/src/` when built. Never searched for in the user's directories.
+ * schema.cql at the package root, one level above `src/` or two above `dist/src/`; never
+ * searched for in the user's directories.
  */
 export function schemaFile(): string {
   for (const relative of ['../schema.cql', '../../schema.cql']) {
@@ -291,10 +282,9 @@ function tableOf(statement: string): string {
 }
 
 /**
- * `ALTER TABLE … ADD` statements for the columns a qualified `CREATE TABLE` statement defines
- * that the table, holding the columns `existing`, lacks. Only plain `name type [static]` column
- * definitions are considered (the primary key never changes). Rows written before a column
- * existed read it as null; the code reading them gives null the meaning the row had then.
+ * `ALTER TABLE … ADD` statements for the plain columns a `CREATE TABLE` statement defines that
+ * the table (holding `existing`) lacks. Older rows read a new column as null, which the row
+ * parsers handle.
  */
 export function missingColumns(
   statement: string,
@@ -330,10 +320,7 @@ export function missingColumns(
   return alters;
 }
 
-/**
- * Runs one schema change. Its timeout is its own (at least 12 s, or the requested timeout if
- * longer): a client's default is the protocol's short one, and a user's client may have none.
- */
+/** Runs one schema change with a timeout of its own (at least 12 s). */
 async function ddl(
   client: cassandra.Client,
   statement: string,
@@ -378,10 +365,7 @@ export async function waitForSchemaAgreement(client: cassandra.Client): Promise<
   }
 }
 
-/**
- * Which node holds which schema version, as one node sees it, e.g. "127.0.0.1 and 7 others at
- * 33fe3230, 127.0.2.3 at 5c4e675f": what an operator needs to find the node that lags.
- */
+/** Which node holds which schema version, e.g. "127.0.0.1 and 7 others at 33fe3230, …". */
 export async function schemaVersions(client: cassandra.Client): Promise<string> {
   const local = await client.execute('SELECT rpc_address, schema_version FROM system.local');
   const peers = await client.execute('SELECT peer, schema_version FROM system.peers');

@@ -1,10 +1,7 @@
 /**
- * Timers for waits a user sets (call deadlines, status samples, probe and readiness timeouts).
- * One Node timer holds at most 2^31-1 ms (about 24.8 days): a longer delay, `Infinity` included,
- * fires after 1 ms with a TimeoutOverflowWarning. A call given `timeoutMs: Infinity` ("no
- * deadline") would then fail at once with a deadline error, and a status sampled over a month
- * would measure its rates over 1 ms. These chain timers instead, so any delay waits as long as
- * it says, and `Infinity` never ends.
+ * Timers for waits a user sets. One Node timer holds at most 2^31-1 ms; a longer delay,
+ * `Infinity` included, fires after 1 ms. These chain timers, so any delay waits as long as it
+ * says, and `Infinity` never ends.
  */
 
 /** The longest delay one Node timer holds. */

@@ -3,13 +3,11 @@
  * (claim a block, grant a range, install it, give a block back, create or alter a sequence) runs
  * its write through {@link runConditionalWrite} and acts on the verdict alone.
  *
- * Why the store's report is not enough: a Paxos round can be finished by a later round (the
- * coordinator's own contention loop, a driver retry, or another process's round that repairs
- * our accepted proposal), and that round evaluates our condition against our own write and
- * reports `[applied] = false`. A timeout, an Unavailable after the proposal or a lost
- * connection can leave our write accepted by a minority, to be committed later. So "rejected"
- * and "unknown" never mean "not written" by themselves: only the row the round found (or a
- * re-read at the same serial level) can say whose write is there.
+ * Why the store's report is not enough: a later round (the coordinator's contention loop, a
+ * driver retry, another process repairing our accepted proposal) can commit our write, evaluate
+ * our condition against it and report `[applied] = false`; a timeout or lost connection can leave
+ * it accepted by a minority, to be committed later. So "rejected" and "unknown" never mean "not
+ * written": only the row a round found (or a re-read at the same serial level) says whose it is.
  */
 
 import { InvalidOptionError, InvariantError, StateRolledBackError } from '../errors.js';
@@ -80,9 +78,8 @@ async function classify<Found>(step: ConditionalWrite<Found>): Promise<CasResult
   try {
     outcome = await step.write();
   } catch (cause) {
-    // Cassandra refused the statement as invalid (the keyspace has no idgen tables, or tables of
-    // another version), or the store refused it before sending: it was never executed, and no
-    // re-read can do better than the same refusal. Any other throw may follow a proposal.
+    // Refused as invalid (no idgen tables, another version) or before sending: never executed, and a
+    // re-read cannot do better. Any other throw may follow a proposal.
     if (cause instanceof InvalidOptionError) throw cause;
     outcome = { kind: 'unknown', cause };
   }
@@ -98,10 +95,9 @@ async function classify<Found>(step: ConditionalWrite<Found>): Promise<CasResult
       try {
         found = await step.reread();
       } catch (rereadError) {
-        // A re-read that found the rows broken or gone back (to older than this process saw)
-        // is an answer, not a failure to get one: it stops the writer as any read would. Taken
-        // for "cannot tell", the next read could look current again (others wrote on from the
-        // old rows) while this process still holds what the lost rows gave it.
+        // Rows found broken or gone back are an answer, and stop the writer as any read would. Taken as
+        // "cannot tell", the next read could look current again while this process holds what the lost
+        // rows gave it.
         if (rereadError instanceof StateRolledBackError || rereadError instanceof InvariantError) {
           throw rereadError;
         }

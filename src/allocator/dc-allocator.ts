@@ -24,7 +24,6 @@ import type { AllocatorObserver } from './observer.js';
 import { RangeRequests, type KnownState } from './range-requests.js';
 import { Watermarks, type RowMarks } from './watermarks.js';
 
-// Named here too for the modules that import them from the DC allocator.
 export { BACKOFF_MAX_MS, type DcCounters } from './dc-context.js';
 export type { ClaimedBlock, ClaimOptions } from './dc-claims.js';
 export { judgeStateWrite } from './dc-state-row.js';
@@ -42,9 +41,7 @@ export interface DcAllocatorOptions {
   readonly clock?: Clock | undefined;
   /** Waits between lost CAS races; tests may replace it. @default `clock.sleep` */
   readonly sleep?: ((ms: number) => Promise<void>) | undefined;
-  /** Receives range failures, once per episode. */
   readonly log?: Logger | undefined;
-  /** Called when a range request installed a range. */
   readonly onRangeInstalled?: (() => void) | undefined;
   /**
    * Called at the read that shows the rows gone back (or another incarnation), before the

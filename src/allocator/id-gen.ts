@@ -1,7 +1,6 @@
 /**
- * The allocator a process holds: sequence handles plus sequence management, over one store. It
- * knows no metrics: what it reports goes to an {@link IdGenMonitor} built from its options, which
- * the public `IdGen` (src/connect.ts) fills with the metrics.
+ * The allocator a process holds: sequence handles and sequence management over one store. It
+ * knows no metrics: it reports to an {@link IdGenMonitor}, which src/connect.ts fills.
  */
 
 import { checkLogger, type Logger } from '../logger.js';
@@ -46,33 +45,27 @@ export interface IdGenOptions {
   /** The keyspace holding the tables, for messages. */
   readonly keyspace: string;
   /**
-   * Receives warnings about failed refills (once per failure episode) as
-   * `logger.child({ sequence })`. Without it the library is silent.
-   * @default undefined
+   * Receives warnings about failed refills, once per episode, as `logger.child({ sequence })`.
+   * @default undefined (silent)
    */
   readonly logger?: Logger | undefined;
   /** @internal Timers for backoffs and retries; the simulation replaces them. @default real timers */
   readonly clock?: Clock | undefined;
   /**
-   * How long `next()`, `take()` and `ready()` wait for IDs by default, in ms, while a refill
-   * is retried (a call can pass its own `timeoutMs`).
+   * How long `next()`, `take()` and `ready()` wait for IDs by default, in ms.
    * @default 10000
    */
   readonly callTimeoutMs?: number | undefined;
   /**
-   * @internal Builds what the allocator reports to, once every other option is checked. The
-   * public `IdGen` builds the metrics here from its `metrics` option.
+   * @internal Builds what the allocator reports to, once every other option is checked.
    * @default nothing is reported
    */
   readonly monitor?: ((parts: IdGenMonitorParts) => IdGenMonitor) | undefined;
 }
 
-/**
- * What an {@link IdGen} reports to beside its handles' own counters: each handle it opens, their
- * durations and failures, and its close.
- */
+/** What an {@link IdGen} reports to beside its handles' counters. */
 export interface IdGenMonitor extends AllocatorObserver {
-  /** Follows `handle` from now on (its counters, and whether it is still open). */
+  /** Follows `handle` from now on. */
   track(handle: Sequence<number> | Sequence<bigint>): void;
   /** Stops the monitor's own work; called once the handles closed, before the store closes. */
   close(): Promise<void>;
@@ -131,7 +124,7 @@ export const SHARED_ID_GEN_KEYS = [
   'callTimeoutMs',
 ] as const;
 const ID_GEN_KEYS = everyKeyOf<IdGenOptions>()([...SHARED_ID_GEN_KEYS, 'monitor']);
-/** Every method of the store port, checked when it compiles to be all of them. */
+/** Every method of the store port; the type makes the list complete. */
 const STORE_METHODS = everyKeyOf<IdStore>()([
   'createSequence',
   'readSequence',
@@ -154,7 +147,6 @@ const STORE_METHODS = everyKeyOf<IdStore>()([
   'close',
 ]);
 
-/** Whether `value` has every method of the store port. */
 function isStore(value: unknown): value is IdStore {
   return (
     typeof value === 'object' &&
@@ -166,8 +158,8 @@ function isStore(value: unknown): value is IdStore {
 }
 
 /**
- * Checks the allocator's own options (`connect()` calls it before connecting, so that a bad
- * one is named even when Cassandra cannot be reached).
+ * Checks the allocator's own options, before connecting, so a bad one is named even when
+ * Cassandra cannot be reached.
  * @returns `callTimeoutMs`, or its default.
  * @throws {InvalidOptionError} naming `callTimeoutMs` or `logger`.
  */
@@ -378,11 +370,10 @@ export class IdGen {
   }
 
   /**
-   * Changes the sizes, threshold, claim interval, autonomy target or shards of sequence `name`.
-   * The changes are checked against the settings as stored, and written only if nobody changed
-   * them meanwhile (otherwise read and checked again). Running handles take them at their first
-   * block claim 10 s or more after they last read the settings (shards excepted: a running
-   * handle keeps its shard); new handles and processes use them at once.
+   * Changes the sizes, threshold, claim interval, autonomy target or shards of sequence `name`,
+   * checked against the stored settings and written only if nobody changed them meanwhile. Running
+   * handles take them at their first claim 10 s or more after their last read (shards excepted);
+   * new handles at once.
    * @example
    * ```ts
    * await ids.alterSequence('orders', { blockSize: 5_000 });
@@ -396,19 +387,15 @@ export class IdGen {
   async alterSequence(name: string, changes: AlterSequenceOptions): Promise<SequenceSettings> {
     this.#assertOpen();
     validateSequenceName(name);
-    // A value bad whatever the stored settings is refused before the store is asked.
     checkChanges(changes);
     return alterSettings(this.#store, name, changes, this.keyspace);
   }
 
   /**
    * Retires the ranges this process's DC holds for sequence `name` after its rows went back
-   * (docs/operations.md, "When rows went back"): each state partition of the DC is set to the
-   * DC's latest grant (read at SERIAL), spent to its end, so the next claim asks for a grant above
-   * every ID granted. The IDs the DC still held become a gap. Stop the sequence's processes in
-   * this DC first: a running process holds blocks from the old state. Safe to repeat. Each
-   * result's `outcome` says whose write left its partition spent (this retire's, another's, or
-   * unknown).
+   * (docs/operations.md, "When rows went back"): the IDs the DC still held become a gap, and its
+   * next claim asks for a grant above every ID granted. Stop the sequence's processes in this DC
+   * first. Safe to repeat. Each result's `outcome` says whose write left its partition spent.
    * @example
    * ```ts
    * for (const s of await ids.retireDcRanges('orders')) console.log(s.grantee, s.outcome, s.gap);
@@ -518,7 +505,6 @@ export class IdGen {
     }
   }
 
-  /** Adds the final counters of `handle`, closed, to those its replacement under `key` carries. */
   #fold(key: string, handle: Sequence<number> | Sequence<bigint>): void {
     this.#formerCounts.set(key, foldCounts(handle.stats(), this.#formerCounts.get(key)));
   }

@@ -1,8 +1,8 @@
 /**
- * The process level of one sequence: a double buffer of blocks (block-buffer.ts) that callers
- * take IDs from, one refill in flight at a time (block-claims.ts), callers waiting up to their
- * deadline, and close(). Its lifecycle is lifecycle.ts's, its counts ledger.ts's, its shard and
- * DC allocator shards.ts's, its settings held-settings.ts's, its block sizes demand.ts's.
+ * The process level of one sequence: a double buffer of blocks callers take IDs from, one refill
+ * in flight at a time, callers waiting up to their deadline, and close(). The parts live in
+ * block-buffer.ts, block-claims.ts, lifecycle.ts, ledger.ts, shards.ts, held-settings.ts and
+ * demand.ts.
  */
 
 import assert from 'node:assert/strict';
@@ -54,11 +54,9 @@ export const YIELD_EVERY_IDS = 512;
 /**
  * Hands out unique IDs of one sequence in this process, strictly increasing.
  *
- * IDs come from the current block; a preloaded block waits behind it. When `threshold` of the
- * current block is used and nothing is preloaded, one background claim loads the next block;
- * when a claim leaves the DC's reserved range past `threshold` with no preloaded range, one
- * background request grants the DC its next range. At most one of each is in flight; callers
- * that need IDs meanwhile share it. Get a handle from {@link IdGen.sequence}.
+ * IDs come from the current block with a preloaded one behind it; past `threshold`, one
+ * background claim loads the next block, and one background request grants the DC its next
+ * range (docs/design.md, "Double buffering"). Get a handle from {@link IdGen.sequence}.
  *
  * @example
  * ```ts
@@ -99,8 +97,8 @@ export class Sequence<T extends number | bigint> {
   private readonly claims: BlockClaims;
 
   /**
-   * Not for users: get a handle with {@link IdGen.sequence}. Kept in the declarations: without
-   * it they would declare a public constructor that takes nothing.
+   * Not for users: use {@link IdGen.sequence}. Declared so that the type declarations show no
+   * public constructor taking nothing.
    */
   constructor(context: SequenceContext<T>) {
     this.name = context.name;

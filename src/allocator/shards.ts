@@ -37,13 +37,11 @@ export const MOVE_AFTER_LOST_RACES = 2;
 export type ShardMoveReason = 'lost races' | 'no IDs and no SERIAL' | 'shard spent';
 export const SHARD_MOVE_MESSAGE = 'moved to another shard';
 
-/** The settings in use, and the DC allocator of the handle's shard. */
 export interface Loaded {
   readonly settings: SequenceSettings;
   readonly allocator: DcAllocator;
 }
 
-/** What the shards need of their handle. */
 export interface ShardsContext {
   readonly name: string;
   readonly dc: string;
@@ -89,7 +87,6 @@ export class Shards {
     return this.claimsFrom;
   }
 
-  /** Undefined until {@link open}. */
   get loaded(): Loaded | undefined {
     return this.current;
   }
@@ -100,7 +97,6 @@ export class Shards {
     return this.useShard(settings, Math.floor(Math.random() * settings.shards));
   }
 
-  /** Settings re-read: the allocator in use claims by them from now on. */
   updateSettings(settings: SequenceSettings): void {
     const { allocator } = this.current!;
     this.current = { settings, allocator };

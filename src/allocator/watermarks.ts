@@ -1,9 +1,8 @@
 /**
  * Rollback detection (docs/design.md, "What the cluster must guarantee"): the newest rows this
- * process has seen or written. Rows only ever move forward, so a read below a mark that was
- * already set when the read was sent shows lost writes (a mark set while the read was in flight
- * proves nothing: the read may have been served before it). The DC level takes a
- * {@link Watermarks.floor} before each read and asks it about what came back.
+ * process has seen or written. Rows only move forward, so a read below a mark already set when
+ * the read was sent shows lost writes (a mark set while it was in flight proves nothing). Take a
+ * {@link Watermarks.floor} before each read and judge what came back against it.
  */
 
 import type { DcState, GrantView } from '../store/port.js';
@@ -24,13 +23,11 @@ export interface Floor {
 }
 
 /**
- * The marks of one grantee's rows (its DC state and the grant level), as a process saw them. A
- * process's handles of the sequence share them (IdGen): rows only move forward, whoever read
- * them.
+ * The marks of one grantee's rows (DC state and grant level), shared by the process's handles of
+ * the sequence: rows only move forward, whoever read them.
  */
 export class RowMarks {
   version = 0;
-  /** The op of the state at `version`. */
   op: string | undefined = undefined;
   reservedGrant = 0;
   installedGrant = 0;
@@ -41,9 +38,8 @@ export class RowMarks {
 }
 
 /**
- * The marks of one sequence in one DC (or shard) for one DC allocator: the rows' marks, shared or
- * its own, and its own claims. Claims stay the allocator's: only its own give-back moves
- * `last_integer` below them, which another handle's marks would not know of.
+ * One DC allocator's marks: the rows' (shared or its own) and its own claims, which stay its own
+ * because only its own give-back moves `last_integer` below them.
  */
 export class Watermarks {
   private readonly rows: RowMarks;

@@ -1,7 +1,6 @@
 /**
- * The library's connection options from the CLI's global flags: contact points, DC, credentials,
- * TLS and the request timeout, validated, with the TLS files read. Passwords and key material go
- * to the driver only: nothing here logs them or puts them in an error message (paths only).
+ * The library's connection options from the CLI's global flags, TLS files read. Passwords and
+ * key material go to the driver only, never to a log or a message (paths only).
  */
 
 import { readFileSync } from 'node:fs';
@@ -55,10 +54,7 @@ export class OptionFileError extends IdGenError {
   }
 }
 
-/**
- * Options every command needs and has no default for: what each is, and an example, for the
- * message that names the missing ones.
- */
+/** Options every command needs and has no default for, described for the error message. */
 const REQUIRED = Object.freeze([
   {
     key: 'contactPoints',
@@ -134,10 +130,8 @@ export function connectionOptions(
 }
 
 /**
- * TLS options for `tls.connect()`, or undefined for plain TCP. The driver does not verify the
- * nodes' certificates unless told to (it defaults `rejectUnauthorized` to false), so the CLI
- * asks for it: each node's certificate must chain to `--ssl-ca` (or a system CA) and name the
- * address the client connects to.
+ * TLS options for `tls.connect()`, or undefined for plain TCP; certificates are verified, which
+ * the driver would not do by default.
  */
 function tlsOptions(flags: ConnectionFlags, readFile: ReadFile): TlsOptions | undefined {
   const { ssl, sslCa, sslCert, sslKey } = flags;

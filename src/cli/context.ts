@@ -55,7 +55,6 @@ export class CliContext {
     return this.#program.opts<GlobalOptions>();
   }
 
-  /** Whether results go out as JSON. */
   get json(): boolean {
     return this.options.json === true;
   }
@@ -87,9 +86,8 @@ export class CliContext {
   }
 
   /**
-   * pino at --log-level, on the same stream as the error line, so that the error line, written
-   * after every connection is closed, is the last line on stderr. Errors in the logs have no
-   * stack unless --verbose: the CLI reports in lines; stacks are for --verbose.
+   * pino at --log-level, on the error line's stream, so the error line (written after every
+   * connection closed) is last on stderr. Stacks only with --verbose.
    */
   get logger(): Logger {
     this.#logger ??= pino(
@@ -135,7 +133,6 @@ export class CliContext {
     return admin;
   }
 
-  /** Writes result lines to stdout. */
   async print(lines: string | readonly string[]): Promise<void> {
     const text = typeof lines === 'string' ? lines : lines.join('\n');
     await this.#out(`${text}\n`);
@@ -169,10 +166,9 @@ export class CliContext {
   }
 
   /**
-   * Writes to stdout and waits until the stream takes it (results can be millions of IDs). A
-   * reader that has gone (EPIPE) ends the output, not the command: the command's outcome stands,
-   * so that `status | head` still exits 13 when SERIAL is unreachable, and `next | head` 0, its
-   * IDs drawn before printing. Any other failure (a full disk) is an {@link OutputError}.
+   * Writes to stdout and waits until the stream takes it (results can be millions of IDs). A gone
+   * reader (EPIPE) ends the output, not the command, whose outcome stands; any other failure is
+   * an {@link OutputError}.
    */
   async #out(text: string): Promise<void> {
     if (this.#outputFailure !== undefined) throw this.#outputFailure;
@@ -190,16 +186,12 @@ export class CliContext {
     }
   }
 
-  /** Writes to stderr (errors; results never go there). */
+  /** Errors only; results never go to stderr. */
   writeErr(text: string): void {
     this.#streams.stderr.write(text);
   }
 
-  /**
-   * One warning line on stderr: `idgen-cass: warning: <text>`, or under --json the JSON line
-   * `{"warning": "<text>"}`, so that a reader of JSON stderr (an error is one JSON line there)
-   * can parse every line.
-   */
+  /** One warning line on stderr; under --json a JSON line, so every stderr line parses. */
   warn(text: string): void {
     this.writeErr(
       this.jsonErrors ? `${JSON.stringify({ warning: text })}\n` : `idgen-cass: warning: ${text}\n`,
@@ -222,11 +214,7 @@ export class CliContext {
 /** The prototype of the errors pino's err serializer returns, to find them nested. */
 const SERIALIZED_ERROR: unknown = Object.getPrototypeOf(pino.stdSerializers.err(new Error('')));
 
-/**
- * pino's err serializer without the stacks: of the error (its causes' stacks are in that one, their
- * messages stay in `message`), of its aggregated errors, and of the errors it holds in properties
- * (a CAS outcome's re-read error).
- */
+/** pino's err serializer without the stacks, also of nested and aggregated errors. */
 function errNoStack(error: Error): unknown {
   return withoutStacks(pino.stdSerializers.err(error));
 }

@@ -26,7 +26,6 @@ import { TLS_FILE_FLAGS } from './connection-options.js';
 
 /** Exit codes of `idgen-cass`; documented in docs/cli.md ("Exit codes"). */
 export const EXIT_CODES = Object.freeze({
-  /** Done. */
   ok: 0,
   /** Usage error or bad input: unknown option, bad value, bad name. Nothing was written. */
   usage: 1,
@@ -36,10 +35,7 @@ export const EXIT_CODES = Object.freeze({
   unavailable: 3,
   /** Stored rows break an invariant (`check` found violations, or the allocator refused them). */
   invariant: 4,
-  /**
-   * The sequence exists (`seed` without --if-not-exists, or with other IDs than asked). Nothing
-   * was changed, unless the message says whether this seed created it cannot be told.
-   */
+  /** The sequence exists (`seed` without --if-not-exists, or with other IDs than asked). */
   exists: 5,
   /** Every ID of the sequence's domain has been granted. */
   exhausted: 6,
@@ -60,10 +56,7 @@ export const EXIT_CODES = Object.freeze({
    * over {@link EXIT_CODES.serialUnreachable} when both hold.
    */
   runwayLow: 14,
-  /**
-   * Rows of an earlier sequence of the same name are in the way (its rows were deleted by hand
-   * and the name seeded again): `seed` wrote nothing, or allocation stopped.
-   */
+  /** Rows of an earlier sequence of the name are in the way; nothing written, or stopped. */
   recreated: 15,
   /**
    * An unexpected error: a bug, a Cassandra error idgen-cass does not know, or a stdout that
@@ -108,12 +101,7 @@ const OUTCOME_EXIT_CODES: Readonly<Record<OutcomeCode, number>> = Object.freeze(
   IDGEN_STATUS_RUNWAY_LOW: EXIT_CODES.runwayLow,
 });
 
-/**
- * A command's outcome that is no library error yet ends the command with its own exit code
- * (`check` incomplete: 11; `preflight` unable to read every node: 3; `status` with SERIAL
- * unreachable: 13, a runway below `--fail-if-runway-below`: 14). Its message is the line on
- * stderr.
- */
+/** A command's outcome that is no library error yet has its own exit code; message on stderr. */
 export class CommandOutcome extends Error {
   readonly exitCode: number;
   constructor(
@@ -127,9 +115,8 @@ export class CommandOutcome extends Error {
 }
 
 /**
- * stdout could not be written: a full disk, an I/O error (a reader that has gone is no error:
- * see CliContext). Unexpected, so exit 10; the command may have done its work before its
- * output (seed, alter, retire-ranges), and the message says so rather than "nothing was written".
+ * stdout could not be written (a gone reader is no error: CliContext). Exit 10; the command may
+ * have done its work before its output, and the message says so.
  */
 export class OutputError extends Error {
   constructor(cause: unknown) {
@@ -205,10 +192,8 @@ function ofClass<E extends IdGenError>(
 }
 
 /**
- * What the CLI tells a user to do, by error code, from the error's fields: its commands and flags
- * in place of the library's calls and options, after what the message says happened
- * ({@link factsOf}). A code without an entry prints the library's message as it is: its advice
- * names no call or option (Cassandra unreachable, a lost race), or the CLI never meets it.
+ * What the CLI tells a user to do, by error code, in its commands and flags, after what the
+ * message says happened ({@link factsOf}). A code without an entry keeps the library's message.
  */
 const ADVICE: { readonly [code in IdGenErrorCode]?: (error: IdGenError) => string | undefined } = {
   IDGEN_INVALID_OPTION: ofClass(InvalidOptionError, (e) => {
@@ -257,11 +242,7 @@ const ADVICE: { readonly [code in IdGenErrorCode]?: (error: IdGenError) => strin
   ),
 };
 
-/**
- * An invalid option set by a flag, named by its flag, with its value as typed (a text quoted;
- * digits without a bigint's `n`; a list as typed) and its range without the API's number types.
- * No flag's value is one the library keeps back (a password of another type than text).
- */
+/** An invalid option set by a flag, named by its flag, with its value as typed. */
 function asTyped({ option, received: r, allowed, message }: InvalidOptionError): string {
   const flag = FLAGS[option];
   const value = r === undefined ? 'nothing' : typeof r === 'string' ? JSON.stringify(r) : String(r);
@@ -333,9 +314,8 @@ export interface ErrorReporting {
 }
 
 /**
- * Reports `error` on `writeErr` and returns its exit code. Without `json`, commander has already
- * printed its own errors (through {@link commanderErrorLine}); everything else gets one line,
- * plus its stack and causes with `verbose`.
+ * Reports `error` on `writeErr` and returns its exit code; without `json`, commander has printed
+ * its own errors already.
  */
 export function handleError(
   error: unknown,
@@ -377,11 +357,9 @@ export function commanderErrorLine(text: string, commands: readonly string[] = [
 }
 
 /**
- * `text` without what an unknown option or command that commander repeats may hold of a secret:
- * the value of a misspelt `--pasword=…`, a value glued to an option (`-pHunter2`, the mysql
- * habit; `--passwordHunter2`), or a password given where a command was expected (`--username
- * bob hunter2 list`, `--password` forgotten): a command is repeated only if it is a typo of one
- * of `commands`.
+ * `text` without any secret an unknown option or command may hold (`--pasword=…`, `-pHunter2`,
+ * a password typed where a command was expected): a command is repeated only if it is a typo of
+ * one of `commands`.
  */
 function withoutOptionValues(text: string, commands: readonly string[]): string {
   return (

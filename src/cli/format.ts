@@ -101,9 +101,8 @@ function blockText(s: SequenceSettings): string {
 }
 
 /**
- * Fixed DC ranges as their size; grants that may grow as their bounds and what sizes them: an
- * autonomy target, or else the blocks asked for (a grant holds at least {@link GRANT_BLOCKS} of
- * them, so adaptive blocks grown large get grants up to `maxDcRangeSize` with no target too).
+ * Fixed DC ranges as their size; grants that may grow as their bounds and what sizes them (an
+ * autonomy target, or {@link GRANT_BLOCKS} blocks).
  */
 function dcRangeText(s: SequenceSettings): string {
   if (s.maxDcRangeSize === s.dcRangeSize) return `${count(s.dcRangeSize)} IDs`;

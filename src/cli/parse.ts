@@ -1,8 +1,6 @@
 /**
- * Parsers of the CLI's option values. Syntax errors are commander's `InvalidArgumentError` or an
- * {@link InvalidOptionError} naming the option (both usage errors, exit code 1). Ranges are
- * checked by the library, whose errors name the setting, except a time option's: each states its
- * bounds in a {@link DurationRule}, read by the one duration parser below.
+ * Parsers of the CLI's option values; syntax errors are usage errors (exit 1). Ranges are the
+ * library's to check, except a time option's ({@link DurationRule}).
  */
 
 import { InvalidArgumentError } from 'commander';
@@ -68,7 +66,6 @@ export const TIMER_MAX_MS = Math.floor(MAX_TIMER_MS / MS_PER_UNIT.d) * MS_PER_UN
 export interface DurationRule {
   /** The option as errors name it; errorMessage spells it as its flag (`sample`: `--sample`). */
   readonly option: string;
-  /** The unit of the value returned, rounded to a whole one. */
   readonly unit: DurationUnit;
   /** The least value, in `unit`; above 0 (0 is {@link zero}'s). */
   readonly min: number;
@@ -82,8 +79,7 @@ export interface DurationRule {
 }
 
 /**
- * `value` in `rule.unit`, rounded to a whole one. The bounds are checked on the rounded value; a
- * value out of them is refused as it was typed.
+ * `value` in `rule.unit`, rounded; bounds are checked on the rounded value.
  * @throws {InvalidOptionError} (option `rule.option`) for anything but a duration with its unit
  *   within the bounds, or a 0 the option takes.
  */
@@ -175,8 +171,7 @@ export function parseSwitch(value: string, option: string): boolean {
  * @throws {InvalidOptionError} (option `replication`) for anything else, or a map naming no DC.
  */
 export function parseReplication(value: string): Record<string, number> {
-  // The factor's range is checked here too, so that the message names the flag's syntax and
-  // what was typed, not the map the library receives.
+  // Range checked here too, so the message shows what was typed.
   const allowed = `one or more DC:factor pairs separated by commas, each DC once, each factor from 1 to ${MAX_REPLICATION_FACTOR}, e.g. dc1:3,dc2:3,dc3:3`;
   const map: Record<string, number> = {};
   const pairs = value

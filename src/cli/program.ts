@@ -161,8 +161,7 @@ Example:
   serveCommand(program, ctx);
   // A command's help lists its own options; the global ones are listed once, in the program's.
   for (const command of program.commands) command.addHelpText('after', `\n${GLOBAL_OPTIONS_HINT}`);
-  // A bad sequence name is bad input (exit 1) whether Cassandra is up or not: checked before a
-  // command connects, where an unreachable cluster would otherwise answer first (exit 3).
+  // Checked before connecting, so a bad name is exit 1 even with Cassandra down.
   program.hook('preAction', (_program, command) => {
     const sequence: unknown = command.processedArgs[0];
     if (command.registeredArguments[0]?.name() === 'sequence' && sequence !== undefined) {
@@ -192,8 +191,7 @@ export async function runCli(
   if (outputFailure !== undefined && (failure === undefined || exitCodeOf(failure.error) === 0)) {
     failure = { error: outputFailure };
   }
-  // Closed before the error line is written: a failure to close is logged (a line on stderr), and
-  // the error line must be the last one (`tail -n 1 | jq .message`).
+  // Closed first: a close failure logs a line, and the error line must be last on stderr.
   await ctx.close();
   if (failure === undefined) return EXIT_CODES.ok;
   return handleError(failure.error, (text) => ctx.writeErr(text), {

@@ -1,9 +1,7 @@
 /**
- * How `status` ends, for cron and monitoring: once the full status is printed (the operator still
- * needs the runways), exit 13 when SERIAL is unreachable from here and 14 when a DC's runway is
- * below `--fail-if-runway-below`, or unknown from here (its rows could not be read current: a DC
- * cut off). When both hold, 14 wins: IDs may be running out, and the message says SERIAL is
- * unreachable too. Pure, over a {@link StatusReport}.
+ * How `status` ends after printing, for cron and monitoring: 13 when SERIAL is unreachable, 14
+ * when a DC's runway is below `--fail-if-runway-below` or unknown; 14 wins (its message names
+ * SERIAL too). Pure.
  */
 import { dcOfGrantee } from '../names.js';
 
@@ -24,9 +22,8 @@ export interface RunwayBelow {
 }
 
 /**
- * Every DC of every sequence in `report` whose runway is below `seconds`, in the report's order.
- * A DC without a runway is not judged: it holds no range yet (it has never drawn), or rates were
- * not measured. An unbounded runway (rate 0) is never below.
+ * Every DC in `report` whose runway is below `seconds`; a DC without a runway is not judged, and
+ * an unbounded one is never below.
  */
 export function runwaysBelow(report: StatusReport, seconds: number): RunwayBelow[] {
   const below: RunwayBelow[] = [];
@@ -55,9 +52,8 @@ export interface RunwaysUnknown {
 }
 
 /**
- * Per sequence in `report`, the DCs whose rows could not be read current (`rowsNotCurrent`: a DC
- * cut off), so that their runway is unknown from here: judged as not meeting any threshold,
- * since an unknown runway may be the shortest.
+ * Per sequence, the DCs whose runway is unknown (`rowsNotCurrent`): judged as below any
+ * threshold, since an unknown runway may be the shortest.
  */
 export function runwaysUnknown(report: StatusReport): RunwaysUnknown[] {
   return report.sequences.flatMap((sequence) => {

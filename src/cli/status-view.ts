@@ -1,7 +1,6 @@
 /**
- * `idgen-cass status` as text (read at a glance) and as JSON (for machines). The text gives one
- * row per DC, its shards (state partitions) folded into it, or one row per shard; the JSON
- * always gives every shard.
+ * `idgen-cass status` as text (one row per DC, shards folded, or per shard) and as JSON (every
+ * shard).
  */
 
 import type {
@@ -165,11 +164,7 @@ function dcTable(
   ];
 }
 
-/**
- * One line naming the DCs whose rows could not be read current (a DC cut off): what they show
- * may be old, and their rate and runway are unknown here; the status run in such a DC reads its
- * own rows current.
- */
+/** One line naming the DCs whose rows could not be read current. */
 function notCurrentLines(dcs: readonly DcStatus[]): string[] {
   const stale = dcs.filter((dc) => dc.rowsNotCurrent !== undefined);
   if (stale.length === 0) return [];
@@ -247,9 +242,8 @@ function dcCells(dc: DcStatus, autonomySeconds: number): string[] {
 }
 
 /**
- * The cells of a DC whose shards are folded: its ranges counted with the grants they come from,
- * the highest last_integer, reserved used over every reserved range, IDs left and rate summed,
- * and the shortest runway: the first shard to run dry stalls the processes that draw from it.
+ * The cells of a DC whose shards are folded; the runway is the shortest, since the first shard
+ * to run dry stalls the processes that draw from it.
  */
 function foldedCells(shards: readonly DcStatus[], autonomySeconds: number): string[] {
   const reserved = shards.flatMap((dc) => (dc.reserved === undefined ? [] : [dc.reserved]));
@@ -394,8 +388,7 @@ export function statusJson(report: StatusReport): Record<string, unknown> {
         runwaySeconds: dc.runway === undefined || dc.runway === Infinity ? null : dc.runway,
         // null without an autonomy target or a measured runway.
         runwayBelowTarget: belowTarget(dc.runway, s.settings.autonomySeconds) ?? null,
-        // Why the DC's rows could not be read current (a DC cut off): then ratePerSecond and
-        // runwaySeconds are null (unknown) and left is as last seen here; null when read current.
+        // null when read current; else ratePerSecond and runwaySeconds are null (unknown).
         rowsNotCurrent: dc.rowsNotCurrent ?? null,
         // null when the usage counters could not be read.
         usage:

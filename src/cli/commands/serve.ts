@@ -98,9 +98,7 @@ Example:
       // Bad options are refused before anything is connected.
       checkServeOptions(options);
       if (!ctx.logLevelGiven) ctx.logger.level = 'info';
-      // Signals are heard from here on, not only once the server listens: as PID 1 in a
-      // container a signal nobody listens to is ignored, and a stop while connecting would wait
-      // for the orchestrator's kill.
+      // Heard from here on: as PID 1 an unheard signal is ignored, even while connecting.
       const stop = stopSignal();
       try {
         const started = await start(ctx, flags, options, () => stop.signal !== undefined);
@@ -125,10 +123,8 @@ Example:
 }
 
 /**
- * Connects, checks the keyspace and listens, one step after the other; `stopping()` is asked
- * after each, and a stop requested meanwhile ends the start there: the step under way is not cut
- * short (a connection attempt ends within the driver's timeouts), the next is not begun, and a
- * server already listening is closed.
+ * Connects, checks the keyspace and listens, asking `stopping()` after each step: a stop ends
+ * the start there (the step under way finishes; a listening server is closed).
  * @returns the server listening and its allocator, or undefined if stopped.
  */
 async function start(
@@ -142,12 +138,10 @@ async function start(
   // The allocator's metrics go on the registry /metrics serves.
   const ids = await ctx.idGen({ callTimeoutMs: flags.timeout, metrics: { registry } });
   if (stopping()) return undefined;
-  // A keyspace without the idgen tables (a misspelt --keyspace) would answer every request 500
-  // for good: refused at start instead (exit 1), as every other command refuses it.
+  // A keyspace without the idgen tables would answer every request 500: refused at start.
   await ids.listSequences();
   if (stopping()) return undefined;
-  // fastify logs each address it listens on at info; the line below says it once, with the DC
-  // and keyspace. Its other lines (requests) are at debug, its failures at error.
+  // One line with the DC and keyspace instead of fastify's per-address ones.
   const serverLogger =
     ctx.logger.level === 'info' ? ctx.logger.child({}, { level: 'warn' }) : ctx.logger;
   const server = createServer(ids, { ...options, registry, logger: serverLogger });
@@ -211,10 +205,8 @@ export interface StopSignal {
 }
 
 /**
- * Listens for SIGTERM and SIGINT; after the first, until `release()`, a second one ends the
- * process at once, with the code a shell gives a process a signal ended (143, 130). Exited
- * explicitly: Node's default action does nothing for PID 1, as node is in a container without an
- * init.
+ * Listens for SIGTERM and SIGINT; until `release()`, a second one exits at once (143, 130),
+ * explicitly, since Node's default action does nothing for PID 1.
  */
 export function stopSignal(target: SignalTarget = process): StopSignal {
   const STOP: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT'];

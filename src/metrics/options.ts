@@ -28,9 +28,8 @@ export interface MetricsOptions {
    */
   readonly registry?: Registry<RegistryContentType> | undefined;
   /**
-   * Milliseconds between two reads of the rows of the sequences this process has opened, which
-   * set the per-DC gauges (IDs left, rate, runway) and probe SERIAL. Rates need two reads, so
-   * they appear at the second. 0 turns the reads off; otherwise at least 1000.
+   * Milliseconds between two reads of the opened sequences' rows for the per-DC gauges and the
+   * SERIAL probe (rates appear at the second read). 0 turns them off; otherwise at least 1000.
    * @default 15000
    */
   readonly runwayIntervalMs?: number | undefined;

@@ -1,8 +1,6 @@
 /**
- * One allocator's metrics: the observer its handles report durations and failures to, the
- * source of their counters at scrape time, and the periodic read of the rows that sets the
- * per-DC gauges (IDs left, rate, runway) and SERIAL's reachability, as `idgen-cass status`
- * computes them.
+ * One allocator's metrics: its observer, its counters' source at scrape time, and the periodic
+ * read of the rows that sets the per-DC gauges as `idgen-cass status` computes them.
  */
 import { probeSerial, readSnapshot } from '../admin/overview-reads.js';
 import { sequenceStatus, type SequenceSnapshot } from '../admin/status.js';
@@ -208,9 +206,8 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
       gauged.add(dc.dc);
       this.#metrics.gauge('idgen_dc_ids_left').set(labels, Number(dc.left));
       if (dc.rowsNotCurrent !== undefined) {
-        // Rows that may lag (a DC cut off): rate and runway unknown, so no series, rather than a
-        // stale one or a rate of 0 read as an unbounded runway. The DC's own processes, which
-        // read its rows current, still report them (`min by (sequence, dc)` picks theirs up).
+        // Rows that may lag: no series rather than a stale one (the DC's own processes still
+        // report it).
         this.#metrics.gauge('idgen_dc_rate_ids_per_second').remove(labels);
         this.#metrics.gauge('idgen_dc_runway_seconds').remove(labels);
         continue;

@@ -1,11 +1,8 @@
 /**
- * The metric objects of one prom-client registry, shared by every allocator that reports to it,
- * and the scrape-time reading of their handles' counters.
- *
- * Counters a handle already keeps (`stats()`) are not counted twice on the paths that hand out
- * IDs: when the registry is scraped, each counter's `collect()` reads every handle's stats and
- * adds what grew since the last scrape. Durations and failures by code cannot be read back, so
- * the allocator reports them as they happen (observer.ts), and they are recorded at once.
+ * The metric objects of one prom-client registry, shared by every allocator reporting to it.
+ * Counters a handle keeps (`stats()`) are read at scrape time, adding what grew since the last
+ * scrape, so the ID paths count nothing twice; durations and failures are reported as they
+ * happen (observer.ts).
  */
 import type { Counter, Gauge, Histogram, Registry, RegistryContentType } from 'prom-client';
 
@@ -76,9 +73,8 @@ export class RegistryMetrics {
   }
 
   /**
-   * The metrics of `registry` (default: prom-client's `register`), registered on first use;
-   * metrics already registered under the same names are reused (and read this code's handles
-   * too when scraped).
+   * The metrics of `registry` (default: prom-client's `register`), registered on first use or
+   * reused.
    * @throws {InvalidOptionError} if the registry holds a metric of one of these names but of
    * another kind.
    */
@@ -184,9 +180,8 @@ function fits(metric: unknown, description: MetricDescription): boolean {
 }
 
 /**
- * Has a metric this code did not create (another copy of idgen-cass in the process registered it,
- * or the user) also read this code's handles when scraped: its own `collect()`, if any, runs
- * first. Without it, a counter read from `stats()` would never move.
+ * Has a metric this code did not create also read this code's handles when scraped (its own
+ * `collect()` first); else a counter read from `stats()` would never move.
  */
 function collectToo(metric: AnyMetric, collect: () => void): void {
   // prom-client calls the `collect` its constructor kept on the metric, with the metric as `this`.

@@ -1,8 +1,6 @@
 /**
- * How the service answers a failure: every error becomes a JSON body `{ "code", "message" }`
- * with a stable code, an HTTP status chosen per code, and `Retry-After` where a caller that
- * waits a moment can expect IDs. Library errors keep their own codes; the refusals that only
- * the HTTP layer makes have the codes of {@link ServeRefusalCode}.
+ * How the service answers a failure: a JSON body `{ "code", "message" }` with a stable code, a
+ * status per code, and `Retry-After` where waiting helps.
  */
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -34,28 +32,15 @@ export interface ServeErrorBody {
 /** How one code is answered. */
 export interface HttpAnswer {
   readonly status: number;
-  /**
-   * Seconds sent as `Retry-After`: only where the same request can succeed without anyone
-   * acting, because the store comes back, a partition heals or another instance takes over.
-   */
+  /** `Retry-After` seconds: only where the same request can succeed without anyone acting. */
   readonly retryAfterSeconds?: number;
 }
 
 /**
- * The answer to each library error code. A new code must be added here to compile, so every code
- * is mapped deliberately:
- * - 400 for input the caller can fix (a bad name, a count the sequence's blocks cannot hold);
- * - 404 for a sequence that does not exist;
- * - 410 for a spent domain: no request for more than the IDs this process holds will ever be
- *   served (smaller ones may be, until they run out);
- * - 503 with `Retry-After` where waiting helps: Cassandra unreachable at the level needed,
- *   SERIAL cut off while the DC's ranges are spent, a deadline passed while a refill is retried,
- *   the allocator closing during shutdown, lost races (these reach no ID call by themselves, see
- *   {@link DeadlineError}; were they to, waiting would help as well);
- * - 499 (nginx's "client closed request") for a call the caller abandoned: nobody reads it;
- * - 500 for what an operator must repair (rows breaking an invariant or gone back, a permission
- *   the service's Cassandra role lacks, which a request's refill can meet) and for codes no
- *   request can cause (options and cluster checks are the service's own, not the caller's).
+ * The answer to each library error code (a new code must be added here to compile): 400 for
+ * input the caller can fix; 404 for no such sequence; 410 for a spent domain; 503 with
+ * `Retry-After` where waiting helps; 499 for a call the caller abandoned; 500 for what an
+ * operator must repair and for codes no request can cause.
  */
 const ANSWERS: Readonly<Record<IdGenErrorCode, HttpAnswer>> = Object.freeze({
   IDGEN_INVALID_NAME: { status: 400 },
@@ -129,8 +114,7 @@ export function sendError(
 ): FastifyReply {
   const { status, retryAfterSeconds, body } = httpErrorOf(error);
   if (status === 500) request.log.error({ err: error }, 'request failed');
-  // The code, not the message: a refusal repeats what the client sent (an unknown parameter's
-  // name may be a secret put in the query string), which the caller may see and the log not.
+  // The code, not the message: a refusal may repeat a secret the client sent.
   else request.log.debug({ code: body.code, statusCode: status }, 'request refused');
   if (retryAfterSeconds !== undefined) reply.header('Retry-After', String(retryAfterSeconds));
   return reply.code(status).send(body);

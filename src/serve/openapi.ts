@@ -1,8 +1,6 @@
 /**
- * The service's API as an OpenAPI 3.1 document, and the request schemas the routes validate
- * with: both are built here from the same pieces, so the document cannot describe other limits
- * than the service enforces. `GET /openapi.json` serves it; a unit test checks that it lists
- * exactly the routes the service registers.
+ * The service's OpenAPI 3.1 document and the routes' request schemas, built from the same pieces
+ * so the document states exactly the limits the service enforces.
  */
 
 import { MAX_BLOCK_SIZE } from '../settings/model.js';

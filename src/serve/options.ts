@@ -32,17 +32,14 @@ export interface ServeOptions {
   /** What `/metrics` serves; without it `/metrics` answers 404. @default undefined */
   readonly registry?: MetricsRegistry | undefined;
   /**
-   * Logs failed requests (5xx at `error`), and every request at `debug`; the `authorization`
-   * header is redacted, and a URL shows only its route, the name of a sequence the service
-   * knows, `count` and `format` (text a client chose may be a token). Without it the service is
-   * silent.
+   * Logs failed requests (5xx at `error`) and every request at `debug`, never the token or text
+   * a client chose (request-logs.ts). Without it the service is silent.
    * @default undefined
    */
   readonly logger?: PinoLogger | undefined;
   /**
-   * How long one request to an ID endpoint may wait for IDs, in ms, before it is answered 503
-   * (`IDGEN_DEADLINE_EXCEEDED`, or the refill's last error) with `Retry-After`. Below the usual
-   * 10 s of proxies and clients, so that callers get the code rather than a gateway timeout.
+   * How long one request to an ID endpoint may wait for IDs, in ms, before a 503 with
+   * `Retry-After`. Below proxies' usual 10 s, so callers get the code, not a gateway timeout.
    * @default 5000
    */
   readonly timeoutMs?: number | undefined;
@@ -89,7 +86,6 @@ export function checkServeOptions(options: ServeOptions): void {
   resolveServeOptions(options);
 }
 
-/** Every key of {@link ServeOptions}. */
 const SERVE_KEYS = everyKeyOf<ServeOptions>()([
   'sequences',
   'token',

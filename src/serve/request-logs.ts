@@ -11,11 +11,7 @@ import { fastifyModule } from '../lazy-modules.js';
 import { ID_FORMATS } from './openapi.js';
 import type { ServedSequences } from './served-sequences.js';
 
-/**
- * Paths of log fields that could hold the token: the header, and the raw bytes of a request Node's
- * HTTP parser refused (`rawPacket` of a `clientError`, which request-refusals.ts never logs; this
- * is in case another line carries such an error).
- */
+/** Log fields that could hold the token: the header, and a parser error's raw bytes. */
 const REDACTED = [
   'req.headers.authorization',
   '*.headers.authorization',
@@ -40,11 +36,8 @@ export function serviceLogger(logger: PinoLogger | undefined): FastifyBaseLogger
 const HIDDEN = '…';
 
 /**
- * The URL of `request` as a log line may show it: the route's template (`/v1/sequences/:name/ids`)
- * with the sequence's name only if the service knows it ({@link ServedSequences.isKnown}), and
- * of the query only a `count` of digits and a `format` the API takes. The rest is text a client
- * chose, where a token may have been put by mistake (`/v1/sequences/<token>/ids`,
- * `?format=<token>`, `?token=…`, `?<token>`, a path no route matches): it shows as `…`.
+ * The URL of `request` as a log line may show it: the route's template, a known sequence's name,
+ * a `count` of digits and a valid `format`; any other text a client chose (maybe a token) is `…`.
  */
 function loggedUrl(request: FastifyRequest, served: ServedSequences): string {
   const route = request.routeOptions.url;
@@ -75,10 +68,8 @@ function splitPair(pair: string): [string, string] {
 }
 
 /**
- * fastify's request log lines at debug rather than info (two info lines per ID request would
- * drown everything else), showing of a request what {@link loggedUrl} shows; errors are the
- * error handler's. The class extends fastify's, so it is made once fastify is loaded
- * (lazy-modules.ts).
+ * fastify's request log lines at debug (at info they would drown everything else), showing what
+ * {@link loggedUrl} shows; made once fastify is loaded (lazy-modules.ts).
  */
 export function debugRequestLogs(
   served: ServedSequences,

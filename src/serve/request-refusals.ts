@@ -13,11 +13,7 @@ import { NAME_RULES } from '../names.js';
 import { httpErrorOf, ServeRefusal } from './http-errors.js';
 import { ID_ROUTES, idsQuery, RANGES_QUERY, type ApiLimits } from './openapi.js';
 
-/**
- * The `preValidation` hook of the ID endpoints. The schema's coercion reads a count as JavaScript
- * reads a number (`1e2` is 100, `0x10` is 16): only decimal digits are taken, so that no count
- * is served other than as typed.
- */
+/** The ID endpoints' `preValidation`: only decimal digits are a count (not `1e2`, `0x10`). */
 export function decimalCount(limits: ApiLimits) {
   return async (request: FastifyRequest): Promise<void> => {
     const count = (request.query as Record<string, unknown> | undefined)?.['count'];
@@ -114,10 +110,8 @@ export function frameworkRefusal(error: FastifyError): ServeRefusal {
 }
 
 /**
- * Answers a request Node's HTTP parser refused (a malformed header, headers over the size
- * limit, a request not received in time) before fastify saw it: 400 `IDGEN_BAD_REQUEST` in the
- * service's body, then the connection ends. The log line has the parser's code only: the error
- * carries the raw bytes of the request (`rawPacket`), where the bearer token may be.
+ * Answers a request Node's HTTP parser refused: 400 `IDGEN_BAD_REQUEST`, then the connection
+ * ends. Logs the parser's code only: the error's raw bytes may hold the token.
  */
 export function clientError(this: FastifyInstance, error: ConnectionError, socket: Socket): void {
   // A reset or already closed connection has nobody to answer.

@@ -45,9 +45,8 @@ export class ServedSequences {
   readonly #ids: IdGen;
   readonly #allowlist: ReadonlySet<string> | undefined;
   /**
-   * Whether each sequence's domain reaches beyond 2^53-1, read once: a domain never changes (a
-   * handle refuses settings whose domain moved). A failed read is not kept, so it is tried again.
-   * Only names that exist get here, so unknown names cannot grow it (nor the IdGen's handles).
+   * Whether each sequence's domain reaches beyond 2^53-1, read once (a domain never changes). Only
+   * existing names get here, so made-up names cannot grow it.
    */
   readonly #wide = new Map<string, Promise<boolean>>();
   /** The names whose settings were read: sequences that exist, which a log line may name. */
@@ -60,24 +59,20 @@ export class ServedSequences {
   }
 
   /**
-   * Whether `name` is a sequence this service knows: one of the allowlist, or one whose settings
-   * it has read. Only such a name is logged: a name a client made up may be a secret it put in
-   * the path.
+   * Whether `name` is allowlisted or was read: only such a name is logged (a made-up one may be a
+   * secret put in the path).
    */
   isKnown(name: string): boolean {
     return this.#allowlist?.has(name) ?? this.#found.has(name);
   }
 
-  /** The allowlist, if the service has one. */
   get allowlist(): readonly string[] | undefined {
     return this.#allowlist === undefined ? undefined : [...this.#allowlist];
   }
 
   /**
-   * `count` IDs of sequence `name`, strictly increasing, not necessarily contiguous
-   * ({@link Sequence.nextIds}). IDs drawn for a request that then fails, or whose response does
-   * not reach its caller (`call.delivered`), are never handed out to anyone: they stay a gap,
-   * counted as wasted (`undelivered`), not issued.
+   * `count` IDs of sequence `name`, strictly increasing ({@link Sequence.nextIds}). IDs whose
+   * response does not reach the caller are never handed out again: a gap, counted `undelivered`.
    * @throws everything {@link Sequence.next} throws, {@link DeadlineError} with the request's own
    * timeout, and the refusals of {@link ServedSequences.handle}.
    */
@@ -165,10 +160,7 @@ function remaining(call: RequestCall): number {
 /** What sets a request's timeout, for the message of a request that outlasted it. */
 const SERVICE_TIMEOUT = `the service's request timeout (the "timeoutMs" option of createServer(); docs/service.md, "Options")`;
 
-/**
- * Runs `work`; a {@link DeadlineError} it throws is thrown again with the request's whole
- * timeout, since each call inside it only had what was left, and naming the service's setting.
- */
+/** Runs `work`, rethrowing a {@link DeadlineError} with the request's whole timeout. */
 async function withRequestTimeout<R>(
   sequence: string,
   call: RequestCall,

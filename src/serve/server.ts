@@ -65,14 +65,11 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
     // allocator is open (fastify adds Connection: close to them).
     return503OnClosing: false,
     forceCloseConnections: 'idle',
-    // The endpoints take no body; a client that sends a small one anyway is not refused for it
-    // (docs/service.md: up to 1 KiB is ignored, a larger one is answered 400).
+    // Small bodies are ignored, larger ones refused (docs/service.md).
     bodyLimit: 1024,
-    // fastify's default drops query parameters the schema does not name; they are refused
-    // instead, so that a misspelt one is not served with the default in its place.
+    // Refuse unknown query parameters, so a misspelt one does not get the default.
     ajv: { customOptions: { removeAdditional: false } },
-    // A path the router refuses before any route (a name over its parameter limit, a malformed
-    // %-escape) gets the same JSON error as every other refusal, not fastify's own body (and 414).
+    // Router refusals get the same JSON error as every other refusal.
     frameworkErrors: (error, request, reply) => sendError(frameworkRefusal(error), request, reply),
     // fastify's own handler logs the parser's error, raw request bytes (the token) included, and
     // answers in its own body.
@@ -83,8 +80,7 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
   app.addHook('preClose', async () => {
     closing = true;
   });
-  // A response to a request that was in flight when close() began ends its connection: a client
-  // would otherwise keep it open for its keep-alive time, and close() would wait for that.
+  // In flight at close(): end the connection, or close() would wait out its keep-alive.
   app.addHook('onSend', async (_request, reply) => {
     if (closing) reply.header('connection', 'close');
   });

@@ -90,7 +90,7 @@ export class BlockClaims {
     // Past its window, a claim still retries if a range arrived: it may have failed for want of it.
     const goesOn = () =>
       this.keepTrying(started) || (this.rangeArrived && this.host.lifecycle.open);
-    // An earlier claim's failure is not this one's: a deadline passing now would report an ended outage.
+    // An earlier claim's failure is not this one's: it would report an outage that has ended.
     this.failure = undefined;
     this.lostRaces = 0;
     demand.claimStarts(started);
@@ -179,7 +179,7 @@ export class BlockClaims {
     return new ContentionError(this.host.name, 'claim a block', this.lostRaces);
   }
 
-  /** A claim goes on after a passing failure while open and awaited, or for `callTimeoutMs` if not. */
+  /** After a passing failure: while open and awaited, or for `callTimeoutMs` if not awaited. */
   private keepTrying(started: number): boolean {
     const { clock, callTimeoutMs, demand } = this.host;
     if (!this.host.lifecycle.open) return false;

@@ -19,7 +19,7 @@ export abstract class Block<T extends number | bigint> {
   readonly size: number;
   protected taken = 0;
 
-  /** @param rangeSize of the DC range it was cut from (a bound on it), so take(n) can refuse `n`. */
+  /** @param rangeSize of the DC range it was cut from, so take(n) knows what no block holds. */
   constructor(
     readonly first: bigint,
     readonly last: bigint,

@@ -1,4 +1,4 @@
-/** How a handle's call waits: one deadline per call, the signal looked at after each await, timed. */
+/** How a handle's call waits: one deadline per call, the signal checked after each await. */
 
 import { AbortedError } from '../errors.js';
 import type { CallOptions } from './call-deadline.js';
@@ -42,7 +42,7 @@ export async function timedWait<R>(
   }
 }
 
-/** @throws {AbortedError} once `signal` fired: checked before a call waits or takes IDs, and after each await. */
+/** @throws {AbortedError} once `signal` fired (checked before waiting or taking, after awaits). */
 export function throwIfAborted(name: string, signal: AbortSignal | undefined): void {
   if (signal?.aborted === true) throw new AbortedError(name, { cause: signal.reason });
 }

@@ -78,7 +78,7 @@ async function classify<Found>(step: ConditionalWrite<Found>): Promise<CasResult
   try {
     outcome = await step.write();
   } catch (cause) {
-    // Refused as invalid (no idgen tables, another version) or before sending: never executed, and a
+    // Refused as invalid (no idgen tables, another version) or before sending: never executed, so a
     // re-read cannot do better. Any other throw may follow a proposal.
     if (cause instanceof InvalidOptionError) throw cause;
     outcome = { kind: 'unknown', cause };
@@ -95,9 +95,9 @@ async function classify<Found>(step: ConditionalWrite<Found>): Promise<CasResult
       try {
         found = await step.reread();
       } catch (rereadError) {
-        // Rows found broken or gone back are an answer, and stop the writer as any read would. Taken as
-        // "cannot tell", the next read could look current again while this process holds what the lost
-        // rows gave it.
+        // Rows found broken or gone back are an answer and stop the writer as any read would. Taken
+        // as "cannot tell", the next read could look current again while this process holds what
+        // the lost rows gave it.
         if (rereadError instanceof StateRolledBackError || rereadError instanceof InvariantError) {
           throw rereadError;
         }

@@ -46,7 +46,7 @@ export interface ClaimOptions {
    * {@link spreadOver}, and to what the range has left. @default `blockSize`
    */
   readonly size?: (() => number) | undefined;
-  /** IDs the waiting calls need from this one block; {@link spreadOver} never cuts below it. @default 0 */
+  /** IDs waiting calls need from this one block; {@link spreadOver} keeps it. @default 0 */
   readonly need?: (() => number) | undefined;
 }
 

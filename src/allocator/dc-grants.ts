@@ -99,8 +99,9 @@ export class DcGrants {
     for (;;) {
       const { max } = this.ctx.settings;
       if (globalLast >= max) {
-        // Final only with no grant of this DC left to install: one made between the reads of the
-        // latest grant and GLOBAL can hide behind GLOBAL at `max`. From now on a latest-grant read is final.
+        // Final only with no grant of this DC left to install: one made between the reads of
+        // the latest grant and GLOBAL can hide behind GLOBAL at `max`. From now on a grant read
+        // is final.
         const final = await this.readGrants();
         if ((final.latest?.number ?? 0) > installed) return { kind: 'reread', attempt };
         this.exhaustedError = new SequenceExhaustedError(this.ctx.sequence, max, globalLast);
@@ -114,8 +115,9 @@ export class DcGrants {
       const floor = this.ctx.seen.floor();
       const last = await this.writeGrant(globalLast, grant);
       this.checkFound(last, floor);
-      // A guessed batch that found grant 1 cannot tell another starting process's grant from an older
-      // chain's whose DC state is gone (reinstalling it would serve IDs twice): fresh reads decide.
+      // A guessed batch that found grant 1 cannot tell another starting process's grant from an
+      // older chain's whose DC state is gone (reinstalling it would serve IDs twice): fresh reads
+      // decide.
       if (guessed && last.reported === 'rejected' && last.found?.grant !== undefined) {
         return { kind: 'reread', attempt };
       }
@@ -205,8 +207,9 @@ export class DcGrants {
       reread: async () => {
         const view = await this.readGrants();
         let latest = view.latest;
-        // Latest grant, then GLOBAL, each its own Paxos round: the first may miss our batch that the
-        // second finishes. So "lost" only once a grant read after a moved GLOBAL still shows no grant `n`.
+        // Latest grant, then GLOBAL, each its own Paxos round: the first may miss our batch that
+        // the second finishes. So "lost" only once a grant read after a moved GLOBAL shows no
+        // grant `n`.
         if ((latest?.number ?? 0) < grant.number && view.globalLast !== expectedGlobalLast) {
           latest = (await this.readGrants()).latest;
         }

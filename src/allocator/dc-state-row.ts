@@ -30,7 +30,7 @@ export class DcStateRow {
   private readonly usage = new DcUsage();
   private readonly rate = new Rate(DC_RATE_SAMPLE_MS);
 
-  /** @param unresolvedOps ops of claim writes of unknown fate whose state had not moved (dc-claims.ts). */
+  /** @param unresolvedOps ops of claim writes of unknown fate whose state had not moved. */
   constructor(
     private readonly ctx: DcContext,
     readonly unresolvedOps: Set<string>,

@@ -121,7 +121,7 @@ export class Ledger {
     this.drawing -= count;
   }
 
-  /** Drawn IDs stay so until `delivered` (which must settle): issued if true, else `undelivered`. */
+  /** Drawn until `delivered` (which must settle): then issued if true, else `undelivered`. */
   settleDelivery(count: number, delivered: Promise<boolean>): void {
     void delivered
       .then(
@@ -181,7 +181,7 @@ export class Ledger {
     void this.report(grantee);
   }
 
-  /** A usage report under `grantee`: at once, or after the one in flight (counts up to its start). */
+  /** A usage report under `grantee`: at once, or after the one in flight (counted to its start). */
   reportNow(grantee: string): Promise<void> {
     const inFlight = this.reportingUsage;
     return inFlight === undefined
@@ -267,7 +267,7 @@ export function foldCounts(closed: SequenceStats, former: FormerCounts | undefin
   return { counts, waste: { ...folded.waste }, lastError: folded.lastError };
 }
 
-/** `current` plus the handles it replaced, closed (`former`) or still closing, so no counter goes back. */
+/** `current` plus the handles it replaced (`former`, still `closing`), so no counter goes back. */
 export function withFormer(
   current: SequenceStats,
   former: FormerCounts | undefined,

@@ -30,7 +30,7 @@ const TRANSITIONS: Readonly<Record<SequenceState, readonly SequenceState[]>> = {
 
 export class Lifecycle {
   state: SequenceState = 'idle';
-  /** The rows went back or the sequence was recreated: nothing is served or claimed, whatever the state. */
+  /** The rows went back or the sequence was recreated: nothing is served or claimed any more. */
   rolledBack: StateRolledBackError | SequenceRecreatedError | undefined;
 
   constructor(private readonly name: string) {}

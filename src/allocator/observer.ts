@@ -7,7 +7,7 @@
 export interface AllocatorObserver {
   /** A call found too few IDs and waited `ms`; `error` is what it rejected with, if it did. */
   waited(sequence: string, ms: number, error: unknown): void;
-  /** One block claim ended after `ms` (lost races and range waits included), brought a block or failed. */
+  /** One block claim ended after `ms` (lost races and range waits included), with a block or not. */
   blockClaimed(sequence: string, ms: number): void;
   /** One DC range request ended after `ms` (reads, grant, install), installed a range or failed. */
   rangeRequested(sequence: string, ms: number): void;

@@ -14,13 +14,11 @@
  * ```
  */
 export { MemoryStore } from './store/memory.js';
+export type { GrantRecord, MemoryNode, MemoryStoreOptions } from './store/memory.js';
 export type {
   ConditionalEffect,
   ConditionalMethod,
   Fault,
-  GrantRecord,
-  MemoryNode,
-  MemoryStoreOptions,
   StoreMethod,
-} from './store/memory.js';
+} from './store/memory-faults.js';
 export type { IdStore, NodeSettings, TableSettings } from './store/port.js';

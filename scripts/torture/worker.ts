@@ -47,7 +47,7 @@ import { setImmediate as turn } from 'node:timers/promises';
 
 import { setMutationsForTests, type Mutation } from '../../src/mutations.js';
 import { connect } from '../../src/index.js';
-import { SERVE_DEFAULTS } from '../../src/serve/server.js';
+import { SERVE_DEFAULTS } from '../../src/serve/options.js';
 import type { IdGen, IdGenError } from '../../src/index.js';
 import { ALARM_CODES, EXPECTED_ERROR_CODES, OWN_DEADLINE_MS } from './errors.js';
 import { ProgressCounter } from './progress.js';

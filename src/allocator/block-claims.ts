@@ -13,7 +13,7 @@ import {
   StoreUnavailableError,
 } from '../errors.js';
 import type { Clock } from './clock.js';
-import type { ClaimedBlock } from './dc-allocator.js';
+import type { ClaimedBlock } from './dc-claims.js';
 import type { Demand } from './demand.js';
 import type { Ledger } from './ledger.js';
 import type { Lifecycle } from './lifecycle.js';

@@ -24,10 +24,6 @@ import type { AllocatorObserver } from './observer.js';
 import { RangeRequests, type KnownState } from './range-requests.js';
 import { Watermarks, type RowMarks } from './watermarks.js';
 
-export { BACKOFF_MAX_MS, type DcCounters } from './dc-context.js';
-export type { ClaimedBlock, ClaimOptions } from './dc-claims.js';
-export { judgeStateWrite } from './dc-state-row.js';
-
 export interface DcAllocatorOptions {
   readonly store: IdStore;
   readonly dc: string;

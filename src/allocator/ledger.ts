@@ -9,7 +9,7 @@
 import type { Logger } from '../logger.js';
 
 import { USAGE_CAUSES, type IdStore, type UsageCause } from '../store/port.js';
-import type { DcCounters } from './dc-allocator.js';
+import type { DcCounters } from './dc-context.js';
 import { FailureLog } from './failures.js';
 import type { AllocatorObserver } from './observer.js';
 import type { SequenceStats, WasteByCause } from './sequence-stats.js';

@@ -18,7 +18,7 @@ import {
 import { granteesOf } from '../names.js';
 import type { DcState, Grant, IdStore, StoredSettings } from '../store/port.js';
 import { isOurs, runConditionalWrite } from './cas.js';
-import { judgeStateWrite } from './dc-allocator.js';
+import { judgeStateWrite } from './dc-state-row.js';
 import { otherIncarnation, remainingIn, retireTo, spentAt, topOf } from './dc-state.js';
 
 /** How often one state partition is read and written again when another write came first. */

@@ -18,7 +18,7 @@ import { BlockBuffer } from './block-buffer.js';
 import { checkCallOptions, waitWithinDeadline, type CallOptions } from './call-deadline.js';
 import { deadlineOf, throwIfAborted, timedWait, type CallDeadline } from './call-waits.js';
 import { BlockClaims } from './block-claims.js';
-import type { ClaimedBlock } from './dc-allocator.js';
+import type { ClaimedBlock } from './dc-claims.js';
 import { Demand, type Want } from './demand.js';
 import { HeldSettings, RE_READ_SETTINGS, largestBlockError } from './held-settings.js';
 import { Ledger } from './ledger.js';

@@ -18,9 +18,6 @@ import { debugRequestLogs, serviceLogger } from './request-logs.js';
 import { clientError, frameworkRefusal, requestRefusal } from './request-refusals.js';
 import { ServedSequences } from './served-sequences.js';
 
-export { checkServeOptions, SERVE_DEFAULTS } from './options.js';
-export type { MetricsRegistry, ServeOptions } from './options.js';
-
 /**
  * The HTTP service of `idgen-cass serve` over `ids`, an allocator already connected to its DC:
  *

@@ -36,8 +36,6 @@ import type {
 } from './port.js';
 import { USAGE_CAUSES, zeroUsageCounts } from './port.js';
 
-export type { ConditionalEffect, ConditionalMethod, Fault, StoreMethod } from './memory-faults.js';
-
 /** A grant as applied; {@link MemoryStore.grantLog} keeps them in the order of all DCs. */
 export interface GrantRecord {
   readonly sequence: string;

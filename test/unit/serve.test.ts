@@ -19,7 +19,8 @@ import type { IdGenErrorCode } from '../../src/errors.js';
 import type { CreateSequenceOptions } from '../../src/settings/model.js';
 import { HTTP_ANSWERS, httpErrorOf, ServeRefusal } from '../../src/serve/http-errors.js';
 import { openApiDocument } from '../../src/serve/openapi.js';
-import { createServer, SERVE_DEFAULTS, type ServeOptions } from '../../src/serve/server.js';
+import { SERVE_DEFAULTS, type ServeOptions } from '../../src/serve/options.js';
+import { createServer } from '../../src/serve/server.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { capturingLogger, holdSecondClaim, KEYSPACE, range, withSequence } from './fixtures.js';
 import {

@@ -4,7 +4,7 @@
  * lost race, and how many processes one DC-state partition serves. Every sentence is computed
  * from the run's numbers.
  */
-import { BACKOFF_MAX_MS } from '../../../src/allocator/dc-allocator.js';
+import { BACKOFF_MAX_MS } from '../../../src/allocator/dc-context.js';
 import { COUNT_BATCH } from '../draw-loop.js';
 import { LOOP_DELAY_RESOLUTION_MS } from '../protocol.js';
 import type { RawResults, ScaleMode } from '../results.js';

@@ -9,12 +9,8 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 
 import type { IdGen } from '../../allocator/id-gen.js';
 import { InvalidOptionError } from '../../errors.js';
-import {
-  checkServeOptions,
-  createServer,
-  SERVE_DEFAULTS,
-  type ServeOptions,
-} from '../../serve/server.js';
+import { checkServeOptions, SERVE_DEFAULTS, type ServeOptions } from '../../serve/options.js';
+import { createServer } from '../../serve/server.js';
 import type { CliContext } from '../context.js';
 import { durationParser, parseInteger, parseList, TIMER_MAX_MS, typedDuration } from '../parse.js';
 

@@ -7,7 +7,7 @@
  */
 import fc from 'fast-check';
 
-import type { ConditionalEffect } from '../../../src/store/memory.js';
+import type { ConditionalEffect } from '../../../src/store/memory-faults.js';
 
 export const SEQUENCE = 'sim';
 export const DCS = ['dc1', 'dc2', 'dc3'] as const;

@@ -12,7 +12,8 @@
 import type fc from 'fast-check';
 
 import { IdGenError } from '../../../src/errors.js';
-import type { Fault, MemoryStore } from '../../../src/store/memory.js';
+import type { Fault } from '../../../src/store/memory-faults.js';
+import type { MemoryStore } from '../../../src/store/memory.js';
 import type {
   CasOutcome,
   DcStamp,

@@ -40,6 +40,15 @@ export function remainingIn(state: DcState | undefined): bigint {
   return hasPreloaded(state) ? reserved + state.preloadedMax - state.preloadedMin + 1n : reserved;
 }
 
+/**
+ * Whether the DC holds IDs to claim, all above `highest`. The whole reserved range counts: a
+ * give-back may lower `lastInteger` to its start.
+ */
+export function holdsIdsAbove(state: DcState, highest: bigint): boolean {
+  const holds = state.lastInteger < state.reservedMax || hasPreloaded(state);
+  return holds && state.reservedMin > highest;
+}
+
 /** Share of the reserved range handed to processes, 0 to 1. */
 export function usedShare(state: DcState): number {
   const size = state.reservedMax - state.reservedMin + 1n;

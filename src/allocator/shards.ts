@@ -25,7 +25,7 @@ import { granteeName } from '../names.js';
 import type { IdStore, SequenceSettings } from '../store/port.js';
 import type { Clock } from './clock.js';
 import { DcAllocator } from './dc-allocator.js';
-import { hasPreloaded } from './dc-state.js';
+import { holdsIdsAbove } from './dc-state.js';
 import type { Ledger } from './ledger.js';
 import type { AllocatorObserver } from './observer.js';
 import type { RowMarks } from './watermarks.js';
@@ -265,10 +265,7 @@ export class Shards {
     );
     const above = candidates.filter((_, i) => {
       const state = states[i];
-      if (state === undefined) return false;
-      // Its whole reserved range: a give-back may lower last_integer to the range's start.
-      const left = state.lastInteger < state.reservedMax || hasPreloaded(state);
-      return left && state.reservedMin > highest;
+      return state !== undefined && holdsIdsAbove(state, highest);
     });
     return above.length === 0 ? undefined : above[Math.floor(Math.random() * above.length)];
   }

@@ -1,8 +1,12 @@
-/** A caller's wait for IDs. The refill it waits for carries on after the caller gives up. */
+/**
+ * A caller's wait for IDs: one deadline per call, the signal checked after each await. The refill
+ * it waits for carries on after the caller gives up.
+ */
 
 import { AbortedError, ContentionError, DeadlineError, InvalidOptionError } from '../errors.js';
 import { checkAbortSignal, checkKeys, everyKeyOf } from '../options.js';
 import type { Clock } from './clock.js';
+import type { AllocatorObserver } from './observer.js';
 
 /** How long a call may wait for IDs, and how it can be cancelled. */
 export interface CallOptions {
@@ -33,13 +37,51 @@ export function checkCallOptions(options: CallOptions): void {
 
 const CALL_KEYS = everyKeyOf<CallOptions>()(['timeoutMs', 'signal']);
 
-/** One call's wait for the refill of sequence `sequence`. */
-export interface Wait {
-  readonly sequence: string;
+export interface CallDeadline {
   /** The call's whole timeout, for the error's message. */
   readonly timeoutMs: number;
-  /** `clock.now() + timeoutMs` at the call. */
+  /** `clock.now()` at which the call gives up. */
   readonly deadline: number;
+}
+
+/** The call's timeout (its own, else `defaultMs`) and its deadline on `clock`. */
+export function deadlineOf(
+  options: CallOptions | undefined,
+  defaultMs: number,
+  clock: Clock,
+): CallDeadline {
+  const timeoutMs = options?.timeoutMs ?? defaultMs;
+  return { timeoutMs, deadline: clock.now() + timeoutMs };
+}
+
+/** Runs the waiting part of a call, telling `observer` how long it took and how it ended. */
+export async function timedWait<R>(
+  observer: AllocatorObserver | undefined,
+  clock: Clock,
+  name: string,
+  wait: () => Promise<R>,
+): Promise<R> {
+  if (observer === undefined) return wait();
+  const started = clock.now();
+  let failure: unknown;
+  try {
+    return await wait();
+  } catch (error) {
+    failure = error;
+    throw error;
+  } finally {
+    observer.waited(name, clock.now() - started, failure);
+  }
+}
+
+/** @throws {AbortedError} once `signal` fired (checked before waiting or taking, after awaits). */
+export function throwIfAborted(name: string, signal: AbortSignal | undefined): void {
+  if (signal?.aborted === true) throw new AbortedError(name, { cause: signal.reason });
+}
+
+/** One call's wait for the refill of sequence `sequence`. */
+export interface Wait extends CallDeadline {
+  readonly sequence: string;
   readonly signal: AbortSignal | undefined;
   readonly clock: Clock;
   /** The refill's current failure, asked at the deadline so a caller learns why it gave up. */

@@ -15,8 +15,15 @@ import type { IdStore } from '../store/port.js';
 import type { IdKind, IdRange } from './block.js';
 import { SYSTEM_CLOCK, type Clock } from './clock.js';
 import { BlockBuffer } from './block-buffer.js';
-import { checkCallOptions, waitWithinDeadline, type CallOptions } from './call-deadline.js';
-import { deadlineOf, throwIfAborted, timedWait, type CallDeadline } from './call-waits.js';
+import {
+  checkCallOptions,
+  deadlineOf,
+  throwIfAborted,
+  timedWait,
+  waitWithinDeadline,
+  type CallDeadline,
+  type CallOptions,
+} from './call-deadline.js';
 import { BlockClaims } from './block-claims.js';
 import type { ClaimedBlock } from './dc-claims.js';
 import { Demand, type Want } from './demand.js';

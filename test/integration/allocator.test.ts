@@ -4,13 +4,12 @@
  * 32-bit edge.
  */
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
-import { connect, IdGen, initSchema, openAdmin } from '../../src/index.js';
+import { connect, IdGen, openAdmin } from '../../src/index.js';
 import { dcOfGrantee } from '../../src/names.js';
 import type { CreateSequenceOptions } from '../../src/index.js';
 import { CassandraStore } from '../../src/store/cassandra/store.js';
 import type { Grant } from '../../src/store/port.js';
-import { clusterInfo, createTestKeyspace, faults } from '../support/cluster.js';
-import type { TestKeyspace } from '../support/cluster.js';
+import { clusterInfo, faults, withKeyspace } from '../support/cluster.js';
 import {
   duplicatesAcross,
   finishAll,
@@ -20,23 +19,15 @@ import {
 } from '../support/workers.js';
 import type { Worker, WorkerSpec } from '../support/workers.js';
 
-let ks: TestKeyspace;
+const ks = withKeyspace('alloc');
 let admin: IdGen;
 
 beforeAll(async () => {
-  ks = await createTestKeyspace('alloc');
-  await initSchema({
-    contactPoints: ks.contactPoints('dc1'),
-    localDataCenter: 'dc1',
-    keyspace: ks.name,
-    replication: ks.replication,
-  });
   admin = await connectIn('dc1');
 });
 
 afterAll(async () => {
   await admin?.close();
-  await ks?.drop();
 });
 
 async function seed(name: string, options: CreateSequenceOptions): Promise<void> {
@@ -45,7 +36,7 @@ async function seed(name: string, options: CreateSequenceOptions): Promise<void>
 
 /** A process of `dc`, as a service there would connect. */
 function connectIn(dc: string): ReturnType<typeof connect> {
-  return connect({ contactPoints: ks.contactPoints(dc), localDataCenter: dc, keyspace: ks.name });
+  return connect(ks.connection(dc));
 }
 
 /**

@@ -5,7 +5,7 @@
  * seconds). Draws are paced in this process, so every call's outcome and timing is known.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, IdGenError, initSchema, openAdmin } from '../../src/index.js';
+import { connect, IdGenError, openAdmin } from '../../src/index.js';
 import type {
   Admin,
   CreateSequenceOptions,
@@ -14,26 +14,18 @@ import type {
   Sequence,
   SequenceSnapshot,
 } from '../../src/index.js';
-import { clusterInfo, createTestKeyspace, faults } from '../support/cluster.js';
-import type { TestKeyspace } from '../support/cluster.js';
+import { clusterInfo, faults, withKeyspace } from '../support/cluster.js';
 
-let ks: TestKeyspace;
+const ks = withKeyspace('autonomy');
 let admin: Admin;
 
 beforeAll(async () => {
-  ks = await createTestKeyspace('autonomy');
-  await initSchema({ ...connection('dc1'), replication: ks.replication });
-  admin = await openAdmin(connection('dc1'));
+  admin = await openAdmin(ks.connection('dc1'));
 });
 
 afterAll(async () => {
   await admin?.close();
-  await ks?.drop();
 });
-
-function connection(dc: string) {
-  return { contactPoints: ks.contactPoints(dc), localDataCenter: dc, keyspace: ks.name };
-}
 
 /** The grant a DC asks for at `rate` IDs/s: `rate × T / (1 - threshold)`, unclamped (sizing.ts). */
 function grantFor(rate: number, settings: { autonomySeconds: number; threshold: number }): number {
@@ -71,7 +63,7 @@ describe('grants sized by an autonomy target', () => {
     } satisfies CreateSequenceOptions;
     const lowRate = 10;
     const highRate = 1_000;
-    const ids = await connect(connection('dc1'));
+    const ids = await connect(ks.connection('dc1'));
     let drawn: Pacer | undefined;
     let early: readonly Grant[];
     let late: readonly Grant[];
@@ -187,12 +179,12 @@ describe.runIf(clusterInfo().faults)('a DC cut off with grants sized by an auton
 
     const handles: IdGen[] = [];
     const pacers = new Map<string, Pacer>();
-    const dc3Admin = await openAdmin(connection('dc3'));
+    const dc3Admin = await openAdmin(ks.connection('dc3'));
     try {
-      const dc1 = await connect(connection('dc1'));
+      const dc1 = await connect(ks.connection('dc1'));
       handles.push(dc1);
       await dc1.createSequence('cutoff', settings);
-      for (const dc of ['dc2', 'dc3']) handles.push(await connect(connection(dc)));
+      for (const dc of ['dc2', 'dc3']) handles.push(await connect(ks.connection(dc)));
       // dc3 draws at the rate under test; dc1 and dc2 draw too, so that uniqueness across DCs
       // is tested by IDs handed out on both sides of the cut.
       const rates: Record<string, number> = { dc1: 50, dc2: 50, dc3: rate };

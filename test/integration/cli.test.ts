@@ -5,7 +5,6 @@
  * line on stderr and nothing written.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { existsSync, statSync } from 'node:fs';
 import { readdir, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
@@ -15,11 +14,19 @@ import { promisify } from 'node:util';
 import cassandra from 'cassandra-driver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { clusterInfo, contactPoints, dcNames, faults, newClient } from '../support/cluster.js';
+import {
+  clusterInfo,
+  contactPoints,
+  dcNames,
+  faults,
+  newClient,
+  withKeyspace,
+} from '../support/cluster.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const MAIN = join(ROOT, 'dist/src/cli/main.js');
-const KEYSPACE = `cli_${randomBytes(4).toString('hex')}`;
+// Created by the tests of `init`.
+const ks = withKeyspace('cli', { create: 'nothing' });
 const { consistencies } = cassandra.types;
 
 interface Run {
@@ -43,7 +50,7 @@ function start(args: readonly string[], options: RunOptions = {}): ChildProcess 
       ...withoutIdgenVariables(process.env),
       IDGEN_CONTACT_POINTS: contactPoints(dc).join(','),
       IDGEN_DC: dc,
-      IDGEN_KEYSPACE: options.keyspace ?? KEYSPACE,
+      IDGEN_KEYSPACE: options.keyspace ?? ks.name,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -192,7 +199,7 @@ let admin: cassandra.Client;
 /** Rows read straight from Cassandra at ALL, to compare the CLI's output with. */
 async function rows(table: 'idgen_grants' | 'idgen_dc_state', sequence: string) {
   const result = await admin.execute(
-    `SELECT * FROM "${KEYSPACE}".${table} WHERE sequence = ? ALLOW FILTERING`,
+    `SELECT * FROM "${ks.name}".${table} WHERE sequence = ? ALLOW FILTERING`,
     [sequence],
     { prepare: true, consistency: consistencies.all },
   );
@@ -226,9 +233,6 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  // The keyspace stays on the local cluster (see TestKeyspace.drop in test/support/cluster.ts).
-  if (clusterInfo().source !== 'local')
-    await admin?.execute(`DROP KEYSPACE IF EXISTS "${KEYSPACE}"`);
   await admin?.shutdown();
 });
 
@@ -273,7 +277,7 @@ describe('idgen-cass preflight', () => {
   });
 
   it('init and seed refuse an unsafe cluster (exit 9) unless --allow-unsafe-cluster, and check a safe one', async () => {
-    const fresh = `${KEYSPACE}_p`;
+    const fresh = `${ks.name}_p`;
     const init = await idgen(['init', '--replication', 'dc1:1'], { keyspace: fresh });
     try {
       if (oracle.unsafe) {
@@ -311,13 +315,13 @@ describe('idgen-cass', () => {
   it('init creates the keyspace and tables, and is safe to re-run', async () => {
     const first = await idgen(['init', '--replication', replication, ...unsafeOk()]);
     expectOk(first);
-    expect(first.stdout).toContain(`Created keyspace "${KEYSPACE}"`);
+    expect(first.stdout).toContain(`Created keyspace "${ks.name}"`);
     const second = await idgen(['init', '--replication', replication, ...unsafeOk()]);
     expectOk(second);
-    expect(second.stdout).toContain(`Keyspace "${KEYSPACE}" exists`);
+    expect(second.stdout).toContain(`Keyspace "${ks.name}" exists`);
     const tables = await admin.execute(
       'SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?',
-      [KEYSPACE],
+      [ks.name],
       { prepare: true },
     );
     expect(tables.rows.map((row) => String(row['table_name'])).sort()).toEqual([
@@ -452,7 +456,7 @@ describe('idgen-cass', () => {
     const after = await idgen(['status', 'stat', '--json', '--sample', '500ms']);
     expectOk(after);
     const report = JSON.parse(after.stdout) as StatusJson;
-    expect(report).toMatchObject({ keyspace: KEYSPACE, dc: 'dc1', serial: { reachable: true } });
+    expect(report).toMatchObject({ keyspace: ks.name, dc: 'dc1', serial: { reachable: true } });
     // Only dc1's nodes are asked; they are unsafe exactly when one of them says periodic.
     const dc1Unsafe = [...oracle.nodes.values()].some(
       (node) => node.dc === 'dc1' && node.commitlogSync === 'periodic',
@@ -592,7 +596,7 @@ describe('idgen-cass', () => {
     const [state] = await rows('idgen_dc_state', 'broken');
     const setLastInteger = (value: unknown) =>
       admin.execute(
-        `UPDATE "${KEYSPACE}".idgen_dc_state SET last_integer = ? WHERE sequence = 'broken' AND dc = 'dc1' IF version = ?`,
+        `UPDATE "${ks.name}".idgen_dc_state SET last_integer = ? WHERE sequence = 'broken' AND dc = 'dc1' IF version = ?`,
         [value, state!['version']],
         {
           prepare: true,
@@ -651,7 +655,7 @@ describe('idgen-cass', () => {
       'installed_grant',
     ];
     const restored = await admin.execute(
-      `UPDATE "${KEYSPACE}".idgen_dc_state SET ${columns.map((c) => `${c} = ?`).join(', ')}, version = ?, op = 'restore' WHERE sequence = 'restored' AND dc = 'dc1' IF version = ?`,
+      `UPDATE "${ks.name}".idgen_dc_state SET ${columns.map((c) => `${c} = ?`).join(', ')}, version = ?, op = 'restore' WHERE sequence = 'restored' AND dc = 'dc1' IF version = ?`,
       [
         ...columns.map((c) => backup![c] as unknown),
         (current!['version'] as cassandra.types.Long).add(1),
@@ -707,7 +711,7 @@ describe('idgen-cass refuses bad input: exit code, one line on stderr, nothing w
     expectOk(await idgen(seed));
     expectOk(await idgen(['next', 'redo', '-n', '5']));
     // As the docs say never to: the grants partition deleted, the state rows left behind.
-    await admin.execute(`DELETE FROM "${KEYSPACE}".idgen_grants WHERE sequence = ?`, ['redo'], {
+    await admin.execute(`DELETE FROM "${ks.name}".idgen_grants WHERE sequence = ?`, ['redo'], {
       prepare: true,
       consistency: consistencies.all,
     });
@@ -721,7 +725,7 @@ describe('idgen-cass refuses bad input: exit code, one line on stderr, nothing w
   });
 
   it('a malformed or unknown replication map: exit 1', async () => {
-    const fresh = `${KEYSPACE}_x`;
+    const fresh = `${ks.name}_x`;
     expectRefused(
       await idgen(['init', '--replication', 'dc1=3'], { keyspace: fresh }),
       1,
@@ -741,7 +745,7 @@ describe('idgen-cass refuses bad input: exit code, one line on stderr, nothing w
   });
 
   it('a keyspace without the idgen tables: exit 1 from every command, seed included', async () => {
-    const bare = `${KEYSPACE}_bare`;
+    const bare = `${ks.name}_bare`;
     // seed's conditional write was once taken for an unknown outcome here: exit 3, "may or may
     // not have been applied", though Cassandra refuses such a statement before any round.
     for (const args of [

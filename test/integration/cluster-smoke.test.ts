@@ -6,20 +6,14 @@ import cassandra from 'cassandra-driver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { currentTopology } from '../../scripts/cluster/nodes.js';
 import { findNode, nodeSpecs } from '../../scripts/cluster/topology.js';
-import { clusterInfo, createTestKeyspace, faults, newClient } from '../support/cluster.js';
-import type { TestKeyspace } from '../support/cluster.js';
+import { clusterInfo, faults, newClient, withKeyspace } from '../support/cluster.js';
 
 const { consistencies } = cassandra.types;
-let ks: TestKeyspace;
+const ks = withKeyspace('smoke', { create: 'empty' });
 
 beforeAll(async () => {
-  ks = await createTestKeyspace('smoke');
   const c = await ks.client('dc1');
   await c.execute(`CREATE TABLE ${ks.name}.kv (p text, r text, v int, PRIMARY KEY ((p), r))`);
-});
-
-afterAll(async () => {
-  await ks?.drop();
 });
 
 /** A conditional write at the given serial level; true if applied. */

@@ -12,14 +12,14 @@ import { promisify } from 'node:util';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { createTestKeyspace, type TestKeyspace } from '../support/cluster.js';
+import { withKeyspace } from '../support/cluster.js';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 let scratch: string;
 let tarball: string;
-let ks: TestKeyspace;
+const ks = withKeyspace('pkg', { create: 'empty' });
 
 beforeAll(async () => {
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'idgen-package-'));
@@ -38,11 +38,9 @@ beforeAll(async () => {
     cwd: scratch,
     maxBuffer: 64 * 1024 * 1024,
   });
-  ks = await createTestKeyspace('pkg');
 }, 600_000);
 
 afterAll(async () => {
-  await ks?.drop();
   if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
 });
 

@@ -17,9 +17,9 @@ import {
   type NodeCheck,
 } from '../../src/index.js';
 import { openClientInDc } from '../../src/store/cassandra/driver-client.js';
-import { createTestKeyspace, newClient, type TestKeyspace } from '../support/cluster.js';
+import { newClient, withKeyspace } from '../support/cluster.js';
 
-let ks: TestKeyspace;
+const ks = withKeyspace('preflight', { create: 'empty' });
 /** What each node reports of itself: commitlog_sync, paxos_state_purging, release_version. */
 const truth = new Map<
   string,
@@ -28,12 +28,7 @@ const truth = new Map<
 let unsafe = false;
 let admin: Admin;
 
-function connection(dc = ks.dcs[0]!) {
-  return { contactPoints: ks.contactPoints(dc), localDataCenter: dc, keyspace: ks.name };
-}
-
 beforeAll(async () => {
-  ks = await createTestKeyspace('preflight');
   for (const dc of ks.dcs) {
     const client = newClient(dc);
     await client.connect();
@@ -62,24 +57,23 @@ beforeAll(async () => {
   }
   unsafe = [...truth.values()].some((node) => node.commitlogSync === 'periodic');
   const result = await initSchema({
-    ...connection(),
+    ...ks.connection(),
     replication: ks.replication,
     allowUnsafeCluster: unsafe,
   });
   expect(result.preflight?.verdict ?? 'skipped').toBe(unsafe ? 'skipped' : 'safe');
-  admin = await openAdmin(connection());
+  admin = await openAdmin(ks.connection());
 }, 300_000);
 
 afterAll(async () => {
   await admin?.close();
-  await ks?.drop();
 });
 
 describe('preflight', () => {
   it('asks every node of every DC, each through its own DC, and reports what it says', async () => {
     for (const dc of ks.dcs) {
       // From any DC the same nodes, the same answers.
-      const report = await preflight(connection(dc));
+      const report = await preflight(ks.connection(dc));
       expect(report.dc).toBe(dc);
       expect(report.nodes.map((n) => n.host).sort()).toEqual([...truth.keys()].sort());
       for (const node of report.nodes) {
@@ -162,7 +156,7 @@ describe('preflight', () => {
 
 describe('check and status on the cluster', () => {
   it('checks healthy rows on consistent reads: ok, nothing unverified', async () => {
-    const ids = await connect(connection());
+    const ids = await connect(ks.connection());
     try {
       await ids.createSequence('orders', { dcRangeSize: 1_000, blockSize: 10 });
       for (let i = 0; i < 25; i++) await ids.sequence('orders').next();
@@ -170,7 +164,7 @@ describe('check and status on the cluster', () => {
       await ids.close();
     }
     for (const dc of ks.dcs) {
-      const from = await openAdmin(connection(dc));
+      const from = await openAdmin(ks.connection(dc));
       try {
         const result = await from.check('orders');
         expect(result).toMatchObject({ verdict: 'ok', violations: [], unverified: [] });

@@ -11,29 +11,18 @@ import { fileURLToPath } from 'node:url';
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
-import { connect, initSchema, type IdGen } from '../../src/index.js';
-import { clusterInfo, createTestKeyspace, faults, type TestKeyspace } from '../support/cluster.js';
+import { connect, type IdGen } from '../../src/index.js';
+import { clusterInfo, faults, withKeyspace } from '../support/cluster.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const MAIN = join(ROOT, 'src/cli/main.ts');
 
-let ks: TestKeyspace;
+const ks = withKeyspace('serve');
 let admin: IdGen;
 const running = new Set<Service>();
 
 beforeAll(async () => {
-  ks = await createTestKeyspace('serve');
-  await initSchema({
-    contactPoints: ks.contactPoints('dc1'),
-    localDataCenter: 'dc1',
-    keyspace: ks.name,
-    replication: ks.replication,
-  });
-  admin = await connect({
-    contactPoints: ks.contactPoints('dc1'),
-    localDataCenter: 'dc1',
-    keyspace: ks.name,
-  });
+  admin = await connect(ks.connection('dc1'));
 });
 
 afterEach(async () => {
@@ -45,7 +34,6 @@ afterEach(async () => {
 
 afterAll(async () => {
   await admin?.close();
-  await ks?.drop();
 });
 
 /** A pino line of a service's stderr. */

@@ -4,9 +4,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import cassandra from 'cassandra-driver';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import * as manager from '../../scripts/cluster/manager.js';
-import { waitForSchemaAgreement } from '../../src/schema.js';
+import { initSchema, waitForSchemaAgreement } from '../../src/schema.js';
 
 export interface ClusterInfo {
   readonly source: 'env' | 'testcontainers' | 'local';
@@ -60,6 +60,8 @@ export interface TestKeyspace {
   readonly dcs: string[];
   readonly replication: Readonly<Record<string, number>>;
   contactPoints(dc: string): string[];
+  /** What `connect()`, `openAdmin()` and `initSchema()` take to reach it from `dc`. */
+  connection(dc?: string): { contactPoints: string[]; localDataCenter: string; keyspace: string };
   /** Cached, DC-local; closed by drop(). */
   client(dc: string): Promise<cassandra.Client>;
   /**
@@ -72,10 +74,10 @@ export interface TestKeyspace {
 }
 
 /**
- * Creates an empty keyspace (NetworkTopologyStrategy with as many replicas per DC as the DC has
- * nodes, at most 3; no tables) named `<prefix>_<random>` and waits until every node has it.
+ * A keyspace named `<prefix>_<random>` (NetworkTopologyStrategy with as many replicas per DC as
+ * the DC has nodes, at most 3), not created yet.
  */
-export async function createTestKeyspace(prefix: string): Promise<TestKeyspace> {
+function testKeyspace(prefix: string): TestKeyspace {
   if (!/^[a-z][a-z0-9_]{0,30}$/.test(prefix)) throw new Error(`Bad keyspace prefix "${prefix}".`);
   const name = `${prefix}_${randomBytes(4).toString('hex')}`;
   const dcs = dcNames();
@@ -91,17 +93,16 @@ export async function createTestKeyspace(prefix: string): Promise<TestKeyspace> 
     }
     return c;
   };
-  const admin = await client(dcs[0]!);
-  const factors = dcs.map((dc) => `'${dc}': ${factor}`).join(', ');
-  await admin.execute(
-    `CREATE KEYSPACE ${name} WITH replication = {'class': 'NetworkTopologyStrategy', ${factors}}`,
-  );
-  await waitForSchemaAgreement(admin);
   return {
     name,
     dcs,
     replication,
     contactPoints,
+    connection: (dc = dcs[0]!) => ({
+      contactPoints: contactPoints(dc),
+      localDataCenter: dc,
+      keyspace: name,
+    }),
     client,
     drop: async () => {
       try {
@@ -113,6 +114,45 @@ export async function createTestKeyspace(prefix: string): Promise<TestKeyspace> 
       }
     },
   };
+}
+
+/** Creates `ks` without tables and waits until every node has it. */
+async function createKeyspace(ks: TestKeyspace): Promise<void> {
+  const admin = await ks.client(ks.dcs[0]!);
+  const factors = Object.entries(ks.replication)
+    .map(([dc, factor]) => `'${dc}': ${factor}`)
+    .join(', ');
+  await admin.execute(
+    `CREATE KEYSPACE ${ks.name} WITH replication = {'class': 'NetworkTopologyStrategy', ${factors}}`,
+  );
+  await waitForSchemaAgreement(admin);
+}
+
+/** Creates an empty keyspace named `<prefix>_<random>` (see {@link withKeyspace}). */
+export async function createTestKeyspace(prefix: string): Promise<TestKeyspace> {
+  const ks = testKeyspace(prefix);
+  await createKeyspace(ks);
+  return ks;
+}
+
+/**
+ * A keyspace `<prefix>_<random>` of the calling test file or describe block: created before its
+ * tests (`create`: with the idgen tables, by `initSchema()` from the first DC; `empty`; or
+ * `nothing`, for tests that create it themselves) and dropped after them (see
+ * {@link TestKeyspace.drop}). Its name is known at once; it exists from the first test on.
+ */
+export function withKeyspace(
+  prefix: string,
+  { create = 'tables' }: { readonly create?: 'tables' | 'empty' | 'nothing' } = {},
+): TestKeyspace {
+  const ks = testKeyspace(prefix);
+  beforeAll(async () => {
+    if (create === 'nothing') return;
+    await createKeyspace(ks);
+    if (create === 'tables') await initSchema({ ...ks.connection(), replication: ks.replication });
+  });
+  afterAll(() => ks.drop());
+  return ks;
 }
 
 /** Fault injection through the local cluster manager; tests that need it run only there. */

@@ -7,9 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import type { Sequence, SequenceStats } from '../../src/index.js';
 import { countsBetween, type WorkerDraw } from './protocol.js';
-import { Histogram } from './stats.js';
-
-const hrNow = (): number => Number(process.hrtime.bigint());
+import { Histogram, hrNow } from './stats.js';
 
 /** After a failed `next()` the loop pauses this long, as a caller backing off would. */
 const FAILURE_PAUSE_MS = 100;

@@ -24,7 +24,7 @@ import type {
   HttpRun,
   HttpServiceInfo,
 } from './results.js';
-import { Histogram, latencySummary, sum } from './stats.js';
+import { Histogram, latencySummary, sum, hrNow } from './stats.js';
 import { formatNs, formatRate } from './report/format.js';
 
 type Log = (line: string) => void;
@@ -48,8 +48,6 @@ const STOP_TIMEOUT_MS = 20_000;
 /** After a failed library call the caller pauses this long, as one backing off would. */
 const FAILURE_PAUSE_MS = 100;
 const MAX_FAILURE_MESSAGES = 3;
-
-const hrNow = (): number => Number(process.hrtime.bigint());
 
 export const AUTOCANNON_VERSION = (
   createRequire(import.meta.url)('autocannon/package.json') as { version: string }

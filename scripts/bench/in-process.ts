@@ -16,6 +16,7 @@ import type { Sequence } from '../../src/index.js';
 import { MAX_BLOCK_SIZE } from '../../src/settings/model.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { BenchSettings, InProcessCandidate, InProcessResult } from './results.js';
+import { hrNow } from './stats.js';
 
 type Log = (line: string) => void;
 
@@ -27,8 +28,6 @@ const SEQUENCE = 'in_process';
 
 /** Keeps results alive so the JIT cannot drop the work that made them. */
 const blackhole = { value: 0 };
-
-const now = (): number => Number(process.hrtime.bigint());
 
 /** A candidate: `run(n)` times `n` IDs and returns the nanoseconds they took. */
 interface Runner extends InProcessCandidate {
@@ -104,9 +103,9 @@ async function runners(store: MemoryStore): Promise<{ list: Runner[]; idgen: Idg
       maxLoop: Infinity,
       run(n) {
         let last = 0;
-        const t0 = now();
+        const t0 = hrNow();
         for (let i = 0; i < n; i++) last = counter.next();
-        const elapsed = now() - t0;
+        const elapsed = hrNow() - t0;
         blackhole.value ^= last;
         return elapsed;
       },
@@ -120,13 +119,13 @@ async function runners(store: MemoryStore): Promise<{ list: Runner[]; idgen: Idg
         const before = handle.stats();
         let last = 0;
         let misses = 0;
-        const t0 = now();
+        const t0 = hrNow();
         for (let i = 0; i < n; i++) {
           const id = handle.tryNext();
           if (id === undefined) misses++;
           else last = id;
         }
-        const elapsed = now() - t0;
+        const elapsed = hrNow() - t0;
         blackhole.value ^= last;
         syncHandle.misses += misses;
         syncHandle.check(handle, before);
@@ -139,9 +138,9 @@ async function runners(store: MemoryStore): Promise<{ list: Runner[]; idgen: Idg
       maxLoop: Infinity,
       async run(n) {
         let last = 0;
-        const t0 = now();
+        const t0 = hrNow();
         for (let i = 0; i < n; i++) last = await asyncCounter();
-        const elapsed = now() - t0;
+        const elapsed = hrNow() - t0;
         blackhole.value ^= last;
         return elapsed;
       },
@@ -154,9 +153,9 @@ async function runners(store: MemoryStore): Promise<{ list: Runner[]; idgen: Idg
         const handle = await asyncHandle.runway(n);
         const before = handle.stats();
         let last = 0;
-        const t0 = now();
+        const t0 = hrNow();
         for (let i = 0; i < n; i++) last = await handle.next();
-        const elapsed = now() - t0;
+        const elapsed = hrNow() - t0;
         blackhole.value ^= last;
         asyncHandle.check(handle, before);
         return elapsed;
@@ -168,9 +167,9 @@ async function runners(store: MemoryStore): Promise<{ list: Runner[]; idgen: Idg
       maxLoop: Infinity,
       run(n) {
         let last = 0n;
-        const t0 = now();
+        const t0 = hrNow();
         for (let i = 0; i < n; i++) last = snowflake.generate();
-        const elapsed = now() - t0;
+        const elapsed = hrNow() - t0;
         blackhole.value ^= Number(last & 0xffffn);
         return elapsed;
       },
@@ -181,9 +180,9 @@ async function runners(store: MemoryStore): Promise<{ list: Runner[]; idgen: Idg
       maxLoop: Infinity,
       run(n) {
         let last = '';
-        const t0 = now();
+        const t0 = hrNow();
         for (let i = 0; i < n; i++) last = randomUUID();
-        const elapsed = now() - t0;
+        const elapsed = hrNow() - t0;
         blackhole.value ^= last.charCodeAt(0);
         return elapsed;
       },
@@ -194,9 +193,9 @@ async function runners(store: MemoryStore): Promise<{ list: Runner[]; idgen: Idg
       maxLoop: Infinity,
       run(n) {
         let last = '';
-        const t0 = now();
+        const t0 = hrNow();
         for (let i = 0; i < n; i++) last = uuidV7();
-        const elapsed = now() - t0;
+        const elapsed = hrNow() - t0;
         blackhole.value ^= last.charCodeAt(0);
         return elapsed;
       },
@@ -209,13 +208,13 @@ async function runners(store: MemoryStore): Promise<{ list: Runner[]; idgen: Idg
 function timerPairNs(): number {
   const n = 200_000;
   let total = 0;
-  const t0 = now();
+  const t0 = hrNow();
   for (let i = 0; i < n; i++) {
     const a = process.hrtime.bigint();
     const b = process.hrtime.bigint();
     total += Number(b - a);
   }
-  const elapsed = now() - t0;
+  const elapsed = hrNow() - t0;
   blackhole.value ^= total;
   return elapsed / n;
 }

@@ -6,12 +6,10 @@
 import cassandra from 'cassandra-driver';
 
 import type { NaiveRun } from './results.js';
-import { Histogram, latencySummary } from './stats.js';
+import { Histogram, latencySummary, hrNow } from './stats.js';
 
 const { consistencies } = cassandra.types;
 const Long = cassandra.types.Long;
-const hrNow = (): number => Number(process.hrtime.bigint());
-
 const CAS = {
   prepare: true,
   consistency: consistencies.localQuorum,

@@ -17,14 +17,12 @@ import type {
   DrawRun,
   NaiveRun,
 } from './results.js';
-import { Histogram, latencySummary, sum } from './stats.js';
+import { Histogram, latencySummary, sum, hrNow } from './stats.js';
 import { formatCount, formatNs, formatRate } from './report/format.js';
 
 type Log = (line: string) => void;
 
 const MODES: readonly DrawMode[] = ['tight', 'paced'];
-const hrNow = (): number => Number(process.hrtime.bigint());
-
 /** One run of every process, as one row: rates summed, latencies merged, counters added. */
 export function combineDraws(draws: readonly WorkerDraw[]): DrawRun {
   const histogram = new Histogram();

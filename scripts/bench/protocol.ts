@@ -4,7 +4,7 @@
  */
 import type { SequenceStats } from '../../src/index.js';
 import type { AllocatorCounts, BurstRun, DcStateTimings, DrawMode } from './results.js';
-import type { SerializedHistogram } from './stats.js';
+import { sum, type SerializedHistogram } from './stats.js';
 
 /** Draw IDs of `sequence` for `warmupMs`, then for `durationMs` measured. */
 export interface DrawCommand {
@@ -121,36 +121,28 @@ export type WorkerMessage =
   | { readonly type: 'scaled'; readonly result: WorkerScaleDraw }
   | { readonly type: 'failed'; readonly message: string };
 
+const COUNT_KEYS: readonly (keyof AllocatorCounts)[] = [
+  'waits',
+  'blocksClaimed',
+  'rangesGranted',
+  'lwtWrites',
+  'serialReads',
+  'localSerialReads',
+  'casRejections',
+  'casUnknown',
+  'errors',
+];
+
 /** The counters that moved between two stats snapshots of one handle. */
 export function countsBetween(before: SequenceStats, after: SequenceStats): AllocatorCounts {
-  return {
-    waits: after.waits - before.waits,
-    blocksClaimed: after.blocksClaimed - before.blocksClaimed,
-    rangesGranted: after.rangesGranted - before.rangesGranted,
-    lwtWrites: after.lwtWrites - before.lwtWrites,
-    serialReads: after.serialReads - before.serialReads,
-    localSerialReads: after.localSerialReads - before.localSerialReads,
-    casRejections: after.casRejections - before.casRejections,
-    casUnknown: after.casUnknown - before.casUnknown,
-    errors: after.errors - before.errors,
-  };
+  return Object.fromEntries(
+    COUNT_KEYS.map((key) => [key, after[key] - before[key]]),
+  ) as unknown as AllocatorCounts;
 }
 
 /** Sum of several processes' counters. */
 export function addCounts(all: readonly AllocatorCounts[]): AllocatorCounts {
-  const total = {
-    waits: 0,
-    blocksClaimed: 0,
-    rangesGranted: 0,
-    lwtWrites: 0,
-    serialReads: 0,
-    localSerialReads: 0,
-    casRejections: 0,
-    casUnknown: 0,
-    errors: 0,
-  };
-  for (const counts of all) {
-    for (const key of Object.keys(total) as (keyof AllocatorCounts)[]) total[key] += counts[key];
-  }
-  return total;
+  return Object.fromEntries(
+    COUNT_KEYS.map((key) => [key, sum(all.map((counts) => counts[key]))]),
+  ) as unknown as AllocatorCounts;
 }

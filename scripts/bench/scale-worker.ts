@@ -17,10 +17,8 @@ import {
   type ScaleCommand,
   type WorkerScaleDraw,
 } from './protocol.js';
-import { Histogram, sum } from './stats.js';
+import { Histogram, sum, hrNow } from './stats.js';
 import { addTimings, TimedStore, timingsBetween } from './timings.js';
-
-const hrNow = (): number => Number(process.hrtime.bigint());
 
 /** Distinct failure messages a process reports. */
 const MAX_FAILURE_MESSAGES = 3;

@@ -5,6 +5,7 @@
  */
 import os from 'node:os';
 
+import type { CreateSequenceOptions } from '../../src/index.js';
 import { resolveSequenceSettings } from '../../src/settings/resolve.js';
 import type { BenchCluster } from './cluster.js';
 import type { Fleet } from './fleet.js';
@@ -20,13 +21,7 @@ import type {
 } from './results.js';
 import { Histogram, latencySummary, sum } from './stats.js';
 import { addTimings } from './timings.js';
-import {
-  SCALE_VARIANTS,
-  scaleSequenceOptions,
-  supportedAdaptiveOptions,
-  type ScaleSequenceOptions,
-  type ScaleVariant,
-} from './scale-variants.js';
+import { SCALE_VARIANTS, scaleSequenceOptions } from './scale-variants.js';
 import { formatCount, formatNs, formatRate } from './report/format.js';
 
 type Log = (line: string) => void;
@@ -43,7 +38,7 @@ function numericEntries(object: object): Record<string, number> {
 }
 
 /** The options as given: the numeric ones, and the domain by name (it picks the default sizes). */
-function givenOptions(options: ScaleSequenceOptions): Record<string, number | string> {
+function givenOptions(options: CreateSequenceOptions): Record<string, number | string> {
   return {
     ...(options.domain === undefined ? {} : { domain: options.domain }),
     ...numericEntries(options),
@@ -148,18 +143,9 @@ export async function measureScale(
   fleet: Fleet,
   log: Log,
 ): Promise<ScaleResult> {
-  const supported = supportedAdaptiveOptions();
-  const runnable: { variant: ScaleVariant; options: ScaleSequenceOptions }[] = [];
-  const skipped: string[] = [];
-  for (const variant of SCALE_VARIANTS.filter((v) => settings.scaleVariants.includes(v.key))) {
-    const options = scaleSequenceOptions(variant, supported);
-    if (options === undefined) {
-      skipped.push(
-        `${variant.label}: this build's \`createSequence\` lacks the adaptive options it needs (\`maxBlockSize\`${variant.autonomySeconds === undefined ? '' : ', `autonomySeconds`'})`,
-      );
-    } else runnable.push({ variant, options });
-  }
-  for (const line of skipped) log(`scale: skipped ${line}`);
+  const runnable = SCALE_VARIANTS.filter((v) => settings.scaleVariants.includes(v.key)).map(
+    (variant) => ({ variant, options: scaleSequenceOptions(variant) }),
+  );
 
   const warmupMs = settings.scaleWarmupSeconds * 1000;
   const durationMs = settings.scaleSeconds * 1000;
@@ -226,7 +212,7 @@ export async function measureScale(
   }));
   return {
     variants,
-    skipped,
+    skipped: [],
     layout:
       `instances spread evenly over the ${settings.processesPerDc} allocator processes of each DC (fewer processes when N is smaller); ` +
       'each instance has its own IdGen, store and sequence handle, and the instances of one process share its one driver client (one connection per local node)',

@@ -175,6 +175,9 @@ export function latencyFigures(runs: readonly { latency: LatencySummary }[]): La
   };
 }
 
+/** `process.hrtime` now, in nanoseconds. */
+export const hrNow = (): number => Number(process.hrtime.bigint());
+
 /** Sum of `values`. */
 export function sum(values: readonly number[]): number {
   let total = 0;

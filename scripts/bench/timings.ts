@@ -4,8 +4,7 @@
  */
 import type { IdStore } from '../../src/store/port.js';
 import type { DcStateTimings, Timing } from './results.js';
-
-const hrNow = (): number => Number(process.hrtime.bigint());
+import { hrNow, sum } from './stats.js';
 
 type Key = keyof DcStateTimings;
 const KEYS: readonly Key[] = [
@@ -16,48 +15,25 @@ const KEYS: readonly Key[] = [
   'backoffs',
 ];
 
-export function emptyTimings(): DcStateTimings {
-  const zero: Timing = { count: 0, totalNs: 0 };
-  return {
-    reads: zero,
-    appliedWrites: zero,
-    rejectedWrites: zero,
-    unknownWrites: zero,
-    backoffs: zero,
-  };
-}
+const byKey = (timing: (key: Key) => Timing): DcStateTimings =>
+  Object.fromEntries(KEYS.map((key) => [key, timing(key)])) as Record<Key, Timing>;
+
+export const emptyTimings = (): DcStateTimings => addTimings([]);
 
 /** Sum of several timings. */
 export function addTimings(all: readonly DcStateTimings[]): DcStateTimings {
-  const total: Record<Key, { count: number; totalNs: number }> = {
-    reads: { count: 0, totalNs: 0 },
-    appliedWrites: { count: 0, totalNs: 0 },
-    rejectedWrites: { count: 0, totalNs: 0 },
-    unknownWrites: { count: 0, totalNs: 0 },
-    backoffs: { count: 0, totalNs: 0 },
-  };
-  for (const timings of all) {
-    for (const key of KEYS) {
-      total[key].count += timings[key].count;
-      total[key].totalNs += timings[key].totalNs;
-    }
-  }
-  return total;
+  return byKey((key) => ({
+    count: sum(all.map((t) => t[key].count)),
+    totalNs: sum(all.map((t) => t[key].totalNs)),
+  }));
 }
 
 /** `after − before`, key by key. */
 export function timingsBetween(before: DcStateTimings, after: DcStateTimings): DcStateTimings {
-  const diff = (key: Key): Timing => ({
+  return byKey((key) => ({
     count: after[key].count - before[key].count,
     totalNs: after[key].totalNs - before[key].totalNs,
-  });
-  return {
-    reads: diff('reads'),
-    appliedWrites: diff('appliedWrites'),
-    rejectedWrites: diff('rejectedWrites'),
-    unknownWrites: diff('unknownWrites'),
-    backoffs: diff('backoffs'),
-  };
+  }));
 }
 
 /** Mean nanoseconds of one call; NaN when none was made. */

@@ -19,9 +19,7 @@ import type {
 import { countsBetween } from './protocol.js';
 import type { BurstRun } from './results.js';
 import { ScaleInstances } from './scale-worker.js';
-import { Histogram, latencySummary } from './stats.js';
-
-const hrNow = (): number => Number(process.hrtime.bigint());
+import { Histogram, latencySummary, hrNow } from './stats.js';
 
 function send(message: WorkerMessage): void {
   process.send?.(message);

@@ -29,12 +29,7 @@ import type {
 import { instanceShare } from '../../scripts/bench/fleet.js';
 import { combineScale } from '../../scripts/bench/scale.js';
 import { firstIds, loopDelayMs, ScaleInstances } from '../../scripts/bench/scale-worker.js';
-import {
-  ADAPTIVE_OPTIONS,
-  SCALE_VARIANTS,
-  scaleSequenceOptions,
-  supportedAdaptiveOptions,
-} from '../../scripts/bench/scale-variants.js';
+import { SCALE_VARIANTS, scaleSequenceOptions } from '../../scripts/bench/scale-variants.js';
 import { figure, Histogram } from '../../scripts/bench/stats.js';
 import { emptyTimings, TimedStore } from '../../scripts/bench/timings.js';
 
@@ -459,7 +454,6 @@ describe('scale report section', () => {
 
 describe('scale phase parts', () => {
   it('pins fixed variants and leaves the adaptive one to its defaults', () => {
-    const all = new Set(ADAPTIVE_OPTIONS);
     const byKey = (key: string) => SCALE_VARIANTS.find((variant) => variant.key === key);
     const [fixed100, adaptive, adaptiveLarge, adaptive60, fixed100Sharded, adaptiveSharded] = [
       'fixed100',
@@ -470,36 +464,29 @@ describe('scale phase parts', () => {
       'adaptiveSharded',
     ].map(byKey);
     // The defaults before shards: one shard, named (its first ranges are left to scale.ts).
-    expect(scaleSequenceOptions(byKey('adaptiveOneShard')!, all)).toEqual({ shards: 1 });
-    expect(scaleSequenceOptions(fixed100!, all)).toEqual({
+    expect(scaleSequenceOptions(byKey('adaptiveOneShard')!)).toEqual({ shards: 1 });
+    expect(scaleSequenceOptions(fixed100!)).toEqual({
       blockSize: 100,
       dcRangeSize: 100_000,
       maxBlockSize: 100,
       maxDcRangeSize: 100_000,
       autonomySeconds: 0,
     });
-    expect(scaleSequenceOptions(adaptive!, all)).toEqual({});
-    expect(scaleSequenceOptions(adaptive60!, all)).toEqual({ autonomySeconds: 60 });
+    expect(scaleSequenceOptions(adaptive!)).toEqual({});
+    expect(scaleSequenceOptions(adaptive60!)).toEqual({ autonomySeconds: 60 });
     // Large blocks: DC ranges at least a block, in a domain that holds many such ranges.
-    expect(scaleSequenceOptions(adaptiveLarge!, all)).toEqual({
+    expect(scaleSequenceOptions(adaptiveLarge!)).toEqual({
       autonomySeconds: 60,
       domain: 'safe53',
       dcRangeSize: 10_000_000,
       maxBlockSize: 10_000_000,
     });
     // A 64-bit domain's defaults: the domain alone, so that its sizes are the library's.
-    expect(scaleSequenceOptions(byKey('adaptive53')!, all)).toEqual({ domain: 'safe53' });
+    expect(scaleSequenceOptions(byKey('adaptive53')!)).toEqual({ domain: 'safe53' });
     expect(resolveSequenceSettings('s', { domain: 'safe53' })).toMatchObject({
       maxBlockSize: 10_000_000,
     });
-    // A build without adaptive sizing: fixed blocks as before, no adaptive variant.
-    expect(scaleSequenceOptions(fixed100!, new Set())).toEqual({
-      blockSize: 100,
-      dcRangeSize: 100_000,
-    });
-    expect(scaleSequenceOptions(adaptive!, new Set())).toBeUndefined();
-    // Shards where the build has them; a build without them cannot run those variants.
-    expect(scaleSequenceOptions(fixed100Sharded!, all)).toEqual({
+    expect(scaleSequenceOptions(fixed100Sharded!)).toEqual({
       shards: 4,
       blockSize: 100,
       dcRangeSize: 100_000,
@@ -507,17 +494,13 @@ describe('scale phase parts', () => {
       maxDcRangeSize: 100_000,
       autonomySeconds: 0,
     });
-    expect(scaleSequenceOptions(adaptiveSharded!, all)).toEqual({ shards: 8 });
-    const withoutShards = new Set(ADAPTIVE_OPTIONS.filter((option) => option !== 'shards'));
-    expect(scaleSequenceOptions(fixed100Sharded!, withoutShards)).toBeUndefined();
-    expect(scaleSequenceOptions(adaptiveSharded!, withoutShards)).toBeUndefined();
+    expect(scaleSequenceOptions(adaptiveSharded!)).toEqual({ shards: 8 });
   });
 
   it("writes options this build's createSequence accepts", () => {
-    const supported = supportedAdaptiveOptions();
     for (const variant of SCALE_VARIANTS) {
-      const options = scaleSequenceOptions(variant, supported);
-      if (options !== undefined) expect(() => resolveSequenceSettings('s', options)).not.toThrow();
+      const options = scaleSequenceOptions(variant);
+      expect(() => resolveSequenceSettings('s', options)).not.toThrow();
     }
   });
 

@@ -1,39 +1,14 @@
 /**
- * Every error a user can cause or meet is an {@link IdGenError} with a stable `code`.
- * Messages say what happened, with the numbers, and what to do.
+ * Every error a user can cause or meet is an {@link IdGenError} with a stable `code` and its
+ * facts as properties. A message says what happened, with the numbers, then what to do in the
+ * library's terms (options, calls); the CLI replaces that advice with its own by `code`.
  */
 
 import { dcOfGrantee, NAME_RULES, type NameKind } from './names.js';
 import type { StoreLevel } from './store/port.js';
 
-/** Stable error codes; part of the public API. */
-export type IdGenErrorCode =
-  | 'IDGEN_INVALID_OPTION'
-  | 'IDGEN_INVALID_NAME'
-  | 'IDGEN_INVALID_COUNT'
-  | 'IDGEN_SEQUENCE_NOT_FOUND'
-  | 'IDGEN_SEQUENCE_EXISTS'
-  | 'IDGEN_SEQUENCE_EXHAUSTED'
-  | 'IDGEN_DOMAIN_NEEDS_BIGINT'
-  | 'IDGEN_SERIAL_UNAVAILABLE'
-  | 'IDGEN_STORE_UNAVAILABLE'
-  | 'IDGEN_INVARIANT_BROKEN'
-  | 'IDGEN_CONTENTION'
-  | 'IDGEN_STATE_ROLLED_BACK'
-  | 'IDGEN_SEQUENCE_RECREATED'
-  | 'IDGEN_UNSAFE_CLUSTER'
-  | 'IDGEN_DEADLINE_EXCEEDED'
-  | 'IDGEN_ABORTED'
-  | 'IDGEN_AUTH_FAILED'
-  | 'IDGEN_CLOSED';
-
-/**
- * Whether each code's failure may pass by itself (see {@link IdGenError.retryable}). A new code
- * must be added here to compile.
- *
- * @internal
- */
-export const RETRYABLE: Readonly<Record<IdGenErrorCode, boolean>> = Object.freeze({
+/** Each code, and whether its failure may pass by itself (IdGenError.retryable). @internal */
+export const RETRYABLE = Object.freeze({
   IDGEN_STORE_UNAVAILABLE: true,
   IDGEN_SERIAL_UNAVAILABLE: true,
   IDGEN_DEADLINE_EXCEEDED: true,
@@ -54,6 +29,9 @@ export const RETRYABLE: Readonly<Record<IdGenErrorCode, boolean>> = Object.freez
   IDGEN_CLOSED: false,
 });
 
+/** Stable error codes; part of the public API. */
+export type IdGenErrorCode = keyof typeof RETRYABLE;
+
 /** What a message says happened, before its advice; off the error, so that logs show `message`. */
 const FACTS = new WeakMap<IdGenError, string>();
 
@@ -67,10 +45,8 @@ export class IdGenError extends Error {
   readonly code: IdGenErrorCode;
   /**
    * Whether the same call, made again later unchanged, may succeed (Cassandra or SERIAL out of
-   * reach or slow, lost races, a deadline); false when something must change first, for a closed
-   * allocator or handle, and for an aborted call. Says nothing of whether the failed call took
-   * effect: a write whose outcome is unknown ({@link StoreUnavailableError}) may have been
-   * applied.
+   * reach or slow, lost races, a deadline). Says nothing of whether the failed call took effect:
+   * a write whose outcome is unknown ({@link StoreUnavailableError}) may have been applied.
    *
    * @example
    * ```ts
@@ -87,8 +63,15 @@ export class IdGenError extends Error {
    * ```
    */
   readonly retryable: boolean;
-  constructor(code: IdGenErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+
+  /** @param message what happened; `options.advice`, what to do, follows it in `message`. */
+  constructor(
+    code: IdGenErrorCode,
+    message: string,
+    { advice, ...options }: { cause?: unknown; advice?: string } = {},
+  ) {
+    super(advice === undefined ? message : `${message} ${advice}`, options);
+    if (advice !== undefined) FACTS.set(this, message);
     this.name = new.target.name;
     this.code = code;
     this.retryable = RETRYABLE[code];
@@ -106,22 +89,18 @@ export class InvalidOptionError extends IdGenError {
   /** The value given; undefined where {@link ShownValue} keeps it back. */
   readonly received: unknown;
 
-  /**
-   * @param shown how much of `received` the message shows and the error keeps: messages and
-   *   error objects end up in logs.
-   */
+  /** @param shown how much of `received` the message shows and the error keeps (both are logged). */
   constructor(
     readonly option: string,
     received: unknown,
     readonly allowed: string,
     shown: ShownValue = 'value',
   ) {
-    super(
-      'IDGEN_INVALID_OPTION',
+    const what =
       shown === 'unknown-key'
-        ? `Invalid option "${option}": no such option (its value is not shown); allowed: ${allowed}.`
-        : `Invalid option "${option}": received ${receivedText(received, shown)}; allowed: ${allowed}.`,
-    );
+        ? 'no such option (its value is not shown)'
+        : `received ${receivedText(received, shown)}`;
+    super('IDGEN_INVALID_OPTION', `Invalid option "${option}": ${what}; allowed: ${allowed}.`);
     this.received = shown === 'value' ? received : undefined;
   }
 }
@@ -132,10 +111,8 @@ export class InvalidNameError extends IdGenError {
     readonly kind: NameKind,
     readonly received: unknown,
   ) {
-    super(
-      'IDGEN_INVALID_NAME',
-      `Invalid ${kind} name ${describe(received)}: ${NAME_RULES[kind].rule}.`,
-    );
+    const rule = NAME_RULES[kind].rule;
+    super('IDGEN_INVALID_NAME', `Invalid ${kind} name ${describe(received)}: ${rule}.`);
   }
 }
 
@@ -150,15 +127,16 @@ export class InvalidCountError extends IdGenError {
     readonly maxCount: number,
     readonly limitedBy: 'block' | 'maxBlock' | 'range' = 'block',
   ) {
+    const count = describe(received);
     const bound =
       limitedBy === 'block'
         ? "the sequence's block size, blockSize"
         : "the sequence's largest block, maxBlockSize";
     super(
       'IDGEN_INVALID_COUNT',
-      limitedBy !== 'range'
-        ? `Invalid count ${describe(received)}: take() needs an integer from 1 to ${maxCount} (${bound}; raise it with alterSequence()).`
-        : `Invalid count ${describe(received)}: the DC now holds ranges of only ${maxCount} IDs, so take() cannot get ${describe(received)} contiguous IDs; ask for at most ${maxCount}, or raise dcRangeSize with alterSequence(). Nothing was skipped.`,
+      limitedBy === 'range'
+        ? `Invalid count ${count}: the DC now holds ranges of only ${maxCount} IDs, so take() cannot get ${count} contiguous IDs; ask for at most ${maxCount}, or raise dcRangeSize with alterSequence(). Nothing was skipped.`
+        : `Invalid count ${count}: take() needs an integer from 1 to ${maxCount} (${bound}; raise it with alterSequence()).`,
     );
   }
 }
@@ -168,12 +146,11 @@ export class SequenceNotFoundError extends IdGenError {
     readonly sequence: string,
     readonly keyspace: string,
   ) {
-    const facts = `Sequence "${sequence}" not found in keyspace "${keyspace}".`;
     super(
       'IDGEN_SEQUENCE_NOT_FOUND',
-      `${facts} Create it with ids.createSequence(${JSON.stringify(sequence)}).`,
+      `Sequence "${sequence}" not found in keyspace "${keyspace}".`,
+      { advice: `Create it with ids.createSequence(${JSON.stringify(sequence)}).` },
     );
-    FACTS.set(this, facts);
   }
 }
 
@@ -184,10 +161,9 @@ export const CREATOR_UNKNOWN =
 export class SequenceExistsError extends IdGenError {
   /**
    * @param differences with `ifNotExists`: how the existing sequence's IDs differ from those
-   * asked (`start 1 (asked 48213578)`); empty when the create was not `ifNotExists`.
-   * @param createdBy `another` create (another op, or other IDs: this create was never
-   * applied), or `unknown` (last written by an alter: a create can be applied yet reported
-   * rejected or timed out, and an alter replaces its op).
+   *   asked (`start 1 (asked 48213578)`); empty when the create was not `ifNotExists`.
+   * @param createdBy `another` create (this one was never applied), or `unknown`: last written
+   *   by an alter, see {@link CREATOR_UNKNOWN}.
    */
   constructor(
     readonly sequence: string,
@@ -195,19 +171,21 @@ export class SequenceExistsError extends IdGenError {
     readonly differences: readonly string[] = [],
     readonly createdBy: 'another' | 'unknown' = 'another',
   ) {
-    const facts =
-      differences.length > 0
-        ? `Sequence "${sequence}" already exists in keyspace "${keyspace}" with other IDs than asked: ${differences.join(', ')}; nothing was changed.`
-        : createdBy === 'unknown'
-          ? `Sequence "${sequence}" exists in keyspace "${keyspace}", but whether this create made it cannot be told: ${CREATOR_UNKNOWN}.`
-          : `Sequence "${sequence}" already exists in keyspace "${keyspace}"; nothing was changed.`;
+    const where = `Sequence "${sequence}" already exists in keyspace "${keyspace}"`;
     super(
       'IDGEN_SEQUENCE_EXISTS',
       differences.length > 0
-        ? `${facts} A sequence's min, max and start never change (alterSequence() changes sizes only): to hand out the IDs asked, create a sequence under another name.`
-        : `${facts} Change its sizes with alterSequence(), or pass ifNotExists to accept it as it is.`,
+        ? `${where} with other IDs than asked: ${differences.join(', ')}; nothing was changed.`
+        : createdBy === 'unknown'
+          ? `Sequence "${sequence}" exists in keyspace "${keyspace}", but whether this create made it cannot be told: ${CREATOR_UNKNOWN}.`
+          : `${where}; nothing was changed.`,
+      {
+        advice:
+          differences.length > 0
+            ? "A sequence's min, max and start never change (alterSequence() changes sizes only): to hand out the IDs asked, create a sequence under another name."
+            : 'Change its sizes with alterSequence(), or pass ifNotExists to accept it as it is.',
+      },
     );
-    FACTS.set(this, facts);
   }
 }
 
@@ -243,15 +221,10 @@ export class DomainNeedsBigIntError extends IdGenError {
  * (Paxos over all DCs) cannot be reached, e.g. during a DC partition, or timed out.
  */
 export class SerialUnavailableError extends IdGenError {
-  /**
-   * The SERIAL failure was a timeout, not a refusal: it may also be contention on the grants
-   * partition or overload, so the message does not claim a partition.
-   */
+  /** A timeout, not a refusal: also contention or overload, so no partition is claimed. */
   readonly timedOut: boolean;
 
-  /**
-   * @param dc the grantee: a DC, or a shard of one (`dc1/3`), whose ranges `dcRemaining` counts.
-   */
+  /** @param dc the grantee: a DC, or a shard of one (`dc1/3`), whose ranges `dcRemaining` counts. */
   constructor(
     readonly sequence: string,
     readonly dc: string,
@@ -262,18 +235,19 @@ export class SerialUnavailableError extends IdGenError {
     const owner = dcOfGrantee(dc);
     const shard = owner !== undefined && owner !== dc;
     const from = shard ? `DC "${owner}"` : `DC "${dc}"`;
-    const holder = shard ? `its shard "${dc}"` : 'the DC';
-    const facts = timedOut
-      ? `Sequence "${sequence}": SERIAL operations from ${from} timed out, so no new DC range could be granted, and ${holder} has ${dcRemaining} IDs left in its ranges. SERIAL times out when many processes ask for DC ranges at once (as when they all start on a fresh sequence), when the cluster is overloaded, or while datacenters are being cut off.`
-      : `Sequence "${sequence}": SERIAL consistency is unreachable from ${from}, so no new DC range can be granted, and ${holder} has ${dcRemaining} IDs left in its ranges.`;
+    const left = `${shard ? `its shard "${dc}"` : 'the DC'} has ${dcRemaining} IDs left in its ranges`;
     super(
       'IDGEN_SERIAL_UNAVAILABLE',
       timedOut
-        ? `${facts} Check the nodes' load and openAdmin().status(); larger DC ranges (dcRangeSize or autonomySeconds, through alterSequence()) make grants rarer.`
-        : `${facts} Restore connectivity between datacenters, or size dcRangeSize for longer partitions (alterSequence(); docs/sizing.md).`,
-      options,
+        ? `Sequence "${sequence}": SERIAL operations from ${from} timed out, so no new DC range could be granted, and ${left}. SERIAL times out when many processes ask for DC ranges at once (as when they all start on a fresh sequence), when the cluster is overloaded, or while datacenters are being cut off.`
+        : `Sequence "${sequence}": SERIAL consistency is unreachable from ${from}, so no new DC range can be granted, and ${left}.`,
+      {
+        ...options,
+        advice: timedOut
+          ? "Check the nodes' load and openAdmin().status(); larger DC ranges (dcRangeSize or autonomySeconds, through alterSequence()) make grants rarer."
+          : 'Restore connectivity between datacenters, or size dcRangeSize for longer partitions (alterSequence(); docs/sizing.md).',
+      },
     );
-    FACTS.set(this, facts);
     this.timedOut = timedOut;
   }
 }
@@ -283,17 +257,19 @@ export class StoreUnavailableError extends IdGenError {
   /** A timeout rather than a refusal: as often contention or overload as a node down. */
   readonly timedOut: boolean;
 
+  /** @param detail what failed, in a few words, without advice. */
   constructor(
     readonly level: StoreLevel,
     readonly operation: string,
-    /** What failed, in a few words, without the advice the message adds. */
     readonly detail: string,
-    options?: { cause?: unknown; timedOut?: boolean },
+    { timedOut = false, ...options }: { cause?: unknown; timedOut?: boolean } = {},
   ) {
-    const timedOut = options?.timedOut === true;
+    const busy = timedOut
+      ? ', and how busy they are: a timeout also comes from many processes contending for one partition, or from an overloaded cluster'
+      : '';
     super(
       'IDGEN_STORE_UNAVAILABLE',
-      `Cassandra is unavailable at ${levelName(level)} for ${operation}: ${detail.replace(/\.+$/, '')}. Check that the contact points are reachable and the nodes of the DC are up${timedOut ? ', and how busy they are: a timeout also comes from many processes contending for one partition, or from an overloaded cluster' : ''}.`,
+      `Cassandra is unavailable at ${LEVEL_NAMES[level]} for ${operation}: ${detail.replace(/\.+$/, '')}. Check that the contact points are reachable and the nodes of the DC are up${busy}.`,
       options,
     );
     this.timedOut = timedOut;
@@ -307,13 +283,15 @@ export class AuthenticationError extends IdGenError {
     detail: string,
     options?: { cause?: unknown },
   ) {
-    const facts = `Cassandra at ${contactPoints} refused to authenticate: ${detail}.`;
     super(
       'IDGEN_AUTH_FAILED',
-      `${facts} Check the username and password options (or the authProvider) and that the role may log in.`,
-      options,
+      `Cassandra at ${contactPoints} refused to authenticate: ${detail}.`,
+      {
+        ...options,
+        advice:
+          'Check the username and password options (or the authProvider) and that the role may log in.',
+      },
     );
-    FACTS.set(this, facts);
   }
 }
 
@@ -323,12 +301,13 @@ export class InvariantError extends IdGenError {
     readonly sequence: string,
     readonly detail: string,
   ) {
-    const facts = `Sequence "${sequence}": stored state breaks an invariant (${detail}); refusing to allocate.`;
     super(
       'IDGEN_INVARIANT_BROKEN',
-      `${facts} Run openAdmin().check(${JSON.stringify(sequence)}) and repair the rows before retrying.`,
+      `Sequence "${sequence}": stored state breaks an invariant (${detail}); refusing to allocate.`,
+      {
+        advice: `Run openAdmin().check(${JSON.stringify(sequence)}) and repair the rows before retrying.`,
+      },
     );
-    FACTS.set(this, facts);
   }
 }
 
@@ -344,15 +323,15 @@ export class ContentionError extends IdGenError {
     readonly operation: string,
     readonly attempts: number,
   ) {
+    const advice =
+      operation === ALTER_OPERATION
+        ? 'Other alters kept changing the settings first: retry once they are done.'
+        : operation === RETIRE_OPERATION
+          ? "The DC's processes kept writing its state first: stop the sequence's processes in this DC, then retire again."
+          : 'Raise the block size so processes claim less often.';
     super(
       'IDGEN_CONTENTION',
-      `Sequence "${sequence}": ${operation} lost ${attempts} compare-and-set races in a row. ${
-        operation === ALTER_OPERATION
-          ? 'Other alters kept changing the settings first: retry once they are done.'
-          : operation === RETIRE_OPERATION
-            ? "The DC's processes kept writing its state first: stop the sequence's processes in this DC, then retire again."
-            : 'Raise the block size so processes claim less often.'
-      }`,
+      `Sequence "${sequence}": ${operation} lost ${attempts} compare-and-set races in a row. ${advice}`,
     );
   }
 }
@@ -368,18 +347,19 @@ export class StateRolledBackError extends IdGenError {
     readonly dc: string,
     readonly detail: string,
   ) {
-    const facts = `Sequence "${sequence}": the rows DC "${dc}" allocates from went back (${detail}); acknowledged writes were lost, as when replicas crash with commitlog_sync: periodic. Refusing to allocate, since IDs could be handed out twice.`;
     super(
       'IDGEN_STATE_ROLLED_BACK',
-      `${facts} Stop this sequence's processes in the DC, run preflight(), then ids.retireDcRanges(${JSON.stringify(sequence)}) from the DC before allocating again (docs/operations.md, "When rows went back").`,
+      `Sequence "${sequence}": the rows DC "${dc}" allocates from went back (${detail}); acknowledged writes were lost, as when replicas crash with commitlog_sync: periodic. Refusing to allocate, since IDs could be handed out twice.`,
+      {
+        advice: `Stop this sequence's processes in the DC, run preflight(), then ids.retireDcRanges(${JSON.stringify(sequence)}) from the DC before allocating again (docs/operations.md, "When rows went back").`,
+      },
     );
-    FACTS.set(this, facts);
   }
 }
 
 /**
- * Rows of an earlier sequence of the same name (deleted by hand and seeded again) are in the
- * way: they, or processes still running with it, would hand out its IDs again. `seed` refuses;
+ * Rows of an earlier sequence of the same name (deleted by hand and created again) are in the
+ * way: they, or processes still running with it, would hand out its IDs again. A create refuses;
  * a process refuses such a DC-state row, and stops (dropping its IDs) when its sequence was
  * created again.
  */
@@ -397,19 +377,21 @@ export class SequenceRecreatedError extends IdGenError {
 
 /**
  * A node runs a setting under which acknowledged writes can be lost or Paxos is not safe (see
- * `preflight()`); `initSchema()`, and the CLI's `init` and `seed`, refuse unless overridden.
+ * `preflight()`); `initSchema()` and creates refuse unless overridden.
  */
 export class UnsafeClusterError extends IdGenError {
+  /** @param override what the caller passes to go ahead anyway (`{ allowUnsafeCluster: true }`). */
   constructor(
     readonly problems: readonly string[],
     readonly override: string,
   ) {
-    const facts = `The cluster is not safe for allocating IDs: ${problems.join('; ')}.`;
     super(
       'IDGEN_UNSAFE_CLUSTER',
-      `${facts} Fix the nodes' settings (docs/design.md, "What the cluster must guarantee"), or pass ${override} if you accept that a crash can hand out IDs twice.`,
+      `The cluster is not safe for allocating IDs: ${problems.join('; ')}.`,
+      {
+        advice: `Fix the nodes' settings (docs/design.md, "What the cluster must guarantee"), or pass ${override} if you accept that a crash can hand out IDs twice.`,
+      },
     );
-    FACTS.set(this, facts);
   }
 }
 
@@ -423,19 +405,25 @@ export class DeadlineError extends IdGenError {
   constructor(
     readonly sequence: string,
     readonly timeoutMs: number,
-    options?: { cause?: unknown; timeoutSetting?: string },
+    { timeoutSetting, ...options }: { cause?: unknown; timeoutSetting?: string } = {},
   ) {
-    const contention = options?.cause instanceof ContentionError ? options.cause : undefined;
-    const facts = `Sequence "${sequence}": no ID within ${timeoutMs} ms; the refill is still in flight.${contention ? ` It kept losing compare-and-set races to other processes (${contention.operation}).` : ''}`;
+    const contention = options.cause instanceof ContentionError ? options.cause : undefined;
+    const raced = contention
+      ? ` It kept losing compare-and-set races to other processes (${contention.operation}).`
+      : '';
+    const raise = contention
+      ? 'Raise blockSize, or let blocks adapt (maxBlockSize), with alterSequence(), so that processes claim less often. '
+      : '';
     const setting =
-      options?.timeoutSetting ??
-      `the call's timeoutMs (or the "callTimeoutMs" option of connect())`;
+      timeoutSetting ?? `the call's timeoutMs (or the "callTimeoutMs" option of connect())`;
     super(
       'IDGEN_DEADLINE_EXCEEDED',
-      `${facts}${contention ? ' Raise blockSize, or let blocks adapt (maxBlockSize), with alterSequence(), so that processes claim less often.' : ''} Raise ${setting} if Cassandra is slow, or check the cluster with openAdmin().status().`,
-      options === undefined ? undefined : { cause: options.cause },
+      `Sequence "${sequence}": no ID within ${timeoutMs} ms; the refill is still in flight.${raced}`,
+      {
+        ...options,
+        advice: `${raise}Raise ${setting} if Cassandra is slow, or check the cluster with openAdmin().status().`,
+      },
     );
-    FACTS.set(this, facts);
   }
 }
 
@@ -468,9 +456,11 @@ export class ClosedError extends IdGenError {
   }
 }
 
-function levelName(level: StoreLevel): string {
-  return level === 'serial' ? 'SERIAL' : level === 'local_serial' ? 'LOCAL_SERIAL' : 'LOCAL_QUORUM';
-}
+const LEVEL_NAMES: Readonly<Record<StoreLevel, string>> = {
+  serial: 'SERIAL',
+  local_serial: 'LOCAL_SERIAL',
+  local: 'LOCAL_QUORUM',
+};
 
 function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
@@ -482,7 +472,7 @@ function describe(value: unknown): string {
 }
 
 function receivedText(received: unknown, shown: ShownValue): string {
-  // A missing option reads "received nothing": `undefined` means nothing to a CLI user.
+  // "received nothing": `undefined` means nothing to a CLI user.
   if (received === undefined) return 'nothing';
   return shown === 'kind' ? `${kindOf(received)} (not shown)` : describe(received);
 }

@@ -237,11 +237,12 @@ export function zeroUsageCounts(): Record<UsageCause, bigint> {
 export type StoreLevel = 'serial' | 'local_serial' | 'local';
 
 /**
- * The storage port (Cassandra adapter, in-memory store). Reads throw StoreUnavailableError when
- * their level cannot be reached. Conditional writes report failures as `unknown` (they may still
- * be applied), may also throw, and are never retried by the store.
+ * What the allocator needs of its storage: settings, grants, DC states and usage counters. Reads
+ * throw StoreUnavailableError when their level cannot be reached. Conditional writes report
+ * failures as `unknown` (they may still be applied), may also throw, and are never retried by
+ * the store.
  */
-export interface IdStore {
+export interface ProtocolStore {
   /**
    * Creates the settings and GLOBAL row if no sequence of the name exists, else rejected with
    * the stored settings. `firstGrants` (contiguous from `start`) go in the same conditional write,
@@ -270,6 +271,11 @@ export interface IdStore {
     sizes: SizeSettings,
     op: string,
   ): Promise<CasOutcome<StoredSettings>>;
+  /**
+   * The DCs with replicas under NetworkTopologyStrategy, by name; undefined under any other
+   * strategy.
+   */
+  readReplicaDcs(): Promise<readonly string[] | undefined>;
 
   /**
    * `dc`'s latest grant, then the GLOBAL row: two reads at SERIAL, in that order, so that
@@ -293,13 +299,6 @@ export interface IdStore {
     expectedGlobalLast: bigint,
     grant: Grant,
   ): Promise<CasOutcome<GrantFound>>;
-  /** GLOBAL and every grant of every DC, read as `reading` says (default `local`). */
-  readGrantsOverview(
-    sequence: string,
-    reading?: OverviewReading,
-  ): Promise<GrantsOverview | undefined>;
-  /** Resolves if a SERIAL round completes, on a partition no sequence uses (never contends). */
-  probeSerial(): Promise<void>;
 
   /** `dc`'s allocation state at LOCAL_SERIAL, or undefined before its first grant is installed. */
   readDcState(sequence: string, dc: string): Promise<DcState | undefined>;
@@ -328,32 +327,39 @@ export interface IdStore {
     sequence: string,
     grantees: readonly string[],
   ): Promise<ReadonlyMap<string, DcState>>;
-  /** Every DC's allocation state, read as `reading` says (default `local`). */
-  readDcStatesOverview(
-    sequence: string,
-    reading?: OverviewReading,
-  ): Promise<ReadonlyMap<string, DcState>>;
 
   /**
    * Adds a process's issued and wasted counts to the DC's usage counters: plain counter writes,
    * outside every safety argument; a timed-out one may have counted, so totals are approximate.
    */
   addDcUsage(sequence: string, dc: string, deltas: UsageDeltas): Promise<void>;
+
+  /** Releases connections the store owns. */
+  close(): Promise<void>;
+}
+
+/** The reads of status, check, preflight and metrics; no ID depends on them. */
+export interface AdminStore {
+  /** GLOBAL and every grant of every DC, read as `reading` says (default `local`). */
+  readGrantsOverview(
+    sequence: string,
+    reading?: OverviewReading,
+  ): Promise<GrantsOverview | undefined>;
+  /** Every DC's allocation state, read as `reading` says (default `local`). */
+  readDcStatesOverview(
+    sequence: string,
+    reading?: OverviewReading,
+  ): Promise<ReadonlyMap<string, DcState>>;
   /** Every DC's usage counters, read in the local DC; undefined when the table is missing. */
   readDcUsage(sequence: string): Promise<ReadonlyMap<string, DcUsageCounts> | undefined>;
-
+  /** Resolves if a SERIAL round completes, on a partition no sequence uses (never contends). */
+  probeSerial(): Promise<void>;
   /**
    * The durability and Paxos settings of every node the client reaches, asked of each node; one
    * that cannot be read comes back with its `error`.
    */
   readNodeSettings(): Promise<readonly NodeSettings[]>;
-
-  /**
-   * The DCs with replicas under NetworkTopologyStrategy, by name; undefined under any other
-   * strategy.
-   */
-  readReplicaDcs(): Promise<readonly string[] | undefined>;
-
-  /** Releases connections the store owns. */
-  close(): Promise<void>;
 }
+
+/** The storage port: the Cassandra adapter and the in-memory store implement both halves. */
+export interface IdStore extends ProtocolStore, AdminStore {}

@@ -1,0 +1,300 @@
+/**
+ * How the Cassandra store sends statements.ts: every statement carries its own execution options
+ * (request-options.ts), so nothing of a user's client (retry policy, speculative execution,
+ * idempotence, timeout, consistency) reaches the protocol. Conditional writes are never resent by
+ * the driver, and every LOCAL_SERIAL statement is checked to have been coordinated in the local
+ * DC. The negative controls of mutations.ts change statements here, never outside tests.
+ */
+
+import cassandra from 'cassandra-driver';
+
+import { localDataCenterOf, routingPolicyOf } from './client-routing.js';
+import { encodesBigIntAsLong } from './driver-client.js';
+import { mapFailure, type UnknownOutcome } from './errors.js';
+import {
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  requestOptions,
+  retryReadsOnceElsewhere,
+} from './request-options.js';
+import { GRANT_BATCH, STATEMENTS, type Statement, type StatementName } from './statements.js';
+import { AvoidStalledCoordinatorsPolicy, StalledCoordinators } from './stalled-coordinators.js';
+import { IdGenError, InvalidNameError, InvalidOptionError, InvariantError } from '../../errors.js';
+import { mutated } from '../../mutations.js';
+import { dcOfGrantee } from '../../names.js';
+import { validateName } from '../../options.js';
+
+const CL = cassandra.types.consistencies;
+
+export type Row = cassandra.types.Row;
+
+/** A conditional write's outcome before parsing: a rejection keeps the rows the round returned. */
+export type RawOutcome =
+  | { readonly kind: 'applied' }
+  | { readonly kind: 'rejected'; readonly rows: readonly Row[] }
+  | UnknownOutcome;
+
+export const APPLIED = Object.freeze({ kind: 'applied' as const });
+
+/** Options of the Cassandra store. */
+export interface CassandraStoreOptions {
+  /** `close()` shuts the client down. */
+  readonly ownsClient: boolean;
+  /** Timeout of each request, in ms. @default 5000 */
+  readonly requestTimeoutMs?: number | undefined;
+}
+
+/** A client, a keyspace and the local DC, with the one way each kind of statement is sent. */
+export class CassandraSession {
+  protected readonly localDc: string;
+  /** bigint as the client encodes CQL bigint (see {@link bigintEncoder}). */
+  protected readonly long: (value: bigint) => bigint | string;
+  protected readonly requestTimeoutMs: number;
+  private readonly cql: Readonly<Record<StatementName, string>>;
+  /** Coordinators that let a request time out, tried last by a client we built. */
+  private readonly stalled: StalledCoordinators;
+  private readonly retryReads: cassandra.policies.retry.RetryPolicy;
+
+  /**
+   * @param client a client whose load balancing is DC-aware (see `openClient`).
+   * @param keyspace the keyspace holding `idgen_grants` and `idgen_dc_state` (case-sensitive).
+   * @throws {@link InvalidNameError} for a bad keyspace name.
+   * @throws {@link InvalidOptionError} when the client has no local datacenter.
+   */
+  constructor(
+    protected readonly client: cassandra.Client,
+    protected readonly keyspace: string,
+    private readonly options: CassandraStoreOptions,
+  ) {
+    validateName('keyspace', keyspace);
+    const localDc = localDataCenterOf(client);
+    if (localDc === undefined) {
+      throw new InvalidOptionError(
+        'client',
+        'a Client without a local datacenter',
+        'a Client with a DC-aware load-balancing policy (set its "localDataCenter" option)',
+      );
+    }
+    this.localDc = localDc;
+    this.long = bigintEncoder(client);
+    this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    const policy = routingPolicyOf(client);
+    this.stalled =
+      policy instanceof AvoidStalledCoordinatorsPolicy ? policy.stalled : new StalledCoordinators();
+    this.retryReads = retryReadsOnceElsewhere((error) => this.stalled.markTimedOut(error));
+    const tables: Record<string, string> = {
+      $grants: `"${keyspace}".idgen_grants`,
+      $dc_state: `"${keyspace}".idgen_dc_state`,
+      $dc_usage: `"${keyspace}".idgen_dc_usage`,
+    };
+    const entries = Object.entries(STATEMENTS).map(([name, statement]) => [
+      name,
+      statement.cql.replace(/\$grants|\$dc_state|\$dc_usage/g, (table) => tables[table] ?? table),
+    ]);
+    this.cql = Object.freeze(Object.fromEntries(entries) as Record<StatementName, string>);
+  }
+
+  /** Releases connections the store owns. */
+  async close(): Promise<void> {
+    if (this.options.ownsClient) await this.client.shutdown();
+  }
+
+  /** Runs a read. @throws its failure, mapped. */
+  protected async read(
+    name: StatementName,
+    params: unknown[],
+    operation: string,
+  ): Promise<cassandra.types.ResultSet> {
+    const statement = mutatedStatement(name, STATEMENTS[name]);
+    try {
+      return await this.execute(name, statement, params, operation, false);
+    } catch (error) {
+      throw this.failure(error, name, operation);
+    }
+  }
+
+  /** The first row a read returns, or undefined. */
+  protected async readRow(
+    name: StatementName,
+    params: unknown[],
+    operation: string,
+  ): Promise<Row | undefined> {
+    const result = await this.read(name, params, operation);
+    return (result.first() as Row | null) ?? undefined;
+  }
+
+  /** Every row of a read, every page; a later page's failure and a malformed row are thrown. */
+  protected async readEach(
+    name: StatementName,
+    params: unknown[],
+    operation: string,
+    each: (row: Row) => void,
+  ): Promise<void> {
+    const result = await this.read(name, params, operation);
+    try {
+      for await (const row of result) each(row);
+    } catch (error) {
+      throw this.failure(error, name, operation);
+    }
+  }
+
+  /** Runs a statement that is no conditional write but must never be resent (a counter write). */
+  protected async writeOnce(name: StatementName, params: unknown[], operation: string) {
+    try {
+      await this.execute(name, STATEMENTS[name], params, operation, true);
+    } catch (error) {
+      throw this.failure(error, name, operation);
+    }
+  }
+
+  /** Runs a conditional statement once. */
+  protected cas(name: StatementName, operation: string, params: unknown[]): Promise<RawOutcome> {
+    const statement = mutatedStatement(name, STATEMENTS[name]);
+    return this.conditional(statement, operation, () =>
+      this.execute(name, statement, params, operation, true),
+    );
+  }
+
+  /**
+   * Runs a conditional batch once, with `options`' consistencies (a batch's statements share
+   * them); a failure is classified as `statement`'s.
+   */
+  protected casBatch(
+    queries: readonly { readonly query: StatementName; readonly params: unknown[] }[],
+    options: { readonly consistency: number; readonly serial?: number },
+    statement: Statement,
+    operation: string,
+  ): Promise<RawOutcome> {
+    return this.conditional(statement, operation, async () => {
+      try {
+        return await this.client.batch(
+          queries.map(({ query, params }) => ({ query: this.cql[query], params })),
+          { ...requestOptions(options, true, this.requestTimeoutMs), logged: true },
+        );
+      } catch (error) {
+        this.stalled.markTimedOut(error);
+        throw error;
+      }
+    });
+  }
+
+  /**
+   * Sends `statement` once and refuses a LOCAL_SERIAL result coordinated outside the local DC.
+   * Failures are thrown for the caller to map.
+   */
+  protected async execute(
+    name: StatementName,
+    statement: Statement,
+    params: unknown[],
+    operation: string,
+    conditional: boolean,
+  ): Promise<cassandra.types.ResultSet> {
+    let result: cassandra.types.ResultSet;
+    try {
+      result = await this.client.execute(
+        this.cql[name],
+        params,
+        requestOptions(statement, conditional, this.requestTimeoutMs, this.retryReads),
+      );
+    } catch (error) {
+      this.stalled.markTimedOut(error);
+      throw error;
+    }
+    if (statement.level === 'local_serial') this.checkCoordinator(result, operation);
+    return result;
+  }
+
+  protected failure(error: unknown, name: StatementName, operation: string): Error {
+    if (error instanceof IdGenError) return error; // e.g. a malformed row
+    const mapped = mapFailure(error, STATEMENTS[name], operation, this.context());
+    return mapped instanceof Error
+      ? mapped
+      : new Error(`Cassandra failed ${operation}`, { cause: error });
+  }
+
+  /** LOCAL_SERIAL on a DC's state partition is only linearizable from that DC's own coordinators. */
+  protected checkLocalDc(dc: string): void {
+    checkDc(dc);
+    // A shard `dc1/3` is dc1's: its state partition, like dc1's own, takes LOCAL_SERIAL from dc1 only.
+    if (dcOfGrantee(dc) !== this.localDc) {
+      throw new InvalidOptionError(
+        'dc',
+        dc,
+        `the client's local datacenter "${this.localDc}" or a shard of it: a DC's state is read and written at LOCAL_SERIAL from that DC only`,
+      );
+    }
+  }
+
+  /** A failed conditional write is an unknown outcome unless Cassandra refused it unexecuted. */
+  private async conditional(
+    statement: Statement,
+    operation: string,
+    send: () => Promise<cassandra.types.ResultSet>,
+  ): Promise<RawOutcome> {
+    let result: cassandra.types.ResultSet;
+    try {
+      result = await send();
+    } catch (error) {
+      const mapped = mapFailure(error, statement, operation, this.context());
+      if (mapped instanceof Error) throw mapped;
+      return mapped;
+    }
+    return result.wasApplied() ? APPLIED : { kind: 'rejected', rows: result.rows };
+  }
+
+  private context() {
+    return { keyspace: this.keyspace, localDc: this.localDc };
+  }
+
+  /**
+   * A LOCAL_SERIAL statement coordinated outside the local DC ran Paxos on another DC's replicas:
+   * refuse it (catches a load-balancing policy that misreports its distances).
+   */
+  private checkCoordinator(result: cassandra.types.ResultSet, operation: string): void {
+    const queried = result.info.queriedHost as unknown;
+    const host = typeof queried === 'string' ? this.client.hosts.get(queried) : undefined;
+    if (host !== undefined && host.datacenter !== this.localDc) {
+      throw new InvariantError(
+        '(all)',
+        `${operation} at LOCAL_SERIAL was coordinated by ${host.address} in DC "${host.datacenter}", not in the local DC "${this.localDc}"; the client's load balancing sends statements outside its DC`,
+      );
+    }
+  }
+}
+
+/** A grantee: a DC's name, or a shard's (`dc1/3`). */
+export function checkDc(dc: string): void {
+  if (dcOfGrantee(dc) === undefined) throw new InvalidNameError('datacenter', dc);
+}
+
+let dcStateWrites = 0;
+
+/** A statement as a negative control changes it (mutations.ts); the statement itself otherwise. */
+export function mutatedStatement(name: StatementName, statement: Statement): Statement {
+  if ((name === 'updateDcState' || name === 'createDcState') && mutated('dc-state-at-serial-too')) {
+    return ++dcStateWrites % 2 === 0 ? { ...statement, serial: CL.serial } : statement;
+  }
+  if ((name === 'readLatestGrant' || name === 'readGlobal') && mutated('grants-read-at-quorum')) {
+    return { ...statement, consistency: CL.quorum };
+  }
+  if ((name === 'readLatestGrant' || name === 'readGlobal') && mutated('grants-at-local-serial')) {
+    return { ...statement, consistency: CL.localSerial };
+  }
+  return statement;
+}
+
+/** The grant batch as a negative control changes it; GRANT_BATCH itself otherwise. */
+export function mutatedGrantBatch(): { readonly consistency: number; readonly serial: number } {
+  if (mutated('grants-at-local-serial')) {
+    return { ...GRANT_BATCH, consistency: CL.localQuorum, serial: CL.localSerial };
+  }
+  return GRANT_BATCH;
+}
+
+/**
+ * bigint as the client encodes CQL bigint: decimal text, or a JS bigint under
+ * `encoding.useBigIntAsLong`. Not a `Long` of ours: another copy of the driver checks
+ * `instanceof` its own `Long`.
+ */
+function bigintEncoder(client: cassandra.Client): (value: bigint) => bigint | string {
+  return encodesBigIntAsLong(client) ? (value) => value : (value) => value.toString();
+}

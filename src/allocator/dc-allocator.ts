@@ -47,13 +47,26 @@ export interface DcAllocatorOptions {
     ((error: StateRolledBackError | SequenceRecreatedError) => void) | undefined;
   /** Told how long claims and range requests take, and of every failure. @default none */
   readonly observer?: AllocatorObserver | undefined;
-  /**
-   * The allocator of the shard a handle left before its first block: its counters and failure log
-   * go on here. @default none
-   */
-  readonly continues?: DcAllocator | undefined;
+  /** Where the DC level counts; the handle's ledger keeps them across shard moves. @default own */
+  readonly counters?: DcCounters | undefined;
+  /** Failed range requests, logged once per episode. @default own ({@link rangeFailureLog}) */
+  readonly failures?: FailureLog<'range'> | undefined;
   /** This grantee's rollback marks, shared by the process's handles. @default own marks */
   readonly marks?: RowMarks | undefined;
+}
+
+/** The log of sequence `name`'s failed range requests. */
+export function rangeFailureLog(
+  name: string,
+  log: Logger | undefined,
+  observer: AllocatorObserver | undefined,
+): FailureLog<'range'> {
+  const range = {
+    failed:
+      'requesting a DC range failed; the DC still serves its ranges, retrying in the background',
+    recovered: 'requesting DC ranges works again',
+  };
+  return new FailureLog(log, { range }, observer && ((error) => observer.failed(name, error)));
 }
 
 /** One sequence in one DC; one instance per sequence handle. */
@@ -74,20 +87,9 @@ export class DcAllocator {
     const clock = options.clock ?? SYSTEM_CLOCK;
     const observer = options.observer;
     this.observer = observer;
-    this.counters = options.continues?.counters ?? newDcCounters();
+    this.counters = options.counters ?? newDcCounters();
     this.failures =
-      options.continues?.failures ??
-      new FailureLog(
-        options.log,
-        {
-          range: {
-            failed:
-              'requesting a DC range failed; the DC still serves its ranges, retrying in the background',
-            recovered: 'requesting DC ranges works again',
-          },
-        },
-        observer && ((error) => observer.failed(options.settings.name, error)),
-      );
+      options.failures ?? rangeFailureLog(options.settings.name, options.log, observer);
     this.ctx = new DcContext({
       store: options.store,
       dc: options.dc,

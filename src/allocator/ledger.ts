@@ -9,7 +9,8 @@
 import type { Logger } from '../logger.js';
 
 import { USAGE_CAUSES, type IdStore, type UsageCause } from '../store/port.js';
-import type { DcCounters } from './dc-context.js';
+import { rangeFailureLog } from './dc-allocator.js';
+import { newDcCounters } from './dc-context.js';
 import { FailureLog } from './failures.js';
 import type { AllocatorObserver } from './observer.js';
 import type { SequenceStats, WasteByCause } from './sequence-stats.js';
@@ -32,8 +33,6 @@ const PROCESS_FAILURES = {
   },
 } as const;
 
-type Failures = Pick<FailureLog<string>, 'errors' | 'lastError' | 'lastErrorAt'>;
-
 /** What the handle tells the ledger of its buffer when a snapshot is taken. */
 export interface BufferCounts {
   /** IDs taken from blocks, issued or not. */
@@ -42,13 +41,6 @@ export interface BufferCounts {
   readonly remaining: number;
   readonly blockSize: number;
   readonly drawRate: number | undefined;
-}
-
-/** What the DC level counts; undefined before the settings are loaded. */
-export interface DcLevel {
-  readonly counters: Readonly<DcCounters>;
-  readonly dcRate: number | undefined;
-  readonly failures: Failures;
 }
 
 export interface LedgerContext {
@@ -63,6 +55,9 @@ export interface LedgerContext {
 export class Ledger {
   /** Failed claims and give-backs; logged once per episode. */
   readonly failures: FailureLog<'claim' | 'return'>;
+  /** The DC level's counts, kept across the shards a handle moves between. */
+  readonly dcCounters = newDcCounters();
+  readonly rangeFailures: FailureLog<'range'>;
   private readonly name: string;
   private readonly store: Pick<IdStore, 'addDcUsage'>;
   private readonly clock: Clock;
@@ -96,6 +91,7 @@ export class Ledger {
       PROCESS_FAILURES,
       observer && ((error) => observer.failed(context.name, error)),
     );
+    this.rangeFailures = rangeFailureLog(context.name, context.log, observer);
   }
 
   waited(): void {
@@ -141,33 +137,31 @@ export class Ledger {
   }
 
   /** A frozen snapshot of both levels; the latest failure of either. */
-  stats(buffer: BufferCounts, dc: DcLevel | undefined): SequenceStats {
-    const dcCounters = dc?.counters;
-    const rangeFailures = dc?.failures;
-    const failures = this.failures;
+  stats(buffer: BufferCounts, dcRate: number | undefined): SequenceStats {
+    const { dcCounters, rangeFailures, failures } = this;
     const lastError =
-      rangeFailures !== undefined && rangeFailures.lastErrorAt > failures.lastErrorAt
+      rangeFailures.lastErrorAt > failures.lastErrorAt
         ? rangeFailures.lastError
-        : (failures.lastError ?? rangeFailures?.lastError);
+        : (failures.lastError ?? rangeFailures.lastError);
     const waste = this.waste;
     return Object.freeze({
       // Every ID taken was handed out except those wasted or whose delivery is not known yet.
       issued: buffer.taken - waste.takeSkipped - waste.undelivered - this.drawing,
       remaining: buffer.remaining,
-      blocksClaimed: dcCounters?.blocksClaimed ?? 0,
+      blocksClaimed: dcCounters.blocksClaimed,
       blockSize: buffer.blockSize,
       drawRate: buffer.drawRate,
-      dcRate: dc?.dcRate,
-      rangesGranted: dcCounters?.rangesGranted ?? 0,
+      dcRate: dcRate,
+      rangesGranted: dcCounters.rangesGranted,
       waits: this.waits,
-      errors: failures.errors + (rangeFailures?.errors ?? 0),
-      casRejections: dcCounters?.casRejections ?? 0,
-      casUnknown: dcCounters?.casUnknown ?? 0,
-      wasted: this.wastedIds + (dcCounters?.wasted ?? 0),
-      waste: Object.freeze({ unknownOutcome: dcCounters?.wasted ?? 0, ...waste }),
-      lwtWrites: dcCounters?.lwtWrites ?? 0,
-      serialReads: dcCounters?.serialReads ?? 0,
-      localSerialReads: dcCounters?.localSerialReads ?? 0,
+      errors: failures.errors + rangeFailures.errors,
+      casRejections: dcCounters.casRejections,
+      casUnknown: dcCounters.casUnknown,
+      wasted: this.wastedIds + dcCounters.wasted,
+      waste: Object.freeze({ unknownOutcome: dcCounters.wasted, ...waste }),
+      lwtWrites: dcCounters.lwtWrites,
+      serialReads: dcCounters.serialReads,
+      localSerialReads: dcCounters.localSerialReads,
       shardMoves: this.shardMoves,
       lastError,
     });

@@ -356,7 +356,8 @@ export class Sequence<T extends number | bigint> {
   stats(): SequenceStats {
     const { taken, remaining } = this.buffer;
     const { lastBlockSize: blockSize, rate: drawRate } = this.demand;
-    return this.ledger.stats({ taken, remaining, blockSize, drawRate }, this.loaded?.allocator);
+    const dcRate = this.loaded?.allocator.dcRate;
+    return this.ledger.stats({ taken, remaining, blockSize, drawRate }, dcRate);
   }
 
   /**

@@ -50,7 +50,7 @@ export interface ShardsContext {
   readonly log: Logger | undefined;
   readonly observer: AllocatorObserver | undefined;
   readonly marks: ((grantee: string, start: bigint) => RowMarks) | undefined;
-  /** Counts moves, and takes the usage counted on a shard left. */
+  /** Counts moves and both levels' counts, and takes the usage counted on a shard left. */
   readonly ledger: Ledger;
   readonly onRangeInstalled: () => void;
   /** Told when a read shows the rows gone back, or another incarnation's (DcAllocator). */
@@ -221,10 +221,7 @@ export class Shards {
     );
   }
 
-  /**
-   * Moves the handle to shard `to` (or a random one); the new allocator counts on from the old
-   * one, which is closed (no block was accepted from it).
-   */
+  /** Moves the handle to shard `to` (or a random one) and closes the old allocator, unused. */
   private async moveShard(
     { allocator, settings: claimed }: Loaded,
     reason: ShardMoveReason,
@@ -241,7 +238,7 @@ export class Shards {
     void ledger.reportNow(from);
     const others = settings.shards - 1;
     const shard = to ?? (this.shard + 1 + Math.floor(Math.random() * others)) % settings.shards;
-    this.useShard(settings, shard, allocator);
+    this.useShard(settings, shard);
     log?.debug({ from, to: this.grantee, reason }, SHARD_MOVE_MESSAGE);
     await allocator.close();
   }
@@ -270,8 +267,8 @@ export class Shards {
     return above.length === 0 ? undefined : above[Math.floor(Math.random() * above.length)];
   }
 
-  /** Claims from `shard` from now on, with a new DC allocator (going on from `replaces`). */
-  private useShard(settings: SequenceSettings, shard: number, replaces?: DcAllocator): Loaded {
+  /** Claims from `shard` from now on, with a new DC allocator counting into the ledger. */
+  private useShard(settings: SequenceSettings, shard: number): Loaded {
     const context = this.context;
     this.shard = shard;
     this.claimsFrom = granteeName(context.dc, shard);
@@ -285,7 +282,8 @@ export class Shards {
       onRangeInstalled: context.onRangeInstalled,
       onRolledBack: context.forfeit,
       observer: context.observer,
-      continues: replaces,
+      counters: context.ledger.dcCounters,
+      failures: context.ledger.rangeFailures,
       marks: context.marks?.(granteeName(context.dc, shard), settings.start),
     });
     this.current = { settings, allocator };

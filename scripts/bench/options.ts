@@ -82,32 +82,20 @@ function number(min: number, max: number, integer: boolean) {
   };
 }
 
-function blockSizeList(value: string): number[] {
-  const sizes = value.split(',').map((part) => part.trim());
-  const parsed = sizes.map((part) => Number(part.replace(/_/g, '')));
-  if (
-    sizes.length === 0 ||
-    parsed.some((n) => !Number.isInteger(n) || n < 1 || n > MAX_BLOCK_SIZE) ||
-    new Set(parsed).size !== parsed.length
-  ) {
-    throw new InvalidArgumentError(
-      `expected distinct integers from 1 to ${MAX_BLOCK_SIZE} separated by commas, e.g. 100,1000,10000; got "${value}"`,
-    );
-  }
-  return parsed.sort((a, b) => a - b);
-}
-
-function instanceList(value: string): number[] {
-  const parsed = value.split(',').map((part) => Number(part.trim()));
-  if (
-    parsed.some((n) => !Number.isInteger(n) || n < 1 || n > MAX_SCALE_INSTANCES) ||
-    new Set(parsed).size !== parsed.length
-  ) {
-    throw new InvalidArgumentError(
-      `expected distinct integers from 1 to ${MAX_SCALE_INSTANCES} separated by commas, e.g. 1,4,16,64; got "${value}"`,
-    );
-  }
-  return parsed.sort((a, b) => a - b);
+/** Distinct integers from 1 to `max`, comma separated (`_` allowed in each), sorted. */
+function integerList(max: number, example: string) {
+  return (value: string): number[] => {
+    const parsed = value.split(',').map((part) => Number(part.trim().replace(/_/g, '')));
+    if (
+      parsed.some((n) => !Number.isInteger(n) || n < 1 || n > max) ||
+      new Set(parsed).size !== parsed.length
+    ) {
+      throw new InvalidArgumentError(
+        `expected distinct integers from 1 to ${max} separated by commas, e.g. ${example}; got "${value}"`,
+      );
+    }
+    return parsed.sort((a, b) => a - b);
+  };
 }
 
 function variantList(value: string): string[] {
@@ -124,32 +112,49 @@ function variantList(value: string): string[] {
 /** Instances per DC the scale phase accepts: all of them share this machine's cores. */
 export const MAX_SCALE_INSTANCES = 256;
 
-interface Flags {
+type Preset = Omit<BenchSettings, 'out'>;
+
+/** "full 20, quick 5", or "default 2" where the presets agree. */
+function presets(key: keyof Preset): string {
+  const text = (preset: Preset) => String(preset[key]);
+  const [full, quick] = [text(FULL_PRESET), text(QUICK_PRESET)];
+  return full === quick ? `default ${full}` : `full ${full}, quick ${quick}`;
+}
+
+/**
+ * Each option that overrides a setting: commander's name for it and the setting's key. The
+ * others (`--quick`, `--no-scale`, `--scale-only`, `--no-http`, `--http-only`, `--out`) choose
+ * the preset, the phases and the directory.
+ */
+const OVERRIDES = {
+  duration: 'durationSeconds',
+  warmup: 'warmupSeconds',
+  runs: 'runs',
+  processesPerDc: 'processesPerDc',
+  blockSizes: 'blockSizes',
+  pacedBlocksPerSecond: 'pacedBlocksPerSecond',
+  naiveClients: 'naiveClients',
+  burstFactor: 'burstFactor',
+  scaleInstances: 'scaleInstances',
+  scaleSeconds: 'scaleSeconds',
+  scaleWarmup: 'scaleWarmupSeconds',
+  scaleRuns: 'scaleRuns',
+  scaleRate: 'scaleRatePerDc',
+  scaleVariants: 'scaleVariants',
+  httpSeconds: 'httpSeconds',
+  httpConnections: 'httpConnections',
+} as const satisfies Record<string, keyof Preset>;
+
+type Flags = {
   quick?: boolean;
-  duration?: number;
-  warmup?: number;
-  runs?: number;
-  processesPerDc?: number;
-  blockSizes?: number[];
-  pacedBlocksPerSecond?: number;
-  naiveClients?: number;
-  burstFactor?: number;
   /** commander's negated `--no-scale`: false when given. */
   scale: boolean;
   scaleOnly?: boolean;
-  scaleInstances?: number[];
-  scaleSeconds?: number;
-  scaleWarmup?: number;
-  scaleRuns?: number;
-  scaleRate?: number;
-  scaleVariants?: string[];
   /** commander's negated `--no-http`: false when given. */
   http: boolean;
   httpOnly?: boolean;
-  httpSeconds?: number;
-  httpConnections?: number;
   out?: string;
-}
+} & { [F in keyof typeof OVERRIDES]?: Preset[(typeof OVERRIDES)[F]] };
 
 /** The command line parser; `parseBenchArgs` is the way to use it (exported for tests). */
 export function program(): Command {
@@ -160,42 +165,42 @@ export function program(): Command {
     .option('--quick', 'short runs with fewer processes (about 3–5 minutes)')
     .option(
       '--duration <s>',
-      `measured seconds per run of each cluster phase (full ${FULL_PRESET.durationSeconds}, quick ${QUICK_PRESET.durationSeconds})`,
+      `measured seconds per run of each cluster phase (${presets('durationSeconds')})`,
       number(0.5, 3_600, false),
     )
     .option(
       '--warmup <s>',
-      `seconds each allocator process draws before measuring (full ${FULL_PRESET.warmupSeconds}, quick ${QUICK_PRESET.warmupSeconds})`,
+      `seconds each allocator process draws before measuring (${presets('warmupSeconds')})`,
       number(0, 600, false),
     )
     .option(
       '--runs <n>',
-      `runs of every measurement; figures are their median (full ${FULL_PRESET.runs}, quick ${QUICK_PRESET.runs})`,
+      `runs of every measurement; figures are their median (${presets('runs')})`,
       number(1, 100, true),
     )
     .option(
       '--processes-per-dc <n>',
-      `allocator processes per DC (full ${FULL_PRESET.processesPerDc}, quick ${QUICK_PRESET.processesPerDc})`,
+      `allocator processes per DC (${presets('processesPerDc')})`,
       number(1, 32, true),
     )
     .option(
       '--block-sizes <list>',
-      `block sizes of the sweep, comma separated (default ${FULL_PRESET.blockSizes.join(',')}); steady state and burst use ${SEQUENCE_DEFAULTS.blockSize} if listed, else the first`,
-      blockSizeList,
+      `block sizes of the sweep, comma separated (${presets('blockSizes')}); steady state and burst use ${SEQUENCE_DEFAULTS.blockSize} if listed, else the first`,
+      integerList(MAX_BLOCK_SIZE, '100,1000,10000'),
     )
     .option(
       '--paced-blocks-per-second <x>',
-      `paced mode: blocks each process draws per second (default ${FULL_PRESET.pacedBlocksPerSecond})`,
+      `paced mode: blocks each process draws per second (${presets('pacedBlocksPerSecond')})`,
       number(0.01, 1_000, false),
     )
     .option(
       '--naive-clients <n>',
-      `concurrent clients of the naive one-LWT-per-ID baseline (default ${FULL_PRESET.naiveClients})`,
+      `concurrent clients of the naive one-LWT-per-ID baseline (${presets('naiveClients')})`,
       number(2, 256, true),
     )
     .option(
       '--burst-factor <n>',
-      `burst size in blocks (default ${FULL_PRESET.burstFactor})`,
+      `burst size in blocks (${presets('burstFactor')})`,
       number(1, 100, true),
     )
     .option(
@@ -208,32 +213,32 @@ export function program(): Command {
     )
     .option(
       '--scale-instances <list>',
-      `allocator instances per DC the scale phase tries, comma separated (full ${FULL_PRESET.scaleInstances.join(',')}, quick ${QUICK_PRESET.scaleInstances.join(',')})`,
-      instanceList,
+      `allocator instances per DC the scale phase tries, comma separated (${presets('scaleInstances')})`,
+      integerList(MAX_SCALE_INSTANCES, '1,4,16,64'),
     )
     .option(
       '--scale-seconds <s>',
-      `measured seconds of each scale configuration (full ${FULL_PRESET.scaleSeconds}, quick ${QUICK_PRESET.scaleSeconds})`,
+      `measured seconds of each scale configuration (${presets('scaleSeconds')})`,
       number(0.5, 3_600, false),
     )
     .option(
       '--scale-warmup <s>',
-      `seconds each instance draws before measuring, for adaptive blocks to settle (full ${FULL_PRESET.scaleWarmupSeconds}, quick ${QUICK_PRESET.scaleWarmupSeconds})`,
+      `seconds each instance draws before measuring, for adaptive blocks to settle (${presets('scaleWarmupSeconds')})`,
       number(0, 600, false),
     )
     .option(
       '--scale-runs <n>',
-      `runs of the scale phase (full ${FULL_PRESET.scaleRuns}, quick ${QUICK_PRESET.scaleRuns})`,
+      `runs of the scale phase (${presets('scaleRuns')})`,
       number(1, 100, true),
     )
     .option(
       '--scale-rate <ids/s>',
-      `fixed-rate mode: IDs per second of each DC, split evenly over its instances (default ${FULL_PRESET.scaleRatePerDc})`,
+      `fixed-rate mode: IDs per second of each DC, split evenly over its instances (${presets('scaleRatePerDc')})`,
       number(1, 10_000_000, false),
     )
     .option(
       '--scale-variants <list>',
-      `block policies the scale phase compares, comma separated, from ${SCALE_VARIANTS.map((v) => v.key).join(', ')} (default ${DEFAULT_SCALE_VARIANTS.join(',')})`,
+      `block policies the scale phase compares, comma separated, from ${SCALE_VARIANTS.map((v) => v.key).join(', ')} (${presets('scaleVariants')})`,
       variantList,
     )
     .addOption(
@@ -251,12 +256,12 @@ export function program(): Command {
     .option(
       // Whole seconds: autocannon stops at the first whole second past its duration.
       '--http-seconds <s>',
-      `measured seconds of each load of the HTTP phase, per count and side (full ${FULL_PRESET.httpSeconds}, quick ${QUICK_PRESET.httpSeconds}; each after ${FULL_PRESET.httpWarmupSeconds} s, quick ${QUICK_PRESET.httpWarmupSeconds} s, of warm-up)`,
+      `measured seconds of each load of the HTTP phase, per count and side (${presets('httpSeconds')}; each after ${FULL_PRESET.httpWarmupSeconds} s, quick ${QUICK_PRESET.httpWarmupSeconds} s, of warm-up)`,
       number(1, 3_600, true),
     )
     .option(
       '--http-connections <n>',
-      `autocannon connections per service, and concurrent library callers per DC (default ${FULL_PRESET.httpConnections})`,
+      `autocannon connections per service, and concurrent library callers per DC (${presets('httpConnections')})`,
       number(1, 1_000, true),
     )
     .option(
@@ -273,46 +278,29 @@ export function program(): Command {
 export async function parseBenchArgs(argv: readonly string[]): Promise<BenchSettings> {
   const command = program();
   await command.parseAsync([...argv], { from: 'user' });
-  const flags = command.opts<Flags>();
-  return resolveSettings(flags);
+  return resolveSettings(command.opts<Flags>());
 }
 
 /** Fills the preset's defaults in; exported for tests. */
 export function resolveSettings(flags: Flags): BenchSettings {
   const preset = flags.quick === true ? QUICK_PRESET : FULL_PRESET;
-  const blockSizes = flags.blockSizes ?? [...preset.blockSizes];
-  const steadyBlockSize = blockSizes.includes(SEQUENCE_DEFAULTS.blockSize)
-    ? SEQUENCE_DEFAULTS.blockSize
-    : blockSizes[0]!;
+  const settings: Record<string, unknown> = { ...preset };
+  for (const [flag, key] of Object.entries(OVERRIDES)) {
+    const value = flags[flag as keyof typeof OVERRIDES];
+    if (value !== undefined) settings[key] = Array.isArray(value) ? Object.freeze(value) : value;
+  }
+  const blockSizes = settings['blockSizes'] as readonly number[];
+  const scaleOnly = flags.scaleOnly === true;
+  const httpOnly = flags.httpOnly === true;
   return Object.freeze({
-    ...preset,
-    durationSeconds: flags.duration ?? preset.durationSeconds,
-    warmupSeconds: flags.warmup ?? preset.warmupSeconds,
-    runs: flags.runs ?? preset.runs,
-    processesPerDc: flags.processesPerDc ?? preset.processesPerDc,
-    blockSizes: Object.freeze(blockSizes),
-    steadyBlockSize,
-    pacedBlocksPerSecond: flags.pacedBlocksPerSecond ?? preset.pacedBlocksPerSecond,
-    naiveClients: flags.naiveClients ?? preset.naiveClients,
-    burstFactor: flags.burstFactor ?? preset.burstFactor,
-    scale: (flags.scale || flags.scaleOnly === true) && flags.httpOnly !== true,
-    scaleOnly: flags.scaleOnly === true,
-    scaleInstances: Object.freeze(flags.scaleInstances ?? [...preset.scaleInstances]),
-    scaleSeconds: flags.scaleSeconds ?? preset.scaleSeconds,
-    scaleWarmupSeconds: flags.scaleWarmup ?? preset.scaleWarmupSeconds,
-    scaleRuns: flags.scaleRuns ?? preset.scaleRuns,
-    scaleRatePerDc: flags.scaleRate ?? preset.scaleRatePerDc,
-    scaleVariants: Object.freeze(flags.scaleVariants ?? [...preset.scaleVariants]),
-    http: (flags.http || flags.httpOnly === true) && flags.scaleOnly !== true,
-    httpOnly: flags.httpOnly === true,
-    httpSeconds: flags.httpSeconds ?? preset.httpSeconds,
-    httpConnections: flags.httpConnections ?? preset.httpConnections,
-    out:
-      flags.out ??
-      (flags.scaleOnly === true
-        ? SCALE_ONLY_OUT
-        : flags.httpOnly === true
-          ? HTTP_ONLY_OUT
-          : DEFAULT_OUT),
+    ...(settings as Preset),
+    steadyBlockSize: blockSizes.includes(SEQUENCE_DEFAULTS.blockSize)
+      ? SEQUENCE_DEFAULTS.blockSize
+      : blockSizes[0]!,
+    scale: (flags.scale || scaleOnly) && !httpOnly,
+    scaleOnly,
+    http: (flags.http || httpOnly) && !scaleOnly,
+    httpOnly,
+    out: flags.out ?? (scaleOnly ? SCALE_ONLY_OUT : httpOnly ? HTTP_ONLY_OUT : DEFAULT_OUT),
   });
 }

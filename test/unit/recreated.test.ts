@@ -15,7 +15,7 @@ import { IdGen } from '../../src/allocator/id-gen.js';
 import { SequenceExistsError, SequenceRecreatedError } from '../../src/errors.js';
 import type { CreateSequenceOptions } from '../../src/settings/model.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { draw, drawUntilError, KEYSPACE, processIn } from './fixtures.js';
+import { draw, drawUntilError, KEYSPACE, processIn, settle } from './fixtures.js';
 
 const FIXED: CreateSequenceOptions = { dcRangeSize: 100, blockSize: 10, threshold: 0.5 };
 
@@ -32,6 +32,8 @@ async function drawnInTwoDcs(): Promise<{
     ...(await draw(running, 25)),
     ...(await draw(processIn(store, 'dc2').sequence('orders'), 25)),
   ];
+  // Their preload claims, in flight, land now: tests count only their own calls.
+  await settle();
   return { store, before, running };
 }
 

@@ -21,6 +21,8 @@ async function rolledBack(
   await processIn(store).createSequence('orders', options);
   const before = await draw(processIn(store).sequence('orders'), drawn);
   store.rollBackDcState('orders', 'dc1', lost);
+  // The process's preload claim, in flight, lands now: tests count only their own calls.
+  await settle();
   return { store, before };
 }
 

@@ -4,18 +4,11 @@
  * partitioned DC; check reads what cannot be stale and says which facts it had to read locally.
  */
 
-import { readSettingsFound } from '../allocator/settings-writes.js';
 import type { ConnectionOptions } from '../store/cassandra/driver-client.js';
-import { InvalidOptionError, SequenceNotFoundError } from '../errors.js';
+import { InvalidOptionError } from '../errors.js';
 import { checkAbortSignal, checkKeys, everyKeyOf, validateSequenceName } from '../options.js';
 import { ascending } from '../order.js';
-import type {
-  DcState,
-  IdStore,
-  NodeSettings,
-  SequenceSettings,
-  StoredSettings,
-} from '../store/port.js';
+import type { DcState, IdStore, NodeSettings, SequenceSettings } from '../store/port.js';
 import { sleep } from '../timers.js';
 import {
   checkSequence,
@@ -26,7 +19,7 @@ import {
   type Violation,
 } from './check.js';
 import { readForCheck, reasonOf } from './check-reads.js';
-import { probeSerial, readSnapshot, type StatesInOtherDcs } from './overview-reads.js';
+import { probeSerial, readSnapshot, readStored, type StatesInOtherDcs } from './overview-reads.js';
 import { checkNode, preflightReport, problemLines, type PreflightReport } from './preflight.js';
 import {
   sequenceStatus,
@@ -186,15 +179,8 @@ export class Admin {
    * @throws {StoreUnavailableError} if the local DC cannot be reached.
    */
   async readSequence(name: string): Promise<SequenceSettings> {
-    return (await this.#readStored(name)).settings;
-  }
-
-  async #readStored(name: string): Promise<StoredSettings> {
     validateSequenceName(name);
-    // At SERIAL too when none are found locally: a create may be committed in other DCs only.
-    const stored = await readSettingsFound(this.#store, name);
-    if (stored === undefined) throw new SequenceNotFoundError(name, this.keyspace);
-    return stored;
+    return (await readStored(this.#store, this.keyspace, name)).settings;
   }
 
   /**
@@ -311,6 +297,7 @@ export class Admin {
       options.confirmAfterMs,
       ADMIN_DEFAULTS.confirmAfterMs,
     );
+    validateSequenceName(name);
     const first = await this.#checkOnce(name);
     if (first.violations.every((v) => v.confirmed) || confirmAfterMs === 0) return first;
     await sleep(confirmAfterMs);
@@ -318,7 +305,7 @@ export class Admin {
   }
 
   async #checkOnce(name: string): Promise<CheckResult> {
-    const stored = await this.#readStored(name);
+    const stored = await readStored(this.#store, this.keyspace, name);
     const snapshot = await readForCheck(
       {
         store: this.#store,
@@ -382,16 +369,7 @@ export class Admin {
       const failed = nodes.filter((node) => node.error !== undefined);
       return {
         dc: this.dc,
-        problems: problemLines(
-          read.map((node) => ({
-            host: node.host,
-            dc: node.dc,
-            version: node.version,
-            checked: true,
-            error: undefined,
-            checks: checkNode(node),
-          })),
-        ),
+        problems: problemLines(read.map((node) => ({ ...node, checks: checkNode(node) }))),
         error:
           failed.length === 0
             ? undefined

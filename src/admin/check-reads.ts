@@ -9,7 +9,7 @@
 import { SequenceNotFoundError, StoreUnavailableError } from '../errors.js';
 import { granteesOf } from '../names.js';
 import { describeDriverError } from '../store/cassandra/errors.js';
-import type { DcState, IdStore, StoredSettings } from '../store/port.js';
+import type { DcState, IdStore, OverviewReading, StoredSettings } from '../store/port.js';
 import type { CheckSnapshot, UnverifiedFact } from './check.js';
 
 /** Where the reads run from. */
@@ -47,17 +47,14 @@ export async function readForCheck(
   // Every shard the settings name; a shard no process picked yet has no row, a fact as well.
   const local = granteesOf(context.dc, settings.shards);
   const before = await statesForCheck(context, name, local, 'first', failures);
-  let overview;
-  try {
-    overview = await store.readGrantsOverview(name, 'consistent');
-  } catch (error) {
-    if (!(error instanceof StoreUnavailableError)) throw error;
-    overview = await store.readGrantsOverview(name, 'local');
+  const grantsRead = await consistentOrLocal((reading) => store.readGrantsOverview(name, reading));
+  const overview = grantsRead.value;
+  if (grantsRead.failed !== undefined) {
     unverified.push({
       fact: 'grants',
       dc: undefined,
       read: undefined,
-      reason: `SERIAL read failed: ${reasonOf(error)}`,
+      reason: `SERIAL read failed: ${grantsRead.failed}`,
     });
   }
   if (overview === undefined) throw new SequenceNotFoundError(name, context.keyspace);
@@ -132,14 +129,26 @@ export interface DcStatesRead {
  * @throws {StoreUnavailableError} when even the local read fails.
  */
 export async function readDcStatesCurrent(store: IdStore, name: string): Promise<DcStatesRead> {
+  const read = await consistentOrLocal((reading) => store.readDcStatesOverview(name, reading));
+  return {
+    states: read.value,
+    notCurrent: read.failed === undefined ? undefined : `EACH_QUORUM read failed: ${read.failed}`,
+  };
+}
+
+/**
+ * `read('consistent')`, or, when the store is unavailable for it, `read('local')` and why the
+ * consistent read failed.
+ * @throws {StoreUnavailableError} when the local read fails too.
+ */
+async function consistentOrLocal<T>(
+  read: (reading: OverviewReading) => Promise<T>,
+): Promise<{ readonly value: T; readonly failed: string | undefined }> {
   try {
-    return { states: await store.readDcStatesOverview(name, 'consistent'), notCurrent: undefined };
+    return { value: await read('consistent'), failed: undefined };
   } catch (error) {
     if (!(error instanceof StoreUnavailableError)) throw error;
-    return {
-      states: await store.readDcStatesOverview(name, 'local'),
-      notCurrent: `EACH_QUORUM read failed: ${reasonOf(error)}`,
-    };
+    return { value: await read('local'), failed: reasonOf(error) };
   }
 }
 

@@ -4,7 +4,7 @@
  */
 import { readSettingsFound } from '../allocator/settings-writes.js';
 import { SequenceNotFoundError } from '../errors.js';
-import type { DcState, IdStore } from '../store/port.js';
+import type { DcState, IdStore, StoredSettings } from '../store/port.js';
 import { settleWithin, TIMED_OUT } from '../timers.js';
 import { dcOfGrantee } from '../names.js';
 import { ascending } from '../order.js';
@@ -26,6 +26,17 @@ export interface StatesInOtherDcs {
   readonly unreachable: Map<string, string>;
 }
 
+/** Sequence `name`'s settings, read locally, or at SERIAL if none are found there. */
+export async function readStored(
+  store: IdStore,
+  keyspace: string,
+  name: string,
+): Promise<StoredSettings> {
+  const stored = await readSettingsFound(store, name);
+  if (stored === undefined) throw new SequenceNotFoundError(name, keyspace);
+  return stored;
+}
+
 /**
  * Reads sequence `name`'s settings and grants at LOCAL_QUORUM, its DC states as
  * {@link readDcStatesCurrent} does (then, on failure, each DC of `elsewhere` in its own DC), and
@@ -39,9 +50,7 @@ export async function readSnapshot(
   localDc: string,
   elsewhere?: StatesInOtherDcs,
 ): Promise<SequenceSnapshot> {
-  // At SERIAL too when none are found locally: a create may be committed in other DCs only.
-  const stored = await readSettingsFound(store, name);
-  if (stored === undefined) throw new SequenceNotFoundError(name, keyspace);
+  const stored = await readStored(store, keyspace, name);
   // States first, so the grants read after them include every grant they name.
   const read = await readDcStatesCurrent(store, name);
   const { notCurrent } = read;

@@ -164,128 +164,93 @@ export function checkNode(node: NodeSettings): NodeCheck[] {
   ];
 }
 
+/** The outcomes of `check` on a node where it found `value`. */
+function outcomeOf(check: PreflightCheckName, value: string | undefined) {
+  return (status: CheckStatus, message: string): NodeCheck => ({ check, status, value, message });
+}
+
 function commitlogSync(node: NodeSettings): NodeCheck {
   const value = node.commitlogSync;
-  const check = (status: CheckStatus, message: string): NodeCheck => ({
-    check: 'commitlog-sync',
-    status,
-    value,
-    message,
-  });
+  const outcome = outcomeOf('commitlog-sync', value);
   switch (value) {
     case 'batch':
-      return check('ok', 'batch: every write is synced before it is acknowledged');
+      return outcome('ok', 'batch: every write is synced before it is acknowledged');
     case 'group': {
       const window = node.settings.get('commitlog_sync_group_window');
-      return check(
+      return outcome(
         'ok',
         `group${window === undefined ? '' : ` (window ${window})`}: writes are synced in groups before they are acknowledged`,
       );
     }
     case 'periodic': {
       const period = node.settings.get('commitlog_sync_period') ?? '10000ms';
-      return check(
+      return outcome(
         'unsafe',
         `periodic (every ${period}): ${WHY['commitlog-sync']}, up to ${period} of them`,
       );
     }
     case undefined:
-      return check('unknown', 'not reported by system_views.settings');
+      return outcome('unknown', 'not reported by system_views.settings');
     default:
-      return check('unknown', `unknown value "${value}"; expected batch, group or periodic`);
+      return outcome('unknown', `unknown value "${value}"; expected batch, group or periodic`);
   }
 }
 
 function commitFailurePolicy(node: NodeSettings): NodeCheck {
   const value = node.settings.get('commit_failure_policy');
-  if (value === 'ignore') {
-    return {
-      check: 'commit-failure-policy',
-      status: 'unsafe',
-      value,
-      message: `ignore: ${WHY['commit-failure-policy']}`,
-    };
-  }
-  return {
-    check: 'commit-failure-policy',
-    status: value === undefined ? 'info' : 'ok',
-    value,
-    message: value === undefined ? 'not reported (Cassandra defaults to stop)' : value,
-  };
+  const outcome = outcomeOf('commit-failure-policy', value);
+  if (value === 'ignore') return outcome('unsafe', `ignore: ${WHY['commit-failure-policy']}`);
+  if (value === undefined) return outcome('info', 'not reported (Cassandra defaults to stop)');
+  return outcome('ok', value);
 }
 
 function paxosVariant(node: NodeSettings): NodeCheck {
   const value = node.paxosVariant;
+  const outcome = outcomeOf('paxos-variant', value);
   if (value?.includes('without_linearizable') === true) {
-    return {
-      check: 'paxos-variant',
-      status: 'unsafe',
-      value,
-      message: `${value}: ${WHY['paxos-variant']}`,
-    };
+    return outcome('unsafe', `${value}: ${WHY['paxos-variant']}`);
   }
-  return {
-    check: 'paxos-variant',
-    status: 'info',
-    value,
-    message:
-      value === undefined
-        ? 'not reported (Cassandra before 4.1 has only v1)'
-        : value === 'v1'
-          ? 'v1 (about 4 round trips per conditional write; v2 needs 2)'
-          : value,
-  };
+  if (value === undefined)
+    return outcome('info', 'not reported (Cassandra before 4.1 has only v1)');
+  if (value === 'v1') {
+    return outcome('info', 'v1 (about 4 round trips per conditional write; v2 needs 2)');
+  }
+  return outcome('info', value);
 }
 
 function serialReads(node: NodeSettings): NodeCheck {
   const value = node.properties.get(SERIAL_READS_PROPERTY);
+  const outcome = outcomeOf('serial-reads-linearizability', value);
   // Java's Boolean.parseBoolean: "true" in any case is true, anything else false.
-  if (value?.toLowerCase() !== 'true') {
-    return {
-      check: 'serial-reads-linearizability',
-      status: 'ok',
-      value,
-      message: `-D${SERIAL_READS_PROPERTY} not set`,
-    };
+  if (value?.toLowerCase() !== 'true') return outcome('ok', `-D${SERIAL_READS_PROPERTY} not set`);
+  if (Number.parseInt(node.version ?? '', 10) >= 5) {
+    return outcome(
+      'warning',
+      `-D${SERIAL_READS_PROPERTY}=true is set but ignored by Cassandra ${node.version} (the paxos_variant setting replaced it); remove it`,
+    );
   }
-  const major = Number.parseInt(node.version ?? '', 10);
-  if (major >= 5) {
-    return {
-      check: 'serial-reads-linearizability',
-      status: 'warning',
-      value,
-      message: `-D${SERIAL_READS_PROPERTY}=true is set but ignored by Cassandra ${node.version} (the paxos_variant setting replaced it); remove it`,
-    };
-  }
-  return {
-    check: 'serial-reads-linearizability',
-    status: 'unsafe',
-    value,
-    message: `-D${SERIAL_READS_PROPERTY}=true: ${WHY['serial-reads-linearizability']}`,
-  };
+  return outcome(
+    'unsafe',
+    `-D${SERIAL_READS_PROPERTY}=true: ${WHY['serial-reads-linearizability']}`,
+  );
 }
 
 function paxosStateLifetime(node: NodeSettings): NodeCheck {
   // Cassandra before 4.1 has no paxos_state_purging and always purges as `legacy` does now.
   const purging = node.settings.get('paxos_state_purging') ?? 'legacy';
-  const check = (status: CheckStatus, message: string): NodeCheck => ({
-    check: 'paxos-state-lifetime',
-    status,
-    value: purging,
-    message,
-  });
+  const outcome = outcomeOf('paxos-state-lifetime', purging);
   if (purging === 'repaired') {
-    return check('ok', 'repaired: Paxos state is purged only after paxos repair');
+    return outcome('ok', 'repaired: Paxos state is purged only after paxos repair');
   }
   if (purging !== 'legacy' && purging !== 'gc_grace') {
-    return check('unknown', `unknown paxos_state_purging "${purging}"`);
+    return outcome('unknown', `unknown paxos_state_purging "${purging}"`);
   }
   const tables = idgenTables(node).map(({ table, settings }) => ({
     table,
     gcGrace: settings.gcGraceSeconds,
   }));
   if (tables.length === 0) {
-    return check(
+    return outcome(
       'info',
       `${purging}; the idgen tables do not exist yet (created with gc_grace_seconds 864000)`,
     );
@@ -294,38 +259,34 @@ function paxosStateLifetime(node: NodeSettings): NodeCheck {
     purging === 'legacy' ? Math.max(MIN_PAXOS_STATE_SECONDS, gcGrace) : gcGrace;
   const short = tables.filter(({ gcGrace }) => lifetime(gcGrace) < MIN_PAXOS_STATE_SECONDS);
   const kept = tables.map(({ table, gcGrace }) => `${table} ${lifetime(gcGrace)} s`).join(', ');
-  if (short.length === 0) return check('ok', `${purging}: Paxos state kept ${kept}`);
+  if (short.length === 0) return outcome('ok', `${purging}: Paxos state kept ${kept}`);
   const low = short.map(({ table, gcGrace }) => `${table} ${gcGrace}`).join(', ');
-  return {
-    check: 'paxos-state-lifetime',
-    status: 'unsafe',
-    value: `gc_grace (gc_grace_seconds: ${low})`,
-    message: `gc_grace with gc_grace_seconds ${low}: ${WHY['paxos-state-lifetime']} (ALTER TABLE … WITH gc_grace_seconds = 864000)`,
-  };
+  return outcomeOf('paxos-state-lifetime', `gc_grace (gc_grace_seconds: ${low})`)(
+    'unsafe',
+    `gc_grace with gc_grace_seconds ${low}: ${WHY['paxos-state-lifetime']} (ALTER TABLE … WITH gc_grace_seconds = 864000)`,
+  );
 }
 
 function tableTtl(node: NodeSettings): NodeCheck {
-  const tables = idgenTables(node).map(({ table, settings }) => ({
-    table,
-    ttl: settings.defaultTtlSeconds,
-  }));
-  const check = (status: CheckStatus, value: string | undefined, message: string): NodeCheck => ({
-    check: 'table-ttl',
-    status,
-    value,
-    message,
-  });
+  const tables = idgenTables(node);
   if (tables.length === 0) {
-    return check('info', undefined, 'the idgen tables do not exist yet (created with no TTL)');
+    return outcomeOf('table-ttl', undefined)(
+      'info',
+      'the idgen tables do not exist yet (created with no TTL)',
+    );
   }
-  const expiring = tables.filter(({ ttl }) => ttl > 0);
+  const expiring = tables.filter(({ settings }) => settings.defaultTtlSeconds > 0);
   if (expiring.length === 0) {
-    return check('ok', '0', `no default TTL on ${tables.map(({ table }) => table).join(', ')}`);
+    return outcomeOf('table-ttl', '0')(
+      'ok',
+      `no default TTL on ${tables.map(({ table }) => table).join(', ')}`,
+    );
   }
-  const found = expiring.map(({ table, ttl }) => `${table} ${ttl}`).join(', ');
-  return check(
+  const found = expiring
+    .map(({ table, settings }) => `${table} ${settings.defaultTtlSeconds}`)
+    .join(', ');
+  return outcomeOf('table-ttl', found)(
     'unsafe',
-    found,
     `default_time_to_live ${found}: ${WHY['table-ttl']} (ALTER TABLE … WITH default_time_to_live = 0)`,
   );
 }
@@ -333,32 +294,25 @@ function tableTtl(node: NodeSettings): NodeCheck {
 function paxosRepair(node: NodeSettings): NodeCheck {
   const enabled = node.settings.get('paxos_repair_enabled');
   const skipped = node.settings.get('skip_paxos_repair_on_topology_change');
-  const value = `${enabled ?? '?'}/${skipped ?? '?'}`;
-  if (node.paxosVariant !== 'v2') {
-    return { check: 'paxos-repair', status: 'ok', value, message: 'not used by Paxos v1' };
+  const outcome = outcomeOf('paxos-repair', `${enabled ?? '?'}/${skipped ?? '?'}`);
+  if (node.paxosVariant !== 'v2') return outcome('ok', 'not used by Paxos v1');
+  if (enabled === 'false' || skipped === 'true') {
+    return outcome(
+      'warning',
+      `paxos_repair_enabled ${enabled ?? '?'}, skip_paxos_repair_on_topology_change ${skipped ?? '?'}: ${WHY['paxos-repair']}`,
+    );
   }
-  const off = enabled === 'false' || skipped === 'true';
-  return {
-    check: 'paxos-repair',
-    status: off ? 'warning' : 'ok',
-    value,
-    message: off
-      ? `paxos_repair_enabled ${enabled ?? '?'}, skip_paxos_repair_on_topology_change ${skipped ?? '?'}: ${WHY['paxos-repair']}`
-      : 'paxos repair runs on topology changes, which keeps Paxos v2 linearizable across them',
-  };
+  return outcome(
+    'ok',
+    'paxos repair runs on topology changes, which keeps Paxos v2 linearizable across them',
+  );
 }
 
 function commitlogReplay(node: NodeSettings): NodeCheck {
   const value = node.properties.get(IGNORE_REPLAY_ERRORS_PROPERTY);
-  const set = value?.toLowerCase() === 'true';
-  return {
-    check: 'commitlog-replay',
-    status: set ? 'warning' : 'ok',
-    value,
-    message: set
-      ? `-D${IGNORE_REPLAY_ERRORS_PROPERTY}=true: ${WHY['commitlog-replay']}`
-      : 'replay stops on errors',
-  };
+  const outcome = outcomeOf('commitlog-replay', value);
+  if (value?.toLowerCase() !== 'true') return outcome('ok', 'replay stops on errors');
+  return outcome('warning', `-D${IGNORE_REPLAY_ERRORS_PROPERTY}=true: ${WHY['commitlog-replay']}`);
 }
 
 /**
@@ -376,18 +330,13 @@ export function preflightReport(input: {
 }): PreflightReport {
   const nodes = new Map<string, NodePreflight>();
   const unchecked: string[] = [];
+  const notChecked = (host: string, dc: string, error: string) =>
+    nodes.set(host, { host, dc, version: undefined, checked: false, error, checks: [] });
   for (const read of input.reads) {
     if ('error' in read) {
       const known = input.hosts.filter((host) => host.dc === read.dc);
-      for (const host of known.length > 0 ? known : [{ address: `(${read.dc})`, dc: read.dc }]) {
-        nodes.set(host.address, {
-          host: host.address,
-          dc: read.dc,
-          version: undefined,
-          checked: false,
-          error: read.error,
-          checks: [],
-        });
+      for (const host of known.length > 0 ? known : [{ address: `(${read.dc})` }]) {
+        notChecked(host.address, read.dc, read.error);
       }
       unchecked.push(`${read.dc} could not be reached: ${read.error}`);
       continue;
@@ -406,16 +355,8 @@ export function preflightReport(input: {
       }
     }
     for (const host of input.hosts.filter((h) => h.dc === read.dc && !nodes.has(h.address))) {
-      const error = 'did not answer';
-      nodes.set(host.address, {
-        host: host.address,
-        dc: host.dc,
-        version: undefined,
-        checked: false,
-        error,
-        checks: [],
-      });
-      unchecked.push(`${host.address} (${host.dc}) ${error}`);
+      notChecked(host.address, host.dc, 'did not answer');
+      unchecked.push(`${host.address} (${host.dc}) did not answer`);
     }
   }
   const sorted = [...nodes.values()].sort(
@@ -441,7 +382,9 @@ export function preflightReport(input: {
 }
 
 /** The unsafe checks, one line per check and value, naming the nodes: short enough for an error. */
-export function problemLines(nodes: readonly NodePreflight[]): string[] {
+export function problemLines(
+  nodes: readonly Pick<NodePreflight, 'host' | 'dc' | 'checks'>[],
+): string[] {
   const groups = new Map<string, { check: PreflightCheckName; value: string; hosts: string[] }>();
   for (const node of nodes) {
     for (const check of node.checks.filter((c) => c.status === 'unsafe')) {

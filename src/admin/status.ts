@@ -207,52 +207,41 @@ function dcStatus(
     if (!retireBetween) rate = Math.max(0, Number(consumed - before - retired)) / seconds;
   }
 
+  let held: Pick<
+    DcStatus,
+    'reserved' | 'preloaded' | 'lastInteger' | 'reservedUsed' | 'reservedUsedShare' | 'left'
+  >;
   if (state === undefined) {
     // Grant 1 of a DC with no state is installed after a plain read (no SERIAL), so it counts
     // as held; a later grant needs SERIAL and does not.
     const first = pendingGrant?.number === 1 ? pendingGrant : undefined;
-    const left = first === undefined ? 0n : first.max - first.min + 1n;
-    return {
-      dc,
-      grants,
+    held = {
       reserved: undefined,
       preloaded: undefined,
-      pendingGrant,
       lastInteger: undefined,
       reservedUsed: 0n,
       reservedUsedShare: 0,
-      left,
-      consumed,
-      rate,
-      runway: left === 0n ? undefined : runwayOf(left, rate), // nothing held: no range to last
-      usage,
-      rowsNotCurrent,
+      left: first === undefined ? 0n : first.max - first.min + 1n,
+    };
+  } else {
+    const reservedSize = state.reservedMax - state.reservedMin + 1n;
+    const reservedUsed = clamp(state.lastInteger - state.reservedMin + 1n, 0n, reservedSize);
+    const hasPreloaded = state.installedGrant === state.reservedGrant + 1;
+    const preloadedSize = hasPreloaded ? state.preloadedMax - state.preloadedMin + 1n : 0n;
+    held = {
+      reserved: { grant: state.reservedGrant, min: state.reservedMin, max: state.reservedMax },
+      preloaded: hasPreloaded
+        ? { grant: state.installedGrant, min: state.preloadedMin, max: state.preloadedMax }
+        : undefined,
+      lastInteger: state.lastInteger,
+      reservedUsed,
+      reservedUsedShare: share(reservedUsed, reservedSize),
+      left: reservedSize - reservedUsed + preloadedSize,
     };
   }
-
-  const reservedSize = state.reservedMax - state.reservedMin + 1n;
-  const reservedUsed = clamp(state.lastInteger - state.reservedMin + 1n, 0n, reservedSize);
-  const hasPreloaded = state.installedGrant === state.reservedGrant + 1;
-  const preloadedSize = hasPreloaded ? state.preloadedMax - state.preloadedMin + 1n : 0n;
-  const left = reservedSize - reservedUsed + preloadedSize;
-  return {
-    dc,
-    grants,
-    reserved: { grant: state.reservedGrant, min: state.reservedMin, max: state.reservedMax },
-    preloaded: hasPreloaded
-      ? { grant: state.installedGrant, min: state.preloadedMin, max: state.preloadedMax }
-      : undefined,
-    pendingGrant,
-    lastInteger: state.lastInteger,
-    reservedUsed,
-    reservedUsedShare: share(reservedUsed, reservedSize),
-    left,
-    consumed,
-    rate,
-    runway: runwayOf(left, rate),
-    usage,
-    rowsNotCurrent,
-  };
+  // Without a state and nothing held there is no range to last.
+  const runway = state === undefined && held.left === 0n ? undefined : runwayOf(held.left, rate);
+  return { dc, grants, pendingGrant, ...held, consumed, rate, runway, usage, rowsNotCurrent };
 }
 
 /** IDs retire-ranges left as a gap in `dc`, as its usage counters say (0 if unread). */

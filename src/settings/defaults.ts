@@ -24,19 +24,15 @@ export const SEQUENCE_DEFAULTS = Object.freeze({
   autonomySeconds: 0,
   /** Shards of fixed blocks, and the fewest of adaptive ones. */
   shards: 1,
-  /**
-   * Shards of adaptive blocks where the domain has room (docs/sizing.md, "The defaults: 16
-   * shards and first ranges").
-   */
+  /** Shards of adaptive blocks where the domain has room (docs/sizing.md). */
   adaptiveShards: 16,
   /** Adaptive blocks get at most one shard per this many DC ranges the domain holds. */
   shardRoom: 1_000n,
   /** maxDcRangeSize defaults to this many DC ranges (at most an eighth of the domain). */
   maxDcRanges: 1_000n,
   /**
-   * Adaptive blocks in a domain of at least this many IDs get `largeDcRangeSize` and
-   * `largeMaxBlockSize`: there gaps cost nothing, and a tight loop needs blocks that outlast a
-   * claim's round trip.
+   * Adaptive blocks in a domain this large get the `large` sizes: gaps cost nothing there, and a
+   * tight loop needs blocks that outlast a claim's round trip.
    */
   largeDomain: 2n ** 48n,
   largeDcRangeSize: 10_000_000n,
@@ -68,11 +64,7 @@ export const DEFAULTS: { readonly [F in Exclude<Field, 'name'>]: Default<F> } = 
   shards: defaultShards,
 });
 
-/**
- * The sizes to cap to the domain: the larger ones for adaptive blocks in a domain of
- * {@link SEQUENCE_DEFAULTS.largeDomain} IDs or more. `blockSize` given alone means fixed blocks,
- * which keep the sizes of small domains.
- */
+/** The sizes to cap to the domain; fixed blocks (`blockSize` given alone) keep the small ones. */
 function sizes(s: SequenceSettings, given: CreateSequenceOptions) {
   const { largeDomain, largeDcRangeSize, largeMaxBlockSize, dcRangeSize, maxBlockSize } =
     SEQUENCE_DEFAULTS;
@@ -84,8 +76,7 @@ function sizes(s: SequenceSettings, given: CreateSequenceOptions) {
 
 /**
  * `maxDcRangeSize` when not given (also on an alter setting an autonomy target): room for grants
- * to grow with a target; else `dcRangeSize`, or {@link GRANT_BLOCKS} largest blocks for adaptive
- * ones. At most an eighth of the domain, never below `dcRangeSize`.
+ * to grow with a target, else {@link GRANT_BLOCKS} largest blocks or `dcRangeSize`.
  */
 export function defaultMaxDcRange(s: SequenceSettings): bigint {
   const wanted =
@@ -97,11 +88,7 @@ export function defaultMaxDcRange(s: SequenceSettings): bigint {
   return maxBigInt(minBigInt(wanted, domainSize(s) / 8n), s.dcRangeSize);
 }
 
-/**
- * `shards` when not given: {@link SEQUENCE_DEFAULTS.adaptiveShards} for adaptive blocks, fewer
- * where the domain holds fewer than `shardRoom` DC ranges per shard (each shard holds ranges of
- * its own); one for fixed blocks.
- */
+/** `shards` when not given: see {@link CreateSequenceOptions.shards}. */
 function defaultShards(s: SequenceSettings): number {
   const { adaptiveShards, shardRoom, shards } = SEQUENCE_DEFAULTS;
   if (s.maxBlockSize === s.blockSize) return shards;

@@ -1,7 +1,6 @@
 /**
  * First ranges: the DC ranges a create grants in the write that makes the sequence, so that a
- * fleet starting at once never crowds the one grants partition at SERIAL (docs/design.md, "A
- * DC's first range, granted at creation").
+ * fleet starting at once never crowds the grants partition at SERIAL (docs/design.md).
  */
 
 import { InvalidOptionError } from '../errors.js';
@@ -31,7 +30,7 @@ export function resolveFirstGrants(
   if (list.some((dc) => !isValidName('datacenter', dc)) || new Set(list).size !== list.length) {
     throw new InvalidOptionError('firstRanges', dcs, allowed);
   }
-  const count = dcs.length * settings.shards;
+  const { count, total, room } = firstRangeSpace(settings, dcs.length);
   if (count > MAX_FIRST_GRANTS) {
     throw new InvalidOptionError(
       'firstRanges',
@@ -39,8 +38,6 @@ export function resolveFirstGrants(
       `DCs whose first ranges number at most ${MAX_FIRST_GRANTS} (DCs × shards; they are one batch): ${dcs.length} DC(s) × ${settings.shards} shard(s) = ${count}; create with fewer shards and raise them with alterSequence() (later shards ask for their first range when they start)`,
     );
   }
-  const total = BigInt(count) * settings.dcRangeSize;
-  const room = settings.max - settings.start + 1n;
   if (total > room) {
     throw new InvalidOptionError(
       'firstRanges',
@@ -94,10 +91,13 @@ export function defaultFirstRanges(
   // A name the protocol cannot use (the snitch allows more than our names do): the create goes
   // on without first ranges rather than failing on a list the user never gave.
   if (replicaDcs.some((dc) => !isValidName('datacenter', dc))) return undefined;
-  const count = replicaDcs.length * settings.shards;
-  const room = settings.max - settings.start + 1n;
-  if (count > MAX_FIRST_GRANTS || BigInt(count) * settings.dcRangeSize * 8n > room) {
-    return undefined;
-  }
-  return replicaDcs;
+  const { count, total, room } = firstRangeSpace(settings, replicaDcs.length);
+  return count > MAX_FIRST_GRANTS || total * 8n > room ? undefined : replicaDcs;
+}
+
+/** How many first ranges `dcs` DCs take, how many IDs, and how many lie from `start` on. */
+function firstRangeSpace(settings: SequenceSettings, dcs: number) {
+  const count = dcs * settings.shards;
+  const total = BigInt(count) * settings.dcRangeSize;
+  return { count, total, room: settings.max - settings.start + 1n };
 }

@@ -1,7 +1,6 @@
 /**
  * A sequence's settings from a create (onto the defaults), an alter (onto the stored settings)
- * or a stored row, each checked by {@link settle}. Bad input throws `InvalidOptionError`; a bad
- * stored row `InvariantError`, since nothing may be allocated from it.
+ * or a stored row, each checked by {@link settle}.
  */
 
 import { InvalidOptionError } from '../errors.js';
@@ -68,8 +67,8 @@ export function resolveSequenceSettings(
 }
 
 /**
- * Checks the changes of `alter` before any settings are read (unknown fields take their widest
- * bound), so bad input is named even with Cassandra unreachable.
+ * Checks the changes of `alter` before any settings are read (with the widest bounds), so bad
+ * input is named even with Cassandra unreachable.
  * @throws {InvalidOptionError} naming the first option that is unknown or out of range, or
  * `changes` if it sets nothing.
  */
@@ -87,11 +86,11 @@ function checkChangeKeys(changes: AlterSequenceOptions): void {
 }
 
 /**
- * Validates the changes of `alter` against the current settings and normalises them to the keys
- * that change (on fixed blocks `blockSize` moves `maxBlockSize`; on fixed DC ranges
- * `dcRangeSize` moves `maxDcRangeSize`).
- * @throws {InvalidOptionError} naming the first option that is unknown, unchangeable or out of
- * range, or `changes` if nothing would change.
+ * Validates the changes of `alter` against the current settings, as the keys that change (on
+ * fixed blocks `blockSize` moves `maxBlockSize`; on fixed DC ranges `dcRangeSize` moves
+ * `maxDcRangeSize`).
+ * @throws {InvalidOptionError} naming the first option that is unknown or out of range, or
+ * `changes` if it sets nothing.
  * @throws {InvariantError} if a stored setting the changes leave as it is breaks a rule.
  */
 export function validateChanges(
@@ -105,18 +104,13 @@ export function validateChanges(
     base: (field, s) => alterBase(field, s as SequenceSettings, current),
     current,
   }) as SequenceSettings;
-  // Only what changes: a key not given may still change with one that is.
   const changed = SIZE_KEYS.filter(
     (key) => changes[key] !== undefined || next[key] !== current[key],
   );
   return Object.freeze(Object.fromEntries(changed.map((key) => [key, next[key]])));
 }
 
-/**
- * An alter's value of a field not given: the stored one, except where a change drags it along
- * (`blockSize` under a lowered `maxBlockSize`; `maxDcRangeSize` with `dcRangeSize` or a new
- * autonomy target).
- */
+/** An alter's value of a field not given: the stored one, unless a change drags it along. */
 function alterBase(field: Field, s: SequenceSettings, current: SequenceSettings): unknown {
   if (field === 'blockSize') return Math.min(current.blockSize, s.maxBlockSize);
   if (field !== 'maxDcRangeSize') return current[field];
@@ -135,26 +129,20 @@ export function validateStoredSettings(settings: SequenceSettings): void {
 }
 
 /**
- * How an existing sequence's IDs differ from what a create gave (`domain`, `min`, `max`,
- * `start`); `[]` when none differs.
- * @param asked the create's settings, resolved from `options`.
+ * How an existing sequence's `min`, `max` and `start` differ from those a create gave (a
+ * `domain` given sets `max`), as `start 1 (asked 5)`; `[]` when none does.
  */
 export function idSpaceDifferences(
   options: CreateSequenceOptions,
   asked: SequenceSettings,
   existing: SequenceSettings,
 ): string[] {
-  // A domain given without max sets max (its maximum); min and start keep their own options.
   const given = (field: 'min' | 'max' | 'start') =>
     options[field] !== undefined || (field === 'max' && options.domain !== undefined);
   return differences(['min', 'max', 'start'], given, asked, existing);
 }
 
-/**
- * The sizes a create gave (`dcRangeSize`, `blockSize`, ...) that an existing sequence does not
- * have, as `blockSize 100 (asked 5000)`: `alter` changes them. `[]` when none differs.
- * @param asked the create's settings, resolved from `options`.
- */
+/** The sizes a create gave that an existing sequence does not have, as above. */
 export function sizeDifferences(
   options: CreateSequenceOptions,
   asked: SequenceSettings,
@@ -163,7 +151,6 @@ export function sizeDifferences(
   return differences(SIZE_KEYS, (key) => options[key] !== undefined, asked, existing);
 }
 
-/** Each of `fields` that was `given` and differs, as `field <existing> (asked <asked>)`. */
 function differences<K extends keyof SequenceSettings>(
   fields: readonly K[],
   given: (field: K) => boolean,

@@ -1,8 +1,7 @@
 /**
- * The one table of rules a sequence's settings keep, and the one pass that applies it. Each rule
- * bounds one field by the fields above it in {@link RULES}, and {@link settle} merges and checks
- * them in that order, so every bound is read from a checked value. A field with no value is left
- * out, and the rules that read it take their widest bound.
+ * The one table of rules a sequence's settings keep, and {@link settle}, the one pass that
+ * applies it: each rule bounds its field by checked fields above it; a field with no value is
+ * left out, and the rules that read it take their widest bound.
  */
 
 import { InvalidOptionError, InvariantError } from '../errors.js';
@@ -27,9 +26,8 @@ export const INTEGER_TYPES = ' (a number up to 2^53-1, or a bigint)';
 type Bound<T> = (s: Draft, current: SequenceSettings | undefined) => T;
 
 /**
- * `id`: a bigint (given, also a safe integer number) within `[low, high]`; `count`: an integer
- * number within `[low, high]`, and `why` says where the bounds come from; `share`: a number
- * strictly between 0 and 1; `domain`: a preset (held, also `custom`); `name`: a sequence name.
+ * `id`: a bigint (given, also a safe integer number) in `[low, high]`; `count`: an integer number
+ * in `[low, high]` (`why` says where they come from); `share`: strictly between 0 and 1.
  * `blames`: the field above whose change an alter reports when a value not given breaks the rule.
  */
 type Rule = { readonly field: Field } & (
@@ -101,22 +99,22 @@ export const RULES: readonly Rule[] = Object.freeze([
   },
 ]);
 
-/** How a merge fills in the fields, for {@link settle}. */
+/**
+ * How {@link settle} fills in the fields: `given` options (`undefined`: not given), `follows`
+ * (a field that takes another option's value when only that one is given), and `base`, a
+ * field's value when not given (undefined leaves it out).
+ */
 export interface Merge {
-  /** The options given, by field; `undefined` is not given. */
   readonly given: Readonly<Partial<Record<Field, unknown>>>;
-  /** Fields that take another option's value when only that one is given (fixed blocks). */
   readonly follows?: Readonly<Partial<Record<Field, Field>>>;
-  /** A field's value when it is not given, from the fields above it; undefined leaves it out. */
   readonly base: (field: Field, s: Draft) => unknown;
   readonly current?: SequenceSettings;
 }
 
 /**
- * Merges settings field by field in the order of {@link RULES}, checking each against the fields
- * above it; ID bounds and DC range sizes come out as bigints.
- * @throws {InvalidOptionError} naming the option given that breaks a rule (or whose value a field
- * follows), or, on an alter, the option given that a stored value no longer fits (`blames`).
+ * Merges settings in the order of {@link RULES}; ID bounds and DC range sizes come out as bigints.
+ * @throws {InvalidOptionError} naming the option given that breaks a rule, or on an alter the
+ * one a stored value no longer fits (`blames`).
  * @throws {InvariantError} if a value nobody gave breaks a rule: the stored settings do.
  */
 export function settle({ given, follows = {}, base, current }: Merge): Draft {
@@ -188,8 +186,7 @@ function check(
       ) {
         return { value };
       }
-      // Counts are numbers only (unlike IDs and DC range sizes): a bigint in range would
-      // otherwise read as refused for no reason.
+      // A bigint in range would otherwise read as refused for no reason.
       const kind = typeof value === 'bigint' ? 'a number (not a bigint)' : 'an integer';
       return `${kind} from ${low} to ${high} (${rule.why(s, current)})`;
     }
@@ -211,10 +208,7 @@ export function domainSize(s: Draft): bigint {
   return (s.max ?? MAX_INT63) - (s.min ?? 0n) + 1n;
 }
 
-/**
- * The most IDs one DC range may hold: the domain's size, and no more than a CQL bigint holds
- * (2^63 - 1; the domain [0, 2^63 - 1] holds one more, which the driver would store as -2^63).
- */
+/** The most IDs one DC range may hold: the domain's size, at most a CQL bigint (2^63 - 1). */
 export function rangeCap(s: Draft): bigint {
   return minBigInt(domainSize(s), MAX_INT63);
 }

@@ -1,7 +1,6 @@
 /**
- * The campaign's checker. It trusts nothing but the recorded history (every ID each process
- * incarnation recorded, in order) and the rows read back after healing; it never asks the
- * allocator what it did. Pure: the campaign reads the files and rows, this judges them.
+ * The campaign's checker: pure, it trusts nothing but the recorded history (every ID each process
+ * incarnation recorded, in order) and the rows read back after healing.
  */
 import type { DcState, Grant } from '../../src/index.js';
 import { dcOfGrantee } from '../../src/names.js';
@@ -9,25 +8,15 @@ import { dcOfGrantee } from '../../src/names.js';
 export interface RecordedIncarnation {
   readonly id: number;
   readonly dc: string;
-  /** How it ended (see fleet.ts). */
   readonly ending: string;
-  /**
-   * The IDs it recorded, in the order it handed them out (with concurrent callers: in the order
-   * the calls resolved).
-   */
+  /** The IDs it recorded, in the order handed out (concurrent callers: as calls resolved). */
   readonly ids: Float64Array;
   /**
-   * With concurrent callers (worker.ts, `callers` mode): each call as it resolved, three numbers
-   * each: the IDs recorded when it was made, where its IDs end in `ids` (they start where the
-   * call before it ended), and how many it asked for. Absent: one caller that does not write
-   * its calls (`tight`, `paced`), whose IDs must simply increase.
+   * Each call as it resolved (worker.ts): IDs recorded when it was made, where its IDs end in
+   * `ids`, how many it asked for. Absent: one caller, whose IDs must simply increase.
    */
   readonly calls?: Float64Array | undefined;
-  /**
-   * Its process was SIGKILLed without writing its history first (fleet.ts: `raw` or
-   * `flush-timed-out`): IDs it recorded after its last call's entry may have lost that entry.
-   * Otherwise its calls must cover exactly the IDs it recorded.
-   */
+  /** SIGKILLed without writing its history first: its last calls' entries may be missing. */
   readonly cutShort?: boolean | undefined;
 }
 
@@ -48,7 +37,6 @@ export interface Duplicate {
 /** See {@link Verdict.uncoveredCalls}. */
 export interface UncoveredCalls {
   readonly incarnation: number;
-  /** IDs recorded. */
   readonly recorded: number;
   /** Where its last call's entry ends in the history (0 without one). */
   readonly covered: number;
@@ -66,40 +54,24 @@ export interface Verdict {
   readonly valid: boolean;
   readonly drawn: number;
   /**
-   * DCs that recorded no ID: of every DC a process ran in or a grant went to. No ID recorded
-   * holds every property vacuously, so a history that proves nothing about a DC is not valid,
-   * nor is one with no ID at all (`drawn` 0, even with no DC to name). Absent in reports
-   * written before it was checked.
+   * DCs (with a process or a grant) that recorded no ID: an empty history proves nothing, so it
+   * is not valid. Absent in older reports.
    */
   readonly dcsWithoutIds?: readonly string[];
   readonly duplicates: readonly Duplicate[];
   readonly duplicateCount: number;
-  /**
-   * Incarnations whose IDs did not strictly increase, with the first offending position (with
-   * concurrent callers: within a call, or above every ID recorded before the call was made; or
-   * a call handed out other than the count it asked for).
-   */
+  /** Incarnations whose IDs did not strictly increase, with the first offending position. */
   readonly nonMonotonic: readonly { readonly incarnation: number; readonly at: number }[];
-  /**
-   * Incarnations that write their calls whose entries do not cover exactly the IDs they
-   * recorded ({@link callsCoverage}): IDs no entry covers are judged by no call (neither their
-   * order nor their count), and an entry beyond the history is one the worker cannot have
-   * written. Absent in reports written before it was checked.
-   */
+  /** Incarnations whose calls do not cover exactly their IDs ({@link callsCoverage}). Absent in older reports. */
   readonly uncoveredCalls?: readonly UncoveredCalls[];
-  /**
-   * IDs recorded by a process of a DC outside every grant of that DC and its shards, or outside
-   * the grants of the one shard the process drew its first ID from (a process keeps its shard).
-   */
+  /** IDs outside the grants of the one grantee (DC or shard) the process drew its first ID from. */
   readonly outsideGrants: readonly { readonly incarnation: number; readonly id: number }[];
   readonly outsideGrantsCount: number;
   /** Grants of all DCs overlapping each other, or above GLOBAL. */
   readonly grantProblems: readonly string[];
   /**
    * IDs granted / recorded (distinct, inside grants) / still held by the final states / neither
-   * (`lost`: the remainder, so granted = drawn + held + lost however many were lost). `balanced`
-   * shows only that no recorded ID lies in a range a final state still holds, and that held
-   * ranges lie inside their holder's grants without overlapping each other.
+   * (`lost`). `balanced`: no recorded ID lies in a held range, and held ranges lie inside grants.
    */
   readonly reconciliation: {
     readonly granted: number;
@@ -113,10 +85,7 @@ export interface Verdict {
 
 const MAX_LISTED = 20;
 
-/**
- * Packed sort keys `id · OWNER_SPAN + owner` stay exact below 2^53: owners (incarnation
- * numbers) below 2^21, IDs below 2^32 (campaigns draw from the int32 domain).
- */
+/** Packed sort keys `id · OWNER_SPAN + owner` stay exact below 2^53. */
 const OWNER_SPAN = 2 ** 21;
 const MAX_PACKED_ID = 2 ** 32;
 
@@ -165,8 +134,7 @@ export function checkHistory(
   }
   const duplicates = [...listed].map((id) => ({ id, by: owners.get(id) ?? [] }));
 
-  // 2. Strictly increasing within each incarnation: each ID above every ID handed out before the
-  // call that brought it was made.
+  // 2. Strictly increasing within each incarnation.
   const nonMonotonic: { incarnation: number; at: number }[] = [];
   for (const incarnation of incarnations) {
     const at = firstOutOfOrder(incarnation);
@@ -177,12 +145,10 @@ export function checkHistory(
     return uncovered === undefined ? [] : [uncovered];
   });
 
-  // 3. Every ID inside a grant of its own DC, and all of one process's IDs inside the grants of
-  // one grantee (its DC, or the shard it picked): which one is read off its first ID.
+  // 3. All of one process's IDs inside the grants of one grantee of its DC, read off its first ID.
   const outsideGrants: { incarnation: number; id: number }[] = [];
   let outsideGrantsCount = 0;
   const sortedGrants = new Map<string, Grant[]>();
-  /** Each DC's grants and those of its shards, with their grantee, ascending. */
   const grantsOfDc = new Map<string, { grantee: string; grant: Grant }[]>();
   for (const [grantee, grants] of rows.grants) {
     sortedGrants.set(
@@ -195,14 +161,12 @@ export function checkHistory(
     grantsOfDc.set(dc, list);
   }
   for (const list of grantsOfDc.values()) list.sort((a, b) => (a.grant.min < b.grant.min ? -1 : 1));
-  /** The grantee each incarnation drew from, for the reconciliation. */
   const granteeOf = new Map<number, string>();
   for (const incarnation of incarnations) {
     const ofDc = grantsOfDc.get(incarnation.dc) ?? [];
     let grantee: string | undefined;
     for (const id of incarnation.ids) {
-      // A fraction (or NaN) lies in no grant, though a grant's bounds would take it in: an ID
-      // the library never hands out, which the reconciliation's packed keys would round.
+      // A fraction (or NaN) lies in no grant: the packed keys would round it.
       const found = Number.isInteger(id) ? findOwned(ofDc, id) : undefined;
       grantee ??= found?.grantee;
       if (found === undefined || found.grantee !== grantee) {
@@ -264,19 +228,15 @@ export function checkHistory(
 }
 
 /**
- * The first position of an incarnation's history that breaks monotonicity, if any. One caller's
- * IDs must each be above the one before. Concurrent callers' calls resolve in any order, so a
- * call owes order only to the calls that had resolved (been recorded) when it was made: its IDs
- * (as many as it asked for) strictly increase and its first is above every ID recorded before it
- * was made. IDs after the last call the calls file holds have no call to judge them by: that
- * and an entry beyond the history are {@link callsCoverage}'s to find.
+ * The first position of an incarnation's history that breaks monotonicity, if any. A call owes
+ * order only to calls recorded when it was made: its IDs (as many as asked) strictly increase,
+ * the first above every ID recorded before it.
  */
 function firstOutOfOrder({ ids, calls }: RecordedIncarnation): number | undefined {
   if (calls === undefined) {
     for (let i = 1; i < ids.length; i++) if (!(ids[i]! > ids[i - 1]!)) return i;
     return undefined;
   }
-  // highest[i]: the highest of ids[0..i].
   const highest = new Float64Array(ids.length);
   for (let i = 0; i < ids.length; i++)
     highest[i] = Math.max(ids[i]!, i > 0 ? highest[i - 1]! : -Infinity);
@@ -285,8 +245,7 @@ function firstOutOfOrder({ ids, calls }: RecordedIncarnation): number | undefine
     const floor = calls[c]!;
     const end = calls[c + 1]!;
     const asked = calls[c + 2]!;
-    // A call handed other than the count it asked for, or an entry the worker cannot have
-    // written (out of bounds, ending before it began): either way, not the calls it made.
+    // Other than the count asked, or an entry the worker cannot have written.
     if (
       !(Number.isInteger(floor) && Number.isInteger(end) && floor <= start && start < end) ||
       end - start !== asked
@@ -302,10 +261,8 @@ function firstOutOfOrder({ ids, calls }: RecordedIncarnation): number | undefine
 }
 
 /**
- * How an incarnation's calls fail to cover exactly the IDs it recorded, or undefined if they do
- * (or it wrote no calls). The worker writes a call's IDs before its entry, in the same flush, so
- * no entry ends beyond the history; and every recorded ID has its entry, but for those of a
- * process SIGKILLed before it could write its last entries ({@link RecordedIncarnation.cutShort}).
+ * How an incarnation's calls fail to cover exactly the IDs it recorded, or undefined if they do.
+ * No entry may end beyond the history; the last may fall short only when it was `cutShort`.
  */
 export function callsCoverage({
   id,
@@ -341,9 +298,8 @@ function findOwned<T extends { readonly grant: Grant }>(
 }
 
 /**
- * The IDs of each grantee's grants (a DC's, or a shard's) that are neither recorded nor still
- * held by its state, as gap intervals, each attributed by the history around it: who recorded
- * the ID just below it, and how that incarnation ended.
+ * The IDs of each grantee's grants neither recorded nor still held, as gap intervals, each
+ * attributed by who recorded the ID just below it and how that incarnation ended.
  */
 function reconcile(
   incarnations: readonly RecordedIncarnation[],
@@ -363,12 +319,9 @@ function reconcile(
   let lost = 0;
 
   for (const [dc, grants] of grantsByDc) {
-    // Every ID recorded from this grantee with who recorded it, ascending.
     const mine = incarnations.filter((i) => granteeOf.get(i.id) === dc);
     const count = mine.reduce((sum, i) => sum + i.ids.length, 0);
-    // Each ID and its owner packed into one double, `id · OWNER_SPAN + owner`, and sorted as
-    // numbers: V8 refuses a comparator sort of a typed array this large (hundreds of millions
-    // of IDs when tight loops draw from large blocks), and a plain numeric sort is also much faster.
+    // Packed into one double and sorted as numbers: V8 refuses a comparator sort this large.
     const keys = new Float64Array(count);
     let k = 0;
     for (const incarnation of mine) {
@@ -384,11 +337,8 @@ function reconcile(
     const idAt = (i: number): number => Math.floor(keys[i]! / OWNER_SPAN);
     const ownerAt = (i: number): number => keys[i]! % OWNER_SPAN;
 
-    // What the DC still holds: the rest of its reserved range, its preloaded range, and a grant
-    // confirmed but not installed in its state (a first range of a shard no process used, or
-    // one whose requester was killed), which the grantee's next process installs before it
-    // asks for another. Counted lost, the 18 unused first ranges of a campaign's 16 shards read
-    // as 900,000 IDs lost at "the start of a grant".
+    // Still held: the rest of the reserved range, the preloaded range, and grants confirmed but
+    // not installed (the grantee's next process installs them before it asks for another).
     const heldRanges: [number, number][] = [];
     const state = states.get(dc);
     if (state !== undefined) {
@@ -407,7 +357,7 @@ function reconcile(
     heldRanges.sort((x, y) => x[0] - y[0]); // gapUntil walks them in order
     for (const [a, b] of heldRanges) held += b - a + 1;
 
-    let cursor = 0; // index into `order`
+    let cursor = 0;
     for (const grant of grants) {
       const min = Number(grant.min);
       const max = Number(grant.max);
@@ -415,7 +365,6 @@ function reconcile(
       let next = min; // first ID of the grant not yet accounted for
       let previousOwner: number | undefined;
       const gapUntil = (end: number, followingOwner: number | undefined) => {
-        // IDs next..end are unrecorded; take out what the DC still holds.
         let from = next;
         for (const [a, b] of heldRanges) {
           if (b < from || a > end) continue;

@@ -27,26 +27,20 @@ export type Ending =
   | 'failed';
 
 /**
- * How a killed incarnation was killed. `flushed`: sent SIGHUP, on which it wrote every ID it had
- * handed out and SIGKILLed itself (its history is whole). `raw`: SIGKILLed by the fleet, as a
- * crash without warning (its last 20 ms or so of IDs may be unrecorded, but for a paced process,
- * which writes each ID before its next call): a seeded share of the nemesis's kills, all of
- * paced processes; one that had not said it was ready (not handling SIGHUP yet); and those of
- * `stopAll` and the liveness check. `flush-timed-out`: sent SIGHUP, still alive
- * {@link FleetOptions.flushKillTimeoutMs} later, then SIGKILLed raw.
+ * How a killed incarnation was killed. `flushed`: sent SIGHUP, on which it wrote its history and
+ * SIGKILLed itself. `raw`: SIGKILLed by the fleet, its last IDs possibly unrecorded (but for a
+ * paced process). `flush-timed-out`: still alive {@link FleetOptions.flushKillTimeoutMs} after
+ * its SIGHUP, then SIGKILLed raw.
  */
 export type KillHow = 'flushed' | 'raw' | 'flush-timed-out';
 
 /**
  * How long a worker sent SIGHUP has to write its history and kill itself before the fleet
- * SIGKILLs it: its event loop may wait behind tsx, GC and nine Cassandra JVMs on two cores.
- * Waiting longer costs nothing but a later kill: the handler records every ID handed out before
- * it runs. 10 s was too short in seed 1000349, while dc3's three nodes took 217 s to restart
- * together and a fresh Node process 66 to 71 s to start: the campaign lost its verdict to it.
+ * SIGKILLs it. Generous: on a crowded machine its event loop may wait long, and a later kill
+ * costs nothing (the handler records every ID handed out before it runs).
  */
 export const FLUSH_KILL_TIMEOUT_MS = 30_000;
 
-/** How a process exited: its exit code, or (code null) the signal that ended it. */
 export interface ProcessExit {
   readonly code: number | null;
   readonly signal: NodeJS.Signals | null;
@@ -57,54 +51,38 @@ export interface Incarnation {
   readonly dc: string;
   readonly mode: WorkerMode;
   readonly historyFile: string;
-  /** `callers` and `take` modes: each call's bounds in the history (worker.ts). */
   readonly callsFile: string | undefined;
-  /** Its IDs handed out by second of the campaign (progress.ts). */
   readonly progressFile: string;
   readonly startedAt: number;
-  /** Whether it is a liveness check's worker (draws a fixed count after healing). */
+  /** A liveness check's worker (draws a fixed count after healing). */
   readonly liveness: boolean;
   ending: Ending;
   endedAt: number | undefined;
-  /**
-   * How its process exited; undefined until it has. The ending says what was done to it, this
-   * what became of it: one told to stop may still crash while it closes (see verdict.ts).
-   */
+  /** How its process exited: the ending says what was done to it, this what became of it. */
   exit: ProcessExit | undefined;
-  /** SIGSTOPped and not resumed yet. */
   stopped: boolean;
-  /** How it was killed, if it was. */
   killed: KillHow | undefined;
   /** It printed its ready line: connected, its signal handlers installed. */
   connected: boolean;
-  /**
-   * It printed its first-ID line: it has handed out an ID. The nemesis's process faults pick
-   * only such processes: one still starting, connecting or waiting for its first block holds
-   * no ID, and a fault there tests nothing.
-   */
+  /** It printed its first-ID line: only such processes get the nemesis's process faults. */
   drawing: boolean;
-  /** SIGKILLed by `stopAll` for not ending within its timeout of a SIGTERM: not the nemesis's doing. */
+  /** SIGKILLed by `stopAll` for not ending after its SIGTERM: not the nemesis's doing. */
   hungOnStop: boolean;
   summary: WorkerSummary | undefined;
-  /** What it printed when it drew its first ID; undefined if it drew none. */
   firstId: WorkerFirstId | undefined;
   stderr: string;
   readonly child: ChildProcess;
-  /** Resolves when the process has exited. */
   readonly exited: Promise<void>;
   /** Resolves when the worker is connected (or has exited). */
   readonly ready: Promise<void>;
-  /** What its ready line said: ms from its process's start to its main(), then to connect. */
   readyTimes: ReadyTimes | undefined;
-  /** Ms from its process's start to its main(), as its first line said; undefined before it. */
+  /** Ms from its process's start to its main(), as its first line said. */
   startupMs: number | undefined;
 }
 
 /** Where a worker's time to connect went (its ready line). */
 export interface ReadyTimes {
-  /** From the process's start to its main(): Node, tsx and the imports. */
   readonly startupMs: number;
-  /** From its main() to connected (connect() retried while its DC's nodes are down). */
   readonly connectMs: number;
 }
 
@@ -113,30 +91,17 @@ export interface FleetOptions {
   readonly sequence: string;
   readonly contactPoints: Readonly<Record<string, readonly string[]>>;
   readonly historyDir: string;
-  /**
-   * The campaign's start, ms since the epoch: workers count their progress in seconds from it,
-   * as the nemesis's timeline does.
-   */
+  /** The campaign's start (ms since the epoch), from which workers count their progress. */
   readonly startedAt: number;
   /** A deliberately broken protocol variant every worker runs, for a negative control. */
   readonly mutation?: Mutation | undefined;
   /** See {@link FLUSH_KILL_TIMEOUT_MS}. */
   readonly flushKillTimeoutMs?: number | undefined;
-  /**
-   * Where each worker's stderr goes whole, in a file named as its history with `.stderr` (made
-   * at its first line): what it said of failed connects, unexpected errors and crashes. The
-   * incarnation keeps only the end of it.
-   */
+  /** Where each worker's stderr goes whole (`<history name>.stderr`); the incarnation keeps its end. */
   readonly stderrDir?: string | undefined;
-  /**
-   * The campaign's seed: each worker's own is derived from it and the worker's number
-   * (`workerSeed`). Default 1.
-   */
+  /** The campaign's seed, from which each worker's own is derived. @default 1 */
   readonly seed?: number | undefined;
-  /**
-   * For tests: modules each worker's Node imports first (a stand-in library), and variables
-   * added to its environment.
-   */
+  /** For tests: modules each worker's Node imports first, and variables added to its environment. */
   readonly workerImports?: readonly string[] | undefined;
   readonly workerEnv?: Readonly<Record<string, string>> | undefined;
 }
@@ -170,16 +135,11 @@ export class Fleet {
       keyspace: this.options.keyspace,
       sequence: this.options.sequence,
       mode,
-      rate: extra.rate,
-      maxTake: extra.maxTake,
-      callers: extra.callers,
-      maxRate: extra.maxRate,
+      ...extra,
       historyFile,
       callsFile,
       progressFile,
       startedAt: this.options.startedAt,
-      count: extra.count,
-      waitForGo: extra.waitForGo,
       mutation: this.options.mutation,
       seed: workerSeed(this.options.seed ?? 1, id),
     };
@@ -241,7 +201,6 @@ export class Fleet {
         incarnation.connected = true;
         markReady();
       }
-      // Read once the line is whole (a chunk may end inside it).
       if (readySeen && incarnation.readyTimes === undefined) {
         incarnation.readyTimes = readyTimesIn(stdout);
       }
@@ -267,10 +226,8 @@ export class Fleet {
   }
 
   /**
-   * Kills a process as a crash would: it hands out no more IDs, and its library neither closes
-   * nor gives anything back. `flush` (once it said it is ready) lets it write its history first
-   * (see {@link KillHow}); `raw` does not. Whether the signal was sent: not to a process that
-   * has exited.
+   * Kills a process as a crash would. `flush` (once it is ready) lets it write its history first
+   * ({@link KillHow}). Returns whether the signal was sent: not to a process that has exited.
    */
   kill(incarnation: Incarnation, how: 'flush' | 'raw' = 'flush'): boolean {
     incarnation.ending = 'killed';
@@ -319,11 +276,7 @@ export class Fleet {
     incarnation.child.kill('SIGTERM');
   }
 
-  /**
-   * SIGKILLs every worker that has not ended, at once, and says how many: for a campaign that
-   * failed midway. Its workers would outlive it (nothing ends a child with its parent) and go on
-   * drawing, loading the cluster for whatever runs next.
-   */
+  /** SIGKILLs every worker not ended and says how many: a failed campaign's would outlive it. */
   abandon(): number {
     let killed = 0;
     for (const incarnation of this.incarnations) {
@@ -387,18 +340,7 @@ function wholeEventLine(stdout: string, event: string): Record<string, unknown> 
   }
 }
 
-/**
- * The first-ID line of a worker's output, if it printed a whole one (a worker killed while
- * printing it leaves part of a line).
- */
+/** The first-ID line of a worker's output, if it printed a whole one. */
 export function firstIdIn(stdout: string): WorkerFirstId | undefined {
-  for (const line of stdout.split('\n')) {
-    if (!line.startsWith('{"event":"first-id"')) continue;
-    try {
-      return JSON.parse(line) as WorkerFirstId;
-    } catch {
-      return undefined;
-    }
-  }
-  return undefined;
+  return wholeEventLine(stdout, 'first-id') as WorkerFirstId | undefined;
 }

@@ -1,58 +1,34 @@
 /**
  * The campaign's last check: after healing, one fresh worker per DC must draw a given number of
- * IDs. Its process is started as the healing begins and connects once the healing is done and
- * the fleet stopped, so that what the check times is the DC, not the start of Node on a crowded
- * machine. Connecting and drawing have budgets of their own, and what counts is the recorded
- * history.
+ * IDs. Its process starts as the healing begins and connects once it is done, so the check times
+ * the DC, not Node's start. What counts is the recorded history.
  */
 import type { Incarnation } from './fleet.js';
 
-/**
- * A worker's budget, from the end of the healing, to connect (and to finish starting its process,
- * begun as the healing began): Node and tsx took 39 to 52 s to reach a worker's first line on two
- * cores shared with nine nodes, 247 to 268 s while a whole DC restarted (seed 1000348), and its
- * DC's nodes may still be coming back.
- */
+/** A worker's budget, from the end of the healing, to finish starting its process and connect. */
 export const LIVENESS_START_MS = 180_000;
-/**
- * Its budget, once connected, to draw its IDs: a DC whose nodes were all just restarted answers
- * slowly for minutes (hints, Paxos cleanup of every table), which is not a stall.
- */
+/** Its budget, once connected, to draw: a DC just restarted answers slowly for minutes. */
 export const LIVENESS_DRAW_MS = 240_000;
 
 export interface LivenessResult {
   readonly dc: string;
-  /** IDs in the worker's recorded history. */
   readonly drawn: number;
   /** From the check's start (the end of the healing) to the worker's end. */
   readonly seconds: number;
-  /**
-   * From the check's start to the worker's first line after connecting (or its end, if it never
-   * connected).
-   */
+  /** From the check's start to the worker's ready line (or its end, if it never connected). */
   readonly readySeconds: number;
-  /**
-   * How long before the check's start its process was started; absent in reports written before
-   * processes were started ahead (their start counted in `readySeconds`).
-   */
+  /** How long before the check's start its process was started; absent in older reports. */
   readonly headStartSeconds?: number | undefined;
-  /** Whether it said it connected (its ready line) before its start budget ended. */
+  /** Whether it printed its ready line before its start budget ended. */
   readonly connected: boolean;
-  /**
-   * The last line it wrote to stderr, when it failed: what it said of why (a connection refused,
-   * an error thrown), which its history alone cannot tell. Undefined when it wrote none.
-   */
+  /** The last line it wrote to stderr, when it failed. */
   readonly lastStderr?: string | undefined;
-  /**
-   * What the worker said went to starting its process (Node, tsx, the imports: from its start,
-   * so partly within {@link headStartSeconds}) and to connecting; undefined if it never said.
-   */
+  /** What the worker said went to starting its process and to connecting. */
   readonly startupSeconds: number | undefined;
   readonly connectSeconds: number | undefined;
   readonly ok: boolean;
 }
 
-/** What the check needs of a worker. */
 export type LivenessWorker = Pick<
   Incarnation,
   | 'historyFile'
@@ -90,7 +66,6 @@ export function connectedAfter(result: LivenessResult): string {
   return `connected after ${s(readySeconds)}${parts}`;
 }
 
-/** What the check needs of the fleet. */
 export interface LivenessFleet<W extends LivenessWorker> {
   /** Starts a worker that connects only once let go. */
   start(dc: string): W;
@@ -98,11 +73,9 @@ export interface LivenessFleet<W extends LivenessWorker> {
   kill(worker: W): void;
 }
 
-/** A liveness worker whose process was started ahead of its check. */
 export interface StartedWorker<W> {
   readonly dc: string;
   readonly worker: W;
-  /** When its process was started. */
   readonly at: number;
 }
 
@@ -117,8 +90,7 @@ export function startLivenessWorker<W extends LivenessWorker>(
 
 /**
  * Lets the worker connect and waits for it to draw `wanted` IDs, killing it at the end of its
- * start budget (not connected) or of its draw budget (connected). The count is read from the
- * history, which a killed worker leaves behind without a summary.
+ * start or draw budget. The count is read from the history.
  */
 export async function checkLiveness<W extends LivenessWorker>(
   fleet: LivenessFleet<W>,
@@ -134,7 +106,6 @@ export async function checkLiveness<W extends LivenessWorker>(
   await worker.ready;
   const readyAt = now();
   clearTimeout(timer);
-  // Not connected: killed at its start budget, or ended on its own, before its ready line.
   const connected = worker.connected;
   if (worker.ending === 'running') timer = setTimeout(() => fleet.kill(worker), LIVENESS_DRAW_MS);
   await worker.exited;
@@ -155,7 +126,7 @@ export async function checkLiveness<W extends LivenessWorker>(
   };
 }
 
-/** The last non-empty line of `text`, cut to {@link MAX_STDERR_CHARS}; undefined if none. */
+/** The last non-empty line of `text`, cut short; undefined if none. */
 function lastLine(text: string): string | undefined {
   const line = text
     .split('\n')
@@ -167,7 +138,6 @@ function lastLine(text: string): string | undefined {
     : `${line.slice(0, MAX_STDERR_CHARS)}…`;
 }
 
-/** A report line, not a log: the worker's stderr keeps the whole of it while it runs. */
 const MAX_STDERR_CHARS = 300;
 
 function seconds(ms: number | undefined): number | undefined {

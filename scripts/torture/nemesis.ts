@@ -1,9 +1,13 @@
 /**
- * The nemesis: on a schedule drawn from the campaign's seed, it hurts the cluster (partitions of
- * a DC or a node, paused and killed Cassandra nodes, every node of a DC killed at once) and the
- * allocator processes (kills, SIGSTOP, close while drawing, new processes) and alters the
- * sequence's sizes. Every action is recorded in the timeline, with what was done and what was
- * undone.
+ * The nemesis: on a schedule drawn from the campaign's seed, it hurts the cluster (partitions,
+ * paused and killed nodes, a DC killed whole) and the allocator processes (kills, SIGSTOP, close
+ * while drawing, new processes) and alters the sequence. Every action and undo goes in the
+ * timeline.
+ *
+ * One cluster fault is in force at a time; it is undone on a timer of its own, in the background.
+ * A cluster fault drawn meanwhile is deferred until that one has healed (at most one waits; one
+ * still waiting when the window ends is skipped). A fault that takes effect after stop() is
+ * recorded as `late` and counts as no fault done.
  */
 import * as manager from '../cluster/manager.js';
 import { nodeSpecs, type NodeSpec } from '../cluster/topology.js';
@@ -12,20 +16,8 @@ import type { Fleet } from './fleet.js';
 import { Random } from './random.js';
 import type { WorkerMode } from './worker.js';
 
-/** What the nemesis can do, with its weight in the fault mix. */
-export type FaultKind =
-  | 'partition-dc'
-  | 'partition-node'
-  | 'pause-node'
-  | 'kill-node'
-  | 'kill-dc'
-  | 'kill-process'
-  | 'stop-process'
-  | 'close-process'
-  | 'start-process'
-  | 'alter';
-
-export const FAULT_KINDS: readonly FaultKind[] = [
+/** What the nemesis can do; each has a weight in the fault mix. */
+export const FAULT_KINDS = [
   'partition-dc',
   'partition-node',
   'pause-node',
@@ -36,7 +28,9 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'close-process',
   'start-process',
   'alter',
-];
+] as const;
+
+export type FaultKind = (typeof FAULT_KINDS)[number];
 
 export type FaultMix = Readonly<Record<FaultKind, number>>;
 
@@ -50,10 +44,9 @@ export const CLUSTER_FAULT_KINDS: readonly FaultKind[] = [
 ];
 
 /**
- * The next action's kind. Until a cluster fault has been done, only cluster faults of the mix are
- * drawn (node partitions only where they exist): the first action, which no fault in force can
- * skip, is one, so every campaign that lasts past the first interval has hurt the cluster. A mix
- * with no cluster fault at all is drawn as given (its campaign then fails for want of one).
+ * The next action's kind. Until a cluster fault has been done only cluster faults of the mix are
+ * drawn, so every campaign past its first interval has hurt the cluster. A mix with no cluster
+ * fault is drawn as given (its campaign then fails for want of one).
  */
 export function nextFaultKind(
   random: Random,
@@ -86,19 +79,15 @@ export const DEFAULT_MIX: FaultMix = Object.freeze({
 });
 
 /**
- * The share of process kills that are raw SIGKILLs, with no warning to write the history: a
- * crash as it comes. They go to paced processes, which write every ID before their next call
- * (worker.ts), so that nothing they handed out goes unrecorded; with none drawing, the kill is
- * of the other kind. Those let the worker write every ID it handed out first (fleet.ts,
- * `KillHow`): either way the checker sees them all.
+ * The share of process kills that are raw SIGKILLs. They go to paced processes, which write every
+ * ID before their next call (worker.ts); with none drawing, the kill lets the worker flush first.
  */
 export const RAW_KILL_SHARE = 0.25;
 
 /**
- * Values each action draws from the nemesis's generator before it looks at the cluster or the
- * fleet, whatever it then does or skips: a skipped action (a cluster fault still in force, no
- * process drawing, a DC with enough processes) would otherwise draw fewer, and shift every later
- * action's kind and target, so that the seed would not name the schedule.
+ * Values each action draws before it looks at the cluster or the fleet, whatever it then does or
+ * skips: a skipped action would otherwise shift every later draw, and the seed would not name
+ * the schedule.
  */
 export const DRAWS_PER_ACTION = 6;
 
@@ -113,10 +102,10 @@ function intBy(u: number, min: number, max: number): number {
   return min + Math.floor(u * (max - min + 1));
 }
 
-/** How long each node the nemesis restarts may take to accept CQL (see `crash`). */
+/** How long each restarted node may take to accept CQL: slow on a crowded two-core machine. */
 const RESTART_CQL_TIMEOUT_MS = 600_000;
 
-/** How the timeline's result of a fault done after the fault window begins (see `record`). */
+/** How the timeline's result of a fault done after the fault window begins. */
 export const LATE = 'late, after the fault window: ';
 
 /** Seconds from the campaign's start (`startedAt`, ms since the epoch) to `now`, to 0.1 s. */
@@ -124,7 +113,6 @@ export function secondsSince(startedAt: number, now = Date.now()): number {
   return Math.round((now - startedAt) / 100) / 10;
 }
 
-/** The timeline's result of an action or undo that threw `error`. */
 function failure(error: unknown): string {
   return `failed: ${error instanceof Error ? error.message : String(error)}`;
 }
@@ -134,15 +122,9 @@ export interface TimelineEntry {
   readonly at: number;
   readonly action: string;
   readonly target: string;
-  /**
-   * What happened when it was tried: `ok`, or why it could not be done, or `late, ...` for a
-   * fault that took effect after the fault window.
-   */
+  /** `ok`, why it could not be done, or `late, ...` for a fault done after the window. */
   readonly result: string;
-  /**
-   * When a fault recorded once it showed took effect, if earlier than `at`: a partition's rules
-   * drop packets from the moment they are in place, and its `ok` comes once the cut shows.
-   */
+  /** When it took effect, if before `at`: a partition drops packets before its cut shows. */
   readonly effectiveAt?: number;
 }
 
@@ -152,18 +134,18 @@ export interface NemesisOptions {
   readonly admin: IdGen;
   readonly sequence: string;
   readonly mix: FaultMix;
-  /** Seconds between actions: drawn in [min, max]. */
+  /** Seconds between actions, drawn in [min, max]. */
   readonly intervalS: readonly [number, number];
   /** Processes per DC the fleet is kept near. */
   readonly processesPerDc: number;
   readonly startProcess: (dc: string) => void;
-  /** Whether node partitions exist in this cluster manager and topology. */
+  /** Whether node partitions exist in this topology. */
   readonly canPartitionNodes: boolean;
   readonly startedAt: number;
   readonly log: (line: string) => void;
 }
 
-/** What one action drew before it looked at anything (see {@link DRAWS_PER_ACTION}). */
+/** What one action drew before it looked at anything ({@link DRAWS_PER_ACTION}). */
 interface Draws {
   /** [0] how long, [1] whom, [2] how long a second thing, [1..5] an alter's sizes. */
   readonly u: readonly number[];
@@ -171,30 +153,19 @@ interface Draws {
   readonly kill: readonly [number, number];
 }
 
-/**
- * A cluster fault drawn while another was in force (or being undone, or healing): done with its
- * own draws as soon as that one has healed. Skipped instead, the drawn mix was not what was done:
- * a restart's healing takes tens of seconds, and campaigns 1000353, 1000354 and 1000355 did no
- * kill, no pause or no partition respectively, every one drawn having come while another fault
- * was in force or healing. One left deferred when the window ends is skipped.
- */
+/** A cluster fault drawn while another was in force, done with its own draws once that healed. */
 interface Deferred {
   readonly kind: FaultKind;
   readonly draws: Draws;
-  /** When it was drawn, in the timeline's seconds. */
   readonly drawnAt: number;
 }
 
-/**
- * Undo actions of cluster faults still in force, so the campaign can heal everything; while one
- * starts, a placeholder with nothing to undo (see `startClusterFault`).
- */
+/** The cluster fault in force (a placeholder with nothing to undo while one starts). */
 interface Active {
   readonly undo: () => Promise<void>;
-  /** What to wait for once the fault is undone, before the next cluster fault (see `hold`). */
+  /** What to wait for once the fault is undone, before the next cluster fault. */
   readonly settle?: (() => Promise<void>) | undefined;
   readonly describe: string;
-  /** Undoes it once its time is up; none once its undo has begun. */
   readonly timer?: NodeJS.Timeout;
 }
 
@@ -206,16 +177,10 @@ export class Nemesis {
   private readonly nodes: NodeSpec[];
   private readonly dcs: string[];
   private undoing: Promise<void> | undefined;
-  /** At most one cluster fault waits for the one in force (see {@link Deferred}). */
   private deferred: Deferred | undefined;
-  /** A cluster fault being started, which {@link stop} waits for before it undoes it. */
   private starting: Promise<void> | undefined;
-  /** Whether a cluster fault has been done (see {@link nextFaultKind}). */
   private clusterFaultDone = false;
-  /**
-   * Whether each process kill is raw, and which paced process it kills: a generator of its own,
-   * derived from the nemesis's seed without drawing from it; two values each action.
-   */
+  /** Whether each process kill is raw and whom: derived from the seed without drawing from it. */
   private readonly killRandom: Random;
 
   constructor(private readonly options: NemesisOptions) {
@@ -257,7 +222,6 @@ export class Nemesis {
 
   private async act(kind: FaultKind): Promise<void> {
     const { random } = this.options;
-    // Drawn before anything can skip (see DRAWS_PER_ACTION).
     const u = Array.from({ length: DRAWS_PER_ACTION }, () => random.next());
     const draws: Draws = { u, kill: [this.killRandom.next(), this.killRandom.next()] };
     if (kind === 'partition-node' && !this.options.canPartitionNodes) {
@@ -282,11 +246,7 @@ export class Nemesis {
     }
   }
 
-  /**
-   * Starts a cluster fault in the background: the wait until it takes effect (a partition's cut
-   * took 76 s to show in campaign 1000359, while no process fault came) holds up no process
-   * fault. Cluster faults drawn meanwhile wait for it as for one in force.
-   */
+  /** Starts a cluster fault in the background: waiting for it to take effect holds up no process fault. */
   private startClusterFault(kind: FaultKind, draws: Draws, note = ''): void {
     const starting: Active = { undo: () => Promise.resolve(), describe: `start of a ${kind}` };
     this.clusterFault = starting;
@@ -294,7 +254,7 @@ export class Nemesis {
       .catch((error: unknown) => this.record(kind, '-', failure(error)))
       .finally(() => {
         this.starting = undefined;
-        // Not held (it failed before it hurt anything): the deferred one, if any, may start.
+        // Not held (it failed before it hurt anything): the deferred one may start.
         if (this.clusterFault === starting) {
           this.clusterFault = undefined;
           this.startDeferred();
@@ -302,9 +262,7 @@ export class Nemesis {
       });
   }
 
-  /**
-   * Does the action drawn. `note` ends a deferred cluster fault's `ok` (when it was drawn).
-   */
+  /** Does the action drawn. `note` ends a deferred cluster fault's `ok`. */
   private async perform(kind: FaultKind, draws: Draws, note = ''): Promise<void> {
     const { fleet } = this.options;
     const [u0, u1, u2, u3, u4, u5] = draws.u;
@@ -333,11 +291,9 @@ export class Nemesis {
         return;
       }
       case 'kill-dc': {
-        // Every Cassandra process of a DC crashes at once (SIGKILL), so what one of them had not
-        // written out no other replica of the DC holds either. Not a power loss: the OS page
-        // cache survives, so what a JVM wrote to a file stays. Durable with commitlog_sync: batch;
-        // with periodic and compressed segments (held in the JVM until synced), the DC's last
-        // seconds of LOCAL_SERIAL state go back (a negative control).
+        // Every node of a DC SIGKILLed at once: what one had not written out, no other replica of
+        // the DC holds. The page cache survives. Durable with commitlog_sync batch; with periodic,
+        // the DC's last seconds of LOCAL_SERIAL state go back (a negative control).
         const dc = pickBy(u1!, this.dcs);
         const names = this.nodes.filter((n) => n.dc === dc).map((n) => n.name);
         await this.crash(
@@ -353,10 +309,8 @@ export class Nemesis {
       case 'kill-process':
       case 'stop-process':
       case 'close-process': {
-        // Only processes that have handed out IDs (fleet.ts, `drawing`): a kill or close of one
-        // still connecting tests nothing, and one not yet handling SIGUSR2 dies of it.
-        // In the fleet's order (by number): the drawn fraction names the same victim whenever
-        // the same processes are drawing.
+        // Only processes that have handed out IDs, in the fleet's order: the same draw names the
+        // same victim whenever the same processes are drawing.
         const running = fleet.running().filter((i) => !i.stopped && i.drawing);
         if (running.length === 0) {
           this.record(kind, '-', 'skipped: no process drawing');
@@ -369,9 +323,7 @@ export class Nemesis {
           if (paced.length > 0) victim = pickBy(killDraws[1], paced);
         }
         const target = `process ${victim.id} (${victim.dc}, ${victim.mode})`;
-        // What was sent, not what became of it: the process writes its history on the SIGHUP
-        // (or fails to, which the verdict judges from how it exited). A signal that was not sent
-        // (the process had exited) is no fault done.
+        // What was sent, not what became of it (the verdict judges how it exited).
         const notSent = 'not done: the process had exited before its signal';
         let result = 'ok';
         if (kind === 'kill-process') {
@@ -410,11 +362,9 @@ export class Nemesis {
         const dcRangeSize = pickBy(u1!, [20_000, 50_000, 100_000, 200_000]);
         const blockSize = pickBy(u2!, [50, 100, 200, 500, 1_000]);
         const threshold = pickBy(u3!, [0.3, 0.5, 0.7]);
-        // Fixed or adaptive blocks, fixed or autonomy-sized DC ranges: running processes pick
-        // the change up at their next settings re-read.
         const maxBlockSize = pickBy(u4!, [blockSize, dcRangeSize]);
         const autonomySeconds = pickBy(u5!, [0, 5, 30]);
-        // Shards only grow: running processes keep theirs, new ones spread over all of them.
+        // Shards only grow.
         const shards = current.shards + (current.shards < 4 ? pickBy(u0!, [0, 0, 1]) : 0);
         await this.options.admin.alterSequence(this.options.sequence, {
           shards,
@@ -446,14 +396,8 @@ export class Nemesis {
   ): Promise<void> {
     await manager.killNodes(names);
     this.record(kind, target, `ok${detail}, restart after ${downMs} ms${note}`);
-    // The restart waits for the nodes to be up (tens of seconds): no other cluster fault meanwhile.
-    // Each node may take 10 min to accept CQL, not the 5 min of `cluster up`: started one after
-    // another while every other DC's processes draw flat out on two cores, dc3's three nodes took
-    // 631 s in all in CI's campaign of 2026-12-02 (seed 2085984793), and an undo that gives up
-    // fails the campaign for the machine's slowness.
-    // The undo ends once each node accepts CQL again; the wait until every node can write at ALL
-    // is its `healed` entry after, as a partition's: recorded as the undo, it would count the
-    // drawing of that wait as drawing while the nodes were down.
+    // The undo ends once each node accepts CQL; the wait until every node can write at ALL is its
+    // `healed` entry, so that drawing meanwhile does not count as drawing while they were down.
     this.hold(
       `restart of ${target}`,
       downMs,
@@ -466,12 +410,7 @@ export class Nemesis {
     );
   }
 
-  /**
-   * Holds a cluster fault for `ms`, then undoes it on a timer of its own: undone at the nemesis's
-   * next action instead, a pause recorded "for 3072 ms" lasted 8.7 s, and the timeline (and the
-   * report's drawing while each fault was in force) said less than was done. `settle`, if
-   * given, runs after the undo, before the next cluster fault (see {@link partition}).
-   */
+  /** Holds a cluster fault for `ms`, then undoes it on a timer of its own; `settle` runs after. */
   private hold(
     describe: string,
     ms: number,
@@ -484,18 +423,9 @@ export class Nemesis {
   }
 
   /**
-   * Cuts `target` off, then holds the partition for `ms` from when its cut shows. It is recorded
-   * with the time its rules went in: packets were dropped from then on, so the report's interval
-   * "in force" starts there, not at the `ok` written once the cut shows. Its undo is the removal
-   * of its rules: from then on no packet is dropped, and the interval ends there. Waiting for the
-   * cluster to work again (SERIAL from the target, every node seeing every other up) is its
-   * `healed` entry after: that took 90 s after a partition held 3.4 s (campaign 1000353), and
-   * recorded as the undo, it made the report count the DCs' drawing in those 90 s as drawing
-   * under the partition.
-   *
-   * A cut that never shows (`manager.partition` gives up, or fails after its rules went in) is
-   * undone at once: its rules would otherwise cut the target off until the campaign's final heal,
-   * with no undo in the timeline. The failure still fails the campaign (its conduct).
+   * Cuts `target` off and holds the partition for `ms` from when its cut shows. In force from when
+   * its rules went in until they are removed (its undo); waiting for the cluster to work again is
+   * its `healed` entry. A cut that never shows is undone at once, and still fails the campaign.
    */
   private async partition(kind: FaultKind, target: string, ms: number, note = ''): Promise<void> {
     const describe = `partition of ${target}`;
@@ -509,7 +439,6 @@ export class Nemesis {
       throw error;
     }
     this.hold(describe, ms, undo, settle);
-    // Both times rounded as the timeline's, so the text and `effectiveAt` agree.
     const { startedAt } = this.options;
     const effectiveAt = secondsSince(startedAt, rulesAt);
     const lead = secondsSince(startedAt) - effectiveAt;
@@ -517,11 +446,7 @@ export class Nemesis {
     this.record(kind, target, `ok, for ${ms} ms${before}${note}`, effectiveAt);
   }
 
-  /**
-   * Undoes the cluster fault in force. A restarted node takes tens of seconds to come up, so the
-   * undo runs in the background: process faults go on meanwhile, and the next cluster fault
-   * waits for it.
-   */
+  /** Undoes the cluster fault in force, in the background; the next cluster fault waits for it. */
   private undoClusterFault(): Promise<void> {
     const active = this.clusterFault;
     if (this.undoing !== undefined) return this.undoing;
@@ -534,7 +459,6 @@ export class Nemesis {
         async () => {
           this.record('undo', active.describe, 'ok');
           if (active.settle === undefined) return;
-          // Cluster faults deferred or skipped meanwhile say what they wait for.
           this.clusterFault = { undo: active.undo, describe: `healing of ${active.describe}` };
           const undone = Date.now();
           try {
@@ -555,7 +479,7 @@ export class Nemesis {
     return this.undoing;
   }
 
-  /** Starts the deferred cluster fault, if any, now that none is in force; none past the window. */
+  /** Starts the deferred cluster fault, if any; none past the window. */
   private startDeferred(): void {
     const deferred = this.deferred;
     if (deferred === undefined) return;
@@ -573,12 +497,6 @@ export class Nemesis {
     );
   }
 
-  /**
-   * A fault that took effect once {@link stop} was called, the window over, is recorded as
-   * `late`, not `ok`, and counts as no fault done: the processes' drawing is judged over the
-   * window, and healing follows at once (campaign 1000302 counted a DC partition begun inside
-   * its window and confirmed after it, at 522.8 s).
-   */
   private record(action: string, target: string, result: string, effectiveAt?: number): void {
     const at = secondsSince(this.options.startedAt);
     const late = this.stopped && FAULT_KINDS.some((k) => k === action) && result.startsWith('ok');
@@ -589,7 +507,6 @@ export class Nemesis {
   }
 }
 
-/** Sleeps `ms`, waking early once `stop()` says so. */
 async function sleep(ms: number, stop: () => boolean): Promise<void> {
   const until = Date.now() + ms;
   while (Date.now() < until && !stop()) {
@@ -597,5 +514,4 @@ async function sleep(ms: number, stop: () => boolean): Promise<void> {
   }
 }
 
-/** The worker modes, for the campaign to pick from. */
 export const WORKER_MODES: readonly WorkerMode[] = ['tight', 'paced', 'take', 'callers'];

@@ -1,10 +1,6 @@
 /**
- * A seeded random source (mulberry32), so that a campaign's choices (sizes, modes, the fault
- * schedule, each process's own choices) are the same for the same seed. Each nemesis action and
- * each worker call draws a fixed number of values, whatever it then does, so that a skip does not
- * shift the draws after it. Timing on a real cluster is not the seed's: which processes are
- * drawing when an action comes (whom it hits, whether it is skipped), in which order processes
- * start, which of a worker's concurrent callers gets which draw, and how Cassandra answers.
+ * A seeded random source (mulberry32): a campaign's choices are the same for the same seed.
+ * Timing on a real cluster is not the seed's.
  */
 export class Random {
   private state: number;
@@ -50,10 +46,7 @@ export class Random {
   }
 }
 
-/**
- * The seed of a campaign's process number `id`: the same for the same campaign seed and number,
- * different for each number.
- */
+/** The seed of a campaign's process number `id`. */
 export function workerSeed(campaignSeed: number, id: number): number {
   return (campaignSeed ^ Math.imul(id, 0x9e3779b1)) >>> 0 || 1;
 }

@@ -18,7 +18,6 @@ import type { WorkerFirstId } from './worker.js';
 
 const FLUSH_KILL_TIMEOUT_S = FLUSH_KILL_TIMEOUT_MS / 1000;
 const n = (x: number): string => x.toLocaleString('en-US');
-/** The items joined by `separator`, or "none". */
 const listOr = (items: readonly string[], separator = '; '): string =>
   items.length === 0 ? 'none' : items.join(separator);
 
@@ -45,16 +44,13 @@ export interface CampaignReport {
     readonly incarnations: number;
     readonly byEnding: Readonly<Record<string, number>>;
     readonly byMode: Readonly<Record<string, number>>;
-    /**
-     * Incarnations that drew an ID, by the grantee (DC or shard) their blocks came from, and
-     * those that moved to another shard of their DC before their first block.
-     */
+    /** Where the first blocks came from, and moves to another shard before them. */
     readonly firstBlocks?: FirstBlocks;
-    /** The nemesis's process kills, by how (see fleet.ts). */
+    /** The nemesis's process kills, by how. */
     readonly kills?: Readonly<Record<KillHow, number>>;
-    /** Calls of concurrent callers whose own deadline passed (worker.ts): not errors. */
+    /** Calls of concurrent callers whose own deadline passed: not errors. */
     readonly ownDeadlinesMissed?: number;
-    /** Processes told to stop before any connect succeeded (worker.ts), as when their DC is down. */
+    /** Processes told to stop before any connect succeeded. */
     readonly neverConnected?: number;
   };
   readonly mix: FaultMix;
@@ -63,24 +59,14 @@ export interface CampaignReport {
   readonly faultsDone: Readonly<Record<string, number>>;
   /** IDs each DC's processes recorded while the nemesis acted. */
   readonly drawnUnderFaults?: Readonly<Record<string, number>>;
-  /** When the nemesis acted, in seconds from the start as the timeline's. */
   readonly faultWindow?: FaultWindow;
   /** Each cluster fault in force inside the window, with the IDs each DC handed out meanwhile. */
   readonly drawnWhileInForce?: readonly DrawnWhileInForce[];
-  /**
-   * DCs a fault of {@link IDLE_FAULT_SECONDS} s or more did not hit that drew nothing through it
-   * with processes running: reported, not judged (fault-progress.ts says why).
-   */
+  /** DCs not hit that drew nothing through a long fault: reported, not judged. */
   readonly idleWhileNotHit?: readonly string[];
-  /**
-   * Why the campaign does not count though its checks may hold (no cluster fault done, a fault
-   * or undo failed, a DC drew too little, a process failed or crashed when told to stop, a kill
-   * that may have lost IDs a process handed out).
-   */
+  /** Why the campaign does not count though its checks may hold (verdict.ts). */
   readonly conductProblems?: readonly string[];
-  /** Processes handed IDs after their close() began (verdict.ts, `closeViolations`). */
   readonly closeViolations?: readonly string[];
-  /** Errors the library must not throw under faults (verdict.ts, `unexpectedErrors`). */
   readonly unexpectedErrors?: readonly string[];
   readonly errorsByCode: Readonly<Record<string, number>>;
   /** One message per error code, as a process first saw it. */
@@ -89,7 +75,6 @@ export interface CampaignReport {
     readonly id: number;
     readonly dc: string;
     readonly mode: string;
-    /** What was done to it (fleet.ts `Ending`), for a liveness worker too. */
     readonly ending: string;
     /** A liveness check's worker (in older reports, the last incarnation of each DC). */
     readonly liveness?: boolean | undefined;
@@ -97,38 +82,24 @@ export interface CampaignReport {
     /** The IDs it said it drew (its last line); absent for one killed. */
     readonly reported?: number | undefined;
     readonly errors: Readonly<Record<string, number>>;
-    /** How its process exited (an exit code, or a signal). */
     readonly exit?: ProcessExit | undefined;
-    /** How it was killed, if it was. */
     readonly killed?: KillHow | undefined;
     /** Its summary said it closed while drawing (false without one). */
     readonly closedEarly?: boolean | undefined;
     /** IDs it was handed after its close() began; absent without a summary. */
     readonly closeViolations?: number | undefined;
-    /**
-     * The last line it wrote to stderr, for processes that failed or did not exit 0 when told to
-     * stop.
-     */
+    /** The last line it wrote to stderr, for processes that failed or did not stop cleanly. */
     readonly failure?: string | undefined;
   }[];
   readonly liveness: readonly LivenessResult[];
   readonly check: { readonly violations: readonly string[] };
   readonly linearizabilityLines: readonly string[];
   readonly verdict: Verdict;
-  /**
-   * True when every property held (the history is valid and complete, no ID came after a close()
-   * began, no error other than those faults cause, every DC drew again, check is clean, no
-   * violation logged) and the campaign has no conduct problem.
-   */
+  /** Every property held and the campaign has no conduct problem. */
   readonly passed: boolean;
 }
 
-/**
- * What the report records of one process, `recorded` being the IDs in its history. Its ending is
- * the one the campaign judged, so that a replay of the report (test/unit/torture-verdict.test.ts)
- * judges it alike: a liveness worker killed at its budget stays `killed`, not a process told to
- * stop that then died of a SIGKILL.
- */
+/** What the report records of one process, `recorded` being the IDs in its history. */
 export function incarnationRow(
   i: Pick<
     Incarnation,
@@ -156,7 +127,6 @@ export function incarnationRow(
   };
 }
 
-/** See `CampaignReport.fleet.firstBlocks`. */
 export interface FirstBlocks {
   readonly byShard: Readonly<Record<string, number>>;
   readonly moved: number;
@@ -177,10 +147,7 @@ export function firstBlocksOf(
   };
 }
 
-/**
- * The nemesis's process kills by how: those of the liveness check and of `stopAll` (a process
- * that did not stop when told) are not faults.
- */
+/** The nemesis's process kills by how: the liveness check's and `stopAll`'s are not faults. */
 export function killsOf(
   incarnations: readonly {
     readonly killed: KillHow | undefined;
@@ -195,13 +162,8 @@ export function killsOf(
   return kills;
 }
 
-/**
- * What the duplicates row cannot see: a process SIGKILLed raw leaves its last 20 ms or so of IDs
- * unrecorded, and a duplicate among them would go uncounted; but for a paced one, which writes
- * each ID before its next call (the nemesis's raw kills go only to those).
- */
+/** What the duplicates row cannot see: the unrecorded last IDs of non-paced raw kills. */
 function unrecordedTail(report: CampaignReport): string {
-  // A liveness worker is judged by the IDs it recorded alone (verdict.ts).
   const raw = report.incarnations.filter(
     (i) =>
       i.liveness !== true &&
@@ -282,9 +244,6 @@ function properties(report: CampaignReport): [string, string | undefined][] {
       problems &&
         (problems.length === 0 ? 'yes' : `NO: ${problems.join('; ').replaceAll('|', '/')}`),
     ],
-    // `lost` is what remains of the grants once the recorded and the held are taken out, so the sum
-    // holds whatever was lost: what it does show is that the recorded and the held do not overlap
-    // and that the held lie inside the grants.
     [
       "no recorded ID in a range the final state still holds; held ranges inside their holder's grants, none overlapping",
       `${r.balanced ? 'yes' : 'NO'}: granted ${n(r.granted)} = recorded ${n(r.drawn)} + still held ${n(r.held)} + unaccounted ${n(r.lost)} (neither recorded nor held, by cause below)`,

@@ -1,38 +1,25 @@
 /**
- * What a campaign must have done for its checks to mean anything: a clean history proves
- * nothing if the nemesis never hurt the cluster, its faults or their undoing failed, a DC drew
- * next to nothing under the faults, or a process died of an error of its own or crashed when
- * told to stop.
+ * What a campaign must have done for its checks to mean anything: a clean history proves nothing
+ * if the nemesis never hurt the cluster, a fault failed, a DC barely drew under the faults, or a
+ * process died of an error of its own or crashed when told to stop.
  */
 import { ALARM_CODES, EXPECTED_ERROR_CODES } from './errors.js';
 import type { KillHow, ProcessExit } from './fleet.js';
 import { CLUSTER_FAULT_KINDS, type TimelineEntry } from './nemesis.js';
 
 /**
- * Fewest IDs each DC must record while the nemesis acts. A DC may be down for most of a short
- * campaign (a whole-DC kill restarts in up to 474 s in the committed campaigns, and may be the
- * first action, 3 s in), so it must pass on what a DC draws in its first 3 s: the committed
- * campaigns' slowest DC averaged 2,071 IDs a second over the campaign, the slowest negative
- * controls 598, two paced processes alone draw 4,000; 1-minute campaigns on this machine drew
- * 6.4 to 17 million per DC. A DC whose processes barely drew records next to none. What each DC
- * drew while each cluster fault was in force is reported, not judged: fault-progress.ts,
- * `idleWhileNotHit`, says why.
+ * Fewest IDs each DC must record while the nemesis acts. Low, because a DC may be down for most
+ * of a short campaign (a whole-DC kill as the first action); a DC whose processes barely drew
+ * records next to none.
  */
 export const MIN_IDS_PER_DC_UNDER_FAULTS = 1_000;
 
-/**
- * An alter whose admin client could not reach its DC, or SERIAL, is expected while a DC is cut
- * off or down (the committed campaigns record such: `failed: Cassandra is unavailable at
- * LOCAL_QUORUM for read sequence` and `... at SERIAL for alter sequence`).
- */
+/** An alter whose admin client could not reach its DC, or SERIAL, is expected under faults. */
 const EXPECTED_ALTER_FAILURE = /^failed: Cassandra is unavailable at /;
 
 /**
- * The signal a process of each ending was sent to stop (fleet.ts): it must then close, flush its
- * history and exit 0. A process sent it before it handles it (the worker installs its handlers
- * once connected, so one still starting or connecting, holding no IDs) dies of that very signal,
- * which is no failure. A process killed (`killed`) must die of the SIGKILL, see
- * {@link killFailure}.
+ * The signal a process of each ending was sent to stop: it must then exit 0, or die of that very
+ * signal (sent before it handles it, holding no IDs).
  */
 const STOP_SIGNALS: Readonly<Record<string, NodeJS.Signals>> = {
   terminated: 'SIGTERM',
@@ -42,41 +29,30 @@ const STOP_SIGNALS: Readonly<Record<string, NodeJS.Signals>> = {
 /** What {@link stopFailure} needs of a process. */
 export interface StoppedProcess {
   readonly ending: string;
-  /** How its process exited; absent in reports written before it was recorded, then not judged. */
+  /** Absent in older reports, then not judged. */
   readonly exit?: ProcessExit | undefined;
 }
 
-/**
- * How a process told to stop failed to stop cleanly (a crash while closing, an unhandled
- * rejection, a history write that failed after its last ID), or undefined if it did: its
- * history may then lack IDs it handed out, or it may not have given its unused IDs back.
- */
+/** How a process told to stop failed to stop cleanly, or undefined if it did. */
 export function stopFailure(stopped: StoppedProcess): string | undefined {
   const signal = STOP_SIGNALS[stopped.ending];
   const exit = stopped.exit;
   if (signal === undefined || exit === undefined) return undefined;
   if (exit.code === 0 || exit.signal === signal) return undefined;
-  const how =
-    exit.code !== null
-      ? `exited with code ${exit.code}`
-      : `was ended by ${exit.signal ?? 'a signal'}`;
   const told = stopped.ending === 'terminated' ? 'stop' : 'close while drawing';
-  return `${how} after ${signal} told it to ${told}`;
+  return `${howExited(exit)} after ${signal} told it to ${told}`;
 }
 
-/** What {@link closeViolations} needs of a process. */
 export interface ClosedProcess {
   readonly id: number;
   readonly dc: string;
-  /** IDs it was handed after its close() began (worker.ts); absent without a summary. */
+  /** IDs it was handed after its close() began; absent without a summary. */
   readonly closeViolations?: number | undefined;
 }
 
 /**
- * The processes handed IDs after their close() began, one line each; empty when none was. The
- * library promises that from that moment no ID is taken (a call in flight may still resolve with
- * one taken before, which the worker does not count): an ID taken from blocks being given back is
- * one another process may be handed too, and any fails the campaign.
+ * The processes handed IDs after their close() began, one line each: an ID taken from blocks
+ * being given back may be handed to another process too.
  */
 export function closeViolations(processes: readonly ClosedProcess[]): string[] {
   return processes
@@ -87,10 +63,7 @@ export function closeViolations(processes: readonly ClosedProcess[]): string[] {
     );
 }
 
-/**
- * The errors the processes saw that the library must not throw under faults (errors.ts), one
- * line each with its first message; empty when there were none. The alarms are judged apart.
- */
+/** The errors the library must not throw under faults, one line each; alarms are judged apart. */
 export function unexpectedErrors(
   errorsByCode: Readonly<Record<string, number>>,
   errorExamples: Readonly<Record<string, string>>,
@@ -104,38 +77,33 @@ export function unexpectedErrors(
 }
 
 /**
- * How a process recorded as killed ended otherwise than by a SIGKILL, or undefined if it did
- * not: one that failed on its own just before the kill (it exited with a code, or died of
- * another signal), or whose write of its history on the nemesis's SIGHUP failed (it exits 1).
- * Taken for the kill, its failure would pass unseen.
+ * How a process recorded as killed ended otherwise than by a SIGKILL (it failed on its own, or
+ * its history write on the SIGHUP failed), or undefined if it did not.
  */
 export function killFailure(killed: StoppedProcess): string | undefined {
   const exit = killed.exit;
   if (killed.ending !== 'killed' || exit === undefined) return undefined;
   if (exit.code === null && exit.signal === 'SIGKILL') return undefined;
-  const how =
-    exit.code !== null
-      ? `exited with code ${exit.code}`
-      : `was ended by ${exit.signal ?? 'a signal'}`;
-  return `${how} when it was being killed, not by the SIGKILL`;
+  return `${howExited(exit)} when it was being killed, not by the SIGKILL`;
 }
 
-/** What {@link unrecordedKill} needs of a process. */
+function howExited(exit: ProcessExit): string {
+  return exit.code !== null
+    ? `exited with code ${exit.code}`
+    : `was ended by ${exit.signal ?? 'a signal'}`;
+}
+
 export interface KilledProcess {
   readonly ending: string;
-  /** Its worker mode (worker.ts); absent in reports written before it was recorded. */
+  /** Absent in older reports. */
   readonly mode?: string | undefined;
-  /** How it was killed (fleet.ts); absent in reports written before kills could flush. */
+  /** Absent in reports written before kills could flush (every kill then raw). */
   readonly killed?: KillHow | undefined;
 }
 
 /**
- * Why a killed process's history may lack IDs it handed out, or undefined if it cannot: a
- * SIGKILL that came without its SIGHUP flush (raw) or after the flush missed its deadline
- * (`flush-timed-out`) loses the IDs it buffered, up to 20 ms of them (worker.ts), and a
- * duplicate of one of those is invisible to the checker. A paced process writes each ID before
- * its next call, so its raw kill loses nothing. A report written before kills could flush (no
- * `killed`) had every kill raw, and its paced processes wrote only before a wait.
+ * Why a killed process's history may lack IDs it handed out, or undefined if it cannot: a SIGKILL
+ * without the SIGHUP flush loses its buffered IDs, unless the process was paced.
  */
 export function unrecordedKill(killed: KilledProcess): string | undefined {
   if (killed.ending !== 'killed' || killed.killed === 'flushed') return undefined;
@@ -156,31 +124,17 @@ export interface CampaignConduct {
     readonly dc: string;
     readonly ending: string;
     readonly liveness: boolean;
-    /** Killed at the end for not stopping when told (a `killed` ending, but no nemesis kill). */
+    /** Killed at the end for not stopping when told (no nemesis kill). */
     readonly hungOnStop?: boolean | undefined;
-    /** How its process exited; absent in reports written before it was recorded. */
     readonly exit?: ProcessExit | undefined;
-    /** Its worker mode; absent in reports written before it was recorded. */
     readonly mode?: string | undefined;
-    /** How it was killed, if it was ({@link unrecordedKill}). */
     readonly killed?: KillHow | undefined;
-    /**
-     * Its summary said it closed while drawing (false without a summary); absent in reports
-     * written before it was recorded.
-     */
+    /** Its summary said it closed while drawing (false without a summary). */
     readonly closedEarly?: boolean | undefined;
   }[];
 }
 
-/**
- * Why the campaign does not count, one reason a line; empty when it does. A process the nemesis
- * killed ends `killed`, and must have died of the SIGKILL ({@link killFailure}) with its history
- * whole ({@link unrecordedKill}); one closed
- * `closed-while-drawing`, which must report the close;
- * `failed` is one that exited with an error on its own, and one killed for not stopping at the
- * end is `hungOnStop`. One told to stop or to close that did not then exit 0 is a
- * {@link stopFailure}.
- */
+/** Why the campaign does not count, one reason a line; empty when it does. */
 export function conductProblems(conduct: CampaignConduct): string[] {
   const problems: string[] = [];
   const done = conduct.timeline.filter(
@@ -204,8 +158,7 @@ export function conductProblems(conduct: CampaignConduct): string[] {
     }
   }
   for (const i of conduct.incarnations) {
-    // A liveness worker too: its check counts only its history, which a worker that drew its
-    // IDs and then failed (its close() threw) leaves whole.
+    // A liveness worker too.
     if (i.ending === 'failed') {
       problems.push(`process ${i.id} (${i.dc}) exited with an error of its own`);
     }
@@ -217,8 +170,6 @@ export function conductProblems(conduct: CampaignConduct): string[] {
     // The liveness check judges its worker by the IDs it recorded, whatever it lost.
     const unrecorded = i.liveness ? undefined : unrecordedKill(i);
     if (unrecorded !== undefined) problems.push(`process ${i.id} (${i.dc}) ${unrecorded}`);
-    // The nemesis closes only processes that drew (so handle SIGUSR2): one that did not report
-    // the close was not tested by it, even if it died of the very signal.
     if (i.ending === 'closed-while-drawing' && i.closedEarly === false) {
       problems.push(
         `process ${i.id} (${i.dc}) was told to close while drawing and did not report a close`,

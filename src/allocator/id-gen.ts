@@ -56,10 +56,7 @@ export interface IdGenOptions {
    * @default 10000
    */
   readonly callTimeoutMs?: number | undefined;
-  /**
-   * @internal Builds what the allocator reports to, once every other option is checked.
-   * @default nothing is reported
-   */
+  /** @internal Builds what the allocator reports to. @default nothing is reported */
   readonly monitor?: ((parts: IdGenMonitorParts) => IdGenMonitor) | undefined;
 }
 
@@ -124,36 +121,14 @@ export const SHARED_ID_GEN_KEYS = [
   'callTimeoutMs',
 ] as const;
 const ID_GEN_KEYS = everyKeyOf<IdGenOptions>()([...SHARED_ID_GEN_KEYS, 'monitor']);
-/** Every method of the store port; the type makes the list complete. */
-const STORE_METHODS = everyKeyOf<IdStore>()([
-  'createSequence',
-  'readSequence',
-  'listSequences',
-  'alterSequence',
-  'readGrants',
-  'readGrantsLocal',
-  'grantRange',
-  'readGrantsOverview',
-  'probeSerial',
-  'readDcState',
-  'readDcStateLocal',
-  'writeDcState',
-  'readDcStatesOf',
-  'readDcStatesOverview',
-  'addDcUsage',
-  'readDcUsage',
-  'readNodeSettings',
-  'readReplicaDcs',
-  'close',
-]);
-
+/** Tells an {@link IdStore} from a mistake (the type checks the rest); not a conformance test. */
 function isStore(value: unknown): value is IdStore {
+  const store = value as Partial<Record<keyof IdStore, unknown>> | null | undefined;
   return (
-    typeof value === 'object' &&
-    value !== null &&
-    STORE_METHODS.every(
-      (method) => typeof (value as Record<string, unknown>)[method] === 'function',
-    )
+    typeof store?.readSequence === 'function' &&
+    typeof store.writeDcState === 'function' &&
+    typeof store.grantRange === 'function' &&
+    typeof store.close === 'function'
   );
 }
 
@@ -204,14 +179,11 @@ export class IdGen {
   readonly #sequences = new Map<string, Sequence<number> | Sequence<bigint>>();
   /** Replaced while still closing: close() waits for them; stats() counts them until closed. */
   readonly #replaced = new Set<Sequence<number> | Sequence<bigint>>();
-  /** Final counters of the closed handles each key's handle replaced, so no counter goes back. */
+  /** Counters of the closed handles each key's handle replaced, so no counter goes back. */
   readonly #formerCounts = new Map<string, FormerCounts>();
   /** Kept after close(): `waste.notReturned` is only known once every handle closed. */
   #finalStats: IdGenStats | undefined;
-  /**
-   * Rollback marks per sequence and grantee, shared by every handle of this process, so that
-   * lost writes one handle saw stop the next one too.
-   */
+  /** Rollback marks per sequence and grantee, shared so one handle's findings stop the next. */
   readonly #marks = new Map<string, RowMarks>();
   readonly #monitor: IdGenMonitor | undefined;
   #closing: Promise<void> | undefined;
@@ -265,7 +237,7 @@ export class IdGen {
     checkKeys(options, HANDLE_KEYS);
     checkBooleanOption('bigint', options.bigint);
     const bigint = options.bigint === true;
-    const key = handleKey(name, bigint);
+    const key = `${name}/${bigint ? 'bigint' : 'number'}`;
     const existing = this.#sequences.get(key);
     // A handle closed on its own is replaced: a closed handle can never serve again.
     if (existing !== undefined && existing.state !== 'closing' && existing.state !== 'closed') {
@@ -325,20 +297,14 @@ export class IdGen {
     return (await this.createSequenceGranting(name, options)).settings;
   }
 
-  /**
-   * @internal {@link IdGen.createSequence}, also returning the first ranges the create wrote
-   * (none if the sequence existed), for `idgen-cass seed` to print.
-   */
+  /** @internal {@link IdGen.createSequence}, with the first ranges it wrote, for `seed`. */
   async createSequenceGranting(
     name: string,
     options: CreateSequenceOptions = {},
   ): Promise<{
     readonly settings: SequenceSettings;
     readonly firstGrants: readonly FirstGrant[];
-    /**
-     * True when this create made the sequence, false when another did, undefined when an alter
-     * rewrote the settings since (`SequenceExistsError.createdBy`).
-     */
+    /** Whether this create made it; undefined when an alter rewrote the settings since. */
     readonly created: boolean | undefined;
   }> {
     this.#assertOpen();
@@ -460,7 +426,9 @@ export class IdGen {
     const closing = [...this.#replaced];
     const sequences = [...this.#sequences].map(([key, handle]) => {
       const former = this.#formerCounts.get(key);
-      const replaced = closing.filter((other) => keyOf(other) === key).map((h) => h.stats());
+      const replaced = closing
+        .filter((other) => other.name === handle.name && other.bigint === handle.bigint)
+        .map((h) => h.stats());
       return {
         name: handle.name,
         bigint: handle.bigint,
@@ -512,13 +480,4 @@ export class IdGen {
   #assertOpen(): void {
     if (this.#closing !== undefined) throw new ClosedError();
   }
-}
-
-/** The key of a handle in {@link IdGen}: one handle per name and type. */
-function handleKey(name: string, bigint: boolean): string {
-  return `${name}/${bigint ? 'bigint' : 'number'}`;
-}
-
-function keyOf(handle: Sequence<number> | Sequence<bigint>): string {
-  return handleKey(handle.name, handle.bigint);
 }

@@ -57,7 +57,7 @@ export function createProgram(
         if (!ctx.jsonErrors) streams.stderr.write(text);
       },
       outputError: (text, write) => {
-        if (!ctx.jsonErrors) write(commanderErrorLine(text, commandNames(program)));
+        if (!ctx.jsonErrors) write(commanderErrorLine(text));
       },
     })
     .configureHelp({ sortSubcommands: false })
@@ -197,16 +197,7 @@ export async function runCli(
   return handleError(failure.error, (text) => ctx.writeErr(text), {
     verbose: ctx.verbose,
     json: ctx.jsonErrors,
-    commands: commandNames(program),
   });
-}
-
-/** The names (and aliases) of the commands `program` offers, `help` included. */
-function commandNames(program: Command): string[] {
-  return program
-    .createHelp()
-    .visibleCommands(program)
-    .flatMap((command) => [command.name(), ...command.aliases()]);
 }
 
 /** The version in package.json, found above this file in src/ and in dist/src/ alike. */

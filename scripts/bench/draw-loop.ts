@@ -13,8 +13,7 @@ import { Histogram, hrNow } from './stats.js';
 const FAILURE_PAUSE_MS = 100;
 /** Paced mode: a loop that fell further behind than this gives up the missed IDs. */
 const MAX_LAG_NS = 100e6;
-/** Distinct failure messages a loop reports. */
-const MAX_FAILURE_MESSAGES = 3;
+export const MAX_FAILURE_MESSAGES = 3;
 
 export interface DrawPlan {
   /** 0: tight (`await next()` in a loop); else IDs per second. */
@@ -42,7 +41,7 @@ export interface LoopResult {
   readonly histogram: Histogram;
   readonly heldBefore: number;
   readonly heldAfter: number;
-  /** IDs in the last block the handle claimed by the window's end, where `stats()` says. */
+  /** `stats().blockSize` at the window's end (the size adaptive blocks chose); undefined: none. */
   readonly lastBlockSize: number | undefined;
   /**
    * Nanoseconds from the plan's start to the loop's first ID; undefined if it drew none (or it
@@ -54,15 +53,6 @@ export interface LoopResult {
   readonly serialReads: number;
   /** IDs the handle handed out in the whole loop, warm-up included (`stats().issued`). */
   readonly issued: number;
-}
-
-/**
- * `stats().blockSize` (the last block's size, which adaptive blocks choose) on builds that
- * report it; undefined on those that do not.
- */
-export function lastBlockSize(stats: SequenceStats): number | undefined {
-  const size: unknown = (stats as { readonly blockSize?: unknown }).blockSize;
-  return typeof size === 'number' && size > 0 ? size : undefined;
 }
 
 /**
@@ -158,20 +148,15 @@ export async function drawLoop(
   });
 }
 
-/** Keeps `error` among the loop's first distinct messages, then pauses as a caller backing off would. */
-async function afterFailure(error: unknown, messages: Set<string>): Promise<void> {
+/** Keeps `error` among the first few distinct messages, then pauses as a caller backing off would. */
+export async function afterFailure(error: unknown, messages: Set<string>): Promise<void> {
   const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
   if (messages.size < MAX_FAILURE_MESSAGES) messages.add(message);
   await sleep(FAILURE_PAUSE_MS);
 }
 
 /** What {@link loopResult} takes from a loop besides the stats it reads itself. */
-interface LoopTally {
-  readonly ids: number;
-  readonly seconds: number;
-  readonly failures: number;
-  readonly warmupFailures: number;
-  readonly notIncreasing: number;
+interface LoopTally extends Omit<LoopResult['draw'], 'counts' | 'warmupWaits' | 'failureMessages'> {
   readonly failureMessages: ReadonlySet<string>;
   /** IDs to add to those held at the window's opening (an ID taken before the snapshot). */
   readonly heldBeforeExtra: number;
@@ -201,7 +186,7 @@ function loopResult(
     histogram,
     heldBefore: before.remaining + tally.heldBeforeExtra,
     heldAfter: after.remaining,
-    lastBlockSize: lastBlockSize(after),
+    lastBlockSize: after.blockSize > 0 ? after.blockSize : undefined,
     firstIdNs: tally.firstIdNs,
     serialReads: after.serialReads - initial.serialReads,
     issued: after.issued - initial.issued,

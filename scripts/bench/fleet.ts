@@ -24,33 +24,20 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const START_TIMEOUT_MS = 120_000;
 const EXIT_TIMEOUT_MS = 20_000;
 
-/** How the allocator processes run. */
-export interface WorkerRuntime {
-  readonly script: string;
-  readonly execArgv: readonly string[];
-  /** For the report. */
-  readonly description: string;
-}
-
 /**
- * worker.ts under tsx, as test/support/workers.ts starts its workers: scripts are not compiled
- * (the build holds the library only). tsx's loader adds about 30 MiB to each process's resident
- * memory, which the report's RSS figures include; the description says so.
+ * How the allocator processes run: worker.ts under tsx, as test/support/workers.ts starts its
+ * workers (scripts are not compiled; the build holds the library only), at a lower priority.
+ * In production Cassandra runs on machines of its own; here dozens of tight loops share two
+ * cores with the nodes, and at equal priority they starve the nodes until every LWT takes
+ * seconds.
  */
-export const WORKER_RUNTIME: WorkerRuntime = Object.freeze({
-  script: path.join(HERE, 'worker.ts'),
-  execArgv: ['--import', 'tsx'],
-  description:
-    'node with tsx, from source (tsx adds about 30 MiB of RSS), at nice 10 so that the Cassandra nodes get the CPU first, as on machines of their own',
-});
+const WORKER_SCRIPT = path.join(HERE, 'worker.ts');
+const WORKER_NICE = 10;
+/** For the report; tsx's loader adds about 30 MiB to each process's resident memory. */
+export const WORKER_RUNTIME =
+  'node with tsx, from source (tsx adds about 30 MiB of RSS), at nice 10 so that the Cassandra nodes get the CPU first, as on machines of their own';
 
-/**
- * Scheduling priority of the allocator processes. In production Cassandra runs on machines of
- * its own; here dozens of tight loops share two cores with the nodes, and at equal priority they
- * starve the nodes until every LWT takes seconds. Lower priority gives the nodes what they need
- * and the loops the rest.
- */
-export const WORKER_NICE = 10;
+type Answer<T extends WorkerMessage['type']> = Extract<WorkerMessage, { type: T }>;
 
 interface Worker {
   readonly dc: string;
@@ -70,11 +57,7 @@ export function instanceShare(index: number, processes: number, perDc: number): 
 }
 
 export class Fleet {
-  private constructor(
-    private readonly workers: readonly Worker[],
-    /** How the processes run. */
-    readonly runtime: WorkerRuntime,
-  ) {}
+  private constructor(private readonly workers: readonly Worker[]) {}
 
   /** Each process's resident memory right after `connect()`, MiB. */
   readonly rssAfterConnectMiB: number[] = [];
@@ -86,17 +69,13 @@ export class Fleet {
     processesPerDc: number,
     log: Log,
   ): Promise<Fleet> {
-    const runtime = WORKER_RUNTIME;
     const workers: Worker[] = [];
     for (const dc of Object.keys(contactPoints).sort()) {
       for (let index = 0; index < processesPerDc; index++) {
         const child = fork(
-          runtime.script,
+          WORKER_SCRIPT,
           ['--dc', dc, '--contact-points', contactPoints[dc]!.join(','), '--keyspace', keyspace],
-          {
-            execArgv: [...runtime.execArgv],
-            stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-          },
+          { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] },
         );
         if (child.pid !== undefined) os.setPriority(child.pid, WORKER_NICE);
         const worker: Worker = { dc, index, child, pending: undefined, exited: false };
@@ -117,19 +96,18 @@ export class Fleet {
         workers.push(worker);
       }
     }
-    const fleet = new Fleet(workers, runtime);
+    const fleet = new Fleet(workers);
     try {
       const ready = await Promise.all(
         workers.map((w) => fleet.expect(w, 'ready', START_TIMEOUT_MS)),
       );
       let slowest = 0;
       for (const message of ready) {
-        if (message.type !== 'ready') continue;
         slowest = Math.max(slowest, message.connectMs);
         fleet.rssAfterConnectMiB.push(Math.round(message.rssMiB * 10) / 10);
       }
       log(
-        `${workers.length} allocator processes connected (${runtime.description}; slowest connect ${slowest.toFixed(0)} ms)`,
+        `${workers.length} allocator processes connected (${WORKER_RUNTIME}; slowest connect ${slowest.toFixed(0)} ms)`,
       );
       return fleet;
     } catch (error) {
@@ -144,10 +122,7 @@ export class Fleet {
     const answers = await Promise.all(
       this.workers.map((w) => this.command(w, command, 'drawn', timeout)),
     );
-    return answers.map((message) => {
-      if (message.type !== 'drawn') throw new Error(`unexpected answer ${message.type}`);
-      return message.result;
-    });
+    return answers.map((message) => message.result);
   }
 
   /**
@@ -175,19 +150,14 @@ export class Fleet {
         this.command(worker, { ...command, instances }, 'scaled', timeout),
       ),
     );
-    return answers.map((message, i) => {
-      if (message.type !== 'scaled') throw new Error(`unexpected answer ${message.type}`);
-      return { dc: assigned[i]!.worker.dc, result: message.result };
-    });
+    return answers.map((message, i) => ({ dc: assigned[i]!.worker.dc, result: message.result }));
   }
 
   /** The first process of `dc` takes a burst. */
   async burst(dc: string, command: BurstCommand): Promise<BurstRun> {
     const worker = this.workers.find((w) => w.dc === dc);
     if (worker === undefined) throw new Error(`no allocator process in DC "${dc}"`);
-    const message = await this.command(worker, command, 'burst', 120_000);
-    if (message.type !== 'burst') throw new Error(`unexpected answer ${message.type}`);
-    return message.result;
+    return (await this.command(worker, command, 'burst', 120_000)).result;
   }
 
   /** Asks every process to close its allocator and exit; kills those that do not. Never throws. */
@@ -208,22 +178,23 @@ export class Fleet {
     );
   }
 
-  private command(
+  private command<T extends WorkerMessage['type']>(
     worker: Worker,
     command: WorkerCommand,
-    answer: WorkerMessage['type'],
+    answer: T,
     timeoutMs: number,
-  ): Promise<WorkerMessage> {
+  ): Promise<Answer<T>> {
     const expected = this.expect(worker, answer, timeoutMs);
     worker.child.send(command);
     return expected;
   }
 
-  private expect(
+  /** The next message of `worker`, which must be of `type`. */
+  private expect<T extends WorkerMessage['type']>(
     worker: Worker,
-    type: WorkerMessage['type'],
+    type: T,
     timeoutMs: number,
-  ): Promise<WorkerMessage> {
+  ): Promise<Answer<T>> {
     const name = `allocator process ${worker.dc}#${worker.index} (pid ${worker.child.pid})`;
     if (worker.exited) return Promise.reject(new Error(`${name} has exited`));
     if (worker.pending !== undefined) {
@@ -239,7 +210,7 @@ export class Fleet {
         if (message.type === 'failed') reject(new Error(`${name}: ${message.message}`));
         else if (message.type !== type)
           reject(new Error(`${name}: expected "${type}", got "${message.type}"`));
-        else resolve(message);
+        else resolve(message as Answer<T>);
       };
     });
   }

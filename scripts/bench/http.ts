@@ -14,6 +14,7 @@ import autocannon from 'autocannon';
 
 import { connect, type IdGen, type Sequence } from '../../src/index.js';
 import type { BenchCluster } from './cluster.js';
+import { afterFailure, MAX_FAILURE_MESSAGES } from './draw-loop.js';
 import { IdLedger } from './id-ledger.js';
 import type {
   BenchSettings,
@@ -35,7 +36,7 @@ const MAIN = path.join(ROOT, 'src/cli/main.ts');
 
 /** IDs per request of the phase: one, as most callers ask, and a batch. */
 export const HTTP_COUNTS: readonly number[] = Object.freeze([1, 100]);
-/** The services' sequence and the library's: apart, so that each side starts from the same state. */
+/** Apart, so that each side starts from the same state. */
 const SERVICE_SEQUENCE = 'http_service';
 const LIBRARY_SEQUENCE = 'http_library';
 /**
@@ -45,21 +46,17 @@ const LIBRARY_SEQUENCE = 'http_library';
 const SEQUENCE_OPTIONS = Object.freeze({ domain: 'safe53' as const });
 const START_TIMEOUT_MS = 120_000;
 const STOP_TIMEOUT_MS = 20_000;
-/** After a failed library call the caller pauses this long, as one backing off would. */
-const FAILURE_PAUSE_MS = 100;
-const MAX_FAILURE_MESSAGES = 3;
 
 export const AUTOCANNON_VERSION = (
   createRequire(import.meta.url)('autocannon/package.json') as { version: string }
 ).version;
 
-/** One service to load: its DC and base URL (`http://127.0.0.1:<port>`). */
+/** A service's DC and base URL (`http://127.0.0.1:<port>`). */
 export interface ServiceTarget {
   readonly dc: string;
   readonly url: string;
 }
 
-/** How long each load runs and how hard. */
 export interface LoadPlan {
   readonly sequence: string;
   readonly count: number;
@@ -68,7 +65,6 @@ export interface LoadPlan {
   readonly seconds: number;
 }
 
-/** One DC's measured load with its histogram, before the DCs are merged. */
 interface DcMeasure {
   readonly load: HttpDcLoad;
   readonly histogram: Histogram;
@@ -80,7 +76,6 @@ function combine(measures: readonly DcMeasure[]): HttpLoad {
   return { dcs: measures.map((m) => m.load), latency: latencySummary(histogram) };
 }
 
-/** The IDs of a 2xx body of the ids endpoint. */
 function idsOf(body: string): number[] {
   const parsed = JSON.parse(body) as { ids?: unknown };
   const ids = parsed.ids;
@@ -197,7 +192,6 @@ export async function loadService(
   };
 }
 
-/** Every service at once. */
 export async function loadServices(
   targets: readonly ServiceTarget[],
   plan: LoadPlan,
@@ -206,7 +200,6 @@ export async function loadServices(
   return combine(await Promise.all(targets.map((t) => loadService(t, plan, ledger))));
 }
 
-/** One DC's library handle. */
 export interface LibraryTarget {
   readonly dc: string;
   readonly sequence: Sequence<number>;
@@ -251,12 +244,7 @@ export async function loadLibrary(
             }
           } catch (error) {
             if (t0 >= measureFrom) failed++;
-            if (failures.size < MAX_FAILURE_MESSAGES) {
-              failures.add(
-                error instanceof Error ? `${error.name}: ${error.message}` : String(error),
-              );
-            }
-            await sleep(FAILURE_PAUSE_MS);
+            await afterFailure(error, failures);
           }
         }
       };
@@ -288,7 +276,6 @@ class ServiceProcess {
     readonly dc: string,
     private readonly child: ChildProcess,
   ) {
-    // Only the tail is kept: enough to say why a service failed.
     child.stderr!.on('data', (chunk: Buffer) => {
       this.stderr = (this.stderr + chunk.toString()).slice(-20_000);
     });
@@ -495,6 +482,6 @@ export class HttpPhase {
 }
 
 /** Requests (or calls) per second answered 2xx, every DC together. */
-export function totalRate(load: HttpLoad): number {
+function totalRate(load: HttpLoad): number {
   return sum(load.dcs.map((d) => d.ok / d.seconds));
 }

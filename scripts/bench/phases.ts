@@ -93,7 +93,7 @@ export function skippedCluster(
   return {
     keyspace: cluster.keyspace,
     replication: cluster.replication,
-    workerRuntime: (fleet?.runtime ?? WORKER_RUNTIME).description,
+    workerRuntime: WORKER_RUNTIME,
     rssAfterConnectMiB: fleet?.rssAfterConnectMiB ?? [],
     naive: [],
     draws: [],
@@ -198,7 +198,7 @@ export async function measureCluster(
   return {
     keyspace: cluster.keyspace,
     replication: cluster.replication,
-    workerRuntime: fleet.runtime.description,
+    workerRuntime: WORKER_RUNTIME,
     rssAfterConnectMiB: fleet.rssAfterConnectMiB,
     naive: naiveClients.map((clients) => ({ clients, runs: naive.get(clients)! })),
     draws: [...draws.values()].map(({ config, runs }) => ({ ...config, runs })),

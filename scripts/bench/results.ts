@@ -9,9 +9,7 @@ export const RESULTS_SCHEMA = 'idgen-cass-bench/1';
 /** The options a run used, after defaults (see options.ts). */
 export interface BenchSettings {
   readonly quick: boolean;
-  /** Measured seconds per run of each cluster phase. */
   readonly durationSeconds: number;
-  /** Seconds each allocator process draws before its measured window. */
   readonly warmupSeconds: number;
   readonly runs: number;
   readonly processesPerDc: number;
@@ -22,33 +20,22 @@ export interface BenchSettings {
   readonly dcRangeBlocks: number;
   /** Paced mode: each process draws this many blocks per second. */
   readonly pacedBlocksPerSecond: number;
-  /** Concurrent clients of the naive baseline's second configuration. */
   readonly naiveClients: number;
   /** Burst size = this × block size. */
   readonly burstFactor: number;
-  /** Target milliseconds of one in-process sample. */
   readonly inProcessSampleMs: number;
-  /** Run the scale phase (`--no-scale` turns it off). */
   readonly scale: boolean;
-  /** Run only the in-process and scale phases (`--scale-only`). */
   readonly scaleOnly: boolean;
-  /** Allocator instances per DC the scale phase tries, ascending. */
   readonly scaleInstances: readonly number[];
-  /** Measured seconds of each scale configuration. */
   readonly scaleSeconds: number;
   /** Seconds each instance draws before its measured window (adaptive blocks grow here). */
   readonly scaleWarmupSeconds: number;
-  /** Runs of the scale phase. */
   readonly scaleRuns: number;
   /** Fixed-rate mode: IDs per second of each DC, shared evenly by its instances. */
   readonly scaleRatePerDc: number;
-  /** Keys of the block policies compared (scale-variants.ts). */
   readonly scaleVariants: readonly string[];
-  /** Run the HTTP phase (`--no-http` turns it off). */
   readonly http: boolean;
-  /** Run only the in-process and HTTP phases (`--http-only`). */
   readonly httpOnly: boolean;
-  /** Measured seconds of each load of the HTTP phase (service or library, one count). */
   readonly httpSeconds: number;
   /** Seconds each load runs unmeasured first (JIT, adaptive blocks). */
   readonly httpWarmupSeconds: number;
@@ -71,14 +58,12 @@ export interface MachineInfo {
   readonly loadAverage: readonly number[];
 }
 
-/** One candidate of the in-process comparison. */
 export interface InProcessCandidate {
   readonly key: string;
   readonly label: string;
 }
 
 export interface InProcessResult {
-  /** Where the idgen-cass candidates got their blocks from. */
   readonly idgenStore: string;
   readonly idgenBlockSize: number;
   readonly candidates: readonly InProcessCandidate[];
@@ -92,7 +77,6 @@ export interface InProcessResult {
   readonly timerPairNs: number;
 }
 
-/** Counters of the allocators of one run, summed over its processes, measured window only. */
 export interface AllocatorCounts {
   readonly waits: number;
   readonly blocksClaimed: number;
@@ -126,21 +110,15 @@ export type DrawMode = 'tight' | 'paced';
 export interface DrawRun {
   readonly processes: number;
   readonly ids: number;
-  /** Measured window (mean over processes). */
   readonly seconds: number;
   /** Sum over processes of IDs ÷ that process's window. */
   readonly idsPerSecond: number;
-  /** Latency of `next()`, all processes merged. */
   readonly latency: LatencySummary;
-  /** Counters over the measured window (after warm-up). */
   readonly counts: AllocatorCounts;
-  /** `next()` calls that waited during the warm-up. */
   readonly warmupWaits: number;
-  /** Resident set size of each process at the end, MiB. */
   readonly rssMiB: readonly number[];
   /** `next()` calls of the measured window that threw (the process paused 100 ms and went on). */
   readonly failures: number;
-  /** The same during the warm-up. */
   readonly warmupFailures: number;
   /** Their distinct messages (both phases), a few per process. */
   readonly failureMessages: readonly string[];
@@ -150,7 +128,6 @@ export interface DrawConfig {
   readonly blockSize: number;
   readonly dcRangeSize: number;
   readonly mode: DrawMode;
-  /** Paced mode: target IDs per second of each process. */
   readonly ratePerProcess: number | undefined;
   readonly runs: readonly DrawRun[];
 }
@@ -160,7 +137,6 @@ export interface BurstRun {
   /** IDs the process held when the burst arrived. */
   readonly heldBefore: number;
   readonly totalMs: number;
-  /** Time from the burst's start until each call resolved. */
   readonly latency: LatencySummary;
   readonly counts: AllocatorCounts;
 }
@@ -185,14 +161,12 @@ export interface ClusterResult {
   readonly keyspace: string;
   /** Replicas per DC of the keyspace; absent in results of runs that used 1 everywhere. */
   readonly replication?: Readonly<Record<string, number>> | undefined;
-  /** How the allocator processes ran (compiled, or from source under tsx). */
   readonly workerRuntime: string;
   /** Resident memory of each allocator process right after `connect()`, MiB. */
   readonly rssAfterConnectMiB: readonly number[];
   readonly naive: readonly NaiveConfig[];
   readonly draws: readonly DrawConfig[];
   readonly burst: BurstResult;
-  /** One array of samples per run. */
   readonly coldStart: readonly (readonly ColdStartSample[])[];
 }
 
@@ -205,13 +179,10 @@ export interface RawResults {
   readonly machine: MachineInfo;
   readonly inProcess: InProcessResult;
   readonly cluster: ClusterResult;
-  /** The scale phase; absent when it did not run. */
   readonly scale?: ScaleResult | undefined;
-  /** The HTTP phase; absent when it did not run. */
   readonly http?: HttpResult | undefined;
 }
 
-/** A count of store calls and the nanoseconds they took, summed. */
 export interface Timing {
   readonly count: number;
   readonly totalNs: number;
@@ -226,17 +197,17 @@ export interface DcStateTimings {
   readonly reads: Timing;
   readonly appliedWrites: Timing;
   readonly rejectedWrites: Timing;
-  /** Writes whose outcome the store could not tell (timeouts). */
   readonly unknownWrites: Timing;
   /** From a rejected write's answer to the same instance's next DC-state read. */
   readonly backoffs: Timing;
 }
 
-/** `tight`: `await next()` in a loop per instance; `rate`: a fixed total rate per DC, split evenly. */
-/** `count`: tight and untimed, at N = 1 only, for the rate against the in-process loop. */
+/**
+ * `tight`: `await next()` in a loop per instance; `rate`: a fixed total rate per DC, split
+ * evenly; `count`: tight and untimed, at N = 1 only, for the rate against the in-process loop.
+ */
 export type ScaleMode = 'tight' | 'rate' | 'count';
 
-/** One block policy of the scale phase, with the sequence options it was created with. */
 export interface ScaleVariantInfo {
   readonly key: string;
   readonly label: string;
@@ -250,14 +221,11 @@ export interface ScaleVariantInfo {
   readonly settings: Readonly<Record<string, number>>;
 }
 
-/** One DC of one scale run: its instances summed. */
 export interface ScaleDcRun {
   readonly dc: string;
   readonly instances: number;
   readonly ids: number;
-  /** Sum over instances of IDs ÷ that instance's window. */
   readonly idsPerSecond: number;
-  /** Measured window, mean over instances. */
   readonly seconds: number;
   /** IDs that came into the instances during the window: drawn plus the change in IDs held. */
   readonly claimedIds: number;
@@ -279,12 +247,9 @@ export interface ScaleDcRun {
   readonly serialReads?: number;
 }
 
-/** One run of one scale configuration. */
 export interface ScaleRun {
-  /** Worker processes that held instances. */
   readonly processes: number;
   readonly dcs: readonly ScaleDcRun[];
-  /** `next()` latency, every instance of every DC merged. */
   readonly latency: LatencySummary;
   readonly failureMessages: readonly string[];
   /** CPU seconds the worker processes used in the window, summed. */
@@ -302,16 +267,14 @@ export interface ScaleConfig {
   readonly mode: ScaleMode;
   readonly variant: string;
   readonly instancesPerDc: number;
-  /** Rate mode: IDs per second of each instance. */
   readonly ratePerInstance: number | undefined;
   readonly runs: readonly ScaleRun[];
 }
 
 export interface ScaleResult {
   readonly variants: readonly ScaleVariantInfo[];
-  /** Variants this build could not run (adaptive sizing not there yet), with why. */
+  /** Variants that could not run, with why (results of builds without adaptive sizing). */
   readonly skipped: readonly string[];
-  /** How instances share processes and driver connections, for the report. */
   readonly layout: string;
   readonly configs: readonly ScaleConfig[];
 }
@@ -326,7 +289,6 @@ export interface HttpDcLoad {
   readonly ok: number;
   /** IDs those answers held. */
   readonly ids: number;
-  /** Measured window, s. */
   readonly seconds: number;
   /** Requests answered with another status (library: calls that threw). */
   readonly non2xx: number;
@@ -338,10 +300,8 @@ export interface HttpDcLoad {
   readonly failureMessages: readonly string[];
 }
 
-/** One load, every DC at once. */
 export interface HttpLoad {
   readonly dcs: readonly HttpDcLoad[];
-  /** Latency of every DC merged, ns. */
   readonly latency: LatencySummary;
 }
 
@@ -357,7 +317,6 @@ export interface HttpCountResult {
   readonly runs: readonly HttpRun[];
 }
 
-/** One `idgen-cass serve` process of the phase. */
 export interface HttpServiceInfo {
   readonly dc: string;
   /** From spawning it to its first `/readyz` 200, ms. */
@@ -367,11 +326,8 @@ export interface HttpServiceInfo {
 }
 
 export interface HttpResult {
-  /** The sequence options both sides' sequences were created with. */
   readonly sequenceOptions: Readonly<Record<string, string | number>>;
-  /** How the services ran, for the report. */
   readonly serviceRuntime: string;
-  /** The autocannon version that drove them. */
   readonly autocannon: string;
   readonly services: readonly HttpServiceInfo[];
   readonly counts: readonly HttpCountResult[];

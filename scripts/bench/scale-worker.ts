@@ -9,7 +9,7 @@ import { IdGen } from '../../src/index.js';
 import { openClient } from '../../src/store/cassandra/driver-client.js';
 import { CassandraStore } from '../../src/store/cassandra/store.js';
 import type { IdStore } from '../../src/store/port.js';
-import { drawLoop } from './draw-loop.js';
+import { drawLoop, MAX_FAILURE_MESSAGES } from './draw-loop.js';
 import {
   addCounts,
   LOOP_DELAY_RESOLUTION_MS,
@@ -19,9 +19,6 @@ import {
 } from './protocol.js';
 import { Histogram, sum, hrNow } from './stats.js';
 import { addTimings, TimedStore, timingsBetween } from './timings.js';
-
-/** Distinct failure messages a process reports. */
-const MAX_FAILURE_MESSAGES = 3;
 
 interface Instance {
   readonly ids: IdGen;

@@ -75,15 +75,6 @@ export class Histogram {
     return this.max;
   }
 
-  /** Empties the histogram. */
-  reset(): void {
-    this.counts.fill(0);
-    this.count = 0;
-    this.min = Infinity;
-    this.max = 0;
-    this.sum = 0;
-  }
-
   toJSON(): SerializedHistogram {
     const buckets: [number, number][] = [];
     for (let index = 0; index < BUCKETS; index++) {

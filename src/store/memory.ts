@@ -1,8 +1,7 @@
 /**
  * An in-memory {@link IdStore} with the Cassandra adapter's semantics, for tests and benchmarks.
- * Every call is atomic, as a Paxos round is. Allocators in any DCs may share one store;
- * {@link MemoryStore.close} keeps the data. Faults: push a {@link Fault} onto
- * {@link MemoryStore.faults} (memory-faults.ts).
+ * Every call is atomic, as a Paxos round is. Allocators in any DCs may share one store; `close()`
+ * keeps the data. Faults: push a {@link Fault} onto {@link MemoryStore.faults} (memory-faults.ts).
  */
 
 import assert from 'node:assert/strict';
@@ -44,10 +43,7 @@ export interface GrantRecord {
 }
 
 export interface MemoryStoreOptions {
-  /**
-   * Keyspace named in errors.
-   * @default 'memory'
-   */
+  /** Keyspace named in errors. @default 'memory' */
   readonly keyspace?: string | undefined;
   /**
    * Delay of every call in milliseconds, as a network round trip would add.
@@ -66,10 +62,7 @@ export interface MemoryStoreOptions {
    * @default one node in dc1 with `commitlog_sync: batch` and `paxos_variant: v2`
    */
   readonly nodeSettings?: readonly MemoryNode[] | undefined;
-  /**
-   * What {@link MemoryStore.readReplicaDcs} answers (undefined: not NetworkTopologyStrategy).
-   * @default undefined
-   */
+  /** What `readReplicaDcs()` answers (undefined: not NetworkTopologyStrategy). @default undefined */
   readonly replicaDcs?: readonly string[] | undefined;
 }
 
@@ -82,20 +75,17 @@ export type MemoryNode = Pick<NodeSettings, 'host' | 'dc'> &
 
 /** A sequence's grants partition: its settings, GLOBAL and every grant. */
 interface SequenceRecord {
-  settings: SequenceSettings;
-  settingsOp: string;
-  readonly incarnation: string;
+  stored: StoredSettings;
   globalLast: bigint;
   /** Ascending by number. */
   readonly grants: Map<string, Grant[]>;
 }
 
-/** A sequence's DC-state partitions, apart from its grants partition as in Cassandra. */
-interface StateRecord {
-  readonly dcStates: Map<string, DcState>;
-  /** Every DC state version ever written, per DC, so that a test can roll a DC back. */
-  readonly dcHistory: Map<string, DcState[]>;
-}
+/**
+ * A sequence's DC-state partitions, apart from its grants partition as in Cassandra: every version
+ * of each DC's state ever written, the last one current, so that a test can roll a DC back.
+ */
+type StateHistory = Map<string, DcState[]>;
 
 export class MemoryStore implements IdStore {
   /** Faults waiting for their calls; tests push, splice or empty it at will. */
@@ -111,7 +101,7 @@ export class MemoryStore implements IdStore {
   readonly grantLog: GrantRecord[] = [];
 
   private readonly sequences = new Map<string, SequenceRecord>();
-  private readonly states = new Map<string, StateRecord>();
+  private readonly states = new Map<string, StateHistory>();
   /** Counts calls and applies faults; its partitions are `settings/…`, `grants/…`, `state/…/…`. */
   private readonly wire: FaultInjector;
   private readonly plainReadLag: number;
@@ -148,9 +138,7 @@ export class MemoryStore implements IdStore {
       () => {
         if (this.sequences.has(settings.name)) return false;
         this.sequences.set(settings.name, {
-          settings: Object.freeze({ ...settings }),
-          settingsOp: op,
-          incarnation: op,
+          stored: { settings: Object.freeze({ ...settings }), op, incarnation: op },
           globalLast: firstGrants.at(-1)?.grant.max ?? settings.start - 1n,
           grants: new Map(
             firstGrants.map(({ grantee, grant }) => [grantee, [Object.freeze({ ...grant })]]),
@@ -177,7 +165,7 @@ export class MemoryStore implements IdStore {
   async listSequences(): Promise<readonly SequenceSettings[]> {
     await this.wire.enter('listSequences');
     return [...this.sequences.values()]
-      .map((record) => record.settings)
+      .map((record) => record.stored.settings)
       .sort((a, b) => ascending(a.name, b.name));
   }
 
@@ -191,9 +179,9 @@ export class MemoryStore implements IdStore {
       { op: 'alterSequence', sequence: name, partition: `settings/${name}` },
       () => {
         const record = this.sequences.get(name);
-        if (record === undefined || record.settingsOp !== expectedOp) return false;
-        record.settings = Object.freeze({ ...record.settings, ...sizes });
-        record.settingsOp = op;
+        if (record === undefined || record.stored.op !== expectedOp) return false;
+        const settings = Object.freeze({ ...record.stored.settings, ...sizes });
+        record.stored = { ...record.stored, settings, op };
         return true;
       },
       () => this.storedSettings(name),
@@ -202,7 +190,7 @@ export class MemoryStore implements IdStore {
 
   /** Test hook: stores `state` as `dc`'s state as it is, bypassing the protocol. */
   seedDcState(sequence: string, dc: string, state: DcState): void {
-    putDcState(this.stateRecord(sequence), dc, { ...state });
+    putDcState(this.stateHistory(sequence), dc, { ...state });
   }
 
   /**
@@ -219,13 +207,9 @@ export class MemoryStore implements IdStore {
    * `commitlog_sync: periodic` would (the row goes if no earlier version remains).
    */
   rollBackDcState(sequence: string, dc: string, writes = 1): void {
-    const record = this.states.get(sequence);
-    const history = record?.dcHistory.get(dc);
-    assert(record !== undefined && history !== undefined, `no state of ${dc} to roll back`);
+    const history = this.states.get(sequence)?.get(dc);
+    assert(history !== undefined, `no state of ${dc} to roll back`);
     history.splice(Math.max(0, history.length - writes));
-    const previous = history.at(-1);
-    if (previous === undefined) record.dcStates.delete(dc);
-    else record.dcStates.set(dc, previous);
   }
 
   async readGrants(sequence: string, dc: string): Promise<GrantView> {
@@ -267,7 +251,7 @@ export class MemoryStore implements IdStore {
         if (history.some((g) => g.number === grant.number)) return false;
         record.globalLast = grant.max;
         const stored = Object.freeze({ ...grant });
-        // Kept ascending by number, as the Cassandra table's clustering order gives them.
+        // Ascending by number, as the overview reads them from Cassandra.
         record.grants.set(
           dc,
           [...history, stored].sort((a, b) => a.number - b.number),
@@ -302,17 +286,16 @@ export class MemoryStore implements IdStore {
   async readDcState(sequence: string, dc: string): Promise<DcState | undefined> {
     const { reply } = await this.wire.enter('readDcState', sequence, dc);
     this.wire.settleInFlight(`state/${sequence}/${dc}`, 'read');
-    return replied(reply, this.states.get(sequence)?.dcStates.get(dc));
+    return replied(reply, this.dcState(sequence, dc));
   }
 
   async readDcStateLocal(sequence: string, dc: string): Promise<DcState | undefined> {
     const { reply } = await this.wire.enter('readDcStateLocal', sequence, dc);
     // A plain read completes no Paxos round: a write still in flight stays unseen.
-    const record = this.states.get(sequence);
-    const state =
-      this.plainReadLag === 0
-        ? record?.dcStates.get(dc)
-        : record?.dcHistory.get(dc)?.at(-1 - this.plainReadLag);
+    const state = this.states
+      .get(sequence)
+      ?.get(dc)
+      ?.at(-1 - this.plainReadLag);
     return replied(reply, state);
   }
 
@@ -327,8 +310,8 @@ export class MemoryStore implements IdStore {
       { op: 'writeDcState', sequence, dc, partition: `state/${sequence}/${dc}` },
       () => {
         // As in Cassandra, a state partition needs no settings row.
-        const record = this.stateRecord(sequence);
-        const stored = record.dcStates.get(dc);
+        const history = this.stateHistory(sequence);
+        const stored = history.get(dc)?.at(-1);
         const holds =
           expected === undefined
             ? stored === undefined
@@ -336,7 +319,7 @@ export class MemoryStore implements IdStore {
         // As in Cassandra: the incarnation is written with the row's first write only.
         if (holds) {
           putDcState(
-            record,
+            history,
             dc,
             stored === undefined ? { ...next } : withIncarnation(next, stored.incarnation),
           );
@@ -346,7 +329,7 @@ export class MemoryStore implements IdStore {
       // As Cassandra returns it: the whole row after IF NOT EXISTS; after an update, its
       // conditions' columns (all but the incarnation).
       () => {
-        const stored = this.states.get(sequence)?.dcStates.get(dc);
+        const stored = this.dcState(sequence, dc);
         if (stored === undefined || expected === undefined) return stored;
         return withIncarnation(stored, undefined);
       },
@@ -358,18 +341,13 @@ export class MemoryStore implements IdStore {
     grantees: readonly string[],
   ): Promise<ReadonlyMap<string, DcState>> {
     await this.wire.enter('readDcStatesOf', sequence);
-    const states = this.states.get(sequence)?.dcStates;
-    return new Map(
-      grantees.flatMap((dc) => {
-        const state = states?.get(dc);
-        return state === undefined ? [] : [[dc, state] as const];
-      }),
-    );
+    return this.dcStates(sequence, grantees);
   }
 
   async readDcStatesOverview(sequence: string): Promise<ReadonlyMap<string, DcState>> {
     await this.wire.enter('readDcStatesOverview', sequence);
-    return new Map(this.sequences.has(sequence) ? this.states.get(sequence)?.dcStates : undefined);
+    const dcs = this.sequences.has(sequence) ? this.states.get(sequence)?.keys() : undefined;
+    return this.dcStates(sequence, [...(dcs ?? [])]);
   }
 
   async addDcUsage(sequence: string, dc: string, deltas: UsageDeltas): Promise<void> {
@@ -416,33 +394,32 @@ export class MemoryStore implements IdStore {
   }
 
   private storedSettings(name: string): StoredSettings | undefined {
-    const record = this.sequences.get(name);
-    return (
-      record && {
-        settings: record.settings,
-        op: record.settingsOp,
-        incarnation: record.incarnation,
-      }
-    );
+    return this.sequences.get(name)?.stored;
   }
 
-  private stateRecord(sequence: string): StateRecord {
-    let record = this.states.get(sequence);
-    if (record === undefined) {
-      record = { dcStates: new Map(), dcHistory: new Map() };
-      this.states.set(sequence, record);
-    }
-    return record;
+  private stateHistory(sequence: string): StateHistory {
+    const history = this.states.get(sequence) ?? new Map<string, DcState[]>();
+    this.states.set(sequence, history);
+    return history;
+  }
+
+  private dcState(sequence: string, dc: string): DcState | undefined {
+    return this.states.get(sequence)?.get(dc)?.at(-1);
+  }
+
+  /** The current states of `dcs` that have one. */
+  private dcStates(sequence: string, dcs: readonly string[]): Map<string, DcState> {
+    return new Map(
+      dcs.flatMap((dc) => {
+        const state = this.dcState(sequence, dc);
+        return state === undefined ? [] : [[dc, state] as const];
+      }),
+    );
   }
 
   /** One conditional write: its call through the wire, its Paxos round, its reply. */
   private async conditional<Found>(
-    call: {
-      readonly op: ConditionalMethod;
-      readonly sequence: string;
-      readonly dc?: string;
-      readonly partition: string;
-    },
+    call: { op: ConditionalMethod; sequence: string; dc?: string; partition: string },
     write: () => boolean,
     found: () => Found | undefined,
   ): Promise<CasOutcome<Found>> {
@@ -450,7 +427,6 @@ export class MemoryStore implements IdStore {
     return replied(reply, this.wire.conditional(fault, call.partition, write, found));
   }
 
-  /** Counts the call; the data stays for other allocators sharing the store. */
   async close(): Promise<void> {
     await this.wire.enter('close');
   }
@@ -464,9 +440,7 @@ function withIncarnation(state: DcState, incarnation: string | undefined): DcSta
   return row;
 }
 
-/** Makes `row` (frozen) `dc`'s current state, and its latest version in the history. */
-function putDcState(record: StateRecord, dc: string, row: DcState): void {
-  const frozen = Object.freeze(row);
-  record.dcStates.set(dc, frozen);
-  record.dcHistory.set(dc, [...(record.dcHistory.get(dc) ?? []), frozen]);
+/** Makes `row` (frozen) `dc`'s current state. */
+function putDcState(history: StateHistory, dc: string, row: DcState): void {
+  history.set(dc, [...(history.get(dc) ?? []), Object.freeze(row)]);
 }

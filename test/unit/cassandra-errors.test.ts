@@ -6,7 +6,6 @@
 import cassandra from 'cassandra-driver';
 import { describe, expect, it } from 'vitest';
 
-import { connectError } from '../../src/store/cassandra/driver-client.js';
 import {
   AuthenticationError,
   IdGenError,
@@ -14,7 +13,7 @@ import {
   SerialUnavailableError,
   StoreUnavailableError,
 } from '../../src/errors.js';
-import { mapFailure } from '../../src/store/cassandra/errors.js';
+import { connectError, mapFailure } from '../../src/store/cassandra/errors.js';
 import { STATEMENTS } from '../../src/store/cassandra/statements.js';
 
 const codes = cassandra.types.responseErrorCodes;

@@ -7,14 +7,14 @@
 
 import cassandra from 'cassandra-driver';
 
-import { AuthenticationError, InvalidOptionError, StoreUnavailableError } from '../../errors.js';
+import { InvalidOptionError } from '../../errors.js';
 import {
   checkClientRouting,
   datacentersOf,
   runtimeOptionsOf,
   unknownDataCenter,
 } from './client-routing.js';
-import { describeDriverError, innerErrors } from './errors.js';
+import { connectError } from './errors.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from './request-options.js';
 import { AvoidStalledCoordinatorsPolicy, StalledCoordinators } from './stalled-coordinators.js';
 import { checkKeys, everyKeyOf } from '../../options.js';
@@ -104,20 +104,14 @@ export function checkConnectionKeys(options: object, others: readonly string[]):
 /** The least timeout of a schema change, which waits for the other nodes to agree. */
 export const SCHEMA_CHANGE_TIMEOUT_MS = 12_000;
 
-/** Client settings for a client we build; `readTimeout` must exceed Cassandra's CAS timeout. */
-const CLIENT_DEFAULTS = Object.freeze({
-  /** The driver's default is LOCAL_ONE; the protocol sets every statement's level anyway. */
-  consistency: cassandra.types.consistencies.localQuorum,
-  /** ms; bounds the driver's own requests (handshakes, prepares, metadata reads). */
-  readTimeout: DEFAULT_REQUEST_TIMEOUT_MS,
-  /** ms */
-  connectTimeout: 5_000,
-});
+/** The consistency of the driver's own requests; every statement sets its own level. */
+const CLIENT_CONSISTENCY = cassandra.types.consistencies.localQuorum;
+const CONNECT_TIMEOUT_MS = 5_000;
 
 /** What {@link openClient} hands back. */
 export interface OpenedClient {
   readonly client: cassandra.Client;
-  /** True when {@link openClient} built the client, so its user must shut it down. */
+  /** Whether {@link openClient} built the client, which its user must then shut down. */
   readonly ownsClient: boolean;
   readonly localDataCenter: string;
 }
@@ -146,18 +140,13 @@ export async function openClient(
     requestTimeoutOf(options); // the store sets it on every request of the user's client
     return adoptClient(options.client, options.localDataCenter);
   }
-
   const { clientOptions, contactPoints, localDataCenter } = buildClientOptions(options);
-  const client = new cassandra.Client(clientOptions);
-
-  try {
-    await client.connect();
-  } catch (error) {
-    await client.shutdown().catch(() => undefined);
-    throw connectError(error, contactPoints, localDataCenter);
-  }
-
-  // The driver checks this too; keep the check explicit so the error names the option.
+  const client = await connected(
+    new cassandra.Client(clientOptions),
+    contactPoints,
+    localDataCenter,
+  );
+  // The driver checks this too; checked here so that the error names the option.
   const dcs = datacentersOf(client);
   if (!dcs.includes(localDataCenter)) {
     await client.shutdown().catch(() => undefined);
@@ -172,7 +161,7 @@ export async function openClient(
  *   holds: the driver times each request with one, which past that fires after 1 ms.
  */
 function requestTimeoutOf(options: Pick<ConnectionOptions, 'requestTimeoutMs'>): number {
-  const requestTimeoutMs = options.requestTimeoutMs ?? CLIENT_DEFAULTS.readTimeout;
+  const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   if (
     typeof requestTimeoutMs !== 'number' ||
     !(requestTimeoutMs > 0 && requestTimeoutMs <= MAX_TIMER_MS)
@@ -244,16 +233,9 @@ export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' |
   // Also refused at run time (untyped callers): profiles could route to other DCs, and the
   // driver's TLS default verifies no certificate.
   for (const [key, instead] of Object.entries(OWN_DRIVER_OPTIONS)) {
-    if (
-      driverOptions !== undefined &&
-      (driverOptions as Record<string, unknown>)[key] !== undefined
-    ) {
-      throw new InvalidOptionError(
-        `driverOptions.${key}`,
-        (driverOptions as Record<string, unknown>)[key],
-        `none: ${instead}`,
-        'kind',
-      );
+    const value = (driverOptions as Record<string, unknown> | undefined)?.[key];
+    if (value !== undefined) {
+      throw new InvalidOptionError(`driverOptions.${key}`, value, `none: ${instead}`, 'kind');
     }
   }
   if (options.password !== undefined && options.username === undefined) {
@@ -295,11 +277,11 @@ export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' |
       : {}),
     queryOptions: {
       ...driver.queryOptions,
-      consistency: CLIENT_DEFAULTS.consistency,
+      consistency: CLIENT_CONSISTENCY,
       prepare: true,
     },
     socketOptions: {
-      connectTimeout: CLIENT_DEFAULTS.connectTimeout,
+      connectTimeout: CONNECT_TIMEOUT_MS,
       ...driver.socketOptions,
       readTimeout: requestTimeoutMs,
     },
@@ -322,16 +304,6 @@ export interface OtherDcClientOptions {
  * Opens a short-lived client local to `dc`, for statements only `dc`'s own nodes can answer
  * (virtual tables), with `client`'s hosts in `dc`, authentication, TLS and port. The caller shuts
  * it down.
- *
- * @example
- * ```ts
- * const remote = await openClientInDc(client, 'dc3');
- * try {
- *   await remote.execute('SELECT name, value FROM system_views.settings', [], { host: remote.hosts.values()[0] });
- * } finally {
- *   await remote.shutdown();
- * }
- * ```
  * @throws {@link InvalidOptionError} when `client` knows no host of `dc`.
  * @throws {@link StoreUnavailableError} when no host of `dc` can be reached.
  * @throws {@link AuthenticationError} when `dc`'s nodes refuse the credentials.
@@ -360,13 +332,22 @@ export async function openClientInDc(
     socketOptions: { connectTimeout: timeoutMs, readTimeout: timeoutMs },
     queryOptions: { consistency: cassandra.types.consistencies.localOne, prepare: true },
   });
+  return connected(other, contactPoints, dc);
+}
+
+/** `client`, connected; shut down again if it cannot connect. */
+async function connected(
+  client: cassandra.Client,
+  contactPoints: readonly string[],
+  localDataCenter: string,
+): Promise<cassandra.Client> {
   try {
-    await other.connect();
+    await client.connect();
   } catch (error) {
-    await other.shutdown().catch(() => undefined);
-    throw connectError(error, contactPoints, dc);
+    await client.shutdown().catch(() => undefined);
+    throw connectError(error, contactPoints, localDataCenter);
   }
-  return other;
+  return client;
 }
 
 /** Connects a client the user passes in (a no-op when already connected) and checks its routing. */
@@ -425,51 +406,4 @@ function portOf(point: string): string | undefined {
   }
   const parts = point.split(':');
   return parts.length === 2 ? parts[1] : undefined;
-}
-
-/**
- * Maps a failed `client.connect()` to an error that names what to fix. Exported for its tests.
- * @internal
- */
-export function connectError(
-  error: unknown,
-  contactPoints: readonly string[],
-  localDataCenter: string | undefined,
-): Error {
-  // The driver's own check of localDataCenter, possibly inside a NoHostAvailableError:
-  // "… but only found hosts in data centers: [dc1, dc2]" or "… Available DCs are: [dc1,dc2]".
-  if (localDataCenter !== undefined) {
-    for (const candidate of [error, ...innerErrors(error)]) {
-      if ((candidate as { name?: unknown } | null)?.name !== 'ArgumentError') continue;
-      const known = /(?:Available DCs are|found hosts in data centers): \[([^\]]*)\]/.exec(
-        (candidate as Error).message,
-      )?.[1];
-      if (known === undefined) continue;
-      const dcs = known
-        .split(',')
-        .map((dc) => dc.trim())
-        .filter((dc) => dc !== '')
-        .sort();
-      return unknownDataCenter(localDataCenter, dcs);
-    }
-  }
-  const points =
-    contactPoints.length > 0 ? contactPoints.join(', ') : "(the client's contact points)";
-  // Refused credentials, possibly inside a NoHostAvailableError; the message never holds the
-  // password.
-  const refused = [error, ...innerErrors(error)].find((candidate) => {
-    const { name, code } = (candidate ?? {}) as { name?: unknown; code?: unknown };
-    return (
-      name === 'AuthenticationError' || code === cassandra.types.responseErrorCodes.badCredentials
-    );
-  });
-  if (refused !== undefined) {
-    return new AuthenticationError(points, describeDriverError(refused), { cause: error });
-  }
-  return new StoreUnavailableError(
-    'local',
-    'connect',
-    `could not connect to contact points ${points}: ${describeDriverError(error)}`,
-    { cause: error },
-  );
 }

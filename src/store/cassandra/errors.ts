@@ -7,7 +7,13 @@
 
 import cassandra from 'cassandra-driver';
 
-import { IdGenError, InvalidOptionError, StoreUnavailableError } from '../../errors.js';
+import {
+  AuthenticationError,
+  IdGenError,
+  InvalidOptionError,
+  StoreUnavailableError,
+} from '../../errors.js';
+import { unknownDataCenter } from './client-routing.js';
 import { levelOf, type Statement } from './statements.js';
 
 const codes = cassandra.types.responseErrorCodes;
@@ -149,4 +155,48 @@ export function describeDriverError(error: unknown): string {
 export function innerErrors(error: unknown): unknown[] {
   if (!isNoHostAvailable(error)) return [];
   return Object.values((shape(error).innerErrors as Record<string, unknown> | null) ?? {});
+}
+
+/** Maps a failed `client.connect()` to an error that names what to fix. */
+export function connectError(
+  error: unknown,
+  contactPoints: readonly string[],
+  localDataCenter: string | undefined,
+): Error {
+  // The driver's own check of localDataCenter, possibly inside a NoHostAvailableError:
+  // "… but only found hosts in data centers: [dc1, dc2]" or "… Available DCs are: [dc1,dc2]".
+  if (localDataCenter !== undefined) {
+    for (const candidate of [error, ...innerErrors(error)]) {
+      if ((candidate as { name?: unknown } | null)?.name !== 'ArgumentError') continue;
+      const known = /(?:Available DCs are|found hosts in data centers): \[([^\]]*)\]/.exec(
+        (candidate as Error).message,
+      )?.[1];
+      if (known === undefined) continue;
+      const dcs = known
+        .split(',')
+        .map((dc) => dc.trim())
+        .filter((dc) => dc !== '')
+        .sort();
+      return unknownDataCenter(localDataCenter, dcs);
+    }
+  }
+  const points =
+    contactPoints.length > 0 ? contactPoints.join(', ') : "(the client's contact points)";
+  // Refused credentials, possibly inside a NoHostAvailableError; the message never holds the
+  // password.
+  const refused = [error, ...innerErrors(error)].find((candidate) => {
+    const { name, code } = (candidate ?? {}) as { name?: unknown; code?: unknown };
+    return (
+      name === 'AuthenticationError' || code === cassandra.types.responseErrorCodes.badCredentials
+    );
+  });
+  if (refused !== undefined) {
+    return new AuthenticationError(points, describeDriverError(refused), { cause: error });
+  }
+  return new StoreUnavailableError(
+    'local',
+    'connect',
+    `could not connect to contact points ${points}: ${describeDriverError(error)}`,
+    { cause: error },
+  );
 }

@@ -6,7 +6,6 @@ import { Command, InvalidArgumentError } from 'commander';
 import * as cluster from './cluster/manager.js';
 import type { NodeStatus } from './cluster/manager.js';
 import {
-  ClusterError,
   PAXOS_VARIANTS,
   cacheDir,
   defaultTopology,
@@ -16,9 +15,8 @@ import {
   type Topology,
 } from './cluster/topology.js';
 
-// `npm run cluster -- status | head`: a reader that has gone ends the output, not the command,
-// which would otherwise die of the unhandled EPIPE (an `up` or a `heal` stopped half done leaves
-// the cluster in between). Later writes to the closed stream fail the same way.
+// `npm run cluster -- status | head`: a reader that has gone ends the output, not the command
+// (an `up` or a `heal` stopped half done would leave the cluster in between).
 process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   if (error.code !== 'EPIPE' && error.code !== 'ERR_STREAM_DESTROYED') throw error;
 });
@@ -170,9 +168,7 @@ for (const [name, description, fn] of [
 try {
   await program.parseAsync();
 } catch (err) {
-  const message =
-    err instanceof ClusterError ? err.message : err instanceof Error ? err.message : String(err);
-  console.error(`cluster: ${message}`);
+  console.error(`cluster: ${err instanceof Error ? err.message : String(err)}`);
   if (process.argv.includes('--verbose') && err instanceof Error) console.error(err.stack);
   process.exitCode = 1;
 }

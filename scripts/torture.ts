@@ -66,7 +66,7 @@ interface Options {
   readonly out: string;
   readonly keepHistory: boolean;
   readonly livenessIds: number;
-  readonly mutation: Mutation | undefined;
+  readonly mutation?: Mutation | undefined;
 }
 
 function positive(name: string, integer: boolean) {
@@ -148,39 +148,18 @@ function parseOptions(argv: readonly string[]): Options {
     )
     .exitOverride()
     .parse(['node', 'torture', ...argv]);
-  const o = program.opts<{
-    minutes: number;
-    seed?: number;
-    processesPerDc: number;
-    rate: number;
-    mix?: FaultMix;
-    interval: [number, number];
-    out?: string;
-    keepHistory: boolean;
-    livenessIds: number;
-    mutation?: Mutation;
-  }>();
+  const o = program.opts<Partial<Options>>();
   const seed = o.seed ?? freshSeed();
   const stamp = new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19);
   return {
-    minutes: o.minutes,
+    ...(o as Options),
     seed,
-    processesPerDc: o.processesPerDc,
-    rate: o.rate,
     mix: o.mix ?? DEFAULT_MIX,
-    interval: o.interval,
     out: path.resolve(o.out ?? path.join('torture', 'runs', `${stamp}-seed-${seed}`)),
-    keepHistory: o.keepHistory,
-    livenessIds: o.livenessIds,
-    mutation: o.mutation,
   };
 }
 
-/**
- * Most IDs a campaign's processes record: the checker sorts them all in memory (2.4 GB per copy
- * at this size). A 10-minute campaign on adaptive blocks and first ranges recorded 1.9 billion
- * unbounded, 15 GB of history, more than the checker could read.
- */
+/** Most IDs a campaign's processes record: the checker sorts them all in memory. */
 const HISTORY_BUDGET = 300_000_000;
 
 const started = Date.now();
@@ -190,7 +169,7 @@ const log = (line: string): void => {
   );
 };
 
-/** The campaign's fleet once it has one: a campaign that fails midway kills what it started. */
+/** The campaign's fleet: a campaign that fails midway kills what it started. */
 let campaignFleet: Fleet | undefined;
 
 async function main(): Promise<void> {
@@ -214,7 +193,7 @@ async function main(): Promise<void> {
   const dcs = Object.keys(contactPoints).sort();
   const firstDc = dcs[0]!;
   const replication = Object.fromEntries(dcs.map((dc) => [dc, Math.min(3, topology.nodesPerDc)]));
-  // Every node's own settings: a campaign judges one Paxos variant and one commitlog setting.
+  // A campaign judges one Paxos variant and one commitlog setting.
   const settings = await readNodeSettings(nodeSpecs(topology));
   const disagreements = settingsProblems(settings);
   if (disagreements.length > 0) {
@@ -224,8 +203,7 @@ async function main(): Promise<void> {
   }
   const { paxos, commitlogSync } = settings[0]!;
   log(`every node of ${settings.length} runs Paxos ${paxos}, commitlog_sync ${commitlogSync}`);
-  // A cluster started with --commitlog periodic is a negative control of its own: initSchema
-  // refuses it unless told, so the campaign tells it, and the report says so.
+  // A cluster with commitlog periodic is a negative control of its own: initSchema must be told.
   const unsafeCluster = commitlogSync === 'periodic';
 
   fs.mkdirSync(options.out, { recursive: true });
@@ -250,21 +228,15 @@ async function main(): Promise<void> {
     dcRangeSize,
     blockSize: random.pick([100, 200, 500, 1_000]),
     threshold: random.pick([0.3, 0.5, 0.7]),
-    // Fixed blocks, or blocks sized by each process's rate; DC ranges fixed, or sized by rate
-    // for an autonomy target: every sizing policy meets the nemesis.
+    // Fixed or adaptive blocks; fixed or autonomy-sized DC ranges.
     ...random.pick([{}, { maxBlockSize: dcRangeSize, claimIntervalMs: random.pick([500, 2_000]) }]),
     ...random.pick([{}, { autonomySeconds: random.pick([5, 30]), maxDcRangeSize: 2_000_000 }]),
-    // One state partition per DC, or several: processes of a DC then claim from different shards.
     shards: random.pick([1, 1, 2, 3]),
   };
-  // Every DC's first ranges granted with the sequence, in half the campaigns: its processes then
-  // start on a plain read of their grant 1 (docs/design.md, "A DC's first range, granted at
-  // creation"). Drawn from a generator of its own, so that the seed's other draws (the faults
-  // among them) stay those of campaigns run before this choice existed.
+  // First ranges granted at creation in half the campaigns; drawn apart, as is the next choice,
+  // so the seed's other draws stay those of campaigns run before these choices existed.
   const firstRanges = new Random(options.seed ^ 0x5f1e57).pick([[], dcs]);
-  // In a third of the campaigns the create names neither shards nor first ranges, and takes the
-  // library's defaults: with adaptive blocks 16 shards, and first ranges for every DC the
-  // keyspace replicates to, read from its schema. Also drawn apart, for the same reason.
+  // In a third of the campaigns the create takes the library's shards and first ranges.
   const libraryDefaults = new Random(options.seed ^ 0xd3fa17).pick([false, false, true]);
   const { shards: drawnShards, ...sizes } = initial;
   const made = await admin.createSequenceGranting(
@@ -285,7 +257,6 @@ async function main(): Promise<void> {
     sequence,
     contactPoints,
     historyDir,
-    // Beside the report, kept whatever the verdict: a failed process's reason is read there.
     stderrDir: path.join(options.out, 'stderr'),
     startedAt: started,
     mutation: options.mutation,
@@ -293,8 +264,7 @@ async function main(): Promise<void> {
   });
   campaignFleet = fleet;
   const processRandom = random.fork();
-  // The checker sorts every recorded ID in memory (8 bytes each, twice): each process slot may
-  // draw its share of HISTORY_BUDGET over the campaign and the healing after it (up to 180 s).
+  // Each process slot may draw its share of HISTORY_BUDGET over the campaign and the healing.
   const maxRate = Math.ceil(
     HISTORY_BUDGET / (dcs.length * options.processesPerDc * (options.minutes * 60 + 180)),
   );
@@ -338,9 +308,7 @@ async function main(): Promise<void> {
     dcs.map((dc) => [dc, recordedAtEnd[dc]! - recordedAtStart[dc]!]),
   );
 
-  // The liveness workers' processes start now and connect once everything is healed and the
-  // fleet stopped: starting Node and tsx took up to 123 s on the crowded machine, which says
-  // nothing of the DCs.
+  // The liveness workers' processes start now and connect once everything is healed.
   const livenessFleet: LivenessFleet<Incarnation> = {
     start: (dc) =>
       fleet.start(dc, 'tight', {
@@ -354,7 +322,6 @@ async function main(): Promise<void> {
   };
   const livenessWorkers = dcs.map((dc) => startLivenessWorker(livenessFleet, dc));
   log('healing: the nemesis stops and undoes its faults');
-  // The window ends as the nemesis stops: it records a fault confirmed from then on as late.
   const faultWindow = { from: windowFrom, to: secondsSince(started) };
   await nemesis.stop();
   await manager.heal();
@@ -364,9 +331,7 @@ async function main(): Promise<void> {
     if (state === 'stopped') await manager.start(node.name);
   }
   for (const incarnation of fleet.incarnations) fleet.resume(incarnation);
-  // The fleet stops before the liveness check, the cluster healed. Its claims kept two cores shared
-  // with nine nodes so busy that the fresh workers' processes could not start: in seed 1000347
-  // none reached its main() within 196 s of its start.
+  // The fleet stops before the liveness check: its load kept the fresh workers from starting.
   log('stopping the fleet');
   await fleet.stopAll((incarnation) => !incarnation.liveness);
 
@@ -385,8 +350,8 @@ async function main(): Promise<void> {
     `liveness: ${liveness.map((l) => `${l.dc} ${l.ok ? 'ok' : 'FAILED'} (${l.drawn} IDs, ${l.seconds.toFixed(1)} s, ${connectedAfter(l)})`).join(', ')}`,
   );
   await fleet.stopAll();
-  // Read again once healed: a node the nemesis restarted got its configuration written anew.
-  // A node that does not answer fails the campaign, not the run: the report is still written.
+  // Read again: a restarted node got its configuration written anew. One that does not answer
+  // fails the campaign, not the run.
   const settingsAtEnd = await readNodeSettings(nodeSpecs(topology)).catch((error: unknown) =>
     error instanceof Error ? error.message : String(error),
   );
@@ -405,7 +370,7 @@ async function main(): Promise<void> {
     const store = new CassandraStore(await openClientFor(contactPoints[dc]!, dc), keyspace, {
       ownsClient: true,
     });
-    // The DC's own state and its shards': a shard with a state has a grant (its first install).
+    // The DC's own state and its shards' (a shard with a state has a grant).
     const grantees = [...overview.grants.keys()].filter((name) => dcOfGrantee(name) === dc);
     for (const grantee of new Set([dc, ...grantees])) {
       const state = await store.readDcState(sequence, grantee);
@@ -560,8 +525,7 @@ async function main(): Promise<void> {
   if (options.keepHistory)
     fs.cpSync(historyDir, path.join(options.out, 'history'), { recursive: true });
   fs.rmSync(historyDir, { recursive: true, force: true });
-  // The keyspace stays (named in the report): Cassandra 5.0.8 can lose a node's schema thread
-  // when a keyspace is dropped while hints for it still arrive. `cluster -- destroy` clears all.
+  // The keyspace stays: dropping one while hints for it arrive can break a node's schema.
 
   const r = verdict.reconciliation;
   log(
@@ -585,20 +549,13 @@ async function openClientFor(points: readonly string[], dc: string): Promise<cas
   return client;
 }
 
-/**
- * The library's own alarms a process saw: rows gone back (acknowledged writes lost) or broken.
- * On a cluster whose commitlog syncs before acknowledging, either is a failure of what the
- * campaign tests even if no duplicate was recorded; with `periodic` it is the expected loss.
- */
+/** The library's alarms a process saw: a failure unless the commitlog is `periodic`. */
 function alarms(errorsByCode: Readonly<Record<string, number>>, unsafeCluster: boolean): string[] {
   if (unsafeCluster) return [];
   return ALARM_CODES.filter((code) => (errorsByCode[code] ?? 0) > 0);
 }
 
-/**
- * Incarnations whose history file holds other than the IDs they said they drew (their summary;
- * a killed one says nothing): a write lost or cut short would otherwise pass as a gap.
- */
+/** Incarnations whose history holds other than the IDs their summary says they drew. */
 function incompleteHistories(
   fleet: Fleet,
   history: readonly { readonly ids: { readonly length: number } }[],
@@ -612,12 +569,10 @@ function incompleteHistories(
 function readHistory(file: string, numbers = 1): Float64Array {
   if (!fs.existsSync(file)) return new Float64Array(0);
   const bytes = fs.readFileSync(file);
-  // A SIGKILL can cut the last write short: only whole records count.
   const whole = bytes.length - (bytes.length % (8 * numbers));
   return new Float64Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + whole));
 }
 
-/** A process's IDs by campaign second (progress.ts); none if it wrote no file. */
 function readProgress(file: string): Map<number, number> {
   return fs.existsSync(file) ? parseProgress(fs.readFileSync(file, 'utf8')) : new Map();
 }
@@ -634,7 +589,6 @@ function recordedSoFar(fleet: Fleet): number {
   return fleet.incarnations.reduce((sum, i) => sum + recordedOf(i), 0);
 }
 
-/** IDs recorded so far by each DC's processes, every DC named. */
 function recordedByDc(fleet: Fleet, dcs: readonly string[]): Record<string, number> {
   const byDc: Record<string, number> = Object.fromEntries(dcs.map((dc) => [dc, 0]));
   for (const i of fleet.incarnations) byDc[i.dc] = (byDc[i.dc] ?? 0) + recordedOf(i);
@@ -643,11 +597,10 @@ function recordedByDc(fleet: Fleet, dcs: readonly string[]): Record<string, numb
 
 main()
   .catch((error: unknown) => {
-    // --help and --version end the parse with a CommanderError whose exit code is 0: not a failure.
-    if (error instanceof CommanderError && error.exitCode === 0) return;
+    // commander has printed its line; --help ends with exit code 0.
     if (error instanceof CommanderError) {
-      process.exitCode = 2;
-      return; // commander has printed its one line already
+      if (error.exitCode !== 0) process.exitCode = 2;
+      return;
     }
     log(`failed: ${error instanceof Error ? error.message : String(error)}`);
     if (process.env['IDGEN_VERBOSE']) console.error(error);
@@ -655,7 +608,5 @@ main()
     if (killed > 0) log(`killed the ${killed} worker processes still running`);
     process.exitCode = 2;
   })
-  // The verdict is out and written: exit, whatever driver sockets are still open. A campaign
-  // that failed midway never closes its clients, and one that passed kept one connection to a
-  // node open for over 10 minutes after its verdict, which held CI's run.
+  // The verdict is written: exit, whatever driver sockets are still open.
   .finally(() => process.exit());

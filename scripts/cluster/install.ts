@@ -2,14 +2,11 @@
  * Installs the pinned Cassandra from Maven Central into the cache (jars only; nothing is
  * committed) and writes each node's configuration.
  */
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
+import { run } from './nodes.js';
 import { CASSANDRA_VERSION, CQL_PORT, STORAGE_PORT, cacheDir, ClusterError } from './topology.js';
 import type { NodeSpec, Topology } from './topology.js';
-
-const run = promisify(execFile);
 
 export function libDir(): string {
   return path.join(cacheDir(), `cassandra-${CASSANDRA_VERSION}`, 'lib');
@@ -109,12 +106,9 @@ export const JAVA17_FLAGS = [
 ];
 
 /**
- * Sizes for a small shared machine (2 cores): a 3 × 3 cluster runs nine JVMs next to the tests,
- * so each gets fewer threads and the C1 compiler only (the C2 compiler's warm-up is what kept
- * cores busy long after start). The heap stays at 512 MiB: every table costs heap (its metrics
- * alone are about 250 JMX beans), and tests keep their keyspaces on the local cluster
- * (test/support/cluster.ts says why); with 320 MiB a node spent its time in full GCs and stopped
- * answering once the cluster held 121 keyspaces (369 tables), left by several test runs.
+ * Sizes for a small shared machine: a 3 × 3 cluster runs nine JVMs next to the tests, so each
+ * gets fewer threads and the C1 compiler only. The heap stays at 512 MiB: every table costs heap,
+ * and the tests' keyspaces stay on the local cluster.
  */
 function sizesFor(topology: Topology) {
   const crowded = topology.dcs * topology.nodesPerDc > 3;
@@ -126,10 +120,7 @@ function sizesFor(topology: Topology) {
   };
 }
 
-/**
- * The commitlog compression of nodes that run `commitlog_sync: periodic` (writeNodeConfig says
- * why).
- */
+/** The commitlog compression of nodes that run `commitlog_sync: periodic` (see writeNodeConfig). */
 export const COMMITLOG_COMPRESSION = `commitlog_compression:
   - class_name: LZ4Compressor
     parameters:
@@ -142,16 +133,10 @@ export function writeNodeConfig(
   topology: Topology,
 ): void {
   const sizes = sizesFor(topology);
-  // batch: a write is acknowledged only once its commitlog segment is synced, so a crash loses
-  // nothing acknowledged. periodic (Cassandra's default, for negative controls only) syncs every
-  // 10 s and a crash loses what was acknowledged since: Paxos state too, which rolls a DC's
-  // allocation state back and hands out IDs twice (docs/design.md).
-  //
-  // Compressed segments with periodic (the negative control), so that a SIGKILL loses the writes
-  // acknowledged since the last sync, as only a power loss would otherwise: the default
-  // memory-mapped segments put every write in the OS page cache at once, where it survives a
-  // killed JVM. A compressed segment keeps writes in the JVM's heap until it syncs (Cassandra's
-  // CompressedSegment). Not with batch: it slowed LOCAL_SERIAL.
+  // batch: a write is acknowledged only once its commitlog segment is synced. periodic (negative
+  // controls only) loses on a crash what was acknowledged since the last sync, Paxos state too.
+  // Its segments are compressed, which keeps writes in the JVM's heap until they sync, so that a
+  // SIGKILL loses them as a power loss would (memory-mapped segments survive in the page cache).
   const commitlog =
     topology.commitlog === 'batch'
       ? 'commitlog_sync: batch'
@@ -240,7 +225,7 @@ paxos_on_linearizability_violations: log
     '-Dcassandra.ring_delay_ms=1000',
     '-Dcassandra.superuser_setup_delay_ms=0',
     '-Dcassandra.available_processors=2',
-    // A schema push dropped on this loaded host is pulled at the next round (60 s by default).
+    // A schema push dropped on a loaded host is pulled at the next round.
     '-Dcassandra.schema_pull_interval_ms=5000',
     '-cp',
     `${lib}/*`,

@@ -23,7 +23,7 @@ import {
   PROBE_KEYSPACE,
   readPid,
   requireRunning,
-  run,
+  runsAsOsUser,
   signal,
   stopNode,
   waitFor,
@@ -69,20 +69,16 @@ export function contactPointsByDc(
 
 /**
  * Installs Cassandra if needed, starts every node that is not running, and returns once every
- * node accepts CQL and every node sees every other node up. Safe to run twice. A running node
- * whose Paxos variant, commitlog setting or OS user differs from `topology` is restarted with
- * it, one node at a time (data kept).
- *
- * Start order matters on a small machine: the seeds (the first node of each DC) start together,
- * then every other node alone, each waited for until it accepts CQL. Nine JVMs started at once
- * overload two cores until gossip times out ("Unable to gossip with any peers").
+ * node accepts CQL and sees every other node up. Safe to run twice. A running node whose Paxos
+ * variant, commitlog setting or OS user differs from `topology` is restarted with it, one node at
+ * a time (data kept). The seeds start together, then every other node alone: nine JVMs started
+ * at once overload a small machine until gossip times out.
  */
 export async function up(topology: Topology, log: Log): Promise<NodeStatus[]> {
   const recorded = path.join(clusterDir(), 'topology.json');
   await checkPrerequisites();
   if (fs.existsSync(recorded)) {
-    // Nodes cannot join or leave without bootstrap and decommission, which this local cluster
-    // does not do: another shape is a new cluster. It holds test and demo data only.
+    // This local cluster does no bootstrap or decommission: another shape is a new cluster.
     const existing = currentTopology();
     if (existing.dcs !== topology.dcs || existing.nodesPerDc !== topology.nodesPerDc) {
       log(
@@ -108,9 +104,7 @@ export async function up(topology: Topology, log: Log): Promise<NodeStatus[]> {
     if (why === undefined) continue;
     log(`restarting ${node.name}: ${why}`);
     await stopNode(node);
-    writeNodeConfig(node, seeds, topology);
-    await launch(node);
-    await waitForCql(node);
+    await startNode(node, topology);
   }
 
   const toStart = specs.filter(
@@ -126,9 +120,7 @@ export async function up(topology: Topology, log: Log): Promise<NodeStatus[]> {
   await Promise.all(seedsFirst.map((node) => waitForCql(node)));
   for (const node of others) {
     log(`starting ${node.name}`);
-    writeNodeConfig(node, seeds, topology);
-    await launch(node);
-    await waitForCql(node);
+    await startNode(node, topology);
   }
   await waitForClusterUp(topology, log);
   return status(topology);
@@ -137,6 +129,13 @@ export async function up(topology: Topology, log: Log): Promise<NodeStatus[]> {
 /** The first node of each DC: the seeds every node gossips with first. */
 function seedsOf(specs: readonly NodeSpec[]): string[] {
   return specs.filter((s) => s.name.endsWith('-1')).map((s) => s.address);
+}
+
+/** Writes a stopped node's configuration, launches it and waits until it accepts CQL. */
+async function startNode(node: NodeSpec, topology: Topology, cqlTimeoutMs?: number): Promise<void> {
+  writeNodeConfig(node, seedsOf(nodeSpecs(topology)), topology);
+  await launch(node);
+  await waitForCql(node, cqlTimeoutMs);
 }
 
 /** Why a running node must restart to run `topology`, or undefined if it runs it already. */
@@ -152,11 +151,8 @@ async function restartReason(node: NodeSpec, topology: Topology): Promise<string
   if (config.includes(COMMITLOG_COMPRESSION) !== (topology.commitlog === 'periodic')) {
     return 'commitlog compression to match commitlog_sync';
   }
-  const pid = readPid(node);
-  if (process.getuid?.() === 0 && pid !== undefined) {
-    const owner = fs.statSync(`/proc/${pid}`).uid;
-    const { stdout } = await run('id', ['-u', node.osUser]).catch(() => ({ stdout: '' }));
-    if (String(owner) !== stdout.trim()) return `it must run as OS user ${node.osUser}`;
+  if (process.getuid?.() === 0 && !(await runsAsOsUser(node))) {
+    return `it must run as OS user ${node.osUser}`;
   }
   return undefined;
 }
@@ -222,9 +218,8 @@ export async function kill(name: string): Promise<void> {
 }
 
 /**
- * SIGKILLs several nodes at the same instant, as a crash of every Cassandra process of a rack or
- * a DC: none of them gets to sync anything the others did not. Not a power loss: what a JVM wrote
- * to the OS stays in its page cache.
+ * SIGKILLs several nodes at the same instant, as a crash of a rack or a DC. Not a power loss:
+ * what a JVM wrote to the OS stays in its page cache.
  */
 export async function killNodes(names: readonly string[]): Promise<void> {
   const specs = nodeSpecs(currentTopology());
@@ -242,11 +237,9 @@ export async function start(name: string): Promise<void> {
 }
 
 /**
- * Starts stopped nodes one after another (two bootstrapping at once overload a small machine),
- * then waits until every node sees every other up. Waiting for the whole cluster after each
- * node would never end while the others are still down. `cqlTimeoutMs`: how long each may take
- * to accept CQL. With `waitForCluster: false` it returns once each accepts CQL, and the caller
- * waits with {@link waitForClusterUp} (the torture nemesis records the two apart).
+ * Starts stopped nodes one after another, then waits until every node sees every other up.
+ * `cqlTimeoutMs`: how long each may take to accept CQL. With `waitForCluster: false` it returns
+ * once each accepts CQL, and the caller waits with {@link waitForClusterUp}.
  */
 export async function startNodes(
   names: readonly string[],
@@ -264,18 +257,15 @@ export async function startNodes(
   for (const node of nodes) {
     if (processState(node) !== 'stopped') continue;
     await assertPortsFree(node);
-    writeNodeConfig(node, seedsOf(specs), topology);
-    await launch(node);
-    await waitForCql(node, cqlTimeoutMs);
+    await startNode(node, topology, cqlTimeoutMs);
   }
   if (options.waitForCluster) await waitForClusterUp(topology);
 }
 
 /**
- * The lines every node's system.log holds about linearizability violations. The nodes run with
- * `paxos_on_linearizability_violations: log`, under which Cassandra 5.0 logs "Linearizability
- * violation…" (PaxosPrepare.checkForLinearizabilityViolation). It checks only with Paxos v2, and
- * only for keys a Paxos repair has covered: an empty list is weaker evidence under Paxos v1.
+ * The lines every node's system.log holds about linearizability violations (the nodes run with
+ * `paxos_on_linearizability_violations: log`). Cassandra checks only with Paxos v2, and only for
+ * keys a Paxos repair has covered: an empty list is weaker evidence under Paxos v1.
  */
 export function linearizabilityViolations(topology: Topology = currentTopology()): string[] {
   return nodeSpecs(topology).flatMap((node) =>
@@ -284,9 +274,8 @@ export function linearizabilityViolations(topology: Topology = currentTopology()
 }
 
 /**
- * Nodes whose schema version differs from most nodes'. Cassandra 5.0.8 can lose a node's schema
- * thread ("Unknown CF" in MigrationStage) when a keyspace is dropped while its mutations still
- * arrive; such a node never agrees again until it restarts.
+ * Nodes whose schema version differs from most nodes': Cassandra can lose a node's schema thread
+ * when a keyspace is dropped while its mutations still arrive, until the node restarts.
  */
 async function schemaStragglers(specs: readonly NodeSpec[]): Promise<NodeSpec[]> {
   const versions = await Promise.all(
@@ -312,9 +301,7 @@ export async function waitForClusterUp(
   for (const node of await schemaStragglers(specs)) {
     log(`restarting ${node.name}: its schema disagrees with the other nodes'`);
     await stopNode(node);
-    writeNodeConfig(node, seedsOf(specs), topology);
-    await launch(node);
-    await waitForCql(node);
+    await startNode(node, topology);
   }
   const first = specs[0]!;
   const replication = [...new Set(specs.map((s) => s.dc))]

@@ -44,9 +44,8 @@ export function logFile(node: NodeSpec): string {
 
 /**
  * The lines of `node`'s system.log from byte `from` on that `pattern` matches, read in chunks:
- * the log is kept across restarts and can outgrow the longest string Node can make (a seed
- * node's log reached 700 MB here, nearly all CassandraRoleManager retrying its setup while other
- * nodes were down). `pattern` must not be global: a global test() moves on from its last match.
+ * the log is kept across restarts and can outgrow the longest string Node can make. `pattern`
+ * must not be global: a global test() moves on from its last match.
  */
 export function logLines(node: NodeSpec, pattern: RegExp, from = 0): string[] {
   if (pattern.global || pattern.sticky) throw new Error('logLines takes a non-global pattern');
@@ -59,7 +58,6 @@ export function logLines(node: NodeSpec, pattern: RegExp, from = 0): string[] {
   try {
     const found: string[] = [];
     const chunk = Buffer.alloc(8 * 1024 * 1024);
-    // Decodes across chunk ends: a character split between two reads stays one character.
     const decoder = new StringDecoder('utf8');
     let position = from;
     let partial = '';
@@ -152,14 +150,13 @@ export async function osIdentity(
   }
 }
 
-/** Where each node's system.log stood when it was last launched by this process. */
+/** Where each node's system.log stood when this process last launched it. */
 const startOffsets = new Map<string, number>();
 
 export async function launch(node: NodeSpec): Promise<void> {
   const id = await osIdentity(node);
   if (id) await run('chown', ['-R', `${id.uid}:${id.gid}`, node.dir]);
-  // The log is kept across restarts (a linearizability violation before a kill must stay
-  // visible); this start's lines begin at the current end.
+  // The log is kept across restarts (a violation logged before a kill must stay visible).
   startOffsets.set(node.name, fs.existsSync(logFile(node)) ? fs.statSync(logFile(node)).size : 0);
   const out = fs.openSync(path.join(node.dir, 'logs', 'stdout.log'), 'a');
   const child = spawn('java', [`@${path.join(node.dir, 'conf', 'jvm.args')}`], {
@@ -174,7 +171,7 @@ export async function launch(node: NodeSpec): Promise<void> {
   fs.writeFileSync(pidFile(node), String(child.pid));
 }
 
-/** How long a node starting may take to accept CQL, by default, before it is given up on. */
+/** How long a starting node may take to accept CQL, by default. */
 export const CQL_START_TIMEOUT_MS = 300_000;
 
 export async function waitForCql(node: NodeSpec, timeoutMs = CQL_START_TIMEOUT_MS): Promise<void> {
@@ -250,29 +247,35 @@ export async function withClient<T>(
   }
 }
 
-/**
- * The driver's host for `node`: statements pinned to it are coordinated by that node (the
- * driver's load balancing would otherwise pick any node of the DC, and a check of what one node
- * sees would ask its siblings).
- */
+/** The driver's host for `node`: statements pinned to it are coordinated by that node. */
 export function hostOf(client: cassandra.Client, node: NodeSpec): cassandra.Host | undefined {
   return client.hosts.values().find((h) => h.address.startsWith(`${node.address}:`));
 }
 
 /** Whether a serial read coordinated by `node` succeeds right now at the given level. */
-export async function serialWorks(
+export function serialWorks(node: NodeSpec, level: 'serial' | 'localSerial'): Promise<boolean> {
+  return probeWorks(node, `SELECT v FROM ${PROBE_KEYSPACE}.probe WHERE k = 1`, level);
+}
+
+/**
+ * Whether `node`, as coordinator, holds every node of the cluster for up: a write at ALL to the
+ * probe table (replicated to every node) succeeds.
+ */
+export function seesEveryNodeUp(node: NodeSpec): Promise<boolean> {
+  return probeWorks(node, `INSERT INTO ${PROBE_KEYSPACE}.probe (k, v) VALUES (2, 2)`, 'all');
+}
+
+async function probeWorks(
   node: NodeSpec,
-  level: 'serial' | 'localSerial',
+  cql: string,
+  level: 'serial' | 'localSerial' | 'all',
 ): Promise<boolean> {
   try {
     return await withClient(node, async (client) => {
       const host = hostOf(client, node);
       if (host === undefined) return false;
-      await client.execute(`SELECT v FROM ${PROBE_KEYSPACE}.probe WHERE k = 1`, [], {
-        consistency: cassandra.types.consistencies[level],
-        host,
-        prepare: true,
-      });
+      const consistency = cassandra.types.consistencies[level];
+      await client.execute(cql, [], { consistency, host, prepare: true });
       return true;
     });
   } catch {
@@ -280,26 +283,13 @@ export async function serialWorks(
   }
 }
 
-/**
- * Whether `node`, as coordinator, holds every node of the cluster for up: a write at ALL to the
- * probe table (replicated to every node) succeeds. A node that still holds another for down
- * after a heal answers Unavailable at once.
- */
-export async function seesEveryNodeUp(node: NodeSpec): Promise<boolean> {
-  try {
-    return await withClient(node, async (client) => {
-      const host = hostOf(client, node);
-      if (host === undefined) return false;
-      await client.execute(`INSERT INTO ${PROBE_KEYSPACE}.probe (k, v) VALUES (2, 2)`, [], {
-        consistency: cassandra.types.consistencies.all,
-        host,
-        prepare: true,
-      });
-      return true;
-    });
-  } catch {
-    return false;
-  }
+/** Whether `node`'s running JVM belongs to its OS user (true when it does not run). */
+export async function runsAsOsUser(node: NodeSpec): Promise<boolean> {
+  const pid = readPid(node);
+  if (processState(node) !== 'running' || pid === undefined) return true;
+  const owner = fs.statSync(`/proc/${pid}`).uid;
+  const { stdout } = await run('id', ['-u', node.osUser]).catch(() => ({ stdout: '' }));
+  return String(owner) === stdout.trim();
 }
 
 export async function waitFor(

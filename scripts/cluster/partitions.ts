@@ -1,20 +1,18 @@
 /**
  * Partitions on one machine: iptables rules that drop node-to-node packets by the sending
- * process's OS user (every node's outbound traffic leaves from 127.0.0.1, so addresses cannot
- * tell nodes apart). A partition cuts a DC, or a single node, off from every other node in both
- * directions; clients still reach every node, unless `cutClients` also hides a DC from this
- * host's clients. Each cut is verified by its effect.
+ * process's OS user (every node sends from 127.0.0.1). A partition cuts a DC or a node off from
+ * every other node both ways; clients still reach every node, unless `cutClients` hides a DC
+ * from this host's clients. Each cut is verified by its effect.
  */
 import { spawn } from 'node:child_process';
-import fs from 'node:fs';
 import { CQL_PORT, STORAGE_PORT, ClusterError, findNode, isDcName, nodeSpecs } from './topology.js';
 import type { NodeSpec, Topology } from './topology.js';
 import {
   currentTopology,
   portOpen,
   processState,
-  readPid,
   run,
+  runsAsOsUser,
   seesEveryNodeUp,
   serialWorks,
   waitFor,
@@ -24,16 +22,14 @@ import type { Log } from './nodes.js';
 const PARTITION_TAG = 'idgen-cass-partition';
 
 /**
- * Cuts `target` (a DC such as `dc3`, or a node such as `dc1-2`) off from every other node in
- * both directions: node-to-node traffic only, clients still reach every node. Then waits until
- * the cut shows:
+ * Cuts `target` (a DC such as `dc3`, or a node such as `dc1-2`) off from every other node, then
+ * waits until the cut shows:
  * - a DC: SERIAL fails from it while LOCAL_SERIAL works there, and SERIAL works from another DC
  *   when a majority of DCs remains;
  * - a node: LOCAL_SERIAL fails with it as coordinator, and works from another node of its DC
  *   when that DC keeps a quorum of its replicas.
  *
- * `rulesInPlace` is called once the rules drop packets, before that wait (which can take seconds
- * on a loaded machine): the cut is in force from then on.
+ * `rulesInPlace` is called once the rules drop packets, before that wait.
  */
 export async function partition(
   target: string,
@@ -54,8 +50,7 @@ export async function partition(
   const cut = inside[0]!;
   if (dcCut) {
     const majority = topology.dcs >= 3;
-    // Every node of the majority, not just one: a node that has not yet held the cut DC for
-    // down still sends it its share of a round and times out.
+    // Every node of the majority: one that does not yet hold the cut DC for down times out.
     const serialOutside = async () => {
       for (const node of outside) if (!(await serialWorks(node, 'serial'))) return false;
       return true;
@@ -83,10 +78,8 @@ export async function partition(
 
 /**
  * Hides every node of `dc` from this host's clients (processes of this OS user), as a firewall
- * between an operator's host and a DC would: their packets to the DC's CQL port are dropped, so
- * a connection attempt hangs until its own timeout. The nodes still reach each other (combine
- * with `partition` to cut the DC off as well). `heal` removes it. Waits until no node of the DC
- * accepts a connection from here.
+ * would: their packets to the DC's CQL port are dropped. The nodes still reach each other. `heal`
+ * removes it. Waits until no node of the DC accepts a connection from here.
  */
 export async function cutClients(dc: string, log: Log = () => undefined): Promise<void> {
   const specs = nodeSpecs(currentTopology());
@@ -130,8 +123,7 @@ export async function heal(
 
 /**
  * Waits, after their rules were removed, until the `cut` targets (DCs or nodes) work again:
- * SERIAL from each, and every node holding every other for up. That can take long: a node cut
- * off for 3.4 s was seen healed only 90 s after its rules went (torture campaign 1000353).
+ * SERIAL from each, and every node holding every other for up.
  */
 export async function waitHealed(
   cut: ReadonlySet<string>,
@@ -146,10 +138,7 @@ export async function waitHealed(
       await waitFor(() => serialWorks(node, 'serial'), 180_000, `SERIAL to work from ${target}`);
     }
   }
-  // SERIAL from the cut side needs only a majority; a healed cluster also needs every node to
-  // hold every other for up again. Cassandra before 5.0.9 could keep a node it had sent a gossip
-  // echo during the cut for down indefinitely (the echo's failure left it "in flight"): the
-  // tests after a heal then failed on schema agreement and hints instead of here.
+  // SERIAL needs only a majority; a healed cluster also needs every node to see every other up.
   if (specs.every((node) => processState(node) === 'running')) {
     for (const node of specs) {
       await waitFor(() => seesEveryNodeUp(node), 180_000, `${node.name} to see every node up`);
@@ -197,11 +186,7 @@ async function requirePartitionSupport(specs: readonly NodeSpec[]): Promise<void
   const reason = await partitionUnsupported();
   if (reason !== undefined) throw new ClusterError(reason);
   for (const node of specs) {
-    const pid = readPid(node);
-    if (processState(node) !== 'running' || pid === undefined) continue;
-    const owner = fs.statSync(`/proc/${pid}`).uid;
-    const { stdout } = await run('id', ['-u', node.osUser]).catch(() => ({ stdout: '' }));
-    if (String(owner) !== stdout.trim()) {
+    if (!(await runsAsOsUser(node))) {
       throw new ClusterError(
         `Node ${node.name} does not run as OS user ${node.osUser}, so its packets cannot be matched; restart the cluster as root ("npm run cluster -- down" then "up").`,
       );
@@ -211,8 +196,7 @@ async function requirePartitionSupport(specs: readonly NodeSpec[]): Promise<void
 
 /**
  * The rule changes that cut `inside` off from `outside`, both ways: each DROP goes first in
- * OUTPUT (`-I OUTPUT 1`), so that no earlier rule of the host's firewall (an ACCEPT for `lo`,
- * say) lets the packets through before they reach it.
+ * OUTPUT, so that no earlier rule of the host's firewall lets the packets through.
  */
 export function partitionChanges(
   target: string,
@@ -228,9 +212,8 @@ export function partitionChanges(
 }
 
 /**
- * The changes that delete every partition rule in `listing` (what `iptables -S OUTPUT` prints)
- * and nothing else: a DROP whose comment is this tag and a target, as `partitionChanges` and
- * `cutClientsChanges` made.
+ * The changes that delete every partition rule in `listing` (`iptables -S OUTPUT`) and nothing
+ * else: a DROP whose comment is this tag and a target.
  */
 export function healChanges(listing: string): string[][] {
   const tagged = new RegExp(`^${PARTITION_TAG}:[A-Za-z0-9_-]+$`);
@@ -251,10 +234,7 @@ export function healChanges(listing: string): string[][] {
     .map((rule) => ['-D', ...rule]);
 }
 
-/**
- * The change that inserts, first in OUTPUT, a DROP of `owner`'s packets to `destination`:`port`
- * on the loopback interface, tagged with `target` for `healChanges`.
- */
+/** Inserts first in OUTPUT a DROP of `owner`'s packets to `destination`:`port`, tagged `target`. */
 function firstDrop(target: string, owner: string, destination: string, port: number): string[] {
   return [
     '-I',
@@ -286,10 +266,8 @@ function splitRule(rule: string): string[] {
 }
 
 /**
- * Applies every rule change in one `iptables-restore` transaction: all at once, so that no
- * half-made partition cuts some pairs of nodes and not others, and in one process, where one
- * `iptables` call per rule took about 2 s each on a machine whose two cores ran the nodes and
- * a dozen allocator processes (36 rules, over a minute).
+ * Applies every rule change in one `iptables-restore` transaction: no half-made partition, and
+ * one process instead of one slow `iptables` call per rule.
  */
 async function applyRules(changes: readonly string[][]): Promise<void> {
   if (changes.length === 0) return;

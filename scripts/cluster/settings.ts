@@ -1,7 +1,6 @@
 /**
- * What every node runs, read from the node itself (`system_views.settings` is node-local): a
- * campaign or a test run is about one Paxos variant and one commitlog setting, and one node
- * restarted with others would make its verdict about a cluster that never existed.
+ * What every node runs, read from the node itself (`system_views.settings` is node-local): a run
+ * is about one Paxos variant and one commitlog setting.
  */
 import { ClusterError } from './topology.js';
 import type { NodeSpec } from './topology.js';
@@ -15,9 +14,8 @@ export interface NodeSettings {
 }
 
 /**
- * Reads `paxos_variant` and `commitlog_sync` from every node, each coordinating its own read. A
- * node that does not answer is asked again for up to `timeoutMs`: a CQL probe of a loaded
- * machine can time out while the node is well.
+ * Reads `paxos_variant` and `commitlog_sync` from every node, each coordinating its own read, and
+ * asks a node that does not answer again for up to `timeoutMs`.
  */
 export async function readNodeSettings(
   nodes: readonly NodeSpec[],
@@ -62,9 +60,8 @@ function readSettingsOf(node: NodeSpec): Promise<Omit<NodeSettings, 'node'>> {
 }
 
 /**
- * How the nodes' settings differ from `expected`, or, without it, from each other (the first
- * node's): one line per node that differs, none when all agree. A setting a node did not report
- * (`unknown`) differs too.
+ * How the nodes' settings differ from `expected`, or else from the first node's: one line per
+ * node that differs. A setting a node did not report (`unknown`) differs too.
  */
 export function settingsProblems(
   settings: readonly NodeSettings[],
@@ -87,10 +84,8 @@ export function settingsProblems(
 }
 
 /**
- * How the nodes' settings read at the end of a run differ from those read at its start, one line
- * per node; none when every node of the start runs as it did. The nemesis restarts nodes, and a
- * restart rewrites a node's configuration: a node brought back with another Paxos variant or
- * commitlog setting would make the verdict about a cluster that never ran.
+ * How the nodes' settings at the end of a run differ from those at its start, one line per node:
+ * a restart rewrites a node's configuration.
  */
 export function settingsChanges(
   start: readonly NodeSettings[],

@@ -19,10 +19,7 @@ export interface NodeSpec {
   readonly address: string;
   readonly jmxPort: number;
   readonly token: string;
-  /**
-   * OS user that runs the node's JVM when we are root: every node's outgoing storage traffic
-   * leaves from 127.0.0.1, so only the sending process's owner tells nodes apart in iptables.
-   */
+  /** OS user that runs the node's JVM as root: what tells nodes' packets apart in iptables. */
   readonly osUser: string;
   readonly dir: string;
 }
@@ -31,11 +28,7 @@ export interface NodeSpec {
 export type PaxosVariant = 'v1' | 'v2';
 export const PAXOS_VARIANTS: readonly PaxosVariant[] = ['v1', 'v2'];
 
-/**
- * `commitlog_sync`: `batch` syncs before acknowledging, so a crash loses nothing acknowledged;
- * `periodic` (Cassandra's default) is only for negative controls: a crash loses up to 10 s of
- * acknowledged writes.
- */
+/** `batch` syncs before acknowledging; `periodic` (negative controls only) loses writes on a crash. */
 export type CommitlogSync = 'batch' | 'periodic';
 
 export interface Topology {
@@ -47,8 +40,7 @@ export interface Topology {
 
 /**
  * The topology `up` starts when given no flags and no cluster exists: 3 DCs of
- * `IDGEN_NODES_PER_DC` nodes ({@link DEFAULT_TOPOLOGY}'s 3 by default: production-shaped, RF 3,
- * and what the fault tests need) running Paxos `IDGEN_PAXOS` (v2 by default), durable commitlog.
+ * `IDGEN_NODES_PER_DC` nodes (default 3) running Paxos `IDGEN_PAXOS` (default v2), commitlog batch.
  */
 export function defaultTopology(env: NodeJS.ProcessEnv = process.env): Topology {
   const nodesPerDc = Number(env['IDGEN_NODES_PER_DC'] ?? DEFAULT_TOPOLOGY.nodesPerDc);
@@ -66,9 +58,8 @@ export function defaultTopology(env: NodeJS.ProcessEnv = process.env): Topology 
 
 /**
  * The local cluster the integration tests run on: IDGEN_NODES_PER_DC and IDGEN_PAXOS where set;
- * otherwise an existing cluster's nodes per DC (at least the default 3: one node of a DC hangs or
- * pauses in the fault tests) and its Paxos variant, so that the cluster the demo or `npm run
- * cluster -- up` left is reused rather than refused; otherwise {@link defaultTopology}.
+ * otherwise an existing cluster's nodes per DC (at least 3) and Paxos variant, so that it is
+ * reused; otherwise {@link defaultTopology}.
  */
 export function testTopology(
   existing: Topology | undefined,

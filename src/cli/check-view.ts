@@ -5,6 +5,9 @@
 
 import type { CheckResult } from '../admin/admin.js';
 import { describeFacts, describeUnverified, type Violation } from '../admin/check.js';
+import { IdGenError } from '../errors.js';
+import { CommandOutcome } from './exit-codes.js';
+import { plural } from './format.js';
 
 /** One sequence's check, as the command collects it. */
 export interface SequenceCheck extends CheckResult {
@@ -19,33 +22,27 @@ export function renderCheck(results: readonly SequenceCheck[], keyspace: string)
   const lines: string[] = [];
   for (const r of results) {
     const name = r.name.padEnd(width);
-    const confirmed = r.violations.filter((v) => v.confirmed);
     if (r.verdict === 'ok') {
       lines.push(`${name}  ok  (grants: ${r.grantsLine})`);
       continue;
     }
     lines.push(
       r.verdict === 'violated'
-        ? `${name}  ${confirmed.length} VIOLATED`
+        ? `${name}  ${r.violations.filter((v) => v.confirmed).length} VIOLATED`
         : `${name}  INCOMPLETE  (grants: ${r.grantsLine})`,
     );
     for (const v of r.violations) lines.push(`  ${violationLine(r.name, v)}`);
     for (const line of describeUnverified(r.unverified)) lines.push(`  unverified: ${line}`);
   }
+  const { violated, incomplete, confirmed } = tally(results);
   const count = results.length;
-  const violated = results.filter((r) => r.verdict === 'violated');
-  const incomplete = results.filter((r) => r.verdict === 'incomplete').length;
-  const confirmed = violated.reduce(
-    (sum, r) => sum + r.violations.filter((v) => v.confirmed).length,
-    0,
-  );
   lines.push(
     count === 0
       ? `no sequences in keyspace "${keyspace}"`
       : violated.length > 0
         ? `${plural(confirmed, 'violation')} in ${violated.length} of ${plural(count, 'sequence')}`
-        : incomplete > 0
-          ? `no violation confirmed; ${incomplete} of ${plural(count, 'sequence')} could not be read consistently`
+        : incomplete.length > 0
+          ? `no violation confirmed; ${incomplete.length} of ${plural(count, 'sequence')} could not be read consistently`
           : `every invariant holds in ${plural(count, 'sequence')}`,
   );
   return lines;
@@ -89,6 +86,37 @@ export function checkJson(results: readonly SequenceCheck[]): Record<string, unk
   };
 }
 
-function plural(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? '' : 's'}`;
+/**
+ * How `check` ends after printing `results`: exit 4 on a confirmed violation, else 11 when some
+ * facts could not be read consistently; undefined for exit 0.
+ */
+export function checkOutcome(
+  results: readonly SequenceCheck[],
+): IdGenError | CommandOutcome | undefined {
+  const { violated, incomplete, confirmed } = tally(results);
+  if (violated.length > 0) {
+    return new IdGenError(
+      'IDGEN_INVARIANT_BROKEN',
+      `check found ${plural(confirmed, 'violation')} in ${violated.map((r) => `"${r.name}"`).join(', ')} (listed on stdout); read docs/design.md ("Why no ID is handed out twice") before allocating from these rows again.`,
+    );
+  }
+  if (incomplete.length > 0) {
+    const why = incomplete.flatMap((r) =>
+      describeUnverified(r.unverified).map((line) => `"${r.name}": ${line}`),
+    );
+    return new CommandOutcome(
+      'IDGEN_CHECK_INCOMPLETE',
+      `check could not read every fact consistently, so it confirms no violation: ${why.join('; ')}. Run it again once every DC is reachable (or from a DC that reaches SERIAL).`,
+    );
+  }
+  return undefined;
+}
+
+function tally(results: readonly SequenceCheck[]) {
+  const violated = results.filter((r) => r.verdict === 'violated');
+  return {
+    violated,
+    incomplete: results.filter((r) => r.verdict === 'incomplete'),
+    confirmed: violated.reduce((sum, r) => sum + r.violations.filter((v) => v.confirmed).length, 0),
+  };
 }

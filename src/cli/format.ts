@@ -76,6 +76,11 @@ export function duration(seconds: number | undefined): string {
   return `${count(Math.floor(s / 86_400))}d ${Math.floor(s / 3_600) % 24}h`;
 }
 
+/** `1 sequence`, `3 sequences`. */
+export function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
 /** `[min, max]` of IDs. */
 export function span(min: bigint, max: bigint): string {
   return `[${min}, ${max}]`;
@@ -119,10 +124,10 @@ function seconds(value: number): string {
   return `${value} s`;
 }
 
-/** A sequence's settings as a JSON-ready object. */
-export function settingsJson(settings: SequenceSettings): Record<string, unknown> {
+/** A sequence's settings as a JSON-ready object; `named`: its name first. */
+export function settingsJson(settings: SequenceSettings, named = true): Record<string, unknown> {
   return {
-    name: settings.name,
+    ...(named ? { name: settings.name } : {}),
     domain: settings.domain,
     min: settings.min,
     max: settings.max,

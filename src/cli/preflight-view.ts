@@ -3,7 +3,7 @@
  */
 
 import type { CheckStatus, PreflightReport } from '../admin/preflight.js';
-import { table } from './format.js';
+import { plural, table } from './format.js';
 
 const MARK: Readonly<Record<CheckStatus, string>> = {
   ok: 'ok',
@@ -73,10 +73,6 @@ export function preflightJson(report: PreflightReport): Record<string, unknown> 
       })),
     })),
   };
-}
-
-function plural(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
 
 /** The warning `init` and `seed` give when the preflight could not read every node. */

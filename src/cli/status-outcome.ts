@@ -3,12 +3,11 @@
  * when a DC's runway is below `--fail-if-runway-below` or unknown; 14 wins (its message names
  * SERIAL too). Pure.
  */
-import { dcOfGrantee } from '../names.js';
-
 import type { SequenceStatus, StatusReport } from '../admin/status.js';
 import { CommandOutcome } from './exit-codes.js';
 import { count, duration, rate } from './format.js';
 import { typedDuration } from './parse.js';
+import { notCurrent } from './status-view.js';
 
 /** A DC of a sequence whose runway is below the threshold. */
 export interface RunwayBelow {
@@ -42,31 +41,11 @@ export function runwaysBelow(report: StatusReport, seconds: number): RunwayBelow
   return below;
 }
 
-/** The DCs of a sequence whose runway is unknown from here, and why. */
-export interface RunwaysUnknown {
+/** The DCs of a sequence whose rows could not be read current, and why (see `notCurrent`). */
+interface RunwaysUnknown {
   readonly sequence: string;
-  /** The DCs (a sharded DC once, for all its shards), in the report's order. */
   readonly dcs: readonly string[];
-  /** Why their rows could not be read current. */
   readonly reason: string;
-}
-
-/**
- * Per sequence, the DCs whose runway is unknown (`rowsNotCurrent`): judged as below any
- * threshold, since an unknown runway may be the shortest.
- */
-export function runwaysUnknown(report: StatusReport): RunwaysUnknown[] {
-  return report.sequences.flatMap((sequence) => {
-    const stale = sequence.dcs.filter((dc) => dc.rowsNotCurrent !== undefined);
-    if (stale.length === 0) return [];
-    return [
-      {
-        sequence: sequence.settings.name,
-        dcs: [...new Set(stale.map((dc) => dcOfGrantee(dc.dc) ?? dc.dc))],
-        reason: stale[0]!.rowsNotCurrent!,
-      },
-    ];
-  });
 }
 
 /**
@@ -85,7 +64,11 @@ export function statusOutcome(
   const { serial } = report;
   if (failIfRunwayBelow !== undefined) {
     const below = runwaysBelow(report, failIfRunwayBelow);
-    const unknown = runwaysUnknown(report);
+    // An unknown runway may be the shortest: judged as below any threshold.
+    const unknown = report.sequences.flatMap((sequence) => {
+      const stale = notCurrent(sequence.dcs);
+      return stale === undefined ? [] : [{ sequence: sequence.settings.name, ...stale }];
+    });
     if (below.length > 0 || unknown.length > 0) {
       return runwayLow(failIfRunwayBelow, below, unknown, report);
     }

@@ -11,7 +11,7 @@ import type {
   StatusReport,
   WasteCause,
 } from '../admin/status.js';
-import { bar, count, duration, percent, rate, span, table } from './format.js';
+import { bar, count, duration, percent, rate, settingsJson, span, table } from './format.js';
 import { dcOfGrantee } from '../names.js';
 import { GRANT_BLOCKS } from '../settings/model.js';
 import type { SequenceSettings } from '../store/port.js';
@@ -166,12 +166,27 @@ function dcTable(
 
 /** One line naming the DCs whose rows could not be read current. */
 function notCurrentLines(dcs: readonly DcStatus[]): string[] {
-  const stale = dcs.filter((dc) => dc.rowsNotCurrent !== undefined);
-  if (stale.length === 0) return [];
-  const names = [...new Set(stale.map((dc) => dcOfGrantee(dc.dc) ?? dc.dc))];
+  const stale = notCurrent(dcs);
+  if (stale === undefined) return [];
+  const there = stale.dcs.length === 1 ? 'that DC' : 'those DCs';
   return [
-    `  rows not current: ${names.join(', ')}: ${stale[0]!.rowsNotCurrent}; what they show may be old, their runway is unknown here (run status in ${names.length === 1 ? 'that DC' : 'those DCs'})`,
+    `  rows not current: ${stale.dcs.join(', ')}: ${stale.reason}; what they show may be old, their runway is unknown here (run status in ${there})`,
   ];
+}
+
+/**
+ * The DCs (a sharded DC once) whose rows could not be read current, in the report's order, and
+ * why; undefined when every row was.
+ */
+export function notCurrent(
+  dcs: readonly DcStatus[],
+): { readonly dcs: readonly string[]; readonly reason: string } | undefined {
+  const stale = dcs.filter((dc) => dc.rowsNotCurrent !== undefined);
+  if (stale.length === 0) return undefined;
+  return {
+    dcs: [...new Set(stale.map((dc) => dcOfGrantee(dc.dc) ?? dc.dc))],
+    reason: stale[0]!.rowsNotCurrent!,
+  };
 }
 
 /**
@@ -347,20 +362,7 @@ export function statusJson(report: StatusReport): Record<string, unknown> {
     },
     sequences: report.sequences.map((s) => ({
       name: s.settings.name,
-      settings: {
-        domain: s.settings.domain,
-        min: s.settings.min,
-        max: s.settings.max,
-        start: s.settings.start,
-        dcRangeSize: s.settings.dcRangeSize,
-        blockSize: s.settings.blockSize,
-        threshold: s.settings.threshold,
-        maxBlockSize: s.settings.maxBlockSize,
-        claimIntervalMs: s.settings.claimIntervalMs,
-        maxDcRangeSize: s.settings.maxDcRangeSize,
-        autonomySeconds: s.settings.autonomySeconds,
-        shards: s.settings.shards,
-      },
+      settings: settingsJson(s.settings, false),
       globalLast: s.globalLast,
       granted: s.granted,
       domainSize: s.domainSize,

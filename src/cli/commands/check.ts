@@ -2,11 +2,8 @@
 
 import type { Command } from 'commander';
 
-import { describeUnverified } from '../../admin/check.js';
-import { IdGenError } from '../../errors.js';
 import type { CliContext } from '../context.js';
-import { checkJson, renderCheck, type SequenceCheck } from '../check-view.js';
-import { CommandOutcome } from '../exit-codes.js';
+import { checkJson, checkOutcome, renderCheck, type SequenceCheck } from '../check-view.js';
 
 export function checkCommand(program: Command, ctx: CliContext): void {
   program
@@ -49,34 +46,9 @@ Example:
           .join(', ');
         results.push({ ...result, name, grantsLine: grants === '' ? 'none yet' : grants });
       }
-      const violated = results.filter((r) => r.verdict === 'violated');
-      const incomplete = results.filter((r) => r.verdict === 'incomplete');
-      const confirmed = violated.reduce(
-        (sum, r) => sum + r.violations.filter((v) => v.confirmed).length,
-        0,
-      );
-
       if (ctx.json) await ctx.printJson(checkJson(results));
       else await ctx.print(renderCheck(results, admin.keyspace));
-
-      if (violated.length > 0) {
-        throw new IdGenError(
-          'IDGEN_INVARIANT_BROKEN',
-          `check found ${plural(confirmed, 'violation')} in ${violated.map((r) => `"${r.name}"`).join(', ')} (listed on stdout); read docs/design.md ("Why no ID is handed out twice") before allocating from these rows again.`,
-        );
-      }
-      if (incomplete.length > 0) {
-        const why = incomplete.flatMap((r) =>
-          describeUnverified(r.unverified).map((line) => `"${r.name}": ${line}`),
-        );
-        throw new CommandOutcome(
-          'IDGEN_CHECK_INCOMPLETE',
-          `check could not read every fact consistently, so it confirms no violation: ${why.join('; ')}. Run it again once every DC is reachable (or from a DC that reaches SERIAL).`,
-        );
-      }
+      const outcome = checkOutcome(results);
+      if (outcome !== undefined) throw outcome;
     });
-}
-
-function plural(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }

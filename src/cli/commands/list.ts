@@ -29,7 +29,7 @@ Example:
     .action(async () => {
       const ids = await ctx.idGen();
       const sequences = await ids.listSequences();
-      if (ctx.json) return ctx.printJson(sequences.map(settingsJson));
+      if (ctx.json) return ctx.printJson(sequences.map((s) => settingsJson(s)));
       if (sequences.length === 0) {
         return ctx.print(
           `No sequences in keyspace "${ids.keyspace}". Create one with: idgen-cass seed <sequence>`,

@@ -56,6 +56,74 @@ export interface LoopResult {
 }
 
 /**
+ * A loop's measured window: the stats when the loop started and when the window opened, and
+ * the calls that threw before and in it. The window opens at the warm-up's end, not at the
+ * first call after it: a call blocked across the whole window must not leave a window of
+ * nanoseconds behind.
+ */
+class Window {
+  readonly initial: SequenceStats;
+  before: SequenceStats;
+  measuring = false;
+  failures = 0;
+  warmupFailures = 0;
+  readonly failureMessages = new Set<string>();
+
+  constructor(
+    private readonly handle: Sequence<number>,
+    private readonly onMeasuring: (() => void) | undefined,
+  ) {
+    this.initial = this.before = handle.stats();
+  }
+
+  open(): void {
+    if (this.measuring) return;
+    this.measuring = true;
+    this.before = this.handle.stats();
+    this.onMeasuring?.();
+  }
+
+  async failed(error: unknown): Promise<void> {
+    if (this.measuring) this.failures++;
+    else this.warmupFailures++;
+    await afterFailure(error, this.failureMessages);
+  }
+
+  /**
+   * The loop's result, with the counters between the window's opening and now.
+   * @param heldBeforeExtra IDs to add to those held at the opening (an ID taken before it).
+   */
+  result(
+    draw: Pick<LoopResult['draw'], 'ids' | 'seconds' | 'notIncreasing'>,
+    histogram: Histogram,
+    heldBeforeExtra: number,
+    firstIdNs: number | undefined,
+  ): LoopResult {
+    const { initial, before } = this;
+    const after = this.handle.stats();
+    return {
+      draw: {
+        ids: draw.ids,
+        seconds: draw.seconds,
+        counts: countsBetween(before, after),
+        warmupWaits: before.waits - initial.waits,
+        failures: this.failures,
+        warmupFailures: this.warmupFailures,
+        notIncreasing: draw.notIncreasing,
+        failureMessages: [...this.failureMessages],
+      },
+      histogram,
+      heldBefore: before.remaining + heldBeforeExtra,
+      heldAfter: after.remaining,
+      lastBlockSize: after.blockSize > 0 ? after.blockSize : undefined,
+      firstIdNs,
+      serialReads: after.serialReads - initial.serialReads,
+      issued: after.issued - initial.issued,
+    };
+  }
+}
+
+/**
  * Draws from `handle` until the plan's window ends; `onMeasuring` runs once, when this loop's
  * window opens. Tight: `await next()` of an ID the handle holds resumes as a microtask (the
  * library yields to I/O once per 512 of them). Paced: sleeps whenever it is 1 ms ahead (a
@@ -67,31 +135,17 @@ export async function drawLoop(
   onMeasuring?: () => void,
 ): Promise<LoopResult> {
   if (plan.timed === false) return countLoop(handle, plan, onMeasuring);
+  const window = new Window(handle, onMeasuring);
   const histogram = new Histogram();
-  const initial = handle.stats();
   const { start } = plan;
   const warmupEnd = start + plan.warmupMs * 1e6;
   const end = warmupEnd + plan.durationMs * 1e6;
   const paced = plan.ratePerSecond > 0;
   const interval = paced ? 1e9 / plan.ratePerSecond : 0;
   let due = hrNow();
-  let measuring = false;
-  let before = initial;
-  // The window opens at the warm-up's end, not at the first call after it: a call blocked
-  // across the whole window must not leave a window of nanoseconds behind.
-  const measureStart = warmupEnd;
   let measureEnd = start;
   let openingId = 0;
-  const open = (): void => {
-    if (measuring) return;
-    measuring = true;
-    before = handle.stats();
-    onMeasuring?.();
-  };
   let drawn = 0;
-  let failures = 0;
-  let warmupFailures = 0;
-  const failureMessages = new Set<string>();
   let notIncreasing = 0;
   let last = -1;
   let firstIdAt: number | undefined;
@@ -102,10 +156,8 @@ export async function drawLoop(
     try {
       id = await handle.next();
     } catch (error) {
-      if (hrNow() >= warmupEnd) open();
-      if (measuring) failures++;
-      else warmupFailures++;
-      await afterFailure(error, failureMessages);
+      if (hrNow() >= warmupEnd) window.open();
+      await window.failed(error);
       if (hrNow() < end) continue;
       measureEnd = hrNow();
       break;
@@ -114,12 +166,12 @@ export async function drawLoop(
     firstIdAt ??= t1;
     if (id <= last) notIncreasing++;
     last = id;
-    if (t1 >= warmupEnd && !measuring) {
-      open();
+    if (t1 >= warmupEnd && !window.measuring) {
+      window.open();
       // The snapshot comes after this call, which counts: its ID was held before it.
       openingId = 1;
     }
-    if (measuring) {
+    if (window.measuring) {
       // A call that ends in the window counts with its whole latency, the one that crossed the
       // warm-up's end included: it may be the slowest.
       histogram.record(t1 - t0);
@@ -135,17 +187,10 @@ export async function drawLoop(
       else if (due - t1 > 1e6) await sleep((due - t1) / 1e6);
     }
   }
-  open(); // the whole window failed: it still counts from the warm-up's end
-  return loopResult(handle, initial, before, histogram, {
-    ids: drawn,
-    seconds: Math.max(0, measureEnd - measureStart) / 1e9,
-    failures,
-    warmupFailures,
-    notIncreasing,
-    failureMessages,
-    heldBeforeExtra: openingId,
-    firstIdNs: firstIdAt === undefined ? undefined : firstIdAt - start,
-  });
+  window.open(); // the whole window failed: it still counts from the warm-up's end
+  const seconds = Math.max(0, measureEnd - warmupEnd) / 1e9;
+  const firstIdNs = firstIdAt === undefined ? undefined : firstIdAt - start;
+  return window.result({ ids: drawn, seconds, notIncreasing }, histogram, openingId, firstIdNs);
 }
 
 /** Keeps `error` among the first few distinct messages, then pauses as a caller backing off would. */
@@ -155,65 +200,20 @@ export async function afterFailure(error: unknown, messages: Set<string>): Promi
   await sleep(FAILURE_PAUSE_MS);
 }
 
-/** What {@link loopResult} takes from a loop besides the stats it reads itself. */
-interface LoopTally extends Omit<LoopResult['draw'], 'counts' | 'warmupWaits' | 'failureMessages'> {
-  readonly failureMessages: ReadonlySet<string>;
-  /** IDs to add to those held at the window's opening (an ID taken before the snapshot). */
-  readonly heldBeforeExtra: number;
-  readonly firstIdNs: number | undefined;
-}
-
-/** A loop's result: its tally, and the counters between `before` and now. */
-function loopResult(
-  handle: Sequence<number>,
-  initial: SequenceStats,
-  before: SequenceStats,
-  histogram: Histogram,
-  tally: LoopTally,
-): LoopResult {
-  const after = handle.stats();
-  return {
-    draw: {
-      ids: tally.ids,
-      seconds: tally.seconds,
-      counts: countsBetween(before, after),
-      warmupWaits: before.waits - initial.waits,
-      failures: tally.failures,
-      warmupFailures: tally.warmupFailures,
-      notIncreasing: tally.notIncreasing,
-      failureMessages: [...tally.failureMessages],
-    },
-    histogram,
-    heldBefore: before.remaining + tally.heldBeforeExtra,
-    heldAfter: after.remaining,
-    lastBlockSize: after.blockSize > 0 ? after.blockSize : undefined,
-    firstIdNs: tally.firstIdNs,
-    serialReads: after.serialReads - initial.serialReads,
-    issued: after.issued - initial.issued,
-  };
-}
-
 /**
  * The untimed tight loop: batches of {@link COUNT_BATCH} `await next()` with the clock read
- * between batches, so the window closes at most one batch late. A failed call ends its batch
- * and pauses as the timed loop does.
+ * between batches, so the window closes at most one batch late (a batch that crossed the
+ * warm-up's end is not counted). A failed call ends its batch and pauses as the timed loop does.
  */
 async function countLoop(
   handle: Sequence<number>,
   plan: DrawPlan,
   onMeasuring?: () => void,
 ): Promise<LoopResult> {
-  const initial = handle.stats();
+  const window = new Window(handle, onMeasuring);
   const warmupEnd = plan.start + plan.warmupMs * 1e6;
   const end = warmupEnd + plan.durationMs * 1e6;
-  let measuring = false;
-  let before = initial;
-  // From the warm-up's end, as the timed loop: a batch that crossed it is not counted.
-  const measureStart = warmupEnd;
   let drawn = 0;
-  let failures = 0;
-  let warmupFailures = 0;
-  const failureMessages = new Set<string>();
   let notIncreasing = 0;
   let last = -1;
   let now = hrNow();
@@ -226,30 +226,13 @@ async function countLoop(
         last = id;
       }
     } catch (error) {
-      if (measuring) failures++;
-      else warmupFailures++;
-      await afterFailure(error, failureMessages);
+      await window.failed(error);
     }
-    if (measuring) drawn += done;
+    if (window.measuring) drawn += done;
     now = hrNow();
-    if (!measuring && now >= warmupEnd) {
-      measuring = true;
-      before = handle.stats();
-      onMeasuring?.();
-    }
+    if (now >= warmupEnd) window.open();
   }
-  if (!measuring) {
-    before = handle.stats();
-    onMeasuring?.();
-  }
-  return loopResult(handle, initial, before, new Histogram(), {
-    ids: drawn,
-    seconds: Math.max(0, now - measureStart) / 1e9,
-    failures,
-    warmupFailures,
-    notIncreasing,
-    failureMessages,
-    heldBeforeExtra: 0,
-    firstIdNs: undefined,
-  });
+  window.open();
+  const seconds = Math.max(0, now - warmupEnd) / 1e9;
+  return window.result({ ids: drawn, seconds, notIncreasing }, new Histogram(), 0, undefined);
 }

@@ -34,7 +34,6 @@ export interface ScalingLimit {
   readonly points: readonly Point[];
   /** The last N before the first step that gained less than {@link GROWTH}; undefined: it kept growing. */
   readonly stopsAt: number | undefined;
-  /** The N after it, whose row says why. */
   readonly next: number | undefined;
   readonly cause: LimitCause | undefined;
 }
@@ -56,12 +55,10 @@ export const PARTITION_SATURATED = 0.8;
 export const ESTIMATE_INTERVALS_SECONDS: readonly number[] = [1, 10, 60];
 
 const rate = (part: number, seconds: number): number => (seconds > 0 ? part / seconds : NaN);
-/** Claims per second of each DC's partition in one run. */
 const claimsPerSecond = (run: ScaleRun): number[] =>
   run.dcs.map((d) => rate(d.counts.blocksClaimed, d.seconds));
 const pooled = (runs: readonly ScaleRun[]): DcStateTimings =>
   addTimings(runs.flatMap((r) => r.dcs.map((d) => d.dcState)));
-/** Sum over a run's DCs. */
 const all = (run: ScaleRun, pick: (d: ScaleDcRun) => number): number => sum(run.dcs.map(pick));
 
 /** Read plus applied write, mean; NaN when no claim was timed. */
@@ -93,7 +90,6 @@ function summarizeRow(config: ScaleConfig, scale: ScaleResult) {
   const { runs, ratePerInstance } = config;
   const variant = scale.variants.find((v) => v.key === config.variant);
   const over = (f: (run: ScaleRun) => number) => figure(runs.map(f));
-  /** Summed over every DC of every run. */
   const total = (pick: (d: ScaleDcRun) => number) => sum(runs.map((r) => all(r, pick)));
   const timed = (f: (t: DcStateTimings) => number) => over((r) => f(pooled([r])));
   const ids = (r: ScaleRun) => all(r, (d) => d.idsPerSecond);
@@ -109,10 +105,8 @@ function summarizeRow(config: ScaleConfig, scale: ScaleResult) {
     label: variant?.label ?? config.variant,
     adaptive: variant?.adaptive ?? false,
     instancesPerDc: config.instancesPerDc,
-    /** Rate mode: the target of each instance, IDs/s. */
     ratePerInstance,
     dcs: runs[0]?.dcs.length ?? 0,
-    /** All DCs together. */
     idsPerSecond: over(ids),
     idsPerSecondPerInstance: over((r) => ids(r) / instances(r)),
     /** Rate mode: IDs/s ÷ the target of all DCs. */
@@ -128,12 +122,10 @@ function summarizeRow(config: ScaleConfig, scale: ScaleResult) {
     /** `next()` calls that waited in the measured window, all DCs; then summed over runs. */
     waits: over((r) => all(r, (d) => d.counts.waits)),
     waitsTotal: total((d) => d.counts.waits),
-    /** `next()` calls that threw, summed over runs. */
     failures: total((d) => d.failures),
     warmupFailures: total((d) => d.warmupFailures),
-    /** Failed operations in the measured windows (`stats().errors`), summed over runs. */
+    /** `stats().errors` in the measured windows, summed over runs. */
     storeErrors: total((d) => d.counts.errors),
-    /** Conditional writes with an unknown outcome, summed over runs. */
     casUnknown: total((d) => d.counts.casUnknown),
     /** IDs claimed ÷ blocks claimed: the block size the policy chose, on average. */
     meanBlockSize: over((r) => perClaim(r, (d) => d.claimedIds)),
@@ -149,17 +141,13 @@ function summarizeRow(config: ScaleConfig, scale: ScaleResult) {
     /** How late the allocator processes' event loops ran: the worst process's p99 and maximum, ms. */
     loopDelayP99Ms: over((r) => r.loopDelay?.p99Ms ?? NaN),
     loopDelayMaxMs: over((r) => r.loopDelay?.maxMs ?? NaN),
-    /** Share of the machine's cores busy in the window. */
     machineBusy: over((r) => r.machineBusy),
-    /** Cores the allocator processes used in the window. */
     workerCores: over(
       (r) => r.workerCpuSeconds / (sum(r.dcs.map((d) => d.seconds)) / r.dcs.length),
     ),
-    /** The latest first ID of any instance that drew one, ms after they all started on the fresh sequence. */
+    /** The latest first ID of any instance, ms after they all started on the fresh sequence. */
     slowestFirstIdMs: over(slowestFirstIdMs),
-    /** Instances that drew no ID in a whole run, summed over runs. */
     withoutId: total((d) => d.withoutId ?? 0),
-    /** Grant reads at SERIAL per instance in the whole run, warm-up included. */
     serialReadsPerInstance: over((r) => all(r, (d) => d.serialReads ?? NaN) / instances(r)),
     failureMessages: [...new Set(runs.flatMap((r) => r.failureMessages))],
   };
@@ -285,7 +273,6 @@ function tightVsInProcess(scale: ScaleResult, inProcess: InProcessResult) {
         adaptive: variant.adaptive,
         untimed: config.mode === 'count',
         idsPerSecondPerInstance: figure(runs.map(perInstance)),
-        /** `next()` calls that waited in the window, all DCs. */
         waits: figure(runs.map((r) => all(r, (d) => d.counts.waits))),
         value: figure(runs.map((r, i) => perInstance(r) / inProcessNext[i]!)),
       },

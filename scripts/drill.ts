@@ -2,11 +2,8 @@
  * `npm run drill`: the recovery drill for a DC whose rows went back, on the local cluster.
  *
  * The cluster must run `commitlog_sync: periodic` (`npm run cluster -- up --commitlog
- * periodic`), the setting idgen-cass refuses elsewhere, because it is the way to lose
- * acknowledged writes for real: a process in dc3 draws IDs, every dc3 node is SIGKILLed at once
- * (a crash of the DC's JVMs, not a power loss: the page cache survives, but the compressed
- * commitlog segments keep unsynced writes in the JVM), and what the nodes had not synced is gone,
- * Paxos state included.
+ * periodic`), the way to lose acknowledged writes for real: a process in dc3 draws IDs, every dc3
+ * node is SIGKILLed at once, and what the nodes had not synced is gone, Paxos state included.
  * The drill then shows, on the rows as Cassandra brought them back:
  *
  * - the hazard: a new dc3 process hands out again IDs the first one handed out;
@@ -144,12 +141,7 @@ async function killDuringDraws(
   // Past one periodic sync (10 s): the settings are on dc3's disks before the drill begins.
   await new Promise((resolve) => setTimeout(resolve, 11_000));
   const drawer = await connect(connection(DC));
-  const client = new cassandra.Client({
-    contactPoints: connection(DC).contactPoints,
-    localDataCenter: DC,
-  });
-  await client.connect();
-  const store = new CassandraStore(client, connection(DC).keyspace, { ownsClient: true });
+  const store = await openDcStore(connection);
   const before: bigint[] = [];
   let versionSeen = 0;
   let lastIntegerSeen = 0n;
@@ -192,13 +184,18 @@ async function killDuringDraws(
   };
 }
 
-async function readState(connection: Connection, sequence: string) {
+/** A store on dc3's own client, to read its state row as dc3 sees it. */
+async function openDcStore(connection: Connection): Promise<CassandraStore> {
   const client = new cassandra.Client({
     contactPoints: connection(DC).contactPoints,
     localDataCenter: DC,
   });
   await client.connect();
-  const store = new CassandraStore(client, connection(DC).keyspace, { ownsClient: true });
+  return new CassandraStore(client, connection(DC).keyspace, { ownsClient: true });
+}
+
+async function readState(connection: Connection, sequence: string) {
+  const store = await openDcStore(connection);
   try {
     return await store.readDcState(sequence, DC);
   } finally {

@@ -29,7 +29,7 @@ import type { FirstGrant, IdStore, SequenceSettings } from '../store/port.js';
 import { BIGINT_IDS, NUMBER_IDS } from './block.js';
 import { SYSTEM_CLOCK, type Clock } from './clock.js';
 import type { AllocatorObserver } from './observer.js';
-import { foldCounts, sumCounts, withFormer, type FormerCounts } from './ledger.js';
+import { sumCounts, withFormer } from './ledger.js';
 import { retireDcRanges, type RetiredState } from './retire.js';
 import { alterSettings, createSettings } from './settings-writes.js';
 import { Sequence } from './sequence.js';
@@ -180,7 +180,7 @@ export class IdGen {
   /** Replaced while still closing: close() waits for them; stats() counts them until closed. */
   readonly #replaced = new Set<Sequence<number> | Sequence<bigint>>();
   /** Counters of the closed handles each key's handle replaced, so no counter goes back. */
-  readonly #formerCounts = new Map<string, FormerCounts>();
+  readonly #formerCounts = new Map<string, SequenceStats>();
   /** Kept after close(): `waste.notReturned` is only known once every handle closed. */
   #finalStats: IdGenStats | undefined;
   /** Rollback marks per sequence and grantee, shared so one handle's findings stop the next. */
@@ -474,7 +474,7 @@ export class IdGen {
   }
 
   #fold(key: string, handle: Sequence<number> | Sequence<bigint>): void {
-    this.#formerCounts.set(key, foldCounts(handle.stats(), this.#formerCounts.get(key)));
+    this.#formerCounts.set(key, withFormer(handle.stats(), this.#formerCounts.get(key), []));
   }
 
   #assertOpen(): void {

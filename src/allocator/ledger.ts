@@ -220,13 +220,6 @@ function zeroUsage(): Record<UsageCause, number> {
   return Object.fromEntries(USAGE_CAUSES.map((cause) => [cause, 0])) as Record<UsageCause, number>;
 }
 
-/** The counters of the closed handles one handle replaced, summed. */
-export interface FormerCounts {
-  readonly counts: Readonly<Record<string, number>>;
-  readonly waste: Readonly<Record<string, number>>;
-  readonly lastError: Error | undefined;
-}
-
 /** Counts and waste causes summed over several snapshots. */
 export interface SummedCounts {
   readonly counts: Readonly<Record<string, number>>;
@@ -253,38 +246,23 @@ export function sumCounts(snapshots: readonly SequenceStats[]): SummedCounts {
   return { counts, waste };
 }
 
-/** What a closed handle leaves its successor: its counts with those it carried itself. */
-export function foldCounts(closed: SequenceStats, former: FormerCounts | undefined): FormerCounts {
-  const folded = withFormer(closed, former, []);
-  const counts: Record<string, number> = {};
-  addCounts(counts, folded);
-  return { counts, waste: { ...folded.waste }, lastError: folded.lastError };
-}
-
-/** `current` plus the handles it replaced (`former`, still `closing`), so no counter goes back. */
+/**
+ * `current` with the counts of the handles it replaced added (`former`, closed, already folded;
+ * `closing`, still closing), so no counter goes back. Rates, sizes and `lastError` (if it has
+ * one) stay `current`'s.
+ */
 export function withFormer(
   current: SequenceStats,
-  former: FormerCounts | undefined,
+  former: SequenceStats | undefined,
   closing: readonly SequenceStats[],
 ): SequenceStats {
-  if (former === undefined && closing.length === 0) return current;
-  const counts: Record<string, number> = {};
-  const waste: Record<string, number> = {};
-  let lastError = current.lastError;
-  for (const other of [current, ...closing]) {
-    addCounts(counts, other);
-    addCounts(waste, other.waste);
-    lastError ??= other.lastError;
-  }
-  if (former !== undefined) {
-    addCounts(counts, former.counts);
-    addCounts(waste, former.waste);
-    lastError ??= former.lastError;
-  }
+  const all = former === undefined ? [current, ...closing] : [current, ...closing, former];
+  if (all.length === 1) return current;
+  const { counts, waste } = sumCounts(all);
   return Object.freeze({
     ...current,
     ...counts,
     waste: Object.freeze(waste),
-    lastError,
+    lastError: all.find((stats) => stats.lastError !== undefined)?.lastError,
   }) as unknown as SequenceStats;
 }

@@ -28,24 +28,17 @@ export interface DcAllocatorOptions {
   readonly store: IdStore;
   readonly dc: string;
   readonly settings: SequenceSettings;
-  /**
-   * The incarnation loaded: every state row this allocator opens carries it, and a row carrying
-   * another is refused ({@link SequenceRecreatedError}). @default undefined
-   */
+  /** Stamped on every state row opened; a row of another is refused. @default undefined */
   readonly incarnation?: string | undefined;
-  /** Timers for backoffs and retries. @default real timers */
+  /** @default real timers */
   readonly clock?: Clock | undefined;
-  /** Waits between lost CAS races; tests may replace it. @default `clock.sleep` */
+  /** Waits between lost CAS races. @default `clock.sleep` */
   readonly sleep?: ((ms: number) => Promise<void>) | undefined;
   readonly log?: Logger | undefined;
   readonly onRangeInstalled?: (() => void) | undefined;
-  /**
-   * Called at the read that shows the rows gone back (or another incarnation), before the
-   * operation unwinds, so that no block handed up afterwards is served.
-   */
+  /** Called at the read that shows the rows gone back, before the operation unwinds. */
   readonly onRolledBack?:
     ((error: StateRolledBackError | SequenceRecreatedError) => void) | undefined;
-  /** Told how long claims and range requests take, and of every failure. @default none */
   readonly observer?: AllocatorObserver | undefined;
   /** Where the DC level counts; the handle's ledger keeps them across shard moves. @default own */
   readonly counters?: DcCounters | undefined;
@@ -72,7 +65,6 @@ export function rangeFailureLog(
 /** One sequence in one DC; one instance per sequence handle. */
 export class DcAllocator {
   readonly counters: DcCounters;
-  /** Range requests that failed; logged once per episode. */
   readonly failures: FailureLog<'range'>;
   private readonly ctx: DcContext;
   private readonly grants: DcGrants;
@@ -80,7 +72,7 @@ export class DcAllocator {
   private readonly claims: DcClaims;
   private readonly ranges: RangeRequests;
   private readonly observer: AllocatorObserver | undefined;
-  /** Ops of claim writes of unknown fate that DcClaims holds (the simulation reads it too). */
+  /** Ops of claim writes of unknown fate that DcClaims holds. */
   private readonly unresolvedOps = new Set<string>();
 
   constructor(options: DcAllocatorOptions) {
@@ -125,23 +117,19 @@ export class DcAllocator {
     return this.ctx.sequence;
   }
 
-  /**
-   * Takes sizes re-read after an alter. The domain (`min`, `max`, `start`) never changes: settings
-   * that move it are refused before they get here.
-   */
+  /** Takes sizes re-read after an alter; settings that move the domain never get here. */
   updateSettings(settings: SequenceSettings): void {
     this.ctx.settings = settings;
   }
 
   /**
    * Claims the next process block, getting a DC range first if the DC has none left. Lost races
-   * back off and retry while `options.keepTrying()` holds; unknown outcomes are retried from a
-   * fresh read, up to {@link MAX_CAS_ATTEMPTS} in a row.
+   * retry while `options.keepTrying()` holds; unknown outcomes up to {@link MAX_CAS_ATTEMPTS} in
+   * a row.
    * @throws {SerialUnavailableError} if a DC range was needed and SERIAL could not be reached.
    * @throws {SequenceExhaustedError} if the DC has no IDs left and the domain is spent.
    * @throws {ContentionError} once `keepTrying()` says no after a lost race.
-   * @throws {InvariantError} if a row read breaks an invariant (nothing is written).
-   * @throws {StateRolledBackError} if a row read is older than one seen before.
+   * @throws {InvariantError} or {@link StateRolledBackError} from a row read (nothing written).
    * @throws {StoreUnavailableError} if LOCAL_SERIAL cannot be reached.
    */
   async claimBlock(options: ClaimOptions = {}): Promise<ClaimedBlock> {
@@ -161,41 +149,33 @@ export class DcAllocator {
    * @param known the DC state a claim just read, holding no ID to claim: the request starts from
    *   it, and ends once a later read shows the DC holding IDs again (a second grant request would
    *   only crowd SERIAL).
-   * @throws {StoreUnavailableError} `level: 'serial'` if SERIAL cannot be reached.
-   * @throws {SequenceExhaustedError} if GLOBAL is at `max` and no grant is pending.
-   * @throws {ContentionError} after {@link MAX_CAS_ATTEMPTS} writes that were not ours.
-   * @throws {InvariantError} if a row read breaks an invariant (nothing is written).
-   * @throws {StateRolledBackError} if a row read is older than one seen before.
+   * @throws as {@link claimBlock}, and {@link ContentionError} after {@link MAX_CAS_ATTEMPTS}.
    */
   ensureRange(known?: KnownState): Promise<void> {
     return this.ranges.ensure(known);
   }
 
-  /**
-   * Starts one background range request unless one is in flight or waiting for its retry (about
-   * 1 s, doubling up to 30 s), the domain is spent, or the allocator is closed.
-   */
+  /** Starts one background range request unless one is in flight or waiting for its retry. */
   requestRangeInBackground(): void {
     this.ranges.inBackground();
   }
 
   /**
    * Gives back `[first, last]` by moving `lastInteger` back to `first - 1`, only if the state is
-   * the one this process's own latest write left and `lastInteger` is still `last`; after any
-   * other writer the run stays a gap. Retried only after a write shown lost: one that might have
-   * been applied is never repeated, since others may have claimed the IDs in between.
+   * the one this process's own latest write left and `lastInteger` is still `last`. Retried only
+   * after a write shown lost: one that might have been applied is never repeated, since others
+   * may have claimed the IDs in between.
    * @returns how many IDs were returned (0 if they stay a gap).
    */
   returnBlock(first: bigint, last: bigint): Promise<bigint> {
     return this.claims.giveBack(first, last);
   }
 
-  /** The DC's claim rate in IDs/s from the DC states read; undefined until measured. */
   get dcRate(): number | undefined {
     return this.row.dcRate;
   }
 
-  /** The domain is spent and this DC holds no grant not yet installed; never changes again. */
+  /** The domain is spent and this DC holds no grant not yet installed; final. */
   get exhausted(): SequenceExhaustedError | undefined {
     return this.grants.exhausted;
   }
@@ -208,12 +188,11 @@ export class DcAllocator {
     return this.unresolvedOps.size > 0;
   }
 
-  /** Stops background range requests and their retries; waits for the one in flight. */
+  /** Stops background range requests; waits for the one in flight. */
   close(): Promise<void> {
     return this.ranges.close();
   }
 
-  /** One range request (see ensureRange). */
   private async grantAndInstall(known?: KnownState): Promise<void> {
     const spent = this.grants.exhausted;
     if (spent !== undefined) throw spent;

@@ -13,16 +13,11 @@ import type { DcState, Grant, GrantFound, GrantView } from '../store/port.js';
 import { isOurs, runConditionalWrite, type CasResult, type Judgement } from './cas.js';
 import { MAX_CAS_ATTEMPTS, type DcContext } from './dc-context.js';
 import { remainingIn } from './dc-state.js';
-import { grantSizeFor } from './sizing.js';
+import { grantSizeFor, type GrantDemand as SizingDemand } from './sizing.js';
 import { globalWentBack, grantsWentBack, type Floor } from './watermarks.js';
 
 /** What a grant is sized by (sizing.ts), read when the batch is built. */
-export interface GrantDemand {
-  /** The DC's claim rate in IDs/s, if measured. */
-  readonly rate: number | undefined;
-  /** This process's latest block request size (a grant holds several). */
-  readonly block: bigint;
-}
+export type GrantDemand = Pick<SizingDemand, 'rate' | 'block'>;
 
 /**
  * What a range request does next, after {@link DcGrants.nextGrant}:
@@ -38,16 +33,12 @@ export type GrantStep =
 /** The grants of one sequence for one DC (or shard). */
 export class DcGrants {
   /** Set once GLOBAL is at `max` with no grant pending for this DC (read at SERIAL); final. */
-  private exhaustedError: SequenceExhaustedError | undefined;
+  exhausted: SequenceExhaustedError | undefined;
 
   constructor(
     private readonly ctx: DcContext,
     private readonly demand: () => GrantDemand,
   ) {}
-
-  get exhausted(): SequenceExhaustedError | undefined {
-    return this.exhaustedError;
-  }
 
   /**
    * The grant the DC should install next, given its state just read at LOCAL_SERIAL: one confirmed
@@ -104,8 +95,8 @@ export class DcGrants {
         // is final.
         const final = await this.readGrants();
         if ((final.latest?.number ?? 0) > installed) return { kind: 'reread', attempt };
-        this.exhaustedError = new SequenceExhaustedError(this.ctx.sequence, max, globalLast);
-        throw this.exhaustedError;
+        this.exhausted = new SequenceExhaustedError(this.ctx.sequence, max, globalLast);
+        throw this.exhausted;
       }
       const grant: Grant = {
         number: installed + 1,
@@ -139,7 +130,6 @@ export class DcGrants {
     }
   }
 
-  /** Sized for the DC's rate and autonomy target; the batch's condition decides. */
   private sizeFrom(globalLast: bigint): bigint {
     const { rate, block } = this.demand();
     const settings = this.ctx.settings;

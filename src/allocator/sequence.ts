@@ -1,8 +1,6 @@
 /**
  * The process level of one sequence: a double buffer of blocks callers take IDs from, one refill
- * in flight at a time, callers waiting up to their deadline, and close(). The parts live in
- * block-buffer.ts, block-claims.ts, lifecycle.ts, ledger.ts, shards.ts, held-settings.ts and
- * demand.ts.
+ * in flight at a time, callers waiting up to their deadline, and close().
  */
 
 import assert from 'node:assert/strict';
@@ -45,13 +43,11 @@ export interface SequenceContext<T extends number | bigint> {
   readonly keyspace: string;
   readonly ids: IdKind<T>;
   readonly logger?: Logger | undefined;
-  /** @internal Timers; the simulation replaces them. @default real timers */
+  /** @internal @default real timers */
   readonly clock?: Clock | undefined;
-  /** Default deadline of a call that waits for IDs, in ms. */
   readonly callTimeoutMs: number;
-  /** Told of waits, claim and range-request durations, and failures (metrics). @default none */
   readonly observer?: AllocatorObserver | undefined;
-  /** The process's rollback marks of a grantee's rows, shared by its handles (watermarks.ts). */
+  /** The process's rollback marks of a grantee's rows, shared by its handles. */
   readonly marks?: ((grantee: string, start: bigint) => RowMarks) | undefined;
 }
 
@@ -73,13 +69,12 @@ export const YIELD_EVERY_IDS = 512;
  * ```
  */
 export class Sequence<T extends number | bigint> {
-  /** The sequence's name. */
   readonly name: string;
   /** This process's datacenter. */
   readonly dc: string;
   /** Whether IDs are bigints (else JavaScript numbers). */
   readonly bigint: boolean;
-  /** Where this handle claims from: its DC, or the shard of it (`dc1/3`); see shards.ts. */
+  /** Where this handle claims from: its DC, or the shard of it (`dc1/3`). */
   get grantee(): string {
     return this.shards.grantee;
   }
@@ -103,10 +98,7 @@ export class Sequence<T extends number | bigint> {
   private readonly settings: HeldSettings;
   private readonly claims: BlockClaims;
 
-  /**
-   * Not for users: use {@link IdGen.sequence}. Declared so that the type declarations show no
-   * public constructor taking nothing.
-   */
+  /** Not for users: use {@link IdGen.sequence}. */
   constructor(context: SequenceContext<T>) {
     this.name = context.name;
     this.lifecycle = new Lifecycle(context.name);
@@ -297,10 +289,7 @@ export class Sequence<T extends number | bigint> {
     return this.takeDelivered(count, options, undefined);
   }
 
-  /**
-   * @internal The HTTP service's {@link Sequence.take}: with `delivered`, the run is neither
-   * issued nor wasted until it settles, as for {@link Sequence.nextIds}.
-   */
+  /** @internal The HTTP service's {@link Sequence.take}; `delivered` as for `nextIds`. */
   async takeDelivered(
     count: number,
     options: CallOptions | undefined,
@@ -375,7 +364,7 @@ export class Sequence<T extends number | bigint> {
     return this.closing;
   }
 
-  /** The slow half of `tryNext()`: switch to the preloaded block, or start a refill. */
+  /** The slow half of `tryNext()`. */
   private takeFromPreloaded(): T | undefined {
     this.lifecycle.assertOpen();
     const block = this.buffer.switchToPreloaded();
@@ -404,7 +393,7 @@ export class Sequence<T extends number | bigint> {
     return this.awaitDelivery(decided, count, delivered);
   }
 
-  /** `run`, kept out of issued until `delivered` settles; in the same step as the take. */
+  /** `run`, kept out of issued until `delivered` settles, in the same step as the take. */
   private awaitDelivery(
     run: IdRange<T> | undefined,
     count: number,
@@ -495,7 +484,7 @@ export class Sequence<T extends number | bigint> {
     this.demand.starving();
   }
 
-  /** Re-reads the settings when due ({@link HeldSettings.reread}); `force`: whatever their age. */
+  /** Re-reads the settings when due; `force`: whatever their age. */
   private async refreshSettings({ force = false } = {}): Promise<void> {
     const rereading = this.settings.reread(() => this.loaded?.settings, force);
     if (rereading === undefined) return;
@@ -510,12 +499,11 @@ export class Sequence<T extends number | bigint> {
     return timedWait(this.observer, this.clock, this.name, wait);
   }
 
-  /** One deadline per call, however often it waits. */
   private callOf(options: CallOptions | undefined): CallDeadline {
     return deadlineOf(options, this.callTimeoutMs, this.clock);
   }
 
-  /** Waits for the refill in flight (or starts one) until the call's deadline; it carries on. */
+  /** Waits for the refill in flight (or starts one) until the call's deadline. */
   private async waitForRefill(
     call: CallDeadline,
     signal: AbortSignal | undefined,

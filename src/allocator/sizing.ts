@@ -10,10 +10,7 @@ import { GRANT_BLOCKS } from '../settings/model.js';
 /** Weight of the newest sample: a change of load shows within a few claims. */
 const SMOOTHING = 0.5;
 
-/**
- * A smoothed rate of IDs per second from samples of a running count; undefined until two samples
- * lie `minSampleMs` apart.
- */
+/** A smoothed rate of IDs per second from samples of a running count. */
 export class Rate {
   /** @param minSampleMs samples closer than this to the one before are folded into the next. */
   constructor(private readonly minSampleMs = 1) {}
@@ -25,7 +22,6 @@ export class Rate {
     return this.smoothed;
   }
 
-  /** `total` IDs used by `now` (ms, monotonic). */
   sample(total: number, now: number): void {
     const last = this.last;
     if (last === undefined) {
@@ -42,41 +38,33 @@ export class Rate {
 }
 
 /**
- * The claims per second all processes of one DC aim to stay under together: a block holds at
- * least the DC's rate ÷ this. A DC's claims are Paxos rounds on one partition, whose throughput
- * is small (bench/REPORT.md, "Scale"); sizing by the DC's rate keeps them near this many however
- * many processes claim.
+ * The claims per second all processes of one DC aim to stay under together: a DC's claims are
+ * Paxos rounds on one partition, whose throughput is small.
  */
 export const DC_CLAIMS_PER_SECOND = 4;
 
 /** What {@link blockSizeFor} sizes a process's next block from. */
 export interface BlockDemand {
-  /** The process's draw rate, IDs per second; undefined before it was measured. */
+  /** The process's draw rate, IDs/s. */
   readonly rate: number | undefined;
-  /** The time between claims to aim for, ms. */
   readonly claimIntervalMs: number;
   /** IDs the calls waiting right now still need beyond what the process holds. */
   readonly waiting: number;
-  /** The stored bounds: `blockSize` and `maxBlockSize`. */
+  /** `blockSize` and `maxBlockSize`. */
   readonly min: number;
   readonly max: number;
-  /** The DC's claim rate as measured from the DC states read; undefined before measured. */
   readonly dcRate?: number | undefined;
-  /** How long this process's recent claims took, ms (smoothed); undefined before the first. */
+  /** How long this process's recent claims took, ms (smoothed). */
   readonly claimMs?: number | undefined;
-  /** The share of a block used before the next one is claimed (the stored `threshold`). */
   readonly threshold?: number | undefined;
-  /** Races the claim being sized has lost so far (0 on its first attempt). */
+  /** Races the claim being sized has lost so far. */
   readonly lostRaces?: number | undefined;
 }
 
 /** Lost races past this many no longer double a claim's least block (2^10 × `min`). */
 const CROWD_DOUBLINGS = 10;
 
-/**
- * How many claim durations the rest of a block should last once the next claim starts: a claim
- * is timed after it ends, and the next may lose more races.
- */
+/** Claim durations the rest of a block should last once the next claim starts. */
 export const CLAIM_MARGIN = 2;
 
 /**
@@ -115,11 +103,10 @@ export function blockSizeFor(demand: BlockDemand): number {
 
 /**
  * A running count of the IDs a DC's processes claimed, from the DC states this process reads
- * (so no other process's clock is needed). A give-back counts as nothing; a state that skipped
- * grants, or a first read, starts the count afresh.
+ * (no other process's clock is needed). A give-back counts as nothing; a state that skipped
+ * grants starts the count afresh.
  */
 export class DcUsage {
-  /** IDs claimed in the DC since this process first read its state. */
   total = 0;
   private last:
     | {
@@ -157,21 +144,20 @@ export class DcUsage {
   }
 }
 
-/** A grant may take at most this share of the IDs not granted yet (but never less than `dcRangeSize`). */
+/** A grant takes at most 1/this of the IDs not granted yet (never less than `dcRangeSize`). */
 export const GRANT_DOMAIN_SHARE = 8n;
 
 /** What {@link grantSizeFor} sizes a DC's next grant from. */
 export interface GrantDemand {
-  /** The DC's rate, IDs per second; undefined before it was measured. */
+  /** The DC's rate, IDs/s. */
   readonly rate: number | undefined;
-  /** The autonomy target in seconds; 0 for fixed DC ranges. */
+  /** 0 for fixed DC ranges. */
   readonly autonomySeconds: number;
-  /** The share of a range used before the next one is requested. */
   readonly threshold: number;
-  /** The stored bounds: `dcRangeSize` and `maxDcRangeSize`. */
+  /** `dcRangeSize` and `maxDcRangeSize`. */
   readonly min: bigint;
   readonly max: bigint;
-  /** IDs of the domain not granted to any DC yet (`max - GLOBAL.last_integer`). */
+  /** `max - GLOBAL.last_integer`. */
   readonly unGranted: bigint;
   /** The block size the requesting process last asked for; 0 if none yet. */
   readonly block: bigint;

@@ -81,10 +81,12 @@ export type Fault = FaultScope &
 /** A fault a call returns with from {@link FaultInjector.enter}: its effect is the method's. */
 export type CasFault = Extract<Fault, { effect: ConditionalEffect | 'missed-locally' }>;
 
-/** A call once through {@link FaultInjector.enter}. */
+/**
+ * A call once through {@link FaultInjector.enter}: the fault for the method to apply, and the
+ * `slow-reply` gate its result waits for ({@link replied}).
+ */
 export interface Entered {
   readonly fault: CasFault | undefined;
-  /** The `slow-reply` gate the call's result waits for ({@link replied}), if it has one. */
   readonly reply: Promise<unknown> | undefined;
 }
 
@@ -117,19 +119,14 @@ interface InFlightWrite {
   readonly apply: () => boolean;
 }
 
+/** The faults, call counts and writes in flight of one MemoryStore, which exposes the first three. */
 export class FaultInjector {
-  /** See {@link MemoryStore.faults}. */
   readonly faults: Fault[] = [];
-  /** See {@link MemoryStore.calls}. */
   readonly calls: Record<StoreMethod, number> = zeroCalls();
-  /** See {@link MemoryStore.faultsLanded}. */
   readonly faultsLanded = new Map<string, number>();
   readonly #inFlight = new Map<string, InFlightWrite>();
-  readonly #latencyMs: number;
 
-  constructor(latencyMs: number) {
-    this.#latencyMs = latencyMs;
-  }
+  constructor(private readonly latencyMs: number) {}
 
   resetCalls(): void {
     Object.assign(this.calls, zeroCalls());
@@ -143,7 +140,7 @@ export class FaultInjector {
   async enter(op: StoreMethod, sequence?: string, dc?: string): Promise<Entered> {
     this.calls[op]++;
     let reply: Promise<unknown> | undefined;
-    if (this.#latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.#latencyMs));
+    if (this.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.latencyMs));
     else await Promise.resolve();
     let delayed = false;
     for (;;) {

@@ -1,6 +1,9 @@
 /**
  * The Cassandra adapter of the storage port: the allocator's statements (protocol-store.ts) and
- * the reads of status, check, preflight and metrics, which no ID depends on.
+ * the reads of status, check, preflight and metrics, which no ID depends on. The preflight asks
+ * each node of its own settings (docs/design.md, "What the cluster must guarantee"):
+ * `system_views.settings` and `system_properties` (virtual tables) and the idgen tables'
+ * `gc_grace_seconds` and `default_time_to_live`, which answer for their coordinator only.
  */
 
 import cassandra from 'cassandra-driver';
@@ -14,12 +17,14 @@ import type {
   IdStore,
   NodeSettings,
   OverviewReading,
+  TableSettings,
   UsageCause,
 } from '../port.js';
 import { USAGE_CAUSES, zeroUsageCounts } from '../port.js';
-import { readNodeSettingsOf } from './node-settings.js';
 import { CassandraProtocolStore } from './protocol-store.js';
-import { GLOBAL, parseGrant, required, toBigInt } from './rows.js';
+import { describeDriverError } from './errors.js';
+import { NEVER_RETRY, requestOptions } from './request-options.js';
+import { GLOBAL, parseGrant, required, toBigInt, toText } from './rows.js';
 import { STATEMENTS } from './statements.js';
 
 export type { CassandraStoreOptions } from './session.js';
@@ -107,12 +112,70 @@ export class CassandraStore extends CassandraProtocolStore implements IdStore {
 
   async readNodeSettings(): Promise<readonly NodeSettings[]> {
     const hosts = this.client.hosts.values().filter((host) => host.datacenter === this.localDc);
-    return Promise.all(
-      hosts.map((host) =>
-        readNodeSettingsOf(this.client, host, this.keyspace, this.requestTimeoutMs),
-      ),
-    );
+    return Promise.all(hosts.map((host) => this.readSettingsOf(host)));
   }
+
+  /** One node's settings, each table asked of the node itself; a failure is kept, not thrown. */
+  private async readSettingsOf(host: cassandra.Host): Promise<NodeSettings> {
+    const ask = (name: 'nodeSettings' | 'nodeProperties' | 'nodeTables', params: unknown[]) => {
+      const statement = STATEMENTS[name];
+      return this.client.execute(statement.cql, params, {
+        ...requestOptions(statement, false, this.requestTimeoutMs),
+        host,
+        retry: NEVER_RETRY, // a retry would go to another node and answer for that one
+      });
+    };
+    const base = {
+      host: host.address,
+      dc: host.datacenter,
+      version: typeof host.cassandraVersion === 'string' ? host.cassandraVersion : undefined,
+    };
+    try {
+      const [settings, properties, tables] = await Promise.all([
+        ask('nodeSettings', []).then(nameValues),
+        ask('nodeProperties', []).then(nameValues),
+        ask('nodeTables', [this.keyspace]),
+      ]);
+      const tableSettings = new Map<string, TableSettings>();
+      for (const row of tables.rows) {
+        const table = toText(row.get('table_name'));
+        const gcGrace = row.get('gc_grace_seconds') as unknown;
+        const ttl = row.get('default_time_to_live') as unknown;
+        if (table !== undefined && typeof gcGrace === 'number' && typeof ttl === 'number') {
+          tableSettings.set(table, { gcGraceSeconds: gcGrace, defaultTtlSeconds: ttl });
+        }
+      }
+      return {
+        ...base,
+        commitlogSync: settings.get('commitlog_sync'),
+        paxosVariant: settings.get('paxos_variant'),
+        settings,
+        properties,
+        tables: tableSettings,
+      };
+    } catch (error) {
+      return {
+        ...base,
+        commitlogSync: undefined,
+        paxosVariant: undefined,
+        settings: new Map(),
+        properties: new Map(),
+        tables: new Map(),
+        error: describeDriverError(error),
+      };
+    }
+  }
+}
+
+/** `name`/`value` rows of a virtual table as a map. */
+function nameValues(result: cassandra.types.ResultSet): Map<string, string> {
+  const values = new Map<string, string>();
+  for (const row of result.rows) {
+    const name = toText(row.get('name'));
+    const value = toText(row.get('value'));
+    if (name !== undefined && value !== undefined) values.set(name, value);
+  }
+  return values;
 }
 
 /** Cassandra's answer to a statement on a table the keyspace does not have. */

@@ -27,21 +27,15 @@ const MODE_CHANGES: Readonly<Record<BufferMode, readonly BufferMode[]>> = {
 export class BlockBuffer<T extends number | bigint> {
   /** The block IDs are taken from (read directly by the allocator's fast path). */
   current: Block<T> | undefined;
-  /** The next block, claimed ahead of need; taken into use once `current` is spent. */
   preloaded: Block<T> | undefined;
   /** `current.used` at which the next block is to be claimed; Infinity: not now. */
   preloadAt = Infinity;
   private retired: Block<T>[] = [];
   private mode: BufferMode = 'serving';
-  /** Highest ID of any block accepted: every new block must lie above it. */
   private highest = -1n;
-  /**
-   * IDs taken from blocks no longer held (switched out, dropped, given back). Counted when a
-   * block leaves, so that taking an ID stays one increment inside the block.
-   */
+  /** IDs taken from blocks no longer held, counted as a block leaves: a take stays one increment. */
   private takenFromFormer = 0;
 
-  /** @param threshold share of a block used before the next one is claimed. */
   constructor(private readonly threshold: () => number) {}
 
   get serving(): boolean {
@@ -53,16 +47,12 @@ export class BlockBuffer<T extends number | bigint> {
     return this.held().reduce((sum, block) => sum + block.remaining, 0);
   }
 
-  /** The blocks held now: current and preloaded, or, once retired, the retired ones. */
   private held(): Block<T>[] {
     const held = this.mode === 'retired' ? this.retired : [this.current, this.preloaded];
     return held.filter((block): block is Block<T> => block !== undefined);
   }
 
-  /**
-   * IDs taken from every block this buffer held, spent ones included: handed out, or skipped by
-   * `abandon()`.
-   */
+  /** IDs taken from every block this buffer held: handed out, or skipped by `abandon()`. */
   get taken(): number {
     return this.held().reduce((sum, block) => sum + block.used, this.takenFromFormer);
   }
@@ -85,12 +75,12 @@ export class BlockBuffer<T extends number | bigint> {
     return true;
   }
 
-  /** The highest ID accepted so far (-1 before the first block). */
+  /** -1 before the first block. */
   get highestAccepted(): bigint {
     return this.highest;
   }
 
-  /** The preloaded block becomes the current one; undefined when none is preloaded. */
+  /** The preloaded block becomes the current one; undefined when none is. */
   switchToPreloaded(): Block<T> | undefined {
     const next = this.preloaded;
     if (next === undefined || this.mode !== 'serving') return undefined;
@@ -105,7 +95,6 @@ export class BlockBuffer<T extends number | bigint> {
     return next;
   }
 
-  /** How many IDs of `block` are used when the next block is claimed: `threshold` of it. */
   preloadPoint(block: Block<T>): number {
     return Math.max(1, Math.ceil(this.threshold() * block.size));
   }
@@ -144,7 +133,6 @@ export class BlockBuffer<T extends number | bigint> {
     return held;
   }
 
-  /** Forgets everything after the give-back. */
   clear(): void {
     this.takenFromFormer = this.taken;
     this.current = undefined;

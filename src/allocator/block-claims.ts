@@ -31,9 +31,7 @@ export interface ClaimHost {
   readonly shards: Shards;
   readonly demand: Demand;
   readonly lifecycle: Lifecycle;
-  /** Whether the handle wants its next block now (block-buffer.ts). */
   readonly wantsPreload: () => boolean;
-  /** The settings and allocator in use, loading them first. */
   readonly ensureLoaded: () => Promise<Loaded>;
   readonly refreshSettings: () => Promise<void>;
   readonly loaded: () => Loaded | undefined;
@@ -45,14 +43,12 @@ export interface ClaimHost {
 
 export class BlockClaims {
   private readonly host: ClaimHost;
-  /** Shared by every caller that needs IDs. */
   private claiming: Promise<void> | undefined;
   /** The last failed attempt's error while the claim retries; cleared on success. */
   private failure: Error | undefined;
   /** Races the claim in flight lost in a row: the cause a late caller is given. */
   private lostRaces = 0;
   private wake: (() => void) | undefined;
-  /** A DC range was installed since the current attempt began. */
   private rangeArrived = false;
 
   constructor(host: ClaimHost) {
@@ -74,7 +70,7 @@ export class BlockClaims {
     return this.claiming;
   }
 
-  /** A refill nobody awaits (a preload). */
+  /** A refill nobody awaits. */
   inBackground(): void {
     if (this.host.lifecycle.closing) return;
     this.refill().catch(ignore);

@@ -1,4 +1,4 @@
-/** What a handle asks of its next block, sized by {@link blockSizeFor} (sizing.ts). */
+/** What a handle asks of its next block. */
 
 import type { SequenceSettings } from '../store/port.js';
 import type { Clock } from './clock.js';
@@ -33,12 +33,10 @@ export class Demand {
    */
   private starvedMs = 0;
   private starvedSince: number | undefined;
-  /** How long claims took, ms, smoothed as rates are (sizing.ts); undefined before the first. */
   private claimMs: number | undefined;
 
   constructor(
     private readonly clock: Clock,
-    /** IDs the handle holds. */
     private readonly held: () => number,
   ) {}
 
@@ -72,7 +70,7 @@ export class Demand {
     this.lastBlockSize = size;
   }
 
-  /** The draw rate is sampled on a clock that stops while starved. */
+  /** Samples the draw rate, on a clock that stops while starved. */
   claimStarts(started: number): void {
     const starved =
       this.starvedMs + (this.starvedSince === undefined ? 0 : started - this.starvedSince);

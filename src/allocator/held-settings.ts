@@ -26,7 +26,6 @@ export const SETTINGS_REFRESH_MS = 10_000;
 /** take()'s answer when it cannot decide on the settings held (see {@link runRefusal}). */
 export const RE_READ_SETTINGS = Symbol('re-read the settings');
 
-/** A block as {@link HeldSettings.runRefusal} needs to see it. */
 interface NextBlock {
   readonly size: number;
   readonly rangeSize: bigint;
@@ -38,7 +37,6 @@ export interface HeldSettingsContext {
   readonly store: IdStore;
   readonly clock: Clock;
   readonly log: Logger | undefined;
-  /** Whether the handle hands out bigints (else the domain must stay within 2^53-1). */
   readonly bigint: boolean;
   /** Told before the error is thrown: the IDs held may be the new sequence's too. */
   readonly forfeit: (error: SequenceRecreatedError) => void;
@@ -52,7 +50,6 @@ export function largestBlockError(count: number, settings: SequenceSettings): In
 
 export class HeldSettings {
   private readonly context: HeldSettingsContext;
-  /** The incarnation loaded; it never changes. */
   private incarnation: string | undefined;
   private readAt = 0;
   /**
@@ -67,10 +64,7 @@ export class HeldSettings {
     this.context = context;
   }
 
-  /**
-   * The settings to load with, found locally or at SERIAL ({@link readSettingsFound}).
-   * @throws {SequenceNotFoundError} if there are none; what {@link check} throws.
-   */
+  /** @throws {SequenceNotFoundError} if there are none; what {@link check} throws. */
   async load(): Promise<StoredSettings> {
     const { store, name, keyspace, clock } = this.context;
     const stored = await readSettingsFound(store, name);
@@ -179,7 +173,6 @@ export class HeldSettings {
     return reread ? smallRange : RE_READ_SETTINGS;
   }
 
-  /** The rules stored settings must keep before anything is allocated from them. */
   private check(settings: SequenceSettings): void {
     const { name, bigint } = this.context;
     validateStoredSettings(settings);

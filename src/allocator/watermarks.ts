@@ -11,7 +11,6 @@ import { mutated } from '../mutations.js';
 /** The marks as they stood when a read was sent: what the read must not be below. */
 export interface Floor {
   readonly version: number;
-  /** The op of the state at `version` (undefined before any state is seen). */
   readonly op: string | undefined;
   readonly reservedGrant: number;
   readonly installedGrant: number;
@@ -46,10 +45,7 @@ export class Watermarks {
   private claimGrant = 0;
   private claimedUpTo = 0n;
 
-  /**
-   * @param globalLast GLOBAL's `last_integer` before any grant: the sequence's `start - 1`.
-   * @param rows the rows' marks to share. @default marks of its own
-   */
+  /** @param rows the rows' marks to share. @default marks of its own */
   constructor(globalLast: bigint, rows?: RowMarks) {
     this.rows = rows ?? new RowMarks(globalLast);
   }
@@ -75,7 +71,6 @@ export class Watermarks {
     rows.installedGrant = Math.max(rows.installedGrant, state.installedGrant);
   }
 
-  /** Moves the grant-level marks up to what `view` shows. */
   raiseGrants(view: GrantView): void {
     this.rows.globalLast = max(this.rows.globalLast, view.globalLast);
     this.rows.latestGrant = Math.max(this.rows.latestGrant, view.latest?.number ?? 0);
@@ -101,9 +96,7 @@ export class Watermarks {
   }
 }
 
-/**
- * How a DC state read (undefined: no row) is older than `floor`, or undefined if it is not.
- */
+/** How a DC state read (undefined: no row) is older than `floor`, or undefined if it is not. */
 export function stateWentBack(floor: Floor, state: DcState | undefined): string | undefined {
   if (state === undefined) {
     return floor.version > 0

@@ -2,7 +2,6 @@
  * {@link IdGen}, the allocator (allocator/id-gen.ts) with metrics wired in as its monitor, and
  * `connect()`, which builds one over Cassandra.
  */
-import type { Logger } from './logger.js';
 import { resolveMetricsOptions, type MetricsOptions } from './metrics/options.js';
 import { ProcessMetrics } from './metrics/process-metrics.js';
 import { checkConnectionKeys, openClient } from './store/cassandra/driver-client.js';
@@ -31,17 +30,9 @@ export interface IdGenOptions extends Omit<AllocatorOptions, 'monitor'> {
 const ID_GEN_KEYS = everyKeyOf<IdGenOptions>()([...SHARED_ID_GEN_KEYS, 'metrics']);
 
 /**
- * Unique integer IDs for this process, from sequences shared by every DC. Given `metrics`, it
- * registers its Prometheus metrics (docs/metrics.md).
- *
- * @example
- * ```ts
- * const ids = await connect({ contactPoints: ['10.0.0.1'], localDataCenter: 'dc1', keyspace: 'idgen' });
- * await ids.createSequence('orders', { domain: 'int32' });
- * const orders = ids.sequence('orders');
- * const id = await orders.next();
- * await ids.close();
- * ```
+ * Unique integer IDs for this process, from sequences shared by every DC; built by
+ * {@link connect}, or over a store of your own. Given `metrics`, it registers its Prometheus
+ * metrics (docs/metrics.md).
  */
 export class IdGen extends Allocator {
   /**
@@ -61,27 +52,9 @@ function metered(metrics: MetricsOptions): (parts: IdGenMonitorParts) => IdGenMo
   return (parts) => new ProcessMetrics({ options: resolveMetricsOptions(metrics), ...parts });
 }
 
-/** Options of {@link connect}. */
-export type ConnectOptions = ConnectionOptions & {
-  /**
-   * Receives warnings about failed refills, once per failure episode. Without it the library
-   * is silent.
-   * @default undefined
-   */
-  logger?: Logger;
-  /**
-   * How long `next()`, `take()` and `ready()` wait for IDs by default while a refill is
-   * retried, in ms; each call can pass its own `timeoutMs`.
-   * @default 10000
-   */
-  callTimeoutMs?: number;
-  /**
-   * Prometheus metrics (prom-client), registered when connecting, never on import; see
-   * {@link MetricsOptions} and docs/metrics.md. Without it nothing is registered or polled.
-   * @default undefined
-   */
-  metrics?: MetricsOptions;
-};
+/** Options of {@link connect}: where to connect, and the allocator's options. */
+export type ConnectOptions = ConnectionOptions &
+  Pick<IdGenOptions, 'logger' | 'callTimeoutMs' | 'metrics'>;
 
 /** The keys {@link ConnectOptions} adds to the connection's. */
 const CONNECT_KEYS = everyKeyOf<Omit<ConnectOptions, keyof ConnectionOptions>>()([
@@ -95,8 +68,9 @@ const CONNECT_KEYS = everyKeyOf<Omit<ConnectOptions, keyof ConnectionOptions>>()
  *
  * @example
  * ```ts
- * const ids = await connect({ contactPoints: ['127.0.0.1'], localDataCenter: 'dc1', keyspace: 'idgen' });
- * const id = await ids.sequence('productID').next();
+ * const ids = await connect({ contactPoints: ['10.0.0.1'], localDataCenter: 'dc1', keyspace: 'idgen' });
+ * await ids.createSequence('orders', { domain: 'int32' });
+ * const id = await ids.sequence('orders').next();
  * await ids.close();
  * ```
  * @throws {InvalidOptionError} for missing or bad options, or an unknown `localDataCenter`; for

@@ -41,7 +41,7 @@ export function granteeName(dc: string, shard: number): string {
   return shard === 0 ? dc : `${dc}/${shard}`;
 }
 
-/** The names of every shard of `dc`, shard 0 (the DC's own name) first. */
+/** The names of every shard of `dc`, shard 0 first. */
 export function granteesOf(dc: string, shards: number): string[] {
   return Array.from({ length: shards }, (_, k) => granteeName(dc, k));
 }

@@ -3,19 +3,12 @@
 import { InvalidNameError, InvalidOptionError } from './errors.js';
 import { isValidName, type NameKind } from './names.js';
 
-/**
- * Checks a name against the rule for its kind (names.ts).
- * @throws {InvalidNameError} if the name breaks the rule.
- */
+/** @throws {InvalidNameError} if `name` breaks the rule for its kind (names.ts). */
 export function validateName(kind: NameKind, name: unknown): asserts name is string {
   if (!isValidName(kind, name)) throw new InvalidNameError(kind, name);
 }
 
-/**
- * Checks a sequence name: 1 to 48 letters, digits or `_`, starting with a letter (it becomes a
- * Cassandra partition key and a CLI argument, so it stays plain).
- * @throws {InvalidNameError} if the name breaks the rule.
- */
+/** @throws {InvalidNameError} if `name` breaks the rule for sequence names. */
 export function validateSequenceName(name: unknown): asserts name is string {
   validateName('sequence', name);
 }
@@ -42,8 +35,8 @@ export function checkBooleanOption(option: string, value: unknown): void {
 }
 
 /**
- * Refuses a `signal` that is neither absent nor AbortSignal-like (polyfills pass): `true` would
- * fail later, in a timer callback nobody catches.
+ * Refuses a `signal` that is not AbortSignal-like (polyfills pass): `true` would fail later, in a
+ * timer callback nobody catches.
  * @throws {InvalidOptionError} naming `option`.
  */
 export function checkAbortSignal(option: string, value: unknown): void {

@@ -61,10 +61,7 @@ export interface InitSchemaResult {
   readonly replicationDiffers: readonly string[];
   /** The tables of schema.cql, each created unless it existed. */
   readonly tables: readonly string[];
-  /**
-   * The preflight made before anything was created (`safe`, or `incomplete` when some DC or node
-   * could not be read); undefined with `allowUnsafeCluster`.
-   */
+  /** The preflight made before anything was created; undefined with `allowUnsafeCluster`. */
   readonly preflight: PreflightReport | undefined;
 }
 
@@ -85,7 +82,6 @@ const SCHEMA_AGREEMENT_POLL_MS = 500;
  *   keyspace: 'idgen',
  *   replication: { dc1: 3, dc2: 3, dc3: 3 },
  * });
- * @returns whether the keyspace was created, its replication and the tables.
  * @throws {@link InvalidNameError} for a bad keyspace name.
  * @throws {@link InvalidOptionError} for a bad replication map (nothing is created) or bad
  *   connection options.
@@ -141,14 +137,13 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
         `a keyspace with NetworkTopologyStrategy; this one exists with ${existing.strategy ?? 'another strategy'}: change it ("ALTER KEYSPACE ${keyspace} WITH replication = {'class': 'NetworkTopologyStrategy', ...}", then a full repair) or name another keyspace`,
       );
     }
-    const differs =
-      existing === undefined
-        ? []
-        : replicationDifferences(replication, replicationOf(existing.strategyOptions));
+    const current =
+      existing === undefined ? { ...replication } : replicationOf(existing.strategyOptions);
+    const differs = existing === undefined ? [] : replicationDifferences(replication, current);
     if (existing !== undefined) {
-      const current = JSON.stringify(existing.strategyOptions ?? {});
+      const raw = JSON.stringify(existing.strategyOptions ?? {});
       logger?.info(
-        { strategy: existing.strategy, replication: current },
+        { strategy: existing.strategy, replication: raw },
         'keyspace exists; replication left unchanged',
       );
       if (differs.length > 0) {
@@ -156,24 +151,22 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
       }
     }
 
+    const run = (statement: string) => ddl(client, statement, options.requestTimeoutMs);
     const factors = Object.entries(replication)
       .map(([dc, factor]) => `'${dc}': ${factor}`)
       .join(', ');
-    await ddl(
-      client,
+    await run(
       `CREATE KEYSPACE IF NOT EXISTS "${keyspace}" WITH replication = {'class': 'NetworkTopologyStrategy', ${factors}}`,
-      options.requestTimeoutMs,
     );
-    for (const statement of statements) await ddl(client, statement, options.requestTimeoutMs);
-    // Add columns an existing table lacks (idempotent).
+    for (const statement of statements) await run(statement);
+    // Then add the columns an existing table lacks.
     await waitForSchemaAgreement(client);
     let added = 0;
     for (const statement of statements) {
-      const table = tableOf(statement);
-      const metadata = await client.metadata.getTable(keyspace, table);
-      const existing = new Set((metadata?.columns ?? []).map((column) => column.name));
-      for (const alter of missingColumns(statement, keyspace, existing)) {
-        await ddl(client, alter, options.requestTimeoutMs);
+      const metadata = await client.metadata.getTable(keyspace, tableOf(statement));
+      const columns = new Set((metadata?.columns ?? []).map((column) => column.name));
+      for (const alter of missingColumns(statement, keyspace, columns)) {
+        await run(alter);
         added++;
       }
     }
@@ -185,8 +178,7 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
     return {
       keyspace,
       keyspaceCreated: existing === undefined,
-      replication:
-        existing === undefined ? { ...replication } : replicationOf(existing.strategyOptions),
+      replication: current,
       replicationDiffers: differs,
       tables: statements.map(tableOf),
       preflight: report,
@@ -216,11 +208,7 @@ function validateReplication(value: unknown): Readonly<Record<string, number>> {
   return value as Readonly<Record<string, number>>;
 }
 
-/** `{ dc1: '3', … }` from the driver's keyspace metadata as numbers; other entries dropped. */
-/**
- * Per DC, where the replication asked and the keyspace's differ: `dc2 none (asked 3)`, `dc1 3
- * (asked 1)`, `dc4 3 (asked none)`; sorted by DC. Pure.
- */
+/** Per DC, sorted, where the replication asked and the keyspace's differ: `dc2 none (asked 3)`. */
 export function replicationDifferences(
   asked: Readonly<Record<string, number>>,
   existing: Readonly<Record<string, number>>,
@@ -231,6 +219,7 @@ export function replicationDifferences(
     .map((dc) => `${dc} ${existing[dc] ?? 'none'} (asked ${asked[dc] ?? 'none'})`);
 }
 
+/** `{ dc1: '3', … }` from the driver's keyspace metadata as numbers; other entries dropped. */
 function replicationOf(
   strategyOptions: Record<string, string> | undefined,
 ): Record<string, number> {
@@ -241,10 +230,7 @@ function replicationOf(
   return factors;
 }
 
-/**
- * schema.cql at the package root, one level above `src/` or two above `dist/src/`; never
- * searched for in the user's directories.
- */
+/** schema.cql at the package root: one level above `src/`, or two above `dist/src/`. */
 export function schemaFile(): string {
   for (const relative of ['../schema.cql', '../../schema.cql']) {
     const candidate = fileURLToPath(new URL(relative, import.meta.url));
@@ -291,30 +277,15 @@ export function missingColumns(
   keyspace: string,
   existing: ReadonlySet<string>,
 ): string[] {
-  const table = tableOf(statement);
-  // The column definitions: the top-level, comma-separated parts of the first parentheses.
-  const definitions: string[] = [];
-  let depth = 0;
-  let part = '';
-  for (const char of statement.slice(statement.indexOf('('))) {
-    if (char === '(' && depth++ === 0) continue;
-    if (char === ')' && --depth === 0) break;
-    if (char === ',' && depth === 1) {
-      definitions.push(part);
-      part = '';
-    } else {
-      part += char;
-    }
-  }
-  definitions.push(part);
+  // schema.cql lists each table's columns, then its PRIMARY KEY clause.
+  const columns = statement.slice(statement.indexOf('(') + 1, statement.search(/PRIMARY KEY/i));
   const alters: string[] = [];
-  for (const definition of definitions) {
+  for (const definition of columns.split(',')) {
     const match = /^\s*([a-z_][a-z0-9_]*)\s+([a-z]+)(\s+static)?\s*$/i.exec(definition);
-    if (match === null) continue; // PRIMARY KEY (...) and its parts
+    if (match === null || existing.has(match[1]!)) continue;
     const [, column, type, isStatic] = match;
-    if (existing.has(column!)) continue;
     alters.push(
-      `ALTER TABLE "${keyspace}".${table} ADD ${column} ${type}${isStatic === undefined ? '' : ' static'}`,
+      `ALTER TABLE "${keyspace}".${tableOf(statement)} ADD ${column} ${type}${isStatic === undefined ? '' : ' static'}`,
     );
   }
   return alters;
@@ -366,7 +337,7 @@ export async function waitForSchemaAgreement(client: cassandra.Client): Promise<
 }
 
 /** Which node holds which schema version, e.g. "127.0.0.1 and 7 others at 33fe3230, …". */
-export async function schemaVersions(client: cassandra.Client): Promise<string> {
+async function schemaVersions(client: cassandra.Client): Promise<string> {
   const local = await client.execute('SELECT rpc_address, schema_version FROM system.local');
   const peers = await client.execute('SELECT peer, schema_version FROM system.peers');
   const nodes = [

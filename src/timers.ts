@@ -7,10 +7,7 @@
 /** The longest delay one Node timer holds. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/**
- * Runs `fn` after `ms` milliseconds unless cancelled; returns the cancel function. `ref: false`
- * (the default) lets the process exit while the timer is pending.
- */
+/** Runs `fn` after `ms` ms unless cancelled; with `ref: false` the process may exit before. */
 export function after(ms: number, fn: () => void, { ref = false } = {}): () => void {
   let timer: NodeJS.Timeout | undefined;
   const arm = (left: number) => {

@@ -4,7 +4,7 @@
  * (`?format=string`, `Accept: application/json; ids=string`).
  */
 
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 import { authenticate } from './auth.js';
 import { ID_ROUTES, idsQuery, RANGES_QUERY, SEQUENCE_PARAMS, type IdFormat } from './openapi.js';
@@ -12,10 +12,10 @@ import type { ServeSettings } from './options.js';
 import { decimalCount } from './request-refusals.js';
 import type { RequestCall, ServedSequences } from './served-sequences.js';
 
-/** The query of the ID endpoints once the schema has validated it (defaults filled in). */
-interface IdQuery {
-  readonly count: number;
-  readonly format: IdFormat;
+/** A request to an ID endpoint once the schemas validated it (defaults filled in). */
+interface IdRequest {
+  Params: { readonly name: string };
+  Querystring: { readonly count: number; readonly format: IdFormat };
 }
 
 /** Registers the ID endpoints on `app`, behind the bearer token if `settings` has one. */
@@ -26,37 +26,26 @@ export function registerIdRoutes(
 ): void {
   const hooks = { onRequest: authenticate(settings.token), preValidation: decimalCount(settings) };
 
-  app.post<{ Params: { name: string }; Querystring: IdQuery }>(
+  app.post<IdRequest>(
     ID_ROUTES.ids,
     { schema: { params: SEQUENCE_PARAMS, querystring: idsQuery(settings) }, ...hooks },
     async (request, reply) => {
       const { name } = request.params;
-      const strings = wantsStrings(request.query.format, request.headers.accept);
-      const drawn = await served.draw(
-        name,
-        request.query.count,
-        requestCall(reply, settings.timeoutMs),
-      );
-      return {
-        sequence: name,
-        ids: drawn.wide || strings ? drawn.ids.map(String) : drawn.ids,
-      };
+      const call = requestCall(reply, settings.timeoutMs);
+      const { wide, ids } = await served.draw(name, request.query.count, call);
+      return { sequence: name, ids: ids.map(idWriter(wide, request)) };
     },
   );
 
-  app.post<{ Params: { name: string }; Querystring: IdQuery }>(
+  app.post<IdRequest>(
     ID_ROUTES.ranges,
     { schema: { params: SEQUENCE_PARAMS, querystring: RANGES_QUERY }, ...hooks },
     async (request, reply) => {
       const { name } = request.params;
       const { count } = request.query;
-      const strings = wantsStrings(request.query.format, request.headers.accept);
-      const { wide, range } = await served.take(
-        name,
-        count,
-        requestCall(reply, settings.timeoutMs),
-      );
-      const id = (value: number | bigint) => (wide || strings ? String(value) : value);
+      const call = requestCall(reply, settings.timeoutMs);
+      const { wide, range } = await served.take(name, count, call);
+      const id = idWriter(wide, request);
       return { sequence: name, first: id(range.first), last: id(range.last), count };
     },
   );
@@ -68,16 +57,12 @@ export function registerIdRoutes(
  */
 function requestCall(reply: FastifyReply, timeoutMs: number): RequestCall {
   const controller = new AbortController();
-  // A caller that hangs up stops waiting for IDs nobody would read, and gets none of the IDs
-  // held. The listener comes only with the handler: a caller that hung up earlier (during
-  // authentication, validation or a busy event loop) closed the response already, and its
-  // 'close' event is past.
+  // A caller that hangs up stops waiting for IDs nobody would read. One that hung up before the
+  // handler ran has its response destroyed already, its 'close' event past.
   const hungUp = () => controller.abort(new Error('the client closed the connection'));
-  // The response's 'close' comes once it is written in full ('finish' first) or its connection
-  // closed before: IDs drawn for a response that was not written reached nobody, and are
-  // counted as undelivered, not issued (Sequence.nextIds). Written in full means handed to the
-  // kernel: what happens to the bytes after that, no server can tell. 'finish' as well as
-  // writableFinished, since inject()'s responses have no socket and only emit the event.
+  // 'close' comes once the response is written in full (handed to the kernel; 'finish' first) or
+  // its connection closed before: IDs of a response not written count as undelivered, not issued.
+  // 'finish' as well as writableFinished: inject()'s responses have no socket, only the event.
   let delivered: Promise<boolean>;
   if (reply.raw.destroyed) {
     hungUp();
@@ -102,13 +87,18 @@ function requestCall(reply: FastifyReply, timeoutMs: number): RequestCall {
 }
 
 /**
- * Whether IDs go out as strings: on request (`format=string`, or the media type parameter
- * `ids=string` of `application/json` in `Accept`).
+ * How IDs of `request` are written: strings for a wide sequence and on request (`format=string`,
+ * or the media type parameter `ids=string` of `application/json` in `Accept`), else numbers.
  */
-function wantsStrings(format: IdFormat, accept: string | undefined): boolean {
-  if (format === 'string') return true;
-  return (
-    accept !== undefined &&
-    /(?:^|,)\s*application\/json\s*;[^,]*\bids\s*=\s*"?string"?/i.test(accept)
-  );
+function idWriter(
+  wide: boolean,
+  request: FastifyRequest<IdRequest>,
+): (id: number | bigint) => number | bigint | string {
+  const strings =
+    wide ||
+    request.query.format === 'string' ||
+    /(?:^|,)\s*application\/json\s*;[^,]*\bids\s*=\s*"?string"?/i.test(
+      request.headers.accept ?? '',
+    );
+  return (id) => (strings ? String(id) : id);
 }

@@ -17,19 +17,11 @@ export interface ApiLimits {
 export type Json =
   string | number | boolean | null | readonly Json[] | { readonly [key: string]: Json };
 
-/** One operation of the document, as far as tests and the routes read it. */
-export interface OpenApiOperation {
-  readonly operationId: string;
-  readonly [key: string]: Json;
-}
+type JsonObject = { readonly [key: string]: Json };
 
 /** The OpenAPI document of the service. */
-export interface OpenApiDocument {
-  readonly openapi: string;
-  readonly info: { readonly [key: string]: Json };
-  readonly paths: { readonly [path: string]: { readonly [method: string]: OpenApiOperation } };
-  readonly components: { readonly [key: string]: Json };
-  readonly [key: string]: Json;
+export interface OpenApiDocument extends JsonObject {
+  readonly paths: { readonly [path: string]: { readonly [method: string]: JsonObject } };
 }
 
 /** The values of `format`: how the ID endpoints write IDs. */
@@ -84,6 +76,18 @@ export function idsQuery(limits: ApiLimits) {
   } as const;
 }
 
+/** The query of `GET /readyz`. */
+export const READYZ_QUERY = {
+  type: 'object',
+  properties: {
+    sequence: {
+      type: 'string',
+      minLength: 1,
+      description: 'Check this one sequence only: 200 while this process holds IDs of it.',
+    },
+  },
+} as const;
+
 /** The query of `POST /v1/sequences/{name}/ranges`. */
 export const RANGES_QUERY = {
   type: 'object',
@@ -127,6 +131,14 @@ const ID_ENDPOINT_ERRORS: readonly ServeErrorCode[] = [
   'IDGEN_INTERNAL',
 ];
 
+/** A response of `description` whose JSON body is the component schema `schema`. */
+function jsonResponse(description: string, schema: string): Json {
+  return {
+    description,
+    content: { 'application/json': { schema: { $ref: `#/components/schemas/${schema}` } } },
+  };
+}
+
 /**
  * The error responses of the ID endpoints, one per status, each listing its codes; a status
  * whose codes tell the caller to retry documents `Retry-After`.
@@ -140,47 +152,49 @@ function errorResponses(): { [status: string]: Json } {
   const responses: { [status: string]: Json } = {};
   for (const [status, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
     const retry = codes.some((code) => HTTP_ANSWERS[code].retryAfterSeconds !== undefined);
-    responses[String(status)] = {
-      description: `Codes: ${codes.join(', ')}.${retry ? ' Retry after the seconds of Retry-After.' : ''}${status === 401 ? ' Sent with WWW-Authenticate: Bearer.' : ''}`,
-      ...(retry ? { headers: { 'Retry-After': { $ref: '#/components/headers/RetryAfter' } } } : {}),
-      content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
-    };
+    const response = jsonResponse(
+      `Codes: ${codes.join(', ')}.${retry ? ' Retry after the seconds of Retry-After.' : ''}${status === 401 ? ' Sent with WWW-Authenticate: Bearer.' : ''}`,
+      'Error',
+    ) as JsonObject;
+    responses[String(status)] = retry
+      ? { ...response, headers: { 'Retry-After': { $ref: '#/components/headers/RetryAfter' } } }
+      : response;
   }
   return responses;
 }
 
-const ID_ENDPOINT_SECURITY: Json = [{ bearerAuth: [] }, {}];
+/** An object schema a route validates with, as fastify takes it. */
+interface ObjectSchema {
+  readonly properties: { readonly [name: string]: Json };
+  readonly required?: readonly string[];
+}
+
+/** The document's parameters `in` the path or query, from the schema the route validates. */
+function parametersOf(where: 'path' | 'query', schema: ObjectSchema): Json[] {
+  const required = new Set<string>(schema.required ?? []);
+  return Object.entries(schema.properties).map(([name, property]) => ({
+    name,
+    in: where,
+    required: required.has(name),
+    schema: property,
+  }));
+}
 
 function idOperation(
   operationId: string,
   summary: string,
   description: string,
-  query: {
-    readonly properties: { readonly [name: string]: Json };
-    readonly required?: readonly string[];
-  },
+  query: ObjectSchema,
   okSchema: string,
-): OpenApiOperation {
-  const required = new Set<string>(query.required ?? []);
+): JsonObject {
   return {
     operationId,
     summary,
     description,
-    security: ID_ENDPOINT_SECURITY,
-    parameters: [
-      { name: 'name', in: 'path', required: true, schema: NAME_SCHEMA },
-      ...Object.entries(query.properties).map(([name, schema]) => ({
-        name,
-        in: 'query',
-        required: required.has(name),
-        schema,
-      })),
-    ],
+    security: [{ bearerAuth: [] }, {}],
+    parameters: [...parametersOf('path', SEQUENCE_PARAMS), ...parametersOf('query', query)],
     responses: {
-      '200': {
-        description: 'The IDs, handed out to this caller only.',
-        content: { 'application/json': { schema: { $ref: `#/components/schemas/${okSchema}` } } },
-      },
+      '200': jsonResponse('The IDs, handed out to this caller only.', okSchema),
       ...errorResponses(),
     },
   };
@@ -229,12 +243,7 @@ export function openApiDocument(limits: ApiLimits): OpenApiDocument {
           operationId: 'health',
           summary: 'Liveness',
           description: 'Answers 200 while the process runs; asks nothing of Cassandra.',
-          responses: {
-            '200': {
-              description: 'The process runs.',
-              content: { 'application/json': { schema: { $ref: '#/components/schemas/Health' } } },
-            },
-          },
+          responses: { '200': jsonResponse('The process runs.', 'Health') },
         },
       },
       '/readyz': {
@@ -243,29 +252,13 @@ export function openApiDocument(limits: ApiLimits): OpenApiDocument {
           summary: 'Readiness',
           description:
             'Whether this process can hand out IDs from what its DC holds: Cassandra answers in the local DC, and each sequence served (the allowlist, or every sequence of the keyspace) is loaded and this process holds IDs of it (claiming a block if it holds none). A partition between DCs alone does not make it not ready. status is ready when every sequence served holds IDs, degraded (still 200) when only some do, not_ready (503) when none does or the sequences cannot be listed. With ?sequence=NAME only that sequence is checked.',
-          parameters: [
-            {
-              name: 'sequence',
-              in: 'query',
-              required: false,
-              description: 'Check this one sequence only: 200 while this process holds IDs of it.',
-              schema: { type: 'string' },
-            },
-          ],
+          parameters: parametersOf('query', READYZ_QUERY),
           responses: {
-            '200': {
-              description: 'Ready, or degraded: some sequences served hold IDs.',
-              content: {
-                'application/json': { schema: { $ref: '#/components/schemas/Readiness' } },
-              },
-            },
-            '503': {
-              description:
-                'Not ready: no sequence asked about holds IDs; the body says why, per sequence.',
-              content: {
-                'application/json': { schema: { $ref: '#/components/schemas/Readiness' } },
-              },
-            },
+            '200': jsonResponse('Ready, or degraded: some sequences served hold IDs.', 'Readiness'),
+            '503': jsonResponse(
+              'Not ready: no sequence asked about holds IDs; the body says why, per sequence.',
+              'Readiness',
+            ),
           },
         },
       },
@@ -279,10 +272,10 @@ export function openApiDocument(limits: ApiLimits): OpenApiDocument {
               description: 'The Prometheus text exposition format.',
               content: { 'text/plain': { schema: { type: 'string' } } },
             },
-            '404': {
-              description: 'Code IDGEN_NOT_FOUND: the service has no metrics registry.',
-              content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
-            },
+            '404': jsonResponse(
+              'Code IDGEN_NOT_FOUND: the service has no metrics registry.',
+              'Error',
+            ),
           },
         },
       },

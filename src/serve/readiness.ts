@@ -9,6 +9,7 @@ import type { IdGen } from '../allocator/id-gen.js';
 import { StoreUnavailableError } from '../errors.js';
 import { settleWithin, TIMED_OUT } from '../timers.js';
 import { httpErrorOf, type ServeErrorBody } from './http-errors.js';
+import { READYZ_QUERY } from './openapi.js';
 import type { ServedSequences } from './served-sequences.js';
 
 /** One entry of `/readyz`'s `sequences`. */
@@ -28,11 +29,6 @@ interface Readiness {
   readonly code?: string;
   readonly message?: string;
 }
-
-const READYZ_QUERY = {
-  type: 'object',
-  properties: { sequence: { type: 'string', minLength: 1 } },
-} as const;
 
 /** Registers `/healthz` and `/readyz` on `app`; `/readyz` waits `readyTimeoutMs` per check. */
 export function registerHealthRoutes(

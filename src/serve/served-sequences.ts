@@ -25,21 +25,13 @@ export interface RequestCall {
 }
 
 /**
- * IDs of one request. `wide` says the sequence's domain reaches beyond 2^53-1: its IDs are
- * bigints, and the service writes them as strings whatever their size.
+ * A sequence served, and whether its domain reaches beyond 2^53-1: then its IDs are bigints, and
+ * the service writes them as strings whatever their size.
  */
-export type Drawn =
-  | { readonly wide: false; readonly ids: readonly number[] }
-  | { readonly wide: true; readonly ids: readonly bigint[] };
-
-/** A contiguous run of one request; `wide` as in {@link Drawn}. */
-export type DrawnRange =
-  | { readonly wide: false; readonly range: IdRange<number> }
-  | { readonly wide: true; readonly range: IdRange<bigint> };
-
-type Handle =
-  | { readonly wide: false; readonly sequence: Sequence<number> }
-  | { readonly wide: true; readonly sequence: Sequence<bigint> };
+interface Handle {
+  readonly wide: boolean;
+  readonly sequence: Sequence<number> | Sequence<bigint>;
+}
 
 export class ServedSequences {
   readonly #ids: IdGen;
@@ -76,15 +68,18 @@ export class ServedSequences {
    * @throws everything {@link Sequence.next} throws, {@link DeadlineError} with the request's own
    * timeout, and the refusals of {@link ServedSequences.handle}.
    */
-  async draw(name: string, count: number, call: RequestCall): Promise<Drawn> {
-    const handle = await this.handle(name);
+  async draw(
+    name: string,
+    count: number,
+    call: RequestCall,
+  ): Promise<{ readonly wide: boolean; readonly ids: readonly (number | bigint)[] }> {
+    const { wide, sequence } = await this.handle(name);
     // nextIds() looks at the signal before each ID, the first included.
     const options = { signal: call.signal, timeoutMs: remaining(call) };
-    return withRequestTimeout(name, call, async () =>
-      handle.wide
-        ? { wide: true, ids: await handle.sequence.nextIds(count, options, call.delivered) }
-        : { wide: false, ids: await handle.sequence.nextIds(count, options, call.delivered) },
+    const ids = await withRequestTimeout<readonly (number | bigint)[]>(name, call, () =>
+      sequence.nextIds(count, options, call.delivered),
     );
+    return { wide, ids };
   }
 
   /**
@@ -93,18 +88,18 @@ export class ServedSequences {
    * @throws everything {@link Sequence.take} throws, and the refusals of
    * {@link ServedSequences.handle}.
    */
-  async take(name: string, count: number, call: RequestCall): Promise<DrawnRange> {
-    const handle = await this.handle(name);
+  async take(
+    name: string,
+    count: number,
+    call: RequestCall,
+  ): Promise<{ readonly wide: boolean; readonly range: IdRange<number> | IdRange<bigint> }> {
+    const { wide, sequence } = await this.handle(name);
     // take() looks at the signal after each of its waits, before it takes IDs.
     const options = { signal: call.signal, timeoutMs: remaining(call) };
-    return withRequestTimeout(name, call, async () =>
-      handle.wide
-        ? { wide: true, range: await handle.sequence.takeDelivered(count, options, call.delivered) }
-        : {
-            wide: false,
-            range: await handle.sequence.takeDelivered(count, options, call.delivered),
-          },
+    const range = await withRequestTimeout<IdRange<number> | IdRange<bigint>>(name, call, () =>
+      sequence.takeDelivered(count, options, call.delivered),
     );
+    return { wide, range };
   }
 
   /**
@@ -133,9 +128,7 @@ export class ServedSequences {
       );
     }
     const wide = await this.#isWide(name);
-    return wide
-      ? { wide: true, sequence: this.#ids.sequence(name, { bigint: true }) }
-      : { wide: false, sequence: this.#ids.sequence(name) };
+    return { wide, sequence: this.#ids.sequence(name, { bigint: wide }) };
   }
 
   #isWide(name: string): Promise<boolean> {

@@ -17,15 +17,12 @@ export interface ConnectionFlags {
   readonly keyspace: string;
   readonly username?: string | undefined;
   readonly password?: string | undefined;
-  /** TLS with the system's CAs (the file flags below turn TLS on too). */
+  /** TLS with the system's CAs; a file flag (PEM files below) turns TLS on too. */
   readonly ssl?: boolean | undefined;
-  /** PEM file of the CAs the nodes' certificates are verified against. */
   readonly sslCa?: string | undefined;
-  /** PEM file of this client's certificate (with {@link sslKey}). */
   readonly sslCert?: string | undefined;
-  /** PEM file of this client's private key (with {@link sslCert}). */
   readonly sslKey?: string | undefined;
-  /** Milliseconds one request may take (the library checks its bounds). */
+  /** Milliseconds; the library checks the bounds. */
   readonly requestTimeout?: number | undefined;
 }
 
@@ -91,7 +88,6 @@ export class MissingOptionsError extends IdGenError {
   }
 }
 
-/** Reads a file (tests pass their own). */
 export type ReadFile = (path: string) => Buffer;
 
 /**
@@ -129,10 +125,7 @@ export function connectionOptions(
   };
 }
 
-/**
- * TLS options for `tls.connect()`, or undefined for plain TCP; certificates are verified, which
- * the driver would not do by default.
- */
+/** TLS options for `tls.connect()`, or undefined for plain TCP; certificates are verified. */
 function tlsOptions(flags: ConnectionFlags, readFile: ReadFile): TlsOptions | undefined {
   const { ssl, sslCa, sslCert, sslKey } = flags;
   if (ssl !== true && sslCa === undefined && sslCert === undefined && sslKey === undefined) {

@@ -37,7 +37,7 @@ export class CliContext {
   readonly #streams: Streams;
   readonly #argv: readonly string[];
   readonly #closers: (() => Promise<void>)[] = [];
-  /** Writes to stdout not waited for where they were made (commander's --help and --version). */
+  /** Commander's writes to stdout (--help, --version), which it does not wait for. */
   readonly #pending: Promise<void>[] = [];
   #stdoutClosed = false;
   #outputFailure: OutputError | undefined;
@@ -59,10 +59,7 @@ export class CliContext {
     return this.options.json === true;
   }
 
-  /**
-   * Whether errors go out as JSON: --json, also when commander fails before it has parsed it
-   * (`idgen-cass --blok --json`).
-   */
+  /** --json for errors, also when commander fails before parsing it (`--blok --json`). */
   get jsonErrors(): boolean {
     return this.json || this.#argv.slice(2).includes('--json');
   }
@@ -72,23 +69,17 @@ export class CliContext {
     return (this.#streams.stdout as { isTTY?: boolean }).isTTY === true;
   }
 
-  /** Whether --log-level (or IDGEN_LOG_LEVEL) was given, rather than left at its default. */
+  /** Whether --log-level (or IDGEN_LOG_LEVEL) was given. */
   get logLevelGiven(): boolean {
     return this.#program.getOptionValueSource('logLevel') !== 'default';
   }
 
-  /**
-   * --verbose: errors (the error line's and the logs') with their stacks. Read from the command
-   * line too, where commander leaves it out of the options (an error before parsing ends).
-   */
+  /** --verbose, also when commander fails before parsing it: errors with their stacks. */
   get verbose(): boolean {
     return this.options.verbose === true || this.#argv.includes('--verbose');
   }
 
-  /**
-   * pino at --log-level, on the error line's stream, so the error line (written after every
-   * connection closed) is last on stderr. Stacks only with --verbose.
-   */
+  /** pino at --log-level on stderr, before the error line (written last); stacks with --verbose. */
   get logger(): Logger {
     this.#logger ??= pino(
       {
@@ -104,7 +95,6 @@ export class CliContext {
   /**
    * Connection options from the global options, TLS files read.
    * @throws {InvalidOptionError} for a missing or bad option (`IDGEN_SSL=maybe` included).
-   * @throws {OptionFileError} for a TLS file that cannot be read.
    */
   connection(): ConnectionOptions {
     const options = this.options;
@@ -114,10 +104,7 @@ export class CliContext {
     return connectionOptions({ ...options, ssl });
   }
 
-  /**
-   * An allocator over Cassandra; closed (returning unused IDs) by {@link close}.
-   * @param options what `connect()` takes besides the connection and the logger.
-   */
+  /** An allocator over Cassandra; closed (returning unused IDs) by {@link close}. */
   async idGen(options: AllocatorOptions = {}): Promise<IdGen> {
     const ids = await connect({ ...this.connection(), ...options, logger: this.logger });
     this.#closers.push(() => ids.close());
@@ -143,18 +130,12 @@ export class CliContext {
     await this.#out(`${toJson(value, indent)}\n`);
   }
 
-  /**
-   * Writes commander's output (--help, --version) to stdout, which commander does not wait for:
-   * {@link outputFailure} does.
-   */
+  /** Writes commander's output to stdout; {@link outputFailure} waits for it. */
   writeOut(text: string): void {
     this.#pending.push(this.#out(text).catch(() => undefined)); // kept in #outputFailure
   }
 
-  /**
-   * Whether stdout's reader has gone (`| head`): what is printed after that is dropped, and a
-   * `status --watch` ends.
-   */
+  /** Whether stdout's reader has gone (`| head`): later output is dropped, a watch ends. */
   get stdoutClosed(): boolean {
     return this.#stdoutClosed;
   }
@@ -167,8 +148,7 @@ export class CliContext {
 
   /**
    * Writes to stdout and waits until the stream takes it (results can be millions of IDs). A gone
-   * reader (EPIPE) ends the output, not the command, whose outcome stands; any other failure is
-   * an {@link OutputError}.
+   * reader ends the output, not the command; any other failure is an {@link OutputError}.
    */
   async #out(text: string): Promise<void> {
     if (this.#outputFailure !== undefined) throw this.#outputFailure;

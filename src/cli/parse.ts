@@ -30,10 +30,7 @@ export function parseInteger(value: string): number {
   return Number(parsed);
 }
 
-/**
- * Digits with an optional fraction, as integers are read: `Number()` alone would also take
- * `0x10` (16), `1e3` and `0b1`, which no option here is meant to read.
- */
+/** Digits with an optional fraction: `Number()` alone would also take `0x10`, `1e3` and `0b1`. */
 const DECIMAL = /^-?(\d+(\.\d*)?|\.\d+)$/;
 
 /** A decimal number (`0.5`, `.75`). */
@@ -47,9 +44,8 @@ export function parseDecimal(value: string): number {
 }
 
 /**
- * The one syntax of every time option and variable: a number and its unit, `500ms`, `10s`, `2m`,
- * `1.5h`, `1d`. A bare number is refused (is `3` seconds or milliseconds?), except `0` where an
- * option gives 0 a meaning of its own.
+ * Every time option's syntax: a number and its unit (`500ms`, `1.5h`). A bare number is refused
+ * (seconds or milliseconds?), except `0` where an option gives it a meaning.
  */
 const DURATION = /^(\d+(?:\.\d+)?|\.\d+)(ms|s|m|h|d)$/;
 
@@ -64,7 +60,7 @@ export const TIMER_MAX_MS = Math.floor(MAX_TIMER_MS / MS_PER_UNIT.d) * MS_PER_UN
 
 /** How one time option is read: its bounds and the unit its value is converted to. */
 export interface DurationRule {
-  /** The option as errors name it; errorMessage spells it as its flag (`sample`: `--sample`). */
+  /** The library's name of the option, which errors name (and the CLI spells as its flag). */
   readonly option: string;
   readonly unit: DurationUnit;
   /** The least value, in `unit`; above 0 (0 is {@link zero}'s). */
@@ -74,22 +70,26 @@ export interface DurationRule {
    * @default no bound
    */
   readonly max?: number;
-  /** What 0 (`0`, `0s`, …) means, for an option that takes it; refused when undefined. */
+  /** What 0 means, for an option that takes it; refused when undefined. */
   readonly zero?: string;
 }
 
 /**
- * `value` in `rule.unit`, rounded; bounds are checked on the rounded value.
+ * `value` in `rule.unit`, rounded; bounds are checked on the rounded value, so a duration that
+ * rounds to 0 is refused too.
  * @throws {InvalidOptionError} (option `rule.option`) for anything but a duration with its unit
  *   within the bounds, or a 0 the option takes.
  */
 export function parseDuration(value: string, rule: DurationRule): number {
   const { unit, min, max = Infinity, zero } = rule;
   const trimmed = value.trim();
-  const ms = trimmed === '0' ? 0 : millisecondsOf(trimmed);
+  const match = DURATION.exec(trimmed);
+  const ms =
+    trimmed === '0'
+      ? 0
+      : match && Number(match[1]) * MS_PER_UNIT[match[2] as keyof typeof MS_PER_UNIT];
   if (ms === 0 && zero !== undefined) return 0;
-  // A duration that rounds to 0 is refused too: 0 has a meaning of its own, or none.
-  const converted = ms === undefined ? NaN : Math.round(ms / MS_PER_UNIT[unit]);
+  const converted = ms === null ? NaN : Math.round(ms / MS_PER_UNIT[unit]);
   if (!(converted >= min && converted <= max)) {
     throw new InvalidOptionError(rule.option, value, allowedDurations(rule));
   }
@@ -99,13 +99,6 @@ export function parseDuration(value: string, rule: DurationRule): number {
 /** commander's parser of an option read by `rule`. */
 export function durationParser(rule: DurationRule): (value: string) => number {
   return (value) => parseDuration(value, rule);
-}
-
-/** A number with its unit in milliseconds; undefined for anything else. */
-function millisecondsOf(text: string): number | undefined {
-  const match = DURATION.exec(text);
-  if (match === null) return undefined;
-  return Number(match[1]) * MS_PER_UNIT[match[2] as keyof typeof MS_PER_UNIT];
 }
 
 /** What `rule` allows, in the syntax it is typed in. */
@@ -129,10 +122,7 @@ export function typedDuration(ms: number): string {
   return `${ms}ms`;
 }
 
-/**
- * `--claim-interval`: whole milliseconds from 10ms to 1h (what `claimIntervalMs` takes).
- * @throws {InvalidOptionError} (option `claimIntervalMs`) for anything else.
- */
+/** `--claim-interval`: whole milliseconds, as `claimIntervalMs` takes them. */
 export const parseClaimInterval = durationParser({
   option: 'claimIntervalMs',
   unit: 'ms',
@@ -140,11 +130,7 @@ export const parseClaimInterval = durationParser({
   max: CLAIM_INTERVAL_RANGE.max,
 });
 
-/**
- * `--autonomy`: whole seconds from 1s to 365d, or 0 for fixed DC ranges. A duration that rounds
- * to 0 s is refused: it would be stored as "no target".
- * @throws {InvalidOptionError} (option `autonomySeconds`) for anything else.
- */
+/** `--autonomy`: whole seconds, or 0 for fixed DC ranges (a value rounding to 0 s is refused). */
 export const parseAutonomy = durationParser({
   option: 'autonomySeconds',
   unit: 's',
@@ -154,8 +140,8 @@ export const parseAutonomy = durationParser({
 });
 
 /**
- * The value of a yes/no environment variable (`IDGEN_SSL=true`); commander only sees whether a
- * boolean flag's variable is set, so `IDGEN_SSL=false` would otherwise turn TLS on. Empty is no.
+ * A yes/no environment variable (`IDGEN_SSL=false`): commander only sees whether a boolean flag's
+ * variable is set. Empty is no.
  * @throws {InvalidOptionError} (option `option`) for any other value.
  */
 export function parseSwitch(value: string, option: string): boolean {
@@ -166,18 +152,14 @@ export function parseSwitch(value: string, option: string): boolean {
 }
 
 /**
- * A replication map `dc1:3,dc2:3` as `{ dc1: 3, dc2: 3 }`. Factors must be integers; their
- * range and the DC names are checked against the cluster by `initSchema`.
+ * A replication map `dc1:3,dc2:3` as `{ dc1: 3, dc2: 3 }`; the DC names are checked against the
+ * cluster by `initSchema`, the factors' range here too, so that the message shows what was typed.
  * @throws {InvalidOptionError} (option `replication`) for anything else, or a map naming no DC.
  */
 export function parseReplication(value: string): Record<string, number> {
-  // Range checked here too, so the message shows what was typed.
   const allowed = `one or more DC:factor pairs separated by commas, each DC once, each factor from 1 to ${MAX_REPLICATION_FACTOR}, e.g. dc1:3,dc2:3,dc3:3`;
   const map: Record<string, number> = {};
-  const pairs = value
-    .split(',')
-    .map((pair) => pair.trim())
-    .filter((pair) => pair !== '');
+  const pairs = parseList(value);
   if (pairs.length === 0) throw new InvalidOptionError('replication', value, allowed);
   for (const pair of pairs) {
     const match = /^([^:\s]+):(\d+)$/.exec(pair);
@@ -196,10 +178,8 @@ export function parseReplication(value: string): Record<string, number> {
 }
 
 /**
- * `--first-ranges`: DC names separated by commas (`dc1,dc2,dc3`), each trimmed. Whether each is
- * a DC name, and named once, is checked by the library (option `firstRanges`).
- * @throws {InvalidOptionError} (option `firstRanges`) for an empty entry (`dc1,,dc2`, a comma at
- *   either end) or no DC at all.
+ * `--first-ranges`: DC names separated by commas, each trimmed; the library checks the names.
+ * @throws {InvalidOptionError} (option `firstRanges`) for an empty entry (`dc1,,dc2`).
  */
 export function parseFirstRanges(value: string): string[] {
   const dcs = value.split(',').map((dc) => dc.trim());

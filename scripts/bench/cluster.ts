@@ -8,7 +8,13 @@ import os from 'node:os';
 
 import cassandra from 'cassandra-driver';
 
-import { connect, initSchema, type CreateSequenceOptions, type IdGen } from '../../src/index.js';
+import {
+  connect,
+  initSchema,
+  type ConnectOptions,
+  type CreateSequenceOptions,
+  type IdGen,
+} from '../../src/index.js';
 import * as manager from '../cluster/manager.js';
 import type { MachineInfo } from './results.js';
 import { waitForSchemaAgreement } from '../../src/schema.js';
@@ -111,6 +117,12 @@ export class BenchCluster {
     const client = this.clients.get(dc);
     if (client === undefined) throw new Error(`no DC "${dc}" (DCs: ${this.dcs.join(', ')})`);
     return client;
+  }
+
+  /** What `connect()` needs for an allocator in `dc`. */
+  connectOptions(dc: string): ConnectOptions {
+    const contactPoints = [...this.contactPoints[dc]!];
+    return { contactPoints, localDataCenter: dc, keyspace: this.keyspace };
   }
 
   async createSequence(name: string, options: CreateSequenceOptions): Promise<void> {

@@ -403,15 +403,7 @@ export class HttpPhase {
         }),
       );
       log(`http: ${targets.map((t) => `${t.dc} ${t.url}`).join(', ')} ready`);
-      for (const dc of cluster.dcs) {
-        libraries.push(
-          await connect({
-            contactPoints: [...cluster.contactPoints[dc]!],
-            localDataCenter: dc,
-            keyspace: cluster.keyspace,
-          }),
-        );
-      }
+      for (const dc of cluster.dcs) libraries.push(await connect(cluster.connectOptions(dc)));
       const library = libraries.map((ids) => ({
         dc: ids.dc,
         sequence: ids.sequence(LIBRARY_SEQUENCE),
@@ -428,14 +420,9 @@ export class HttpPhase {
           const measureService = () => loadServices(targets, plan(SERVICE_SEQUENCE), ledger);
           const measureLibrary = () => loadLibrary(library, plan(LIBRARY_SEQUENCE));
           // Odd runs measure the service first, so that drift of the machine spreads over both.
-          let run: HttpRun;
-          if (r % 2 === 1) {
-            const service = await measureService();
-            run = { service, library: await measureLibrary() };
-          } else {
-            const libraryLoad = await measureLibrary();
-            run = { service: await measureService(), library: libraryLoad };
-          }
+          const serviceFirst = r % 2 === 1 ? await measureService() : undefined;
+          const libraryLoad = await measureLibrary();
+          const run = { service: serviceFirst ?? (await measureService()), library: libraryLoad };
           entry.runs.push(run);
           log(
             `http run ${r + 1}/${settings.runs} count=${entry.count}: service ${formatRate(totalRate(run.service))} requests, ` +

@@ -50,11 +50,7 @@ export function combineDraws(draws: readonly WorkerDraw[]): DrawRun {
 async function coldStart(cluster: BenchCluster, sequence: string): Promise<ColdStartSample[]> {
   const samples: ColdStartSample[] = [];
   for (const dc of cluster.dcs) {
-    const options = {
-      contactPoints: [...cluster.contactPoints[dc]!],
-      localDataCenter: dc,
-      keyspace: cluster.keyspace,
-    };
+    const options = cluster.connectOptions(dc);
     const t0 = hrNow();
     const first = await connect(options);
     const t1 = hrNow();

@@ -42,7 +42,6 @@ export interface ScaleCommand {
 
 export type WorkerCommand = DrawCommand | BurstCommand | ScaleCommand | { readonly type: 'exit' };
 
-/** What one process measured in its window. */
 export interface WorkerDraw {
   readonly ids: number;
   readonly seconds: number;
@@ -52,11 +51,9 @@ export interface WorkerDraw {
   readonly rssMiB: number;
   /** `next()` calls of the measured window that threw; the process waited 100 ms and went on. */
   readonly failures: number;
-  /** The same during the warm-up. */
   readonly warmupFailures: number;
   /** IDs not above the one before (must be 0: IDs of one handle strictly increase). */
   readonly notIncreasing: number;
-  /** The distinct messages of the calls that threw, at most a few. */
   readonly failureMessages: readonly string[];
 }
 
@@ -66,7 +63,6 @@ export interface WorkerDraw {
  */
 export const LOOP_DELAY_RESOLUTION_MS = 10;
 
-/** Percentiles of an event loop's delay, ms. */
 export interface LoopDelay {
   readonly p50Ms: number;
   readonly p99Ms: number;
@@ -77,13 +73,9 @@ export interface LoopDelay {
 export interface WorkerScaleDraw {
   readonly instances: number;
   readonly ids: number;
-  /** Sum over instances of IDs ÷ that instance's window. */
   readonly idsPerSecond: number;
-  /** Sum over instances of their windows, seconds. */
   readonly instanceSeconds: number;
-  /** Drawn plus the change in IDs held, summed over instances. */
   readonly claimedIds: number;
-  /** Each instance's last block size at the window's end, where `stats()` reports it. */
   readonly lastBlockSizes: readonly number[];
   readonly histogram: SerializedHistogram;
   readonly counts: AllocatorCounts;
@@ -95,16 +87,11 @@ export interface WorkerScaleDraw {
   readonly dcState: DcStateTimings;
   /** CPU seconds (user + system) this process used from the first window's opening to the end. */
   readonly cpuSeconds: number;
-  /**
-   * How late the process's event loop ran in the measured window (`monitorEventLoopDelay`), ms;
-   * null if it took no sample. Absent from older builds.
-   */
+  /** How late the event loop ran in the window (`monitorEventLoopDelay`); null: no sample. */
   readonly loopDelay?: LoopDelay | null;
-  /** The latest first ID of this process's instances that drew one, ms after the start; null: none drew. */
+  /** The latest first ID of the process's instances, ms after the start; null: none drew. */
   readonly slowestFirstIdMs: number | null;
-  /** Instances that drew no ID in the whole run, warm-up included. */
   readonly withoutId: number;
-  /** Grant reads at SERIAL of the whole run, warm-up included, summed over instances. */
   readonly serialReads: number;
 }
 
@@ -140,7 +127,6 @@ export function countsBetween(before: SequenceStats, after: SequenceStats): Allo
   ) as unknown as AllocatorCounts;
 }
 
-/** Sum of several processes' counters. */
 export function addCounts(all: readonly AllocatorCounts[]): AllocatorCounts {
   return Object.fromEntries(
     COUNT_KEYS.map((key) => [key, sum(all.map((counts) => counts[key]))]),

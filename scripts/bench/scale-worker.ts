@@ -25,7 +25,6 @@ interface Instance {
   readonly timed: TimedStore;
 }
 
-/** Where the process's Cassandra is. */
 export interface ScaleTarget {
   readonly dc: string;
   readonly contactPoints: readonly string[];
@@ -147,7 +146,6 @@ export class ScaleInstances {
     };
   }
 
-  /** Closes every instance, then the shared part of their stores. Never throws. */
   async close(): Promise<void> {
     await Promise.allSettled(this.instances.map((i) => i.ids.close()));
     this.instances.length = 0;
@@ -188,9 +186,8 @@ export function firstIds(
 
 /**
  * How late the event loop ran, in ms, from a `monitorEventLoopDelay` histogram (ns), which
- * records the whole interval between its timer's runs: `resolutionMs` on an idle loop (10.0 ms
- * at the median, measured with 21 instances drawing from an in-memory store). That interval is
- * taken off, so an idle loop shows 0. Null if it recorded no sample.
+ * records the whole interval between its timer's runs, `resolutionMs` on an idle loop. That
+ * interval is taken off, so an idle loop shows 0. Null if it recorded no sample.
  */
 export function loopDelayMs(
   histogram: Pick<IntervalHistogram, 'count' | 'percentile' | 'max'>,

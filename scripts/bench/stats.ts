@@ -27,16 +27,12 @@ export interface SerializedHistogram {
  */
 export class Histogram {
   private readonly counts = new Float64Array(BUCKETS);
-  /** How many values were recorded. */
   count = 0;
-  /** Exact smallest value recorded (Infinity when empty). */
+  /** Exact extremes (Infinity and 0 when empty). */
   min = Infinity;
-  /** Exact largest value recorded (0 when empty). */
   max = 0;
-  /** Sum of the values recorded, for the mean. */
   sum = 0;
 
-  /** Records one value; negatives count as 0 and fractions are truncated. */
   record(value: number): void {
     const v = value > 0 ? Math.floor(value) : 0;
     this.counts[bucketOf(v)]!++;
@@ -46,7 +42,6 @@ export class Histogram {
     if (v > this.max) this.max = v;
   }
 
-  /** Adds every value of `other` to this histogram. */
   merge(other: Histogram | SerializedHistogram): void {
     const source = other instanceof Histogram ? other.toJSON() : other;
     for (const [index, count] of source.buckets) this.counts[index]! += count;
@@ -108,7 +103,6 @@ function highestInBucket(index: number): number {
   return (SUB_BUCKETS + sub + 1) * shift - 1;
 }
 
-/** Latency percentiles of one run, in nanoseconds. */
 export interface LatencySummary {
   readonly count: number;
   readonly p50: number;
@@ -134,7 +128,6 @@ export interface Figure {
   readonly median: number;
   readonly min: number;
   readonly max: number;
-  /** How many runs (samples) it summarises. */
   readonly n: number;
 }
 
@@ -148,7 +141,6 @@ export function figure(samples: readonly number[]): Figure {
   return { median, min: sorted[0]!, max: sorted[n - 1]!, n };
 }
 
-/** Latency percentiles, each a figure over the runs (nanoseconds). */
 export interface LatencyFigures {
   readonly p50: Figure;
   readonly p99: Figure;
@@ -169,7 +161,6 @@ export function latencyFigures(runs: readonly { latency: LatencySummary }[]): La
 /** `process.hrtime` now, in nanoseconds. */
 export const hrNow = (): number => Number(process.hrtime.bigint());
 
-/** Sum of `values`. */
 export function sum(values: readonly number[]): number {
   let total = 0;
   for (const v of values) total += v;

@@ -18,8 +18,8 @@ import {
 } from './format.js';
 import type { Summary } from './summary.js';
 
-/** Which side of the comparison a row measures. */
-export type HttpSide = 'service' | 'library';
+const SIDES = ['service', 'library'] as const;
+export type HttpSide = (typeof SIDES)[number];
 
 /** One row of a count's table: one side, one DC or every DC together (`dc` undefined). */
 export type HttpRow = ReturnType<typeof rows>[number];
@@ -35,7 +35,7 @@ export const LEAF_FIGURE = Object.freeze({ requestsPerSecond: 50_000, tp999Ms: 1
 const rate = (load: HttpLoad, of: 'ok' | 'ids'): number =>
   sum(load.dcs.map((d) => (d.seconds > 0 ? d[of] / d.seconds : NaN)));
 
-function rows(side: HttpSide, loads: readonly HttpLoad[], dcs: readonly string[]) {
+function rows(side: HttpSide, dcs: readonly string[], loads: readonly HttpLoad[]) {
   const perDc = dcs.map((dc) => {
     const mine = loads.flatMap((load) => load.dcs.filter((d) => d.dc === dc));
     return {
@@ -71,18 +71,13 @@ export function summarizeHttp(http: HttpResult) {
     return {
       count: entry.count,
       runs: runs.length,
-      rows: [
-        ...rows(
-          'service',
-          runs.map((r) => r.service),
+      rows: SIDES.flatMap((side) =>
+        rows(
+          side,
           dcs,
+          runs.map((r) => r[side]),
         ),
-        ...rows(
-          'library',
-          runs.map((r) => r.library),
-          dcs,
-        ),
-      ],
+      ),
       /** Service ÷ library within each run: IDs/s of every DC together, p50 and p99.9. */
       throughputRatio: ratio((l) => rate(l, 'ids')),
       p50Ratio: ratio((l) => l.latency.p50),

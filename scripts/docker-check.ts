@@ -1,16 +1,9 @@
 /**
- * `npm run docker-check`: runs every Docker path of the project on this machine's engine. Starts
- * `dockerd` if none answers (as root), builds the stand-in images (scripts/docker/images.ts) and
- * the project's Dockerfile, brings up docker-compose.yml's cluster and services and drives them,
- * brings them down, then runs the integration tests on testcontainers. Prints each command and
- * each step's time; exits 1 on any failure, after removing the containers it started.
- *
- *   npm run docker-check [-- [--smoke] [--wait-for <file>]]
- *
- * --smoke runs only the integration test files that cover what the containers change (the store
- * contract, preflight, the service, the cluster smoke test): CI's stage, about a third of the time.
- * --wait-for holds everything that starts Cassandra until the file exists (polled every 30 s),
- * for a machine whose cores another cluster is using until then.
+ * `npm run docker-check [-- [--smoke] [--wait-for <file>]]`: runs every Docker path of the
+ * project on this machine's engine. Starts `dockerd` if none answers (as root), builds the
+ * stand-in images and the project's Dockerfile, drives docker-compose.yml's cluster and services,
+ * then runs the integration tests on testcontainers (`--smoke`: only the files the containers
+ * change). Exits 1 on any failure, after removing the containers it started.
  */
 import fs from 'node:fs';
 import { Command } from 'commander';

@@ -236,29 +236,9 @@ export function healChanges(listing: string): string[][] {
 
 /** Inserts first in OUTPUT a DROP of `owner`'s packets to `destination`:`port`, tagged `target`. */
 function firstDrop(target: string, owner: string, destination: string, port: number): string[] {
-  return [
-    '-I',
-    'OUTPUT',
-    '1',
-    '-o',
-    'lo',
-    '-p',
-    'tcp',
-    '-d',
-    destination,
-    '--dport',
-    String(port),
-    '-m',
-    'owner',
-    '--uid-owner',
-    owner,
-    '-m',
-    'comment',
-    '--comment',
-    `${PARTITION_TAG}:${target}`,
-    '-j',
-    'DROP',
-  ];
+  const match = `-o lo -p tcp -d ${destination} --dport ${port} -m owner --uid-owner ${owner}`;
+  const tag = `-m comment --comment ${PARTITION_TAG}:${target}`;
+  return `-I OUTPUT 1 ${match} ${tag} -j DROP`.split(' ');
 }
 
 function splitRule(rule: string): string[] {

@@ -131,10 +131,8 @@ export class ComposeCluster {
 }
 
 /**
- * The integration tests (`files`, or all when empty) on testcontainers
- * (test/support/containers.ts), without Ryuk: there is no image for it, so the containers and
- * networks this run leaves (a setup that failed half way stops nothing) are removed afterwards by
- * their label.
+ * The integration tests (`files`, or all when empty) on testcontainers, without Ryuk (no image
+ * for it): the containers and networks the run leaves are removed afterwards by their label.
  */
 export async function testcontainersTests(files: readonly string[]): Promise<void> {
   const before = {
@@ -143,8 +141,7 @@ export async function testcontainersTests(files: readonly string[]): Promise<voi
   };
   try {
     await run('npm', ['run', 'build']);
-    // IDGEN_CASSANDRA would take precedence over the containers; the fault tests cannot run on
-    // containers, so a CI's demand for them (or for no skipped test) is lifted for this run. The
+    // The fault tests cannot run on containers: CI's demand for them is lifted for this run. The
     // host override spares testcontainers its probe of the Docker host, which pulls alpine.
     const output = await run('npx', ['vitest', 'run', '--project', 'integration', ...files], {
       env: {

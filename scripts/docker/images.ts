@@ -55,14 +55,11 @@ export async function buildBase(log: Log): Promise<ImageOutcome & { hash: string
   return { tag: BASE_IMAGE, built, hash };
 }
 
-/** Debian's bundle of the certificates the system trusts, local additions included. */
 const SYSTEM_CA_BUNDLE = '/etc/ssl/certs/ca-certificates.crt';
 
 /**
- * The certificates this machine trusts (NODE_EXTRA_CA_CERTS, else the system's bundle), trusted
- * by the stand-in's Node too: behind a proxy that re-signs TLS, `npm ci` in the project's
- * Dockerfile fails without them, and a shell or CI job may not carry the variable. Empty where
- * neither exists.
+ * The certificates this machine trusts (NODE_EXTRA_CA_CERTS, else the system's bundle), for the
+ * stand-in's Node too: behind a proxy that re-signs TLS, `npm ci` fails without them.
  */
 function extraCertificates(): string {
   const file = [process.env['NODE_EXTRA_CA_CERTS'], SYSTEM_CA_BUNDLE].find(

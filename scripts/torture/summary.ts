@@ -1,12 +1,7 @@
 /**
  * torture/CAMPAIGNS.md: every committed campaign and negative control on one page, generated from
- * their report.json files (`npm run campaigns`), so the evidence is the data and the page cannot
- * drift from it.
- *
- * Reports are read as untrusted JSON, not as report.ts's `CampaignReport`: the committed ones span
- * every version of the report, and a field an older one lacks shows as "—" instead of failing the
- * page. {@link renderCampaignsPage} is pure; {@link campaignsPage} and {@link readmeWithTotals}
- * read the files and format the markdown as the repository's prettier settings print it.
+ * their report.json files (`npm run campaigns`). Reports are read as untrusted JSON: the committed
+ * ones span every version of the report, and a field an older one lacks shows as "—".
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -216,8 +211,7 @@ function rowOf(report: CommittedReport) {
     drawn: asNumber(field(verdict, 'drawn')),
     duplicates: asNumber(field(verdict, 'duplicateCount')),
     faultsDone: asCounts(field(json, 'faultsDone')),
-    // A control that breaks the cluster, not the build (commitlog_sync periodic), has no
-    // mutation: its folder names it.
+    // A control that breaks the cluster, not the build, has no mutation: its folder names it.
     mutation: asString(field(json, 'mutation')) ?? named?.[2],
     passed: asBoolean(field(json, 'passed')),
     findings: findingsOf(json),

@@ -21,6 +21,7 @@
  *   node --import tsx scripts/torture/worker.ts '<json WorkerSpec>'
  */
 import fs from 'node:fs';
+import { createInterface } from 'node:readline';
 import { setImmediate as turn } from 'node:timers/promises';
 
 import { setMutationsForTests, type Mutation } from '../../src/mutations.js';
@@ -387,27 +388,13 @@ async function connectUntilStopped(
 }
 
 /** Resolves at the first whole line on stdin; rejects if stdin ends before one. */
-function goLine(): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let text = '';
-    const done = () => {
-      process.stdin.off('data', onData);
-      process.stdin.off('end', onEnd);
-      process.stdin.pause();
-    };
-    const onData = (chunk: Buffer) => {
-      text += chunk.toString();
-      if (!text.includes('\n')) return;
-      done();
-      resolve();
-    };
-    const onEnd = () => {
-      done();
-      reject(new Error('stdin ended before the line that lets a liveness worker connect'));
-    };
-    process.stdin.on('data', onData);
-    process.stdin.on('end', onEnd);
-  });
+async function goLine(): Promise<void> {
+  const lines = createInterface({ input: process.stdin });
+  const first = await lines[Symbol.asyncIterator]().next();
+  lines.close();
+  if (first.done === true) {
+    throw new Error('stdin ended before the line that lets a liveness worker connect');
+  }
 }
 
 main(JSON.parse(process.argv[2] ?? '{}') as WorkerSpec).then(

@@ -13,7 +13,8 @@ import {
   parseInteger,
 } from '../parse.js';
 
-interface AlterOptions {
+/** The size flags `seed` and `alter` share. */
+export interface SizeFlags {
   readonly dcRange?: bigint;
   readonly block?: number;
   readonly threshold?: number;
@@ -22,6 +23,20 @@ interface AlterOptions {
   readonly maxDcRange?: bigint;
   readonly autonomy?: number;
   readonly shards?: number;
+}
+
+/** The library's settings the size flags set (undefined: not given). */
+export function sizeSettings(flags: SizeFlags) {
+  return {
+    dcRangeSize: flags.dcRange,
+    blockSize: flags.block,
+    threshold: flags.threshold,
+    maxBlockSize: flags.maxBlockSize,
+    claimIntervalMs: flags.claimInterval,
+    maxDcRangeSize: flags.maxDcRange,
+    autonomySeconds: flags.autonomy,
+    shards: flags.shards,
+  };
 }
 
 export function alterCommand(program: Command, ctx: CliContext): void {
@@ -78,17 +93,8 @@ Example:
   threshold  0.5
   shards     2 per DC`,
     )
-    .action(async (sequence: string, options: AlterOptions, command: Command) => {
-      const changes = {
-        dcRangeSize: options.dcRange,
-        blockSize: options.block,
-        threshold: options.threshold,
-        maxBlockSize: options.maxBlockSize,
-        claimIntervalMs: options.claimInterval,
-        maxDcRangeSize: options.maxDcRange,
-        autonomySeconds: options.autonomy,
-        shards: options.shards,
-      };
+    .action(async (sequence: string, options: SizeFlags, command: Command) => {
+      const changes = sizeSettings(options);
       if (Object.values(changes).every((value) => value === undefined)) {
         command.error(
           'alter needs at least one of --dc-range, --block, --threshold, --max-block-size, --claim-interval, --max-dc-range, --autonomy, --shards',

@@ -3,6 +3,7 @@
 import { Option, type Command } from 'commander';
 
 import { CREATOR_UNKNOWN, UnsafeClusterError } from '../../errors.js';
+import { dcOfGrantee } from '../../names.js';
 import { SEQUENCE_DEFAULTS } from '../../settings/defaults.js';
 import { resolveFirstGrants } from '../../settings/first-ranges.js';
 import {
@@ -14,6 +15,7 @@ import {
 import { resolveSequenceSettings, sizeDifferences } from '../../settings/resolve.js';
 import type { FirstGrant } from '../../store/port.js';
 import type { CliContext } from '../context.js';
+import { sizeSettings, type SizeFlags } from './alter.js';
 import { ALLOW_UNSAFE_FLAG } from '../exit-codes.js';
 import { count, settingsJson, settingsLines, span } from '../format.js';
 import {
@@ -26,21 +28,12 @@ import {
   typedDuration,
 } from '../parse.js';
 import { incompleteWarning } from '../preflight-view.js';
-import { dcOfGrantee } from '../../names.js';
 
-interface SeedOptions {
+interface SeedOptions extends SizeFlags {
   readonly domain?: DomainPreset;
   readonly min?: bigint;
   readonly max?: bigint;
   readonly start?: bigint;
-  readonly dcRange?: bigint;
-  readonly block?: number;
-  readonly threshold?: number;
-  readonly maxBlockSize?: number;
-  readonly claimInterval?: number;
-  readonly maxDcRange?: bigint;
-  readonly autonomy?: number;
-  readonly shards?: number;
   /** False with `--no-first-ranges`; undefined: the default. */
   readonly firstRanges?: readonly string[] | false;
   readonly ifNotExists?: boolean;
@@ -162,14 +155,7 @@ With 4 shards per DC, and first ranges for two DCs only:
         min: options.min,
         max: options.max,
         start: options.start,
-        dcRangeSize: options.dcRange,
-        blockSize: options.block,
-        threshold: options.threshold,
-        maxBlockSize: options.maxBlockSize,
-        claimIntervalMs: options.claimInterval,
-        maxDcRangeSize: options.maxDcRange,
-        autonomySeconds: options.autonomy,
-        shards: options.shards,
+        ...sizeSettings(options),
         firstRanges: options.firstRanges === false ? [] : options.firstRanges,
       };
       // Bad input is refused before any connection.

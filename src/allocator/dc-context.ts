@@ -15,6 +15,7 @@ import type { DcState, Grant, IdStore, SequenceSettings } from '../store/port.js
 import type { CasResult } from './cas.js';
 import type { Clock } from './clock.js';
 import { dcStateViolations, otherIncarnation } from './dc-state.js';
+import type { SequenceStats } from './sequence-stats.js';
 import type { Watermarks } from './watermarks.js';
 
 /**
@@ -27,29 +28,22 @@ export const MAX_CAS_ATTEMPTS = 12;
 const BACKOFF_MIN_MS = 2;
 export const BACKOFF_MAX_MS = 100;
 
-/** What the DC level counts, since the allocator was created. */
-export interface DcCounters {
-  /** Blocks claimed from the DC (confirmed claims only). */
-  blocksClaimed: number;
-  /**
-   * DC ranges this process got granted: batches reported applied, or shown applied by a re-read.
-   * One reported rejected whose grant is found is installed but not counted (most often another
-   * process's identical batch).
-   */
-  rangesGranted: number;
-  /** Conditional writes whose condition did not hold (lost races). */
-  casRejections: number;
-  /** Conditional writes whose outcome stayed unknown until re-read. */
-  casUnknown: number;
-  /** IDs of claims that may have been applied but could not be shown to be ours (gaps). */
-  wasted: number;
-  /** Conditional writes sent (SERIAL and LOCAL_SERIAL). */
-  lwtWrites: number;
-  /** Reads of the grant level at SERIAL. */
-  serialReads: number;
-  /** Reads of the DC state at LOCAL_SERIAL. */
-  localSerialReads: number;
-}
+/** What the DC level counts, as {@link SequenceStats} names it; `wasted` is its `unknownOutcome`. */
+export type DcCounters = {
+  -readonly [
+    K in keyof Pick<
+      SequenceStats,
+      | 'blocksClaimed'
+      | 'rangesGranted'
+      | 'casRejections'
+      | 'casUnknown'
+      | 'wasted'
+      | 'lwtWrites'
+      | 'serialReads'
+      | 'localSerialReads'
+    >
+  ]: number;
+};
 
 export function newDcCounters(): DcCounters {
   return {

@@ -38,18 +38,18 @@ import { RowMarks } from './watermarks.js';
 
 /** What `connect()` gives {@link IdGen}. */
 export interface IdGenOptions {
-  /** The storage; closed by {@link IdGen.close}. */
+  /** Closed by {@link IdGen.close}. */
   readonly store: IdStore;
   /** This process's datacenter: the DC whose state its sequences claim blocks from. */
   readonly dc: string;
-  /** The keyspace holding the tables, for messages. */
+  /** For messages. */
   readonly keyspace: string;
   /**
    * Receives warnings about failed refills, once per episode, as `logger.child({ sequence })`.
    * @default undefined (silent)
    */
   readonly logger?: Logger | undefined;
-  /** @internal Timers for backoffs and retries; the simulation replaces them. @default real timers */
+  /** @internal @default real timers */
   readonly clock?: Clock | undefined;
   /**
    * How long `next()`, `take()` and `ready()` wait for IDs by default, in ms.

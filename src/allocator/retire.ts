@@ -27,7 +27,6 @@ export const MAX_RETIRE_ATTEMPTS = 5;
 /** The prefix of a retire's ops, so that status can tell a retire's write from claims. */
 const RETIRE_OP = 'retire:';
 
-/** Whether `op` is a retire's (a DC state written by retire-ranges). */
 export function isRetireOp(op: string | undefined): boolean {
   return op?.startsWith(RETIRE_OP) === true;
 }
@@ -52,9 +51,8 @@ export interface RetiredState {
   readonly grantee: string;
   /** The latest grant read at SERIAL: the range retired; undefined if the DC has none yet. */
   readonly grant: Grant | undefined;
-  /** The state as this retire first read it at LOCAL_SERIAL; undefined if there was none. */
+  /** The state as this retire first read it at LOCAL_SERIAL. */
   readonly before: DcState | undefined;
-  /** Whose write left the partition spent. */
   readonly outcome: RetireOutcome;
   readonly retired: boolean;
   /**
@@ -100,7 +98,6 @@ interface Attempt {
   readonly before: DcState | undefined;
   readonly latest: Grant;
   readonly next: DcState;
-  /** Its op found in the rows, or reported applied. */
   applied: boolean;
   /** Another op found at the version it would have taken: never applied, and never will be. */
   lost: boolean;
@@ -179,7 +176,6 @@ async function retireOne(
   throw new ContentionError(sequence, RETIRE_OPERATION, MAX_RETIRE_ATTEMPTS);
 }
 
-/** Whose write spent a partition found spent, as far as this retire's writes show. */
 function spentBy(attempts: readonly Attempt[]): RetireOutcome {
   const retiring = attempts.filter((a) => !a.seal);
   if (retiring.length === 0) return 'already-spent';
@@ -219,7 +215,6 @@ function checkGrantLevel(
     refuse(`${grantee}'s state holds IDs up to ${top}, above GLOBAL ${globalLast}`);
 }
 
-/** IDs the state held, plus the latest grant if it was not installed yet. */
 function gapOf(state: DcState | undefined, latest: Grant): bigint {
   const notInstalled = latest.number > (state?.installedGrant ?? 0);
   return remainingIn(state) + (notInstalled ? latest.max - latest.min + 1n : 0n);

@@ -38,10 +38,9 @@ export async function readSettingsFound(
   }
 }
 
-/** A read that failed, told apart from one that found nothing. */
 const UNREAD: unique symbol = Symbol('unread');
 
-/** How often an alter re-reads and retries when another alter changed the settings first. */
+/** Attempts of an alter while other alters change the settings first. */
 export const MAX_ALTER_ATTEMPTS = 5;
 
 /**
@@ -223,10 +222,8 @@ function judgeCreate(
   return sameIds ? 'unknown' : 'lost';
 }
 
-/** The error of a settings write whose outcome stayed unknown, naming the write. */
 function unknownOutcome(operation: string, result: CasResult): StoreUnavailableError {
   const failure = result.rereadError ?? result.cause;
-  // The re-read's StoreUnavailableError detail, not its message, to avoid repeating it.
   const words =
     failure instanceof StoreUnavailableError
       ? failure.detail

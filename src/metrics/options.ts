@@ -84,13 +84,9 @@ export function resolveMetricsOptions(options: unknown): ResolvedMetricsOptions 
  * installed beside the library's.
  */
 function isRegistry(value: unknown): value is Registry<RegistryContentType> {
-  const candidate = value as Partial<
-    Record<'getSingleMetric' | 'registerMetric' | 'metrics', unknown>
-  >;
+  const candidate = value as Partial<Registry<RegistryContentType>> | null;
   return (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof candidate.getSingleMetric === 'function' &&
+    typeof candidate?.getSingleMetric === 'function' &&
     typeof candidate.registerMetric === 'function' &&
     typeof candidate.metrics === 'function'
   );

@@ -39,9 +39,6 @@ const DC_GAUGES = [
   'idgen_dc_runway_seconds',
 ] as const;
 
-/** The label value of a failure that is not an {@link IdGenError}. */
-const OTHER_CODE = 'other';
-
 const POLL_FAILURES = {
   poll: {
     failed: 'reading the rows for the runway metrics failed; the gauges keep their last values',
@@ -52,11 +49,7 @@ const POLL_FAILURES = {
 export class ProcessMetrics implements AllocatorObserver, StatsSource {
   readonly #metrics: RegistryMetrics;
   readonly #handles = new Set<MeteredHandle>();
-  readonly #store: IdStore;
-  readonly #dc: string;
-  readonly #keyspace: string;
-  readonly #clock: Clock;
-  readonly #intervalMs: number;
+  readonly #parts: ProcessMetricsParts;
   readonly #failures: FailureLog<'poll'>;
   /** Each sequence's rows at the previous poll: rates are measured between two polls. */
   readonly #previous = new Map<string, SequenceSnapshot>();
@@ -73,11 +66,7 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
    */
   constructor(parts: ProcessMetricsParts) {
     this.#metrics = RegistryMetrics.of(parts.options.registry);
-    this.#store = parts.store;
-    this.#dc = parts.dc;
-    this.#keyspace = parts.keyspace;
-    this.#clock = parts.clock;
-    this.#intervalMs = parts.options.runwayIntervalMs;
+    this.#parts = parts;
     this.#failures = new FailureLog(parts.logger, POLL_FAILURES);
     this.#metrics.attach(this);
     this.#schedule();
@@ -137,27 +126,26 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
   }
 
   #schedule(): void {
-    if (this.#closed || this.#intervalMs === 0) return;
-    this.#cancelPoll = this.#clock.after(this.#intervalMs, () => {
+    const { clock, options } = this.#parts;
+    if (this.#closed || options.runwayIntervalMs === 0) return;
+    this.#cancelPoll = clock.after(options.runwayIntervalMs, () => {
       this.#cancelPoll = undefined;
       void this.#poll().finally(() => this.#schedule());
     });
   }
 
   async #readRows(): Promise<void> {
+    const { store, dc, keyspace, options } = this.#parts;
     // A probe that fails or times out is reported, never thrown; it ends before the next poll.
-    const timeoutMs = Math.min(SERIAL_PROBE_TIMEOUT_MS, this.#intervalMs);
-    const probe = await probeSerial(this.#store, this.#dc, timeoutMs);
-    this.#metrics.gauge('idgen_serial_reachable').set({ dc: this.#dc }, probe.reachable ? 1 : 0);
+    const timeoutMs = Math.min(SERIAL_PROBE_TIMEOUT_MS, options.runwayIntervalMs);
+    const probe = await probeSerial(store, dc, timeoutMs);
+    this.#metrics.gauge('idgen_serial_reachable').set({ dc }, probe.reachable ? 1 : 0);
     let failed: { readonly error: unknown; readonly sequence: string } | undefined;
     const polled = this.#polledSequences();
     this.#dropUnpolled(polled);
     for (const sequence of polled) {
       try {
-        this.#setDcGauges(
-          sequence,
-          await readSnapshot(this.#store, this.#keyspace, sequence, this.#dc),
-        );
+        this.#setDcGauges(sequence, await readSnapshot(store, keyspace, sequence, dc));
       } catch (error) {
         failed ??= { error, sequence };
       }
@@ -201,26 +189,28 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
     this.#previous.set(sequence, current);
     let gauged = this.#gauged.get(sequence);
     if (gauged === undefined) this.#gauged.set(sequence, (gauged = new Set()));
+    const left = this.#metrics.gauge('idgen_dc_ids_left');
+    const rate = this.#metrics.gauge('idgen_dc_rate_ids_per_second');
+    const runway = this.#metrics.gauge('idgen_dc_runway_seconds');
     for (const dc of status.dcs) {
       const labels = { sequence, dc: dc.dc };
       gauged.add(dc.dc);
-      this.#metrics.gauge('idgen_dc_ids_left').set(labels, Number(dc.left));
+      left.set(labels, Number(dc.left));
+      // Rows that may lag: no series rather than a stale one (the DC's own processes still report
+      // it). Rate and runway are undefined until two polls measured a rate, or while the DC holds
+      // no range: left unset.
       if (dc.rowsNotCurrent !== undefined) {
-        // Rows that may lag: no series rather than a stale one (the DC's own processes still
-        // report it).
-        this.#metrics.gauge('idgen_dc_rate_ids_per_second').remove(labels);
-        this.#metrics.gauge('idgen_dc_runway_seconds').remove(labels);
-        continue;
+        rate.remove(labels);
+        runway.remove(labels);
+      } else {
+        if (dc.rate !== undefined) rate.set(labels, dc.rate);
+        if (dc.runway !== undefined) runway.set(labels, dc.runway);
       }
-      // Undefined until two polls measured a rate, or while the DC holds no range: left unset.
-      if (dc.rate !== undefined)
-        this.#metrics.gauge('idgen_dc_rate_ids_per_second').set(labels, dc.rate);
-      if (dc.runway !== undefined)
-        this.#metrics.gauge('idgen_dc_runway_seconds').set(labels, dc.runway);
     }
   }
 }
 
 function codeOf(error: unknown): string {
-  return error instanceof IdGenError ? error.code : OTHER_CODE;
+  // The label value of a failure that is not an IdGenError.
+  return error instanceof IdGenError ? error.code : 'other';
 }

@@ -37,15 +37,19 @@ export interface HttpAnswer {
 }
 
 /**
- * The answer to each library error code (a new code must be added here to compile): 400 for
- * input the caller can fix; 404 for no such sequence; 410 for a spent domain; 503 with
- * `Retry-After` where waiting helps; 499 for a call the caller abandoned; 500 for what an
+ * The answer to every code (a new code must be added here to compile): 400 for input the caller
+ * can fix; 401 without the token; 404 for no such sequence or route; 410 for a spent domain; 503
+ * with `Retry-After` where waiting helps; 499 for a call the caller abandoned; 500 for what an
  * operator must repair and for codes no request can cause.
  */
-const ANSWERS: Readonly<Record<IdGenErrorCode, HttpAnswer>> = Object.freeze({
+export const HTTP_ANSWERS: Readonly<Record<ServeErrorCode, HttpAnswer>> = Object.freeze({
   IDGEN_INVALID_NAME: { status: 400 },
   IDGEN_INVALID_COUNT: { status: 400 },
+  IDGEN_BAD_REQUEST: { status: 400 },
+  IDGEN_UNAUTHORIZED: { status: 401 },
   IDGEN_SEQUENCE_NOT_FOUND: { status: 404 },
+  IDGEN_SEQUENCE_NOT_SERVED: { status: 404 },
+  IDGEN_NOT_FOUND: { status: 404 },
   IDGEN_SEQUENCE_EXHAUSTED: { status: 410 },
   IDGEN_SEQUENCE_EXISTS: { status: 409 },
   IDGEN_STORE_UNAVAILABLE: { status: 503, retryAfterSeconds: 1 },
@@ -61,20 +65,7 @@ const ANSWERS: Readonly<Record<IdGenErrorCode, HttpAnswer>> = Object.freeze({
   IDGEN_DOMAIN_NEEDS_BIGINT: { status: 500 },
   IDGEN_INVALID_OPTION: { status: 500 },
   IDGEN_AUTH_FAILED: { status: 500 },
-});
-
-const REFUSALS: Readonly<Record<ServeRefusalCode, HttpAnswer>> = Object.freeze({
-  IDGEN_UNAUTHORIZED: { status: 401 },
-  IDGEN_SEQUENCE_NOT_SERVED: { status: 404 },
-  IDGEN_NOT_FOUND: { status: 404 },
-  IDGEN_BAD_REQUEST: { status: 400 },
   IDGEN_INTERNAL: { status: 500 },
-});
-
-/** The answer to every code, refusals included. */
-export const HTTP_ANSWERS: Readonly<Record<ServeErrorCode, HttpAnswer>> = Object.freeze({
-  ...ANSWERS,
-  ...REFUSALS,
 });
 
 /**
@@ -100,10 +91,7 @@ export function httpErrorOf(error: unknown): HttpAnswer & { readonly body: Serve
   if (error instanceof IdGenError || error instanceof ServeRefusal) {
     return { ...HTTP_ANSWERS[error.code], body: { code: error.code, message: error.message } };
   }
-  return {
-    ...REFUSALS.IDGEN_INTERNAL,
-    body: { code: 'IDGEN_INTERNAL', message: INTERNAL_MESSAGE },
-  };
+  return { status: 500, body: { code: 'IDGEN_INTERNAL', message: INTERNAL_MESSAGE } };
 }
 
 /** Answers a failed or refused request with the JSON error body docs/service.md documents. */

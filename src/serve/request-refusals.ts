@@ -10,7 +10,7 @@ import type { ConnectionError, FastifyError, FastifyInstance, FastifyRequest } f
 
 import { InvalidNameError } from '../errors.js';
 import { NAME_RULES } from '../names.js';
-import { httpErrorOf, ServeRefusal } from './http-errors.js';
+import { ServeRefusal } from './http-errors.js';
 import { ID_ROUTES, idsQuery, RANGES_QUERY, type ApiLimits } from './openapi.js';
 
 /** The ID endpoints' `preValidation`: only decimal digits are a count (not `1e2`, `0x10`). */
@@ -122,8 +122,7 @@ export function clientError(this: FastifyInstance, error: ConnectionError, socke
     'request refused',
   );
   if (socket.writable) {
-    const { body } = httpErrorOf(new ServeRefusal('IDGEN_BAD_REQUEST', clientErrorMessage(code)));
-    const text = JSON.stringify(body);
+    const text = JSON.stringify({ code: 'IDGEN_BAD_REQUEST', message: clientErrorMessage(code) });
     socket.write(
       'HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\n' +
         `Content-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,

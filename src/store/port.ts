@@ -185,7 +185,7 @@ export interface GrantFound {
   readonly grant: Grant | undefined;
 }
 
-/** The changeable settings as they are stored; an alter is conditional on all of them. */
+/** The changeable settings, which an alter writes together. */
 export type SizeSettings = Pick<
   SequenceSettings,
   | 'dcRangeSize'

@@ -1,21 +1,14 @@
 /**
- * `npm run bench [-- --quick] [options]`: the benchmark of idgen-cass.
- *
- * 1. In-process cost of one ID (no network): idgen-cass `tryNext()`/`next()` against a plain
- *    counter, `crypto.randomUUID()`, uuid v7 and a Snowflake library, in the same run.
- * 2. On the local 3-DC cluster: a naive one-LWT-per-ID baseline; allocator processes in every
- *    DC drawing tight and paced over a block-size sweep (throughput, latency, waits, LWTs, CAS
- *    retries, memory); cold start.
- * 3. A burst of several blocks' worth of `next()` calls at once.
- * 4. Scale: N allocator instances per DC, tight and at a fixed total rate, fixed blocks against
- *    adaptive ones (`--scale-only` runs just this and the in-process phase; `--no-scale` skips it).
- * 5. HTTP service: one `idgen-cass serve` per DC under autocannon, `?count=1` and `?count=100`,
- *    beside the library in this process on the same cluster (`--http-only` runs just this and the
- *    in-process phase; `--no-http` skips it).
+ * `npm run bench [-- --quick] [options]`: the benchmark of idgen-cass, in five sections:
+ * 1. the in-process cost of one ID against other generators (no network); on the local 3-DC
+ * cluster, 2. a naive one-LWT-per-ID baseline, allocator processes in every DC over a block-size
+ * sweep, and cold start; 3. a burst; 4. scale, N allocator instances per DC, fixed blocks against
+ * adaptive ones (`--scale-only`, `--no-scale`); 5. one `idgen-cass serve` per DC under autocannon
+ * beside the library (`--http-only`, `--no-http`).
  *
  * Prints a table on stdout (progress on stderr) and writes results.json and REPORT.md into
- * `--out` (default bench/). Uses the running cluster, or starts it; works in a fresh keyspace
- * that it drops at the end. `--help` lists the options.
+ * `--out`. Uses the running cluster, or starts it; works in a fresh keyspace that it drops at
+ * the end. `--help` lists the options.
  */
 import os from 'node:os';
 

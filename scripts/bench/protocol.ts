@@ -3,6 +3,7 @@
  * the IPC channel of `child_process.fork`. Plain JSON: numbers and strings only.
  */
 import type { SequenceStats } from '../../src/index.js';
+import { COUNT_KEYS } from './results.js';
 import type { AllocatorCounts, BurstRun, DcStateTimings, DrawMode } from './results.js';
 import { sum, type SerializedHistogram } from './stats.js';
 
@@ -108,27 +109,15 @@ export type WorkerMessage =
   | { readonly type: 'scaled'; readonly result: WorkerScaleDraw }
   | { readonly type: 'failed'; readonly message: string };
 
-const COUNT_KEYS: readonly (keyof AllocatorCounts)[] = [
-  'waits',
-  'blocksClaimed',
-  'rangesGranted',
-  'lwtWrites',
-  'serialReads',
-  'localSerialReads',
-  'casRejections',
-  'casUnknown',
-  'errors',
-];
-
 /** The counters that moved between two stats snapshots of one handle. */
 export function countsBetween(before: SequenceStats, after: SequenceStats): AllocatorCounts {
   return Object.fromEntries(
     COUNT_KEYS.map((key) => [key, after[key] - before[key]]),
-  ) as unknown as AllocatorCounts;
+  ) as AllocatorCounts;
 }
 
 export function addCounts(all: readonly AllocatorCounts[]): AllocatorCounts {
   return Object.fromEntries(
     COUNT_KEYS.map((key) => [key, sum(all.map((counts) => counts[key]))]),
-  ) as unknown as AllocatorCounts;
+  ) as AllocatorCounts;
 }

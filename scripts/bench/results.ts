@@ -77,17 +77,19 @@ export interface InProcessResult {
   readonly timerPairNs: number;
 }
 
-export interface AllocatorCounts {
-  readonly waits: number;
-  readonly blocksClaimed: number;
-  readonly rangesGranted: number;
-  readonly lwtWrites: number;
-  readonly serialReads: number;
-  readonly localSerialReads: number;
-  readonly casRejections: number;
-  readonly casUnknown: number;
-  readonly errors: number;
-}
+/** The `stats()` counters of a run, summed over its processes, measured window only. */
+export const COUNT_KEYS = [
+  'waits',
+  'blocksClaimed',
+  'rangesGranted',
+  'lwtWrites',
+  'serialReads',
+  'localSerialReads',
+  'casRejections',
+  'casUnknown',
+  'errors',
+] as const;
+export type AllocatorCounts = Readonly<Record<(typeof COUNT_KEYS)[number], number>>;
 
 export interface NaiveRun {
   readonly ids: number;
@@ -191,16 +193,17 @@ export interface Timing {
 /**
  * The DC-state calls of allocator instances, timed at the store: each block claim is a
  * LOCAL_SERIAL read and a LOCAL_SERIAL conditional write; a lost race is a read, a rejected
- * write and the backoff before the next read.
+ * write and the backoff before the next read. Unknown writes: outcome not told (timeouts);
+ * backoffs: from a rejected write's answer to the same instance's next DC-state call.
  */
-export interface DcStateTimings {
-  readonly reads: Timing;
-  readonly appliedWrites: Timing;
-  readonly rejectedWrites: Timing;
-  readonly unknownWrites: Timing;
-  /** From a rejected write's answer to the same instance's next DC-state read. */
-  readonly backoffs: Timing;
-}
+export const TIMING_KEYS = [
+  'reads',
+  'appliedWrites',
+  'rejectedWrites',
+  'unknownWrites',
+  'backoffs',
+] as const;
+export type DcStateTimings = Readonly<Record<(typeof TIMING_KEYS)[number], Timing>>;
 
 /**
  * `tight`: `await next()` in a loop per instance; `rate`: a fixed total rate per DC, split

@@ -3,20 +3,13 @@
  * claim costs and what one lost race costs, as the instance's store saw them.
  */
 import type { IdStore } from '../../src/store/port.js';
-import type { DcStateTimings, Timing } from './results.js';
+import { TIMING_KEYS, type DcStateTimings, type Timing } from './results.js';
 import { hrNow, sum } from './stats.js';
 
 type Key = keyof DcStateTimings;
-const KEYS: readonly Key[] = [
-  'reads',
-  'appliedWrites',
-  'rejectedWrites',
-  'unknownWrites',
-  'backoffs',
-];
 
 const byKey = (timing: (key: Key) => Timing): DcStateTimings =>
-  Object.fromEntries(KEYS.map((key) => [key, timing(key)])) as Record<Key, Timing>;
+  Object.fromEntries(TIMING_KEYS.map((key) => [key, timing(key)])) as Record<Key, Timing>;
 
 export const emptyTimings = (): DcStateTimings => addTimings([]);
 

@@ -19,6 +19,12 @@ import { addTimings, meanNs } from '../timings.js';
 export type ScaleRow = Readonly<ReturnType<typeof summarizeRow>>;
 export type ScaleSummary = Readonly<ReturnType<typeof summarizeScale>>;
 export type LimitCause = 'partition' | 'cpu' | 'neither';
+/**
+ * Where one policy's throughput stops growing with N (`stopsAt`, the last N before the first
+ * step that gained less than {@link GROWTH}; undefined: it kept growing) and what was saturated
+ * at the `next` N.
+ */
+export type ScalingLimit = ReturnType<typeof scalingLimits>[number];
 
 /** (N, IDs/s median) of one policy and mode, ascending in N. */
 interface Point {
@@ -26,25 +32,8 @@ interface Point {
   readonly idsPerSecond: number;
 }
 
-/** Where one policy's throughput stops growing with N, and what was saturated there. */
-export interface ScalingLimit {
-  readonly mode: ScaleMode;
-  readonly variant: string;
-  readonly label: string;
-  readonly points: readonly Point[];
-  /** The last N before the first step that gained less than {@link GROWTH}; undefined: it kept growing. */
-  readonly stopsAt: number | undefined;
-  readonly next: number | undefined;
-  readonly cause: LimitCause | undefined;
-}
-
-/** Processes one partition serves at one claim interval, from the measured claims/s and from the costs. */
-export interface PartitionEstimate {
-  readonly claimIntervalSeconds: number;
-  readonly processes: number;
-  readonly processesFromCosts: number;
-}
-
+/** The modes whose growth with N is read; the untimed `count` runs at N = 1 only. */
+const LIMIT_MODES: readonly ScaleMode[] = ['tight', 'rate'];
 /** A step in N must raise IDs/s by at least this factor to count as growth. */
 export const GROWTH = 1.1;
 /** Above this share of the machine's cores busy, the CPU is taken as the limit. */
@@ -206,7 +195,7 @@ export function partitionEstimates(
   claimsPerSecond: number,
   fromCosts: number,
   intervalsSeconds: readonly number[],
-): PartitionEstimate[] {
+) {
   return [...new Set(intervalsSeconds)]
     .sort((a, b) => a - b)
     .map((claimIntervalSeconds) => ({
@@ -221,9 +210,9 @@ function scalingLimits(
   scale: ScaleResult,
   rows: readonly ScaleRow[],
   partitionMaxClaimsPerSecond: number,
-): ScalingLimit[] {
-  return (['tight', 'rate'] as const).flatMap((mode) =>
-    scale.variants.flatMap((variant): ScalingLimit[] => {
+) {
+  return LIMIT_MODES.flatMap((mode) =>
+    scale.variants.flatMap((variant) => {
       const mine = rows
         .filter((r) => r.mode === mode && r.variant === variant.key)
         .sort((a, b) => a.instancesPerDc - b.instancesPerDc);

@@ -1,7 +1,6 @@
 /**
  * The local multi-DC Cassandra cluster: start, stop, status and node faults (pause, kill).
- * Partitions live in partitions.ts, a node's process in nodes.ts. Used by the `npm run cluster`
- * CLI, the test harness, the demo, the benchmarks and the torture campaign.
+ * Partitions live in partitions.ts, a node's process in nodes.ts.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -217,10 +216,7 @@ export async function kill(name: string): Promise<void> {
   await killNodes([name]);
 }
 
-/**
- * SIGKILLs several nodes at the same instant, as a crash of a rack or a DC. Not a power loss:
- * what a JVM wrote to the OS stays in its page cache.
- */
+/** SIGKILLs several nodes at the same instant, as a crash of a rack or a DC (not a power loss). */
 export async function killNodes(names: readonly string[]): Promise<void> {
   const specs = nodeSpecs(currentTopology());
   const nodes = names.map((name) => findNode(specs, name));
@@ -273,10 +269,7 @@ export function linearizabilityViolations(topology: Topology = currentTopology()
   );
 }
 
-/**
- * Nodes whose schema version differs from most nodes': Cassandra can lose a node's schema thread
- * when a keyspace is dropped while its mutations still arrive, until the node restarts.
- */
+/** Nodes whose schema version differs from most nodes' (a lost schema thread needs a restart). */
 async function schemaStragglers(specs: readonly NodeSpec[]): Promise<NodeSpec[]> {
   const versions = await Promise.all(
     specs.map(async (node) =>

@@ -28,7 +28,7 @@ export interface NodeSpec {
 export type PaxosVariant = 'v1' | 'v2';
 export const PAXOS_VARIANTS: readonly PaxosVariant[] = ['v1', 'v2'];
 
-/** `batch` syncs before acknowledging; `periodic` (negative controls only) loses writes on a crash. */
+/** `batch` syncs before acknowledging; `periodic` (negative controls only) may lose writes. */
 export type CommitlogSync = 'batch' | 'periodic';
 
 export interface Topology {

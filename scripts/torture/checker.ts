@@ -62,7 +62,7 @@ export interface Verdict {
   readonly duplicateCount: number;
   /** Incarnations whose IDs did not strictly increase, with the first offending position. */
   readonly nonMonotonic: readonly { readonly incarnation: number; readonly at: number }[];
-  /** Incarnations whose calls do not cover exactly their IDs ({@link callsCoverage}). Absent in older reports. */
+  /** Incarnations whose calls do not cover exactly their IDs; absent in older reports. */
   readonly uncoveredCalls?: readonly UncoveredCalls[];
   /** IDs outside the grants of the one grantee (DC or shard) the process drew its first ID from. */
   readonly outsideGrants: readonly { readonly incarnation: number; readonly id: number }[];
@@ -228,9 +228,8 @@ export function checkHistory(
 }
 
 /**
- * The first position of an incarnation's history that breaks monotonicity, if any. A call owes
- * order only to calls recorded when it was made: its IDs (as many as asked) strictly increase,
- * the first above every ID recorded before it.
+ * The first position of an incarnation's history that breaks monotonicity, if any: a call's IDs
+ * (as many as asked) strictly increase, the first above every ID recorded before it was made.
  */
 function firstOutOfOrder({ ids, calls }: RecordedIncarnation): number | undefined {
   if (calls === undefined) {
@@ -260,10 +259,7 @@ function firstOutOfOrder({ ids, calls }: RecordedIncarnation): number | undefine
   return undefined;
 }
 
-/**
- * How an incarnation's calls fail to cover exactly the IDs it recorded, or undefined if they do.
- * No entry may end beyond the history; the last may fall short only when it was `cutShort`.
- */
+/** How an incarnation's calls fail to cover exactly its IDs (short only if `cutShort`). */
 export function callsCoverage({
   id,
   ids,
@@ -297,10 +293,7 @@ function findOwned<T extends { readonly grant: Grant }>(
   return undefined;
 }
 
-/**
- * The IDs of each grantee's grants neither recorded nor still held, as gap intervals, each
- * attributed by who recorded the ID just below it and how that incarnation ended.
- */
+/** The granted IDs neither recorded nor held, as gaps blamed on who recorded the ID below. */
 function reconcile(
   incarnations: readonly RecordedIncarnation[],
   granteeOf: ReadonlyMap<number, string>,

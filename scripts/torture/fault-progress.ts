@@ -26,11 +26,7 @@ export interface FaultInForce {
 /** Faults whose target is a DC. */
 const DC_FAULTS: readonly string[] = ['partition-dc', 'kill-dc'];
 
-/**
- * The cluster faults that took effect inside the window, in order, each until its undo's `ok`
- * entry (`undo` of `<what> of <target>`) or the window's end. A late fault counts as none; a
- * `healed` entry ends nothing.
- */
+/** The cluster faults that took effect in the window, each until its undo's `ok` or the end. */
 export function faultsInForce(
   timeline: readonly TimelineEntry[],
   window: FaultWindow,
@@ -81,10 +77,7 @@ export interface DrawnWhileInForce extends FaultInForce {
   readonly byDc: Readonly<Record<string, DcWhileInForce>>;
 }
 
-/**
- * What each DC's processes drew while each fault was in force: only the seconds wholly inside its
- * interval count, so the counts are lower bounds.
- */
+/** What each DC drew while each fault was in force, counting whole seconds only (lower bounds). */
 export function drawnWhileInForce(
   faults: readonly FaultInForce[],
   dcs: readonly string[],

@@ -97,11 +97,11 @@ export interface FleetOptions {
   readonly mutation?: Mutation | undefined;
   /** See {@link FLUSH_KILL_TIMEOUT_MS}. */
   readonly flushKillTimeoutMs?: number | undefined;
-  /** Where each worker's stderr goes whole (`<history name>.stderr`); the incarnation keeps its end. */
+  /** Where each worker's stderr goes whole; the incarnation keeps its end. */
   readonly stderrDir?: string | undefined;
   /** The campaign's seed, from which each worker's own is derived. @default 1 */
   readonly seed?: number | undefined;
-  /** For tests: modules each worker's Node imports first, and variables added to its environment. */
+  /** For tests: modules each worker imports first, and variables added to its environment. */
   readonly workerImports?: readonly string[] | undefined;
   readonly workerEnv?: Readonly<Record<string, string>> | undefined;
 }

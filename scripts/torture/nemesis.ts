@@ -44,9 +44,8 @@ export const CLUSTER_FAULT_KINDS: readonly FaultKind[] = [
 ];
 
 /**
- * The next action's kind. Until a cluster fault has been done only cluster faults of the mix are
- * drawn, so every campaign past its first interval has hurt the cluster. A mix with no cluster
- * fault is drawn as given (its campaign then fails for want of one).
+ * The next action's kind: only cluster faults of the mix until one has been done, so every
+ * campaign past its first interval has hurt the cluster (a mix without any is drawn as given).
  */
 export function nextFaultKind(
   random: Random,
@@ -84,11 +83,7 @@ export const DEFAULT_MIX: FaultMix = Object.freeze({
  */
 export const RAW_KILL_SHARE = 0.25;
 
-/**
- * Values each action draws before it looks at the cluster or the fleet, whatever it then does or
- * skips: a skipped action would otherwise shift every later draw, and the seed would not name
- * the schedule.
- */
+/** Values each action draws first, whatever it then does: a skip shifts no later draw. */
 export const DRAWS_PER_ACTION = 6;
 
 /** `items[⌊u · length⌋]`: a pick by a value drawn before the list was known. */
@@ -108,7 +103,7 @@ const RESTART_CQL_TIMEOUT_MS = 600_000;
 /** How the timeline's result of a fault done after the fault window begins. */
 export const LATE = 'late, after the fault window: ';
 
-/** Seconds from the campaign's start (`startedAt`, ms since the epoch) to `now`, to 0.1 s. */
+/** Seconds from the campaign's start (ms since the epoch) to `now`, to 0.1 s. */
 export function secondsSince(startedAt: number, now = Date.now()): number {
   return Math.round((now - startedAt) / 100) / 10;
 }
@@ -118,7 +113,6 @@ function failure(error: unknown): string {
 }
 
 export interface TimelineEntry {
-  /** Seconds since the campaign started ({@link secondsSince}). */
   readonly at: number;
   readonly action: string;
   readonly target: string;
@@ -246,7 +240,7 @@ export class Nemesis {
     }
   }
 
-  /** Starts a cluster fault in the background: waiting for it to take effect holds up no process fault. */
+  /** Starts a cluster fault in the background: its wait to take effect holds up no process fault. */
   private startClusterFault(kind: FaultKind, draws: Draws, note = ''): void {
     const starting: Active = { undo: () => Promise.resolve(), describe: `start of a ${kind}` };
     this.clusterFault = starting;
@@ -423,9 +417,8 @@ export class Nemesis {
   }
 
   /**
-   * Cuts `target` off and holds the partition for `ms` from when its cut shows. In force from when
-   * its rules went in until they are removed (its undo); waiting for the cluster to work again is
-   * its `healed` entry. A cut that never shows is undone at once, and still fails the campaign.
+   * Cuts `target` off and holds the partition for `ms` from when its cut shows; in force from when
+   * its rules went in. A cut that never shows is undone at once, and still fails the campaign.
    */
   private async partition(kind: FaultKind, target: string, ms: number, note = ''): Promise<void> {
     const describe = `partition of ${target}`;

@@ -34,7 +34,7 @@ export class ProgressCounter {
     this.count += count;
   }
 
-  /** Writes the lines of the seconds over by `now`; with `all`, that of the second under way too. */
+  /** Writes the lines of the seconds over by `now`; with `all`, the current second's too. */
   flush(now: number, all = false): void {
     if (all || secondOf(now, this.startedAt) !== this.second) this.close();
     if (this.pending === '') return;

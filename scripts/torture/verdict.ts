@@ -7,20 +7,13 @@ import { ALARM_CODES, EXPECTED_ERROR_CODES } from './errors.js';
 import type { KillHow, ProcessExit } from './fleet.js';
 import { CLUSTER_FAULT_KINDS, type TimelineEntry } from './nemesis.js';
 
-/**
- * Fewest IDs each DC must record while the nemesis acts. Low, because a DC may be down for most
- * of a short campaign (a whole-DC kill as the first action); a DC whose processes barely drew
- * records next to none.
- */
+/** Fewest IDs each DC must record while the nemesis acts: low, a DC may be down most of it. */
 export const MIN_IDS_PER_DC_UNDER_FAULTS = 1_000;
 
 /** An alter whose admin client could not reach its DC, or SERIAL, is expected under faults. */
 const EXPECTED_ALTER_FAILURE = /^failed: Cassandra is unavailable at /;
 
-/**
- * The signal a process of each ending was sent to stop: it must then exit 0, or die of that very
- * signal (sent before it handles it, holding no IDs).
- */
+/** The signal each ending was sent: the process must exit 0, or die of it (sent too early). */
 const STOP_SIGNALS: Readonly<Record<string, NodeJS.Signals>> = {
   terminated: 'SIGTERM',
   'closed-while-drawing': 'SIGUSR2',
@@ -50,10 +43,7 @@ export interface ClosedProcess {
   readonly closeViolations?: number | undefined;
 }
 
-/**
- * The processes handed IDs after their close() began, one line each: an ID taken from blocks
- * being given back may be handed to another process too.
- */
+/** The processes handed IDs after their close() began (another may get them too), one line each. */
 export function closeViolations(processes: readonly ClosedProcess[]): string[] {
   return processes
     .filter((p) => (p.closeViolations ?? 0) > 0)
@@ -76,10 +66,7 @@ export function unexpectedErrors(
     );
 }
 
-/**
- * How a process recorded as killed ended otherwise than by a SIGKILL (it failed on its own, or
- * its history write on the SIGHUP failed), or undefined if it did not.
- */
+/** How a process recorded as killed ended otherwise than by a SIGKILL, or undefined. */
 export function killFailure(killed: StoppedProcess): string | undefined {
   const exit = killed.exit;
   if (killed.ending !== 'killed' || exit === undefined) return undefined;
@@ -101,10 +88,7 @@ export interface KilledProcess {
   readonly killed?: KillHow | undefined;
 }
 
-/**
- * Why a killed process's history may lack IDs it handed out, or undefined if it cannot: a SIGKILL
- * without the SIGHUP flush loses its buffered IDs, unless the process was paced.
- */
+/** Why a killed process's history may lack IDs (a raw SIGKILL of a non-paced one), or undefined. */
 export function unrecordedKill(killed: KilledProcess): string | undefined {
   if (killed.ending !== 'killed' || killed.killed === 'flushed') return undefined;
   if (killed.killed === 'raw' && killed.mode === 'paced') return undefined;

@@ -188,7 +188,7 @@ async function main(spec: WorkerSpec): Promise<boolean> {
     }
     return ids.close();
   };
-  /** Counts the `count` IDs a call handed out, recorded just before; `floor`: IDs recorded when it was made. */
+  /** Counts the IDs a call handed out; `floor`: the IDs recorded when it was made. */
   const received = (count: number, calledAfterClose: boolean, floor: number, asked = 1) => {
     drawn += count;
     if (writesCalls) {

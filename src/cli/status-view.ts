@@ -147,9 +147,7 @@ function dcTable(
       // The local DC, and each shard of it, marked.
       dcOfGrantee(line.name) === localDc ? `${line.name}*` : line.name,
       ...shardsColumn(line),
-      ...(line.rows.length === 1
-        ? dcCells(line.rows[0]!, settings.autonomySeconds)
-        : foldedCells(line.rows, settings.autonomySeconds)),
+      ...cells(line.rows, settings.autonomySeconds),
     ]),
   ];
   const align = ['left', 'left', 'right', 'left', 'right', 'right', 'right', 'left'] as const;
@@ -227,65 +225,41 @@ function foldUsage(rows: readonly DcStatus[]): DcUsageStatus | undefined {
   };
 }
 
-/** One DC's or shard's cells after its name. */
-function dcCells(dc: DcStatus, autonomySeconds: number): string[] {
-  const note = notesOf([dc], dc.runway, autonomySeconds);
-  if (dc.rowsNotCurrent !== undefined) {
-    // What the rows show may be old; the rate and runway are unknown, never 0/s and ∞.
-    const reserved = dc.reserved === undefined ? 'none seen' : held(dc.reserved);
-    const preloaded = dc.preloaded === undefined ? '–' : held(dc.preloaded);
-    const last = dc.lastInteger === undefined ? '–' : String(dc.lastInteger);
-    const used = dc.reserved === undefined ? '–' : bar(dc.reservedUsedShare);
-    return [reserved, preloaded, last, used, count(dc.left), '?', 'unknown', note];
-  }
-  if (dc.reserved === undefined) {
-    // Its grant 1, if any, is held (the note names it); without one, nothing is.
-    const holds = dc.left > 0n;
-    const [rateText, runway] = holds ? [rate(dc.rate), duration(dc.runway)] : ['–', '–'];
-    return ['none yet', '–', '–', '–', count(dc.left), rateText, runway, note];
-  }
-  return [
-    held(dc.reserved),
-    dc.preloaded === undefined ? '–' : held(dc.preloaded),
-    String(dc.lastInteger),
-    bar(dc.reservedUsedShare),
-    count(dc.left),
-    rate(dc.rate),
-    duration(dc.runway),
-    note,
-  ];
-}
-
 /**
- * The cells of a DC whose shards are folded; the runway is the shortest, since the first shard
- * to run dry stalls the processes that draw from it.
+ * The cells after a table line's name, of one row or of a DC's shards folded: ranges counted with
+ * their grants, IDs left and rates summed, and the shortest runway, since the first shard to run
+ * dry stalls the processes that draw from it. Rows not read current show what they hold, which
+ * may be old; their rate and runway are unknown, never 0/s and ∞.
  */
-function foldedCells(shards: readonly DcStatus[], autonomySeconds: number): string[] {
-  const reserved = shards.flatMap((dc) => (dc.reserved === undefined ? [] : [dc.reserved]));
-  const preloaded = shards.flatMap((dc) => (dc.preloaded === undefined ? [] : [dc.preloaded]));
-  const lasts = shards.flatMap((dc) => (dc.lastInteger === undefined ? [] : [dc.lastInteger]));
-  const left = shards.reduce((sum, dc) => sum + dc.left, 0n);
-  const size = reserved.reduce((sum, range) => sum + range.max - range.min + 1n, 0n);
-  const used = shards.reduce((sum, dc) => sum + dc.reservedUsed, 0n);
-  const notCurrent = shards.some((dc) => dc.rowsNotCurrent !== undefined);
-  const runways = shards.flatMap((dc) => (dc.runway === undefined ? [] : [dc.runway]));
+function cells(rows: readonly DcStatus[], autonomySeconds: number): string[] {
+  const one = rows.length === 1 ? rows[0] : undefined;
+  const reserved = rows.flatMap((dc) => dc.reserved ?? []);
+  const preloaded = rows.flatMap((dc) => dc.preloaded ?? []);
+  const lasts = rows.flatMap((dc) => dc.lastInteger ?? []);
+  const left = rows.reduce((sum, dc) => sum + dc.left, 0n);
+  const notCurrent = rows.some((dc) => dc.rowsNotCurrent !== undefined);
+  const runways = rows.flatMap((dc) => dc.runway ?? []);
   const runway = runways.length === 0 || notCurrent ? undefined : Math.min(...runways);
-  const rates = shards.flatMap((dc) => (dc.rate === undefined ? [] : [dc.rate]));
+  const rates = rows.flatMap((dc) => dc.rate ?? []);
+  // A DC without a reserved range may still hold its grant 1 (the note names it).
   const holds = reserved.length > 0 || left > 0n;
   const [rateText, runwayText] = notCurrent
     ? ['?', 'unknown']
     : holds && rates.length > 0
       ? [rate(rates.reduce((sum, r) => sum + r, 0)), duration(runway)]
       : ['–', '–'];
+  const shown = (ranges: HeldRange[]) => (one === undefined ? rangesOf(ranges) : held(ranges[0]!));
+  const size = reserved.reduce((sum, range) => sum + range.max - range.min + 1n, 0n);
+  const used = rows.reduce((sum, dc) => sum + dc.reservedUsed, 0n);
   return [
-    reserved.length === 0 ? 'none yet' : ranges(reserved),
-    preloaded.length === 0 ? '–' : ranges(preloaded),
+    reserved.length > 0 ? shown(reserved) : one && notCurrent ? 'none seen' : 'none yet',
+    preloaded.length === 0 ? '–' : shown(preloaded),
     lasts.length === 0 ? '–' : String(lasts.reduce((a, b) => (a > b ? a : b))),
-    reserved.length === 0 ? '–' : bar(share(used, size)),
+    reserved.length === 0 ? '–' : bar(one?.reservedUsedShare ?? share(used, size)),
     count(left),
     rateText,
     runwayText,
-    notesOf(shards, runway, autonomySeconds),
+    notesOf(rows, runway, autonomySeconds),
   ];
 }
 
@@ -315,7 +289,7 @@ function notesOf(
 }
 
 /** Ranges of several shards: how many, and the grants they come from (`16 ranges (#1–#3)`). */
-function ranges(held: readonly HeldRange[]): string {
+function rangesOf(held: readonly HeldRange[]): string {
   const numbers = held.map((range) => range.grant);
   const [low, high] = [Math.min(...numbers), Math.max(...numbers)];
   const noun = held.length === 1 ? 'range' : 'ranges';

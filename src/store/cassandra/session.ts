@@ -25,15 +25,15 @@ import { validateName } from '../../options.js';
 
 const CL = cassandra.types.consistencies;
 
-export type Row = cassandra.types.Row;
+type Row = cassandra.types.Row;
 
 /** A conditional write's outcome before parsing: a rejection keeps the rows the round returned. */
-export type RawOutcome =
+type RawOutcome =
   | { readonly kind: 'applied' }
   | { readonly kind: 'rejected'; readonly rows: readonly Row[] }
   | UnknownOutcome;
 
-export const APPLIED = Object.freeze({ kind: 'applied' as const });
+const APPLIED = Object.freeze({ kind: 'applied' as const });
 
 /** Options of the Cassandra store. */
 export interface CassandraStoreOptions {
@@ -269,7 +269,7 @@ export function checkDc(dc: string): void {
 let dcStateWrites = 0;
 
 /** A statement as a negative control changes it (mutations.ts); the statement itself otherwise. */
-export function mutatedStatement(name: StatementName, statement: Statement): Statement {
+function mutatedStatement(name: StatementName, statement: Statement): Statement {
   if ((name === 'updateDcState' || name === 'createDcState') && mutated('dc-state-at-serial-too')) {
     return ++dcStateWrites % 2 === 0 ? { ...statement, serial: CL.serial } : statement;
   }

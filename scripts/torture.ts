@@ -210,18 +210,9 @@ async function main(): Promise<void> {
   const historyDir = fs.mkdtempSync(path.join(os.tmpdir(), 'idgen-torture-'));
   const keyspace = `torture_${options.seed}_${Date.now().toString(36)}`;
   const sequence = 'torture';
-  await initSchema({
-    contactPoints: contactPoints[firstDc]!,
-    localDataCenter: firstDc,
-    keyspace,
-    replication,
-    allowUnsafeCluster: unsafeCluster,
-  });
-  const admin = await connect({
-    contactPoints: contactPoints[firstDc]!,
-    localDataCenter: firstDc,
-    keyspace,
-  });
+  const inFirstDc = { contactPoints: contactPoints[firstDc]!, localDataCenter: firstDc, keyspace };
+  await initSchema({ ...inFirstDc, replication, allowUnsafeCluster: unsafeCluster });
+  const admin = await connect(inFirstDc);
   const dcRangeSize = random.pick([50_000, 100_000, 200_000]);
   const initial = {
     domain: 'int32' as const,
@@ -392,11 +383,7 @@ async function main(): Promise<void> {
     states,
   });
 
-  const adminView = await openAdmin({
-    contactPoints: contactPoints[firstDc]!,
-    localDataCenter: firstDc,
-    keyspace,
-  });
+  const adminView = await openAdmin(inFirstDc);
   const checked = await adminView.check(sequence);
   await adminView.close();
   const violations = checked.violations.map((v) => v.message);

@@ -1,30 +1,18 @@
 /**
  * Preflight, pure: what the cluster must guarantee for no ID to be handed out twice, judged on
- * every node's own settings (docs/design.md, "What the cluster must guarantee"; each check's risk
- * is in docs/operations.md). The Cassandra 5.0 source of each rule:
- * - **commitlog-sync** (`Config.CommitLogSync`): `periodic` acknowledges before syncing, and
- *   replay stops at the last sync marker, so acknowledged writes, Paxos state included, are lost.
- * - **commit-failure-policy** (`Config.CommitFailurePolicy`): `ignore` keeps acknowledging writes
- *   after a failed commitlog sync.
- * - **paxos-variant** (`Config.PaxosVariant`): the `*_without_linearizable_*` variants give up
- *   linearizable serial reads (CASSANDRA-12126), and `_or_rejected_writes` also the values a
- *   rejected conditional write returns: both are what the allocator decides on.
- * - **serial-reads-linearizability**: the JVM property
- *   `cassandra.unsafe.disable-serial-reads-linearizability` (StorageProxy before 5.0; 5.0 no
- *   longer reads it, so there it is a warning).
+ * every node's own settings (docs/design.md, "What the cluster must guarantee"; docs/operations.md
+ * lists each check and its risk). Where Cassandra 5.0's source decides a rule:
+ * - **commitlog-sync**: `periodic` acknowledges before syncing, and replay stops at the last sync
+ *   marker, so acknowledged writes, Paxos state included, are lost.
+ * - **serial-reads-linearizability**: StorageProxy reads the JVM property before 5.0 only, so on
+ *   5.0 it is a warning.
  * - **paxos-state-lifetime** (`Config.PaxosStatePurging`, default `legacy`): `legacy` keeps Paxos
  *   state `max(3 h, gc_grace_seconds)` (`SystemKeyspace.legacyPaxosTtlSec`); `gc_grace` drops it
  *   after the table's `gc_grace_seconds` with no floor (`PaxosState.Snapshot.removeExpired`), so
  *   a replica can forget a proposal a quorum accepted but nobody committed; `repaired` never
  *   expires it. Rule: at least 3 h on both idgen tables, the floor `legacy` keeps.
- * - **table-ttl**: a default TTL applies to Paxos commits too, and some rows are written once (a
- *   grant row), so expired rows make a sequence or a DC start over from IDs already handed out.
- *   `CREATE TABLE IF NOT EXISTS` keeps an existing table's TTL. (Counter tables refuse one.)
- * - **paxos-repair** (warning; `Config.paxos_repair_enabled`,
- *   `skip_paxos_repair_on_topology_change`): Paxos v2 is linearizable across topology changes
- *   only with paxos repair.
- * - **commitlog-replay** (warning; `COMMITLOG_IGNORE_REPLAY_ERRORS`): skips damaged segments at
- *   replay, so acknowledged writes can go missing.
+ * - **table-ttl**: a default TTL applies to Paxos commits too; `CREATE TABLE IF NOT EXISTS` keeps
+ *   an existing table's TTL. (Counter tables refuse one.)
  */
 
 import { ascending } from '../order.js';

@@ -2,7 +2,14 @@
 
 import { isRetireOp } from '../allocator/retire.js';
 import { dcOfGrantee } from '../names.js';
-import type { DcState, DcUsageCounts, Grant, SequenceSettings, UsageCause } from '../store/port.js';
+import {
+  USAGE_CAUSES,
+  type DcState,
+  type DcUsageCounts,
+  type Grant,
+  type SequenceSettings,
+  type UsageCause,
+} from '../store/port.js';
 
 /** Everything the overview reads show of one sequence at one moment (may lag a little). */
 export interface SequenceSnapshot {
@@ -273,23 +280,15 @@ function usageOf(
   if (usage === undefined) return undefined;
   const counts = usage.get(dc);
   const of = (cause: UsageCause): bigint => counts?.[cause] ?? 0n;
-  const wasted = {
-    unknownOutcome: of('unknownOutcome'),
-    takeSkipped: of('takeSkipped'),
-    notReturned: of('notReturned'),
-    dropped: of('dropped'),
-    refused: of('refused'),
-    undelivered: of('undelivered'),
-    retired: of('retired'),
-  };
+  const issued = of('issued');
+  const causes = USAGE_CAUSES.filter((cause): cause is WasteCause => cause !== 'issued');
+  const wasted = Object.fromEntries(causes.map((cause) => [cause, of(cause)])) as Record<
+    WasteCause,
+    bigint
+  >;
   const wastedTotal = Object.values(wasted).reduce((sum, n) => sum + n, 0n);
-  const unreported = consumed - of('issued') - wastedTotal;
-  return {
-    issued: of('issued'),
-    wasted,
-    wastedTotal,
-    unreported: unreported > 0n ? unreported : 0n,
-  };
+  const unreported = consumed - issued - wastedTotal;
+  return { issued, wasted, wastedTotal, unreported: unreported > 0n ? unreported : 0n };
 }
 
 /** Grantees in DC order, each DC's shards by number (`us`, `us/1`, `us/2`, `us/10`, `us-east`). */

@@ -46,9 +46,8 @@ export interface CasResult<Found = unknown> {
   readonly found: Found | undefined;
   /** What the store reported (a throw counts as `unknown`). */
   readonly reported: CasOutcome<unknown>['kind'];
-  /** The error behind an unknown outcome, if any. */
+  /** The error behind an unknown outcome. */
   readonly cause: unknown;
-  /** The error of the re-read after an unknown outcome, if it failed. */
   readonly rereadError?: unknown;
 }
 

@@ -36,7 +36,7 @@ export class DcStateRow {
     readonly unresolvedOps: Set<string>,
   ) {}
 
-  /** The DC's claim rate in IDs/s; undefined until two reads lay a second apart. */
+  /** The DC's claim rate in IDs/s, once two reads lay a second apart. */
   get dcRate(): number | undefined {
     return this.rate.perSecond;
   }

@@ -1,7 +1,4 @@
-/**
- * A sequence handle's lifecycle, changed only by {@link Lifecycle.to}, which asserts the
- * transition, and whether the handle still serves and claims.
- */
+/** A handle's lifecycle, changed only by {@link Lifecycle.to}, which asserts the transition. */
 
 import assert from 'node:assert/strict';
 

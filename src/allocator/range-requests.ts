@@ -36,7 +36,6 @@ export interface RangeRequestsOptions {
 
 export class RangeRequests {
   private inFlight: Promise<void> | undefined;
-  /** close() waits for it. */
   private background: Promise<void> | undefined;
   private cancelRetry: (() => void) | undefined;
   private retries = 0;

@@ -292,28 +292,16 @@ class ServiceProcess {
     const env = Object.fromEntries(
       Object.entries(process.env).filter(([name]) => !name.startsWith('IDGEN_')),
     );
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        MAIN,
-        '--contact-points',
-        contactPoints.join(','),
-        '--dc',
-        dc,
-        '--keyspace',
-        keyspace,
-        'serve',
-        '--host',
-        '127.0.0.1',
-        '--port',
-        '0',
-        '--sequence',
-        sequence,
-      ],
-      { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] },
-    );
+    const args = [
+      ...['--import', 'tsx', MAIN],
+      ...['--contact-points', contactPoints.join(','), '--dc', dc, '--keyspace', keyspace],
+      ...['serve', '--host', '127.0.0.1', '--port', '0', '--sequence', sequence],
+    ];
+    const child = spawn(process.execPath, args, {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     return new ServiceProcess(dc, child);
   }
 

@@ -12,7 +12,6 @@ import type {
   BurstRun,
   ClusterResult,
   ColdStartSample,
-  DrawConfig,
   DrawMode,
   DrawRun,
   NaiveRun,
@@ -105,9 +104,16 @@ export async function measureCluster(
   log: Log,
 ): Promise<ClusterResult> {
   const firstDc = cluster.dcs[0]!;
-  const naiveClients = [1, settings.naiveClients];
-  const naive = new Map<number, NaiveRun[]>(naiveClients.map((c) => [c, []]));
-  const draws = new Map<string, { config: Omit<DrawConfig, 'runs'>; runs: DrawRun[] }>();
+  const naive = [1, settings.naiveClients].map((clients) => ({ clients, runs: [] as NaiveRun[] }));
+  const draws = settings.blockSizes.flatMap((blockSize) =>
+    MODES.map((mode) => ({
+      blockSize,
+      dcRangeSize: blockSize * settings.dcRangeBlocks,
+      mode,
+      ratePerProcess: mode === 'paced' ? settings.pacedBlocksPerSecond * blockSize : undefined,
+      runs: [] as DrawRun[],
+    })),
+  );
   const bursts: BurstRun[] = [];
   const coldStarts: ColdStartSample[][] = [];
   const durationMs = settings.durationSeconds * 1000;
@@ -118,7 +124,7 @@ export async function measureCluster(
 
   for (let r = 0; r < settings.runs; r++) {
     const run = `run ${r + 1}/${settings.runs}`;
-    for (const clients of naiveClients) {
+    for (const { clients, runs } of naive) {
       const result = await runNaive(
         cluster.client(firstDc),
         cluster.keyspace,
@@ -126,48 +132,32 @@ export async function measureCluster(
         clients,
         durationMs,
       );
-      naive.get(clients)!.push(result);
+      runs.push(result);
       log(
         `${run} naive ${clients} client(s): ${formatRate(result.ids / result.seconds)}, p50 ${formatNs(result.latency.p50)}, ${result.rejections} rejections`,
       );
     }
 
-    for (const blockSize of settings.blockSizes) {
-      for (const mode of MODES) {
-        const sequence = `s_r${r}_b${blockSize}_${mode}`;
-        await cluster.createSequence(sequence, sequenceOptions(blockSize));
-        const ratePerProcess =
-          mode === 'paced' ? settings.pacedBlocksPerSecond * blockSize : undefined;
-        const result = combineDraws(
-          await fleet.drawAll({
-            type: 'draw',
-            sequence,
-            mode,
-            ratePerSecond: ratePerProcess ?? 0,
-            warmupMs: settings.warmupSeconds * 1000,
-            durationMs,
-          }),
-        );
-        const key = `${blockSize}/${mode}`;
-        if (!draws.has(key)) {
-          draws.set(key, {
-            config: {
-              blockSize,
-              dcRangeSize: blockSize * settings.dcRangeBlocks,
-              mode,
-              ratePerProcess,
-            },
-            runs: [],
-          });
-        }
-        draws.get(key)!.runs.push(result);
-        const lwt =
-          result.counts.lwtWrites + result.counts.serialReads + result.counts.localSerialReads;
-        log(
-          `${run} block ${formatCount(blockSize)} ${mode}: ${formatRate(result.idsPerSecond)}, p99 ${formatNs(result.latency.p99)}, ` +
-            `waits ${result.counts.waits}, ${formatCount(Math.round((lwt / Math.max(result.ids, 1)) * 1e6))} LWT/M IDs`,
-        );
-      }
+    for (const { blockSize, mode, ratePerProcess, runs } of draws) {
+      const sequence = `s_r${r}_b${blockSize}_${mode}`;
+      await cluster.createSequence(sequence, sequenceOptions(blockSize));
+      const result = combineDraws(
+        await fleet.drawAll({
+          type: 'draw',
+          sequence,
+          mode,
+          ratePerSecond: ratePerProcess ?? 0,
+          warmupMs: settings.warmupSeconds * 1000,
+          durationMs,
+        }),
+      );
+      runs.push(result);
+      const lwt =
+        result.counts.lwtWrites + result.counts.serialReads + result.counts.localSerialReads;
+      log(
+        `${run} block ${formatCount(blockSize)} ${mode}: ${formatRate(result.idsPerSecond)}, p99 ${formatNs(result.latency.p99)}, ` +
+          `waits ${result.counts.waits}, ${formatCount(Math.round((lwt / Math.max(result.ids, 1)) * 1e6))} LWT/M IDs`,
+      );
     }
 
     const burstSequence = `burst_r${r}`;
@@ -196,8 +186,8 @@ export async function measureCluster(
     replication: cluster.replication,
     workerRuntime: WORKER_RUNTIME,
     rssAfterConnectMiB: fleet.rssAfterConnectMiB,
-    naive: naiveClients.map((clients) => ({ clients, runs: naive.get(clients)! })),
-    draws: [...draws.values()].map(({ config, runs }) => ({ ...config, runs })),
+    naive,
+    draws,
     burst: {
       blockSize: settings.steadyBlockSize,
       calls: settings.burstFactor * settings.steadyBlockSize,

@@ -12,7 +12,6 @@ import type { Fleet } from './fleet.js';
 import { addCounts, type WorkerScaleDraw } from './protocol.js';
 import type {
   BenchSettings,
-  ScaleConfig,
   ScaleDcRun,
   ScaleMode,
   ScaleResult,
@@ -149,59 +148,50 @@ export async function measureScale(
 
   const warmupMs = settings.scaleWarmupSeconds * 1000;
   const durationMs = settings.scaleSeconds * 1000;
-  const configs = new Map<string, { config: Omit<ScaleConfig, 'runs'>; runs: ScaleRun[] }>();
-  const measure = async (
-    r: number,
-    instancesPerDc: number,
-    mode: ScaleMode,
-    { variant, options }: (typeof runnable)[number],
-  ): Promise<void> => {
-    const sequence = `scale_r${r}_n${instancesPerDc}_${mode}_${variant.key}`;
-    const firstRanges =
-      variant.firstRanges === undefined
-        ? {}
-        : { firstRanges: variant.firstRanges ? cluster.dcs : [] };
-    await cluster.createSequence(sequence, { ...options, ...firstRanges });
+  // Every N in both modes, every policy; then, untimed at N = 1, the rate to set beside the
+  // in-process `await next()`, which is timed per loop, not per call.
+  const plan = [
+    ...settings.scaleInstances.flatMap((n) =>
+      SCALE_MODES.flatMap((mode) => runnable.map((v) => [n, mode, v] as const)),
+    ),
+    ...runnable.map((v) => [1, 'count' as ScaleMode, v] as const),
+  ].map(([instancesPerDc, mode, { variant, options }]) => {
     const ratePerInstance = mode === 'rate' ? settings.scaleRatePerDc / instancesPerDc : undefined;
-    const busy = machineBusyBetween(warmupMs, warmupMs + durationMs);
-    const answers = await fleet.scaleAll(instancesPerDc, {
-      type: 'scale',
-      sequence,
-      ratePerInstance: ratePerInstance ?? 0,
-      warmupMs,
-      durationMs,
-      timed: mode !== 'count',
-    });
-    const result = combineScale(answers, cluster.dcs, await busy);
-    const key = `${instancesPerDc}/${mode}/${variant.key}`;
-    if (!configs.has(key)) {
-      configs.set(key, {
-        config: { mode, variant: variant.key, instancesPerDc, ratePerInstance },
-        runs: [],
-      });
-    }
-    configs.get(key)!.runs.push(result);
-    const counts = addCounts(result.dcs.map((d) => d.counts));
-    const failures = sum(result.dcs.map((d) => d.failures));
-    const latency =
-      mode === 'count'
-        ? 'untimed'
-        : `p99 ${formatNs(result.latency.p99)}, max ${formatNs(result.latency.max)}`;
-    log(
-      `scale run ${r + 1}/${settings.scaleRuns} N=${instancesPerDc} ${mode} ${variant.label}: ${formatRate(sum(result.dcs.map((d) => d.idsPerSecond)))}, ` +
-        `${latency}, ${formatCount(counts.blocksClaimed)} claims, ` +
-        `${formatCount(counts.casRejections)} CAS retries, ${formatCount(counts.waits)} waits, ${failures} failed`,
-    );
-  };
+    const config = { mode, variant: variant.key, instancesPerDc, ratePerInstance };
+    return { variant, options, config: { ...config, runs: [] as ScaleRun[] } };
+  });
   for (let r = 0; r < settings.scaleRuns; r++) {
-    for (const instancesPerDc of settings.scaleInstances) {
-      for (const mode of SCALE_MODES) {
-        for (const variant of runnable) await measure(r, instancesPerDc, mode, variant);
-      }
+    for (const { variant, options, config } of plan) {
+      const { mode, instancesPerDc, ratePerInstance } = config;
+      const sequence = `scale_r${r}_n${instancesPerDc}_${mode}_${variant.key}`;
+      const firstRanges =
+        variant.firstRanges === undefined
+          ? {}
+          : { firstRanges: variant.firstRanges ? cluster.dcs : [] };
+      await cluster.createSequence(sequence, { ...options, ...firstRanges });
+      const busy = machineBusyBetween(warmupMs, warmupMs + durationMs);
+      const answers = await fleet.scaleAll(instancesPerDc, {
+        type: 'scale',
+        sequence,
+        ratePerInstance: ratePerInstance ?? 0,
+        warmupMs,
+        durationMs,
+        timed: mode !== 'count',
+      });
+      const result = combineScale(answers, cluster.dcs, await busy);
+      config.runs.push(result);
+      const counts = addCounts(result.dcs.map((d) => d.counts));
+      const failures = sum(result.dcs.map((d) => d.failures));
+      const latency =
+        mode === 'count'
+          ? 'untimed'
+          : `p99 ${formatNs(result.latency.p99)}, max ${formatNs(result.latency.max)}`;
+      log(
+        `scale run ${r + 1}/${settings.scaleRuns} N=${instancesPerDc} ${mode} ${variant.label}: ${formatRate(sum(result.dcs.map((d) => d.idsPerSecond)))}, ` +
+          `${latency}, ${formatCount(counts.blocksClaimed)} claims, ` +
+          `${formatCount(counts.casRejections)} CAS retries, ${formatCount(counts.waits)} waits, ${failures} failed`,
+      );
     }
-    // Throughput alone, untimed, one instance per DC: the rate to set beside the in-process
-    // `await next()`, which is timed per loop, not per call.
-    for (const variant of runnable) await measure(r, 1, 'count', variant);
   }
   const variants: ScaleVariantInfo[] = runnable.map(({ variant, options }) => ({
     key: variant.key,
@@ -216,6 +206,6 @@ export async function measureScale(
     layout:
       `instances spread evenly over the ${settings.processesPerDc} allocator processes of each DC (fewer processes when N is smaller); ` +
       'each instance has its own IdGen, store and sequence handle, and the instances of one process share its one driver client (one connection per local node)',
-    configs: [...configs.values()].map(({ config, runs }) => ({ ...config, runs })),
+    configs: plan.map(({ config }) => config),
   };
 }

@@ -128,18 +128,11 @@ export async function probeSerial(
   timeoutMs: number,
 ): Promise<SerialProbe> {
   const started = Date.now();
-  const result = (error: string | undefined): SerialProbe => ({
-    reachable: error === undefined,
-    dc,
-    tookMs: Date.now() - started,
-    error,
-  });
-  const read = store.probeSerial().then(
+  const failed = store.probeSerial().then(
     () => undefined,
-    (error: unknown) => error,
+    (error: unknown) => (error instanceof Error ? error.message : String(error)),
   );
-  const outcome = await settleWithin(read, timeoutMs);
-  if (outcome === TIMED_OUT) return result(`no answer within ${timeoutMs} ms`);
-  if (outcome === undefined) return result(undefined);
-  return result(outcome instanceof Error ? outcome.message : String(outcome));
+  const outcome = await settleWithin(failed, timeoutMs);
+  const error = outcome === TIMED_OUT ? `no answer within ${timeoutMs} ms` : outcome;
+  return { reachable: error === undefined, dc, tookMs: Date.now() - started, error };
 }

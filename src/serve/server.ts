@@ -1,9 +1,4 @@
-/**
- * `createServer()`: the HTTP service around one connected {@link IdGen}, and its lifecycle. The
- * routes live by concept: the ID endpoints (id-routes.ts), health and readiness (readiness.ts);
- * refusals before a handler (request-refusals.ts) and errors (http-errors.ts) answer as JSON
- * with stable codes; request-logs.ts says what a log line may show.
- */
+/** `createServer()`: the HTTP service around one connected {@link IdGen}, and its lifecycle. */
 
 import type { FastifyError, FastifyInstance } from 'fastify';
 
@@ -20,20 +15,9 @@ import { ServedSequences } from './served-sequences.js';
 
 /**
  * The HTTP service of `idgen-cass serve` over `ids`, an allocator already connected to its DC:
- *
- * | route | answers |
- * |---|---|
- * | `POST /v1/sequences/{name}/ids?count=N` | `{ "sequence", "ids": [...] }` |
- * | `POST /v1/sequences/{name}/ranges?count=N` | `{ "sequence", "first", "last", "count" }` |
- * | `GET /healthz` | 200 while the process runs |
- * | `GET /readyz` | 200 while Cassandra answers in the DC and a sequence served holds IDs, else 503 |
- * | `GET /readyz?sequence={name}` | 200 while this process holds IDs of that sequence, else 503 |
- * | `GET /metrics` | `registry.metrics()` |
- * | `GET /openapi.json` | the OpenAPI 3.1 document |
- *
- * IDs are JSON numbers for sequences whose domain ends at or below 2^53-1, strings for wider
- * ones, and strings on request (`?format=string`, `Accept: application/json; ids=string`).
- * Errors are `{ "code", "message" }` with the library's stable codes. The server does not own
+ * `POST /v1/sequences/{name}/ids` and `/ranges`, `GET /healthz`, `/readyz`, `/metrics` and
+ * `/openapi.json`, the document that describes them (docs/service.md). Errors are
+ * `{ "code", "message" }` with the library's stable codes. The server does not own
  * `ids`: `await server.close()` stops listening and waits for the requests in flight; then
  * `await ids.close()` gives the unused IDs back.
  *

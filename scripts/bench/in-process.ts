@@ -40,9 +40,8 @@ class IdgenHandle {
   private ids: IdGen | undefined;
   private handle: Sequence<number> | undefined;
   private used = 0;
-  /** Calls that found no ID, and blocks claimed, inside timed loops. */
+  /** Calls that found no ID or waited, and blocks claimed, inside timed loops. */
   refills = 0;
-  misses = 0;
 
   constructor(private readonly store: MemoryStore) {}
 
@@ -127,7 +126,7 @@ async function runners(store: MemoryStore): Promise<{ list: Runner[]; idgen: Idg
         }
         const elapsed = hrNow() - t0;
         blackhole.value ^= last;
-        syncHandle.misses += misses;
+        syncHandle.refills += misses;
         syncHandle.check(handle, before);
         return elapsed;
       },
@@ -258,7 +257,7 @@ export async function measureInProcess(
     for (const runner of list)
       loops.set(runner.key, await calibrate(runner, settings.inProcessSampleMs));
     // Calibration was the warm-up; its refills do not count.
-    for (const handle of idgen) handle.refills = handle.misses = 0;
+    for (const handle of idgen) handle.refills = 0;
 
     const runs: Record<string, number>[] = [];
     for (let r = 0; r < settings.runs; r++) {
@@ -281,7 +280,7 @@ export async function measureInProcess(
       idgenBlockSize: IDGEN_BLOCK,
       candidates: list.map(({ key, label }) => ({ key, label })),
       runs,
-      refillsInLoops: idgen.reduce((total, h) => total + h.refills + h.misses, 0),
+      refillsInLoops: idgen.reduce((total, h) => total + h.refills, 0),
       snowflakeRepeats: snowflakeRepeats(100_000),
       timerPairNs: timerPairNs(),
     };

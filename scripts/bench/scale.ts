@@ -59,6 +59,7 @@ export function combineScale(
   const perDc = dcs.map((dc): ScaleDcRun => {
     const mine = answers.filter((a) => a.dc === dc).map((a) => a.result);
     const instances = sum(mine.map((r) => r.instances));
+    const firstIds = mine.flatMap((r) => (r.slowestFirstIdMs === null ? [] : [r.slowestFirstIdMs]));
     return {
       dc,
       instances,
@@ -72,7 +73,7 @@ export function combineScale(
       failures: sum(mine.map((r) => r.failures)),
       warmupFailures: sum(mine.map((r) => r.warmupFailures)),
       dcState: addTimings(mine.map((r) => r.dcState)),
-      ...slowestOf(mine),
+      slowestFirstIdMs: firstIds.length === 0 ? null : Math.max(...firstIds),
       withoutId: sum(mine.map((r) => r.withoutId)),
       serialReads: sum(mine.map((r) => r.serialReads)),
     };
@@ -98,12 +99,6 @@ function worstLoopDelay(
     p99Ms: Math.max(...sampled.map((d) => d.p99Ms)),
     maxMs: Math.max(...sampled.map((d) => d.maxMs)),
   };
-}
-
-/** The DC's latest first ID over its processes (null if no instance drew one). */
-function slowestOf(results: readonly WorkerScaleDraw[]): { slowestFirstIdMs: number | null } {
-  const drew = results.flatMap((r) => (r.slowestFirstIdMs === null ? [] : [r.slowestFirstIdMs]));
-  return { slowestFirstIdMs: drew.length === 0 ? null : Math.max(...drew) };
 }
 
 /** Busy and total CPU time of every core so far, ms. */

@@ -1,14 +1,7 @@
 /**
- * Where a handle claims from: one shard of its DC (shard 0 is the DC, shard k the grantee
- * `dc/k`), picked at random so the DC's processes spread without knowing of each other, and the
- * {@link DcAllocator} there.
- *
- * From its first block on the handle keeps its shard: its blocks then come from one chain of
- * grants, each above the last (another shard's could be below). Before it, a claim may move:
- * - after {@link MOVE_AFTER_LOST_RACES} lost races (a crowded shard);
- * - when its shard holds no IDs and SERIAL cannot grant one (a DC cut off).
- * Once the domain is spent, a claim on a spent shard may move to one whose IDs lie above the
- * handle's.
+ * Where a handle claims from: one shard of its DC, picked at random, and the {@link DcAllocator}
+ * there. It keeps its shard from its first block on; the moves before it, and from a spent shard,
+ * are docs/design.md's ("Past one DC-state partition: shards").
  */
 
 import type { Logger } from '../logger.js';
@@ -68,7 +61,6 @@ export class Shards {
   private current: Loaded | undefined;
   private incarnation: string | undefined;
   private claimsFrom: string;
-  /** The shard {@link claimsFrom} names, 0 to `shards - 1`. */
   private shard = 0;
   /** Races the claim in flight lost on this shard. */
   private racesHere = 0;
@@ -82,7 +74,7 @@ export class Shards {
     this.claimsFrom = context.dc;
   }
 
-  /** The DC, or the shard of it (`dc1/3`), the handle claims from; its DC until loaded. */
+  /** Its DC until loaded. */
   get grantee(): string {
     return this.claimsFrom;
   }
@@ -146,9 +138,8 @@ export class Shards {
   }
 
   /**
-   * Before the first block, a claim whose shard holds no IDs while SERIAL cannot grant (a DC cut
-   * off) moves to a shard seen to hold IDs, never back to one found empty, rather than wait out
-   * the partition on a randomly picked shard. Undefined if it does not move.
+   * Before the first block, a claim whose shard holds no IDs while SERIAL cannot grant moves to a
+   * shard seen to hold IDs, never back to one found empty. Undefined if it does not move.
    */
   moveFromEmpty(error: unknown): Promise<void> | undefined {
     const held = this.current;
@@ -187,10 +178,7 @@ export class Shards {
     log?.debug({ dc: this.grantee, ...fields }, 'closed');
   }
 
-  /**
-   * Whether to move after lost races: only with no write of this claim of unknown outcome (its
-   * block would be a gap no counter shows). Moving thins out crowds a random pick made.
-   */
+  /** Not with a write of this claim of unknown outcome: its block would be a gap no counter shows. */
   private movesOn(): boolean {
     const held = this.current;
     return (
@@ -208,10 +196,7 @@ export class Shards {
     );
   }
 
-  /**
-   * Every move before the first block needs loaded settings with another shard, an open handle,
-   * and no block yet (the first-block rule).
-   */
+  /** Every move needs loaded settings with another shard, an open handle, and no block yet. */
   private mayMove(held: Loaded | undefined): held is Loaded {
     return (
       held !== undefined &&
@@ -244,9 +229,9 @@ export class Shards {
   }
 
   /**
-   * A random shard other than this one and `spent` whose DC state, read locally, holds IDs and
-   * whose ranges all lie above the IDs the handle accepted, so its IDs keep increasing. A range's
-   * start only grows, so a stale read never shows one too high; it costs at most one more move.
+   * A random shard other than this one and `spent` whose DC state, read locally, holds IDs all
+   * above those the handle accepted. A range's start only grows, so a stale read never shows one
+   * too high; it costs at most one more move.
    */
   private async shardWithIdsAbove({ settings }: Loaded): Promise<number | undefined> {
     const { store, name, dc } = this.context;

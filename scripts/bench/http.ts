@@ -27,6 +27,7 @@ import type {
 } from './results.js';
 import { Histogram, latencySummary, sum, hrNow } from './stats.js';
 import { formatNs, formatRate } from './report/format.js';
+import { loadRate } from './report/http.js';
 
 type Log = (line: string) => void;
 
@@ -413,9 +414,9 @@ export class HttpPhase {
           const run = { service: serviceFirst ?? (await measureService()), library: libraryLoad };
           entry.runs.push(run);
           log(
-            `http run ${r + 1}/${settings.runs} count=${entry.count}: service ${formatRate(totalRate(run.service))} requests, ` +
+            `http run ${r + 1}/${settings.runs} count=${entry.count}: service ${formatRate(loadRate(run.service, 'ok'))} requests, ` +
               `p99.9 ${formatNs(run.service.latency.p999)}, ${sum(run.service.dcs.map((d) => d.non2xx + d.errors))} failed; ` +
-              `library ${formatRate(totalRate(run.library))} calls, p99.9 ${formatNs(run.library.latency.p999)}`,
+              `library ${formatRate(loadRate(run.library, 'ok'))} calls, p99.9 ${formatNs(run.library.latency.p999)}`,
           );
         }
       }
@@ -454,9 +455,4 @@ export class HttpPhase {
       })),
     ));
   }
-}
-
-/** Requests (or calls) per second answered 2xx, every DC together. */
-function totalRate(load: HttpLoad): number {
-  return sum(load.dcs.map((d) => d.ok / d.seconds));
 }

@@ -6,7 +6,7 @@ import { connect } from '../../src/index.js';
 import type { BenchCluster } from './cluster.js';
 import { WORKER_RUNTIME, type Fleet } from './fleet.js';
 import { runNaive } from './naive.js';
-import { addCounts, type WorkerDraw } from './protocol.js';
+import { addCounts, checkIncreasing, type WorkerDraw } from './protocol.js';
 import type {
   BenchSettings,
   BurstRun,
@@ -26,10 +26,7 @@ const MODES: readonly DrawMode[] = ['tight', 'paced'];
 export function combineDraws(draws: readonly WorkerDraw[]): DrawRun {
   const histogram = new Histogram();
   for (const draw of draws) histogram.merge(draw.histogram);
-  const notIncreasing = sum(draws.map((d) => d.notIncreasing));
-  if (notIncreasing > 0) {
-    throw new Error(`${notIncreasing} IDs were not above the one before in their process: a bug`);
-  }
+  checkIncreasing(draws, 'process');
   return {
     processes: draws.length,
     ids: sum(draws.map((d) => d.ids)),

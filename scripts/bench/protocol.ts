@@ -109,6 +109,14 @@ export type WorkerMessage =
   | { readonly type: 'scaled'; readonly result: WorkerScaleDraw }
   | { readonly type: 'failed'; readonly message: string };
 
+/** @throws when an ID was not above the one before it on its handle (`of` names it): a bug. */
+export function checkIncreasing(draws: readonly { notIncreasing: number }[], of: string): void {
+  const notIncreasing = sum(draws.map((d) => d.notIncreasing));
+  if (notIncreasing > 0) {
+    throw new Error(`${notIncreasing} IDs were not above the one before in their ${of}: a bug`);
+  }
+}
+
 /** The counters that moved between two stats snapshots of one handle. */
 export function countsBetween(before: SequenceStats, after: SequenceStats): AllocatorCounts {
   return Object.fromEntries(

@@ -9,7 +9,7 @@ import type { CreateSequenceOptions } from '../../src/index.js';
 import { resolveSequenceSettings } from '../../src/settings/resolve.js';
 import type { BenchCluster } from './cluster.js';
 import type { Fleet } from './fleet.js';
-import { addCounts, type WorkerScaleDraw } from './protocol.js';
+import { addCounts, checkIncreasing, type WorkerScaleDraw } from './protocol.js';
 import type {
   BenchSettings,
   ScaleDcRun,
@@ -50,10 +50,8 @@ export function combineScale(
   dcs: readonly string[],
   machineBusy: number,
 ): ScaleRun {
-  const notIncreasing = sum(answers.map((a) => a.result.notIncreasing));
-  if (notIncreasing > 0) {
-    throw new Error(`${notIncreasing} IDs were not above the one before in their instance: a bug`);
-  }
+  const results = answers.map((a) => a.result);
+  checkIncreasing(results, 'instance');
   const histogram = new Histogram();
   for (const { result } of answers) histogram.merge(result.histogram);
   const perDc = dcs.map((dc): ScaleDcRun => {
@@ -83,9 +81,9 @@ export function combineScale(
     dcs: perDc,
     latency: latencySummary(histogram),
     failureMessages: [...new Set(answers.flatMap((a) => a.result.failureMessages))],
-    workerCpuSeconds: sum(answers.map((a) => a.result.cpuSeconds)),
+    workerCpuSeconds: sum(results.map((r) => r.cpuSeconds)),
     machineBusy,
-    loopDelay: worstLoopDelay(answers.map((a) => a.result)),
+    loopDelay: worstLoopDelay(results),
   };
 }
 

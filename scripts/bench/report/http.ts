@@ -32,7 +32,7 @@ export type HttpSummary = ReturnType<typeof summarizeHttp>;
 export const LEAF_FIGURE = Object.freeze({ requestsPerSecond: 50_000, tp999Ms: 1, cores: 4 });
 
 /** Answers or IDs per second of every DC together. */
-const rate = (load: HttpLoad, of: 'ok' | 'ids'): number =>
+export const loadRate = (load: HttpLoad, of: 'ok' | 'ids'): number =>
   sum(load.dcs.map((d) => (d.seconds > 0 ? d[of] / d.seconds : NaN)));
 
 function rows(side: HttpSide, dcs: readonly string[], loads: readonly HttpLoad[]) {
@@ -53,8 +53,8 @@ function rows(side: HttpSide, dcs: readonly string[], loads: readonly HttpLoad[]
   const all = {
     side,
     dc: undefined as string | undefined,
-    requestsPerSecond: figure(loads.map((l) => rate(l, 'ok'))),
-    idsPerSecond: figure(loads.map((l) => rate(l, 'ids'))),
+    requestsPerSecond: figure(loads.map((l) => loadRate(l, 'ok'))),
+    idsPerSecond: figure(loads.map((l) => loadRate(l, 'ids'))),
     latency: latencyFigures(loads),
     non2xx: sum(perDc.map((r) => r.non2xx)),
     errors: sum(perDc.map((r) => r.errors)),
@@ -79,7 +79,7 @@ export function summarizeHttp(http: HttpResult) {
         ),
       ),
       /** Service ÷ library within each run: IDs/s of every DC together, p50 and p99.9. */
-      throughputRatio: ratio((l) => rate(l, 'ids')),
+      throughputRatio: ratio((l) => loadRate(l, 'ids')),
       p50Ratio: ratio((l) => l.latency.p50),
       p999Ratio: ratio((l) => l.latency.p999),
     };

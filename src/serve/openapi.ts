@@ -132,7 +132,7 @@ const ID_ENDPOINT_ERRORS: readonly ServeErrorCode[] = [
 ];
 
 /** A response of `description` whose JSON body is the component schema `schema`. */
-function jsonResponse(description: string, schema: string): Json {
+function jsonResponse(description: string, schema: string): JsonObject {
   return {
     description,
     content: { 'application/json': { schema: { $ref: `#/components/schemas/${schema}` } } },
@@ -155,7 +155,7 @@ function errorResponses(): { [status: string]: Json } {
     const response = jsonResponse(
       `Codes: ${codes.join(', ')}.${retry ? ' Retry after the seconds of Retry-After.' : ''}${status === 401 ? ' Sent with WWW-Authenticate: Bearer.' : ''}`,
       'Error',
-    ) as JsonObject;
+    );
     responses[String(status)] = retry
       ? { ...response, headers: { 'Retry-After': { $ref: '#/components/headers/RetryAfter' } } }
       : response;

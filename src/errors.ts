@@ -7,7 +7,7 @@
 import { dcOfGrantee, NAME_RULES, type NameKind } from './names.js';
 import type { StoreLevel } from './store/port.js';
 
-/** Each code, and whether its failure may pass by itself (IdGenError.retryable). @internal */
+/** Each code, and whether its failure may pass by itself (IdGenError.retryable). */
 export const RETRYABLE = Object.freeze({
   IDGEN_STORE_UNAVAILABLE: true,
   IDGEN_SERIAL_UNAVAILABLE: true,

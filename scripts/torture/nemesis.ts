@@ -1,13 +1,8 @@
 /**
- * The nemesis: on a schedule drawn from the campaign's seed, it hurts the cluster (partitions,
- * paused and killed nodes, a DC killed whole) and the allocator processes (kills, SIGSTOP, close
- * while drawing, new processes) and alters the sequence. Every action and undo goes in the
- * timeline.
- *
- * One cluster fault is in force at a time; it is undone on a timer of its own, in the background.
- * A cluster fault drawn meanwhile is deferred until that one has healed (at most one waits; one
- * still waiting when the window ends is skipped). A fault that takes effect after stop() is
- * recorded as `late` and counts as no fault done.
+ * The nemesis: on a schedule drawn from the seed it hurts the cluster and the allocator processes
+ * and alters the sequence; every action and undo goes in the timeline. One cluster fault is in
+ * force at a time, undone on its own timer; one drawn meanwhile waits until it has healed (at most
+ * one waits; skipped if the window ends first). A fault done after stop() is recorded as `late`.
  */
 import * as manager from '../cluster/manager.js';
 import { nodeSpecs, type NodeSpec } from '../cluster/topology.js';
@@ -16,55 +11,8 @@ import type { Fleet } from './fleet.js';
 import { Random } from './random.js';
 import type { WorkerMode } from './worker.js';
 
-/** What the nemesis can do; each has a weight in the fault mix. */
-export const FAULT_KINDS = [
-  'partition-dc',
-  'partition-node',
-  'pause-node',
-  'kill-node',
-  'kill-dc',
-  'kill-process',
-  'stop-process',
-  'close-process',
-  'start-process',
-  'alter',
-] as const;
-
-export type FaultKind = (typeof FAULT_KINDS)[number];
-
-export type FaultMix = Readonly<Record<FaultKind, number>>;
-
-/** The faults that hurt Cassandra itself; a campaign must have done at least one. */
-export const CLUSTER_FAULT_KINDS: readonly FaultKind[] = [
-  'partition-dc',
-  'partition-node',
-  'pause-node',
-  'kill-node',
-  'kill-dc',
-];
-
-/**
- * The next action's kind: only cluster faults of the mix until one has been done, so every
- * campaign past its first interval has hurt the cluster (a mix without any is drawn as given).
- */
-export function nextFaultKind(
-  random: Random,
-  mix: FaultMix,
-  clusterFaultDone: boolean,
-  canPartitionNodes: boolean,
-): FaultKind {
-  if (clusterFaultDone) return random.weighted(mix);
-  const cluster = Object.fromEntries(
-    CLUSTER_FAULT_KINDS.filter((k) => canPartitionNodes || k !== 'partition-node').map((k) => [
-      k,
-      mix[k],
-    ]),
-  ) as Partial<Record<FaultKind, number>>;
-  const total = Object.values(cluster).reduce((sum, w) => sum + w, 0);
-  return total > 0 ? random.weighted(cluster as Record<FaultKind, number>) : random.weighted(mix);
-}
-
-export const DEFAULT_MIX: FaultMix = Object.freeze({
+/** What the nemesis can do, each with its default weight in the fault mix. */
+export const DEFAULT_MIX = Object.freeze({
   'partition-dc': 2,
   'partition-node': 2,
   'pause-node': 3,
@@ -77,14 +25,35 @@ export const DEFAULT_MIX: FaultMix = Object.freeze({
   alter: 1,
 });
 
+export type FaultKind = keyof typeof DEFAULT_MIX;
+export type FaultMix = Readonly<Record<FaultKind, number>>;
+export const FAULT_KINDS = Object.keys(DEFAULT_MIX) as readonly FaultKind[];
+
+/** The faults that hurt Cassandra itself (the first five); a campaign must have done one. */
+export const CLUSTER_FAULT_KINDS: readonly FaultKind[] = FAULT_KINDS.slice(0, 5);
+
 /**
- * The share of process kills that are raw SIGKILLs. They go to paced processes, which write every
- * ID before their next call (worker.ts); with none drawing, the kill lets the worker flush first.
+ * The next action's kind: only cluster faults of the mix until one has been done, so every
+ * campaign past its first interval has hurt the cluster (a mix without any is drawn as given).
  */
-export const RAW_KILL_SHARE = 0.25;
+export function nextFaultKind(
+  random: Random,
+  mix: FaultMix,
+  clusterFaultDone: boolean,
+  canPartitionNodes: boolean,
+): FaultKind {
+  if (clusterFaultDone) return random.weighted(mix);
+  const kinds = CLUSTER_FAULT_KINDS.filter((k) => canPartitionNodes || k !== 'partition-node');
+  const cluster = Object.fromEntries(kinds.map((k) => [k, mix[k]])) as Record<FaultKind, number>;
+  const total = Object.values(cluster).reduce((sum, w) => sum + w, 0);
+  return random.weighted(total > 0 ? cluster : mix);
+}
+
+/** The share of process kills that are raw SIGKILLs: of paced processes only (worker.ts). */
+const RAW_KILL_SHARE = 0.25;
 
 /** Values each action draws first, whatever it then does: a skip shifts no later draw. */
-export const DRAWS_PER_ACTION = 6;
+const DRAWS_PER_ACTION = 6;
 
 /** `items[⌊u · length⌋]`: a pick by a value drawn before the list was known. */
 function pickBy<T>(u: number, items: readonly T[]): T {
@@ -97,13 +66,13 @@ function intBy(u: number, min: number, max: number): number {
   return min + Math.floor(u * (max - min + 1));
 }
 
-/** How long each restarted node may take to accept CQL: slow on a crowded two-core machine. */
+/** How long a restarted node may take to accept CQL on a crowded machine. */
 const RESTART_CQL_TIMEOUT_MS = 600_000;
 
-/** How the timeline's result of a fault done after the fault window begins. */
+/** How the result of a fault done after the fault window begins. */
 export const LATE = 'late, after the fault window: ';
 
-/** Seconds from the campaign's start (ms since the epoch) to `now`, to 0.1 s. */
+/** Seconds from `startedAt` (ms since the epoch) to `now`, to 0.1 s. */
 export function secondsSince(startedAt: number, now = Date.now()): number {
   return Math.round((now - startedAt) / 100) / 10;
 }
@@ -133,25 +102,18 @@ export interface NemesisOptions {
   /** Processes per DC the fleet is kept near. */
   readonly processesPerDc: number;
   readonly startProcess: (dc: string) => void;
-  /** Whether node partitions exist in this topology. */
   readonly canPartitionNodes: boolean;
   readonly startedAt: number;
   readonly log: (line: string) => void;
 }
 
-/** What one action drew before it looked at anything ({@link DRAWS_PER_ACTION}). */
+/**
+ * What one action drew before it looked at anything: `u` [0] how long, [1] whom, [2] how long a
+ * second thing, [1..5] an alter's sizes; `kill`, a process kill's two, from a generator of their own.
+ */
 interface Draws {
-  /** [0] how long, [1] whom, [2] how long a second thing, [1..5] an alter's sizes. */
   readonly u: readonly number[];
-  /** A process kill's two, from a generator of their own. */
   readonly kill: readonly [number, number];
-}
-
-/** A cluster fault drawn while another was in force, done with its own draws once that healed. */
-interface Deferred {
-  readonly kind: FaultKind;
-  readonly draws: Draws;
-  readonly drawnAt: number;
 }
 
 /** The cluster fault in force (a placeholder with nothing to undo while one starts). */
@@ -171,10 +133,11 @@ export class Nemesis {
   private readonly nodes: NodeSpec[];
   private readonly dcs: string[];
   private undoing: Promise<void> | undefined;
-  private deferred: Deferred | undefined;
+  /** A cluster fault drawn while another was in force. */
+  private deferred: { kind: FaultKind; draws: Draws; drawnAt: number } | undefined;
   private starting: Promise<void> | undefined;
   private clusterFaultDone = false;
-  /** Whether each process kill is raw and whom: derived from the seed without drawing from it. */
+  /** Whether a process kill is raw, and whom: from the seed, without drawing from `random`. */
   private readonly killRandom: Random;
 
   constructor(private readonly options: NemesisOptions) {
@@ -200,12 +163,8 @@ export class Nemesis {
     while (!this.stopped) {
       await sleep(random.int(intervalS[0] * 1000, intervalS[1] * 1000), () => this.stopped);
       if (this.stopped) break;
-      const kind = nextFaultKind(
-        random,
-        this.options.mix,
-        this.clusterFaultDone,
-        this.options.canPartitionNodes,
-      );
+      const { mix, canPartitionNodes } = this.options;
+      const kind = nextFaultKind(random, mix, this.clusterFaultDone, canPartitionNodes);
       try {
         await this.act(kind);
       } catch (error) {
@@ -263,14 +222,10 @@ export class Nemesis {
     const killDraws = draws.kill;
     const holdMs = intBy(u0!, 3_000, 20_000);
     switch (kind) {
-      case 'partition-dc': {
-        await this.partition(kind, pickBy(u1!, this.dcs), holdMs, note);
-        return;
-      }
-      case 'partition-node': {
-        await this.partition(kind, pickBy(u1!, this.nodes).name, holdMs, note);
-        return;
-      }
+      case 'partition-dc':
+        return this.partition(kind, pickBy(u1!, this.dcs), holdMs, note);
+      case 'partition-node':
+        return this.partition(kind, pickBy(u1!, this.nodes).name, holdMs, note);
       case 'pause-node': {
         const node = pickBy(u1!, this.nodes);
         const pauseMs = intBy(u2!, 1_000, 8_000);
@@ -281,24 +236,15 @@ export class Nemesis {
       }
       case 'kill-node': {
         const node = pickBy(u1!, this.nodes);
-        await this.crash(kind, node.name, [node.name], '', intBy(u2!, 1_000, 10_000), note);
-        return;
+        return this.crash(kind, node.name, [node.name], '', intBy(u2!, 1_000, 10_000), note);
       }
       case 'kill-dc': {
-        // Every node of a DC SIGKILLed at once: what one had not written out, no other replica of
-        // the DC holds. The page cache survives. Durable with commitlog_sync batch; with periodic,
-        // the DC's last seconds of LOCAL_SERIAL state go back (a negative control).
+        // Durable with commitlog_sync batch; with periodic, the DC's last seconds of LOCAL_SERIAL
+        // state go back (a negative control).
         const dc = pickBy(u1!, this.dcs);
         const names = this.nodes.filter((n) => n.dc === dc).map((n) => n.name);
-        await this.crash(
-          kind,
-          dc,
-          names,
-          `: ${names.join(', ')} killed at once`,
-          intBy(u2!, 1_000, 10_000),
-          note,
-        );
-        return;
+        const detail = `: ${names.join(', ')} killed at once`;
+        return this.crash(kind, dc, names, detail, intBy(u2!, 1_000, 10_000), note);
       }
       case 'kill-process':
       case 'stop-process':
@@ -379,7 +325,7 @@ export class Nemesis {
     }
   }
 
-  /** SIGKILLs `names` at once and holds the fault until they are restarted `downMs` later. */
+  /** SIGKILLs `names` at once and restarts them `downMs` later. */
   private async crash(
     kind: FaultKind,
     target: string,
@@ -404,7 +350,7 @@ export class Nemesis {
     );
   }
 
-  /** Holds a cluster fault for `ms`, then undoes it on a timer of its own; `settle` runs after. */
+  /** Holds a cluster fault for `ms`, then undoes it; `settle` runs after the undo. */
   private hold(
     describe: string,
     ms: number,
@@ -417,8 +363,8 @@ export class Nemesis {
   }
 
   /**
-   * Cuts `target` off and holds the partition for `ms` from when its cut shows; in force from when
-   * its rules went in. A cut that never shows is undone at once, and still fails the campaign.
+   * Holds a partition for `ms` from when its cut shows; in force from when its rules went in. A cut
+   * that never shows is undone at once, and still fails the campaign.
    */
   private async partition(kind: FaultKind, target: string, ms: number, note = ''): Promise<void> {
     const describe = `partition of ${target}`;
@@ -439,7 +385,7 @@ export class Nemesis {
     this.record(kind, target, `ok, for ${ms} ms${before}${note}`, effectiveAt);
   }
 
-  /** Undoes the cluster fault in force, in the background; the next cluster fault waits for it. */
+  /** Undoes the cluster fault in force; the next cluster fault waits for it. */
   private undoClusterFault(): Promise<void> {
     const active = this.clusterFault;
     if (this.undoing !== undefined) return this.undoing;
@@ -472,7 +418,6 @@ export class Nemesis {
     return this.undoing;
   }
 
-  /** Starts the deferred cluster fault, if any; none past the window. */
   private startDeferred(): void {
     const deferred = this.deferred;
     if (deferred === undefined) return;

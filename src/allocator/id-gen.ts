@@ -1,7 +1,4 @@
-/**
- * The allocator a process holds: sequence handles and sequence management over one store. It
- * knows no metrics: it reports to an {@link IdGenMonitor}, which src/connect.ts fills.
- */
+/** Sequence handles and sequence management over one store; metrics come in as a monitor. */
 
 import { checkLogger, type Logger } from '../logger.js';
 
@@ -40,60 +37,43 @@ import { RowMarks } from './watermarks.js';
 export interface IdGenOptions {
   /** Closed by {@link IdGen.close}. */
   readonly store: IdStore;
-  /** This process's datacenter: the DC whose state its sequences claim blocks from. */
+  /** The DC whose state this process's sequences claim blocks from. */
   readonly dc: string;
-  /** For messages. */
   readonly keyspace: string;
-  /**
-   * Receives warnings about failed refills, once per episode, as `logger.child({ sequence })`.
-   * @default undefined (silent)
-   */
+  /** Warned of failed refills, once per episode. @default undefined (silent) */
   readonly logger?: Logger | undefined;
   /** @internal @default real timers */
   readonly clock?: Clock | undefined;
-  /**
-   * How long `next()`, `take()` and `ready()` wait for IDs by default, in ms.
-   * @default 10000
-   */
+  /** How long `next()`, `take()` and `ready()` wait for IDs by default, in ms. @default 10000 */
   readonly callTimeoutMs?: number | undefined;
-  /** @internal Builds what the allocator reports to. @default nothing is reported */
+  /** @internal @default nothing is reported */
   readonly monitor?: ((parts: IdGenMonitorParts) => IdGenMonitor) | undefined;
 }
 
 /** What an {@link IdGen} reports to beside its handles' counters. */
 export interface IdGenMonitor extends AllocatorObserver {
-  /** Follows `handle` from now on. */
   track(handle: Sequence<number> | Sequence<bigint>): void;
-  /** Stops the monitor's own work; called once the handles closed, before the store closes. */
+  /** Called once the handles closed, before the store closes. */
   close(): Promise<void>;
 }
 
 /** What {@link IdGenOptions.monitor} is given of the allocator. */
-export interface IdGenMonitorParts {
-  readonly store: IdStore;
-  readonly dc: string;
-  readonly keyspace: string;
-  readonly clock: Clock;
-  readonly logger: Logger | undefined;
-}
+export type IdGenMonitorParts = Readonly<
+  Pick<IdGenOptions, 'store' | 'dc' | 'keyspace'> & { clock: Clock; logger: Logger | undefined }
+>;
 
-/** Defaults of {@link IdGenOptions}. */
 export const ID_GEN_DEFAULTS = Object.freeze({ callTimeoutMs: 10_000 });
 
 /** What {@link IdGen.stats} returns. */
 export interface IdGenStats {
   readonly dc: string;
-  /**
-   * One entry per sequence opened: the handle {@link IdGen.sequence} returns now. Its counters
-   * include those of the handles it replaced, so none goes back; rates, block sizes and
-   * `lastError` are the current handle's.
-   */
+  /** Per sequence opened, the current handle's stats, counters including replaced handles'. */
   readonly sequences: readonly {
     readonly name: string;
     readonly bigint: boolean;
     readonly stats: SequenceStats;
   }[];
-  /** The counters of `sequences`, summed (`waste` cause by cause); rates and sizes left out. */
+  /** The counters of `sequences`, summed. */
   readonly totals: Readonly<
     Omit<SequenceStats, 'lastError' | 'blockSize' | 'drawRate' | 'dcRate' | 'waste'> & {
       readonly waste: SequenceStats['waste'];
@@ -101,17 +81,12 @@ export interface IdGenStats {
   >;
 }
 
-/** How a handle represents IDs. */
 export interface SequenceHandleOptions {
-  /**
-   * Hand out bigints: needed for domains beyond 2^53-1 (`int63`, large `custom` ones).
-   * @default false
-   */
+  /** Hand out bigints, as domains beyond 2^53-1 need. @default false */
   readonly bigint?: boolean | undefined;
 }
 
 const HANDLE_KEYS = everyKeyOf<SequenceHandleOptions>()(['bigint']);
-/** The options the allocator shares with the exported `IdGen` (src/connect.ts). */
 export const SHARED_ID_GEN_KEYS = [
   'store',
   'dc',
@@ -121,7 +96,7 @@ export const SHARED_ID_GEN_KEYS = [
   'callTimeoutMs',
 ] as const;
 const ID_GEN_KEYS = everyKeyOf<IdGenOptions>()([...SHARED_ID_GEN_KEYS, 'monitor']);
-/** Tells an {@link IdStore} from a mistake (the type checks the rest); not a conformance test. */
+/** Tells an {@link IdStore} from a mistake; not a conformance test. */
 function isStore(value: unknown): value is IdStore {
   const store = value as Partial<Record<keyof IdStore, unknown>> | null | undefined;
   return (
@@ -133,9 +108,7 @@ function isStore(value: unknown): value is IdStore {
 }
 
 /**
- * Checks the allocator's own options, before connecting, so a bad one is named even when
- * Cassandra cannot be reached.
- * @returns `callTimeoutMs`, or its default.
+ * Checks these options before connecting; returns `callTimeoutMs` or its default.
  * @throws {InvalidOptionError} naming `callTimeoutMs` or `logger`.
  */
 export function checkAllocatorOptions(
@@ -153,23 +126,9 @@ export function checkAllocatorOptions(
   return callTimeoutMs;
 }
 
-/**
- * Unique integer IDs for this process, from sequences shared by every DC. The package exports
- * it with the `metrics` option added (src/connect.ts).
- *
- * @example
- * ```ts
- * const ids = await connect({ contactPoints: ['10.0.0.1'], localDataCenter: 'dc1', keyspace: 'idgen' });
- * await ids.createSequence('orders', { domain: 'int32' });
- * const orders = ids.sequence('orders');
- * const id = await orders.next();
- * await ids.close();
- * ```
- */
+/** Unique integer IDs for this process, from sequences shared by every DC; see `connect()`. */
 export class IdGen {
-  /** This process's datacenter. */
   readonly dc: string;
-  /** The keyspace holding the tables. */
   readonly keyspace: string;
 
   readonly #store: IdStore;
@@ -177,13 +136,12 @@ export class IdGen {
   readonly #clock: Clock | undefined;
   readonly #callTimeoutMs: number;
   readonly #sequences = new Map<string, Sequence<number> | Sequence<bigint>>();
-  /** Replaced while still closing: close() waits for them; stats() counts them until closed. */
+  /** Replaced while closing: close() waits for them, stats() counts them until closed. */
   readonly #replaced = new Set<Sequence<number> | Sequence<bigint>>();
-  /** Counters of the closed handles each key's handle replaced, so no counter goes back. */
+  /** Counters of the closed handles each key's handle replaced: no counter goes back. */
   readonly #formerCounts = new Map<string, SequenceStats>();
-  /** Kept after close(): `waste.notReturned` is only known once every handle closed. */
   #finalStats: IdGenStats | undefined;
-  /** Rollback marks per sequence and grantee, shared so one handle's findings stop the next. */
+  /** Rollback marks per sequence and grantee: one handle's findings stop the next. */
   readonly #marks = new Map<string, RowMarks>();
   readonly #monitor: IdGenMonitor | undefined;
   #closing: Promise<void> | undefined;
@@ -207,26 +165,19 @@ export class IdGen {
     this.#clock = options.clock;
     this.#callTimeoutMs = checkAllocatorOptions(options);
     // Last: nothing is registered on the user's registry when another option is refused.
+    const { store, dc, keyspace, logger } = options;
     this.#monitor = options.monitor?.({
-      store: this.#store,
-      dc: this.dc,
-      keyspace: this.keyspace,
+      store,
+      dc,
+      keyspace,
+      logger,
       clock: this.#clock ?? SYSTEM_CLOCK,
-      logger: this.#logger,
     });
   }
 
   /**
-   * The handle of sequence `name` in this process; the same handle for the same name and type.
-   * Nothing is read until the first ID is asked for.
-   * @example
-   * ```ts
-   * const orders = ids.sequence('orders');                     // Sequence<number>
-   * const events = ids.sequence('events', { bigint: true });   // Sequence<bigint>
-   * ```
-   * @throws {InvalidNameError} if `name` is not 1 to 48 letters, digits or `_` starting with a
-   * letter.
-   * @throws {ClosedError} after `close()`.
+   * The handle of sequence `name`, the same for the same name and type; reads nothing yet.
+   * @throws {InvalidNameError} for a bad name; {@link ClosedError} after `close()`.
    */
   sequence(name: string, options?: { readonly bigint?: false | undefined }): Sequence<number>;
   sequence(name: string, options: { readonly bigint: true }): Sequence<bigint>;
@@ -239,12 +190,12 @@ export class IdGen {
     const bigint = options.bigint === true;
     const key = `${name}/${bigint ? 'bigint' : 'number'}`;
     const existing = this.#sequences.get(key);
-    // A handle closed on its own is replaced: a closed handle can never serve again.
+    // A closed handle never serves again: replaced.
     if (existing !== undefined && existing.state !== 'closing' && existing.state !== 'closed') {
       return existing;
     }
     if (existing?.state === 'closing') {
-      // Its give-back still needs the store and its counts still move: folded once closed.
+      // Its give-back still needs the store: folded once closed.
       this.#replaced.add(existing);
       void existing.close().finally(() => {
         if (this.#replaced.delete(existing)) this.#fold(key, existing);
@@ -252,15 +203,10 @@ export class IdGen {
     } else if (existing !== undefined) {
       this.#fold(key, existing);
     }
+    const { dc, keyspace } = this;
     const context = {
-      name,
-      store: this.#store,
-      dc: this.dc,
-      keyspace: this.keyspace,
-      logger: this.#logger,
-      clock: this.#clock,
-      callTimeoutMs: this.#callTimeoutMs,
-      observer: this.#monitor,
+      ...{ name, dc, keyspace, store: this.#store, logger: this.#logger, clock: this.#clock },
+      ...{ callTimeoutMs: this.#callTimeoutMs, observer: this.#monitor },
       marks: (grantee: string, start: bigint) => {
         const key = `${name}\u0000${grantee}`;
         let marks = this.#marks.get(key);
@@ -277,17 +223,14 @@ export class IdGen {
   }
 
   /**
-   * Creates sequence `name` in every DC (needs every DC reachable).
+   * Creates sequence `name` in every DC; returns the settings stored (with `ifNotExists`, the
+   * existing ones).
    * @example
    * ```ts
    * await ids.createSequence('orders', { domain: 'int32', dcRangeSize: 1_000_000 });
    * ```
-   * @returns the settings stored (with `ifNotExists`, those of the existing sequence).
-   * @throws {InvalidNameError} for a bad name; {@link InvalidOptionError} for a bad option.
-   * @throws {SequenceExistsError} if it exists and `ifNotExists` is not set, or is set and the
-   * existing `domain`, `min`, `max` or `start` differs from one given; nothing is changed. Its
-   * `createdBy` is `unknown` when an alter rewrote the settings since, so this create, though
-   * reported failed, may have been applied first.
+   * @throws {InvalidNameError}, {@link InvalidOptionError} for a bad name or option.
+   * @throws {SequenceExistsError} if it exists, unless `ifNotExists` and its ID space matches.
    * @throws {StoreUnavailableError} if some DC cannot be reached.
    */
   async createSequence(
@@ -309,7 +252,6 @@ export class IdGen {
   }> {
     this.#assertOpen();
     const settings = resolveSequenceSettings(name, options);
-    // A list given is refused if bad before any read, then checked against the replication.
     const given = options.firstRanges;
     const firstGrants = resolveFirstGrants(
       settings,
@@ -326,7 +268,6 @@ export class IdGen {
       firstGrants,
       this.dc,
     );
-    // An existing sequence's first ranges are not shown as this create's.
     if (creator !== 'this') {
       const differences = idSpaceDifferences(options, settings, stored);
       if (differences.length > 0) throw new SequenceExistsError(name, this.keyspace, differences);
@@ -336,18 +277,10 @@ export class IdGen {
   }
 
   /**
-   * Changes the sizes, threshold, claim interval, autonomy target or shards of sequence `name`,
-   * checked against the stored settings and written only if nobody changed them meanwhile. Running
-   * handles take them at their first claim 10 s or more after their last read (shards excepted);
-   * new handles at once.
-   * @example
-   * ```ts
-   * await ids.alterSequence('orders', { blockSize: 5_000 });
-   * ```
-   * @returns the settings after the change.
-   * @throws {InvalidNameError} for a bad name; {@link InvalidOptionError} for a bad change.
-   * @throws {SequenceNotFoundError} if it does not exist.
-   * @throws {ContentionError} if concurrent alters kept changing the settings first.
+   * Changes the tunable settings of sequence `name` if nobody changed them meanwhile; running
+   * handles take them within {@link SETTINGS_REFRESH_MS}. Returns the settings after the change.
+   * @throws {InvalidNameError}, {@link InvalidOptionError} for a bad name or change.
+   * @throws {SequenceNotFoundError}; {@link ContentionError} if concurrent alters kept winning.
    * @throws {StoreUnavailableError} if some DC cannot be reached.
    */
   async alterSequence(name: string, changes: AlterSequenceOptions): Promise<SequenceSettings> {
@@ -358,23 +291,16 @@ export class IdGen {
   }
 
   /**
-   * Retires the ranges this process's DC holds for sequence `name` after its rows went back
-   * (docs/operations.md, "When rows went back"): the IDs the DC still held become a gap, and its
-   * next claim asks for a grant above every ID granted. Stop the sequence's processes in this DC
-   * first. Safe to repeat. Each result's `outcome` says whose write left its partition spent.
-   * @example
-   * ```ts
-   * for (const s of await ids.retireDcRanges('orders')) console.log(s.grantee, s.outcome, s.gap);
-   * ```
-   * @throws {InvalidNameError} for a bad name; {@link SequenceNotFoundError} if it does not exist.
+   * After rows went back (docs/operations.md), retires the ranges this DC holds for `name`: their
+   * IDs become a gap. Stop the sequence's processes in this DC first. Safe to repeat.
+   * @throws {InvalidNameError}; {@link SequenceNotFoundError}; {@link ContentionError}.
    * @throws {InvariantError} if the grant level itself went back (nothing is written).
-   * @throws {ContentionError} if the DC's processes kept writing its state first.
-   * @throws {StoreUnavailableError} if SERIAL or LOCAL_SERIAL cannot be reached, or a write's
-   * outcome stayed unknown (run it again).
+   * @throws {StoreUnavailableError} if SERIAL or LOCAL_SERIAL is unreachable or an outcome
+   * stayed unknown (run it again).
    */
   async retireDcRanges(name: string): Promise<readonly RetiredState[]> {
     this.#assertOpen();
-    // At SERIAL: the shard count only grows, and a local read could miss the latest alter.
+    // At SERIAL: a local read could miss the latest alter of the shard count.
     validateSequenceName(name);
     const stored = await this.#store.readSequence(name, 'serial');
     if (stored === undefined) throw new SequenceNotFoundError(name, this.keyspace);
@@ -383,10 +309,6 @@ export class IdGen {
 
   /**
    * Every sequence's settings, sorted by name.
-   * @example
-   * ```ts
-   * for (const s of await ids.listSequences()) console.log(s.name, s.max);
-   * ```
    * @throws {StoreUnavailableError} if the local DC cannot be reached.
    */
   async listSequences(): Promise<readonly SequenceSettings[]> {
@@ -396,13 +318,7 @@ export class IdGen {
 
   /**
    * The settings of sequence `name`.
-   * @example
-   * ```ts
-   * const { blockSize } = await ids.readSequence('orders');
-   * ```
-   * @throws {InvalidNameError} for a bad name.
-   * @throws {SequenceNotFoundError} if it does not exist.
-   * @throws {StoreUnavailableError} if the local DC cannot be reached.
+   * @throws {InvalidNameError}; {@link SequenceNotFoundError}; {@link StoreUnavailableError}.
    */
   async readSequence(name: string): Promise<SequenceSettings> {
     this.#assertOpen();
@@ -412,15 +328,7 @@ export class IdGen {
     return stored.settings;
   }
 
-  /**
-   * A snapshot of every open handle's counters, and their totals; once {@link close} has ended,
-   * the final ones (close()'s give-backs counted).
-   * @example
-   * ```ts
-   * const { totals, sequences } = ids.stats();
-   * console.log(totals.remaining, sequences.map((s) => s.name));
-   * ```
-   */
+  /** Every handle's counters and their totals; after {@link close}, the final ones. */
   stats(): IdGenStats {
     if (this.#finalStats !== undefined) return this.#finalStats;
     const closing = [...this.#replaced];
@@ -429,31 +337,21 @@ export class IdGen {
       const replaced = closing
         .filter((other) => other.name === handle.name && other.bigint === handle.bigint)
         .map((h) => h.stats());
-      return {
-        name: handle.name,
-        bigint: handle.bigint,
-        stats: withFormer(handle.stats(), former, replaced),
-      };
+      const stats = withFormer(handle.stats(), former, replaced);
+      return { name: handle.name, bigint: handle.bigint, stats };
     });
     const { counts: totals, waste } = sumCounts(sequences.map(({ stats }) => stats));
+    const all = Object.freeze({ ...totals, waste: Object.freeze(waste) });
     return Object.freeze({
       dc: this.dc,
       sequences: Object.freeze(sequences),
-      totals: Object.freeze({
-        ...totals,
-        waste: Object.freeze(waste),
-      }) as unknown as IdGenStats['totals'],
+      totals: all as unknown as IdGenStats['totals'],
     });
   }
 
   /**
-   * Closes every handle (returning unused IDs where possible), stops the runway polls of
-   * `metrics` (the metrics stay registered, with their last values), then closes the store.
-   * Idempotent; later calls on this object throw {@link ClosedError}.
-   * @example
-   * ```ts
-   * process.on('SIGTERM', () => void ids.close());
-   * ```
+   * Closes every handle (giving unused IDs back), the monitor (metrics keep their last values),
+   * then the store. Idempotent; later calls throw {@link ClosedError}.
    */
   close(): Promise<void> {
     this.#closing ??= this.#shutdown();

@@ -35,7 +35,6 @@ import type { RowMarks } from './watermarks.js';
 
 export type { SequenceState } from './lifecycle.js';
 
-/** What {@link IdGen} gives a handle. */
 export interface SequenceContext<T extends number | bigint> {
   readonly name: string;
   readonly store: IdStore;
@@ -47,30 +46,19 @@ export interface SequenceContext<T extends number | bigint> {
   readonly clock?: Clock | undefined;
   readonly callTimeoutMs: number;
   readonly observer?: AllocatorObserver | undefined;
-  /** The process's rollback marks of a grantee's rows, shared by its handles. */
   readonly marks?: ((grantee: string, start: bigint) => RowMarks) | undefined;
 }
 
-/** One `next()` served from the IDs held in this many yields to I/O before it resolves. */
+/** Every this many IDs served from memory, `next()` yields to I/O before it resolves. */
 export const YIELD_EVERY_IDS = 512;
 
 /**
- * Hands out unique IDs of one sequence in this process, strictly increasing.
- *
- * IDs come from the current block with a preloaded one behind it; past `threshold`, one
- * background claim loads the next block, and one background request grants the DC its next
- * range (docs/design.md, "Double buffering"). Get a handle from {@link IdGen.sequence}.
- *
- * @example
- * ```ts
- * const orders = ids.sequence('orders');
- * const id = orders.tryNext() ?? (await orders.next());
- * const { first, last } = await orders.take(50);
- * ```
+ * Hands out unique, strictly increasing IDs of one sequence in this process, from a current
+ * block with a preloaded one behind it (docs/design.md, "Double buffering"). Get one from
+ * {@link IdGen.sequence}.
  */
 export class Sequence<T extends number | bigint> {
   readonly name: string;
-  /** This process's datacenter. */
   readonly dc: string;
   /** Whether IDs are bigints (else JavaScript numbers). */
   readonly bigint: boolean;
@@ -98,7 +86,7 @@ export class Sequence<T extends number | bigint> {
   private readonly settings: HeldSettings;
   private readonly claims: BlockClaims;
 
-  /** Not for users: use {@link IdGen.sequence}. */
+  /** @internal Use {@link IdGen.sequence}. */
   constructor(context: SequenceContext<T>) {
     this.name = context.name;
     this.lifecycle = new Lifecycle(context.name);
@@ -143,8 +131,8 @@ export class Sequence<T extends number | bigint> {
   }
 
   /**
-   * The next ID if this process holds one, else undefined (and a refill starts in the
-   * background). Never waits and never touches Cassandra on the way.
+   * The next ID if this process holds one, else undefined (a refill starts in the background).
+   * Never waits.
    * @example
    * ```ts
    * const id = orders.tryNext() ?? (await orders.next());
@@ -165,27 +153,17 @@ export class Sequence<T extends number | bigint> {
   }
 
   /**
-   * The next ID. Resolves at once while this process holds IDs; otherwise waits for the one
-   * refill in flight. A refill that fails for a passing reason (a replica paused, lost races,
-   * SERIAL unreachable) is retried until the call's one deadline, then the call rejects with the
-   * refill's last error, or {@link DeadlineError} if that was only lost races.
+   * The next ID, at once while this process holds IDs, else after the refill in flight. Failing
+   * refills are retried until the call's deadline; then it rejects with the last failure.
    * @example
    * ```ts
-   * const id = await ids.sequence('orders').next();
-   * const soon = await orders.next({ timeoutMs: 200, signal: request.signal });
+   * const id = await orders.next({ timeoutMs: 200, signal: request.signal });
    * ```
-   * @throws {ClosedError} after `close()`.
-   * @throws {InvalidOptionError} for an unknown key, a `timeoutMs` below 0 or a `signal` that is
-   * no AbortSignal.
-   * @throws {DeadlineError} if no ID came within the deadline and no refill failed; its `cause`
-   * is a {@link ContentionError} if the claim kept losing races.
+   * @throws {ClosedError} after `close()`; {@link InvalidOptionError} for bad options.
+   * @throws {DeadlineError} if no ID came in time (`cause`: a {@link ContentionError} on lost races).
    * @throws {AbortedError} if `signal` fired first.
-   * @throws {SequenceNotFoundError} if the sequence does not exist.
-   * @throws {DomainNeedsBigIntError} if IDs may exceed 2^53-1 and the handle is number-typed.
-   * @throws {SerialUnavailableError} if the DC's ranges are spent and SERIAL is unreachable.
-   * @throws {SequenceExhaustedError} if every ID of the domain has been handed out.
-   * @throws {IdGenError} other typed failures of the refill (store unavailable, broken
-   * invariants, rows that went back).
+   * @throws {IdGenError} the refill's failure: {@link SequenceNotFoundError},
+   * {@link DomainNeedsBigIntError}, {@link SerialUnavailableError}, {@link SequenceExhaustedError}…
    */
   async next(options?: CallOptions): Promise<T> {
     if (options !== undefined) checkCallOptions(options);
@@ -210,15 +188,9 @@ export class Sequence<T extends number | bigint> {
   }
 
   /**
-   * @internal The HTTP service's draw of `count` IDs (bounded by the service's schema), strictly
-   * increasing, not necessarily contiguous, under one deadline. All or an error:
-   * - `signal` is looked at before each ID: a caller that is gone takes no more.
-   * - Holding fewer than `count` with no next block, it waits for that block before taking any,
-   *   so a failed refill costs no ID.
-   * - IDs taken by a call that then fails go to nobody: `waste.undelivered`, not issued.
-   * - With `delivered` (which must settle), IDs stay neither issued nor wasted until it settles:
-   *   issued if true, else `waste.undelivered`, so that `issued` only grows.
-   * @throws everything {@link Sequence.next} throws.
+   * @internal The HTTP service's draw of `count` increasing IDs under one deadline, all or an
+   * error (then the IDs taken are `waste.undelivered`). It waits for the next block before taking
+   * any it cannot cover. With `delivered`, the IDs count as issued only once it settles true.
    */
   async nextIds(count: number, options?: CallOptions, delivered?: Promise<boolean>): Promise<T[]> {
     if (options !== undefined) checkCallOptions(options);
@@ -227,22 +199,19 @@ export class Sequence<T extends number | bigint> {
     const signal = options?.signal;
     const call = this.callOf(options);
     const buffer = this.buffer;
-    // A spent (or no) current block makes way for the preloaded one: a block claimed now goes there.
     if ((buffer.current?.remaining ?? 0) === 0) buffer.switchToPreloaded();
     if (buffer.remaining < count && buffer.preloaded === undefined) {
-      // Once: the block claimed is accepted as the preloaded one, above the IDs held, which are
-      // taken first. The draw rate's clock goes on: the IDs held are still served.
+      // The draw rate's clock goes on: the IDs held are still served.
       throwIfAborted(this.name, signal);
       this.ledger.waited();
       await this.timed(() => this.waitForRefill(call, signal, { count, contiguous: false }));
     }
     const ids: T[] = [];
-    // Whether the IDs stay drawn (neither issued nor wasted) until `delivered` settles.
     let awaitingDelivery = false;
     try {
       while (ids.length < count) {
         throwIfAborted(this.name, signal);
-        // Taken and counted in one synchronous step: stats() never sees it issued.
+        // Taken and counted in one step: stats() never sees it issued.
         const id = this.tryNext();
         if (id !== undefined) {
           ids.push(id);
@@ -273,17 +242,10 @@ export class Sequence<T extends number | bigint> {
   }
 
   /**
-   * `count` contiguous IDs. If the current block has fewer left, its remainder is skipped
-   * (counted in `wasted`) and the run comes from the next block, so IDs stay increasing.
-   * @example
-   * ```ts
-   * const { first, last } = await orders.take(100); // last - first === 99
-   * ```
+   * `count` contiguous IDs; a current block too short for them is skipped (counted as waste).
    * @throws {InvalidCountError} unless `count` is an integer from 1 to `maxBlockSize` and no
-   * larger than the DC's ranges; nothing is skipped. Decided on settings at most
-   * {@link SETTINGS_REFRESH_MS} old, so an alter that raised them reaches this process.
-   * @throws {ClosedError} after `close()`; {@link AbortedError} once `signal` fired; and
-   * everything {@link Sequence.next} throws.
+   * larger than the DC's ranges.
+   * @throws everything {@link Sequence.next} throws.
    */
   take(count: number, options?: CallOptions): Promise<IdRange<T>> {
     return this.takeDelivered(count, options, undefined);
@@ -308,7 +270,6 @@ export class Sequence<T extends number | bigint> {
       throw largestBlockError(count, settings);
     }
     this.lifecycle.assertOpen();
-    // The signal may have fired during the awaits above: a caller gone takes no ID held.
     throwIfAborted(this.name, signal);
     const range = await this.takeRunOnSettings(count, signal, delivered);
     if (range !== undefined) return range;
@@ -325,12 +286,7 @@ export class Sequence<T extends number | bigint> {
   }
 
   /**
-   * Loads the settings and claims a block unless this process already holds IDs, so that
-   * `tryNext()` succeeds right after.
-   * @example
-   * ```ts
-   * await orders.ready();
-   * ```
+   * Claims a block unless this process holds IDs, so that `tryNext()` succeeds right after.
    * @throws everything {@link Sequence.next} throws.
    */
   async ready(options?: CallOptions): Promise<void> {
@@ -350,21 +306,14 @@ export class Sequence<T extends number | bigint> {
   }
 
   /**
-   * Stops the handle: from this moment no ID is handed out (new calls and calls waiting for a
-   * refill throw {@link ClosedError}); in-flight refills finish, and the unused IDs go back to
-   * the DC if nobody claimed after them (docs/design.md, "Returning a block"). Never rejects;
-   * idempotent.
-   * @example
-   * ```ts
-   * await orders.close();
-   * ```
+   * Stops handing out IDs at once (calls throw {@link ClosedError}), then gives the unused IDs
+   * back to the DC where it can. Idempotent; never rejects.
    */
   close(): Promise<void> {
     this.closing ??= this.shutdown();
     return this.closing;
   }
 
-  /** The slow half of `tryNext()`. */
   private takeFromPreloaded(): T | undefined {
     this.lifecycle.assertOpen();
     const block = this.buffer.switchToPreloaded();
@@ -377,7 +326,6 @@ export class Sequence<T extends number | bigint> {
     return id;
   }
 
-  /** {@link takeRun}, re-reading the settings once when it cannot decide on the ones held. */
   private async takeRunOnSettings(
     count: number,
     signal: AbortSignal | undefined,
@@ -393,7 +341,6 @@ export class Sequence<T extends number | bigint> {
     return this.awaitDelivery(decided, count, delivered);
   }
 
-  /** `run`, kept out of issued until `delivered` settles, in the same step as the take. */
   private awaitDelivery(
     run: IdRange<T> | undefined,
     count: number,
@@ -404,10 +351,8 @@ export class Sequence<T extends number | bigint> {
   }
 
   /**
-   * `count` contiguous IDs from the blocks held, skipping a remainder too short for them once the
-   * next block is here; undefined (a refill started) if they hold none. {@link RE_READ_SETTINGS}
-   * when whether to go on depends on settings not yet read (never with `reread`).
-   * @throws {InvalidCountError} when no block can hold the run ({@link HeldSettings.runRefusal}).
+   * `count` contiguous IDs from the blocks held, or undefined (a refill started), or
+   * {@link RE_READ_SETTINGS} when deciding needs newer settings (never with `reread`).
    */
   private takeRun(
     count: number,
@@ -436,10 +381,7 @@ export class Sequence<T extends number | bigint> {
     return undefined;
   }
 
-  /**
-   * The only place a claimed block enters the buffer: it must lie above every block before it.
-   * One that arrives after the rows went back is dropped.
-   */
+  /** The only place a claimed block enters the buffer; it must lie above every earlier one. */
   private acceptBlock(claimed: ClaimedBlock): void {
     const size = Number(claimed.last - claimed.first + 1n);
     if (this.lifecycle.rolledBack !== undefined) {
@@ -459,10 +401,7 @@ export class Sequence<T extends number | bigint> {
     }
   }
 
-  /**
-   * The rows went back (or belong to another sequence of this name): the blocks this process
-   * holds may be claimed again by others, so none of them is served or given back any more.
-   */
+  /** The rows went back or were recreated: others may claim the blocks held, so drop them. */
   private forfeit(error: StateRolledBackError | SequenceRecreatedError): void {
     if (this.lifecycle.rolledBack !== undefined) return;
     this.lifecycle.rolledBack = error;
@@ -478,19 +417,17 @@ export class Sequence<T extends number | bigint> {
     if (this.buffer.preloaded === undefined) this.claims.inBackground();
   }
 
-  /** A call found no ID held and waits: counted, and the draw rate's clock stops. */
   private startWaiting(): void {
     this.ledger.waited();
     this.demand.starving();
   }
 
-  /** Re-reads the settings when due; `force`: whatever their age. */
   private async refreshSettings({ force = false } = {}): Promise<void> {
     const rereading = this.settings.reread(() => this.loaded?.settings, force);
     if (rereading === undefined) return;
     const settings = await rereading;
     if (settings === undefined) return;
-    // To the allocator in use now: the shard may have moved during the read.
+    // To the allocator in use now: the shard may have moved meanwhile.
     this.shards.updateSettings(settings);
     this.threshold = settings.threshold;
   }
@@ -503,7 +440,6 @@ export class Sequence<T extends number | bigint> {
     return deadlineOf(options, this.callTimeoutMs, this.clock);
   }
 
-  /** Waits for the refill in flight (or starts one) until the call's deadline. */
   private async waitForRefill(
     call: CallDeadline,
     signal: AbortSignal | undefined,
@@ -549,20 +485,16 @@ export class Sequence<T extends number | bigint> {
 
   private async shutdown(): Promise<void> {
     this.lifecycle.to('closing');
-    // No ID leaves the process from here: the blocks held are set aside before the first await,
-    // so the run given back starts after the last ID handed out.
+    // Set aside before the first await, so the run given back starts after the last ID served.
     if (this.buffer.serving) this.buffer.changeMode('retired', mutated('serve-while-closing'));
     this.claims.wakeUp();
-    // Refills started before close() finish first, so the blocks they bring can go back too.
     await Promise.allSettled([this.loading, this.claims.inFlight]);
-    // Loaded by now if it ever will be: its background range requests stop here.
     await this.loaded?.allocator.close();
     try {
       if (this.lifecycle.rolledBack === undefined) {
         const wentBack = () => this.lifecycle.rolledBack !== undefined;
         await this.shards.giveBack(this.buffer.remaining, this.buffer.unusedRun(), wentBack);
       } else {
-        // Found gone back while closing, after the blocks were set aside: dropped, not given back.
         this.ledger.wasted('dropped', this.buffer.remaining);
       }
       await this.ledger.reportNow(this.grantee);

@@ -13,34 +13,20 @@ export type StoreMethod = keyof IdStore;
 export type ConditionalMethod = 'grantRange' | 'writeDcState' | 'createSequence' | 'alterSequence';
 
 interface FaultScope {
-  /** Only calls for this sequence. @default any */
+  /** Only calls for this sequence (and DC). @default any */
   readonly sequence?: string | undefined;
-  /** Only calls for this DC. @default any */
   readonly dc?: string | undefined;
-  /** How many matching calls the fault affects before it is removed; `Infinity` keeps it. @default 1 */
+  /** How many matching calls the fault affects; `Infinity` keeps it. @default 1 */
   times?: number | undefined;
-  /**
-   * Runs when the fault fires, after a write it let through and before the call returns, so a
-   * test can slip another process's write in between.
-   */
+  /** Runs when the fault fires, after a write it let through and before the call returns. */
   readonly onHit?: (() => void | Promise<void>) | undefined;
 }
 
 /**
- * The outcomes a conditional write can have on a real cluster besides the plain ones ("applied
- * if its condition holds" is meant by "applied"):
- * - `rejected`: not applied, reports `rejected`.
- * - `unknown-applied`: applied, reports `unknown` (a CAS timeout after the commit).
- * - `unknown-not-applied`: not applied, reports `unknown` (a CAS timeout before any accept).
- * - `applied-reported-rejected`: applied, reports `rejected` (a second round, by the
- *   coordinator's contention loop or a driver retry, finished our proposal and then evaluated
- *   our condition against it).
- * - `applied-then-unavailable`: applied, then throws {@link StoreUnavailableError} (Paxos v1:
- *   the commit failed after the proposal was accepted).
- * - `in-flight`: not applied now, reports `unknown`; a minority accepted it, and a later round on
- *   the partition commits it first: the next read or write (`completesOn: 'read'`, the default),
- *   only the next conditional write (`'write'`: the re-read's quorum missed it), or, for a grant
- *   batch, the second of `readGrants`'s two rounds (`'second-read'`), whose quorums may differ.
+ * A conditional write's outcome on a real cluster ("applied": if its condition holds). `-applied`
+ * and `applied-` effects apply it, then report `unknown`, `rejected` or throw Unavailable.
+ * `in-flight` reports `unknown`; a later round commits it: the next read or write (`completesOn:
+ * 'read'`), only the next write (`'write'`), or `readGrants`'s second round (`'second-read'`).
  */
 export type ConditionalEffect =
   | 'rejected'
@@ -51,15 +37,9 @@ export type ConditionalEffect =
   | 'in-flight';
 
 /**
- * A fault for the next matching call(s):
- * - `unavailable`: throws {@link StoreUnavailableError} at the method's level (or `level`);
- *   nothing is read or written.
- * - a {@link ConditionalEffect}, for conditional writes.
- * - `delay`: the call waits for `until`, then runs (other faults may still match it).
- * - `slow-reply`: the call runs at once, its reply waits for `until` (replies arrive in any
- *   order, as over a network).
- * - `missed-locally` (readSequence): a local read finds no settings, as a LOCAL_QUORUM read that
- *   missed a create committed below its DC's quorum; a SERIAL read of the sequence clears it.
+ * A fault for the next matching call(s). `unavailable` throws at the method's level (or `level`),
+ * touching nothing; `delay` runs the call after `until`; `slow-reply` holds its reply until
+ * `until`; `missed-locally`: local reads find no settings until a SERIAL read.
  */
 export type Fault = FaultScope &
   (
@@ -78,19 +58,16 @@ export type Fault = FaultScope &
     | { readonly op: 'readSequence'; readonly effect: 'missed-locally' }
   );
 
-/** A fault a call returns with from {@link FaultInjector.enter}: its effect is the method's. */
+/** A fault {@link FaultInjector.enter} leaves for the method to apply. */
 export type CasFault = Extract<Fault, { effect: ConditionalEffect | 'missed-locally' }>;
 
-/**
- * A call once through {@link FaultInjector.enter}: the fault for the method to apply, and the
- * `slow-reply` gate its result waits for ({@link replied}).
- */
+/** A call through {@link FaultInjector.enter}: its fault, and its `slow-reply` gate. */
 export interface Entered {
   readonly fault: CasFault | undefined;
   readonly reply: Promise<unknown> | undefined;
 }
 
-/** The level each method needs, as the Cassandra adapter reports it when unreachable. */
+/** The level each method needs, as the Cassandra store reports it. */
 const LEVELS: Readonly<Record<StoreMethod, StoreLevel>> = {
   createSequence: 'serial',
   readSequence: 'local',
@@ -113,13 +90,19 @@ const LEVELS: Readonly<Record<StoreMethod, StoreLevel>> = {
   close: 'local',
 };
 
-/** A write accepted by a minority of replicas, which a later round commits (see `in-flight`). */
+const APPLYING: ReadonlySet<string> = new Set([
+  'unknown-applied',
+  'applied-reported-rejected',
+  'applied-then-unavailable',
+]);
+
+/** A write accepted by a minority of replicas (see `in-flight`). */
 interface InFlightWrite {
   readonly completesOn: 'read' | 'write' | 'second-read';
   readonly apply: () => boolean;
 }
 
-/** The faults, call counts and writes in flight of one MemoryStore, which exposes the first three. */
+/** The faults, call counts and writes in flight of one MemoryStore. */
 export class FaultInjector {
   readonly faults: Fault[] = [];
   readonly calls: Record<StoreMethod, number> = zeroCalls();
@@ -132,11 +115,7 @@ export class FaultInjector {
     Object.assign(this.calls, zeroCalls());
   }
 
-  /**
-   * Counts the call, waits its latency, runs `unavailable` and `delay` faults, arms a
-   * `slow-reply`; returns a CAS fault for the call to apply.
-   * @throws {StoreUnavailableError} for an `unavailable` fault.
-   */
+  /** Counts the call, waits its latency, runs its non-CAS faults. @throws {StoreUnavailableError} */
   async enter(op: StoreMethod, sequence?: string, dc?: string): Promise<Entered> {
     this.calls[op]++;
     let reply: Promise<unknown> | undefined;
@@ -174,11 +153,7 @@ export class FaultInjector {
     }
   }
 
-  /**
-   * One Paxos round of a conditional write on `partition`: any write in flight there is committed
-   * or superseded first, then `write` runs as the fault says.
-   * @throws {StoreUnavailableError} for `applied-then-unavailable`.
-   */
+  /** One Paxos round on `partition`: settles a write in flight, then `write` as `fault` says. */
   async conditional<Found>(
     fault: CasFault | undefined,
     partition: string,
@@ -189,29 +164,16 @@ export class FaultInjector {
     if (fault === undefined) {
       return write() ? { kind: 'applied' } : { kind: 'rejected', found: found() };
     }
-    const landed = () => {
+    const apply = () => {
+      const applied = write();
       const key = `${fault.op} ${fault.effect}`;
-      this.faultsLanded.set(key, (this.faultsLanded.get(key) ?? 0) + 1);
+      if (applied) this.faultsLanded.set(key, (this.faultsLanded.get(key) ?? 0) + 1);
+      return applied;
     };
-    switch (fault.effect) {
-      case 'unknown-applied':
-      case 'applied-reported-rejected':
-      case 'applied-then-unavailable':
-        if (write()) landed();
-        break;
-      case 'in-flight':
-        this.#inFlight.set(partition, {
-          completesOn: fault.completesOn ?? 'read',
-          apply: () => {
-            const applied = write();
-            if (applied) landed();
-            return applied;
-          },
-        });
-        break;
-      case 'rejected':
-      case 'unknown-not-applied':
-        break;
+    if (fault.effect === 'in-flight') {
+      this.#inFlight.set(partition, { completesOn: fault.completesOn ?? 'read', apply });
+    } else if (APPLYING.has(fault.effect)) {
+      apply();
     }
     await fault.onHit?.();
     switch (fault.effect) {
@@ -229,12 +191,10 @@ export class FaultInjector {
     }
   }
 
-  /** Whether the write in flight on `partition` completes only on a grant read's second round. */
   completesOnSecondRead(partition: string): boolean {
     return this.#inFlight.get(partition)?.completesOn === 'second-read';
   }
 
-  /** A Paxos round on `partition` commits the write in flight there, if the round sees it. */
   settleInFlight(partition: string, round: 'read' | 'write'): void {
     const pending = this.#inFlight.get(partition);
     if (pending === undefined || (round === 'read' && pending.completesOn === 'write')) return;

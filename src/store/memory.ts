@@ -15,25 +15,26 @@ import {
   type Fault,
   type StoreMethod,
 } from './memory-faults.js';
-import type {
-  CasOutcome,
-  DcStamp,
-  DcState,
-  FirstGrant,
-  Grant,
-  GrantFound,
-  GrantView,
-  GrantsOverview,
-  IdStore,
-  NodeSettings,
-  SequenceSettings,
-  SizeSettings,
-  StoredSettings,
-  DcUsageCounts,
-  UsageCause,
-  UsageDeltas,
+import {
+  USAGE_CAUSES,
+  zeroUsageCounts,
+  type CasOutcome,
+  type DcStamp,
+  type DcState,
+  type DcUsageCounts,
+  type FirstGrant,
+  type Grant,
+  type GrantFound,
+  type GrantView,
+  type GrantsOverview,
+  type IdStore,
+  type NodeSettings,
+  type SequenceSettings,
+  type SizeSettings,
+  type StoredSettings,
+  type UsageCause,
+  type UsageDeltas,
 } from './port.js';
-import { USAGE_CAUSES, zeroUsageCounts } from './port.js';
 
 /** A grant as applied; {@link MemoryStore.grantLog} keeps them in the order of all DCs. */
 export interface GrantRecord {
@@ -45,72 +46,49 @@ export interface GrantRecord {
 export interface MemoryStoreOptions {
   /** Keyspace named in errors. @default 'memory' */
   readonly keyspace?: string | undefined;
-  /**
-   * Delay of every call in milliseconds, as a network round trip would add.
-   * @default 0 (calls still yield to other tasks once, as real I/O does)
-   */
+  /** Delay of every call in ms (calls always yield once, as real I/O does). @default 0 */
   readonly latencyMs?: number | undefined;
-  /**
-   * How many writes behind the latest a plain read of a DC state answers, as a lagging local
-   * quorum would; a Paxos round still sees the latest.
-   * @default 0
-   */
+  /** How many writes behind the latest a plain DC-state read answers. @default 0 */
   readonly plainReadLag?: number | undefined;
-  /**
-   * The nodes {@link MemoryStore.readNodeSettings} reports, in any DCs; omitted fields take
-   * {@link MemoryNode}'s defaults.
-   * @default one node in dc1 with `commitlog_sync: batch` and `paxos_variant: v2`
-   */
+  /** The nodes `readNodeSettings()` reports. @default one node in dc1, with {@link MemoryNode}'s defaults */
   readonly nodeSettings?: readonly MemoryNode[] | undefined;
   /** What `readReplicaDcs()` answers (undefined: not NetworkTopologyStrategy). @default undefined */
   readonly replicaDcs?: readonly string[] | undefined;
 }
 
-/**
- * A node as {@link MemoryStore.readNodeSettings} reports it. Defaults: Cassandra 5.0.9,
- * `commitlog_sync: batch`, `paxos_variant: v2`, nothing else set, no idgen tables.
- */
+/** A node to report. Defaults: version 5.0.9, `commitlog_sync: batch`, `paxos_variant: v2`. */
 export type MemoryNode = Pick<NodeSettings, 'host' | 'dc'> &
   Partial<Omit<NodeSettings, 'host' | 'dc'>>;
 
-/** A sequence's grants partition: its settings, GLOBAL and every grant. */
+/** A sequence's grants partition; grants ascending by number. */
 interface SequenceRecord {
   stored: StoredSettings;
   globalLast: bigint;
-  /** Ascending by number. */
   readonly grants: Map<string, Grant[]>;
 }
 
-/**
- * A sequence's DC-state partitions, apart from its grants partition as in Cassandra: every version
- * of each DC's state ever written, the last one current, so that a test can roll a DC back.
- */
+/** Every state each DC ever had, the last current, so a test can roll a DC back. */
 type StateHistory = Map<string, DcState[]>;
 
 export class MemoryStore implements IdStore {
-  /** Faults waiting for their calls; tests push, splice or empty it at will. */
+  /** Faults waiting for their calls; tests may change it at will. */
   readonly faults: Fault[];
-  /** Calls per method since creation or {@link MemoryStore.resetCalls}, counted on entry. */
+  /** Calls per method since creation or {@link MemoryStore.resetCalls}. */
   readonly calls: Record<StoreMethod, number>;
-  /**
-   * Injected faults that took effect, by `<op> <effect>`: a write applied but reported otherwise,
-   * or left in flight and applied later. A fault whose condition failed is not counted, so tests
-   * can require that their runs reach these outcomes.
-   */
+  /** Faults whose write was applied, by `<op> <effect>`. */
   readonly faultsLanded: Map<string, number>;
   readonly grantLog: GrantRecord[] = [];
 
   private readonly sequences = new Map<string, SequenceRecord>();
   private readonly states = new Map<string, StateHistory>();
-  /** Counts calls and applies faults; its partitions are `settings/…`, `grants/…`, `state/…/…`. */
+  /** Partitions: `settings/…`, `grants/…`, `state/…/…`. */
   private readonly wire: FaultInjector;
   private readonly plainReadLag: number;
   private readonly keyspace: string;
   /** By `sequence \0 dc`. */
   private readonly usage = new Map<string, Record<UsageCause, bigint>>();
-  /** The nodes {@link MemoryStore.readNodeSettings} reports; tests may change them at will. */
+  /** Tests may change these two at will. */
   readonly nodes: MemoryNode[];
-  /** What {@link MemoryStore.readReplicaDcs} answers; tests may change it at will. */
   replicaDcs: readonly string[] | undefined;
 
   constructor(options: MemoryStoreOptions = {}) {
@@ -193,19 +171,13 @@ export class MemoryStore implements IdStore {
     putDcState(this.stateHistory(sequence), dc, { ...state });
   }
 
-  /**
-   * Test hook: deletes the sequence's grants partition as an operator might by hand (against
-   * docs/operations.md), and with `states` its DC-state rows too.
-   */
+  /** Test hook: deletes the grants partition (and with `states` the DC states) by hand. */
   deleteRowsByHand(sequence: string, { states = false } = {}): void {
     this.sequences.delete(sequence);
     if (states) this.states.delete(sequence);
   }
 
-  /**
-   * Test hook: loses the last `writes` writes of `dc`'s state, as replicas that crash with
-   * `commitlog_sync: periodic` would (the row goes if no earlier version remains).
-   */
+  /** Test hook: loses `dc`'s last `writes` writes, as `commitlog_sync: periodic` can. */
   rollBackDcState(sequence: string, dc: string, writes = 1): void {
     const history = this.states.get(sequence)?.get(dc);
     assert(history !== undefined, `no state of ${dc} to roll back`);
@@ -227,7 +199,6 @@ export class MemoryStore implements IdStore {
 
   async readGrantsLocal(sequence: string, dc: string): Promise<GrantView | undefined> {
     const { reply } = await this.wire.enter('readGrantsLocal', sequence, dc);
-    // A plain read completes no Paxos round: a write still in flight stays unseen.
     const record = this.sequences.get(sequence);
     return replied(
       reply,
@@ -247,11 +218,9 @@ export class MemoryStore implements IdStore {
         const record = this.sequences.get(sequence);
         if (record === undefined || record.globalLast !== expectedGlobalLast) return false;
         const history = record.grants.get(dc) ?? [];
-        // The grant row is inserted IF NOT EXISTS: a number the DC already has is refused.
         if (history.some((g) => g.number === grant.number)) return false;
         record.globalLast = grant.max;
         const stored = Object.freeze({ ...grant });
-        // Ascending by number, as the overview reads them from Cassandra.
         record.grants.set(
           dc,
           [...history, stored].sort((a, b) => a.number - b.number),
@@ -269,7 +238,6 @@ export class MemoryStore implements IdStore {
     );
   }
 
-  /** Every read here is current, so both readings are the same. */
   async readGrantsOverview(sequence: string): Promise<GrantsOverview | undefined> {
     await this.wire.enter('readGrantsOverview', sequence);
     const record = this.sequences.get(sequence);
@@ -309,14 +277,13 @@ export class MemoryStore implements IdStore {
     return this.conditional(
       { op: 'writeDcState', sequence, dc, partition: `state/${sequence}/${dc}` },
       () => {
-        // As in Cassandra, a state partition needs no settings row.
         const history = this.stateHistory(sequence);
         const stored = history.get(dc)?.at(-1);
         const holds =
           expected === undefined
             ? stored === undefined
             : stored?.version === expected.version && stored.op === expected.op;
-        // As in Cassandra: the incarnation is written with the row's first write only.
+        // The incarnation is written with the row's first write only.
         if (holds) {
           putDcState(
             history,
@@ -377,7 +344,6 @@ export class MemoryStore implements IdStore {
     return this.nodes.map((node) => {
       const commitlogSync = 'commitlogSync' in node ? node.commitlogSync : 'batch';
       const paxosVariant = 'paxosVariant' in node ? node.paxosVariant : 'v2';
-      // The settings map holds the two named fields too, as the Cassandra store's does.
       const settings = new Map(node.settings);
       if (commitlogSync !== undefined) settings.set('commitlog_sync', commitlogSync);
       if (paxosVariant !== undefined) settings.set('paxos_variant', paxosVariant);
@@ -407,7 +373,6 @@ export class MemoryStore implements IdStore {
     return this.states.get(sequence)?.get(dc)?.at(-1);
   }
 
-  /** The current states of `dcs` that have one. */
   private dcStates(sequence: string, dcs: readonly string[]): Map<string, DcState> {
     return new Map(
       dcs.flatMap((dc) => {
@@ -417,7 +382,6 @@ export class MemoryStore implements IdStore {
     );
   }
 
-  /** One conditional write: its call through the wire, its Paxos round, its reply. */
   private async conditional<Found>(
     call: { op: ConditionalMethod; sequence: string; dc?: string; partition: string },
     write: () => boolean,
@@ -440,7 +404,6 @@ function withIncarnation(state: DcState, incarnation: string | undefined): DcSta
   return row;
 }
 
-/** Makes `row` (frozen) `dc`'s current state. */
 function putDcState(history: StateHistory, dc: string, row: DcState): void {
   history.set(dc, [...(history.get(dc) ?? []), Object.freeze(row)]);
 }

@@ -1,12 +1,8 @@
 /**
- * The port between the allocator and its storage, in the domain's words. Two levels, never mixed
- * on one partition (docs/design.md): the grant level (GLOBAL row and every DC's immutable grant
- * rows; one partition per sequence, SERIAL only) and the DC level (a DC's allocation state; one
- * partition per sequence and DC, LOCAL_SERIAL only, written only from that DC).
- *
- * Every conditional write reports a {@link CasOutcome}. Neither `rejected` nor `unknown` proves
- * that nothing was written (a round can finish our proposal and then report our condition false;
- * a failed round can be committed by a later one): allocator/cas.ts classifies them.
+ * The port between the allocator and its storage, in the domain's words: the grant level (SERIAL
+ * only) and the DC level (LOCAL_SERIAL only), never mixed on one partition (docs/design.md).
+ * Neither a `rejected` nor an `unknown` {@link CasOutcome} proves nothing was written;
+ * allocator/cas.ts classifies them.
  */
 
 /** How the IDs of a sequence are bounded. `custom` means an explicit maximum was given. */
@@ -16,143 +12,102 @@ export type DomainName = 'int32' | 'safe53' | 'int63' | 'custom';
 export interface SequenceSettings {
   readonly name: string;
   readonly domain: DomainName;
-  /** Smallest ID the sequence may ever hand out. */
+  /** IDs lie in `[min, max]`; the first handed out is `start`. */
   readonly min: bigint;
-  /** Largest ID the sequence may ever hand out (inclusive). */
   readonly max: bigint;
-  /** First ID handed out; `min <= start <= max`. */
   readonly start: bigint;
-  /** How many IDs one grant gives a DC (the least, when grants follow the DC's rate). */
+  /** IDs per grant to a DC (the least, when grants follow the DC's rate). */
   readonly dcRangeSize: bigint;
-  /** How many IDs one process claims from its DC at a time (the least, when blocks adapt). */
+  /** IDs per process claim (the least, when blocks adapt). */
   readonly blockSize: number;
   /** Share of a range or block used before the next one is loaded, in (0, 1). */
   readonly threshold: number;
-  /**
-   * The most IDs one block may hold. Above `blockSize`, each process sizes its blocks from its
-   * own draw rate so that it claims about once every `claimIntervalMs`; equal to it, blocks have
-   * the fixed size `blockSize`.
-   */
+  /** Above `blockSize`, blocks adapt so a process claims about once every `claimIntervalMs`. */
   readonly maxBlockSize: number;
-  /** The time between one process's claims that adaptive blocks aim for, in ms. */
   readonly claimIntervalMs: number;
-  /**
-   * The most IDs one grant may give a DC; above `dcRangeSize` (with `autonomySeconds > 0`),
-   * grants follow the DC's rate.
-   */
+  /** Above `dcRangeSize` (with `autonomySeconds > 0`), grants follow the DC's rate. */
   readonly maxDcRangeSize: bigint;
-  /**
-   * Seconds a DC cut off from the others must keep serving at its measured rate: each grant is
-   * sized so that the IDs the DC holds last that long, within `[dcRangeSize, maxDcRangeSize]`.
-   * 0: every grant has `dcRangeSize` IDs.
-   */
+  /** Seconds a cut-off DC must keep serving at its rate; sizes grants. 0: fixed `dcRangeSize`. */
   readonly autonomySeconds: number;
-  /**
-   * How many state partitions (shards) each DC's claims spread over; only grows. Shard 0 is the
-   * DC, shard k the grantee `dc/k` (names.ts), a DC of its own to the protocol (docs/design.md,
-   * "Past one DC-state partition: shards").
-   */
+  /** State partitions per DC; only grows (docs/design.md, "Past one DC-state partition: shards"). */
   readonly shards: number;
 }
 
-/**
- * The settings as stored, with the id of the write (create or alter) that last set them: a
- * writer recognises its own write by it, and an alter is conditional on it.
- */
+/** The settings as stored, with `op`, the id of the write that last set them. */
 export interface StoredSettings {
   readonly settings: SequenceSettings;
   readonly op: string;
-  /**
-   * The op of the create that made the sequence; no alter changes it. Tells a re-seeded
-   * sequence's DC-state rows from those of an earlier one of the name.
-   */
+  /** The op of the create that made the sequence; no alter changes it. */
   readonly incarnation: string | undefined;
 }
 
 /** The changeable part of {@link SequenceSettings}. */
 export type SequenceChanges = Partial<SizeSettings>;
 
-/** A table's settings that Paxos depends on, as one node's schema holds them. */
+/** A table's settings that Paxos depends on (`gc_grace_seconds`, `default_time_to_live`). */
 export interface TableSettings {
-  /** `gc_grace_seconds`: with `paxos_state_purging: gc_grace` also how long Paxos state is kept. */
   readonly gcGraceSeconds: number;
-  /** `default_time_to_live`: above 0, every row the protocol writes expires after that long. */
   readonly defaultTtlSeconds: number;
 }
 
 /**
- * A node's settings that the safety argument depends on, read from the node itself (virtual
- * tables answer for their coordinator only). A node that could not be read has `error` set and
- * empty maps.
+ * A node's settings that the safety argument depends on, read from the node itself. One that
+ * could not be read has `error` set and empty maps.
  */
 export interface NodeSettings {
   /** `address:port` */
   readonly host: string;
   readonly dc: string;
-  /** Cassandra's release, as the node announces it (e.g. `5.0.8`); undefined if unknown. */
   readonly version: string | undefined;
-  /** `commitlog_sync`: `batch` or `group` sync before acknowledging; `periodic` does not. */
   readonly commitlogSync: string | undefined;
-  /** `paxos_variant`: `v1` or `v2` (or a `*_without_linearizable_*` variant). */
   readonly paxosVariant: string | undefined;
-  /** Every setting read from `system_views.settings`, by name (the two above included). */
+  /** `system_views.settings` by name. */
   readonly settings: ReadonlyMap<string, string>;
-  /** JVM system properties read from `system_views.system_properties`, by name; unset ones are absent. */
+  /** `system_views.system_properties` by name; unset ones are absent. */
   readonly properties: ReadonlyMap<string, string>;
-  /** The keyspace's idgen tables as the node's schema has them, by table name; empty before `init`. */
+  /** The keyspace's idgen tables by name; empty before `init`. */
   readonly tables: ReadonlyMap<string, TableSettings>;
-  /** Why the node could not be read; undefined when it was. */
   readonly error?: string | undefined;
 }
 
 /* "DC" below, and every `dc` parameter, means a grantee: a DC or one of its shards (names.ts). */
 
-/** A range of IDs granted to one DC at SERIAL: `[min, max]`, grant number `number` (1, 2, …). */
+/** IDs `[min, max]` granted to one DC at SERIAL as its grant `number` (1, 2, …). */
 export interface Grant {
   readonly number: number;
   readonly min: bigint;
   readonly max: bigint;
 }
 
-/** Grant 1 of `grantee` (a DC, or a shard of one), written when the sequence is created. */
+/** Grant 1 of `grantee`, written when the sequence is created. */
 export interface FirstGrant {
   readonly grantee: string;
   readonly grant: Grant;
 }
 
-/** The grant level as seen by one DC, read at SERIAL. */
+/** The grant level as seen by one DC. */
 export interface GrantView {
-  /** GLOBAL.last_integer: the highest ID granted to any DC (`start - 1` before the first grant). */
+  /** GLOBAL.last_integer: the highest ID granted (`start - 1` before the first grant). */
   readonly globalLast: bigint;
-  /** The DC's latest grant, or undefined before its first one. */
   readonly latest: Grant | undefined;
 }
 
-/** The grant level of a whole sequence (every DC), read without Paxos, for status and check. */
+/** Every DC's grants (ascending by number) and GLOBAL, for status and check. */
 export interface GrantsOverview {
   readonly globalLast: bigint;
-  /** Every grant of each DC that has one, ascending by number (1, 2, …). */
   readonly grants: ReadonlyMap<string, readonly Grant[]>;
 }
 
-/** What identifies one write of a DC state: its version and the op written with it. */
+/** What identifies one write of a DC state. */
 export interface DcStamp {
   readonly version: number;
   readonly op: string;
 }
 
 /**
- * A DC's allocation state (the scheme's DC row), read and written at LOCAL_SERIAL.
- *
- * - `lastInteger`: highest ID handed to a process, in the reserved range (`reservedMin - 1`
- *   when none yet).
- * - reserved: the range blocks are claimed from, of grant `reservedGrant`.
- * - preloaded: the next range; exists iff `installedGrant === reservedGrant + 1`, else equals
- *   reserved.
- * - `version` grows by one with every write; each write is conditional on it and on `op`, the
- *   id that lets a writer recognise its own write after a timeout or a rejection.
- * - `incarnation`: written by the row's first write only; undefined in a rejected update's
- *   found state (its conditions do not name the column).
+ * A DC's allocation state, at LOCAL_SERIAL. `lastInteger` is in reserved (`reservedMin - 1` when
+ * none claimed); preloaded exists iff `installedGrant === reservedGrant + 1`, else equals
+ * reserved. `incarnation` is written by the first write only, undefined in a rejection's found.
  */
 export interface DcState extends DcStamp {
   readonly incarnation?: string | undefined;
@@ -166,20 +121,15 @@ export interface DcState extends DcStamp {
 }
 
 /**
- * Result of a conditional write, as the store saw it. `Found` is what the round read when it
- * evaluated the condition and found it false.
+ * A conditional write's result. `rejected`: condition false against `found` (undefined: no row),
+ * maybe our own write; `unknown`: may be applied now or later, re-read at the same level.
  */
 export type CasOutcome<Found> =
   | { readonly kind: 'applied' }
-  /** Condition false against `found` (undefined: no row), which may be our own write. */
   | { readonly kind: 'rejected'; readonly found: Found | undefined }
-  /**
-   * The store cannot say (CAS timeout, Unavailable, a lost connection): the write may be applied
-   * now or later. Re-read at the same level before using anything.
-   */
   | { readonly kind: 'unknown'; readonly cause?: unknown };
 
-/** What a rejected grant batch found: GLOBAL's value, and the DC's grant of the number asked. */
+/** What a rejected grant batch found: GLOBAL, and the DC's grant of the number asked. */
 export interface GrantFound {
   readonly globalLast: bigint | undefined;
   readonly grant: Grant | undefined;
@@ -198,20 +148,10 @@ export type SizeSettings = Pick<
   | 'shards'
 >;
 
-/** How fresh an overview read must be. */
-export type OverviewReading =
-  /** LOCAL_QUORUM: works inside a network partition; other DCs' rows may lag. */
-  | 'local'
-  /**
-   * Cannot be stale: grants at SERIAL, DC states at EACH_QUORUM (which sees each DC's
-   * LOCAL_QUORUM commits). Fails when a DC is unreachable.
-   */
-  | 'consistent';
+/** `local`: LOCAL_QUORUM, may lag; `consistent`: SERIAL and EACH_QUORUM, needs every DC. */
+export type OverviewReading = 'local' | 'consistent';
 
-/**
- * What a process reports to its DC's usage counters: IDs issued, and IDs wasted by cause; and
- * `retired`: the IDs a `retire-ranges` left as a gap (allocator/retire.ts).
- */
+/** Usage counter causes: IDs issued, wasted by cause, and `retired` (allocator/retire.ts). */
 export const USAGE_CAUSES = [
   'issued',
   'unknownOutcome',
@@ -223,12 +163,9 @@ export const USAGE_CAUSES = [
   'retired',
 ] as const;
 export type UsageCause = (typeof USAGE_CAUSES)[number];
-/** Non-negative increments; causes left out add nothing. */
 export type UsageDeltas = Readonly<Partial<Record<UsageCause, number>>>;
-/** A DC's counters: every cause, 0 where nothing was reported. */
 export type DcUsageCounts = Readonly<Record<UsageCause, bigint>>;
 
-/** Counters of every cause at 0, for a store to add to. */
 export function zeroUsageCounts(): Record<UsageCause, bigint> {
   return Object.fromEntries(USAGE_CAUSES.map((cause) => [cause, 0n])) as Record<UsageCause, bigint>;
 }
@@ -237,33 +174,26 @@ export function zeroUsageCounts(): Record<UsageCause, bigint> {
 export type StoreLevel = 'serial' | 'local_serial' | 'local';
 
 /**
- * What the allocator needs of its storage: settings, grants, DC states and usage counters. Reads
- * throw StoreUnavailableError when their level cannot be reached. Conditional writes report
- * failures as `unknown` (they may still be applied), may also throw, and are never retried by
- * the store.
+ * What the allocator needs of its storage. Reads throw StoreUnavailableError when their level
+ * cannot be reached; conditional writes report failures as `unknown`, may throw, never retry.
  */
 export interface ProtocolStore {
   /**
-   * Creates the settings and GLOBAL row if no sequence of the name exists, else rejected with
-   * the stored settings. `firstGrants` (contiguous from `start`) go in the same conditional write,
-   * GLOBAL at the last one's end, so a sequence never exists without them nor they without it.
+   * Creates settings, GLOBAL and `firstGrants` (contiguous from `start`) in one conditional
+   * write; rejected with the stored settings if the sequence exists.
    */
   createSequence(
     settings: SequenceSettings,
     op: string,
     firstGrants?: readonly FirstGrant[],
   ): Promise<CasOutcome<StoredSettings>>;
-  /**
-   * The sequence's settings, or undefined. `local` reads (the default) need only the local DC;
-   * `serial` reads finish any settings write in flight (they need SERIAL).
-   */
+  /** The settings, or undefined; `serial` finishes any settings write in flight. */
   readSequence(name: string, reading?: 'local' | 'serial'): Promise<StoredSettings | undefined>;
-  /** Every sequence's settings, sorted by name. Needs only the local DC. */
+  /** Every sequence's settings, sorted by name. */
   listSequences(): Promise<readonly SequenceSettings[]>;
   /**
-   * Writes `sizes` with `op` if the settings were last written by `expectedOp`, else rejected
-   * with the stored settings (undefined: no sequence). Only a rejection's `op` is what the round
-   * found; the rest may be read after it, so may belong to a later alter.
+   * Writes `sizes` with `op` if the settings' op is `expectedOp`, else rejected with the stored
+   * settings, of which only `op` is surely what the round found.
    */
   alterSequence(
     name: string,
@@ -271,28 +201,17 @@ export interface ProtocolStore {
     sizes: SizeSettings,
     op: string,
   ): Promise<CasOutcome<StoredSettings>>;
-  /**
-   * The DCs with replicas under NetworkTopologyStrategy, by name; undefined under any other
-   * strategy.
-   */
+  /** The DCs with replicas under NetworkTopologyStrategy; undefined under another strategy. */
   readReplicaDcs(): Promise<readonly string[] | undefined>;
 
-  /**
-   * `dc`'s latest grant, then the GLOBAL row: two reads at SERIAL, in that order, so that
-   * `globalLast` is never older than `latest` (docs/design.md, "Granting a DC range").
-   */
+  /** `dc`'s latest grant, then GLOBAL, at SERIAL (docs/design.md, "Granting a DC range"). */
   readGrants(sequence: string, dc: string): Promise<GrantView>;
   /**
-   * `dc`'s latest grant and GLOBAL in one LOCAL_QUORUM read (no Paxos), or undefined before the
-   * local DC has GLOBAL. Never proves that no later grant exists (docs/design.md, "A DC's first
-   * range, granted at creation").
+   * The same in one LOCAL_QUORUM read; undefined before GLOBAL is here. Never proves that no later
+   * grant exists (docs/design.md, "A DC's first range, granted at creation").
    */
   readGrantsLocal(sequence: string, dc: string): Promise<GrantView | undefined>;
-  /**
-   * Grants `grant` to `dc` in one conditional batch at SERIAL, moving GLOBAL.last_integer to
-   * `grant.max`, applied only if GLOBAL is still `expectedGlobalLast` and the DC has no grant of
-   * that number (inserted IF NOT EXISTS, never changed). Callers number grants `installed + 1`.
-   */
+  /** Grants `grant` to `dc` if GLOBAL is `expectedGlobalLast` and grant `grant.number` is new. */
   grantRange(
     sequence: string,
     dc: string,
@@ -300,18 +219,13 @@ export interface ProtocolStore {
     grant: Grant,
   ): Promise<CasOutcome<GrantFound>>;
 
-  /** `dc`'s allocation state at LOCAL_SERIAL, or undefined before its first grant is installed. */
+  /** `dc`'s state at LOCAL_SERIAL, or undefined before its first install. */
   readDcState(sequence: string, dc: string): Promise<DcState | undefined>;
-  /**
-   * `dc`'s state in one LOCAL_QUORUM read (no Paxos), maybe not the latest: a guess that a
-   * claim's conditional write checks (docs/design.md, "Claiming a block").
-   */
+  /** `dc`'s state at LOCAL_QUORUM, maybe stale (docs/design.md, "Claiming a process block"). */
   readDcStateLocal(sequence: string, dc: string): Promise<DcState | undefined>;
   /**
-   * Replaces `dc`'s state with `next` at LOCAL_SERIAL if the stored version and op are `expected`
-   * (undefined: no row yet); `next.version` is `expected.version + 1`. Rejected with the whole
-   * state found, which a losing claim goes on from. `next.incarnation` is written by the first
-   * write only, so a process of another sequence of the name never changes it.
+   * Replaces `dc`'s state with `next` if its stamp is `expected` (undefined: no row); rejected
+   * with the whole state found.
    */
   writeDcState(
     sequence: string,
@@ -319,45 +233,35 @@ export interface ProtocolStore {
     expected: DcStamp | undefined,
     next: DcState,
   ): Promise<CasOutcome<DcState>>;
-  /**
-   * The states of `grantees` found in LOCAL_QUORUM reads, settings or not: rows an earlier
-   * sequence of the name left (settings-writes.ts). May miss rows not yet replicated here.
-   */
+  /** The states of `grantees` found at LOCAL_QUORUM, settings or not (settings-writes.ts). */
   readDcStatesOf(
     sequence: string,
     grantees: readonly string[],
   ): Promise<ReadonlyMap<string, DcState>>;
 
-  /**
-   * Adds a process's issued and wasted counts to the DC's usage counters: plain counter writes,
-   * outside every safety argument; a timed-out one may have counted, so totals are approximate.
-   */
+  /** Adds to the DC's usage counters: plain counter writes, approximate, outside safety. */
   addDcUsage(sequence: string, dc: string, deltas: UsageDeltas): Promise<void>;
 
-  /** Releases connections the store owns. */
   close(): Promise<void>;
 }
 
 /** The reads of status, check, preflight and metrics; no ID depends on them. */
 export interface AdminStore {
-  /** GLOBAL and every grant of every DC, read as `reading` says (default `local`). */
+  /** GLOBAL and every DC's grants (default reading `local`). */
   readGrantsOverview(
     sequence: string,
     reading?: OverviewReading,
   ): Promise<GrantsOverview | undefined>;
-  /** Every DC's allocation state, read as `reading` says (default `local`). */
+  /** Every DC's state (default reading `local`). */
   readDcStatesOverview(
     sequence: string,
     reading?: OverviewReading,
   ): Promise<ReadonlyMap<string, DcState>>;
-  /** Every DC's usage counters, read in the local DC; undefined when the table is missing. */
+  /** Every DC's usage counters, read locally; undefined when the table is missing. */
   readDcUsage(sequence: string): Promise<ReadonlyMap<string, DcUsageCounts> | undefined>;
-  /** Resolves if a SERIAL round completes, on a partition no sequence uses (never contends). */
+  /** Resolves if a SERIAL round completes, on a partition no sequence uses. */
   probeSerial(): Promise<void>;
-  /**
-   * The durability and Paxos settings of every node the client reaches, asked of each node; one
-   * that cannot be read comes back with its `error`.
-   */
+  /** Each reachable node's durability and Paxos settings, asked of the node itself. */
   readNodeSettings(): Promise<readonly NodeSettings[]>;
 }
 

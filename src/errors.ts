@@ -1,9 +1,7 @@
 /**
- * Every error a user can cause or meet is an {@link IdGenError} with a stable `code` and its
- * facts as properties. A message says what happened, with the numbers, then what to do in the
- * library's terms (options, calls); the CLI replaces that advice with its own by `code`.
+ * Every error is an {@link IdGenError} with a stable `code` and its facts as properties; a
+ * message says what happened, then what to do in the library's terms (the CLI swaps the advice).
  */
-
 import { dcOfGrantee, NAME_RULES, type NameKind } from './names.js';
 import type { StoreLevel } from './store/port.js';
 
@@ -32,7 +30,7 @@ export const RETRYABLE = Object.freeze({
 /** Stable error codes; part of the public API. */
 export type IdGenErrorCode = keyof typeof RETRYABLE;
 
-/** What a message says happened, before its advice; off the error, so that logs show `message`. */
+/** A message without its advice; kept off the error so that logs show `message` only. */
 const FACTS = new WeakMap<IdGenError, string>();
 
 /** `error`'s message without the advice after it, for the CLI to give its own. @internal */
@@ -44,23 +42,8 @@ export function factsOf(error: IdGenError): string {
 export class IdGenError extends Error {
   readonly code: IdGenErrorCode;
   /**
-   * Whether the same call, made again later unchanged, may succeed (Cassandra or SERIAL out of
-   * reach or slow, lost races, a deadline). Says nothing of whether the failed call took effect:
-   * a write whose outcome is unknown ({@link StoreUnavailableError}) may have been applied.
-   *
-   * @example
-   * ```ts
-   * import { setTimeout as sleep } from 'node:timers/promises';
-   *
-   * for (let attempt = 1; ; attempt++) {
-   *   try {
-   *     return await orders.next();
-   *   } catch (error) {
-   *     if (!(error instanceof IdGenError && error.retryable) || attempt === 3) throw error;
-   *     await sleep(1000 * attempt);
-   *   }
-   * }
-   * ```
+   * Whether the same call, made again later, may succeed; says nothing of whether the failed
+   * call took effect (a write whose outcome is unknown may have been applied).
    */
   readonly retryable: boolean;
 
@@ -78,18 +61,14 @@ export class IdGenError extends Error {
   }
 }
 
-/**
- * How much of a refused value an {@link InvalidOptionError} shows and keeps: all; only its kind,
- * for values that may hold a secret; or nothing, for an unknown key (`passwrd` may hold one).
- */
+/** How much of a refused value is shown: all, its kind (may be a secret), nothing (unknown key). */
 export type ShownValue = 'value' | 'kind' | 'unknown-key';
 
 /** An option or setting is out of range. */
 export class InvalidOptionError extends IdGenError {
-  /** The value given; undefined where {@link ShownValue} keeps it back. */
+  /** The value given; undefined unless `shown` is `value`. */
   readonly received: unknown;
 
-  /** @param shown how much of `received` the message shows and the error keeps (both are logged). */
   constructor(
     readonly option: string,
     received: unknown,
@@ -116,11 +95,7 @@ export class InvalidNameError extends IdGenError {
   }
 }
 
-/**
- * `take(n)` with a count that is not a positive integer within the largest block (`block`: the
- * fixed block size; `maxBlock`: adaptive blocks' `maxBlockSize`), or larger than the DC ranges
- * the sequence now grants (`range`: `dcRangeSize` was lowered below it).
- */
+/** `take(n)` with a count that is no integer from 1 to the largest block, or above the DC range. */
 export class InvalidCountError extends IdGenError {
   constructor(
     readonly received: unknown,
@@ -141,6 +116,7 @@ export class InvalidCountError extends IdGenError {
   }
 }
 
+/** No sequence of the name in the keyspace. */
 export class SequenceNotFoundError extends IdGenError {
   constructor(
     readonly sequence: string,
@@ -154,17 +130,12 @@ export class SequenceNotFoundError extends IdGenError {
   }
 }
 
-/** Why a create cannot tell whether it made a sequence whose settings it finds (createdBy `unknown`). */
+/** Why a create cannot tell whether it made the sequence it finds (createdBy `unknown`). */
 export const CREATOR_UNKNOWN =
   'its settings were last written by an alter (or by an older release), and a create can be applied and still be reported rejected or timed out';
 
+/** `differences`: with `ifNotExists`, how the existing IDs differ from those asked. */
 export class SequenceExistsError extends IdGenError {
-  /**
-   * @param differences with `ifNotExists`: how the existing sequence's IDs differ from those
-   *   asked (`start 1 (asked 48213578)`); empty when the create was not `ifNotExists`.
-   * @param createdBy `another` create (this one was never applied), or `unknown`: last written
-   *   by an alter, see {@link CREATOR_UNKNOWN}.
-   */
   constructor(
     readonly sequence: string,
     readonly keyspace: string,
@@ -216,15 +187,12 @@ export class DomainNeedsBigIntError extends IdGenError {
   }
 }
 
-/**
- * Every local range of the DC is spent and no new DC range can be granted because SERIAL
- * (Paxos over all DCs) cannot be reached, e.g. during a DC partition, or timed out.
- */
+/** The DC's ranges are spent and SERIAL, needed for a new grant, is unreachable or timed out. */
 export class SerialUnavailableError extends IdGenError {
-  /** A timeout, not a refusal: also contention or overload, so no partition is claimed. */
+  /** A timeout: also contention or overload, so no partition is claimed. */
   readonly timedOut: boolean;
 
-  /** @param dc the grantee: a DC, or a shard of one (`dc1/3`), whose ranges `dcRemaining` counts. */
+  /** @param dc the grantee: a DC or a shard of one (`dc1/3`). */
   constructor(
     readonly sequence: string,
     readonly dc: string,
@@ -254,10 +222,9 @@ export class SerialUnavailableError extends IdGenError {
 
 /** Cassandra could not be reached at the consistency an operation needs. */
 export class StoreUnavailableError extends IdGenError {
-  /** A timeout rather than a refusal: as often contention or overload as a node down. */
+  /** A timeout: as often contention or overload as a node down. */
   readonly timedOut: boolean;
 
-  /** @param detail what failed, in a few words, without advice. */
   constructor(
     readonly level: StoreLevel,
     readonly operation: string,
@@ -311,9 +278,8 @@ export class InvariantError extends IdGenError {
   }
 }
 
-/** The operation a {@link ContentionError} of `alterSequence` names. */
+/** The operations a {@link ContentionError} of `alterSequence` and `retireDcRanges` name. */
 export const ALTER_OPERATION = 'alter the sequence';
-/** The operation a {@link ContentionError} of `retireDcRanges` names. */
 export const RETIRE_OPERATION = 'retire the DC ranges';
 
 /** Too many processes raced for the same row; the bounded retries ran out. */
@@ -336,11 +302,7 @@ export class ContentionError extends IdGenError {
   }
 }
 
-/**
- * Stored rows went backwards (a version, grant number or high-water mark lower than one this
- * process saw): acknowledged writes were lost, so claimed IDs may be claimed again. The process
- * stops allocating from the sequence and drops the IDs it holds.
- */
+/** Stored rows went backwards (acknowledged writes lost); the process stops allocating. */
 export class StateRolledBackError extends IdGenError {
   constructor(
     readonly sequence: string,
@@ -357,12 +319,7 @@ export class StateRolledBackError extends IdGenError {
   }
 }
 
-/**
- * Rows of an earlier sequence of the same name (deleted by hand and created again) are in the
- * way: they, or processes still running with it, would hand out its IDs again. A create refuses;
- * a process refuses such a DC-state row, and stops (dropping its IDs) when its sequence was
- * created again.
- */
+/** Rows of an earlier sequence of the name (deleted by hand, created again) are in the way. */
 export class SequenceRecreatedError extends IdGenError {
   constructor(
     readonly sequence: string,
@@ -375,12 +332,9 @@ export class SequenceRecreatedError extends IdGenError {
   }
 }
 
-/**
- * A node runs a setting under which acknowledged writes can be lost or Paxos is not safe (see
- * `preflight()`); `initSchema()` and creates refuse unless overridden.
- */
+/** A node runs settings under which IDs can be handed out twice (see `preflight()`). */
 export class UnsafeClusterError extends IdGenError {
-  /** @param override what the caller passes to go ahead anyway (`{ allowUnsafeCluster: true }`). */
+  /** @param override what the caller passes to go ahead anyway. */
   constructor(
     readonly problems: readonly string[],
     readonly override: string,
@@ -395,13 +349,9 @@ export class UnsafeClusterError extends IdGenError {
   }
 }
 
-/**
- * A call waited for IDs until its deadline (a failing refill's own error is thrown instead); the
- * refill carries on. After lost races `cause` is the last {@link ContentionError}: contention is
- * never a call's error by itself.
- */
+/** A call got no IDs by its deadline; after lost races `cause` is the last ContentionError. */
 export class DeadlineError extends IdGenError {
-  /** @param options.timeoutSetting what sets the timeout, for the message (the service names its own). */
+  /** @param options.timeoutSetting what sets the timeout, as the message names it. */
   constructor(
     readonly sequence: string,
     readonly timeoutMs: number,
@@ -441,11 +391,8 @@ export class AbortedError extends IdGenError {
   }
 }
 
+/** The allocator, or the handle of `sequence`, was used after close(). */
 export class ClosedError extends IdGenError {
-  /**
-   * @param sequence the handle's sequence, when a handle was used after it closed: on its own
-   *   `close()` a new handle serves again, after the allocator's only a new allocator does.
-   */
   constructor(readonly sequence?: string) {
     super(
       'IDGEN_CLOSED',
@@ -465,14 +412,12 @@ const LEVEL_NAMES: Readonly<Record<StoreLevel, string>> = {
 function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'bigint') return `${value}n`;
-  // "[object Object]" says nothing; an object's fields may say too much.
   if (typeof value === 'object' && value !== null && !Array.isArray(value)) return kindOf(value);
   if (typeof value === 'function') return kindOf(value);
   return String(value);
 }
 
 function receivedText(received: unknown, shown: ShownValue): string {
-  // "received nothing": `undefined` means nothing to a CLI user.
   if (received === undefined) return 'nothing';
   return shown === 'kind' ? `${kindOf(received)} (not shown)` : describe(received);
 }

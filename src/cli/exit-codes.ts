@@ -1,12 +1,8 @@
 /**
- * The CLI's exit codes and its one error handler: every failure becomes one line on stderr
- * (`idgen-cass: <message>`, the stack too with --verbose; with --json, one JSON object
- * `{ "code", "message" }`) and a documented exit code. A library error keeps what its message
- * says happened; the advice after it is the CLI's, chosen by the error's code and properties.
+ * The CLI's exit codes and its one error handler: every failure becomes one line on stderr (a
+ * JSON object with --json) and an exit code; a library error's advice is replaced by the CLI's.
  */
-
 import { CommanderError } from 'commander';
-
 import {
   AuthenticationError,
   ContentionError,
@@ -25,125 +21,110 @@ import {
 import { INTEGER_TYPES } from '../settings/rules.js';
 import { TLS_FILE_FLAGS } from './connection-options.js';
 
-/** Exit codes of `idgen-cass`; documented in docs/cli.md ("Exit codes"). */
+/** Exit codes of `idgen-cass`, each explained in docs/cli.md ("Exit codes"). */
 export const EXIT_CODES = Object.freeze({
   ok: 0,
-  /** Usage error or bad input: unknown option, bad value, bad name. Nothing was written. */
   usage: 1,
   notFound: 2,
-  /** Cassandra cannot be reached at the consistency the command needs (LOCAL_QUORUM, SERIAL…). */
   unavailable: 3,
-  /** Stored rows break an invariant (`check` found violations, or the allocator refused them). */
   invariant: 4,
-  /** The sequence exists (`seed` without --if-not-exists, or with other IDs than asked). */
   exists: 5,
   exhausted: 6,
-  /** Too many processes raced for the same row; retrying later may succeed. */
   contention: 7,
-  /** The rows a DC allocates from went back (acknowledged writes were lost); allocation stopped. */
   rolledBack: 8,
-  /** A node runs settings under which IDs can be handed out twice (preflight; init/seed refuse). */
   unsafe: 9,
-  /** `check` found no violation, but some facts could not be read consistently. */
+  internal: 10,
   incomplete: 11,
   auth: 12,
-  /** `status`: SERIAL is unreachable from here (status printed). */
   serialUnreachable: 13,
-  /** `status --fail-if-runway-below`: a DC's runway is below it (status printed); wins over 13. */
   runwayLow: 14,
-  /** Rows of an earlier sequence of the name are in the way; nothing written, or stopped. */
   recreated: 15,
-  /** A bug, a Cassandra error idgen-cass does not know, or a stdout that cannot be written. */
-  internal: 10,
 });
 
 /** The CLI flag that lets `init` and `seed` go ahead on an unsafe cluster. */
 export const ALLOW_UNSAFE_FLAG = '--allow-unsafe-cluster';
 
-/** Advice for errors of class `type` only: a bare IdGenError of the code keeps its message. */
+type Advice = (error: IdGenError) => string | undefined;
+
+/** Advice for errors of class `type` only (a bare IdGenError of the code keeps its message). */
 function ofClass<E extends IdGenError>(
   type: abstract new (...args: never[]) => E,
   advise: (error: E) => string | undefined,
-): (error: IdGenError) => string | undefined {
+): Advice {
   return (error) => (error instanceof type ? advise(error) : undefined);
 }
 
-/**
- * Per library error code: the exit code, and the advice in the CLI's commands and flags that
- * replaces the library's (after {@link factsOf}). A new code must be added here to compile.
- */
-const BY_CODE: Readonly<
-  Record<IdGenErrorCode, { exit: number; advice?: (error: IdGenError) => string | undefined }>
-> = {
-  IDGEN_INVALID_OPTION: { exit: EXIT_CODES.usage, advice: ofClass(InvalidOptionError, typedNames) },
-  IDGEN_INVALID_NAME: { exit: EXIT_CODES.usage },
-  IDGEN_INVALID_COUNT: { exit: EXIT_CODES.usage },
-  IDGEN_DOMAIN_NEEDS_BIGINT: { exit: EXIT_CODES.usage },
-  IDGEN_SEQUENCE_NOT_FOUND: {
-    exit: EXIT_CODES.notFound,
-    advice: ofClass(SequenceNotFoundError, (e) => `Create it with: idgen-cass seed ${e.sequence}`),
-  },
-  IDGEN_SEQUENCE_EXISTS: {
-    exit: EXIT_CODES.exists,
-    advice: ofClass(SequenceExistsError, (e) =>
+/** Per library error code: the exit code, and the advice that replaces the library's. */
+const BY_CODE: Readonly<Record<IdGenErrorCode, readonly [exit: number, advice?: Advice]>> = {
+  IDGEN_INVALID_OPTION: [EXIT_CODES.usage, ofClass(InvalidOptionError, typedNames)],
+  IDGEN_INVALID_NAME: [EXIT_CODES.usage],
+  IDGEN_INVALID_COUNT: [EXIT_CODES.usage],
+  IDGEN_DOMAIN_NEEDS_BIGINT: [EXIT_CODES.usage],
+  IDGEN_SEQUENCE_NOT_FOUND: [
+    EXIT_CODES.notFound,
+    ofClass(SequenceNotFoundError, (e) => `Create it with: idgen-cass seed ${e.sequence}`),
+  ],
+  IDGEN_SEQUENCE_EXISTS: [
+    EXIT_CODES.exists,
+    ofClass(SequenceExistsError, (e) =>
       e.differences.length > 0
         ? "A sequence's min, max and start never change (alter changes sizes only): to hand out the IDs asked, create a sequence under another name."
         : `Use "idgen-cass alter ${e.sequence}" to change its sizes. To accept an existing sequence as it is, seed with --if-not-exists.`,
     ),
-  },
-  IDGEN_SEQUENCE_EXHAUSTED: { exit: EXIT_CODES.exhausted },
-  IDGEN_STORE_UNAVAILABLE: { exit: EXIT_CODES.unavailable },
-  IDGEN_SERIAL_UNAVAILABLE: {
-    exit: EXIT_CODES.unavailable,
-    advice: ofClass(SerialUnavailableError, (e) =>
+  ],
+  IDGEN_SEQUENCE_EXHAUSTED: [EXIT_CODES.exhausted],
+  IDGEN_STORE_UNAVAILABLE: [EXIT_CODES.unavailable],
+  IDGEN_SERIAL_UNAVAILABLE: [
+    EXIT_CODES.unavailable,
+    ofClass(SerialUnavailableError, (e) =>
       e.timedOut
         ? `Check the nodes' load and "idgen-cass status"; larger DC ranges ("idgen-cass alter ${e.sequence} --dc-range N" or "--autonomy D") make grants rarer.`
         : `Restore connectivity between datacenters, or size --dc-range for longer partitions ("idgen-cass alter ${e.sequence} --dc-range N"; docs/sizing.md).`,
     ),
-  },
-  IDGEN_AUTH_FAILED: {
-    exit: EXIT_CODES.auth,
-    advice: ofClass(
+  ],
+  IDGEN_AUTH_FAILED: [
+    EXIT_CODES.auth,
+    ofClass(
       AuthenticationError,
       () =>
-        'Check --username and --password (IDGEN_USERNAME, IDGEN_PASSWORD) and that the role may log in.',
+        `Check --username and --password (IDGEN_USERNAME, IDGEN_PASSWORD) and that the role may log in.`,
     ),
-  },
-  IDGEN_INVARIANT_BROKEN: {
-    exit: EXIT_CODES.invariant,
-    advice: ofClass(
+  ],
+  IDGEN_INVARIANT_BROKEN: [
+    EXIT_CODES.invariant,
+    ofClass(
       InvariantError,
       (e) => `Run "idgen-cass check ${e.sequence}" and repair the rows before retrying.`,
     ),
-  },
-  IDGEN_CONTENTION: { exit: EXIT_CODES.contention },
-  IDGEN_STATE_ROLLED_BACK: {
-    exit: EXIT_CODES.rolledBack,
-    advice: ofClass(
+  ],
+  IDGEN_CONTENTION: [EXIT_CODES.contention],
+  IDGEN_STATE_ROLLED_BACK: [
+    EXIT_CODES.rolledBack,
+    ofClass(
       StateRolledBackError,
       (e) =>
         `Stop this sequence's processes in the DC, run "idgen-cass preflight", then "idgen-cass retire-ranges ${e.sequence}" from the DC before allocating again (docs/operations.md, "When rows went back").`,
     ),
-  },
-  IDGEN_SEQUENCE_RECREATED: { exit: EXIT_CODES.recreated },
-  IDGEN_UNSAFE_CLUSTER: {
-    exit: EXIT_CODES.unsafe,
-    advice: ofClass(
+  ],
+  IDGEN_SEQUENCE_RECREATED: [EXIT_CODES.recreated],
+  IDGEN_UNSAFE_CLUSTER: [
+    EXIT_CODES.unsafe,
+    ofClass(
       UnsafeClusterError,
       () =>
         `Fix the nodes' settings (docs/design.md, "What the cluster must guarantee"), or pass ${ALLOW_UNSAFE_FLAG} to init or seed if you accept that a crash can hand out IDs twice.`,
     ),
-  },
-  IDGEN_DEADLINE_EXCEEDED: {
-    exit: EXIT_CODES.unavailable,
-    advice: ofClass(
+  ],
+  IDGEN_DEADLINE_EXCEEDED: [
+    EXIT_CODES.unavailable,
+    ofClass(
       DeadlineError,
       (e) =>
         `${e.cause instanceof ContentionError ? `Raise the block size, or let it adapt, with "idgen-cass alter ${e.sequence} --block N" or "--max-block-size N", so that processes claim less often. ` : ''}Check the cluster with "idgen-cass status".`,
     ),
-  },
-  IDGEN_ABORTED: { exit: EXIT_CODES.internal },
-  IDGEN_CLOSED: { exit: EXIT_CODES.internal },
+  ],
+  IDGEN_ABORTED: [EXIT_CODES.internal],
+  IDGEN_CLOSED: [EXIT_CODES.internal],
 };
 
 /** Stable codes of the outcomes a command ends with that are no library error. */
@@ -160,7 +141,7 @@ const OUTCOME_EXIT_CODES: Readonly<Record<OutcomeCode, number>> = Object.freeze(
   IDGEN_STATUS_RUNWAY_LOW: EXIT_CODES.runwayLow,
 });
 
-/** A command's outcome that is no library error yet has its own exit code; message on stderr. */
+/** A command's outcome that is no library error yet has its own exit code. */
 export class CommandOutcome extends Error {
   readonly exitCode: number;
   constructor(
@@ -173,10 +154,7 @@ export class CommandOutcome extends Error {
   }
 }
 
-/**
- * stdout could not be written (a gone reader is no error: CliContext). Exit 10; the command may
- * have done its work before its output, and the message says so.
- */
+/** stdout could not be written (a gone reader is no error: see CliContext). Exit 10. */
 export class OutputError extends Error {
   constructor(cause: unknown) {
     const detail = cause instanceof Error ? cause.message : String(cause);
@@ -188,10 +166,7 @@ export class OutputError extends Error {
   }
 }
 
-/**
- * The `code` of an error as `--json` writes it: the library's code, an outcome's, `IDGEN_USAGE`
- * for commander's usage errors, `IDGEN_INTERNAL` for anything unexpected.
- */
+/** The `code` `--json` writes: `IDGEN_USAGE` for commander's errors, `IDGEN_INTERNAL` if unknown. */
 export type CliErrorCode = IdGenErrorCode | OutcomeCode | 'IDGEN_USAGE' | 'IDGEN_INTERNAL';
 
 /** Library option names and the CLI flags (and environment variables) that set them. */
@@ -231,10 +206,7 @@ const FLAGS: Readonly<Record<string, string>> = Object.freeze({
   timeoutMs: '--timeout (IDGEN_SERVE_TIMEOUT)',
 });
 
-/**
- * Library names an option's allowed values may mention, each with what a CLI user types: options
- * of more than one word (`min`, `max` are words in a sentence too) and the call making the tables.
- */
+/** Names `allowed` may mention, as a CLI user types them (one-word names are words too). */
 const TYPED_NAMES = Object.entries({ ...FLAGS, 'initSchema()': '"idgen-cass init"' })
   .filter(([name]) => name !== name.toLowerCase())
   .map(([name, typed]) => [name, typed.split(' (')[0]!] as const);
@@ -260,14 +232,14 @@ function asTyped({ option, received: r, allowed, message }: InvalidOptionError):
 /** The one line a user sees for `error`. */
 export function errorMessage(error: unknown): string {
   if (error instanceof CommanderError) {
-    // help({ error: true }) (no command given) has printed the help; its message is a placeholder.
+    // No command given: the help is printed, and the message is a placeholder.
     if (error.code === 'commander.help') {
       return 'a command is required; "idgen-cass --help" lists them';
     }
     return oneLine(withoutSecrets(error.message.replace(/^error:\s*/, '')));
   }
   if (error instanceof IdGenError) {
-    const advice = BY_CODE[error.code].advice?.(error);
+    const advice = BY_CODE[error.code][1]?.(error);
     if (error instanceof InvalidOptionError) {
       return advice === undefined ? asTyped(error) : `${asTyped(error)} ${advice}`;
     }
@@ -288,33 +260,21 @@ export function errorCodeOf(error: unknown): CliErrorCode {
 /** The exit code for `error`. */
 export function exitCodeOf(error: unknown): number {
   if (error instanceof CommanderError) {
-    // --help and --version end with code 0; every other commander error is a usage error.
     return error.exitCode === 0 ? EXIT_CODES.ok : EXIT_CODES.usage;
   }
-  if (error instanceof IdGenError) return BY_CODE[error.code].exit;
+  if (error instanceof IdGenError) return BY_CODE[error.code][0];
   if (error instanceof CommandOutcome) return error.exitCode;
   return EXIT_CODES.internal;
 }
 
-/** How {@link handleError} reports. */
-export interface ErrorReporting {
-  /** The stack and causes too. */
-  readonly verbose: boolean;
-  /**
-   * One JSON object per line, `{ "code", "message" }` (and `"stack"` with `verbose`), for every
-   * error, commander's included: commander prints nothing of its own then (see createProgram).
-   */
-  readonly json: boolean;
-}
-
 /**
- * Reports `error` on `writeErr` and returns its exit code; without `json`, commander has printed
- * its own errors already.
+ * Reports `error` on `writeErr` (with `json`, commander's too, as one JSON line) and returns its
+ * exit code; `verbose` adds the stacks.
  */
 export function handleError(
   error: unknown,
   writeErr: (text: string) => void,
-  { verbose, json }: ErrorReporting,
+  { verbose, json }: { readonly verbose: boolean; readonly json: boolean },
 ): number {
   const exitCode = exitCodeOf(error);
   if (error instanceof CommanderError && exitCode === EXIT_CODES.ok) return exitCode; // --help
@@ -342,15 +302,14 @@ function stackOf(error: unknown): string {
   return text;
 }
 
-/** Commander's error text (`error: unknown option '--blok'\n(Did you mean --block?)`) as one line. */
+/** Commander's error text as one line. */
 export function commanderErrorLine(text: string): string {
   return `idgen-cass: ${oneLine(withoutSecrets(text.replace(/^error:\s*/, '')))}\n`;
 }
 
 /**
  * Commander's `text` without any secret an unknown option or command may hold (`--pasword=…`,
- * `-pHunter2`, a password typed where a command was expected): a command is repeated only when
- * commander took it for a typo of one, and says so (`(Did you mean status?)`).
+ * `-pHunter2`); a command is repeated only when commander took it for a typo of one.
  */
 function withoutSecrets(text: string): string {
   return (
@@ -367,11 +326,7 @@ function withoutSecrets(text: string): string {
   );
 }
 
-/**
- * An unknown option as far as it is an option's name: lowercase words joined by hyphens after
- * `--`, or one letter after `-`; what follows is cut (`-p…`, `--password…`), and so is anything
- * after `--password`.
- */
+/** An unknown option as far as it is an option's name (`-p…`, `--password…`). */
 function shownOption(token: string): string {
   if (token.endsWith('=…')) return token;
   const name = /^--[a-z]+(?:-[a-z]+)*/.exec(token)?.[0] ?? /^-[A-Za-z]/.exec(token)?.[0];

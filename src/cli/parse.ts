@@ -1,10 +1,5 @@
-/**
- * Parsers of the CLI's option values; syntax errors are usage errors (exit 1). Ranges are the
- * library's to check, except a time option's ({@link DurationRule}).
- */
-
+/** Parsers of the CLI's option values (exit 1); ranges are the library's, but a duration's. */
 import { InvalidArgumentError } from 'commander';
-
 import { InvalidOptionError } from '../errors.js';
 import { CLAIM_INTERVAL_RANGE, MAX_AUTONOMY_SECONDS } from '../settings/model.js';
 import { MAX_REPLICATION_FACTOR } from '../schema.js';
@@ -30,7 +25,7 @@ export function parseInteger(value: string): number {
   return Number(parsed);
 }
 
-/** Digits with an optional fraction: `Number()` alone would also take `0x10`, `1e3` and `0b1`. */
+/** `Number()` alone would also take `0x10`, `1e3` and `0b1`. */
 const DECIMAL = /^-?(\d+(\.\d*)?|\.\d+)$/;
 
 /** A decimal number (`0.5`, `.75`). */
@@ -43,42 +38,28 @@ export function parseDecimal(value: string): number {
   return parsed;
 }
 
-/**
- * Every time option's syntax: a number and its unit (`500ms`, `1.5h`). A bare number is refused
- * (seconds or milliseconds?), except `0` where an option gives it a meaning.
- */
+/** A number and its unit: a bare number is refused (seconds or milliseconds?), but a 0 taken. */
 const DURATION = /^(\d+(?:\.\d+)?|\.\d+)(ms|s|m|h|d)$/;
 
-/** The units of {@link DURATION}, longest first, in milliseconds. */
+/** Longest first. */
 const MS_PER_UNIT = Object.freeze({ d: 86_400_000, h: 3_600_000, m: 60_000, s: 1_000, ms: 1 });
 
-/** The unit a time option's value is handed over in. */
-export type DurationUnit = 'ms' | 's';
+/** The longest duration one Node timer holds, in whole days: 24d. */
+const TIMER_MAX_MS = Math.floor(MAX_TIMER_MS / MS_PER_UNIT.d) * MS_PER_UNIT.d;
 
-/** The longest duration one Node timer holds (2^31-1 ms), in whole days: 24d. */
-export const TIMER_MAX_MS = Math.floor(MAX_TIMER_MS / MS_PER_UNIT.d) * MS_PER_UNIT.d;
-
-/** How one time option is read: its bounds and the unit its value is converted to. */
+/** How one time option is read: `option` as errors name it, bounds in `unit`, what 0 means. */
 export interface DurationRule {
-  /** The library's name of the option, which errors name (and the CLI spells as its flag). */
   readonly option: string;
-  readonly unit: DurationUnit;
-  /** The least value, in `unit`; above 0 (0 is {@link zero}'s). */
+  readonly unit: 'ms' | 's';
   readonly min: number;
-  /**
-   * The most, in `unit`.
-   * @default no bound
-   */
   readonly max?: number;
-  /** What 0 means, for an option that takes it; refused when undefined. */
+  /** What 0 means; without it 0 is refused. */
   readonly zero?: string;
 }
 
 /**
- * `value` in `rule.unit`, rounded; bounds are checked on the rounded value, so a duration that
- * rounds to 0 is refused too.
- * @throws {InvalidOptionError} (option `rule.option`) for anything but a duration with its unit
- *   within the bounds, or a 0 the option takes.
+ * `value` in `rule.unit`, rounded, then checked against the bounds.
+ * @throws {InvalidOptionError} naming `rule.option`.
  */
 export function parseDuration(value: string, rule: DurationRule): number {
   const { unit, min, max = Infinity, zero } = rule;
@@ -96,12 +77,15 @@ export function parseDuration(value: string, rule: DurationRule): number {
   return converted;
 }
 
-/** commander's parser of an option read by `rule`. */
 export function durationParser(rule: DurationRule): (value: string) => number {
   return (value) => parseDuration(value, rule);
 }
 
-/** What `rule` allows, in the syntax it is typed in. */
+/** A duration in milliseconds that one timer holds. */
+export function timerParser(option: string, zero?: string): (value: string) => number {
+  return durationParser({ option, unit: 'ms', min: 1, max: TIMER_MAX_MS, ...(zero && { zero }) });
+}
+
 function allowedDurations({ unit, min, max, zero }: DurationRule): string {
   const low = typedDuration(min * MS_PER_UNIT[unit]);
   const bounds =
@@ -114,7 +98,7 @@ function allowedDurations({ unit, min, max, zero }: DurationRule): string {
   );
 }
 
-/** Milliseconds as they would be typed: in their largest whole unit (`30m`, `1000d`, `1500ms`). */
+/** Milliseconds in their largest whole unit (`30m`, `1500ms`). */
 export function typedDuration(ms: number): string {
   for (const [unit, size] of Object.entries(MS_PER_UNIT)) {
     if (ms !== 0 && ms % size === 0) return `${ms / size}${unit}`;
@@ -122,7 +106,6 @@ export function typedDuration(ms: number): string {
   return `${ms}ms`;
 }
 
-/** `--claim-interval`: whole milliseconds, as `claimIntervalMs` takes them. */
 export const parseClaimInterval = durationParser({
   option: 'claimIntervalMs',
   unit: 'ms',
@@ -130,7 +113,6 @@ export const parseClaimInterval = durationParser({
   max: CLAIM_INTERVAL_RANGE.max,
 });
 
-/** `--autonomy`: whole seconds, or 0 for fixed DC ranges (a value rounding to 0 s is refused). */
 export const parseAutonomy = durationParser({
   option: 'autonomySeconds',
   unit: 's',
@@ -140,9 +122,8 @@ export const parseAutonomy = durationParser({
 });
 
 /**
- * A yes/no environment variable (`IDGEN_SSL=false`): commander only sees whether a boolean flag's
- * variable is set. Empty is no.
- * @throws {InvalidOptionError} (option `option`) for any other value.
+ * A yes/no variable (`IDGEN_SSL=false`; empty is no): commander only sees whether it is set.
+ * @throws {InvalidOptionError} naming `option`.
  */
 export function parseSwitch(value: string, option: string): boolean {
   const normalized = value.trim().toLowerCase();
@@ -152,9 +133,8 @@ export function parseSwitch(value: string, option: string): boolean {
 }
 
 /**
- * A replication map `dc1:3,dc2:3` as `{ dc1: 3, dc2: 3 }`; the DC names are checked against the
- * cluster by `initSchema`, the factors' range here too, so that the message shows what was typed.
- * @throws {InvalidOptionError} (option `replication`) for anything else, or a map naming no DC.
+ * `dc1:3,dc2:3` as `{ dc1: 3, dc2: 3 }`; factors checked here so the message shows what was typed.
+ * @throws {InvalidOptionError} naming `replication`.
  */
 export function parseReplication(value: string): Record<string, number> {
   const allowed = `one or more DC:factor pairs separated by commas, each DC once, each factor from 1 to ${MAX_REPLICATION_FACTOR}, e.g. dc1:3,dc2:3,dc3:3`;
@@ -178,8 +158,8 @@ export function parseReplication(value: string): Record<string, number> {
 }
 
 /**
- * `--first-ranges`: DC names separated by commas, each trimmed; the library checks the names.
- * @throws {InvalidOptionError} (option `firstRanges`) for an empty entry (`dc1,,dc2`).
+ * `--first-ranges`: DC names separated by commas; the library checks the names.
+ * @throws {InvalidOptionError} naming `firstRanges`, for an empty entry.
  */
 export function parseFirstRanges(value: string): string[] {
   const dcs = value.split(',').map((dc) => dc.trim());

@@ -21,7 +21,7 @@ import { serveCommand } from './commands/serve.js';
 import { statusCommand } from './commands/status.js';
 import { CliContext, type Streams } from './context.js';
 import { commanderErrorLine, EXIT_CODES, exitCodeOf, handleError } from './exit-codes.js';
-import { durationParser, TIMER_MAX_MS, typedDuration } from './parse.js';
+import { timerParser, typedDuration } from './parse.js';
 import { validateSequenceName } from '../options.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../store/cassandra/request-options.js';
 
@@ -111,9 +111,7 @@ export function createProgram(
         `how long one request to Cassandra may take, e.g. 5s or 1500ms (default ${typedDuration(DEFAULT_REQUEST_TIMEOUT_MS)}); keep it above Cassandra's CAS timeout`,
       )
         .env('IDGEN_REQUEST_TIMEOUT')
-        .argParser(
-          durationParser({ option: 'requestTimeoutMs', unit: 'ms', min: 1, max: TIMER_MAX_MS }),
-        ),
+        .argParser(timerParser('requestTimeoutMs')),
     )
     .addOption(
       new Option('--log-level <level>', 'pino log level of the logs on stderr')

@@ -1,7 +1,5 @@
 /** `idgen-cass alter`: change a sequence's sizes or threshold. */
-
 import type { Command } from 'commander';
-
 import { checkChanges } from '../../settings/resolve.js';
 import type { CliContext } from '../context.js';
 import { settingsJson, settingsLines } from '../format.js';
@@ -25,6 +23,47 @@ export interface SizeFlags {
   readonly shards?: number;
 }
 
+/** The size flags: syntax, parser, help (`seed` adds its defaults). */
+const SIZE_FLAGS: readonly (readonly [string, (value: string) => unknown, string])[] = [
+  ['--dc-range <n>', parseBigInt, 'IDs one grant gives a DC'],
+  ['--block <n>', parseInteger, 'the least IDs one process claims at a time'],
+  [
+    '--threshold <share>',
+    parseDecimal,
+    'share of a block or DC range used before the next is loaded',
+  ],
+  [
+    '--max-block-size <n>',
+    parseInteger,
+    'the largest block; between --block and it, each process sizes its blocks from its own rate (= --block: fixed)',
+  ],
+  [
+    '--claim-interval <duration>',
+    parseClaimInterval,
+    'time between one process claims that adaptive blocks aim for, e.g. 2s or 500ms',
+  ],
+  ['--max-dc-range <n>', parseBigInt, 'the largest grant, when grants follow the DC rate'],
+  [
+    '--autonomy <duration>',
+    parseAutonomy,
+    'size each grant from the DC rate so that a cut-off DC serves this long, e.g. 24h; 0: fixed DC ranges',
+  ],
+  [
+    '--shards <n>',
+    parseInteger,
+    "state partitions per DC that its processes' claims spread over, 1 to 256 (alter: at least the current number; processes keep the shard they picked)",
+  ],
+];
+
+/** Adds the size flags to `command`, each with its `defaults` entry (by flag) in its help. */
+export function addSizeOptions(command: Command, defaults: Record<string, string> = {}): Command {
+  for (const [flags, parse, help] of SIZE_FLAGS) {
+    const more = defaults[flags];
+    command.option(flags, more === undefined ? help : `${help} (default: ${more})`, parse);
+  }
+  return command;
+}
+
 /** The library's settings the size flags set (undefined: not given). */
 export function sizeSettings(flags: SizeFlags) {
   return {
@@ -40,42 +79,11 @@ export function sizeSettings(flags: SizeFlags) {
 }
 
 export function alterCommand(program: Command, ctx: CliContext): void {
-  program
+  const command = program
     .command('alter')
     .description("change a sequence's sizes or threshold (needs every DC reachable)")
-    .argument('<sequence>', 'the sequence')
-    .option('--dc-range <n>', 'IDs one grant gives a DC', parseBigInt)
-    .option(
-      '--block <n>',
-      'IDs one process claims at a time (the least, if adaptive)',
-      parseInteger,
-    )
-    .option(
-      '--threshold <share>',
-      'share of a block or DC range used before the next is loaded',
-      parseDecimal,
-    )
-    .option(
-      '--max-block-size <n>',
-      'the largest block; above --block, blocks follow each process rate (= --block: fixed)',
-      parseInteger,
-    )
-    .option(
-      '--claim-interval <duration>',
-      'time between one process claims that adaptive blocks aim for, e.g. 2s',
-      parseClaimInterval,
-    )
-    .option('--max-dc-range <n>', 'the largest grant, when grants follow the DC rate', parseBigInt)
-    .option(
-      '--autonomy <duration>',
-      'how long a cut-off DC must keep serving at its rate, e.g. 24h; 0: fixed DC ranges',
-      parseAutonomy,
-    )
-    .option(
-      '--shards <n>',
-      'state partitions per DC, at least the current number (processes keep the shard they picked)',
-      parseInteger,
-    )
+    .argument('<sequence>', 'the sequence');
+  addSizeOptions(command)
     .addHelpText(
       'after',
       `
@@ -83,26 +91,16 @@ Running processes re-read the settings at their first block claim 10 s or more a
 read them: a process drawing IDs takes an alter within about 10 s plus one claim interval.
 
 Example:
-  $ idgen-cass alter orders --block 5000
-  Altered sequence "orders".
-  sequence   orders
-  domain     int32 [1, 2147483647]
-  start      48213578
-  DC range   1,000,000 IDs
-  block      5,000 to 100,000 IDs, sized for a claim every 2 s
-  threshold  0.5
-  shards     2 per DC`,
+  $ idgen-cass alter orders --block 5000`,
     )
     .action(async (sequence: string, options: SizeFlags, command: Command) => {
       const changes = sizeSettings(options);
       if (Object.values(changes).every((value) => value === undefined)) {
         command.error(
-          'alter needs at least one of --dc-range, --block, --threshold, --max-block-size, --claim-interval, --max-dc-range, --autonomy, --shards',
+          `alter needs at least one of ${SIZE_FLAGS.map(([flags]) => flags.split(' ')[0]).join(', ')}`,
         );
       }
-      // A value that no stored setting could make valid is bad input (exit 1) whether Cassandra
-      // is up or not: refused before connecting, as seed refuses its values. What depends on the
-      // stored settings (a block above the largest one) is checked once they are read.
+      // Values no stored setting could make valid are refused before connecting (exit 1).
       checkChanges(changes);
       const ids = await ctx.idGen();
       const settings = await ids.alterSequence(sequence, changes);

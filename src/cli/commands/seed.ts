@@ -1,10 +1,8 @@
 /** `idgen-cass seed`: create a sequence. */
-
 import { Option, type Command } from 'commander';
-
 import { CREATOR_UNKNOWN, UnsafeClusterError } from '../../errors.js';
 import { dcOfGrantee } from '../../names.js';
-import { SEQUENCE_DEFAULTS } from '../../settings/defaults.js';
+import { SEQUENCE_DEFAULTS as D } from '../../settings/defaults.js';
 import { resolveFirstGrants } from '../../settings/first-ranges.js';
 import {
   DOMAIN_MAX,
@@ -15,18 +13,10 @@ import {
 import { resolveSequenceSettings, sizeDifferences } from '../../settings/resolve.js';
 import type { FirstGrant } from '../../store/port.js';
 import type { CliContext } from '../context.js';
-import { sizeSettings, type SizeFlags } from './alter.js';
+import { addSizeOptions, sizeSettings, type SizeFlags } from './alter.js';
 import { ALLOW_UNSAFE_FLAG } from '../exit-codes.js';
 import { count, settingsJson, settingsLines, span } from '../format.js';
-import {
-  parseAutonomy,
-  parseBigInt,
-  parseClaimInterval,
-  parseDecimal,
-  parseFirstRanges,
-  parseInteger,
-  typedDuration,
-} from '../parse.js';
+import { parseBigInt, parseFirstRanges, typedDuration } from '../parse.js';
 import { incompleteWarning } from '../preflight-view.js';
 
 interface SeedOptions extends SizeFlags {
@@ -43,60 +33,34 @@ interface SeedOptions extends SizeFlags {
 export function seedCommand(program: Command, ctx: CliContext): void {
   // Both flags set one value (the last given wins): giving both is refused instead.
   const firstRangeFlags = new Set<string>();
-  program
+  const command = program
     .command('seed')
     .on('option:first-ranges', () => firstRangeFlags.add('--first-ranges'))
     .on('option:no-first-ranges', () => firstRangeFlags.add('--no-first-ranges'))
     .description('create a sequence (needs every DC reachable); refuses an existing one')
     .argument('<sequence>', 'name: letters, digits and _, starting with a letter (at most 48)')
     .addOption(
-      new Option(
-        '--domain <domain>',
-        `bound of the IDs (default: ${SEQUENCE_DEFAULTS.domain})`,
-      ).choices(Object.keys(DOMAIN_MAX)),
+      new Option('--domain <domain>', `bound of the IDs (default: ${D.domain})`).choices(
+        Object.keys(DOMAIN_MAX),
+      ),
     )
     .option('--max <n>', 'largest ID (inclusive) instead of a domain', parseBigInt)
-    .option('--min <n>', `smallest ID (default: ${SEQUENCE_DEFAULTS.min})`, parseBigInt)
+    .option('--min <n>', `smallest ID (default: ${D.min})`, parseBigInt)
     .option(
       '--start <n>',
       'lowest ID handed out, e.g. above the current maximum of an IDENTITY column (default: --min)',
       parseBigInt,
-    )
-    .option(
-      '--dc-range <n>',
-      `IDs one grant gives a DC (default: ${SEQUENCE_DEFAULTS.dcRangeSize}, or the domain's size if smaller; ${SEQUENCE_DEFAULTS.largeDcRangeSize} for adaptive blocks in safe53, int63 and other domains of 2^48 IDs or more)`,
-      parseBigInt,
-    )
-    .option(
-      '--block <n>',
-      `the least IDs one process claims at a time (default: ${SEQUENCE_DEFAULTS.blockSize}, or --dc-range if smaller); alone: fixed blocks of this size`,
-      parseInteger,
-    )
-    .option(
-      '--max-block-size <n>',
-      `the largest block; between --block and it, each process sizes its blocks from its own rate (default: ${SEQUENCE_DEFAULTS.maxBlockSize}, or --dc-range if smaller; ${SEQUENCE_DEFAULTS.largeMaxBlockSize} in domains of 2^48 IDs or more; --block if only --block is given)`,
-      parseInteger,
-    )
-    .option(
-      '--claim-interval <duration>',
-      `time between one process claims that adaptive blocks aim for, e.g. 2s or 500ms (default: ${typedDuration(SEQUENCE_DEFAULTS.claimIntervalMs)})`,
-      parseClaimInterval,
-    )
-    .option(
-      '--autonomy <duration>',
-      'size each grant from the DC rate so that the DC holds this long a partition, e.g. 24h (default: 0, fixed DC ranges of --dc-range)',
-      parseAutonomy,
-    )
-    .option(
-      '--max-dc-range <n>',
-      `the largest grant (default: with --autonomy ${SEQUENCE_DEFAULTS.maxDcRanges} x --dc-range; else with adaptive blocks ${GRANT_BLOCKS} x --max-block-size, with fixed ones --dc-range; at most an eighth of the domain, never below --dc-range)`,
-      parseBigInt,
-    )
-    .option(
-      '--shards <n>',
-      `state partitions per DC that its processes' claims spread over, 1 to 256; each holds DC ranges of its own (default: with adaptive blocks ${SEQUENCE_DEFAULTS.adaptiveShards}, or one per ${SEQUENCE_DEFAULTS.shardRoom} DC ranges the domain holds if fewer; with fixed blocks ${SEQUENCE_DEFAULTS.shards})`,
-      parseInteger,
-    )
+    );
+  addSizeOptions(command, {
+    '--dc-range <n>': `${D.dcRangeSize}, or the domain's size if smaller; ${D.largeDcRangeSize} for adaptive blocks in safe53, int63 and other domains of 2^48 IDs or more`,
+    '--block <n>': `${D.blockSize}, or --dc-range if smaller; alone: fixed blocks of this size`,
+    '--threshold <share>': String(D.threshold),
+    '--max-block-size <n>': `${D.maxBlockSize}, or --dc-range if smaller; ${D.largeMaxBlockSize} in domains of 2^48 IDs or more; --block if only --block is given`,
+    '--claim-interval <duration>': typedDuration(D.claimIntervalMs),
+    '--max-dc-range <n>': `with --autonomy ${D.maxDcRanges} x --dc-range; else with adaptive blocks ${GRANT_BLOCKS} x --max-block-size, with fixed ones --dc-range; at most an eighth of the domain, never below --dc-range`,
+    '--autonomy <duration>': '0, fixed DC ranges of --dc-range',
+    '--shards <n>': `with adaptive blocks ${D.adaptiveShards}, or one per ${D.shardRoom} DC ranges the domain holds if fewer; with fixed blocks ${D.shards}`,
+  })
     .option(
       '--first-ranges <dcs>',
       'DCs, separated by commas (e.g. dc1,dc2,dc3), granted their first DC range (one per shard) with the sequence, so that a fleet starting at once never crowds the grants partition all DCs share; list every DC that will allocate (default: with adaptive blocks every DC of the keyspace replication, if their ranges fit in an eighth of the domain; with fixed blocks none)',
@@ -105,11 +69,6 @@ export function seedCommand(program: Command, ctx: CliContext): void {
     .option(
       '--no-first-ranges',
       'grant no DC its first range with the sequence: each DC asks when its first process starts',
-    )
-    .option(
-      '--threshold <share>',
-      `share of a block or DC range used before the next is loaded (default: ${SEQUENCE_DEFAULTS.threshold})`,
-      parseDecimal,
     )
     .option(
       '--if-not-exists',
@@ -125,23 +84,10 @@ export function seedCommand(program: Command, ctx: CliContext): void {
 First checks every node of every DC as "idgen-cass preflight" does, and refuses (exit 9) when
 one runs an unsafe setting such as commitlog_sync: periodic, unless ${ALLOW_UNSAFE_FLAG} is given.
 
-Example (a team moving off an IDENTITY column whose maximum is 48213577; a keyspace replicated
-to dc1, dc2 and dc3):
+Examples (moving off an IDENTITY column whose maximum is 48213577; grants that follow the
+DC's rate; 4 shards per DC and first ranges for two DCs only):
   $ idgen-cass seed orders --domain int32 --start 48213578 --dc-range 1000000
-  Created sequence "orders".
-  sequence   orders
-  domain     int32 [1, 2147483647]
-  start      48213578
-  DC range   1,000,000 IDs
-  block      1,000 to 100,000 IDs, sized for a claim every 2 s
-  threshold  0.5
-  shards     2 per DC
-  First DC ranges granted to dc1, dc2, dc3: 6 of 1,000,000 IDs (one per shard), [48213578, 54213577].
-
-With an autonomy target, grants follow the DC's measured rate:
   $ idgen-cass seed events --domain int63 --autonomy 24h
-
-With 4 shards per DC, and first ranges for two DCs only:
   $ idgen-cass seed orders --shards 4 --first-ranges dc1,dc2`,
     )
     .action(async (sequence: string, options: SeedOptions, command: Command) => {
@@ -169,8 +115,7 @@ With 4 shards per DC, and first ranges for two DCs only:
         if (report.verdict === 'incomplete') ctx.warn(incompleteWarning(report));
       }
       const ids = await ctx.idGen();
-      // With --if-not-exists, the settings an existing sequence has come from the create's own
-      // reads at SERIAL: a local read could miss a sequence committed in other DCs only.
+      // An existing sequence's settings come from the create's SERIAL reads, never a local one.
       const {
         settings,
         firstGrants: granted,
@@ -187,7 +132,6 @@ With 4 shards per DC, and first ranges for two DCs only:
           );
         }
       }
-      // `granted`: the first ranges this command granted (none if the sequence existed).
       if (ctx.json) {
         return ctx.printJson({
           created: created ?? null,

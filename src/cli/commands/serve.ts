@@ -12,7 +12,7 @@ import { InvalidOptionError } from '../../errors.js';
 import { checkServeOptions, SERVE_DEFAULTS, type ServeOptions } from '../../serve/options.js';
 import { createServer } from '../../serve/server.js';
 import type { CliContext } from '../context.js';
-import { durationParser, parseInteger, parseList, TIMER_MAX_MS, typedDuration } from '../parse.js';
+import { parseInteger, parseList, timerParser, typedDuration } from '../parse.js';
 
 interface ServeFlags {
   readonly port: number;
@@ -63,7 +63,7 @@ export function serveCommand(program: Command, ctx: CliContext): void {
         'how long one ID request may wait for IDs before it gets a 503, e.g. 5s or 2500ms',
       )
         .env('IDGEN_SERVE_TIMEOUT')
-        .argParser(durationParser({ option: 'timeoutMs', unit: 'ms', min: 1, max: TIMER_MAX_MS }))
+        .argParser(timerParser('timeoutMs'))
         .default(SERVE_DEFAULTS.timeoutMs, typedDuration(SERVE_DEFAULTS.timeoutMs)),
     )
     .addHelpText(

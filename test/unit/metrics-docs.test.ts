@@ -6,13 +6,14 @@
 import { readFileSync } from 'node:fs';
 
 import { Registry } from 'prom-client';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { parse } from 'yaml';
 
 import { IdGen } from '../../src/connect.js';
 import { metricsTable, type MetricDescription } from '../../src/metrics/table.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { KEYSPACE, draw, settle } from './fixtures.js';
+import { itOnFakeClock } from '../support/fake-clock.js';
 
 const root = new URL('../../', import.meta.url);
 const read = (path: string) => readFileSync(new URL(path, root), 'utf8');
@@ -61,70 +62,68 @@ function namesIn(expression: string): string[] {
   return [...expression.matchAll(/\bidgen_[a-z0-9_]+/g)].map((match) => match[0]);
 }
 
-afterEach(() => {
-  vi.useRealTimers();
-});
-
 describe("docs/metrics.md's metrics table", () => {
   it('is metricsTable(), row by row', () => {
     expect(documentedMetrics()).toEqual(metricsTable().map((metric) => ({ ...metric })));
   });
 
-  it('lists exactly what a registry exposes after IDs are drawn and the rows polled', async () => {
-    vi.useFakeTimers();
-    const store = new MemoryStore({ keyspace: KEYSPACE });
-    const registry = new Registry();
-    const ids = new IdGen({
-      store,
-      dc: 'dc1',
-      keyspace: KEYSPACE,
-      metrics: { registry, runwayIntervalMs: 15_000 },
-    });
-    await ids.createSequence('orders', { dcRangeSize: 1_000, blockSize: 10 });
-    const orders = ids.sequence('orders');
-    for (let poll = 0; poll < 2; poll++) {
-      await draw(orders, 50);
-      await orders.take(7);
-      await vi.advanceTimersByTimeAsync(15_000);
-      await settle();
-    }
-    const exposition = await registry.metrics();
-    await ids.close();
+  itOnFakeClock(
+    'lists exactly what a registry exposes after IDs are drawn and the rows polled',
+    async () => {
+      const store = new MemoryStore({ keyspace: KEYSPACE });
+      const registry = new Registry();
+      const ids = new IdGen({
+        store,
+        dc: 'dc1',
+        keyspace: KEYSPACE,
+        metrics: { registry, runwayIntervalMs: 15_000 },
+      });
+      await ids.createSequence('orders', { dcRangeSize: 1_000, blockSize: 10 });
+      const orders = ids.sequence('orders');
+      for (let poll = 0; poll < 2; poll++) {
+        await draw(orders, 50);
+        await orders.take(7);
+        await vi.advanceTimersByTimeAsync(15_000);
+        await settle();
+      }
+      const exposition = await registry.metrics();
+      await ids.close();
 
-    const documented = documentedMetrics();
-    const types = [...exposition.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map(([, name, type]) => ({
-      name,
-      type,
-    }));
-    expect(types).toEqual(documented.map(({ name, type }) => ({ name, type })));
+      const documented = documentedMetrics();
+      const types = [...exposition.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map(([, name, type]) => ({
+        name,
+        type,
+      }));
+      expect(types).toEqual(documented.map(({ name, type }) => ({ name, type })));
 
-    // Every series carries the documented labels (a histogram's buckets add `le`), and every
-    // documented metric has a value after this use.
-    const seen = new Set<string>();
-    for (const [, series = '', labels = ''] of exposition.matchAll(
-      /^(idgen_[a-z0-9_]+)(?:\{([^}]*)\})? \S+$/gm,
-    )) {
-      const metric = metricOf(series);
-      expect(metric, series).toBeDefined();
-      const names = [...labels.matchAll(/(\w+)="/g)].map(([, name]) => name);
-      const expected = [...metric!.labels, ...(series.endsWith('_bucket') ? ['le'] : [])];
-      expect(names.sort(), series).toEqual(expected.sort());
-      seen.add(metric!.name);
-    }
-    // What this use does not cause (failures, lost races, unknown outcomes) has no series yet.
-    const notCaused = [
-      'idgen_call_errors_total',
-      'idgen_errors_total',
-      'idgen_cas_rejections_total',
-      'idgen_cas_unknown_outcomes_total',
-    ];
-    expect([...seen].sort()).toEqual(
-      documented
-        .map(({ name }) => name)
-        .filter((name) => !notCaused.includes(name))
-        .sort(),
-    );
-  });
+      // Every series carries the documented labels (a histogram's buckets add `le`), and every
+      // documented metric has a value after this use.
+      const seen = new Set<string>();
+      for (const [, series = '', labels = ''] of exposition.matchAll(
+        /^(idgen_[a-z0-9_]+)(?:\{([^}]*)\})? \S+$/gm,
+      )) {
+        const metric = metricOf(series);
+        expect(metric, series).toBeDefined();
+        const names = [...labels.matchAll(/(\w+)="/g)].map(([, name]) => name);
+        const expected = [...metric!.labels, ...(series.endsWith('_bucket') ? ['le'] : [])];
+        expect(names.sort(), series).toEqual(expected.sort());
+        seen.add(metric!.name);
+      }
+      // What this use does not cause (failures, lost races, unknown outcomes) has no series yet.
+      const notCaused = [
+        'idgen_call_errors_total',
+        'idgen_errors_total',
+        'idgen_cas_rejections_total',
+        'idgen_cas_unknown_outcomes_total',
+      ];
+      expect([...seen].sort()).toEqual(
+        documented
+          .map(({ name }) => name)
+          .filter((name) => !notCaused.includes(name))
+          .sort(),
+      );
+    },
+  );
 });
 
 describe('ops files', () => {

@@ -1,6 +1,6 @@
 /** Prometheus metrics of an allocator over the in-memory store (src/metrics/). */
 import { Counter, Gauge, Registry, register } from 'prom-client';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 import { IdGen } from '../../src/connect.js';
 import { InvalidOptionError, StoreUnavailableError } from '../../src/errors.js';
@@ -8,6 +8,7 @@ import type { MetricsOptions } from '../../src/metrics/options.js';
 import { metricsTable } from '../../src/metrics/table.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { KEYSPACE, draw, eachQuorumFails, settle } from './fixtures.js';
+import { itOnFakeClock } from '../support/fake-clock.js';
 
 /** One process in `dc` with metrics on `registry`; no polls unless `runwayIntervalMs` says so. */
 function metered(
@@ -55,13 +56,8 @@ async function valueOf(
   return found?.value;
 }
 
-afterEach(() => {
-  vi.useRealTimers();
-});
-
 describe('metrics: nothing without the option', () => {
-  it('registers nothing and polls nothing without `metrics`', async () => {
-    vi.useFakeTimers();
+  itOnFakeClock('registers nothing and polls nothing without `metrics`', async () => {
     const store = new MemoryStore({ keyspace: KEYSPACE });
     const ids = new IdGen({ store, dc: 'dc1', keyspace: KEYSPACE });
     await ids.createSequence('orders', { dcRangeSize: 1_000, blockSize: 10 });
@@ -168,8 +164,7 @@ describe('metrics: errors by code', () => {
 });
 
 describe('metrics: runway poll', () => {
-  it('fills the DC gauges as status computes them, every runwayIntervalMs', async () => {
-    vi.useFakeTimers();
+  itOnFakeClock('fills the DC gauges as status computes them, every runwayIntervalMs', async () => {
     const { store, registry, ids } = await withOrders({ runwayIntervalMs: 15_000 });
     const orders = ids.sequence('orders');
     await draw(orders, 15);
@@ -208,97 +203,108 @@ describe('metrics: runway poll', () => {
     await ids.close();
   });
 
-  it('takes the DC gauges of a sequence off once its handles closed, until one reopens it', async () => {
-    vi.useFakeTimers();
-    const { registry, ids } = await withOrders({ runwayIntervalMs: 15_000 });
-    await ids.createSequence('events', { dcRangeSize: 1_000, blockSize: 10 });
-    const orders = ids.sequence('orders');
-    await draw(orders, 15);
-    await draw(ids.sequence('events'), 5);
-    for (let poll = 0; poll < 2; poll++) await vi.advanceTimersByTimeAsync(15_000);
-    const dc1 = { sequence: 'orders', dc: 'dc1' };
-    expect(await valueOf(registry, 'idgen_dc_runway_seconds', dc1)).toBeGreaterThan(0);
-    await orders.close();
-    await vi.advanceTimersByTimeAsync(15_000);
-    // Its last runway would read as current (and keep a runway alert firing) while nobody polls.
-    for (const name of [
-      'idgen_dc_ids_left',
-      'idgen_dc_rate_ids_per_second',
-      'idgen_dc_runway_seconds',
-    ]) {
-      expect(await valueOf(registry, name, dc1), name).toBeUndefined();
-    }
-    const events = { sequence: 'events', dc: 'dc1' };
-    expect(await valueOf(registry, 'idgen_dc_ids_left', events)).toBeDefined();
-    await draw(ids.sequence('orders'), 1);
-    await vi.advanceTimersByTimeAsync(15_000);
-    expect(await valueOf(registry, 'idgen_dc_ids_left', dc1)).toBeDefined();
-    await ids.close();
-  });
+  itOnFakeClock(
+    'takes the DC gauges of a sequence off once its handles closed, until one reopens it',
+    async () => {
+      const { registry, ids } = await withOrders({ runwayIntervalMs: 15_000 });
+      await ids.createSequence('events', { dcRangeSize: 1_000, blockSize: 10 });
+      const orders = ids.sequence('orders');
+      await draw(orders, 15);
+      await draw(ids.sequence('events'), 5);
+      for (let poll = 0; poll < 2; poll++) await vi.advanceTimersByTimeAsync(15_000);
+      const dc1 = { sequence: 'orders', dc: 'dc1' };
+      expect(await valueOf(registry, 'idgen_dc_runway_seconds', dc1)).toBeGreaterThan(0);
+      await orders.close();
+      await vi.advanceTimersByTimeAsync(15_000);
+      // Its last runway would read as current (and keep a runway alert firing) while nobody polls.
+      for (const name of [
+        'idgen_dc_ids_left',
+        'idgen_dc_rate_ids_per_second',
+        'idgen_dc_runway_seconds',
+      ]) {
+        expect(await valueOf(registry, name, dc1), name).toBeUndefined();
+      }
+      const events = { sequence: 'events', dc: 'dc1' };
+      expect(await valueOf(registry, 'idgen_dc_ids_left', events)).toBeDefined();
+      await draw(ids.sequence('orders'), 1);
+      await vi.advanceTimersByTimeAsync(15_000);
+      expect(await valueOf(registry, 'idgen_dc_ids_left', dc1)).toBeDefined();
+      await ids.close();
+    },
+  );
 
-  it('sets SERIAL unreachable when the probe fails, and counts polls whose reads fail', async () => {
-    vi.useFakeTimers();
-    const { store, registry, ids } = await withOrders({ runwayIntervalMs: 15_000 });
-    await draw(ids.sequence('orders'), 5);
-    await settle();
-    const left = 1_000 - ids.sequence('orders').stats().blocksClaimed * 10;
+  itOnFakeClock(
+    'sets SERIAL unreachable when the probe fails, and counts polls whose reads fail',
+    async () => {
+      const { store, registry, ids } = await withOrders({ runwayIntervalMs: 15_000 });
+      await draw(ids.sequence('orders'), 5);
+      await settle();
+      const left = 1_000 - ids.sequence('orders').stats().blocksClaimed * 10;
 
-    store.faults.push({ op: 'probeSerial', effect: 'unavailable', level: 'serial' });
-    await vi.advanceTimersByTimeAsync(15_000);
-    await settle();
-    expect(await valueOf(registry, 'idgen_serial_reachable', { dc: 'dc1' })).toBe(0);
-    expect(await valueOf(registry, 'idgen_runway_poll_failures_total')).toBe(0);
-    expect(await valueOf(registry, 'idgen_dc_ids_left', { sequence: 'orders', dc: 'dc1' })).toBe(
-      left,
-    );
+      store.faults.push({ op: 'probeSerial', effect: 'unavailable', level: 'serial' });
+      await vi.advanceTimersByTimeAsync(15_000);
+      await settle();
+      expect(await valueOf(registry, 'idgen_serial_reachable', { dc: 'dc1' })).toBe(0);
+      expect(await valueOf(registry, 'idgen_runway_poll_failures_total')).toBe(0);
+      expect(await valueOf(registry, 'idgen_dc_ids_left', { sequence: 'orders', dc: 'dc1' })).toBe(
+        left,
+      );
 
-    // Both the EACH_QUORUM read of the states and the local one it falls back to fail.
-    store.faults.push({ op: 'readDcStatesOverview', effect: 'unavailable', times: 2 });
-    await vi.advanceTimersByTimeAsync(15_000);
-    await settle();
-    expect(await valueOf(registry, 'idgen_serial_reachable', { dc: 'dc1' })).toBe(1);
-    expect(await valueOf(registry, 'idgen_runway_poll_failures_total')).toBe(1);
-    // The gauges keep their last values.
-    expect(await valueOf(registry, 'idgen_dc_ids_left', { sequence: 'orders', dc: 'dc1' })).toBe(
-      left,
-    );
+      // Both the EACH_QUORUM read of the states and the local one it falls back to fail.
+      store.faults.push({ op: 'readDcStatesOverview', effect: 'unavailable', times: 2 });
+      await vi.advanceTimersByTimeAsync(15_000);
+      await settle();
+      expect(await valueOf(registry, 'idgen_serial_reachable', { dc: 'dc1' })).toBe(1);
+      expect(await valueOf(registry, 'idgen_runway_poll_failures_total')).toBe(1);
+      // The gauges keep their last values.
+      expect(await valueOf(registry, 'idgen_dc_ids_left', { sequence: 'orders', dc: 'dc1' })).toBe(
+        left,
+      );
 
-    // A probe that never answers counts as unreachable after its timeout, and the poll goes on.
-    store.faults.push({ op: 'probeSerial', effect: 'delay', until: new Promise(() => undefined) });
-    await vi.advanceTimersByTimeAsync(15_000 + 3_000);
-    await settle();
-    expect(await valueOf(registry, 'idgen_serial_reachable', { dc: 'dc1' })).toBe(0);
-    await ids.close();
-  });
+      // A probe that never answers counts as unreachable after its timeout, and the poll goes on.
+      store.faults.push({
+        op: 'probeSerial',
+        effect: 'delay',
+        until: new Promise(() => undefined),
+      });
+      await vi.advanceTimersByTimeAsync(15_000 + 3_000);
+      await settle();
+      expect(await valueOf(registry, 'idgen_serial_reachable', { dc: 'dc1' })).toBe(0);
+      await ids.close();
+    },
+  );
 
-  it('sets no rate nor runway for a DC whose rows cannot be read current (a DC cut off)', async () => {
-    vi.useFakeTimers();
-    const store = new MemoryStore({ keyspace: KEYSPACE });
-    const registry = new Registry();
-    const dc3 = metered(store, registry, { runwayIntervalMs: 0 }, 'dc3');
-    await dc3.createSequence('orders', { dcRangeSize: 1_000, blockSize: 10 });
-    await draw(dc3.sequence('orders'), 5);
-    // A dc1 process sees dc3 cut off: the EACH_QUORUM read of the DC states fails.
-    const dc1 = new IdGen({
-      store: eachQuorumFails(store),
-      dc: 'dc1',
-      keyspace: KEYSPACE,
-      metrics: { registry, runwayIntervalMs: 15_000 },
-    });
-    await draw(dc1.sequence('orders'), 5);
-    for (let poll = 0; poll < 2; poll++) await vi.advanceTimersByTimeAsync(15_000);
-    await settle();
-    const labels = (dc: string) => ({ sequence: 'orders', dc });
-    expect(await valueOf(registry, 'idgen_dc_runway_seconds', labels('dc1'))).toBe(Infinity);
-    expect(await valueOf(registry, 'idgen_dc_ids_left', labels('dc3'))).toBeGreaterThan(0);
-    // Unknown, not a rate of 0 read as an unbounded runway.
-    expect(await valueOf(registry, 'idgen_dc_rate_ids_per_second', labels('dc3'))).toBeUndefined();
-    expect(await valueOf(registry, 'idgen_dc_runway_seconds', labels('dc3'))).toBeUndefined();
-    await Promise.all([dc1.close(), dc3.close()]);
-  });
+  itOnFakeClock(
+    'sets no rate nor runway for a DC whose rows cannot be read current (a DC cut off)',
+    async () => {
+      const store = new MemoryStore({ keyspace: KEYSPACE });
+      const registry = new Registry();
+      const dc3 = metered(store, registry, { runwayIntervalMs: 0 }, 'dc3');
+      await dc3.createSequence('orders', { dcRangeSize: 1_000, blockSize: 10 });
+      await draw(dc3.sequence('orders'), 5);
+      // A dc1 process sees dc3 cut off: the EACH_QUORUM read of the DC states fails.
+      const dc1 = new IdGen({
+        store: eachQuorumFails(store),
+        dc: 'dc1',
+        keyspace: KEYSPACE,
+        metrics: { registry, runwayIntervalMs: 15_000 },
+      });
+      await draw(dc1.sequence('orders'), 5);
+      for (let poll = 0; poll < 2; poll++) await vi.advanceTimersByTimeAsync(15_000);
+      await settle();
+      const labels = (dc: string) => ({ sequence: 'orders', dc });
+      expect(await valueOf(registry, 'idgen_dc_runway_seconds', labels('dc1'))).toBe(Infinity);
+      expect(await valueOf(registry, 'idgen_dc_ids_left', labels('dc3'))).toBeGreaterThan(0);
+      // Unknown, not a rate of 0 read as an unbounded runway.
+      expect(
+        await valueOf(registry, 'idgen_dc_rate_ids_per_second', labels('dc3')),
+      ).toBeUndefined();
+      expect(await valueOf(registry, 'idgen_dc_runway_seconds', labels('dc3'))).toBeUndefined();
+      await Promise.all([dc1.close(), dc3.close()]);
+    },
+  );
 
-  it('stops at close(); the metrics stay readable with the last counts', async () => {
-    vi.useFakeTimers();
+  itOnFakeClock('stops at close(); the metrics stay readable with the last counts', async () => {
     const { store, registry, ids } = await withOrders({ runwayIntervalMs: 15_000 });
     const orders = ids.sequence('orders');
     await draw(orders, 5);

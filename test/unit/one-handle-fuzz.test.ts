@@ -25,7 +25,7 @@
  * (default 1). A failure lists the seeds and what each broke; replay one with
  *   FUZZ_SEED=<seed> FUZZ_RUNS=1 npx vitest run --project unit test/unit/one-handle-fuzz.test.ts
  */
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, vi } from 'vitest';
 
 import { IdGen } from '../../src/allocator/id-gen.js';
 import type { Sequence } from '../../src/allocator/sequence.js';
@@ -38,6 +38,7 @@ import type { Logger } from '../../src/logger.js';
 import type { DcStamp, DcState, IdStore } from '../../src/store/port.js';
 import { Random } from '../../scripts/torture/random.js';
 import { KEYSPACE, capturingLogger } from './fixtures.js';
+import { itOnFakeClock } from '../support/fake-clock.js';
 
 /** Seeds to run; each is 40 to 100 steps of calls, faults and time, a few ms. */
 const RUNS = Number(process.env.FUZZ_RUNS ?? 400);
@@ -45,7 +46,6 @@ const RUNS = Number(process.env.FUZZ_RUNS ?? 400);
 const FIRST_SEED = Number(process.env.FUZZ_SEED ?? 1);
 
 afterEach(() => {
-  vi.useRealTimers();
   vi.restoreAllMocks();
 });
 
@@ -528,11 +528,10 @@ function verify(run: Run): string[] {
 }
 
 describe('one handle, concurrent calls, fuzzed', () => {
-  it(
+  itOnFakeClock(
     `hands out unique, ordered IDs, none after close(), and accounts for every ID claimed ` +
       `(${RUNS} seeds from ${FIRST_SEED})`,
     async () => {
-      vi.useFakeTimers();
       const problems: string[] = [];
       for (let seed = FIRST_SEED; seed < FIRST_SEED + RUNS; seed++) {
         // A few per seed, so that a failure shows several seeds.
@@ -570,8 +569,7 @@ const CONTROL_SEEDS = 200;
 describe('negative controls: with a fixed defect brought back, the checks fail', () => {
   afterEach(() => setMutationsForTests([]));
 
-  it.each(CONTROLS)('$mutation', async ({ mutation, shows }) => {
-    vi.useFakeTimers();
+  itOnFakeClock.each(CONTROLS)('$mutation', async ({ mutation, shows }) => {
     setMutationsForTests([mutation]);
     let problems: string[] = [];
     for (let seed = 1; seed <= CONTROL_SEEDS && problems.length === 0; seed++) {

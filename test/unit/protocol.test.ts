@@ -35,10 +35,10 @@ import {
   withSequence,
   writes,
 } from './fixtures.js';
+import { itOnFakeClock } from '../support/fake-clock.js';
 import { Random } from '../../scripts/torture/random.js';
 
 afterEach(() => {
-  vi.useRealTimers();
   vi.restoreAllMocks();
 });
 
@@ -195,26 +195,28 @@ describe('CAS timeouts at SERIAL (grants) and in installs', () => {
     expect(seq.stats().lastError).toBeInstanceOf(StoreUnavailableError);
   });
 
-  it('reports SERIAL as unavailable when every grant attempt times out until the deadline', async () => {
-    vi.useFakeTimers();
-    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
-    store.faults.push({ op: 'grantRange', effect: 'unknown-not-applied', times: Infinity });
-    const pending = ids
-      .sequence('orders')
-      .next()
-      .catch((e: unknown) => e);
-    await vi.advanceTimersByTimeAsync(9_000);
-    expect(store.calls.grantRange).toBeGreaterThan(MAX_CAS_ATTEMPTS * SERIAL_ATTEMPTS);
-    await vi.advanceTimersByTimeAsync(1_001); // the call's 10 s deadline
-    const error = await pending;
-    expect(error).toBeInstanceOf(SerialUnavailableError);
-    expect(error).toMatchObject({ sequence: 'orders', dc: 'dc1', dcRemaining: 0n });
-    expect((error as Error).cause).toBeInstanceOf(StoreUnavailableError);
-    expect(store.grantLog).toHaveLength(0);
-    const closing = ids.close();
-    await vi.advanceTimersByTimeAsync(5_000);
-    await closing;
-  });
+  itOnFakeClock(
+    'reports SERIAL as unavailable when every grant attempt times out until the deadline',
+    async () => {
+      const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+      store.faults.push({ op: 'grantRange', effect: 'unknown-not-applied', times: Infinity });
+      const pending = ids
+        .sequence('orders')
+        .next()
+        .catch((e: unknown) => e);
+      await vi.advanceTimersByTimeAsync(9_000);
+      expect(store.calls.grantRange).toBeGreaterThan(MAX_CAS_ATTEMPTS * SERIAL_ATTEMPTS);
+      await vi.advanceTimersByTimeAsync(1_001); // the call's 10 s deadline
+      const error = await pending;
+      expect(error).toBeInstanceOf(SerialUnavailableError);
+      expect(error).toMatchObject({ sequence: 'orders', dc: 'dc1', dcRemaining: 0n });
+      expect((error as Error).cause).toBeInstanceOf(StoreUnavailableError);
+      expect(store.grantLog).toHaveLength(0);
+      const closing = ids.close();
+      await vi.advanceTimersByTimeAsync(5_000);
+      await closing;
+    },
+  );
 });
 
 describe('races', () => {
@@ -285,9 +287,9 @@ describe('races', () => {
  * A DC cut off from SERIAL serves its local ranges, fails the call that needs a new one with
  * SerialUnavailableError, and once SERIAL answers again claims its next block before any caller
  * waits. Returns the failed call's error and the captured log for the caller's assertions.
+ * Runs on the caller's fake clock.
  */
 async function cutOffFromSerialAndBack() {
-  vi.useFakeTimers();
   const { logger, records } = capturingLogger();
   const { store } = await withSequence({ dcRangeSize: 20, blockSize: 5, threshold: 0.5 });
   const seq = processIn(store, 'dc1', logger).sequence('orders');
@@ -376,48 +378,55 @@ describe('first ranges granted at creation', () => {
 });
 
 describe('a DC cut off from SERIAL', () => {
-  it('serves its local ranges, logs once, fails with SerialUnavailableError, and recovers', async () => {
-    const { error, errors, lastError, records } = await cutOffFromSerialAndBack();
-    const rangeWarnings = records.filter(
-      (r) => r.level === WARN && r.msg.startsWith('requesting a DC range failed'),
-    );
-    expect(rangeWarnings).toHaveLength(1);
-    expect(rangeWarnings[0]).toMatchObject({ sequence: 'orders', dc: 'dc1' });
-    expect(errors).toBeGreaterThan(3);
-    // The last failure is a background range retry, or the background claim at 18 that found
-    // the reserved range spent; either way SERIAL is what failed.
-    const serialFailure = lastError instanceof SerialUnavailableError ? lastError.cause : lastError;
-    expect(serialFailure).toBeInstanceOf(StoreUnavailableError);
-    expect(serialFailure).toMatchObject({ level: 'serial' });
-    expect(error).toBeInstanceOf(SerialUnavailableError);
-    expect(error).toMatchObject({
-      code: 'IDGEN_SERIAL_UNAVAILABLE',
-      sequence: 'orders',
-      dc: 'dc1',
-      dcRemaining: 0n,
-    });
-  });
+  itOnFakeClock(
+    'serves its local ranges, logs once, fails with SerialUnavailableError, and recovers',
+    async () => {
+      const { error, errors, lastError, records } = await cutOffFromSerialAndBack();
+      const rangeWarnings = records.filter(
+        (r) => r.level === WARN && r.msg.startsWith('requesting a DC range failed'),
+      );
+      expect(rangeWarnings).toHaveLength(1);
+      expect(rangeWarnings[0]).toMatchObject({ sequence: 'orders', dc: 'dc1' });
+      expect(errors).toBeGreaterThan(3);
+      // The last failure is a background range retry, or the background claim at 18 that found
+      // the reserved range spent; either way SERIAL is what failed.
+      const serialFailure =
+        lastError instanceof SerialUnavailableError ? lastError.cause : lastError;
+      expect(serialFailure).toBeInstanceOf(StoreUnavailableError);
+      expect(serialFailure).toMatchObject({ level: 'serial' });
+      expect(error).toBeInstanceOf(SerialUnavailableError);
+      expect(error).toMatchObject({
+        code: 'IDGEN_SERIAL_UNAVAILABLE',
+        sequence: 'orders',
+        dc: 'dc1',
+        dcRemaining: 0n,
+      });
+    },
+  );
 
-  it('claims its next block once the range comes, whatever the retry pauses drawn', async () => {
-    // When the range was installed while the claim that failed for want of it was pausing, the
-    // claim ended at the end of its pause (its window had passed), and no claim followed: the
-    // process held no IDs until a caller waited. That took some draws of the pauses: 3 of these
-    // 150 (seeds 22, 90 and 127) before the fix.
-    const failed: number[] = [];
-    for (let seed = 1; seed <= 150; seed++) {
-      const random = new Random(seed);
-      const spy = vi.spyOn(Math, 'random').mockImplementation(() => random.next());
-      try {
-        await cutOffFromSerialAndBack();
-      } catch {
-        failed.push(seed);
-      } finally {
-        spy.mockRestore();
-        vi.useRealTimers();
+  itOnFakeClock(
+    'claims its next block once the range comes, whatever the retry pauses drawn',
+    async () => {
+      // When the range was installed while the claim that failed for want of it was pausing, the
+      // claim ended at the end of its pause (its window had passed), and no claim followed: the
+      // process held no IDs until a caller waited. That took some draws of the pauses: 3 of these
+      // 150 (seeds 22, 90 and 127) before the fix.
+      const failed: number[] = [];
+      for (let seed = 1; seed <= 150; seed++) {
+        const random = new Random(seed);
+        const spy = vi.spyOn(Math, 'random').mockImplementation(() => random.next());
+        vi.useFakeTimers(); // a fresh clock per seed: no timer of an earlier seed's process fires
+        try {
+          await cutOffFromSerialAndBack();
+        } catch {
+          failed.push(seed);
+        } finally {
+          spy.mockRestore();
+        }
       }
-    }
-    expect(failed).toEqual([]);
-  });
+      expect(failed).toEqual([]);
+    },
+  );
 });
 
 describe('exhaustion', () => {
@@ -719,84 +728,93 @@ describe('rows that break invariants', () => {
 describe('contention', () => {
   // Behaviour changed: lost races are retried for as long as the call waits, not a fixed 12
   // times, and the call that runs out of time gets DeadlineError (cause: the contention).
-  it('retries lost claim races until the call’s deadline, then rejects with DeadlineError', async () => {
-    vi.useFakeTimers();
-    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.9 });
-    const seq = ids.sequence('orders');
-    expect(await seq.next()).toBe(1);
-    store.faults.push({ op: 'writeDcState', effect: 'rejected', times: Infinity });
-    const before = store.calls.writeDcState;
-    // The background claim at 90% of the block loses every race; next() then joins it.
-    expect(await draw(seq, 9)).toEqual(range(2, 10));
-    let settled = false;
-    const pending = seq
-      .next()
-      .catch((e: unknown) => e)
-      .finally(() => (settled = true));
-    await vi.advanceTimersByTimeAsync(9_900);
-    expect(settled).toBe(false);
-    await vi.advanceTimersByTimeAsync(101);
-    const error = await pending;
-    expect(error).toBeInstanceOf(DeadlineError);
-    expect(error).toMatchObject({ code: 'IDGEN_DEADLINE_EXCEEDED', timeoutMs: 10_000 });
-    expect((error as DeadlineError).cause).toBeInstanceOf(ContentionError);
-    expect((error as DeadlineError).cause).toMatchObject({ operation: 'claim a block' });
-    // Far more than a fixed count of attempts: one claim, backing off up to 100 ms.
-    expect(store.calls.writeDcState - before).toBeGreaterThan(8 * MAX_CAS_ATTEMPTS);
-    store.faults.length = 0;
-    const after = seq.next();
-    await vi.advanceTimersByTimeAsync(200); // the claim's backoff, at most 100 ms
-    expect(await after).toBe(11);
-    await ids.close();
-  });
-
-  it('retries lost grant races until the call’s deadline, then rejects with DeadlineError', async () => {
-    vi.useFakeTimers();
-    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
-    store.faults.push({ op: 'grantRange', effect: 'rejected', times: Infinity });
-    let grantsAtFailure = 0;
-    const pending = ids
-      .sequence('orders')
-      .next()
-      .catch((e: unknown) => {
-        grantsAtFailure = store.calls.grantRange;
-        return e;
+  itOnFakeClock(
+    'retries lost claim races until the call’s deadline, then rejects with DeadlineError',
+    async () => {
+      const { store, ids } = await withSequence({
+        dcRangeSize: 100,
+        blockSize: 10,
+        threshold: 0.9,
       });
-    await vi.advanceTimersByTimeAsync(10_001);
-    const error = await pending;
-    expect(error).toMatchObject({ code: 'IDGEN_DEADLINE_EXCEEDED' });
-    expect((error as DeadlineError).cause).toMatchObject({
-      code: 'IDGEN_CONTENTION',
-      operation: 'grant a DC range',
-    });
-    expect(grantsAtFailure).toBeGreaterThan(MAX_CAS_ATTEMPTS);
-    const closing = ids.close();
-    await vi.advanceTimersByTimeAsync(5_000);
-    await closing;
-  });
+      const seq = ids.sequence('orders');
+      expect(await seq.next()).toBe(1);
+      store.faults.push({ op: 'writeDcState', effect: 'rejected', times: Infinity });
+      const before = store.calls.writeDcState;
+      // The background claim at 90% of the block loses every race; next() then joins it.
+      expect(await draw(seq, 9)).toEqual(range(2, 10));
+      let settled = false;
+      const pending = seq
+        .next()
+        .catch((e: unknown) => e)
+        .finally(() => (settled = true));
+      await vi.advanceTimersByTimeAsync(9_900);
+      expect(settled).toBe(false);
+      await vi.advanceTimersByTimeAsync(101);
+      const error = await pending;
+      expect(error).toBeInstanceOf(DeadlineError);
+      expect(error).toMatchObject({ code: 'IDGEN_DEADLINE_EXCEEDED', timeoutMs: 10_000 });
+      expect((error as DeadlineError).cause).toBeInstanceOf(ContentionError);
+      expect((error as DeadlineError).cause).toMatchObject({ operation: 'claim a block' });
+      // Far more than a fixed count of attempts: one claim, backing off up to 100 ms.
+      expect(store.calls.writeDcState - before).toBeGreaterThan(8 * MAX_CAS_ATTEMPTS);
+      store.faults.length = 0;
+      const after = seq.next();
+      await vi.advanceTimersByTimeAsync(200); // the claim's backoff, at most 100 ms
+      expect(await after).toBe(11);
+      await ids.close();
+    },
+  );
 
-  it('serves 16 processes of one DC drawing at once with no error, unique IDs', async () => {
-    vi.useFakeTimers();
-    const { store } = await withSequence({ dcRangeSize: 1_000, blockSize: 1, threshold: 0.5 });
-    const processes = Array.from({ length: 16 }, () => processIn(store, 'dc1'));
-    const drawing = Promise.all(processes.map((p) => draw(p.sequence('orders'), 40)));
-    const errors: unknown[] = [];
-    drawing.catch((e: unknown) => errors.push(e));
-    await vi.advanceTimersByTimeAsync(9_000);
-    expect(errors).toEqual([]);
-    const all = (await drawing).flat();
-    expect(all).toHaveLength(640);
-    expectUnique(all);
-    const rejections = processes.reduce(
-      (sum, p) => sum + p.sequence('orders').stats().casRejections,
-      0,
-    );
-    expect(rejections).toBeGreaterThan(MAX_CAS_ATTEMPTS);
-    await Promise.all(processes.map((p) => p.close()));
-  });
+  itOnFakeClock(
+    'retries lost grant races until the call’s deadline, then rejects with DeadlineError',
+    async () => {
+      const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10 });
+      store.faults.push({ op: 'grantRange', effect: 'rejected', times: Infinity });
+      let grantsAtFailure = 0;
+      const pending = ids
+        .sequence('orders')
+        .next()
+        .catch((e: unknown) => {
+          grantsAtFailure = store.calls.grantRange;
+          return e;
+        });
+      await vi.advanceTimersByTimeAsync(10_001);
+      const error = await pending;
+      expect(error).toMatchObject({ code: 'IDGEN_DEADLINE_EXCEEDED' });
+      expect((error as DeadlineError).cause).toMatchObject({
+        code: 'IDGEN_CONTENTION',
+        operation: 'grant a DC range',
+      });
+      expect(grantsAtFailure).toBeGreaterThan(MAX_CAS_ATTEMPTS);
+      const closing = ids.close();
+      await vi.advanceTimersByTimeAsync(5_000);
+      await closing;
+    },
+  );
 
-  it('starts no claim retry after callTimeoutMs when a pause ends past it', async () => {
-    vi.useFakeTimers();
+  itOnFakeClock(
+    'serves 16 processes of one DC drawing at once with no error, unique IDs',
+    async () => {
+      const { store } = await withSequence({ dcRangeSize: 1_000, blockSize: 1, threshold: 0.5 });
+      const processes = Array.from({ length: 16 }, () => processIn(store, 'dc1'));
+      const drawing = Promise.all(processes.map((p) => draw(p.sequence('orders'), 40)));
+      const errors: unknown[] = [];
+      drawing.catch((e: unknown) => errors.push(e));
+      await vi.advanceTimersByTimeAsync(9_000);
+      expect(errors).toEqual([]);
+      const all = (await drawing).flat();
+      expect(all).toHaveLength(640);
+      expectUnique(all);
+      const rejections = processes.reduce(
+        (sum, p) => sum + p.sequence('orders').stats().casRejections,
+        0,
+      );
+      expect(rejections).toBeGreaterThan(MAX_CAS_ATTEMPTS);
+      await Promise.all(processes.map((p) => p.close()));
+    },
+  );
+
+  itOnFakeClock('starts no claim retry after callTimeoutMs when a pause ends past it', async () => {
     // The longest pauses: the 8th attempt's pause of 2 s starts at about 7.5 s and ends past
     // the deadline of 9 s, with no attempt in flight at the deadline.
     vi.spyOn(Math, 'random').mockReturnValue(0.999);
@@ -814,24 +832,30 @@ describe('contention', () => {
     await ids.close();
   });
 
-  it('stops a preload nobody waits for after callTimeoutMs against a store that keeps failing', async () => {
-    vi.useFakeTimers();
-    const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, threshold: 0.5 });
-    const seq = ids.sequence('orders');
-    expect(await draw(seq, 5)).toEqual(range(1, 5)); // the preload starts at 5
-    store.faults.push({ op: 'writeDcState', effect: 'unavailable', times: Infinity });
-    // A claim attempt under way at the deadline may finish (its unknown outcomes are re-read,
-    // up to MAX_CAS_ATTEMPTS writes with backoffs of at most 100 ms each); none starts after it.
-    await vi.advanceTimersByTimeAsync(10_000 + MAX_CAS_ATTEMPTS * 100 + 100);
-    const tried = store.calls.writeDcState;
-    await vi.advanceTimersByTimeAsync(60_000);
-    expect(store.calls.writeDcState).toBe(tried);
-    // The IDs held are still served; the call that needs more starts a new claim.
-    expect(await draw(seq, 5)).toEqual(range(6, 10));
-    store.faults.length = 0;
-    const next = seq.next();
-    await vi.advanceTimersByTimeAsync(100);
-    expect(await next).toBe(11);
-    await ids.close();
-  });
+  itOnFakeClock(
+    'stops a preload nobody waits for after callTimeoutMs against a store that keeps failing',
+    async () => {
+      const { store, ids } = await withSequence({
+        dcRangeSize: 100,
+        blockSize: 10,
+        threshold: 0.5,
+      });
+      const seq = ids.sequence('orders');
+      expect(await draw(seq, 5)).toEqual(range(1, 5)); // the preload starts at 5
+      store.faults.push({ op: 'writeDcState', effect: 'unavailable', times: Infinity });
+      // A claim attempt under way at the deadline may finish (its unknown outcomes are re-read,
+      // up to MAX_CAS_ATTEMPTS writes with backoffs of at most 100 ms each); none starts after it.
+      await vi.advanceTimersByTimeAsync(10_000 + MAX_CAS_ATTEMPTS * 100 + 100);
+      const tried = store.calls.writeDcState;
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(store.calls.writeDcState).toBe(tried);
+      // The IDs held are still served; the call that needs more starts a new claim.
+      expect(await draw(seq, 5)).toEqual(range(6, 10));
+      store.faults.length = 0;
+      const next = seq.next();
+      await vi.advanceTimersByTimeAsync(100);
+      expect(await next).toBe(11);
+      await ids.close();
+    },
+  );
 });

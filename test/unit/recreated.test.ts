@@ -16,6 +16,7 @@ import { SequenceExistsError, SequenceRecreatedError } from '../../src/errors.js
 import type { CreateSequenceOptions } from '../../src/settings/model.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { draw, drawUntilError, KEYSPACE, processIn, settle } from './fixtures.js';
+import { itOnFakeClock } from '../support/fake-clock.js';
 
 const FIXED: CreateSequenceOptions = { dcRangeSize: 100, blockSize: 10, threshold: 0.5 };
 
@@ -38,7 +39,6 @@ async function drawnInTwoDcs(): Promise<{
 }
 
 afterEach(() => {
-  vi.useRealTimers();
   vi.restoreAllMocks();
 });
 
@@ -99,25 +99,27 @@ describe('a sequence whose rows were deleted by hand and seeded again', () => {
     expect(store.calls.writeDcState).toBe(0);
   });
 
-  it('a process still running with the earlier sequence stops at its next claim, which re-reads the settings', async () => {
-    vi.useFakeTimers();
-    const { store, before, running } = await drawnInTwoDcs();
-    // Every row deleted, so seed finds none and creates the name again.
-    store.deleteRowsByHand('orders', { states: true });
-    await processIn(store, 'dc2').createSequence('orders', FIXED);
-    const fresh = await draw(processIn(store, 'dc2').sequence('orders'), 25);
-    expect(fresh.filter((id) => before.includes(id)).length).toBeGreaterThan(0);
-    await vi.advanceTimersByTimeAsync(SETTINGS_REFRESH_MS);
-    const { ids, error } = await drawUntilError(running);
-    expect(error).toBeInstanceOf(SequenceRecreatedError);
-    expect((error as Error).message).toMatch(/it was created again while this process used it/);
-    // It served only what it held already (the rest of [21, 30] and its preloaded [31, 40]):
-    // the claim after them re-read the settings and found the other incarnation.
-    expect(ids.every((id) => id > 25 && id <= 40)).toBe(true);
-    await expect(running.next()).rejects.toThrow(SequenceRecreatedError);
-    // Nor did it write: dc1 has no state in the new sequence.
-    expect(await store.readDcState('orders', 'dc1')).toBeUndefined();
-  });
+  itOnFakeClock(
+    'a process still running with the earlier sequence stops at its next claim, which re-reads the settings',
+    async () => {
+      const { store, before, running } = await drawnInTwoDcs();
+      // Every row deleted, so seed finds none and creates the name again.
+      store.deleteRowsByHand('orders', { states: true });
+      await processIn(store, 'dc2').createSequence('orders', FIXED);
+      const fresh = await draw(processIn(store, 'dc2').sequence('orders'), 25);
+      expect(fresh.filter((id) => before.includes(id)).length).toBeGreaterThan(0);
+      await vi.advanceTimersByTimeAsync(SETTINGS_REFRESH_MS);
+      const { ids, error } = await drawUntilError(running);
+      expect(error).toBeInstanceOf(SequenceRecreatedError);
+      expect((error as Error).message).toMatch(/it was created again while this process used it/);
+      // It served only what it held already (the rest of [21, 30] and its preloaded [31, 40]):
+      // the claim after them re-read the settings and found the other incarnation.
+      expect(ids.every((id) => id > 25 && id <= 40)).toBe(true);
+      await expect(running.next()).rejects.toThrow(SequenceRecreatedError);
+      // Nor did it write: dc1 has no state in the new sequence.
+      expect(await store.readDcState('orders', 'dc1')).toBeUndefined();
+    },
+  );
 
   it('retire-ranges refuses a state row of another incarnation and writes nothing there', async () => {
     const { store } = await drawnInTwoDcs();

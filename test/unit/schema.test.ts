@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 
 import type cassandra from 'cassandra-driver';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 import { StoreUnavailableError } from '../../src/errors.js';
 import {
@@ -12,6 +12,7 @@ import {
   schemaFile,
   waitForSchemaAgreement,
 } from '../../src/schema.js';
+import { itOnFakeClock } from '../support/fake-clock.js';
 
 const GRANTS =
   'CREATE TABLE IF NOT EXISTS "ks".idgen_grants ( sequence text, dc text, grant_number int, ' +
@@ -103,10 +104,6 @@ describe('replicationDifferences', () => {
 });
 
 describe('waitForSchemaAgreement', () => {
-  afterEach(() => {
-    vi.useRealTimers();
-  });
-
   /** A client whose nodes agree once `agreeAfterMs` of (fake) time have passed. */
   function clientAgreeingAfter(agreeAfterMs: number): cassandra.Client {
     const start = Date.now();
@@ -119,23 +116,23 @@ describe('waitForSchemaAgreement', () => {
     return { metadata, execute } as unknown as cassandra.Client;
   }
 
-  it("waits out a missed push caught up by Cassandra's periodic pull (60 s by default)", async () => {
-    vi.useFakeTimers();
-    const waiting = waitForSchemaAgreement(clientAgreeingAfter(75_000));
-    await vi.advanceTimersByTimeAsync(76_000);
-    await expect(waiting).resolves.toBeUndefined();
-  });
+  itOnFakeClock(
+    "waits out a missed push caught up by Cassandra's periodic pull (60 s by default)",
+    async () => {
+      const waiting = waitForSchemaAgreement(clientAgreeingAfter(75_000));
+      await vi.advanceTimersByTimeAsync(76_000);
+      await expect(waiting).resolves.toBeUndefined();
+    },
+  );
 
-  it('gives up with StoreUnavailableError when the nodes never agree', async () => {
-    vi.useFakeTimers();
+  itOnFakeClock('gives up with StoreUnavailableError when the nodes never agree', async () => {
     const waiting = waitForSchemaAgreement(clientAgreeingAfter(Infinity));
     const failed = expect(waiting).rejects.toBeInstanceOf(StoreUnavailableError);
     await vi.advanceTimersByTimeAsync(121_000);
     await failed;
   });
 
-  it('names the version each node holds when they never agree', async () => {
-    vi.useFakeTimers();
+  itOnFakeClock('names the version each node holds when they never agree', async () => {
     const waiting = waitForSchemaAgreement(clientAgreeingAfter(Infinity));
     const failed = expect(waiting).rejects.toThrow(
       /127\.0\.0\.1 at 33fe3230, 127\.0\.2\.3 at 5c4e675f/,

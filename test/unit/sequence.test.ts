@@ -35,9 +35,9 @@ import {
   withSequence,
   writes,
 } from './fixtures.js';
+import { itOnFakeClock } from '../support/fake-clock.js';
 
 afterEach(() => {
-  vi.useRealTimers();
   vi.restoreAllMocks();
 });
 
@@ -89,8 +89,7 @@ describe('Sequence: loading', () => {
     await ids.close();
   });
 
-  it('keeps the settings it holds when a re-read misses the sequence', async () => {
-    vi.useFakeTimers();
+  itOnFakeClock('keeps the settings it holds when a re-read misses the sequence', async () => {
     const { store, ids } = await withSequence({ dcRangeSize: 1_000, blockSize: 5 });
     const seq = ids.sequence('orders');
     expect(await draw(seq, 5)).toEqual(range(1, 5));
@@ -234,40 +233,42 @@ describe('Sequence: single flight', () => {
 });
 
 describe('Sequence: the error a passed deadline reports', () => {
-  it('names the deadline, not the failure an earlier claim gave up on after the store came back', async () => {
-    vi.useFakeTimers();
-    const { store } = await withSequence({
-      ...{ dcRangeSize: 1_000, blockSize: 10, maxBlockSize: 10, threshold: 0.5, shards: 1 },
-    });
-    const ids = new IdGen({ store, dc: 'dc1', keyspace: KEYSPACE, callTimeoutMs: 1_000 });
-    const seq = ids.sequence('orders');
-    expect(await draw(seq, 4)).toEqual([1, 2, 3, 4]);
-    // The store goes away: the preload started at the 5th ID fails until its window ends.
-    store.faults.push(
-      { op: 'readDcStateLocal', effect: 'unavailable', times: Infinity },
-      { op: 'readDcState', effect: 'unavailable', times: Infinity },
-      { op: 'writeDcState', effect: 'unavailable', times: Infinity },
-    );
-    expect(seq.tryNext()).toBe(5);
-    await vi.advanceTimersByTimeAsync(5_000);
-    await settle();
-    expect(seq.stats().lastError).toBeInstanceOf(StoreUnavailableError);
-    // The store is back; the next claim is only slow (its write held).
-    store.faults.splice(0);
-    let reply!: () => void;
-    store.faults.push({
-      op: 'writeDcState',
-      effect: 'delay',
-      until: new Promise<void>((resolve) => (reply = resolve)),
-    });
-    for (let id = 6; id <= 10; id++) expect(seq.tryNext()).toBe(id);
-    const call = seq.next({ timeoutMs: 100 }).catch((error: unknown) => error);
-    await vi.advanceTimersByTimeAsync(100);
-    // Without the reset, IDGEN_STORE_UNAVAILABLE: an outage that had ended.
-    expect(await call).toBeInstanceOf(DeadlineError);
-    reply();
-    await settle();
-  });
+  itOnFakeClock(
+    'names the deadline, not the failure an earlier claim gave up on after the store came back',
+    async () => {
+      const { store } = await withSequence({
+        ...{ dcRangeSize: 1_000, blockSize: 10, maxBlockSize: 10, threshold: 0.5, shards: 1 },
+      });
+      const ids = new IdGen({ store, dc: 'dc1', keyspace: KEYSPACE, callTimeoutMs: 1_000 });
+      const seq = ids.sequence('orders');
+      expect(await draw(seq, 4)).toEqual([1, 2, 3, 4]);
+      // The store goes away: the preload started at the 5th ID fails until its window ends.
+      store.faults.push(
+        { op: 'readDcStateLocal', effect: 'unavailable', times: Infinity },
+        { op: 'readDcState', effect: 'unavailable', times: Infinity },
+        { op: 'writeDcState', effect: 'unavailable', times: Infinity },
+      );
+      expect(seq.tryNext()).toBe(5);
+      await vi.advanceTimersByTimeAsync(5_000);
+      await settle();
+      expect(seq.stats().lastError).toBeInstanceOf(StoreUnavailableError);
+      // The store is back; the next claim is only slow (its write held).
+      store.faults.splice(0);
+      let reply!: () => void;
+      store.faults.push({
+        op: 'writeDcState',
+        effect: 'delay',
+        until: new Promise<void>((resolve) => (reply = resolve)),
+      });
+      for (let id = 6; id <= 10; id++) expect(seq.tryNext()).toBe(id);
+      const call = seq.next({ timeoutMs: 100 }).catch((error: unknown) => error);
+      await vi.advanceTimersByTimeAsync(100);
+      // Without the reset, IDGEN_STORE_UNAVAILABLE: an outage that had ended.
+      expect(await call).toBeInstanceOf(DeadlineError);
+      reply();
+      await settle();
+    },
+  );
 });
 
 describe('Sequence: shards', () => {
@@ -348,8 +349,7 @@ describe('Sequence: shards', () => {
     expect(all.length + b.stats().wasted).toBe(40);
   });
 
-  it('keeps a running handle on its shard after an alter adds shards', async () => {
-    vi.useFakeTimers();
+  itOnFakeClock('keeps a running handle on its shard after an alter adds shards', async () => {
     const { store, ids } = await withSequence({ dcRangeSize: 100, blockSize: 10, shards: 2 });
     const random = vi.spyOn(Math, 'random').mockReturnValueOnce(0.9);
     const seq = ids.sequence('orders');
@@ -501,48 +501,50 @@ describe('Sequence: moving to another shard before the first block', () => {
     await seq.close();
   });
 
-  it('keeps the settings a take() re-read while the claim looked for another shard', async () => {
-    vi.useFakeTimers();
-    const { store, ids: admin } = await withSequence({
-      ...{ dcRangeSize: 1_000, blockSize: 10, maxBlockSize: 20, shards: 2, firstRanges: [] },
-    });
-    const random = vi.spyOn(Math, 'random').mockReturnValue(0.9); // shard 1 of 2
-    const other = processIn(store);
-    await draw(other.sequence('orders'), 1);
-    expect(other.sequence('orders').grantee).toBe('dc1/1');
-    // This handle starts on shard 0, which has no range, with SERIAL out of reach: its claim
-    // moves, after reading shard 1's state (held here until the alter below was re-read).
-    random.mockReturnValue(0.1);
-    const seq = processIn(store).sequence('orders');
-    store.faults.push(
-      { op: 'readGrants', dc: 'dc1', effect: 'unavailable', times: Infinity },
-      { op: 'grantRange', dc: 'dc1', effect: 'unavailable', times: Infinity },
-    );
-    let readShard1!: () => void;
-    store.faults.push({
-      op: 'readDcStateLocal',
-      dc: 'dc1/1',
-      effect: 'delay',
-      until: new Promise<void>((resolve) => (readShard1 = resolve)),
-    });
-    const first = seq.next({ timeoutMs: Infinity });
-    await vi.advanceTimersByTimeAsync(3_000);
-    expect(seq.grantee).toBe('dc1');
-    await vi.advanceTimersByTimeAsync(SETTINGS_REFRESH_MS);
-    await admin.alterSequence('orders', { maxBlockSize: 50 });
-    // take(40) re-reads the settings (10 s old), finds 40 within them, and waits for the claim.
-    const taking = seq.take(40, { timeoutMs: Infinity });
-    await settle();
-    readShard1();
-    await vi.advanceTimersByTimeAsync(1_000);
-    expect(await first).toBeGreaterThan(0);
-    expect(seq.grantee).toBe('dc1/1');
-    // Without the settings re-read, both takes were refused: "an integer from 1 to 20".
-    const run = await taking;
-    expect(run.last - run.first).toBe(39);
-    const again = await seq.take(40);
-    expect(again.last - again.first).toBe(39);
-  });
+  itOnFakeClock(
+    'keeps the settings a take() re-read while the claim looked for another shard',
+    async () => {
+      const { store, ids: admin } = await withSequence({
+        ...{ dcRangeSize: 1_000, blockSize: 10, maxBlockSize: 20, shards: 2, firstRanges: [] },
+      });
+      const random = vi.spyOn(Math, 'random').mockReturnValue(0.9); // shard 1 of 2
+      const other = processIn(store);
+      await draw(other.sequence('orders'), 1);
+      expect(other.sequence('orders').grantee).toBe('dc1/1');
+      // This handle starts on shard 0, which has no range, with SERIAL out of reach: its claim
+      // moves, after reading shard 1's state (held here until the alter below was re-read).
+      random.mockReturnValue(0.1);
+      const seq = processIn(store).sequence('orders');
+      store.faults.push(
+        { op: 'readGrants', dc: 'dc1', effect: 'unavailable', times: Infinity },
+        { op: 'grantRange', dc: 'dc1', effect: 'unavailable', times: Infinity },
+      );
+      let readShard1!: () => void;
+      store.faults.push({
+        op: 'readDcStateLocal',
+        dc: 'dc1/1',
+        effect: 'delay',
+        until: new Promise<void>((resolve) => (readShard1 = resolve)),
+      });
+      const first = seq.next({ timeoutMs: Infinity });
+      await vi.advanceTimersByTimeAsync(3_000);
+      expect(seq.grantee).toBe('dc1');
+      await vi.advanceTimersByTimeAsync(SETTINGS_REFRESH_MS);
+      await admin.alterSequence('orders', { maxBlockSize: 50 });
+      // take(40) re-reads the settings (10 s old), finds 40 within them, and waits for the claim.
+      const taking = seq.take(40, { timeoutMs: Infinity });
+      await settle();
+      readShard1();
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(await first).toBeGreaterThan(0);
+      expect(seq.grantee).toBe('dc1/1');
+      // Without the settings re-read, both takes were refused: "an integer from 1 to 20".
+      const run = await taking;
+      expect(run.last - run.first).toBe(39);
+      const again = await seq.take(40);
+      expect(again.last - again.first).toBe(39);
+    },
+  );
 });
 
 describe('Sequence: DC-level double buffering', () => {
@@ -774,41 +776,42 @@ describe('Sequence: adaptive blocks', () => {
     return sizes;
   }
 
-  it('sizes blocks from the draw rate for one claim per interval, within [blockSize, maxBlockSize]', async () => {
-    vi.useFakeTimers();
-    const { ids } = await withSequence({
-      dcRangeSize: 10_000_000,
-      blockSize: 100,
-      maxBlockSize: 20_000,
-      claimIntervalMs: 1_000,
-    });
-    const seq = ids.sequence('orders');
-    // 1,000 IDs/s: blocks of about 1,000, one claim a second.
-    const slow = await drawAtRate(seq, 100, 10_000);
-    expect(slow.at(-1)).toBeGreaterThanOrEqual(700);
-    expect(slow.at(-1)).toBeLessThanOrEqual(1_500);
-    expect(slow.length).toBeLessThanOrEqual(20);
-    // 10 times faster: blocks grow about tenfold.
-    const fast = await drawAtRate(seq, 1_000, 10_000);
-    expect(fast.at(-1)).toBeGreaterThanOrEqual(7_000);
-    expect(fast.at(-1)).toBeLessThanOrEqual(15_000);
-    expect(seq.stats().drawRate).toBeGreaterThan(5_000);
-    // Faster than maxBlockSize per interval: bounded.
-    const faster = await drawAtRate(seq, 5_000, 5_000);
-    expect(Math.max(...faster)).toBe(20_000);
-    // Slow again (1,000 IDs/s): back down within a few claims.
-    const slower = await drawAtRate(seq, 100, 150_000);
-    expect(Math.min(...slower)).toBeGreaterThanOrEqual(100);
-    expect(slower.at(-1)).toBeLessThanOrEqual(2_000);
-    await ids.close();
-  });
+  itOnFakeClock(
+    'sizes blocks from the draw rate for one claim per interval, within [blockSize, maxBlockSize]',
+    async () => {
+      const { ids } = await withSequence({
+        dcRangeSize: 10_000_000,
+        blockSize: 100,
+        maxBlockSize: 20_000,
+        claimIntervalMs: 1_000,
+      });
+      const seq = ids.sequence('orders');
+      // 1,000 IDs/s: blocks of about 1,000, one claim a second.
+      const slow = await drawAtRate(seq, 100, 10_000);
+      expect(slow.at(-1)).toBeGreaterThanOrEqual(700);
+      expect(slow.at(-1)).toBeLessThanOrEqual(1_500);
+      expect(slow.length).toBeLessThanOrEqual(20);
+      // 10 times faster: blocks grow about tenfold.
+      const fast = await drawAtRate(seq, 1_000, 10_000);
+      expect(fast.at(-1)).toBeGreaterThanOrEqual(7_000);
+      expect(fast.at(-1)).toBeLessThanOrEqual(15_000);
+      expect(seq.stats().drawRate).toBeGreaterThan(5_000);
+      // Faster than maxBlockSize per interval: bounded.
+      const faster = await drawAtRate(seq, 5_000, 5_000);
+      expect(Math.max(...faster)).toBe(20_000);
+      // Slow again (1,000 IDs/s): back down within a few claims.
+      const slower = await drawAtRate(seq, 100, 150_000);
+      expect(Math.min(...slower)).toBeGreaterThanOrEqual(100);
+      expect(slower.at(-1)).toBeLessThanOrEqual(2_000);
+      await ids.close();
+    },
+  );
 
   /**
-   * Fake timers, and a sequence `orders` (blocks of 100 to 100,000, DC ranges of 10,000,000) on
+   * On the caller's fake clock, a sequence `orders` (blocks of 100 to 100,000, DC ranges of 10,000,000) on
    * a store whose every call takes 300 ms.
    */
   async function onSlowStore(claimIntervalMs: number) {
-    vi.useFakeTimers();
     const store = new MemoryStore({ keyspace: KEYSPACE, latencyMs: 300 });
     const ids = processIn(store);
     const created = ids.createSequence('orders', {
@@ -824,72 +827,80 @@ describe('Sequence: adaptive blocks', () => {
     return { ids, seq: ids.sequence('orders') };
   }
 
-  it('sizes its blocks by its draws while it held IDs: a caller that spends each block at once gets blocks for its own rate', async () => {
-    // A claim takes 600 ms (a read and a write of 300 ms each); the caller wants 100 IDs every
-    // 10 ms (10,000 IDs/s). Sized by the rate the claims let through, blocks would grow from 100
-    // about fourfold per claim (400, 1,600, 6,400, …).
-    const { ids, seq } = await onSlowStore(1_000);
-    for (let t = 0; t < 2_000; t += 10) {
-      let done = false;
-      void draw(seq, 100).then(() => (done = true));
-      await vi.advanceTimersByTimeAsync(10);
-      while (!done) await vi.advanceTimersByTimeAsync(10);
-    }
-    // Sized for 10,000 IDs/s, each block lasting two claims past its threshold (600 ms each, or
-    // longer while they wait on one another): 48,000 or more. From the claims' own rate, blocks
-    // reached 10,296 here.
-    expect(seq.stats().blockSize).toBeGreaterThanOrEqual(40_000);
-    const closing = ids.close();
-    await vi.advanceTimersByTimeAsync(5_000);
-    await closing;
-  });
-
-  it('grows its blocks while calls wait for claims slower than a block lasts, until blocks outlast a claim', async () => {
-    // Every store call takes 300 ms: a claim (a read and a write) takes 600 ms, and a caller
-    // that wants 1,000 IDs/s empties a block of 100 in 100 ms. Sized for one claim per 100 ms
-    // alone, a block would stay about as small and every block would end in a wait.
-    const { ids, seq } = await onSlowStore(100);
-    /** 100 IDs every 100 ms, or as soon after as they come. */
-    const drawFor = async (ms: number) => {
-      for (let t = 0; t < ms; t += 100) {
+  itOnFakeClock(
+    'sizes its blocks by its draws while it held IDs: a caller that spends each block at once gets blocks for its own rate',
+    async () => {
+      // A claim takes 600 ms (a read and a write of 300 ms each); the caller wants 100 IDs every
+      // 10 ms (10,000 IDs/s). Sized by the rate the claims let through, blocks would grow from 100
+      // about fourfold per claim (400, 1,600, 6,400, …).
+      const { ids, seq } = await onSlowStore(1_000);
+      for (let t = 0; t < 2_000; t += 10) {
         let done = false;
         void draw(seq, 100).then(() => (done = true));
-        await vi.advanceTimersByTimeAsync(100);
+        await vi.advanceTimersByTimeAsync(10);
         while (!done) await vi.advanceTimersByTimeAsync(10);
       }
-    };
-    await drawFor(10_000);
-    const waitsBefore = seq.stats().waits;
-    await drawFor(5_000);
-    expect(seq.stats().blockSize).toBeGreaterThanOrEqual(1_000);
-    expect(seq.stats().waits - waitsBefore).toBeLessThanOrEqual(1);
-    const closing = ids.close();
-    await vi.advanceTimersByTimeAsync(5_000);
-    await closing;
-  });
+      // Sized for 10,000 IDs/s, each block lasting two claims past its threshold (600 ms each, or
+      // longer while they wait on one another): 48,000 or more. From the claims' own rate, blocks
+      // reached 10,296 here.
+      expect(seq.stats().blockSize).toBeGreaterThanOrEqual(40_000);
+      const closing = ids.close();
+      await vi.advanceTimersByTimeAsync(5_000);
+      await closing;
+    },
+  );
 
-  it('sizes a slow process’s blocks by its DC’s rate too, so a DC’s claims do not grow with its processes', async () => {
-    vi.useFakeTimers();
-    const { store, ids } = await withSequence({
-      dcRangeSize: 10_000_000,
-      blockSize: 100,
-      maxBlockSize: 100_000,
-      claimIntervalMs: 1_000,
-      shards: 1, // the DC's rate is read from its one state partition
-    });
-    const other = processIn(store);
-    const fast = ids.sequence('orders');
-    const slow = other.sequence('orders');
-    // 20,000 IDs/s and 100 IDs/s in one DC: by its own rate the slow one asks for 100 a block.
-    for (let t = 0; t < 20_000; t += 100) {
-      await draw(fast, 2_000);
-      await draw(slow, 10);
-      await vi.advanceTimersByTimeAsync(100);
-    }
-    expect(slow.stats().dcRate).toBeGreaterThan(15_000);
-    expect(slow.stats().blockSize).toBeGreaterThanOrEqual(15_000 / DC_CLAIMS_PER_SECOND);
-    await Promise.all([ids.close(), other.close()]);
-  });
+  itOnFakeClock(
+    'grows its blocks while calls wait for claims slower than a block lasts, until blocks outlast a claim',
+    async () => {
+      // Every store call takes 300 ms: a claim (a read and a write) takes 600 ms, and a caller
+      // that wants 1,000 IDs/s empties a block of 100 in 100 ms. Sized for one claim per 100 ms
+      // alone, a block would stay about as small and every block would end in a wait.
+      const { ids, seq } = await onSlowStore(100);
+      /** 100 IDs every 100 ms, or as soon after as they come. */
+      const drawFor = async (ms: number) => {
+        for (let t = 0; t < ms; t += 100) {
+          let done = false;
+          void draw(seq, 100).then(() => (done = true));
+          await vi.advanceTimersByTimeAsync(100);
+          while (!done) await vi.advanceTimersByTimeAsync(10);
+        }
+      };
+      await drawFor(10_000);
+      const waitsBefore = seq.stats().waits;
+      await drawFor(5_000);
+      expect(seq.stats().blockSize).toBeGreaterThanOrEqual(1_000);
+      expect(seq.stats().waits - waitsBefore).toBeLessThanOrEqual(1);
+      const closing = ids.close();
+      await vi.advanceTimersByTimeAsync(5_000);
+      await closing;
+    },
+  );
+
+  itOnFakeClock(
+    'sizes a slow process’s blocks by its DC’s rate too, so a DC’s claims do not grow with its processes',
+    async () => {
+      const { store, ids } = await withSequence({
+        dcRangeSize: 10_000_000,
+        blockSize: 100,
+        maxBlockSize: 100_000,
+        claimIntervalMs: 1_000,
+        shards: 1, // the DC's rate is read from its one state partition
+      });
+      const other = processIn(store);
+      const fast = ids.sequence('orders');
+      const slow = other.sequence('orders');
+      // 20,000 IDs/s and 100 IDs/s in one DC: by its own rate the slow one asks for 100 a block.
+      for (let t = 0; t < 20_000; t += 100) {
+        await draw(fast, 2_000);
+        await draw(slow, 10);
+        await vi.advanceTimersByTimeAsync(100);
+      }
+      expect(slow.stats().dcRate).toBeGreaterThan(15_000);
+      expect(slow.stats().blockSize).toBeGreaterThanOrEqual(15_000 / DC_CLAIMS_PER_SECOND);
+      await Promise.all([ids.close(), other.close()]);
+    },
+  );
 
   it('asks for a larger block after each race its claim lost, so that it claims less often into a crowd', async () => {
     const { store } = await withSequence({
@@ -907,14 +918,16 @@ describe('Sequence: adaptive blocks', () => {
     await seq.close();
   });
 
-  it('keeps fixed blocks when maxBlockSize equals blockSize, whatever the rate', async () => {
-    vi.useFakeTimers();
-    const { ids } = await withSequence({ dcRangeSize: 1_000_000, blockSize: 100 });
-    const seq = ids.sequence('orders');
-    const sizes = await drawAtRate(seq, 1_000, 3_000);
-    expect(new Set(sizes)).toEqual(new Set([100]));
-    await ids.close();
-  });
+  itOnFakeClock(
+    'keeps fixed blocks when maxBlockSize equals blockSize, whatever the rate',
+    async () => {
+      const { ids } = await withSequence({ dcRangeSize: 1_000_000, blockSize: 100 });
+      const seq = ids.sequence('orders');
+      const sizes = await drawAtRate(seq, 1_000, 3_000);
+      expect(new Set(sizes)).toEqual(new Set([100]));
+      await ids.close();
+    },
+  );
 
   it('serves a burst larger than the IDs held with one larger block, not a queue of small claims', async () => {
     const { store, ids } = await withSequence({
@@ -944,28 +957,31 @@ describe('Sequence: adaptive blocks', () => {
     await ids.close();
   });
 
-  it('sizes the block a waiting nextIds() claims for all the IDs the call lacks, not for one', async () => {
-    vi.useFakeTimers(); // no time passes: no draw rate sizes the blocks, only the call's need
-    const { store, ids } = await withSequence({
-      dcRangeSize: 1_000_000,
-      blockSize: 100,
-      maxBlockSize: 50_000,
-    });
-    const seq = ids.sequence('orders');
-    await seq.ready();
-    store.resetCalls();
-    const got = await seq.nextIds(30_000);
-    expect(got).toHaveLength(30_000);
-    expectUnique(got);
-    expect(store.calls.writeDcState).toBe(1);
-    expect(seq.stats().blockSize).toBeGreaterThanOrEqual(30_000 - 2 * 100);
-    // Beyond the largest block, the call waits for several, each as large as allowed.
-    store.resetCalls();
-    const more = await seq.nextIds(120_000);
-    expectUnique([...got, ...more]);
-    expect(store.calls.writeDcState).toBeLessThanOrEqual(3);
-    await ids.close();
-  });
+  itOnFakeClock(
+    'sizes the block a waiting nextIds() claims for all the IDs the call lacks, not for one',
+    async () => {
+      // no time passes: no draw rate sizes the blocks, only the call's need
+      const { store, ids } = await withSequence({
+        dcRangeSize: 1_000_000,
+        blockSize: 100,
+        maxBlockSize: 50_000,
+      });
+      const seq = ids.sequence('orders');
+      await seq.ready();
+      store.resetCalls();
+      const got = await seq.nextIds(30_000);
+      expect(got).toHaveLength(30_000);
+      expectUnique(got);
+      expect(store.calls.writeDcState).toBe(1);
+      expect(seq.stats().blockSize).toBeGreaterThanOrEqual(30_000 - 2 * 100);
+      // Beyond the largest block, the call waits for several, each as large as allowed.
+      store.resetCalls();
+      const more = await seq.nextIds(120_000);
+      expectUnique([...got, ...more]);
+      expect(store.calls.writeDcState).toBeLessThanOrEqual(3);
+      await ids.close();
+    },
+  );
 });
 
 describe('Sequence: DC ranges sized by autonomy', () => {
@@ -979,78 +995,87 @@ describe('Sequence: DC ranges sized by autonomy', () => {
   const grantSizes = (store: MemoryStore) =>
     store.grantLog.map(({ grant: g }) => Number(g.max - g.min + 1n));
 
-  it('grows grants with the DC rate so that the DC holds its autonomy target, within the bounds', async () => {
-    vi.useFakeTimers();
-    const { store, ids } = await withSequence({
-      dcRangeSize: 1_000,
-      maxDcRangeSize: 150_000,
-      blockSize: 100,
-      maxBlockSize: 1_000, // at most dcRangeSize
-      autonomySeconds: 10,
-    });
-    const seq = ids.sequence('orders');
-    await drawFor(seq, 100, 20_000); // 1,000 IDs/s: 10 s of it held at the low point is 10,000
-    const slow = grantSizes(store);
-    expect(slow[0]).toBe(1_000); // no rate measured yet
-    // rate x autonomy / (1 - threshold) = 1,000 x 10 / 0.5
-    expect(slow.at(-1)).toBeGreaterThanOrEqual(15_000);
-    expect(slow.at(-1)).toBeLessThanOrEqual(25_000);
-    expect(seq.stats().dcRate).toBeGreaterThan(800);
-    await drawFor(seq, 500, 20_000); // 5,000 IDs/s: 100,000
-    const fast = grantSizes(store).at(-1)!;
-    expect(fast).toBeGreaterThanOrEqual(75_000);
-    expect(fast).toBeLessThanOrEqual(125_000);
-    await drawFor(seq, 2_000, 10_000); // 20,000 IDs/s would want 400,000: bounded
-    expect(Math.max(...grantSizes(store))).toBe(150_000);
-    await ids.close();
-  }, 20_000);
+  itOnFakeClock(
+    'grows grants with the DC rate so that the DC holds its autonomy target, within the bounds',
+    async () => {
+      const { store, ids } = await withSequence({
+        dcRangeSize: 1_000,
+        maxDcRangeSize: 150_000,
+        blockSize: 100,
+        maxBlockSize: 1_000, // at most dcRangeSize
+        autonomySeconds: 10,
+      });
+      const seq = ids.sequence('orders');
+      await drawFor(seq, 100, 20_000); // 1,000 IDs/s: 10 s of it held at the low point is 10,000
+      const slow = grantSizes(store);
+      expect(slow[0]).toBe(1_000); // no rate measured yet
+      // rate x autonomy / (1 - threshold) = 1,000 x 10 / 0.5
+      expect(slow.at(-1)).toBeGreaterThanOrEqual(15_000);
+      expect(slow.at(-1)).toBeLessThanOrEqual(25_000);
+      expect(seq.stats().dcRate).toBeGreaterThan(800);
+      await drawFor(seq, 500, 20_000); // 5,000 IDs/s: 100,000
+      const fast = grantSizes(store).at(-1)!;
+      expect(fast).toBeGreaterThanOrEqual(75_000);
+      expect(fast).toBeLessThanOrEqual(125_000);
+      await drawFor(seq, 2_000, 10_000); // 20,000 IDs/s would want 400,000: bounded
+      expect(Math.max(...grantSizes(store))).toBe(150_000);
+      await ids.close();
+    },
+    20_000,
+  );
 
-  it('takes at most an eighth of the IDs not granted yet, and never less than dcRangeSize', async () => {
-    vi.useFakeTimers();
-    const { store, ids } = await withSequence({
-      max: 200_000,
-      dcRangeSize: 1_000,
-      maxDcRangeSize: 100_000,
-      blockSize: 100,
-      autonomySeconds: 3_600,
-    });
-    const seq = ids.sequence('orders');
-    await drawFor(seq, 100, 30_000);
-    let granted = 0n;
-    for (const { grant } of store.grantLog) {
-      const size = grant.max - grant.min + 1n;
-      const unGranted = 200_000n - granted;
-      expect(size <= (unGranted / 8n > 1_000n ? unGranted / 8n : 1_000n)).toBe(true);
-      granted = grant.max;
-    }
-    expect(Math.max(...grantSizes(store))).toBeGreaterThan(1_000);
-    await ids.close();
-  });
+  itOnFakeClock(
+    'takes at most an eighth of the IDs not granted yet, and never less than dcRangeSize',
+    async () => {
+      const { store, ids } = await withSequence({
+        max: 200_000,
+        dcRangeSize: 1_000,
+        maxDcRangeSize: 100_000,
+        blockSize: 100,
+        autonomySeconds: 3_600,
+      });
+      const seq = ids.sequence('orders');
+      await drawFor(seq, 100, 30_000);
+      let granted = 0n;
+      for (const { grant } of store.grantLog) {
+        const size = grant.max - grant.min + 1n;
+        const unGranted = 200_000n - granted;
+        expect(size <= (unGranted / 8n > 1_000n ? unGranted / 8n : 1_000n)).toBe(true);
+        granted = grant.max;
+      }
+      expect(Math.max(...grantSizes(store))).toBeGreaterThan(1_000);
+      await ids.close();
+    },
+  );
 
-  it('grants at least eight blocks when adaptive blocks grow to dcRangeSize, without a target', async () => {
-    vi.useFakeTimers();
-    const { store, ids } = await withSequence({
-      dcRangeSize: 10_000,
-      blockSize: 1_000,
-      maxBlockSize: 10_000,
-      claimIntervalMs: 1_000,
-    });
-    const seq = ids.sequence('orders');
-    await drawFor(seq, 5_000, 10_000); // 50,000 IDs/s: blocks at their 10,000 maximum
-    expect(seq.stats().blockSize).toBe(10_000);
-    // Without the floor every block would need a grant of its own (a SERIAL write).
-    expect(Math.max(...grantSizes(store))).toBe(80_000);
-    expect(seq.stats().rangesGranted * 4).toBeLessThan(seq.stats().blocksClaimed);
-    await ids.close();
-  });
+  itOnFakeClock(
+    'grants at least eight blocks when adaptive blocks grow to dcRangeSize, without a target',
+    async () => {
+      const { store, ids } = await withSequence({
+        dcRangeSize: 10_000,
+        blockSize: 1_000,
+        maxBlockSize: 10_000,
+        claimIntervalMs: 1_000,
+      });
+      const seq = ids.sequence('orders');
+      await drawFor(seq, 5_000, 10_000); // 50,000 IDs/s: blocks at their 10,000 maximum
+      expect(seq.stats().blockSize).toBe(10_000);
+      // Without the floor every block would need a grant of its own (a SERIAL write).
+      expect(Math.max(...grantSizes(store))).toBe(80_000);
+      expect(seq.stats().rangesGranted * 4).toBeLessThan(seq.stats().blocksClaimed);
+      await ids.close();
+    },
+  );
 
-  it('grants dcRangeSize exactly, whatever the rate, without an autonomy target', async () => {
-    vi.useFakeTimers();
-    const { store, ids } = await withSequence({ dcRangeSize: 1_000, blockSize: 100 });
-    await drawFor(ids.sequence('orders'), 500, 10_000);
-    expect(new Set(grantSizes(store))).toEqual(new Set([1_000]));
-    await ids.close();
-  });
+  itOnFakeClock(
+    'grants dcRangeSize exactly, whatever the rate, without an autonomy target',
+    async () => {
+      const { store, ids } = await withSequence({ dcRangeSize: 1_000, blockSize: 100 });
+      await drawFor(ids.sequence('orders'), 500, 10_000);
+      expect(new Set(grantSizes(store))).toEqual(new Set([1_000]));
+      await ids.close();
+    },
+  );
 });
 
 describe('Sequence: close()', () => {
@@ -1282,112 +1307,119 @@ function trackConcurrency(owner: object, method: string): { calls: number; max: 
 }
 
 describe('Sequence: settings that change while it runs', () => {
-  it('takes an alter at its first claim once the settings it holds are 10 s old', async () => {
-    vi.useFakeTimers();
-    const { store, ids } = await withSequence({ dcRangeSize: 1_000, blockSize: 10 });
-    const seq = ids.sequence('orders');
-    await draw(seq, 10);
-    await processIn(store, 'dc2').alterSequence('orders', { blockSize: 40 });
-    await draw(seq, 20); // the settings are fresh: still blocks of 10
-    expect(seq.stats().blockSize).toBe(10);
-    await vi.advanceTimersByTimeAsync(SETTINGS_REFRESH_MS);
-    await draw(seq, 20);
-    expect(seq.stats().blockSize).toBe(40);
-    await ids.close();
-  });
+  itOnFakeClock(
+    'takes an alter at its first claim once the settings it holds are 10 s old',
+    async () => {
+      const { store, ids } = await withSequence({ dcRangeSize: 1_000, blockSize: 10 });
+      const seq = ids.sequence('orders');
+      await draw(seq, 10);
+      await processIn(store, 'dc2').alterSequence('orders', { blockSize: 40 });
+      await draw(seq, 20); // the settings are fresh: still blocks of 10
+      expect(seq.stats().blockSize).toBe(10);
+      await vi.advanceTimersByTimeAsync(SETTINGS_REFRESH_MS);
+      await draw(seq, 20);
+      expect(seq.stats().blockSize).toBe(40);
+      await ids.close();
+    },
+  );
 
-  it('serves take(n) of a running handle once an alter raised the sizes, without next() calls', async () => {
-    vi.useFakeTimers();
-    const { store, ids } = await withSequence({
-      dcRangeSize: 1_000,
-      blockSize: 10,
-      maxBlockSize: 100,
-      shards: 1,
-    });
-    const seq = ids.sequence('orders');
-    for (let i = 0; i < 5; i++) await seq.take(50);
-    await settle(); // a block cut from a range of 1,000 is preloaded
-    await processIn(store, 'dc2').alterSequence('orders', {
-      dcRangeSize: 100_000,
-      maxBlockSize: 5_000,
-    });
-    // Within 10 s the handle may still refuse on the settings it holds; after that it re-reads
-    // them for the take itself (nothing else would: a refused take claims nothing).
-    await vi.advanceTimersByTimeAsync(SETTINGS_REFRESH_MS);
-    const runs: number[] = [];
-    for (let i = 0; i < 5; i++) {
-      const taking = seq.take(5_000);
-      await vi.advanceTimersByTimeAsync(1_000); // the claims' pauses after lost races
-      const { first, last } = await taking;
+  itOnFakeClock(
+    'serves take(n) of a running handle once an alter raised the sizes, without next() calls',
+    async () => {
+      const { store, ids } = await withSequence({
+        dcRangeSize: 1_000,
+        blockSize: 10,
+        maxBlockSize: 100,
+        shards: 1,
+      });
+      const seq = ids.sequence('orders');
+      for (let i = 0; i < 5; i++) await seq.take(50);
+      await settle(); // a block cut from a range of 1,000 is preloaded
+      await processIn(store, 'dc2').alterSequence('orders', {
+        dcRangeSize: 100_000,
+        maxBlockSize: 5_000,
+      });
+      // Within 10 s the handle may still refuse on the settings it holds; after that it re-reads
+      // them for the take itself (nothing else would: a refused take claims nothing).
+      await vi.advanceTimersByTimeAsync(SETTINGS_REFRESH_MS);
+      const runs: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const taking = seq.take(5_000);
+        await vi.advanceTimersByTimeAsync(1_000); // the claims' pauses after lost races
+        const { first, last } = await taking;
+        expect(last - first).toBe(4_999);
+        runs.push(first, last);
+      }
+      expectStrictlyIncreasing(runs);
+      // Skipped: the rest of the blocks cut from the ranges of 1,000 granted before the alter.
+      expect(seq.stats().waste.takeSkipped).toBeLessThan(2_000);
+      await ids.close();
+    },
+  );
+
+  itOnFakeClock(
+    'skips a block of a range granted before an alter raised dcRangeSize, once it re-read them',
+    async () => {
+      const { store, ids } = await withSequence({
+        dcRangeSize: 1_000,
+        blockSize: 10,
+        maxBlockSize: 100,
+        threshold: 0.1,
+        shards: 1,
+      });
+      const seq = ids.sequence('orders');
+      await seq.take(50);
+      await processIn(store, 'dc2').alterSequence('orders', {
+        dcRangeSize: 100_000,
+        maxBlockSize: 5_000,
+      });
+      await vi.advanceTimersByTimeAsync(SETTINGS_REFRESH_MS);
+      // next() calls whose claim re-reads the settings, then claims from the old range: the block
+      // preloaded now came after the settings that say the ranges are large enough.
+      await draw(seq, 150);
+      await settle();
+      expect(seq.stats().remaining).toBeGreaterThan(0);
+      const { first, last } = await seq.take(5_000);
       expect(last - first).toBe(4_999);
-      runs.push(first, last);
-    }
-    expectStrictlyIncreasing(runs);
-    // Skipped: the rest of the blocks cut from the ranges of 1,000 granted before the alter.
-    expect(seq.stats().waste.takeSkipped).toBeLessThan(2_000);
-    await ids.close();
-  });
+      const again = await seq.take(5_000);
+      expect(again.first).toBeGreaterThan(last);
+      expect(again.last - again.first).toBe(4_999);
+      await ids.close();
+    },
+  );
 
-  it('skips a block of a range granted before an alter raised dcRangeSize, once it re-read them', async () => {
-    vi.useFakeTimers();
-    const { store, ids } = await withSequence({
-      dcRangeSize: 1_000,
-      blockSize: 10,
-      maxBlockSize: 100,
-      threshold: 0.1,
-      shards: 1,
-    });
-    const seq = ids.sequence('orders');
-    await seq.take(50);
-    await processIn(store, 'dc2').alterSequence('orders', {
-      dcRangeSize: 100_000,
-      maxBlockSize: 5_000,
-    });
-    await vi.advanceTimersByTimeAsync(SETTINGS_REFRESH_MS);
-    // next() calls whose claim re-reads the settings, then claims from the old range: the block
-    // preloaded now came after the settings that say the ranges are large enough.
-    await draw(seq, 150);
-    await settle();
-    expect(seq.stats().remaining).toBeGreaterThan(0);
-    const { first, last } = await seq.take(5_000);
-    expect(last - first).toBe(4_999);
-    const again = await seq.take(5_000);
-    expect(again.first).toBeGreaterThan(last);
-    expect(again.last - again.first).toBe(4_999);
-    await ids.close();
-  });
+  itOnFakeClock(
+    'refuses a waiting take(n) whose n an alter put above the largest block, burning no block',
+    async () => {
+      const { store, ids } = await withSequence({
+        dcRangeSize: 1_000_000,
+        blockSize: 10,
+        maxBlockSize: 5_000,
+        shards: 1,
+      });
+      const seq = ids.sequence('orders');
+      await seq.take(100);
+      await settle();
+      await processIn(store, 'dc2').alterSequence('orders', { maxBlockSize: 100 });
+      await vi.advanceTimersByTimeAsync(SETTINGS_REFRESH_MS);
+      while (seq.tryNext() !== undefined); // nothing held: the take waits for a claim
+      store.resetCalls();
+      // The count passes on the settings held; the claim re-reads them and caps its block at 100.
+      const taking = seq.take(3_000, { timeoutMs: 1_000 }).catch((e: unknown) => e);
+      await vi.advanceTimersByTimeAsync(1_000);
+      const error = await taking;
+      expect(error).toBeInstanceOf(InvalidCountError);
+      expect(error).toMatchObject({ maxCount: 100, limitedBy: 'maxBlock' });
+      expect(seq.stats().wasted).toBe(0);
+      expect(store.calls.writeDcState).toBeLessThanOrEqual(3);
+      // The IDs claimed meanwhile are served.
+      expect(seq.stats().remaining).toBeGreaterThan(0);
+      expect(seq.tryNext()).toBeDefined();
+      await ids.close();
+    },
+  );
 
-  it('refuses a waiting take(n) whose n an alter put above the largest block, burning no block', async () => {
-    vi.useFakeTimers();
-    const { store, ids } = await withSequence({
-      dcRangeSize: 1_000_000,
-      blockSize: 10,
-      maxBlockSize: 5_000,
-      shards: 1,
-    });
-    const seq = ids.sequence('orders');
-    await seq.take(100);
-    await settle();
-    await processIn(store, 'dc2').alterSequence('orders', { maxBlockSize: 100 });
-    await vi.advanceTimersByTimeAsync(SETTINGS_REFRESH_MS);
-    while (seq.tryNext() !== undefined); // nothing held: the take waits for a claim
-    store.resetCalls();
-    // The count passes on the settings held; the claim re-reads them and caps its block at 100.
-    const taking = seq.take(3_000, { timeoutMs: 1_000 }).catch((e: unknown) => e);
-    await vi.advanceTimersByTimeAsync(1_000);
-    const error = await taking;
-    expect(error).toBeInstanceOf(InvalidCountError);
-    expect(error).toMatchObject({ maxCount: 100, limitedBy: 'maxBlock' });
-    expect(seq.stats().wasted).toBe(0);
-    expect(store.calls.writeDcState).toBeLessThanOrEqual(3);
-    // The IDs claimed meanwhile are served.
-    expect(seq.stats().remaining).toBeGreaterThan(0);
-    expect(seq.tryNext()).toBeDefined();
-    await ids.close();
-  });
-
-  it('keeps serving with the settings it holds when the re-read fails', async () => {
-    vi.useFakeTimers();
+  itOnFakeClock('keeps serving with the settings it holds when the re-read fails', async () => {
     const { store, ids } = await withSequence({ dcRangeSize: 1_000, blockSize: 10 });
     const seq = ids.sequence('orders');
     await draw(seq, 10);
@@ -1435,8 +1467,7 @@ describe("Sequence: the DC's usage counters", () => {
     expect(dc1?.usage?.unreported).toBe(10n);
   });
 
-  it('reports at a claim at most every 10 s while it draws', async () => {
-    vi.useFakeTimers();
+  itOnFakeClock('reports at a claim at most every 10 s while it draws', async () => {
     const { store, ids } = await withSequence({ dcRangeSize: 1_000, blockSize: 10 });
     const seq = ids.sequence('orders');
     await draw(seq, 35); // claims at 0 s: the first report has nothing to say yet

@@ -4,7 +4,7 @@
  * status sampled over a month measured its rates over 1 ms. vitest's fake timers fire such a
  * delay after 1 ms too, as Node does.
  */
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 import { Admin } from '../../src/admin/admin.js';
 import { IdGen } from '../../src/allocator/id-gen.js';
@@ -12,14 +12,10 @@ import { DeadlineError } from '../../src/errors.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { MAX_TIMER_MS, TIMED_OUT, after, settleWithin, sleep } from '../../src/timers.js';
 import { KEYSPACE } from './fixtures.js';
-
-afterEach(() => {
-  vi.useRealTimers();
-});
+import { itOnFakeClock } from '../support/fake-clock.js';
 
 describe('after', () => {
-  it('fires after a delay longer than one timer holds, not before', async () => {
-    vi.useFakeTimers();
+  itOnFakeClock('fires after a delay longer than one timer holds, not before', async () => {
     const fn = vi.fn();
     after(MAX_TIMER_MS + 1_000, fn);
     await vi.advanceTimersByTimeAsync(10);
@@ -30,8 +26,7 @@ describe('after', () => {
     expect(fn).toHaveBeenCalledTimes(1);
   });
 
-  it('never fires after Infinity, and a cancel stops a chained wait', async () => {
-    vi.useFakeTimers();
+  itOnFakeClock('never fires after Infinity, and a cancel stops a chained wait', async () => {
     const never = vi.fn();
     after(Infinity, never);
     const cancelled = vi.fn();
@@ -43,8 +38,7 @@ describe('after', () => {
     expect(cancelled).not.toHaveBeenCalled();
   });
 
-  it('fires a short delay as setTimeout does', async () => {
-    vi.useFakeTimers();
+  itOnFakeClock('fires a short delay as setTimeout does', async () => {
     const fn = vi.fn();
     after(50, fn);
     await vi.advanceTimersByTimeAsync(49);
@@ -55,8 +49,7 @@ describe('after', () => {
 });
 
 describe('sleep', () => {
-  it('waits a delay longer than one timer holds', async () => {
-    vi.useFakeTimers();
+  itOnFakeClock('waits a delay longer than one timer holds', async () => {
     let done = false;
     void sleep(MAX_TIMER_MS + 1_000).then(() => (done = true));
     await vi.advanceTimersByTimeAsync(MAX_TIMER_MS);

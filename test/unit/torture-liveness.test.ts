@@ -1,5 +1,5 @@
 /** The torture campaign's liveness check: its budgets, and the history as the count. */
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, vi } from 'vitest';
 
 import {
   readyTimesIn,
@@ -14,6 +14,7 @@ import {
   LIVENESS_START_MS,
   startLivenessWorker,
 } from '../../scripts/torture/liveness.js';
+import { onFakeClock } from '../support/fake-clock.js';
 
 interface FakeWorker {
   readonly historyFile: string;
@@ -90,11 +91,11 @@ function fakeFleet(readyMs: number, perIdMs: number, wanted: number, startupMs =
   return { fleet, recorded: (file: string) => recorded.get(file) ?? 0, killedAt: () => killedAt };
 }
 
-describe('torture liveness check', () => {
-  beforeEach(() => vi.useFakeTimers({ now: 0 }));
-  afterEach(() => vi.useRealTimers());
+/** `it` on a fake clock that starts at 0. */
+const itFromZero = onFakeClock({ now: 0 });
 
-  it('gives a worker that connects late its whole draw budget', async () => {
+describe('torture liveness check', () => {
+  itFromZero('gives a worker that connects late its whole draw budget', async () => {
     // Its process started 60 s ahead (while the faults healed), connected 150 s after it was let
     // go (a DC's nodes coming back), then 1,000 IDs at 5 per second: 350 s in all, past the old
     // single budget of 180 s, within 180 s to connect plus 240 s to draw.
@@ -124,7 +125,7 @@ describe('torture liveness check', () => {
     );
   });
 
-  it("reads a worker's first line, which says when its process reached its main()", () => {
+  itFromZero("reads a worker's first line, which says when its process reached its main()", () => {
     const line = '{"event":"started","pid":7,"startupMs":41000}';
     expect(startupMsIn(line)).toBeUndefined(); // not whole yet
     expect(startupMsIn(`${line}\n`)).toBe(41_000);
@@ -132,7 +133,7 @@ describe('torture liveness check', () => {
     expect(startupMsIn('{"event":"ready","pid":7,"startupMs":41000}\n')).toBeUndefined();
   });
 
-  it("reads a worker's ready line only once it is whole", () => {
+  itFromZero("reads a worker's ready line only once it is whole", () => {
     const line = '{"event":"ready","pid":7,"startupMs":41000,"connectMs":1200}';
     expect(readyTimesIn(line.slice(0, 30))).toBeUndefined();
     expect(readyTimesIn(line)).toBeUndefined();
@@ -143,18 +144,21 @@ describe('torture liveness check', () => {
     expect(readyTimesIn('{"event":"ready","pid":7}\n')).toBeUndefined();
   });
 
-  it('counts what the history recorded when the worker is killed at its budget', async () => {
-    // 1 ID every 400 ms: 600 IDs in the 240 s draw budget, then killed without a summary.
-    const { fleet, recorded, killedAt } = fakeFleet(10_000, 400, 1_000);
-    const check = checkLiveness(fleet, startLivenessWorker(fleet, 'dc2'), 1_000, recorded);
-    await vi.advanceTimersByTimeAsync(10_000 + LIVENESS_DRAW_MS + 1_000);
-    const result = await check;
-    expect(killedAt()).toBe(10_000 + LIVENESS_DRAW_MS);
-    expect(result).toMatchObject({ drawn: 600, ok: false, connected: true });
-    expect(result.lastStderr).toBe('connect(): every contact point of dc failed');
-  });
+  itFromZero(
+    'counts what the history recorded when the worker is killed at its budget',
+    async () => {
+      // 1 ID every 400 ms: 600 IDs in the 240 s draw budget, then killed without a summary.
+      const { fleet, recorded, killedAt } = fakeFleet(10_000, 400, 1_000);
+      const check = checkLiveness(fleet, startLivenessWorker(fleet, 'dc2'), 1_000, recorded);
+      await vi.advanceTimersByTimeAsync(10_000 + LIVENESS_DRAW_MS + 1_000);
+      const result = await check;
+      expect(killedAt()).toBe(10_000 + LIVENESS_DRAW_MS);
+      expect(result).toMatchObject({ drawn: 600, ok: false, connected: true });
+      expect(result.lastStderr).toBe('connect(): every contact point of dc failed');
+    },
+  );
 
-  it('kills a worker that never connects at the end of its start budget', async () => {
+  itFromZero('kills a worker that never connects at the end of its start budget', async () => {
     const { fleet, recorded, killedAt } = fakeFleet(10 * LIVENESS_START_MS, 100, 1_000);
     const check = checkLiveness(fleet, startLivenessWorker(fleet, 'dc3'), 1_000, recorded);
     await vi.advanceTimersByTimeAsync(LIVENESS_START_MS + 1_000);
@@ -173,7 +177,7 @@ describe('torture liveness check', () => {
     );
   });
 
-  it('says when a killed worker never reached its main()', async () => {
+  itFromZero('says when a killed worker never reached its main()', async () => {
     const never = 10 * LIVENESS_START_MS;
     const { fleet, recorded } = fakeFleet(never, 100, 1_000, never);
     const started = startLivenessWorker(fleet, 'dc1');

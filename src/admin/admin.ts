@@ -1,7 +1,6 @@
 /**
- * The read side for operators: {@link Admin} reads for status, check and preflight; the maths
- * are pure functions beside it (status.ts, check.ts, preflight.ts). Status works from inside a
- * partitioned DC; check reads what cannot be stale and says which facts it had to read locally.
+ * The read side for operators: {@link Admin} reads; the maths are pure functions beside it
+ * (status.ts, check.ts, preflight.ts).
  */
 
 import type { ConnectionOptions } from '../store/cassandra/driver-client.js';
@@ -34,18 +33,11 @@ import {
 export interface StatusOptions {
   /** Sequences to report. @default every sequence */
   readonly sequences?: readonly string[] | undefined;
-  /**
-   * Milliseconds between the two reads rates are measured over; 0 reports no rates. Ignored
-   * with `since`.
-   * @default 2000
-   */
+  /** Milliseconds between the two reads rates come from; 0: no rates. @default 2000 */
   readonly sampleMs?: number | undefined;
-  /** Measure rates since this earlier report instead of sampling (for refreshing views). */
+  /** Measure rates since this earlier report instead of sampling. */
   readonly since?: StatusReport | undefined;
-  /**
-   * Milliseconds (above 0) the SERIAL probe may take before it counts as unreachable.
-   * @default 3000
-   */
+  /** Milliseconds (above 0) before the SERIAL probe counts as unreachable. @default 3000 */
   readonly serialTimeoutMs?: number | undefined;
   /** Aborts the sampling wait. */
   readonly signal?: AbortSignal | undefined;
@@ -54,11 +46,16 @@ export interface StatusOptions {
 /** Options of {@link Admin.check}. */
 export interface CheckOptions {
   /**
-   * When violations rest on facts read locally, read again after this many ms (a lagging replica
-   * may have caught up) and report that; 0 reports the first reading.
-   * @default 1000
+   * If violations rest on facts read locally, read again after this many ms (a lagging replica
+   * may have caught up); 0 reports the first reading. @default 1000
    */
   readonly confirmAfterMs?: number | undefined;
+}
+
+/** Options of {@link Admin.probeSerial}. */
+export interface ProbeOptions {
+  /** Milliseconds (above 0) before SERIAL counts as unreachable. @default 3000 */
+  readonly timeoutMs?: number | undefined;
 }
 
 const STATUS_KEYS = everyKeyOf<StatusOptions>()([
@@ -71,15 +68,6 @@ const STATUS_KEYS = everyKeyOf<StatusOptions>()([
 const CHECK_KEYS = everyKeyOf<CheckOptions>()(['confirmAfterMs']);
 const PROBE_KEYS = everyKeyOf<ProbeOptions>()(['timeoutMs']);
 
-/** Options of {@link Admin.probeSerial}. */
-export interface ProbeOptions {
-  /**
-   * Milliseconds (above 0) the probe may take before SERIAL counts as unreachable.
-   * @default 3000
-   */
-  readonly timeoutMs?: number | undefined;
-}
-
 /** Defaults of {@link StatusOptions} and {@link CheckOptions}. */
 export const ADMIN_DEFAULTS = Object.freeze({
   sampleMs: 2_000,
@@ -89,11 +77,9 @@ export const ADMIN_DEFAULTS = Object.freeze({
 
 /** What {@link Admin.check} returns. */
 export interface CheckResult {
-  /** `violated` only on confirmed violations; `incomplete` when facts could not be verified. */
   readonly verdict: CheckVerdict;
-  /** The invariants broken, each confirmed or not; empty when all hold. */
   readonly violations: readonly Violation[];
-  /** The facts that could not be read consistently (read locally instead), and why. */
+  /** The facts read locally because their consistent read failed. */
   readonly unverified: readonly UnverifiedFact[];
   readonly snapshot: CheckSnapshot;
 }
@@ -106,15 +92,11 @@ export interface AdminParts {
   readonly keyspace: string;
   /** The nodes of the cluster as the client sees them. @default none known */
   readonly hosts?: (() => readonly HostStatus[]) | undefined;
-  /**
-   * Reads the settings of every node of `dc`; throws when the DC cannot be reached.
-   * @default the store's `readNodeSettings()`, those of its nodes in `dc`
-   */
+  /** Reads every node of `dc`; throws if it cannot be reached. @default the store's, filtered */
   readonly nodeSettings?: ((dc: string) => Promise<readonly NodeSettings[]>) | undefined;
   /**
-   * Every DC state of sequence `name` as another DC `dc` holds them (LOCAL_QUORUM there), for
-   * status when the EACH_QUORUM read fails; throws when `dc` cannot be reached.
-   * @default none: only the local DC's rows are then current
+   * Sequence `name`'s DC states as DC `dc` holds them, for status when EACH_QUORUM fails; throws
+   * if `dc` cannot be reached. @default none: only the local DC's rows are then current
    */
   readonly statesInDc?:
     ((dc: string, name: string) => Promise<ReadonlyMap<string, DcState>>) | undefined;
@@ -126,22 +108,8 @@ export interface AdminParts {
 export type AdminOptions = ConnectionOptions;
 
 /**
- * Status, checks and preflight of the sequences of one keyspace, read from the local DC. Reads
- * only: it writes nothing (SERIAL reads may finish a Paxos round already under way, as any
- * serial read does). Get one with {@link openAdmin}.
- *
- * @example
- * ```ts
- * const admin = await openAdmin({ contactPoints: ['127.0.0.1'], localDataCenter: 'dc1', keyspace: 'idgen' });
- * try {
- *   const report = await admin.status({ sequences: ['orders'] });
- *   console.log(report.serial.reachable, report.sequences[0]?.domainUsedShare);
- *   console.log((await admin.check('orders')).verdict);
- *   console.log((await admin.preflight()).verdict);
- * } finally {
- *   await admin.close();
- * }
- * ```
+ * Status, checks and preflight of one keyspace's sequences, read from the local DC. It writes
+ * nothing (a SERIAL read may finish a Paxos round under way). Get one with {@link openAdmin}.
  */
 export class Admin {
   readonly dc: string;
@@ -184,12 +152,8 @@ export class Admin {
   }
 
   /**
-   * Reads sequence `name`'s settings and grants at LOCAL_QUORUM and its DC states at
-   * EACH_QUORUM, or, if that fails, locally and in their own DCs, marked `statesNotCurrent`.
-   * @example
-   * ```ts
-   * const status = sequenceStatus(await admin.snapshot('orders'));
-   * ```
+   * Sequence `name`'s settings and grants (LOCAL_QUORUM) and DC states (EACH_QUORUM, or, if that
+   * fails, locally and in their own DCs, marked `statesNotCurrent`).
    * @throws {InvalidNameError}, {@link SequenceNotFoundError}, {@link StoreUnavailableError}.
    */
   async snapshot(name: string): Promise<SequenceSnapshot> {
@@ -197,7 +161,7 @@ export class Admin {
     return this.#snapshot(name, new Map());
   }
 
-  /** {@link Admin.snapshot}; `unreachable` keeps the DCs not reached in one status run. */
+  /** `unreachable` keeps the DCs not reached in one status run. */
   #snapshot(name: string, unreachable: Map<string, string>): Promise<SequenceSnapshot> {
     const read = this.#statesInDc;
     const elsewhere: StatesInOtherDcs | undefined =
@@ -208,18 +172,9 @@ export class Admin {
   }
 
   /**
-   * Status of the keyspace's sequences from the local DC: SERIAL reachability, hosts, unsafe
-   * local node settings, and each sequence's `sequenceStatus`, rates over `sampleMs` or since
-   * `since`.
-   * @example
-   * ```ts
-   * const report = await admin.status({ sampleMs: 1_000 });
-   * if (!report.serial.reachable) console.warn('no new DC ranges can be granted from', report.dc);
-   * if (report.nodeSafety.problems.length > 0) console.warn(report.nodeSafety.problems.join('\n'));
-   * ```
-   * @throws {InvalidOptionError} for a bad option; {@link SequenceNotFoundError} for an unknown
-   * sequence; {@link StoreUnavailableError} if the local DC cannot be reached. An unreachable
-   * SERIAL, or nodes whose settings cannot be read, are reported, not thrown.
+   * SERIAL reachability, hosts, unsafe local node settings and each sequence's `sequenceStatus`,
+   * rates over `sampleMs` or since `since`. An unreachable SERIAL or node is reported, not thrown.
+   * @throws {InvalidOptionError}, {@link SequenceNotFoundError}, {@link StoreUnavailableError}.
    */
   async status(options: StatusOptions = {}): Promise<StatusReport> {
     checkKeys(options, STATUS_KEYS);
@@ -238,14 +193,13 @@ export class Admin {
     if (since !== undefined && (typeof since !== 'object' || !Array.isArray(since?.sequences))) {
       throw new InvalidOptionError('since', since, 'a report an earlier status() returned');
     }
-    const sampleMs = nonNegative('sampleMs', options.sampleMs, ADMIN_DEFAULTS.sampleMs);
+    const sampleMs = milliseconds('sampleMs', options.sampleMs, ADMIN_DEFAULTS.sampleMs);
     const serialTimeoutMs = probeTimeout('serialTimeoutMs', options.serialTimeoutMs);
     const names =
       options.sequences ?? (await this.listSequences()).map((settings) => settings.name);
     // A DC not reached is not tried again in this run (each try may take seconds).
     const unreachable = new Map<string, string>();
     const readAll = () => Promise.all(names.map((name) => this.#snapshot(name, unreachable)));
-
     // Both never reject; awaited in `finally` so that nothing runs on past close().
     const probing = this.probeSerial({ timeoutMs: serialTimeoutMs });
     const safety = this.#localNodeSafety();
@@ -278,21 +232,14 @@ export class Admin {
   }
 
   /**
-   * Checks sequence `name`'s stored rows against every invariant (`checkSequence`) on reads that
-   * cannot be stale (check-reads.ts). A consistent read that fails is replaced by a local one and
-   * the violations resting on it are unconfirmed; only confirmed ones make the verdict
-   * `violated`.
-   * @example
-   * ```ts
-   * const { verdict, violations, unverified } = await admin.check('orders');
-   * if (verdict === 'violated') process.exitCode = 4;
-   * ```
-   * @throws {InvalidOptionError} for a bad option; {@link InvalidNameError},
-   * {@link SequenceNotFoundError}; {@link StoreUnavailableError} when even the local reads fail.
+   * Checks sequence `name`'s rows against every invariant (`checkSequence`) on reads that cannot
+   * be stale (check-reads.ts); violations resting on a local read instead are unconfirmed.
+   * @throws {InvalidOptionError}, {@link InvalidNameError}, {@link SequenceNotFoundError};
+   * {@link StoreUnavailableError} when even the local reads fail.
    */
   async check(name: string, options: CheckOptions = {}): Promise<CheckResult> {
     checkKeys(options, CHECK_KEYS);
-    const confirmAfterMs = nonNegative(
+    const confirmAfterMs = milliseconds(
       'confirmAfterMs',
       options.confirmAfterMs,
       ADMIN_DEFAULTS.confirmAfterMs,
@@ -321,14 +268,9 @@ export class Admin {
   }
 
   /**
-   * Whether SERIAL can be reached from the local DC now (a read no grant contends with), within
-   * `timeoutMs`. Without SERIAL no DC range can be granted. An unreachable SERIAL is reported,
-   * not thrown.
-   * @throws {InvalidOptionError} for an unknown key or a `timeoutMs` that is not above 0.
-   * @example
-   * ```ts
-   * const { reachable, error } = await admin.probeSerial({ timeoutMs: 2_000 });
-   * ```
+   * Whether SERIAL (needed to grant DC ranges) answers from the local DC within `timeoutMs`;
+   * an unreachable SERIAL is reported, not thrown.
+   * @throws {InvalidOptionError} for an unknown key or a `timeoutMs` not above 0.
    */
   async probeSerial(options: ProbeOptions = {}): Promise<SerialProbe> {
     checkKeys(options, PROBE_KEYS);
@@ -337,14 +279,7 @@ export class Admin {
 
   /**
    * Checks every node of every DC for settings under which IDs could be handed out twice
-   * (preflight.ts). A DC that cannot be reached is reported as not checked, never as safe.
-   * @example
-   * ```ts
-   * const report = await admin.preflight();
-   * if (report.verdict === 'unsafe') throw new UnsafeClusterError(report.problems, '{ allowUnsafeCluster: true }');
-   * ```
-   * @returns the report; its `verdict` is `safe`, `unsafe` or `incomplete`. Never throws for an
-   * unreachable DC or node.
+   * (preflight.ts). A DC or node not reached is reported as not checked, never thrown.
    */
   async preflight(): Promise<PreflightReport> {
     const hosts = this.hosts();
@@ -394,7 +329,8 @@ export class Admin {
   }
 }
 
-function nonNegative(option: string, value: number | undefined, fallback: number): number {
+/** `value`, or `fallback` if undefined. @throws {InvalidOptionError} unless finite and >= 0. */
+function milliseconds(option: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
     throw new InvalidOptionError(option, value, 'a finite number of milliseconds, at least 0');
@@ -402,12 +338,9 @@ function nonNegative(option: string, value: number | undefined, fallback: number
   return value;
 }
 
-/**
- * The SERIAL probe's bound, or its default; 0 is refused (SERIAL would always be unreachable).
- * @throws {InvalidOptionError} naming `option` unless it is a finite number above 0.
- */
+/** The SERIAL probe's bound; 0 is refused (SERIAL would always be unreachable). */
 function probeTimeout(option: string, value: number | undefined): number {
-  const timeoutMs = nonNegative(option, value, ADMIN_DEFAULTS.serialTimeoutMs);
+  const timeoutMs = milliseconds(option, value, ADMIN_DEFAULTS.serialTimeoutMs);
   if (timeoutMs === 0) {
     throw new InvalidOptionError(option, timeoutMs, 'a finite number of milliseconds above 0');
   }

@@ -1,9 +1,8 @@
 /**
- * The reads `check` rests on, in the order check.ts needs: DC states, grants, DC states again.
- * DC states at EACH_QUORUM (which includes each DC's own quorum, so none is older than its DC's
- * last write); grants and GLOBAL at SERIAL (which also finishes a grant in flight). When a
- * consistent read fails, the rows are read at LOCAL_QUORUM and the fact marked unverified; the
- * local DC's own states are then read at LOCAL_SERIAL, still consistent.
+ * The reads `check` rests on, in the order check.ts needs: DC states (EACH_QUORUM), grants and
+ * GLOBAL (SERIAL, which also finishes a grant in flight), DC states again. A consistent read that
+ * fails is done at LOCAL_QUORUM and the fact marked unverified; the local DC's own states are
+ * then read at LOCAL_SERIAL, still consistent.
  */
 
 import { SequenceNotFoundError, StoreUnavailableError } from '../errors.js';
@@ -12,18 +11,16 @@ import { describeDriverError } from '../store/cassandra/errors.js';
 import type { DcState, IdStore, OverviewReading, StoredSettings } from '../store/port.js';
 import type { CheckSnapshot, UnverifiedFact } from './check.js';
 
-/** Where the reads run from. */
 export interface CheckReadContext {
   readonly store: IdStore;
   /** The local DC, whose states can be read at LOCAL_SERIAL. */
   readonly dc: string;
   /** Every DC of the cluster: a DC's missing state is a fact as well. */
   readonly clusterDcs: readonly string[];
-  /** For errors. */
   readonly keyspace: string;
 }
 
-/** A consistent read of the DC states that failed, and whether the local DC's were read anyway. */
+/** A failed consistent read of the DC states; whether the local DC's were read anyway. */
 interface StateReadFailure {
   readonly read: 'first' | 'second';
   readonly localVerified: boolean;
@@ -31,7 +28,6 @@ interface StateReadFailure {
 }
 
 /**
- * Reads `stored.settings.name`'s DC states, grants and DC states again for `checkSequence`.
  * @throws {SequenceNotFoundError} if the grants partition is gone; {@link StoreUnavailableError}
  *   when even a local read fails.
  */
@@ -39,7 +35,6 @@ export async function readForCheck(
   context: CheckReadContext,
   stored: StoredSettings,
 ): Promise<CheckSnapshot> {
-  const { store } = context;
   const { settings, incarnation } = stored;
   const name = settings.name;
   const failures: StateReadFailure[] = [];
@@ -47,7 +42,9 @@ export async function readForCheck(
   // Every shard the settings name; a shard no process picked yet has no row, a fact as well.
   const local = granteesOf(context.dc, settings.shards);
   const before = await statesForCheck(context, name, local, 'first', failures);
-  const grantsRead = await consistentOrLocal((reading) => store.readGrantsOverview(name, reading));
+  const grantsRead = await consistentOrLocal((reading) =>
+    context.store.readGrantsOverview(name, reading),
+  );
   const overview = grantsRead.value;
   if (grantsRead.failed !== undefined) {
     unverified.push({
@@ -86,10 +83,7 @@ export async function readForCheck(
   };
 }
 
-/**
- * The DC states at EACH_QUORUM, or locally (and those of `local`, the local DC and its shards, at
- * LOCAL_SERIAL) if that fails.
- */
+/** The DC states at EACH_QUORUM, or locally (`local`'s at LOCAL_SERIAL) if that fails. */
 async function statesForCheck(
   context: CheckReadContext,
   name: string,
@@ -116,19 +110,15 @@ async function statesForCheck(
   return states;
 }
 
-/** Every DC's state as {@link readDcStatesCurrent} read it. */
-export interface DcStatesRead {
-  readonly states: ReadonlyMap<string, DcState>;
-  /** Why the EACH_QUORUM read failed (read at LOCAL_QUORUM instead); undefined if it did not. */
-  readonly notCurrent: string | undefined;
-}
-
 /**
- * Every DC's state at EACH_QUORUM (current), or, when that fails, at LOCAL_QUORUM with the
- * reason. Never at a serial level: no client touches another DC's state at one.
+ * Every DC's state at EACH_QUORUM, or, if that fails, at LOCAL_QUORUM with the reason. Never at a
+ * serial level: no client touches another DC's state at one.
  * @throws {StoreUnavailableError} when even the local read fails.
  */
-export async function readDcStatesCurrent(store: IdStore, name: string): Promise<DcStatesRead> {
+export async function readDcStatesCurrent(
+  store: IdStore,
+  name: string,
+): Promise<{ states: ReadonlyMap<string, DcState>; notCurrent: string | undefined }> {
   const read = await consistentOrLocal((reading) => store.readDcStatesOverview(name, reading));
   return {
     states: read.value,
@@ -136,11 +126,7 @@ export async function readDcStatesCurrent(store: IdStore, name: string): Promise
   };
 }
 
-/**
- * `read('consistent')`, or, when the store is unavailable for it, `read('local')` and why the
- * consistent read failed.
- * @throws {StoreUnavailableError} when the local read fails too.
- */
+/** `read('consistent')`, or `read('local')` and why the consistent read was unavailable. */
 async function consistentOrLocal<T>(
   read: (reading: OverviewReading) => Promise<T>,
 ): Promise<{ readonly value: T; readonly failed: string | undefined }> {

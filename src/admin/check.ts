@@ -1,15 +1,9 @@
 /**
- * `check`, pure: every invariant of docs/design.md ("Why no ID is handed out twice") that the
- * stored rows of one sequence break, and whether each finding rests on reads that cannot be stale.
- * The DC-state invariants are the allocator's own list (allocator/dc-state.ts); the sequence-wide
- * ones live here.
- *
- * `Admin.check` reads the DC states, then the grants, then the DC states again, while processes
- * keep writing:
- * - a state is judged against the grants with the FIRST states read: grants it names were
- *   confirmed before it was written and never change, and GLOBAL only grows.
- * - "at most one grant waiting to be installed" with the SECOND: `installed_grant` only grows,
- *   so a state read after the grants is at most one behind them.
+ * `check`, pure: the invariants of docs/design.md ("Why no ID is handed out twice") that one
+ * sequence's rows break. DC-state invariants are the allocator's list (allocator/dc-state.ts).
+ * `Admin.check` reads DC states, grants, DC states again while processes write: a state is judged
+ * against the grants with the FIRST read (grants it names never change, GLOBAL only grows), "at
+ * most one grant waiting" with the SECOND (`installed_grant` only grows).
  */
 
 import { dcStateViolations, type DcStateViolationKind } from '../allocator/dc-state.js';
@@ -19,80 +13,53 @@ import { validateStoredSettings } from '../settings/resolve.js';
 import type { DcState, Grant } from '../store/port.js';
 import type { SequenceSnapshot } from './status.js';
 
-/** A fact `check` rests on that could not be read consistently, and was read locally instead. */
+/** A fact read locally because its consistent read failed. */
 export interface UnverifiedFact {
-  /** `grants`: GLOBAL and every grant (consistent: SERIAL); `dc-state`: one DC's state. */
+  /** `grants`: GLOBAL and every grant; `dc-state`: one DC's state. */
   readonly fact: 'grants' | 'dc-state';
-  /** The DC whose state it is; undefined for `grants`. */
+  /** Undefined for `grants`. */
   readonly dc: string | undefined;
-  /** Which read of the DC states: before the grants (`first`) or after them (`second`). */
+  /** The DC states read before the grants (`first`) or after them (`second`). */
   readonly read: 'first' | 'second' | undefined;
-  /** Why: the consistent read that failed, and its error. */
+  /** The consistent read that failed, and its error. */
   readonly reason: string;
 }
 
-/** What {@link checkSequence} checks: the reads of one sequence, and how fresh each was. */
+/** What {@link checkSequence} checks: one sequence's reads, and how fresh each was. */
 export interface CheckSnapshot extends SequenceSnapshot {
-  /**
-   * The DC states read after the grants (`states` were read before them); "at most one grant
-   * waiting to be installed" is checked against these.
-   * @default `states` (one read of everything, as in a hand-made snapshot)
-   */
+  /** The DC states read after the grants (`states`: before them). @default `states` */
   readonly statesAfter?: ReadonlyMap<string, DcState> | undefined;
-  /**
-   * Facts that were read locally (they may lag) because their consistent read failed.
-   * Violations that rest on one of them are reported unconfirmed.
-   * @default none: every fact was read consistently
-   */
+  /** Facts read locally; violations resting on one are unconfirmed. @default none */
   readonly unverified?: readonly UnverifiedFact[] | undefined;
 }
 
-/** The kinds of broken invariant {@link checkSequence} reports. */
+/** The kinds of broken invariant {@link checkSequence} reports; each message gives the numbers. */
 export type ViolationKind =
-  /** The settings break the rules sequences are created with. */
   | 'settings-invalid'
-  /** GLOBAL.last_integer is below `start - 1` or above `max`. */
   | 'global-outside-domain'
-  /** A grant with `min > max`. */
   | 'grant-malformed'
-  /** A grant reaching below `start` or above `max`. */
   | 'grant-outside-domain'
-  /** A grant ending above GLOBAL.last_integer. */
   | 'grant-above-global'
-  /** Two grants (of one DC or of two) sharing IDs. */
   | 'grants-overlap'
-  /** A DC's grant numbers are not the chain 1, 2, 3, …. */
   | 'grant-chain-broken'
-  /** More than one grant made but not installed (grant n + 1 needs grant n installed). */
   | 'grants-outstanding'
-  /**
-   * A DC state written for an earlier sequence of this name; not judged against this sequence's
-   * grants.
-   */
   | 'state-of-another-incarnation'
-  /** A DC state's own invariants and those against its grants (allocator/dc-state.ts). */
   | DcStateViolationKind;
 
 /** One broken invariant, with the numbers that break it. */
 export interface Violation {
   readonly kind: ViolationKind;
   readonly sequence: string;
-  /** The DC concerned; undefined for sequence-wide violations. */
+  /** Undefined for sequence-wide violations. */
   readonly dc: string | undefined;
   readonly message: string;
-  /**
-   * True when every fact the violation rests on was read consistently: the rows really break
-   * the invariant. False when one was read locally: a lagging replica may be all it shows.
-   */
+  /** False when a fact it rests on was read locally: a lagging replica may be all it shows. */
   readonly confirmed: boolean;
-  /** The unverified facts it rests on; empty when confirmed. */
+  /** Empty when confirmed. */
   readonly unverified: readonly UnverifiedFact[];
 }
 
-/**
- * What a check concludes: `violated` only on confirmed violations; `incomplete` when nothing is
- * confirmed broken but some facts could not be read consistently; `ok` otherwise.
- */
+/** `violated` only on confirmed violations; `incomplete` when some facts are unverified. */
 export type CheckVerdict = 'ok' | 'violated' | 'incomplete';
 
 /** The verdict of a check that found `violations` with `unverified` facts. */
@@ -104,23 +71,17 @@ export function checkVerdict(
   return unverified.length > 0 || violations.length > 0 ? 'incomplete' : 'ok';
 }
 
-/** What a finding rests on besides the settings (read at LOCAL_QUORUM; written at EACH_QUORUM). */
+/** What a finding rests on besides the settings. */
 interface Basis {
   readonly grants?: boolean;
   readonly state?: { readonly dc: string; readonly read: 'first' | 'second' };
 }
 
 /**
- * Every invariant the stored rows of one sequence break: grants disjoint, inside `[start, max]`,
- * at or below GLOBAL and numbered 1, 2, 3… per DC; at most one grant per DC waiting to be
- * installed; and every DC-state invariant of allocator/dc-state.ts. Each violation says whether
- * it is confirmed (see {@link CheckSnapshot.unverified}). Pure.
- *
- * @example
- * ```ts
- * for (const v of checkSequence(await admin.snapshot('orders'))) console.error(v.message);
- * ```
- * @returns the violations, sequence-wide ones first; empty when every invariant holds.
+ * Every invariant one sequence's rows break: grants disjoint, inside `[start, max]`, at or below
+ * GLOBAL and numbered 1, 2, 3… per DC; at most one grant per DC waiting to be installed; every
+ * DC-state invariant. Pure.
+ * @returns the violations, sequence-wide ones first.
  */
 export function checkSequence(snapshot: CheckSnapshot): Violation[] {
   const { settings, globalLast } = snapshot;
@@ -169,7 +130,7 @@ export function checkSequence(snapshot: CheckSnapshot): Violation[] {
   for (const dc of dcs) {
     const grants = snapshot.grants.get(dc) ?? [];
     const first = snapshot.states.get(dc);
-    // Judged as the allocator judges, where the snapshot names the incarnation.
+    // As the allocator judges, where the snapshot names the incarnation.
     const { incarnation } = snapshot;
     if (
       'incarnation' in snapshot &&
@@ -272,17 +233,14 @@ function outstandingGrants(
     : `${dc} has grants up to #${latest} but installed only #${installed} (at most one grant may wait to be installed)`;
 }
 
-/**
- * The unverified facts as one line per cause, e.g. `dc2's and dc3's states (read before and after
- * the grants): EACH_QUORUM read failed: …`.
- */
+/** The unverified facts, one line per cause. */
 export function describeUnverified(facts: readonly UnverifiedFact[]): string[] {
   const byReason = new Map<string, UnverifiedFact[]>();
   for (const fact of facts) byReason.set(fact.reason, [...(byReason.get(fact.reason) ?? []), fact]);
   return [...byReason].map(([reason, group]) => `${describeFacts(group)}: ${reason}`);
 }
 
-/** The facts in a few words, e.g. `the grants and GLOBAL and dc3's state (read before the grants)`. */
+/** The facts in a few words, e.g. `dc2's and dc3's states (read after the grants)`. */
 export function describeFacts(facts: readonly UnverifiedFact[]): string {
   const parts: string[] = [];
   if (facts.some((f) => f.fact === 'grants')) parts.push('the grants and GLOBAL');

@@ -19,13 +19,8 @@ import type { PreflightReport } from './preflight.js';
 
 /**
  * Connects to Cassandra in the local DC for status, checks and preflight.
- * @example
- * ```ts
- * const admin = await openAdmin({ contactPoints: ['127.0.0.3'], localDataCenter: 'dc3', keyspace: 'idgen' });
- * ```
- * @throws {InvalidOptionError} for missing or bad options, or an unknown `localDataCenter`.
- * @throws {InvalidNameError} for a bad keyspace name.
- * @throws {StoreUnavailableError} when no contact point can be reached.
+ * @throws {InvalidOptionError} for bad options or an unknown `localDataCenter`;
+ *   {@link InvalidNameError} for a bad keyspace; {@link StoreUnavailableError} if unreachable.
  */
 export async function openAdmin(options: AdminOptions): Promise<Admin> {
   checkConnectionKeys(options, []);
@@ -39,15 +34,8 @@ export async function openAdmin(options: AdminOptions): Promise<Admin> {
 }
 
 /**
- * Checks every node of every DC of the cluster (see {@link Admin.preflight}), over a client of its
- * own that it closes.
- * @example
- * ```ts
- * const report = await preflight({ contactPoints: ['10.0.1.5'], localDataCenter: 'dc1', keyspace: 'idgen' });
- * if (report.verdict !== 'safe') console.error([...report.problems, ...report.unchecked].join('\n'));
- * ```
- * @throws {InvalidOptionError}, {@link InvalidNameError}, {@link StoreUnavailableError} (the
- *   local DC cannot be reached), as {@link openAdmin}. Other DCs' failures are in the report.
+ * {@link Admin.preflight} over a client of its own.
+ * @throws as {@link openAdmin}; other DCs' failures are in the report.
  */
 export async function preflight(options: AdminOptions): Promise<PreflightReport> {
   const admin = await openAdmin(options);
@@ -59,9 +47,8 @@ export async function preflight(options: AdminOptions): Promise<PreflightReport>
 }
 
 /**
- * An {@link Admin} over an open client; other DCs are asked through clients of their own (kept
- * until `close()` for status, which may read again and again). `requestTimeoutMs` must be passed
- * here too: each request sets its own timeout.
+ * An {@link Admin} over an open client. `requestTimeoutMs` must be passed here too: each request
+ * sets its own timeout.
  * @throws {InvalidNameError} for a bad keyspace name.
  */
 export function adminOver(
@@ -90,9 +77,8 @@ export function adminOver(
     statesInDc: async (dc, name) => {
       const reading = others.storeIn(dc).then((there) => there.readDcStatesOverview(name, 'local'));
       const states = await settleWithin(reading, OTHER_DC_READ_MS);
-      if (states === TIMED_OUT)
-        throw new Error(`no answer from ${dc} within ${OTHER_DC_READ_MS} ms`);
-      return states;
+      if (states !== TIMED_OUT) return states;
+      throw new Error(`no answer from ${dc} within ${OTHER_DC_READ_MS} ms`);
     },
     release: () => others.close(),
   });
@@ -102,9 +88,8 @@ export function adminOver(
 const OTHER_DC_READ_MS = 5_000;
 
 /**
- * Stores over clients of other DCs, opened at first use and kept until `close()`, which does
- * not wait for a connect under way (one timeout per silent node); such a client is closed when
- * its connect ends.
+ * Stores over other DCs' clients, opened at first use and kept until `close()`, which does not
+ * wait for a connect under way (one timeout per silent node): that client closes when it ends.
  */
 class OtherDcStores {
   readonly #opening = new Map<string, Promise<CassandraStore>>();

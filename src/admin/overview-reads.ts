@@ -1,7 +1,4 @@
-/**
- * The reads behind status, over the store port alone; {@link Admin.status} and the runway metrics
- * share them so the gauges show what `idgen-cass status` shows.
- */
+/** The reads behind status, shared with the runway metrics so both show the same. */
 import { readSettingsFound } from '../allocator/settings-writes.js';
 import { SequenceNotFoundError } from '../errors.js';
 import type { DcState, IdStore, StoredSettings } from '../store/port.js';
@@ -12,17 +9,14 @@ import { readDcStatesCurrent, reasonOf } from './check-reads.js';
 import type { SequenceSnapshot, SerialProbe } from './status.js';
 
 /**
- * Where to read other DCs' states when the EACH_QUORUM read fails: each through its own DC's
- * coordinator (LOCAL_QUORUM there is current for its own rows).
+ * Where to read other DCs' states when EACH_QUORUM fails: each through its own DC (LOCAL_QUORUM
+ * there is current for its own rows).
  */
 export interface StatesInOtherDcs {
   readonly dcs: readonly string[];
-  /**
-   * Every DC state of sequence `name` as `dc`'s nodes have them (only `dc`'s own are taken);
-   * throws when `dc` cannot be reached.
-   */
+  /** Sequence `name`'s DC states as `dc` holds them; throws if `dc` cannot be reached. */
   readonly read: (dc: string, name: string) => Promise<ReadonlyMap<string, DcState>>;
-  /** DCs not reached earlier in the same status run, with why: not tried again. */
+  /** DCs not reached earlier in the same status run, and why: not tried again. */
   readonly unreachable: Map<string, string>;
 }
 
@@ -38,9 +32,8 @@ export async function readStored(
 }
 
 /**
- * Reads sequence `name`'s settings and grants at LOCAL_QUORUM, its DC states as
- * {@link readDcStatesCurrent} does (then, on failure, each DC of `elsewhere` in its own DC), and
- * its usage counters. The name must be valid.
+ * Sequence `name`'s settings and grants (LOCAL_QUORUM), DC states ({@link readDcStatesCurrent},
+ * then `elsewhere`) and usage counters. The name must be valid.
  * @throws {SequenceNotFoundError}, {@link StoreUnavailableError}.
  */
 export async function readSnapshot(
@@ -79,10 +72,7 @@ export async function readSnapshot(
   };
 }
 
-/**
- * `states` with each reachable DC of `elsewhere` replaced by what its own nodes hold; those DCs,
- * and why the others could not be read.
- */
+/** `states` with each reachable DC of `elsewhere` replaced by what its own nodes hold. */
 async function readInOtherDcs(
   states: ReadonlyMap<string, DcState>,
   name: string,
@@ -118,10 +108,7 @@ async function readInOtherDcs(
   return { states: merged, readInOwnDc: readInOwnDc.sort(ascending), notReached };
 }
 
-/**
- * Whether a SERIAL round completes from `dc` within `timeoutMs` (the store's probe, on a
- * partition no sequence uses). Never throws.
- */
+/** Whether the store's SERIAL probe completes from `dc` within `timeoutMs`. Never throws. */
 export async function probeSerial(
   store: IdStore,
   dc: string,

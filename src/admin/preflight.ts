@@ -1,27 +1,15 @@
 /**
- * Preflight, pure: what the cluster must guarantee for no ID to be handed out twice, judged on
- * every node's own settings (docs/design.md, "What the cluster must guarantee"; docs/operations.md
- * lists each check and its risk). Where Cassandra 5.0's source decides a rule:
- * - **commitlog-sync**: `periodic` acknowledges before syncing, and replay stops at the last sync
- *   marker, so acknowledged writes, Paxos state included, are lost.
- * - **serial-reads-linearizability**: StorageProxy reads the JVM property before 5.0 only, so on
- *   5.0 it is a warning.
- * - **paxos-state-lifetime** (`Config.PaxosStatePurging`, default `legacy`): `legacy` keeps Paxos
- *   state `max(3 h, gc_grace_seconds)` (`SystemKeyspace.legacyPaxosTtlSec`); `gc_grace` drops it
- *   after the table's `gc_grace_seconds` with no floor (`PaxosState.Snapshot.removeExpired`), so
- *   a replica can forget a proposal a quorum accepted but nobody committed; `repaired` never
- *   expires it. Rule: at least 3 h on both idgen tables, the floor `legacy` keeps.
- * - **table-ttl**: a default TTL applies to Paxos commits too; `CREATE TABLE IF NOT EXISTS` keeps
- *   an existing table's TTL. (Counter tables refuse one.)
+ * Preflight, pure: judges every node's own settings against what the cluster must guarantee for
+ * no ID to be handed out twice (docs/design.md, "What the cluster must guarantee"). Each check,
+ * its risk and the Cassandra source behind it: docs/operations.md. `WHY` holds each risk once.
  */
 
 import { ascending } from '../order.js';
 import type { NodeSettings, TableSettings } from '../store/port.js';
 
-/** Cassandra's own floor for how long Paxos state is kept (`SystemKeyspace.legacyPaxosTtlSec`). */
+/** Cassandra's floor for keeping Paxos state (`SystemKeyspace.legacyPaxosTtlSec`). */
 export const MIN_PAXOS_STATE_SECONDS = 3 * 3600;
 
-/** The checks made on each node. */
 export type PreflightCheckName =
   | 'commitlog-sync'
   | 'commit-failure-policy'
@@ -32,17 +20,14 @@ export type PreflightCheckName =
   | 'paxos-repair'
   | 'commitlog-replay';
 
-/**
- * How a check came out: `unsafe` fails the preflight; `unknown` (the setting could not be read)
- * leaves it incomplete; `warning` and `info` are reported only.
- */
+/** `unsafe` fails the preflight; `unknown` (not read) leaves it incomplete; the rest inform. */
 export type CheckStatus = 'ok' | 'info' | 'warning' | 'unsafe' | 'unknown';
 
 /** One check on one node. */
 export interface NodeCheck {
   readonly check: PreflightCheckName;
   readonly status: CheckStatus;
-  /** The value found, as the node reports it (e.g. `periodic`); undefined if not reported. */
+  /** The value as the node reports it (e.g. `periodic`); undefined if not reported. */
   readonly value: string | undefined;
   /** What was found and, unless ok, why it matters and what to set. */
   readonly message: string;
@@ -54,17 +39,13 @@ export interface NodePreflight {
   readonly host: string;
   readonly dc: string;
   readonly version: string | undefined;
-  /** Whether the node's settings were read; if not, `error` says why and `checks` is empty. */
+  /** False if the settings could not be read: `error` says why, `checks` is empty. */
   readonly checked: boolean;
   readonly error: string | undefined;
   readonly checks: readonly NodeCheck[];
 }
 
-/**
- * `safe`: every node of every DC was read and nothing is unsafe; `unsafe`: some node runs a
- * setting under which IDs can be handed out twice; `incomplete`: nothing unsafe was seen, but
- * some nodes (or settings) could not be read.
- */
+/** `incomplete`: nothing unsafe seen, but some nodes or settings could not be read. */
 export type PreflightVerdict = 'safe' | 'unsafe' | 'incomplete';
 
 /** What `Admin.preflight` found. */
@@ -73,7 +54,7 @@ export interface PreflightReport {
   /** The DC the preflight ran from. */
   readonly dc: string;
   readonly at: Date;
-  /** Every node of every DC, sorted by DC and address. */
+  /** Sorted by DC and address. */
   readonly nodes: readonly NodePreflight[];
   readonly verdict: PreflightVerdict;
   /** What is unsafe, one line per check and value, naming the nodes. */
@@ -82,12 +63,12 @@ export interface PreflightReport {
   readonly unchecked: readonly string[];
 }
 
-/** What was read of one DC: its nodes, or why the DC could not be reached. */
+/** One DC's nodes, or why it could not be reached. */
 export type DcRead =
   | { readonly dc: string; readonly nodes: readonly NodeSettings[] }
   | { readonly dc: string; readonly error: string };
 
-/** What a short problem line says after the value, per check: the risk and the fix. */
+/** Each check's risk and fix, as problem lines end. */
 const WHY: Readonly<Record<PreflightCheckName, string>> = {
   'commitlog-sync':
     'acknowledges writes before syncing them, so a crash loses acknowledged writes and Paxos state; set commitlog_sync: batch (or group)',
@@ -106,7 +87,7 @@ const WHY: Readonly<Record<PreflightCheckName, string>> = {
     'damaged commitlog segments are skipped at replay, losing acknowledged writes; remove the JVM property',
 };
 
-/** What each check reads, as an operator would look it up. */
+/** What each check reads, as an operator looks it up. */
 const SETTING: Readonly<Record<PreflightCheckName, string>> = {
   'commitlog-sync': 'commitlog_sync',
   'commit-failure-policy': 'commit_failure_policy',
@@ -122,7 +103,7 @@ const SERIAL_READS_PROPERTY = 'cassandra.unsafe.disable-serial-reads-linearizabi
 const IGNORE_REPLAY_ERRORS_PROPERTY = 'cassandra.commitlog.ignorereplayerrors';
 const IDGEN_TABLES = ['idgen_grants', 'idgen_dc_state'] as const;
 
-/** The idgen tables (those written with Paxos) that `node`'s schema holds, with their settings. */
+/** The idgen tables (written with Paxos) in `node`'s schema, with their settings. */
 function idgenTables(
   node: NodeSettings,
 ): { readonly table: (typeof IDGEN_TABLES)[number]; readonly settings: TableSettings }[] {
@@ -132,13 +113,7 @@ function idgenTables(
   });
 }
 
-/**
- * Every check on one node's settings, in a fixed order. Pure.
- * @example
- * ```ts
- * const unsafe = checkNode(node).filter((c) => c.status === 'unsafe');
- * ```
- */
+/** Every check on one node's settings, in a fixed order. Pure. */
 export function checkNode(node: NodeSettings): NodeCheck[] {
   return [
     commitlogSync(node),
@@ -198,18 +173,17 @@ function paxosVariant(node: NodeSettings): NodeCheck {
   if (value?.includes('without_linearizable') === true) {
     return outcome('unsafe', `${value}: ${WHY['paxos-variant']}`);
   }
-  if (value === undefined)
+  if (value === undefined) {
     return outcome('info', 'not reported (Cassandra before 4.1 has only v1)');
-  if (value === 'v1') {
-    return outcome('info', 'v1 (about 4 round trips per conditional write; v2 needs 2)');
   }
-  return outcome('info', value);
+  if (value !== 'v1') return outcome('info', value);
+  return outcome('info', 'v1 (about 4 round trips per conditional write; v2 needs 2)');
 }
 
 function serialReads(node: NodeSettings): NodeCheck {
   const value = node.properties.get(SERIAL_READS_PROPERTY);
   const outcome = outcomeOf('serial-reads-linearizability', value);
-  // Java's Boolean.parseBoolean: "true" in any case is true, anything else false.
+  // As Java's Boolean.parseBoolean reads it. Cassandra 5.0 ignores the property.
   if (value?.toLowerCase() !== 'true') return outcome('ok', `-D${SERIAL_READS_PROPERTY} not set`);
   if (Number.parseInt(node.version ?? '', 10) >= 5) {
     return outcome(
@@ -224,7 +198,7 @@ function serialReads(node: NodeSettings): NodeCheck {
 }
 
 function paxosStateLifetime(node: NodeSettings): NodeCheck {
-  // Cassandra before 4.1 has no paxos_state_purging and always purges as `legacy` does now.
+  // `legacy` keeps state max(3 h, gc_grace_seconds); `gc_grace` has no floor. Before 4.1: legacy.
   const purging = node.settings.get('paxos_state_purging') ?? 'legacy';
   const outcome = outcomeOf('paxos-state-lifetime', purging);
   if (purging === 'repaired') {
@@ -303,12 +277,7 @@ function commitlogReplay(node: NodeSettings): NodeCheck {
   return outcome('warning', `-D${IGNORE_REPLAY_ERRORS_PROPERTY}=true: ${WHY['commitlog-replay']}`);
 }
 
-/**
- * The report of a preflight from what was read of each DC (pure).
- *
- * @param hosts every node of the cluster as the client knows it (a node missing from the reads
- *   counts as not checked).
- */
+/** The report from what was read of each DC; a node of `hosts` not read counts as unchecked. */
 export function preflightReport(input: {
   readonly keyspace: string;
   readonly dc: string;
@@ -358,18 +327,11 @@ export function preflightReport(input: {
   const problems = problemLines(sorted);
   const verdict: PreflightVerdict =
     problems.length > 0 ? 'unsafe' : unchecked.length > 0 ? 'incomplete' : 'safe';
-  return {
-    keyspace: input.keyspace,
-    dc: input.dc,
-    at: input.at,
-    nodes: sorted,
-    verdict,
-    problems,
-    unchecked,
-  };
+  const { keyspace, dc, at } = input;
+  return { keyspace, dc, at, nodes: sorted, verdict, problems, unchecked };
 }
 
-/** The unsafe checks, one line per check and value, naming the nodes: short enough for an error. */
+/** The unsafe checks, one line per check and value, naming the nodes. */
 export function problemLines(
   nodes: readonly Pick<NodePreflight, 'host' | 'dc' | 'checks'>[],
 ): string[] {

@@ -14,32 +14,28 @@ import {
 /** Everything the overview reads show of one sequence at one moment (may lag a little). */
 export interface SequenceSnapshot {
   readonly settings: SequenceSettings;
-  /**
-   * `StoredSettings.incarnation`: a DC state carrying another belongs to an earlier sequence of
-   * the name. Left out where unknown (check then judges no state by it).
-   */
+  /** A DC state of another incarnation belongs to an earlier sequence of the name. */
   readonly incarnation?: string | undefined;
   /** GLOBAL.last_integer */
   readonly globalLast: bigint;
-  /** Every grant of each DC, ascending by number. */
+  /** Each DC's grants, ascending by number. */
   readonly grants: ReadonlyMap<string, readonly Grant[]>;
-  /** Each DC's allocation state; DCs that never installed a grant have none. */
+  /** DCs that never installed a grant have none. */
   readonly states: ReadonlyMap<string, DcState>;
   /** When the reads finished, ms since the epoch. */
   readonly readAt: number;
-  /** Each DC's usage counters; undefined when they could not be read. */
+  /** Undefined when the counters could not be read. */
   readonly usage?: ReadonlyMap<string, DcUsageCounts> | undefined;
   /**
-   * Set when the EACH_QUORUM read of the DC states failed and they were read at LOCAL_QUORUM in
-   * `localDc` (other DCs' rows may lag) and, for `readInOwnDc`, through their own nodes.
+   * Set when EACH_QUORUM failed and the DC states were read at LOCAL_QUORUM in `localDc` (other
+   * DCs' rows may lag), those of `readInOwnDc` through their own nodes.
    */
   readonly statesNotCurrent?:
     | {
         readonly localDc: string;
         readonly reason: string;
-        /** DCs whose rows were read through their own nodes, current; absent: none. */
         readonly readInOwnDc?: readonly string[] | undefined;
-        /** Why each DC tried so could not be read there. */
+        /** Why each DC tried there could not be read. */
         readonly notReached?: Readonly<Record<string, string>> | undefined;
       }
     | undefined;
@@ -50,19 +46,15 @@ export type WasteCause = Exclude<UsageCause, 'issued'>;
 
 /** What a DC's processes reported they did with the IDs they claimed. */
 export interface DcUsageStatus {
-  /** IDs handed to callers. */
   readonly issued: bigint;
-  /** IDs they will never hand out, by cause (see `SequenceStats.waste`). */
+  /** IDs never to be handed out, by cause (see `SequenceStats.waste`). */
   readonly wasted: Readonly<Record<WasteCause, bigint>>;
   readonly wastedTotal: bigint;
-  /**
-   * IDs claimed that no report accounts for: `consumed - issued - wastedTotal` (at least 0):
-   * held by running processes, or lost with processes that died.
-   */
+  /** `consumed - issued - wastedTotal`, at least 0: held by live processes, or lost. */
   readonly unreported: bigint;
 }
 
-/** A DC's range as its state holds it, with the number of the grant it came from. */
+/** A range a DC's state holds, and the number of its grant. */
 export interface HeldRange {
   readonly grant: number;
   readonly min: bigint;
@@ -72,40 +64,33 @@ export interface HeldRange {
 /** One DC of a sequence, as {@link sequenceStatus} computes it. */
 export interface DcStatus {
   readonly dc: string;
-  /** Every grant the DC got, ascending by number. */
+  /** Ascending by number. */
   readonly grants: readonly Grant[];
-  /** The range blocks are claimed from; undefined before the DC's first grant is installed. */
+  /** The range blocks are claimed from; undefined before the first grant is installed. */
   readonly reserved: HeldRange | undefined;
-  /** The next range, loaded once `threshold` of the reserved one is used; undefined if none. */
+  /** The next range, loaded once `threshold` of the reserved one is used. */
   readonly preloaded: HeldRange | undefined;
-  /** A grant confirmed at SERIAL that the DC has not installed yet (its requester may have died). */
+  /** A grant made at SERIAL but not installed yet (its requester may have died). */
   readonly pendingGrant: Grant | undefined;
   /** Highest ID handed to a process of the DC; undefined without a state. */
   readonly lastInteger: bigint | undefined;
   readonly reservedUsed: bigint;
-  /** `reservedUsed` as a share of the reserved range, 0 to 1. */
+  /** 0 to 1. */
   readonly reservedUsedShare: number;
-  /**
-   * IDs the DC holds and has not handed out (rest of reserved plus preloaded); with no state
-   * yet, its grant 1 if any (installed without SERIAL).
-   */
+  /** IDs held and not handed out (rest of reserved plus preloaded; without a state, grant 1). */
   readonly left: bigint;
   /** IDs handed to the DC's processes since its first grant (gaps included). */
   readonly consumed: bigint;
   /** IDs per second handed to processes; undefined if not measured or `rowsNotCurrent`. */
   readonly rate: number | undefined;
-  /**
-   * Seconds `left` lasts at `rate` without a new grant: `Infinity` at rate 0; undefined when the
-   * rate is unknown or the DC holds no range.
-   */
+  /** Seconds `left` lasts at `rate` (`Infinity` at 0); undefined if unknown or nothing held. */
   readonly runway: number | undefined;
   /**
-   * Why this DC's rows may lag (not read current in this status or the one its rate is measured
-   * from): `left` is as last seen, and rate and runway are unknown, never taken as 0 and
-   * unbounded. Always undefined for the local DC and its shards.
+   * Why this DC's rows may lag (here or in the status the rate is measured from): `left` is as
+   * last seen, rate and runway unknown. Always undefined for the local DC and its shards.
    */
   readonly rowsNotCurrent: string | undefined;
-  /** The DC's usage counters; undefined when they could not be read. */
+  /** Undefined when the counters could not be read. */
   readonly usage: DcUsageStatus | undefined;
 }
 
@@ -117,7 +102,7 @@ export interface SequenceStatus {
   readonly granted: bigint;
   /** `max - min + 1` */
   readonly domainSize: bigint;
-  /** IDs of the domain at or below `globalLast` (those below `start` count as used), 0 to 1. */
+  /** Share of the domain at or below `globalLast` (IDs below `start` count as used), 0 to 1. */
   readonly domainUsedShare: number;
   /** `max - globalLast` */
   readonly domainLeft: bigint;
@@ -125,27 +110,15 @@ export interface SequenceStatus {
   readonly dcs: readonly DcStatus[];
   /** Milliseconds between the two reads the rates come from; undefined if not measured. */
   readonly sampledOverMs: number | undefined;
-  /**
-   * Seconds until the domain is spent at the DCs' current rates; `Infinity` when nothing is
-   * drawn, undefined when a rate is unknown.
-   */
+  /** Seconds until the domain is spent at current rates (`Infinity` at 0); undefined if unknown. */
   readonly exhaustsIn: number | undefined;
-  /** The reads this status was computed from (a later status can measure rates since them). */
+  /** The reads behind this status (a later status can measure rates since them). */
   readonly snapshot: SequenceSnapshot;
 }
 
 /**
- * The status of one sequence from its overview data; rates compare `current` with `previous`
- * (undefined without it). Pure.
- *
- * @example
- * ```ts
- * const before = await admin.snapshot('orders');
- * await new Promise((resolve) => setTimeout(resolve, 2_000));
- * const status = sequenceStatus(await admin.snapshot('orders'), before);
- * for (const dc of status.dcs) console.log(dc.dc, dc.left, dc.rate, dc.runway);
- * ```
- * @param dcs DCs to include even if they have no grant or state yet (e.g. every DC of the cluster).
+ * One sequence's status; rates compare `current` with `previous`. Pure.
+ * @param dcs DCs to include even without a grant or state (e.g. every DC of the cluster).
  */
 export function sequenceStatus(
   current: SequenceSnapshot,
@@ -168,8 +141,7 @@ export function sequenceStatus(
   if (measured !== undefined && statuses.every((dc) => dc.rowsNotCurrent === undefined)) {
     const rate = statuses.reduce((sum, dc) => sum + (dc.rate ?? 0), 0);
     const left = statuses.reduce((sum, dc) => sum + dc.left, domainLeft);
-    // Nothing left to grant nor held: spent now, whatever the rate (0 once nobody can draw).
-    exhaustsIn = left === 0n ? 0 : rate > 0 ? Number(left) / rate : Infinity;
+    exhaustsIn = runwayOf(left, rate);
   }
   return {
     settings,
@@ -232,7 +204,7 @@ function dcStatus(
     };
   } else {
     const reservedSize = state.reservedMax - state.reservedMin + 1n;
-    const reservedUsed = clamp(state.lastInteger - state.reservedMin + 1n, 0n, reservedSize);
+    const reservedUsed = reservedUsedOf(state);
     const hasPreloaded = state.installedGrant === state.reservedGrant + 1;
     const preloadedSize = hasPreloaded ? state.preloadedMax - state.preloadedMin + 1n : 0n;
     held = {
@@ -256,7 +228,7 @@ function retiredIn(snapshot: SequenceSnapshot, dc: string): bigint {
   return snapshot.usage?.get(dc)?.retired ?? 0n;
 }
 
-/** Why `dc`'s rows in `snapshot` may lag, or undefined if they were read current (see `DcStatus`). */
+/** Why `dc`'s rows in `snapshot` may lag; undefined if read current. */
 function notCurrentIn(snapshot: SequenceSnapshot, dc: string): string | undefined {
   const notCurrent = snapshot.statesNotCurrent;
   const ownDc = dcOfGrantee(dc) ?? dc;
@@ -304,24 +276,26 @@ function dcAndShard(grantee: string): [string, number] {
   return [dc, dc === grantee ? 0 : Number(grantee.slice(dc.length + 1))];
 }
 
+/** Nothing left is spent now, whatever the rate. */
 function runwayOf(left: bigint, rate: number | undefined): number | undefined {
   if (rate === undefined) return undefined;
   if (left === 0n) return 0;
   return rate > 0 ? Number(left) / rate : Infinity;
 }
 
-/** IDs a DC has handed out since its first grant: its earlier grants plus the used reserved part. */
+/** IDs a DC handed out since its first grant: earlier grants plus the used reserved part. */
 function consumedBy(state: DcState | undefined, grants: readonly Grant[]): bigint {
   if (state === undefined) return 0n;
-  let consumed = clamp(
-    state.lastInteger - state.reservedMin + 1n,
-    0n,
-    state.reservedMax - state.reservedMin + 1n,
-  );
+  let consumed = reservedUsedOf(state);
   for (const grant of grants) {
     if (grant.number < state.reservedGrant) consumed += grant.max - grant.min + 1n;
   }
   return consumed;
+}
+
+function reservedUsedOf(state: DcState): bigint {
+  const size = state.reservedMax - state.reservedMin + 1n;
+  return clamp(state.lastInteger - state.reservedMin + 1n, 0n, size);
 }
 
 /** `part / whole` as a number, exact enough for display at any bigint size. */
@@ -345,26 +319,23 @@ export interface HostStatus {
 
 /** Result of {@link Admin.probeSerial}. */
 export interface SerialProbe {
-  /** Whether a SERIAL read (Paxos over every DC) succeeded from the local DC. */
+  /** Whether a SERIAL read (Paxos over every DC) succeeded from `dc`. */
   readonly reachable: boolean;
-  /** The DC the probe was coordinated from. */
   readonly dc: string;
-  /** How long the probe took, in ms. */
   readonly tookMs: number;
   /** Why it failed; undefined when reachable. */
   readonly error: string | undefined;
 }
 
 /**
- * Unsafe settings on the local DC's nodes, as {@link Admin.status} reports them (only the local
- * DC: status must work inside a partition); `Admin.preflight` checks every DC.
+ * Unsafe settings on the local DC's nodes only (status must work inside a partition;
+ * `Admin.preflight` checks every DC).
  */
 export interface LocalNodeSafety {
-  /** The DC whose nodes were asked. */
   readonly dc: string;
-  /** What is unsafe, one line per setting and value, naming the nodes; empty when nothing is. */
+  /** One line per setting and value, naming the nodes. */
   readonly problems: readonly string[];
-  /** Why the nodes' settings could not be read; undefined when they were. */
+  /** Why the nodes' settings could not be read. */
   readonly error: string | undefined;
 }
 
@@ -376,7 +347,6 @@ export interface StatusReport {
   readonly at: Date;
   readonly serial: SerialProbe;
   readonly hosts: readonly HostStatus[];
-  /** Unsafe settings (e.g. `commitlog_sync: periodic`) on the local DC's nodes. */
   readonly nodeSafety: LocalNodeSafety;
   readonly sequences: readonly SequenceStatus[];
 }

@@ -13,26 +13,23 @@ import type { IdStore } from '../store/port.js';
 import type { ResolvedMetricsOptions } from './options.js';
 import { RegistryMetrics, type StatsHandle, type StatsSource } from './registry-metrics.js';
 
-/** What {@link ProcessMetrics} is built from. */
 export interface ProcessMetricsParts {
   readonly options: ResolvedMetricsOptions;
   readonly store: IdStore;
   readonly dc: string;
   readonly keyspace: string;
-  /** Schedules the polls; its timers never keep the process alive. */
   readonly clock: Clock;
   readonly logger: Logger | undefined;
 }
 
-/** A handle as the metrics see it: its counters, and whether it still reads rows worth polling. */
+/** A handle: its counters, and whether it is still open (its rows worth polling). */
 export interface MeteredHandle extends StatsHandle {
   readonly state: string;
 }
 
-/** How long the SERIAL probe may take: as long as `idgen-cass status` gives it by default. */
+/** As long as `idgen-cass status` gives it by default. */
 const SERIAL_PROBE_TIMEOUT_MS = 3_000;
 
-/** The gauges set per sequence and DC (or shard) from the rows. */
 const DC_GAUGES = [
   'idgen_dc_ids_left',
   'idgen_dc_rate_ids_per_second',
@@ -51,19 +48,16 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
   readonly #handles = new Set<MeteredHandle>();
   readonly #parts: ProcessMetricsParts;
   readonly #failures: FailureLog<'poll'>;
-  /** Each sequence's rows at the previous poll: rates are measured between two polls. */
+  /** Each sequence's rows at the previous poll, to measure rates. */
   readonly #previous = new Map<string, SequenceSnapshot>();
-  /** The `dc` labels this process set the DC gauges for, by sequence (see #dropUnpolled). */
+  /** The `dc` labels set, by sequence. */
   readonly #gauged = new Map<string, Set<string>>();
   #cancelPoll: (() => void) | undefined;
-  /** The poll in flight, so that close() can wait for it before the store closes. */
+  /** close() waits for it before the store closes. */
   #polling: Promise<void> | undefined;
   #closed = false;
 
-  /**
-   * Registers the metrics on the registry (or finds them there) and starts the runway polls.
-   * @throws {InvalidOptionError} if the registry holds one of the names as another kind of metric.
-   */
+  /** @throws {InvalidOptionError} if the registry holds one of the names as another kind. */
   constructor(parts: ProcessMetricsParts) {
     this.#metrics = RegistryMetrics.of(parts.options.registry);
     this.#parts = parts;
@@ -72,7 +66,6 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
     this.#schedule();
   }
 
-  /** Counts `handle`'s IDs from now on, and polls its sequence's rows. */
   track(handle: MeteredHandle): void {
     this.#handles.add(handle);
   }
@@ -100,10 +93,7 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
     this.#metrics.counter('idgen_errors_total').inc({ sequence, code: codeOf(error) });
   }
 
-  /**
-   * Stops the polls (waiting for one in flight) and adds the handles' last counts; the metrics
-   * stay registered with their values. Call it after the handles closed, before the store.
-   */
+  /** Stops the polls, adds the handles' last counts. Call after the handles, before the store. */
   async close(): Promise<void> {
     this.#closed = true;
     this.#cancelPoll?.();
@@ -136,7 +126,7 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
 
   async #readRows(): Promise<void> {
     const { store, dc, keyspace, options } = this.#parts;
-    // A probe that fails or times out is reported, never thrown; it ends before the next poll.
+    // Reported, never thrown; it ends before the next poll.
     const timeoutMs = Math.min(SERIAL_PROBE_TIMEOUT_MS, options.runwayIntervalMs);
     const probe = await probeSerial(store, dc, timeoutMs);
     this.#metrics.gauge('idgen_serial_reachable').set({ dc }, probe.reachable ? 1 : 0);
@@ -154,13 +144,12 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
     else this.#pollFailed(failed.error, { sequence: failed.sequence });
   }
 
-  /** Counts a poll that failed (once, however many sequences it could not read) and logs it. */
+  /** Once per poll, however many sequences it could not read. */
   #pollFailed(error: unknown, fields: Record<string, unknown> = {}): void {
     this.#metrics.counter('idgen_runway_poll_failures_total').inc();
     this.#failures.failed('poll', error, fields);
   }
 
-  /** The sequences of the handles still open, once each. */
   #polledSequences(): Set<string> {
     const names = new Set<string>();
     for (const handle of this.#handles) {
@@ -169,10 +158,7 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
     return names;
   }
 
-  /**
-   * Takes the DC gauges of sequences no handle polls any more (all closed) off the registry:
-   * kept, their last values would read as current, a low runway firing alerts for good.
-   */
+  /** Kept, a closed sequence's last values would read as current (a low runway alerting on). */
   #dropUnpolled(polled: ReadonlySet<string>): void {
     for (const [sequence, dcs] of this.#gauged) {
       if (polled.has(sequence)) continue;
@@ -196,9 +182,7 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
       const labels = { sequence, dc: dc.dc };
       gauged.add(dc.dc);
       left.set(labels, Number(dc.left));
-      // Rows that may lag: no series rather than a stale one (the DC's own processes still report
-      // it). Rate and runway are undefined until two polls measured a rate, or while the DC holds
-      // no range: left unset.
+      // Rows that may lag: no series rather than a stale one. Undefined ones are left unset.
       if (dc.rowsNotCurrent !== undefined) {
         rate.remove(labels);
         runway.remove(labels);
@@ -211,6 +195,5 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
 }
 
 function codeOf(error: unknown): string {
-  // The label value of a failure that is not an IdGenError.
   return error instanceof IdGenError ? error.code : 'other';
 }

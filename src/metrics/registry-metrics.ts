@@ -1,8 +1,7 @@
 /**
  * The metric objects of one prom-client registry, shared by every allocator reporting to it.
  * Counters a handle keeps (`stats()`) are read at scrape time, adding what grew since the last
- * scrape, so the ID paths count nothing twice; durations and failures are reported as they
- * happen (observer.ts).
+ * one, so the ID paths count nothing twice; durations and failures come from observer.ts.
  */
 import type { Counter, Gauge, Histogram, Registry, RegistryContentType } from 'prom-client';
 
@@ -11,18 +10,16 @@ import { InvalidOptionError } from '../errors.js';
 import { promClientModule } from '../lazy-modules.js';
 import { DURATION_BUCKETS, METRICS, type MetricDescription } from './table.js';
 
-/** A sequence handle as the metrics read it. */
 export interface StatsHandle {
   readonly name: string;
   stats(): SequenceStats;
 }
 
-/** One allocator's handles, read at every scrape while it is attached. */
+/** One allocator's handles, read at every scrape while attached. */
 export interface StatsSource {
   handles(): Iterable<StatsHandle>;
 }
 
-/** The counters read from `stats()`, and how. */
 const COUNTED_FROM_STATS: Readonly<Record<string, (stats: SequenceStats) => number>> = {
   idgen_ids_issued_total: (stats) => stats.issued,
   idgen_waits_total: (stats) => stats.waits,
@@ -33,21 +30,21 @@ const COUNTED_FROM_STATS: Readonly<Record<string, (stats: SequenceStats) => numb
 };
 const WASTED = 'idgen_ids_wasted_total';
 const HELD = 'idgen_ids_held';
-/** Metrics whose values come from `stats()`: each refreshes them all when scraped. */
+/** Each of these refreshes them all when scraped. */
 const FROM_STATS = new Set([...Object.keys(COUNTED_FROM_STATS), WASTED, HELD]);
 
 type AnyMetric = Counter<string> | Gauge<string> | Histogram<string>;
 type AnyRegistry = Registry<RegistryContentType>;
 
-/** Registries and their metrics; weak, so that a registry dropped by its user is not kept. */
+/** Weak: a registry dropped by its user is not kept. */
 const byRegistry = new WeakMap<AnyRegistry, RegistryMetrics>();
 
 export class RegistryMetrics {
   readonly #metrics = new Map<string, AnyMetric>();
   readonly #sources = new Set<StatsSource>();
-  /** What each handle's counters were at the last scrape, by metric (and cause). */
+  /** Each handle's counters at the last scrape, by metric (and cause). */
   readonly #lastSeen = new WeakMap<StatsHandle, Map<string, number>>();
-  /** Every sequence a handle was seen for: its held gauge goes to 0, not away, once closed. */
+  /** A sequence's held gauge goes to 0, not away, once its handles closed. */
   readonly #sequences = new Set<string>();
 
   private constructor(registry: AnyRegistry) {
@@ -73,10 +70,8 @@ export class RegistryMetrics {
   }
 
   /**
-   * The metrics of `registry` (default: prom-client's `register`), registered on first use or
-   * reused.
-   * @throws {InvalidOptionError} if the registry holds a metric of one of these names but of
-   * another kind.
+   * The metrics of `registry` (default: prom-client's `register`), registered on first use.
+   * @throws {InvalidOptionError} if it holds one of these names as another kind of metric.
    */
   static of(registry: AnyRegistry = promClientModule().register): RegistryMetrics {
     const known = byRegistry.get(registry);
@@ -102,7 +97,6 @@ export class RegistryMetrics {
     return this.#typed(name, promClientModule().Histogram);
   }
 
-  /** Reads `source`'s handles at every scrape from now on. */
   attach(source: StatsSource): void {
     this.#sources.add(source);
   }
@@ -113,7 +107,7 @@ export class RegistryMetrics {
     this.#sources.delete(source);
   }
 
-  /** Brings the metrics read from `stats()` up to date; the `collect()` of each of them. */
+  /** The `collect()` of each metric read from `stats()`. */
   refresh(): void {
     const held = new Map<string, number>();
     for (const source of this.#sources) {
@@ -132,11 +126,8 @@ export class RegistryMetrics {
       const stats = handle.stats();
       const sequence = handle.name;
       this.#sequences.add(sequence);
-      let seen = this.#lastSeen.get(handle);
-      if (seen === undefined) {
-        seen = new Map();
-        this.#lastSeen.set(handle, seen);
-      }
+      const seen = this.#lastSeen.get(handle) ?? new Map<string, number>();
+      this.#lastSeen.set(handle, seen);
       const add = (key: string, value: number, inc: (delta: number) => void) => {
         const delta = value - (seen.get(key) ?? 0);
         // Counters only grow: a value read between two steps of a close is caught up later.
@@ -165,10 +156,7 @@ export class RegistryMetrics {
   }
 }
 
-/**
- * Whether a metric found on the registry can be used as `description`: same kind, same labels
- * (prom-client refuses label names it was not created with).
- */
+/** Same kind and labels (prom-client refuses label names it was not created with). */
 function fits(metric: unknown, description: MetricDescription): boolean {
   const { Counter, Gauge, Histogram } = promClientModule();
   const kind = { counter: Counter, gauge: Gauge, histogram: Histogram }[description.type];
@@ -180,11 +168,10 @@ function fits(metric: unknown, description: MetricDescription): boolean {
 }
 
 /**
- * Has a metric this code did not create also read this code's handles when scraped (its own
- * `collect()` first); else a counter read from `stats()` would never move.
+ * Has a metric this code did not create also read its handles when scraped (else it would never
+ * move). prom-client calls the `collect` kept on the metric, with the metric as `this`.
  */
 function collectToo(metric: AnyMetric, collect: () => void): void {
-  // prom-client calls the `collect` its constructor kept on the metric, with the metric as `this`.
   const held = metric as unknown as { collect?: (this: AnyMetric) => unknown };
   const before = held.collect;
   held.collect = async function (this: AnyMetric) {

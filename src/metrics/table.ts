@@ -1,25 +1,20 @@
 /**
- * Every metric idgen-cass exposes, in one table: the metrics are registered from it,
- * docs/metrics.md's table is checked against it, and the alert rules and dashboard may only name
- * what it names. Pure data; nothing here touches a registry.
+ * Every metric idgen-cass exposes: registered from this table, docs/metrics.md checked against
+ * it, and the alert rules and dashboard may name only what it names.
  */
 
 /** One metric as {@link metricsTable} describes it. */
 export interface MetricDescription {
-  /** The Prometheus name, e.g. `idgen_ids_issued_total`. */
+  /** The Prometheus name. */
   readonly name: string;
   readonly type: 'counter' | 'gauge' | 'histogram';
-  /** Label names, in the order they are documented. */
+  /** In the order they are documented. */
   readonly labels: readonly string[];
-  /** What it measures (also the `# HELP` line). */
+  /** Also the `# HELP` line. */
   readonly help: string;
 }
 
-/**
- * Bucket bounds of every duration histogram, in seconds: from a LOCAL_SERIAL round trip inside
- * one DC (about a millisecond) to a refill retried up to the default call deadline (10 s) and
- * beyond.
- */
+/** Seconds: from a LOCAL_SERIAL round trip to a refill retried past the default call deadline. */
 export const DURATION_BUCKETS: readonly number[] = Object.freeze([
   0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
 ]);
@@ -143,15 +138,7 @@ for (const metric of METRICS) {
   Object.freeze(metric.labels);
 }
 
-/**
- * Every metric idgen-cass registers when given `metrics`: name, type, labels and meaning. The
- * same table as in docs/metrics.md.
- *
- * @example
- * ```ts
- * for (const m of metricsTable()) console.log(m.name, m.type, m.labels.join(','));
- * ```
- */
+/** Every metric idgen-cass registers when given `metrics`, as docs/metrics.md lists them. */
 export function metricsTable(): readonly MetricDescription[] {
   return METRICS;
 }

@@ -1,7 +1,4 @@
-/**
- * The campaign's checker: pure, it trusts nothing but the recorded history (every ID each process
- * incarnation recorded, in order) and the rows read back after healing.
- */
+/** The campaign's checker: pure, it trusts only the recorded history and the rows read back. */
 import type { DcState, Grant } from '../../src/index.js';
 import { dcOfGrantee } from '../../src/names.js';
 
@@ -11,10 +8,7 @@ export interface RecordedIncarnation {
   readonly ending: string;
   /** The IDs it recorded, in the order handed out (concurrent callers: as calls resolved). */
   readonly ids: Float64Array;
-  /**
-   * Each call as it resolved (worker.ts): IDs recorded when it was made, where its IDs end in
-   * `ids`, how many it asked for. Absent: one caller, whose IDs must simply increase.
-   */
+  /** Its calls file (worker.ts); absent: one caller, whose IDs must simply increase. */
   readonly calls?: Float64Array | undefined;
   /** SIGKILLed without writing its history first: its last calls' entries may be missing. */
   readonly cutShort?: boolean | undefined;
@@ -28,41 +22,25 @@ export interface RowsAfter {
   readonly states: ReadonlyMap<string, DcState>;
 }
 
-export interface Duplicate {
-  readonly id: number;
-  /** Incarnations that recorded it (an incarnation twice if it recorded it twice). */
-  readonly by: readonly number[];
-}
-
-/** See {@link Verdict.uncoveredCalls}. */
+/** An incarnation whose calls do not cover exactly its IDs: where they end, and any beyond. */
 export interface UncoveredCalls {
   readonly incarnation: number;
   readonly recorded: number;
-  /** Where its last call's entry ends in the history (0 without one). */
   readonly covered: number;
-  /** The largest end an entry claims, when beyond the history. */
   readonly beyond?: number | undefined;
 }
 
-export interface GapCause {
-  readonly cause: string;
-  readonly ids: number;
-  readonly intervals: number;
-}
-
+/** What the checks found; optional fields are absent in older reports. */
 export interface Verdict {
   readonly valid: boolean;
   readonly drawn: number;
-  /**
-   * DCs (with a process or a grant) that recorded no ID: an empty history proves nothing, so it
-   * is not valid. Absent in older reports.
-   */
+  /** DCs (with a process or a grant) that recorded no ID: an empty history proves nothing. */
   readonly dcsWithoutIds?: readonly string[];
-  readonly duplicates: readonly Duplicate[];
+  /** The first few IDs recorded twice, with the incarnations that recorded each. */
+  readonly duplicates: readonly { readonly id: number; readonly by: readonly number[] }[];
   readonly duplicateCount: number;
   /** Incarnations whose IDs did not strictly increase, with the first offending position. */
   readonly nonMonotonic: readonly { readonly incarnation: number; readonly at: number }[];
-  /** Incarnations whose calls do not cover exactly their IDs; absent in older reports. */
   readonly uncoveredCalls?: readonly UncoveredCalls[];
   /** IDs outside the grants of the one grantee (DC or shard) the process drew its first ID from. */
   readonly outsideGrants: readonly { readonly incarnation: number; readonly id: number }[];
@@ -73,14 +51,16 @@ export interface Verdict {
    * IDs granted / recorded (distinct, inside grants) / still held by the final states / neither
    * (`lost`). `balanced`: no recorded ID lies in a held range, and held ranges lie inside grants.
    */
-  readonly reconciliation: {
-    readonly granted: number;
-    readonly drawn: number;
-    readonly held: number;
-    readonly lost: number;
+  readonly reconciliation: Readonly<Record<'granted' | 'drawn' | 'held' | 'lost', number>> & {
     readonly balanced: boolean;
   };
   readonly gapsByCause: readonly GapCause[];
+}
+
+interface GapCause {
+  readonly cause: string;
+  readonly ids: number;
+  readonly intervals: number;
 }
 
 const MAX_LISTED = 20;
@@ -89,7 +69,7 @@ const MAX_LISTED = 20;
 const OWNER_SPAN = 2 ** 21;
 const MAX_PACKED_ID = 2 ** 32;
 
-/** Judges a campaign's history against the rows; see {@link Verdict}. */
+/** Judges a campaign's history against the rows. */
 export function checkHistory(
   incarnations: readonly RecordedIncarnation[],
   rows: RowsAfter,
@@ -99,9 +79,8 @@ export function checkHistory(
   // 0. Something to judge: every DC recorded IDs (a sound-looking empty history is no evidence).
   const recordedByDc = new Map<string, number>();
   for (const grantee of rows.grants.keys()) recordedByDc.set(dcOfGrantee(grantee) ?? grantee, 0);
-  for (const { dc, ids } of incarnations) {
+  for (const { dc, ids } of incarnations)
     recordedByDc.set(dc, (recordedByDc.get(dc) ?? 0) + ids.length);
-  }
   const dcsWithoutIds = [...recordedByDc]
     .filter(([, count]) => count === 0)
     .map(([dc]) => dc)
@@ -277,10 +256,7 @@ export function callsCoverage({
 }
 
 /** The entry of `owned` (ascending, disjoint) whose grant holds `id`. */
-function findOwned<T extends { readonly grant: Grant }>(
-  owned: readonly T[],
-  id: number,
-): T | undefined {
+function findOwned<T extends { grant: Grant }>(owned: readonly T[], id: number): T | undefined {
   let low = 0;
   let high = owned.length - 1;
   while (low <= high) {
@@ -357,46 +333,20 @@ function reconcile(
       while (cursor < count && idAt(cursor) < min) cursor++;
       let next = min; // first ID of the grant not yet accounted for
       let previousOwner: number | undefined;
+      // Blames the granted IDs from `next` to `end` that no final state holds.
       const gapUntil = (end: number, followingOwner: number | undefined) => {
+        const cause = gapCause(previousOwner, followingOwner, endings);
+        const attribute = (a: number, b: number) => {
+          lost += b - a + 1;
+          blame(cause, b - a + 1);
+        };
         let from = next;
         for (const [a, b] of heldRanges) {
           if (b < from || a > end) continue;
-          if (a > from) {
-            attribute(from, a - 1, previousOwner, followingOwner);
-          }
+          if (a > from) attribute(from, a - 1);
           from = Math.max(from, b + 1);
         }
-        if (from <= end) attribute(from, end, previousOwner, followingOwner);
-      };
-      const attribute = (
-        a: number,
-        b: number,
-        before: number | undefined,
-        after: number | undefined,
-      ) => {
-        const size = b - a + 1;
-        lost += size;
-        if (before !== undefined && before === after) {
-          blame(
-            'skipped inside one process (a take() remainder, a nextIds() call that failed, or a claim whose outcome stayed unknown)',
-            size,
-          );
-        } else if (before === undefined) {
-          blame(
-            'start of a grant (a claim whose outcome stayed unknown, or a process gone before recording)',
-            size,
-          );
-        } else {
-          const ending = endings.get(before);
-          blame(
-            ending === 'killed'
-              ? 'process killed: its unused IDs'
-              : ending === 'terminated' || ending === 'closed-while-drawing'
-                ? 'closed: unused IDs not given back (claimed after, or the give-back stayed unknown)'
-                : `process ${ending ?? 'unknown'}: its unused IDs`,
-            size,
-          );
-        }
+        if (from <= end) attribute(from, end);
       };
       while (cursor < count) {
         const id = idAt(cursor);
@@ -413,4 +363,24 @@ function reconcile(
     .map(([cause, { ids, intervals }]) => ({ cause, ids, intervals }))
     .sort((a, b) => b.ids - a.ids);
   return { gapsByCause, held, lost };
+}
+
+/** Why granted IDs between `before`'s recorded ID and `after`'s were neither recorded nor held. */
+function gapCause(
+  before: number | undefined,
+  after: number | undefined,
+  endings: ReadonlyMap<number, string>,
+): string {
+  if (before !== undefined && before === after) {
+    return 'skipped inside one process (a take() remainder, a nextIds() call that failed, or a claim whose outcome stayed unknown)';
+  }
+  if (before === undefined) {
+    return 'start of a grant (a claim whose outcome stayed unknown, or a process gone before recording)';
+  }
+  const ending = endings.get(before);
+  if (ending === 'killed') return 'process killed: its unused IDs';
+  if (ending === 'terminated' || ending === 'closed-while-drawing') {
+    return 'closed: unused IDs not given back (claimed after, or the give-back stayed unknown)';
+  }
+  return `process ${ending ?? 'unknown'}: its unused IDs`;
 }

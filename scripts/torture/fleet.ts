@@ -1,7 +1,4 @@
-/**
- * The campaign's allocator processes: every incarnation is a real child process with its own
- * history file; the fleet starts them, signals them and remembers how each one ended.
- */
+/** The campaign's allocator processes (worker.ts): starts them, signals them, records their end. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -14,31 +11,19 @@ import type { WorkerFirstId, WorkerMode, WorkerSpec, WorkerSummary } from './wor
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const WORKER = path.join(ROOT, 'scripts', 'torture', 'worker.ts');
 
-/** How an incarnation ended (`running` until it has). */
-export type Ending =
-  | 'running'
-  /** SIGTERM: stopped drawing, then closed (gave its unused IDs back if it could). */
-  | 'terminated'
-  /** SIGUSR2: closed while still drawing. */
-  | 'closed-while-drawing'
-  /** SIGKILL, of its own after writing its history or ours (see {@link KillHow}): a crash. */
-  | 'killed'
-  /** Exited on its own with an error. */
-  | 'failed';
+/**
+ * What was done to an incarnation: `terminated` (SIGTERM), `closed-while-drawing` (SIGUSR2),
+ * `killed` (a crash, {@link KillHow}), or `failed` (exited on its own with an error).
+ */
+export type Ending = 'running' | 'terminated' | 'closed-while-drawing' | 'killed' | 'failed';
 
 /**
- * How a killed incarnation was killed. `flushed`: sent SIGHUP, on which it wrote its history and
- * SIGKILLed itself. `raw`: SIGKILLed by the fleet, its last IDs possibly unrecorded (but for a
- * paced process). `flush-timed-out`: still alive {@link FleetOptions.flushKillTimeoutMs} after
- * its SIGHUP, then SIGKILLed raw.
+ * `flushed`: sent SIGHUP, it wrote its history and SIGKILLed itself. `raw`: SIGKILLed by the
+ * fleet, its last IDs possibly unrecorded. `flush-timed-out`: alive too long after its SIGHUP.
  */
 export type KillHow = 'flushed' | 'raw' | 'flush-timed-out';
 
-/**
- * How long a worker sent SIGHUP has to write its history and kill itself before the fleet
- * SIGKILLs it. Generous: on a crowded machine its event loop may wait long, and a later kill
- * costs nothing (the handler records every ID handed out before it runs).
- */
+/** How long after SIGHUP a worker is SIGKILLed raw; a late kill loses nothing. */
 export const FLUSH_KILL_TIMEOUT_MS = 30_000;
 
 export interface ProcessExit {
@@ -58,7 +43,7 @@ export interface Incarnation {
   readonly liveness: boolean;
   ending: Ending;
   endedAt: number | undefined;
-  /** How its process exited: the ending says what was done to it, this what became of it. */
+  /** How its process exited, whatever was done to it. */
   exit: ProcessExit | undefined;
   stopped: boolean;
   killed: KillHow | undefined;
@@ -66,7 +51,7 @@ export interface Incarnation {
   connected: boolean;
   /** It printed its first-ID line: only such processes get the nemesis's process faults. */
   drawing: boolean;
-  /** SIGKILLed by `stopAll` for not ending after its SIGTERM: not the nemesis's doing. */
+  /** SIGKILLed by `stopAll` for not ending after its SIGTERM. */
   hungOnStop: boolean;
   summary: WorkerSummary | undefined;
   firstId: WorkerFirstId | undefined;
@@ -76,11 +61,9 @@ export interface Incarnation {
   /** Resolves when the worker is connected (or has exited). */
   readonly ready: Promise<void>;
   readyTimes: ReadyTimes | undefined;
-  /** Ms from its process's start to its main(), as its first line said. */
   startupMs: number | undefined;
 }
 
-/** Where a worker's time to connect went (its ready line). */
 export interface ReadyTimes {
   readonly startupMs: number;
   readonly connectMs: number;
@@ -93,9 +76,8 @@ export interface FleetOptions {
   readonly historyDir: string;
   /** The campaign's start (ms since the epoch), from which workers count their progress. */
   readonly startedAt: number;
-  /** A deliberately broken protocol variant every worker runs, for a negative control. */
   readonly mutation?: Mutation | undefined;
-  /** See {@link FLUSH_KILL_TIMEOUT_MS}. */
+  /** @default FLUSH_KILL_TIMEOUT_MS */
   readonly flushKillTimeoutMs?: number | undefined;
   /** Where each worker's stderr goes whole; the incarnation keeps its end. */
   readonly stderrDir?: string | undefined;
@@ -114,15 +96,7 @@ export class Fleet {
   start(
     dc: string,
     mode: WorkerMode,
-    extra: {
-      rate: number;
-      maxTake: number;
-      callers?: number | undefined;
-      maxRate?: number | undefined;
-      count?: number | undefined;
-      /** It connects only once {@link Fleet.go} lets it (worker.ts, `waitForGo`). */
-      waitForGo?: boolean | undefined;
-    },
+    extra: Pick<WorkerSpec, 'rate' | 'maxTake' | 'callers' | 'maxRate' | 'count' | 'waitForGo'>,
   ): Incarnation {
     const id = this.incarnations.length + 1;
     const name = path.join(this.options.historyDir, `${String(id).padStart(4, '0')}-${dc}-${mode}`);
@@ -226,8 +200,8 @@ export class Fleet {
   }
 
   /**
-   * Kills a process as a crash would. `flush` (once it is ready) lets it write its history first
-   * ({@link KillHow}). Returns whether the signal was sent: not to a process that has exited.
+   * Kills a process as a crash would; `flush` (once it is ready) lets it write its history first.
+   * Returns whether the signal was sent: not to a process that has exited.
    */
   kill(incarnation: Incarnation, how: 'flush' | 'raw' = 'flush'): boolean {
     incarnation.ending = 'killed';
@@ -247,7 +221,7 @@ export class Fleet {
     return sent;
   }
 
-  /** Lets a worker started with `waitForGo` connect and draw. */
+  /** Lets a worker started with `waitForGo` connect. */
   go(incarnation: Incarnation): void {
     incarnation.child.stdin?.end('go\n');
   }
@@ -276,7 +250,7 @@ export class Fleet {
     incarnation.child.kill('SIGTERM');
   }
 
-  /** SIGKILLs every worker not ended and says how many: a failed campaign's would outlive it. */
+  /** SIGKILLs every worker not ended, and says how many. */
   abandon(): number {
     let killed = 0;
     for (const incarnation of this.incarnations) {
@@ -287,10 +261,7 @@ export class Fleet {
     return killed;
   }
 
-  /**
-   * Stops every worker (or those `which` picks) gracefully and waits for them, SIGKILLing any that
-   * do not end within `timeoutMs`.
-   */
+  /** Stops the workers `which` picks and waits for them, SIGKILLing any not ended in `timeoutMs`. */
   async stopAll(
     which: (incarnation: Incarnation) => boolean = () => true,
     timeoutMs = 60_000,
@@ -312,13 +283,13 @@ export class Fleet {
   }
 }
 
-/** Ms from a worker's process start to its main(), from its whole first line, if it printed it. */
+/** Ms from a worker's process start to its main(), from its first line. */
 export function startupMsIn(stdout: string): number | undefined {
   const startupMs = wholeEventLine(stdout, 'started')?.['startupMs'];
   return typeof startupMs === 'number' ? startupMs : undefined;
 }
 
-/** The times of a worker's whole ready line, if it printed one. */
+/** The times of a worker's ready line. */
 export function readyTimesIn(stdout: string): ReadyTimes | undefined {
   const line = wholeEventLine(stdout, 'ready');
   const startupMs = line?.['startupMs'];
@@ -340,7 +311,7 @@ function wholeEventLine(stdout: string, event: string): Record<string, unknown> 
   }
 }
 
-/** The first-ID line of a worker's output, if it printed a whole one. */
+/** A worker's first-ID line. */
 export function firstIdIn(stdout: string): WorkerFirstId | undefined {
   return wholeEventLine(stdout, 'first-id') as WorkerFirstId | undefined;
 }

@@ -1,24 +1,14 @@
 /**
- * One allocator process of a torture campaign. It draws IDs in its mode and records every ID it
- * hands out in a binary history file (little-endian float64), buffered and written every 20 ms,
- * at 4096 IDs and before every wait of its own. The nemesis's kill is a SIGHUP: the worker writes
- * its buffer, then SIGKILLs itself, so the library dies as in a crash and the history is whole.
- * Only `paced` workers, which write each ID before their next call, are SIGKILLed raw. It also
- * counts its IDs by campaign second (progress.ts).
- *
- * Modes: `tight` awaits next() back to back; `paced` takes tryNext() ?? next() at a rate;
- * `take` asks for runs of 1..maxTake IDs; `callers` runs several loops on the one handle, each
- * call a next(), take() or nextIds(), one in 8 with a deadline of its own.
- *
- * Concurrent calls resolve in any order, so `callers` and `take` workers also write a calls file:
- * per call, [IDs recorded when it was made, its end in the history, the count asked]. A call must
- * hand out what it asked for, above every ID recorded before it was made, strictly increasing.
- *
- * Signals: SIGTERM stops drawing, then closes; SIGUSR2 closes while the loop keeps calling, then
- * exits; SIGHUP writes the history and SIGKILLs the process. After close() begins, a call made
- * later must get no ID, and the call in flight only the IDs the library had already taken.
- *
- *   node --import tsx scripts/torture/worker.ts '<json WorkerSpec>'
+ * One allocator process of a campaign: `node --import tsx scripts/torture/worker.ts '<WorkerSpec>'`.
+ * Records every ID it hands out in a float64 history file (written every 20 ms, at 4096 IDs and
+ * before each wait of its own), and counts them by second (progress.ts). Modes: `tight` next()
+ * back to back; `paced` tryNext() ?? next() at a rate, each ID written before the next call (so
+ * only these are SIGKILLed raw); `take` runs of 1..maxTake; `callers` several loops on one handle,
+ * each call a next(), take() or nextIds(), one in 8 with a deadline of its own. `callers` and
+ * `take` also write per call [IDs recorded when made, its end in the history, the count asked].
+ * Signals: SIGTERM stops, then closes; SIGUSR2 closes while drawing; SIGHUP writes the history and
+ * SIGKILLs itself. After close() begins a later call gets no ID, the one in flight only IDs the
+ * library had already taken.
  */
 import fs from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -44,32 +34,29 @@ export interface WorkerSpec {
   readonly rate: number;
   /** Largest run for `take` and `callers`. */
   readonly maxTake: number;
-  /** How many loops call at once in `callers` mode. */
+  /** Loops calling at once in `callers` mode. @default 4 */
   readonly callers?: number | undefined;
-  /** Most IDs per second `tight` and `take` draw: the checker holds every ID in memory. */
+  /** Most IDs per second of other modes: the checker holds every ID in memory. */
   readonly maxRate?: number | undefined;
   readonly historyFile: string;
-  /** `callers` and `take` modes: where it writes each call's bounds (see the top). */
+  /** Required in `callers` and `take` modes. */
   readonly callsFile?: string | undefined;
   readonly progressFile: string;
-  /** The campaign's start (ms since the epoch), from which the progress file's seconds count. */
+  /** The campaign's start (ms since the epoch), from which progress seconds count. */
   readonly startedAt: number;
-  /** Stop after this many IDs (liveness checks); unlimited when absent. */
+  /** Stop after this many IDs; unlimited when absent. */
   readonly count?: number | undefined;
-  /** Connect only once the fleet writes a line to stdin (a liveness worker started early). */
+  /** Connect only once a line arrives on stdin. */
   readonly waitForGo?: boolean | undefined;
-  /** A deliberately broken protocol variant (a negative control). */
   readonly mutation?: Mutation | undefined;
-  /** The seed of its own choices ({@link workerSeed}). @default 1 */
+  /** The seed of its own choices. @default 1 */
   readonly seed?: number | undefined;
 }
 
-/** The line a worker prints once it drew its first ID. */
+/** The line a worker prints once it drew its first ID: its grantee, and shard moves before. */
 export interface WorkerFirstId {
   readonly event: 'first-id';
-  /** The grantee its blocks come from: its DC, or a shard of it (`dc1/3`). */
   readonly shard: string;
-  /** Moves to another shard of its DC before its first block. */
   readonly shardMoves: number;
 }
 
@@ -81,26 +68,21 @@ export interface WorkerSummary {
   readonly firstErrors: Readonly<Record<string, string>>;
   readonly stats: Readonly<Record<string, unknown>>;
   readonly closedEarly: boolean;
-  /** IDs handed to it after close() began (see the top of this file). */
+  /** IDs handed to it after close() began. */
   readonly servedAfterClose: number;
   /** Of those, the IDs the library had not taken before close() began: any is a failure. */
   readonly closeViolations: number;
   /** The error outside those expected under faults (errors.ts) that stopped it; exit 1. */
   readonly unexpectedError?: { readonly code: string; readonly message: string } | undefined;
-  /** `callers` mode: calls whose own deadline passed. */
   readonly ownDeadlinesMissed?: number | undefined;
-  /** False for one told to stop before it could connect: it drew nothing. */
   readonly connected: boolean;
-  /** connect() calls that failed before the one that connected (or before it was told to stop). */
   readonly connectFailures: number;
 }
 
 const FLUSH_EVERY = 4096;
-/** How far ahead of `maxRate` a loop may draw before it waits: one timer per 10 ms at most. */
-const MAX_RATE_SLACK_MS = 10;
 const FLUSH_MS = 20;
-/** The most IDs a `callers` worker's wide nextIds() asks for: an HTTP request's most. */
-const WIDE_NEXT_IDS = SERVE_DEFAULTS.maxIdsPerRequest;
+/** How far ahead of `maxRate` a loop may draw before it waits. */
+const MAX_RATE_SLACK_MS = 10;
 
 /** Whether it drew until told to stop, without an error it must not retry past. */
 async function main(spec: WorkerSpec): Promise<boolean> {
@@ -116,6 +98,9 @@ async function main(spec: WorkerSpec): Promise<boolean> {
   const fd = fs.openSync(spec.historyFile, 'a');
   const callsFd = writesCalls ? fs.openSync(spec.callsFile!, 'a') : undefined;
   const progressFd = fs.openSync(spec.progressFile, 'a');
+  const closeFiles = () => {
+    for (const open of [fd, callsFd, progressFd]) if (open !== undefined) fs.closeSync(open);
+  };
   const progress = new ProgressCounter(spec.startedAt, (text) =>
     writeAll(progressFd, Buffer.from(text)),
   );
@@ -124,7 +109,7 @@ async function main(spec: WorkerSpec): Promise<boolean> {
   const calls = new Float64Array(3 * FLUSH_EVERY);
   let callsBuffered = 0;
   let lastFlush = Date.now();
-  /** Writes the IDs buffered, then the calls they end, then the progress (`last`: all of it). */
+  /** Writes the IDs, then the calls they end, then the progress (`last`: all of it). */
   const flush = (now = Date.now(), last = false) => {
     if (buffered > 0) {
       writeAll(fd, new Uint8Array(buffer.buffer, 0, buffered * 8));
@@ -161,7 +146,7 @@ async function main(spec: WorkerSpec): Promise<boolean> {
   if (connection.ids === undefined) {
     clearInterval(flushing);
     flush(Date.now(), true);
-    for (const open of [fd, callsFd, progressFd]) if (open !== undefined) fs.closeSync(open);
+    closeFiles();
     const summary: WorkerSummary = {
       ...{ event: 'done', drawn: 0, errors: {}, firstErrors: {}, stats: {} },
       ...{ closedEarly: false, servedAfterClose: 0, closeViolations: 0 },
@@ -250,7 +235,8 @@ async function main(spec: WorkerSpec): Promise<boolean> {
       } else if (kind === 'nextIds') {
         // One in 10 asks for up to three blocks (at most an HTTP request's most), so that it
         // waits for refills once it took IDs.
-        const wide = () => Math.min(WIDE_NEXT_IDS, 3 * Math.max(1, seq.stats().blockSize));
+        const wide = () =>
+          Math.min(SERVE_DEFAULTS.maxIdsPerRequest, 3 * Math.max(1, seq.stats().blockSize));
         const asked = u4! < 0.1 ? 1 + Math.floor(u5! * wide()) : count;
         const ids = await seq.nextIds(asked, own);
         for (const id of ids) record(id);
@@ -322,9 +308,7 @@ async function main(spec: WorkerSpec): Promise<boolean> {
   await Promise.all(Array.from({ length: loops }, loop));
   clearInterval(flushing);
   flush(Date.now(), true);
-  fs.closeSync(fd);
-  if (callsFd !== undefined) fs.closeSync(callsFd);
-  fs.closeSync(progressFd);
+  closeFiles();
   const stats = seq.stats();
   // A close() that throws must still leave a summary, or its code (an alarm) would go unseen.
   try {
@@ -359,8 +343,8 @@ function writeAll(fd: number, bytes: Uint8Array): void {
 
 /**
  * Connects, trying again every second until told to stop (then `ids` is undefined): a DC's nodes
- * may be down longer than any bound. A defect that keeps every connect failing still shows, as a
- * DC that draws nothing.
+ * may be down longer than any bound; a defect that keeps connects failing shows as a DC drawing
+ * nothing.
  */
 async function connectUntilStopped(
   spec: WorkerSpec,

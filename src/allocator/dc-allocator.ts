@@ -1,8 +1,6 @@
 /**
- * The DC level of one sequence in one DC: {@link DcAllocator} joins the LOCAL_SERIAL level
- * (dc-claims.ts), the SERIAL level (dc-grants.ts), range requests (range-requests.ts) and what
- * they share (dc-context.ts). A range request is where the levels meet: the DC state at
- * LOCAL_SERIAL says whether a range is needed, SERIAL grants it, LOCAL_SERIAL installs it.
+ * The DC level of one sequence in one DC: joins block claims (LOCAL_SERIAL), grants (SERIAL) and
+ * range requests, where the two meet.
  */
 
 import {
@@ -28,27 +26,25 @@ export interface DcAllocatorOptions {
   readonly store: IdStore;
   readonly dc: string;
   readonly settings: SequenceSettings;
-  /** Stamped on every state row opened; a row of another is refused. @default undefined */
+  /** Stamped on every state row opened; a row of another is refused. */
   readonly incarnation?: string | undefined;
-  /** @default real timers */
   readonly clock?: Clock | undefined;
-  /** Waits between lost CAS races. @default `clock.sleep` */
+  /** @default `clock.sleep` */
   readonly sleep?: ((ms: number) => Promise<void>) | undefined;
   readonly log?: Logger | undefined;
   readonly onRangeInstalled?: (() => void) | undefined;
-  /** Called at the read that shows the rows gone back, before the operation unwinds. */
+  /** Called at the read that shows the rows gone back. */
   readonly onRolledBack?:
     ((error: StateRolledBackError | SequenceRecreatedError) => void) | undefined;
   readonly observer?: AllocatorObserver | undefined;
-  /** Where the DC level counts; the handle's ledger keeps them across shard moves. @default own */
+  /** Kept across shard moves by the handle's ledger. @default own */
   readonly counters?: DcCounters | undefined;
-  /** Failed range requests, logged once per episode. @default own ({@link rangeFailureLog}) */
+  /** @default own ({@link rangeFailureLog}) */
   readonly failures?: FailureLog<'range'> | undefined;
-  /** This grantee's rollback marks, shared by the process's handles. @default own marks */
+  /** Shared by the process's handles. @default own */
   readonly marks?: RowMarks | undefined;
 }
 
-/** The log of sequence `name`'s failed range requests. */
 export function rangeFailureLog(
   name: string,
   log: Logger | undefined,
@@ -62,7 +58,6 @@ export function rangeFailureLog(
   return new FailureLog(log, { range }, observer && ((error) => observer.failed(name, error)));
 }
 
-/** One sequence in one DC; one instance per sequence handle. */
 export class DcAllocator {
   readonly counters: DcCounters;
   readonly failures: FailureLog<'range'>;
@@ -72,7 +67,6 @@ export class DcAllocator {
   private readonly claims: DcClaims;
   private readonly ranges: RangeRequests;
   private readonly observer: AllocatorObserver | undefined;
-  /** Ops of claim writes of unknown fate that DcClaims holds. */
   private readonly unresolvedOps = new Set<string>();
 
   constructor(options: DcAllocatorOptions) {
@@ -117,20 +111,15 @@ export class DcAllocator {
     return this.ctx.sequence;
   }
 
-  /** Takes sizes re-read after an alter; settings that move the domain never get here. */
+  /** Sizes re-read after an alter; the domain never moves. */
   updateSettings(settings: SequenceSettings): void {
     this.ctx.settings = settings;
   }
 
   /**
-   * Claims the next process block, getting a DC range first if the DC has none left. Lost races
-   * retry while `options.keepTrying()` holds; unknown outcomes up to {@link MAX_CAS_ATTEMPTS} in
-   * a row.
-   * @throws {SerialUnavailableError} if a DC range was needed and SERIAL could not be reached.
-   * @throws {SequenceExhaustedError} if the DC has no IDs left and the domain is spent.
-   * @throws {ContentionError} once `keepTrying()` says no after a lost race.
-   * @throws {InvariantError} or {@link StateRolledBackError} from a row read (nothing written).
-   * @throws {StoreUnavailableError} if LOCAL_SERIAL cannot be reached.
+   * Claims the next process block, getting a DC range first if needed.
+   * @throws {SerialUnavailableError}, {@link SequenceExhaustedError}, {@link ContentionError},
+   * {@link InvariantError}, {@link StateRolledBackError}, {@link StoreUnavailableError}.
    */
   async claimBlock(options: ClaimOptions = {}): Promise<ClaimedBlock> {
     const observer = this.observer;
@@ -144,28 +133,21 @@ export class DcAllocator {
   }
 
   /**
-   * Makes sure the DC has a preloaded range: installs a confirmed grant, or grants the next range
-   * at SERIAL and installs it. Concurrent callers share one request.
-   * @param known the DC state a claim just read, holding no ID to claim: the request starts from
-   *   it, and ends once a later read shows the DC holding IDs again (a second grant request would
-   *   only crowd SERIAL).
-   * @throws as {@link claimBlock}, and {@link ContentionError} after {@link MAX_CAS_ATTEMPTS}.
+   * Makes sure the DC has a preloaded range; concurrent callers share one request. With `known`
+   * (a claim's empty state) it ends once a read shows the DC holding IDs again.
+   * @throws as {@link claimBlock}.
    */
   ensureRange(known?: KnownState): Promise<void> {
     return this.ranges.ensure(known);
   }
 
-  /** Starts one background range request unless one is in flight or waiting for its retry. */
   requestRangeInBackground(): void {
     this.ranges.inBackground();
   }
 
   /**
-   * Gives back `[first, last]` by moving `lastInteger` back to `first - 1`, only if the state is
-   * the one this process's own latest write left and `lastInteger` is still `last`. Retried only
-   * after a write shown lost: one that might have been applied is never repeated, since others
-   * may have claimed the IDs in between.
-   * @returns how many IDs were returned (0 if they stay a gap).
+   * Gives back `[first, last]` if this process wrote the state last and nobody claimed after it;
+   * retried only after a write shown lost. Returns how many IDs went back.
    */
   returnBlock(first: bigint, last: bigint): Promise<bigint> {
     return this.claims.giveBack(first, last);
@@ -175,20 +157,15 @@ export class DcAllocator {
     return this.row.dcRate;
   }
 
-  /** The domain is spent and this DC holds no grant not yet installed; final. */
   get exhausted(): SequenceExhaustedError | undefined {
     return this.grants.exhausted;
   }
 
-  /**
-   * A claim write in flight may have been committed unseen (outcome unknown, state unmoved):
-   * leaving now would make its block a gap no counter shows.
-   */
+  /** A claim write of unknown outcome may yet commit: leaving now would hide its block. */
   get claimUnresolved(): boolean {
     return this.unresolvedOps.size > 0;
   }
 
-  /** Stops background range requests; waits for the one in flight. */
   close(): Promise<void> {
     return this.ranges.close();
   }
@@ -198,12 +175,11 @@ export class DcAllocator {
     if (spent !== undefined) throw spent;
     let given = known;
     for (let attempt = 1; ; attempt++) {
-      // Read before the grants (dc-grants.ts relies on it).
+      // Before the grants (dc-grants.ts relies on it).
       const state = given === undefined ? await this.row.read() : given.state;
       // A claim's request ends once another process of the DC brought IDs (see ensureRange).
       if (known !== undefined && given === undefined && remainingIn(state) > 0n) return;
       given = undefined;
-      // The DC has its next range already: nothing to ask SERIAL, on the partition every DC shares.
       if (state !== undefined && hasPreloaded(state)) return;
       if (attempt === 1 && state === undefined) {
         const first = await this.grants.firstGrantLocally();
@@ -221,7 +197,7 @@ export class DcAllocator {
         attempt = step.attempt;
         continue;
       }
-      // Another process may have installed grants since our state read; a fresh read decides.
+      // Another process may have installed grants since: a fresh read decides.
       const fresh = await this.row.read();
       if ((fresh?.installedGrant ?? 0) + 1 < step.latest) {
         throw this.ctx.broken(

@@ -1,7 +1,6 @@
 /**
- * The LOCAL_SERIAL level of one sequence in one DC: claims process blocks, installs grants the
- * SERIAL level (dc-grants.ts) confirmed, gives blocks back (docs/design.md, "Claiming a process
- * block", "Installing a grant"). The transitions and invariants are dc-state.ts's.
+ * The LOCAL_SERIAL level of one sequence in one DC: claims blocks, installs grants, gives blocks
+ * back (docs/design.md, "Claiming a process block", "Installing a grant").
  */
 
 import { randomUUID } from 'node:crypto';
@@ -17,10 +16,7 @@ import { claim, giveBack, hasPreloaded, installAndClaim, installGrant } from './
 import { NO_STATE, type DcStateRow } from './dc-state-row.js';
 import type { KnownState } from './range-requests.js';
 
-/**
- * How often a claim that needs a DC range tries to get one while SERIAL fails. A SERIAL
- * timeout on a loaded cluster is often transient; a real partition fails every attempt.
- */
+/** Tries of a range request while SERIAL fails: a timeout under load is often transient. */
 export const SERIAL_ATTEMPTS = 3;
 const SERIAL_RETRY_MS = 250;
 
@@ -28,29 +24,22 @@ const SERIAL_RETRY_MS = 250;
 export interface ClaimedBlock {
   readonly first: bigint;
   readonly last: bigint;
-  /** Size of the DC range the block was cut from. */
   readonly rangeSize: bigint;
   /** No preloaded range and `threshold` of the reserved one claimed: request a range. */
   readonly rangeLow: boolean;
 }
 
-/** How long a block claim (DcAllocator.claimBlock) goes on. */
+/** How long a block claim goes on, and what it asks for. */
 export interface ClaimOptions {
-  /**
-   * Asked after each lost race (and after each range installed by someone else): false ends the
-   * claim with a {@link ContentionError}. @default true for {@link MAX_CAS_ATTEMPTS} attempts
-   */
+  /** Asked after each lost race: false ends the claim. @default {@link MAX_CAS_ATTEMPTS} tries */
   readonly keepTrying?: (() => boolean) | undefined;
-  /**
-   * The block size to ask for, per attempt; clamped to `[blockSize, maxBlockSize]`, by
-   * {@link spreadOver}, and to what the range has left. @default `blockSize`
-   */
+  /** The block size to ask for, per attempt, within the sizes. @default `blockSize` */
   readonly size?: (() => number) | undefined;
   /** IDs waiting calls need from this one block; {@link spreadOver} keeps it. @default 0 */
   readonly need?: (() => number) | undefined;
 }
 
-/** A claim's block size (the grant ask), and what the block must hold at least. */
+/** A claim's block size, and what the block must hold at least. */
 export interface BlockAsk {
   readonly size: bigint;
   readonly floor: bigint;
@@ -59,7 +48,6 @@ export interface BlockAsk {
 type Claim = NonNullable<ReturnType<typeof claim>>;
 
 interface ClaimTally {
-  /** SERIAL failures not counted. */
   attempts: number;
   /** Writes in a row whose outcome stayed unknown. */
   unknowns: number;
@@ -68,13 +56,11 @@ interface ClaimTally {
   readonly keepTrying: () => boolean;
 }
 
-/** The LOCAL_SERIAL operations of one sequence in one DC (or shard), for one process. */
 export class DcClaims {
-  /** A grant shown at SERIAL, maybe not installed yet: block claims install it in their write. */
+  /** Confirmed at SERIAL, maybe not installed: block claims install it in their write. */
   private confirmed: Grant | undefined;
   private latestAsk = 0n;
 
-  /** @param needRange gets the DC a range when a claim finds none to claim from. */
   constructor(
     private readonly ctx: DcContext,
     private readonly row: DcStateRow,
@@ -82,12 +68,10 @@ export class DcClaims {
     private readonly needRange: (known: KnownState) => Promise<void>,
   ) {}
 
-  /** The size of this process's latest block request (a grant holds several). */
   get blockAsk(): bigint {
     return this.latestAsk;
   }
 
-  /** See DcAllocator.returnBlock. */
   async giveBack(first: bigint, last: bigint): Promise<bigint> {
     for (let attempt = 1; attempt <= MAX_CAS_ATTEMPTS; attempt++) {
       const state = await this.row.read();
@@ -95,7 +79,6 @@ export class DcClaims {
       if (state.op !== this.row.lastOwnOp && !mutated('give-back-on-any-state')) return 0n;
       const back = giveBack(state, first, last, randomUUID());
       if (back === undefined) return 0n;
-      // From here this process's own write may move last_integer below its blocks.
       this.ctx.seen.forgetClaims();
       const result = await this.row.write(state, back.next);
       if (isOurs(result.verdict)) return back.returned;
@@ -105,10 +88,8 @@ export class DcClaims {
     return 0n;
   }
 
-  /** See DcAllocator.claimBlock. */
   async claimBlock(options: ClaimOptions): Promise<ClaimedBlock> {
-    // Unknown-outcome writes, by op, whose state had not moved when read back: a later round may
-    // commit one, and its block is then ours alone (docs/design.md, "Claiming a process block").
+    // Unknown-outcome writes a later round may commit (docs/design.md, "Claiming a process block").
     const unresolved = new Map<string, Claim>();
     let version: number | undefined;
     try {
@@ -117,8 +98,7 @@ export class DcClaims {
       return claimed.block;
     } finally {
       for (const [op, { next, block }] of unresolved) {
-        // Dead if the claim committed the version it proposed (one op per version); one for an
-        // earlier version may have been committed by another process's round: a possible gap.
+        // Dead if the claim committed its version; else maybe committed by another round: a gap.
         if (next.version !== version) this.ctx.counters.wasted += idsIn(block);
         this.row.unresolvedOps.delete(op);
         this.row.committedOps.delete(op);
@@ -127,9 +107,8 @@ export class DcClaims {
   }
 
   /**
-   * The attempts of one claim, until a write is shown ours; after the first, each writes on the
-   * state the last write found, with no read. Every await stays in this loop: each extra async
-   * layer delays the store calls behind the process's other work.
+   * A claim's attempts until a write is shown ours; each after the first writes on the state the
+   * last one found. The awaits stay in this loop: each async layer delays the store calls.
    */
   private async claimRounds(
     options: ClaimOptions,
@@ -155,11 +134,9 @@ export class DcClaims {
       let state = found;
       let claimed = state === undefined ? undefined : this.claimFrom(state, ask, op);
       if (state === undefined) {
-        // First attempt: the plain-read guess, or the opening claim if it shows no state; else a
-        // read at LOCAL_SERIAL.
+        // The plain-read guess, or the opening claim if it shows no state, else a read.
         const guess = await this.row.guess();
         if (guess === NO_STATE) {
-          // state stays undefined: the write is the first one, `IF NOT EXISTS`.
           claimed = await this.openingClaim(ask, op);
         } else if (guess !== undefined) {
           state = guess;
@@ -172,7 +149,6 @@ export class DcClaims {
       }
       found = undefined;
       if (claimed === undefined) {
-        // The state just read starts the range request: no second LOCAL_SERIAL read of it.
         try {
           await this.needRange({ state });
         } catch (error) {
@@ -187,17 +163,15 @@ export class DcClaims {
       const last = await this.row.write(state, claimed.next);
       if (isOurs(last.verdict)) return this.confirmClaim(claimed);
       this.holdUnknown(last, state, op, claimed, unresolved);
-      // The round's own state (or the re-read's), checked as a read at LOCAL_SERIAL is.
       if (last.found !== undefined) found = this.row.checked(floor, last.found);
       const ours = this.takeCommitted(unresolved);
       if (ours !== undefined) return this.confirmClaim(ours);
       this.countFailedWrite(last, tally);
-      // Back off after a timeout too: retrying at once adds a proposer to the contended round.
+      // After a timeout too: retrying at once adds a proposer to the contended round.
       await this.ctx.backoff(tally.attempts);
     }
   }
 
-  /** A claim's ask, clamped to the sizes the claim started with, asked again per attempt. */
   private asker(options: ClaimOptions): () => BlockAsk {
     const { blockSize: least, maxBlockSize: most } = this.ctx.settings;
     const clamp = (n: number) => BigInt(Math.min(most, Math.max(least, n)));
@@ -207,11 +181,7 @@ export class DcClaims {
     });
   }
 
-  /**
-   * The wait before asking for a range again: a SERIAL failure is retried up to
-   * {@link SERIAL_ATTEMPTS} times, and is not a lost race.
-   * @throws the range request's failure otherwise.
-   */
+  /** The wait before a range request's next try; throws its failure when out of tries. */
   private serialRetryDelay(error: unknown, state: DcState | undefined, tally: ClaimTally): number {
     const serial = error instanceof StoreUnavailableError && error.level === 'serial';
     if (!serial || ++tally.serialFailures >= SERIAL_ATTEMPTS) {
@@ -227,10 +197,7 @@ export class DcClaims {
     }
   }
 
-  /**
-   * A write whose outcome stayed unknown after the re-read: if the state moved, it may have been
-   * applied and overwritten, so its block is a gap; else held in case a later round commits it.
-   */
+  /** An unknown outcome: a gap if the state moved, else held in case a later round commits it. */
   private holdUnknown(
     last: CasResult<DcState>,
     state: DcState | undefined,
@@ -247,13 +214,9 @@ export class DcClaims {
     }
   }
 
-  /**
-   * An unresolved write of this claim that a state seen since showed committed. Checked after
-   * each write: a commit seen in between (by the install) makes the next write rejected.
-   */
+  /** An unresolved write of this claim that a state seen since showed committed. */
   private takeCommitted(unresolved: Map<string, Claim>): Claim | undefined {
     const entries = [...unresolved];
-    // A negative control (mutations.ts) takes the first of them once any is seen committed.
     const any = mutated('committed-any') && entries.some(([op]) => this.row.committedOps.has(op));
     const entry = any ? entries[0] : entries.find(([op]) => this.row.committedOps.has(op));
     if (entry === undefined) return undefined;
@@ -264,10 +227,7 @@ export class DcClaims {
     return entry[1];
   }
 
-  /**
-   * A write shown lost is a lost race however reported, and asks `keepTrying`; only one whose
-   * fate stays unknown counts toward {@link MAX_CAS_ATTEMPTS}.
-   */
+  /** A lost write asks `keepTrying`; only unknown ones count toward {@link MAX_CAS_ATTEMPTS}. */
   private countFailedWrite(last: CasResult<DcState>, tally: ClaimTally): void {
     if (last.reported === 'rejected' || last.verdict === 'lost') {
       tally.unknowns = 0;
@@ -316,10 +276,7 @@ export class DcClaims {
     return this.transition(() => installAndClaim(state, grant, size, op));
   }
 
-  /**
-   * The claim from the plain-read guess ({@link DcStateRow.guess}, which says why it is safe);
-   * undefined if the guess shows nothing to claim, and the claim then reads at LOCAL_SERIAL.
-   */
+  /** The claim from the plain-read guess ({@link DcStateRow.guess} says why it is safe). */
   private claimFromGuess(state: DcState, ask: BlockAsk, op: string): Claim | undefined {
     try {
       return this.claimFrom(state, ask, op);
@@ -329,9 +286,8 @@ export class DcClaims {
   }
 
   /**
-   * With no state and grant 1 shown by a plain read, one `INSERT … IF NOT EXISTS` installs grant 1
-   * and claims a block; safe because it applies only where no state exists (docs/design.md, "A
-   * DC's first range, granted at creation"). Undefined without grant 1.
+   * With no state, installs grant 1 and claims in one `IF NOT EXISTS` write (docs/design.md, "A
+   * DC's first range, granted at creation").
    */
   private async openingClaim(ask: BlockAsk, op: string): Promise<Claim | undefined> {
     const first = await this.grants.firstGrantLocally();
@@ -340,10 +296,7 @@ export class DcClaims {
     return this.transition(() => installAndClaim(undefined, first, size, op));
   }
 
-  /**
-   * Installs `grant`, confirmed at SERIAL, from `known` (possibly stale). This process's claims
-   * carry it too until then, so it lands with whichever write wins first.
-   */
+  /** Installs `grant` from `known` (maybe stale); this process's claims carry it meanwhile. */
   async install(grant: Grant, known: DcState | undefined): Promise<void> {
     this.confirmed = grant;
     let state = known;
@@ -351,7 +304,6 @@ export class DcClaims {
     for (let attempt = 1; ; attempt++) {
       const from = state;
       const next = this.transition(() => installGrant(from, grant, randomUUID()));
-      // Installed by someone else, or it must wait for the preloaded range to be used.
       if (next === undefined) return;
       if (last !== undefined && attempt > MAX_CAS_ATTEMPTS) {
         throw this.ctx.outOfAttempts('install a DC range', attempt - 1, last, 'local_serial');
@@ -382,9 +334,8 @@ export class DcClaims {
 }
 
 /**
- * The block to cut from a range of `rangeSize` IDs: `ask.size`, at most 1/{@link GRANT_BLOCKS}
- * of the range, never below `ask.floor`, so one fast process cannot take a whole range and make
- * the DC's others wait on SERIAL. The next grant is sized from the full ask.
+ * `ask.size`, capped at 1/{@link GRANT_BLOCKS} of the range (never below `ask.floor`): one fast
+ * process must not take a whole range and make the DC's others wait on SERIAL.
  */
 export function spreadOver(rangeSize: bigint, ask: BlockAsk): bigint {
   const cap = rangeSize / GRANT_BLOCKS;

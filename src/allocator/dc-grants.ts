@@ -1,7 +1,6 @@
 /**
  * The SERIAL level of one sequence in one DC (docs/design.md, "Granting a DC range"): reads and
- * checks the grants partition every DC shares, and sends the grant batch. It never touches the
- * DC state, which a range request reads before asking here and installs into after.
+ * checks the grants, and sends the grant batch. It never touches the DC state.
  */
 
 import {
@@ -12,27 +11,20 @@ import {
 import type { DcState, Grant, GrantFound, GrantView } from '../store/port.js';
 import { isOurs, runConditionalWrite, type CasResult, type Judgement } from './cas.js';
 import { MAX_CAS_ATTEMPTS, type DcContext } from './dc-context.js';
-import { remainingIn } from './dc-state.js';
+import { min, remainingIn } from './dc-state.js';
 import { grantSizeFor, type GrantDemand as SizingDemand } from './sizing.js';
 import { globalWentBack, grantsWentBack, type Floor } from './watermarks.js';
 
-/** What a grant is sized by (sizing.ts), read when the batch is built. */
 export type GrantDemand = Pick<SizingDemand, 'rate' | 'block'>;
 
-/**
- * What a range request does next, after {@link DcGrants.nextGrant}:
- * - `install`: `grant` is confirmed at SERIAL; install it.
- * - `behind`: grant `latest` exists but is not the next to install; re-read the DC state.
- * - `reread`: start over from fresh reads; `attempt` is the last attempt used.
- */
+/** A range request's next step: install `grant`, re-read the DC state, or start over. */
 export type GrantStep =
   | { readonly kind: 'install'; readonly grant: Grant }
   | { readonly kind: 'behind'; readonly latest: number }
   | { readonly kind: 'reread'; readonly attempt: number };
 
-/** The grants of one sequence for one DC (or shard). */
 export class DcGrants {
-  /** Set once GLOBAL is at `max` with no grant pending for this DC (read at SERIAL); final. */
+  /** Set, for good, once GLOBAL is at `max` with no grant pending for this DC. */
   exhausted: SequenceExhaustedError | undefined;
 
   constructor(
@@ -41,8 +33,7 @@ export class DcGrants {
   ) {}
 
   /**
-   * The grant the DC should install next, given its state just read at LOCAL_SERIAL: one confirmed
-   * at SERIAL but not installed (its requester crashed or is slow), or a new one from the batch.
+   * The grant to install next on `state`: one granted but not installed, or a new one.
    * @throws {SequenceExhaustedError} if GLOBAL is at `max` and no grant is pending.
    */
   async nextGrant(state: DcState | undefined, attempt: number): Promise<GrantStep> {
@@ -51,7 +42,7 @@ export class DcGrants {
     const view = await this.readGrants();
     const latest = view.latest;
     const latestNumber = latest?.number ?? 0;
-    // State read before grants, and installed grants never outrun the latest: broken rows, no race.
+    // The state was read before the grants: not a race but broken rows.
     if (latestNumber < installed) {
       throw this.ctx.broken(
         `latest grant ${latestNumber} is older than installed grant ${installed}`,
@@ -67,19 +58,14 @@ export class DcGrants {
     return this.sendBatches(installed, view.globalLast, false, attempt);
   }
 
-  /**
-   * The blind first grant: with no state, on the first attempt, the batch for grant 1 goes without
-   * the reads at SERIAL, conditional on the highest GLOBAL known. Safe: the batch's own condition
-   * decides, and a round that rejects it answers with GLOBAL and grant 1.
-   */
+  /** Grant 1 without SERIAL reads, on the highest GLOBAL known: the batch's condition decides. */
   private blindFirstGrant(): Promise<GrantStep> {
     return this.sendBatches(0, this.ctx.seen.floor().globalLast, true, 1);
   }
 
   /**
-   * Grant batches for grant `installed + 1`, the first conditional on `globalLast` (`guessed`: not
-   * read at SERIAL), until one is ours or fresh reads are needed; after a loss, the next is
-   * conditional on GLOBAL as the losing round found it ({@link globalAfterLoss}).
+   * Batches for grant `installed + 1` until one is ours or fresh reads are needed; the first is
+   * conditional on `globalLast` (`guessed`: not read at SERIAL), later ones on what a loss found.
    */
   private async sendBatches(
     installed: number,
@@ -90,9 +76,7 @@ export class DcGrants {
     for (;;) {
       const { max } = this.ctx.settings;
       if (globalLast >= max) {
-        // Final only with no grant of this DC left to install: one made between the reads of
-        // the latest grant and GLOBAL can hide behind GLOBAL at `max`. From now on a grant read
-        // is final.
+        // A grant made between the reads of the latest grant and GLOBAL may still be pending.
         const final = await this.readGrants();
         if ((final.latest?.number ?? 0) > installed) return { kind: 'reread', attempt };
         this.exhausted = new SequenceExhaustedError(this.ctx.sequence, max, globalLast);
@@ -106,9 +90,8 @@ export class DcGrants {
       const floor = this.ctx.seen.floor();
       const last = await this.writeGrant(globalLast, grant);
       this.checkFound(last, floor);
-      // A guessed batch that found grant 1 cannot tell another starting process's grant from an
-      // older chain's whose DC state is gone (reinstalling it would serve IDs twice): fresh reads
-      // decide.
+      // A guessed batch cannot tell a starting peer's grant 1 from an older chain's whose state is
+      // gone (reinstalling that would serve IDs twice): fresh reads decide.
       if (guessed && last.reported === 'rejected' && last.found?.grant !== undefined) {
         return { kind: 'reread', attempt };
       }
@@ -145,10 +128,8 @@ export class DcGrants {
   }
 
   /**
-   * The DC's grant 1, if a plain LOCAL_QUORUM read shows it as the latest grant; undefined if not
-   * or if the read fails. Safe without SERIAL: grant rows are written only by Paxos commits, each
-   * number once, and the install is conditional on there being no DC state (docs/design.md, "A
-   * DC's first range, granted at creation").
+   * The DC's grant 1 if a plain read shows it as the latest; safe without SERIAL (docs/design.md,
+   * "A DC's first range, granted at creation").
    */
   async firstGrantLocally(): Promise<Grant | undefined> {
     let view: GrantView | undefined;
@@ -197,9 +178,8 @@ export class DcGrants {
       reread: async () => {
         const view = await this.readGrants();
         let latest = view.latest;
-        // Latest grant, then GLOBAL, each its own Paxos round: the first may miss our batch that
-        // the second finishes. So "lost" only once a grant read after a moved GLOBAL shows no
-        // grant `n`.
+        // Two Paxos rounds: the grant read may miss our batch that the GLOBAL read finishes. So
+        // "lost" only once a grant read after a moved GLOBAL shows no grant `n`.
         if ((latest?.number ?? 0) < grant.number && view.globalLast !== expectedGlobalLast) {
           latest = (await this.readGrants()).latest;
         }
@@ -217,10 +197,7 @@ export class DcGrants {
     return result;
   }
 
-  /**
-   * Checks what a rejecting round found as {@link readGrants} checks a read at SERIAL (which it
-   * is), before anything acts on it.
-   */
+  /** Checks what a rejecting round found as {@link readGrants} checks its read. */
   private checkFound(last: CasResult<GrantFound>, floor: Floor): void {
     const globalLast = last.found?.globalLast;
     if (last.reported !== 'rejected' || globalLast === undefined) return;
@@ -232,10 +209,7 @@ export class DcGrants {
     this.ctx.seen.raiseGrants(view);
   }
 
-  /**
-   * GLOBAL as the round that rejected our batch found it, if it found no grant `n`: the next batch
-   * may be conditional on it without re-reading, as the batch's condition decides (checked first).
-   */
+  /** GLOBAL as a losing round found it, if it found no grant `n`: the next batch's condition. */
   private globalAfterLoss(last: CasResult<GrantFound>): bigint | undefined {
     const globalLast = last.found?.globalLast;
     if (last.verdict !== 'lost' || last.found?.grant !== undefined) return undefined;
@@ -243,7 +217,6 @@ export class DcGrants {
   }
 
   private checkGrants(view: GrantView): void {
-    // Grants start at `start` (GLOBAL begins at start - 1), as check holds them to.
     const { start, max: high } = this.ctx.settings;
     const dc = this.ctx.dc;
     if (view.globalLast < start - 1n || view.globalLast > high) {
@@ -261,7 +234,7 @@ export class DcGrants {
         `DC "${dc}" grant ${g.number} [${g.min}, ${g.max}] is not within [${start}, ${high}]`,
       );
     }
-    // readGrants reads the latest grant before GLOBAL, so even a grant made in between is covered.
+    // The latest grant is read before GLOBAL, so even a grant made in between is covered.
     if (g.max > view.globalLast) {
       throw this.ctx.broken(
         `DC "${dc}" grant ${g.number} ends at ${g.max}, above GLOBAL last_integer ${view.globalLast}`,
@@ -271,9 +244,8 @@ export class DcGrants {
 }
 
 /**
- * Whose grant `n` is: ours if it has our bounds (a grant belongs to the DC, so an identical one
- * serves as well); lost if other bounds, or absent with GLOBAL past the value ours was
- * conditional on (GLOBAL only grows); else unknown (ours may still be in flight).
+ * Grant `n` is ours if it has our bounds (an identical one of the DC serves as well); lost if not,
+ * or if absent with GLOBAL moved; else unknown.
  */
 export function judgeGrant(
   found: GrantFound | undefined,
@@ -285,8 +257,4 @@ export function judgeGrant(
   }
   if (found?.globalLast !== undefined && found.globalLast !== expectedGlobalLast) return 'lost';
   return 'unknown';
-}
-
-function min(a: bigint, b: bigint): bigint {
-  return a < b ? a : b;
 }

@@ -1,18 +1,13 @@
 /**
- * The DC state (the scheme's DC row) as a model: derived views, the pure transitions the
- * protocol makes (docs/design.md, "Claiming a process block", "Installing a grant", "Returning
- * a block"), and the one list of its invariants, which the allocator enforces before every
- * write and `check` reports on stored rows.
- *
- * Every transition returns the next state with the version one higher and the operation id
- * given; it never decides whether the write may happen (the allocator does, through the
- * conditional write), only what it writes.
+ * The DC state as a model: pure transitions (each returns the next state, version one up, with the
+ * op given; whether it may be written is the conditional write's call) and the one list of its
+ * invariants, enforced by the allocator before each write and reported by `check`.
  */
 
 import type { DcState, Grant, SequenceSettings } from '../store/port.js';
 import { mutated } from '../mutations.js';
 
-/** Largest version a DC state may reach: versions are compared as JavaScript numbers. */
+/** Versions are compared as JavaScript numbers. */
 export const MAX_VERSION = Number.MAX_SAFE_INTEGER;
 
 /** A block claimed from the DC state: `[first, last]`, cut from the range `[rangeMin, rangeMax]`. */
@@ -28,22 +23,19 @@ export function hasPreloaded(state: DcState): boolean {
   return state.installedGrant === state.reservedGrant + 1;
 }
 
-/** The highest ID the DC holds a range up to: its preloaded range's end, else its reserved one's. */
+/** The highest ID the DC holds a range up to. */
 export function topOf(state: DcState): bigint {
   return hasPreloaded(state) ? state.preloadedMax : state.reservedMax;
 }
 
-/** IDs the DC still holds: the rest of its reserved range plus any preloaded range. */
+/** IDs the DC still holds. */
 export function remainingIn(state: DcState | undefined): bigint {
   if (state === undefined) return 0n;
   const reserved = state.reservedMax - state.lastInteger;
   return hasPreloaded(state) ? reserved + state.preloadedMax - state.preloadedMin + 1n : reserved;
 }
 
-/**
- * Whether the DC holds IDs to claim, all above `highest`. The whole reserved range counts: a
- * give-back may lower `lastInteger` to its start.
- */
+/** Whether the DC holds IDs to claim, all above `highest` (its whole reserved range counts). */
 export function holdsIdsAbove(state: DcState, highest: bigint): boolean {
   const holds = state.lastInteger < state.reservedMax || hasPreloaded(state);
   return holds && state.reservedMin > highest;
@@ -57,9 +49,8 @@ export function usedShare(state: DcState): number {
 }
 
 /**
- * Claims up to `blockSize` IDs: from the reserved range while it lasts, else from the start of
- * the preloaded range, which becomes the reserved one in the same write. Undefined when the DC
- * holds no ID (a DC range must be granted first).
+ * Claims up to `blockSize` IDs from the reserved range, else from the preloaded one, which becomes
+ * reserved. Undefined when the DC holds no ID.
  */
 export function claim(
   state: DcState,
@@ -92,10 +83,9 @@ export function claim(
 }
 
 /**
- * Installs confirmed grant `grant` (numbered `installedGrant + 1`): as the preloaded range, or,
- * for the DC's first grant, as a new state whose reserved and preloaded ranges both equal it.
- * Undefined when `state` cannot take it now (it still has a preloaded range, or already has the
- * grant); throws {@link RangeError} naming the broken rule when the grant does not follow.
+ * Installs confirmed grant `grant` as the preloaded range (the first one as a new state).
+ * Undefined when `state` cannot take it now.
+ * @throws {RangeError} naming the broken rule when the grant does not follow.
  */
 export function installGrant(
   state: DcState | undefined,
@@ -129,13 +119,7 @@ export function installGrant(
   };
 }
 
-/**
- * Installs confirmed grant `grant` and claims a block in one write: {@link installGrant}, then
- * {@link claim} from the result (which switches to the grant if the reserved range is spent),
- * as one transition: the version moves by one. With no state, grant 1 opens the state with the
- * block claimed (version 1). Undefined when `state` cannot take the grant now; throws
- * {@link RangeError} like {@link installGrant}.
- */
+/** {@link installGrant} then {@link claim}, as one transition (the version moves by one). */
 export function installAndClaim(
   state: DcState | undefined,
   grant: Grant,
@@ -149,10 +133,8 @@ export function installAndClaim(
 }
 
 /**
- * Gives `[first, last]` back: moves `lastInteger` to `first - 1`, only if `last` is still the
- * DC's `lastInteger` (nobody claimed after it). A run that starts before the reserved range
- * (it spans a switch) gives back only its part within the reserved range. Undefined when
- * nothing can be given back.
+ * Gives `[first, last]` (its part in the reserved range) back if nobody claimed after it;
+ * undefined when nothing can be given back.
  */
 export function giveBack(
   state: DcState,
@@ -170,8 +152,8 @@ export function giveBack(
 }
 
 /**
- * Why `state` (the row of `grantee`) is not the sequence loaded with `incarnation`: it carries
- * another (docs/design.md, "A sequence's rows are never deleted"); undefined if the same or none.
+ * Why `state` is not of the sequence loaded with `incarnation`, if it is not (docs/design.md, "A
+ * sequence's rows are never deleted").
  */
 export function otherIncarnation(
   grantee: string,
@@ -182,17 +164,12 @@ export function otherIncarnation(
   return `the state row of "${grantee}" (version ${state.version}) was written for another sequence of this name (incarnation ${state.incarnation}, loaded ${incarnation ?? 'none'})`;
 }
 
-/**
- * The state `retire-ranges` leaves (docs/design.md, "Rows that went back"): latest grant `grant`
- * reserved and spent to its end, nothing preloaded, whatever `state` held; the next claim asks
- * SERIAL for a grant above every ID ever granted.
- */
+/** The state a retire leaves: `grant` spent to its end (docs/design.md, "Rows that went back"). */
 export function retireTo(state: DcState | undefined, grant: Grant, op: string): DcState {
   const last = mutated('retire-keeps-last-integer') ? keptLast(state, grant) : grant.max;
   return onlyGrant(grant, last, (state?.version ?? 0) + 1, op);
 }
 
-/** A state holding `grant` alone, reserved and installed, nothing preloaded, at `lastInteger`. */
 function onlyGrant(grant: Grant, lastInteger: bigint, version: number, op: string): DcState {
   return {
     lastInteger,
@@ -207,17 +184,13 @@ function onlyGrant(grant: Grant, lastInteger: bigint, version: number, op: strin
   };
 }
 
-/**
- * The negative control 'retire-keeps-last-integer' (mutations.ts): `state`'s last_integer kept
- * inside `grant` (`grant.min - 1` if it lies below, as when the grant was never installed), so
- * the grant is not spent.
- */
+/** The negative control 'retire-keeps-last-integer': last_integer kept within `grant`. */
 function keptLast(state: DcState | undefined, grant: Grant): bigint {
   const last = state?.lastInteger ?? grant.min - 1n;
   return last < grant.min ? grant.min - 1n : min(last, grant.max);
 }
 
-/** Whether `state` already holds no ID below or in `grant` (what {@link retireTo} writes). */
+/** Whether `state` is what {@link retireTo} writes for `grant`. */
 export function spentAt(state: DcState | undefined, grant: Grant): boolean {
   return (
     state !== undefined &&
@@ -228,25 +201,16 @@ export function spentAt(state: DcState | undefined, grant: Grant): boolean {
   );
 }
 
-/** The invariants a DC state breaks, each kind with its own message. */
+/** The invariants a DC state breaks; the messages below say each. */
 export type DcStateViolationKind =
-  /** version is not a positive safe integer. */
   | 'version-invalid'
-  /** A range reaches outside the domain or has min above max. */
   | 'range-outside-domain'
-  /** last_integer is outside `[reserved_min - 1, reserved_max]`. */
   | 'last-integer-outside-reserved'
-  /** A grant number is not a positive integer, or installed_grant is neither reserved_grant nor one more. */
   | 'grant-numbers-invalid'
-  /** The preloaded range does not lie above the reserved one, or differs from it when nothing is preloaded. */
   | 'preloaded-mismatch'
-  /** The reserved range differs from the grant it names. */
   | 'reserved-mismatch'
-  /** A range names a grant the DC does not have. */
   | 'state-without-grant'
-  /** installed_grant is above the DC's latest grant number. */
   | 'installed-grant-ahead'
-  /** The DC holds IDs above GLOBAL's last_integer. */
   | 'state-above-global';
 
 export interface DcStateViolation {
@@ -257,21 +221,15 @@ export interface DcStateViolation {
 /** What the DC state is checked against besides itself. */
 export interface DcStateContext {
   readonly settings: Pick<SequenceSettings, 'start' | 'max'>;
-  /**
-   * The DC's grants known to the checker (ascending, or only the latest). Grants never change,
-   * so a grant named by the state must be among grants read after the state.
-   */
+  /** The DC's grants read after the state (all, or only the latest). */
   readonly grants?: readonly Grant[] | undefined;
-  /** Whether `grants` holds every grant of the DC (then a named grant that is missing is a violation). */
+  /** Whether `grants` holds every grant of the DC. */
   readonly allGrants?: boolean | undefined;
   /** GLOBAL's `last_integer`, read after the state. */
   readonly globalLast?: bigint | undefined;
 }
 
-/**
- * Every invariant `s` breaks, in a fixed order; empty when it is sound. The allocator throws the
- * first before it writes anything; `check` reports them all.
- */
+/** Every invariant `s` breaks, in order: the allocator throws the first, `check` lists all. */
 export function dcStateViolations(
   dc: string,
   s: DcState,
@@ -279,8 +237,7 @@ export function dcStateViolations(
 ): DcStateViolation[] {
   const out: DcStateViolation[] = [];
   const report = (kind: DcStateViolationKind, message: string) => out.push({ kind, message });
-  // Ranges come from grants, which start at `start` (GLOBAL begins at start - 1), as check holds
-  // them to; `min` may lie below.
+  // Grants start at `start`; `min` may lie below.
   const { start: low, max: high } = context.settings;
   const range = (a: bigint, b: bigint) => `[${a}, ${b}]`;
 
@@ -370,6 +327,6 @@ export function dcStateViolations(
   return out;
 }
 
-function min(a: bigint, b: bigint): bigint {
+export function min(a: bigint, b: bigint): bigint {
   return a < b ? a : b;
 }

@@ -1,9 +1,6 @@
 /**
- * Retiring a DC's ranges after its rows went back (docs/design.md, "Rows that went back"): each
- * state partition of the DC is set to its latest grant, spent to the end, so the next claim asks
- * SERIAL for a grant above every ID ever granted. Safe because grants and GLOBAL are committed
- * at SERIAL, so a majority of DCs holds them whatever one DC lost, and every ID the DC handed out
- * lies in one of its grants; nothing the DC state says is trusted.
+ * Retiring a DC's ranges after its rows went back: each state partition is set to its latest
+ * grant, spent (docs/design.md, "Rows that went back").
  */
 
 import { randomUUID } from 'node:crypto';
@@ -21,10 +18,8 @@ import { isOurs, runConditionalWrite } from './cas.js';
 import { judgeStateWrite } from './dc-state-row.js';
 import { otherIncarnation, remainingIn, retireTo, spentAt, topOf } from './dc-state.js';
 
-/** How often one state partition is read and written again when another write came first. */
 export const MAX_RETIRE_ATTEMPTS = 5;
 
-/** The prefix of a retire's ops, so that status can tell a retire's write from claims. */
 const RETIRE_OP = 'retire:';
 
 export function isRetireOp(op: string | undefined): boolean {
@@ -32,46 +27,25 @@ export function isRetireOp(op: string | undefined): boolean {
 }
 
 /**
- * Whose write left a partition spent at its latest grant, as far as the rows show (a write can
- * be applied yet reported rejected or unknown; only its op, or another op at the version it
- * would have taken, tells):
- * - `no-grant`: the DC has no grant yet; nothing written.
- * - `already-spent`: spent when first read; the retire wrote it again (see {@link retireOne}).
- * - `retired`: spent by a write of this retire.
- * - `spent-by-another`: spent by another writer; each write of this one was shown lost.
- * - `spent-unknown`: another op in the rows and a write of this one neither found nor shown
- *   lost: it may have been applied then replaced, so its gap is unknown.
+ * Whose write left a partition spent, as the rows show: none (`no-grant`), nobody's now
+ * (`already-spent`), this retire's, another's, or unknown (a write of ours may have applied).
  */
 export type RetireOutcome =
   'no-grant' | 'already-spent' | 'retired' | 'spent-by-another' | 'spent-unknown';
 
-/** What retiring did to one state partition of the DC (the DC itself, or one of its shards). */
+/** What retiring did to one state partition of the DC. */
 export interface RetiredState {
-  /** The DC (shard 0), or `dc/k` for shard k. */
   readonly grantee: string;
-  /** The latest grant read at SERIAL: the range retired; undefined if the DC has none yet. */
+  /** The range retired: the latest grant read at SERIAL. */
   readonly grant: Grant | undefined;
-  /** The state as this retire first read it at LOCAL_SERIAL. */
   readonly before: DcState | undefined;
   readonly outcome: RetireOutcome;
   readonly retired: boolean;
-  /**
-   * IDs the partition still held (reserved rest, preloaded range, an uninstalled latest grant)
-   * that this retire's applied writes took out of use: a gap. 0 unless `retired`.
-   */
+  /** IDs the partition still held that this retire took out of use. */
   readonly gap: bigint;
 }
 
-/**
- * Retires the ranges of every state partition of `dc`. Must run from a client whose local DC is
- * `dc`, with the sequence's processes there stopped: a running process holds blocks from the old
- * state, which could be handed out again.
- * @throws {InvariantError} if the grant level itself looks gone back (a DC state installed a
- * grant SERIAL does not show, or holds IDs above GLOBAL): no retiring makes that safe.
- * @throws {ContentionError} if writes kept coming first (processes of the DC still run).
- * @throws {StoreUnavailableError} if LOCAL_SERIAL or SERIAL cannot be reached, or a write's
- * outcome stayed unknown (retiring again is safe).
- */
+/** Retires every state partition of `dc` (run in `dc`); throws as {@link IdGen.retireDcRanges}. */
 export async function retireDcRanges(
   store: IdStore,
   stored: StoredSettings,
@@ -79,11 +53,11 @@ export async function retireDcRanges(
 ): Promise<readonly RetiredState[]> {
   const { settings, incarnation } = stored;
   const out: RetiredState[] = [];
-  // Shards only grow, so the settings read now name every state partition the DC ever had.
+  // Shards only grow: these are every partition the DC ever had.
   for (const grantee of granteesOf(dc, settings.shards)) {
     const retired = await retireOne(store, settings.name, grantee, incarnation);
     out.push(retired);
-    // The gap in the DC's usage counters. Outside the protocol: a failure only leaves them short.
+    // Outside the protocol: a failure only leaves the usage counters short.
     if (retired.gap > 0n) {
       await store
         .addDcUsage(settings.name, grantee, { retired: Number(retired.gap) })
@@ -93,25 +67,20 @@ export async function retireDcRanges(
   return out;
 }
 
-/** One write of a retire: the state it was conditional on, and the state it would write. */
 interface Attempt {
   readonly before: DcState | undefined;
   readonly latest: Grant;
   readonly next: DcState;
   applied: boolean;
-  /** Another op found at the version it would have taken: never applied, and never will be. */
+  /** Another op found at its version: never applied. */
   lost: boolean;
-  /** Written over a state already spent at `latest`: it retires nothing (see retireOne). */
+  /** Written over a state already spent: it retires nothing. */
   readonly seal: boolean;
 }
 
 /**
- * Retires one state partition. Its last write is always one of its own, applied, even on a
- * partition already spent (a seal: the same state, one version up): a stopped process's write
- * (say a give-back) may sit accepted by a minority, unseen by the LOCAL_SERIAL read, and the
- * next round would commit it, reopening IDs handed out before the rows went back. The retire's
- * own round either commits that write first (its condition fails, and it retries) or is
- * committed at a newer ballot, after which the older write never is.
+ * Retires one partition. Its last write is its own, applied, even on a spent partition (a seal):
+ * a write accepted by a minority would otherwise be committed by the next round, reopening IDs.
  */
 async function retireOne(
   store: IdStore,
@@ -134,13 +103,11 @@ async function retireOne(
     return { grantee, grant, before: first, outcome, retired: outcome === 'retired', gap };
   };
   for (let attempt = 1; attempt <= MAX_RETIRE_ATTEMPTS; attempt++) {
-    // The state first, then the grants, as a range request reads them: installed grants never
-    // outrun the latest grant, so with this order `installed > latest` means lost grants.
+    // The state before the grants: then `installed > latest` means lost grants.
     const before = await store.readDcState(sequence, grantee);
     if (attempt === 1) first = before;
     note(before);
-    // A row of another sequence of this name cannot be retired into this one: its IDs were
-    // handed out from grants this sequence's GLOBAL no longer covers.
+    // Another sequence's row: its IDs came from grants this GLOBAL does not cover.
     const other = before && otherIncarnation(grantee, before, incarnation);
     if (other !== undefined) {
       throw new SequenceRecreatedError(sequence, `${other}; nothing was retired there`);
@@ -171,7 +138,6 @@ async function retireOne(
         { cause: result.cause },
       );
     }
-    // Another op found: another write came first or after, or ours is in flight. Read again.
   }
   throw new ContentionError(sequence, RETIRE_OPERATION, MAX_RETIRE_ATTEMPTS);
 }
@@ -183,11 +149,7 @@ function spentBy(attempts: readonly Attempt[]): RetireOutcome {
   return retiring.every((a) => a.lost) ? 'spent-by-another' : 'spent-unknown';
 }
 
-/**
- * Refuses a grant level that went back (GLOBAL below the DC's latest grant, an installed grant
- * SERIAL does not show, IDs above GLOBAL): grants committed at SERIAL were lost, so a new grant
- * could overlap IDs handed out already.
- */
+/** Refuses a grant level that went back: a new grant could overlap IDs handed out already. */
 function checkGrantLevel(
   sequence: string,
   grantee: string,

@@ -160,10 +160,10 @@ export class Sequence<T extends number | bigint> {
    * const id = await orders.next({ timeoutMs: 200, signal: request.signal });
    * ```
    * @throws {ClosedError} after `close()`; {@link InvalidOptionError} for bad options.
-   * @throws {DeadlineError} if no ID came in time (`cause`: a {@link ContentionError} on lost races).
+   * @throws {DeadlineError} if no ID came in time (on lost races, `cause` is a ContentionError).
    * @throws {AbortedError} if `signal` fired first.
-   * @throws {IdGenError} the refill's failure: {@link SequenceNotFoundError},
-   * {@link DomainNeedsBigIntError}, {@link SerialUnavailableError}, {@link SequenceExhaustedError}…
+   * @throws {IdGenError} the refill's failure: {@link SequenceNotFoundError}, {@link
+   * DomainNeedsBigIntError}, {@link SerialUnavailableError}, {@link SequenceExhaustedError}, …
    */
   async next(options?: CallOptions): Promise<T> {
     if (options !== undefined) checkCallOptions(options);

@@ -1,7 +1,4 @@
-/**
- * Creating and altering settings: conditional writes at SERIAL, classified like every other
- * write (cas.ts), so that one applied but reported rejected or unknown is recognised by its op.
- */
+/** Creating and altering settings: conditional writes at SERIAL, recognised by their op. */
 
 import { randomUUID } from 'node:crypto';
 
@@ -20,9 +17,8 @@ import type { FirstGrant, IdStore, SequenceSettings, StoredSettings } from '../s
 import { isOurs, runConditionalWrite, type CasResult, type Judgement } from './cas.js';
 
 /**
- * Settings read at LOCAL_QUORUM or, when none are found there, at SERIAL: a create that timed
- * out may be committed in some DCs only, so a local miss does not prove absence. Without SERIAL
- * (a DC cut off) the local answer stands.
+ * Settings read locally, else at SERIAL: a create that timed out may be committed elsewhere only.
+ * Without SERIAL the local answer stands.
  */
 export async function readSettingsFound(
   store: IdStore,
@@ -40,30 +36,20 @@ export async function readSettingsFound(
 
 const UNREAD: unique symbol = Symbol('unread');
 
-/** Attempts of an alter while other alters change the settings first. */
 export const MAX_ALTER_ATTEMPTS = 5;
 
-/**
- * Op prefixes per kind of settings write: a create that finds another create's op knows it was
- * not applied (only an alter replaces a create's op); one that finds an alter's op cannot tell.
- */
+/** A create finding another create's op was not applied; one finding an alter's cannot tell. */
 const CREATE_OP = 'create:';
 const ALTER_OP = 'alter:';
 
-/**
- * Who made a sequence, as the settings show: `this` create (its op found, or reported applied);
- * `another` (another create's op or other IDs, so this one never applied, or found at SERIAL
- * before writing); `unknown` (an alter's op: this create may have applied, then been altered).
- */
+/** Who made a sequence; `unknown` when an alter's op hides whether this create applied. */
 export type SequenceCreator = 'this' | 'another' | 'unknown';
 
 /**
- * Creates the sequence with `settings` and `firstGrants` in one write; with `ifNotExists`, an
- * existing sequence's stored settings are returned instead.
- * @returns the settings stored, and who made the sequence.
- * @throws {SequenceExistsError} if it exists and not `ifNotExists` (`createdBy` says who).
- * @throws {StoreUnavailableError} if SERIAL cannot be reached, or the write's outcome stayed
- * unknown.
+ * Creates the sequence with `settings` and `firstGrants` in one write; returns the settings
+ * stored (with `ifNotExists`, an existing sequence's) and who made it.
+ * @throws {SequenceExistsError} if it exists and not `ifNotExists`.
+ * @throws {StoreUnavailableError} if SERIAL is unreachable or the outcome stayed unknown.
  */
 export async function createSettings(
   store: IdStore,
@@ -73,8 +59,7 @@ export async function createSettings(
   firstGrants: readonly FirstGrant[] = [],
   localDc?: string,
 ): Promise<{ readonly settings: SequenceSettings; readonly creator: SequenceCreator }> {
-  // A sequence found at SERIAL before anything is written was made by another, for certain (so a
-  // re-run of an idempotent seed is not left unsure). A failed read leaves it to the write.
+  // Found at SERIAL before writing: made by another, for certain. A failed read leaves it open.
   const existing = await store
     .readSequence(settings.name, 'serial')
     .catch((error: unknown): typeof UNREAD => {
@@ -86,7 +71,7 @@ export async function createSettings(
     throw new SequenceExistsError(settings.name, keyspace, [], 'another');
   };
   if (existing !== undefined && existing !== UNREAD) return madeByAnother(existing);
-  // SERIAL says no such sequence: any state row of it is left behind. Without SERIAL, say neither.
+  // No such sequence at SERIAL: any state row of it is left behind.
   const leftover = await leftoverStates(store, settings, [
     localDc,
     ...firstGrants.map(({ grantee }) => grantee),
@@ -99,7 +84,7 @@ export async function createSettings(
     );
   }
   if (leftover.length > 0) {
-    // Unless a create came in between, and its processes wrote them: then it exists.
+    // Unless a create came in between and its processes wrote them.
     const now = await store.readSequence(settings.name, 'serial');
     if (now !== undefined) return madeByAnother(now);
     throw new SequenceRecreatedError(
@@ -114,19 +99,15 @@ export async function createSettings(
     reread: () => store.readSequence(settings.name, 'serial'),
   });
   if (isOurs(result.verdict)) return { settings, creator: 'this' };
-  // Nothing found (a re-read that failed, or a create still in flight): nothing to tell from.
   if (result.found === undefined) throw unknownOutcome('create sequence', result);
-  // Another create's op is final; an alter's may follow ours, so "exists" would be a guess.
   const creator = result.verdict === 'lost' ? 'another' : 'unknown';
   if (ifNotExists) return { settings: result.found.settings, creator };
   throw new SequenceExistsError(settings.name, keyspace, [], creator);
 }
 
 /**
- * The grantees holding a state row of `settings.name` as plain reads here show them (every shard
- * of the keyspace's DCs and of `known`): a create over them would start GLOBAL below IDs they
- * handed out (docs/design.md, "A sequence's rows are never deleted"). Rows missed here are
- * refused later by their incarnation.
+ * The grantees a plain read shows holding a state row of the sequence: a create over them would
+ * start GLOBAL below IDs they handed out (docs/design.md, "A sequence's rows are never deleted").
  */
 async function leftoverStates(
   store: IdStore,
@@ -142,14 +123,8 @@ async function leftoverStates(
 }
 
 /**
- * Changes the sizes of sequence `name`. Each attempt validates the changes against the settings
- * it read and writes only if they are still those (their op), so concurrent alters never combine
- * into settings neither validated.
- * @returns the settings this alter wrote (its last attempt's, or an earlier one's found applied).
- * @throws {InvalidOptionError} if the changes do not fit the current settings.
- * @throws {SequenceNotFoundError} if it does not exist.
- * @throws {ContentionError} if other alters kept changing the settings first.
- * @throws {StoreUnavailableError} if SERIAL cannot be reached, or the write's outcome stayed unknown.
+ * Changes the sizes of sequence `name`, each attempt conditional on the settings it validated
+ * against; returns the settings it wrote. Throws as {@link IdGen.alterSequence}.
  */
 export async function alterSettings(
   store: IdStore,
@@ -157,12 +132,10 @@ export async function alterSettings(
   changes: AlterSequenceOptions,
   keyspace: string,
 ): Promise<SequenceSettings> {
-  // Every attempt's op with what it wrote: a later round may find an earlier attempt committed,
-  // and settings read with its op need not be what it wrote.
+  // What each attempt wrote: a later round may find an earlier attempt committed.
   const ours = new Map<string, SequenceSettings>();
   for (let attempt = 1; attempt <= MAX_ALTER_ATTEMPTS; attempt++) {
-    // At SERIAL after a lost race: a LOCAL_QUORUM read could still show the settings it lost to.
-    // And before "not found": a create that timed out may be committed in other DCs only.
+    // At SERIAL after a lost race (a local read could show what it lost to) and before "not found".
     const current =
       (await store.readSequence(name, attempt === 1 ? 'local' : 'serial')) ??
       (attempt === 1 ? await store.readSequence(name, 'serial') : undefined);
@@ -177,11 +150,9 @@ export async function alterSettings(
       judge: (found) => judgeSettingsWrite(found, ours),
       reread: () => store.readSequence(name, 'serial'),
     });
-    // Applied, or an op of ours found (maybe an earlier attempt's): what that attempt wrote.
     if (isOurs(result.verdict)) return ours.get(result.found?.op ?? op) ?? next;
     if (result.verdict === 'unknown') throw unknownOutcome('alter sequence', result);
-    // Another op after an unknown outcome: another alter won, or came after ours. Retrying would
-    // write over it.
+    // Another op after an unknown outcome may have come after ours: retrying would write over it.
     if (result.reported === 'unknown' && result.found?.op !== current.op) {
       throw unknownOutcome('alter sequence', result);
     }
@@ -189,10 +160,7 @@ export async function alterSettings(
   throw new ContentionError(name, ALTER_OPERATION, MAX_ALTER_ATTEMPTS);
 }
 
-/**
- * Ours if the settings carry one of our ops; lost if another (ours, conditional on the op before,
- * can no longer apply, though it may have); unknown if none were found after a create.
- */
+/** Ours if the settings carry one of our ops, lost if another, unknown if none were found. */
 function judgeSettingsWrite(
   found: StoredSettings | undefined,
   ours: ReadonlyMap<string, unknown>,
@@ -201,10 +169,7 @@ function judgeSettingsWrite(
   return ours.has(found.op) ? 'ours' : 'lost';
 }
 
-/**
- * A create is ours if the settings carry its op; lost if another create made them (its op, or
- * other IDs); unknown otherwise: none found yet, or an alter's op that may have replaced ours.
- */
+/** A create is ours if its op is found, lost if another create's or other IDs, else unknown. */
 function judgeCreate(
   found: StoredSettings | undefined,
   op: string,

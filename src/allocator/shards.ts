@@ -1,7 +1,6 @@
 /**
- * Where a handle claims from: one shard of its DC, picked at random, and the {@link DcAllocator}
- * there. It keeps its shard from its first block on; the moves before it, and from a spent shard,
- * are docs/design.md's ("Past one DC-state partition: shards").
+ * Where a handle claims from: a random shard of its DC and its {@link DcAllocator}; when it moves,
+ * see docs/design.md, "Past one DC-state partition: shards".
  */
 
 import type { Logger } from '../logger.js';
@@ -23,10 +22,10 @@ import type { Ledger } from './ledger.js';
 import type { AllocatorObserver } from './observer.js';
 import type { RowMarks } from './watermarks.js';
 
-/** Lost races in a row on one shard before a first-block claim moves to another shard. */
+/** Lost races in a row before a first-block claim moves to another shard. */
 export const MOVE_AFTER_LOST_RACES = 2;
 
-/** Why a handle moves (logged at debug); `spent` only to a shard whose ranges lie above its IDs. */
+/** Why a handle moves (logged at debug). */
 export type ShardMoveReason = 'lost races' | 'no IDs and no SERIAL' | 'shard spent';
 export const SHARD_MOVE_MESSAGE = 'moved to another shard';
 
@@ -43,16 +42,11 @@ export interface ShardsContext {
   readonly log: Logger | undefined;
   readonly observer: AllocatorObserver | undefined;
   readonly marks: ((grantee: string, start: bigint) => RowMarks) | undefined;
-  /** Counts moves and both levels' counts, and takes the usage counted on a shard left. */
   readonly ledger: Ledger;
   readonly onRangeInstalled: () => void;
-  /** Told when a read shows the rows gone back, or another incarnation's (DcAllocator). */
   readonly forfeit: (error: StateRolledBackError | SequenceRecreatedError) => void;
-  /** Whether the handle may still claim: not closing, closed or rolled back. */
   readonly isOpen: () => boolean;
-  /** Whether no block came to the handle yet (accepted or refused). */
   readonly beforeFirstBlock: () => boolean;
-  /** The highest ID the handle accepted, -1 before its first block. */
   readonly highestAccepted: () => bigint;
 }
 
@@ -62,11 +56,9 @@ export class Shards {
   private incarnation: string | undefined;
   private claimsFrom: string;
   private shard = 0;
-  /** Races the claim in flight lost on this shard. */
+  /** Of the claim in flight: races lost here, whether it gave up here, shards not to revisit. */
   private racesHere = 0;
-  /** Set when the claim in flight gave up on this shard to go on from another one. */
   private moveWanted = false;
-  /** Shards the claim in flight found spent (or empty with SERIAL unreachable): never revisited. */
   private spent = new Set<number>();
 
   constructor(context: ShardsContext) {
@@ -74,7 +66,6 @@ export class Shards {
     this.claimsFrom = context.dc;
   }
 
-  /** Its DC until loaded. */
   get grantee(): string {
     return this.claimsFrom;
   }
@@ -83,7 +74,7 @@ export class Shards {
     return this.current;
   }
 
-  /** Opens the allocator of a shard picked at random, for the sequence `incarnation` loaded. */
+  /** Opens the allocator of a random shard. */
   open(settings: SequenceSettings, incarnation: string | undefined): Loaded {
     this.incarnation = incarnation;
     return this.useShard(settings, Math.floor(Math.random() * settings.shards));
@@ -101,10 +92,7 @@ export class Shards {
     this.spent = new Set();
   }
 
-  /**
-   * The claim in flight lost a race. True when it is to move: the claim then ends with a
-   * {@link ContentionError}, which {@link moveAfterLostRaces} takes.
-   */
+  /** True when the claim in flight is to move: it then ends with a ContentionError. */
   lostRace(): boolean {
     this.racesHere++;
     if (!this.movesOn()) return false;
@@ -112,17 +100,14 @@ export class Shards {
     return true;
   }
 
-  /** The move after {@link lostRace} said so; races lost on a crowded shard are no failure. */
+  /** The move {@link lostRace} asked for; races lost on a crowded shard are no failure. */
   moveAfterLostRaces(error: unknown): Promise<void> | undefined {
     const held = this.current;
     if (held === undefined || !this.moveWanted || !(error instanceof ContentionError)) return;
     return this.moveShard(held, 'lost races');
   }
 
-  /**
-   * The domain and this shard are spent; another shard may still hold IDs above the handle's.
-   * Resolves true if it moved; undefined unless `error` says the domain is spent.
-   */
+  /** On a spent domain, moves to a shard holding IDs above the handle's; true if it moved. */
   moveFromSpent(error: unknown): Promise<boolean> | undefined {
     const held = this.current;
     if (held === undefined || !(error instanceof SequenceExhaustedError)) return;
@@ -137,10 +122,7 @@ export class Shards {
     return true;
   }
 
-  /**
-   * Before the first block, a claim whose shard holds no IDs while SERIAL cannot grant moves to a
-   * shard seen to hold IDs, never back to one found empty. Undefined if it does not move.
-   */
+  /** Moves a first claim from a shard with no IDs and no SERIAL; undefined if it does not. */
   moveFromEmpty(error: unknown): Promise<void> | undefined {
     const held = this.current;
     if (held === undefined || !this.movesOnFor(error)) return;
@@ -153,10 +135,7 @@ export class Shards {
     await this.moveShard(held, 'no IDs and no SERIAL', to);
   }
 
-  /**
-   * Gives the unused `run` back at close if nobody claimed after it (docs/design.md, "Returning a
-   * block on close()"); the rest is wasted: `dropped` if the rows went back, else `notReturned`.
-   */
+  /** Gives the unused `run` back at close; what does not go back is counted as waste. */
   async giveBack(
     held: number,
     run: { first: bigint; last: bigint } | undefined,
@@ -169,7 +148,7 @@ export class Shards {
     try {
       returned = await allocator.returnBlock(run.first, run.last);
     } catch (error) {
-      // Rows found gone back: the allocator told forfeit(), which logged it.
+      // Gone back: forfeit() logged it.
       if (error instanceof StateRolledBackError) ledger.failures.record(error);
       else ledger.failures.failed('return', error, { dc: this.grantee });
     }
@@ -178,7 +157,7 @@ export class Shards {
     log?.debug({ dc: this.grantee, ...fields }, 'closed');
   }
 
-  /** Not with a write of this claim of unknown outcome: its block would be a gap no counter shows. */
+  /** Not with a write of unknown outcome: its block would be a gap no counter shows. */
   private movesOn(): boolean {
     const held = this.current;
     return (
@@ -196,7 +175,6 @@ export class Shards {
     );
   }
 
-  /** Every move needs loaded settings with another shard, an open handle, and no block yet. */
   private mayMove(held: Loaded | undefined): held is Loaded {
     return (
       held !== undefined &&
@@ -206,7 +184,6 @@ export class Shards {
     );
   }
 
-  /** Moves the handle to shard `to` (or a random one) and closes the old allocator, unused. */
   private async moveShard(
     { allocator, settings: claimed }: Loaded,
     reason: ShardMoveReason,
@@ -219,7 +196,7 @@ export class Shards {
     const { ledger, log } = this.context;
     ledger.movedShard();
     const from = this.grantee;
-    // Its wasted IDs go to this shard's usage row for `status`. Not awaited: a caller may wait.
+    // Not awaited: a caller may wait.
     void ledger.reportNow(from);
     const others = settings.shards - 1;
     const shard = to ?? (this.shard + 1 + Math.floor(Math.random() * others)) % settings.shards;
@@ -229,9 +206,8 @@ export class Shards {
   }
 
   /**
-   * A random shard other than this one and `spent` whose DC state, read locally, holds IDs all
-   * above those the handle accepted. A range's start only grows, so a stale read never shows one
-   * too high; it costs at most one more move.
+   * A random other shard whose state, read locally, holds IDs above the handle's. A range's start
+   * only grows: a stale read costs at most one more move.
    */
   private async shardWithIdsAbove({ settings }: Loaded): Promise<number | undefined> {
     const { store, name, dc } = this.context;
@@ -252,7 +228,6 @@ export class Shards {
     return above.length === 0 ? undefined : above[Math.floor(Math.random() * above.length)];
   }
 
-  /** Claims from `shard` from now on, with a new DC allocator counting into the ledger. */
   private useShard(settings: SequenceSettings, shard: number): Loaded {
     const context = this.context;
     this.shard = shard;

@@ -115,7 +115,7 @@ export class FaultInjector {
     Object.assign(this.calls, zeroCalls());
   }
 
-  /** Counts the call, waits its latency, runs its non-CAS faults. @throws {StoreUnavailableError} */
+  /** Counts the call, waits its latency, runs its non-CAS faults. @throws StoreUnavailableError */
   async enter(op: StoreMethod, sequence?: string, dc?: string): Promise<Entered> {
     this.calls[op]++;
     let reply: Promise<unknown> | undefined;

@@ -50,7 +50,7 @@ export interface MemoryStoreOptions {
   readonly latencyMs?: number | undefined;
   /** How many writes behind the latest a plain DC-state read answers. @default 0 */
   readonly plainReadLag?: number | undefined;
-  /** The nodes `readNodeSettings()` reports. @default one node in dc1, with {@link MemoryNode}'s defaults */
+  /** What `readNodeSettings()` reports. @default one node in dc1, as {@link MemoryNode} says */
   readonly nodeSettings?: readonly MemoryNode[] | undefined;
   /** What `readReplicaDcs()` answers (undefined: not NetworkTopologyStrategy). @default undefined */
   readonly replicaDcs?: readonly string[] | undefined;

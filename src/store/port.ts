@@ -29,7 +29,7 @@ export interface SequenceSettings {
   readonly maxDcRangeSize: bigint;
   /** Seconds a cut-off DC must keep serving at its rate; sizes grants. 0: fixed `dcRangeSize`. */
   readonly autonomySeconds: number;
-  /** State partitions per DC; only grows (docs/design.md, "Past one DC-state partition: shards"). */
+  /** State partitions per DC; only grows (design.md, "Past one DC-state partition: shards"). */
   readonly shards: number;
 }
 

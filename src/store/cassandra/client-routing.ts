@@ -1,7 +1,6 @@
 /**
- * Where a driver client sends our statements, and the check of a user's client: LOCAL_SERIAL
- * rounds for one DC's state coordinated in two DCs would use disjoint quorums, and two processes
- * could claim the same block (docs/design.md, "The client").
+ * Where a driver client sends our statements, and the check of a user's client (docs/design.md,
+ * "The client").
  */
 
 import cassandra from 'cassandra-driver';
@@ -21,7 +20,6 @@ export interface DriverClientOptions {
   };
 }
 
-/** The parts of a driver client at runtime that its typings leave out. */
 interface DriverClientInternals {
   readonly options?: DriverClientOptions;
   readonly profileManager?: {
@@ -29,7 +27,6 @@ interface DriverClientInternals {
   };
 }
 
-/** The options a client was built with, as the driver keeps them at runtime. */
 export function runtimeOptionsOf(client: cassandra.Client): DriverClientOptions | undefined {
   return (client as unknown as DriverClientInternals).options;
 }
@@ -50,19 +47,14 @@ export function localDataCenterOf(client: cassandra.Client): string | undefined 
   if (options === undefined || !options.has('localDataCenter')) return undefined;
   const fromPolicy = options.get('localDataCenter');
   if (typeof fromPolicy === 'string' && fromPolicy !== '') return fromPolicy;
-  // A DC-aware policy without its own DC takes the client's when it is initialised (connect()).
+  // A DC-aware policy without its own DC takes the client's on connect().
   const fromClient = runtimeOptionsOf(client)?.localDataCenter;
   return typeof fromClient === 'string' && fromClient !== '' ? fromClient : undefined;
 }
 
 /**
- * Checks that a connected client the user passes in routes every statement within one DC, and
- * returns that DC.
- *
- * @param requestedDc the `localDataCenter` option given beside the client, if any.
- * @throws {@link InvalidOptionError} naming the profile and the policy when the client's routing
- *   is not local to one DC, routes elsewhere than its own `localDataCenter`, or uses hosts of
- *   other DCs; naming `localDataCenter` when it differs from the client's or is not in the cluster.
+ * Returns the one DC a connected user's client routes every statement within.
+ * @throws {@link InvalidOptionError} when it routes to several or to another than `requestedDc`.
  */
 export function checkClientRouting(
   client: cassandra.Client,
@@ -96,7 +88,6 @@ export function checkClientRouting(
   const dcs = datacentersOf(client);
   if (!dcs.includes(localDataCenter)) throw unknownDataCenter(localDataCenter, dcs);
 
-  // LOCAL_SERIAL is only safe coordinated in the local DC: ignore every other DC's host.
   const ignored = cassandra.types.distance.ignored;
   const remoteInUse = client.hosts
     .values()
@@ -112,12 +103,10 @@ export function checkClientRouting(
   return localDataCenter;
 }
 
-/** The datacenters of the hosts a connected client knows, sorted. */
 export function datacentersOf(client: cassandra.Client): string[] {
   return [...new Set(client.hosts.values().map((host) => host.datacenter))].sort();
 }
 
-/** The error for a local datacenter the cluster does not have, listing those it has. */
 export function unknownDataCenter(dc: string, known: readonly string[]): InvalidOptionError {
   return new InvalidOptionError(
     'localDataCenter',

@@ -1,8 +1,6 @@
 /**
- * Opening the Cassandra client. LOCAL_SERIAL statements must be coordinated in the client's own
- * DC (its replicas are the Paxos quorum of its DC-state partitions), so load balancing must be
- * DC-aware with no remote-DC hosts: a client we build is; a user's client is checked
- * (client-routing.ts).
+ * Opening the Cassandra client: DC-aware load balancing with no remote-DC hosts, so LOCAL_SERIAL
+ * is coordinated in the local DC (docs/design.md, "The client"); a user's client is checked.
  */
 
 import cassandra from 'cassandra-driver';
@@ -22,49 +20,28 @@ import { MAX_TIMER_MS } from '../../timers.js';
 
 /** Where and how to reach Cassandra. */
 export interface ConnectionOptions {
-  /**
-   * Addresses (`host` or `host:port`) of nodes in the local datacenter. Required unless
-   * `client` is given.
-   */
+  /** Nodes of the local datacenter (`host` or `host:port`). Required unless `client` is given. */
   contactPoints?: readonly string[];
-  /**
-   * The datacenter this process runs in, as Cassandra names it (`nodetool status`). Every
-   * statement is coordinated by a node of this DC. Required unless `client` is given.
-   */
+  /** This process's datacenter, as Cassandra names it. Required unless `client` is given. */
   localDataCenter?: string;
-  /**
-   * Keyspace holding the idgen tables. Letters, digits and `_`, starting with a letter (at most
-   * 48). Used quoted, so it is case-sensitive.
-   */
+  /** Keyspace of the idgen tables: letters, digits and `_` (at most 48); case-sensitive. */
   keyspace: string;
   /** User for `PlainTextAuthProvider`. @default no authentication */
   username?: string;
-  /** Password for `username`. Never logged. @default no authentication */
+  /** Password for `username`; never logged. @default no authentication */
   password?: string;
-  /**
-   * Any other authentication (Kerberos, LDAP, a custom provider): the driver's `authProvider`.
-   * Cannot be combined with `username`.
-   * @default no authentication
-   */
+  /** Any other driver `authProvider`; not with `username`. @default no authentication */
   authProvider?: cassandra.auth.AuthProvider;
-  /**
-   * TLS options for every connection, as Node's `tls.connect()` takes them. `{}` enables TLS with
-   * the system's CAs. Certificates are verified unless you set `rejectUnauthorized: false`.
-   * @default plain TCP
-   */
+  /** TLS options as `tls.connect()` takes them; certificates are verified. @default plain TCP */
   sslOptions?: import('node:tls').ConnectionOptions;
   /**
-   * Milliseconds one request may take before the client gives up on it (its outcome is then
-   * unknown and resolved by a re-read). Keep it above Cassandra's CAS timeout
-   * (`cas_contention_timeout` + `write_request_timeout`) and below `callTimeoutMs`.
-   * Schema changes get at least 12000.
+   * Ms before a request's outcome is unknown; keep it above Cassandra's CAS timeout and below
+   * `callTimeoutMs`. Schema changes get at least 12000.
    * @default 5000
    */
   requestTimeoutMs?: number;
   /**
-   * Any other option of the driver's `Client`, passed through. What the protocol depends on
-   * (contact points, `localDataCenter`, DC-local load balancing, execution profiles, each
-   * statement's consistency, timeout and retry policy) is set by idgen-cass.
+   * Other driver `Client` options; what the protocol depends on is set by idgen-cass.
    * @default the driver's defaults
    */
   driverOptions?: Omit<
@@ -72,8 +49,8 @@ export interface ConnectionOptions {
     'contactPoints' | 'localDataCenter' | 'keyspace' | 'profiles' | 'authProvider' | 'sslOptions'
   >;
   /**
-   * A client of your own to share. Its load balancing must be DC-aware with a local DC and no
-   * remote-DC hosts (the driver's default policy is). idgen-cass never shuts it down.
+   * A client to share; its load balancing must be DC-local (the driver's default is). Never shut
+   * down by idgen-cass.
    * @default a client built from the options above, shut down by `close()`
    */
   client?: cassandra.Client;
@@ -92,11 +69,7 @@ const CONNECTION_KEYS = everyKeyOf<ConnectionOptions>()([
   'client',
 ]);
 
-/**
- * Refuses a key of `options` that is neither a connection option nor one of the entry's own
- * (`others`): a misspelt one would be ignored.
- * @throws {InvalidOptionError} naming it.
- */
+/** @throws {InvalidOptionError} for a key neither a connection option nor in `others`. */
 export function checkConnectionKeys(options: object, others: readonly string[]): void {
   checkKeys(options, [...CONNECTION_KEYS, ...others]);
 }
@@ -108,7 +81,6 @@ export const SCHEMA_CHANGE_TIMEOUT_MS = 12_000;
 const CLIENT_CONSISTENCY = cassandra.types.consistencies.localQuorum;
 const CONNECT_TIMEOUT_MS = 5_000;
 
-/** What {@link openClient} hands back. */
 export interface OpenedClient {
   readonly client: cassandra.Client;
   /** Whether {@link openClient} built the client, which its user must then shut down. */
@@ -128,16 +100,14 @@ const OWN_DRIVER_OPTIONS: Readonly<Record<string, string>> = {
 
 /**
  * Uses `options.client` (connecting it if needed) or builds and connects a DC-aware client.
- *
- * @throws {@link InvalidOptionError} for missing or bad options, an unknown `localDataCenter`,
- *   or a given client whose load balancing is not DC-local.
- * @throws {@link StoreUnavailableError} (level `local`) when no contact point can be reached.
+ * @throws {@link InvalidOptionError} for bad options, an unknown DC or a client not DC-local.
+ * @throws {@link StoreUnavailableError} when no contact point can be reached.
  */
 export async function openClient(
   options: Omit<ConnectionOptions, 'keyspace'> & { keyspace?: string },
 ): Promise<OpenedClient> {
   if (options.client !== undefined) {
-    requestTimeoutOf(options); // the store sets it on every request of the user's client
+    requestTimeoutOf(options); // validated: the store sets it on each request
     return adoptClient(options.client, options.localDataCenter);
   }
   const { clientOptions, contactPoints, localDataCenter } = buildClientOptions(options);
@@ -146,7 +116,7 @@ export async function openClient(
     contactPoints,
     localDataCenter,
   );
-  // The driver checks this too; checked here so that the error names the option.
+  // Checked here too so that the error names the option.
   const dcs = datacentersOf(client);
   if (!dcs.includes(localDataCenter)) {
     await client.shutdown().catch(() => undefined);
@@ -155,11 +125,7 @@ export async function openClient(
   return { client, ownsClient: true, localDataCenter };
 }
 
-/**
- * `requestTimeoutMs`, or the default.
- * @throws {InvalidOptionError} unless it is a number of milliseconds above 0 that one Node timer
- *   holds: the driver times each request with one, which past that fires after 1 ms.
- */
+/** `requestTimeoutMs` or the default; at most MAX_TIMER_MS, past which a timer fires at once. */
 function requestTimeoutOf(options: Pick<ConnectionOptions, 'requestTimeoutMs'>): number {
   const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   if (
@@ -176,9 +142,8 @@ function requestTimeoutOf(options: Pick<ConnectionOptions, 'requestTimeoutMs'>):
 }
 
 /**
- * The driver options of a client built for idgen-cass, after validating the connection options:
- * the user's `driverOptions`, TLS and authentication, with what the protocol depends on (contact
- * points, local DC, DC-aware load balancing, timeouts) set on top.
+ * Validates the connection options; the user's driver options, TLS and authentication with what
+ * the protocol depends on set on top.
  * @throws {@link InvalidOptionError} naming the first bad option.
  */
 export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' | 'client'>): {
@@ -198,7 +163,6 @@ export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' |
   for (const option of ['username', 'password'] as const) {
     const value = options[option];
     if (value !== undefined && typeof value !== 'string') {
-      // A password is never shown, even one of the wrong type.
       throw new InvalidOptionError(
         option,
         value,
@@ -230,8 +194,7 @@ export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' |
       "an object of the driver's ClientOptions",
     );
   }
-  // Also refused at run time (untyped callers): profiles could route to other DCs, and the
-  // driver's TLS default verifies no certificate.
+  // Profiles could route to other DCs; the driver's TLS default verifies no certificate.
   for (const [key, instead] of Object.entries(OWN_DRIVER_OPTIONS)) {
     const value = (driverOptions as Record<string, unknown> | undefined)?.[key];
     if (value !== undefined) {
@@ -271,7 +234,6 @@ export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' |
       ),
     },
     ...(authProvider !== undefined ? { authProvider } : {}),
-    // The driver would not verify certificates by default.
     ...(options.sslOptions !== undefined
       ? { sslOptions: { rejectUnauthorized: true, ...options.sslOptions } }
       : {}),
@@ -289,24 +251,21 @@ export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' |
   return { clientOptions, contactPoints, localDataCenter };
 }
 
-/** Whether the client decodes and encodes CQL bigint as JS bigint instead of a driver `Long`. */
+/** Whether the client maps CQL bigint to JS bigint rather than a driver `Long`. */
 export function encodesBigIntAsLong(client: cassandra.Client): boolean {
   return runtimeOptionsOf(client)?.encoding?.useBigIntAsLong === true;
 }
 
-/** Options of {@link openClientInDc}. */
 export interface OtherDcClientOptions {
   /** Milliseconds to connect, and to wait for each request. @default 5000 */
   readonly timeoutMs?: number | undefined;
 }
 
 /**
- * Opens a short-lived client local to `dc`, for statements only `dc`'s own nodes can answer
- * (virtual tables), with `client`'s hosts in `dc`, authentication, TLS and port. The caller shuts
- * it down.
+ * A short-lived client local to `dc` (for virtual tables), with `client`'s hosts there,
+ * authentication, TLS and port; the caller shuts it down.
  * @throws {@link InvalidOptionError} when `client` knows no host of `dc`.
- * @throws {@link StoreUnavailableError} when no host of `dc` can be reached.
- * @throws {@link AuthenticationError} when `dc`'s nodes refuse the credentials.
+ * @throws {@link StoreUnavailableError} or {@link AuthenticationError} when it cannot connect.
  */
 export async function openClientInDc(
   client: cassandra.Client,
@@ -350,7 +309,7 @@ async function connected(
   return client;
 }
 
-/** Connects a client the user passes in (a no-op when already connected) and checks its routing. */
+/** Connects a user's client and checks its routing. */
 async function adoptClient(
   client: cassandra.Client,
   requestedDc: string | undefined,
@@ -396,10 +355,7 @@ function validateContactPoints(value: unknown): readonly string[] {
   return value;
 }
 
-/**
- * The port of a contact point as the driver splits it (`[IPv6]:port` or `host:port`), else
- * undefined. Checked here: the driver reports a bad port as "Cassandra is down".
- */
+/** A contact point's port as the driver splits it; the driver reports a bad one as "down". */
 function portOf(point: string): string | undefined {
   if (point.startsWith('[') && point.indexOf(']:') > 1) {
     return point.slice(point.lastIndexOf(']:') + 2);

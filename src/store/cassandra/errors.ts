@@ -1,8 +1,6 @@
 /**
- * The one place driver errors are mapped to idgen-cass errors.
- *
- * Errors are recognised by their names and codes rather than by `instanceof`, so that a client
- * built with another copy of cassandra-driver (a service's own) still maps to typed errors.
+ * The one place driver errors are mapped to idgen-cass errors, by name and code rather than
+ * `instanceof`, so a client of another copy of cassandra-driver maps too.
  */
 
 import cassandra from 'cassandra-driver';
@@ -28,7 +26,6 @@ const NOT_EXECUTED: ReadonlySet<number> = new Set([
   codes.protocolError,
 ]);
 
-/** The outcome of a failed conditional write that only a re-read can settle. */
 export interface UnknownOutcome {
   readonly kind: 'unknown';
   readonly cause: unknown;
@@ -46,7 +43,6 @@ function shape(error: unknown): DriverErrorShape {
   return typeof error === 'object' && error !== null ? (error as DriverErrorShape) : {};
 }
 
-/** The response code of a Cassandra error response, or undefined for other errors. */
 function responseCode(error: unknown): number | undefined {
   const { name, code } = shape(error);
   return name === 'ResponseError' && typeof code === 'number' ? code : undefined;
@@ -58,8 +54,7 @@ export function isNoHostAvailable(error: unknown): boolean {
 
 /**
  * Maps a failed statement. A conditional write's failure is an {@link UnknownOutcome} unless
- * Cassandra refused it before executing (a timeout, an Unavailable during the commit of Paxos v1,
- * a dropped connection: each may follow an accepted proposal). Reads throw the returned error.
+ * Cassandra refused it before executing (docs/design.md, "Outcomes of a conditional write").
  */
 export function mapFailure(
   error: unknown,
@@ -128,8 +123,6 @@ export function mapFailure(
   if (isNoHostAvailable(error)) {
     return unavailable(`no host of DC "${context.localDc}" could run it (${message})`);
   }
-  // The connection to the coordinator broke mid-request (the node crashed or was cut off), on
-  // the retry too: nothing says the cluster is wrong, only that it could not answer.
   if (shape(error).isSocketError === true) {
     return unavailable(`the connection to the coordinator broke: ${message}`);
   }
@@ -151,7 +144,6 @@ export function describeDriverError(error: unknown): string {
   return String(error);
 }
 
-/** The errors inside a NoHostAvailableError, one per host tried. */
 export function innerErrors(error: unknown): unknown[] {
   if (!isNoHostAvailable(error)) return [];
   return Object.values((shape(error).innerErrors as Record<string, unknown> | null) ?? {});
@@ -163,8 +155,7 @@ export function connectError(
   contactPoints: readonly string[],
   localDataCenter: string | undefined,
 ): Error {
-  // The driver's own check of localDataCenter, possibly inside a NoHostAvailableError:
-  // "… but only found hosts in data centers: [dc1, dc2]" or "… Available DCs are: [dc1,dc2]".
+  // The driver's own check of localDataCenter, maybe inside a NoHostAvailableError.
   if (localDataCenter !== undefined) {
     for (const candidate of [error, ...innerErrors(error)]) {
       if ((candidate as { name?: unknown } | null)?.name !== 'ArgumentError') continue;
@@ -182,8 +173,6 @@ export function connectError(
   }
   const points =
     contactPoints.length > 0 ? contactPoints.join(', ') : "(the client's contact points)";
-  // Refused credentials, possibly inside a NoHostAvailableError; the message never holds the
-  // password.
   const refused = [error, ...innerErrors(error)].find((candidate) => {
     const { name, code } = (candidate ?? {}) as { name?: unknown; code?: unknown };
     return (

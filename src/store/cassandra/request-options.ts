@@ -1,28 +1,19 @@
-/**
- * The execution options every statement is sent with, whatever the client's defaults say
- * (docs/design.md, "The client"), so a user's client brings nothing of its own to the protocol.
- */
+/** Every statement's execution options, whatever the client's (docs/design.md, "The client"). */
 
 import cassandra from 'cassandra-driver';
 
 type OperationInfo = cassandra.policies.retry.OperationInfo;
 type DecisionInfo = cassandra.policies.retry.DecisionInfo;
 
-/**
- * Per-request timeout (ms): above Cassandra's cas_contention_timeout + write_request_timeout, so
- * the server's own answer normally arrives first, and well below a call's deadline, so a stalled
- * coordinator costs a call one timeout (then tried last: stalled-coordinators.ts).
- */
+/** Above Cassandra's CAS timeout, so its answer comes first; well below a call's deadline. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
 
-/** Conditional writes: the driver never resends them (a resend can report our own write as rejected). */
+/** For conditional writes: a resend can report our own write as rejected. */
 export const NEVER_RETRY = new cassandra.policies.retry.FallthroughRetryPolicy();
 
 /**
- * Reads, serial ones included, are retried once on another coordinator after any timeout or
- * Unavailable: a read changes nothing (a serial read only finishes rounds already accepted).
- * `onRequestError` sees the client-side timeouts the retry hides (to mark the coordinator
- * stalled).
+ * Retries a read (it changes nothing) once on another coordinator after a timeout or Unavailable;
+ * `onRequestError` sees the client-side timeouts the retry hides.
  */
 export function retryReadsOnceElsewhere(
   onRequestError: (error: unknown) => void = () => undefined,
@@ -43,21 +34,13 @@ export function retryReadsOnceElsewhere(
   });
 }
 
-/** {@link retryReadsOnceElsewhere} without a listener. */
 export const RETRY_READS: cassandra.policies.retry.RetryPolicy = retryReadsOnceElsewhere();
 
-/**
- * Rows per page, whatever the client's `fetchSize`; `onePage` reads (one snapshot only in one
- * page) get the most the native protocol allows.
- */
+/** Rows per page, whatever the client's `fetchSize`; `onePage` reads get the protocol's most. */
 export const PAGE_ROWS = 5_000;
 export const ONE_PAGE_ROWS = 2_147_483_647;
 
-/**
- * The options of one request. Conditional writes are not idempotent to the driver (no
- * speculative execution, no resend after a timeout) and never retried; reads are idempotent
- * and retried once elsewhere.
- */
+/** Conditional writes are never speculated, resent or retried; reads are retried once. */
 export function requestOptions(
   statement: { readonly consistency: number; readonly serial?: number; readonly onePage?: true },
   conditional: boolean,

@@ -1,8 +1,4 @@
-/**
- * Rows of the idgen tables as the driver returns them, parsed into the port's types: `Long`
- * becomes bigint, and a missing or malformed column is an {@link InvariantError}, since nothing
- * may be allocated from such a row.
- */
+/** The idgen tables' rows as the port's types; a malformed one is an {@link InvariantError}. */
 
 import cassandra from 'cassandra-driver';
 
@@ -76,10 +72,7 @@ export function parseDcState(sequence: string, row: Row): DcState {
   };
 }
 
-/**
- * The state a rejected DC-state write returns (its conditions name every column: statements.ts),
- * or undefined if no row was found.
- */
+/** The state a rejected DC-state write returns (statements.ts), or undefined for no row. */
 export function parseFoundState(sequence: string, rows: readonly Row[]): DcState | undefined {
   const row = rows[0];
   if (row === undefined || row.get('version') === null || row.get('version') === undefined) {
@@ -88,7 +81,6 @@ export function parseFoundState(sequence: string, rows: readonly Row[]): DcState
   return parseDcState(sequence, row);
 }
 
-/** What a rejected grant batch found: the rows its conditions read. */
 export function parseFoundGrant(
   sequence: string,
   dc: string,
@@ -111,7 +103,6 @@ export function parseFoundGrant(
   return { globalLast, grant };
 }
 
-/** What a rejected settings write found: the stored settings, if the sequence exists. */
 export function parseFoundSettings(rows: readonly Row[]): StoredSettings | undefined {
   const row = rows[0];
   if (row === undefined || toText(row.get('settings_op')) === undefined) return undefined;
@@ -148,7 +139,7 @@ function autonomyOf(sequence: string, value: unknown): number {
   return Number(seconds);
 }
 
-/** A version is a CQL bigint kept as a JavaScript number: exact up to 2^53 - 1 writes. */
+/** A CQL bigint as a number, exact up to 2^53 - 1 writes. */
 function toVersion(value: unknown): number | undefined {
   const version = toBigInt(value);
   if (version === undefined || version < 0n || version > BigInt(Number.MAX_SAFE_INTEGER)) {
@@ -166,9 +157,8 @@ export function toText(value: unknown): string | undefined {
 }
 
 /**
- * The DCs of a keyspace's replication map (`system_schema.keyspaces.replication`) with a factor
- * above 0, sorted by name; undefined unless its class is NetworkTopologyStrategy (SimpleStrategy
- * names no DC). A transient factor (`3/1`) counts by its full replicas.
+ * The DCs of a replication map with a factor above 0 (`3/1` counts 3), sorted; undefined unless
+ * NetworkTopologyStrategy.
  */
 export function replicaDcsOf(replication: Readonly<Record<string, string>>): string[] | undefined {
   if (!/(^|\.)NetworkTopologyStrategy$/.test(replication['class'] ?? '')) return undefined;

@@ -1,9 +1,7 @@
 /**
- * How the Cassandra store sends statements.ts: every statement carries its own execution options
- * (request-options.ts), so nothing of a user's client (retry policy, speculative execution,
- * idempotence, timeout, consistency) reaches the protocol. Conditional writes are never resent by
- * the driver, and every LOCAL_SERIAL statement is checked to have been coordinated in the local
- * DC. The negative controls of mutations.ts change statements here, never outside tests.
+ * How the Cassandra store sends statements.ts, each with its own execution options
+ * (request-options.ts); every LOCAL_SERIAL result is checked to come from the local DC. The
+ * negative controls of mutations.ts change statements here, never outside tests.
  */
 
 import cassandra from 'cassandra-driver';
@@ -35,28 +33,23 @@ type RawOutcome =
 
 const APPLIED = Object.freeze({ kind: 'applied' as const });
 
-/** Options of the Cassandra store. */
 export interface CassandraStoreOptions {
   /** `close()` shuts the client down. */
   readonly ownsClient: boolean;
-  /** Timeout of each request, in ms. @default 5000 */
+  /** @default 5000 */
   readonly requestTimeoutMs?: number | undefined;
 }
 
 /** A client, a keyspace and the local DC, with the one way each kind of statement is sent. */
 export class CassandraSession {
   protected readonly localDc: string;
-  /** bigint as the client encodes CQL bigint (see {@link bigintEncoder}). */
   protected readonly long: (value: bigint) => bigint | string;
   protected readonly requestTimeoutMs: number;
   private readonly cql: Readonly<Record<StatementName, string>>;
-  /** Coordinators that let a request time out, tried last by a client we built. */
   private readonly stalled: StalledCoordinators;
   private readonly retryReads: cassandra.policies.retry.RetryPolicy;
 
   /**
-   * @param client a client whose load balancing is DC-aware (see `openClient`).
-   * @param keyspace the keyspace holding `idgen_grants` and `idgen_dc_state` (case-sensitive).
    * @throws {@link InvalidNameError} for a bad keyspace name.
    * @throws {@link InvalidOptionError} when the client has no local datacenter.
    */
@@ -93,12 +86,11 @@ export class CassandraSession {
     this.cql = Object.freeze(Object.fromEntries(entries) as Record<StatementName, string>);
   }
 
-  /** Releases connections the store owns. */
   async close(): Promise<void> {
     if (this.options.ownsClient) await this.client.shutdown();
   }
 
-  /** Runs a read. @throws its failure, mapped. */
+  /** @throws the read's failure, mapped. */
   protected async read(
     name: StatementName,
     params: unknown[],
@@ -112,7 +104,6 @@ export class CassandraSession {
     }
   }
 
-  /** The first row a read returns, or undefined. */
   protected async readRow(
     name: StatementName,
     params: unknown[],
@@ -137,7 +128,7 @@ export class CassandraSession {
     }
   }
 
-  /** Runs a statement that is no conditional write but must never be resent (a counter write). */
+  /** Runs a statement never to be resent (a counter write). */
   protected async writeOnce(name: StatementName, params: unknown[], operation: string) {
     try {
       await this.execute(name, STATEMENTS[name], params, operation, true);
@@ -146,7 +137,6 @@ export class CassandraSession {
     }
   }
 
-  /** Runs a conditional statement once. */
   protected cas(name: StatementName, operation: string, params: unknown[]): Promise<RawOutcome> {
     const statement = mutatedStatement(name, STATEMENTS[name]);
     return this.conditional(statement, operation, () =>
@@ -154,10 +144,7 @@ export class CassandraSession {
     );
   }
 
-  /**
-   * Runs a conditional batch once, with `options`' consistencies (a batch's statements share
-   * them); a failure is classified as `statement`'s.
-   */
+  /** Runs a conditional batch once; a failure is classified as `statement`'s. */
   protected casBatch(
     queries: readonly { readonly query: StatementName; readonly params: unknown[] }[],
     options: { readonly consistency: number; readonly serial?: number },
@@ -177,10 +164,7 @@ export class CassandraSession {
     });
   }
 
-  /**
-   * Sends `statement` once and refuses a LOCAL_SERIAL result coordinated outside the local DC.
-   * Failures are thrown for the caller to map.
-   */
+  /** Sends `statement` once; failures are thrown unmapped. */
   protected async execute(
     name: StatementName,
     statement: Statement,
@@ -211,10 +195,9 @@ export class CassandraSession {
       : new Error(`Cassandra failed ${operation}`, { cause: error });
   }
 
-  /** LOCAL_SERIAL on a DC's state partition is only linearizable from that DC's own coordinators. */
+  /** LOCAL_SERIAL on a DC's state (or its shards') is linearizable from that DC only. */
   protected checkLocalDc(dc: string): void {
     checkDc(dc);
-    // A shard `dc1/3` is dc1's: its state partition, like dc1's own, takes LOCAL_SERIAL from dc1 only.
     if (dcOfGrantee(dc) !== this.localDc) {
       throw new InvalidOptionError(
         'dc',
@@ -245,10 +228,7 @@ export class CassandraSession {
     return { keyspace: this.keyspace, localDc: this.localDc };
   }
 
-  /**
-   * A LOCAL_SERIAL statement coordinated outside the local DC ran Paxos on another DC's replicas:
-   * refuse it (catches a load-balancing policy that misreports its distances).
-   */
+  /** Refuses a LOCAL_SERIAL result coordinated in another DC (a misreporting policy). */
   private checkCoordinator(result: cassandra.types.ResultSet, operation: string): void {
     const queried = result.info.queriedHost as unknown;
     const host = typeof queried === 'string' ? this.client.hosts.get(queried) : undefined;
@@ -290,11 +270,7 @@ export function mutatedGrantBatch(): { readonly consistency: number; readonly se
   return GRANT_BATCH;
 }
 
-/**
- * bigint as the client encodes CQL bigint: decimal text, or a JS bigint under
- * `encoding.useBigIntAsLong`. Not a `Long` of ours: another copy of the driver checks
- * `instanceof` its own `Long`.
- */
+/** Decimal text, or a JS bigint under `useBigIntAsLong`; never our `Long` (another driver copy). */
 function bigintEncoder(client: cassandra.Client): (value: bigint) => bigint | string {
   return encodesBigIntAsLong(client) ? (value) => value : (value) => value.toString();
 }

@@ -1,8 +1,6 @@
 /**
- * Coordinators that left a request unanswered, and the routing that tries them last. A stalled
- * node keeps its connections open, so the driver still counts it up and token-aware plans start
- * at it. A coordinator that let a request time out is tried last for
- * {@link STALL_QUARANTINE_MS}: only reordered, never left out, so a wrong guess costs nothing.
+ * Coordinators that let a request time out client-side are tried last (never left out) for
+ * {@link STALL_QUARANTINE_MS}: a stalled node keeps its connections, so the driver counts it up.
  */
 
 import cassandra from 'cassandra-driver';
@@ -11,10 +9,8 @@ type Host = cassandra.Host;
 type LoadBalancingPolicy = cassandra.policies.loadBalancing.LoadBalancingPolicy;
 type ExecutionOptions = cassandra.ExecutionOptions;
 
-/** How long a coordinator that let a request time out is tried last, in ms. */
 export const STALL_QUARANTINE_MS = 30_000;
 
-/** Coordinators that let a request time out client-side, each until its quarantine ends. */
 export class StalledCoordinators {
   readonly #until = new Map<string, number>();
 
@@ -23,12 +19,11 @@ export class StalledCoordinators {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Records that `address` (as the driver names a host, `ip:port`) let a request time out. */
+  /** `address` as the driver names a host, `ip:port`. */
   mark(address: string): void {
     this.#until.set(address, this.now() + this.quarantineMs);
   }
 
-  /** Whether `address` let a request time out within the quarantine. */
   isStalled(address: string): boolean {
     const until = this.#until.get(address);
     if (until === undefined) return false;
@@ -37,7 +32,6 @@ export class StalledCoordinators {
     return false;
   }
 
-  /** Marks the coordinator(s) of a request that timed out client-side. */
   markTimedOut(error: unknown): void {
     for (const [address, cause] of timeoutsOf(error)) {
       if (isClientTimeout(cause)) this.mark(address);
@@ -67,10 +61,7 @@ function isClientTimeout(error: unknown): boolean {
   );
 }
 
-/**
- * Wraps a load-balancing policy, putting stalled coordinators last. Distances and options are the
- * wrapped policy's, so client-routing.ts sees its local DC.
- */
+/** Puts stalled coordinators last; distances and options are the wrapped policy's. */
 export class AvoidStalledCoordinatorsPolicy
   extends cassandra.policies.loadBalancing.LoadBalancingPolicy
 {

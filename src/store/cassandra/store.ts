@@ -1,26 +1,24 @@
 /**
- * The Cassandra adapter of the storage port: the allocator's statements (protocol-store.ts) and
- * the reads of status, check, preflight and metrics, which no ID depends on. The preflight asks
- * each node of its own settings (docs/design.md, "What the cluster must guarantee"):
- * `system_views.settings` and `system_properties` (virtual tables) and the idgen tables'
- * `gc_grace_seconds` and `default_time_to_live`, which answer for their coordinator only.
+ * The Cassandra adapter of the storage port: protocol-store.ts and the admin reads, which no ID
+ * depends on. Node settings are asked of each node: virtual tables answer for their coordinator.
  */
 
 import cassandra from 'cassandra-driver';
 
 import { granteesOf } from '../../names.js';
-import type {
-  DcState,
-  DcUsageCounts,
-  Grant,
-  GrantsOverview,
-  IdStore,
-  NodeSettings,
-  OverviewReading,
-  TableSettings,
-  UsageCause,
+import {
+  USAGE_CAUSES,
+  zeroUsageCounts,
+  type DcState,
+  type DcUsageCounts,
+  type Grant,
+  type GrantsOverview,
+  type IdStore,
+  type NodeSettings,
+  type OverviewReading,
+  type TableSettings,
+  type UsageCause,
 } from '../port.js';
-import { USAGE_CAUSES, zeroUsageCounts } from '../port.js';
 import { CassandraProtocolStore } from './protocol-store.js';
 import { describeDriverError } from './errors.js';
 import { NEVER_RETRY, requestOptions } from './request-options.js';
@@ -29,7 +27,6 @@ import { STATEMENTS } from './statements.js';
 
 export type { CassandraStoreOptions } from './session.js';
 
-/** {@link IdStore} on Cassandra: {@link CassandraProtocolStore} and the admin reads. */
 export class CassandraStore extends CassandraProtocolStore implements IdStore {
   async readGrantsOverview(
     sequence: string,
@@ -38,7 +35,6 @@ export class CassandraStore extends CassandraProtocolStore implements IdStore {
     const statement = reading === 'consistent' ? 'grantsConsistent' : 'grantsOverview';
     let globalLast: bigint | undefined;
     const grants = new Map<string, Grant[]>();
-    // Every page: the history grows by one row per grant.
     await this.readEach(statement, [sequence], 'read grants overview', (row) => {
       const rowDc = row.get('dc') as unknown;
       if (rowDc === GLOBAL) {
@@ -64,8 +60,7 @@ export class CassandraStore extends CassandraProtocolStore implements IdStore {
       this.readSequence(sequence),
     ]);
     if (overview === undefined) return new Map();
-    // Every grantee with a grant, plus every shard of every DC of the cluster: a state without a
-    // grant (or whose grant this read does not see yet) is exactly what a check must get to see.
+    // Every shard of every DC of the cluster too: a state without a grant is what check must see.
     const shards = stored?.settings.shards ?? 1;
     const clusterDcs = this.client.hosts?.values().map((host) => host.datacenter) ?? [];
     const clusterGrantees = [...new Set(clusterDcs)].flatMap((dc) =>
@@ -90,7 +85,7 @@ export class CassandraStore extends CassandraProtocolStore implements IdStore {
         false,
       );
     } catch (error) {
-      // A keyspace set up before the counters existed: `idgen-cass init` adds the table.
+      // A keyspace set up before the counters existed.
       if (isMissingTable(error)) return undefined;
       throw this.failure(error, 'readDcUsage', operation);
     }
@@ -115,7 +110,7 @@ export class CassandraStore extends CassandraProtocolStore implements IdStore {
     return Promise.all(hosts.map((host) => this.readSettingsOf(host)));
   }
 
-  /** One node's settings, each table asked of the node itself; a failure is kept, not thrown. */
+  /** One node's settings, asked of the node itself; a failure is kept, not thrown. */
   private async readSettingsOf(host: cassandra.Host): Promise<NodeSettings> {
     const ask = (name: 'nodeSettings' | 'nodeProperties' | 'nodeTables', params: unknown[]) => {
       const statement = STATEMENTS[name];
@@ -167,7 +162,6 @@ export class CassandraStore extends CassandraProtocolStore implements IdStore {
   }
 }
 
-/** `name`/`value` rows of a virtual table as a map. */
 function nameValues(result: cassandra.types.ResultSet): Map<string, string> {
   const values = new Map<string, string>();
   for (const row of result.rows) {
@@ -178,7 +172,6 @@ function nameValues(result: cassandra.types.ResultSet): Map<string, string> {
   return values;
 }
 
-/** Cassandra's answer to a statement on a table the keyspace does not have. */
 function isMissingTable(error: unknown): boolean {
   return (
     error instanceof Error &&

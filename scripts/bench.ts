@@ -58,8 +58,7 @@ async function main(): Promise<void> {
   const startedAt = new Date(started).toISOString();
   const loadAverage = os.loadavg();
   log(
-    `${settings.quick ? 'quick' : 'full'} run: ${settings.runs} runs, ${settings.durationSeconds} s measured per cluster phase, ` +
-      `${settings.processesPerDc} processes per DC, block sizes ${settings.blockSizes.join(', ')}` +
+    `${settings.quick ? 'quick' : 'full'} run: ${settings.runs} runs, ${settings.durationSeconds} s measured per cluster phase, ${settings.processesPerDc} processes per DC, block sizes ${settings.blockSizes.join(', ')}` +
       (settings.scale
         ? `; scale: ${settings.scaleRuns} runs, ${settings.scaleInstances.join(', ')} instances per DC, ${settings.scaleSeconds} s measured`
         : '') +

@@ -1,8 +1,7 @@
 /**
- * The HTTP phase: one `idgen-cass serve` per DC of the bench cluster, started as the integration
- * test starts it, loaded by autocannon (`POST /v1/sequences/{name}/ids?count=N`, every DC at
- * once), beside the library called in this process on the same cluster with as many concurrent
- * callers per DC. Every ID the services hand out in the warm-ups is checked for repeats.
+ * The HTTP phase: one `idgen-cass serve` per DC under autocannon, beside the library called in
+ * this process with as many callers per DC. IDs the services hand out in warm-ups are checked
+ * for repeats.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -18,7 +17,6 @@ import { afterFailure, MAX_FAILURE_MESSAGES } from './draw-loop.js';
 import { IdLedger } from './id-ledger.js';
 import type {
   BenchSettings,
-  HttpCountResult,
   HttpDcLoad,
   HttpLoad,
   HttpResult,
@@ -35,15 +33,10 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '../..');
 const MAIN = path.join(ROOT, 'src/cli/main.ts');
 
-/** IDs per request of the phase: one, as most callers ask, and a batch. */
 export const HTTP_COUNTS: readonly number[] = Object.freeze([1, 100]);
-/** Apart, so that each side starts from the same state. */
 const SERVICE_SEQUENCE = 'http_service';
 const LIBRARY_SEQUENCE = 'http_library';
-/**
- * Adaptive blocks and DC ranges (the defaults, as a service would run), in the 53-bit domain so
- * that the library's tight loops cannot exhaust it; IDs stay JSON numbers.
- */
+/** Default (adaptive) blocks; safe53 keeps IDs JSON numbers. */
 const SEQUENCE_OPTIONS = Object.freeze({ domain: 'safe53' as const });
 const START_TIMEOUT_MS = 120_000;
 const STOP_TIMEOUT_MS = 20_000;
@@ -52,7 +45,6 @@ export const AUTOCANNON_VERSION = (
   createRequire(import.meta.url)('autocannon/package.json') as { version: string }
 ).version;
 
-/** A service's DC and base URL (`http://127.0.0.1:<port>`). */
 export interface ServiceTarget {
   readonly dc: string;
   readonly url: string;
@@ -86,23 +78,17 @@ function idsOf(body: string): number[] {
   return ids;
 }
 
-/** The error code of a non-2xx body, or its start. */
 function failureOf(status: number, body: string): string {
   try {
     const code = (JSON.parse(body) as { code?: unknown }).code;
     if (typeof code === 'string') return `${status} ${code}`;
   } catch {
-    // Not JSON: the body's start says what it is.
+    // not JSON
   }
   return `${status} ${body.slice(0, 100)}`;
 }
 
-/**
- * One autocannon run against `target` for `seconds` (autocannon stops at the first whole second
- * past it). With `collect`, the bodies of 2xx answers are kept as strings, to be parsed after
- * the run, and the codes of the others; without, the load generator does nothing per response
- * but record its time.
- */
+/** One autocannon run; with `collect`, keeps 2xx bodies (parsed after the run) and failure codes. */
 function cannon(
   target: ServiceTarget,
   plan: LoadPlan,
@@ -138,8 +124,7 @@ function cannon(
         else resolve({ result, bodies, histogram, failures });
       },
     );
-    // autocannon's own latency histogram keeps whole milliseconds, too coarse for answers that
-    // take a fraction of one; its response time (hrtime, ms) goes into the bench's histogram.
+    // autocannon's own histogram keeps whole milliseconds: too coarse.
     instance.on('response', (_client, statusCode, _bytes, responseTimeMs) => {
       if (statusCode >= 200 && statusCode < 300) histogram.record(responseTimeMs * 1e6);
     });
@@ -147,10 +132,8 @@ function cannon(
 }
 
 /**
- * Loads one service: a warm-up run whose IDs all go to `ledger`, then the measured run. The
- * measured run keeps no body, so that it measures autocannon as it runs by itself (keeping them
- * cost it a few per cent of its rate in a probe on this machine, within its noise); its IDs are
- * its 2xx answers × the count, which the warm-up checks every answer holds.
+ * A warm-up whose IDs all go to `ledger`, then the measured run, which keeps no body (its IDs:
+ * 2xx answers × count, as the warm-up checked).
  * @throws when a 2xx answer of the warm-up is not a list of `count` IDs.
  */
 export async function loadService(
@@ -206,12 +189,7 @@ export interface LibraryTarget {
   readonly sequence: Sequence<number>;
 }
 
-/**
- * The library doing what the endpoint does, in this process: `plan.connections` callers per DC,
- * each calling `await next()` (count 1) or `await take(count)` in a loop, every DC at once, for
- * the warm-up and then the measured seconds. The loops resume as microtasks while blocks last
- * (the library yields to I/O once per 512 IDs), as the tight draws of the cluster phases do.
- */
+/** The library doing what the endpoint does: `plan.connections` callers per DC, every DC at once. */
 export async function loadLibrary(
   targets: readonly LibraryTarget[],
   plan: LoadPlan,
@@ -268,7 +246,6 @@ export async function loadLibrary(
   return combine(measures);
 }
 
-/** An `idgen-cass serve` child process of one DC. */
 class ServiceProcess {
   private stderr = '';
   private readonly exited: Promise<number | null>;
@@ -283,7 +260,6 @@ class ServiceProcess {
     this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
   }
 
-  /** Spawns the service of `dc` on a free port of 127.0.0.1. */
   static spawn(
     dc: string,
     contactPoints: readonly string[],
@@ -306,10 +282,7 @@ class ServiceProcess {
     return new ServiceProcess(dc, child);
   }
 
-  /**
-   * Resolves with the service's URL (from its "listening" log line) once `/readyz` answers 200.
-   * @throws when it exits or is not ready within {@link START_TIMEOUT_MS}.
-   */
+  /** The service's URL, once `/readyz` answers 200; throws if it exits or times out. */
   async ready(): Promise<string> {
     const deadline = Date.now() + START_TIMEOUT_MS;
     let url: string | undefined;
@@ -336,13 +309,13 @@ class ServiceProcess {
         const entry = JSON.parse(line) as { msg?: unknown; address?: unknown };
         if (entry.msg === 'listening' && typeof entry.address === 'string') return entry.address;
       } catch {
-        // A line cut by the tail: the next poll reads it whole.
+        // a line cut by the tail: the next poll reads it whole
       }
     }
     return undefined;
   }
 
-  /** SIGTERM, then its exit code; killed (null) if it has not exited within {@link STOP_TIMEOUT_MS}. */
+  /** SIGTERM, then its exit code; null if it had to be killed. */
   async stop(): Promise<number | null> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return this.exited;
     this.child.kill('SIGTERM');
@@ -355,11 +328,7 @@ class ServiceProcess {
   }
 }
 
-/**
- * The phase on the bench cluster. {@link run} never throws: a failure ends the phase early and
- * is reported with what was measured before it. {@link stop} ends the services (for an
- * interrupted benchmark); `run` does so itself when it ends.
- */
+/** {@link run} never throws: a failure ends the phase early, keeping what was measured. */
 export class HttpPhase {
   private services: ServiceProcess[] = [];
   private stopping: Promise<HttpServiceInfo[]> | undefined;
@@ -408,15 +377,13 @@ export class HttpPhase {
           });
           const measureService = () => loadServices(targets, plan(SERVICE_SEQUENCE), ledger);
           const measureLibrary = () => loadLibrary(library, plan(LIBRARY_SEQUENCE));
-          // Odd runs measure the service first, so that drift of the machine spreads over both.
+          // Alternate which side goes first, so drift of the machine spreads over both.
           const serviceFirst = r % 2 === 1 ? await measureService() : undefined;
           const libraryLoad = await measureLibrary();
           const run = { service: serviceFirst ?? (await measureService()), library: libraryLoad };
           entry.runs.push(run);
           log(
-            `http run ${r + 1}/${settings.runs} count=${entry.count}: service ${formatRate(loadRate(run.service, 'ok'))} requests, ` +
-              `p99.9 ${formatNs(run.service.latency.p999)}, ${sum(run.service.dcs.map((d) => d.non2xx + d.errors))} failed; ` +
-              `library ${formatRate(loadRate(run.library, 'ok'))} calls, p99.9 ${formatNs(run.library.latency.p999)}`,
+            `http run ${r + 1}/${settings.runs} count=${entry.count}: service ${formatRate(loadRate(run.service, 'ok'))} requests, p99.9 ${formatNs(run.service.latency.p999)}, ${sum(run.service.dcs.map((d) => d.non2xx + d.errors))} failed; library ${formatRate(loadRate(run.library, 'ok'))} calls, p99.9 ${formatNs(run.library.latency.p999)}`,
           );
         }
       }
@@ -439,13 +406,13 @@ export class HttpPhase {
         'node --import tsx src/cli/main.ts serve (from source, as the integration test runs it), log level info',
       autocannon: AUTOCANNON_VERSION,
       services,
-      counts: counts satisfies readonly HttpCountResult[],
+      counts,
       uniqueness: { ids: ledger.added, duplicates: ledger.duplicates },
       ...(failure === undefined ? {} : { failure }),
     };
   }
 
-  /** Stops every service (SIGTERM) and says how each exited. Safe to call more than once. */
+  /** Idempotent. */
   stop(): Promise<HttpServiceInfo[]> {
     return (this.stopping ??= Promise.all(
       this.services.map(async (service) => ({

@@ -180,9 +180,7 @@ export async function measureScale(
           ? 'untimed'
           : `p99 ${formatNs(result.latency.p99)}, max ${formatNs(result.latency.max)}`;
       log(
-        `scale run ${r + 1}/${settings.scaleRuns} N=${instancesPerDc} ${mode} ${variant.label}: ${formatRate(sum(result.dcs.map((d) => d.idsPerSecond)))}, ` +
-          `${latency}, ${formatCount(counts.blocksClaimed)} claims, ` +
-          `${formatCount(counts.casRejections)} CAS retries, ${formatCount(counts.waits)} waits, ${failures} failed`,
+        `scale run ${r + 1}/${settings.scaleRuns} N=${instancesPerDc} ${mode} ${variant.label}: ${formatRate(sum(result.dcs.map((d) => d.idsPerSecond)))}, ${latency}, ${formatCount(counts.blocksClaimed)} claims, ${formatCount(counts.casRejections)} CAS retries, ${formatCount(counts.waits)} waits, ${failures} failed`,
       );
     }
   }

@@ -401,20 +401,20 @@ describe('scale report section', () => {
       // Results of a build that did not record the cold start show dashes.
       '| 1 | fixed 100 | 30 k/s | 100 | 0 | 100 ns | 10 µs | 1 ms | 20 ms | 0 | 0 / 0 | – | – |',
       // The slowest DC's first ID; instances that drew nothing are counted beside it.
-      '**Cold start, tight**',
-      'at N = 4: adaptive (defaults) 900 ms, 2. at N = 16: adaptive (defaults) 8 s (3 drew none), 4.5.',
+      '| 16 | adaptive (defaults) | 303 k/s | 16 | 0 | 100 ns | 10 µs | 1 ms | 20 ms | 0 | 0 / 0 | 8 s (3 drew none) | 4.5 |',
       // Store timings against the processes' event-loop delay, where the results have it; a
       // row that lost no race has no backoff.
-      "**Where a claim's time went, tight**",
-      'its backoff timer asks for at most 100 ms',
-      'At N = 4: adaptive (defaults): read 2 ms, write 3 ms, backoff –; loop late by 12 ms / 30 ms; the allocator processes used 1.5 cores. At N = 16: adaptive (defaults): read 2 ms, write 3 ms, backoff –; loop late by 700 ms / 1.5 s; the allocator processes used 1.5 cores.',
+      "Where a claim's time went, tight",
+      'its timer asks for at most 100 ms',
+      '| 4 | adaptive (defaults) | 2 ms | 3 ms | – | 12 ms / 30 ms | 1.5 |',
+      '| 16 | adaptive (defaults) | 2 ms | 3 ms | – | 700 ms / 1.5 s | 1.5 |',
       'share of target',
       '70 %',
       'it stops growing after N = 4',
       'The limit is the DC-state partition: at N = 16 the busiest DC-state partition completed 200 claims/s',
       "The limit is the CPU: at N = 16 the machine's 2 cores were 95 % busy",
       '**adaptive (defaults), fixed rate**: the full rate at every N',
-      'at N = 16: 70 % of the rate',
+      'short of the rate, waiting or throwing at N = 16',
       'C = 200 claims/s',
       'K = C × I',
       '| 2 s (adaptive default `claimIntervalMs`) | 400 | 117 |',

@@ -126,14 +126,8 @@ export function renderHttp(raw: RawResults, summary: Summary): string[] {
   out.push(
     '## 5. HTTP service',
     '',
-    `One \`idgen-cass serve\` per DC (${http.services.length} in all; ${http.serviceRuntime}), serving one sequence ` +
-      `(${options}; blocks and DC ranges adaptive, as by default). ` +
-      `autocannon ${http.autocannon}, in the benchmark's process, loads every service at once with ${plural(settings.httpConnections, 'connection')} each ` +
-      `(one request in flight per connection), ${settings.httpWarmupSeconds} s of warm-up then ${settings.httpSeconds} s measured. ` +
-      `Beside it, the library in the benchmark's process on the same cluster: one \`connect()\` per DC, ${settings.httpConnections} concurrent callers per DC in a loop, ` +
-      `on a sequence of its own created alike, for the same warm-up and window. Each run measures both sides for each count, one after the other ` +
-      "(the library first in even runs, the service first in odd ones). Latency is per answered request (autocannon's response time, " +
-      "recorded in the report's histogram: autocannon's own keeps whole milliseconds) and per returned call.",
+    `One \`idgen-cass serve\` per DC (${http.services.length} in all; ${http.serviceRuntime}), serving one sequence (${options}; blocks and DC ranges adaptive, as by default). autocannon ${http.autocannon}, in the benchmark's process, loads every service at once with ${plural(settings.httpConnections, 'connection')} each (one request in flight per connection), ${settings.httpWarmupSeconds} s of warm-up then ${settings.httpSeconds} s measured. Beside it, the library in the benchmark's process on the same cluster: one \`connect()\` per DC, ${settings.httpConnections} concurrent callers per DC in a loop, on a sequence of its own created alike, for the same warm-up and window. Each run measures both sides for each count, one after the other ` +
+      "(the library first in even runs, the service first in odd ones). Latency is per answered request (autocannon's response time, recorded in the report's histogram: autocannon's own keeps whole milliseconds) and per returned call.",
     '',
     `Machine: ${machine.cpuModel}, ${machine.cores} cores, shared by the Cassandra JVMs (${machine.topology}), the services and the load generator, so the load generator competes with what it measures; the ratios to the library are the figures to compare.`,
     '',
@@ -207,12 +201,10 @@ export function renderHttp(raw: RawResults, summary: Summary): string[] {
     `- Services: ${services || 'none started'}. ${allExited ? 'Every service exited 0 on SIGTERM.' : '**Not every service exited 0 on SIGTERM.**'}`,
     `- Uniqueness: ${formatCount(http.uniqueness.ids)} IDs handed out by the services in the warm-ups (every DC, count and run; the measured windows keep no body): ` +
       (duplicates === 0 ? 'none repeated.' : `**${formatCount(duplicates)} repeated.**`),
-    `- Context, not a target: Meituan Leaf publishes close to ${formatCount(leaf.requestsPerSecond)} requests/s with a TP999 of ${leaf.tp999Ms} ms ` +
-      `on a ${leaf.cores}-core, 8 GB VM, called through its RPC framework (${formatCount(leaf.requestsPerSecond / leaf.cores)} per core). ` +
+    `- Context, not a target: Meituan Leaf publishes close to ${formatCount(leaf.requestsPerSecond)} requests/s with a TP999 of ${leaf.tp999Ms} ms on a ${leaf.cores}-core, 8 GB VM, called through its RPC framework (${formatCount(leaf.requestsPerSecond / leaf.cores)} per core). ` +
       (all === undefined
         ? 'This run measured no single-ID requests to set beside it.'
-        : `Here, one ID per request, every DC together: ${withSpread(all.requestsPerSecond, formatRate)} requests with p99.9 ${withSpread(all.latency.p999, formatNs)}, ` +
-          `on ${machine.cores} cores shared with Cassandra (${formatRate(all.requestsPerSecond.median / machine.cores)} per core); the machines and the clients differ too much to compare closer than an order of magnitude.`),
+        : `Here, one ID per request, every DC together: ${withSpread(all.requestsPerSecond, formatRate)} requests with p99.9 ${withSpread(all.latency.p999, formatNs)}, on ${machine.cores} cores shared with Cassandra (${formatRate(all.requestsPerSecond.median / machine.cores)} per core); the machines and the clients differ too much to compare closer than an order of magnitude.`),
     '',
   );
   return out;

@@ -1,7 +1,4 @@
-/**
- * The markdown report (REPORT.md): its title and what the run was, the machine, the key ratios,
- * sections 1 to 3 and the method here; sections 4 (scale.ts) and 5 (http.ts) in their own files.
- */
+/** REPORT.md: sections 1 to 3 and the method here; 4 and 5 in scale.ts and http.ts. */
 import { SEQUENCE_DEFAULTS } from '../../../src/index.js';
 import type { RawResults } from '../results.js';
 import { figure } from '../stats.js';
@@ -26,7 +23,6 @@ import { renderHttp } from './http.js';
 import { renderScale } from './scale.js';
 import type { BurstSummary, DrawRow, NaiveRow, Summary } from './summary.js';
 
-/** The report, not yet formatted (prettier prints it as the repository's settings say). */
 export function renderMarkdown(raw: RawResults, summary: Summary): string {
   // `--scale-only` and `--http-only` skip the cluster phases of sections 2 and 3.
   const clusterPhases = raw.cluster.naive.length > 0 || raw.cluster.draws.length > 0;
@@ -63,25 +59,21 @@ export function renderMarkdown(raw: RawResults, summary: Summary): string {
   ].join('\n');
 }
 
-/** A markdown table of `rows` under `columns`, then a blank line. */
 const tableOf = <T>(columns: readonly Column<T>[], rows: readonly T[]): string[] => [
   markdownTable(...byColumns(columns, rows)),
   '',
 ];
 
-/** The title, and which run this is: when, how long, the command, how figures are taken. */
 function renderIntro(raw: RawResults): string[] {
   return [
     '# idgen-cass benchmark',
     '',
-    `${raw.settings.quick ? 'Quick' : 'Full'} run started ${raw.startedAt}, finished in ${formatMs(raw.wallSeconds * 1e3)} wall time: \`${raw.command}\`. ` +
-      `Every figure is the median of ${plural(raw.settings.runs, 'run')} with the smallest and largest run in brackets; ` +
+    `${raw.settings.quick ? 'Quick' : 'Full'} run started ${raw.startedAt}, finished in ${formatMs(raw.wallSeconds * 1e3)} wall time: \`${raw.command}\`. Every figure is the median of ${plural(raw.settings.runs, 'run')} with the smallest and largest run in brackets; ` +
       'every ratio is computed within each run (both sides measured in that run), then its median taken.',
     '',
   ];
 }
 
-/** The machine, the Cassandra versions and the cluster, and who else shared the cores. */
 function renderMachine(raw: RawResults): string[] {
   const { machine, settings } = raw;
   const dcs = Object.keys(machine.cassandra);
@@ -118,7 +110,7 @@ function renderMachine(raw: RawResults): string[] {
   ];
 }
 
-/** "RF 3 in every DC", or each DC's RF where they differ; runs that did not say used RF 1. */
+/** Runs that did not say used RF 1. */
 function replicationText(replication: Readonly<Record<string, number>> | undefined): string {
   const factors = Object.entries(replication ?? {});
   if (factors.length === 0) return 'RF 1 in every DC';
@@ -126,17 +118,13 @@ function replicationText(replication: Readonly<Record<string, number>> | undefin
   return factors.map(([dc, rf]) => `RF ${rf} in ${dc}`).join(', ');
 }
 
-/** Section 1: every generator's cost per ID with no network in the loop. */
 function renderInProcess(raw: RawResults, summary: Summary): string[] {
   const { inProcess } = raw;
   const repeats = inProcess.snowflakeRepeats;
   return [
     '## 1. In-process cost of one ID',
     '',
-    `No network in the loop. idgen-cass runs on ${inProcess.idgenStore}, ` +
-      `with blocks of ${formatCount(inProcess.idgenBlockSize)} IDs, so every timed call is served from a loaded block ` +
-      `(calls that found no ID or claimed a block inside a timed loop: ${inProcess.refillsInLoops}). ` +
-      `Each loop runs about ${raw.settings.inProcessSampleMs} ms; each run visits the generators in a rotated order.`,
+    `No network in the loop. idgen-cass runs on ${inProcess.idgenStore}, with blocks of ${formatCount(inProcess.idgenBlockSize)} IDs, so every timed call is served from a loaded block (calls that found no ID or claimed a block inside a timed loop: ${inProcess.refillsInLoops}). Each loop runs about ${raw.settings.inProcessSampleMs} ms; each run visits the generators in a rotated order.`,
     '',
     ...tableOf(
       [
@@ -147,21 +135,17 @@ function renderInProcess(raw: RawResults, summary: Summary): string[] {
       ],
       summary.inProcess,
     ),
-    `Snowflake here is @sapphire/snowflake; it does not wait for the next millisecond when its 12-bit increment wraps, ` +
-      `so past 4,096 IDs per millisecond it repeats IDs: ${formatCount(repeats.repeated)} of ${formatCount(repeats.generated)} generated back to back were repeats. ` +
+    `Snowflake here is @sapphire/snowflake; it does not wait for the next millisecond when its 12-bit increment wraps, so past 4,096 IDs per millisecond it repeats IDs: ${formatCount(repeats.repeated)} of ${formatCount(repeats.generated)} generated back to back were repeats. ` +
       'uuid `v7()` draws 16 bytes from `crypto.getRandomValues()` per call, while `crypto.randomUUID()` serves from a cached entropy pool.',
     '',
   ];
 }
 
-/** The naive baseline: one LWT per ID, the cost idgen-cass is measured against. */
 function renderNaive(summary: Summary): string[] {
   return [
     '### Naive baseline: one LWT per ID',
     '',
-    'One row, `UPDATE … SET v = ? WHERE k = ? IF v = ?` at LOCAL_SERIAL (commit LOCAL_QUORUM) per ID, retried from the value a rejection returns; ' +
-      'clients are concurrent loops in one process in dc1 sharing a driver pool. ' +
-      'This is unique only within one DC: across DCs it would need SERIAL, which is slower still.',
+    'One row, `UPDATE … SET v = ? WHERE k = ? IF v = ?` at LOCAL_SERIAL (commit LOCAL_QUORUM) per ID, retried from the value a rejection returns; clients are concurrent loops in one process in dc1 sharing a driver pool. This is unique only within one DC: across DCs it would need SERIAL, which is slower still.',
     '',
     ...tableOf<NaiveRow>(
       [
@@ -176,7 +160,6 @@ function renderNaive(summary: Summary): string[] {
   ];
 }
 
-/** Every process drawing at the steady block size, tight and paced, and why the modes differ. */
 function renderSteadyState(raw: RawResults, summary: Summary): string[] {
   const { settings } = raw;
   const steady = summary.draws.filter((d) => d.blockSize === settings.steadyBlockSize);
@@ -184,11 +167,9 @@ function renderSteadyState(raw: RawResults, summary: Summary): string[] {
   return [
     `### idgen-cass steady state (block size ${formatCount(settings.steadyBlockSize)})`,
     '',
-    `${steady[0]?.processes ?? 0} allocator processes (${settings.processesPerDc} per DC; child processes run as ${raw.cluster.workerRuntime}; one connection each to its own DC) draw from one sequence ` +
-      `(DC range ${formatCount(steady[0]?.dcRangeSize ?? NaN)}, threshold ${SEQUENCE_DEFAULTS.threshold}) for ${settings.warmupSeconds} s of warm-up, then ${settings.durationSeconds} s measured. ` +
+    `${steady[0]?.processes ?? 0} allocator processes (${settings.processesPerDc} per DC; child processes run as ${raw.cluster.workerRuntime}; one connection each to its own DC) draw from one sequence (DC range ${formatCount(steady[0]?.dcRangeSize ?? NaN)}, threshold ${SEQUENCE_DEFAULTS.threshold}) for ${settings.warmupSeconds} s of warm-up, then ${settings.durationSeconds} s measured. ` +
       'Every `next()` of the window is timed with `process.hrtime.bigint()` ' +
-      `(a pair of reads costs ${formatNs(raw.inProcess.timerPairNs)}, included). Counters are diffs of \`stats()\` across the window. ` +
-      `RSS is the largest process's at the end of the window; right after \`connect()\`, before any sequence, the processes held ${withSpread(figure(raw.cluster.rssAfterConnectMiB), formatMiB)}.`,
+      `(a pair of reads costs ${formatNs(raw.inProcess.timerPairNs)}, included). Counters are diffs of \`stats()\` across the window. RSS is the largest process's at the end of the window; right after \`connect()\`, before any sequence, the processes held ${withSpread(figure(raw.cluster.rssAfterConnectMiB), formatMiB)}.`,
     '',
     ...tableOf<DrawRow>(
       [
@@ -206,17 +187,13 @@ function renderSteadyState(raw: RawResults, summary: Summary): string[] {
       ],
       steady,
     ),
-    '- **tight**: `await next()` of an ID the process holds resumes as a microtask; one call in 512 yields to the event loop, so the answer to the background refill started at the threshold is read while the block lasts. ' +
-      'A block that is spent before that refill completes (small blocks, a tight loop on a busy machine) still ends in a wait (see waits per block below): a process then tops out near one block per refill round trip (a LOCAL_SERIAL read and a LOCAL_SERIAL write) plus the per-call cost, timing included. ' +
-      'This is the ceiling of one process, not the zero-wait goal.',
-    `- **paced**: each process draws ${paced} blocks per second (${paced} × block size IDs/s), sleeping whenever it is 1 ms ahead, so the event loop runs and the refill started at the threshold lands before the block is spent: ` +
-      `it has ${formatMs((1000 * (1 - SEQUENCE_DEFAULTS.threshold)) / paced)} of runway. Here waits after warm-up should be 0. ` +
+    '- **tight**: `await next()` of an ID the process holds resumes as a microtask; one call in 512 yields to the event loop, so the answer to the background refill started at the threshold is read while the block lasts. A block that is spent before that refill completes (small blocks, a tight loop on a busy machine) still ends in a wait (see waits per block below): a process then tops out near one block per refill round trip (a LOCAL_SERIAL read and a LOCAL_SERIAL write) plus the per-call cost, timing included. This is the ceiling of one process, not the zero-wait goal.',
+    `- **paced**: each process draws ${paced} blocks per second (${paced} × block size IDs/s), sleeping whenever it is 1 ms ahead, so the event loop runs and the refill started at the threshold lands before the block is spent: it has ${formatMs((1000 * (1 - SEQUENCE_DEFAULTS.threshold)) / paced)} of runway. Here waits after warm-up should be 0. ` +
       'Its median latency is above the tight one because its calls are spread out: each runs on cold caches and less optimised code, not on Cassandra.',
     '',
   ];
 }
 
-/** Every block size and mode, to size blocks by, and the `next()` calls that threw. */
 function renderSweep(raw: RawResults, summary: Summary): string[] {
   const failed = summary.draws.filter((d) => d.failures + d.warmupFailures > 0);
   const messages = [...new Set(failed.flatMap((d) => d.failureMessages))];
@@ -257,7 +234,6 @@ function renderSweep(raw: RawResults, summary: Summary): string[] {
   ];
 }
 
-/** From `connect()` to the first ID, in a DC with and without a range. */
 function renderColdStart(summary: Summary): string[] {
   const cold = summary.coldStart;
   return [
@@ -281,7 +257,6 @@ function renderColdStart(summary: Summary): string[] {
   ];
 }
 
-/** Section 3: many calls at once on one process, and what the single-flight claim does with them. */
 function renderBurst(summary: Summary): string[] {
   const burst = summary.burst;
   type Counted = 'waits' | 'blocksClaimed' | 'rangesGranted' | 'lwt' | 'casRejections';
@@ -289,8 +264,7 @@ function renderBurst(summary: Summary): string[] {
   return [
     '## 3. Burst',
     '',
-    `One process in dc1 loads one block (\`ready()\`: ${withSpread(burst.heldBefore, formatCount)} IDs held), then ${formatCount(burst.calls)} \`next()\` calls arrive at once ` +
-      `(\`Promise.all\`, ${formatCount(burst.calls / burst.blockSize)} × the block size of ${formatCount(burst.blockSize)}). Latency is from the burst's start to each call's resolution.`,
+    `One process in dc1 loads one block (\`ready()\`: ${withSpread(burst.heldBefore, formatCount)} IDs held), then ${formatCount(burst.calls)} \`next()\` calls arrive at once (\`Promise.all\`, ${formatCount(burst.calls / burst.blockSize)} × the block size of ${formatCount(burst.blockSize)}). Latency is from the burst's start to each call's resolution.`,
     '',
     ...tableOf<BurstSummary>(
       [
@@ -304,22 +278,17 @@ function renderBurst(summary: Summary): string[] {
       ],
       [burst],
     ),
-    'What the allocator did: the IDs held are served at once; every later call queues on the one claim in flight (single flight), ' +
-      'and each claim, when it lands, serves one block of the queue while the rest wait for the next claim. ' +
-      'So a burst of k blocks costs about k − 1 claims one after another, and its tail is that many LOCAL_SERIAL round trips; ' +
-      '`take(n)` or a larger block avoid it.',
+    'What the allocator did: the IDs held are served at once; every later call queues on the one claim in flight (single flight), and each claim, when it lands, serves one block of the queue while the rest wait for the next claim. So a burst of k blocks costs about k − 1 claims one after another, and its tail is that many LOCAL_SERIAL round trips; `take(n)` or a larger block avoid it.',
     '',
   ];
 }
 
-/** The options of the run and how each figure is measured. */
 function renderMethod(raw: RawResults): string[] {
   const { settings } = raw;
   const out = [
     '## Method',
     '',
-    `- Options: ${plural(settings.runs, 'run')}, measured ${settings.durationSeconds} s and warm-up ${settings.warmupSeconds} s per cluster run, ${plural(settings.processesPerDc, 'process', 'processes')} per DC, ` +
-      `block sizes ${settings.blockSizes.join(', ')}, naive clients 1 and ${settings.naiveClients}, burst ${settings.burstFactor} blocks.`,
+    `- Options: ${plural(settings.runs, 'run')}, measured ${settings.durationSeconds} s and warm-up ${settings.warmupSeconds} s per cluster run, ${plural(settings.processesPerDc, 'process', 'processes')} per DC, block sizes ${settings.blockSizes.join(', ')}, naive clients 1 and ${settings.naiveClients}, burst ${settings.burstFactor} blocks.`,
     '- Each run of the cluster phases does them all in turn (naive, each block size tight then paced, burst, cold start), on fresh sequences, so the ratios pair measurements taken minutes apart at most.',
     '- LWTs are counted by the allocator: conditional writes (`lwtWrites`) plus reads at SERIAL and LOCAL_SERIAL; the naive baseline counts its conditional updates.',
     '- Waits are `stats().waits` diffed over the measured window, i.e. after warm-up; CAS retries are `casRejections` (lost races, each retried).',
@@ -334,8 +303,7 @@ function renderMethod(raw: RawResults): string[] {
   }
   if (raw.http !== undefined) {
     out.push(
-      `- HTTP: ${plural(settings.runs, 'run')}; in each, for 1 and 100 IDs per request, the services under autocannon (${settings.httpConnections} connections each, every DC at once) and the library (${settings.httpConnections} callers per DC, every DC at once), ` +
-        `each ${settings.httpWarmupSeconds} s of warm-up then ${settings.httpSeconds} s measured; ratios pair the two sides of one run. ` +
+      `- HTTP: ${plural(settings.runs, 'run')}; in each, for 1 and 100 IDs per request, the services under autocannon (${settings.httpConnections} connections each, every DC at once) and the library (${settings.httpConnections} callers per DC, every DC at once), each ${settings.httpWarmupSeconds} s of warm-up then ${settings.httpSeconds} s measured; ratios pair the two sides of one run. ` +
         'The bodies of the warm-ups are kept and parsed after each, every ID checked for repeats across the whole phase; the measured windows keep none, so that autocannon does no extra work per response there, and count 2xx answers × IDs per request.',
     );
   }

@@ -1,8 +1,6 @@
 /**
- * The summary of the scale phase: one row per mode, N and block policy (every figure a median
- * of runs with its spread), where throughput stops growing with N and what was saturated
- * there, the measured cost of a claim and of a lost race, and how many processes one DC-state
- * partition serves. Pure.
+ * The scale phase summarised: a row per mode, N and block policy; where throughput stops growing
+ * and what was saturated; claim and lost-race costs; processes one DC-state partition serves.
  */
 import type {
   DcStateTimings,
@@ -19,20 +17,13 @@ import { addTimings, meanNs } from '../timings.js';
 export type ScaleRow = Readonly<ReturnType<typeof summarizeRow>>;
 export type ScaleSummary = Readonly<ReturnType<typeof summarizeScale>>;
 export type LimitCause = 'partition' | 'cpu' | 'neither';
-/**
- * Where one policy's throughput stops growing with N (`stopsAt`, the last N before the first
- * step that gained less than {@link GROWTH}; undefined: it kept growing) and what was saturated
- * at the `next` N.
- */
 export type ScalingLimit = ReturnType<typeof scalingLimits>[number];
 
-/** (N, IDs/s median) of one policy and mode, ascending in N. */
 interface Point {
   readonly n: number;
   readonly idsPerSecond: number;
 }
 
-/** The modes whose growth with N is read; the untimed `count` runs at N = 1 only. */
 const LIMIT_MODES: readonly ScaleMode[] = ['tight', 'rate'];
 /** A step in N must raise IDs/s by at least this factor to count as growth. */
 export const GROWTH = 1.1;
@@ -40,7 +31,7 @@ export const GROWTH = 1.1;
 export const CPU_SATURATED = 0.85;
 /** Claims per second within this share of the measured maximum: the partition is the limit. */
 export const PARTITION_SATURATED = 0.8;
-/** Claim intervals the estimate is given for, seconds (plus the adaptive default, if any). */
+/** Claim intervals of the estimate, seconds (plus the adaptive default, if any). */
 export const ESTIMATE_INTERVALS_SECONDS: readonly number[] = [1, 10, 60];
 
 const rate = (part: number, seconds: number): number => (seconds > 0 ? part / seconds : NaN);
@@ -50,26 +41,20 @@ const pooled = (runs: readonly ScaleRun[]): DcStateTimings =>
   addTimings(runs.flatMap((r) => r.dcs.map((d) => d.dcState)));
 const all = (run: ScaleRun, pick: (d: ScaleDcRun) => number): number => sum(run.dcs.map(pick));
 
-/** Read plus applied write, mean; NaN when no claim was timed. */
 export function claimCostNs(t: DcStateTimings): number {
   return meanNs(t.reads) + meanNs(t.appliedWrites);
 }
 
-/**
- * Rejected write plus backoff, mean; NaN when no race was lost. No read: a claim that lost goes
- * on from the state its rejected write returned.
- */
+/** No read: a claim that lost goes on from the state its rejected write returned. */
 export function lostRaceCostNs(t: DcStateTimings): number {
   return meanNs(t.rejectedWrites) + (t.backoffs.count > 0 ? meanNs(t.backoffs) : 0);
 }
 
-/** `pick` (min or max) of every instance's last block in `run`; NaN when none was reported. */
 function extreme(run: ScaleRun, pick: (...values: number[]) => number): number {
   const sizes = run.dcs.flatMap((d) => d.lastBlockSizes);
   return sizes.length === 0 ? NaN : pick(...sizes);
 }
 
-/** A run's latest first ID over its DCs, ms; NaN if no DC reports one. */
 function slowestFirstIdMs(run: ScaleRun): number {
   const known = run.dcs.map((d) => d.slowestFirstIdMs ?? NaN).filter((ms) => !Number.isNaN(ms));
   return known.length === 0 ? NaN : Math.max(...known);
@@ -83,7 +68,6 @@ function summarizeRow(config: ScaleConfig, scale: ScaleResult) {
   const timed = (f: (t: DcStateTimings) => number) => over((r) => f(pooled([r])));
   const ids = (r: ScaleRun) => all(r, (d) => d.idsPerSecond);
   const instances = (r: ScaleRun) => all(r, (d) => d.instances);
-  /** `of` per block claimed, all DCs; NaN when none was. */
   const perClaim = (r: ScaleRun, of: (d: ScaleDcRun) => number) => {
     const claims = all(r, (d) => d.counts.blocksClaimed);
     return claims > 0 ? all(r, of) / claims : NaN;
@@ -98,43 +82,33 @@ function summarizeRow(config: ScaleConfig, scale: ScaleResult) {
     dcs: runs[0]?.dcs.length ?? 0,
     idsPerSecond: over(ids),
     idsPerSecondPerInstance: over((r) => ids(r) / instances(r)),
-    /** Rate mode: IDs/s ÷ the target of all DCs. */
     shareOfTarget: over((r) =>
       ratePerInstance === undefined ? NaN : ids(r) / (ratePerInstance * instances(r)),
     ),
-    /** Blocks claimed per second on one DC-state partition, mean over the DCs; then the busiest. */
     claimsPerSecondPerDc: over((r) => sum(claimsPerSecond(r)) / r.dcs.length),
     busiestClaimsPerSecond: over((r) => Math.max(...claimsPerSecond(r))),
-    /** CAS retries (lost races) per block claimed, all DCs. */
     retriesPerClaim: over((r) => perClaim(r, (d) => d.counts.casRejections)),
     latency: latencyFigures(runs),
-    /** `next()` calls that waited in the measured window, all DCs; then summed over runs. */
     waits: over((r) => all(r, (d) => d.counts.waits)),
     waitsTotal: total((d) => d.counts.waits),
     failures: total((d) => d.failures),
     warmupFailures: total((d) => d.warmupFailures),
-    /** `stats().errors` in the measured windows, summed over runs. */
     storeErrors: total((d) => d.counts.errors),
     casUnknown: total((d) => d.counts.casUnknown),
-    /** IDs claimed ÷ blocks claimed: the block size the policy chose, on average. */
     meanBlockSize: over((r) => perClaim(r, (d) => d.claimedIds)),
-    /** Smallest and largest last block of any instance at the window's end (NaN if not reported). */
     lastBlockMin: over((r) => extreme(r, Math.min)),
     lastBlockMax: over((r) => extreme(r, Math.max)),
-    /** One claim (DC-state read plus applied write) and one lost race (rejected write plus backoff), mean. */
     claimNs: timed(claimCostNs),
     lostRaceNs: timed(lostRaceCostNs),
     readNs: timed((t) => meanNs(t.reads)),
     appliedWriteNs: timed((t) => meanNs(t.appliedWrites)),
     backoffNs: timed((t) => meanNs(t.backoffs)),
-    /** How late the allocator processes' event loops ran: the worst process's p99 and maximum, ms. */
     loopDelayP99Ms: over((r) => r.loopDelay?.p99Ms ?? NaN),
     loopDelayMaxMs: over((r) => r.loopDelay?.maxMs ?? NaN),
     machineBusy: over((r) => r.machineBusy),
     workerCores: over(
       (r) => r.workerCpuSeconds / (sum(r.dcs.map((d) => d.seconds)) / r.dcs.length),
     ),
-    /** The latest first ID of any instance, ms after they all started on the fresh sequence. */
     slowestFirstIdMs: over(slowestFirstIdMs),
     withoutId: total((d) => d.withoutId ?? 0),
     serialReadsPerInstance: over((r) => all(r, (d) => d.serialReads ?? NaN) / instances(r)),
@@ -142,10 +116,7 @@ function summarizeRow(config: ScaleConfig, scale: ScaleResult) {
   };
 }
 
-/**
- * The last N before throughput stopped growing by {@link GROWTH} per step, from (N, IDs/s)
- * points; undefined when every step grew.
- */
+/** The last N before throughput stopped growing by {@link GROWTH}; undefined if it kept growing. */
 export function stopsScalingAt(
   points: readonly Point[],
 ): { stopsAt: number; next: number } | undefined {
@@ -158,11 +129,7 @@ export function stopsScalingAt(
   return undefined;
 }
 
-/**
- * What was saturated at a row where throughput stopped growing: the DC-state partition (lost
- * races, calls that threw, or claims near the most any partition completed), else the CPU
- * (the machine's cores nearly all busy), else neither.
- */
+/** What was saturated where throughput stopped growing: the partition, else the CPU, else neither. */
 export function limitCause(row: ScaleRow, partitionMaxClaimsPerSecond: number): LimitCause {
   if (
     row.failures + row.warmupFailures > 0 ||
@@ -174,10 +141,7 @@ export function limitCause(row: ScaleRow, partitionMaxClaimsPerSecond: number): 
   return row.machineBusy.median >= CPU_SATURATED ? 'cpu' : 'neither';
 }
 
-/**
- * Claims/s of a partition whose rounds run one at a time, each claim taking `claimNs` and each
- * of its `retriesPerClaim` lost races another `lostRoundNs`.
- */
+/** Claims/s of a partition whose rounds run one at a time. */
 export function claimsPerSecondFromCosts(
   claimNs: number,
   retriesPerClaim: number,
@@ -187,10 +151,7 @@ export function claimsPerSecondFromCosts(
   return 1e9 / (claimNs + (races > 0 ? races * lostRoundNs : 0));
 }
 
-/**
- * Processes one partition serves at each claim interval: claims/s it completed at most (and
- * claims/s its costs allow) × the interval.
- */
+/** Processes one partition serves at each claim interval: claims/s × the interval. */
 export function partitionEstimates(
   claimsPerSecond: number,
   fromCosts: number,
@@ -205,7 +166,6 @@ export function partitionEstimates(
     }));
 }
 
-/** Each policy's tight and fixed-rate rows by N; for tight ones, where growth stops and why. */
 function scalingLimits(
   scale: ScaleResult,
   rows: readonly ScaleRow[],
@@ -239,9 +199,8 @@ function scalingLimits(
 }
 
 /**
- * Per policy: tight IDs/s of one instance at N = 1 ÷ in-process `await next()` IDs/s, per run;
- * from the untimed loop (`count`) where the run has it, as the in-process loop times its loops,
- * not its calls; else from the timed tight loop (`untimed` false).
+ * Per policy: IDs/s of one instance at N = 1 ÷ in-process `await next()` IDs/s, per run; from
+ * the untimed loop where the run has it, as the in-process loop does not time each call.
  */
 function tightVsInProcess(scale: ScaleResult, inProcess: InProcessResult) {
   const inProcessNext = inProcess.runs.map((run) => 1e9 / (run['next'] ?? NaN));
@@ -271,7 +230,6 @@ function tightVsInProcess(scale: ScaleResult, inProcess: InProcessResult) {
 
 export function summarizeScale(scale: ScaleResult, inProcess: InProcessResult) {
   const rows = scale.configs.map((c) => summarizeRow(c, scale));
-  /** The most claims per second one partition completed, and where. */
   let partitionMax: { claimsPerSecond: number; row: ScaleRow; retriesPerClaim: number } | undefined;
   for (const row of rows) {
     const claims = row.busiestClaimsPerSecond.median;
@@ -298,17 +256,11 @@ export function summarizeScale(scale: ScaleResult, inProcess: InProcessResult) {
     rows,
     limits: scalingLimits(scale, rows, partitionMax?.claimsPerSecond ?? Infinity),
     partitionMax,
-    /** The smallest N measured, where claims contend least, and the claim cost there, every run pooled. */
     uncontendedAt,
     uncontendedClaimNs,
-    /** Lost-race cost, every run that lost one pooled; the part that occupies the partition. */
     lostRaceNs: lostRaceCostNs(lost),
     lostRaceRoundNs,
     lostRaces: lost.rejectedWrites.count,
-    /**
-     * Claims/s one partition allows if its rounds run one at a time: 1 ÷ (claim cost + r × the
-     * partition's part of a lost race), r the CAS retries per claim where the most were measured.
-     */
     claimsPerSecondFromCosts: fromCosts,
     estimates:
       partitionMax === undefined

@@ -1,9 +1,4 @@
-/**
- * "## 4. Scale": N allocator instances per DC, tight and at a fixed total rate, fixed blocks
- * against adaptive ones; where throughput stops growing and why, the cost of a claim and of a
- * lost race, and how many processes one DC-state partition serves. Every sentence is computed
- * from the run's numbers.
- */
+/** "## 4. Scale": every sentence is computed from the run's numbers. */
 import { BACKOFF_MAX_MS } from '../../../src/allocator/dc-context.js';
 import { COUNT_BATCH } from '../draw-loop.js';
 import { LOOP_DELAY_RESOLUTION_MS } from '../protocol.js';
@@ -29,7 +24,6 @@ const TIGHT_NOTE =
   "so the replies to the other instances' refills wait for that loop's turn on a crowded event loop. " +
   'IDs/s is all instances of all DCs together.';
 
-/** The heading and the note of each mode's table. */
 function modeText(mode: ScaleMode, raw: RawResults): [string, string] {
   const { scaleRatePerDc, scaleInstances } = raw.settings;
   if (mode === 'tight') return ['Tight: every instance `await next()` in a loop', TIGHT_NOTE];
@@ -64,7 +58,6 @@ function table(rows: readonly ScaleRow[], mode: ScaleMode): string {
   return markdownTable(...byColumns(columns, rows));
 }
 
-/** The slowest first ID after the start, and how many instances drew none in the whole run. */
 function firstIds(row: ScaleRow): string {
   const slowest = Number.isFinite(row.slowestFirstIdMs.median)
     ? withSpread(row.slowestFirstIdMs, (v) => formatNs(v * 1e6))
@@ -72,7 +65,6 @@ function firstIds(row: ScaleRow): string {
   return row.withoutId > 0 ? `${slowest} (${formatCount(row.withoutId)} drew none)` : slowest;
 }
 
-/** Calls that threw (warm-up / measured), then failed store operations and unknown outcomes if any. */
 function errors(row: ScaleRow): string {
   const extra = [
     ...(row.storeErrors > 0 ? [`${formatCount(row.storeErrors)} failed store operations`] : []),
@@ -81,7 +73,6 @@ function errors(row: ScaleRow): string {
   return `${row.warmupFailures} / ${row.failures}${extra.length > 0 ? `; ${extra.join(', ')}` : ''}`;
 }
 
-/** Mean block size, then the range of the instances' last blocks where `stats()` gave them. */
 function blockSizes(row: ScaleRow): string {
   const mean = withSpread(row.meanBlockSize, (v) => formatCount(Math.round(v)));
   const low = row.lastBlockMin.median;
@@ -130,83 +121,47 @@ function limitsText(summary: ScaleSummary, raw: RawResults): string[] {
         : `${head}; it stops growing after N = ${limit.stopsAt} (the next step gained less than ${significant(GROWTH)}×). The limit is ${why(row, limit, summary, raw.machine.cores)}`;
     }),
     ...rate.map((limit) => {
-      const rows = summary.rows.filter((r) => r.mode === 'rate' && r.variant === limit.variant);
-      const short = rows.filter(
+      const short = summary.rows.filter(
         (r) =>
-          r.failures + r.warmupFailures > 0 || r.waitsTotal > 0 || r.shareOfTarget.median < 0.99,
+          r.mode === 'rate' &&
+          r.variant === limit.variant &&
+          (r.failures + r.warmupFailures > 0 || r.waitsTotal > 0 || r.shareOfTarget.median < 0.99),
       );
-      const head = `- **${limit.label}, fixed rate**:`;
-      if (short.length === 0) {
-        return `${head} the full rate at every N, no \`next()\` call waited after warm-up or threw; max latency ${rows.map((r) => `${formatNs(r.latency.max.median)} at N = ${r.instancesPerDc}`).join(', ')}.`;
-      }
-      const each = short.map(
-        (r) =>
-          `at N = ${r.instancesPerDc}: ${formatPercent(r.shareOfTarget.median)} of the rate, ${formatCount(r.waitsTotal)} waits after warm-up, ${formatCount(r.warmupFailures + r.failures)} calls threw, max ${formatNs(r.latency.max.median)}`,
-      );
-      return `${head} ${each.join('; ')}.`;
+      return `- **${limit.label}, fixed rate**: ${short.length === 0 ? 'the full rate at every N, no `next()` call waited after warm-up or threw.' : `short of the rate, waiting or throwing at N = ${short.map((r) => r.instancesPerDc).join(', ')}.`}`;
     }),
   ];
 }
 
-/**
- * The tight rows where `has` is a number (older results lack some figures), as "at N = 4: …"
- * per N, each row at that N described and joined by "; "; undefined when no row has it.
- */
-function perN(
-  summary: ScaleSummary,
-  has: (row: ScaleRow) => number,
-  at: string,
-  describe: (row: ScaleRow) => string,
-): string | undefined {
-  const rows = summary.rows.filter((r) => r.mode === 'tight' && Number.isFinite(has(r)));
-  if (rows.length === 0) return undefined;
-  const byN = [...new Set(rows.map((r) => r.instancesPerDc))].sort((a, b) => a - b);
-  const text = byN.map(
-    (n) =>
-      `${at} ${n}: ${rows
-        .filter((r) => r.instancesPerDc === n)
-        .map(describe)
-        .join('; ')}`,
+/** Where the tight rows' claims spent their time; rows of older results without it are left out. */
+function claimTimeText(summary: ScaleSummary): string[] {
+  const rows = summary.rows.filter(
+    (r) => r.mode === 'tight' && Number.isFinite(r.loopDelayP99Ms.median),
   );
-  return text.join('. ') + '.';
-}
-
-/**
- * Every configuration starts its instances at once on a fresh sequence: how long until each had
- * its first ID, and how many grant reads at SERIAL it took.
- */
-function coldStartText(summary: ScaleSummary): string[] {
-  const text = perN(
-    summary,
-    (r) => r.serialReadsPerInstance.median,
-    'at N =',
-    (r) => `${r.label} ${firstIds(r)}, ${significant(r.serialReadsPerInstance.median)}`,
-  );
-  if (text === undefined) return [];
+  if (rows.length === 0) return [];
+  const ns = (pick: (r: ScaleRow) => number) => (r: ScaleRow) => formatNs(pick(r));
   return [
-    "- **Cold start, tight**: each configuration starts all its instances at once on a fresh sequence, so each needs a block claim on its DC-state partition, and each that finds the DC without a range asks SERIAL for one (a grant read, which is two SERIAL statements: the DC's latest grant and GLOBAL; then the batch) on the sequence's one grants partition, which every DC shares. " +
-      'The slowest first ID after the start (instances that drew none in the whole run), then grant reads at SERIAL per instance: ' +
-      text,
-  ];
-}
-
-/**
- * Where a tight row's claims spent their time: the store's answers against the allocator
- * processes' own event loops, whose delay every reply, backoff timer and deadline also waits for.
- */
-function loopText(summary: ScaleSummary): string[] {
-  const cell = (ns: number) => (Number.isFinite(ns) ? formatNs(ns) : '–');
-  const text = perN(
-    summary,
-    (r) => r.loopDelayP99Ms.median,
-    'At N =',
-    (r) =>
-      `${r.label}: read ${cell(r.readNs.median)}, write ${cell(r.appliedWriteNs.median)}, backoff ${cell(r.backoffNs.median)}; loop late by ${formatNs(r.loopDelayP99Ms.median * 1e6)} / ${formatNs(r.loopDelayMaxMs.median * 1e6)}; the allocator processes used ${significant(r.workerCores.median)} cores`,
-  );
-  if (text === undefined) return [];
-  return [
-    `- **Where a claim's time went, tight**: a DC-state read, an applied claim write and the time from a lost race's rejection to the next attempt (its backoff timer asks for at most ${BACKOFF_MAX_MS} ms), each a mean timed at the instance's store; then how late the allocator processes' event loops ran (p99 / max of the worst process, \`monitorEventLoopDelay\` less its ${LOOP_DELAY_RESOLUTION_MS} ms sampling interval), and the cores all allocator processes used together. Every reply from Cassandra, every backoff and every call's deadline waits for that loop, so where its delay nears the read's time, the time went to waiting for the processes' own CPU, not to the store. ` +
-      text,
+    '',
+    `Where a claim's time went, tight: the mean DC-state read, applied claim write and backoff (from a lost race's rejection to the next attempt; its timer asks for at most ${BACKOFF_MAX_MS} ms), timed at each instance's store, against how late the allocator processes' event loops ran (p99 / max of the worst process, \`monitorEventLoopDelay\` less its ${LOOP_DELAY_RESOLUTION_MS} ms sampling interval), which every reply, backoff and deadline waits for.`,
+    '',
+    markdownTable(
+      ...byColumns<ScaleRow>(
+        [
+          ['instances per DC', (r) => formatCount(r.instancesPerDc)],
+          ['blocks', (r) => r.label],
+          ['read', ns((r) => r.readNs.median)],
+          ['write', ns((r) => r.appliedWriteNs.median)],
+          ['backoff', ns((r) => r.backoffNs.median)],
+          [
+            'event loop late (p99 / max)',
+            (r) =>
+              `${formatNs(r.loopDelayP99Ms.median * 1e6)} / ${formatNs(r.loopDelayMaxMs.median * 1e6)}`,
+          ],
+          ['cores used by the allocator processes', (r) => significant(r.workerCores.median)],
+        ],
+        rows,
+      ),
+    ),
+    '',
   ];
 }
 
@@ -229,8 +184,7 @@ function costText(summary: ScaleSummary, raw: RawResults): string[] {
         ? `about one claim's own latency there (${formatNs(claimNs)}): the partition completed claims back to back, so C is close to what it can do on this machine. `
         : `${significant(busy)}× one claim's own latency there (${formatNs(claimNs)}): the partition was not kept busy (its claimers were held back elsewhere), so C is a lower bound of what it can do. `) +
       'Processes that each claim once every I seconds then number at most K = C × I per DC. ' +
-      `From the costs alone, a partition running its rounds one at a time allows C' = 1 ÷ (t_claim + r × t_race) = 1 ÷ (${formatNs(summary.uncontendedClaimNs)} + ${significant(retries)} × ${formatNs(summary.lostRaceRoundNs)}) = ${significant(summary.claimsPerSecondFromCosts)} claims/s, ` +
-      `with t_claim the uncontended claim, r the CAS retries per claim where C was measured and t_race a lost race's rejected write (its backoff leaves the partition to others); K' = C' × I:`,
+      `From the costs alone, a partition running its rounds one at a time allows C' = 1 ÷ (t_claim + r × t_race) = 1 ÷ (${formatNs(summary.uncontendedClaimNs)} + ${significant(retries)} × ${formatNs(summary.lostRaceRoundNs)}) = ${significant(summary.claimsPerSecondFromCosts)} claims/s, with t_claim the uncontended claim, r the CAS retries per claim where C was measured and t_race a lost race's rejected write (its backoff leaves the partition to others); K' = C' × I:`,
     '',
     markdownTable(
       [
@@ -251,7 +205,6 @@ function costText(summary: ScaleSummary, raw: RawResults): string[] {
   return out;
 }
 
-/** Section 4 against the in-process `await next()` of section 1, one instance per DC. */
 function inProcessText(scale: ScaleSummary, raw: RawResults): string[] {
   if (scale.tightVsInProcess.length === 0) return [];
   return [
@@ -299,10 +252,9 @@ export function renderScale(raw: RawResults, summary: Summary): string[] {
   const out = [
     '## 4. Scale',
     '',
-    `N allocator instances per DC (N = ${settings.scaleInstances.join(', ')}; ${result.layout}) draw from a fresh sequence per configuration, ` +
-      `tight and at a fixed total rate, ${settings.scaleWarmupSeconds} s of warm-up (adaptive blocks grow there), then ${settings.scaleSeconds} s measured; ` +
-      `${settings.scaleRuns} run${settings.scaleRuns === 1 ? '' : 's'}, every block policy in each. ` +
-      "Claims/s and CAS retries are counted per DC partition from `stats()` (`blocksClaimed`, `casRejections`, summed over the DC's instances); waits and errors are after warm-up unless said.",
+    `N allocator instances per DC (N = ${settings.scaleInstances.join(', ')}; ${result.layout}) draw from a fresh sequence per configuration, tight and at a fixed total rate, ${settings.scaleWarmupSeconds} s of warm-up (adaptive blocks grow there), then ${settings.scaleSeconds} s measured; ${settings.scaleRuns} run${settings.scaleRuns === 1 ? '' : 's'}, every block policy in each. ` +
+      "Claims/s and CAS retries are counted per DC partition from `stats()` (`blocksClaimed`, `casRejections`, summed over the DC's instances); waits and errors are after warm-up unless said. " +
+      'All instances of a configuration start at once on a fresh sequence, so each needs a block claim, and each that finds its DC without a range a grant read at SERIAL (two SERIAL statements on the grants partition every DC shares): the slowest first ID and those grant reads per instance are in the tables.',
     '',
     markdownTable(['blocks', 'options given to `createSequence`', 'settings stored'], variants),
     '',
@@ -318,13 +270,11 @@ export function renderScale(raw: RawResults, summary: Summary): string[] {
     '### What it shows',
     '',
     ...limitsText(scale, raw),
-    ...coldStartText(scale),
-    ...loopText(scale),
     ...costText(scale, raw),
+    ...claimTimeText(scale),
     '',
     ...inProcessText(scale, raw),
-    `Mean block size is the IDs that came into the instances in the window (IDs drawn plus the change in IDs held) ÷ the blocks they claimed: the size the policy chose, on average; "last" is the range of the instances' last blocks at the window's end (\`stats().blockSize\`). ` +
-      `The limit is read at the first step that gains less than ${significant(GROWTH)}×: the partition if \`next()\` threw, a claim lost one race or more on average, or its busiest partition reached ${formatPercent(PARTITION_SATURATED)} of the most claims/s measured; else the CPU if the machine was ${formatPercent(CPU_SATURATED)} busy or more.`,
+    `Mean block size is the IDs that came into the instances in the window (IDs drawn plus the change in IDs held) ÷ the blocks they claimed: the size the policy chose, on average; "last" is the range of the instances' last blocks at the window's end (\`stats().blockSize\`). The limit is read at the first step that gains less than ${significant(GROWTH)}×: the partition if \`next()\` threw, a claim lost one race or more on average, or its busiest partition reached ${formatPercent(PARTITION_SATURATED)} of the most claims/s measured; else the CPU if the machine was ${formatPercent(CPU_SATURATED)} busy or more.`,
     '',
   );
   const messages = [...new Set(scale.rows.flatMap((r) => r.failureMessages))];

@@ -2,10 +2,8 @@
  * What every command shares: the global options, the logger (stderr), stdout, and the Cassandra
  * connections a command opens, all closed by {@link CliContext.close} whatever happens.
  */
-
 import type { Command } from 'commander';
 import { pino, type Logger } from 'pino';
-
 import type { Admin } from '../admin/admin.js';
 import { openAdmin } from '../admin/open.js';
 import type { IdGen } from '../allocator/id-gen.js';
@@ -23,10 +21,8 @@ export interface GlobalOptions extends ConnectionFlags {
   readonly verbose?: boolean | undefined;
 }
 
-/** What a command may pass to `connect()` besides the connection options and the logger. */
 export type AllocatorOptions = Omit<ConnectOptions, keyof ConnectionOptions | 'logger'>;
 
-/** Where the CLI writes; tests may replace it. */
 export interface Streams {
   readonly stdout: NodeJS.WritableStream;
   readonly stderr: NodeJS.WritableStream;
@@ -37,20 +33,19 @@ export class CliContext {
   readonly #streams: Streams;
   readonly #argv: readonly string[];
   readonly #closers: (() => Promise<void>)[] = [];
-  /** Commander's writes to stdout (--help, --version), which it does not wait for. */
+  /** Commander's writes to stdout, which it does not wait for. */
   readonly #pending: Promise<void>[] = [];
   #stdoutClosed = false;
   #outputFailure: OutputError | undefined;
   #logger: Logger | undefined;
 
-  /** @param argv the command line, as `process.argv`: read for --json before commander has. */
+  /** @param argv the command line, read for --json and --verbose before commander has. */
   constructor(program: Command, streams: Streams, argv: readonly string[] = []) {
     this.#program = program;
     this.#streams = streams;
     this.#argv = argv;
   }
 
-  /** The global options (valid once commander has parsed them). */
   get options(): GlobalOptions {
     return this.#program.opts<GlobalOptions>();
   }
@@ -59,7 +54,7 @@ export class CliContext {
     return this.options.json === true;
   }
 
-  /** --json for errors, also when commander fails before parsing it (`--blok --json`). */
+  /** --json for errors, also when commander fails before parsing it. */
   get jsonErrors(): boolean {
     return this.json || this.#argv.slice(2).includes('--json');
   }
@@ -69,17 +64,16 @@ export class CliContext {
     return (this.#streams.stdout as { isTTY?: boolean }).isTTY === true;
   }
 
-  /** Whether --log-level (or IDGEN_LOG_LEVEL) was given. */
   get logLevelGiven(): boolean {
     return this.#program.getOptionValueSource('logLevel') !== 'default';
   }
 
-  /** --verbose, also when commander fails before parsing it: errors with their stacks. */
+  /** --verbose, also when commander fails before parsing it. */
   get verbose(): boolean {
     return this.options.verbose === true || this.#argv.includes('--verbose');
   }
 
-  /** pino at --log-level on stderr, before the error line (written last); stacks with --verbose. */
+  /** pino at --log-level on stderr; stacks with --verbose only. */
   get logger(): Logger {
     this.#logger ??= pino(
       {
@@ -92,10 +86,7 @@ export class CliContext {
     return this.#logger;
   }
 
-  /**
-   * Connection options from the global options, TLS files read.
-   * @throws {InvalidOptionError} for a missing or bad option (`IDGEN_SSL=maybe` included).
-   */
+  /** @throws {InvalidOptionError} for a missing or bad option (`IDGEN_SSL=maybe` included). */
   connection(): ConnectionOptions {
     const options = this.options;
     // Commander sets a boolean flag from its variable whatever the value: read it ourselves.
@@ -104,7 +95,7 @@ export class CliContext {
     return connectionOptions({ ...options, ssl });
   }
 
-  /** An allocator over Cassandra; closed (returning unused IDs) by {@link close}. */
+  /** An allocator, closed (returning unused IDs) by {@link close}. */
   async idGen(options: AllocatorOptions = {}): Promise<IdGen> {
     const ids = await connect({ ...this.connection(), ...options, logger: this.logger });
     this.#closers.push(() => ids.close());
@@ -112,7 +103,7 @@ export class CliContext {
     return ids;
   }
 
-  /** Status and checks over Cassandra; closed by {@link close}. */
+  /** Closed by {@link close}. */
   async admin(): Promise<Admin> {
     const admin = await openAdmin(this.connection());
     this.#closers.push(() => admin.close());
@@ -125,12 +116,11 @@ export class CliContext {
     await this.#out(`${text}\n`);
   }
 
-  /** Writes `value` to stdout as JSON (bigints exact). */
   async printJson(value: unknown, indent = 2): Promise<void> {
     await this.#out(`${toJson(value, indent)}\n`);
   }
 
-  /** Writes commander's output to stdout; {@link outputFailure} waits for it. */
+  /** Commander's output; {@link outputFailure} waits for it. */
   writeOut(text: string): void {
     this.#pending.push(this.#out(text).catch(() => undefined)); // kept in #outputFailure
   }
@@ -140,16 +130,13 @@ export class CliContext {
     return this.#stdoutClosed;
   }
 
-  /** Once every write to stdout has been taken or has failed: the first failure, if one did. */
+  /** Once every write has been taken or has failed: the first failure. */
   async outputFailure(): Promise<OutputError | undefined> {
     await Promise.all(this.#pending);
     return this.#outputFailure;
   }
 
-  /**
-   * Writes to stdout and waits until the stream takes it (results can be millions of IDs). A gone
-   * reader ends the output, not the command; any other failure is an {@link OutputError}.
-   */
+  /** Waits until stdout takes `text`; a gone reader ends the output, not the command. */
   async #out(text: string): Promise<void> {
     if (this.#outputFailure !== undefined) throw this.#outputFailure;
     if (this.#stdoutClosed) return;
@@ -160,25 +147,24 @@ export class CliContext {
         this.#stdoutClosed = true;
         return;
       }
-      // Later writes fail with ERR_STREAM_DESTROYED: the first failure is the one to report.
+      // Later writes fail with ERR_STREAM_DESTROYED: the first failure is the one reported.
       this.#outputFailure ??= new OutputError(error);
       throw this.#outputFailure;
     }
   }
 
-  /** Errors only; results never go to stderr. */
   writeErr(text: string): void {
     this.#streams.stderr.write(text);
   }
 
-  /** One warning line on stderr; under --json a JSON line, so every stderr line parses. */
+  /** One warning line on stderr; a JSON line under --json. */
   warn(text: string): void {
     this.writeErr(
       this.jsonErrors ? `${JSON.stringify({ warning: text })}\n` : `idgen-cass: warning: ${text}\n`,
     );
   }
 
-  /** Closes everything opened, newest first; a failure to close is logged, not thrown. */
+  /** Closes everything opened, newest first; a failure is logged, not thrown. */
   async close(): Promise<void> {
     while (this.#closers.length > 0) {
       const closer = this.#closers.pop()!;
@@ -191,7 +177,7 @@ export class CliContext {
   }
 }
 
-/** The prototype of the errors pino's err serializer returns, to find them nested. */
+/** The prototype of what pino's err serializer returns, to find nested errors. */
 const SERIALIZED_ERROR: unknown = Object.getPrototypeOf(pino.stdSerializers.err(new Error('')));
 
 /** pino's err serializer without the stacks, also of nested and aggregated errors. */
@@ -203,14 +189,12 @@ function withoutStacks(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutStacks);
   if (value === null || typeof value !== 'object') return value;
   if (Object.getPrototypeOf(value) !== SERIALIZED_ERROR) return value;
-  // Own enumerable keys only, as pino writes them; `raw` (the error itself) is not one.
   const entries = Object.entries(value as Record<string, unknown>).filter(
     ([key]) => key !== 'stack',
   );
   return Object.fromEntries(entries.map(([key, v]) => [key, withoutStacks(v)]));
 }
 
-/** Writes and waits until the stream takes it. */
 function write(stream: NodeJS.WritableStream, text: string): Promise<void> {
   return new Promise((resolve, reject) => {
     stream.write(text, (error) => (error ? reject(error) : resolve()));

@@ -2,13 +2,10 @@
  * The `idgen-cass` program: global options, one command per file, and the one place errors
  * become exit codes and the Cassandra connections are closed.
  */
-
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-
 import { Command, Option } from 'commander';
-
 import { alterCommand } from './commands/alter.js';
 import { checkCommand } from './commands/check.js';
 import { initCommand } from './commands/init.js';
@@ -25,17 +22,39 @@ import { timerParser, typedDuration } from './parse.js';
 import { validateSequenceName } from '../options.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../store/cassandra/request-options.js';
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+/** The global options read from a variable too: syntax, help, variable. */
+const CONNECTION_OPTIONS: readonly (readonly [string, string, string])[] = [
+  [
+    '--contact-points <hosts>',
+    'nodes of the local DC (host or host:port), comma-separated',
+    'IDGEN_CONTACT_POINTS',
+  ],
+  ['--dc <name>', 'the local datacenter, as Cassandra names it', 'IDGEN_DC'],
+  ['--username <name>', 'Cassandra user', 'IDGEN_USERNAME'],
+  ['--password <password>', 'password of --username (prefer the variable)', 'IDGEN_PASSWORD'],
+  [
+    '--ssl',
+    "TLS, verifying each node's certificate and host name against the system's CAs or --ssl-ca; IDGEN_SSL takes true or false",
+    'IDGEN_SSL',
+  ],
+  [
+    '--ssl-ca <file>',
+    "PEM file of the CAs the nodes' certificates chain to (implies --ssl)",
+    'IDGEN_SSL_CA',
+  ],
+  [
+    '--ssl-cert <file>',
+    'PEM file of a client certificate, for nodes that require one (with --ssl-key; implies --ssl)',
+    'IDGEN_SSL_CERT',
+  ],
+  ['--ssl-key <file>', 'PEM file of the private key of --ssl-cert', 'IDGEN_SSL_KEY'],
+];
 
 /** The last line of every command's help. */
 export const GLOBAL_OPTIONS_HINT =
   'Global options (connection, TLS, output, logs): see "idgen-cass --help".';
 
-/**
- * The program with every command registered on `ctx`.
- * @param argv the command line to be parsed (as `process.argv`), for --json on errors commander
- *   reports before it has parsed the options.
- */
+/** The program with every command registered on `ctx`; `argv` is read for --json early. */
 export function createProgram(
   streams: Streams,
   argv: readonly string[] = [],
@@ -61,69 +80,32 @@ export function createProgram(
       },
     })
     .configureHelp({ sortSubcommands: false })
-    .showSuggestionAfterError(true)
-    .addOption(
-      new Option(
-        '--contact-points <hosts>',
-        'comma-separated addresses (host or host:port) of nodes in the local DC',
-      ).env('IDGEN_CONTACT_POINTS'),
-    )
-    .addOption(
-      new Option('--dc <name>', 'the local datacenter, as Cassandra names it').env('IDGEN_DC'),
-    )
+    .showSuggestionAfterError(true);
+  for (const [flags, help, variable] of CONNECTION_OPTIONS) {
+    program.addOption(new Option(flags, help).env(variable));
+  }
+  program
     .addOption(
       new Option('--keyspace <name>', 'keyspace holding the idgen tables')
         .env('IDGEN_KEYSPACE')
         .default('idgen'),
     )
-    .addOption(new Option('--username <name>', 'Cassandra user').env('IDGEN_USERNAME'))
-    .addOption(
-      new Option('--password <password>', 'password of --username (prefer the variable)').env(
-        'IDGEN_PASSWORD',
-      ),
-    )
-    .addOption(
-      new Option(
-        '--ssl',
-        "TLS, verifying each node's certificate (chain and host name) against the system's CAs or --ssl-ca; IDGEN_SSL takes true or false",
-      ).env('IDGEN_SSL'),
-    )
-    .addOption(
-      new Option(
-        '--ssl-ca <file>',
-        "PEM file of the CAs the nodes' certificates must chain to (implies --ssl)",
-      ).env('IDGEN_SSL_CA'),
-    )
-    .addOption(
-      new Option(
-        '--ssl-cert <file>',
-        'PEM file of the client certificate, for nodes that require one (with --ssl-key; implies --ssl)',
-      ).env('IDGEN_SSL_CERT'),
-    )
-    .addOption(
-      new Option('--ssl-key <file>', 'PEM file of the private key of --ssl-cert').env(
-        'IDGEN_SSL_KEY',
-      ),
-    )
     .addOption(
       new Option(
         '--request-timeout <duration>',
-        `how long one request to Cassandra may take, e.g. 5s or 1500ms (default ${typedDuration(DEFAULT_REQUEST_TIMEOUT_MS)}); keep it above Cassandra's CAS timeout`,
+        `how long one request to Cassandra may take, e.g. 5s (default ${typedDuration(DEFAULT_REQUEST_TIMEOUT_MS)}); keep it above Cassandra's CAS timeout`,
       )
         .env('IDGEN_REQUEST_TIMEOUT')
         .argParser(timerParser('requestTimeoutMs')),
     )
     .addOption(
       new Option('--log-level <level>', 'pino log level of the logs on stderr')
-        .choices(LOG_LEVELS)
+        .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
         .env('IDGEN_LOG_LEVEL')
         .default('warn'),
     )
     .option('--json', 'results as JSON on stdout (64-bit integers as exact JSON numbers)')
-    .option(
-      '--verbose',
-      'errors with their stack and causes; errors in the logs with their stack (left out without it)',
-    )
+    .option('--verbose', 'errors, and errors in the logs, with their stacks and causes')
     .addHelpText(
       'after',
       `

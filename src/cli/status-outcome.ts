@@ -1,7 +1,6 @@
 /**
- * How `status` ends after printing, for cron and monitoring: 13 when SERIAL is unreachable, 14
- * when a DC's runway is below `--fail-if-runway-below` or unknown; 14 wins (its message names
- * SERIAL too). Pure.
+ * How `status` ends after printing: 13 when SERIAL is unreachable, 14 when a DC's runway is below
+ * `--fail-if-runway-below` or unknown; 14 wins (its message names SERIAL too).
  */
 import type { SequenceStatus, StatusReport } from '../admin/status.js';
 import { CommandOutcome } from './exit-codes.js';
@@ -9,39 +8,27 @@ import { count, duration, rate } from './format.js';
 import { typedDuration } from './parse.js';
 import { notCurrent } from './status-view.js';
 
-/** A DC of a sequence whose runway is below the threshold. */
+/** A DC whose runway (seconds) is below the threshold, at `rate` IDs per second. */
 export interface RunwayBelow {
   readonly sequence: string;
   readonly dc: string;
-  /** Seconds. */
   readonly runway: number;
   readonly left: bigint;
-  /** IDs per second. */
   readonly rate: number;
 }
 
-/**
- * Every DC in `report` whose runway is below `seconds`; a DC without a runway is not judged, and
- * an unbounded one is never below.
- */
+/** Every DC whose runway is below `seconds`; a DC without a runway is not judged. */
 export function runwaysBelow(report: StatusReport, seconds: number): RunwayBelow[] {
-  const below: RunwayBelow[] = [];
-  for (const sequence of report.sequences) {
-    for (const dc of sequence.dcs) {
-      if (dc.runway === undefined || dc.rate === undefined || !(dc.runway < seconds)) continue;
-      below.push({
-        sequence: sequence.settings.name,
-        dc: dc.dc,
-        runway: dc.runway,
-        left: dc.left,
-        rate: dc.rate,
-      });
-    }
-  }
-  return below;
+  return report.sequences.flatMap(({ settings, dcs }) =>
+    dcs.flatMap(({ dc, runway, left, rate }) =>
+      runway === undefined || rate === undefined || !(runway < seconds)
+        ? []
+        : [{ sequence: settings.name, dc, runway, left, rate }],
+    ),
+  );
 }
 
-/** The DCs of a sequence whose rows could not be read current, and why (see `notCurrent`). */
+/** The DCs of a sequence whose rows could not be read current, and why. */
 interface RunwaysUnknown {
   readonly sequence: string;
   readonly dcs: readonly string[];
@@ -49,13 +36,8 @@ interface RunwaysUnknown {
 }
 
 /**
- * The outcome `status` ends with after printing `report`, or undefined for exit 0.
- * @param failIfRunwayBelow seconds (`--fail-if-runway-below`); undefined: runways are not judged.
- * @example
- * ```ts
- * const outcome = statusOutcome(report, 30 * 60);
- * if (outcome !== undefined) throw outcome; // exit 14 (a runway under 30 min) or 13 (SERIAL)
- * ```
+ * The outcome `status` ends with, or undefined for exit 0.
+ * @param failIfRunwayBelow seconds; undefined: runways are not judged.
  */
 export function statusOutcome(
   report: StatusReport,
@@ -116,10 +98,7 @@ function runwayLow(
   return new CommandOutcome('IDGEN_STATUS_RUNWAY_LOW', `${text}${why}`);
 }
 
-/**
- * What to change, per sequence: the setting its grants are sized by (the DC range size, or the
- * autonomy target and its cap), or nothing when its domain has no IDs left to grant.
- */
+/** Per sequence, the setting its grants are sized by; nothing when its domain is spent. */
 function advice(sequences: readonly SequenceStatus[]): string {
   const raise: string[] = [];
   const spent: string[] = [];

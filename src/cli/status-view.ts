@@ -1,8 +1,4 @@
-/**
- * `idgen-cass status` as text (one row per DC, shards folded, or per shard) and as JSON (every
- * shard).
- */
-
+/** `idgen-cass status` as text (a row per DC, or per shard) and as JSON (every shard). */
 import type {
   DcStatus,
   DcUsageStatus,
@@ -16,13 +12,8 @@ import { dcOfGrantee } from '../names.js';
 import { GRANT_BLOCKS } from '../settings/model.js';
 import type { SequenceSettings } from '../store/port.js';
 
-/** How {@link renderStatus} lays out each sequence's DCs. */
 export interface StatusView {
-  /**
-   * One row per shard (state partition), as the DC states are stored; otherwise one row per DC,
-   * its shards folded.
-   * @default false
-   */
+  /** One row per shard (state partition) rather than per DC. @default false */
   readonly shards?: boolean | undefined;
 }
 
@@ -64,7 +55,6 @@ function hostsLine(report: StatusReport): string {
     .join(' · ');
 }
 
-/** @param perShard one row per shard, rather than per DC with its shards folded. */
 function sequenceLines(status: SequenceStatus, localDc: string, perShard: boolean): string[] {
   const s = status.settings;
   const header =
@@ -87,7 +77,9 @@ function sequenceLines(status: SequenceStatus, localDc: string, perShard: boolea
     (status.exhaustsIn === undefined
       ? ''
       : `  domain lasts ${duration(status.exhaustsIn)} at the current rate`);
-  const lines = perShard ? shardLines(status.dcs) : dcLines(status.dcs);
+  const lines = perShard
+    ? status.dcs.map((dc) => ({ name: dc.dc, rows: [dc] }))
+    : dcLines(status.dcs);
   return [
     header,
     global,
@@ -97,18 +89,13 @@ function sequenceLines(status: SequenceStatus, localDc: string, perShard: boolea
   ];
 }
 
-/** What one line of the DC table stands for: a shard's row, or every row of a DC. */
+/** One line of the DC table: a shard's row (`dc1/3`), or every row of a DC. */
 interface TableLine {
-  /** The shard's name (`dc1/3`), or the DC's. */
   readonly name: string;
   readonly rows: readonly DcStatus[];
 }
 
-function shardLines(dcs: readonly DcStatus[]): TableLine[] {
-  return dcs.map((dc) => ({ name: dc.dc, rows: [dc] }));
-}
-
-/** One line per DC, in the report's order (a DC's shards follow it). */
+/** One line per DC, in the report's order. */
 function dcLines(dcs: readonly DcStatus[]): TableLine[] {
   const byDc = new Map<string, DcStatus[]>();
   for (const dc of dcs) {
@@ -118,10 +105,7 @@ function dcLines(dcs: readonly DcStatus[]): TableLine[] {
   return [...byDc].map(([name, rows]) => ({ name, rows }));
 }
 
-/**
- * The DC table, one row per line; with `folded`, a `shards` column (of the sequence's shards per
- * DC, those holding a grant: the others have not claimed yet) and a line saying how rows fold.
- */
+/** The DC table; `folded`: a `shards` column (those holding a grant) and a note on folding. */
 function dcTable(
   lines: readonly TableLine[],
   settings: SequenceSettings,
@@ -144,7 +128,6 @@ function dcTable(
       '',
     ],
     ...lines.map((line) => [
-      // The local DC, and each shard of it, marked.
       dcOfGrantee(line.name) === localDc ? `${line.name}*` : line.name,
       ...shardsColumn(line),
       ...cells(line.rows, settings.autonomySeconds),
@@ -162,7 +145,6 @@ function dcTable(
   ];
 }
 
-/** One line naming the DCs whose rows could not be read current. */
 function notCurrentLines(dcs: readonly DcStatus[]): string[] {
   const stale = notCurrent(dcs);
   if (stale === undefined) return [];
@@ -172,10 +154,7 @@ function notCurrentLines(dcs: readonly DcStatus[]): string[] {
   ];
 }
 
-/**
- * The DCs (a sharded DC once) whose rows could not be read current, in the report's order, and
- * why; undefined when every row was.
- */
+/** The DCs whose rows could not be read current, and why; undefined when every row was. */
 export function notCurrent(
   dcs: readonly DcStatus[],
 ): { readonly dcs: readonly string[]; readonly reason: string } | undefined {
@@ -187,10 +166,7 @@ export function notCurrent(
   };
 }
 
-/**
- * What the processes of a DC (or shard) reported, over `rows`: issued, wasted by cause, and what
- * no report covers yet (held by running processes, or lost with processes that died).
- */
+/** What the processes of a DC (or shard) reported: issued, wasted by cause, not yet reported. */
 function usageLine(name: string, rows: readonly DcStatus[]): string[] {
   const usage = foldUsage(rows);
   if (usage === undefined || (usage.issued === 0n && usage.wastedTotal === 0n)) return [];
@@ -204,7 +180,7 @@ function usageLine(name: string, rows: readonly DcStatus[]): string[] {
   ];
 }
 
-/** The usage counters of `rows` summed; undefined when they could not be read. */
+/** Undefined when some counters could not be read. */
 function foldUsage(rows: readonly DcStatus[]): DcUsageStatus | undefined {
   const all = rows.map((dc) => dc.usage);
   if (all.some((usage) => usage === undefined)) return undefined;
@@ -226,10 +202,9 @@ function foldUsage(rows: readonly DcStatus[]): DcUsageStatus | undefined {
 }
 
 /**
- * The cells after a table line's name, of one row or of a DC's shards folded: ranges counted with
- * their grants, IDs left and rates summed, and the shortest runway, since the first shard to run
- * dry stalls the processes that draw from it. Rows not read current show what they hold, which
- * may be old; their rate and runway are unknown, never 0/s and ∞.
+ * The cells after a line's name; shards fold into IDs left and rates summed and the shortest
+ * runway (the first shard to run dry stalls its processes). Rows not read current show what they
+ * hold; their rate and runway are unknown, never 0/s and ∞.
  */
 function cells(rows: readonly DcStatus[], autonomySeconds: number): string[] {
   const one = rows.length === 1 ? rows[0] : undefined;
@@ -241,7 +216,7 @@ function cells(rows: readonly DcStatus[], autonomySeconds: number): string[] {
   const runways = rows.flatMap((dc) => dc.runway ?? []);
   const runway = runways.length === 0 || notCurrent ? undefined : Math.min(...runways);
   const rates = rows.flatMap((dc) => dc.rate ?? []);
-  // A DC without a reserved range may still hold its grant 1 (the note names it).
+  // Without a reserved range a DC may still hold its grant 1 (the note names it).
   const holds = reserved.length > 0 || left > 0n;
   const [rateText, runwayText] = notCurrent
     ? ['?', 'unknown']
@@ -263,10 +238,7 @@ function cells(rows: readonly DcStatus[], autonomySeconds: number): string[] {
   ];
 }
 
-/**
- * The notes of a DC or shard, or of a DC's `rows` folded: its grants not installed yet, a `runway`
- * below the autonomy target, rows not read current.
- */
+/** Grants not installed yet, a runway below the autonomy target, rows not read current. */
 function notesOf(
   rows: readonly DcStatus[],
   runway: number | undefined,
@@ -288,7 +260,7 @@ function notesOf(
   return notes.join('; ');
 }
 
-/** Ranges of several shards: how many, and the grants they come from (`16 ranges (#1–#3)`). */
+/** Ranges of several shards: `16 ranges (#1–#3)`. */
 function rangesOf(held: readonly HeldRange[]): string {
   const numbers = held.map((range) => range.grant);
   const [low, high] = [Math.min(...numbers), Math.max(...numbers)];
@@ -296,15 +268,11 @@ function rangesOf(held: readonly HeldRange[]): string {
   return `${held.length} ${noun} (#${low}${high === low ? '' : `–#${high}`})`;
 }
 
-/** `part / whole`, 0 for an empty whole. */
 function share(part: bigint, whole: bigint): number {
   return whole <= 0n ? 0 : Number((part * 1_000_000n) / whole) / 1_000_000;
 }
 
-/**
- * Whether the DC's runway is below the sequence's autonomy target; undefined without a target or
- * a measured runway.
- */
+/** Undefined without an autonomy target or a measured runway. */
 function belowTarget(runway: number | undefined, autonomySeconds: number): boolean | undefined {
   if (autonomySeconds === 0 || runway === undefined) return undefined;
   return runway < autonomySeconds;
@@ -327,7 +295,7 @@ export function statusJson(report: StatusReport): Record<string, unknown> {
       error: report.serial.error ?? null,
     },
     hosts: report.hosts.map((host) => ({ address: host.address, dc: host.dc, up: host.up })),
-    // Only the local DC's nodes are asked (status must work inside a partition); preflight asks all.
+    // The local DC's nodes only: status must work inside a partition.
     nodeSafety: {
       dc: report.nodeSafety.dc,
       safe: report.nodeSafety.problems.length === 0 && report.nodeSafety.error === undefined,
@@ -344,7 +312,6 @@ export function statusJson(report: StatusReport): Record<string, unknown> {
       domainUsed: percent(s.domainUsedShare),
       domainLeft: s.domainLeft,
       sampledOverMs: s.sampledOverMs ?? null,
-      // null when not measured or nothing is drawn.
       exhaustsInSeconds:
         s.exhaustsIn === undefined || s.exhaustsIn === Infinity ? null : s.exhaustsIn,
       dcs: s.dcs.map((dc) => ({
@@ -359,32 +326,17 @@ export function statusJson(report: StatusReport): Record<string, unknown> {
         left: dc.left,
         consumed: dc.consumed,
         ratePerSecond: dc.rate ?? null,
-        // null: not measured, no range held, or unknown (rowsNotCurrent); Infinity (rate 0) is
-        // written as null too, so "unbounded" is ratePerSecond 0 with IDs left.
+        // Infinity (rate 0) is null too: "unbounded" is ratePerSecond 0 with IDs left.
         runwaySeconds: dc.runway === undefined || dc.runway === Infinity ? null : dc.runway,
-        // null without an autonomy target or a measured runway.
         runwayBelowTarget: belowTarget(dc.runway, s.settings.autonomySeconds) ?? null,
-        // null when read current; else ratePerSecond and runwaySeconds are null (unknown).
         rowsNotCurrent: dc.rowsNotCurrent ?? null,
-        // null when the usage counters could not be read.
-        usage:
-          dc.usage === undefined
-            ? null
-            : {
-                issued: dc.usage.issued,
-                wasted: dc.usage.wasted,
-                wastedTotal: dc.usage.wastedTotal,
-                unreported: dc.usage.unreported,
-              },
+        usage: dc.usage ?? null,
       })),
     })),
   };
 }
 
-/**
- * The warnings status writes on stderr when the local DC's nodes run unsafe settings (or could
- * not be asked); empty when there is nothing to say.
- */
+/** The warnings on stderr when the local DC's nodes run unsafe settings (or cannot be asked). */
 export function nodeSafetyWarnings(report: StatusReport): string[] {
   const { dc, problems, error } = report.nodeSafety;
   const lines = problems.map(

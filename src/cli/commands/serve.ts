@@ -1,12 +1,9 @@
 /** `idgen-cass serve`: the HTTP service of the local DC's allocator (src/serve/). */
-
 import { readFileSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
-
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Registry } from 'prom-client';
-
 import type { IdGen } from '../../allocator/id-gen.js';
 import { InvalidOptionError } from '../../errors.js';
 import { checkServeOptions, SERVE_DEFAULTS, type ServeOptions } from '../../serve/options.js';
@@ -19,11 +16,10 @@ interface ServeFlags {
   readonly host: string;
   readonly sequence?: readonly string[] | undefined;
   readonly tokenFile?: string | undefined;
-  /** Milliseconds. */
   readonly timeout: number;
 }
 
-/** The variable holding the token itself (a file is safer: variables show up in more places). */
+/** The token itself (a file is safer: variables show up in more places). */
 const TOKEN_VARIABLE = 'IDGEN_SERVE_TOKEN';
 
 export function serveCommand(program: Command, ctx: CliContext): void {
@@ -70,14 +66,11 @@ export function serveCommand(program: Command, ctx: CliContext): void {
       'after',
       `
 Endpoints: POST /v1/sequences/{name}/ids?count=N, POST /v1/sequences/{name}/ranges?count=N,
-GET /healthz, /readyz, /metrics, /openapi.json. Logs (pino, info by default) go to stderr.
-SIGTERM or SIGINT: stops accepting connections, lets the requests in flight finish, gives the
-unused IDs back to the DC, exits 0; a second signal ends the process at once (143, 130). One
-during the start ends it once the step under way (connecting, reading the sequences) is done,
-closes what was opened, exits 0.
-
-Exit codes: 0 stopped by a signal, 1 bad option (a port in use, a keyspace without the idgen
-tables included), 3 Cassandra unreachable at start, 12 credentials refused.
+GET /healthz, /readyz, /metrics, /openapi.json. Logs (info by default) go to stderr. SIGTERM or
+SIGINT: stops accepting connections, lets the requests in flight finish, gives the unused IDs
+back, exits 0 (during the start: once the step under way is done); a second one exits at once
+(143, 130). Exit codes: 0 stopped by a signal, 1 bad option (a port in use, a keyspace without
+the idgen tables), 3 Cassandra unreachable at start, 12 credentials refused.
 
 Example:
   $ idgen-cass --contact-points 10.0.1.5 --dc dc1 serve --port 8080 --sequence orders
@@ -86,21 +79,15 @@ Example:
     )
     .action(async (flags: ServeFlags) => {
       const token = readToken(flags.tokenFile, process.env[TOKEN_VARIABLE]);
-      const options = {
-        sequences: flags.sequence,
-        token,
-        timeoutMs: flags.timeout,
-      };
-      // Bad options are refused before anything is connected.
-      checkServeOptions(options);
+      const options = { sequences: flags.sequence, token, timeoutMs: flags.timeout };
+      checkServeOptions(options); // before anything is connected
       if (!ctx.logLevelGiven) ctx.logger.level = 'info';
-      // Heard from here on: as PID 1 an unheard signal is ignored, even while connecting.
+      // Heard from here on: as PID 1 an unheard signal is ignored.
       const stop = stopSignal();
       try {
         const started = await start(ctx, flags, options, () => stop.signal !== undefined);
         const signal = await stop.received;
         if (started === undefined) {
-          // The allocator, if connected, is closed with the CLI's connections (runCli).
           ctx.logger.info({ signal }, 'stopped while starting; nothing was served');
           return;
         }
@@ -118,11 +105,7 @@ Example:
     });
 }
 
-/**
- * Connects, checks the keyspace and listens, asking `stopping()` after each step: a stop ends
- * the start there (the step under way finishes; a listening server is closed).
- * @returns the server listening and its allocator, or undefined if stopped.
- */
+/** Connects, checks the keyspace and listens; undefined if `stopping()` after a step. */
 async function start(
   ctx: CliContext,
   flags: ServeFlags,
@@ -131,13 +114,12 @@ async function start(
 ): Promise<{ readonly server: FastifyInstance; readonly ids: IdGen } | undefined> {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  // The allocator's metrics go on the registry /metrics serves.
   const ids = await ctx.idGen({ callTimeoutMs: flags.timeout, metrics: { registry } });
   if (stopping()) return undefined;
   // A keyspace without the idgen tables would answer every request 500: refused at start.
   await ids.listSequences();
   if (stopping()) return undefined;
-  // One line with the DC and keyspace instead of fastify's per-address ones.
+  // One "listening" line of ours instead of fastify's per-address ones.
   const serverLogger =
     ctx.logger.level === 'info' ? ctx.logger.child({}, { level: 'warn' }) : ctx.logger;
   const server = createServer(ids, { ...options, registry, logger: serverLogger });
@@ -183,28 +165,18 @@ async function listen(server: ReturnType<typeof createServer>, flags: ServeFlags
   }
 }
 
-/** What {@link stopSignal} listens on and ends with: the process, or a stand-in in tests. */
+/** The process, or a stand-in in tests. */
 export interface SignalTarget {
   on(signal: NodeJS.Signals, listener: (signal: NodeJS.Signals) => void): unknown;
   off(signal: NodeJS.Signals, listener: (signal: NodeJS.Signals) => void): unknown;
   exit(code: number): void;
 }
 
-/** The stop signals of {@link stopSignal}, heard from the moment it is called. */
-export interface StopSignal {
-  /** Resolves with the first SIGTERM or SIGINT. */
-  readonly received: Promise<NodeJS.Signals>;
-  /** The first signal, once one came. */
-  readonly signal: NodeJS.Signals | undefined;
-  /** Removes every listener (a CLI run in a test process leaves none behind). */
-  release(): void;
-}
-
 /**
- * Listens for SIGTERM and SIGINT; until `release()`, a second one exits at once (143, 130),
- * explicitly, since Node's default action does nothing for PID 1.
+ * Listens for SIGTERM and SIGINT: `received` resolves with the first; until `release()`, a second
+ * one exits at once (143, 130), explicitly, since Node's default action does nothing for PID 1.
  */
-export function stopSignal(target: SignalTarget = process): StopSignal {
+export function stopSignal(target: SignalTarget = process) {
   const STOP: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT'];
   let first: NodeJS.Signals | undefined;
   let resolve: (signal: NodeJS.Signals) => void = () => {};
@@ -232,8 +204,7 @@ export function stopSignal(target: SignalTarget = process): StopSignal {
 }
 
 /**
- * The token from `--token-file` or {@link TOKEN_VARIABLE}, surrounding whitespace (the file's
- * last newline) removed. Neither the token nor the file's contents ever reach a message.
+ * The token from `--token-file` or {@link TOKEN_VARIABLE}, trimmed; never in a message.
  * @throws {InvalidOptionError} when both are given, or the file cannot be read.
  */
 export function readToken(
@@ -262,7 +233,6 @@ export function readToken(
   }
 }
 
-/** `--port`: an integer from 0 (any free port) to 65535. */
 function parsePort(value: string): number {
   const port = parseInteger(value);
   if (port < 0 || port > 65_535) throw new InvalidArgumentError('Expected a port from 0 to 65535.');

@@ -1,15 +1,9 @@
 /**
- * The process level's blocks: the one IDs are taken from, the one preloaded behind it, and, once
- * the handle closes, the ones set aside to be given back.
- *
- * | mode      | what it holds                                              | IDs served | next modes          |
- * | --------- | ---------------------------------------------------------- | ---------- | ------------------- |
- * | `serving` | `current` (maybe spent) and at most one `preloaded` block  | yes        | `retired`, `dropped` |
- * | `retired` | only `retired`: every block held when close() was called, and any that arrived after | no | – |
- * | `dropped` | nothing: the rows went back, so the blocks may be claimed again by others | no | – |
- *
- * Every mode change goes through {@link BlockBuffer.changeMode}. While `serving`, a block
- * arrives only when nothing is preloaded, and lies above every block before it.
+ * A handle's blocks, in one of three modes, changed only by {@link BlockBuffer.changeMode}:
+ * - `serving`: `current` and at most one `preloaded`; a block arrives only when nothing is
+ *   preloaded, above every block before it. Goes to `retired` or `dropped`.
+ * - `retired` (closing): serves nothing; holds every block, to be given back.
+ * - `dropped` (rows went back): holds nothing, since others may claim the blocks again.
  */
 import assert from 'node:assert/strict';
 
@@ -25,7 +19,6 @@ const MODE_CHANGES: Readonly<Record<BufferMode, readonly BufferMode[]>> = {
 };
 
 export class BlockBuffer<T extends number | bigint> {
-  /** The block IDs are taken from (read directly by the allocator's fast path). */
   current: Block<T> | undefined;
   preloaded: Block<T> | undefined;
   /** `current.used` at which the next block is to be claimed; Infinity: not now. */
@@ -33,7 +26,7 @@ export class BlockBuffer<T extends number | bigint> {
   private retired: Block<T>[] = [];
   private mode: BufferMode = 'serving';
   private highest = -1n;
-  /** IDs taken from blocks no longer held, counted as a block leaves: a take stays one increment. */
+  /** IDs taken from blocks no longer held. */
   private takenFromFormer = 0;
 
   constructor(private readonly threshold: () => number) {}
@@ -42,7 +35,7 @@ export class BlockBuffer<T extends number | bigint> {
     return this.mode === 'serving';
   }
 
-  /** IDs held and not handed out: current plus preloaded (retired blocks too, until given back). */
+  /** IDs held and not handed out. */
   get remaining(): number {
     return this.held().reduce((sum, block) => sum + block.remaining, 0);
   }
@@ -52,17 +45,13 @@ export class BlockBuffer<T extends number | bigint> {
     return held.filter((block): block is Block<T> => block !== undefined);
   }
 
-  /** IDs taken from every block this buffer held: handed out, or skipped by `abandon()`. */
+  /** IDs taken from every block this buffer held, handed out or skipped. */
   get taken(): number {
     return this.held().reduce((sum, block) => sum + block.used, this.takenFromFormer);
   }
 
-  /**
-   * Takes a claimed block: preloaded while serving, set aside while retired. Returns false, and
-   * takes nothing, when the block does not lie above every earlier one.
-   */
+  /** Takes a claimed block; false, taking nothing, unless it lies above every earlier one. */
   accept(block: Block<T>): boolean {
-    // A negative control (mutations.ts) takes any block.
     if (block.first <= this.highest && !mutated('no-accept-guard')) return false;
     if (block.last > this.highest) this.highest = block.last;
     if (this.mode === 'retired') {
@@ -80,7 +69,6 @@ export class BlockBuffer<T extends number | bigint> {
     return this.highest;
   }
 
-  /** The preloaded block becomes the current one; undefined when none is. */
   switchToPreloaded(): Block<T> | undefined {
     const next = this.preloaded;
     if (next === undefined || this.mode !== 'serving') return undefined;
@@ -110,10 +98,7 @@ export class BlockBuffer<T extends number | bigint> {
     );
   }
 
-  /**
-   * The one place the mode changes. `retired` sets aside every block held, so that nothing can
-   * be served from them any more; `dropped` forgets them and returns how many IDs were held.
-   */
+  /** The one place the mode changes; returns how many IDs were held. */
   changeMode(to: Exclude<BufferMode, 'serving'>, keepServing = false): number {
     assert(MODE_CHANGES[this.mode].includes(to), `block buffer: ${this.mode} -> ${to}`);
     const held = this.remaining;
@@ -125,7 +110,6 @@ export class BlockBuffer<T extends number | bigint> {
     }
     this.mode = to;
     this.preloadAt = Infinity;
-    // A negative control (mutations.ts) keeps serving from the blocks being given back.
     if (!keepServing) {
       this.current = undefined;
       this.preloaded = undefined;
@@ -141,10 +125,8 @@ export class BlockBuffer<T extends number | bigint> {
   }
 
   /**
-   * The unused IDs of the retired blocks (in claim order) that end at the highest one claimed,
-   * as one run: the last block's unused IDs, extended backwards over earlier blocks while they
-   * are contiguous and the later block is wholly unused. Only such a run can be given back,
-   * since the DC's `last_integer` must still be its end.
+   * The unused IDs of the retired blocks that end at the highest one claimed, as one contiguous
+   * run: only such a run can be given back.
    */
   unusedRun(): { first: bigint; last: bigint } | undefined {
     const blocks = this.retired;

@@ -1,8 +1,6 @@
 /**
- * A handle's block claim, single-flight: one claim from its shard's DC allocator, retried with a
- * growing pause while it fails for a passing reason ({@link isTransient}), moving shard where
- * shards.ts says so. A claim nobody waits for (a preload) retries for at most `callTimeoutMs`,
- * so it never spins against a dead store; lost races are retried inside the DC level.
+ * A handle's block claim, single-flight, retried with a growing pause while it fails for a passing
+ * reason; a claim nobody waits for retries for at most `callTimeoutMs`.
  */
 
 import {
@@ -19,7 +17,6 @@ import type { Ledger } from './ledger.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Loaded, Shards } from './shards.js';
 
-/** Retry pause of a claim failing for a passing reason: about 50 ms, doubling to 2 s. */
 const CLAIM_RETRY_FIRST_MS = 50;
 const CLAIM_RETRY_MAX_MS = 2_000;
 
@@ -35,7 +32,6 @@ export interface ClaimHost {
   readonly ensureLoaded: () => Promise<Loaded>;
   readonly refreshSettings: () => Promise<void>;
   readonly loaded: () => Loaded | undefined;
-  /** Puts the block in the buffer; throws if it must not be served. */
   readonly accept: (claimed: ClaimedBlock) => void;
   readonly forfeit: (error: StateRolledBackError) => void;
   readonly held: () => number;
@@ -44,9 +40,8 @@ export interface ClaimHost {
 export class BlockClaims {
   private readonly host: ClaimHost;
   private claiming: Promise<void> | undefined;
-  /** The last failed attempt's error while the claim retries; cleared on success. */
   private failure: Error | undefined;
-  /** Races the claim in flight lost in a row: the cause a late caller is given. */
+  /** Races the claim in flight lost in a row. */
   private lostRaces = 0;
   private wake: (() => void) | undefined;
   private rangeArrived = false;
@@ -70,23 +65,17 @@ export class BlockClaims {
     return this.claiming;
   }
 
-  /** A refill nobody awaits. */
   inBackground(): void {
     if (this.host.lifecycle.closing) return;
     this.refill().catch(ignore);
   }
 
-  /**
-   * Claims one block, retrying passing failures while {@link keepTrying}. Any other failure goes
-   * to every waiting caller; a lost-race {@link ContentionError} only once nobody waits.
-   */
   private async claim(): Promise<void> {
     const { clock, ledger, shards, demand } = this.host;
     const started = clock.now();
-    // Past its window, a claim still retries if a range arrived: it may have failed for want of it.
+    // A range arriving may end a failure: retried past the window.
     const goesOn = () =>
       this.keepTrying(started) || (this.rangeArrived && this.host.lifecycle.open);
-    // An earlier claim's failure is not this one's: it would report an outage that has ended.
     this.failure = undefined;
     this.lostRaces = 0;
     demand.claimStarts(started);
@@ -150,11 +139,7 @@ export class BlockClaims {
     }
   }
 
-  /**
-   * The DC allocator installed a range: a pausing claim retries at once, even past a preload's
-   * window, since it may have failed for want of this range (else the process would hold no IDs
-   * until a caller waited). With none in flight, one starts if the handle wants its next block.
-   */
+  /** A range came: a pausing claim retries at once, else a wanted preload starts. */
   rangeInstalled(): void {
     if (this.host.lifecycle.state !== 'ready') return;
     if (this.claiming !== undefined) {
@@ -169,13 +154,12 @@ export class BlockClaims {
     this.wake?.();
   }
 
-  /** Why the claim in flight has not brought IDs yet, if it failed or keeps losing races. */
+  /** Why the claim in flight has not brought IDs yet. */
   lastFailure(): Error | undefined {
     if (this.failure !== undefined || this.lostRaces === 0) return this.failure;
     return new ContentionError(this.host.name, 'claim a block', this.lostRaces);
   }
 
-  /** After a passing failure: while open and awaited, or for `callTimeoutMs` if not awaited. */
   private keepTrying(started: number): boolean {
     const { clock, callTimeoutMs, demand } = this.host;
     if (!this.host.lifecycle.open) return false;
@@ -197,14 +181,10 @@ export class BlockClaims {
   }
 }
 
-function ignore(): void {
-  // Failure already recorded where it happened.
-}
+/** Failures are recorded where they happen. */
+function ignore(): void {}
 
-/**
- * Failures that pass without anyone acting: the store unreachable at the level needed, and lost
- * races. Every other failure (broken rows, no sequence, a spent domain, rows gone back) is final.
- */
+/** Failures that pass without anyone acting; every other one is final. */
 function isTransient(
   error: unknown,
 ): error is StoreUnavailableError | SerialUnavailableError | ContentionError {

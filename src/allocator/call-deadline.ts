@@ -1,7 +1,4 @@
-/**
- * A caller's wait for IDs: one deadline per call, the signal checked after each await. The refill
- * it waits for carries on after the caller gives up.
- */
+/** A caller's wait for IDs: one deadline per call; the refill carries on after it gives up. */
 
 import { AbortedError, ContentionError, DeadlineError, InvalidOptionError } from '../errors.js';
 import { checkAbortSignal, checkKeys, everyKeyOf } from '../options.js';
@@ -11,8 +8,7 @@ import type { AllocatorObserver } from './observer.js';
 /** How long a call may wait for IDs, and how it can be cancelled. */
 export interface CallOptions {
   /**
-   * Milliseconds the call may wait for a refill before it rejects (with the refill's last error,
-   * or {@link DeadlineError}). `Infinity`: no deadline.
+   * Milliseconds the call may wait for a refill; `Infinity`: no deadline.
    * @default the `callTimeoutMs` option of `connect()` (10 000)
    */
   readonly timeoutMs?: number | undefined;
@@ -20,12 +16,7 @@ export interface CallOptions {
   readonly signal?: AbortSignal | undefined;
 }
 
-/**
- * Refuses call options no call could honour, on every call that passes them, even one served
- * from IDs held: else a bad option would fail only the call that waits, at a moment nobody chose.
- * @throws {InvalidOptionError} naming an unknown key, a `timeoutMs` that is not a number of at
- * least 0, or a `signal` that is no AbortSignal.
- */
+/** Checked on every call, even one served at once, so a bad option fails predictably. */
 export function checkCallOptions(options: CallOptions): void {
   checkKeys(options, CALL_KEYS);
   const { timeoutMs, signal } = options;
@@ -38,13 +29,11 @@ export function checkCallOptions(options: CallOptions): void {
 const CALL_KEYS = everyKeyOf<CallOptions>()(['timeoutMs', 'signal']);
 
 export interface CallDeadline {
-  /** The call's whole timeout, for the error's message. */
   readonly timeoutMs: number;
   /** `clock.now()` at which the call gives up. */
   readonly deadline: number;
 }
 
-/** The call's timeout (its own, else `defaultMs`) and its deadline on `clock`. */
 export function deadlineOf(
   options: CallOptions | undefined,
   defaultMs: number,
@@ -54,7 +43,7 @@ export function deadlineOf(
   return { timeoutMs, deadline: clock.now() + timeoutMs };
 }
 
-/** Runs the waiting part of a call, telling `observer` how long it took and how it ended. */
+/** Runs the waiting part of a call, telling `observer` how long it took. */
 export async function timedWait<R>(
   observer: AllocatorObserver | undefined,
   clock: Clock,
@@ -74,27 +63,21 @@ export async function timedWait<R>(
   }
 }
 
-/** @throws {AbortedError} once `signal` fired (checked before waiting or taking, after awaits). */
 export function throwIfAborted(name: string, signal: AbortSignal | undefined): void {
   if (signal?.aborted === true) throw new AbortedError(name, { cause: signal.reason });
 }
 
-/** One call's wait for the refill of sequence `sequence`. */
 export interface Wait extends CallDeadline {
   readonly sequence: string;
   readonly signal: AbortSignal | undefined;
   readonly clock: Clock;
-  /** The refill's current failure, asked at the deadline so a caller learns why it gave up. */
+  /** Asked at the deadline, so a caller learns why it gave up. */
   readonly lastFailure: () => Error | undefined;
 }
 
 /**
- * Waits for `refill` until `wait.deadline` or `wait.signal`. At the deadline it rejects with
- * `wait.lastFailure()` if that says the store is unreachable or the domain spent, else with
- * {@link DeadlineError} (`cause`: a lost-race {@link ContentionError}, if that was the last
- * failure): contention alone never fails a call that still has time. On the signal,
- * {@link AbortedError}. A refill ending in {@link ContentionError} (nobody waited for a moment)
- * resolves the wait, so the caller starts a new one.
+ * Waits for `refill` until the deadline (then rejects with the last failure, or a DeadlineError
+ * for lost races) or the signal. Contention alone never fails a call that still has time.
  */
 export function waitWithinDeadline(refill: Promise<void>, wait: Wait): Promise<void> {
   const { sequence, timeoutMs, signal, clock } = wait;
@@ -136,6 +119,5 @@ export function waitWithinDeadline(refill: Promise<void>, wait: Wait): Promise<v
   });
 }
 
-function ignore(): void {
-  // The refill records its own failure; the caller that gave up has no use for it.
-}
+/** The refill records its own failure. */
+function ignore(): void {}

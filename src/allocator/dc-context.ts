@@ -1,7 +1,6 @@
 /**
- * What both levels of one DC allocator share: the rows' identity, the checks every read passes,
- * the marks that tell rows that went back (watermarks.ts), the latch that then stops all writes,
- * and the retry bounds.
+ * What both levels of a DC allocator share: the checks every read passes, the latch that stops
+ * all writes once rows went back, and the retry bounds.
  */
 
 import {
@@ -18,13 +17,9 @@ import { dcStateViolations, otherIncarnation } from './dc-state.js';
 import type { SequenceStats } from './sequence-stats.js';
 import type { Watermarks } from './watermarks.js';
 
-/**
- * Conditional writes in a row not shown ours before an operation gives up; a block claim counts
- * only unknown outcomes here, and retries lost races while its `keepTrying` says.
- */
+/** Conditional writes in a row not shown ours before an operation gives up. */
 export const MAX_CAS_ATTEMPTS = 12;
 
-/** Backoff after a lost race: full jitter, up to a cap doubling from 2 ms to 100 ms. */
 const BACKOFF_MIN_MS = 2;
 export const BACKOFF_MAX_MS = 100;
 
@@ -58,37 +53,26 @@ export function newDcCounters(): DcCounters {
   };
 }
 
-export interface DcContextOptions {
-  readonly store: IdStore;
-  readonly dc: string;
-  readonly settings: SequenceSettings;
-  readonly incarnation: string | undefined;
-  readonly clock: Clock;
-  readonly sleep: (ms: number) => Promise<void>;
-  readonly counters: DcCounters;
-  readonly seen: Watermarks;
+export type DcContextOptions = Pick<
+  DcContext,
+  'store' | 'dc' | 'settings' | 'incarnation' | 'clock' | 'sleep' | 'counters' | 'seen'
+> & {
   readonly onRolledBack:
     ((error: StateRolledBackError | SequenceRecreatedError) => void) | undefined;
-}
+};
 
-/** One sequence in one DC (or shard), as both levels of its allocator see it. */
 export class DcContext {
   readonly store: IdStore;
   readonly dc: string;
-  /** The sizes may change (DcAllocator.updateSettings); the domain never does. */
+  /** The sizes may change; the domain never does. */
   settings: SequenceSettings;
-  /** Stamped on every state row this allocator opens; a row of another is refused. */
   readonly incarnation: string | undefined;
   readonly clock: Clock;
   readonly counters: DcCounters;
   readonly seen: Watermarks;
-  /** Waits between retries (tests may replace it). */
   readonly sleep: (ms: number) => Promise<void>;
   private readonly onRolledBack: DcContextOptions['onRolledBack'];
-  /**
-   * The first sign the rows went back. From then on no write is sent: one on the wire may still
-   * land, but nothing follows it.
-   */
+  /** The first sign the rows went back: from then on no write is sent. */
   private latched: StateRolledBackError | SequenceRecreatedError | undefined;
 
   constructor(options: DcContextOptions) {
@@ -111,20 +95,14 @@ export class DcContext {
     return this.latched !== undefined;
   }
 
-  /**
-   * Every conditional write passes here first: once the rows were seen gone back, none is sent.
-   * @throws {StateRolledBackError} the first sign of it ({@link SequenceRecreatedError} if a row of
-   *   another incarnation came first).
-   */
+  /** Every conditional write passes here first. */
   assertRowsHeld(): void {
     if (this.latched !== undefined) throw this.latched;
   }
 
   /**
-   * Checks a DC state read against the invariants (dc-state.ts), after its incarnation: a row of
-   * another sequence of this name is not ours to judge.
-   * @throws {SequenceRecreatedError} if the row is of another incarnation.
-   * @throws {InvariantError} if it breaks an invariant.
+   * Checks a DC state read: its incarnation first (another sequence's row is not ours to judge),
+   * then the invariants.
    */
   checkState(
     state: DcState,
@@ -140,18 +118,12 @@ export class DcContext {
     return new InvariantError(this.sequence, detail);
   }
 
-  /**
-   * The error of a read showing the rows gone back. The first stops this allocator's writes and
-   * tells the process level at once, before the operation unwinds.
-   */
+  /** The error of a read showing the rows gone back; the first also latches. */
   rolledBack(detail: string): StateRolledBackError {
     return this.latch(new StateRolledBackError(this.sequence, this.dc, detail));
   }
 
-  /**
-   * The error of a read that shows a state row of another incarnation, latched as
-   * {@link rolledBack} is: the IDs this process holds may be the other sequence's too.
-   */
+  /** As {@link rolledBack}, for a row of another incarnation. */
   recreated(detail: string): SequenceRecreatedError {
     return this.latch(new SequenceRecreatedError(this.sequence, detail));
   }
@@ -181,7 +153,7 @@ export class DcContext {
     return new ContentionError(this.sequence, operation, attempts);
   }
 
-  /** Full jitter: 0 to a cap doubling per lost race up to {@link BACKOFF_MAX_MS}. */
+  /** Full jitter: 0 to a cap doubling per lost race from 2 ms up to {@link BACKOFF_MAX_MS}. */
   backoff(attempt: number): Promise<void> {
     const cap = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.min(attempt - 1, 30));
     return this.sleep(Math.random() * cap);

@@ -1,8 +1,6 @@
 /**
- * One process's view of a DC state row at LOCAL_SERIAL: every read is checked against the
- * invariants (dc-state.ts) and the rows seen before (watermarks.ts); every write is classified
- * (cas.ts), stamped with the incarnation, and noted if ours. A claim write of unknown fate is
- * recognised here when a later round shows a state carrying its op.
+ * One process's view of a DC state row: every read checked against the invariants and the rows
+ * seen before; every write classified and stamped with the incarnation.
  */
 
 import { StoreUnavailableError } from '../errors.js';
@@ -12,43 +10,36 @@ import type { DcContext } from './dc-context.js';
 import { DcUsage, Rate } from './sizing.js';
 import { stateWentBack, type Floor } from './watermarks.js';
 
-/** What the plain-read guess returns when it shows no state and none was ever seen. */
+/** The plain-read guess when it shows no state and none was ever seen. */
 export const NO_STATE = Symbol('no DC state');
 
-/** The DC's rate is sampled over at least this long: reads come many a second. */
 const DC_RATE_SAMPLE_MS = 1_000;
 
 export class DcStateRow {
-  /** Those of `unresolvedOps` a later round showed committed. */
   readonly committedOps = new Set<string>();
   /**
-   * The op of this process's latest state write shown ours. A give-back goes only on the state it
-   * left: `last_integer` at the end of our run proves nothing, as retire-ranges leaves it at its
-   * grant's end too, and a give-back there reopens IDs handed out before the rows went back.
+   * The op of this process's latest write shown ours: a give-back goes only on that state, since
+   * a retire also leaves `last_integer` at a run's end.
    */
   lastOwnOp: string | undefined;
   private readonly usage = new DcUsage();
   private readonly rate = new Rate(DC_RATE_SAMPLE_MS);
 
-  /** @param unresolvedOps ops of claim writes of unknown fate whose state had not moved. */
   constructor(
     private readonly ctx: DcContext,
     readonly unresolvedOps: Set<string>,
   ) {}
 
-  /** The DC's claim rate in IDs/s, once two reads lay a second apart. */
   get dcRate(): number | undefined {
     return this.rate.perSecond;
   }
 
-  /** A DC-state write conditional on `current`'s stamp, classified. */
   async write(current: DcState | undefined, next: DcState): Promise<CasResult<DcState>> {
     const { ctx } = this;
     ctx.assertRowsHeld();
     ctx.counters.lwtWrites++;
     const expected: DcStamp | undefined = current && { version: current.version, op: current.op };
-    // Stamped here, the one place states are written; the store writes it only with a row's first
-    // write, so a row keeps the incarnation of the process that opened it.
+    // The one place states are written; the store keeps a row's first incarnation.
     const stamped: DcState = { ...next, incarnation: ctx.incarnation };
     const result = await runConditionalWrite<DcState>({
       write: () => ctx.store.writeDcState(ctx.sequence, ctx.dc, expected, stamped),
@@ -64,10 +55,7 @@ export class DcStateRow {
     return result;
   }
 
-  /**
-   * A state a round showed carries the op of a claim write of unknown outcome: that write was
-   * committed (as the version after its condition), so its block is the claim's.
-   */
+  /** A state carrying the op of a write of unknown outcome shows it committed. */
   private sight(state: DcState | undefined): void {
     if (state !== undefined && this.unresolvedOps.has(state.op)) this.committedOps.add(state.op);
   }
@@ -84,11 +72,9 @@ export class DcStateRow {
   }
 
   /**
-   * The plain-read guess: the state as one LOCAL_QUORUM read shows it, so a claim's first write
-   * needs no Paxos round before it. Safe: the write is conditional on version and op, which hold
-   * only on that very state, so a stale guess costs a rejected write. {@link NO_STATE} if it shows
-   * none where none was seen; undefined (read at LOCAL_SERIAL instead) if it failed or is older
-   * than what was seen. It raises the marks, but never proves a rollback: only a round can.
+   * The state as a plain read shows it, so a claim's first write needs no Paxos read: a stale
+   * guess costs a rejected write. Undefined if it failed or is older than seen; never proves a
+   * rollback (only a round can).
    */
   async guess(): Promise<DcState | typeof NO_STATE | undefined> {
     const floor = this.ctx.seen.floor();
@@ -106,12 +92,7 @@ export class DcStateRow {
     return state;
   }
 
-  /**
-   * A state a Paxos round showed (a LOCAL_SERIAL read, or a rejected write's round), checked
-   * against `floor`, the marks taken before it was sent.
-   * @throws {InvariantError} if it breaks an invariant.
-   * @throws {StateRolledBackError} if it is older than a state seen before then.
-   */
+  /** A state a Paxos round showed, checked against the marks taken before it was sent. */
   checked(floor: Floor, state: DcState): DcState {
     this.ctx.checkState(state, {});
     const wentBack = stateWentBack(floor, state);
@@ -127,10 +108,7 @@ export class DcStateRow {
   }
 }
 
-/**
- * Whose write a DC-state stamp shows: ours if it carries our op; lost if another write took the
- * version ours would write (same condition, so ours can never apply); else unknown.
- */
+/** Ours if the stamp carries our op; lost if another took our version; else unknown. */
 export function judgeStateWrite(found: DcStamp | undefined, next: DcStamp): Judgement {
   if (found === undefined) return 'unknown';
   if (found.op === next.op) return 'ours';

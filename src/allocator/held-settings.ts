@@ -1,8 +1,6 @@
 /**
- * What a handle knows of its settings: read at load (locally or at SERIAL), re-read at a claim
- * once older than {@link SETTINGS_REFRESH_MS} so an alter reaches running processes, checked on
- * every read, and ordered against accepted blocks so take() refuses a count only on settings not
- * older than what it saw.
+ * A handle's settings: read at load, re-read at a claim once older than
+ * {@link SETTINGS_REFRESH_MS}, checked on every read, ordered against accepted blocks.
  */
 
 import type { Logger } from '../logger.js';
@@ -20,10 +18,10 @@ import type { IdStore, SequenceSettings, StoredSettings } from '../store/port.js
 import type { Clock } from './clock.js';
 import { readSettingsFound } from './settings-writes.js';
 
-/** Settings older than this are re-read at the next claim (one LOCAL_QUORUM read). */
+/** Settings older than this are re-read at the next claim. */
 export const SETTINGS_REFRESH_MS = 10_000;
 
-/** take()'s answer when it cannot decide on the settings held (see {@link runRefusal}). */
+/** take()'s answer when it cannot decide on the settings held. */
 export const RE_READ_SETTINGS = Symbol('re-read the settings');
 
 interface NextBlock {
@@ -38,11 +36,10 @@ export interface HeldSettingsContext {
   readonly clock: Clock;
   readonly log: Logger | undefined;
   readonly bigint: boolean;
-  /** Told before the error is thrown: the IDs held may be the new sequence's too. */
   readonly forfeit: (error: SequenceRecreatedError) => void;
 }
 
-/** The refusal of a count above the largest block, naming the setting that bounds it. */
+/** The refusal of a count above the largest block. */
 export function largestBlockError(count: number, settings: SequenceSettings): InvalidCountError {
   const fixed = settings.maxBlockSize === settings.blockSize;
   return new InvalidCountError(count, settings.maxBlockSize, fixed ? 'block' : 'maxBlock');
@@ -52,10 +49,7 @@ export class HeldSettings {
   private readonly context: HeldSettingsContext;
   private incarnation: string | undefined;
   private readAt = 0;
-  /**
-   * A tick per block accepted and per read started; `readTick` is that of the read whose settings
-   * are held, so an earlier-started read never replaces them.
-   */
+  /** A tick per block accepted and per read started: an earlier-started read never wins. */
   private ticks = 0;
   private readTick = 0;
   private readonly blockTicks = new WeakMap<object, number>();
@@ -64,7 +58,6 @@ export class HeldSettings {
     this.context = context;
   }
 
-  /** @throws {SequenceNotFoundError} if there are none; what {@link check} throws. */
   async load(): Promise<StoredSettings> {
     const { store, name, keyspace, clock } = this.context;
     const stored = await readSettingsFound(store, name);
@@ -77,11 +70,8 @@ export class HeldSettings {
   }
 
   /**
-   * The settings re-read if those held are older than {@link SETTINGS_REFRESH_MS} (or with
-   * `force`); undefined if they stay. Only sizes may change: settings that break the rules or move
-   * the domain are refused ({@link InvariantError}). A failed read keeps those held (they are only
-   * sizes) and is retried at the next claim.
-   * @throws {SequenceRecreatedError} if the sequence was created again meanwhile.
+   * The settings re-read if due (or `force`d); undefined if those held stay, as after a failed
+   * read. Only sizes may change: a moved domain is an {@link InvariantError}.
    */
   reread(
     held: () => SequenceSettings | undefined,
@@ -106,9 +96,8 @@ export class HeldSettings {
       log?.debug({ err: error }, 'could not re-read the settings; keeping the ones held');
       return undefined;
     }
-    // Sequences are never dropped: missing from a local read is a missed read, like a failed one.
+    // Sequences are never dropped: missing locally is a missed read.
     if (stored === undefined) return undefined;
-    // Only a create writes the incarnation, once: another one is another sequence of this name.
     if (stored.incarnation !== this.incarnation) {
       const error = new SequenceRecreatedError(
         name,
@@ -119,7 +108,6 @@ export class HeldSettings {
     }
     const { settings } = stored;
     this.check(settings);
-    // A take() and a claim may re-read at once: the read that started last wins.
     if (tick < this.readTick) return undefined;
     const before = held()!;
     for (const key of ['domain', 'min', 'max', 'start'] as const) {
@@ -135,19 +123,14 @@ export class HeldSettings {
     return settings;
   }
 
-  /** `block` was accepted: settings read after it may decide on it (see {@link runRefusal}). */
   blockAccepted(block: object): void {
     this.blockTicks.set(block, ++this.ticks);
   }
 
   /**
-   * Why take() must not skip to `next` or claim another block for a run the current block cannot
-   * hold: when no block can hold it, each would only burn a block. Refused on settings at most
-   * {@link SETTINGS_REFRESH_MS} old (or just re-read):
-   * - above the largest block (`maxBlockSize` lowered since take() checked);
-   * - above the DC's ranges, when `next` comes from a range smaller than the run and the settings
-   *   say ranges stay that small. Settings saying they are large enough decide only if read after
-   *   `next` came; read before, they may predate an alter that lowered them, and are re-read.
+   * Why no block can hold a take() of `count` (skipping would only burn blocks), decided on recent
+   * settings: above the largest block, or above the DC's ranges. Settings saying ranges are large
+   * enough decide only if read after `next` came.
    */
   runRefusal(
     count: number,
@@ -169,7 +152,6 @@ export class HeldSettings {
     }
     if (smallRange === undefined) return undefined;
     if (this.readTick > (this.blockTicks.get(next!) ?? Infinity)) return undefined;
-    // A re-read that failed leaves the settings as old as before: refused, as by the range.
     return reread ? smallRange : RE_READ_SETTINGS;
   }
 

@@ -1,9 +1,6 @@
 /**
- * A handle's ledger: IDs issued and wasted (by cause), IDs held back until the HTTP service knows
- * they were delivered, failures, and usage reports to the DC's usage counters. The functions at
- * the end carry a replaced handle's counts into its successor's.
- *
- * Invariants: `issued` never goes down, and `wasted` is the sum of `waste`'s causes.
+ * A handle's counters (issued, wasted by cause, drawn until delivered), failures and usage
+ * reports. Invariants: `issued` never goes down; `wasted` is the sum of `waste`'s causes.
  */
 
 import type { Logger } from '../logger.js';
@@ -16,10 +13,9 @@ import type { AllocatorObserver } from './observer.js';
 import type { SequenceStats, WasteByCause } from './sequence-stats.js';
 import type { Clock } from './clock.js';
 
-/** Least interval between a process's usage reports (at a claim; once more at close). */
+/** Least interval between a process's usage reports. */
 export const USAGE_REPORT_MS = 10_000;
 
-/** The causes of waste the process level counts (unknown outcomes are the DC level's). */
 export type ProcessWaste = Omit<WasteByCause, 'unknownOutcome'>;
 
 const PROCESS_FAILURES = {
@@ -33,11 +29,9 @@ const PROCESS_FAILURES = {
   },
 } as const;
 
-/** What the handle tells the ledger of its buffer when a snapshot is taken. */
 export interface BufferCounts {
   /** IDs taken from blocks, issued or not. */
   readonly taken: number;
-  /** IDs held and not handed out. */
   readonly remaining: number;
   readonly blockSize: number;
   readonly drawRate: number | undefined;
@@ -53,9 +47,8 @@ export interface LedgerContext {
 }
 
 export class Ledger {
-  /** Failed claims and give-backs; logged once per episode. */
   readonly failures: FailureLog<'claim' | 'return'>;
-  /** The DC level's counts, kept across the shards a handle moves between. */
+  /** Kept across shard moves. */
   readonly dcCounters = newDcCounters();
   readonly rangeFailures: FailureLog<'range'>;
   private readonly name: string;
@@ -73,7 +66,7 @@ export class Ledger {
     refused: 0,
     undelivered: 0,
   };
-  /** IDs taken by calls not yet delivered: neither issued nor wasted, so `issued` only grows. */
+  /** Taken but not yet delivered: neither issued nor wasted, so `issued` only grows. */
   private drawing = 0;
   private reportedUsage: Readonly<Record<UsageCause, number>> = zeroUsage();
   private usageReportedAt: number | undefined;
@@ -107,17 +100,15 @@ export class Ledger {
     this.shardMoves++;
   }
 
-  /** `count` IDs taken but not handed out yet: neither issued nor wasted. */
   drawn(count: number): void {
     this.drawing += count;
   }
 
-  /** Ends {@link drawn}: the IDs are issued now, or were counted wasted. */
   undrawn(count: number): void {
     this.drawing -= count;
   }
 
-  /** Drawn until `delivered` (which must settle): then issued if true, else `undelivered`. */
+  /** Drawn until `delivered` settles: then issued if true, else `undelivered`. */
   settleDelivery(count: number, delivered: Promise<boolean>): void {
     void delivered
       .then(
@@ -136,7 +127,6 @@ export class Ledger {
     this.settleDelivery(count, delivered);
   }
 
-  /** A frozen snapshot of both levels; the latest failure of either. */
   stats(buffer: BufferCounts, dcRate: number | undefined): SequenceStats {
     const { dcCounters, rangeFailures, failures } = this;
     const lastError =
@@ -145,7 +135,6 @@ export class Ledger {
         : (failures.lastError ?? rangeFailures.lastError);
     const waste = this.waste;
     return Object.freeze({
-      // Every ID taken was handed out except those wasted or whose delivery is not known yet.
       issued: buffer.taken - waste.takeSkipped - waste.undelivered - this.drawing,
       remaining: buffer.remaining,
       blocksClaimed: dcCounters.blocksClaimed,
@@ -167,7 +156,7 @@ export class Ledger {
     });
   }
 
-  /** At a claim: a usage report, unless one went out less than {@link USAGE_REPORT_MS} ago. */
+  /** A usage report, unless one went out less than {@link USAGE_REPORT_MS} ago. */
   reportNowAndThen(grantee: string): void {
     const now = this.clock.now();
     if (this.usageReportedAt !== undefined && now - this.usageReportedAt < USAGE_REPORT_MS) return;
@@ -175,7 +164,7 @@ export class Ledger {
     void this.report(grantee);
   }
 
-  /** A usage report under `grantee`: at once, or after the one in flight (counted to its start). */
+  /** A usage report at once, or after the one in flight. */
   reportNow(grantee: string): Promise<void> {
     const inFlight = this.reportingUsage;
     return inFlight === undefined
@@ -183,15 +172,10 @@ export class Ledger {
       : inFlight.then(() => this.report(grantee));
   }
 
-  /**
-   * Adds the counts since the last report to the DC's usage counters, one report at a time. Never
-   * throws: no ID depends on them. A failed report is resent with the next, so one that timed out
-   * but applied counts twice.
-   */
+  /** Adds the counts since the last report to the DC's; never throws: no ID depends on them. */
   private report(grantee: string): Promise<void> {
     if (this.reportingUsage !== undefined) return this.reportingUsage;
     const stats = this.snapshot();
-    // `retired` is counted by retire-ranges, never by a process.
     const now: Record<UsageCause, number> = { issued: stats.issued, ...stats.waste, retired: 0 };
     const deltas: Partial<Record<UsageCause, number>> = {};
     for (const cause of USAGE_CAUSES) {
@@ -220,13 +204,12 @@ function zeroUsage(): Record<UsageCause, number> {
   return Object.fromEntries(USAGE_CAUSES.map((cause) => [cause, 0])) as Record<UsageCause, number>;
 }
 
-/** Counts and waste causes summed over several snapshots. */
 export interface SummedCounts {
   readonly counts: Readonly<Record<string, number>>;
   readonly waste: Readonly<Record<string, number>>;
 }
 
-/** Fields of {@link SequenceStats} that describe the handle now (rates, sizes): never summed. */
+/** Fields of {@link SequenceStats} never summed. */
 const PER_HANDLE = new Set(['blockSize', 'drawRate', 'dcRate']);
 
 function addCounts(into: Record<string, number>, more: object): void {
@@ -235,7 +218,6 @@ function addCounts(into: Record<string, number>, more: object): void {
   }
 }
 
-/** Counts of `snapshots` summed (rates and sizes left out), `waste` cause by cause. */
 export function sumCounts(snapshots: readonly SequenceStats[]): SummedCounts {
   const counts: Record<string, number> = {};
   const waste: Record<string, number> = {};
@@ -246,11 +228,7 @@ export function sumCounts(snapshots: readonly SequenceStats[]): SummedCounts {
   return { counts, waste };
 }
 
-/**
- * `current` with the counts of the handles it replaced added (`former`, closed, already folded;
- * `closing`, still closing), so no counter goes back. Rates, sizes and `lastError` (if it has
- * one) stay `current`'s.
- */
+/** `current` with the counts of the handles it replaced added, so no counter goes back. */
 export function withFormer(
   current: SequenceStats,
   former: SequenceStats | undefined,

@@ -1,18 +1,17 @@
 /**
- * Sizes that follow the load: a process's next block, a DC's next grant. Sizes only: every block
- * and grant is still claimed by the same conditional writes and invariants, so a wrong rate (a
- * clock jump, a burst) changes a size within the stored bounds, never hands an ID twice. Rates
- * use the local monotonic {@link Clock}; no clock is shared between processes.
+ * Sizes that follow the load. A wrong rate changes a size within the stored bounds, never
+ * uniqueness; rates use the local monotonic {@link Clock} only.
  */
 
 import { GRANT_BLOCKS } from '../settings/model.js';
+import type { DcState } from '../store/port.js';
 
-/** Weight of the newest sample: a change of load shows within a few claims. */
+/** Weight of the newest sample. */
 const SMOOTHING = 0.5;
 
 /** A smoothed rate of IDs per second from samples of a running count. */
 export class Rate {
-  /** @param minSampleMs samples closer than this to the one before are folded into the next. */
+  /** @param minSampleMs samples closer than this to the one before are skipped. */
   constructor(private readonly minSampleMs = 1) {}
 
   private last: { readonly total: number; readonly at: number } | undefined;
@@ -37,47 +36,35 @@ export class Rate {
   }
 }
 
-/**
- * The claims per second all processes of one DC aim to stay under together: a DC's claims are
- * Paxos rounds on one partition, whose throughput is small.
- */
+/** Claims per second a DC's processes aim to stay under: Paxos rounds on one partition. */
 export const DC_CLAIMS_PER_SECOND = 4;
 
-/** What {@link blockSizeFor} sizes a process's next block from. */
+/** Rates in IDs/s; `min` and `max` are `blockSize` and `maxBlockSize`. */
 export interface BlockDemand {
-  /** The process's draw rate, IDs/s. */
   readonly rate: number | undefined;
   readonly claimIntervalMs: number;
-  /** IDs the calls waiting right now still need beyond what the process holds. */
+  /** IDs the calls waiting now still need beyond what the process holds. */
   readonly waiting: number;
-  /** `blockSize` and `maxBlockSize`. */
   readonly min: number;
   readonly max: number;
   readonly dcRate?: number | undefined;
-  /** How long this process's recent claims took, ms (smoothed). */
+  /** How long recent claims took, ms. */
   readonly claimMs?: number | undefined;
   readonly threshold?: number | undefined;
-  /** Races the claim being sized has lost so far. */
   readonly lostRaces?: number | undefined;
 }
 
-/** Lost races past this many no longer double a claim's least block (2^10 × `min`). */
+/** Lost races past this many no longer double a claim's least block. */
 const CROWD_DOUBLINGS = 10;
 
 /** Claim durations the rest of a block should last once the next claim starts. */
 export const CLAIM_MARGIN = 2;
 
 /**
- * The next block's size, the largest of:
- * - enough for `claimIntervalMs` at the process's rate;
- * - enough that the `(1 - threshold)` left when the next claim starts lasts {@link CLAIM_MARGIN}
- *   claims, so calls do not wait at every block when claims are slow;
- * - the DC's rate ÷ {@link DC_CLAIMS_PER_SECOND}, so a DC's processes do not crowd its partition;
- * - every call waiting now (a burst gets one larger block, not several small ones);
- * - `min` doubled per race the claim lost: others claim from the same partition, so the process
- *   puts its next claim off (most needed before any rate is known);
- *
- * within `[min, max]`; `min` when nothing is known yet.
+ * The next block's size within `[min, max]`: the largest of enough for `claimIntervalMs`, enough
+ * that the rest lasts {@link CLAIM_MARGIN} claims, the DC's share of {@link DC_CLAIMS_PER_SECOND},
+ * every call waiting, and `min` doubled per lost race (docs/design.md, "Block sizes that follow
+ * the load").
  */
 export function blockSizeFor(demand: BlockDemand): number {
   const {
@@ -101,60 +88,43 @@ export function blockSizeFor(demand: BlockDemand): number {
   return Math.min(max, Math.max(min, Number.isFinite(wanted) ? wanted : max));
 }
 
+type ReservedRange = Pick<DcState, 'lastInteger' | 'reservedMin' | 'reservedMax' | 'reservedGrant'>;
+
 /**
- * A running count of the IDs a DC's processes claimed, from the DC states this process reads
- * (no other process's clock is needed). A give-back counts as nothing; a state that skipped
- * grants starts the count afresh.
+ * A running count of the IDs a DC's processes claimed, from the DC states read. A give-back counts
+ * as nothing; a state that skipped grants starts afresh.
  */
 export class DcUsage {
   total = 0;
-  private last:
-    | {
-        readonly lastInteger: bigint;
-        readonly grant: number;
-        readonly max: bigint;
-        readonly min: bigint;
-      }
-    | undefined;
+  private last: ReservedRange | undefined;
 
-  observe(state: {
-    readonly lastInteger: bigint;
-    readonly reservedMin: bigint;
-    readonly reservedMax: bigint;
-    readonly reservedGrant: number;
-  }): void {
+  observe(state: ReservedRange): void {
     const last = this.last;
     if (last !== undefined) {
-      if (state.reservedGrant === last.grant) {
+      if (state.reservedGrant === last.reservedGrant) {
         if (state.lastInteger > last.lastInteger) {
           this.total += Number(state.lastInteger - last.lastInteger);
         }
-      } else if (state.reservedGrant === last.grant + 1) {
+      } else if (state.reservedGrant === last.reservedGrant + 1) {
         this.total += Number(
-          last.max - last.lastInteger + (state.lastInteger - state.reservedMin + 1n),
+          last.reservedMax - last.lastInteger + (state.lastInteger - state.reservedMin + 1n),
         );
       }
     }
-    this.last = {
-      lastInteger: state.lastInteger,
-      grant: state.reservedGrant,
-      max: state.reservedMax,
-      min: state.reservedMin,
-    };
+    const { lastInteger, reservedMin, reservedMax, reservedGrant } = state;
+    this.last = { lastInteger, reservedMin, reservedMax, reservedGrant };
   }
 }
 
 /** A grant takes at most 1/this of the IDs not granted yet (never less than `dcRangeSize`). */
 export const GRANT_DOMAIN_SHARE = 8n;
 
-/** What {@link grantSizeFor} sizes a DC's next grant from. */
+/** The DC's rate in IDs/s; `min` and `max` are `dcRangeSize` and `maxDcRangeSize`. */
 export interface GrantDemand {
-  /** The DC's rate, IDs/s. */
   readonly rate: number | undefined;
   /** 0 for fixed DC ranges. */
   readonly autonomySeconds: number;
   readonly threshold: number;
-  /** `dcRangeSize` and `maxDcRangeSize`. */
   readonly min: bigint;
   readonly max: bigint;
   /** `max - GLOBAL.last_integer`. */
@@ -164,10 +134,8 @@ export interface GrantDemand {
 }
 
 /**
- * The next grant's size: `r·T / (1 - threshold)` for the DC's rate `r` and autonomy target `T`,
- * which keeps `r·T` IDs in the DC even just before the next grant arrives (docs/design.md, "DC
- * ranges sized by autonomy"); at least {@link GRANT_BLOCKS} of the requester's blocks; clamped to
- * `[min, max]` and to 1/{@link GRANT_DOMAIN_SHARE} of the IDs not granted yet, never below `min`.
+ * The next grant's size: `rate·T / (1 - threshold)` (docs/design.md, "DC ranges sized by
+ * autonomy"), at least {@link GRANT_BLOCKS} blocks, within `[min, max]` and the domain's share.
  */
 export function grantSizeFor(demand: GrantDemand): bigint {
   const { rate, autonomySeconds, threshold, min, max, unGranted, block } = demand;

@@ -1,7 +1,6 @@
 /**
- * `npm run campaigns`: writes torture/CAMPAIGNS.md and the totals block of README.md from the
- * committed reports under torture/campaigns and torture/negative-controls (torture/summary.ts).
- * With `--check` it writes nothing and exits 1 if either is not what the reports generate.
+ * `npm run campaigns`: writes torture/CAMPAIGNS.md and README.md's totals from the committed
+ * reports; `--check` writes nothing and exits 1 if either is out of date.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -32,14 +31,13 @@ async function main(): Promise<void> {
       continue;
     }
     const committed = fs.existsSync(absolute) ? fs.readFileSync(absolute, 'utf8') : undefined;
-    if (committed !== text) {
-      const why =
-        committed === undefined
-          ? 'is missing'
-          : 'is out of date: the reports under torture/campaigns and torture/negative-controls generate another';
-      process.stderr.write(`${file} ${why}. Run "npm run campaigns" and commit it.\n`);
-      process.exitCode = 1;
-    }
+    if (committed === text) continue;
+    const why =
+      committed === undefined
+        ? 'is missing'
+        : 'is out of date: the reports under torture/campaigns and torture/negative-controls generate another';
+    process.stderr.write(`${file} ${why}. Run "npm run campaigns" and commit it.\n`);
+    process.exitCode = 1;
   }
 }
 

@@ -1,16 +1,10 @@
 /**
- * One allocator process, as a service in one DC would run it: draws IDs from a sequence and
- * appends every ID it hands out to a file, so that tests and the demo can check uniqueness
- * across processes and DCs. Prints one JSON summary line on stdout when done.
- *
- *   node --import tsx scripts/draw-worker.ts --dc dc1 --contact-points 127.0.0.1 \
- *     --keyspace idgen --sequence orders --duration-ms 10000 --out /tmp/dc1-1.ids
- *
- * --call-timeout-ms sets the calls' deadline (connect()'s callTimeoutMs).
- * It stops after --count IDs or --duration-ms of drawing (from when it is ready), or on SIGTERM
- * (then closes cleanly, returning its unused block). IDs reach the file within about 20 ms of
- * being handed out, also while a call waits, so a SIGKILL loses at most those of the last 20 ms,
- * never uniqueness.
+ * One allocator process for tests and the demo: appends every ID it hands out to --out (within
+ * about 20 ms, also while a call waits) and prints a JSON summary line when done. Stops after
+ * --count IDs, --duration-ms of drawing (from when it is ready) or on SIGTERM (then closes);
+ * --rate paces it, --call-timeout-ms is connect()'s callTimeoutMs. Run it as
+ * `node --import tsx scripts/draw-worker.ts --dc dc1 --contact-points 127.0.0.1 --keyspace idgen
+ * --sequence orders --out dc1.ids`.
  */
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -43,7 +37,6 @@ function required(name: keyof typeof values): string {
 const dc = required('dc');
 const out = required('out');
 const maxCount = values.count ? Number(values.count) : Infinity;
-/** IDs per second; unlimited when absent. Paced in slices so a DC's ranges last a known time. */
 const rate = values.rate ? Number(values.rate) : Infinity;
 
 const fd = fs.openSync(out, 'a');
@@ -56,18 +49,14 @@ const flush = () => {
     pending = [];
   }
 };
-// Also while a call waits for a refill, which the loop's own flushes never reach: the IDs handed
-// out before it are the ones a kill mid-refill (what the fault tests do) would lose otherwise.
+// Also while a call waits for a refill: a kill mid-refill would lose the IDs handed out before.
 const flusher = setInterval(flush, 20);
 
 let stopping = false;
 process.on('SIGTERM', () => (stopping = true));
 
 const errors: Record<string, number> = {};
-/**
- * When each error happened (ms since the epoch, the first 1,000 of each code): tests tell the
- * errors of a slow start from those of the fault they inject.
- */
+/** When each error happened (the first 1,000 of each code), for tests that inject a fault. */
 const errorsAt: Record<string, number[]> = {};
 let drawn = 0;
 let lastError: string | undefined;
@@ -80,8 +69,7 @@ const ids = await connect({
 });
 const sequence = ids.sequence(required('sequence'), { bigint: true });
 process.stdout.write(JSON.stringify({ event: 'ready', pid: process.pid }) + '\n');
-// Counted from here: starting and connecting take as long as the machine's load makes them (a
-// pace counted from before would make up for that time in a burst).
+// Paced from here: a pace counted from before connecting would make up for that time in a burst.
 const started = Date.now();
 const deadline = values['duration-ms'] ? started + Number(values['duration-ms']) : Infinity;
 
@@ -90,20 +78,16 @@ while (!stopping && drawn < maxCount && Date.now() < deadline) {
     const id = await sequence.next();
     pending.push(id.toString());
     drawn++;
-    // Flushed often, so that tests can watch a worker's progress while it draws.
     if (pending.length >= 500 || Date.now() - lastFlush >= 20) flush();
   } catch (err) {
     const code = (err as Partial<IdGenError>).code ?? 'UNKNOWN';
+    lastError = err instanceof Error ? err.message : String(err);
     // The first error of each code goes to stderr, so a stuck worker says why.
-    if (errors[code] === undefined) {
-      process.stderr.write(
-        `draw-worker ${dc}: ${code}: ${err instanceof Error ? err.message : String(err)}\n`,
-      );
-    }
+    if (errors[code] === undefined)
+      process.stderr.write(`draw-worker ${dc}: ${code}: ${lastError}\n`);
     errors[code] = (errors[code] ?? 0) + 1;
     const times = (errorsAt[code] ??= []);
     if (times.length < 1_000) times.push(Date.now());
-    lastError = err instanceof Error ? err.message : String(err);
     flush();
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -120,7 +104,7 @@ clearInterval(flusher);
 flush();
 fs.closeSync(fd);
 const stats = sequence.stats();
-const grantee = sequence.grantee; // the shard its IDs came from (its DC on an unsharded sequence)
+const grantee = sequence.grantee;
 await ids.close();
 process.stdout.write(
   JSON.stringify(

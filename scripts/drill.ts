@@ -1,19 +1,10 @@
 /**
- * `npm run drill`: the recovery drill for a DC whose rows went back, on the local cluster.
- *
- * The cluster must run `commitlog_sync: periodic` (`npm run cluster -- up --commitlog
- * periodic`), the way to lose acknowledged writes for real: a process in dc3 draws IDs, every dc3
- * node is SIGKILLed at once, and what the nodes had not synced is gone, Paxos state included.
- * The drill then shows, on the rows as Cassandra brought them back:
- *
- * - the hazard: a new dc3 process hands out again IDs the first one handed out;
- * - the repair: after `retireDcRanges` (what `idgen-cass retire-ranges` runs), a new dc3
- *   process hands out none of the IDs handed out before, in any DC.
- *
- * A kill can land where nothing was lost (the last sync took everything); the drill then tries
- * again on a fresh sequence, up to `--attempts` times. Exit codes: 0 the repair held, 1 an ID
- * was handed out twice after the repair, 2 bad usage or a cluster that does not lose writes,
- * 3 no attempt lost any write (inconclusive).
+ * `npm run drill`: on a local cluster with `commitlog_sync: periodic`, dc3 draws IDs and all its
+ * nodes are SIGKILLed at once, losing acknowledged writes; on the rows that come back it shows the
+ * hazard (a new dc3 process hands out IDs again) and the repair (after `retireDcRanges`, none).
+ * A kill that lost nothing is retried on a fresh sequence, up to `--attempts` times. Exit codes:
+ * 0 the repair held, 1 an ID handed out twice after it, 2 bad usage or a cluster that loses no
+ * writes, 3 no attempt lost a write (inconclusive).
  */
 import { randomBytes } from 'node:crypto';
 
@@ -33,25 +24,21 @@ interface DrillOptions {
   readonly attempts: number;
 }
 
-/** What one attempt saw. */
+/** What one attempt saw: the IDs dc3 handed out before the kill, its state before and after. */
 interface Attempt {
   readonly sequence: string;
-  /** IDs the first dc3 process handed out before its DC was killed. */
   readonly before: bigint[];
-  /** The highest version of dc3's state seen before the kill, and the version after it. */
   readonly versionSeen: number;
   readonly versionAfter: number | undefined;
   readonly lastIntegerSeen: bigint;
   readonly lastIntegerAfter: bigint | undefined;
 }
 
-function say(line: string): void {
+const started = performance.now();
+const say = (line: string): void =>
   console.log(
     `[drill ${((performance.now() - started) / 1_000).toFixed(0).padStart(4)} s] ${line}`,
   );
-}
-
-const started = performance.now();
 
 function positiveInt(value: string): number {
   const n = Number(value);
@@ -112,10 +99,8 @@ async function main(): Promise<number> {
     }
   } finally {
     await other.close();
-    const client = new cassandra.Client({
-      contactPoints: contactPoints[OTHER_DC]!,
-      localDataCenter: OTHER_DC,
-    });
+    const { contactPoints: points, localDataCenter } = connection(OTHER_DC);
+    const client = new cassandra.Client({ contactPoints: points, localDataCenter });
     await client.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`).catch(() => undefined);
     await client.shutdown();
   }
@@ -173,7 +158,8 @@ async function killDuringDraws(
   await Promise.allSettled([drawer.close(), store.close()]);
   say(`starting ${dcNodes.join(', ')} again`);
   await manager.startNodes(dcNodes);
-  const after = await readState(connection, sequence);
+  const reader = await openDcStore(connection);
+  const after = await reader.readDcState(sequence, DC).finally(() => reader.close());
   return {
     sequence,
     before,
@@ -186,21 +172,10 @@ async function killDuringDraws(
 
 /** A store on dc3's own client, to read its state row as dc3 sees it. */
 async function openDcStore(connection: Connection): Promise<CassandraStore> {
-  const client = new cassandra.Client({
-    contactPoints: connection(DC).contactPoints,
-    localDataCenter: DC,
-  });
+  const { contactPoints, localDataCenter, keyspace } = connection(DC);
+  const client = new cassandra.Client({ contactPoints, localDataCenter });
   await client.connect();
-  return new CassandraStore(client, connection(DC).keyspace, { ownsClient: true });
-}
-
-async function readState(connection: Connection, sequence: string) {
-  const store = await openDcStore(connection);
-  try {
-    return await store.readDcState(sequence, DC);
-  } finally {
-    await store.close();
-  }
+  return new CassandraStore(client, keyspace, { ownsClient: true });
 }
 
 /** The hazard, then the repair, on the rows that went back. */

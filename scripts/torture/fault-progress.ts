@@ -4,29 +4,27 @@
  */
 import { CLUSTER_FAULT_KINDS, type TimelineEntry } from './nemesis.js';
 
-/** The nemesis's fault window: from its start to its stop. */
+/** The nemesis's fault window, from its start to its stop. */
 export interface FaultWindow {
   readonly from: number;
   readonly to: number;
 }
 
-/** A cluster fault that took effect inside the window, and how long it was in force. */
+/**
+ * A cluster fault that took effect inside the window: `from` its `ok` entry (or `effectiveAt`),
+ * `to` its undo's `ok` or the window's end; `hit`, the DC partitioned or killed, or the node's.
+ */
 export interface FaultInForce {
   readonly kind: string;
   readonly target: string;
-  /** Its `ok` entry, or its `effectiveAt` (a partition's rules went in before that). */
   readonly from: number;
-  /** Its undo's `ok` entry, or the window's end when not undone inside the window. */
   readonly to: number;
   readonly undone: boolean;
-  /** The DC partitioned or killed, or the DC of the node. */
   readonly hit: readonly string[];
 }
 
-/** Faults whose target is a DC. */
 const DC_FAULTS: readonly string[] = ['partition-dc', 'kill-dc'];
 
-/** The cluster faults that took effect in the window, each until its undo's `ok` or the end. */
 export function faultsInForce(
   timeline: readonly TimelineEntry[],
   window: FaultWindow,
@@ -54,27 +52,21 @@ export function faultsInForce(
   return faults;
 }
 
+/** A process's life (`to` undefined if not ended) and the IDs it handed out by second. */
 export interface ProcessProgress {
   readonly dc: string;
-  /** When it was started and ended (undefined if it had not). */
   readonly from: number;
   readonly to: number | undefined;
-  /** The IDs it handed out by campaign second. */
   readonly progress: ReadonlyMap<number, number>;
 }
 
-/** What one DC drew while a fault was in force. */
-export interface DcWhileInForce {
-  /** IDs its processes handed out in the whole seconds inside the fault's interval. */
-  readonly ids: number;
-  /** Its processes alive throughout the fault (connecting or SIGSTOPped ones count). */
-  readonly processes: number;
-}
-
+/**
+ * Per DC: the IDs its processes handed out in the whole seconds `first` to `end - 1`, and its
+ * processes alive throughout the fault (connecting or SIGSTOPped ones count).
+ */
 export interface DrawnWhileInForce extends FaultInForce {
-  /** The whole seconds counted: second `first` to second `end - 1`; none when equal. */
   readonly seconds: { readonly first: number; readonly end: number };
-  readonly byDc: Readonly<Record<string, DcWhileInForce>>;
+  readonly byDc: Readonly<Record<string, { readonly ids: number; readonly processes: number }>>;
 }
 
 /** What each DC drew while each fault was in force, counting whole seconds only (lower bounds). */
@@ -102,11 +94,9 @@ export function drawnWhileInForce(
 export const IDLE_FAULT_SECONDS = 5;
 
 /**
- * The DCs a fault did not hit that recorded no ID while it was in force for
- * {@link IDLE_FAULT_SECONDS} or more, with processes alive throughout, one line each.
- *
- * Reported, not judged: a DC whose ranges run dry waits for a grant at SERIAL, which may time out
- * while another DC is cut off, and the evidence so far cannot tell that from a stall.
+ * The DCs not hit that recorded no ID through a fault of {@link IDLE_FAULT_SECONDS} or more, with
+ * processes alive throughout. Reported, not judged: a DC whose ranges run dry waits for a SERIAL
+ * grant, which may time out while another DC is cut off; this cannot tell that from a stall.
  */
 export function idleWhileNotHit(drawn: readonly DrawnWhileInForce[]): string[] {
   return drawn.flatMap((fault) => {

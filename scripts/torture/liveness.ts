@@ -1,13 +1,12 @@
 /**
- * The campaign's last check: after healing, one fresh worker per DC must draw a given number of
+ * The campaign's last check: after healing, a fresh worker per DC must record a given number of
  * IDs. Its process starts as the healing begins and connects once it is done, so the check times
- * the DC, not Node's start. What counts is the recorded history.
+ * the DC, not Node's start.
  */
 import type { Incarnation } from './fleet.js';
 
-/** A worker's budget, from the end of the healing, to finish starting its process and connect. */
+/** A worker's budgets from the end of the healing to connect, then to draw (a restarted DC is slow). */
 export const LIVENESS_START_MS = 180_000;
-/** Its budget, once connected, to draw: a DC just restarted answers slowly for minutes. */
 export const LIVENESS_DRAW_MS = 240_000;
 
 export interface LivenessResult {
@@ -19,7 +18,6 @@ export interface LivenessResult {
   readonly readySeconds: number;
   /** How long before the check's start its process was started; absent in older reports. */
   readonly headStartSeconds?: number | undefined;
-  /** Whether it printed its ready line before its start budget ended. */
   readonly connected: boolean;
   /** The last line it wrote to stderr, when it failed. */
   readonly lastStderr?: string | undefined;
@@ -29,7 +27,7 @@ export interface LivenessResult {
   readonly ok: boolean;
 }
 
-export type LivenessWorker = Pick<
+type LivenessWorker = Pick<
   Incarnation,
   | 'historyFile'
   | 'ending'
@@ -67,7 +65,7 @@ export function connectedAfter(result: LivenessResult): string {
 }
 
 export interface LivenessFleet<W extends LivenessWorker> {
-  /** Starts a worker that connects only once let go. */
+  /** Starts a worker that connects only once let `go`. */
   start(dc: string): W;
   go(worker: W): void;
   kill(worker: W): void;
@@ -79,7 +77,7 @@ export interface StartedWorker<W> {
   readonly at: number;
 }
 
-/** Starts the process of `dc`'s liveness worker, which connects once {@link checkLiveness} says. */
+/** Starts `dc`'s liveness worker, which connects once {@link checkLiveness} lets it. */
 export function startLivenessWorker<W extends LivenessWorker>(
   fleet: LivenessFleet<W>,
   dc: string,
@@ -88,10 +86,7 @@ export function startLivenessWorker<W extends LivenessWorker>(
   return { dc, worker: fleet.start(dc), at: now() };
 }
 
-/**
- * Lets the worker connect and waits for it to draw `wanted` IDs, killing it at the end of its
- * start or draw budget. The count is read from the history.
- */
+/** Lets the worker connect and waits for it to record `wanted` IDs, within its budgets. */
 export async function checkLiveness<W extends LivenessWorker>(
   fleet: LivenessFleet<W>,
   started: StartedWorker<W>,
@@ -126,20 +121,14 @@ export async function checkLiveness<W extends LivenessWorker>(
   };
 }
 
-/** The last non-empty line of `text`, cut short; undefined if none. */
+/** The last non-empty line of `text`, cut to 300 characters; undefined if none. */
 function lastLine(text: string): string | undefined {
   const line = text
     .split('\n')
     .map((l) => l.trim())
     .filter((l) => l !== '')
     .at(-1);
-  return line === undefined || line.length <= MAX_STDERR_CHARS
-    ? line
-    : `${line.slice(0, MAX_STDERR_CHARS)}…`;
+  return line === undefined || line.length <= 300 ? line : `${line.slice(0, 300)}…`;
 }
 
-const MAX_STDERR_CHARS = 300;
-
-function seconds(ms: number | undefined): number | undefined {
-  return ms === undefined ? undefined : ms / 1000;
-}
+const seconds = (ms: number | undefined) => (ms === undefined ? undefined : ms / 1000);

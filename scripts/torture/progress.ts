@@ -1,8 +1,6 @@
 /**
- * A worker's progress: how many IDs it handed out in each second of the campaign (second `s` is
- * [s, s + 1) seconds after its start). The file holds a line `<second> <count>` per second with
- * IDs (lines for one second add up), each written after the history write of the IDs it counts,
- * so the counts are lower bounds. Imported by the worker: it imports nothing.
+ * A worker's IDs by campaign second: lines `<second> <count>` (lines of one second add up), each
+ * written after the IDs it counts, so counts are lower bounds. Imported by the worker: no imports.
  */
 
 /** The campaign second that `now` (ms since the epoch) falls in. */
@@ -16,10 +14,7 @@ export class ProgressCounter {
   private count = 0;
   private pending = '';
 
-  /**
-   * @param startedAt The campaign's start, ms since the epoch.
-   * @param write Appends text to the progress file.
-   */
+  /** `write` appends to the progress file. */
   constructor(
     private readonly startedAt: number,
     private readonly write: (text: string) => void,

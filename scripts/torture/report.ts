@@ -1,7 +1,4 @@
-/**
- * A campaign's report: one JSON document with everything, and a markdown page for people. An
- * optional field is absent in reports written before it was recorded.
- */
+/** A campaign's report.json, and its markdown; optional fields are absent in older reports. */
 import type { Verdict } from './checker.js';
 import { OWN_DEADLINE_MS } from './errors.js';
 import { IDLE_FAULT_SECONDS, type DrawnWhileInForce, type FaultWindow } from './fault-progress.js';
@@ -44,13 +41,9 @@ export interface CampaignReport {
     readonly incarnations: number;
     readonly byEnding: Readonly<Record<string, number>>;
     readonly byMode: Readonly<Record<string, number>>;
-    /** Where the first blocks came from, and moves to another shard before them. */
     readonly firstBlocks?: FirstBlocks;
-    /** The nemesis's process kills, by how. */
     readonly kills?: Readonly<Record<KillHow, number>>;
-    /** Calls of concurrent callers whose own deadline passed: not errors. */
     readonly ownDeadlinesMissed?: number;
-    /** Processes told to stop before any connect succeeded. */
     readonly neverConnected?: number;
   };
   readonly mix: FaultMix;
@@ -60,11 +53,8 @@ export interface CampaignReport {
   /** IDs each DC's processes recorded while the nemesis acted. */
   readonly drawnUnderFaults?: Readonly<Record<string, number>>;
   readonly faultWindow?: FaultWindow;
-  /** Each cluster fault in force inside the window, with the IDs each DC handed out meanwhile. */
   readonly drawnWhileInForce?: readonly DrawnWhileInForce[];
-  /** DCs not hit that drew nothing through a long fault: reported, not judged. */
   readonly idleWhileNotHit?: readonly string[];
-  /** Why the campaign does not count though its checks may hold (verdict.ts). */
   readonly conductProblems?: readonly string[];
   readonly closeViolations?: readonly string[];
   readonly unexpectedErrors?: readonly string[];
@@ -78,28 +68,24 @@ export interface CampaignReport {
     readonly ending: string;
     /** A liveness check's worker (in older reports, the last incarnation of each DC). */
     readonly liveness?: boolean | undefined;
+    /** The IDs in its history; `reported`, those its summary says it drew. */
     readonly recorded: number;
-    /** The IDs it said it drew (its last line); absent for one killed. */
     readonly reported?: number | undefined;
     readonly errors: Readonly<Record<string, number>>;
     readonly exit?: ProcessExit | undefined;
     readonly killed?: KillHow | undefined;
-    /** Its summary said it closed while drawing (false without one). */
     readonly closedEarly?: boolean | undefined;
-    /** IDs it was handed after its close() began; absent without a summary. */
     readonly closeViolations?: number | undefined;
-    /** The last line it wrote to stderr, for processes that failed or did not stop cleanly. */
+    /** Its last stderr line, if it failed or did not stop cleanly. */
     readonly failure?: string | undefined;
   }[];
   readonly liveness: readonly LivenessResult[];
   readonly check: { readonly violations: readonly string[] };
   readonly linearizabilityLines: readonly string[];
   readonly verdict: Verdict;
-  /** Every property held and the campaign has no conduct problem. */
   readonly passed: boolean;
 }
 
-/** What the report records of one process, `recorded` being the IDs in its history. */
 export function incarnationRow(
   i: Pick<
     Incarnation,
@@ -108,11 +94,7 @@ export function incarnationRow(
   recorded: number,
 ): CampaignReport['incarnations'][number] {
   return {
-    id: i.id,
-    dc: i.dc,
-    mode: i.mode,
-    ending: i.ending,
-    liveness: i.liveness,
+    ...{ id: i.id, dc: i.dc, mode: i.mode, ending: i.ending, liveness: i.liveness },
     recorded,
     reported: i.summary?.drawn,
     errors: i.summary?.errors ?? {},
@@ -149,11 +131,7 @@ export function firstBlocksOf(
 
 /** The nemesis's process kills by how: the liveness check's and `stopAll`'s are not faults. */
 export function killsOf(
-  incarnations: readonly {
-    readonly killed: KillHow | undefined;
-    readonly liveness: boolean;
-    readonly hungOnStop: boolean;
-  }[],
+  incarnations: readonly Pick<Incarnation, 'killed' | 'liveness' | 'hungOnStop'>[],
 ): Record<KillHow, number> {
   const kills: Record<KillHow, number> = { flushed: 0, raw: 0, 'flush-timed-out': 0 };
   for (const i of incarnations) {
@@ -173,7 +151,7 @@ function unrecordedTail(report: CampaignReport): string {
   return ` among the IDs recorded (${n(raw)} ${raw === 1 ? 'process SIGKILLed raw left its' : 'processes SIGKILLed raw left their'} last 20 ms or so of IDs unrecorded)`;
 }
 
-/** The property table's rows: what was checked, and what the campaign found; absent ones left out. */
+/** The property table's rows: what was checked, and what was found (undefined: left out). */
 function properties(report: CampaignReport): [string, string | undefined][] {
   const v = report.verdict;
   const r = v.reconciliation;
@@ -251,7 +229,7 @@ function properties(report: CampaignReport): [string, string | undefined][] {
   ];
 }
 
-/** The fleet's paragraphs after its first: each only where the report has what it says. */
+/** The fleet's paragraphs after its first, each where the report has what it says. */
 function fleetNotes(report: CampaignReport): string[] {
   const { fleet } = report;
   const notes: string[] = [];

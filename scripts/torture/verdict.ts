@@ -1,7 +1,6 @@
 /**
  * What a campaign must have done for its checks to mean anything: a clean history proves nothing
- * if the nemesis never hurt the cluster, a fault failed, a DC barely drew under the faults, or a
- * process died of an error of its own or crashed when told to stop.
+ * if no cluster fault was done, one failed, a DC barely drew, or a process failed or crashed.
  */
 import { ALARM_CODES, EXPECTED_ERROR_CODES } from './errors.js';
 import type { KillHow, ProcessExit } from './fleet.js';
@@ -19,15 +18,26 @@ const STOP_SIGNALS: Readonly<Record<string, NodeJS.Signals>> = {
   'closed-while-drawing': 'SIGUSR2',
 };
 
-/** What {@link stopFailure} needs of a process. */
-export interface StoppedProcess {
+/** What the verdict reads of a process; a field absent (older reports) is not judged. */
+interface JudgedProcess {
+  readonly id: number;
+  readonly dc: string;
   readonly ending: string;
-  /** Absent in older reports, then not judged. */
+  readonly liveness: boolean;
+  readonly mode?: string | undefined;
   readonly exit?: ProcessExit | undefined;
+  /** Absent in reports written before kills could flush (every kill then raw). */
+  readonly killed?: KillHow | undefined;
+  /** Killed at the end for not stopping when told (no nemesis kill). */
+  readonly hungOnStop?: boolean | undefined;
+  /** Its summary said it closed while drawing (false without a summary). */
+  readonly closedEarly?: boolean | undefined;
+  /** IDs it was handed after its close() began; absent without a summary. */
+  readonly closeViolations?: number | undefined;
 }
 
 /** How a process told to stop failed to stop cleanly, or undefined if it did. */
-export function stopFailure(stopped: StoppedProcess): string | undefined {
+export function stopFailure(stopped: Pick<JudgedProcess, 'ending' | 'exit'>): string | undefined {
   const signal = STOP_SIGNALS[stopped.ending];
   const exit = stopped.exit;
   if (signal === undefined || exit === undefined) return undefined;
@@ -36,15 +46,10 @@ export function stopFailure(stopped: StoppedProcess): string | undefined {
   return `${howExited(exit)} after ${signal} told it to ${told}`;
 }
 
-export interface ClosedProcess {
-  readonly id: number;
-  readonly dc: string;
-  /** IDs it was handed after its close() began; absent without a summary. */
-  readonly closeViolations?: number | undefined;
-}
-
 /** The processes handed IDs after their close() began (another may get them too), one line each. */
-export function closeViolations(processes: readonly ClosedProcess[]): string[] {
+export function closeViolations(
+  processes: readonly Pick<JudgedProcess, 'id' | 'dc' | 'closeViolations'>[],
+): string[] {
   return processes
     .filter((p) => (p.closeViolations ?? 0) > 0)
     .map(
@@ -67,7 +72,7 @@ export function unexpectedErrors(
 }
 
 /** How a process recorded as killed ended otherwise than by a SIGKILL, or undefined. */
-export function killFailure(killed: StoppedProcess): string | undefined {
+export function killFailure(killed: Pick<JudgedProcess, 'ending' | 'exit'>): string | undefined {
   const exit = killed.exit;
   if (killed.ending !== 'killed' || exit === undefined) return undefined;
   if (exit.code === null && exit.signal === 'SIGKILL') return undefined;
@@ -80,16 +85,10 @@ function howExited(exit: ProcessExit): string {
     : `was ended by ${exit.signal ?? 'a signal'}`;
 }
 
-export interface KilledProcess {
-  readonly ending: string;
-  /** Absent in older reports. */
-  readonly mode?: string | undefined;
-  /** Absent in reports written before kills could flush (every kill then raw). */
-  readonly killed?: KillHow | undefined;
-}
-
 /** Why a killed process's history may lack IDs (a raw SIGKILL of a non-paced one), or undefined. */
-export function unrecordedKill(killed: KilledProcess): string | undefined {
+export function unrecordedKill(
+  killed: Pick<JudgedProcess, 'ending' | 'mode' | 'killed'>,
+): string | undefined {
   if (killed.ending !== 'killed' || killed.killed === 'flushed') return undefined;
   if (killed.killed === 'raw' && killed.mode === 'paced') return undefined;
   const what =
@@ -103,19 +102,7 @@ export interface CampaignConduct {
   readonly timeline: readonly TimelineEntry[];
   /** Every DC of the cluster, with the IDs its processes recorded while the nemesis acted. */
   readonly drawnUnderFaults: Readonly<Record<string, number>>;
-  readonly incarnations: readonly {
-    readonly id: number;
-    readonly dc: string;
-    readonly ending: string;
-    readonly liveness: boolean;
-    /** Killed at the end for not stopping when told (no nemesis kill). */
-    readonly hungOnStop?: boolean | undefined;
-    readonly exit?: ProcessExit | undefined;
-    readonly mode?: string | undefined;
-    readonly killed?: KillHow | undefined;
-    /** Its summary said it closed while drawing (false without a summary). */
-    readonly closedEarly?: boolean | undefined;
-  }[];
+  readonly incarnations: readonly Omit<JudgedProcess, 'closeViolations'>[];
 }
 
 /** Why the campaign does not count, one reason a line; empty when it does. */

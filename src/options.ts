@@ -24,8 +24,26 @@ export function everyKeyOf<T>() {
 }
 
 /**
- * Refuses a flag that is neither a boolean nor absent: `'false'` read from the environment, or
- * `1`, would otherwise be taken as false (or true) without a word.
+ * `value`, or `fallback` if undefined, as a duration option.
+ * @throws {InvalidOptionError} naming `option` unless a finite number of ms, at least 0 (above 0
+ * if `positive`).
+ */
+export function milliseconds(
+  option: string,
+  value: unknown,
+  fallback: number,
+  positive = false,
+): number {
+  const ms = value ?? fallback;
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0 || (positive && ms === 0)) {
+    const least = positive ? ' above 0' : ', at least 0';
+    throw new InvalidOptionError(option, ms, `a finite number of milliseconds${least}`);
+  }
+  return ms;
+}
+
+/**
+ * Refuses a flag that is neither a boolean nor absent (`'false'` from the environment, `1`).
  * @throws {InvalidOptionError} naming `option`.
  */
 export function checkBooleanOption(option: string, value: unknown): void {
@@ -40,34 +58,34 @@ export function checkBooleanOption(option: string, value: unknown): void {
  * @throws {InvalidOptionError} naming `option`.
  */
 export function checkAbortSignal(option: string, value: unknown): void {
+  const signal = value as Partial<AbortSignal> | null | undefined;
   if (
     value !== undefined &&
-    (typeof value !== 'object' ||
-      value === null ||
-      typeof (value as Partial<AbortSignal>).aborted !== 'boolean' ||
-      typeof (value as Partial<AbortSignal>).addEventListener !== 'function')
+    (typeof signal !== 'object' ||
+      signal === null ||
+      typeof signal.aborted !== 'boolean' ||
+      typeof signal.addEventListener !== 'function')
   ) {
     throw new InvalidOptionError(option, value, 'an AbortSignal');
   }
 }
 
 /**
- * Refuses a key of `options` outside `allowed`: a misspelt option (`callTimeoutMS`, `blocksize`)
- * would otherwise be ignored, and its default used without a word.
+ * Refuses a key of `options` outside `allowed`: a misspelt option would otherwise be ignored for
+ * its default.
  * @throws {InvalidOptionError} naming the first unknown key, and listing the allowed ones.
  */
 export function checkKeys(options: object, allowed: readonly string[], prefix = ''): void {
   if (typeof options !== 'object' || options === null) {
     throw new InvalidOptionError('options', options, 'an object');
   }
-  for (const key of Object.keys(options)) {
-    if (!allowed.includes(key)) {
-      throw new InvalidOptionError(
-        prefix + key,
-        undefined,
-        `one of the options ${allowed.map((name) => prefix + name).join(', ')}`,
-        'unknown-key',
-      );
-    }
+  const unknown = Object.keys(options).find((key) => !allowed.includes(key));
+  if (unknown !== undefined) {
+    throw new InvalidOptionError(
+      prefix + unknown,
+      undefined,
+      `one of the options ${allowed.map((name) => prefix + name).join(', ')}`,
+      'unknown-key',
+    );
   }
 }

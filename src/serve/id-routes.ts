@@ -32,8 +32,11 @@ export function registerIdRoutes(
     async (request, reply) => {
       const { name } = request.params;
       const call = requestCall(reply, settings.timeoutMs);
-      const { wide, ids } = await served.draw(name, request.query.count, call);
-      return { sequence: name, ids: ids.map(idWriter(wide, request)) };
+      return served.serve(name, call, async (sequence, options, wide) => {
+        // nextIds() looks at the signal before each ID, the first included.
+        const ids = await sequence.nextIds(request.query.count, options, call.delivered);
+        return { sequence: name, ids: ids.map(idWriter(wide, request)) };
+      });
     },
   );
 
@@ -44,9 +47,12 @@ export function registerIdRoutes(
       const { name } = request.params;
       const { count } = request.query;
       const call = requestCall(reply, settings.timeoutMs);
-      const { wide, range } = await served.take(name, count, call);
-      const id = idWriter(wide, request);
-      return { sequence: name, first: id(range.first), last: id(range.last), count };
+      return served.serve(name, call, async (sequence, options, wide) => {
+        // take() looks at the signal after each of its waits, before it takes IDs.
+        const { first, last } = await sequence.takeDelivered(count, options, call.delivered);
+        const id = idWriter(wide, request);
+        return { sequence: name, first: id(first), last: id(last), count };
+      });
     },
   );
 }
@@ -57,17 +63,16 @@ export function registerIdRoutes(
  */
 function requestCall(reply: FastifyReply, timeoutMs: number): RequestCall {
   const controller = new AbortController();
-  // A caller that hangs up stops waiting for IDs nobody would read. One that hung up before the
-  // handler ran has its response destroyed already, its 'close' event past.
+  // A caller that hangs up stops waiting for IDs nobody would read.
   const hungUp = () => controller.abort(new Error('the client closed the connection'));
-  // 'close' comes once the response is written in full (handed to the kernel; 'finish' first) or
-  // its connection closed before: IDs of a response not written count as undelivered, not issued.
-  // 'finish' as well as writableFinished: inject()'s responses have no socket, only the event.
   let delivered: Promise<boolean>;
   if (reply.raw.destroyed) {
+    // It hung up before the handler ran: its 'close' event is past.
     hungUp();
     delivered = Promise.resolve(false);
   } else {
+    // 'close' comes once the response is handed to the kernel ('finish' first) or its connection
+    // closed before. 'finish' as well as writableFinished: inject()'s responses have no socket.
     let finished = false;
     reply.raw.once('finish', () => (finished = true));
     delivered = new Promise((resolve) => {
@@ -78,18 +83,10 @@ function requestCall(reply: FastifyReply, timeoutMs: number): RequestCall {
       });
     });
   }
-  return {
-    timeoutMs,
-    deadline: Date.now() + timeoutMs,
-    signal: controller.signal,
-    delivered,
-  };
+  return { timeoutMs, deadline: Date.now() + timeoutMs, signal: controller.signal, delivered };
 }
 
-/**
- * How IDs of `request` are written: strings for a wide sequence and on request (`format=string`,
- * or the media type parameter `ids=string` of `application/json` in `Accept`), else numbers.
- */
+/** How IDs of `request` are written: strings for a wide sequence and on request, else numbers. */
 function idWriter(
   wide: boolean,
   request: FastifyRequest<IdRequest>,

@@ -1,6 +1,6 @@
 /**
- * The service's OpenAPI 3.1 document and the routes' request schemas, built from the same pieces
- * so the document states exactly the limits the service enforces.
+ * The routes' request schemas and the OpenAPI 3.1 document built from them, so the document
+ * states exactly the limits the service enforces.
  */
 
 import { MAX_BLOCK_SIZE } from '../settings/model.js';
@@ -9,32 +9,20 @@ import { HTTP_ANSWERS, type ServeErrorCode } from './http-errors.js';
 
 /** The limits a service enforces that its document states. */
 export interface ApiLimits {
-  /** The most IDs one `POST …/ids` returns. */
   readonly maxIdsPerRequest: number;
 }
 
-/** A JSON value, as the document is made of. */
-export type Json =
-  string | number | boolean | null | readonly Json[] | { readonly [key: string]: Json };
-
+type Json = string | number | boolean | null | readonly Json[] | { readonly [key: string]: Json };
 type JsonObject = { readonly [key: string]: Json };
 
-/** The OpenAPI document of the service. */
 export interface OpenApiDocument extends JsonObject {
   readonly paths: { readonly [path: string]: { readonly [method: string]: JsonObject } };
 }
 
-/** The values of `format`: how the ID endpoints write IDs. */
 export const ID_FORMATS = ['auto', 'string'] as const;
 
 /** How the ID endpoints write IDs: `auto` (exact JSON numbers where they can be) or `string`. */
 export type IdFormat = (typeof ID_FORMATS)[number];
-
-const NAME_SCHEMA = {
-  type: 'string',
-  pattern: NAME_RULES.sequence.pattern.source,
-  description: `The sequence's name: ${NAME_RULES.sequence.rule}.`,
-} as const;
 
 const FORMAT_SCHEMA = {
   type: 'string',
@@ -50,45 +38,37 @@ export const ID_ROUTES = {
   ranges: '/v1/sequences/:name/ranges',
 } as const;
 
-/** The path parameters of the ID endpoints. */
 export const SEQUENCE_PARAMS = {
   type: 'object',
   required: ['name'],
-  properties: { name: NAME_SCHEMA },
+  properties: {
+    name: {
+      type: 'string',
+      pattern: NAME_RULES.sequence.pattern.source,
+      description: `The sequence's name: ${NAME_RULES.sequence.rule}.`,
+    },
+  },
 } as const;
 
-/** The query of `POST /v1/sequences/{name}/ids`. */
+/** The query of `POST …/ids`. A misspelt parameter is refused, not ignored for the default. */
 export function idsQuery(limits: ApiLimits) {
+  const most = limits.maxIdsPerRequest;
   return {
     type: 'object',
-    // A misspelt parameter (`cuont=100`) is refused, not ignored with the default used.
     additionalProperties: false,
     properties: {
       count: {
         type: 'integer',
         minimum: 1,
-        maximum: limits.maxIdsPerRequest,
+        maximum: most,
         default: 1,
-        description: `How many IDs: 1 to ${limits.maxIdsPerRequest}, in decimal digits.`,
+        description: `How many IDs: 1 to ${most}, in decimal digits.`,
       },
       format: FORMAT_SCHEMA,
     },
   } as const;
 }
 
-/** The query of `GET /readyz`. */
-export const READYZ_QUERY = {
-  type: 'object',
-  properties: {
-    sequence: {
-      type: 'string',
-      minLength: 1,
-      description: 'Check this one sequence only: 200 while this process holds IDs of it.',
-    },
-  },
-} as const;
-
-/** The query of `POST /v1/sequences/{name}/ranges`. */
 export const RANGES_QUERY = {
   type: 'object',
   additionalProperties: false,
@@ -105,33 +85,31 @@ export const RANGES_QUERY = {
   },
 } as const;
 
-/** The version of the API the document describes (the `/v1` of its paths). */
-export const API_VERSION = '1.0.0';
+export const READYZ_QUERY = {
+  type: 'object',
+  properties: {
+    sequence: {
+      type: 'string',
+      minLength: 1,
+      description: 'Check this one sequence only: 200 while this process holds IDs of it.',
+    },
+  },
+} as const;
 
-const ID_ENDPOINT_ERRORS: readonly ServeErrorCode[] = [
-  'IDGEN_INVALID_COUNT',
-  'IDGEN_INVALID_NAME',
-  'IDGEN_BAD_REQUEST',
-  'IDGEN_UNAUTHORIZED',
-  'IDGEN_SEQUENCE_NOT_FOUND',
-  'IDGEN_SEQUENCE_NOT_SERVED',
-  'IDGEN_SEQUENCE_EXHAUSTED',
-  'IDGEN_SERIAL_UNAVAILABLE',
-  'IDGEN_STORE_UNAVAILABLE',
-  'IDGEN_DEADLINE_EXCEEDED',
-  'IDGEN_CLOSED',
-  // Answered to a caller that closed its connection first: nobody reads it, but logs and
-  // proxies see the status.
-  'IDGEN_ABORTED',
-  'IDGEN_INVARIANT_BROKEN',
-  'IDGEN_STATE_ROLLED_BACK',
-  // A refill a request waits for, refused by Cassandra for want of a permission of the
-  // service's role (errors.ts): the operator's to grant, not the caller's.
-  'IDGEN_AUTH_FAILED',
-  'IDGEN_INTERNAL',
-];
+/** The codes the ID endpoints answer with, in the order their responses list them. */
+const ID_ENDPOINT_ERRORS = (Object.keys(HTTP_ANSWERS) as ServeErrorCode[]).filter(
+  (code) =>
+    ![
+      'IDGEN_NOT_FOUND',
+      'IDGEN_SEQUENCE_EXISTS',
+      'IDGEN_CONTENTION',
+      'IDGEN_SEQUENCE_RECREATED',
+      'IDGEN_UNSAFE_CLUSTER',
+      'IDGEN_DOMAIN_NEEDS_BIGINT',
+      'IDGEN_INVALID_OPTION',
+    ].includes(code),
+);
 
-/** A response of `description` whose JSON body is the component schema `schema`. */
 function jsonResponse(description: string, schema: string): JsonObject {
   return {
     description,
@@ -139,18 +117,12 @@ function jsonResponse(description: string, schema: string): JsonObject {
   };
 }
 
-/**
- * The error responses of the ID endpoints, one per status, each listing its codes; a status
- * whose codes tell the caller to retry documents `Retry-After`.
- */
+/** One error response per status, listing its codes; `Retry-After` where they say to retry. */
 function errorResponses(): { [status: string]: Json } {
-  const byStatus = new Map<number, ServeErrorCode[]>();
-  for (const code of ID_ENDPOINT_ERRORS) {
-    const { status } = HTTP_ANSWERS[code];
-    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
-  }
   const responses: { [status: string]: Json } = {};
-  for (const [status, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
+  const statuses = new Set(ID_ENDPOINT_ERRORS.map((code) => HTTP_ANSWERS[code].status));
+  for (const status of [...statuses].sort((a, b) => a - b)) {
+    const codes = ID_ENDPOINT_ERRORS.filter((code) => HTTP_ANSWERS[code].status === status);
     const retry = codes.some((code) => HTTP_ANSWERS[code].retryAfterSeconds !== undefined);
     const response = jsonResponse(
       `Codes: ${codes.join(', ')}.${retry ? ' Retry after the seconds of Retry-After.' : ''}${status === 401 ? ' Sent with WWW-Authenticate: Bearer.' : ''}`,
@@ -163,19 +135,15 @@ function errorResponses(): { [status: string]: Json } {
   return responses;
 }
 
-/** An object schema a route validates with, as fastify takes it. */
-interface ObjectSchema {
-  readonly properties: { readonly [name: string]: Json };
-  readonly required?: readonly string[];
-}
-
 /** The document's parameters `in` the path or query, from the schema the route validates. */
-function parametersOf(where: 'path' | 'query', schema: ObjectSchema): Json[] {
-  const required = new Set<string>(schema.required ?? []);
+function parametersOf(
+  where: 'path' | 'query',
+  schema: { readonly properties: JsonObject; readonly required?: readonly string[] },
+): Json[] {
   return Object.entries(schema.properties).map(([name, property]) => ({
     name,
     in: where,
-    required: required.has(name),
+    required: schema.required?.includes(name) ?? false,
     schema: property,
   }));
 }
@@ -184,21 +152,32 @@ function idOperation(
   operationId: string,
   summary: string,
   description: string,
-  query: ObjectSchema,
+  query: Parameters<typeof parametersOf>[1],
   okSchema: string,
-): JsonObject {
+): { post: JsonObject } {
+  const parameters = [...parametersOf('path', SEQUENCE_PARAMS), ...parametersOf('query', query)];
   return {
-    operationId,
-    summary,
-    description,
-    security: [{ bearerAuth: [] }, {}],
-    parameters: [...parametersOf('path', SEQUENCE_PARAMS), ...parametersOf('query', query)],
-    responses: {
-      '200': jsonResponse('The IDs, handed out to this caller only.', okSchema),
-      ...errorResponses(),
+    post: {
+      operationId,
+      summary,
+      description,
+      security: [{ bearerAuth: [] }, {}],
+      parameters,
+      responses: {
+        '200': jsonResponse('The IDs, handed out to this caller only.', okSchema),
+        ...errorResponses(),
+      },
     },
   };
 }
+
+/** An object schema; every property is required unless listed in `optional`. */
+function object(properties: JsonObject, optional: readonly string[] = []): JsonObject {
+  const required = Object.keys(properties).filter((key) => !optional.includes(key));
+  return { type: 'object', required, properties };
+}
+
+const STRING = { type: 'string' } as const;
 
 const ID_VALUE: Json = {
   oneOf: [
@@ -208,89 +187,84 @@ const ID_VALUE: Json = {
   description: 'An ID: a JSON number, or a decimal string (see the format parameter).',
 };
 
+const READINESS_ENTRY = object(
+  {
+    sequence: STRING,
+    ready: { type: 'boolean' },
+    held: { type: 'integer', description: 'IDs this process holds.' },
+    code: STRING,
+    message: STRING,
+  },
+  ['held', 'code', 'message'],
+);
+
+function getOperation(operationId: string, summary: string, rest: JsonObject): { get: JsonObject } {
+  return { get: { operationId, summary, ...rest } };
+}
+
 /** The OpenAPI document of a service with `limits`. */
 export function openApiDocument(limits: ApiLimits): OpenApiDocument {
   return {
     openapi: '3.1.0',
     info: {
       title: 'idgen-cass',
-      version: API_VERSION,
+      version: '1.0.0',
       description:
         "Unique integer IDs from sequences shared by every datacenter, handed out by the allocator of this service's DC. Every ID is handed out once, to one caller; IDs of a failed request are never handed out (they stay a gap). Errors are JSON { code, message } with the stable codes of idgen-cass.",
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     paths: {
-      '/v1/sequences/{name}/ids': {
-        post: idOperation(
-          'drawIds',
-          'Draw IDs',
-          "count IDs of the sequence, strictly increasing, not necessarily contiguous. Served from the blocks this process holds; when they run out, waits for the next block up to the service's timeout.",
-          idsQuery(limits),
-          'Ids',
-        ),
-      },
-      '/v1/sequences/{name}/ranges': {
-        post: idOperation(
-          'takeRange',
-          'Take a contiguous range',
-          'count contiguous IDs of the sequence: first, first + 1, …, last. If the current block holds fewer, its rest is skipped and the range comes from the next block.',
-          RANGES_QUERY,
-          'Range',
-        ),
-      },
-      '/healthz': {
-        get: {
-          operationId: 'health',
-          summary: 'Liveness',
-          description: 'Answers 200 while the process runs; asks nothing of Cassandra.',
-          responses: { '200': jsonResponse('The process runs.', 'Health') },
+      '/v1/sequences/{name}/ids': idOperation(
+        'drawIds',
+        'Draw IDs',
+        "count IDs of the sequence, strictly increasing, not necessarily contiguous. Served from the blocks this process holds; when they run out, waits for the next block up to the service's timeout.",
+        idsQuery(limits),
+        'Ids',
+      ),
+      '/v1/sequences/{name}/ranges': idOperation(
+        'takeRange',
+        'Take a contiguous range',
+        'count contiguous IDs of the sequence: first, first + 1, …, last. If the current block holds fewer, its rest is skipped and the range comes from the next block.',
+        RANGES_QUERY,
+        'Range',
+      ),
+      '/healthz': getOperation('health', 'Liveness', {
+        description: 'Answers 200 while the process runs; asks nothing of Cassandra.',
+        responses: { '200': jsonResponse('The process runs.', 'Health') },
+      }),
+      '/readyz': getOperation('readiness', 'Readiness', {
+        description:
+          'Whether this process can hand out IDs from what its DC holds: Cassandra answers in the local DC, and each sequence served (the allowlist, or every sequence of the keyspace) is loaded and this process holds IDs of it (claiming a block if it holds none). A partition between DCs alone does not make it not ready. status is ready when every sequence served holds IDs, degraded (still 200) when only some do, not_ready (503) when none does or the sequences cannot be listed. With ?sequence=NAME only that sequence is checked.',
+        parameters: parametersOf('query', READYZ_QUERY),
+        responses: {
+          '200': jsonResponse('Ready, or degraded: some sequences served hold IDs.', 'Readiness'),
+          '503': jsonResponse(
+            'Not ready: no sequence asked about holds IDs; the body says why, per sequence.',
+            'Readiness',
+          ),
         },
-      },
-      '/readyz': {
-        get: {
-          operationId: 'readiness',
-          summary: 'Readiness',
-          description:
-            'Whether this process can hand out IDs from what its DC holds: Cassandra answers in the local DC, and each sequence served (the allowlist, or every sequence of the keyspace) is loaded and this process holds IDs of it (claiming a block if it holds none). A partition between DCs alone does not make it not ready. status is ready when every sequence served holds IDs, degraded (still 200) when only some do, not_ready (503) when none does or the sequences cannot be listed. With ?sequence=NAME only that sequence is checked.',
-          parameters: parametersOf('query', READYZ_QUERY),
-          responses: {
-            '200': jsonResponse('Ready, or degraded: some sequences served hold IDs.', 'Readiness'),
-            '503': jsonResponse(
-              'Not ready: no sequence asked about holds IDs; the body says why, per sequence.',
-              'Readiness',
-            ),
+      }),
+      '/metrics': getOperation('metrics', 'Prometheus metrics', {
+        description: 'The metrics of the registry the service was given, in its text format.',
+        responses: {
+          '200': {
+            description: 'The Prometheus text exposition format.',
+            content: { 'text/plain': { schema: STRING } },
+          },
+          '404': jsonResponse(
+            'Code IDGEN_NOT_FOUND: the service has no metrics registry.',
+            'Error',
+          ),
+        },
+      }),
+      '/openapi.json': getOperation('openapi', 'This document', {
+        responses: {
+          '200': {
+            description: 'The OpenAPI document of the service.',
+            content: { 'application/json': { schema: { type: 'object' } } },
           },
         },
-      },
-      '/metrics': {
-        get: {
-          operationId: 'metrics',
-          summary: 'Prometheus metrics',
-          description: 'The metrics of the registry the service was given, in its text format.',
-          responses: {
-            '200': {
-              description: 'The Prometheus text exposition format.',
-              content: { 'text/plain': { schema: { type: 'string' } } },
-            },
-            '404': jsonResponse(
-              'Code IDGEN_NOT_FOUND: the service has no metrics registry.',
-              'Error',
-            ),
-          },
-        },
-      },
-      '/openapi.json': {
-        get: {
-          operationId: 'openapi',
-          summary: 'This document',
-          responses: {
-            '200': {
-              description: 'The OpenAPI document of the service.',
-              content: { 'application/json': { schema: { type: 'object' } } },
-            },
-          },
-        },
-      },
+      }),
     },
     components: {
       securitySchemes: {
@@ -309,66 +283,34 @@ export function openApiDocument(limits: ApiLimits): OpenApiDocument {
       },
       schemas: {
         Ids: {
-          type: 'object',
-          required: ['sequence', 'ids'],
-          properties: {
-            sequence: { type: 'string' },
-            ids: { type: 'array', items: ID_VALUE },
-          },
+          ...object({ sequence: STRING, ids: { type: 'array', items: ID_VALUE } }),
           examples: [{ sequence: 'orders', ids: [1001, 1002, 1003] }],
         },
         Range: {
-          type: 'object',
-          required: ['sequence', 'first', 'last', 'count'],
-          properties: {
-            sequence: { type: 'string' },
+          ...object({
+            sequence: STRING,
             first: ID_VALUE,
             last: ID_VALUE,
             count: { type: 'integer', minimum: 1 },
-          },
+          }),
           examples: [{ sequence: 'orders', first: 2001, last: 2100, count: 100 }],
         },
-        Error: {
-          type: 'object',
-          required: ['code', 'message'],
-          properties: {
-            code: { type: 'string', enum: Object.keys(HTTP_ANSWERS).sort() },
-            message: { type: 'string' },
-          },
-        },
-        Health: {
-          type: 'object',
-          required: ['status'],
-          properties: { status: { const: 'ok' } },
-        },
-        Readiness: {
-          type: 'object',
-          required: ['status', 'dc', 'keyspace', 'sequences'],
-          properties: {
+        Error: object({
+          code: { type: 'string', enum: Object.keys(HTTP_ANSWERS).sort() },
+          message: STRING,
+        }),
+        Health: object({ status: { const: 'ok' } }),
+        Readiness: object(
+          {
             status: { enum: ['ready', 'degraded', 'not_ready'] },
-            dc: { type: 'string' },
-            keyspace: { type: 'string' },
-            sequences: {
-              type: 'array',
-              items: {
-                type: 'object',
-                required: ['sequence', 'ready'],
-                properties: {
-                  sequence: { type: 'string' },
-                  ready: { type: 'boolean' },
-                  held: { type: 'integer', description: 'IDs this process holds.' },
-                  code: { type: 'string' },
-                  message: { type: 'string' },
-                },
-              },
-            },
-            code: {
-              type: 'string',
-              description: 'Why, when the sequences could not even be listed.',
-            },
-            message: { type: 'string' },
+            dc: STRING,
+            keyspace: STRING,
+            sequences: { type: 'array', items: READINESS_ENTRY },
+            code: { type: 'string', description: 'Why, when the sequences could not be listed.' },
+            message: STRING,
           },
-        },
+          ['code', 'message'],
+        ),
       },
     },
   };

@@ -1,47 +1,37 @@
-/**
- * The sequences a service hands out, over one {@link IdGen}: the allowlist, which handle type
- * each sequence needs, and one deadline per request however many IDs it draws.
- */
+/** The sequences a service hands out over one {@link IdGen}: the allowlist, and each handle's type. */
 
 import type { IdGen } from '../allocator/id-gen.js';
-import type { IdRange } from '../allocator/block.js';
+import type { CallOptions } from '../allocator/call-deadline.js';
 import type { Sequence } from '../allocator/sequence.js';
 import { DeadlineError } from '../errors.js';
 import { validateSequenceName } from '../options.js';
 import { MAX_SAFE_ID } from '../settings/model.js';
 import { ServeRefusal } from './http-errors.js';
 
-/** One request's budget: the moment it gives up (`Date.now()` time) and its cancellation. */
+/**
+ * One request's budget: its whole timeout, its deadline (`Date.now()` time), its cancellation,
+ * and `delivered`, true once the response is written in full, false if the connection closed first.
+ */
 export interface RequestCall {
-  /** The request's whole timeout, for messages. */
   readonly timeoutMs: number;
   readonly deadline: number;
   readonly signal: AbortSignal;
-  /**
-   * Whether the response reached the caller's connection: true once written in full, false if
-   * the connection closed first. Settles once the response is done with, either way.
-   */
   readonly delivered: Promise<boolean>;
 }
 
-/**
- * A sequence served, and whether its domain reaches beyond 2^53-1: then its IDs are bigints, and
- * the service writes them as strings whatever their size.
- */
+/** A sequence served; `wide` if its domain passes 2^53-1: its IDs are bigints, written as strings. */
 interface Handle {
   readonly wide: boolean;
   readonly sequence: Sequence<number> | Sequence<bigint>;
 }
 
+const SERVICE_TIMEOUT = `the service's request timeout (the "timeoutMs" option of createServer(); docs/service.md, "Options")`;
+
 export class ServedSequences {
   readonly #ids: IdGen;
   readonly #allowlist: ReadonlySet<string> | undefined;
-  /**
-   * Whether each sequence's domain reaches beyond 2^53-1, read once (a domain never changes). Only
-   * existing names get here, so made-up names cannot grow it.
-   */
+  /** Read once per existing sequence (a domain never changes), so made-up names cannot grow it. */
   readonly #wide = new Map<string, Promise<boolean>>();
-  /** The names whose settings were read: sequences that exist, which a log line may name. */
   readonly #found = new Set<string>();
 
   /** @param allowlist the only sequences served; undefined serves every one in the keyspace. */
@@ -50,10 +40,7 @@ export class ServedSequences {
     this.#allowlist = allowlist === undefined ? undefined : new Set(allowlist);
   }
 
-  /**
-   * Whether `name` is allowlisted or was read: only such a name is logged (a made-up one may be a
-   * secret put in the path).
-   */
+  /** Whether `name` is allowlisted or exists: only such a name is logged (another may be a secret). */
   isKnown(name: string): boolean {
     return this.#allowlist?.has(name) ?? this.#found.has(name);
   }
@@ -63,61 +50,42 @@ export class ServedSequences {
   }
 
   /**
-   * `count` IDs of sequence `name`, strictly increasing ({@link Sequence.nextIds}). IDs whose
-   * response does not reach the caller are never handed out again: a gap, counted `undelivered`.
-   * @throws everything {@link Sequence.next} throws, {@link DeadlineError} with the request's own
-   * timeout, and the refusals of {@link ServedSequences.handle}.
+   * Runs `work` on sequence `name` within the request's budget. IDs whose response does not reach
+   * the caller are never handed out again (`call.delivered`): a gap, counted `undelivered`.
+   * @throws what `work` and {@link ServedSequences.handle} throw; {@link DeadlineError} with the
+   * request's whole timeout.
    */
-  async draw(
+  async serve<R>(
     name: string,
-    count: number,
     call: RequestCall,
-  ): Promise<{ readonly wide: boolean; readonly ids: readonly (number | bigint)[] }> {
+    work: (sequence: Handle['sequence'], options: CallOptions, wide: boolean) => Promise<R>,
+  ): Promise<R> {
     const { wide, sequence } = await this.handle(name);
-    // nextIds() looks at the signal before each ID, the first included.
-    const options = { signal: call.signal, timeoutMs: remaining(call) };
-    const ids = await withRequestTimeout<readonly (number | bigint)[]>(name, call, () =>
-      sequence.nextIds(count, options, call.delivered),
-    );
-    return { wide, ids };
-  }
-
-  /**
-   * `count` contiguous IDs of sequence `name`; counted as {@link ServedSequences.draw}'s are,
-   * undelivered if the response does not reach the caller.
-   * @throws everything {@link Sequence.take} throws, and the refusals of
-   * {@link ServedSequences.handle}.
-   */
-  async take(
-    name: string,
-    count: number,
-    call: RequestCall,
-  ): Promise<{ readonly wide: boolean; readonly range: IdRange<number> | IdRange<bigint> }> {
-    const { wide, sequence } = await this.handle(name);
-    // take() looks at the signal after each of its waits, before it takes IDs.
-    const options = { signal: call.signal, timeoutMs: remaining(call) };
-    const range = await withRequestTimeout<IdRange<number> | IdRange<bigint>>(name, call, () =>
-      sequence.takeDelivered(count, options, call.delivered),
-    );
-    return { wide, range };
+    const timeoutMs = Math.max(0, call.deadline - Date.now());
+    try {
+      return await work(sequence, { signal: call.signal, timeoutMs }, wide);
+    } catch (error) {
+      if (!(error instanceof DeadlineError)) throw error;
+      const cause = error.cause;
+      throw new DeadlineError(name, call.timeoutMs, { cause, timeoutSetting: SERVICE_TIMEOUT });
+    }
   }
 
   /**
    * Loads sequence `name` and makes sure this process holds IDs of it (claiming a block if it
    * holds none); returns how many it holds.
-   * @throws everything {@link Sequence.ready} throws.
+   * @throws what {@link Sequence.ready} and {@link ServedSequences.handle} throw.
    */
   async ready(name: string, timeoutMs: number): Promise<number> {
-    const handle = await this.handle(name);
-    await handle.sequence.ready({ timeoutMs });
-    return handle.sequence.stats().remaining;
+    const { sequence } = await this.handle(name);
+    await sequence.ready({ timeoutMs });
+    return sequence.stats().remaining;
   }
 
   /**
    * The handle of sequence `name`, of the type its domain needs.
-   * @throws {ServeRefusal} `IDGEN_SEQUENCE_NOT_SERVED` for a name outside the allowlist.
-   * @throws {InvalidNameError} for a bad name; {@link SequenceNotFoundError} if it does not
-   * exist; {@link StoreUnavailableError} if its settings cannot be read.
+   * @throws {ServeRefusal} `IDGEN_SEQUENCE_NOT_SERVED` for a name outside the allowlist;
+   * {@link InvalidNameError}, {@link SequenceNotFoundError}, {@link StoreUnavailableError}.
    */
   async handle(name: string): Promise<Handle> {
     validateSequenceName(name);
@@ -127,47 +95,16 @@ export class ServedSequences {
         `Sequence "${name}" is not served here; this service serves only: ${[...this.#allowlist].join(', ')}.`,
       );
     }
-    const wide = await this.#isWide(name);
-    return { wide, sequence: this.#ids.sequence(name, { bigint: wide }) };
-  }
-
-  #isWide(name: string): Promise<boolean> {
-    let known = this.#wide.get(name);
-    if (known === undefined) {
-      known = this.#ids.readSequence(name).then((settings) => {
+    let wide = this.#wide.get(name);
+    if (wide === undefined) {
+      wide = this.#ids.readSequence(name).then((settings) => {
         this.#found.add(name);
         return settings.max > MAX_SAFE_ID;
       });
-      this.#wide.set(name, known);
-      known.catch(() => this.#wide.delete(name));
+      this.#wide.set(name, wide);
+      wide.catch(() => this.#wide.delete(name));
     }
-    return known;
-  }
-}
-
-/** Milliseconds left before the request's deadline. */
-function remaining(call: RequestCall): number {
-  return Math.max(0, call.deadline - Date.now());
-}
-
-/** What sets a request's timeout, for the message of a request that outlasted it. */
-const SERVICE_TIMEOUT = `the service's request timeout (the "timeoutMs" option of createServer(); docs/service.md, "Options")`;
-
-/** Runs `work`, rethrowing a {@link DeadlineError} with the request's whole timeout. */
-async function withRequestTimeout<R>(
-  sequence: string,
-  call: RequestCall,
-  work: () => Promise<R>,
-): Promise<R> {
-  try {
-    return await work();
-  } catch (error) {
-    if (error instanceof DeadlineError) {
-      throw new DeadlineError(sequence, call.timeoutMs, {
-        cause: error.cause,
-        timeoutSetting: SERVICE_TIMEOUT,
-      });
-    }
-    throw error;
+    const bigint = await wide;
+    return { wide: bigint, sequence: this.#ids.sequence(name, { bigint }) };
   }
 }

@@ -116,35 +116,23 @@ export class Admin {
   readonly keyspace: string;
 
   readonly #store: IdStore;
-  readonly #hosts: () => readonly HostStatus[];
-  readonly #nodeSettings: (dc: string) => Promise<readonly NodeSettings[]>;
-  readonly #statesInDc: AdminParts['statesInDc'];
-  readonly #release: () => Promise<void>;
+  readonly #parts: AdminParts;
 
   constructor(parts: AdminParts) {
+    this.#parts = parts;
     this.#store = parts.store;
     this.dc = parts.dc;
     this.keyspace = parts.keyspace;
-    this.#hosts = parts.hosts ?? (() => []);
-    this.#nodeSettings =
-      parts.nodeSettings ??
-      (async (dc) => (await this.#store.readNodeSettings()).filter((node) => node.dc === dc));
-    this.#statesInDc = parts.statesInDc;
-    this.#release = parts.release ?? (() => Promise.resolve());
   }
 
-  /**
-   * Every sequence's settings, sorted by name.
-   * @throws {StoreUnavailableError} if the local DC cannot be reached.
-   */
+  /** Every sequence's settings, sorted by name. @throws {StoreUnavailableError} */
   listSequences(): Promise<readonly SequenceSettings[]> {
     return this.#store.listSequences();
   }
 
   /**
    * The settings of sequence `name`, read in the local DC, or at SERIAL if none are found there.
-   * @throws {InvalidNameError} for a bad name; {@link SequenceNotFoundError} if it does not exist.
-   * @throws {StoreUnavailableError} if the local DC cannot be reached.
+   * @throws {InvalidNameError}, {@link SequenceNotFoundError}, {@link StoreUnavailableError}.
    */
   async readSequence(name: string): Promise<SequenceSettings> {
     validateSequenceName(name);
@@ -163,11 +151,11 @@ export class Admin {
 
   /** `unreachable` keeps the DCs not reached in one status run. */
   #snapshot(name: string, unreachable: Map<string, string>): Promise<SequenceSnapshot> {
-    const read = this.#statesInDc;
+    const read = this.#parts.statesInDc;
     const elsewhere: StatesInOtherDcs | undefined =
       read === undefined
         ? undefined
-        : { dcs: [...new Set(this.#hosts().map((host) => host.dc))], read, unreachable };
+        : { dcs: [...new Set((this.#parts.hosts?.() ?? []).map((h) => h.dc))], read, unreachable };
     return readSnapshot(this.#store, this.keyspace, name, this.dc, elsewhere);
   }
 
@@ -296,6 +284,12 @@ export class Admin {
     return preflightReport({ keyspace: this.keyspace, dc: this.dc, at: new Date(), hosts, reads });
   }
 
+  #nodeSettings(dc: string): Promise<readonly NodeSettings[]> {
+    const { nodeSettings } = this.#parts;
+    if (nodeSettings !== undefined) return nodeSettings(dc);
+    return this.#store.readNodeSettings().then((nodes) => nodes.filter((node) => node.dc === dc));
+  }
+
   /** Unsafe settings on the local DC's nodes; never throws. */
   async #localNodeSafety(): Promise<LocalNodeSafety> {
     try {
@@ -317,14 +311,14 @@ export class Admin {
 
   /** The cluster's nodes as this client sees them, sorted by DC and address. */
   hosts(): HostStatus[] {
-    return [...this.#hosts()].sort(
+    return [...(this.#parts.hosts?.() ?? [])].sort(
       (a, b) => ascending(a.dc, b.dc) || ascending(a.address, b.address),
     );
   }
 
   /** Closes the store (and the clients, if {@link openAdmin} built them). */
   async close(): Promise<void> {
-    await this.#release();
+    await this.#parts.release?.();
     await this.#store.close();
   }
 }

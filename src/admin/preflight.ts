@@ -10,15 +10,20 @@ import type { NodeSettings, TableSettings } from '../store/port.js';
 /** Cassandra's floor for keeping Paxos state (`SystemKeyspace.legacyPaxosTtlSec`). */
 export const MIN_PAXOS_STATE_SECONDS = 3 * 3600;
 
-export type PreflightCheckName =
-  | 'commitlog-sync'
-  | 'commit-failure-policy'
-  | 'paxos-variant'
-  | 'serial-reads-linearizability'
-  | 'paxos-state-lifetime'
-  | 'table-ttl'
-  | 'paxos-repair'
-  | 'commitlog-replay';
+/** What each check reads, as an operator looks it up. */
+const SETTING = {
+  'commitlog-sync': 'commitlog_sync',
+  'commit-failure-policy': 'commit_failure_policy',
+  'paxos-variant': 'paxos_variant',
+  'serial-reads-linearizability': '-Dcassandra.unsafe.disable-serial-reads-linearizability',
+  'paxos-state-lifetime': 'paxos_state_purging',
+  'table-ttl': 'default_time_to_live of the idgen tables',
+  'paxos-repair': 'paxos_repair_enabled / skip_paxos_repair_on_topology_change',
+  'commitlog-replay': '-Dcassandra.commitlog.ignorereplayerrors',
+} as const;
+
+/** The checks made on each node, in the order they are made. */
+export type PreflightCheckName = keyof typeof SETTING;
 
 /** `unsafe` fails the preflight; `unknown` (not read) leaves it incomplete; the rest inform. */
 export type CheckStatus = 'ok' | 'info' | 'warning' | 'unsafe' | 'unknown';
@@ -85,18 +90,6 @@ const WHY: Readonly<Record<PreflightCheckName, string>> = {
     'Paxos v2 is not linearizable across topology changes without paxos repair; do not add, remove or move nodes while it is off',
   'commitlog-replay':
     'damaged commitlog segments are skipped at replay, losing acknowledged writes; remove the JVM property',
-};
-
-/** What each check reads, as an operator looks it up. */
-const SETTING: Readonly<Record<PreflightCheckName, string>> = {
-  'commitlog-sync': 'commitlog_sync',
-  'commit-failure-policy': 'commit_failure_policy',
-  'paxos-variant': 'paxos_variant',
-  'serial-reads-linearizability': '-Dcassandra.unsafe.disable-serial-reads-linearizability',
-  'paxos-state-lifetime': 'paxos_state_purging',
-  'table-ttl': 'default_time_to_live of the idgen tables',
-  'paxos-repair': 'paxos_repair_enabled / skip_paxos_repair_on_topology_change',
-  'commitlog-replay': '-Dcassandra.commitlog.ignorereplayerrors',
 };
 
 const SERIAL_READS_PROPERTY = 'cassandra.unsafe.disable-serial-reads-linearizability';

@@ -185,6 +185,7 @@ function create(
   registry: AnyRegistry,
   collect: (() => void) | undefined,
 ): AnyMetric {
+  const { Counter, Gauge, Histogram } = promClientModule();
   const configuration = {
     name,
     help,
@@ -192,13 +193,8 @@ function create(
     registers: [registry],
     ...(collect === undefined ? {} : { collect }),
   };
-  const { Counter, Gauge, Histogram } = promClientModule();
-  switch (type) {
-    case 'counter':
-      return new Counter(configuration);
-    case 'gauge':
-      return new Gauge(configuration);
-    case 'histogram':
-      return new Histogram({ ...configuration, buckets: [...DURATION_BUCKETS] });
+  if (type === 'histogram') {
+    return new Histogram({ ...configuration, buckets: [...DURATION_BUCKETS] });
   }
+  return type === 'counter' ? new Counter(configuration) : new Gauge(configuration);
 }

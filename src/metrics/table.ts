@@ -19,124 +19,98 @@ export const DURATION_BUCKETS: readonly number[] = Object.freeze([
   0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
 ]);
 
-const SEQUENCE = ['sequence'] as const;
+/** A frozen description: metricsTable() hands out the table itself. */
+function describe(type: MetricDescription['type']) {
+  return (name: string, help: string, labels: readonly string[] = ['sequence']) =>
+    Object.freeze({ name, type, labels: Object.freeze([...labels]), help });
+}
+const counter = describe('counter');
+const gauge = describe('gauge');
+const histogram = describe('histogram');
 
 /** The metrics, in the order docs/metrics.md lists them. */
 export const METRICS: readonly MetricDescription[] = Object.freeze([
-  {
-    name: 'idgen_ids_issued_total',
-    type: 'counter',
-    labels: SEQUENCE,
-    help: "IDs handed out by next(), tryNext(), take() and the service's ID requests in this process.",
-  },
-  {
-    name: 'idgen_ids_held',
-    type: 'gauge',
-    labels: SEQUENCE,
-    help: 'IDs this process holds and has not handed out (current and preloaded block).',
-  },
-  {
-    name: 'idgen_waits_total',
-    type: 'counter',
-    labels: SEQUENCE,
-    help: 'next() and take() calls that found no ID in the process, and service ID requests that found too few, and waited for a refill.',
-  },
-  {
-    name: 'idgen_wait_duration_seconds',
-    type: 'histogram',
-    labels: SEQUENCE,
-    help: 'How long the calls that waited for a refill waited, whether they got IDs or failed.',
-  },
-  {
-    name: 'idgen_call_errors_total',
-    type: 'counter',
-    labels: ['sequence', 'code'],
-    help: 'Calls that waited for a refill and rejected, by error code (e.g. IDGEN_DEADLINE_EXCEEDED).',
-  },
-  {
-    name: 'idgen_block_claims_total',
-    type: 'counter',
-    labels: SEQUENCE,
-    help: 'Blocks this process claimed from its DC at LOCAL_SERIAL (confirmed claims).',
-  },
-  {
-    name: 'idgen_block_claim_duration_seconds',
-    type: 'histogram',
-    labels: SEQUENCE,
-    help: 'How long block claims took, lost races and waits for a DC range included, whether they succeeded or failed.',
-  },
-  {
-    name: 'idgen_dc_grants_total',
-    type: 'counter',
-    labels: SEQUENCE,
-    help: 'DC ranges this process got granted at SERIAL (not one found made by an identical batch).',
-  },
-  {
-    name: 'idgen_dc_grant_duration_seconds',
-    type: 'histogram',
-    labels: SEQUENCE,
-    help: 'How long DC range requests took (reads, the grant at SERIAL, the install at LOCAL_SERIAL), whether they succeeded or failed.',
-  },
-  {
-    name: 'idgen_cas_rejections_total',
-    type: 'counter',
-    labels: SEQUENCE,
-    help: 'Conditional writes whose condition did not hold (races lost to other processes).',
-  },
-  {
-    name: 'idgen_cas_unknown_outcomes_total',
-    type: 'counter',
-    labels: SEQUENCE,
-    help: 'Conditional writes that timed out with an unknown outcome (resolved by a re-read).',
-  },
-  {
-    name: 'idgen_errors_total',
-    type: 'counter',
-    labels: ['sequence', 'code'],
-    help: 'Failed block claims, DC range requests and give-backs, by error code.',
-  },
-  {
-    name: 'idgen_ids_wasted_total',
-    type: 'counter',
-    labels: ['sequence', 'cause'],
-    help: 'IDs this process will never hand out, by cause (unknownOutcome, takeSkipped, notReturned, dropped, refused, undelivered).',
-  },
-  {
-    name: 'idgen_dc_ids_left',
-    type: 'gauge',
-    labels: ['sequence', 'dc'],
-    help: 'IDs a DC holds and has not handed out: the rest of its reserved range plus its preloaded range, as of the last poll. With shards, one series per shard (dc="dc1/6").',
-  },
-  {
-    name: 'idgen_dc_rate_ids_per_second',
-    type: 'gauge',
-    labels: ['sequence', 'dc'],
-    help: "IDs per second handed to a DC's (or shard's) processes between the last two polls; no series while its rows cannot be read current.",
-  },
-  {
-    name: 'idgen_dc_runway_seconds',
-    type: 'gauge',
-    labels: ['sequence', 'dc'],
-    help: "Seconds a DC's (or shard's) IDs left last at its rate without a new grant (+Inf at rate 0); no series while its rows cannot be read current (a DC cut off).",
-  },
-  {
-    name: 'idgen_serial_reachable',
-    type: 'gauge',
-    labels: ['dc'],
-    help: 'Whether SERIAL (Paxos over every DC) answered from this DC at the last poll: 1 yes, 0 no.',
-  },
-  {
-    name: 'idgen_runway_poll_failures_total',
-    type: 'counter',
-    labels: [],
-    help: 'Polls whose reads of the rows failed (a failed SERIAL probe shows in idgen_serial_reachable).',
-  },
-] satisfies MetricDescription[]);
-// Frozen all through: metricsTable() hands out the table itself.
-for (const metric of METRICS) {
-  Object.freeze(metric);
-  Object.freeze(metric.labels);
-}
+  counter(
+    'idgen_ids_issued_total',
+    "IDs handed out by next(), tryNext(), take() and the service's ID requests in this process.",
+  ),
+  gauge(
+    'idgen_ids_held',
+    'IDs this process holds and has not handed out (current and preloaded block).',
+  ),
+  counter(
+    'idgen_waits_total',
+    'next() and take() calls that found no ID in the process, and service ID requests that found too few, and waited for a refill.',
+  ),
+  histogram(
+    'idgen_wait_duration_seconds',
+    'How long the calls that waited for a refill waited, whether they got IDs or failed.',
+  ),
+  counter(
+    'idgen_call_errors_total',
+    'Calls that waited for a refill and rejected, by error code (e.g. IDGEN_DEADLINE_EXCEEDED).',
+    ['sequence', 'code'],
+  ),
+  counter(
+    'idgen_block_claims_total',
+    'Blocks this process claimed from its DC at LOCAL_SERIAL (confirmed claims).',
+  ),
+  histogram(
+    'idgen_block_claim_duration_seconds',
+    'How long block claims took, lost races and waits for a DC range included, whether they succeeded or failed.',
+  ),
+  counter(
+    'idgen_dc_grants_total',
+    'DC ranges this process got granted at SERIAL (not one found made by an identical batch).',
+  ),
+  histogram(
+    'idgen_dc_grant_duration_seconds',
+    'How long DC range requests took (reads, the grant at SERIAL, the install at LOCAL_SERIAL), whether they succeeded or failed.',
+  ),
+  counter(
+    'idgen_cas_rejections_total',
+    'Conditional writes whose condition did not hold (races lost to other processes).',
+  ),
+  counter(
+    'idgen_cas_unknown_outcomes_total',
+    'Conditional writes that timed out with an unknown outcome (resolved by a re-read).',
+  ),
+  counter(
+    'idgen_errors_total',
+    'Failed block claims, DC range requests and give-backs, by error code.',
+    ['sequence', 'code'],
+  ),
+  counter(
+    'idgen_ids_wasted_total',
+    'IDs this process will never hand out, by cause (unknownOutcome, takeSkipped, notReturned, dropped, refused, undelivered).',
+    ['sequence', 'cause'],
+  ),
+  gauge(
+    'idgen_dc_ids_left',
+    'IDs a DC holds and has not handed out: the rest of its reserved range plus its preloaded range, as of the last poll. With shards, one series per shard (dc="dc1/6").',
+    ['sequence', 'dc'],
+  ),
+  gauge(
+    'idgen_dc_rate_ids_per_second',
+    "IDs per second handed to a DC's (or shard's) processes between the last two polls; no series while its rows cannot be read current.",
+    ['sequence', 'dc'],
+  ),
+  gauge(
+    'idgen_dc_runway_seconds',
+    "Seconds a DC's (or shard's) IDs left last at its rate without a new grant (+Inf at rate 0); no series while its rows cannot be read current (a DC cut off).",
+    ['sequence', 'dc'],
+  ),
+  gauge(
+    'idgen_serial_reachable',
+    'Whether SERIAL (Paxos over every DC) answered from this DC at the last poll: 1 yes, 0 no.',
+    ['dc'],
+  ),
+  counter(
+    'idgen_runway_poll_failures_total',
+    'Polls whose reads of the rows failed (a failed SERIAL probe shows in idgen_serial_reachable).',
+    [],
+  ),
+]);
 
 /** Every metric idgen-cass registers when given `metrics`, as docs/metrics.md lists them. */
 export function metricsTable(): readonly MetricDescription[] {

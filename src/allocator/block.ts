@@ -1,8 +1,4 @@
-/**
- * A block of IDs this process claimed, handed out in order. IDs taken are counted as a number (a
- * block holds at most 10,000,000); number-typed sequences keep the first ID as a number too, so
- * taking one is a double addition, no bigint arithmetic.
- */
+/** A claimed block, handed out in order; number-typed blocks take an ID without bigint math. */
 
 import assert from 'node:assert/strict';
 
@@ -14,12 +10,11 @@ export interface IdRange<T extends number | bigint> {
   readonly last: T;
 }
 
-/** An in-memory block `[first, last]`; IDs are taken from the front. */
 export abstract class Block<T extends number | bigint> {
   readonly size: number;
   protected taken = 0;
 
-  /** @param rangeSize of the DC range it was cut from, so take(n) knows what no block holds. */
+  /** @param rangeSize of the DC range it was cut from. */
   constructor(
     readonly first: bigint,
     readonly last: bigint,
@@ -43,10 +38,9 @@ export abstract class Block<T extends number | bigint> {
     return this.first + BigInt(this.taken);
   }
 
-  /** The next ID, or undefined if the block is spent. */
   abstract takeOne(): T | undefined;
 
-  /** The next `count` IDs as one run, or undefined (nothing taken) if fewer remain. */
+  /** Undefined, taking nothing, if fewer than `count` remain. */
   takeRange(count: number): IdRange<T> | undefined {
     if (count < 1 || count > this.remaining) return undefined;
     const range = { first: this.at(this.taken), last: this.at(this.taken + count - 1) };
@@ -54,7 +48,6 @@ export abstract class Block<T extends number | bigint> {
     return range;
   }
 
-  /** Gives up the IDs not handed out yet; returns how many there were. */
   abandon(): number {
     const left = this.remaining;
     this.taken = this.size;
@@ -92,20 +85,17 @@ class BigIntBlock extends Block<bigint> {
   }
 }
 
-/** How a sequence represents its IDs; chosen once per handle. */
 export interface IdKind<T extends number | bigint> {
   readonly bigint: boolean;
   block(first: bigint, last: bigint, rangeSize?: bigint): Block<T>;
 }
 
-/** IDs as JavaScript numbers (domains up to 2^53-1). */
 export const NUMBER_IDS: IdKind<number> = Object.freeze({
   bigint: false,
   block: (first: bigint, last: bigint, rangeSize?: bigint) =>
     new NumberBlock(first, last, rangeSize),
 });
 
-/** IDs as bigints (any domain). */
 export const BIGINT_IDS: IdKind<bigint> = Object.freeze({
   bigint: true,
   block: (first: bigint, last: bigint, rangeSize?: bigint) =>

@@ -4,33 +4,23 @@ import type { SequenceSettings } from '../store/port.js';
 import type { Clock } from './clock.js';
 import { Rate, blockSizeFor } from './sizing.js';
 
-/**
- * IDs a waiting call lacks: a take()'s run (`contiguous`, from one block) or a nextIds()'s rest.
- * Each wait adds its own object, so equal counts stay apart.
- */
+/** IDs a waiting call lacks; one object per wait, so equal counts stay apart. */
 export interface Want {
   readonly count: number;
   readonly contiguous: boolean;
 }
 
 export class Demand {
-  /** Calls waiting for the refill in flight: while there are any, it keeps retrying. */
+  /** Calls waiting for the refill in flight. */
   waiters = 0;
-  /** IDs of every block that came (refused ones too); minus those held, the IDs used so far. */
+  /** IDs of every block that came, refused ones too. */
   acceptedIds = 0;
   lastBlockSize = 0;
-  /** Runs waiting take() calls want, each from one block: the next block holds the longest. */
   private readonly runsWanted = new Set<Want>();
-  /**
-   * IDs each waiting nextIds() call lacks: they size the next block but set no least size, since
-   * they need not come from one block (one holding them all could take a DC's whole range).
-   */
+  /** These size the next block but set no least size: they need not come from one block. */
   private readonly drawsWanted = new Set<Want>();
   private readonly drawRate = new Rate();
-  /**
-   * Time callers spent waiting with no ID held, left out of the draw rate so that it is the rate
-   * of the draws, not of the claims that let them through.
-   */
+  /** Left out of the draw rate, so it measures draws, not the claims that let them through. */
   private starvedMs = 0;
   private starvedSince: number | undefined;
   private claimMs: number | undefined;
@@ -44,7 +34,7 @@ export class Demand {
     return this.drawRate.perSecond;
   }
 
-  /** A call waits, lacking `want` if given; the returned function ends the wait. */
+  /** Returns the function that ends the wait. */
   wait(want: Want | undefined): () => void {
     this.waiters++;
     const wanted = want?.contiguous === true ? this.runsWanted : this.drawsWanted;
@@ -55,12 +45,10 @@ export class Demand {
     };
   }
 
-  /** A call found no ID held: the draw rate's clock stops until a block comes. */
   starving(): void {
     this.starvedSince ??= this.clock.now();
   }
 
-  /** A block of `size` IDs came; the draw rate's clock goes on. */
   blockCame(size: number): void {
     if (this.starvedSince !== undefined) {
       this.starvedMs += this.clock.now() - this.starvedSince;
@@ -70,7 +58,6 @@ export class Demand {
     this.lastBlockSize = size;
   }
 
-  /** Samples the draw rate, on a clock that stops while starved. */
   claimStarts(started: number): void {
     const starved =
       this.starvedMs + (this.starvedSince === undefined ? 0 : started - this.starvedSince);
@@ -81,10 +68,7 @@ export class Demand {
     this.claimMs = this.claimMs === undefined ? ms : (ms + this.claimMs) / 2;
   }
 
-  /**
-   * The block the waiting calls need: the longest take() run, and one ID per other waiting call
-   * beyond those held; with `draws`, all IDs a waiting nextIds() lacks (see drawsWanted).
-   */
+  /** The longest take() run, or one ID per other waiting call (`draws`: all they lack). */
   idsWanted({ draws = false } = {}): number {
     let longest = 0;
     for (const run of this.runsWanted) longest = Math.max(longest, run.count);

@@ -1,7 +1,4 @@
-/**
- * A DC's range requests: at most one in flight (callers join it), and the background request,
- * retried with backoff until it succeeds, the domain is spent, the rows went back, or close.
- */
+/** A DC's range requests: one in flight at most; the background one retried with backoff. */
 
 import { SequenceExhaustedError, StateRolledBackError } from '../errors.js';
 import type { DcState } from '../store/port.js';
@@ -10,11 +7,9 @@ import type { Clock } from './clock.js';
 import type { FailureLog } from './failures.js';
 import type { AllocatorObserver } from './observer.js';
 
-/** Background request retries: about 1 s, doubling up to 30 s. */
 const RANGE_RETRY_FIRST_MS = 1_000;
 const RANGE_RETRY_MAX_MS = 30_000;
 
-/** The DC state as a claim just read it; a range request may start from it. */
 export interface KnownState {
   readonly state: DcState | undefined;
 }
@@ -28,9 +23,7 @@ export interface RangeRequestsOptions {
   readonly failures: FailureLog<'range'>;
   readonly observer: AllocatorObserver | undefined;
   readonly onRangeInstalled: (() => void) | undefined;
-  /** Whether a read showed the rows gone back: no request starts or is retried then. */
   readonly wentBack: () => boolean;
-  /** Whether the domain is spent: no background request starts then. */
   readonly exhausted: () => boolean;
 }
 
@@ -51,7 +44,6 @@ export class RangeRequests {
     return this.inFlight;
   }
 
-  /** Starts one background request unless one is in flight or pending, or none may start. */
   inBackground(): void {
     if (
       this.closed ||
@@ -62,7 +54,6 @@ export class RangeRequests {
     ) {
       return;
     }
-    // Failures are recorded, and the retry scheduled, where every request ends.
     this.background = this.ensure()
       .catch(() => undefined)
       .finally(() => {
@@ -70,7 +61,6 @@ export class RangeRequests {
       });
   }
 
-  /** Stops background requests and their retries; waits for the one in flight. */
   async close(): Promise<void> {
     this.closed = true;
     this.cancelRetry?.();
@@ -98,7 +88,6 @@ export class RangeRequests {
 
   private failed(error: unknown): void {
     const { failures, dc } = this.options;
-    // The process level was told at the read that showed it (DcContext.rolledBack).
     if (error instanceof StateRolledBackError) {
       failures.record(error);
       return;

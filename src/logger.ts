@@ -1,13 +1,9 @@
 import { InvalidOptionError } from './errors.js';
 
-/**
- * The logger idgen-cass writes to, as a structural type: pino and bunyan loggers fit as they
- * are, and so does any object with these methods. The library is silent without one.
- */
-
-/** One log method: structured fields first, then the message (pino's and bunyan's order). */
+/** Fields first, then the message (pino's and bunyan's order). */
 export type LogMethod = (fields: Record<string, unknown>, message: string) => void;
 
+/** What idgen-cass logs to: pino and bunyan loggers fit as they are. Silent without one. */
 export interface Logger {
   child(bindings: Record<string, unknown>): Logger;
   debug: LogMethod;
@@ -18,7 +14,7 @@ export interface Logger {
 
 const LOG_METHODS = ['child', 'debug', 'info', 'warn', 'error'] as const;
 
-/** Whether `value` has every method of {@link Logger} (else it would fail later, at first use). */
+/** Whether `value` has every method of {@link Logger}. */
 export function isLogger(value: unknown): value is Logger {
   return (
     typeof value === 'object' &&
@@ -27,10 +23,7 @@ export function isLogger(value: unknown): value is Logger {
   );
 }
 
-/**
- * Refuses a `logger` option that is given and not a {@link Logger}.
- * @throws {InvalidOptionError} naming `option`.
- */
+/** @throws {InvalidOptionError} naming `option` for a value given that is no {@link Logger}. */
 export function checkLogger(option: string, value: unknown): void {
   if (value !== undefined && !isLogger(value)) {
     throw new InvalidOptionError(

@@ -1,22 +1,17 @@
-/**
- * `idgen-cass check` as text (a line per sequence, then its violations and unverified facts) and
- * as JSON.
- */
-
+/** `idgen-cass check` as text (a line per sequence, then its findings) and as JSON. */
 import type { CheckResult } from '../admin/admin.js';
 import { describeFacts, describeUnverified, type Violation } from '../admin/check.js';
 import { IdGenError } from '../errors.js';
 import { CommandOutcome } from './exit-codes.js';
 import { plural } from './format.js';
 
-/** One sequence's check, as the command collects it. */
+/** One sequence's check; `grantsLine`: `dc1 #1-#3, dc2 #1`, or `none yet`. */
 export interface SequenceCheck extends CheckResult {
   readonly name: string;
-  /** `dc1 #1-#3, dc2 #1`, or `none yet`. */
   readonly grantsLine: string;
 }
 
-/** The human view of the checks, one string per line, ending with a summary. */
+/** One string per line, ending with a summary. */
 export function renderCheck(results: readonly SequenceCheck[], keyspace: string): string[] {
   const width = Math.max(0, ...results.map((r) => r.name.length));
   const lines: string[] = [];
@@ -48,7 +43,7 @@ export function renderCheck(results: readonly SequenceCheck[], keyspace: string)
   return lines;
 }
 
-/** `kind: detail`, the sequence's name left out (the line above names it). */
+/** `kind: detail`, without the sequence's name (the line above names it). */
 function violationLine(sequence: string, v: Violation): string {
   const prefix = `${sequence}: `;
   const detail = v.message.startsWith(prefix) ? v.message.slice(prefix.length) : v.message;
@@ -56,7 +51,6 @@ function violationLine(sequence: string, v: Violation): string {
   return `unconfirmed ${v.kind}: ${detail} (rests on ${describeFacts(v.unverified)}, read locally)`;
 }
 
-/** The checks as a JSON-ready object. */
 export function checkJson(results: readonly SequenceCheck[]): Record<string, unknown> {
   const verdicts = results.map((r) => r.verdict);
   return {
@@ -86,10 +80,7 @@ export function checkJson(results: readonly SequenceCheck[]): Record<string, unk
   };
 }
 
-/**
- * How `check` ends after printing `results`: exit 4 on a confirmed violation, else 11 when some
- * facts could not be read consistently; undefined for exit 0.
- */
+/** Exit 4 on a confirmed violation, else 11 when facts could not be read consistently. */
 export function checkOutcome(
   results: readonly SequenceCheck[],
 ): IdGenError | CommandOutcome | undefined {

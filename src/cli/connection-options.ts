@@ -2,31 +2,26 @@
  * The library's connection options from the CLI's global flags, TLS files read. Passwords and
  * key material go to the driver only, never to a log or a message (paths only).
  */
-
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
-
 import type { ConnectionOptions } from '../store/cassandra/driver-client.js';
 import { IdGenError, InvalidOptionError } from '../errors.js';
 import { parseList } from './parse.js';
 
-/** The global flags that say how to reach Cassandra, as commander hands them over. */
+/** The global flags that say how to reach Cassandra; `requestTimeout` in milliseconds. */
 export interface ConnectionFlags {
   readonly contactPoints?: string | undefined;
   readonly dc?: string | undefined;
   readonly keyspace: string;
   readonly username?: string | undefined;
   readonly password?: string | undefined;
-  /** TLS with the system's CAs; a file flag (PEM files below) turns TLS on too. */
   readonly ssl?: boolean | undefined;
   readonly sslCa?: string | undefined;
   readonly sslCert?: string | undefined;
   readonly sslKey?: string | undefined;
-  /** Milliseconds; the library checks the bounds. */
   readonly requestTimeout?: number | undefined;
 }
 
-/** The flags naming a TLS file, as the CLI spells them. */
 export const TLS_FILE_FLAGS = Object.freeze({
   sslCa: '--ssl-ca (IDGEN_SSL_CA)',
   sslCert: '--ssl-cert (IDGEN_SSL_CERT)',
@@ -51,7 +46,7 @@ export class OptionFileError extends IdGenError {
   }
 }
 
-/** Options every command needs and has no default for, described for the error message. */
+/** Options every command needs and has no default for. */
 const REQUIRED = Object.freeze([
   {
     key: 'contactPoints',
@@ -71,10 +66,7 @@ const REQUIRED = Object.freeze([
 
 type RequiredFlag = (typeof REQUIRED)[number]['flag'];
 
-/**
- * Required options given neither as a flag nor in their variable, all named in one message.
- * `IDGEN_INVALID_OPTION`, exit code 1, as any other bad option.
- */
+/** Required options given neither as a flag nor in their variable, all in one message. */
 export class MissingOptionsError extends IdGenError {
   constructor(readonly missing: readonly RequiredFlag[]) {
     const options = REQUIRED.filter((option) => missing.includes(option.flag));
@@ -92,10 +84,8 @@ export type ReadFile = (path: string) => Buffer;
 
 /**
  * The connection options `flags` describe, TLS files read.
- *
  * @throws {MissingOptionsError} naming every required option not given (or given blank).
- * @throws {InvalidOptionError} for contact points that name no address, or `--ssl-cert` without
- *   `--ssl-key` (or the reverse).
+ * @throws {InvalidOptionError} for contact points naming no address, a certificate without key.
  * @throws {OptionFileError} for a TLS file that cannot be read or holds no PEM.
  */
 export function connectionOptions(
@@ -125,7 +115,7 @@ export function connectionOptions(
   };
 }
 
-/** TLS options for `tls.connect()`, or undefined for plain TCP; certificates are verified. */
+/** Undefined for plain TCP; certificates are always verified. */
 function tlsOptions(flags: ConnectionFlags, readFile: ReadFile): TlsOptions | undefined {
   const { ssl, sslCa, sslCert, sslKey } = flags;
   if (ssl !== true && sslCa === undefined && sslCert === undefined && sslKey === undefined) {
@@ -148,7 +138,7 @@ function tlsOptions(flags: ConnectionFlags, readFile: ReadFile): TlsOptions | un
   };
 }
 
-/** The contents of a PEM file; its path, never its contents, in any error. */
+/** Errors name the path, never the contents. */
 function pemFile(option: TlsFileOption, path: string, readFile: ReadFile): Buffer {
   let contents: Buffer;
   try {

@@ -1,18 +1,10 @@
-/**
- * Text and JSON output of the CLI: aligned tables, usage bars, counts, durations, and a JSON
- * writer that keeps 64-bit integers exact.
- */
-
+/** Text and JSON output: tables, bars, counts, durations, and JSON with exact 64-bit integers. */
 import { GRANT_BLOCKS } from '../settings/model.js';
 import type { SequenceSettings } from '../store/port.js';
 
-/** Column alignment of {@link table}. */
 export type Align = 'left' | 'right';
 
-/**
- * Rows as aligned columns separated by two spaces, trailing spaces trimmed.
- * @param align one entry per column; missing entries are `left`.
- */
+/** Rows as aligned columns two spaces apart; `align` per column, `left` if missing. */
 export function table(
   rows: readonly (readonly string[])[],
   align: readonly Align[] = [],
@@ -48,8 +40,7 @@ export function percent(share: number): string {
   if (share < 0.0001) return '<0.01%';
   if (share < 0.01) return `${(share * 100).toFixed(2)}%`;
   if (share < 0.1) return `${(share * 100).toFixed(1)}%`;
-  // Floor, so that 99.97% never shows as 100%; rounded first against 0.58 * 100 = 57.999…, which
-  // must not turn a share just below 1 into 100% either.
+  // Floor, so that 99.97% never shows as 100%; rounded first, as 0.58 * 100 = 57.999….
   return `${Math.min(99, Math.floor(Math.round(share * 1e6) / 1e4))}%`;
 }
 
@@ -76,12 +67,10 @@ export function duration(seconds: number | undefined): string {
   return `${count(Math.floor(s / 86_400))}d ${Math.floor(s / 3_600) % 24}h`;
 }
 
-/** `1 sequence`, `3 sequences`. */
 export function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
 
-/** `[min, max]` of IDs. */
 export function span(min: bigint, max: bigint): string {
   return `[${min}, ${max}]`;
 }
@@ -99,16 +88,11 @@ export function settingsLines(settings: SequenceSettings): string[] {
   ]);
 }
 
-/** Fixed blocks as their size; adaptive ones as their bounds and the claim interval aimed at. */
 function blockText(s: SequenceSettings): string {
   if (s.maxBlockSize === s.blockSize) return `${count(s.blockSize)} IDs`;
   return `${count(s.blockSize)} to ${count(s.maxBlockSize)} IDs, sized for a claim every ${seconds(s.claimIntervalMs / 1_000)}`;
 }
 
-/**
- * Fixed DC ranges as their size; grants that may grow as their bounds and what sizes them (an
- * autonomy target, or {@link GRANT_BLOCKS} blocks).
- */
 function dcRangeText(s: SequenceSettings): string {
   if (s.maxDcRangeSize === s.dcRangeSize) return `${count(s.dcRangeSize)} IDs`;
   const bounds = `${count(s.dcRangeSize)} to ${count(s.maxDcRangeSize)} IDs`;
@@ -124,7 +108,7 @@ function seconds(value: number): string {
   return `${value} s`;
 }
 
-/** A sequence's settings as a JSON-ready object; `named`: its name first. */
+/** A sequence's settings for JSON; `named`: its name first. */
 export function settingsJson(settings: SequenceSettings, named = true): Record<string, unknown> {
   return {
     ...(named ? { name: settings.name } : {}),
@@ -143,11 +127,7 @@ export function settingsJson(settings: SequenceSettings, named = true): Record<s
   };
 }
 
-/**
- * JSON text of `value`, like `JSON.stringify` with `indent`, except that bigints are written as
- * exact JSON numbers (IDs may exceed 2^53-1), non-finite numbers as `null`, and Dates as ISO
- * strings. Object keys whose value is undefined are left out.
- */
+/** `JSON.stringify`, but bigints as exact JSON numbers and non-finite numbers as `null`. */
 export function toJson(value: unknown, indent = 2): string {
   return write(value, indent, '');
 }

@@ -1,7 +1,4 @@
-/**
- * `idgen-cass preflight` as text (one line per node and check, then the verdict) and as JSON.
- */
-
+/** `idgen-cass preflight` as text (a line per node and check, then the verdict) and as JSON. */
 import type { CheckStatus, PreflightReport } from '../admin/preflight.js';
 import { plural, table } from './format.js';
 
@@ -13,7 +10,6 @@ const MARK: Readonly<Record<CheckStatus, string>> = {
   unknown: 'UNKNOWN',
 };
 
-/** The human view of `report`, one string per line. */
 export function renderPreflight(report: PreflightReport): string[] {
   const rows: string[][] = [['DC', 'node', 'version', 'check', 'result', 'found']];
   for (const node of report.nodes) {
@@ -50,7 +46,6 @@ export function renderPreflight(report: PreflightReport): string[] {
   return lines;
 }
 
-/** `report` as a JSON-ready object. */
 export function preflightJson(report: PreflightReport): Record<string, unknown> {
   return {
     keyspace: report.keyspace,

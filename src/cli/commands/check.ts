@@ -1,5 +1,4 @@
 /** `idgen-cass check`: verify the stored rows against the protocol's invariants. */
-
 import type { Command } from 'commander';
 
 import type { CliContext } from '../context.js';
@@ -15,20 +14,15 @@ export function checkCommand(program: Command, ctx: CliContext): void {
     .addHelpText(
       'after',
       `
-Checked: grants disjoint across all DCs, inside [start, max] and at or below GLOBAL last_integer;
-each DC's grants numbered 1, 2, 3…; each DC state's own invariants (the allocator's list), its
-reserved and preloaded ranges equal to the grants they name, installed_grant at most the latest
-grant and at most one grant waiting to be installed.
-
-Reads what cannot be stale: the DC states at EACH_QUORUM, the grants at SERIAL, the DC states
-again. When one of these fails (a DC cut off, SERIAL unreachable) the rows are read locally
-instead and named unverified; a violation resting on them is "unconfirmed". Exit 4 (VIOLATED)
-rests only on consistent reads; with nothing confirmed but facts unverified, exit 11.
+Checked: grants disjoint across DCs, inside [start, max] and at or below GLOBAL last_integer,
+numbered 1, 2, 3… per DC; each DC state's own invariants and ranges equal to their grants. Reads
+the DC states at EACH_QUORUM and the grants at SERIAL; what cannot be read so is read locally and
+named unverified, and a violation resting on it is "unconfirmed". Exit 4 (VIOLATED) rests only
+on consistent reads; with nothing confirmed but facts unverified, exit 11.
 
 Example:
   $ idgen-cass check
-  orders  ok  (grants: dc1 #1-#3, dc2 #1-#2, dc3 #1)
-  every invariant holds in 1 sequence`,
+  orders  ok  (grants: dc1 #1-#3, dc2 #1-#2, dc3 #1)`,
     )
     .action(async (sequence: string | undefined) => {
       const admin = await ctx.admin();

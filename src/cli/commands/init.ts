@@ -1,5 +1,4 @@
 /** `idgen-cass init`: the keyspace and the tables. */
-
 import type { Command } from 'commander';
 
 import { InvalidOptionError } from '../../errors.js';
@@ -30,9 +29,7 @@ First checks every node of every DC as "idgen-cass preflight" does, and refuses 
 one runs an unsafe setting such as commitlog_sync: periodic, unless ${ALLOW_UNSAFE_FLAG} is given.
 
 Example:
-  $ idgen-cass init --replication dc1:3,dc2:3,dc3:3
-  Created keyspace "idgen" with replication dc1:3, dc2:3, dc3:3.
-  Tables ready: idgen_grants, idgen_dc_state, idgen_dc_usage.`,
+  $ idgen-cass init --replication dc1:3,dc2:3,dc3:3`,
     )
     .action(async (options: { replication: string; allowUnsafeCluster?: boolean }) => {
       const replication = parseReplication(options.replication);
@@ -41,7 +38,7 @@ Example:
         replication,
         allowUnsafeCluster: options.allowUnsafeCluster === true,
       }).catch((error: unknown) => {
-        // The library names the map it was given; the user typed dc1:3,dc9:3.
+        // The message shows the map as typed.
         if (error instanceof InvalidOptionError && error.option === 'replication') {
           throw new InvalidOptionError('replication', options.replication, error.allowed);
         }

@@ -1,14 +1,10 @@
 /** `idgen-cass list`: every sequence's settings. */
-
 import type { Command } from 'commander';
 
 import type { CliContext } from '../context.js';
 import { count, settingsJson, span, table } from '../format.js';
 
-/**
- * A size and the bound it may grow to, as `least–most`, or the size alone when it is fixed: an
- * adaptive sequence's least block alone would read as the block every claim takes.
- */
+/** `least–most`, or the size alone when it is fixed. */
 function bounds(least: bigint | number, most: bigint | number): string {
   return least === most ? count(least) : `${count(least)}–${count(most)}`;
 }
@@ -21,10 +17,7 @@ export function listCommand(program: Command, ctx: CliContext): void {
       'after',
       `
 Example:
-  $ idgen-cass list
-  sequence  domain  IDs                 start         DC range          block  threshold  shards
-  orders    int32   [1, 2147483647]  48213578        1,000,000          1,000        0.5       1
-  users     int32   [1, 2147483647]         1  100,000–800,000  1,000–100,000        0.5      16`,
+  $ idgen-cass list`,
     )
     .action(async () => {
       const ids = await ctx.idGen();

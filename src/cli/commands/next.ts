@@ -1,12 +1,11 @@
 /** `idgen-cass next`: draw IDs. */
-
 import type { Command } from 'commander';
 
 import { InvalidOptionError } from '../../errors.js';
 import type { CliContext } from '../context.js';
 import { parseInteger } from '../parse.js';
 
-/** Most IDs one `next` hands out: the output of more is better drawn by a library client. */
+/** More IDs are better drawn by a library client. */
 const MAX_COUNT = 1_000_000;
 
 export function nextCommand(program: Command, ctx: CliContext): void {
@@ -22,9 +21,6 @@ Unused IDs of the last block go back to the DC on exit when no other process cla
 
 Example:
   $ idgen-cass next orders -n 3
-  48213578
-  48213579
-  48213580
   $ idgen-cass next orders -n 2 --json
   [48214578,48214579]`,
     )

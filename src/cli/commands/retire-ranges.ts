@@ -1,8 +1,4 @@
-/**
- * `idgen-cass retire-ranges`: after a DC's rows went back, set each of its state partitions to
- * its latest grant, spent, so that its next IDs come from a new grant (allocator/retire.ts).
- */
-
+/** `idgen-cass retire-ranges`: spend a DC's ranges after its rows went back (allocator/retire.ts). */
 import type { Command } from 'commander';
 
 import type { RetiredState } from '../../allocator/retire.js';
@@ -20,15 +16,11 @@ export function retireRangesCommand(program: Command, ctx: CliContext): void {
       'after',
       `
 Run it from the DC whose rows went back (its contact points and --dc), after stopping every
-process of that DC that serves the sequence. Needs SERIAL (every DC's majority) and the DC's
-LOCAL_SERIAL. The IDs the DC still held become a gap; the other DCs are not touched. Safe to run
-again: a state partition already spent at its latest grant keeps its ranges (it is written
-again as it was, so that no write a stopped process left in flight can reopen it).
+process of that DC that serves the sequence. Needs SERIAL and the DC's LOCAL_SERIAL. The IDs the
+DC still held become a gap; the other DCs are not touched. Safe to run again.
 
 Example:
-  $ idgen-cass retire-ranges orders
-  Retired the ranges of "orders" in dc1: its next claim asks SERIAL for a new grant.
-  dc1  grant 3 [2200001, 3200000]  retired  73,500 IDs left as a gap`,
+  $ idgen-cass retire-ranges orders`,
     )
     .action(async (sequence: string) => {
       const ids = await ctx.idGen();
@@ -50,7 +42,7 @@ Example:
     });
 }
 
-/** The first line: what the command did to the DC, as far as the rows show. */
+/** What the command did to the DC, as far as the rows show. */
 function headline(sequence: string, dc: string, states: readonly RetiredState[]): string {
   const any = (outcome: RetiredState['outcome']) => states.some((s) => s.outcome === outcome);
   const spent = 'its next claim asks SERIAL for a new grant';

@@ -1,6 +1,4 @@
-/**
- * Creating the keyspace and the tables of schema.cql. Idempotent: running it again changes nothing.
- */
+/** Creating the keyspace and the tables of schema.cql; running it again changes nothing. */
 
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -22,71 +20,43 @@ import type { PreflightReport } from './admin/preflight.js';
 import { isValidName } from './names.js';
 import { checkBooleanOption, everyKeyOf, validateName } from './options.js';
 
-/** Options of {@link initSchema}. */
 export type InitSchemaOptions = ConnectionOptions & {
-  /**
-   * Replication factor per datacenter, for `NetworkTopologyStrategy`, e.g. `{ dc1: 3, dc2: 3 }`.
-   * Every DC that runs idgen-cass needs replicas. Used only when the keyspace is created; an
-   * existing keyspace keeps its replication.
-   */
+  /** Factor per DC (`{ dc1: 3, dc2: 3 }`) of a new keyspace; an existing one keeps its own. */
   replication: Readonly<Record<string, number>>;
-  /** Receives what was created. @default silent */
+  /** @default silent */
   logger?: Logger;
-  /**
-   * Skip the preflight: create the tables even if a node runs settings under which IDs can be
-   * handed out twice. Only for test clusters.
-   * @default false
-   */
+  /** Skip the preflight that refuses a cluster able to hand out IDs twice. @default false */
   allowUnsafeCluster?: boolean;
 };
 
-/** The keys {@link InitSchemaOptions} adds to the connection's. */
 const INIT_SCHEMA_KEYS = everyKeyOf<Omit<InitSchemaOptions, keyof ConnectionOptions>>()([
   'replication',
   'logger',
   'allowUnsafeCluster',
 ]);
 
-/** What {@link initSchema} found and did. */
 export interface InitSchemaResult {
   readonly keyspace: string;
-  /** False when the keyspace existed already (its replication is left as it was). */
   readonly keyspaceCreated: boolean;
-  /** Replication factor per datacenter of the keyspace as it now is. */
+  /** Replication factor per DC of the keyspace as it now is. */
   readonly replication: Readonly<Record<string, number>>;
-  /**
-   * How an existing keyspace's replication differs from the one asked, as `dc2 none (asked 3)`
-   * (docs/operations.md, "Changing the replication"). Empty when created or equal.
-   */
+  /** Where an existing keyspace's replication differs from the one asked: `dc2 none (asked 3)`. */
   readonly replicationDiffers: readonly string[];
-  /** The tables of schema.cql, each created unless it existed. */
   readonly tables: readonly string[];
-  /** The preflight made before anything was created; undefined with `allowUnsafeCluster`. */
+  /** Undefined with `allowUnsafeCluster`. */
   readonly preflight: PreflightReport | undefined;
 }
 
-/** The highest replication factor `initSchema` accepts for one DC. */
 export const MAX_REPLICATION_FACTOR = 10;
 /** Two rounds of Cassandra's schema pull (60 s each), which a node that missed a push awaits. */
 const SCHEMA_AGREEMENT_TIMEOUT_MS = 120_000;
 const SCHEMA_AGREEMENT_POLL_MS = 500;
 
 /**
- * Creates the keyspace (NetworkTopologyStrategy) and the idgen tables if missing, then waits for
- * schema agreement. First refuses an unsafe cluster (`preflight`) unless `allowUnsafeCluster`.
- *
- * @example
- * await initSchema({
- *   contactPoints: ['10.0.0.1'],
- *   localDataCenter: 'dc1',
- *   keyspace: 'idgen',
- *   replication: { dc1: 3, dc2: 3, dc3: 3 },
- * });
- * @throws {@link InvalidNameError} for a bad keyspace name.
- * @throws {@link InvalidOptionError} for a bad replication map (nothing is created) or bad
- *   connection options.
- * @throws {@link StoreUnavailableError} when Cassandra cannot be reached or the nodes do not
- *   agree on the schema within 120 s.
+ * Creates the keyspace (NetworkTopologyStrategy) and the idgen tables if missing, after a
+ * preflight, then waits for schema agreement.
+ * @throws {@link InvalidNameError} or {@link InvalidOptionError} for bad options.
+ * @throws {@link StoreUnavailableError} when Cassandra is unreachable or disagrees for 120 s.
  * @throws {@link UnsafeClusterError} when a node runs an unsafe setting (nothing is created).
  */
 export async function initSchema(options: InitSchemaOptions): Promise<InitSchemaResult> {
@@ -112,7 +82,6 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
       );
     }
 
-    // Before anything is created: tables on an unsafe cluster are what hands out IDs twice.
     let report: PreflightReport | undefined;
     if (options.allowUnsafeCluster !== true) {
       report = await adminOver(
@@ -130,7 +99,6 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
     const existing = client.metadata.keyspaces[keyspace] as
       { strategy?: string; strategyOptions?: Record<string, string> } | undefined;
     if (existing !== undefined && !/(^|\.)NetworkTopologyStrategy$/.test(existing.strategy ?? '')) {
-      // EACH_QUORUM and LOCAL_SERIAL need replicas placed per DC.
       throw new InvalidOptionError(
         'keyspace',
         keyspace,
@@ -159,7 +127,6 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
       `CREATE KEYSPACE IF NOT EXISTS "${keyspace}" WITH replication = {'class': 'NetworkTopologyStrategy', ${factors}}`,
     );
     for (const statement of statements) await run(statement);
-    // Then add the columns an existing table lacks.
     await waitForSchemaAgreement(client);
     let added = 0;
     for (const statement of statements) {
@@ -208,7 +175,6 @@ function validateReplication(value: unknown): Readonly<Record<string, number>> {
   return value as Readonly<Record<string, number>>;
 }
 
-/** Per DC, sorted, where the replication asked and the keyspace's differ: `dc2 none (asked 3)`. */
 export function replicationDifferences(
   asked: Readonly<Record<string, number>>,
   existing: Readonly<Record<string, number>>,
@@ -219,7 +185,7 @@ export function replicationDifferences(
     .map((dc) => `${dc} ${existing[dc] ?? 'none'} (asked ${asked[dc] ?? 'none'})`);
 }
 
-/** `{ dc1: '3', … }` from the driver's keyspace metadata as numbers; other entries dropped. */
+/** The driver's keyspace `strategyOptions` as factors per DC. */
 function replicationOf(
   strategyOptions: Record<string, string> | undefined,
 ): Record<string, number> {
@@ -230,7 +196,7 @@ function replicationOf(
   return factors;
 }
 
-/** schema.cql at the package root: one level above `src/`, or two above `dist/src/`. */
+/** schema.cql at the package root, above `src/` or `dist/src/`. */
 export function schemaFile(): string {
   for (const relative of ['../schema.cql', '../../schema.cql']) {
     const candidate = fileURLToPath(new URL(relative, import.meta.url));
@@ -241,7 +207,7 @@ export function schemaFile(): string {
   );
 }
 
-/** The `CREATE TABLE` statements of schema.cql, comments stripped, qualified with the keyspace. */
+/** schema.cql's `CREATE TABLE` statements, qualified with the keyspace. */
 function tableStatements(cql: string, keyspace: string): string[] {
   const withoutComments = cql.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(--|\/\/).*$/gm, '');
   return withoutComments
@@ -262,22 +228,16 @@ function tableStatements(cql: string, keyspace: string): string[] {
     });
 }
 
-/** The table a qualified `CREATE TABLE` statement of {@link tableStatements} creates. */
 function tableOf(statement: string): string {
   return /\.(\w+) \(/.exec(statement)?.[1] ?? statement;
 }
 
-/**
- * `ALTER TABLE … ADD` statements for the plain columns a `CREATE TABLE` statement defines that
- * the table (holding `existing`) lacks. Older rows read a new column as null, which the row
- * parsers handle.
- */
+/** `ALTER TABLE … ADD` for each column of `statement` not in `existing`; rows.ts reads null. */
 export function missingColumns(
   statement: string,
   keyspace: string,
   existing: ReadonlySet<string>,
 ): string[] {
-  // schema.cql lists each table's columns, then its PRIMARY KEY clause.
   const columns = statement.slice(statement.indexOf('(') + 1, statement.search(/PRIMARY KEY/i));
   const alters: string[] = [];
   for (const definition of columns.split(',')) {
@@ -291,7 +251,6 @@ export function missingColumns(
   return alters;
 }
 
-/** Runs one schema change with a timeout of its own (at least 12 s). */
 async function ddl(
   client: cassandra.Client,
   statement: string,
@@ -317,9 +276,9 @@ async function ddl(
   }
 }
 
-/** Waits until every node reports the same schema version; used by scripts and tests too. */
+/** Waits until every node reports the same schema version. */
 export async function waitForSchemaAgreement(client: cassandra.Client): Promise<void> {
-  // checkSchemaAgreement() exists at runtime (driver 4.x) but is missing from its typings.
+  // Missing from the driver's typings.
   const metadata = client.metadata as unknown as { checkSchemaAgreement(): Promise<boolean> };
   const deadline = Date.now() + SCHEMA_AGREEMENT_TIMEOUT_MS;
   for (;;) {
@@ -336,7 +295,6 @@ export async function waitForSchemaAgreement(client: cassandra.Client): Promise<
   }
 }
 
-/** Which node holds which schema version, e.g. "127.0.0.1 and 7 others at 33fe3230, …". */
 async function schemaVersions(client: cassandra.Client): Promise<string> {
   const local = await client.execute('SELECT rpc_address, schema_version FROM system.local');
   const peers = await client.execute('SELECT peer, schema_version FROM system.peers');
@@ -347,7 +305,7 @@ async function schemaVersions(client: cassandra.Client): Promise<string> {
   return describeVersions(nodes as [string, string][]);
 }
 
-/** `[address, version]` pairs grouped by version, the most common version first. */
+/** E.g. "127.0.0.1 and 7 others at 33fe3230, …", the most common version first. */
 export function describeVersions(nodes: readonly (readonly [string, string])[]): string {
   const byVersion = new Map<string, string[]>();
   for (const [address, version] of nodes) {

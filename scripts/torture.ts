@@ -418,7 +418,9 @@ async function main(): Promise<void> {
       dc: i.dc,
       from: (i.startedAt - started) / 1000,
       to: i.endedAt === undefined ? undefined : (i.endedAt - started) / 1000,
-      progress: readProgress(i.progressFile),
+      progress: parseProgress(
+        fs.existsSync(i.progressFile) ? fs.readFileSync(i.progressFile, 'utf8') : '',
+      ),
     }));
   const nodeDcs = Object.fromEntries(nodeSpecs(topology).map((node) => [node.name, node.dc]));
   const underFaults = drawnWhileInForce(
@@ -539,10 +541,6 @@ function readHistory(file: string, numbers = 1): Float64Array {
   const bytes = fs.readFileSync(file);
   const whole = bytes.length - (bytes.length % (8 * numbers));
   return new Float64Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + whole));
-}
-
-function readProgress(file: string): Map<number, number> {
-  return fs.existsSync(file) ? parseProgress(fs.readFileSync(file, 'utf8')) : new Map();
 }
 
 /** The IDs each DC's processes have written to their history files so far. */

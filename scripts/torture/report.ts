@@ -41,7 +41,7 @@ export interface CampaignReport {
     readonly incarnations: number;
     readonly byEnding: Readonly<Record<string, number>>;
     readonly byMode: Readonly<Record<string, number>>;
-    readonly firstBlocks?: FirstBlocks;
+    readonly firstBlocks?: ReturnType<typeof firstBlocksOf>;
     readonly kills?: Readonly<Record<KillHow, number>>;
     readonly ownDeadlinesMissed?: number;
     readonly neverConnected?: number;
@@ -109,16 +109,10 @@ export function incarnationRow(
   };
 }
 
-export interface FirstBlocks {
-  readonly byShard: Readonly<Record<string, number>>;
-  readonly moved: number;
-  readonly moves: number;
-}
-
 /** Where the incarnations that drew an ID took their blocks from, and how many moved first. */
 export function firstBlocksOf(
   incarnations: readonly { readonly firstId: WorkerFirstId | undefined }[],
-): FirstBlocks {
+): { byShard: Record<string, number>; moved: number; moves: number } {
   const firsts = incarnations.flatMap((i) => (i.firstId === undefined ? [] : [i.firstId]));
   const byShard: Record<string, number> = {};
   for (const { shard } of firsts) byShard[shard] = (byShard[shard] ?? 0) + 1;

@@ -370,11 +370,7 @@ async function main(): Promise<void> {
     calls: i.callsFile === undefined ? undefined : readHistory(i.callsFile, 3),
     cutShort: i.killed === 'raw' || i.killed === 'flush-timed-out',
   }));
-  const verdict = checkHistory(history, {
-    globalLast: overview.globalLast,
-    grants: overview.grants,
-    states,
-  });
+  const verdict = checkHistory(history, { ...overview, states });
 
   const adminView = await openAdmin(inFirstDc);
   const checked = await adminView.check(sequence);

@@ -129,23 +129,18 @@ export function conductProblems(conduct: CampaignConduct): string[] {
     }
   }
   for (const i of conduct.incarnations) {
-    // A liveness worker too.
-    if (i.ending === 'failed') {
-      problems.push(`process ${i.id} (${i.dc}) exited with an error of its own`);
-    }
-    if (!i.liveness && i.hungOnStop === true) {
-      problems.push(`process ${i.id} (${i.dc}) did not stop when told and was killed`);
-    }
-    const failure = stopFailure(i) ?? (i.liveness ? undefined : killFailure(i));
-    if (failure !== undefined) problems.push(`process ${i.id} (${i.dc}) ${failure}`);
-    // The liveness check judges its worker by the IDs it recorded, whatever it lost.
-    const unrecorded = i.liveness ? undefined : unrecordedKill(i);
-    if (unrecorded !== undefined) problems.push(`process ${i.id} (${i.dc}) ${unrecorded}`);
-    if (i.ending === 'closed-while-drawing' && i.closedEarly === false) {
-      problems.push(
-        `process ${i.id} (${i.dc}) was told to close while drawing and did not report a close`,
-      );
-    }
+    // The liveness check judges its worker by the IDs it recorded, whatever a kill lost.
+    const whys = [
+      i.ending === 'failed' ? 'exited with an error of its own' : undefined,
+      !i.liveness && i.hungOnStop === true ? 'did not stop when told and was killed' : undefined,
+      stopFailure(i) ?? (i.liveness ? undefined : killFailure(i)),
+      i.liveness ? undefined : unrecordedKill(i),
+      i.ending === 'closed-while-drawing' && i.closedEarly === false
+        ? 'was told to close while drawing and did not report a close'
+        : undefined,
+    ];
+    for (const why of whys)
+      if (why !== undefined) problems.push(`process ${i.id} (${i.dc}) ${why}`);
   }
   return problems;
 }

@@ -1,19 +1,8 @@
-/**
- * `npm run cluster -- <command>`: a real multi-DC Cassandra on this machine, from Maven Central
- * jars, for development, tests, CI, the demo and the benchmarks.
- */
+/** `npm run cluster -- <command>`: a real multi-DC Cassandra on this machine, from Maven jars. */
 import { Command, InvalidArgumentError } from 'commander';
 import * as cluster from './cluster/manager.js';
-import type { NodeStatus } from './cluster/manager.js';
-import {
-  PAXOS_VARIANTS,
-  cacheDir,
-  defaultTopology,
-  describeTopology,
-  type CommitlogSync,
-  type PaxosVariant,
-  type Topology,
-} from './cluster/topology.js';
+import { PAXOS_VARIANTS, cacheDir, defaultTopology, describeTopology } from './cluster/topology.js';
+import type { CommitlogSync, Topology } from './cluster/topology.js';
 
 // `npm run cluster -- status | head`: a reader that has gone ends the output, not the command
 // (an `up` or a `heal` stopped half done would leave the cluster in between).
@@ -21,30 +10,28 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   if (error.code !== 'EPIPE' && error.code !== 'ERR_STREAM_DESTROYED') throw error;
 });
 
-function positiveInt(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 9)
-    throw new InvalidArgumentError('an integer from 1 to 9');
-  return n;
+/** A commander option parser: `parse` returns undefined for a value outside `allowed`. */
+function parser<T>(allowed: string, parse: (value: string) => T | undefined) {
+  return (value: string): T => {
+    const parsed = parse(value);
+    if (parsed === undefined) throw new InvalidArgumentError(allowed);
+    return parsed;
+  };
 }
+const COMMITLOG_SYNCS: readonly CommitlogSync[] = ['batch', 'periodic'];
+const positiveInt = parser('an integer from 1 to 9', (value) => {
+  const n = Number(value);
+  return Number.isInteger(n) && n >= 1 && n <= 9 ? n : undefined;
+});
 
-function printNodes(topology: Topology, nodes: readonly NodeStatus[]): void {
+function printNodes(topology: Topology, nodes: readonly cluster.NodeStatus[]): void {
   const rss = nodes.reduce((sum, n) => sum + (n.rssMiB ?? 0), 0);
   console.log(`${describeTopology(topology)}; ${rss.toFixed(0)} MiB resident in all`);
   for (const { node, state, cql, partitioned, rssMiB } of nodes) {
     const health = state === 'running' ? (cql ? 'UP' : 'STARTING') : state.toUpperCase();
-    console.log(
-      [
-        node.name.padEnd(7),
-        node.address.padEnd(11),
-        node.dc.padEnd(5),
-        health.padEnd(8),
-        rssMiB === undefined ? ''.padEnd(8) : `${rssMiB.toFixed(0)} MiB`.padEnd(8),
-        partitioned ? '(partitioned)' : '',
-      ]
-        .join(' ')
-        .trimEnd(),
-    );
+    const memory = rssMiB === undefined ? '' : `${rssMiB.toFixed(0)} MiB`;
+    const line = `${node.name.padEnd(7)} ${node.address.padEnd(11)} ${node.dc.padEnd(5)} ${health.padEnd(8)} ${memory.padEnd(8)} ${partitioned ? '(partitioned)' : ''}`;
+    console.log(line.trimEnd());
   }
 }
 
@@ -64,44 +51,22 @@ program
   .option(
     '--paxos <variant>',
     "paxos_variant of every node, v1 or v2 (default: the existing cluster's, else IDGEN_PAXOS, else v2); a running cluster is restarted node by node",
-    (value: string) => {
-      if (!PAXOS_VARIANTS.includes(value as PaxosVariant)) {
-        throw new InvalidArgumentError('v1 or v2');
-      }
-      return value as PaxosVariant;
-    },
+    parser('v1 or v2', (v) => PAXOS_VARIANTS.find((variant) => variant === v)),
   )
   .option(
     '--commitlog <sync>',
     'commitlog_sync: batch (default: a write is synced before it is acknowledged) or periodic (loses up to 10 s of acknowledged writes on a crash; for negative controls only)',
-    (value: string) => {
-      if (value !== 'batch' && value !== 'periodic') {
-        throw new InvalidArgumentError('batch or periodic');
-      }
-      return value;
-    },
-    'batch',
+    parser('batch or periodic', (v) => COMMITLOG_SYNCS.find((sync) => sync === v)),
+    'batch' as CommitlogSync,
   )
-  .action(
-    async (opts: {
-      dcs?: number;
-      nodesPerDc?: number;
-      paxos?: PaxosVariant;
-      commitlog: CommitlogSync;
-    }) => {
-      const started = Date.now();
-      const fallback = cluster.hasCluster() ? cluster.currentTopology() : defaultTopology();
-      const topology = {
-        dcs: opts.dcs ?? fallback.dcs,
-        nodesPerDc: opts.nodesPerDc ?? fallback.nodesPerDc,
-        paxos: opts.paxos ?? fallback.paxos,
-        commitlog: opts.commitlog,
-      };
-      const nodes = await cluster.up(topology, (line) => console.error(line));
-      printNodes(topology, nodes);
-      console.error(`cluster up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    },
-  );
+  .action(async (opts: Partial<Topology>) => {
+    const started = Date.now();
+    const fallback = cluster.hasCluster() ? cluster.currentTopology() : defaultTopology();
+    const topology = { ...fallback, ...opts };
+    const nodes = await cluster.up(topology, (line) => console.error(line));
+    printNodes(topology, nodes);
+    console.error(`cluster up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  });
 
 program
   .command('status')

@@ -1,12 +1,10 @@
 /**
- * `npm run demo`: the whole story in a couple of minutes. Brings up the local 3-DC cluster (or
- * uses IDGEN_CASSANDRA), runs `idgen-cass init` and `seed`, starts allocator processes in every
- * DC, cuts one DC off while they draw, heals, and ends with `status`, `check` and a summary:
- * IDs drawn per DC, duplicates found, IDs lost to gaps. Exits 0 unless a step fails or an ID was
- * drawn twice; the partition is healed whatever ends it (a failure, SIGINT, SIGTERM), and where
- * partitions cannot be made (no root or no iptables) it says so and skips that step.
+ * `npm run demo`: brings up the local 3-DC cluster (or uses IDGEN_CASSANDRA), runs `init` and
+ * `seed`, starts allocator processes in every DC, cuts one DC off while they draw, heals, and ends
+ * with `status`, `check` and a summary. Exits 0 unless a step fails or an ID was drawn twice. The
+ * partition is healed whatever ends the demo; where none can be made it says so and skips it.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,35 +17,33 @@ const run = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CLI = path.join(ROOT, 'dist', 'src', 'cli', 'main.js');
 /**
- * One keyspace for every run, created by the first and never dropped: a run makes no schema
- * change on a cluster that has it. Cassandra 5.0 was seen taking minutes to agree on a schema
- * change made right after a partition healed, and leaving a node with a table it never opened
- * ("Unknown CF") when a keyspace was created again at once under a dropped one's name.
+ * Created by the first run and never dropped: Cassandra 5.0 was seen taking minutes to agree on a
+ * schema change right after a heal, and leaving "Unknown CF" on a node when a keyspace was
+ * created again at once under a dropped one's name.
  */
 const KEYSPACE = 'idgen_demo';
-/** Each run seeds a sequence of its own (`orders`, then `orders_2`, ...): the summary counts only its IDs. */
+/** Each run seeds its own sequence (`orders`, `orders_2`, ...), so the summary counts its IDs. */
 const SEQUENCE_PREFIX = 'orders';
 let sequence = SEQUENCE_PREFIX;
 const PROCESSES_PER_DC = 2;
 const RATE_PER_PROCESS = 200;
-const DRAW_SECONDS = 60;
+const DRAW_SECONDS = 75;
 const PARTITION_AT_S = 15;
 const PARTITION_FOR_S = 25;
-/**
- * Where every DC is connected, `status` waits up to 10 s for its SERIAL probe instead of 3 s: nine
- * Cassandra nodes and six drawing processes on one machine can keep a round past 3 s, and status
- * would then report SERIAL unreachable (exit 13) although no link is cut.
- */
+/** How long after PARTITION_AT_S every DC may take to hold a preloaded range. */
+const PRELOAD_WAIT_S = 30;
+/** Nine nodes and six drawing processes on one machine can keep a SERIAL round past 3 s. */
 const SERIAL_PATIENCE = ['--serial-timeout', '10s'];
+/** `status`'s exit code when SERIAL is unreachable (docs/cli.md). */
+const EXIT_SERIAL_UNREACHABLE = 13;
 
 function say(line: string): void {
   console.log(`\n\x1b[1m== ${line}\x1b[0m`);
 }
 
 /**
- * Runs the built CLI against one DC and prints what it prints (unless `--json`). An exit code in
- * `results` is one of the command's documented results (e.g. 13, SERIAL unreachable, from
- * `status` inside a cut-off DC): it is said and returned; any other non-zero code throws.
+ * Runs the built CLI against one DC and prints its output (unless `--json`). An exit code in
+ * `results` is a documented result: it is said and returned; any other non-zero code throws.
  */
 async function cli(
   dc: string,
@@ -76,49 +72,30 @@ async function cli(
   }
 }
 
-interface DrawProcess {
-  readonly dc: string;
-  readonly file: string;
-  readonly child: ChildProcess;
-  readonly done: Promise<void>;
-}
-
-function startDrawing(dc: string, hosts: readonly string[], dir: string, n: number): DrawProcess {
+function startDrawing(dc: string, hosts: readonly string[], dir: string, n: number) {
   const file = path.join(dir, `${dc}-${n}.ids`);
   const child = spawn(
     process.execPath,
     [
-      '--import',
-      'tsx',
-      path.join(ROOT, 'scripts', 'draw-worker.ts'),
+      ...['--import', 'tsx', path.join(ROOT, 'scripts', 'draw-worker.ts')],
       ...['--dc', dc, '--contact-points', hosts.join(','), '--keyspace', KEYSPACE],
       ...['--sequence', sequence, '--out', file],
       ...['--duration-ms', String(DRAW_SECONDS * 1000), '--rate', String(RATE_PER_PROCESS)],
     ],
     { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] },
   );
-  return { dc, file, child, done: new Promise((resolve) => child.on('close', () => resolve())) };
+  return { dc, file, child, done: new Promise<void>((resolve) => child.on('close', resolve)) };
 }
 
 function idsOf(file: string): bigint[] {
   if (!fs.existsSync(file)) return [];
-  return fs
-    .readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => BigInt(l));
+  return fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map(BigInt);
 }
 
 const sleep = (s: number) => new Promise((resolve) => setTimeout(resolve, s * 1000));
 
-interface Cluster {
-  readonly dcs: Record<string, string[]>;
-  /** Why the partition step cannot run here, or undefined if it can. */
-  readonly noPartition: string | undefined;
-}
-
 /** The cluster of IDGEN_CASSANDRA, else the local one: as it is if it exists, else the default. */
-async function startCluster(): Promise<Cluster> {
+async function startCluster() {
   if (process.env['IDGEN_CASSANDRA']) {
     const dcs = parseClusterSpec(process.env['IDGEN_CASSANDRA']);
     say(`Using the cluster in IDGEN_CASSANDRA: ${Object.keys(dcs).join(', ')}`);
@@ -127,8 +104,8 @@ async function startCluster(): Promise<Cluster> {
       noPartition: "the cluster in IDGEN_CASSANDRA is not the local cluster manager's",
     };
   }
-  // An existing local cluster keeps its shape and Paxos variant (the tests reuse it afterwards);
-  // init and seed need the durable commitlog.
+  // An existing cluster keeps its shape and Paxos variant (the tests reuse it); init and seed
+  // need the durable commitlog.
   const topology = cluster.hasCluster()
     ? { ...cluster.currentTopology(), commitlog: 'batch' as const }
     : defaultTopology();
@@ -141,10 +118,46 @@ async function startCluster(): Promise<Cluster> {
   return { dcs: cluster.contactPointsByDc(), noPartition };
 }
 
+/** The part of `idgen-cass status --json` the demo reads (an int32 sequence: exact numbers). */
+interface StatusJson {
+  readonly sequences: readonly {
+    readonly settings: { readonly start: number };
+    readonly globalLast: number;
+    readonly dcs: readonly {
+      readonly dc: string;
+      readonly preloaded: unknown;
+      readonly left: number;
+    }[];
+  }[];
+}
+
+async function statusJson(dc: string, hosts: readonly string[]) {
+  const args = ['status', sequence, ...SERIAL_PATIENCE, '--json', '--sample', '1s'];
+  const seq = (JSON.parse((await cli(dc, hosts, args)).stdout) as StatusJson).sequences[0];
+  if (!seq) throw new Error('status --json reported no sequence');
+  return seq;
+}
+
 /**
- * Cuts `dc` off, shows `status` from inside it, and heals. The heal also runs on any failure or
- * signal (see the end of this file), so the demo never leaves the cluster partitioned.
+ * Waits until every DC holds a preloaded range, so that the DC cut off next has IDs for the whole
+ * cut rather than the rest of one range.
  */
+async function waitForPreloads(dcNames: readonly string[], hosts: readonly string[]) {
+  const deadline = Date.now() + PRELOAD_WAIT_S * 1000;
+  for (;;) {
+    const { dcs } = await statusJson(dcNames[0]!, hosts);
+    const lacking = dcNames.filter((dc) => !dcs.some((d) => d.dc === dc && d.preloaded !== null));
+    if (lacking.length === 0) return;
+    if (Date.now() > deadline) {
+      throw new Error(
+        `${lacking.join(', ')} held no preloaded range ${PARTITION_AT_S + PRELOAD_WAIT_S} s after the draws started; a DC cut off without one can run dry, so the demo stops here`,
+      );
+    }
+    await sleep(2);
+  }
+}
+
+/** Cuts `dc` off, shows `status` from inside it, and heals (cleanUp heals on any other end). */
 async function partitionStep(dc: string, hosts: readonly string[]): Promise<void> {
   say(`Cutting ${dc} off from the other DCs (npm run cluster -- partition ${dc})`);
   partitioned = true;
@@ -161,12 +174,12 @@ async function partitionStep(dc: string, hosts: readonly string[]): Promise<void
   console.log(`${dc} is connected again`);
 }
 
-/** The first of `orders`, `orders_2`, `orders_3`, ... that names no sequence in the keyspace yet. */
+/** The first of `orders`, `orders_2`, ... that names no sequence in the keyspace yet. */
 async function freshSequenceName(dc: string, hosts: readonly string[]): Promise<string> {
   const { stdout } = await cli(dc, hosts, ['list', '--json']);
   const taken = new Set((JSON.parse(stdout) as { name: string }[]).map((s) => s.name));
-  let n = 1;
   const nameOf = (i: number) => (i === 1 ? SEQUENCE_PREFIX : `${SEQUENCE_PREFIX}_${i}`);
+  let n = 1;
   while (taken.has(nameOf(n))) n++;
   return nameOf(n);
 }
@@ -176,14 +189,14 @@ async function main(): Promise<void> {
   const { dcs, noPartition } = await startCluster();
   const dcNames = Object.keys(dcs).sort();
   const first = dcNames[0]!;
-  const hostsOf = (dc: string) => dcs[dc]!;
+  const hosts = dcs[first]!;
   // RF 3 per DC where the DC has 3 nodes (a node can fail), else one copy per node.
-  const replication = dcNames.map((dc) => `${dc}:${Math.min(3, hostsOf(dc).length)}`).join(',');
+  const replication = dcNames.map((dc) => `${dc}:${Math.min(3, dcs[dc]!.length)}`).join(',');
 
   say('Create the keyspace and tables, then a 32-bit sequence');
-  await cli(first, hostsOf(first), ['init', '--replication', replication]);
-  sequence = await freshSequenceName(first, hostsOf(first));
-  await cli(first, hostsOf(first), [
+  await cli(first, hosts, ['init', '--replication', replication]);
+  sequence = await freshSequenceName(first, hosts);
+  await cli(first, hosts, [
     ...['seed', sequence, '--domain', 'int32', '--start', '1000'],
     ...['--dc-range', '20000', '--block', '100'],
   ]);
@@ -193,51 +206,39 @@ async function main(): Promise<void> {
   );
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'idgen-demo-'));
   drawing = dcNames.flatMap((dc) =>
-    Array.from({ length: PROCESSES_PER_DC }, (_, i) => startDrawing(dc, hostsOf(dc), dir, i + 1)),
+    Array.from({ length: PROCESSES_PER_DC }, (_, i) => startDrawing(dc, dcs[dc]!, dir, i + 1)),
   );
   await sleep(PARTITION_AT_S);
-  await cli(first, hostsOf(first), ['status', sequence, ...SERIAL_PATIENCE]);
-
   const cut = dcNames.at(-1)!;
-  if (noPartition === undefined) {
-    await partitionStep(cut, hostsOf(cut));
-  } else {
-    say(`Skipping the partition of ${cut}: ${noPartition}`);
-  }
+  if (noPartition === undefined) await waitForPreloads(dcNames, hosts);
+  await cli(first, hosts, ['status', sequence, ...SERIAL_PATIENCE]);
+  if (noPartition === undefined) await partitionStep(cut, dcs[cut]!);
+  else say(`Skipping the partition of ${cut}: ${noPartition}`);
 
   await Promise.all(drawing.map((p) => p.done));
 
   say('Final status and invariant check');
-  await cli(first, hostsOf(first), ['status', sequence, '--sample', '1s', ...SERIAL_PATIENCE]);
-  await cli(first, hostsOf(first), ['check', sequence]);
-  const { stdout } = await cli(first, hostsOf(first), [
-    'status',
-    sequence,
-    ...SERIAL_PATIENCE,
-    '--json',
-    '--sample',
-    '1s',
-  ]);
+  await cli(first, hosts, ['status', sequence, '--sample', '1s', ...SERIAL_PATIENCE]);
+  await cli(first, hosts, ['check', sequence]);
+  const status = await statusJson(first, hosts);
 
   say('Summary');
   const seen = new Set<bigint>();
   let duplicates = 0;
   for (const dc of dcNames) {
     let drawn = 0;
-    for (const p of drawing.filter((p) => p.dc === dc)) {
-      for (const id of idsOf(p.file)) {
-        if (seen.has(id)) duplicates++;
-        seen.add(id);
-        drawn++;
-      }
+    for (const id of drawing.filter((p) => p.dc === dc).flatMap((p) => idsOf(p.file))) {
+      if (seen.has(id)) duplicates++;
+      seen.add(id);
+      drawn++;
     }
     console.log(`${dc}: ${drawn} IDs drawn by ${PROCESSES_PER_DC} processes`);
   }
-  const granted = grantedIds(JSON.parse(stdout) as StatusJson);
-  const lost = granted.granted - BigInt(seen.size) - granted.left;
+  const granted = BigInt(status.globalLast) - BigInt(status.settings.start) + 1n;
+  const left = status.dcs.reduce((sum, dc) => sum + BigInt(dc.left), 0n);
   console.log(`duplicates found: ${duplicates}`);
   console.log(
-    `IDs granted to DCs: ${granted.granted}; drawn: ${seen.size}; still available in DC ranges: ${granted.left}; lost to gaps: ${lost}`,
+    `IDs granted to DCs: ${granted}; drawn: ${seen.size}; still available in DC ranges: ${left}; lost to gaps: ${granted - BigInt(seen.size) - left}`,
   );
   console.log(
     `demo finished in ${((Date.now() - started) / 1000).toFixed(0)} s; keyspace ${KEYSPACE}, sequence ${sequence}; IDs in ${dir}`,
@@ -245,20 +246,14 @@ async function main(): Promise<void> {
   if (duplicates > 0) process.exitCode = 1;
 }
 
-/** `status`'s documented exit code when SERIAL is unreachable (docs/cli.md, exit codes). */
-const EXIT_SERIAL_UNREACHABLE = 13;
-let drawing: DrawProcess[] = [];
+let drawing: ReturnType<typeof startDrawing>[] = [];
 let partitioned = false;
-
 let cleaning: Promise<void> | undefined;
-/** The signal that is ending the demo: the command it interrupted fails, and that is no news. */
+/** The signal ending the demo: the command it interrupted fails, and that is no news. */
 let stoppedBy: string | undefined;
 let healFailed = false;
 
-/**
- * Leaves the cluster whole and no draw process behind, whatever ended the demo; once, however
- * often it is called (a signal and the failure it causes both call it).
- */
+/** Leaves the cluster whole and no draw process behind; once, however often it is called. */
 function cleanUp(): Promise<void> {
   cleaning ??= (async () => {
     for (const p of drawing) if (p.child.exitCode === null) p.child.kill('SIGTERM');
@@ -298,21 +293,4 @@ try {
   }
 } finally {
   await cleanUp();
-}
-
-/** The part of `idgen-cass status --json` the summary needs (an int32 sequence: exact numbers). */
-interface StatusJson {
-  readonly sequences: readonly {
-    readonly settings: { readonly start: number };
-    readonly globalLast: number;
-    readonly dcs: readonly { readonly left: number }[];
-  }[];
-}
-
-/** IDs granted to DCs so far, and those still unused in the DCs' ranges. */
-function grantedIds(status: StatusJson): { granted: bigint; left: bigint } {
-  const seq = status.sequences[0];
-  if (!seq) throw new Error('status --json reported no sequence');
-  const left = seq.dcs.reduce((sum, dc) => sum + BigInt(dc.left), 0n);
-  return { granted: BigInt(seq.globalLast) - BigInt(seq.settings.start) + 1n, left };
 }

@@ -1,25 +1,22 @@
-/**
- * Installs the pinned Cassandra from Maven Central into the cache (jars only; nothing is
- * committed) and writes each node's configuration.
- */
+/** Installs the pinned Cassandra's jars from Maven Central into the cache; writes node configs. */
 import fs from 'node:fs';
 import path from 'node:path';
 import { run } from './nodes.js';
 import { CASSANDRA_VERSION, CQL_PORT, STORAGE_PORT, cacheDir, ClusterError } from './topology.js';
 import type { NodeSpec, Topology } from './topology.js';
 
-export function libDir(): string {
+function libDir(): string {
   return path.join(cacheDir(), `cassandra-${CASSANDRA_VERSION}`, 'lib');
 }
 
 /** Checks that the JVM tools exist before anything else, so the error names what is missing. */
 export async function checkPrerequisites(): Promise<void> {
-  for (const [tool, args] of [
-    ['java', ['-version']],
-    ['mvn', ['-v']],
+  for (const [tool, flag] of [
+    ['java', '-version'],
+    ['mvn', '-v'],
   ] as const) {
     try {
-      await run(tool, [...args]);
+      await run(tool, [flag]);
     } catch {
       throw new ClusterError(
         `"${tool}" was not found on PATH; the local cluster needs Java 17 and Maven (e.g. apt-get install openjdk-17-jre-headless maven).`,
@@ -51,17 +48,9 @@ export async function installCassandra(log: (line: string) => void): Promise<str
   log(`installing Cassandra ${CASSANDRA_VERSION} from Maven Central into ${home}`);
   fs.rmSync(libDir(), { recursive: true, force: true });
   try {
-    await run(
-      'mvn',
-      [
-        '-q',
-        '-B',
-        'dependency:copy-dependencies',
-        `-DoutputDirectory=${libDir()}`,
-        '-DincludeScope=runtime',
-      ],
-      { cwd: home, maxBuffer: 64 * 1024 * 1024 },
-    );
+    const output = `-DoutputDirectory=${libDir()}`;
+    const args = ['-q', '-B', 'dependency:copy-dependencies', output, '-DincludeScope=runtime'];
+    await run('mvn', args, { cwd: home, maxBuffer: 64 * 1024 * 1024 });
   } catch (err) {
     const out = err instanceof Error && 'stdout' in err ? String(err.stdout).slice(-2000) : '';
     throw new ClusterError(
@@ -75,52 +64,21 @@ export async function installCassandra(log: (line: string) => void): Promise<str
 
 /** Java 17 module flags from Cassandra's conf/jvm17-server.options. */
 export const JAVA17_FLAGS = [
-  ...[
-    'java.base/jdk.internal.misc',
-    'java.management.rmi/com.sun.jmx.remote.internal.rmi',
-    'java.rmi/sun.rmi.registry',
-    'java.rmi/sun.rmi.server',
-    'java.sql/java.sql',
-    'java.base/java.lang.ref',
-    'jdk.unsupported/sun.misc',
-    'jdk.compiler/com.sun.tools.javac.file',
-    'jdk.attach/sun.tools.attach',
-  ].map((m) => `--add-exports ${m}=ALL-UNNAMED`),
-  ...[
-    'java.base/java.lang.module',
-    'java.base/jdk.internal.loader',
-    'java.base/jdk.internal.ref',
-    'java.base/jdk.internal.reflect',
-    'java.base/jdk.internal.math',
-    'java.base/jdk.internal.module',
-    'java.base/jdk.internal.util.jar',
-    'jdk.management/com.sun.management.internal',
-    'java.base/sun.nio.ch',
-    'java.base/java.io',
-    'java.base/java.lang.reflect',
-    'jdk.compiler/com.sun.tools.javac',
-    'java.base/java.lang',
-    'java.base/java.util',
-    'java.base/java.nio',
-  ].map((m) => `--add-opens ${m}=ALL-UNNAMED`),
+  ...`java.base/jdk.internal.misc java.management.rmi/com.sun.jmx.remote.internal.rmi
+    java.rmi/sun.rmi.registry java.rmi/sun.rmi.server java.sql/java.sql java.base/java.lang.ref
+    jdk.unsupported/sun.misc jdk.compiler/com.sun.tools.javac.file jdk.attach/sun.tools.attach`
+    .split(/\s+/)
+    .map((m) => `--add-exports ${m}=ALL-UNNAMED`),
+  ...`java.base/java.lang.module java.base/jdk.internal.loader java.base/jdk.internal.ref
+    java.base/jdk.internal.reflect java.base/jdk.internal.math java.base/jdk.internal.module
+    java.base/jdk.internal.util.jar jdk.management/com.sun.management.internal java.base/sun.nio.ch
+    java.base/java.io java.base/java.lang.reflect jdk.compiler/com.sun.tools.javac
+    java.base/java.lang java.base/java.util java.base/java.nio`
+    .split(/\s+/)
+    .map((m) => `--add-opens ${m}=ALL-UNNAMED`),
 ];
 
-/**
- * Sizes for a small shared machine: a 3 × 3 cluster runs nine JVMs next to the tests, so each
- * gets fewer threads and the C1 compiler only. The heap stays at 512 MiB: every table costs heap,
- * and the tests' keyspaces stay on the local cluster.
- */
-function sizesFor(topology: Topology) {
-  const crowded = topology.dcs * topology.nodesPerDc > 3;
-  return {
-    heap: '512m',
-    jit: crowded ? ['-XX:TieredStopAtLevel=1'] : [],
-    threads: crowded ? 4 : 8,
-    memtableMiB: crowded ? 32 : 64,
-  };
-}
-
-/** The commitlog compression of nodes that run `commitlog_sync: periodic` (see writeNodeConfig). */
+/** The commitlog compression of nodes that run `commitlog_sync: periodic`. */
 export const COMMITLOG_COMPRESSION = `commitlog_compression:
   - class_name: LZ4Compressor
     parameters:
@@ -132,7 +90,10 @@ export function writeNodeConfig(
   seeds: readonly string[],
   topology: Topology,
 ): void {
-  const sizes = sizesFor(topology);
+  // A 3 × 3 cluster runs nine JVMs next to the tests: fewer threads each, C1 only. The heap
+  // stays at 512 MiB: every table costs heap, and the tests' keyspaces stay on the cluster.
+  const crowded = topology.dcs * topology.nodesPerDc > 3;
+  const sizes = { heap: '512m', threads: crowded ? 4 : 8, memtableMiB: crowded ? 32 : 64 };
   // batch: a write is acknowledged only once its commitlog segment is synced. periodic (negative
   // controls only) loses on a crash what was acknowledged since the last sync, Paxos state too.
   // Its segments are compressed, which keeps writes in the JVM's heap until they sync, so that a
@@ -141,11 +102,11 @@ export function writeNodeConfig(
     topology.commitlog === 'batch'
       ? 'commitlog_sync: batch'
       : `commitlog_sync: periodic\ncommitlog_sync_period: 10000ms\n${COMMITLOG_COMPRESSION}`;
-  const conf = path.join(node.dir, 'conf');
-  for (const d of ['conf', 'data', 'commitlog', 'saved_caches', 'hints', 'cdc_raw', 'logs']) {
-    fs.mkdirSync(path.join(node.dir, d), { recursive: true });
-  }
   const dir = (d: string) => path.join(node.dir, d);
+  const conf = dir('conf');
+  for (const d of ['conf', 'data', 'commitlog', 'saved_caches', 'hints', 'cdc_raw', 'logs']) {
+    fs.mkdirSync(dir(d), { recursive: true });
+  }
   fs.writeFileSync(
     path.join(conf, 'cassandra.yaml'),
     `# Written by scripts/cluster for node ${node.name}; regenerated on every start.
@@ -205,13 +166,9 @@ paxos_on_linearizability_violations: log
   const args = [
     `-Xms${sizes.heap}`,
     `-Xmx${sizes.heap}`,
-    ...sizes.jit,
-    '-XX:+UseG1GC',
-    '-XX:ParallelGCThreads=1',
-    '-XX:ConcGCThreads=1',
-    '-Xss256k',
-    '-Djava.net.preferIPv4Stack=true',
-    '-Djdk.attach.allowAttachSelf=true',
+    ...(crowded ? ['-XX:TieredStopAtLevel=1'] : []),
+    ...'-XX:+UseG1GC -XX:ParallelGCThreads=1 -XX:ConcGCThreads=1 -Xss256k'.split(' '),
+    ...'-Djava.net.preferIPv4Stack=true -Djdk.attach.allowAttachSelf=true'.split(' '),
     '-Dio.netty.tryReflectionSetAccessible=true',
     ...(jamm ? [`-javaagent:${path.join(lib, jamm)}`] : []),
     ...JAVA17_FLAGS,
@@ -221,15 +178,11 @@ paxos_on_linearizability_violations: log
     `-Dlogback.configurationFile=file://${path.join(conf, 'logback.xml')}`,
     '-Dcassandra-foreground=yes',
     `-Dcassandra.jmx.local.port=${node.jmxPort}`,
-    '-Dcassandra.skip_wait_for_gossip_to_settle=0',
-    '-Dcassandra.ring_delay_ms=1000',
-    '-Dcassandra.superuser_setup_delay_ms=0',
-    '-Dcassandra.available_processors=2',
+    ...'-Dcassandra.skip_wait_for_gossip_to_settle=0 -Dcassandra.ring_delay_ms=1000'.split(' '),
+    ...'-Dcassandra.superuser_setup_delay_ms=0 -Dcassandra.available_processors=2'.split(' '),
     // A schema push dropped on a loaded host is pulled at the next round.
     '-Dcassandra.schema_pull_interval_ms=5000',
-    '-cp',
-    `${lib}/*`,
-    'org.apache.cassandra.service.CassandraDaemon',
+    ...['-cp', `${lib}/*`, 'org.apache.cassandra.service.CassandraDaemon'],
   ];
   fs.writeFileSync(path.join(conf, 'jvm.args'), args.join('\n') + '\n');
 }

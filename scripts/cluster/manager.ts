@@ -7,19 +7,20 @@ import path from 'node:path';
 import cassandra from 'cassandra-driver';
 import { waitForSchemaAgreement } from '../../src/schema.js';
 import {
-  checkPrerequisites,
   COMMITLOG_COMPRESSION,
+  checkPrerequisites,
   installCassandra,
   writeNodeConfig,
 } from './install.js';
 import {
+  CQL_START_TIMEOUT_MS,
+  PROBE_KEYSPACE,
   assertPortsFree,
   currentTopology,
   launch,
   logLines,
   portOpen,
   processState,
-  PROBE_KEYSPACE,
   readPid,
   requireRunning,
   runsAsOsUser,
@@ -27,7 +28,6 @@ import {
   stopNode,
   waitFor,
   waitForCql,
-  CQL_START_TIMEOUT_MS,
   withClient,
 } from './nodes.js';
 import type { Log, NodeState } from './nodes.js';
@@ -35,17 +35,8 @@ import { heal, isCut, partitionedTargets } from './partitions.js';
 import { CQL_PORT, ClusterError, clusterDir, findNode, nodeSpecs } from './topology.js';
 import type { NodeSpec, Topology } from './topology.js';
 
-export { currentTopology, logFile, logLines, processState, serialWorks } from './nodes.js';
-export type { NodeState } from './nodes.js';
-export {
-  cutClients,
-  heal,
-  isCut,
-  partition,
-  partitionedTargets,
-  partitionUnsupported,
-  waitHealed,
-} from './partitions.js';
+export { currentTopology, logLines, processState } from './nodes.js';
+export { cutClients, heal, partition, partitionUnsupported, waitHealed } from './partitions.js';
 
 export interface NodeStatus {
   readonly node: NodeSpec;
@@ -53,31 +44,34 @@ export interface NodeStatus {
   readonly cql: boolean;
   /** Cut off by a partition of its DC or of itself. */
   readonly partitioned: boolean;
-  /** Resident memory of its JVM, in MiB; undefined when it does not run. */
+  /** Resident memory of its JVM; undefined when it does not run. */
   readonly rssMiB: number | undefined;
 }
 
 /** Contact points per DC, e.g. `{ dc1: ['127.0.0.1'], … }`. */
-export function contactPointsByDc(
-  topology: Topology = currentTopology(),
-): Record<string, string[]> {
+export function contactPointsByDc(topology = currentTopology()): Record<string, string[]> {
   const byDc: Record<string, string[]> = {};
   for (const node of nodeSpecs(topology)) (byDc[node.dc] ??= []).push(node.address);
   return byDc;
 }
 
+const topologyFile = () => path.join(clusterDir(), 'topology.json');
+
+/** Whether a cluster was ever set up here (its topology is recorded). */
+export function hasCluster(): boolean {
+  return fs.existsSync(topologyFile());
+}
+
 /**
- * Installs Cassandra if needed, starts every node that is not running, and returns once every
- * node accepts CQL and sees every other node up. Safe to run twice. A running node whose Paxos
- * variant, commitlog setting or OS user differs from `topology` is restarted with it, one node at
- * a time (data kept). The seeds start together, then every other node alone: nine JVMs started
- * at once overload a small machine until gossip times out.
+ * Installs Cassandra if needed and starts every node that is not running; returns once every
+ * node accepts CQL and sees every other up. Idempotent. A running node configured otherwise than
+ * `topology` is restarted, one at a time (data kept). Only the seeds start together: nine JVMs
+ * started at once overload a small machine until gossip times out.
  */
 export async function up(topology: Topology, log: Log): Promise<NodeStatus[]> {
-  const recorded = path.join(clusterDir(), 'topology.json');
   await checkPrerequisites();
-  if (fs.existsSync(recorded)) {
-    // This local cluster does no bootstrap or decommission: another shape is a new cluster.
+  if (hasCluster()) {
+    // No bootstrap or decommission here: another shape is a new cluster.
     const existing = currentTopology();
     if (existing.dcs !== topology.dcs || existing.nodesPerDc !== topology.nodesPerDc) {
       log(
@@ -88,15 +82,12 @@ export async function up(topology: Topology, log: Log): Promise<NodeStatus[]> {
   }
   await installCassandra(log);
   fs.mkdirSync(clusterDir(), { recursive: true });
-  fs.writeFileSync(recorded, JSON.stringify(topology));
+  fs.writeFileSync(topologyFile(), JSON.stringify(topology));
 
-  // A run killed mid-test may have left a partition behind; a fresh `up` starts whole.
+  // A run killed mid-test may have left a partition behind.
   await heal(topology, { verify: false });
   const specs = nodeSpecs(topology);
-  const seeds = seedsOf(specs);
   for (const node of specs) if (processState(node) === 'paused') await signal(node, 'SIGCONT');
-
-  // Running nodes with another configuration: a rolling restart, one node at a time.
   for (const node of specs) {
     if (processState(node) !== 'running') continue;
     const why = await restartReason(node, topology);
@@ -106,18 +97,16 @@ export async function up(topology: Topology, log: Log): Promise<NodeStatus[]> {
     await startNode(node, topology);
   }
 
-  const toStart = specs.filter(
-    (s) => processState(s) === 'stopped' || processState(s) === 'absent',
-  );
+  const toStart = specs.filter((s) => ['stopped', 'absent'].includes(processState(s)));
   for (const node of toStart) await assertPortsFree(node);
+  const seeds = seedsOf(specs);
   const seedsFirst = toStart.filter((s) => seeds.includes(s.address));
-  const others = toStart.filter((s) => !seeds.includes(s.address));
   for (const node of seedsFirst) {
     writeNodeConfig(node, seeds, topology);
     await launch(node);
   }
   await Promise.all(seedsFirst.map((node) => waitForCql(node)));
-  for (const node of others) {
+  for (const node of toStart.filter((s) => !seeds.includes(s.address))) {
     log(`starting ${node.name}`);
     await startNode(node, topology);
   }
@@ -125,13 +114,12 @@ export async function up(topology: Topology, log: Log): Promise<NodeStatus[]> {
   return status(topology);
 }
 
-/** The first node of each DC: the seeds every node gossips with first. */
+/** The first node of each DC. */
 function seedsOf(specs: readonly NodeSpec[]): string[] {
   return specs.filter((s) => s.name.endsWith('-1')).map((s) => s.address);
 }
 
-/** Writes a stopped node's configuration, launches it and waits until it accepts CQL. */
-async function startNode(node: NodeSpec, topology: Topology, cqlTimeoutMs?: number): Promise<void> {
+async function startNode(node: NodeSpec, topology: Topology, cqlTimeoutMs?: number) {
   writeNodeConfig(node, seedsOf(nodeSpecs(topology)), topology);
   await launch(node);
   await waitForCql(node, cqlTimeoutMs);
@@ -156,7 +144,7 @@ async function restartReason(node: NodeSpec, topology: Topology): Promise<string
   return undefined;
 }
 
-export async function status(topology: Topology = currentTopology()): Promise<NodeStatus[]> {
+export async function status(topology = currentTopology()): Promise<NodeStatus[]> {
   const cut = await partitionedTargets();
   return Promise.all(
     nodeSpecs(topology).map(async (node) => ({
@@ -169,12 +157,6 @@ export async function status(topology: Topology = currentTopology()): Promise<No
   );
 }
 
-/** Whether a cluster was ever set up here (its topology is recorded). */
-export function hasCluster(): boolean {
-  return fs.existsSync(path.join(clusterDir(), 'topology.json'));
-}
-
-/** The node JVM's resident memory, from /proc; undefined when it does not run. */
 function residentMiB(node: NodeSpec): number | undefined {
   const pid = readPid(node);
   if (pid === undefined || processState(node) === 'stopped') return undefined;
@@ -187,39 +169,38 @@ function residentMiB(node: NodeSpec): number | undefined {
 }
 
 /** Stops every node (SIGTERM, then SIGKILL after a minute); data is kept. */
-export async function down(topology: Topology = currentTopology()): Promise<void> {
+export async function down(topology = currentTopology()): Promise<void> {
   await heal(topology, { verify: false });
   await Promise.all(nodeSpecs(topology).map((node) => stopNode(node)));
 }
 
-/** Stops every node and deletes the cluster's data (the installed jars stay cached). */
-export async function destroy(topology: Topology = currentTopology()): Promise<void> {
+/** Stops every node and deletes the cluster's data (the jars stay cached). */
+export async function destroy(topology = currentTopology()): Promise<void> {
   await down(topology);
   fs.rmSync(clusterDir(), { recursive: true, force: true });
 }
 
+const nodeNamed = (name: string) => findNode(nodeSpecs(currentTopology()), name);
+
 /** SIGSTOP: the node stops answering but keeps its connections, like a long GC pause. */
 export async function pause(name: string): Promise<void> {
-  const node = findNode(nodeSpecs(currentTopology()), name);
+  const node = nodeNamed(name);
   requireRunning(node);
   await signal(node, 'SIGSTOP');
 }
 
 export async function resume(name: string): Promise<void> {
-  const node = findNode(nodeSpecs(currentTopology()), name);
+  const node = nodeNamed(name);
   if (processState(node) !== 'paused') throw new ClusterError(`Node ${node.name} is not paused.`);
   await signal(node, 'SIGCONT');
 }
 
 /** SIGKILL: a crash, no drain. */
-export async function kill(name: string): Promise<void> {
-  await killNodes([name]);
-}
+export const kill = (name: string): Promise<void> => killNodes([name]);
 
 /** SIGKILLs several nodes at the same instant, as a crash of a rack or a DC (not a power loss). */
 export async function killNodes(names: readonly string[]): Promise<void> {
-  const specs = nodeSpecs(currentTopology());
-  const nodes = names.map((name) => findNode(specs, name));
+  const nodes = names.map(nodeNamed);
   for (const node of nodes) requireRunning(node);
   await Promise.all(nodes.map((node) => signal(node, 'SIGKILL')));
   for (const node of nodes) {
@@ -228,23 +209,20 @@ export async function killNodes(names: readonly string[]): Promise<void> {
 }
 
 /** Starts one stopped node and waits until the cluster sees it up again. */
-export async function start(name: string): Promise<void> {
-  await startNodes([name]);
-}
+export const start = (name: string): Promise<void> => startNodes([name]);
 
 /**
- * Starts stopped nodes one after another, then waits until every node sees every other up.
- * `cqlTimeoutMs`: how long each may take to accept CQL. With `waitForCluster: false` it returns
- * once each accepts CQL, and the caller waits with {@link waitForClusterUp}.
+ * Starts stopped nodes one after another, each given `cqlTimeoutMs` to accept CQL, then waits
+ * until every node sees every other up, unless `waitForCluster` is false (then the caller calls
+ * {@link waitForClusterUp}).
  */
 export async function startNodes(
   names: readonly string[],
   cqlTimeoutMs = CQL_START_TIMEOUT_MS,
-  options: { waitForCluster: boolean } = { waitForCluster: true },
+  options = { waitForCluster: true },
 ): Promise<void> {
   const topology = currentTopology();
-  const specs = nodeSpecs(topology);
-  const nodes = names.map((name) => findNode(specs, name));
+  const nodes = names.map(nodeNamed);
   for (const node of nodes) {
     if (processState(node) === 'absent') {
       throw new ClusterError(`Node ${node.name} was never created; run "npm run cluster -- up".`);
@@ -259,11 +237,10 @@ export async function startNodes(
 }
 
 /**
- * The lines every node's system.log holds about linearizability violations (the nodes run with
- * `paxos_on_linearizability_violations: log`). Cassandra checks only with Paxos v2, and only for
- * keys a Paxos repair has covered: an empty list is weaker evidence under Paxos v1.
+ * The nodes' system.log lines about linearizability violations. Cassandra checks only under
+ * Paxos v2, and only keys a Paxos repair covered: an empty list is weaker evidence under v1.
  */
-export function linearizabilityViolations(topology: Topology = currentTopology()): string[] {
+export function linearizabilityViolations(topology = currentTopology()): string[] {
   return nodeSpecs(topology).flatMap((node) =>
     logLines(node, /Linearizability violation/).map((line) => `${node.name}: ${line}`),
   );
@@ -272,7 +249,7 @@ export function linearizabilityViolations(topology: Topology = currentTopology()
 /** Nodes whose schema version differs from most nodes' (a lost schema thread needs a restart). */
 async function schemaStragglers(specs: readonly NodeSpec[]): Promise<NodeSpec[]> {
   const versions = await Promise.all(
-    specs.map(async (node) =>
+    specs.map((node) =>
       withClient(node, async (client) => {
         const row = (await client.execute('SELECT schema_version FROM system.local')).first();
         return String(row?.['schema_version'] ?? '');
@@ -285,9 +262,9 @@ async function schemaStragglers(specs: readonly NodeSpec[]): Promise<NodeSpec[]>
   return specs.filter((_, i) => versions[i] !== '' && versions[i] !== majority);
 }
 
-/** Every node, as coordinator, writes at ALL to a keyspace replicated on every node. */
+/** Waits until every node, as coordinator, writes at ALL to a keyspace on every node. */
 export async function waitForClusterUp(
-  topology: Topology = currentTopology(),
+  topology = currentTopology(),
   log: Log = () => undefined,
 ): Promise<void> {
   const specs = nodeSpecs(topology);
@@ -296,13 +273,12 @@ export async function waitForClusterUp(
     await stopNode(node);
     await startNode(node, topology);
   }
-  const first = specs[0]!;
   const replication = [...new Set(specs.map((s) => s.dc))]
     .map((dc) => `'${dc}': ${topology.nodesPerDc}`)
     .join(', ');
   await waitFor(
     () =>
-      withClient(first, async (client) => {
+      withClient(specs[0]!, async (client) => {
         await client.execute(
           `CREATE KEYSPACE IF NOT EXISTS ${PROBE_KEYSPACE} WITH replication = {'class': 'NetworkTopologyStrategy', ${replication}}`,
         );
@@ -315,13 +291,12 @@ export async function waitForClusterUp(
     180_000,
     'the probe keyspace to reach every node',
   );
+  const all = { consistency: cassandra.types.consistencies.all };
   for (const node of specs) {
     await waitFor(
       () =>
         withClient(node, async (client) => {
-          await client.execute(`INSERT INTO ${PROBE_KEYSPACE}.probe (k, v) VALUES (0, 0)`, [], {
-            consistency: cassandra.types.consistencies.all,
-          });
+          await client.execute(`INSERT INTO ${PROBE_KEYSPACE}.probe (k, v) VALUES (0, 0)`, [], all);
           return true;
         }).catch(() => false),
       180_000,

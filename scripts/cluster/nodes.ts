@@ -1,6 +1,6 @@
 /**
  * One node of the local cluster as a process: its pid, state, start and stop, and the probes
- * that tell when it (or a serial level through it) works. Shared by the manager and partitions.
+ * that tell when it (or a serial level through it) works.
  */
 import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -13,39 +13,29 @@ import { CQL_PORT, ClusterError, DEFAULT_TOPOLOGY, STORAGE_PORT, clusterDir } fr
 import type { NodeSpec, Topology } from './topology.js';
 
 export const run = promisify(execFile);
-
 export const PROBE_KEYSPACE = 'idgen_cluster_probe';
-
 export type NodeState = 'running' | 'paused' | 'stopped' | 'absent';
-
 export type Log = (line: string) => void;
 
 /** The topology recorded by `up`, or the default before the first `up`. */
 export function currentTopology(): Topology {
   const file = path.join(clusterDir(), 'topology.json');
   if (!fs.existsSync(file)) return DEFAULT_TOPOLOGY;
+  // A record older than the Paxos and commitlog choices ran v2 and Cassandra's periodic default.
   const recorded = JSON.parse(fs.readFileSync(file, 'utf8')) as Partial<Topology>;
-  // Recorded before Paxos and commitlog were chosen: v2, and Cassandra's periodic default.
-  return {
-    dcs: recorded.dcs ?? DEFAULT_TOPOLOGY.dcs,
-    nodesPerDc: recorded.nodesPerDc ?? DEFAULT_TOPOLOGY.nodesPerDc,
-    paxos: recorded.paxos ?? 'v2',
-    commitlog: recorded.commitlog ?? 'periodic',
-  };
+  return { ...DEFAULT_TOPOLOGY, paxos: 'v2', commitlog: 'periodic', ...recorded };
 }
 
-export function pidFile(node: NodeSpec): string {
-  return path.join(node.dir, 'cassandra.pid');
-}
+const pidFile = (node: NodeSpec) => path.join(node.dir, 'cassandra.pid');
 
 export function logFile(node: NodeSpec): string {
   return path.join(node.dir, 'logs', 'system.log');
 }
 
 /**
- * The lines of `node`'s system.log from byte `from` on that `pattern` matches, read in chunks:
- * the log is kept across restarts and can outgrow the longest string Node can make. `pattern`
- * must not be global: a global test() moves on from its last match.
+ * The lines of `node`'s system.log from byte `from` on that `pattern` (not global: a global
+ * test() moves on from its last match) matches, read in chunks: the log is kept across restarts
+ * and can outgrow the longest string Node can make.
  */
 export function logLines(node: NodeSpec, pattern: RegExp, from = 0): string[] {
   if (pattern.global || pattern.sticky) throw new Error('logLines takes a non-global pattern');
@@ -126,26 +116,18 @@ export async function stopNode(node: NodeSpec): Promise<void> {
   }
 }
 
-/** As root each DC runs as its own OS user, so that partitions can match its packets. */
-export async function osIdentity(
-  node: NodeSpec,
-): Promise<{ uid: number; gid: number } | undefined> {
+/** As root each node runs as its own OS user (created if missing): what partitions match on. */
+async function osIdentity(node: NodeSpec): Promise<{ uid: number; gid: number } | undefined> {
   if (process.getuid?.() !== 0) return undefined;
-  const lookup = async () => {
-    const { stdout: uid } = await run('id', ['-u', node.osUser]);
-    const { stdout: gid } = await run('id', ['-g', node.osUser]);
-    return { uid: Number(uid.trim()), gid: Number(gid.trim()) };
-  };
+  const lookup = async () => ({
+    uid: Number((await run('id', ['-u', node.osUser])).stdout.trim()),
+    gid: Number((await run('id', ['-g', node.osUser])).stdout.trim()),
+  });
   try {
     return await lookup();
   } catch {
-    await run('useradd', [
-      '--system',
-      '--no-create-home',
-      '--shell',
-      '/usr/sbin/nologin',
-      node.osUser,
-    ]);
+    const options = ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin'];
+    await run('useradd', [...options, node.osUser]);
     return lookup();
   }
 }
@@ -163,7 +145,7 @@ export async function launch(node: NodeSpec): Promise<void> {
     cwd: node.dir,
     detached: true,
     stdio: ['ignore', out, out],
-    ...(id ?? {}),
+    ...id,
   });
   fs.closeSync(out);
   if (child.pid === undefined) throw new ClusterError(`Could not start java for ${node.name}.`);
@@ -171,25 +153,19 @@ export async function launch(node: NodeSpec): Promise<void> {
   fs.writeFileSync(pidFile(node), String(child.pid));
 }
 
-/** How long a starting node may take to accept CQL, by default. */
 export const CQL_START_TIMEOUT_MS = 300_000;
 
 export async function waitForCql(node: NodeSpec, timeoutMs = CQL_START_TIMEOUT_MS): Promise<void> {
   const deadline = Date.now() + timeoutMs;
+  const from = startOffsets.get(node.name) ?? 0;
   for (;;) {
     if (processState(node) === 'stopped') {
       throw new ClusterError(
         `Node ${node.name} (${node.address}) exited while starting; see ${logFile(node)} and ${path.join(node.dir, 'logs', 'stdout.log')}.`,
       );
     }
-    const listening = logLines(
-      node,
-      /Starting listening for CQL clients/,
-      startOffsets.get(node.name) ?? 0,
-    );
-    if (listening.length > 0 && (await portOpen(node.address, CQL_PORT))) {
-      return;
-    }
+    const listening = logLines(node, /Starting listening for CQL clients/, from).length > 0;
+    if (listening && (await portOpen(node.address, CQL_PORT))) return;
     if (Date.now() > deadline) {
       throw new ClusterError(
         `Node ${node.name} (${node.address}) did not accept CQL within ${timeoutMs / 1000} s; see ${logFile(node)}.`,
@@ -217,15 +193,13 @@ export async function assertPortsFree(node: NodeSpec): Promise<void> {
 export function portOpen(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ host, port });
+    const done = (open: boolean) => {
+      socket.destroy();
+      resolve(open);
+    };
     socket.setTimeout(1000);
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('timeout', () => {
-      socket.destroy();
-      resolve(false);
-    });
+    socket.once('connect', () => done(true));
+    socket.once('timeout', () => done(false));
     socket.once('error', () => resolve(false));
   });
 }
@@ -257,10 +231,7 @@ export function serialWorks(node: NodeSpec, level: 'serial' | 'localSerial'): Pr
   return probeWorks(node, `SELECT v FROM ${PROBE_KEYSPACE}.probe WHERE k = 1`, level);
 }
 
-/**
- * Whether `node`, as coordinator, holds every node of the cluster for up: a write at ALL to the
- * probe table (replicated to every node) succeeds.
- */
+/** Whether `node` as coordinator holds every node up: a write at ALL to the probe table works. */
 export function seesEveryNodeUp(node: NodeSpec): Promise<boolean> {
   return probeWorks(node, `INSERT INTO ${PROBE_KEYSPACE}.probe (k, v) VALUES (2, 2)`, 'all');
 }
@@ -298,8 +269,7 @@ export async function waitFor(
   what: string,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
+  while (!(await check())) {
     if (Date.now() > deadline) {
       throw new ClusterError(`Timed out after ${timeoutMs / 1000} s waiting for ${what}.`);
     }
@@ -307,6 +277,4 @@ export async function waitFor(
   }
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

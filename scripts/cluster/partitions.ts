@@ -1,22 +1,14 @@
 /**
  * Partitions on one machine: iptables rules that drop node-to-node packets by the sending
  * process's OS user (every node sends from 127.0.0.1). A partition cuts a DC or a node off from
- * every other node both ways; clients still reach every node, unless `cutClients` hides a DC
- * from this host's clients. Each cut is verified by its effect.
+ * every other node both ways; `cutClients` hides a DC from this host's clients instead. Each cut
+ * is verified by its effect.
  */
 import { spawn } from 'node:child_process';
 import { CQL_PORT, STORAGE_PORT, ClusterError, findNode, isDcName, nodeSpecs } from './topology.js';
-import type { NodeSpec, Topology } from './topology.js';
-import {
-  currentTopology,
-  portOpen,
-  processState,
-  run,
-  runsAsOsUser,
-  seesEveryNodeUp,
-  serialWorks,
-  waitFor,
-} from './nodes.js';
+import type { NodeSpec } from './topology.js';
+import { currentTopology, portOpen, processState, run, runsAsOsUser } from './nodes.js';
+import { seesEveryNodeUp, serialWorks, waitFor } from './nodes.js';
 import type { Log } from './nodes.js';
 
 const PARTITION_TAG = 'idgen-cass-partition';
@@ -24,8 +16,8 @@ const PARTITION_TAG = 'idgen-cass-partition';
 /**
  * Cuts `target` (a DC such as `dc3`, or a node such as `dc1-2`) off from every other node, then
  * waits until the cut shows:
- * - a DC: SERIAL fails from it while LOCAL_SERIAL works there, and SERIAL works from another DC
- *   when a majority of DCs remains;
+ * - a DC: SERIAL fails from it while LOCAL_SERIAL works there, and SERIAL works from every
+ *   other node when a majority of DCs remains;
  * - a node: LOCAL_SERIAL fails with it as coordinator, and works from another node of its DC
  *   when that DC keeps a quorum of its replicas.
  *
@@ -77,18 +69,17 @@ export async function partition(
 }
 
 /**
- * Hides every node of `dc` from this host's clients (processes of this OS user), as a firewall
- * would: their packets to the DC's CQL port are dropped. The nodes still reach each other. `heal`
- * removes it. Waits until no node of the DC accepts a connection from here.
+ * Hides every node of `dc` from this host's clients, as a firewall would: their packets to the
+ * DC's CQL port are dropped, while the nodes still reach each other. Waits until no node of the
+ * DC accepts a connection from here; `heal` removes it.
  */
 export async function cutClients(dc: string, log: Log = () => undefined): Promise<void> {
   const specs = nodeSpecs(currentTopology());
   if (!isDcName(specs, dc)) throw new ClusterError(`No datacenter "${dc}" in this cluster.`);
   await requirePartitionSupport(specs);
   // requirePartitionSupport refuses any user but root, so this host's clients run as uid 0.
-  const uid = process.getuid!();
   const inside = specs.filter((s) => s.dc === dc);
-  const changes = cutClientsChanges(dc, uid, inside);
+  const changes = cutClientsChanges(dc, process.getuid!(), inside);
   await applyRules(changes);
   log(`clients of ${dc} cut: ${changes.length} iptables rules; waiting for the cut to show`);
   await waitFor(
@@ -111,10 +102,7 @@ export function cutClientsChanges(
 }
 
 /** Removes every partition and, unless told otherwise, waits until the cut targets work again. */
-export async function heal(
-  topology: Topology = currentTopology(),
-  options: { verify: boolean } = { verify: true },
-): Promise<void> {
+export async function heal(topology = currentTopology(), options = { verify: true }) {
   const cut = await partitionedTargets();
   if (cut.size === 0) return;
   await applyRules(healChanges(await iptables(['-S', 'OUTPUT'])));
@@ -122,23 +110,20 @@ export async function heal(
 }
 
 /**
- * Waits, after their rules were removed, until the `cut` targets (DCs or nodes) work again:
- * SERIAL from each, and every node holding every other for up.
+ * Waits, after their rules were removed, until SERIAL works from each of the `cut` DCs or nodes,
+ * and then (SERIAL needs only a majority) until every node holds every other up.
  */
 export async function waitHealed(
   cut: ReadonlySet<string>,
-  topology: Topology = currentTopology(),
+  topology = currentTopology(),
 ): Promise<void> {
   const specs = nodeSpecs(topology);
   for (const target of cut) {
-    const node = isDcName(specs, target)
-      ? specs.find((s) => s.dc === target)
-      : specs.find((s) => s.name === target);
+    const node = specs.find((s) => s.dc === target || s.name === target);
     if (node && processState(node) === 'running') {
       await waitFor(() => serialWorks(node, 'serial'), 180_000, `SERIAL to work from ${target}`);
     }
   }
-  // SERIAL needs only a majority; a healed cluster also needs every node to see every other up.
   if (specs.every((node) => processState(node) === 'running')) {
     for (const node of specs) {
       await waitFor(() => seesEveryNodeUp(node), 180_000, `${node.name} to see every node up`);
@@ -148,13 +133,10 @@ export async function waitHealed(
 
 /** The DCs and nodes currently cut off by `partition`. */
 export async function partitionedTargets(): Promise<Set<string>> {
-  const cut = new Set<string>();
-  if (!(await hasIptables())) return cut;
+  if (!(await hasIptables())) return new Set();
   const listing = await iptables(['-S', 'OUTPUT']).catch(() => '');
-  for (const m of listing.matchAll(new RegExp(`${PARTITION_TAG}:([A-Za-z0-9_-]+)`, 'g'))) {
-    cut.add(m[1]!);
-  }
-  return cut;
+  const tags = listing.matchAll(new RegExp(`${PARTITION_TAG}:([A-Za-z0-9_-]+)`, 'g'));
+  return new Set([...tags].map((m) => m[1]!));
 }
 
 /** Whether `node` is cut off, alone or with its DC. */
@@ -162,13 +144,11 @@ export function isCut(node: NodeSpec, cut: ReadonlySet<string>): boolean {
   return cut.has(node.dc) || cut.has(node.name);
 }
 
-async function hasIptables(): Promise<boolean> {
-  try {
-    await run('iptables', ['--version']);
-    return true;
-  } catch {
-    return false;
-  }
+function hasIptables(): Promise<boolean> {
+  return run('iptables', ['--version']).then(
+    () => true,
+    () => false,
+  );
 }
 
 /** Why DCs cannot be partitioned here, or undefined when they can. */
@@ -194,27 +174,19 @@ async function requirePartitionSupport(specs: readonly NodeSpec[]): Promise<void
   }
 }
 
-/**
- * The rule changes that cut `inside` off from `outside`, both ways: each DROP goes first in
- * OUTPUT, so that no earlier rule of the host's firewall lets the packets through.
- */
+/** The rule changes that cut `inside` off from `outside`, both ways. */
 export function partitionChanges(
   target: string,
   inside: readonly Pick<NodeSpec, 'osUser' | 'address'>[],
   outside: readonly Pick<NodeSpec, 'osUser' | 'address'>[],
 ): string[][] {
-  const rules: string[][] = [];
-  for (const a of inside)
-    for (const b of outside) rules.push(firstDrop(target, a.osUser, b.address, STORAGE_PORT));
-  for (const b of outside)
-    for (const a of inside) rules.push(firstDrop(target, b.osUser, a.address, STORAGE_PORT));
-  return rules;
+  return [
+    ...inside.flatMap((a) => outside.map((b) => firstDrop(target, a.osUser, b.address))),
+    ...outside.flatMap((b) => inside.map((a) => firstDrop(target, b.osUser, a.address))),
+  ];
 }
 
-/**
- * The changes that delete every partition rule in `listing` (`iptables -S OUTPUT`) and nothing
- * else: a DROP whose comment is this tag and a target.
- */
+/** The changes that delete every partition rule (a DROP with our tag) in `iptables -S OUTPUT`. */
 export function healChanges(listing: string): string[][] {
   const tagged = new RegExp(`^${PARTITION_TAG}:[A-Za-z0-9_-]+$`);
   return listing
@@ -234,8 +206,11 @@ export function healChanges(listing: string): string[][] {
     .map((rule) => ['-D', ...rule]);
 }
 
-/** Inserts first in OUTPUT a DROP of `owner`'s packets to `destination`:`port`, tagged `target`. */
-function firstDrop(target: string, owner: string, destination: string, port: number): string[] {
+/**
+ * A DROP of `owner`'s packets to `destination`:`port`, tagged `target`, inserted first in OUTPUT
+ * so that no earlier rule of the host's firewall lets the packets through.
+ */
+function firstDrop(target: string, owner: string, destination: string, port = STORAGE_PORT) {
   const match = `-o lo -p tcp -d ${destination} --dport ${port} -m owner --uid-owner ${owner}`;
   const tag = `-m comment --comment ${PARTITION_TAG}:${target}`;
   return `-I OUTPUT 1 ${match} ${tag} -j DROP`.split(' ');
@@ -245,10 +220,7 @@ function splitRule(rule: string): string[] {
   return (rule.match(/"[^"]*"|\S+/g) ?? []).map((t) => t.replace(/^"|"$/g, ''));
 }
 
-/**
- * Applies every rule change in one `iptables-restore` transaction: no half-made partition, and
- * one process instead of one slow `iptables` call per rule.
- */
+/** Applies every change in one `iptables-restore` transaction: no half-made partition. */
 async function applyRules(changes: readonly string[][]): Promise<void> {
   if (changes.length === 0) return;
   const quote = (arg: string) => (/^[\w.:/-]+$/.test(arg) ? arg : `"${arg}"`);
@@ -269,6 +241,5 @@ async function applyRules(changes: readonly string[][]): Promise<void> {
 }
 
 async function iptables(args: string[]): Promise<string> {
-  const { stdout } = await run('iptables', ['-w', ...args]);
-  return stdout;
+  return (await run('iptables', ['-w', ...args])).stdout;
 }

@@ -1,9 +1,5 @@
-/**
- * What every node runs, read from the node itself (`system_views.settings` is node-local): a run
- * is about one Paxos variant and one commitlog setting.
- */
-import { ClusterError } from './topology.js';
-import type { NodeSpec } from './topology.js';
+/** What every node runs, read from the node itself (`system_views.settings` is node-local). */
+import { ClusterError, type NodeSpec } from './topology.js';
 import { hostOf, sleep, withClient } from './nodes.js';
 
 /** The settings of one node that a run's verdict depends on. */
@@ -13,10 +9,7 @@ export interface NodeSettings {
   readonly commitlogSync: string;
 }
 
-/**
- * Reads `paxos_variant` and `commitlog_sync` from every node, each coordinating its own read, and
- * asks a node that does not answer again for up to `timeoutMs`.
- */
+/** Reads every node's settings, each node coordinating its own read, retried for `timeoutMs`. */
 export async function readNodeSettings(
   nodes: readonly NodeSpec[],
   timeoutMs = 60_000,
@@ -59,10 +52,7 @@ function readSettingsOf(node: NodeSpec): Promise<Omit<NodeSettings, 'node'>> {
   });
 }
 
-/**
- * How the nodes' settings differ from `expected`, or else from the first node's: one line per
- * node that differs. A setting a node did not report (`unknown`) differs too.
- */
+/** A line per node whose settings differ from `expected` (else the first's); `unknown` differs. */
 export function settingsProblems(
   settings: readonly NodeSettings[],
   expected?: { readonly paxos: string; readonly commitlogSync: string },
@@ -70,23 +60,22 @@ export function settingsProblems(
   const reference = expected ?? settings[0];
   if (reference === undefined) return ['no node answered'];
   const against = expected === undefined ? `${settings[0]!.node}'s` : 'the expected';
+  const differs = (mine: string, theirs: string) => mine !== theirs || mine === 'unknown';
   return settings.flatMap((s) => {
-    const differences = [
-      ...(s.paxos !== reference.paxos || s.paxos === 'unknown'
-        ? [`paxos_variant ${s.paxos}, not ${against} ${reference.paxos}`]
-        : []),
-      ...(s.commitlogSync !== reference.commitlogSync || s.commitlogSync === 'unknown'
-        ? [`commitlog_sync ${s.commitlogSync}, not ${against} ${reference.commitlogSync}`]
-        : []),
-    ];
+    const differences: string[] = [];
+    if (differs(s.paxos, reference.paxos)) {
+      differences.push(`paxos_variant ${s.paxos}, not ${against} ${reference.paxos}`);
+    }
+    if (differs(s.commitlogSync, reference.commitlogSync)) {
+      differences.push(
+        `commitlog_sync ${s.commitlogSync}, not ${against} ${reference.commitlogSync}`,
+      );
+    }
     return differences.length === 0 ? [] : [`${s.node} runs ${differences.join(' and ')}`];
   });
 }
 
-/**
- * How the nodes' settings at the end of a run differ from those at its start, one line per node:
- * a restart rewrites a node's configuration.
- */
+/** One line per node whose settings changed during a run (a restart rewrites its configuration). */
 export function settingsChanges(
   start: readonly NodeSettings[],
   end: readonly NodeSettings[],
@@ -94,8 +83,7 @@ export function settingsChanges(
   return start.flatMap((before) => {
     const after = end.find((s) => s.node === before.node);
     if (after === undefined) return [`${before.node} did not report its settings at the end`];
-    const problems = settingsProblems([after], before);
-    return problems.length === 0
+    return settingsProblems([after], before).length === 0
       ? []
       : [
           `${before.node} ran paxos_variant ${before.paxos}, commitlog_sync ${before.commitlogSync} at the start, and paxos_variant ${after.paxos}, commitlog_sync ${after.commitlogSync} at the end`,

@@ -1,13 +1,11 @@
 /**
- * Where the local cluster lives and how its nodes are laid out.
- *
- * Node j (1-based) of datacenter k listens on 127.0.(j-1).k, so the default 3 DCs × 1 node
- * puts dc1 on 127.0.0.1, dc2 on 127.0.0.2 and dc3 on 127.0.0.3, all on port 9042.
+ * Where the local cluster lives and how its nodes are laid out: node j (1-based) of datacenter k
+ * listens on 127.0.(j-1).k, port 9042, so dc1's nodes are 127.0.0.1, 127.0.1.1, ...
  */
 import os from 'node:os';
 import path from 'node:path';
 
-/** Cassandra release the cluster runs; pinned so every machine tests against the same one. */
+/** Pinned so every machine tests against the same Cassandra. */
 export const CASSANDRA_VERSION = '5.0.9';
 export const CQL_PORT = 9042;
 export const STORAGE_PORT = 7000;
@@ -19,15 +17,13 @@ export interface NodeSpec {
   readonly address: string;
   readonly jmxPort: number;
   readonly token: string;
-  /** OS user that runs the node's JVM as root: what tells nodes' packets apart in iptables. */
+  /** Runs the node's JVM as root: what tells nodes' packets apart in iptables. */
   readonly osUser: string;
   readonly dir: string;
 }
 
-/** The Paxos implementations of Cassandra 5.0 (`paxos_variant`). */
 export type PaxosVariant = 'v1' | 'v2';
 export const PAXOS_VARIANTS: readonly PaxosVariant[] = ['v1', 'v2'];
-
 /** `batch` syncs before acknowledging; `periodic` (negative controls only) may lose writes. */
 export type CommitlogSync = 'batch' | 'periodic';
 
@@ -38,10 +34,14 @@ export interface Topology {
   readonly commitlog: CommitlogSync;
 }
 
-/**
- * The topology `up` starts when given no flags and no cluster exists: 3 DCs of
- * `IDGEN_NODES_PER_DC` nodes (default 3) running Paxos `IDGEN_PAXOS` (default v2), commitlog batch.
- */
+export const DEFAULT_TOPOLOGY: Readonly<Topology> = Object.freeze({
+  dcs: 3,
+  nodesPerDc: 3,
+  paxos: 'v2',
+  commitlog: 'batch',
+});
+
+/** What `up` starts with no flags and no cluster: the default, IDGEN_NODES_PER_DC and IDGEN_PAXOS. */
 export function defaultTopology(env: NodeJS.ProcessEnv = process.env): Topology {
   const nodesPerDc = Number(env['IDGEN_NODES_PER_DC'] ?? DEFAULT_TOPOLOGY.nodesPerDc);
   if (!Number.isInteger(nodesPerDc) || nodesPerDc < 1 || nodesPerDc > 9) {
@@ -49,17 +49,16 @@ export function defaultTopology(env: NodeJS.ProcessEnv = process.env): Topology 
       `IDGEN_NODES_PER_DC must be an integer from 1 to 9; got "${env['IDGEN_NODES_PER_DC']}".`,
     );
   }
-  const paxos = env['IDGEN_PAXOS'] ?? DEFAULT_TOPOLOGY.paxos;
-  if (!PAXOS_VARIANTS.includes(paxos as PaxosVariant)) {
+  const paxos = (env['IDGEN_PAXOS'] ?? DEFAULT_TOPOLOGY.paxos) as PaxosVariant;
+  if (!PAXOS_VARIANTS.includes(paxos)) {
     throw new ClusterError(`IDGEN_PAXOS must be v1 or v2; got "${paxos}".`);
   }
-  return Object.freeze({ dcs: 3, nodesPerDc, paxos: paxos as PaxosVariant, commitlog: 'batch' });
+  return Object.freeze({ ...DEFAULT_TOPOLOGY, nodesPerDc, paxos });
 }
 
 /**
- * The local cluster the integration tests run on: IDGEN_NODES_PER_DC and IDGEN_PAXOS where set;
- * otherwise an existing cluster's nodes per DC (at least 3) and Paxos variant, so that it is
- * reused; otherwise {@link defaultTopology}.
+ * The integration tests' cluster: where a variable is unset, an existing cluster's Paxos variant
+ * and nodes per DC (at least 3), so that it is reused; else {@link defaultTopology}.
  */
 export function testTopology(
   existing: Topology | undefined,
@@ -77,21 +76,14 @@ export function testTopology(
   });
 }
 
-export const DEFAULT_TOPOLOGY: Readonly<Topology> = Object.freeze({
-  dcs: 3,
-  nodesPerDc: 3,
-  paxos: 'v2',
-  commitlog: 'batch',
-});
-
-/** `3 DCs × 3 nodes, Paxos v2, commitlog batch`. */
+/** `3 DCs × 3 nodes, Paxos v2, commitlog_sync batch`. */
 export function describeTopology(t: Topology): string {
   return `${t.dcs} DCs × ${t.nodesPerDc} node${t.nodesPerDc === 1 ? '' : 's'}, Paxos ${t.paxos}, commitlog_sync ${t.commitlog}`;
 }
 
 /**
- * The cache holding the Cassandra jars and the cluster's data, outside the repository.
- * As root the jars must be readable by the per-DC users, so the cache leaves /root.
+ * The cache of the Cassandra jars and the cluster's data, outside the repository. As root it
+ * leaves /root: the per-DC users must read the jars.
  */
 export function cacheDir(): string {
   const override = process.env['IDGEN_CACHE_DIR'];
@@ -106,32 +98,25 @@ export function clusterDir(): string {
 }
 
 export function nodeSpecs(topology: Topology): NodeSpec[] {
-  const total = topology.dcs * topology.nodesPerDc;
+  const total = BigInt(topology.dcs * topology.nodesPerDc);
   const specs: NodeSpec[] = [];
-  let index = 0;
   for (let k = 1; k <= topology.dcs; k++) {
     for (let j = 1; j <= topology.nodesPerDc; j++) {
+      const index = specs.length;
       const name = `dc${k}-${j}`;
       specs.push({
         name,
         dc: `dc${k}`,
         address: `127.0.${j - 1}.${k}`,
         jmxPort: 7100 + 100 * index,
-        token: spreadToken(index, total),
+        // Evenly spaced Murmur3 tokens: fresh nodes start together without bootstrapping.
+        token: (-(2n ** 63n) + (2n ** 64n * BigInt(index)) / total).toString(),
         osUser: `idgen-${name}`,
         dir: path.join(clusterDir(), name),
       });
-      index++;
     }
   }
   return specs;
-}
-
-/** Evenly spaced Murmur3 tokens, so fresh nodes can start together without bootstrapping. */
-function spreadToken(index: number, total: number): string {
-  const min = -(2n ** 63n);
-  const span = 2n ** 64n;
-  return (min + (span * BigInt(index)) / BigInt(total)).toString();
 }
 
 /** Whether `name` names a DC (`dc2`) rather than a node (`dc2-1`). */
@@ -153,19 +138,14 @@ export function findNode(specs: readonly NodeSpec[], name: string): NodeSpec {
 
 /** An error of the cluster manager: printed as one line by the CLI. */
 export class ClusterError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ClusterError';
-  }
+  override name = 'ClusterError';
 }
 
 /** `dc1=10.0.0.5,dc2=10.1.0.5;10.1.0.6` → `{ dc1: ['10.0.0.5'], dc2: ['10.1.0.5', '10.1.0.6'] }`. */
 export function parseClusterSpec(spec: string): Record<string, string[]> {
   const dcs: Record<string, string[]> = {};
-  for (const part of spec
-    .split(',')
-    .map((p) => p.trim())
-    .filter(Boolean)) {
+  for (const part of spec.split(',').map((p) => p.trim())) {
+    if (part === '') continue;
     const [dc, hosts] = part.split('=');
     if (!dc || !hosts || !/^[A-Za-z0-9_.-]+$/.test(dc)) {
       throw new Error(

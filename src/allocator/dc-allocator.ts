@@ -77,9 +77,7 @@ export class DcAllocator {
     this.failures =
       options.failures ?? rangeFailureLog(options.settings.name, options.log, observer);
     this.ctx = new DcContext({
-      store: options.store,
-      dc: options.dc,
-      settings: options.settings,
+      ...options,
       incarnation: options.incarnation,
       clock,
       sleep: options.sleep ?? ((ms) => clock.sleep(ms)),
@@ -89,19 +87,15 @@ export class DcAllocator {
     });
     this.row = new DcStateRow(this.ctx, this.unresolvedOps);
     this.grants = new DcGrants(this.ctx, () => ({
-      rate: this.row.dcRate,
+      rate: this.dcRate,
       block: this.claims.blockAsk,
     }));
     this.claims = new DcClaims(this.ctx, this.row, this.grants, (known) => this.ensureRange(known));
+    const { dc, log, onRangeInstalled } = options;
     this.ranges = new RangeRequests({
-      run: (known) => this.grantAndInstall(known),
+      ...{ dc, log, onRangeInstalled, clock, observer, failures: this.failures },
       sequence: options.settings.name,
-      dc: options.dc,
-      clock,
-      log: options.log,
-      failures: this.failures,
-      observer,
-      onRangeInstalled: options.onRangeInstalled,
+      run: (known) => this.grantAndInstall(known),
       wentBack: () => this.ctx.wentBack,
       exhausted: () => this.grants.exhausted !== undefined,
     });

@@ -24,33 +24,20 @@ const BACKOFF_MIN_MS = 2;
 export const BACKOFF_MAX_MS = 100;
 
 /** What the DC level counts, as {@link SequenceStats} names it; `wasted` is its `unknownOutcome`. */
-export type DcCounters = {
-  -readonly [
-    K in keyof Pick<
-      SequenceStats,
-      | 'blocksClaimed'
-      | 'rangesGranted'
-      | 'casRejections'
-      | 'casUnknown'
-      | 'wasted'
-      | 'lwtWrites'
-      | 'serialReads'
-      | 'localSerialReads'
-    >
-  ]: number;
-};
+const DC_COUNTERS = [
+  'blocksClaimed',
+  'rangesGranted',
+  'casRejections',
+  'casUnknown',
+  'wasted',
+  'lwtWrites',
+  'serialReads',
+  'localSerialReads',
+] as const satisfies readonly (keyof SequenceStats)[];
+export type DcCounters = Record<(typeof DC_COUNTERS)[number], number>;
 
 export function newDcCounters(): DcCounters {
-  return {
-    blocksClaimed: 0,
-    rangesGranted: 0,
-    casRejections: 0,
-    casUnknown: 0,
-    wasted: 0,
-    lwtWrites: 0,
-    serialReads: 0,
-    localSerialReads: 0,
-  };
+  return Object.fromEntries(DC_COUNTERS.map((key) => [key, 0])) as DcCounters;
 }
 
 export type DcContextOptions = Pick<

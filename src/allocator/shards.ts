@@ -232,19 +232,14 @@ export class Shards {
     const context = this.context;
     this.shard = shard;
     this.claimsFrom = granteeName(context.dc, shard);
+    const { store, clock, log, onRangeInstalled, observer, ledger } = context;
     const allocator = new DcAllocator({
-      store: context.store,
+      ...{ store, clock, log, onRangeInstalled, observer, settings, incarnation: this.incarnation },
       dc: this.grantee,
-      settings,
-      incarnation: this.incarnation,
-      clock: context.clock,
-      log: context.log,
-      onRangeInstalled: context.onRangeInstalled,
       onRolledBack: context.forfeit,
-      observer: context.observer,
-      counters: context.ledger.dcCounters,
-      failures: context.ledger.rangeFailures,
-      marks: context.marks?.(granteeName(context.dc, shard), settings.start),
+      counters: ledger.dcCounters,
+      failures: ledger.rangeFailures,
+      marks: context.marks?.(this.grantee, settings.start),
     });
     this.current = { settings, allocator };
     return this.current;

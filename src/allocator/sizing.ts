@@ -67,17 +67,8 @@ export const CLAIM_MARGIN = 2;
  * the load").
  */
 export function blockSizeFor(demand: BlockDemand): number {
-  const {
-    rate,
-    claimIntervalMs,
-    waiting,
-    min,
-    max,
-    dcRate,
-    claimMs,
-    threshold = 0.5,
-    lostRaces = 0,
-  } = demand;
+  const { rate, claimIntervalMs, waiting, min, max, dcRate, claimMs } = demand;
+  const { threshold = 0.5, lostRaces = 0 } = demand;
   const perMs = rate === undefined ? 0 : rate / 1_000;
   const forInterval = Math.ceil(perMs * claimIntervalMs);
   const forClaim =

@@ -1,14 +1,8 @@
 /**
- * `npm run bench [-- --quick] [options]`: the benchmark of idgen-cass, in five sections:
- * 1. the in-process cost of one ID against other generators (no network); on the local 3-DC
- * cluster, 2. a naive one-LWT-per-ID baseline, allocator processes in every DC over a block-size
- * sweep, and cold start; 3. a burst; 4. scale, N allocator instances per DC, fixed blocks against
- * adaptive ones (`--scale-only`, `--no-scale`); 5. one `idgen-cass serve` per DC under autocannon
- * beside the library (`--http-only`, `--no-http`).
- *
- * Prints a table on stdout (progress on stderr) and writes results.json and REPORT.md into
- * `--out`. Uses the running cluster, or starts it; works in a fresh keyspace that it drops at
- * the end. `--help` lists the options.
+ * `npm run bench [-- --quick] [options]`: 1. in-process cost of one ID; on the local 3-DC
+ * cluster, 2. naive baseline, block-size sweep, cold start; 3. burst; 4. scale; 5. HTTP service.
+ * Prints a table on stdout (progress on stderr), writes results.json and REPORT.md into `--out`;
+ * works in a fresh keyspace that it drops at the end. `--help` lists the options.
  */
 import os from 'node:os';
 
@@ -28,19 +22,15 @@ const log = (line: string): void => {
   process.stderr.write(`[bench ${seconds} s] ${line}\n`);
 };
 
-/** A rough duration, so that whoever started a 20-minute run knows it. */
 function estimateMinutes(settings: BenchSettings): number {
   const perRun =
     2 * settings.durationSeconds +
     settings.blockSizes.length * 2 * (settings.warmupSeconds + settings.durationSeconds + 2) +
     8;
-  // Every N in both modes, then one untimed tight configuration at N = 1.
   const scalePerRun =
     (settings.scaleInstances.length * SCALE_MODES.length + 1) *
     settings.scaleVariants.length *
     (settings.scaleWarmupSeconds + settings.scaleSeconds + 2);
-  // Each count: the service and the library, each a warm-up, the measured window and a second
-  // of setting up; and about 20 s for the services to start.
   const httpPerRun =
     HTTP_COUNTS.length * 2 * (settings.httpWarmupSeconds + settings.httpSeconds + 1);
   return (
@@ -69,10 +59,8 @@ async function main(): Promise<void> {
       (settings.httpOnly ? ' (HTTP phase only)' : '') +
       `; about ${estimateMinutes(settings).toFixed(0)} min`,
   );
-
   log('1. in-process cost of one ID');
   const inProcess = await measureInProcess(settings, log);
-
   const contactPoints = await ensureCluster(log);
   const cluster = await BenchCluster.open(contactPoints, log);
   let fleet: Fleet | undefined;
@@ -90,11 +78,9 @@ async function main(): Promise<void> {
   };
   process.once('SIGINT', interrupted);
   process.once('SIGTERM', interrupted);
-
   let raw: RawResults;
   try {
     const machine = machineInfo(await cluster.cassandraVersions(), loadAverage);
-    // The allocator processes serve sections 2 to 4; the HTTP phase starts its own services.
     if (!settings.httpOnly) {
       fleet = await Fleet.start(
         cluster.contactPoints,
@@ -134,7 +120,6 @@ async function main(): Promise<void> {
     process.off('SIGINT', interrupted);
     process.off('SIGTERM', interrupted);
   }
-
   const report = buildReport(raw);
   const files = await writeReport(report, settings.out);
   process.stdout.write(report.table);

@@ -1,8 +1,4 @@
-/**
- * The benchmark's view of the local multi-DC cluster: make sure it answers (starting it with
- * the cluster manager only if it does not), a fresh keyspace per run, one DC-local driver
- * client per DC, and an admin allocator to create the sequences.
- */
+/** The local multi-DC cluster: a fresh keyspace per run, a DC-local client per DC, an admin. */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 
@@ -24,11 +20,7 @@ type Log = (line: string) => void;
 /** Replicas per DC of a production keyspace: a quorum survives one node down. */
 const PRODUCTION_RF = 3;
 
-/**
- * Uses the running cluster if every node answers CQL, else starts it with the manager's `up`
- * (which never touches nodes already running).
- * @returns contact points per DC.
- */
+/** Uses the running cluster, else starts it (`up` leaves running nodes alone); contact points per DC. */
 export async function ensureCluster(log: Log): Promise<Record<string, string[]>> {
   const topology = manager.currentTopology();
   const nodes = await manager.status(topology);
@@ -50,23 +42,17 @@ export async function ensureCluster(log: Log): Promise<Record<string, string[]>>
 export class BenchCluster {
   private constructor(
     readonly keyspace: string,
-    /** Replicas per DC of {@link keyspace}. */
     readonly replication: Readonly<Record<string, number>>,
     readonly contactPoints: Readonly<Record<string, readonly string[]>>,
     private readonly clients: ReadonlyMap<string, cassandra.Client>,
     private readonly admin: IdGen,
   ) {}
 
-  /** The DCs, sorted. */
   get dcs(): string[] {
     return Object.keys(this.contactPoints).sort();
   }
 
-  /**
-   * Creates keyspace `bench_<random>` with the idgen tables and the naive baseline's table, at
-   * the replication production runs where the DC has the nodes for it: 3 per DC, else one
-   * replica per node.
-   */
+  /** Creates keyspace `bench_<random>` at RF 3 per DC where the DC has the nodes, with the naive table. */
   static async open(contactPoints: Record<string, string[]>, log: Log): Promise<BenchCluster> {
     const keyspace = `bench_${randomBytes(4).toString('hex')}`;
     const dcs = Object.keys(contactPoints).sort();
@@ -112,14 +98,12 @@ export class BenchCluster {
     }
   }
 
-  /** The DC-local driver client of `dc`. */
   client(dc: string): cassandra.Client {
     const client = this.clients.get(dc);
     if (client === undefined) throw new Error(`no DC "${dc}" (DCs: ${this.dcs.join(', ')})`);
     return client;
   }
 
-  /** What `connect()` needs for an allocator in `dc`. */
   connectOptions(dc: string): ConnectOptions {
     const contactPoints = [...this.contactPoints[dc]!];
     return { contactPoints, localDataCenter: dc, keyspace: this.keyspace };
@@ -129,7 +113,6 @@ export class BenchCluster {
     await this.admin.createSequence(name, options);
   }
 
-  /** `release_version` of the node each DC's client is connected to. */
   async cassandraVersions(): Promise<Record<string, string>> {
     const versions: Record<string, string> = {};
     for (const dc of this.dcs) {
@@ -155,7 +138,6 @@ export class BenchCluster {
   }
 }
 
-/** The machine's description for the report header. */
 export function machineInfo(
   cassandraVersions: Record<string, string>,
   loadAverage: readonly number[],

@@ -1,17 +1,12 @@
-/**
- * The measured draw loop every allocator process and instance of the benchmark runs: `await
- * next()` as fast as it can, or at a set rate, timing every call after the warm-up; or, for
- * throughput alone, tight and untimed.
- */
+/** The draw loop of every allocator process and instance: tight, paced, or tight and untimed. */
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import type { Sequence, SequenceStats } from '../../src/index.js';
 import { countsBetween, type WorkerDraw } from './protocol.js';
 import { Histogram, hrNow } from './stats.js';
 
-/** After a failed `next()` the loop pauses this long, as a caller backing off would. */
 const FAILURE_PAUSE_MS = 100;
-/** Paced mode: a loop that fell further behind than this gives up the missed IDs. */
+/** Paced mode: a loop further behind than this gives up the missed IDs. */
 const MAX_LAG_NS = 100e6;
 export const MAX_FAILURE_MESSAGES = 3;
 
@@ -20,46 +15,31 @@ export interface DrawPlan {
   readonly ratePerSecond: number;
   readonly warmupMs: number;
   readonly durationMs: number;
-  /** `process.hrtime` nanoseconds the warm-up started at (loops of one command share it). */
+  /** `hrNow()` at the warm-up's start (loops of one command share it). */
   readonly start: number;
-  /**
-   * False: tight only, no call timed and the clock read once per {@link COUNT_BATCH} calls, so
-   * the loop is `await next()` and a counter; its histogram stays empty. Default true.
-   */
+  /** False: tight, untimed, the clock read once per {@link COUNT_BATCH} calls. Default true. */
   readonly timed?: boolean;
 }
 
-/**
- * Calls between clock reads of an untimed loop. Two clock reads (one call's timing) cost more
- * than the `await next()` they time, so a timed loop measures its timer as much as the library.
- */
+/** Two clock reads cost more than the `await next()` they time, so untimed loops batch calls. */
 export const COUNT_BATCH = 1_024;
 
-/** A draw with the IDs the handle held when its window opened and closed. */
 export interface LoopResult {
   readonly draw: Omit<WorkerDraw, 'histogram' | 'rssMiB'>;
   readonly histogram: Histogram;
   readonly heldBefore: number;
   readonly heldAfter: number;
-  /** `stats().blockSize` at the window's end (the size adaptive blocks chose); undefined: none. */
   readonly lastBlockSize: number | undefined;
-  /**
-   * Nanoseconds from the plan's start to the loop's first ID; undefined if it drew none (or it
-   * is the untimed loop, which reads no clock per call). A cold start of many instances shows
-   * here: every one of them needs a claim, and a DC range first.
-   */
+  /** From the plan's start to the first ID; undefined if none, or untimed. */
   readonly firstIdNs: number | undefined;
-  /** Grant reads at SERIAL (`stats().serialReads`) of the whole loop, warm-up included. */
+  /** These two count the whole loop, warm-up included. */
   readonly serialReads: number;
-  /** IDs the handle handed out in the whole loop, warm-up included (`stats().issued`). */
   readonly issued: number;
 }
 
 /**
- * A loop's measured window: the stats when the loop started and when the window opened, and
- * the calls that threw before and in it. The window opens at the warm-up's end, not at the
- * first call after it: a call blocked across the whole window must not leave a window of
- * nanoseconds behind.
+ * A loop's measured window. It opens at the warm-up's end, not at the first call after it: a
+ * call blocked across the whole window must not leave a window of nanoseconds behind.
  */
 class Window {
   readonly initial: SequenceStats;
@@ -89,10 +69,7 @@ class Window {
     await afterFailure(error, this.failureMessages);
   }
 
-  /**
-   * The loop's result, with the counters between the window's opening and now.
-   * @param heldBeforeExtra IDs to add to those held at the opening (an ID taken before it).
-   */
+  /** @param heldBeforeExtra IDs to add to those held at the opening (an ID taken before it). */
   result(
     draw: Pick<LoopResult['draw'], 'ids' | 'seconds' | 'notIncreasing'>,
     histogram: Histogram,
@@ -124,10 +101,8 @@ class Window {
 }
 
 /**
- * Draws from `handle` until the plan's window ends; `onMeasuring` runs once, when this loop's
- * window opens. Tight: `await next()` of an ID the handle holds resumes as a microtask (the
- * library yields to I/O once per 512 of them). Paced: sleeps whenever it is 1 ms ahead (a
- * timer, never a busy wait). Does not close the handle.
+ * Draws until the plan's window ends; `onMeasuring` runs when this loop's window opens. Paced
+ * loops sleep whenever 1 ms ahead. Does not close the handle.
  */
 export async function drawLoop(
   handle: Sequence<number>,
@@ -149,7 +124,6 @@ export async function drawLoop(
   let notIncreasing = 0;
   let last = -1;
   let firstIdAt: number | undefined;
-
   for (;;) {
     const t0 = hrNow();
     let id: number;
@@ -172,8 +146,7 @@ export async function drawLoop(
       openingId = 1;
     }
     if (window.measuring) {
-      // A call that ends in the window counts with its whole latency, the one that crossed the
-      // warm-up's end included: it may be the slowest.
+      // The call that crossed the warm-up's end counts whole: it may be the slowest.
       histogram.record(t1 - t0);
       drawn++;
       if (t1 >= end) {
@@ -193,18 +166,14 @@ export async function drawLoop(
   return window.result({ ids: drawn, seconds, notIncreasing }, histogram, openingId, firstIdNs);
 }
 
-/** Keeps `error` among the first few distinct messages, then pauses as a caller backing off would. */
+/** Keeps the first few distinct messages, then pauses as a caller backing off would. */
 export async function afterFailure(error: unknown, messages: Set<string>): Promise<void> {
   const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
   if (messages.size < MAX_FAILURE_MESSAGES) messages.add(message);
   await sleep(FAILURE_PAUSE_MS);
 }
 
-/**
- * The untimed tight loop: batches of {@link COUNT_BATCH} `await next()` with the clock read
- * between batches, so the window closes at most one batch late (a batch that crossed the
- * warm-up's end is not counted). A failed call ends its batch and pauses as the timed loop does.
- */
+/** The untimed loop: a batch that crossed the warm-up's end is not counted. */
 async function countLoop(
   handle: Sequence<number>,
   plan: DrawPlan,

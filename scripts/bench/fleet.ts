@@ -1,7 +1,4 @@
-/**
- * The benchmark's allocator processes: `processesPerDc` children per DC, started once and
- * reused by every phase, each with its own connection to its own DC.
- */
+/** The allocator processes: `processesPerDc` children per DC, started once for every phase. */
 import { fork, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
@@ -25,15 +22,11 @@ const START_TIMEOUT_MS = 120_000;
 const EXIT_TIMEOUT_MS = 20_000;
 
 /**
- * How the allocator processes run: worker.ts under tsx, as test/support/workers.ts starts its
- * workers (scripts are not compiled; the build holds the library only), at a lower priority.
- * In production Cassandra runs on machines of its own; here dozens of tight loops share two
- * cores with the nodes, and at equal priority they starve the nodes until every LWT takes
- * seconds.
+ * worker.ts under tsx, at a lower priority: here dozens of tight loops share the cores with the
+ * Cassandra nodes, and at equal priority they starve them until every LWT takes seconds.
  */
 const WORKER_SCRIPT = path.join(HERE, 'worker.ts');
 const WORKER_NICE = 10;
-/** For the report; tsx's loader adds about 30 MiB to each process's resident memory. */
 export const WORKER_RUNTIME =
   'node with tsx, from source (tsx adds about 30 MiB of RSS), at nice 10 so that the Cassandra nodes get the CPU first, as on machines of their own';
 
@@ -43,15 +36,11 @@ interface Worker {
   readonly dc: string;
   readonly index: number;
   readonly child: ChildProcess;
-  /** The answer the worker owes, if a command is out. */
   pending: ((message: WorkerMessage) => void) | undefined;
   exited: boolean;
 }
 
-/**
- * The share of `perDc` instances of the process numbered `index` of `processes` in its DC: they
- * take them in turn, so shares differ by one at most and the first processes get the extra ones.
- */
+/** The instances of process `index` of `processes` in its DC: shares differ by one at most. */
 export function instanceShare(index: number, processes: number, perDc: number): number {
   return Math.floor(perDc / processes) + (index < perDc % processes ? 1 : 0);
 }
@@ -59,10 +48,8 @@ export function instanceShare(index: number, processes: number, perDc: number): 
 export class Fleet {
   private constructor(private readonly workers: readonly Worker[]) {}
 
-  /** Each process's resident memory right after `connect()`, MiB. */
   readonly rssAfterConnectMiB: number[] = [];
 
-  /** Starts the processes and waits until each has connected. */
   static async start(
     contactPoints: Readonly<Record<string, readonly string[]>>,
     keyspace: string,
@@ -79,19 +66,16 @@ export class Fleet {
         );
         if (child.pid !== undefined) os.setPriority(child.pid, WORKER_NICE);
         const worker: Worker = { dc, index, child, pending: undefined, exited: false };
-        child.on('message', (message: WorkerMessage) => {
-          const answer = worker.pending;
+        const answer = (message: WorkerMessage): void => {
+          const pending = worker.pending;
           worker.pending = undefined;
-          answer?.(message);
-        });
+          pending?.(message);
+        };
+        child.on('message', answer);
         child.on('exit', (code, signal) => {
           worker.exited = true;
-          const answer = worker.pending;
-          worker.pending = undefined;
-          answer?.({
-            type: 'failed',
-            message: `exited (${signal ?? `code ${code}`}) with a command outstanding`,
-          });
+          const message = `exited (${signal ?? `code ${code}`}) with a command outstanding`;
+          answer({ type: 'failed', message });
         });
         workers.push(worker);
       }
@@ -116,7 +100,6 @@ export class Fleet {
     }
   }
 
-  /** Every process draws from `sequence`; resolves with each one's measurement. */
   async drawAll(command: DrawCommand): Promise<WorkerDraw[]> {
     const timeout = command.warmupMs + command.durationMs + 120_000;
     const answers = await Promise.all(
@@ -125,11 +108,7 @@ export class Fleet {
     return answers.map((message) => message.result);
   }
 
-  /**
-   * Spreads `instancesPerDc` allocator instances over each DC's processes (as evenly as they
-   * go; processes left without one sit out) and has them all draw.
-   * @returns each process's sum, with its DC.
-   */
+  /** Spreads `instancesPerDc` instances over each DC's processes; returns each process's sum. */
   async scaleAll(
     instancesPerDc: number,
     command: Omit<ScaleCommand, 'instances'>,
@@ -153,14 +132,13 @@ export class Fleet {
     return answers.map((message, i) => ({ dc: assigned[i]!.worker.dc, result: message.result }));
   }
 
-  /** The first process of `dc` takes a burst. */
   async burst(dc: string, command: BurstCommand): Promise<BurstRun> {
     const worker = this.workers.find((w) => w.dc === dc);
     if (worker === undefined) throw new Error(`no allocator process in DC "${dc}"`);
     return (await this.command(worker, command, 'burst', 120_000)).result;
   }
 
-  /** Asks every process to close its allocator and exit; kills those that do not. Never throws. */
+  /** Asks every process to exit; kills those that do not. Never throws. */
   async stop(): Promise<void> {
     await Promise.all(
       this.workers.map(async (worker) => {
@@ -189,7 +167,6 @@ export class Fleet {
     return expected;
   }
 
-  /** The next message of `worker`, which must be of `type`. */
   private expect<T extends WorkerMessage['type']>(
     worker: Worker,
     type: T,

@@ -1,17 +1,10 @@
-/**
- * Every ID a phase handed out, checked for repeats. IDs come in as numbers (a sequence whose
- * domain ends at or below 2^53-1), are sorted in batches and kept as disjoint intervals, so that
- * the millions of mostly consecutive IDs of a run fit in little memory.
- */
+/** Every ID a phase handed out, checked for repeats; kept as disjoint intervals to fit memory. */
 export class IdLedger {
-  /** IDs added since the last {@link compact}. */
   private pending: number[] = [];
-  /** Disjoint intervals `[first, last]` of the IDs compacted so far, sorted: first at 2i, last at 2i+1. */
+  /** Sorted disjoint intervals: first at 2i, last at 2i+1. */
   private intervals = new Float64Array(0);
   private intervalCount = 0;
-  /** IDs added, repeats included. */
   added = 0;
-  /** IDs added that an earlier one already was. */
   duplicates = 0;
 
   add(ids: readonly number[]): void {
@@ -19,7 +12,6 @@ export class IdLedger {
     this.added += ids.length;
   }
 
-  /** Folds the pending IDs into the intervals, counting repeats among them and against the rest. */
   compact(): void {
     if (this.pending.length === 0) return;
     const sorted = Float64Array.from(this.pending).sort();
@@ -38,7 +30,6 @@ export class IdLedger {
     this.merge(fresh);
   }
 
-  /** Merges sorted disjoint intervals into the ledger's, counting the IDs both hold. */
   private merge(other: readonly number[]): void {
     const merged: number[] = [];
     const push = (first: number, last: number): void => {

@@ -1,8 +1,4 @@
-/**
- * Section 1: the in-process cost of one ID, with no network in the loop. idgen-cass runs on the
- * in-memory store with a block far larger than any timed loop, so every timed call is served
- * from a loaded block; the other generators run in the same process and the same run.
- */
+/** Section 1: the in-process cost of one ID; idgen-cass on the in-memory store, block loaded. */
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -20,32 +16,35 @@ import { hrNow } from './stats.js';
 
 type Log = (line: string) => void;
 
-/** IDs of one idgen-cass block in this section: the largest block the library allows. */
 const IDGEN_BLOCK = MAX_BLOCK_SIZE;
-/** At most this many IDs per timed idgen-cass loop, so a loop never reaches the block's end. */
+/** So that a timed loop never reaches the block's end. */
 const IDGEN_MAX_LOOP = 4_000_000;
 const SEQUENCE = 'in_process';
 
 /** Keeps results alive so the JIT cannot drop the work that made them. */
 const blackhole = { value: 0 };
+/** Nanoseconds since `t0`, keeping `sink` alive. */
+function lap(t0: number, sink: number): number {
+  const elapsed = hrNow() - t0;
+  blackhole.value ^= sink;
+  return elapsed;
+}
 
-/** A candidate: `run(n)` times `n` IDs and returns the nanoseconds they took. */
+/** `run(n)` times `n` IDs and returns the nanoseconds they took. */
 interface Runner extends InProcessCandidate {
   readonly maxLoop: number;
   run(n: number): number | Promise<number>;
 }
 
-/** An idgen-cass handle on the in-memory store, replaced before its block could run out. */
+/** A handle replaced before its block could run out. */
 class IdgenHandle {
   private ids: IdGen | undefined;
   private handle: Sequence<number> | undefined;
   private used = 0;
-  /** Calls that found no ID or waited, and blocks claimed, inside timed loops. */
   refills = 0;
 
   constructor(private readonly store: MemoryStore) {}
 
-  /** A handle whose loaded block has at least `n` IDs left before its preload point. */
   async runway(n: number): Promise<Sequence<number>> {
     if (this.handle === undefined || this.used + n > IDGEN_BLOCK * 0.99) {
       await this.ids?.close();
@@ -58,7 +57,6 @@ class IdgenHandle {
     return this.handle;
   }
 
-  /** Records what a timed loop did; `before` is the handle's stats before the loop. */
   check(handle: Sequence<number>, before: { blocksClaimed: number; waits: number }): void {
     const after = handle.stats();
     this.refills += after.blocksClaimed - before.blocksClaimed + (after.waits - before.waits);
@@ -94,7 +92,6 @@ async function runners(store: MemoryStore): Promise<{ list: Runner[]; idgen: Idg
   const counter = { value: 0, next: () => ++counter.value };
   const asyncCounter = async (): Promise<number> => ++counter.value;
   const snowflake = new Snowflake(new Date('2020-01-01T00:00:00Z'));
-
   const list: Runner[] = [
     {
       key: 'counter',
@@ -104,9 +101,7 @@ async function runners(store: MemoryStore): Promise<{ list: Runner[]; idgen: Idg
         let last = 0;
         const t0 = hrNow();
         for (let i = 0; i < n; i++) last = counter.next();
-        const elapsed = hrNow() - t0;
-        blackhole.value ^= last;
-        return elapsed;
+        return lap(t0, last);
       },
     },
     {
@@ -124,8 +119,7 @@ async function runners(store: MemoryStore): Promise<{ list: Runner[]; idgen: Idg
           if (id === undefined) misses++;
           else last = id;
         }
-        const elapsed = hrNow() - t0;
-        blackhole.value ^= last;
+        const elapsed = lap(t0, last);
         syncHandle.refills += misses;
         syncHandle.check(handle, before);
         return elapsed;
@@ -139,9 +133,7 @@ async function runners(store: MemoryStore): Promise<{ list: Runner[]; idgen: Idg
         let last = 0;
         const t0 = hrNow();
         for (let i = 0; i < n; i++) last = await asyncCounter();
-        const elapsed = hrNow() - t0;
-        blackhole.value ^= last;
-        return elapsed;
+        return lap(t0, last);
       },
     },
     {
@@ -154,8 +146,7 @@ async function runners(store: MemoryStore): Promise<{ list: Runner[]; idgen: Idg
         let last = 0;
         const t0 = hrNow();
         for (let i = 0; i < n; i++) last = await handle.next();
-        const elapsed = hrNow() - t0;
-        blackhole.value ^= last;
+        const elapsed = lap(t0, last);
         asyncHandle.check(handle, before);
         return elapsed;
       },
@@ -168,9 +159,7 @@ async function runners(store: MemoryStore): Promise<{ list: Runner[]; idgen: Idg
         let last = 0n;
         const t0 = hrNow();
         for (let i = 0; i < n; i++) last = snowflake.generate();
-        const elapsed = hrNow() - t0;
-        blackhole.value ^= Number(last & 0xffffn);
-        return elapsed;
+        return lap(t0, Number(last & 0xffffn));
       },
     },
     {
@@ -181,9 +170,7 @@ async function runners(store: MemoryStore): Promise<{ list: Runner[]; idgen: Idg
         let last = '';
         const t0 = hrNow();
         for (let i = 0; i < n; i++) last = randomUUID();
-        const elapsed = hrNow() - t0;
-        blackhole.value ^= last.charCodeAt(0);
-        return elapsed;
+        return lap(t0, last.charCodeAt(0));
       },
     },
     {
@@ -194,16 +181,14 @@ async function runners(store: MemoryStore): Promise<{ list: Runner[]; idgen: Idg
         let last = '';
         const t0 = hrNow();
         for (let i = 0; i < n; i++) last = uuidV7();
-        const elapsed = hrNow() - t0;
-        blackhole.value ^= last.charCodeAt(0);
-        return elapsed;
+        return lap(t0, last.charCodeAt(0));
       },
     },
   ];
   return { list, idgen: [syncHandle, asyncHandle] };
 }
 
-/** Nanoseconds of two `process.hrtime.bigint()` reads and their difference: a latency probe. */
+/** Nanoseconds of one call's timing: two `process.hrtime.bigint()` reads and their difference. */
 function timerPairNs(): number {
   const n = 200_000;
   let total = 0;
@@ -218,7 +203,6 @@ function timerPairNs(): number {
   return elapsed / n;
 }
 
-/** Generates `n` Snowflakes back to back and counts the repeats. */
 function snowflakeRepeats(n: number): { generated: number; repeated: number } {
   const snowflake = new Snowflake(new Date('2020-01-01T00:00:00Z'));
   const seen = new Set<bigint>();
@@ -228,7 +212,7 @@ function snowflakeRepeats(n: number): { generated: number; repeated: number } {
 
 const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-/** Loop length that takes about `targetMs`: grows until a loop takes 10 ms, then scales. */
+/** A loop length that takes about `targetMs`. */
 async function calibrate(runner: Runner, targetMs: number): Promise<number> {
   let n = 1_000;
   for (;;) {
@@ -242,10 +226,7 @@ async function calibrate(runner: Runner, targetMs: number): Promise<number> {
   }
 }
 
-/**
- * Times every candidate `settings.runs` times, each run visiting the candidates in a rotated
- * order so that drift of the machine spreads over all of them.
- */
+/** Each run visits the candidates in a rotated order, so drift spreads over all of them. */
 export async function measureInProcess(
   settings: BenchSettings,
   log: Log,
@@ -258,7 +239,6 @@ export async function measureInProcess(
       loops.set(runner.key, await calibrate(runner, settings.inProcessSampleMs));
     // Calibration was the warm-up; its refills do not count.
     for (const handle of idgen) handle.refills = 0;
-
     const runs: Record<string, number>[] = [];
     for (let r = 0; r < settings.runs; r++) {
       const perId: Record<string, number> = {};

@@ -1,8 +1,4 @@
-/**
- * The naive baseline: one compare-and-set per ID on a single row at LOCAL_SERIAL, the way a
- * counter column is often moved to Cassandra. Unique only within one DC (LOCAL_SERIAL rounds of
- * other DCs would not see each other); across DCs it would need SERIAL, slower still.
- */
+/** The naive baseline: one LOCAL_SERIAL compare-and-set per ID on one row (unique in one DC). */
 import cassandra from 'cassandra-driver';
 
 import type { NaiveRun } from './results.js';
@@ -16,14 +12,11 @@ const CAS = {
   serialConsistency: consistencies.localSerial,
 };
 const SERIAL_READ = { prepare: true, consistency: consistencies.localSerial };
-/** Tries of each set-up step (creating the row, the first reads) before the phase fails. */
 const SETUP_ATTEMPTS = 10;
 
 /**
- * `clients` concurrent loops (one driver connection pool, as in one service) each take IDs from
- * row `key` for `durationMs`: read the value, `UPDATE … SET v = v+1 … IF v = ?`, and on
- * rejection retry from the value the rejection returns. A timeout (unknown outcome) re-reads
- * at LOCAL_SERIAL and retries, leaving a gap at worst.
+ * `clients` loops sharing one driver pool; a rejection retries from the value it returns, a
+ * timeout (unknown outcome) re-reads at LOCAL_SERIAL, leaving a gap at worst.
  */
 export async function runNaive(
   client: cassandra.Client,
@@ -64,14 +57,11 @@ export async function runNaive(
     return readRow();
   });
   const readValue = (): Promise<InstanceType<typeof Long>> => setUp(readRow);
-
   const histogram = new Histogram();
   let ids = 0;
   let rejections = 0;
   let errors = 0;
   let measuring = false;
-
-  /** One ID: compare-and-set until it applies; returns the known value after it. */
   const takeOne = async (known: InstanceType<typeof Long>): Promise<InstanceType<typeof Long>> => {
     let value = known;
     for (;;) {
@@ -86,7 +76,6 @@ export async function runNaive(
       }
     }
   };
-
   // Every client takes one ID unmeasured first, so statements are prepared and pools open.
   const known = await Promise.all(
     Array.from({ length: clients }, async () => takeOne(await readValue())),

@@ -1,7 +1,4 @@
-/**
- * The cluster phases of the benchmark: naive baseline, draws (block-size sweep, tight and
- * paced), burst and cold start. Each run does every phase once, on fresh sequences.
- */
+/** Sections 2 and 3: naive baseline, block-size sweep, burst, cold start; fresh sequences each run. */
 import { connect } from '../../src/index.js';
 import type { BenchCluster } from './cluster.js';
 import { WORKER_RUNTIME, type Fleet } from './fleet.js';
@@ -22,7 +19,6 @@ import { formatCount, formatNs, formatRate } from './report/format.js';
 type Log = (line: string) => void;
 
 const MODES: readonly DrawMode[] = ['tight', 'paced'];
-/** One run of every process, as one row: rates summed, latencies merged, counters added. */
 export function combineDraws(draws: readonly WorkerDraw[]): DrawRun {
   const histogram = new Histogram();
   for (const draw of draws) histogram.merge(draw.histogram);
@@ -42,7 +38,6 @@ export function combineDraws(draws: readonly WorkerDraw[]): DrawRun {
   };
 }
 
-/** A fresh `connect()` in each DC and its first ID; then a second process of the same DC. */
 async function coldStart(cluster: BenchCluster, sequence: string): Promise<ColdStartSample[]> {
   const samples: ColdStartSample[] = [];
   for (const dc of cluster.dcs) {
@@ -73,10 +68,7 @@ async function coldStart(cluster: BenchCluster, sequence: string): Promise<ColdS
   return samples;
 }
 
-/**
- * What `--scale-only` and `--http-only` report for the cluster phases they skip: nothing
- * measured (`--http-only` starts no allocator processes either).
- */
+/** What `--scale-only` and `--http-only` report for the phases they skip. */
 export function skippedCluster(
   settings: BenchSettings,
   cluster: BenchCluster,
@@ -118,7 +110,6 @@ export async function measureCluster(
     blockSize,
     dcRangeSize: blockSize * settings.dcRangeBlocks,
   });
-
   for (let r = 0; r < settings.runs; r++) {
     const run = `run ${r + 1}/${settings.runs}`;
     for (const { clients, runs } of naive) {
@@ -134,7 +125,6 @@ export async function measureCluster(
         `${run} naive ${clients} client(s): ${formatRate(result.ids / result.seconds)}, p50 ${formatNs(result.latency.p50)}, ${result.rejections} rejections`,
       );
     }
-
     for (const { blockSize, mode, ratePerProcess, runs } of draws) {
       const sequence = `s_r${r}_b${blockSize}_${mode}`;
       await cluster.createSequence(sequence, sequenceOptions(blockSize));
@@ -156,7 +146,6 @@ export async function measureCluster(
           `waits ${result.counts.waits}, ${formatCount(Math.round((lwt / Math.max(result.ids, 1)) * 1e6))} LWT/M IDs`,
       );
     }
-
     const burstSequence = `burst_r${r}`;
     await cluster.createSequence(burstSequence, sequenceOptions(settings.steadyBlockSize));
     const burst = await fleet.burst(firstDc, {
@@ -168,7 +157,6 @@ export async function measureCluster(
     log(
       `${run} burst of ${formatCount(burst.calls)}: ${burst.totalMs.toFixed(1)} ms, ${burst.counts.waits} waits, ${burst.counts.blocksClaimed} blocks claimed`,
     );
-
     const coldSequence = `cold_r${r}`;
     await cluster.createSequence(coldSequence, sequenceOptions(settings.steadyBlockSize));
     const samples = await coldStart(cluster, coldSequence);
@@ -177,7 +165,6 @@ export async function measureCluster(
       `${run} cold start: ${samples.map((s) => `${s.dc} ${s.firstIdMs.toFixed(0)}/${s.firstIdWarmDcMs.toFixed(0)} ms`).join(', ')}`,
     );
   }
-
   return {
     keyspace: cluster.keyspace,
     replication: cluster.replication,

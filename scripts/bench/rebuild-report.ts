@@ -1,8 +1,4 @@
-/**
- * `npx tsx scripts/bench/rebuild-report.ts [dir]`: rewrites `REPORT.md` and `results.json` in
- * `dir` (default bench/) from the raw runs of its `results.json`, and prints the stdout table;
- * no cluster needed. After a change to the report code, `git diff bench/` shows what it did.
- */
+/** `npx tsx scripts/bench/rebuild-report.ts [dir]`: rebuilds dir's (bench/) report from its raw runs. */
 import fs from 'node:fs/promises';
 import path from 'node:path';
 

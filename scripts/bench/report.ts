@@ -1,9 +1,4 @@
-/**
- * The report of a benchmark run: from the raw results (results.ts) to the summary
- * (report/summary.ts), the markdown report (report/markdown.ts, one renderer per section), the
- * table printed on stdout (report/table.ts), and results.json. Pure functions except
- * {@link writeReport}.
- */
+/** From the raw results to results.json, REPORT.md and the stdout table. */
 import fs from 'node:fs/promises';
 import path from 'node:path';
 
@@ -15,7 +10,6 @@ import { renderTable } from './report/table.js';
 import type { RawResults } from './results.js';
 import { RESULTS_SCHEMA } from './results.js';
 
-/** results.json: the raw runs and their summary. */
 export interface ResultsFile {
   readonly schema: typeof RESULTS_SCHEMA;
   readonly summary: Summary;
@@ -24,9 +18,7 @@ export interface ResultsFile {
 
 export interface Report {
   readonly json: ResultsFile;
-  /** Markdown, not yet formatted (see {@link formatMarkdown}). */
   readonly markdown: string;
-  /** The plain-text table printed on stdout. */
   readonly table: string;
 }
 
@@ -39,13 +31,12 @@ export function buildReport(raw: RawResults): Report {
   };
 }
 
-/** The markdown as the repository's prettier settings print it, so `prettier --check` passes. */
+/** As the repository's prettier settings print it. */
 export async function formatMarkdown(markdown: string, file: string): Promise<string> {
   const config = (await prettier.resolveConfig(file)) ?? {};
   return prettier.format(markdown, { ...config, parser: 'markdown', filepath: file });
 }
 
-/** Writes `results.json` and `REPORT.md` into `dir`; returns their paths. */
 export async function writeReport(
   report: Report,
   dir: string,
@@ -53,7 +44,6 @@ export async function writeReport(
   await fs.mkdir(dir, { recursive: true });
   const json = path.join(dir, 'results.json');
   const markdown = path.join(dir, 'REPORT.md');
-  // NaN (nothing measured) becomes null, as JSON.stringify does anyway.
   await fs.writeFile(json, JSON.stringify(report.json, null, 2) + '\n');
   await fs.writeFile(markdown, await formatMarkdown(report.markdown, path.resolve(markdown)));
   return { json, markdown };

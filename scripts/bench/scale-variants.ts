@@ -1,30 +1,23 @@
 /** The block policies the scale phase compares, and the sequence options of each. */
 import { SEQUENCE_DEFAULTS, type CreateSequenceOptions } from '../../src/index.js';
 
-/** A block policy of the comparison; an option left out takes the library's default. */
+/** A block policy; an option left out takes the library's default. */
 export interface ScaleVariant {
   readonly key: string;
   readonly label: string;
-  /** Fixed blocks of this size; undefined: adaptive blocks. */
+  /** Undefined: adaptive blocks. The rest apply to adaptive ones, `shards` and `firstRanges` aside. */
   readonly fixedBlockSize?: number;
-  /** Adaptive only: DC ranges sized to last this long (`autonomySeconds`). */
   readonly autonomySeconds?: number;
-  /**
-   * Adaptive only: blocks up to this many IDs, in a 53-bit domain whose DC ranges are at least
-   * as large (a block never spans two ranges).
-   */
+  /** In a safe53 domain, with DC ranges as large (a block never spans two ranges). */
   readonly maxBlockSize?: number;
-  /** State partitions per DC (`shards`). */
   readonly shards?: number;
   /** Every DC's first ranges granted with the sequence (true), or none (false). */
   readonly firstRanges?: boolean;
-  /** Adaptive only: the least DC range (`dcRangeSize`, also each first range). */
   readonly dcRangeSize?: number;
-  /** Adaptive only: the domain, whose size picks the default sizes. */
   readonly domain?: 'safe53';
 }
 
-/** Every policy the phase knows; `--scale-variants` picks (default: {@link DEFAULT_SCALE_VARIANTS}). */
+/** Every policy the phase knows; `--scale-variants` picks. */
 export const SCALE_VARIANTS: readonly ScaleVariant[] = Object.freeze([
   { key: 'fixed100', label: 'fixed 100', fixedBlockSize: 100 },
   { key: 'fixed1000', label: 'fixed 1,000', fixedBlockSize: 1_000 },
@@ -118,12 +111,7 @@ export const DEFAULT_SCALE_VARIANTS: readonly string[] = Object.freeze([
   'adaptive53',
 ]);
 
-/**
- * The sequence options of `variant` (its first ranges aside, which name the cluster's DCs): a
- * fixed variant pins its block (`maxBlockSize = blockSize`) and its DC range (`maxDcRangeSize =
- * dcRangeSize`, `autonomySeconds: 0`) at the default DC range size; an adaptive one takes every
- * default it does not set.
- */
+/** The options of `variant` but its first ranges; a fixed one pins its block and DC range sizes. */
 export function scaleSequenceOptions(variant: ScaleVariant): CreateSequenceOptions {
   const shards = variant.shards === undefined ? {} : { shards: variant.shards };
   const blockSize = variant.fixedBlockSize;

@@ -1,8 +1,6 @@
 /**
- * The scale phase inside one allocator process: several allocator instances, each with its own
- * IdGen, store and sequence handle (so its own blocks and DC-level state), all sharing the
- * process's one driver client, as several services on one host would share nothing but the
- * network. Each instance's DC-state calls are timed at its store.
+ * The scale phase in one allocator process: instances with their own IdGen, store and handle,
+ * sharing the process's driver client; each instance's DC-state calls are timed at its store.
  */
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { IdGen } from '../../src/index.js';
@@ -31,18 +29,12 @@ export interface ScaleTarget {
   readonly keyspace: string;
 }
 
-/** Where the instances' stores come from: one each, over something the process shares. */
+/** One store per instance over a shared part, which `close` closes after every instance. */
 export interface StoreSource {
-  /** A new store for one more instance; closing it leaves the shared part open. */
   store(): IdStore;
-  /** Closes the shared part, after every instance. */
   close(): Promise<void>;
 }
 
-/**
- * Stores on Cassandra sharing one driver client: the driver keeps one connection per local
- * node (protocol v3+), however many instances share it.
- */
 export async function cassandraStores(target: ScaleTarget): Promise<StoreSource> {
   const { client } = await openClient({
     contactPoints: target.contactPoints,
@@ -54,37 +46,27 @@ export async function cassandraStores(target: ScaleTarget): Promise<StoreSource>
   };
 }
 
-/** The instances of one process, opened as commands first need them and kept until {@link close}. */
+/** Instances opened as commands first need them, kept until {@link close}. */
 export class ScaleInstances {
   private source: StoreSource | undefined;
   private readonly instances: Instance[] = [];
 
-  /**
-   * @param target the process's DC and keyspace.
-   * @param openSource opens the stores' shared part, at the first command (default: Cassandra).
-   */
   constructor(
     private readonly target: ScaleTarget,
     private readonly openSource: (target: ScaleTarget) => Promise<StoreSource> = cassandraStores,
   ) {}
 
-  /** Every instance draws from `command.sequence`; resolves with their sum. */
   async draw(command: ScaleCommand): Promise<WorkerScaleDraw> {
     const instances = await this.open(command.instances);
     const start = hrNow();
     let cpuAtOpen: NodeJS.CpuUsage | undefined;
-    // How late the process's event loop ran in the window: a reply from Cassandra, a backoff's
-    // timer and a call's deadline all wait for it, so this is the part of a claim's time that
-    // is the process's own CPU, not the store.
     const loopDelay = monitorEventLoopDelay({ resolution: LOOP_DELAY_RESOLUTION_MS });
     const runs = instances.map(({ ids, timed }) => ({
       handle: ids.sequence(command.sequence),
       timed,
     }));
-    // The handles close once every loop has ended, not each as its own loop ends: a close gives
-    // the unused block back, which leaves the DC's next claim off the block grid, so a loop
-    // still drawing would get a block cut short at its range's end, and the sizes and IDs the
-    // run reports would no longer be what the policy chose.
+    // Close only after every loop: a returned block leaves the next claim off the block grid,
+    // and a loop still drawing would get a block cut short.
     const settled = await Promise.allSettled(
       runs.map(async ({ handle, timed }) => {
         let before = timed.snapshot();
@@ -153,7 +135,6 @@ export class ScaleInstances {
     this.source = undefined;
   }
 
-  /** The first `count` instances, opening those missing (and the shared client first). */
   private async open(count: number): Promise<Instance[]> {
     this.source ??= await this.openSource(this.target);
     const source = this.source;
@@ -170,10 +151,6 @@ export class ScaleInstances {
   }
 }
 
-/**
- * The latest first ID among instances that timed one (ms; the untimed loop times none), and how
- * many instances handed out no ID at all.
- */
 export function firstIds(
   loops: readonly { readonly firstIdNs: number | undefined; readonly issued: number }[],
 ): Pick<WorkerScaleDraw, 'slowestFirstIdMs' | 'withoutId'> {
@@ -184,11 +161,7 @@ export function firstIds(
   };
 }
 
-/**
- * How late the event loop ran, in ms, from a `monitorEventLoopDelay` histogram (ns), which
- * records the whole interval between its timer's runs, `resolutionMs` on an idle loop. That
- * interval is taken off, so an idle loop shows 0. Null if it recorded no sample.
- */
+/** Ms late, less the sampling interval the histogram also records (an idle loop shows 0). */
 export function loopDelayMs(
   histogram: Pick<IntervalHistogram, 'count' | 'percentile' | 'max'>,
   resolutionMs: number,

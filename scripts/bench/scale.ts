@@ -1,8 +1,4 @@
-/**
- * The scale phase: N allocator instances per DC (each with its own allocator state), drawing
- * tight and at a fixed total rate, for every N and every block policy (fixed sizes against
- * adaptive sizes) in the same run, on fresh sequences.
- */
+/** The scale phase: N allocator instances per DC, tight and at a fixed rate, every block policy. */
 import os from 'node:os';
 
 import type { CreateSequenceOptions } from '../../src/index.js';
@@ -27,7 +23,6 @@ type Log = (line: string) => void;
 
 export const SCALE_MODES: readonly ScaleMode[] = ['tight', 'rate'];
 
-/** The number and bigint fields of `object`, as numbers (for results.json). */
 function numericEntries(object: object): Record<string, number> {
   return Object.fromEntries(
     Object.entries(object).flatMap(([key, value]: [string, unknown]) =>
@@ -36,7 +31,6 @@ function numericEntries(object: object): Record<string, number> {
   );
 }
 
-/** The options as given: the numeric ones, and the domain by name (it picks the default sizes). */
 function givenOptions(options: CreateSequenceOptions): Record<string, number | string> {
   return {
     ...(options.domain === undefined ? {} : { domain: options.domain }),
@@ -44,7 +38,6 @@ function givenOptions(options: CreateSequenceOptions): Record<string, number | s
   };
 }
 
-/** One run of one configuration, from every process's answer: DCs apart, latencies merged. */
 export function combineScale(
   answers: readonly { dc: string; result: WorkerScaleDraw }[],
   dcs: readonly string[],
@@ -87,7 +80,6 @@ export function combineScale(
   };
 }
 
-/** The largest event-loop delay p99 and maximum of any process (null if none sampled). */
 function worstLoopDelay(
   results: readonly WorkerScaleDraw[],
 ): { readonly p99Ms: number; readonly maxMs: number } | null {
@@ -99,7 +91,6 @@ function worstLoopDelay(
   };
 }
 
-/** Busy and total CPU time of every core so far, ms. */
 function cpuTimes(): { busy: number; total: number } {
   let busy = 0;
   let total = 0;
@@ -111,10 +102,7 @@ function cpuTimes(): { busy: number; total: number } {
   return { busy, total };
 }
 
-/**
- * Share of the machine's cores busy from `fromMs` to `toMs` after now (measured by timers in
- * this process, which is idle meanwhile).
- */
+/** Share of the machine's cores busy from `fromMs` to `toMs` after now. */
 function machineBusyBetween(fromMs: number, toMs: number): Promise<number> {
   return new Promise((resolve) => {
     let first: { busy: number; total: number } | undefined;
@@ -138,11 +126,9 @@ export async function measureScale(
   const runnable = SCALE_VARIANTS.filter((v) => settings.scaleVariants.includes(v.key)).map(
     (variant) => ({ variant, options: scaleSequenceOptions(variant) }),
   );
-
   const warmupMs = settings.scaleWarmupSeconds * 1000;
   const durationMs = settings.scaleSeconds * 1000;
-  // Every N in both modes, every policy; then, untimed at N = 1, the rate to set beside the
-  // in-process `await next()`, which is timed per loop, not per call.
+  // Then, untimed at N = 1, the rate to set beside the in-process `await next()`.
   const plan = [
     ...settings.scaleInstances.flatMap((n) =>
       SCALE_MODES.flatMap((mode) => runnable.map((v) => [n, mode, v] as const)),

@@ -1,18 +1,15 @@
-/**
- * Statistics of the benchmark: a latency histogram cheap enough to record every `next()` call
- * into, and the median-with-spread summary every reported figure uses.
- */
+/** A latency histogram cheap enough for every `next()` call, and the median-with-spread figure. */
 
-/** Sub-buckets per power of two: 2^6 = 64, so a recorded value is off by at most 1/64 (1.6 %). */
+/** 2^6 sub-buckets per power of two: a value is off by at most 1/64 (1.6 %). */
 const SUB_BUCKET_BITS = 6;
 const SUB_BUCKETS = 1 << SUB_BUCKET_BITS;
-/** Values up to 2^44 ns (about 4.9 hours) are kept apart; larger ones share the last bucket. */
+/** Values above 2^44 ns (about 4.9 hours) share the last bucket. */
 const MAX_EXPONENT = 44;
 const BUCKETS = SUB_BUCKETS + (MAX_EXPONENT - SUB_BUCKET_BITS + 1) * SUB_BUCKETS;
 
-/** A histogram as it crosses a process boundary: only its non-empty buckets. */
+/** A histogram as it crosses a process boundary. */
 export interface SerializedHistogram {
-  /** `[bucket index, count]` pairs of the non-empty buckets. */
+  /** `[bucket index, count]` of the non-empty buckets. */
   readonly buckets: readonly (readonly [number, number])[];
   readonly count: number;
   readonly min: number;
@@ -20,15 +17,10 @@ export interface SerializedHistogram {
   readonly sum: number;
 }
 
-/**
- * Log-linear histogram of non-negative integers (nanoseconds here), in the manner of
- * HdrHistogram: exact below 64, then 64 buckets per power of two. Recording is a few integer
- * operations, so timing every call of a tight loop stays affordable.
- */
+/** Log-linear, as HdrHistogram: exact below 64, then 64 buckets per power of two. */
 export class Histogram {
   private readonly counts = new Float64Array(BUCKETS);
   count = 0;
-  /** Exact extremes (Infinity and 0 when empty). */
   min = Infinity;
   max = 0;
   sum = 0;
@@ -53,11 +45,7 @@ export class Histogram {
     }
   }
 
-  /**
-   * The value below or at which `percent` % of the recorded values lie, to the histogram's
-   * precision (the highest value of that bucket, never above the exact maximum).
-   * @returns NaN when nothing was recorded.
-   */
+  /** The highest value of the bucket holding the percentile, within min and max; NaN if empty. */
   percentile(percent: number): number {
     if (this.count === 0) return NaN;
     if (percent >= 100) return this.max;
@@ -123,7 +111,7 @@ export function latencySummary(histogram: Histogram): LatencySummary {
   };
 }
 
-/** One reported figure: the median of the runs, with the smallest and largest run as spread. */
+/** The median of the runs, with the smallest and largest as spread. */
 export interface Figure {
   readonly median: number;
   readonly min: number;
@@ -131,7 +119,7 @@ export interface Figure {
   readonly n: number;
 }
 
-/** Median and min–max of `samples`; NaN samples (nothing measured) are left out. */
+/** NaN samples (nothing measured) are left out. */
 export function figure(samples: readonly number[]): Figure {
   const sorted = samples.filter((s) => !Number.isNaN(s)).sort((a, b) => a - b);
   const n = sorted.length;
@@ -148,7 +136,6 @@ export interface LatencyFigures {
   readonly max: Figure;
 }
 
-/** Each percentile of `runs`' latencies as a figure over the runs. */
 export function latencyFigures(runs: readonly { latency: LatencySummary }[]): LatencyFigures {
   return {
     p50: figure(runs.map((r) => r.latency.p50)),
@@ -158,7 +145,6 @@ export function latencyFigures(runs: readonly { latency: LatencySummary }[]): La
   };
 }
 
-/** `process.hrtime` now, in nanoseconds. */
 export const hrNow = (): number => Number(process.hrtime.bigint());
 
 export function sum(values: readonly number[]): number {

@@ -1,7 +1,4 @@
-/**
- * Timing of the DC-state calls an allocator instance makes, taken at its store: what one block
- * claim costs and what one lost race costs, as the instance's store saw them.
- */
+/** The DC-state calls of an allocator instance, timed at its store. */
 import type { IdStore } from '../../src/store/port.js';
 import { TIMING_KEYS, type DcStateTimings, type Timing } from './results.js';
 import { hrNow, sum } from './stats.js';
@@ -13,7 +10,6 @@ const byKey = (timing: (key: Key) => Timing): DcStateTimings =>
 
 export const emptyTimings = (): DcStateTimings => addTimings([]);
 
-/** Sum of several timings. */
 export function addTimings(all: readonly DcStateTimings[]): DcStateTimings {
   return byKey((key) => ({
     count: sum(all.map((t) => t[key].count)),
@@ -21,7 +17,6 @@ export function addTimings(all: readonly DcStateTimings[]): DcStateTimings {
   }));
 }
 
-/** `after − before`, key by key. */
 export function timingsBetween(before: DcStateTimings, after: DcStateTimings): DcStateTimings {
   return byKey((key) => ({
     count: after[key].count - before[key].count,
@@ -29,17 +24,13 @@ export function timingsBetween(before: DcStateTimings, after: DcStateTimings): D
   }));
 }
 
-/** Mean nanoseconds of one call; NaN when none was made. */
 export const meanNs = (timing: Timing): number =>
   timing.count > 0 ? timing.totalNs / timing.count : NaN;
 
-/**
- * `store` with its DC-state reads and writes timed into a running total; every other call goes
- * straight through. A Proxy, so the port may grow without this file knowing.
- */
+/** `store` with its DC-state calls timed; a Proxy, so the port may grow without this file. */
 export class TimedStore {
   private readonly totals = addTimings([]);
-  /** When the last rejected write answered, until the next read or write (the backoff between). */
+  /** When the last rejected write answered: the backoff runs to the next read or write. */
   private rejectedAt: number | undefined;
   readonly store: IdStore;
 
@@ -49,7 +40,6 @@ export class TimedStore {
       timing.count++;
       timing.totalNs += ns;
     };
-    // Either read of a claim: the plain read it tries first, or the one at LOCAL_SERIAL.
     const timedRead =
       (read: IdStore['readDcState']): IdStore['readDcState'] =>
       async (sequence, dc) => {
@@ -66,8 +56,6 @@ export class TimedStore {
     const readDcStateLocal = timedRead((sequence, dc) => inner.readDcStateLocal(sequence, dc));
     const writeDcState: IdStore['writeDcState'] = async (sequence, dc, expected, next) => {
       const t0 = hrNow();
-      // A claim that lost goes on from the state its rejection returned: its backoff ends at
-      // its next write.
       if (this.rejectedAt !== undefined) record('backoffs', t0 - this.rejectedAt);
       this.rejectedAt = undefined;
       let key: Key = 'unknownWrites';
@@ -92,7 +80,6 @@ export class TimedStore {
     });
   }
 
-  /** A copy of the totals so far. */
   snapshot(): DcStateTimings {
     return addTimings([this.totals]);
   }

@@ -1,10 +1,4 @@
-/**
- * One allocator process of the benchmark, as a service in one DC would run it: connects once,
- * then obeys the benchmark's commands (scripts/bench/protocol.ts) over IPC until told to exit.
- * Started by scripts/bench/fleet.ts with `fork`; not meant to be run by hand.
- *
- *   --dc dc1 --contact-points 127.0.0.1 --keyspace bench_1a2b3c4d
- */
+/** One allocator process, forked by fleet.ts: connects once, then obeys protocol.ts commands. */
 import { parseArgs } from 'node:util';
 
 import { connect, type IdGen } from '../../src/index.js';
@@ -25,11 +19,6 @@ function send(message: WorkerMessage): void {
   process.send?.(message);
 }
 
-/**
- * Draws as fast as it can (`tight`: `await next()` in a loop, which never yields to I/O while
- * the block lasts) or at `ratePerSecond` (`paced`: sleeps whenever it is 1 ms ahead), timing
- * every call of the measured window.
- */
 async function draw(ids: IdGen, command: DrawCommand): Promise<WorkerDraw> {
   const handle = ids.sequence(command.sequence);
   const { draw: drawn, histogram } = await drawLoop(handle, {
@@ -43,7 +32,7 @@ async function draw(ids: IdGen, command: DrawCommand): Promise<WorkerDraw> {
   return { ...drawn, histogram: histogram.toJSON(), rssMiB };
 }
 
-/** Loads one block, then asks for `calls` IDs in one synchronous loop (a `Promise.all`). */
+/** Loads one block, then asks for `calls` IDs at once. */
 async function burst(ids: IdGen, command: BurstCommand): Promise<BurstRun> {
   const handle = ids.sequence(command.sequence);
   await handle.ready();
@@ -92,10 +81,8 @@ async function main(): Promise<void> {
     connectMs: (hrNow() - started) / 1e6,
     rssMiB: process.memoryUsage().rss / 2 ** 20,
   });
-
   const scale = new ScaleInstances({ dc, contactPoints: contactPoints.split(','), keyspace });
   const closeAll = () => Promise.allSettled([ids.close(), scale.close()]);
-
   // Commands arrive one at a time: the benchmark waits for each answer before the next.
   let queue = Promise.resolve();
   process.on('message', (message: WorkerCommand) => {
@@ -118,7 +105,6 @@ async function main(): Promise<void> {
       }
     });
   });
-  // The benchmark went away: nothing more to do.
   process.on('disconnect', () => {
     void closeAll().finally(() => process.exit(0));
   });

@@ -1,7 +1,4 @@
-/**
- * How the report writes figures (numbers with their units, a median with its spread) and
- * markdown tables; shared by every section and by the table printed on stdout.
- */
+/** How the report and the stdout table write figures and tables. */
 import type { Figure, LatencyFigures } from '../stats.js';
 import type { DrawRow } from './summary.js';
 
@@ -13,7 +10,6 @@ export function significant(value: number, digits = 3): string {
   return Number(value.toPrecision(digits)).toString();
 }
 
-/** Nanoseconds, in the unit that keeps 3 significant digits readable. */
 export function formatNs(ns: number): string {
   if (!Number.isFinite(ns)) return '–';
   if (ns < 1e3) return `${significant(ns)} ns`;
@@ -46,16 +42,13 @@ export function plural(n: number, one: string, many = `${one}s`): string {
   return `${formatCount(n)} ${n === 1 ? one : many}`;
 }
 
-/** A formatted value split into its number and its unit (`12.3 ms` → `12.3`, ` ms`). */
+/** `12.3 ms` → `12.3`, ` ms`. */
 function splitUnit(text: string): [string, string] {
   const match = /^([\d.,]+)(.*)$/.exec(text);
   return match === null ? [text, ''] : [match[1]!, match[2]!];
 }
 
-/**
- * `median (min–max)`, the unit written once when all three share it; just the median when all
- * runs agree or there was one.
- */
+/** `median (min–max)`, the unit written once when all three share it. */
 export function withSpread(f: Figure, format: (value: number) => string): string {
   if (f.n === 0) return '–';
   const median = format(f.median);
@@ -77,10 +70,9 @@ export function markdownTable(
   return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
 }
 
-/** A table column: its header and how a row fills its cell; `false` leaves it out. */
+/** `false` leaves the column out. */
 export type Column<T> = readonly [header: string, cell: (row: T) => string] | false;
 
-/** The header and cells of `rows` under `columns`, for {@link markdownTable} or a text table. */
 export function byColumns<T>(
   columns: readonly Column<T>[],
   rows: readonly T[],
@@ -91,7 +83,6 @@ export function byColumns<T>(
 
 const PERCENTILES = { p50: 'p50', p99: 'p99', p999: 'p99.9', max: 'max' } as const;
 
-/** One column per latency percentile of `keys`, each a median with its spread. */
 export function latencyColumns<T>(
   latency: (row: T) => LatencyFigures,
   keys: readonly (keyof LatencyFigures)[] = ['p50', 'p99', 'p999', 'max'],
@@ -99,7 +90,6 @@ export function latencyColumns<T>(
   return keys.map((k) => [PERCENTILES[k], (row: T) => withSpread(latency(row)[k], formatNs)]);
 }
 
-/** A ratio as its `unit` says. */
 export function formatRatio(unit: 'times' | 'percent' | undefined): (value: number) => string {
   return unit === 'percent' ? formatPercent : formatTimes;
 }

@@ -1,8 +1,4 @@
-/**
- * "## 5. HTTP service": one `idgen-cass serve` per DC under autocannon beside the library in the
- * benchmark's process, per count: requests and IDs per second, latency, failures, their ratio
- * within each run, and Leaf's published figure as context.
- */
+/** "## 5. HTTP service": the services beside the library per count, and Leaf's figure as context. */
 import type { HttpLoad, HttpResult, RawResults } from '../results.js';
 import { figure, latencyFigures, sum } from '../stats.js';
 import {
@@ -21,17 +17,13 @@ import type { Summary } from './summary.js';
 const SIDES = ['service', 'library'] as const;
 export type HttpSide = (typeof SIDES)[number];
 
-/** One row of a count's table: one side, one DC or every DC together (`dc` undefined). */
+/** One side, one DC or every DC together (`dc` undefined). */
 export type HttpRow = ReturnType<typeof rows>[number];
 export type HttpSummary = ReturnType<typeof summarizeHttp>;
 
-/**
- * Leaf's published figure (Meituan Leaf's README, segment mode): close to 50,000 requests per
- * second with a TP999 of 1 ms on a 4-core, 8 GB VM, called through Meituan's RPC.
- */
+/** Meituan Leaf's README, segment mode, on a 4-core, 8 GB VM through Meituan's RPC. */
 export const LEAF_FIGURE = Object.freeze({ requestsPerSecond: 50_000, tp999Ms: 1, cores: 4 });
 
-/** Answers or IDs per second of every DC together. */
 export const loadRate = (load: HttpLoad, of: 'ok' | 'ids'): number =>
   sum(load.dcs.map((d) => (d.seconds > 0 ? d[of] / d.seconds : NaN)));
 
@@ -44,9 +36,7 @@ function rows(side: HttpSide, dcs: readonly string[], loads: readonly HttpLoad[]
       requestsPerSecond: figure(mine.map((d) => d.ok / d.seconds)),
       idsPerSecond: figure(mine.map((d) => d.ids / d.seconds)),
       latency: latencyFigures(mine),
-      /** Non-2xx answers (library: calls that threw), summed over the runs. */
       non2xx: sum(mine.map((d) => d.non2xx)),
-      /** Connection errors and timeouts, summed over the runs. */
       errors: sum(mine.map((d) => d.errors)),
     };
   });
@@ -78,27 +68,25 @@ export function summarizeHttp(http: HttpResult) {
           runs.map((r) => r[side]),
         ),
       ),
-      /** Service ÷ library within each run: IDs/s of every DC together, p50 and p99.9. */
+      /** Service ÷ library within each run. */
       throughputRatio: ratio((l) => loadRate(l, 'ids')),
       p50Ratio: ratio((l) => l.latency.p50),
       p999Ratio: ratio((l) => l.latency.p999),
     };
   });
   const loads = http.counts.flatMap((c) => c.runs.flatMap((r) => [r.service, r.library]));
-  // Distinct failure messages of both sides, every run.
   const failureMessages = [
     ...new Set(loads.flatMap((l) => l.dcs.flatMap((d) => d.failureMessages))),
   ];
   return { counts, failureMessages };
 }
 
-/** How one side is called, for a count. */
 export function sideLabel(side: HttpSide, count: number): string {
   if (side === 'service') return `HTTP \`POST …/ids?count=${count}\``;
   return count === 1 ? 'library `await next()`' : `library \`await take(${count})\``;
 }
 
-/** A row's figures as both the report and the stdout table show them: req/s, IDs/s, p50, p99, p99.9, max. */
+/** Shared by the report and the stdout table. */
 export function measuredCells(row: HttpRow): string[] {
   const { p50, p99, p999, max } = row.latency;
   return [
@@ -108,7 +96,7 @@ export function measuredCells(row: HttpRow): string[] {
   ];
 }
 
-/** The first line of a failure message, without its closing punctuation (the rest is a log). */
+/** Without its closing punctuation; the rest is a log. */
 export function firstLine(message: string): string {
   return (message.split('\n')[0] ?? '').replace(/[\s.:;]+$/, '');
 }

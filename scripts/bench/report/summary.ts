@@ -1,7 +1,6 @@
 /**
- * The summary of a benchmark run: every figure a median of runs with its spread, every ratio
- * taken within each run (both sides measured in that run), then its median. Pure. The row types
- * are what the summarising functions return, so each field is written once.
+ * The summary of a run: every figure a median of runs with its spread, every ratio taken within
+ * each run, then its median. The row types are what the summarising functions return.
  */
 import type {
   AllocatorCounts,
@@ -21,26 +20,21 @@ export type NaiveRow = Readonly<ReturnType<typeof summarizeNaive>>;
 export type DrawRow = Readonly<ReturnType<typeof summarizeDraw>>;
 export type BurstSummary = Readonly<ReturnType<typeof summarizeBurst>>;
 
-/** A comparison: `value` is "how many times", computed in each run, then the median. */
 export interface Ratio {
   readonly key: string;
   readonly label: string;
   readonly value: Figure;
-  /** How to write it: `1.5×` (default) or, for small shares, `0.3 %`. */
   readonly unit?: 'times' | 'percent';
 }
 
 export type Summary = Readonly<ReturnType<typeof summarize>>;
 
-/** LWT writes + SERIAL reads + LOCAL_SERIAL reads. */
 const lwtCount = (c: AllocatorCounts): number => c.lwtWrites + c.serialReads + c.localSerialReads;
 const perMillion = (part: number, ids: number): number => (ids > 0 ? (part / ids) * 1e6 : NaN);
 const naiveRate = (run: NaiveRun): number => run.ids / run.seconds;
-/** Conditional updates sent per ID (1 when nobody competes). */
 const naiveLwtPerId = (run: NaiveRun): number =>
   run.ids > 0 ? (run.ids + run.rejections + run.errors) / run.ids : NaN;
 const drawLwtPerMillion = (run: DrawRun): number => perMillion(lwtCount(run.counts), run.ids);
-/** The figure of one counter over runs. */
 const counted = (runs: readonly { counts: AllocatorCounts }[], key: keyof AllocatorCounts) =>
   figure(runs.map((r) => r.counts[key]));
 
@@ -52,7 +46,6 @@ function summarizeInProcess(raw: RawResults) {
     label,
     nsPerId: figure(runs.map((run) => cost(run, key))),
     idsPerSecond: figure(runs.map((run) => 1e9 / cost(run, key))),
-    /** This candidate's cost ÷ the plain counter's, per run. */
     vsCounter: figure(runs.map((run) => cost(run, key) / cost(run, 'counter'))),
   }));
 }
@@ -78,21 +71,16 @@ function summarizeDraw(config: DrawConfig) {
     ratePerProcess: config.ratePerProcess,
     idsPerSecond: figure(runs.map((r) => r.idsPerSecond)),
     latency: latencyFigures(runs),
-    /** `next()` calls that waited for Cassandra in the measured window (after warm-up). */
     waits: counted(runs, 'waits'),
-    /** Waits summed over every run: the goal in paced mode is 0. */
     waitsTotal: sum(runs.map((r) => r.counts.waits)),
     waitsPerBlock: figure(
       runs.map((r) => (r.counts.blocksClaimed > 0 ? r.counts.waits / r.counts.blocksClaimed : NaN)),
     ),
-    /** LWT writes + SERIAL reads + LOCAL_SERIAL reads per million IDs. */
     lwtPerMillion: figure(runs.map(drawLwtPerMillion)),
     casRejections: counted(runs, 'casRejections'),
     blocksClaimed: counted(runs, 'blocksClaimed'),
     rangesGranted: counted(runs, 'rangesGranted'),
-    /** Largest resident set of the run's processes, MiB. */
     rssMiB: figure(runs.map((r) => Math.max(...r.rssMiB))),
-    /** `next()` calls that threw in the measured windows of all runs, then in the warm-ups. */
     failures: sum(runs.map((r) => r.failures)),
     warmupFailures: sum(runs.map((r) => r.warmupFailures)),
     failureMessages: [...new Set(runs.flatMap((r) => r.failureMessages))],
@@ -115,7 +103,6 @@ function summarizeBurst(burst: BurstResult) {
   };
 }
 
-/** Per-run ratios `a(run i) / b(run i)` over the runs both have. */
 function pairedRatio<A, B>(
   a: readonly A[],
   b: readonly B[],
@@ -126,14 +113,13 @@ function pairedRatio<A, B>(
   return figure(Array.from({ length: n }, (_, i) => numerator(a[i]!) / denominator(b[i]!)));
 }
 
-/** The steady-state configuration of `mode`: the sweep entry at the steady block size. */
 export function steadyDraw(raw: RawResults, mode: DrawMode): DrawConfig | undefined {
   return raw.cluster.draws.find(
     (d) => d.blockSize === raw.settings.steadyBlockSize && d.mode === mode,
   );
 }
 
-/** In-process ratios: key, label, the candidate measured ÷ the one it is set against. */
+/** Key, label, the candidate measured ÷ the one it is set against. */
 const IN_PROCESS_RATIOS = [
   ['tryNextVsCounter', '`tryNext()` cost ÷ plain counter cost', 'tryNext', 'counter'],
   ['nextVsCounter', '`await next()` cost ÷ plain counter cost', 'next', 'counter'],
@@ -164,35 +150,39 @@ function ratios(
   const tight = steadyDraw(raw, 'tight');
   const paced = steadyDraw(raw, 'paced');
   const rate = (r: DrawRun) => r.idsPerSecond;
-  if (tight !== undefined && naive1 !== undefined) {
-    list.push({
-      key: 'tightVsNaive1',
-      label: `cluster IDs/s: idgen-cass tight (${tight.runs[0]?.processes ?? 0} processes) ÷ naive LWT, 1 client`,
-      value: pairedRatio(tight.runs, naive1.runs, rate, naiveRate),
-    });
-  }
-  if (tight !== undefined && naiveN !== undefined) {
-    list.push({
-      key: 'tightVsNaiveN',
-      label: `cluster IDs/s: idgen-cass tight ÷ naive LWT, ${naiveN.clients} clients`,
-      value: pairedRatio(tight.runs, naiveN.runs, rate, naiveRate),
-    });
-  }
-  if (tight !== undefined && naive1 !== undefined) {
-    list.push({
-      key: 'lwtPerIdNaiveVsTight',
-      label: 'LWTs per ID: naive (1 client) ÷ idgen-cass tight',
-      value: pairedRatio(naive1.runs, tight.runs, naiveLwtPerId, (r) => drawLwtPerMillion(r) / 1e6),
-    });
-  }
-  if (paced !== undefined && naive1 !== undefined) {
-    const p50 = (r: { latency: { p50: number } }) => r.latency.p50;
-    list.push({
-      key: 'p50NaiveVsPaced',
-      label: 'median latency per ID: naive (1 client) ÷ idgen-cass `next()`, paced',
-      value: pairedRatio(naive1.runs, paced.runs, p50, p50),
-    });
-  }
+  const p50 = (r: { latency: { p50: number } }) => r.latency.p50;
+  const cluster = [
+    tight &&
+      naive1 && {
+        key: 'tightVsNaive1',
+        label: `cluster IDs/s: idgen-cass tight (${tight.runs[0]?.processes ?? 0} processes) ÷ naive LWT, 1 client`,
+        value: pairedRatio(tight.runs, naive1.runs, rate, naiveRate),
+      },
+    tight &&
+      naiveN && {
+        key: 'tightVsNaiveN',
+        label: `cluster IDs/s: idgen-cass tight ÷ naive LWT, ${naiveN.clients} clients`,
+        value: pairedRatio(tight.runs, naiveN.runs, rate, naiveRate),
+      },
+    tight &&
+      naive1 && {
+        key: 'lwtPerIdNaiveVsTight',
+        label: 'LWTs per ID: naive (1 client) ÷ idgen-cass tight',
+        value: pairedRatio(
+          naive1.runs,
+          tight.runs,
+          naiveLwtPerId,
+          (r) => drawLwtPerMillion(r) / 1e6,
+        ),
+      },
+    paced &&
+      naive1 && {
+        key: 'p50NaiveVsPaced',
+        label: 'median latency per ID: naive (1 client) ÷ idgen-cass `next()`, paced',
+        value: pairedRatio(naive1.runs, paced.runs, p50, p50),
+      },
+  ];
+  for (const ratio of cluster) if (ratio) list.push(ratio);
   for (const adaptive of scale?.tightVsInProcess.filter((r) => r.adaptive) ?? []) {
     list.push({
       key: `tightVsInProcessNext_${adaptive.variant}`,
@@ -230,9 +220,7 @@ export function summarize(raw: RawResults) {
       firstIdWarmDcMs: figure(samples.map((s) => s.firstIdWarmDcMs)),
     },
     ratios: ratios(raw, scale, http),
-    /** The scale phase, when it ran. */
     scale,
-    /** The HTTP phase, when it ran. */
     http,
   };
 }

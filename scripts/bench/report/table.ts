@@ -1,7 +1,4 @@
-/**
- * The plain-text tables the benchmark prints on stdout: the report's figures in brief, one table
- * per section.
- */
+/** The plain-text tables printed on stdout: the report's figures in brief. */
 import type { RawResults } from '../results.js';
 import {
   byColumns,
@@ -21,7 +18,6 @@ import { firstLine, measuredCells, sideLabel } from './http.js';
 import type { ScaleRow } from './scale-summary.js';
 import type { DrawRow, NaiveRow, Summary } from './summary.js';
 
-/** A titled table, the first column left-aligned and the others right-aligned. */
 function textTable<T>(title: string, columns: readonly Column<T>[], data: readonly T[]): string {
   return aligned(title, ...byColumns(columns, data));
 }
@@ -116,7 +112,6 @@ export function renderTable(raw: RawResults, summary: Summary): string {
   return sections.join('\n\n') + '\n';
 }
 
-/** Sections 2 and 3 of the table: naive baseline, draws, cold start and burst. */
 function clusterSections(raw: RawResults, summary: Summary): string[] {
   const draw: Column<DrawRow>[] = [
     ['block', (row) => formatCount(row.blockSize)],

@@ -1,4 +1,4 @@
-/** The options of `createServer()` (server.ts), their defaults, and the one pass that checks them. */
+/** The options of `createServer()`, their defaults, and the one pass that checks them. */
 
 import type { Logger as PinoLogger } from 'pino';
 

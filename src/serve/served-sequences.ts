@@ -1,4 +1,4 @@
-/** The sequences a service hands out over one {@link IdGen}: the allowlist, and each handle's type. */
+/** The sequences a service hands out over one {@link IdGen}: the allowlist, each handle's type. */
 
 import type { IdGen } from '../allocator/id-gen.js';
 import type { CallOptions } from '../allocator/call-deadline.js';
@@ -10,7 +10,7 @@ import { ServeRefusal } from './http-errors.js';
 
 /**
  * One request's budget: its whole timeout, its deadline (`Date.now()` time), its cancellation,
- * and `delivered`, true once the response is written in full, false if the connection closed first.
+ * and `delivered`: true once the response is written in full, false if its connection closed first.
  */
 export interface RequestCall {
   readonly timeoutMs: number;
@@ -19,13 +19,14 @@ export interface RequestCall {
   readonly delivered: Promise<boolean>;
 }
 
-/** A sequence served; `wide` if its domain passes 2^53-1: its IDs are bigints, written as strings. */
+/** A sequence served; `wide` if its domain passes 2^53-1 (bigint IDs, written as strings). */
 interface Handle {
   readonly wide: boolean;
   readonly sequence: Sequence<number> | Sequence<bigint>;
 }
 
-const SERVICE_TIMEOUT = `the service's request timeout (the "timeoutMs" option of createServer(); docs/service.md, "Options")`;
+const SERVICE_TIMEOUT =
+  'the service\'s request timeout (the "timeoutMs" option of createServer(); docs/service.md, "Options")';
 
 export class ServedSequences {
   readonly #ids: IdGen;
@@ -40,7 +41,7 @@ export class ServedSequences {
     this.#allowlist = allowlist === undefined ? undefined : new Set(allowlist);
   }
 
-  /** Whether `name` is allowlisted or exists: only such a name is logged (another may be a secret). */
+  /** Whether `name` is allowlisted or known to exist: the only names a log line shows. */
   isKnown(name: string): boolean {
     return this.#allowlist?.has(name) ?? this.#found.has(name);
   }

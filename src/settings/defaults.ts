@@ -24,16 +24,12 @@ export const SEQUENCE_DEFAULTS = Object.freeze({
   autonomySeconds: 0,
   /** Shards of fixed blocks, and the fewest of adaptive ones. */
   shards: 1,
-  /** Shards of adaptive blocks where the domain has room (docs/sizing.md). */
+  /** Shards of adaptive blocks where the domain holds `shardRoom` DC ranges per shard. */
   adaptiveShards: 16,
-  /** Adaptive blocks get at most one shard per this many DC ranges the domain holds. */
   shardRoom: 1_000n,
-  /** maxDcRangeSize defaults to this many DC ranges (at most an eighth of the domain). */
+  /** maxDcRangeSize with an autonomy target, in DC ranges (at most an eighth of the domain). */
   maxDcRanges: 1_000n,
-  /**
-   * Adaptive blocks in a domain this large get the `large` sizes: gaps cost nothing there, and a
-   * tight loop needs blocks that outlast a claim's round trip.
-   */
+  /** Adaptive blocks in a domain this large get the `large` sizes (docs/sizing.md). */
   largeDomain: 2n ** 48n,
   largeDcRangeSize: 10_000_000n,
   largeMaxBlockSize: 10_000_000,
@@ -44,12 +40,8 @@ type Default<F extends Field> = (
   given: CreateSequenceOptions,
 ) => SequenceSettings[F];
 
-/**
- * Each setting's default on a create, in the rules' order: `s` holds the settings above it (only
- * those), `given` the create's options. The name is always given.
- */
+/** Each setting's default on a create: `s` holds the settings above it, `given` the options. */
 export const DEFAULTS: { readonly [F in Exclude<Field, 'name'>]: Default<F> } = Object.freeze({
-  // A max given alone is bounded by a CQL bigint only; the domain is then `custom`.
   domain: (_, given) => (given.max === undefined ? SEQUENCE_DEFAULTS.domain : 'custom'),
   min: () => SEQUENCE_DEFAULTS.min,
   max: (s) => domainCap(s.domain),
@@ -74,10 +66,7 @@ function sizes(s: SequenceSettings, given: CreateSequenceOptions) {
     : { dcRangeSize, maxBlockSize };
 }
 
-/**
- * `maxDcRangeSize` when not given (also on an alter setting an autonomy target): room for grants
- * to grow with a target, else {@link GRANT_BLOCKS} largest blocks or `dcRangeSize`.
- */
+/** `maxDcRangeSize` when not given, on a create or an alter that sets an autonomy target. */
 export function defaultMaxDcRange(s: SequenceSettings): bigint {
   const wanted =
     s.autonomySeconds > 0
@@ -88,7 +77,6 @@ export function defaultMaxDcRange(s: SequenceSettings): bigint {
   return maxBigInt(minBigInt(wanted, domainSize(s) / 8n), s.dcRangeSize);
 }
 
-/** `shards` when not given: see {@link CreateSequenceOptions.shards}. */
 function defaultShards(s: SequenceSettings): number {
   const { adaptiveShards, shardRoom, shards } = SEQUENCE_DEFAULTS;
   if (s.maxBlockSize === s.blockSize) return shards;

@@ -10,6 +10,7 @@ import { DEFAULTS, defaultMaxDcRange } from './defaults.js';
 import type { AlterSequenceOptions, CreateSequenceOptions } from './model.js';
 import { maxBigInt, settle, type Field } from './rules.js';
 
+/** The size settings: the only ones `alter` can change. */
 const SIZE_KEYS = everyKeyOf<SizeSettings>()([
   'dcRangeSize',
   'blockSize',
@@ -20,11 +21,9 @@ const SIZE_KEYS = everyKeyOf<SizeSettings>()([
   'maxDcRangeSize',
   'shards',
 ]);
-/** The size settings of `settings`, the only ones `alter` can change. */
+
 export function pickSizes(settings: SizeSettings): SizeSettings {
-  return Object.fromEntries(
-    SIZE_KEYS.map((key) => [key, settings[key]]),
-  ) as unknown as SizeSettings;
+  return Object.fromEntries(SIZE_KEYS.map((key) => [key, settings[key]])) as SizeSettings;
 }
 
 const CREATE_KEYS = everyKeyOf<CreateSequenceOptions>()([
@@ -36,14 +35,12 @@ const CREATE_KEYS = everyKeyOf<CreateSequenceOptions>()([
   'start',
   ...SIZE_KEYS,
 ]);
-const ALTER_KEYS = everyKeyOf<AlterSequenceOptions>()(SIZE_KEYS);
 
 /** Fixed blocks: `blockSize` given without `maxBlockSize` sets both. */
 const FIXED_BLOCKS = Object.freeze({ maxBlockSize: 'blockSize' } as const);
 
 /**
- * Validates `options` once and fills in the defaults. Blocks adapt unless `blockSize` is given
- * alone.
+ * Validates `options` once and fills in the defaults.
  * @throws {InvalidNameError} if `name` breaks the naming rule.
  * @throws {InvalidOptionError} naming the first option that is unknown or out of range.
  */
@@ -67,7 +64,7 @@ export function resolveSequenceSettings(
 }
 
 /**
- * Checks the changes of `alter` before any settings are read (with the widest bounds), so bad
+ * Checks the changes of `alter` with the widest bounds, before any settings are read, so bad
  * input is named even with Cassandra unreachable.
  * @throws {InvalidOptionError} naming the first option that is unknown or out of range, or
  * `changes` if it sets nothing.
@@ -77,20 +74,18 @@ export function checkChanges(changes: AlterSequenceOptions): void {
   settle({ given: changes, base: () => undefined });
 }
 
-/** Refuses an option `alter` does not know, and changes that set nothing. */
 function checkChangeKeys(changes: AlterSequenceOptions): void {
-  checkKeys(changes, ALTER_KEYS);
-  if (ALTER_KEYS.every((key) => changes[key] === undefined)) {
-    throw new InvalidOptionError('changes', 'nothing', `at least one of ${ALTER_KEYS.join(', ')}`);
+  checkKeys(changes, SIZE_KEYS);
+  if (SIZE_KEYS.every((key) => changes[key] === undefined)) {
+    throw new InvalidOptionError('changes', 'nothing', `at least one of ${SIZE_KEYS.join(', ')}`);
   }
 }
 
 /**
- * Validates the changes of `alter` against the current settings, as the keys that change (on
- * fixed blocks `blockSize` moves `maxBlockSize`; on fixed DC ranges `dcRangeSize` moves
+ * Validates the changes of `alter` against the current settings; returns the keys that change
+ * (on fixed blocks `blockSize` moves `maxBlockSize`; on fixed DC ranges `dcRangeSize` moves
  * `maxDcRangeSize`).
- * @throws {InvalidOptionError} naming the first option that is unknown or out of range, or
- * `changes` if it sets nothing.
+ * @throws {InvalidOptionError} as {@link checkChanges} does.
  * @throws {InvariantError} if a stored setting the changes leave as it is breaks a rule.
  */
 export function validateChanges(
@@ -120,10 +115,7 @@ function alterBase(field: Field, s: SequenceSettings, current: SequenceSettings)
     : maxBigInt(current.maxDcRangeSize, s.dcRangeSize);
 }
 
-/**
- * Checks settings read back from the store against the rules a create and an alter keep.
- * @throws {InvariantError} if they break one; nothing may be allocated from them.
- */
+/** @throws {InvariantError} if stored settings break a rule; nothing may be allocated from them. */
 export function validateStoredSettings(settings: SequenceSettings): void {
   settle({ given: {}, base: (field) => settings[field] });
 }
@@ -137,8 +129,7 @@ export function idSpaceDifferences(
   asked: SequenceSettings,
   existing: SequenceSettings,
 ): string[] {
-  const given = (field: 'min' | 'max' | 'start') =>
-    options[field] !== undefined || (field === 'max' && options.domain !== undefined);
+  const given = { ...options, max: options.max ?? options.domain };
   return differences(['min', 'max', 'start'], given, asked, existing);
 }
 
@@ -148,16 +139,18 @@ export function sizeDifferences(
   asked: SequenceSettings,
   existing: SequenceSettings,
 ): string[] {
-  return differences(SIZE_KEYS, (key) => options[key] !== undefined, asked, existing);
+  return differences(SIZE_KEYS, options, asked, existing);
 }
 
-function differences<K extends keyof SequenceSettings>(
-  fields: readonly K[],
-  given: (field: K) => boolean,
+function differences(
+  fields: readonly Field[],
+  given: Readonly<Partial<Record<Field, unknown>>>,
   asked: SequenceSettings,
   existing: SequenceSettings,
 ): string[] {
   return fields
-    .filter((field) => given(field) && String(asked[field]) !== String(existing[field]))
+    .filter(
+      (field) => given[field] !== undefined && String(asked[field]) !== String(existing[field]),
+    )
     .map((field) => `${field} ${String(existing[field])} (asked ${String(asked[field])})`);
 }

@@ -1,7 +1,6 @@
 /**
- * The one table of rules a sequence's settings keep, and {@link settle}, the one pass that
- * applies it: each rule bounds its field by checked fields above it; a field with no value is
- * left out, and the rules that read it take their widest bound.
+ * The one table of rules a sequence's settings keep, and {@link settle}, the one pass that applies
+ * it: each rule bounds its field by checked fields above it; a field left out gets its widest bound.
  */
 
 import { InvalidOptionError, InvariantError } from '../errors.js';
@@ -22,13 +21,13 @@ export type Draft = { -readonly [F in Field]?: SequenceSettings[F] };
 /** What an integer option of the API takes besides its range; the CLI, taking digits, drops it. */
 export const INTEGER_TYPES = ' (a number up to 2^53-1, or a bigint)';
 
-/** A bound of a field, from the fields above it and, on an alter, the settings it changes. */
+/** A bound, from the fields above and, on an alter, the settings it changes. */
 type Bound<T> = (s: Draft, current: SequenceSettings | undefined) => T;
 
 /**
- * `id`: a bigint (given, also a safe integer number) in `[low, high]`; `count`: an integer number
- * in `[low, high]` (`why` says where they come from); `share`: strictly between 0 and 1.
- * `blames`: the field above whose change an alter reports when a value not given breaks the rule.
+ * `id`: a bigint (given, also a safe integer number); `count`: an integer number (`why` says
+ * where its bounds come from); `share`: in (0, 1). `blames`: the field above whose change an
+ * alter reports when a value not given breaks the rule.
  */
 type Rule = { readonly field: Field } & (
   | { readonly kind: 'name' | 'domain' | 'share' }
@@ -42,7 +41,7 @@ type Rule = { readonly field: Field } & (
     }
 );
 
-/** The rules, in the order settings are merged: a rule reads only fields above its own. */
+/** In the order settings are merged: a rule reads only fields above its own. */
 export const RULES: readonly Rule[] = Object.freeze([
   { field: 'name', kind: 'name' },
   { field: 'domain', kind: 'domain' },
@@ -89,7 +88,7 @@ export const RULES: readonly Rule[] = Object.freeze([
   {
     field: 'shards',
     kind: 'count',
-    // Never fewer than an alter found: processes keep the shard they picked, and a shard its ranges.
+    // Only grows: processes keep the shard they picked, and a shard its ranges.
     low: (_, current) => Math.max(1, current?.shards ?? 1),
     high: () => MAX_SHARDS,
     why: (_, current) =>
@@ -100,9 +99,8 @@ export const RULES: readonly Rule[] = Object.freeze([
 ]);
 
 /**
- * How {@link settle} fills in the fields: `given` options (`undefined`: not given), `follows`
- * (a field that takes another option's value when only that one is given), and `base`, a
- * field's value when not given (undefined leaves it out).
+ * What {@link settle} merges: `given` options, `follows` (a field that takes another option's
+ * value when only that one is given), and `base`, a field's value when not given.
  */
 export interface Merge {
   readonly given: Readonly<Partial<Record<Field, unknown>>>;
@@ -113,9 +111,8 @@ export interface Merge {
 
 /**
  * Merges settings in the order of {@link RULES}; ID bounds and DC range sizes come out as bigints.
- * @throws {InvalidOptionError} naming the option given that breaks a rule, or on an alter the
- * one a stored value no longer fits (`blames`).
- * @throws {InvariantError} if a value nobody gave breaks a rule: the stored settings do.
+ * @throws {InvalidOptionError} naming the option given that breaks a rule (or, on an alter, that
+ * a stored value no longer fits: `blames`); {@link InvariantError} if a stored value breaks one.
  */
 export function settle({ given, follows = {}, base, current }: Merge): Draft {
   const s: Draft = {};
@@ -141,7 +138,7 @@ export function settle({ given, follows = {}, base, current }: Merge): Draft {
   return s;
 }
 
-/** `value` as the settings hold it, or, if it breaks `rule`, what the rule allows. */
+/** `value` as the settings hold it, or what `rule` allows. */
 function check(
   rule: Rule,
   value: unknown,
@@ -178,42 +175,34 @@ function check(
     }
     case 'count': {
       const [low, high] = [rule.low(s, current), rule.high(s, current)];
-      if (
-        typeof value === 'number' &&
-        Number.isSafeInteger(value) &&
-        value >= low &&
-        value <= high
-      ) {
+      if (Number.isSafeInteger(value) && (value as number) >= low && (value as number) <= high) {
         return { value };
       }
-      // A bigint in range would otherwise read as refused for no reason.
       const kind = typeof value === 'bigint' ? 'a number (not a bigint)' : 'an integer';
       return `${kind} from ${low} to ${high} (${rule.why(s, current)})`;
     }
   }
 }
 
-/** `field`, with its value when it is known: where a bound comes from. */
 function valued(s: Draft, field: Field): string {
   return s[field] === undefined ? field : `${field} (${String(s[field])})`;
 }
 
-/** The largest `max` of a domain: its preset's maximum; a custom domain's, a CQL bigint's. */
+/** The largest `max` of a domain; a custom domain's is a CQL bigint's. */
 export function domainCap(domain: SequenceSettings['domain'] | undefined): bigint {
   return domain === undefined || domain === 'custom' ? MAX_INT63 : DOMAIN_MAX[domain];
 }
 
-/** How many IDs the domain `[min, max]` holds (of the fields known, the widest). */
+/** How many IDs `[min, max]` holds (the widest, while they are unknown). */
 export function domainSize(s: Draft): bigint {
   return (s.max ?? MAX_INT63) - (s.min ?? 0n) + 1n;
 }
 
-/** The most IDs one DC range may hold: the domain's size, at most a CQL bigint (2^63 - 1). */
 export function rangeCap(s: Draft): bigint {
   return minBigInt(domainSize(s), MAX_INT63);
 }
 
-/** The most IDs one block may hold: a block is cut from one DC range. */
+/** A block is cut from one DC range. */
 export function blockCap(s: Draft): number {
   const range = s.dcRangeSize ?? MAX_INT63;
   return range < BigInt(MAX_BLOCK_SIZE) ? Number(range) : MAX_BLOCK_SIZE;

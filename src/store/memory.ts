@@ -85,8 +85,8 @@ export class MemoryStore implements IdStore {
   private readonly wire: FaultInjector;
   private readonly plainReadLag: number;
   private readonly keyspace: string;
-  /** By `sequence \0 dc`. */
-  private readonly usage = new Map<string, Record<UsageCause, bigint>>();
+  /** By sequence, then DC. */
+  private readonly usage = new Map<string, Map<string, Record<UsageCause, bigint>>>();
   /** Tests may change these two at will. */
   readonly nodes: MemoryNode[];
   replicaDcs: readonly string[] | undefined;
@@ -242,8 +242,7 @@ export class MemoryStore implements IdStore {
     await this.wire.enter('readGrantsOverview', sequence);
     const record = this.sequences.get(sequence);
     if (record === undefined) return undefined;
-    const grants = new Map<string, readonly Grant[]>();
-    for (const [dc, history] of record.grants) grants.set(dc, [...history]);
+    const grants = new Map([...record.grants].map(([dc, history]) => [dc, [...history]]));
     return { globalLast: record.globalLast, grants };
   }
 
@@ -319,19 +318,16 @@ export class MemoryStore implements IdStore {
 
   async addDcUsage(sequence: string, dc: string, deltas: UsageDeltas): Promise<void> {
     await this.wire.enter('addDcUsage', sequence, dc);
-    const counts = { ...(this.usage.get(`${sequence}\u0000${dc}`) ?? zeroUsageCounts()) };
+    const usage = this.usage.get(sequence) ?? new Map<string, Record<UsageCause, bigint>>();
+    const counts = { ...(usage.get(dc) ?? zeroUsageCounts()) };
     for (const cause of USAGE_CAUSES) counts[cause] += BigInt(deltas[cause] ?? 0);
-    this.usage.set(`${sequence}\u0000${dc}`, counts);
+    this.usage.set(sequence, usage.set(dc, counts));
   }
 
   async readDcUsage(sequence: string): Promise<ReadonlyMap<string, DcUsageCounts>> {
     await this.wire.enter('readDcUsage', sequence);
-    const result = new Map<string, DcUsageCounts>();
-    for (const [key, counts] of [...this.usage].sort(([a], [b]) => ascending(a, b))) {
-      const [name, dc] = key.split('\u0000') as [string, string];
-      if (name === sequence) result.set(dc, { ...counts });
-    }
-    return result;
+    const usage = [...(this.usage.get(sequence) ?? [])].sort(([a], [b]) => ascending(a, b));
+    return new Map(usage.map(([dc, counts]) => [dc, { ...counts }]));
   }
 
   async readReplicaDcs(): Promise<readonly string[] | undefined> {

@@ -136,17 +136,7 @@ export interface GrantFound {
 }
 
 /** The changeable settings, which an alter writes together. */
-export type SizeSettings = Pick<
-  SequenceSettings,
-  | 'dcRangeSize'
-  | 'blockSize'
-  | 'threshold'
-  | 'maxBlockSize'
-  | 'claimIntervalMs'
-  | 'maxDcRangeSize'
-  | 'autonomySeconds'
-  | 'shards'
->;
+export type SizeSettings = Omit<SequenceSettings, 'name' | 'domain' | 'min' | 'max' | 'start'>;
 
 /** `local`: LOCAL_QUORUM, may lag; `consistent`: SERIAL and EACH_QUORUM, needs every DC. */
 export type OverviewReading = 'local' | 'consistent';

@@ -270,15 +270,10 @@ export class CassandraProtocolStore extends CassandraSession implements Protocol
     dcs: readonly string[],
     operation: string,
   ): Promise<Map<string, DcState>> {
-    const states = new Map<string, DcState>();
     const found = await Promise.all(
-      dcs.map((dc) => this.readDcStateBy(statement, sequence, dc, operation)),
+      dcs.map(async (dc) => [dc, await this.readDcStateBy(statement, sequence, dc, operation)]),
     );
-    dcs.forEach((dc, i) => {
-      const state = found[i];
-      if (state !== undefined) states.set(dc, state);
-    });
-    return states;
+    return new Map(found.filter((entry): entry is [string, DcState] => entry[1] !== undefined));
   }
 
   /** `dc`'s state by `statement`, undefined if there is no row. */

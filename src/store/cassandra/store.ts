@@ -124,6 +124,11 @@ export class CassandraStore extends CassandraProtocolStore implements IdStore {
       host: host.address,
       dc: host.datacenter,
       version: typeof host.cassandraVersion === 'string' ? host.cassandraVersion : undefined,
+      commitlogSync: undefined,
+      paxosVariant: undefined,
+      settings: new Map<string, string>(),
+      properties: new Map<string, string>(),
+      tables: new Map<string, TableSettings>(),
     };
     try {
       const [settings, properties, tables] = await Promise.all([
@@ -149,15 +154,7 @@ export class CassandraStore extends CassandraProtocolStore implements IdStore {
         tables: tableSettings,
       };
     } catch (error) {
-      return {
-        ...base,
-        commitlogSync: undefined,
-        paxosVariant: undefined,
-        settings: new Map(),
-        properties: new Map(),
-        tables: new Map(),
-        error: describeDriverError(error),
-      };
+      return { ...base, error: describeDriverError(error) };
     }
   }
 }

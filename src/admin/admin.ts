@@ -5,7 +5,13 @@
 
 import type { ConnectionOptions } from '../store/cassandra/driver-client.js';
 import { InvalidOptionError } from '../errors.js';
-import { checkAbortSignal, checkKeys, everyKeyOf, validateSequenceName } from '../options.js';
+import {
+  checkAbortSignal,
+  checkKeys,
+  everyKeyOf,
+  milliseconds,
+  validateSequenceName,
+} from '../options.js';
 import { ascending } from '../order.js';
 import type { DcState, IdStore, NodeSettings, SequenceSettings } from '../store/port.js';
 import { sleep } from '../timers.js';
@@ -167,22 +173,22 @@ export class Admin {
   async status(options: StatusOptions = {}): Promise<StatusReport> {
     checkKeys(options, STATUS_KEYS);
     checkAbortSignal('signal', options.signal);
-    if (options.sequences !== undefined) {
-      if (!Array.isArray(options.sequences)) {
-        throw new InvalidOptionError(
-          'sequences',
-          options.sequences,
-          'a list of sequence names, or none for every sequence',
-        );
-      }
-      for (const name of options.sequences) validateSequenceName(name);
+    if (options.sequences !== undefined && !Array.isArray(options.sequences)) {
+      const allowed = 'a list of sequence names, or none for every sequence';
+      throw new InvalidOptionError('sequences', options.sequences, allowed);
     }
+    for (const name of options.sequences ?? []) validateSequenceName(name);
     const since = options.since as Partial<StatusReport> | undefined;
     if (since !== undefined && (typeof since !== 'object' || !Array.isArray(since?.sequences))) {
       throw new InvalidOptionError('since', since, 'a report an earlier status() returned');
     }
     const sampleMs = milliseconds('sampleMs', options.sampleMs, ADMIN_DEFAULTS.sampleMs);
-    const serialTimeoutMs = probeTimeout('serialTimeoutMs', options.serialTimeoutMs);
+    const serialTimeoutMs = milliseconds(
+      'serialTimeoutMs',
+      options.serialTimeoutMs,
+      ADMIN_DEFAULTS.serialTimeoutMs,
+      true,
+    );
     const names =
       options.sequences ?? (await this.listSequences()).map((settings) => settings.name);
     // A DC not reached is not tried again in this run (each try may take seconds).
@@ -262,7 +268,13 @@ export class Admin {
    */
   async probeSerial(options: ProbeOptions = {}): Promise<SerialProbe> {
     checkKeys(options, PROBE_KEYS);
-    return probeSerial(this.#store, this.dc, probeTimeout('timeoutMs', options.timeoutMs));
+    const timeoutMs = milliseconds(
+      'timeoutMs',
+      options.timeoutMs,
+      ADMIN_DEFAULTS.serialTimeoutMs,
+      true,
+    );
+    return probeSerial(this.#store, this.dc, timeoutMs);
   }
 
   /**
@@ -321,22 +333,4 @@ export class Admin {
     await this.#parts.release?.();
     await this.#store.close();
   }
-}
-
-/** `value`, or `fallback` if undefined. @throws {InvalidOptionError} unless finite and >= 0. */
-function milliseconds(option: string, value: number | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-    throw new InvalidOptionError(option, value, 'a finite number of milliseconds, at least 0');
-  }
-  return value;
-}
-
-/** The SERIAL probe's bound; 0 is refused (SERIAL would always be unreachable). */
-function probeTimeout(option: string, value: number | undefined): number {
-  const timeoutMs = milliseconds(option, value, ADMIN_DEFAULTS.serialTimeoutMs);
-  if (timeoutMs === 0) {
-    throw new InvalidOptionError(option, timeoutMs, 'a finite number of milliseconds above 0');
-  }
-  return timeoutMs;
 }

@@ -5,7 +5,7 @@
  */
 
 import { ascending } from '../order.js';
-import type { NodeSettings, TableSettings } from '../store/port.js';
+import type { NodeSettings } from '../store/port.js';
 
 /** Cassandra's floor for keeping Paxos state (`SystemKeyspace.legacyPaxosTtlSec`). */
 export const MIN_PAXOS_STATE_SECONDS = 3 * 3600;
@@ -97,9 +97,7 @@ const IGNORE_REPLAY_ERRORS_PROPERTY = 'cassandra.commitlog.ignorereplayerrors';
 const IDGEN_TABLES = ['idgen_grants', 'idgen_dc_state'] as const;
 
 /** The idgen tables (written with Paxos) in `node`'s schema, with their settings. */
-function idgenTables(
-  node: NodeSettings,
-): { readonly table: (typeof IDGEN_TABLES)[number]; readonly settings: TableSettings }[] {
+function idgenTables(node: NodeSettings) {
   return IDGEN_TABLES.flatMap((table) => {
     const settings = node.tables.get(table);
     return settings === undefined ? [] : [{ table, settings }];

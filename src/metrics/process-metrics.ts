@@ -131,7 +131,8 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
     const probe = await probeSerial(store, dc, timeoutMs);
     this.#metrics.gauge('idgen_serial_reachable').set({ dc }, probe.reachable ? 1 : 0);
     let failed: { readonly error: unknown; readonly sequence: string } | undefined;
-    const polled = this.#polledSequences();
+    const open = [...this.#handles].filter((h) => h.state !== 'closing' && h.state !== 'closed');
+    const polled = new Set(open.map((handle) => handle.name));
     this.#dropUnpolled(polled);
     for (const sequence of polled) {
       try {
@@ -148,14 +149,6 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
   #pollFailed(error: unknown, fields: Record<string, unknown> = {}): void {
     this.#metrics.counter('idgen_runway_poll_failures_total').inc();
     this.#failures.failed('poll', error, fields);
-  }
-
-  #polledSequences(): Set<string> {
-    const names = new Set<string>();
-    for (const handle of this.#handles) {
-      if (handle.state !== 'closing' && handle.state !== 'closed') names.add(handle.name);
-    }
-    return names;
   }
 
   /** Kept, a closed sequence's last values would read as current (a low runway alerting on). */

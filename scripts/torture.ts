@@ -14,12 +14,11 @@ import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import * as manager from './cluster/manager.js';
 import { readNodeSettings, settingsChanges, settingsProblems } from './cluster/settings.js';
 import { nodeSpecs } from './cluster/topology.js';
-import { connect, initSchema, openAdmin } from '../src/index.js';
+import { connect, initSchema, openAdmin, type DcState } from '../src/index.js';
 import { MUTATIONS, type Mutation } from '../src/mutations.js';
 import { CassandraStore } from '../src/store/cassandra/store.js';
 import { dcOfGrantee } from '../src/names.js';
-import type { DcState } from '../src/index.js';
-import { checkHistory, type RecordedIncarnation } from './torture/checker.js';
+import { checkHistory } from './torture/checker.js';
 import { Fleet, type Incarnation } from './torture/fleet.js';
 import {
   checkLiveness,
@@ -37,12 +36,7 @@ import {
   type FaultMix,
 } from './torture/nemesis.js';
 import { freshSeed, Random } from './torture/random.js';
-import {
-  drawnWhileInForce,
-  faultsInForce,
-  idleWhileNotHit,
-  type ProcessProgress,
-} from './torture/fault-progress.js';
+import { drawnWhileInForce, faultsInForce, idleWhileNotHit } from './torture/fault-progress.js';
 import { parseProgress } from './torture/progress.js';
 import { ALARM_CODES } from './torture/errors.js';
 import { closeViolations, conductProblems, unexpectedErrors } from './torture/verdict.js';
@@ -362,7 +356,7 @@ async function main(): Promise<void> {
     }
     await store.close();
   }
-  const history: RecordedIncarnation[] = fleet.incarnations.map((i) => ({
+  const history = fleet.incarnations.map((i) => ({
     id: i.id,
     dc: i.dc,
     ending: i.ending,
@@ -408,7 +402,7 @@ async function main(): Promise<void> {
           (change) => `node settings changed: ${change}`,
         )),
   ];
-  const processes: ProcessProgress[] = fleet.incarnations
+  const processes = fleet.incarnations
     .filter((i) => !i.liveness)
     .map((i) => ({
       dc: i.dc,

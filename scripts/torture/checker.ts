@@ -79,8 +79,9 @@ export function checkHistory(
   // 0. Something to judge: every DC recorded IDs (a sound-looking empty history is no evidence).
   const recordedByDc = new Map<string, number>();
   for (const grantee of rows.grants.keys()) recordedByDc.set(dcOfGrantee(grantee) ?? grantee, 0);
-  for (const { dc, ids } of incarnations)
+  for (const { dc, ids } of incarnations) {
     recordedByDc.set(dc, (recordedByDc.get(dc) ?? 0) + ids.length);
+  }
   const dcsWithoutIds = [...recordedByDc]
     .filter(([, count]) => count === 0)
     .map(([dc]) => dc)
@@ -119,10 +120,7 @@ export function checkHistory(
     const at = firstOutOfOrder(incarnation);
     if (at !== undefined) nonMonotonic.push({ incarnation: incarnation.id, at });
   }
-  const uncoveredCalls = incarnations.flatMap((i) => {
-    const uncovered = callsCoverage(i);
-    return uncovered === undefined ? [] : [uncovered];
-  });
+  const uncoveredCalls = incarnations.map(callsCoverage).filter((u) => u !== undefined);
 
   // 3. All of one process's IDs inside the grants of one grantee of its DC, read off its first ID.
   const outsideGrants: { incarnation: number; id: number }[] = [];

@@ -124,7 +124,6 @@ export class Fleet {
       env: { ...process.env, ...this.options.workerEnv },
     });
     let stdout = '';
-    let readySeen = false;
     let markReady: () => void = () => undefined;
     const ready = new Promise<void>((resolve) => (markReady = resolve));
     const incarnation: Incarnation = {
@@ -170,24 +169,20 @@ export class Fleet {
     child.stdout!.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
       incarnation.startupMs ??= startupMsIn(stdout);
-      if (!readySeen && stdout.includes('"event":"ready"')) {
-        readySeen = true;
+      if (!incarnation.connected && stdout.includes('"event":"ready"')) {
         incarnation.connected = true;
         markReady();
       }
-      if (readySeen && incarnation.readyTimes === undefined) {
-        incarnation.readyTimes = readyTimesIn(stdout);
-      }
-      if (readySeen && !incarnation.drawing) incarnation.drawing = firstIdIn(stdout) !== undefined;
+      if (!incarnation.connected) return;
+      incarnation.readyTimes ??= readyTimesIn(stdout);
+      incarnation.drawing ||= firstIdIn(stdout) !== undefined;
     });
-    const stderrDir = this.options.stderrDir;
-    const stderrFile =
-      stderrDir === undefined ? undefined : path.join(stderrDir, `${path.basename(name)}.stderr`);
+    const { stderrDir } = this.options;
     child.stderr!.on('data', (chunk: Buffer) => {
       incarnation.stderr = (incarnation.stderr + chunk.toString()).slice(-20_000);
-      if (stderrFile === undefined) return;
-      fs.mkdirSync(stderrDir!, { recursive: true });
-      fs.appendFileSync(stderrFile, chunk);
+      if (stderrDir === undefined) return;
+      fs.mkdirSync(stderrDir, { recursive: true });
+      fs.appendFileSync(path.join(stderrDir, `${path.basename(name)}.stderr`), chunk);
     });
     this.incarnations.push(incarnation);
     return incarnation;

@@ -39,17 +39,16 @@ export interface ClaimOptions {
   readonly need?: (() => number) | undefined;
 }
 
-/** A claim's block size, and what the block must hold at least. */
 export interface BlockAsk {
   readonly size: bigint;
   readonly floor: bigint;
 }
 
 type Claim = NonNullable<ReturnType<typeof claim>>;
+type Confirmed = { readonly block: ClaimedBlock; readonly version: number };
 
 interface ClaimTally {
   attempts: number;
-  /** Writes in a row whose outcome stayed unknown. */
   unknowns: number;
   serialFailures: number;
   rangeWaits: number;
@@ -113,7 +112,7 @@ export class DcClaims {
   private async claimRounds(
     options: ClaimOptions,
     unresolved: Map<string, Claim>,
-  ): Promise<{ readonly block: ClaimedBlock; readonly version: number }> {
+  ): Promise<Confirmed> {
     const askOf = this.asker(options);
     const tally: ClaimTally = {
       attempts: 0,
@@ -239,10 +238,7 @@ export class DcClaims {
     }
   }
 
-  private confirmClaim({ next, block }: Claim): {
-    readonly block: ClaimedBlock;
-    readonly version: number;
-  } {
+  private confirmClaim({ next, block }: Claim): Confirmed {
     this.ctx.counters.blocksClaimed++;
     this.ctx.seen.raiseState(next);
     this.ctx.seen.raiseClaim(next.reservedGrant, block.last);

@@ -10,7 +10,7 @@ import { mutated } from '../mutations.js';
 /** Versions are compared as JavaScript numbers. */
 export const MAX_VERSION = Number.MAX_SAFE_INTEGER;
 
-/** A block claimed from the DC state: `[first, last]`, cut from the range `[rangeMin, rangeMax]`. */
+/** Block `[first, last]`, cut from the range `[rangeMin, rangeMax]`. */
 export interface BlockClaim {
   readonly first: bigint;
   readonly last: bigint;
@@ -28,7 +28,6 @@ export function topOf(state: DcState): bigint {
   return hasPreloaded(state) ? state.preloadedMax : state.reservedMax;
 }
 
-/** IDs the DC still holds. */
 export function remainingIn(state: DcState | undefined): bigint {
   if (state === undefined) return 0n;
   const reserved = state.reservedMax - state.lastInteger;
@@ -218,7 +217,6 @@ export interface DcStateViolation {
   readonly message: string;
 }
 
-/** What the DC state is checked against besides itself. */
 export interface DcStateContext {
   readonly settings: Pick<SequenceSettings, 'start' | 'max'>;
   /** The DC's grants read after the state (all, or only the latest). */

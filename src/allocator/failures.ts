@@ -1,4 +1,5 @@
 /** Failures counted, and logged once per episode: a warning, then an info line on recovery. */
+
 import type { Logger } from '../logger.js';
 
 export class FailureLog<Kind extends string> {

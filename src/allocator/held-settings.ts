@@ -4,7 +4,6 @@
  */
 
 import type { Logger } from '../logger.js';
-
 import {
   DomainNeedsBigIntError,
   InvalidCountError,

@@ -4,7 +4,6 @@
  */
 
 import type { Logger } from '../logger.js';
-
 import { USAGE_CAUSES, type IdStore, type UsageCause } from '../store/port.js';
 import { rangeFailureLog } from './dc-allocator.js';
 import { newDcCounters } from './dc-context.js';

@@ -6,7 +6,6 @@
 import assert from 'node:assert/strict';
 
 import type { Logger } from '../logger.js';
-
 import { InvariantError, SequenceRecreatedError, StateRolledBackError } from '../errors.js';
 import { mutated } from '../mutations.js';
 import type { IdStore } from '../store/port.js';

@@ -158,7 +158,7 @@ export function connectError(
   // The driver's own check of localDataCenter, maybe inside a NoHostAvailableError.
   if (localDataCenter !== undefined) {
     for (const candidate of [error, ...innerErrors(error)]) {
-      if ((candidate as { name?: unknown } | null)?.name !== 'ArgumentError') continue;
+      if (shape(candidate).name !== 'ArgumentError') continue;
       const known = /(?:Available DCs are|found hosts in data centers): \[([^\]]*)\]/.exec(
         (candidate as Error).message,
       )?.[1];
@@ -174,10 +174,8 @@ export function connectError(
   const points =
     contactPoints.length > 0 ? contactPoints.join(', ') : "(the client's contact points)";
   const refused = [error, ...innerErrors(error)].find((candidate) => {
-    const { name, code } = (candidate ?? {}) as { name?: unknown; code?: unknown };
-    return (
-      name === 'AuthenticationError' || code === cassandra.types.responseErrorCodes.badCredentials
-    );
+    const { name, code } = shape(candidate);
+    return name === 'AuthenticationError' || code === codes.badCredentials;
   });
   if (refused !== undefined) {
     return new AuthenticationError(points, describeDriverError(refused), { cause: error });

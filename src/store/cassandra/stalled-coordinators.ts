@@ -34,7 +34,9 @@ export class StalledCoordinators {
 
   markTimedOut(error: unknown): void {
     for (const [address, cause] of timeoutsOf(error)) {
-      if (isClientTimeout(cause)) this.mark(address);
+      // By name, so that errors of another copy of the driver count too.
+      if ((cause as { name?: unknown } | null)?.name === 'OperationTimedOutError')
+        this.mark(address);
     }
   }
 }
@@ -50,15 +52,6 @@ function timeoutsOf(error: unknown): [string, unknown][] {
     for (const [host, inner] of Object.entries(e.innerErrors)) found.push([host, inner]);
   }
   return found;
-}
-
-/** By name, so that errors of another copy of the driver count too. */
-function isClientTimeout(error: unknown): boolean {
-  return (
-    typeof error === 'object' &&
-    error !== null &&
-    (error as { name?: unknown }).name === 'OperationTimedOutError'
-  );
 }
 
 /** Puts stalled coordinators last; distances and options are the wrapped policy's. */

@@ -124,10 +124,7 @@ export class BlockBuffer<T extends number | bigint> {
     this.retired = [];
   }
 
-  /**
-   * The unused IDs of the retired blocks that end at the highest one claimed, as one contiguous
-   * run: only such a run can be given back.
-   */
+  /** The retired blocks' unused IDs ending at the highest claimed, as one contiguous run. */
   unusedRun(): { first: bigint; last: bigint } | undefined {
     const blocks = this.retired;
     let index = blocks.length - 1;

@@ -1,7 +1,4 @@
-/**
- * A handle's block claim, single-flight, retried with a growing pause while it fails for a passing
- * reason; a claim nobody waits for retries for at most `callTimeoutMs`.
- */
+/** A handle's block claim: single-flight, retried with a growing pause while a failure passes. */
 
 import {
   ClosedError,

@@ -75,10 +75,7 @@ export interface Wait extends CallDeadline {
   readonly lastFailure: () => Error | undefined;
 }
 
-/**
- * Waits for `refill` until the deadline (then rejects with the last failure, or a DeadlineError
- * for lost races) or the signal. Contention alone never fails a call that still has time.
- */
+/** Waits for `refill` until the deadline or the signal; lost races alone never fail it early. */
 export function waitWithinDeadline(refill: Promise<void>, wait: Wait): Promise<void> {
   const { sequence, timeoutMs, signal, clock } = wait;
   if (signal?.aborted === true) {

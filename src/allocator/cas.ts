@@ -34,10 +34,7 @@ export interface CasResult<Found = unknown> {
   readonly rereadError?: unknown;
 }
 
-/**
- * Runs `step.write` once; a rejection is judged by the row the round found, an unknown outcome
- * by a re-read. Throws the re-read's {@link StateRolledBackError} or {@link InvariantError}.
- */
+/** Runs `step.write` once: a rejection judged by the row found, an unknown by a re-read. */
 export async function runConditionalWrite<Found>(
   step: ConditionalWrite<Found>,
 ): Promise<CasResult<Found>> {

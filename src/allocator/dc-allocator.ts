@@ -1,7 +1,4 @@
-/**
- * The DC level of one sequence in one DC: joins block claims (LOCAL_SERIAL), grants (SERIAL) and
- * range requests, where the two meet.
- */
+/** The DC level of one sequence in one DC: block claims, grants, and the range requests between. */
 
 import {
   ContentionError,
@@ -139,10 +136,7 @@ export class DcAllocator {
     this.ranges.inBackground();
   }
 
-  /**
-   * Gives back `[first, last]` if this process wrote the state last and nobody claimed after it;
-   * retried only after a write shown lost. Returns how many IDs went back.
-   */
+  /** Gives `[first, last]` back if nobody claimed after it; returns how many IDs went back. */
   returnBlock(first: bigint, last: bigint): Promise<bigint> {
     return this.claims.giveBack(first, last);
   }

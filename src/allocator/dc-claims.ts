@@ -1,7 +1,4 @@
-/**
- * The LOCAL_SERIAL level of one sequence in one DC: claims blocks, installs grants, gives blocks
- * back (docs/design.md, "Claiming a process block", "Installing a grant").
- */
+/** The LOCAL_SERIAL level (docs/design.md, "Claiming a process block", "Installing a grant"). */
 
 import { randomUUID } from 'node:crypto';
 
@@ -281,10 +278,7 @@ export class DcClaims {
     }
   }
 
-  /**
-   * With no state, installs grant 1 and claims in one `IF NOT EXISTS` write (docs/design.md, "A
-   * DC's first range, granted at creation").
-   */
+  /** With no state: grant 1 installed and claimed in one `IF NOT EXISTS` write. */
   private async openingClaim(ask: BlockAsk, op: string): Promise<Claim | undefined> {
     const first = await this.grants.firstGrantLocally();
     if (first === undefined) return undefined;

@@ -1,7 +1,4 @@
-/**
- * What both levels of a DC allocator share: the checks every read passes, the latch that stops
- * all writes once rows went back, and the retry bounds.
- */
+/** What both levels of a DC allocator share: read checks, the rollback latch, retry bounds. */
 
 import {
   ContentionError,
@@ -87,10 +84,7 @@ export class DcContext {
     if (this.latched !== undefined) throw this.latched;
   }
 
-  /**
-   * Checks a DC state read: its incarnation first (another sequence's row is not ours to judge),
-   * then the invariants.
-   */
+  /** Checks a read state: its incarnation first, then the invariants. */
   checkState(
     state: DcState,
     context: { grants?: readonly Grant[] | undefined; globalLast?: bigint | undefined },

@@ -1,7 +1,4 @@
-/**
- * The SERIAL level of one sequence in one DC (docs/design.md, "Granting a DC range"): reads and
- * checks the grants, and sends the grant batch. It never touches the DC state.
- */
+/** The SERIAL level (docs/design.md, "Granting a DC range"); it never touches the DC state. */
 
 import {
   SequenceExhaustedError,
@@ -127,10 +124,7 @@ export class DcGrants {
     });
   }
 
-  /**
-   * The DC's grant 1 if a plain read shows it as the latest; safe without SERIAL (docs/design.md,
-   * "A DC's first range, granted at creation").
-   */
+  /** Grant 1 if a plain read shows it latest; safe without SERIAL (docs/design.md). */
   async firstGrantLocally(): Promise<Grant | undefined> {
     let view: GrantView | undefined;
     try {

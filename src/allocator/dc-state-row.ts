@@ -1,7 +1,4 @@
-/**
- * One process's view of a DC state row: every read checked against the invariants and the rows
- * seen before; every write classified and stamped with the incarnation.
- */
+/** A DC state row as one process sees it: reads checked, writes classified and stamped. */
 
 import { StoreUnavailableError } from '../errors.js';
 import type { DcStamp, DcState } from '../store/port.js';

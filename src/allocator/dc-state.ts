@@ -47,10 +47,7 @@ export function usedShare(state: DcState): number {
   return Number((used * 1_000_000n) / size) / 1_000_000;
 }
 
-/**
- * Claims up to `blockSize` IDs from the reserved range, else from the preloaded one, which becomes
- * reserved. Undefined when the DC holds no ID.
- */
+/** Claims from the reserved range, else the preloaded one; undefined when the DC holds none. */
 export function claim(
   state: DcState,
   blockSize: bigint,
@@ -131,10 +128,7 @@ export function installAndClaim(
   return { next: { ...claimed.next, version: (state?.version ?? 0) + 1 }, block: claimed.block };
 }
 
-/**
- * Gives `[first, last]` (its part in the reserved range) back if nobody claimed after it;
- * undefined when nothing can be given back.
- */
+/** Gives `[first, last]` back if nobody claimed after it; undefined if nothing can go back. */
 export function giveBack(
   state: DcState,
   first: bigint,

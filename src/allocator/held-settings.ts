@@ -1,7 +1,4 @@
-/**
- * A handle's settings: read at load, re-read at a claim once older than
- * {@link SETTINGS_REFRESH_MS}, checked on every read, ordered against accepted blocks.
- */
+/** A handle's settings: read at load, re-read when old, checked, ordered against blocks. */
 
 import type { Logger } from '../logger.js';
 import {
@@ -68,10 +65,7 @@ export class HeldSettings {
     return stored;
   }
 
-  /**
-   * The settings re-read if due (or `force`d); undefined if those held stay, as after a failed
-   * read. Only sizes may change: a moved domain is an {@link InvariantError}.
-   */
+  /** The settings re-read if due or `force`d; undefined if those held stay. */
   reread(
     held: () => SequenceSettings | undefined,
     force: boolean,

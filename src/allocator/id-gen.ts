@@ -349,10 +349,7 @@ export class IdGen {
     });
   }
 
-  /**
-   * Closes every handle (giving unused IDs back), the monitor (metrics keep their last values),
-   * then the store. Idempotent; later calls throw {@link ClosedError}.
-   */
+  /** Closes every handle, the monitor, then the store. Idempotent; later calls throw. */
   close(): Promise<void> {
     this.#closing ??= this.#shutdown();
     return this.#closing;

@@ -1,7 +1,4 @@
-/**
- * Retiring a DC's ranges after its rows went back: each state partition is set to its latest
- * grant, spent (docs/design.md, "Rows that went back").
- */
+/** Retiring a DC's ranges after its rows went back (docs/design.md, "Rows that went back"). */
 
 import { randomUUID } from 'node:crypto';
 

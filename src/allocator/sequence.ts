@@ -1,7 +1,4 @@
-/**
- * The process level of one sequence: a double buffer of blocks callers take IDs from, one refill
- * in flight at a time, callers waiting up to their deadline, and close().
- */
+/** The process level of one sequence: a double buffer of blocks, one refill in flight, close(). */
 
 import assert from 'node:assert/strict';
 
@@ -304,10 +301,7 @@ export class Sequence<T extends number | bigint> {
     return this.ledger.stats({ taken, remaining, blockSize, drawRate }, dcRate);
   }
 
-  /**
-   * Stops handing out IDs at once (calls throw {@link ClosedError}), then gives the unused IDs
-   * back to the DC where it can. Idempotent; never rejects.
-   */
+  /** Stops handing out IDs at once, then gives the unused ones back. Idempotent; never rejects. */
   close(): Promise<void> {
     this.closing ??= this.shutdown();
     return this.closing;

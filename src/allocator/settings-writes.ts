@@ -16,10 +16,7 @@ import { pickSizes, validateChanges } from '../settings/resolve.js';
 import type { FirstGrant, IdStore, SequenceSettings, StoredSettings } from '../store/port.js';
 import { isOurs, runConditionalWrite, type CasResult, type Judgement } from './cas.js';
 
-/**
- * Settings read locally, else at SERIAL: a create that timed out may be committed elsewhere only.
- * Without SERIAL the local answer stands.
- */
+/** Settings read locally, else at SERIAL: a create that timed out may be elsewhere only. */
 export async function readSettingsFound(
   store: IdStore,
   name: string,
@@ -122,10 +119,7 @@ async function leftoverStates(
   return [...(await store.readDcStatesOf(settings.name, grantees)).keys()].sort();
 }
 
-/**
- * Changes the sizes of sequence `name`, each attempt conditional on the settings it validated
- * against; returns the settings it wrote. Throws as {@link IdGen.alterSequence}.
- */
+/** Changes the sizes of `name`; throws as {@link IdGen.alterSequence}. */
 export async function alterSettings(
   store: IdStore,
   name: string,

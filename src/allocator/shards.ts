@@ -1,7 +1,4 @@
-/**
- * Where a handle claims from: a random shard of its DC and its {@link DcAllocator}; when it moves,
- * see docs/design.md, "Past one DC-state partition: shards".
- */
+/** Where a handle claims from (docs/design.md, "Past one DC-state partition: shards"). */
 
 import type { Logger } from '../logger.js';
 import {
@@ -204,10 +201,7 @@ export class Shards {
     await allocator.close();
   }
 
-  /**
-   * A random other shard whose state, read locally, holds IDs above the handle's. A range's start
-   * only grows: a stale read costs at most one more move.
-   */
+  /** A random other shard a local read shows holding IDs above the handle's. */
   private async shardWithIdsAbove({ settings }: Loaded): Promise<number | undefined> {
     const { store, name, dc } = this.context;
     if (settings.shards < 2 || !this.context.isOpen()) return undefined;

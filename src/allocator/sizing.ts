@@ -1,7 +1,4 @@
-/**
- * Sizes that follow the load. A wrong rate changes a size within the stored bounds, never
- * uniqueness; rates use the local monotonic {@link Clock} only.
- */
+/** Sizes that follow the load: a wrong rate changes a size within its bounds, never uniqueness. */
 
 import { GRANT_BLOCKS } from '../settings/model.js';
 import type { DcState } from '../store/port.js';
@@ -81,10 +78,7 @@ export function blockSizeFor(demand: BlockDemand): number {
 
 type ReservedRange = Pick<DcState, 'lastInteger' | 'reservedMin' | 'reservedMax' | 'reservedGrant'>;
 
-/**
- * A running count of the IDs a DC's processes claimed, from the DC states read. A give-back counts
- * as nothing; a state that skipped grants starts afresh.
- */
+/** A running count of the IDs a DC's processes claimed, from the DC states read. */
 export class DcUsage {
   total = 0;
   private last: ReservedRange | undefined;

@@ -1,7 +1,4 @@
-/**
- * Rollback detection (docs/design.md, "What the cluster must guarantee"): a read below the marks
- * taken ({@link Watermarks.floor}) before it was sent shows lost writes.
- */
+/** Rollback detection (docs/design.md, "What the cluster must guarantee"). */
 
 import type { DcState, GrantView } from '../store/port.js';
 import { mutated } from '../mutations.js';

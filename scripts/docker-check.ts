@@ -1,9 +1,8 @@
 /**
- * `npm run docker-check [-- [--smoke] [--wait-for <file>]]`: runs every Docker path of the
- * project on this machine's engine. Starts `dockerd` if none answers (as root), builds the
- * stand-in images and the project's Dockerfile, drives docker-compose.yml's cluster and services,
- * then runs the integration tests on testcontainers (`--smoke`: only the files the containers
- * change). Exits 1 on any failure, after removing the containers it started.
+ * `npm run docker-check [-- [--smoke] [--wait-for <file>]]`: every Docker path of the project on
+ * this machine's engine (started if none answers, as root): the stand-in images, the Dockerfile,
+ * docker-compose.yml's cluster and services, the integration tests on testcontainers. Exits 1 on
+ * any failure, after removing the containers it started.
  */
 import fs from 'node:fs';
 import { Command } from 'commander';
@@ -22,10 +21,7 @@ const SMOKE_TEST_FILES = [
 ];
 const log = (line: string) => console.log(`    ${line}`);
 
-interface Options {
-  waitFor?: string;
-  smoke?: boolean;
-}
+type Options = { waitFor?: string; smoke?: boolean };
 
 async function main(options: Options): Promise<void> {
   const started = Date.now();
@@ -42,11 +38,9 @@ async function main(options: Options): Promise<void> {
   );
   const gate = options.waitFor;
   if (gate) {
+    const every = { timeoutMs: 24 * 3600_000, everyMs: 30_000 };
     await step(`waiting for ${gate}`, () =>
-      waitFor(`${gate} to exist`, async () => fs.existsSync(gate), {
-        timeoutMs: 24 * 3600_000,
-        everyMs: 30_000,
-      }),
+      waitFor(`${gate} to exist`, async () => fs.existsSync(gate), every),
     );
   }
 
@@ -72,7 +66,7 @@ async function main(options: Options): Promise<void> {
   console.log(`\ndocker-check passed in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 
-/** What must run however the check ends: the compose project's removal once it was started. */
+/** What must run however the check ends (the compose project's removal). */
 const cleanups: (() => Promise<unknown>)[] = [];
 
 function summary(): void {

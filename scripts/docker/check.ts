@@ -1,14 +1,11 @@
 /**
- * The Docker paths a user runs, each run for real: docker-compose.yml's 3-DC cluster with its
- * `serve` profile (the CLI and the service's endpoints in every DC, the HEALTHCHECK, a SIGTERM),
- * and the integration tests on a cluster of testcontainers.
- *
- * Networking: compose's own bridge (172.28.0.0/24) and testcontainers' own networks; the host
- * reaches only those containers and the service ports compose publishes on localhost.
+ * The Docker paths a user runs, each for real: docker-compose.yml's 3-DC cluster with its `serve`
+ * profile (CLI, endpoints, HEALTHCHECK, SIGTERM in every DC) on its own bridge, and the
+ * integration tests on testcontainers.
  */
 import { CheckError, run, waitFor } from './steps.js';
 
-export const COMPOSE_PROJECT = 'idgen-cass-check';
+const COMPOSE_PROJECT = 'idgen-cass-check';
 const SERVICES = [
   { dc: 'dc1', service: 'serve-dc1', node: '172.28.0.11', port: 8081 },
   { dc: 'dc2', service: 'serve-dc2', node: '172.28.0.12', port: 8082 },
@@ -42,20 +39,11 @@ export class ComposeCluster {
 
   /** `init`, `seed` and `next` in each DC, with the service's image, as a user runs them. */
   async cli(log: Log): Promise<bigint[]> {
-    const idgen = (node: string, dc: string, ...args: string[]) =>
-      this.command(
-        'run',
-        '--rm',
-        '--no-deps',
-        '-e',
-        `IDGEN_CONTACT_POINTS=${node}`,
-        '-e',
-        `IDGEN_DC=${dc}`,
-        '--entrypoint',
-        'idgen-cass',
-        'idgen-init',
-        ...args,
-      );
+    const idgen = (node: string, dc: string, ...args: string[]) => {
+      const env = ['-e', `IDGEN_CONTACT_POINTS=${node}`, '-e', `IDGEN_DC=${dc}`];
+      const image = ['--entrypoint', 'idgen-cass', 'idgen-init'];
+      return this.command('run', '--rm', '--no-deps', ...env, ...image, ...args);
+    };
     const [first] = SERVICES;
     await idgen(first.node, first.dc, 'init', '--replication', 'dc1:1,dc2:1,dc3:1');
     await idgen(first.node, first.dc, 'seed', SEQUENCE, '--if-not-exists');
@@ -79,10 +67,7 @@ export class ComposeCluster {
         await request(`${base}${path}`, 'GET');
       }
       const fromIds = parseIds(JSON.stringify((JSON.parse(ids) as { ids: unknown[] }).ids));
-      const { first, last } = JSON.parse(range) as {
-        first: number | string;
-        last: number | string;
-      };
+      const { first, last } = JSON.parse(range) as Record<'first' | 'last', number | string>;
       log(`${dc} service: ids ${fromIds.join(', ')}; range ${first}..${last}`);
       drawn.push(...fromIds);
       for (let id = BigInt(first); id <= BigInt(last); id++) drawn.push(id);
@@ -110,7 +95,7 @@ export class ComposeCluster {
     log(`${service}: exit 0 after SIGTERM, unused IDs given back`);
   }
 
-  /** Prints the end of every container's log, to show why a step failed. */
+  /** Prints the end of every container's log. */
   async printLogs(): Promise<void> {
     await this.command('logs', '--no-color', '--tail', '25').then(
       (out) => console.log(out),
@@ -131,14 +116,12 @@ export class ComposeCluster {
 }
 
 /**
- * The integration tests (`files`, or all when empty) on testcontainers, without Ryuk (no image
- * for it): the containers and networks the run leaves are removed afterwards by their label.
+ * The integration tests (`files`, or all when empty) on testcontainers. Without Ryuk (no image
+ * for it), the containers and networks the run leaves are removed here by their label.
  */
 export async function testcontainersTests(files: readonly string[]): Promise<void> {
-  const before = {
-    containers: new Set(await labelled('ps', '-a')),
-    networks: new Set(await labelled('network', 'ls')),
-  };
+  const containersBefore = new Set(await labelled('ps', '-a'));
+  const networksBefore = new Set(await labelled('network', 'ls'));
   try {
     await run('npm', ['run', 'build']);
     // The fault tests cannot run on containers: CI's demand for them is lifted for this run. The
@@ -159,9 +142,9 @@ export async function testcontainersTests(files: readonly string[]): Promise<voi
       throw new CheckError('the integration tests did not run on a testcontainers cluster');
     }
   } finally {
-    const containers = (await labelled('ps', '-a')).filter((id) => !before.containers.has(id));
+    const containers = (await labelled('ps', '-a')).filter((id) => !containersBefore.has(id));
     if (containers.length > 0) await run('docker', ['rm', '-f', '-v', ...containers]);
-    const networks = (await labelled('network', 'ls')).filter((id) => !before.networks.has(id));
+    const networks = (await labelled('network', 'ls')).filter((id) => !networksBefore.has(id));
     if (networks.length > 0) await run('docker', ['network', 'rm', ...networks]);
   }
 }
@@ -190,7 +173,7 @@ function parseIds(json: string): bigint[] {
   return ids.map(BigInt);
 }
 
-/** Throws unless every ID drawn, by the CLI and by the services, differs from the others. */
+/** Throws unless every ID drawn differs from the others. */
 export function requireUnique(ids: readonly bigint[]): void {
   const seen = new Set<bigint>();
   const twice = ids.filter((id) => seen.size === seen.add(id).size);

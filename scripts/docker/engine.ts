@@ -1,8 +1,4 @@
-/**
- * The Docker engine and the tools the check needs: `dockerd` started when none answers (as
- * root), Debian's packages installed when a tool is missing, and the compose command this machine
- * has (the `docker compose` plugin, else Debian's `docker-compose`).
- */
+/** The Docker engine (started when none answers) and the tools the check needs. */
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import { CheckError, run, waitFor } from './steps.js';
@@ -13,9 +9,7 @@ function answers(command: string, args: readonly string[]): boolean {
   return spawnSync(command, args, { stdio: 'ignore' }).status === 0;
 }
 
-function isRoot(): boolean {
-  return process.getuid?.() === 0;
-}
+const isRoot = () => process.getuid?.() === 0;
 
 /** Installs Debian's `pkg` unless `command` is on PATH; only as root, else says what to run. */
 export async function needPackage(command: string, pkg: string): Promise<void> {
@@ -24,11 +18,9 @@ export async function needPackage(command: string, pkg: string): Promise<void> {
     throw new CheckError(`"${command}" was not found; install it: sudo apt-get install ${pkg}`);
   }
   // A fresh machine may have no package lists yet.
-  aptUpdated ??= run('apt-get', ['update', '-qq']);
-  await aptUpdated;
-  await run('apt-get', ['install', '-y', '-qq', pkg], {
-    env: { DEBIAN_FRONTEND: 'noninteractive' },
-  });
+  await (aptUpdated ??= run('apt-get', ['update', '-qq']));
+  const env = { DEBIAN_FRONTEND: 'noninteractive' };
+  await run('apt-get', ['install', '-y', '-qq', pkg], { env });
 }
 
 let aptUpdated: Promise<unknown> | undefined;

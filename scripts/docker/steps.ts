@@ -1,33 +1,20 @@
 /**
- * How `npm run docker-check` runs things: each step is printed with the commands it runs and its
- * time, and a command's output goes to a log file whose tail is shown when it fails.
+ * How `npm run docker-check` runs things: each step is printed with its commands and its time,
+ * and each command's output goes to a log file whose tail is shown when it fails.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-/** One timed step of the check, as the summary lists it. */
-export interface StepTime {
-  readonly name: string;
-  readonly seconds: number;
-  readonly ok: boolean;
-}
-
 export class CheckError extends Error {
-  constructor(
-    message: string,
-    readonly logFile?: string,
-  ) {
-    super(message);
-    this.name = 'CheckError';
-  }
+  override name = 'CheckError';
 }
 
-const times: StepTime[] = [];
+const times: { name: string; seconds: number; ok: boolean }[] = [];
 export const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'idgen-docker-check-'));
 
-export function stepTimes(): readonly StepTime[] {
+export function stepTimes(): readonly (typeof times)[number][] {
   return times;
 }
 
@@ -48,24 +35,19 @@ export async function step<T>(name: string, body: () => Promise<T>): Promise<T> 
 }
 
 export interface RunOptions {
-  readonly cwd?: string;
   /** Variables added to this process's environment, shown before the command. */
   readonly env?: Readonly<Record<string, string>>;
-  /** Print the output as it comes instead of only into the log file. */
+  /** Print the output as it comes, not only into the log file. */
   readonly stream?: boolean;
-  /** Exit codes that count as success. @default [0] */
+  /** @default [0] */
   readonly okCodes?: readonly number[];
-  readonly input?: string;
   /** Resolve with standard error after standard output (`docker logs` writes both). */
   readonly withStderr?: boolean;
 }
 
 let runs = 0;
 
-/**
- * Runs a command, printing it first; resolves with its standard output. Standard output and
- * error go to a log file too; a failure throws with the log's last lines.
- */
+/** Runs a command, printing it first; resolves with its output, throws with its log's tail. */
 export async function run(
   command: string,
   args: readonly string[],
@@ -74,29 +56,23 @@ export async function run(
   const shown = [command, ...args].map(quote).join(' ');
   const extra = Object.entries(options.env ?? {});
   console.log(`$ ${extra.map(([name, value]) => `${name}=${quote(value)} `).join('')}${shown}`);
-  const logFile = path.join(
-    logDir,
-    `${String(++runs).padStart(3, '0')}-${path.basename(command)}.log`,
-  );
+  const name = `${String(++runs).padStart(3, '0')}-${path.basename(command)}.log`;
+  const logFile = path.join(logDir, name);
   const log = fs.createWriteStream(logFile);
-  const child = spawn(command, args, {
-    cwd: options.cwd,
-    env: { ...process.env, ...options.env },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const child = spawn(command, args, { env: { ...process.env, ...options.env } });
   let stdout = '';
+  let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => {
     stdout += chunk.toString();
     log.write(chunk);
     if (options.stream) process.stdout.write(chunk);
   });
-  let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => {
     if (options.withStderr) stderr += chunk.toString();
     log.write(chunk);
     if (options.stream) process.stderr.write(chunk);
   });
-  child.stdin.end(options.input ?? '');
+  child.stdin.end('');
   const code = await new Promise<number>((resolve, reject) => {
     child.on('error', reject);
     child.on('close', (exitCode, signal) => resolve(exitCode ?? (signal ? 128 : 1)));
@@ -104,10 +80,7 @@ export async function run(
   await new Promise<void>((resolve) => log.end(resolve));
   if (!(options.okCodes ?? [0]).includes(code)) {
     const tail = fs.readFileSync(logFile, 'utf8').trimEnd().split('\n').slice(-30).join('\n');
-    throw new CheckError(
-      `"${shown}" exited with ${code}; the last lines of ${logFile}:\n${tail}`,
-      logFile,
-    );
+    throw new CheckError(`"${shown}" exited with ${code}; the last lines of ${logFile}:\n${tail}`);
   }
   return stdout + stderr;
 }

@@ -1,16 +1,13 @@
 #!/bin/bash
-# The official image's environment contract, written from its documentation: with "cassandra"
-# as the first argument, CASSANDRA_* variables configure cassandra.yaml and
-# cassandra-rackdc.properties, and Cassandra runs as the user "cassandra"; any other command
-# runs as given (so a command can edit the yaml first, then exec this with "cassandra -f").
+# The official image's contract: with "cassandra" first, CASSANDRA_* configure cassandra.yaml and
+# cassandra-rackdc.properties and Cassandra runs as user "cassandra"; other commands run as given.
 set -euo pipefail
 
-# first arg is `-f` or `--some-option`
 if [ "${1:0:1}" = '-' ]; then
   set -- cassandra -f "$@"
 fi
 
-# The container's first address that is neither loopback nor link-local, as the official image.
+# The first address that is neither loopback nor link-local.
 ip_address() {
   ip address | awk '
     $1 != "inet" { next }

@@ -14,18 +14,12 @@ export interface Logger {
 
 const LOG_METHODS = ['child', 'debug', 'info', 'warn', 'error'] as const;
 
-/** Whether `value` has every method of {@link Logger}. */
-export function isLogger(value: unknown): value is Logger {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    LOG_METHODS.every((method) => typeof (value as Record<string, unknown>)[method] === 'function')
-  );
-}
-
 /** @throws {InvalidOptionError} naming `option` for a value given that is no {@link Logger}. */
 export function checkLogger(option: string, value: unknown): void {
-  if (value !== undefined && !isLogger(value)) {
+  if (value === undefined) return;
+  const methods =
+    typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
+  if (!LOG_METHODS.every((method) => typeof methods[method] === 'function')) {
     throw new InvalidOptionError(
       option,
       value,

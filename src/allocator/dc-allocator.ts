@@ -107,11 +107,7 @@ export class DcAllocator {
     this.ctx.settings = settings;
   }
 
-  /**
-   * Claims the next process block, getting a DC range first if needed.
-   * @throws {SerialUnavailableError}, {@link SequenceExhaustedError}, {@link ContentionError},
-   * {@link InvariantError}, {@link StateRolledBackError}, {@link StoreUnavailableError}.
-   */
+  /** Claims the next process block, getting a DC range first if needed. */
   async claimBlock(options: ClaimOptions = {}): Promise<ClaimedBlock> {
     const observer = this.observer;
     if (observer === undefined) return this.claims.claimBlock(options);
@@ -124,9 +120,8 @@ export class DcAllocator {
   }
 
   /**
-   * Makes sure the DC has a preloaded range; concurrent callers share one request. With `known`
-   * (a claim's empty state) it ends once a read shows the DC holding IDs again.
-   * @throws as {@link claimBlock}.
+   * Makes sure the DC has a preloaded range; callers share one request. With `known` (a claim's
+   * empty state) it ends once a read shows the DC holding IDs again.
    */
   ensureRange(known?: KnownState): Promise<void> {
     return this.ranges.ensure(known);

@@ -20,7 +20,7 @@ export const MAX_CAS_ATTEMPTS = 12;
 const BACKOFF_MIN_MS = 2;
 export const BACKOFF_MAX_MS = 100;
 
-/** What the DC level counts, as {@link SequenceStats} names it; `wasted` is its `unknownOutcome`. */
+/** What the DC level counts, named as in {@link SequenceStats}; `wasted` is `unknownOutcome`. */
 const DC_COUNTERS = [
   'blocksClaimed',
   'rangesGranted',

@@ -69,9 +69,8 @@ export class DcStateRow {
   }
 
   /**
-   * The state as a plain read shows it, so a claim's first write needs no Paxos read: a stale
-   * guess costs a rejected write. Undefined if it failed or is older than seen; never proves a
-   * rollback (only a round can).
+   * The state a plain read shows, so a first write needs no Paxos read (a stale guess costs a
+   * rejected write). Undefined if it failed or is older than seen; it never proves a rollback.
    */
   async guess(): Promise<DcState | typeof NO_STATE | undefined> {
     const floor = this.ctx.seen.floor();

@@ -1,7 +1,6 @@
 /**
- * The DC state as a model: pure transitions (each returns the next state, version one up, with the
- * op given; whether it may be written is the conditional write's call) and the one list of its
- * invariants, enforced by the allocator before each write and reported by `check`.
+ * The DC state as a model: pure transitions (next state, version one up, op given) and the one
+ * list of its invariants, enforced by the allocator before each write and reported by `check`.
  */
 
 import type { DcState, Grant, SequenceSettings } from '../store/port.js';

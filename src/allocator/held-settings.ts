@@ -121,8 +121,7 @@ export class HeldSettings {
   }
 
   /**
-   * Why no block can hold a take() of `count` (skipping would only burn blocks), decided on recent
-   * settings: above the largest block, or above the DC's ranges. Settings saying ranges are large
+   * Why no block can hold a take() of `count`, on recent settings; ones saying ranges are large
    * enough decide only if read after `next` came.
    */
   runRefusal(

@@ -48,11 +48,7 @@ export interface SequenceContext<T extends number | bigint> {
 /** Every this many IDs served from memory, `next()` yields to I/O before it resolves. */
 export const YIELD_EVERY_IDS = 512;
 
-/**
- * Hands out unique, strictly increasing IDs of one sequence in this process, from a current
- * block with a preloaded one behind it (docs/design.md, "Double buffering"). Get one from
- * {@link IdGen.sequence}.
- */
+/** Unique, strictly increasing IDs of one sequence in this process; see {@link IdGen.sequence}. */
 export class Sequence<T extends number | bigint> {
   readonly name: string;
   readonly dc: string;
@@ -293,7 +289,7 @@ export class Sequence<T extends number | bigint> {
     }
   }
 
-  /** A frozen snapshot of this handle's counters, process and DC level merged; see {@link SequenceStats}. */
+  /** A frozen snapshot of this handle's counters. */
   stats(): SequenceStats {
     const { taken, remaining } = this.buffer;
     const { lastBlockSize: blockSize, rate: drawRate } = this.demand;

@@ -43,10 +43,8 @@ const ALTER_OP = 'alter:';
 export type SequenceCreator = 'this' | 'another' | 'unknown';
 
 /**
- * Creates the sequence with `settings` and `firstGrants` in one write; returns the settings
- * stored (with `ifNotExists`, an existing sequence's) and who made it.
- * @throws {SequenceExistsError} if it exists and not `ifNotExists`.
- * @throws {StoreUnavailableError} if SERIAL is unreachable or the outcome stayed unknown.
+ * Creates the sequence and its first grants in one write; returns the settings stored (with
+ * `ifNotExists`, an existing sequence's) and who made it. Throws as {@link IdGen.createSequence}.
  */
 export async function createSettings(
   store: IdStore,

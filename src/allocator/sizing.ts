@@ -58,10 +58,8 @@ const CROWD_DOUBLINGS = 10;
 export const CLAIM_MARGIN = 2;
 
 /**
- * The next block's size within `[min, max]`: the largest of enough for `claimIntervalMs`, enough
- * that the rest lasts {@link CLAIM_MARGIN} claims, the DC's share of {@link DC_CLAIMS_PER_SECOND},
- * every call waiting, and `min` doubled per lost race (docs/design.md, "Block sizes that follow
- * the load").
+ * The next block's size within `[min, max]`: the largest of what each demand needs
+ * (docs/design.md, "Block sizes that follow the load").
  */
 export function blockSizeFor(demand: BlockDemand): number {
   const { rate, claimIntervalMs, waiting, min, max, dcRate, claimMs } = demand;

@@ -74,14 +74,9 @@ export class CassandraSession {
     this.stalled =
       policy instanceof AvoidStalledCoordinatorsPolicy ? policy.stalled : new StalledCoordinators();
     this.retryReads = retryReadsOnceElsewhere((error) => this.stalled.markTimedOut(error));
-    const tables: Record<string, string> = {
-      $grants: `"${keyspace}".idgen_grants`,
-      $dc_state: `"${keyspace}".idgen_dc_state`,
-      $dc_usage: `"${keyspace}".idgen_dc_usage`,
-    };
     const entries = Object.entries(STATEMENTS).map(([name, statement]) => [
       name,
-      statement.cql.replace(/\$grants|\$dc_state|\$dc_usage/g, (table) => tables[table] ?? table),
+      statement.cql.replace(/\$(grants|dc_state|dc_usage)/g, `"${keyspace}".idgen_$1`),
     ]);
     this.cql = Object.freeze(Object.fromEntries(entries) as Record<StatementName, string>);
   }

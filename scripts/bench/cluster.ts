@@ -20,7 +20,7 @@ type Log = (line: string) => void;
 /** Replicas per DC of a production keyspace: a quorum survives one node down. */
 const PRODUCTION_RF = 3;
 
-/** Uses the running cluster, else starts it (`up` leaves running nodes alone); contact points per DC. */
+/** Uses the running cluster, else starts it (`up` leaves running nodes alone). */
 export async function ensureCluster(log: Log): Promise<Record<string, string[]>> {
   const topology = manager.currentTopology();
   const nodes = await manager.status(topology);
@@ -52,7 +52,7 @@ export class BenchCluster {
     return Object.keys(this.contactPoints).sort();
   }
 
-  /** Creates keyspace `bench_<random>` at RF 3 per DC where the DC has the nodes, with the naive table. */
+  /** Creates keyspace `bench_<random>`, RF 3 per DC where the DC has the nodes. */
   static async open(contactPoints: Record<string, string[]>, log: Log): Promise<BenchCluster> {
     const keyspace = `bench_${randomBytes(4).toString('hex')}`;
     const dcs = Object.keys(contactPoints).sort();

@@ -88,18 +88,8 @@ function failureOf(status: number, body: string): string {
   return `${status} ${body.slice(0, 100)}`;
 }
 
-/** One autocannon run; with `collect`, keeps 2xx bodies (parsed after the run) and failure codes. */
-function cannon(
-  target: ServiceTarget,
-  plan: LoadPlan,
-  seconds: number,
-  collect: boolean,
-): Promise<{
-  result: autocannon.Result;
-  bodies: string[];
-  histogram: Histogram;
-  failures: Set<string>;
-}> {
+/** One autocannon run; with `collect`, keeps 2xx bodies (parsed after it) and failures. */
+async function cannon(target: ServiceTarget, plan: LoadPlan, seconds: number, collect: boolean) {
   const bodies: string[] = [];
   const histogram = new Histogram();
   const failures = new Set<string>();
@@ -109,7 +99,7 @@ function cannon(
       else if (failures.size < MAX_FAILURE_MESSAGES) failures.add(failureOf(status, body));
     },
   };
-  return new Promise((resolve, reject) => {
+  const result = await new Promise<autocannon.Result>((resolve, reject) => {
     const instance = autocannon(
       {
         url: `${target.url}/v1/sequences/${plan.sequence}/ids?count=${plan.count}`,
@@ -121,7 +111,7 @@ function cannon(
       (error: unknown, result: autocannon.Result) => {
         if (error !== null && error !== undefined)
           reject(error instanceof Error ? error : new Error(String(error)));
-        else resolve({ result, bodies, histogram, failures });
+        else resolve(result);
       },
     );
     // autocannon's own histogram keeps whole milliseconds: too coarse.
@@ -129,6 +119,7 @@ function cannon(
       if (statusCode >= 200 && statusCode < 300) histogram.record(responseTimeMs * 1e6);
     });
   });
+  return { result, bodies, histogram, failures };
 }
 
 /**
@@ -189,7 +180,7 @@ export interface LibraryTarget {
   readonly sequence: Sequence<number>;
 }
 
-/** The library doing what the endpoint does: `plan.connections` callers per DC, every DC at once. */
+/** The library doing what the endpoint does: `plan.connections` callers per DC. */
 export async function loadLibrary(
   targets: readonly LibraryTarget[],
   plan: LoadPlan,
@@ -362,25 +353,24 @@ export class HttpPhase {
       );
       log(`http: ${targets.map((t) => `${t.dc} ${t.url}`).join(', ')} ready`);
       for (const dc of cluster.dcs) libraries.push(await connect(cluster.connectOptions(dc)));
-      const library = libraries.map((ids) => ({
+      const handles = libraries.map((ids) => ({
         dc: ids.dc,
         sequence: ids.sequence(LIBRARY_SEQUENCE),
       }));
       for (let r = 0; r < settings.runs; r++) {
         for (const entry of counts) {
-          const plan = (sequence: string): LoadPlan => ({
-            sequence,
+          const plan = {
             count: entry.count,
             connections: settings.httpConnections,
             warmupSeconds: settings.httpWarmupSeconds,
             seconds: settings.httpSeconds,
-          });
-          const measureService = () => loadServices(targets, plan(SERVICE_SEQUENCE), ledger);
-          const measureLibrary = () => loadLibrary(library, plan(LIBRARY_SEQUENCE));
+          };
+          const measureService = () =>
+            loadServices(targets, { ...plan, sequence: SERVICE_SEQUENCE }, ledger);
           // Alternate which side goes first, so drift of the machine spreads over both.
           const serviceFirst = r % 2 === 1 ? await measureService() : undefined;
-          const libraryLoad = await measureLibrary();
-          const run = { service: serviceFirst ?? (await measureService()), library: libraryLoad };
+          const library = await loadLibrary(handles, { ...plan, sequence: LIBRARY_SEQUENCE });
+          const run = { service: serviceFirst ?? (await measureService()), library };
           entry.runs.push(run);
           log(
             `http run ${r + 1}/${settings.runs} count=${entry.count}: service ${formatRate(loadRate(run.service, 'ok'))} requests, p99.9 ${formatNs(run.service.latency.p999)}, ${sum(run.service.dcs.map((d) => d.non2xx + d.errors))} failed; library ${formatRate(loadRate(run.library, 'ok'))} calls, p99.9 ${formatNs(run.library.latency.p999)}`,
@@ -394,9 +384,8 @@ export class HttpPhase {
       await Promise.allSettled(libraries.map((ids) => ids.close()));
     }
     const services = await this.stop();
-    for (const s of services) {
-      if (s.exitCode !== 0)
-        log(`http: the service in ${s.dc} exited with ${s.exitCode ?? 'a kill'} after SIGTERM`);
+    for (const s of services.filter((s) => s.exitCode !== 0)) {
+      log(`http: the service in ${s.dc} exited with ${s.exitCode ?? 'a kill'} after SIGTERM`);
     }
     ledger.compact();
     if (ledger.duplicates > 0) log(`http: ${ledger.duplicates} IDs were handed out twice: a bug`);

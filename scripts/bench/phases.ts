@@ -1,4 +1,4 @@
-/** Sections 2 and 3: naive baseline, block-size sweep, burst, cold start; fresh sequences each run. */
+/** Sections 2 and 3: naive baseline, block-size sweep, burst, cold start. */
 import { connect } from '../../src/index.js';
 import type { BenchCluster } from './cluster.js';
 import { WORKER_RUNTIME, type Fleet } from './fleet.js';
@@ -13,7 +13,7 @@ import type {
   DrawRun,
   NaiveRun,
 } from './results.js';
-import { Histogram, latencySummary, sum, hrNow } from './stats.js';
+import { Histogram, latencySummary, sum, sums, hrNow } from './stats.js';
 import { formatCount, formatNs, formatRate } from './report/format.js';
 
 type Log = (line: string) => void;
@@ -25,15 +25,12 @@ export function combineDraws(draws: readonly WorkerDraw[]): DrawRun {
   checkIncreasing(draws, 'process');
   return {
     processes: draws.length,
-    ids: sum(draws.map((d) => d.ids)),
+    ...sums(draws, ['ids', 'warmupWaits', 'failures', 'warmupFailures']),
     seconds: sum(draws.map((d) => d.seconds)) / draws.length,
     idsPerSecond: sum(draws.map((d) => d.ids / d.seconds)),
     latency: latencySummary(histogram),
     counts: addCounts(draws.map((d) => d.counts)),
-    warmupWaits: sum(draws.map((d) => d.warmupWaits)),
     rssMiB: draws.map((d) => Math.round(d.rssMiB * 10) / 10),
-    failures: sum(draws.map((d) => d.failures)),
-    warmupFailures: sum(draws.map((d) => d.warmupFailures)),
     failureMessages: [...new Set(draws.flatMap((d) => d.failureMessages))],
   };
 }

@@ -1,4 +1,4 @@
-/** `npx tsx scripts/bench/rebuild-report.ts [dir]`: rebuilds dir's (bench/) report from its raw runs. */
+/** `npx tsx scripts/bench/rebuild-report.ts [dir]`: rebuilds the report from its raw runs. */
 import fs from 'node:fs/promises';
 import path from 'node:path';
 

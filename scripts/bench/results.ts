@@ -183,6 +183,7 @@ export interface ScaleVariantInfo {
   readonly settings: Readonly<Record<string, number>>;
 }
 
+/** Optional fields are absent in results of older builds. */
 export interface ScaleDcRun {
   readonly dc: string;
   readonly instances: number;

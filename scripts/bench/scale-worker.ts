@@ -15,7 +15,7 @@ import {
   type ScaleCommand,
   type WorkerScaleDraw,
 } from './protocol.js';
-import { Histogram, sum, hrNow } from './stats.js';
+import { Histogram, sum, sums, hrNow } from './stats.js';
 import { addTimings, TimedStore, timingsBetween } from './timings.js';
 
 interface Instance {
@@ -103,7 +103,7 @@ export class ScaleInstances {
     const draws = loops.map((l) => l.draw);
     return {
       instances: instances.length,
-      ids: sum(draws.map((d) => d.ids)),
+      ...sums(draws, ['ids', 'warmupWaits', 'failures', 'warmupFailures', 'notIncreasing']),
       idsPerSecond: sum(draws.map((d) => (d.seconds > 0 ? d.ids / d.seconds : 0))),
       instanceSeconds: sum(draws.map((d) => d.seconds)),
       claimedIds: sum(loops.map((l) => l.draw.ids + l.heldAfter - l.heldBefore)),
@@ -112,10 +112,6 @@ export class ScaleInstances {
       ),
       histogram: histogram.toJSON(),
       counts: addCounts(draws.map((d) => d.counts)),
-      warmupWaits: sum(draws.map((d) => d.warmupWaits)),
-      failures: sum(draws.map((d) => d.failures)),
-      warmupFailures: sum(draws.map((d) => d.warmupFailures)),
-      notIncreasing: sum(draws.map((d) => d.notIncreasing)),
       failureMessages: [...new Set(draws.flatMap((d) => d.failureMessages))].slice(
         0,
         MAX_FAILURE_MESSAGES,

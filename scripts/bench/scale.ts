@@ -14,7 +14,7 @@ import type {
   ScaleRun,
   ScaleVariantInfo,
 } from './results.js';
-import { Histogram, latencySummary, sum } from './stats.js';
+import { Histogram, latencySummary, sum, sums } from './stats.js';
 import { addTimings } from './timings.js';
 import { SCALE_VARIANTS, scaleSequenceOptions } from './scale-variants.js';
 import { formatCount, formatNs, formatRate } from './report/format.js';
@@ -54,19 +54,13 @@ export function combineScale(
     return {
       dc,
       instances,
-      ids: sum(mine.map((r) => r.ids)),
-      idsPerSecond: sum(mine.map((r) => r.idsPerSecond)),
+      ...sums(mine, ['ids', 'idsPerSecond', 'claimedIds', 'warmupWaits', 'failures']),
+      ...sums(mine, ['warmupFailures', 'withoutId', 'serialReads']),
       seconds: instances > 0 ? sum(mine.map((r) => r.instanceSeconds)) / instances : NaN,
-      claimedIds: sum(mine.map((r) => r.claimedIds)),
       lastBlockSizes: mine.flatMap((r) => r.lastBlockSizes),
       counts: addCounts(mine.map((r) => r.counts)),
-      warmupWaits: sum(mine.map((r) => r.warmupWaits)),
-      failures: sum(mine.map((r) => r.failures)),
-      warmupFailures: sum(mine.map((r) => r.warmupFailures)),
       dcState: addTimings(mine.map((r) => r.dcState)),
       slowestFirstIdMs: firstIds.length === 0 ? null : Math.max(...firstIds),
-      withoutId: sum(mine.map((r) => r.withoutId)),
-      serialReads: sum(mine.map((r) => r.serialReads)),
     };
   });
   return {

@@ -147,6 +147,17 @@ export function latencyFigures(runs: readonly { latency: LatencySummary }[]): La
 
 export const hrNow = (): number => Number(process.hrtime.bigint());
 
+/** Each of `keys` summed over `items`. */
+export function sums<K extends string>(
+  items: readonly Readonly<Record<K, number>>[],
+  keys: readonly K[],
+): Record<K, number> {
+  return Object.fromEntries(keys.map((k) => [k, sum(items.map((item) => item[k]))])) as Record<
+    K,
+    number
+  >;
+}
+
 export function sum(values: readonly number[]): number {
   let total = 0;
   for (const v of values) total += v;

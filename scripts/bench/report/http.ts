@@ -1,4 +1,4 @@
-/** "## 5. HTTP service": the services beside the library per count, and Leaf's figure as context. */
+/** "## 5. HTTP service": the services beside the library, and Leaf's figure as context. */
 import type { HttpLoad, HttpResult, RawResults } from '../results.js';
 import { figure, latencyFigures, sum } from '../stats.js';
 import {

@@ -68,8 +68,7 @@ function renderIntro(raw: RawResults): string[] {
   return [
     '# idgen-cass benchmark',
     '',
-    `${raw.settings.quick ? 'Quick' : 'Full'} run started ${raw.startedAt}, finished in ${formatMs(raw.wallSeconds * 1e3)} wall time: \`${raw.command}\`. Every figure is the median of ${plural(raw.settings.runs, 'run')} with the smallest and largest run in brackets; ` +
-      'every ratio is computed within each run (both sides measured in that run), then its median taken.',
+    `${raw.settings.quick ? 'Quick' : 'Full'} run started ${raw.startedAt}, finished in ${formatMs(raw.wallSeconds * 1e3)} wall time: \`${raw.command}\`. Every figure is the median of ${plural(raw.settings.runs, 'run')} with the smallest and largest run in brackets; every ratio is computed within each run (both sides measured in that run), then its median taken.`,
     '',
   ];
 }
@@ -104,8 +103,7 @@ function renderMachine(raw: RawResults): string[] {
       ],
     ),
     '',
-    `The Cassandra JVMs, ${sharers.length === 0 ? 'nothing else' : sharers.join(', ')} and the benchmark share these ${machine.cores} cores, ` +
-      'so absolute numbers are those of a crowded laptop-class machine; the ratios travel better.',
+    `The Cassandra JVMs, ${sharers.length === 0 ? 'nothing else' : sharers.join(', ')} and the benchmark share these ${machine.cores} cores, so absolute numbers are those of a crowded laptop-class machine; the ratios travel better.`,
     '',
   ];
 }
@@ -135,8 +133,7 @@ function renderInProcess(raw: RawResults, summary: Summary): string[] {
       ],
       summary.inProcess,
     ),
-    `Snowflake here is @sapphire/snowflake; it does not wait for the next millisecond when its 12-bit increment wraps, so past 4,096 IDs per millisecond it repeats IDs: ${formatCount(repeats.repeated)} of ${formatCount(repeats.generated)} generated back to back were repeats. ` +
-      'uuid `v7()` draws 16 bytes from `crypto.getRandomValues()` per call, while `crypto.randomUUID()` serves from a cached entropy pool.',
+    `Snowflake here is @sapphire/snowflake; it does not wait for the next millisecond when its 12-bit increment wraps, so past 4,096 IDs per millisecond it repeats IDs: ${formatCount(repeats.repeated)} of ${formatCount(repeats.generated)} generated back to back were repeats. uuid \`v7()\` draws 16 bytes from \`crypto.getRandomValues()\` per call, while \`crypto.randomUUID()\` serves from a cached entropy pool.`,
     '',
   ];
 }
@@ -167,9 +164,7 @@ function renderSteadyState(raw: RawResults, summary: Summary): string[] {
   return [
     `### idgen-cass steady state (block size ${formatCount(settings.steadyBlockSize)})`,
     '',
-    `${steady[0]?.processes ?? 0} allocator processes (${settings.processesPerDc} per DC; child processes run as ${raw.cluster.workerRuntime}; one connection each to its own DC) draw from one sequence (DC range ${formatCount(steady[0]?.dcRangeSize ?? NaN)}, threshold ${SEQUENCE_DEFAULTS.threshold}) for ${settings.warmupSeconds} s of warm-up, then ${settings.durationSeconds} s measured. ` +
-      'Every `next()` of the window is timed with `process.hrtime.bigint()` ' +
-      `(a pair of reads costs ${formatNs(raw.inProcess.timerPairNs)}, included). Counters are diffs of \`stats()\` across the window. RSS is the largest process's at the end of the window; right after \`connect()\`, before any sequence, the processes held ${withSpread(figure(raw.cluster.rssAfterConnectMiB), formatMiB)}.`,
+    `${steady[0]?.processes ?? 0} allocator processes (${settings.processesPerDc} per DC; child processes run as ${raw.cluster.workerRuntime}; one connection each to its own DC) draw from one sequence (DC range ${formatCount(steady[0]?.dcRangeSize ?? NaN)}, threshold ${SEQUENCE_DEFAULTS.threshold}) for ${settings.warmupSeconds} s of warm-up, then ${settings.durationSeconds} s measured. Every \`next()\` of the window is timed with \`process.hrtime.bigint()\` (a pair of reads costs ${formatNs(raw.inProcess.timerPairNs)}, included). Counters are diffs of \`stats()\` across the window. RSS is the largest process's at the end of the window; right after \`connect()\`, before any sequence, the processes held ${withSpread(figure(raw.cluster.rssAfterConnectMiB), formatMiB)}.`,
     '',
     ...tableOf<DrawRow>(
       [
@@ -188,8 +183,7 @@ function renderSteadyState(raw: RawResults, summary: Summary): string[] {
       steady,
     ),
     '- **tight**: `await next()` of an ID the process holds resumes as a microtask; one call in 512 yields to the event loop, so the answer to the background refill started at the threshold is read while the block lasts. A block that is spent before that refill completes (small blocks, a tight loop on a busy machine) still ends in a wait (see waits per block below): a process then tops out near one block per refill round trip (a LOCAL_SERIAL read and a LOCAL_SERIAL write) plus the per-call cost, timing included. This is the ceiling of one process, not the zero-wait goal.',
-    `- **paced**: each process draws ${paced} blocks per second (${paced} × block size IDs/s), sleeping whenever it is 1 ms ahead, so the event loop runs and the refill started at the threshold lands before the block is spent: it has ${formatMs((1000 * (1 - SEQUENCE_DEFAULTS.threshold)) / paced)} of runway. Here waits after warm-up should be 0. ` +
-      'Its median latency is above the tight one because its calls are spread out: each runs on cold caches and less optimised code, not on Cassandra.',
+    `- **paced**: each process draws ${paced} blocks per second (${paced} × block size IDs/s), sleeping whenever it is 1 ms ahead, so the event loop runs and the refill started at the threshold lands before the block is spent: it has ${formatMs((1000 * (1 - SEQUENCE_DEFAULTS.threshold)) / paced)} of runway. Here waits after warm-up should be 0. Its median latency is above the tight one because its calls are spread out: each runs on cold caches and less optimised code, not on Cassandra.`,
     '',
   ];
 }
@@ -239,8 +233,7 @@ function renderColdStart(summary: Summary): string[] {
   return [
     '### Cold start',
     '',
-    `A fresh \`connect()\` in each DC, then the first \`next()\` of a new sequence (${cold.samples} samples: every DC in every run). ` +
-      'The first process of a DC needs a DC range granted at SERIAL (across all DCs) and installed at LOCAL_SERIAL before its block; a second process of the same DC finds the range installed.',
+    `A fresh \`connect()\` in each DC, then the first \`next()\` of a new sequence (${cold.samples} samples: every DC in every run). The first process of a DC needs a DC range granted at SERIAL (across all DCs) and installed at LOCAL_SERIAL before its block; a second process of the same DC finds the range installed.`,
     '',
     markdownTable(
       ['step', 'time'],
@@ -296,15 +289,13 @@ function renderMethod(raw: RawResults): string[] {
   ];
   if (raw.scale !== undefined) {
     out.push(
-      `- Scale: ${plural(settings.scaleRuns, 'run')}, instances per DC ${settings.scaleInstances.join(', ')}, warm-up ${settings.scaleWarmupSeconds} s and measured ${settings.scaleSeconds} s per configuration, fixed rate ${settings.scaleRatePerDc} IDs/s per DC; ` +
-        'each run visits every N, then within it tight and fixed rate, then every block policy, on a fresh sequence each. ' +
+      `- Scale: ${plural(settings.scaleRuns, 'run')}, instances per DC ${settings.scaleInstances.join(', ')}, warm-up ${settings.scaleWarmupSeconds} s and measured ${settings.scaleSeconds} s per configuration, fixed rate ${settings.scaleRatePerDc} IDs/s per DC; each run visits every N, then within it tight and fixed rate, then every block policy, on a fresh sequence each. ` +
         "Claim and lost-race costs are the DC-state reads and writes timed at each instance's store; the machine's busy share is read from `os.cpus()` over the measured window.",
     );
   }
   if (raw.http !== undefined) {
     out.push(
-      `- HTTP: ${plural(settings.runs, 'run')}; in each, for 1 and 100 IDs per request, the services under autocannon (${settings.httpConnections} connections each, every DC at once) and the library (${settings.httpConnections} callers per DC, every DC at once), each ${settings.httpWarmupSeconds} s of warm-up then ${settings.httpSeconds} s measured; ratios pair the two sides of one run. ` +
-        'The bodies of the warm-ups are kept and parsed after each, every ID checked for repeats across the whole phase; the measured windows keep none, so that autocannon does no extra work per response there, and count 2xx answers × IDs per request.',
+      `- HTTP: ${plural(settings.runs, 'run')}; in each, for 1 and 100 IDs per request, the services under autocannon (${settings.httpConnections} connections each, every DC at once) and the library (${settings.httpConnections} callers per DC, every DC at once), each ${settings.httpWarmupSeconds} s of warm-up then ${settings.httpSeconds} s measured; ratios pair the two sides of one run. The bodies of the warm-ups are kept and parsed after each, every ID checked for repeats across the whole phase; the measured windows keep none, so that autocannon does no extra work per response there, and count 2xx answers × IDs per request.`,
     );
   }
   out.push('');

@@ -129,7 +129,7 @@ export function stopsScalingAt(
   return undefined;
 }
 
-/** What was saturated where throughput stopped growing: the partition, else the CPU, else neither. */
+/** What was saturated where throughput stopped growing: the partition, the CPU or neither. */
 export function limitCause(row: ScaleRow, partitionMaxClaimsPerSecond: number): LimitCause {
   if (
     row.failures + row.warmupFailures > 0 ||

@@ -32,8 +32,7 @@ function modeText(mode: ScaleMode, raw: RawResults): [string, string] {
     .join(', ');
   return [
     `Fixed total rate: ${formatRate(scaleRatePerDc)} per DC, split evenly over its instances`,
-    `Each instance draws at the DC's rate ÷ N (${perInstance}), sleeping on a timer whenever it is 1 ms ahead and giving up what it missed beyond 100 ms; ` +
-      'share of target is IDs/s ÷ the rate of all DCs.',
+    `Each instance draws at the DC's rate ÷ N (${perInstance}), sleeping on a timer whenever it is 1 ms ahead and giving up what it missed beyond 100 ms; share of target is IDs/s ÷ the rate of all DCs.`,
   ];
 }
 
@@ -183,8 +182,7 @@ function costText(summary: ScaleSummary, raw: RawResults): string[] {
       (busy <= 1.5
         ? `about one claim's own latency there (${formatNs(claimNs)}): the partition completed claims back to back, so C is close to what it can do on this machine. `
         : `${significant(busy)}× one claim's own latency there (${formatNs(claimNs)}): the partition was not kept busy (its claimers were held back elsewhere), so C is a lower bound of what it can do. `) +
-      'Processes that each claim once every I seconds then number at most K = C × I per DC. ' +
-      `From the costs alone, a partition running its rounds one at a time allows C' = 1 ÷ (t_claim + r × t_race) = 1 ÷ (${formatNs(summary.uncontendedClaimNs)} + ${significant(retries)} × ${formatNs(summary.lostRaceRoundNs)}) = ${significant(summary.claimsPerSecondFromCosts)} claims/s, with t_claim the uncontended claim, r the CAS retries per claim where C was measured and t_race a lost race's rejected write (its backoff leaves the partition to others); K' = C' × I:`,
+      `Processes that each claim once every I seconds then number at most K = C × I per DC. From the costs alone, a partition running its rounds one at a time allows C' = 1 ÷ (t_claim + r × t_race) = 1 ÷ (${formatNs(summary.uncontendedClaimNs)} + ${significant(retries)} × ${formatNs(summary.lostRaceRoundNs)}) = ${significant(summary.claimsPerSecondFromCosts)} claims/s, with t_claim the uncontended claim, r the CAS retries per claim where C was measured and t_race a lost race's rejected write (its backoff leaves the partition to others); K' = C' × I:`,
     '',
     markdownTable(
       [
@@ -199,8 +197,7 @@ function costText(summary: ScaleSummary, raw: RawResults): string[] {
       ]),
     ),
     '',
-    'K is the ceiling at full load: the closer a DC runs to it, the more races its claims lose, so half of it leaves headroom. ' +
-      `This counts claims only; a DC range install is one more write on the same partition per range. C comes from a machine whose ${raw.machine.cores} cores also run every Cassandra node, so on real hardware it is a floor.`,
+    `K is the ceiling at full load: the closer a DC runs to it, the more races its claims lose, so half of it leaves headroom. This counts claims only; a DC range install is one more write on the same partition per range. C comes from a machine whose ${raw.machine.cores} cores also run every Cassandra node, so on real hardware it is a floor.`,
   );
   return out;
 }

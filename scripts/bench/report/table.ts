@@ -43,8 +43,7 @@ const THREW = '\n* next() calls that threw, all runs: warm-up/measured';
 export function renderTable(raw: RawResults, summary: Summary): string {
   const { machine, settings } = raw;
   const sections = [
-    `idgen-cass benchmark (${settings.quick ? 'quick' : 'full'}), ${machine.cpuModel} × ${machine.cores}, Node ${machine.node}, ` +
-      `Cassandra ${[...new Set(Object.values(machine.cassandra))].join(', ')}; median (min–max) of ${plural(settings.runs, 'run')}`,
+    `idgen-cass benchmark (${settings.quick ? 'quick' : 'full'}), ${machine.cpuModel} × ${machine.cores}, Node ${machine.node}, Cassandra ${[...new Set(Object.values(machine.cassandra))].join(', ')}; median (min–max) of ${plural(settings.runs, 'run')}`,
     textTable(
       '1. In-process, per ID (no network)',
       [

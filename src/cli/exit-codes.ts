@@ -127,19 +127,15 @@ const BY_CODE: Readonly<Record<IdGenErrorCode, readonly [exit: number, advice?: 
   IDGEN_CLOSED: [EXIT_CODES.internal],
 };
 
-/** Stable codes of the outcomes a command ends with that are no library error. */
-export type OutcomeCode =
-  | 'IDGEN_CHECK_INCOMPLETE'
-  | 'IDGEN_PREFLIGHT_INCOMPLETE'
-  | 'IDGEN_STATUS_SERIAL_UNREACHABLE'
-  | 'IDGEN_STATUS_RUNWAY_LOW';
-
-const OUTCOME_EXIT_CODES: Readonly<Record<OutcomeCode, number>> = Object.freeze({
+/** The stable codes of outcomes that are no library error, and their exit codes. */
+const OUTCOME_EXIT_CODES = Object.freeze({
   IDGEN_CHECK_INCOMPLETE: EXIT_CODES.incomplete,
   IDGEN_PREFLIGHT_INCOMPLETE: EXIT_CODES.unavailable,
   IDGEN_STATUS_SERIAL_UNREACHABLE: EXIT_CODES.serialUnreachable,
   IDGEN_STATUS_RUNWAY_LOW: EXIT_CODES.runwayLow,
 });
+
+export type OutcomeCode = keyof typeof OUTCOME_EXIT_CODES;
 
 /** A command's outcome that is no library error yet has its own exit code. */
 export class CommandOutcome extends Error {

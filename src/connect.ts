@@ -1,17 +1,16 @@
-/**
- * {@link IdGen}, the allocator (allocator/id-gen.ts) with metrics wired in as its monitor, and
- * `connect()`, which builds one over Cassandra.
- */
+/** {@link IdGen}, the allocator with metrics as its monitor, and `connect()` over Cassandra. */
 import { resolveMetricsOptions, type MetricsOptions } from './metrics/options.js';
 import { ProcessMetrics } from './metrics/process-metrics.js';
-import { checkConnectionKeys, openClient } from './store/cassandra/driver-client.js';
-import type { ConnectionOptions } from './store/cassandra/driver-client.js';
+import {
+  checkConnectionKeys,
+  openClient,
+  type ConnectionOptions,
+} from './store/cassandra/driver-client.js';
 import { checkKeys, everyKeyOf, validateName } from './options.js';
 import {
   checkAllocatorOptions,
   IdGen as Allocator,
   SHARED_ID_GEN_KEYS,
-  type IdGenMonitor,
   type IdGenMonitorParts,
   type IdGenOptions as AllocatorOptions,
 } from './allocator/id-gen.js';
@@ -19,21 +18,13 @@ import { CassandraStore } from './store/cassandra/store.js';
 
 /** Options of {@link IdGen}: the allocator's own, with `metrics` in place of its monitor. */
 export interface IdGenOptions extends Omit<AllocatorOptions, 'monitor'> {
-  /**
-   * Prometheus metrics (prom-client); see {@link MetricsOptions}. Without it nothing is
-   * registered and nothing is polled.
-   * @default undefined
-   */
+  /** Prometheus metrics (prom-client); without it nothing is registered. @default undefined */
   readonly metrics?: MetricsOptions | undefined;
 }
 
 const ID_GEN_KEYS = everyKeyOf<IdGenOptions>()([...SHARED_ID_GEN_KEYS, 'metrics']);
 
-/**
- * Unique integer IDs for this process, from sequences shared by every DC; built by
- * {@link connect}, or over a store of your own. Given `metrics`, it registers its Prometheus
- * metrics (docs/metrics.md).
- */
+/** Unique integer IDs from sequences shared by every DC; built by {@link connect}. */
 export class IdGen extends Allocator {
   /**
    * @throws {InvalidOptionError} for a bad option, or a `metrics.registry` that holds one of
@@ -43,20 +34,20 @@ export class IdGen extends Allocator {
   constructor(options: IdGenOptions) {
     checkKeys(options, ID_GEN_KEYS);
     const { metrics, ...allocator } = options;
-    super({ ...allocator, monitor: metrics === undefined ? undefined : metered(metrics) });
+    // A function: metrics are checked after the allocator's other options.
+    const monitor =
+      metrics === undefined
+        ? undefined
+        : (parts: IdGenMonitorParts) =>
+            new ProcessMetrics({ options: resolveMetricsOptions(metrics), ...parts });
+    super({ ...allocator, monitor });
   }
 }
 
-/** The allocator's monitor for `metrics`, checked after the allocator's other options. */
-function metered(metrics: MetricsOptions): (parts: IdGenMonitorParts) => IdGenMonitor {
-  return (parts) => new ProcessMetrics({ options: resolveMetricsOptions(metrics), ...parts });
-}
-
-/** Options of {@link connect}: where to connect, and the allocator's options. */
+/** Options of {@link connect}: where to connect, and some of the allocator's. */
 export type ConnectOptions = ConnectionOptions &
   Pick<IdGenOptions, 'logger' | 'callTimeoutMs' | 'metrics'>;
 
-/** The keys {@link ConnectOptions} adds to the connection's. */
 const CONNECT_KEYS = everyKeyOf<Omit<ConnectOptions, keyof ConnectionOptions>>()([
   'logger',
   'callTimeoutMs',
@@ -65,7 +56,6 @@ const CONNECT_KEYS = everyKeyOf<Omit<ConnectOptions, keyof ConnectionOptions>>()
 
 /**
  * Connects to Cassandra in this process's datacenter and returns the allocator.
- *
  * @example
  * ```ts
  * const ids = await connect({ contactPoints: ['10.0.0.1'], localDataCenter: 'dc1', keyspace: 'idgen' });
@@ -90,13 +80,14 @@ export async function connect(options: ConnectOptions): Promise<IdGen> {
       ownsClient: opened.ownsClient,
       requestTimeoutMs: options.requestTimeoutMs,
     });
+    const { keyspace, logger, callTimeoutMs, metrics } = options;
     return new IdGen({
       store,
       dc: opened.localDataCenter,
-      keyspace: options.keyspace,
-      logger: options.logger,
-      callTimeoutMs: options.callTimeoutMs,
-      metrics: options.metrics,
+      keyspace,
+      logger,
+      callTimeoutMs,
+      metrics,
     });
   } catch (err) {
     if (opened.ownsClient) await opened.client.shutdown().catch(() => undefined);

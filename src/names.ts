@@ -1,7 +1,4 @@
-/**
- * The naming rule of each kind of name, with the message that states it. Keyspace names are
- * used quoted (case-sensitive); DC names embed in CQL replication maps.
- */
+/** The naming rule of each kind of name, with the message that states it. */
 
 export type NameKind = 'sequence' | 'keyspace' | 'datacenter';
 
@@ -22,26 +19,18 @@ export const NAME_RULES: Readonly<
   },
 });
 
-/** Whether `value` follows the rule for `kind`. */
 export function isValidName(kind: NameKind, value: unknown): value is string {
   return typeof value === 'string' && NAME_RULES[kind].pattern.test(value);
 }
 
-/**
- * The most shards a DC may be split into. Each shard holds a DC range of its own and costs a
- * grant at SERIAL per range, so a few dozen cover any fleet; the cap keeps names short.
- */
+/** The most shards per DC: each costs a SERIAL grant per range; a few dozen cover any fleet. */
 export const MAX_SHARDS = 256;
 
-/**
- * The protocol's name for shard `shard` of `dc`: `dc` for shard 0 (the rows of an unsharded
- * sequence), else `dc/shard`; DC names never contain "/".
- */
+/** Shard `shard` of `dc`: `dc` for shard 0 (an unsharded sequence's rows), else `dc/shard`. */
 export function granteeName(dc: string, shard: number): string {
   return shard === 0 ? dc : `${dc}/${shard}`;
 }
 
-/** The names of every shard of `dc`, shard 0 first. */
 export function granteesOf(dc: string, shards: number): string[] {
   return Array.from({ length: shards }, (_, k) => granteeName(dc, k));
 }
@@ -49,10 +38,7 @@ export function granteesOf(dc: string, shards: number): string[] {
 /** The shard number of grantee names `dc/1` … `dc/255`, without leading zeros. */
 const SHARD_SUFFIX = /\/([1-9][0-9]{0,2})$/;
 
-/**
- * The DC a grantee (a DC, or a shard `dc/k` of one) belongs to, or undefined if `name` is neither
- * a DC name nor such a shard's name.
- */
+/** The DC of a grantee (a DC, or its shard `dc/k`); undefined if `name` is neither. */
 export function dcOfGrantee(name: unknown): string | undefined {
   if (typeof name !== 'string') return undefined;
   const suffix = SHARD_SUFFIX.exec(name);

@@ -1,10 +1,8 @@
 /**
- * Timers for waits a user sets. One Node timer holds at most 2^31-1 ms; a longer delay,
- * `Infinity` included, fires after 1 ms. These chain timers, so any delay waits as long as it
- * says, and `Infinity` never ends.
+ * Timers for waits a user sets. One Node timer holds at most 2^31-1 ms (a longer one fires after
+ * 1 ms); these chain timers, so any delay waits as long as it says and `Infinity` never ends.
  */
 
-/** The longest delay one Node timer holds. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Runs `fn` after `ms` ms unless cancelled; with `ref: false` the process may exit before. */
@@ -33,14 +31,11 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
       cancel();
       reject(signal?.reason);
     };
-    const cancel = after(
-      ms,
-      () => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      },
-      { ref: true },
-    );
+    const done = () => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    };
+    const cancel = after(ms, done, { ref: true });
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }

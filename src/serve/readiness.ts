@@ -1,7 +1,4 @@
-/**
- * Health and readiness: `GET /healthz` (200 while the process runs) and `GET /readyz` (200 while
- * this process can hand out IDs in its DC, else 503). Neither requires the bearer token.
- */
+/** `GET /healthz` (200 while the process runs) and `GET /readyz` (whether it can hand out IDs). */
 
 import type { FastifyInstance } from 'fastify';
 
@@ -12,15 +9,11 @@ import { httpErrorOf, type ServeErrorBody } from './http-errors.js';
 import { READYZ_QUERY } from './openapi.js';
 import type { ServedSequences } from './served-sequences.js';
 
-/** One entry of `/readyz`'s `sequences`. */
 type SequenceReadiness =
   | { readonly sequence: string; readonly ready: true; readonly held: number }
   | ({ readonly sequence: string; readonly ready: false } & ServeErrorBody);
 
-/**
- * The body of `/readyz`. `degraded`: some sequences served cannot get IDs here (e.g. one whose DC
- * ranges ran out while the DC is cut off) but others can, so the process still serves: 200.
- */
+/** The body of `/readyz`; `degraded` (200): some sequences served hold IDs here, not all. */
 interface Readiness {
   readonly status: 'ready' | 'degraded' | 'not_ready';
   readonly dc: string;
@@ -50,10 +43,9 @@ export function registerHealthRoutes(
 }
 
 /**
- * What `/readyz` answers. Ready means this process can hand out IDs from what its DC holds, which
- * a partition between DCs alone does not change: Cassandra answers in the local DC, and every
- * sequence served (`ready`), or some of them (`degraded`), holds IDs here. `not_ready` when the
- * sequences cannot be listed, or none served holds IDs. With `only`, that one sequence decides.
+ * Ready: Cassandra answers in the local DC and each sequence served (or `only`) holds IDs here, so
+ * a partition between DCs alone changes nothing. `not_ready` when none does or the sequences
+ * cannot be listed.
  */
 async function readiness(
   ids: IdGen,
@@ -87,7 +79,6 @@ async function readiness(
   return { status, ...base, sequences };
 }
 
-/** `promise`, or {@link StoreUnavailableError} once `timeoutMs` pass first. */
 async function within<T>(timeoutMs: number, promise: Promise<T>, operation: string): Promise<T> {
   try {
     const outcome = await settleWithin(promise, timeoutMs);

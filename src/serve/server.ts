@@ -14,12 +14,8 @@ import { clientError, frameworkRefusal, requestRefusal } from './request-refusal
 import { ServedSequences } from './served-sequences.js';
 
 /**
- * The HTTP service of `idgen-cass serve` over `ids`, an allocator already connected to its DC:
- * `POST /v1/sequences/{name}/ids` and `/ranges`, `GET /healthz`, `/readyz`, `/metrics` and
- * `/openapi.json`, the document that describes them (docs/service.md). Errors are
- * `{ "code", "message" }` with the library's stable codes. The server does not own
- * `ids`: `await server.close()` stops listening and waits for the requests in flight; then
- * `await ids.close()` gives the unused IDs back.
+ * The HTTP service over `ids`, an allocator connected to its DC (docs/service.md). The server
+ * does not own `ids`: close the server (requests in flight finish), then `ids`.
  *
  * @example
  * ```ts
@@ -42,18 +38,15 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
   const app = fastifyModule().fastify({
     ...(loggerInstance === undefined ? { logger: false } : { loggerInstance }),
     logController: debugRequestLogs(served),
-    // Requests that still arrive on open connections once close() began are served while the
-    // allocator is open (fastify adds Connection: close to them).
+    // Requests arriving on open connections once close() began are served while `ids` is open.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     // Small bodies are ignored, larger ones refused (docs/service.md).
     bodyLimit: 1024,
     // Refuse unknown query parameters, so a misspelt one does not get the default.
     ajv: { customOptions: { removeAdditional: false } },
-    // Router refusals get the same JSON error as every other refusal.
     frameworkErrors: (error, request, reply) => sendError(frameworkRefusal(error), request, reply),
-    // fastify's own handler logs the parser's error, raw request bytes (the token) included, and
-    // answers in its own body.
+    // fastify's own would log the raw request bytes (the token) and answer in its own body.
     clientErrorHandler: clientError,
   });
 
@@ -66,24 +59,22 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
     if (closing) reply.header('connection', 'close');
   });
 
+  // Bodies are ignored (up to bodyLimit).
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, _body, done) => {
-    done(null, undefined);
-  });
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, _body, done) => done(null));
 
   registerIdRoutes(app, served, settings);
   registerHealthRoutes(app, ids, served, settings.readyTimeoutMs);
 
   app.get('/metrics', async (_request, reply) => {
-    const registry = settings.registry;
+    const { registry } = settings;
     if (registry === undefined) {
       throw new ServeRefusal(
         'IDGEN_NOT_FOUND',
         'This service was started without a metrics registry (the "registry" option of createServer()).',
       );
     }
-    const text = await registry.metrics();
-    return reply.type(registry.contentType).send(text);
+    return reply.type(registry.contentType).send(await registry.metrics());
   });
 
   app.get('/openapi.json', async () => document);

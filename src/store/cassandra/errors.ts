@@ -26,6 +26,17 @@ const NOT_EXECUTED: ReadonlySet<number> = new Set([
   codes.protocolError,
 ]);
 
+/** Response codes of a cluster that could not answer, and what each says. */
+const UNAVAILABLE: ReadonlyMap<number, string> = new Map([
+  [codes.unavailableException, 'not enough replicas alive'],
+  [codes.readFailure, 'replicas failed the request'],
+  [codes.writeFailure, 'replicas failed the request'],
+  [codes.overloaded, 'the coordinator could not run it'],
+  [codes.isBootstrapping, 'the coordinator could not run it'],
+  [codes.serverError, 'the coordinator could not run it'],
+  [codes.truncateError, 'the coordinator could not run it'],
+]);
+
 export interface UnknownOutcome {
   readonly kind: 'unknown';
   readonly cause: unknown;
@@ -96,20 +107,8 @@ export function mapFailure(
   if (code === codes.readTimeout || code === codes.writeTimeout) {
     return unavailable(`${levelOf(statement.consistency)} read timed out: ${message}`, true);
   }
-  if (code === codes.unavailableException) {
-    return unavailable(`not enough replicas alive: ${message}`);
-  }
-  if (code === codes.readFailure || code === codes.writeFailure) {
-    return unavailable(`replicas failed the request: ${message}`);
-  }
-  if (
-    code === codes.overloaded ||
-    code === codes.isBootstrapping ||
-    code === codes.serverError ||
-    code === codes.truncateError
-  ) {
-    return unavailable(`the coordinator could not run it: ${message}`);
-  }
+  const detail = code === undefined ? undefined : UNAVAILABLE.get(code);
+  if (detail !== undefined) return unavailable(`${detail}: ${message}`);
   if (code === codes.unauthorized) {
     return new IdGenError(
       'IDGEN_AUTH_FAILED',

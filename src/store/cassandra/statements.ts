@@ -119,11 +119,8 @@ export const GRANT_BATCH = {
   consistency: CL.quorum,
   serial: CL.serial,
   level: 'serial',
-} as const satisfies {
+} as const satisfies Required<Omit<Statement, 'cql' | 'onePage'>> & {
   readonly statements: readonly StatementName[];
-  readonly consistency: cassandra.types.consistencies;
-  readonly serial: cassandra.types.consistencies;
-  readonly level: StoreLevel;
 };
 
 /** The consistency's CQL name, for messages. */

@@ -23,7 +23,7 @@ export interface SizeFlags {
   readonly shards?: number;
 }
 
-/** The size flags: syntax, parser, help (`seed` adds its defaults). */
+/** The size flags: syntax, parser, help (each command adds its notes). */
 const SIZE_FLAGS: readonly (readonly [string, (value: string) => unknown, string])[] = [
   ['--dc-range <n>', parseBigInt, 'IDs one grant gives a DC'],
   ['--block <n>', parseInteger, 'the least IDs one process claims at a time'],
@@ -51,15 +51,15 @@ const SIZE_FLAGS: readonly (readonly [string, (value: string) => unknown, string
   [
     '--shards <n>',
     parseInteger,
-    "state partitions per DC that its processes' claims spread over, 1 to 256 (alter: at least the current number; processes keep the shard they picked)",
+    "state partitions per DC that its processes' claims spread over, 1 to 256",
   ],
 ];
 
-/** Adds the size flags to `command`, each with its `defaults` entry (by flag) in its help. */
-export function addSizeOptions(command: Command, defaults: Record<string, string> = {}): Command {
+/** Adds the size flags to `command`, each with its entry of `notes` (by flag) in parentheses. */
+export function addSizeOptions(command: Command, notes: Record<string, string>): Command {
   for (const [flags, parse, help] of SIZE_FLAGS) {
-    const more = defaults[flags];
-    command.option(flags, more === undefined ? help : `${help} (default: ${more})`, parse);
+    const note = notes[flags];
+    command.option(flags, note === undefined ? help : `${help} (${note})`, parse);
   }
   return command;
 }
@@ -83,7 +83,9 @@ export function alterCommand(program: Command, ctx: CliContext): void {
     .command('alter')
     .description("change a sequence's sizes or threshold (needs every DC reachable)")
     .argument('<sequence>', 'the sequence');
-  addSizeOptions(command)
+  addSizeOptions(command, {
+    '--shards <n>': 'at least the current number; processes keep the shard they picked',
+  })
     .addHelpText(
       'after',
       `

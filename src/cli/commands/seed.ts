@@ -52,14 +52,14 @@ export function seedCommand(program: Command, ctx: CliContext): void {
       parseBigInt,
     );
   addSizeOptions(command, {
-    '--dc-range <n>': `${D.dcRangeSize}, or the domain's size if smaller; ${D.largeDcRangeSize} for adaptive blocks in safe53, int63 and other domains of 2^48 IDs or more`,
-    '--block <n>': `${D.blockSize}, or --dc-range if smaller; alone: fixed blocks of this size`,
-    '--threshold <share>': String(D.threshold),
-    '--max-block-size <n>': `${D.maxBlockSize}, or --dc-range if smaller; ${D.largeMaxBlockSize} in domains of 2^48 IDs or more; --block if only --block is given`,
-    '--claim-interval <duration>': typedDuration(D.claimIntervalMs),
-    '--max-dc-range <n>': `with --autonomy ${D.maxDcRanges} x --dc-range; else with adaptive blocks ${GRANT_BLOCKS} x --max-block-size, with fixed ones --dc-range; at most an eighth of the domain, never below --dc-range`,
-    '--autonomy <duration>': '0, fixed DC ranges of --dc-range',
-    '--shards <n>': `with adaptive blocks ${D.adaptiveShards}, or one per ${D.shardRoom} DC ranges the domain holds if fewer; with fixed blocks ${D.shards}`,
+    '--dc-range <n>': `default: ${D.dcRangeSize}, or the domain's size if smaller; ${D.largeDcRangeSize} for adaptive blocks in safe53, int63 and other domains of 2^48 IDs or more`,
+    '--block <n>': `default: ${D.blockSize}, or --dc-range if smaller; alone: fixed blocks of this size`,
+    '--threshold <share>': `default: ${D.threshold}`,
+    '--max-block-size <n>': `default: ${D.maxBlockSize}, or --dc-range if smaller; ${D.largeMaxBlockSize} in domains of 2^48 IDs or more; --block if only --block is given`,
+    '--claim-interval <duration>': `default: ${typedDuration(D.claimIntervalMs)}`,
+    '--max-dc-range <n>': `default: with --autonomy ${D.maxDcRanges} x --dc-range; else with adaptive blocks ${GRANT_BLOCKS} x --max-block-size, with fixed ones --dc-range; at most an eighth of the domain, never below --dc-range`,
+    '--autonomy <duration>': 'default: 0',
+    '--shards <n>': `default: with adaptive blocks ${D.adaptiveShards}, or one per ${D.shardRoom} DC ranges the domain holds if fewer; with fixed blocks ${D.shards}`,
   })
     .option(
       '--first-ranges <dcs>',

@@ -1,6 +1,6 @@
 /** A campaign's report.json, and its markdown; optional fields are absent in older reports. */
 import type { Verdict } from './checker.js';
-import { OWN_DEADLINE_MS } from './errors.js';
+import { ALARM_CODES, OWN_DEADLINE_MS } from './errors.js';
 import { IDLE_FAULT_SECONDS, type DrawnWhileInForce, type FaultWindow } from './fault-progress.js';
 import {
   FLUSH_KILL_TIMEOUT_MS,
@@ -157,9 +157,7 @@ function properties(report: CampaignReport): [string, string | undefined][] {
   const incomplete = report.incarnations.filter(
     (i) => i.reported !== undefined && i.reported !== i.recorded,
   ).length;
-  const alarmed =
-    (report.errorsByCode['IDGEN_STATE_ROLLED_BACK'] ?? 0) +
-    (report.errorsByCode['IDGEN_INVARIANT_BROKEN'] ?? 0);
+  const alarmed = ALARM_CODES.reduce((sum, code) => sum + (report.errorsByCode[code] ?? 0), 0);
   const uncovered = v.uncoveredCalls?.map(
     (u) =>
       `${u.incarnation} (${n(u.recorded)} recorded, calls end at ${n(u.covered)}${u.beyond === undefined ? '' : `, one at ${n(u.beyond)}`})`,

@@ -78,11 +78,7 @@ async function readInOtherDcs(
   name: string,
   localDc: string,
   elsewhere: StatesInOtherDcs,
-): Promise<{
-  states: ReadonlyMap<string, DcState>;
-  readInOwnDc: readonly string[];
-  notReached: Readonly<Record<string, string>>;
-}> {
+) {
   const merged = new Map(states);
   const readInOwnDc: string[] = [];
   const dcOf = (grantee: string) => dcOfGrantee(grantee) ?? grantee;

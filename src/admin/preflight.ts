@@ -269,13 +269,12 @@ function commitlogReplay(node: NodeSettings): NodeCheck {
 }
 
 /** The report from what was read of each DC; a node of `hosts` not read counts as unchecked. */
-export function preflightReport(input: {
-  readonly keyspace: string;
-  readonly dc: string;
-  readonly at: Date;
-  readonly hosts: readonly { readonly address: string; readonly dc: string }[];
-  readonly reads: readonly DcRead[];
-}): PreflightReport {
+export function preflightReport(
+  input: Pick<PreflightReport, 'keyspace' | 'dc' | 'at'> & {
+    readonly hosts: readonly { readonly address: string; readonly dc: string }[];
+    readonly reads: readonly DcRead[];
+  },
+): PreflightReport {
   const nodes = new Map<string, NodePreflight>();
   const unchecked: string[] = [];
   const notChecked = (host: string, dc: string, error: string) =>

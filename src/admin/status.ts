@@ -254,10 +254,8 @@ function usageOf(
   const of = (cause: UsageCause): bigint => counts?.[cause] ?? 0n;
   const issued = of('issued');
   const causes = USAGE_CAUSES.filter((cause): cause is WasteCause => cause !== 'issued');
-  const wasted = Object.fromEntries(causes.map((cause) => [cause, of(cause)])) as Record<
-    WasteCause,
-    bigint
-  >;
+  const wasted = {} as Record<WasteCause, bigint>;
+  for (const cause of causes) wasted[cause] = of(cause);
   const wastedTotal = Object.values(wasted).reduce((sum, n) => sum + n, 0n);
   const unreported = consumed - issued - wastedTotal;
   return { issued, wasted, wastedTotal, unreported: unreported > 0n ? unreported : 0n };

@@ -10,7 +10,7 @@ import type { IdGen } from '../allocator/id-gen.js';
 import { connect, type ConnectOptions } from '../connect.js';
 import type { ConnectionOptions } from '../store/cassandra/driver-client.js';
 import { connectionOptions, type ConnectionFlags } from './connection-options.js';
-import { isClosedPipe, OutputError } from './exit-codes.js';
+import { OutputError } from './exit-codes.js';
 import { toJson } from './format.js';
 import { parseSwitch } from './parse.js';
 
@@ -143,7 +143,7 @@ export class CliContext {
     try {
       await write(this.#streams.stdout, text);
     } catch (error) {
-      if (isClosedPipe(error)) {
+      if ((error as NodeJS.ErrnoException | undefined)?.code === 'EPIPE') {
         this.#stdoutClosed = true;
         return;
       }

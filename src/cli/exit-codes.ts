@@ -331,11 +331,6 @@ function shownOption(token: string): string {
   return name === token ? token : `${name}…`;
 }
 
-/** Whether `error` is a write to a pipe whose reader has gone (`idgen-cass … | head`). */
-export function isClosedPipe(error: unknown): boolean {
-  return error instanceof Error && (error as NodeJS.ErrnoException).code === 'EPIPE';
-}
-
 function oneLine(text: string): string {
   return text.replace(/\s*\n\s*/g, ' ').trim();
 }

@@ -230,7 +230,8 @@ export class Nemesis {
         const node = pickBy(u1!, this.nodes);
         const pauseMs = intBy(u2!, 1_000, 8_000);
         await manager.pause(node.name);
-        this.hold(`pause of ${node.name}`, pauseMs, () => manager.resume(node.name));
+        const undo = () => manager.resume(node.name);
+        this.hold({ describe: `pause of ${node.name}`, undo }, pauseMs);
         this.record(kind, node.name, `ok, for ${pauseMs} ms${note}`);
         return;
       }
@@ -338,28 +339,19 @@ export class Nemesis {
     this.record(kind, target, `ok${detail}, restart after ${downMs} ms${note}`);
     // The undo ends once each node accepts CQL; the wait until every node can write at ALL is its
     // `healed` entry, so that drawing meanwhile does not count as drawing while they were down.
-    this.hold(
-      `restart of ${target}`,
-      downMs,
-      async () => {
-        const restarting = Date.now();
-        await manager.startNodes(names, RESTART_CQL_TIMEOUT_MS, { waitForCluster: false });
-        this.record(kind, target, `restarted in ${secondsSince(restarting).toFixed(1)} s`);
-      },
-      () => manager.waitForClusterUp(),
-    );
+    const undo = async () => {
+      const restarting = Date.now();
+      await manager.startNodes(names, RESTART_CQL_TIMEOUT_MS, { waitForCluster: false });
+      this.record(kind, target, `restarted in ${secondsSince(restarting).toFixed(1)} s`);
+    };
+    const settle = () => manager.waitForClusterUp();
+    this.hold({ describe: `restart of ${target}`, undo, settle }, downMs);
   }
 
-  /** Holds a cluster fault for `ms`, then undoes it; `settle` runs after the undo. */
-  private hold(
-    describe: string,
-    ms: number,
-    undo: () => Promise<void>,
-    settle?: () => Promise<void>,
-  ): void {
+  /** Holds a cluster fault for `ms`, then undoes it. */
+  private hold(fault: Omit<Active, 'timer'>, ms: number): void {
     this.clusterFaultDone = true;
-    const timer = setTimeout(() => void this.undoClusterFault(), ms);
-    this.clusterFault = { undo, settle, describe, timer };
+    this.clusterFault = { ...fault, timer: setTimeout(() => void this.undoClusterFault(), ms) };
   }
 
   /**
@@ -367,17 +359,19 @@ export class Nemesis {
    * that never shows is undone at once, and still fails the campaign.
    */
   private async partition(kind: FaultKind, target: string, ms: number, note = ''): Promise<void> {
-    const describe = `partition of ${target}`;
-    const undo = () => manager.heal(undefined, { verify: false });
-    const settle = () => manager.waitHealed(new Set([target]));
+    const fault = {
+      describe: `partition of ${target}`,
+      undo: () => manager.heal(undefined, { verify: false }),
+      settle: () => manager.waitHealed(new Set([target])),
+    };
     let rulesAt: number | undefined;
     try {
       await manager.partition(target, undefined, () => (rulesAt = Date.now()));
     } catch (error) {
-      if (rulesAt !== undefined) this.hold(describe, 0, undo, settle);
+      if (rulesAt !== undefined) this.hold(fault, 0);
       throw error;
     }
-    this.hold(describe, ms, undo, settle);
+    this.hold(fault, ms);
     const { startedAt } = this.options;
     const effectiveAt = secondsSince(startedAt, rulesAt);
     const lead = secondsSince(startedAt) - effectiveAt;

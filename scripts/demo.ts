@@ -37,14 +37,10 @@ const SERIAL_PATIENCE = ['--serial-timeout', '10s'];
 /** `status`'s exit code when SERIAL is unreachable (docs/cli.md). */
 const EXIT_SERIAL_UNREACHABLE = 13;
 
-function say(line: string): void {
-  console.log(`\n\x1b[1m== ${line}\x1b[0m`);
-}
+const say = (line: string) => console.log(`\n\x1b[1m== ${line}\x1b[0m`);
+const sleep = (s: number) => new Promise((resolve) => setTimeout(resolve, s * 1000));
 
-/**
- * Runs the built CLI against one DC and prints its output (unless `--json`). An exit code in
- * `results` is a documented result: it is said and returned; any other non-zero code throws.
- */
+/** Runs the built CLI in one DC, printed unless `--json`; throws on exit codes not in `results`. */
 async function cli(
   dc: string,
   hosts: readonly string[],
@@ -53,9 +49,10 @@ async function cli(
 ): Promise<{ stdout: string; code: number }> {
   const quiet = args.includes('--json');
   if (!quiet) console.log(`$ idgen-cass --dc ${dc} ${args.join(' ')}`);
-  const argv = [CLI, '--contact-points', hosts.join(','), '--dc', dc, '--keyspace', KEYSPACE];
+  const connection = ['--contact-points', hosts.join(','), '--dc', dc, '--keyspace', KEYSPACE];
+  const argv = [CLI, ...connection, ...args];
   try {
-    const { stdout, stderr } = await run(process.execPath, [...argv, ...args], { cwd: ROOT });
+    const { stdout, stderr } = await run(process.execPath, argv, { cwd: ROOT });
     if (!quiet) process.stdout.write(stdout);
     if (stderr.trim()) process.stderr.write(stderr);
     return { stdout, code: 0 };
@@ -91,8 +88,6 @@ function idsOf(file: string): bigint[] {
   if (!fs.existsSync(file)) return [];
   return fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map(BigInt);
 }
-
-const sleep = (s: number) => new Promise((resolve) => setTimeout(resolve, s * 1000));
 
 /** The cluster of IDGEN_CASSANDRA, else the local one: as it is if it exists, else the default. */
 async function startCluster() {
@@ -138,10 +133,7 @@ async function statusJson(dc: string, hosts: readonly string[]) {
   return seq;
 }
 
-/**
- * Waits until every DC holds a preloaded range, so that the DC cut off next has IDs for the whole
- * cut rather than the rest of one range.
- */
+/** Waits until every DC holds a preloaded range: without one, the DC cut off can run dry. */
 async function waitForPreloads(dcNames: readonly string[], hosts: readonly string[]) {
   const deadline = Date.now() + PRELOAD_WAIT_S * 1000;
   for (;;) {
@@ -190,7 +182,7 @@ async function main(): Promise<void> {
   const dcNames = Object.keys(dcs).sort();
   const first = dcNames[0]!;
   const hosts = dcs[first]!;
-  // RF 3 per DC where the DC has 3 nodes (a node can fail), else one copy per node.
+  // RF 3 per DC where the DC has 3 nodes (a node can fail).
   const replication = dcNames.map((dc) => `${dc}:${Math.min(3, dcs[dc]!.length)}`).join(',');
 
   say('Create the keyspace and tables, then a 32-bit sequence');

@@ -44,8 +44,7 @@ async function main(options: Options): Promise<void> {
     );
   }
 
-  const cluster = new ComposeCluster(compose);
-  cleanups.push(() => cluster.down());
+  const cluster = (composeUp = new ComposeCluster(compose));
   try {
     await step('compose up: 3 DCs, init, a service per DC, healthy', () => cluster.up(log));
     const drawn = await step('CLI: init, seed, next in each DC', () => cluster.cli(log));
@@ -58,7 +57,7 @@ async function main(options: Options): Promise<void> {
     throw error;
   } finally {
     await step('compose down -v', () => cluster.down());
-    cleanups.pop();
+    composeUp = undefined;
   }
   const files = options.smoke ? SMOKE_TEST_FILES : [];
   const which = options.smoke ? `${files.length} files` : 'all';
@@ -66,8 +65,8 @@ async function main(options: Options): Promise<void> {
   console.log(`\ndocker-check passed in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 
-/** What must run however the check ends (the compose project's removal). */
-const cleanups: (() => Promise<unknown>)[] = [];
+/** The compose project to remove however the check ends. */
+let composeUp: ComposeCluster | undefined;
 
 function summary(): void {
   console.log('\nstep times:');
@@ -77,9 +76,11 @@ function summary(): void {
 }
 
 async function cleanUp(): Promise<void> {
-  for (const cleanup of cleanups.splice(0).reverse()) {
-    await cleanup().catch((error: unknown) => console.error(`cleanup failed: ${String(error)}`));
-  }
+  const cluster = composeUp;
+  composeUp = undefined;
+  await cluster
+    ?.down()
+    .catch((error: unknown) => console.error(`cleanup failed: ${String(error)}`));
 }
 
 for (const [signal, code] of [

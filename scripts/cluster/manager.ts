@@ -30,7 +30,7 @@ import {
   waitForCql,
   withClient,
 } from './nodes.js';
-import type { Log, NodeState } from './nodes.js';
+import type { Log } from './nodes.js';
 import { heal, isCut, partitionedTargets } from './partitions.js';
 import { CQL_PORT, ClusterError, clusterDir, findNode, nodeSpecs } from './topology.js';
 import type { NodeSpec, Topology } from './topology.js';
@@ -38,15 +38,7 @@ import type { NodeSpec, Topology } from './topology.js';
 export { currentTopology, logLines, processState } from './nodes.js';
 export { cutClients, heal, partition, partitionUnsupported, waitHealed } from './partitions.js';
 
-export interface NodeStatus {
-  readonly node: NodeSpec;
-  readonly state: NodeState;
-  readonly cql: boolean;
-  /** Cut off by a partition of its DC or of itself. */
-  readonly partitioned: boolean;
-  /** Resident memory of its JVM; undefined when it does not run. */
-  readonly rssMiB: number | undefined;
-}
+export type NodeStatus = Awaited<ReturnType<typeof status>>[number];
 
 /** Contact points per DC, e.g. `{ dc1: ['127.0.0.1'], … }`. */
 export function contactPointsByDc(topology = currentTopology()): Record<string, string[]> {
@@ -68,7 +60,7 @@ export function hasCluster(): boolean {
  * `topology` is restarted, one at a time (data kept). Only the seeds start together: nine JVMs
  * started at once overload a small machine until gossip times out.
  */
-export async function up(topology: Topology, log: Log): Promise<NodeStatus[]> {
+export async function up(topology: Topology, log: Log) {
   await checkPrerequisites();
   if (hasCluster()) {
     // No bootstrap or decommission here: another shape is a new cluster.
@@ -114,7 +106,6 @@ export async function up(topology: Topology, log: Log): Promise<NodeStatus[]> {
   return status(topology);
 }
 
-/** The first node of each DC. */
 function seedsOf(specs: readonly NodeSpec[]): string[] {
   return specs.filter((s) => s.name.endsWith('-1')).map((s) => s.address);
 }
@@ -129,22 +120,20 @@ async function startNode(node: NodeSpec, topology: Topology, cqlTimeoutMs?: numb
 async function restartReason(node: NodeSpec, topology: Topology): Promise<string | undefined> {
   const yaml = path.join(node.dir, 'conf', 'cassandra.yaml');
   const config = fs.existsSync(yaml) ? fs.readFileSync(yaml, 'utf8') : '';
-  if (!config.includes(`paxos_variant: ${topology.paxos}\n`)) {
-    return `Paxos ${topology.paxos} requested`;
+  const { paxos, commitlog } = topology;
+  if (!config.includes(`paxos_variant: ${paxos}\n`)) return `Paxos ${paxos} requested`;
+  if (!config.includes(`commitlog_sync: ${commitlog}\n`)) {
+    return `commitlog_sync ${commitlog} requested`;
   }
-  if (!config.includes(`commitlog_sync: ${topology.commitlog}\n`)) {
-    return `commitlog_sync ${topology.commitlog} requested`;
-  }
-  if (config.includes(COMMITLOG_COMPRESSION) !== (topology.commitlog === 'periodic')) {
+  if (config.includes(COMMITLOG_COMPRESSION) !== (commitlog === 'periodic')) {
     return 'commitlog compression to match commitlog_sync';
   }
-  if (process.getuid?.() === 0 && !(await runsAsOsUser(node))) {
-    return `it must run as OS user ${node.osUser}`;
-  }
-  return undefined;
+  const root = process.getuid?.() === 0;
+  return root && !(await runsAsOsUser(node)) ? `it must run as OS user ${node.osUser}` : undefined;
 }
 
-export async function status(topology = currentTopology()): Promise<NodeStatus[]> {
+/** Each node with its state, whether it accepts CQL, is cut off, and its JVM's resident MiB. */
+export async function status(topology = currentTopology()) {
   const cut = await partitionedTargets();
   return Promise.all(
     nodeSpecs(topology).map(async (node) => ({
@@ -211,11 +200,7 @@ export async function killNodes(names: readonly string[]): Promise<void> {
 /** Starts one stopped node and waits until the cluster sees it up again. */
 export const start = (name: string): Promise<void> => startNodes([name]);
 
-/**
- * Starts stopped nodes one after another, each given `cqlTimeoutMs` to accept CQL, then waits
- * until every node sees every other up, unless `waitForCluster` is false (then the caller calls
- * {@link waitForClusterUp}).
- */
+/** Starts stopped nodes one by one, then waits for the cluster unless `waitForCluster` is false. */
 export async function startNodes(
   names: readonly string[],
   cqlTimeoutMs = CQL_START_TIMEOUT_MS,
@@ -223,10 +208,9 @@ export async function startNodes(
 ): Promise<void> {
   const topology = currentTopology();
   const nodes = names.map(nodeNamed);
-  for (const node of nodes) {
-    if (processState(node) === 'absent') {
-      throw new ClusterError(`Node ${node.name} was never created; run "npm run cluster -- up".`);
-    }
+  const absent = nodes.find((node) => processState(node) === 'absent');
+  if (absent) {
+    throw new ClusterError(`Node ${absent.name} was never created; run "npm run cluster -- up".`);
   }
   for (const node of nodes) {
     if (processState(node) !== 'stopped') continue;

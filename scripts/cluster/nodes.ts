@@ -156,23 +156,18 @@ export async function launch(node: NodeSpec): Promise<void> {
 export const CQL_START_TIMEOUT_MS = 300_000;
 
 export async function waitForCql(node: NodeSpec, timeoutMs = CQL_START_TIMEOUT_MS): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
   const from = startOffsets.get(node.name) ?? 0;
-  for (;;) {
+  const accepting = async () => {
     if (processState(node) === 'stopped') {
       throw new ClusterError(
         `Node ${node.name} (${node.address}) exited while starting; see ${logFile(node)} and ${path.join(node.dir, 'logs', 'stdout.log')}.`,
       );
     }
     const listening = logLines(node, /Starting listening for CQL clients/, from).length > 0;
-    if (listening && (await portOpen(node.address, CQL_PORT))) return;
-    if (Date.now() > deadline) {
-      throw new ClusterError(
-        `Node ${node.name} (${node.address}) did not accept CQL within ${timeoutMs / 1000} s; see ${logFile(node)}.`,
-      );
-    }
-    await sleep(500);
-  }
+    return listening && (await portOpen(node.address, CQL_PORT));
+  };
+  const what = `node ${node.name} (${node.address}) to accept CQL; see ${logFile(node)}`;
+  await waitFor(accepting, timeoutMs, what, 500);
 }
 
 export async function assertPortsFree(node: NodeSpec): Promise<void> {
@@ -267,13 +262,14 @@ export async function waitFor(
   check: () => boolean | Promise<boolean>,
   timeoutMs: number,
   what: string,
+  everyMs = 1000,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) {
       throw new ClusterError(`Timed out after ${timeoutMs / 1000} s waiting for ${what}.`);
     }
-    await sleep(1000);
+    await sleep(everyMs);
   }
 }
 

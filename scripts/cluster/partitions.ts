@@ -1,8 +1,6 @@
 /**
- * Partitions on one machine: iptables rules that drop node-to-node packets by the sending
- * process's OS user (every node sends from 127.0.0.1). A partition cuts a DC or a node off from
- * every other node both ways; `cutClients` hides a DC from this host's clients instead. Each cut
- * is verified by its effect.
+ * Partitions on one machine: iptables rules that drop packets by the sending process's OS user
+ * (every node sends from 127.0.0.1). Each cut is verified by its effect.
  */
 import { spawn } from 'node:child_process';
 import { CQL_PORT, STORAGE_PORT, ClusterError, findNode, isDcName, nodeSpecs } from './topology.js';
@@ -14,14 +12,10 @@ import type { Log } from './nodes.js';
 const PARTITION_TAG = 'idgen-cass-partition';
 
 /**
- * Cuts `target` (a DC such as `dc3`, or a node such as `dc1-2`) off from every other node, then
- * waits until the cut shows:
- * - a DC: SERIAL fails from it while LOCAL_SERIAL works there, and SERIAL works from every
- *   other node when a majority of DCs remains;
- * - a node: LOCAL_SERIAL fails with it as coordinator, and works from another node of its DC
- *   when that DC keeps a quorum of its replicas.
- *
- * `rulesInPlace` is called once the rules drop packets, before that wait.
+ * Cuts `target` (`dc3` or `dc1-2`) off from every other node both ways, calls `rulesInPlace`, and
+ * waits until the cut shows. A DC: SERIAL fails from it, LOCAL_SERIAL works there, and SERIAL
+ * works from every other node if a majority of DCs remains. A node: LOCAL_SERIAL fails through
+ * it, and works from another node of its DC if that DC keeps a quorum.
  */
 export async function partition(
   target: string,
@@ -68,11 +62,7 @@ export async function partition(
   );
 }
 
-/**
- * Hides every node of `dc` from this host's clients, as a firewall would: their packets to the
- * DC's CQL port are dropped, while the nodes still reach each other. Waits until no node of the
- * DC accepts a connection from here; `heal` removes it.
- */
+/** Drops this host's packets to `dc`'s CQL port, as a firewall would, until no node answers. */
 export async function cutClients(dc: string, log: Log = () => undefined): Promise<void> {
   const specs = nodeSpecs(currentTopology());
   if (!isDcName(specs, dc)) throw new ClusterError(`No datacenter "${dc}" in this cluster.`);
@@ -109,10 +99,7 @@ export async function heal(topology = currentTopology(), options = { verify: tru
   if (options.verify) await waitHealed(cut, topology);
 }
 
-/**
- * Waits, after their rules were removed, until SERIAL works from each of the `cut` DCs or nodes,
- * and then (SERIAL needs only a majority) until every node holds every other up.
- */
+/** Waits until SERIAL works from each `cut` target, then (that needs only a majority) for all. */
 export async function waitHealed(
   cut: ReadonlySet<string>,
   topology = currentTopology(),
@@ -194,22 +181,13 @@ export function healChanges(listing: string): string[][] {
     .filter((line) => line.startsWith('-A OUTPUT '))
     .map((line) => splitRule(line.slice('-A '.length)))
     .filter((rule) => {
-      const comment = rule[rule.indexOf('--comment') + 1];
-      return (
-        rule.includes('--comment') &&
-        comment !== undefined &&
-        tagged.test(comment) &&
-        rule.at(-2) === '-j' &&
-        rule.at(-1) === 'DROP'
-      );
+      const comment = rule.includes('--comment') ? rule[rule.indexOf('--comment') + 1] : undefined;
+      return tagged.test(comment ?? '') && rule.at(-2) === '-j' && rule.at(-1) === 'DROP';
     })
     .map((rule) => ['-D', ...rule]);
 }
 
-/**
- * A DROP of `owner`'s packets to `destination`:`port`, tagged `target`, inserted first in OUTPUT
- * so that no earlier rule of the host's firewall lets the packets through.
- */
+/** A DROP of `owner`'s packets to `destination`, first in OUTPUT: before the host's own rules. */
 function firstDrop(target: string, owner: string, destination: string, port = STORAGE_PORT) {
   const match = `-o lo -p tcp -d ${destination} --dport ${port} -m owner --uid-owner ${owner}`;
   const tag = `-m comment --comment ${PARTITION_TAG}:${target}`;

@@ -41,7 +41,7 @@ export const DEFAULT_TOPOLOGY: Readonly<Topology> = Object.freeze({
   commitlog: 'batch',
 });
 
-/** What `up` starts with no flags and no cluster: the default, IDGEN_NODES_PER_DC and IDGEN_PAXOS. */
+/** What `up` starts without flags or cluster: the default, IDGEN_NODES_PER_DC, IDGEN_PAXOS. */
 export function defaultTopology(env: NodeJS.ProcessEnv = process.env): Topology {
   const nodesPerDc = Number(env['IDGEN_NODES_PER_DC'] ?? DEFAULT_TOPOLOGY.nodesPerDc);
   if (!Number.isInteger(nodesPerDc) || nodesPerDc < 1 || nodesPerDc > 9) {
@@ -81,10 +81,7 @@ export function describeTopology(t: Topology): string {
   return `${t.dcs} DCs × ${t.nodesPerDc} node${t.nodesPerDc === 1 ? '' : 's'}, Paxos ${t.paxos}, commitlog_sync ${t.commitlog}`;
 }
 
-/**
- * The cache of the Cassandra jars and the cluster's data, outside the repository. As root it
- * leaves /root: the per-DC users must read the jars.
- */
+/** Outside the repository; as root not under /root, which the per-DC users cannot read. */
 export function cacheDir(): string {
   const override = process.env['IDGEN_CACHE_DIR'];
   if (override) return path.resolve(override);
@@ -141,7 +138,7 @@ export class ClusterError extends Error {
   override name = 'ClusterError';
 }
 
-/** `dc1=10.0.0.5,dc2=10.1.0.5;10.1.0.6` → `{ dc1: ['10.0.0.5'], dc2: ['10.1.0.5', '10.1.0.6'] }`. */
+/** `dc1=10.0.0.5,dc2=10.1.0.5;10.1.0.6` → `{ dc1: ['10.0.0.5'], dc2: [...] }`. */
 export function parseClusterSpec(spec: string): Record<string, string[]> {
   const dcs: Record<string, string[]> = {};
   for (const part of spec.split(',').map((p) => p.trim())) {

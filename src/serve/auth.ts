@@ -1,8 +1,7 @@
 /**
- * The optional bearer token of the ID endpoints (RFC 6750). The token is kept only as its
- * SHA-256 digest, and a presented token is compared digest to digest in constant time, so
- * neither its contents nor its length show in response times. It is never logged, and no
- * message names it.
+ * The optional bearer token of the ID endpoints (RFC 6750), kept only as its SHA-256 digest and
+ * compared digest to digest in constant time, so neither contents nor length show in response
+ * times. No log line or message names it.
  */
 
 import { createHash, timingSafeEqual } from 'node:crypto';
@@ -12,19 +11,13 @@ import type { FastifyReply } from 'fastify';
 import { InvalidOptionError } from '../errors.js';
 import { ServeRefusal } from './http-errors.js';
 
-/** RFC 6750's `b64token`: what a bearer token may hold. */
+/** RFC 6750's `b64token`. */
 const B64_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
-
-/** What a request's `Authorization` header says about the token. */
-export type TokenCheck = 'ok' | 'missing' | 'invalid';
 
 export class BearerToken {
   readonly #digest: Buffer;
 
-  /**
-   * @throws {InvalidOptionError} (option `token`) unless `token` is a non-empty RFC 6750 token;
-   * the message gives its length, never its contents.
-   */
+  /** @throws {InvalidOptionError} (option `token`), giving its length, never its contents. */
   constructor(token: string) {
     if (typeof token !== 'string' || !B64_TOKEN.test(token)) {
       throw new InvalidOptionError(
@@ -36,8 +29,8 @@ export class BearerToken {
     this.#digest = digest(token);
   }
 
-  /** Whether `authorization` (the header's value, if any) carries this token. */
-  check(authorization: string | undefined): TokenCheck {
+  /** Whether the `Authorization` header's value carries this token. */
+  check(authorization: string | undefined): 'ok' | 'missing' | 'invalid' {
     const match = authorization === undefined ? null : /^Bearer +(\S+) *$/i.exec(authorization);
     if (match === null) return 'missing';
     return timingSafeEqual(digest(match[1]!), this.#digest) ? 'ok' : 'invalid';
@@ -48,10 +41,7 @@ function digest(text: string): Buffer {
   return createHash('sha256').update(text, 'utf8').digest();
 }
 
-/**
- * The `onRequest` hook of the ID endpoints: without a `token` it lets every request through;
- * with one, a request without it is refused 401 `IDGEN_UNAUTHORIZED` with `WWW-Authenticate`.
- */
+/** The ID endpoints' `onRequest` hook: 401 `IDGEN_UNAUTHORIZED` without the `token` if any. */
 export function authenticate(token: BearerToken | undefined) {
   return async (
     request: { readonly headers: { readonly authorization?: string | undefined } },
@@ -60,17 +50,17 @@ export function authenticate(token: BearerToken | undefined) {
     if (token === undefined) return;
     const check = token.check(request.headers.authorization);
     if (check === 'ok') return;
-    reply.header(
-      'WWW-Authenticate',
-      check === 'missing'
-        ? 'Bearer realm="idgen-cass"'
-        : 'Bearer realm="idgen-cass", error="invalid_token"',
-    );
+    if (check === 'missing') {
+      reply.header('WWW-Authenticate', 'Bearer realm="idgen-cass"');
+      throw new ServeRefusal(
+        'IDGEN_UNAUTHORIZED',
+        'This endpoint needs the service\'s bearer token: send "Authorization: Bearer <token>".',
+      );
+    }
+    reply.header('WWW-Authenticate', 'Bearer realm="idgen-cass", error="invalid_token"');
     throw new ServeRefusal(
       'IDGEN_UNAUTHORIZED',
-      check === 'missing'
-        ? 'This endpoint needs the service\'s bearer token: send "Authorization: Bearer <token>".'
-        : "The bearer token sent is not this service's token.",
+      "The bearer token sent is not this service's token.",
     );
   };
 }

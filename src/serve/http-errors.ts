@@ -7,17 +7,12 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 
 import { IdGenError, type IdGenErrorCode } from '../errors.js';
 
-/** The codes of refusals made by the HTTP layer itself, not by the allocator. */
+/** The codes of refusals made by the HTTP layer itself (docs/service.md, "Status codes"). */
 export type ServeRefusalCode =
-  /** The ID endpoints need a bearer token, and none or another was given. */
   | 'IDGEN_UNAUTHORIZED'
-  /** The sequence is not in the service's allowlist (`sequences`, `--sequence`). */
   | 'IDGEN_SEQUENCE_NOT_SERVED'
-  /** No such route, or `/metrics` without a registry. */
   | 'IDGEN_NOT_FOUND'
-  /** A request the API cannot read: a bad query parameter, a body that cannot be read. */
   | 'IDGEN_BAD_REQUEST'
-  /** Anything unexpected (a bug); the body says no more, the service's log does. */
   | 'IDGEN_INTERNAL';
 
 /** Every `code` an error body of the service can carry; part of the public API. */
@@ -29,18 +24,15 @@ export interface ServeErrorBody {
   readonly message: string;
 }
 
-/** How one code is answered. */
-export interface HttpAnswer {
+interface HttpAnswer {
   readonly status: number;
-  /** `Retry-After` seconds: only where the same request can succeed without anyone acting. */
+  /** Only where the same request can succeed without anyone acting. */
   readonly retryAfterSeconds?: number;
 }
 
 /**
- * The answer to every code (a new code must be added here to compile): 400 for input the caller
- * can fix; 401 without the token; 404 for no such sequence or route; 410 for a spent domain; 503
- * with `Retry-After` where waiting helps; 499 for a call the caller abandoned; 500 for what an
- * operator must repair and for codes no request can cause.
+ * The answer to every code (a new code must be added here to compile); 500 for what an operator
+ * must repair and for codes no request can cause.
  */
 export const HTTP_ANSWERS: Readonly<Record<ServeErrorCode, HttpAnswer>> = Object.freeze({
   IDGEN_INVALID_NAME: { status: 400 },
@@ -68,10 +60,7 @@ export const HTTP_ANSWERS: Readonly<Record<ServeErrorCode, HttpAnswer>> = Object
   IDGEN_INTERNAL: { status: 500 },
 });
 
-/**
- * A request the HTTP layer refuses before asking the allocator: its own refusals, and input its
- * schemas reject, which keeps the library's code (`IDGEN_INVALID_COUNT`, `IDGEN_INVALID_NAME`).
- */
+/** A request the HTTP layer refuses itself, with its own code or the library's. */
 export class ServeRefusal extends Error {
   constructor(
     readonly code: ServeErrorCode,
@@ -82,19 +71,16 @@ export class ServeRefusal extends Error {
   }
 }
 
-/** The message of a 500 that is no library error: a stack or driver detail stays in the log. */
-const INTERNAL_MESSAGE =
-  "Internal error of the idgen-cass service; the request got no IDs. The service's log has the details.";
-
-/** What the service answers for `error`: status, `Retry-After`, and the body. */
+/** The answer to `error`; another than ours is a 500 whose detail stays in the log. */
 export function httpErrorOf(error: unknown): HttpAnswer & { readonly body: ServeErrorBody } {
   if (error instanceof IdGenError || error instanceof ServeRefusal) {
     return { ...HTTP_ANSWERS[error.code], body: { code: error.code, message: error.message } };
   }
-  return { status: 500, body: { code: 'IDGEN_INTERNAL', message: INTERNAL_MESSAGE } };
+  const message =
+    "Internal error of the idgen-cass service; the request got no IDs. The service's log has the details.";
+  return { status: 500, body: { code: 'IDGEN_INTERNAL', message } };
 }
 
-/** Answers a failed or refused request with the JSON error body docs/service.md documents. */
 export function sendError(
   error: unknown,
   request: FastifyRequest,

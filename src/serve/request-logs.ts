@@ -1,7 +1,4 @@
-/**
- * What the service logs of a request. The bearer token is never logged: the `authorization`
- * header is redacted wherever a line could carry it, and a URL shows only what the API knows.
- */
+/** What the service logs of a request: never the token, nor text a client chose in a URL. */
 
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import type * as Fastify from 'fastify';
@@ -21,10 +18,7 @@ const REDACTED = [
   '*.cause.rawPacket',
 ];
 
-/**
- * The service's logger: a child of `logger` with `component: 'serve'` and {@link REDACTED}
- * censored. Typed as fastify's logger, so that the instance is a plain FastifyInstance.
- */
+/** Typed as fastify's logger, so that the instance is a plain FastifyInstance. */
 export function serviceLogger(logger: PinoLogger | undefined): FastifyBaseLogger | undefined {
   return logger?.child(
     { component: 'serve' },
@@ -32,13 +26,9 @@ export function serviceLogger(logger: PinoLogger | undefined): FastifyBaseLogger
   );
 }
 
-/** A value a log line does not show: text a client chose, which may be a credential. */
 const HIDDEN = '…';
 
-/**
- * The URL of `request` as a log line may show it: the route's template, a known sequence's name,
- * a `count` of digits and a valid `format`; any other text a client chose (maybe a token) is `…`.
- */
+/** The URL as a log line shows it: text a client chose (maybe a token) is `…` unless valid. */
 function loggedUrl(request: FastifyRequest, served: ServedSequences): string {
   const route = request.routeOptions.url;
   const name = (request.params as { name?: unknown } | undefined)?.name;
@@ -61,16 +51,12 @@ function loggedUrl(request: FastifyRequest, served: ServedSequences): string {
   return `${path}?${query.join('&')}`;
 }
 
-/** `name=value` as its name and value (`''` without `=`). */
 function splitPair(pair: string): [string, string] {
   const at = pair.indexOf('=');
   return at < 0 ? [pair, ''] : [pair.slice(0, at), pair.slice(at + 1)];
 }
 
-/**
- * fastify's request log lines at debug (at info they would drown everything else), showing what
- * {@link loggedUrl} shows; made once fastify is loaded (lazy-modules.ts).
- */
+/** fastify's request log lines at debug (at info they drown the rest), with {@link loggedUrl}. */
 export function debugRequestLogs(
   served: ServedSequences,
 ): InstanceType<typeof Fastify.LogController> {

@@ -1,7 +1,6 @@
 /**
- * Requests refused before a route's handler runs (by Node's HTTP parser, fastify's router or a
- * route's schema), each turned into a {@link ServeRefusal} with the library's code where there is
- * one, so that every refusal reads like the others: `{ "code", "message" }`.
+ * Requests refused before a handler runs (by Node's HTTP parser, fastify's router or a schema),
+ * answered like every other refusal, with the library's code where there is one.
  */
 
 import type { Socket } from 'node:net';
@@ -23,11 +22,7 @@ export function decimalCount(limits: ApiLimits) {
   };
 }
 
-/**
- * The refusal for a request fastify rejected before the handler: a schema violation, keeping the
- * library's code where there is one (a bad count or name), or a body it could not read.
- * Undefined for any other error: it is no refusal.
- */
+/** The refusal for a schema violation or a body fastify could not read; undefined for others. */
 export function requestRefusal(
   error: FastifyError,
   route: string | undefined,
@@ -72,7 +67,6 @@ export function requestRefusal(
   return undefined;
 }
 
-/** The refusal of a missing or invalid `count` on `route`. */
 function countRefusal(
   route: string | undefined,
   limits: ApiLimits,
@@ -88,11 +82,7 @@ function countRefusal(
   );
 }
 
-/**
- * The refusal for a path the router turned away: only the sequence name is a parameter, so a
- * parameter over fastify's limit (100 characters) is a name too long to be one (the name itself,
- * that long, is not repeated back).
- */
+/** The refusal for a path the router turned away; its only parameter is the sequence name. */
 export function frameworkRefusal(error: FastifyError): ServeRefusal {
   if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
     return new ServeRefusal(
@@ -109,12 +99,8 @@ export function frameworkRefusal(error: FastifyError): ServeRefusal {
   return new ServeRefusal('IDGEN_BAD_REQUEST', error.message);
 }
 
-/**
- * Answers a request Node's HTTP parser refused: 400 `IDGEN_BAD_REQUEST`, then the connection
- * ends. Logs the parser's code only: the error's raw bytes may hold the token.
- */
+/** Answers a request Node's HTTP parser refused; logs its code only (raw bytes hold the token). */
 export function clientError(this: FastifyInstance, error: ConnectionError, socket: Socket): void {
-  // A reset or already closed connection has nobody to answer.
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   const code = typeof error.code === 'string' ? error.code : undefined;
   this.log.debug(
@@ -131,7 +117,6 @@ export function clientError(this: FastifyInstance, error: ConnectionError, socke
   socket.destroy();
 }
 
-/** What a client is told of a request the HTTP parser refused, by the parser's error code. */
 function clientErrorMessage(code: string | undefined): string {
   if (code === 'HPE_HEADER_OVERFLOW') {
     return 'Invalid HTTP request: its headers are larger than the server accepts.';

@@ -1,6 +1,6 @@
 /**
- * The one table of rules a sequence's settings keep, and {@link settle}, the one pass that applies
- * it: each rule bounds its field by checked fields above it; a field left out gets its widest bound.
+ * The one table of rules a sequence's settings keep, and {@link settle}, the one pass that
+ * applies it: a rule bounds its field by checked fields above it, at their widest if left out.
  */
 
 import { InvalidOptionError, InvariantError } from '../errors.js';

@@ -12,10 +12,8 @@ import {
   type IdGen,
 } from '../../src/index.js';
 import * as manager from '../cluster/manager.js';
-import type { MachineInfo } from './results.js';
+import type { MachineInfo, Log } from './results.js';
 import { waitForSchemaAgreement } from '../../src/schema.js';
-
-type Log = (line: string) => void;
 
 /** Replicas per DC of a production keyspace: a quorum survives one node down. */
 const PRODUCTION_RF = 3;

@@ -13,9 +13,7 @@ import type {
   WorkerMessage,
   WorkerScaleDraw,
 } from './protocol.js';
-import type { BurstRun } from './results.js';
-
-type Log = (line: string) => void;
+import type { BurstRun, Log } from './results.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const START_TIMEOUT_MS = 120_000;

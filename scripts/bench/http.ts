@@ -22,12 +22,11 @@ import type {
   HttpResult,
   HttpRun,
   HttpServiceInfo,
+  Log,
 } from './results.js';
 import { Histogram, latencySummary, sum, hrNow } from './stats.js';
 import { formatNs, formatRate } from './report/format.js';
 import { loadRate } from './report/http.js';
-
-type Log = (line: string) => void;
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '../..');

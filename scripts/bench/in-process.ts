@@ -11,10 +11,8 @@ import { IdGen } from '../../src/allocator/id-gen.js';
 import type { Sequence } from '../../src/index.js';
 import { MAX_BLOCK_SIZE } from '../../src/settings/model.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import type { BenchSettings, InProcessCandidate, InProcessResult } from './results.js';
+import type { BenchSettings, InProcessCandidate, InProcessResult, Log } from './results.js';
 import { hrNow } from './stats.js';
-
-type Log = (line: string) => void;
 
 const IDGEN_BLOCK = MAX_BLOCK_SIZE;
 /** So that a timed loop never reaches the block's end. */
@@ -67,16 +65,10 @@ class IdgenHandle {
   }
 }
 
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 function packageVersion(name: string): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const file = path.join(dir, 'node_modules', name, 'package.json');
-    if (fs.existsSync(file))
-      return (JSON.parse(fs.readFileSync(file, 'utf8')) as { version: string }).version;
-    const parent = path.dirname(dir);
-    if (parent === dir) return '?';
-    dir = parent;
-  }
+  const file = path.join(ROOT, 'node_modules', name, 'package.json');
+  return (JSON.parse(fs.readFileSync(file, 'utf8')) as { version: string }).version;
 }
 
 async function runners(store: MemoryStore): Promise<{ list: Runner[]; idgen: IdgenHandle[] }> {

@@ -12,11 +12,10 @@ import type {
   DrawMode,
   DrawRun,
   NaiveRun,
+  Log,
 } from './results.js';
 import { Histogram, latencySummary, sum, sums, hrNow } from './stats.js';
 import { formatCount, formatNs, formatRate } from './report/format.js';
-
-type Log = (line: string) => void;
 
 const MODES: readonly DrawMode[] = ['tight', 'paced'];
 export function combineDraws(draws: readonly WorkerDraw[]): DrawRun {

@@ -13,13 +13,12 @@ import type {
   ScaleResult,
   ScaleRun,
   ScaleVariantInfo,
+  Log,
 } from './results.js';
 import { Histogram, latencySummary, sum, sums } from './stats.js';
 import { addTimings } from './timings.js';
 import { SCALE_VARIANTS, scaleSequenceOptions } from './scale-variants.js';
 import { formatCount, formatNs, formatRate } from './report/format.js';
-
-type Log = (line: string) => void;
 
 export const SCALE_MODES: readonly ScaleMode[] = ['tight', 'rate'];
 

@@ -32,11 +32,7 @@ export const GRANT_BLOCKS = 8n;
 
 /** Options of a new sequence; the bigint fields also take safe integer numbers. */
 export interface CreateSequenceOptions {
-  /**
-   * Named bound for the IDs: `int32`, `safe53` (2^53-1) or `int63` (open it with
-   * `{ bigint: true }`). An explicit `max` makes the domain `custom`.
-   * @default 'int32'
-   */
+  /** Named bound for the IDs (`int63` needs `{ bigint: true }` handles). @default 'int32' */
   readonly domain?: DomainPreset | undefined;
   /** Smallest ID ever handed out; at least 0. @default 1 */
   readonly min?: bigint | number | undefined;
@@ -45,32 +41,23 @@ export interface CreateSequenceOptions {
   /** First ID handed out, within `[min, max]`; IDs below it are never used. @default min */
   readonly start?: bigint | number | undefined;
   /**
-   * IDs one grant gives a DC: size it for the longest partition the DC must survive at its peak
-   * rate (docs/sizing.md).
+   * IDs one grant gives a DC (docs/sizing.md).
    * @default 100_000 (at most the domain's size); 10_000_000 for adaptive blocks in a domain of
    * 2^48 IDs or more
    */
   readonly dcRangeSize?: bigint | number | undefined;
-  /**
-   * IDs one process claims at a time; the least when blocks are adaptive. Given without
-   * `maxBlockSize`, blocks have this fixed size.
-   * @default 1_000, or `maxBlockSize` if smaller
-   */
+  /** IDs one process claims at a time; the least if blocks adapt. @default 1_000 or maxBlockSize */
   readonly blockSize?: number | undefined;
   /**
-   * The most IDs one block may hold, and the largest count `take()` accepts. Above `blockSize`,
-   * blocks are sized from the draw rate to be claimed about once every `claimIntervalMs`.
+   * The most IDs one block may hold, and the largest count `take()` accepts; above `blockSize`,
+   * blocks adapt to the draw rate.
    * @default 100_000 (at most `dcRangeSize`); 10_000_000 in a domain of 2^48 IDs or more;
    * `blockSize` when `blockSize` alone is given
    */
   readonly maxBlockSize?: number | undefined;
   /** How often a process with adaptive blocks should claim one: 10 ms to 1 h. @default 2_000 */
   readonly claimIntervalMs?: number | undefined;
-  /**
-   * Seconds a DC cut off from the others must keep serving at its current rate (grants follow
-   * the rate within `[dcRangeSize, maxDcRangeSize]`); at most a year.
-   * @default 0 (grants of dcRangeSize)
-   */
+  /** Seconds a DC cut off must keep serving at its current rate; at most a year. @default 0 */
   readonly autonomySeconds?: number | undefined;
   /**
    * The most IDs one grant may give a DC when grants follow its rate or its blocks adapt.
@@ -79,8 +66,7 @@ export interface CreateSequenceOptions {
    */
   readonly maxDcRangeSize?: bigint | number | undefined;
   /**
-   * State partitions each DC's claims spread over, from 1 to 256; only grows (docs/design.md,
-   * "Past one DC-state partition: shards").
+   * State partitions each DC's claims spread over, 1 to 256; only grows.
    * @default 16 with adaptive blocks (at most one per 1,000 DC ranges of the domain); 1 with
    * fixed blocks
    */
@@ -88,17 +74,12 @@ export interface CreateSequenceOptions {
   /** Share of a block or DC range used before the next is loaded; in (0, 1). @default 0.5 */
   readonly threshold?: number | undefined;
   /**
-   * DCs granted their first DC range (one per shard) in the write that creates the sequence
-   * (docs/design.md, "A DC's first range, granted at creation"); at most 64 ranges in all.
+   * DCs granted their first DC range per shard as the sequence is created; at most 64 ranges.
    * @default with adaptive blocks, every DC the keyspace replicates to if their ranges fit 64
    * and an eighth of the IDs from `start`; otherwise none
    */
   readonly firstRanges?: readonly string[] | undefined;
-  /**
-   * If the sequence exists, return its stored settings instead of throwing
-   * `SequenceExistsError`, unless a given `domain`, `min`, `max` or `start` differs.
-   * @default false
-   */
+  /** Return an existing sequence's settings unless its ID space differs. @default false */
   readonly ifNotExists?: boolean | undefined;
 }
 

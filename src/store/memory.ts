@@ -52,7 +52,7 @@ export interface MemoryStoreOptions {
   readonly plainReadLag?: number | undefined;
   /** What `readNodeSettings()` reports. @default one node in dc1, as {@link MemoryNode} says */
   readonly nodeSettings?: readonly MemoryNode[] | undefined;
-  /** What `readReplicaDcs()` answers (undefined: not NetworkTopologyStrategy). @default undefined */
+  /** What `readReplicaDcs()` answers; undefined: not NetworkTopologyStrategy. */
   readonly replicaDcs?: readonly string[] | undefined;
 }
 

@@ -135,6 +135,7 @@ async function statusJson(dc: string, hosts: readonly string[]) {
 
 /** Waits until every DC holds a preloaded range: without one, the DC cut off can run dry. */
 async function waitForPreloads(dcNames: readonly string[], hosts: readonly string[]) {
+  console.log(`waiting until every DC holds a preloaded range (at most ${PRELOAD_WAIT_S} s)`);
   const deadline = Date.now() + PRELOAD_WAIT_S * 1000;
   for (;;) {
     const { dcs } = await statusJson(dcNames[0]!, hosts);

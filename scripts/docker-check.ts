@@ -38,9 +38,9 @@ async function main(options: Options): Promise<void> {
   );
   const gate = options.waitFor;
   if (gate) {
-    const every = { timeoutMs: 24 * 3600_000, everyMs: 30_000 };
+    const limits = { timeoutMs: 24 * 3600_000, everyMs: 30_000 };
     await step(`waiting for ${gate}`, () =>
-      waitFor(`${gate} to exist`, async () => fs.existsSync(gate), every),
+      waitFor(`${gate} to exist`, async () => fs.existsSync(gate), limits),
     );
   }
 

@@ -40,12 +40,9 @@ function readSettingsOf(node: NodeSpec): Promise<Omit<NodeSettings, 'node'>> {
     if (host === undefined) {
       throw new ClusterError(`The driver did not find node ${node.name} (${node.address}).`);
     }
+    const query = 'SELECT value FROM system_views.settings WHERE name = ?';
     const read = async (name: string) => {
-      const result = await client.execute(
-        'SELECT value FROM system_views.settings WHERE name = ?',
-        [name],
-        { host, prepare: true },
-      );
+      const result = await client.execute(query, [name], { host, prepare: true });
       return String(result.first()?.['value'] ?? 'unknown');
     };
     return { paxos: await read('paxos_variant'), commitlogSync: await read('commitlog_sync') };

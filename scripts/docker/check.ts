@@ -28,11 +28,9 @@ export class ComposeCluster {
     await this.command('up', '-d');
     for (const { service } of SERVICES) {
       const id = await this.containerId(service);
-      await waitFor(
-        `${service}'s HEALTHCHECK reporting healthy`,
-        async () => (await inspect(id, '{{.State.Health.Status}}')) === 'healthy',
-        { timeoutMs: 120_000, everyMs: 2_000 },
-      );
+      const healthy = async () => (await inspect(id, '{{.State.Health.Status}}')) === 'healthy';
+      const limits = { timeoutMs: 120_000, everyMs: 2_000 };
+      await waitFor(`${service}'s HEALTHCHECK reporting healthy`, healthy, limits);
       log(`${service}: healthy`);
     }
   }
@@ -80,11 +78,9 @@ export class ComposeCluster {
     const { service } = SERVICES[0];
     const id = await this.containerId(service);
     await run('docker', ['kill', '--signal', 'SIGTERM', id]);
-    await waitFor(
-      `${service} exiting after SIGTERM`,
-      async () => (await inspect(id, '{{.State.Running}}')) === 'false',
-      { timeoutMs: 40_000, everyMs: 1_000 },
-    );
+    const exited = async () => (await inspect(id, '{{.State.Running}}')) === 'false';
+    const limits = { timeoutMs: 40_000, everyMs: 1_000 };
+    await waitFor(`${service} exiting after SIGTERM`, exited, limits);
     const code = await inspect(id, '{{.State.ExitCode}}');
     const logs = await run('docker', ['logs', '--tail', '20', id], { withStderr: true });
     if (code !== '0')

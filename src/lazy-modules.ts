@@ -1,7 +1,6 @@
 /**
- * fastify and prom-client, loaded on first use: a service that only draws IDs needs neither, and
- * they are a large share of the import time. Both are CommonJS, so a synchronous require gives
- * the same instance a user's own `import` gets (prom-client's default registry included).
+ * fastify and prom-client, loaded on first use: they are a large share of the import time. Both
+ * are CommonJS, so require gives the instance a user's `import` gets (prom-client's registry too).
  */
 import { createRequire } from 'node:module';
 

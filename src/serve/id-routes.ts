@@ -1,8 +1,4 @@
-/**
- * The ID endpoints: `POST /v1/sequences/{name}/ids` and `/ranges`. IDs are JSON numbers for
- * sequences whose domain ends at or below 2^53-1, strings for wider ones, and strings on request
- * (`?format=string`, `Accept: application/json; ids=string`).
- */
+/** The ID endpoints: `POST /v1/sequences/{name}/ids` and `/ranges`. */
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
@@ -12,7 +8,7 @@ import type { ServeSettings } from './options.js';
 import { decimalCount } from './request-refusals.js';
 import type { RequestCall, ServedSequences } from './served-sequences.js';
 
-/** A request to an ID endpoint once the schemas validated it (defaults filled in). */
+/** A request to an ID endpoint, validated, with defaults filled in. */
 interface IdRequest {
   Params: { readonly name: string };
   Querystring: { readonly count: number; readonly format: IdFormat };
@@ -86,7 +82,10 @@ function requestCall(reply: FastifyReply, timeoutMs: number): RequestCall {
   return { timeoutMs, deadline: Date.now() + timeoutMs, signal: controller.signal, delivered };
 }
 
-/** How IDs of `request` are written: strings for a wide sequence and on request, else numbers. */
+/**
+ * How IDs of `request` are written: strings for a wide sequence and on request (`?format=string`,
+ * `Accept: application/json; ids=string`), else numbers.
+ */
 function idWriter(
   wide: boolean,
   request: FastifyRequest<IdRequest>,

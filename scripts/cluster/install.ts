@@ -5,9 +5,7 @@ import { run } from './nodes.js';
 import { CASSANDRA_VERSION, CQL_PORT, STORAGE_PORT, cacheDir, ClusterError } from './topology.js';
 import type { NodeSpec, Topology } from './topology.js';
 
-function libDir(): string {
-  return path.join(cacheDir(), `cassandra-${CASSANDRA_VERSION}`, 'lib');
-}
+const libDir = () => path.join(cacheDir(), `cassandra-${CASSANDRA_VERSION}`, 'lib');
 
 /** Checks that the JVM tools exist before anything else, so the error names what is missing. */
 export async function checkPrerequisites(): Promise<void> {

@@ -28,9 +28,7 @@ export function currentTopology(): Topology {
 
 const pidFile = (node: NodeSpec) => path.join(node.dir, 'cassandra.pid');
 
-export function logFile(node: NodeSpec): string {
-  return path.join(node.dir, 'logs', 'system.log');
-}
+export const logFile = (node: NodeSpec): string => path.join(node.dir, 'logs', 'system.log');
 
 /**
  * The lines of `node`'s system.log from byte `from` on that `pattern` (not global: a global

@@ -127,9 +127,8 @@ export async function partitionedTargets(): Promise<Set<string>> {
 }
 
 /** Whether `node` is cut off, alone or with its DC. */
-export function isCut(node: NodeSpec, cut: ReadonlySet<string>): boolean {
-  return cut.has(node.dc) || cut.has(node.name);
-}
+export const isCut = (node: NodeSpec, cut: ReadonlySet<string>): boolean =>
+  cut.has(node.dc) || cut.has(node.name);
 
 function hasIptables(): Promise<boolean> {
   return run('iptables', ['--version']).then(

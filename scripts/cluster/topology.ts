@@ -90,9 +90,7 @@ export function cacheDir(): string {
   return path.join(xdg ? xdg : path.join(os.homedir(), '.cache'), 'idgen-cass');
 }
 
-export function clusterDir(): string {
-  return path.join(cacheDir(), 'cluster');
-}
+export const clusterDir = (): string => path.join(cacheDir(), 'cluster');
 
 export function nodeSpecs(topology: Topology): NodeSpec[] {
   const total = BigInt(topology.dcs * topology.nodesPerDc);
@@ -117,9 +115,8 @@ export function nodeSpecs(topology: Topology): NodeSpec[] {
 }
 
 /** Whether `name` names a DC (`dc2`) rather than a node (`dc2-1`). */
-export function isDcName(specs: readonly NodeSpec[], name: string): boolean {
-  return specs.some((s) => s.dc === name);
-}
+export const isDcName = (specs: readonly NodeSpec[], name: string): boolean =>
+  specs.some((s) => s.dc === name);
 
 /** Resolves `dc2` (its first node) or `dc2-1` to a node; throws with the valid names. */
 export function findNode(specs: readonly NodeSpec[], name: string): NodeSpec {

@@ -11,12 +11,10 @@ export class CheckError extends Error {
   override name = 'CheckError';
 }
 
-const times: { name: string; seconds: number; ok: boolean }[] = [];
+type StepTime = { readonly name: string; readonly seconds: number; readonly ok: boolean };
+const times: StepTime[] = [];
+export const stepTimes = (): readonly StepTime[] => times;
 export const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'idgen-docker-check-'));
-
-export function stepTimes(): readonly (typeof times)[number][] {
-  return times;
-}
 
 /** Runs `body` as the step `name`, printing its start, its end and its time. */
 export async function step<T>(name: string, body: () => Promise<T>): Promise<T> {

@@ -57,7 +57,13 @@ async function readiness(
   let names: readonly string[];
   try {
     // One read at LOCAL_QUORUM even with an allowlist: readiness means Cassandra answers here.
-    const listed = await within(timeoutMs, ids.listSequences(), 'listing the sequences');
+    const listing = ids.listSequences();
+    listing.catch(() => undefined);
+    const listed = await settleWithin(listing, timeoutMs);
+    if (listed === TIMED_OUT) {
+      const why = `no answer within ${timeoutMs} ms`;
+      throw new StoreUnavailableError('local', 'listing the sequences', why);
+    }
     names = only !== undefined ? [only] : (served.allowlist ?? listed.map((s) => s.name));
   } catch (error) {
     return { status: 'not_ready', ...base, sequences: [], ...httpErrorOf(error).body };
@@ -77,16 +83,4 @@ async function readiness(
       ? 'degraded'
       : 'not_ready';
   return { status, ...base, sequences };
-}
-
-async function within<T>(timeoutMs: number, promise: Promise<T>, operation: string): Promise<T> {
-  try {
-    const outcome = await settleWithin(promise, timeoutMs);
-    if (outcome === TIMED_OUT) {
-      throw new StoreUnavailableError('local', operation, `no answer within ${timeoutMs} ms`);
-    }
-    return outcome;
-  } finally {
-    promise.catch(() => undefined);
-  }
 }

@@ -9,10 +9,7 @@ const libDir = () => path.join(cacheDir(), `cassandra-${CASSANDRA_VERSION}`, 'li
 
 /** Checks that the JVM tools exist before anything else, so the error names what is missing. */
 export async function checkPrerequisites(): Promise<void> {
-  for (const [tool, flag] of [
-    ['java', '-version'],
-    ['mvn', '-v'],
-  ] as const) {
+  for (const [tool, flag] of Object.entries({ java: '-version', mvn: '-v' })) {
     try {
       await run(tool, [flag]);
     } catch {

@@ -50,40 +50,26 @@ export const SEQUENCE_PARAMS = {
   },
 } as const;
 
-/** The query of `POST …/ids`. A misspelt parameter is refused, not ignored for the default. */
-export function idsQuery(limits: ApiLimits) {
-  const most = limits.maxIdsPerRequest;
-  return {
-    type: 'object',
-    additionalProperties: false,
-    properties: {
-      count: {
-        type: 'integer',
-        minimum: 1,
-        maximum: most,
-        default: 1,
-        description: `How many IDs: 1 to ${most}, in decimal digits.`,
-      },
-      format: FORMAT_SCHEMA,
-    },
-  } as const;
+/** A query of an ID endpoint; a misspelt parameter is refused, not ignored for the default. */
+function countQuery(count: JsonObject, required: readonly string[]) {
+  const properties = { count: { type: 'integer', minimum: 1, ...count }, format: FORMAT_SCHEMA };
+  return { type: 'object', additionalProperties: false, required, properties } as const;
 }
 
-export const RANGES_QUERY = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['count'],
-  properties: {
-    count: {
-      type: 'integer',
-      minimum: 1,
-      maximum: MAX_BLOCK_SIZE,
-      description:
-        "How many contiguous IDs: 1 to the sequence's largest block size (maxBlockSize, at most 10,000,000), in decimal digits.",
-    },
-    format: FORMAT_SCHEMA,
+export function idsQuery(limits: ApiLimits) {
+  const most = limits.maxIdsPerRequest;
+  const description = `How many IDs: 1 to ${most}, in decimal digits.`;
+  return countQuery({ maximum: most, default: 1, description }, []);
+}
+
+export const RANGES_QUERY = countQuery(
+  {
+    maximum: MAX_BLOCK_SIZE,
+    description:
+      "How many contiguous IDs: 1 to the sequence's largest block size (maxBlockSize, at most 10,000,000), in decimal digits.",
   },
-} as const;
+  ['count'],
+);
 
 export const READYZ_QUERY = {
   type: 'object',

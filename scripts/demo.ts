@@ -27,11 +27,14 @@ const SEQUENCE_PREFIX = 'orders';
 let sequence = SEQUENCE_PREFIX;
 const PROCESSES_PER_DC = 2;
 const RATE_PER_PROCESS = 200;
-const DRAW_SECONDS = 75;
+const DRAW_SECONDS = 90;
 const PARTITION_AT_S = 15;
 const PARTITION_FOR_S = 25;
-/** How long after PARTITION_AT_S every DC may take to hold a preloaded range. */
-const PRELOAD_WAIT_S = 30;
+/**
+ * How long after PARTITION_AT_S every DC may take to hold a preloaded range (the threshold is half
+ * of a 20000 range, drawn at 400 IDs/s); a cut after it still ends within DRAW_SECONDS.
+ */
+const PRELOAD_WAIT_S = 45;
 /** Nine nodes and six drawing processes on one machine can keep a SERIAL round past 3 s. */
 const SERIAL_PATIENCE = ['--serial-timeout', '10s'];
 /** `status`'s exit code when SERIAL is unreachable (docs/cli.md). */

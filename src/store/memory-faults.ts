@@ -23,10 +23,16 @@ interface FaultScope {
 }
 
 /**
- * A conditional write's outcome on a real cluster ("applied": if its condition holds). `-applied`
- * and `applied-` effects apply it, then report `unknown`, `rejected` or throw Unavailable.
- * `in-flight` reports `unknown`; a later round commits it: the next read or write (`completesOn:
- * 'read'`), only the next write (`'write'`), or `readGrants`'s second round (`'second-read'`).
+ * A conditional write's outcome on a real cluster, besides the plain ones ("applied": if its
+ * condition holds):
+ * - `rejected`: not applied, reports `rejected`.
+ * - `unknown-applied`: applied, reports `unknown` (a CAS timeout after the commit).
+ * - `unknown-not-applied`: not applied, reports `unknown` (a timeout before any accept).
+ * - `applied-reported-rejected`: applied, reports `rejected` (a later round finished ours).
+ * - `applied-then-unavailable`: applied, then throws {@link StoreUnavailableError}.
+ * - `in-flight`: not applied now, reports `unknown`; a later round commits it at the next read or
+ *   write (`completesOn: 'read'`, the default), the next write only (`'write'`), or at
+ *   `readGrants`'s second round (`'second-read'`).
  */
 export type ConditionalEffect =
   | 'rejected'
@@ -37,9 +43,12 @@ export type ConditionalEffect =
   | 'in-flight';
 
 /**
- * A fault for the next matching call(s). `unavailable` throws at the method's level (or `level`),
- * touching nothing; `delay` runs the call after `until`; `slow-reply` holds its reply until
- * `until`; `missed-locally`: local reads find no settings until a SERIAL read.
+ * A fault for the next matching call(s):
+ * - `unavailable`: throws {@link StoreUnavailableError} at the method's level (or `level`).
+ * - a {@link ConditionalEffect}, for conditional writes.
+ * - `delay`: the call waits for `until`, then runs.
+ * - `slow-reply`: the call runs at once; its reply waits for `until`.
+ * - `missed-locally` (readSequence): local reads find no settings until a SERIAL read.
  */
 export type Fault = FaultScope &
   (

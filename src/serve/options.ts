@@ -16,27 +16,17 @@ export interface MetricsRegistry {
 
 /** Options of `createServer()`. */
 export interface ServeOptions {
-  /**
-   * The only sequences served (and checked by `/readyz`); others get 404
-   * `IDGEN_SEQUENCE_NOT_SERVED`.
-   * @default undefined (every sequence of the keyspace)
-   */
+  /** The only sequences served (and checked by `/readyz`). @default undefined (every one) */
   readonly sequences?: readonly string[] | undefined;
-  /**
-   * The bearer token the ID endpoints require; the other endpoints never do. Never logged.
-   * @default undefined (no token required)
-   */
+  /** The bearer token the ID endpoints require; never logged. @default undefined (none) */
   readonly token?: string | undefined;
   /** What `/metrics` serves; without it `/metrics` answers 404. @default undefined */
   readonly registry?: MetricsRegistry | undefined;
-  /**
-   * Logs failed requests at `error` and every request at `debug`, never the token or text a
-   * client chose. @default undefined (silent)
-   */
+  /** Logs failed requests at `error`, every request at `debug`. @default undefined (silent) */
   readonly logger?: PinoLogger | undefined;
   /**
-   * How long one request to an ID endpoint may wait for IDs, in ms, before a 503 with
-   * `Retry-After`; below proxies' usual 10 s, so callers get the code. @default 5000
+   * How long a request may wait for IDs before a 503, in ms; below proxies' usual 10 s, so
+   * callers get the code. @default 5000
    */
   readonly timeoutMs?: number | undefined;
   /** The most IDs one `POST /v1/sequences/{name}/ids` returns. @default 10000 */

@@ -8,11 +8,6 @@ export function validateName(kind: NameKind, name: unknown): asserts name is str
   if (!isValidName(kind, name)) throw new InvalidNameError(kind, name);
 }
 
-/** @throws {InvalidNameError} if `name` breaks the rule for sequence names. */
-export function validateSequenceName(name: unknown): asserts name is string {
-  validateName('sequence', name);
-}
-
 /**
  * `keys`, checked at compile time to be exactly the keys of `T`, so an option added to `T` and
  * left out here is a type error. Called as `everyKeyOf<T>()([...])`.

@@ -5,13 +5,7 @@
 
 import type { ConnectionOptions } from '../store/cassandra/driver-client.js';
 import { InvalidOptionError } from '../errors.js';
-import {
-  checkAbortSignal,
-  checkKeys,
-  everyKeyOf,
-  milliseconds,
-  validateSequenceName,
-} from '../options.js';
+import { checkAbortSignal, checkKeys, everyKeyOf, milliseconds, validateName } from '../options.js';
 import { ascending } from '../order.js';
 import type { DcState, IdStore, NodeSettings, SequenceSettings } from '../store/port.js';
 import { sleep } from '../timers.js';
@@ -141,7 +135,7 @@ export class Admin {
    * @throws {InvalidNameError}, {@link SequenceNotFoundError}, {@link StoreUnavailableError}.
    */
   async readSequence(name: string): Promise<SequenceSettings> {
-    validateSequenceName(name);
+    validateName('sequence', name);
     return (await readStored(this.#store, this.keyspace, name)).settings;
   }
 
@@ -151,7 +145,7 @@ export class Admin {
    * @throws {InvalidNameError}, {@link SequenceNotFoundError}, {@link StoreUnavailableError}.
    */
   async snapshot(name: string): Promise<SequenceSnapshot> {
-    validateSequenceName(name);
+    validateName('sequence', name);
     return this.#snapshot(name, new Map());
   }
 
@@ -177,7 +171,7 @@ export class Admin {
       const allowed = 'a list of sequence names, or none for every sequence';
       throw new InvalidOptionError('sequences', options.sequences, allowed);
     }
-    for (const name of options.sequences ?? []) validateSequenceName(name);
+    for (const name of options.sequences ?? []) validateName('sequence', name);
     const since = options.since as Partial<StatusReport> | undefined;
     if (since !== undefined && (typeof since !== 'object' || !Array.isArray(since?.sequences))) {
       throw new InvalidOptionError('since', since, 'a report an earlier status() returned');
@@ -238,7 +232,7 @@ export class Admin {
       options.confirmAfterMs,
       ADMIN_DEFAULTS.confirmAfterMs,
     );
-    validateSequenceName(name);
+    validateName('sequence', name);
     const first = await this.#checkOnce(name);
     if (first.violations.every((v) => v.confirmed) || confirmAfterMs === 0) return first;
     await sleep(confirmAfterMs);

@@ -8,13 +8,7 @@ import {
   SequenceExistsError,
   SequenceNotFoundError,
 } from '../errors.js';
-import {
-  checkBooleanOption,
-  checkKeys,
-  everyKeyOf,
-  validateName,
-  validateSequenceName,
-} from '../options.js';
+import { checkBooleanOption, checkKeys, everyKeyOf, validateName } from '../options.js';
 import {
   checkFirstRangeDcs,
   defaultFirstRanges,
@@ -184,7 +178,7 @@ export class IdGen {
   sequence(name: string, options?: SequenceHandleOptions): Sequence<number> | Sequence<bigint>;
   sequence(name: string, options: SequenceHandleOptions = {}): Sequence<number> | Sequence<bigint> {
     this.#assertOpen();
-    validateSequenceName(name);
+    validateName('sequence', name);
     checkKeys(options, HANDLE_KEYS);
     checkBooleanOption('bigint', options.bigint);
     const bigint = options.bigint === true;
@@ -285,7 +279,7 @@ export class IdGen {
    */
   async alterSequence(name: string, changes: AlterSequenceOptions): Promise<SequenceSettings> {
     this.#assertOpen();
-    validateSequenceName(name);
+    validateName('sequence', name);
     checkChanges(changes);
     return alterSettings(this.#store, name, changes, this.keyspace);
   }
@@ -301,7 +295,7 @@ export class IdGen {
   async retireDcRanges(name: string): Promise<readonly RetiredState[]> {
     this.#assertOpen();
     // At SERIAL: a local read could miss the latest alter of the shard count.
-    validateSequenceName(name);
+    validateName('sequence', name);
     const stored = await this.#store.readSequence(name, 'serial');
     if (stored === undefined) throw new SequenceNotFoundError(name, this.keyspace);
     return retireDcRanges(this.#store, stored, this.dc);
@@ -322,7 +316,7 @@ export class IdGen {
    */
   async readSequence(name: string): Promise<SequenceSettings> {
     this.#assertOpen();
-    validateSequenceName(name);
+    validateName('sequence', name);
     const stored = await this.#store.readSequence(name);
     if (stored === undefined) throw new SequenceNotFoundError(name, this.keyspace);
     return stored.settings;

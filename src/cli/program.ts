@@ -19,7 +19,7 @@ import { statusCommand } from './commands/status.js';
 import { CliContext, type Streams } from './context.js';
 import { commanderErrorLine, EXIT_CODES, exitCodeOf, handleError } from './exit-codes.js';
 import { timerParser, typedDuration } from './parse.js';
-import { validateSequenceName } from '../options.js';
+import { validateName } from '../options.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../store/cassandra/request-options.js';
 
 /** The global options read from a variable too: syntax, help, variable. */
@@ -145,7 +145,7 @@ Example:
   program.hook('preAction', (_program, command) => {
     const sequence: unknown = command.processedArgs[0];
     if (command.registeredArguments[0]?.name() === 'sequence' && sequence !== undefined) {
-      validateSequenceName(sequence);
+      validateName('sequence', sequence);
     }
   });
   return { program, ctx };

@@ -4,7 +4,7 @@ import type { Logger as PinoLogger } from 'pino';
 
 import { InvalidOptionError } from '../errors.js';
 import { checkLogger } from '../logger.js';
-import { checkKeys, everyKeyOf, milliseconds, validateSequenceName } from '../options.js';
+import { checkKeys, everyKeyOf, milliseconds, validateName } from '../options.js';
 import { BearerToken } from './auth.js';
 
 /** What `/metrics` serves: a prom-client `Registry` fits as it is. */
@@ -82,7 +82,7 @@ export function resolveServeOptions(options: ServeOptions): ServeSettings {
         'a non-empty list of sequence names, or no list to serve every sequence of the keyspace',
       );
     }
-    for (const name of sequences) validateSequenceName(name);
+    for (const name of sequences) validateName('sequence', name);
   }
   const ms = (option: 'timeoutMs' | 'readyTimeoutMs') =>
     milliseconds(option, options[option], SERVE_DEFAULTS[option], true);

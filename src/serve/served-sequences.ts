@@ -4,7 +4,7 @@ import type { IdGen } from '../allocator/id-gen.js';
 import type { CallOptions } from '../allocator/call-deadline.js';
 import type { Sequence } from '../allocator/sequence.js';
 import { DeadlineError } from '../errors.js';
-import { validateSequenceName } from '../options.js';
+import { validateName } from '../options.js';
 import { MAX_SAFE_ID } from '../settings/model.js';
 import { ServeRefusal } from './http-errors.js';
 
@@ -89,7 +89,7 @@ export class ServedSequences {
    * {@link InvalidNameError}, {@link SequenceNotFoundError}, {@link StoreUnavailableError}.
    */
   async handle(name: string): Promise<Handle> {
-    validateSequenceName(name);
+    validateName('sequence', name);
     if (this.#allowlist !== undefined && !this.#allowlist.has(name)) {
       throw new ServeRefusal(
         'IDGEN_SEQUENCE_NOT_SERVED',

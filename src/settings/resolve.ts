@@ -4,7 +4,7 @@
  */
 
 import { InvalidOptionError } from '../errors.js';
-import { checkBooleanOption, checkKeys, everyKeyOf, validateSequenceName } from '../options.js';
+import { checkBooleanOption, checkKeys, everyKeyOf, validateName } from '../options.js';
 import type { SequenceChanges, SequenceSettings, SizeSettings } from '../store/port.js';
 import { DEFAULTS, defaultMaxDcRange } from './defaults.js';
 import type { AlterSequenceOptions, CreateSequenceOptions } from './model.js';
@@ -48,7 +48,7 @@ export function resolveSequenceSettings(
   name: string,
   options: CreateSequenceOptions = {},
 ): SequenceSettings {
-  validateSequenceName(name);
+  validateName('sequence', name);
   checkKeys(options, CREATE_KEYS);
   checkBooleanOption('ifNotExists', options.ifNotExists);
   const settings = settle({

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { InvalidNameError, InvalidOptionError, InvariantError } from '../../src/errors.js';
-import { validateSequenceName } from '../../src/options.js';
+import { validateName } from '../../src/options.js';
 import { SEQUENCE_DEFAULTS } from '../../src/settings/defaults.js';
 import { defaultFirstRanges, resolveFirstGrants } from '../../src/settings/first-ranges.js';
 import {
@@ -306,15 +306,15 @@ describe('defaultFirstRanges', () => {
   });
 });
 
-describe('validateSequenceName', () => {
+describe('validateName', () => {
   it.each(['a', 'orders', 'Orders_2024', 'x'.repeat(48)])('accepts %s', (name) => {
-    expect(() => validateSequenceName(name)).not.toThrow();
+    expect(() => validateName('sequence', name)).not.toThrow();
   });
 
   it.each(['', '1abc', '_x', 'a-b', 'a b', 'x'.repeat(49), 'é', 42, undefined])(
     'refuses %s with IDGEN_INVALID_NAME',
     (name) => {
-      const error = catchError(() => validateSequenceName(name));
+      const error = catchError(() => validateName('sequence', name));
       expect(error).toBeInstanceOf(InvalidNameError);
       expect(error).toMatchObject({ code: 'IDGEN_INVALID_NAME', kind: 'sequence', received: name });
     },

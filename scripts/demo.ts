@@ -30,11 +30,16 @@ const RATE_PER_PROCESS = 200;
 const DRAW_SECONDS = 90;
 const PARTITION_AT_S = 15;
 const PARTITION_FOR_S = 25;
+/** Seconds after the heal that SERIAL may take to grant the DC cut off a range again. */
+const SERIAL_BACK_S = 20;
+/** IDs the DC cut off draws until it can be granted a range again. */
+const CUT_NEEDS = (PARTITION_FOR_S + SERIAL_BACK_S) * PROCESSES_PER_DC * RATE_PER_PROCESS;
 /**
- * How long after PARTITION_AT_S every DC may take to hold a preloaded range (the threshold is half
- * of a 20000 range, drawn at 400 IDs/s); a cut after it still ends within DRAW_SECONDS.
+ * How long after PARTITION_AT_S the DC to cut may take to hold CUT_NEEDS IDs. It asks for its next
+ * range once half of one is used, so it holds from half a range (10,000) to one and a half; this
+ * takes a cycle at most (50 s at 400 IDs/s), and a cut after it still ends within DRAW_SECONDS.
  */
-const PRELOAD_WAIT_S = 45;
+const RUNWAY_WAIT_S = 45;
 /** Nine nodes and six drawing processes on one machine can keep a SERIAL round past 3 s. */
 const SERIAL_PATIENCE = ['--serial-timeout', '10s'];
 /** `status`'s exit code when SERIAL is unreachable (docs/cli.md). */
@@ -123,7 +128,7 @@ interface StatusJson {
     readonly globalLast: number;
     readonly dcs: readonly {
       readonly dc: string;
-      readonly preloaded: unknown;
+      readonly pendingGrant: { readonly min: number; readonly max: number } | null;
       readonly left: number;
     }[];
   }[];
@@ -136,17 +141,21 @@ async function statusJson(dc: string, hosts: readonly string[]) {
   return seq;
 }
 
-/** Waits until every DC holds a preloaded range: without one, the DC cut off can run dry. */
-async function waitForPreloads(dcNames: readonly string[], hosts: readonly string[]) {
-  console.log(`waiting until every DC holds a preloaded range (at most ${PRELOAD_WAIT_S} s)`);
-  const deadline = Date.now() + PRELOAD_WAIT_S * 1000;
+/**
+ * Waits until `dc` holds the IDs it draws while cut off (its ranges, installed or granted and not
+ * installed yet): cut off with fewer, it would run dry before the heal.
+ */
+async function waitForRunway(dc: string, from: string, hosts: readonly string[]) {
+  console.log(`waiting until ${dc} holds ${CUT_NEEDS} IDs or more (at most ${RUNWAY_WAIT_S} s)`);
+  const deadline = Date.now() + RUNWAY_WAIT_S * 1000;
   for (;;) {
-    const { dcs } = await statusJson(dcNames[0]!, hosts);
-    const lacking = dcNames.filter((dc) => !dcs.some((d) => d.dc === dc && d.preloaded !== null));
-    if (lacking.length === 0) return;
+    const row = (await statusJson(from, hosts)).dcs.find((d) => d.dc === dc);
+    const pending = row?.pendingGrant ? row.pendingGrant.max - row.pendingGrant.min + 1 : 0;
+    const held = (row?.left ?? 0) + pending;
+    if (held >= CUT_NEEDS) return;
     if (Date.now() > deadline) {
       throw new Error(
-        `${lacking.join(', ')} held no preloaded range ${PARTITION_AT_S + PRELOAD_WAIT_S} s after the draws started; a DC cut off without one can run dry, so the demo stops here`,
+        `${dc} held ${held} IDs ${PARTITION_AT_S + RUNWAY_WAIT_S} s after the draws started, fewer than the ${CUT_NEEDS} it draws while cut off; the demo stops here`,
       );
     }
     await sleep(2);
@@ -206,7 +215,7 @@ async function main(): Promise<void> {
   );
   await sleep(PARTITION_AT_S);
   const cut = dcNames.at(-1)!;
-  if (noPartition === undefined) await waitForPreloads(dcNames, hosts);
+  if (noPartition === undefined) await waitForRunway(cut, first, hosts);
   await cli(first, hosts, ['status', sequence, ...SERIAL_PATIENCE]);
   if (noPartition === undefined) await partitionStep(cut, dcs[cut]!);
   else say(`Skipping the partition of ${cut}: ${noPartition}`);

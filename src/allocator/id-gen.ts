@@ -8,7 +8,13 @@ import {
   SequenceExistsError,
   SequenceNotFoundError,
 } from '../errors.js';
-import { checkBooleanOption, checkKeys, everyKeyOf, validateName } from '../options.js';
+import {
+  checkBooleanOption,
+  checkKeys,
+  everyKeyOf,
+  milliseconds,
+  validateName,
+} from '../options.js';
 import {
   checkFirstRangeDcs,
   defaultFirstRanges,
@@ -108,14 +114,8 @@ function isStore(value: unknown): value is IdStore {
 export function checkAllocatorOptions(
   options: Pick<IdGenOptions, 'callTimeoutMs' | 'logger'>,
 ): number {
-  const callTimeoutMs = options.callTimeoutMs ?? ID_GEN_DEFAULTS.callTimeoutMs;
-  if (typeof callTimeoutMs !== 'number' || !(callTimeoutMs >= 0) || callTimeoutMs === Infinity) {
-    throw new InvalidOptionError(
-      'callTimeoutMs',
-      callTimeoutMs,
-      'a finite number of milliseconds, at least 0',
-    );
-  }
+  const fallback = ID_GEN_DEFAULTS.callTimeoutMs;
+  const callTimeoutMs = milliseconds('callTimeoutMs', options.callTimeoutMs, fallback);
   checkLogger('logger', options.logger);
   return callTimeoutMs;
 }

@@ -107,6 +107,19 @@ describe('docker-compose.yml', () => {
     expect([...keyspaces]).toEqual(['idgen']);
   });
 
+  it('starts init only once the node it connects through lists every other DC as a peer', () => {
+    // init refuses a replication naming a DC its contact point has not heard of yet, and a node
+    // answers CQL a moment before the others learn by gossip that it joined.
+    const contact = compose.services['idgen-init']!.environment?.['IDGEN_CONTACT_POINTS'];
+    const others = cassandraServices().filter((c) => c.address !== contact);
+    expect(others).toHaveLength(2);
+    for (const { name } of others) {
+      const test = compose.services[name]!.healthcheck?.test.join(' ') ?? '';
+      expect(test, name).toContain(`cqlsh ${contact} -e "SELECT data_center FROM system.peers"`);
+      expect(test, name).toContain('grep -qw "$$CASSANDRA_DC"');
+    }
+  });
+
   it('leaves `docker compose up` (no profile) to Cassandra alone, as the tests use it', () => {
     for (const { name } of cassandraServices()) {
       expect(compose.services[name]!.profiles, name).toBeUndefined();

@@ -1,14 +1,14 @@
 /**
- * torture/CAMPAIGNS.md and the README's totals, from the committed report.json files. Reports are
- * read as untrusted JSON: they span every version of the report; a field one lacks shows as "—".
+ * torture/CAMPAIGNS.md and the README's totals, from the committed report.json files. They span
+ * every version of the report: a field one lacks shows as "—".
  */
 import fs from 'node:fs';
 import path from 'node:path';
 
 import { formatMarkdown } from '../bench/report.js';
-import { byColumns, markdownTable, type Column } from '../bench/report/format.js';
 import { MUST_PASS } from '../../src/mutations.js';
 import { CLUSTER_FAULT_KINDS, FAULT_KINDS } from './nemesis.js';
+import type { CampaignReport } from './report.js';
 
 /** The page, relative to the repository's root; the report folders sit beside it. */
 export const CAMPAIGNS_PAGE = 'torture/CAMPAIGNS.md';
@@ -37,9 +37,9 @@ export function renderCampaignsPage(reports: CommittedReports): string {
     (v) =>
       `${v.variant === NONE ? 'not recorded:' : v.variant} ${plural(v.campaigns, 'campaign')}, ${count(v.drawn)} IDs`,
   );
-  const date: Column<Row> = ['Date', (r) => r.date ?? NONE];
-  const seed = (dir: string): Column<Row> => ['Seed', (r) => seedLink(r, dir)];
-  const shape: Column<Row>[] = [
+  const date: Column = ['Date', (r) => r.date ?? NONE];
+  const seed = (dir: string): Column => ['Seed', (r) => seedLink(r, dir)];
+  const shape: Column[] = [
     ['Paxos', (r) => r.paxos ?? NONE],
     ['Cluster', clusterShape],
     ['Duration', (r) => duration(r.durationS)],
@@ -130,10 +130,19 @@ export function withReadmeTotals(readme: string, totals: string): string {
 }
 
 function readCommittedReports(tortureDir: string): CommittedReports {
-  return {
-    campaigns: readReportsIn(path.join(tortureDir, CAMPAIGNS_DIR)),
-    negativeControls: readReportsIn(path.join(tortureDir, NEGATIVE_CONTROLS_DIR)),
+  const read = (folder: string): CommittedReport[] => {
+    const dir = path.join(tortureDir, folder);
+    const has = (name: string, file: string) => fs.existsSync(path.join(dir, name, file));
+    return (fs.existsSync(dir) ? fs.readdirSync(dir) : [])
+      .filter((name) => has(name, 'report.json'))
+      .sort()
+      .map((name) => ({
+        dir: name,
+        json: parseOrUndefined(fs.readFileSync(path.join(dir, name, 'report.json'), 'utf8')),
+        hasMarkdown: has(name, 'report.md'),
+      }));
   };
+  return { campaigns: read(CAMPAIGNS_DIR), negativeControls: read(NEGATIVE_CONTROLS_DIR) };
 }
 
 /** The page the committed reports generate, formatted; `root` is the repository's root. */
@@ -150,21 +159,6 @@ export async function readmeWithTotals(root: string): Promise<string> {
   return formatMarkdown(text, readme);
 }
 
-function readReportsIn(dir: string): CommittedReport[] {
-  if (!fs.existsSync(dir)) return [];
-  const has = (name: string, file: string) => fs.existsSync(path.join(dir, name, file));
-  return fs
-    .readdirSync(dir, { withFileTypes: true })
-    .filter((entry) => entry.isDirectory() && has(entry.name, 'report.json'))
-    .map((entry) => entry.name)
-    .sort()
-    .map((name) => ({
-      dir: name,
-      json: parseOrUndefined(fs.readFileSync(path.join(dir, name, 'report.json'), 'utf8')),
-      hasMarkdown: has(name, 'report.md'),
-    }));
-}
-
 function parseOrUndefined(text: string): unknown {
   try {
     return JSON.parse(text);
@@ -176,64 +170,66 @@ function parseOrUndefined(text: string): unknown {
 /** What the page shows of one report; a field is undefined where the report lacks it. */
 type Row = ReturnType<typeof rowOf>;
 
+/** A report.json of any version: any field may be absent. */
+type Partly<T> = T extends readonly (infer U)[]
+  ? readonly Partly<U>[]
+  : T extends object
+    ? { readonly [K in keyof T]?: Partly<T[K]> }
+    : T;
+
 const DIR_NAME = /^(\d{4}-\d{2}-\d{2})-(.+)-seed-(\d+)$/;
 
-function rowOf(report: CommittedReport) {
-  const { json } = report;
-  const cluster = field(json, 'cluster');
-  const verdict = field(json, 'verdict');
-  const named = DIR_NAME.exec(report.dir);
+function rowOf({ dir, json, hasMarkdown }: CommittedReport) {
+  const report = json as Partly<CampaignReport> | undefined;
+  const { cluster, verdict } = report ?? {};
+  const named = DIR_NAME.exec(dir);
   return {
-    dir: report.dir,
-    hasMarkdown: report.hasMarkdown,
-    date: named?.[1] ?? asString(field(json, 'startedAt'))?.slice(0, 10),
-    seed: asNumber(field(json, 'seed')) ?? (named ? Number(named[3]) : undefined),
-    paxos: asString(field(cluster, 'paxos')),
-    commitlogSync: asString(field(cluster, 'commitlogSync')),
-    dcs: asNumber(field(cluster, 'dcs')),
-    nodesPerDc: asNumber(field(cluster, 'nodesPerDc')),
-    durationS: asNumber(field(json, 'durationS')),
-    drawn: asNumber(field(verdict, 'drawn')),
-    duplicates: asNumber(field(verdict, 'duplicateCount')),
-    faultsDone: asCounts(field(json, 'faultsDone')),
+    dir,
+    hasMarkdown,
+    date: named?.[1] ?? report?.startedAt?.slice(0, 10),
+    seed: report?.seed ?? (named ? Number(named[3]) : undefined),
+    paxos: cluster?.paxos,
+    commitlogSync: cluster?.commitlogSync,
+    dcs: cluster?.dcs,
+    nodesPerDc: cluster?.nodesPerDc,
+    durationS: report?.durationS,
+    drawn: verdict?.drawn,
+    duplicates: verdict?.duplicateCount,
+    faultsDone: report?.faultsDone,
     // A control that breaks the cluster, not the build, has no mutation: its folder names it.
-    mutation: asString(field(json, 'mutation')) ?? named?.[2],
-    passed: asBoolean(field(json, 'passed')),
-    findings: findingsOf(json),
+    mutation: report?.mutation ?? named?.[2],
+    passed: report?.passed,
+    findings: findingsOf(report),
   };
 }
 
 /** What the checks found, one phrase each: the history's properties, then the other checks. */
-function findingsOf(json: unknown): string[] {
-  const verdict = field(json, 'verdict');
-  const ofVerdict = (key: string) => lengthOf(field(verdict, key));
-  const liveness = field(json, 'liveness');
-  const failedLiveness = Array.isArray(liveness)
-    ? liveness.filter((l) => asBoolean(field(l, 'ok')) === false).length
-    : undefined;
-  const unbalanced = asBoolean(field(field(verdict, 'reconciliation'), 'balanced')) === false;
+function findingsOf(report: Partly<CampaignReport> | undefined): string[] {
+  const v = report?.verdict;
   // How many, the phrase for one, and for more (none: the phrase alone, without a count).
   const counted: [number | undefined, string, string?][] = [
-    [asNumber(field(verdict, 'duplicateCount')), 'duplicate', 'duplicates'],
-    [ofVerdict('nonMonotonic'), 'non-monotonic process', 'non-monotonic processes'],
-    [asNumber(field(verdict, 'outsideGrantsCount')), 'ID outside grants', 'IDs outside grants'],
-    [ofVerdict('grantProblems'), 'grant problem', 'grant problems'],
-    [ofVerdict('uncoveredCalls'), 'process with uncovered calls', 'processes with uncovered calls'],
-    [ofVerdict('dcsWithoutIds'), 'DC without IDs', 'DCs without IDs'],
-    [unbalanced ? 1 : 0, 'unbalanced reconciliation'],
-    [lengthOf(field(field(json, 'check'), 'violations')), 'check violation', 'check violations'],
-    [lengthOf(field(json, 'linearizabilityLines')), 'violation logged', 'violations logged'],
-    [lengthOf(field(json, 'closeViolations')), 'close() violation', 'close() violations'],
-    [lengthOf(field(json, 'unexpectedErrors')), 'unexpected error', 'unexpected errors'],
-    [failedLiveness, 'DC failed liveness', 'DCs failed liveness'],
-    [lengthOf(field(json, 'conductProblems')), 'conduct problem', 'conduct problems'],
+    [v?.duplicateCount, 'duplicate', 'duplicates'],
+    [v?.nonMonotonic?.length, 'non-monotonic process', 'non-monotonic processes'],
+    [v?.outsideGrantsCount, 'ID outside grants', 'IDs outside grants'],
+    [v?.grantProblems?.length, 'grant problem', 'grant problems'],
+    [v?.uncoveredCalls?.length, 'process with uncovered calls', 'processes with uncovered calls'],
+    [v?.dcsWithoutIds?.length, 'DC without IDs', 'DCs without IDs'],
+    [v?.reconciliation?.balanced === false ? 1 : 0, 'unbalanced reconciliation'],
+    [report?.check?.violations?.length, 'check violation', 'check violations'],
+    [report?.linearizabilityLines?.length, 'violation logged', 'violations logged'],
+    [report?.closeViolations?.length, 'close() violation', 'close() violations'],
+    [report?.unexpectedErrors?.length, 'unexpected error', 'unexpected errors'],
+    [
+      report?.liveness?.filter((l) => l.ok === false).length,
+      'DC failed liveness',
+      'DCs failed liveness',
+    ],
+    [report?.conductProblems?.length, 'conduct problem', 'conduct problems'],
   ];
   const found = counted.flatMap(([n, one, many]) =>
-    n === undefined || n <= 0 ? [] : [many === undefined ? one : plural(n, one, many)],
+    (n ?? 0) <= 0 ? [] : [many === undefined ? one : plural(n!, one, many)],
   );
-  if (found.length === 0 && asBoolean(field(verdict, 'valid')) === false) {
-    found.push('history not valid');
-  }
+  if (found.length === 0 && v?.valid === false) found.push('history not valid');
   return found;
 }
 
@@ -299,7 +295,7 @@ function clusterShape(r: Row): string {
 }
 
 /** The cluster faults done, or the others, in the order of {@link FAULT_KINDS}. */
-function faults(done: Readonly<Record<string, number>> | undefined, cluster: boolean): string {
+function faults(done: Row['faultsDone'], cluster: boolean): string {
   if (done === undefined) return NONE;
   const parts = FAULT_KINDS.filter((k) => CLUSTER_FAULT_KINDS.includes(k) === cluster)
     .filter((k) => (done[k] ?? 0) > 0)
@@ -320,8 +316,13 @@ function sorted(reports: readonly CommittedReport[]): Row[] {
     );
 }
 
-function table(columns: readonly Column<Row>[], rows: readonly Row[]): string {
-  return rows.length === 0 ? 'None committed.' : markdownTable(...byColumns(columns, rows));
+type Column = readonly [header: string, cell: (row: Row) => string];
+
+function table(columns: readonly Column[], rows: readonly Row[]): string {
+  if (rows.length === 0) return 'None committed.';
+  const cells = rows.map((row) => columns.map(([, cell]) => cell(row).replaceAll('|', '\\|')));
+  const header = columns.map(([name]) => name);
+  return [header, header.map(() => '---'), ...cells].map((c) => `| ${c.join(' | ')} |`).join('\n');
 }
 
 function duration(seconds: number | undefined): string {
@@ -336,26 +337,3 @@ const plural = (n: number, one: string, many = `${one}s`): string =>
 const orNone = (n: number | undefined): string => (n === undefined ? NONE : count(n));
 const sum = (values: readonly (number | undefined)[]): number =>
   values.reduce<number>((total, v) => total + (v ?? 0), 0);
-
-/** Untrusted JSON: a field of an object, else undefined; each `as…` keeps a value of its type. */
-const field = (value: unknown, key: string): unknown =>
-  typeof value === 'object' && value !== null && !Array.isArray(value)
-    ? (value as Record<string, unknown>)[key]
-    : undefined;
-const asNumber = (value: unknown): number | undefined =>
-  typeof value === 'number' && Number.isFinite(value) ? value : undefined;
-const asString = (value: unknown): string | undefined =>
-  typeof value === 'string' ? value : undefined;
-const asBoolean = (value: unknown): boolean | undefined =>
-  typeof value === 'boolean' ? value : undefined;
-const lengthOf = (value: unknown): number | undefined =>
-  Array.isArray(value) ? value.length : undefined;
-
-function asCounts(value: unknown): Record<string, number> | undefined {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
-  return Object.fromEntries(
-    Object.entries(value).filter(
-      (entry): entry is [string, number] => asNumber(entry[1]) !== undefined,
-    ),
-  );
-}

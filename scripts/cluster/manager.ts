@@ -17,6 +17,7 @@ import {
   PROBE_KEYSPACE,
   assertPortsFree,
   currentTopology,
+  hasCluster,
   launch,
   logLines,
   portOpen,
@@ -26,16 +27,18 @@ import {
   runsAsOsUser,
   signal,
   stopNode,
+  topologyFile,
   waitFor,
   waitForCql,
   withClient,
+  works,
 } from './nodes.js';
 import type { Log } from './nodes.js';
 import { heal, isCut, partitionedTargets } from './partitions.js';
 import { CQL_PORT, ClusterError, clusterDir, findNode, nodeSpecs } from './topology.js';
 import type { NodeSpec, Topology } from './topology.js';
 
-export { currentTopology, logLines, processState } from './nodes.js';
+export { currentTopology, hasCluster, logLines, processState } from './nodes.js';
 export { cutClients, heal, partition, partitionUnsupported, waitHealed } from './partitions.js';
 
 export type NodeStatus = Awaited<ReturnType<typeof status>>[number];
@@ -45,13 +48,6 @@ export function contactPointsByDc(topology = currentTopology()): Record<string, 
   const byDc: Record<string, string[]> = {};
   for (const node of nodeSpecs(topology)) (byDc[node.dc] ??= []).push(node.address);
   return byDc;
-}
-
-const topologyFile = () => path.join(clusterDir(), 'topology.json');
-
-/** Whether a cluster was ever set up here (its topology is recorded). */
-export function hasCluster(): boolean {
-  return fs.existsSync(topologyFile());
 }
 
 /**
@@ -81,12 +77,8 @@ export async function up(topology: Topology, log: Log) {
   const specs = nodeSpecs(topology);
   for (const node of specs) if (processState(node) === 'paused') await signal(node, 'SIGCONT');
   for (const node of specs) {
-    if (processState(node) !== 'running') continue;
     const why = await restartReason(node, topology);
-    if (why === undefined) continue;
-    log(`restarting ${node.name}: ${why}`);
-    await stopNode(node);
-    await startNode(node, topology);
+    if (why !== undefined) await restart(node, topology, why, log);
   }
 
   const toStart = specs.filter((s) => ['stopped', 'absent'].includes(processState(s)));
@@ -116,8 +108,15 @@ async function startNode(node: NodeSpec, topology: Topology, cqlTimeoutMs?: numb
   await waitForCql(node, cqlTimeoutMs);
 }
 
-/** Why a running node must restart to run `topology`, or undefined if it runs it already. */
+async function restart(node: NodeSpec, topology: Topology, why: string, log: Log) {
+  log(`restarting ${node.name}: ${why}`);
+  await stopNode(node);
+  await startNode(node, topology);
+}
+
+/** Why a running node must restart to run `topology`; undefined if it runs it, or runs not. */
 async function restartReason(node: NodeSpec, topology: Topology): Promise<string | undefined> {
+  if (processState(node) !== 'running') return undefined;
   const yaml = path.join(node.dir, 'conf', 'cassandra.yaml');
   const config = fs.existsSync(yaml) ? fs.readFileSync(yaml, 'utf8') : '';
   const { paxos, commitlog } = topology;
@@ -253,38 +252,29 @@ export async function waitForClusterUp(
 ): Promise<void> {
   const specs = nodeSpecs(topology);
   for (const node of await schemaStragglers(specs)) {
-    log(`restarting ${node.name}: its schema disagrees with the other nodes'`);
-    await stopNode(node);
-    await startNode(node, topology);
+    await restart(node, topology, "its schema disagrees with the other nodes'", log);
   }
   const replication = [...new Set(specs.map((s) => s.dc))]
     .map((dc) => `'${dc}': ${topology.nodesPerDc}`)
     .join(', ');
+  const createProbe = async (client: cassandra.Client) => {
+    await client.execute(
+      `CREATE KEYSPACE IF NOT EXISTS ${PROBE_KEYSPACE} WITH replication = {'class': 'NetworkTopologyStrategy', ${replication}}`,
+    );
+    await client.execute(
+      `CREATE TABLE IF NOT EXISTS ${PROBE_KEYSPACE}.probe (k int PRIMARY KEY, v int)`,
+    );
+    await waitForSchemaAgreement(client);
+  };
   await waitFor(
-    () =>
-      withClient(specs[0]!, async (client) => {
-        await client.execute(
-          `CREATE KEYSPACE IF NOT EXISTS ${PROBE_KEYSPACE} WITH replication = {'class': 'NetworkTopologyStrategy', ${replication}}`,
-        );
-        await client.execute(
-          `CREATE TABLE IF NOT EXISTS ${PROBE_KEYSPACE}.probe (k int PRIMARY KEY, v int)`,
-        );
-        await waitForSchemaAgreement(client);
-        return true;
-      }).catch(() => false),
+    () => works(specs[0]!, createProbe),
     180_000,
     'the probe keyspace to reach every node',
   );
   const all = { consistency: cassandra.types.consistencies.all };
+  const insert = `INSERT INTO ${PROBE_KEYSPACE}.probe (k, v) VALUES (0, 0)`;
   for (const node of specs) {
-    await waitFor(
-      () =>
-        withClient(node, async (client) => {
-          await client.execute(`INSERT INTO ${PROBE_KEYSPACE}.probe (k, v) VALUES (0, 0)`, [], all);
-          return true;
-        }).catch(() => false),
-      180_000,
-      `${node.name} to see every node up`,
-    );
+    const upSeen = () => works(node, (client) => client.execute(insert, [], all));
+    await waitFor(upSeen, 180_000, `${node.name} to see every node up`);
   }
 }

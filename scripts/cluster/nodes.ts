@@ -17,12 +17,16 @@ export const PROBE_KEYSPACE = 'idgen_cluster_probe';
 export type NodeState = 'running' | 'paused' | 'stopped' | 'absent';
 export type Log = (line: string) => void;
 
+export const topologyFile = (): string => path.join(clusterDir(), 'topology.json');
+
+/** Whether a cluster was ever set up here (its topology is recorded). */
+export const hasCluster = (): boolean => fs.existsSync(topologyFile());
+
 /** The topology recorded by `up`, or the default before the first `up`. */
 export function currentTopology(): Topology {
-  const file = path.join(clusterDir(), 'topology.json');
-  if (!fs.existsSync(file)) return DEFAULT_TOPOLOGY;
+  if (!hasCluster()) return DEFAULT_TOPOLOGY;
   // A record older than the Paxos and commitlog choices ran v2 and Cassandra's periodic default.
-  const recorded = JSON.parse(fs.readFileSync(file, 'utf8')) as Partial<Topology>;
+  const recorded = JSON.parse(fs.readFileSync(topologyFile(), 'utf8')) as Partial<Topology>;
   return { ...DEFAULT_TOPOLOGY, paxos: 'v2', commitlog: 'periodic', ...recorded };
 }
 
@@ -214,6 +218,12 @@ export async function withClient<T>(
   }
 }
 
+/** Whether `fn` succeeds with a client of `node` (and does not answer false). */
+export const works = (node: NodeSpec, fn: (client: cassandra.Client) => Promise<unknown>) =>
+  withClient(node, fn)
+    .then((answer) => answer !== false)
+    .catch(() => false);
+
 /** The driver's host for `node`: statements pinned to it are coordinated by that node. */
 export function hostOf(client: cassandra.Client, node: NodeSpec): cassandra.Host | undefined {
   return client.hosts.values().find((h) => h.address.startsWith(`${node.address}:`));
@@ -229,22 +239,14 @@ export function seesEveryNodeUp(node: NodeSpec): Promise<boolean> {
   return probeWorks(node, `INSERT INTO ${PROBE_KEYSPACE}.probe (k, v) VALUES (2, 2)`, 'all');
 }
 
-async function probeWorks(
-  node: NodeSpec,
-  cql: string,
-  level: 'serial' | 'localSerial' | 'all',
-): Promise<boolean> {
-  try {
-    return await withClient(node, async (client) => {
-      const host = hostOf(client, node);
-      if (host === undefined) return false;
-      const consistency = cassandra.types.consistencies[level];
-      await client.execute(cql, [], { consistency, host, prepare: true });
-      return true;
-    });
-  } catch {
-    return false;
-  }
+function probeWorks(node: NodeSpec, cql: string, level: 'serial' | 'localSerial' | 'all') {
+  return works(node, async (client) => {
+    const host = hostOf(client, node);
+    if (host === undefined) return false;
+    const consistency = cassandra.types.consistencies[level];
+    await client.execute(cql, [], { consistency, host, prepare: true });
+    return true;
+  });
 }
 
 /** Whether `node`'s running JVM belongs to its OS user (true when it does not run). */

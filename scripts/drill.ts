@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 
 import cassandra from 'cassandra-driver';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
 
 import * as manager from './cluster/manager.js';
 import { nodeSpecs } from './cluster/topology.js';
@@ -18,11 +18,6 @@ import { CassandraStore } from '../src/store/cassandra/store.js';
 
 const DC = 'dc3';
 const OTHER_DC = 'dc1';
-
-interface DrillOptions {
-  readonly drawSeconds: number;
-  readonly attempts: number;
-}
 
 /** What one attempt saw: the IDs dc3 handed out before the kill, its state before and after. */
 interface Attempt {
@@ -47,17 +42,13 @@ function positiveInt(value: string): number {
 }
 
 async function main(): Promise<number> {
-  const program = new Command('drill')
+  const options = new Command('drill')
     .description('a DC loses acknowledged writes for real, then retire-ranges repairs it')
     .option('--draw-seconds <n>', 'how long dc3 draws before its nodes are killed', positiveInt, 6)
     .option('--attempts <n>', 'kills to try until one loses writes', positiveInt, 3)
-    .exitOverride();
-  let options: DrillOptions;
-  try {
-    options = program.parse(process.argv).opts<DrillOptions>();
-  } catch {
-    return 2;
-  }
+    .exitOverride()
+    .parse(process.argv)
+    .opts<{ drawSeconds: number; attempts: number }>();
   const topology = manager.currentTopology();
   if (topology.commitlog !== 'periodic') {
     console.error(
@@ -83,7 +74,13 @@ async function main(): Promise<number> {
   const other = await connect(connection(OTHER_DC));
   try {
     for (let n = 1; n <= options.attempts; n++) {
-      const attempt = await killDuringDraws(other, `orders_${n}`, options, connection, dcNodes);
+      const attempt = await killDuringDraws(
+        other,
+        `orders_${n}`,
+        options.drawSeconds,
+        connection,
+        dcNodes,
+      );
       const lost =
         attempt.versionAfter === undefined ||
         attempt.versionAfter < attempt.versionSeen ||
@@ -118,7 +115,7 @@ type Connection = (dc: string) => {
 async function killDuringDraws(
   other: IdGen,
   sequence: string,
-  options: DrillOptions,
+  drawSeconds: number,
   connection: Connection,
   dcNodes: readonly string[],
 ): Promise<Attempt> {
@@ -141,7 +138,7 @@ async function killDuringDraws(
       }
     }
   })();
-  const deadline = performance.now() + options.drawSeconds * 1_000;
+  const deadline = performance.now() + drawSeconds * 1_000;
   while (performance.now() < deadline) {
     const state = await store.readDcState(sequence, DC);
     if (state !== undefined && state.version > versionSeen) {
@@ -242,6 +239,8 @@ async function drawFrom(ids: IdGen, sequence: string, count: number): Promise<bi
 main().then(
   (code) => process.exit(code),
   (error: unknown) => {
+    // commander has printed its line; --help ends with exit code 0.
+    if (error instanceof CommanderError) process.exit(error.exitCode === 0 ? 0 : 2);
     console.error(error);
     process.exit(2);
   },

@@ -48,30 +48,14 @@ import {
   type CampaignReport,
 } from './torture/report.js';
 
-interface Options {
-  minutes: number;
-  seed: number;
-  processesPerDc: number;
-  rate: number;
-  mix: FaultMix;
-  interval: readonly [number, number];
-  out: string;
-  keepHistory: boolean;
-  livenessIds: number;
-  mutation?: Mutation | undefined;
-}
-
-function positive(name: string, integer: boolean) {
-  return (value: string): number => {
+/** A positive number, or with `integer`, a positive integer. */
+const positive =
+  (integer = false) =>
+  (value: string): number => {
     const n = Number(value);
-    if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) {
-      throw new InvalidArgumentError(
-        `${name} must be a positive ${integer ? 'integer' : 'number'}`,
-      );
-    }
-    return n;
+    if (Number.isFinite(n) && n > 0 && (!integer || Number.isInteger(n))) return n;
+    throw new InvalidArgumentError(`a positive ${integer ? 'integer' : 'number'}`);
   };
-}
 
 function parseMix(value: string): FaultMix {
   const mix: Record<string, number> = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0]));
@@ -95,59 +79,49 @@ function parseInterval(value: string): [number, number] {
   return [Number(match[1]), Number(match[2])];
 }
 
-function parseOptions(argv: readonly string[]): Options {
-  const mutation = (value: string): Mutation => {
-    if (MUTATIONS.includes(value as Mutation)) return value as Mutation;
-    throw new InvalidArgumentError(`one of ${MUTATIONS.join(', ')}`);
-  };
-  const program = new Command('torture')
+function parseMutation(value: string): Mutation {
+  if (MUTATIONS.includes(value as Mutation)) return value as Mutation;
+  throw new InvalidArgumentError(`one of ${MUTATIONS.join(', ')}`);
+}
+
+function parseOptions(argv: readonly string[]) {
+  const o = new Command('torture')
     .description('a seeded, randomized fault campaign against the running local cluster')
-    .option('--minutes <n>', 'how long the nemesis acts', positive('--minutes', false), 5)
-    .option(
-      '--seed <n>',
-      'the seed of every random choice (printed; a fresh one by default)',
-      positive('--seed', true),
-    )
-    .option(
-      '--processes-per-dc <n>',
-      'allocator processes kept running per DC',
-      positive('--processes-per-dc', true),
-      3,
-    )
-    .option('--rate <n>', 'IDs per second of each paced process', positive('--rate', false), 2_000)
+    .option('--minutes <n>', 'how long the nemesis acts', positive(), 5)
+    .option('--seed <n>', 'the seed of every random choice (default: a fresh one)', positive(true))
+    .option('--processes-per-dc <n>', 'allocator processes kept running per DC', positive(true), 3)
+    .option('--rate <n>', 'IDs per second of each paced process', positive(), 2_000)
     .option('--mix <kind=weight,...>', `fault mix (kinds: ${FAULT_KINDS.join(', ')})`, parseMix)
     .option('--interval <min-max>', 'seconds between nemesis actions', parseInterval, [3, 12])
     .option(
       '--out <dir>',
-      "where report.md, report.json and each process's stderr (stderr/) go (default torture/runs/<time>-<seed>)",
+      "where report.md, report.json and each process's stderr (stderr/) go (default torture/runs/<time>-seed-<seed>)",
     )
-    .option(
-      '--keep-history',
-      'keep the history files (IDs, and counts by second) next to the report',
-      false,
-    )
-    .option(
-      '--liveness-ids <n>',
-      'IDs each DC must draw after healing',
-      positive('--liveness-ids', true),
-      1_000,
-    )
+    .option('--keep-history', 'keep the history files (IDs, counts by second) by the report', false)
+    .option('--liveness-ids <n>', 'IDs each DC must draw after healing', positive(true), 1_000)
     .option(
       '--mutation <name>',
       `negative control: run a deliberately broken protocol (${MUTATIONS.join(', ')}); the checks must then fail`,
-      mutation,
+      parseMutation,
     )
     .exitOverride()
-    .parse(['node', 'torture', ...argv]);
-  const o = program.opts<Partial<Options>>();
+    .parse(['node', 'torture', ...argv])
+    .opts<{
+      minutes: number;
+      seed?: number;
+      processesPerDc: number;
+      rate: number;
+      mix?: FaultMix;
+      interval: [number, number];
+      out?: string;
+      keepHistory: boolean;
+      livenessIds: number;
+      mutation?: Mutation;
+    }>();
   const seed = o.seed ?? freshSeed();
   const stamp = new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19);
-  return {
-    ...(o as Options),
-    seed,
-    mix: o.mix ?? DEFAULT_MIX,
-    out: path.resolve(o.out ?? path.join('torture', 'runs', `${stamp}-seed-${seed}`)),
-  };
+  const out = path.resolve(o.out ?? path.join('torture', 'runs', `${stamp}-seed-${seed}`));
+  return { ...o, seed, mix: o.mix ?? DEFAULT_MIX, out };
 }
 
 /** Most IDs a campaign's processes record: the checker sorts them all in memory. */
@@ -339,8 +313,15 @@ async function main(): Promise<void> {
   );
 
   log('reading the rows back and checking');
-  const openStore = async (dc: string) =>
-    new CassandraStore(await openClientFor(contactPoints[dc]!, dc), keyspace, { ownsClient: true });
+  const openStore = async (dc: string) => {
+    const client = new cassandra.Client({
+      contactPoints: contactPoints[dc]!,
+      localDataCenter: dc,
+      socketOptions: { readTimeout: 30_000 },
+    });
+    await client.connect();
+    return new CassandraStore(client, keyspace, { ownsClient: true });
+  };
   const grantsStore = await openStore(firstDc);
   const overview = await grantsStore.readGrantsOverview(sequence, 'consistent');
   await grantsStore.close();
@@ -513,16 +494,6 @@ async function main(): Promise<void> {
   for (const error of unexpected) log(`unexpected error: ${error}`);
   process.stdout.write(`${path.join(options.out, 'report.md')}\n`);
   process.exitCode = report.passed ? 0 : 1;
-}
-
-async function openClientFor(points: readonly string[], dc: string): Promise<cassandra.Client> {
-  const client = new cassandra.Client({
-    contactPoints: [...points],
-    localDataCenter: dc,
-    socketOptions: { readTimeout: 30_000 },
-  });
-  await client.connect();
-  return client;
 }
 
 /** A file of float64 records of `numbers` each (IDs: 1; a calls file: 3). */

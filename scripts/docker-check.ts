@@ -4,10 +4,10 @@
  * docker-compose.yml's cluster and services, the integration tests on testcontainers. Exits 1 on
  * any failure, after removing the containers it started.
  */
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import { Command } from 'commander';
 import { ComposeCluster, requireUnique, testcontainersTests } from './docker/check.js';
-import { composeCommand, ensureEngine, needPackage } from './docker/engine.js';
 import { buildStandIns } from './docker/images.js';
 import { CheckError, logDir, run, step, stepTimes, waitFor } from './docker/steps.js';
 
@@ -21,13 +21,63 @@ const SMOKE_TEST_FILES = [
 ];
 const log = (line: string) => console.log(`    ${line}`);
 
+const DOCKERD_LOG = '/var/log/dockerd.log';
+
+function answers(command: string, args: readonly string[]): boolean {
+  return spawnSync(command, args, { stdio: 'ignore' }).status === 0;
+}
+
+const isRoot = () => process.getuid?.() === 0;
+
+/** Installs Debian's `pkg` unless `command` is on PATH; only as root, else says what to run. */
+async function needPackage(command: string, pkg: string): Promise<void> {
+  if (answers('sh', ['-c', `command -v ${command}`])) return;
+  if (!isRoot()) {
+    throw new CheckError(`"${command}" was not found; install it: sudo apt-get install ${pkg}`);
+  }
+  // A fresh machine may have no package lists yet.
+  await (aptUpdated ??= run('apt-get', ['update', '-qq']));
+  const env = { DEBIAN_FRONTEND: 'noninteractive' };
+  await run('apt-get', ['install', '-y', '-qq', pkg], { env });
+}
+
+let aptUpdated: Promise<unknown> | undefined;
+
+/** Resolves once `docker info` answers, starting `dockerd` first when it does not. */
+async function ensureEngine(): Promise<void> {
+  if (answers('docker', ['info'])) {
+    log('the Docker engine answers');
+    return;
+  }
+  if (!isRoot()) {
+    throw new CheckError('no Docker engine answers "docker info"; start dockerd (as root) first');
+  }
+  await needPackage('dockerd', 'docker.io');
+  console.log(`$ dockerd > ${DOCKERD_LOG} 2>&1 &`);
+  const out = fs.openSync(DOCKERD_LOG, 'a');
+  spawn('dockerd', [], { detached: true, stdio: ['ignore', out, out] }).unref();
+  fs.closeSync(out);
+  await waitFor('dockerd answering "docker info"', async () => answers('docker', ['info']), {
+    timeoutMs: 60_000,
+    everyMs: 1_000,
+  });
+  log(`started dockerd (its log: ${DOCKERD_LOG})`);
+}
+
+/** `docker compose` where the plugin is installed, else `docker-compose` (installed if missing). */
+async function composeCommand(): Promise<readonly string[]> {
+  if (answers('docker', ['compose', 'version'])) return ['docker', 'compose'];
+  await needPackage('docker-compose', 'docker-compose');
+  return ['docker-compose'];
+}
+
 type Options = { waitFor?: string; smoke?: boolean };
 
 async function main(options: Options): Promise<void> {
   const started = Date.now();
   console.log(`docker-check: command logs in ${logDir}`);
   await step('Docker engine', async () => {
-    await ensureEngine(log);
+    await ensureEngine();
     await needPackage('mmdebstrap', 'mmdebstrap');
   });
   const compose = await composeCommand();

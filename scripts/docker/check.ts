@@ -3,7 +3,7 @@
  * profile (CLI, endpoints, HEALTHCHECK, SIGTERM in every DC) on its own bridge, and the
  * integration tests on testcontainers.
  */
-import { CheckError, run, waitFor } from './steps.js';
+import { CheckError, run, waitFor, type Log } from './steps.js';
 
 const COMPOSE_PROJECT = 'idgen-cass-check';
 const SERVICES = [
@@ -12,8 +12,6 @@ const SERVICES = [
   { dc: 'dc3', service: 'serve-dc3', node: '172.28.0.13', port: 8083 },
 ] as const;
 const SEQUENCE = 'docker_check';
-
-type Log = (line: string) => void;
 
 export class ComposeCluster {
   constructor(private readonly compose: readonly string[]) {}

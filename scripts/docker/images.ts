@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { JAVA17_FLAGS, installCassandra } from '../cluster/install.js';
 import { CASSANDRA_VERSION } from '../cluster/topology.js';
-import { logDir, run } from './steps.js';
+import { logDir, run, type Log } from './steps.js';
 
 const BASE_IMAGE = 'debian:bookworm-slim';
 const NODE_IMAGE = 'node:20-slim';
@@ -22,8 +22,6 @@ const NPM_VERSION = '10.8.2';
 
 const INPUTS_LABEL = 'org.idgen-cass.stand-in.inputs';
 const here = path.dirname(fileURLToPath(import.meta.url));
-
-type Log = (line: string) => void;
 
 /** Builds the three stand-ins, each after its base. */
 export async function buildStandIns(log: Log): Promise<void> {

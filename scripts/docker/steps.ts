@@ -7,6 +7,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
+export type Log = (line: string) => void;
+
 export class CheckError extends Error {
   override name = 'CheckError';
 }
@@ -58,18 +60,14 @@ export async function run(
   const logFile = path.join(logDir, name);
   const log = fs.createWriteStream(logFile);
   const child = spawn(command, args, { env: { ...process.env, ...options.env } });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-    log.write(chunk);
-    if (options.stream) process.stdout.write(chunk);
-  });
-  child.stderr.on('data', (chunk: Buffer) => {
-    if (options.withStderr) stderr += chunk.toString();
-    log.write(chunk);
-    if (options.stream) process.stderr.write(chunk);
-  });
+  const output = { stdout: '', stderr: '' };
+  for (const stream of ['stdout', 'stderr'] as const) {
+    child[stream].on('data', (chunk: Buffer) => {
+      if (stream === 'stdout' || options.withStderr) output[stream] += chunk.toString();
+      log.write(chunk);
+      if (options.stream) process[stream].write(chunk);
+    });
+  }
   child.stdin.end('');
   const code = await new Promise<number>((resolve, reject) => {
     child.on('error', reject);
@@ -80,7 +78,7 @@ export async function run(
     const tail = fs.readFileSync(logFile, 'utf8').trimEnd().split('\n').slice(-30).join('\n');
     throw new CheckError(`"${shown}" exited with ${code}; the last lines of ${logFile}:\n${tail}`);
   }
-  return stdout + stderr;
+  return output.stdout + output.stderr;
 }
 
 /** Resolves once `probe` returns true, polling every `everyMs`; throws after `timeoutMs`. */

@@ -13,7 +13,7 @@ import { Command, CommanderError, InvalidArgumentError } from 'commander';
 
 import * as manager from './cluster/manager.js';
 import { nodeSpecs } from './cluster/topology.js';
-import { connect, initSchema, type IdGen } from '../src/index.js';
+import { connect, initSchema, type DcState, type IdGen } from '../src/index.js';
 import { CassandraStore } from '../src/store/cassandra/store.js';
 
 const DC = 'dc3';
@@ -23,10 +23,8 @@ const OTHER_DC = 'dc1';
 interface Attempt {
   readonly sequence: string;
   readonly before: bigint[];
-  readonly versionSeen: number;
-  readonly versionAfter: number | undefined;
-  readonly lastIntegerSeen: bigint;
-  readonly lastIntegerAfter: bigint | undefined;
+  readonly seen: Pick<DcState, 'version' | 'lastInteger'>;
+  readonly after: DcState | undefined;
 }
 
 const started = performance.now();
@@ -81,12 +79,11 @@ async function main(): Promise<number> {
         connection,
         dcNodes,
       );
+      const { seen, after } = attempt;
       const lost =
-        attempt.versionAfter === undefined ||
-        attempt.versionAfter < attempt.versionSeen ||
-        (attempt.lastIntegerAfter ?? 0n) < attempt.lastIntegerSeen;
+        after === undefined || after.version < seen.version || after.lastInteger < seen.lastInteger;
       say(
-        `${DC}'s state before the kill: version ${attempt.versionSeen}, last_integer ${attempt.lastIntegerSeen}; after: ${attempt.versionAfter === undefined ? 'no row' : `version ${attempt.versionAfter}, last_integer ${attempt.lastIntegerAfter}`}`,
+        `${DC}'s state before the kill: version ${seen.version}, last_integer ${seen.lastInteger}; after: ${after === undefined ? 'no row' : `version ${after.version}, last_integer ${after.lastInteger}`}`,
       );
       if (!lost) {
         say('nothing was lost this time (the last sync had everything); trying again');
@@ -125,8 +122,7 @@ async function killDuringDraws(
   const drawer = await connect(connection(DC));
   const store = await openDcStore(connection);
   const before: bigint[] = [];
-  let versionSeen = 0;
-  let lastIntegerSeen = 0n;
+  let seen = { version: 0, lastInteger: 0n };
   let drawing = true;
   const seq = drawer.sequence(sequence, { bigint: true });
   const draws = (async () => {
@@ -141,10 +137,7 @@ async function killDuringDraws(
   const deadline = performance.now() + drawSeconds * 1_000;
   while (performance.now() < deadline) {
     const state = await store.readDcState(sequence, DC);
-    if (state !== undefined && state.version > versionSeen) {
-      versionSeen = state.version;
-      lastIntegerSeen = state.lastInteger;
-    }
+    if (state !== undefined && state.version > seen.version) seen = state;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   say(`${sequence}: ${DC} drew ${before.length} IDs; killing ${dcNodes.join(', ')} at once`);
@@ -157,14 +150,7 @@ async function killDuringDraws(
   await manager.startNodes(dcNodes);
   const reader = await openDcStore(connection);
   const after = await reader.readDcState(sequence, DC).finally(() => reader.close());
-  return {
-    sequence,
-    before,
-    versionSeen,
-    lastIntegerSeen,
-    versionAfter: after?.version,
-    lastIntegerAfter: after?.lastInteger,
-  };
+  return { sequence, before, seen, after };
 }
 
 /** A store on dc3's own client, to read its state row as dc3 sees it. */
@@ -179,9 +165,7 @@ async function openDcStore(connection: Connection): Promise<CassandraStore> {
 async function repair(other: IdGen, attempt: Attempt, connection: Connection): Promise<number> {
   const { sequence, before } = attempt;
   const count = Math.max(1_000, Math.min(before.length, 20_000));
-  const handed = new Set(before);
-  const otherBefore = await drawFrom(other, sequence, 1_000);
-  for (const id of otherBefore) handed.add(id);
+  const handed = new Set([...before, ...(await drawFrom(other, sequence, 1_000))]);
 
   const control = await drawIn(connection, sequence, count);
   const first = new Set(before);

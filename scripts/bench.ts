@@ -1,8 +1,8 @@
 /**
  * `npm run bench [-- --quick] [options]`: 1. in-process cost of one ID; on the local 3-DC
  * cluster, 2. naive baseline, block-size sweep, cold start; 3. burst; 4. scale; 5. HTTP service.
- * Prints a table on stdout (progress on stderr), writes results.json and REPORT.md into `--out`;
- * works in a fresh keyspace that it drops at the end. `--help` lists the options.
+ * Writes results.json and REPORT.md into `--out`, prints the report's path and key ratios (progress
+ * on stderr); works in a fresh keyspace that it drops at the end. `--help` lists the options.
  */
 import os from 'node:os';
 
@@ -12,7 +12,7 @@ import { HTTP_COUNTS, HttpPhase } from './bench/http.js';
 import { measureInProcess } from './bench/in-process.js';
 import { parseBenchArgs } from './bench/options.js';
 import { measureCluster, skippedCluster } from './bench/phases.js';
-import { buildReport, writeReport } from './bench/report.js';
+import { buildReport, headline, writeReport } from './bench/report.js';
 import type { BenchSettings, RawResults } from './bench/results.js';
 import { measureScale, SCALE_MODES } from './bench/scale.js';
 
@@ -29,7 +29,6 @@ function estimateMinutes(settings: BenchSettings): number {
     8;
   const scalePerRun =
     (settings.scaleInstances.length * SCALE_MODES.length + 1) *
-    settings.scaleVariants.length *
     (settings.scaleWarmupSeconds + settings.scaleSeconds + 2);
   const httpPerRun =
     HTTP_COUNTS.length * 2 * (settings.httpWarmupSeconds + settings.httpSeconds + 1);
@@ -122,7 +121,7 @@ async function main(): Promise<void> {
   }
   const report = buildReport(raw);
   const files = await writeReport(report, settings.out);
-  process.stdout.write(report.table);
+  process.stdout.write(headline(report, files.markdown));
   log(
     `wrote ${files.json} and ${files.markdown}; wall time ${((Date.now() - started) / 1000).toFixed(0)} s`,
   );

@@ -4,7 +4,6 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { SEQUENCE_DEFAULTS } from '../../src/index.js';
 import { MAX_BLOCK_SIZE } from '../../src/settings/model.js';
 import type { BenchSettings } from './results.js';
-import { DEFAULT_SCALE_VARIANTS, SCALE_VARIANTS } from './scale-variants.js';
 
 type Preset = Omit<BenchSettings, 'out'>;
 
@@ -29,7 +28,6 @@ export const FULL_PRESET: Readonly<Preset> = Object.freeze({
   scaleWarmupSeconds: 4,
   scaleRuns: 2,
   scaleRatePerDc: 10_000,
-  scaleVariants: DEFAULT_SCALE_VARIANTS,
   http: true,
   httpOnly: false,
   httpSeconds: 10,
@@ -61,7 +59,8 @@ export const HTTP_ONLY_OUT = 'bench/tmp/http-only';
 /** Instances per DC the scale phase accepts: all of them share this machine's cores. */
 export const MAX_SCALE_INSTANCES = 256;
 
-function number(min: number, max: number, integer: boolean) {
+/** A number from `min` to `max`; `integer`: whole. */
+function number(min: number, max: number, integer = true) {
   return (value: string): number => {
     const n = Number(value);
     if (!Number.isFinite(n) || (integer && !Number.isInteger(n)) || n < min || n > max) {
@@ -89,55 +88,29 @@ function integerList(max: number, example: string) {
   };
 }
 
-function variantList(value: string): string[] {
-  const keys = value.split(',').map((part) => part.trim());
-  const known = SCALE_VARIANTS.map((v) => v.key);
-  if (keys.some((k) => !known.includes(k)) || new Set(keys).size !== keys.length) {
-    throw new InvalidArgumentError(
-      `expected distinct block policies from ${known.join(', ')} separated by commas; got "${value}"`,
-    );
-  }
-  return known.filter((k) => keys.includes(k));
-}
-
-/** "full 20, quick 5", or "default 2" where the presets agree. */
-function presets(key: keyof Preset): string {
-  const [full, quick] = [String(FULL_PRESET[key]), String(QUICK_PRESET[key])];
-  return full === quick ? `default ${full}` : `full ${full}, quick ${quick}`;
-}
-
-/** An option that overrides a preset's setting; `{}` in its help marks where the presets go. */
-type Override = readonly [
-  flags: string,
-  key: keyof Preset,
-  help: string,
-  parse: (v: string) => unknown,
-];
-
-const CLUSTER_OVERRIDES: readonly Override[] = [
+/**
+ * The options that override a preset's setting, in the order of `--help`, which adds the
+ * presets' values: "(full 20, quick 5)", or "(default 2)" where they agree.
+ */
+const OVERRIDES: readonly (readonly [string, keyof Preset, string, (v: string) => unknown])[] = [
   [
     '--duration <s>',
     'durationSeconds',
-    'measured seconds per run of each cluster phase',
+    'measured seconds per cluster run',
     number(0.5, 3_600, false),
   ],
   [
     '--warmup <s>',
     'warmupSeconds',
-    'seconds each allocator process draws before measuring',
+    'seconds each process draws before measuring',
     number(0, 600, false),
   ],
-  [
-    '--runs <n>',
-    'runs',
-    'runs of every measurement; figures are their median',
-    number(1, 100, true),
-  ],
-  ['--processes-per-dc <n>', 'processesPerDc', 'allocator processes per DC', number(1, 32, true)],
+  ['--runs <n>', 'runs', 'runs of every measurement; figures are their median', number(1, 100)],
+  ['--processes-per-dc <n>', 'processesPerDc', 'allocator processes per DC', number(1, 32)],
   [
     '--block-sizes <list>',
     'blockSizes',
-    `block sizes of the sweep, comma separated ({}); steady state and burst use ${SEQUENCE_DEFAULTS.blockSize} if listed, else the first`,
+    `block sizes of the sweep, comma separated; steady state and burst use ${SEQUENCE_DEFAULTS.blockSize} if listed, else the first`,
     integerList(MAX_BLOCK_SIZE, '100,1000,10000'),
   ],
   [
@@ -150,12 +123,9 @@ const CLUSTER_OVERRIDES: readonly Override[] = [
     '--naive-clients <n>',
     'naiveClients',
     'concurrent clients of the naive one-LWT-per-ID baseline',
-    number(2, 256, true),
+    number(2, 256),
   ],
-  ['--burst-factor <n>', 'burstFactor', 'burst size in blocks', number(1, 100, true)],
-];
-
-const SCALE_OVERRIDES: readonly Override[] = [
+  ['--burst-factor <n>', 'burstFactor', 'burst size in blocks', number(1, 100)],
   [
     '--scale-instances <list>',
     'scaleInstances',
@@ -171,41 +141,30 @@ const SCALE_OVERRIDES: readonly Override[] = [
   [
     '--scale-warmup <s>',
     'scaleWarmupSeconds',
-    'seconds each instance draws before measuring, for adaptive blocks to settle',
+    'seconds each scale instance draws before measuring',
     number(0, 600, false),
   ],
-  ['--scale-runs <n>', 'scaleRuns', 'runs of the scale phase', number(1, 100, true)],
+  ['--scale-runs <n>', 'scaleRuns', 'runs of the scale phase', number(1, 100)],
   [
     '--scale-rate <ids/s>',
     'scaleRatePerDc',
-    'fixed-rate mode: IDs per second of each DC, split evenly over its instances',
-    number(1, 10_000_000, false),
+    'scale, fixed-rate mode: IDs per second of each DC',
+    number(1, 1e7, false),
   ],
-  [
-    '--scale-variants <list>',
-    'scaleVariants',
-    `block policies the scale phase compares, comma separated, from ${SCALE_VARIANTS.map((v) => v.key).join(', ')}`,
-    variantList,
-  ],
-];
-
-const HTTP_OVERRIDES: readonly Override[] = [
   // Whole seconds: autocannon stops at the first whole second past its duration.
   [
     '--http-seconds <s>',
     'httpSeconds',
-    `measured seconds of each load of the HTTP phase, per count and side ({}; each after ${FULL_PRESET.httpWarmupSeconds} s, quick ${QUICK_PRESET.httpWarmupSeconds} s, of warm-up)`,
-    number(1, 3_600, true),
+    'measured seconds of each HTTP load, per count and side',
+    number(1, 3_600),
   ],
   [
     '--http-connections <n>',
     'httpConnections',
-    'autocannon connections per service, and concurrent library callers per DC',
-    number(1, 1_000, true),
+    'autocannon connections per service, and library callers per DC',
+    number(1, 1_000),
   ],
 ];
-
-const OVERRIDES = [...CLUSTER_OVERRIDES, ...SCALE_OVERRIDES, ...HTTP_OVERRIDES];
 
 type Flags = {
   quick?: boolean;
@@ -217,44 +176,28 @@ type Flags = {
   out?: string;
 } & { readonly [attribute: string]: unknown };
 
-function addOverrides(command: Command, overrides: readonly Override[]): Command {
-  for (const [flags, key, help, parse] of overrides) {
-    const text = help.includes('{}')
-      ? help.replace('{}', presets(key))
-      : `${help} (${presets(key)})`;
-    command.addOption(new Option(flags, text).argParser(parse));
-  }
-  return command;
-}
-
 /** The command line parser; `parseBenchArgs` is the way to use it (exported for tests). */
 export function program(): Command {
   const command = new Command('bench')
     .description(
-      'Benchmark idgen-cass: in-process cost of an ID against other generators, then throughput, latency, LWTs and waits on the local 3-DC cluster, and the HTTP service (one per DC) under load beside the library. Prints a table and writes results.json and REPORT.md.',
+      'Benchmark idgen-cass: in-process cost of an ID against other generators, then throughput, latency, LWTs and waits on the local 3-DC cluster, N allocator instances per DC, and the HTTP service (one per DC) under load beside the library. Writes results.json and REPORT.md.',
     )
-    .option('--quick', 'short runs with fewer processes (about 3–5 minutes)');
-  addOverrides(command, CLUSTER_OVERRIDES)
-    .option(
-      '--no-scale',
-      'skip the scale phase (N allocator instances per DC, fixed against adaptive blocks)',
-    )
-    .option(
-      '--scale-only',
-      'run only the in-process phase (for the ratio) and the scale phase; skip naive, sweep, burst and cold start',
-    );
-  addOverrides(command, SCALE_OVERRIDES)
-    .option(
-      '--no-http',
-      'skip the HTTP phase (one idgen-cass serve per DC under autocannon, beside the library in this process)',
-    )
+    .option('--quick', 'short runs with fewer processes');
+  for (const [flags, key, help, parse] of OVERRIDES) {
+    const [full, quick] = [String(FULL_PRESET[key]), String(QUICK_PRESET[key])];
+    const presets = full === quick ? `default ${full}` : `full ${full}, quick ${quick}`;
+    command.addOption(new Option(flags, `${help} (${presets})`).argParser(parse));
+  }
+  return command
+    .option('--no-scale', 'skip the scale phase (N allocator instances per DC)')
+    .option('--scale-only', 'run only the in-process and the scale phases')
+    .option('--no-http', 'skip the HTTP phase (one idgen-cass serve per DC under autocannon)')
     .addOption(
-      new Option(
-        '--http-only',
-        'run only the in-process phase and the HTTP phase; skip naive, sweep, burst, cold start and scale',
-      ).conflicts(['scaleOnly', 'http']),
-    );
-  return addOverrides(command, HTTP_OVERRIDES)
+      new Option('--http-only', 'run only the in-process and the HTTP phases').conflicts([
+        'scaleOnly',
+        'http',
+      ]),
+    )
     .option(
       '--out <dir>',
       `directory for results.json and REPORT.md (default ${DEFAULT_OUT}; with --scale-only ${SCALE_ONLY_OUT}, with --http-only ${HTTP_ONLY_OUT})`,

@@ -2,7 +2,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 
-import { buildReport, writeReport, type ResultsFile } from './report.js';
+import { buildReport, headline, writeReport, type ResultsFile } from './report.js';
 
 const dir = process.argv[2] ?? 'bench';
 // JSON wrote NaN (nothing measured) as null; read back as NaN, the summary is the run's own.
@@ -10,5 +10,5 @@ const file = JSON.parse(await fs.readFile(path.join(dir, 'results.json'), 'utf8'
   value === null ? NaN : (value as unknown),
 ) as ResultsFile;
 const report = buildReport(file.raw);
-await writeReport(report, dir);
-process.stdout.write(report.table);
+const files = await writeReport(report, dir);
+process.stdout.write(headline(report, files.markdown));

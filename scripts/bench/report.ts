@@ -1,4 +1,4 @@
-/** From the raw results to results.json, REPORT.md and the stdout table. */
+/** From the raw results to results.json, REPORT.md and the lines printed on stdout. */
 import fs from 'node:fs/promises';
 import path from 'node:path';
 
@@ -6,7 +6,7 @@ import * as prettier from 'prettier';
 
 import { renderMarkdown } from './report/markdown.js';
 import { summarize, type Summary } from './report/summary.js';
-import { renderTable } from './report/table.js';
+import { formatPercent, formatTimes, withSpread } from './report/format.js';
 import type { RawResults } from './results.js';
 import { RESULTS_SCHEMA } from './results.js';
 
@@ -19,7 +19,6 @@ export interface ResultsFile {
 export interface Report {
   readonly json: ResultsFile;
   readonly markdown: string;
-  readonly table: string;
 }
 
 export function buildReport(raw: RawResults): Report {
@@ -27,7 +26,6 @@ export function buildReport(raw: RawResults): Report {
   return {
     json: { schema: RESULTS_SCHEMA, summary, raw },
     markdown: renderMarkdown(raw, summary),
-    table: renderTable(raw, summary),
   };
 }
 
@@ -35,6 +33,17 @@ export function buildReport(raw: RawResults): Report {
 export async function formatMarkdown(markdown: string, file: string): Promise<string> {
   const config = (await prettier.resolveConfig(file)) ?? {};
   return prettier.format(markdown, { ...config, parser: 'markdown', filepath: file });
+}
+
+/** What stdout gets: where the report is, then its key ratios, one a line. */
+export function headline(report: Report, markdownFile: string): string {
+  const ratios = report.json.summary.ratios.map(
+    (r) =>
+      `${withSpread(r.value, r.unit === 'percent' ? formatPercent : formatTimes)}  ${r.label.replace(/`/g, '')}`,
+  );
+  return [`Report: ${markdownFile}`, 'Key ratios (per run, then median):', ...ratios, ''].join(
+    '\n',
+  );
 }
 
 export async function writeReport(

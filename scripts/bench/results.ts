@@ -26,7 +26,6 @@ export interface BenchSettings {
   readonly scaleWarmupSeconds: number;
   readonly scaleRuns: number;
   readonly scaleRatePerDc: number;
-  readonly scaleVariants: readonly string[];
   readonly http: boolean;
   readonly httpOnly: boolean;
   readonly httpSeconds: number;
@@ -178,14 +177,6 @@ export type DcStateTimings = Readonly<Record<(typeof TIMING_KEYS)[number], Timin
 /** `rate`: a fixed total rate per DC; `count`: tight and untimed, at N = 1 only. */
 export type ScaleMode = 'tight' | 'rate' | 'count';
 
-export interface ScaleVariantInfo {
-  readonly key: string;
-  readonly label: string;
-  readonly adaptive: boolean;
-  readonly options: Readonly<Record<string, number | string>>;
-  readonly settings: Readonly<Record<string, number>>;
-}
-
 /** Optional fields are absent in results of older builds. */
 export interface ScaleDcRun {
   readonly dc: string;
@@ -217,16 +208,22 @@ export interface ScaleRun {
 
 export interface ScaleConfig {
   readonly mode: ScaleMode;
-  readonly variant: string;
+  /** The block policy of results of runs that compared several; absent: the defaults. */
+  readonly variant?: string;
   readonly instancesPerDc: number;
   readonly ratePerInstance: number | undefined;
   readonly runs: readonly ScaleRun[];
 }
 
 export interface ScaleResult {
-  readonly variants: readonly ScaleVariantInfo[];
-  readonly skipped: readonly string[];
   readonly layout: string;
+  /** The sequence settings stored with the defaults, numeric ones. */
+  readonly settings?: Readonly<Record<string, number>>;
+  /** Instead of `settings` in results of runs that compared block policies. */
+  readonly variants?: readonly {
+    readonly key: string;
+    readonly settings: Record<string, number>;
+  }[];
   readonly configs: readonly ScaleConfig[];
 }
 

@@ -1,7 +1,6 @@
-/** The scale phase: N allocator instances per DC, tight and at a fixed rate, every block policy. */
+/** The scale phase: N allocator instances per DC, tight and at a fixed rate, default settings. */
 import os from 'node:os';
 
-import type { CreateSequenceOptions } from '../../src/index.js';
 import { resolveSequenceSettings } from '../../src/settings/resolve.js';
 import type { BenchCluster } from './cluster.js';
 import type { Fleet } from './fleet.js';
@@ -12,30 +11,13 @@ import type {
   ScaleMode,
   ScaleResult,
   ScaleRun,
-  ScaleVariantInfo,
   Log,
 } from './results.js';
 import { Histogram, latencySummary, sum, sums } from './stats.js';
 import { addTimings } from './timings.js';
-import { SCALE_VARIANTS, scaleSequenceOptions } from './scale-variants.js';
 import { formatCount, formatNs, formatRate } from './report/format.js';
 
 export const SCALE_MODES: readonly ScaleMode[] = ['tight', 'rate'];
-
-function numericEntries(object: object): Record<string, number> {
-  return Object.fromEntries(
-    Object.entries(object).flatMap(([key, value]: [string, unknown]) =>
-      typeof value === 'number' || typeof value === 'bigint' ? [[key, Number(value)]] : [],
-    ),
-  );
-}
-
-function givenOptions(options: CreateSequenceOptions): Record<string, number | string> {
-  return {
-    ...(options.domain === undefined ? {} : { domain: options.domain }),
-    ...numericEntries(options),
-  };
-}
 
 export function combineScale(
   answers: readonly { dc: string; result: WorkerScaleDraw }[],
@@ -116,31 +98,23 @@ export async function measureScale(
   fleet: Fleet,
   log: Log,
 ): Promise<ScaleResult> {
-  const runnable = SCALE_VARIANTS.filter((v) => settings.scaleVariants.includes(v.key)).map(
-    (variant) => ({ variant, options: scaleSequenceOptions(variant) }),
-  );
   const warmupMs = settings.scaleWarmupSeconds * 1000;
   const durationMs = settings.scaleSeconds * 1000;
   // Then, untimed at N = 1, the rate to set beside the in-process `await next()`.
   const plan = [
-    ...settings.scaleInstances.flatMap((n) =>
-      SCALE_MODES.flatMap((mode) => runnable.map((v) => [n, mode, v] as const)),
-    ),
-    ...runnable.map((v) => [1, 'count' as ScaleMode, v] as const),
-  ].map(([instancesPerDc, mode, { variant, options }]) => {
-    const ratePerInstance = mode === 'rate' ? settings.scaleRatePerDc / instancesPerDc : undefined;
-    const config = { mode, variant: variant.key, instancesPerDc, ratePerInstance };
-    return { variant, options, config: { ...config, runs: [] as ScaleRun[] } };
-  });
+    ...settings.scaleInstances.flatMap((n) => SCALE_MODES.map((mode) => [n, mode] as const)),
+    [1, 'count'] as const,
+  ].map(([instancesPerDc, mode]) => ({
+    mode,
+    instancesPerDc,
+    ratePerInstance: mode === 'rate' ? settings.scaleRatePerDc / instancesPerDc : undefined,
+    runs: [] as ScaleRun[],
+  }));
   for (let r = 0; r < settings.scaleRuns; r++) {
-    for (const { variant, options, config } of plan) {
+    for (const config of plan) {
       const { mode, instancesPerDc, ratePerInstance } = config;
-      const sequence = `scale_r${r}_n${instancesPerDc}_${mode}_${variant.key}`;
-      const firstRanges =
-        variant.firstRanges === undefined
-          ? {}
-          : { firstRanges: variant.firstRanges ? cluster.dcs : [] };
-      await cluster.createSequence(sequence, { ...options, ...firstRanges });
+      const sequence = `scale_r${r}_n${instancesPerDc}_${mode}`;
+      await cluster.createSequence(sequence, {});
       const busy = machineBusyBetween(warmupMs, warmupMs + durationMs);
       const answers = await fleet.scaleAll(instancesPerDc, {
         type: 'scale',
@@ -159,23 +133,18 @@ export async function measureScale(
           ? 'untimed'
           : `p99 ${formatNs(result.latency.p99)}, max ${formatNs(result.latency.max)}`;
       log(
-        `scale run ${r + 1}/${settings.scaleRuns} N=${instancesPerDc} ${mode} ${variant.label}: ${formatRate(sum(result.dcs.map((d) => d.idsPerSecond)))}, ${latency}, ${formatCount(counts.blocksClaimed)} claims, ${formatCount(counts.casRejections)} CAS retries, ${formatCount(counts.waits)} waits, ${failures} failed`,
+        `scale run ${r + 1}/${settings.scaleRuns} N=${instancesPerDc} ${mode}: ${formatRate(sum(result.dcs.map((d) => d.idsPerSecond)))}, ${latency}, ${formatCount(counts.blocksClaimed)} claims, ${formatCount(counts.casRejections)} CAS retries, ${formatCount(counts.waits)} waits, ${failures} failed`,
       );
     }
   }
-  const variants: ScaleVariantInfo[] = runnable.map(({ variant, options }) => ({
-    key: variant.key,
-    label: variant.label,
-    adaptive: variant.fixedBlockSize === undefined,
-    options: givenOptions(options),
-    settings: numericEntries(resolveSequenceSettings(`scale_${variant.key}`, options)),
-  }));
+  const stored = Object.entries(resolveSequenceSettings('scale', {}));
   return {
-    variants,
-    skipped: [],
+    settings: Object.fromEntries(
+      stored.flatMap(([k, v]) => (typeof v === 'number' ? [[k, v]] : [])),
+    ),
     layout:
       `instances spread evenly over the ${settings.processesPerDc} allocator processes of each DC (fewer processes when N is smaller); ` +
       'each instance has its own IdGen, store and sequence handle, and the instances of one process share its one driver client (one connection per local node)',
-    configs: plan.map(({ config }) => config),
+    configs: plan,
   };
 }

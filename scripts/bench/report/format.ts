@@ -1,6 +1,5 @@
-/** How the report and the stdout table write figures and tables. */
+/** How the report writes figures and tables. */
 import type { Figure, LatencyFigures } from '../stats.js';
-import type { DrawRow } from './summary.js';
 
 const integer = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
 
@@ -61,6 +60,9 @@ export function withSpread(f: Figure, format: (value: number) => string): string
   return `${median} (${format(f.min)}–${format(f.max)})`;
 }
 
+/** `false` leaves the column out. */
+export type Column<T> = readonly [header: string, cell: (row: T) => string] | false;
+
 export function markdownTable(
   header: readonly string[],
   rows: readonly (readonly string[])[],
@@ -70,9 +72,6 @@ export function markdownTable(
   return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
 }
 
-/** `false` leaves the column out. */
-export type Column<T> = readonly [header: string, cell: (row: T) => string] | false;
-
 export function byColumns<T>(
   columns: readonly Column<T>[],
   rows: readonly T[],
@@ -81,6 +80,15 @@ export function byColumns<T>(
   return [used.map(([header]) => header), rows.map((row) => used.map(([, cell]) => cell(row)))];
 }
 
+/** A markdown table, then a blank line. */
+export const grid = (header: readonly string[], rows: readonly (readonly string[])[]): string[] => [
+  markdownTable(header, rows),
+  '',
+];
+
+export const table = <T>(columns: readonly Column<T>[], rows: readonly T[]): string[] =>
+  grid(...byColumns(columns, rows));
+
 const PERCENTILES = { p50: 'p50', p99: 'p99', p999: 'p99.9', max: 'max' } as const;
 
 export function latencyColumns<T>(
@@ -88,14 +96,4 @@ export function latencyColumns<T>(
   keys: readonly (keyof LatencyFigures)[] = ['p50', 'p99', 'p999', 'max'],
 ): Column<T>[] {
   return keys.map((k) => [PERCENTILES[k], (row: T) => withSpread(latency(row)[k], formatNs)]);
-}
-
-export function formatRatio(unit: 'times' | 'percent' | undefined): (value: number) => string {
-  return unit === 'percent' ? formatPercent : formatTimes;
-}
-
-export function modeLabel(row: DrawRow): string {
-  return row.mode === 'tight'
-    ? 'tight (`await next()` in a loop)'
-    : `paced (${formatRate(row.ratePerProcess ?? NaN)} per process)`;
 }

@@ -8,7 +8,7 @@ import {
   formatPercent,
   formatRate,
   formatTimes,
-  markdownTable,
+  grid,
   plural,
   withSpread,
 } from './format.js';
@@ -81,13 +81,12 @@ export function summarizeHttp(http: HttpResult) {
   return { counts, failureMessages };
 }
 
-export function sideLabel(side: HttpSide, count: number): string {
+function sideLabel(side: HttpSide, count: number): string {
   if (side === 'service') return `HTTP \`POST …/ids?count=${count}\``;
   return count === 1 ? 'library `await next()`' : `library \`await take(${count})\``;
 }
 
-/** Shared by the report and the stdout table. */
-export function measuredCells(row: HttpRow): string[] {
+function measuredCells(row: HttpRow): string[] {
   const { p50, p99, p999, max } = row.latency;
   return [
     withSpread(row.requestsPerSecond, formatRate),
@@ -132,7 +131,7 @@ export function renderHttp(raw: RawResults, summary: Summary): string[] {
     out.push(
       `### ${plural(entry.count, 'ID')} per request`,
       '',
-      markdownTable(
+      ...grid(
         [
           'side',
           'DC',
@@ -148,12 +147,11 @@ export function renderHttp(raw: RawResults, summary: Summary): string[] {
           formatCount(row.errors),
         ]),
       ),
-      '',
     );
   }
   if (measured.length > 0) {
     out.push(
-      markdownTable(
+      ...grid(
         [
           'IDs per request',
           'HTTP IDs/s ÷ library IDs/s',
@@ -167,7 +165,6 @@ export function renderHttp(raw: RawResults, summary: Summary): string[] {
           withSpread(c.p999Ratio, formatTimes),
         ]),
       ),
-      '',
     );
   }
   if (summary.http.failureMessages.length > 0) {

@@ -3,21 +3,19 @@ import { SEQUENCE_DEFAULTS } from '../../../src/index.js';
 import type { RawResults } from '../results.js';
 import { figure } from '../stats.js';
 import {
-  byColumns,
   formatCount,
   formatMiB,
   formatMs,
   formatNs,
+  formatPercent,
   formatRate,
-  formatRatio,
   formatTimes,
+  grid,
   latencyColumns,
-  markdownTable,
-  modeLabel,
   plural,
   significant,
+  table,
   withSpread,
-  type Column,
 } from './format.js';
 import { renderHttp } from './http.js';
 import { renderScale } from './scale.js';
@@ -31,11 +29,13 @@ export function renderMarkdown(raw: RawResults, summary: Summary): string {
     ...renderMachine(raw),
     '## Key ratios',
     '',
-    markdownTable(
+    ...grid(
       ['comparison', 'how many times'],
-      summary.ratios.map((r) => [r.label, withSpread(r.value, formatRatio(r.unit))]),
+      summary.ratios.map((r) => [
+        r.label,
+        withSpread(r.value, r.unit === 'percent' ? formatPercent : formatTimes),
+      ]),
     ),
-    '',
     ...renderInProcess(raw, summary),
     '## 2. On the 3-DC cluster',
     '',
@@ -53,16 +53,16 @@ export function renderMarkdown(raw: RawResults, summary: Summary): string {
           `Sections 2 (naive, steady state, sweep, cold start) and 3 (burst) did not run (\`${raw.settings.httpOnly ? '--http-only' : '--scale-only'}\`).`,
           '',
         ]),
-    ...renderScale(raw, summary),
+    ...renderScale(raw, summary.scale),
     ...renderHttp(raw, summary),
     ...renderMethod(raw),
   ].join('\n');
 }
 
-const tableOf = <T>(columns: readonly Column<T>[], rows: readonly T[]): string[] => [
-  markdownTable(...byColumns(columns, rows)),
-  '',
-];
+const modeLabel = (row: DrawRow): string =>
+  row.mode === 'tight'
+    ? 'tight (`await next()` in a loop)'
+    : `paced (${formatRate(row.ratePerProcess ?? NaN)} per process)`;
 
 function renderIntro(raw: RawResults): string[] {
   return [
@@ -87,7 +87,7 @@ function renderMachine(raw: RawResults): string[] {
   return [
     '## Machine',
     '',
-    markdownTable(
+    ...grid(
       ['', ''],
       [
         ['CPU', `${machine.cpuModel}, ${machine.cores} cores`],
@@ -102,7 +102,6 @@ function renderMachine(raw: RawResults): string[] {
         ['Load average at start', machine.loadAverage.join(', ')],
       ],
     ),
-    '',
     `The Cassandra JVMs, ${sharers.length === 0 ? 'nothing else' : sharers.join(', ')} and the benchmark share these ${machine.cores} cores, so absolute numbers are those of a crowded laptop-class machine; the ratios travel better.`,
     '',
   ];
@@ -124,7 +123,7 @@ function renderInProcess(raw: RawResults, summary: Summary): string[] {
     '',
     `No network in the loop. idgen-cass runs on ${inProcess.idgenStore}, with blocks of ${formatCount(inProcess.idgenBlockSize)} IDs, so every timed call is served from a loaded block (calls that found no ID or claimed a block inside a timed loop: ${inProcess.refillsInLoops}). Each loop runs about ${raw.settings.inProcessSampleMs} ms; each run visits the generators in a rotated order.`,
     '',
-    ...tableOf(
+    ...table(
       [
         ['generator', (row) => row.label],
         ['ns per ID', (row) => withSpread(row.nsPerId, formatNs)],
@@ -144,7 +143,7 @@ function renderNaive(summary: Summary): string[] {
     '',
     'One row, `UPDATE … SET v = ? WHERE k = ? IF v = ?` at LOCAL_SERIAL (commit LOCAL_QUORUM) per ID, retried from the value a rejection returns; clients are concurrent loops in one process in dc1 sharing a driver pool. This is unique only within one DC: across DCs it would need SERIAL, which is slower still.',
     '',
-    ...tableOf<NaiveRow>(
+    ...table<NaiveRow>(
       [
         ['clients', (row) => String(row.clients)],
         ['IDs/s', (row) => withSpread(row.idsPerSecond, formatRate)],
@@ -166,7 +165,7 @@ function renderSteadyState(raw: RawResults, summary: Summary): string[] {
     '',
     `${steady[0]?.processes ?? 0} allocator processes (${settings.processesPerDc} per DC; child processes run as ${raw.cluster.workerRuntime}; one connection each to its own DC) draw from one sequence (DC range ${formatCount(steady[0]?.dcRangeSize ?? NaN)}, threshold ${SEQUENCE_DEFAULTS.threshold}) for ${settings.warmupSeconds} s of warm-up, then ${settings.durationSeconds} s measured. Every \`next()\` of the window is timed with \`process.hrtime.bigint()\` (a pair of reads costs ${formatNs(raw.inProcess.timerPairNs)}, included). Counters are diffs of \`stats()\` across the window. RSS is the largest process's at the end of the window; right after \`connect()\`, before any sequence, the processes held ${withSpread(figure(raw.cluster.rssAfterConnectMiB), formatMiB)}.`,
     '',
-    ...tableOf<DrawRow>(
+    ...table<DrawRow>(
       [
         ['mode', modeLabel],
         ['IDs/s (all processes)', (row) => withSpread(row.idsPerSecond, formatRate)],
@@ -196,7 +195,7 @@ function renderSweep(raw: RawResults, summary: Summary): string[] {
     '',
     `DC range = ${raw.settings.dcRangeBlocks} × block size. Use it to size blocks: LWTs per million IDs fall with the block size; the paced rate scales with it.`,
     '',
-    ...tableOf<DrawRow>(
+    ...table<DrawRow>(
       [
         ['block size', (row) => formatCount(row.blockSize)],
         ['mode', modeLabel],
@@ -235,7 +234,7 @@ function renderColdStart(summary: Summary): string[] {
     '',
     `A fresh \`connect()\` in each DC, then the first \`next()\` of a new sequence (${cold.samples} samples: every DC in every run). The first process of a DC needs a DC range granted at SERIAL (across all DCs) and installed at LOCAL_SERIAL before its block; a second process of the same DC finds the range installed.`,
     '',
-    markdownTable(
+    ...grid(
       ['step', 'time'],
       [
         ['`connect()`', withSpread(cold.connectMs, formatMs)],
@@ -246,7 +245,6 @@ function renderColdStart(summary: Summary): string[] {
         ],
       ],
     ),
-    '',
   ];
 }
 
@@ -259,7 +257,7 @@ function renderBurst(summary: Summary): string[] {
     '',
     `One process in dc1 loads one block (\`ready()\`: ${withSpread(burst.heldBefore, formatCount)} IDs held), then ${formatCount(burst.calls)} \`next()\` calls arrive at once (\`Promise.all\`, ${formatCount(burst.calls / burst.blockSize)} × the block size of ${formatCount(burst.blockSize)}). Latency is from the burst's start to each call's resolution.`,
     '',
-    ...tableOf<BurstSummary>(
+    ...table<BurstSummary>(
       [
         ['whole burst', (b) => withSpread(b.totalMs, formatMs)],
         ...latencyColumns((b: BurstSummary) => b.latency, ['p50', 'p99', 'max']),
@@ -289,7 +287,7 @@ function renderMethod(raw: RawResults): string[] {
   ];
   if (raw.scale !== undefined) {
     out.push(
-      `- Scale: ${plural(settings.scaleRuns, 'run')}, instances per DC ${settings.scaleInstances.join(', ')}, warm-up ${settings.scaleWarmupSeconds} s and measured ${settings.scaleSeconds} s per configuration, fixed rate ${settings.scaleRatePerDc} IDs/s per DC; each run visits every N, then within it tight and fixed rate, then every block policy, on a fresh sequence each. ` +
+      `- Scale: ${plural(settings.scaleRuns, 'run')}, instances per DC ${settings.scaleInstances.join(', ')}, warm-up ${settings.scaleWarmupSeconds} s and measured ${settings.scaleSeconds} s per configuration, fixed rate ${settings.scaleRatePerDc} IDs/s per DC; each run visits every N, tight then at the fixed rate, then one instance per DC untimed, on a fresh sequence each. ` +
         "Claim and lost-race costs are the DC-state reads and writes timed at each instance's store; the machine's busy share is read from `os.cpus()` over the measured window.",
     );
   }

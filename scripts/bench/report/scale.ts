@@ -1,45 +1,281 @@
-/** "## 4. Scale": every sentence is computed from the run's numbers. */
+/**
+ * "## 4. Scale", summarised and written as tables: a row per mode and N; where tight throughput
+ * stops growing and what was saturated; claim and lost-race costs; processes one DC-state
+ * partition serves.
+ */
 import { BACKOFF_MAX_MS } from '../../../src/allocator/dc-context.js';
 import { COUNT_BATCH } from '../draw-loop.js';
 import { LOOP_DELAY_RESOLUTION_MS } from '../protocol.js';
-import type { RawResults, ScaleMode } from '../results.js';
+import type {
+  DcStateTimings,
+  InProcessResult,
+  RawResults,
+  ScaleConfig,
+  ScaleDcRun,
+  ScaleMode,
+  ScaleResult,
+  ScaleRun,
+} from '../results.js';
+import { figure, latencyFigures, sum } from '../stats.js';
+import { addTimings, meanNs } from '../timings.js';
 import {
-  byColumns,
   formatCount,
   formatNs,
   formatPercent,
   formatRate,
+  grid,
   latencyColumns,
-  markdownTable,
+  plural,
   significant,
+  table,
   withSpread,
   type Column,
 } from './format.js';
-import type { ScaleRow, ScaleSummary, ScalingLimit } from './scale-summary.js';
-import { CPU_SATURATED, GROWTH, PARTITION_SATURATED } from './scale-summary.js';
-import type { Summary } from './summary.js';
+
+export type ScaleRow = Readonly<ReturnType<typeof summarizeRow>>;
+export type ScaleSummary = Readonly<ReturnType<typeof summarizeScale>>;
+export type LimitCause = 'partition' | 'cpu' | 'neither';
+
+/** Results of runs that compared block policies: only the default policy's rows are read. */
+const DEFAULT_POLICY = 'adaptive';
+/** A step in N must raise IDs/s by at least this factor to count as growth. */
+export const GROWTH = 1.1;
+/** Above this share of the machine's cores busy, the CPU is taken as the limit. */
+export const CPU_SATURATED = 0.85;
+/** Claims per second within this share of the measured maximum: the partition is the limit. */
+export const PARTITION_SATURATED = 0.8;
+/** Claim intervals of the estimate, seconds (plus the stored `claimIntervalMs`). */
+export const ESTIMATE_INTERVALS_SECONDS: readonly number[] = [1, 10, 60];
+
+const rate = (part: number, seconds: number): number => (seconds > 0 ? part / seconds : NaN);
+const claimsPerSecond = (run: ScaleRun): number[] =>
+  run.dcs.map((d) => rate(d.counts.blocksClaimed, d.seconds));
+const pooled = (runs: readonly ScaleRun[]): DcStateTimings =>
+  addTimings(runs.flatMap((r) => r.dcs.map((d) => d.dcState)));
+const all = (run: ScaleRun, pick: (d: ScaleDcRun) => number): number => sum(run.dcs.map(pick));
+const perInstance = (r: ScaleRun) => all(r, (d) => d.idsPerSecond) / all(r, (d) => d.instances);
+
+export const claimCostNs = (t: DcStateTimings): number => meanNs(t.reads) + meanNs(t.appliedWrites);
+
+/** No read: a claim that lost goes on from the state its rejected write returned. */
+export const lostRaceCostNs = (t: DcStateTimings): number =>
+  meanNs(t.rejectedWrites) + (t.backoffs.count > 0 ? meanNs(t.backoffs) : 0);
+
+function lastBlocks(run: ScaleRun, pick: (...values: number[]) => number): number {
+  const sizes = run.dcs.flatMap((d) => d.lastBlockSizes);
+  return sizes.length === 0 ? NaN : pick(...sizes);
+}
+
+function slowestFirstIdMs(run: ScaleRun): number {
+  const known = run.dcs.map((d) => d.slowestFirstIdMs ?? NaN).filter((ms) => !Number.isNaN(ms));
+  return known.length === 0 ? NaN : Math.max(...known);
+}
+
+function summarizeRow(config: ScaleConfig) {
+  const { runs, ratePerInstance } = config;
+  const over = (f: (run: ScaleRun) => number) => figure(runs.map(f));
+  const total = (pick: (d: ScaleDcRun) => number) => sum(runs.map((r) => all(r, pick)));
+  const timed = (f: (t: DcStateTimings) => number) => over((r) => f(pooled([r])));
+  const ids = (r: ScaleRun) => all(r, (d) => d.idsPerSecond);
+  const instances = (r: ScaleRun) => all(r, (d) => d.instances);
+  const perClaim = (r: ScaleRun, of: (d: ScaleDcRun) => number) => {
+    const claims = all(r, (d) => d.counts.blocksClaimed);
+    return claims > 0 ? all(r, of) / claims : NaN;
+  };
+  return {
+    mode: config.mode,
+    instancesPerDc: config.instancesPerDc,
+    idsPerSecond: over(ids),
+    idsPerSecondPerInstance: over(perInstance),
+    shareOfTarget: over((r) =>
+      ratePerInstance === undefined ? NaN : ids(r) / (ratePerInstance * instances(r)),
+    ),
+    claimsPerSecondPerDc: over((r) => sum(claimsPerSecond(r)) / r.dcs.length),
+    busiestClaimsPerSecond: over((r) => Math.max(...claimsPerSecond(r))),
+    retriesPerClaim: over((r) => perClaim(r, (d) => d.counts.casRejections)),
+    latency: latencyFigures(runs),
+    waits: over((r) => all(r, (d) => d.counts.waits)),
+    waitsTotal: total((d) => d.counts.waits),
+    failures: total((d) => d.failures),
+    warmupFailures: total((d) => d.warmupFailures),
+    storeErrors: total((d) => d.counts.errors),
+    casUnknown: total((d) => d.counts.casUnknown),
+    meanBlockSize: over((r) => perClaim(r, (d) => d.claimedIds)),
+    lastBlockMin: over((r) => lastBlocks(r, Math.min)),
+    lastBlockMax: over((r) => lastBlocks(r, Math.max)),
+    claimNs: timed(claimCostNs),
+    lostRaceNs: timed(lostRaceCostNs),
+    readNs: timed((t) => meanNs(t.reads)),
+    appliedWriteNs: timed((t) => meanNs(t.appliedWrites)),
+    backoffNs: timed((t) => meanNs(t.backoffs)),
+    loopDelayP99Ms: over((r) => r.loopDelay?.p99Ms ?? NaN),
+    loopDelayMaxMs: over((r) => r.loopDelay?.maxMs ?? NaN),
+    machineBusy: over((r) => r.machineBusy),
+    workerCores: over(
+      (r) => r.workerCpuSeconds / (sum(r.dcs.map((d) => d.seconds)) / r.dcs.length),
+    ),
+    slowestFirstIdMs: over(slowestFirstIdMs),
+    withoutId: total((d) => d.withoutId ?? 0),
+    serialReadsPerInstance: over((r) => all(r, (d) => d.serialReads ?? NaN) / instances(r)),
+    failureMessages: [...new Set(runs.flatMap((r) => r.failureMessages))],
+  };
+}
+
+/** The last N before throughput stopped growing by {@link GROWTH}; undefined if it kept growing. */
+export function stopsScalingAt(
+  points: readonly { readonly n: number; readonly idsPerSecond: number }[],
+): { stopsAt: number; next: number } | undefined {
+  const sorted = [...points].sort((a, b) => a.n - b.n);
+  for (let i = 0; i + 1 < sorted.length; i++) {
+    if (!(sorted[i + 1]!.idsPerSecond >= GROWTH * sorted[i]!.idsPerSecond)) {
+      return { stopsAt: sorted[i]!.n, next: sorted[i + 1]!.n };
+    }
+  }
+  return undefined;
+}
+
+/** What was saturated where throughput stopped growing: the partition, the CPU or neither. */
+export function limitCause(row: ScaleRow, partitionMaxClaimsPerSecond: number): LimitCause {
+  if (
+    row.failures + row.warmupFailures > 0 ||
+    row.retriesPerClaim.median >= 1 ||
+    row.busiestClaimsPerSecond.median >= PARTITION_SATURATED * partitionMaxClaimsPerSecond
+  ) {
+    return 'partition';
+  }
+  return row.machineBusy.median >= CPU_SATURATED ? 'cpu' : 'neither';
+}
+
+/** Claims/s of a partition whose rounds run one at a time. */
+export function claimsPerSecondFromCosts(
+  claimNs: number,
+  retriesPerClaim: number,
+  lostRoundNs: number,
+): number {
+  const races = Number.isFinite(retriesPerClaim) && retriesPerClaim > 0 ? retriesPerClaim : 0;
+  return 1e9 / (claimNs + (races > 0 ? races * lostRoundNs : 0));
+}
+
+/** Processes one partition serves at each claim interval: claims/s × the interval. */
+export function partitionEstimates(
+  claimsPerSecond: number,
+  fromCosts: number,
+  intervalsSeconds: readonly number[],
+) {
+  return [...new Set(intervalsSeconds)]
+    .sort((a, b) => a - b)
+    .map((claimIntervalSeconds) => ({
+      claimIntervalSeconds,
+      processes: Math.floor(claimsPerSecond * claimIntervalSeconds),
+      processesFromCosts: Math.floor(fromCosts * claimIntervalSeconds),
+    }));
+}
+
+/** The settings stored for the measured policy. */
+export function scaleSettings(scale: ScaleResult): Readonly<Record<string, number>> {
+  return scale.settings ?? scale.variants?.find((v) => v.key === DEFAULT_POLICY)?.settings ?? {};
+}
+
+export function summarizeScale(scale: ScaleResult, inProcess: InProcessResult) {
+  const configs = scale.configs.filter((c) => (c.variant ?? DEFAULT_POLICY) === DEFAULT_POLICY);
+  const rows = configs.map(summarizeRow);
+  const sorted = (mode: ScaleMode) =>
+    rows.filter((r) => r.mode === mode).sort((a, b) => a.instancesPerDc - b.instancesPerDc);
+  const partitionMax = rows.reduce<ScaleRow | undefined>((max, r) => {
+    const claims = r.busiestClaimsPerSecond.median;
+    return Number.isFinite(claims) && claims > (max?.busiestClaimsPerSecond.median ?? -Infinity)
+      ? r
+      : max;
+  }, undefined);
+  const busiest = partitionMax?.busiestClaimsPerSecond.median ?? Infinity;
+  const tight = sorted('tight');
+  const points = tight.map((r) => ({ n: r.instancesPerDc, idsPerSecond: r.idsPerSecond.median }));
+  const stop = stopsScalingAt(points);
+  const limitRow = tight.find((r) => r.instancesPerDc === stop?.next);
+  const uncontendedAt = Math.min(...configs.map((c) => c.instancesPerDc));
+  const lost = pooled(configs.flatMap((c) => c.runs));
+  const uncontendedClaimNs = claimCostNs(
+    pooled(configs.filter((c) => c.instancesPerDc === uncontendedAt).flatMap((c) => c.runs)),
+  );
+  const lostRaceRoundNs = meanNs(lost.rejectedWrites);
+  const retries = partitionMax?.retriesPerClaim.median ?? 0;
+  const fromCosts = claimsPerSecondFromCosts(uncontendedClaimNs, retries, lostRaceRoundNs);
+  const claimIntervalMs = scaleSettings(scale)['claimIntervalMs'];
+  // Per run: one instance's IDs/s at N = 1 ÷ in-process `await next()` IDs/s; from the untimed
+  // loop where the run has it, as the in-process loop does not time each call either.
+  const at1 = (mode: ScaleMode) => configs.find((c) => c.mode === mode && c.instancesPerDc === 1);
+  const single = at1('count') ?? at1('tight');
+  const inProcessNext = inProcess.runs.map((run) => 1e9 / (run['next'] ?? NaN));
+  const singleRuns = single?.runs.slice(0, inProcessNext.length) ?? [];
+  return {
+    rows,
+    limit: {
+      points,
+      stopsAt: stop?.stopsAt,
+      row: limitRow,
+      cause: limitRow && limitCause(limitRow, busiest),
+    },
+    shortOfRate: sorted('rate')
+      .filter(
+        (r) =>
+          r.failures + r.warmupFailures > 0 || r.waitsTotal > 0 || r.shareOfTarget.median < 0.99,
+      )
+      .map((r) => r.instancesPerDc),
+    partitionMax,
+    uncontendedAt,
+    uncontendedClaimNs,
+    lostRaceNs: lostRaceCostNs(lost),
+    lostRaceRoundNs,
+    lostRaces: lost.rejectedWrites.count,
+    claimsPerSecondFromCosts: fromCosts,
+    estimates:
+      partitionMax === undefined
+        ? []
+        : partitionEstimates(busiest, fromCosts, [
+            ...ESTIMATE_INTERVALS_SECONDS,
+            ...(claimIntervalMs === undefined ? [] : [claimIntervalMs / 1000]),
+          ]),
+    claimIntervalMs,
+    single:
+      single === undefined
+        ? undefined
+        : {
+            untimed: single.mode === 'count',
+            idsPerSecondPerInstance: figure(singleRuns.map(perInstance)),
+            waits: figure(singleRuns.map((r) => all(r, (d) => d.counts.waits))),
+            vsInProcess: figure(singleRuns.map((r, i) => perInstance(r) / inProcessNext[i]!)),
+          },
+  };
+}
 
 const TIGHT_NOTE =
   'Instances of one process share its event loop: a tight loop resumes as microtasks while its block lasts and yields to I/O once per 512 IDs, ' +
   "so the replies to the other instances' refills wait for that loop's turn on a crowded event loop. " +
   'IDs/s is all instances of all DCs together.';
 
-function modeText(mode: ScaleMode, raw: RawResults): [string, string] {
-  const { scaleRatePerDc, scaleInstances } = raw.settings;
-  if (mode === 'tight') return ['Tight: every instance `await next()` in a loop', TIGHT_NOTE];
-  const perInstance = scaleInstances
-    .map((n) => `${formatRate(scaleRatePerDc / n)} at N = ${n}`)
-    .join(', ');
-  return [
-    `Fixed total rate: ${formatRate(scaleRatePerDc)} per DC, split evenly over its instances`,
-    `Each instance draws at the DC's rate ÷ N (${perInstance}), sleeping on a timer whenever it is 1 ms ahead and giving up what it missed beyond 100 ms; share of target is IDs/s ÷ the rate of all DCs.`,
+function errors(row: ScaleRow): string {
+  const extra = [
+    ...(row.storeErrors > 0 ? [`${formatCount(row.storeErrors)} failed store operations`] : []),
+    ...(row.casUnknown > 0 ? [`${formatCount(row.casUnknown)} unknown CAS outcomes`] : []),
   ];
+  return `${row.warmupFailures} / ${row.failures}${extra.length > 0 ? `; ${extra.join(', ')}` : ''}`;
 }
 
-function table(rows: readonly ScaleRow[], mode: ScaleMode): string {
+function firstIds(row: ScaleRow): string {
+  const slowest = withSpread(row.slowestFirstIdMs, (v) => formatNs(v * 1e6));
+  return row.withoutId > 0 ? `${slowest} (${formatCount(row.withoutId)} drew none)` : slowest;
+}
+
+function blockSizes(row: ScaleRow): string {
+  const mean = withSpread(row.meanBlockSize, (v) => formatCount(Math.round(v)));
+  const [low, high] = [row.lastBlockMin.median, row.lastBlockMax.median];
+  if (!Number.isFinite(low) || !Number.isFinite(high)) return mean;
+  return `${mean} (last ${low === high ? formatCount(low) : `${formatCount(low)}–${formatCount(high)}`})`;
+}
+
+function rowsTable(rows: readonly ScaleRow[], mode: ScaleMode): string[] {
   const columns: Column<ScaleRow>[] = [
     ['instances per DC', (row) => formatCount(row.instancesPerDc)],
-    ['blocks', (row) => row.label],
     ['IDs/s (all DCs)', (row) => withSpread(row.idsPerSecond, formatRate)],
     mode === 'rate' && ['share of target', (row) => withSpread(row.shareOfTarget, formatPercent)],
     ['claims/s per DC partition', (row) => withSpread(row.claimsPerSecondPerDc, significant)],
@@ -54,99 +290,141 @@ function table(rows: readonly ScaleRow[], mode: ScaleMode): string {
     ],
     ['mean block size', blockSizes],
   ];
-  return markdownTable(...byColumns(columns, rows));
-}
-
-function firstIds(row: ScaleRow): string {
-  const slowest = Number.isFinite(row.slowestFirstIdMs.median)
-    ? withSpread(row.slowestFirstIdMs, (v) => formatNs(v * 1e6))
-    : '–';
-  return row.withoutId > 0 ? `${slowest} (${formatCount(row.withoutId)} drew none)` : slowest;
-}
-
-function errors(row: ScaleRow): string {
-  const extra = [
-    ...(row.storeErrors > 0 ? [`${formatCount(row.storeErrors)} failed store operations`] : []),
-    ...(row.casUnknown > 0 ? [`${formatCount(row.casUnknown)} unknown CAS outcomes`] : []),
-  ];
-  return `${row.warmupFailures} / ${row.failures}${extra.length > 0 ? `; ${extra.join(', ')}` : ''}`;
-}
-
-function blockSizes(row: ScaleRow): string {
-  const mean = withSpread(row.meanBlockSize, (v) => formatCount(Math.round(v)));
-  const low = row.lastBlockMin.median;
-  const high = row.lastBlockMax.median;
-  if (!Number.isFinite(low) || !Number.isFinite(high)) return mean;
-  const last = low === high ? formatCount(low) : `${formatCount(low)}–${formatCount(high)}`;
-  return `${mean} (last ${last})`;
+  return table(columns, rows);
 }
 
 /** "×2.1 from N = 1 to 4, ×1.02 to 16". */
-function growth(limit: ScalingLimit): string {
-  const steps = limit.points.slice(1).map((to, i) => {
-    const from = limit.points[i]!;
+function growth(points: ScaleSummary['limit']['points']): string {
+  const steps = points.slice(1).map((to, i) => {
+    const from = points[i]!;
     const factor = `×${significant(to.idsPerSecond / from.idsPerSecond)}`;
     return i === 0 ? `${factor} from N = ${from.n} to ${to.n}` : `${factor} to ${to.n}`;
   });
-  return steps.length === 0
-    ? `${formatRate(limit.points[0]?.idsPerSecond ?? NaN)} at one N only`
-    : steps.join(', ');
+  return steps.join(', ') || `${formatRate(points[0]?.idsPerSecond ?? NaN)} at one N only`;
 }
 
-function why(row: ScaleRow, limit: ScalingLimit, scale: ScaleSummary, cores: number): string {
-  const partition = `the busiest DC-state partition completed ${significant(row.busiestClaimsPerSecond.median)} claims/s (the most any configuration reached: ${significant(scale.partitionMax?.claimsPerSecond ?? NaN)}), with ${significant(row.retriesPerClaim.median)} CAS retries per claim and ${formatCount(row.warmupFailures + row.failures)} \`next()\` calls that threw`;
-  const cpu = `the machine's ${cores} cores were ${formatPercent(row.machineBusy.median)} busy (the allocator processes used ${significant(row.workerCores.median)} of them)`;
-  const at = `at N = ${limit.next}`;
-  if (limit.cause === 'partition') {
-    return `the DC-state partition: ${at} ${partition}. Claims of one DC are Paxos rounds on one partition, so more claimers only lose more races.`;
+function findings(scale: ScaleSummary, raw: RawResults): [string, string][] {
+  const { limit, partitionMax: max, single } = scale;
+  const row = limit.row;
+  const cause = { partition: 'the DC-state partition', cpu: 'the CPU', neither: 'neither' };
+  const out: [string, string][] = [['tight: IDs/s as N grows', growth(limit.points)]];
+  if (row === undefined) {
+    out.push(['tight: stops growing', `no: it grew by ${significant(GROWTH)}× or more each step`]);
+  } else {
+    out.push(
+      ['tight: stops growing after', `N = ${limit.stopsAt ?? NaN}`],
+      [
+        `tight: the limit at N = ${row.instancesPerDc}`,
+        `${cause[limit.cause ?? 'neither']}: busiest partition ${significant(row.busiestClaimsPerSecond.median)} claims/s, ${significant(row.retriesPerClaim.median)} CAS retries per claim, ${formatCount(row.warmupFailures + row.failures)} calls threw; the ${raw.machine.cores} cores ${formatPercent(row.machineBusy.median)} busy, ${significant(row.workerCores.median)} used by the allocator processes`,
+      ],
+    );
   }
-  if (limit.cause === 'cpu') {
-    return `the CPU: ${at} ${cpu}, so more instances share the same cores (the Cassandra nodes run on them too) and each gets less; the partition was not the limit (${partition}).`;
+  const short = scale.shortOfRate;
+  out.push(
+    [
+      'fixed rate',
+      short.length === 0
+        ? 'the full rate at every N, no `next()` call waited after warm-up or threw'
+        : `short of the rate, waiting or throwing at N = ${short.join(', ')}`,
+    ],
+    [
+      `claim (read + write), ${plural(scale.uncontendedAt, 'instance')} per DC`,
+      formatNs(scale.uncontendedClaimNs),
+    ],
+    ['claim on the busiest partition', formatNs(max?.claimNs.median ?? NaN)],
+    [
+      'lost race (rejected write + backoff)',
+      `${formatNs(scale.lostRaceNs)}, over ${formatCount(scale.lostRaces)} lost races in all runs`,
+    ],
+  );
+  if (max !== undefined) {
+    const everyNs = 1e9 / max.busiestClaimsPerSecond.median;
+    const busy = everyNs / max.claimNs.median;
+    out.push(
+      [
+        'C: the most claims/s measured on one partition',
+        `${significant(max.busiestClaimsPerSecond.median)} (${max.mode === 'tight' ? 'tight' : 'fixed rate'}, N = ${max.instancesPerDc}, ${significant(max.retriesPerClaim.median)} CAS retries per claim): one claim every ${formatNs(everyNs)}, ${significant(busy)}× a claim's latency there, ${busy <= 1.5 ? 'so close to what the partition can do here' : 'so a lower bound (its claimers were held back elsewhere)'}`,
+      ],
+      [
+        "C' = 1 ÷ (t_claim + r × t_race), from the costs",
+        `1 ÷ (${formatNs(scale.uncontendedClaimNs)} + ${significant(Number.isFinite(max.retriesPerClaim.median) ? max.retriesPerClaim.median : 0)} × ${formatNs(scale.lostRaceRoundNs)}) = ${significant(scale.claimsPerSecondFromCosts)} claims/s`,
+      ],
+    );
   }
-  return `neither the partition nor the CPU by these measures: ${at} ${partition}; ${cpu}.`;
+  if (single !== undefined) {
+    out.push([
+      `one instance per DC, tight${single.untimed ? ' and untimed' : ''}, ÷ in-process \`await next()\``,
+      `${withSpread(single.idsPerSecondPerInstance, formatRate)}, ${withSpread(single.waits, formatCount)} waits: ${withSpread(single.vsInProcess, formatPercent)} (goal: 25 % or more)`,
+    ]);
+  }
+  return out;
 }
 
-function limitsText(summary: ScaleSummary, raw: RawResults): string[] {
-  const tight = summary.limits.filter((l) => l.mode === 'tight');
-  const rate = summary.limits.filter((l) => l.mode === 'rate');
-  return [
-    ...tight.map((limit) => {
-      const row = summary.rows.find(
-        (r) => r.mode === 'tight' && r.variant === limit.variant && r.instancesPerDc === limit.next,
-      );
-      const head = `- **${limit.label}, tight**: IDs/s ${growth(limit)}`;
-      return limit.stopsAt === undefined || row === undefined
-        ? `${head}; it still grew by ${significant(GROWTH)}× or more at every step.`
-        : `${head}; it stops growing after N = ${limit.stopsAt} (the next step gained less than ${significant(GROWTH)}×). The limit is ${why(row, limit, summary, raw.machine.cores)}`;
-    }),
-    ...rate.map((limit) => {
-      const short = summary.rows.filter(
-        (r) =>
-          r.mode === 'rate' &&
-          r.variant === limit.variant &&
-          (r.failures + r.warmupFailures > 0 || r.waitsTotal > 0 || r.shareOfTarget.median < 0.99),
-      );
-      return `- **${limit.label}, fixed rate**: ${short.length === 0 ? 'the full rate at every N, no `next()` call waited after warm-up or threw.' : `short of the rate, waiting or throwing at N = ${short.map((r) => r.instancesPerDc).join(', ')}.`}`;
-    }),
+export function renderScale(raw: RawResults, summary: ScaleSummary | undefined): string[] {
+  const result = raw.scale;
+  if (summary === undefined || result === undefined) return [];
+  const { settings } = raw;
+  const stored = Object.entries(scaleSettings(result))
+    .filter(([k]) => k !== 'min' && k !== 'max' && k !== 'start')
+    .map(([k, n]) => `${k} ${formatCount(n)}`)
+    .join(', ');
+  const perInstance = settings.scaleInstances
+    .map((n) => `${formatRate(settings.scaleRatePerDc / n)} at N = ${n}`)
+    .join(', ');
+  const out = [
+    '## 4. Scale',
+    '',
+    `N allocator instances per DC (N = ${settings.scaleInstances.join(', ')}; ${result.layout}) draw from a fresh sequence per configuration with the library's default settings (stored: ${stored}), tight and at a fixed total rate, ${settings.scaleWarmupSeconds} s of warm-up (adaptive blocks grow there), then ${settings.scaleSeconds} s measured; ${plural(settings.scaleRuns, 'run')}. ` +
+      "Claims/s and CAS retries are counted per DC partition from `stats()` (`blocksClaimed`, `casRejections`, summed over the DC's instances); waits and errors are after warm-up unless said. " +
+      'All instances of a configuration start at once on a fresh sequence, so each needs a block claim, and each that finds its DC without a range a grant read at SERIAL (two SERIAL statements on the grants partition every DC shares).',
+    '',
   ];
-}
-
-/** Where the tight rows' claims spent their time; rows of older results without it are left out. */
-function claimTimeText(summary: ScaleSummary): string[] {
-  const rows = summary.rows.filter(
+  const titles = {
+    tight: ['Tight: every instance `await next()` in a loop', TIGHT_NOTE],
+    rate: [
+      `Fixed total rate: ${formatRate(settings.scaleRatePerDc)} per DC, split evenly over its instances`,
+      `Each instance draws at the DC's rate ÷ N (${perInstance}), sleeping on a timer whenever it is 1 ms ahead and giving up what it missed beyond 100 ms; share of target is IDs/s ÷ the rate of all DCs.`,
+    ],
+  };
+  for (const mode of ['tight', 'rate'] as const) {
+    const rows = summary.rows.filter((r) => r.mode === mode);
+    if (rows.length > 0)
+      out.push(`### ${titles[mode][0]}`, '', titles[mode][1]!, '', ...rowsTable(rows, mode));
+  }
+  const ns = (pick: (r: ScaleRow) => number) => (r: ScaleRow) => formatNs(pick(r));
+  const claimTimes = summary.rows.filter(
     (r) => r.mode === 'tight' && Number.isFinite(r.loopDelayP99Ms.median),
   );
-  if (rows.length === 0) return [];
-  const ns = (pick: (r: ScaleRow) => number) => (r: ScaleRow) => formatNs(pick(r));
-  return [
+  out.push(
+    '### What it shows',
     '',
-    `Where a claim's time went, tight: the mean DC-state read, applied claim write and backoff (from a lost race's rejection to the next attempt; its timer asks for at most ${BACKOFF_MAX_MS} ms), timed at each instance's store, against how late the allocator processes' event loops ran (p99 / max of the worst process, \`monitorEventLoopDelay\` less its ${LOOP_DELAY_RESOLUTION_MS} ms sampling interval), which every reply, backoff and deadline waits for.`,
+    ...grid(['measure', 'value'], findings(summary, raw)),
+    `The limit is read at the first tight step that gains less than ${significant(GROWTH)}×: the partition if \`next()\` threw, a claim lost one race or more on average, or its busiest partition reached ${formatPercent(PARTITION_SATURATED)} of C; else the CPU if the machine was ${formatPercent(CPU_SATURATED)} busy or more. ` +
+      "A claim is a read of the DC state (LOCAL_QUORUM, or LOCAL_SERIAL when that shows nothing to claim) and a LOCAL_SERIAL conditional write, timed at each instance's store; a lost race goes on from the state its rejection returned, with no read. " +
+      `Mean block size is the IDs that came into the instances in the window (drawn plus the change in IDs held) ÷ the blocks they claimed; "last" is the range of the instances' last blocks at the window's end (\`stats().blockSize\`). The one-instance loop ${summary.single?.untimed === false ? 'times every call, the in-process one does not' : `reads the clock once per ${formatCount(COUNT_BATCH)} calls, since two clock reads (${formatNs(raw.inProcess.timerPairNs)} here) cost about as much as the \`await next()\` they time`}.`,
     '',
-    markdownTable(
-      ...byColumns<ScaleRow>(
+    `Processes that each claim once every I seconds number at most K = C × I per DC (K' = C' × I from the costs, t_claim the uncontended claim, r the CAS retries per claim where C was measured, t_race a lost race's rejected write). K is the ceiling at full load: half of it leaves headroom. This counts claims only (a DC range install is one more write on the partition per range), and on a machine whose ${raw.machine.cores} cores also run every Cassandra node, so on real hardware it is a floor.`,
+    '',
+    ...table<ScaleSummary['estimates'][number]>(
+      [
+        [
+          'claim interval I',
+          (e) =>
+            `${significant(e.claimIntervalSeconds)} s${summary.claimIntervalMs === e.claimIntervalSeconds * 1000 ? ' (default `claimIntervalMs`)' : ''}`,
+        ],
+        ['processes per DC, measured: K = C × I', (e) => formatCount(e.processes)],
+        ["processes per DC, from costs: K' = C' × I", (e) => formatCount(e.processesFromCosts)],
+      ],
+      summary.estimates,
+    ),
+  );
+  if (claimTimes.length > 0) {
+    out.push(
+      `Where a claim's time went, tight: the mean DC-state read, applied claim write and backoff (from a lost race's rejection to the next attempt; its timer asks for at most ${BACKOFF_MAX_MS} ms), against how late the allocator processes' event loops ran (p99 / max of the worst process, \`monitorEventLoopDelay\` less its ${LOOP_DELAY_RESOLUTION_MS} ms sampling interval), which every reply, backoff and deadline waits for.`,
+      '',
+      ...table<ScaleRow>(
         [
           ['instances per DC', (r) => formatCount(r.instancesPerDc)],
-          ['blocks', (r) => r.label],
           ['read', ns((r) => r.readNs.median)],
           ['write', ns((r) => r.appliedWriteNs.median)],
           ['backoff', ns((r) => r.backoffNs.median)],
@@ -157,124 +435,11 @@ function claimTimeText(summary: ScaleSummary): string[] {
           ],
           ['cores used by the allocator processes', (r) => significant(r.workerCores.median)],
         ],
-        rows,
+        claimTimes,
       ),
-    ),
-    '',
-  ];
-}
-
-function costText(summary: ScaleSummary, raw: RawResults): string[] {
-  const max = summary.partitionMax;
-  const out = [
-    `- **Cost of a claim**: a read of the DC state (a plain LOCAL_QUORUM read, or at LOCAL_SERIAL when that shows nothing to claim) and a LOCAL_SERIAL conditional write, timed at each instance's store: ${formatNs(summary.uncontendedClaimNs)} with ${summary.uncontendedAt} instance${summary.uncontendedAt === 1 ? '' : 's'} per DC` +
-      (max === undefined ? '.' : `, ${formatNs(max.row.claimNs.median)} on the busiest partition.`),
-    `- **Cost of a lost race**: the rejected write and the backoff before the next attempt (which goes on from the state the rejection returned, with no read): ${formatNs(summary.lostRaceNs)}, over ${formatCount(summary.lostRaces)} lost races in all runs.`,
-  ];
-  if (max === undefined) return out;
-  const perClaimNs = 1e9 / max.claimsPerSecond;
-  const claimNs = max.row.claimNs.median;
-  const busy = perClaimNs / claimNs;
-  const retries = Number.isFinite(max.retriesPerClaim) ? max.retriesPerClaim : 0;
-  const adaptiveMs = raw.scale?.variants.find((v) => v.adaptive)?.settings['claimIntervalMs'];
-  out.push(
-    `- **What one DC-state partition serves**: at most C = ${significant(max.claimsPerSecond)} claims/s were measured on one partition (${max.row.label}, ${max.row.mode === 'tight' ? 'tight' : 'fixed rate'}, N = ${max.row.instancesPerDc}, ${significant(max.retriesPerClaim)} CAS retries per claim): one claim every ${formatNs(perClaimNs)}, ` +
-      (busy <= 1.5
-        ? `about one claim's own latency there (${formatNs(claimNs)}): the partition completed claims back to back, so C is close to what it can do on this machine. `
-        : `${significant(busy)}× one claim's own latency there (${formatNs(claimNs)}): the partition was not kept busy (its claimers were held back elsewhere), so C is a lower bound of what it can do. `) +
-      `Processes that each claim once every I seconds then number at most K = C × I per DC. From the costs alone, a partition running its rounds one at a time allows C' = 1 ÷ (t_claim + r × t_race) = 1 ÷ (${formatNs(summary.uncontendedClaimNs)} + ${significant(retries)} × ${formatNs(summary.lostRaceRoundNs)}) = ${significant(summary.claimsPerSecondFromCosts)} claims/s, with t_claim the uncontended claim, r the CAS retries per claim where C was measured and t_race a lost race's rejected write (its backoff leaves the partition to others); K' = C' × I:`,
-    '',
-    markdownTable(
-      [
-        'claim interval I',
-        'processes per DC, measured: K = C × I',
-        "processes per DC, from costs: K' = C' × I",
-      ],
-      summary.estimates.map((e) => [
-        `${significant(e.claimIntervalSeconds)} s${adaptiveMs !== undefined && e.claimIntervalSeconds === adaptiveMs / 1000 ? ' (adaptive default `claimIntervalMs`)' : ''}`,
-        formatCount(e.processes),
-        formatCount(e.processesFromCosts),
-      ]),
-    ),
-    '',
-    `K is the ceiling at full load: the closer a DC runs to it, the more races its claims lose, so half of it leaves headroom. This counts claims only; a DC range install is one more write on the same partition per range. C comes from a machine whose ${raw.machine.cores} cores also run every Cassandra node, so on real hardware it is a floor.`,
-  );
-  return out;
-}
-
-function inProcessText(scale: ScaleSummary, raw: RawResults): string[] {
-  if (scale.tightVsInProcess.length === 0) return [];
-  return [
-    '- **A tight loop on the cluster against the in-process `await next()`**: one instance per DC, its IDs/s ÷ the in-process rate of section 1 in the same run, per run. ' +
-      (scale.tightVsInProcess.some((r) => r.untimed)
-        ? `Both loops are untimed: this one reads the clock once per ${formatCount(COUNT_BATCH)} calls, since timing every call costs two clock reads (${formatNs(raw.inProcess.timerPairNs)} measured here), about as much as the \`await next()\` it times. `
-        : 'Here the cluster loop times every call and the in-process one does not. ') +
-      'The goal is 25 % or more with adaptive blocks.',
-    '',
-    markdownTable(
-      [
-        'blocks',
-        'IDs/s of one instance',
-        'waits after warm-up (all DCs)',
-        '÷ in-process `await next()`',
-      ],
-      scale.tightVsInProcess.map((r) => [
-        r.label,
-        withSpread(r.idsPerSecondPerInstance, formatRate),
-        withSpread(r.waits, formatCount),
-        withSpread(r.value, formatPercent),
-      ]),
-    ),
-    '',
-  ];
-}
-
-export function renderScale(raw: RawResults, summary: Summary): string[] {
-  const scale = summary.scale;
-  const result = raw.scale;
-  if (scale === undefined || result === undefined) return [];
-  const { settings } = raw;
-  const variants = result.variants.map((v) => [
-    v.label,
-    Object.keys(v.options).length === 0
-      ? 'none (defaults)'
-      : Object.entries(v.options)
-          .map(([k, n]) => `\`${k}: ${n}\``)
-          .join(', '),
-    Object.entries(v.settings)
-      .filter(([k]) => k !== 'min' && k !== 'max' && k !== 'start')
-      .map(([k, n]) => `${k} ${formatCount(n)}`)
-      .join(', '),
-  ]);
-  const out = [
-    '## 4. Scale',
-    '',
-    `N allocator instances per DC (N = ${settings.scaleInstances.join(', ')}; ${result.layout}) draw from a fresh sequence per configuration, tight and at a fixed total rate, ${settings.scaleWarmupSeconds} s of warm-up (adaptive blocks grow there), then ${settings.scaleSeconds} s measured; ${settings.scaleRuns} run${settings.scaleRuns === 1 ? '' : 's'}, every block policy in each. ` +
-      "Claims/s and CAS retries are counted per DC partition from `stats()` (`blocksClaimed`, `casRejections`, summed over the DC's instances); waits and errors are after warm-up unless said. " +
-      'All instances of a configuration start at once on a fresh sequence, so each needs a block claim, and each that finds its DC without a range a grant read at SERIAL (two SERIAL statements on the grants partition every DC shares): the slowest first ID and those grant reads per instance are in the tables.',
-    '',
-    markdownTable(['blocks', 'options given to `createSequence`', 'settings stored'], variants),
-    '',
-  ];
-  if (result.skipped.length > 0) out.push(`Not run: ${result.skipped.join('; ')}.`, '');
-  for (const mode of ['tight', 'rate'] as const) {
-    const rows = scale.rows.filter((r) => r.mode === mode);
-    if (rows.length === 0) continue;
-    const [title, note] = modeText(mode, raw);
-    out.push(`### ${title}`, '', note, '', table(rows, mode), '');
+    );
   }
-  out.push(
-    '### What it shows',
-    '',
-    ...limitsText(scale, raw),
-    ...costText(scale, raw),
-    ...claimTimeText(scale),
-    '',
-    ...inProcessText(scale, raw),
-    `Mean block size is the IDs that came into the instances in the window (IDs drawn plus the change in IDs held) ÷ the blocks they claimed: the size the policy chose, on average; "last" is the range of the instances' last blocks at the window's end (\`stats().blockSize\`). The limit is read at the first step that gains less than ${significant(GROWTH)}×: the partition if \`next()\` threw, a claim lost one race or more on average, or its busiest partition reached ${formatPercent(PARTITION_SATURATED)} of the most claims/s measured; else the CPU if the machine was ${formatPercent(CPU_SATURATED)} busy or more.`,
-    '',
-  );
-  const messages = [...new Set(scale.rows.flatMap((r) => r.failureMessages))];
+  const messages = [...new Set(summary.rows.flatMap((r) => r.failureMessages))];
   if (messages.length > 0) {
     out.push(`Messages of the calls that threw: ${messages.map((m) => `"${m}"`).join(', ')}.`, '');
   }

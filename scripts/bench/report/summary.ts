@@ -14,7 +14,7 @@ import type {
 } from '../results.js';
 import { figure, latencyFigures, sum, type Figure } from '../stats.js';
 import { summarizeHttp, type HttpSummary } from './http.js';
-import { summarizeScale, type ScaleSummary } from './scale-summary.js';
+import { summarizeScale, type ScaleSummary } from './scale.js';
 
 export type NaiveRow = Readonly<ReturnType<typeof summarizeNaive>>;
 export type DrawRow = Readonly<ReturnType<typeof summarizeDraw>>;
@@ -183,11 +183,11 @@ function ratios(
       },
   ];
   for (const ratio of cluster) if (ratio) list.push(ratio);
-  for (const adaptive of scale?.tightVsInProcess.filter((r) => r.adaptive) ?? []) {
+  if (scale?.single !== undefined) {
     list.push({
-      key: `tightVsInProcessNext_${adaptive.variant}`,
-      label: `cluster tight IDs/s of one instance${adaptive.untimed ? ' (untimed loop)' : ''}, ${adaptive.label} blocks, N = 1 ÷ in-process \`await next()\` IDs/s`,
-      value: adaptive.value,
+      key: 'tightVsInProcessNext',
+      label: `cluster tight IDs/s of one instance${scale.single.untimed ? ' (untimed loop)' : ''}, default settings, N = 1 ÷ in-process \`await next()\` IDs/s`,
+      value: scale.single.vsInProcess,
       unit: 'percent',
     });
   }

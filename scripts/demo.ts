@@ -4,16 +4,15 @@
  * with `status`, `check` and a summary. Exits 0 unless a step fails or an ID was drawn twice. The
  * partition is healed whatever ends the demo; where none can be made it says so and skips it.
  */
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import * as cluster from './cluster/manager.js';
+import { run } from './cluster/nodes.js';
 import { defaultTopology, describeTopology, parseClusterSpec } from './cluster/topology.js';
 
-const run = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CLI = path.join(ROOT, 'dist', 'src', 'cli', 'main.js');
 /**

@@ -13,7 +13,6 @@ import {
   writeNodeConfig,
 } from './install.js';
 import {
-  CQL_START_TIMEOUT_MS,
   PROBE_KEYSPACE,
   assertPortsFree,
   currentTopology,
@@ -202,7 +201,7 @@ export const start = (name: string): Promise<void> => startNodes([name]);
 /** Starts stopped nodes one by one, then waits for the cluster unless `waitForCluster` is false. */
 export async function startNodes(
   names: readonly string[],
-  cqlTimeoutMs = CQL_START_TIMEOUT_MS,
+  cqlTimeoutMs?: number,
   options = { waitForCluster: true },
 ): Promise<void> {
   const topology = currentTopology();

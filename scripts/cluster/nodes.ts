@@ -155,9 +155,7 @@ export async function launch(node: NodeSpec): Promise<void> {
   fs.writeFileSync(pidFile(node), String(child.pid));
 }
 
-export const CQL_START_TIMEOUT_MS = 300_000;
-
-export async function waitForCql(node: NodeSpec, timeoutMs = CQL_START_TIMEOUT_MS): Promise<void> {
+export async function waitForCql(node: NodeSpec, timeoutMs = 300_000): Promise<void> {
   const from = startOffsets.get(node.name) ?? 0;
   const accepting = async () => {
     if (processState(node) === 'stopped') {

@@ -52,7 +52,7 @@ function readSettingsOf(node: NodeSpec): Promise<Omit<NodeSettings, 'node'>> {
 /** A line per node whose settings differ from `expected` (else the first's); `unknown` differs. */
 export function settingsProblems(
   settings: readonly NodeSettings[],
-  expected?: { readonly paxos: string; readonly commitlogSync: string },
+  expected?: Omit<NodeSettings, 'node'>,
 ): string[] {
   const reference = expected ?? settings[0];
   if (reference === undefined) return ['no node answered'];

@@ -44,8 +44,7 @@ export function renderMarkdown(raw: RawResults, summary: Summary): string {
     ...(clusterPhases
       ? [
           ...renderNaive(summary),
-          ...renderSteadyState(raw, summary),
-          ...renderSweep(raw, summary),
+          ...renderDraws(raw, summary),
           ...renderColdStart(summary),
           ...renderBurst(summary),
         ]
@@ -156,17 +155,19 @@ function renderNaive(summary: Summary): string[] {
   ];
 }
 
-function renderSteadyState(raw: RawResults, summary: Summary): string[] {
+function renderDraws(raw: RawResults, summary: Summary): string[] {
   const { settings } = raw;
-  const steady = summary.draws.filter((d) => d.blockSize === settings.steadyBlockSize);
   const paced = settings.pacedBlocksPerSecond;
+  const failed = summary.draws.filter((d) => d.failures + d.warmupFailures > 0);
+  const messages = [...new Set(failed.flatMap((d) => d.failureMessages))];
   return [
-    `### idgen-cass steady state (block size ${formatCount(settings.steadyBlockSize)})`,
+    '### idgen-cass `next()`: steady state and block-size sweep',
     '',
-    `${steady[0]?.processes ?? 0} allocator processes (${settings.processesPerDc} per DC; child processes run as ${raw.cluster.workerRuntime}; one connection each to its own DC) draw from one sequence (DC range ${formatCount(steady[0]?.dcRangeSize ?? NaN)}, threshold ${SEQUENCE_DEFAULTS.threshold}) for ${settings.warmupSeconds} s of warm-up, then ${settings.durationSeconds} s measured. Every \`next()\` of the window is timed with \`process.hrtime.bigint()\` (a pair of reads costs ${formatNs(raw.inProcess.timerPairNs)}, included). Counters are diffs of \`stats()\` across the window. RSS is the largest process's at the end of the window; right after \`connect()\`, before any sequence, the processes held ${withSpread(figure(raw.cluster.rssAfterConnectMiB), formatMiB)}.`,
+    `${summary.draws[0]?.processes ?? 0} allocator processes (${settings.processesPerDc} per DC; child processes run as ${raw.cluster.workerRuntime}; one connection each to its own DC) draw from one sequence per row (DC range ${settings.dcRangeBlocks} × block size, threshold ${SEQUENCE_DEFAULTS.threshold}) for ${settings.warmupSeconds} s of warm-up, then ${settings.durationSeconds} s measured; block size ${formatCount(settings.steadyBlockSize)} is the steady state. Every \`next()\` of the window is timed with \`process.hrtime.bigint()\` (a pair of reads costs ${formatNs(raw.inProcess.timerPairNs)}, included). Counters are diffs of \`stats()\` across the window. RSS is the largest process's at the end of the window; right after \`connect()\`, before any sequence, the processes held ${withSpread(figure(raw.cluster.rssAfterConnectMiB), formatMiB)}. Use it to size blocks: LWTs per million IDs fall with the block size; the paced rate scales with it.`,
     '',
     ...table<DrawRow>(
       [
+        ['block size', (row) => formatCount(row.blockSize)],
         ['mode', modeLabel],
         ['IDs/s (all processes)', (row) => withSpread(row.idsPerSecond, formatRate)],
         ...latencyColumns((row: DrawRow) => row.latency),
@@ -175,37 +176,11 @@ function renderSteadyState(raw: RawResults, summary: Summary): string[] {
           (row) =>
             `${withSpread(row.waits, formatCount)}; ${formatCount(row.waitsTotal)} in all runs`,
         ],
-        ['LWTs per M IDs', (row) => withSpread(row.lwtPerMillion, significant)],
-        ['CAS retries', (row) => withSpread(row.casRejections, formatCount)],
-        ['RSS per process', (row) => withSpread(row.rssMiB, formatMiB)],
-      ],
-      steady,
-    ),
-    '- **tight**: `await next()` of an ID the process holds resumes as a microtask; one call in 512 yields to the event loop, so the answer to the background refill started at the threshold is read while the block lasts. A block that is spent before that refill completes (small blocks, a tight loop on a busy machine) still ends in a wait (see waits per block below): a process then tops out near one block per refill round trip (a LOCAL_SERIAL read and a LOCAL_SERIAL write) plus the per-call cost, timing included. This is the ceiling of one process, not the zero-wait goal.',
-    `- **paced**: each process draws ${paced} blocks per second (${paced} × block size IDs/s), sleeping whenever it is 1 ms ahead, so the event loop runs and the refill started at the threshold lands before the block is spent: it has ${formatMs((1000 * (1 - SEQUENCE_DEFAULTS.threshold)) / paced)} of runway. Here waits after warm-up should be 0. Its median latency is above the tight one because its calls are spread out: each runs on cold caches and less optimised code, not on Cassandra.`,
-    '',
-  ];
-}
-
-function renderSweep(raw: RawResults, summary: Summary): string[] {
-  const failed = summary.draws.filter((d) => d.failures + d.warmupFailures > 0);
-  const messages = [...new Set(failed.flatMap((d) => d.failureMessages))];
-  return [
-    '### Block-size sweep',
-    '',
-    `DC range = ${raw.settings.dcRangeBlocks} × block size. Use it to size blocks: LWTs per million IDs fall with the block size; the paced rate scales with it.`,
-    '',
-    ...table<DrawRow>(
-      [
-        ['block size', (row) => formatCount(row.blockSize)],
-        ['mode', modeLabel],
-        ['IDs/s', (row) => withSpread(row.idsPerSecond, formatRate)],
-        ...latencyColumns((row: DrawRow) => row.latency, ['p99', 'p999', 'max']),
-        ['waits', (row) => withSpread(row.waits, formatCount)],
         ['waits per block', (row) => withSpread(row.waitsPerBlock, significant)],
         ['LWTs per M IDs', (row) => withSpread(row.lwtPerMillion, significant)],
         ['CAS retries', (row) => withSpread(row.casRejections, formatCount)],
         ['ranges granted', (row) => withSpread(row.rangesGranted, formatCount)],
+        ['RSS per process', (row) => withSpread(row.rssMiB, formatMiB)],
         [
           '`next()` threw, all runs (warm-up / measured)',
           (row) => `${row.warmupFailures} / ${row.failures}`,
@@ -213,6 +188,9 @@ function renderSweep(raw: RawResults, summary: Summary): string[] {
       ],
       summary.draws,
     ),
+    '- **tight**: `await next()` of an ID the process holds resumes as a microtask; one call in 512 yields to the event loop, so the answer to the background refill started at the threshold is read while the block lasts. A block that is spent before that refill completes (small blocks, a tight loop on a busy machine) still ends in a wait (see waits per block): a process then tops out near one block per refill round trip (a LOCAL_SERIAL read and a LOCAL_SERIAL write) plus the per-call cost, timing included. This is the ceiling of one process, not the zero-wait goal.',
+    `- **paced**: each process draws ${paced} blocks per second (${paced} × block size IDs/s), sleeping whenever it is 1 ms ahead, so the event loop runs and the refill started at the threshold lands before the block is spent: it has ${formatMs((1000 * (1 - SEQUENCE_DEFAULTS.threshold)) / paced)} of runway. Here waits after warm-up should be 0. Its median latency is above the tight one because its calls are spread out: each runs on cold caches and less optimised code, not on Cassandra.`,
+    '',
     failed.length === 0
       ? 'No `next()` call threw, in warm-up or measured.'
       : '`next()` calls that threw (the process paused 100 ms and went on), summed over all runs: ' +

@@ -1,7 +1,7 @@
 /**
  * The local cluster's log scan (scripts/cluster/nodes.ts, logLines): the linearizability check
- * and the start probe read system.log in chunks, since a seed node's log outgrew the longest
- * string Node can make (the check then threw instead of answering).
+ * and the start probe read system.log in chunks, since a node's log, kept across restarts, can
+ * outgrow the longest string Node can make.
  */
 import fs from 'node:fs';
 import os from 'node:os';

@@ -44,7 +44,7 @@ describe('cluster settings: every node runs the same', () => {
   });
 });
 
-describe('cluster settings: the same at the end of a run as at its start (review B5)', () => {
+describe('cluster settings: the same at the end of a run as at its start', () => {
   it('names a node restarted with other settings, or that did not answer at the end', () => {
     const start = [node('dc1-1'), node('dc2-1'), node('dc3-1')];
     expect(settingsChanges(start, [node('dc3-1'), node('dc2-1'), node('dc1-1')])).toEqual([]);

@@ -22,23 +22,20 @@ const log = (line: string): void => {
   process.stderr.write(`[bench ${seconds} s] ${line}\n`);
 };
 
-function estimateMinutes(settings: BenchSettings): number {
-  const perRun =
-    2 * settings.durationSeconds +
-    settings.blockSizes.length * 2 * (settings.warmupSeconds + settings.durationSeconds + 2) +
-    8;
-  const scalePerRun =
-    (settings.scaleInstances.length * SCALE_MODES.length + 1) *
-    (settings.scaleWarmupSeconds + settings.scaleSeconds + 2);
-  const httpPerRun =
-    HTTP_COUNTS.length * 2 * (settings.httpWarmupSeconds + settings.httpSeconds + 1);
-  return (
-    ((settings.scaleOnly || settings.httpOnly ? 0 : settings.runs * perRun) +
-      (settings.scale ? settings.scaleRuns * scalePerRun : 0) +
-      (settings.http ? settings.runs * httpPerRun + 20 : 0) +
-      20) /
-    60
-  );
+/** Measured seconds plus warm-ups and about 2 s of set-up per configuration, then minutes. */
+function estimateMinutes(s: BenchSettings): number {
+  const cluster =
+    2 * s.durationSeconds + s.blockSizes.length * 2 * (s.warmupSeconds + s.durationSeconds + 2) + 8;
+  const scale =
+    (s.scaleInstances.length * SCALE_MODES.length + 1) *
+    (s.scaleWarmupSeconds + s.scaleSeconds + 2);
+  const http = HTTP_COUNTS.length * 2 * (s.httpWarmupSeconds + s.httpSeconds + 1);
+  const phases = [
+    s.scaleOnly || s.httpOnly ? 0 : s.runs * cluster,
+    s.scale ? s.scaleRuns * scale : 0,
+    s.http ? s.runs * http + 20 : 0,
+  ];
+  return (phases.reduce((a, b) => a + b) + 20) / 60;
 }
 
 async function main(): Promise<void> {

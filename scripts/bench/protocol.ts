@@ -2,7 +2,7 @@
 import type { SequenceStats } from '../../src/index.js';
 import { COUNT_KEYS } from './results.js';
 import type { AllocatorCounts, BurstRun, DrawMode, DrawRun, ScaleDcRun } from './results.js';
-import { sum, type SerializedHistogram } from './stats.js';
+import { sum, sums, type SerializedHistogram } from './stats.js';
 
 export interface DrawCommand {
   readonly type: 'draw';
@@ -92,8 +92,5 @@ export function countsBetween(before: SequenceStats, after: SequenceStats): Allo
   ) as AllocatorCounts;
 }
 
-export function addCounts(all: readonly AllocatorCounts[]): AllocatorCounts {
-  return Object.fromEntries(
-    COUNT_KEYS.map((key) => [key, sum(all.map((counts) => counts[key]))]),
-  ) as AllocatorCounts;
-}
+export const addCounts = (all: readonly AllocatorCounts[]): AllocatorCounts =>
+  sums(all, COUNT_KEYS);

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 import { formatMarkdown } from '../bench/report.js';
+import { byColumns, markdownTable, type Column } from '../bench/report/format.js';
 import { MUST_PASS } from '../../src/mutations.js';
 import { CLUSTER_FAULT_KINDS, FAULT_KINDS } from './nemesis.js';
 import type { CampaignReport } from './report.js';
@@ -37,9 +38,9 @@ export function renderCampaignsPage(reports: CommittedReports): string {
     (v) =>
       `${v.variant === NONE ? 'not recorded:' : v.variant} ${plural(v.campaigns, 'campaign')}, ${count(v.drawn)} IDs`,
   );
-  const date: Column = ['Date', (r) => r.date ?? NONE];
-  const seed = (dir: string): Column => ['Seed', (r) => seedLink(r, dir)];
-  const shape: Column[] = [
+  const date: Column<Row> = ['Date', (r) => r.date ?? NONE];
+  const seed = (dir: string): Column<Row> => ['Seed', (r) => seedLink(r, dir)];
+  const shape: Column<Row>[] = [
     ['Paxos', (r) => r.paxos ?? NONE],
     ['Cluster', clusterShape],
     ['Duration', (r) => duration(r.durationS)],
@@ -316,13 +317,8 @@ function sorted(reports: readonly CommittedReport[]): Row[] {
     );
 }
 
-type Column = readonly [header: string, cell: (row: Row) => string];
-
-function table(columns: readonly Column[], rows: readonly Row[]): string {
-  if (rows.length === 0) return 'None committed.';
-  const cells = rows.map((row) => columns.map(([, cell]) => cell(row).replaceAll('|', '\\|')));
-  const header = columns.map(([name]) => name);
-  return [header, header.map(() => '---'), ...cells].map((c) => `| ${c.join(' | ')} |`).join('\n');
+function table(columns: readonly Column<Row>[], rows: readonly Row[]): string {
+  return rows.length === 0 ? 'None committed.' : markdownTable(...byColumns(columns, rows));
 }
 
 function duration(seconds: number | undefined): string {

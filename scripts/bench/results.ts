@@ -4,7 +4,7 @@ import type { LatencySummary } from './stats.js';
 export const RESULTS_SCHEMA = 'idgen-cass-bench/1';
 
 /** Progress, one line at a time, on stderr. */
-export type Log = (line: string) => void;
+export type { Log } from '../cluster/nodes.js';
 
 export interface BenchSettings {
   readonly quick: boolean;

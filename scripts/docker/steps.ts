@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-export type Log = (line: string) => void;
+export type { Log } from '../cluster/nodes.js';
 
 export class CheckError extends Error {
   override name = 'CheckError';

@@ -4,7 +4,7 @@ const LAYERS = {
   // model: values and rules with no I/O, and the storage port, which speaks only in their terms.
   model: {
     paths: [
-      '^src/(errors|names|order|timers|options|logger|mutations)\\.ts$',
+      '^src/(errors|names|order|timers|options|logger|mutations|quantities)\\.ts$',
       '^src/settings/',
       '^src/allocator/(dc-state|watermarks|block-buffer|cas|sizing|block|clock)\\.ts$',
       '^src/store/port\\.ts$',

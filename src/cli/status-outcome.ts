@@ -4,7 +4,7 @@
  */
 import type { SequenceStatus, StatusReport } from '../admin/status.js';
 import { CommandOutcome } from './exit-codes.js';
-import { count, duration, rate } from './format.js';
+import { count, duration, rate } from '../quantities.js';
 import { typedDuration } from './parse.js';
 import { notCurrent } from './status-view.js';
 

@@ -7,7 +7,8 @@ import type {
   StatusReport,
   WasteCause,
 } from '../admin/status.js';
-import { bar, count, duration, percent, rate, settingsJson, span, table } from './format.js';
+import { bar, settingsJson, table } from './format.js';
+import { count, duration, percent, rate, span } from '../quantities.js';
 import { dcOfGrantee } from '../names.js';
 import { GRANT_BLOCKS } from '../settings/model.js';
 import type { SequenceSettings } from '../store/port.js';

@@ -45,7 +45,8 @@ import {
   type NodeSettings,
   type SequenceSettings,
 } from '../../src/store/port.js';
-import { bar, count, duration, percent, rate, table, toJson } from '../../src/cli/format.js';
+import { bar, table, toJson } from '../../src/cli/format.js';
+import { count, duration, percent, rate } from '../../src/quantities.js';
 import {
   parseAutonomy,
   parseBigInt,

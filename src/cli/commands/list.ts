@@ -2,7 +2,8 @@
 import type { Command } from 'commander';
 
 import type { CliContext } from '../context.js';
-import { count, settingsJson, span, table } from '../format.js';
+import { settingsJson, table } from '../format.js';
+import { count, span } from '../../quantities.js';
 
 /** `least–most`, or the size alone when it is fixed. */
 function bounds(least: bigint | number, most: bigint | number): string {

@@ -3,7 +3,8 @@ import type { Command } from 'commander';
 
 import type { RetiredState } from '../../allocator/retire.js';
 import type { CliContext } from '../context.js';
-import { count, span, table } from '../format.js';
+import { table } from '../format.js';
+import { count, span } from '../../quantities.js';
 
 export function retireRangesCommand(program: Command, ctx: CliContext): void {
   program

@@ -15,7 +15,8 @@ import type { FirstGrant } from '../../store/port.js';
 import type { CliContext } from '../context.js';
 import { addSizeOptions, sizeSettings, type SizeFlags } from './alter.js';
 import { ALLOW_UNSAFE_FLAG } from '../exit-codes.js';
-import { count, settingsJson, settingsLines, span } from '../format.js';
+import { settingsJson, settingsLines } from '../format.js';
+import { count, span } from '../../quantities.js';
 import { parseBigInt, parseFirstRanges, typedDuration } from '../parse.js';
 import { incompleteWarning } from '../preflight-view.js';
 

@@ -1,4 +1,6 @@
 /** {@link IdGen}, the allocator with metrics as its monitor, and `connect()` over Cassandra. */
+import { DurabilityWatch } from './admin/durability-watch.js';
+import { SYSTEM_CLOCK } from './allocator/clock.js';
 import { resolveMetricsOptions, type MetricsOptions } from './metrics/options.js';
 import { ProcessMetrics } from './metrics/process-metrics.js';
 import {
@@ -6,7 +8,13 @@ import {
   openClient,
   type ConnectionOptions,
 } from './store/cassandra/driver-client.js';
-import { checkKeys, everyKeyOf, validateName } from './options.js';
+import {
+  checkBooleanOption,
+  checkKeys,
+  everyKeyOf,
+  milliseconds,
+  validateName,
+} from './options.js';
 import {
   checkAllocatorOptions,
   IdGen as Allocator,
@@ -17,12 +25,34 @@ import {
 import { CassandraStore } from './store/cassandra/store.js';
 
 /** Options of {@link IdGen}: the allocator's own, with `metrics` in place of its monitor. */
-export interface IdGenOptions extends Omit<AllocatorOptions, 'monitor'> {
+export interface IdGenOptions extends Omit<AllocatorOptions, 'monitor' | 'claimGate'> {
   /** Prometheus metrics (prom-client); without it nothing is registered. @default undefined */
   readonly metrics?: MetricsOptions | undefined;
+  /**
+   * Ms between checks of the settings of this DC's nodes (also made at start and when a node
+   * comes up); while one is unsafe no block is claimed from the DC (docs/operations.md).
+   * @default 60000
+   */
+  readonly durabilityCheckMs?: number | undefined;
+  /**
+   * Claim blocks even while a node of this DC runs settings under which a crash can hand out IDs
+   * twice (e.g. `commitlog_sync: periodic`); the finding is still logged and measured.
+   * @default false
+   */
+  readonly allowUnsafeCluster?: boolean | undefined;
 }
 
-const ID_GEN_KEYS = everyKeyOf<IdGenOptions>()([...SHARED_ID_GEN_KEYS, 'metrics']);
+const DURABILITY_CHECK_MS = 60_000;
+
+const ID_GEN_KEYS = everyKeyOf<IdGenOptions>()([
+  ...SHARED_ID_GEN_KEYS,
+  'metrics',
+  'durabilityCheckMs',
+  'allowUnsafeCluster',
+]);
+
+/** The watch of each IdGen (no field: IdGen stays the allocator's type); connect() feeds it. */
+const WATCHES = new WeakMap<IdGen, DurabilityWatch>();
 
 /** Unique integer IDs from sequences shared by every DC; built by {@link connect}. */
 export class IdGen extends Allocator {
@@ -33,29 +63,66 @@ export class IdGen extends Allocator {
    */
   constructor(options: IdGenOptions) {
     checkKeys(options, ID_GEN_KEYS);
-    const { metrics, ...allocator } = options;
+    const { metrics, durabilityCheckMs, allowUnsafeCluster, ...allocator } = options;
+    const everyMs = checkDurabilityOptions({ durabilityCheckMs, allowUnsafeCluster });
+    let processMetrics: ProcessMetrics | undefined;
     // A function: metrics are checked after the allocator's other options.
     const monitor =
       metrics === undefined
         ? undefined
         : (parts: IdGenMonitorParts) =>
-            new ProcessMetrics({ options: resolveMetricsOptions(metrics), ...parts });
-    super({ ...allocator, monitor });
+            (processMetrics = new ProcessMetrics({
+              options: resolveMetricsOptions(metrics),
+              ...parts,
+            }));
+    const watch = new DurabilityWatch({
+      store: options.store,
+      dc: options.dc,
+      clock: options.clock ?? SYSTEM_CLOCK,
+      logger: options.logger,
+      everyMs,
+      allowUnsafe: allowUnsafeCluster === true,
+      onChecked: (unsafeNodes) => processMetrics?.unsafeNodes(unsafeNodes),
+    });
+    super({ ...allocator, monitor, claimGate: () => watch.admit() });
+    // Started once every option passed: a refused one leaves nothing running.
+    watch.start();
+    WATCHES.set(this, watch);
   }
+
+  /** Stops the durability watch, then closes as the allocator does. */
+  override async close(): Promise<void> {
+    await WATCHES.get(this)?.close();
+    await super.close();
+  }
+}
+
+/** Checks the durability watch's options; returns `durabilityCheckMs` or its default. */
+function checkDurabilityOptions(
+  options: Pick<IdGenOptions, 'durabilityCheckMs' | 'allowUnsafeCluster'>,
+): number {
+  checkBooleanOption('allowUnsafeCluster', options.allowUnsafeCluster);
+  return milliseconds('durabilityCheckMs', options.durabilityCheckMs, DURABILITY_CHECK_MS, true);
 }
 
 /** Options of {@link connect}: where to connect, and some of the allocator's. */
 export type ConnectOptions = ConnectionOptions &
-  Pick<IdGenOptions, 'logger' | 'callTimeoutMs' | 'metrics'>;
+  Pick<
+    IdGenOptions,
+    'logger' | 'callTimeoutMs' | 'metrics' | 'durabilityCheckMs' | 'allowUnsafeCluster'
+  >;
 
 const CONNECT_KEYS = everyKeyOf<Omit<ConnectOptions, keyof ConnectionOptions>>()([
   'logger',
   'callTimeoutMs',
   'metrics',
+  'durabilityCheckMs',
+  'allowUnsafeCluster',
 ]);
 
 /**
- * Connects to Cassandra in this process's datacenter and returns the allocator.
+ * Connects to Cassandra in this process's datacenter and returns the allocator, which watches
+ * the settings of the DC's nodes from then on ({@link IdGenOptions.durabilityCheckMs}).
  * @example
  * ```ts
  * const ids = await connect({ contactPoints: ['10.0.0.1'], localDataCenter: 'dc1', keyspace: 'idgen' });
@@ -73,6 +140,7 @@ export async function connect(options: ConnectOptions): Promise<IdGen> {
   // Before connecting: a bad option is named even when Cassandra cannot be reached.
   validateName('keyspace', options.keyspace);
   checkAllocatorOptions(options);
+  checkDurabilityOptions(options);
   if (options.metrics !== undefined) resolveMetricsOptions(options.metrics);
   const opened = await openClient(options);
   try {
@@ -80,15 +148,14 @@ export async function connect(options: ConnectOptions): Promise<IdGen> {
       ownsClient: opened.ownsClient,
       requestTimeoutMs: options.requestTimeoutMs,
     });
-    const { keyspace, logger, callTimeoutMs, metrics } = options;
-    return new IdGen({
-      store,
-      dc: opened.localDataCenter,
-      keyspace,
-      logger,
-      callTimeoutMs,
-      metrics,
+    const { keyspace, logger, callTimeoutMs, metrics, durabilityCheckMs, allowUnsafeCluster } =
+      options;
+    const ids = new IdGen({
+      ...{ store, dc: opened.localDataCenter, keyspace, logger, callTimeoutMs, metrics },
+      ...{ durabilityCheckMs, allowUnsafeCluster },
     });
+    WATCHES.get(ids)?.follow(opened.client);
+    return ids;
   } catch (err) {
     if (opened.ownsClient) await opened.client.shutdown().catch(() => undefined);
     throw err;

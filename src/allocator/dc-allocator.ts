@@ -40,7 +40,12 @@ export interface DcAllocatorOptions {
   readonly failures?: FailureLog<'range'> | undefined;
   /** Shared by the process's handles. @default own */
   readonly marks?: RowMarks | undefined;
+  /** Awaited before each block claim; throws why no block may be claimed now. @default none */
+  readonly claimGate?: ClaimGate | undefined;
 }
+
+/** Asked before each block claim: rejects with the reason none may be claimed from the DC now. */
+export type ClaimGate = () => Promise<void>;
 
 export function rangeFailureLog(
   name: string,
@@ -64,12 +69,14 @@ export class DcAllocator {
   private readonly claims: DcClaims;
   private readonly ranges: RangeRequests;
   private readonly observer: AllocatorObserver | undefined;
+  private readonly claimGate: ClaimGate | undefined;
   private readonly unresolvedOps = new Set<string>();
 
   constructor(options: DcAllocatorOptions) {
     const clock = options.clock ?? SYSTEM_CLOCK;
     const observer = options.observer;
     this.observer = observer;
+    this.claimGate = options.claimGate;
     this.counters = options.counters ?? newDcCounters();
     this.failures =
       options.failures ?? rangeFailureLog(options.settings.name, options.log, observer);
@@ -107,8 +114,9 @@ export class DcAllocator {
     this.ctx.settings = settings;
   }
 
-  /** Claims the next process block, getting a DC range first if needed. */
+  /** Claims the next process block, getting a DC range first if needed, if the gate lets it. */
   async claimBlock(options: ClaimOptions = {}): Promise<ClaimedBlock> {
+    await this.claimGate?.();
     const observer = this.observer;
     if (observer === undefined) return this.claims.claimBlock(options);
     const started = this.ctx.clock.now();

@@ -25,6 +25,7 @@ import { checkChanges, idSpaceDifferences, resolveSequenceSettings } from '../se
 import type { FirstGrant, IdStore, SequenceSettings } from '../store/port.js';
 import { BIGINT_IDS, NUMBER_IDS } from './block.js';
 import { SYSTEM_CLOCK, type Clock } from './clock.js';
+import type { ClaimGate } from './dc-allocator.js';
 import type { AllocatorObserver } from './observer.js';
 import { sumCounts, withFormer } from './ledger.js';
 import { retireDcRanges, type RetiredState } from './retire.js';
@@ -48,6 +49,8 @@ export interface IdGenOptions {
   readonly callTimeoutMs?: number | undefined;
   /** @internal @default nothing is reported */
   readonly monitor?: ((parts: IdGenMonitorParts) => IdGenMonitor) | undefined;
+  /** @internal Awaited before each block claim (connect() watches durability). @default none */
+  readonly claimGate?: ClaimGate | undefined;
 }
 
 /** What an {@link IdGen} reports to beside its handles' counters. */
@@ -95,7 +98,7 @@ export const SHARED_ID_GEN_KEYS = [
   'clock',
   'callTimeoutMs',
 ] as const;
-const ID_GEN_KEYS = everyKeyOf<IdGenOptions>()([...SHARED_ID_GEN_KEYS, 'monitor']);
+const ID_GEN_KEYS = everyKeyOf<IdGenOptions>()([...SHARED_ID_GEN_KEYS, 'monitor', 'claimGate']);
 /** Tells an {@link IdStore} from a mistake; not a conformance test. */
 function isStore(value: unknown): value is IdStore {
   const store = value as Partial<Record<keyof IdStore, unknown>> | null | undefined;
@@ -138,6 +141,7 @@ export class IdGen {
   /** Rollback marks per sequence and grantee: one handle's findings stop the next. */
   readonly #marks = new Map<string, RowMarks>();
   readonly #monitor: IdGenMonitor | undefined;
+  readonly #claimGate: ClaimGate | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(options: IdGenOptions) {
@@ -158,6 +162,7 @@ export class IdGen {
     this.#logger = options.logger;
     this.#clock = options.clock;
     this.#callTimeoutMs = checkAllocatorOptions(options);
+    this.#claimGate = options.claimGate;
     // Last: nothing is registered on the user's registry when another option is refused.
     const { store, dc, keyspace, logger } = options;
     this.#monitor = options.monitor?.({
@@ -200,7 +205,11 @@ export class IdGen {
     const { dc, keyspace } = this;
     const context = {
       ...{ name, dc, keyspace, store: this.#store, logger: this.#logger, clock: this.#clock },
-      ...{ callTimeoutMs: this.#callTimeoutMs, observer: this.#monitor },
+      ...{
+        callTimeoutMs: this.#callTimeoutMs,
+        observer: this.#monitor,
+        claimGate: this.#claimGate,
+      },
       marks: (grantee: string, start: bigint) => {
         const key = `${name}\u0000${grantee}`;
         let marks = this.#marks.get(key);

@@ -24,6 +24,7 @@ import { Demand, type Want } from './demand.js';
 import { HeldSettings, RE_READ_SETTINGS, largestBlockError } from './held-settings.js';
 import { Ledger } from './ledger.js';
 import { Lifecycle, type SequenceState } from './lifecycle.js';
+import type { ClaimGate } from './dc-allocator.js';
 import type { AllocatorObserver } from './observer.js';
 import type { SequenceStats } from './sequence-stats.js';
 import { Shards, type Loaded } from './shards.js';
@@ -43,6 +44,7 @@ export interface SequenceContext<T extends number | bigint> {
   readonly callTimeoutMs: number;
   readonly observer?: AllocatorObserver | undefined;
   readonly marks?: ((grantee: string, start: bigint) => RowMarks) | undefined;
+  readonly claimGate?: ClaimGate | undefined;
 }
 
 /** Every this many IDs served from memory, `next()` yields to I/O before it resolves. */
@@ -89,14 +91,14 @@ export class Sequence<T extends number | bigint> {
     this.clock = context.clock ?? SYSTEM_CLOCK;
     this.callTimeoutMs = context.callTimeoutMs;
     this.observer = context.observer;
-    const { dc, keyspace, observer, marks, callTimeoutMs } = context;
+    const { dc, keyspace, observer, marks, callTimeoutMs, claimGate } = context;
     const base = { name: this.name, store: context.store, clock: this.clock, log: this.log };
     const open = { isOpen: () => this.lifecycle.open, forfeit: this.forfeit.bind(this) };
     this.demand = new Demand(this.clock, () => this.buffer.remaining);
     this.settings = new HeldSettings({ ...base, ...open, keyspace, bigint: this.bigint });
     this.ledger = new Ledger({ ...base, observer, stats: () => this.stats() });
     this.shards = new Shards({
-      ...{ ...base, ...open, dc, observer, marks, ledger: this.ledger },
+      ...{ ...base, ...open, dc, observer, marks, claimGate, ledger: this.ledger },
       onRangeInstalled: () => this.claims.rangeInstalled(),
       beforeFirstBlock: () => this.demand.acceptedIds === 0,
       highestAccepted: () => this.buffer.highestAccepted,

@@ -12,7 +12,7 @@ import { mutated } from '../mutations.js';
 import { granteeName } from '../names.js';
 import type { IdStore, SequenceSettings } from '../store/port.js';
 import type { Clock } from './clock.js';
-import { DcAllocator } from './dc-allocator.js';
+import { DcAllocator, type ClaimGate } from './dc-allocator.js';
 import { holdsIdsAbove } from './dc-state.js';
 import type { Ledger } from './ledger.js';
 import type { AllocatorObserver } from './observer.js';
@@ -44,6 +44,7 @@ export interface ShardsContext {
   readonly isOpen: () => boolean;
   readonly beforeFirstBlock: () => boolean;
   readonly highestAccepted: () => bigint;
+  readonly claimGate: ClaimGate | undefined;
 }
 
 export class Shards {
@@ -225,9 +226,10 @@ export class Shards {
     const context = this.context;
     this.shard = shard;
     this.claimsFrom = granteeName(context.dc, shard);
-    const { store, clock, log, onRangeInstalled, observer, ledger } = context;
+    const { store, clock, log, onRangeInstalled, observer, ledger, claimGate } = context;
     const allocator = new DcAllocator({
       ...{ store, clock, log, onRangeInstalled, observer, settings, incarnation: this.incarnation },
+      claimGate,
       dc: this.grantee,
       onRolledBack: context.forfeit,
       counters: ledger.dcCounters,

@@ -93,6 +93,11 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
     this.#metrics.counter('idgen_errors_total').inc({ sequence, code: codeOf(error) });
   }
 
+  /** The durability watch's last count of unsafe nodes in this process's DC. */
+  unsafeNodes(count: number): void {
+    this.#metrics.gauge('idgen_dc_unsafe_nodes').set({ dc: this.#parts.dc }, count);
+  }
+
   /** Stops the polls, adds the handles' last counts. Call after the handles, before the store. */
   async close(): Promise<void> {
     this.#closed = true;

@@ -105,6 +105,11 @@ export const METRICS: readonly MetricDescription[] = Object.freeze([
     'Whether SERIAL (Paxos over every DC) answered from this DC at the last poll: 1 yes, 0 no.',
     ['dc'],
   ),
+  gauge(
+    'idgen_dc_unsafe_nodes',
+    "Nodes of this process's DC whose settings the durability watch last found unsafe (e.g. commitlog_sync: periodic); above 0, no block is claimed from the DC unless allowUnsafeCluster.",
+    ['dc'],
+  ),
   counter(
     'idgen_runway_poll_failures_total',
     'Polls whose reads of the rows failed (a failed SERIAL probe shows in idgen_serial_reachable).',

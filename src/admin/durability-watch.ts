@@ -1,0 +1,175 @@
+/**
+ * The durability watch: the preflight's checks (preflight.ts) on the nodes of this process's DC,
+ * at {@link DurabilityWatch.start}, then every `everyMs`, and when told a node came up or joined. While one is unsafe,
+ * {@link DurabilityWatch.admit} refuses block claims from the DC unless `allowUnsafe`: a crash of
+ * such a node can roll the DC's state back and its IDs be handed out twice. IDs already held are
+ * still served. A node that cannot be read keeps its last verdict (docs/operations.md, "The
+ * durability watch").
+ */
+
+import { FailureLog } from '../allocator/failures.js';
+import type { Clock } from '../allocator/clock.js';
+import { UnsafeClusterError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { AdminStore, NodeSettings } from '../store/port.js';
+import { checkNode, problemLines, type NodePreflight } from './preflight.js';
+
+/** How the library names the override in an {@link UnsafeClusterError}. */
+const ALLOW_UNSAFE_OPTION = '{ allowUnsafeCluster: true }';
+
+/** What a driver client emits (cassandra-driver's `hostUp`, `hostAdd`). */
+export interface NodeEvents {
+  on(event: 'hostUp' | 'hostAdd', listener: () => void): unknown;
+  off(event: 'hostUp' | 'hostAdd', listener: () => void): unknown;
+}
+
+export interface DurabilityWatchOptions {
+  readonly store: Pick<AdminStore, 'readNodeSettings'>;
+  readonly dc: string;
+  readonly clock: Clock;
+  readonly logger: Logger | undefined;
+  /** Between the end of one check and the next. */
+  readonly everyMs: number;
+  /** Claims go on while a node is unsafe; the finding is still logged and reported. */
+  readonly allowUnsafe: boolean;
+  /** Told after each check how many of the DC's nodes are unsafe. */
+  readonly onChecked?: ((unsafeNodes: number) => void) | undefined;
+}
+
+const READ_FAILURES = {
+  read: {
+    failed: "reading the settings of this DC's nodes failed; their last verdicts stand",
+    recovered: "reading the settings of this DC's nodes works again",
+  },
+} as const;
+
+const NODE_EVENTS = ['hostUp', 'hostAdd'] as const;
+
+export class DurabilityWatch {
+  readonly #options: DurabilityWatchOptions;
+  readonly #failures: FailureLog<'read'>;
+  /** The nodes last judged unsafe, by host, with their unsafe checks. */
+  readonly #unsafe = new Map<string, Pick<NodePreflight, 'host' | 'dc' | 'checks'>>();
+  /** The first check, from {@link start}. */
+  #first: Promise<void> | undefined;
+  #checking: Promise<void> | undefined;
+  /** A node came up during the check in flight: check once more after it. */
+  #again = false;
+  #cancel: (() => void) | undefined;
+  #unfollow: (() => void) | undefined;
+  #closed = false;
+  /** The problems last logged, to log each finding once. */
+  #logged = '';
+
+  constructor(options: DurabilityWatchOptions) {
+    this.#options = options;
+    this.#failures = new FailureLog(options.logger, READ_FAILURES);
+  }
+
+  /** Makes the first check, then one every `everyMs`. */
+  start(): void {
+    this.#first ??= this.check();
+  }
+
+  /** What is unsafe, one line per check and value with its fix; empty when all is safe. */
+  get problems(): string[] {
+    return problemLines([...this.#unsafe.values()]);
+  }
+
+  /**
+   * Resolves once the first check ended (after {@link start}), unless a node of the DC is unsafe.
+   * @throws {UnsafeClusterError} while one is, without `allowUnsafe`.
+   */
+  async admit(): Promise<void> {
+    await this.#first;
+    if (this.#options.allowUnsafe || this.#unsafe.size === 0) return;
+    throw new UnsafeClusterError(this.problems, ALLOW_UNSAFE_OPTION);
+  }
+
+  /** Checks on each of `events`' node events, until closed. */
+  follow(events: NodeEvents): void {
+    const recheck = () => void this.check();
+    for (const event of NODE_EVENTS) events.on(event, recheck);
+    this.#unfollow = () => {
+      for (const event of NODE_EVENTS) events.off(event, recheck);
+    };
+  }
+
+  /** Checks now, or once more after the check in flight. Never rejects. */
+  check(): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    if (this.#checking !== undefined) {
+      this.#again = true;
+      return this.#checking;
+    }
+    this.#cancel?.();
+    this.#checking = this.#checkUntilCurrent().finally(() => {
+      this.#checking = undefined;
+      this.#schedule();
+    });
+    return this.#checking;
+  }
+
+  /** Stops the checks; waits for the one in flight. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#cancel?.();
+    this.#unfollow?.();
+    await this.#checking;
+  }
+
+  async #checkUntilCurrent(): Promise<void> {
+    do {
+      this.#again = false;
+      await this.#checkOnce();
+    } while (this.#again && !this.#closed);
+  }
+
+  async #checkOnce(): Promise<void> {
+    const { store, dc } = this.#options;
+    let read: readonly NodeSettings[];
+    try {
+      read = (await store.readNodeSettings()).filter((node) => node.dc === dc);
+    } catch (error) {
+      this.#failures.failed('read', error, { dc });
+      return;
+    }
+    this.#failures.recovered('read', { dc });
+    const hosts = new Set(read.map((node) => node.host));
+    for (const host of this.#unsafe.keys()) if (!hosts.has(host)) this.#unsafe.delete(host);
+    for (const node of read.filter((n) => n.error === undefined)) {
+      const checks = checkNode(node).filter((check) => check.status === 'unsafe');
+      if (checks.length === 0) this.#unsafe.delete(node.host);
+      else this.#unsafe.set(node.host, { host: node.host, dc: node.dc, checks });
+    }
+    this.#options.onChecked?.(this.#unsafe.size);
+    this.#logChange();
+  }
+
+  #logChange(): void {
+    const { logger, dc, allowUnsafe } = this.#options;
+    const problems = this.problems;
+    const finding = problems.join('\n');
+    if (finding === this.#logged) return;
+    this.#logged = finding;
+    if (problems.length === 0) {
+      logger?.info({ dc }, `the nodes of ${dc} are safe again; blocks are claimed from it again`);
+      return;
+    }
+    const consequence = allowUnsafe
+      ? 'allowUnsafeCluster is set, so blocks are still claimed: a crash of such a node can hand out IDs twice'
+      : `no block is claimed from ${dc} until it is fixed; IDs already held are still served`;
+    logger?.error(
+      { dc, problems },
+      `unsafe node settings in ${dc}: ${problems.join('; ')}. ${consequence}`,
+    );
+  }
+
+  #schedule(): void {
+    if (this.#closed) return;
+    this.#cancel = this.#options.clock.after(this.#options.everyMs, () => {
+      this.#cancel = undefined;
+      void this.check();
+    });
+  }
+}

@@ -200,6 +200,11 @@ const FLAGS: Readonly<Record<string, string>> = Object.freeze({
   token: 'token (--token-file or IDGEN_SERVE_TOKEN)',
   tokenFile: '--token-file (IDGEN_SERVE_TOKEN_FILE)',
   timeoutMs: '--timeout (IDGEN_SERVE_TIMEOUT)',
+  metricsAuth: '--metrics-auth (IDGEN_SERVE_METRICS_AUTH)',
+  tlsCert: '--tls-cert (IDGEN_SERVE_TLS_CERT)',
+  tlsKey: '--tls-key (IDGEN_SERVE_TLS_KEY)',
+  maxPendingRequests: '--max-pending-requests (IDGEN_SERVE_MAX_PENDING_REQUESTS)',
+  receiveTimeoutMs: '--receive-timeout (IDGEN_SERVE_RECEIVE_TIMEOUT)',
 });
 
 /** Names `allowed` may mention, as a CLI user types them (one-word names are words too). */

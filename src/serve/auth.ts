@@ -1,12 +1,15 @@
 /**
- * The optional bearer token of the ID endpoints (RFC 6750), kept only as its SHA-256 digest and
- * compared digest to digest in constant time, so neither contents nor length show in response
- * times. No log line or message names it.
+ * The bearer tokens the service accepts (RFC 6750): several at once, so that a token can be
+ * rotated without a moment where neither works, given as options or as a file re-read when it
+ * changes. Each is kept only as its SHA-256 digest, compared digest to digest in constant time,
+ * every one of them, so neither contents, length nor position show in response times. No log
+ * line or message names a token.
  */
 
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
 
-import type { FastifyReply } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 
 import { InvalidOptionError } from '../errors.js';
 import { ServeRefusal } from './http-errors.js';
@@ -14,26 +17,41 @@ import { ServeRefusal } from './http-errors.js';
 /** RFC 6750's `b64token`. */
 const B64_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
-export class BearerToken {
-  readonly #digest: Buffer;
+const TOKEN_RULE =
+  'a bearer token: letters, digits and - . _ ~ + / (then = padding only), at least one character';
 
-  /** @throws {InvalidOptionError} (option `token`), giving its length, never its contents. */
-  constructor(token: string) {
-    if (typeof token !== 'string' || !B64_TOKEN.test(token)) {
-      throw new InvalidOptionError(
-        'token',
-        typeof token === 'string' ? `(${token.length} characters, not shown)` : token,
-        'a bearer token: letters, digits and - . _ ~ + / (then = padding only), at least one character',
-      );
+type Check = 'ok' | 'missing' | 'invalid';
+
+/** Where the accepted tokens come from: fixed at start, or a file. */
+export interface TokenSource {
+  /** Whether the `Authorization` header's value carries an accepted token. */
+  check(authorization: string | undefined, log: FastifyBaseLogger): Check;
+}
+
+class Digests {
+  readonly #digests: readonly Buffer[];
+
+  /** @throws {InvalidOptionError} naming `option`, giving a token's length, never its contents. */
+  constructor(tokens: readonly unknown[], option: string) {
+    if (tokens.length === 0) {
+      throw new InvalidOptionError(option, '(no token)', `at least one token, each ${TOKEN_RULE}`);
     }
-    this.#digest = digest(token);
+    this.#digests = tokens.map((token) => {
+      if (typeof token !== 'string' || !B64_TOKEN.test(token)) {
+        const shown = typeof token === 'string' ? `(${token.length} characters, not shown)` : token;
+        throw new InvalidOptionError(option, shown, TOKEN_RULE);
+      }
+      return digest(token);
+    });
   }
 
-  /** Whether the `Authorization` header's value carries this token. */
-  check(authorization: string | undefined): 'ok' | 'missing' | 'invalid' {
+  check(authorization: string | undefined): Check {
     const match = authorization === undefined ? null : /^Bearer +(\S+) *$/i.exec(authorization);
     if (match === null) return 'missing';
-    return timingSafeEqual(digest(match[1]!), this.#digest) ? 'ok' : 'invalid';
+    const sent = digest(match[1]!);
+    let found = false;
+    for (const accepted of this.#digests) found = timingSafeEqual(sent, accepted) || found;
+    return found ? 'ok' : 'invalid';
   }
 }
 
@@ -41,26 +59,100 @@ function digest(text: string): Buffer {
   return createHash('sha256').update(text, 'utf8').digest();
 }
 
-/** The ID endpoints' `onRequest` hook: 401 `IDGEN_UNAUTHORIZED` without the `token` if any. */
-export function authenticate(token: BearerToken | undefined) {
+/** Tokens given at start (`token`, `tokens`). */
+export function fixedTokens(tokens: readonly unknown[], option: string): TokenSource {
+  const digests = new Digests(tokens, option);
+  return { check: (authorization) => digests.check(authorization) };
+}
+
+/**
+ * The tokens of a file, one per line (blank lines skipped), re-read when a `stat` per check shows
+ * it changed (inode, size, mtime or ctime, so an atomic rename and a Kubernetes secret update
+ * count). A version that cannot be read or holds no valid token leaves the tokens as they were;
+ * it is logged once, with its reason, never its contents.
+ */
+export class TokenFile implements TokenSource {
+  readonly #path: string;
+  #digests: Digests;
+  #version: string;
+
+  /** @throws {InvalidOptionError} (option `tokenFile`) when the file is unreadable or invalid. */
+  constructor(path: string) {
+    this.#path = path;
+    this.#digests = this.#read();
+    this.#version = this.#stat();
+  }
+
+  check(authorization: string | undefined, log: FastifyBaseLogger): Check {
+    this.#reload(log);
+    return this.#digests.check(authorization);
+  }
+
+  #reload(log: FastifyBaseLogger): void {
+    const version = this.#stat();
+    if (version === this.#version) return;
+    this.#version = version;
+    try {
+      this.#digests = this.#read();
+      log.info('token file changed: its tokens are accepted, the previous ones no longer');
+    } catch (error) {
+      const reason = error instanceof InvalidOptionError ? error.message : String(error);
+      log.warn({ reason }, 'token file changed but cannot be used: the previous tokens still hold');
+    }
+  }
+
+  /** What tells one version of the file from another, or why it has none. */
+  #stat(): string {
+    try {
+      const { ino, size, mtimeMs, ctimeMs } = statSync(this.#path);
+      return `${ino}:${size}:${mtimeMs}:${ctimeMs}`;
+    } catch (error) {
+      return `unreadable: ${(error as NodeJS.ErrnoException).code ?? String(error)}`;
+    }
+  }
+
+  #read(): Digests {
+    let text: string;
+    try {
+      text = readFileSync(this.#path, 'utf8');
+    } catch (error) {
+      const reason = (error as NodeJS.ErrnoException).code ?? String(error);
+      throw new InvalidOptionError('tokenFile', this.#path, `a readable file (${reason})`);
+    }
+    const lines = text.split(/\r?\n/).map((line) => line.trim());
+    return new Digests(
+      lines.filter((line) => line !== ''),
+      'tokenFile',
+    );
+  }
+}
+
+/**
+ * The `onRequest` hook of the routes behind the tokens: 401 `IDGEN_UNAUTHORIZED` without an
+ * accepted one; every request passes when `tokens` is undefined.
+ */
+export function authenticate(tokens: TokenSource | undefined) {
   return async (
-    request: { readonly headers: { readonly authorization?: string | undefined } },
+    request: {
+      readonly headers: { readonly authorization?: string | undefined };
+      readonly log: FastifyBaseLogger;
+    },
     reply: FastifyReply,
   ): Promise<void> => {
-    if (token === undefined) return;
-    const check = token.check(request.headers.authorization);
+    if (tokens === undefined) return;
+    const check = tokens.check(request.headers.authorization, request.log);
     if (check === 'ok') return;
     if (check === 'missing') {
       reply.header('WWW-Authenticate', 'Bearer realm="idgen-cass"');
       throw new ServeRefusal(
         'IDGEN_UNAUTHORIZED',
-        'This endpoint needs the service\'s bearer token: send "Authorization: Bearer <token>".',
+        'This endpoint needs one of the service\'s bearer tokens: send "Authorization: Bearer <token>".',
       );
     }
     reply.header('WWW-Authenticate', 'Bearer realm="idgen-cass", error="invalid_token"');
     throw new ServeRefusal(
       'IDGEN_UNAUTHORIZED',
-      "The bearer token sent is not this service's token.",
+      'The bearer token sent is not one this service accepts.',
     );
   };
 }

@@ -13,6 +13,7 @@ export type ServeRefusalCode =
   | 'IDGEN_SEQUENCE_NOT_SERVED'
   | 'IDGEN_NOT_FOUND'
   | 'IDGEN_BAD_REQUEST'
+  | 'IDGEN_OVERLOADED'
   | 'IDGEN_INTERNAL';
 
 /** Every `code` an error body of the service can carry; part of the public API. */
@@ -49,6 +50,7 @@ export const HTTP_ANSWERS: Readonly<Record<ServeErrorCode, HttpAnswer>> = Object
   IDGEN_DEADLINE_EXCEEDED: { status: 503, retryAfterSeconds: 1 },
   IDGEN_CONTENTION: { status: 503, retryAfterSeconds: 1 },
   IDGEN_CLOSED: { status: 503, retryAfterSeconds: 1 },
+  IDGEN_OVERLOADED: { status: 503, retryAfterSeconds: 1 },
   IDGEN_ABORTED: { status: 499 },
   IDGEN_INVARIANT_BROKEN: { status: 500 },
   IDGEN_STATE_ROLLED_BACK: { status: 500 },

@@ -14,13 +14,13 @@ interface IdRequest {
   Querystring: { readonly count: number; readonly format: IdFormat };
 }
 
-/** Registers the ID endpoints on `app`, behind the bearer token if `settings` has one. */
+/** Registers the ID endpoints on `app`, behind the bearer tokens if `settings` has some. */
 export function registerIdRoutes(
   app: FastifyInstance,
   served: ServedSequences,
   settings: ServeSettings,
 ): void {
-  const hooks = { onRequest: authenticate(settings.token), preValidation: decimalCount(settings) };
+  const hooks = { onRequest: authenticate(settings.tokens), preValidation: decimalCount(settings) };
 
   app.post<IdRequest>(
     ID_ROUTES.ids,

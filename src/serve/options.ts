@@ -5,7 +5,7 @@ import type { Logger as PinoLogger } from 'pino';
 import { InvalidOptionError } from '../errors.js';
 import { checkLogger } from '../logger.js';
 import { checkKeys, everyKeyOf, milliseconds, validateName } from '../options.js';
-import { BearerToken } from './auth.js';
+import { fixedTokens, TokenFile, type TokenSource } from './auth.js';
 
 /** What `/metrics` serves: a prom-client `Registry` fits as it is. */
 export interface MetricsRegistry {
@@ -18,8 +18,24 @@ export interface MetricsRegistry {
 export interface ServeOptions {
   /** The only sequences served (and checked by `/readyz`). @default undefined (every one) */
   readonly sequences?: readonly string[] | undefined;
-  /** The bearer token the ID endpoints require; never logged. @default undefined (none) */
+  /**
+   * The bearer token the ID endpoints require; never logged. At most one of `token`, `tokens`
+   * and `tokenFile`. @default undefined (none)
+   */
   readonly token?: string | undefined;
+  /** Bearer tokens the ID endpoints accept, any one of them (rotation). @default undefined */
+  readonly tokens?: readonly string[] | undefined;
+  /**
+   * A file of the bearer tokens the ID endpoints accept, one per line, re-read when it changes:
+   * a version without a valid token leaves the previous tokens. @default undefined
+   */
+  readonly tokenFile?: string | undefined;
+  /** Whether `/metrics` needs a token as well (a token option is then required). @default false */
+  readonly metricsAuth?: boolean | undefined;
+  /**
+   * TLS: the PEM certificate chain and private key, making the service HTTPS. @default undefined
+   */
+  readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer } | undefined;
   /** What `/metrics` serves; without it `/metrics` answers 404. @default undefined */
   readonly registry?: MetricsRegistry | undefined;
   /** Logs failed requests at `error`, every request at `debug`. @default undefined (silent) */
@@ -33,31 +49,54 @@ export interface ServeOptions {
   readonly maxIdsPerRequest?: number | undefined;
   /** How long `/readyz` waits for each of its checks, in ms. @default 2000 */
   readonly readyTimeoutMs?: number | undefined;
+  /**
+   * The most ID requests under way at once (most wait for a block); one more is answered 503
+   * `IDGEN_OVERLOADED` at once, so that overload sheds instead of queueing. @default 1000
+   */
+  readonly maxPendingRequests?: number | undefined;
+  /**
+   * How long a client may take to send a request in full (headers and body), in ms; a slower
+   * one, or a connection that sends nothing, is refused and disconnected. @default 10000
+   */
+  readonly receiveTimeoutMs?: number | undefined;
 }
 
 export const SERVE_DEFAULTS = Object.freeze({
   timeoutMs: 5_000,
   maxIdsPerRequest: 10_000,
   readyTimeoutMs: 2_000,
+  maxPendingRequests: 1_000,
+  receiveTimeoutMs: 10_000,
 });
 
 /** The largest `maxIdsPerRequest`: a response of more IDs is better a range. */
 const MAX_IDS_PER_REQUEST = 1_000_000;
 
 /** {@link ServeOptions} checked, with their defaults. */
-export type ServeSettings = Omit<ServeOptions, 'token' | keyof typeof SERVE_DEFAULTS> &
+export type ServeSettings = Omit<
+  ServeOptions,
+  'token' | 'tokens' | 'tokenFile' | 'metricsAuth' | keyof typeof SERVE_DEFAULTS
+> &
   Readonly<Record<keyof typeof SERVE_DEFAULTS, number>> & {
-    readonly token: BearerToken | undefined;
+    /** The accepted tokens; undefined: none needed. */
+    readonly tokens: TokenSource | undefined;
+    readonly metricsAuth: boolean;
   };
 
 const SERVE_KEYS = everyKeyOf<ServeOptions>()([
   'sequences',
   'token',
+  'tokens',
+  'tokenFile',
+  'metricsAuth',
+  'tls',
   'registry',
   'logger',
   'timeoutMs',
   'maxIdsPerRequest',
   'readyTimeoutMs',
+  'maxPendingRequests',
+  'receiveTimeoutMs',
 ]);
 
 /** Checks `options` as `createServer()` does, before connecting (the CLI). */
@@ -73,7 +112,7 @@ export function checkServeOptions(options: ServeOptions): void {
 export function resolveServeOptions(options: ServeOptions): ServeSettings {
   checkKeys(options, SERVE_KEYS);
   checkLogger('logger', options.logger);
-  const { sequences, token } = options;
+  const { sequences } = options;
   if (sequences !== undefined) {
     if (!Array.isArray(sequences) || sequences.length === 0) {
       throw new InvalidOptionError(
@@ -84,22 +123,58 @@ export function resolveServeOptions(options: ServeOptions): ServeSettings {
     }
     for (const name of sequences) validateName('sequence', name);
   }
-  const ms = (option: 'timeoutMs' | 'readyTimeoutMs') =>
+  const ms = (option: 'timeoutMs' | 'readyTimeoutMs' | 'receiveTimeoutMs') =>
     milliseconds(option, options[option], SERVE_DEFAULTS[option], true);
+  const { token, tokens, tokenFile, metricsAuth = false, tls, ...rest } = options;
+  const given = { token, tokens, tokenFile };
+  const sources = Object.entries(given).filter(([, value]) => value !== undefined);
+  if (sources.length > 1) {
+    const names = sources.map(([name]) => name).join(' and ');
+    throw new InvalidOptionError(
+      sources[1]![0],
+      `both ${names}`,
+      'one of token, tokens and tokenFile',
+    );
+  }
+  const source =
+    tokenFile !== undefined
+      ? new TokenFile(tokenFile)
+      : tokens !== undefined || token !== undefined
+        ? fixedTokens(tokens ?? [token], tokens === undefined ? 'token' : 'tokens')
+        : undefined;
+  if (typeof metricsAuth !== 'boolean' || (metricsAuth && source === undefined)) {
+    const allowed = 'true (with token, tokens or tokenFile: /metrics then needs a token) or false';
+    throw new InvalidOptionError('metricsAuth', metricsAuth, allowed);
+  }
+  if (tls !== undefined && !(isPem(tls.cert) && isPem(tls.key))) {
+    throw new InvalidOptionError(
+      'tls',
+      '(not shown)',
+      '{ cert, key }: a PEM certificate chain and its private key',
+    );
+  }
   return {
-    ...options,
+    ...rest,
+    tls,
     sequences: sequences && [...new Set(sequences)],
-    token: token === undefined ? undefined : new BearerToken(token),
+    tokens: source,
+    metricsAuth,
     timeoutMs: ms('timeoutMs'),
-    maxIdsPerRequest: idsPerRequest(options.maxIdsPerRequest ?? SERVE_DEFAULTS.maxIdsPerRequest),
+    maxIdsPerRequest: count('maxIdsPerRequest', options.maxIdsPerRequest, MAX_IDS_PER_REQUEST),
     readyTimeoutMs: ms('readyTimeoutMs'),
+    maxPendingRequests: count('maxPendingRequests', options.maxPendingRequests, 1_000_000),
+    receiveTimeoutMs: ms('receiveTimeoutMs'),
   };
 }
 
-function idsPerRequest(value: number): number {
-  if (!Number.isInteger(value) || value < 1 || value > MAX_IDS_PER_REQUEST) {
-    const allowed = `an integer from 1 to ${MAX_IDS_PER_REQUEST}`;
-    throw new InvalidOptionError('maxIdsPerRequest', value, allowed);
+function count(option: keyof typeof SERVE_DEFAULTS, value: unknown, most: number): number {
+  const chosen = value ?? SERVE_DEFAULTS[option];
+  if (!Number.isInteger(chosen) || (chosen as number) < 1 || (chosen as number) > most) {
+    throw new InvalidOptionError(option, chosen, `an integer from 1 to ${most}`);
   }
-  return value;
+  return chosen as number;
+}
+
+function isPem(value: unknown): boolean {
+  return (typeof value === 'string' || Buffer.isBuffer(value)) && value.includes('-----BEGIN ');
 }

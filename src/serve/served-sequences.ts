@@ -34,11 +34,17 @@ export class ServedSequences {
   /** Read once per existing sequence (a domain never changes), so made-up names cannot grow it. */
   readonly #wide = new Map<string, Promise<boolean>>();
   readonly #found = new Set<string>();
+  readonly #maxPending: number;
+  #pending = 0;
 
-  /** @param allowlist the only sequences served; undefined serves every one in the keyspace. */
-  constructor(ids: IdGen, allowlist: readonly string[] | undefined) {
+  /**
+   * @param allowlist the only sequences served; undefined serves every one in the keyspace.
+   * @param maxPending the most requests {@link ServedSequences.serve} runs at once.
+   */
+  constructor(ids: IdGen, allowlist: readonly string[] | undefined, maxPending: number) {
     this.#ids = ids;
     this.#allowlist = allowlist === undefined ? undefined : new Set(allowlist);
+    this.#maxPending = maxPending;
   }
 
   /** Whether `name` is allowlisted or known to exist: the only names a log line shows. */
@@ -53,22 +59,32 @@ export class ServedSequences {
   /**
    * Runs `work` on sequence `name` within the request's budget. IDs whose response does not reach
    * the caller are never handed out again (`call.delivered`): a gap, counted `undelivered`.
-   * @throws what `work` and {@link ServedSequences.handle} throw; {@link DeadlineError} with the
-   * request's whole timeout.
+   * Beyond `maxPending` requests under way, one is refused before it draws or reads anything.
+   * @throws {ServeRefusal} `IDGEN_OVERLOADED`; what `work` and {@link ServedSequences.handle}
+   * throw; {@link DeadlineError} with the request's whole timeout.
    */
   async serve<R>(
     name: string,
     call: RequestCall,
     work: (sequence: Handle['sequence'], options: CallOptions, wide: boolean) => Promise<R>,
   ): Promise<R> {
-    const { wide, sequence } = await this.handle(name);
-    const timeoutMs = Math.max(0, call.deadline - Date.now());
+    if (this.#pending >= this.#maxPending) {
+      throw new ServeRefusal(
+        'IDGEN_OVERLOADED',
+        `This service has ${this.#pending} ID requests under way, its most (the "maxPendingRequests" option of createServer()); retry shortly, or spread the load over more instances.`,
+      );
+    }
+    this.#pending++;
     try {
+      const { wide, sequence } = await this.handle(name);
+      const timeoutMs = Math.max(0, call.deadline - Date.now());
       return await work(sequence, { signal: call.signal, timeoutMs }, wide);
     } catch (error) {
       if (!(error instanceof DeadlineError)) throw error;
       const cause = error.cause;
       throw new DeadlineError(name, call.timeoutMs, { cause, timeoutSetting: SERVICE_TIMEOUT });
+    } finally {
+      this.#pending--;
     }
   }
 

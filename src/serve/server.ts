@@ -4,6 +4,7 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 
 import type { IdGen } from '../allocator/id-gen.js';
 import { fastifyModule } from '../lazy-modules.js';
+import { authenticate } from './auth.js';
 import { sendError, ServeRefusal } from './http-errors.js';
 import { registerIdRoutes } from './id-routes.js';
 import { openApiDocument } from './openapi.js';
@@ -32,10 +33,16 @@ import { ServedSequences } from './served-sequences.js';
  */
 export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyInstance {
   const settings = resolveServeOptions(options);
-  const served = new ServedSequences(ids, settings.sequences);
+  const served = new ServedSequences(ids, settings.sequences, settings.maxPendingRequests);
   const document = openApiDocument(settings);
   const loggerInstance = serviceLogger(settings.logger);
+  // A client that sends a request slowly, or nothing, is cut off (docs/service.md, "Limits");
+  // Node looks for them every connectionsCheckingInterval.
+  const { tls, receiveTimeoutMs } = settings;
+  const server = { connectionsCheckingInterval: 1_000, headersTimeout: receiveTimeoutMs };
   const app = fastifyModule().fastify({
+    ...(tls === undefined ? { http: server } : { https: { ...server, ...tls } }),
+    requestTimeout: receiveTimeoutMs,
     ...(loggerInstance === undefined ? { logger: false } : { loggerInstance }),
     logController: debugRequestLogs(served),
     // Requests arriving on open connections once close() began are served while `ids` is open.
@@ -66,7 +73,10 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
   registerIdRoutes(app, served, settings);
   registerHealthRoutes(app, ids, served, settings.readyTimeoutMs);
 
-  app.get('/metrics', async (_request, reply) => {
+  const metricsHooks = {
+    onRequest: authenticate(settings.metricsAuth ? settings.tokens : undefined),
+  };
+  app.get('/metrics', metricsHooks, async (_request, reply) => {
     const { registry } = settings;
     if (registry === undefined) {
       throw new ServeRefusal(

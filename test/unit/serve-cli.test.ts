@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import { EventEmitter } from 'node:events';
 
-import { readToken, stopSignal } from '../../src/cli/commands/serve.js';
+import { stopSignal, tokenOptions } from '../../src/cli/commands/serve.js';
 import { EXIT_CODES } from '../../src/cli/exit-codes.js';
 import { cli } from './run-cli.js';
 
@@ -99,20 +99,13 @@ describe('idgen-cass serve', () => {
   });
 });
 
-describe('readToken', () => {
-  it('takes the file or the variable, surrounding whitespace removed', () => {
-    const files: Record<string, string> = { '/run/secrets/token': '  s3cr3t-token\n' };
-    const read = (path: string) => {
-      const text = files[path];
-      if (text === undefined) throw new Error(`ENOENT: ${path}`);
-      return text;
-    };
-    expect(readToken('/run/secrets/token', undefined, read)).toBe('s3cr3t-token');
-    expect(readToken(undefined, ' from-env\n', read)).toBe('from-env');
-    expect(readToken(undefined, undefined, read)).toBeUndefined();
-    expect(() => readToken('/missing', undefined, read)).toThrow(
-      expect.objectContaining({ code: 'IDGEN_INVALID_OPTION', option: 'tokenFile' }),
-    );
+describe('tokenOptions', () => {
+  it('takes the file (re-read by the service) or the variable, its whitespace removed', () => {
+    expect(tokenOptions('/run/secrets/tokens', undefined)).toEqual({
+      tokenFile: '/run/secrets/tokens',
+    });
+    expect(tokenOptions(undefined, ' from-env\n')).toEqual({ token: 'from-env' });
+    expect(tokenOptions(undefined, undefined)).toEqual({ tokenFile: undefined });
   });
 });
 

@@ -16,7 +16,12 @@ interface ServeFlags {
   readonly host: string;
   readonly sequence?: readonly string[] | undefined;
   readonly tokenFile?: string | undefined;
+  readonly metricsAuth?: boolean | undefined;
+  readonly tlsCert?: string | undefined;
+  readonly tlsKey?: string | undefined;
   readonly timeout: number;
+  readonly maxPendingRequests: number;
+  readonly receiveTimeout: number;
 }
 
 /** The token itself (a file is safer: variables show up in more places). */
@@ -50,8 +55,21 @@ export function serveCommand(program: Command, ctx: CliContext): void {
     .addOption(
       new Option(
         '--token-file <file>',
-        `file holding the bearer token the ID endpoints then require (or the token itself in ${TOKEN_VARIABLE})`,
+        `file of the bearer tokens the ID endpoints then accept, one per line, re-read when it changes (or one token itself in ${TOKEN_VARIABLE})`,
       ).env('IDGEN_SERVE_TOKEN_FILE'),
+    )
+    .addOption(
+      new Option('--metrics-auth', 'GET /metrics needs a token as well').env(
+        'IDGEN_SERVE_METRICS_AUTH',
+      ),
+    )
+    .addOption(
+      new Option('--tls-cert <file>', 'PEM certificate chain: serve HTTPS (with --tls-key)').env(
+        'IDGEN_SERVE_TLS_CERT',
+      ),
+    )
+    .addOption(
+      new Option('--tls-key <file>', 'PEM private key of --tls-cert').env('IDGEN_SERVE_TLS_KEY'),
     )
     .addOption(
       new Option(
@@ -62,6 +80,24 @@ export function serveCommand(program: Command, ctx: CliContext): void {
         .argParser(timerParser('timeoutMs'))
         .default(SERVE_DEFAULTS.timeoutMs, typedDuration(SERVE_DEFAULTS.timeoutMs)),
     )
+    .addOption(
+      new Option(
+        '--max-pending-requests <n>',
+        'the most ID requests under way at once; one more gets 503 IDGEN_OVERLOADED at once',
+      )
+        .env('IDGEN_SERVE_MAX_PENDING_REQUESTS')
+        .argParser(parseInteger)
+        .default(SERVE_DEFAULTS.maxPendingRequests),
+    )
+    .addOption(
+      new Option(
+        '--receive-timeout <duration>',
+        'how long a client may take to send a request in full; a slower one is disconnected',
+      )
+        .env('IDGEN_SERVE_RECEIVE_TIMEOUT')
+        .argParser(timerParser('receiveTimeoutMs'))
+        .default(SERVE_DEFAULTS.receiveTimeoutMs, typedDuration(SERVE_DEFAULTS.receiveTimeoutMs)),
+    )
     .addHelpText(
       'after',
       `
@@ -70,7 +106,8 @@ GET /healthz, /readyz, /metrics, /openapi.json. Logs (info by default) go to std
 SIGINT: stops accepting connections, lets the requests in flight finish, gives the unused IDs
 back, exits 0 (during the start: once the step under way is done); a second one exits at once
 (143, 130). Exit codes: 0 stopped by a signal, 1 bad option (a port in use, a keyspace without
-the idgen tables), 3 Cassandra unreachable at start, 12 credentials refused.
+the idgen tables, a token or TLS file that cannot be used), 3 Cassandra unreachable at start, 12
+credentials refused. A token file that turns bad later keeps the previous tokens (logged once).
 
 Example:
   $ idgen-cass --contact-points 10.0.1.5 --dc dc1 serve --port 8080 --sequence orders
@@ -78,8 +115,15 @@ Example:
   {"sequence":"orders","ids":[1001,1002,1003]}`,
     )
     .action(async (flags: ServeFlags) => {
-      const token = readToken(flags.tokenFile, process.env[TOKEN_VARIABLE]);
-      const options = { sequences: flags.sequence, token, timeoutMs: flags.timeout };
+      const options: ServeOptions = {
+        sequences: flags.sequence,
+        ...tokenOptions(flags.tokenFile, process.env[TOKEN_VARIABLE]),
+        metricsAuth: flags.metricsAuth,
+        tls: readTls(flags),
+        timeoutMs: flags.timeout,
+        maxPendingRequests: flags.maxPendingRequests,
+        receiveTimeoutMs: flags.receiveTimeout,
+      };
       checkServeOptions(options); // before anything is connected
       if (!ctx.logLevelGiven) ctx.logger.level = 'info';
       // Heard from here on: as PID 1 an unheard signal is ignored.
@@ -109,7 +153,7 @@ Example:
 async function start(
   ctx: CliContext,
   flags: ServeFlags,
-  options: Pick<ServeOptions, 'sequences' | 'token' | 'timeoutMs'>,
+  options: ServeOptions,
   stopping: () => boolean,
 ): Promise<{ readonly server: FastifyInstance; readonly ids: IdGen } | undefined> {
   const registry = new Registry();
@@ -134,7 +178,8 @@ async function start(
       dc: ids.dc,
       keyspace: ids.keyspace,
       sequences: flags.sequence ?? 'all',
-      token: options.token !== undefined,
+      token: options.token !== undefined || options.tokenFile !== undefined,
+      tls: options.tls !== undefined,
     },
     'listening',
   );
@@ -204,33 +249,43 @@ export function stopSignal(target: SignalTarget = process) {
 }
 
 /**
- * The token from `--token-file` or {@link TOKEN_VARIABLE}, trimmed; never in a message.
- * @throws {InvalidOptionError} when both are given, or the file cannot be read.
+ * The token options: `--token-file` (re-read when it changes) or {@link TOKEN_VARIABLE}, trimmed.
+ * @throws {InvalidOptionError} when both are given.
  */
-export function readToken(
+export function tokenOptions(
   tokenFile: string | undefined,
   fromVariable: string | undefined,
-  readFile: (path: string) => string = (path) => readFileSync(path, 'utf8'),
-): string | undefined {
+): Pick<ServeOptions, 'token' | 'tokenFile'> {
   if (tokenFile !== undefined && fromVariable !== undefined) {
     throw new InvalidOptionError(
       'token',
       `both --token-file and ${TOKEN_VARIABLE}`,
-      'one of them: the token in a file, or in the variable',
+      'one of them: the tokens in a file, or one token in the variable',
     );
   }
-  if (fromVariable !== undefined) return fromVariable.trim();
-  if (tokenFile === undefined) return undefined;
-  try {
-    return readFile(tokenFile).trim();
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new InvalidOptionError(
-      'tokenFile',
-      tokenFile,
-      `a readable file holding the token (${reason})`,
-    );
-  }
+  return fromVariable !== undefined ? { token: fromVariable.trim() } : { tokenFile };
+}
+
+/**
+ * The certificate and key of `--tls-cert` and `--tls-key`, both or neither.
+ * @throws {InvalidOptionError} when one is missing or cannot be read.
+ */
+function readTls(flags: ServeFlags): ServeOptions['tls'] {
+  const { tlsCert, tlsKey } = flags;
+  if (tlsCert === undefined && tlsKey === undefined) return undefined;
+  const read = (option: 'tlsCert' | 'tlsKey', path: string | undefined) => {
+    const other = option === 'tlsCert' ? '--tls-key' : '--tls-cert';
+    if (path === undefined) {
+      throw new InvalidOptionError(option, undefined, `a PEM file whenever ${other} is given`);
+    }
+    try {
+      return readFileSync(path);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? String(error);
+      throw new InvalidOptionError(option, path, `a readable PEM file (${code})`);
+    }
+  };
+  return { cert: read('tlsCert', tlsCert), key: read('tlsKey', tlsKey) };
 }
 
 function parsePort(value: string): number {

@@ -1,6 +1,6 @@
 /**
- * Where a driver client sends our statements, and the check of a user's client (docs/design.md,
- * "The client").
+ * Where a driver client sends our statements: only to hosts of the local DC, whatever its policy
+ * yields; and the check of a user's client (docs/design.md, "The client").
  */
 
 import cassandra from 'cassandra-driver';
@@ -20,10 +20,14 @@ export interface DriverClientOptions {
   };
 }
 
+type Host = cassandra.Host;
+type LoadBalancingPolicy = cassandra.policies.loadBalancing.LoadBalancingPolicy;
+
 interface DriverClientInternals {
   readonly options?: DriverClientOptions;
   readonly profileManager?: {
-    getDefaultLoadBalancing?: () => cassandra.policies.loadBalancing.LoadBalancingPolicy;
+    getDefaultLoadBalancing?: () => LoadBalancingPolicy;
+    getDefault?: () => cassandra.ExecutionProfile;
   };
 }
 
@@ -32,13 +36,69 @@ export function runtimeOptionsOf(client: cassandra.Client): DriverClientOptions 
 }
 
 /** The policy our statements are routed with: the `default` profile's, else the client's. */
-export function routingPolicyOf(
-  client: cassandra.Client,
-): cassandra.policies.loadBalancing.LoadBalancingPolicy | undefined {
+export function routingPolicyOf(client: cassandra.Client): LoadBalancingPolicy | undefined {
   const runtime = client as unknown as DriverClientInternals;
   return (
     runtime.profileManager?.getDefaultLoadBalancing?.() ?? runtime.options?.policies?.loadBalancing
   );
+}
+
+/**
+ * The execution profile every statement is sent with: `policy` (the client's routing policy) with
+ * its plans cut to hosts of `localDc` ({@link LocalDcPolicy}); all else is the client's.
+ */
+export function localDcProfile(
+  client: cassandra.Client,
+  policy: LoadBalancingPolicy,
+  localDc: string,
+): cassandra.ExecutionProfile {
+  // The client's own copy of the class: the driver recognises a profile object by instanceof,
+  // and a user's client may come from another copy of the driver.
+  const internals = client as unknown as DriverClientInternals;
+  const Profile = (internals.profileManager?.getDefault?.().constructor ??
+    cassandra.ExecutionProfile) as typeof cassandra.ExecutionProfile;
+  return new Profile('idgen-local-dc', { loadBalancing: new LocalDcPolicy(policy, localDc) });
+}
+
+/**
+ * A policy's plans without the hosts of other DCs, judged per plan, so a host that joined later
+ * and a policy that changes its mind are covered too. The driver's retries and speculative
+ * executions take their hosts from the plan, so they stay in the DC as well.
+ */
+export class LocalDcPolicy extends cassandra.policies.loadBalancing.LoadBalancingPolicy {
+  constructor(
+    readonly child: LoadBalancingPolicy,
+    readonly localDc: string,
+  ) {
+    super();
+  }
+
+  override getDistance(host: Host): cassandra.types.distance {
+    return host.datacenter === this.localDc
+      ? this.child.getDistance(host)
+      : cassandra.types.distance.ignored;
+  }
+
+  override getOptions(): Map<string, object> {
+    return this.child.getOptions();
+  }
+
+  override newQueryPlan(
+    keyspace: string,
+    executionOptions: cassandra.ExecutionOptions,
+    callback: (error: Error, iterator: Iterator<Host>) => void,
+  ): void {
+    this.child.newQueryPlan(keyspace, executionOptions, (error, iterator) => {
+      callback(error, error ? iterator : hostsIn(this.localDc, iterator));
+    });
+  }
+}
+
+/** `plan`'s hosts of `dc`, lazily: a plan need not be finite. */
+function* hostsIn(dc: string, plan: Iterator<Host>): Generator<Host> {
+  for (let item = plan.next(); item.done !== true; item = plan.next()) {
+    if (item.value.datacenter === dc) yield item.value;
+  }
 }
 
 /** The DC the client's routing policy is local to; undefined if it is not DC-aware. */

@@ -1,12 +1,13 @@
 /**
  * How the Cassandra store sends statements.ts, each with its own execution options
- * (request-options.ts); every LOCAL_SERIAL result is checked to come from the local DC. The
- * negative controls of mutations.ts change statements here, never outside tests.
+ * (request-options.ts) and only to coordinators of the local DC (client-routing.ts); every
+ * LOCAL_SERIAL result is checked again to come from there. The negative controls of mutations.ts
+ * change statements here, never outside tests.
  */
 
 import cassandra from 'cassandra-driver';
 
-import { localDataCenterOf, routingPolicyOf } from './client-routing.js';
+import { localDataCenterOf, localDcProfile, routingPolicyOf } from './client-routing.js';
 import { encodesBigIntAsLong } from './driver-client.js';
 import { mapFailure, type UnknownOutcome } from './errors.js';
 import {
@@ -48,6 +49,7 @@ export class CassandraSession {
   private readonly cql: Readonly<Record<StatementName, string>>;
   private readonly stalled: StalledCoordinators;
   private readonly retryReads: cassandra.policies.retry.RetryPolicy;
+  private readonly localDcOnly: cassandra.ExecutionProfile;
 
   /**
    * @throws {@link InvalidNameError} for a bad keyspace name.
@@ -60,7 +62,8 @@ export class CassandraSession {
   ) {
     validateName('keyspace', keyspace);
     const localDc = localDataCenterOf(client);
-    if (localDc === undefined) {
+    const policy = routingPolicyOf(client);
+    if (localDc === undefined || policy === undefined) {
       throw new InvalidOptionError(
         'client',
         'a Client without a local datacenter',
@@ -70,7 +73,7 @@ export class CassandraSession {
     this.localDc = localDc;
     this.long = bigintEncoder(client);
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-    const policy = routingPolicyOf(client);
+    this.localDcOnly = localDcProfile(client, policy, localDc);
     this.stalled =
       policy instanceof AvoidStalledCoordinatorsPolicy ? policy.stalled : new StalledCoordinators();
     this.retryReads = retryReadsOnceElsewhere((error) => this.stalled.markTimedOut(error));
@@ -150,7 +153,11 @@ export class CassandraSession {
       try {
         return await this.client.batch(
           queries.map(({ query, params }) => ({ query: this.cql[query], params })),
-          { ...requestOptions(options, true, this.requestTimeoutMs), logged: true },
+          {
+            ...requestOptions(options, true, this.requestTimeoutMs),
+            executionProfile: this.localDcOnly,
+            logged: true,
+          },
         );
       } catch (error) {
         this.stalled.markTimedOut(error);
@@ -169,11 +176,10 @@ export class CassandraSession {
   ): Promise<cassandra.types.ResultSet> {
     let result: cassandra.types.ResultSet;
     try {
-      result = await this.client.execute(
-        this.cql[name],
-        params,
-        requestOptions(statement, conditional, this.requestTimeoutMs, this.retryReads),
-      );
+      result = await this.client.execute(this.cql[name], params, {
+        ...requestOptions(statement, conditional, this.requestTimeoutMs, this.retryReads),
+        executionProfile: this.localDcOnly,
+      });
     } catch (error) {
       this.stalled.markTimedOut(error);
       throw error;
@@ -223,7 +229,7 @@ export class CassandraSession {
     return { keyspace: this.keyspace, localDc: this.localDc };
   }
 
-  /** Refuses a LOCAL_SERIAL result coordinated in another DC (a misreporting policy). */
+  /** Refuses a LOCAL_SERIAL result coordinated in another DC: a second line behind `localDcOnly`. */
   private checkCoordinator(result: cassandra.types.ResultSet, operation: string): void {
     const queried = result.info.queriedHost as unknown;
     const host = typeof queried === 'string' ? this.client.hosts.get(queried) : undefined;

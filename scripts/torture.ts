@@ -177,7 +177,7 @@ async function main(): Promise<void> {
   const sequence = 'torture';
   const inFirstDc = { contactPoints: contactPoints[firstDc]!, localDataCenter: firstDc, keyspace };
   await initSchema({ ...inFirstDc, replication, allowUnsafeCluster: unsafeCluster });
-  const admin = await connect(inFirstDc);
+  const admin = await connect({ ...inFirstDc, allowUnsafeCluster: unsafeCluster });
   const dcRangeSize = random.pick([50_000, 100_000, 200_000]);
   const initial = {
     domain: 'int32' as const,
@@ -216,6 +216,7 @@ async function main(): Promise<void> {
     stderrDir: path.join(options.out, 'stderr'),
     startedAt: started,
     mutation: options.mutation,
+    allowUnsafeCluster: unsafeCluster,
     seed: options.seed,
   });
   campaignFleet = fleet;

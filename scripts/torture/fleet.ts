@@ -77,6 +77,7 @@ export interface FleetOptions {
   /** The campaign's start (ms since the epoch), from which workers count their progress. */
   readonly startedAt: number;
   readonly mutation?: Mutation | undefined;
+  readonly allowUnsafeCluster?: boolean | undefined;
   /** @default FLUSH_KILL_TIMEOUT_MS */
   readonly flushKillTimeoutMs?: number | undefined;
   /** Where each worker's stderr goes whole; the incarnation keeps its end. */
@@ -115,6 +116,7 @@ export class Fleet {
       progressFile,
       startedAt: this.options.startedAt,
       mutation: this.options.mutation,
+      allowUnsafeCluster: this.options.allowUnsafeCluster,
       seed: workerSeed(this.options.seed ?? 1, id),
     };
     const imports = ['tsx', ...(this.options.workerImports ?? [])].flatMap((m) => ['--import', m]);

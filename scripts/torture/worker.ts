@@ -49,6 +49,8 @@ export interface WorkerSpec {
   /** Connect only once a line arrives on stdin. */
   readonly waitForGo?: boolean | undefined;
   readonly mutation?: Mutation | undefined;
+  /** connect()'s `allowUnsafeCluster`: the periodic-commitlog control must claim on. */
+  readonly allowUnsafeCluster?: boolean | undefined;
   /** The seed of its own choices. @default 1 */
   readonly seed?: number | undefined;
 }
@@ -356,6 +358,7 @@ async function connectUntilStopped(
         contactPoints: [...spec.contactPoints],
         localDataCenter: spec.dc,
         keyspace: spec.keyspace,
+        allowUnsafeCluster: spec.allowUnsafeCluster,
       });
       return { ids, failures };
     } catch (error) {

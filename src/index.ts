@@ -60,6 +60,7 @@ export type { IdRange } from './allocator/block.js';
 export { createServer } from './serve/server.js';
 export { SERVE_DEFAULTS } from './serve/options.js';
 export type { MetricsRegistry, ServeOptions } from './serve/options.js';
+export type { StatusSource } from './serve/status-page.js';
 export type { ServeErrorBody, ServeErrorCode, ServeRefusalCode } from './serve/http-errors.js';
 export { SEQUENCE_DEFAULTS } from './settings/defaults.js';
 export { DOMAIN_MAX } from './settings/model.js';

@@ -274,6 +274,15 @@ function dcAndShard(grantee: string): [string, number] {
   return [dc, dc === grantee ? 0 : Number(grantee.slice(dc.length + 1))];
 }
 
+/** Undefined without an autonomy target or a measured runway. */
+export function runwayBelowTarget(
+  runway: number | undefined,
+  autonomySeconds: number,
+): boolean | undefined {
+  if (autonomySeconds === 0 || runway === undefined) return undefined;
+  return runway < autonomySeconds;
+}
+
 /** Nothing left is spent now, whatever the rate. */
 function runwayOf(left: bigint, rate: number | undefined): number | undefined {
   if (rate === undefined) return undefined;

@@ -1,11 +1,12 @@
 /** `idgen-cass status` as text (a row per DC, or per shard) and as JSON (every shard). */
-import type {
-  DcStatus,
-  DcUsageStatus,
-  HeldRange,
-  SequenceStatus,
-  StatusReport,
-  WasteCause,
+import {
+  runwayBelowTarget,
+  type DcStatus,
+  type DcUsageStatus,
+  type HeldRange,
+  type SequenceStatus,
+  type StatusReport,
+  type WasteCause,
 } from '../admin/status.js';
 import { bar, settingsJson, table } from './format.js';
 import { count, duration, percent, rate, span } from '../quantities.js';
@@ -254,7 +255,7 @@ function notesOf(
   } else if (pending.length > 1) {
     notes.push(`${pending.length} grants not installed yet`);
   }
-  if (belowTarget(runway, autonomySeconds) === true) {
+  if (runwayBelowTarget(runway, autonomySeconds) === true) {
     notes.push(`runway below the autonomy target of ${duration(autonomySeconds)}`);
   }
   if (rows.some((dc) => dc.rowsNotCurrent !== undefined)) notes.push('rows not current');
@@ -271,12 +272,6 @@ function rangesOf(held: readonly HeldRange[]): string {
 
 function share(part: bigint, whole: bigint): number {
   return whole <= 0n ? 0 : Number((part * 1_000_000n) / whole) / 1_000_000;
-}
-
-/** Undefined without an autonomy target or a measured runway. */
-function belowTarget(runway: number | undefined, autonomySeconds: number): boolean | undefined {
-  if (autonomySeconds === 0 || runway === undefined) return undefined;
-  return runway < autonomySeconds;
 }
 
 function held(range: HeldRange): string {
@@ -329,7 +324,7 @@ export function statusJson(report: StatusReport): Record<string, unknown> {
         ratePerSecond: dc.rate ?? null,
         // Infinity (rate 0) is null too: "unbounded" is ratePerSecond 0 with IDs left.
         runwaySeconds: dc.runway === undefined || dc.runway === Infinity ? null : dc.runway,
-        runwayBelowTarget: belowTarget(dc.runway, s.settings.autonomySeconds) ?? null,
+        runwayBelowTarget: runwayBelowTarget(dc.runway, s.settings.autonomySeconds) ?? null,
         rowsNotCurrent: dc.rowsNotCurrent ?? null,
         usage: dc.usage ?? null,
       })),

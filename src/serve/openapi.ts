@@ -243,6 +243,14 @@ export function openApiDocument(limits: ApiLimits): OpenApiDocument {
           ),
         },
       }),
+      '/status': getOperation('statusPage', 'Status page', {
+        description:
+          "What idgen-cass status shows, seen from this service's DC, as an HTML page without script that refreshes itself: SERIAL reachability, hosts, and per sequence each DC's ranges, IDs left, rate, runway against the autonomy target and waste by cause. Needs a token when /metrics does.",
+        responses: {
+          '200': { description: 'The page.', content: { 'text/html': { schema: STRING } } },
+          '404': jsonResponse('Code IDGEN_NOT_FOUND: the service has no status source.', 'Error'),
+        },
+      }),
       '/openapi.json': getOperation('openapi', 'This document', {
         responses: {
           '200': {

@@ -6,6 +6,7 @@ import { InvalidOptionError } from '../errors.js';
 import { checkLogger } from '../logger.js';
 import { checkKeys, everyKeyOf, milliseconds, validateName } from '../options.js';
 import { fixedTokens, TokenFile, type TokenSource } from './auth.js';
+import type { StatusSource } from './status-page.js';
 
 /** What `/metrics` serves: a prom-client `Registry` fits as it is. */
 export interface MetricsRegistry {
@@ -38,6 +39,8 @@ export interface ServeOptions {
   readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer } | undefined;
   /** What `/metrics` serves; without it `/metrics` answers 404. @default undefined */
   readonly registry?: MetricsRegistry | undefined;
+  /** What `GET /status` shows; without it `/status` answers 404. @default undefined */
+  readonly status?: StatusSource | undefined;
   /** Logs failed requests at `error`, every request at `debug`. @default undefined (silent) */
   readonly logger?: PinoLogger | undefined;
   /**
@@ -91,6 +94,7 @@ const SERVE_KEYS = everyKeyOf<ServeOptions>()([
   'metricsAuth',
   'tls',
   'registry',
+  'status',
   'logger',
   'timeoutMs',
   'maxIdsPerRequest',

@@ -13,6 +13,7 @@ import { registerHealthRoutes } from './readiness.js';
 import { debugRequestLogs, serviceLogger } from './request-logs.js';
 import { clientError, frameworkRefusal, requestRefusal } from './request-refusals.js';
 import { ServedSequences } from './served-sequences.js';
+import { registerStatusPage } from './status-page.js';
 
 /**
  * The HTTP service over `ids`, an allocator connected to its DC (docs/service.md). The server
@@ -87,6 +88,7 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
     return reply.type(registry.contentType).send(await registry.metrics());
   });
 
+  registerStatusPage(app, settings.status, metricsHooks);
   app.get('/openapi.json', async () => document);
 
   app.setNotFoundHandler(async (request) => {

@@ -102,7 +102,7 @@ export function serveCommand(program: Command, ctx: CliContext): void {
       'after',
       `
 Endpoints: POST /v1/sequences/{name}/ids?count=N, POST /v1/sequences/{name}/ranges?count=N,
-GET /healthz, /readyz, /metrics, /openapi.json. Logs (info by default) go to stderr. SIGTERM or
+GET /healthz, /readyz, /metrics, /status, /openapi.json. Logs (info by default) go to stderr. SIGTERM or
 SIGINT: stops accepting connections, lets the requests in flight finish, gives the unused IDs
 back, exits 0 (during the start: once the step under way is done); a second one exits at once
 (143, 130). Exit codes: 0 stopped by a signal, 1 bad option (a port in use, a keyspace without
@@ -163,10 +163,13 @@ async function start(
   // A keyspace without the idgen tables would answer every request 500: refused at start.
   await ids.listSequences();
   if (stopping()) return undefined;
+  // GET /status reads through an Admin: its clients reach other DCs' nodes when EACH_QUORUM fails.
+  const status = await ctx.admin();
+  if (stopping()) return undefined;
   // One "listening" line of ours instead of fastify's per-address ones.
   const serverLogger =
     ctx.logger.level === 'info' ? ctx.logger.child({}, { level: 'warn' }) : ctx.logger;
-  const server = createServer(ids, { ...options, registry, logger: serverLogger });
+  const server = createServer(ids, { ...options, registry, status, logger: serverLogger });
   const address = await listen(server, flags);
   if (stopping()) {
     await server.close();

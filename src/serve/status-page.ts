@@ -1,0 +1,245 @@
+/**
+ * `GET /status`: what `idgen-cass status` shows, as one HTML page that refreshes
+ * itself, without script. {@link statusPage} renders a report, purely; the route reads one report
+ * at a time for every viewer and measures rates since the report it served before.
+ */
+
+import type { FastifyInstance, FastifyReply, RouteShorthandOptions } from 'fastify';
+
+import {
+  runwayBelowTarget,
+  type DcStatus,
+  type HeldRange,
+  type SequenceStatus,
+  type StatusReport,
+} from '../admin/status.js';
+import { InvalidOptionError } from '../errors.js';
+import { count, duration, percent, rate, span } from '../quantities.js';
+import { ServeRefusal } from './http-errors.js';
+
+/** What the status page reads: an `Admin` (`openAdmin()`) fits as it is. */
+export interface StatusSource {
+  status(options: {
+    readonly sampleMs?: number | undefined;
+    readonly since?: StatusReport | undefined;
+  }): Promise<StatusReport>;
+}
+
+/** Seconds between the page's own refreshes. */
+export const STATUS_REFRESH_SECONDS = 10;
+
+/**
+ * A report younger than this is served again, so that viewers do not multiply the reads; one
+ * older, up to {@link RATES_SINCE_MS}, is where the next report's rates start.
+ */
+const REUSE_MS = 2_000;
+const RATES_SINCE_MS = 60_000;
+/** Without a recent report, rates are sampled over this long. */
+const SAMPLE_MS = 1_000;
+
+/**
+ * Registers `GET /status`; without `source` it answers 404, as `/metrics` does without a
+ * registry. `route` carries the hooks the page shares with `/metrics` (its auth).
+ * @throws {InvalidOptionError} (option `status`) when `source` has no `status()` method.
+ */
+export function registerStatusPage(
+  app: FastifyInstance,
+  source: StatusSource | undefined,
+  route: RouteShorthandOptions = {},
+): void {
+  if (source !== undefined && typeof source?.status !== 'function') {
+    const allowed = 'an object with a status() method, such as an Admin from openAdmin()';
+    throw new InvalidOptionError('status', source, allowed);
+  }
+  const reports = source === undefined ? undefined : new LatestReport(source);
+  const page = async (_request: unknown, reply: FastifyReply) => {
+    if (reports === undefined) {
+      throw new ServeRefusal(
+        'IDGEN_NOT_FOUND',
+        'This service was started without a status source (the "status" option of createServer()).',
+      );
+    }
+    return reply.type('text/html; charset=utf-8').send(statusPage(await reports.next()));
+  };
+  app.get('/status', route, page);
+}
+
+/** One read at a time, shared by the requests that arrive during it. */
+class LatestReport {
+  readonly #source: StatusSource;
+  #last: StatusReport | undefined;
+  #reading: Promise<StatusReport> | undefined;
+
+  constructor(source: StatusSource) {
+    this.#source = source;
+  }
+
+  next(): Promise<StatusReport> {
+    this.#reading ??= this.#read().finally(() => (this.#reading = undefined));
+    return this.#reading;
+  }
+
+  async #read(): Promise<StatusReport> {
+    const last = this.#last;
+    const age = last === undefined ? Infinity : Date.now() - last.at.getTime();
+    if (age < REUSE_MS) return last!;
+    const report = await this.#source.status(
+      age <= RATES_SINCE_MS ? { since: last } : { sampleMs: SAMPLE_MS },
+    );
+    this.#last = report;
+    return report;
+  }
+}
+
+/** The page of `report`: every text escaped, refreshing itself every `refreshSeconds`. */
+export function statusPage(report: StatusReport, refreshSeconds = STATUS_REFRESH_SECONDS): string {
+  const sampled = report.sequences.find((s) => s.sampledOverMs !== undefined)?.sampledOverMs;
+  const title = `idgen-cass · ${report.keyspace} · ${report.dc}`;
+  const body = [
+    `<h1>idgen-cass status <small>keyspace <b>${esc(report.keyspace)}</b> · seen from <b>${esc(report.dc)}</b> · ${esc(report.at.toISOString())}` +
+      (sampled === undefined
+        ? ' · rates from the next refresh'
+        : ` · rates over ${(sampled / 1000).toFixed(1)} s`) +
+      `</small></h1>`,
+    serialLine(report),
+    hostsLine(report),
+    ...safetyLines(report),
+    report.sequences.length === 0
+      ? `<p id="no-sequences">No sequences in keyspace ${esc(report.keyspace)} yet.</p>`
+      : '',
+    ...report.sequences.map((sequence) => sequenceSection(sequence, report.dc)),
+    `<p class="muted">Refreshes every ${refreshSeconds} s. Runway: how long a DC's IDs last at its rate without a new grant, which needs SERIAL. idgen-cass status --json gives the same figures.</p>`,
+  ];
+  return [
+    '<!doctype html>',
+    '<html lang="en"><head><meta charset="utf-8">',
+    `<meta http-equiv="refresh" content="${refreshSeconds}">`,
+    '<meta name="viewport" content="width=device-width, initial-scale=1">',
+    `<title>${esc(title)}</title>`,
+    `<style>${STYLE}</style>`,
+    '</head><body>',
+    ...body.filter((part) => part !== ''),
+    '</body></html>',
+    '',
+  ].join('\n');
+}
+
+const STYLE = [
+  'body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}',
+  'h1{font-size:1.3em}h1 small{font-weight:normal;color:#555}h2{font-size:1.1em;margin:1.5em 0 .3em}',
+  'table{border-collapse:collapse}th,td{padding:.25em .7em;border-bottom:1px solid #ddd;text-align:left}',
+  'td.n{text-align:right;font-variant-numeric:tabular-nums}',
+  '.ok{color:#1a7f37}.bad{color:#b42318;font-weight:bold}.low{background:#fff4d6}',
+  'tr.stale{background:#fde8e7}.muted{color:#666}.down{color:#b42318}',
+].join('');
+
+function serialLine(report: StatusReport): string {
+  const { serial } = report;
+  if (serial.reachable) {
+    return `<p id="serial" class="ok">SERIAL reachable from ${esc(serial.dc)} (${serial.tookMs} ms): new DC ranges can be granted</p>`;
+  }
+  return (
+    `<p id="serial" class="bad">SERIAL UNREACHABLE from ${esc(serial.dc)}: new DC ranges cannot be granted; each DC serves only the IDs it holds (see runway)` +
+    `<br><span class="muted">cause (after ${serial.tookMs} ms): ${esc(serial.error ?? 'unknown')}</span></p>`
+  );
+}
+
+function hostsLine(report: StatusReport): string {
+  const hosts = report.hosts.map(
+    (host) =>
+      `<span class="${host.up ? 'up' : 'down'}">${esc(host.dc)} ${esc(host.address)} ${host.up ? 'up' : 'DOWN'}</span>`,
+  );
+  return `<p id="hosts">hosts (as this service sees them): ${hosts.length === 0 ? 'none known' : hosts.join(' · ')}</p>`;
+}
+
+function safetyLines(report: StatusReport): string[] {
+  const { dc, problems, error } = report.nodeSafety;
+  return [
+    ...problems.map((problem) => `<p class="bad">${esc(problem)}</p>`),
+    ...(error === undefined
+      ? []
+      : [`<p class="bad">could not read the settings of ${esc(dc)}'s nodes: ${esc(error)}</p>`]),
+  ];
+}
+
+function sequenceSection(status: SequenceStatus, localDc: string): string {
+  const s = status.settings;
+  const target =
+    s.autonomySeconds > 0 ? `autonomy target ${duration(s.autonomySeconds)}` : 'no autonomy target';
+  const head = ['DC', 'reserved', 'preloaded', 'reserved used', 'IDs left', 'rate', 'runway'];
+  return [
+    `<section data-sequence="${esc(s.name)}"><h2>${esc(s.name)}</h2>`,
+    `<p>${esc(s.domain)} ${span(s.min, s.max)} · start ${s.start} · DC range ${count(s.dcRangeSize)}` +
+      (s.maxDcRangeSize === s.dcRangeSize ? '' : ` to ${count(s.maxDcRangeSize)}`) +
+      ` · block ${count(s.blockSize)}` +
+      (s.maxBlockSize === s.blockSize ? '' : ` to ${count(s.maxBlockSize)}`) +
+      ` · threshold ${s.threshold} · ${target}</p>`,
+    `<p>GLOBAL last_integer ${status.globalLast} · domain used ${percent(status.domainUsedShare)} · ${count(status.domainLeft)} IDs left to grant` +
+      (status.exhaustsIn === undefined
+        ? ''
+        : ` · domain lasts ${duration(status.exhaustsIn)} at the current rate`) +
+      '</p>',
+    `<table><thead><tr>${[...head, 'waste by cause', 'notes'].map((h) => `<th>${h}</th>`).join('')}</tr></thead><tbody>`,
+    ...status.dcs.map((dc) => dcRow(dc, s.autonomySeconds, localDc)),
+    '</tbody></table></section>',
+  ].join('\n');
+}
+
+/** A row per DC (per shard of a sharded sequence); rows not read current show no rate. */
+function dcRow(dc: DcStatus, autonomySeconds: number, localDc: string): string {
+  const stale = dc.rowsNotCurrent !== undefined;
+  const holds = dc.reserved !== undefined || dc.left > 0n;
+  const low = !stale && runwayBelowTarget(dc.runway, autonomySeconds) === true;
+  const [rateText, runwayText] = stale
+    ? ['?', 'unknown']
+    : holds
+      ? [rate(dc.rate), duration(dc.runway)]
+      : ['–', '–'];
+  const cells = [
+    `<td>${esc(dc.dc)}${dc.dc === localDc ? ' (here)' : ''}</td>`,
+    `<td>${dc.reserved === undefined ? (stale ? 'none seen' : 'none yet') : held(dc.reserved)}</td>`,
+    `<td>${dc.preloaded === undefined ? '–' : held(dc.preloaded)}</td>`,
+    `<td class="n">${dc.reserved === undefined ? '–' : percent(dc.reservedUsedShare)}</td>`,
+    `<td class="n">${count(dc.left)}</td>`,
+    `<td class="n">${rateText}</td>`,
+    `<td class="n${low ? ' low' : ''}">${runwayText}</td>`,
+    `<td>${wasteText(dc)}</td>`,
+    `<td>${notes(dc, low, autonomySeconds)}</td>`,
+  ];
+  const attributes = `data-dc="${esc(dc.dc)}" data-current="${!stale}"${stale ? ' class="stale"' : ''}`;
+  return `<tr ${attributes}>${cells.join('')}</tr>`;
+}
+
+function held(range: HeldRange): string {
+  return `#${range.grant} ${span(range.min, range.max)}`;
+}
+
+function wasteText(dc: DcStatus): string {
+  const usage = dc.usage;
+  if (usage === undefined) return 'counters not read';
+  const causes = Object.entries(usage.wasted)
+    .filter(([, n]) => n > 0n)
+    .map(([cause, n]) => `${esc(cause)} ${count(n)}`);
+  return (
+    `${count(usage.wastedTotal)} wasted${causes.length === 0 ? '' : ` (${causes.join(', ')})`}` +
+    ` · ${count(usage.issued)} issued · ${count(usage.unreported)} held or lost`
+  );
+}
+
+function notes(dc: DcStatus, low: boolean, autonomySeconds: number): string {
+  const notes = [];
+  if (dc.pendingGrant !== undefined) {
+    const grant = dc.pendingGrant;
+    notes.push(`grant #${grant.number} ${span(grant.min, grant.max)} not installed yet`);
+  }
+  if (low) notes.push(`runway below the autonomy target of ${duration(autonomySeconds)}`);
+  if (dc.rowsNotCurrent !== undefined) {
+    notes.push(`<span class="bad">rows not current: ${esc(dc.rowsNotCurrent)}</span>`);
+  }
+  return notes.join('; ');
+}
+
+/** Text as HTML: safe in element content and in double-quoted attributes. */
+function esc(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}

@@ -35,7 +35,7 @@ import {
 import type { Log } from './nodes.js';
 import { heal, isCut, partitionedTargets } from './partitions.js';
 import { CQL_PORT, ClusterError, clusterDir, findNode, nodeSpecs } from './topology.js';
-import type { NodeSpec, Topology } from './topology.js';
+import type { CommitlogSync, NodeSpec, Topology } from './topology.js';
 
 export { currentTopology, hasCluster, logLines, processState } from './nodes.js';
 export { cutClients, heal, partition, partitionUnsupported, waitHealed } from './partitions.js';
@@ -216,6 +216,19 @@ export async function startNodes(
     await startNode(node, topology, cqlTimeoutMs);
   }
   if (options.waitForCluster) await waitForClusterUp(topology);
+}
+
+/**
+ * Restarts running node `name` (drained, data kept) with `commitlog_sync` as given; its DC's
+ * other nodes keep the cluster's. `up` restarts a node that runs otherwise than the topology.
+ */
+export async function restartWithCommitlog(name: string, commitlog: CommitlogSync): Promise<void> {
+  const topology = currentTopology();
+  const node = nodeNamed(name);
+  requireRunning(node);
+  await stopNode(node);
+  await startNode(node, { ...topology, commitlog });
+  await waitForClusterUp(topology);
 }
 
 /**

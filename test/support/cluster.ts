@@ -168,4 +168,7 @@ export const faults = {
   resume: (node: string) => manager.resume(node),
   kill: (node: string) => manager.kill(node),
   start: (node: string) => manager.start(node),
+  /** Restarts one node with `commitlog_sync: periodic` or `batch` (about a minute). */
+  restartWithCommitlog: (node: string, commitlog: 'batch' | 'periodic') =>
+    manager.restartWithCommitlog(node, commitlog),
 };

@@ -108,7 +108,7 @@ export function statusPage(report: StatusReport, refreshSeconds = STATUS_REFRESH
       ? `<p id="no-sequences">No sequences in keyspace ${esc(report.keyspace)} yet.</p>`
       : '',
     ...report.sequences.map((sequence) => sequenceSection(sequence, report.dc)),
-    `<p class="muted">Refreshes every ${refreshSeconds} s. Runway: how long a DC's IDs last at its rate without a new grant, which needs SERIAL. idgen-cass status --json gives the same figures.</p>`,
+    `<p class="muted">Refreshes every ${refreshSeconds} s. Runway: how long a DC's IDs last at its rate without a new grant, which needs SERIAL.</p>`,
   ];
   return [
     '<!doctype html>',
@@ -128,7 +128,7 @@ const STYLE = [
   'body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}',
   'h1{font-size:1.3em}h1 small{font-weight:normal;color:#555}h2{font-size:1.1em;margin:1.5em 0 .3em}',
   'table{border-collapse:collapse}th,td{padding:.25em .7em;border-bottom:1px solid #ddd;text-align:left}',
-  'td.n{text-align:right;font-variant-numeric:tabular-nums}',
+  'td,th{white-space:nowrap}td.wrap{white-space:normal}td.n{text-align:right;font-variant-numeric:tabular-nums}',
   '.ok{color:#1a7f37}.bad{color:#b42318;font-weight:bold}.low{background:#fff4d6}',
   'tr.stale{background:#fde8e7}.muted{color:#666}.down{color:#b42318}',
 ].join('');
@@ -203,8 +203,8 @@ function dcRow(dc: DcStatus, autonomySeconds: number, localDc: string): string {
     `<td class="n">${count(dc.left)}</td>`,
     `<td class="n">${rateText}</td>`,
     `<td class="n${low ? ' low' : ''}">${runwayText}</td>`,
-    `<td>${wasteText(dc)}</td>`,
-    `<td>${notes(dc, low, autonomySeconds)}</td>`,
+    `<td class="wrap">${wasteText(dc)}</td>`,
+    `<td class="wrap">${notes(dc, low, autonomySeconds)}</td>`,
   ];
   const attributes = `data-dc="${esc(dc.dc)}" data-current="${!stale}"${stale ? ' class="stale"' : ''}`;
   return `<tr ${attributes}>${cells.join('')}</tr>`;

@@ -1,10 +1,10 @@
 /**
  * The durability watch: the preflight's checks (preflight.ts) on the nodes of this process's DC,
- * at {@link DurabilityWatch.start}, then every `everyMs`, and when told a node came up or joined. While one is unsafe,
- * {@link DurabilityWatch.admit} refuses block claims from the DC unless `allowUnsafe`: a crash of
- * such a node can roll the DC's state back and its IDs be handed out twice. IDs already held are
- * still served. A node that cannot be read keeps its last verdict (docs/operations.md, "The
- * durability watch").
+ * at {@link DurabilityWatch.start}, then every `everyMs`, and when told a node came up or joined.
+ * While one is unsafe, {@link DurabilityWatch.admit} refuses block claims from the DC unless
+ * `allowUnsafe`: a crash of such a node can roll the DC's state back and its IDs be handed out
+ * twice. IDs already held are still served. A node that cannot be read keeps its last verdict
+ * (docs/operations.md, "The durability watch").
  */
 
 import { FailureLog } from '../allocator/failures.js';

@@ -2,17 +2,19 @@
  * `idgen-cass serve` as real processes, one per DC, against the real multi-DC cluster, called
  * with a real HTTP client (fetch): IDs from every DC's service are unique; a DC cut off from the
  * others keeps serving from its ranges, and answers 503 with Retry-After once they are spent;
- * SIGTERM lets every request in flight finish with a 2xx, gives the unused IDs back and exits 0.
+ * SIGTERM lets every request in flight finish with a 2xx, gives the unused IDs back and exits 0;
+ * the hostile-input battery (test/support/serve-battery.ts) holds on the real store too.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer as createTcpServer, type Server } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo, type Server } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
-import { connect, type IdGen } from '../../src/index.js';
+import { connect, createServer, type IdGen } from '../../src/index.js';
 import { clusterInfo, faults, withKeyspace } from '../support/cluster.js';
+import { runBattery } from '../support/serve-battery.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const MAIN = join(ROOT, 'src/cli/main.ts');
@@ -260,6 +262,31 @@ describe('idgen-cass serve in every DC', () => {
     // The unused IDs went back: the DC's next block starts right after the last ID served.
     const highest = served.map(BigInt).reduce((a, b) => (a > b ? a : b));
     expect(BigInt(await admin.sequence('drain').next())).toBe(highest + 1n);
+  });
+});
+
+describe('the service on the real store under hostile input', () => {
+  it('never crashes nor answers 5xx but 503 with Retry-After; every ID once, counted only once received', async () => {
+    await admin.createSequence('hostile', { dcRangeSize: 2_000, blockSize: 20, maxBlockSize: 50 });
+    await admin.createSequence('hostile_wide', {
+      domain: 'int63',
+      start: 2n ** 60n,
+      blockSize: 20,
+    });
+    const ids = await connect(ks.connection('dc1'));
+    const tokens = ['first-token', 'second.token~2=='];
+    const app = createServer(ids, { tokens, maxPendingRequests: 4 });
+    try {
+      await app.listen({ host: '127.0.0.1', port: 0 });
+      const { port } = app.server.address() as AddressInfo;
+      const sequences = ['hostile', 'hostile_wide'];
+      const statuses = await runBattery({ host: '127.0.0.1', port, ids, sequences, tokens }, 15);
+      console.info(`serve battery: answers by status ${JSON.stringify([...statuses])}`);
+      expect(statuses.get(200)).toBeGreaterThan(0);
+    } finally {
+      await app.close();
+      await ids.close();
+    }
   });
 });
 

@@ -55,6 +55,23 @@ describe('idgen-cass serve', () => {
       ['serve', '--token-file', '/nonexistent/token'],
       /--token-file.*"\/nonexistent\/token".*ENOENT/,
     ],
+    [
+      ['serve', '--tls-cert', '/nonexistent/cert.pem'],
+      /Invalid --tls-key \(IDGEN_SERVE_TLS_KEY\): received nothing; allowed: a PEM file whenever --tls-cert is given/,
+    ],
+    [
+      ['serve', '--tls-cert', '/nonexistent/cert.pem', '--tls-key', '/nonexistent/key.pem'],
+      /Invalid --tls-cert \(IDGEN_SERVE_TLS_CERT\): received "\/nonexistent\/cert.pem"; allowed: a readable PEM file \(ENOENT\)/,
+    ],
+    [
+      ['serve', '--metrics-auth'],
+      /Invalid --metrics-auth \(IDGEN_SERVE_METRICS_AUTH\): received true/,
+    ],
+    [['serve', '--max-pending-requests', '0'], /Invalid --max-pending-requests.*an integer from 1/],
+    [
+      ['serve', '--receive-timeout', '0'],
+      /Invalid --receive-timeout \(IDGEN_SERVE_RECEIVE_TIMEOUT\)/,
+    ],
   ])('refuses %j with exit code 1 before connecting', async (args, message) => {
     const { code, stdout, stderr } = await cli(...NOWHERE, ...args);
     expect({ code, stdout }).toEqual({ code: EXIT_CODES.usage, stdout: '' });

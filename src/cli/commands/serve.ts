@@ -276,11 +276,12 @@ export function tokenOptions(
 function readTls(flags: ServeFlags): ServeOptions['tls'] {
   const { tlsCert, tlsKey } = flags;
   if (tlsCert === undefined && tlsKey === undefined) return undefined;
-  const read = (option: 'tlsCert' | 'tlsKey', path: string | undefined) => {
-    const other = option === 'tlsCert' ? '--tls-key' : '--tls-cert';
-    if (path === undefined) {
-      throw new InvalidOptionError(option, undefined, `a PEM file whenever ${other} is given`);
-    }
+  if (tlsCert === undefined || tlsKey === undefined) {
+    const [missing, other] =
+      tlsCert === undefined ? ['tlsCert', '--tls-key'] : ['tlsKey', '--tls-cert'];
+    throw new InvalidOptionError(missing, undefined, `a PEM file whenever ${other} is given`);
+  }
+  const read = (option: 'tlsCert' | 'tlsKey', path: string) => {
     try {
       return readFileSync(path);
     } catch (error) {

@@ -205,6 +205,11 @@ describe('idgen-cass serve in every DC', () => {
       expect(await metrics.text()).toMatch(/^process_cpu_user_seconds_total /m);
       const openapi = await call(service, 'GET', '/openapi.json');
       expect(Object.keys(openapi.body['paths'] as object)).toContain('/v1/sequences/{name}/ids');
+      // The status page opens its admin connection at its first request, not at start.
+      const page = await fetch(`${service.url}/status`);
+      expect(page.status).toBe(200);
+      expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+      expect(await page.text()).toContain('shared');
     }
     for (const service of services) expect(await stop(service), service.stderr()).toBe(0);
   });

@@ -4,10 +4,12 @@ import { constants as osConstants } from 'node:os';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Registry } from 'prom-client';
+import type { Admin } from '../../admin/admin.js';
 import type { IdGen } from '../../allocator/id-gen.js';
 import { InvalidOptionError } from '../../errors.js';
 import { checkServeOptions, SERVE_DEFAULTS, type ServeOptions } from '../../serve/options.js';
 import { createServer } from '../../serve/server.js';
+import type { StatusSource } from '../../serve/status-page.js';
 import type { CliContext } from '../context.js';
 import { parseInteger, parseList, timerParser, typedDuration } from '../parse.js';
 
@@ -163,9 +165,18 @@ async function start(
   // A keyspace without the idgen tables would answer every request 500: refused at start.
   await ids.listSequences();
   if (stopping()) return undefined;
-  // GET /status reads through an Admin: its clients reach other DCs' nodes when EACH_QUORUM fails.
-  const status = await ctx.admin();
-  if (stopping()) return undefined;
+  // GET /status reads through an Admin (its clients reach other DCs' nodes when EACH_QUORUM
+  // fails), opened at the first request: serving IDs needs no second connection.
+  let admin: Promise<Admin> | undefined;
+  const status: StatusSource = {
+    status: async (request) => {
+      admin ??= ctx.admin().catch((error: unknown) => {
+        admin = undefined; // the next request tries again
+        throw error;
+      });
+      return (await admin).status(request);
+    },
+  };
   // One "listening" line of ours instead of fastify's per-address ones.
   const serverLogger =
     ctx.logger.level === 'info' ? ctx.logger.child({}, { level: 'warn' }) : ctx.logger;

@@ -44,6 +44,10 @@ export const EXIT_CODES = Object.freeze({
 /** The CLI flag that lets `init` and `seed` go ahead on an unsafe cluster. */
 export const ALLOW_UNSAFE_FLAG = '--allow-unsafe-cluster';
 
+/** The flag's help in `next` and `serve`, which stop claiming while a node of the DC is unsafe. */
+export const ALLOW_UNSAFE_CLAIMS =
+  'claim blocks even while a node of this DC runs settings under which IDs could be handed out twice (test clusters only)';
+
 type Advice = (error: IdGenError) => string | undefined;
 
 /** Advice for errors of class `type` only (a bare IdGenError of the code keeps its message). */
@@ -112,7 +116,7 @@ const BY_CODE: Readonly<Record<IdGenErrorCode, readonly [exit: number, advice?: 
     ofClass(
       UnsafeClusterError,
       () =>
-        `Fix the nodes' settings (docs/design.md, "What the cluster must guarantee"), or pass ${ALLOW_UNSAFE_FLAG} to init or seed if you accept that a crash can hand out IDs twice.`,
+        `Fix the nodes' settings (docs/design.md, "What the cluster must guarantee"), or pass ${ALLOW_UNSAFE_FLAG} (init, seed, next, serve) if you accept that a crash can hand out IDs twice.`,
     ),
   ],
   IDGEN_DEADLINE_EXCEEDED: [

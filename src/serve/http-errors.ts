@@ -51,11 +51,12 @@ export const HTTP_ANSWERS: Readonly<Record<ServeErrorCode, HttpAnswer>> = Object
   IDGEN_CONTENTION: { status: 503, retryAfterSeconds: 1 },
   IDGEN_CLOSED: { status: 503, retryAfterSeconds: 1 },
   IDGEN_OVERLOADED: { status: 503, retryAfterSeconds: 1 },
+  // A refill refused while a node of the DC is unsafe: the durability watch rechecks each minute.
+  IDGEN_UNSAFE_CLUSTER: { status: 503, retryAfterSeconds: 30 },
   IDGEN_ABORTED: { status: 499 },
   IDGEN_INVARIANT_BROKEN: { status: 500 },
   IDGEN_STATE_ROLLED_BACK: { status: 500 },
   IDGEN_SEQUENCE_RECREATED: { status: 500 },
-  IDGEN_UNSAFE_CLUSTER: { status: 500 },
   IDGEN_DOMAIN_NEEDS_BIGINT: { status: 500 },
   IDGEN_INVALID_OPTION: { status: 500 },
   IDGEN_AUTH_FAILED: { status: 500 },

@@ -90,7 +90,6 @@ const ID_ENDPOINT_ERRORS = (Object.keys(HTTP_ANSWERS) as ServeErrorCode[]).filte
       'IDGEN_SEQUENCE_EXISTS',
       'IDGEN_CONTENTION',
       'IDGEN_SEQUENCE_RECREATED',
-      'IDGEN_UNSAFE_CLUSTER',
       'IDGEN_DOMAIN_NEEDS_BIGINT',
       'IDGEN_INVALID_OPTION',
     ].includes(code),

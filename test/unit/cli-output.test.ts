@@ -42,11 +42,13 @@ vi.mock('../../src/connect.js', async (importOriginal) => {
   return {
     ...actual,
     connect: (options: Parameters<typeof actual.connect>[0]) => {
-      const ids = new IdGen({
+      // connect()'s IdGen: the allocator with the durability watch.
+      const ids = new actual.IdGen({
         store: current.store!,
         dc: options.localDataCenter!,
         keyspace: options.keyspace ?? 'idgen',
         logger: options.logger,
+        allowUnsafeCluster: options.allowUnsafeCluster,
       });
       current.onConnect?.(ids);
       return Promise.resolve(ids);
@@ -126,8 +128,17 @@ describe("a stdout whose reader has gone (EPIPE) changes no command's exit code"
     const result = await run(failing('EPIPE'), 'preflight');
     expect(result.code).toBe(9);
     expect(result.stderr).toMatch(
-      /^idgen-cass: The cluster is not safe for allocating IDs: .* pass --allow-unsafe-cluster to init or seed if you accept/,
+      /^idgen-cass: The cluster is not safe for allocating IDs: .* pass --allow-unsafe-cluster \(init, seed, next, serve\) if you accept/,
     );
+  });
+
+  it('next claims no block while a node of the DC is unsafe (exit 9), unless told to', async () => {
+    await orders([{ host: '10.0.0.1:9042', dc: 'dc1', commitlogSync: 'periodic' }]);
+    const refused = await collected('next', 'orders');
+    expect(refused.code).toBe(9);
+    expect(refused.stderr).toMatch(/^idgen-cass: The cluster is not safe for allocating IDs: /m);
+    const allowed = await collected('next', 'orders', '-n', '2', '--allow-unsafe-cluster');
+    expect(allowed).toMatchObject({ code: 0, stdout: '1\n2\n' });
   });
 
   it('next exits 0: its IDs were drawn before printing, and are not given back', async () => {

@@ -365,7 +365,7 @@ describe('exit codes', () => {
     );
     expect(exitCodeOf(error)).toBe(9);
     expect(errorMessage(error)).toBe(
-      'The cluster is not safe for allocating IDs: commitlog_sync periodic on a (dc1). Fix the nodes\' settings (docs/design.md, "What the cluster must guarantee"), or pass --allow-unsafe-cluster to init or seed if you accept that a crash can hand out IDs twice.',
+      'The cluster is not safe for allocating IDs: commitlog_sync periodic on a (dc1). Fix the nodes\' settings (docs/design.md, "What the cluster must guarantee"), or pass --allow-unsafe-cluster (init, seed, next, serve) if you accept that a crash can hand out IDs twice.',
     );
   });
 

@@ -35,6 +35,7 @@ import {
   SerialUnavailableError,
   StateRolledBackError,
   StoreUnavailableError,
+  UnsafeClusterError,
 } from '../../src/errors.js';
 
 interface Service {
@@ -466,6 +467,23 @@ describe('POST /v1/sequences/{name}/ranges', () => {
 });
 
 describe('error mapping', () => {
+  it('answers 503 IDGEN_UNSAFE_CLUSTER with Retry-After while a node of the DC is unsafe', async () => {
+    const store = new MemoryStore({
+      keyspace: KEYSPACE,
+      nodeSettings: [{ host: 'a:9042', dc: 'dc1', commitlogSync: 'periodic' }],
+    });
+    const ids = new IdGen({ store, dc: 'dc1', keyspace: KEYSPACE });
+    await ids.createSequence('orders', { dcRangeSize: 1_000, blockSize: 100 });
+    const app = createServer(ids);
+    open.push({ store, ids, app });
+    const refused = await post(app, '/v1/sequences/orders/ids');
+    expect(refused).toMatchObject({
+      status: 503,
+      headers: { 'retry-after': '30' },
+      body: { code: 'IDGEN_UNSAFE_CLUSTER' },
+    });
+  });
+
   it('maps every library code deliberately; Retry-After only where waiting helps', () => {
     const cases: [Error, IdGenErrorCode, number, number | undefined][] = [
       [new SequenceNotFoundError('orders', 'k'), 'IDGEN_SEQUENCE_NOT_FOUND', 404, undefined],
@@ -476,6 +494,7 @@ describe('error mapping', () => {
       [new DeadlineError('orders', 100), 'IDGEN_DEADLINE_EXCEEDED', 503, 1],
       [new ContentionError('orders', 'claim', 9), 'IDGEN_CONTENTION', 503, 1],
       [new ClosedError(), 'IDGEN_CLOSED', 503, 1],
+      [new UnsafeClusterError(['x'], 'y'), 'IDGEN_UNSAFE_CLUSTER', 503, 30],
       [new AbortedError('orders'), 'IDGEN_ABORTED', 499, undefined],
       [new InvariantError('orders', 'x'), 'IDGEN_INVARIANT_BROKEN', 500, undefined],
       [new StateRolledBackError('orders', 'dc1', 'x'), 'IDGEN_STATE_ROLLED_BACK', 500, undefined],

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 
 import { InvalidOptionError } from '../../errors.js';
 import type { CliContext } from '../context.js';
+import { ALLOW_UNSAFE_CLAIMS, ALLOW_UNSAFE_FLAG } from '../exit-codes.js';
 import { parseInteger } from '../parse.js';
 
 /** More IDs are better drawn by a library client. */
@@ -14,6 +15,7 @@ export function nextCommand(program: Command, ctx: CliContext): void {
     .description('draw IDs from a sequence in the local DC, one per line')
     .argument('<sequence>', 'the sequence')
     .option('-n, --count <n>', `how many IDs, 1 to ${MAX_COUNT}`, parseInteger, 1)
+    .option(ALLOW_UNSAFE_FLAG, ALLOW_UNSAFE_CLAIMS)
     .addHelpText(
       'after',
       `
@@ -24,11 +26,11 @@ Example:
   $ idgen-cass next orders -n 2 --json
   [48214578,48214579]`,
     )
-    .action(async (sequence: string, options: { count: number }) => {
+    .action(async (sequence: string, options: { count: number; allowUnsafeCluster?: boolean }) => {
       if (!Number.isInteger(options.count) || options.count < 1 || options.count > MAX_COUNT) {
         throw new InvalidOptionError('count', options.count, `an integer from 1 to ${MAX_COUNT}`);
       }
-      const ids = await ctx.idGen();
+      const ids = await ctx.idGen({ allowUnsafeCluster: options.allowUnsafeCluster === true });
       await ids.readSequence(sequence); // an unknown sequence fails here, before any claim
       // bigint handles serve every domain, int63 included; the IDs are only printed.
       const handle = ids.sequence(sequence, { bigint: true });

@@ -11,6 +11,7 @@ import { checkServeOptions, SERVE_DEFAULTS, type ServeOptions } from '../../serv
 import { createServer } from '../../serve/server.js';
 import type { StatusSource } from '../../serve/status-page.js';
 import type { CliContext } from '../context.js';
+import { ALLOW_UNSAFE_CLAIMS, ALLOW_UNSAFE_FLAG } from '../exit-codes.js';
 import { parseInteger, parseList, timerParser, typedDuration } from '../parse.js';
 
 interface ServeFlags {
@@ -24,6 +25,7 @@ interface ServeFlags {
   readonly timeout: number;
   readonly maxPendingRequests: number;
   readonly receiveTimeout: number;
+  readonly allowUnsafeCluster?: boolean | undefined;
 }
 
 /** The token itself (a file is safer: variables show up in more places). */
@@ -65,6 +67,7 @@ export function serveCommand(program: Command, ctx: CliContext): void {
         'IDGEN_SERVE_METRICS_AUTH',
       ),
     )
+    .option(ALLOW_UNSAFE_FLAG, ALLOW_UNSAFE_CLAIMS)
     .addOption(
       new Option('--tls-cert <file>', 'PEM certificate chain: serve HTTPS (with --tls-key)').env(
         'IDGEN_SERVE_TLS_CERT',
@@ -160,7 +163,11 @@ async function start(
 ): Promise<{ readonly server: FastifyInstance; readonly ids: IdGen } | undefined> {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const ids = await ctx.idGen({ callTimeoutMs: flags.timeout, metrics: { registry } });
+  const ids = await ctx.idGen({
+    callTimeoutMs: flags.timeout,
+    metrics: { registry },
+    allowUnsafeCluster: flags.allowUnsafeCluster === true,
+  });
   if (stopping()) return undefined;
   // A keyspace without the idgen tables would answer every request 500: refused at start.
   await ids.listSequences();

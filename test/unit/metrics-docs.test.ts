@@ -127,7 +127,7 @@ describe("docs/metrics.md's metrics table", () => {
 });
 
 describe('ops files', () => {
-  it('alert rules name only documented metrics, and cover runway, SERIAL and errors', () => {
+  it('alert rules name only documented metrics, and cover runway, SERIAL, errors and durability', () => {
     const rules = (
       parse(read('ops/prometheus/idgen-alerts.yml')) as {
         groups: { name: string; rules: Record<string, unknown>[] }[];
@@ -152,6 +152,7 @@ describe('ops files', () => {
       'idgen_serial_reachable',
       'idgen_call_errors_total',
       'idgen_errors_total',
+      'idgen_dc_unsafe_nodes',
     ]) {
       expect(used).toContain(name);
     }

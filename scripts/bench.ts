@@ -33,7 +33,8 @@ function estimateMinutes(s: BenchSettings): number {
   const phases = [
     s.scaleOnly || s.httpOnly ? 0 : s.runs * cluster,
     s.scale ? s.scaleRuns * scale : 0,
-    s.http ? s.runs * http + 20 : 0,
+    // The overload run adds its service's start, a second of samples, and one load.
+    s.http ? s.runs * http + s.httpSeconds + 30 : 0,
   ];
   return (phases.reduce((a, b) => a + b) + 20) / 60;
 }

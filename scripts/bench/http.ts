@@ -1,9 +1,10 @@
 /**
  * The HTTP phase: one `idgen-cass serve` per DC under autocannon, beside the library called in
- * this process with as many callers per DC. IDs the services hand out in warm-ups are checked
- * for repeats.
+ * this process with as many callers per DC; then one more service overloaded, its memory
+ * sampled. IDs the services hand out in warm-ups and in the overload run are checked for repeats.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -11,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 
 import autocannon from 'autocannon';
 
-import { connect, type IdGen, type Sequence } from '../../src/index.js';
+import { connect, SERVE_DEFAULTS, type IdGen, type Sequence } from '../../src/index.js';
 import type { BenchCluster } from './cluster.js';
 import { afterFailure, MAX_FAILURE_MESSAGES } from './draw-loop.js';
 import { IdLedger } from './id-ledger.js';
@@ -19,6 +20,7 @@ import type {
   BenchSettings,
   HttpDcLoad,
   HttpLoad,
+  HttpOverload,
   HttpResult,
   HttpRun,
   HttpServiceInfo,
@@ -39,6 +41,23 @@ const LIBRARY_SEQUENCE = 'http_library';
 const SEQUENCE_OPTIONS = Object.freeze({ domain: 'safe53' as const });
 const START_TIMEOUT_MS = 120_000;
 const STOP_TIMEOUT_MS = 20_000;
+/**
+ * The overload run: 20 connections per request the service takes at once, each asking for the
+ * most IDs a request may, on a sequence of fixed blocks that size (a DC range of 100), so that
+ * requests wait for block claims.
+ */
+export const OVERLOAD = Object.freeze({
+  maxPendingRequests: 50,
+  connections: 1_000,
+  count: SERVE_DEFAULTS.maxIdsPerRequest,
+  sequence: 'http_overload',
+  sequenceOptions: Object.freeze({
+    domain: 'safe53' as const,
+    blockSize: SERVE_DEFAULTS.maxIdsPerRequest,
+    dcRangeSize: 100 * SERVE_DEFAULTS.maxIdsPerRequest,
+  }),
+  sampleMs: 200,
+});
 
 export const AUTOCANNON_VERSION = (
   createRequire(import.meta.url)('autocannon/package.json') as { version: string }
@@ -87,17 +106,16 @@ function failureOf(status: number, body: string): string {
   return `${status} ${body.slice(0, 100)}`;
 }
 
-/** One autocannon run; with `collect`, keeps 2xx bodies (parsed after it) and failures. */
-async function cannon(target: ServiceTarget, plan: LoadPlan, seconds: number, collect: boolean) {
-  const bodies: string[] = [];
+type OnResponse = (status: number, body: string, headers: Record<string, unknown>) => void;
+
+/** One autocannon run; `onResponse` sees every answer, body and headers (at a cost per answer). */
+async function cannon(
+  target: ServiceTarget,
+  plan: LoadPlan,
+  seconds: number,
+  onResponse?: OnResponse,
+) {
   const histogram = new Histogram();
-  const failures = new Set<string>();
-  const collecting: autocannon.Request = {
-    onResponse(status, body) {
-      if (status >= 200 && status < 300) bodies.push(body);
-      else if (failures.size < MAX_FAILURE_MESSAGES) failures.add(failureOf(status, body));
-    },
-  };
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
     const instance = autocannon(
       {
@@ -105,7 +123,9 @@ async function cannon(target: ServiceTarget, plan: LoadPlan, seconds: number, co
         method: 'POST',
         connections: plan.connections,
         duration: seconds,
-        ...(collect ? { requests: [collecting] } : {}),
+        ...(onResponse === undefined
+          ? {}
+          : { requests: [{ onResponse: (s, b, _c, headers) => onResponse(s, b, headers ?? {}) }] }),
       },
       (error: unknown, result: autocannon.Result) => {
         if (error !== null && error !== undefined)
@@ -118,7 +138,7 @@ async function cannon(target: ServiceTarget, plan: LoadPlan, seconds: number, co
       if (statusCode >= 200 && statusCode < 300) histogram.record(responseTimeMs * 1e6);
     });
   });
-  return { result, bodies, histogram, failures };
+  return { result, histogram };
 }
 
 /**
@@ -133,8 +153,13 @@ export async function loadService(
 ): Promise<DcMeasure> {
   const failures = new Set<string>();
   if (plan.warmupSeconds > 0) {
-    const warm = await cannon(target, plan, plan.warmupSeconds, true);
-    for (const body of warm.bodies) {
+    const bodies: string[] = [];
+    await cannon(target, plan, plan.warmupSeconds, (status, body) => {
+      if (status >= 200 && status < 300) bodies.push(body);
+      else if (failures.size < MAX_FAILURE_MESSAGES)
+        failures.add(`warm-up: ${failureOf(status, body)}`);
+    });
+    for (const body of bodies) {
       const drawn = idsOf(body);
       if (drawn.length !== plan.count) {
         throw new Error(`${target.dc} answered ${drawn.length} IDs to ?count=${plan.count}`);
@@ -142,9 +167,8 @@ export async function loadService(
       ledger.add(drawn);
     }
     ledger.compact();
-    for (const failure of warm.failures) failures.add(`warm-up: ${failure}`);
   }
-  const { result, histogram } = await cannon(target, plan, plan.seconds, false);
+  const { result, histogram } = await cannon(target, plan, plan.seconds);
   for (const [status, { count }] of Object.entries(result.statusCodeStats ?? {})) {
     if (!status.startsWith('2')) failures.add(`${status} × ${count ?? 0}`);
   }
@@ -172,6 +196,67 @@ export async function loadServices(
   ledger: IdLedger,
 ): Promise<HttpLoad> {
   return combine(await Promise.all(targets.map((t) => loadService(t, plan, ledger))));
+}
+
+/** A process's resident set from /proc (Linux), in MiB to 0.1. */
+export async function rssMiB(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const kib = /^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1];
+  if (kib === undefined) throw new Error(`/proc/${pid}/status has no VmRSS line`);
+  return Math.round((Number(kib) / 1024) * 10) / 10;
+}
+
+async function sampleRss(pid: number, ms: number): Promise<number[]> {
+  const samples: number[] = [];
+  for (const end = Date.now() + ms; Date.now() < end; await sleep(OVERLOAD.sampleMs)) {
+    samples.push(await rssMiB(pid));
+  }
+  return samples;
+}
+
+/**
+ * Samples the RSS of `pid` (the service at `target`) for a second, then loads the service with
+ * no warm-up while sampling it on. Every 2xx answer's IDs are checked for repeats; a 503
+ * `IDGEN_OVERLOADED` counts as shed only with its `Retry-After` header.
+ */
+export async function overloadService(
+  target: ServiceTarget,
+  pid: number,
+  plan: LoadPlan,
+  maxPendingRequests: number,
+): Promise<HttpOverload> {
+  const rssBeforeMiB = await sampleRss(pid, 1_000);
+  const ledger = new IdLedger();
+  const failures = new Set<string>();
+  let overloaded = 0;
+  const onResponse: OnResponse = (status, body, headers) => {
+    if (status >= 200 && status < 300) return ledger.add(idsOf(body));
+    const failure = failureOf(status, body);
+    const retryAfter = Object.keys(headers).some((name) => name.toLowerCase() === 'retry-after');
+    if (failure === '503 IDGEN_OVERLOADED' && retryAfter) overloaded++;
+    else if (failures.size < MAX_FAILURE_MESSAGES) failures.add(failure);
+  };
+  const [{ result }, rssDuring] = await Promise.all([
+    cannon(target, plan, plan.seconds, onResponse),
+    sampleRss(pid, plan.seconds * 1_000),
+  ]);
+  ledger.compact();
+  if (result.errors > 0) failures.add(`${result.errors} connection errors`);
+  return {
+    dc: target.dc,
+    maxPendingRequests,
+    connections: plan.connections,
+    count: plan.count,
+    seconds: result.duration,
+    ok: result['2xx'],
+    overloaded,
+    other: Math.max(0, result.non2xx - overloaded) + result.errors,
+    failureMessages: [...failures],
+    rssSampleMs: OVERLOAD.sampleMs,
+    rssBeforeMiB,
+    rssMiB: rssDuring,
+    uniqueness: { ids: ledger.added, duplicates: ledger.duplicates },
+  };
 }
 
 export interface LibraryTarget {
@@ -242,7 +327,7 @@ class ServiceProcess {
 
   private constructor(
     readonly dc: string,
-    private readonly child: ChildProcess,
+    readonly child: ChildProcess,
   ) {
     child.stderr!.on('data', (chunk: Buffer) => {
       this.stderr = (this.stderr + chunk.toString()).slice(-20_000);
@@ -255,6 +340,7 @@ class ServiceProcess {
     contactPoints: readonly string[],
     keyspace: string,
     sequence: string,
+    serveArgs: readonly string[] = [],
   ): ServiceProcess {
     const env = Object.fromEntries(
       Object.entries(process.env).filter(([name]) => !name.startsWith('IDGEN_')),
@@ -262,7 +348,7 @@ class ServiceProcess {
     const args = [
       ...['--import', 'tsx', MAIN],
       ...['--contact-points', contactPoints.join(','), '--dc', dc, '--keyspace', keyspace],
-      ...['serve', '--host', '127.0.0.1', '--port', '0', '--sequence', sequence],
+      ...['serve', '--host', '127.0.0.1', '--port', '0', '--sequence', sequence, ...serveArgs],
     ];
     const child = spawn(process.execPath, args, {
       cwd: ROOT,
@@ -321,6 +407,7 @@ class ServiceProcess {
 /** {@link run} never throws: a failure ends the phase early, keeping what was measured. */
 export class HttpPhase {
   private services: ServiceProcess[] = [];
+  private overloaded: ServiceProcess | undefined;
   private stopping: Promise<HttpServiceInfo[]> | undefined;
   private readonly readyMs = new Map<string, number>();
 
@@ -335,6 +422,7 @@ export class HttpPhase {
     const ledger = new IdLedger();
     const counts = HTTP_COUNTS.map((count) => ({ count, runs: [] as HttpRun[] }));
     const libraries: IdGen[] = [];
+    let overload: HttpOverload | undefined;
     let failure: string | undefined;
     try {
       await cluster.createSequence(SERVICE_SEQUENCE, SEQUENCE_OPTIONS);
@@ -376,6 +464,7 @@ export class HttpPhase {
           );
         }
       }
+      overload = await this.overload();
     } catch (error) {
       failure = error instanceof Error ? error.message : String(error);
       log(`http: phase stopped early: ${failure}`);
@@ -387,7 +476,8 @@ export class HttpPhase {
       log(`http: the service in ${s.dc} exited with ${s.exitCode ?? 'a kill'} after SIGTERM`);
     }
     ledger.compact();
-    if (ledger.duplicates > 0) log(`http: ${ledger.duplicates} IDs were handed out twice: a bug`);
+    const duplicates = ledger.duplicates + (overload?.uniqueness.duplicates ?? 0);
+    if (duplicates > 0) log(`http: ${duplicates} IDs were handed out twice: a bug`);
     return {
       sequenceOptions: { ...SEQUENCE_OPTIONS },
       serviceRuntime:
@@ -395,19 +485,54 @@ export class HttpPhase {
       autocannon: AUTOCANNON_VERSION,
       services,
       counts,
+      ...(overload === undefined ? {} : { overload }),
       uniqueness: { ids: ledger.added, duplicates: ledger.duplicates },
       ...(failure === undefined ? {} : { failure }),
     };
   }
 
+  /** One more service in the first DC, on a sequence of its own, shedding beyond a few requests. */
+  private async overload(): Promise<HttpOverload> {
+    const { cluster, settings } = this;
+    const dc = cluster.dcs[0]!;
+    await cluster.createSequence(OVERLOAD.sequence, OVERLOAD.sequenceOptions);
+    const args = ['--max-pending-requests', String(OVERLOAD.maxPendingRequests)];
+    const service = ServiceProcess.spawn(
+      dc,
+      cluster.contactPoints[dc]!,
+      cluster.keyspace,
+      OVERLOAD.sequence,
+      args,
+    );
+    this.overloaded = service;
+    try {
+      const target = { dc, url: await service.ready() };
+      const { connections, count } = OVERLOAD;
+      const plan = { sequence: OVERLOAD.sequence, count, connections, warmupSeconds: 0 };
+      const result = await overloadService(
+        target,
+        service.child.pid!,
+        { ...plan, seconds: settings.httpSeconds },
+        OVERLOAD.maxPendingRequests,
+      );
+      this.log(
+        `http overload: ${result.ok} 2xx, ${result.overloaded} shed, ${result.other} other, ${result.uniqueness.duplicates} IDs repeated; RSS ${Math.max(...result.rssBeforeMiB)} MiB before, ${Math.max(...result.rssMiB)} MiB peak`,
+      );
+      return result;
+    } finally {
+      await service.stop();
+    }
+  }
+
   /** Idempotent. */
   stop(): Promise<HttpServiceInfo[]> {
-    return (this.stopping ??= Promise.all(
-      this.services.map(async (service) => ({
+    return (this.stopping ??= Promise.all([
+      this.overloaded?.stop(),
+      ...this.services.map(async (service) => ({
         dc: service.dc,
         readyMs: this.readyMs.get(service.dc) ?? NaN,
         exitCode: await service.stop(),
       })),
-    ));
+    ]).then(([, ...services]) => services));
   }
 }

@@ -259,12 +259,35 @@ export interface HttpServiceInfo {
   readonly exitCode: number | null;
 }
 
+/** One service with a small `maxPendingRequests` under far more connections than that. */
+export interface HttpOverload {
+  readonly dc: string;
+  readonly maxPendingRequests: number;
+  readonly connections: number;
+  readonly count: number;
+  readonly seconds: number;
+  readonly ok: number;
+  /** Answered 503 `IDGEN_OVERLOADED` with a `Retry-After` header. */
+  readonly overloaded: number;
+  /** Every other non-2xx answer, and connection errors. */
+  readonly other: number;
+  readonly failureMessages: readonly string[];
+  readonly rssSampleMs: number;
+  /** The service's RSS, sampled during the second before the load, then during it. */
+  readonly rssBeforeMiB: readonly number[];
+  readonly rssMiB: readonly number[];
+  /** Of the IDs in 2xx answers, on a sequence of its own. */
+  readonly uniqueness: { readonly ids: number; readonly duplicates: number };
+}
+
 export interface HttpResult {
   readonly sequenceOptions: Readonly<Record<string, string | number>>;
   readonly serviceRuntime: string;
   readonly autocannon: string;
   readonly services: readonly HttpServiceInfo[];
   readonly counts: readonly HttpCountResult[];
+  /** Absent in results of older builds, and when the phase stopped before it. */
+  readonly overload?: HttpOverload | undefined;
   readonly uniqueness: { readonly ids: number; readonly duplicates: number };
   readonly failure?: string | undefined;
 }

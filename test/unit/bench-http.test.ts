@@ -1,14 +1,22 @@
 /**
  * The HTTP phase of the benchmark: its measuring functions against a service started in this
- * process on the in-memory store (autocannon for about a second), the library loop, the ID
- * ledger, the options, and the report section on synthetic results.
+ * process on the in-memory store (autocannon for about a second), the overload run, the library
+ * loop, the ID ledger, the options, and the report section on synthetic results.
  */
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 
 import { createServer, IdGen, type Sequence } from '../../src/index.js';
 import { MemoryStore } from '../../src/testing.js';
-import { loadLibrary, loadService, loadServices, type LoadPlan } from '../../scripts/bench/http.js';
+import {
+  loadLibrary,
+  loadService,
+  loadServices,
+  OVERLOAD,
+  overloadService,
+  rssMiB,
+  type LoadPlan,
+} from '../../scripts/bench/http.js';
 import { IdLedger } from '../../scripts/bench/id-ledger.js';
 import {
   FULL_PRESET,
@@ -37,8 +45,8 @@ afterEach(async () => {
 });
 
 /** An IdGen on its own in-memory store holding sequence "orders". */
-async function allocator(): Promise<IdGen> {
-  const ids = new IdGen({ store: new MemoryStore(), dc: 'dc1', keyspace: 'unit' });
+async function allocator(store = new MemoryStore()): Promise<IdGen> {
+  const ids = new IdGen({ store, dc: 'dc1', keyspace: 'unit' });
   allocators.push(ids);
   await ids.createSequence('orders', { domain: 'safe53' });
   return ids;
@@ -48,6 +56,15 @@ async function allocator(): Promise<IdGen> {
 async function service(): Promise<string> {
   const ids = await allocator();
   const app = createServer(ids, { sequences: ['orders'] });
+  servers.push(app);
+  return app.listen({ host: '127.0.0.1', port: 0 });
+}
+
+/** A service as the overload run starts it, over a store that answers in 5 ms. */
+async function overloadTarget(maxPendingRequests: number): Promise<string> {
+  const ids = await allocator(new MemoryStore({ latencyMs: 5 }));
+  await ids.createSequence(OVERLOAD.sequence, OVERLOAD.sequenceOptions);
+  const app = createServer(ids, { sequences: [OVERLOAD.sequence], maxPendingRequests });
   servers.push(app);
   return app.listen({ host: '127.0.0.1', port: 0 });
 }
@@ -116,6 +133,43 @@ describe('HTTP phase: measuring a service with autocannon', () => {
     for (const dc of load.dcs) expect(dc.ok).toBeGreaterThan(0);
     expect(load.latency.count).toBe(load.dcs[0]!.ok + load.dcs[1]!.ok);
     expect(ledger.duplicates).toBeGreaterThan(0);
+  });
+});
+
+describe('HTTP phase: the overload run', () => {
+  // The service runs in this process, so the RSS sampled is this process's.
+  const overloadPlan = plan(OVERLOAD.count, {
+    sequence: OVERLOAD.sequence,
+    connections: 100,
+    warmupSeconds: 0,
+  });
+
+  it('counts answers shed with Retry-After, samples RSS, and checks the IDs of the rest', async () => {
+    const url = await overloadTarget(5);
+    const o = await overloadService({ dc: 'dc1', url }, process.pid, overloadPlan, 5);
+    expect(o).toMatchObject({ dc: 'dc1', maxPendingRequests: 5, connections: 100, other: 0 });
+    expect(o.ok).toBeGreaterThan(0);
+    expect(o.overloaded).toBeGreaterThan(o.ok);
+    expect(o.failureMessages).toEqual([]);
+    expect(o.uniqueness).toEqual({ ids: o.ok * OVERLOAD.count, duplicates: 0 });
+    // A second before the load and one during it, a sample about every 200 ms.
+    for (const samples of [o.rssBeforeMiB, o.rssMiB]) {
+      expect(samples.length).toBeGreaterThanOrEqual(3);
+      expect(samples.length).toBeLessThanOrEqual(6);
+      for (const mib of samples) expect(mib).toBeGreaterThan(10);
+    }
+  });
+
+  it('sheds nothing under its limit', async () => {
+    const url = await overloadTarget(1_000);
+    const o = await overloadService({ dc: 'dc1', url }, process.pid, overloadPlan, 1_000);
+    expect(o.ok).toBeGreaterThan(0);
+    expect(o).toMatchObject({ overloaded: 0, other: 0 });
+  });
+
+  it('reads RSS from /proc', async () => {
+    const mib = await rssMiB(process.pid);
+    expect(mib / (process.memoryUsage().rss / 2 ** 20)).toBeCloseTo(1, 1);
   });
 });
 
@@ -329,6 +383,21 @@ const HTTP: HttpResult = {
       ],
     },
   ],
+  overload: {
+    dc: 'dc1',
+    maxPendingRequests: 50,
+    connections: 1_000,
+    count: 10_000,
+    seconds: 2,
+    ok: 400,
+    overloaded: 30_000,
+    other: 0,
+    failureMessages: [],
+    rssSampleMs: 200,
+    rssBeforeMiB: [100, 101, 99, 100, 100],
+    rssMiB: [110, 150, 140, 120],
+    uniqueness: { ids: 4_000_000, duplicates: 0 },
+  },
   uniqueness: { ids: 1_234_567, duplicates: 0 },
 };
 
@@ -363,6 +432,17 @@ describe('bench report: HTTP service section', () => {
     ]);
     expect(md).toContain('| HTTP `POST …/ids?count=100` | **all** | 2 k/s | 200 k/s |');
     expect(report.json.raw.http).toBe(HTTP);
+    // The overload run: 30,400 answers in 2 s; RSS 100 MiB before, 150 at its peak.
+    expect(md).toContain('### Overload');
+    expect(md).toContain('with `--max-pending-requests 50`, under 1,000 connections');
+    expect(md).toContain(
+      '| 400 | 30,000 | 0 | 200/s | 15.2 k/s | 100 MiB | 150 MiB | 120 MiB | 1.5× |',
+    );
+    expect(md).toContain(
+      "answered 503 `IDGEN_OVERLOADED` at once, and the service's memory peaked at 1.5× its level before the load.",
+    );
+    expect(md).toContain('Its 2xx answers held 4,000,000 IDs: none repeated.');
+    expect(report.json.summary.http?.overload).toMatchObject({ rssPeakRatio: 1.5 });
     // The report passes the repository's formatter as written.
     await expect(formatMarkdown(md, 'bench/REPORT.md')).resolves.toContain('## 5. HTTP service');
   });
@@ -391,6 +471,24 @@ describe('bench report: HTTP service section', () => {
     expect(markdown).toContain('This run measured no single-ID requests to set beside it.');
     expect(markdown).not.toContain('long log');
     expect(json.summary.ratios.some((r) => r.key.startsWith('httpVsLibrary'))).toBe(false);
+  });
+
+  it('says so when the overload run shed nothing, and leaves it out when absent', () => {
+    const calm = {
+      ...HTTP.overload!,
+      ok: 900,
+      overloaded: 0,
+      failureMessages: ['500 IDGEN_X'],
+      uniqueness: { ids: 9_000_000, duplicates: 3 },
+    };
+    const { markdown } = buildReport(raw({ ...HTTP, overload: calm }));
+    expect(markdown).toContain(
+      '**No request was answered 503 `IDGEN_OVERLOADED`: this run did not overload the service, and shows nothing about shedding.** Other answers: "500 IDGEN_X". Its 2xx answers held 9,000,000 IDs: **3 repeated.**',
+    );
+    expect(markdown).not.toContain('at once, and the service');
+    const without = buildReport(raw({ ...HTTP, overload: undefined })).markdown;
+    expect(without).not.toContain('### Overload');
+    expect(without).not.toContain('IDGEN_OVERLOADED');
   });
 
   it('lists failed requests with their codes', () => {

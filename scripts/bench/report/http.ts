@@ -1,8 +1,9 @@
 /** "## 5. HTTP service": the services beside the library, and Leaf's figure as context. */
-import type { HttpLoad, HttpResult, RawResults } from '../results.js';
+import type { HttpLoad, HttpOverload, HttpResult, RawResults } from '../results.js';
 import { figure, latencyFigures, sum } from '../stats.js';
 import {
   formatCount,
+  formatMiB,
   formatMs,
   formatNs,
   formatPercent,
@@ -78,7 +79,64 @@ export function summarizeHttp(http: HttpResult) {
   const failureMessages = [
     ...new Set(loads.flatMap((l) => l.dcs.flatMap((d) => d.failureMessages))),
   ];
-  return { counts, failureMessages };
+  const overload = http.overload === undefined ? undefined : summarizeOverload(http.overload);
+  return { counts, failureMessages, overload };
+}
+
+/** RSS before: the median of the second before the load; peak: of every sample. */
+function summarizeOverload(o: HttpOverload) {
+  const rssBeforeMiB = figure(o.rssBeforeMiB).median;
+  const rssPeakMiB = Math.max(...o.rssBeforeMiB, ...o.rssMiB);
+  return {
+    okPerSecond: o.ok / o.seconds,
+    answersPerSecond: (o.ok + o.overloaded + o.other) / o.seconds,
+    rssBeforeMiB,
+    rssPeakMiB,
+    rssEndMiB: o.rssMiB.at(-1) ?? NaN,
+    rssPeakRatio: rssPeakMiB / rssBeforeMiB,
+  };
+}
+
+function renderOverload(o: HttpOverload, summary: ReturnType<typeof summarizeOverload>): string[] {
+  const answered = `${formatCount(o.connections)} connections asking for ${formatCount(o.count)} IDs each`;
+  return [
+    '### Overload',
+    '',
+    `One more \`idgen-cass serve\` in ${o.dc}, on the same machine, with \`--max-pending-requests ${o.maxPendingRequests}\`, under ${answered} (the most a request may ask) for ${o.seconds} s, on a sequence of its own with fixed blocks of ${formatCount(o.count)} IDs, so that requests wait for claims; its RSS read from /proc every ${o.rssSampleMs} ms, during the second before the load and during it.`,
+    '',
+    ...grid(
+      [
+        '2xx',
+        '503 `IDGEN_OVERLOADED` with `Retry-After`',
+        'other',
+        '2xx/s',
+        'answers/s',
+        'RSS before',
+        'RSS peak',
+        'RSS at the end',
+        'peak ÷ before',
+      ],
+      [
+        [
+          formatCount(o.ok),
+          formatCount(o.overloaded),
+          formatCount(o.other),
+          formatRate(summary.okPerSecond),
+          formatRate(summary.answersPerSecond),
+          formatMiB(summary.rssBeforeMiB),
+          formatMiB(summary.rssPeakMiB),
+          formatMiB(summary.rssEndMiB),
+          formatTimes(summary.rssPeakRatio),
+        ],
+      ],
+    ),
+    (o.overloaded === 0
+      ? '**No request was answered 503 `IDGEN_OVERLOADED`: this run did not overload the service, and shows nothing about shedding.**'
+      : `Requests beyond ${o.maxPendingRequests} under way were answered 503 \`IDGEN_OVERLOADED\` at once, and the service's memory peaked at ${formatTimes(summary.rssPeakRatio)} its level before the load.`) +
+      (o.failureMessages.length > 0 ? ` Other answers: ${quoted(o.failureMessages)}.` : '') +
+      ` Its 2xx answers held ${formatCount(o.uniqueness.ids)} IDs: ${o.uniqueness.duplicates === 0 ? 'none repeated.' : `**${formatCount(o.uniqueness.duplicates)} repeated.**`}`,
+    '',
+  ];
 }
 
 function sideLabel(side: HttpSide, count: number): string {
@@ -169,6 +227,9 @@ export function renderHttp(raw: RawResults, summary: Summary): string[] {
   }
   if (summary.http.failureMessages.length > 0) {
     out.push(`Failed requests and calls: ${quoted(summary.http.failureMessages)}.`, '');
+  }
+  if (http.overload !== undefined && summary.http.overload !== undefined) {
+    out.push(...renderOverload(http.overload, summary.http.overload));
   }
   const services = http.services
     .map(

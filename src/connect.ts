@@ -90,10 +90,11 @@ export class IdGen extends Allocator {
     WATCHES.set(this, watch);
   }
 
-  /** Stops the durability watch, then closes as the allocator does. */
+  /** Closes as the allocator does (its handles stop serving at once) and stops the watch. */
   override async close(): Promise<void> {
+    const closing = super.close();
     await WATCHES.get(this)?.close();
-    await super.close();
+    await closing;
   }
 }
 

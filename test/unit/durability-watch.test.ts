@@ -186,3 +186,27 @@ describe('the durability watch', () => {
     await ids.close();
   });
 });
+
+describe('close()', () => {
+  it('stops serving at once, even while a check of the nodes is in flight', async () => {
+    let release = (): void => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let reads = 0;
+    const store = cluster();
+    const read = store.readNodeSettings.bind(store);
+    // The first check answers; the next ones hang until released.
+    store.readNodeSettings = async () => {
+      if (reads++ > 0) await held;
+      return read();
+    };
+    const ids = new IdGen({ store, dc: 'dc1', keyspace: KEYSPACE, durabilityCheckMs: 1 });
+    await ids.createSequence('orders', { dcRangeSize: 10_000, blockSize: 10 });
+    const orders = ids.sequence('orders');
+    await draw(orders, 3);
+    while (reads < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+    const closing = ids.close();
+    expect(() => orders.tryNext()).toThrow(expect.objectContaining({ code: 'IDGEN_CLOSED' }));
+    release();
+    await closing;
+  });
+});

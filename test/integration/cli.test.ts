@@ -281,7 +281,11 @@ describe('idgen-cass preflight', () => {
     const init = await idgen(['init', '--replication', 'dc1:1'], { keyspace: fresh });
     try {
       if (oracle.unsafe) {
-        expectRefused(init, 9, 'pass --allow-unsafe-cluster (init, seed, next, serve) if you accept');
+        expectRefused(
+          init,
+          9,
+          'pass --allow-unsafe-cluster (init, seed, next, serve) if you accept',
+        );
         expect(await keyspaceExists(fresh)).toBe(false);
         expectOk(
           await idgen(['init', '--replication', 'dc1:1', '--allow-unsafe-cluster'], {

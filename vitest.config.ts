@@ -1,4 +1,6 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+
+import { PAXOS_INDEPENDENT, paxosDependentOnly } from './test/support/paxos-independent.js';
 
 export default defineConfig({
   test: {
@@ -23,6 +25,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, ...(paxosDependentOnly() ? PAXOS_INDEPENDENT : [])],
           globalSetup: ['test/support/global-setup.ts'],
           // One real cluster on a 2-core machine: files run one after another.
           fileParallelism: false,

@@ -3,13 +3,16 @@
  * .ci/run sets): a run passes only if it ran every test it has. Vitest itself exits 0 on skipped
  * and todo tests, and on a project whose pattern matches no file; this reporter fails the run on
  * them, and on any test file on disk (`test/<project>/**\/*.test.ts`) that its project did not
- * load. `.only` needs nothing here: .ci/run sets CI too, which turns vitest's allowOnly off, and
- * a focused test fails the run.
+ * load, but for those a Paxos-dependent-only run leaves out (paxos-independent.ts). `.only` needs
+ * nothing here: .ci/run sets CI too, which turns vitest's allowOnly off, and a focused test fails
+ * the run.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 
 import type { Reporter, TestModule, Vitest } from 'vitest/node';
+
+import { PAXOS_INDEPENDENT, paxosDependentOnly } from './paxos-independent.js';
 
 /** What a finished run loaded and ran, with paths relative to the root. */
 export interface RunSummary {
@@ -71,7 +74,12 @@ export default class CompletenessReporter implements Reporter {
       projects,
       loaded: testModules.map((m) => ({ project: m.project.name, file: relative(m.moduleId) })),
       onDisk: Object.fromEntries(
-        projects.map((name) => [name, testFilesUnder(root, path.join('test', name))]),
+        projects.map((name) => [
+          name,
+          testFilesUnder(root, path.join('test', name)).filter(
+            (file) => !(paxosDependentOnly() && PAXOS_INDEPENDENT.includes(file)),
+          ),
+        ]),
       ),
       notRun: testModules.flatMap((m) =>
         [...m.children.allTests()]

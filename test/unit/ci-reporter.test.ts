@@ -3,6 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 import { completenessProblems, testFilesUnder, type RunSummary } from '../support/ci-reporter.js';
+import { PAXOS_INDEPENDENT, paxosDependentOnly } from '../support/paxos-independent.js';
 
 const complete: RunSummary = {
   projects: ['unit', 'integration'],
@@ -52,5 +53,20 @@ describe('CI reporter: a run counts only if it ran every test', () => {
     expect(files).toContain('test/unit/ci-reporter.test.ts');
     expect(files.every((f) => f.startsWith('test/unit/') && f.endsWith('.test.ts'))).toBe(true);
     expect(testFilesUnder(root, 'test/nowhere')).toEqual([]);
+  });
+});
+
+describe('CI: the Paxos-dependent-only run', () => {
+  it('names only integration test files that exist', () => {
+    const root = path.join(import.meta.dirname, '..', '..');
+    const onDisk = testFilesUnder(root, 'test/integration');
+    expect(PAXOS_INDEPENDENT.length).toBeGreaterThan(0);
+    for (const file of PAXOS_INDEPENDENT) expect(onDisk).toContain(file);
+  });
+
+  it('is on only with IDGEN_PAXOS_DEPENDENT_ONLY=1', () => {
+    expect(paxosDependentOnly({ IDGEN_PAXOS_DEPENDENT_ONLY: '1' })).toBe(true);
+    expect(paxosDependentOnly({ IDGEN_PAXOS_DEPENDENT_ONLY: '0' })).toBe(false);
+    expect(paxosDependentOnly({})).toBe(false);
   });
 });

@@ -336,26 +336,21 @@ class ServiceProcess {
   }
 
   static spawn(
+    cluster: BenchCluster,
     dc: string,
-    contactPoints: readonly string[],
-    keyspace: string,
     sequence: string,
     serveArgs: readonly string[] = [],
-  ): ServiceProcess {
+  ) {
     const env = Object.fromEntries(
       Object.entries(process.env).filter(([name]) => !name.startsWith('IDGEN_')),
     );
+    const connection = ['--contact-points', cluster.contactPoints[dc]!.join(','), '--dc', dc];
     const args = [
-      ...['--import', 'tsx', MAIN],
-      ...['--contact-points', contactPoints.join(','), '--dc', dc, '--keyspace', keyspace],
+      ...['--import', 'tsx', MAIN, ...connection, '--keyspace', cluster.keyspace],
       ...['serve', '--host', '127.0.0.1', '--port', '0', '--sequence', sequence, ...serveArgs],
     ];
-    const child = spawn(process.execPath, args, {
-      cwd: ROOT,
-      env,
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    return new ServiceProcess(dc, child);
+    const stdio: ['ignore', 'ignore', 'pipe'] = ['ignore', 'ignore', 'pipe'];
+    return new ServiceProcess(dc, spawn(process.execPath, args, { cwd: ROOT, env, stdio }));
   }
 
   /** The service's URL, once `/readyz` answers 200; throws if it exits or times out. */
@@ -428,9 +423,7 @@ export class HttpPhase {
       await cluster.createSequence(SERVICE_SEQUENCE, SEQUENCE_OPTIONS);
       await cluster.createSequence(LIBRARY_SEQUENCE, SEQUENCE_OPTIONS);
       const t0 = Date.now();
-      this.services = cluster.dcs.map((dc) =>
-        ServiceProcess.spawn(dc, cluster.contactPoints[dc]!, cluster.keyspace, SERVICE_SEQUENCE),
-      );
+      this.services = cluster.dcs.map((dc) => ServiceProcess.spawn(cluster, dc, SERVICE_SEQUENCE));
       const targets = await Promise.all(
         this.services.map(async (service): Promise<ServiceTarget> => {
           const url = await service.ready();
@@ -444,14 +437,14 @@ export class HttpPhase {
         dc: ids.dc,
         sequence: ids.sequence(LIBRARY_SEQUENCE),
       }));
+      const timing = {
+        connections: settings.httpConnections,
+        warmupSeconds: settings.httpWarmupSeconds,
+        seconds: settings.httpSeconds,
+      };
       for (let r = 0; r < settings.runs; r++) {
         for (const entry of counts) {
-          const plan = {
-            count: entry.count,
-            connections: settings.httpConnections,
-            warmupSeconds: settings.httpWarmupSeconds,
-            seconds: settings.httpSeconds,
-          };
+          const plan = { ...timing, count: entry.count };
           const measureService = () =>
             loadServices(targets, { ...plan, sequence: SERVICE_SEQUENCE }, ledger);
           // Alternate which side goes first, so drift of the machine spreads over both.
@@ -497,24 +490,13 @@ export class HttpPhase {
     const dc = cluster.dcs[0]!;
     await cluster.createSequence(OVERLOAD.sequence, OVERLOAD.sequenceOptions);
     const args = ['--max-pending-requests', String(OVERLOAD.maxPendingRequests)];
-    const service = ServiceProcess.spawn(
-      dc,
-      cluster.contactPoints[dc]!,
-      cluster.keyspace,
-      OVERLOAD.sequence,
-      args,
-    );
+    const service = ServiceProcess.spawn(cluster, dc, OVERLOAD.sequence, args);
     this.overloaded = service;
     try {
       const target = { dc, url: await service.ready() };
-      const { connections, count } = OVERLOAD;
-      const plan = { sequence: OVERLOAD.sequence, count, connections, warmupSeconds: 0 };
-      const result = await overloadService(
-        target,
-        service.child.pid!,
-        { ...plan, seconds: settings.httpSeconds },
-        OVERLOAD.maxPendingRequests,
-      );
+      const plan = { ...OVERLOAD, warmupSeconds: 0, seconds: settings.httpSeconds };
+      const pid = service.child.pid!;
+      const result = await overloadService(target, pid, plan, OVERLOAD.maxPendingRequests);
       this.log(
         `http overload: ${result.ok} 2xx, ${result.overloaded} shed, ${result.other} other, ${result.uniqueness.duplicates} IDs repeated; RSS ${Math.max(...result.rssBeforeMiB)} MiB before, ${Math.max(...result.rssMiB)} MiB peak`,
       );

@@ -1,5 +1,5 @@
 /** "## 5. HTTP service": the services beside the library, and Leaf's figure as context. */
-import type { HttpLoad, HttpOverload, HttpResult, RawResults } from '../results.js';
+import type { HttpLoad, HttpOverload, HttpResult, HttpRun, RawResults } from '../results.js';
 import { figure, latencyFigures, sum } from '../stats.js';
 import {
   formatCount,
@@ -28,7 +28,8 @@ export const LEAF_FIGURE = Object.freeze({ requestsPerSecond: 50_000, tp999Ms: 1
 export const loadRate = (load: HttpLoad, of: 'ok' | 'ids'): number =>
   sum(load.dcs.map((d) => (d.seconds > 0 ? d[of] / d.seconds : NaN)));
 
-function rows(side: HttpSide, dcs: readonly string[], loads: readonly HttpLoad[]) {
+function rows(side: HttpSide, dcs: readonly string[], runs: readonly HttpRun[]) {
+  const loads = runs.map((r) => r[side]);
   const perDc = dcs.map((dc) => {
     const mine = loads.flatMap((load) => load.dcs.filter((d) => d.dc === dc));
     return {
@@ -62,13 +63,7 @@ export function summarizeHttp(http: HttpResult) {
     return {
       count: entry.count,
       runs: runs.length,
-      rows: SIDES.flatMap((side) =>
-        rows(
-          side,
-          dcs,
-          runs.map((r) => r[side]),
-        ),
-      ),
+      rows: SIDES.flatMap((side) => rows(side, dcs, runs)),
       /** Service ÷ library within each run. */
       throughputRatio: ratio((l) => loadRate(l, 'ids')),
       p50Ratio: ratio((l) => l.latency.p50),
@@ -98,6 +93,17 @@ function summarizeOverload(o: HttpOverload) {
 }
 
 function renderOverload(o: HttpOverload, summary: ReturnType<typeof summarizeOverload>): string[] {
+  const cells: [string, string][] = [
+    ['2xx', formatCount(o.ok)],
+    ['503 `IDGEN_OVERLOADED` with `Retry-After`', formatCount(o.overloaded)],
+    ['other', formatCount(o.other)],
+    ['2xx/s', formatRate(summary.okPerSecond)],
+    ['answers/s', formatRate(summary.answersPerSecond)],
+    ['RSS before', formatMiB(summary.rssBeforeMiB)],
+    ['RSS peak', formatMiB(summary.rssPeakMiB)],
+    ['RSS at the end', formatMiB(summary.rssEndMiB)],
+    ['peak ÷ before', formatTimes(summary.rssPeakRatio)],
+  ];
   const answered = `${formatCount(o.connections)} connections asking for ${formatCount(o.count)} IDs each`;
   return [
     '### Overload',
@@ -105,30 +111,8 @@ function renderOverload(o: HttpOverload, summary: ReturnType<typeof summarizeOve
     `One more \`idgen-cass serve\` in ${o.dc}, on the same machine, with \`--max-pending-requests ${o.maxPendingRequests}\`, under ${answered} (the most a request may ask) for ${o.seconds} s, on a sequence of its own with fixed blocks of ${formatCount(o.count)} IDs, so that requests wait for claims; its RSS read from /proc every ${o.rssSampleMs} ms, during the second before the load and during it.`,
     '',
     ...grid(
-      [
-        '2xx',
-        '503 `IDGEN_OVERLOADED` with `Retry-After`',
-        'other',
-        '2xx/s',
-        'answers/s',
-        'RSS before',
-        'RSS peak',
-        'RSS at the end',
-        'peak ÷ before',
-      ],
-      [
-        [
-          formatCount(o.ok),
-          formatCount(o.overloaded),
-          formatCount(o.other),
-          formatRate(summary.okPerSecond),
-          formatRate(summary.answersPerSecond),
-          formatMiB(summary.rssBeforeMiB),
-          formatMiB(summary.rssPeakMiB),
-          formatMiB(summary.rssEndMiB),
-          formatTimes(summary.rssPeakRatio),
-        ],
-      ],
+      cells.map(([header]) => header),
+      [cells.map(([, cell]) => cell)],
     ),
     (o.overloaded === 0
       ? '**No request was answered 503 `IDGEN_OVERLOADED`: this run did not overload the service, and shows nothing about shedding.**'

@@ -79,12 +79,7 @@ async function main(): Promise<void> {
   try {
     const machine = machineInfo(await cluster.cassandraVersions(), loadAverage);
     if (!settings.httpOnly) {
-      fleet = await Fleet.start(
-        cluster.contactPoints,
-        cluster.keyspace,
-        settings.processesPerDc,
-        log,
-      );
+      fleet = await Fleet.start(cluster, settings.processesPerDc, log);
     }
     const clusterPhases = !settings.scaleOnly && !settings.httpOnly;
     if (clusterPhases) log('2. cluster phases and 3. burst');

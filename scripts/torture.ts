@@ -189,10 +189,9 @@ async function main(): Promise<void> {
     ...random.pick([{}, { autonomySeconds: random.pick([5, 30]), maxDcRangeSize: 2_000_000 }]),
     shards: random.pick([1, 1, 2, 3]),
   };
-  // First ranges granted at creation in half the campaigns; drawn apart, as is the next choice,
-  // so the seed's other draws stay those of campaigns run before these choices existed.
+  // Drawn apart from `random`, so that a seed's other draws stay what they were before these.
   const firstRanges = new Random(options.seed ^ 0x5f1e57).pick([[], dcs]);
-  // In a third of the campaigns the create takes the library's shards and first ranges.
+  // In a third of the campaigns the create takes the library's own shards and first ranges.
   const libraryDefaults = new Random(options.seed ^ 0xd3fa17).pick([false, false, true]);
   const { shards: drawnShards, ...sizes } = initial;
   const made = await admin.createSequenceGranting(

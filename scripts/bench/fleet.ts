@@ -13,6 +13,7 @@ import type {
   WorkerMessage,
   WorkerScaleDraw,
 } from './protocol.js';
+import type { BenchCluster } from './cluster.js';
 import type { BurstRun, Log } from './results.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -48,14 +49,10 @@ export class Fleet {
 
   readonly rssAfterConnectMiB: number[] = [];
 
-  static async start(
-    contactPoints: Readonly<Record<string, readonly string[]>>,
-    keyspace: string,
-    processesPerDc: number,
-    log: Log,
-  ): Promise<Fleet> {
+  static async start(cluster: BenchCluster, processesPerDc: number, log: Log): Promise<Fleet> {
+    const { contactPoints, keyspace } = cluster;
     const workers: Worker[] = [];
-    for (const dc of Object.keys(contactPoints).sort()) {
+    for (const dc of cluster.dcs) {
       for (let index = 0; index < processesPerDc; index++) {
         const child = fork(
           WORKER_SCRIPT,

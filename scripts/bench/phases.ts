@@ -102,6 +102,7 @@ export async function measureCluster(
   const bursts: BurstRun[] = [];
   const coldStarts: ColdStartSample[][] = [];
   const durationMs = settings.durationSeconds * 1000;
+  const burstCalls = settings.burstFactor * settings.steadyBlockSize;
   const sequenceOptions = (blockSize: number) => ({
     blockSize,
     dcRangeSize: blockSize * settings.dcRangeBlocks,
@@ -109,8 +110,9 @@ export async function measureCluster(
   for (let r = 0; r < settings.runs; r++) {
     const run = `run ${r + 1}/${settings.runs}`;
     for (const { clients, runs } of naive) {
+      const client = cluster.client(firstDc);
       const result = await runNaive(
-        cluster.client(firstDc),
+        client,
         cluster.keyspace,
         `r${r}_c${clients}`,
         clients,
@@ -147,7 +149,7 @@ export async function measureCluster(
     const burst = await fleet.burst(firstDc, {
       type: 'burst',
       sequence: burstSequence,
-      calls: settings.burstFactor * settings.steadyBlockSize,
+      calls: burstCalls,
     });
     bursts.push(burst);
     log(
@@ -162,17 +164,10 @@ export async function measureCluster(
     );
   }
   return {
-    keyspace: cluster.keyspace,
-    replication: cluster.replication,
-    workerRuntime: WORKER_RUNTIME,
-    rssAfterConnectMiB: fleet.rssAfterConnectMiB,
+    ...skippedCluster(settings, cluster, fleet),
     naive,
     draws,
-    burst: {
-      blockSize: settings.steadyBlockSize,
-      calls: settings.burstFactor * settings.steadyBlockSize,
-      runs: bursts,
-    },
+    burst: { blockSize: settings.steadyBlockSize, calls: burstCalls, runs: bursts },
     coldStart: coldStarts,
   };
 }

@@ -25,9 +25,8 @@ export const hasCluster = (): boolean => fs.existsSync(topologyFile());
 /** The topology recorded by `up`, or the default before the first `up`. */
 export function currentTopology(): Topology {
   if (!hasCluster()) return DEFAULT_TOPOLOGY;
-  // A record older than the Paxos and commitlog choices ran v2 and Cassandra's periodic default.
   const recorded = JSON.parse(fs.readFileSync(topologyFile(), 'utf8')) as Partial<Topology>;
-  return { ...DEFAULT_TOPOLOGY, paxos: 'v2', commitlog: 'periodic', ...recorded };
+  return { ...DEFAULT_TOPOLOGY, ...recorded };
 }
 
 const pidFile = (node: NodeSpec) => path.join(node.dir, 'cassandra.pid');

@@ -42,26 +42,26 @@ export interface Incarnation {
   /** A liveness check's worker (draws a fixed count after healing). */
   readonly liveness: boolean;
   ending: Ending;
-  endedAt: number | undefined;
+  endedAt?: number | undefined;
   /** How its process exited, whatever was done to it. */
-  exit: ProcessExit | undefined;
+  exit?: ProcessExit | undefined;
   stopped: boolean;
-  killed: KillHow | undefined;
+  killed?: KillHow | undefined;
   /** It printed its ready line: connected, its signal handlers installed. */
   connected: boolean;
   /** It printed its first-ID line: only such processes get the nemesis's process faults. */
   drawing: boolean;
   /** SIGKILLed by `stopAll` for not ending after its SIGTERM. */
   hungOnStop: boolean;
-  summary: WorkerSummary | undefined;
-  firstId: WorkerFirstId | undefined;
+  summary?: WorkerSummary | undefined;
+  firstId?: WorkerFirstId | undefined;
   stderr: string;
   readonly child: ChildProcess;
   readonly exited: Promise<void>;
   /** Resolves when the worker is connected (or has exited). */
   readonly ready: Promise<void>;
-  readyTimes: ReadyTimes | undefined;
-  startupMs: number | undefined;
+  readyTimes?: ReadyTimes | undefined;
+  startupMs?: number | undefined;
 }
 
 export interface ReadyTimes {
@@ -138,17 +138,10 @@ export class Fleet {
       startedAt: Date.now(),
       liveness: extra.count !== undefined,
       ending: 'running',
-      endedAt: undefined,
-      exit: undefined,
       stopped: false,
-      killed: undefined,
       connected: false,
       drawing: false,
       hungOnStop: false,
-      summary: undefined,
-      firstId: undefined,
-      readyTimes: undefined,
-      startupMs: undefined,
       stderr: '',
       child,
       ready,

@@ -111,7 +111,7 @@ export function incarnationRow(
 
 /** Where the incarnations that drew an ID took their blocks from, and how many moved first. */
 export function firstBlocksOf(
-  incarnations: readonly { readonly firstId: WorkerFirstId | undefined }[],
+  incarnations: readonly { readonly firstId?: WorkerFirstId | undefined }[],
 ): { byShard: Record<string, number>; moved: number; moves: number } {
   const firsts = incarnations.flatMap((i) => (i.firstId === undefined ? [] : [i.firstId]));
   const byShard: Record<string, number> = {};

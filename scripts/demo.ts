@@ -15,11 +15,7 @@ import { defaultTopology, describeTopology, parseClusterSpec } from './cluster/t
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CLI = path.join(ROOT, 'dist', 'src', 'cli', 'main.js');
-/**
- * Created by the first run and never dropped: Cassandra 5.0 was seen taking minutes to agree on a
- * schema change right after a heal, and leaving "Unknown CF" on a node when a keyspace was
- * created again at once under a dropped one's name.
- */
+/** Never dropped: a keyspace recreated at once under a dropped one's name can break a node. */
 const KEYSPACE = 'idgen_demo';
 /** Each run seeds its own sequence (`orders`, `orders_2`, ...), so the summary counts its IDs. */
 const SEQUENCE_PREFIX = 'orders';
@@ -33,11 +29,7 @@ const PARTITION_FOR_S = 25;
 const SERIAL_BACK_S = 20;
 /** IDs the DC cut off draws until it can be granted a range again. */
 const CUT_NEEDS = (PARTITION_FOR_S + SERIAL_BACK_S) * PROCESSES_PER_DC * RATE_PER_PROCESS;
-/**
- * How long after PARTITION_AT_S the DC to cut may take to hold CUT_NEEDS IDs. It asks for its next
- * range once half of one is used, so it holds from half a range (10,000) to one and a half; this
- * takes a cycle at most (50 s at 400 IDs/s), and a cut after it still ends within DRAW_SECONDS.
- */
+/** How long after PARTITION_AT_S the DC to cut may take to hold CUT_NEEDS IDs: one range cycle. */
 const RUNWAY_WAIT_S = 45;
 /** Nine nodes and six drawing processes on one machine can keep a SERIAL round past 3 s. */
 const SERIAL_PATIENCE = ['--serial-timeout', '10s'];

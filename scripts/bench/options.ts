@@ -7,7 +7,7 @@ import type { BenchSettings } from './results.js';
 
 type Preset = Omit<BenchSettings, 'out'>;
 
-/** A full run: about 15–25 minutes on a 2-core machine running the nodes, plus about 17 more. */
+/** A full run. */
 export const FULL_PRESET: Readonly<Preset> = Object.freeze({
   quick: false,
   durationSeconds: 20,
@@ -35,7 +35,7 @@ export const FULL_PRESET: Readonly<Preset> = Object.freeze({
   httpConnections: 10,
 });
 
-/** `--quick`: the same phases, shorter and with fewer processes (about 7–9 minutes). */
+/** `--quick`: the same phases, shorter and with fewer processes. */
 export const QUICK_PRESET: Readonly<Preset> = Object.freeze({
   ...FULL_PRESET,
   quick: true,

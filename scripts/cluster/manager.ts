@@ -24,6 +24,7 @@ import {
   readPid,
   requireRunning,
   runsAsOsUser,
+  seesEveryNodeUp,
   signal,
   stopNode,
   topologyFile,
@@ -283,10 +284,7 @@ export async function waitForClusterUp(
     180_000,
     'the probe keyspace to reach every node',
   );
-  const all = { consistency: cassandra.types.consistencies.all };
-  const insert = `INSERT INTO ${PROBE_KEYSPACE}.probe (k, v) VALUES (0, 0)`;
   for (const node of specs) {
-    const upSeen = () => works(node, (client) => client.execute(insert, [], all));
-    await waitFor(upSeen, 180_000, `${node.name} to see every node up`);
+    await waitFor(() => seesEveryNodeUp(node), 180_000, `${node.name} to see every node up`);
   }
 }

@@ -269,13 +269,11 @@ function cleanUp(): Promise<void> {
   return cleaning;
 }
 
-for (const [signal, code] of [
-  ['SIGINT', 130],
-  ['SIGTERM', 143],
-] as const) {
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     stoppedBy = signal;
     console.log(`\n${signal}: stopping`);
+    const code = 128 + os.constants.signals[signal];
     void cleanUp().finally(() => process.exit(healFailed ? 1 : code));
   });
 }

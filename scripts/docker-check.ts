@@ -6,6 +6,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import { Command } from 'commander';
 import { ComposeCluster, requireUnique, testcontainersTests } from './docker/check.js';
 import { buildStandIns } from './docker/images.js';
@@ -133,13 +134,10 @@ async function cleanUp(): Promise<void> {
     .catch((error: unknown) => console.error(`cleanup failed: ${String(error)}`));
 }
 
-for (const [signal, code] of [
-  ['SIGINT', 130],
-  ['SIGTERM', 143],
-] as const) {
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     console.error(`\n${signal}: removing the containers this check started`);
-    void cleanUp().finally(() => process.exit(code));
+    void cleanUp().finally(() => process.exit(128 + os.constants.signals[signal]));
   });
 }
 

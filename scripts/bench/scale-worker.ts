@@ -94,28 +94,22 @@ export class ScaleInstances {
     const closed = await Promise.allSettled(runs.map(({ handle }) => handle.close()));
     const failed = [...settled, ...closed].find((result) => result.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
-    const loops = settled.flatMap((result) =>
-      result.status === 'fulfilled' ? [result.value] : [],
-    );
+    const loops = settled.flatMap((result) => (result.status === 'fulfilled' ? result.value : []));
     const cpu = process.cpuUsage(cpuAtOpen);
     const histogram = new Histogram();
     for (const loop of loops) histogram.merge(loop.histogram);
     const draws = loops.map((l) => l.draw);
+    const messages = [...new Set(draws.flatMap((d) => d.failureMessages))];
     return {
       instances: instances.length,
       ...sums(draws, ['ids', 'warmupWaits', 'failures', 'warmupFailures', 'notIncreasing']),
       idsPerSecond: sum(draws.map((d) => (d.seconds > 0 ? d.ids / d.seconds : 0))),
       instanceSeconds: sum(draws.map((d) => d.seconds)),
       claimedIds: sum(loops.map((l) => l.draw.ids + l.heldAfter - l.heldBefore)),
-      lastBlockSizes: loops.flatMap((l) =>
-        l.lastBlockSize === undefined ? [] : [l.lastBlockSize],
-      ),
+      lastBlockSizes: loops.flatMap((l) => l.lastBlockSize ?? []),
       histogram: histogram.toJSON(),
       counts: addCounts(draws.map((d) => d.counts)),
-      failureMessages: [...new Set(draws.flatMap((d) => d.failureMessages))].slice(
-        0,
-        MAX_FAILURE_MESSAGES,
-      ),
+      failureMessages: messages.slice(0, MAX_FAILURE_MESSAGES),
       dcState: addTimings(loops.map((l) => l.dcState)),
       cpuSeconds: (cpu.user + cpu.system) / 1e6,
       loopDelay: loopDelayMs(loopDelay, LOOP_DELAY_RESOLUTION_MS),
@@ -136,11 +130,8 @@ export class ScaleInstances {
     const source = this.source;
     while (this.instances.length < count) {
       const timed = new TimedStore(source.store());
-      const ids = new IdGen({
-        store: timed.store,
-        dc: this.target.dc,
-        keyspace: this.target.keyspace,
-      });
+      const { dc, keyspace } = this.target;
+      const ids = new IdGen({ store: timed.store, dc, keyspace });
       this.instances.push({ ids, timed });
     }
     return this.instances.slice(0, count);

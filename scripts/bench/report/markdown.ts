@@ -76,13 +76,9 @@ function renderMachine(raw: RawResults): string[] {
   const { machine, settings } = raw;
   const dcs = Object.keys(machine.cassandra);
   const sharers = [
-    ...(settings.httpOnly
-      ? []
-      : [`the ${settings.processesPerDc * dcs.length} allocator processes`]),
-    ...(raw.http === undefined
-      ? []
-      : [`the ${raw.http.services.length} HTTP services (section 5)`]),
-  ];
+    settings.httpOnly ? [] : `the ${settings.processesPerDc * dcs.length} allocator processes`,
+    raw.http === undefined ? [] : `the ${raw.http.services.length} HTTP services (section 5)`,
+  ].flat();
   return [
     '## Machine',
     '',

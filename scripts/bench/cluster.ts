@@ -59,12 +59,8 @@ export class BenchCluster {
       dcs.map((dc) => [dc, Math.min(PRODUCTION_RF, contactPoints[dc]!.length)]),
     );
     log(`keyspace ${keyspace} (${dcs.map((dc) => `${dc}:${replication[dc]}`).join(', ')})`);
-    await initSchema({
-      contactPoints: contactPoints[first]!,
-      localDataCenter: first,
-      keyspace,
-      replication,
-    });
+    const inFirst = { contactPoints: contactPoints[first]!, localDataCenter: first, keyspace };
+    await initSchema({ ...inFirst, replication });
     const clients = new Map<string, cassandra.Client>();
     let admin: IdGen | undefined;
     try {
@@ -83,11 +79,7 @@ export class BenchCluster {
         `CREATE TABLE IF NOT EXISTS "${keyspace}".naive_counter (k text PRIMARY KEY, v bigint)`,
       );
       await waitForSchemaAgreement(client);
-      admin = await connect({
-        contactPoints: contactPoints[first]!,
-        localDataCenter: first,
-        keyspace,
-      });
+      admin = await connect(inFirst);
       return new BenchCluster(keyspace, replication, contactPoints, clients, admin);
     } catch (error) {
       await Promise.allSettled([...clients.values()].map((c) => c.shutdown()));

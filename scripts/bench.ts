@@ -8,7 +8,7 @@ import os from 'node:os';
 
 import { BenchCluster, ensureCluster, machineInfo } from './bench/cluster.js';
 import { Fleet } from './bench/fleet.js';
-import { HTTP_COUNTS, HttpPhase } from './bench/http.js';
+import { HTTP_COUNTS, HttpPhase, OVERLOAD } from './bench/http.js';
 import { measureInProcess } from './bench/in-process.js';
 import { parseBenchArgs } from './bench/options.js';
 import { measureCluster, skippedCluster } from './bench/phases.js';
@@ -34,7 +34,7 @@ function estimateMinutes(s: BenchSettings): number {
     s.scaleOnly || s.httpOnly ? 0 : s.runs * cluster,
     s.scale ? s.scaleRuns * scale : 0,
     // The overload run adds its service's start, a second of samples, and one load.
-    s.http ? s.runs * http + s.httpSeconds + 30 : 0,
+    s.http ? s.runs * http + OVERLOAD.seconds + 30 : 0,
   ];
   return (phases.reduce((a, b) => a + b) + 20) / 60;
 }

@@ -57,6 +57,11 @@ export const OVERLOAD = Object.freeze({
     dcRangeSize: 100 * SERVE_DEFAULTS.maxIdsPerRequest,
   }),
   sampleMs: 200,
+  /**
+   * Long enough for the heap to settle: the service's RSS climbs for the first 10–20 s of any
+   * load, so memory counts as bounded when its second half adds little to its first.
+   */
+  seconds: 30,
 });
 
 export const AUTOCANNON_VERSION = (
@@ -486,7 +491,7 @@ export class HttpPhase {
 
   /** One more service in the first DC, on a sequence of its own, shedding beyond a few requests. */
   private async overload(): Promise<HttpOverload> {
-    const { cluster, settings } = this;
+    const { cluster } = this;
     const dc = cluster.dcs[0]!;
     await cluster.createSequence(OVERLOAD.sequence, OVERLOAD.sequenceOptions);
     const args = ['--max-pending-requests', String(OVERLOAD.maxPendingRequests)];
@@ -494,7 +499,7 @@ export class HttpPhase {
     this.overloaded = service;
     try {
       const target = { dc, url: await service.ready() };
-      const plan = { ...OVERLOAD, warmupSeconds: 0, seconds: settings.httpSeconds };
+      const plan = { ...OVERLOAD, warmupSeconds: 0 };
       const pid = service.child.pid!;
       const result = await overloadService(target, pid, plan, OVERLOAD.maxPendingRequests);
       this.log(

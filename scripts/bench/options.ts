@@ -191,7 +191,10 @@ export function program(): Command {
   return command
     .option('--no-scale', 'skip the scale phase (N allocator instances per DC)')
     .option('--scale-only', 'run only the in-process and the scale phases')
-    .option('--no-http', 'skip the HTTP phase (one idgen-cass serve per DC under autocannon)')
+    .option(
+      '--no-http',
+      'skip the HTTP phase (one idgen-cass serve per DC under autocannon, then one more overloaded)',
+    )
     .addOption(
       new Option('--http-only', 'run only the in-process and the HTTP phases').conflicts([
         'scaleOnly',

@@ -436,10 +436,11 @@ describe('bench report: HTTP service section', () => {
     expect(md).toContain('### Overload');
     expect(md).toContain('with `--max-pending-requests 50`, under 1,000 connections');
     expect(md).toContain(
-      '| 400 | 30,000 | 0 | 200/s | 15.2 k/s | 100 MiB | 150 MiB | 120 MiB | 1.5× |',
+      '| 400 | 30,000 | 0 | 200/s | 15.2 k/s | 100 MiB | 150 MiB | 120 MiB | 1.5× | 0.933× |',
     );
+    // The halves of the load: [110, 150] then [140, 120].
     expect(md).toContain(
-      "answered 503 `IDGEN_OVERLOADED` at once, and the service's memory peaked at 1.5× its level before the load.",
+      "answered 503 `IDGEN_OVERLOADED` at once, and the service's memory peaked at 1.5× its level before the load; its second half peaked at 0.933× its first: bounded.",
     );
     expect(md).toContain('Its 2xx answers held 4,000,000 IDs: none repeated.');
     expect(report.json.summary.http?.overload).toMatchObject({ rssPeakRatio: 1.5 });
@@ -486,6 +487,10 @@ describe('bench report: HTTP service section', () => {
       '**No request was answered 503 `IDGEN_OVERLOADED`: this run did not overload the service, and shows nothing about shedding.** Other answers: "500 IDGEN_X". Its 2xx answers held 9,000,000 IDs: **3 repeated.**',
     );
     expect(markdown).not.toContain('at once, and the service');
+    const growing = { ...HTTP.overload!, rssMiB: [110, 120, 140, 160] };
+    expect(buildReport(raw({ ...HTTP, overload: growing })).markdown).toContain(
+      '**its second half peaked at 1.33× its first, above 1.25×: this run does not show its memory bounded.**',
+    );
     const without = buildReport(raw({ ...HTTP, overload: undefined })).markdown;
     expect(without).not.toContain('### Overload');
     expect(without).not.toContain('IDGEN_OVERLOADED');

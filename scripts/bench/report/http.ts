@@ -78,10 +78,22 @@ export function summarizeHttp(http: HttpResult) {
   return { counts, failureMessages, overload };
 }
 
-/** RSS before: the median of the second before the load; peak: of every sample. */
+/**
+ * Memory counts as bounded when the load's second half peaks at most this much above its first:
+ * a service queueing without limit grows about as much in each half.
+ */
+export const FLAT_SECOND_HALF = 1.25;
+
+/**
+ * RSS before: the median of the second before the load; peak: of every sample; the halves'
+ * peaks split the load's samples in two.
+ */
 function summarizeOverload(o: HttpOverload) {
   const rssBeforeMiB = figure(o.rssBeforeMiB).median;
   const rssPeakMiB = Math.max(...o.rssBeforeMiB, ...o.rssMiB);
+  const half = Math.ceil(o.rssMiB.length / 2);
+  const rssFirstHalfPeakMiB = Math.max(...o.rssMiB.slice(0, half));
+  const rssSecondHalfPeakMiB = Math.max(...o.rssMiB.slice(half));
   return {
     okPerSecond: o.ok / o.seconds,
     answersPerSecond: (o.ok + o.overloaded + o.other) / o.seconds,
@@ -89,6 +101,9 @@ function summarizeOverload(o: HttpOverload) {
     rssPeakMiB,
     rssEndMiB: o.rssMiB.at(-1) ?? NaN,
     rssPeakRatio: rssPeakMiB / rssBeforeMiB,
+    rssFirstHalfPeakMiB,
+    rssSecondHalfPeakMiB,
+    rssSecondHalfRatio: rssSecondHalfPeakMiB / rssFirstHalfPeakMiB,
   };
 }
 
@@ -103,7 +118,9 @@ function renderOverload(o: HttpOverload, summary: ReturnType<typeof summarizeOve
     ['RSS peak', formatMiB(summary.rssPeakMiB)],
     ['RSS at the end', formatMiB(summary.rssEndMiB)],
     ['peak ÷ before', formatTimes(summary.rssPeakRatio)],
+    ['peak, 2nd half ÷ 1st half', formatTimes(summary.rssSecondHalfRatio)],
   ];
+  const flat = summary.rssSecondHalfRatio <= FLAT_SECOND_HALF;
   const answered = `${formatCount(o.connections)} connections asking for ${formatCount(o.count)} IDs each`;
   return [
     '### Overload',
@@ -116,7 +133,10 @@ function renderOverload(o: HttpOverload, summary: ReturnType<typeof summarizeOve
     ),
     (o.overloaded === 0
       ? '**No request was answered 503 `IDGEN_OVERLOADED`: this run did not overload the service, and shows nothing about shedding.**'
-      : `Requests beyond ${o.maxPendingRequests} under way were answered 503 \`IDGEN_OVERLOADED\` at once, and the service's memory peaked at ${formatTimes(summary.rssPeakRatio)} its level before the load.`) +
+      : `Requests beyond ${o.maxPendingRequests} under way were answered 503 \`IDGEN_OVERLOADED\` at once, and the service's memory peaked at ${formatTimes(summary.rssPeakRatio)} its level before the load; ` +
+        (flat
+          ? `its second half peaked at ${formatTimes(summary.rssSecondHalfRatio)} its first: bounded.`
+          : `**its second half peaked at ${formatTimes(summary.rssSecondHalfRatio)} its first, above ${formatTimes(FLAT_SECOND_HALF)}: this run does not show its memory bounded.**`)) +
       (o.failureMessages.length > 0 ? ` Other answers: ${quoted(o.failureMessages)}.` : '') +
       ` Its 2xx answers held ${formatCount(o.uniqueness.ids)} IDs: ${o.uniqueness.duplicates === 0 ? 'none repeated.' : `**${formatCount(o.uniqueness.duplicates)} repeated.**`}`,
     '',

@@ -267,7 +267,7 @@ function renderMethod(raw: RawResults): string[] {
   }
   if (raw.http !== undefined) {
     out.push(
-      `- HTTP: ${plural(settings.runs, 'run')}; in each, for 1 and 100 IDs per request, the services under autocannon (${settings.httpConnections} connections each, every DC at once) and the library (${settings.httpConnections} callers per DC, every DC at once), each ${settings.httpWarmupSeconds} s of warm-up then ${settings.httpSeconds} s measured; ratios pair the two sides of one run. The bodies of the warm-ups are kept and parsed after each, every ID checked for repeats across the whole phase; the measured windows keep none, so that autocannon does no extra work per response there, and count 2xx answers × IDs per request.`,
+      `- HTTP: ${plural(settings.runs, 'run')}; in each, for 1 and 100 IDs per request, the services under autocannon (${settings.httpConnections} connections each, every DC at once) and the library (${settings.httpConnections} callers per DC, every DC at once), each ${settings.httpWarmupSeconds} s of warm-up then ${settings.httpSeconds} s measured; ratios pair the two sides of one run. The bodies of the warm-ups are kept and parsed after each, every ID checked for repeats across the whole phase; the measured windows keep none, so that autocannon does no extra work per response there, and count 2xx answers × IDs per request. Then the overload run (its own section says how it is set up).`,
     );
   }
   out.push('');

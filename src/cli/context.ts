@@ -1,7 +1,4 @@
-/**
- * What every command shares: the global options, the logger (stderr), stdout, and the Cassandra
- * connections a command opens, all closed by {@link CliContext.close} whatever happens.
- */
+/** What every command shares: global options, logger (stderr), stdout, and the connections. */
 import type { Command } from 'commander';
 import { pino, type Logger } from 'pino';
 import type { Admin } from '../admin/admin.js';
@@ -14,7 +11,6 @@ import { OutputError } from './exit-codes.js';
 import { toJson } from './format.js';
 import { parseSwitch } from './parse.js';
 
-/** The global options, as commander hands them over. */
 export interface GlobalOptions extends ConnectionFlags {
   readonly logLevel: string;
   readonly json?: boolean | undefined;
@@ -33,7 +29,6 @@ export class CliContext {
   readonly #streams: Streams;
   readonly #argv: readonly string[];
   readonly #closers: (() => Promise<void>)[] = [];
-  /** Commander's writes to stdout, which it does not wait for. */
   readonly #pending: Promise<void>[] = [];
   #stdoutClosed = false;
   #outputFailure: OutputError | undefined;
@@ -41,9 +36,7 @@ export class CliContext {
 
   /** @param argv the command line, read for --json and --verbose before commander has. */
   constructor(program: Command, streams: Streams, argv: readonly string[] = []) {
-    this.#program = program;
-    this.#streams = streams;
-    this.#argv = argv;
+    [this.#program, this.#streams, this.#argv] = [program, streams, argv];
   }
 
   get options(): GlobalOptions {
@@ -59,7 +52,7 @@ export class CliContext {
     return this.json || this.#argv.slice(2).includes('--json');
   }
 
-  /** Whether stdout is a terminal (a watch then redraws the screen). */
+  /** stdout is a terminal (a watch then redraws the screen). */
   get interactive(): boolean {
     return (this.#streams.stdout as { isTTY?: boolean }).isTTY === true;
   }
@@ -97,23 +90,22 @@ export class CliContext {
 
   /** An allocator, closed (returning unused IDs) by {@link close}. */
   async idGen(options: AllocatorOptions = {}): Promise<IdGen> {
-    const ids = await connect({ ...this.connection(), ...options, logger: this.logger });
-    this.#closers.push(() => ids.close());
-    this.logger.debug({ dc: ids.dc, keyspace: ids.keyspace }, 'connected');
-    return ids;
+    return this.#opened(await connect({ ...this.connection(), ...options, logger: this.logger }));
   }
 
-  /** Closed by {@link close}. */
   async admin(): Promise<Admin> {
-    const admin = await openAdmin(this.connection());
-    this.#closers.push(() => admin.close());
-    this.logger.debug({ dc: admin.dc, keyspace: admin.keyspace }, 'connected');
-    return admin;
+    return this.#opened(await openAdmin(this.connection()));
+  }
+
+  /** `opened`, to be closed by {@link close}. */
+  #opened<T extends IdGen | Admin>(opened: T): T {
+    this.#closers.push(() => opened.close());
+    this.logger.debug({ dc: opened.dc, keyspace: opened.keyspace }, 'connected');
+    return opened;
   }
 
   async print(lines: string | readonly string[]): Promise<void> {
-    const text = typeof lines === 'string' ? lines : lines.join('\n');
-    await this.#out(`${text}\n`);
+    await this.#out(`${typeof lines === 'string' ? lines : lines.join('\n')}\n`);
   }
 
   async printJson(value: unknown, indent = 2): Promise<void> {
@@ -125,7 +117,7 @@ export class CliContext {
     this.#pending.push(this.#out(text).catch(() => undefined)); // kept in #outputFailure
   }
 
-  /** Whether stdout's reader has gone (`| head`): later output is dropped, a watch ends. */
+  /** stdout's reader has gone (`| head`): later output is dropped, a watch ends. */
   get stdoutClosed(): boolean {
     return this.#stdoutClosed;
   }
@@ -189,9 +181,7 @@ function withoutStacks(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutStacks);
   if (value === null || typeof value !== 'object') return value;
   if (Object.getPrototypeOf(value) !== SERIALIZED_ERROR) return value;
-  const entries = Object.entries(value as Record<string, unknown>).filter(
-    ([key]) => key !== 'stack',
-  );
+  const entries = Object.entries(value).filter(([key]) => key !== 'stack');
   return Object.fromEntries(entries.map(([key, v]) => [key, withoutStacks(v)]));
 }
 

@@ -1,7 +1,4 @@
-/**
- * The CLI's exit codes and its one error handler: every failure becomes one line on stderr (a
- * JSON object with --json) and an exit code; a library error's advice is replaced by the CLI's.
- */
+/** The one error handler: a failure becomes one line on stderr (JSON with --json) and an exit code. */
 import { CommanderError } from 'commander';
 import {
   AuthenticationError,
@@ -41,36 +38,34 @@ export const EXIT_CODES = Object.freeze({
   recreated: 15,
 });
 
-/** The CLI flag that lets `init` and `seed` go ahead on an unsafe cluster. */
 export const ALLOW_UNSAFE_FLAG = '--allow-unsafe-cluster';
 
-/** The flag's help in `next` and `serve`, which stop claiming while a node of the DC is unsafe. */
 export const ALLOW_UNSAFE_CLAIMS =
   'claim blocks even while a node of this DC runs settings under which IDs could be handed out twice (test clusters only)';
 
 type Advice = (error: IdGenError) => string | undefined;
 
-/** Advice for errors of class `type` only (a bare IdGenError of the code keeps its message). */
-function ofClass<E extends IdGenError>(
+/** Advice for errors of class `type` only: a bare IdGenError of the code keeps its message. */
+function of<E extends IdGenError>(
   type: abstract new (...args: never[]) => E,
   advise: (error: E) => string | undefined,
 ): Advice {
   return (error) => (error instanceof type ? advise(error) : undefined);
 }
 
-/** Per library error code: the exit code, and the advice that replaces the library's. */
+/** Per library error code: the exit code, and the CLI's advice in place of the library's. */
 const BY_CODE: Readonly<Record<IdGenErrorCode, readonly [exit: number, advice?: Advice]>> = {
-  IDGEN_INVALID_OPTION: [EXIT_CODES.usage, ofClass(InvalidOptionError, typedNames)],
+  IDGEN_INVALID_OPTION: [EXIT_CODES.usage, of(InvalidOptionError, typedNames)],
   IDGEN_INVALID_NAME: [EXIT_CODES.usage],
   IDGEN_INVALID_COUNT: [EXIT_CODES.usage],
   IDGEN_DOMAIN_NEEDS_BIGINT: [EXIT_CODES.usage],
   IDGEN_SEQUENCE_NOT_FOUND: [
     EXIT_CODES.notFound,
-    ofClass(SequenceNotFoundError, (e) => `Create it with: idgen-cass seed ${e.sequence}`),
+    of(SequenceNotFoundError, (e) => `Create it with: idgen-cass seed ${e.sequence}`),
   ],
   IDGEN_SEQUENCE_EXISTS: [
     EXIT_CODES.exists,
-    ofClass(SequenceExistsError, (e) =>
+    of(SequenceExistsError, (e) =>
       e.differences.length > 0
         ? "A sequence's min, max and start never change (alter changes sizes only): to hand out the IDs asked, create a sequence under another name."
         : `Use "idgen-cass alter ${e.sequence}" to change its sizes. To accept an existing sequence as it is, seed with --if-not-exists.`,
@@ -80,7 +75,7 @@ const BY_CODE: Readonly<Record<IdGenErrorCode, readonly [exit: number, advice?: 
   IDGEN_STORE_UNAVAILABLE: [EXIT_CODES.unavailable],
   IDGEN_SERIAL_UNAVAILABLE: [
     EXIT_CODES.unavailable,
-    ofClass(SerialUnavailableError, (e) =>
+    of(SerialUnavailableError, (e) =>
       e.timedOut
         ? `Check the nodes' load and "idgen-cass status"; larger DC ranges ("idgen-cass alter ${e.sequence} --dc-range N" or "--autonomy D") make grants rarer.`
         : `Restore connectivity between datacenters, or size --dc-range for longer partitions ("idgen-cass alter ${e.sequence} --dc-range N"; docs/sizing.md).`,
@@ -88,7 +83,7 @@ const BY_CODE: Readonly<Record<IdGenErrorCode, readonly [exit: number, advice?: 
   ],
   IDGEN_AUTH_FAILED: [
     EXIT_CODES.auth,
-    ofClass(
+    of(
       AuthenticationError,
       () =>
         `Check --username and --password (IDGEN_USERNAME, IDGEN_PASSWORD) and that the role may log in.`,
@@ -96,7 +91,7 @@ const BY_CODE: Readonly<Record<IdGenErrorCode, readonly [exit: number, advice?: 
   ],
   IDGEN_INVARIANT_BROKEN: [
     EXIT_CODES.invariant,
-    ofClass(
+    of(
       InvariantError,
       (e) => `Run "idgen-cass check ${e.sequence}" and repair the rows before retrying.`,
     ),
@@ -104,7 +99,7 @@ const BY_CODE: Readonly<Record<IdGenErrorCode, readonly [exit: number, advice?: 
   IDGEN_CONTENTION: [EXIT_CODES.contention],
   IDGEN_STATE_ROLLED_BACK: [
     EXIT_CODES.rolledBack,
-    ofClass(
+    of(
       StateRolledBackError,
       (e) =>
         `Stop this sequence's processes in the DC, run "idgen-cass preflight", then "idgen-cass retire-ranges ${e.sequence}" from the DC before allocating again (docs/operations.md, "When rows went back").`,
@@ -113,7 +108,7 @@ const BY_CODE: Readonly<Record<IdGenErrorCode, readonly [exit: number, advice?: 
   IDGEN_SEQUENCE_RECREATED: [EXIT_CODES.recreated],
   IDGEN_UNSAFE_CLUSTER: [
     EXIT_CODES.unsafe,
-    ofClass(
+    of(
       UnsafeClusterError,
       () =>
         `Fix the nodes' settings (docs/design.md, "What the cluster must guarantee"), or pass ${ALLOW_UNSAFE_FLAG} (init, seed, next, serve) if you accept that a crash can hand out IDs twice.`,
@@ -121,7 +116,7 @@ const BY_CODE: Readonly<Record<IdGenErrorCode, readonly [exit: number, advice?: 
   ],
   IDGEN_DEADLINE_EXCEEDED: [
     EXIT_CODES.unavailable,
-    ofClass(
+    of(
       DeadlineError,
       (e) =>
         `${e.cause instanceof ContentionError ? `Raise the block size, or let it adapt, with "idgen-cass alter ${e.sequence} --block N" or "--max-block-size N", so that processes claim less often. ` : ''}Check the cluster with "idgen-cass status".`,
@@ -131,7 +126,7 @@ const BY_CODE: Readonly<Record<IdGenErrorCode, readonly [exit: number, advice?: 
   IDGEN_CLOSED: [EXIT_CODES.internal],
 };
 
-/** The stable codes of outcomes that are no library error, and their exit codes. */
+/** Outcomes that are no library error, yet have their own code and exit code. */
 const OUTCOME_EXIT_CODES = Object.freeze({
   IDGEN_CHECK_INCOMPLETE: EXIT_CODES.incomplete,
   IDGEN_PREFLIGHT_INCOMPLETE: EXIT_CODES.unavailable,
@@ -141,7 +136,6 @@ const OUTCOME_EXIT_CODES = Object.freeze({
 
 export type OutcomeCode = keyof typeof OUTCOME_EXIT_CODES;
 
-/** A command's outcome that is no library error yet has its own exit code. */
 export class CommandOutcome extends Error {
   readonly exitCode: number;
   constructor(
@@ -211,18 +205,15 @@ const FLAGS: Readonly<Record<string, string>> = Object.freeze({
   receiveTimeoutMs: '--receive-timeout (IDGEN_SERVE_RECEIVE_TIMEOUT)',
 });
 
-/** Names `allowed` may mention, as a CLI user types them (one-word names are words too). */
+/** The camelCase names `allowed` may mention (one-word names are words too), as typed. */
 const TYPED_NAMES = Object.entries({ ...FLAGS, 'initSchema()': '"idgen-cass init"' })
   .filter(([name]) => name !== name.toLowerCase())
   .map(([name, typed]) => [name, typed.split(' (')[0]!] as const);
 
 /** The other options and calls `error.allowed` names, each as the CLI user types it. */
-function typedNames(error: InvalidOptionError): string | undefined {
-  const named = TYPED_NAMES.filter(
-    ([name]) => name !== error.option && error.allowed.includes(name),
-  );
-  if (named.length === 0) return undefined;
-  return `${named.map(([name, typed]) => `${name} is ${typed}`).join(', ')}.`;
+function typedNames({ option, allowed }: InvalidOptionError): string | undefined {
+  const named = TYPED_NAMES.filter(([name]) => name !== option && allowed.includes(name));
+  return named.length === 0 ? undefined : `${named.map(([n, t]) => `${n} is ${t}`).join(', ')}.`;
 }
 
 /** An invalid option set by a flag, named by its flag, with its value as typed. */
@@ -238,16 +229,13 @@ function asTyped({ option, received: r, allowed, message }: InvalidOptionError):
 export function errorMessage(error: unknown): string {
   if (error instanceof CommanderError) {
     // No command given: the help is printed, and the message is a placeholder.
-    if (error.code === 'commander.help') {
+    if (error.code === 'commander.help')
       return 'a command is required; "idgen-cass --help" lists them';
-    }
-    return oneLine(withoutSecrets(error.message.replace(/^error:\s*/, '')));
+    return commanderText(error.message);
   }
   if (error instanceof IdGenError) {
     const advice = BY_CODE[error.code][1]?.(error);
-    if (error instanceof InvalidOptionError) {
-      return advice === undefined ? asTyped(error) : `${asTyped(error)} ${advice}`;
-    }
+    if (error instanceof InvalidOptionError) return [asTyped(error), advice].join(' ').trim();
     return advice === undefined ? error.message : `${factsOf(error)} ${advice}`;
   }
   if (error instanceof CommandOutcome || error instanceof OutputError) return error.message;
@@ -255,18 +243,16 @@ export function errorMessage(error: unknown): string {
   return `unexpected error: ${message} (run with --verbose for the stack)`;
 }
 
-/** The code `--json` writes for `error`. */
+/** The `code` of `error` under `--json`. */
 export function errorCodeOf(error: unknown): CliErrorCode {
   if (error instanceof CommanderError) return 'IDGEN_USAGE';
   if (error instanceof IdGenError || error instanceof CommandOutcome) return error.code;
   return 'IDGEN_INTERNAL';
 }
 
-/** The exit code for `error`. */
 export function exitCodeOf(error: unknown): number {
-  if (error instanceof CommanderError) {
+  if (error instanceof CommanderError)
     return error.exitCode === 0 ? EXIT_CODES.ok : EXIT_CODES.usage;
-  }
   if (error instanceof IdGenError) return BY_CODE[error.code][0];
   if (error instanceof CommandOutcome) return error.exitCode;
   return EXIT_CODES.internal;
@@ -307,9 +293,12 @@ function stackOf(error: unknown): string {
   return text;
 }
 
-/** Commander's error text as one line. */
 export function commanderErrorLine(text: string): string {
-  return `idgen-cass: ${oneLine(withoutSecrets(text.replace(/^error:\s*/, '')))}\n`;
+  return `idgen-cass: ${commanderText(text)}\n`;
+}
+
+function commanderText(text: string): string {
+  return oneLine(withoutSecrets(text.replace(/^error:\s*/, '')));
 }
 
 /**
@@ -321,9 +310,10 @@ function withoutSecrets(text: string): string {
     text
       // To the last quote, across line breaks: the value may hold quotes and newlines of its own.
       .replace(/'(--?[^'=\s]+)=[\s\S]*'/g, "'$1=…'")
-      .replace(/unknown option '([^']*)'/g, (_, token: string) => {
-        return `unknown option '${shownOption(token)}'`;
-      })
+      .replace(
+        /unknown option '([^']*)'/g,
+        (_, token: string) => `unknown option '${shownOption(token)}'`,
+      )
       .replace(
         /unknown command '[\s\S]*'(?![\s\S]*\(Did you mean )/,
         'unknown command (not repeated: it is close to no command name, and may be a secret)',

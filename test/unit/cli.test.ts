@@ -10,7 +10,7 @@ import type { UnverifiedFact, Violation } from '../../src/admin/check.js';
 import { preflightReport } from '../../src/admin/preflight.js';
 import { sequenceStatus, type SequenceStatus, type StatusReport } from '../../src/admin/status.js';
 import { IdGen } from '../../src/allocator/id-gen.js';
-import { checkJson, renderCheck } from '../../src/cli/check-view.js';
+import { checkJson, renderCheck } from '../../src/cli/commands/check.js';
 import { GLOBAL_OPTIONS_HINT } from '../../src/cli/program.js';
 import { resolveSequenceSettings } from '../../src/settings/resolve.js';
 import {
@@ -36,7 +36,11 @@ import {
   exitCodeOf,
   handleError,
 } from '../../src/cli/exit-codes.js';
-import { incompleteWarning, preflightJson, renderPreflight } from '../../src/cli/preflight-view.js';
+import {
+  incompleteWarning,
+  preflightJson,
+  renderPreflight,
+} from '../../src/cli/commands/preflight.js';
 import { nodeSafetyWarnings, renderStatus, statusJson } from '../../src/cli/status-view.js';
 import { runwaysBelow, statusOutcome } from '../../src/cli/status-outcome.js';
 import {

@@ -6,7 +6,7 @@ import { initSchema } from '../../schema.js';
 import type { CliContext } from '../context.js';
 import { ALLOW_UNSAFE_FLAG } from '../exit-codes.js';
 import { parseReplication } from '../parse.js';
-import { incompleteWarning } from '../preflight-view.js';
+import { incompleteWarning } from './preflight.js';
 
 export function initCommand(program: Command, ctx: CliContext): void {
   program

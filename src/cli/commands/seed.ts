@@ -18,7 +18,7 @@ import { ALLOW_UNSAFE_FLAG } from '../exit-codes.js';
 import { settingsJson, settingsLines } from '../format.js';
 import { count, span } from '../../quantities.js';
 import { parseBigInt, parseFirstRanges, typedDuration } from '../parse.js';
-import { incompleteWarning } from '../preflight-view.js';
+import { incompleteWarning } from './preflight.js';
 
 interface SeedOptions extends SizeFlags {
   readonly domain?: DomainPreset;

@@ -161,11 +161,7 @@ export async function runCli(
 ): Promise<number> {
   const { program, ctx } = createProgram(streams, argv);
   let failure: { error: unknown } | undefined;
-  try {
-    await program.parseAsync([...argv]);
-  } catch (error) {
-    failure = { error };
-  }
+  await program.parseAsync([...argv]).catch((error: unknown) => (failure = { error }));
   // What commander wrote without waiting (--help, --version) has been taken or has failed by now.
   const outputFailure = await ctx.outputFailure();
   if (outputFailure !== undefined && (failure === undefined || exitCodeOf(failure.error) === 0)) {
@@ -183,14 +179,10 @@ export async function runCli(
 /** The version in package.json, found above this file in src/ and in dist/src/ alike. */
 function packageVersion(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const candidate = join(dir, 'package.json');
-    if (existsSync(candidate)) {
-      const pkg = JSON.parse(readFileSync(candidate, 'utf8')) as { version?: unknown };
-      return typeof pkg.version === 'string' ? pkg.version : 'unknown';
-    }
-    const parent = dirname(dir);
-    if (parent === dir) return 'unknown';
-    dir = parent;
+  while (!existsSync(join(dir, 'package.json'))) {
+    if (dir === dirname(dir)) return 'unknown';
+    dir = dirname(dir);
   }
+  const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string };
+  return pkg.version;
 }

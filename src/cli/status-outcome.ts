@@ -8,17 +8,8 @@ import { count, duration, rate } from '../quantities.js';
 import { typedDuration } from './parse.js';
 import { notCurrent } from './status-view.js';
 
-/** A DC whose runway (seconds) is below the threshold, at `rate` IDs per second. */
-export interface RunwayBelow {
-  readonly sequence: string;
-  readonly dc: string;
-  readonly runway: number;
-  readonly left: bigint;
-  readonly rate: number;
-}
-
 /** Every DC whose runway is below `seconds`; a DC without a runway is not judged. */
-export function runwaysBelow(report: StatusReport, seconds: number): RunwayBelow[] {
+export function runwaysBelow(report: StatusReport, seconds: number) {
   return report.sequences.flatMap(({ settings, dcs }) =>
     dcs.flatMap(({ dc, runway, left, rate }) =>
       runway === undefined || rate === undefined || !(runway < seconds)
@@ -26,13 +17,6 @@ export function runwaysBelow(report: StatusReport, seconds: number): RunwayBelow
         : [{ sequence: settings.name, dc, runway, left, rate }],
     ),
   );
-}
-
-/** The DCs of a sequence whose rows could not be read current, and why. */
-interface RunwaysUnknown {
-  readonly sequence: string;
-  readonly dcs: readonly string[];
-  readonly reason: string;
 }
 
 /**
@@ -66,8 +50,8 @@ export function statusOutcome(
 
 function runwayLow(
   threshold: number,
-  below: readonly RunwayBelow[],
-  unknown: readonly RunwaysUnknown[],
+  below: ReturnType<typeof runwaysBelow>,
+  unknown: readonly { sequence: string; dcs: readonly string[]; reason: string }[],
   { dc, serial, sequences }: StatusReport,
 ): CommandOutcome {
   const parts: string[] = [];

@@ -92,10 +92,7 @@ function sequenceLines(status: SequenceStatus, localDc: string, perShard: boolea
 }
 
 /** One line of the DC table: a shard's row (`dc1/3`), or every row of a DC. */
-interface TableLine {
-  readonly name: string;
-  readonly rows: readonly DcStatus[];
-}
+type TableLine = { readonly name: string; readonly rows: readonly DcStatus[] };
 
 /** One line per DC, in the report's order. */
 function dcLines(dcs: readonly DcStatus[]): TableLine[] {
@@ -270,12 +267,12 @@ function rangesOf(held: readonly HeldRange[]): string {
   return `${held.length} ${noun} (#${low}${high === low ? '' : `–#${high}`})`;
 }
 
-function share(part: bigint, whole: bigint): number {
-  return whole <= 0n ? 0 : Number((part * 1_000_000n) / whole) / 1_000_000;
-}
-
 function held(range: HeldRange): string {
   return `#${range.grant} ${span(range.min, range.max)}`;
+}
+
+function share(part: bigint, whole: bigint): number {
+  return whole <= 0n ? 0 : Number((part * 1_000_000n) / whole) / 1_000_000;
 }
 
 /** `report` as a JSON-ready object (see docs/cli.md, "status"). */
@@ -284,13 +281,8 @@ export function statusJson(report: StatusReport): Record<string, unknown> {
     keyspace: report.keyspace,
     dc: report.dc,
     at: report.at,
-    serial: {
-      reachable: report.serial.reachable,
-      dc: report.serial.dc,
-      tookMs: report.serial.tookMs,
-      error: report.serial.error ?? null,
-    },
-    hosts: report.hosts.map((host) => ({ address: host.address, dc: host.dc, up: host.up })),
+    serial: { ...report.serial, error: report.serial.error ?? null },
+    hosts: report.hosts.map(({ address, dc, up }) => ({ address, dc, up })),
     // The local DC's nodes only: status must work inside a partition.
     nodeSafety: {
       dc: report.nodeSafety.dc,
@@ -312,7 +304,7 @@ export function statusJson(report: StatusReport): Record<string, unknown> {
         s.exhaustsIn === undefined || s.exhaustsIn === Infinity ? null : s.exhaustsIn,
       dcs: s.dcs.map((dc) => ({
         dc: dc.dc,
-        grants: dc.grants.map((g) => ({ number: g.number, min: g.min, max: g.max })),
+        grants: dc.grants.map(({ number, min, max }) => ({ number, min, max })),
         reserved: dc.reserved ?? null,
         preloaded: dc.preloaded ?? null,
         pendingGrant: dc.pendingGrant ?? null,

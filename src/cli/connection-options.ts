@@ -22,10 +22,13 @@ export interface ConnectionFlags {
   readonly requestTimeout?: number | undefined;
 }
 
+/** The flags that name a PEM file: to Cassandra (`--ssl-…`) and of `serve` (`--tls-…`). */
 export const TLS_FILE_FLAGS = Object.freeze({
   sslCa: '--ssl-ca (IDGEN_SSL_CA)',
   sslCert: '--ssl-cert (IDGEN_SSL_CERT)',
   sslKey: '--ssl-key (IDGEN_SSL_KEY)',
+  tlsCert: '--tls-cert (IDGEN_SERVE_TLS_CERT)',
+  tlsKey: '--tls-key (IDGEN_SERVE_TLS_KEY)',
 });
 
 export type TlsFileOption = keyof typeof TLS_FILE_FLAGS;
@@ -121,21 +124,33 @@ function tlsOptions(flags: ConnectionFlags, readFile: ReadFile): TlsOptions | un
   if (ssl !== true && sslCa === undefined && sslCert === undefined && sslKey === undefined) {
     return undefined;
   }
-  if ((sslCert === undefined) !== (sslKey === undefined)) {
-    const [missing, given]: [TlsFileOption, TlsFileOption] =
-      sslCert === undefined ? ['sslCert', 'sslKey'] : ['sslKey', 'sslCert'];
-    throw new InvalidOptionError(
-      missing,
-      undefined,
-      `a PEM file whenever ${TLS_FILE_FLAGS[given]} is given: a client certificate goes with its private key`,
-    );
-  }
   return {
     rejectUnauthorized: true,
     ...(sslCa === undefined ? {} : { ca: pemFile('sslCa', sslCa, readFile) }),
-    ...(sslCert === undefined ? {} : { cert: pemFile('sslCert', sslCert, readFile) }),
-    ...(sslKey === undefined ? {} : { key: pemFile('sslKey', sslKey, readFile) }),
+    ...keyPair(['sslCert', sslCert], ['sslKey', sslKey], readFile),
   };
+}
+
+/**
+ * A certificate file and its private key file, read; both given or neither (then undefined).
+ * @throws {InvalidOptionError} naming the file missing.
+ * @throws {OptionFileError} for a file that cannot be read or holds no PEM.
+ */
+export function keyPair(
+  [certOption, cert]: readonly [TlsFileOption, string | undefined],
+  [keyOption, key]: readonly [TlsFileOption, string | undefined],
+  readFile: ReadFile = readFileSync,
+): { cert: Buffer; key: Buffer } | undefined {
+  if (cert === undefined && key === undefined) return undefined;
+  if (cert === undefined || key === undefined) {
+    const [missing, given] = cert === undefined ? [certOption, keyOption] : [keyOption, certOption];
+    throw new InvalidOptionError(
+      missing,
+      undefined,
+      `a PEM file whenever ${TLS_FILE_FLAGS[given]} is given: a certificate goes with its private key`,
+    );
+  }
+  return { cert: pemFile(certOption, cert, readFile), key: pemFile(keyOption, key, readFile) };
 }
 
 /** Errors name the path, never the contents. */

@@ -199,8 +199,6 @@ const FLAGS: Readonly<Record<string, string>> = Object.freeze({
   tokenFile: '--token-file (IDGEN_SERVE_TOKEN_FILE)',
   timeoutMs: '--timeout (IDGEN_SERVE_TIMEOUT)',
   metricsAuth: '--metrics-auth (IDGEN_SERVE_METRICS_AUTH)',
-  tlsCert: '--tls-cert (IDGEN_SERVE_TLS_CERT)',
-  tlsKey: '--tls-key (IDGEN_SERVE_TLS_KEY)',
   maxPendingRequests: '--max-pending-requests (IDGEN_SERVE_MAX_PENDING_REQUESTS)',
   receiveTimeoutMs: '--receive-timeout (IDGEN_SERVE_RECEIVE_TIMEOUT)',
 });

@@ -158,7 +158,7 @@ describe('TLS and the request timeout, from the command line to the driver', () 
     const base = { contactPoints: '192.0.2.1', dc: 'dc1', keyspace: 'idgen' };
     const noKey = catchError(() => connectionOptions({ ...base, sslCert: certFile }));
     expect(errorMessage(noKey)).toBe(
-      'Invalid --ssl-key (IDGEN_SSL_KEY): received nothing; allowed: a PEM file whenever --ssl-cert (IDGEN_SSL_CERT) is given: a client certificate goes with its private key.',
+      'Invalid --ssl-key (IDGEN_SSL_KEY): received nothing; allowed: a PEM file whenever --ssl-cert (IDGEN_SSL_CERT) is given: a certificate goes with its private key.',
     );
     const noCert = catchError(() => connectionOptions({ ...base, sslKey: keyFile }));
     expect(errorMessage(noCert)).toContain('Invalid --ssl-cert (IDGEN_SSL_CERT)');

@@ -57,11 +57,11 @@ describe('idgen-cass serve', () => {
     ],
     [
       ['serve', '--tls-cert', '/nonexistent/cert.pem'],
-      /Invalid --tls-key \(IDGEN_SERVE_TLS_KEY\): received nothing; allowed: a PEM file whenever --tls-cert is given/,
+      /Invalid --tls-key \(IDGEN_SERVE_TLS_KEY\): received nothing; allowed: a PEM file whenever --tls-cert \(IDGEN_SERVE_TLS_CERT\) is given/,
     ],
     [
       ['serve', '--tls-cert', '/nonexistent/cert.pem', '--tls-key', '/nonexistent/key.pem'],
-      /Invalid --tls-cert \(IDGEN_SERVE_TLS_CERT\): received "\/nonexistent\/cert.pem"; allowed: a readable PEM file \(ENOENT\)/,
+      /Cannot use the file of --tls-cert \(IDGEN_SERVE_TLS_CERT\), "\/nonexistent\/cert.pem": ENOENT/,
     ],
     [
       ['serve', '--metrics-auth'],

@@ -1,5 +1,4 @@
 /** `idgen-cass serve`: the HTTP service of the local DC's allocator (src/serve/). */
-import { readFileSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { FastifyInstance } from 'fastify';
@@ -10,6 +9,7 @@ import { InvalidOptionError } from '../../errors.js';
 import { checkServeOptions, SERVE_DEFAULTS, type ServeOptions } from '../../serve/options.js';
 import { createServer } from '../../serve/server.js';
 import type { StatusSource } from '../../serve/status-page.js';
+import { keyPair } from '../connection-options.js';
 import type { CliContext } from '../context.js';
 import { ALLOW_UNSAFE_CLAIMS, ALLOW_UNSAFE_FLAG } from '../exit-codes.js';
 import { parseInteger, parseList, timerParser, typedDuration } from '../parse.js';
@@ -124,7 +124,7 @@ Example:
         sequences: flags.sequence,
         ...tokenOptions(flags.tokenFile, process.env[TOKEN_VARIABLE]),
         metricsAuth: flags.metricsAuth,
-        tls: readTls(flags),
+        tls: keyPair(['tlsCert', flags.tlsCert], ['tlsKey', flags.tlsKey]),
         timeoutMs: flags.timeout,
         maxPendingRequests: flags.maxPendingRequests,
         receiveTimeoutMs: flags.receiveTimeout,
@@ -285,29 +285,6 @@ export function tokenOptions(
     );
   }
   return fromVariable !== undefined ? { token: fromVariable.trim() } : { tokenFile };
-}
-
-/**
- * The certificate and key of `--tls-cert` and `--tls-key`, both or neither.
- * @throws {InvalidOptionError} when one is missing or cannot be read.
- */
-function readTls(flags: ServeFlags): ServeOptions['tls'] {
-  const { tlsCert, tlsKey } = flags;
-  if (tlsCert === undefined && tlsKey === undefined) return undefined;
-  if (tlsCert === undefined || tlsKey === undefined) {
-    const [missing, other] =
-      tlsCert === undefined ? ['tlsCert', '--tls-key'] : ['tlsKey', '--tls-cert'];
-    throw new InvalidOptionError(missing, undefined, `a PEM file whenever ${other} is given`);
-  }
-  const read = (option: 'tlsCert' | 'tlsKey', path: string) => {
-    try {
-      return readFileSync(path);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code ?? String(error);
-      throw new InvalidOptionError(option, path, `a readable PEM file (${code})`);
-    }
-  };
-  return { cert: read('tlsCert', tlsCert), key: read('tlsKey', tlsKey) };
 }
 
 function parsePort(value: string): number {

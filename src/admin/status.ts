@@ -11,7 +11,7 @@ import {
   type UsageCause,
 } from '../store/port.js';
 
-/** Everything the overview reads show of one sequence at one moment (may lag a little). */
+/** What the overview reads show of one sequence at one moment (may lag a little). */
 export interface SequenceSnapshot {
   readonly settings: SequenceSettings;
   /** A DC state of another incarnation belongs to an earlier sequence of the name. */
@@ -20,22 +20,20 @@ export interface SequenceSnapshot {
   readonly globalLast: bigint;
   /** Each DC's grants, ascending by number. */
   readonly grants: ReadonlyMap<string, readonly Grant[]>;
-  /** DCs that never installed a grant have none. */
   readonly states: ReadonlyMap<string, DcState>;
   /** When the reads finished, ms since the epoch. */
   readonly readAt: number;
   /** Undefined when the counters could not be read. */
   readonly usage?: ReadonlyMap<string, DcUsageCounts> | undefined;
   /**
-   * Set when EACH_QUORUM failed and the DC states were read at LOCAL_QUORUM in `localDc` (other
-   * DCs' rows may lag), those of `readInOwnDc` through their own nodes.
+   * Set when EACH_QUORUM failed: the states were read at LOCAL_QUORUM in `localDc`, those of
+   * `readInOwnDc` through their own nodes; `notReached` says why each other DC tried failed.
    */
   readonly statesNotCurrent?:
     | {
         readonly localDc: string;
         readonly reason: string;
         readonly readInOwnDc?: readonly string[] | undefined;
-        /** Why each DC tried there could not be read. */
         readonly notReached?: Readonly<Record<string, string>> | undefined;
       }
     | undefined;
@@ -47,7 +45,6 @@ export type WasteCause = Exclude<UsageCause, 'issued'>;
 /** What a DC's processes reported they did with the IDs they claimed. */
 export interface DcUsageStatus {
   readonly issued: bigint;
-  /** IDs never to be handed out, by cause (see `SequenceStats.waste`). */
   readonly wasted: Readonly<Record<WasteCause, bigint>>;
   readonly wastedTotal: bigint;
   /** `consumed - issued - wastedTotal`, at least 0: held by live processes, or lost. */
@@ -64,7 +61,6 @@ export interface HeldRange {
 /** One DC of a sequence, as {@link sequenceStatus} computes it. */
 export interface DcStatus {
   readonly dc: string;
-  /** Ascending by number. */
   readonly grants: readonly Grant[];
   /** The range blocks are claimed from; undefined before the first grant is installed. */
   readonly reserved: HeldRange | undefined;
@@ -86,8 +82,8 @@ export interface DcStatus {
   /** Seconds `left` lasts at `rate` (`Infinity` at 0); undefined if unknown or nothing held. */
   readonly runway: number | undefined;
   /**
-   * Why this DC's rows may lag (here or in the status the rate is measured from): `left` is as
-   * last seen, rate and runway unknown. Always undefined for the local DC and its shards.
+   * Why this DC's rows may lag (now or in the status rates are measured from): `left` is as last
+   * seen, rate and runway unknown. Never set for the local DC and its shards.
    */
   readonly rowsNotCurrent: string | undefined;
   /** Undefined when the counters could not be read. */
@@ -128,20 +124,20 @@ export function sequenceStatus(
   const { settings, globalLast } = current;
   const elapsedMs = previous === undefined ? undefined : current.readAt - previous.readAt;
   const measured = elapsedMs !== undefined && elapsedMs > 0 ? elapsedMs : undefined;
-  const names = [...new Set([...current.grants.keys(), ...current.states.keys(), ...dcs])].sort(
-    byDcThenShard,
-  );
-  const domainSize = settings.max - settings.min + 1n;
-  const statuses = names.map((dc) =>
-    dcStatus(dc, current, measured === undefined ? undefined : previous),
-  );
+  const names = [...new Set([...current.grants.keys(), ...current.states.keys(), ...dcs])];
+  const statuses = names
+    .sort(byDcThenShard)
+    .map((dc) => dcStatus(dc, current, measured === undefined ? undefined : previous));
+  const domainSize = sizeOf(settings);
   const domainLeft = settings.max - globalLast;
   let exhaustsIn: number | undefined;
   // A DC whose rate is unknown leaves the sum unknown too.
   if (measured !== undefined && statuses.every((dc) => dc.rowsNotCurrent === undefined)) {
     const rate = statuses.reduce((sum, dc) => sum + (dc.rate ?? 0), 0);
-    const left = statuses.reduce((sum, dc) => sum + dc.left, domainLeft);
-    exhaustsIn = runwayOf(left, rate);
+    exhaustsIn = runwayOf(
+      statuses.reduce((sum, dc) => sum + dc.left, domainLeft),
+      rate,
+    );
   }
   return {
     settings,
@@ -168,14 +164,12 @@ function dcStatus(
   const pendingGrant =
     latest !== undefined && latest.number > (state?.installedGrant ?? 0) ? latest : undefined;
   const consumed = consumedBy(state, grants);
-  const usage = usageOf(current.usage, dc, consumed);
   const rowsNotCurrent =
     notCurrentIn(current, dc) ?? (previous === undefined ? undefined : notCurrentIn(previous, dc));
 
   let rate: number | undefined;
   if (previous !== undefined && rowsNotCurrent === undefined) {
     const before = consumedBy(previous.states.get(dc), previous.grants.get(dc) ?? []);
-    const seconds = (current.readAt - previous.readAt) / 1000;
     // A retire's gap is no rate; unmeasured when the counters cannot say how big it was.
     const retired = retiredIn(current, dc) - retiredIn(previous, dc);
     const retireBetween =
@@ -183,44 +177,43 @@ function dcStatus(
       isRetireOp(state?.op) &&
       previous.states.get(dc)?.op !== state?.op;
     // A process returning its unused block on close moves last_integer back: never below 0.
+    const seconds = (current.readAt - previous.readAt) / 1000;
     if (!retireBetween) rate = Math.max(0, Number(consumed - before - retired)) / seconds;
   }
 
-  let held: Pick<
-    DcStatus,
-    'reserved' | 'preloaded' | 'lastInteger' | 'reservedUsed' | 'reservedUsedShare' | 'left'
-  >;
-  if (state === undefined) {
-    // Grant 1 of a DC with no state is installed after a plain read (no SERIAL), so it counts
-    // as held; a later grant needs SERIAL and does not.
-    const first = pendingGrant?.number === 1 ? pendingGrant : undefined;
-    held = {
-      reserved: undefined,
-      preloaded: undefined,
-      lastInteger: undefined,
-      reservedUsed: 0n,
-      reservedUsedShare: 0,
-      left: first === undefined ? 0n : first.max - first.min + 1n,
-    };
-  } else {
-    const reservedSize = state.reservedMax - state.reservedMin + 1n;
-    const reservedUsed = reservedUsedOf(state);
-    const hasPreloaded = state.installedGrant === state.reservedGrant + 1;
-    const preloadedSize = hasPreloaded ? state.preloadedMax - state.preloadedMin + 1n : 0n;
-    held = {
-      reserved: { grant: state.reservedGrant, min: state.reservedMin, max: state.reservedMax },
-      preloaded: hasPreloaded
-        ? { grant: state.installedGrant, min: state.preloadedMin, max: state.preloadedMax }
-        : undefined,
-      lastInteger: state.lastInteger,
-      reservedUsed,
-      reservedUsedShare: share(reservedUsed, reservedSize),
-      left: reservedSize - reservedUsed + preloadedSize,
-    };
-  }
-  // Without a state and nothing held there is no range to last.
-  const runway = state === undefined && held.left === 0n ? undefined : runwayOf(held.left, rate);
-  return { dc, grants, pendingGrant, ...held, consumed, rate, runway, usage, rowsNotCurrent };
+  const reserved = state && {
+    grant: state.reservedGrant,
+    min: state.reservedMin,
+    max: state.reservedMax,
+  };
+  const preloaded =
+    state !== undefined && state.installedGrant === state.reservedGrant + 1
+      ? { grant: state.installedGrant, min: state.preloadedMin, max: state.preloadedMax }
+      : undefined;
+  const reservedUsed = state === undefined ? 0n : reservedUsedOf(state);
+  const reservedSize = reserved === undefined ? 0n : sizeOf(reserved);
+  // Without a state, grant 1 is installed after a plain read (no SERIAL), so it counts as held; a
+  // later grant needs SERIAL and does not.
+  const firstGrant = state === undefined && pendingGrant?.number === 1 ? sizeOf(pendingGrant) : 0n;
+  const left =
+    reservedSize - reservedUsed + (preloaded === undefined ? 0n : sizeOf(preloaded)) + firstGrant;
+  return {
+    dc,
+    grants,
+    reserved,
+    preloaded,
+    pendingGrant,
+    lastInteger: state?.lastInteger,
+    reservedUsed,
+    reservedUsedShare: share(reservedUsed, reservedSize),
+    left,
+    consumed,
+    rate,
+    // Without a state and nothing held there is no range to last.
+    runway: state === undefined && left === 0n ? undefined : runwayOf(left, rate),
+    rowsNotCurrent,
+    usage: usageOf(current.usage, dc, consumed),
+  };
 }
 
 /** IDs retire-ranges left as a gap in `dc`, as its usage counters say (0 if unread). */
@@ -232,13 +225,8 @@ function retiredIn(snapshot: SequenceSnapshot, dc: string): bigint {
 function notCurrentIn(snapshot: SequenceSnapshot, dc: string): string | undefined {
   const notCurrent = snapshot.statesNotCurrent;
   const ownDc = dcOfGrantee(dc) ?? dc;
-  if (
-    notCurrent === undefined ||
-    ownDc === notCurrent.localDc ||
-    notCurrent.readInOwnDc?.includes(ownDc) === true
-  ) {
-    return undefined;
-  }
+  if (notCurrent === undefined || ownDc === notCurrent.localDc) return undefined;
+  if (notCurrent.readInOwnDc?.includes(ownDc) === true) return undefined;
   const there = notCurrent.notReached?.[ownDc];
   const also = there === undefined ? '' : `; its own nodes not reached either: ${there}`;
   return `not read current from ${notCurrent.localDc} (${notCurrent.reason}${also})`;
@@ -251,14 +239,17 @@ function usageOf(
 ): DcUsageStatus | undefined {
   if (usage === undefined) return undefined;
   const counts = usage.get(dc);
-  const of = (cause: UsageCause): bigint => counts?.[cause] ?? 0n;
-  const issued = of('issued');
   const causes = USAGE_CAUSES.filter((cause): cause is WasteCause => cause !== 'issued');
-  const wasted = {} as Record<WasteCause, bigint>;
-  for (const cause of causes) wasted[cause] = of(cause);
-  const wastedTotal = Object.values(wasted).reduce((sum, n) => sum + n, 0n);
+  const wasted = Object.fromEntries(causes.map((cause) => [cause, counts?.[cause] ?? 0n]));
+  const wastedTotal = causes.reduce((sum, cause) => sum + wasted[cause]!, 0n);
+  const issued = counts?.issued ?? 0n;
   const unreported = consumed - issued - wastedTotal;
-  return { issued, wasted, wastedTotal, unreported: unreported > 0n ? unreported : 0n };
+  return {
+    issued,
+    wasted: wasted as Record<WasteCause, bigint>,
+    wastedTotal,
+    unreported: unreported > 0n ? unreported : 0n,
+  };
 }
 
 /** Grantees in DC order, each DC's shards by number (`us`, `us/1`, `us/2`, `us/10`, `us-east`). */
@@ -293,16 +284,17 @@ function runwayOf(left: bigint, rate: number | undefined): number | undefined {
 /** IDs a DC handed out since its first grant: earlier grants plus the used reserved part. */
 function consumedBy(state: DcState | undefined, grants: readonly Grant[]): bigint {
   if (state === undefined) return 0n;
-  let consumed = reservedUsedOf(state);
-  for (const grant of grants) {
-    if (grant.number < state.reservedGrant) consumed += grant.max - grant.min + 1n;
-  }
-  return consumed;
+  const earlier = grants.filter((grant) => grant.number < state.reservedGrant);
+  return earlier.reduce((sum, grant) => sum + sizeOf(grant), reservedUsedOf(state));
 }
 
 function reservedUsedOf(state: DcState): bigint {
   const size = state.reservedMax - state.reservedMin + 1n;
   return clamp(state.lastInteger - state.reservedMin + 1n, 0n, size);
+}
+
+function sizeOf(range: { readonly min: bigint; readonly max: bigint }): bigint {
+  return range.max - range.min + 1n;
 }
 
 /** `part / whole` as a number, exact enough for display at any bigint size. */
@@ -324,9 +316,8 @@ export interface HostStatus {
   readonly up: boolean;
 }
 
-/** Result of {@link Admin.probeSerial}. */
+/** Result of {@link Admin.probeSerial}: whether a SERIAL read succeeded from `dc`. */
 export interface SerialProbe {
-  /** Whether a SERIAL read (Paxos over every DC) succeeded from `dc`. */
   readonly reachable: boolean;
   readonly dc: string;
   readonly tookMs: number;
@@ -334,10 +325,7 @@ export interface SerialProbe {
   readonly error: string | undefined;
 }
 
-/**
- * Unsafe settings on the local DC's nodes only (status must work inside a partition;
- * `Admin.preflight` checks every DC).
- */
+/** Unsafe settings on the local DC's nodes only (status must work inside a partition). */
 export interface LocalNodeSafety {
   readonly dc: string;
   /** One line per setting and value, naming the nodes. */
@@ -346,10 +334,9 @@ export interface LocalNodeSafety {
   readonly error: string | undefined;
 }
 
-/** What {@link Admin.status} returns. */
+/** What {@link Admin.status} returns; `dc` is the local DC every read was coordinated from. */
 export interface StatusReport {
   readonly keyspace: string;
-  /** The local DC every read was coordinated from. */
   readonly dc: string;
   readonly at: Date;
   readonly serial: SerialProbe;

@@ -95,11 +95,12 @@ const ID_ENDPOINT_ERRORS = (Object.keys(HTTP_ANSWERS) as ServeErrorCode[]).filte
     ].includes(code),
 );
 
+function response(description: string, type: string, schema: Json): JsonObject {
+  return { description, content: { [type]: { schema } } };
+}
+
 function jsonResponse(description: string, schema: string): JsonObject {
-  return {
-    description,
-    content: { 'application/json': { schema: { $ref: `#/components/schemas/${schema}` } } },
-  };
+  return response(description, 'application/json', { $ref: `#/components/schemas/${schema}` });
 }
 
 /** One error response per status, listing its codes; `Retry-After` where they say to retry. */
@@ -183,7 +184,7 @@ const READINESS_ENTRY = object(
   ['held', 'code', 'message'],
 );
 
-function getOperation(operationId: string, summary: string, rest: JsonObject): { get: JsonObject } {
+function getOperation(operationId: string, summary: string, rest: JsonObject) {
   return { get: { operationId, summary, ...rest } };
 }
 
@@ -232,10 +233,7 @@ export function openApiDocument(limits: ApiLimits): OpenApiDocument {
       '/metrics': getOperation('metrics', 'Prometheus metrics', {
         description: 'The metrics of the registry the service was given, in its text format.',
         responses: {
-          '200': {
-            description: 'The Prometheus text exposition format.',
-            content: { 'text/plain': { schema: STRING } },
-          },
+          '200': response('The Prometheus text exposition format.', 'text/plain', STRING),
           '404': jsonResponse(
             'Code IDGEN_NOT_FOUND: the service has no metrics registry.',
             'Error',
@@ -246,16 +244,15 @@ export function openApiDocument(limits: ApiLimits): OpenApiDocument {
         description:
           "What idgen-cass status shows, seen from this service's DC, as an HTML page without script that refreshes itself: SERIAL reachability, hosts, and per sequence each DC's ranges, IDs left, rate, runway against the autonomy target and waste by cause. Needs a token when /metrics does.",
         responses: {
-          '200': { description: 'The page.', content: { 'text/html': { schema: STRING } } },
+          '200': response('The page.', 'text/html', STRING),
           '404': jsonResponse('Code IDGEN_NOT_FOUND: the service has no status source.', 'Error'),
         },
       }),
       '/openapi.json': getOperation('openapi', 'This document', {
         responses: {
-          '200': {
-            description: 'The OpenAPI document of the service.',
-            content: { 'application/json': { schema: { type: 'object' } } },
-          },
+          '200': response('The OpenAPI document of the service.', 'application/json', {
+            type: 'object',
+          }),
         },
       }),
     },

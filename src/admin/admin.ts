@@ -75,6 +75,11 @@ export const ADMIN_DEFAULTS = Object.freeze({
   confirmAfterMs: 1_000,
 });
 
+/** Option `key`, `value` if given, checked as milliseconds (above 0 if `positive`). */
+function ms(key: keyof typeof ADMIN_DEFAULTS, value: number | undefined, positive = false) {
+  return milliseconds(key, value, ADMIN_DEFAULTS[key], positive);
+}
+
 /** What {@link Admin.check} returns. */
 export interface CheckResult {
   readonly verdict: CheckVerdict;
@@ -114,15 +119,12 @@ export type AdminOptions = ConnectionOptions;
 export class Admin {
   readonly dc: string;
   readonly keyspace: string;
-
   readonly #store: IdStore;
   readonly #parts: AdminParts;
 
   constructor(parts: AdminParts) {
+    ({ store: this.#store, dc: this.dc, keyspace: this.keyspace } = parts);
     this.#parts = parts;
-    this.#store = parts.store;
-    this.dc = parts.dc;
-    this.keyspace = parts.keyspace;
   }
 
   /** Every sequence's settings, sorted by name. @throws {StoreUnavailableError} */
@@ -149,7 +151,7 @@ export class Admin {
     return this.#snapshot(name, new Map());
   }
 
-  /** `unreachable` keeps the DCs not reached in one status run. */
+  /** `unreachable`: the DCs not reached in one status run. */
   #snapshot(name: string, unreachable: Map<string, string>): Promise<SequenceSnapshot> {
     const read = this.#parts.statesInDc;
     const elsewhere: StatesInOtherDcs | undefined =
@@ -176,13 +178,8 @@ export class Admin {
     if (since !== undefined && (typeof since !== 'object' || !Array.isArray(since?.sequences))) {
       throw new InvalidOptionError('since', since, 'a report an earlier status() returned');
     }
-    const sampleMs = milliseconds('sampleMs', options.sampleMs, ADMIN_DEFAULTS.sampleMs);
-    const serialTimeoutMs = milliseconds(
-      'serialTimeoutMs',
-      options.serialTimeoutMs,
-      ADMIN_DEFAULTS.serialTimeoutMs,
-      true,
-    );
+    const sampleMs = ms('sampleMs', options.sampleMs);
+    const serialTimeoutMs = ms('serialTimeoutMs', options.serialTimeoutMs, true);
     const names =
       options.sequences ?? (await this.listSequences()).map((settings) => settings.name);
     // A DC not reached is not tried again in this run (each try may take seconds).
@@ -227,11 +224,7 @@ export class Admin {
    */
   async check(name: string, options: CheckOptions = {}): Promise<CheckResult> {
     checkKeys(options, CHECK_KEYS);
-    const confirmAfterMs = milliseconds(
-      'confirmAfterMs',
-      options.confirmAfterMs,
-      ADMIN_DEFAULTS.confirmAfterMs,
-    );
+    const confirmAfterMs = ms('confirmAfterMs', options.confirmAfterMs);
     validateName('sequence', name);
     const first = await this.#checkOnce(name);
     if (first.violations.every((v) => v.confirmed) || confirmAfterMs === 0) return first;
@@ -241,15 +234,9 @@ export class Admin {
 
   async #checkOnce(name: string): Promise<CheckResult> {
     const stored = await readStored(this.#store, this.keyspace, name);
-    const snapshot = await readForCheck(
-      {
-        store: this.#store,
-        dc: this.dc,
-        clusterDcs: this.hosts().map((host) => host.dc),
-        keyspace: this.keyspace,
-      },
-      stored,
-    );
+    const clusterDcs = this.hosts().map((host) => host.dc);
+    const { dc, keyspace } = this;
+    const snapshot = await readForCheck({ store: this.#store, dc, clusterDcs, keyspace }, stored);
     const violations = checkSequence(snapshot);
     const unverified = snapshot.unverified ?? [];
     return { verdict: checkVerdict(violations, unverified), violations, unverified, snapshot };
@@ -262,12 +249,8 @@ export class Admin {
    */
   async probeSerial(options: ProbeOptions = {}): Promise<SerialProbe> {
     checkKeys(options, PROBE_KEYS);
-    const timeoutMs = milliseconds(
-      'timeoutMs',
-      options.timeoutMs,
-      ADMIN_DEFAULTS.serialTimeoutMs,
-      true,
-    );
+    const { serialTimeoutMs } = ADMIN_DEFAULTS;
+    const timeoutMs = milliseconds('timeoutMs', options.timeoutMs, serialTimeoutMs, true);
     return probeSerial(this.#store, this.dc, timeoutMs);
   }
 
@@ -302,14 +285,9 @@ export class Admin {
       const nodes = await this.#nodeSettings(this.dc);
       const read = nodes.filter((node) => node.error === undefined);
       const failed = nodes.filter((node) => node.error !== undefined);
-      return {
-        dc: this.dc,
-        problems: problemLines(read.map((node) => ({ ...node, checks: checkNode(node) }))),
-        error:
-          failed.length === 0
-            ? undefined
-            : failed.map((node) => `${node.host}: ${node.error ?? ''}`).join('; '),
-      };
+      const problems = problemLines(read.map((node) => ({ ...node, checks: checkNode(node) })));
+      const error = failed.map((node) => `${node.host}: ${node.error ?? ''}`).join('; ');
+      return { dc: this.dc, problems, error: error === '' ? undefined : error };
     } catch (error) {
       return { dc: this.dc, problems: [], error: reasonOf(error) };
     }

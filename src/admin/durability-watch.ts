@@ -50,7 +50,6 @@ export class DurabilityWatch {
   readonly #failures: FailureLog<'read'>;
   /** The nodes last judged unsafe, by host, with their unsafe checks. */
   readonly #unsafe = new Map<string, Pick<NodePreflight, 'host' | 'dc' | 'checks'>>();
-  /** The first check, from {@link start}. */
   #first: Promise<void> | undefined;
   #checking: Promise<void> | undefined;
   /** A node came up during the check in flight: check once more after it. */
@@ -58,7 +57,7 @@ export class DurabilityWatch {
   #cancel: (() => void) | undefined;
   #unfollow: (() => void) | undefined;
   #closed = false;
-  /** The problems last logged, to log each finding once. */
+  /** To log each finding once. */
   #logged = '';
 
   constructor(options: DurabilityWatchOptions) {

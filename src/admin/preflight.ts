@@ -100,7 +100,7 @@ const IDGEN_TABLES = ['idgen_grants', 'idgen_dc_state'] as const;
 function idgenTables(node: NodeSettings) {
   return IDGEN_TABLES.flatMap((table) => {
     const settings = node.tables.get(table);
-    return settings === undefined ? [] : [{ table, settings }];
+    return settings === undefined ? [] : [{ table, ...settings }];
   });
 }
 
@@ -118,7 +118,6 @@ export function checkNode(node: NodeSettings): NodeCheck[] {
   ];
 }
 
-/** The outcomes of `check` on a node where it found `value`. */
 function outcomeOf(check: PreflightCheckName, value: string | undefined) {
   return (status: CheckStatus, message: string): NodeCheck => ({ check, status, value, message });
 }
@@ -198,22 +197,19 @@ function paxosStateLifetime(node: NodeSettings): NodeCheck {
   if (purging !== 'legacy' && purging !== 'gc_grace') {
     return outcome('unknown', `unknown paxos_state_purging "${purging}"`);
   }
-  const tables = idgenTables(node).map(({ table, settings }) => ({
-    table,
-    gcGrace: settings.gcGraceSeconds,
-  }));
+  const tables = idgenTables(node);
   if (tables.length === 0) {
     return outcome(
       'info',
       `${purging}; the idgen tables do not exist yet (created with gc_grace_seconds 864000)`,
     );
   }
-  const lifetime = (gcGrace: number) =>
-    purging === 'legacy' ? Math.max(MIN_PAXOS_STATE_SECONDS, gcGrace) : gcGrace;
-  const short = tables.filter(({ gcGrace }) => lifetime(gcGrace) < MIN_PAXOS_STATE_SECONDS);
-  const kept = tables.map(({ table, gcGrace }) => `${table} ${lifetime(gcGrace)} s`).join(', ');
+  const lifetime = ({ gcGraceSeconds }: { gcGraceSeconds: number }) =>
+    purging === 'legacy' ? Math.max(MIN_PAXOS_STATE_SECONDS, gcGraceSeconds) : gcGraceSeconds;
+  const short = tables.filter((table) => lifetime(table) < MIN_PAXOS_STATE_SECONDS);
+  const kept = tables.map((table) => `${table.table} ${lifetime(table)} s`).join(', ');
   if (short.length === 0) return outcome('ok', `${purging}: Paxos state kept ${kept}`);
-  const low = short.map(({ table, gcGrace }) => `${table} ${gcGrace}`).join(', ');
+  const low = short.map(({ table, gcGraceSeconds }) => `${table} ${gcGraceSeconds}`).join(', ');
   return outcomeOf('paxos-state-lifetime', `gc_grace (gc_grace_seconds: ${low})`)(
     'unsafe',
     `gc_grace with gc_grace_seconds ${low}: ${WHY['paxos-state-lifetime']} (ALTER TABLE … WITH gc_grace_seconds = 864000)`,
@@ -228,19 +224,17 @@ function tableTtl(node: NodeSettings): NodeCheck {
       'the idgen tables do not exist yet (created with no TTL)',
     );
   }
-  const expiring = tables.filter(({ settings }) => settings.defaultTtlSeconds > 0);
+  const expiring = tables.filter(({ defaultTtlSeconds }) => defaultTtlSeconds > 0);
   if (expiring.length === 0) {
     return outcomeOf('table-ttl', '0')(
       'ok',
       `no default TTL on ${tables.map(({ table }) => table).join(', ')}`,
     );
   }
-  const found = expiring
-    .map(({ table, settings }) => `${table} ${settings.defaultTtlSeconds}`)
-    .join(', ');
-  return outcomeOf('table-ttl', found)(
+  const found = expiring.map(({ table, defaultTtlSeconds }) => `${table} ${defaultTtlSeconds}`);
+  return outcomeOf('table-ttl', found.join(', '))(
     'unsafe',
-    `default_time_to_live ${found}: ${WHY['table-ttl']} (ALTER TABLE … WITH default_time_to_live = 0)`,
+    `default_time_to_live ${found.join(', ')}: ${WHY['table-ttl']} (ALTER TABLE … WITH default_time_to_live = 0)`,
   );
 }
 

@@ -28,11 +28,7 @@ const METRICS_KEYS = everyKeyOf<MetricsOptions>()(['registry', 'runwayIntervalMs
 const MIN_RUNWAY_INTERVAL_MS = 1_000;
 
 /** {@link MetricsOptions} checked, with its defaults applied. */
-export interface ResolvedMetricsOptions {
-  /** Undefined: prom-client's default registry. */
-  readonly registry: Registry<RegistryContentType> | undefined;
-  readonly runwayIntervalMs: number;
-}
+export type ResolvedMetricsOptions = MetricsOptions & { readonly runwayIntervalMs: number };
 
 /** @throws {InvalidOptionError} naming `metrics` or the bad field. */
 export function resolveMetricsOptions(options: unknown): ResolvedMetricsOptions {

@@ -53,7 +53,6 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
   /** The `dc` labels set, by sequence. */
   readonly #gauged = new Map<string, Set<string>>();
   #cancelPoll: (() => void) | undefined;
-  /** close() waits for it before the store closes. */
   #polling: Promise<void> | undefined;
   #closed = false;
 

@@ -9,7 +9,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 
-import type { FastifyBaseLogger, FastifyReply } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 
 import { InvalidOptionError } from '../errors.js';
 import { ServeRefusal } from './http-errors.js';
@@ -28,7 +28,7 @@ export interface TokenSource {
   check(authorization: string | undefined, log: FastifyBaseLogger): Check;
 }
 
-class Digests {
+class Digests implements TokenSource {
   readonly #digests: readonly Buffer[];
 
   /** @throws {InvalidOptionError} naming `option`, giving a token's length, never its contents. */
@@ -61,8 +61,7 @@ function digest(text: string): Buffer {
 
 /** Tokens given at start (`token`, `tokens`). */
 export function fixedTokens(tokens: readonly unknown[], option: string): TokenSource {
-  const digests = new Digests(tokens, option);
-  return { check: (authorization) => digests.check(authorization) };
+  return new Digests(tokens, option);
 }
 
 /**
@@ -132,13 +131,7 @@ export class TokenFile implements TokenSource {
  * accepted one; every request passes when `tokens` is undefined.
  */
 export function authenticate(tokens: TokenSource | undefined) {
-  return async (
-    request: {
-      readonly headers: { readonly authorization?: string | undefined };
-      readonly log: FastifyBaseLogger;
-    },
-    reply: FastifyReply,
-  ): Promise<void> => {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (tokens === undefined) return;
     const check = tokens.check(request.headers.authorization, request.log);
     if (check === 'ok') return;

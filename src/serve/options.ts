@@ -103,7 +103,7 @@ const SERVE_KEYS = everyKeyOf<ServeOptions>()([
   'receiveTimeoutMs',
 ]);
 
-/** Checks `options` as `createServer()` does, before connecting (the CLI). */
+/** Checks `options` as `createServer()` does, before connecting. */
 export function checkServeOptions(options: ServeOptions): void {
   resolveServeOptions(options);
 }
@@ -130,15 +130,10 @@ export function resolveServeOptions(options: ServeOptions): ServeSettings {
   const ms = (option: 'timeoutMs' | 'readyTimeoutMs' | 'receiveTimeoutMs') =>
     milliseconds(option, options[option], SERVE_DEFAULTS[option], true);
   const { token, tokens, tokenFile, metricsAuth = false, tls, ...rest } = options;
-  const given = { token, tokens, tokenFile };
-  const sources = Object.entries(given).filter(([, value]) => value !== undefined);
-  if (sources.length > 1) {
-    const names = sources.map(([name]) => name).join(' and ');
-    throw new InvalidOptionError(
-      sources[1]![0],
-      `both ${names}`,
-      'one of token, tokens and tokenFile',
-    );
+  const given = Object.entries({ token, tokens, tokenFile }).filter(([, v]) => v !== undefined);
+  if (given.length > 1) {
+    const both = `both ${given.map(([name]) => name).join(' and ')}`;
+    throw new InvalidOptionError(given[1]![0], both, 'one of token, tokens and tokenFile');
   }
   const source =
     tokenFile !== undefined

@@ -51,44 +51,30 @@ export function registerStatusPage(
     const allowed = 'an object with a status() method, such as an Admin from openAdmin()';
     throw new InvalidOptionError('status', source, allowed);
   }
-  const reports = source === undefined ? undefined : new LatestReport(source);
+  const next = source === undefined ? undefined : latestReport(source);
   const page = async (_request: unknown, reply: FastifyReply) => {
-    if (reports === undefined) {
+    if (next === undefined) {
       throw new ServeRefusal(
         'IDGEN_NOT_FOUND',
         'This service was started without a status source (the "status" option of createServer()).',
       );
     }
-    return reply.type('text/html; charset=utf-8').send(statusPage(await reports.next()));
+    return reply.type('text/html; charset=utf-8').send(statusPage(await next()));
   };
   app.get('/status', route, page);
 }
 
-/** One read at a time, shared by the requests that arrive during it. */
-class LatestReport {
-  readonly #source: StatusSource;
-  #last: StatusReport | undefined;
-  #reading: Promise<StatusReport> | undefined;
-
-  constructor(source: StatusSource) {
-    this.#source = source;
-  }
-
-  next(): Promise<StatusReport> {
-    this.#reading ??= this.#read().finally(() => (this.#reading = undefined));
-    return this.#reading;
-  }
-
-  async #read(): Promise<StatusReport> {
-    const last = this.#last;
+/** The next report: one read at a time, shared by the requests that arrive during it. */
+function latestReport(source: StatusSource): () => Promise<StatusReport> {
+  let last: StatusReport | undefined;
+  let reading: Promise<StatusReport> | undefined;
+  const read = async () => {
     const age = last === undefined ? Infinity : Date.now() - last.at.getTime();
     if (age < REUSE_MS) return last!;
-    const report = await this.#source.status(
-      age <= RATES_SINCE_MS ? { since: last } : { sampleMs: SAMPLE_MS },
-    );
-    this.#last = report;
-    return report;
-  }
+    last = await source.status(age <= RATES_SINCE_MS ? { since: last } : { sampleMs: SAMPLE_MS });
+    return last;
+  };
+  return () => (reading ??= read().finally(() => (reading = undefined)));
 }
 
 /** The page of `report`: every text escaped, refreshing itself every `refreshSeconds`. */

@@ -42,17 +42,12 @@ export async function readForCheck(
   // Every shard the settings name; a shard no process picked yet has no row, a fact as well.
   const local = granteesOf(context.dc, settings.shards);
   const before = await statesForCheck(context, name, local, 'first', failures);
-  const grantsRead = await consistentOrLocal((reading) =>
+  const { value: overview, failed } = await consistentOrLocal((reading) =>
     context.store.readGrantsOverview(name, reading),
   );
-  const overview = grantsRead.value;
-  if (grantsRead.failed !== undefined) {
-    unverified.push({
-      fact: 'grants',
-      dc: undefined,
-      read: undefined,
-      reason: `SERIAL read failed: ${grantsRead.failed}`,
-    });
+  if (failed !== undefined) {
+    const reason = `SERIAL read failed: ${failed}`;
+    unverified.push({ fact: 'grants', dc: undefined, read: undefined, reason });
   }
   if (overview === undefined) throw new SequenceNotFoundError(name, context.keyspace);
   const after = await statesForCheck(context, name, local, 'second', failures);

@@ -56,12 +56,9 @@ export function adminOver(
   keyspace: string,
   requestTimeoutMs?: number,
 ): Admin {
-  const { client } = opened;
+  const { client, ownsClient } = opened;
   const others = new OtherDcStores(client, keyspace, requestTimeoutMs);
-  const store = new CassandraStore(client, keyspace, {
-    ownsClient: opened.ownsClient,
-    requestTimeoutMs,
-  });
+  const store = new CassandraStore(client, keyspace, { ownsClient, requestTimeoutMs });
   return new Admin({
     store,
     dc: opened.localDataCenter,
@@ -108,10 +105,8 @@ class OtherDcStores {
     if (known !== undefined) return known;
     const opening = openClientInDc(this.client, dc, { timeoutMs: OTHER_DC_READ_MS }).then(
       async (other) => {
-        const store = new CassandraStore(other, this.keyspace, {
-          ownsClient: true,
-          requestTimeoutMs: this.requestTimeoutMs,
-        });
+        const { keyspace, requestTimeoutMs } = this;
+        const store = new CassandraStore(other, keyspace, { ownsClient: true, requestTimeoutMs });
         if (this.#closed) {
           await store.close().catch(() => undefined);
           throw new Error(`status closed while connecting to ${dc}`);

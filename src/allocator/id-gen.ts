@@ -1,7 +1,6 @@
 /** Sequence handles and sequence management over one store; metrics come in as a monitor. */
 
 import { checkLogger, type Logger } from '../logger.js';
-
 import {
   ClosedError,
   InvalidOptionError,
@@ -30,7 +29,7 @@ import type { AllocatorObserver } from './observer.js';
 import { sumCounts, withFormer } from './ledger.js';
 import { retireDcRanges, type RetiredState } from './retire.js';
 import { alterSettings, createSettings } from './settings-writes.js';
-import { Sequence } from './sequence.js';
+import { Sequence, type SequenceContext } from './sequence.js';
 import type { SequenceStats } from './sequence-stats.js';
 import { RowMarks } from './watermarks.js';
 
@@ -129,9 +128,8 @@ export class IdGen {
   readonly keyspace: string;
 
   readonly #store: IdStore;
-  readonly #logger: Logger | undefined;
-  readonly #clock: Clock | undefined;
-  readonly #callTimeoutMs: number;
+  /** What every handle gets besides its name, ID kind and marks. */
+  readonly #handles: Omit<SequenceContext<number>, 'name' | 'ids' | 'marks'>;
   readonly #sequences = new Map<string, Sequence<number> | Sequence<bigint>>();
   /** Replaced while closing: close() waits for them, stats() counts them until closed. */
   readonly #replaced = new Set<Sequence<number> | Sequence<bigint>>();
@@ -141,7 +139,6 @@ export class IdGen {
   /** Rollback marks per sequence and grantee: one handle's findings stop the next. */
   readonly #marks = new Map<string, RowMarks>();
   readonly #monitor: IdGenMonitor | undefined;
-  readonly #claimGate: ClaimGate | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(options: IdGenOptions) {
@@ -156,22 +153,21 @@ export class IdGen {
     }
     validateName('datacenter', options.dc);
     validateName('keyspace', options.keyspace);
-    this.#store = options.store;
-    this.dc = options.dc;
-    this.keyspace = options.keyspace;
-    this.#logger = options.logger;
-    this.#clock = options.clock;
-    this.#callTimeoutMs = checkAllocatorOptions(options);
-    this.#claimGate = options.claimGate;
+    const { store, dc, keyspace, logger, clock, claimGate } = options;
+    this.#store = store;
+    this.dc = dc;
+    this.keyspace = keyspace;
+    const callTimeoutMs = checkAllocatorOptions(options);
     // Last: nothing is registered on the user's registry when another option is refused.
-    const { store, dc, keyspace, logger } = options;
-    this.#monitor = options.monitor?.({
+    const observer = options.monitor?.({
       store,
       dc,
       keyspace,
       logger,
-      clock: this.#clock ?? SYSTEM_CLOCK,
+      clock: clock ?? SYSTEM_CLOCK,
     });
+    this.#monitor = observer;
+    this.#handles = { store, dc, keyspace, logger, clock, callTimeoutMs, observer, claimGate };
   }
 
   /**
@@ -202,14 +198,9 @@ export class IdGen {
     } else if (existing !== undefined) {
       this.#fold(key, existing);
     }
-    const { dc, keyspace } = this;
     const context = {
-      ...{ name, dc, keyspace, store: this.#store, logger: this.#logger, clock: this.#clock },
-      ...{
-        callTimeoutMs: this.#callTimeoutMs,
-        observer: this.#monitor,
-        claimGate: this.#claimGate,
-      },
+      ...this.#handles,
+      name,
       marks: (grantee: string, start: bigint) => {
         const key = `${name}\u0000${grantee}`;
         let marks = this.#marks.get(key);

@@ -56,7 +56,7 @@ export class Sequence<T extends number | bigint> {
   readonly dc: string;
   /** Whether IDs are bigints (else JavaScript numbers). */
   readonly bigint: boolean;
-  /** Where this handle claims from: its DC, or the shard of it (`dc1/3`). */
+  /** Where this handle claims from: its DC, or a shard of it (`dc1/3`). */
   get grantee(): string {
     return this.shards.grantee;
   }
@@ -135,15 +135,19 @@ export class Sequence<T extends number | bigint> {
    */
   tryNext(): T | undefined {
     const buffer = this.buffer;
-    const block = buffer.current;
-    if (block !== undefined) {
-      const id = block.takeOne();
-      if (id !== undefined) {
-        if (block.used >= buffer.preloadAt) this.preloadNextBlock();
-        return id;
+    let block = buffer.current;
+    let id = block?.takeOne();
+    if (id === undefined) {
+      this.lifecycle.assertOpen();
+      block = buffer.switchToPreloaded();
+      id = block?.takeOne();
+      if (id === undefined) {
+        this.claims.inBackground();
+        return undefined;
       }
     }
-    return this.takeFromPreloaded();
+    if (block!.used >= buffer.preloadAt) this.preloadNextBlock();
+    return id;
   }
 
   /**
@@ -303,18 +307,6 @@ export class Sequence<T extends number | bigint> {
   close(): Promise<void> {
     this.closing ??= this.shutdown();
     return this.closing;
-  }
-
-  private takeFromPreloaded(): T | undefined {
-    this.lifecycle.assertOpen();
-    const block = this.buffer.switchToPreloaded();
-    const id = block?.takeOne();
-    if (block === undefined || id === undefined) {
-      this.claims.inBackground();
-      return undefined;
-    }
-    if (block.used >= this.buffer.preloadAt) this.preloadNextBlock();
-    return id;
   }
 
   private async takeRunOnSettings(

@@ -62,7 +62,6 @@ export function rangeFailureLog(
 
 export class DcAllocator {
   readonly counters: DcCounters;
-  readonly failures: FailureLog<'range'>;
   private readonly ctx: DcContext;
   private readonly grants: DcGrants;
   private readonly row: DcStateRow;
@@ -78,7 +77,7 @@ export class DcAllocator {
     this.observer = observer;
     this.claimGate = options.claimGate;
     this.counters = options.counters ?? newDcCounters();
-    this.failures =
+    const failures =
       options.failures ?? rangeFailureLog(options.settings.name, options.log, observer);
     this.ctx = new DcContext({
       ...options,
@@ -97,16 +96,12 @@ export class DcAllocator {
     this.claims = new DcClaims(this.ctx, this.row, this.grants, (known) => this.ensureRange(known));
     const { dc, log, onRangeInstalled } = options;
     this.ranges = new RangeRequests({
-      ...{ dc, log, onRangeInstalled, clock, observer, failures: this.failures },
+      ...{ dc, log, onRangeInstalled, clock, observer, failures },
       sequence: options.settings.name,
       run: (known) => this.grantAndInstall(known),
       wentBack: () => this.ctx.wentBack,
       exhausted: () => this.grants.exhausted !== undefined,
     });
-  }
-
-  private get sequence(): string {
-    return this.ctx.sequence;
   }
 
   /** Sizes re-read after an alter; the domain never moves. */
@@ -123,7 +118,7 @@ export class DcAllocator {
     try {
       return await this.claims.claimBlock(options);
     } finally {
-      observer.blockClaimed(this.sequence, this.ctx.clock.now() - started);
+      observer.blockClaimed(this.ctx.sequence, this.ctx.clock.now() - started);
     }
   }
 
@@ -196,7 +191,7 @@ export class DcAllocator {
         );
       }
       if (attempt >= MAX_CAS_ATTEMPTS) {
-        throw new ContentionError(this.sequence, 'install a DC range', attempt);
+        throw new ContentionError(this.ctx.sequence, 'install a DC range', attempt);
       }
     }
   }

@@ -152,10 +152,7 @@ export class DcGrants {
     this.ctx.counters.serialReads++;
     const floor = this.ctx.seen.floor();
     const view = await this.ctx.store.readGrants(this.ctx.sequence, this.ctx.dc);
-    this.checkGrants(view);
-    const wentBack = grantsWentBack(floor, view);
-    if (wentBack !== undefined) throw this.ctx.rolledBack(wentBack);
-    this.ctx.seen.raiseGrants(view);
+    this.accept(view, grantsWentBack(floor, view));
     return view;
   }
 
@@ -195,10 +192,13 @@ export class DcGrants {
   private checkFound(last: CasResult<GrantFound>, floor: Floor): void {
     const globalLast = last.found?.globalLast;
     if (last.reported !== 'rejected' || globalLast === undefined) return;
-    const view = { globalLast, latest: last.found?.grant };
-    this.checkGrants(view);
     // GLOBAL only: grant `n` found, or not, says nothing of the latest grant.
-    const wentBack = globalWentBack(floor, globalLast);
+    this.accept({ globalLast, latest: last.found?.grant }, globalWentBack(floor, globalLast));
+  }
+
+  /** Checks a view of the grant level, then raises the marks unless it `wentBack`. */
+  private accept(view: GrantView, wentBack: string | undefined): void {
+    this.checkGrants(view);
     if (wentBack !== undefined) throw this.ctx.rolledBack(wentBack);
     this.ctx.seen.raiseGrants(view);
   }

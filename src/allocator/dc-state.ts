@@ -39,13 +39,6 @@ export function holdsIdsAbove(state: DcState, highest: bigint): boolean {
   return holds && state.reservedMin > highest;
 }
 
-/** Share of the reserved range handed to processes, 0 to 1. */
-export function usedShare(state: DcState): number {
-  const size = state.reservedMax - state.reservedMin + 1n;
-  const used = state.lastInteger - state.reservedMin + 1n;
-  return Number((used * 1_000_000n) / size) / 1_000_000;
-}
-
 /** Claims from the reserved range, else the preloaded one; undefined when the DC holds none. */
 export function claim(
   state: DcState,

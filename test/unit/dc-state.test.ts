@@ -12,7 +12,6 @@ import {
   installAndClaim,
   installGrant,
   remainingIn,
-  usedShare,
   type DcStateContext,
 } from '../../src/allocator/dc-state.js';
 import type { DcState, Grant } from '../../src/store/port.js';
@@ -43,15 +42,6 @@ describe('derived views', () => {
     expect(remainingIn(dcState({ lastInteger: 30n }))).toBe(70n);
     expect(remainingIn(preloaded(30n))).toBe(170n);
     expect(remainingIn(preloaded(100n))).toBe(100n);
-  });
-
-  it('gives the share of the reserved range handed to processes, to a millionth', () => {
-    expect(usedShare(dcState({ lastInteger: 0n }))).toBe(0);
-    expect(usedShare(dcState({ lastInteger: 50n }))).toBe(0.5);
-    expect(usedShare(dcState({ lastInteger: 100n }))).toBe(1);
-    expect(usedShare(dcState({ reservedMax: 3n, preloadedMax: 3n, lastInteger: 1n }))).toBe(
-      0.333333,
-    );
   });
 });
 

@@ -38,7 +38,6 @@ export class BlockClaims {
   private readonly host: ClaimHost;
   private claiming: Promise<void> | undefined;
   private failure: Error | undefined;
-  /** Races the claim in flight lost in a row. */
   private lostRaces = 0;
   private wake: (() => void) | undefined;
   private rangeArrived = false;
@@ -64,7 +63,8 @@ export class BlockClaims {
 
   inBackground(): void {
     if (this.host.lifecycle.closing) return;
-    this.refill().catch(ignore);
+    // Failures are recorded where they happen.
+    this.refill().catch(() => undefined);
   }
 
   private async claim(): Promise<void> {
@@ -177,9 +177,6 @@ export class BlockClaims {
     });
   }
 }
-
-/** Failures are recorded where they happen. */
-function ignore(): void {}
 
 /** Failures that pass without anyone acting; every other one is final. */
 function isTransient(

@@ -79,7 +79,8 @@ export interface Wait extends CallDeadline {
 export function waitWithinDeadline(refill: Promise<void>, wait: Wait): Promise<void> {
   const { sequence, timeoutMs, signal, clock } = wait;
   if (signal?.aborted === true) {
-    refill.catch(ignore);
+    // The refill records its own failure.
+    refill.catch(() => undefined);
     return Promise.reject(new AbortedError(sequence, { cause: signal.reason }));
   }
   return new Promise<void>((resolve, reject) => {
@@ -115,6 +116,3 @@ export function waitWithinDeadline(refill: Promise<void>, wait: Wait): Promise<v
     );
   });
 }
-
-/** The refill records its own failure. */
-function ignore(): void {}

@@ -12,7 +12,7 @@ import { MAX_SAFE_ID } from '../settings/model.js';
 import { validateStoredSettings } from '../settings/resolve.js';
 import type { IdStore, SequenceSettings, StoredSettings } from '../store/port.js';
 import type { Clock } from './clock.js';
-import { readSettingsFound } from './settings-writes.js';
+import { ID_SPACE_KEYS, readSettingsFound } from './settings-writes.js';
 
 /** Settings older than this are re-read at the next claim. */
 export const SETTINGS_REFRESH_MS = 10_000;
@@ -103,7 +103,7 @@ export class HeldSettings {
     this.check(settings);
     if (tick < this.readTick) return undefined;
     const before = held()!;
-    for (const key of ['domain', 'min', 'max', 'start'] as const) {
+    for (const key of ID_SPACE_KEYS) {
       if (settings[key] !== before[key]) {
         throw new InvariantError(
           name,

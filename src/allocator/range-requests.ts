@@ -88,13 +88,9 @@ export class RangeRequests {
 
   private failed(error: unknown): void {
     const { failures, dc } = this.options;
-    if (error instanceof StateRolledBackError) {
+    if (error instanceof StateRolledBackError || error instanceof SequenceExhaustedError) {
       failures.record(error);
-      return;
-    }
-    if (error instanceof SequenceExhaustedError) {
-      failures.record(error);
-      if (!this.exhaustionLogged) {
+      if (error instanceof SequenceExhaustedError && !this.exhaustionLogged) {
         this.exhaustionLogged = true;
         this.options.log?.warn(
           { dc, globalLast: error.globalLast },

@@ -314,21 +314,14 @@ export class Sequence<T extends number | bigint> {
     signal: AbortSignal | undefined,
     delivered: Promise<boolean> | undefined,
   ): Promise<IdRange<T> | undefined> {
-    const run = this.takeRun(count, false);
-    if (run !== RE_READ_SETTINGS) return this.awaitDelivery(run, count, delivered);
-    await this.refreshSettings({ force: true });
-    this.lifecycle.assertOpen();
-    throwIfAborted(this.name, signal);
-    const decided = this.takeRun(count, true);
-    assert(decided !== RE_READ_SETTINGS, 'takeRun asked for settings just re-read');
-    return this.awaitDelivery(decided, count, delivered);
-  }
-
-  private awaitDelivery(
-    run: IdRange<T> | undefined,
-    count: number,
-    delivered: Promise<boolean> | undefined,
-  ): IdRange<T> | undefined {
+    let run = this.takeRun(count, false);
+    if (run === RE_READ_SETTINGS) {
+      await this.refreshSettings({ force: true });
+      this.lifecycle.assertOpen();
+      throwIfAborted(this.name, signal);
+      run = this.takeRun(count, true);
+      assert(run !== RE_READ_SETTINGS, 'takeRun asked for settings just re-read');
+    }
     if (run !== undefined && delivered !== undefined) this.ledger.drawnUntil(count, delivered);
     return run;
   }

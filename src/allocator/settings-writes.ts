@@ -33,6 +33,9 @@ export async function readSettingsFound(
 
 const UNREAD: unique symbol = Symbol('unread');
 
+/** The settings that fix which IDs a sequence hands out; only the sizes may change. */
+export const ID_SPACE_KEYS = ['domain', 'min', 'max', 'start'] as const;
+
 export const MAX_ALTER_ATTEMPTS = 5;
 
 /** A create finding another create's op was not applied; one finding an alter's cannot tell. */
@@ -170,12 +173,7 @@ function judgeCreate(
   if (found === undefined) return 'unknown';
   if (found.op === op) return 'ours';
   if (found.op.startsWith(CREATE_OP)) return 'lost';
-  const { domain, min, max, start } = found.settings;
-  const sameIds =
-    domain === settings.domain &&
-    min === settings.min &&
-    max === settings.max &&
-    start === settings.start;
+  const sameIds = ID_SPACE_KEYS.every((key) => found.settings[key] === settings[key]);
   return sameIds ? 'unknown' : 'lost';
 }
 

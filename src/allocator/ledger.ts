@@ -50,11 +50,6 @@ export class Ledger {
   /** Kept across shard moves. */
   readonly dcCounters = newDcCounters();
   readonly rangeFailures: FailureLog<'range'>;
-  private readonly name: string;
-  private readonly store: Pick<IdStore, 'addDcUsage'>;
-  private readonly clock: Clock;
-  private readonly log: Logger | undefined;
-  private readonly snapshot: () => SequenceStats;
   private waits = 0;
   private wastedIds = 0;
   private shardMoves = 0;
@@ -71,12 +66,7 @@ export class Ledger {
   private usageReportedAt: number | undefined;
   private reportingUsage: Promise<void> | undefined;
 
-  constructor(context: LedgerContext) {
-    this.name = context.name;
-    this.store = context.store;
-    this.clock = context.clock;
-    this.log = context.log;
-    this.snapshot = context.stats;
+  constructor(private readonly context: LedgerContext) {
     const observer = context.observer;
     this.failures = new FailureLog(
       context.log,
@@ -157,7 +147,7 @@ export class Ledger {
 
   /** A usage report, unless one went out less than {@link USAGE_REPORT_MS} ago. */
   reportNowAndThen(grantee: string): void {
-    const now = this.clock.now();
+    const now = this.context.clock.now();
     if (this.usageReportedAt !== undefined && now - this.usageReportedAt < USAGE_REPORT_MS) return;
     this.usageReportedAt = now;
     void this.report(grantee);
@@ -174,7 +164,8 @@ export class Ledger {
   /** Adds the counts since the last report to the DC's; never throws: no ID depends on them. */
   private report(grantee: string): Promise<void> {
     if (this.reportingUsage !== undefined) return this.reportingUsage;
-    const stats = this.snapshot();
+    const { name, store, log } = this.context;
+    const stats = this.context.stats();
     const now: Record<UsageCause, number> = { issued: stats.issued, ...stats.waste, retired: 0 };
     const deltas: Partial<Record<UsageCause, number>> = {};
     for (const cause of USAGE_CAUSES) {
@@ -182,14 +173,14 @@ export class Ledger {
       if (delta > 0) deltas[cause] = delta;
     }
     if (Object.keys(deltas).length === 0) return Promise.resolve();
-    this.reportingUsage = this.store
-      .addDcUsage(this.name, grantee, deltas)
+    this.reportingUsage = store
+      .addDcUsage(name, grantee, deltas)
       .then(
         () => {
           this.reportedUsage = now;
         },
         (error: unknown) => {
-          this.log?.debug({ err: error, dc: grantee }, 'usage counters not updated');
+          log?.debug({ err: error, dc: grantee }, 'usage counters not updated');
         },
       )
       .finally(() => {

@@ -69,7 +69,6 @@ export class DcAllocator {
   private readonly ranges: RangeRequests;
   private readonly observer: AllocatorObserver | undefined;
   private readonly claimGate: ClaimGate | undefined;
-  private readonly unresolvedOps = new Set<string>();
 
   constructor(options: DcAllocatorOptions) {
     const clock = options.clock ?? SYSTEM_CLOCK;
@@ -88,7 +87,7 @@ export class DcAllocator {
       seen: new Watermarks(options.settings.start - 1n, options.marks),
       onRolledBack: options.onRolledBack,
     });
-    this.row = new DcStateRow(this.ctx, this.unresolvedOps);
+    this.row = new DcStateRow(this.ctx);
     this.grants = new DcGrants(this.ctx, () => ({
       rate: this.dcRate,
       block: this.claims.blockAsk,
@@ -149,7 +148,7 @@ export class DcAllocator {
 
   /** A claim write of unknown outcome may yet commit: leaving now would hide its block. */
   get claimUnresolved(): boolean {
-    return this.unresolvedOps.size > 0;
+    return this.row.unresolvedOps.size > 0;
   }
 
   close(): Promise<void> {

@@ -55,7 +55,8 @@ interface ClaimTally {
 export class DcClaims {
   /** Confirmed at SERIAL, maybe not installed: block claims install it in their write. */
   private confirmed: Grant | undefined;
-  private latestAsk = 0n;
+  /** The block size the latest attempt asked for (a grant is sized to hold several). */
+  blockAsk = 0n;
 
   constructor(
     private readonly ctx: DcContext,
@@ -63,10 +64,6 @@ export class DcClaims {
     private readonly grants: DcGrants,
     private readonly needRange: (known: KnownState) => Promise<void>,
   ) {}
-
-  get blockAsk(): bigint {
-    return this.latestAsk;
-  }
 
   async giveBack(first: bigint, last: bigint): Promise<bigint> {
     for (let attempt = 1; attempt <= MAX_CAS_ATTEMPTS; attempt++) {
@@ -126,7 +123,7 @@ export class DcClaims {
       tally.attempts++;
       const op = randomUUID();
       const ask = askOf();
-      this.latestAsk = ask.size;
+      this.blockAsk = ask.size;
       let state = found;
       let claimed = state === undefined ? undefined : this.claimFrom(state, ask, op);
       if (state === undefined) {

@@ -13,6 +13,8 @@ export const NO_STATE = Symbol('no DC state');
 const DC_RATE_SAMPLE_MS = 1_000;
 
 export class DcStateRow {
+  /** Ops of this process's writes of unknown outcome, and those a state read since showed. */
+  readonly unresolvedOps = new Set<string>();
   readonly committedOps = new Set<string>();
   /**
    * The op of this process's latest write shown ours: a give-back goes only on that state, since
@@ -22,10 +24,7 @@ export class DcStateRow {
   private readonly usage = new DcUsage();
   private readonly rate = new Rate(DC_RATE_SAMPLE_MS);
 
-  constructor(
-    private readonly ctx: DcContext,
-    readonly unresolvedOps: Set<string>,
-  ) {}
+  constructor(private readonly ctx: DcContext) {}
 
   get dcRate(): number | undefined {
     return this.rate.perSecond;

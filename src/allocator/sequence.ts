@@ -61,11 +61,8 @@ export class Sequence<T extends number | bigint> {
     return this.shards.grantee;
   }
 
-  private readonly ids: IdKind<T>;
   private readonly log: Logger | undefined;
   private readonly clock: Clock;
-  private readonly callTimeoutMs: number;
-  private readonly observer: AllocatorObserver | undefined;
 
   private readonly lifecycle: Lifecycle;
   private readonly shards: Shards;
@@ -81,16 +78,13 @@ export class Sequence<T extends number | bigint> {
   private readonly claims: BlockClaims;
 
   /** @internal Use {@link IdGen.sequence}. */
-  constructor(context: SequenceContext<T>) {
+  constructor(private readonly context: SequenceContext<T>) {
     this.name = context.name;
     this.lifecycle = new Lifecycle(context.name);
     this.dc = context.dc;
-    this.ids = context.ids;
     this.bigint = context.ids.bigint;
     this.log = context.logger?.child({ sequence: context.name });
     this.clock = context.clock ?? SYSTEM_CLOCK;
-    this.callTimeoutMs = context.callTimeoutMs;
-    this.observer = context.observer;
     const { dc, keyspace, observer, marks, callTimeoutMs, claimGate } = context;
     const base = { name: this.name, store: context.store, clock: this.clock, log: this.log };
     const open = { isOpen: () => this.lifecycle.open, forfeit: this.forfeit.bind(this) };
@@ -364,7 +358,7 @@ export class Sequence<T extends number | bigint> {
       this.ledger.wasted('dropped', size);
       throw this.lifecycle.rolledBack;
     }
-    const block = this.ids.block(claimed.first, claimed.last, claimed.rangeSize);
+    const block = this.context.ids.block(claimed.first, claimed.last, claimed.rangeSize);
     const highest = this.buffer.highestAccepted;
     this.demand.blockCame(block.size);
     this.settings.blockAccepted(block);
@@ -409,11 +403,11 @@ export class Sequence<T extends number | bigint> {
   }
 
   private timed<R>(wait: () => Promise<R>): Promise<R> {
-    return timedWait(this.observer, this.clock, this.name, wait);
+    return timedWait(this.context.observer, this.clock, this.name, wait);
   }
 
   private callOf(options: CallOptions | undefined): CallDeadline {
-    return deadlineOf(options, this.callTimeoutMs, this.clock);
+    return deadlineOf(options, this.context.callTimeoutMs, this.clock);
   }
 
   private async waitForRefill(

@@ -172,10 +172,10 @@ function bufferOf(handle: Handle): BlockBuffer<number> | BlockBuffer<bigint> {
 
 /**
  * White-box, for coverage only: how many claim writes of unknown fate the handle's DC allocator
- * holds (dc-allocator.ts, unresolvedOps), which the rows cannot show. Nothing is changed.
+ * holds (dc-state-row.ts, unresolvedOps), which the rows cannot show. Nothing is changed.
  */
 function unresolvedOf(handle: Handle): number {
-  return handle.sequence['loaded']?.allocator['unresolvedOps'].size ?? 0;
+  return handle.sequence['loaded']?.allocator['row'].unresolvedOps.size ?? 0;
 }
 
 /** One incarnation of a process: an IdGen, until it is shut down or dies. */

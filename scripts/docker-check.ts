@@ -76,7 +76,7 @@ type Options = { waitFor?: string; smoke?: boolean };
 
 async function main(options: Options): Promise<void> {
   const started = Date.now();
-  console.log(`docker-check: command logs in ${logDir}`);
+  console.log(`docker-check: command logs in ${logDir()}`);
   await step('Docker engine', async () => {
     await ensureEngine();
     await needPackage('mmdebstrap', 'mmdebstrap');

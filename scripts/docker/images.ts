@@ -113,7 +113,7 @@ async function ensureImage(
     okCodes: [0, 1],
   });
   if (current.trim() === hash) return log(`${tag}: up to date (inputs ${hash.slice(0, 12)})`);
-  const dir = fs.mkdtempSync(path.join(logDir, 'context-'));
+  const dir = fs.mkdtempSync(path.join(logDir(), 'context-'));
   try {
     await build(dir);
   } finally {

@@ -16,7 +16,12 @@ export class CheckError extends Error {
 type StepTime = { readonly name: string; readonly seconds: number; readonly ok: boolean };
 const times: StepTime[] = [];
 export const stepTimes = (): readonly StepTime[] => times;
-export const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'idgen-docker-check-'));
+let logs: string | undefined;
+/** The folder of the command logs, made at its first use (not on import, nor for `--help`). */
+export function logDir(): string {
+  logs ??= fs.mkdtempSync(path.join(os.tmpdir(), 'idgen-docker-check-'));
+  return logs;
+}
 
 /** Runs `body` as the step `name`, printing its start, its end and its time. */
 export async function step<T>(name: string, body: () => Promise<T>): Promise<T> {
@@ -57,7 +62,7 @@ export async function run(
   const extra = Object.entries(options.env ?? {});
   console.log(`$ ${extra.map(([name, value]) => `${name}=${quote(value)} `).join('')}${shown}`);
   const name = `${String(++runs).padStart(3, '0')}-${path.basename(command)}.log`;
-  const logFile = path.join(logDir, name);
+  const logFile = path.join(logDir(), name);
   const log = fs.createWriteStream(logFile);
   const child = spawn(command, args, { env: { ...process.env, ...options.env } });
   const output = { stdout: '', stderr: '' };

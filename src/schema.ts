@@ -70,7 +70,7 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
   const logger = options.logger?.child({ keyspace });
 
   const opened = await openClient(options);
-  const { client, ownsClient } = opened;
+  const { client } = opened;
   try {
     const known = new Set(client.hosts.values().map((host) => host.datacenter));
     const unknown = Object.keys(replication).filter((dc) => !known.has(dc));
@@ -107,16 +107,15 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
     }
     const current =
       existing === undefined ? { ...replication } : replicationOf(existing.strategyOptions);
-    const differs = existing === undefined ? [] : replicationDifferences(replication, current);
+    const differs = replicationDifferences(replication, current);
     if (existing !== undefined) {
       const raw = JSON.stringify(existing.strategyOptions ?? {});
       logger?.info(
         { strategy: existing.strategy, replication: raw },
         'keyspace exists; replication left unchanged',
       );
-      if (differs.length > 0) {
+      if (differs.length > 0)
         logger?.warn({ differs }, 'keyspace exists with other replication than asked');
-      }
     }
 
     const run = (statement: string) => ddl(client, statement, options.requestTimeoutMs);
@@ -128,19 +127,6 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
     );
     for (const statement of statements) await run(statement);
     await waitForSchemaAgreement(client);
-    let added = 0;
-    for (const statement of statements) {
-      const metadata = await client.metadata.getTable(keyspace, tableOf(statement));
-      const columns = new Set((metadata?.columns ?? []).map((column) => column.name));
-      for (const alter of missingColumns(statement, keyspace, columns)) {
-        await run(alter);
-        added++;
-      }
-    }
-    if (added > 0) {
-      await waitForSchemaAgreement(client);
-      logger?.info({ columns: added }, 'columns added to existing tables');
-    }
     logger?.info({ tables: statements.length }, 'schema ready');
     return {
       keyspace,
@@ -151,7 +137,7 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
       preflight: report,
     };
   } finally {
-    if (ownsClient) await client.shutdown().catch(() => undefined);
+    if (opened.ownsClient) await client.shutdown().catch(() => undefined);
   }
 }
 
@@ -197,7 +183,7 @@ function replicationOf(
 }
 
 /** schema.cql at the package root, above `src/` or `dist/src/`. */
-export function schemaFile(): string {
+function schemaFile(): string {
   for (const relative of ['../schema.cql', '../../schema.cql']) {
     const candidate = fileURLToPath(new URL(relative, import.meta.url));
     if (existsSync(candidate)) return candidate;
@@ -230,25 +216,6 @@ function tableStatements(cql: string, keyspace: string): string[] {
 
 function tableOf(statement: string): string {
   return /\.(\w+) \(/.exec(statement)?.[1] ?? statement;
-}
-
-/** `ALTER TABLE … ADD` for each column of `statement` not in `existing`; rows.ts reads null. */
-export function missingColumns(
-  statement: string,
-  keyspace: string,
-  existing: ReadonlySet<string>,
-): string[] {
-  const columns = statement.slice(statement.indexOf('(') + 1, statement.search(/PRIMARY KEY/i));
-  const alters: string[] = [];
-  for (const definition of columns.split(',')) {
-    const match = /^\s*([a-z_][a-z0-9_]*)\s+([a-z]+)(\s+static)?\s*$/i.exec(definition);
-    if (match === null || existing.has(match[1]!)) continue;
-    const [, column, type, isStatic] = match;
-    alters.push(
-      `ALTER TABLE "${keyspace}".${tableOf(statement)} ADD ${column} ${type}${isStatic === undefined ? '' : ' static'}`,
-    );
-  }
-  return alters;
 }
 
 async function ddl(

@@ -1,15 +1,14 @@
-/** Settings rows as Cassandra returns them, including rows written before a column existed. */
+/** Settings rows as Cassandra returns them. */
 import type cassandra from 'cassandra-driver';
 import { describe, expect, it } from 'vitest';
 
-import { SEQUENCE_DEFAULTS } from '../../src/settings/defaults.js';
 import { parseSettings, replicaDcsOf } from '../../src/store/cassandra/rows.js';
 
 function row(values: Record<string, unknown>): cassandra.types.Row {
   return { get: (column: string) => values[column] ?? null } as unknown as cassandra.types.Row;
 }
 
-const OLD_ROW = {
+const ROW = {
   sequence: 'orders',
   domain: 'int32',
   min_id: 1n,
@@ -18,37 +17,31 @@ const OLD_ROW = {
   dc_range_size: 100_000n,
   block_size: 1_000,
   threshold: 0.5,
+  max_block_size: 50_000,
+  claim_interval_ms: 5_000,
+  max_dc_range_size: 10_000_000n,
+  autonomy_seconds: 86_400n,
+  shards: 16,
   settings_op: 'op-1',
 };
 
 describe('parseSettings', () => {
-  it('reads a row from before sizes could follow the load as fixed sizes, exactly as then', () => {
-    expect(parseSettings(row(OLD_ROW)).settings).toMatchObject({
+  it('reads every settings column', () => {
+    expect(parseSettings(row(ROW)).settings).toMatchObject({
       dcRangeSize: 100_000n,
       blockSize: 1_000,
-      maxBlockSize: 1_000,
-      claimIntervalMs: SEQUENCE_DEFAULTS.claimIntervalMs,
-      maxDcRangeSize: 100_000n,
-      autonomySeconds: 0,
-    });
-  });
-
-  it('reads the sizing columns when they are there', () => {
-    const settings = parseSettings(
-      row({
-        ...OLD_ROW,
-        max_block_size: 50_000,
-        claim_interval_ms: 5_000,
-        max_dc_range_size: 10_000_000n,
-        autonomy_seconds: 86_400n,
-      }),
-    ).settings;
-    expect(settings).toMatchObject({
       maxBlockSize: 50_000,
       claimIntervalMs: 5_000,
       maxDcRangeSize: 10_000_000n,
       autonomySeconds: 86_400,
+      shards: 16,
     });
+  });
+
+  it('refuses a row that lacks a setting', () => {
+    expect(() => parseSettings(row({ ...ROW, shards: undefined }))).toThrow(
+      /column shards is missing or malformed/,
+    );
   });
 });
 

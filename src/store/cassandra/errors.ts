@@ -91,7 +91,7 @@ export function mapFailure(
     return new InvalidOptionError(
       'keyspace',
       context.keyspace,
-      `a keyspace whose idgen tables match this version's schema.cql (these tables were created by another version: ${message}; run initSchema() again to add the columns this version needs)`,
+      `a keyspace whose idgen tables match this version's schema.cql (${message})`,
     );
   }
   if (code === codes.invalid && /not compatible with replication strategy/i.test(message)) {

@@ -4,7 +4,6 @@ import cassandra from 'cassandra-driver';
 
 import { InvariantError } from '../../errors.js';
 import { ascending } from '../../order.js';
-import { SEQUENCE_DEFAULTS } from '../../settings/defaults.js';
 import type { DcState, DomainName, Grant, GrantFound, StoredSettings } from '../port.js';
 
 /** The clustering key of the GLOBAL row; no DC may be named like it. */
@@ -19,30 +18,28 @@ export function parseSettings(row: Row): StoredSettings {
     throw new InvariantError('(unnamed)', 'settings row without a sequence name');
   }
   const domain = required(name, row, 'domain', toText);
-  const dcRangeSize = required(name, row, 'dc_range_size', toBigInt);
-  const blockSize = required(name, row, 'block_size', toNumber);
   if (!(DOMAINS as readonly string[]).includes(domain)) {
     throw new InvariantError(name, `unknown domain ${JSON.stringify(domain)}`);
   }
+  const column = <T>(column: string, convert: (value: unknown) => T | undefined) =>
+    required(name, row, column, convert);
   return {
     settings: {
       name,
       domain: domain as DomainName,
-      min: required(name, row, 'min_id', toBigInt),
-      max: required(name, row, 'max_id', toBigInt),
-      start: required(name, row, 'start_id', toBigInt),
-      dcRangeSize,
-      blockSize,
-      threshold: required(name, row, 'threshold', toNumber),
-      // Absent in older rows: fixed sizes.
-      maxBlockSize: toNumber(row.get('max_block_size')) ?? blockSize,
-      claimIntervalMs: toNumber(row.get('claim_interval_ms')) ?? SEQUENCE_DEFAULTS.claimIntervalMs,
-      maxDcRangeSize: toBigInt(row.get('max_dc_range_size')) ?? dcRangeSize,
-      autonomySeconds: autonomyOf(name, row.get('autonomy_seconds')),
-      // Absent in older rows: one state partition per DC.
-      shards: toNumber(row.get('shards')) ?? 1,
+      min: column('min_id', toBigInt),
+      max: column('max_id', toBigInt),
+      start: column('start_id', toBigInt),
+      dcRangeSize: column('dc_range_size', toBigInt),
+      blockSize: column('block_size', toNumber),
+      threshold: column('threshold', toNumber),
+      maxBlockSize: column('max_block_size', toNumber),
+      claimIntervalMs: column('claim_interval_ms', toNumber),
+      maxDcRangeSize: column('max_dc_range_size', toBigInt),
+      autonomySeconds: column('autonomy_seconds', toSafeNumber),
+      shards: column('shards', toNumber),
     },
-    op: required(name, row, 'settings_op', toText),
+    op: column('settings_op', toText),
     incarnation: toText(row.get('incarnation')),
   };
 }
@@ -56,7 +53,7 @@ export function parseGrant(sequence: string, row: Row): Grant {
 }
 
 export function parseDcState(sequence: string, row: Row): DcState {
-  // Absent in a rejected update's found state, and in older rows.
+  // Absent in a rejected update's found state.
   const incarnation = toText(row.get('incarnation'));
   return {
     ...(incarnation === undefined ? {} : { incarnation }),
@@ -67,7 +64,7 @@ export function parseDcState(sequence: string, row: Row): DcState {
     preloadedMin: required(sequence, row, 'preloaded_min', toBigInt),
     preloadedMax: required(sequence, row, 'preloaded_max', toBigInt),
     installedGrant: required(sequence, row, 'installed_grant', toNumber),
-    version: required(sequence, row, 'version', toVersion),
+    version: required(sequence, row, 'version', toSafeNumber),
     op: required(sequence, row, 'op', toText),
   };
 }
@@ -129,26 +126,13 @@ export function toBigInt(value: unknown): bigint | undefined {
   return undefined;
 }
 
-/** `autonomy_seconds` (a CQL bigint) as a number; 0 when absent (rows from before it existed). */
-function autonomyOf(sequence: string, value: unknown): number {
-  const seconds = toBigInt(value);
-  if (seconds === undefined) return 0;
-  if (seconds < 0n || seconds > BigInt(Number.MAX_SAFE_INTEGER)) {
-    throw new InvariantError(sequence, `settings: autonomy_seconds ${seconds} is out of range`);
-  }
-  return Number(seconds);
+/** A CQL bigint as a number, if it is one from 0 to 2^53 - 1. */
+function toSafeNumber(value: unknown): number | undefined {
+  const n = toBigInt(value);
+  return n !== undefined && n >= 0n && n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : undefined;
 }
 
-/** A CQL bigint as a number, exact up to 2^53 - 1 writes. */
-function toVersion(value: unknown): number | undefined {
-  const version = toBigInt(value);
-  if (version === undefined || version < 0n || version > BigInt(Number.MAX_SAFE_INTEGER)) {
-    return undefined;
-  }
-  return Number(version);
-}
-
-export function toNumber(value: unknown): number | undefined {
+function toNumber(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
 }
 

@@ -73,31 +73,16 @@ export class CassandraStore extends CassandraProtocolStore implements IdStore {
     return this.readDcStates(statement, sequence, dcs, 'read DC states overview');
   }
 
-  async readDcUsage(sequence: string): Promise<ReadonlyMap<string, DcUsageCounts> | undefined> {
-    const operation = 'read usage counters';
-    let result: cassandra.types.ResultSet;
-    try {
-      result = await this.execute(
-        'readDcUsage',
-        STATEMENTS.readDcUsage,
-        [sequence],
-        operation,
-        false,
-      );
-    } catch (error) {
-      // A keyspace set up before the counters existed.
-      if (isMissingTable(error)) return undefined;
-      throw this.failure(error, 'readDcUsage', operation);
-    }
+  async readDcUsage(sequence: string): Promise<ReadonlyMap<string, DcUsageCounts>> {
     const usage = new Map<string, Record<UsageCause, bigint>>();
-    for (const row of result.rows) {
+    await this.readEach('readDcUsage', [sequence], 'read usage counters', (row) => {
       const dc = row.get('dc') as unknown;
       const cause = USAGE_CAUSES.find((c) => c === row.get('cause'));
-      if (typeof dc !== 'string' || cause === undefined) continue;
+      if (typeof dc !== 'string' || cause === undefined) return;
       const counts = usage.get(dc) ?? zeroUsageCounts();
       counts[cause] = toBigInt(row.get('ids')) ?? 0n;
       usage.set(dc, counts);
-    }
+    });
     return usage;
   }
 
@@ -167,12 +152,4 @@ function nameValues(result: cassandra.types.ResultSet): Map<string, string> {
     if (name !== undefined && value !== undefined) values.set(name, value);
   }
   return values;
-}
-
-function isMissingTable(error: unknown): boolean {
-  return (
-    error instanceof Error &&
-    (error as { code?: unknown }).code === cassandra.types.responseErrorCodes.invalid &&
-    /unconfigured table|table .* does not exist/i.test(error.message)
-  );
 }

@@ -30,7 +30,7 @@ export const RETRYABLE = Object.freeze({
 /** Stable error codes; part of the public API. */
 export type IdGenErrorCode = keyof typeof RETRYABLE;
 
-/** A message without its advice; kept off the error so that logs show `message` only. */
+/** Each message without its advice, off the error so that logs show `message` only. */
 const FACTS = new WeakMap<IdGenError, string>();
 
 /** `error`'s message without the advice after it, for the CLI to give its own. @internal */
@@ -47,7 +47,7 @@ export class IdGenError extends Error {
    */
   readonly retryable: boolean;
 
-  /** @param message what happened; `options.advice`, what to do, follows it in `message`. */
+  /** `advice`, what to do, follows `message`, what happened. */
   constructor(
     code: IdGenErrorCode,
     message: string,
@@ -84,14 +84,16 @@ export class InvalidOptionError extends IdGenError {
   }
 }
 
-/** A sequence, keyspace or datacenter name breaks its naming rule (names.ts). */
+/** A sequence, keyspace or datacenter name breaks its naming rule. */
 export class InvalidNameError extends IdGenError {
   constructor(
     readonly kind: NameKind,
     readonly received: unknown,
   ) {
-    const rule = NAME_RULES[kind].rule;
-    super('IDGEN_INVALID_NAME', `Invalid ${kind} name ${describe(received)}: ${rule}.`);
+    super(
+      'IDGEN_INVALID_NAME',
+      `Invalid ${kind} name ${describe(received)}: ${NAME_RULES[kind].rule}.`,
+    );
   }
 }
 
@@ -192,9 +194,9 @@ export class SerialUnavailableError extends IdGenError {
   /** A timeout: also contention or overload, so no partition is claimed. */
   readonly timedOut: boolean;
 
-  /** @param dc the grantee: a DC or a shard of one (`dc1/3`). */
   constructor(
     readonly sequence: string,
+    /** The grantee: a DC or a shard of one (`dc1/3`). */
     readonly dc: string,
     readonly dcRemaining: bigint,
     options?: { cause?: unknown },
@@ -234,9 +236,10 @@ export class StoreUnavailableError extends IdGenError {
     const busy = timedOut
       ? ', and how busy they are: a timeout also comes from many processes contending for one partition, or from an overloaded cluster'
       : '';
+    const at = level === 'local' ? 'LOCAL_QUORUM' : level.toUpperCase();
     super(
       'IDGEN_STORE_UNAVAILABLE',
-      `Cassandra is unavailable at ${LEVEL_NAMES[level]} for ${operation}: ${detail.replace(/\.+$/, '')}. Check that the contact points are reachable and the nodes of the DC are up${busy}.`,
+      `Cassandra is unavailable at ${at} for ${operation}: ${detail.replace(/\.+$/, '')}. Check that the contact points are reachable and the nodes of the DC are up${busy}.`,
       options,
     );
     this.timedOut = timedOut;
@@ -334,9 +337,9 @@ export class SequenceRecreatedError extends IdGenError {
 
 /** A node runs settings under which IDs can be handed out twice (see `preflight()`). */
 export class UnsafeClusterError extends IdGenError {
-  /** @param override what the caller passes to go ahead anyway. */
   constructor(
     readonly problems: readonly string[],
+    /** What the caller passes to go ahead anyway. */
     readonly override: string,
   ) {
     super(
@@ -351,7 +354,7 @@ export class UnsafeClusterError extends IdGenError {
 
 /** A call got no IDs by its deadline; after lost races `cause` is the last ContentionError. */
 export class DeadlineError extends IdGenError {
-  /** @param options.timeoutSetting what sets the timeout, as the message names it. */
+  /** `timeoutSetting`: what sets the timeout, as the message names it. */
   constructor(
     readonly sequence: string,
     readonly timeoutMs: number,
@@ -403,18 +406,11 @@ export class ClosedError extends IdGenError {
   }
 }
 
-const LEVEL_NAMES: Readonly<Record<StoreLevel, string>> = {
-  serial: 'SERIAL',
-  local_serial: 'LOCAL_SERIAL',
-  local: 'LOCAL_QUORUM',
-};
-
 function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'bigint') return `${value}n`;
-  if (typeof value === 'object' && value !== null && !Array.isArray(value)) return kindOf(value);
-  if (typeof value === 'function') return kindOf(value);
-  return String(value);
+  const opaque = typeof value === 'function' || (typeof value === 'object' && value !== null);
+  return opaque && !Array.isArray(value) ? kindOf(value) : String(value);
 }
 
 function receivedText(received: unknown, shown: ShownValue): string {

@@ -68,15 +68,9 @@ export type Fault = FaultScope &
   );
 
 /** A fault {@link FaultInjector.enter} leaves for the method to apply. */
-export type CasFault = Extract<Fault, { effect: ConditionalEffect | 'missed-locally' }>;
+type CasFault = Extract<Fault, { effect: ConditionalEffect | 'missed-locally' }>;
 
-/** A call through {@link FaultInjector.enter}: its fault, and its `slow-reply` gate. */
-export interface Entered {
-  readonly fault: CasFault | undefined;
-  readonly reply: Promise<unknown> | undefined;
-}
-
-/** The level each method needs, as the Cassandra store reports it. */
+/** The level each method's failures are reported at, as by the Cassandra store. */
 const LEVELS: Readonly<Record<StoreMethod, StoreLevel>> = {
   createSequence: 'serial',
   readSequence: 'local',
@@ -125,30 +119,29 @@ export class FaultInjector {
   }
 
   /** Counts the call, waits its latency, runs its non-CAS faults. @throws StoreUnavailableError */
-  async enter(op: StoreMethod, sequence?: string, dc?: string): Promise<Entered> {
+  async enter(
+    op: StoreMethod,
+    sequence?: string,
+    dc?: string,
+  ): Promise<{ fault: CasFault | undefined; reply: Promise<unknown> | undefined }> {
     this.calls[op]++;
     let reply: Promise<unknown> | undefined;
     if (this.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.latencyMs));
     else await Promise.resolve();
-    let delayed = false;
-    for (;;) {
+    for (let delayed = false; ; delayed = true) {
       const fault = this.#take(op, sequence, dc, delayed);
       if (fault === undefined) return { fault: undefined, reply };
-      if (fault.effect === 'delay' || fault.effect === 'slow-reply') {
-        delayed = true;
-        if (fault.effect === 'slow-reply') {
-          reply = fault.until;
-        } else {
-          await fault.onHit?.();
-          await fault.until;
-        }
-        continue;
-      }
-      if (fault.effect === 'unavailable') {
+      if (fault.effect === 'slow-reply') {
+        reply = fault.until;
+      } else if (fault.effect === 'delay') {
+        await fault.onHit?.();
+        await fault.until;
+      } else if (fault.effect === 'unavailable') {
         await fault.onHit?.();
         throw new StoreUnavailableError(fault.level ?? LEVELS[op], op, 'injected fault');
+      } else {
+        return { fault, reply };
       }
-      return { fault, reply };
     }
   }
 
@@ -243,8 +236,6 @@ export async function replied<R>(
 }
 
 function zeroCalls(): Record<StoreMethod, number> {
-  return Object.fromEntries(Object.keys(LEVELS).map((method) => [method, 0])) as Record<
-    StoreMethod,
-    number
-  >;
+  const zeros = Object.keys(LEVELS).map((method) => [method, 0]);
+  return Object.fromEntries(zeros) as Record<StoreMethod, number>;
 }

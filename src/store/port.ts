@@ -1,14 +1,12 @@
 /**
- * The port between the allocator and its storage, in the domain's words: the grant level (SERIAL
- * only) and the DC level (LOCAL_SERIAL only), never mixed on one partition (docs/design.md).
- * Neither a `rejected` nor an `unknown` {@link CasOutcome} proves nothing was written;
- * allocator/cas.ts classifies them.
+ * The port between the allocator and its storage: the grant level (SERIAL only) and the DC level
+ * (LOCAL_SERIAL only), never mixed on one partition (docs/design.md).
  */
 
-/** How the IDs of a sequence are bounded. `custom` means an explicit maximum was given. */
+/** How the IDs of a sequence are bounded; `custom`: an explicit maximum. */
 export type DomainName = 'int32' | 'safe53' | 'int63' | 'custom';
 
-/** Settings every client of a sequence agrees on; stored once, when the sequence is created. */
+/** Settings every client of a sequence agrees on. */
 export interface SequenceSettings {
   readonly name: string;
   readonly domain: DomainName;
@@ -27,9 +25,9 @@ export interface SequenceSettings {
   readonly claimIntervalMs: number;
   /** Above `dcRangeSize` (with `autonomySeconds > 0`), grants follow the DC's rate. */
   readonly maxDcRangeSize: bigint;
-  /** Seconds a cut-off DC must keep serving at its rate; sizes grants. 0: fixed `dcRangeSize`. */
+  /** Seconds a cut-off DC must keep serving at its rate; 0: fixed `dcRangeSize`. */
   readonly autonomySeconds: number;
-  /** State partitions per DC; only grows (design.md, "Past one DC-state partition: shards"). */
+  /** State partitions per DC; only grows. */
   readonly shards: number;
 }
 
@@ -41,7 +39,6 @@ export interface StoredSettings {
   readonly incarnation: string | undefined;
 }
 
-/** The changeable part of {@link SequenceSettings}. */
 export type SequenceChanges = Partial<SizeSettings>;
 
 /** A table's settings that Paxos depends on (`gc_grace_seconds`, `default_time_to_live`). */
@@ -50,10 +47,7 @@ export interface TableSettings {
   readonly defaultTtlSeconds: number;
 }
 
-/**
- * A node's settings that the safety argument depends on, read from the node itself. One that
- * could not be read has `error` set and empty maps.
- */
+/** A node's settings that safety depends on; one not read has `error` and empty maps. */
 export interface NodeSettings {
   /** `address:port` */
   readonly host: string;
@@ -61,11 +55,10 @@ export interface NodeSettings {
   readonly version: string | undefined;
   readonly commitlogSync: string | undefined;
   readonly paxosVariant: string | undefined;
-  /** `system_views.settings` by name. */
+  /** `system_views.settings` and `.system_properties` by name. */
   readonly settings: ReadonlyMap<string, string>;
-  /** `system_views.system_properties` by name; unset ones are absent. */
   readonly properties: ReadonlyMap<string, string>;
-  /** The keyspace's idgen tables by name; empty before `init`. */
+  /** The keyspace's idgen tables by name. */
   readonly tables: ReadonlyMap<string, TableSettings>;
   readonly error?: string | undefined;
 }
@@ -98,7 +91,6 @@ export interface GrantsOverview {
   readonly grants: ReadonlyMap<string, readonly Grant[]>;
 }
 
-/** What identifies one write of a DC state. */
 export interface DcStamp {
   readonly version: number;
   readonly op: string;
@@ -129,7 +121,7 @@ export type CasOutcome<Found> =
   | { readonly kind: 'rejected'; readonly found: Found | undefined }
   | { readonly kind: 'unknown'; readonly cause?: unknown };
 
-/** What a rejected grant batch found: GLOBAL, and the DC's grant of the number asked. */
+/** What a rejected grant found: GLOBAL, and the DC's grant of the number asked. */
 export interface GrantFound {
   readonly globalLast: bigint | undefined;
   readonly grant: Grant | undefined;
@@ -179,7 +171,7 @@ export interface ProtocolStore {
   ): Promise<CasOutcome<StoredSettings>>;
   /** The settings, or undefined; `serial` finishes any settings write in flight. */
   readSequence(name: string, reading?: 'local' | 'serial'): Promise<StoredSettings | undefined>;
-  /** Every sequence's settings, sorted by name. */
+  /** Sorted by name. */
   listSequences(): Promise<readonly SequenceSettings[]>;
   /**
    * Writes `sizes` with `op` if the settings' op is `expectedOp`, else rejected with the stored
@@ -191,7 +183,7 @@ export interface ProtocolStore {
     sizes: SizeSettings,
     op: string,
   ): Promise<CasOutcome<StoredSettings>>;
-  /** The DCs with replicas under NetworkTopologyStrategy; undefined under another strategy. */
+  /** The DCs with replicas; undefined unless NetworkTopologyStrategy. */
   readReplicaDcs(): Promise<readonly string[] | undefined>;
 
   /** `dc`'s latest grant, then GLOBAL, at SERIAL (docs/design.md, "Granting a DC range"). */
@@ -229,7 +221,7 @@ export interface ProtocolStore {
     grantees: readonly string[],
   ): Promise<ReadonlyMap<string, DcState>>;
 
-  /** Adds to the DC's usage counters: plain counter writes, approximate, outside safety. */
+  /** Plain counter writes: approximate, outside safety. */
   addDcUsage(sequence: string, dc: string, deltas: UsageDeltas): Promise<void>;
 
   close(): Promise<void>;
@@ -237,23 +229,23 @@ export interface ProtocolStore {
 
 /** The reads of status, check, preflight and metrics; no ID depends on them. */
 export interface AdminStore {
-  /** GLOBAL and every DC's grants (default reading `local`). */
+  /** GLOBAL and every DC's grants. */
   readGrantsOverview(
     sequence: string,
     reading?: OverviewReading,
   ): Promise<GrantsOverview | undefined>;
-  /** Every DC's state (default reading `local`). */
+  /** Every DC's state. */
   readDcStatesOverview(
     sequence: string,
     reading?: OverviewReading,
   ): Promise<ReadonlyMap<string, DcState>>;
-  /** Every DC's usage counters, read locally; undefined when the table is missing. */
+  /** Every DC's usage counters, read locally. */
   readDcUsage(sequence: string): Promise<ReadonlyMap<string, DcUsageCounts> | undefined>;
   /** Resolves if a SERIAL round completes, on a partition no sequence uses. */
   probeSerial(): Promise<void>;
-  /** Each reachable node's durability and Paxos settings, asked of the node itself. */
+  /** The local DC's nodes' settings, each asked of the node itself. */
   readNodeSettings(): Promise<readonly NodeSettings[]>;
 }
 
-/** The storage port: the Cassandra adapter and the in-memory store implement both halves. */
+/** The storage port, both halves. */
 export interface IdStore extends ProtocolStore, AdminStore {}

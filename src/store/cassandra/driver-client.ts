@@ -77,13 +77,12 @@ export function checkConnectionKeys(options: object, others: readonly string[]):
 /** The least timeout of a schema change, which waits for the other nodes to agree. */
 export const SCHEMA_CHANGE_TIMEOUT_MS = 12_000;
 
-/** The consistency of the driver's own requests; every statement sets its own level. */
-const CLIENT_CONSISTENCY = cassandra.types.consistencies.localQuorum;
 const CONNECT_TIMEOUT_MS = 5_000;
+const LOCAL_QUORUM = cassandra.types.consistencies.localQuorum;
 
 export interface OpenedClient {
   readonly client: cassandra.Client;
-  /** Whether {@link openClient} built the client, which its user must then shut down. */
+  /** Whether {@link openClient} built the client, which its user must shut down. */
   readonly ownsClient: boolean;
   readonly localDataCenter: string;
 }
@@ -111,11 +110,8 @@ export async function openClient(
     return adoptClient(options.client, options.localDataCenter);
   }
   const { clientOptions, contactPoints, localDataCenter } = buildClientOptions(options);
-  const client = await connected(
-    new cassandra.Client(clientOptions),
-    contactPoints,
-    localDataCenter,
-  );
+  const client = new cassandra.Client(clientOptions);
+  await connect(client, contactPoints, localDataCenter, true);
   // Checked here too so that the error names the option.
   const dcs = datacentersOf(client);
   if (!dcs.includes(localDataCenter)) {
@@ -162,13 +158,9 @@ export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' |
   }
   for (const option of ['username', 'password'] as const) {
     const value = options[option];
+    const shown = option === 'password' ? 'kind' : 'value';
     if (value !== undefined && typeof value !== 'string') {
-      throw new InvalidOptionError(
-        option,
-        value,
-        'a string',
-        option === 'password' ? 'kind' : 'value',
-      );
+      throw new InvalidOptionError(option, value, 'a string', shown);
     }
   }
   if (
@@ -183,20 +175,14 @@ export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' |
       'kind',
     );
   }
-  const driverOptions: unknown = options.driverOptions;
-  if (
-    driverOptions !== undefined &&
-    (typeof driverOptions !== 'object' || driverOptions === null || Array.isArray(driverOptions))
-  ) {
-    throw new InvalidOptionError(
-      'driverOptions',
-      driverOptions,
-      "an object of the driver's ClientOptions",
-    );
+  const driver: unknown = options.driverOptions === undefined ? {} : options.driverOptions;
+  if (typeof driver !== 'object' || driver === null || Array.isArray(driver)) {
+    const allowed = "an object of the driver's ClientOptions";
+    throw new InvalidOptionError('driverOptions', driver, allowed);
   }
   // Profiles could route to other DCs; the driver's TLS default verifies no certificate.
   for (const [key, instead] of Object.entries(OWN_DRIVER_OPTIONS)) {
-    const value = (driverOptions as Record<string, unknown> | undefined)?.[key];
+    const value = (driver as Record<string, unknown>)[key];
     if (value !== undefined) {
       throw new InvalidOptionError(`driverOptions.${key}`, value, `none: ${instead}`, 'kind');
     }
@@ -214,17 +200,18 @@ export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' |
   const requestTimeoutMs = requestTimeoutOf(options);
 
   const { policies, auth } = cassandra;
-  const driver = options.driverOptions ?? {};
+  const { username, password, sslOptions } = options;
   const authProvider =
-    options.username !== undefined
-      ? new auth.PlainTextAuthProvider(options.username, options.password ?? '')
+    username !== undefined
+      ? new auth.PlainTextAuthProvider(username, password ?? '')
       : options.authProvider;
+  const given = driver as NonNullable<ConnectionOptions['driverOptions']>;
   const clientOptions: cassandra.ClientOptions = {
-    ...driver,
+    ...given,
     contactPoints: [...contactPoints],
     localDataCenter,
     policies: {
-      ...driver.policies,
+      ...given.policies,
       // Local-DC hosts only; stalled coordinators last (stalled-coordinators.ts).
       loadBalancing: new AvoidStalledCoordinatorsPolicy(
         new policies.loadBalancing.TokenAwarePolicy(
@@ -234,17 +221,14 @@ export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' |
       ),
     },
     ...(authProvider !== undefined ? { authProvider } : {}),
-    ...(options.sslOptions !== undefined
-      ? { sslOptions: { rejectUnauthorized: true, ...options.sslOptions } }
+    ...(sslOptions !== undefined
+      ? { sslOptions: { rejectUnauthorized: true, ...sslOptions } }
       : {}),
-    queryOptions: {
-      ...driver.queryOptions,
-      consistency: CLIENT_CONSISTENCY,
-      prepare: true,
-    },
+    // The driver's own requests; every statement sets its own level.
+    queryOptions: { ...given.queryOptions, consistency: LOCAL_QUORUM, prepare: true },
     socketOptions: {
       connectTimeout: CONNECT_TIMEOUT_MS,
-      ...driver.socketOptions,
+      ...given.socketOptions,
       readTimeout: requestTimeoutMs,
     },
   };
@@ -256,11 +240,6 @@ export function encodesBigIntAsLong(client: cassandra.Client): boolean {
   return runtimeOptionsOf(client)?.encoding?.useBigIntAsLong === true;
 }
 
-export interface OtherDcClientOptions {
-  /** Milliseconds to connect, and to wait for each request. @default 5000 */
-  readonly timeoutMs?: number | undefined;
-}
-
 /**
  * A short-lived client local to `dc` (for virtual tables), with `client`'s hosts there,
  * authentication, TLS and port; the caller shuts it down.
@@ -270,14 +249,13 @@ export interface OtherDcClientOptions {
 export async function openClientInDc(
   client: cassandra.Client,
   dc: string,
-  options: OtherDcClientOptions = {},
+  { timeoutMs = 5_000 }: { readonly timeoutMs?: number } = {},
 ): Promise<cassandra.Client> {
   const contactPoints = client.hosts
     .values()
     .filter((host) => host.datacenter === dc)
     .map((host) => host.address);
   if (contactPoints.length === 0) throw unknownDataCenter(dc, datacentersOf(client));
-  const timeoutMs = options.timeoutMs ?? 5_000;
   const runtime = runtimeOptionsOf(client) ?? {};
   const other = new cassandra.Client({
     contactPoints,
@@ -291,22 +269,23 @@ export async function openClientInDc(
     socketOptions: { connectTimeout: timeoutMs, readTimeout: timeoutMs },
     queryOptions: { consistency: cassandra.types.consistencies.localOne, prepare: true },
   });
-  return connected(other, contactPoints, dc);
+  await connect(other, contactPoints, dc, true);
+  return other;
 }
 
-/** `client`, connected; shut down again if it cannot connect. */
-async function connected(
+/** Connects `client` (a no-op when connected); an owned one is shut down if it cannot. */
+async function connect(
   client: cassandra.Client,
   contactPoints: readonly string[],
-  localDataCenter: string,
-): Promise<cassandra.Client> {
+  localDataCenter: string | undefined,
+  owned: boolean,
+): Promise<void> {
   try {
     await client.connect();
   } catch (error) {
-    await client.shutdown().catch(() => undefined);
+    if (owned) await client.shutdown().catch(() => undefined);
     throw connectError(error, contactPoints, localDataCenter);
   }
-  return client;
 }
 
 /** Connects a user's client and checks its routing. */
@@ -318,12 +297,7 @@ async function adoptClient(
   if (typeof given?.connect !== 'function' || typeof given.execute !== 'function') {
     throw new InvalidOptionError('client', client, 'a cassandra-driver Client', 'kind');
   }
-  const contactPoints = runtimeOptionsOf(client)?.contactPoints ?? [];
-  try {
-    await client.connect(); // a no-op when already connected
-  } catch (error) {
-    throw connectError(error, contactPoints, requestedDc);
-  }
+  await connect(client, runtimeOptionsOf(client)?.contactPoints ?? [], requestedDc, false);
   return { client, ownsClient: false, localDataCenter: checkClientRouting(client, requestedDc) };
 }
 

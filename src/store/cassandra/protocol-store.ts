@@ -1,7 +1,4 @@
-/**
- * The allocator's half of the Cassandra store ({@link ProtocolStore}): settings, grants, DC
- * states and usage counters, each method one or two statements of statements.ts.
- */
+/** The allocator's half of the Cassandra store: each method one or two statements. */
 
 import { SequenceNotFoundError } from '../../errors.js';
 import { ascending } from '../../order.js';
@@ -247,19 +244,13 @@ export class CassandraProtocolStore extends CassandraSession implements Protocol
   }
 
   async addDcUsage(sequence: string, dc: string, deltas: UsageDeltas): Promise<void> {
-    const increments = USAGE_CAUSES.flatMap((cause) => {
-      const delta = deltas[cause] ?? 0;
-      return delta > 0 ? [[cause, delta] as const] : [];
-    });
+    const operation = 'add to usage counters';
     // Not idempotent: the driver never resends it; the caller decides.
     await Promise.all(
-      increments.map(([cause, delta]) =>
-        this.writeOnce(
-          'addDcUsage',
-          [this.long(BigInt(delta)), sequence, dc, cause],
-          'add to usage counters',
-        ),
-      ),
+      USAGE_CAUSES.filter((cause) => (deltas[cause] ?? 0) > 0).map((cause) => {
+        const params = [this.long(BigInt(deltas[cause] ?? 0)), sequence, dc, cause];
+        return this.run('addDcUsage', params, operation, true);
+      }),
     );
   }
 
@@ -276,7 +267,6 @@ export class CassandraProtocolStore extends CassandraSession implements Protocol
     return new Map(found.filter((entry): entry is [string, DcState] => entry[1] !== undefined));
   }
 
-  /** `dc`'s state by `statement`, undefined if there is no row. */
   private async readDcStateBy(
     statement: 'readDcState' | 'readDcStateLocal' | 'dcStateOverview' | 'dcStateConsistent',
     sequence: string,
@@ -287,7 +277,7 @@ export class CassandraProtocolStore extends CassandraSession implements Protocol
     return row && parseDcState(sequence, row);
   }
 
-  /** The eight size settings, in the order createSequence and alterSequence both bind them. */
+  /** In the order createSequence and alterSequence both bind them. */
   private sizeParams(sizes: SizeSettings): unknown[] {
     return [
       this.long(sizes.dcRangeSize),

@@ -1,8 +1,6 @@
 /**
- * How the Cassandra store sends statements.ts, each with its own execution options
- * (request-options.ts) and only to coordinators of the local DC (client-routing.ts); every
- * LOCAL_SERIAL result is checked again to come from there. The negative controls of mutations.ts
- * change statements here, never outside tests.
+ * How the Cassandra store sends statements.ts: each with its own execution options, only to
+ * coordinators of the local DC, every LOCAL_SERIAL result checked again to come from there.
  */
 
 import cassandra from 'cassandra-driver';
@@ -88,15 +86,16 @@ export class CassandraSession {
     if (this.options.ownsClient) await this.client.shutdown();
   }
 
-  /** @throws the read's failure, mapped. */
-  protected async read(
+  /** A statement other than a conditional write; `once`: never resent (a counter write). */
+  protected async run(
     name: StatementName,
     params: unknown[],
     operation: string,
+    once = false,
   ): Promise<cassandra.types.ResultSet> {
     const statement = mutatedStatement(name, STATEMENTS[name]);
     try {
-      return await this.execute(name, statement, params, operation, false);
+      return await this.execute(name, statement, params, operation, once);
     } catch (error) {
       throw this.failure(error, name, operation);
     }
@@ -107,7 +106,7 @@ export class CassandraSession {
     params: unknown[],
     operation: string,
   ): Promise<Row | undefined> {
-    const result = await this.read(name, params, operation);
+    const result = await this.run(name, params, operation);
     return (result.first() as Row | null) ?? undefined;
   }
 
@@ -118,18 +117,9 @@ export class CassandraSession {
     operation: string,
     each: (row: Row) => void,
   ): Promise<void> {
-    const result = await this.read(name, params, operation);
+    const result = await this.run(name, params, operation);
     try {
       for await (const row of result) each(row);
-    } catch (error) {
-      throw this.failure(error, name, operation);
-    }
-  }
-
-  /** Runs a statement never to be resent (a counter write). */
-  protected async writeOnce(name: StatementName, params: unknown[], operation: string) {
-    try {
-      await this.execute(name, STATEMENTS[name], params, operation, true);
     } catch (error) {
       throw this.failure(error, name, operation);
     }
@@ -166,8 +156,8 @@ export class CassandraSession {
     });
   }
 
-  /** Sends `statement` once; failures are thrown unmapped. */
-  protected async execute(
+  /** Sends `statement`; failures are thrown unmapped. */
+  private async execute(
     name: StatementName,
     statement: Statement,
     params: unknown[],

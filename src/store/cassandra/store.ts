@@ -87,7 +87,7 @@ export class CassandraStore extends CassandraProtocolStore implements IdStore {
   }
 
   async probeSerial(): Promise<void> {
-    await this.read('probeSerial', [], 'probe SERIAL');
+    await this.run('probeSerial', [], 'probe SERIAL');
   }
 
   async readNodeSettings(): Promise<readonly NodeSettings[]> {

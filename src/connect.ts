@@ -51,7 +51,7 @@ const ID_GEN_KEYS = everyKeyOf<IdGenOptions>()([
   'allowUnsafeCluster',
 ]);
 
-/** The watch of each IdGen (no field: IdGen stays the allocator's type); connect() feeds it. */
+/** The watch of each IdGen (no field: IdGen stays the allocator's type). */
 const WATCHES = new WeakMap<IdGen, DurabilityWatch>();
 
 /** Unique integer IDs from sequences shared by every DC; built by {@link connect}. */
@@ -98,7 +98,7 @@ export class IdGen extends Allocator {
   }
 }
 
-/** Checks the durability watch's options; returns `durabilityCheckMs` or its default. */
+/** Returns `durabilityCheckMs` or its default. */
 function checkDurabilityOptions(
   options: Pick<IdGenOptions, 'durabilityCheckMs' | 'allowUnsafeCluster'>,
 ): number {
@@ -106,20 +106,16 @@ function checkDurabilityOptions(
   return milliseconds('durabilityCheckMs', options.durabilityCheckMs, DURABILITY_CHECK_MS, true);
 }
 
-/** Options of {@link connect}: where to connect, and some of the allocator's. */
-export type ConnectOptions = ConnectionOptions &
-  Pick<
-    IdGenOptions,
-    'logger' | 'callTimeoutMs' | 'metrics' | 'durabilityCheckMs' | 'allowUnsafeCluster'
-  >;
-
-const CONNECT_KEYS = everyKeyOf<Omit<ConnectOptions, keyof ConnectionOptions>>()([
+const CONNECT_KEYS = [
   'logger',
   'callTimeoutMs',
   'metrics',
   'durabilityCheckMs',
   'allowUnsafeCluster',
-]);
+] as const;
+
+/** Options of {@link connect}: where to connect, and some of the allocator's. */
+export type ConnectOptions = ConnectionOptions & Pick<IdGenOptions, (typeof CONNECT_KEYS)[number]>;
 
 /**
  * Connects to Cassandra in this process's datacenter and returns the allocator, which watches

@@ -23,10 +23,7 @@ export function after(ms: number, fn: () => void, { ref = false } = {}): () => v
  */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise<void>((resolve, reject) => {
-    if (signal?.aborted === true) {
-      reject(signal.reason);
-      return;
-    }
+    if (signal?.aborted === true) return reject(signal.reason);
     const onAbort = () => {
       cancel();
       reject(signal?.reason);

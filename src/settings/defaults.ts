@@ -35,13 +35,13 @@ export const SEQUENCE_DEFAULTS = Object.freeze({
   largeMaxBlockSize: 10_000_000,
 } as const);
 
-type Default<F extends Field> = (
-  s: SequenceSettings,
-  given: CreateSequenceOptions,
-) => SequenceSettings[F];
-
 /** Each setting's default on a create: `s` holds the settings above it, `given` the options. */
-export const DEFAULTS: { readonly [F in Exclude<Field, 'name'>]: Default<F> } = Object.freeze({
+export const DEFAULTS: {
+  readonly [F in Exclude<Field, 'name'>]: (
+    s: SequenceSettings,
+    given: CreateSequenceOptions,
+  ) => SequenceSettings[F];
+} = Object.freeze({
   domain: (_, given) => (given.max === undefined ? SEQUENCE_DEFAULTS.domain : 'custom'),
   min: () => SEQUENCE_DEFAULTS.min,
   max: (s) => domainCap(s.domain),

@@ -81,7 +81,7 @@ export class MemoryStore implements IdStore {
 
   private readonly sequences = new Map<string, SequenceRecord>();
   private readonly states = new Map<string, StateHistory>();
-  /** Partitions: `settings/…`, `grants/…`, `state/…/…`. */
+  /** Its partitions: `settings/…`, `grants/…`, `state/…/…`. */
   private readonly wire: FaultInjector;
   private readonly plainReadLag: number;
   private readonly keyspace: string;
@@ -124,7 +124,7 @@ export class MemoryStore implements IdStore {
         });
         return true;
       },
-      () => this.storedSettings(settings.name),
+      () => this.sequences.get(settings.name)?.stored,
     );
   }
 
@@ -137,7 +137,7 @@ export class MemoryStore implements IdStore {
     // Only a serial read is a Paxos round: a plain read (LOCAL_QUORUM) completes nothing in flight.
     if (reading === 'serial') this.wire.settleInFlight(`settings/${name}`, 'read');
     const missed = fault?.effect === 'missed-locally';
-    return replied(reply, missed ? undefined : this.storedSettings(name));
+    return replied(reply, missed ? undefined : this.sequences.get(name)?.stored);
   }
 
   async listSequences(): Promise<readonly SequenceSettings[]> {
@@ -162,7 +162,7 @@ export class MemoryStore implements IdStore {
         record.stored = { ...record.stored, settings, op };
         return true;
       },
-      () => this.storedSettings(name),
+      () => this.sequences.get(name)?.stored,
     );
   }
 
@@ -296,8 +296,7 @@ export class MemoryStore implements IdStore {
       // conditions' columns (all but the incarnation).
       () => {
         const stored = this.dcState(sequence, dc);
-        if (stored === undefined || expected === undefined) return stored;
-        return withIncarnation(stored, undefined);
+        return stored && expected ? withIncarnation(stored, undefined) : stored;
       },
     );
   }
@@ -353,10 +352,6 @@ export class MemoryStore implements IdStore {
         settings,
       };
     });
-  }
-
-  private storedSettings(name: string): StoredSettings | undefined {
-    return this.sequences.get(name)?.stored;
   }
 
   private stateHistory(sequence: string): StateHistory {

@@ -37,10 +37,7 @@ export function milliseconds(
   return ms;
 }
 
-/**
- * Refuses a flag that is neither a boolean nor absent (`'false'` from the environment, `1`).
- * @throws {InvalidOptionError} naming `option`.
- */
+/** @throws {InvalidOptionError} naming `option` unless a boolean or absent (not `'false'`). */
 export function checkBooleanOption(option: string, value: unknown): void {
   if (value !== undefined && typeof value !== 'boolean') {
     throw new InvalidOptionError(option, value, 'true or false');
@@ -66,8 +63,7 @@ export function checkAbortSignal(option: string, value: unknown): void {
 }
 
 /**
- * Refuses a key of `options` outside `allowed`: a misspelt option would otherwise be ignored for
- * its default.
+ * Refuses a key outside `allowed`: a misspelt option would otherwise be ignored for its default.
  * @throws {InvalidOptionError} naming the first unknown key, and listing the allowed ones.
  */
 export function checkKeys(options: object, allowed: readonly string[], prefix = ''): void {

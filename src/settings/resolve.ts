@@ -64,10 +64,8 @@ export function resolveSequenceSettings(
 }
 
 /**
- * Checks the changes of `alter` with the widest bounds, before any settings are read, so bad
- * input is named even with Cassandra unreachable.
- * @throws {InvalidOptionError} naming the first option that is unknown or out of range, or
- * `changes` if it sets nothing.
+ * Checks an alter's changes with the widest bounds, before any settings are read.
+ * @throws {InvalidOptionError} naming the first option unknown or out of range, or `changes`.
  */
 export function checkChanges(changes: AlterSequenceOptions): void {
   checkChangeKeys(changes);
@@ -82,11 +80,10 @@ function checkChangeKeys(changes: AlterSequenceOptions): void {
 }
 
 /**
- * Validates the changes of `alter` against the current settings; returns the keys that change
- * (on fixed blocks `blockSize` moves `maxBlockSize`; on fixed DC ranges `dcRangeSize` moves
- * `maxDcRangeSize`).
- * @throws {InvalidOptionError} as {@link checkChanges} does.
- * @throws {InvariantError} if a stored setting the changes leave as it is breaks a rule.
+ * Validates an alter's changes against the current settings; returns every key that changes
+ * (`blockSize` drags fixed blocks' `maxBlockSize`, `dcRangeSize` a fixed `maxDcRangeSize`).
+ * @throws {InvalidOptionError} as {@link checkChanges} does; {@link InvariantError} if a stored
+ * setting left as it is breaks a rule.
  */
 export function validateChanges(
   changes: AlterSequenceOptions,

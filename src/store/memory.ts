@@ -166,7 +166,7 @@ export class MemoryStore implements IdStore {
     );
   }
 
-  /** Test hook: stores `state` as `dc`'s state as it is, bypassing the protocol. */
+  /** Test hook: stores `state` as `dc`'s state, bypassing the protocol. */
   seedDcState(sequence: string, dc: string, state: DcState): void {
     putDcState(this.stateHistory(sequence), dc, { ...state });
   }

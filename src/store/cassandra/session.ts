@@ -49,10 +49,7 @@ export class CassandraSession {
   private readonly retryReads: cassandra.policies.retry.RetryPolicy;
   private readonly localDcOnly: cassandra.ExecutionProfile;
 
-  /**
-   * @throws {@link InvalidNameError} for a bad keyspace name.
-   * @throws {@link InvalidOptionError} when the client has no local datacenter.
-   */
+  /** @throws {@link InvalidNameError} or {@link InvalidOptionError} (no local datacenter). */
   constructor(
     protected readonly client: cassandra.Client,
     protected readonly keyspace: string,

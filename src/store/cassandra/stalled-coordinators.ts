@@ -87,10 +87,7 @@ export class AvoidStalledCoordinatorsPolicy
     callback: (error: Error, iterator: Iterator<Host>) => void,
   ): void {
     this.child.newQueryPlan(keyspace, executionOptions, (error, iterator) => {
-      if (error) {
-        callback(error, iterator);
-        return;
-      }
+      if (error) return callback(error, iterator);
       // The child's plans are finite (local hosts only), so they can be read whole.
       const first: Host[] = [];
       const last: Host[] = [];

@@ -61,10 +61,9 @@ export class CassandraStore extends CassandraProtocolStore implements IdStore {
     ]);
     if (overview === undefined) return new Map();
     // Every shard of every DC of the cluster too: a state without a grant is what check must see.
-    const shards = stored?.settings.shards ?? 1;
-    const clusterDcs = this.client.hosts?.values().map((host) => host.datacenter) ?? [];
-    const clusterGrantees = [...new Set(clusterDcs)].flatMap((dc) =>
-      typeof dc === 'string' ? granteesOf(dc, shards) : [],
+    const clusterDcs = new Set(this.client.hosts?.values().map((host) => host.datacenter));
+    const clusterGrantees = [...clusterDcs].flatMap((dc) =>
+      typeof dc === 'string' ? granteesOf(dc, stored?.settings.shards ?? 1) : [],
     );
     const dcs = [...new Set([...overview.grants.keys(), ...clusterGrantees])]
       .filter((dc) => typeof dc === 'string' && dc !== '' && dc !== GLOBAL)

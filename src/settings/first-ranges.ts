@@ -11,10 +11,9 @@ import type { FirstGrant, SequenceSettings } from '../store/port.js';
 export const MAX_FIRST_GRANTS = 64;
 
 /**
- * Grant 1 of every shard of every DC in `dcs`, `dcRangeSize` IDs each, contiguous from `start`
- * in the order given.
- * @throws {InvalidOptionError} for a bad or repeated DC name, more than
- *   {@link MAX_FIRST_GRANTS} ranges, or ranges that do not fit the domain from `start`.
+ * Grant 1 of every shard of every DC in `dcs`, `dcRangeSize` IDs each, contiguous from `start`.
+ * @throws {InvalidOptionError} for a bad or repeated DC name, too many ranges, or ranges that do
+ *   not fit the domain from `start`.
  */
 export function resolveFirstGrants(
   settings: SequenceSettings,
@@ -57,8 +56,8 @@ export function resolveFirstGrants(
 }
 
 /**
- * Refuses first ranges for a DC the keyspace does not replicate to, when that is known: no
- * process there could claim at LOCAL_SERIAL, so its ranges would be lost without a word.
+ * Refuses first ranges for a DC the keyspace is known not to replicate to: no process there could
+ * claim at LOCAL_SERIAL, so its ranges would be lost without a word.
  * @throws {InvalidOptionError} (option `firstRanges`) naming the DCs outside the replication.
  */
 export function checkFirstRangeDcs(

@@ -43,10 +43,7 @@ export function routingPolicyOf(client: cassandra.Client): LoadBalancingPolicy |
   );
 }
 
-/**
- * The execution profile every statement is sent with: `policy` (the client's routing policy) with
- * its plans cut to hosts of `localDc` ({@link LocalDcPolicy}); all else is the client's.
- */
+/** The profile every statement is sent with: `policy`'s plans cut to hosts of `localDc`. */
 export function localDcProfile(
   client: cassandra.Client,
   policy: LoadBalancingPolicy,
@@ -113,7 +110,7 @@ export function localDataCenterOf(client: cassandra.Client): string | undefined 
 }
 
 /**
- * Returns the one DC a connected user's client routes every statement within.
+ * The one DC a connected user's client routes every statement within.
  * @throws {@link InvalidOptionError} when it routes to several or to another than `requestedDc`.
  */
 export function checkClientRouting(

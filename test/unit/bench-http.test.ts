@@ -493,6 +493,10 @@ describe('bench report: HTTP service section', () => {
     expect(buildReport(raw({ ...HTTP, overload: growing })).markdown).toContain(
       '**its second half peaked at 1.33× its first, above 1.25×: this run does not show its memory bounded.**',
     );
+    const oneSample = { ...HTTP.overload!, rssMiB: [110] };
+    expect(buildReport(raw({ ...HTTP, overload: oneSample })).markdown).toContain(
+      'this run does not show its memory bounded.**',
+    );
     const without = buildReport(raw({ ...HTTP, overload: undefined })).markdown;
     expect(without).not.toContain('### Overload');
     expect(without).not.toContain('IDGEN_OVERLOADED');

@@ -91,9 +91,10 @@ export const FLAT_SECOND_HALF = 1.25;
 function summarizeOverload(o: HttpOverload) {
   const rssBeforeMiB = figure(o.rssBeforeMiB).median;
   const rssPeakMiB = Math.max(...o.rssBeforeMiB, ...o.rssMiB);
-  const half = Math.ceil(o.rssMiB.length / 2);
-  const rssFirstHalfPeakMiB = Math.max(...o.rssMiB.slice(0, half));
-  const rssSecondHalfPeakMiB = Math.max(...o.rssMiB.slice(half));
+  // Two samples at least, or no half to compare (NaN, never called bounded).
+  const half = o.rssMiB.length < 2 ? 0 : Math.ceil(o.rssMiB.length / 2);
+  const rssFirstHalfPeakMiB = half === 0 ? NaN : Math.max(...o.rssMiB.slice(0, half));
+  const rssSecondHalfPeakMiB = half === 0 ? NaN : Math.max(...o.rssMiB.slice(half));
   return {
     okPerSecond: o.ok / o.seconds,
     answersPerSecond: (o.ok + o.overloaded + o.other) / o.seconds,

@@ -29,7 +29,11 @@ const PARTITION_FOR_S = 25;
 const SERIAL_BACK_S = 20;
 /** IDs the DC cut off draws until it can be granted a range again. */
 const CUT_NEEDS = (PARTITION_FOR_S + SERIAL_BACK_S) * PROCESSES_PER_DC * RATE_PER_PROCESS;
-/** How long after PARTITION_AT_S the DC to cut may take to hold CUT_NEEDS IDs: one range cycle. */
+/**
+ * How long after PARTITION_AT_S the DC to cut may take to hold CUT_NEEDS IDs. It asks for its next
+ * range once half of one is used, so it holds from half a range (10,000) to one and a half; this
+ * takes a cycle at most (50 s at 400 IDs/s), and a cut after it still ends within DRAW_SECONDS.
+ */
 const RUNWAY_WAIT_S = 45;
 /** Nine nodes and six drawing processes on one machine can keep a SERIAL round past 3 s. */
 const SERIAL_PATIENCE = ['--serial-timeout', '10s'];

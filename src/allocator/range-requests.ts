@@ -88,9 +88,13 @@ export class RangeRequests {
 
   private failed(error: unknown): void {
     const { failures, dc } = this.options;
-    if (error instanceof StateRolledBackError || error instanceof SequenceExhaustedError) {
+    if (error instanceof StateRolledBackError) {
       failures.record(error);
-      if (error instanceof SequenceExhaustedError && !this.exhaustionLogged) {
+      return;
+    }
+    if (error instanceof SequenceExhaustedError) {
+      failures.record(error);
+      if (!this.exhaustionLogged) {
         this.exhaustionLogged = true;
         this.options.log?.warn(
           { dc, globalLast: error.globalLast },

@@ -51,15 +51,14 @@ const ID_GEN_KEYS = everyKeyOf<IdGenOptions>()([
   'allowUnsafeCluster',
 ]);
 
-/** The watch of each IdGen (no field: IdGen stays the allocator's type). */
+/** No field: IdGen stays the allocator's type. */
 const WATCHES = new WeakMap<IdGen, DurabilityWatch>();
 
 /** Unique integer IDs from sequences shared by every DC; built by {@link connect}. */
 export class IdGen extends Allocator {
   /**
-   * @throws {InvalidOptionError} for a bad option, or a `metrics.registry` that holds one of
-   * idgen-cass's metric names as another kind of metric.
-   * @throws {InvalidNameError} for a bad `dc` or `keyspace`.
+   * @throws {InvalidOptionError} for a bad option, or a `metrics.registry` holding one of
+   * idgen-cass's metric names as another kind; {@link InvalidNameError} for a bad `dc`/`keyspace`.
    */
   constructor(options: IdGenOptions) {
     checkKeys(options, ID_GEN_KEYS);
@@ -90,7 +89,7 @@ export class IdGen extends Allocator {
     WATCHES.set(this, watch);
   }
 
-  /** Closes as the allocator does (its handles stop serving at once) and stops the watch. */
+  /** Also stops the watch. */
   override async close(): Promise<void> {
     const closing = super.close();
     await WATCHES.get(this)?.close();
@@ -98,7 +97,6 @@ export class IdGen extends Allocator {
   }
 }
 
-/** Returns `durabilityCheckMs` or its default. */
 function checkDurabilityOptions(
   options: Pick<IdGenOptions, 'durabilityCheckMs' | 'allowUnsafeCluster'>,
 ): number {

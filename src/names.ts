@@ -35,7 +35,7 @@ export function granteesOf(dc: string, shards: number): string[] {
   return Array.from({ length: shards }, (_, k) => granteeName(dc, k));
 }
 
-/** The shard number of grantee names `dc/1` … `dc/255`, without leading zeros. */
+/** `dc/1` … `dc/255`, without leading zeros. */
 const SHARD_SUFFIX = /\/([1-9][0-9]{0,2})$/;
 
 /** The DC of a grantee (a DC, or its shard `dc/k`); undefined if `name` is neither. */

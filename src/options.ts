@@ -8,21 +8,14 @@ export function validateName(kind: NameKind, name: unknown): asserts name is str
   if (!isValidName(kind, name)) throw new InvalidNameError(kind, name);
 }
 
-/**
- * `keys`, checked at compile time to be exactly the keys of `T`, so an option added to `T` and
- * left out here is a type error. Called as `everyKeyOf<T>()([...])`.
- */
+/** `keys`, checked at compile time to be exactly the keys of `T`: `everyKeyOf<T>()([...])`. */
 export function everyKeyOf<T>() {
   return <const K extends readonly (keyof T & string)[]>(
     keys: K & (Exclude<keyof T, K[number]> extends never ? unknown : never),
   ): K => keys;
 }
 
-/**
- * `value`, or `fallback` if undefined, as a duration option.
- * @throws {InvalidOptionError} naming `option` unless a finite number of ms, at least 0 (above 0
- * if `positive`).
- */
+/** `value ?? fallback`. @throws {InvalidOptionError} unless ms ≥ 0 (> 0 if `positive`). */
 export function milliseconds(
   option: string,
   value: unknown,
@@ -44,11 +37,7 @@ export function checkBooleanOption(option: string, value: unknown): void {
   }
 }
 
-/**
- * Refuses a `signal` that is not AbortSignal-like (polyfills pass): `true` would fail later, in a
- * timer callback nobody catches.
- * @throws {InvalidOptionError} naming `option`.
- */
+/** `true` would fail later, in a timer callback nobody catches. @throws {InvalidOptionError} */
 export function checkAbortSignal(option: string, value: unknown): void {
   const signal = value as Partial<AbortSignal> | null | undefined;
   if (
@@ -62,10 +51,7 @@ export function checkAbortSignal(option: string, value: unknown): void {
   }
 }
 
-/**
- * Refuses a key outside `allowed`: a misspelt option would otherwise be ignored for its default.
- * @throws {InvalidOptionError} naming the first unknown key, and listing the allowed ones.
- */
+/** A misspelt option would otherwise be ignored for its default. @throws {InvalidOptionError} */
 export function checkKeys(options: object, allowed: readonly string[], prefix = ''): void {
   if (typeof options !== 'object' || options === null) {
     throw new InvalidOptionError('options', options, 'an object');

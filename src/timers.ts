@@ -17,10 +17,7 @@ export function after(ms: number, fn: () => void, { ref = false } = {}): () => v
   return () => clearTimeout(timer);
 }
 
-/**
- * Resolves after `ms` milliseconds; rejects with `signal.reason` (as `signal.throwIfAborted()`
- * throws) when `signal` fires first. The pending wait keeps the process alive.
- */
+/** Rejects with `signal.reason` if `signal` fires first. The wait keeps the process alive. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     if (signal?.aborted === true) return reject(signal.reason);
@@ -37,13 +34,9 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-/** What {@link settleWithin} gives when its time runs out first. */
 export const TIMED_OUT: unique symbol = Symbol('timed out');
 
-/**
- * `promise`'s value, or {@link TIMED_OUT} once `ms` pass first; a rejection that comes first is
- * passed on. The pending timer keeps the process alive, and is cancelled when either comes.
- */
+/** `promise`'s outcome, or {@link TIMED_OUT} after `ms`; the timer keeps the process alive. */
 export async function settleWithin<T>(
   promise: Promise<T>,
   ms: number,

@@ -1,7 +1,4 @@
-/**
- * The read side for operators: {@link Admin} reads; the maths are pure functions beside it
- * (status.ts, check.ts, preflight.ts).
- */
+/** The read side for operators; the maths are pure functions in status.ts, check.ts, preflight.ts. */
 
 import type { ConnectionOptions } from '../store/cassandra/driver-client.js';
 import { InvalidOptionError } from '../errors.js';
@@ -17,8 +14,14 @@ import {
   type UnverifiedFact,
   type Violation,
 } from './check.js';
-import { readForCheck, reasonOf } from './check-reads.js';
-import { probeSerial, readSnapshot, readStored, type StatesInOtherDcs } from './overview-reads.js';
+import {
+  probeSerial,
+  readForCheck,
+  readSnapshot,
+  readStored,
+  reasonOf,
+  type StatesInOtherDcs,
+} from './overview-reads.js';
 import { checkNode, preflightReport, problemLines, type PreflightReport } from './preflight.js';
 import {
   sequenceStatus,
@@ -45,10 +48,7 @@ export interface StatusOptions {
 
 /** Options of {@link Admin.check}. */
 export interface CheckOptions {
-  /**
-   * If violations rest on facts read locally, read again after this many ms (a lagging replica
-   * may have caught up); 0 reports the first reading. @default 1000
-   */
+  /** Re-read after this many ms if violations rest on local reads; 0: never. @default 1000 */
   readonly confirmAfterMs?: number | undefined;
 }
 
@@ -75,7 +75,6 @@ export const ADMIN_DEFAULTS = Object.freeze({
   confirmAfterMs: 1_000,
 });
 
-/** Option `key`, `value` if given, checked as milliseconds (above 0 if `positive`). */
 function ms(key: keyof typeof ADMIN_DEFAULTS, value: number | undefined, positive = false) {
   return milliseconds(key, value, ADMIN_DEFAULTS[key], positive);
 }
@@ -84,7 +83,6 @@ function ms(key: keyof typeof ADMIN_DEFAULTS, value: number | undefined, positiv
 export interface CheckResult {
   readonly verdict: CheckVerdict;
   readonly violations: readonly Violation[];
-  /** The facts read locally because their consistent read failed. */
   readonly unverified: readonly UnverifiedFact[];
   readonly snapshot: CheckSnapshot;
 }
@@ -99,13 +97,10 @@ export interface AdminParts {
   readonly hosts?: (() => readonly HostStatus[]) | undefined;
   /** Reads every node of `dc`; throws if it cannot be reached. @default the store's, filtered */
   readonly nodeSettings?: ((dc: string) => Promise<readonly NodeSettings[]>) | undefined;
-  /**
-   * Sequence `name`'s DC states as DC `dc` holds them, for status when EACH_QUORUM fails; throws
-   * if `dc` cannot be reached. @default none: only the local DC's rows are then current
-   */
+  /** `name`'s DC states as `dc` holds them, for status when EACH_QUORUM fails. @default none */
   readonly statesInDc?:
     ((dc: string, name: string) => Promise<ReadonlyMap<string, DcState>>) | undefined;
-  /** Releases what the parts hold besides the store (`close()` calls it first). */
+  /** Called by `close()` before the store closes. */
   readonly release?: (() => Promise<void>) | undefined;
 }
 
@@ -151,7 +146,6 @@ export class Admin {
     return this.#snapshot(name, new Map());
   }
 
-  /** `unreachable`: the DCs not reached in one status run. */
   #snapshot(name: string, unreachable: Map<string, string>): Promise<SequenceSnapshot> {
     const read = this.#parts.statesInDc;
     const elsewhere: StatesInOtherDcs | undefined =
@@ -218,7 +212,7 @@ export class Admin {
 
   /**
    * Checks sequence `name`'s rows against every invariant (`checkSequence`) on reads that cannot
-   * be stale (check-reads.ts); violations resting on a local read instead are unconfirmed.
+   * be stale; violations resting on a local read instead are unconfirmed.
    * @throws {InvalidOptionError}, {@link InvalidNameError}, {@link SequenceNotFoundError};
    * {@link StoreUnavailableError} when even the local reads fail.
    */
@@ -254,10 +248,7 @@ export class Admin {
     return probeSerial(this.#store, this.dc, timeoutMs);
   }
 
-  /**
-   * Checks every node of every DC for settings under which IDs could be handed out twice
-   * (preflight.ts). A DC or node not reached is reported as not checked, never thrown.
-   */
+  /** Checks every node of every DC for unsafe settings; one not reached is reported, not thrown. */
   async preflight(): Promise<PreflightReport> {
     const hosts = this.hosts();
     const dcs = [...new Set([this.dc, ...hosts.map((host) => host.dc)])].sort();
@@ -279,7 +270,7 @@ export class Admin {
     return this.#store.readNodeSettings().then((nodes) => nodes.filter((node) => node.dc === dc));
   }
 
-  /** Unsafe settings on the local DC's nodes; never throws. */
+  /** Never throws. */
   async #localNodeSafety(): Promise<LocalNodeSafety> {
     try {
       const nodes = await this.#nodeSettings(this.dc);

@@ -1,9 +1,8 @@
 /**
- * `check`, pure: the invariants of docs/design.md ("Why no ID is handed out twice") that one
- * sequence's rows break. DC-state invariants are the allocator's list (allocator/dc-state.ts).
- * `Admin.check` reads DC states, grants, DC states again while processes write: a state is judged
- * against the grants with the FIRST read (grants it names never change, GLOBAL only grows), "at
- * most one grant waiting" with the SECOND (`installed_grant` only grows).
+ * `check`, pure: the invariants (docs/design.md) one sequence's rows break; the DC-state ones are
+ * the allocator's list. Reads race writers, so a state is judged against the grants with the FIRST
+ * read of the states (grants it names never change, GLOBAL only grows), "at most one grant
+ * waiting" with the SECOND (`installed_grant` only grows).
  */
 
 import { dcStateViolations, type DcStateViolationKind } from '../allocator/dc-state.js';
@@ -15,17 +14,15 @@ import type { SequenceSnapshot } from './status.js';
 
 /** A fact read locally because its consistent read failed. */
 export interface UnverifiedFact {
-  /** `grants`: GLOBAL and every grant; `dc-state`: one DC's state. */
+  /** `grants`: GLOBAL and every grant; `dc-state`: `dc`'s state, read before or after them. */
   readonly fact: 'grants' | 'dc-state';
-  /** Undefined for `grants`. */
   readonly dc: string | undefined;
-  /** The DC states read before the grants (`first`) or after them (`second`). */
   readonly read: 'first' | 'second' | undefined;
   /** The consistent read that failed, and its error. */
   readonly reason: string;
 }
 
-/** What {@link checkSequence} checks: one sequence's reads, and how fresh each was. */
+/** One sequence's reads, and which were local. */
 export interface CheckSnapshot extends SequenceSnapshot {
   /** The DC states read after the grants (`states`: before them). @default `states` */
   readonly statesAfter?: ReadonlyMap<string, DcState> | undefined;
@@ -33,7 +30,6 @@ export interface CheckSnapshot extends SequenceSnapshot {
   readonly unverified?: readonly UnverifiedFact[] | undefined;
 }
 
-/** The kinds of broken invariant {@link checkSequence} reports; each message gives the numbers. */
 export type ViolationKind =
   | 'settings-invalid'
   | 'global-outside-domain'
@@ -53,16 +49,14 @@ export interface Violation {
   /** Undefined for sequence-wide violations. */
   readonly dc: string | undefined;
   readonly message: string;
-  /** False when a fact it rests on was read locally: a lagging replica may be all it shows. */
+  /** False when it rests on facts read locally (`unverified`): a lagging replica may be all. */
   readonly confirmed: boolean;
-  /** Empty when confirmed. */
   readonly unverified: readonly UnverifiedFact[];
 }
 
 /** `violated` only on confirmed violations; `incomplete` when some facts are unverified. */
 export type CheckVerdict = 'ok' | 'violated' | 'incomplete';
 
-/** The verdict of a check that found `violations` with `unverified` facts. */
 export function checkVerdict(
   violations: readonly Violation[],
   unverified: readonly UnverifiedFact[],
@@ -71,7 +65,7 @@ export function checkVerdict(
   return unverified.length > 0 || violations.length > 0 ? 'incomplete' : 'ok';
 }
 
-/** What a finding rests on besides the settings. */
+/** What a violation rests on besides the settings. */
 interface Basis {
   readonly grants?: boolean;
   readonly state?: { readonly dc: string; readonly read: 'first' | 'second' };
@@ -130,7 +124,6 @@ export function checkSequence(snapshot: CheckSnapshot): Violation[] {
   for (const dc of dcs) {
     const grants = snapshot.grants.get(dc) ?? [];
     const first = snapshot.states.get(dc);
-    // As the allocator judges, where the snapshot names the incarnation.
     const { incarnation } = snapshot;
     if (
       'incarnation' in snapshot &&
@@ -169,7 +162,6 @@ export function checkSequence(snapshot: CheckSnapshot): Violation[] {
   return violations;
 }
 
-/** The sequence-wide invariants of the grants: chain, well-formed, in the domain, disjoint. */
 function checkGrants(
   snapshot: SequenceSnapshot,
   report: (kind: ViolationKind, dc: string, message: string) => void,
@@ -219,7 +211,6 @@ function checkGrants(
   }
 }
 
-/** Why `dc` has more than one grant waiting to be installed, or undefined if it has not. */
 function outstandingGrants(
   dc: string,
   grants: readonly Grant[],
@@ -233,7 +224,7 @@ function outstandingGrants(
     : `${dc} has grants up to #${latest} but installed only #${installed} (at most one grant may wait to be installed)`;
 }
 
-/** The unverified facts, one line per cause. */
+/** One line per cause. */
 export function describeUnverified(facts: readonly UnverifiedFact[]): string[] {
   const byReason = new Map<string, UnverifiedFact[]>();
   for (const fact of facts) byReason.set(fact.reason, [...(byReason.get(fact.reason) ?? []), fact]);

@@ -1,10 +1,8 @@
 /**
- * The durability watch: the preflight's checks (preflight.ts) on the nodes of this process's DC,
- * at {@link DurabilityWatch.start}, then every `everyMs`, and when told a node came up or joined.
- * While one is unsafe, {@link DurabilityWatch.admit} refuses block claims from the DC unless
- * `allowUnsafe`: a crash of such a node can roll the DC's state back and its IDs be handed out
- * twice. IDs already held are still served. A node that cannot be read keeps its last verdict
- * (docs/operations.md, "The durability watch").
+ * The durability watch: the preflight's checks on the nodes of this process's DC at `start()`,
+ * every `everyMs`, and when a node came up or joined. While one is unsafe, `admit()` refuses block
+ * claims unless `allowUnsafe`: a crash of such a node can roll the DC's state back and its IDs be
+ * handed out twice. IDs already held are still served; a node not read keeps its last verdict.
  */
 
 import { FailureLog } from '../allocator/failures.js';
@@ -14,7 +12,6 @@ import type { Logger } from '../logger.js';
 import type { AdminStore, NodeSettings } from '../store/port.js';
 import { checkNode, problemLines, type NodePreflight } from './preflight.js';
 
-/** How the library names the override in an {@link UnsafeClusterError}. */
 const ALLOW_UNSAFE_OPTION = '{ allowUnsafeCluster: true }';
 
 /** What a driver client emits (cassandra-driver's `hostUp`, `hostAdd`). */
@@ -30,9 +27,7 @@ export interface DurabilityWatchOptions {
   readonly logger: Logger | undefined;
   /** Between the end of one check and the next. */
   readonly everyMs: number;
-  /** Claims go on while a node is unsafe; the finding is still logged and reported. */
   readonly allowUnsafe: boolean;
-  /** Told after each check how many of the DC's nodes are unsafe. */
   readonly onChecked?: ((unsafeNodes: number) => void) | undefined;
 }
 
@@ -48,16 +43,14 @@ const NODE_EVENTS = ['hostUp', 'hostAdd'] as const;
 export class DurabilityWatch {
   readonly #options: DurabilityWatchOptions;
   readonly #failures: FailureLog<'read'>;
-  /** The nodes last judged unsafe, by host, with their unsafe checks. */
   readonly #unsafe = new Map<string, Pick<NodePreflight, 'host' | 'dc' | 'checks'>>();
   #first: Promise<void> | undefined;
   #checking: Promise<void> | undefined;
-  /** A node came up during the check in flight: check once more after it. */
+  /** Check once more after the check in flight. */
   #again = false;
   #cancel: (() => void) | undefined;
   #unfollow: (() => void) | undefined;
   #closed = false;
-  /** To log each finding once. */
   #logged = '';
 
   constructor(options: DurabilityWatchOptions) {
@@ -65,12 +58,11 @@ export class DurabilityWatch {
     this.#failures = new FailureLog(options.logger, READ_FAILURES);
   }
 
-  /** Makes the first check, then one every `everyMs`. */
   start(): void {
     this.#first ??= this.check();
   }
 
-  /** What is unsafe, one line per check and value with its fix; empty when all is safe. */
+  /** One line per unsafe check and value, with its fix. */
   get problems(): string[] {
     return problemLines([...this.#unsafe.values()]);
   }
@@ -85,7 +77,6 @@ export class DurabilityWatch {
     throw new UnsafeClusterError(this.problems, ALLOW_UNSAFE_OPTION);
   }
 
-  /** Checks on each of `events`' node events, until closed. */
   follow(events: NodeEvents): void {
     const recheck = () => void this.check();
     for (const event of NODE_EVENTS) events.on(event, recheck);
@@ -109,7 +100,7 @@ export class DurabilityWatch {
     return this.#checking;
   }
 
-  /** Stops the checks; waits for the one in flight. */
+  /** Waits for the check in flight. */
   async close(): Promise<void> {
     this.#closed = true;
     this.#cancel?.();

@@ -1,6 +1,6 @@
 /**
- * An {@link Admin} over Cassandra, with a client per other DC for preflight (virtual tables
- * answer for their coordinator) and for status's reads of each DC's rows during a partition.
+ * An {@link Admin} over Cassandra, with a client per other DC for preflight (virtual tables answer
+ * for their coordinator) and for status's reads of each DC's rows during a partition.
  */
 
 import type cassandra from 'cassandra-driver';
@@ -33,10 +33,7 @@ export async function openAdmin(options: AdminOptions): Promise<Admin> {
   }
 }
 
-/**
- * {@link Admin.preflight} over a client of its own.
- * @throws as {@link openAdmin}; other DCs' failures are in the report.
- */
+/** {@link Admin.preflight} over a client of its own. @throws as {@link openAdmin} */
 export async function preflight(options: AdminOptions): Promise<PreflightReport> {
   const admin = await openAdmin(options);
   try {
@@ -46,11 +43,7 @@ export async function preflight(options: AdminOptions): Promise<PreflightReport>
   }
 }
 
-/**
- * An {@link Admin} over an open client. `requestTimeoutMs` must be passed here too: each request
- * sets its own timeout.
- * @throws {InvalidNameError} for a bad keyspace name.
- */
+/** `requestTimeoutMs` is passed again: each request sets its own. @throws {InvalidNameError} */
 export function adminOver(
   opened: OpenedClient,
   keyspace: string,
@@ -116,7 +109,6 @@ class OtherDcStores {
       },
     );
     this.#opening.set(dc, opening);
-    // A DC not reached is tried again at its next use.
     opening.catch(() => {
       if (this.#opening.get(dc) === opening) this.#opening.delete(dc);
     });
@@ -132,7 +124,7 @@ class OtherDcStores {
   }
 }
 
-/** Every node of `dc`, asked through a short-lived client of that DC. */
+/** Through a short-lived client of `dc`. */
 async function nodeSettingsInDc(
   client: cassandra.Client,
   dc: string,

@@ -1,7 +1,6 @@
 /**
- * Preflight, pure: judges every node's own settings against what the cluster must guarantee for
- * no ID to be handed out twice (docs/design.md, "What the cluster must guarantee"). Each check,
- * its risk and the Cassandra source behind it: docs/operations.md. `WHY` holds each risk once.
+ * Preflight, pure: each node's settings against what the cluster must guarantee for no ID to be
+ * handed out twice (docs/design.md); each check's risk and source: docs/operations.md.
  */
 
 import { ascending } from '../order.js';
@@ -22,29 +21,27 @@ const SETTING = {
   'commitlog-replay': '-Dcassandra.commitlog.ignorereplayerrors',
 } as const;
 
-/** The checks made on each node, in the order they are made. */
+/** In the order they are made. */
 export type PreflightCheckName = keyof typeof SETTING;
 
 /** `unsafe` fails the preflight; `unknown` (not read) leaves it incomplete; the rest inform. */
 export type CheckStatus = 'ok' | 'info' | 'warning' | 'unsafe' | 'unknown';
 
-/** One check on one node. */
 export interface NodeCheck {
   readonly check: PreflightCheckName;
   readonly status: CheckStatus;
-  /** The value as the node reports it (e.g. `periodic`); undefined if not reported. */
+  /** As the node reports it (e.g. `periodic`). */
   readonly value: string | undefined;
   /** What was found and, unless ok, why it matters and what to set. */
   readonly message: string;
 }
 
-/** One node's checks. */
 export interface NodePreflight {
   /** `address:port` */
   readonly host: string;
   readonly dc: string;
   readonly version: string | undefined;
-  /** False if the settings could not be read: `error` says why, `checks` is empty. */
+  /** False if the settings could not be read (`error`); `checks` is then empty. */
   readonly checked: boolean;
   readonly error: string | undefined;
   readonly checks: readonly NodeCheck[];
@@ -53,13 +50,11 @@ export interface NodePreflight {
 /** `incomplete`: nothing unsafe seen, but some nodes or settings could not be read. */
 export type PreflightVerdict = 'safe' | 'unsafe' | 'incomplete';
 
-/** What `Admin.preflight` found. */
+/** What `Admin.preflight` found from DC `dc`; `nodes` sorted by DC and address. */
 export interface PreflightReport {
   readonly keyspace: string;
-  /** The DC the preflight ran from. */
   readonly dc: string;
   readonly at: Date;
-  /** Sorted by DC and address. */
   readonly nodes: readonly NodePreflight[];
   readonly verdict: PreflightVerdict;
   /** What is unsafe, one line per check and value, naming the nodes. */
@@ -68,12 +63,11 @@ export interface PreflightReport {
   readonly unchecked: readonly string[];
 }
 
-/** One DC's nodes, or why it could not be reached. */
-export type DcRead =
+type DcRead =
   | { readonly dc: string; readonly nodes: readonly NodeSettings[] }
   | { readonly dc: string; readonly error: string };
 
-/** Each check's risk and fix, as problem lines end. */
+/** Each check's risk and fix, said once. */
 const WHY: Readonly<Record<PreflightCheckName, string>> = {
   'commitlog-sync':
     'acknowledges writes before syncing them, so a crash loses acknowledged writes and Paxos state; set commitlog_sync: batch (or group)',
@@ -96,7 +90,6 @@ const SERIAL_READS_PROPERTY = 'cassandra.unsafe.disable-serial-reads-linearizabi
 const IGNORE_REPLAY_ERRORS_PROPERTY = 'cassandra.commitlog.ignorereplayerrors';
 const IDGEN_TABLES = ['idgen_grants', 'idgen_dc_state'] as const;
 
-/** The idgen tables (written with Paxos) in `node`'s schema, with their settings. */
 function idgenTables(node: NodeSettings) {
   return IDGEN_TABLES.flatMap((table) => {
     const settings = node.tables.get(table);
@@ -104,7 +97,7 @@ function idgenTables(node: NodeSettings) {
   });
 }
 
-/** Every check on one node's settings, in a fixed order. Pure. */
+/** Every check on one node's settings, in a fixed order. */
 export function checkNode(node: NodeSettings): NodeCheck[] {
   return [
     commitlogSync(node),

@@ -18,7 +18,7 @@ export interface SequenceSnapshot {
   readonly incarnation?: string | undefined;
   /** GLOBAL.last_integer */
   readonly globalLast: bigint;
-  /** Each DC's grants, ascending by number. */
+  /** Ascending by number. */
   readonly grants: ReadonlyMap<string, readonly Grant[]>;
   readonly states: ReadonlyMap<string, DcState>;
   /** When the reads finished, ms since the epoch. */
@@ -39,7 +39,6 @@ export interface SequenceSnapshot {
     | undefined;
 }
 
-/** The causes a DC's processes report IDs wasted for. */
 export type WasteCause = Exclude<UsageCause, 'issued'>;
 
 /** What a DC's processes reported they did with the IDs they claimed. */
@@ -77,7 +76,7 @@ export interface DcStatus {
   readonly left: bigint;
   /** IDs handed to the DC's processes since its first grant (gaps included). */
   readonly consumed: bigint;
-  /** IDs per second handed to processes; undefined if not measured or `rowsNotCurrent`. */
+  /** IDs/s handed to processes; undefined if not measured or `rowsNotCurrent`. */
   readonly rate: number | undefined;
   /** Seconds `left` lasts at `rate` (`Infinity` at 0); undefined if unknown or nothing held. */
   readonly runway: number | undefined;
@@ -86,7 +85,6 @@ export interface DcStatus {
    * seen, rate and runway unknown. Never set for the local DC and its shards.
    */
   readonly rowsNotCurrent: string | undefined;
-  /** Undefined when the counters could not be read. */
   readonly usage: DcUsageStatus | undefined;
 }
 
@@ -94,21 +92,18 @@ export interface DcStatus {
 export interface SequenceStatus {
   readonly settings: SequenceSettings;
   readonly globalLast: bigint;
-  /** `globalLast - start + 1` */
   readonly granted: bigint;
-  /** `max - min + 1` */
   readonly domainSize: bigint;
   /** Share of the domain at or below `globalLast` (IDs below `start` count as used), 0 to 1. */
   readonly domainUsedShare: number;
-  /** `max - globalLast` */
   readonly domainLeft: bigint;
   /** Every DC with a grant, a state or a host, sorted by name. */
   readonly dcs: readonly DcStatus[];
-  /** Milliseconds between the two reads the rates come from; undefined if not measured. */
+  /** Between the two reads the rates come from; undefined if not measured. */
   readonly sampledOverMs: number | undefined;
   /** Seconds until the domain is spent at current rates (`Infinity` at 0); undefined if unknown. */
   readonly exhaustsIn: number | undefined;
-  /** The reads behind this status (a later status can measure rates since them). */
+  /** A later status can measure rates since these reads. */
   readonly snapshot: SequenceSnapshot;
 }
 
@@ -176,7 +171,7 @@ function dcStatus(
       (current.usage === undefined || previous.usage === undefined) &&
       isRetireOp(state?.op) &&
       previous.states.get(dc)?.op !== state?.op;
-    // A process returning its unused block on close moves last_integer back: never below 0.
+    // A block given back on close moves last_integer back: never below 0.
     const seconds = (current.readAt - previous.readAt) / 1000;
     if (!retireBetween) rate = Math.max(0, Number(consumed - before - retired)) / seconds;
   }
@@ -216,12 +211,11 @@ function dcStatus(
   };
 }
 
-/** IDs retire-ranges left as a gap in `dc`, as its usage counters say (0 if unread). */
+/** As the usage counters say; 0 if unread. */
 function retiredIn(snapshot: SequenceSnapshot, dc: string): bigint {
   return snapshot.usage?.get(dc)?.retired ?? 0n;
 }
 
-/** Why `dc`'s rows in `snapshot` may lag; undefined if read current. */
 function notCurrentIn(snapshot: SequenceSnapshot, dc: string): string | undefined {
   const notCurrent = snapshot.statesNotCurrent;
   const ownDc = dcOfGrantee(dc) ?? dc;
@@ -274,14 +268,13 @@ export function runwayBelowTarget(
   return runway < autonomySeconds;
 }
 
-/** Nothing left is spent now, whatever the rate. */
 function runwayOf(left: bigint, rate: number | undefined): number | undefined {
   if (rate === undefined) return undefined;
   if (left === 0n) return 0;
   return rate > 0 ? Number(left) / rate : Infinity;
 }
 
-/** IDs a DC handed out since its first grant: earlier grants plus the used reserved part. */
+/** Earlier grants plus the used reserved part. */
 function consumedBy(state: DcState | undefined, grants: readonly Grant[]): bigint {
   if (state === undefined) return 0n;
   const earlier = grants.filter((grant) => grant.number < state.reservedGrant);
@@ -297,7 +290,7 @@ function sizeOf(range: { readonly min: bigint; readonly max: bigint }): bigint {
   return range.max - range.min + 1n;
 }
 
-/** `part / whole` as a number, exact enough for display at any bigint size. */
+/** Exact enough for display at any bigint size. */
 function share(part: bigint, whole: bigint): number {
   if (whole <= 0n) return 0;
   return Number((part * 10n ** 18n) / whole) / 1e18;
@@ -312,7 +305,6 @@ export interface HostStatus {
   /** `address:port` */
   readonly address: string;
   readonly dc: string;
-  /** Whether the driver considers the host up. */
   readonly up: boolean;
 }
 
@@ -321,7 +313,6 @@ export interface SerialProbe {
   readonly reachable: boolean;
   readonly dc: string;
   readonly tookMs: number;
-  /** Why it failed; undefined when reachable. */
   readonly error: string | undefined;
 }
 
@@ -330,7 +321,7 @@ export interface LocalNodeSafety {
   readonly dc: string;
   /** One line per setting and value, naming the nodes. */
   readonly problems: readonly string[];
-  /** Why the nodes' settings could not be read. */
+  /** Why some settings could not be read. */
   readonly error: string | undefined;
 }
 

@@ -22,12 +22,12 @@ export const SEQUENCE_DEFAULTS = Object.freeze({
   threshold: 0.5,
   claimIntervalMs: 2_000,
   autonomySeconds: 0,
-  /** Shards of fixed blocks, and the fewest of adaptive ones. */
+  /** Of fixed blocks, and the fewest of adaptive ones. */
   shards: 1,
-  /** Shards of adaptive blocks where the domain holds `shardRoom` DC ranges per shard. */
+  /** Of adaptive blocks where the domain holds `shardRoom` DC ranges per shard. */
   adaptiveShards: 16,
   shardRoom: 1_000n,
-  /** maxDcRangeSize with an autonomy target, in DC ranges (at most an eighth of the domain). */
+  /** maxDcRangeSize with an autonomy target, in DC ranges. */
   maxDcRanges: 1_000n,
   /** Adaptive blocks in a domain this large get the `large` sizes (docs/sizing.md). */
   largeDomain: 2n ** 48n,
@@ -66,7 +66,7 @@ function sizes(s: SequenceSettings, given: CreateSequenceOptions) {
     : { dcRangeSize, maxBlockSize };
 }
 
-/** `maxDcRangeSize` when not given, on a create or an alter that sets an autonomy target. */
+/** Also on an alter that sets an autonomy target. */
 export function defaultMaxDcRange(s: SequenceSettings): bigint {
   const wanted =
     s.autonomySeconds > 0

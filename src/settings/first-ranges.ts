@@ -1,19 +1,18 @@
 /**
- * First ranges: the DC ranges a create grants in the write that makes the sequence, so that a
- * fleet starting at once never crowds the grants partition at SERIAL (docs/design.md).
+ * First ranges, granted in the write that creates the sequence so that a fleet starting at once
+ * never crowds the grants partition at SERIAL (docs/design.md).
  */
 
 import { InvalidOptionError } from '../errors.js';
 import { granteeName, isValidName } from '../names.js';
 import type { FirstGrant, SequenceSettings } from '../store/port.js';
 
-/** The most first grants (DCs × shards): rows of one batch, under Cassandra's batch size limit. */
+/** DCs × shards: rows of one batch, under Cassandra's batch size limit. */
 export const MAX_FIRST_GRANTS = 64;
 
 /**
  * Grant 1 of every shard of every DC in `dcs`, `dcRangeSize` IDs each, contiguous from `start`.
- * @throws {InvalidOptionError} for a bad or repeated DC name, too many ranges, or ranges that do
- *   not fit the domain from `start`.
+ * @throws {InvalidOptionError} for a bad or repeated DC name, or ranges too many or too large.
  */
 export function resolveFirstGrants(
   settings: SequenceSettings,
@@ -56,9 +55,9 @@ export function resolveFirstGrants(
 }
 
 /**
- * Refuses first ranges for a DC the keyspace is known not to replicate to: no process there could
- * claim at LOCAL_SERIAL, so its ranges would be lost without a word.
- * @throws {InvalidOptionError} (option `firstRanges`) naming the DCs outside the replication.
+ * No process in a DC the keyspace does not replicate to could claim at LOCAL_SERIAL: its ranges
+ * would be lost without a word.
+ * @throws {InvalidOptionError} (`firstRanges`) naming those DCs.
  */
 export function checkFirstRangeDcs(
   dcs: readonly string[],
@@ -75,10 +74,9 @@ export function checkFirstRangeDcs(
 }
 
 /**
- * The DCs a create grants first ranges to when it names none (docs/sizing.md, "The defaults: 16
- * shards and first ranges"): with adaptive blocks, every DC the keyspace replicates to, unless a
- * name is unusable (the create then goes on without) or the ranges would not fit one batch or an
- * eighth of the IDs left.
+ * When a create names none (docs/sizing.md): with adaptive blocks, every DC the keyspace
+ * replicates to, unless a name is unusable or the ranges would not fit one batch or an eighth of
+ * the IDs left.
  */
 export function defaultFirstRanges(
   settings: SequenceSettings,

@@ -2,7 +2,7 @@
 
 import type { DomainName, SizeSettings } from '../store/port.js';
 
-/** The named domains; `custom` is recorded instead when an explicit `max` is given. */
+/** `custom` is recorded instead when an explicit `max` is given. */
 export type DomainPreset = Exclude<DomainName, 'custom'>;
 
 /** Largest ID any sequence may have: Cassandra's `bigint` is a signed 64-bit integer. */
@@ -14,17 +14,16 @@ export const MAX_SAFE_ID = BigInt(Number.MAX_SAFE_INTEGER);
 /** Largest block size: a block's offsets are JavaScript numbers, and claims should stay cheap. */
 export const MAX_BLOCK_SIZE = 10_000_000;
 
-/** The maximum ID of each named domain. */
 export const DOMAIN_MAX: Readonly<Record<DomainPreset, bigint>> = Object.freeze({
   int32: 2n ** 31n - 1n,
   safe53: MAX_SAFE_ID,
   int63: MAX_INT63,
 });
 
-/** Bounds of the interval adaptive blocks aim for between claims, in ms. */
+/** Of the interval adaptive blocks aim for between claims. */
 export const CLAIM_INTERVAL_RANGE = Object.freeze({ min: 10, max: 3_600_000 });
 
-/** The longest autonomy target: a year, in seconds. */
+/** A year. */
 export const MAX_AUTONOMY_SECONDS = 365 * 24 * 3600;
 
 /** A grant holds at least this many requested blocks, lest every claim wait for a SERIAL grant. */

@@ -1,7 +1,4 @@
-/**
- * A sequence's settings from a create (onto the defaults), an alter (onto the stored settings)
- * or a stored row, each checked by {@link settle}.
- */
+/** A sequence's settings from a create, an alter or a stored row, each checked by `settle`. */
 
 import { InvalidOptionError } from '../errors.js';
 import { checkBooleanOption, checkKeys, everyKeyOf, validateName } from '../options.js';
@@ -10,7 +7,7 @@ import { DEFAULTS, defaultMaxDcRange } from './defaults.js';
 import type { AlterSequenceOptions, CreateSequenceOptions } from './model.js';
 import { maxBigInt, settle, type Field } from './rules.js';
 
-/** The size settings: the only ones `alter` can change. */
+/** The only settings `alter` can change. */
 const SIZE_KEYS = everyKeyOf<SizeSettings>()([
   'dcRangeSize',
   'blockSize',
@@ -36,13 +33,12 @@ const CREATE_KEYS = everyKeyOf<CreateSequenceOptions>()([
   ...SIZE_KEYS,
 ]);
 
-/** Fixed blocks: `blockSize` given without `maxBlockSize` sets both. */
+/** Fixed blocks: `blockSize` given alone sets both. */
 const FIXED_BLOCKS = Object.freeze({ maxBlockSize: 'blockSize' } as const);
 
 /**
  * Validates `options` once and fills in the defaults.
- * @throws {InvalidNameError} if `name` breaks the naming rule.
- * @throws {InvalidOptionError} naming the first option that is unknown or out of range.
+ * @throws {InvalidNameError}; {@link InvalidOptionError} naming the first bad option.
  */
 export function resolveSequenceSettings(
   name: string,
@@ -63,10 +59,7 @@ export function resolveSequenceSettings(
   });
 }
 
-/**
- * Checks an alter's changes with the widest bounds, before any settings are read.
- * @throws {InvalidOptionError} naming the first option unknown or out of range, or `changes`.
- */
+/** With the widest bounds, before any settings are read. @throws {InvalidOptionError} */
 export function checkChanges(changes: AlterSequenceOptions): void {
   checkChangeKeys(changes);
   settle({ given: changes, base: () => undefined });
@@ -80,10 +73,9 @@ function checkChangeKeys(changes: AlterSequenceOptions): void {
 }
 
 /**
- * Validates an alter's changes against the current settings; returns every key that changes
- * (`blockSize` drags fixed blocks' `maxBlockSize`, `dcRangeSize` a fixed `maxDcRangeSize`).
- * @throws {InvalidOptionError} as {@link checkChanges} does; {@link InvariantError} if a stored
- * setting left as it is breaks a rule.
+ * Every key an alter changes (`blockSize` drags fixed blocks' `maxBlockSize`, `dcRangeSize` a
+ * fixed `maxDcRangeSize`).
+ * @throws {InvalidOptionError}; {@link InvariantError} if a stored setting left as is breaks a rule.
  */
 export function validateChanges(
   changes: AlterSequenceOptions,
@@ -102,7 +94,7 @@ export function validateChanges(
   return Object.freeze(Object.fromEntries(changed.map((key) => [key, next[key]])));
 }
 
-/** An alter's value of a field not given: the stored one, unless a change drags it along. */
+/** A field not given keeps its stored value, unless a change drags it along. */
 function alterBase(field: Field, s: SequenceSettings, current: SequenceSettings): unknown {
   if (field === 'blockSize') return Math.min(current.blockSize, s.maxBlockSize);
   if (field !== 'maxDcRangeSize') return current[field];
@@ -117,10 +109,7 @@ export function validateStoredSettings(settings: SequenceSettings): void {
   settle({ given: {}, base: (field) => settings[field] });
 }
 
-/**
- * How an existing sequence's `min`, `max` and `start` differ from those a create gave (a
- * `domain` given sets `max`), as `start 1 (asked 5)`; `[]` when none does.
- */
+/** Where an existing sequence's `min`, `max`, `start` differ from a create's: `start 1 (asked 5)`. */
 export function idSpaceDifferences(
   options: CreateSequenceOptions,
   asked: SequenceSettings,
@@ -130,7 +119,7 @@ export function idSpaceDifferences(
   return differences(['min', 'max', 'start'], given, asked, existing);
 }
 
-/** The sizes a create gave that an existing sequence does not have, as above. */
+/** As above, for the sizes. */
 export function sizeDifferences(
   options: CreateSequenceOptions,
   asked: SequenceSettings,

@@ -21,13 +21,13 @@ export type Draft = { -readonly [F in Field]?: SequenceSettings[F] };
 /** What an integer option of the API takes besides its range; the CLI, taking digits, drops it. */
 export const INTEGER_TYPES = ' (a number up to 2^53-1, or a bigint)';
 
-/** A bound, from the fields above and, on an alter, the settings it changes. */
+/** From the fields above and, on an alter, the settings it changes. */
 type Bound<T> = (s: Draft, current: SequenceSettings | undefined) => T;
 
 /**
- * `id`: a bigint (given, also a safe integer number); `count`: an integer number (`why` says
- * where its bounds come from); `share`: in (0, 1). `blames`: the field above whose change an
- * alter reports when a value not given breaks the rule.
+ * `id`: a bigint (given, also a safe integer); `count`: an integer number (`why`: where its bounds
+ * come from); `share`: in (0, 1). `blames`: the field an alter blames when a value not given breaks
+ * the rule.
  */
 type Rule = { readonly field: Field } & (
   | { readonly kind: 'name' | 'domain' | 'share' }
@@ -98,10 +98,7 @@ export const RULES: readonly Rule[] = Object.freeze([
   },
 ]);
 
-/**
- * What {@link settle} merges: `given` options, `follows` (a field that takes another option's
- * value when only that one is given), and `base`, a field's value when not given.
- */
+/** `follows`: a field that takes another option's value when only that one is given. */
 export interface Merge {
   readonly given: Readonly<Partial<Record<Field, unknown>>>;
   readonly follows?: Readonly<Partial<Record<Field, Field>>>;
@@ -193,7 +190,7 @@ export function domainCap(domain: SequenceSettings['domain'] | undefined): bigin
   return domain === undefined || domain === 'custom' ? MAX_INT63 : DOMAIN_MAX[domain];
 }
 
-/** How many IDs `[min, max]` holds (the widest, while they are unknown). */
+/** The widest while `min` and `max` are unknown. */
 export function domainSize(s: Draft): bigint {
   return (s.max ?? MAX_INT63) - (s.min ?? 0n) + 1n;
 }

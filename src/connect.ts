@@ -29,9 +29,8 @@ export interface IdGenOptions extends Omit<AllocatorOptions, 'monitor' | 'claimG
   /** Prometheus metrics (prom-client); without it nothing is registered. @default undefined */
   readonly metrics?: MetricsOptions | undefined;
   /**
-   * Ms between checks of the settings of this DC's nodes (also made at start and when a node
-   * comes up); while one is unsafe no block is claimed from the DC (docs/operations.md).
-   * @default 60000
+   * Ms between checks of this DC's nodes' settings (also at start and when a node comes up); while
+   * one is unsafe no block is claimed from the DC (docs/operations.md). @default 60000
    */
   readonly durabilityCheckMs?: number | undefined;
   /**
@@ -65,7 +64,7 @@ export class IdGen extends Allocator {
     const { metrics, durabilityCheckMs, allowUnsafeCluster, ...allocator } = options;
     const everyMs = checkDurabilityOptions({ durabilityCheckMs, allowUnsafeCluster });
     let processMetrics: ProcessMetrics | undefined;
-    // A function: metrics are checked after the allocator's other options.
+    // Called after the allocator checked its other options.
     const monitor =
       metrics === undefined
         ? undefined
@@ -84,7 +83,7 @@ export class IdGen extends Allocator {
       onChecked: (unsafeNodes) => processMetrics?.unsafeNodes(unsafeNodes),
     });
     super({ ...allocator, monitor, claimGate: () => watch.admit() });
-    // Started once every option passed: a refused one leaves nothing running.
+    // Only once every option passed: a refused one leaves nothing running.
     watch.start();
     WATCHES.set(this, watch);
   }
@@ -112,7 +111,7 @@ const CONNECT_KEYS = [
   'allowUnsafeCluster',
 ] as const;
 
-/** Options of {@link connect}: where to connect, and some of the allocator's. */
+/** Where to connect, and some of the allocator's options. */
 export type ConnectOptions = ConnectionOptions & Pick<IdGenOptions, (typeof CONNECT_KEYS)[number]>;
 
 /**

@@ -5,8 +5,8 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 
 import cassandra from 'cassandra-driver';
-import { checkLogger, type Logger } from './logger.js';
 
+import { checkLogger, type Logger } from './logger.js';
 import {
   SCHEMA_CHANGE_TIMEOUT_MS,
   checkConnectionKeys,
@@ -38,7 +38,7 @@ const INIT_SCHEMA_KEYS = everyKeyOf<Omit<InitSchemaOptions, keyof ConnectionOpti
 export interface InitSchemaResult {
   readonly keyspace: string;
   readonly keyspaceCreated: boolean;
-  /** Replication factor per DC of the keyspace as it now is. */
+  /** Factor per DC of the keyspace as it now is. */
   readonly replication: Readonly<Record<string, number>>;
   /** Where an existing keyspace's replication differs from the one asked: `dc2 none (asked 3)`. */
   readonly replicationDiffers: readonly string[];
@@ -110,12 +110,8 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
     const differs = replicationDifferences(replication, current);
     if (existing !== undefined) {
       const raw = JSON.stringify(existing.strategyOptions ?? {});
-      logger?.info(
-        { strategy: existing.strategy, replication: raw },
-        'keyspace exists; replication left unchanged',
-      );
-      if (differs.length > 0)
-        logger?.warn({ differs }, 'keyspace exists with other replication than asked');
+      logger?.info({ strategy: existing.strategy, replication: raw }, 'keyspace exists; unchanged');
+      if (differs.length > 0) logger?.warn({ differs }, 'keyspace exists with other replication');
     }
 
     const run = (statement: string) => ddl(client, statement, options.requestTimeoutMs);
@@ -147,17 +143,16 @@ function validateReplication(value: unknown): Readonly<Record<string, number>> {
     throw new InvalidOptionError('replication', value, allowed);
   }
   const entries = Object.entries(value as Record<string, unknown>);
-  const valid =
-    entries.length > 0 &&
-    entries.every(
-      ([dc, factor]) =>
-        isValidName('datacenter', dc) &&
-        typeof factor === 'number' &&
-        Number.isInteger(factor) &&
-        factor >= 1 &&
-        factor <= MAX_REPLICATION_FACTOR,
-    );
-  if (!valid) throw new InvalidOptionError('replication', JSON.stringify(value), allowed);
+  const isFactor = (factor: unknown) =>
+    Number.isInteger(factor) &&
+    (factor as number) >= 1 &&
+    (factor as number) <= MAX_REPLICATION_FACTOR;
+  if (
+    entries.length === 0 ||
+    !entries.every(([dc, f]) => isValidName('datacenter', dc) && isFactor(f))
+  ) {
+    throw new InvalidOptionError('replication', JSON.stringify(value), allowed);
+  }
   return value as Readonly<Record<string, number>>;
 }
 
@@ -172,14 +167,9 @@ export function replicationDifferences(
 }
 
 /** The driver's keyspace `strategyOptions` as factors per DC. */
-function replicationOf(
-  strategyOptions: Record<string, string> | undefined,
-): Record<string, number> {
-  const factors: Record<string, number> = {};
-  for (const [dc, factor] of Object.entries(strategyOptions ?? {})) {
-    if (/^\d+$/.test(factor)) factors[dc] = Number(factor);
-  }
-  return factors;
+function replicationOf(strategyOptions: Record<string, string> = {}): Record<string, number> {
+  const factors = Object.entries(strategyOptions).filter(([, factor]) => /^\d+$/.test(factor));
+  return Object.fromEntries(factors.map(([dc, factor]) => [dc, Number(factor)]));
 }
 
 /** schema.cql at the package root, above `src/` or `dist/src/`. */
@@ -227,11 +217,8 @@ async function ddl(
     const readTimeout = Math.max(SCHEMA_CHANGE_TIMEOUT_MS, requestTimeoutMs ?? 0);
     await client.execute(statement, [], { readTimeout });
   } catch (error) {
-    const { errors } = cassandra;
-    if (
-      error instanceof errors.NoHostAvailableError ||
-      error instanceof errors.OperationTimedOutError
-    ) {
+    const { NoHostAvailableError, OperationTimedOutError } = cassandra.errors;
+    if (error instanceof NoHostAvailableError || error instanceof OperationTimedOutError) {
       throw new StoreUnavailableError('local', 'init schema', describeDriverError(error), {
         cause: error,
       });
@@ -245,7 +232,7 @@ async function ddl(
 
 /** Waits until every node reports the same schema version. */
 export async function waitForSchemaAgreement(client: cassandra.Client): Promise<void> {
-  // Missing from the driver's typings.
+  // checkSchemaAgreement is missing from the driver's typings.
   const metadata = client.metadata as unknown as { checkSchemaAgreement(): Promise<boolean> };
   const deadline = Date.now() + SCHEMA_AGREEMENT_TIMEOUT_MS;
   for (;;) {
@@ -265,11 +252,14 @@ export async function waitForSchemaAgreement(client: cassandra.Client): Promise<
 async function schemaVersions(client: cassandra.Client): Promise<string> {
   const local = await client.execute('SELECT rpc_address, schema_version FROM system.local');
   const peers = await client.execute('SELECT peer, schema_version FROM system.peers');
-  const nodes = [
-    ...local.rows.map((row) => [String(row['rpc_address']), String(row['schema_version'])]),
-    ...peers.rows.map((row) => [String(row['peer']), String(row['schema_version'])]),
+  const version = (row: cassandra.types.Row, address: string): [string, string] => [
+    String(row[address]),
+    String(row['schema_version']),
   ];
-  return describeVersions(nodes as [string, string][]);
+  return describeVersions([
+    ...local.rows.map((row) => version(row, 'rpc_address')),
+    ...peers.rows.map((row) => version(row, 'peer')),
+  ]);
 }
 
 /** E.g. "127.0.0.1 and 7 others at 33fe3230, …", the most common version first. */

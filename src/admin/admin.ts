@@ -1,4 +1,4 @@
-/** The read side for operators; the maths are pure functions in status.ts, check.ts, preflight.ts. */
+/** The read side for operators; the maths are pure, in status.ts, check.ts and preflight.ts. */
 
 import type { ConnectionOptions } from '../store/cassandra/driver-client.js';
 import { InvalidOptionError } from '../errors.js';
@@ -32,7 +32,6 @@ import {
   type StatusReport,
 } from './status.js';
 
-/** Options of {@link Admin.status}. */
 export interface StatusOptions {
   /** Sequences to report. @default every sequence */
   readonly sequences?: readonly string[] | undefined;
@@ -46,13 +45,11 @@ export interface StatusOptions {
   readonly signal?: AbortSignal | undefined;
 }
 
-/** Options of {@link Admin.check}. */
 export interface CheckOptions {
   /** Re-read after this many ms if violations rest on local reads; 0: never. @default 1000 */
   readonly confirmAfterMs?: number | undefined;
 }
 
-/** Options of {@link Admin.probeSerial}. */
 export interface ProbeOptions {
   /** Milliseconds (above 0) before SERIAL counts as unreachable. @default 3000 */
   readonly timeoutMs?: number | undefined;
@@ -79,7 +76,6 @@ function ms(key: keyof typeof ADMIN_DEFAULTS, value: number | undefined, positiv
   return milliseconds(key, value, ADMIN_DEFAULTS[key], positive);
 }
 
-/** What {@link Admin.check} returns. */
 export interface CheckResult {
   readonly verdict: CheckVerdict;
   readonly violations: readonly Violation[];
@@ -104,7 +100,6 @@ export interface AdminParts {
   readonly release?: (() => Promise<void>) | undefined;
 }
 
-/** Options of `openAdmin`: where and how to reach Cassandra. */
 export type AdminOptions = ConnectionOptions;
 
 /**
@@ -128,7 +123,7 @@ export class Admin {
   }
 
   /**
-   * The settings of sequence `name`, read in the local DC, or at SERIAL if none are found there.
+   * Read locally, or at SERIAL if not found there.
    * @throws {InvalidNameError}, {@link SequenceNotFoundError}, {@link StoreUnavailableError}.
    */
   async readSequence(name: string): Promise<SequenceSettings> {
@@ -237,8 +232,7 @@ export class Admin {
   }
 
   /**
-   * Whether SERIAL (needed to grant DC ranges) answers from the local DC within `timeoutMs`;
-   * an unreachable SERIAL is reported, not thrown.
+   * Whether SERIAL (needed to grant DC ranges) answers from the local DC; not thrown if not.
    * @throws {InvalidOptionError} for an unknown key or a `timeoutMs` not above 0.
    */
   async probeSerial(options: ProbeOptions = {}): Promise<SerialProbe> {
@@ -284,14 +278,14 @@ export class Admin {
     }
   }
 
-  /** The cluster's nodes as this client sees them, sorted by DC and address. */
+  /** As this client sees them, sorted by DC and address. */
   hosts(): HostStatus[] {
     return [...(this.#parts.hosts?.() ?? [])].sort(
       (a, b) => ascending(a.dc, b.dc) || ascending(a.address, b.address),
     );
   }
 
-  /** Closes the store (and the clients, if {@link openAdmin} built them). */
+  /** Closes the store (and the clients {@link openAdmin} built). */
   async close(): Promise<void> {
     await this.#parts.release?.();
     await this.#store.close();

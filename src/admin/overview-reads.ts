@@ -24,7 +24,7 @@ export interface StatesInOtherDcs {
   readonly unreachable: Map<string, string>;
 }
 
-/** Sequence `name`'s settings, read locally, or at SERIAL if none are found there. */
+/** Read locally, or at SERIAL if not found there. */
 export async function readStored(
   store: IdStore,
   keyspace: string,
@@ -139,11 +139,7 @@ interface StateReadFailure {
   readonly reason: string;
 }
 
-/**
- * The reads check.ts judges, in the order it needs.
- * @throws {SequenceNotFoundError} if the grants partition is gone; {@link StoreUnavailableError}
- *   when even a local read fails.
- */
+/** @throws {SequenceNotFoundError} if the grants are gone; {@link StoreUnavailableError} */
 export async function readForCheck(
   context: CheckReadContext,
   stored: StoredSettings,

@@ -2,6 +2,7 @@
 
 import { isRetireOp } from '../allocator/retire.js';
 import { dcOfGrantee } from '../names.js';
+import { ascending } from '../order.js';
 import {
   USAGE_CAUSES,
   type DcState,
@@ -21,14 +22,11 @@ export interface SequenceSnapshot {
   /** Ascending by number. */
   readonly grants: ReadonlyMap<string, readonly Grant[]>;
   readonly states: ReadonlyMap<string, DcState>;
-  /** When the reads finished, ms since the epoch. */
+  /** Ms since the epoch. */
   readonly readAt: number;
   /** Undefined when the counters could not be read. */
   readonly usage?: ReadonlyMap<string, DcUsageCounts> | undefined;
-  /**
-   * Set when EACH_QUORUM failed: the states were read at LOCAL_QUORUM in `localDc`, those of
-   * `readInOwnDc` through their own nodes; `notReached` says why each other DC tried failed.
-   */
+  /** EACH_QUORUM failed: states read at LOCAL_QUORUM in `localDc`, `readInOwnDc`'s in their DC. */
   readonly statesNotCurrent?:
     | {
         readonly localDc: string;
@@ -50,14 +48,12 @@ export interface DcUsageStatus {
   readonly unreported: bigint;
 }
 
-/** A range a DC's state holds, and the number of its grant. */
 export interface HeldRange {
   readonly grant: number;
   readonly min: bigint;
   readonly max: bigint;
 }
 
-/** One DC of a sequence, as {@link sequenceStatus} computes it. */
 export interface DcStatus {
   readonly dc: string;
   readonly grants: readonly Grant[];
@@ -80,15 +76,11 @@ export interface DcStatus {
   readonly rate: number | undefined;
   /** Seconds `left` lasts at `rate` (`Infinity` at 0); undefined if unknown or nothing held. */
   readonly runway: number | undefined;
-  /**
-   * Why this DC's rows may lag (now or in the status rates are measured from): `left` is as last
-   * seen, rate and runway unknown. Never set for the local DC and its shards.
-   */
+  /** Why the rows may lag (now or in `previous`): `left` as last seen, no rate. Never local. */
   readonly rowsNotCurrent: string | undefined;
   readonly usage: DcUsageStatus | undefined;
 }
 
-/** One sequence, as {@link sequenceStatus} computes it. */
 export interface SequenceStatus {
   readonly settings: SequenceSettings;
   readonly globalLast: bigint;
@@ -107,10 +99,7 @@ export interface SequenceStatus {
   readonly snapshot: SequenceSnapshot;
 }
 
-/**
- * One sequence's status; rates compare `current` with `previous`. Pure.
- * @param dcs DCs to include even without a grant or state (e.g. every DC of the cluster).
- */
+/** Rates compare `current` with `previous`; `dcs` are shown even without a grant or state. */
 export function sequenceStatus(
   current: SequenceSnapshot,
   previous?: SequenceSnapshot,
@@ -125,15 +114,15 @@ export function sequenceStatus(
     .map((dc) => dcStatus(dc, current, measured === undefined ? undefined : previous));
   const domainSize = sizeOf(settings);
   const domainLeft = settings.max - globalLast;
-  let exhaustsIn: number | undefined;
+  const rate = statuses.reduce((sum, dc) => sum + (dc.rate ?? 0), 0);
   // A DC whose rate is unknown leaves the sum unknown too.
-  if (measured !== undefined && statuses.every((dc) => dc.rowsNotCurrent === undefined)) {
-    const rate = statuses.reduce((sum, dc) => sum + (dc.rate ?? 0), 0);
-    exhaustsIn = runwayOf(
-      statuses.reduce((sum, dc) => sum + dc.left, domainLeft),
-      rate,
-    );
-  }
+  const known = measured !== undefined && statuses.every((dc) => dc.rowsNotCurrent === undefined);
+  const exhaustsIn = known
+    ? runwayOf(
+        statuses.reduce((sum, dc) => sum + dc.left, domainLeft),
+        rate,
+      )
+    : undefined;
   return {
     settings,
     globalLast,
@@ -187,8 +176,7 @@ function dcStatus(
       : undefined;
   const reservedUsed = state === undefined ? 0n : reservedUsedOf(state);
   const reservedSize = reserved === undefined ? 0n : sizeOf(reserved);
-  // Without a state, grant 1 is installed after a plain read (no SERIAL), so it counts as held; a
-  // later grant needs SERIAL and does not.
+  // Without a state, grant 1 is installed without SERIAL, so it counts as held; later ones do not.
   const firstGrant = state === undefined && pendingGrant?.number === 1 ? sizeOf(pendingGrant) : 0n;
   const left =
     reservedSize - reservedUsed + (preloaded === undefined ? 0n : sizeOf(preloaded)) + firstGrant;
@@ -248,15 +236,9 @@ function usageOf(
 
 /** Grantees in DC order, each DC's shards by number (`us`, `us/1`, `us/2`, `us/10`, `us-east`). */
 function byDcThenShard(a: string, b: string): number {
-  const [dcA, shardA] = dcAndShard(a);
-  const [dcB, shardB] = dcAndShard(b);
-  if (dcA !== dcB) return dcA < dcB ? -1 : 1;
-  return shardA - shardB;
-}
-
-function dcAndShard(grantee: string): [string, number] {
-  const dc = dcOfGrantee(grantee) ?? grantee;
-  return [dc, dc === grantee ? 0 : Number(grantee.slice(dc.length + 1))];
+  const [dcA, dcB] = [dcOfGrantee(a) ?? a, dcOfGrantee(b) ?? b];
+  const shard = (grantee: string, dc: string) => Number(grantee.slice(dc.length + 1));
+  return ascending(dcA, dcB) || shard(a, dcA) - shard(b, dcB);
 }
 
 /** Undefined without an autonomy target or a measured runway. */
@@ -282,7 +264,7 @@ function consumedBy(state: DcState | undefined, grants: readonly Grant[]): bigin
 }
 
 function reservedUsedOf(state: DcState): bigint {
-  const size = state.reservedMax - state.reservedMin + 1n;
+  const size = sizeOf({ min: state.reservedMin, max: state.reservedMax });
   return clamp(state.lastInteger - state.reservedMin + 1n, 0n, size);
 }
 
@@ -300,7 +282,6 @@ function clamp(value: bigint, low: bigint, high: bigint): bigint {
   return value < low ? low : value > high ? high : value;
 }
 
-/** A Cassandra node as this client sees it. */
 export interface HostStatus {
   /** `address:port` */
   readonly address: string;
@@ -308,7 +289,7 @@ export interface HostStatus {
   readonly up: boolean;
 }
 
-/** Result of {@link Admin.probeSerial}: whether a SERIAL read succeeded from `dc`. */
+/** Whether a SERIAL read succeeded from `dc`. */
 export interface SerialProbe {
   readonly reachable: boolean;
   readonly dc: string;
@@ -319,7 +300,6 @@ export interface SerialProbe {
 /** Unsafe settings on the local DC's nodes only (status must work inside a partition). */
 export interface LocalNodeSafety {
   readonly dc: string;
-  /** One line per setting and value, naming the nodes. */
   readonly problems: readonly string[];
   /** Why some settings could not be read. */
   readonly error: string | undefined;

@@ -178,15 +178,13 @@ export class Admin {
     const probing = this.probeSerial({ timeoutMs: serialTimeoutMs });
     const safety = this.#localNodeSafety();
     try {
-      let previous: readonly (SequenceSnapshot | undefined)[];
+      let previous: readonly (SequenceSnapshot | undefined)[] = [];
       if (options.since !== undefined) {
         const earlier = new Map(options.since.sequences.map((s) => [s.settings.name, s.snapshot]));
         previous = names.map((name) => earlier.get(name));
       } else if (sampleMs > 0) {
         previous = await readAll();
         await sleep(sampleMs, options.signal);
-      } else {
-        previous = [];
       }
       const current = await readAll();
       const hosts = this.hosts();

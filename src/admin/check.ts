@@ -124,6 +124,7 @@ export function checkSequence(snapshot: CheckSnapshot): Violation[] {
   for (const dc of dcs) {
     const grants = snapshot.grants.get(dc) ?? [];
     const first = snapshot.states.get(dc);
+    // As the allocator judges, where the snapshot names the incarnation.
     const { incarnation } = snapshot;
     if (
       'incarnation' in snapshot &&

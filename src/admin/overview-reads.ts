@@ -49,14 +49,11 @@ export async function readSnapshot(
 ): Promise<SequenceSnapshot> {
   const stored = await readStored(store, keyspace, name);
   // States first, so the grants read after them include every grant they name.
-  const read = await readDcStatesCurrent(store, name);
-  const { notCurrent } = read;
-  let states = read.states;
-  let readInOwnDc: readonly string[] = [];
-  let notReached: Readonly<Record<string, string>> = {};
-  if (notCurrent !== undefined && elsewhere !== undefined) {
-    ({ states, readInOwnDc, notReached } = await readInOtherDcs(states, name, localDc, elsewhere));
-  }
+  const { states: local, notCurrent } = await readDcStatesCurrent(store, name);
+  const { states, readInOwnDc, notReached } =
+    notCurrent !== undefined && elsewhere !== undefined
+      ? await readInOtherDcs(local, name, localDc, elsewhere)
+      : { states: local, readInOwnDc: [], notReached: {} };
   const overview = await store.readGrantsOverview(name);
   if (overview === undefined) throw new SequenceNotFoundError(name, keyspace);
   // Counters outside the protocol: status goes on without them.

@@ -156,9 +156,8 @@ function paxosVariant(node: NodeSettings): NodeCheck {
   if (value?.includes('without_linearizable') === true) {
     return outcome('unsafe', `${value}: ${WHY['paxos-variant']}`);
   }
-  if (value === undefined) {
+  if (value === undefined)
     return outcome('info', 'not reported (Cassandra before 4.1 has only v1)');
-  }
   if (value !== 'v1') return outcome('info', value);
   return outcome('info', 'v1 (about 4 round trips per conditional write; v2 needs 2)');
 }

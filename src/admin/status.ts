@@ -3,6 +3,7 @@
 import { isRetireOp } from '../allocator/retire.js';
 import { dcOfGrantee } from '../names.js';
 import { ascending } from '../order.js';
+import { maxBigInt } from '../settings/rules.js';
 import {
   USAGE_CAUSES,
   type DcState,
@@ -225,13 +226,8 @@ function usageOf(
   const wasted = Object.fromEntries(causes.map((cause) => [cause, counts?.[cause] ?? 0n]));
   const wastedTotal = causes.reduce((sum, cause) => sum + wasted[cause]!, 0n);
   const issued = counts?.issued ?? 0n;
-  const unreported = consumed - issued - wastedTotal;
-  return {
-    issued,
-    wasted: wasted as Record<WasteCause, bigint>,
-    wastedTotal,
-    unreported: unreported > 0n ? unreported : 0n,
-  };
+  const unreported = maxBigInt(consumed - issued - wastedTotal, 0n);
+  return { issued, wasted: wasted as Record<WasteCause, bigint>, wastedTotal, unreported };
 }
 
 /** Grantees in DC order, each DC's shards by number (`us`, `us/1`, `us/2`, `us/10`, `us-east`). */

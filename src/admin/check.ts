@@ -240,16 +240,11 @@ export function describeFacts(facts: readonly UnverifiedFact[]): string {
   const dcs = [...new Set(states.map((f) => f.dc ?? '?'))].sort();
   if (dcs.length > 0) {
     const reads = new Set(states.map((f) => f.read));
-    const when =
-      reads.size > 1
-        ? 'read before and after the grants'
-        : reads.has('first')
-          ? 'read before the grants'
-          : 'read after the grants';
+    const when = reads.size > 1 ? 'before and after' : reads.has('first') ? 'before' : 'after';
     const names = dcs.map((dc) => `${dc}'s`);
     const list =
       names.length === 1 ? names[0]! : `${names.slice(0, -1).join(', ')} and ${names.at(-1)!}`;
-    parts.push(`${list} state${dcs.length === 1 ? '' : 's'} (${when})`);
+    parts.push(`${list} state${dcs.length === 1 ? '' : 's'} (read ${when} the grants)`);
   }
   return parts.join(' and ');
 }

@@ -2,7 +2,7 @@
 import type { Registry, RegistryContentType } from 'prom-client';
 
 import { InvalidOptionError } from '../errors.js';
-import { checkKeys, everyKeyOf } from '../options.js';
+import { checkKeys, everyKeyOf, milliseconds } from '../options.js';
 
 /** Prometheus metrics of an allocator (prom-client); without it nothing is registered. */
 export interface MetricsOptions {
@@ -27,7 +27,6 @@ const METRICS_KEYS = everyKeyOf<MetricsOptions>()(['registry', 'runwayIntervalMs
 /** Each poll reads every opened sequence's rows. */
 const MIN_RUNWAY_INTERVAL_MS = 1_000;
 
-/** {@link MetricsOptions} checked, with its defaults applied. */
 export type ResolvedMetricsOptions = MetricsOptions & { readonly runwayIntervalMs: number };
 
 /** @throws {InvalidOptionError} naming `metrics` or the bad field. */
@@ -36,31 +35,17 @@ export function resolveMetricsOptions(options: unknown): ResolvedMetricsOptions 
     throw new InvalidOptionError('metrics', options, 'an object such as { registry }');
   }
   checkKeys(options, METRICS_KEYS, 'metrics.');
-  const { registry, runwayIntervalMs = METRICS_DEFAULTS.runwayIntervalMs } =
-    options as MetricsOptions;
-  if (registry !== undefined && !isRegistry(registry)) {
+  const { registry, runwayIntervalMs } = options as MetricsOptions;
+  // Duck-typed: `instanceof` would refuse a registry from another copy of prom-client.
+  const methods = ['getSingleMetric', 'registerMetric', 'metrics'] as const;
+  if (registry !== undefined && methods.some((m) => typeof registry?.[m] !== 'function')) {
     throw new InvalidOptionError('metrics.registry', registry, 'a prom-client Registry');
   }
-  if (
-    typeof runwayIntervalMs !== 'number' ||
-    !Number.isFinite(runwayIntervalMs) ||
-    (runwayIntervalMs !== 0 && !(runwayIntervalMs >= MIN_RUNWAY_INTERVAL_MS))
-  ) {
-    throw new InvalidOptionError(
-      'metrics.runwayIntervalMs',
-      runwayIntervalMs,
-      `0 (no polling) or a finite number of milliseconds, at least ${MIN_RUNWAY_INTERVAL_MS}`,
-    );
+  const option = 'metrics.runwayIntervalMs';
+  const ms = milliseconds(option, runwayIntervalMs, METRICS_DEFAULTS.runwayIntervalMs);
+  if (ms !== 0 && ms < MIN_RUNWAY_INTERVAL_MS) {
+    const allowed = `0 (no polling) or at least ${MIN_RUNWAY_INTERVAL_MS} milliseconds`;
+    throw new InvalidOptionError(option, ms, allowed);
   }
-  return { registry, runwayIntervalMs };
-}
-
-/** Duck-typed: `instanceof` would refuse a registry from another copy of prom-client. */
-function isRegistry(value: unknown): value is Registry<RegistryContentType> {
-  const candidate = value as Partial<Registry<RegistryContentType>> | null;
-  return (
-    typeof candidate?.getSingleMetric === 'function' &&
-    typeof candidate.registerMetric === 'function' &&
-    typeof candidate.metrics === 'function'
-  );
+  return { registry, runwayIntervalMs: ms };
 }

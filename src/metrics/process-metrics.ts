@@ -48,7 +48,7 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
   readonly #handles = new Set<MeteredHandle>();
   readonly #parts: ProcessMetricsParts;
   readonly #failures: FailureLog<'poll'>;
-  /** Each sequence's rows at the previous poll, to measure rates. */
+  /** Each sequence's rows at the previous poll, for rates. */
   readonly #previous = new Map<string, SequenceSnapshot>();
   /** The `dc` labels set, by sequence. */
   readonly #gauged = new Map<string, Set<string>>();
@@ -74,18 +74,18 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
   }
 
   waited(sequence: string, ms: number, error: unknown): void {
-    this.#metrics.histogram('idgen_wait_duration_seconds').observe({ sequence }, ms / 1000);
+    this.#seconds('idgen_wait_duration_seconds', sequence, ms);
     if (error !== undefined) {
       this.#metrics.counter('idgen_call_errors_total').inc({ sequence, code: codeOf(error) });
     }
   }
 
   blockClaimed(sequence: string, ms: number): void {
-    this.#metrics.histogram('idgen_block_claim_duration_seconds').observe({ sequence }, ms / 1000);
+    this.#seconds('idgen_block_claim_duration_seconds', sequence, ms);
   }
 
   rangeRequested(sequence: string, ms: number): void {
-    this.#metrics.histogram('idgen_dc_grant_duration_seconds').observe({ sequence }, ms / 1000);
+    this.#seconds('idgen_dc_grant_duration_seconds', sequence, ms);
   }
 
   failed(sequence: string, error: unknown): void {
@@ -109,22 +109,22 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
     }
   }
 
-  /** One poll now (or the one in flight); resolves when its gauges are set. Never rejects. */
-  #poll(): Promise<void> {
-    this.#polling ??= this.#readRows()
-      .catch((error: unknown) => this.#pollFailed(error))
-      .finally(() => {
-        this.#polling = undefined;
-      });
-    return this.#polling;
+  #seconds(histogram: string, sequence: string, ms: number): void {
+    this.#metrics.histogram(histogram).observe({ sequence }, ms / 1000);
   }
 
+  /** The next poll; one at a time, as each is scheduled once the previous one settled. */
   #schedule(): void {
     const { clock, options } = this.#parts;
     if (this.#closed || options.runwayIntervalMs === 0) return;
     this.#cancelPoll = clock.after(options.runwayIntervalMs, () => {
       this.#cancelPoll = undefined;
-      void this.#poll().finally(() => this.#schedule());
+      this.#polling = this.#readRows()
+        .catch((error: unknown) => this.#pollFailed(error))
+        .finally(() => {
+          this.#polling = undefined;
+          this.#schedule();
+        });
     });
   }
 

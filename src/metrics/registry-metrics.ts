@@ -60,12 +60,10 @@ export class RegistryMetrics {
       }
       return metric;
     });
-    const refresh = () => this.refresh();
     METRICS.forEach((description, i) => {
-      const collect = FROM_STATS.has(description.name) ? refresh : undefined;
-      const found = existing[i] as AnyMetric | undefined;
-      if (found !== undefined && collect !== undefined) collectToo(found, collect);
-      this.#metrics.set(description.name, found ?? create(description, registry, collect));
+      const metric = (existing[i] as AnyMetric | undefined) ?? create(description, registry);
+      if (FROM_STATS.has(description.name)) collectToo(metric, () => this.refresh());
+      this.#metrics.set(description.name, metric);
     });
   }
 
@@ -85,16 +83,17 @@ export class RegistryMetrics {
     return metrics;
   }
 
+  // The kinds are those of the table: fits() checked any metric found in the registry.
   counter(name: string): Counter<string> {
-    return this.#typed(name, promClientModule().Counter);
+    return this.#metrics.get(name) as Counter<string>;
   }
 
   gauge(name: string): Gauge<string> {
-    return this.#typed(name, promClientModule().Gauge);
+    return this.#metrics.get(name) as Gauge<string>;
   }
 
   histogram(name: string): Histogram<string> {
-    return this.#typed(name, promClientModule().Histogram);
+    return this.#metrics.get(name) as Histogram<string>;
   }
 
   attach(source: StatsSource): void {
@@ -110,18 +109,13 @@ export class RegistryMetrics {
   /** The `collect()` of each metric read from `stats()`. */
   refresh(): void {
     const held = new Map<string, number>();
-    for (const source of this.#sources) {
-      for (const handle of this.#fold(source)) {
-        held.set(handle.name, (held.get(handle.name) ?? 0) + handle.held);
-      }
-    }
+    for (const source of this.#sources) this.#fold(source, held);
     const gauge = this.gauge(HELD);
     for (const sequence of this.#sequences) gauge.set({ sequence }, held.get(sequence) ?? 0);
   }
 
-  /** Adds each handle's growth since the last scrape to the counters; returns what each holds. */
-  #fold(source: StatsSource): { name: string; held: number }[] {
-    const held: { name: string; held: number }[] = [];
+  /** Adds each handle's growth since the last scrape to the counters, and what it holds to `held`. */
+  #fold(source: StatsSource, held = new Map<string, number>()): void {
     for (const handle of source.handles()) {
       const stats = handle.stats();
       const sequence = handle.name;
@@ -144,23 +138,14 @@ export class RegistryMetrics {
           this.counter(WASTED).inc({ sequence, cause }, delta),
         );
       }
-      held.push({ name: sequence, held: stats.remaining });
+      held.set(sequence, (held.get(sequence) ?? 0) + stats.remaining);
     }
-    return held;
-  }
-
-  #typed<M extends AnyMetric>(name: string, kind: abstract new (...args: never[]) => M): M {
-    const metric = this.#metrics.get(name);
-    if (!(metric instanceof kind)) throw new Error(`metric ${name} is not a ${kind.name}`);
-    return metric;
   }
 }
 
 /** Same kind and labels (prom-client refuses label names it was not created with). */
 function fits(metric: unknown, description: MetricDescription): boolean {
-  const { Counter, Gauge, Histogram } = promClientModule();
-  const kind = { counter: Counter, gauge: Gauge, histogram: Histogram }[description.type];
-  if (!(metric instanceof kind)) return false;
+  if (!(metric instanceof kindOf(description.type))) return false;
   const labels = (metric as unknown as { readonly labelNames?: readonly string[] }).labelNames;
   return (
     labels !== undefined && [...labels].sort().join() === [...description.labels].sort().join()
@@ -168,8 +153,8 @@ function fits(metric: unknown, description: MetricDescription): boolean {
 }
 
 /**
- * Has a metric this code did not create also read its handles when scraped (else it would never
- * move). prom-client calls the `collect` kept on the metric, with the metric as `this`.
+ * Has `metric` read the handles when scraped, after its own `collect` if it has one (a metric
+ * found in the registry). prom-client calls `collect` with the metric as `this`.
  */
 function collectToo(metric: AnyMetric, collect: () => void): void {
   const held = metric as unknown as { collect?: (this: AnyMetric) => unknown };
@@ -180,21 +165,18 @@ function collectToo(metric: AnyMetric, collect: () => void): void {
   };
 }
 
-function create(
-  { name, help, labels, type }: MetricDescription,
-  registry: AnyRegistry,
-  collect: (() => void) | undefined,
-): AnyMetric {
-  const { Counter, Gauge, Histogram } = promClientModule();
-  const configuration = {
+function create({ name, help, labels, type }: MetricDescription, registry: AnyRegistry) {
+  const Kind = kindOf(type);
+  return new Kind({
     name,
     help,
     labelNames: [...labels],
     registers: [registry],
-    ...(collect === undefined ? {} : { collect }),
-  };
-  if (type === 'histogram') {
-    return new Histogram({ ...configuration, buckets: [...DURATION_BUCKETS] });
-  }
-  return type === 'counter' ? new Counter(configuration) : new Gauge(configuration);
+    ...(type === 'histogram' ? { buckets: [...DURATION_BUCKETS] } : {}),
+  });
+}
+
+function kindOf(type: MetricDescription['type']) {
+  const { Counter, Gauge, Histogram } = promClientModule();
+  return { counter: Counter, gauge: Gauge, histogram: Histogram }[type];
 }

@@ -22,13 +22,13 @@ const TOKEN_RULE =
 
 type Check = 'ok' | 'missing' | 'invalid';
 
-/** Where the accepted tokens come from: fixed at start, or a file. */
+/** Whether an `Authorization` header carries an accepted token: fixed at start, or a file. */
 export interface TokenSource {
-  /** Whether the `Authorization` header's value carries an accepted token. */
   check(authorization: string | undefined, log: FastifyBaseLogger): Check;
 }
 
-class Digests implements TokenSource {
+/** Tokens given at start (`token`, `tokens`). */
+export class FixedTokens implements TokenSource {
   readonly #digests: readonly Buffer[];
 
   /** @throws {InvalidOptionError} naming `option`, giving a token's length, never its contents. */
@@ -59,11 +59,6 @@ function digest(text: string): Buffer {
   return createHash('sha256').update(text, 'utf8').digest();
 }
 
-/** Tokens given at start (`token`, `tokens`). */
-export function fixedTokens(tokens: readonly unknown[], option: string): TokenSource {
-  return new Digests(tokens, option);
-}
-
 /**
  * The tokens of a file, one per line (blank lines skipped), re-read when a `stat` per check shows
  * it changed (inode, size, mtime or ctime, so an atomic rename and a Kubernetes secret update
@@ -72,7 +67,7 @@ export function fixedTokens(tokens: readonly unknown[], option: string): TokenSo
  */
 export class TokenFile implements TokenSource {
   readonly #path: string;
-  #digests: Digests;
+  #digests: FixedTokens;
   #version: string;
 
   /** @throws {InvalidOptionError} (option `tokenFile`) when the file is unreadable or invalid. */
@@ -100,7 +95,6 @@ export class TokenFile implements TokenSource {
     }
   }
 
-  /** What tells one version of the file from another, or why it has none. */
   #stat(): string {
     try {
       const { ino, size, mtimeMs, ctimeMs } = statSync(this.#path);
@@ -110,7 +104,7 @@ export class TokenFile implements TokenSource {
     }
   }
 
-  #read(): Digests {
+  #read(): FixedTokens {
     let text: string;
     try {
       text = readFileSync(this.#path, 'utf8');
@@ -118,11 +112,8 @@ export class TokenFile implements TokenSource {
       const reason = (error as NodeJS.ErrnoException).code ?? String(error);
       throw new InvalidOptionError('tokenFile', this.#path, `a readable file (${reason})`);
     }
-    const lines = text.split(/\r?\n/).map((line) => line.trim());
-    return new Digests(
-      lines.filter((line) => line !== ''),
-      'tokenFile',
-    );
+    const lines = text.split('\n').map((line) => line.trim());
+    return new FixedTokens(lines.filter(Boolean), 'tokenFile');
   }
 }
 
@@ -135,17 +126,14 @@ export function authenticate(tokens: TokenSource | undefined) {
     if (tokens === undefined) return;
     const check = tokens.check(request.headers.authorization, request.log);
     if (check === 'ok') return;
-    if (check === 'missing') {
-      reply.header('WWW-Authenticate', 'Bearer realm="idgen-cass"');
-      throw new ServeRefusal(
-        'IDGEN_UNAUTHORIZED',
-        'This endpoint needs one of the service\'s bearer tokens: send "Authorization: Bearer <token>".',
-      );
-    }
-    reply.header('WWW-Authenticate', 'Bearer realm="idgen-cass", error="invalid_token"');
+    const missing = check === 'missing';
+    const error = missing ? '' : ', error="invalid_token"';
+    reply.header('WWW-Authenticate', `Bearer realm="idgen-cass"${error}`);
     throw new ServeRefusal(
       'IDGEN_UNAUTHORIZED',
-      'The bearer token sent is not one this service accepts.',
+      missing
+        ? 'This endpoint needs one of the service\'s bearer tokens: send "Authorization: Bearer <token>".'
+        : 'The bearer token sent is not one this service accepts.',
     );
   };
 }

@@ -5,7 +5,7 @@ import type { Logger as PinoLogger } from 'pino';
 import { InvalidOptionError } from '../errors.js';
 import { checkLogger } from '../logger.js';
 import { checkKeys, everyKeyOf, milliseconds, validateName } from '../options.js';
-import { fixedTokens, TokenFile, type TokenSource } from './auth.js';
+import { FixedTokens, TokenFile, type TokenSource } from './auth.js';
 import type { StatusSource } from './status-page.js';
 
 /** What `/metrics` serves: a prom-client `Registry` fits as it is. */
@@ -19,12 +19,9 @@ export interface MetricsRegistry {
 export interface ServeOptions {
   /** The only sequences served (and checked by `/readyz`). @default undefined (every one) */
   readonly sequences?: readonly string[] | undefined;
-  /**
-   * The bearer token the ID endpoints require; never logged. At most one of `token`, `tokens`
-   * and `tokenFile`. @default undefined (none)
-   */
+  /** The bearer token the ID endpoints require; never logged. @default undefined (none) */
   readonly token?: string | undefined;
-  /** Bearer tokens the ID endpoints accept, any one of them (rotation). @default undefined */
+  /** Tokens accepted, any one (rotation); not with token or tokenFile. @default undefined */
   readonly tokens?: readonly string[] | undefined;
   /**
    * A file of the bearer tokens the ID endpoints accept, one per line, re-read when it changes:
@@ -33,9 +30,7 @@ export interface ServeOptions {
   readonly tokenFile?: string | undefined;
   /** Whether `/metrics` needs a token as well (a token option is then required). @default false */
   readonly metricsAuth?: boolean | undefined;
-  /**
-   * TLS: the PEM certificate chain and private key, making the service HTTPS. @default undefined
-   */
+  /** The PEM certificate chain and private key, making the service HTTPS. @default undefined */
   readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer } | undefined;
   /** What `/metrics` serves; without it `/metrics` answers 404. @default undefined */
   readonly registry?: MetricsRegistry | undefined;
@@ -43,10 +38,7 @@ export interface ServeOptions {
   readonly status?: StatusSource | undefined;
   /** Logs failed requests at `error`, every request at `debug`. @default undefined (silent) */
   readonly logger?: PinoLogger | undefined;
-  /**
-   * How long a request may wait for IDs before a 503, in ms; below proxies' usual 10 s, so
-   * callers get the code. @default 5000
-   */
+  /** Longest wait for IDs before a 503, in ms (below proxies' usual 10 s). @default 5000 */
   readonly timeoutMs?: number | undefined;
   /** The most IDs one `POST /v1/sequences/{name}/ids` returns. @default 10000 */
   readonly maxIdsPerRequest?: number | undefined;
@@ -72,7 +64,7 @@ export const SERVE_DEFAULTS = Object.freeze({
   receiveTimeoutMs: 10_000,
 });
 
-/** The largest `maxIdsPerRequest`: a response of more IDs is better a range. */
+/** A response of more IDs is better a range. */
 const MAX_IDS_PER_REQUEST = 1_000_000;
 
 /** {@link ServeOptions} checked, with their defaults. */
@@ -139,7 +131,7 @@ export function resolveServeOptions(options: ServeOptions): ServeSettings {
     tokenFile !== undefined
       ? new TokenFile(tokenFile)
       : tokens !== undefined || token !== undefined
-        ? fixedTokens(tokens ?? [token], tokens === undefined ? 'token' : 'tokens')
+        ? new FixedTokens(tokens ?? [token], tokens === undefined ? 'token' : 'tokens')
         : undefined;
   if (typeof metricsAuth !== 'boolean' || (metricsAuth && source === undefined)) {
     const allowed = 'true (with token, tokens or tokenFile: /metrics then needs a token) or false';

@@ -13,16 +13,6 @@ type SequenceReadiness =
   | { readonly sequence: string; readonly ready: true; readonly held: number }
   | ({ readonly sequence: string; readonly ready: false } & ServeErrorBody);
 
-/** The body of `/readyz`; `degraded` (200): some sequences served hold IDs here, not all. */
-interface Readiness {
-  readonly status: 'ready' | 'degraded' | 'not_ready';
-  readonly dc: string;
-  readonly keyspace: string;
-  readonly sequences: readonly SequenceReadiness[];
-  readonly code?: string;
-  readonly message?: string;
-}
-
 /** Registers `/healthz` and `/readyz` on `app`; `/readyz` waits `readyTimeoutMs` per check. */
 export function registerHealthRoutes(
   app: FastifyInstance,
@@ -44,15 +34,15 @@ export function registerHealthRoutes(
 
 /**
  * Ready: Cassandra answers in the local DC and each sequence served (or `only`) holds IDs here, so
- * a partition between DCs alone changes nothing. `not_ready` when none does or the sequences
- * cannot be listed.
+ * a partition between DCs alone changes nothing. `degraded` (200) when only some do, `not_ready`
+ * when none does or the sequences cannot be listed.
  */
 async function readiness(
   ids: IdGen,
   served: ServedSequences,
   timeoutMs: number,
   only: string | undefined,
-): Promise<Readiness> {
+) {
   const base = { dc: ids.dc, keyspace: ids.keyspace };
   let names: readonly string[];
   try {
@@ -77,10 +67,7 @@ async function readiness(
       }
     }),
   );
-  const status = sequences.every((s) => s.ready)
-    ? 'ready'
-    : sequences.some((s) => s.ready)
-      ? 'degraded'
-      : 'not_ready';
+  const ready = sequences.filter((s) => s.ready).length;
+  const status = ready === sequences.length ? 'ready' : ready > 0 ? 'degraded' : 'not_ready';
   return { status, ...base, sequences };
 }

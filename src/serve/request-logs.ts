@@ -27,6 +27,7 @@ export function serviceLogger(logger: PinoLogger | undefined): FastifyBaseLogger
 }
 
 const HIDDEN = '…';
+const SHOWN_PAIR = new RegExp(`^(?:count=[0-9]{1,16}|format=(?:${ID_FORMATS.join('|')}))$`);
 
 /** The URL as a log line shows it: text a client chose (maybe a token) is `…` unless valid. */
 function loggedUrl(request: FastifyRequest, served: ServedSequences): string {
@@ -36,24 +37,16 @@ function loggedUrl(request: FastifyRequest, served: ServedSequences): string {
   const path = route === undefined ? HIDDEN : route.replace(':name', shownName);
   const at = request.url.indexOf('?');
   if (at < 0) return path;
+  // Another parameter's name may be the secret itself (`?<token>`): neither is shown.
   const query = request.url
     .slice(at + 1)
     .split('&')
     .map((pair) => {
-      const [key, value] = splitPair(pair);
-      if (key === 'count') return /^[0-9]{1,16}$/.test(value) ? pair : `count=${HIDDEN}`;
-      if (key === 'format') {
-        return (ID_FORMATS as readonly string[]).includes(value) ? pair : `format=${HIDDEN}`;
-      }
-      // Another parameter's name may be the secret itself (`?<token>`): neither is shown.
-      return HIDDEN;
+      if (SHOWN_PAIR.test(pair)) return pair;
+      const key = /^(count|format)(?:=|$)/.exec(pair)?.[1];
+      return key === undefined ? HIDDEN : `${key}=${HIDDEN}`;
     });
   return `${path}?${query.join('&')}`;
-}
-
-function splitPair(pair: string): [string, string] {
-  const at = pair.indexOf('=');
-  return at < 0 ? [pair, ''] : [pair.slice(0, at), pair.slice(at + 1)];
 }
 
 /** fastify's request log lines at debug (at info they drown the rest), with {@link loggedUrl}. */

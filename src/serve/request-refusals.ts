@@ -10,14 +10,14 @@ import type { ConnectionError, FastifyError, FastifyInstance, FastifyRequest } f
 import { InvalidNameError } from '../errors.js';
 import { NAME_RULES } from '../names.js';
 import { ServeRefusal } from './http-errors.js';
-import { ID_ROUTES, idsQuery, RANGES_QUERY, type ApiLimits } from './openapi.js';
+import { ID_ROUTES, RANGES_QUERY, type ApiLimits } from './openapi.js';
 
 /** The ID endpoints' `preValidation`: only decimal digits are a count (not `1e2`, `0x10`). */
 export function decimalCount(limits: ApiLimits) {
   return async (request: FastifyRequest): Promise<void> => {
     const count = (request.query as Record<string, unknown> | undefined)?.['count'];
     if (typeof count === 'string' && !/^[0-9]+$/.test(count)) {
-      throw countRefusal(request.routeOptions.url, limits, false);
+      throw countRefusal(request, limits, false);
     }
   };
 }
@@ -25,37 +25,34 @@ export function decimalCount(limits: ApiLimits) {
 /** The refusal for a schema violation or a body fastify could not read; undefined for others. */
 export function requestRefusal(
   error: FastifyError,
-  route: string | undefined,
-  request: { readonly params: unknown; readonly query: unknown },
+  request: FastifyRequest,
   limits: ApiLimits,
 ): ServeRefusal | undefined {
   const failed = error.validation?.[0];
   if (failed !== undefined) {
-    const details = failed.params as {
-      readonly missingProperty?: unknown;
-      readonly additionalProperty?: unknown;
-      readonly allowedValues?: unknown;
-    };
+    const details: Record<string, unknown> = failed.params;
+    // Only the ID endpoints refuse unknown parameters; both take the same ones.
     if (failed.keyword === 'additionalProperties') {
-      const query = route === ID_ROUTES.ranges ? RANGES_QUERY : idsQuery(limits);
       return new ServeRefusal(
         'IDGEN_BAD_REQUEST',
-        `Unknown query parameter "${String(details.additionalProperty)}": this endpoint takes ${Object.keys(query.properties).join(' and ')}.`,
+        `Unknown query parameter "${String(details['additionalProperty'])}": this endpoint takes ${Object.keys(RANGES_QUERY.properties).join(' and ')}.`,
       );
     }
-    const field = failed.instancePath.replace(/^\//, '') || String(details.missingProperty ?? '');
-    if (failed.keyword === 'enum' && Array.isArray(details.allowedValues)) {
+    const field =
+      failed.instancePath.replace(/^\//, '') || String(details['missingProperty'] ?? '');
+    const allowed = details['allowedValues'];
+    if (failed.keyword === 'enum' && Array.isArray(allowed)) {
       const given = (request.query as Record<string, unknown> | undefined)?.[field];
       return new ServeRefusal(
         'IDGEN_BAD_REQUEST',
-        `Invalid ${field} ${JSON.stringify(given)}: one of ${details.allowedValues.join(', ')}.`,
+        `Invalid ${field} ${JSON.stringify(given)}: one of ${allowed.join(', ')}.`,
       );
     }
     if (error.validationContext === 'params' && field === 'name') {
       const name = (request.params as { name?: unknown } | undefined)?.name;
       return new ServeRefusal('IDGEN_INVALID_NAME', new InvalidNameError('sequence', name).message);
     }
-    if (field === 'count') return countRefusal(route, limits, failed.keyword === 'required');
+    if (field === 'count') return countRefusal(request, limits, failed.keyword === 'required');
     return new ServeRefusal(
       'IDGEN_BAD_REQUEST',
       `Invalid ${field || error.validationContext || 'request'}: ${failed.message ?? 'not allowed'}.`,
@@ -67,13 +64,9 @@ export function requestRefusal(
   return undefined;
 }
 
-function countRefusal(
-  route: string | undefined,
-  limits: ApiLimits,
-  missing: boolean,
-): ServeRefusal {
+function countRefusal(request: FastifyRequest, limits: ApiLimits, missing: boolean) {
   const allowed =
-    route === ID_ROUTES.ids
+    request.routeOptions.url === ID_ROUTES.ids
       ? `an integer from 1 to ${limits.maxIdsPerRequest}`
       : "an integer from 1 to the sequence's largest block size (maxBlockSize)";
   return new ServeRefusal(
@@ -85,18 +78,15 @@ function countRefusal(
 /** The refusal for a path the router turned away; its only parameter is the sequence name. */
 export function frameworkRefusal(error: FastifyError): ServeRefusal {
   if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
-    return new ServeRefusal(
-      'IDGEN_INVALID_NAME',
-      `Invalid sequence name (over 100 characters): ${NAME_RULES.sequence.rule}.`,
-    );
+    const message = `Invalid sequence name (over 100 characters): ${NAME_RULES.sequence.rule}.`;
+    return new ServeRefusal('IDGEN_INVALID_NAME', message);
   }
-  if (error.code === 'FST_ERR_BAD_URL') {
-    return new ServeRefusal(
-      'IDGEN_BAD_REQUEST',
-      'Invalid URL: its path has a malformed %-escape; encode each reserved character as %XX.',
-    );
-  }
-  return new ServeRefusal('IDGEN_BAD_REQUEST', error.message);
+  const badUrl =
+    'Invalid URL: its path has a malformed %-escape; encode each reserved character as %XX.';
+  return new ServeRefusal(
+    'IDGEN_BAD_REQUEST',
+    error.code === 'FST_ERR_BAD_URL' ? badUrl : error.message,
+  );
 }
 
 /** Answers a request Node's HTTP parser refused; logs its code only (raw bytes hold the token). */
@@ -108,7 +98,8 @@ export function clientError(this: FastifyInstance, error: ConnectionError, socke
     'request refused',
   );
   if (socket.writable) {
-    const text = JSON.stringify({ code: 'IDGEN_BAD_REQUEST', message: clientErrorMessage(code) });
+    const message = `Invalid HTTP request: ${PARSER_REFUSALS[code ?? ''] ?? PARSER_REFUSALS['']}.`;
+    const text = JSON.stringify({ code: 'IDGEN_BAD_REQUEST', message });
     socket.write(
       'HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\n' +
         `Content-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
@@ -117,12 +108,8 @@ export function clientError(this: FastifyInstance, error: ConnectionError, socke
   socket.destroy();
 }
 
-function clientErrorMessage(code: string | undefined): string {
-  if (code === 'HPE_HEADER_OVERFLOW') {
-    return 'Invalid HTTP request: its headers are larger than the server accepts.';
-  }
-  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-    return 'Invalid HTTP request: it was not received in full within the time allowed.';
-  }
-  return 'Invalid HTTP request: it is not well-formed HTTP/1.1 (a header name or value, say, holds a character HTTP does not allow).';
-}
+const PARSER_REFUSALS: Readonly<Record<string, string>> = {
+  HPE_HEADER_OVERFLOW: 'its headers are larger than the server accepts',
+  ERR_HTTP_REQUEST_TIMEOUT: 'it was not received in full within the time allowed',
+  '': 'it is not well-formed HTTP/1.1 (a header name or value, say, holds a character HTTP does not allow)',
+};

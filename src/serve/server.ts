@@ -99,8 +99,7 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
   });
 
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
-    const refusal = requestRefusal(error, request.routeOptions.url, request, settings);
-    return sendError(refusal ?? error, request, reply);
+    return sendError(requestRefusal(error, request, settings) ?? error, request, reply);
   });
 
   return app;

@@ -19,7 +19,6 @@ export type ServeRefusalCode =
 /** Every `code` an error body of the service can carry; part of the public API. */
 export type ServeErrorCode = IdGenErrorCode | ServeRefusalCode;
 
-/** The JSON body of every error response. */
 export interface ServeErrorBody {
   readonly code: ServeErrorCode;
   readonly message: string;
@@ -74,7 +73,7 @@ export class ServeRefusal extends Error {
   }
 }
 
-/** The answer to `error`; another than ours is a 500 whose detail stays in the log. */
+/** The answer to `error`; an unexpected one is a 500 whose detail stays in the log. */
 export function httpErrorOf(error: unknown): HttpAnswer & { readonly body: ServeErrorBody } {
   if (error instanceof IdGenError || error instanceof ServeRefusal) {
     return { ...HTTP_ANSWERS[error.code], body: { code: error.code, message: error.message } };

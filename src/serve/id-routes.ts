@@ -8,13 +8,11 @@ import type { ServeSettings } from './options.js';
 import { decimalCount } from './request-refusals.js';
 import type { RequestCall, ServedSequences } from './served-sequences.js';
 
-/** A request to an ID endpoint, validated, with defaults filled in. */
 interface IdRequest {
   Params: { readonly name: string };
   Querystring: { readonly count: number; readonly format: IdFormat };
 }
 
-/** Registers the ID endpoints on `app`, behind the bearer tokens if `settings` has some. */
 export function registerIdRoutes(
   app: FastifyInstance,
   served: ServedSequences,
@@ -53,10 +51,7 @@ export function registerIdRoutes(
   );
 }
 
-/**
- * The budget of the request `reply` answers: `timeoutMs` from now, cancelled when the caller
- * hangs up, and `delivered` once its response is written in full or its connection closed first.
- */
+/** The budget of the request `reply` answers, cancelled when the caller hangs up. */
 function requestCall(reply: FastifyReply, timeoutMs: number): RequestCall {
   const controller = new AbortController();
   // A caller that hangs up stops waiting for IDs nobody would read.

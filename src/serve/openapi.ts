@@ -12,7 +12,7 @@ export interface ApiLimits {
   readonly maxIdsPerRequest: number;
 }
 
-type Json = string | number | boolean | null | readonly Json[] | { readonly [key: string]: Json };
+type Json = unknown;
 type JsonObject = { readonly [key: string]: Json };
 
 export interface OpenApiDocument extends JsonObject {
@@ -103,6 +103,11 @@ function jsonResponse(description: string, schema: string): JsonObject {
   return response(description, 'application/json', { $ref: `#/components/schemas/${schema}` });
 }
 
+const RETRY_AFTER = {
+  description: 'Seconds to wait before retrying the same request.',
+  schema: { type: 'integer', minimum: 1 },
+} as const;
+
 /** One error response per status, listing its codes; `Retry-After` where they say to retry. */
 function errorResponses(): { [status: string]: Json } {
   const responses: { [status: string]: Json } = {};
@@ -115,7 +120,7 @@ function errorResponses(): { [status: string]: Json } {
       'Error',
     );
     responses[String(status)] = retry
-      ? { ...response, headers: { 'Retry-After': { $ref: '#/components/headers/RetryAfter' } } }
+      ? { ...response, headers: { 'Retry-After': RETRY_AFTER } }
       : response;
   }
   return responses;
@@ -263,12 +268,6 @@ export function openApiDocument(limits: ApiLimits): OpenApiDocument {
           scheme: 'bearer',
           description:
             'Needed by the ID endpoints when the service was given a token (the token option of createServer()); the other endpoints never need it.',
-        },
-      },
-      headers: {
-        RetryAfter: {
-          description: 'Seconds to wait before retrying the same request.',
-          schema: { type: 'integer', minimum: 1 },
         },
       },
       schemas: {

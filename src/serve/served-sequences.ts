@@ -8,10 +8,7 @@ import { validateName } from '../options.js';
 import { MAX_SAFE_ID } from '../settings/model.js';
 import { ServeRefusal } from './http-errors.js';
 
-/**
- * One request's budget: its whole timeout, its deadline (`Date.now()` time), its cancellation,
- * and `delivered`: true once the response is written in full, false if its connection closed first.
- */
+/** One request's budget; `delivered`: true once its response is written in full. */
 export interface RequestCall {
   readonly timeoutMs: number;
   readonly deadline: number;
@@ -19,11 +16,7 @@ export interface RequestCall {
   readonly delivered: Promise<boolean>;
 }
 
-/** A sequence served; `wide` if its domain passes 2^53-1 (bigint IDs, written as strings). */
-interface Handle {
-  readonly wide: boolean;
-  readonly sequence: Sequence<number> | Sequence<bigint>;
-}
+type AnySequence = Sequence<number> | Sequence<bigint>;
 
 const SERVICE_TIMEOUT =
   'the service\'s request timeout (the "timeoutMs" option of createServer(); docs/service.md, "Options")';
@@ -31,16 +24,13 @@ const SERVICE_TIMEOUT =
 export class ServedSequences {
   readonly #ids: IdGen;
   readonly #allowlist: ReadonlySet<string> | undefined;
-  /** Read once per existing sequence (a domain never changes), so made-up names cannot grow it. */
+  /** Whether a domain passes 2^53-1, read once per existing sequence (a domain never changes). */
   readonly #wide = new Map<string, Promise<boolean>>();
   readonly #found = new Set<string>();
   readonly #maxPending: number;
   #pending = 0;
 
-  /**
-   * @param allowlist the only sequences served; undefined serves every one in the keyspace.
-   * @param maxPending the most requests {@link ServedSequences.serve} runs at once.
-   */
+  /** @param allowlist the only sequences served; undefined serves every one in the keyspace. */
   constructor(ids: IdGen, allowlist: readonly string[] | undefined, maxPending: number) {
     this.#ids = ids;
     this.#allowlist = allowlist === undefined ? undefined : new Set(allowlist);
@@ -57,16 +47,15 @@ export class ServedSequences {
   }
 
   /**
-   * Runs `work` on sequence `name` within the request's budget. IDs whose response does not reach
-   * the caller are never handed out again (`call.delivered`): a gap, counted `undelivered`.
-   * Beyond `maxPending` requests under way, one is refused before it draws or reads anything.
-   * @throws {ServeRefusal} `IDGEN_OVERLOADED`; what `work` and {@link ServedSequences.handle}
-   * throw; {@link DeadlineError} with the request's whole timeout.
+   * Runs `work` on sequence `name` within the request's budget; beyond `maxPending` requests under
+   * way, one is refused before it draws or reads anything. IDs whose response does not reach the
+   * caller are never handed out again (`call.delivered`): a gap, counted `undelivered`.
+   * @throws {ServeRefusal} `IDGEN_OVERLOADED`; {@link DeadlineError} with the whole timeout.
    */
   async serve<R>(
     name: string,
     call: RequestCall,
-    work: (sequence: Handle['sequence'], options: CallOptions, wide: boolean) => Promise<R>,
+    work: (sequence: AnySequence, options: CallOptions, wide: boolean) => Promise<R>,
   ): Promise<R> {
     if (this.#pending >= this.#maxPending) {
       throw new ServeRefusal(
@@ -88,11 +77,7 @@ export class ServedSequences {
     }
   }
 
-  /**
-   * Loads sequence `name` and makes sure this process holds IDs of it (claiming a block if it
-   * holds none); returns how many it holds.
-   * @throws what {@link Sequence.ready} and {@link ServedSequences.handle} throw.
-   */
+  /** Loads `name` and claims a block unless this process holds IDs of it; returns how many. */
   async ready(name: string, timeoutMs: number): Promise<number> {
     const { sequence } = await this.handle(name);
     await sequence.ready({ timeoutMs });
@@ -100,11 +85,10 @@ export class ServedSequences {
   }
 
   /**
-   * The handle of sequence `name`, of the type its domain needs.
-   * @throws {ServeRefusal} `IDGEN_SEQUENCE_NOT_SERVED` for a name outside the allowlist;
-   * {@link InvalidNameError}, {@link SequenceNotFoundError}, {@link StoreUnavailableError}.
+   * The handle of `name`, bigint where its domain needs it (`wide`: IDs written as strings).
+   * @throws {ServeRefusal} `IDGEN_SEQUENCE_NOT_SERVED` for a name outside the allowlist.
    */
-  async handle(name: string): Promise<Handle> {
+  async handle(name: string): Promise<{ wide: boolean; sequence: AnySequence }> {
     validateName('sequence', name);
     if (this.#allowlist !== undefined && !this.#allowlist.has(name)) {
       throw new ServeRefusal(

@@ -37,8 +37,7 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
   const served = new ServedSequences(ids, settings.sequences, settings.maxPendingRequests);
   const document = openApiDocument(settings);
   const loggerInstance = serviceLogger(settings.logger);
-  // A client that sends a request slowly, or nothing, is cut off (docs/service.md, "Limits");
-  // Node looks for them every connectionsCheckingInterval.
+  // A client that sends a request slowly, or nothing, is cut off (docs/service.md, "Limits").
   const { tls, receiveTimeoutMs } = settings;
   const server = { connectionsCheckingInterval: 1_000, headersTimeout: receiveTimeoutMs };
   const app = fastifyModule().fastify({
@@ -67,7 +66,6 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
     if (closing) reply.header('connection', 'close');
   });
 
-  // Bodies are ignored (up to bodyLimit).
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, _body, done) => done(null));
 

@@ -25,16 +25,12 @@ export interface StatusSource {
   }): Promise<StatusReport>;
 }
 
-/** Seconds between the page's own refreshes. */
-export const STATUS_REFRESH_SECONDS = 10;
+const REFRESH_SECONDS = 10;
 
-/**
- * A report younger than this is served again, so that viewers do not multiply the reads; one
- * older, up to {@link RATES_SINCE_MS}, is where the next report's rates start.
- */
+/** A younger report is served again, so that viewers do not multiply the reads. */
 const REUSE_MS = 2_000;
+/** The next report's rates start at a report up to this old, else are sampled over SAMPLE_MS. */
 const RATES_SINCE_MS = 60_000;
-/** Without a recent report, rates are sampled over this long. */
 const SAMPLE_MS = 1_000;
 
 /**
@@ -78,7 +74,7 @@ function latestReport(source: StatusSource): () => Promise<StatusReport> {
 }
 
 /** The page of `report`: every text escaped, refreshing itself every `refreshSeconds`. */
-export function statusPage(report: StatusReport, refreshSeconds = STATUS_REFRESH_SECONDS): string {
+export function statusPage(report: StatusReport, refreshSeconds = REFRESH_SECONDS): string {
   const sampled = report.sequences.find((s) => s.sampledOverMs !== undefined)?.sampledOverMs;
   const title = `idgen-cass · ${report.keyspace} · ${report.dc}`;
   const body = [

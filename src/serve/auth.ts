@@ -1,9 +1,8 @@
 /**
- * The bearer tokens the service accepts (RFC 6750): several at once, so that a token can be
- * rotated without a moment where neither works, given as options or as a file re-read when it
- * changes. Each is kept only as its SHA-256 digest, compared digest to digest in constant time,
- * every one of them, so neither contents, length nor position show in response times. No log
- * line or message names a token.
+ * The bearer tokens the service accepts (RFC 6750), given as options or a file re-read when it
+ * changes; several at once, so a token rotates without a gap. Each is kept as its SHA-256 digest,
+ * all compared in constant time, so neither contents, length nor position show in response times.
+ * No log line or message names a token.
  */
 
 import { createHash, timingSafeEqual } from 'node:crypto';

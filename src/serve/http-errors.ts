@@ -19,6 +19,7 @@ export type ServeRefusalCode =
 /** Every `code` an error body of the service can carry; part of the public API. */
 export type ServeErrorCode = IdGenErrorCode | ServeRefusalCode;
 
+/** The JSON body of every error response. */
 export interface ServeErrorBody {
   readonly code: ServeErrorCode;
   readonly message: string;

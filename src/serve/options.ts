@@ -67,16 +67,8 @@ export const SERVE_DEFAULTS = Object.freeze({
 /** A response of more IDs is better a range. */
 const MAX_IDS_PER_REQUEST = 1_000_000;
 
-/** {@link ServeOptions} checked, with their defaults. */
-export type ServeSettings = Omit<
-  ServeOptions,
-  'token' | 'tokens' | 'tokenFile' | 'metricsAuth' | keyof typeof SERVE_DEFAULTS
-> &
-  Readonly<Record<keyof typeof SERVE_DEFAULTS, number>> & {
-    /** The accepted tokens; undefined: none needed. */
-    readonly tokens: TokenSource | undefined;
-    readonly metricsAuth: boolean;
-  };
+/** {@link ServeOptions} checked, with their defaults; `tokens` undefined: none needed. */
+export type ServeSettings = Readonly<ReturnType<typeof resolveServeOptions>>;
 
 const SERVE_KEYS = everyKeyOf<ServeOptions>()([
   'sequences',
@@ -105,7 +97,7 @@ export function checkServeOptions(options: ServeOptions): void {
  * @throws {InvalidOptionError} for a bad option (the token's contents are never in the message).
  * @throws {InvalidNameError} for a bad name in `sequences`.
  */
-export function resolveServeOptions(options: ServeOptions): ServeSettings {
+export function resolveServeOptions(options: ServeOptions) {
   checkKeys(options, SERVE_KEYS);
   checkLogger('logger', options.logger);
   const { sequences } = options;
@@ -127,7 +119,7 @@ export function resolveServeOptions(options: ServeOptions): ServeSettings {
     const both = `both ${given.map(([name]) => name).join(' and ')}`;
     throw new InvalidOptionError(given[1]![0], both, 'one of token, tokens and tokenFile');
   }
-  const source =
+  const source: TokenSource | undefined =
     tokenFile !== undefined
       ? new TokenFile(tokenFile)
       : tokens !== undefined || token !== undefined

@@ -23,27 +23,23 @@ const SERVICE_TIMEOUT =
 
 export class ServedSequences {
   readonly #ids: IdGen;
-  readonly #allowlist: ReadonlySet<string> | undefined;
+  /** The only sequences served; undefined serves every one in the keyspace. */
+  readonly allowlist: readonly string[] | undefined;
   /** Whether a domain passes 2^53-1, read once per existing sequence (a domain never changes). */
   readonly #wide = new Map<string, Promise<boolean>>();
   readonly #found = new Set<string>();
   readonly #maxPending: number;
   #pending = 0;
 
-  /** @param allowlist the only sequences served; undefined serves every one in the keyspace. */
   constructor(ids: IdGen, allowlist: readonly string[] | undefined, maxPending: number) {
     this.#ids = ids;
-    this.#allowlist = allowlist === undefined ? undefined : new Set(allowlist);
+    this.allowlist = allowlist;
     this.#maxPending = maxPending;
   }
 
   /** Whether `name` is allowlisted or known to exist: the only names a log line shows. */
   isKnown(name: string): boolean {
-    return this.#allowlist?.has(name) ?? this.#found.has(name);
-  }
-
-  get allowlist(): readonly string[] | undefined {
-    return this.#allowlist === undefined ? undefined : [...this.#allowlist];
+    return this.allowlist?.includes(name) ?? this.#found.has(name);
   }
 
   /**
@@ -90,10 +86,10 @@ export class ServedSequences {
    */
   async handle(name: string): Promise<{ wide: boolean; sequence: AnySequence }> {
     validateName('sequence', name);
-    if (this.#allowlist !== undefined && !this.#allowlist.has(name)) {
+    if (this.allowlist !== undefined && !this.allowlist.includes(name)) {
       throw new ServeRefusal(
         'IDGEN_SEQUENCE_NOT_SERVED',
-        `Sequence "${name}" is not served here; this service serves only: ${[...this.#allowlist].join(', ')}.`,
+        `Sequence "${name}" is not served here; this service serves only: ${this.allowlist.join(', ')}.`,
       );
     }
     let wide = this.#wide.get(name);

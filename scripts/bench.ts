@@ -44,18 +44,18 @@ async function main(): Promise<void> {
   const settings = await parseBenchArgs(argv);
   const startedAt = new Date(started).toISOString();
   const loadAverage = os.loadavg();
-  log(
-    `${settings.quick ? 'quick' : 'full'} run: ${settings.runs} runs, ${settings.durationSeconds} s measured per cluster phase, ${settings.processesPerDc} processes per DC, block sizes ${settings.blockSizes.join(', ')}` +
-      (settings.scale
-        ? `; scale: ${settings.scaleRuns} runs, ${settings.scaleInstances.join(', ')} instances per DC, ${settings.scaleSeconds} s measured`
-        : '') +
-      (settings.http
-        ? `; http: ${settings.httpSeconds} s measured per load, ${settings.httpConnections} connections per service`
-        : '') +
-      (settings.scaleOnly ? ' (scale phase only)' : '') +
-      (settings.httpOnly ? ' (HTTP phase only)' : '') +
-      `; about ${estimateMinutes(settings).toFixed(0)} min`,
-  );
+  const s = settings;
+  const plan = [
+    `${s.quick ? 'quick' : 'full'} run: ${s.runs} runs, ${s.durationSeconds} s measured per cluster phase, ${s.processesPerDc} processes per DC, block sizes ${s.blockSizes.join(', ')}`,
+    s.scale &&
+      `scale: ${s.scaleRuns} runs, ${s.scaleInstances.join(', ')} instances per DC, ${s.scaleSeconds} s measured`,
+    s.http &&
+      `http: ${s.httpSeconds} s measured per load, ${s.httpConnections} connections per service`,
+    s.scaleOnly && 'scale phase only',
+    s.httpOnly && 'HTTP phase only',
+    `about ${estimateMinutes(s).toFixed(0)} min`,
+  ];
+  log(plan.filter(Boolean).join('; '));
   log('1. in-process cost of one ID');
   const inProcess = await measureInProcess(settings, log);
   const contactPoints = await ensureCluster(log);
@@ -78,15 +78,12 @@ async function main(): Promise<void> {
   let raw: RawResults;
   try {
     const machine = machineInfo(await cluster.cassandraVersions(), loadAverage);
-    if (!settings.httpOnly) {
-      fleet = await Fleet.start(cluster, settings.processesPerDc, log);
-    }
-    const clusterPhases = !settings.scaleOnly && !settings.httpOnly;
+    if (!settings.httpOnly) fleet = await Fleet.start(cluster, settings.processesPerDc, log);
+    const clusterPhases = fleet !== undefined && !settings.scaleOnly;
     if (clusterPhases) log('2. cluster phases and 3. burst');
-    const clusterResult =
-      fleet === undefined || !clusterPhases
-        ? skippedCluster(settings, cluster, fleet)
-        : await measureCluster(settings, cluster, fleet, log);
+    const clusterResult = clusterPhases
+      ? await measureCluster(settings, cluster, fleet!, log)
+      : skippedCluster(settings, cluster, fleet);
     if (settings.scale) log('4. scale: N allocator instances per DC');
     const scale =
       settings.scale && fleet !== undefined

@@ -16,15 +16,16 @@ import type {
 import type { BenchCluster } from './cluster.js';
 import type { BurstRun, Log } from './results.js';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
 const START_TIMEOUT_MS = 120_000;
 const EXIT_TIMEOUT_MS = 20_000;
+/** Beyond a phase's own seconds, for an answer to arrive. */
+const ANSWER_TIMEOUT_MS = 120_000;
 
 /**
  * worker.ts under tsx, at a lower priority: here dozens of tight loops share the cores with the
  * Cassandra nodes, and at equal priority they starve them until every LWT takes seconds.
  */
-const WORKER_SCRIPT = path.join(HERE, 'worker.ts');
+const WORKER_SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'worker.ts');
 const WORKER_NICE = 10;
 export const WORKER_RUNTIME =
   'node with tsx, from source (tsx adds about 30 MiB of RSS), at nice 10 so that the Cassandra nodes get the CPU first, as on machines of their own';
@@ -78,13 +79,10 @@ export class Fleet {
     const fleet = new Fleet(workers);
     try {
       const ready = await Promise.all(
-        workers.map((w) => fleet.expect(w, 'ready', START_TIMEOUT_MS)),
+        workers.map((w) => fleet.command(w, undefined, 'ready', START_TIMEOUT_MS)),
       );
-      let slowest = 0;
-      for (const message of ready) {
-        slowest = Math.max(slowest, message.connectMs);
-        fleet.rssAfterConnectMiB.push(Math.round(message.rssMiB * 10) / 10);
-      }
+      const slowest = Math.max(0, ...ready.map((message) => message.connectMs));
+      fleet.rssAfterConnectMiB.push(...ready.map((m) => Math.round(m.rssMiB * 10) / 10));
       log(
         `${workers.length} allocator processes connected (${WORKER_RUNTIME}; slowest connect ${slowest.toFixed(0)} ms)`,
       );
@@ -96,7 +94,7 @@ export class Fleet {
   }
 
   async drawAll(command: DrawCommand): Promise<WorkerDraw[]> {
-    const timeout = command.warmupMs + command.durationMs + 120_000;
+    const timeout = command.warmupMs + command.durationMs + ANSWER_TIMEOUT_MS;
     const answers = await Promise.all(
       this.workers.map((w) => this.command(w, command, 'drawn', timeout)),
     );
@@ -108,7 +106,7 @@ export class Fleet {
     instancesPerDc: number,
     command: Omit<ScaleCommand, 'instances'>,
   ): Promise<{ dc: string; result: WorkerScaleDraw }[]> {
-    const timeout = command.warmupMs + command.durationMs + 120_000;
+    const timeout = command.warmupMs + command.durationMs + ANSWER_TIMEOUT_MS;
     const assigned = this.workers
       .map((worker) => ({
         worker,
@@ -130,7 +128,7 @@ export class Fleet {
   async burst(dc: string, command: BurstCommand): Promise<BurstRun> {
     const worker = this.workers.find((w) => w.dc === dc);
     if (worker === undefined) throw new Error(`no allocator process in DC "${dc}"`);
-    return (await this.command(worker, command, 'burst', 120_000)).result;
+    return (await this.command(worker, command, 'burst', ANSWER_TIMEOUT_MS)).result;
   }
 
   /** Asks every process to exit; kills those that do not. Never throws. */
@@ -151,19 +149,10 @@ export class Fleet {
     );
   }
 
+  /** Sends `command` (none: only waits) and resolves with the answer of type `type`. */
   private command<T extends WorkerMessage['type']>(
     worker: Worker,
-    command: WorkerCommand,
-    answer: T,
-    timeoutMs: number,
-  ): Promise<Answer<T>> {
-    const expected = this.expect(worker, answer, timeoutMs);
-    worker.child.send(command);
-    return expected;
-  }
-
-  private expect<T extends WorkerMessage['type']>(
-    worker: Worker,
+    command: WorkerCommand | undefined,
     type: T,
     timeoutMs: number,
   ): Promise<Answer<T>> {
@@ -172,7 +161,7 @@ export class Fleet {
     if (worker.pending !== undefined) {
       return Promise.reject(new Error(`${name} already has a command outstanding`));
     }
-    return new Promise((resolve, reject) => {
+    const answer = new Promise<Answer<T>>((resolve, reject) => {
       const timer = setTimeout(() => {
         worker.pending = undefined;
         reject(new Error(`${name} did not answer "${type}" within ${timeoutMs / 1000} s`));
@@ -185,5 +174,7 @@ export class Fleet {
         else resolve(message as Answer<T>);
       };
     });
+    if (command !== undefined) worker.child.send(command);
+    return answer;
   }
 }

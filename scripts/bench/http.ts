@@ -3,7 +3,7 @@
  * this process with as many callers per DC; then one more service overloaded, its memory
  * sampled. IDs the services hand out in warm-ups and in the overload run are checked for repeats.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -30,8 +30,7 @@ import { Histogram, latencySummary, sum, hrNow } from './stats.js';
 import { formatNs, formatRate } from './report/format.js';
 import { loadRate } from './report/http.js';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, '../..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const MAIN = path.join(ROOT, 'src/cli/main.ts');
 
 export const HTTP_COUNTS: readonly number[] = Object.freeze([1, 100]);
@@ -43,8 +42,7 @@ const START_TIMEOUT_MS = 120_000;
 const STOP_TIMEOUT_MS = 20_000;
 /**
  * The overload run: 20 connections per request the service takes at once, each asking for the
- * most IDs a request may, on a sequence of fixed blocks that size (a DC range of 100), so that
- * requests wait for block claims.
+ * most IDs a request may, on fixed blocks of that size, so that requests wait for block claims.
  */
 export const OVERLOAD = Object.freeze({
   maxPendingRequests: 50,
@@ -57,16 +55,9 @@ export const OVERLOAD = Object.freeze({
     dcRangeSize: 100 * SERVE_DEFAULTS.maxIdsPerRequest,
   }),
   sampleMs: 200,
-  /**
-   * Long enough for the heap to settle: the service's RSS climbs for the first 10–20 s of any
-   * load, so memory counts as bounded when its second half adds little to its first.
-   */
+  /** Long enough for the heap to settle: RSS climbs for the first 10–20 s of any load. */
   seconds: 30,
 });
-
-export const AUTOCANNON_VERSION = (
-  createRequire(import.meta.url)('autocannon/package.json') as { version: string }
-).version;
 
 export interface ServiceTarget {
   readonly dc: string;
@@ -93,8 +84,7 @@ function combine(measures: readonly DcMeasure[]): HttpLoad {
 }
 
 function idsOf(body: string): number[] {
-  const parsed = JSON.parse(body) as { ids?: unknown };
-  const ids = parsed.ids;
+  const { ids } = JSON.parse(body) as { ids?: unknown };
   if (!Array.isArray(ids) || !ids.every((id): id is number => typeof id === 'number')) {
     throw new Error(`not an answer of the ids endpoint: ${body.slice(0, 200)}`);
   }
@@ -122,22 +112,19 @@ async function cannon(
 ) {
   const histogram = new Histogram();
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
-    const instance = autocannon(
-      {
-        url: `${target.url}/v1/sequences/${plan.sequence}/ids?count=${plan.count}`,
-        method: 'POST',
-        connections: plan.connections,
-        duration: seconds,
-        ...(onResponse === undefined
-          ? {}
-          : { requests: [{ onResponse: (s, b, _c, headers) => onResponse(s, b, headers ?? {}) }] }),
-      },
-      (error: unknown, result: autocannon.Result) => {
-        if (error !== null && error !== undefined)
-          reject(error instanceof Error ? error : new Error(String(error)));
-        else resolve(result);
-      },
-    );
+    const options: autocannon.Options = {
+      url: `${target.url}/v1/sequences/${plan.sequence}/ids?count=${plan.count}`,
+      method: 'POST',
+      connections: plan.connections,
+      duration: seconds,
+    };
+    if (onResponse !== undefined) {
+      options.requests = [{ onResponse: (s, b, _c, headers) => onResponse(s, b, headers ?? {}) }];
+    }
+    const instance = autocannon(options, (error: unknown, result: autocannon.Result) => {
+      if (error === null || error === undefined) resolve(result);
+      else reject(error instanceof Error ? error : new Error(String(error)));
+    });
     // autocannon's own histogram keeps whole milliseconds: too coarse.
     instance.on('response', (_client, statusCode, _bytes, responseTimeMs) => {
       if (statusCode >= 200 && statusCode < 300) histogram.record(responseTimeMs * 1e6);
@@ -284,13 +271,11 @@ export async function loadLibrary(
       let ok = 0;
       let ids = 0;
       let failed = 0;
-      const call =
-        plan.count === 1
-          ? async () => (await sequence.next(), 1)
-          : async () => {
-              const range = await sequence.take(plan.count);
-              return range.last - range.first + 1;
-            };
+      const call = async (): Promise<number> => {
+        if (plan.count === 1) return (await sequence.next(), 1);
+        const range = await sequence.take(plan.count);
+        return range.last - range.first + 1;
+      };
       const caller = async (): Promise<void> => {
         while (hrNow() < end) {
           const t0 = hrNow();
@@ -349,13 +334,13 @@ class ServiceProcess {
     const env = Object.fromEntries(
       Object.entries(process.env).filter(([name]) => !name.startsWith('IDGEN_')),
     );
-    const connection = ['--contact-points', cluster.contactPoints[dc]!.join(','), '--dc', dc];
     const args = [
-      ...['--import', 'tsx', MAIN, ...connection, '--keyspace', cluster.keyspace],
-      ...['serve', '--host', '127.0.0.1', '--port', '0', '--sequence', sequence, ...serveArgs],
+      ...['--import', 'tsx', MAIN, '--contact-points', cluster.contactPoints[dc]!.join(',')],
+      ...['--dc', dc, '--keyspace', cluster.keyspace, 'serve', '--host', '127.0.0.1'],
+      ...['--port', '0', '--sequence', sequence, ...serveArgs],
     ];
-    const stdio: ['ignore', 'ignore', 'pipe'] = ['ignore', 'ignore', 'pipe'];
-    return new ServiceProcess(dc, spawn(process.execPath, args, { cwd: ROOT, env, stdio }));
+    const options: SpawnOptions = { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] };
+    return new ServiceProcess(dc, spawn(process.execPath, args, options));
   }
 
   /** The service's URL, once `/readyz` answers 200; throws if it exits or times out. */
@@ -442,14 +427,14 @@ export class HttpPhase {
         dc: ids.dc,
         sequence: ids.sequence(LIBRARY_SEQUENCE),
       }));
-      const timing = {
-        connections: settings.httpConnections,
-        warmupSeconds: settings.httpWarmupSeconds,
-        seconds: settings.httpSeconds,
-      };
       for (let r = 0; r < settings.runs; r++) {
         for (const entry of counts) {
-          const plan = { ...timing, count: entry.count };
+          const plan = {
+            count: entry.count,
+            connections: settings.httpConnections,
+            warmupSeconds: settings.httpWarmupSeconds,
+            seconds: settings.httpSeconds,
+          };
           const measureService = () =>
             loadServices(targets, { ...plan, sequence: SERVICE_SEQUENCE }, ledger);
           // Alternate which side goes first, so drift of the machine spreads over both.
@@ -480,7 +465,8 @@ export class HttpPhase {
       sequenceOptions: { ...SEQUENCE_OPTIONS },
       serviceRuntime:
         'node --import tsx src/cli/main.ts serve (from source, as the integration test runs it), log level info',
-      autocannon: AUTOCANNON_VERSION,
+      autocannon: (createRequire(import.meta.url)('autocannon/package.json') as { version: string })
+        .version,
       services,
       counts,
       ...(overload === undefined ? {} : { overload }),
@@ -500,8 +486,8 @@ export class HttpPhase {
     try {
       const target = { dc, url: await service.ready() };
       const plan = { ...OVERLOAD, warmupSeconds: 0 };
-      const pid = service.child.pid!;
-      const result = await overloadService(target, pid, plan, OVERLOAD.maxPendingRequests);
+      const { pid } = service.child;
+      const result = await overloadService(target, pid!, plan, OVERLOAD.maxPendingRequests);
       this.log(
         `http overload: ${result.ok} 2xx, ${result.overloaded} shed, ${result.other} other, ${result.uniqueness.duplicates} IDs repeated; RSS ${Math.max(...result.rssBeforeMiB)} MiB before, ${Math.max(...result.rssMiB)} MiB peak`,
       );

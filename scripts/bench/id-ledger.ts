@@ -3,7 +3,6 @@ export class IdLedger {
   private pending: number[] = [];
   /** Sorted disjoint intervals: first at 2i, last at 2i+1. */
   private intervals = new Float64Array(0);
-  private intervalCount = 0;
   added = 0;
   duplicates = 0;
 
@@ -12,25 +11,12 @@ export class IdLedger {
     this.added += ids.length;
   }
 
+  /** Merges the pending IDs into the intervals; every ID already held counts as a duplicate. */
   compact(): void {
     if (this.pending.length === 0) return;
     const sorted = Float64Array.from(this.pending).sort();
     this.pending = [];
-    const fresh: number[] = [];
-    for (let i = 0; i < sorted.length; i++) {
-      const id = sorted[i]!;
-      if (i > 0 && id === sorted[i - 1]) {
-        this.duplicates++;
-        continue;
-      }
-      const last = fresh.length - 1;
-      if (last > 0 && fresh[last] === id - 1) fresh[last] = id;
-      else fresh.push(id, id);
-    }
-    this.merge(fresh);
-  }
-
-  private merge(other: readonly number[]): void {
+    const old = this.intervals;
     const merged: number[] = [];
     const push = (first: number, last: number): void => {
       const end = merged.length - 1;
@@ -40,20 +26,11 @@ export class IdLedger {
       } else merged.push(first, last);
     };
     let i = 0;
-    let j = 0;
-    const mine = this.intervals;
-    while (i < this.intervalCount || j < other.length / 2) {
-      const takeMine =
-        j >= other.length / 2 || (i < this.intervalCount && mine[2 * i]! <= other[2 * j]!);
-      if (takeMine) {
-        push(mine[2 * i]!, mine[2 * i + 1]!);
-        i++;
-      } else {
-        push(other[2 * j]!, other[2 * j + 1]!);
-        j++;
-      }
+    for (const id of sorted) {
+      for (; i < old.length && old[i]! <= id; i += 2) push(old[i]!, old[i + 1]!);
+      push(id, id);
     }
+    for (; i < old.length; i += 2) push(old[i]!, old[i + 1]!);
     this.intervals = Float64Array.from(merged);
-    this.intervalCount = merged.length / 2;
   }
 }

@@ -21,12 +21,6 @@ const SEQUENCE = 'in_process';
 
 /** Keeps results alive so the JIT cannot drop the work that made them. */
 const blackhole = { value: 0 };
-/** Nanoseconds since `t0`, keeping `sink` alive. */
-function lap(t0: number, sink: number): number {
-  const elapsed = hrNow() - t0;
-  blackhole.value ^= sink;
-  return elapsed;
-}
 
 /** `run(n)` times `n` IDs and returns the nanoseconds they took. */
 interface Runner extends InProcessCandidate {
@@ -34,7 +28,29 @@ interface Runner extends InProcessCandidate {
   run(n: number): number | Promise<number>;
 }
 
-/** A handle replaced before its block could run out. */
+/** A runner timing `n` calls of `draw`; `sink` keeps the last result alive. */
+function loopRunner<T>(
+  key: string,
+  label: string,
+  draw: () => T,
+  sink: (last: T) => number,
+): Runner {
+  return {
+    key,
+    label,
+    maxLoop: Infinity,
+    run(n) {
+      let last = draw();
+      const t0 = hrNow();
+      for (let i = 0; i < n; i++) last = draw();
+      const elapsed = hrNow() - t0;
+      blackhole.value ^= sink(last);
+      return elapsed;
+    },
+  };
+}
+
+/** A handle replaced before its block could run out; counts calls that missed a loaded block. */
 class IdgenHandle {
   private ids: IdGen | undefined;
   private handle: Sequence<number> | undefined;
@@ -43,7 +59,11 @@ class IdgenHandle {
 
   constructor(private readonly store: MemoryStore) {}
 
-  async runway(n: number): Promise<Sequence<number>> {
+  /** Times `loop` over `n` calls of a handle with room for them. */
+  async time(
+    n: number,
+    loop: (handle: Sequence<number>) => number | Promise<number>,
+  ): Promise<number> {
     if (this.handle === undefined || this.used + n > IDGEN_BLOCK * 0.99) {
       await this.ids?.close();
       this.ids = new IdGen({ store: this.store, dc: 'dc1', keyspace: 'memory' });
@@ -52,12 +72,15 @@ class IdgenHandle {
       this.used = 0;
     }
     this.used += n;
-    return this.handle;
-  }
-
-  check(handle: Sequence<number>, before: { blocksClaimed: number; waits: number }): void {
-    const after = handle.stats();
+    const before = this.handle.stats();
+    const t0 = hrNow();
+    const last = loop(this.handle);
+    // A sync loop is timed without the microtask an await would add.
+    blackhole.value ^= typeof last === 'number' ? last : await last;
+    const elapsed = hrNow() - t0;
+    const after = this.handle.stats();
     this.refills += after.blocksClaimed - before.blocksClaimed + (after.waits - before.waits);
+    return elapsed;
   }
 
   async close(): Promise<void> {
@@ -81,41 +104,26 @@ async function runners(store: MemoryStore): Promise<{ list: Runner[]; idgen: Idg
   });
   const syncHandle = new IdgenHandle(store);
   const asyncHandle = new IdgenHandle(store);
-  const counter = { value: 0, next: () => ++counter.value };
-  const asyncCounter = async (): Promise<number> => ++counter.value;
+  let counter = 0;
+  const asyncCounter = async (): Promise<number> => ++counter;
   const snowflake = new Snowflake(new Date('2020-01-01T00:00:00Z'));
+  const firstChar = (id: string) => id.charCodeAt(0);
   const list: Runner[] = [
-    {
-      key: 'counter',
-      label: 'plain integer counter (the floor)',
-      maxLoop: Infinity,
-      run(n) {
-        let last = 0;
-        const t0 = hrNow();
-        for (let i = 0; i < n; i++) last = counter.next();
-        return lap(t0, last);
-      },
-    },
+    loopRunner('counter', 'plain integer counter (the floor)', () => ++counter, Number),
     {
       key: 'tryNext',
       label: 'idgen-cass `tryNext()` (sync fast path, block loaded)',
       maxLoop: IDGEN_MAX_LOOP,
-      async run(n) {
-        const handle = await syncHandle.runway(n);
-        const before = handle.stats();
-        let last = 0;
-        let misses = 0;
-        const t0 = hrNow();
-        for (let i = 0; i < n; i++) {
-          const id = handle.tryNext();
-          if (id === undefined) misses++;
-          else last = id;
-        }
-        const elapsed = lap(t0, last);
-        syncHandle.refills += misses;
-        syncHandle.check(handle, before);
-        return elapsed;
-      },
+      run: (n) =>
+        syncHandle.time(n, (handle) => {
+          let last = 0;
+          for (let i = 0; i < n; i++) {
+            const id = handle.tryNext();
+            if (id === undefined) syncHandle.refills++;
+            else last = id;
+          }
+          return last;
+        }),
     },
     {
       key: 'asyncCounter',
@@ -125,57 +133,30 @@ async function runners(store: MemoryStore): Promise<{ list: Runner[]; idgen: Idg
         let last = 0;
         const t0 = hrNow();
         for (let i = 0; i < n; i++) last = await asyncCounter();
-        return lap(t0, last);
+        const elapsed = hrNow() - t0;
+        blackhole.value ^= last;
+        return elapsed;
       },
     },
     {
       key: 'next',
       label: 'idgen-cass `await next()` (async, block loaded)',
       maxLoop: IDGEN_MAX_LOOP,
-      async run(n) {
-        const handle = await asyncHandle.runway(n);
-        const before = handle.stats();
-        let last = 0;
-        const t0 = hrNow();
-        for (let i = 0; i < n; i++) last = await handle.next();
-        const elapsed = lap(t0, last);
-        asyncHandle.check(handle, before);
-        return elapsed;
-      },
+      run: (n) =>
+        asyncHandle.time(n, async (handle) => {
+          let last = 0;
+          for (let i = 0; i < n; i++) last = await handle.next();
+          return last;
+        }),
     },
-    {
-      key: 'snowflake',
-      label: `@sapphire/snowflake ${packageVersion('@sapphire/snowflake')} \`generate()\` (bigint)`,
-      maxLoop: Infinity,
-      run(n) {
-        let last = 0n;
-        const t0 = hrNow();
-        for (let i = 0; i < n; i++) last = snowflake.generate();
-        return lap(t0, Number(last & 0xffffn));
-      },
-    },
-    {
-      key: 'randomUUID',
-      label: '`crypto.randomUUID()` (v4 string)',
-      maxLoop: Infinity,
-      run(n) {
-        let last = '';
-        const t0 = hrNow();
-        for (let i = 0; i < n; i++) last = randomUUID();
-        return lap(t0, last.charCodeAt(0));
-      },
-    },
-    {
-      key: 'uuidV7',
-      label: `uuid ${packageVersion('uuid')} \`v7()\` (string)`,
-      maxLoop: Infinity,
-      run(n) {
-        let last = '';
-        const t0 = hrNow();
-        for (let i = 0; i < n; i++) last = uuidV7();
-        return lap(t0, last.charCodeAt(0));
-      },
-    },
+    loopRunner(
+      'snowflake',
+      `@sapphire/snowflake ${packageVersion('@sapphire/snowflake')} \`generate()\` (bigint)`,
+      () => snowflake.generate(),
+      (last) => Number(last & 0xffffn),
+    ),
+    loopRunner('randomUUID', '`crypto.randomUUID()` (v4 string)', randomUUID, firstChar),
+    loopRunner('uuidV7', `uuid ${packageVersion('uuid')} \`v7()\` (string)`, uuidV7, firstChar),
   ];
   return { list, idgen: [syncHandle, asyncHandle] };
 }

@@ -7,7 +7,6 @@ import type { BenchSettings } from './results.js';
 
 type Preset = Omit<BenchSettings, 'out'>;
 
-/** A full run. */
 export const FULL_PRESET: Readonly<Preset> = Object.freeze({
   quick: false,
   durationSeconds: 20,
@@ -88,24 +87,18 @@ function integerList(max: number, example: string) {
   };
 }
 
+const SECONDS = number(0.5, 3_600, false);
+const WARMUP = number(0, 600, false);
+const RUNS = number(1, 100);
+
 /**
  * The options that override a preset's setting, in the order of `--help`, which adds the
  * presets' values: "(full 20, quick 5)", or "(default 2)" where they agree.
  */
 const OVERRIDES: readonly (readonly [string, keyof Preset, string, (v: string) => unknown])[] = [
-  [
-    '--duration <s>',
-    'durationSeconds',
-    'measured seconds per cluster run',
-    number(0.5, 3_600, false),
-  ],
-  [
-    '--warmup <s>',
-    'warmupSeconds',
-    'seconds each process draws before measuring',
-    number(0, 600, false),
-  ],
-  ['--runs <n>', 'runs', 'runs of every measurement; figures are their median', number(1, 100)],
+  ['--duration <s>', 'durationSeconds', 'measured seconds per cluster run', SECONDS],
+  ['--warmup <s>', 'warmupSeconds', 'seconds each process draws before measuring', WARMUP],
+  ['--runs <n>', 'runs', 'runs of every measurement; figures are their median', RUNS],
   ['--processes-per-dc <n>', 'processesPerDc', 'allocator processes per DC', number(1, 32)],
   [
     '--block-sizes <list>',
@@ -132,19 +125,14 @@ const OVERRIDES: readonly (readonly [string, keyof Preset, string, (v: string) =
     'allocator instances per DC the scale phase tries, comma separated',
     integerList(MAX_SCALE_INSTANCES, '1,4,16,64'),
   ],
-  [
-    '--scale-seconds <s>',
-    'scaleSeconds',
-    'measured seconds of each scale configuration',
-    number(0.5, 3_600, false),
-  ],
+  ['--scale-seconds <s>', 'scaleSeconds', 'measured seconds of each scale configuration', SECONDS],
   [
     '--scale-warmup <s>',
     'scaleWarmupSeconds',
     'seconds each scale instance draws before measuring',
-    number(0, 600, false),
+    WARMUP,
   ],
-  ['--scale-runs <n>', 'scaleRuns', 'runs of the scale phase', number(1, 100)],
+  ['--scale-runs <n>', 'scaleRuns', 'runs of the scale phase', RUNS],
   [
     '--scale-rate <ids/s>',
     'scaleRatePerDc',
@@ -168,7 +156,7 @@ const OVERRIDES: readonly (readonly [string, keyof Preset, string, (v: string) =
 
 type Flags = {
   quick?: boolean;
-  /** commander's negated `--no-scale` and `--no-http`: false when given. */
+  /** False when `--no-scale` is given; `http` likewise. */
   scale: boolean;
   scaleOnly?: boolean;
   http: boolean;

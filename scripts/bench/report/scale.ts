@@ -181,12 +181,9 @@ export function summarizeScale(scale: ScaleResult, inProcess: InProcessResult) {
   const rows = configs.map(summarizeRow);
   const sorted = (mode: ScaleMode) =>
     rows.filter((r) => r.mode === mode).sort((a, b) => a.instancesPerDc - b.instancesPerDc);
-  const partitionMax = rows.reduce<ScaleRow | undefined>((max, r) => {
-    const claims = r.busiestClaimsPerSecond.median;
-    return Number.isFinite(claims) && claims > (max?.busiestClaimsPerSecond.median ?? -Infinity)
-      ? r
-      : max;
-  }, undefined);
+  const partitionMax: ScaleRow | undefined = rows
+    .filter((r) => Number.isFinite(r.busiestClaimsPerSecond.median))
+    .sort((a, b) => b.busiestClaimsPerSecond.median - a.busiestClaimsPerSecond.median)[0];
   const busiest = partitionMax?.busiestClaimsPerSecond.median ?? Infinity;
   const tight = sorted('tight');
   const points = tight.map((r) => ({ n: r.instancesPerDc, idsPerSecond: r.idsPerSecond.median }));

@@ -14,6 +14,7 @@ import type {
   WorkerScaleDraw,
 } from './protocol.js';
 import type { BenchCluster } from './cluster.js';
+import type { ScaleTarget } from './scale-worker.js';
 import type { BurstRun, Log } from './results.js';
 
 const START_TIMEOUT_MS = 120_000;
@@ -55,11 +56,11 @@ export class Fleet {
     const workers: Worker[] = [];
     for (const dc of cluster.dcs) {
       for (let index = 0; index < processesPerDc; index++) {
-        const child = fork(
-          WORKER_SCRIPT,
-          ['--dc', dc, '--contact-points', contactPoints[dc]!.join(','), '--keyspace', keyspace],
-          { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] },
-        );
+        const target: ScaleTarget = { dc, contactPoints: contactPoints[dc]!, keyspace };
+        const child = fork(WORKER_SCRIPT, [JSON.stringify(target)], {
+          execArgv: ['--import', 'tsx'],
+          stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+        });
         if (child.pid !== undefined) os.setPriority(child.pid, WORKER_NICE);
         const worker: Worker = { dc, index, child, pending: undefined, exited: false };
         const answer = (message: WorkerMessage): void => {

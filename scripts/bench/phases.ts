@@ -19,15 +19,13 @@ import { formatCount, formatNs, formatRate } from './report/format.js';
 
 const MODES: readonly DrawMode[] = ['tight', 'paced'];
 export function combineDraws(draws: readonly WorkerDraw[]): DrawRun {
-  const histogram = new Histogram();
-  for (const draw of draws) histogram.merge(draw.histogram);
   checkIncreasing(draws, 'process');
   return {
     processes: draws.length,
     ...sums(draws, ['ids', 'warmupWaits', 'failures', 'warmupFailures']),
     seconds: sum(draws.map((d) => d.seconds)) / draws.length,
     idsPerSecond: sum(draws.map((d) => d.ids / d.seconds)),
-    latency: latencySummary(histogram),
+    latency: latencySummary(Histogram.merged(draws.map((d) => d.histogram))),
     counts: addCounts(draws.map((d) => d.counts)),
     rssMiB: draws.map((d) => Math.round(d.rssMiB * 10) / 10),
     failureMessages: [...new Set(draws.flatMap((d) => d.failureMessages))],

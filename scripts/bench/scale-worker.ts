@@ -61,9 +61,9 @@ export class ScaleInstances {
     const start = hrNow();
     let cpuAtOpen: NodeJS.CpuUsage | undefined;
     const loopDelay = monitorEventLoopDelay({ resolution: LOOP_DELAY_RESOLUTION_MS });
-    const runs = instances.map(({ ids, timed }) => ({
-      handle: ids.sequence(command.sequence),
-      timed,
+    const runs = instances.map((i) => ({
+      handle: i.ids.sequence(command.sequence),
+      timed: i.timed,
     }));
     // Close only after every loop: a returned block leaves the next claim off the block grid,
     // and a loop still drawing would get a block cut short.
@@ -72,13 +72,7 @@ export class ScaleInstances {
         let before = timed.snapshot();
         const loop = await drawLoop(
           handle,
-          {
-            ratePerSecond: command.ratePerInstance,
-            warmupMs: command.warmupMs,
-            durationMs: command.durationMs,
-            start,
-            timed: command.timed !== false,
-          },
+          { ...command, ratePerSecond: command.ratePerInstance, start },
           () => {
             before = timed.snapshot();
             if (cpuAtOpen === undefined) {
@@ -96,8 +90,6 @@ export class ScaleInstances {
     if (failed !== undefined) throw failed.reason;
     const loops = settled.flatMap((result) => (result.status === 'fulfilled' ? result.value : []));
     const cpu = process.cpuUsage(cpuAtOpen);
-    const histogram = new Histogram();
-    for (const loop of loops) histogram.merge(loop.histogram);
     const draws = loops.map((l) => l.draw);
     const messages = [...new Set(draws.flatMap((d) => d.failureMessages))];
     return {
@@ -107,7 +99,7 @@ export class ScaleInstances {
       instanceSeconds: sum(draws.map((d) => d.seconds)),
       claimedIds: sum(loops.map((l) => l.draw.ids + l.heldAfter - l.heldBefore)),
       lastBlockSizes: loops.flatMap((l) => l.lastBlockSize ?? []),
-      histogram: histogram.toJSON(),
+      histogram: Histogram.merged(loops.map((l) => l.histogram)).toJSON(),
       counts: addCounts(draws.map((d) => d.counts)),
       failureMessages: messages.slice(0, MAX_FAILURE_MESSAGES),
       dcState: addTimings(loops.map((l) => l.dcState)),

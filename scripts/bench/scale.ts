@@ -26,8 +26,6 @@ export function combineScale(
 ): ScaleRun {
   const results = answers.map((a) => a.result);
   checkIncreasing(results, 'instance');
-  const histogram = new Histogram();
-  for (const { result } of answers) histogram.merge(result.histogram);
   const perDc = dcs.map((dc): ScaleDcRun => {
     const mine = answers.filter((a) => a.dc === dc).map((a) => a.result);
     const instances = sum(mine.map((r) => r.instances));
@@ -47,7 +45,7 @@ export function combineScale(
   return {
     processes: answers.length,
     dcs: perDc,
-    latency: latencySummary(histogram),
+    latency: latencySummary(Histogram.merged(results.map((r) => r.histogram))),
     failureMessages: [...new Set(answers.flatMap((a) => a.result.failureMessages))],
     workerCpuSeconds: sum(results.map((r) => r.cpuSeconds)),
     machineBusy,

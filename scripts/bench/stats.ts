@@ -67,9 +67,9 @@ export class Histogram {
     return { buckets, count: this.count, min: this.min, max: this.max, sum: this.sum };
   }
 
-  static from(serialized: SerializedHistogram): Histogram {
+  static merged(parts: readonly (Histogram | SerializedHistogram)[]): Histogram {
     const histogram = new Histogram();
-    histogram.merge(serialized);
+    for (const part of parts) histogram.merge(part);
     return histogram;
   }
 }

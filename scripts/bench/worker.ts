@@ -1,6 +1,4 @@
 /** One allocator process, forked by fleet.ts: connects once, then obeys protocol.ts commands. */
-import { parseArgs } from 'node:util';
-
 import { connect, type IdGen } from '../../src/index.js';
 import { drawLoop } from './draw-loop.js';
 import type {
@@ -12,7 +10,7 @@ import type {
 } from './protocol.js';
 import { countsBetween } from './protocol.js';
 import type { BurstRun } from './results.js';
-import { ScaleInstances } from './scale-worker.js';
+import { ScaleInstances, type ScaleTarget } from './scale-worker.js';
 import { Histogram, latencySummary, hrNow } from './stats.js';
 
 function send(message: WorkerMessage): void {
@@ -21,15 +19,11 @@ function send(message: WorkerMessage): void {
 
 async function draw(ids: IdGen, command: DrawCommand): Promise<WorkerDraw> {
   const handle = ids.sequence(command.sequence);
-  const { draw: drawn, histogram } = await drawLoop(handle, {
-    ratePerSecond: command.mode === 'paced' ? command.ratePerSecond : 0,
-    warmupMs: command.warmupMs,
-    durationMs: command.durationMs,
-    start: hrNow(),
-  });
+  const ratePerSecond = command.mode === 'paced' ? command.ratePerSecond : 0;
+  const loop = await drawLoop(handle, { ...command, ratePerSecond, start: hrNow() });
   const rssMiB = process.memoryUsage().rss / 2 ** 20;
   await handle.close();
-  return { ...drawn, histogram: histogram.toJSON(), rssMiB };
+  return { ...loop.draw, histogram: loop.histogram.toJSON(), rssMiB };
 }
 
 /** Loads one block, then asks for `calls` IDs at once. */
@@ -56,32 +50,19 @@ async function burst(ids: IdGen, command: BurstCommand): Promise<BurstRun> {
   };
 }
 
+/** The one argument: the {@link ScaleTarget} as JSON. */
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      dc: { type: 'string' },
-      'contact-points': { type: 'string' },
-      keyspace: { type: 'string' },
-    },
-  });
-  const { dc, keyspace } = values;
-  const contactPoints = values['contact-points'];
-  if (dc === undefined || keyspace === undefined || contactPoints === undefined) {
-    throw new Error('bench worker: --dc, --contact-points and --keyspace are required');
-  }
+  const target = JSON.parse(process.argv[2] ?? '') as ScaleTarget;
+  const { dc, contactPoints, keyspace } = target;
   const started = hrNow();
-  const ids = await connect({
-    contactPoints: contactPoints.split(','),
-    localDataCenter: dc,
-    keyspace,
-  });
+  const ids = await connect({ contactPoints: [...contactPoints], localDataCenter: dc, keyspace });
   send({
     type: 'ready',
     pid: process.pid,
     connectMs: (hrNow() - started) / 1e6,
     rssMiB: process.memoryUsage().rss / 2 ** 20,
   });
-  const scale = new ScaleInstances({ dc, contactPoints: contactPoints.split(','), keyspace });
+  const scale = new ScaleInstances(target);
   const closeAll = () => Promise.allSettled([ids.close(), scale.close()]);
   // Commands arrive one at a time: the benchmark waits for each answer before the next.
   let queue = Promise.resolve();

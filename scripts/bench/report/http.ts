@@ -10,7 +10,9 @@ import {
   formatRate,
   formatTimes,
   grid,
+  latencyColumns,
   plural,
+  table,
   withSpread,
 } from './format.js';
 import type { Summary } from './summary.js';
@@ -149,15 +151,6 @@ function sideLabel(side: HttpSide, count: number): string {
   return count === 1 ? 'library `await next()`' : `library \`await take(${count})\``;
 }
 
-function measuredCells(row: HttpRow): string[] {
-  const { p50, p99, p999, max } = row.latency;
-  return [
-    withSpread(row.requestsPerSecond, formatRate),
-    withSpread(row.idsPerSecond, formatRate),
-    ...[p50, p99, p999, max].map((f) => withSpread(f, formatNs)),
-  ];
-}
-
 /** Without its closing punctuation; the rest is a log. */
 export function firstLine(message: string): string {
   return (message.split('\n')[0] ?? '').replace(/[\s.:;]+$/, '');
@@ -194,39 +187,30 @@ export function renderHttp(raw: RawResults, summary: Summary): string[] {
     out.push(
       `### ${plural(entry.count, 'ID')} per request`,
       '',
-      ...grid(
+      ...table<HttpRow>(
         [
-          'side',
-          'DC',
-          ...['requests/s', 'IDs/s', 'p50', 'p99', 'p99.9', 'max'],
-          'non-2xx (library: threw)',
-          'connection errors',
+          ['side', (row) => sideLabel(row.side, entry.count)],
+          ['DC', (row) => row.dc ?? '**all**'],
+          ['requests/s', (row) => withSpread(row.requestsPerSecond, formatRate)],
+          ['IDs/s', (row) => withSpread(row.idsPerSecond, formatRate)],
+          ...latencyColumns((row: HttpRow) => row.latency),
+          ['non-2xx (library: threw)', (row) => formatCount(row.non2xx)],
+          ['connection errors', (row) => formatCount(row.errors)],
         ],
-        entry.rows.map((row) => [
-          sideLabel(row.side, entry.count),
-          row.dc ?? '**all**',
-          ...measuredCells(row),
-          formatCount(row.non2xx),
-          formatCount(row.errors),
-        ]),
+        entry.rows,
       ),
     );
   }
   if (measured.length > 0) {
     out.push(
-      ...grid(
+      ...table<(typeof measured)[number]>(
         [
-          'IDs per request',
-          'HTTP IDs/s ÷ library IDs/s',
-          'HTTP p50 ÷ library p50',
-          'HTTP p99.9 ÷ library p99.9',
+          ['IDs per request', (c) => formatCount(c.count)],
+          ['HTTP IDs/s ÷ library IDs/s', (c) => withSpread(c.throughputRatio, formatPercent)],
+          ['HTTP p50 ÷ library p50', (c) => withSpread(c.p50Ratio, formatTimes)],
+          ['HTTP p99.9 ÷ library p99.9', (c) => withSpread(c.p999Ratio, formatTimes)],
         ],
-        measured.map((c) => [
-          formatCount(c.count),
-          withSpread(c.throughputRatio, formatPercent),
-          withSpread(c.p50Ratio, formatTimes),
-          withSpread(c.p999Ratio, formatTimes),
-        ]),
+        measured,
       ),
     );
   }

@@ -16,6 +16,7 @@ import type {
 } from './results.js';
 import { Histogram, latencySummary, sum, sums, hrNow } from './stats.js';
 import { formatCount, formatNs, formatRate } from './report/format.js';
+import { lwtCount } from './report/summary.js';
 
 const MODES: readonly DrawMode[] = ['tight', 'paced'];
 export function combineDraws(draws: readonly WorkerDraw[]): DrawRun {
@@ -87,11 +88,14 @@ export async function measureCluster(
   log: Log,
 ): Promise<ClusterResult> {
   const firstDc = cluster.dcs[0]!;
+  const sequenceOptions = (blockSize: number) => ({
+    blockSize,
+    dcRangeSize: blockSize * settings.dcRangeBlocks,
+  });
   const naive = [1, settings.naiveClients].map((clients) => ({ clients, runs: [] as NaiveRun[] }));
   const draws = settings.blockSizes.flatMap((blockSize) =>
     MODES.map((mode) => ({
-      blockSize,
-      dcRangeSize: blockSize * settings.dcRangeBlocks,
+      ...sequenceOptions(blockSize),
       mode,
       ratePerProcess: mode === 'paced' ? settings.pacedBlocksPerSecond * blockSize : undefined,
       runs: [] as DrawRun[],
@@ -101,10 +105,6 @@ export async function measureCluster(
   const coldStarts: ColdStartSample[][] = [];
   const durationMs = settings.durationSeconds * 1000;
   const burstCalls = settings.burstFactor * settings.steadyBlockSize;
-  const sequenceOptions = (blockSize: number) => ({
-    blockSize,
-    dcRangeSize: blockSize * settings.dcRangeBlocks,
-  });
   for (let r = 0; r < settings.runs; r++) {
     const run = `run ${r + 1}/${settings.runs}`;
     for (const { clients, runs } of naive) {
@@ -135,20 +135,15 @@ export async function measureCluster(
         }),
       );
       runs.push(result);
-      const lwt =
-        result.counts.lwtWrites + result.counts.serialReads + result.counts.localSerialReads;
+      const lwt = lwtCount(result.counts);
       log(
         `${run} block ${formatCount(blockSize)} ${mode}: ${formatRate(result.idsPerSecond)}, p99 ${formatNs(result.latency.p99)}, ` +
           `waits ${result.counts.waits}, ${formatCount(Math.round((lwt / Math.max(result.ids, 1)) * 1e6))} LWT/M IDs`,
       );
     }
-    const burstSequence = `burst_r${r}`;
-    await cluster.createSequence(burstSequence, sequenceOptions(settings.steadyBlockSize));
-    const burst = await fleet.burst(firstDc, {
-      type: 'burst',
-      sequence: burstSequence,
-      calls: burstCalls,
-    });
+    const sequence = `burst_r${r}`;
+    await cluster.createSequence(sequence, sequenceOptions(settings.steadyBlockSize));
+    const burst = await fleet.burst(firstDc, { type: 'burst', sequence, calls: burstCalls });
     bursts.push(burst);
     log(
       `${run} burst of ${formatCount(burst.calls)}: ${burst.totalMs.toFixed(1)} ms, ${burst.counts.waits} waits, ${burst.counts.blocksClaimed} blocks claimed`,

@@ -5,8 +5,7 @@ import path from 'node:path';
 import * as prettier from 'prettier';
 
 import { renderMarkdown } from './report/markdown.js';
-import { summarize, type Summary } from './report/summary.js';
-import { formatPercent, formatTimes, withSpread } from './report/format.js';
+import { ratioText, summarize, type Summary } from './report/summary.js';
 import type { RawResults } from './results.js';
 import { RESULTS_SCHEMA } from './results.js';
 
@@ -38,8 +37,7 @@ export async function formatMarkdown(markdown: string, file: string): Promise<st
 /** What stdout gets: where the report is, then its key ratios, one a line. */
 export function headline(report: Report, markdownFile: string): string {
   const ratios = report.json.summary.ratios.map(
-    (r) =>
-      `${withSpread(r.value, r.unit === 'percent' ? formatPercent : formatTimes)}  ${r.label.replace(/`/g, '')}`,
+    (r) => `${ratioText(r)}  ${r.label.replace(/`/g, '')}`,
   );
   return [`Report: ${markdownFile}`, 'Key ratios (per run, then median):', ...ratios, ''].join(
     '\n',

@@ -64,15 +64,12 @@ function worstLoopDelay(
   };
 }
 
+/** Milliseconds of all cores since boot: busy, and in all. */
 function cpuTimes(): { busy: number; total: number } {
-  let busy = 0;
-  let total = 0;
-  for (const { times } of os.cpus()) {
-    const all = times.user + times.nice + times.sys + times.irq + times.idle;
-    total += all;
-    busy += all - times.idle;
-  }
-  return { busy, total };
+  const times = os.cpus().map((cpu) => cpu.times);
+  const idle = sum(times.map((t) => t.idle));
+  const total = sum(times.map((t) => t.user + t.nice + t.sys + t.irq + t.idle));
+  return { busy: total - idle, total };
 }
 
 /** Share of the machine's cores busy from `fromMs` to `toMs` after now. */

@@ -137,12 +137,8 @@ export interface LatencyFigures {
 }
 
 export function latencyFigures(runs: readonly { latency: LatencySummary }[]): LatencyFigures {
-  return {
-    p50: figure(runs.map((r) => r.latency.p50)),
-    p99: figure(runs.map((r) => r.latency.p99)),
-    p999: figure(runs.map((r) => r.latency.p999)),
-    max: figure(runs.map((r) => r.latency.max)),
-  };
+  const of = (key: keyof LatencyFigures) => figure(runs.map((r) => r.latency[key]));
+  return { p50: of('p50'), p99: of('p99'), p999: of('p999'), max: of('max') };
 }
 
 export const hrNow = (): number => Number(process.hrtime.bigint());
@@ -152,14 +148,8 @@ export function sums<K extends string>(
   items: readonly Readonly<Record<K, number>>[],
   keys: readonly K[],
 ): Record<K, number> {
-  return Object.fromEntries(keys.map((k) => [k, sum(items.map((item) => item[k]))])) as Record<
-    K,
-    number
-  >;
+  const totals = keys.map((k) => [k, sum(items.map((item) => item[k]))]);
+  return Object.fromEntries(totals) as Record<K, number>;
 }
 
-export function sum(values: readonly number[]): number {
-  let total = 0;
-  for (const v of values) total += v;
-  return total;
-}
+export const sum = (values: readonly number[]): number => values.reduce((a, b) => a + b, 0);

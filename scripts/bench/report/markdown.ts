@@ -7,7 +7,6 @@ import {
   formatMiB,
   formatMs,
   formatNs,
-  formatPercent,
   formatRate,
   formatTimes,
   grid,
@@ -19,6 +18,7 @@ import {
 } from './format.js';
 import { renderHttp } from './http.js';
 import { renderScale } from './scale.js';
+import { ratioText } from './summary.js';
 import type { BurstSummary, DrawRow, NaiveRow, Summary } from './summary.js';
 
 export function renderMarkdown(raw: RawResults, summary: Summary): string {
@@ -31,10 +31,7 @@ export function renderMarkdown(raw: RawResults, summary: Summary): string {
     '',
     ...grid(
       ['comparison', 'how many times'],
-      summary.ratios.map((r) => [
-        r.label,
-        withSpread(r.value, r.unit === 'percent' ? formatPercent : formatTimes),
-      ]),
+      summary.ratios.map((r) => [r.label, ratioText(r)]),
     ),
     ...renderInProcess(raw, summary),
     '## 2. On the 3-DC cluster',

@@ -13,6 +13,7 @@ import type {
   RawResults,
 } from '../results.js';
 import { figure, latencyFigures, sum, type Figure } from '../stats.js';
+import { formatPercent, formatTimes, withSpread } from './format.js';
 import { summarizeHttp, type HttpSummary } from './http.js';
 import { summarizeScale, type ScaleSummary } from './scale.js';
 
@@ -29,7 +30,11 @@ export interface Ratio {
 
 export type Summary = Readonly<ReturnType<typeof summarize>>;
 
-const lwtCount = (c: AllocatorCounts): number => c.lwtWrites + c.serialReads + c.localSerialReads;
+export const ratioText = (r: Ratio): string =>
+  withSpread(r.value, r.unit === 'percent' ? formatPercent : formatTimes);
+
+export const lwtCount = (c: AllocatorCounts): number =>
+  c.lwtWrites + c.serialReads + c.localSerialReads;
 const perMillion = (part: number, ids: number): number => (ids > 0 ? (part / ids) * 1e6 : NaN);
 const naiveRate = (run: NaiveRun): number => run.ids / run.seconds;
 const naiveLwtPerId = (run: NaiveRun): number =>

@@ -1,8 +1,8 @@
 /** `npm run cluster -- <command>`: a real multi-DC Cassandra on this machine, from Maven jars. */
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import * as cluster from './cluster/manager.js';
 import { PAXOS_VARIANTS, cacheDir, defaultTopology, describeTopology } from './cluster/topology.js';
-import type { CommitlogSync, Topology } from './cluster/topology.js';
+import type { Topology } from './cluster/topology.js';
 
 // `npm run cluster -- status | head`: a reader that has gone ends the output, not the command
 // (an `up` or a `heal` stopped half done would leave the cluster in between).
@@ -10,19 +10,11 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   if (error.code !== 'EPIPE' && error.code !== 'ERR_STREAM_DESTROYED') throw error;
 });
 
-/** A commander option parser: `parse` returns undefined for a value outside `allowed`. */
-function parser<T>(allowed: string, parse: (value: string) => T | undefined) {
-  return (value: string): T => {
-    const parsed = parse(value);
-    if (parsed === undefined) throw new InvalidArgumentError(allowed);
-    return parsed;
-  };
-}
-const COMMITLOG_SYNCS: readonly CommitlogSync[] = ['batch', 'periodic'];
-const positiveInt = parser('an integer from 1 to 9', (value) => {
+function positiveInt(value: string): number {
   const n = Number(value);
-  return Number.isInteger(n) && n >= 1 && n <= 9 ? n : undefined;
-});
+  if (Number.isInteger(n) && n >= 1 && n <= 9) return n;
+  throw new InvalidArgumentError('an integer from 1 to 9');
+}
 
 function printNodes(topology: Topology, nodes: readonly cluster.NodeStatus[]): void {
   const rss = nodes.reduce((sum, n) => sum + (n.rssMiB ?? 0), 0);
@@ -48,16 +40,19 @@ program
     "nodes per datacenter (default: the existing cluster's, else IDGEN_NODES_PER_DC, else 3); another number than the existing cluster's recreates it, dropping its data",
     positiveInt,
   )
-  .option(
-    '--paxos <variant>',
-    "paxos_variant of every node, v1 or v2 (default: the existing cluster's, else IDGEN_PAXOS, else v2); a running cluster is restarted node by node",
-    parser('v1 or v2', (v) => PAXOS_VARIANTS.find((variant) => variant === v)),
+  .addOption(
+    new Option(
+      '--paxos <variant>',
+      "paxos_variant of every node (default: the existing cluster's, else IDGEN_PAXOS, else v2); a running cluster is restarted node by node",
+    ).choices(PAXOS_VARIANTS),
   )
-  .option(
-    '--commitlog <sync>',
-    'commitlog_sync: batch (default: a write is synced before it is acknowledged) or periodic (loses up to 10 s of acknowledged writes on a crash; for negative controls only)',
-    parser('batch or periodic', (v) => COMMITLOG_SYNCS.find((sync) => sync === v)),
-    'batch' as CommitlogSync,
+  .addOption(
+    new Option(
+      '--commitlog <sync>',
+      'commitlog_sync: batch (a write is synced before it is acknowledged) or periodic (loses up to 10 s of acknowledged writes on a crash; for negative controls only)',
+    )
+      .choices(['batch', 'periodic'])
+      .default('batch'),
   )
   .action(async (opts: Partial<Topology>) => {
     const started = Date.now();

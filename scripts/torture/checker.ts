@@ -39,18 +39,13 @@ export interface Verdict {
   /** The first few IDs recorded twice, with the incarnations that recorded each. */
   readonly duplicates: readonly { readonly id: number; readonly by: readonly number[] }[];
   readonly duplicateCount: number;
-  /** Incarnations whose IDs did not strictly increase, with the first offending position. */
   readonly nonMonotonic: readonly { readonly incarnation: number; readonly at: number }[];
   readonly uncoveredCalls?: readonly UncoveredCalls[];
   /** IDs outside the grants of the one grantee (DC or shard) the process drew its first ID from. */
   readonly outsideGrants: readonly { readonly incarnation: number; readonly id: number }[];
   readonly outsideGrantsCount: number;
-  /** Grants of all DCs overlapping each other, or above GLOBAL. */
   readonly grantProblems: readonly string[];
-  /**
-   * IDs granted / recorded (distinct, inside grants) / still held by the final states / neither
-   * (`lost`). `balanced`: no recorded ID lies in a held range, and held ranges lie inside grants.
-   */
+  /** `balanced`: no recorded ID lies in a held range, and held ranges lie inside grants. */
   readonly reconciliation: Readonly<Record<'granted' | 'drawn' | 'held' | 'lost', number>> & {
     readonly balanced: boolean;
   };
@@ -69,7 +64,6 @@ const MAX_LISTED = 20;
 const OWNER_SPAN = 2 ** 21;
 const MAX_PACKED_ID = 2 ** 32;
 
-/** Judges a campaign's history against the rows. */
 export function checkHistory(
   incarnations: readonly RecordedIncarnation[],
   rows: RowsAfter,
@@ -128,16 +122,13 @@ export function checkHistory(
   const sortedGrants = new Map<string, Grant[]>();
   const grantsOfDc = new Map<string, { grantee: string; grant: Grant }[]>();
   for (const [grantee, grants] of rows.grants) {
-    sortedGrants.set(
-      grantee,
-      [...grants].sort((a, b) => (a.min < b.min ? -1 : 1)),
-    );
+    sortedGrants.set(grantee, [...grants].sort(byMin));
     const dc = dcOfGrantee(grantee) ?? grantee;
     const list = grantsOfDc.get(dc) ?? [];
     for (const grant of grants) list.push({ grantee, grant });
     grantsOfDc.set(dc, list);
   }
-  for (const list of grantsOfDc.values()) list.sort((a, b) => (a.grant.min < b.grant.min ? -1 : 1));
+  for (const list of grantsOfDc.values()) list.sort((a, b) => byMin(a.grant, b.grant));
   const granteeOf = new Map<number, string>();
   for (const incarnation of incarnations) {
     const ofDc = grantsOfDc.get(incarnation.dc) ?? [];
@@ -158,7 +149,7 @@ export function checkHistory(
   // 4. Grants disjoint across DCs and at or below GLOBAL.
   const grantProblems: string[] = [];
   const every = [...rows.grants].flatMap(([dc, grants]) => grants.map((grant) => ({ dc, grant })));
-  every.sort((a, b) => (a.grant.min < b.grant.min ? -1 : 1));
+  every.sort((a, b) => byMin(a.grant, b.grant));
   for (let i = 0; i < every.length; i++) {
     const { dc, grant } = every[i]!;
     if (grant.max > rows.globalLast) {
@@ -204,10 +195,7 @@ export function checkHistory(
   };
 }
 
-/**
- * The first position of an incarnation's history that breaks monotonicity, if any: a call's IDs
- * (as many as asked) strictly increase, the first above every ID recorded before it was made.
- */
+/** Where a call's IDs (as many as asked) do not increase from above all recorded before it. */
 function firstOutOfOrder({ ids, calls }: RecordedIncarnation): number | undefined {
   if (calls === undefined) {
     for (let i = 1; i < ids.length; i++) if (!(ids[i]! > ids[i - 1]!)) return i;
@@ -252,6 +240,8 @@ export function callsCoverage({
   if (beyond === undefined && (covered === ids.length || cutShort === true)) return undefined;
   return { incarnation: id, recorded: ids.length, covered, beyond };
 }
+
+const byMin = (a: Grant, b: Grant): number => (a.min < b.min ? -1 : 1);
 
 /** The entry of `owned` (ascending, disjoint) whose grant holds `id`. */
 function findOwned<T extends { grant: Grant }>(owned: readonly T[], id: number): T | undefined {

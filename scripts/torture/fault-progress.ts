@@ -4,7 +4,6 @@
  */
 import { CLUSTER_FAULT_KINDS, type TimelineEntry } from './nemesis.js';
 
-/** The nemesis's fault window, from its start to its stop. */
 export interface FaultWindow {
   readonly from: number;
   readonly to: number;
@@ -90,7 +89,6 @@ export function drawnWhileInForce(
   });
 }
 
-/** How long a fault must be in force for {@link idleWhileNotHit} to name a DC idle in it. */
 export const IDLE_FAULT_SECONDS = 5;
 
 /**

@@ -43,7 +43,6 @@ export interface Incarnation {
   readonly liveness: boolean;
   ending: Ending;
   endedAt?: number | undefined;
-  /** How its process exited, whatever was done to it. */
   exit?: ProcessExit | undefined;
   stopped: boolean;
   killed?: KillHow | undefined;
@@ -74,7 +73,6 @@ export interface FleetOptions {
   readonly sequence: string;
   readonly contactPoints: Readonly<Record<string, readonly string[]>>;
   readonly historyDir: string;
-  /** The campaign's start (ms since the epoch), from which workers count their progress. */
   readonly startedAt: number;
   readonly mutation?: Mutation | undefined;
   readonly allowUnsafeCluster?: boolean | undefined;
@@ -211,12 +209,10 @@ export class Fleet {
     return sent;
   }
 
-  /** Lets a worker started with `waitForGo` connect. */
   go(incarnation: Incarnation): void {
     incarnation.child.stdin?.end('go\n');
   }
 
-  /** Whether the signal was sent: not to a process that has exited. */
   pause(incarnation: Incarnation): boolean {
     incarnation.stopped = true;
     return incarnation.child.kill('SIGSTOP');
@@ -228,7 +224,6 @@ export class Fleet {
     incarnation.child.kill('SIGCONT');
   }
 
-  /** Whether the signal was sent: not to a process that has exited. */
   closeWhileDrawing(incarnation: Incarnation): boolean {
     incarnation.ending = 'closed-while-drawing';
     return incarnation.child.kill('SIGUSR2');
@@ -279,7 +274,6 @@ export function startupMsIn(stdout: string): number | undefined {
   return typeof startupMs === 'number' ? startupMs : undefined;
 }
 
-/** The times of a worker's ready line. */
 export function readyTimesIn(stdout: string): ReadyTimes | undefined {
   const line = wholeEventLine(stdout, 'ready');
   const startupMs = line?.['startupMs'];
@@ -301,7 +295,6 @@ function wholeEventLine(stdout: string, event: string): Record<string, unknown> 
   }
 }
 
-/** A worker's first-ID line. */
 export function firstIdIn(stdout: string): WorkerFirstId | undefined {
   return wholeEventLine(stdout, 'first-id') as WorkerFirstId | undefined;
 }

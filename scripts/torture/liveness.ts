@@ -5,7 +5,7 @@
  */
 import type { Incarnation } from './fleet.js';
 
-/** A worker's budgets from the end of the healing to connect, then to draw (a restarted DC is slow). */
+/** From the end of the healing to connect, then to draw (a restarted DC is slow). */
 export const LIVENESS_START_MS = 180_000;
 export const LIVENESS_DRAW_MS = 240_000;
 
@@ -19,7 +19,6 @@ export interface LivenessResult {
   /** How long before the check's start its process was started; absent in older reports. */
   readonly headStartSeconds?: number | undefined;
   readonly connected: boolean;
-  /** The last line it wrote to stderr, when it failed. */
   readonly lastStderr?: string | undefined;
   /** What the worker said went to starting its process and to connecting. */
   readonly startupSeconds: number | undefined;
@@ -77,7 +76,6 @@ export interface StartedWorker<W> {
   readonly at: number;
 }
 
-/** Starts `dc`'s liveness worker, which connects once {@link checkLiveness} lets it. */
 export function startLivenessWorker<W extends LivenessWorker>(
   fleet: LivenessFleet<W>,
   dc: string,
@@ -121,7 +119,6 @@ export async function checkLiveness<W extends LivenessWorker>(
   };
 }
 
-/** The last non-empty line of `text`, cut to 300 characters; undefined if none. */
 function lastLine(text: string): string | undefined {
   const line = text
     .split('\n')

@@ -1,8 +1,7 @@
 /**
- * The nemesis: on a schedule drawn from the seed it hurts the cluster and the allocator processes
- * and alters the sequence; every action and undo goes in the timeline. One cluster fault is in
- * force at a time, undone on its own timer; one drawn meanwhile waits until it has healed (at most
- * one waits; skipped if the window ends first). A fault done after stop() is recorded as `late`.
+ * The nemesis: on a schedule drawn from the seed it hurts the cluster and the processes and alters
+ * the sequence, each action and undo in the timeline. One cluster fault is in force at a time; at
+ * most one drawn meanwhile waits until it has healed. A fault done after stop() is `late`.
  */
 import * as manager from '../cluster/manager.js';
 import { nodeSpecs, type NodeSpec } from '../cluster/topology.js';
@@ -32,10 +31,7 @@ export const FAULT_KINDS = Object.keys(DEFAULT_MIX) as readonly FaultKind[];
 /** The faults that hurt Cassandra itself (the first five); a campaign must have done one. */
 export const CLUSTER_FAULT_KINDS: readonly FaultKind[] = FAULT_KINDS.slice(0, 5);
 
-/**
- * The next action's kind: only cluster faults of the mix until one has been done, so every
- * campaign past its first interval has hurt the cluster (a mix without any is drawn as given).
- */
+/** Only cluster faults of the mix (if it has any) until one is done: every campaign hurts one. */
 export function nextFaultKind(
   random: Random,
   mix: FaultMix,
@@ -55,21 +51,18 @@ const RAW_KILL_SHARE = 0.25;
 /** Values each action draws first, whatever it then does: a skip shifts no later draw. */
 const DRAWS_PER_ACTION = 6;
 
-/** `items[⌊u · length⌋]`: a pick by a value drawn before the list was known. */
+/** A pick by a value drawn before the list was known. */
 function pickBy<T>(u: number, items: readonly T[]): T {
   if (items.length === 0) throw new Error('pick from an empty list');
   return items[Math.min(items.length - 1, Math.floor(u * items.length))]!;
 }
 
-/** An integer in [min, max] by a value drawn in [0, 1). */
 function intBy(u: number, min: number, max: number): number {
   return min + Math.floor(u * (max - min + 1));
 }
 
-/** How long a restarted node may take to accept CQL on a crowded machine. */
 const RESTART_CQL_TIMEOUT_MS = 600_000;
 
-/** How the result of a fault done after the fault window begins. */
 export const LATE = 'late, after the fault window: ';
 
 /** Seconds from `startedAt` (ms since the epoch) to `now`, to 0.1 s. */
@@ -85,7 +78,6 @@ export interface TimelineEntry {
   readonly at: number;
   readonly action: string;
   readonly target: string;
-  /** `ok`, why it could not be done, or `late, ...` for a fault done after the window. */
   readonly result: string;
   /** When it took effect, if before `at`: a partition drops packets before its cut shows. */
   readonly effectiveAt?: number;
@@ -97,9 +89,7 @@ export interface NemesisOptions {
   readonly admin: IdGen;
   readonly sequence: string;
   readonly mix: FaultMix;
-  /** Seconds between actions, drawn in [min, max]. */
   readonly intervalS: readonly [number, number];
-  /** Processes per DC the fleet is kept near. */
   readonly processesPerDc: number;
   readonly startProcess: (dc: string) => void;
   readonly canPartitionNodes: boolean;
@@ -107,10 +97,7 @@ export interface NemesisOptions {
   readonly log: (line: string) => void;
 }
 
-/**
- * What one action drew before it looked at anything: `u` [0] how long, [1] whom, [2] how long a
- * second thing, [1..5] an alter's sizes; `kill`, a process kill's two, from a generator of their own.
- */
+/** Drawn before an action looks at anything: `u` [0] how long, [1] whom, [2..5] the rest. */
 interface Draws {
   readonly u: readonly number[];
   readonly kill: readonly [number, number];
@@ -119,7 +106,6 @@ interface Draws {
 /** The cluster fault in force (a placeholder with nothing to undo while one starts). */
 interface Active {
   readonly undo: () => Promise<void>;
-  /** What to wait for once the fault is undone, before the next cluster fault. */
   readonly settle?: (() => Promise<void>) | undefined;
   readonly describe: string;
   readonly timer?: NodeJS.Timeout;
@@ -133,7 +119,6 @@ export class Nemesis {
   private readonly nodes: NodeSpec[];
   private readonly dcs: string[];
   private undoing: Promise<void> | undefined;
-  /** A cluster fault drawn while another was in force. */
   private deferred: { kind: FaultKind; draws: Draws; drawnAt: number } | undefined;
   private starting: Promise<void> | undefined;
   private clusterFaultDone = false;
@@ -215,7 +200,6 @@ export class Nemesis {
       });
   }
 
-  /** Does the action drawn. `note` ends a deferred cluster fault's `ok`. */
   private async perform(kind: FaultKind, draws: Draws, note = ''): Promise<void> {
     const { fleet } = this.options;
     const [u0, u1, u2, u3, u4, u5] = draws.u;
@@ -240,8 +224,7 @@ export class Nemesis {
         return this.crash(kind, node.name, [node.name], '', intBy(u2!, 1_000, 10_000), note);
       }
       case 'kill-dc': {
-        // Durable with commitlog_sync batch; with periodic, the DC's last seconds of LOCAL_SERIAL
-        // state go back (a negative control).
+        // With commitlog_sync periodic, its last LOCAL_SERIAL writes go back (a negative control).
         const dc = pickBy(u1!, this.dcs);
         const names = this.nodes.filter((n) => n.dc === dc).map((n) => n.name);
         const detail = `: ${names.join(', ')} killed at once`;
@@ -250,8 +233,7 @@ export class Nemesis {
       case 'kill-process':
       case 'stop-process':
       case 'close-process': {
-        // Only processes that have handed out IDs, in the fleet's order: the same draw names the
-        // same victim whenever the same processes are drawing.
+        // In the fleet's order: the same draw names the same victim among the same processes.
         const running = fleet.running().filter((i) => !i.stopped && i.drawing);
         if (running.length === 0) {
           this.record(kind, '-', 'skipped: no process drawing');
@@ -284,7 +266,6 @@ export class Nemesis {
           return;
         }
         this.record(kind, target, result);
-        // Keep the fleet near its size: a new process replaces the one gone.
         this.options.startProcess(victim.dc);
         return;
       }
@@ -326,7 +307,6 @@ export class Nemesis {
     }
   }
 
-  /** SIGKILLs `names` at once and restarts them `downMs` later. */
   private async crash(
     kind: FaultKind,
     target: string,
@@ -337,8 +317,8 @@ export class Nemesis {
   ): Promise<void> {
     await manager.killNodes(names);
     this.record(kind, target, `ok${detail}, restart after ${downMs} ms${note}`);
-    // The undo ends once each node accepts CQL; the wait until every node can write at ALL is its
-    // `healed` entry, so that drawing meanwhile does not count as drawing while they were down.
+    // Undone once each node accepts CQL; `healed` (writes at ALL) comes after, so that drawing
+    // meanwhile does not count as drawing while they were down.
     const undo = async () => {
       const restarting = Date.now();
       await manager.startNodes(names, RESTART_CQL_TIMEOUT_MS, { waitForCluster: false });
@@ -348,16 +328,12 @@ export class Nemesis {
     this.hold({ describe: `restart of ${target}`, undo, settle }, downMs);
   }
 
-  /** Holds a cluster fault for `ms`, then undoes it. */
   private hold(fault: Omit<Active, 'timer'>, ms: number): void {
     this.clusterFaultDone = true;
     this.clusterFault = { ...fault, timer: setTimeout(() => void this.undoClusterFault(), ms) };
   }
 
-  /**
-   * Holds a partition for `ms` from when its cut shows; in force from when its rules went in. A cut
-   * that never shows is undone at once, and still fails the campaign.
-   */
+  /** Held `ms` from when its cut shows, in force from its rules; a cut never shown is undone. */
   private async partition(kind: FaultKind, target: string, ms: number, note = ''): Promise<void> {
     const fault = {
       describe: `partition of ${target}`,

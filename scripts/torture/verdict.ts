@@ -32,7 +32,6 @@ interface JudgedProcess {
   readonly hungOnStop?: boolean | undefined;
   /** Its summary said it closed while drawing (false without a summary). */
   readonly closedEarly?: boolean | undefined;
-  /** IDs it was handed after its close() began; absent without a summary. */
   readonly closeViolations?: number | undefined;
 }
 

@@ -1,14 +1,12 @@
 /**
  * One allocator process of a campaign: `node --import tsx scripts/torture/worker.ts '<WorkerSpec>'`.
- * Records every ID it hands out in a float64 history file (written every 20 ms, at 4096 IDs and
- * before each wait of its own), and counts them by second (progress.ts). Modes: `tight` next()
- * back to back; `paced` tryNext() ?? next() at a rate, each ID written before the next call (so
- * only these are SIGKILLed raw); `take` runs of 1..maxTake; `callers` several loops on one handle,
- * each call a next(), take() or nextIds(), one in 8 with a deadline of its own. `callers` and
- * `take` also write per call [IDs recorded when made, its end in the history, the count asked].
- * Signals: SIGTERM stops, then closes; SIGUSR2 closes while drawing; SIGHUP writes the history and
- * SIGKILLs itself. After close() begins a later call gets no ID, the one in flight only IDs the
- * library had already taken.
+ * Writes every ID it hands out to a float64 history file (every 20 ms, at 4096 IDs, before each
+ * wait of its own) and counts them by second (progress.ts). Modes: `tight` next() back to back;
+ * `paced` one ID at a rate, written before the next call (so only these are SIGKILLed raw);
+ * `take` runs of 1..maxTake; `callers` several loops on one handle, one call in 8 with a deadline
+ * of its own. `callers` and `take` also write per call [IDs recorded when made, its end, asked].
+ * SIGTERM stops, then closes; SIGUSR2 closes while drawing; SIGHUP writes the history and
+ * SIGKILLs itself. After close() begins a call gets only IDs the library had already taken.
  */
 import fs from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -32,7 +30,6 @@ export interface WorkerSpec {
   readonly mode: WorkerMode;
   /** IDs per second for `paced`. */
   readonly rate: number;
-  /** Largest run for `take` and `callers`. */
   readonly maxTake: number;
   /** Loops calling at once in `callers` mode. @default 4 */
   readonly callers?: number | undefined;
@@ -44,7 +41,6 @@ export interface WorkerSpec {
   readonly progressFile: string;
   /** The campaign's start (ms since the epoch), from which progress seconds count. */
   readonly startedAt: number;
-  /** Stop after this many IDs; unlimited when absent. */
   readonly count?: number | undefined;
   /** Connect only once a line arrives on stdin. */
   readonly waitForGo?: boolean | undefined;
@@ -70,7 +66,6 @@ export interface WorkerSummary {
   readonly firstErrors: Readonly<Record<string, string>>;
   readonly stats: Readonly<Record<string, unknown>>;
   readonly closedEarly: boolean;
-  /** IDs handed to it after close() began. */
   readonly servedAfterClose: number;
   /** Of those, the IDs the library had not taken before close() began: any is a failure. */
   readonly closeViolations: number;
@@ -83,7 +78,6 @@ export interface WorkerSummary {
 
 const FLUSH_EVERY = 4096;
 const FLUSH_MS = 20;
-/** How far ahead of `maxRate` a loop may draw before it waits. */
 const MAX_RATE_SLACK_MS = 10;
 
 /** Whether it drew until told to stop, without an error it must not retry past. */
@@ -111,7 +105,7 @@ async function main(spec: WorkerSpec): Promise<boolean> {
   const calls = new Float64Array(3 * FLUSH_EVERY);
   let callsBuffered = 0;
   let lastFlush = Date.now();
-  /** Writes the IDs, then the calls they end, then the progress (`last`: all of it). */
+  // The IDs before the calls they end, and before the progress that counts them.
   const flush = (now = Date.now(), last = false) => {
     if (buffered > 0) {
       writeAll(fd, new Uint8Array(buffer.buffer, 0, buffered * 8));
@@ -175,7 +169,7 @@ async function main(spec: WorkerSpec): Promise<boolean> {
     }
     return ids.close();
   };
-  /** Counts the IDs a call handed out; `floor`: the IDs recorded when it was made. */
+  // `floor`: the IDs recorded when the call was made.
   const received = (count: number, calledAfterClose: boolean, floor: number, asked = 1) => {
     drawn += count;
     if (writesCalls) {
@@ -235,8 +229,7 @@ async function main(spec: WorkerSpec): Promise<boolean> {
         for (let id = first; id <= last; id++) record(id);
         received(last - first + 1, calledAfterClose, floor, count);
       } else if (kind === 'nextIds') {
-        // One in 10 asks for up to three blocks (at most an HTTP request's most), so that it
-        // waits for refills once it took IDs.
+        // One in 10 asks for up to three blocks, so that it waits for refills once it took IDs.
         const wide = () =>
           Math.min(SERVE_DEFAULTS.maxIdsPerRequest, 3 * Math.max(1, seq.stats().blockSize));
         const asked = u4! < 0.1 ? 1 + Math.floor(u5! * wide()) : count;
@@ -290,8 +283,7 @@ async function main(spec: WorkerSpec): Promise<boolean> {
       } catch (error) {
         const { code, message } = tally(error);
         flush();
-        // Closed after our own close(): the end of a close while drawing. Closed with no
-        // close() called, it is the library's doing, and unexpected.
+        // Closed with no close() of ours called, it is the library's doing, and unexpected.
         if (code === 'IDGEN_CLOSED' && closeBegun) return;
         if (
           code === 'IDGEN_CLOSED' ||

@@ -42,7 +42,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  // --help ends the parse with a CommanderError whose exit code is 0; commander printed the rest.
+  // commander has printed its line; --help ends with exit code 0.
   if (error instanceof CommanderError) {
     process.exitCode = error.exitCode === 0 ? 0 : 2;
     return;

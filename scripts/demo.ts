@@ -1,8 +1,7 @@
 /**
- * `npm run demo`: brings up the local 3-DC cluster (or uses IDGEN_CASSANDRA), runs `init` and
- * `seed`, starts allocator processes in every DC, cuts one DC off while they draw, heals, and ends
- * with `status`, `check` and a summary. Exits 0 unless a step fails or an ID was drawn twice. The
- * partition is healed whatever ends the demo; where none can be made it says so and skips it.
+ * `npm run demo`: on the local 3-DC cluster (or IDGEN_CASSANDRA's), `init`, `seed`, processes
+ * drawing in every DC, one DC cut off and healed, then `status`, `check` and a summary. Exits 0
+ * unless a step fails or an ID was drawn twice. The partition is healed however the demo ends.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -17,7 +16,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CLI = path.join(ROOT, 'dist', 'src', 'cli', 'main.js');
 /** Never dropped: a keyspace recreated at once under a dropped one's name can break a node. */
 const KEYSPACE = 'idgen_demo';
-/** Each run seeds its own sequence (`orders`, `orders_2`, ...), so the summary counts its IDs. */
+/** Each run seeds its own sequence (`orders_2`, ...), so the summary counts its IDs. */
 const SEQUENCE_PREFIX = 'orders';
 let sequence = SEQUENCE_PREFIX;
 const PROCESSES_PER_DC = 2;
@@ -27,23 +26,20 @@ const PARTITION_AT_S = 15;
 const PARTITION_FOR_S = 25;
 /** Seconds after the heal that SERIAL may take to grant the DC cut off a range again. */
 const SERIAL_BACK_S = 20;
-/** IDs the DC cut off draws until it can be granted a range again. */
 const CUT_NEEDS = (PARTITION_FOR_S + SERIAL_BACK_S) * PROCESSES_PER_DC * RATE_PER_PROCESS;
 /**
- * How long after PARTITION_AT_S the DC to cut may take to hold CUT_NEEDS IDs. It asks for its next
- * range once half of one is used, so it holds from half a range (10,000) to one and a half; this
- * takes a cycle at most (50 s at 400 IDs/s), and a cut after it still ends within DRAW_SECONDS.
+ * How long after PARTITION_AT_S the DC to cut may take to hold CUT_NEEDS IDs: it holds half a range
+ * to one and a half, so a cycle at most (50 s at 400 IDs/s); a cut after it ends in DRAW_SECONDS.
  */
 const RUNWAY_WAIT_S = 45;
 /** Nine nodes and six drawing processes on one machine can keep a SERIAL round past 3 s. */
 const SERIAL_PATIENCE = ['--serial-timeout', '10s'];
-/** `status`'s exit code when SERIAL is unreachable (docs/cli.md). */
 const EXIT_SERIAL_UNREACHABLE = 13;
 
 const say = (line: string) => console.log(`\n\x1b[1m== ${line}\x1b[0m`);
 const sleep = (s: number) => new Promise((resolve) => setTimeout(resolve, s * 1000));
 
-/** Runs the built CLI in one DC, printed unless `--json`; throws on exit codes not in `results`. */
+/** Runs the built CLI in one DC; throws on exit codes not in `results`. */
 async function cli(
   dc: string,
   hosts: readonly string[],
@@ -92,7 +88,6 @@ function idsOf(file: string): bigint[] {
   return fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map(BigInt);
 }
 
-/** The cluster of IDGEN_CASSANDRA, else the local one: as it is if it exists, else the default. */
 async function startCluster() {
   if (process.env['IDGEN_CASSANDRA']) {
     const dcs = parseClusterSpec(process.env['IDGEN_CASSANDRA']);
@@ -102,8 +97,7 @@ async function startCluster() {
       noPartition: "the cluster in IDGEN_CASSANDRA is not the local cluster manager's",
     };
   }
-  // An existing cluster keeps its shape and Paxos variant (the tests reuse it); init and seed
-  // need the durable commitlog.
+  // An existing cluster keeps its shape and Paxos variant (the tests reuse it).
   const topology = cluster.hasCluster()
     ? { ...cluster.currentTopology(), commitlog: 'batch' as const }
     : defaultTopology();
@@ -136,10 +130,7 @@ async function statusJson(dc: string, hosts: readonly string[]) {
   return seq;
 }
 
-/**
- * Waits until `dc` holds the IDs it draws while cut off (its ranges, installed or granted and not
- * installed yet): cut off with fewer, it would run dry before the heal.
- */
+/** Waits until `dc` holds the IDs it draws while cut off: with fewer, it runs dry before the heal. */
 async function waitForRunway(dc: string, from: string, hosts: readonly string[]) {
   console.log(`waiting until ${dc} holds ${CUT_NEEDS} IDs or more (at most ${RUNWAY_WAIT_S} s)`);
   const deadline = Date.now() + RUNWAY_WAIT_S * 1000;
@@ -157,7 +148,6 @@ async function waitForRunway(dc: string, from: string, hosts: readonly string[])
   }
 }
 
-/** Cuts `dc` off, shows `status` from inside it, and heals (cleanUp heals on any other end). */
 async function partitionStep(dc: string, hosts: readonly string[]): Promise<void> {
   say(`Cutting ${dc} off from the other DCs (npm run cluster -- partition ${dc})`);
   partitioned = true;
@@ -174,7 +164,6 @@ async function partitionStep(dc: string, hosts: readonly string[]): Promise<void
   console.log(`${dc} is connected again`);
 }
 
-/** The first of `orders`, `orders_2`, ... that names no sequence in the keyspace yet. */
 async function freshSequenceName(dc: string, hosts: readonly string[]): Promise<string> {
   const { stdout } = await cli(dc, hosts, ['list', '--json']);
   const taken = new Set((JSON.parse(stdout) as { name: string }[]).map((s) => s.name));
@@ -190,7 +179,6 @@ async function main(): Promise<void> {
   const dcNames = Object.keys(dcs).sort();
   const first = dcNames[0]!;
   const hosts = dcs[first]!;
-  // RF 3 per DC where the DC has 3 nodes (a node can fail).
   const replication = dcNames.map((dc) => `${dc}:${Math.min(3, dcs[dc]!.length)}`).join(',');
 
   say('Create the keyspace and tables, then a 32-bit sequence');
@@ -249,7 +237,7 @@ async function main(): Promise<void> {
 let drawing: ReturnType<typeof startDrawing>[] = [];
 let partitioned = false;
 let cleaning: Promise<void> | undefined;
-/** The signal ending the demo: the command it interrupted fails, and that is no news. */
+/** The command a signal interrupted fails, and that is no news. */
 let stoppedBy: string | undefined;
 let healFailed = false;
 

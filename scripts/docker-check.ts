@@ -1,8 +1,7 @@
 /**
- * `npm run docker-check [-- [--smoke] [--wait-for <file>]]`: every Docker path of the project on
- * this machine's engine (started if none answers, as root): the stand-in images, the Dockerfile,
- * docker-compose.yml's cluster and services, the integration tests on testcontainers. Exits 1 on
- * any failure, after removing the containers it started.
+ * `npm run docker-check [-- [--smoke] [--wait-for <file>]]`: the stand-in images, the Dockerfile,
+ * docker-compose.yml and the testcontainers tests on this machine's engine (started as root if
+ * none answers). Exits 1 on any failure, after removing the containers it started.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -44,7 +43,6 @@ async function needPackage(command: string, pkg: string): Promise<void> {
 
 let aptUpdated: Promise<unknown> | undefined;
 
-/** Resolves once `docker info` answers, starting `dockerd` first when it does not. */
 async function ensureEngine(): Promise<void> {
   if (answers('docker', ['info'])) {
     log('the Docker engine answers');
@@ -65,7 +63,6 @@ async function ensureEngine(): Promise<void> {
   log(`started dockerd (its log: ${DOCKERD_LOG})`);
 }
 
-/** `docker compose` where the plugin is installed, else `docker-compose` (installed if missing). */
 async function composeCommand(): Promise<readonly string[]> {
   if (answers('docker', ['compose', 'version'])) return ['docker', 'compose'];
   await needPackage('docker-compose', 'docker-compose');

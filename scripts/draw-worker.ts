@@ -1,10 +1,8 @@
 /**
- * One allocator process for tests and the demo: appends every ID it hands out to --out (within
- * about 20 ms, also while a call waits) and prints a JSON summary line when done. Stops after
- * --count IDs, --duration-ms of drawing (from when it is ready) or on SIGTERM (then closes);
- * --rate paces it, --call-timeout-ms is connect()'s callTimeoutMs. Run it as
- * `node --import tsx scripts/draw-worker.ts --dc dc1 --contact-points 127.0.0.1 --keyspace idgen
- * --sequence orders --out dc1.ids`.
+ * One allocator process for tests and the demo: appends every ID it hands out to --out within
+ * about 20 ms and prints a JSON summary line when done. Stops after --count IDs, --duration-ms of
+ * drawing from when it is ready, or on SIGTERM. `node --import tsx scripts/draw-worker.ts --dc dc1
+ * --contact-points 127.0.0.1 --keyspace idgen --sequence orders --out dc1.ids`.
  */
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';

@@ -1,10 +1,9 @@
 /**
- * `npm run drill`: on a local cluster with `commitlog_sync: periodic`, dc3 draws IDs and all its
- * nodes are SIGKILLed at once, losing acknowledged writes; on the rows that come back it shows the
- * hazard (a new dc3 process hands out IDs again) and the repair (after `retireDcRanges`, none).
- * A kill that lost nothing is retried on a fresh sequence, up to `--attempts` times. Exit codes:
- * 0 the repair held, 1 an ID handed out twice after it, 2 bad usage or a cluster that loses no
- * writes, 3 no attempt lost a write (inconclusive).
+ * `npm run drill`: under `commitlog_sync: periodic`, every dc3 node is SIGKILLed while dc3 draws,
+ * losing acknowledged writes; then a new dc3 process hands out IDs again (the hazard) and, after
+ * `retireDcRanges`, none (the repair). A kill that lost nothing is retried, up to `--attempts`.
+ * Exit codes: 0 repaired, 1 an ID handed out twice after the repair, 2 bad usage or a cluster
+ * that loses no writes, 3 no attempt lost a write (inconclusive).
  */
 import { randomBytes } from 'node:crypto';
 
@@ -110,7 +109,6 @@ type Connection = (dc: string) => {
   keyspace: string;
 };
 
-/** Creates the sequence, lets dc3 draw, and kills every dc3 node while it does. */
 async function killDuringDraws(
   other: IdGen,
   sequence: string,
@@ -155,7 +153,6 @@ async function killDuringDraws(
   return { sequence, before, seen, after };
 }
 
-/** A store on dc3's own client, to read its state row as dc3 sees it. */
 async function openDcStore(connection: Connection): Promise<CassandraStore> {
   const { contactPoints, localDataCenter, keyspace } = connection(DC);
   const client = new cassandra.Client({ contactPoints, localDataCenter });
@@ -163,7 +160,6 @@ async function openDcStore(connection: Connection): Promise<CassandraStore> {
   return new CassandraStore(client, keyspace, { ownsClient: true });
 }
 
-/** The hazard, then the repair, on the rows that went back. */
 async function repair(other: IdGen, attempt: Attempt, connection: Connection): Promise<number> {
   const { sequence, before } = attempt;
   const count = Math.max(1_000, Math.min(before.length, 20_000));

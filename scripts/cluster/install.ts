@@ -7,7 +7,6 @@ import type { NodeSpec, Topology } from './topology.js';
 
 const libDir = () => path.join(cacheDir(), `cassandra-${CASSANDRA_VERSION}`, 'lib');
 
-/** Checks that the JVM tools exist before anything else, so the error names what is missing. */
 export async function checkPrerequisites(): Promise<void> {
   for (const [tool, flag] of Object.entries({ java: '-version', mvn: '-v' })) {
     try {
@@ -20,7 +19,6 @@ export async function checkPrerequisites(): Promise<void> {
   }
 }
 
-/** Downloads cassandra-all and its runtime dependencies once; reused while the marker exists. */
 export async function installCassandra(log: (line: string) => void): Promise<string> {
   const home = path.dirname(libDir());
   const marker = path.join(home, '.complete');
@@ -73,13 +71,11 @@ export const JAVA17_FLAGS = [
     .map((m) => `--add-opens ${m}=ALL-UNNAMED`),
 ];
 
-/** The commitlog compression of nodes that run `commitlog_sync: periodic`. */
 export const COMMITLOG_COMPRESSION = `commitlog_compression:
   - class_name: LZ4Compressor
     parameters:
       -`;
 
-/** Writes cassandra.yaml, rackdc properties, logback.xml and the JVM argfile of one node. */
 export function writeNodeConfig(
   node: NodeSpec,
   seeds: readonly string[],
@@ -89,10 +85,8 @@ export function writeNodeConfig(
   // stays at 512 MiB: every table costs heap, and the tests' keyspaces stay on the cluster.
   const crowded = topology.dcs * topology.nodesPerDc > 3;
   const sizes = { heap: '512m', threads: crowded ? 4 : 8, memtableMiB: crowded ? 32 : 64 };
-  // batch: a write is acknowledged only once its commitlog segment is synced. periodic (negative
-  // controls only) loses on a crash what was acknowledged since the last sync, Paxos state too.
-  // Its segments are compressed, which keeps writes in the JVM's heap until they sync, so that a
-  // SIGKILL loses them as a power loss would (memory-mapped segments survive in the page cache).
+  // periodic's segments are compressed, which keeps writes in the JVM's heap until they sync, so
+  // that a SIGKILL loses them as a power loss would (mapped segments survive in the page cache).
   const commitlog =
     topology.commitlog === 'batch'
       ? 'commitlog_sync: batch'

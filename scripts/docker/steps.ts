@@ -1,7 +1,4 @@
-/**
- * How `npm run docker-check` runs things: each step is printed with its commands and its time,
- * and each command's output goes to a log file whose tail is shown when it fails.
- */
+/** How `npm run docker-check` runs things: steps timed, each command's output in a log file. */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -23,7 +20,6 @@ export function logDir(): string {
   return logs;
 }
 
-/** Runs `body` as the step `name`, printing its start, its end and its time. */
 export async function step<T>(name: string, body: () => Promise<T>): Promise<T> {
   const started = Date.now();
   console.log(`\n==> ${name}`);
@@ -40,9 +36,7 @@ export async function step<T>(name: string, body: () => Promise<T>): Promise<T> 
 }
 
 export interface RunOptions {
-  /** Variables added to this process's environment, shown before the command. */
   readonly env?: Readonly<Record<string, string>>;
-  /** Print the output as it comes, not only into the log file. */
   readonly stream?: boolean;
   /** @default [0] */
   readonly okCodes?: readonly number[];
@@ -52,7 +46,6 @@ export interface RunOptions {
 
 let runs = 0;
 
-/** Runs a command, printing it first; resolves with its output, throws with its log's tail. */
 export async function run(
   command: string,
   args: readonly string[],
@@ -86,7 +79,6 @@ export async function run(
   return output.stdout + output.stderr;
 }
 
-/** Resolves once `probe` returns true, polling every `everyMs`; throws after `timeoutMs`. */
 export async function waitFor(
   what: string,
   probe: () => Promise<boolean>,

@@ -36,7 +36,6 @@ export interface Verdict {
   readonly drawn: number;
   /** DCs (with a process or a grant) that recorded no ID: an empty history proves nothing. */
   readonly dcsWithoutIds?: readonly string[];
-  /** The first few IDs recorded twice, with the incarnations that recorded each. */
   readonly duplicates: readonly { readonly id: number; readonly by: readonly number[] }[];
   readonly duplicateCount: number;
   readonly nonMonotonic: readonly { readonly incarnation: number; readonly at: number }[];
@@ -243,7 +242,6 @@ export function callsCoverage({
 
 const byMin = (a: Grant, b: Grant): number => (a.min < b.min ? -1 : 1);
 
-/** The entry of `owned` (ascending, disjoint) whose grant holds `id`. */
 function findOwned<T extends { grant: Grant }>(owned: readonly T[], id: number): T | undefined {
   let low = 0;
   let high = owned.length - 1;

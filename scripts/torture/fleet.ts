@@ -235,7 +235,6 @@ export class Fleet {
     incarnation.child.kill('SIGTERM');
   }
 
-  /** SIGKILLs every worker not ended, and says how many. */
   abandon(): number {
     let killed = 0;
     for (const incarnation of this.incarnations) {
@@ -246,7 +245,6 @@ export class Fleet {
     return killed;
   }
 
-  /** Stops the workers `which` picks and waits for them, SIGKILLing any not ended in `timeoutMs`. */
   async stopAll(
     which: (incarnation: Incarnation) => boolean = () => true,
     timeoutMs = 60_000,
@@ -283,7 +281,6 @@ export function readyTimesIn(stdout: string): ReadyTimes | undefined {
     : undefined;
 }
 
-/** The fields of a worker's first whole line of `event`, if it printed one that parses. */
 function wholeEventLine(stdout: string, event: string): Record<string, unknown> | undefined {
   const lines = stdout.split('\n').slice(0, -1); // the last is not whole yet
   const line = lines.find((l) => l.startsWith(`{"event":"${event}"`));

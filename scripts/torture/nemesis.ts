@@ -10,7 +10,6 @@ import type { Fleet } from './fleet.js';
 import { Random } from './random.js';
 import type { WorkerMode } from './worker.js';
 
-/** What the nemesis can do, each with its default weight in the fault mix. */
 export const DEFAULT_MIX = Object.freeze({
   'partition-dc': 2,
   'partition-node': 2,
@@ -355,7 +354,6 @@ export class Nemesis {
     this.record(kind, target, `ok, for ${ms} ms${before}${note}`, effectiveAt);
   }
 
-  /** Undoes the cluster fault in force; the next cluster fault waits for it. */
   private undoClusterFault(): Promise<void> {
     const active = this.clusterFault;
     if (this.undoing !== undefined) return this.undoing;

@@ -8,7 +8,6 @@ export function secondOf(now: number, startedAt: number): number {
   return Math.floor((now - startedAt) / 1000);
 }
 
-/** Counts the IDs a worker hands out by second, and gives the lines to write. */
 export class ProgressCounter {
   private second = Number.NaN;
   private count = 0;
@@ -44,7 +43,6 @@ export class ProgressCounter {
   }
 }
 
-/** IDs handed out by second, from a progress file's text (whole lines only). */
 export function parseProgress(text: string): Map<number, number> {
   const bySecond = new Map<number, number>();
   const lines = text.split('\n').slice(0, -1); // the last is not whole, or empty

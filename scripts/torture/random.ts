@@ -18,7 +18,6 @@ export class Random {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   }
 
-  /** An integer in [min, max]. */
   int(min: number, max: number): number {
     return min + Math.floor(this.next() * (max - min + 1));
   }
@@ -28,7 +27,6 @@ export class Random {
     return items[this.int(0, items.length - 1)]!;
   }
 
-  /** One of `weights`' keys, each with its weight's share of the chances. */
   weighted<K extends string>(weights: Readonly<Record<K, number>>): K {
     const entries = Object.entries(weights) as [K, number][];
     const total = entries.reduce((sum, [, w]) => sum + w, 0);
@@ -46,12 +44,10 @@ export class Random {
   }
 }
 
-/** The seed of a campaign's process number `id`. */
 export function workerSeed(campaignSeed: number, id: number): number {
   return (campaignSeed ^ Math.imul(id, 0x9e3779b1)) >>> 0 || 1;
 }
 
-/** A fresh seed from the clock and the process, printed so a run can be repeated. */
 export function freshSeed(): number {
   return (Date.now() ^ (process.pid << 16)) >>> 0 || 1;
 }

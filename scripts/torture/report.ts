@@ -50,7 +50,6 @@ export interface CampaignReport {
   readonly mutation: string | undefined;
   readonly timeline: readonly TimelineEntry[];
   readonly faultsDone: Readonly<Record<string, number>>;
-  /** IDs each DC's processes recorded while the nemesis acted. */
   readonly drawnUnderFaults?: Readonly<Record<string, number>>;
   readonly faultWindow?: FaultWindow;
   readonly drawnWhileInForce?: readonly DrawnWhileInForce[];
@@ -59,7 +58,6 @@ export interface CampaignReport {
   readonly closeViolations?: readonly string[];
   readonly unexpectedErrors?: readonly string[];
   readonly errorsByCode: Readonly<Record<string, number>>;
-  /** One message per error code, as a process first saw it. */
   readonly errorExamples: Readonly<Record<string, string>>;
   readonly incarnations: readonly {
     readonly id: number;
@@ -109,7 +107,6 @@ export function incarnationRow(
   };
 }
 
-/** Where the incarnations that drew an ID took their blocks from, and how many moved first. */
 export function firstBlocksOf(
   incarnations: readonly { readonly firstId?: WorkerFirstId | undefined }[],
 ): { byShard: Record<string, number>; moved: number; moves: number } {
@@ -221,7 +218,6 @@ function properties(report: CampaignReport): [string, string | undefined][] {
   ];
 }
 
-/** The fleet's paragraphs after its first, each where the report has what it says. */
 function fleetNotes(report: CampaignReport): string[] {
   const { fleet } = report;
   const notes: string[] = [];
@@ -340,7 +336,6 @@ export function renderMarkdown(report: CampaignReport): string {
   return lines.join('\n') + '\n';
 }
 
-/** The report's section on what each DC drew while each cluster fault was in force. */
 export function drawnWhileInForceSection(
   faults: readonly DrawnWhileInForce[],
   window: FaultWindow,

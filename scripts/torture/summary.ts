@@ -16,7 +16,6 @@ export const CAMPAIGNS_PAGE = 'torture/CAMPAIGNS.md';
 const CAMPAIGNS_DIR = 'campaigns';
 const NEGATIVE_CONTROLS_DIR = 'negative-controls';
 
-/** One report: its folder, its report.json parsed (undefined if not), and whether report.md is. */
 export interface CommittedReport {
   readonly dir: string;
   readonly json: unknown;
@@ -146,13 +145,11 @@ function readCommittedReports(tortureDir: string): CommittedReports {
   return { campaigns: read(CAMPAIGNS_DIR), negativeControls: read(NEGATIVE_CONTROLS_DIR) };
 }
 
-/** The page the committed reports generate, formatted; `root` is the repository's root. */
 export async function campaignsPage(root: string): Promise<string> {
   const page = path.resolve(root, CAMPAIGNS_PAGE);
   return formatMarkdown(renderCampaignsPage(readCommittedReports(path.dirname(page))), page);
 }
 
-/** README.md with the totals block the committed reports generate, formatted. */
 export async function readmeWithTotals(root: string): Promise<string> {
   const readme = path.resolve(root, 'README.md');
   const reports = readCommittedReports(path.resolve(root, 'torture'));
@@ -168,7 +165,6 @@ function parseOrUndefined(text: string): unknown {
   }
 }
 
-/** What the page shows of one report; a field is undefined where the report lacks it. */
 type Row = ReturnType<typeof rowOf>;
 
 /** A report.json of any version: any field may be absent. */
@@ -234,7 +230,6 @@ function findingsOf(report: Partly<CampaignReport> | undefined): string[] {
   return found;
 }
 
-/** What the page's and the README's totals say of the campaigns. */
 function campaignTotals(campaigns: readonly Row[]) {
   const variants = [...new Set(campaigns.map((c) => c.paxos ?? NONE))].sort();
   return {
@@ -295,7 +290,6 @@ function clusterShape(r: Row): string {
     : shape;
 }
 
-/** The cluster faults done, or the others, in the order of {@link FAULT_KINDS}. */
 function faults(done: Row['faultsDone'], cluster: boolean): string {
   if (done === undefined) return NONE;
   const parts = FAULT_KINDS.filter((k) => CLUSTER_FAULT_KINDS.includes(k) === cluster)

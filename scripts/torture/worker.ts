@@ -28,7 +28,6 @@ export interface WorkerSpec {
   readonly keyspace: string;
   readonly sequence: string;
   readonly mode: WorkerMode;
-  /** IDs per second for `paced`. */
   readonly rate: number;
   readonly maxTake: number;
   /** Loops calling at once in `callers` mode. @default 4 */
@@ -58,7 +57,6 @@ export interface WorkerFirstId {
   readonly shardMoves: number;
 }
 
-/** The last line a worker prints. */
 export interface WorkerSummary {
   readonly event: 'done';
   readonly drawn: number;

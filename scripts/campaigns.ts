@@ -1,7 +1,4 @@
-/**
- * `npm run campaigns`: writes torture/CAMPAIGNS.md and README.md's totals from the committed
- * reports; `--check` writes nothing and exits 1 if either is out of date.
- */
+/** `npm run campaigns [-- --check]`: writes, or checks, CAMPAIGNS.md and the README's totals. */
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

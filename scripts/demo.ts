@@ -60,9 +60,8 @@ async function cli(
     process.stdout.write(e.stdout ?? '');
     process.stderr.write(e.stderr ?? '');
     const meaning = e.code === undefined ? undefined : results[e.code];
-    if (meaning === undefined) {
+    if (meaning === undefined)
       throw new Error(`idgen-cass ${args[0]} failed with exit code ${e.code ?? '?'}`);
-    }
     console.log(`(exit code ${e.code}: ${meaning})`);
     return { stdout: e.stdout ?? '', code: e.code! };
   }

@@ -32,9 +32,8 @@ const isRoot = () => process.getuid?.() === 0;
 /** Installs Debian's `pkg` unless `command` is on PATH; only as root, else says what to run. */
 async function needPackage(command: string, pkg: string): Promise<void> {
   if (answers('sh', ['-c', `command -v ${command}`])) return;
-  if (!isRoot()) {
+  if (!isRoot())
     throw new CheckError(`"${command}" was not found; install it: sudo apt-get install ${pkg}`);
-  }
   // A fresh machine may have no package lists yet.
   await (aptUpdated ??= run('apt-get', ['update', '-qq']));
   const env = { DEBIAN_FRONTEND: 'noninteractive' };
@@ -44,13 +43,9 @@ async function needPackage(command: string, pkg: string): Promise<void> {
 let aptUpdated: Promise<unknown> | undefined;
 
 async function ensureEngine(): Promise<void> {
-  if (answers('docker', ['info'])) {
-    log('the Docker engine answers');
-    return;
-  }
-  if (!isRoot()) {
+  if (answers('docker', ['info'])) return log('the Docker engine answers');
+  if (!isRoot())
     throw new CheckError('no Docker engine answers "docker info"; start dockerd (as root) first');
-  }
   await needPackage('dockerd', 'docker.io');
   console.log(`$ dockerd > ${DOCKERD_LOG} 2>&1 &`);
   const out = fs.openSync(DOCKERD_LOG, 'a');

@@ -72,9 +72,8 @@ function parseMix(value: string): FaultMix {
 
 function parseInterval(value: string): [number, number] {
   const match = /^(\d+(?:\.\d+)?)-(\d+(?:\.\d+)?)$/.exec(value);
-  if (match === null || Number(match[1]) > Number(match[2]) || Number(match[2]) <= 0) {
+  if (match === null || Number(match[1]) > Number(match[2]) || Number(match[2]) <= 0)
     throw new InvalidArgumentError('give seconds as min-max, e.g. 3-12');
-  }
   return [Number(match[1]), Number(match[2])];
 }
 

@@ -116,12 +116,10 @@ async function restartReason(node: NodeSpec, topology: Topology): Promise<string
   const config = fs.existsSync(yaml) ? fs.readFileSync(yaml, 'utf8') : '';
   const { paxos, commitlog } = topology;
   if (!config.includes(`paxos_variant: ${paxos}\n`)) return `Paxos ${paxos} requested`;
-  if (!config.includes(`commitlog_sync: ${commitlog}\n`)) {
+  if (!config.includes(`commitlog_sync: ${commitlog}\n`))
     return `commitlog_sync ${commitlog} requested`;
-  }
-  if (config.includes(COMMITLOG_COMPRESSION) !== (commitlog === 'periodic')) {
+  if (config.includes(COMMITLOG_COMPRESSION) !== (commitlog === 'periodic'))
     return 'commitlog compression to match commitlog_sync';
-  }
   const root = process.getuid?.() === 0;
   return root && !(await runsAsOsUser(node)) ? `it must run as OS user ${node.osUser}` : undefined;
 }
@@ -198,9 +196,8 @@ export async function startNodes(
   const topology = currentTopology();
   const nodes = names.map(nodeNamed);
   const absent = nodes.find((node) => processState(node) === 'absent');
-  if (absent) {
+  if (absent)
     throw new ClusterError(`Node ${absent.name} was never created; run "npm run cluster -- up".`);
-  }
   for (const node of nodes) {
     if (processState(node) !== 'stopped') continue;
     await assertPortsFree(node);

@@ -253,9 +253,8 @@ export async function waitFor(
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
-    if (Date.now() > deadline) {
+    if (Date.now() > deadline)
       throw new ClusterError(`Timed out after ${timeoutMs / 1000} s waiting for ${what}.`);
-    }
     await sleep(everyMs);
   }
 }

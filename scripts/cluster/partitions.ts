@@ -1,7 +1,4 @@
-/**
- * Partitions on one machine: iptables rules that drop packets by the sending process's OS user
- * (every node sends from 127.0.0.1). Each cut is verified by its effect.
- */
+/** Partitions on one machine: iptables drops packets by the sending node's OS user. */
 import { spawn } from 'node:child_process';
 import { CQL_PORT, STORAGE_PORT, ClusterError, findNode, isDcName, nodeSpecs } from './topology.js';
 import type { NodeSpec } from './topology.js';
@@ -134,12 +131,10 @@ function hasIptables(): Promise<boolean> {
 }
 
 export async function partitionUnsupported(): Promise<string | undefined> {
-  if (process.getuid?.() !== 0) {
+  if (process.getuid?.() !== 0)
     return 'Partitions need root: each DC runs as its own OS user and iptables drops its node-to-node packets. Run the cluster manager as root.';
-  }
-  if (!(await hasIptables())) {
+  if (!(await hasIptables()))
     return 'iptables was not found; install it (apt-get install iptables) to partition DCs.';
-  }
   return undefined;
 }
 

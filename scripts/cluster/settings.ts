@@ -36,9 +36,8 @@ export async function readNodeSettings(
 function readSettingsOf(node: NodeSpec): Promise<Omit<NodeSettings, 'node'>> {
   return withClient(node, async (client) => {
     const host = hostOf(client, node);
-    if (host === undefined) {
+    if (host === undefined)
       throw new ClusterError(`The driver did not find node ${node.name} (${node.address}).`);
-    }
     const query = 'SELECT value FROM system_views.settings WHERE name = ?';
     const read = async (name: string) => {
       const result = await client.execute(query, [name], { host, prepare: true });

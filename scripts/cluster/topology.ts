@@ -1,7 +1,4 @@
-/**
- * Where the local cluster lives and how its nodes are laid out: node j (1-based) of datacenter k
- * listens on 127.0.(j-1).k, port 9042, so dc1's nodes are 127.0.0.1, 127.0.1.1, ...
- */
+/** The local cluster's layout: node j of datacenter k listens on 127.0.(j-1).k, port 9042. */
 import os from 'node:os';
 import path from 'node:path';
 
@@ -49,9 +46,8 @@ export function defaultTopology(env: NodeJS.ProcessEnv = process.env): Topology 
     );
   }
   const paxos = (env['IDGEN_PAXOS'] ?? DEFAULT_TOPOLOGY.paxos) as PaxosVariant;
-  if (!PAXOS_VARIANTS.includes(paxos)) {
+  if (!PAXOS_VARIANTS.includes(paxos))
     throw new ClusterError(`IDGEN_PAXOS must be v1 or v2; got "${paxos}".`);
-  }
   return Object.freeze({ ...DEFAULT_TOPOLOGY, nodesPerDc, paxos });
 }
 
@@ -140,8 +136,7 @@ export function parseClusterSpec(spec: string): Record<string, string[]> {
     }
     (dcs[dc] ??= []).push(...hosts.split(';').filter(Boolean));
   }
-  if (Object.keys(dcs).length < 2) {
+  if (Object.keys(dcs).length < 2)
     throw new Error(`IDGEN_CASSANDRA must name at least two datacenters; got "${spec}".`);
-  }
   return dcs;
 }

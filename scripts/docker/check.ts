@@ -76,9 +76,8 @@ export class ComposeCluster {
     const logs = await run('docker', ['logs', '--tail', '20', id], { withStderr: true });
     if (code !== '0')
       throw new CheckError(`${service} exited with ${code} after SIGTERM:\n${logs}`);
-    if (!logs.includes('the unused IDs went back')) {
+    if (!logs.includes('the unused IDs went back'))
       throw new CheckError(`${service} exited 0 but did not log giving its IDs back:\n${logs}`);
-    }
     log(`${service}: exit 0 after SIGTERM, unused IDs given back`);
   }
 
@@ -100,10 +99,7 @@ export class ComposeCluster {
   }
 }
 
-/**
- * The integration tests (`files`, or all when empty) on testcontainers. Without Ryuk (no image
- * for it), the containers and networks the run leaves are removed here by their label.
- */
+/** The integration tests on testcontainers; without Ryuk, what they leave is removed by label. */
 export async function testcontainersTests(files: readonly string[]): Promise<void> {
   const containersBefore = new Set(await labelled('ps', '-a'));
   const networksBefore = new Set(await labelled('network', 'ls'));
@@ -123,9 +119,8 @@ export async function testcontainersTests(files: readonly string[]): Promise<voi
       stream: true,
       withStderr: true,
     });
-    if (!output.includes('[cluster] testcontainers cluster')) {
+    if (!output.includes('[cluster] testcontainers cluster'))
       throw new CheckError('the integration tests did not run on a testcontainers cluster');
-    }
   } finally {
     const containers = (await labelled('ps', '-a')).filter((id) => !containersBefore.has(id));
     if (containers.length > 0) await run('docker', ['rm', '-f', '-v', ...containers]);

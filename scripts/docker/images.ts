@@ -38,10 +38,7 @@ async function buildBase(log: Log): Promise<string> {
   return hash;
 }
 
-/**
- * The certificates this machine trusts (NODE_EXTRA_CA_CERTS, else the system's bundle), for the
- * stand-in's Node too: behind a proxy that re-signs TLS, `npm ci` fails without them.
- */
+/** Behind a proxy that re-signs TLS, `npm ci` in the stand-in needs this machine's trust. */
 function extraCertificates(): string {
   const file = [process.env['NODE_EXTRA_CA_CERTS'], '/etc/ssl/certs/ca-certificates.crt'].find(
     (candidate) => candidate !== undefined && candidate !== '' && fs.existsSync(candidate),

@@ -280,9 +280,8 @@ function reconcile(
     const keys = new Float64Array(count);
     let k = 0;
     for (const incarnation of mine) {
-      if (incarnation.id >= OWNER_SPAN) {
+      if (incarnation.id >= OWNER_SPAN)
         throw new Error(`incarnation ${incarnation.id} does not fit the checker's packed keys`);
-      }
       for (const id of incarnation.ids) {
         if (id >= MAX_PACKED_ID) throw new Error(`ID ${id} does not fit the checker's packed keys`);
         keys[k++] = id * OWNER_SPAN + incarnation.id;
@@ -357,16 +356,13 @@ function gapCause(
   after: number | undefined,
   endings: ReadonlyMap<number, string>,
 ): string {
-  if (before !== undefined && before === after) {
+  if (before !== undefined && before === after)
     return 'skipped inside one process (a take() remainder, a nextIds() call that failed, or a claim whose outcome stayed unknown)';
-  }
-  if (before === undefined) {
+  if (before === undefined)
     return 'start of a grant (a claim whose outcome stayed unknown, or a process gone before recording)';
-  }
   const ending = endings.get(before);
   if (ending === 'killed') return 'process killed: its unused IDs';
-  if (ending === 'terminated' || ending === 'closed-while-drawing') {
+  if (ending === 'terminated' || ending === 'closed-while-drawing')
     return 'closed: unused IDs not given back (claimed after, or the give-back stayed unknown)';
-  }
   return `process ${ending ?? 'unknown'}: its unused IDs`;
 }

@@ -1,7 +1,4 @@
-/**
- * What each DC drew while each cluster fault was in force, from the nemesis's timeline and the
- * workers' progress (progress.ts). Times are seconds from the campaign's start.
- */
+/** What each DC drew while each cluster fault was in force; times in seconds from the start. */
 import { CLUSTER_FAULT_KINDS, type TimelineEntry } from './nemesis.js';
 
 export interface FaultWindow {
@@ -31,9 +28,8 @@ export function faultsInForce(
 ): FaultInForce[] {
   const faults: FaultInForce[] = [];
   timeline.forEach((entry, index) => {
-    if (!CLUSTER_FAULT_KINDS.some((k) => k === entry.action) || !entry.result.startsWith('ok')) {
+    if (!CLUSTER_FAULT_KINDS.some((k) => k === entry.action) || !entry.result.startsWith('ok'))
       return;
-    }
     const undo = timeline
       .slice(index + 1)
       .find((e) => e.action === 'undo' && e.target.endsWith(` of ${entry.target}`));

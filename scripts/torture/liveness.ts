@@ -1,8 +1,4 @@
-/**
- * The campaign's last check: after healing, a fresh worker per DC must record a given number of
- * IDs. Its process starts as the healing begins and connects once it is done, so the check times
- * the DC, not Node's start.
- */
+/** After healing, a fresh worker per DC must draw; started early, so the check times the DC. */
 import type { Incarnation } from './fleet.js';
 
 /** From the end of the healing to connect, then to draw (a restarted DC is slow). */

@@ -161,18 +161,10 @@ export class Nemesis {
     const { random } = this.options;
     const u = Array.from({ length: DRAWS_PER_ACTION }, () => random.next());
     const draws: Draws = { u, kill: [this.killRandom.next(), this.killRandom.next()] };
-    if (kind === 'partition-node' && !this.options.canPartitionNodes) {
-      this.record(kind, '-', 'skipped: node partitions need 2+ nodes per DC');
-      return;
-    }
-    if (!CLUSTER_FAULT_KINDS.includes(kind)) {
-      await this.perform(kind, draws);
-      return;
-    }
-    if (this.clusterFault === undefined) {
-      this.startClusterFault(kind, draws);
-      return;
-    }
+    if (kind === 'partition-node' && !this.options.canPartitionNodes)
+      return this.record(kind, '-', 'skipped: node partitions need 2+ nodes per DC');
+    if (!CLUSTER_FAULT_KINDS.includes(kind)) return this.perform(kind, draws);
+    if (this.clusterFault === undefined) return this.startClusterFault(kind, draws);
     // One cluster fault at a time: a cluster with two DCs cut off serves nobody.
     const inForce = `${this.clusterFault.describe} still in force`;
     if (this.deferred === undefined) {
@@ -234,10 +226,7 @@ export class Nemesis {
       case 'close-process': {
         // In the fleet's order: the same draw names the same victim among the same processes.
         const running = fleet.running().filter((i) => !i.stopped && i.drawing);
-        if (running.length === 0) {
-          this.record(kind, '-', 'skipped: no process drawing');
-          return;
-        }
+        if (running.length === 0) return this.record(kind, '-', 'skipped: no process drawing');
         let victim = pickBy(u1!, running);
         const raw = kind === 'kill-process' && killDraws[0] < RAW_KILL_SHARE;
         if (raw) {
@@ -270,10 +259,8 @@ export class Nemesis {
       }
       case 'start-process': {
         const dc = pickBy(u1!, this.dcs);
-        if (fleet.running(dc).length >= this.options.processesPerDc + 2) {
-          this.record(kind, dc, 'skipped: the DC has enough processes');
-          return;
-        }
+        if (fleet.running(dc).length >= this.options.processesPerDc + 2)
+          return this.record(kind, dc, 'skipped: the DC has enough processes');
         this.options.startProcess(dc);
         this.record(kind, dc, 'ok');
         return;
@@ -391,10 +378,8 @@ export class Nemesis {
     if (deferred === undefined) return;
     this.deferred = undefined;
     const { kind, draws, drawnAt } = deferred;
-    if (this.stopped) {
-      this.record(kind, '-', 'skipped: deferred, and the fault window ended first');
-      return;
-    }
+    if (this.stopped)
+      return this.record(kind, '-', 'skipped: deferred, and the fault window ended first');
     const waited = (secondsSince(this.options.startedAt) - drawnAt).toFixed(1);
     this.startClusterFault(
       kind,

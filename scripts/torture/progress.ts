@@ -1,7 +1,4 @@
-/**
- * A worker's IDs by campaign second: lines `<second> <count>` (lines of one second add up), each
- * written after the IDs it counts, so counts are lower bounds. Imported by the worker: no imports.
- */
+/** A worker's IDs by second, `<second> <count>` lines written after the IDs (lower bounds). */
 
 /** The campaign second that `now` (ms since the epoch) falls in. */
 export function secondOf(now: number, startedAt: number): number {

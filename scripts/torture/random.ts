@@ -1,7 +1,4 @@
-/**
- * A seeded random source (mulberry32): a campaign's choices are the same for the same seed.
- * Timing on a real cluster is not the seed's.
- */
+/** A seeded random source (mulberry32): the same seed makes the same choices, not timing. */
 export class Random {
   private state: number;
 

@@ -1,7 +1,4 @@
-/**
- * torture/CAMPAIGNS.md and the README's totals, from the committed report.json files. They span
- * every version of the report: a field one lacks shows as "—".
- */
+/** torture/CAMPAIGNS.md and the README's totals; a field an older report lacks shows as "—". */
 import fs from 'node:fs';
 import path from 'node:path';
 

@@ -1,7 +1,4 @@
-/**
- * What a campaign must have done for its checks to mean anything: a clean history proves nothing
- * if no cluster fault was done, one failed, a DC barely drew, or a process failed or crashed.
- */
+/** What a campaign must have done for a clean history to prove anything. */
 import { ALARM_CODES, EXPECTED_ERROR_CODES } from './errors.js';
 import type { KillHow, ProcessExit } from './fleet.js';
 import { CLUSTER_FAULT_KINDS, type TimelineEntry } from './nemesis.js';

@@ -86,15 +86,11 @@ async function main(spec: WorkerSpec): Promise<boolean> {
   if (spec.mutation !== undefined) setMutationsForTests([spec.mutation]);
   const concurrent = spec.mode === 'callers';
   const writesCalls = concurrent || spec.mode === 'take';
-  if (writesCalls && spec.callsFile === undefined) {
+  if (writesCalls && spec.callsFile === undefined)
     throw new Error(`${spec.mode} mode needs a callsFile`);
-  }
   const fd = fs.openSync(spec.historyFile, 'a');
   const callsFd = writesCalls ? fs.openSync(spec.callsFile!, 'a') : undefined;
   const progressFd = fs.openSync(spec.progressFile, 'a');
-  const closeFiles = () => {
-    for (const open of [fd, callsFd, progressFd]) if (open !== undefined) fs.closeSync(open);
-  };
   const progress = new ProgressCounter(spec.startedAt, (text) =>
     writeAll(progressFd, Buffer.from(text)),
   );
@@ -137,17 +133,20 @@ async function main(spec: WorkerSpec): Promise<boolean> {
   const connecting = Date.now();
   const connection = await connectUntilStopped(spec, () => stopping);
   const connectMs = Date.now() - connecting;
-  if (connection.ids === undefined) {
+  const closeFiles = () => {
     clearInterval(flushing);
     flush(Date.now(), true);
+    for (const open of [fd, callsFd, progressFd]) if (open !== undefined) fs.closeSync(open);
+  };
+  const report = (summary: WorkerSummary) => process.stdout.write(JSON.stringify(summary) + '\n');
+  if (connection.ids === undefined) {
     closeFiles();
-    const summary: WorkerSummary = {
+    report({
       ...{ event: 'done', drawn: 0, errors: {}, firstErrors: {}, stats: {} },
       ...{ closedEarly: false, servedAfterClose: 0, closeViolations: 0 },
       connected: false,
       connectFailures: connection.failures,
-    };
-    process.stdout.write(JSON.stringify(summary) + '\n');
+    });
     return true;
   }
   const ids = connection.ids;
@@ -250,9 +249,8 @@ async function main(spec: WorkerSpec): Promise<boolean> {
         received(1, calledAfterClose, floor);
       }
     } catch (error) {
-      if (own === undefined || (error as Partial<IdGenError>).code !== 'IDGEN_DEADLINE_EXCEEDED') {
+      if (own === undefined || (error as Partial<IdGenError>).code !== 'IDGEN_DEADLINE_EXCEEDED')
         throw error;
-      }
       ownDeadlinesMissed++;
       return;
     }
@@ -298,8 +296,6 @@ async function main(spec: WorkerSpec): Promise<boolean> {
   };
   const loops = concurrent ? (spec.callers ?? 4) : 1;
   await Promise.all(Array.from({ length: loops }, loop));
-  clearInterval(flushing);
-  flush(Date.now(), true);
   closeFiles();
   const stats = seq.stats();
   // A close() that throws must still leave a summary, or its code (an alarm) would go unseen.
@@ -309,7 +305,7 @@ async function main(spec: WorkerSpec): Promise<boolean> {
     const { code, message } = tally(error);
     if (!ALARM_CODES.includes(code)) unexpectedError ??= { code, message: `close(): ${message}` };
   }
-  const summary: WorkerSummary = {
+  report({
     event: 'done',
     drawn,
     errors,
@@ -322,8 +318,7 @@ async function main(spec: WorkerSpec): Promise<boolean> {
     ownDeadlinesMissed,
     connected: true,
     connectFailures: connection.failures,
-  };
-  process.stdout.write(JSON.stringify(summary) + '\n');
+  });
   return unexpectedError === undefined;
 }
 
@@ -334,9 +329,8 @@ function writeAll(fd: number, bytes: Uint8Array): void {
 }
 
 /**
- * Connects, trying again every second until told to stop (then `ids` is undefined): a DC's nodes
- * may be down longer than any bound; a defect that keeps connects failing shows as a DC drawing
- * nothing.
+ * Connects, trying again every second until told to stop: a DC's nodes may be down longer than any
+ * bound; a defect that keeps connects failing shows as a DC drawing nothing.
  */
 async function connectUntilStopped(
   spec: WorkerSpec,
@@ -369,9 +363,8 @@ async function goLine(): Promise<void> {
   const lines = createInterface({ input: process.stdin });
   const first = await lines[Symbol.asyncIterator]().next();
   lines.close();
-  if (first.done === true) {
+  if (first.done === true)
     throw new Error('stdin ended before the line that lets a liveness worker connect');
-  }
 }
 
 main(JSON.parse(process.argv[2] ?? '{}') as WorkerSpec).then(

@@ -245,9 +245,8 @@ export async function waitForClusterUp(
   log: Log = () => undefined,
 ): Promise<void> {
   const specs = nodeSpecs(topology);
-  for (const node of await schemaStragglers(specs)) {
+  for (const node of await schemaStragglers(specs))
     await restart(node, topology, "its schema disagrees with the other nodes'", log);
-  }
   const replication = [...new Set(specs.map((s) => s.dc))]
     .map((dc) => `'${dc}': ${topology.nodesPerDc}`)
     .join(', ');

@@ -72,9 +72,8 @@ export function checkHistory(
   // 0. Something to judge: every DC recorded IDs (a sound-looking empty history is no evidence).
   const recordedByDc = new Map<string, number>();
   for (const grantee of rows.grants.keys()) recordedByDc.set(dcOfGrantee(grantee) ?? grantee, 0);
-  for (const { dc, ids } of incarnations) {
+  for (const { dc, ids } of incarnations)
     recordedByDc.set(dc, (recordedByDc.get(dc) ?? 0) + ids.length);
-  }
   const dcsWithoutIds = [...recordedByDc]
     .filter(([, count]) => count === 0)
     .map(([dc]) => dc)
@@ -100,9 +99,8 @@ export function checkHistory(
   const owners = new Map<number, number[]>();
   if (listed.size > 0) {
     for (const incarnation of incarnations) {
-      for (const id of incarnation.ids) {
+      for (const id of incarnation.ids)
         if (listed.has(id)) owners.set(id, [...(owners.get(id) ?? []), incarnation.id]);
-      }
     }
   }
   const duplicates = [...listed].map((id) => ({ id, by: owners.get(id) ?? [] }));
@@ -232,9 +230,8 @@ export function callsCoverage({
 }: RecordedIncarnation): UncoveredCalls | undefined {
   if (calls === undefined) return undefined;
   let beyond: number | undefined;
-  for (let c = 1; c < calls.length; c += 3) {
+  for (let c = 1; c < calls.length; c += 3)
     if (!(calls[c]! <= ids.length)) beyond = Math.max(beyond ?? -Infinity, calls[c]!);
-  }
   const covered = calls.length >= 3 ? calls[calls.length - 2]! : 0;
   if (beyond === undefined && (covered === ids.length || cutShort === true)) return undefined;
   return { incarnation: id, recorded: ids.length, covered, beyond };
@@ -296,17 +293,14 @@ function reconcile(
     const heldRanges: [number, number][] = [];
     const state = states.get(dc);
     if (state !== undefined) {
-      if (state.lastInteger < state.reservedMax) {
+      if (state.lastInteger < state.reservedMax)
         heldRanges.push([Number(state.lastInteger + 1n), Number(state.reservedMax)]);
-      }
-      if (state.installedGrant === state.reservedGrant + 1) {
+      if (state.installedGrant === state.reservedGrant + 1)
         heldRanges.push([Number(state.preloadedMin), Number(state.preloadedMax)]);
-      }
     }
     for (const grant of grants) {
-      if (grant.number > (state?.installedGrant ?? 0)) {
+      if (grant.number > (state?.installedGrant ?? 0))
         heldRanges.push([Number(grant.min), Number(grant.max)]);
-      }
     }
     heldRanges.sort((x, y) => x[0] - y[0]); // gapUntil walks them in order
     for (const [a, b] of heldRanges) held += b - a + 1;

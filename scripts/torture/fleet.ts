@@ -250,9 +250,8 @@ export class Fleet {
     timeoutMs = 60_000,
   ): Promise<void> {
     const stopping = this.incarnations.filter(which);
-    for (const incarnation of stopping) {
+    for (const incarnation of stopping)
       if (incarnation.endedAt === undefined) this.terminate(incarnation);
-    }
     const deadline = setTimeout(() => {
       for (const incarnation of stopping) {
         if (incarnation.endedAt === undefined) {

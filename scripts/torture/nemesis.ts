@@ -400,9 +400,8 @@ export class Nemesis {
 
 async function sleep(ms: number, stop: () => boolean): Promise<void> {
   const until = Date.now() + ms;
-  while (Date.now() < until && !stop()) {
+  while (Date.now() < until && !stop())
     await new Promise((resolve) => setTimeout(resolve, Math.min(250, until - Date.now())));
-  }
 }
 
 export const WORKER_MODES: readonly WorkerMode[] = ['tight', 'paced', 'take', 'callers'];

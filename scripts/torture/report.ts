@@ -125,9 +125,8 @@ export function killsOf(
   incarnations: readonly Pick<Incarnation, 'killed' | 'liveness' | 'hungOnStop'>[],
 ): Record<KillHow, number> {
   const kills: Record<KillHow, number> = { flushed: 0, raw: 0, 'flush-timed-out': 0 };
-  for (const i of incarnations) {
+  for (const i of incarnations)
     if (i.killed !== undefined && !i.liveness && !i.hungOnStop) kills[i.killed]++;
-  }
   return kills;
 }
 

@@ -323,9 +323,7 @@ async function main(spec: WorkerSpec): Promise<boolean> {
 }
 
 function writeAll(fd: number, bytes: Uint8Array): void {
-  for (let written = 0; written < bytes.length;) {
-    written += fs.writeSync(fd, bytes, written);
-  }
+  for (let written = 0; written < bytes.length;) written += fs.writeSync(fd, bytes, written);
 }
 
 /**
@@ -350,9 +348,8 @@ async function connectUntilStopped(
       const why = error instanceof Error ? error.message : String(error);
       process.stderr.write(`torture worker: connect attempt ${failures} failed: ${why}\n`);
       const until = Date.now() + 1_000;
-      while (!stopped() && Date.now() < until) {
+      while (!stopped() && Date.now() < until)
         await new Promise((resolve) => setTimeout(resolve, 50));
-      }
       if (stopped()) return { ids: undefined, failures };
     }
   }

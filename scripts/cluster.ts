@@ -4,8 +4,7 @@ import * as cluster from './cluster/manager.js';
 import { PAXOS_VARIANTS, cacheDir, defaultTopology, describeTopology } from './cluster/topology.js';
 import type { Topology } from './cluster/topology.js';
 
-// `npm run cluster -- status | head`: a reader that has gone ends the output, not the command
-// (an `up` or a `heal` stopped half done would leave the cluster in between).
+// `status | head`: a reader gone ends the output, not an `up` or a `heal` half done.
 process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   if (error.code !== 'EPIPE' && error.code !== 'ERR_STREAM_DESTROYED') throw error;
 });

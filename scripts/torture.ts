@@ -178,7 +178,6 @@ async function main(): Promise<void> {
     dcRangeSize,
     blockSize: random.pick([100, 200, 500, 1_000]),
     threshold: random.pick([0.3, 0.5, 0.7]),
-    // Fixed or adaptive blocks; fixed or autonomy-sized DC ranges.
     ...random.pick([{}, { maxBlockSize: dcRangeSize, claimIntervalMs: random.pick([500, 2_000]) }]),
     ...random.pick([{}, { autonomySeconds: random.pick([5, 30]), maxDcRangeSize: 2_000_000 }]),
     shards: random.pick([1, 1, 2, 3]),

@@ -81,12 +81,10 @@ export function writeNodeConfig(
   seeds: readonly string[],
   topology: Topology,
 ): void {
-  // A 3 × 3 cluster runs nine JVMs next to the tests: fewer threads each, C1 only. The heap
-  // stays at 512 MiB: every table costs heap, and the tests' keyspaces stay on the cluster.
+  // Nine JVMs next to the tests: fewer threads, C1 only; 512 MiB heap, as every table costs heap.
   const crowded = topology.dcs * topology.nodesPerDc > 3;
   const sizes = { heap: '512m', threads: crowded ? 4 : 8, memtableMiB: crowded ? 32 : 64 };
-  // periodic's segments are compressed, which keeps writes in the JVM's heap until they sync, so
-  // that a SIGKILL loses them as a power loss would (mapped segments survive in the page cache).
+  // Compressed periodic segments stay in the heap until they sync: a SIGKILL loses them.
   const commitlog =
     topology.commitlog === 'batch'
       ? 'commitlog_sync: batch'

@@ -105,8 +105,7 @@ export async function testcontainersTests(files: readonly string[]): Promise<voi
   const networksBefore = new Set(await labelled('network', 'ls'));
   try {
     await run('npm', ['run', 'build']);
-    // The fault tests cannot run on containers. The host override spares testcontainers its
-    // probe of the Docker host, which pulls alpine.
+    // No fault tests on containers; the host override spares a probe that pulls alpine.
     const output = await run('npx', ['vitest', 'run', '--project', 'integration', ...files], {
       env: {
         IDGEN_TEST_CLUSTER: 'containers',

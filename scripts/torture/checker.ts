@@ -288,8 +288,7 @@ function reconcile(
     const idAt = (i: number): number => Math.floor(keys[i]! / OWNER_SPAN);
     const ownerAt = (i: number): number => keys[i]! % OWNER_SPAN;
 
-    // Still held: the rest of the reserved range, the preloaded range, and grants confirmed but
-    // not installed (the grantee's next process installs them before it asks for another).
+    // Held: the reserved range's rest, the preloaded range, grants confirmed and not installed.
     const heldRanges: [number, number][] = [];
     const state = states.get(dc);
     if (state !== undefined) {

@@ -303,8 +303,7 @@ export class Nemesis {
   ): Promise<void> {
     await manager.killNodes(names);
     this.record(kind, target, `ok${detail}, restart after ${downMs} ms${note}`);
-    // Undone once each node accepts CQL; `healed` (writes at ALL) comes after, so that drawing
-    // meanwhile does not count as drawing while they were down.
+    // Undone once each node accepts CQL: drawing until `healed` is not drawing while they were down.
     const undo = async () => {
       const restarting = Date.now();
       await manager.startNodes(names, RESTART_CQL_TIMEOUT_MS, { waitForCluster: false });

@@ -13,7 +13,6 @@ import type { FaultMix, TimelineEntry } from './nemesis.js';
 import { killFailure, stopFailure } from './verdict.js';
 import type { WorkerFirstId } from './worker.js';
 
-const FLUSH_KILL_TIMEOUT_S = FLUSH_KILL_TIMEOUT_MS / 1000;
 const n = (x: number): string => x.toLocaleString('en-US');
 const listOr = (items: readonly string[], separator = '; '): string =>
   items.length === 0 ? 'none' : items.join(separator);
@@ -239,7 +238,7 @@ function fleetNotes(report: CampaignReport): string[] {
       `Process kills: ${n(kills.flushed)} with the history written first (SIGHUP, then the ` +
         `process SIGKILLed itself), ${n(kills.raw)} raw kills (SIGKILL without warning, of paced ` +
         `processes, which write each ID before their next call), ${n(kills['flush-timed-out'])} that did not ` +
-        `die within ${FLUSH_KILL_TIMEOUT_S} s of their SIGHUP and were then SIGKILLed raw.`,
+        `die within ${FLUSH_KILL_TIMEOUT_MS / 1000} s of their SIGHUP and were then SIGKILLed raw.`,
     );
   }
   const first = fleet.firstBlocks;

@@ -119,8 +119,7 @@ async function main(spec: WorkerSpec): Promise<boolean> {
     buffer[buffered++] = id;
     if (buffered === FLUSH_EVERY) flush();
   };
-  // The nemesis's kill. The handler runs between event-loop turns, after the microtasks that
-  // record a resolved call's IDs, so the buffer holds every ID handed out and not yet written.
+  // The nemesis's kill. It runs after the microtasks that record a resolved call's IDs.
   process.on('SIGHUP', () => {
     flush(Date.now(), true);
     process.kill(process.pid, 'SIGKILL');
@@ -216,8 +215,7 @@ async function main(spec: WorkerSpec): Promise<boolean> {
     const kind = concurrent
       ? (['next', 'take', 'nextIds'] as const)[Math.floor(u1! * 3)]
       : undefined;
-    // One concurrent call in 8 has a deadline of its own, as a request with a short budget would;
-    // its miss is the caller's doing, so it is counted apart and followed by no pause.
+    // One concurrent call in 8 has a deadline of its own; a miss is the caller's, counted apart.
     const own =
       concurrent && u2! < 1 / 8 ? { timeoutMs: Math.floor(u3! * OWN_DEADLINE_MS) } : undefined;
     try {

@@ -56,16 +56,11 @@ export function settingsProblems(
   if (reference === undefined) return ['no node answered'];
   const against = expected === undefined ? `${settings[0]!.node}'s` : 'the expected';
   const differs = (mine: string, theirs: string) => mine !== theirs || mine === 'unknown';
+  const names = { paxos: 'paxos_variant', commitlogSync: 'commitlog_sync' } as const;
   return settings.flatMap((s) => {
-    const differences: string[] = [];
-    if (differs(s.paxos, reference.paxos)) {
-      differences.push(`paxos_variant ${s.paxos}, not ${against} ${reference.paxos}`);
-    }
-    if (differs(s.commitlogSync, reference.commitlogSync)) {
-      differences.push(
-        `commitlog_sync ${s.commitlogSync}, not ${against} ${reference.commitlogSync}`,
-      );
-    }
+    const differences = (['paxos', 'commitlogSync'] as const)
+      .filter((key) => differs(s[key], reference[key]))
+      .map((key) => `${names[key]} ${s[key]}, not ${against} ${reference[key]}`);
     return differences.length === 0 ? [] : [`${s.node} runs ${differences.join(' and ')}`];
   });
 }

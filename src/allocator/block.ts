@@ -38,7 +38,9 @@ export abstract class Block<T extends number | bigint> {
     return this.first + BigInt(this.taken);
   }
 
-  abstract takeOne(): T | undefined;
+  takeOne(): T | undefined {
+    return this.taken < this.size ? this.at(this.taken++) : undefined;
+  }
 
   /** Undefined, taking nothing, if fewer than `count` remain. */
   takeRange(count: number): IdRange<T> | undefined {
@@ -66,20 +68,12 @@ class NumberBlock extends Block<number> {
     this.base = Number(first);
   }
 
-  takeOne(): number | undefined {
-    return this.taken < this.size ? this.base + this.taken++ : undefined;
-  }
-
   protected at(offset: number): number {
     return this.base + offset;
   }
 }
 
 class BigIntBlock extends Block<bigint> {
-  takeOne(): bigint | undefined {
-    return this.taken < this.size ? this.first + BigInt(this.taken++) : undefined;
-  }
-
   protected at(offset: number): bigint {
     return this.first + BigInt(offset);
   }

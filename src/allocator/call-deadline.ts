@@ -3,7 +3,6 @@
 import { AbortedError, ContentionError, DeadlineError, InvalidOptionError } from '../errors.js';
 import { checkAbortSignal, checkKeys, everyKeyOf } from '../options.js';
 import type { Clock } from './clock.js';
-import type { AllocatorObserver } from './observer.js';
 
 /** How long a call may wait for IDs, and how it can be cancelled. */
 export interface CallOptions {
@@ -17,7 +16,8 @@ export interface CallOptions {
 }
 
 /** Checked on every call, even one served at once, so a bad option fails predictably. */
-export function checkCallOptions(options: CallOptions): void {
+export function checkCallOptions(options: CallOptions | undefined): void {
+  if (options === undefined) return;
   checkKeys(options, CALL_KEYS);
   const { timeoutMs, signal } = options;
   if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !(timeoutMs >= 0))) {
@@ -32,35 +32,6 @@ export interface CallDeadline {
   readonly timeoutMs: number;
   /** `clock.now()` at which the call gives up. */
   readonly deadline: number;
-}
-
-export function deadlineOf(
-  options: CallOptions | undefined,
-  defaultMs: number,
-  clock: Clock,
-): CallDeadline {
-  const timeoutMs = options?.timeoutMs ?? defaultMs;
-  return { timeoutMs, deadline: clock.now() + timeoutMs };
-}
-
-/** Runs the waiting part of a call, telling `observer` how long it took. */
-export async function timedWait<R>(
-  observer: AllocatorObserver | undefined,
-  clock: Clock,
-  name: string,
-  wait: () => Promise<R>,
-): Promise<R> {
-  if (observer === undefined) return wait();
-  const started = clock.now();
-  let failure: unknown;
-  try {
-    return await wait();
-  } catch (error) {
-    failure = error;
-    throw error;
-  } finally {
-    observer.waited(name, clock.now() - started, failure);
-  }
 }
 
 export function throwIfAborted(name: string, signal: AbortSignal | undefined): void {

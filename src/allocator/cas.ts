@@ -4,8 +4,13 @@
  * and then report it rejected (docs/design.md, "Outcomes of a conditional write").
  */
 
-import { InvalidOptionError, InvariantError, StateRolledBackError } from '../errors.js';
-import type { CasOutcome } from '../store/port.js';
+import {
+  InvalidOptionError,
+  InvariantError,
+  StateRolledBackError,
+  StoreUnavailableError,
+} from '../errors.js';
+import type { CasOutcome, StoreLevel } from '../store/port.js';
 import { mutated } from '../mutations.js';
 
 /**
@@ -90,4 +95,27 @@ async function classify<Found>(step: ConditionalWrite<Found>): Promise<CasResult
 /** Whether the verdict lets the writer use what the write gives. */
 export function isOurs(verdict: CasVerdict): boolean {
   return verdict === 'applied' || verdict === 'ours';
+}
+
+/** The error for a write whose outcome stayed unknown; `advice` says what to do. */
+export function unknownOutcome(
+  level: StoreLevel,
+  operation: string,
+  result: CasResult,
+  advice: string,
+): StoreUnavailableError {
+  const failure = result.rereadError ?? result.cause;
+  const words =
+    failure instanceof StoreUnavailableError
+      ? failure.detail
+      : failure instanceof Error
+        ? failure.message
+        : String(failure);
+  const why = failure === undefined ? '' : `${words}; `;
+  return new StoreUnavailableError(
+    level,
+    operation,
+    `${why}the conditional write may or may not have been applied, and its outcome could not be read back; ${advice}`,
+    { cause: result.cause },
+  );
 }

@@ -15,7 +15,7 @@ import { DcGrants } from './dc-grants.js';
 import { DcStateRow } from './dc-state-row.js';
 import { hasPreloaded, remainingIn } from './dc-state.js';
 import { FailureLog } from './failures.js';
-import type { AllocatorObserver } from './observer.js';
+import { timed, type AllocatorObserver } from './observer.js';
 import { RangeRequests, type KnownState } from './range-requests.js';
 import { Watermarks, type RowMarks } from './watermarks.js';
 
@@ -30,17 +30,14 @@ export interface DcAllocatorOptions {
   readonly sleep?: ((ms: number) => Promise<void>) | undefined;
   readonly log?: Logger | undefined;
   readonly onRangeInstalled?: (() => void) | undefined;
-  /** Called at the read that shows the rows gone back. */
   readonly onRolledBack?:
     ((error: StateRolledBackError | SequenceRecreatedError) => void) | undefined;
   readonly observer?: AllocatorObserver | undefined;
-  /** Kept across shard moves by the handle's ledger. @default own */
+  /** Kept across shard moves by the handle's ledger. */
   readonly counters?: DcCounters | undefined;
-  /** @default own ({@link rangeFailureLog}) */
   readonly failures?: FailureLog<'range'> | undefined;
-  /** Shared by the process's handles. @default own */
+  /** Shared by the process's handles. */
   readonly marks?: RowMarks | undefined;
-  /** Awaited before each block claim; throws why no block may be claimed now. @default none */
   readonly claimGate?: ClaimGate | undefined;
 }
 
@@ -80,12 +77,10 @@ export class DcAllocator {
       options.failures ?? rangeFailureLog(options.settings.name, options.log, observer);
     this.ctx = new DcContext({
       ...options,
-      incarnation: options.incarnation,
       clock,
       sleep: options.sleep ?? ((ms) => clock.sleep(ms)),
       counters: this.counters,
       seen: new Watermarks(options.settings.start - 1n, options.marks),
-      onRolledBack: options.onRolledBack,
     });
     this.row = new DcStateRow(this.ctx);
     this.grants = new DcGrants(this.ctx, () => ({
@@ -112,13 +107,8 @@ export class DcAllocator {
   async claimBlock(options: ClaimOptions = {}): Promise<ClaimedBlock> {
     await this.claimGate?.();
     const observer = this.observer;
-    if (observer === undefined) return this.claims.claimBlock(options);
-    const started = this.ctx.clock.now();
-    try {
-      return await this.claims.claimBlock(options);
-    } finally {
-      observer.blockClaimed(this.ctx.sequence, this.ctx.clock.now() - started);
-    }
+    const report = observer && ((ms: number) => observer.blockClaimed(this.ctx.sequence, ms));
+    return timed(this.ctx.clock, report, () => this.claims.claimBlock(options));
   }
 
   /**

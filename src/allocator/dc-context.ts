@@ -39,9 +39,11 @@ export function newDcCounters(): DcCounters {
 
 export type DcContextOptions = Pick<
   DcContext,
-  'store' | 'dc' | 'settings' | 'incarnation' | 'clock' | 'sleep' | 'counters' | 'seen'
+  'store' | 'dc' | 'settings' | 'clock' | 'sleep' | 'counters' | 'seen'
 > & {
-  readonly onRolledBack:
+  readonly incarnation?: string | undefined;
+  /** Called at the read that shows the rows gone back. */
+  readonly onRolledBack?:
     ((error: StateRolledBackError | SequenceRecreatedError) => void) | undefined;
 };
 
@@ -84,7 +86,7 @@ export class DcContext {
     if (this.latched !== undefined) throw this.latched;
   }
 
-  /** Checks a read state: its incarnation first, then the invariants. */
+  /** Its incarnation first, then the invariants. */
   checkState(
     state: DcState,
     context: { grants?: readonly Grant[] | undefined; globalLast?: bigint | undefined },
@@ -104,7 +106,6 @@ export class DcContext {
     return this.latch(new StateRolledBackError(this.sequence, this.dc, detail));
   }
 
-  /** As {@link rolledBack}, for a row of another incarnation. */
   recreated(detail: string): SequenceRecreatedError {
     return this.latch(new SequenceRecreatedError(this.sequence, detail));
   }
@@ -134,7 +135,7 @@ export class DcContext {
     return new ContentionError(this.sequence, operation, attempts);
   }
 
-  /** Full jitter: 0 to a cap doubling per lost race from 2 ms up to {@link BACKOFF_MAX_MS}. */
+  /** Full jitter: 0 to a cap doubling per lost race. */
   backoff(attempt: number): Promise<void> {
     const cap = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.min(attempt - 1, 30));
     return this.sleep(Math.random() * cap);

@@ -5,7 +5,7 @@ import type { DcState } from '../store/port.js';
 import type { Logger } from '../logger.js';
 import type { Clock } from './clock.js';
 import type { FailureLog } from './failures.js';
-import type { AllocatorObserver } from './observer.js';
+import { timed, type AllocatorObserver } from './observer.js';
 
 const RANGE_RETRY_FIRST_MS = 1_000;
 const RANGE_RETRY_MAX_MS = 30_000;
@@ -69,15 +69,13 @@ export class RangeRequests {
   }
 
   private async request(known?: KnownState): Promise<void> {
-    const { clock, observer } = this.options;
-    const started = clock.now();
+    const { clock, observer, sequence } = this.options;
+    const report = observer && ((ms: number) => observer.rangeRequested(sequence, ms));
     try {
-      await this.options.run(known);
+      await timed(clock, report, () => this.options.run(known));
     } catch (error) {
       this.failed(error);
       throw error;
-    } finally {
-      observer?.rangeRequested(this.options.sequence, clock.now() - started);
     }
     this.retries = 0;
     this.cancelRetry?.();

@@ -7,11 +7,10 @@ import {
   InvariantError,
   SequenceRecreatedError,
   RETIRE_OPERATION,
-  StoreUnavailableError,
 } from '../errors.js';
 import { granteesOf } from '../names.js';
 import type { DcState, Grant, IdStore, StoredSettings } from '../store/port.js';
-import { isOurs, runConditionalWrite } from './cas.js';
+import { isOurs, runConditionalWrite, unknownOutcome } from './cas.js';
 import { judgeStateWrite } from './dc-state-row.js';
 import { otherIncarnation, remainingIn, retireTo, spentAt, topOf } from './dc-state.js';
 
@@ -128,12 +127,8 @@ async function retireOne(
       return done(latest, seal ? spentBy(attempts) : 'retired');
     }
     if (result.verdict === 'unknown' && result.found === undefined) {
-      throw new StoreUnavailableError(
-        'local_serial',
-        `retire the ranges of ${grantee}`,
-        'the conditional write may or may not have been applied, and its outcome could not be read back; retiring again is safe',
-        { cause: result.cause },
-      );
+      const operation = `retire the ranges of ${grantee}`;
+      throw unknownOutcome('local_serial', operation, result, 'retiring again is safe');
     }
   }
   throw new ContentionError(sequence, RETIRE_OPERATION, MAX_RETIRE_ATTEMPTS);

@@ -11,9 +11,7 @@ import { SYSTEM_CLOCK, type Clock } from './clock.js';
 import { BlockBuffer } from './block-buffer.js';
 import {
   checkCallOptions,
-  deadlineOf,
   throwIfAborted,
-  timedWait,
   waitWithinDeadline,
   type CallDeadline,
   type CallOptions,
@@ -25,7 +23,7 @@ import { HeldSettings, RE_READ_SETTINGS, largestBlockError } from './held-settin
 import { Ledger } from './ledger.js';
 import { Lifecycle, type SequenceState } from './lifecycle.js';
 import type { ClaimGate } from './dc-allocator.js';
-import type { AllocatorObserver } from './observer.js';
+import { timed, type AllocatorObserver } from './observer.js';
 import type { SequenceStats } from './sequence-stats.js';
 import { Shards, type Loaded } from './shards.js';
 import type { RowMarks } from './watermarks.js';
@@ -39,7 +37,6 @@ export interface SequenceContext<T extends number | bigint> {
   readonly keyspace: string;
   readonly ids: IdKind<T>;
   readonly logger?: Logger | undefined;
-  /** @internal @default real timers */
   readonly clock?: Clock | undefined;
   readonly callTimeoutMs: number;
   readonly observer?: AllocatorObserver | undefined;
@@ -54,7 +51,6 @@ export const YIELD_EVERY_IDS = 512;
 export class Sequence<T extends number | bigint> {
   readonly name: string;
   readonly dc: string;
-  /** Whether IDs are bigints (else JavaScript numbers). */
   readonly bigint: boolean;
   /** Where this handle claims from: its DC, or a shard of it (`dc1/3`). */
   get grantee(): string {
@@ -109,7 +105,6 @@ export class Sequence<T extends number | bigint> {
     });
   }
 
-  /** Where the handle is in its lifecycle; see {@link SequenceState}. */
   get state(): SequenceState {
     return this.lifecycle.state;
   }
@@ -158,7 +153,7 @@ export class Sequence<T extends number | bigint> {
    * DomainNeedsBigIntError}, {@link SerialUnavailableError}, {@link SequenceExhaustedError}, …
    */
   async next(options?: CallOptions): Promise<T> {
-    if (options !== undefined) checkCallOptions(options);
+    checkCallOptions(options);
     const id = this.tryNext();
     if (id !== undefined) {
       // Resuming as a microtask, a caller looping on next() would starve all I/O (the preload too).
@@ -180,12 +175,11 @@ export class Sequence<T extends number | bigint> {
   }
 
   /**
-   * @internal The HTTP service's draw of `count` increasing IDs under one deadline, all or an
-   * error (then the IDs taken are `waste.undelivered`). It waits for the next block before taking
-   * any it cannot cover. With `delivered`, the IDs count as issued only once it settles true.
+   * @internal The HTTP service's draw of `count` increasing IDs, all or an error (then the IDs
+   * taken are `waste.undelivered`); with `delivered`, issued only once it settles true.
    */
   async nextIds(count: number, options?: CallOptions, delivered?: Promise<boolean>): Promise<T[]> {
-    if (options !== undefined) checkCallOptions(options);
+    checkCallOptions(options);
     assert(Number.isInteger(count) && count >= 1, `nextIds(${count}): not a count`);
     this.lifecycle.assertOpen();
     const signal = options?.signal;
@@ -223,7 +217,6 @@ export class Sequence<T extends number | bigint> {
         this.ledger.settleDelivery(ids.length, delivered);
       }
     } catch (error) {
-      // A negative control (mutations.ts) hands the caller the IDs taken so far.
       if (mutated('partial-next-ids') && ids.length > 0) return ids;
       this.ledger.wasted('undelivered', ids.length);
       throw error;
@@ -249,7 +242,7 @@ export class Sequence<T extends number | bigint> {
     options: CallOptions | undefined,
     delivered: Promise<boolean> | undefined,
   ): Promise<IdRange<T>> {
-    if (options !== undefined) checkCallOptions(options);
+    checkCallOptions(options);
     this.lifecycle.assertOpen();
     const call = this.callOf(options);
     const signal = options?.signal;
@@ -282,7 +275,7 @@ export class Sequence<T extends number | bigint> {
    * @throws everything {@link Sequence.next} throws.
    */
   async ready(options?: CallOptions): Promise<void> {
-    if (options !== undefined) checkCallOptions(options);
+    checkCallOptions(options);
     this.lifecycle.assertOpen();
     if (this.buffer.remaining === 0) {
       await this.waitForRefill(this.callOf(options), options?.signal);
@@ -320,10 +313,7 @@ export class Sequence<T extends number | bigint> {
     return run;
   }
 
-  /**
-   * `count` contiguous IDs from the blocks held, or undefined (a refill started), or
-   * {@link RE_READ_SETTINGS} when deciding needs newer settings (never with `reread`).
-   */
+  /** `count` contiguous IDs held; undefined: a refill started; RE_READ_SETTINGS never with `reread`. */
   private takeRun(
     count: number,
     reread: boolean,
@@ -397,17 +387,22 @@ export class Sequence<T extends number | bigint> {
     if (rereading === undefined) return;
     const settings = await rereading;
     if (settings === undefined) return;
-    // To the allocator in use now: the shard may have moved meanwhile.
     this.shards.updateSettings(settings);
     this.threshold = settings.threshold;
   }
 
   private timed<R>(wait: () => Promise<R>): Promise<R> {
-    return timedWait(this.context.observer, this.clock, this.name, wait);
+    const observer = this.context.observer;
+    return timed(
+      this.clock,
+      observer && ((ms, error) => observer.waited(this.name, ms, error)),
+      wait,
+    );
   }
 
   private callOf(options: CallOptions | undefined): CallDeadline {
-    return deadlineOf(options, this.context.callTimeoutMs, this.clock);
+    const timeoutMs = options?.timeoutMs ?? this.context.callTimeoutMs;
+    return { timeoutMs, deadline: this.clock.now() + timeoutMs };
   }
 
   private async waitForRefill(

@@ -14,7 +14,13 @@ import { dcOfGrantee, granteesOf } from '../names.js';
 import type { AlterSequenceOptions } from '../settings/model.js';
 import { pickSizes, validateChanges } from '../settings/resolve.js';
 import type { FirstGrant, IdStore, SequenceSettings, StoredSettings } from '../store/port.js';
-import { isOurs, runConditionalWrite, type CasResult, type Judgement } from './cas.js';
+import {
+  isOurs,
+  runConditionalWrite,
+  unknownOutcome,
+  type CasResult,
+  type Judgement,
+} from './cas.js';
 
 /** Settings read locally, else at SERIAL: a create that timed out may be elsewhere only. */
 export async function readSettingsFound(
@@ -97,7 +103,7 @@ export async function createSettings(
     reread: () => store.readSequence(settings.name, 'serial'),
   });
   if (isOurs(result.verdict)) return { settings, creator: 'this' };
-  if (result.found === undefined) throw unknownOutcome('create sequence', result);
+  if (result.found === undefined) throw unknownAt('create sequence', result);
   const creator = result.verdict === 'lost' ? 'another' : 'unknown';
   if (ifNotExists) return { settings: result.found.settings, creator };
   throw new SequenceExistsError(settings.name, keyspace, [], creator);
@@ -146,14 +152,17 @@ export async function alterSettings(
       reread: () => store.readSequence(name, 'serial'),
     });
     if (isOurs(result.verdict)) return ours.get(result.found?.op ?? op) ?? next;
-    if (result.verdict === 'unknown') throw unknownOutcome('alter sequence', result);
+    if (result.verdict === 'unknown') throw unknownAt('alter sequence', result);
     // Another op after an unknown outcome may have come after ours: retrying would write over it.
     if (result.reported === 'unknown' && result.found?.op !== current.op) {
-      throw unknownOutcome('alter sequence', result);
+      throw unknownAt('alter sequence', result);
     }
   }
   throw new ContentionError(name, ALTER_OPERATION, MAX_ALTER_ATTEMPTS);
 }
+
+const unknownAt = (operation: string, result: CasResult) =>
+  unknownOutcome('serial', operation, result, 'read the sequence to see which before trying again');
 
 /** Ours if the settings carry one of our ops, lost if another, unknown if none were found. */
 function judgeSettingsWrite(
@@ -175,21 +184,4 @@ function judgeCreate(
   if (found.op.startsWith(CREATE_OP)) return 'lost';
   const sameIds = ID_SPACE_KEYS.every((key) => found.settings[key] === settings[key]);
   return sameIds ? 'unknown' : 'lost';
-}
-
-function unknownOutcome(operation: string, result: CasResult): StoreUnavailableError {
-  const failure = result.rereadError ?? result.cause;
-  const words =
-    failure instanceof StoreUnavailableError
-      ? failure.detail
-      : failure instanceof Error
-        ? failure.message
-        : String(failure);
-  const why = failure === undefined ? '' : `${words}; `;
-  return new StoreUnavailableError(
-    'serial',
-    operation,
-    `${why}the conditional write may or may not have been applied, and its outcome could not be read back; read the sequence to see which before trying again`,
-    { cause: result.cause },
-  );
 }

@@ -35,26 +35,20 @@ export interface ClaimHost {
 }
 
 export class BlockClaims {
-  private readonly host: ClaimHost;
   private claiming: Promise<void> | undefined;
   private failure: Error | undefined;
   private lostRaces = 0;
   private wake: (() => void) | undefined;
   private rangeArrived = false;
 
-  constructor(host: ClaimHost) {
-    this.host = host;
-  }
+  constructor(private readonly host: ClaimHost) {}
 
   get inFlight(): Promise<void> | undefined {
     return this.claiming;
   }
 
-  refill(): Promise<void> {
-    const { lifecycle } = this.host;
-    if (lifecycle.closing) return Promise.reject(new ClosedError(this.host.name));
-    const { rolledBack } = lifecycle;
-    if (rolledBack !== undefined) return Promise.reject(rolledBack);
+  async refill(): Promise<void> {
+    this.host.lifecycle.assertOpen();
     this.claiming ??= this.claim().finally(() => {
       this.claiming = undefined;
     });
@@ -104,11 +98,7 @@ export class BlockClaims {
         if (claimed.rangeLow && this.host.lifecycle.open) allocator.requestRangeInBackground();
         return;
       } catch (error) {
-        const afterRaces = shards.moveAfterLostRaces(error);
-        if (afterRaces !== undefined) {
-          await afterRaces;
-          continue;
-        }
+        if (await shards.moveAfterLostRaces(error)) continue;
         if (error instanceof StateRolledBackError) {
           ledger.failures.record(error);
           this.host.forfeit(error);
@@ -118,15 +108,10 @@ export class BlockClaims {
             localIds: this.host.held(),
           });
         }
-        const fromSpent = shards.moveFromSpent(error);
-        if (fromSpent !== undefined && (await fromSpent)) continue;
+        if (await shards.moveFromSpent(error)) continue;
         if (!isTransient(error) || !goesOn()) throw error;
         this.failure = failure = error;
-        const fromEmpty = shards.moveFromEmpty(error);
-        if (fromEmpty !== undefined) {
-          await fromEmpty;
-          continue;
-        }
+        if (await shards.moveFromEmpty(error)) continue;
       }
       const cap = Math.min(CLAIM_RETRY_MAX_MS, CLAIM_RETRY_FIRST_MS * 2 ** (attempt - 1));
       if (!this.rangeArrived) await this.pause(cap * (0.5 + Math.random() / 2));

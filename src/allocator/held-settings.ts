@@ -42,7 +42,6 @@ export function largestBlockError(count: number, settings: SequenceSettings): In
 }
 
 export class HeldSettings {
-  private readonly context: HeldSettingsContext;
   private incarnation: string | undefined;
   private readAt = 0;
   /** A tick per block accepted and per read started: an earlier-started read never wins. */
@@ -50,9 +49,7 @@ export class HeldSettings {
   private readTick = 0;
   private readonly blockTicks = new WeakMap<object, number>();
 
-  constructor(context: HeldSettingsContext) {
-    this.context = context;
-  }
+  constructor(private readonly context: HeldSettingsContext) {}
 
   async load(): Promise<StoredSettings> {
     const { store, name, keyspace, clock } = this.context;

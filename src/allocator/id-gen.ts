@@ -37,18 +37,15 @@ import { RowMarks } from './watermarks.js';
 export interface IdGenOptions {
   /** Closed by {@link IdGen.close}. */
   readonly store: IdStore;
-  /** The DC whose state this process's sequences claim blocks from. */
   readonly dc: string;
   readonly keyspace: string;
-  /** Warned of failed refills, once per episode. @default undefined (silent) */
+  /** @default undefined (silent) */
   readonly logger?: Logger | undefined;
-  /** @internal @default real timers */
   readonly clock?: Clock | undefined;
   /** How long `next()`, `take()` and `ready()` wait for IDs by default, in ms. @default 10000 */
   readonly callTimeoutMs?: number | undefined;
-  /** @internal @default nothing is reported */
   readonly monitor?: ((parts: IdGenMonitorParts) => IdGenMonitor) | undefined;
-  /** @internal Awaited before each block claim (connect() watches durability). @default none */
+  /** Awaited before each block claim (connect() watches durability). */
   readonly claimGate?: ClaimGate | undefined;
 }
 
@@ -59,7 +56,6 @@ export interface IdGenMonitor extends AllocatorObserver {
   close(): Promise<void>;
 }
 
-/** What {@link IdGenOptions.monitor} is given of the allocator. */
 export type IdGenMonitorParts = Readonly<
   Pick<IdGenOptions, 'store' | 'dc' | 'keyspace'> & { clock: Clock; logger: Logger | undefined }
 >;
@@ -69,13 +65,12 @@ export const ID_GEN_DEFAULTS = Object.freeze({ callTimeoutMs: 10_000 });
 /** What {@link IdGen.stats} returns. */
 export interface IdGenStats {
   readonly dc: string;
-  /** Per sequence opened, the current handle's stats, counters including replaced handles'. */
+  /** Per sequence opened; counters include those of the handles it replaced. */
   readonly sequences: readonly {
     readonly name: string;
     readonly bigint: boolean;
     readonly stats: SequenceStats;
   }[];
-  /** The counters of `sequences`, summed. */
   readonly totals: Readonly<
     Omit<SequenceStats, 'lastError' | 'blockSize' | 'drawRate' | 'dcRate' | 'waste'> & {
       readonly waste: SequenceStats['waste'];
@@ -109,10 +104,7 @@ function isStore(value: unknown): value is IdStore {
   );
 }
 
-/**
- * Checks these options before connecting; returns `callTimeoutMs` or its default.
- * @throws {InvalidOptionError} naming `callTimeoutMs` or `logger`.
- */
+/** Checks these options before connecting; returns `callTimeoutMs` or its default. */
 export function checkAllocatorOptions(
   options: Pick<IdGenOptions, 'callTimeoutMs' | 'logger'>,
 ): number {
@@ -128,7 +120,6 @@ export class IdGen {
   readonly keyspace: string;
 
   readonly #store: IdStore;
-  /** What every handle gets besides its name, ID kind and marks. */
   readonly #handles: Omit<SequenceContext<number>, 'name' | 'ids' | 'marks'>;
   readonly #sequences = new Map<string, Sequence<number> | Sequence<bigint>>();
   /** Replaced while closing: close() waits for them, stats() counts them until closed. */
@@ -185,7 +176,6 @@ export class IdGen {
     const bigint = options.bigint === true;
     const key = `${name}/${bigint ? 'bigint' : 'number'}`;
     const existing = this.#sequences.get(key);
-    // A closed handle never serves again: replaced.
     if (existing !== undefined && existing.state !== 'closing' && existing.state !== 'closed') {
       return existing;
     }
@@ -294,8 +284,8 @@ export class IdGen {
    */
   async retireDcRanges(name: string): Promise<readonly RetiredState[]> {
     this.#assertOpen();
-    // At SERIAL: a local read could miss the latest alter of the shard count.
     validateName('sequence', name);
+    // At SERIAL: a local read could miss the latest alter of the shard count.
     const stored = await this.#store.readSequence(name, 'serial');
     if (stored === undefined) throw new SequenceNotFoundError(name, this.keyspace);
     return retireDcRanges(this.#store, stored, this.dc);

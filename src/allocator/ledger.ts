@@ -50,9 +50,9 @@ export class Ledger {
   /** Kept across shard moves. */
   readonly dcCounters = newDcCounters();
   readonly rangeFailures: FailureLog<'range'>;
-  private waits = 0;
+  waits = 0;
+  shardMoves = 0;
   private wastedIds = 0;
-  private shardMoves = 0;
   private readonly waste: { -readonly [K in keyof ProcessWaste]: number } = {
     takeSkipped: 0,
     notReturned: 0,
@@ -76,17 +76,9 @@ export class Ledger {
     this.rangeFailures = rangeFailureLog(context.name, context.log, observer);
   }
 
-  waited(): void {
-    this.waits++;
-  }
-
   wasted(cause: keyof ProcessWaste, count: number): void {
     this.wastedIds += count;
     this.waste[cause] += count;
-  }
-
-  movedShard(): void {
-    this.shardMoves++;
   }
 
   drawn(count: number): void {
@@ -111,11 +103,6 @@ export class Ledger {
       });
   }
 
-  drawnUntil(count: number, delivered: Promise<boolean>): void {
-    this.drawn(count);
-    this.settleDelivery(count, delivered);
-  }
-
   stats(buffer: BufferCounts, dcRate: number | undefined): SequenceStats {
     const { dcCounters, rangeFailures, failures } = this;
     const lastError =
@@ -129,7 +116,7 @@ export class Ledger {
       blocksClaimed: dcCounters.blocksClaimed,
       blockSize: buffer.blockSize,
       drawRate: buffer.drawRate,
-      dcRate: dcRate,
+      dcRate,
       rangesGranted: dcCounters.rangesGranted,
       waits: this.waits,
       errors: failures.errors + rangeFailures.errors,

@@ -189,7 +189,7 @@ export class Sequence<T extends number | bigint> {
     if (buffer.remaining < count && buffer.preloaded === undefined) {
       // The draw rate's clock goes on: the IDs held are still served.
       throwIfAborted(this.name, signal);
-      this.ledger.waited();
+      this.ledger.waits++;
       await this.timed(() => this.waitForRefill(call, signal, { count, contiguous: false }));
     }
     const ids: T[] = [];
@@ -309,7 +309,10 @@ export class Sequence<T extends number | bigint> {
       run = this.takeRun(count, true);
       assert(run !== RE_READ_SETTINGS, 'takeRun asked for settings just re-read');
     }
-    if (run !== undefined && delivered !== undefined) this.ledger.drawnUntil(count, delivered);
+    if (run !== undefined && delivered !== undefined) {
+      this.ledger.drawn(count);
+      this.ledger.settleDelivery(count, delivered);
+    }
     return run;
   }
 
@@ -378,7 +381,7 @@ export class Sequence<T extends number | bigint> {
   }
 
   private startWaiting(): void {
-    this.ledger.waited();
+    this.ledger.waits++;
     this.demand.starving();
   }
 

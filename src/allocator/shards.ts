@@ -48,7 +48,6 @@ export interface ShardsContext {
 }
 
 export class Shards {
-  private readonly context: ShardsContext;
   private current: Loaded | undefined;
   private incarnation: string | undefined;
   private claimsFrom: string;
@@ -58,8 +57,7 @@ export class Shards {
   private moveWanted = false;
   private spent = new Set<number>();
 
-  constructor(context: ShardsContext) {
-    this.context = context;
+  constructor(private readonly context: ShardsContext) {
     this.claimsFrom = context.dc;
   }
 
@@ -89,29 +87,31 @@ export class Shards {
     this.spent = new Set();
   }
 
-  /** True when the claim in flight is to move: it then ends with a ContentionError. */
+  /**
+   * True when the claim in flight is to move: it then ends with a ContentionError. Not with a
+   * write of unknown outcome: its block would be a gap no counter shows.
+   */
   lostRace(): boolean {
+    const held = this.current;
     this.racesHere++;
-    if (!this.movesOn()) return false;
+    if (this.racesHere < MOVE_AFTER_LOST_RACES || !this.mayMove(held)) return false;
+    if (held.allocator.claimUnresolved) return false;
     this.moveWanted = true;
     return true;
   }
 
-  /** The move {@link lostRace} asked for; races lost on a crowded shard are no failure. */
-  moveAfterLostRaces(error: unknown): Promise<void> | undefined {
+  /** The move {@link lostRace} asked for, if it did; races lost on a crowded shard are no failure. */
+  async moveAfterLostRaces(error: unknown): Promise<boolean> {
     const held = this.current;
-    if (held === undefined || !this.moveWanted || !(error instanceof ContentionError)) return;
-    return this.moveShard(held, 'lost races');
+    if (held === undefined || !this.moveWanted || !(error instanceof ContentionError)) return false;
+    await this.moveShard(held, 'lost races');
+    return true;
   }
 
   /** On a spent domain, moves to a shard holding IDs above the handle's; true if it moved. */
-  moveFromSpent(error: unknown): Promise<boolean> | undefined {
+  async moveFromSpent(error: unknown): Promise<boolean> {
     const held = this.current;
-    if (held === undefined || !(error instanceof SequenceExhaustedError)) return;
-    return this.moveFromSpentTo(held);
-  }
-
-  private async moveFromSpentTo(held: Loaded): Promise<boolean> {
+    if (held === undefined || !(error instanceof SequenceExhaustedError)) return false;
     const to = await this.shardWithIdsAbove(held);
     if (to === undefined) return false;
     this.spent.add(this.shard);
@@ -119,17 +119,14 @@ export class Shards {
     return true;
   }
 
-  /** Moves a first claim from a shard with no IDs and no SERIAL; undefined if it does not. */
-  moveFromEmpty(error: unknown): Promise<void> | undefined {
+  /** Moves a first claim from a shard with no IDs and no SERIAL; true if it moved. */
+  async moveFromEmpty(error: unknown): Promise<boolean> {
     const held = this.current;
-    if (held === undefined || !this.movesOnFor(error)) return;
+    const empty = error instanceof SerialUnavailableError && error.dcRemaining === 0n;
+    if (!empty || !this.mayMove(held)) return false;
     this.spent.add(this.shard);
-    return this.moveFromEmptyTo(held);
-  }
-
-  private async moveFromEmptyTo(held: Loaded): Promise<void> {
-    const to = await this.shardWithIdsAbove(held);
-    await this.moveShard(held, 'no IDs and no SERIAL', to);
+    await this.moveShard(held, 'no IDs and no SERIAL', await this.shardWithIdsAbove(held));
+    return true;
   }
 
   /** Gives the unused `run` back at close; what does not go back is counted as waste. */
@@ -154,24 +151,6 @@ export class Shards {
     log?.debug({ dc: this.grantee, ...fields }, 'closed');
   }
 
-  /** Not with a write of unknown outcome: its block would be a gap no counter shows. */
-  private movesOn(): boolean {
-    const held = this.current;
-    return (
-      this.racesHere >= MOVE_AFTER_LOST_RACES &&
-      this.mayMove(held) &&
-      !held.allocator.claimUnresolved
-    );
-  }
-
-  private movesOnFor(error: unknown): boolean {
-    return (
-      error instanceof SerialUnavailableError &&
-      error.dcRemaining === 0n &&
-      this.mayMove(this.current)
-    );
-  }
-
   private mayMove(held: Loaded | undefined): held is Loaded {
     return (
       held !== undefined &&
@@ -191,7 +170,7 @@ export class Shards {
     this.moveWanted = false;
     this.racesHere = 0;
     const { ledger, log } = this.context;
-    ledger.movedShard();
+    ledger.shardMoves++;
     const from = this.grantee;
     // Not awaited: a caller may wait.
     void ledger.reportNow(from);

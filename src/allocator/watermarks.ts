@@ -3,18 +3,6 @@
 import type { DcState, GrantView } from '../store/port.js';
 import { mutated } from '../mutations.js';
 
-/** The marks as they stood when a read was sent. */
-export interface Floor {
-  readonly version: number;
-  readonly op: string | undefined;
-  readonly reservedGrant: number;
-  readonly installedGrant: number;
-  readonly claimGrant: number;
-  readonly claimedUpTo: bigint;
-  readonly globalLast: bigint;
-  readonly latestGrant: number;
-}
-
 /** The marks of one grantee's rows, shared by the process's handles of the sequence. */
 export class RowMarks {
   version = 0;
@@ -25,6 +13,9 @@ export class RowMarks {
 
   constructor(public globalLast: bigint) {}
 }
+
+/** The marks as they stood when a read was sent. */
+export type Floor = Readonly<RowMarks & { claimGrant: number; claimedUpTo: bigint }>;
 
 /** The rows' marks and this allocator's own claims (only its own give-back goes below them). */
 export class Watermarks {
@@ -37,12 +28,7 @@ export class Watermarks {
   }
 
   floor(): Floor {
-    const { version, op, reservedGrant, installedGrant, globalLast, latestGrant } = this.rows;
-    return {
-      ...{ version, op, reservedGrant, installedGrant, globalLast, latestGrant },
-      claimGrant: this.claimGrant,
-      claimedUpTo: this.claimedUpTo,
-    };
+    return { ...this.rows, claimGrant: this.claimGrant, claimedUpTo: this.claimedUpTo };
   }
 
   /** Never down: replies of concurrent calls arrive in any order. */

@@ -26,7 +26,6 @@ export class BlockBuffer<T extends number | bigint> {
   private retired: Block<T>[] = [];
   private mode: BufferMode = 'serving';
   private highest = -1n;
-  /** IDs taken from blocks no longer held. */
   private takenFromFormer = 0;
 
   constructor(private readonly threshold: () => number) {}
@@ -35,7 +34,6 @@ export class BlockBuffer<T extends number | bigint> {
     return this.mode === 'serving';
   }
 
-  /** IDs held and not handed out. */
   get remaining(): number {
     return this.held().reduce((sum, block) => sum + block.remaining, 0);
   }
@@ -64,7 +62,6 @@ export class BlockBuffer<T extends number | bigint> {
     return true;
   }
 
-  /** -1 before the first block. */
   get highestAccepted(): bigint {
     return this.highest;
   }
@@ -87,7 +84,6 @@ export class BlockBuffer<T extends number | bigint> {
     return Math.max(1, Math.ceil(this.threshold() * block.size));
   }
 
-  /** Whether the current block is past its preload point with nothing preloaded. */
   get wantsPreload(): boolean {
     const block = this.current;
     return (

@@ -136,7 +136,6 @@ export class BlockClaims {
     this.wake?.();
   }
 
-  /** Why the claim in flight has not brought IDs yet. */
   lastFailure(): Error | undefined {
     if (this.failure !== undefined || this.lostRaces === 0) return this.failure;
     return new ContentionError(this.host.name, 'claim a block', this.lostRaces);

@@ -30,7 +30,6 @@ const CALL_KEYS = everyKeyOf<CallOptions>()(['timeoutMs', 'signal']);
 
 export interface CallDeadline {
   readonly timeoutMs: number;
-  /** `clock.now()` at which the call gives up. */
   readonly deadline: number;
 }
 

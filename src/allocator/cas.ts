@@ -31,10 +31,8 @@ export interface ConditionalWrite<Found> {
 
 export interface CasResult<Found = unknown> {
   readonly verdict: CasVerdict;
-  /** What the round or the re-read found. */
   readonly found: Found | undefined;
   readonly reported: CasOutcome<unknown>['kind'];
-  /** The error behind an unknown outcome. */
   readonly cause: unknown;
   readonly rereadError?: unknown;
 }

@@ -26,7 +26,6 @@ export interface DcAllocatorOptions {
   /** Stamped on every state row opened; a row of another is refused. */
   readonly incarnation?: string | undefined;
   readonly clock?: Clock | undefined;
-  /** @default `clock.sleep` */
   readonly sleep?: ((ms: number) => Promise<void>) | undefined;
   readonly log?: Logger | undefined;
   readonly onRangeInstalled?: (() => void) | undefined;
@@ -36,7 +35,6 @@ export interface DcAllocatorOptions {
   /** Kept across shard moves by the handle's ledger. */
   readonly counters?: DcCounters | undefined;
   readonly failures?: FailureLog<'range'> | undefined;
-  /** Shared by the process's handles. */
   readonly marks?: RowMarks | undefined;
   readonly claimGate?: ClaimGate | undefined;
 }
@@ -98,12 +96,10 @@ export class DcAllocator {
     });
   }
 
-  /** Sizes re-read after an alter; the domain never moves. */
   updateSettings(settings: SequenceSettings): void {
     this.ctx.settings = settings;
   }
 
-  /** Claims the next process block, getting a DC range first if needed, if the gate lets it. */
   async claimBlock(options: ClaimOptions = {}): Promise<ClaimedBlock> {
     await this.claimGate?.();
     const observer = this.observer;
@@ -123,7 +119,6 @@ export class DcAllocator {
     this.ranges.inBackground();
   }
 
-  /** Gives `[first, last]` back if nobody claimed after it; returns how many IDs went back. */
   returnBlock(first: bigint, last: bigint): Promise<bigint> {
     return this.claims.giveBack(first, last);
   }

@@ -42,7 +42,6 @@ export type DcContextOptions = Pick<
   'store' | 'dc' | 'settings' | 'clock' | 'sleep' | 'counters' | 'seen'
 > & {
   readonly incarnation?: string | undefined;
-  /** Called at the read that shows the rows gone back. */
   readonly onRolledBack?:
     ((error: StateRolledBackError | SequenceRecreatedError) => void) | undefined;
 };
@@ -86,7 +85,6 @@ export class DcContext {
     if (this.latched !== undefined) throw this.latched;
   }
 
-  /** Its incarnation first, then the invariants. */
   checkState(
     state: DcState,
     context: { grants?: readonly Grant[] | undefined; globalLast?: bigint | undefined },
@@ -135,7 +133,6 @@ export class DcContext {
     return new ContentionError(this.sequence, operation, attempts);
   }
 
-  /** Full jitter: 0 to a cap doubling per lost race. */
   backoff(attempt: number): Promise<void> {
     const cap = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.min(attempt - 1, 30));
     return this.sleep(Math.random() * cap);

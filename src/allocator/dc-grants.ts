@@ -187,7 +187,6 @@ export class DcGrants {
     return result;
   }
 
-  /** Checks a view of the grant level, then raises the marks unless it `wentBack`. */
   private accept(view: GrantView, wentBack: string | undefined): void {
     this.checkGrants(view);
     if (wentBack !== undefined) throw this.ctx.rolledBack(wentBack);

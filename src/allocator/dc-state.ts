@@ -209,7 +209,6 @@ export interface DcStateContext {
   readonly grants?: readonly Grant[] | undefined;
   /** Whether `grants` holds every grant of the DC. */
   readonly allGrants?: boolean | undefined;
-  /** GLOBAL's `last_integer`, read after the state. */
   readonly globalLast?: bigint | undefined;
 }
 

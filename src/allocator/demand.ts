@@ -11,7 +11,6 @@ export interface Want {
 }
 
 export class Demand {
-  /** Calls waiting for the refill in flight. */
   waiters = 0;
   /** IDs of every block that came, refused ones too. */
   acceptedIds = 0;
@@ -34,7 +33,6 @@ export class Demand {
     return this.drawRate.perSecond;
   }
 
-  /** Returns the function that ends the wait. */
   wait(want: Want | undefined): () => void {
     this.waiters++;
     const wanted = want?.contiguous === true ? this.runsWanted : this.drawsWanted;

@@ -29,7 +29,6 @@ const PROCESS_FAILURES = {
 } as const;
 
 export interface BufferCounts {
-  /** IDs taken from blocks, issued or not. */
   readonly taken: number;
   readonly remaining: number;
   readonly blockSize: number;

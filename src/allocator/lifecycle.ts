@@ -20,7 +20,6 @@ const TRANSITIONS: Readonly<Record<SequenceState, readonly SequenceState[]>> = {
 
 export class Lifecycle {
   state: SequenceState = 'idle';
-  /** Set once the rows went back or the sequence was recreated. */
   rolledBack: StateRolledBackError | SequenceRecreatedError | undefined;
 
   constructor(private readonly name: string) {}

@@ -69,7 +69,6 @@ export class Shards {
     return this.current;
   }
 
-  /** Opens the allocator of a random shard. */
   open(settings: SequenceSettings, incarnation: string | undefined): Loaded {
     this.incarnation = incarnation;
     return this.useShard(settings, Math.floor(Math.random() * settings.shards));

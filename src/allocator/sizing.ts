@@ -40,12 +40,10 @@ export const DC_CLAIMS_PER_SECOND = 4;
 export interface BlockDemand {
   readonly rate: number | undefined;
   readonly claimIntervalMs: number;
-  /** IDs the calls waiting now still need beyond what the process holds. */
   readonly waiting: number;
   readonly min: number;
   readonly max: number;
   readonly dcRate?: number | undefined;
-  /** How long recent claims took, ms. */
   readonly claimMs?: number | undefined;
   readonly threshold?: number | undefined;
   readonly lostRaces?: number | undefined;
@@ -112,7 +110,6 @@ export interface GrantDemand {
   readonly max: bigint;
   /** `max - GLOBAL.last_integer`. */
   readonly unGranted: bigint;
-  /** The block size the requesting process last asked for; 0 if none yet. */
   readonly block: bigint;
 }
 

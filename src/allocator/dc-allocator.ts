@@ -14,7 +14,7 @@ import { DcContext, MAX_CAS_ATTEMPTS, newDcCounters, type DcCounters } from './d
 import { DcGrants } from './dc-grants.js';
 import { DcStateRow } from './dc-state-row.js';
 import { hasPreloaded, remainingIn } from './dc-state.js';
-import { FailureLog } from './failures.js';
+import { FailureLog, type FailureSink } from './failures.js';
 import { timed, type AllocatorObserver } from './observer.js';
 import { RangeRequests, type KnownState } from './range-requests.js';
 import { Watermarks, type RowMarks } from './watermarks.js';
@@ -34,7 +34,7 @@ export interface DcAllocatorOptions {
   readonly observer?: AllocatorObserver | undefined;
   /** Kept across shard moves by the handle's ledger. */
   readonly counters?: DcCounters | undefined;
-  readonly failures?: FailureLog<'range'> | undefined;
+  readonly failures?: FailureSink<'range'> | undefined;
   readonly marks?: RowMarks | undefined;
   readonly claimGate?: ClaimGate | undefined;
 }
@@ -42,18 +42,11 @@ export interface DcAllocatorOptions {
 /** Asked before each block claim: rejects with the reason none may be claimed from the DC now. */
 export type ClaimGate = () => Promise<void>;
 
-export function rangeFailureLog(
-  name: string,
-  log: Logger | undefined,
-  observer: AllocatorObserver | undefined,
-): FailureLog<'range'> {
-  const range = {
-    failed:
-      'requesting a DC range failed; the DC still serves its ranges, retrying in the background',
-    recovered: 'requesting DC ranges works again',
-  };
-  return new FailureLog(log, { range }, observer && ((error) => observer.failed(name, error)));
-}
+export const RANGE_FAILURE = {
+  failed:
+    'requesting a DC range failed; the DC still serves its ranges, retrying in the background',
+  recovered: 'requesting DC ranges works again',
+};
 
 export class DcAllocator {
   readonly counters: DcCounters;
@@ -71,8 +64,14 @@ export class DcAllocator {
     this.observer = observer;
     this.claimGate = options.claimGate;
     this.counters = options.counters ?? newDcCounters();
+    const name = options.settings.name;
     const failures =
-      options.failures ?? rangeFailureLog(options.settings.name, options.log, observer);
+      options.failures ??
+      new FailureLog(
+        options.log,
+        { range: RANGE_FAILURE },
+        observer && ((error) => observer.failed(name, error)),
+      );
     this.ctx = new DcContext({
       ...options,
       clock,

@@ -2,11 +2,15 @@
 
 import type { Logger } from '../logger.js';
 
+/** A log's methods alone, so a log of more kinds passes for one of fewer. */
+export type FailureSink<Kind extends string> = Pick<
+  FailureLog<Kind>,
+  'record' | 'failed' | 'recovered'
+>;
+
 export class FailureLog<Kind extends string> {
   errors = 0;
   lastError: Error | undefined;
-  /** Epoch ms, to pick the latest of several levels. */
-  lastErrorAt = 0;
   private readonly failing = new Set<Kind>();
 
   constructor(
@@ -19,7 +23,6 @@ export class FailureLog<Kind extends string> {
     this.errors++;
     this.onFailure?.(error);
     this.lastError = error instanceof Error ? error : new Error(String(error));
-    this.lastErrorAt = Date.now();
   }
 
   failed(kind: Kind, error: unknown, fields: Record<string, unknown>): void {

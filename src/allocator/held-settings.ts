@@ -63,21 +63,14 @@ export class HeldSettings {
   }
 
   /** The settings re-read if due or `force`d; undefined if those held stay. */
-  reread(
+  async reread(
     held: () => SequenceSettings | undefined,
     force: boolean,
-  ): Promise<SequenceSettings | undefined> | undefined {
-    const now = this.context.clock.now();
+  ): Promise<SequenceSettings | undefined> {
+    const { store, name, log, clock } = this.context;
+    const now = clock.now();
     if (held() === undefined) return undefined;
     if (!force && now - this.readAt < SETTINGS_REFRESH_MS) return undefined;
-    return this.read(held, now);
-  }
-
-  private async read(
-    held: () => SequenceSettings | undefined,
-    now: number,
-  ): Promise<SequenceSettings | undefined> {
-    const { store, name, log } = this.context;
     const tick = ++this.ticks;
     let stored: StoredSettings | undefined;
     try {

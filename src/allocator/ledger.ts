@@ -5,7 +5,7 @@
 
 import type { Logger } from '../logger.js';
 import { USAGE_CAUSES, type IdStore, type UsageCause } from '../store/port.js';
-import { rangeFailureLog } from './dc-allocator.js';
+import { RANGE_FAILURE } from './dc-allocator.js';
 import { newDcCounters } from './dc-context.js';
 import { FailureLog } from './failures.js';
 import type { AllocatorObserver } from './observer.js';
@@ -26,6 +26,7 @@ const PROCESS_FAILURES = {
     failed: 'returning unused IDs on close failed; they stay a gap',
     recovered: 'returning unused IDs works again',
   },
+  range: RANGE_FAILURE,
 } as const;
 
 export interface BufferCounts {
@@ -45,13 +46,11 @@ export interface LedgerContext {
 }
 
 export class Ledger {
-  readonly failures: FailureLog<'claim' | 'return'>;
+  readonly failures: FailureLog<keyof typeof PROCESS_FAILURES>;
   /** Kept across shard moves. */
   readonly dcCounters = newDcCounters();
-  readonly rangeFailures: FailureLog<'range'>;
   waits = 0;
   shardMoves = 0;
-  private wastedIds = 0;
   private readonly waste: { -readonly [K in keyof ProcessWaste]: number } = {
     takeSkipped: 0,
     notReturned: 0,
@@ -72,11 +71,9 @@ export class Ledger {
       PROCESS_FAILURES,
       observer && ((error) => observer.failed(context.name, error)),
     );
-    this.rangeFailures = rangeFailureLog(context.name, context.log, observer);
   }
 
   wasted(cause: keyof ProcessWaste, count: number): void {
-    this.wastedIds += count;
     this.waste[cause] += count;
   }
 
@@ -103,12 +100,8 @@ export class Ledger {
   }
 
   stats(buffer: BufferCounts, dcRate: number | undefined): SequenceStats {
-    const { dcCounters, rangeFailures, failures } = this;
-    const lastError =
-      rangeFailures.lastErrorAt > failures.lastErrorAt
-        ? rangeFailures.lastError
-        : (failures.lastError ?? rangeFailures.lastError);
-    const waste = this.waste;
+    const { dcCounters, failures, waste } = this;
+    const wasted = Object.values(waste).reduce((sum, count) => sum + count, dcCounters.wasted);
     return Object.freeze({
       issued: buffer.taken - waste.takeSkipped - waste.undelivered - this.drawing,
       remaining: buffer.remaining,
@@ -118,16 +111,16 @@ export class Ledger {
       dcRate,
       rangesGranted: dcCounters.rangesGranted,
       waits: this.waits,
-      errors: failures.errors + rangeFailures.errors,
+      errors: failures.errors,
       casRejections: dcCounters.casRejections,
       casUnknown: dcCounters.casUnknown,
-      wasted: this.wastedIds + dcCounters.wasted,
+      wasted,
       waste: Object.freeze({ unknownOutcome: dcCounters.wasted, ...waste }),
       lwtWrites: dcCounters.lwtWrites,
       serialReads: dcCounters.serialReads,
       localSerialReads: dcCounters.localSerialReads,
       shardMoves: this.shardMoves,
-      lastError,
+      lastError: failures.lastError,
     });
   }
 

@@ -4,7 +4,7 @@ import { SequenceExhaustedError, StateRolledBackError } from '../errors.js';
 import type { DcState } from '../store/port.js';
 import type { Logger } from '../logger.js';
 import type { Clock } from './clock.js';
-import type { FailureLog } from './failures.js';
+import type { FailureSink } from './failures.js';
 import { timed, type AllocatorObserver } from './observer.js';
 
 const RANGE_RETRY_FIRST_MS = 1_000;
@@ -20,7 +20,7 @@ export interface RangeRequestsOptions {
   readonly dc: string;
   readonly clock: Clock;
   readonly log: Logger | undefined;
-  readonly failures: FailureLog<'range'>;
+  readonly failures: FailureSink<'range'>;
   readonly observer: AllocatorObserver | undefined;
   readonly onRangeInstalled: (() => void) | undefined;
   readonly wentBack: () => boolean;

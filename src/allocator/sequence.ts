@@ -386,9 +386,7 @@ export class Sequence<T extends number | bigint> {
   }
 
   private async refreshSettings({ force = false } = {}): Promise<void> {
-    const rereading = this.settings.reread(() => this.loaded?.settings, force);
-    if (rereading === undefined) return;
-    const settings = await rereading;
+    const settings = await this.settings.reread(() => this.loaded?.settings, force);
     if (settings === undefined) return;
     this.shards.updateSettings(settings);
     this.threshold = settings.threshold;

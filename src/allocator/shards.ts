@@ -211,7 +211,7 @@ export class Shards {
       dc: this.grantee,
       onRolledBack: context.forfeit,
       counters: ledger.dcCounters,
-      failures: ledger.rangeFailures,
+      failures: ledger.failures,
       marks: context.marks?.(this.grantee, settings.start),
     });
     this.current = { settings, allocator };

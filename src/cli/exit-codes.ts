@@ -16,7 +16,6 @@ import {
   type IdGenErrorCode,
 } from '../errors.js';
 import { INTEGER_TYPES } from '../settings/rules.js';
-import { TLS_FILE_FLAGS } from './connection-options.js';
 
 /** Exit codes of `idgen-cass`, each explained in docs/cli.md ("Exit codes"). */
 export const EXIT_CODES = Object.freeze({
@@ -171,7 +170,11 @@ const FLAGS: Readonly<Record<string, string>> = Object.freeze({
   username: '--username (IDGEN_USERNAME)',
   password: '--password (IDGEN_PASSWORD)',
   ssl: '--ssl (IDGEN_SSL)',
-  ...TLS_FILE_FLAGS,
+  sslCa: '--ssl-ca (IDGEN_SSL_CA)',
+  sslCert: '--ssl-cert (IDGEN_SSL_CERT)',
+  sslKey: '--ssl-key (IDGEN_SSL_KEY)',
+  tlsCert: '--tls-cert (IDGEN_SERVE_TLS_CERT)',
+  tlsKey: '--tls-key (IDGEN_SERVE_TLS_KEY)',
   requestTimeoutMs: '--request-timeout (IDGEN_REQUEST_TIMEOUT)',
   replication: '--replication',
   domain: '--domain',

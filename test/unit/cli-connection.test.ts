@@ -16,11 +16,8 @@ import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import cassandra from 'cassandra-driver';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 
-import {
-  connectionOptions,
-  MissingOptionsError,
-  OptionFileError,
-} from '../../src/cli/connection-options.js';
+import { connectionOptions } from '../../src/cli/connection-options.js';
+import { InvalidOptionError } from '../../src/errors.js';
 import { errorMessage, exitCodeOf } from '../../src/cli/exit-codes.js';
 import { createProgram } from '../../src/cli/program.js';
 import {
@@ -158,7 +155,7 @@ describe('TLS and the request timeout, from the command line to the driver', () 
     const base = { contactPoints: '192.0.2.1', dc: 'dc1', keyspace: 'idgen' };
     const noKey = catchError(() => connectionOptions({ ...base, sslCert: certFile }));
     expect(errorMessage(noKey)).toBe(
-      'Invalid --ssl-key (IDGEN_SSL_KEY): received nothing; allowed: a PEM file whenever --ssl-cert (IDGEN_SSL_CERT) is given: a certificate goes with its private key.',
+      'Invalid --ssl-key (IDGEN_SSL_KEY): received nothing; allowed: a PEM file whenever sslCert is given: a certificate goes with its private key. sslCert is --ssl-cert.',
     );
     const noCert = catchError(() => connectionOptions({ ...base, sslKey: keyFile }));
     expect(errorMessage(noCert)).toContain('Invalid --ssl-cert (IDGEN_SSL_CERT)');
@@ -182,33 +179,31 @@ describe('TLS and the request timeout, from the command line to the driver', () 
     expect((await cliConnection(...LOCAL)).requestTimeoutMs).toBe(1_500);
   });
 
-  it('names every missing required option at once', () => {
-    const missing = catchError(() => connectionOptions({ keyspace: 'idgen' }));
-    expect(missing).toBeInstanceOf(MissingOptionsError);
-    expect(missing).toMatchObject({
-      code: 'IDGEN_INVALID_OPTION',
-      missing: ['--contact-points', '--dc'],
-    });
-    expect(errorMessage(missing)).toMatch(/^Missing required options: --contact-points, --dc\. /);
-    expect(exitCodeOf(missing)).toBe(1);
-    const blank = catchError(() =>
-      connectionOptions({ contactPoints: '192.0.2.1', dc: '  ', keyspace: 'idgen' }),
+  it('leaves the required options to the library, which names the first one missing', async () => {
+    expect(connectionOptions({ keyspace: 'idgen' })).toEqual({ keyspace: 'idgen' });
+    clearVariables();
+    const run = await cli('list');
+    expect({ code: run.code, stdout: run.stdout }).toEqual({ code: 1, stdout: '' });
+    expect(run.stderr).toMatch(
+      /^idgen-cass: Invalid --contact-points \(IDGEN_CONTACT_POINTS\): received nothing; /,
     );
-    expect(blank).toMatchObject({ missing: ['--dc'] });
+    const blank = await cli('--contact-points', '192.0.2.1', '--dc', '  ', 'list');
+    expect(blank.code).toBe(1);
+    expect(blank.stderr).toMatch(/^idgen-cass: Invalid --dc \(IDGEN_DC\): received ""; /);
   });
 
   it('names the option and the file it cannot read, never the contents of a key', () => {
     const base = { contactPoints: '192.0.2.1', dc: 'dc1', keyspace: 'idgen' };
     const missing = join(dir, 'missing.pem');
     const unreadable = catchError(() => connectionOptions({ ...base, sslCa: missing }));
-    expect(unreadable).toBeInstanceOf(OptionFileError);
+    expect(unreadable).toBeInstanceOf(InvalidOptionError);
     expect(unreadable).toMatchObject({
       code: 'IDGEN_INVALID_OPTION',
       option: 'sslCa',
-      file: missing,
+      received: missing,
     });
     expect(errorMessage(unreadable)).toBe(
-      `Cannot use the file of --ssl-ca (IDGEN_SSL_CA), "${missing}": ENOENT: no such file or directory, open '${missing}'. Give the path of a readable PEM file.`,
+      `Invalid --ssl-ca (IDGEN_SSL_CA): received "${missing}"; allowed: the path of a readable PEM file (ENOENT: no such file or directory, open '${missing}').`,
     );
     expect(exitCodeOf(unreadable)).toBe(1);
 
@@ -217,7 +212,7 @@ describe('TLS and the request timeout, from the command line to the driver', () 
       connectionOptions({ ...base, sslCert: certFile, sslKey: notPem }),
     );
     expect(errorMessage(error)).toBe(
-      `Cannot use the file of --ssl-key (IDGEN_SSL_KEY), "${notPem}": it holds no PEM block (no "-----BEGIN " line). Give the path of a readable PEM file.`,
+      `Invalid --ssl-key (IDGEN_SSL_KEY): received "${notPem}"; allowed: a PEM file (it has no "-----BEGIN " line).`,
     );
     expect(JSON.stringify(error)).not.toContain('SECRETKEYMATERIAL');
   });
@@ -228,7 +223,7 @@ describe('TLS and the request timeout, from the command line to the driver', () 
     const { code, stdout, stderr } = await cli(...LOCAL, '--ssl-ca', missing, 'list');
     expect({ code, stdout }).toEqual({ code: 1, stdout: '' });
     expect(stderr).toBe(
-      `idgen-cass: Cannot use the file of --ssl-ca (IDGEN_SSL_CA), "${missing}": ENOENT: no such file or directory, open '${missing}'. Give the path of a readable PEM file.\n`,
+      `idgen-cass: Invalid --ssl-ca (IDGEN_SSL_CA): received "${missing}"; allowed: the path of a readable PEM file (ENOENT: no such file or directory, open '${missing}').\n`,
     );
   });
 

@@ -488,7 +488,7 @@ describe('usage errors, reported before connecting', () => {
     [['seed', 'orders', '--shards', '257'], 'Invalid --shards: received 257'],
     [['preflight', 'extra'], 'too many arguments'],
     [['alter', 'orders'], 'at least one of --dc-range, --block, --threshold'],
-    [['list'], 'Missing required options: --contact-points, --dc. Give addresses of nodes'],
+    [['list'], 'Invalid --contact-points (IDGEN_CONTACT_POINTS): received nothing; allowed:'],
     [['status', '--sample', '3'], 'Invalid --sample: received "3"; allowed: a duration from'],
     [['status', '--watch', '2'], 'Invalid --watch: received "2"'],
     [['status', '--serial-timeout', '3'], 'Invalid --serial-timeout: received "3"'],
@@ -506,7 +506,7 @@ describe('usage errors, reported before connecting', () => {
     expect(stderr).toContain(message);
   });
 
-  it('names every missing required option in one message, with what to give', async () => {
+  it('names a missing required option, with what to give', async () => {
     vi.stubEnv('IDGEN_CONTACT_POINTS', undefined);
     vi.stubEnv('IDGEN_DC', undefined);
     const both = await cli('status');
@@ -514,30 +514,32 @@ describe('usage errors, reported before connecting', () => {
       code: EXIT_CODES.usage,
       stdout: '',
       stderr:
-        'idgen-cass: Missing required options: --contact-points, --dc. Give addresses of nodes in the local datacenter and the local datacenter\'s name as Cassandra knows it, e.g. "idgen-cass --contact-points 10.0.0.1,10.0.0.2:9042 --dc dc1 <command>", or set IDGEN_CONTACT_POINTS and IDGEN_DC.\n',
+        'idgen-cass: Invalid --contact-points (IDGEN_CONTACT_POINTS): received nothing; allowed: a non-empty list of node addresses of the local datacenter, e.g. ["10.0.0.1", "10.0.0.2:9042"].\n',
     });
     const json = await cli('--json', 'next', 'orders');
     expect(json.code).toBe(EXIT_CODES.usage);
     expect(JSON.parse(json.stderr)).toEqual({
       code: 'IDGEN_INVALID_OPTION',
       message: expect.stringMatching(
-        /^Missing required options: --contact-points, --dc\. /,
+        /^Invalid --contact-points \(IDGEN_CONTACT_POINTS\): /,
       ) as unknown,
     });
 
     const dc = await cli('--contact-points', '127.0.0.1', 'list');
     expect(dc.code).toBe(EXIT_CODES.usage);
     expect(dc.stderr).toBe(
-      'idgen-cass: Missing required option: --dc. Give the local datacenter\'s name as Cassandra knows it, e.g. "idgen-cass --dc dc1 <command>", or set IDGEN_DC.\n',
+      'idgen-cass: Invalid --dc (IDGEN_DC): received nothing; allowed: the name of the datacenter this process runs in, e.g. "dc1".\n',
     );
     // A blank variable is no value either; a list of no address is a bad one.
     vi.stubEnv('IDGEN_DC', ' ');
     vi.stubEnv('IDGEN_CONTACT_POINTS', '10.0.0.1');
-    expect((await cli('list')).stderr).toMatch(/^idgen-cass: Missing required option: --dc\. /);
+    expect((await cli('list')).stderr).toMatch(
+      /^idgen-cass: Invalid --dc \(IDGEN_DC\): received ""; /,
+    );
     vi.stubEnv('IDGEN_DC', 'dc1');
     vi.stubEnv('IDGEN_CONTACT_POINTS', ',');
     expect((await cli('list')).stderr).toContain(
-      'Invalid --contact-points (IDGEN_CONTACT_POINTS): received ","',
+      'Invalid --contact-points (IDGEN_CONTACT_POINTS): received "[]"',
     );
   });
 
@@ -1261,7 +1263,7 @@ describe('errors under --json: one JSON line on stderr, stdout clean', () => {
     [
       ['--json', 'list'],
       'IDGEN_INVALID_OPTION',
-      'Missing required options: --contact-points, --dc.',
+      'Invalid --contact-points (IDGEN_CONTACT_POINTS): received nothing',
     ],
     [
       ['status', '--sample', '2', '--json'],

@@ -57,11 +57,11 @@ describe('idgen-cass serve', () => {
     ],
     [
       ['serve', '--tls-cert', '/nonexistent/cert.pem'],
-      /Invalid --tls-key \(IDGEN_SERVE_TLS_KEY\): received nothing; allowed: a PEM file whenever --tls-cert \(IDGEN_SERVE_TLS_CERT\) is given/,
+      /Invalid --tls-key \(IDGEN_SERVE_TLS_KEY\): received nothing; allowed: a PEM file whenever tlsCert is given: .* tlsCert is --tls-cert\./,
     ],
     [
       ['serve', '--tls-cert', '/nonexistent/cert.pem', '--tls-key', '/nonexistent/key.pem'],
-      /Cannot use the file of --tls-cert \(IDGEN_SERVE_TLS_CERT\), "\/nonexistent\/cert.pem": ENOENT/,
+      /Invalid --tls-cert \(IDGEN_SERVE_TLS_CERT\): received "\/nonexistent\/cert.pem"; allowed: the path of a readable PEM file \(ENOENT/,
     ],
     [
       ['serve', '--metrics-auth'],
@@ -112,7 +112,7 @@ describe('idgen-cass serve', () => {
     vi.stubEnv('IDGEN_CONTACT_POINTS', undefined);
     const { code, stderr } = await cli('--dc', 'dc1', 'serve');
     expect(code).toBe(EXIT_CODES.usage);
-    expect(stderr).toContain('Missing required option: --contact-points.');
+    expect(stderr).toContain('Invalid --contact-points (IDGEN_CONTACT_POINTS): received nothing');
   });
 });
 

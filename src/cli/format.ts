@@ -1,4 +1,5 @@
 /** Text and JSON output: tables, bars, settings, and JSON with exact 64-bit integers. */
+import { randomUUID } from 'node:crypto';
 import { count, percent, span } from '../quantities.js';
 import { GRANT_BLOCKS } from '../settings/model.js';
 import type { SequenceSettings } from '../store/port.js';
@@ -71,51 +72,35 @@ function seconds(value: number): string {
   return `${value} s`;
 }
 
-/** A sequence's settings for JSON; `named`: its name first. */
+const SETTINGS_KEYS = [
+  'name',
+  'domain',
+  'min',
+  'max',
+  'start',
+  'dcRangeSize',
+  'blockSize',
+  'threshold',
+  'maxBlockSize',
+  'claimIntervalMs',
+  'maxDcRangeSize',
+  'autonomySeconds',
+  'shards',
+] as const satisfies readonly (keyof SequenceSettings)[];
+
+/** A sequence's settings for JSON, those keys only; `named`: its name first. */
 export function settingsJson(settings: SequenceSettings, named = true): Record<string, unknown> {
-  return {
-    ...(named ? { name: settings.name } : {}),
-    domain: settings.domain,
-    min: settings.min,
-    max: settings.max,
-    start: settings.start,
-    dcRangeSize: settings.dcRangeSize,
-    blockSize: settings.blockSize,
-    threshold: settings.threshold,
-    maxBlockSize: settings.maxBlockSize,
-    claimIntervalMs: settings.claimIntervalMs,
-    maxDcRangeSize: settings.maxDcRangeSize,
-    autonomySeconds: settings.autonomySeconds,
-    shards: settings.shards,
-  };
+  const keys = SETTINGS_KEYS.filter((key) => named || key !== 'name');
+  return Object.fromEntries(keys.map((key) => [key, settings[key]]));
 }
 
-/** `JSON.stringify`, but bigints as exact JSON numbers and non-finite numbers as `null`. */
+/**
+ * `JSON.stringify`, but bigints as exact JSON numbers (through a mark no string can hold by
+ * chance) and non-finite numbers as `null`.
+ */
 export function toJson(value: unknown, indent = 2): string {
-  return write(value, indent, '');
-}
-
-function write(value: unknown, indent: number, margin: string): string {
-  if (typeof value === 'bigint') return value.toString();
-  if (typeof value === 'number') return Number.isFinite(value) ? String(value) : 'null';
-  if (value === null || value === undefined) return 'null';
-  if (typeof value === 'string' || typeof value === 'boolean') return JSON.stringify(value);
-  if (value instanceof Date) return JSON.stringify(value.toISOString());
-  const inner = margin + ' '.repeat(indent);
-  const open = indent > 0 ? `\n${inner}` : '';
-  const close = indent > 0 ? `\n${margin}` : '';
-  const separator = indent > 0 ? `,\n${inner}` : ',';
-  if (Array.isArray(value)) {
-    if (value.length === 0) return '[]';
-    const items = value.map((item: unknown) => write(item, indent, inner));
-    return `[${open}${items.join(separator)}${close}]`;
-  }
-  if (typeof value === 'object') {
-    const entries = Object.entries(value).filter(([, v]) => v !== undefined);
-    if (entries.length === 0) return '{}';
-    const colon = indent > 0 ? ': ' : ':';
-    const items = entries.map(([k, v]) => `${JSON.stringify(k)}${colon}${write(v, indent, inner)}`);
-    return `{${open}${items.join(separator)}${close}}`;
-  }
-  throw new TypeError(`toJson: cannot write a ${typeof value}`);
+  const mark = `bigint-${randomUUID()}:`;
+  const bigints = (_key: string, v: unknown) => (typeof v === 'bigint' ? `${mark}${v}` : v);
+  const json = JSON.stringify(value, bigints, indent) ?? 'null';
+  return json.replaceAll(new RegExp(`"${mark}(-?\\d+)"`, 'g'), '$1');
 }

@@ -41,8 +41,13 @@ import {
   preflightJson,
   renderPreflight,
 } from '../../src/cli/commands/preflight.js';
-import { nodeSafetyWarnings, renderStatus, statusJson } from '../../src/cli/status-view.js';
-import { runwaysBelow, statusOutcome } from '../../src/cli/status-outcome.js';
+import {
+  nodeSafetyWarnings,
+  renderStatus,
+  runwaysBelow,
+  statusJson,
+  statusOutcome,
+} from '../../src/cli/status-view.js';
 import {
   zeroUsageCounts,
   type DcState,

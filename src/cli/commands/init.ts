@@ -1,7 +1,6 @@
 /** `idgen-cass init`: the keyspace and the tables. */
 import type { Command } from 'commander';
 
-import { InvalidOptionError } from '../../errors.js';
 import { initSchema } from '../../schema.js';
 import type { CliContext } from '../context.js';
 import { ALLOW_UNSAFE_FLAG } from '../exit-codes.js';
@@ -32,17 +31,10 @@ Example:
   $ idgen-cass init --replication dc1:3,dc2:3,dc3:3`,
     )
     .action(async (options: { replication: string; allowUnsafeCluster?: boolean }) => {
-      const replication = parseReplication(options.replication);
       const result = await initSchema({
         ...ctx.connection(),
-        replication,
+        replication: parseReplication(options.replication),
         allowUnsafeCluster: options.allowUnsafeCluster === true,
-      }).catch((error: unknown) => {
-        // The message shows the map as typed.
-        if (error instanceof InvalidOptionError && error.option === 'replication') {
-          throw new InvalidOptionError('replication', options.replication, error.allowed);
-        }
-        throw error;
       });
       if (result.preflight?.verdict === 'incomplete') {
         ctx.warn(incompleteWarning(result.preflight));

@@ -27,13 +27,12 @@ Example:
   [48214578,48214579]`,
     )
     .action(async (sequence: string, options: { count: number; allowUnsafeCluster?: boolean }) => {
-      if (!Number.isInteger(options.count) || options.count < 1 || options.count > MAX_COUNT) {
+      if (options.count < 1 || options.count > MAX_COUNT) {
         throw new InvalidOptionError('count', options.count, `an integer from 1 to ${MAX_COUNT}`);
       }
       const ids = await ctx.idGen({ allowUnsafeCluster: options.allowUnsafeCluster === true });
       await ids.readSequence(sequence); // an unknown sequence fails here, before any claim
-      // bigint handles serve every domain, int63 included; the IDs are only printed.
-      const handle = ids.sequence(sequence, { bigint: true });
+      const handle = ids.sequence(sequence, { bigint: true }); // every domain, int63 included
       const drawn: bigint[] = [];
       while (drawn.length < options.count) drawn.push(handle.tryNext() ?? (await handle.next()));
       if (ctx.json) return ctx.printJson(drawn, 0);

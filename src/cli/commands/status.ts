@@ -7,8 +7,13 @@ import { InvalidOptionError } from '../../errors.js';
 import { sleep } from '../../timers.js';
 import type { CliContext } from '../context.js';
 import { durationParser, timerParser, typedDuration } from '../parse.js';
-import { statusOutcome } from '../status-outcome.js';
-import { nodeSafetyWarnings, renderStatus, statusJson, type StatusView } from '../status-view.js';
+import {
+  nodeSafetyWarnings,
+  renderStatus,
+  statusJson,
+  statusOutcome,
+  type StatusView,
+} from '../status-view.js';
 
 /** Durations in milliseconds, but `failIfRunwayBelow` in seconds. */
 interface StatusOptions {

@@ -1,17 +1,33 @@
-/** What every command shares: global options, logger (stderr), stdout, and the connections. */
+/**
+ * What every command shares: global options, logger (stderr), stdout, and the connections.
+ * Passwords and key material go to the driver only, never to a message (TLS file paths only).
+ */
+import { readFileSync } from 'node:fs';
+import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import type { Command } from 'commander';
 import { pino, type Logger } from 'pino';
 import type { Admin } from '../admin/admin.js';
 import { openAdmin } from '../admin/open.js';
 import type { IdGen } from '../allocator/id-gen.js';
 import { connect, type ConnectOptions } from '../connect.js';
+import { InvalidOptionError } from '../errors.js';
 import type { ConnectionOptions } from '../store/cassandra/driver-client.js';
-import { connectionOptions, type ConnectionFlags } from './connection-options.js';
 import { OutputError } from './exit-codes.js';
 import { toJson } from './format.js';
-import { parseSwitch } from './parse.js';
+import { parseList, parseSwitch } from './parse.js';
 
-export interface GlobalOptions extends ConnectionFlags {
+/** `requestTimeout` in milliseconds. */
+interface GlobalOptions {
+  readonly contactPoints?: string | undefined;
+  readonly dc?: string | undefined;
+  readonly keyspace: string;
+  readonly username?: string | undefined;
+  readonly password?: string | undefined;
+  readonly ssl?: boolean | undefined;
+  readonly sslCa?: string | undefined;
+  readonly sslCert?: string | undefined;
+  readonly sslKey?: string | undefined;
+  readonly requestTimeout?: number | undefined;
   readonly logLevel: string;
   readonly json?: boolean | undefined;
   readonly verbose?: boolean | undefined;
@@ -79,13 +95,33 @@ export class CliContext {
     return this.#logger;
   }
 
-  /** @throws {InvalidOptionError} for a missing or bad option (`IDGEN_SSL=maybe` included). */
+  /**
+   * The library's connection options, TLS files read; the library validates the rest.
+   * @throws {InvalidOptionError} for `IDGEN_SSL=maybe`, a certificate without its key, or a TLS
+   * file that cannot be read or holds no PEM.
+   */
   connection(): ConnectionOptions {
-    const options = this.options;
+    const { contactPoints, dc, keyspace, username, password, requestTimeout } = this.options;
+    const { sslCa, sslCert, sslKey } = this.options;
     // Commander sets a boolean flag from its variable whatever the value: read it ourselves.
     const fromEnv = this.#program.getOptionValueSource('ssl') === 'env';
-    const ssl = fromEnv ? parseSwitch(process.env['IDGEN_SSL'] ?? '', 'ssl') : options.ssl;
-    return connectionOptions({ ...options, ssl });
+    const ssl = fromEnv ? parseSwitch(process.env['IDGEN_SSL'] ?? '', 'ssl') : this.options.ssl;
+    const tls =
+      ssl === true || sslCa !== undefined || sslCert !== undefined || sslKey !== undefined;
+    const sslOptions: TlsOptions = {
+      rejectUnauthorized: true,
+      ...(sslCa === undefined ? {} : { ca: pemFile('sslCa', sslCa) }),
+      ...keyPair(['sslCert', sslCert], ['sslKey', sslKey]),
+    };
+    return {
+      ...(contactPoints === undefined ? {} : { contactPoints: parseList(contactPoints) }),
+      ...(dc === undefined ? {} : { localDataCenter: dc.trim() }),
+      keyspace,
+      ...(username === undefined ? {} : { username }),
+      ...(password === undefined ? {} : { password }),
+      ...(tls ? { sslOptions } : {}),
+      ...(requestTimeout === undefined ? {} : { requestTimeoutMs: requestTimeout }),
+    };
   }
 
   /** An allocator, closed (returning unused IDs) by {@link close}. */
@@ -189,4 +225,36 @@ function write(stream: NodeJS.WritableStream, text: string): Promise<void> {
   return new Promise((resolve, reject) => {
     stream.write(text, (error) => (error ? reject(error) : resolve()));
   });
+}
+
+/**
+ * A certificate file and its private key file, read; both given or neither (then undefined).
+ * @throws {InvalidOptionError} naming the file missing, or one that cannot be read or holds no PEM.
+ */
+export function keyPair(
+  [certOption, cert]: readonly [string, string | undefined],
+  [keyOption, key]: readonly [string, string | undefined],
+): { cert: Buffer; key: Buffer } | undefined {
+  if (cert === undefined && key === undefined) return undefined;
+  if (cert === undefined || key === undefined) {
+    const [missing, given] = cert === undefined ? [certOption, keyOption] : [keyOption, certOption];
+    const allowed = `a PEM file whenever ${given} is given: a certificate goes with its private key`;
+    throw new InvalidOptionError(missing, undefined, allowed);
+  }
+  return { cert: pemFile(certOption, cert), key: pemFile(keyOption, key) };
+}
+
+/** Errors name the path, never the contents. */
+function pemFile(option: string, path: string): Buffer {
+  let contents: Buffer;
+  try {
+    contents = readFileSync(path);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new InvalidOptionError(option, path, `the path of a readable PEM file (${reason})`);
+  }
+  if (!contents.includes('-----BEGIN ')) {
+    throw new InvalidOptionError(option, path, 'a PEM file (it has no "-----BEGIN " line)');
+  }
+  return contents;
 }

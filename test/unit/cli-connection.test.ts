@@ -16,7 +16,6 @@ import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import cassandra from 'cassandra-driver';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 
-import { connectionOptions } from '../../src/cli/connection-options.js';
 import { InvalidOptionError } from '../../src/errors.js';
 import { errorMessage, exitCodeOf } from '../../src/cli/exit-codes.js';
 import { createProgram } from '../../src/cli/program.js';
@@ -151,13 +150,13 @@ describe('TLS and the request timeout, from the command line to the driver', () 
     );
   });
 
-  it('refuses a client certificate without its key', () => {
-    const base = { contactPoints: '192.0.2.1', dc: 'dc1', keyspace: 'idgen' };
-    const noKey = catchError(() => connectionOptions({ ...base, sslCert: certFile }));
+  it('refuses a client certificate without its key', async () => {
+    clearVariables();
+    const noKey = await rejection(cliConnection(...LOCAL, '--ssl-cert', certFile));
     expect(errorMessage(noKey)).toBe(
       'Invalid --ssl-key (IDGEN_SSL_KEY): received nothing; allowed: a PEM file whenever sslCert is given: a certificate goes with its private key. sslCert is --ssl-cert.',
     );
-    const noCert = catchError(() => connectionOptions({ ...base, sslKey: keyFile }));
+    const noCert = await rejection(cliConnection(...LOCAL, '--ssl-key', keyFile));
     expect(errorMessage(noCert)).toContain('Invalid --ssl-cert (IDGEN_SSL_CERT)');
   });
 
@@ -180,8 +179,8 @@ describe('TLS and the request timeout, from the command line to the driver', () 
   });
 
   it('leaves the required options to the library, which names the first one missing', async () => {
-    expect(connectionOptions({ keyspace: 'idgen' })).toEqual({ keyspace: 'idgen' });
     clearVariables();
+    expect(await cliConnection()).toEqual({ keyspace: 'idgen' });
     const run = await cli('list');
     expect({ code: run.code, stdout: run.stdout }).toEqual({ code: 1, stdout: '' });
     expect(run.stderr).toMatch(
@@ -192,10 +191,10 @@ describe('TLS and the request timeout, from the command line to the driver', () 
     expect(blank.stderr).toMatch(/^idgen-cass: Invalid --dc \(IDGEN_DC\): received ""; /);
   });
 
-  it('names the option and the file it cannot read, never the contents of a key', () => {
-    const base = { contactPoints: '192.0.2.1', dc: 'dc1', keyspace: 'idgen' };
+  it('names the option and the file it cannot read, never the contents of a key', async () => {
+    clearVariables();
     const missing = join(dir, 'missing.pem');
-    const unreadable = catchError(() => connectionOptions({ ...base, sslCa: missing }));
+    const unreadable = await rejection(cliConnection(...LOCAL, '--ssl-ca', missing));
     expect(unreadable).toBeInstanceOf(InvalidOptionError);
     expect(unreadable).toMatchObject({
       code: 'IDGEN_INVALID_OPTION',
@@ -208,8 +207,8 @@ describe('TLS and the request timeout, from the command line to the driver', () 
     expect(exitCodeOf(unreadable)).toBe(1);
 
     const notPem = file('not-pem.key', 'SECRETKEYMATERIAL');
-    const error = catchError(() =>
-      connectionOptions({ ...base, sslCert: certFile, sslKey: notPem }),
+    const error = await rejection(
+      cliConnection(...LOCAL, '--ssl-cert', certFile, '--ssl-key', notPem),
     );
     expect(errorMessage(error)).toBe(
       `Invalid --ssl-key (IDGEN_SSL_KEY): received "${notPem}"; allowed: a PEM file (it has no "-----BEGIN " line).`,
@@ -243,12 +242,12 @@ describe('TLS and the request timeout, from the command line to the driver', () 
   });
 });
 
-/** The error `run` throws. */
-function catchError(run: () => unknown): unknown {
-  try {
-    run();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected an error');
+/** The error `promise` rejects with. */
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => {
+      throw new Error('expected an error');
+    },
+    (error: unknown) => error,
+  );
 }

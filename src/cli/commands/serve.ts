@@ -9,8 +9,7 @@ import { InvalidOptionError } from '../../errors.js';
 import { checkServeOptions, SERVE_DEFAULTS, type ServeOptions } from '../../serve/options.js';
 import { createServer } from '../../serve/server.js';
 import type { StatusSource } from '../../serve/status-page.js';
-import { keyPair } from '../connection-options.js';
-import type { CliContext } from '../context.js';
+import { keyPair, type CliContext } from '../context.js';
 import { ALLOW_UNSAFE_CLAIMS, ALLOW_UNSAFE_FLAG } from '../exit-codes.js';
 import { parseInteger, parseList, timerParser, typedDuration } from '../parse.js';
 

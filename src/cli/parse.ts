@@ -157,22 +157,6 @@ export function parseReplication(value: string): Record<string, number> {
   return map;
 }
 
-/**
- * `--first-ranges`: DC names separated by commas; the library checks the names.
- * @throws {InvalidOptionError} naming `firstRanges`, for an empty entry.
- */
-export function parseFirstRanges(value: string): string[] {
-  const dcs = value.split(',').map((dc) => dc.trim());
-  if (dcs.some((dc) => dc === '')) {
-    throw new InvalidOptionError(
-      'firstRanges',
-      value,
-      'one or more DC names separated by commas, none empty, e.g. dc1,dc2,dc3',
-    );
-  }
-  return dcs;
-}
-
 /** A comma-separated list, entries trimmed, empty ones dropped. */
 export function parseList(value: string): string[] {
   return value

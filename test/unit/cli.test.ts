@@ -61,7 +61,6 @@ import {
   parseBigInt,
   parseClaimInterval,
   parseDuration,
-  parseFirstRanges,
   parseInteger,
   parseReplication,
   parseSwitch,
@@ -226,17 +225,23 @@ describe('parsers', () => {
     );
   });
 
-  it('reads the DCs of --first-ranges, refusing an empty entry', () => {
-    expect(parseFirstRanges('dc1')).toEqual(['dc1']);
-    expect(parseFirstRanges(' dc1, dc2 ,dc3')).toEqual(['dc1', 'dc2', 'dc3']);
+  it('reads the DCs of --first-ranges; the library refuses an empty entry before connecting', async () => {
     for (const bad of ['', ' ', ',', 'dc1,,dc2', 'dc1,', ',dc1', 'dc1, ,dc2']) {
-      expect(() => parseFirstRanges(bad)).toThrow(InvalidOptionError);
+      // Nothing listens on 127.0.0.99: a command that connected first would exit 3.
+      const run = await cli(
+        ...['--contact-points', '127.0.0.99', '--dc', 'dc1'],
+        ...['seed', 'orders', '--first-ranges', bad],
+      );
+      expect(run.code, bad).toBe(EXIT_CODES.usage);
+      expect(run.stderr).toMatch(/^idgen-cass: Invalid --first-ranges: received [^\n]*\n$/);
     }
-    const error = catchError(() => parseFirstRanges('dc1,,dc2'));
-    expect(errorMessage(error)).toBe(
-      'Invalid --first-ranges: received "dc1,,dc2"; allowed: one or more DC names separated by commas, none empty, e.g. dc1,dc2,dc3.',
+    const run = await cli(
+      ...['--contact-points', '127.0.0.99', '--dc', 'dc1'],
+      ...['seed', 'orders', '--first-ranges', 'dc1,,dc2'],
     );
-    expect(exitCodeOf(error)).toBe(EXIT_CODES.usage);
+    expect(run.stderr).toBe(
+      'idgen-cass: Invalid --first-ranges: received dc1,,dc2; allowed: a list of distinct datacenter names (letters, digits, "_", "-", ".").\n',
+    );
   });
 
   it('reads a replication map and refuses one that names no DC', () => {
@@ -829,8 +834,8 @@ describe('seed --first-ranges, over the in-memory store', () => {
   it.each([
     [['dc1/1'], 'received dc1/1; allowed: a list of distinct datacenter names'],
     [['dc1,dc1'], 'received dc1,dc1; allowed: a list of distinct datacenter names'],
-    [['dc1,,dc2'], 'received "dc1,,dc2"; allowed: one or more DC names separated by commas'],
-    [['dc1,'], 'received "dc1,"; allowed: one or more DC names separated by commas'],
+    [['dc1,,dc2'], 'received dc1,,dc2; allowed: a list of distinct datacenter names'],
+    [['dc1,'], 'received dc1,; allowed: a list of distinct datacenter names'],
     [
       ['dc1,dc2', '--max', '300', '--dc-range', '100', '--shards', '2'],
       'allowed: DCs whose first ranges fit the domain: 2 DC(s) × 2 shard(s) × dcRangeSize 100 = 400 IDs, but only 300 lie',

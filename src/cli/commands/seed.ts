@@ -17,7 +17,7 @@ import { addSizeOptions, sizeSettings, type SizeFlags } from './alter.js';
 import { ALLOW_UNSAFE_FLAG } from '../exit-codes.js';
 import { settingsJson, settingsLines } from '../format.js';
 import { count, span } from '../../quantities.js';
-import { parseBigInt, parseFirstRanges, typedDuration } from '../parse.js';
+import { parseBigInt, typedDuration } from '../parse.js';
 import { incompleteWarning } from './preflight.js';
 
 interface SeedOptions extends SizeFlags {
@@ -65,7 +65,7 @@ export function seedCommand(program: Command, ctx: CliContext): void {
     .option(
       '--first-ranges <dcs>',
       'DCs, separated by commas (e.g. dc1,dc2,dc3), granted their first DC range (one per shard) with the sequence, so that a fleet starting at once never crowds the grants partition all DCs share; list every DC that will allocate (default: with adaptive blocks every DC of the keyspace replication, if their ranges fit in an eighth of the domain; with fixed blocks none)',
-      parseFirstRanges,
+      (value: string) => value.split(',').map((dc) => dc.trim()), // the library checks each
     )
     .option(
       '--no-first-ranges',

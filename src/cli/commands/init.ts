@@ -1,6 +1,7 @@
 /** `idgen-cass init`: the keyspace and the tables. */
 import type { Command } from 'commander';
 
+import { InvalidOptionError } from '../../errors.js';
 import { initSchema } from '../../schema.js';
 import type { CliContext } from '../context.js';
 import { ALLOW_UNSAFE_FLAG } from '../exit-codes.js';
@@ -35,6 +36,12 @@ Example:
         ...ctx.connection(),
         replication: parseReplication(options.replication),
         allowUnsafeCluster: options.allowUnsafeCluster === true,
+      }).catch((error: unknown) => {
+        // The library also refuses DCs the cluster lacks: the message shows the map as typed.
+        if (error instanceof InvalidOptionError && error.option === 'replication') {
+          throw new InvalidOptionError('replication', options.replication, error.allowed);
+        }
+        throw error;
       });
       if (result.preflight?.verdict === 'incomplete') {
         ctx.warn(incompleteWarning(result.preflight));

@@ -74,12 +74,18 @@ export class InvalidOptionError extends IdGenError {
     received: unknown,
     readonly allowed: string,
     shown: ShownValue = 'value',
+    /** What the API's type takes besides `allowed`, e.g. a bigint; said in the message only. */
+    types?: string,
   ) {
     const what =
       shown === 'unknown-key'
         ? 'no such option (its value is not shown)'
         : `received ${receivedText(received, shown)}`;
-    super('IDGEN_INVALID_OPTION', `Invalid option "${option}": ${what}; allowed: ${allowed}.`);
+    const also = types === undefined ? '' : ` (${types})`;
+    super(
+      'IDGEN_INVALID_OPTION',
+      `Invalid option "${option}": ${what}; allowed: ${allowed}${also}.`,
+    );
     this.received = shown === 'value' ? received : undefined;
   }
 }

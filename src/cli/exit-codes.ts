@@ -15,7 +15,6 @@ import {
   UnsafeClusterError,
   type IdGenErrorCode,
 } from '../errors.js';
-import { INTEGER_TYPES } from '../settings/rules.js';
 
 /** Exit codes of `idgen-cass`, each explained in docs/cli.md ("Exit codes"). */
 export const EXIT_CODES = Object.freeze({
@@ -221,9 +220,7 @@ function typedNames({ option, allowed }: InvalidOptionError): string | undefined
 function asTyped({ option, received: r, allowed, message }: InvalidOptionError): string {
   const flag = FLAGS[option];
   const value = r === undefined ? 'nothing' : typeof r === 'string' ? JSON.stringify(r) : String(r);
-  return flag === undefined
-    ? message
-    : `Invalid ${flag}: received ${value}; allowed: ${allowed.replace(INTEGER_TYPES, '')}.`;
+  return flag === undefined ? message : `Invalid ${flag}: received ${value}; allowed: ${allowed}.`;
 }
 
 /** The one line a user sees for `error`. */

@@ -18,8 +18,8 @@ export type Field = keyof SequenceSettings;
 
 export type Draft = { -readonly [F in Field]?: SequenceSettings[F] };
 
-/** What an integer option of the API takes besides its range; the CLI, taking digits, drops it. */
-export const INTEGER_TYPES = ' (a number up to 2^53-1, or a bigint)';
+/** What an ID option of the API takes besides its range (the CLI, taking digits, never says it). */
+const ID_TYPES = 'a number up to 2^53-1, or a bigint';
 
 /** From the fields above and, on an alter, the settings it changes. */
 type Bound<T> = (s: Draft, current: SequenceSettings | undefined) => T;
@@ -121,7 +121,10 @@ export function settle({ given, follows = {}, base, current }: Merge): Draft {
     if (value === undefined) continue;
     const checked = check(rule, value, source !== undefined, s, current);
     if (typeof checked === 'string') {
-      if (source !== undefined) throw new InvalidOptionError(source, value, checked);
+      if (source !== undefined) {
+        const types = rule.kind === 'id' ? ID_TYPES : undefined;
+        throw new InvalidOptionError(source, value, checked, 'value', types);
+      }
       const blamed = rule.kind === 'count' ? rule.blames : undefined;
       if (blamed !== undefined && given[blamed.field] !== undefined) {
         throw new InvalidOptionError(blamed.field, given[blamed.field], blamed.allowed(value));
@@ -168,7 +171,7 @@ function check(
             : undefined;
       return id !== undefined && id >= low && id <= high
         ? { value: id }
-        : `an integer from ${low} to ${high}${given ? INTEGER_TYPES : ''}`;
+        : `an integer from ${low} to ${high}`;
     }
     case 'count': {
       const [low, high] = [rule.low(s, current), rule.high(s, current)];

@@ -67,7 +67,7 @@ export type Fault = FaultScope &
     | { readonly op: 'readSequence'; readonly effect: 'missed-locally' }
   );
 
-/** A fault {@link FaultInjector.enter} leaves for the method to apply. */
+/** A fault {@link FaultInjector.call} leaves for the method to apply. */
 type CasFault = Extract<Fault, { effect: ConditionalEffect | 'missed-locally' }>;
 
 /** The level each method's failures are reported at, as by the Cassandra store. */
@@ -118,29 +118,34 @@ export class FaultInjector {
     Object.assign(this.calls, zeroCalls());
   }
 
-  /** Counts the call, waits its latency, runs its non-CAS faults. @throws StoreUnavailableError */
-  async enter(
+  /**
+   * One call: counted, delayed, met by its faults; `run` gets the fault left for it (a CAS effect
+   * or `missed-locally`), and its result waits for a `slow-reply` gate.
+   * @throws StoreUnavailableError
+   */
+  async call<R>(
     op: StoreMethod,
-    sequence?: string,
-    dc?: string,
-  ): Promise<{ fault: CasFault | undefined; reply: Promise<unknown> | undefined }> {
+    scope: { readonly sequence?: string; readonly dc?: string | undefined },
+    run: (fault: CasFault | undefined) => R | Promise<R>,
+  ): Promise<R> {
     this.calls[op]++;
     let reply: Promise<unknown> | undefined;
     if (this.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.latencyMs));
     else await Promise.resolve();
     for (let delayed = false; ; delayed = true) {
-      const fault = this.#take(op, sequence, dc, delayed);
-      if (fault === undefined) return { fault: undefined, reply };
-      if (fault.effect === 'slow-reply') {
+      const fault = this.#take(op, scope.sequence, scope.dc, delayed);
+      if (fault?.effect === 'slow-reply') {
         reply = fault.until;
-      } else if (fault.effect === 'delay') {
+      } else if (fault?.effect === 'delay') {
         await fault.onHit?.();
         await fault.until;
-      } else if (fault.effect === 'unavailable') {
+      } else if (fault?.effect === 'unavailable') {
         await fault.onHit?.();
         throw new StoreUnavailableError(fault.level ?? LEVELS[op], op, 'injected fault');
       } else {
-        return { fault, reply };
+        const value = await run(fault);
+        await reply;
+        return value;
       }
     }
   }
@@ -223,16 +228,6 @@ export class FaultInjector {
     if (fault.times <= 0) this.faults.splice(index, 1);
     return fault;
   }
-}
-
-/** `result`, held until the call's `slow-reply` gate opens if it has one. */
-export async function replied<R>(
-  reply: Promise<unknown> | undefined,
-  result: R | Promise<R>,
-): Promise<R> {
-  const value = await result;
-  if (reply !== undefined) await reply;
-  return value;
 }
 
 function zeroCalls(): Record<StoreMethod, number> {

@@ -10,12 +10,13 @@ import { SequenceNotFoundError } from '../errors.js';
 import { ascending } from '../order.js';
 import {
   FaultInjector,
-  replied,
   type ConditionalMethod,
   type Fault,
   type StoreMethod,
 } from './memory-faults.js';
 import {
+  checkDcStateWrite,
+  checkGrant,
   USAGE_CAUSES,
   zeroUsageCounts,
   type CasOutcome,
@@ -85,7 +86,6 @@ export class MemoryStore implements IdStore {
   private readonly wire: FaultInjector;
   private readonly plainReadLag: number;
   private readonly keyspace: string;
-  /** By sequence, then DC. */
   private readonly usage = new Map<string, Map<string, Record<UsageCause, bigint>>>();
   /** Tests may change these two at will. */
   readonly nodes: MemoryNode[];
@@ -133,18 +133,19 @@ export class MemoryStore implements IdStore {
     reading: 'local' | 'serial' = 'local',
   ): Promise<StoredSettings | undefined> {
     if (reading === 'serial') this.wire.repairMissedLocally(name);
-    const { fault, reply } = await this.wire.enter('readSequence', name);
-    // Only a serial read is a Paxos round: a plain read (LOCAL_QUORUM) completes nothing in flight.
-    if (reading === 'serial') this.wire.settleInFlight(`settings/${name}`, 'read');
-    const missed = fault?.effect === 'missed-locally';
-    return replied(reply, missed ? undefined : this.sequences.get(name)?.stored);
+    return this.wire.call('readSequence', { sequence: name }, (fault) => {
+      // Only a serial read is a Paxos round: a plain read completes nothing in flight.
+      if (reading === 'serial') this.wire.settleInFlight(`settings/${name}`, 'read');
+      return fault?.effect === 'missed-locally' ? undefined : this.sequences.get(name)?.stored;
+    });
   }
 
   async listSequences(): Promise<readonly SequenceSettings[]> {
-    await this.wire.enter('listSequences');
-    return [...this.sequences.values()]
-      .map((record) => record.stored.settings)
-      .sort((a, b) => ascending(a.name, b.name));
+    return this.wire.call('listSequences', {}, () =>
+      [...this.sequences.values()]
+        .map((record) => record.stored.settings)
+        .sort((a, b) => ascending(a.name, b.name)),
+    );
   }
 
   async alterSequence(
@@ -185,25 +186,24 @@ export class MemoryStore implements IdStore {
   }
 
   async readGrants(sequence: string, dc: string): Promise<GrantView> {
-    const { reply } = await this.wire.enter('readGrants', sequence, dc);
-    const partition = `grants/${sequence}`;
-    const split = this.wire.completesOnSecondRead(partition);
-    if (!split) this.wire.settleInFlight(partition, 'read');
-    const latest = this.sequences.get(sequence)?.grants.get(dc)?.at(-1);
-    // The latest grant's round missed the batch in flight; GLOBAL's round finishes it.
-    if (split) this.wire.settleInFlight(partition, 'read');
-    const record = this.sequences.get(sequence);
-    if (record === undefined) throw new SequenceNotFoundError(sequence, this.keyspace);
-    return replied(reply, { globalLast: record.globalLast, latest });
+    return this.wire.call('readGrants', { sequence, dc }, () => {
+      const partition = `grants/${sequence}`;
+      const split = this.wire.completesOnSecondRead(partition);
+      if (!split) this.wire.settleInFlight(partition, 'read');
+      const latest = this.sequences.get(sequence)?.grants.get(dc)?.at(-1);
+      // The latest grant's round missed the batch in flight; GLOBAL's round finishes it.
+      if (split) this.wire.settleInFlight(partition, 'read');
+      const record = this.sequences.get(sequence);
+      if (record === undefined) throw new SequenceNotFoundError(sequence, this.keyspace);
+      return { globalLast: record.globalLast, latest };
+    });
   }
 
   async readGrantsLocal(sequence: string, dc: string): Promise<GrantView | undefined> {
-    const { reply } = await this.wire.enter('readGrantsLocal', sequence, dc);
-    const record = this.sequences.get(sequence);
-    return replied(
-      reply,
-      record && { globalLast: record.globalLast, latest: record.grants.get(dc)?.at(-1) },
-    );
+    return this.wire.call('readGrantsLocal', { sequence, dc }, () => {
+      const record = this.sequences.get(sequence);
+      return record && { globalLast: record.globalLast, latest: record.grants.get(dc)?.at(-1) };
+    });
   }
 
   async grantRange(
@@ -212,6 +212,7 @@ export class MemoryStore implements IdStore {
     expectedGlobalLast: bigint,
     grant: Grant,
   ): Promise<CasOutcome<GrantFound>> {
+    checkGrant(grant);
     return this.conditional(
       { op: 'grantRange', sequence, dc, partition: `grants/${sequence}` },
       () => {
@@ -239,31 +240,30 @@ export class MemoryStore implements IdStore {
   }
 
   async readGrantsOverview(sequence: string): Promise<GrantsOverview | undefined> {
-    await this.wire.enter('readGrantsOverview', sequence);
-    const record = this.sequences.get(sequence);
-    if (record === undefined) return undefined;
-    const grants = new Map([...record.grants].map(([dc, history]) => [dc, [...history]]));
-    return { globalLast: record.globalLast, grants };
+    return this.wire.call('readGrantsOverview', { sequence }, () => {
+      const record = this.sequences.get(sequence);
+      if (record === undefined) return undefined;
+      const grants = new Map([...record.grants].map(([dc, history]) => [dc, [...history]]));
+      return { globalLast: record.globalLast, grants };
+    });
   }
 
   async probeSerial(): Promise<void> {
-    await this.wire.enter('probeSerial');
+    await this.wire.call('probeSerial', {}, () => undefined);
   }
 
   async readDcState(sequence: string, dc: string): Promise<DcState | undefined> {
-    const { reply } = await this.wire.enter('readDcState', sequence, dc);
-    this.wire.settleInFlight(`state/${sequence}/${dc}`, 'read');
-    return replied(reply, this.dcState(sequence, dc));
+    return this.wire.call('readDcState', { sequence, dc }, () => {
+      this.wire.settleInFlight(`state/${sequence}/${dc}`, 'read');
+      return this.dcState(sequence, dc);
+    });
   }
 
   async readDcStateLocal(sequence: string, dc: string): Promise<DcState | undefined> {
-    const { reply } = await this.wire.enter('readDcStateLocal', sequence, dc);
     // A plain read completes no Paxos round: a write still in flight stays unseen.
-    const state = this.states
-      .get(sequence)
-      ?.get(dc)
-      ?.at(-1 - this.plainReadLag);
-    return replied(reply, state);
+    return this.wire.call('readDcStateLocal', { sequence, dc }, () =>
+      this.dcState(sequence, dc, this.plainReadLag),
+    );
   }
 
   async writeDcState(
@@ -272,7 +272,7 @@ export class MemoryStore implements IdStore {
     expected: DcStamp | undefined,
     next: DcState,
   ): Promise<CasOutcome<DcState>> {
-    assert.equal(next.version, (expected?.version ?? 0) + 1, 'next.version must be expected + 1');
+    checkDcStateWrite(expected, next);
     return this.conditional(
       { op: 'writeDcState', sequence, dc, partition: `state/${sequence}/${dc}` },
       () => {
@@ -305,37 +305,38 @@ export class MemoryStore implements IdStore {
     sequence: string,
     grantees: readonly string[],
   ): Promise<ReadonlyMap<string, DcState>> {
-    await this.wire.enter('readDcStatesOf', sequence);
-    return this.dcStates(sequence, grantees);
+    return this.wire.call('readDcStatesOf', { sequence }, () => this.dcStates(sequence, grantees));
   }
 
   async readDcStatesOverview(sequence: string): Promise<ReadonlyMap<string, DcState>> {
-    await this.wire.enter('readDcStatesOverview', sequence);
-    const dcs = this.sequences.has(sequence) ? this.states.get(sequence)?.keys() : undefined;
-    return this.dcStates(sequence, [...(dcs ?? [])]);
+    return this.wire.call('readDcStatesOverview', { sequence }, () => {
+      const dcs = this.sequences.has(sequence) ? this.states.get(sequence)?.keys() : undefined;
+      return this.dcStates(sequence, [...(dcs ?? [])]);
+    });
   }
 
   async addDcUsage(sequence: string, dc: string, deltas: UsageDeltas): Promise<void> {
-    await this.wire.enter('addDcUsage', sequence, dc);
-    const usage = this.usage.get(sequence) ?? new Map<string, Record<UsageCause, bigint>>();
-    const counts = { ...(usage.get(dc) ?? zeroUsageCounts()) };
-    for (const cause of USAGE_CAUSES) counts[cause] += BigInt(deltas[cause] ?? 0);
-    this.usage.set(sequence, usage.set(dc, counts));
+    await this.wire.call('addDcUsage', { sequence, dc }, () => {
+      const usage = this.usage.get(sequence) ?? new Map<string, Record<UsageCause, bigint>>();
+      const counts = { ...(usage.get(dc) ?? zeroUsageCounts()) };
+      for (const cause of USAGE_CAUSES) counts[cause] += BigInt(deltas[cause] ?? 0);
+      this.usage.set(sequence, usage.set(dc, counts));
+    });
   }
 
   async readDcUsage(sequence: string): Promise<ReadonlyMap<string, DcUsageCounts>> {
-    await this.wire.enter('readDcUsage', sequence);
-    const usage = [...(this.usage.get(sequence) ?? [])].sort(([a], [b]) => ascending(a, b));
-    return new Map(usage.map(([dc, counts]) => [dc, { ...counts }]));
+    return this.wire.call('readDcUsage', { sequence }, () => {
+      const usage = [...(this.usage.get(sequence) ?? [])].sort(([a], [b]) => ascending(a, b));
+      return new Map(usage.map(([dc, counts]) => [dc, { ...counts }]));
+    });
   }
 
   async readReplicaDcs(): Promise<readonly string[] | undefined> {
-    await this.wire.enter('readReplicaDcs');
-    return this.replicaDcs === undefined ? undefined : [...this.replicaDcs];
+    return this.wire.call('readReplicaDcs', {}, () => this.replicaDcs && [...this.replicaDcs]);
   }
 
   async readNodeSettings(): Promise<readonly NodeSettings[]> {
-    await this.wire.enter('readNodeSettings');
+    await this.wire.call('readNodeSettings', {}, () => undefined);
     return this.nodes.map((node) => {
       const commitlogSync = 'commitlogSync' in node ? node.commitlogSync : 'batch';
       const paxosVariant = 'paxosVariant' in node ? node.paxosVariant : 'v2';
@@ -360,8 +361,11 @@ export class MemoryStore implements IdStore {
     return history;
   }
 
-  private dcState(sequence: string, dc: string): DcState | undefined {
-    return this.states.get(sequence)?.get(dc)?.at(-1);
+  private dcState(sequence: string, dc: string, writesBehind = 0): DcState | undefined {
+    return this.states
+      .get(sequence)
+      ?.get(dc)
+      ?.at(-1 - writesBehind);
   }
 
   private dcStates(sequence: string, dcs: readonly string[]): Map<string, DcState> {
@@ -378,12 +382,13 @@ export class MemoryStore implements IdStore {
     write: () => boolean,
     found: () => Found | undefined,
   ): Promise<CasOutcome<Found>> {
-    const { fault, reply } = await this.wire.enter(call.op, call.sequence, call.dc);
-    return replied(reply, this.wire.conditional(fault, call.partition, write, found));
+    return this.wire.call(call.op, call, (fault) =>
+      this.wire.conditional(fault, call.partition, write, found),
+    );
   }
 
   async close(): Promise<void> {
-    await this.wire.enter('close');
+    await this.wire.call('close', {}, () => undefined);
   }
 }
 

@@ -31,11 +31,10 @@ export interface SequenceSettings {
   readonly shards: number;
 }
 
-/** The settings as stored, with `op`, the id of the write that last set them. */
+/** `op`: the write that last set the settings; `incarnation`: the create's op, never altered. */
 export interface StoredSettings {
   readonly settings: SequenceSettings;
   readonly op: string;
-  /** The op of the create that made the sequence; no alter changes it. */
   readonly incarnation: string | undefined;
 }
 
@@ -55,10 +54,9 @@ export interface NodeSettings {
   readonly version: string | undefined;
   readonly commitlogSync: string | undefined;
   readonly paxosVariant: string | undefined;
-  /** `system_views.settings` and `.system_properties` by name. */
+  /** `system_views.settings` and `.system_properties`, and the idgen tables, by name. */
   readonly settings: ReadonlyMap<string, string>;
   readonly properties: ReadonlyMap<string, string>;
-  /** The keyspace's idgen tables by name. */
   readonly tables: ReadonlyMap<string, TableSettings>;
   readonly error?: string | undefined;
 }
@@ -72,15 +70,14 @@ export interface Grant {
   readonly max: bigint;
 }
 
-/** Grant 1 of `grantee`, written when the sequence is created. */
+/** Grant 1 of `grantee`, written with the sequence. */
 export interface FirstGrant {
   readonly grantee: string;
   readonly grant: Grant;
 }
 
-/** The grant level as seen by one DC. */
+/** `globalLast`: GLOBAL.last_integer, the highest ID granted (`start - 1` before any). */
 export interface GrantView {
-  /** GLOBAL.last_integer: the highest ID granted (`start - 1` before the first grant). */
   readonly globalLast: bigint;
   readonly latest: Grant | undefined;
 }
@@ -169,9 +166,8 @@ export interface ProtocolStore {
     op: string,
     firstGrants?: readonly FirstGrant[],
   ): Promise<CasOutcome<StoredSettings>>;
-  /** The settings, or undefined; `serial` finishes any settings write in flight. */
+  /** `serial` finishes any settings write in flight. */
   readSequence(name: string, reading?: 'local' | 'serial'): Promise<StoredSettings | undefined>;
-  /** Sorted by name. */
   listSequences(): Promise<readonly SequenceSettings[]>;
   /**
    * Writes `sizes` with `op` if the settings' op is `expectedOp`, else rejected with the stored
@@ -201,9 +197,9 @@ export interface ProtocolStore {
     grant: Grant,
   ): Promise<CasOutcome<GrantFound>>;
 
-  /** `dc`'s state at LOCAL_SERIAL, or undefined before its first install. */
+  /** At LOCAL_SERIAL; undefined before `dc`'s first install. */
   readDcState(sequence: string, dc: string): Promise<DcState | undefined>;
-  /** `dc`'s state at LOCAL_QUORUM, maybe stale (docs/design.md, "Claiming a process block"). */
+  /** At LOCAL_QUORUM, maybe stale (docs/design.md, "Claiming a process block"). */
   readDcStateLocal(sequence: string, dc: string): Promise<DcState | undefined>;
   /**
    * Replaces `dc`'s state with `next` if its stamp is `expected` (undefined: no row); rejected
@@ -215,7 +211,7 @@ export interface ProtocolStore {
     expected: DcStamp | undefined,
     next: DcState,
   ): Promise<CasOutcome<DcState>>;
-  /** The states of `grantees` found at LOCAL_QUORUM, settings or not (settings-writes.ts). */
+  /** At LOCAL_QUORUM, settings or not (settings-writes.ts). */
   readDcStatesOf(
     sequence: string,
     grantees: readonly string[],
@@ -229,23 +225,37 @@ export interface ProtocolStore {
 
 /** The reads of status, check, preflight and metrics; no ID depends on them. */
 export interface AdminStore {
-  /** GLOBAL and every DC's grants. */
   readGrantsOverview(
     sequence: string,
     reading?: OverviewReading,
   ): Promise<GrantsOverview | undefined>;
-  /** Every DC's state. */
   readDcStatesOverview(
     sequence: string,
     reading?: OverviewReading,
   ): Promise<ReadonlyMap<string, DcState>>;
-  /** Every DC's usage counters, read locally. */
   readDcUsage(sequence: string): Promise<ReadonlyMap<string, DcUsageCounts> | undefined>;
   /** Resolves if a SERIAL round completes, on a partition no sequence uses. */
   probeSerial(): Promise<void>;
-  /** The local DC's nodes' settings, each asked of the node itself. */
+  /** The local DC's nodes, each asked itself. */
   readNodeSettings(): Promise<readonly NodeSettings[]>;
 }
 
-/** The storage port, both halves. */
 export interface IdStore extends ProtocolStore, AdminStore {}
+
+/** Both stores' preconditions of {@link ProtocolStore.grantRange}. @throws RangeError */
+export function checkGrant(grant: Grant): void {
+  if (!Number.isInteger(grant.number) || grant.number < 1 || grant.max < grant.min) {
+    throw new RangeError(
+      `grantRange: grant ${grant.number} [${grant.min}, ${grant.max}] must be numbered 1, 2, … with min <= max`,
+    );
+  }
+}
+
+/** Both stores' precondition of {@link ProtocolStore.writeDcState}. @throws RangeError */
+export function checkDcStateWrite(expected: DcStamp | undefined, next: DcState): void {
+  if (next.version !== (expected?.version ?? 0) + 1) {
+    throw new RangeError(
+      `writeDcState: next.version must be expected + 1 (expected ${expected?.version ?? 0}, next ${next.version})`,
+    );
+  }
+}

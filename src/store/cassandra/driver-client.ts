@@ -235,11 +235,6 @@ export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' |
   return { clientOptions, contactPoints, localDataCenter };
 }
 
-/** Whether the client maps CQL bigint to JS bigint rather than a driver `Long`. */
-export function encodesBigIntAsLong(client: cassandra.Client): boolean {
-  return runtimeOptionsOf(client)?.encoding?.useBigIntAsLong === true;
-}
-
 /**
  * A short-lived client local to `dc` (for virtual tables), with `client`'s hosts there,
  * authentication, TLS and port; the caller shuts it down.

@@ -69,7 +69,7 @@ export function isNoHostAvailable(error: unknown): boolean {
  */
 export function mapFailure(
   error: unknown,
-  statement: Statement,
+  statement: Omit<Statement, 'cql' | 'onePage'>,
   operation: string,
   context: { readonly keyspace: string; readonly localDc: string },
 ): Error | UnknownOutcome {

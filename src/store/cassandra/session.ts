@@ -5,8 +5,12 @@
 
 import cassandra from 'cassandra-driver';
 
-import { localDataCenterOf, localDcProfile, routingPolicyOf } from './client-routing.js';
-import { encodesBigIntAsLong } from './driver-client.js';
+import {
+  localDataCenterOf,
+  localDcProfile,
+  routingPolicyOf,
+  runtimeOptionsOf,
+} from './client-routing.js';
 import { mapFailure, type UnknownOutcome } from './errors.js';
 import {
   DEFAULT_REQUEST_TIMEOUT_MS,
@@ -15,7 +19,7 @@ import {
 } from './request-options.js';
 import { GRANT_BATCH, STATEMENTS, type Statement, type StatementName } from './statements.js';
 import { AvoidStalledCoordinatorsPolicy, StalledCoordinators } from './stalled-coordinators.js';
-import { IdGenError, InvalidNameError, InvalidOptionError, InvariantError } from '../../errors.js';
+import { InvalidNameError, InvalidOptionError, InvariantError } from '../../errors.js';
 import { mutated } from '../../mutations.js';
 import { dcOfGrantee } from '../../names.js';
 import { validateName } from '../../options.js';
@@ -32,6 +36,9 @@ type RawOutcome =
 
 const APPLIED = Object.freeze({ kind: 'applied' as const });
 
+/** How a conditional batch is sent and its failures classified. */
+type BatchLevels = Omit<Statement, 'cql' | 'onePage'>;
+
 export interface CassandraStoreOptions {
   /** `close()` shuts the client down. */
   readonly ownsClient: boolean;
@@ -42,6 +49,7 @@ export interface CassandraStoreOptions {
 /** A client, a keyspace and the local DC, with the one way each kind of statement is sent. */
 export class CassandraSession {
   protected readonly localDc: string;
+  /** Decimal text, or a JS bigint under `useBigIntAsLong`; never our `Long` (another driver copy). */
   protected readonly long: (value: bigint) => bigint | string;
   protected readonly requestTimeoutMs: number;
   private readonly cql: Readonly<Record<StatementName, string>>;
@@ -66,7 +74,10 @@ export class CassandraSession {
       );
     }
     this.localDc = localDc;
-    this.long = bigintEncoder(client);
+    this.long =
+      runtimeOptionsOf(client)?.encoding?.useBigIntAsLong === true
+        ? (value) => value
+        : (value) => value.toString();
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.localDcOnly = localDcProfile(client, policy, localDc);
     this.stalled =
@@ -129,19 +140,17 @@ export class CassandraSession {
     );
   }
 
-  /** Runs a conditional batch once; a failure is classified as `statement`'s. */
   protected casBatch(
     queries: readonly { readonly query: StatementName; readonly params: unknown[] }[],
-    options: { readonly consistency: number; readonly serial?: number },
-    statement: Statement,
+    levels: BatchLevels,
     operation: string,
   ): Promise<RawOutcome> {
-    return this.conditional(statement, operation, async () => {
+    return this.conditional(levels, operation, async () => {
       try {
         return await this.client.batch(
           queries.map(({ query, params }) => ({ query: this.cql[query], params })),
           {
-            ...requestOptions(options, true, this.requestTimeoutMs),
+            ...requestOptions(levels, true, this.requestTimeoutMs),
             executionProfile: this.localDcOnly,
             logged: true,
           },
@@ -175,8 +184,7 @@ export class CassandraSession {
     return result;
   }
 
-  protected failure(error: unknown, name: StatementName, operation: string): Error {
-    if (error instanceof IdGenError) return error; // e.g. a malformed row
+  private failure(error: unknown, name: StatementName, operation: string): Error {
     const mapped = mapFailure(error, STATEMENTS[name], operation, this.context());
     return mapped instanceof Error
       ? mapped
@@ -197,7 +205,7 @@ export class CassandraSession {
 
   /** A failed conditional write is an unknown outcome unless Cassandra refused it unexecuted. */
   private async conditional(
-    statement: Statement,
+    statement: BatchLevels,
     operation: string,
     send: () => Promise<cassandra.types.ResultSet>,
   ): Promise<RawOutcome> {
@@ -251,14 +259,9 @@ function mutatedStatement(name: StatementName, statement: Statement): Statement 
 }
 
 /** The grant batch as a negative control changes it; GRANT_BATCH itself otherwise. */
-export function mutatedGrantBatch(): { readonly consistency: number; readonly serial: number } {
+export function mutatedGrantBatch(): BatchLevels {
   if (mutated('grants-at-local-serial')) {
     return { ...GRANT_BATCH, consistency: CL.localQuorum, serial: CL.localSerial };
   }
   return GRANT_BATCH;
-}
-
-/** Decimal text, or a JS bigint under `useBigIntAsLong`; never our `Long` (another driver copy). */
-function bigintEncoder(client: cassandra.Client): (value: bigint) => bigint | string {
-  return encodesBigIntAsLong(client) ? (value) => value : (value) => value.toString();
 }

@@ -123,10 +123,10 @@ export class FaultInjector {
    * or `missed-locally`), and its result waits for a `slow-reply` gate.
    * @throws StoreUnavailableError
    */
-  async call<R>(
+  async call<R = undefined>(
     op: StoreMethod,
     scope: { readonly sequence?: string; readonly dc?: string | undefined },
-    run: (fault: CasFault | undefined) => R | Promise<R>,
+    run: (fault: CasFault | undefined) => R | Promise<R> = () => undefined as R,
   ): Promise<R> {
     this.calls[op]++;
     let reply: Promise<unknown> | undefined;

@@ -16,6 +16,7 @@ import {
 } from './memory-faults.js';
 import {
   checkDcStateWrite,
+  byGrantNumber,
   checkGrant,
   USAGE_CAUSES,
   zeroUsageCounts,
@@ -222,10 +223,7 @@ export class MemoryStore implements IdStore {
         if (history.some((g) => g.number === grant.number)) return false;
         record.globalLast = grant.max;
         const stored = Object.freeze({ ...grant });
-        record.grants.set(
-          dc,
-          [...history, stored].sort((a, b) => a.number - b.number),
-        );
+        record.grants.set(dc, [...history, stored].sort(byGrantNumber));
         this.grantLog.push({ sequence, dc, grant: stored });
         return true;
       },
@@ -249,7 +247,7 @@ export class MemoryStore implements IdStore {
   }
 
   async probeSerial(): Promise<void> {
-    await this.wire.call('probeSerial', {}, () => undefined);
+    await this.wire.call('probeSerial', {});
   }
 
   async readDcState(sequence: string, dc: string): Promise<DcState | undefined> {
@@ -336,7 +334,7 @@ export class MemoryStore implements IdStore {
   }
 
   async readNodeSettings(): Promise<readonly NodeSettings[]> {
-    await this.wire.call('readNodeSettings', {}, () => undefined);
+    await this.wire.call('readNodeSettings', {});
     return this.nodes.map((node) => {
       const commitlogSync = 'commitlogSync' in node ? node.commitlogSync : 'batch';
       const paxosVariant = 'paxosVariant' in node ? node.paxosVariant : 'v2';
@@ -362,10 +360,8 @@ export class MemoryStore implements IdStore {
   }
 
   private dcState(sequence: string, dc: string, writesBehind = 0): DcState | undefined {
-    return this.states
-      .get(sequence)
-      ?.get(dc)
-      ?.at(-1 - writesBehind);
+    const history = this.states.get(sequence)?.get(dc);
+    return history?.at(-1 - writesBehind);
   }
 
   private dcStates(sequence: string, dcs: readonly string[]): Map<string, DcState> {
@@ -388,7 +384,7 @@ export class MemoryStore implements IdStore {
   }
 
   async close(): Promise<void> {
-    await this.wire.call('close', {}, () => undefined);
+    await this.wire.call('close', {});
   }
 }
 

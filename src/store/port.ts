@@ -242,6 +242,11 @@ export interface AdminStore {
 
 export interface IdStore extends ProtocolStore, AdminStore {}
 
+/** Grants in ascending order of their numbers. */
+export function byGrantNumber(a: Grant, b: Grant): number {
+  return a.number - b.number;
+}
+
 /** Both stores' preconditions of {@link ProtocolStore.grantRange}. @throws RangeError */
 export function checkGrant(grant: Grant): void {
   if (!Number.isInteger(grant.number) || grant.number < 1 || grant.max < grant.min) {

@@ -7,31 +7,19 @@ import cassandra from 'cassandra-driver';
 
 import { InvalidOptionError } from '../../errors.js';
 
-/** The runtime `client.options` the driver's typings leave out. */
-export interface DriverClientOptions {
-  readonly authProvider?: cassandra.auth.AuthProvider;
-  readonly sslOptions?: import('node:tls').ConnectionOptions;
-  readonly protocolOptions?: cassandra.ClientOptions['protocolOptions'];
-  readonly localDataCenter?: string;
-  readonly encoding?: { readonly useBigIntAsLong?: boolean };
-  readonly contactPoints?: readonly string[];
-  readonly policies?: {
-    readonly loadBalancing?: cassandra.policies.loadBalancing.LoadBalancingPolicy;
-  };
-}
-
 type Host = cassandra.Host;
 type LoadBalancingPolicy = cassandra.policies.loadBalancing.LoadBalancingPolicy;
 
+/** What the driver's typings leave out of a client: its options and profiles at run time. */
 interface DriverClientInternals {
-  readonly options?: DriverClientOptions;
+  readonly options?: Readonly<cassandra.ClientOptions>;
   readonly profileManager?: {
     getDefaultLoadBalancing?: () => LoadBalancingPolicy;
     getDefault?: () => cassandra.ExecutionProfile;
   };
 }
 
-export function runtimeOptionsOf(client: cassandra.Client): DriverClientOptions | undefined {
+export function runtimeOptionsOf(client: cassandra.Client): cassandra.ClientOptions | undefined {
   return (client as unknown as DriverClientInternals).options;
 }
 

@@ -111,13 +111,8 @@ export async function openClient(
   }
   const { clientOptions, contactPoints, localDataCenter } = buildClientOptions(options);
   const client = new cassandra.Client(clientOptions);
+  // The driver refuses an unknown localDataCenter on connect; connectError names the option.
   await connect(client, contactPoints, localDataCenter, true);
-  // Checked here too so that the error names the option.
-  const dcs = datacentersOf(client);
-  if (!dcs.includes(localDataCenter)) {
-    await client.shutdown().catch(() => undefined);
-    throw unknownDataCenter(localDataCenter, dcs);
-  }
   return { client, ownsClient: true, localDataCenter };
 }
 
@@ -296,6 +291,9 @@ async function adoptClient(
   return { client, ownsClient: false, localDataCenter: checkClientRouting(client, requestedDc) };
 }
 
+/** A contact point's port as the driver splits it: after `host:` or `[IPv6]:`, not in `::1`. */
+const PORT = /^(?:\[[^\]]+\]|[^:]*):(?<port>[^:]*)$/;
+
 function validateContactPoints(value: unknown): readonly string[] {
   if (
     !Array.isArray(value) ||
@@ -308,27 +306,17 @@ function validateContactPoints(value: unknown): readonly string[] {
       'a non-empty list of node addresses of the local datacenter, e.g. ["10.0.0.1", "10.0.0.2:9042"]',
     );
   }
-  for (const point of value) {
-    const port = portOf(point.trim());
-    if (
-      port !== undefined &&
-      !(/^\d{1,5}$/.test(port) && Number(port) >= 1 && Number(port) <= 65_535)
-    ) {
-      throw new InvalidOptionError(
-        'contactPoints',
-        point,
-        'a node address as host, host:port or [IPv6]:port, with a port from 1 to 65535',
-      );
-    }
+  // The driver reports a bad port as a node down.
+  const badPort = value.find((point) => {
+    const port = PORT.exec(point.trim())?.groups?.['port'];
+    return port !== undefined && !(/^\d{1,5}$/.test(port) && +port >= 1 && +port <= 65_535);
+  });
+  if (badPort !== undefined) {
+    throw new InvalidOptionError(
+      'contactPoints',
+      badPort,
+      'a node address as host, host:port or [IPv6]:port, with a port from 1 to 65535',
+    );
   }
   return value;
-}
-
-/** A contact point's port as the driver splits it; the driver reports a bad one as "down". */
-function portOf(point: string): string | undefined {
-  if (point.startsWith('[') && point.indexOf(']:') > 1) {
-    return point.slice(point.lastIndexOf(']:') + 2);
-  }
-  const parts = point.split(':');
-  return parts.length === 2 ? parts[1] : undefined;
 }

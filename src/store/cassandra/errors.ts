@@ -37,6 +37,22 @@ const UNAVAILABLE: ReadonlyMap<number, string> = new Map([
   [codes.truncateError, 'the coordinator could not run it'],
 ]);
 
+/** Refusals that mean the keyspace is not one initSchema() made, and the keyspace wanted. */
+const KEYSPACE_REFUSALS: readonly (readonly [RegExp, (message: string) => string])[] = [
+  [
+    /unconfigured table|does not exist/i,
+    () => 'a keyspace that holds the idgen tables (create them with initSchema())',
+  ],
+  [
+    /undefined column name|type .* is not compatible/i,
+    (message) => `a keyspace whose idgen tables match this version's schema.cql (${message})`,
+  ],
+  [
+    /not compatible with replication strategy/i,
+    (message) => `a keyspace with NetworkTopologyStrategy, as initSchema() creates (${message})`,
+  ],
+];
+
 export interface UnknownOutcome {
   readonly kind: 'unknown';
   readonly cause: unknown;
@@ -80,26 +96,9 @@ export function mapFailure(
   const unavailable = (detail: string, timedOut = false) =>
     new StoreUnavailableError(statement.level, operation, detail, { cause: error, timedOut });
 
-  if (code === codes.invalid && /unconfigured table|does not exist/i.test(message)) {
-    return new InvalidOptionError(
-      'keyspace',
-      context.keyspace,
-      'a keyspace that holds the idgen tables (create them with initSchema())',
-    );
-  }
-  if (code === codes.invalid && /undefined column name|type .* is not compatible/i.test(message)) {
-    return new InvalidOptionError(
-      'keyspace',
-      context.keyspace,
-      `a keyspace whose idgen tables match this version's schema.cql (${message})`,
-    );
-  }
-  if (code === codes.invalid && /not compatible with replication strategy/i.test(message)) {
-    return new InvalidOptionError(
-      'keyspace',
-      context.keyspace,
-      `a keyspace with NetworkTopologyStrategy, as initSchema() creates (${message})`,
-    );
+  const wrongKeyspace = KEYSPACE_REFUSALS.find(([pattern]) => pattern.test(message));
+  if (code === codes.invalid && wrongKeyspace !== undefined) {
+    return new InvalidOptionError('keyspace', context.keyspace, wrongKeyspace[1](message));
   }
   if (conditional && !(code !== undefined && NOT_EXECUTED.has(code)) && !isNoHostAvailable(error)) {
     return { kind: 'unknown', cause: error };

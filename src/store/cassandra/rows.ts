@@ -17,12 +17,11 @@ export function parseSettings(row: Row): StoredSettings {
   if (name === undefined) {
     throw new InvariantError('(unnamed)', 'settings row without a sequence name');
   }
-  const domain = required(name, row, 'domain', toText);
+  const column = columnsOf(name, row);
+  const domain = column('domain', toText);
   if (!(DOMAINS as readonly string[]).includes(domain)) {
     throw new InvariantError(name, `unknown domain ${JSON.stringify(domain)}`);
   }
-  const column = <T>(column: string, convert: (value: unknown) => T | undefined) =>
-    required(name, row, column, convert);
   return {
     settings: {
       name,
@@ -45,37 +44,36 @@ export function parseSettings(row: Row): StoredSettings {
 }
 
 export function parseGrant(sequence: string, row: Row): Grant {
+  const column = columnsOf(sequence, row);
   return {
-    number: required(sequence, row, 'grant_number', toNumber),
-    min: required(sequence, row, 'grant_min', toBigInt),
-    max: required(sequence, row, 'grant_max', toBigInt),
+    number: column('grant_number', toNumber),
+    min: column('grant_min', toBigInt),
+    max: column('grant_max', toBigInt),
   };
 }
 
 export function parseDcState(sequence: string, row: Row): DcState {
+  const column = columnsOf(sequence, row);
   // Absent in a rejected update's found state.
   const incarnation = toText(row.get('incarnation'));
   return {
     ...(incarnation === undefined ? {} : { incarnation }),
-    lastInteger: required(sequence, row, 'last_integer', toBigInt),
-    reservedMin: required(sequence, row, 'reserved_min', toBigInt),
-    reservedMax: required(sequence, row, 'reserved_max', toBigInt),
-    reservedGrant: required(sequence, row, 'reserved_grant', toNumber),
-    preloadedMin: required(sequence, row, 'preloaded_min', toBigInt),
-    preloadedMax: required(sequence, row, 'preloaded_max', toBigInt),
-    installedGrant: required(sequence, row, 'installed_grant', toNumber),
-    version: required(sequence, row, 'version', toSafeNumber),
-    op: required(sequence, row, 'op', toText),
+    lastInteger: column('last_integer', toBigInt),
+    reservedMin: column('reserved_min', toBigInt),
+    reservedMax: column('reserved_max', toBigInt),
+    reservedGrant: column('reserved_grant', toNumber),
+    preloadedMin: column('preloaded_min', toBigInt),
+    preloadedMax: column('preloaded_max', toBigInt),
+    installedGrant: column('installed_grant', toNumber),
+    version: column('version', toSafeNumber),
+    op: column('op', toText),
   };
 }
 
 /** The state a rejected DC-state write returns (statements.ts), or undefined for no row. */
 export function parseFoundState(sequence: string, rows: readonly Row[]): DcState | undefined {
-  const row = rows[0];
-  if (row === undefined || row.get('version') === null || row.get('version') === undefined) {
-    return undefined;
-  }
-  return parseDcState(sequence, row);
+  const version: unknown = rows[0]?.get('version');
+  return version === null || version === undefined ? undefined : parseDcState(sequence, rows[0]!);
 }
 
 export function parseFoundGrant(
@@ -91,10 +89,7 @@ export function parseFoundGrant(
     if (rowDc === GLOBAL) {
       globalLast = toBigInt(row.get('last_integer'));
     } else if (rowDc === dc && toNumber(row.get('grant_number')) === number) {
-      const min = toBigInt(row.get('grant_min'));
-      const max = toBigInt(row.get('grant_max'));
-      if (min !== undefined && max !== undefined) grant = { number, min, max };
-      else throw new InvariantError(sequence, `grant #${number} of ${dc} has no bounds`);
+      grant = parseGrant(sequence, row);
     }
   }
   return { globalLast, grant };
@@ -106,17 +101,18 @@ export function parseFoundSettings(rows: readonly Row[]): StoredSettings | undef
   return parseSettings(row);
 }
 
-export function required<T>(
-  sequence: string,
-  row: Row,
-  column: string,
-  convert: (value: unknown) => T | undefined,
-): T {
-  const value = convert(row.get(column));
-  if (value === undefined) {
-    throw new InvariantError(sequence, `column ${column} is missing or malformed in a stored row`);
-  }
-  return value;
+/** A reader of `row`'s columns that throws {@link InvariantError} for a missing one. */
+export function columnsOf(sequence: string, row: Row) {
+  return <T>(column: string, convert: (value: unknown) => T | undefined): T => {
+    const value = convert(row.get(column));
+    if (value === undefined) {
+      throw new InvariantError(
+        sequence,
+        `column ${column} is missing or malformed in a stored row`,
+      );
+    }
+    return value;
+  };
 }
 
 export function toBigInt(value: unknown): bigint | undefined {

@@ -101,11 +101,10 @@ export class CassandraSession {
     operation: string,
     once = false,
   ): Promise<cassandra.types.ResultSet> {
-    const statement = mutatedStatement(name, STATEMENTS[name]);
     try {
-      return await this.execute(name, statement, params, operation, once);
+      return await this.execute(name, mutatedStatement(name), params, operation, once);
     } catch (error) {
-      throw this.failure(error, name, operation);
+      throw this.failure(error, STATEMENTS[name], operation);
     }
   }
 
@@ -129,12 +128,12 @@ export class CassandraSession {
     try {
       for await (const row of result) each(row);
     } catch (error) {
-      throw this.failure(error, name, operation);
+      throw this.failure(error, STATEMENTS[name], operation);
     }
   }
 
   protected cas(name: StatementName, operation: string, params: unknown[]): Promise<RawOutcome> {
-    const statement = mutatedStatement(name, STATEMENTS[name]);
+    const statement = mutatedStatement(name);
     return this.conditional(statement, operation, () =>
       this.execute(name, statement, params, operation, true),
     );
@@ -145,50 +144,16 @@ export class CassandraSession {
     levels: BatchLevels,
     operation: string,
   ): Promise<RawOutcome> {
-    return this.conditional(levels, operation, async () => {
-      try {
-        return await this.client.batch(
-          queries.map(({ query, params }) => ({ query: this.cql[query], params })),
-          {
-            ...requestOptions(levels, true, this.requestTimeoutMs),
-            executionProfile: this.localDcOnly,
-            logged: true,
-          },
-        );
-      } catch (error) {
-        this.stalled.markTimedOut(error);
-        throw error;
-      }
-    });
-  }
-
-  /** Sends `statement`; failures are thrown unmapped. */
-  private async execute(
-    name: StatementName,
-    statement: Statement,
-    params: unknown[],
-    operation: string,
-    conditional: boolean,
-  ): Promise<cassandra.types.ResultSet> {
-    let result: cassandra.types.ResultSet;
-    try {
-      result = await this.client.execute(this.cql[name], params, {
-        ...requestOptions(statement, conditional, this.requestTimeoutMs, this.retryReads),
-        executionProfile: this.localDcOnly,
-      });
-    } catch (error) {
-      this.stalled.markTimedOut(error);
-      throw error;
-    }
-    if (statement.level === 'local_serial') this.checkCoordinator(result, operation);
-    return result;
-  }
-
-  private failure(error: unknown, name: StatementName, operation: string): Error {
-    const mapped = mapFailure(error, STATEMENTS[name], operation, this.context());
-    return mapped instanceof Error
-      ? mapped
-      : new Error(`Cassandra failed ${operation}`, { cause: error });
+    return this.conditional(levels, operation, () =>
+      this.client.batch(
+        queries.map(({ query, params }) => ({ query: this.cql[query], params })),
+        {
+          ...requestOptions(levels, true, this.requestTimeoutMs),
+          executionProfile: this.localDcOnly,
+          logged: true,
+        },
+      ),
+    );
   }
 
   /** LOCAL_SERIAL on a DC's state (or its shards') is linearizable from that DC only. */
@@ -203,6 +168,29 @@ export class CassandraSession {
     }
   }
 
+  private async execute(
+    name: StatementName,
+    statement: Statement,
+    params: unknown[],
+    operation: string,
+    conditional: boolean,
+  ): Promise<cassandra.types.ResultSet> {
+    const result = await this.client.execute(this.cql[name], params, {
+      ...requestOptions(statement, conditional, this.requestTimeoutMs, this.retryReads),
+      executionProfile: this.localDcOnly,
+    });
+    if (statement.level === 'local_serial') this.checkCoordinator(result, operation);
+    return result;
+  }
+
+  private failure(error: unknown, statement: Statement, operation: string): Error {
+    this.stalled.markTimedOut(error);
+    const mapped = mapFailure(error, statement, operation, this.context());
+    return mapped instanceof Error
+      ? mapped
+      : new Error(`Cassandra failed ${operation}`, { cause: error });
+  }
+
   /** A failed conditional write is an unknown outcome unless Cassandra refused it unexecuted. */
   private async conditional(
     statement: BatchLevels,
@@ -213,6 +201,7 @@ export class CassandraSession {
     try {
       result = await send();
     } catch (error) {
+      this.stalled.markTimedOut(error);
       const mapped = mapFailure(error, statement, operation, this.context());
       if (mapped instanceof Error) throw mapped;
       return mapped;
@@ -245,7 +234,8 @@ export function checkDc(dc: string): void {
 let dcStateWrites = 0;
 
 /** A statement as a negative control changes it (mutations.ts); the statement itself otherwise. */
-function mutatedStatement(name: StatementName, statement: Statement): Statement {
+function mutatedStatement(name: StatementName): Statement {
+  const statement: Statement = STATEMENTS[name];
   if ((name === 'updateDcState' || name === 'createDcState') && mutated('dc-state-at-serial-too')) {
     return ++dcStateWrites % 2 === 0 ? { ...statement, serial: CL.serial } : statement;
   }

@@ -11,6 +11,7 @@ import { SequenceNotFoundError } from '../../errors.js';
 import { granteesOf } from '../../names.js';
 import { ascending } from '../../order.js';
 import {
+  byGrantNumber,
   checkDcStateWrite,
   checkGrant,
   USAGE_CAUSES,
@@ -45,7 +46,7 @@ import {
   parseGrant,
   parseSettings,
   replicaDcsOf,
-  required,
+  columnsOf,
   toBigInt,
   toText,
 } from './rows.js';
@@ -148,7 +149,7 @@ export class CassandraStore extends CassandraSession implements IdStore {
     const globalRow = await this.readRow('readGlobal', [sequence], 'read grants');
     if (globalRow === undefined) throw new SequenceNotFoundError(sequence, this.keyspace);
     return {
-      globalLast: required(sequence, globalRow, 'last_integer', toBigInt),
+      globalLast: columnsOf(sequence, globalRow)('last_integer', toBigInt),
       latest: latestRow && parseGrant(sequence, latestRow),
     };
   }
@@ -318,13 +319,13 @@ export class CassandraStore extends CassandraSession implements IdStore {
     await this.readEach(statement, params, operation, (row) => {
       const rowDc = row.get('dc') as unknown;
       if (rowDc === GLOBAL) {
-        globalLast = required(sequence, row, 'last_integer', toBigInt);
+        globalLast = columnsOf(sequence, row)('last_integer', toBigInt);
       } else if (typeof rowDc === 'string') {
         grants.set(rowDc, [...(grants.get(rowDc) ?? []), parseGrant(sequence, row)]);
       }
     });
     // Clustering order is newest first.
-    for (const history of grants.values()) history.sort((a, b) => a.number - b.number);
+    for (const history of grants.values()) history.sort(byGrantNumber);
     return globalLast === undefined ? undefined : { globalLast, grants };
   }
 

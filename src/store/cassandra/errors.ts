@@ -11,6 +11,7 @@ import {
   InvalidOptionError,
   StoreUnavailableError,
 } from '../../errors.js';
+import type { CasOutcome } from '../port.js';
 import { unknownDataCenter } from './client-routing.js';
 import { levelOf, type Statement } from './statements.js';
 
@@ -53,10 +54,7 @@ const KEYSPACE_REFUSALS: readonly (readonly [RegExp, (message: string) => string
   ],
 ];
 
-export interface UnknownOutcome {
-  readonly kind: 'unknown';
-  readonly cause: unknown;
-}
+export type UnknownOutcome = Extract<CasOutcome<never>, { readonly kind: 'unknown' }>;
 
 interface DriverErrorShape {
   readonly name?: unknown;
@@ -142,7 +140,7 @@ export function describeDriverError(error: unknown): string {
   return String(error);
 }
 
-export function innerErrors(error: unknown): unknown[] {
+function innerErrors(error: unknown): unknown[] {
   if (!isNoHostAvailable(error)) return [];
   return Object.values((shape(error).innerErrors as Record<string, unknown> | null) ?? {});
 }

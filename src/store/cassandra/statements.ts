@@ -123,15 +123,8 @@ export const GRANT_BATCH = {
   readonly statements: readonly StatementName[];
 };
 
-/** The consistency's CQL name, for messages. */
+/** The consistency's CQL name (`localQuorum` is LOCAL_QUORUM), for messages. */
 export function levelOf(consistency: cassandra.types.consistencies): string {
-  const names: Partial<Record<number, string>> = {
-    [CL.serial]: 'SERIAL',
-    [CL.localSerial]: 'LOCAL_SERIAL',
-    [CL.localQuorum]: 'LOCAL_QUORUM',
-    [CL.localOne]: 'LOCAL_ONE',
-    [CL.eachQuorum]: 'EACH_QUORUM',
-    [CL.quorum]: 'QUORUM',
-  };
-  return names[consistency] ?? `consistency ${consistency}`;
+  const name = Object.entries(CL).find(([, value]) => value === consistency)?.[0];
+  return name?.replace(/[A-Z]/g, '_$&').toUpperCase() ?? `consistency ${consistency}`;
 }

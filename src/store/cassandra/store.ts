@@ -143,8 +143,7 @@ export class CassandraStore extends CassandraSession implements IdStore {
 
   async readGrants(sequence: string, dc: string): Promise<GrantView> {
     checkDc(dc);
-    // Grant first, GLOBAL second, so GLOBAL covers the grant read (design.md, "Granting a DC
-    // range").
+    // Grant first, then GLOBAL, which covers it (design.md, "Granting a DC range").
     const latestRow = await this.readRow('readLatestGrant', [sequence, dc], 'read grants');
     const globalRow = await this.readRow('readGlobal', [sequence], 'read grants');
     if (globalRow === undefined) throw new SequenceNotFoundError(sequence, this.keyspace);
@@ -300,7 +299,6 @@ export class CassandraStore extends CassandraSession implements IdStore {
     await this.run('probeSerial', [], 'probe SERIAL');
   }
 
-  /** Node settings are asked of each node: virtual tables answer for their coordinator. */
   async readNodeSettings(): Promise<readonly NodeSettings[]> {
     const hosts = this.client.hosts.values().filter((host) => host.datacenter === this.localDc);
     return Promise.all(hosts.map((host) => this.readSettingsOf(host)));
@@ -366,7 +364,7 @@ export class CassandraStore extends CassandraSession implements IdStore {
     ];
   }
 
-  /** One node's settings, asked of the node itself; a failure is kept, not thrown. */
+  /** Asked of the node itself (virtual tables answer for their coordinator); keeps a failure. */
   private async readSettingsOf(host: cassandra.Host): Promise<NodeSettings> {
     const ask = (name: StatementName, params: unknown[]) => {
       const statement = STATEMENTS[name];

@@ -57,7 +57,11 @@ export async function run(
   const name = `${String(++runs).padStart(3, '0')}-${path.basename(command)}.log`;
   const logFile = path.join(logDir(), name);
   const log = fs.createWriteStream(logFile);
-  const child = spawn(command, args, { env: { ...process.env, ...options.env } });
+  // stdin is /dev/null: a pipe we end could fail with EPIPE once a quick command has exited.
+  const child = spawn(command, args, {
+    env: { ...process.env, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const output = { stdout: '', stderr: '' };
   for (const stream of ['stdout', 'stderr'] as const) {
     child[stream].on('data', (chunk: Buffer) => {
@@ -66,7 +70,6 @@ export async function run(
       if (options.stream) process[stream].write(chunk);
     });
   }
-  child.stdin.end('');
   const code = await new Promise<number>((resolve, reject) => {
     child.on('error', reject);
     child.on('close', (exitCode, signal) => resolve(exitCode ?? (signal ? 128 : 1)));

@@ -18,3 +18,15 @@ it('makes the docker-check log folder at its first use, not on import', async ()
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+it('gives a command /dev/null as stdin: no pipe that a quick exit could break', async () => {
+  const steps = await import('../../scripts/docker/steps.js');
+  const dir = steps.logDir();
+  try {
+    // /dev/null is a character device; the socket spawn would otherwise give is not.
+    const probe = 'if [ -c /dev/stdin ]; then echo null; else echo other; fi';
+    expect((await steps.run('sh', ['-c', probe])).trim()).toBe('null');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -107,8 +107,7 @@ export class DcClaims {
     options: ClaimOptions,
     unresolved: Map<string, Claim>,
   ): Promise<Confirmed> {
-    const { blockSize: least, maxBlockSize: most } = this.ctx.settings;
-    const clamp = (n: number) => BigInt(Math.min(most, Math.max(least, n)));
+    const askOf = this.asker(options);
     const tally: ClaimTally = {
       attempts: 0,
       unknowns: 0,
@@ -123,21 +122,18 @@ export class DcClaims {
     for (;;) {
       tally.attempts++;
       const op = randomUUID();
-      const ask = { size: clamp(options.size?.() ?? least), floor: clamp(options.need?.() ?? 0) };
+      const ask = askOf();
       this.blockAsk = ask.size;
       let state = found;
       let claimed = state === undefined ? undefined : this.claimFrom(state, ask, op);
       if (state === undefined) {
+        // The plain-read guess, or the opening claim if it shows no state, else a read.
         const guess = await this.row.guess();
         if (guess === NO_STATE) {
           claimed = await this.openingClaim(ask, op);
         } else if (guess !== undefined) {
           state = guess;
-          try {
-            claimed = this.claimFrom(guess, ask, op);
-          } catch {
-            // A guess breaking a rule proves nothing (DcStateRow.guess): a read decides.
-          }
+          claimed = this.claimFromGuess(guess, ask, op);
         }
         if (claimed === undefined) {
           state = await this.row.read();
@@ -153,10 +149,7 @@ export class DcClaims {
           tally.attempts--;
           continue;
         }
-        // A range after the claim's first one means others drained it: a lost race.
-        if (++tally.rangeWaits > 1 && !tally.keepTrying()) {
-          throw new ContentionError(this.ctx.sequence, 'claim a block', tally.attempts);
-        }
+        this.rangeCame(tally);
         continue;
       }
       const floor = this.ctx.seen.floor();
@@ -172,6 +165,15 @@ export class DcClaims {
     }
   }
 
+  private asker(options: ClaimOptions): () => BlockAsk {
+    const { blockSize: least, maxBlockSize: most } = this.ctx.settings;
+    const clamp = (n: number) => BigInt(Math.min(most, Math.max(least, n)));
+    return () => ({
+      size: clamp(options.size?.() ?? least),
+      floor: clamp(options.need?.() ?? 0),
+    });
+  }
+
   /** The wait before a range request's next try; throws its failure when out of tries. */
   private serialRetryDelay(error: unknown, state: DcState | undefined, tally: ClaimTally): number {
     const serial = error instanceof StoreUnavailableError && error.level === 'serial';
@@ -179,6 +181,13 @@ export class DcClaims {
       throw this.grants.explainFailure(error, state);
     }
     return SERIAL_RETRY_MS * tally.serialFailures * (0.5 + Math.random());
+  }
+
+  /** A range after the claim's first one means others drained it: a lost race. */
+  private rangeCame(tally: ClaimTally): void {
+    if (++tally.rangeWaits > 1 && !tally.keepTrying()) {
+      throw new ContentionError(this.ctx.sequence, 'claim a block', tally.attempts);
+    }
   }
 
   /** An unknown outcome: a gap if the state moved, else held in case a later round commits it. */
@@ -255,6 +264,15 @@ export class DcClaims {
     const size = spreadOver(high - low + 1n, ask);
     if (!installs) return claim(state, size, op);
     return this.transition(() => installAndClaim(state, grant, size, op));
+  }
+
+  /** The claim from the plain-read guess ({@link DcStateRow.guess} says why it is safe). */
+  private claimFromGuess(state: DcState, ask: BlockAsk, op: string): Claim | undefined {
+    try {
+      return this.claimFrom(state, ask, op);
+    } catch {
+      return undefined;
+    }
   }
 
   /** With no state: grant 1 installed and claimed in one `IF NOT EXISTS` write. */

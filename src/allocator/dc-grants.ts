@@ -10,7 +10,7 @@ import { isOurs, runConditionalWrite, type CasResult, type Judgement } from './c
 import { MAX_CAS_ATTEMPTS, type DcContext } from './dc-context.js';
 import { min, remainingIn } from './dc-state.js';
 import { grantSizeFor, type GrantDemand as SizingDemand } from './sizing.js';
-import { globalWentBack, grantsWentBack } from './watermarks.js';
+import { globalWentBack, grantsWentBack, type Floor } from './watermarks.js';
 
 export type GrantDemand = Pick<SizingDemand, 'rate' | 'block'>;
 
@@ -34,10 +34,7 @@ export class DcGrants {
    * @throws {SequenceExhaustedError} if GLOBAL is at `max` and no grant is pending.
    */
   async nextGrant(state: DcState | undefined, attempt: number): Promise<GrantStep> {
-    // Grant 1 without SERIAL reads, on the highest GLOBAL known: the batch's condition decides.
-    if (attempt === 1 && state === undefined) {
-      return this.sendBatches(0, this.ctx.seen.floor().globalLast, true, 1);
-    }
+    if (attempt === 1 && state === undefined) return this.blindFirstGrant();
     const installed = state?.installedGrant ?? 0;
     const view = await this.readGrants();
     const latest = view.latest;
@@ -58,6 +55,11 @@ export class DcGrants {
     return this.sendBatches(installed, view.globalLast, false, attempt);
   }
 
+  /** Grant 1 without SERIAL reads, on the highest GLOBAL known: the batch's condition decides. */
+  private blindFirstGrant(): Promise<GrantStep> {
+    return this.sendBatches(0, this.ctx.seen.floor().globalLast, true, 1);
+  }
+
   /**
    * Batches for grant `installed + 1` until one is ours or fresh reads are needed; the first is
    * conditional on `globalLast` (`guessed`: not read at SERIAL), later ones on what a loss found.
@@ -69,7 +71,7 @@ export class DcGrants {
     attempt: number,
   ): Promise<GrantStep> {
     for (;;) {
-      const { max, autonomySeconds, threshold, dcRangeSize, maxDcRangeSize } = this.ctx.settings;
+      const { max } = this.ctx.settings;
       if (globalLast >= max) {
         // A grant made between the reads of the latest grant and GLOBAL may still be pending.
         const final = await this.readGrants();
@@ -77,28 +79,14 @@ export class DcGrants {
         this.exhausted = new SequenceExhaustedError(this.ctx.sequence, max, globalLast);
         throw this.exhausted;
       }
-      const { rate, block } = this.demand();
-      const size = grantSizeFor({
-        ...{ rate, block, autonomySeconds, threshold },
-        min: dcRangeSize,
-        max: maxDcRangeSize,
-        unGranted: max - globalLast,
-      });
       const grant: Grant = {
         number: installed + 1,
         min: globalLast + 1n,
-        max: min(globalLast + size, max),
+        max: min(globalLast + this.sizeFrom(globalLast), max),
       };
       const floor = this.ctx.seen.floor();
       const last = await this.writeGrant(globalLast, grant);
-      const foundGlobal = last.found?.globalLast;
-      if (last.reported === 'rejected' && foundGlobal !== undefined) {
-        // Checked as a read of the grant level, GLOBAL only: grant `n` says nothing of the latest.
-        this.accept(
-          { globalLast: foundGlobal, latest: last.found?.grant },
-          globalWentBack(floor, foundGlobal),
-        );
-      }
+      this.checkFound(last, floor);
       // A guessed batch cannot tell a starting peer's grant 1 from an older chain's whose state is
       // gone (reinstalling that would serve IDs twice): fresh reads decide.
       if (guessed && last.reported === 'rejected' && last.found?.grant !== undefined) {
@@ -115,12 +103,25 @@ export class DcGrants {
       // A guessed batch lost to what was there before it, not to a race: no backoff.
       if (last.reported === 'rejected' && !guessed) await this.ctx.backoff(attempt);
       guessed = false;
-      // Only a loss that found GLOBAL and no grant `n` gives the next batch's condition.
-      const lostToGlobal = last.verdict === 'lost' && last.found?.grant === undefined;
-      if (!lostToGlobal || foundGlobal === undefined) return { kind: 'reread', attempt };
-      globalLast = foundGlobal;
+      const moved = this.globalAfterLoss(last);
+      if (moved === undefined) return { kind: 'reread', attempt };
+      globalLast = moved;
       attempt++;
     }
+  }
+
+  private sizeFrom(globalLast: bigint): bigint {
+    const { rate, block } = this.demand();
+    const settings = this.ctx.settings;
+    return grantSizeFor({
+      rate,
+      autonomySeconds: settings.autonomySeconds,
+      threshold: settings.threshold,
+      min: settings.dcRangeSize,
+      max: settings.maxDcRangeSize,
+      unGranted: settings.max - globalLast,
+      block,
+    });
   }
 
   /** Grant 1 if a plain read shows it latest; safe without SERIAL (docs/design.md). */
@@ -187,10 +188,26 @@ export class DcGrants {
     return result;
   }
 
+  /** Checks what a rejecting round found as {@link readGrants} checks its read. */
+  private checkFound(last: CasResult<GrantFound>, floor: Floor): void {
+    const globalLast = last.found?.globalLast;
+    if (last.reported !== 'rejected' || globalLast === undefined) return;
+    // GLOBAL only: grant `n` found, or not, says nothing of the latest grant.
+    this.accept({ globalLast, latest: last.found?.grant }, globalWentBack(floor, globalLast));
+  }
+
+  /** Checks a view of the grant level, then raises the marks unless it `wentBack`. */
   private accept(view: GrantView, wentBack: string | undefined): void {
     this.checkGrants(view);
     if (wentBack !== undefined) throw this.ctx.rolledBack(wentBack);
     this.ctx.seen.raiseGrants(view);
+  }
+
+  /** GLOBAL as a losing round found it, if it found no grant `n`: the next batch's condition. */
+  private globalAfterLoss(last: CasResult<GrantFound>): bigint | undefined {
+    const globalLast = last.found?.globalLast;
+    if (last.verdict !== 'lost' || last.found?.grant !== undefined) return undefined;
+    return globalLast;
   }
 
   private checkGrants(view: GrantView): void {

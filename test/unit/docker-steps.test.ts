@@ -21,7 +21,9 @@ it('makes the docker-check log folder at its first use, not on import', async ()
 
 it('gives a command /dev/null as stdin: no pipe that a quick exit could break', async () => {
   const steps = await import('../../scripts/docker/steps.js');
+  // The folder is made once per process; the test above removed it.
   const dir = steps.logDir();
+  fs.mkdirSync(dir, { recursive: true });
   try {
     // /dev/null is a character device; the socket spawn would otherwise give is not.
     const probe = 'if [ -c /dev/stdin ]; then echo null; else echo other; fi';

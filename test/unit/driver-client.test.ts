@@ -3,7 +3,7 @@ import cassandra from 'cassandra-driver';
 import { describe, expect, it } from 'vitest';
 
 import { buildClientOptions } from '../../src/store/cassandra/driver-client.js';
-import { AvoidStalledCoordinatorsPolicy } from '../../src/store/cassandra/stalled-coordinators.js';
+import { LocalDcPolicy } from '../../src/store/cassandra/client-routing.js';
 
 const base = { contactPoints: ['10.0.0.1'], localDataCenter: 'dc1' };
 
@@ -53,8 +53,8 @@ describe('buildClientOptions', () => {
       },
     });
     const policy = clientOptions.policies?.loadBalancing;
-    expect(policy).toBeInstanceOf(AvoidStalledCoordinatorsPolicy);
-    expect((policy as AvoidStalledCoordinatorsPolicy).child).toBeInstanceOf(
+    expect(policy).toBeInstanceOf(LocalDcPolicy);
+    expect((policy as LocalDcPolicy).child).toBeInstanceOf(
       cassandra.policies.loadBalancing.TokenAwarePolicy,
     );
     expect(policy?.getOptions().get('localDataCenter')).toBe('dc1');

@@ -2,12 +2,9 @@
 import cassandra from 'cassandra-driver';
 import { describe, expect, it } from 'vitest';
 
-import { routingPolicyOf } from '../../src/store/cassandra/client-routing.js';
+import { LocalDcPolicy, routingPolicyOf } from '../../src/store/cassandra/client-routing.js';
+import { StalledCoordinators } from '../../src/store/cassandra/stalled-coordinators.js';
 import { CassandraStore } from '../../src/store/cassandra/store.js';
-import {
-  AvoidStalledCoordinatorsPolicy,
-  StalledCoordinators,
-} from '../../src/store/cassandra/stalled-coordinators.js';
 
 /** A driver error as another copy of the driver would build it: recognised by name. */
 function driverError(name: string, fields: Record<string, unknown> = {}): Error {
@@ -37,7 +34,7 @@ class FixedPolicy extends cassandra.policies.loadBalancing.LoadBalancingPolicy {
 }
 
 function host(address: string): cassandra.Host {
-  return { address } as cassandra.Host;
+  return { address, datacenter: 'dc1' } as cassandra.Host;
 }
 
 function plan(policy: cassandra.policies.loadBalancing.LoadBalancingPolicy): string[] {
@@ -90,12 +87,12 @@ describe('StalledCoordinators', () => {
   });
 });
 
-describe('AvoidStalledCoordinatorsPolicy', () => {
+describe('LocalDcPolicy with stalled coordinators', () => {
   const hosts = ['10.0.0.1:9042', '10.0.0.2:9042', '10.0.0.3:9042'].map(host);
 
   it('keeps the wrapped plan, moving stalled coordinators to its end', () => {
     const stalled = new StalledCoordinators();
-    const policy = new AvoidStalledCoordinatorsPolicy(new FixedPolicy(hosts), stalled);
+    const policy = new LocalDcPolicy(new FixedPolicy(hosts), 'dc1', stalled);
     expect(plan(policy)).toEqual(['10.0.0.1:9042', '10.0.0.2:9042', '10.0.0.3:9042']);
     stalled.mark('10.0.0.1:9042');
     expect(plan(policy)).toEqual(['10.0.0.2:9042', '10.0.0.3:9042', '10.0.0.1:9042']);
@@ -109,13 +106,13 @@ describe('AvoidStalledCoordinatorsPolicy', () => {
     const child = new cassandra.policies.loadBalancing.TokenAwarePolicy(
       new cassandra.policies.loadBalancing.DCAwareRoundRobinPolicy('dc2'),
     );
-    const policy = new AvoidStalledCoordinatorsPolicy(child, new StalledCoordinators());
+    const policy = new LocalDcPolicy(child, 'dc2');
     expect(policy.getOptions().get('localDataCenter')).toBe('dc2');
   });
 
   it('is found by the store, which marks a coordinator whose request timed out', async () => {
     const stalled = new StalledCoordinators();
-    const policy = new AvoidStalledCoordinatorsPolicy(new FixedPolicy(hosts), stalled);
+    const policy = new LocalDcPolicy(new FixedPolicy(hosts), 'dc1', stalled);
     const timeout = driverError('OperationTimedOutError', { coordinator: '10.0.0.2:9042' });
     // Only what the store touches: routing, the encoding it checks and one failing execute.
     const client = {

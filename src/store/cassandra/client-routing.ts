@@ -6,6 +6,7 @@
 import cassandra from 'cassandra-driver';
 
 import { InvalidOptionError } from '../../errors.js';
+import { StalledCoordinators } from './stalled-coordinators.js';
 
 type Host = cassandra.Host;
 type LoadBalancingPolicy = cassandra.policies.loadBalancing.LoadBalancingPolicy;
@@ -36,26 +37,38 @@ export function localDcProfile(
   client: cassandra.Client,
   policy: LoadBalancingPolicy,
   localDc: string,
+  stalled?: StalledCoordinators,
 ): cassandra.ExecutionProfile {
   // The client's own copy of the class: the driver recognises a profile object by instanceof,
   // and a user's client may come from another copy of the driver.
   const internals = client as unknown as DriverClientInternals;
   const Profile = (internals.profileManager?.getDefault?.().constructor ??
     cassandra.ExecutionProfile) as typeof cassandra.ExecutionProfile;
-  return new Profile('idgen-local-dc', { loadBalancing: new LocalDcPolicy(policy, localDc) });
+  return new Profile('idgen-local-dc', {
+    loadBalancing: new LocalDcPolicy(policy, localDc, stalled),
+  });
 }
 
 /**
- * A policy's plans without the hosts of other DCs, judged per plan, so a host that joined later
- * and a policy that changes its mind are covered too. The driver's retries and speculative
- * executions take their hosts from the plan, so they stay in the DC as well.
+ * A policy's plans cut to hosts of `localDc`, judged per plan, so a host that joined later and a
+ * policy that changes its mind are covered too; the driver's retries and speculative executions
+ * take their hosts from the plan, so they stay in the DC as well. Stalled coordinators come last.
  */
 export class LocalDcPolicy extends cassandra.policies.loadBalancing.LoadBalancingPolicy {
   constructor(
     readonly child: LoadBalancingPolicy,
     readonly localDc: string,
+    readonly stalled = new StalledCoordinators(),
   ) {
     super();
+  }
+
+  override init(
+    client: cassandra.Client,
+    hosts: cassandra.HostMap,
+    callback: cassandra.EmptyCallback,
+  ): void {
+    this.child.init(client, hosts, callback);
   }
 
   override getDistance(host: Host): cassandra.types.distance {
@@ -74,15 +87,19 @@ export class LocalDcPolicy extends cassandra.policies.loadBalancing.LoadBalancin
     callback: (error: Error, iterator: Iterator<Host>) => void,
   ): void {
     this.child.newQueryPlan(keyspace, executionOptions, (error, iterator) => {
-      callback(error, error ? iterator : hostsIn(this.localDc, iterator));
+      callback(error, error ? iterator : this.#localPlan(iterator));
     });
   }
-}
 
-/** `plan`'s hosts of `dc`, lazily: a plan need not be finite. */
-function* hostsIn(dc: string, plan: Iterator<Host>): Generator<Host> {
-  for (let item = plan.next(); item.done !== true; item = plan.next()) {
-    if (item.value.datacenter === dc) yield item.value;
+  /** `plan`'s local hosts, lazily (a plan need not be finite), stalled ones last. */
+  *#localPlan(plan: Iterator<Host>): Generator<Host> {
+    const stalled: Host[] = [];
+    for (let item = plan.next(); item.done !== true; item = plan.next()) {
+      if (item.value.datacenter !== this.localDc) continue;
+      if (this.stalled.isStalled(item.value.address)) stalled.push(item.value);
+      else yield item.value;
+    }
+    yield* stalled;
   }
 }
 

@@ -9,12 +9,12 @@ import { InvalidOptionError } from '../../errors.js';
 import {
   checkClientRouting,
   datacentersOf,
+  LocalDcPolicy,
   runtimeOptionsOf,
   unknownDataCenter,
 } from './client-routing.js';
 import { connectError } from './errors.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from './request-options.js';
-import { AvoidStalledCoordinatorsPolicy, StalledCoordinators } from './stalled-coordinators.js';
 import { checkKeys, everyKeyOf } from '../../options.js';
 import { MAX_TIMER_MS } from '../../timers.js';
 
@@ -207,12 +207,11 @@ export function buildClientOptions(options: Omit<ConnectionOptions, 'keyspace' |
     localDataCenter,
     policies: {
       ...given.policies,
-      // Local-DC hosts only; stalled coordinators last (stalled-coordinators.ts).
-      loadBalancing: new AvoidStalledCoordinatorsPolicy(
+      loadBalancing: new LocalDcPolicy(
         new policies.loadBalancing.TokenAwarePolicy(
           new policies.loadBalancing.DCAwareRoundRobinPolicy(localDataCenter),
         ),
-        new StalledCoordinators(),
+        localDataCenter,
       ),
     },
     ...(authProvider !== undefined ? { authProvider } : {}),

@@ -6,6 +6,7 @@
 import cassandra from 'cassandra-driver';
 
 import {
+  LocalDcPolicy,
   localDataCenterOf,
   localDcProfile,
   routingPolicyOf,
@@ -18,7 +19,7 @@ import {
   retryReadsOnceElsewhere,
 } from './request-options.js';
 import { GRANT_BATCH, STATEMENTS, type Statement, type StatementName } from './statements.js';
-import { AvoidStalledCoordinatorsPolicy, StalledCoordinators } from './stalled-coordinators.js';
+import { StalledCoordinators } from './stalled-coordinators.js';
 import { InvalidNameError, InvalidOptionError, InvariantError } from '../../errors.js';
 import { mutated } from '../../mutations.js';
 import { dcOfGrantee } from '../../names.js';
@@ -79,9 +80,8 @@ export class CassandraSession {
         ? (value) => value
         : (value) => value.toString();
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-    this.localDcOnly = localDcProfile(client, policy, localDc);
-    this.stalled =
-      policy instanceof AvoidStalledCoordinatorsPolicy ? policy.stalled : new StalledCoordinators();
+    this.stalled = policy instanceof LocalDcPolicy ? policy.stalled : new StalledCoordinators();
+    this.localDcOnly = localDcProfile(client, policy, localDc, this.stalled);
     this.retryReads = retryReadsOnceElsewhere((error) => this.stalled.markTimedOut(error));
     const entries = Object.entries(STATEMENTS).map(([name, statement]) => [
       name,

@@ -3,12 +3,6 @@
  * {@link STALL_QUARANTINE_MS}: a stalled node keeps its connections, so the driver counts it up.
  */
 
-import cassandra from 'cassandra-driver';
-
-type Host = cassandra.Host;
-type LoadBalancingPolicy = cassandra.policies.loadBalancing.LoadBalancingPolicy;
-type ExecutionOptions = cassandra.ExecutionOptions;
-
 export const STALL_QUARANTINE_MS = 30_000;
 
 export class StalledCoordinators {
@@ -52,49 +46,4 @@ function timeoutsOf(error: unknown): [string, unknown][] {
     for (const [host, inner] of Object.entries(e.innerErrors)) found.push([host, inner]);
   }
   return found;
-}
-
-/** Puts stalled coordinators last; distances and options are the wrapped policy's. */
-export class AvoidStalledCoordinatorsPolicy
-  extends cassandra.policies.loadBalancing.LoadBalancingPolicy
-{
-  constructor(
-    readonly child: LoadBalancingPolicy,
-    readonly stalled: StalledCoordinators,
-  ) {
-    super();
-  }
-
-  override init(
-    client: cassandra.Client,
-    hosts: cassandra.HostMap,
-    callback: cassandra.EmptyCallback,
-  ): void {
-    this.child.init(client, hosts, callback);
-  }
-
-  override getDistance(host: Host): cassandra.types.distance {
-    return this.child.getDistance(host);
-  }
-
-  override getOptions(): Map<string, object> {
-    return this.child.getOptions();
-  }
-
-  override newQueryPlan(
-    keyspace: string,
-    executionOptions: ExecutionOptions,
-    callback: (error: Error, iterator: Iterator<Host>) => void,
-  ): void {
-    this.child.newQueryPlan(keyspace, executionOptions, (error, iterator) => {
-      if (error) return callback(error, iterator);
-      // The child's plans are finite (local hosts only), so they can be read whole.
-      const first: Host[] = [];
-      const last: Host[] = [];
-      for (let item = iterator.next(); item.done !== true; item = iterator.next()) {
-        (this.stalled.isStalled(item.value.address) ? last : first).push(item.value);
-      }
-      callback(error, [...first, ...last][Symbol.iterator]());
-    });
-  }
 }

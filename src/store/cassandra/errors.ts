@@ -13,7 +13,7 @@ import {
 } from '../../errors.js';
 import type { CasOutcome } from '../port.js';
 import { unknownDataCenter } from './client-routing.js';
-import { levelOf, type Statement } from './statements.js';
+import type { Statement } from './statements.js';
 
 const codes = cassandra.types.responseErrorCodes;
 
@@ -27,15 +27,22 @@ const NOT_EXECUTED: ReadonlySet<number> = new Set([
   codes.protocolError,
 ]);
 
-/** Response codes of a cluster that could not answer, and what each says. */
-const UNAVAILABLE: ReadonlyMap<number, string> = new Map([
-  [codes.unavailableException, 'not enough replicas alive'],
-  [codes.readFailure, 'replicas failed the request'],
-  [codes.writeFailure, 'replicas failed the request'],
-  [codes.overloaded, 'the coordinator could not run it'],
-  [codes.isBootstrapping, 'the coordinator could not run it'],
-  [codes.serverError, 'the coordinator could not run it'],
-  [codes.truncateError, 'the coordinator could not run it'],
+/**
+ * Failures of a cluster that could not answer, by response code or error name: what each says,
+ * and whether it is a timeout (contention or overload as often as a node down).
+ */
+const UNAVAILABLE = new Map<unknown, readonly [detail: string, timedOut?: boolean]>([
+  [codes.readTimeout, ['read timed out', true]],
+  [codes.writeTimeout, ['read timed out', true]],
+  [codes.unavailableException, ['not enough replicas alive']],
+  [codes.readFailure, ['replicas failed the request']],
+  [codes.writeFailure, ['replicas failed the request']],
+  [codes.overloaded, ['the coordinator could not run it']],
+  [codes.isBootstrapping, ['the coordinator could not run it']],
+  [codes.serverError, ['the coordinator could not run it']],
+  [codes.truncateError, ['the coordinator could not run it']],
+  ['OperationTimedOutError', ["no answer within the client's read timeout", true]],
+  ['socket', ['the connection to the coordinator broke']],
 ]);
 
 /** Refusals that mean the keyspace is not one initSchema() made, and the keyspace wanted. */
@@ -73,7 +80,7 @@ function responseCode(error: unknown): number | undefined {
   return name === 'ResponseError' && typeof code === 'number' ? code : undefined;
 }
 
-export function isNoHostAvailable(error: unknown): boolean {
+function isNoHostAvailable(error: unknown): boolean {
   return shape(error).name === 'NoHostAvailableError';
 }
 
@@ -88,24 +95,27 @@ export function mapFailure(
   context: { readonly keyspace: string; readonly localDc: string },
 ): Error | UnknownOutcome {
   if (error instanceof IdGenError) return error;
-  const conditional = statement.serial !== undefined;
+  const { name, isSocketError } = shape(error);
   const code = responseCode(error);
   const message = describeDriverError(error);
-  const unavailable = (detail: string, timedOut = false) =>
-    new StoreUnavailableError(statement.level, operation, detail, { cause: error, timedOut });
-
   const wrongKeyspace = KEYSPACE_REFUSALS.find(([pattern]) => pattern.test(message));
   if (code === codes.invalid && wrongKeyspace !== undefined) {
     return new InvalidOptionError('keyspace', context.keyspace, wrongKeyspace[1](message));
   }
+  const conditional = statement.serial !== undefined;
   if (conditional && !(code !== undefined && NOT_EXECUTED.has(code)) && !isNoHostAvailable(error)) {
     return { kind: 'unknown', cause: error };
   }
-  if (code === codes.readTimeout || code === codes.writeTimeout) {
-    return unavailable(`${levelOf(statement.consistency)} read timed out: ${message}`, true);
+  const socket = isSocketError === true && !UNAVAILABLE.has(name) && !isNoHostAvailable(error);
+  const kind = code ?? (socket ? 'socket' : name);
+  const [detail, timedOut = false] =
+    kind === 'NoHostAvailableError'
+      ? [`no host of DC "${context.localDc}" could run it`]
+      : (UNAVAILABLE.get(kind) ?? []);
+  if (detail !== undefined) {
+    const cause = { cause: error, timedOut };
+    return new StoreUnavailableError(statement.level, operation, `${detail}: ${message}`, cause);
   }
-  const detail = code === undefined ? undefined : UNAVAILABLE.get(code);
-  if (detail !== undefined) return unavailable(`${detail}: ${message}`);
   if (code === codes.unauthorized) {
     return new IdGenError(
       'IDGEN_AUTH_FAILED',
@@ -113,37 +123,27 @@ export function mapFailure(
       { cause: error },
     );
   }
-  if (shape(error).name === 'OperationTimedOutError') {
-    return unavailable(`no answer within the client's read timeout: ${message}`, true);
-  }
-  if (isNoHostAvailable(error)) {
-    return unavailable(`no host of DC "${context.localDc}" could run it (${message})`);
-  }
-  if (shape(error).isSocketError === true) {
-    return unavailable(`the connection to the coordinator broke: ${message}`);
-  }
   return new Error(`Cassandra failed ${operation}: ${message}`, { cause: error });
 }
 
 /** A short, credential-free description of a driver error, inner host errors included. */
 export function describeDriverError(error: unknown): string {
-  const { innerErrors, message } = shape(error);
-  if (isNoHostAvailable(error)) {
-    const inner = (innerErrors ?? {}) as Record<string, unknown>;
-    const perHost = Object.entries(inner).map(
-      ([host, innerError]) =>
-        `${host}: ${innerError instanceof Error ? innerError.message : String(innerError)}`,
-    );
-    if (perHost.length > 0) return perHost.join('; ');
-  }
-  if (typeof message === 'string') return message;
-  return String(error);
+  const perHost = Object.entries(innerErrorsOf(error)).map(
+    ([host, inner]) => `${host}: ${inner instanceof Error ? inner.message : String(inner)}`,
+  );
+  if (perHost.length > 0) return perHost.join('; ');
+  const { message } = shape(error);
+  return typeof message === 'string' ? message : String(error);
 }
 
-function innerErrors(error: unknown): unknown[] {
-  if (!isNoHostAvailable(error)) return [];
-  return Object.values((shape(error).innerErrors as Record<string, unknown> | null) ?? {});
+/** A NoHostAvailableError's errors, by host. */
+function innerErrorsOf(error: unknown): Record<string, unknown> {
+  const inner = isNoHostAvailable(error) ? shape(error).innerErrors : undefined;
+  return (inner ?? {}) as Record<string, unknown>;
 }
+
+/** The DCs the driver lists when it refuses an unknown localDataCenter. */
+const KNOWN_DCS = /(?:Available DCs are|found hosts in data centers): \[([^\]]*)\]/;
 
 /** Maps a failed `client.connect()` to an error that names what to fix. */
 export function connectError(
@@ -151,25 +151,18 @@ export function connectError(
   contactPoints: readonly string[],
   localDataCenter: string | undefined,
 ): Error {
-  // The driver's own check of localDataCenter, maybe inside a NoHostAvailableError.
-  if (localDataCenter !== undefined) {
-    for (const candidate of [error, ...innerErrors(error)]) {
-      if (shape(candidate).name !== 'ArgumentError') continue;
-      const known = /(?:Available DCs are|found hosts in data centers): \[([^\]]*)\]/.exec(
-        (candidate as Error).message,
-      )?.[1];
-      if (known === undefined) continue;
-      const dcs = known
-        .split(',')
-        .map((dc) => dc.trim())
-        .filter((dc) => dc !== '')
-        .sort();
-      return unknownDataCenter(localDataCenter, dcs);
-    }
+  const candidates = [error, ...Object.values(innerErrorsOf(error))];
+  const known = candidates
+    .filter((candidate) => shape(candidate).name === 'ArgumentError')
+    .map((candidate) => KNOWN_DCS.exec(String(shape(candidate).message))?.[1])
+    .find((dcs) => dcs !== undefined);
+  if (localDataCenter !== undefined && known !== undefined) {
+    const dcs = known.split(',').map((dc) => dc.trim());
+    return unknownDataCenter(localDataCenter, dcs.filter((dc) => dc !== '').sort());
   }
   const points =
     contactPoints.length > 0 ? contactPoints.join(', ') : "(the client's contact points)";
-  const refused = [error, ...innerErrors(error)].find((candidate) => {
+  const refused = candidates.find((candidate) => {
     const { name, code } = shape(candidate);
     return name === 'AuthenticationError' || code === codes.badCredentials;
   });

@@ -55,8 +55,6 @@ import { GRANT_BATCH, STATEMENTS, type StatementName } from './statements.js';
 
 export type { CassandraStoreOptions } from './session.js';
 
-type DcStateRead = 'readDcState' | 'readDcStateLocal' | 'dcStateOverview' | 'dcStateConsistent';
-
 export class CassandraStore extends CassandraSession implements IdStore {
   async createSequence(
     settings: SequenceSettings,
@@ -187,12 +185,13 @@ export class CassandraStore extends CassandraSession implements IdStore {
 
   async readDcState(sequence: string, dc: string): Promise<DcState | undefined> {
     this.checkLocalDc(dc);
-    return this.readDcStateBy('readDcState', sequence, dc, 'read DC state');
+    return (await this.readDcStates('readDcState', sequence, [dc], 'read DC state')).get(dc);
   }
 
   async readDcStateLocal(sequence: string, dc: string): Promise<DcState | undefined> {
     this.checkLocalDc(dc);
-    return this.readDcStateBy('readDcStateLocal', sequence, dc, 'read DC state (plain)');
+    const operation = 'read DC state (plain)';
+    return (await this.readDcStates('readDcStateLocal', sequence, [dc], operation)).get(dc);
   }
 
   async writeDcState(
@@ -329,25 +328,17 @@ export class CassandraStore extends CassandraSession implements IdStore {
 
   /** One read per DC; a DC without a row is left out. */
   private async readDcStates(
-    statement: DcStateRead,
+    statement: StatementName,
     sequence: string,
     dcs: readonly string[],
     operation: string,
   ): Promise<Map<string, DcState>> {
-    const found = await Promise.all(
-      dcs.map(async (dc) => [dc, await this.readDcStateBy(statement, sequence, dc, operation)]),
+    const rows = await Promise.all(
+      dcs.map((dc) => this.readRow(statement, [sequence, dc], operation)),
     );
-    return new Map(found.filter((entry): entry is [string, DcState] => entry[1] !== undefined));
-  }
-
-  private async readDcStateBy(
-    statement: DcStateRead,
-    sequence: string,
-    dc: string,
-    operation: string,
-  ): Promise<DcState | undefined> {
-    const row = await this.readRow(statement, [sequence, dc], operation);
-    return row && parseDcState(sequence, row);
+    return new Map(
+      dcs.flatMap((dc, i) => (rows[i] ? [[dc, parseDcState(sequence, rows[i])] as const] : [])),
+    );
   }
 
   /** In the order createSequence and alterSequence both bind them. */
@@ -374,39 +365,24 @@ export class CassandraStore extends CassandraSession implements IdStore {
         retry: NEVER_RETRY, // a retry would go to another node and answer for that one
       });
     };
-    const base = {
+    const node = {
       host: host.address,
       dc: host.datacenter,
       version: typeof host.cassandraVersion === 'string' ? host.cassandraVersion : undefined,
-      commitlogSync: undefined,
-      paxosVariant: undefined,
-      settings: new Map<string, string>(),
-      properties: new Map<string, string>(),
-      tables: new Map<string, TableSettings>(),
     };
     try {
       const [settings, properties, tables] = await Promise.all([
         ask('nodeSettings', []).then(nameValues),
         ask('nodeProperties', []).then(nameValues),
-        ask('nodeTables', [this.keyspace]),
+        ask('nodeTables', [this.keyspace]).then(tableSettings),
       ]);
-      for (const row of tables.rows) {
-        const table = toText(row.get('table_name'));
-        const gcGrace = row.get('gc_grace_seconds') as unknown;
-        const ttl = row.get('default_time_to_live') as unknown;
-        if (table !== undefined && typeof gcGrace === 'number' && typeof ttl === 'number') {
-          base.tables.set(table, { gcGraceSeconds: gcGrace, defaultTtlSeconds: ttl });
-        }
-      }
-      return {
-        ...base,
-        commitlogSync: settings.get('commitlog_sync'),
-        paxosVariant: settings.get('paxos_variant'),
-        settings,
-        properties,
-      };
+      const commitlogSync = settings.get('commitlog_sync');
+      const paxosVariant = settings.get('paxos_variant');
+      return { ...node, commitlogSync, paxosVariant, settings, properties, tables };
     } catch (error) {
-      return { ...base, error: describeDriverError(error) };
+      const [settings, properties] = [new Map<string, string>(), new Map<string, string>()];
+      const none = { commitlogSync: undefined, paxosVariant: undefined, settings, properties };
+      return { ...node, ...none, tables: new Map(), error: describeDriverError(error) };
     }
   }
 }
@@ -419,4 +395,17 @@ function nameValues(result: cassandra.types.ResultSet): Map<string, string> {
     if (name !== undefined && value !== undefined) values.set(name, value);
   }
   return values;
+}
+
+function tableSettings(result: cassandra.types.ResultSet): Map<string, TableSettings> {
+  const tables = new Map<string, TableSettings>();
+  for (const row of result.rows) {
+    const table = toText(row.get('table_name'));
+    const gcGrace = row.get('gc_grace_seconds') as unknown;
+    const ttl = row.get('default_time_to_live') as unknown;
+    if (table !== undefined && typeof gcGrace === 'number' && typeof ttl === 'number') {
+      tables.set(table, { gcGraceSeconds: gcGrace, defaultTtlSeconds: ttl });
+    }
+  }
+  return tables;
 }

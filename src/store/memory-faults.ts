@@ -93,12 +93,6 @@ const LEVELS: Readonly<Record<StoreMethod, StoreLevel>> = {
   close: 'local',
 };
 
-const APPLYING: ReadonlySet<string> = new Set([
-  'unknown-applied',
-  'applied-reported-rejected',
-  'applied-then-unavailable',
-]);
-
 /** A write accepted by a minority of replicas (see `in-flight`). */
 interface InFlightWrite {
   readonly completesOn: 'read' | 'write' | 'second-read';
@@ -152,12 +146,10 @@ export class FaultInjector {
 
   /** A SERIAL read of `sequence`'s settings repairs every `missed-locally` fault of it. */
   repairMissedLocally(sequence: string): void {
-    for (let i = this.faults.length - 1; i >= 0; i--) {
-      const f = this.faults[i]!;
-      if (f.effect === 'missed-locally' && (f.sequence === undefined || f.sequence === sequence)) {
-        this.faults.splice(i, 1);
-      }
-    }
+    const missed = this.faults.filter(
+      (f) => f.effect === 'missed-locally' && (f.sequence === undefined || f.sequence === sequence),
+    );
+    for (const fault of missed) this.faults.splice(this.faults.indexOf(fault), 1);
   }
 
   /** One Paxos round on `partition`: settles a write in flight, then `write` as `fault` says. */
@@ -179,7 +171,7 @@ export class FaultInjector {
     };
     if (fault.effect === 'in-flight') {
       this.#inFlight.set(partition, { completesOn: fault.completesOn ?? 'read', apply });
-    } else if (APPLYING.has(fault.effect)) {
+    } else if (fault.effect !== 'rejected' && fault.effect !== 'unknown-not-applied') {
       apply();
     }
     await fault.onHit?.();

@@ -105,13 +105,19 @@ const OWN_DRIVER_OPTIONS: Readonly<Record<string, string>> = {
 export async function openClient(
   options: Omit<ConnectionOptions, 'keyspace'> & { keyspace?: string },
 ): Promise<OpenedClient> {
-  if (options.client !== undefined) {
+  const { client: given, localDataCenter: requestedDc } = options;
+  if (given !== undefined) {
     requestTimeoutOf(options); // validated: the store sets it on each request
-    return adoptClient(options.client, options.localDataCenter);
+    const client = given as Partial<cassandra.Client> | null;
+    if (typeof client?.connect !== 'function' || typeof client.execute !== 'function') {
+      throw new InvalidOptionError('client', given, 'a cassandra-driver Client', 'kind');
+    }
+    await connect(given, runtimeOptionsOf(given)?.contactPoints ?? [], requestedDc, false);
+    const localDataCenter = checkClientRouting(given, requestedDc);
+    return { client: given, ownsClient: false, localDataCenter };
   }
   const { clientOptions, contactPoints, localDataCenter } = buildClientOptions(options);
   const client = new cassandra.Client(clientOptions);
-  // The driver refuses an unknown localDataCenter on connect; connectError names the option.
   await connect(client, contactPoints, localDataCenter, true);
   return { client, ownsClient: true, localDataCenter };
 }
@@ -275,19 +281,6 @@ async function connect(
     if (owned) await client.shutdown().catch(() => undefined);
     throw connectError(error, contactPoints, localDataCenter);
   }
-}
-
-/** Connects a user's client and checks its routing. */
-async function adoptClient(
-  client: cassandra.Client,
-  requestedDc: string | undefined,
-): Promise<OpenedClient> {
-  const given = client as Partial<cassandra.Client> | null;
-  if (typeof given?.connect !== 'function' || typeof given.execute !== 'function') {
-    throw new InvalidOptionError('client', client, 'a cassandra-driver Client', 'kind');
-  }
-  await connect(client, runtimeOptionsOf(client)?.contactPoints ?? [], requestedDc, false);
-  return { client, ownsClient: false, localDataCenter: checkClientRouting(client, requestedDc) };
 }
 
 /** A contact point's port as the driver splits it: after `host:` or `[IPv6]:`, not in `::1`. */

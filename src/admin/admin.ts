@@ -22,7 +22,7 @@ import {
   reasonOf,
   type StatesInOtherDcs,
 } from './overview-reads.js';
-import { checkNode, preflightReport, problemLines, type PreflightReport } from './preflight.js';
+import { preflightReport, problemLines, unsafeNodes, type PreflightReport } from './preflight.js';
 import {
   sequenceStatus,
   type HostStatus,
@@ -220,10 +220,8 @@ export class Admin {
   }
 
   async #checkOnce(name: string): Promise<CheckResult> {
-    const stored = await readStored(this.#store, this.keyspace, name);
     const clusterDcs = this.hosts().map((host) => host.dc);
-    const { dc, keyspace } = this;
-    const snapshot = await readForCheck({ store: this.#store, dc, clusterDcs, keyspace }, stored);
+    const snapshot = await readForCheck(this.#store, this.keyspace, name, this.dc, clusterDcs);
     const violations = checkSequence(snapshot);
     const unverified = snapshot.unverified ?? [];
     return { verdict: checkVerdict(violations, unverified), violations, unverified, snapshot };
@@ -266,10 +264,9 @@ export class Admin {
   async #localNodeSafety(): Promise<LocalNodeSafety> {
     try {
       const nodes = await this.#nodeSettings(this.dc);
-      const read = nodes.filter((node) => node.error === undefined);
-      const failed = nodes.filter((node) => node.error !== undefined);
-      const problems = problemLines(read.map((node) => ({ ...node, checks: checkNode(node) })));
+      const failed = nodes.flatMap((node) => (node.error === undefined ? [] : [node]));
       const error = failed.map((node) => `${node.host}: ${node.error ?? ''}`).join('; ');
+      const problems = problemLines(unsafeNodes(nodes));
       return { dc: this.dc, problems, error: error === '' ? undefined : error };
     } catch (error) {
       return { dc: this.dc, problems: [], error: reasonOf(error) };

@@ -10,7 +10,7 @@ import type { Clock } from '../allocator/clock.js';
 import { UnsafeClusterError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { AdminStore, NodeSettings } from '../store/port.js';
-import { checkNode, problemLines, type NodePreflight } from './preflight.js';
+import { problemLines, unsafeNodes, type NodePreflight } from './preflight.js';
 
 const ALLOW_UNSAFE_OPTION = '{ allowUnsafeCluster: true }';
 
@@ -43,7 +43,7 @@ const NODE_EVENTS = ['hostUp', 'hostAdd'] as const;
 export class DurabilityWatch {
   readonly #options: DurabilityWatchOptions;
   readonly #failures: FailureLog<'read'>;
-  readonly #unsafe = new Map<string, Pick<NodePreflight, 'host' | 'dc' | 'checks'>>();
+  #unsafe = new Map<string, Pick<NodePreflight, 'host' | 'dc' | 'checks'>>();
   #first: Promise<void> | undefined;
   #checking: Promise<void> | undefined;
   /** Check once more after the check in flight. */
@@ -125,13 +125,10 @@ export class DurabilityWatch {
       return;
     }
     this.#failures.recovered('read', { dc });
-    const hosts = new Set(read.map((node) => node.host));
-    for (const host of this.#unsafe.keys()) if (!hosts.has(host)) this.#unsafe.delete(host);
-    for (const node of read.filter((n) => n.error === undefined)) {
-      const checks = checkNode(node).filter((check) => check.status === 'unsafe');
-      if (checks.length === 0) this.#unsafe.delete(node.host);
-      else this.#unsafe.set(node.host, { host: node.host, dc: node.dc, checks });
-    }
+    const unread = [...this.#unsafe.values()].filter((node) =>
+      read.some((other) => other.host === node.host && other.error !== undefined),
+    );
+    this.#unsafe = new Map([...unread, ...unsafeNodes(read)].map((node) => [node.host, node]));
     this.#options.onChecked?.(this.#unsafe.size);
     this.#logChange();
   }

@@ -121,14 +121,6 @@ export async function probeSerial(
   return { reachable: error === undefined, dc, tookMs: Date.now() - started, error };
 }
 
-/** Where check reads: `dc`'s states at LOCAL_SERIAL; `clusterDcs`' missing states are facts too. */
-export interface CheckReadContext {
-  readonly store: IdStore;
-  readonly dc: string;
-  readonly clusterDcs: readonly string[];
-  readonly keyspace: string;
-}
-
 /** A failed consistent read of the DC states; whether the local DC's were read anyway. */
 interface StateReadFailure {
   readonly read: 'first' | 'second';
@@ -136,27 +128,33 @@ interface StateReadFailure {
   readonly reason: string;
 }
 
-/** @throws {SequenceNotFoundError} if the grants are gone; {@link StoreUnavailableError} */
+/**
+ * Sequence `name`'s rows as check reads them: the local DC `dc`'s states at LOCAL_SERIAL when
+ * EACH_QUORUM fails; `clusterDcs`' missing states are facts too.
+ * @throws {SequenceNotFoundError}, {@link StoreUnavailableError}.
+ */
 export async function readForCheck(
-  context: CheckReadContext,
-  stored: StoredSettings,
+  store: IdStore,
+  keyspace: string,
+  name: string,
+  dc: string,
+  clusterDcs: readonly string[],
 ): Promise<CheckSnapshot> {
-  const { settings, incarnation } = stored;
-  const name = settings.name;
+  const { settings, incarnation } = await readStored(store, keyspace, name);
   const failures: StateReadFailure[] = [];
   const unverified: UnverifiedFact[] = [];
   // Every shard the settings name; a shard no process picked yet has no row, a fact as well.
-  const local = granteesOf(context.dc, settings.shards);
-  const before = await statesForCheck(context, name, local, 'first', failures);
+  const local = granteesOf(dc, settings.shards);
+  const before = await statesForCheck(store, name, local, 'first', failures);
   const { value: overview, failed } = await consistentOrLocal((reading) =>
-    context.store.readGrantsOverview(name, reading),
+    store.readGrantsOverview(name, reading),
   );
   if (failed !== undefined) {
     const reason = `SERIAL read failed: ${failed}`;
     unverified.push({ fact: 'grants', dc: undefined, read: undefined, reason });
   }
-  if (overview === undefined) throw new SequenceNotFoundError(name, context.keyspace);
-  const after = await statesForCheck(context, name, local, 'second', failures);
+  if (overview === undefined) throw new SequenceNotFoundError(name, keyspace);
+  const after = await statesForCheck(store, name, local, 'second', failures);
 
   // Unverified whether or not a row was found: its absence is a fact too.
   const dcs = [
@@ -164,12 +162,12 @@ export async function readForCheck(
       ...before.keys(),
       ...after.keys(),
       ...overview.grants.keys(),
-      ...[...context.clusterDcs, context.dc].flatMap((dc) => granteesOf(dc, settings.shards)),
+      ...[...clusterDcs, dc].flatMap((other) => granteesOf(other, settings.shards)),
     ]),
   ].sort();
   for (const failure of failures) {
-    for (const dc of dcs.filter((dc) => !(local.includes(dc) && failure.localVerified))) {
-      unverified.push({ fact: 'dc-state', dc, read: failure.read, reason: failure.reason });
+    for (const other of dcs.filter((d) => !(local.includes(d) && failure.localVerified))) {
+      unverified.push({ fact: 'dc-state', dc: other, read: failure.read, reason: failure.reason });
     }
   }
   return {
@@ -186,13 +184,12 @@ export async function readForCheck(
 
 /** The DC states at EACH_QUORUM, or locally (`local`'s at LOCAL_SERIAL) if that fails. */
 async function statesForCheck(
-  context: CheckReadContext,
+  store: IdStore,
   name: string,
   local: readonly string[],
   read: 'first' | 'second',
   failures: StateReadFailure[],
 ): Promise<ReadonlyMap<string, DcState>> {
-  const { store } = context;
   const current = await readDcStatesCurrent(store, name);
   if (current.notCurrent === undefined) return current.states;
   const states = new Map(current.states);

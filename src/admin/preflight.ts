@@ -9,21 +9,6 @@ import type { NodeSettings } from '../store/port.js';
 /** Cassandra's floor for keeping Paxos state (`SystemKeyspace.legacyPaxosTtlSec`). */
 export const MIN_PAXOS_STATE_SECONDS = 3 * 3600;
 
-/** What each check reads, as an operator looks it up. */
-const SETTING = {
-  'commitlog-sync': 'commitlog_sync',
-  'commit-failure-policy': 'commit_failure_policy',
-  'paxos-variant': 'paxos_variant',
-  'serial-reads-linearizability': '-Dcassandra.unsafe.disable-serial-reads-linearizability',
-  'paxos-state-lifetime': 'paxos_state_purging',
-  'table-ttl': 'default_time_to_live of the idgen tables',
-  'paxos-repair': 'paxos_repair_enabled / skip_paxos_repair_on_topology_change',
-  'commitlog-replay': '-Dcassandra.commitlog.ignorereplayerrors',
-} as const;
-
-/** In the order they are made. */
-export type PreflightCheckName = keyof typeof SETTING;
-
 /** `unsafe` fails the preflight; `unknown` (not read) leaves it incomplete; the rest inform. */
 export type CheckStatus = 'ok' | 'info' | 'warning' | 'unsafe' | 'unknown';
 
@@ -67,25 +52,6 @@ type DcRead =
   | { readonly dc: string; readonly nodes: readonly NodeSettings[] }
   | { readonly dc: string; readonly error: string };
 
-/** Each check's risk and fix, said once. */
-const WHY: Readonly<Record<PreflightCheckName, string>> = {
-  'commitlog-sync':
-    'acknowledges writes before syncing them, so a crash loses acknowledged writes and Paxos state; set commitlog_sync: batch (or group)',
-  'commit-failure-policy':
-    'keeps acknowledging writes after a failed commitlog sync; set commit_failure_policy: stop',
-  'paxos-variant':
-    'SERIAL reads are not linearizable (CASSANDRA-12126); set paxos_variant: v2 (or v1)',
-  'serial-reads-linearizability':
-    'SERIAL reads are not linearizable (CASSANDRA-12126); remove the JVM property',
-  'paxos-state-lifetime': `Paxos state can be forgotten before its round is committed; keep gc_grace_seconds of the idgen tables at ${MIN_PAXOS_STATE_SECONDS} or more`,
-  'table-ttl':
-    'rows of the idgen tables expire, and a sequence or DC state that expired starts over from IDs already handed out; set default_time_to_live to 0',
-  'paxos-repair':
-    'Paxos v2 is not linearizable across topology changes without paxos repair; do not add, remove or move nodes while it is off',
-  'commitlog-replay':
-    'damaged commitlog segments are skipped at replay, losing acknowledged writes; remove the JVM property',
-};
-
 const SERIAL_READS_PROPERTY = 'cassandra.unsafe.disable-serial-reads-linearizability';
 const IGNORE_REPLAY_ERRORS_PROPERTY = 'cassandra.commitlog.ignorereplayerrors';
 const IDGEN_TABLES = ['idgen_grants', 'idgen_dc_state'] as const;
@@ -97,161 +63,186 @@ function idgenTables(node: NodeSettings) {
   });
 }
 
-/** Every check on one node's settings, in a fixed order. */
-export function checkNode(node: NodeSettings): NodeCheck[] {
-  return [
-    commitlogSync(node),
-    commitFailurePolicy(node),
-    paxosVariant(node),
-    serialReads(node),
-    paxosStateLifetime(node),
-    tableTtl(node),
-    paxosRepair(node),
-    commitlogReplay(node),
-  ];
+type Found = Omit<NodeCheck, 'check'>;
+
+function found(value: string | undefined) {
+  return (status: CheckStatus, message: string): Found => ({ status, value, message });
 }
 
-function outcomeOf(check: PreflightCheckName, value: string | undefined) {
-  return (status: CheckStatus, message: string): NodeCheck => ({ check, status, value, message });
-}
-
-function commitlogSync(node: NodeSettings): NodeCheck {
-  const value = node.commitlogSync;
-  const outcome = outcomeOf('commitlog-sync', value);
-  switch (value) {
-    case 'batch':
-      return outcome('ok', 'batch: every write is synced before it is acknowledged');
-    case 'group': {
-      const window = node.settings.get('commitlog_sync_group_window');
+/**
+ * Every check, in the order they are made: the setting as an operator looks it up, its risk and
+ * fix (said once), and what it finds on one node.
+ */
+const CHECKS = {
+  'commitlog-sync': {
+    setting: 'commitlog_sync',
+    why: 'acknowledges writes before syncing them, so a crash loses acknowledged writes and Paxos state; set commitlog_sync: batch (or group)',
+    run: (node, why) => {
+      const value = node.commitlogSync;
+      const outcome = found(value);
+      switch (value) {
+        case 'batch':
+          return outcome('ok', 'batch: every write is synced before it is acknowledged');
+        case 'group': {
+          const window = node.settings.get('commitlog_sync_group_window');
+          return outcome(
+            'ok',
+            `group${window === undefined ? '' : ` (window ${window})`}: writes are synced in groups before they are acknowledged`,
+          );
+        }
+        case 'periodic': {
+          const period = node.settings.get('commitlog_sync_period') ?? '10000ms';
+          return outcome('unsafe', `periodic (every ${period}): ${why}, up to ${period} of them`);
+        }
+        case undefined:
+          return outcome('unknown', 'not reported by system_views.settings');
+        default:
+          return outcome('unknown', `unknown value "${value}"; expected batch, group or periodic`);
+      }
+    },
+  },
+  'commit-failure-policy': {
+    setting: 'commit_failure_policy',
+    why: 'keeps acknowledging writes after a failed commitlog sync; set commit_failure_policy: stop',
+    run: (node, why) => {
+      const value = node.settings.get('commit_failure_policy');
+      const outcome = found(value);
+      if (value === 'ignore') return outcome('unsafe', `ignore: ${why}`);
+      if (value === undefined) return outcome('info', 'not reported (Cassandra defaults to stop)');
+      return outcome('ok', value);
+    },
+  },
+  'paxos-variant': {
+    setting: 'paxos_variant',
+    why: 'SERIAL reads are not linearizable (CASSANDRA-12126); set paxos_variant: v2 (or v1)',
+    run: (node, why) => {
+      const value = node.paxosVariant;
+      const outcome = found(value);
+      if (value?.includes('without_linearizable') === true) {
+        return outcome('unsafe', `${value}: ${why}`);
+      }
+      if (value === undefined) {
+        return outcome('info', 'not reported (Cassandra before 4.1 has only v1)');
+      }
+      if (value !== 'v1') return outcome('info', value);
+      return outcome('info', 'v1 (about 4 round trips per conditional write; v2 needs 2)');
+    },
+  },
+  'serial-reads-linearizability': {
+    setting: `-D${SERIAL_READS_PROPERTY}`,
+    why: 'SERIAL reads are not linearizable (CASSANDRA-12126); remove the JVM property',
+    run: (node, why) => {
+      const value = node.properties.get(SERIAL_READS_PROPERTY);
+      const outcome = found(value);
+      // As Java's Boolean.parseBoolean reads it. Cassandra 5.0 ignores the property.
+      if (value?.toLowerCase() !== 'true') {
+        return outcome('ok', `-D${SERIAL_READS_PROPERTY} not set`);
+      }
+      if (Number.parseInt(node.version ?? '', 10) >= 5) {
+        return outcome(
+          'warning',
+          `-D${SERIAL_READS_PROPERTY}=true is set but ignored by Cassandra ${node.version} (the paxos_variant setting replaced it); remove it`,
+        );
+      }
+      return outcome('unsafe', `-D${SERIAL_READS_PROPERTY}=true: ${why}`);
+    },
+  },
+  'paxos-state-lifetime': {
+    setting: 'paxos_state_purging',
+    why: `Paxos state can be forgotten before its round is committed; keep gc_grace_seconds of the idgen tables at ${MIN_PAXOS_STATE_SECONDS} or more`,
+    run: (node, why) => {
+      // `legacy` keeps state max(3 h, gc_grace_seconds); `gc_grace` has no floor. Before 4.1: legacy.
+      const purging = node.settings.get('paxos_state_purging') ?? 'legacy';
+      const outcome = found(purging);
+      if (purging === 'repaired') {
+        return outcome('ok', 'repaired: Paxos state is purged only after paxos repair');
+      }
+      if (purging !== 'legacy' && purging !== 'gc_grace') {
+        return outcome('unknown', `unknown paxos_state_purging "${purging}"`);
+      }
+      const tables = idgenTables(node);
+      if (tables.length === 0) {
+        return outcome(
+          'info',
+          `${purging}; the idgen tables do not exist yet (created with gc_grace_seconds 864000)`,
+        );
+      }
+      const lifetime = ({ gcGraceSeconds }: { gcGraceSeconds: number }) =>
+        purging === 'legacy' ? Math.max(MIN_PAXOS_STATE_SECONDS, gcGraceSeconds) : gcGraceSeconds;
+      const short = tables.filter((table) => lifetime(table) < MIN_PAXOS_STATE_SECONDS);
+      const kept = tables.map((table) => `${table.table} ${lifetime(table)} s`).join(', ');
+      if (short.length === 0) return outcome('ok', `${purging}: Paxos state kept ${kept}`);
+      const low = short.map(({ table, gcGraceSeconds }) => `${table} ${gcGraceSeconds}`).join(', ');
+      return found(`gc_grace (gc_grace_seconds: ${low})`)(
+        'unsafe',
+        `gc_grace with gc_grace_seconds ${low}: ${why} (ALTER TABLE … WITH gc_grace_seconds = 864000)`,
+      );
+    },
+  },
+  'table-ttl': {
+    setting: 'default_time_to_live of the idgen tables',
+    why: 'rows of the idgen tables expire, and a sequence or DC state that expired starts over from IDs already handed out; set default_time_to_live to 0',
+    run: (node, why) => {
+      const tables = idgenTables(node);
+      if (tables.length === 0) {
+        return found(undefined)('info', 'the idgen tables do not exist yet (created with no TTL)');
+      }
+      const expiring = tables.filter(({ defaultTtlSeconds }) => defaultTtlSeconds > 0);
+      if (expiring.length === 0) {
+        const names = tables.map(({ table }) => table).join(', ');
+        return found('0')('ok', `no default TTL on ${names}`);
+      }
+      const ttls = expiring.map(({ table, defaultTtlSeconds }) => `${table} ${defaultTtlSeconds}`);
+      return found(ttls.join(', '))(
+        'unsafe',
+        `default_time_to_live ${ttls.join(', ')}: ${why} (ALTER TABLE … WITH default_time_to_live = 0)`,
+      );
+    },
+  },
+  'paxos-repair': {
+    setting: 'paxos_repair_enabled / skip_paxos_repair_on_topology_change',
+    why: 'Paxos v2 is not linearizable across topology changes without paxos repair; do not add, remove or move nodes while it is off',
+    run: (node, why) => {
+      const enabled = node.settings.get('paxos_repair_enabled');
+      const skipped = node.settings.get('skip_paxos_repair_on_topology_change');
+      const outcome = found(`${enabled ?? '?'}/${skipped ?? '?'}`);
+      if (node.paxosVariant !== 'v2') return outcome('ok', 'not used by Paxos v1');
+      if (enabled === 'false' || skipped === 'true') {
+        return outcome(
+          'warning',
+          `paxos_repair_enabled ${enabled ?? '?'}, skip_paxos_repair_on_topology_change ${skipped ?? '?'}: ${why}`,
+        );
+      }
       return outcome(
         'ok',
-        `group${window === undefined ? '' : ` (window ${window})`}: writes are synced in groups before they are acknowledged`,
+        'paxos repair runs on topology changes, which keeps Paxos v2 linearizable across them',
       );
-    }
-    case 'periodic': {
-      const period = node.settings.get('commitlog_sync_period') ?? '10000ms';
-      return outcome(
-        'unsafe',
-        `periodic (every ${period}): ${WHY['commitlog-sync']}, up to ${period} of them`,
-      );
-    }
-    case undefined:
-      return outcome('unknown', 'not reported by system_views.settings');
-    default:
-      return outcome('unknown', `unknown value "${value}"; expected batch, group or periodic`);
-  }
-}
+    },
+  },
+  'commitlog-replay': {
+    setting: `-D${IGNORE_REPLAY_ERRORS_PROPERTY}`,
+    why: 'damaged commitlog segments are skipped at replay, losing acknowledged writes; remove the JVM property',
+    run: (node, why) => {
+      const value = node.properties.get(IGNORE_REPLAY_ERRORS_PROPERTY);
+      const outcome = found(value);
+      if (value?.toLowerCase() !== 'true') return outcome('ok', 'replay stops on errors');
+      return outcome('warning', `-D${IGNORE_REPLAY_ERRORS_PROPERTY}=true: ${why}`);
+    },
+  },
+} as const satisfies Record<
+  string,
+  { setting: string; why: string; run: (node: NodeSettings, why: string) => Found }
+>;
 
-function commitFailurePolicy(node: NodeSettings): NodeCheck {
-  const value = node.settings.get('commit_failure_policy');
-  const outcome = outcomeOf('commit-failure-policy', value);
-  if (value === 'ignore') return outcome('unsafe', `ignore: ${WHY['commit-failure-policy']}`);
-  if (value === undefined) return outcome('info', 'not reported (Cassandra defaults to stop)');
-  return outcome('ok', value);
-}
+/** In the order they are made. */
+export type PreflightCheckName = keyof typeof CHECKS;
 
-function paxosVariant(node: NodeSettings): NodeCheck {
-  const value = node.paxosVariant;
-  const outcome = outcomeOf('paxos-variant', value);
-  if (value?.includes('without_linearizable') === true) {
-    return outcome('unsafe', `${value}: ${WHY['paxos-variant']}`);
-  }
-  if (value === undefined)
-    return outcome('info', 'not reported (Cassandra before 4.1 has only v1)');
-  if (value !== 'v1') return outcome('info', value);
-  return outcome('info', 'v1 (about 4 round trips per conditional write; v2 needs 2)');
-}
-
-function serialReads(node: NodeSettings): NodeCheck {
-  const value = node.properties.get(SERIAL_READS_PROPERTY);
-  const outcome = outcomeOf('serial-reads-linearizability', value);
-  // As Java's Boolean.parseBoolean reads it. Cassandra 5.0 ignores the property.
-  if (value?.toLowerCase() !== 'true') return outcome('ok', `-D${SERIAL_READS_PROPERTY} not set`);
-  if (Number.parseInt(node.version ?? '', 10) >= 5) {
-    return outcome(
-      'warning',
-      `-D${SERIAL_READS_PROPERTY}=true is set but ignored by Cassandra ${node.version} (the paxos_variant setting replaced it); remove it`,
-    );
-  }
-  return outcome(
-    'unsafe',
-    `-D${SERIAL_READS_PROPERTY}=true: ${WHY['serial-reads-linearizability']}`,
-  );
-}
-
-function paxosStateLifetime(node: NodeSettings): NodeCheck {
-  // `legacy` keeps state max(3 h, gc_grace_seconds); `gc_grace` has no floor. Before 4.1: legacy.
-  const purging = node.settings.get('paxos_state_purging') ?? 'legacy';
-  const outcome = outcomeOf('paxos-state-lifetime', purging);
-  if (purging === 'repaired') {
-    return outcome('ok', 'repaired: Paxos state is purged only after paxos repair');
-  }
-  if (purging !== 'legacy' && purging !== 'gc_grace') {
-    return outcome('unknown', `unknown paxos_state_purging "${purging}"`);
-  }
-  const tables = idgenTables(node);
-  if (tables.length === 0) {
-    return outcome(
-      'info',
-      `${purging}; the idgen tables do not exist yet (created with gc_grace_seconds 864000)`,
-    );
-  }
-  const lifetime = ({ gcGraceSeconds }: { gcGraceSeconds: number }) =>
-    purging === 'legacy' ? Math.max(MIN_PAXOS_STATE_SECONDS, gcGraceSeconds) : gcGraceSeconds;
-  const short = tables.filter((table) => lifetime(table) < MIN_PAXOS_STATE_SECONDS);
-  const kept = tables.map((table) => `${table.table} ${lifetime(table)} s`).join(', ');
-  if (short.length === 0) return outcome('ok', `${purging}: Paxos state kept ${kept}`);
-  const low = short.map(({ table, gcGraceSeconds }) => `${table} ${gcGraceSeconds}`).join(', ');
-  return outcomeOf('paxos-state-lifetime', `gc_grace (gc_grace_seconds: ${low})`)(
-    'unsafe',
-    `gc_grace with gc_grace_seconds ${low}: ${WHY['paxos-state-lifetime']} (ALTER TABLE … WITH gc_grace_seconds = 864000)`,
-  );
-}
-
-function tableTtl(node: NodeSettings): NodeCheck {
-  const tables = idgenTables(node);
-  if (tables.length === 0) {
-    return outcomeOf('table-ttl', undefined)(
-      'info',
-      'the idgen tables do not exist yet (created with no TTL)',
-    );
-  }
-  const expiring = tables.filter(({ defaultTtlSeconds }) => defaultTtlSeconds > 0);
-  if (expiring.length === 0) {
-    return outcomeOf('table-ttl', '0')(
-      'ok',
-      `no default TTL on ${tables.map(({ table }) => table).join(', ')}`,
-    );
-  }
-  const found = expiring.map(({ table, defaultTtlSeconds }) => `${table} ${defaultTtlSeconds}`);
-  return outcomeOf('table-ttl', found.join(', '))(
-    'unsafe',
-    `default_time_to_live ${found.join(', ')}: ${WHY['table-ttl']} (ALTER TABLE … WITH default_time_to_live = 0)`,
-  );
-}
-
-function paxosRepair(node: NodeSettings): NodeCheck {
-  const enabled = node.settings.get('paxos_repair_enabled');
-  const skipped = node.settings.get('skip_paxos_repair_on_topology_change');
-  const outcome = outcomeOf('paxos-repair', `${enabled ?? '?'}/${skipped ?? '?'}`);
-  if (node.paxosVariant !== 'v2') return outcome('ok', 'not used by Paxos v1');
-  if (enabled === 'false' || skipped === 'true') {
-    return outcome(
-      'warning',
-      `paxos_repair_enabled ${enabled ?? '?'}, skip_paxos_repair_on_topology_change ${skipped ?? '?'}: ${WHY['paxos-repair']}`,
-    );
-  }
-  return outcome(
-    'ok',
-    'paxos repair runs on topology changes, which keeps Paxos v2 linearizable across them',
-  );
-}
-
-function commitlogReplay(node: NodeSettings): NodeCheck {
-  const value = node.properties.get(IGNORE_REPLAY_ERRORS_PROPERTY);
-  const outcome = outcomeOf('commitlog-replay', value);
-  if (value?.toLowerCase() !== 'true') return outcome('ok', 'replay stops on errors');
-  return outcome('warning', `-D${IGNORE_REPLAY_ERRORS_PROPERTY}=true: ${WHY['commitlog-replay']}`);
+/** Every check on one node's settings, in a fixed order. */
+export function checkNode(node: NodeSettings): NodeCheck[] {
+  return Object.entries(CHECKS).map(([check, { why, run }]) => ({
+    check: check as PreflightCheckName,
+    ...run(node, why),
+  }));
 }
 
 /** The report from what was read of each DC; a node of `hosts` not read counts as unchecked. */
@@ -322,6 +313,18 @@ export function problemLines(
     }
   }
   return [...groups.values()].map(
-    ({ check, value, hosts }) => `${SETTING[check]} ${value} on ${hosts.join(', ')}: ${WHY[check]}`,
+    ({ check, value, hosts }) =>
+      `${CHECKS[check].setting} ${value} on ${hosts.join(', ')}: ${CHECKS[check].why}`,
   );
+}
+
+/** The nodes read (no `error`) that fail a check, each with its unsafe checks only. */
+export function unsafeNodes(
+  nodes: readonly NodeSettings[],
+): Pick<NodePreflight, 'host' | 'dc' | 'checks'>[] {
+  return nodes.flatMap((node) => {
+    const checks =
+      node.error === undefined ? checkNode(node).filter((c) => c.status === 'unsafe') : [];
+    return checks.length === 0 ? [] : [{ host: node.host, dc: node.dc, checks }];
+  });
 }

@@ -80,7 +80,9 @@ export class InvalidOptionError extends IdGenError {
     const what =
       shown === 'unknown-key'
         ? 'no such option (its value is not shown)'
-        : `received ${receivedText(received, shown)}`;
+        : received === undefined
+          ? 'received nothing'
+          : `received ${shown === 'kind' ? `${kindOf(received)} (not shown)` : describe(received)}`;
     const also = types === undefined ? '' : ` (${types})`;
     super(
       'IDGEN_INVALID_OPTION',
@@ -417,11 +419,6 @@ function describe(value: unknown): string {
   if (typeof value === 'bigint') return `${value}n`;
   const opaque = typeof value === 'function' || (typeof value === 'object' && value !== null);
   return opaque && !Array.isArray(value) ? kindOf(value) : String(value);
-}
-
-function receivedText(received: unknown, shown: ShownValue): string {
-  if (received === undefined) return 'nothing';
-  return shown === 'kind' ? `${kindOf(received)} (not shown)` : describe(received);
 }
 
 /** What kind of value `value` is, without its contents: "a number", "an object", "null". */

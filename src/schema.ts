@@ -114,14 +114,11 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
       if (differs.length > 0) logger?.warn({ differs }, 'keyspace exists with other replication');
     }
 
-    const run = (statement: string) => ddl(client, statement, options.requestTimeoutMs);
-    const factors = Object.entries(replication)
-      .map(([dc, factor]) => `'${dc}': ${factor}`)
-      .join(', ');
-    await run(
-      `CREATE KEYSPACE IF NOT EXISTS "${keyspace}" WITH replication = {'class': 'NetworkTopologyStrategy', ${factors}}`,
-    );
-    for (const statement of statements) await run(statement);
+    const factors = Object.entries(replication).map(([dc, factor]) => `'${dc}': ${factor}`);
+    const keyspaceStatement = `CREATE KEYSPACE IF NOT EXISTS "${keyspace}" WITH replication = {'class': 'NetworkTopologyStrategy', ${factors.join(', ')}}`;
+    for (const statement of [keyspaceStatement, ...statements]) {
+      await ddl(client, statement, options.requestTimeoutMs);
+    }
     await waitForSchemaAgreement(client);
     logger?.info({ tables: statements.length }, 'schema ready');
     return {
@@ -129,7 +126,7 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
       keyspaceCreated: existing === undefined,
       replication: current,
       replicationDiffers: differs,
-      tables: statements.map(tableOf),
+      tables: statements.map((statement) => /\.(\w+) \(/.exec(statement)?.[1] ?? statement),
       preflight: report,
     };
   } finally {
@@ -204,10 +201,6 @@ function tableStatements(cql: string, keyspace: string): string[] {
     });
 }
 
-function tableOf(statement: string): string {
-  return /\.(\w+) \(/.exec(statement)?.[1] ?? statement;
-}
-
 async function ddl(
   client: cassandra.Client,
   statement: string,
@@ -252,13 +245,11 @@ export async function waitForSchemaAgreement(client: cassandra.Client): Promise<
 async function schemaVersions(client: cassandra.Client): Promise<string> {
   const local = await client.execute('SELECT rpc_address, schema_version FROM system.local');
   const peers = await client.execute('SELECT peer, schema_version FROM system.peers');
-  const version = (row: cassandra.types.Row, address: string): [string, string] => [
-    String(row[address]),
-    String(row['schema_version']),
-  ];
+  const version = (address: string) => (row: cassandra.types.Row) =>
+    [String(row[address]), String(row['schema_version'])] as const;
   return describeVersions([
-    ...local.rows.map((row) => version(row, 'rpc_address')),
-    ...peers.rows.map((row) => version(row, 'peer')),
+    ...local.rows.map(version('rpc_address')),
+    ...peers.rows.map(version('peer')),
   ]);
 }
 

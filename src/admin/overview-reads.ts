@@ -97,10 +97,7 @@ async function readInOtherDcs(
     });
   await Promise.all(tries);
   const notReached = Object.fromEntries(
-    elsewhere.dcs.flatMap((dc) => {
-      const why = elsewhere.unreachable.get(dc);
-      return why === undefined ? [] : [[dc, why]];
-    }),
+    [...elsewhere.unreachable].filter(([dc]) => elsewhere.dcs.includes(dc)),
   );
   return { states: merged, readInOwnDc: readInOwnDc.sort(ascending), notReached };
 }

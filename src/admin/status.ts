@@ -1,5 +1,6 @@
 /** Status maths, pure: a sequence's domain usage and, per DC, ranges, IDs left, rate, runway. */
 
+import { hasPreloaded } from '../allocator/dc-state.js';
 import { isRetireOp } from '../allocator/retire.js';
 import { dcOfGrantee } from '../names.js';
 import { ascending } from '../order.js';
@@ -18,7 +19,6 @@ export interface SequenceSnapshot {
   readonly settings: SequenceSettings;
   /** A DC state of another incarnation belongs to an earlier sequence of the name. */
   readonly incarnation?: string | undefined;
-  /** GLOBAL.last_integer */
   readonly globalLast: bigint;
   /** Ascending by number. */
   readonly grants: ReadonlyMap<string, readonly Grant[]>;
@@ -67,7 +67,6 @@ export interface DcStatus {
   /** Highest ID handed to a process of the DC; undefined without a state. */
   readonly lastInteger: bigint | undefined;
   readonly reservedUsed: bigint;
-  /** 0 to 1. */
   readonly reservedUsedShare: number;
   /** IDs held and not handed out (rest of reserved plus preloaded; without a state, grant 1). */
   readonly left: bigint;
@@ -107,8 +106,8 @@ export function sequenceStatus(
   dcs: readonly string[] = [],
 ): SequenceStatus {
   const { settings, globalLast } = current;
-  const elapsedMs = previous === undefined ? undefined : current.readAt - previous.readAt;
-  const measured = elapsedMs !== undefined && elapsedMs > 0 ? elapsedMs : undefined;
+  const elapsedMs = current.readAt - (previous?.readAt ?? Infinity);
+  const measured = elapsedMs > 0 ? elapsedMs : undefined;
   const names = [...new Set([...current.grants.keys(), ...current.states.keys(), ...dcs])];
   const statuses = names
     .sort(byDcThenShard)
@@ -116,14 +115,9 @@ export function sequenceStatus(
   const domainSize = sizeOf(settings);
   const domainLeft = settings.max - globalLast;
   const rate = statuses.reduce((sum, dc) => sum + (dc.rate ?? 0), 0);
+  const held = statuses.reduce((sum, dc) => sum + dc.left, domainLeft);
   // A DC whose rate is unknown leaves the sum unknown too.
   const known = measured !== undefined && statuses.every((dc) => dc.rowsNotCurrent === undefined);
-  const exhaustsIn = known
-    ? runwayOf(
-        statuses.reduce((sum, dc) => sum + dc.left, domainLeft),
-        rate,
-      )
-    : undefined;
   return {
     settings,
     globalLast,
@@ -133,7 +127,7 @@ export function sequenceStatus(
     domainLeft,
     dcs: statuses,
     sampledOverMs: measured,
-    exhaustsIn,
+    exhaustsIn: known ? runwayOf(held, rate) : undefined,
     snapshot: current,
   };
 }
@@ -156,7 +150,8 @@ function dcStatus(
   if (previous !== undefined && rowsNotCurrent === undefined) {
     const before = consumedBy(previous.states.get(dc), previous.grants.get(dc) ?? []);
     // A retire's gap is no rate; unmeasured when the counters cannot say how big it was.
-    const retired = retiredIn(current, dc) - retiredIn(previous, dc);
+    const retired =
+      (current.usage?.get(dc)?.retired ?? 0n) - (previous.usage?.get(dc)?.retired ?? 0n);
     const retireBetween =
       (current.usage === undefined || previous.usage === undefined) &&
       isRetireOp(state?.op) &&
@@ -172,7 +167,7 @@ function dcStatus(
     max: state.reservedMax,
   };
   const preloaded =
-    state !== undefined && state.installedGrant === state.reservedGrant + 1
+    state !== undefined && hasPreloaded(state)
       ? { grant: state.installedGrant, min: state.preloadedMin, max: state.preloadedMax }
       : undefined;
   const reservedUsed = state === undefined ? 0n : reservedUsedOf(state);
@@ -198,11 +193,6 @@ function dcStatus(
     rowsNotCurrent,
     usage: usageOf(current.usage, dc, consumed),
   };
-}
-
-/** As the usage counters say; 0 if unread. */
-function retiredIn(snapshot: SequenceSnapshot, dc: string): bigint {
-  return snapshot.usage?.get(dc)?.retired ?? 0n;
 }
 
 function notCurrentIn(snapshot: SequenceSnapshot, dc: string): string | undefined {

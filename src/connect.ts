@@ -110,9 +110,10 @@ const CONNECT_KEYS = [
   'durabilityCheckMs',
   'allowUnsafeCluster',
 ] as const;
+type ConnectKey = (typeof CONNECT_KEYS)[number];
 
 /** Where to connect, and some of the allocator's options. */
-export type ConnectOptions = ConnectionOptions & Pick<IdGenOptions, (typeof CONNECT_KEYS)[number]>;
+export type ConnectOptions = ConnectionOptions & Pick<IdGenOptions, ConnectKey>;
 
 /**
  * Connects to Cassandra in this process's datacenter and returns the allocator, which watches
@@ -138,16 +139,11 @@ export async function connect(options: ConnectOptions): Promise<IdGen> {
   if (options.metrics !== undefined) resolveMetricsOptions(options.metrics);
   const opened = await openClient(options);
   try {
-    const store = new CassandraStore(opened.client, options.keyspace, {
-      ownsClient: opened.ownsClient,
-      requestTimeoutMs: options.requestTimeoutMs,
-    });
-    const { keyspace, logger, callTimeoutMs, metrics, durabilityCheckMs, allowUnsafeCluster } =
-      options;
-    const ids = new IdGen({
-      ...{ store, dc: opened.localDataCenter, keyspace, logger, callTimeoutMs, metrics },
-      ...{ durabilityCheckMs, allowUnsafeCluster },
-    });
+    const { keyspace, requestTimeoutMs } = options;
+    const { ownsClient, localDataCenter: dc } = opened;
+    const store = new CassandraStore(opened.client, keyspace, { ownsClient, requestTimeoutMs });
+    const given = Object.fromEntries(CONNECT_KEYS.map((key) => [key, options[key]]));
+    const ids = new IdGen({ ...(given as Pick<ConnectOptions, ConnectKey>), store, dc, keyspace });
     WATCHES.get(ids)?.follow(opened.client);
     return ids;
   } catch (err) {

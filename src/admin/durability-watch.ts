@@ -95,7 +95,11 @@ export class DurabilityWatch {
     this.#cancel?.();
     this.#checking = this.#checkUntilCurrent().finally(() => {
       this.#checking = undefined;
-      this.#schedule();
+      if (this.#closed) return;
+      this.#cancel = this.#options.clock.after(this.#options.everyMs, () => {
+        this.#cancel = undefined;
+        void this.check();
+      });
     });
     return this.#checking;
   }
@@ -150,13 +154,5 @@ export class DurabilityWatch {
       { dc, problems },
       `unsafe node settings in ${dc}: ${problems.join('; ')}. ${consequence}`,
     );
-  }
-
-  #schedule(): void {
-    if (this.#closed) return;
-    this.#cancel = this.#options.clock.after(this.#options.everyMs, () => {
-      this.#cancel = undefined;
-      void this.check();
-    });
   }
 }

@@ -84,11 +84,8 @@ export async function initSchema(options: InitSchemaOptions): Promise<InitSchema
 
     let report: PreflightReport | undefined;
     if (options.allowUnsafeCluster !== true) {
-      report = await adminOver(
-        { ...opened, ownsClient: false },
-        keyspace,
-        options.requestTimeoutMs,
-      ).preflight();
+      const admin = adminOver({ ...opened, ownsClient: false }, keyspace, options.requestTimeoutMs);
+      report = await admin.preflight().finally(() => admin.close());
       if (report.verdict === 'unsafe') {
         throw new UnsafeClusterError(report.problems, '{ allowUnsafeCluster: true }');
       }

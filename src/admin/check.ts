@@ -168,7 +168,7 @@ function checkGrants(
   report: (kind: ViolationKind, dc: string, message: string) => void,
 ): void {
   const { settings, globalLast } = snapshot;
-  const all: { readonly dc: string; readonly grant: Grant }[] = [];
+  const all: { readonly dc: string; readonly grant: Grant; readonly name: string }[] = [];
   for (const [dc, grants] of [...snapshot.grants].sort(([a], [b]) => ascending(a, b))) {
     grants.forEach((grant, index) => {
       const name = `grant #${grant.number} of ${dc} [${grant.min}, ${grant.max}]`;
@@ -193,7 +193,7 @@ function checkGrants(
       if (grant.max > globalLast) {
         report('grant-above-global', dc, `${name} ends above GLOBAL last_integer ${globalLast}`);
       }
-      all.push({ dc, grant });
+      all.push({ dc, grant, name });
     });
   }
 
@@ -202,11 +202,7 @@ function checkGrants(
   let highest: (typeof all)[number] | undefined;
   for (const entry of all) {
     if (highest !== undefined && entry.grant.min <= highest.grant.max) {
-      report(
-        'grants-overlap',
-        entry.dc,
-        `grant #${entry.grant.number} of ${entry.dc} [${entry.grant.min}, ${entry.grant.max}] overlaps grant #${highest.grant.number} of ${highest.dc} [${highest.grant.min}, ${highest.grant.max}]`,
-      );
+      report('grants-overlap', entry.dc, `${entry.name} overlaps ${highest.name}`);
     }
     if (highest === undefined || entry.grant.max > highest.grant.max) highest = entry;
   }

@@ -13,7 +13,6 @@ import {
 } from '../store/cassandra/driver-client.js';
 import { CassandraStore } from '../store/cassandra/store.js';
 import { settleWithin, TIMED_OUT } from '../timers.js';
-import type { NodeSettings } from '../store/port.js';
 import { Admin, type AdminOptions } from './admin.js';
 import type { PreflightReport } from './preflight.js';
 
@@ -63,7 +62,7 @@ export function adminOver(
     nodeSettings: (dc) =>
       dc === opened.localDataCenter
         ? store.readNodeSettings()
-        : nodeSettingsInDc(client, dc, keyspace),
+        : others.storeIn(dc).then((there) => there.readNodeSettings()),
     statesInDc: async (dc, name) => {
       const reading = others.storeIn(dc).then((there) => there.readDcStatesOverview(name, 'local'));
       const states = await settleWithin(reading, OTHER_DC_READ_MS);
@@ -78,8 +77,9 @@ export function adminOver(
 const OTHER_DC_READ_MS = 5_000;
 
 /**
- * Stores over other DCs' clients, opened at first use and kept until `close()`, which does not
- * wait for a connect under way (one timeout per silent node): that client closes when it ends.
+ * Stores over other DCs' clients (for their virtual tables and rows), opened at first use and kept
+ * until `close()`, which does not wait for a connect under way (one timeout per silent node): that
+ * client closes when it ends.
  */
 class OtherDcStores {
   readonly #opening = new Map<string, Promise<CassandraStore>>();
@@ -93,7 +93,7 @@ class OtherDcStores {
   ) {}
 
   storeIn(dc: string): Promise<CassandraStore> {
-    if (this.#closed) return Promise.reject(new Error('status is closed'));
+    if (this.#closed) return Promise.reject(new Error('the admin is closed'));
     const known = this.#opening.get(dc);
     if (known !== undefined) return known;
     const opening = openClientInDc(this.client, dc, { timeoutMs: OTHER_DC_READ_MS }).then(
@@ -102,7 +102,7 @@ class OtherDcStores {
         const store = new CassandraStore(other, keyspace, { ownsClient: true, requestTimeoutMs });
         if (this.#closed) {
           await store.close().catch(() => undefined);
-          throw new Error(`status closed while connecting to ${dc}`);
+          throw new Error(`the admin closed while connecting to ${dc}`);
         }
         this.#open.add(store);
         return store;
@@ -121,19 +121,5 @@ class OtherDcStores {
     this.#open.clear();
     this.#opening.clear();
     await Promise.all(open.map((store) => store.close().catch(() => undefined)));
-  }
-}
-
-/** Through a short-lived client of `dc`. */
-async function nodeSettingsInDc(
-  client: cassandra.Client,
-  dc: string,
-  keyspace: string,
-): Promise<readonly NodeSettings[]> {
-  const other = await openClientInDc(client, dc);
-  try {
-    return await new CassandraStore(other, keyspace, { ownsClient: false }).readNodeSettings();
-  } finally {
-    await other.shutdown().catch(() => undefined);
   }
 }

@@ -1,7 +1,6 @@
 /**
- * Ascending order of two strings by UTF-16 code units (as `sort()` without a comparator orders
- * them), or of two bigints by value. Not `localeCompare`: its order depends on the machine's
- * locale, and listings must come out the same everywhere.
+ * Strings by UTF-16 code units (as a bare `sort()`), bigints by value. Not `localeCompare`: its
+ * order depends on the machine's locale, and listings must come out the same everywhere.
  */
 export function ascending<T extends string | bigint>(a: T, b: T): number {
   return a < b ? -1 : a > b ? 1 : 0;

@@ -1,8 +1,7 @@
 /**
- * `check`, pure: the invariants (docs/design.md) one sequence's rows break; the DC-state ones are
- * the allocator's list. Reads race writers, so a state is judged against the grants with the FIRST
- * read of the states (grants it names never change, GLOBAL only grows), "at most one grant
- * waiting" with the SECOND (`installed_grant` only grows).
+ * `check`, pure: the invariants (docs/design.md) one sequence's rows break. Reads race writers: a
+ * state is judged against the grants with the FIRST read of the states (the grants it names never
+ * change, GLOBAL only grows), "at most one grant waiting" with the SECOND (installed_grant grows).
  */
 
 import { dcStateViolations, type DcStateViolationKind } from '../allocator/dc-state.js';

@@ -1,8 +1,8 @@
 /**
- * The durability watch: the preflight's checks on the nodes of this process's DC at `start()`,
- * every `everyMs`, and when a node came up or joined. While one is unsafe, `admit()` refuses block
- * claims unless `allowUnsafe`: a crash of such a node can roll the DC's state back and its IDs be
- * handed out twice. IDs already held are still served; a node not read keeps its last verdict.
+ * The preflight's checks on this process's DC's nodes at `start()`, every `everyMs` and when a node
+ * comes up. While one is unsafe, `admit()` refuses claims unless `allowUnsafe`: its crash can roll
+ * the DC's state back and hand IDs out twice. Held IDs are still served; an unread node keeps its
+ * last verdict.
  */
 
 import { FailureLog } from '../allocator/failures.js';

@@ -1,7 +1,4 @@
-/**
- * An {@link Admin} over Cassandra, with a client per other DC for preflight (virtual tables answer
- * for their coordinator) and for status's reads of each DC's rows during a partition.
- */
+/** An {@link Admin} over Cassandra, with a client per other DC for its virtual tables and rows. */
 
 import type cassandra from 'cassandra-driver';
 
@@ -77,9 +74,8 @@ export function adminOver(
 const OTHER_DC_READ_MS = 5_000;
 
 /**
- * Stores over other DCs' clients (for their virtual tables and rows), opened at first use and kept
- * until `close()`, which does not wait for a connect under way (one timeout per silent node): that
- * client closes when it ends.
+ * Stores over other DCs' clients, opened at first use and kept until `close()`, which does not
+ * wait for a connect under way (one timeout per silent node): that client closes when it ends.
  */
 class OtherDcStores {
   readonly #opening = new Map<string, Promise<CassandraStore>>();

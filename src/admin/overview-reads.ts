@@ -126,8 +126,7 @@ interface StateReadFailure {
 }
 
 /**
- * Sequence `name`'s rows as check reads them: the local DC `dc`'s states at LOCAL_SERIAL when
- * EACH_QUORUM fails; `clusterDcs`' missing states are facts too.
+ * Check's reads (see above); `clusterDcs`' missing states are facts too.
  * @throws {SequenceNotFoundError}, {@link StoreUnavailableError}.
  */
 export async function readForCheck(

@@ -69,10 +69,7 @@ function found(value: string | undefined) {
   return (status: CheckStatus, message: string): Found => ({ status, value, message });
 }
 
-/**
- * Every check, in the order they are made: the setting as an operator looks it up, its risk and
- * fix (said once), and what it finds on one node.
- */
+/** Each check in order: the setting as operators look it up, its risk and fix, and the check. */
 const CHECKS = {
   'commitlog-sync': {
     setting: 'commitlog_sync',

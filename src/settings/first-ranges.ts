@@ -1,7 +1,4 @@
-/**
- * First ranges, granted in the write that creates the sequence so that a fleet starting at once
- * never crowds the grants partition at SERIAL (docs/design.md).
- */
+/** First ranges, granted by the create itself: a fleet starting at once never crowds SERIAL. */
 
 import { InvalidOptionError } from '../errors.js';
 import { granteeName, isValidName } from '../names.js';

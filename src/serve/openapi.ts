@@ -95,12 +95,10 @@ const ID_ENDPOINT_ERRORS = (Object.keys(HTTP_ANSWERS) as ServeErrorCode[]).filte
     ].includes(code),
 );
 
-function response(description: string, type: string, schema: Json): JsonObject {
-  return { description, content: { [type]: { schema } } };
-}
-
-function jsonResponse(description: string, schema: string): JsonObject {
-  return response(description, 'application/json', { $ref: `#/components/schemas/${schema}` });
+/** A response whose body is `schema`: the name of one of the document's schemas, or a schema. */
+function response(description: string, schema: Json, type = 'application/json'): JsonObject {
+  const body = typeof schema === 'string' ? { $ref: `#/components/schemas/${schema}` } : schema;
+  return { description, content: { [type]: { schema: body } } };
 }
 
 const RETRY_AFTER = {
@@ -109,21 +107,17 @@ const RETRY_AFTER = {
 } as const;
 
 /** One error response per status, listing its codes; `Retry-After` where they say to retry. */
-function errorResponses(): { [status: string]: Json } {
-  const responses: { [status: string]: Json } = {};
+function errorResponses(): JsonObject {
   const statuses = new Set(ID_ENDPOINT_ERRORS.map((code) => HTTP_ANSWERS[code].status));
-  for (const status of [...statuses].sort((a, b) => a - b)) {
+  const responses = [...statuses].map((status) => {
     const codes = ID_ENDPOINT_ERRORS.filter((code) => HTTP_ANSWERS[code].status === status);
     const retry = codes.some((code) => HTTP_ANSWERS[code].retryAfterSeconds !== undefined);
-    const response = jsonResponse(
-      `Codes: ${codes.join(', ')}.${retry ? ' Retry after the seconds of Retry-After.' : ''}${status === 401 ? ' Sent with WWW-Authenticate: Bearer.' : ''}`,
-      'Error',
-    );
-    responses[String(status)] = retry
-      ? { ...response, headers: { 'Retry-After': RETRY_AFTER } }
-      : response;
-  }
-  return responses;
+    const notes = `${retry ? ' Retry after the seconds of Retry-After.' : ''}${status === 401 ? ' Sent with WWW-Authenticate: Bearer.' : ''}`;
+    const answer = response(`Codes: ${codes.join(', ')}.${notes}`, 'Error');
+    return [status, retry ? { ...answer, headers: { 'Retry-After': RETRY_AFTER } } : answer];
+  });
+  // Integer keys: the object lists the statuses in ascending order.
+  return Object.fromEntries(responses) as JsonObject;
 }
 
 /** The document's parameters `in` the path or query, from the schema the route validates. */
@@ -155,7 +149,7 @@ function idOperation(
       security: [{ bearerAuth: [] }, {}],
       parameters,
       responses: {
-        '200': jsonResponse('The IDs, handed out to this caller only.', okSchema),
+        '200': response('The IDs, handed out to this caller only.', okSchema),
         ...errorResponses(),
       },
     },
@@ -221,15 +215,15 @@ export function openApiDocument(limits: ApiLimits): OpenApiDocument {
       ),
       '/healthz': getOperation('health', 'Liveness', {
         description: 'Answers 200 while the process runs; asks nothing of Cassandra.',
-        responses: { '200': jsonResponse('The process runs.', 'Health') },
+        responses: { '200': response('The process runs.', 'Health') },
       }),
       '/readyz': getOperation('readiness', 'Readiness', {
         description:
           'Whether this process can hand out IDs from what its DC holds: Cassandra answers in the local DC, and each sequence served (the allowlist, or every sequence of the keyspace) is loaded and this process holds IDs of it (claiming a block if it holds none). A partition between DCs alone does not make it not ready. status is ready when every sequence served holds IDs, degraded (still 200) when only some do, not_ready (503) when none does or the sequences cannot be listed. With ?sequence=NAME only that sequence is checked.',
         parameters: parametersOf('query', READYZ_QUERY),
         responses: {
-          '200': jsonResponse('Ready, or degraded: some sequences served hold IDs.', 'Readiness'),
-          '503': jsonResponse(
+          '200': response('Ready, or degraded: some sequences served hold IDs.', 'Readiness'),
+          '503': response(
             'Not ready: no sequence asked about holds IDs; the body says why, per sequence.',
             'Readiness',
           ),
@@ -238,26 +232,21 @@ export function openApiDocument(limits: ApiLimits): OpenApiDocument {
       '/metrics': getOperation('metrics', 'Prometheus metrics', {
         description: 'The metrics of the registry the service was given, in its text format.',
         responses: {
-          '200': response('The Prometheus text exposition format.', 'text/plain', STRING),
-          '404': jsonResponse(
-            'Code IDGEN_NOT_FOUND: the service has no metrics registry.',
-            'Error',
-          ),
+          '200': response('The Prometheus text exposition format.', STRING, 'text/plain'),
+          '404': response('Code IDGEN_NOT_FOUND: the service has no metrics registry.', 'Error'),
         },
       }),
       '/status': getOperation('statusPage', 'Status page', {
         description:
           "What idgen-cass status shows, seen from this service's DC, as an HTML page without script that refreshes itself: SERIAL reachability, hosts, and per sequence each DC's ranges, IDs left, rate, runway against the autonomy target and waste by cause. Needs a token when /metrics does.",
         responses: {
-          '200': response('The page.', 'text/html', STRING),
-          '404': jsonResponse('Code IDGEN_NOT_FOUND: the service has no status source.', 'Error'),
+          '200': response('The page.', STRING, 'text/html'),
+          '404': response('Code IDGEN_NOT_FOUND: the service has no status source.', 'Error'),
         },
       }),
       '/openapi.json': getOperation('openapi', 'This document', {
         responses: {
-          '200': response('The OpenAPI document of the service.', 'application/json', {
-            type: 'object',
-          }),
+          '200': response('The OpenAPI document of the service.', { type: 'object' }),
         },
       }),
     },

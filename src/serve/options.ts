@@ -5,7 +5,7 @@ import type { Logger as PinoLogger } from 'pino';
 import { InvalidOptionError } from '../errors.js';
 import { checkLogger } from '../logger.js';
 import { checkKeys, everyKeyOf, milliseconds, validateName } from '../options.js';
-import { FixedTokens, TokenFile, type TokenSource } from './auth.js';
+import { fixedTokens, tokenFile as fileTokens, type TokenSource } from './auth.js';
 import type { StatusSource } from './status-page.js';
 
 /** What `/metrics` serves: a prom-client `Registry` fits as it is. */
@@ -113,7 +113,7 @@ export function resolveServeOptions(options: ServeOptions) {
   }
   const ms = (option: 'timeoutMs' | 'readyTimeoutMs' | 'receiveTimeoutMs') =>
     milliseconds(option, options[option], SERVE_DEFAULTS[option], true);
-  const { token, tokens, tokenFile, metricsAuth = false, tls, ...rest } = options;
+  const { token, tokens, tokenFile, metricsAuth = false, tls, status, ...rest } = options;
   const given = Object.entries({ token, tokens, tokenFile }).filter(([, v]) => v !== undefined);
   if (given.length > 1) {
     const both = `both ${given.map(([name]) => name).join(' and ')}`;
@@ -121,13 +121,17 @@ export function resolveServeOptions(options: ServeOptions) {
   }
   const source: TokenSource | undefined =
     tokenFile !== undefined
-      ? new TokenFile(tokenFile)
+      ? fileTokens(tokenFile)
       : tokens !== undefined || token !== undefined
-        ? new FixedTokens(tokens ?? [token], tokens === undefined ? 'token' : 'tokens')
+        ? fixedTokens(tokens ?? [token], tokens === undefined ? 'token' : 'tokens')
         : undefined;
   if (typeof metricsAuth !== 'boolean' || (metricsAuth && source === undefined)) {
     const allowed = 'true (with token, tokens or tokenFile: /metrics then needs a token) or false';
     throw new InvalidOptionError('metricsAuth', metricsAuth, allowed);
+  }
+  if (status !== undefined && typeof status?.status !== 'function') {
+    const allowed = 'an object with a status() method, such as an Admin from openAdmin()';
+    throw new InvalidOptionError('status', status, allowed);
   }
   if (tls !== undefined && !(isPem(tls.cert) && isPem(tls.key))) {
     throw new InvalidOptionError(
@@ -139,6 +143,7 @@ export function resolveServeOptions(options: ServeOptions) {
   return {
     ...rest,
     tls,
+    status,
     sequences: sequences && [...new Set(sequences)],
     tokens: source,
     metricsAuth,

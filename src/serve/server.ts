@@ -13,7 +13,7 @@ import { registerHealthRoutes } from './readiness.js';
 import { debugRequestLogs, serviceLogger } from './request-logs.js';
 import { clientError, frameworkRefusal, requestRefusal } from './request-refusals.js';
 import { ServedSequences } from './served-sequences.js';
-import { registerStatusPage } from './status-page.js';
+import { latestReport, statusPage } from './status-page.js';
 
 /**
  * The HTTP service over `ids`, an allocator connected to its DC (docs/service.md). The server
@@ -72,21 +72,20 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
   registerIdRoutes(app, served, settings);
   registerHealthRoutes(app, ids, served, settings.readyTimeoutMs);
 
-  const metricsHooks = {
+  // /status shows what /metrics does, so the metricsAuth option covers both.
+  const behindMetricsAuth = {
     onRequest: authenticate(settings.metricsAuth ? settings.tokens : undefined),
   };
-  app.get('/metrics', metricsHooks, async (_request, reply) => {
-    const { registry } = settings;
-    if (registry === undefined) {
-      throw new ServeRefusal(
-        'IDGEN_NOT_FOUND',
-        'This service was started without a metrics registry (the "registry" option of createServer()).',
-      );
-    }
-    return reply.type(registry.contentType).send(await registry.metrics());
+  const { registry, status } = settings;
+  app.get('/metrics', behindMetricsAuth, async (_request, reply) => {
+    const given = optionGiven(registry, 'a metrics registry', 'registry');
+    return reply.type(given.contentType).send(await given.metrics());
   });
-
-  registerStatusPage(app, settings.status, metricsHooks);
+  const report = status && latestReport(status);
+  app.get('/status', behindMetricsAuth, async (_request, reply) => {
+    const next = optionGiven(report, 'a status source', 'status');
+    return reply.type('text/html; charset=utf-8').send(statusPage(await next()));
+  });
   app.get('/openapi.json', async () => document);
 
   app.setNotFoundHandler(async (request) => {
@@ -101,4 +100,13 @@ export function createServer(ids: IdGen, options: ServeOptions = {}): FastifyIns
   });
 
   return app;
+}
+
+/** `value`, or the 404 of a route that serves what option `option` of `createServer()` gives. */
+function optionGiven<T>(value: T | undefined, what: string, option: string): T {
+  if (value !== undefined) return value;
+  throw new ServeRefusal(
+    'IDGEN_NOT_FOUND',
+    `This service was started without ${what} (the "${option}" option of createServer()).`,
+  );
 }

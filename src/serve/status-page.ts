@@ -1,10 +1,8 @@
 /**
  * `GET /status`: what `idgen-cass status` shows, as one HTML page that refreshes
- * itself, without script. {@link statusPage} renders a report, purely; the route reads one report
- * at a time for every viewer and measures rates since the report it served before.
+ * itself, without script. {@link statusPage} renders a report, purely; {@link latestReport} reads
+ * one at a time for every viewer and measures rates since the report it served before.
  */
-
-import type { FastifyInstance, FastifyReply, RouteShorthandOptions } from 'fastify';
 
 import {
   runwayBelowTarget,
@@ -13,9 +11,7 @@ import {
   type SequenceStatus,
   type StatusReport,
 } from '../admin/status.js';
-import { InvalidOptionError } from '../errors.js';
 import { count, duration, percent, rate, span } from '../quantities.js';
-import { ServeRefusal } from './http-errors.js';
 
 /** What the status page reads: an `Admin` (`openAdmin()`) fits as it is. */
 export interface StatusSource {
@@ -33,35 +29,8 @@ const REUSE_MS = 2_000;
 const RATES_SINCE_MS = 60_000;
 const SAMPLE_MS = 1_000;
 
-/**
- * Registers `GET /status`; without `source` it answers 404, as `/metrics` does without a
- * registry. `route` carries the hooks the page shares with `/metrics` (its auth).
- * @throws {InvalidOptionError} (option `status`) when `source` has no `status()` method.
- */
-export function registerStatusPage(
-  app: FastifyInstance,
-  source: StatusSource | undefined,
-  route: RouteShorthandOptions = {},
-): void {
-  if (source !== undefined && typeof source?.status !== 'function') {
-    const allowed = 'an object with a status() method, such as an Admin from openAdmin()';
-    throw new InvalidOptionError('status', source, allowed);
-  }
-  const next = source === undefined ? undefined : latestReport(source);
-  const page = async (_request: unknown, reply: FastifyReply) => {
-    if (next === undefined) {
-      throw new ServeRefusal(
-        'IDGEN_NOT_FOUND',
-        'This service was started without a status source (the "status" option of createServer()).',
-      );
-    }
-    return reply.type('text/html; charset=utf-8').send(statusPage(await next()));
-  };
-  app.get('/status', route, page);
-}
-
 /** The next report: one read at a time, shared by the requests that arrive during it. */
-function latestReport(source: StatusSource): () => Promise<StatusReport> {
+export function latestReport(source: StatusSource): () => Promise<StatusReport> {
   let last: StatusReport | undefined;
   let reading: Promise<StatusReport> | undefined;
   const read = async () => {

@@ -11,7 +11,7 @@ import { IdGenError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { IdStore } from '../store/port.js';
 import type { ResolvedMetricsOptions } from './options.js';
-import { RegistryMetrics, type StatsHandle, type StatsSource } from './registry-metrics.js';
+import { RegistryMetrics, type StatsHandle } from './registry-metrics.js';
 
 export interface ProcessMetricsParts {
   readonly options: ResolvedMetricsOptions;
@@ -43,7 +43,7 @@ const POLL_FAILURES = {
   },
 } as const;
 
-export class ProcessMetrics implements AllocatorObserver, StatsSource {
+export class ProcessMetrics implements AllocatorObserver {
   readonly #metrics: RegistryMetrics;
   readonly #handles = new Set<MeteredHandle>();
   readonly #parts: ProcessMetricsParts;
@@ -61,16 +61,12 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
     this.#metrics = RegistryMetrics.of(parts.options.registry);
     this.#parts = parts;
     this.#failures = new FailureLog(parts.logger, POLL_FAILURES);
-    this.#metrics.attach(this);
+    this.#metrics.attach(this.#handles);
     this.#schedule();
   }
 
   track(handle: MeteredHandle): void {
     this.#handles.add(handle);
-  }
-
-  handles(): Iterable<StatsHandle> {
-    return this.#handles;
   }
 
   waited(sequence: string, ms: number, error: unknown): void {
@@ -105,7 +101,7 @@ export class ProcessMetrics implements AllocatorObserver, StatsSource {
     try {
       await this.#polling;
     } finally {
-      this.#metrics.detach(this);
+      this.#metrics.detach(this.#handles);
     }
   }
 

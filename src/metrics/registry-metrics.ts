@@ -15,11 +15,6 @@ export interface StatsHandle {
   stats(): SequenceStats;
 }
 
-/** One allocator's handles, read at every scrape while attached. */
-export interface StatsSource {
-  handles(): Iterable<StatsHandle>;
-}
-
 const COUNTED_FROM_STATS: Readonly<Record<string, (stats: SequenceStats) => number>> = {
   idgen_ids_issued_total: (stats) => stats.issued,
   idgen_waits_total: (stats) => stats.waits,
@@ -41,7 +36,8 @@ const byRegistry = new WeakMap<AnyRegistry, RegistryMetrics>();
 
 export class RegistryMetrics {
   readonly #metrics = new Map<string, AnyMetric>();
-  readonly #sources = new Set<StatsSource>();
+  /** Each allocator's handles, read at every scrape while attached. */
+  readonly #sources = new Set<Iterable<StatsHandle>>();
   /** Each handle's counters at the last scrape, by metric (and cause). */
   readonly #lastSeen = new WeakMap<StatsHandle, Map<string, number>>();
   /** A sequence's held gauge goes to 0, not away, once its handles closed. */
@@ -96,27 +92,27 @@ export class RegistryMetrics {
     return this.#metrics.get(name) as Histogram<string>;
   }
 
-  attach(source: StatsSource): void {
-    this.#sources.add(source);
+  attach(handles: Iterable<StatsHandle>): void {
+    this.#sources.add(handles);
   }
 
-  /** Adds what `source`'s handles counted since the last scrape, then stops reading them. */
-  detach(source: StatsSource): void {
-    this.#fold(source);
-    this.#sources.delete(source);
+  /** Adds what `handles` counted since the last scrape, then stops reading them. */
+  detach(handles: Iterable<StatsHandle>): void {
+    this.#fold(handles);
+    this.#sources.delete(handles);
   }
 
   /** The `collect()` of each metric read from `stats()`. */
   refresh(): void {
     const held = new Map<string, number>();
-    for (const source of this.#sources) this.#fold(source, held);
+    for (const handles of this.#sources) this.#fold(handles, held);
     const gauge = this.gauge(HELD);
     for (const sequence of this.#sequences) gauge.set({ sequence }, held.get(sequence) ?? 0);
   }
 
   /** Adds each handle's growth since the last scrape to the counters, and what it holds to `held`. */
-  #fold(source: StatsSource, held = new Map<string, number>()): void {
-    for (const handle of source.handles()) {
+  #fold(handles: Iterable<StatsHandle>, held = new Map<string, number>()): void {
+    for (const handle of handles) {
       const stats = handle.stats();
       const sequence = handle.name;
       this.#sequences.add(sequence);

@@ -13,7 +13,7 @@ type SequenceReadiness =
   | { readonly sequence: string; readonly ready: true; readonly held: number }
   | ({ readonly sequence: string; readonly ready: false } & ServeErrorBody);
 
-/** Registers `/healthz` and `/readyz` on `app`; `/readyz` waits `readyTimeoutMs` per check. */
+/** `/readyz` waits `readyTimeoutMs` for each of its checks. */
 export function registerHealthRoutes(
   app: FastifyInstance,
   ids: IdGen,
@@ -32,11 +32,7 @@ export function registerHealthRoutes(
   );
 }
 
-/**
- * Ready: Cassandra answers in the local DC and each sequence served (or `only`) holds IDs here, so
- * a partition between DCs alone changes nothing. `degraded` (200) when only some do, `not_ready`
- * when none does or the sequences cannot be listed.
- */
+/** The `/readyz` report; its rules are those the OpenAPI document states. */
 async function readiness(
   ids: IdGen,
   served: ServedSequences,
@@ -61,7 +57,10 @@ async function readiness(
   const sequences = await Promise.all(
     names.map(async (sequence): Promise<SequenceReadiness> => {
       try {
-        return { sequence, ready: true, held: await served.ready(sequence, timeoutMs) };
+        // Claims a block unless this process holds IDs of the sequence.
+        const handle = (await served.handle(sequence)).sequence;
+        await handle.ready({ timeoutMs });
+        return { sequence, ready: true, held: handle.stats().remaining };
       } catch (error) {
         return { sequence, ready: false, ...httpErrorOf(error).body };
       }

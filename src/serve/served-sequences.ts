@@ -73,13 +73,6 @@ export class ServedSequences {
     }
   }
 
-  /** Loads `name` and claims a block unless this process holds IDs of it; returns how many. */
-  async ready(name: string, timeoutMs: number): Promise<number> {
-    const { sequence } = await this.handle(name);
-    await sequence.ready({ timeoutMs });
-    return sequence.stats().remaining;
-  }
-
   /**
    * The handle of `name`, bigint where its domain needs it (`wide`: IDs written as strings).
    * @throws {ServeRefusal} `IDGEN_SEQUENCE_NOT_SERVED` for a name outside the allowlist.

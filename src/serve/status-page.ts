@@ -1,7 +1,6 @@
 /**
- * `GET /status`: what `idgen-cass status` shows, as one HTML page that refreshes
- * itself, without script. {@link statusPage} renders a report, purely; {@link latestReport} reads
- * one at a time for every viewer and measures rates since the report it served before.
+ * `GET /status`: what `idgen-cass status` shows, as an HTML page that refreshes itself without
+ * script; {@link latestReport} reads one report at a time for every viewer.
  */
 
 import {
@@ -20,8 +19,6 @@ export interface StatusSource {
     readonly since?: StatusReport | undefined;
   }): Promise<StatusReport>;
 }
-
-const REFRESH_SECONDS = 10;
 
 /** A younger report is served again, so that viewers do not multiply the reads. */
 const REUSE_MS = 2_000;
@@ -43,7 +40,7 @@ export function latestReport(source: StatusSource): () => Promise<StatusReport> 
 }
 
 /** The page of `report`: every text escaped, refreshing itself every `refreshSeconds`. */
-export function statusPage(report: StatusReport, refreshSeconds = REFRESH_SECONDS): string {
+export function statusPage(report: StatusReport, refreshSeconds = 10): string {
   const sampled = report.sequences.find((s) => s.sampledOverMs !== undefined)?.sampledOverMs;
   const title = `idgen-cass · ${report.keyspace} · ${report.dc}`;
   const body = [
@@ -105,12 +102,9 @@ function hostsLine(report: StatusReport): string {
 
 function safetyLines(report: StatusReport): string[] {
   const { dc, problems, error } = report.nodeSafety;
-  return [
-    ...problems.map((problem) => `<p class="bad">${esc(problem)}</p>`),
-    ...(error === undefined
-      ? []
-      : [`<p class="bad">could not read the settings of ${esc(dc)}'s nodes: ${esc(error)}</p>`]),
-  ];
+  const unread = `could not read the settings of ${dc}'s nodes: ${error}`;
+  const lines = error === undefined ? problems : [...problems, unread];
+  return lines.map((line) => `<p class="bad">${esc(line)}</p>`);
 }
 
 function sequenceSection(status: SequenceStatus, localDc: string): string {

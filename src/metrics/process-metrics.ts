@@ -48,9 +48,7 @@ export class ProcessMetrics implements AllocatorObserver {
   readonly #handles = new Set<MeteredHandle>();
   readonly #parts: ProcessMetricsParts;
   readonly #failures: FailureLog<'poll'>;
-  /** Each sequence's rows at the previous poll, for rates. */
   readonly #previous = new Map<string, SequenceSnapshot>();
-  /** The `dc` labels set, by sequence. */
   readonly #gauged = new Map<string, Set<string>>();
   #cancelPoll: (() => void) | undefined;
   #polling: Promise<void> | undefined;
@@ -88,7 +86,6 @@ export class ProcessMetrics implements AllocatorObserver {
     this.#metrics.counter('idgen_errors_total').inc({ sequence, code: codeOf(error) });
   }
 
-  /** The durability watch's last count of unsafe nodes in this process's DC. */
   unsafeNodes(count: number): void {
     this.#metrics.gauge('idgen_dc_unsafe_nodes').set({ dc: this.#parts.dc }, count);
   }
@@ -145,7 +142,6 @@ export class ProcessMetrics implements AllocatorObserver {
     else this.#pollFailed(failed.error, { sequence: failed.sequence });
   }
 
-  /** Once per poll, however many sequences it could not read. */
   #pollFailed(error: unknown, fields: Record<string, unknown> = {}): void {
     this.#metrics.counter('idgen_runway_poll_failures_total').inc();
     this.#failures.failed('poll', error, fields);

@@ -1,7 +1,6 @@
 /**
  * The metric objects of one prom-client registry, shared by every allocator reporting to it.
- * Counters a handle keeps (`stats()`) are read at scrape time, adding what grew since the last
- * one, so the ID paths count nothing twice; durations and failures come from observer.ts.
+ * Counters a handle keeps (`stats()`) are read at scrape time, adding what grew since the last.
  */
 import type { Counter, Gauge, Histogram, Registry, RegistryContentType } from 'prom-client';
 
@@ -25,7 +24,6 @@ const COUNTED_FROM_STATS: Readonly<Record<string, (stats: SequenceStats) => numb
 };
 const WASTED = 'idgen_ids_wasted_total';
 const HELD = 'idgen_ids_held';
-/** Each of these refreshes them all when scraped. */
 const FROM_STATS = new Set([...Object.keys(COUNTED_FROM_STATS), WASTED, HELD]);
 
 type AnyMetric = Counter<string> | Gauge<string> | Histogram<string>;
@@ -38,7 +36,6 @@ export class RegistryMetrics {
   readonly #metrics = new Map<string, AnyMetric>();
   /** Each allocator's handles, read at every scrape while attached. */
   readonly #sources = new Set<Iterable<StatsHandle>>();
-  /** Each handle's counters at the last scrape, by metric (and cause). */
   readonly #lastSeen = new WeakMap<StatsHandle, Map<string, number>>();
   /** A sequence's held gauge goes to 0, not away, once its handles closed. */
   readonly #sequences = new Set<string>();
@@ -63,10 +60,7 @@ export class RegistryMetrics {
     });
   }
 
-  /**
-   * The metrics of `registry` (default: prom-client's `register`), registered on first use.
-   * @throws {InvalidOptionError} if it holds one of these names as another kind of metric.
-   */
+  /** @throws {InvalidOptionError} if `registry` holds one of these names as another kind. */
   static of(registry: AnyRegistry = promClientModule().register): RegistryMetrics {
     const known = byRegistry.get(registry);
     // A registry cleared by its user (`registry.clear()`) gets its metrics registered again.
@@ -102,7 +96,6 @@ export class RegistryMetrics {
     this.#sources.delete(handles);
   }
 
-  /** The `collect()` of each metric read from `stats()`. */
   refresh(): void {
     const held = new Map<string, number>();
     for (const handles of this.#sources) this.#fold(handles, held);
@@ -148,10 +141,7 @@ function fits(metric: unknown, description: MetricDescription): boolean {
   );
 }
 
-/**
- * Has `metric` read the handles when scraped, after its own `collect` if it has one (a metric
- * found in the registry). prom-client calls `collect` with the metric as `this`.
- */
+/** Runs `collect` at each scrape of `metric`, after a `collect` it had (prom-client's `this`). */
 function collectToo(metric: AnyMetric, collect: () => void): void {
   const held = metric as unknown as { collect?: (this: AnyMetric) => unknown };
   const before = held.collect;

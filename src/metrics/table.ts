@@ -19,7 +19,7 @@ export const DURATION_BUCKETS: readonly number[] = Object.freeze([
   0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
 ]);
 
-/** A frozen description: metricsTable() hands out the table itself. */
+/** Frozen: metricsTable() hands out the table itself. */
 function describe(type: MetricDescription['type']) {
   return (name: string, help: string, labels: readonly string[] = ['sequence']) =>
     Object.freeze({ name, type, labels: Object.freeze([...labels]), help });

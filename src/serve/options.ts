@@ -64,9 +64,6 @@ export const SERVE_DEFAULTS = Object.freeze({
   receiveTimeoutMs: 10_000,
 });
 
-/** A response of more IDs is better a range. */
-const MAX_IDS_PER_REQUEST = 1_000_000;
-
 /** {@link ServeOptions} checked, with their defaults; `tokens` undefined: none needed. */
 export type ServeSettings = Readonly<ReturnType<typeof resolveServeOptions>>;
 
@@ -92,11 +89,7 @@ export function checkServeOptions(options: ServeOptions): void {
   resolveServeOptions(options);
 }
 
-/**
- * The options with their defaults, each checked once.
- * @throws {InvalidOptionError} for a bad option (the token's contents are never in the message).
- * @throws {InvalidNameError} for a bad name in `sequences`.
- */
+/** The options with their defaults, each checked once; throws as `createServer()` does. */
 export function resolveServeOptions(options: ServeOptions) {
   checkKeys(options, SERVE_KEYS);
   checkLogger('logger', options.logger);
@@ -148,7 +141,8 @@ export function resolveServeOptions(options: ServeOptions) {
     tokens: source,
     metricsAuth,
     timeoutMs: ms('timeoutMs'),
-    maxIdsPerRequest: count('maxIdsPerRequest', options.maxIdsPerRequest, MAX_IDS_PER_REQUEST),
+    // A response of more IDs is better a range.
+    maxIdsPerRequest: count('maxIdsPerRequest', options.maxIdsPerRequest, 1_000_000),
     readyTimeoutMs: ms('readyTimeoutMs'),
     maxPendingRequests: count('maxPendingRequests', options.maxPendingRequests, 1_000_000),
     receiveTimeoutMs: ms('receiveTimeoutMs'),

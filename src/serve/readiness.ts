@@ -5,13 +5,9 @@ import type { FastifyInstance } from 'fastify';
 import type { IdGen } from '../allocator/id-gen.js';
 import { StoreUnavailableError } from '../errors.js';
 import { settleWithin, TIMED_OUT } from '../timers.js';
-import { httpErrorOf, type ServeErrorBody } from './http-errors.js';
+import { httpErrorOf } from './http-errors.js';
 import { READYZ_QUERY } from './openapi.js';
 import type { ServedSequences } from './served-sequences.js';
-
-type SequenceReadiness =
-  | { readonly sequence: string; readonly ready: true; readonly held: number }
-  | ({ readonly sequence: string; readonly ready: false } & ServeErrorBody);
 
 /** `/readyz` waits `readyTimeoutMs` for each of its checks. */
 export function registerHealthRoutes(
@@ -55,14 +51,14 @@ async function readiness(
     return { status: 'not_ready', ...base, sequences: [], ...httpErrorOf(error).body };
   }
   const sequences = await Promise.all(
-    names.map(async (sequence): Promise<SequenceReadiness> => {
+    names.map(async (sequence) => {
       try {
         // Claims a block unless this process holds IDs of the sequence.
         const handle = (await served.handle(sequence)).sequence;
         await handle.ready({ timeoutMs });
-        return { sequence, ready: true, held: handle.stats().remaining };
+        return { sequence, ready: true as const, held: handle.stats().remaining };
       } catch (error) {
-        return { sequence, ready: false, ...httpErrorOf(error).body };
+        return { sequence, ready: false as const, ...httpErrorOf(error).body };
       }
     }),
   );

@@ -73,10 +73,7 @@ export class ServedSequences {
     }
   }
 
-  /**
-   * The handle of `name`, bigint where its domain needs it (`wide`: IDs written as strings).
-   * @throws {ServeRefusal} `IDGEN_SEQUENCE_NOT_SERVED` for a name outside the allowlist.
-   */
+  /** The handle of `name`, bigint where its domain needs it (`wide`: IDs written as strings). */
   async handle(name: string): Promise<{ wide: boolean; sequence: AnySequence }> {
     validateName('sequence', name);
     if (this.allowlist !== undefined && !this.allowlist.includes(name)) {

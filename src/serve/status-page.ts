@@ -20,20 +20,18 @@ export interface StatusSource {
   }): Promise<StatusReport>;
 }
 
-/** A younger report is served again, so that viewers do not multiply the reads. */
-const REUSE_MS = 2_000;
-/** The next report's rates start at a report up to this old, else are sampled over SAMPLE_MS. */
-const RATES_SINCE_MS = 60_000;
-const SAMPLE_MS = 1_000;
-
-/** The next report: one read at a time, shared by the requests that arrive during it. */
+/**
+ * The next report: one read at a time, shared by the requests that arrive during it. A report
+ * under 2 s old is served again, so that viewers do not multiply the reads; rates run since the
+ * last report when it is under a minute old, else over a 1 s sample.
+ */
 export function latestReport(source: StatusSource): () => Promise<StatusReport> {
   let last: StatusReport | undefined;
   let reading: Promise<StatusReport> | undefined;
   const read = async () => {
     const age = last === undefined ? Infinity : Date.now() - last.at.getTime();
-    if (age < REUSE_MS) return last!;
-    last = await source.status(age <= RATES_SINCE_MS ? { since: last } : { sampleMs: SAMPLE_MS });
+    if (age < 2_000) return last!;
+    last = await source.status(age <= 60_000 ? { since: last } : { sampleMs: 1_000 });
     return last;
   };
   return () => (reading ??= read().finally(() => (reading = undefined)));

@@ -22,24 +22,22 @@ const TOKEN_RULE =
 /** The digests of the tokens accepted now; `log` hears when a token file changed. */
 export type TokenSource = (log: FastifyBaseLogger) => readonly Buffer[];
 
-/** Tokens given at start (`token`, `tokens`). */
+/**
+ * Tokens given at start (`token`, `tokens`).
+ * @throws {InvalidOptionError} naming `option`, giving a token's length, never its contents.
+ */
 export function fixedTokens(tokens: readonly unknown[], option: string): TokenSource {
-  const digests = digestsOf(tokens, option);
-  return () => digests;
-}
-
-/** @throws {InvalidOptionError} naming `option`, giving a token's length, never its contents. */
-function digestsOf(tokens: readonly unknown[], option: string): Buffer[] {
   if (tokens.length === 0) {
     throw new InvalidOptionError(option, '(no token)', `at least one token, each ${TOKEN_RULE}`);
   }
-  return tokens.map((token) => {
+  const digests = tokens.map((token) => {
     if (typeof token !== 'string' || !B64_TOKEN.test(token)) {
       const shown = typeof token === 'string' ? `(${token.length} characters, not shown)` : token;
       throw new InvalidOptionError(option, shown, TOKEN_RULE);
     }
     return digest(token);
   });
+  return () => digests;
 }
 
 function digest(text: string): Buffer {
@@ -54,20 +52,20 @@ function digest(text: string): Buffer {
  * @throws {InvalidOptionError} (option `tokenFile`) when the file is unreadable or invalid.
  */
 export function tokenFile(path: string): TokenSource {
-  let digests = readTokens(path);
+  let current = readTokens(path);
   let version = versionOf(path);
   return (log) => {
     const now = versionOf(path);
-    if (now === version) return digests;
+    if (now === version) return current(log);
     version = now;
     try {
-      digests = readTokens(path);
+      current = readTokens(path);
       log.info('token file changed: its tokens are accepted, the previous ones no longer');
     } catch (error) {
       const reason = error instanceof InvalidOptionError ? error.message : String(error);
       log.warn({ reason }, 'token file changed but cannot be used: the previous tokens still hold');
     }
-    return digests;
+    return current(log);
   };
 }
 
@@ -80,7 +78,7 @@ function versionOf(path: string): string {
   }
 }
 
-function readTokens(path: string): Buffer[] {
+function readTokens(path: string): TokenSource {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -89,7 +87,7 @@ function readTokens(path: string): Buffer[] {
     throw new InvalidOptionError('tokenFile', path, `a readable file (${reason})`);
   }
   const lines = text.split('\n').map((line) => line.trim());
-  return digestsOf(lines.filter(Boolean), 'tokenFile');
+  return fixedTokens(lines.filter(Boolean), 'tokenFile');
 }
 
 /**

@@ -81,15 +81,12 @@ function requestCall(reply: FastifyReply, timeoutMs: number): RequestCall {
  * How IDs of `request` are written: strings for a wide sequence and on request (`?format=string`,
  * `Accept: application/json; ids=string`), else numbers.
  */
-function idWriter(
-  wide: boolean,
-  request: FastifyRequest<IdRequest>,
-): (id: number | bigint) => number | bigint | string {
+function idWriter(wide: boolean, request: FastifyRequest<IdRequest>) {
   const strings =
     wide ||
     request.query.format === 'string' ||
     /(?:^|,)\s*application\/json\s*;[^,]*\bids\s*=\s*"?string"?/i.test(
       request.headers.accept ?? '',
     );
-  return (id) => (strings ? String(id) : id);
+  return (id: number | bigint) => (strings ? String(id) : id);
 }

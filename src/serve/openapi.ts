@@ -140,20 +140,11 @@ function idOperation(
   query: Parameters<typeof parametersOf>[1],
   okSchema: string,
 ): { post: JsonObject } {
+  const security = [{ bearerAuth: [] }, {}];
   const parameters = [...parametersOf('path', SEQUENCE_PARAMS), ...parametersOf('query', query)];
-  return {
-    post: {
-      operationId,
-      summary,
-      description,
-      security: [{ bearerAuth: [] }, {}],
-      parameters,
-      responses: {
-        '200': response('The IDs, handed out to this caller only.', okSchema),
-        ...errorResponses(),
-      },
-    },
-  };
+  const ok = response('The IDs, handed out to this caller only.', okSchema);
+  const responses = { '200': ok, ...errorResponses() };
+  return { post: { operationId, summary, description, security, parameters, responses } };
 }
 
 /** An object schema; every property is required unless listed in `optional`. */

@@ -41,88 +41,66 @@ export const ALLOW_UNSAFE_FLAG = '--allow-unsafe-cluster';
 export const ALLOW_UNSAFE_CLAIMS =
   'claim blocks even while a node of this DC runs settings under which IDs could be handed out twice (test clusters only)';
 
-type Advice = (error: IdGenError) => string | undefined;
-
-/** Advice for errors of class `type` only: a bare IdGenError of the code keeps its message. */
-function of<E extends IdGenError>(
-  type: abstract new (...args: never[]) => E,
-  advise: (error: E) => string | undefined,
-): Advice {
-  return (error) => (error instanceof type ? advise(error) : undefined);
-}
-
-/** Per library error code: the exit code, and the CLI's advice in place of the library's. */
-const BY_CODE: Readonly<Record<IdGenErrorCode, readonly [exit: number, advice?: Advice]>> = {
-  IDGEN_INVALID_OPTION: [EXIT_CODES.usage, of(InvalidOptionError, typedNames)],
-  IDGEN_INVALID_NAME: [EXIT_CODES.usage],
-  IDGEN_INVALID_COUNT: [EXIT_CODES.usage],
-  IDGEN_DOMAIN_NEEDS_BIGINT: [EXIT_CODES.usage],
-  IDGEN_SEQUENCE_NOT_FOUND: [
-    EXIT_CODES.notFound,
-    of(SequenceNotFoundError, (e) => `Create it with: idgen-cass seed ${e.sequence}`),
-  ],
-  IDGEN_SEQUENCE_EXISTS: [
-    EXIT_CODES.exists,
-    of(SequenceExistsError, (e) =>
-      e.differences.length > 0
-        ? "A sequence's min, max and start never change (alter changes sizes only): to hand out the IDs asked, create a sequence under another name."
-        : `Use "idgen-cass alter ${e.sequence}" to change its sizes. To accept an existing sequence as it is, seed with --if-not-exists.`,
-    ),
-  ],
-  IDGEN_SEQUENCE_EXHAUSTED: [EXIT_CODES.exhausted],
-  IDGEN_STORE_UNAVAILABLE: [EXIT_CODES.unavailable],
-  IDGEN_SERIAL_UNAVAILABLE: [
-    EXIT_CODES.unavailable,
-    of(SerialUnavailableError, (e) =>
-      e.timedOut
-        ? `Check the nodes' load and "idgen-cass status"; larger DC ranges ("idgen-cass alter ${e.sequence} --dc-range N" or "--autonomy D") make grants rarer.`
-        : `Restore connectivity between datacenters, or size --dc-range for longer partitions ("idgen-cass alter ${e.sequence} --dc-range N"; docs/sizing.md).`,
-    ),
-  ],
-  IDGEN_AUTH_FAILED: [
-    EXIT_CODES.auth,
-    of(
-      AuthenticationError,
-      () =>
-        `Check --username and --password (IDGEN_USERNAME, IDGEN_PASSWORD) and that the role may log in.`,
-    ),
-  ],
-  IDGEN_INVARIANT_BROKEN: [
-    EXIT_CODES.invariant,
-    of(
-      InvariantError,
-      (e) => `Run "idgen-cass check ${e.sequence}" and repair the rows before retrying.`,
-    ),
-  ],
-  IDGEN_CONTENTION: [EXIT_CODES.contention],
-  IDGEN_STATE_ROLLED_BACK: [
-    EXIT_CODES.rolledBack,
-    of(
-      StateRolledBackError,
-      (e) =>
-        `Stop this sequence's processes in the DC, run "idgen-cass preflight", then "idgen-cass retire-ranges ${e.sequence}" from the DC before allocating again (docs/operations.md, "When rows went back").`,
-    ),
-  ],
-  IDGEN_SEQUENCE_RECREATED: [EXIT_CODES.recreated],
-  IDGEN_UNSAFE_CLUSTER: [
-    EXIT_CODES.unsafe,
-    of(
-      UnsafeClusterError,
-      () =>
-        `Fix the nodes' settings (docs/design.md, "What the cluster must guarantee"), or pass ${ALLOW_UNSAFE_FLAG} (init, seed, next, serve) if you accept that a crash can hand out IDs twice.`,
-    ),
-  ],
-  IDGEN_DEADLINE_EXCEEDED: [
-    EXIT_CODES.unavailable,
-    of(
-      DeadlineError,
-      (e) =>
-        `${e.cause instanceof ContentionError ? `Raise the block size, or let it adapt, with "idgen-cass alter ${e.sequence} --block N" or "--max-block-size N", so that processes claim less often. ` : ''}Check the cluster with "idgen-cass status".`,
-    ),
-  ],
-  IDGEN_ABORTED: [EXIT_CODES.internal],
-  IDGEN_CLOSED: [EXIT_CODES.internal],
+/** Per library error code, the exit code. */
+const EXIT_BY_CODE: Readonly<Record<IdGenErrorCode, number>> = {
+  IDGEN_INVALID_OPTION: EXIT_CODES.usage,
+  IDGEN_INVALID_NAME: EXIT_CODES.usage,
+  IDGEN_INVALID_COUNT: EXIT_CODES.usage,
+  IDGEN_DOMAIN_NEEDS_BIGINT: EXIT_CODES.usage,
+  IDGEN_SEQUENCE_NOT_FOUND: EXIT_CODES.notFound,
+  IDGEN_SEQUENCE_EXISTS: EXIT_CODES.exists,
+  IDGEN_SEQUENCE_EXHAUSTED: EXIT_CODES.exhausted,
+  IDGEN_STORE_UNAVAILABLE: EXIT_CODES.unavailable,
+  IDGEN_SERIAL_UNAVAILABLE: EXIT_CODES.unavailable,
+  IDGEN_AUTH_FAILED: EXIT_CODES.auth,
+  IDGEN_INVARIANT_BROKEN: EXIT_CODES.invariant,
+  IDGEN_CONTENTION: EXIT_CODES.contention,
+  IDGEN_STATE_ROLLED_BACK: EXIT_CODES.rolledBack,
+  IDGEN_SEQUENCE_RECREATED: EXIT_CODES.recreated,
+  IDGEN_UNSAFE_CLUSTER: EXIT_CODES.unsafe,
+  IDGEN_DEADLINE_EXCEEDED: EXIT_CODES.unavailable,
+  IDGEN_ABORTED: EXIT_CODES.internal,
+  IDGEN_CLOSED: EXIT_CODES.internal,
 };
+
+/**
+ * The CLI's advice in place of the library's, by error class: a bare IdGenError of the same code
+ * keeps its message.
+ */
+function adviceFor(e: IdGenError): string | undefined {
+  if (e instanceof InvalidOptionError) return typedNames(e);
+  if (e instanceof SequenceNotFoundError) return `Create it with: idgen-cass seed ${e.sequence}`;
+  if (e instanceof SequenceExistsError) {
+    return e.differences.length > 0
+      ? "A sequence's min, max and start never change (alter changes sizes only): to hand out the IDs asked, create a sequence under another name."
+      : `Use "idgen-cass alter ${e.sequence}" to change its sizes. To accept an existing sequence as it is, seed with --if-not-exists.`;
+  }
+  if (e instanceof SerialUnavailableError) {
+    return e.timedOut
+      ? `Check the nodes' load and "idgen-cass status"; larger DC ranges ("idgen-cass alter ${e.sequence} --dc-range N" or "--autonomy D") make grants rarer.`
+      : `Restore connectivity between datacenters, or size --dc-range for longer partitions ("idgen-cass alter ${e.sequence} --dc-range N"; docs/sizing.md).`;
+  }
+  if (e instanceof AuthenticationError) {
+    return 'Check --username and --password (IDGEN_USERNAME, IDGEN_PASSWORD) and that the role may log in.';
+  }
+  if (e instanceof InvariantError) {
+    return `Run "idgen-cass check ${e.sequence}" and repair the rows before retrying.`;
+  }
+  if (e instanceof StateRolledBackError) {
+    return `Stop this sequence's processes in the DC, run "idgen-cass preflight", then "idgen-cass retire-ranges ${e.sequence}" from the DC before allocating again (docs/operations.md, "When rows went back").`;
+  }
+  if (e instanceof UnsafeClusterError) {
+    return `Fix the nodes' settings (docs/design.md, "What the cluster must guarantee"), or pass ${ALLOW_UNSAFE_FLAG} (init, seed, next, serve) if you accept that a crash can hand out IDs twice.`;
+  }
+  if (e instanceof DeadlineError) {
+    const contention =
+      e.cause instanceof ContentionError
+        ? `Raise the block size, or let it adapt, with "idgen-cass alter ${e.sequence} --block N" or "--max-block-size N", so that processes claim less often. `
+        : '';
+    return `${contention}Check the cluster with "idgen-cass status".`;
+  }
+  return undefined;
+}
 
 /** Outcomes that are no library error, yet have their own code and exit code. */
 const OUTCOME_EXIT_CODES = Object.freeze({
@@ -232,7 +210,7 @@ export function errorMessage(error: unknown): string {
     return commanderText(error.message);
   }
   if (error instanceof IdGenError) {
-    const advice = BY_CODE[error.code][1]?.(error);
+    const advice = adviceFor(error);
     if (error instanceof InvalidOptionError) return [asTyped(error), advice].join(' ').trim();
     return advice === undefined ? error.message : `${factsOf(error)} ${advice}`;
   }
@@ -251,7 +229,7 @@ export function errorCodeOf(error: unknown): CliErrorCode {
 export function exitCodeOf(error: unknown): number {
   if (error instanceof CommanderError)
     return error.exitCode === 0 ? EXIT_CODES.ok : EXIT_CODES.usage;
-  if (error instanceof IdGenError) return BY_CODE[error.code][0];
+  if (error instanceof IdGenError) return EXIT_BY_CODE[error.code];
   if (error instanceof CommandOutcome) return error.exitCode;
   return EXIT_CODES.internal;
 }

@@ -13,14 +13,14 @@ import {
 import { resolveSequenceSettings, sizeDifferences } from '../../settings/resolve.js';
 import type { FirstGrant } from '../../store/port.js';
 import type { CliContext } from '../context.js';
-import { addSizeOptions, sizeSettings, type SizeFlags } from './alter.js';
+import { addSizeOptions, sizeSettings } from './alter.js';
 import { ALLOW_UNSAFE_FLAG } from '../exit-codes.js';
 import { settingsJson, settingsLines } from '../format.js';
 import { count, span } from '../../quantities.js';
 import { parseBigInt, typedDuration } from '../parse.js';
 import { incompleteWarning } from './preflight.js';
 
-interface SeedOptions extends SizeFlags {
+interface SeedOptions {
   readonly domain?: DomainPreset;
   readonly min?: bigint;
   readonly max?: bigint;
@@ -102,7 +102,7 @@ DC's rate; 4 shards per DC and first ranges for two DCs only):
         min: options.min,
         max: options.max,
         start: options.start,
-        ...sizeSettings(options),
+        ...sizeSettings(command.opts()),
         firstRanges: options.firstRanges === false ? [] : options.firstRanges,
       };
       // Bad input is refused before any connection.

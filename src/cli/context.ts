@@ -148,6 +148,11 @@ export class CliContext {
     await this.#out(`${toJson(value, indent)}\n`);
   }
 
+  /** `json` under --json, else the lines `text` returns. */
+  async result(json: unknown, text: () => string | readonly string[]): Promise<void> {
+    await (this.json ? this.printJson(json) : this.print(text()));
+  }
+
   /** Commander's output; {@link outputFailure} waits for it. */
   writeOut(text: string): void {
     this.#pending.push(this.#out(text).catch(() => undefined)); // kept in #outputFailure

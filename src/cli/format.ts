@@ -11,21 +11,10 @@ export function table(
   rows: readonly (readonly string[])[],
   align: readonly Align[] = [],
 ): string[] {
-  const widths: number[] = [];
-  for (const row of rows) {
-    row.forEach((cell, i) => {
-      widths[i] = Math.max(widths[i] ?? 0, cell.length);
-    });
-  }
-  return rows.map((row) =>
-    row
-      .map((cell, i) => {
-        const width = widths[i] ?? 0;
-        return align[i] === 'right' ? cell.padStart(width) : cell.padEnd(width);
-      })
-      .join('  ')
-      .trimEnd(),
-  );
+  const width = (i: number) => Math.max(...rows.map((row) => row[i]?.length ?? 0));
+  const padded = (cell: string, i: number) =>
+    align[i] === 'right' ? cell.padStart(width(i)) : cell.padEnd(width(i));
+  return rows.map((row) => row.map(padded).join('  ').trimEnd());
 }
 
 /** `[#######.....]  58%`: a share from 0 to 1 as a bar of `width` cells and a percentage. */
@@ -52,12 +41,14 @@ export function settingsLines(settings: SequenceSettings): string[] {
   ]);
 }
 
-function blockText(s: SequenceSettings): string {
+/** The block size, or its bounds and what adaptive blocks are sized for. */
+export function blockText(s: SequenceSettings): string {
   if (s.maxBlockSize === s.blockSize) return `${count(s.blockSize)} IDs`;
   return `${count(s.blockSize)} to ${count(s.maxBlockSize)} IDs, sized for a claim every ${seconds(s.claimIntervalMs / 1_000)}`;
 }
 
-function dcRangeText(s: SequenceSettings): string {
+/** The DC range size, or its bounds and what grants are sized for. */
+export function dcRangeText(s: SequenceSettings): string {
   if (s.maxDcRangeSize === s.dcRangeSize) return `${count(s.dcRangeSize)} IDs`;
   const bounds = `${count(s.dcRangeSize)} to ${count(s.maxDcRangeSize)} IDs`;
   return s.autonomySeconds > 0

@@ -13,19 +13,14 @@ import {
   type WasteCause,
 } from '../admin/status.js';
 import { CommandOutcome } from './exit-codes.js';
-import { bar, settingsJson, table } from './format.js';
+import { bar, blockText, dcRangeText, settingsJson, table } from './format.js';
 import { typedDuration } from './parse.js';
 import { count, duration, percent, rate, span } from '../quantities.js';
 import { dcOfGrantee } from '../names.js';
-import { GRANT_BLOCKS } from '../settings/model.js';
 import type { SequenceSettings } from '../store/port.js';
 
-export interface StatusView {
-  /** One row per shard (state partition) rather than per DC. @default false */
-  readonly shards?: boolean | undefined;
-}
-
-export function renderStatus(report: StatusReport, view: StatusView = {}): string[] {
+/** `perShard`: one row per shard (state partition) rather than per DC. */
+export function renderStatus(report: StatusReport, perShard = false): string[] {
   const sampled = report.sequences.find((s) => s.sampledOverMs !== undefined)?.sampledOverMs;
   const lines = [
     `keyspace ${report.keyspace} · seen from ${report.dc} · ${report.at.toISOString()}` +
@@ -37,7 +32,7 @@ export function renderStatus(report: StatusReport, view: StatusView = {}): strin
     lines.push('', `No sequences. Create one with: idgen-cass seed <sequence>`);
   }
   for (const sequence of report.sequences) {
-    lines.push('', ...sequenceLines(sequence, report.dc, view.shards === true));
+    lines.push('', ...sequenceLines(sequence, report.dc, perShard));
   }
   return lines;
 }
@@ -65,18 +60,8 @@ function hostsLine(report: StatusReport): string {
 function sequenceLines(status: SequenceStatus, localDc: string, perShard: boolean): string[] {
   const s = status.settings;
   const header =
-    `${s.name}  ${s.domain} ${span(s.min, s.max)} · start ${s.start} · DC range ${count(s.dcRangeSize)}` +
-    (s.maxDcRangeSize === s.dcRangeSize
-      ? ''
-      : ` to ${count(s.maxDcRangeSize)}, sized for ` +
-        (s.autonomySeconds > 0
-          ? `${duration(s.autonomySeconds)} of autonomy`
-          : `${GRANT_BLOCKS} of the blocks asked for`)) +
-    ` · block ${count(s.blockSize)}` +
-    (s.maxBlockSize > s.blockSize
-      ? ` to ${count(s.maxBlockSize)} (a claim per ${duration(s.claimIntervalMs / 1_000)})`
-      : '') +
-    ` · threshold ${s.threshold}` +
+    `${s.name}  ${s.domain} ${span(s.min, s.max)} · start ${s.start} · DC range ${dcRangeText(s)}` +
+    ` · block ${blockText(s)} · threshold ${s.threshold}` +
     (s.shards > 1 ? ` · ${s.shards} shards per DC` : '');
   const global =
     `  GLOBAL last_integer ${status.globalLast}  domain used ${bar(status.domainUsedShare)}` +

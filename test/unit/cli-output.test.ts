@@ -289,11 +289,11 @@ describe('the bounds DC ranges and blocks may grow to', () => {
     expect(seed.stdout).toMatch(/^block {6}1,000 to 100,000 IDs, sized for a claim every 2 s$/m);
     const status = await collected('status', 'users', '--sample', '0');
     expect(status.stdout).toContain(
-      '· DC range 100,000 to 800,000, sized for 8 of the blocks asked for · block 1,000 to 100,000',
+      '· DC range 100,000 to 800,000 IDs, sized for 8 of the blocks asked for · block 1,000 to 100,000 IDs',
     );
     // Fixed sizes stay one number.
     const fixed = await collected('status', 'orders', '--sample', '0');
-    expect(fixed.stdout).toContain('· DC range 1,000 · block 100 · threshold 0.5');
+    expect(fixed.stdout).toContain('· DC range 1,000 IDs · block 100 IDs · threshold 0.5');
   });
 });
 

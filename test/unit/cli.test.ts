@@ -1467,7 +1467,7 @@ describe('status for scripts', () => {
       })),
     };
     const text = renderStatus(withTarget).join('\n');
-    expect(text).toContain('to 10,000,000, sized for 1h 00m of autonomy');
+    expect(text).toContain('to 10,000,000 IDs, sized for 1 h of autonomy');
     expect(text).toMatch(/dc1 .*runway below the autonomy target of 1h 00m/);
     expect(text).not.toMatch(/dc2 .*runway below/);
     const dcs = (statusJson(withTarget)['sequences'] as { dcs: Record<string, unknown>[] }[])[0]!
@@ -1493,7 +1493,7 @@ describe('status for scripts', () => {
       })),
     };
     expect(renderStatus(sharded).join('\n')).toContain('· 4 shards per DC');
-    expect(renderStatus(sharded, { shards: true }).join('\n')).toMatch(/^ {2}dc3\/2\* /m);
+    expect(renderStatus(sharded, true).join('\n')).toMatch(/^ {2}dc3\/2\* /m);
     // Folded, dc3/2 is part of dc3's row.
     expect(renderStatus(sharded).join('\n')).toMatch(/^ {2}dc3\* +1\/4 /m);
     expect(renderStatus(sharded).join('\n')).not.toContain('dc3/2');
@@ -1566,7 +1566,7 @@ describe('status for scripts', () => {
       '  dc1 reported: 189,400 issued · 15 wasted (dropped 15) · 1,085 held by processes or lost in crashes',
     );
 
-    const perShard = renderStatus(shardedReport(), { shards: true }).join('\n');
+    const perShard = renderStatus(shardedReport(), true).join('\n');
     expect(perShard).toMatch(/^ {2}DC +reserved +preloaded /m); // no shards column
     expect(perShard).toMatch(/^ {2}dc1\* +#1 \[1, 100000\] .* 10,000 +100\/s +1m 40s$/m);
     expect(perShard).toMatch(/^ {2}dc1\/1\* +#2 \[300001, 400000\] .* 99,500 +0\/s +∞$/m);

@@ -97,7 +97,9 @@ Example:
       checkChanges(changes);
       const ids = await ctx.idGen();
       const settings = await ids.alterSequence(sequence, changes);
-      if (ctx.json) return ctx.printJson(settingsJson(settings));
-      await ctx.print([`Altered sequence "${sequence}".`, ...settingsLines(settings)]);
+      await ctx.result(settingsJson(settings), () => [
+        `Altered sequence "${sequence}".`,
+        ...settingsLines(settings),
+      ]);
     });
 }

@@ -43,8 +43,7 @@ Example:
           .join(', ');
         results.push({ ...result, name, grantsLine: grants === '' ? 'none yet' : grants });
       }
-      if (ctx.json) await ctx.printJson(checkJson(results));
-      else await ctx.print(renderCheck(results, admin.keyspace));
+      await ctx.result(checkJson(results), () => renderCheck(results, admin.keyspace));
       const outcome = checkOutcome(results);
       if (outcome !== undefined) throw outcome;
     });
@@ -97,14 +96,11 @@ function violationLine(sequence: string, v: Violation): string {
 }
 
 export function checkJson(results: readonly SequenceCheck[]): Record<string, unknown> {
-  const verdicts = results.map((r) => r.verdict);
+  const { violated, incomplete } = tally(results);
+  const verdict = violated.length > 0 ? 'violated' : incomplete.length > 0 ? 'incomplete' : 'ok';
   return {
-    ok: verdicts.every((v) => v === 'ok'),
-    verdict: verdicts.includes('violated')
-      ? 'violated'
-      : verdicts.includes('incomplete')
-        ? 'incomplete'
-        : 'ok',
+    ok: verdict === 'ok',
+    verdict,
     sequences: results.map((r) => ({
       name: r.name,
       ok: r.verdict === 'ok',

@@ -51,13 +51,11 @@ Example:
           `Keyspace "${result.keyspace}" exists with other replication than asked: ${result.replicationDiffers.join(', ')}; left unchanged. Processes in a DC it does not replicate to cannot allocate; change it (add a DC, raise or lower a DC's factor) as docs/operations.md, "Changing the replication", says, never by ALTER KEYSPACE alone while IDs are drawn.`,
         );
       }
-      if (ctx.json) {
-        return ctx.printJson({ ...result, preflight: result.preflight?.verdict ?? 'skipped' });
-      }
+      const json = { ...result, preflight: result.preflight?.verdict ?? 'skipped' };
       const factors = Object.entries(result.replication)
         .map(([dc, factor]) => `${dc}:${factor}`)
         .join(', ');
-      await ctx.print([
+      await ctx.result(json, () => [
         result.keyspaceCreated
           ? `Created keyspace "${result.keyspace}" with replication ${factors}.`
           : `Keyspace "${result.keyspace}" exists; its replication (${factors}) is left unchanged.`,

@@ -29,8 +29,7 @@ Example (a table of node, check, result and what was found; then the verdict):
     .action(async () => {
       const admin = await ctx.admin();
       const report = await admin.preflight();
-      if (ctx.json) await ctx.printJson(preflightJson(report));
-      else await ctx.print(renderPreflight(report));
+      await ctx.result(preflightJson(report), () => renderPreflight(report));
       if (report.verdict === 'unsafe') {
         throw new UnsafeClusterError(report.problems, `${ALLOW_UNSAFE_FLAG} to init and seed`);
       }
@@ -43,13 +42,10 @@ Example (a table of node, check, result and what was found; then the verdict):
     });
 }
 
-const MARK: Readonly<Record<CheckStatus, string>> = {
-  ok: 'ok',
-  info: 'info',
-  warning: 'WARNING',
-  unsafe: 'UNSAFE',
-  unknown: 'UNKNOWN',
-};
+/** A check's result: a status that needs a look in capitals. */
+function mark(status: CheckStatus): string {
+  return status === 'ok' || status === 'info' ? status : status.toUpperCase();
+}
 
 export function renderPreflight(report: PreflightReport): string[] {
   const rows: string[][] = [['DC', 'node', 'version', 'check', 'result', 'found']];
@@ -60,7 +56,7 @@ export function renderPreflight(report: PreflightReport): string[] {
       continue;
     }
     for (const check of node.checks) {
-      rows.push([node.dc, node.host, version, check.check, MARK[check.status], check.message]);
+      rows.push([node.dc, node.host, version, check.check, mark(check.status), check.message]);
     }
   }
   const dcs = [...new Set(report.nodes.map((node) => node.dc))];

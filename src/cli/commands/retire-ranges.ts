@@ -26,20 +26,18 @@ Example:
     .action(async (sequence: string) => {
       const ids = await ctx.idGen();
       const states = await ids.retireDcRanges(sequence);
-      if (ctx.json) {
-        return ctx.printJson({
-          sequence,
-          dc: ids.dc,
-          states: states.map((s) => ({
-            grantee: s.grantee,
-            grant: s.grant ?? null,
-            outcome: s.outcome,
-            retired: s.retired,
-            gap: s.gap,
-          })),
-        });
-      }
-      await ctx.print([headline(sequence, ids.dc, states), ...table(states.map(row))]);
+      const json = {
+        sequence,
+        dc: ids.dc,
+        states: states.map((s) => ({
+          grantee: s.grantee,
+          grant: s.grant ?? null,
+          outcome: s.outcome,
+          retired: s.retired,
+          gap: s.gap,
+        })),
+      };
+      await ctx.result(json, () => [headline(sequence, ids.dc, states), ...table(states.map(row))]);
     });
 }
 

@@ -133,18 +133,16 @@ DC's rate; 4 shards per DC and first ranges for two DCs only):
           );
         }
       }
-      if (ctx.json) {
-        return ctx.printJson({
-          created: created ?? null,
-          settings: settingsJson(settings),
-          firstRanges: granted.map(({ grantee, grant }) => ({
-            grantee,
-            min: grant.min,
-            max: grant.max,
-          })),
-        });
-      }
-      await ctx.print([
+      const json = {
+        created: created ?? null,
+        settings: settingsJson(settings),
+        firstRanges: granted.map(({ grantee, grant }) => ({
+          grantee,
+          min: grant.min,
+          max: grant.max,
+        })),
+      };
+      await ctx.result(json, () => [
         created === true
           ? `Created sequence "${sequence}".`
           : created === false

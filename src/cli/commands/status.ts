@@ -7,13 +7,7 @@ import { InvalidOptionError } from '../../errors.js';
 import { sleep } from '../../timers.js';
 import type { CliContext } from '../context.js';
 import { durationParser, timerParser, typedDuration } from '../parse.js';
-import {
-  nodeSafetyWarnings,
-  renderStatus,
-  statusJson,
-  statusOutcome,
-  type StatusView,
-} from '../status-view.js';
+import { nodeSafetyWarnings, renderStatus, statusJson, statusOutcome } from '../status-view.js';
 
 /** Durations in milliseconds, but `failIfRunwayBelow` in seconds. */
 interface StatusOptions {
@@ -109,11 +103,10 @@ Example:
         sampleMs: options.sample,
         serialTimeoutMs: options.serialTimeout,
       };
-      const view = { shards: options.shards === true };
       if (options.watch === undefined) {
         const report = await admin.status(base);
         warn(ctx, report);
-        await show(ctx, report, view, false);
+        await show(ctx, report, options.shards === true, false);
         const outcome = statusOutcome(report, options.failIfRunwayBelow);
         if (outcome !== undefined) throw outcome;
         return;
@@ -129,7 +122,7 @@ Example:
           const previous = last;
           last = await admin.status({ ...base, since: previous, signal: stop.signal });
           if (previous === undefined) warn(ctx, last);
-          await show(ctx, last, view, true);
+          await show(ctx, last, options.shards === true, true);
           if (ctx.stdoutClosed) break; // `| head`: ends as Ctrl-C does
           await sleep(options.watch, stop.signal);
         }
@@ -149,12 +142,12 @@ function warn(ctx: CliContext, report: StatusReport): void {
 async function show(
   ctx: CliContext,
   report: StatusReport,
-  view: StatusView,
+  perShard: boolean,
   watching: boolean,
 ): Promise<void> {
   if (ctx.json) return ctx.printJson(statusJson(report), watching ? 0 : 2);
   const clear = watching && ctx.interactive ? '\x1b[2J\x1b[H' : '';
   const separator = watching && !ctx.interactive ? [''] : [];
-  const lines = renderStatus(report, view);
+  const lines = renderStatus(report, perShard);
   await ctx.print([...separator, `${clear}${lines[0] ?? ''}`, ...lines.slice(1)]);
 }

@@ -38,8 +38,9 @@ export const EXIT_CODES = Object.freeze({
 
 export const ALLOW_UNSAFE_FLAG = '--allow-unsafe-cluster';
 
-export const ALLOW_UNSAFE_CLAIMS =
-  'claim blocks even while a node of this DC runs settings under which IDs could be handed out twice (test clusters only)';
+/** The help of --allow-unsafe-cluster, one text for init, seed, next and serve. */
+export const ALLOW_UNSAFE_HELP =
+  'go on even while a node runs settings under which IDs could be handed out twice (test clusters only)';
 
 /** Per library error code, the exit code. */
 const EXIT_BY_CODE: Readonly<Record<IdGenErrorCode, number>> = {

@@ -4,9 +4,9 @@ import type { Command } from 'commander';
 import { InvalidOptionError } from '../../errors.js';
 import { initSchema } from '../../schema.js';
 import type { CliContext } from '../context.js';
-import { ALLOW_UNSAFE_FLAG } from '../exit-codes.js';
+import { ALLOW_UNSAFE_FLAG, ALLOW_UNSAFE_HELP } from '../exit-codes.js';
 import { parseReplication } from '../parse.js';
-import { incompleteWarning } from './preflight.js';
+import { incompleteWarning, PREFLIGHT_FIRST } from './preflight.js';
 
 export function initCommand(program: Command, ctx: CliContext): void {
   program
@@ -18,15 +18,11 @@ export function initCommand(program: Command, ctx: CliContext): void {
       '--replication <map>',
       'replication factor per DC, e.g. dc1:3,dc2:3,dc3:3 (an existing keyspace keeps its own)',
     )
-    .option(
-      ALLOW_UNSAFE_FLAG,
-      'create the tables even if a node runs settings under which IDs could be handed out twice (test clusters only)',
-    )
+    .option(ALLOW_UNSAFE_FLAG, ALLOW_UNSAFE_HELP)
     .addHelpText(
       'after',
       `
-First checks every node of every DC as "idgen-cass preflight" does, and refuses (exit 9) when
-one runs an unsafe setting such as commitlog_sync: periodic, unless ${ALLOW_UNSAFE_FLAG} is given.
+${PREFLIGHT_FIRST}
 
 Example:
   $ idgen-cass init --replication dc1:3,dc2:3,dc3:3`,

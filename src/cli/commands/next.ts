@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 
 import { InvalidOptionError } from '../../errors.js';
 import type { CliContext } from '../context.js';
-import { ALLOW_UNSAFE_CLAIMS, ALLOW_UNSAFE_FLAG } from '../exit-codes.js';
+import { ALLOW_UNSAFE_HELP, ALLOW_UNSAFE_FLAG } from '../exit-codes.js';
 import { parseInteger } from '../parse.js';
 
 /** More IDs are better drawn by a library client. */
@@ -15,7 +15,7 @@ export function nextCommand(program: Command, ctx: CliContext): void {
     .description('draw IDs from a sequence in the local DC, one per line')
     .argument('<sequence>', 'the sequence')
     .option('-n, --count <n>', `how many IDs, 1 to ${MAX_COUNT}`, parseInteger, 1)
-    .option(ALLOW_UNSAFE_FLAG, ALLOW_UNSAFE_CLAIMS)
+    .option(ALLOW_UNSAFE_FLAG, ALLOW_UNSAFE_HELP)
     .addHelpText(
       'after',
       `

@@ -107,6 +107,10 @@ export function preflightJson(report: PreflightReport): Record<string, unknown> 
   };
 }
 
+/** How `init` and `seed` start, in their help. */
+export const PREFLIGHT_FIRST = `First checks every node of every DC as "idgen-cass preflight" does, and refuses (exit 9) when
+one runs an unsafe setting such as commitlog_sync: periodic, unless ${ALLOW_UNSAFE_FLAG} is given.`;
+
 /** The warning `init` and `seed` give when the preflight could not read every node. */
 export function incompleteWarning(report: PreflightReport): string {
   return `preflight could not read every node (${report.unchecked.join('; ')}); nothing unsafe was seen on the others. Run "idgen-cass preflight" once every DC is reachable.`;

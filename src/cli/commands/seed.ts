@@ -14,11 +14,11 @@ import { resolveSequenceSettings, sizeDifferences } from '../../settings/resolve
 import type { FirstGrant } from '../../store/port.js';
 import type { CliContext } from '../context.js';
 import { addSizeOptions, sizeSettings } from './alter.js';
-import { ALLOW_UNSAFE_FLAG } from '../exit-codes.js';
+import { ALLOW_UNSAFE_FLAG, ALLOW_UNSAFE_HELP } from '../exit-codes.js';
 import { settingsJson, settingsLines } from '../format.js';
 import { count, span } from '../../quantities.js';
 import { parseBigInt, typedDuration } from '../parse.js';
-import { incompleteWarning } from './preflight.js';
+import { incompleteWarning, PREFLIGHT_FIRST } from './preflight.js';
 
 interface SeedOptions {
   readonly domain?: DomainPreset;
@@ -75,15 +75,11 @@ export function seedCommand(program: Command, ctx: CliContext): void {
       '--if-not-exists',
       'if the sequence exists with the IDs asked (--domain, --min, --max, --start), leave it unchanged and exit 0; other sizes than asked only warn',
     )
-    .option(
-      ALLOW_UNSAFE_FLAG,
-      'create it even if a node runs settings under which IDs could be handed out twice (test clusters only)',
-    )
+    .option(ALLOW_UNSAFE_FLAG, ALLOW_UNSAFE_HELP)
     .addHelpText(
       'after',
       `
-First checks every node of every DC as "idgen-cass preflight" does, and refuses (exit 9) when
-one runs an unsafe setting such as commitlog_sync: periodic, unless ${ALLOW_UNSAFE_FLAG} is given.
+${PREFLIGHT_FIRST}
 
 Examples (moving off an IDENTITY column whose maximum is 48213577; grants that follow the
 DC's rate; 4 shards per DC and first ranges for two DCs only):

@@ -10,7 +10,7 @@ import { checkServeOptions, SERVE_DEFAULTS, type ServeOptions } from '../../serv
 import { createServer } from '../../serve/server.js';
 import type { StatusSource } from '../../serve/status-page.js';
 import { keyPair, type CliContext } from '../context.js';
-import { ALLOW_UNSAFE_CLAIMS, ALLOW_UNSAFE_FLAG } from '../exit-codes.js';
+import { ALLOW_UNSAFE_HELP, ALLOW_UNSAFE_FLAG } from '../exit-codes.js';
 import { parseInteger, parseList, timerParser, typedDuration } from '../parse.js';
 
 interface ServeFlags {
@@ -66,7 +66,7 @@ export function serveCommand(program: Command, ctx: CliContext): void {
         'IDGEN_SERVE_METRICS_AUTH',
       ),
     )
-    .option(ALLOW_UNSAFE_FLAG, ALLOW_UNSAFE_CLAIMS)
+    .option(ALLOW_UNSAFE_FLAG, ALLOW_UNSAFE_HELP)
     .addOption(
       new Option('--tls-cert <file>', 'PEM certificate chain: serve HTTPS (with --tls-key)').env(
         'IDGEN_SERVE_TLS_CERT',

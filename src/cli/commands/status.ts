@@ -6,6 +6,7 @@ import type { StatusReport } from '../../admin/status.js';
 import { InvalidOptionError } from '../../errors.js';
 import { sleep } from '../../timers.js';
 import type { CliContext } from '../context.js';
+import { stopSignal } from './serve.js';
 import { durationParser, timerParser, typedDuration } from '../parse.js';
 import { nodeSafetyWarnings, renderStatus, statusJson, statusOutcome } from '../status-view.js';
 
@@ -113,9 +114,8 @@ Example:
       }
 
       const stop = new AbortController();
-      const onSignal = () => stop.abort();
-      process.once('SIGINT', onSignal);
-      process.once('SIGTERM', onSignal);
+      const signals = stopSignal();
+      void signals.received.then(() => stop.abort());
       try {
         let last: StatusReport | undefined;
         while (!stop.signal.aborted) {
@@ -129,8 +129,7 @@ Example:
       } catch (error) {
         if (!stop.signal.aborted) throw error; // Ctrl-C ends a watch normally
       } finally {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
+        signals.release();
       }
     });
 }

@@ -41,13 +41,11 @@ export function settingsLines(settings: SequenceSettings): string[] {
   ]);
 }
 
-/** The block size, or its bounds and what adaptive blocks are sized for. */
 export function blockText(s: SequenceSettings): string {
   if (s.maxBlockSize === s.blockSize) return `${count(s.blockSize)} IDs`;
   return `${count(s.blockSize)} to ${count(s.maxBlockSize)} IDs, sized for a claim every ${seconds(s.claimIntervalMs / 1_000)}`;
 }
 
-/** The DC range size, or its bounds and what grants are sized for. */
 export function dcRangeText(s: SequenceSettings): string {
   if (s.maxDcRangeSize === s.dcRangeSize) return `${count(s.dcRangeSize)} IDs`;
   const bounds = `${count(s.dcRangeSize)} to ${count(s.maxDcRangeSize)} IDs`;

@@ -59,10 +59,8 @@ export const OVERLOAD = Object.freeze({
   seconds: 30,
 });
 
-export interface ServiceTarget {
-  readonly dc: string;
-  readonly url: string;
-}
+type ServiceTarget = Readonly<{ dc: string; url: string }>;
+type DcMeasure = Readonly<{ load: HttpDcLoad; histogram: Histogram }>;
 
 export interface LoadPlan {
   readonly sequence: string;
@@ -70,11 +68,6 @@ export interface LoadPlan {
   readonly connections: number;
   readonly warmupSeconds: number;
   readonly seconds: number;
-}
-
-interface DcMeasure {
-  readonly load: HttpDcLoad;
-  readonly histogram: Histogram;
 }
 
 function combine(measures: readonly DcMeasure[]): HttpLoad {

@@ -45,10 +45,7 @@ export interface MachineInfo {
   readonly loadAverage: readonly number[];
 }
 
-export interface InProcessCandidate {
-  readonly key: string;
-  readonly label: string;
-}
+export type InProcessCandidate = Readonly<{ key: string; label: string }>;
 
 export interface InProcessResult {
   readonly idgenStore: string;
@@ -56,7 +53,7 @@ export interface InProcessResult {
   readonly candidates: readonly InProcessCandidate[];
   readonly runs: readonly Readonly<Record<string, number>>[];
   readonly refillsInLoops: number;
-  readonly snowflakeRepeats: { readonly generated: number; readonly repeated: number };
+  readonly snowflakeRepeats: Readonly<{ generated: number; repeated: number }>;
   readonly timerPairNs: number;
 }
 
@@ -81,10 +78,7 @@ export interface NaiveRun {
   readonly latency: LatencySummary;
 }
 
-export interface NaiveConfig {
-  readonly clients: number;
-  readonly runs: readonly NaiveRun[];
-}
+export type NaiveConfig = Readonly<{ clients: number; runs: readonly NaiveRun[] }>;
 
 export type DrawMode = 'tight' | 'paced';
 
@@ -118,11 +112,7 @@ export interface BurstRun {
   readonly counts: AllocatorCounts;
 }
 
-export interface BurstResult {
-  readonly blockSize: number;
-  readonly calls: number;
-  readonly runs: readonly BurstRun[];
-}
+export type BurstResult = Readonly<{ blockSize: number; calls: number; runs: readonly BurstRun[] }>;
 
 /** One cold start: a fresh `connect()` in one DC, then the first `next()`. */
 export interface ColdStartSample {
@@ -156,10 +146,7 @@ export interface RawResults {
   readonly http?: HttpResult | undefined;
 }
 
-export interface Timing {
-  readonly count: number;
-  readonly totalNs: number;
-}
+export type Timing = Readonly<{ count: number; totalNs: number }>;
 
 /**
  * DC-state calls timed at the store; a backoff runs from a rejected write's answer to the same
@@ -220,10 +207,7 @@ export interface ScaleResult {
   /** The sequence settings stored with the defaults, numeric ones. */
   readonly settings?: Readonly<Record<string, number>>;
   /** Instead of `settings` in results of runs that compared block policies. */
-  readonly variants?: readonly {
-    readonly key: string;
-    readonly settings: Record<string, number>;
-  }[];
+  readonly variants?: readonly Readonly<{ key: string; settings: Record<string, number> }>[];
   readonly configs: readonly ScaleConfig[];
 }
 
@@ -238,26 +222,13 @@ export interface HttpDcLoad {
   readonly failureMessages: readonly string[];
 }
 
-export interface HttpLoad {
-  readonly dcs: readonly HttpDcLoad[];
-  readonly latency: LatencySummary;
-}
+export type HttpLoad = Readonly<{ dcs: readonly HttpDcLoad[]; latency: LatencySummary }>;
 
-export interface HttpRun {
-  readonly service: HttpLoad;
-  readonly library: HttpLoad;
-}
+export type HttpRun = Readonly<{ service: HttpLoad; library: HttpLoad }>;
 
-export interface HttpCountResult {
-  readonly count: number;
-  readonly runs: readonly HttpRun[];
-}
+export type HttpCountResult = Readonly<{ count: number; runs: readonly HttpRun[] }>;
 
-export interface HttpServiceInfo {
-  readonly dc: string;
-  readonly readyMs: number;
-  readonly exitCode: number | null;
-}
+export type HttpServiceInfo = Readonly<{ dc: string; readyMs: number; exitCode: number | null }>;
 
 /** One service with a small `maxPendingRequests` under far more connections than that. */
 export interface HttpOverload {

@@ -1,45 +1,45 @@
-/** How the report writes figures and tables. */
+/** How the report writes figures and tables; a value that is not finite prints as `–`. */
 import type { Figure, LatencyFigures } from '../stats.js';
 
 const integer = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
 
-export function significant(value: number, digits = 3): string {
-  if (!Number.isFinite(value)) return '–';
-  if (Math.abs(value) >= 10 ** digits) return integer.format(value);
-  return Number(value.toPrecision(digits)).toString();
-}
+const finite =
+  (format: (value: number) => string) =>
+  (value: number): string =>
+    Number.isFinite(value) ? format(value) : '–';
 
-export function formatNs(ns: number): string {
-  if (!Number.isFinite(ns)) return '–';
+export const significant = (value: number, digits = 3): string =>
+  finite((v) =>
+    Math.abs(v) >= 10 ** digits ? integer.format(v) : Number(v.toPrecision(digits)).toString(),
+  )(value);
+
+export const formatNs = finite((ns) => {
   if (ns < 1e3) return `${significant(ns)} ns`;
   if (ns < 1e6) return `${significant(ns / 1e3)} µs`;
   if (ns < 1e9) return `${significant(ns / 1e6)} ms`;
   return `${significant(ns / 1e9)} s`;
-}
+});
 
-export function formatRate(perSecond: number): string {
-  if (!Number.isFinite(perSecond)) return '–';
+export const formatRate = finite((perSecond) => {
   if (perSecond >= 1e6) return `${significant(perSecond / 1e6)} M/s`;
   if (perSecond >= 1e3) return `${significant(perSecond / 1e3)} k/s`;
   return `${significant(perSecond)}/s`;
-}
+});
 
-export function formatCount(value: number): string {
-  if (!Number.isFinite(value)) return '–';
-  return Number.isInteger(value) ? integer.format(value) : significant(value);
-}
-
-export const formatTimes = (value: number): string =>
-  Number.isFinite(value) ? `${significant(value)}×` : '–';
-export const formatPercent = (share: number): string =>
-  Number.isFinite(share) ? `${significant(share * 100, 2)} %` : '–';
+export const formatCount = finite((v) =>
+  Number.isInteger(v) ? integer.format(v) : significant(v),
+);
+export const formatTimes = finite((v) => `${significant(v)}×`);
+export const formatPercent = finite((share) => `${significant(share * 100, 2)} %`);
 export const formatMs = (ms: number): string => formatNs(ms * 1e6);
-export const formatMiB = (mib: number): string =>
-  Number.isFinite(mib) ? `${significant(mib)} MiB` : '–';
+export const formatMiB = finite((mib) => `${significant(mib)} MiB`);
 
 export function plural(n: number, one: string, many = `${one}s`): string {
   return `${formatCount(n)} ${n === 1 ? one : many}`;
 }
+
+export const quoted = (messages: readonly string[]): string =>
+  messages.map((m) => `"${m}"`).join(', ');
 
 /** `12.3 ms` → `12.3`, ` ms`. */
 function splitUnit(text: string): [string, string] {
@@ -50,14 +50,13 @@ function splitUnit(text: string): [string, string] {
 /** `median (min–max)`, the unit written once when all three share it. */
 export function withSpread(f: Figure, format: (value: number) => string): string {
   if (f.n === 0) return '–';
-  const median = format(f.median);
-  if (f.n === 1 || f.min === f.max) return median;
-  if (format(f.min) === median && format(f.max) === median) return median;
-  const [low, lowUnit] = splitUnit(format(f.min));
-  const [high, highUnit] = splitUnit(format(f.max));
+  const [median, low, high] = [format(f.median), format(f.min), format(f.max)];
+  if (f.n === 1 || f.min === f.max || (low === median && high === median)) return median;
+  const [lowValue, lowUnit] = splitUnit(low);
+  const [highValue, highUnit] = splitUnit(high);
   const unit = splitUnit(median)[1];
-  if (lowUnit === unit && highUnit === unit) return `${median} (${low}–${high})`;
-  return `${median} (${format(f.min)}–${format(f.max)})`;
+  if (lowUnit === unit && highUnit === unit) return `${median} (${lowValue}–${highValue})`;
+  return `${median} (${low}–${high})`;
 }
 
 /** `false` leaves the column out. */
@@ -88,6 +87,13 @@ export const grid = (header: readonly string[], rows: readonly (readonly string[
 
 export const table = <T>(columns: readonly Column<T>[], rows: readonly T[]): string[] =>
   grid(...byColumns(columns, rows));
+
+/** A one-row table of `[header, cell]` pairs. */
+export const row = (cells: readonly (readonly [string, string])[]): string[] =>
+  grid(
+    cells.map(([header]) => header),
+    [cells.map(([, cell]) => cell)],
+  );
 
 const PERCENTILES = { p50: 'p50', p99: 'p99', p999: 'p99.9', max: 'max' } as const;
 

@@ -9,7 +9,8 @@ import {
   formatPercent,
   formatRate,
   formatTimes,
-  grid,
+  quoted,
+  row,
   latencyColumns,
   plural,
   table,
@@ -32,28 +33,18 @@ export const loadRate = (load: HttpLoad, of: 'ok' | 'ids'): number =>
 
 function rows(side: HttpSide, dcs: readonly string[], runs: readonly HttpRun[]) {
   const loads = runs.map((r) => r[side]);
-  const perDc = dcs.map((dc) => {
-    const mine = loads.flatMap((load) => load.dcs.filter((d) => d.dc === dc));
-    return {
-      side,
-      dc,
-      requestsPerSecond: figure(mine.map((d) => d.ok / d.seconds)),
-      idsPerSecond: figure(mine.map((d) => d.ids / d.seconds)),
-      latency: latencyFigures(mine),
-      non2xx: sum(mine.map((d) => d.non2xx)),
-      errors: sum(mine.map((d) => d.errors)),
-    };
-  });
-  const all = {
+  const row = (dc: string | undefined, of: readonly HttpLoad[]) => ({
     side,
-    dc: undefined as string | undefined,
-    requestsPerSecond: figure(loads.map((l) => loadRate(l, 'ok'))),
-    idsPerSecond: figure(loads.map((l) => loadRate(l, 'ids'))),
-    latency: latencyFigures(loads),
-    non2xx: sum(perDc.map((r) => r.non2xx)),
-    errors: sum(perDc.map((r) => r.errors)),
-  };
-  return [...perDc, all];
+    dc,
+    requestsPerSecond: figure(of.map((l) => loadRate(l, 'ok'))),
+    idsPerSecond: figure(of.map((l) => loadRate(l, 'ids'))),
+    latency: latencyFigures(of),
+    non2xx: sum(of.flatMap((l) => l.dcs.map((d) => d.non2xx))),
+    errors: sum(of.flatMap((l) => l.dcs.map((d) => d.errors))),
+  });
+  const ofDc = (dc: string) =>
+    loads.flatMap((l) => l.dcs.filter((d) => d.dc === dc).map((d) => ({ ...d, dcs: [d] })));
+  return [...dcs.map((dc) => row(dc, ofDc(dc))), row(undefined, loads)];
 }
 
 export function summarizeHttp(http: HttpResult) {
@@ -130,10 +121,7 @@ function renderOverload(o: HttpOverload, summary: ReturnType<typeof summarizeOve
     '',
     `One more \`idgen-cass serve\` in ${o.dc}, on the same machine, with \`--max-pending-requests ${o.maxPendingRequests}\`, under ${answered} (the most a request may ask) for ${o.seconds} s, on a sequence of its own with fixed blocks of ${formatCount(o.count)} IDs, so that requests wait for claims; its RSS read from /proc every ${o.rssSampleMs} ms, during the second before the load and during it.`,
     '',
-    ...grid(
-      cells.map(([header]) => header),
-      [cells.map(([, cell]) => cell)],
-    ),
+    ...row(cells),
     (o.overloaded === 0
       ? '**No request was answered 503 `IDGEN_OVERLOADED`: this run did not overload the service, and shows nothing about shedding.**'
       : `Requests beyond ${o.maxPendingRequests} under way were answered 503 \`IDGEN_OVERLOADED\` at once, and the service's memory peaked at ${formatTimes(summary.rssPeakRatio)} its level before the load; ` +
@@ -155,8 +143,6 @@ function sideLabel(side: HttpSide, count: number): string {
 export function firstLine(message: string): string {
   return (message.split('\n')[0] ?? '').replace(/[\s.:;]+$/, '');
 }
-
-const quoted = (messages: readonly string[]): string => messages.map((m) => `"${m}"`).join(', ');
 
 export function renderHttp(raw: RawResults, summary: Summary): string[] {
   const http = raw.http;

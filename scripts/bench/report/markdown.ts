@@ -12,6 +12,7 @@ import {
   grid,
   latencyColumns,
   plural,
+  quoted,
   significant,
   table,
   withSpread,
@@ -193,7 +194,7 @@ function renderDraws(raw: RawResults, summary: Summary): string[] {
               `block ${formatCount(d.blockSize)} ${d.mode}: ${d.warmupFailures} in warm-up, ${d.failures} measured`,
           )
           .join('; ') +
-        `. Messages: ${messages.map((m) => `"${m}"`).join(', ')}`,
+        `. Messages: ${quoted(messages)}`,
     '',
   ];
 }

@@ -26,6 +26,7 @@ import {
   grid,
   latencyColumns,
   plural,
+  quoted,
   significant,
   table,
   withSpread,
@@ -61,15 +62,10 @@ export const claimCostNs = (t: DcStateTimings): number => meanNs(t.reads) + mean
 export const lostRaceCostNs = (t: DcStateTimings): number =>
   meanNs(t.rejectedWrites) + (t.backoffs.count > 0 ? meanNs(t.backoffs) : 0);
 
-function lastBlocks(run: ScaleRun, pick: (...values: number[]) => number): number {
-  const sizes = run.dcs.flatMap((d) => d.lastBlockSizes);
-  return sizes.length === 0 ? NaN : pick(...sizes);
-}
-
-function slowestFirstIdMs(run: ScaleRun): number {
-  const known = run.dcs.map((d) => d.slowestFirstIdMs ?? NaN).filter((ms) => !Number.isNaN(ms));
-  return known.length === 0 ? NaN : Math.max(...known);
-}
+/** `pick` of `values`; NaN when there are none. */
+const pickOf = (values: readonly number[], pick: (...values: number[]) => number): number =>
+  values.length === 0 ? NaN : pick(...values);
+const lastBlocks = (run: ScaleRun): number[] => run.dcs.flatMap((d) => d.lastBlockSizes);
 
 function summarizeRow(config: ScaleConfig) {
   const { runs, ratePerInstance } = config;
@@ -101,8 +97,8 @@ function summarizeRow(config: ScaleConfig) {
     storeErrors: total((d) => d.counts.errors),
     casUnknown: total((d) => d.counts.casUnknown),
     meanBlockSize: over((r) => perClaim(r, (d) => d.claimedIds)),
-    lastBlockMin: over((r) => lastBlocks(r, Math.min)),
-    lastBlockMax: over((r) => lastBlocks(r, Math.max)),
+    lastBlockMin: over((r) => pickOf(lastBlocks(r), Math.min)),
+    lastBlockMax: over((r) => pickOf(lastBlocks(r), Math.max)),
     claimNs: timed(claimCostNs),
     lostRaceNs: timed(lostRaceCostNs),
     readNs: timed((t) => meanNs(t.reads)),
@@ -114,7 +110,12 @@ function summarizeRow(config: ScaleConfig) {
     workerCores: over(
       (r) => r.workerCpuSeconds / (sum(r.dcs.map((d) => d.seconds)) / r.dcs.length),
     ),
-    slowestFirstIdMs: over(slowestFirstIdMs),
+    slowestFirstIdMs: over((r) =>
+      pickOf(
+        r.dcs.map((d) => d.slowestFirstIdMs ?? NaN).filter((ms) => !Number.isNaN(ms)),
+        Math.max,
+      ),
+    ),
     withoutId: total((d) => d.withoutId ?? 0),
     serialReadsPerInstance: over((r) => all(r, (d) => d.serialReads ?? NaN) / instances(r)),
     failureMessages: [...new Set(runs.flatMap((r) => r.failureMessages))],
@@ -300,24 +301,26 @@ function growth(points: ScaleSummary['limit']['points']): string {
   return steps.join(', ') || `${formatRate(points[0]?.idsPerSecond ?? NaN)} at one N only`;
 }
 
-function findings(scale: ScaleSummary, raw: RawResults): [string, string][] {
-  const { limit, partitionMax: max, single } = scale;
+type Finding = readonly [measure: string, value: string];
+
+function findings(scale: ScaleSummary, raw: RawResults): Finding[] {
+  const { limit, partitionMax: max, single, shortOfRate: short } = scale;
   const row = limit.row;
   const cause = { partition: 'the DC-state partition', cpu: 'the CPU', neither: 'neither' };
-  const out: [string, string][] = [['tight: IDs/s as N grows', growth(limit.points)]];
-  if (row === undefined) {
-    out.push(['tight: stops growing', `no: it grew by ${significant(GROWTH)}× or more each step`]);
-  } else {
-    out.push(
-      ['tight: stops growing after', `N = ${limit.stopsAt ?? NaN}`],
-      [
-        `tight: the limit at N = ${row.instancesPerDc}`,
-        `${cause[limit.cause ?? 'neither']}: busiest partition ${significant(row.busiestClaimsPerSecond.median)} claims/s, ${significant(row.retriesPerClaim.median)} CAS retries per claim, ${formatCount(row.warmupFailures + row.failures)} calls threw; the ${raw.machine.cores} cores ${formatPercent(row.machineBusy.median)} busy, ${significant(row.workerCores.median)} used by the allocator processes`,
-      ],
-    );
-  }
-  const short = scale.shortOfRate;
-  out.push(
+  const everyNs = 1e9 / (max?.busiestClaimsPerSecond.median ?? NaN);
+  const busy = everyNs / (max?.claimNs.median ?? NaN);
+  const retries = max?.retriesPerClaim.median ?? NaN;
+  const all: (Finding | false)[] = [
+    ['tight: IDs/s as N grows', growth(limit.points)],
+    row === undefined && [
+      'tight: stops growing',
+      `no: it grew by ${significant(GROWTH)}× or more each step`,
+    ],
+    row !== undefined && ['tight: stops growing after', `N = ${limit.stopsAt ?? NaN}`],
+    row !== undefined && [
+      `tight: the limit at N = ${row.instancesPerDc}`,
+      `${cause[limit.cause ?? 'neither']}: busiest partition ${significant(row.busiestClaimsPerSecond.median)} claims/s, ${significant(row.retriesPerClaim.median)} CAS retries per claim, ${formatCount(row.warmupFailures + row.failures)} calls threw; the ${raw.machine.cores} cores ${formatPercent(row.machineBusy.median)} busy, ${significant(row.workerCores.median)} used by the allocator processes`,
+    ],
     [
       'fixed rate',
       short.length === 0
@@ -333,28 +336,20 @@ function findings(scale: ScaleSummary, raw: RawResults): [string, string][] {
       'lost race (rejected write + backoff)',
       `${formatNs(scale.lostRaceNs)}, over ${formatCount(scale.lostRaces)} lost races in all runs`,
     ],
-  );
-  if (max !== undefined) {
-    const everyNs = 1e9 / max.busiestClaimsPerSecond.median;
-    const busy = everyNs / max.claimNs.median;
-    out.push(
-      [
-        'C: the most claims/s measured on one partition',
-        `${significant(max.busiestClaimsPerSecond.median)} (${max.mode === 'tight' ? 'tight' : 'fixed rate'}, N = ${max.instancesPerDc}, ${significant(max.retriesPerClaim.median)} CAS retries per claim): one claim every ${formatNs(everyNs)}, ${significant(busy)}× a claim's latency there, ${busy <= 1.5 ? 'so close to what the partition can do here' : 'so a lower bound (its claimers were held back elsewhere)'}`,
-      ],
-      [
-        "C' = 1 ÷ (t_claim + r × t_race), from the costs",
-        `1 ÷ (${formatNs(scale.uncontendedClaimNs)} + ${significant(Number.isFinite(max.retriesPerClaim.median) ? max.retriesPerClaim.median : 0)} × ${formatNs(scale.lostRaceRoundNs)}) = ${significant(scale.claimsPerSecondFromCosts)} claims/s`,
-      ],
-    );
-  }
-  if (single !== undefined) {
-    out.push([
+    max !== undefined && [
+      'C: the most claims/s measured on one partition',
+      `${significant(max.busiestClaimsPerSecond.median)} (${max.mode === 'tight' ? 'tight' : 'fixed rate'}, N = ${max.instancesPerDc}, ${significant(retries)} CAS retries per claim): one claim every ${formatNs(everyNs)}, ${significant(busy)}× a claim's latency there, ${busy <= 1.5 ? 'so close to what the partition can do here' : 'so a lower bound (its claimers were held back elsewhere)'}`,
+    ],
+    max !== undefined && [
+      "C' = 1 ÷ (t_claim + r × t_race), from the costs",
+      `1 ÷ (${formatNs(scale.uncontendedClaimNs)} + ${significant(Number.isFinite(retries) ? retries : 0)} × ${formatNs(scale.lostRaceRoundNs)}) = ${significant(scale.claimsPerSecondFromCosts)} claims/s`,
+    ],
+    single !== undefined && [
       `one instance per DC, tight${single.untimed ? ' and untimed' : ''}, ÷ in-process \`await next()\``,
       `${withSpread(single.idsPerSecondPerInstance, formatRate)}, ${withSpread(single.waits, formatCount)} waits: ${withSpread(single.vsInProcess, formatPercent)} (goal: 25 % or more)`,
-    ]);
-  }
-  return out;
+    ],
+  ];
+  return all.filter((finding) => finding !== false);
 }
 
 export function renderScale(raw: RawResults, summary: ScaleSummary | undefined): string[] {
@@ -438,7 +433,7 @@ export function renderScale(raw: RawResults, summary: ScaleSummary | undefined):
   }
   const messages = [...new Set(summary.rows.flatMap((r) => r.failureMessages))];
   if (messages.length > 0) {
-    out.push(`Messages of the calls that threw: ${messages.map((m) => `"${m}"`).join(', ')}.`, '');
+    out.push(`Messages of the calls that threw: ${quoted(messages)}.`, '');
   }
   return out;
 }

@@ -243,69 +243,51 @@ export async function overloadService(
   };
 }
 
-export interface LibraryTarget {
-  readonly dc: string;
-  readonly sequence: Sequence<number>;
-}
-
 /** The library doing what the endpoint does: `plan.connections` callers per DC. */
 export async function loadLibrary(
-  targets: readonly LibraryTarget[],
+  targets: readonly Readonly<{ dc: string; sequence: Sequence<number> }>[],
   plan: LoadPlan,
 ): Promise<HttpLoad> {
-  const start = hrNow();
-  const measureFrom = start + plan.warmupSeconds * 1e9;
+  const measureFrom = hrNow() + plan.warmupSeconds * 1e9;
   const end = measureFrom + plan.seconds * 1e9;
-  const measures = await Promise.all(
-    targets.map(async ({ dc, sequence }): Promise<DcMeasure> => {
-      const histogram = new Histogram();
-      const failures = new Set<string>();
-      let ok = 0;
-      let ids = 0;
-      let failed = 0;
-      const call = async (): Promise<number> => {
-        if (plan.count === 1) return (await sequence.next(), 1);
-        const range = await sequence.take(plan.count);
-        return range.last - range.first + 1;
-      };
-      const caller = async (): Promise<void> => {
-        while (hrNow() < end) {
-          const t0 = hrNow();
-          try {
-            const drawn = await call();
-            if (t0 >= measureFrom) {
-              histogram.record(hrNow() - t0);
-              ok++;
-              ids += drawn;
-            }
-          } catch (error) {
-            if (t0 >= measureFrom) failed++;
-            await afterFailure(error, failures);
+  const measures = targets.map(async ({ dc, sequence }): Promise<DcMeasure> => {
+    const histogram = new Histogram();
+    const failures = new Set<string>();
+    const load = { dc, ok: 0, ids: 0, seconds: 0, non2xx: 0, errors: 0 };
+    const call = async (): Promise<number> => {
+      if (plan.count === 1) return (await sequence.next(), 1);
+      const range = await sequence.take(plan.count);
+      return range.last - range.first + 1;
+    };
+    const caller = async (): Promise<void> => {
+      while (hrNow() < end) {
+        const t0 = hrNow();
+        try {
+          const drawn = await call();
+          if (t0 >= measureFrom) {
+            histogram.record(hrNow() - t0);
+            load.ok++;
+            load.ids += drawn;
           }
+        } catch (error) {
+          if (t0 >= measureFrom) load.non2xx++;
+          await afterFailure(error, failures);
         }
-      };
-      await Promise.all(Array.from({ length: plan.connections }, caller));
-      return {
-        load: {
-          dc,
-          ok,
-          ids,
-          seconds: (hrNow() - measureFrom) / 1e9,
-          non2xx: failed,
-          errors: 0,
-          latency: latencySummary(histogram),
-          failureMessages: [...failures],
-        },
-        histogram,
-      };
-    }),
-  );
-  return combine(measures);
+      }
+    };
+    await Promise.all(Array.from({ length: plan.connections }, caller));
+    const seconds = (hrNow() - measureFrom) / 1e9;
+    const latency = latencySummary(histogram);
+    return { load: { ...load, seconds, latency, failureMessages: [...failures] }, histogram };
+  });
+  return combine(await Promise.all(measures));
 }
 
 class ServiceProcess {
   private stderr = '';
   private readonly exited: Promise<number | null>;
+  private readonly spawnedAt = Date.now();
+  readyMs = NaN;
 
   private constructor(
     readonly dc: string,
@@ -339,14 +321,16 @@ class ServiceProcess {
   async ready(): Promise<string> {
     const deadline = Date.now() + START_TIMEOUT_MS;
     let url: string | undefined;
-    while (Date.now() < deadline) {
-      if (this.child.exitCode !== null) break;
+    while (Date.now() < deadline && this.child.exitCode === null) {
       url ??= this.listeningUrl();
       if (url !== undefined) {
         const status = await fetch(`${url}/readyz`)
           .then((response) => response.status)
           .catch(() => 0);
-        if (status === 200) return url;
+        if (status === 200) {
+          this.readyMs = Date.now() - this.spawnedAt;
+          return url;
+        }
       }
       await sleep(200);
     }
@@ -386,7 +370,6 @@ export class HttpPhase {
   private services: ServiceProcess[] = [];
   private overloaded: ServiceProcess | undefined;
   private stopping: Promise<HttpServiceInfo[]> | undefined;
-  private readonly readyMs = new Map<string, number>();
 
   constructor(
     private readonly settings: BenchSettings,
@@ -404,14 +387,9 @@ export class HttpPhase {
     try {
       await cluster.createSequence(SERVICE_SEQUENCE, SEQUENCE_OPTIONS);
       await cluster.createSequence(LIBRARY_SEQUENCE, SEQUENCE_OPTIONS);
-      const t0 = Date.now();
       this.services = cluster.dcs.map((dc) => ServiceProcess.spawn(cluster, dc, SERVICE_SEQUENCE));
       const targets = await Promise.all(
-        this.services.map(async (service): Promise<ServiceTarget> => {
-          const url = await service.ready();
-          this.readyMs.set(service.dc, Date.now() - t0);
-          return { dc: service.dc, url };
-        }),
+        this.services.map(async (service) => ({ dc: service.dc, url: await service.ready() })),
       );
       log(`http: ${targets.map((t) => `${t.dc} ${t.url}`).join(', ')} ready`);
       for (const dc of cluster.dcs) libraries.push(await connect(cluster.connectOptions(dc)));
@@ -478,8 +456,8 @@ export class HttpPhase {
     try {
       const target = { dc, url: await service.ready() };
       const plan = { ...OVERLOAD, warmupSeconds: 0 };
-      const { pid } = service.child;
-      const result = await overloadService(target, pid!, plan, OVERLOAD.maxPendingRequests);
+      const pid = service.child.pid!;
+      const result = await overloadService(target, pid, plan, OVERLOAD.maxPendingRequests);
       this.log(
         `http overload: ${result.ok} 2xx, ${result.overloaded} shed, ${result.other} other, ${result.uniqueness.duplicates} IDs repeated; RSS ${Math.max(...result.rssBeforeMiB)} MiB before, ${Math.max(...result.rssMiB)} MiB peak`,
       );
@@ -495,7 +473,7 @@ export class HttpPhase {
       this.overloaded?.stop(),
       ...this.services.map(async (service) => ({
         dc: service.dc,
-        readyMs: this.readyMs.get(service.dc) ?? NaN,
+        readyMs: service.readyMs,
         exitCode: await service.stop(),
       })),
     ]).then(([, ...services]) => services));

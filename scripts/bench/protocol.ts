@@ -44,11 +44,7 @@ export type WorkerDraw = Omit<DrawRun, 'processes' | 'idsPerSecond' | 'latency' 
 /** A scale worker samples its event loop's delay with a timer every this many ms. */
 export const LOOP_DELAY_RESOLUTION_MS = 10;
 
-export interface LoopDelay {
-  readonly p50Ms: number;
-  readonly p99Ms: number;
-  readonly maxMs: number;
-}
+export type LoopDelay = Readonly<{ p50Ms: number; p99Ms: number; maxMs: number }>;
 
 /** What one process's instances measured in a scale command, summed over them. */
 export type WorkerScaleDraw = Omit<

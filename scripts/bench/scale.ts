@@ -1,5 +1,6 @@
 /** The scale phase: N allocator instances per DC, tight and at a fixed rate, default settings. */
 import os from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 import { resolveSequenceSettings } from '../../src/settings/resolve.js';
 import type { BenchCluster } from './cluster.js';
@@ -26,6 +27,8 @@ export function combineScale(
 ): ScaleRun {
   const results = answers.map((a) => a.result);
   checkIncreasing(results, 'instance');
+  const delays = results.flatMap((r) => (r.loopDelay == null ? [] : [r.loopDelay]));
+  const worst = (of: 'p99Ms' | 'maxMs') => Math.max(...delays.map((d) => d[of]));
   const perDc = dcs.map((dc): ScaleDcRun => {
     const mine = answers.filter((a) => a.dc === dc).map((a) => a.result);
     const instances = sum(mine.map((r) => r.instances));
@@ -49,18 +52,7 @@ export function combineScale(
     failureMessages: [...new Set(answers.flatMap((a) => a.result.failureMessages))],
     workerCpuSeconds: sum(results.map((r) => r.cpuSeconds)),
     machineBusy,
-    loopDelay: worstLoopDelay(results),
-  };
-}
-
-function worstLoopDelay(
-  results: readonly WorkerScaleDraw[],
-): { readonly p99Ms: number; readonly maxMs: number } | null {
-  const sampled = results.flatMap((r) => (r.loopDelay == null ? [] : [r.loopDelay]));
-  if (sampled.length === 0) return null;
-  return {
-    p99Ms: Math.max(...sampled.map((d) => d.p99Ms)),
-    maxMs: Math.max(...sampled.map((d) => d.maxMs)),
+    loopDelay: delays.length === 0 ? null : { p99Ms: worst('p99Ms'), maxMs: worst('maxMs') },
   };
 }
 
@@ -73,18 +65,13 @@ function cpuTimes(): { busy: number; total: number } {
 }
 
 /** Share of the machine's cores busy from `fromMs` to `toMs` after now. */
-function machineBusyBetween(fromMs: number, toMs: number): Promise<number> {
-  return new Promise((resolve) => {
-    let first: { busy: number; total: number } | undefined;
-    setTimeout(() => {
-      first = cpuTimes();
-    }, fromMs).unref();
-    setTimeout(() => {
-      const last = cpuTimes();
-      const total = last.total - (first?.total ?? 0);
-      resolve(first === undefined || total <= 0 ? NaN : (last.busy - first.busy) / total);
-    }, toMs).unref();
-  });
+async function machineBusyBetween(fromMs: number, toMs: number): Promise<number> {
+  await sleep(fromMs, undefined, { ref: false });
+  const first = cpuTimes();
+  await sleep(toMs - fromMs, undefined, { ref: false });
+  const last = cpuTimes();
+  const total = last.total - first.total;
+  return total > 0 ? (last.busy - first.busy) / total : NaN;
 }
 
 export async function measureScale(

@@ -91,14 +91,9 @@ function highestInBucket(index: number): number {
   return (SUB_BUCKETS + sub + 1) * shift - 1;
 }
 
-export interface LatencySummary {
-  readonly count: number;
-  readonly p50: number;
-  readonly p99: number;
-  readonly p999: number;
-  readonly max: number;
-  readonly mean: number;
-}
+export type LatencySummary = Readonly<
+  Record<'count' | 'p50' | 'p99' | 'p999' | 'max' | 'mean', number>
+>;
 
 export function latencySummary(histogram: Histogram): LatencySummary {
   return {
@@ -112,12 +107,7 @@ export function latencySummary(histogram: Histogram): LatencySummary {
 }
 
 /** The median of the runs, with the smallest and largest as spread. */
-export interface Figure {
-  readonly median: number;
-  readonly min: number;
-  readonly max: number;
-  readonly n: number;
-}
+export type Figure = Readonly<{ median: number; min: number; max: number; n: number }>;
 
 /** NaN samples (nothing measured) are left out. */
 export function figure(samples: readonly number[]): Figure {
@@ -129,12 +119,7 @@ export function figure(samples: readonly number[]): Figure {
   return { median, min: sorted[0]!, max: sorted[n - 1]!, n };
 }
 
-export interface LatencyFigures {
-  readonly p50: Figure;
-  readonly p99: Figure;
-  readonly p999: Figure;
-  readonly max: Figure;
-}
+export type LatencyFigures = Readonly<Record<'p50' | 'p99' | 'p999' | 'max', Figure>>;
 
 export function latencyFigures(runs: readonly { latency: LatencySummary }[]): LatencyFigures {
   const of = (key: keyof LatencyFigures) => figure(runs.map((r) => r.latency[key]));

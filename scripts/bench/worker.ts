@@ -13,9 +13,7 @@ import type { BurstRun } from './results.js';
 import { ScaleInstances, type ScaleTarget } from './scale-worker.js';
 import { Histogram, latencySummary, hrNow } from './stats.js';
 
-function send(message: WorkerMessage): void {
-  process.send?.(message);
-}
+const send = (message: WorkerMessage) => process.send?.(message);
 
 async function draw(ids: IdGen, command: DrawCommand): Promise<WorkerDraw> {
   const handle = ids.sequence(command.sequence);
@@ -26,7 +24,6 @@ async function draw(ids: IdGen, command: DrawCommand): Promise<WorkerDraw> {
   return { ...loop.draw, histogram: loop.histogram.toJSON(), rssMiB };
 }
 
-/** Loads one block, then asks for `calls` IDs at once. */
 async function burst(ids: IdGen, command: BurstCommand): Promise<BurstRun> {
   const handle = ids.sequence(command.sequence);
   await handle.ready();

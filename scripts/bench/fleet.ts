@@ -108,22 +108,14 @@ export class Fleet {
     command: Omit<ScaleCommand, 'instances'>,
   ): Promise<{ dc: string; result: WorkerScaleDraw }[]> {
     const timeout = command.warmupMs + command.durationMs + ANSWER_TIMEOUT_MS;
-    const assigned = this.workers
-      .map((worker) => ({
-        worker,
-        instances: instanceShare(
-          worker.index,
-          this.workers.filter((w) => w.dc === worker.dc).length,
-          instancesPerDc,
-        ),
-      }))
-      .filter((a) => a.instances > 0);
-    const answers = await Promise.all(
-      assigned.map(({ worker, instances }) =>
-        this.command(worker, { ...command, instances }, 'scaled', timeout),
-      ),
-    );
-    return answers.map((message, i) => ({ dc: assigned[i]!.worker.dc, result: message.result }));
+    const perDc = (dc: string) => this.workers.filter((w) => w.dc === dc).length;
+    const answers = this.workers.map(async (worker) => {
+      const instances = instanceShare(worker.index, perDc(worker.dc), instancesPerDc);
+      if (instances === 0) return [];
+      const answer = await this.command(worker, { ...command, instances }, 'scaled', timeout);
+      return [{ dc: worker.dc, result: answer.result }];
+    });
+    return (await Promise.all(answers)).flat();
   }
 
   async burst(dc: string, command: BurstCommand): Promise<BurstRun> {

@@ -1,6 +1,7 @@
 /** The naive baseline: one LOCAL_SERIAL compare-and-set per ID on one row (unique in one DC). */
 import cassandra from 'cassandra-driver';
 
+import type { BenchCluster } from './cluster.js';
 import type { NaiveRun } from './results.js';
 import { Histogram, latencySummary, hrNow } from './stats.js';
 
@@ -15,17 +16,17 @@ const SERIAL_READ = { prepare: true, consistency: consistencies.localSerial };
 const SETUP_ATTEMPTS = 10;
 
 /**
- * `clients` loops sharing one driver pool; a rejection retries from the value it returns, a
- * timeout (unknown outcome) re-reads at LOCAL_SERIAL, leaving a gap at worst.
+ * `clients` loops in the first DC sharing one driver pool; a rejection retries from the value it
+ * returns, a timeout (unknown outcome) re-reads at LOCAL_SERIAL, leaving a gap at worst.
  */
 export async function runNaive(
-  client: cassandra.Client,
-  keyspace: string,
+  cluster: BenchCluster,
   key: string,
   clients: number,
   durationMs: number,
 ): Promise<NaiveRun> {
-  const table = `"${keyspace}".naive_counter`;
+  const client = cluster.client(cluster.dcs[0]!);
+  const table = `"${cluster.keyspace}".naive_counter`;
   const update = `UPDATE ${table} SET v = ? WHERE k = ? IF v = ?`;
   const read = `SELECT v FROM ${table} WHERE k = ?`;
   const readRow = async (): Promise<InstanceType<typeof Long> | undefined> => {

@@ -108,14 +108,7 @@ export async function measureCluster(
   for (let r = 0; r < settings.runs; r++) {
     const run = `run ${r + 1}/${settings.runs}`;
     for (const { clients, runs } of naive) {
-      const client = cluster.client(firstDc);
-      const result = await runNaive(
-        client,
-        cluster.keyspace,
-        `r${r}_c${clients}`,
-        clients,
-        durationMs,
-      );
+      const result = await runNaive(cluster, `r${r}_c${clients}`, clients, durationMs);
       runs.push(result);
       log(
         `${run} naive ${clients} client(s): ${formatRate(result.ids / result.seconds)}, p50 ${formatNs(result.latency.p50)}, ${result.rejections} rejections`,

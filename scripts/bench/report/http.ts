@@ -148,11 +148,23 @@ export function renderHttp(raw: RawResults, summary: Summary): string[] {
   const http = raw.http;
   if (http === undefined || summary.http === undefined) return [];
   const { settings, machine } = raw;
-  const out: string[] = [];
   const options = Object.entries(http.sequenceOptions)
     .map(([k, v]) => `\`${k}: ${String(v)}\``)
     .join(', ');
-  out.push(
+  const measured = summary.http.counts.filter((c) => c.runs > 0);
+  const services = http.services
+    .map(
+      (s) =>
+        `${s.dc} ready after ${formatMs(s.readyMs)}, exit ${s.exitCode === null ? 'none (killed)' : s.exitCode}`,
+    )
+    .join('; ');
+  const allExited = http.services.length > 0 && http.services.every((s) => s.exitCode === 0);
+  const { duplicates } = http.uniqueness;
+  const all = measured
+    .find((c) => c.count === 1)
+    ?.rows.find((r) => r.side === 'service' && r.dc === undefined);
+  const leaf = LEAF_FIGURE;
+  return [
     '## 5. HTTP service',
     '',
     `One \`idgen-cass serve\` per DC (${http.services.length} in all; ${http.serviceRuntime}), serving one sequence (${options}; blocks and DC ranges adaptive, as by default). autocannon ${http.autocannon}, in the benchmark's process, loads every service at once with ${plural(settings.httpConnections, 'connection')} each (one request in flight per connection), ${settings.httpWarmupSeconds} s of warm-up then ${settings.httpSeconds} s measured. Beside it, the library in the benchmark's process on the same cluster: one \`connect()\` per DC, ${settings.httpConnections} concurrent callers per DC in a loop, on a sequence of its own created alike, for the same warm-up and window. Each run measures both sides for each count, one after the other ` +
@@ -160,17 +172,14 @@ export function renderHttp(raw: RawResults, summary: Summary): string[] {
     '',
     `Machine: ${machine.cpuModel}, ${machine.cores} cores, shared by the Cassandra JVMs (${machine.topology}), the services and the load generator, so the load generator competes with what it measures; the ratios to the library are the figures to compare.`,
     '',
-  );
-  if (http.failure !== undefined) {
-    out.push(
-      `**The phase stopped early:** ${firstLine(http.failure)}. The tables hold what was measured before.`,
-      '',
-    );
-  }
-  const measured = summary.http.counts.filter((c) => c.runs > 0);
-  if (measured.length === 0) out.push('Nothing was measured.', '');
-  for (const entry of measured) {
-    out.push(
+    ...(http.failure === undefined
+      ? []
+      : [
+          `**The phase stopped early:** ${firstLine(http.failure)}. The tables hold what was measured before.`,
+          '',
+        ]),
+    ...(measured.length === 0 ? ['Nothing was measured.', ''] : []),
+    ...measured.flatMap((entry) => [
       `### ${plural(entry.count, 'ID')} per request`,
       '',
       ...table<HttpRow>(
@@ -185,40 +194,24 @@ export function renderHttp(raw: RawResults, summary: Summary): string[] {
         ],
         entry.rows,
       ),
-    );
-  }
-  if (measured.length > 0) {
-    out.push(
-      ...table<(typeof measured)[number]>(
-        [
-          ['IDs per request', (c) => formatCount(c.count)],
-          ['HTTP IDs/s ÷ library IDs/s', (c) => withSpread(c.throughputRatio, formatPercent)],
-          ['HTTP p50 ÷ library p50', (c) => withSpread(c.p50Ratio, formatTimes)],
-          ['HTTP p99.9 ÷ library p99.9', (c) => withSpread(c.p999Ratio, formatTimes)],
-        ],
-        measured,
-      ),
-    );
-  }
-  if (summary.http.failureMessages.length > 0) {
-    out.push(`Failed requests and calls: ${quoted(summary.http.failureMessages)}.`, '');
-  }
-  if (http.overload !== undefined && summary.http.overload !== undefined) {
-    out.push(...renderOverload(http.overload, summary.http.overload));
-  }
-  const services = http.services
-    .map(
-      (s) =>
-        `${s.dc} ready after ${formatMs(s.readyMs)}, exit ${s.exitCode === null ? 'none (killed)' : s.exitCode}`,
-    )
-    .join('; ');
-  const allExited = http.services.length > 0 && http.services.every((s) => s.exitCode === 0);
-  const { duplicates } = http.uniqueness;
-  const all = measured
-    .find((c) => c.count === 1)
-    ?.rows.find((r) => r.side === 'service' && r.dc === undefined);
-  const leaf = LEAF_FIGURE;
-  out.push(
+    ]),
+    ...(measured.length === 0
+      ? []
+      : table<(typeof measured)[number]>(
+          [
+            ['IDs per request', (c) => formatCount(c.count)],
+            ['HTTP IDs/s ÷ library IDs/s', (c) => withSpread(c.throughputRatio, formatPercent)],
+            ['HTTP p50 ÷ library p50', (c) => withSpread(c.p50Ratio, formatTimes)],
+            ['HTTP p99.9 ÷ library p99.9', (c) => withSpread(c.p999Ratio, formatTimes)],
+          ],
+          measured,
+        )),
+    ...(summary.http.failureMessages.length === 0
+      ? []
+      : [`Failed requests and calls: ${quoted(summary.http.failureMessages)}.`, '']),
+    ...(http.overload === undefined || summary.http.overload === undefined
+      ? []
+      : renderOverload(http.overload, summary.http.overload)),
     `- Services: ${services || 'none started'}. ${allExited ? 'Every service exited 0 on SIGTERM.' : '**Not every service exited 0 on SIGTERM.**'}`,
     `- Uniqueness: ${formatCount(http.uniqueness.ids)} IDs handed out by the services in the warm-ups (every DC, count and run; the measured windows keep no body): ` +
       (duplicates === 0 ? 'none repeated.' : `**${formatCount(duplicates)} repeated.**`),
@@ -227,6 +220,5 @@ export function renderHttp(raw: RawResults, summary: Summary): string[] {
         ? 'This run measured no single-ID requests to set beside it.'
         : `Here, one ID per request, every DC together: ${withSpread(all.requestsPerSecond, formatRate)} requests with p99.9 ${withSpread(all.latency.p999, formatNs)}, on ${machine.cores} cores shared with Cassandra (${formatRate(all.requestsPerSecond.median / machine.cores)} per core); the machines and the clients differ too much to compare closer than an order of magnitude.`),
     '',
-  );
-  return out;
+  ];
 }

@@ -363,31 +363,30 @@ export function renderScale(raw: RawResults, summary: ScaleSummary | undefined):
   const perInstance = settings.scaleInstances
     .map((n) => `${formatRate(settings.scaleRatePerDc / n)} at N = ${n}`)
     .join(', ');
-  const out = [
-    '## 4. Scale',
-    '',
-    `N allocator instances per DC (N = ${settings.scaleInstances.join(', ')}; ${result.layout}) draw from a fresh sequence per configuration with the library's default settings (stored: ${stored}), tight and at a fixed total rate, ${settings.scaleWarmupSeconds} s of warm-up (adaptive blocks grow there), then ${settings.scaleSeconds} s measured; ${plural(settings.scaleRuns, 'run')}. ` +
-      "Claims/s and CAS retries are counted per DC partition from `stats()` (`blocksClaimed`, `casRejections`, summed over the DC's instances); waits and errors are after warm-up unless said. " +
-      'All instances of a configuration start at once on a fresh sequence, so each needs a block claim, and each that finds its DC without a range a grant read at SERIAL (two SERIAL statements on the grants partition every DC shares).',
-    '',
-  ];
   const titles = {
     tight: ['Tight: every instance `await next()` in a loop', TIGHT_NOTE],
     rate: [
       `Fixed total rate: ${formatRate(settings.scaleRatePerDc)} per DC, split evenly over its instances`,
       `Each instance draws at the DC's rate ÷ N (${perInstance}), sleeping on a timer whenever it is 1 ms ahead and giving up what it missed beyond 100 ms; share of target is IDs/s ÷ the rate of all DCs.`,
     ],
-  };
-  for (const mode of ['tight', 'rate'] as const) {
-    const rows = summary.rows.filter((r) => r.mode === mode);
-    if (rows.length > 0)
-      out.push(`### ${titles[mode][0]}`, '', titles[mode][1]!, '', ...rowsTable(rows, mode));
-  }
+  } as const;
   const ns = (pick: (r: ScaleRow) => number) => (r: ScaleRow) => formatNs(pick(r));
   const claimTimes = summary.rows.filter(
     (r) => r.mode === 'tight' && Number.isFinite(r.loopDelayP99Ms.median),
   );
-  out.push(
+  const messages = [...new Set(summary.rows.flatMap((r) => r.failureMessages))];
+  return [
+    '## 4. Scale',
+    '',
+    `N allocator instances per DC (N = ${settings.scaleInstances.join(', ')}; ${result.layout}) draw from a fresh sequence per configuration with the library's default settings (stored: ${stored}), tight and at a fixed total rate, ${settings.scaleWarmupSeconds} s of warm-up (adaptive blocks grow there), then ${settings.scaleSeconds} s measured; ${plural(settings.scaleRuns, 'run')}. ` +
+      "Claims/s and CAS retries are counted per DC partition from `stats()` (`blocksClaimed`, `casRejections`, summed over the DC's instances); waits and errors are after warm-up unless said. " +
+      'All instances of a configuration start at once on a fresh sequence, so each needs a block claim, and each that finds its DC without a range a grant read at SERIAL (two SERIAL statements on the grants partition every DC shares).',
+    '',
+    ...(['tight', 'rate'] as const).flatMap((mode) => {
+      const rows = summary.rows.filter((r) => r.mode === mode);
+      const [title, note] = titles[mode];
+      return rows.length === 0 ? [] : [`### ${title}`, '', note, '', ...rowsTable(rows, mode)];
+    }),
     '### What it shows',
     '',
     ...grid(['measure', 'value'], findings(summary, raw)),
@@ -409,31 +408,29 @@ export function renderScale(raw: RawResults, summary: ScaleSummary | undefined):
       ],
       summary.estimates,
     ),
-  );
-  if (claimTimes.length > 0) {
-    out.push(
-      `Where a claim's time went, tight: the mean DC-state read, applied claim write and backoff (from a lost race's rejection to the next attempt; its timer asks for at most ${BACKOFF_MAX_MS} ms), against how late the allocator processes' event loops ran (p99 / max of the worst process, \`monitorEventLoopDelay\` less its ${LOOP_DELAY_RESOLUTION_MS} ms sampling interval), which every reply, backoff and deadline waits for.`,
-      '',
-      ...table<ScaleRow>(
-        [
-          ['instances per DC', (r) => formatCount(r.instancesPerDc)],
-          ['read', ns((r) => r.readNs.median)],
-          ['write', ns((r) => r.appliedWriteNs.median)],
-          ['backoff', ns((r) => r.backoffNs.median)],
-          [
-            'event loop late (p99 / max)',
-            (r) =>
-              `${formatNs(r.loopDelayP99Ms.median * 1e6)} / ${formatNs(r.loopDelayMaxMs.median * 1e6)}`,
-          ],
-          ['cores used by the allocator processes', (r) => significant(r.workerCores.median)],
-        ],
-        claimTimes,
-      ),
-    );
-  }
-  const messages = [...new Set(summary.rows.flatMap((r) => r.failureMessages))];
-  if (messages.length > 0) {
-    out.push(`Messages of the calls that threw: ${quoted(messages)}.`, '');
-  }
-  return out;
+    ...(claimTimes.length === 0
+      ? []
+      : [
+          `Where a claim's time went, tight: the mean DC-state read, applied claim write and backoff (from a lost race's rejection to the next attempt; its timer asks for at most ${BACKOFF_MAX_MS} ms), against how late the allocator processes' event loops ran (p99 / max of the worst process, \`monitorEventLoopDelay\` less its ${LOOP_DELAY_RESOLUTION_MS} ms sampling interval), which every reply, backoff and deadline waits for.`,
+          '',
+          ...table<ScaleRow>(
+            [
+              ['instances per DC', (r) => formatCount(r.instancesPerDc)],
+              ['read', ns((r) => r.readNs.median)],
+              ['write', ns((r) => r.appliedWriteNs.median)],
+              ['backoff', ns((r) => r.backoffNs.median)],
+              [
+                'event loop late (p99 / max)',
+                (r) =>
+                  `${formatNs(r.loopDelayP99Ms.median * 1e6)} / ${formatNs(r.loopDelayMaxMs.median * 1e6)}`,
+              ],
+              ['cores used by the allocator processes', (r) => significant(r.workerCores.median)],
+            ],
+            claimTimes,
+          ),
+        ]),
+    ...(messages.length === 0
+      ? []
+      : [`Messages of the calls that threw: ${quoted(messages)}.`, '']),
+  ];
 }

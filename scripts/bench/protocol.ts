@@ -63,16 +63,11 @@ export type WorkerScaleDraw = Omit<
   };
 
 export type WorkerMessage =
-  | {
-      readonly type: 'ready';
-      readonly pid: number;
-      readonly connectMs: number;
-      readonly rssMiB: number;
-    }
-  | { readonly type: 'drawn'; readonly result: WorkerDraw }
-  | { readonly type: 'burst'; readonly result: BurstRun }
-  | { readonly type: 'scaled'; readonly result: WorkerScaleDraw }
-  | { readonly type: 'failed'; readonly message: string };
+  | Readonly<{ type: 'ready'; pid: number; connectMs: number; rssMiB: number }>
+  | Readonly<{ type: 'drawn'; result: WorkerDraw }>
+  | Readonly<{ type: 'burst'; result: BurstRun }>
+  | Readonly<{ type: 'scaled'; result: WorkerScaleDraw }>
+  | Readonly<{ type: 'failed'; message: string }>;
 
 /** @throws when an ID was not above the one before it on its handle (`of` names it): a bug. */
 export function checkIncreasing(draws: readonly { notIncreasing: number }[], of: string): void {

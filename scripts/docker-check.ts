@@ -7,6 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import { Command } from 'commander';
+import { ClusterError } from './cluster/topology.js';
 import { ComposeCluster, requireUnique, testcontainersTests } from './docker/check.js';
 import { buildStandIns } from './docker/images.js';
 import { CheckError, logDir, run, step, stepTimes, waitFor } from './docker/steps.js';
@@ -51,10 +52,7 @@ async function ensureEngine(): Promise<void> {
   const out = fs.openSync(DOCKERD_LOG, 'a');
   spawn('dockerd', [], { detached: true, stdio: ['ignore', out, out] }).unref();
   fs.closeSync(out);
-  await waitFor('dockerd answering "docker info"', async () => answers('docker', ['info']), {
-    timeoutMs: 60_000,
-    everyMs: 1_000,
-  });
+  await waitFor(() => answers('docker', ['info']), 60_000, 'dockerd answering "docker info"');
   log(`started dockerd (its log: ${DOCKERD_LOG})`);
 }
 
@@ -81,9 +79,8 @@ async function main(options: Options): Promise<void> {
   );
   const gate = options.waitFor;
   if (gate) {
-    const limits = { timeoutMs: 24 * 3600_000, everyMs: 30_000 };
     await step(`waiting for ${gate}`, () =>
-      waitFor(`${gate} to exist`, async () => fs.existsSync(gate), limits),
+      waitFor(() => fs.existsSync(gate), 24 * 3600_000, `${gate} to exist`, 30_000),
     );
   }
 
@@ -147,7 +144,8 @@ const program = new Command('docker-check')
       console.error(
         `\ndocker-check failed: ${error instanceof Error ? error.message : String(error)}`,
       );
-      if (!(error instanceof CheckError) && error instanceof Error) console.error(error.stack);
+      const known = error instanceof CheckError || error instanceof ClusterError;
+      if (!known && error instanceof Error) console.error(error.stack);
       process.exitCode = 1;
     }
   });

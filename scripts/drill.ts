@@ -13,7 +13,6 @@ import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import * as manager from './cluster/manager.js';
 import { nodeSpecs } from './cluster/topology.js';
 import { connect, initSchema, type DcState, type IdGen } from '../src/index.js';
-import { CassandraStore } from '../src/store/cassandra/store.js';
 
 const DC = 'dc3';
 const OTHER_DC = 'dc1';
@@ -120,7 +119,7 @@ async function killDuringDraws(
   // Past one periodic sync (10 s): the settings are on dc3's disks before the drill begins.
   await new Promise((resolve) => setTimeout(resolve, 11_000));
   const drawer = await connect(connection(DC));
-  const store = await openDcStore(connection);
+  const store = await manager.openStore(connection(DC).keyspace, DC);
   const before: bigint[] = [];
   let seen = { version: 0, lastInteger: 0n };
   let drawing = true;
@@ -148,16 +147,9 @@ async function killDuringDraws(
   await Promise.allSettled([drawer.close(), store.close()]);
   say(`starting ${dcNodes.join(', ')} again`);
   await manager.startNodes(dcNodes);
-  const reader = await openDcStore(connection);
+  const reader = await manager.openStore(connection(DC).keyspace, DC);
   const after = await reader.readDcState(sequence, DC).finally(() => reader.close());
   return { sequence, before, seen, after };
-}
-
-async function openDcStore(connection: Connection): Promise<CassandraStore> {
-  const { contactPoints, localDataCenter, keyspace } = connection(DC);
-  const client = new cassandra.Client({ contactPoints, localDataCenter });
-  await client.connect();
-  return new CassandraStore(client, keyspace, { ownsClient: true });
 }
 
 async function repair(other: IdGen, attempt: Attempt, connection: Connection): Promise<number> {

@@ -8,7 +8,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import cassandra from 'cassandra-driver';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 
 import * as manager from './cluster/manager.js';
@@ -16,7 +15,6 @@ import { readNodeSettings, settingsChanges, settingsProblems } from './cluster/s
 import { nodeSpecs } from './cluster/topology.js';
 import { connect, initSchema, openAdmin, type DcState } from '../src/index.js';
 import { MUTATIONS, type Mutation } from '../src/mutations.js';
-import { CassandraStore } from '../src/store/cassandra/store.js';
 import { dcOfGrantee } from '../src/names.js';
 import { checkHistory } from './torture/checker.js';
 import { Fleet, type Incarnation } from './torture/fleet.js';
@@ -305,22 +303,13 @@ async function main(): Promise<void> {
   );
 
   log('reading the rows back and checking');
-  const openStore = async (dc: string) => {
-    const client = new cassandra.Client({
-      contactPoints: contactPoints[dc]!,
-      localDataCenter: dc,
-      socketOptions: { readTimeout: 30_000 },
-    });
-    await client.connect();
-    return new CassandraStore(client, keyspace, { ownsClient: true });
-  };
-  const grantsStore = await openStore(firstDc);
+  const grantsStore = await manager.openStore(keyspace, firstDc, topology);
   const overview = await grantsStore.readGrantsOverview(sequence, 'consistent');
   await grantsStore.close();
   if (overview === undefined) throw new Error(`sequence ${sequence} vanished from ${keyspace}`);
   const states = new Map<string, DcState>();
   for (const dc of dcs) {
-    const store = await openStore(dc);
+    const store = await manager.openStore(keyspace, dc, topology);
     // The DC's own state and its shards' (a shard with a state has a grant).
     const grantees = [...overview.grants.keys()].filter((name) => dcOfGrantee(name) === dc);
     for (const grantee of new Set([dc, ...grantees])) {

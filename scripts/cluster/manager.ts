@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import cassandra from 'cassandra-driver';
 import { waitForSchemaAgreement } from '../../src/schema.js';
+import { CassandraStore } from '../../src/store/cassandra/store.js';
 import {
   COMMITLOG_COMPRESSION,
   checkPrerequisites,
@@ -44,6 +45,17 @@ export function contactPointsByDc(topology = currentTopology()): Record<string, 
   const byDc: Record<string, string[]> = {};
   for (const node of nodeSpecs(topology)) (byDc[node.dc] ??= []).push(node.address);
   return byDc;
+}
+
+/** A store on `dc`'s nodes, to read the rows back as the library sees them. */
+export async function openStore(keyspace: string, dc: string, topology = currentTopology()) {
+  const client = new cassandra.Client({
+    contactPoints: contactPointsByDc(topology)[dc] ?? [],
+    localDataCenter: dc,
+    socketOptions: { readTimeout: 30_000 },
+  });
+  await client.connect();
+  return new CassandraStore(client, keyspace, { ownsClient: true });
 }
 
 /**

@@ -22,8 +22,7 @@ export class ComposeCluster {
     for (const { service } of SERVICES) {
       const id = await this.containerId(service);
       const healthy = async () => (await inspect(id, '{{.State.Health.Status}}')) === 'healthy';
-      const limits = { timeoutMs: 120_000, everyMs: 2_000 };
-      await waitFor(`${service}'s HEALTHCHECK reporting healthy`, healthy, limits);
+      await waitFor(healthy, 120_000, `${service}'s HEALTHCHECK reporting healthy`, 2_000);
       log(`${service}: healthy`);
     }
   }
@@ -70,8 +69,7 @@ export class ComposeCluster {
     const id = await this.containerId(service);
     await run('docker', ['kill', '--signal', 'SIGTERM', id]);
     const exited = async () => (await inspect(id, '{{.State.Running}}')) === 'false';
-    const limits = { timeoutMs: 40_000, everyMs: 1_000 };
-    await waitFor(`${service} exiting after SIGTERM`, exited, limits);
+    await waitFor(exited, 40_000, `${service} exiting after SIGTERM`);
     const code = await inspect(id, '{{.State.ExitCode}}');
     const logs = await run('docker', ['logs', '--tail', '20', id], { withStderr: true });
     if (code !== '0')

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-export type { Log } from '../cluster/nodes.js';
+export { waitFor, type Log } from '../cluster/nodes.js';
 
 export class CheckError extends Error {
   override name = 'CheckError';
@@ -80,18 +80,6 @@ export async function run(
     throw new CheckError(`"${shown}" exited with ${code}; the last lines of ${logFile}:\n${tail}`);
   }
   return output.stdout + output.stderr;
-}
-
-export async function waitFor(
-  what: string,
-  probe: () => Promise<boolean>,
-  { timeoutMs, everyMs }: { timeoutMs: number; everyMs: number },
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new CheckError(`${what}: not after ${timeoutMs / 1000} s`);
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-  }
 }
 
 function quote(word: string): string {

@@ -236,24 +236,23 @@ export class Nemesis {
         const target = `process ${victim.id} (${victim.dc}, ${victim.mode})`;
         // What was sent, not what became of it (the verdict judges how it exited).
         const notSent = 'not done: the process had exited before its signal';
-        let result = 'ok';
-        if (kind === 'kill-process') {
-          const sent = fleet.kill(victim, raw && victim.mode === 'paced' ? 'raw' : 'flush');
-          result = !sent
-            ? notSent
-            : victim.killed === 'raw'
-              ? 'ok, raw SIGKILL'
-              : 'ok, SIGHUP sent (the process is to write its history, then SIGKILL itself)';
-        } else if (kind === 'close-process') {
-          if (!fleet.closeWhileDrawing(victim)) result = notSent;
-        } else {
+        if (kind === 'stop-process') {
           const sent = fleet.pause(victim);
           const stoppedMs = intBy(u2!, 500, 15_000);
           setTimeout(() => fleet.resume(victim), stoppedMs).unref();
-          this.record(kind, target, sent ? `ok, SIGCONT after ${stoppedMs} ms` : notSent);
-          return;
+          return this.record(kind, target, sent ? `ok, SIGCONT after ${stoppedMs} ms` : notSent);
         }
-        this.record(kind, target, result);
+        const sent =
+          kind === 'close-process'
+            ? fleet.closeWhileDrawing(victim)
+            : fleet.kill(victim, raw && victim.mode === 'paced' ? 'raw' : 'flush');
+        const done =
+          kind === 'close-process'
+            ? 'ok'
+            : victim.killed === 'raw'
+              ? 'ok, raw SIGKILL'
+              : 'ok, SIGHUP sent (the process is to write its history, then SIGKILL itself)';
+        this.record(kind, target, sent ? done : notSent);
         this.options.startProcess(victim.dc);
         return;
       }

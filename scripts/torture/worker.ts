@@ -82,7 +82,7 @@ const MAX_RATE_SLACK_MS = 10;
 async function main(spec: WorkerSpec): Promise<boolean> {
   // Said at once: a worker that never connects still tells how long its process took to start.
   const startupMs = Math.round(process.uptime() * 1000);
-  process.stdout.write(JSON.stringify({ event: 'started', pid: process.pid, startupMs }) + '\n');
+  say({ event: 'started', pid: process.pid, startupMs });
   if (spec.mutation !== undefined) setMutationsForTests([spec.mutation]);
   const concurrent = spec.mode === 'callers';
   const writesCalls = concurrent || spec.mode === 'take';
@@ -137,10 +137,9 @@ async function main(spec: WorkerSpec): Promise<boolean> {
     flush(Date.now(), true);
     for (const open of [fd, callsFd, progressFd]) if (open !== undefined) fs.closeSync(open);
   };
-  const report = (summary: WorkerSummary) => process.stdout.write(JSON.stringify(summary) + '\n');
   if (connection.ids === undefined) {
     closeFiles();
-    report({
+    say<WorkerSummary>({
       ...{ event: 'done', drawn: 0, errors: {}, firstErrors: {}, stats: {} },
       ...{ closedEarly: false, servedAfterClose: 0, closeViolations: 0 },
       connected: false,
@@ -187,9 +186,7 @@ async function main(spec: WorkerSpec): Promise<boolean> {
     closedEarly = true;
     void close().finally(() => (stopping = true));
   });
-  process.stdout.write(
-    JSON.stringify({ event: 'ready', pid: process.pid, startupMs, connectMs }) + '\n',
-  );
+  say({ event: 'ready', pid: process.pid, startupMs, connectMs });
 
   const errors: Record<string, number> = {};
   const firstErrors: Record<string, string> = {};
@@ -265,12 +262,11 @@ async function main(spec: WorkerSpec): Promise<boolean> {
       if (!firstReported && drawn > 0) {
         // Said at once: a killed worker prints no summary.
         firstReported = true;
-        const first: WorkerFirstId = {
+        say<WorkerFirstId>({
           event: 'first-id',
           shard: seq.grantee,
           shardMoves: seq.stats().shardMoves,
-        };
-        process.stdout.write(JSON.stringify(first) + '\n');
+        });
       }
       try {
         await call();
@@ -303,7 +299,7 @@ async function main(spec: WorkerSpec): Promise<boolean> {
     const { code, message } = tally(error);
     if (!ALARM_CODES.includes(code)) unexpectedError ??= { code, message: `close(): ${message}` };
   }
-  report({
+  say<WorkerSummary>({
     event: 'done',
     drawn,
     errors,
@@ -318,6 +314,11 @@ async function main(spec: WorkerSpec): Promise<boolean> {
     connectFailures: connection.failures,
   });
   return unexpectedError === undefined;
+}
+
+/** A line of the worker's stdout, which the fleet reads. */
+function say<T extends { readonly event: string }>(line: T): void {
+  process.stdout.write(JSON.stringify(line) + '\n');
 }
 
 function writeAll(fd: number, bytes: Uint8Array): void {

@@ -99,9 +99,11 @@ export class Fleet {
   ): Incarnation {
     const id = this.incarnations.length + 1;
     const name = path.join(this.options.historyDir, `${String(id).padStart(4, '0')}-${dc}-${mode}`);
-    const historyFile = `${name}.f64`;
-    const callsFile = mode === 'callers' || mode === 'take' ? `${name}.calls` : undefined;
-    const progressFile = `${name}.progress`;
+    const files = {
+      historyFile: `${name}.f64`,
+      callsFile: mode === 'callers' || mode === 'take' ? `${name}.calls` : undefined,
+      progressFile: `${name}.progress`,
+    };
     const spec: WorkerSpec = {
       dc,
       contactPoints: this.options.contactPoints[dc] ?? [],
@@ -109,9 +111,7 @@ export class Fleet {
       sequence: this.options.sequence,
       mode,
       ...extra,
-      historyFile,
-      callsFile,
-      progressFile,
+      ...files,
       startedAt: this.options.startedAt,
       mutation: this.options.mutation,
       allowUnsafeCluster: this.options.allowUnsafeCluster,
@@ -130,9 +130,7 @@ export class Fleet {
       id,
       dc,
       mode,
-      historyFile,
-      callsFile,
-      progressFile,
+      ...files,
       startedAt: Date.now(),
       liveness: extra.count !== undefined,
       ending: 'running',
